@@ -1,0 +1,4 @@
+from dslint.cli import main
+
+if __name__ == "__main__":
+    main()

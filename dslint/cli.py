@@ -1,0 +1,20 @@
+"""The `dslint` command: a click group; each subcommand lives in `dslint.commands`."""
+
+from __future__ import annotations
+
+import click
+
+from dslint import __version__
+from dslint.commands.check import check
+from dslint.commands.rules import explain, rules
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dslint")
+def main() -> None:
+    """Find, before a GPU hour is spent, the DeepSpeed mistakes that waste memory or silently break training."""
+
+
+main.add_command(check)
+main.add_command(rules)
+main.add_command(explain)

@@ -1,0 +1,81 @@
+"""The one data type every rule produces and every reporter, fixer and adapter reads."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Severity(str, enum.Enum):
+    """How bad a finding is; ordered from worst to mildest."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class Applicability(str, enum.Enum):
+    """Whether a fix can be applied without review (safe) or only with `--unsafe-fixes` (unsafe)."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A position in a file: 1-based line, 1-based column (in characters of the decoded line)."""
+
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between `start` (inclusive) and `end` (exclusive) with `content`."""
+
+    start: Location
+    end: Location
+    content: str
+
+    @classmethod
+    def insertion(cls, at: Location, content: str) -> Edit:
+        return cls(at, at, content)
+
+    @classmethod
+    def deletion(cls, start: Location, end: Location) -> Edit:
+        return cls(start, end, "")
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A set of edits that must be applied together."""
+
+    edits: tuple[Edit, ...]
+    applicability: Applicability
+    message: str
+
+    @property
+    def is_safe(self) -> bool:
+        return self.applicability is Applicability.SAFE
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding in one file."""
+
+    code: str
+    slug: str
+    message: str
+    severity: Severity
+    path: str
+    start: Location
+    end: Location
+    fix: Fix | None = field(default=None, compare=False)
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.start.line, self.start.column, self.code)
+
+    def concise(self) -> str:
+        """The flake8-compatible one-line form: `path:line:col: CODE message`."""
+        return f"{self.path}:{self.start.line}:{self.start.column}: {self.code} {self.message}"

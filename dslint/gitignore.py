@@ -1,0 +1,104 @@
+"""A small .gitignore matcher for walking directories: patterns, `!` negation, `/` anchoring, `dir/`, `**`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    regex: re.Pattern[str]
+    negated: bool
+    directory_only: bool
+
+
+def _translate(glob: str) -> str:
+    """Glob to regex on a '/'-separated relative path; `*` stays within one component, `**` crosses them."""
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        c = glob[i]
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if glob.startswith("/**", i) and i + 3 == len(glob):
+            out.append("/.*")
+            i += 3
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            end = glob.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape(c))
+            else:
+                body = glob[i + 1 : end].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+class IgnoreFile:
+    """The patterns of one .gitignore, relative to the directory that holds it."""
+
+    def __init__(self, base: Path, lines: list[str]) -> None:
+        self.base = base
+        self.patterns: list[_Pattern] = []
+        for raw in lines:
+            line = raw.rstrip("\n").rstrip()
+            if not line or line.startswith("#"):
+                continue
+            negated = line.startswith("!")
+            if negated:
+                line = line[1:]
+            if line.startswith("\\"):
+                line = line[1:]
+            directory_only = line.endswith("/")
+            line = line.rstrip("/")
+            anchored = "/" in line
+            line = line.lstrip("/")
+            prefix = "" if anchored else "(?:.*/)?"
+            regex = re.compile(f"^{prefix}{_translate(line)}$")
+            self.patterns.append(_Pattern(regex, negated, directory_only))
+
+    @classmethod
+    def read(cls, directory: Path) -> IgnoreFile | None:
+        path = directory / ".gitignore"
+        try:
+            return cls(directory, path.read_text(encoding="utf-8", errors="replace").splitlines())
+        except OSError:
+            return None
+
+    def decision(self, path: Path, is_dir: bool) -> bool | None:
+        """True ignored, False re-included, None: this file says nothing about `path`."""
+        try:
+            relative = path.relative_to(self.base).as_posix()
+        except ValueError:
+            return None
+        verdict: bool | None = None
+        for pattern in self.patterns:
+            if pattern.directory_only and not is_dir:
+                continue
+            if pattern.regex.match(relative):
+                verdict = not pattern.negated
+        return verdict
+
+
+def is_ignored(path: Path, is_dir: bool, ignore_files: list[IgnoreFile]) -> bool:
+    """Later (deeper) files win, as in git."""
+    verdict = False
+    for ignore_file in ignore_files:
+        decision = ignore_file.decision(path, is_dir)
+        if decision is not None:
+            verdict = decision
+    return verdict

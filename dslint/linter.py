@@ -1,0 +1,93 @@
+"""Lint one script: prefilter, parse once, compute facts once, run every selected rule in one traversal."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst._batched_visitor import visit_batched
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from dslint.diagnostics import Diagnostic, Location
+from dslint.prefilter import needs_parsing
+from dslint.registry import all_rules
+from dslint.rule import ScriptRule
+from dslint.rules.syntax_error import SyntaxErrorRule
+from dslint.script.context import ScriptContext
+from dslint.script.facts import collect_facts
+from dslint.selection import RuleSelection
+
+
+@dataclass
+class ScriptResult:
+    """What linting one script produced: findings, and the parsed text (for the fixer) when it parsed."""
+
+    path: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    parsed: bool = False
+    skipped: bool = False  # the prefilter proved no rule can fire
+    text: str | None = None
+    encoding: str = "utf-8"
+
+
+def script_rules(selection: RuleSelection) -> list[type[ScriptRule]]:
+    return [r for r in all_rules() if issubclass(r, ScriptRule) and selection.enabled(r.code)]
+
+
+def lint_source(path: str, data: bytes, selection: RuleSelection | None = None) -> ScriptResult:
+    selection = selection or RuleSelection()
+    result = ScriptResult(path)
+    if not needs_parsing(data):
+        result.skipped = True
+        return result
+    try:
+        module = cst.parse_module(data)
+    except (cst.ParserSyntaxError, ValueError, UnicodeDecodeError) as error:
+        if selection.enabled(SyntaxErrorRule.code):
+            result.diagnostics.append(syntax_error_diagnostic(path, data, error))
+        return result
+    result.parsed = True
+    result.text = module.code
+    result.encoding = module.encoding
+    result.diagnostics.extend(lint_module(path, module, script_rules(selection)))
+    result.diagnostics.sort(key=lambda d: d.sort_key)
+    return result
+
+
+def lint_module(path: str, module: cst.Module, rules: Sequence[type[ScriptRule]]) -> list[Diagnostic]:
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    facts = collect_facts(module, positions)
+    context = ScriptContext(path, module, positions, facts)
+    active = [rule(context) for rule in rules if facts.has_engine or not rule.needs_engine]
+    if active:
+        visit_batched(module, active)
+    return context.diagnostics
+
+
+def syntax_error_diagnostic(path: str, data: bytes, error: Exception) -> Diagnostic:
+    """One finding for a file that cannot be parsed; CPython's position and message are the clearer ones."""
+    line, column, message = 1, 1, str(error).splitlines()[0] if str(error) else type(error).__name__
+    try:
+        ast.parse(data, filename=path)
+    except SyntaxError as syntax:
+        line, column = syntax.lineno or 1, syntax.offset or 1
+        message = syntax.msg
+    except (ValueError, UnicodeDecodeError) as other:
+        message = str(other)
+    else:
+        if isinstance(error, cst.ParserSyntaxError):
+            line, column = error.raw_line, error.raw_column + 1
+            message = error.message.splitlines()[0]
+    start = Location(max(line, 1), max(column, 1))
+    return Diagnostic(
+        code=SyntaxErrorRule.code,
+        slug=SyntaxErrorRule.slug,
+        message=f"{SyntaxErrorRule.message}: {message}",
+        severity=SyntaxErrorRule.severity,
+        path=path,
+        start=start,
+        end=start,
+    )

@@ -1,0 +1,205 @@
+"""DSL101: the model is moved to a device or cast before it is given to `deepspeed.initialize`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Applicability, Edit, Severity
+from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.edits import delete_call_statement, unwrap_method_call
+from dslint.script.facts import method_name
+from dslint.script.model_moves import ModelMoves, is_cast
+
+
+class ModelMovedBeforeInitialize(ScriptRule):
+    code = "DSL101"
+    slug = "model-moved-before-initialize"
+    message = (
+        "model moved to a device before deepspeed.initialize: the engine places the module on its rank's "
+        "device itself, remove the move"
+    )
+    cast_message = (
+        "model cast before deepspeed.initialize: the engine casts the module as the config's fp16/bf16 "
+        "section says, remove the cast and set the precision in the config"
+    )
+    severity = Severity.WARNING
+    fixable = True
+    docs = RuleDocs(
+        what="""
+            Flags `.cuda()`, `.to(...)`, `.half()` and `.bfloat16()` on the model that is later given to
+            `deepspeed.initialize(model=...)`, in the same function, before that call. Moves to the CPU and
+            `.to(memory_format=...)` are not flagged.
+        """,
+        why="""
+            `deepspeed.initialize` moves the module to its rank's device itself (DeepSpeedEngine
+            `_configure_distributed_model`), after it has set the current device from LOCAL_RANK. A move before
+            that is at best wasted work, and an un-indexed `.cuda()` or `.to("cuda")` on every rank lands on
+            cuda:0 (all ranks' models on one GPU until the engine moves them). Without `deepspeed.zero.Init`,
+            ZeRO-3 then first holds the whole model on every GPU before it partitions it.
+
+            Casts are the engine's job too: it casts the module to fp16 or bf16 when the config enables them.
+            A model cast to half by hand under a config without fp16 trains in half precision without loss
+            scaling.
+        """,
+        example="""
+            model = Net()
+            model.cuda()
+            engine, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters())
+        """,
+        use_instead="""
+            model = Net()
+            engine, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters())
+            # inputs go to engine.device; precision comes from the config's "fp16"/"bf16" sections
+        """,
+        fix_safety="""
+            The fix removes the move or cast (a lone statement is deleted; in an expression the call is dropped
+            from its chain). It is unsafe: code between the move and `initialize` may rely on the model's device
+            or dtype, and a removed cast changes precision unless the config enables it.
+        """,
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed
+            model = Net()
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            for batch in loader:
+                loss = engine(batch.to(engine.device))
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            model = Net().to(memory_format=torch.channels_last)
+            model.to("cpu")
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            if args.deepspeed:
+                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            else:
+                model.cuda()
+            """
+        ),
+        Valid(
+            """
+            import torch
+            from deepspeed.accelerator import get_accelerator
+            model = Net().cuda()
+            model.half()
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            def build(model):
+                model.cuda()
+                return model
+            def main():
+                model = Net()
+                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            model = Net()
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            other = Net().cuda()
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import deepspeed
+            model = Net()
+            model.cuda()
+            engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+            lines=(4,),
+            fixed="""
+            import deepspeed
+            model = Net()
+            engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed as ds
+            net = Net().to(device).half()
+            model_engine, *_ = ds.initialize(args=args, model=net)
+            """,
+            lines=(3, 3),
+            fixed="""
+            import deepspeed as ds
+            net = Net()
+            model_engine, *_ = ds.initialize(args=args, model=net)
+            """,
+        ),
+        Invalid(
+            """
+            from deepspeed import initialize
+            def main(args):
+                model = Net()
+                model = model.to(args.device)
+                model, optimizer, _, _ = initialize(args, model, None, model.parameters())
+                for x in data:
+                    model(x.to(model.device))
+            """,
+            lines=(5,),
+            fixed="""
+            from deepspeed import initialize
+            def main(args):
+                model = Net()
+                model, optimizer, _, _ = initialize(args, model, None, model.parameters())
+                for x in data:
+                    model(x.to(model.device))
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            class Trainer:
+                def setup(self):
+                    self.model = Net()
+                    self.model.bfloat16()
+                    self.engine, _, _, _ = deepspeed.initialize(model=self.model, config=self.cfg)
+            """,
+            lines=(6,),
+        ),
+        Invalid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model.cuda(), config=cfg)
+            """,
+            lines=(3,),
+            fixed="""
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config=cfg)
+            """,
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.moves = ModelMoves(self.facts)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.moves.initialize_for(node) is None:
+            return
+        message = self.cast_message if is_cast(node) else self.message
+        name = method_name(node)
+        self.report(
+            node,
+            message,
+            edits=self._fix(node),
+            applicability=Applicability.UNSAFE,
+            fix_message=f"Remove `.{name}(...)`",
+        )
+
+    def _fix(self, node: cst.Call) -> list[Edit]:
+        edit = delete_call_statement(self.context, node) or unwrap_method_call(self.context, node)
+        return [edit] if edit is not None else []

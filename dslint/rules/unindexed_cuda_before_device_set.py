@@ -1,0 +1,199 @@
+"""DSL103: an un-indexed CUDA device is used before the current device is set (every rank lands on cuda:0)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Severity
+from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.facts import BindingKind, InitializeCall, method_name
+from dslint.script.model_moves import ModelMoves
+from dslint.script.names import dotted_name
+
+DEVICE_NAME_CALLS = (
+    "deepspeed.accelerator.get_accelerator().device_name",
+    "deepspeed.get_accelerator().device_name",
+)
+
+
+class UnindexedCudaBeforeDeviceSet(ScriptRule):
+    code = "DSL103"
+    slug = "unindexed-cuda-before-device-set"
+    message = (
+        'un-indexed CUDA device used before the current device is set: every rank lands on cuda:0; use '
+        "engine.device after deepspeed.initialize, or call get_accelerator().set_device(local_rank) first"
+    )
+    severity = Severity.WARNING
+    docs = RuleDocs(
+        what="""
+            In the function that calls `deepspeed.initialize`, before that call and before any
+            `torch.cuda.set_device(...)` / `get_accelerator().set_device(...)`, flags uses of a CUDA device
+            without an index: `.cuda()`, `.to("cuda")`, `device="cuda"`, `torch.device("cuda")`,
+            `get_accelerator().device_name()` and names bound to them. Moves of the model itself are DSL101.
+        """,
+        why="""
+            `"cuda"` means the current device, and each process starts with cuda:0 as its current device.
+            DeepSpeed sets it from LOCAL_RANK only inside `deepspeed.initialize` (`_set_distributed_vars`);
+            `deepspeed.init_distributed()` does not. Until then, with N processes on one node, every rank puts
+            these tensors on GPU 0: N copies on one card, an out-of-memory error there, or a silent
+            cross-device mix later.
+        """,
+        example="""
+            deepspeed.init_distributed()
+            criterion = nn.CrossEntropyLoss().cuda()
+            engine, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
+        """,
+        use_instead="""
+            deepspeed.init_distributed()
+            get_accelerator().set_device(args.local_rank)
+            criterion = nn.CrossEntropyLoss().cuda()
+            engine, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
+        """,
+        fix_safety="There is no automatic fix: where the tensor should live depends on the script.",
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed
+            from deepspeed.accelerator import get_accelerator
+            get_accelerator().set_device(args.local_rank)
+            weights = torch.ones(10).cuda()
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            weights = torch.ones(10).cuda()
+            batch = batch.to("cuda")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            weights = torch.ones(10).cuda(args.local_rank)
+            device = torch.device("cuda", args.local_rank)
+            mask = torch.zeros(4, device=f"cuda:{args.local_rank}")
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
+        Valid(
+            """
+            import torch
+            weights = torch.ones(10).cuda()
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            import torch
+            def setup(args):
+                torch.cuda.set_device(args.local_rank)
+            def main(args):
+                setup(args)
+                weights = torch.ones(10).cuda()
+                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import deepspeed
+            deepspeed.init_distributed()
+            criterion = nn.CrossEntropyLoss().cuda()
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+            lines=(4,),
+        ),
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            from deepspeed.accelerator import get_accelerator
+            def main():
+                device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+                mask = torch.ones(8, device=device)
+                table = torch.zeros(4, device="cuda")
+                prior = prior.to(get_accelerator().device_name())
+                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+            lines=(7, 8, 9),
+        ),
+        Invalid(
+            """
+            import deepspeed
+            model = Net()
+            model.cuda()
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            weights = torch.ones(3)
+            """,
+            lines=(),
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.moves = ModelMoves(self.facts)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        init = self._pending_initialize(node)
+        if init is None:
+            return
+        if self.moves.initialize_for(node) is not None:
+            return  # the model's own move: DSL101
+        if method_name(node) == "cuda" and not node.args:
+            self.report(node)
+            return
+        for index, arg in enumerate(node.args):
+            is_device_argument = (arg.keyword is not None and arg.keyword.value == "device") or (
+                arg.keyword is None and index == 0 and method_name(node) == "to"
+            )
+            if is_device_argument and self._is_unindexed_cuda(arg.value, node, depth=0):
+                self.report(arg.value)
+
+    def _pending_initialize(self, node: cst.Call) -> InitializeCall | None:
+        """The initialize call of this scope that runs after `node`, if the device is not set before `node`."""
+        facts = self.facts
+        scope = facts.scope_at(node)
+        pos = facts.start(node)
+        for init in facts.initialize_calls:
+            if init.scope is scope and pos < init.start:
+                if facts.device_set_before(scope, pos) or facts.device_set_elsewhere(scope):
+                    return None
+                return init
+        return None
+
+    def _is_unindexed_cuda(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:
+        if depth > 3:
+            return False
+        if isinstance(expr, cst.SimpleString):
+            return expr.evaluated_value == "cuda"
+        if isinstance(expr, cst.IfExp):
+            return self._is_unindexed_cuda(expr.body, at, depth + 1) or self._is_unindexed_cuda(
+                expr.orelse, at, depth + 1
+            )
+        if isinstance(expr, cst.Call):
+            qualified = self.facts.qualified(expr.func)
+            if qualified == "torch.device":
+                return (
+                    len(expr.args) == 1
+                    and expr.args[0].keyword is None
+                    and self._is_unindexed_cuda(expr.args[0].value, at, depth + 1)
+                )
+            return qualified in DEVICE_NAME_CALLS and not expr.args
+        key = dotted_name(expr)
+        if key is None:
+            return False
+        facts = self.facts
+        binding = facts.binding_at(key, facts.scope_at(at), facts.start(at))
+        if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
+            return False
+        return self._is_unindexed_cuda(binding.value, binding.value, depth + 1)

@@ -1,0 +1,127 @@
+"""Finding the files to check, and linting them (in worker processes when there are many)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+
+from dslint.gitignore import IgnoreFile, is_ignored
+from dslint.linter import ScriptResult, lint_source
+from dslint.selection import RuleSelection
+
+DEFAULT_EXCLUDES = frozenset(
+    {
+        ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".env", "env", "__pycache__", "build", "dist",
+        "site-packages", "node_modules", ".tox", ".nox", ".eggs", ".mypy_cache", ".ruff_cache",
+        ".pytest_cache", ".hypothesis", ".ipynb_checkpoints", "__pypackages__",
+    }
+)
+PARALLEL_THRESHOLD = 16
+
+
+@dataclass
+class Discovery:
+    files: list[Path] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _excluded_dir(directory: Path) -> bool:
+    name = directory.name
+    return name in DEFAULT_EXCLUDES or name.endswith(".egg-info") or (directory / "pyvenv.cfg").exists()
+
+
+def _parent_ignore_files(directory: Path) -> list[IgnoreFile]:
+    """The .gitignore files above `directory`, up to the repository root (outermost first)."""
+    found: list[IgnoreFile] = []
+    current = directory.resolve()
+    for ancestor in [current, *current.parents]:
+        if ancestor != current:
+            ignore_file = IgnoreFile.read(ancestor)
+            if ignore_file is not None:
+                found.append(ignore_file)
+        if (ancestor / ".git").exists():
+            break
+    return list(reversed(found))
+
+
+def discover(paths: Sequence[str], suffixes: tuple[str, ...] = (".py",)) -> Discovery:
+    """Files named on the command line are always checked; directories are walked with excludes."""
+    result = Discovery()
+    seen: set[Path] = set()
+
+    def add(path: Path) -> None:
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            result.files.append(path)
+
+    for raw in paths:
+        root = Path(raw)
+        if root.is_file():
+            add(root)
+        elif root.is_dir():
+            for path in _walk(root, suffixes):
+                add(path)
+        else:
+            result.errors.append(f"{raw}: no such file or directory")
+    return result
+
+
+def _walk(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
+    inherited = _parent_ignore_files(root)
+    stack: list[tuple[Path, list[IgnoreFile]]] = [(root, inherited)]
+    while stack:
+        directory, ignore_files = stack.pop()
+        own = IgnoreFile.read(directory)
+        active = [*ignore_files, own] if own is not None else ignore_files
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirectories: list[Path] = []
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                if not _excluded_dir(path) and not is_ignored(path, True, active):
+                    subdirectories.append(path)
+            elif entry.name.endswith(suffixes) and not is_ignored(path, False, active):
+                yield path
+        stack.extend((sub, active) for sub in reversed(subdirectories))
+
+
+@dataclass
+class FileFailure:
+    path: str
+    message: str
+
+
+def lint_path(path: Path, selection: RuleSelection) -> ScriptResult | FileFailure:
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        return FileFailure(str(path), f"cannot read: {error.strerror or error}")
+    try:
+        return lint_source(str(path), data, selection)
+    except RecursionError:
+        return FileFailure(str(path), "internal error: the file is nested too deeply to analyse")
+    except Exception as error:  # noqa: BLE001 - one file's crash must not lose the others
+        return FileFailure(str(path), f"internal error: {type(error).__name__}: {error}")
+
+
+def _lint_one(arguments: tuple[Path, RuleSelection]) -> ScriptResult | FileFailure:
+    return lint_path(*arguments)
+
+
+def lint_paths(
+    files: Iterable[Path], selection: RuleSelection, jobs: int | None = None
+) -> list[ScriptResult | FileFailure]:
+    files = list(files)
+    jobs = jobs if jobs is not None else (os.cpu_count() or 1)
+    if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
+        return [lint_path(path, selection) for path in files]
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
+        return list(pool.map(_lint_one, [(path, selection) for path in files], chunksize=8))

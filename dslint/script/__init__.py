@@ -1,0 +1,1 @@
+"""Everything dslint knows about one Python script: its facts, and the context rules run in."""

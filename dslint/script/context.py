@@ -1,0 +1,29 @@
+"""The context one script's rules run in: the parsed module, positions, shared facts, and the findings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import CodeRange
+
+from dslint.diagnostics import Diagnostic, Location
+from dslint.script.facts import ScriptFacts
+
+
+@dataclass
+class ScriptContext:
+    path: str
+    module: cst.Module
+    positions: Mapping[cst.CSTNode, CodeRange]
+    facts: ScriptFacts
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def span(self, node: cst.CSTNode) -> tuple[Location, Location]:
+        """1-based line and column of where `node` starts and ends."""
+        r = self.positions[node]
+        return Location(r.start.line, r.start.column + 1), Location(r.end.line, r.end.column + 1)
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)

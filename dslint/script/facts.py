@@ -1,0 +1,734 @@
+"""Script facts: computed once per file, in one traversal, and shared by every script rule.
+
+What is collected:
+- imports (`ImportTable`), so rules can ask what `ds.initialize` or `nn.Module` stands for;
+- scopes (module, classes, functions) and every binding of a name or `self.attribute` in each, with the position
+  from which the binding holds;
+- every `deepspeed.initialize(...)` call: its arguments (model, optimizer, lr_scheduler, config) and the names
+  bound to its results (tuple unpacking, starred targets, one name then indexing, `self.engine` attributes);
+- branches that belong to plain PyTorch (`else:` of `if args.deepspeed:`), where no rule reports;
+- the calls that set the current device (`torch.cuda.set_device`, `get_accelerator().set_device`).
+
+Rules then ask questions (`role_of(expr, at=node)`: is this the engine here? the model given to initialize?)
+instead of re-deriving them. Where a name's role cannot be known (an engine passed into a function as a
+parameter, a value returned by another function), the answer is None and rules stay silent.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import CodeRange
+
+from dslint.script.names import ImportTable, dotted_name
+
+Pos = tuple[int, int]
+
+INITIALIZE = "deepspeed.initialize"
+# deepspeed.initialize(args, model, optimizer, model_parameters, training_data, lr_scheduler, ...)
+INITIALIZE_POSITIONAL = ("args", "model", "optimizer", "model_parameters", "training_data", "lr_scheduler")
+# deepspeed.initialize returns (engine, optimizer, training_dataloader, lr_scheduler).
+RESULT_ARITY = 4
+
+SET_DEVICE_CALLS = frozenset(
+    {
+        "torch.cuda.set_device",
+        "torch.accelerator.set_device_index",
+        "torch.accelerator.set_device_idx",
+        "deepspeed.accelerator.get_accelerator().set_device",
+        "deepspeed.get_accelerator().set_device",
+    }
+)
+
+
+# nn.Module methods that return the module itself.
+SELF_RETURNING_METHODS = frozenset(
+    {"cuda", "to", "half", "bfloat16", "float", "double", "cpu", "train", "eval", "requires_grad_", "to_empty"}
+)
+
+
+class Role(enum.Enum):
+    """What a name stands for, with respect to a `deepspeed.initialize` call."""
+
+    ENGINE = "engine"
+    OPTIMIZER = "optimizer"  # the optimizer returned by initialize
+    DATALOADER = "dataloader"
+    SCHEDULER = "scheduler"  # the scheduler returned by initialize
+    INIT_RESULT = "initialize result"  # the whole 4-tuple
+    ENGINE_MODULE = "engine.module"
+    RAW_MODEL = "model given to initialize"
+    CLIENT_OPTIMIZER = "optimizer given to initialize"
+    CLIENT_SCHEDULER = "lr_scheduler given to initialize"
+
+
+RESULT_ROLES = (Role.ENGINE, Role.OPTIMIZER, Role.DATALOADER, Role.SCHEDULER)
+
+
+class BindingKind(enum.Enum):
+    INIT_ITEM = "initialize result item"
+    INIT_TUPLE = "initialize result tuple"
+    PARAMETER = "parameter"
+    OTHER = "other"
+
+
+class ScopeKind(enum.Enum):
+    MODULE = "module"
+    CLASS = "class"
+    FUNCTION = "function"
+
+
+@dataclass(eq=False)
+class Scope:
+    kind: ScopeKind
+    node: cst.CSTNode
+    parent: Scope | None
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    global_names: set[str] = field(default_factory=set)
+    # In a method: the name of its first parameter (`self`); attribute keys on it are stored as "self.x".
+    self_name: str | None = None
+    # In a class: every `self.x` binding made by any of its methods.
+    attribute_bindings: dict[str, list[Binding]] = field(default_factory=dict)
+
+    def enclosing_class(self) -> Scope | None:
+        if self.kind is ScopeKind.FUNCTION and self.parent is not None and self.parent.kind is ScopeKind.CLASS:
+            return self.parent
+        return None
+
+
+@dataclass(eq=False)
+class Binding:
+    key: str
+    scope: Scope
+    pos: Pos  # the binding holds from here on
+    kind: BindingKind
+    init: InitializeCall | None = None
+    index: int | None = None
+    value: cst.BaseExpression | None = None
+    statement: cst.CSTNode | None = None
+
+    @property
+    def result_role(self) -> Role | None:
+        if self.kind is BindingKind.INIT_TUPLE:
+            return Role.INIT_RESULT
+        if self.kind is BindingKind.INIT_ITEM and self.index is not None and 0 <= self.index < RESULT_ARITY:
+            return RESULT_ROLES[self.index]
+        return None
+
+
+@dataclass(eq=False)
+class InitializeCall:
+    call: cst.Call
+    scope: Scope
+    start: Pos
+    end: Pos
+    arguments: dict[str, cst.BaseExpression]
+    results: list[Binding] = field(default_factory=list)
+
+    def argument(self, name: str) -> cst.BaseExpression | None:
+        return self.arguments.get(name)
+
+    @property
+    def model(self) -> cst.BaseExpression | None:
+        return self.arguments.get("model")
+
+    @property
+    def config(self) -> cst.BaseExpression | None:
+        return self.arguments.get("config") or self.arguments.get("config_params")
+
+    def result_keys(self, role: Role) -> list[str]:
+        return [b.key for b in self.results if b.result_role is role]
+
+
+@dataclass(frozen=True)
+class RoleAnswer:
+    role: Role
+    init: InitializeCall | None
+
+
+@dataclass(frozen=True)
+class Branch:
+    """An `if` statement's two branches, for deciding which one is plain PyTorch."""
+
+    test_text: str
+    body: tuple[Pos, Pos]
+    orelse: tuple[Pos, Pos] | None
+
+
+class ScriptFacts:
+    """The facts of one script; built by `collect_facts`."""
+
+    def __init__(self, module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange]) -> None:
+        self.module = module
+        self.positions = positions
+        self.imports = ImportTable()
+        self.module_scope = Scope(ScopeKind.MODULE, module, None)
+        self.initialize_calls: list[InitializeCall] = []
+        self.scope_of_node: dict[cst.CSTNode, Scope] = {}
+        self.statement_of_call: dict[cst.Call, cst.CSTNode] = {}
+        self.small_statement_of_call: dict[cst.Call, cst.BaseSmallStatement] = {}
+        self.block_size_of_line: dict[cst.CSTNode, int] = {}
+        self.device_set_calls: list[tuple[Scope, Pos]] = []
+        self.plain_ranges: list[tuple[Pos, Pos]] = []
+        self.ds_ranges: list[tuple[Pos, Pos]] = []
+
+    # --- positions -------------------------------------------------------------------------------------------
+    def start(self, node: cst.CSTNode) -> Pos:
+        r = self.positions[node]
+        return (r.start.line, r.start.column)
+
+    def end(self, node: cst.CSTNode) -> Pos:
+        r = self.positions[node]
+        return (r.end.line, r.end.column)
+
+    # --- the big questions -----------------------------------------------------------------------------------
+    @property
+    def has_engine(self) -> bool:
+        """Whether the file creates a DeepSpeed engine (calls `deepspeed.initialize`)."""
+        return bool(self.initialize_calls)
+
+    def in_plain_branch(self, node: cst.CSTNode) -> bool:
+        if not self.plain_ranges:
+            return False
+        return self._within(self.start(node), self.plain_ranges)
+
+    def in_deepspeed_branch(self, node: cst.CSTNode) -> bool:
+        return self._within(self.start(node), self.ds_ranges)
+
+    @staticmethod
+    def _within(pos: Pos, ranges: Iterable[tuple[Pos, Pos]]) -> bool:
+        return any(lo <= pos < hi for lo, hi in ranges)
+
+    def qualified(self, node: cst.CSTNode) -> str | None:
+        return self.imports.qualified(node)
+
+    def scope_at(self, node: cst.CSTNode) -> Scope:
+        """The innermost scope holding `node` (recorded for calls, names and attributes)."""
+        return self.scope_of_node.get(node, self.module_scope)
+
+    def initialize_call_for(self, call: cst.Call) -> InitializeCall | None:
+        for init in self.initialize_calls:
+            if init.call is call:
+                return init
+        return None
+
+    def role_of(self, expr: cst.CSTNode, at: cst.CSTNode | None = None) -> RoleAnswer | None:
+        """What `expr` stands for at the position of `at` (default: `expr` itself), or None if unknown."""
+        at = at if at is not None else expr
+        scope = self.scope_at(at)
+        pos = self.start(at)
+        if isinstance(expr, cst.Subscript):
+            base = self.role_of(expr.value, at)
+            index = _constant_index(expr)
+            if base is not None and base.role is Role.INIT_RESULT and index is not None:
+                index = index % RESULT_ARITY
+                return RoleAnswer(RESULT_ROLES[index], base.init)
+            return None
+        key = dotted_name(expr)
+        if key is None:
+            return None
+        if key.endswith(".module"):
+            base = self.role_of_key(key[: -len(".module")], scope, pos)
+            if base is not None and base.role is Role.ENGINE:
+                return RoleAnswer(Role.ENGINE_MODULE, base.init)
+        return self.role_of_key(key, scope, pos)
+
+    def role_of_key(self, key: str, scope: Scope, pos: Pos) -> RoleAnswer | None:
+        binding = self._through_self_returning(self.binding_at(key, scope, pos))
+        if binding is None:
+            return None
+        role = binding.result_role
+        if role is not None:
+            return RoleAnswer(role, binding.init)
+        for init in self.initialize_calls:
+            for argument, argument_role in (
+                ("model", Role.RAW_MODEL),
+                ("optimizer", Role.CLIENT_OPTIMIZER),
+                ("lr_scheduler", Role.CLIENT_SCHEDULER),
+            ):
+                passed = init.argument(argument)
+                if passed is None or dotted_name(passed) != key:
+                    continue
+                if self._through_self_returning(self.binding_at(key, init.scope, init.start)) is binding:
+                    return RoleAnswer(argument_role, init)
+        return None
+
+    def _through_self_returning(self, binding: Binding | None) -> Binding | None:
+        """`m = m.cuda()` keeps what `m` was: nn.Module's `.cuda()`, `.to()`, `.train()`... return the module."""
+        seen = 0
+        while (
+            binding is not None
+            and binding.kind is BindingKind.OTHER
+            and binding.value is not None
+            and seen < 8
+        ):
+            value = binding.value
+            calls = list(iter_call_chain(value))
+            if not calls or any(method_name(c) not in SELF_RETURNING_METHODS for c in calls):
+                return binding
+            root = calls[-1].func
+            assert isinstance(root, cst.Attribute)
+            if dotted_name(root.value) != binding.key:
+                return binding
+            binding = self.binding_at(binding.key, binding.scope, self.start(value))
+            seen += 1
+        return binding
+
+    def binding_at(self, key: str, scope: Scope, pos: Pos) -> Binding | None:
+        """The binding of `key` visible at `pos` in `scope`; None when it cannot be known."""
+        head, dot, rest = key.partition(".")
+        if scope.self_name is not None and head == scope.self_name:
+            canonical = "self" + dot + rest
+            local = self._latest(scope.bindings.get(canonical), pos)
+            if local is not None:
+                return local
+            owner = scope.enclosing_class()
+            if owner is None:
+                return None
+            return self._summary(owner.attribute_bindings.get(canonical))
+        if dot:
+            # Other attribute chains (`args.model`, `trainer.engine`): only what this scope itself bound.
+            return self._latest(scope.bindings.get(key), pos)
+        current: Scope | None = scope
+        crossed_function = False
+        while current is not None:
+            if current.kind is ScopeKind.CLASS and current is not scope:
+                current = current.parent
+                continue
+            if key in current.global_names and current is not self.module_scope:
+                current = self.module_scope
+                crossed_function = True
+                continue
+            bindings = current.bindings.get(key)
+            if bindings:
+                if crossed_function:
+                    return self._summary(bindings)
+                return self._latest(bindings, pos)
+            if current.kind is ScopeKind.FUNCTION:
+                crossed_function = True
+            current = current.parent
+        return None
+
+    def _usable(self, bindings: Sequence[Binding]) -> list[Binding]:
+        return [b for b in bindings if b.statement is None or not self.in_plain_branch(b.statement)]
+
+    def _latest(self, bindings: Sequence[Binding] | None, pos: Pos) -> Binding | None:
+        if not bindings:
+            return None
+        found = None
+        for binding in self._usable(bindings):
+            if binding.pos <= pos:
+                found = binding
+        return found
+
+    def _summary(self, bindings: Sequence[Binding] | None) -> Binding | None:
+        """The binding a name has when read from a function that runs later (positions do not apply).
+
+        Setup code binds the engine once; other functions read it afterwards. So an initialize result wins when
+        all such results agree; a single plain binding stands for itself; anything else is unknown.
+        """
+        if not bindings:
+            return None
+        usable = self._usable(bindings)
+        results = [b for b in usable if b.result_role is not None]
+        if results:
+            roles = {b.result_role for b in results}
+            return results[-1] if len(roles) == 1 else None
+        return usable[0] if len(usable) == 1 else None
+
+    def device_set_before(self, scope: Scope, pos: Pos) -> bool:
+        """Whether the current device is set (explicitly, or by initialize) before `pos` in `scope`."""
+        if any(s is scope and p <= pos for s, p in self.device_set_calls):
+            return True
+        return any(init.scope is scope and init.end <= pos for init in self.initialize_calls)
+
+    def device_set_elsewhere(self, scope: Scope) -> bool:
+        """Whether a device is set in another scope, which may run first: order cannot be known then."""
+        return any(s is not scope for s, _ in self.device_set_calls)
+
+    def statement_of(self, call: cst.Call) -> cst.CSTNode | None:
+        return self.statement_of_call.get(call)
+
+    def lone_expression_statement(self, call: cst.Call) -> cst.SimpleStatementLine | None:
+        """The line holding `call` when the call is that line's only statement (`x.cuda()` alone)."""
+        line = self.statement_of_call.get(call)
+        small = self.small_statement_of_call.get(call)
+        if (
+            isinstance(line, cst.SimpleStatementLine)
+            and len(line.body) == 1
+            and isinstance(small, cst.Expr)
+            and small.value is call
+        ):
+            return line
+        return None
+
+    def is_only_statement_of_block(self, line: cst.CSTNode) -> bool:
+        return self.block_size_of_line.get(line, 0) == 1
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+
+def _constant_index(node: cst.Subscript) -> int | None:
+    if len(node.slice) != 1:
+        return None
+    element = node.slice[0].slice
+    if not isinstance(element, cst.Index):
+        return None
+    value = element.value
+    negative = False
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        negative, value = True, value.expression
+    if isinstance(value, cst.Integer):
+        number = int(value.value, 0)
+        return -number if negative else number
+    return None
+
+
+_FLAG_EXCLUDES = ("zero", "stage", "offload", "fp16", "bf16", "checkpoint")
+
+
+def _is_deepspeed_word(text: str) -> bool:
+    lowered = text.lower()
+    if any(word in lowered for word in _FLAG_EXCLUDES):
+        return False
+    tokens = set(re.split(r"[^a-z0-9]+", lowered))
+    return "deepspeed" in lowered or bool(tokens & {"ds", "use_ds", "with_ds", "enable_ds", "is_ds"})
+
+
+def deepspeed_flag_polarity(test: cst.BaseExpression) -> bool | None:
+    """For `if <test>:`, True if the body is the DeepSpeed branch, False if the else branch is, None if
+    `<test>` is not a DeepSpeed on/off flag (`args.deepspeed`, `not use_ds`, `args.backend == "deepspeed"`)."""
+    positive = True
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        positive = not positive
+        test = test.expression
+    name = dotted_name(test)
+    if name is not None:
+        return positive if _is_deepspeed_word(name.split(".")[-1]) else None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        left = dotted_name(test.left)
+        target = test.comparisons[0]
+        operator = target.operator
+        right = target.comparator
+        if left is not None and isinstance(right, cst.SimpleString) and right.evaluated_value == "deepspeed":
+            if isinstance(operator, cst.Equal):
+                return positive
+            if isinstance(operator, cst.NotEqual):
+                return not positive
+        if left is not None and _is_deepspeed_word(left.split(".")[-1]) and isinstance(right, cst.Name):
+            if right.value == "None" and isinstance(operator, cst.IsNot):
+                return positive
+            if right.value == "None" and isinstance(operator, cst.Is):
+                return not positive
+    return None
+
+
+class _Collector(cst.CSTVisitor):
+    """The one traversal that fills a ScriptFacts."""
+
+    def __init__(self, facts: ScriptFacts) -> None:
+        super().__init__()
+        self.facts = facts
+        self.scopes: list[Scope] = [facts.module_scope]
+        self.lines: list[cst.CSTNode] = []
+        self.smalls: list[cst.BaseSmallStatement] = []
+        self.branches: list[tuple[cst.If, bool | None]] = []
+
+    @property
+    def scope(self) -> Scope:
+        return self.scopes[-1]
+
+    # --- statements -------------------------------------------------------------------------------------------
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.IndentedBlock, cst.Module)):
+            for child in node.body:
+                self.facts.block_size_of_line[child] = len(node.body)
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self.lines.append(node)
+        elif isinstance(node, cst.BaseSmallStatement):
+            self.smalls.append(node)
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self.lines.pop()
+        elif isinstance(original_node, cst.BaseSmallStatement):
+            self.smalls.pop()
+
+    # --- imports ----------------------------------------------------------------------------------------------
+    def visit_Import(self, node: cst.Import) -> None:
+        self.facts.imports.add_import(node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.facts.imports.add_import_from(node)
+
+    # --- scopes -----------------------------------------------------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._bind(node.name.value, self.facts.end(node.name), BindingKind.OTHER, statement=node)
+        self.scopes.append(Scope(ScopeKind.CLASS, node, self.scope))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.scopes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._bind(node.name.value, self.facts.end(node.name), BindingKind.OTHER, statement=node)
+        parent = self.scope
+        scope = Scope(ScopeKind.FUNCTION, node, parent)
+        params = node.params
+        ordered = [*params.posonly_params, *params.params]
+        is_static = any(dotted_name(d.decorator) == "staticmethod" for d in node.decorators)
+        if parent.kind is ScopeKind.CLASS and ordered and not is_static:
+            scope.self_name = ordered[0].name.value
+        self.scopes.append(scope)
+        body_start = self.facts.start(node.body)
+        every = [*ordered, *params.kwonly_params]
+        for extra in (params.star_arg, params.star_kwarg):
+            if isinstance(extra, cst.Param):
+                every.append(extra)
+        for param in every:
+            self._bind(param.name.value, body_start, BindingKind.PARAMETER, statement=node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.scopes.pop()
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.scope.global_names.update(item.name.value for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.scope.global_names.update(item.name.value for item in node.names)
+
+    # --- names and calls --------------------------------------------------------------------------------------
+    def visit_Name(self, node: cst.Name) -> None:
+        self.facts.scope_of_node[node] = self.scope
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.facts.scope_of_node[node] = self.scope
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self.facts.scope_of_node[node] = self.scope
+
+    def visit_Call(self, node: cst.Call) -> None:
+        facts = self.facts
+        facts.scope_of_node[node] = self.scope
+        if self.lines:
+            facts.statement_of_call[node] = self.lines[-1]
+        if self.smalls:
+            facts.small_statement_of_call[node] = self.smalls[-1]
+        qualified = facts.imports.qualified(node.func)
+        if qualified is None:
+            return
+        if qualified == INITIALIZE:
+            statement = self.smalls[-1] if self.smalls else (self.lines[-1] if self.lines else node)
+            facts.initialize_calls.append(
+                InitializeCall(
+                    call=node,
+                    scope=self.scope,
+                    start=facts.start(node),
+                    end=facts.end(statement),
+                    arguments=_initialize_arguments(node),
+                )
+            )
+        elif qualified in SET_DEVICE_CALLS:
+            facts.device_set_calls.append((self.scope, facts.end(node)))
+
+    # --- bindings ---------------------------------------------------------------------------------------------
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        for target in original_node.targets:
+            self._bind_target(target.target, original_node.value, original_node)
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
+        if original_node.value is not None:
+            self._bind_target(original_node.target, original_node.value, original_node)
+
+    def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        key = dotted_name(original_node.target)
+        if key is not None:
+            self._bind(key, self.facts.end(original_node), BindingKind.OTHER, statement=original_node)
+
+    def leave_NamedExpr(self, original_node: cst.NamedExpr) -> None:
+        self._bind_target(original_node.target, original_node.value, original_node)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind_plain_target(node.target, self.facts.end(node.iter), node)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind_plain_target(node.asname.name, self.facts.end(node), node)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None:
+            self._bind_plain_target(node.name.name, self.facts.start(node.body), node)
+
+    def _bind_plain_target(self, target: cst.BaseExpression, pos: Pos, statement: cst.CSTNode) -> None:
+        key = dotted_name(target)
+        if key is not None:
+            self._bind(key, pos, BindingKind.OTHER, statement=statement)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind_plain_target(element.value, pos, statement)
+
+    def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression, statement: cst.CSTNode) -> None:
+        pos = self.facts.end(statement)
+        source = self._result_source(value)
+        if isinstance(target, (cst.Tuple, cst.List)):
+            elements = list(target.elements)
+            star = next((i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)), None)
+            for i, element in enumerate(elements):
+                if isinstance(element, cst.StarredElement):
+                    self._bind_plain_target(element.value, pos, statement)
+                    continue
+                index = i if star is None or i < star else RESULT_ARITY - (len(elements) - i)
+                item = source.item(index) if source is not None else None
+                key = dotted_name(element.value)
+                if key is None:
+                    self._bind_plain_target(element.value, pos, statement)
+                elif item is not None:
+                    self._bind(key, pos, BindingKind.INIT_ITEM, init=source.init if source else None,
+                               index=item, statement=statement)
+                else:
+                    self._bind(key, pos, BindingKind.OTHER, value=None, statement=statement)
+            return
+        key = dotted_name(target)
+        if key is None:
+            return
+        if source is not None and source.whole:
+            self._bind(key, pos, BindingKind.INIT_TUPLE, init=source.init, value=value, statement=statement)
+        elif source is not None and source.index is not None:
+            self._bind(key, pos, BindingKind.INIT_ITEM, init=source.init, index=source.index, value=value,
+                       statement=statement)
+        else:
+            self._bind(key, pos, BindingKind.OTHER, value=value, statement=statement)
+
+    def _result_source(self, value: cst.BaseExpression) -> _ResultSource | None:
+        """Whether `value` is initialize's result tuple (or one item of it)."""
+        facts = self.facts
+        if isinstance(value, cst.Call):
+            init = facts.initialize_call_for(value)
+            return _ResultSource(init, None, whole=True) if init is not None else None
+        if isinstance(value, cst.Subscript):
+            inner = self._result_source(value.value)
+            index = _constant_index(value)
+            if inner is not None and inner.whole and index is not None:
+                return _ResultSource(inner.init, index % RESULT_ARITY, whole=False)
+            return None
+        key = dotted_name(value)
+        if key is not None:
+            binding = facts.binding_at(key, self.scope, facts.start(value))
+            if binding is not None and binding.kind is BindingKind.INIT_TUPLE:
+                return _ResultSource(binding.init, None, whole=True)
+        return None
+
+    def _bind(
+        self,
+        key: str,
+        pos: Pos,
+        kind: BindingKind,
+        *,
+        init: InitializeCall | None = None,
+        index: int | None = None,
+        value: cst.BaseExpression | None = None,
+        statement: cst.CSTNode | None = None,
+    ) -> None:
+        scope = self.scope
+        head, dot, rest = key.partition(".")
+        if scope.self_name is not None and head == scope.self_name:
+            key = "self" + dot + rest
+        binding = Binding(key, scope, pos, kind, init=init, index=index, value=value, statement=statement)
+        target_scope = self.facts.module_scope if (not dot and key in scope.global_names) else scope
+        target_scope.bindings.setdefault(key, []).append(binding)
+        if init is not None and binding.result_role is not None:
+            init.results.append(binding)
+        owner = scope.enclosing_class()
+        if owner is not None and key.startswith("self."):
+            owner.attribute_bindings.setdefault(key, []).append(binding)
+
+    # --- branches ---------------------------------------------------------------------------------------------
+    def visit_If(self, node: cst.If) -> None:
+        self.branches.append((node, deepspeed_flag_polarity(node.test)))
+
+
+@dataclass(frozen=True)
+class _ResultSource:
+    init: InitializeCall | None
+    index: int | None
+    whole: bool
+
+    def item(self, index: int) -> int | None:
+        if self.whole:
+            return index
+        return None
+
+
+def _initialize_arguments(call: cst.Call) -> dict[str, cst.BaseExpression]:
+    found: dict[str, cst.BaseExpression] = {}
+    for i, arg in enumerate(call.args):
+        if arg.star:
+            continue
+        if arg.keyword is not None:
+            found[arg.keyword.value] = arg.value
+        elif i < len(INITIALIZE_POSITIONAL):
+            found[INITIALIZE_POSITIONAL[i]] = arg.value
+    return found
+
+
+def _resolve_branches(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool | None]]) -> None:
+    """Mark the plain-PyTorch side of every `if` that chooses between DeepSpeed and plain PyTorch.
+
+    An `if` chooses when its test is a DeepSpeed flag, when exactly one side holds a `deepspeed.initialize`
+    call, or when its test reads the same as the test of such an `if`.
+    """
+    init_positions = [init.start for init in facts.initialize_calls]
+
+    def holds_init(span: tuple[Pos, Pos] | None) -> bool:
+        return span is not None and any(span[0] <= p < span[1] for p in init_positions)
+
+    sides: list[tuple[str, tuple[Pos, Pos], tuple[Pos, Pos] | None, bool | None]] = []
+    guard_tests: dict[str, bool] = {}
+    for node, polarity in branches:
+        body = (facts.start(node.body), facts.end(node.body))
+        orelse = (facts.start(node.orelse), facts.end(node.orelse)) if node.orelse is not None else None
+        text = facts.code(node.test).strip()
+        if polarity is None:
+            in_body, in_else = holds_init(body), holds_init(orelse)
+            if in_body != in_else:
+                polarity = in_body
+                guard_tests[text] = polarity
+        sides.append((text, body, orelse, polarity))
+    for text, body, orelse, polarity in sides:
+        if polarity is None:
+            polarity = guard_tests.get(text)
+        if polarity is None:
+            continue
+        ds_side, plain_side = (body, orelse) if polarity else (orelse, body)
+        if plain_side is not None:
+            facts.plain_ranges.append(plain_side)
+        if ds_side is not None:
+            facts.ds_ranges.append(ds_side)
+
+
+def collect_facts(module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange]) -> ScriptFacts:
+    facts = ScriptFacts(module, positions)
+    collector = _Collector(facts)
+    module.visit(collector)
+    _resolve_branches(facts, collector.branches)
+    return facts
+
+
+def iter_call_chain(node: cst.BaseExpression) -> Iterator[cst.Call]:
+    """The method calls of a chain, outermost first: `Net().cuda().half()` yields `.half()`, `.cuda()`, `Net()`."""
+    while isinstance(node, cst.Call):
+        yield node
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        node = func.value
+
+
+def method_name(call: cst.Call) -> str | None:
+    """`x.cuda()` -> "cuda"; a plain function call -> None."""
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None

@@ -1,0 +1,47 @@
+"""The one generic test that runs every registered rule's own valid and invalid cases."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from dslint.fixer import fix_text
+from dslint.linter import lint_source
+from dslint.registry import all_rules
+from dslint.rule import Invalid, Rule, Valid
+from dslint.selection import RuleSelection
+
+CASES = [
+    pytest.param(rule, case, id=f"{rule.code}-{kind}-{i}")
+    for rule in all_rules()
+    for kind, cases in (("valid", rule.valid), ("invalid", rule.invalid))
+    for i, case in enumerate(cases)
+]
+
+
+def _lint(rule: type[Rule], path: str, text: str) -> list:
+    only = RuleSelection.from_options([rule.code])
+    return lint_source(path, text.encode(), only).diagnostics
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
+def test_every_rule_has_cases(rule: type[Rule]) -> None:
+    assert rule.valid, f"{rule.code} has no valid cases"
+    assert rule.invalid, f"{rule.code} has no invalid cases"
+
+
+@pytest.mark.parametrize(("rule", "case"), CASES)
+def test_case(rule: type[Rule], case: Valid | Invalid) -> None:
+    code = textwrap.dedent(case.code)
+    found = _lint(rule, case.path, code)
+    if isinstance(case, Valid):
+        assert found == [], "\n".join(d.concise() for d in found)
+        return
+    assert tuple(d.start.line for d in found) == case.lines, "\n".join(d.concise() for d in found)
+    for diagnostic in found:
+        assert diagnostic.code == rule.code
+    if case.fixed is not None:
+        outcome = fix_text(code, lambda text: _lint(rule, case.path, text), unsafe=True)
+        assert outcome.error is None
+        assert outcome.text == textwrap.dedent(case.fixed)
