@@ -57,7 +57,7 @@ def apply_edits(text: str, edits: Iterable[Edit]) -> str:
 def _overlaps(a: Edit, b: Edit) -> bool:
     if a.start == a.end == b.start == b.end:
         return True  # two insertions at one point: their order would be arbitrary
-    return a.start < b.end and b.start < a.end or (a.start == b.start)
+    return (a.start < b.end and b.start < a.end) or (a.start == b.start)
 
 
 def choose_fixes(fixes: Iterable[Fix]) -> list[Fix]:
@@ -106,7 +106,9 @@ def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool
             cst.parse_module(candidate)
         except cst.ParserSyntaxError as error:
             codes = ", ".join(sorted({d.code for d in fixes.values() if d.fix in chosen}))
-            outcome.error = f"fixes for {codes} would produce code that does not parse ({error.message.splitlines()[0]})"
+            outcome.error = (
+                f"fixes for {codes} would produce code that does not parse ({error.message.splitlines()[0]})"
+            )
             outcome.remaining = diagnostics
             return outcome
         outcome.applied.extend(d for d in fixes.values() if d.fix in chosen)

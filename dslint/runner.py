@@ -15,9 +15,28 @@ from dslint.selection import RuleSelection
 
 DEFAULT_EXCLUDES = frozenset(
     {
-        ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".env", "env", "__pycache__", "build", "dist",
-        "site-packages", "node_modules", ".tox", ".nox", ".eggs", ".mypy_cache", ".ruff_cache",
-        ".pytest_cache", ".hypothesis", ".ipynb_checkpoints", "__pypackages__",
+        ".git",
+        ".hg",
+        ".svn",
+        ".bzr",
+        ".venv",
+        "venv",
+        ".env",
+        "env",
+        "__pycache__",
+        "build",
+        "dist",
+        "site-packages",
+        "node_modules",
+        ".tox",
+        ".nox",
+        ".eggs",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+        ".hypothesis",
+        ".ipynb_checkpoints",
+        "__pypackages__",
     }
 )
 PARALLEL_THRESHOLD = 16
@@ -108,7 +127,7 @@ def lint_path(path: Path, selection: RuleSelection) -> ScriptResult | FileFailur
         return lint_source(str(path), data, selection)
     except RecursionError:
         return FileFailure(str(path), "internal error: the file is nested too deeply to analyse")
-    except Exception as error:  # noqa: BLE001 - one file's crash must not lose the others
+    except Exception as error:
         return FileFailure(str(path), f"internal error: {type(error).__name__}: {error}")
 
 

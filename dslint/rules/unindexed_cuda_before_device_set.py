@@ -20,7 +20,7 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
     code = "DSL103"
     slug = "unindexed-cuda-before-device-set"
     message = (
-        'un-indexed CUDA device used before the current device is set: every rank lands on cuda:0; use '
+        "un-indexed CUDA device used before the current device is set: every rank lands on cuda:0; use "
         "engine.device after deepspeed.initialize, or call get_accelerator().set_device(local_rank) first"
     )
     severity = Severity.WARNING

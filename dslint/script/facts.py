@@ -259,12 +259,7 @@ class ScriptFacts:
     def _through_self_returning(self, binding: Binding | None) -> Binding | None:
         """`m = m.cuda()` keeps what `m` was: nn.Module's `.cuda()`, `.to()`, `.train()`... return the module."""
         seen = 0
-        while (
-            binding is not None
-            and binding.kind is BindingKind.OTHER
-            and binding.value is not None
-            and seen < 8
-        ):
+        while binding is not None and binding.kind is BindingKind.OTHER and binding.value is not None and seen < 8:
             value = binding.value
             calls = list(iter_call_chain(value))
             if not calls or any(method_name(c) not in SELF_RETURNING_METHODS for c in calls):
@@ -588,8 +583,14 @@ class _Collector(cst.CSTVisitor):
                 if key is None:
                     self._bind_plain_target(element.value, pos, statement)
                 elif item is not None:
-                    self._bind(key, pos, BindingKind.INIT_ITEM, init=source.init if source else None,
-                               index=item, statement=statement)
+                    self._bind(
+                        key,
+                        pos,
+                        BindingKind.INIT_ITEM,
+                        init=source.init if source else None,
+                        index=item,
+                        statement=statement,
+                    )
                 else:
                     self._bind(key, pos, BindingKind.OTHER, value=None, statement=statement)
             return
@@ -599,8 +600,9 @@ class _Collector(cst.CSTVisitor):
         if source is not None and source.whole:
             self._bind(key, pos, BindingKind.INIT_TUPLE, init=source.init, value=value, statement=statement)
         elif source is not None and source.index is not None:
-            self._bind(key, pos, BindingKind.INIT_ITEM, init=source.init, index=source.index, value=value,
-                       statement=statement)
+            self._bind(
+                key, pos, BindingKind.INIT_ITEM, init=source.init, index=source.index, value=value, statement=statement
+            )
         else:
             self._bind(key, pos, BindingKind.OTHER, value=value, statement=statement)
 

@@ -24,8 +24,9 @@ def is_placement_call(call: cst.Call) -> bool:
         return True
     if name != "to" or not call.args:
         return False
-    if all(arg.keyword is not None and arg.keyword.value in ("memory_format", "non_blocking", "copy")
-           for arg in call.args):
+    if all(
+        arg.keyword is not None and arg.keyword.value in ("memory_format", "non_blocking", "copy") for arg in call.args
+    ):
         return False
     first = call.args[0].value
     return not (isinstance(first, cst.SimpleString) and first.evaluated_value == "cpu")
