@@ -36,10 +36,12 @@ def script_rules(selection: RuleSelection) -> list[type[ScriptRule]]:
     return [r for r in all_rules() if issubclass(r, ScriptRule) and selection.enabled(r.code)]
 
 
-def lint_source(path: str, data: bytes, selection: RuleSelection | None = None) -> ScriptResult:
+def lint_source(
+    path: str, data: bytes, selection: RuleSelection | None = None, *, use_prefilter: bool = True
+) -> ScriptResult:
     selection = selection or RuleSelection()
     result = ScriptResult(path)
-    if not needs_parsing(data):
+    if use_prefilter and not needs_parsing(data):
         result.skipped = True
         return result
     try:

@@ -84,14 +84,14 @@ class ScopeKind(enum.Enum):
 @dataclass(eq=False)
 class Scope:
     kind: ScopeKind
-    node: cst.CSTNode
-    parent: Scope | None
-    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    node: cst.CSTNode = field(repr=False)
+    parent: Scope | None = field(repr=False)
+    bindings: dict[str, list[Binding]] = field(default_factory=dict, repr=False)
     global_names: set[str] = field(default_factory=set)
     # In a method: the name of its first parameter (`self`); attribute keys on it are stored as "self.x".
     self_name: str | None = None
     # In a class: every `self.x` binding made by any of its methods.
-    attribute_bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    attribute_bindings: dict[str, list[Binding]] = field(default_factory=dict, repr=False)
 
     def enclosing_class(self) -> Scope | None:
         if self.kind is ScopeKind.FUNCTION and self.parent is not None and self.parent.kind is ScopeKind.CLASS:
@@ -102,13 +102,13 @@ class Scope:
 @dataclass(eq=False)
 class Binding:
     key: str
-    scope: Scope
+    scope: Scope = field(repr=False)
     pos: Pos  # the binding holds from here on
     kind: BindingKind
-    init: InitializeCall | None = None
+    init: InitializeCall | None = field(default=None, repr=False)
     index: int | None = None
-    value: cst.BaseExpression | None = None
-    statement: cst.CSTNode | None = None
+    value: cst.BaseExpression | None = field(default=None, repr=False)
+    statement: cst.CSTNode | None = field(default=None, repr=False)
 
     @property
     def result_role(self) -> Role | None:
@@ -121,11 +121,11 @@ class Binding:
 
 @dataclass(eq=False)
 class InitializeCall:
-    call: cst.Call
-    scope: Scope
+    call: cst.Call = field(repr=False)
+    scope: Scope = field(repr=False)
     start: Pos
     end: Pos
-    arguments: dict[str, cst.BaseExpression]
+    arguments: dict[str, cst.BaseExpression] = field(repr=False)
     results: list[Binding] = field(default_factory=list)
 
     def argument(self, name: str) -> cst.BaseExpression | None:
@@ -283,7 +283,8 @@ class ScriptFacts:
             owner = scope.enclosing_class()
             if owner is None:
                 return None
-            return self._summary(owner.attribute_bindings.get(canonical))
+            elsewhere = [b for b in owner.attribute_bindings.get(canonical, ()) if b.scope is not scope]
+            return self._summary(elsewhere)
         if dot:
             # Other attribute chains (`args.model`, `trainer.engine`): only what this scope itself bound.
             return self._latest(scope.bindings.get(key), pos)

@@ -54,13 +54,13 @@ def model_lineage(facts: ScriptFacts, init: InitializeCall) -> list[Binding]:
         return []
     lineage: list[Binding] = []
     binding = facts.binding_at(key, init.scope, init.start)
-    while binding is not None and binding not in lineage and binding.scope is init.scope:
+    while binding is not None and binding not in lineage:
         lineage.append(binding)
         value = binding.value
         root = _chain_root(value) if value is not None else None
         if root is None or dotted_name(root) != key or value is None:
             break
-        binding = facts.binding_at(key, init.scope, facts.start(value))
+        binding = facts.binding_at(key, binding.scope, facts.start(value))
     return lineage
 
 

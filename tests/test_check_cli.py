@@ -1,0 +1,176 @@
+"""`dslint check` end to end: output format, summary, exit codes, bad input, discovery."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dslint.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+BAD = textwrap.dedent(
+    """\
+    import deepspeed
+    model = Net()
+    model.cuda()
+    engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+    """
+)
+GOOD = textwrap.dedent(
+    """\
+    import deepspeed
+    model = Net()
+    engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+    """
+)
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dslint", *args],
+        cwd=cwd or ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_findings_are_flake8_lines_and_exit_1(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(BAD)
+    result = run("check", str(tmp_path / "train.py"))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        f"{tmp_path / 'train.py'}:3:1: DSL101 model moved to a device before deepspeed.initialize: the engine "
+        "places the module on its rank's device itself, remove the move"
+    ]
+    assert "Found 1 finding in 1 of 1 file." in result.stderr
+    assert "1 more fixable with `dslint fix --unsafe-fixes`." in result.stderr
+
+
+def test_clean_exit_0_and_quiet(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(GOOD)
+    result = run("check", "-q", str(tmp_path))
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    loud = run("check", str(tmp_path))
+    assert loud.returncode == 0 and "All checks passed (1 file checked)." in loud.stderr
+
+
+def test_default_path_is_current_directory(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(BAD)
+    result = run("check", "-q", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.startswith("train.py:3:1: DSL101 ")
+
+
+def test_unparsable_file_is_a_finding_and_others_are_still_checked(tmp_path: Path) -> None:
+    (tmp_path / "a_broken.py").write_text("import deepspeed\ndef main(:\n    pass\n")
+    (tmp_path / "b_train.py").write_text(BAD)
+    result = run("check", "-q", str(tmp_path))
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"{tmp_path / 'a_broken.py'}:2:10: DSL001 cannot parse this file: invalid syntax"
+    assert lines[1].startswith(f"{tmp_path / 'b_train.py'}:3:1: DSL101 ")
+    assert "Traceback" not in result.stderr
+
+
+def test_undecodable_file_is_reported_not_crashed(tmp_path: Path) -> None:
+    (tmp_path / "latin.py").write_bytes(b"import deepspeed\nname = '\xff\xfe'\n")
+    result = run("check", "-q", str(tmp_path))
+    assert result.returncode == 1
+    assert result.stdout.startswith(f"{tmp_path / 'latin.py'}:")
+    assert "DSL001" in result.stdout and "Traceback" not in result.stderr
+
+
+def test_missing_path_is_an_error_but_others_are_checked(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(BAD)
+    result = run("check", str(tmp_path / "nope.py"), str(tmp_path / "train.py"))
+    assert result.returncode == 2
+    assert "nope.py: no such file or directory" in result.stderr
+    assert "DSL101" in result.stdout
+
+
+def test_unknown_rule_code_is_a_usage_error(tmp_path: Path) -> None:
+    result = run("check", "--select", "DSL999", str(tmp_path))
+    assert result.returncode == 2
+    assert "matches no rule code" in result.stderr
+
+
+def test_select_and_ignore_prefixes(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(BAD)
+    assert run("check", "-q", "--ignore", "DSL1", str(tmp_path)).returncode == 0
+    assert run("check", "-q", "--select", "DSL0", str(tmp_path)).returncode == 0
+    assert run("check", "-q", "--select", "DSL0", "--extend-select", "DSL101", str(tmp_path)).returncode == 1
+    assert run("check", "-q", "--ignore", "DSL1", "--select", "DSL101", str(tmp_path)).returncode == 1
+
+
+def test_discovery_skips_excluded_and_gitignored(tmp_path: Path) -> None:
+    for folder in (".venv/lib", "build", "node_modules/x", "ignored", "kept", "pkg.egg-info"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "train.py").write_text(BAD)
+    (tmp_path / "venv2").mkdir()
+    (tmp_path / "venv2" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tmp_path / "venv2" / "train.py").write_text(BAD)
+    (tmp_path / ".gitignore").write_text("ignored/\n*.generated.py\n!keep.generated.py\n")
+    (tmp_path / "kept" / "x.generated.py").write_text(BAD)
+    (tmp_path / "kept" / "keep.generated.py").write_text(BAD)
+    result = run("check", "-q", str(tmp_path))
+    reported = sorted(
+        {Path(line.split(":")[0]).relative_to(tmp_path).as_posix() for line in result.stdout.splitlines()}
+    )
+    assert reported == ["kept/keep.generated.py", "kept/train.py"]
+
+
+def test_explicitly_named_file_is_checked_even_if_ignored(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text("*.py\n")
+    (tmp_path / "train.py").write_text(BAD)
+    assert run("check", "-q", str(tmp_path)).returncode == 0
+    assert run("check", "-q", str(tmp_path / "train.py")).returncode == 1
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_parallel_and_serial_agree(jobs: str) -> None:
+    serial = run("check", "-q", "-j", "1", "fixtures")
+    parallel = run("check", "-q", "-j", jobs, "fixtures")
+    assert serial.stdout == parallel.stdout and serial.stdout
+
+
+def test_many_files_use_workers_with_same_result(tmp_path: Path) -> None:
+    for i in range(40):
+        (tmp_path / f"train_{i:02d}.py").write_text(BAD if i % 2 else GOOD)
+    result = run("check", "-q", "-j", "2", str(tmp_path))
+    assert result.returncode == 1
+    assert len(result.stdout.splitlines()) == 20
+
+
+def test_rules_and_explain() -> None:
+    runner = CliRunner()
+    listing = runner.invoke(main, ["rules"])
+    assert listing.exit_code == 0 and "DSL101  model-moved-before-initialize" in listing.output
+    explained = runner.invoke(main, ["explain", "dsl101"])
+    assert explained.exit_code == 0
+    for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety"):
+        assert heading in explained.output
+    assert runner.invoke(main, ["explain", "DSL999"]).exit_code == 2
+
+
+def test_linting_never_imports_torch_or_deepspeed() -> None:
+    probe = textwrap.dedent(
+        """
+        import sys
+        from click.testing import CliRunner
+        from dslint.cli import main
+        result = CliRunner().invoke(main, ["check", "-q", "-j", "1", "fixtures"])
+        assert result.exit_code == 1, result.output
+        heavy = sorted({m.split(".")[0] for m in sys.modules} & {"torch", "deepspeed", "transformers", "numpy"})
+        print(heavy)
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
