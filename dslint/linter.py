@@ -7,16 +7,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst._batched_visitor import visit_batched
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from dslint.diagnostics import Diagnostic, Location
-from dslint.prefilter import needs_parsing
+from dslint.prefilter import has_tokens, may_create_engine, needs_parsing
 from dslint.registry import all_rules
 from dslint.rule import ScriptRule
 from dslint.rules.syntax_error import SyntaxErrorRule
 from dslint.script.context import ScriptContext
 from dslint.script.facts import collect_facts
+from dslint.script.traversal import visit_all
 from dslint.selection import RuleSelection
 
 
@@ -41,32 +40,46 @@ def lint_source(
 ) -> ScriptResult:
     selection = selection or RuleSelection()
     result = ScriptResult(path)
-    if use_prefilter and not needs_parsing(data):
-        result.skipped = True
-        return result
+    rules = script_rules(selection)
+    if use_prefilter:
+        rules = [rule for rule in rules if has_tokens(data, rule.required_tokens)]
+        if rules and all(rule.needs_engine for rule in rules) and not may_create_engine(data):
+            rules = []
+        if not rules:
+            result.skipped = True
+            if needs_parsing(data) and selection.enabled(SyntaxErrorRule.code):
+                _check_syntax_quickly(path, data, result)
+            return result
     try:
         module = cst.parse_module(data)
     except (cst.ParserSyntaxError, ValueError, UnicodeDecodeError) as error:
-        if selection.enabled(SyntaxErrorRule.code):
+        # DSL001 is about files that mention DeepSpeed; others are not dslint's to judge.
+        if selection.enabled(SyntaxErrorRule.code) and needs_parsing(data):
             result.diagnostics.append(syntax_error_diagnostic(path, data, error))
         return result
     result.parsed = True
     result.text = module.code
     result.encoding = module.encoding
-    result.diagnostics.extend(lint_module(path, module, script_rules(selection)))
+    result.diagnostics.extend(lint_module(path, module, rules))
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
 
 
 def lint_module(path: str, module: cst.Module, rules: Sequence[type[ScriptRule]]) -> list[Diagnostic]:
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
-    facts = collect_facts(module, positions)
-    context = ScriptContext(path, module, positions, facts)
+    facts = collect_facts(module)
+    context = ScriptContext(path, module, facts)
     active = [rule(context) for rule in rules if facts.has_engine or not rule.needs_engine]
     if active:
-        visit_batched(module, active)
+        visit_all(module, active)
     return context.diagnostics
+
+
+def _check_syntax_quickly(path: str, data: bytes, result: ScriptResult) -> None:
+    """A file no rule needs to analyse still gets DSL001 if it mentions DeepSpeed and CPython cannot parse it."""
+    try:
+        ast.parse(data, filename=path)
+    except (SyntaxError, ValueError, UnicodeDecodeError) as error:
+        result.diagnostics.append(syntax_error_diagnostic(path, data, error))
 
 
 def syntax_error_diagnostic(path: str, data: bytes, error: Exception) -> Diagnostic:

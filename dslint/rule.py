@@ -116,6 +116,8 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     """
 
     needs_engine: ClassVar[bool] = True
+    # Byte strings a file must contain for this rule to possibly fire (see dslint.prefilter).
+    required_tokens: ClassVar[tuple[bytes, ...]] = (b"deepspeed", b"initialize")
 
     def __init__(self, context: ScriptContext) -> None:
         super().__init__()

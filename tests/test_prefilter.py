@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import textwrap
 
+import libcst as cst
 from fixture_support import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dslint.linter import lint_source
-from dslint.prefilter import needs_parsing
+from dslint.prefilter import may_create_engine, needs_parsing
 from dslint.registry import all_rules
-from dslint.rule import Invalid
+from dslint.script.facts import collect_facts
 
 STATEMENTS = [
     "import deepspeed",
@@ -21,6 +22,13 @@ STATEMENTS = [
     "from deepspeed.accelerator import get_accelerator",
     "import torch",
     "import torch as deepspeed",
+    "from deepspeed import initialize as make_engine",
+    "model, *_ = make_engine(model=model)",
+    "class Trainer:\n"
+    "    def setup(self):\n"
+    "        self.engine = deepspeed.initialize(model=self.net)[0]\n"
+    "        self.engine.cuda()",
+    "def broken(:\n    pass",
     "model = Net()",
     "model.cuda()",
     "model = model.to(device).half()",
@@ -44,18 +52,31 @@ STATEMENTS = [
 ]
 
 
-def test_every_invalid_case_passes_the_prefilter() -> None:
+def _same_with_and_without_prefilter(path: str, data: bytes) -> None:
+    unfiltered = lint_source(path, data, use_prefilter=False).diagnostics
+    assert lint_source(path, data).diagnostics == unfiltered, path
+    if unfiltered:
+        assert needs_parsing(data)
+
+
+def test_every_rule_case_gives_the_same_findings_through_the_prefilter() -> None:
     for rule in all_rules():
-        for case in rule.invalid:
-            assert isinstance(case, Invalid)
-            assert needs_parsing(textwrap.dedent(case.code).encode()), f"{rule.code}: {case.code}"
+        for case in [*rule.valid, *rule.invalid]:
+            if case.path.endswith(".py"):
+                _same_with_and_without_prefilter(case.path, textwrap.dedent(case.code).encode())
 
 
-def test_every_fixture_with_findings_passes_the_prefilter() -> None:
+def test_every_fixture_gives_the_same_findings_through_the_prefilter() -> None:
+    for path in FIXTURES.rglob("*.py"):
+        _same_with_and_without_prefilter(str(path), path.read_bytes())
+
+
+def test_engine_probe_never_hides_an_engine() -> None:
     for path in FIXTURES.rglob("*.py"):
         data = path.read_bytes()
-        if lint_source(str(path), data, use_prefilter=False).diagnostics:
-            assert needs_parsing(data), path
+        module = cst.parse_module(data)
+        if collect_facts(module).has_engine:
+            assert may_create_engine(data), path
 
 
 @settings(max_examples=300, deadline=None)

@@ -40,8 +40,8 @@ def test_ci_runs_the_readme_test_command() -> None:
 @pytest.mark.parametrize(
     "command",
     [
-        ["ruff", "check", "dslint", "runtime_check", "tests"],
-        ["ruff", "format", "--check", "dslint", "runtime_check", "tests"],
+        ["ruff", "check", "dslint", "runtime_check", "tests", "benchmarks"],
+        ["ruff", "format", "--check", "dslint", "runtime_check", "tests", "benchmarks"],
         ["mypy"],
     ],
     ids=["ruff-check", "ruff-format", "mypy"],

@@ -7,15 +7,13 @@ import textwrap
 import libcst as cst
 import libcst.matchers as m
 import pytest
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from dslint.script.facts import Role, ScriptFacts, collect_facts
 
 
 def facts_of(code: str) -> ScriptFacts:
     module = cst.parse_module(textwrap.dedent(code))
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return collect_facts(module, positions)
+    return collect_facts(module)
 
 
 def nodes_named(facts: ScriptFacts, text: str) -> list[cst.CSTNode]:

@@ -161,7 +161,7 @@ def _resolve_expression(context: ScriptContext, node: cst.BaseExpression, depth:
         values = literal_value(node)
         if not isinstance(values, dict):
             return None
-        return ResolvedConfig(values, f"dict literal at line {facts.start(node)[0]}")
+        return ResolvedConfig(values, f"dict literal at line {context.span(node)[0].line}")
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
         value = node.evaluated_value
         if not isinstance(value, str):

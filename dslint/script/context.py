@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import CodeRange
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from dslint.diagnostics import Diagnostic, Location
 from dslint.script.facts import ScriptFacts
@@ -16,9 +16,16 @@ from dslint.script.facts import ScriptFacts
 class ScriptContext:
     path: str
     module: cst.Module
-    positions: Mapping[cst.CSTNode, CodeRange]
     facts: ScriptFacts
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    _positions: Mapping[cst.CSTNode, CodeRange] | None = field(default=None, repr=False)
+
+    @property
+    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
+        """Line/column of every node: a whole code generation pass, so computed only once something is reported."""
+        if self._positions is None:
+            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return self._positions
 
     def span(self, node: cst.CSTNode) -> tuple[Location, Location]:
         """1-based line and column of where `node` starts and ends."""

@@ -17,16 +17,20 @@ parameter, a value returned by another function), the answer is None and rules s
 from __future__ import annotations
 
 import enum
+import functools
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import libcst as cst
-from libcst.metadata import CodeRange
 
 from dslint.script.names import ImportTable, dotted_name
+from dslint.script.walk import walk
 
-Pos = tuple[int, int]
+# An order index: nodes are numbered on entry and on exit in one traversal, so `a < b` means "a comes
+# first in the source" without computing line/column positions (which costs a whole code generation pass).
+Pos = int
 
 INITIALIZE = "deepspeed.initialize"
 # deepspeed.initialize(args, model, optimizer, model_parameters, training_data, lr_scheduler, ...)
@@ -161,9 +165,10 @@ class Branch:
 class ScriptFacts:
     """The facts of one script; built by `collect_facts`."""
 
-    def __init__(self, module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange]) -> None:
+    def __init__(self, module: cst.Module) -> None:
         self.module = module
-        self.positions = positions
+        self.entered: dict[cst.CSTNode, Pos] = {}
+        self.exited: dict[cst.CSTNode, Pos] = {}
         self.imports = ImportTable()
         self.module_scope = Scope(ScopeKind.MODULE, module, None)
         self.initialize_calls: list[InitializeCall] = []
@@ -175,14 +180,12 @@ class ScriptFacts:
         self.plain_ranges: list[tuple[Pos, Pos]] = []
         self.ds_ranges: list[tuple[Pos, Pos]] = []
 
-    # --- positions -------------------------------------------------------------------------------------------
+    # --- order ----------------------------------------------------------------------------------------------
     def start(self, node: cst.CSTNode) -> Pos:
-        r = self.positions[node]
-        return (r.start.line, r.start.column)
+        return self.entered[node]
 
     def end(self, node: cst.CSTNode) -> Pos:
-        r = self.positions[node]
-        return (r.end.line, r.end.column)
+        return self.exited[node]
 
     # --- the big questions -----------------------------------------------------------------------------------
     @property
@@ -423,23 +426,26 @@ def deepspeed_flag_polarity(test: cst.BaseExpression) -> bool | None:
     return None
 
 
-class _Collector(cst.CSTVisitor):
-    """The one traversal that fills a ScriptFacts."""
+class _Collector:
+    """The one traversal that fills a ScriptFacts (driven by `dslint.script.walk.walk`)."""
 
     def __init__(self, facts: ScriptFacts) -> None:
-        super().__init__()
         self.facts = facts
         self.scopes: list[Scope] = [facts.module_scope]
         self.lines: list[cst.CSTNode] = []
         self.smalls: list[cst.BaseSmallStatement] = []
         self.branches: list[tuple[cst.If, bool | None]] = []
+        self.counter = 0
+        self.pending_ends: dict[cst.CSTNode, list[InitializeCall]] = {}
 
     @property
     def scope(self) -> Scope:
         return self.scopes[-1]
 
     # --- statements -------------------------------------------------------------------------------------------
-    def on_visit(self, node: cst.CSTNode) -> bool:
+    def on_visit(self, node: cst.CSTNode) -> None:
+        self.counter += 1
+        self.facts.entered[node] = self.counter
         if isinstance(node, (cst.IndentedBlock, cst.Module)):
             for child in node.body:
                 self.facts.block_size_of_line[child] = len(node.body)
@@ -447,14 +453,28 @@ class _Collector(cst.CSTVisitor):
             self.lines.append(node)
         elif isinstance(node, cst.BaseSmallStatement):
             self.smalls.append(node)
-        return super().on_visit(node)
+        handler = self._handlers("visit_", type(node))
+        if handler is not None:
+            handler(self, node)
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        super().on_leave(original_node)
+        self.counter += 1
+        self.facts.exited[original_node] = self.counter
+        handler = self._handlers("leave_", type(original_node))
+        if handler is not None:
+            handler(self, original_node)
         if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             self.lines.pop()
         elif isinstance(original_node, cst.BaseSmallStatement):
             self.smalls.pop()
+        for init in self.pending_ends.pop(original_node, ()):
+            init.end = self.counter
+
+    @staticmethod
+    @functools.cache
+    def _handlers(prefix: str, node_type: type[cst.CSTNode]) -> Callable[[_Collector, Any], None] | None:
+        handler: Callable[[_Collector, Any], None] | None = getattr(_Collector, prefix + node_type.__name__, None)
+        return handler
 
     # --- imports ----------------------------------------------------------------------------------------------
     def visit_Import(self, node: cst.Import) -> None:
@@ -465,14 +485,14 @@ class _Collector(cst.CSTVisitor):
 
     # --- scopes -----------------------------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._bind(node.name.value, self.facts.end(node.name), BindingKind.OTHER, statement=node)
+        self._bind(node.name.value, self.facts.start(node), BindingKind.OTHER, statement=node)
         self.scopes.append(Scope(ScopeKind.CLASS, node, self.scope))
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.scopes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._bind(node.name.value, self.facts.end(node.name), BindingKind.OTHER, statement=node)
+        self._bind(node.name.value, self.facts.start(node), BindingKind.OTHER, statement=node)
         parent = self.scope
         scope = Scope(ScopeKind.FUNCTION, node, parent)
         params = node.params
@@ -481,7 +501,7 @@ class _Collector(cst.CSTVisitor):
         if parent.kind is ScopeKind.CLASS and ordered and not is_static:
             scope.self_name = ordered[0].name.value
         self.scopes.append(scope)
-        body_start = self.facts.start(node.body)
+        body_start = self.facts.start(node)
         every = [*ordered, *params.kwonly_params]
         for extra in (params.star_arg, params.star_kwarg):
             if isinstance(extra, cst.Param):
@@ -520,17 +540,17 @@ class _Collector(cst.CSTVisitor):
             return
         if qualified == INITIALIZE:
             statement = self.smalls[-1] if self.smalls else (self.lines[-1] if self.lines else node)
-            facts.initialize_calls.append(
-                InitializeCall(
-                    call=node,
-                    scope=self.scope,
-                    start=facts.start(node),
-                    end=facts.end(statement),
-                    arguments=_initialize_arguments(node),
-                )
+            init = InitializeCall(
+                call=node,
+                scope=self.scope,
+                start=facts.start(node),
+                end=facts.start(node),  # set to the statement's end when it is left
+                arguments=_initialize_arguments(node),
             )
+            facts.initialize_calls.append(init)
+            self.pending_ends.setdefault(statement, []).append(init)
         elif qualified in SET_DEVICE_CALLS:
-            facts.device_set_calls.append((self.scope, facts.end(node)))
+            facts.device_set_calls.append((self.scope, facts.start(node)))
 
     # --- bindings ---------------------------------------------------------------------------------------------
     def leave_Assign(self, original_node: cst.Assign) -> None:
@@ -550,15 +570,15 @@ class _Collector(cst.CSTVisitor):
         self._bind_target(original_node.target, original_node.value, original_node)
 
     def visit_For(self, node: cst.For) -> None:
-        self._bind_plain_target(node.target, self.facts.end(node.iter), node)
+        self._bind_plain_target(node.target, self.facts.start(node), node)
 
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._bind_plain_target(node.asname.name, self.facts.end(node), node)
+    def leave_WithItem(self, original_node: cst.WithItem) -> None:
+        if original_node.asname is not None:
+            self._bind_plain_target(original_node.asname.name, self.facts.end(original_node), original_node)
 
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
         if node.name is not None:
-            self._bind_plain_target(node.name.name, self.facts.start(node.body), node)
+            self._bind_plain_target(node.name.name, self.facts.start(node), node)
 
     def _bind_plain_target(self, target: cst.BaseExpression, pos: Pos, statement: cst.CSTNode) -> None:
         key = dotted_name(target)
@@ -714,10 +734,10 @@ def _resolve_branches(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool 
             facts.ds_ranges.append(ds_side)
 
 
-def collect_facts(module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange]) -> ScriptFacts:
-    facts = ScriptFacts(module, positions)
+def collect_facts(module: cst.Module) -> ScriptFacts:
+    facts = ScriptFacts(module)
     collector = _Collector(facts)
-    module.visit(collector)
+    walk(module, collector.on_visit, collector.on_leave)
     _resolve_branches(facts, collector.branches)
     return facts
 

@@ -1,0 +1,88 @@
+"""A fast, source-ordered walk over a libcst tree, for analyses that only read it.
+
+libcst's own `visit` rebuilds every node it passes (it is shared with transformers), which made up most of
+dslint's time. Reading a node's dataclass fields directly is several times faster. Token and whitespace fields
+(parentheses, commas, whitespace) are skipped, and the few node types whose fields are not declared in source
+order are reordered, so that entry order is source order (`tests/test_walk.py` checks this on real code).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+
+import libcst as cst
+
+_TOKEN_FIELDS = frozenset(
+    {
+        "lpar",
+        "rpar",
+        "lbracket",
+        "rbracket",
+        "lbrace",
+        "rbrace",
+        "comma",
+        "semicolon",
+        "dot",
+        "equal",
+        "colon",
+        "leading_lines",
+        "trailing_whitespace",
+        "lines_after_decorators",
+        "header",
+        "footer",
+        "indent",
+        "whitespace_between",
+        "first_colon",
+        "second_colon",
+        "asynchronous",
+        "star_tok",
+        "posonly_ind",
+        "relative",
+    }
+)
+
+# Node types whose dataclass fields do not follow the source order.
+_SOURCE_ORDER: dict[type[cst.CSTNode], tuple[str, ...]] = {
+    cst.FunctionDef: ("decorators", "name", "type_parameters", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
+    cst.IfExp: ("body", "test", "orelse"),
+    cst.Arg: ("keyword", "value"),
+    cst.Parameters: ("posonly_params", "params", "star_arg", "kwonly_params", "star_kwarg"),
+    cst.ExceptHandler: ("type", "name", "body"),
+    cst.MatchCase: ("pattern", "guard", "body"),
+}
+for _name in ("ExceptStarHandler",):
+    _type = getattr(cst, _name, None)
+    if _type is not None:
+        _SOURCE_ORDER[_type] = ("type", "name", "body")
+
+
+@functools.cache
+def child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
+    if node_type in _SOURCE_ORDER:
+        return _SOURCE_ORDER[node_type]
+    return tuple(
+        f.name
+        for f in dataclasses.fields(node_type)
+        if f.name not in _TOKEN_FIELDS and not f.name.startswith("whitespace")
+    )
+
+
+def walk(
+    node: cst.CSTNode,
+    enter: Callable[[cst.CSTNode], None],
+    leave: Callable[[cst.CSTNode], None],
+) -> None:
+    """Call `enter` on each node before its children and `leave` after them, in source order."""
+    enter(node)
+    for name in child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            walk(value, enter, leave)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    walk(item, enter, leave)
+    leave(node)
