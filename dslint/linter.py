@@ -10,6 +10,7 @@ import libcst as cst
 from libcst._batched_visitor import visit_batched
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from dslint.config.rule import ConfigRule
 from dslint.diagnostics import Diagnostic, Location
 from dslint.prefilter import needs_parsing
 from dslint.registry import all_rules
@@ -51,12 +52,21 @@ def lint_source(path: str, data: bytes, selection: RuleSelection | None = None) 
     result.parsed = True
     result.text = module.code
     result.encoding = module.encoding
-    result.diagnostics.extend(lint_module(path, module, script_rules(selection)))
+    result.diagnostics.extend(lint_module(path, module, script_rules(selection), config_rules(selection)))
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
 
 
-def lint_module(path: str, module: cst.Module, rules: Sequence[type[ScriptRule]]) -> list[Diagnostic]:
+def config_rules(selection: RuleSelection) -> list[type[ConfigRule]]:
+    return [r for r in all_rules() if issubclass(r, ConfigRule) and selection.enabled(r.code)]
+
+
+def lint_module(
+    path: str,
+    module: cst.Module,
+    rules: Sequence[type[ScriptRule]],
+    config_rules: Sequence[type[ConfigRule]] = (),
+) -> list[Diagnostic]:
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
     facts = collect_facts(module, positions)
@@ -64,6 +74,10 @@ def lint_module(path: str, module: cst.Module, rules: Sequence[type[ScriptRule]]
     active = [rule(context) for rule in rules if facts.has_engine or not rule.needs_engine]
     if active:
         visit_batched(module, active)
+    if config_rules:  # the configs the script builds or points at (dslint.config.script_configs)
+        from dslint.config.script_configs import check_script_configs
+
+        context.diagnostics.extend(check_script_configs(context, config_rules))
     return context.diagnostics
 
 
