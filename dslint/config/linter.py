@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dslint.config.discovery import is_config_name, is_deepspeed_config
-from dslint.config.rule import ConfigContext, ConfigRule, Origin
+from dslint.config.rule import ConfigContext, ConfigRule, Origin, mixed_file
 from dslint.config.tree import Object, ParseError, parse_text
 from dslint.diagnostics import Diagnostic, Location
 from dslint.linter import ScriptResult, config_rules
@@ -15,8 +15,10 @@ from dslint.selection import RuleSelection
 
 
 def run_config_rules(context: ConfigContext, rules: Sequence[type[ConfigRule]]) -> list[Diagnostic]:
+    mixed = mixed_file(context.root, context.schema)
     for rule in rules:
-        rule(context).check()
+        if rule.runs_on_mixed_files or not mixed:
+            rule(context).check()
     return context.diagnostics
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dslint.config.rule import ConfigRule, Origin, is_auto
+from dslint.config.rule import ConfigRule, Origin, autotuning_enabled, is_auto
 from dslint.config.tree import Array, Entry, Node, Object
 from dslint.diagnostics import Severity
 from dslint.rule import Invalid, RuleDocs, Valid
@@ -34,7 +34,8 @@ class AutoConfigValue(ConfigRule):
             Flags `"auto"` values in a config that goes straight to `deepspeed.initialize` (a dict or file the
             script passes). In a JSON file on its own, whose reader dslint cannot see, it adds one info-level
             note instead. Under the Hugging Face Trainer (`TrainingArguments(deepspeed=...)`) `"auto"` is
-            fine and nothing is reported.
+            fine and nothing is reported; nor with `"autotuning": {"enabled": true}`, whose autotuner fills
+            `"auto"` values itself.
         """,
         why="""
             `"auto"` is a convention of the Hugging Face integration, which replaces it with the Trainer's own
@@ -87,8 +88,8 @@ class AutoConfigValue(ConfigRule):
 
     def check(self) -> None:
         origin = self.context.origin
-        if origin is Origin.TRAINER:
-            return
+        if origin is Origin.TRAINER or autotuning_enabled(self.root):
+            return  # the Trainer, or DeepSpeed's autotuner, fills "auto" values
         found = list(auto_entries(self.root))
         if not found:
             return

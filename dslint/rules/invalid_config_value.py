@@ -6,10 +6,10 @@ import json
 import math
 from typing import Any
 
-from dslint.config.rule import ConfigRule, is_auto
+from dslint.config.rule import ConfigRule, autotuning_enabled, is_auto
 from dslint.config.schema import accepts, describe, within_bounds
 from dslint.config.sections import validated_entries
-from dslint.config.tree import UNKNOWN, Object, Scalar, to_python
+from dslint.config.tree import UNKNOWN, Array, Object, Scalar, to_python
 from dslint.diagnostics import Severity
 from dslint.rule import Invalid, RuleDocs, Valid
 
@@ -29,7 +29,8 @@ class InvalidConfigValue(ConfigRule):
             (`none`, `cpu` or `nvme`), a list where a number is expected, a negative bucket size, a negative,
             bool or non-finite `fp16.loss_scale`. A section that is not an object (`"fp16": true`) is flagged
             too. Values are checked with pydantic's lax rules, as DeepSpeed does: `"3"` is a valid stage,
-            `5e8` a valid integer.
+            `5e8` a valid integer. With `"autotuning": {"enabled": true}` a list of values is the autotuner's
+            search space and is not flagged.
         """,
         why="""
             DeepSpeed validates these sections when the engine is created and stops with a `ValidationError`
@@ -80,11 +81,14 @@ class InvalidConfigValue(ConfigRule):
             if isinstance(top.value, Scalar) and top.value.value in (UNKNOWN, None):
                 continue
             self.report_node(top.value, f"`{top.key}` must be an object; DeepSpeed stops at start-up")
+        tuning = autotuning_enabled(self.root)
         for item in validated_entries(self.root, self.schema):
             field = item.field
             if field is None:
                 continue
             node = item.entry.value
+            if tuning and isinstance(node, Array):
+                continue  # the autotuner's search space: it tries each value
             value = to_python(node)
             where = ".".join(item.path)
             special = self._custom_validators(item.path, value)

@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from dslint.config.rule import ConfigRule
+from dslint.config.rule import ConfigRule, is_comment_key, mixed_file
 from dslint.config.schema import did_you_mean
 from dslint.config.tree import Entry
 from dslint.diagnostics import Severity
 from dslint.rule import Invalid, RuleDocs, Valid
 
-# More unknown keys than this, none of them a near miss of a DeepSpeed key: the file mixes another tool's
-# settings into the DeepSpeed config (GPT-NeoX does). One finding then, not one per key.
-MIXED_THRESHOLD = 3
 HANDLED_ELSEWHERE = frozenset({"ignored_parameters"})  # DSL412 explains it
-
-
-def is_comment_key(key: str) -> bool:
-    return key.startswith(("_", "//", "#")) or key.lower() in {"comment", "comments", "description", "note"}
 
 
 class UnknownTopLevelConfigKey(ConfigRule):
@@ -23,6 +16,7 @@ class UnknownTopLevelConfigKey(ConfigRule):
     slug = "unknown-top-level-config-key"
     message = "DeepSpeed does not read this top-level key and ignores it silently; fix the spelling or remove it"
     severity = Severity.ERROR
+    runs_on_mixed_files = True
     docs = RuleDocs(
         what="""
             Flags a top-level key of a DeepSpeed config that DeepSpeed never reads, with the closest real key
@@ -94,11 +88,10 @@ class UnknownTopLevelConfigKey(ConfigRule):
             for e in self.root.last_entries()
             if e.key not in known and e.key not in HANDLED_ELSEWHERE and not is_comment_key(e.key)
         ]
-        suggestions = {e.key: did_you_mean(e.key, self.schema.live_top_level_keys) for e in unknown}
-        plain = [e for e in unknown if suggestions[e.key] is None]
-        if len(plain) > MIXED_THRESHOLD:
+        if mixed_file(self.root, self.schema):
             self._report_mixed(unknown)
             return
+        suggestions = {e.key: did_you_mean(e.key, self.schema.live_top_level_keys) for e in unknown}
         for entry in unknown:
             suggestion = suggestions[entry.key]
             if suggestion is not None:
@@ -115,6 +108,7 @@ class UnknownTopLevelConfigKey(ConfigRule):
         names = ", ".join(f"`{e.key}`" for e in unknown[:4])
         self.report_key(
             unknown[0],
-            f"{len(unknown)} top-level keys are not DeepSpeed settings ({names}, ...): DeepSpeed ignores them "
-            "silently; if this file also configures another tool, give DeepSpeed its own config",
+            f"{len(unknown)} top-level keys are not DeepSpeed settings ({names}, ...): this file mixes another "
+            "tool's settings into a DeepSpeed config; DeepSpeed ignores them silently, and dslint checks nothing "
+            "else here: give DeepSpeed its own config",
         )
