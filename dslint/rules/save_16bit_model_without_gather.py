@@ -59,7 +59,10 @@ class Save16bitModelWithoutGather(ScriptRule):
         Valid(
             """
             import deepspeed
-            config = {"train_batch_size": 8, "zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": True}}
+            config = {
+                "train_batch_size": 8,
+                "zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": True},
+            }
             engine, _, _, _ = deepspeed.initialize(model=model, config=config)
             engine.save_16bit_model("out")
             """
@@ -95,14 +98,17 @@ class Save16bitModelWithoutGather(ScriptRule):
         Invalid(
             """
             import deepspeed
-            ds = {"train_batch_size": 8, "zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": False}}
+            ds = {
+                "train_batch_size": 8,
+                "zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": False},
+            }
             class Trainer:
                 def __init__(self, net):
                     self.engine, _, _, _ = deepspeed.initialize(model=net, config=ds)
                 def save(self):
                     self.engine.save_16bit_model("out")
             """,
-            lines=(8,),
+            lines=(11,),
         ),
     )
 
