@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import importlib
+import inspect
 import json
 import os
+import re
 import sys
 import types
 import typing
-from collections.abc import Iterator, KeysView
+from collections.abc import KeysView
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +56,13 @@ class RecordingDict(dict[str, Any]):
     def keys(self) -> KeysView[str]:  # type: ignore[override]
         return KeysView(self)
 
-    def __iter__(self) -> Iterator[str]:
-        return super().__iter__()
-
     def __copy__(self) -> RecordingDict:
-        return RecordingDict(dict(self), self.record)
+        return RecordingDict(super().copy(), self.record)  # dict.copy: reads no key through the recorder
+
+
+def _deepspeed(module: str) -> Any:
+    """Import a DeepSpeed module (untyped; only this generator and the tests import deepspeed)."""
+    return importlib.import_module(module)
 
 
 def _single_process_env() -> None:
@@ -67,7 +72,7 @@ def _single_process_env() -> None:
 
 def keys_read(config: dict[str, Any]) -> set[str]:
     """The top-level keys `DeepSpeedConfig(config)` reads (whether or not it then raises)."""
-    from deepspeed.runtime.config import DeepSpeedConfig  # type: ignore[import-untyped]
+    DeepSpeedConfig = _deepspeed("deepspeed.runtime.config").DeepSpeedConfig
 
     record: set[str] = set()
     with contextlib.suppress(Exception):
@@ -102,8 +107,29 @@ def top_level_keys() -> list[str]:
     return sorted(k for k in found if k != PROBE)
 
 
+_SOURCE_PATTERNS = (
+    re.compile(r"""["'](\w+)["']\s+in\s+config\b"""),
+    re.compile(r"""\bconfig\[\s*["'](\w+)["']"""),
+    re.compile(r"""\bconfig\.get\(\s*["'](\w+)["']"""),
+)
+
+
+def keys_read_before_config() -> list[str]:
+    """Top-level keys `deepspeed.initialize` and `DeepSpeedConfig.__init__` read from the raw config dict only
+    in a distributed run (mesh and sequence-parallel sizes, tensor parallel), found in their source."""
+    deepspeed = _deepspeed("deepspeed")
+    DeepSpeedConfig = _deepspeed("deepspeed.runtime.config").DeepSpeedConfig
+
+    found: set[str] = set()
+    for function in (deepspeed.initialize, DeepSpeedConfig.__init__):
+        source = inspect.getsource(function)
+        for pattern in _SOURCE_PATTERNS:
+            found.update(pattern.findall(source))
+    return sorted(found)
+
+
 def _all_model_classes() -> dict[str, type]:
-    from deepspeed.runtime.config_utils import DeepSpeedConfigModel  # type: ignore[import-untyped]
+    DeepSpeedConfigModel = _deepspeed("deepspeed.runtime.config_utils").DeepSpeedConfigModel
 
     found: dict[str, type] = {}
     stack: list[type] = [DeepSpeedConfigModel]
@@ -119,8 +145,8 @@ def _all_model_classes() -> dict[str, type]:
 def validated_sections(keys: list[str]) -> dict[str, str]:
     """Top-level keys whose dict value is validated by a pydantic model that forbids extra keys."""
     import pydantic
-    from deepspeed.runtime.config import DeepSpeedConfig
 
+    DeepSpeedConfig = _deepspeed("deepspeed.runtime.config").DeepSpeedConfig
     sections: dict[str, str] = {}
     for key in keys:
         try:
@@ -211,11 +237,13 @@ def describe_model(cls: Any, models: dict[str, Any], classes: dict[str, type]) -
 
 def generate() -> dict[str, Any]:
     _single_process_env()
-    import deepspeed  # type: ignore[import-untyped]
-    from deepspeed.runtime import config as ds_config  # type: ignore[import-untyped]
+    deepspeed = _deepspeed("deepspeed")
+    ds_config = _deepspeed("deepspeed.runtime.config")
 
-    keys = top_level_keys()
-    sections = validated_sections(keys)
+    read_by_config = top_level_keys()
+    read_before = keys_read_before_config()
+    keys = sorted(set(read_by_config) | set(read_before))
+    sections = validated_sections(read_by_config)
     classes = _all_model_classes()
     models: dict[str, Any] = {}
     for model_name in sorted(set(sections.values())):
@@ -224,6 +252,7 @@ def generate() -> dict[str, Any]:
         "deepspeed_version": deepspeed.__version__,
         "generated_by": "python -m dslint.config.generate_schema",
         "top_level_keys": keys,
+        "keys_read_only_by_initialize": [k for k in read_before if k not in read_by_config],
         "validated_sections": dict(sorted(sections.items())),
         "removed_top_level_keys": dict(ds_config._REMOVED_TOP_LEVEL_CONFIG_KEYS),
         "removed_zero_keys": dict(ds_config._REMOVED_ZERO_CONFIG_KEYS),

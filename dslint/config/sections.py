@@ -16,6 +16,7 @@ class SectionEntry:
     model: Model
     entry: Entry
     field: Field | None  # None: the model has no such field
+    parent: Object  # the object holding the entry
 
 
 def validated_entries(root: Object, schema: Schema) -> Iterator[SectionEntry]:
@@ -33,7 +34,7 @@ def _walk(node: Object, model: Model, path: tuple[str, ...], schema: Schema) -> 
         if is_auto(entry.value):
             continue
         field = model.field(entry.key)
-        yield SectionEntry((*path, entry.key), model, entry, field)
+        yield SectionEntry((*path, entry.key), model, entry, field, node)
         if field is None or not isinstance(entry.value, Object) or entry.value.opaque:
             continue
         inner = model_of(field.type, schema)

@@ -6,10 +6,11 @@ import json
 import math
 from typing import Any
 
+from dslint.config.facts import enabled
 from dslint.config.rule import ConfigRule, autotuning_enabled, is_auto
 from dslint.config.schema import accepts, describe, within_bounds
 from dslint.config.sections import validated_entries
-from dslint.config.tree import UNKNOWN, Array, Object, Scalar, to_python
+from dslint.config.tree import UNKNOWN, Array, Object, Scalar, scalar, to_python
 from dslint.diagnostics import Severity
 from dslint.rule import Invalid, RuleDocs, Valid
 
@@ -105,6 +106,29 @@ class InvalidConfigValue(ConfigRule):
                 bounds = ", ".join(f"{k} {v}" for k, v in field.bounds.items())
                 self.report_node(node, f"`{where}` is out of range ({bounds}); DeepSpeed stops at start-up")
 
+        self._dynamic_loss_scale()
+
+    def _dynamic_loss_scale(self) -> None:
+        """DeepSpeedFP16Config's model validator: with dynamic loss scaling (fp16 on, loss_scale 0),
+        loss_scale_window and min_loss_scale must be > 0."""
+        section = self.section("fp16")
+        if section is None or enabled(self.root, "fp16") is not True:
+            return
+        scale = section.get("loss_scale")
+        scale_value = 0 if scale is None or is_auto(scale) else scalar(scale)
+        if _number(scale_value) != 0:
+            return
+        for key in FP16_INTEGER_FIELDS:
+            entry = section.entry(key)
+            if entry is None or is_auto(entry.value):
+                continue
+            number = _number(scalar(entry.value))
+            if number is not None and not isinstance(scalar(entry.value), bool) and number <= 0:
+                self.report_node(
+                    entry.value,
+                    f"`fp16.{key}` must be > 0 with dynamic loss scaling (loss_scale 0); DeepSpeed stops at start-up",
+                )
+
     @staticmethod
     def _custom_validators(path: tuple[str, ...], value: Any) -> str | None:
         if len(path) != 2 or path[0] != "fp16" or value is UNKNOWN:
@@ -126,6 +150,15 @@ class InvalidConfigValue(ConfigRule):
                 return "must be an integer, not a bool"
             if isinstance(value, float) and not math.isfinite(value):
                 return "must be finite"
+        return None
+
+
+def _number(value: Any) -> float | None:
+    if value is UNKNOWN or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
         return None
 
 

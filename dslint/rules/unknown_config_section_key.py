@@ -3,9 +3,9 @@ that the section does not have; DeepSpeed stops at start-up."""
 
 from __future__ import annotations
 
-from dslint.config.rule import ConfigRule
+from dslint.config.rule import ConfigRule, is_auto
 from dslint.config.schema import did_you_mean
-from dslint.config.sections import validated_entries
+from dslint.config.sections import SectionEntry, validated_entries
 from dslint.diagnostics import Severity
 from dslint.rule import Invalid, RuleDocs, Valid
 
@@ -23,7 +23,8 @@ class UnknownConfigSectionKey(ConfigRule):
             extra keys: `zero_optimization` (and its `offload_param` / `offload_optimizer` blocks), `fp16`,
             `bf16`, `tensorboard`, `wandb`, `csv_monitor`, `comet`, `comms_logger`, `compile`,
             `hybrid_engine`, `tensor_parallel`, `weight_quantization`. Both a field's name and its alias are
-            accepted (`stage3_prefetch_bucket_size` and `prefetch_bucket_size`). Suggests the closest key.
+            accepted (`stage3_prefetch_bucket_size` and `prefetch_bucket_size`), but not both at once: pydantic
+            then refuses the name as an extra key. Suggests the closest key.
         """,
         why="""
             These sections are validated when the engine is created: an unknown key raises a pydantic
@@ -75,7 +76,10 @@ class UnknownConfigSectionKey(ConfigRule):
     def check(self) -> None:
         removed_zero = self.schema.removed_zero
         for item in validated_entries(self.root, self.schema):
-            if item.field is not None or not item.model.forbids_extra:
+            if not item.model.forbids_extra:
+                continue
+            if item.field is not None:
+                self._both_spellings(item)
                 continue
             key = item.entry.key
             if key in HANDLED_ELSEWHERE or (item.path[:-1] == ("zero_optimization",) and key in removed_zero):
@@ -87,3 +91,19 @@ class UnknownConfigSectionKey(ConfigRule):
                 item.entry,
                 f"`{where}` has no key `{key}`: DeepSpeed stops at start-up with a ValidationError{hint}",
             )
+
+    def _both_spellings(self, item: SectionEntry) -> None:
+        """A field given by its name and by its alias: pydantic takes the alias and refuses the name as an
+        extra key (unless the alias's value is "auto", which is dropped first)."""
+        field = item.field
+        assert field is not None
+        if field.alias is None or item.entry.key != field.name:
+            return
+        alias = item.parent.get(field.alias)
+        if alias is None or is_auto(alias):
+            return
+        self.report_key(
+            item.entry,
+            f"`{field.name}` and `{field.alias}` are the same setting; with both, DeepSpeed stops at start-up "
+            f"with a ValidationError: keep `{field.alias}`",
+        )

@@ -91,6 +91,13 @@ class UnknownTopLevelConfigKey(ConfigRule):
         if mixed_file(self.root, self.schema):
             self._report_mixed(unknown)
             return
+        old_bf16 = self.root.entry("bfloat16")
+        if old_bf16 is not None and self.root.get("bf16") is not None:
+            self.report_key(
+                old_bf16,
+                "DeepSpeed reads `bf16` and ignores `bfloat16` (its older spelling) when both are present; "
+                "keep only `bf16`",
+            )
         suggestions = {e.key: did_you_mean(e.key, self.schema.live_top_level_keys) for e in unknown}
         for entry in unknown:
             suggestion = suggestions[entry.key]
