@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from dslint.config.rule import ConfigRule
 from dslint.diagnostics import Diagnostic, Location
-from dslint.prefilter import has_tokens, may_create_engine, needs_parsing
+from dslint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine, needs_parsing
 from dslint.registry import all_rules
 from dslint.rule import ScriptRule
 from dslint.rules.syntax_error import SyntaxErrorRule
@@ -41,11 +42,16 @@ def lint_source(
     selection = selection or RuleSelection()
     result = ScriptResult(path)
     rules = script_rules(selection)
+    configs = config_rules(selection)
     if use_prefilter:
         rules = [rule for rule in rules if has_tokens(data, rule.required_tokens)]
-        if rules and all(rule.needs_engine for rule in rules) and not may_create_engine(data):
+        engine = bool(rules or configs) and may_create_engine(data)
+        if rules and all(rule.needs_engine for rule in rules) and not engine:
             rules = []
-        if not rules:
+        # Configs in scripts come from initialize calls or from `*TrainingArguments(deepspeed=...)`.
+        if configs and not (engine or has_tokens(data, TRAINER_CONFIG_TOKENS)):
+            configs = []
+        if not rules and not configs:
             result.skipped = True
             if needs_parsing(data) and selection.enabled(SyntaxErrorRule.code):
                 _check_syntax_quickly(path, data, result)
@@ -60,17 +66,30 @@ def lint_source(
     result.parsed = True
     result.text = module.code
     result.encoding = module.encoding
-    result.diagnostics.extend(lint_module(path, module, rules))
+    result.diagnostics.extend(lint_module(path, module, rules, configs))
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
 
 
-def lint_module(path: str, module: cst.Module, rules: Sequence[type[ScriptRule]]) -> list[Diagnostic]:
+def config_rules(selection: RuleSelection) -> list[type[ConfigRule]]:
+    return [r for r in all_rules() if issubclass(r, ConfigRule) and selection.enabled(r.code)]
+
+
+def lint_module(
+    path: str,
+    module: cst.Module,
+    rules: Sequence[type[ScriptRule]],
+    config_rules: Sequence[type[ConfigRule]] = (),
+) -> list[Diagnostic]:
     facts = collect_facts(module)
     context = ScriptContext(path, module, facts)
     active = [rule(context) for rule in rules if facts.has_engine or not rule.needs_engine]
     if active:
         visit_all(module, active)
+    if config_rules:  # the configs the script builds or points at (dslint.config.script_configs)
+        from dslint.config.script_configs import check_script_configs
+
+        context.diagnostics.extend(check_script_configs(context, config_rules))
     return context.diagnostics
 
 

@@ -3,6 +3,7 @@
 1. Tokens: each script rule declares the byte strings a file must contain for it to possibly fire
    (`ScriptRule.required_tokens`). An engine comes only from `deepspeed.initialize`, which needs both `deepspeed`
    (the import) and `initialize` (the attribute or the imported name) in the text, so engine rules need both.
+   Configs in scripts reach DeepSpeed through initialize or `*TrainingArguments(deepspeed=...)`.
 2. The engine probe: CPython's `ast` (C-implemented, several times faster than libcst) looks for a call that can
    be `deepspeed.initialize`. It over-approximates (any call of something named `initialize`, any alias of it
    imported from deepspeed), so it never hides an engine that libcst's facts would find.
@@ -17,6 +18,7 @@ from collections.abc import Iterable
 
 DEEPSPEED = b"deepspeed"
 ENGINE_TOKENS = (b"deepspeed", b"initialize")
+TRAINER_CONFIG_TOKENS = (b"deepspeed", b"TrainingArguments")
 
 
 def needs_parsing(data: bytes) -> bool:

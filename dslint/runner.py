@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 
+from dslint.config.discovery import CONFIG_SUFFIXES, is_candidate
+from dslint.config.linter import lint_config_source
 from dslint.gitignore import IgnoreFile, is_ignored
 from dslint.linter import ScriptResult, lint_source
 from dslint.selection import RuleSelection
@@ -67,8 +69,9 @@ def _parent_ignore_files(directory: Path) -> list[IgnoreFile]:
     return list(reversed(found))
 
 
-def discover(paths: Sequence[str], suffixes: tuple[str, ...] = (".py",)) -> Discovery:
-    """Files named on the command line are always checked; directories are walked with excludes."""
+def discover(paths: Sequence[str], suffixes: tuple[str, ...] = (".py",), configs: bool = True) -> Discovery:
+    """Files named on the command line are always checked; directories are walked with excludes. With
+    `configs`, directories also yield JSON/HJSON files that may be DeepSpeed configs (by name or content)."""
     result = Discovery()
     seen: set[Path] = set()
 
@@ -83,14 +86,14 @@ def discover(paths: Sequence[str], suffixes: tuple[str, ...] = (".py",)) -> Disc
         if root.is_file():
             add(root)
         elif root.is_dir():
-            for path in _walk(root, suffixes):
+            for path in _walk(root, suffixes, configs):
                 add(path)
         else:
             result.errors.append(f"{raw}: no such file or directory")
     return result
 
 
-def _walk(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
+def _walk(root: Path, suffixes: tuple[str, ...], configs: bool = True) -> Iterator[Path]:
     inherited = _parent_ignore_files(root)
     stack: list[tuple[Path, list[IgnoreFile]]] = [(root, inherited)]
     while stack:
@@ -107,7 +110,12 @@ def _walk(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
             if entry.is_dir(follow_symlinks=False):
                 if not _excluded_dir(path) and not is_ignored(path, True, active):
                     subdirectories.append(path)
-            elif entry.name.endswith(suffixes) and not is_ignored(path, False, active):
+            elif (entry.name.endswith(suffixes) and not is_ignored(path, False, active)) or (
+                configs
+                and entry.name.endswith(CONFIG_SUFFIXES)
+                and not is_ignored(path, False, active)
+                and is_candidate(path)  # a DeepSpeed config by name or content
+            ):
                 yield path
         stack.extend((sub, active) for sub in reversed(subdirectories))
 
@@ -124,6 +132,8 @@ def lint_path(path: Path, selection: RuleSelection) -> ScriptResult | FileFailur
     except OSError as error:
         return FileFailure(str(path), f"cannot read: {error.strerror or error}")
     try:
+        if path.suffix.lower() in CONFIG_SUFFIXES:
+            return lint_config_source(str(path), data, selection)
         return lint_source(str(path), data, selection)
     except RecursionError:
         return FileFailure(str(path), "internal error: the file is nested too deeply to analyse")

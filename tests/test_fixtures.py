@@ -18,7 +18,9 @@ def _id(path: Path) -> str:
 @pytest.mark.parametrize("path", SCRIPTS, ids=_id)
 def test_fixture_findings_match_markers(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
-    found = sorted((d.start.line, d.code) for d in lint_text(str(path), text))
+    # Findings in a config file the script points at carry that file's path; tests/test_config_fixtures.py
+    # checks those.
+    found = sorted((d.start.line, d.code) for d in lint_text(str(path), text) if d.path == str(path))
     assert found == expected_markers(text)
 
 

@@ -6,6 +6,8 @@ import textwrap
 
 import pytest
 
+from dslint.config.discovery import CONFIG_SUFFIXES
+from dslint.config.linter import lint_config_source
 from dslint.fixer import fix_text
 from dslint.linter import lint_source
 from dslint.registry import all_rules
@@ -22,6 +24,8 @@ CASES = [
 
 def _lint(rule: type[Rule], path: str, text: str) -> list:
     only = RuleSelection.from_options([rule.code])
+    if path.endswith(CONFIG_SUFFIXES):  # a config case: a JSON text, linted as a DeepSpeed config file
+        return lint_config_source(path, text.encode(), only, known_config=True).diagnostics
     return lint_source(path, text.encode(), only).diagnostics
 
 

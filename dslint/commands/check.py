@@ -30,7 +30,7 @@ def check(
     exit_zero: bool,
     jobs: int | None,
 ) -> None:
-    """Check DeepSpeed training scripts (default: the current directory)."""
+    """Check DeepSpeed training scripts and config files (default: the current directory)."""
     selection = RuleSelection.from_options(split_codes(select), split_codes(ignore), split_codes(extend_select))
     _validate_codes(selection)
     discovery = discover(paths or (".",))
@@ -42,6 +42,8 @@ def check(
             errors.append(f"{result.path}: {result.message}")
         else:
             diagnostics.extend(result.diagnostics)
+    # A config file is checked on its own and again through each script that points at it: report once.
+    diagnostics = list(dict.fromkeys(diagnostics))
     diagnostics.sort(key=lambda d: d.sort_key)
     out = click.get_text_stream("stdout")
     for diagnostic in diagnostics:

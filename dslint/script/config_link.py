@@ -2,42 +2,33 @@
 
 Rules of every family that depend on the ZeRO stage or the precision ask `resolve_config(context, init)`.
 What is resolved statically: a dict literal passed as `config=` / `config_params=` (directly or through a name
-bound to one), and a string path to a JSON file (relative to the script). Values that are not literals are
-`UNKNOWN`; a question whose answer depends on one gets None, and rules then say "under ZeRO-3" rather than guess.
+bound to one, with the item assignments written after it: `cfg["zero_optimization"]["stage"] = args.stage`
+makes that value UNKNOWN, `cfg.update(...)` the whole config), a string path to a JSON/HJSON file (relative to
+the script, parsed once per file version), `args.<option>` through its argparse default (and `args=` alone: the
+`--deepspeed_config` option DeepSpeed reads), and `TrainingArguments(deepspeed=...)` for the Hugging Face
+Trainer (`trainer_configs`). Values that are not literals are `UNKNOWN`; a question whose answer depends on one
+gets None, and rules then say "under ZeRO-3" rather than guess. Each resolved config carries a positioned tree
+(`dslint.config.tree`) on which the config rules (DSL4xx) run, with positions in the script or in the file.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+import functools
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from dslint.script.facts import BindingKind, InitializeCall
+from dslint.config.rule import Origin
+from dslint.config.tree import UNKNOWN, Array, Entry, Node, Object, ParseError, Scalar, parse_text, to_python
+from dslint.script.facts import BindingKind, InitializeCall, Pos
 from dslint.script.names import dotted_name
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
-
-
-class _Unknown:
-    """A value that cannot be known without running the script."""
-
-    _instance: _Unknown | None = None
-
-    def __new__(cls) -> _Unknown:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-
-UNKNOWN: Any = _Unknown()
 
 
 @dataclass(frozen=True)
@@ -47,6 +38,10 @@ class ResolvedConfig:
     values: Mapping[str, Any]
     source: str  # a file path, or "dict literal at line N"
     path: Path | None = None
+    # The positioned tree the config rules check (positions in the JSON file, or in the script for a literal),
+    # and who reads the config: deepspeed.initialize, or the Hugging Face Trainer (which fills "auto").
+    tree: Object | None = field(default=None, compare=False)
+    origin: Origin = Origin.INITIALIZE
 
     def get(self, *keys: str) -> Any:
         """`get("zero_optimization", "stage")`; None when absent, UNKNOWN when not a literal."""
@@ -126,55 +121,357 @@ def literal_value(node: cst.BaseExpression) -> Any:
 
 
 def load_config_file(path: Path) -> Mapping[str, Any] | None:
-    """Read a JSON (or, when the hjson package is present, HJSON) config file; None if unreadable."""
+    """Read a JSON (or HJSON) config file; None if unreadable or not an object."""
+    loaded = load_config_tree(path)
+    if not isinstance(loaded, Object):
+        return None
+    values = to_python(loaded)
+    return values if isinstance(values, dict) else None
+
+
+def load_config_tree(path: Path) -> Node | ParseError | None:
+    """The parsed tree of a config file (cached per file and version), a ParseError, or None if unreadable."""
     try:
-        text = path.read_text(encoding="utf-8")
+        stat = path.stat()
+    except OSError:
+        return None
+    return _load_tree_cached(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _load_tree_cached(path: str, mtime_ns: int, size: int) -> Node | ParseError | None:
+    try:
+        text = Path(path).read_bytes().decode("utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return None
     try:
-        loaded = json.loads(text)
-    except json.JSONDecodeError:
-        try:
-            import hjson  # type: ignore[import-untyped]
-        except ImportError:
-            return None
-        try:
-            loaded = hjson.loads(text)
-        except Exception:
-            return None
-    return loaded if isinstance(loaded, Mapping) else None
+        return parse_text(text)
+    except ParseError as error:
+        return error
 
 
 def resolve_config(context: ScriptContext, init: InitializeCall) -> ResolvedConfig | None:
-    """The config `init` uses, or None when it cannot be resolved statically."""
+    """The config `init` uses, or None when it cannot be resolved statically.
+
+    Without `config=`, DeepSpeed reads `args.deepspeed_config` from the `args=` it is given; its argparse
+    default is followed (`deepspeed.add_config_arguments(parser)` adds the option with no default).
+    """
     expression = init.config
     if expression is None:
-        return None
-    return _resolve_expression(context, expression, depth=0)
+        args = init.argument("args")
+        if args is None:
+            return None
+        return _resolve_option(context, "deepspeed_config", args, Origin.INITIALIZE)
+    return _resolve_expression(context, expression, depth=0, origin=Origin.INITIALIZE)
 
 
-def _resolve_expression(context: ScriptContext, node: cst.BaseExpression, depth: int) -> ResolvedConfig | None:
+def trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
+    """Configs given to the Hugging Face Trainer: `TrainingArguments(..., deepspeed=...)` (any `*TrainingArguments`)."""
+    found: list[ResolvedConfig] = []
+    for call in _calls(context.module):
+        name = dotted_name(call.func)
+        if name is None or not name.split(".")[-1].endswith("TrainingArguments"):
+            continue
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "deepspeed":
+                resolved = _resolve_expression(context, arg.value, depth=0, origin=Origin.TRAINER)
+                if resolved is not None:
+                    found.append(resolved)
+    return found
+
+
+def referenced_config_paths(context: ScriptContext) -> list[Path]:
+    """Every config file path the script's initialize calls and TrainingArguments point at (resolved or not)."""
+    paths: list[Path] = []
+    for expression in _config_expressions(context):
+        value = (
+            expression.evaluated_value if isinstance(expression, (cst.SimpleString, cst.ConcatenatedString)) else None
+        )
+        if isinstance(value, str):
+            paths.append(_config_path(context, value))
+    return paths
+
+
+def _config_expressions(context: ScriptContext) -> Iterator[cst.BaseExpression]:
+    for init in context.facts.initialize_calls:
+        if init.config is not None:
+            yield init.config
+    for call in _calls(context.module):
+        name = dotted_name(call.func)
+        if name is not None and name.split(".")[-1].endswith("TrainingArguments"):
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value == "deepspeed":
+                    yield arg.value
+
+
+def _calls(module: cst.Module) -> list[cst.Call]:
+    return _module_index(module).calls
+
+
+def _resolve_expression(
+    context: ScriptContext, node: cst.BaseExpression, depth: int, origin: Origin = Origin.INITIALIZE
+) -> ResolvedConfig | None:
     if depth > 4:
         return None
     facts = context.facts
     if isinstance(node, cst.Dict):
-        values = literal_value(node)
+        tree = tree_from_literal(context, node)
+        if not isinstance(tree, Object) or tree.opaque:
+            return None
+        values = to_python(tree)
         if not isinstance(values, dict):
             return None
-        return ResolvedConfig(values, f"dict literal at line {context.span(node)[0].line}")
+        return ResolvedConfig(values, f"dict literal at line {context.span(node)[0].line}", None, tree, origin)
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
         value = node.evaluated_value
         if not isinstance(value, str):
             return None
-        path = Path(value)
-        if not path.is_absolute():
-            path = Path(context.path).parent / path
-        loaded = load_config_file(path)
-        return ResolvedConfig(loaded, str(path), path) if loaded is not None else None
+        if origin is Origin.TRAINER and value == "auto":
+            return None
+        path = _config_path(context, value)
+        loaded = load_config_tree(path)
+        if not isinstance(loaded, Object):
+            return None
+        values = to_python(loaded)
+        return ResolvedConfig(values, str(path), path, loaded, origin) if isinstance(values, dict) else None
     key = dotted_name(node)
     if key is None:
         return None
     binding = facts.binding_at(key, facts.scope_at(node), facts.start(node))
-    if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
+    if binding is None:
+        if isinstance(node, cst.Attribute):
+            return _resolve_option(context, node.attr.value, node.value, origin)
         return None
-    return _resolve_expression(context, binding.value, depth + 1)
+    if binding.kind is not BindingKind.OTHER or binding.value is None:
+        return None
+    resolved = _resolve_expression(context, binding.value, depth + 1, origin)
+    if resolved is None or resolved.tree is None or not isinstance(binding.value, cst.Dict):
+        return resolved
+    return _with_mutations(context, resolved, key, binding.scope, facts.start(binding.value), facts.start(node))
+
+
+def _config_path(context: ScriptContext, value: str) -> Path:
+    """A config path as the script names it, relative to the script's directory (normalised)."""
+    path = Path(value)
+    if not path.is_absolute():
+        path = Path(os.path.normpath(Path(context.path).parent / path))
+    return path
+
+
+# --- argparse defaults -------------------------------------------------------------------------------------
+
+
+def _resolve_option(
+    context: ScriptContext, option: str, namespace: cst.BaseExpression, origin: Origin
+) -> ResolvedConfig | None:
+    """`args.<option>` where `args` comes from argparse: follow the option's literal string default."""
+    if not isinstance(namespace, cst.Name):
+        return None
+    default = _index(context).option_defaults.get(option)
+    if default is None:
+        return None
+    return _resolve_expression(context, default, depth=1, origin=origin)
+
+
+# --- mutations after the literal ---------------------------------------------------------------------------
+
+
+def _with_mutations(
+    context: ScriptContext,
+    resolved: ResolvedConfig,
+    name: str,
+    scope: object,
+    after: Pos,
+    before: Pos,
+) -> ResolvedConfig | None:
+    """Apply `cfg["a"]["b"] = value` (literal: that value; otherwise UNKNOWN) and `cfg.update(...)` (the whole
+    dict becomes unknown) written between the literal and the use, in the same scope."""
+    facts = context.facts
+    mutations = [
+        m
+        for m in _index(context).mutations.get(name, [])
+        if facts.scope_at(m.anchor) is scope and after < facts.start(m.anchor) < before
+    ]
+    if not mutations:
+        return resolved
+    assert resolved.tree is not None
+    tree = _copy(resolved.tree)
+    assert isinstance(tree, Object)
+    for mutation in mutations:
+        if mutation.keys is None:
+            return None
+        _apply(context, tree, mutation)
+    values = to_python(tree)
+    if not isinstance(values, dict):
+        return None
+    return ResolvedConfig(values, resolved.source, resolved.path, tree, resolved.origin)
+
+
+@dataclass
+class _Mutation:
+    statement: cst.CSTNode
+    anchor: cst.CSTNode  # the name of the changed dict, for its scope and position
+    keys: list[cst.BaseExpression] | None  # None: the whole dict is changed (`cfg.update(...)`)
+    value: cst.BaseExpression | None
+
+
+@dataclass
+class _ModuleIndex:
+    calls: list[cst.Call] = field(default_factory=list)
+    mutations: dict[str, list[_Mutation]] = field(default_factory=dict)
+    option_defaults: dict[str, cst.BaseExpression] = field(default_factory=dict)
+
+
+_INDEXES: dict[int, tuple[cst.Module, _ModuleIndex]] = {}
+
+
+def _module_index(module: cst.Module) -> _ModuleIndex:
+    cached = _INDEXES.get(id(module))
+    if cached is not None and cached[0] is module:
+        return cached[1]
+    index = _ModuleIndex()
+    module.visit(_Indexer(index))
+    if len(_INDEXES) > 64:
+        _INDEXES.clear()
+    _INDEXES[id(module)] = (module, index)
+    return index
+
+
+def _index(context: ScriptContext) -> _ModuleIndex:
+    return _module_index(context.module)
+
+
+class _Indexer(cst.CSTVisitor):
+    def __init__(self, index: _ModuleIndex) -> None:
+        self.index = index
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.index.calls.append(node)
+        if isinstance(node.func, cst.Attribute):
+            method = node.func.attr.value
+            owner = dotted_name(node.func.value)
+            if method in ("update", "setdefault", "pop", "clear", "popitem") and owner is not None:
+                self.index.mutations.setdefault(owner, []).append(_Mutation(node, node.func.value, None, None))
+            if method == "add_argument":
+                self._option(node)
+
+    def _option(self, node: cst.Call) -> None:
+        names = [
+            a.value.evaluated_value for a in node.args if a.keyword is None and isinstance(a.value, cst.SimpleString)
+        ]
+        keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        default = keywords.get("default")
+        if default is None:
+            return
+        dest = keywords.get("dest")
+        options = [n.lstrip("-").replace("-", "_") for n in names if isinstance(n, str) and n.startswith("--")]
+        if isinstance(dest, cst.SimpleString) and isinstance(dest.evaluated_value, str):
+            options = [dest.evaluated_value]
+        for option in options:
+            self.index.option_defaults[option] = default
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._subscript_target(node, target.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._subscript_target(node, node.target, None)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._subscript_target(node, node.target, None)
+
+    def _subscript_target(
+        self, statement: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression | None
+    ) -> None:
+        keys: list[cst.BaseExpression] = []
+        while isinstance(target, cst.Subscript):
+            if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+                keys = []
+                break
+            keys.append(target.slice[0].slice.value)
+            target = target.value
+        if not keys:
+            return
+        owner = dotted_name(target)
+        if owner is not None:
+            mutation = _Mutation(statement, target, list(reversed(keys)), value)
+            self.index.mutations.setdefault(owner, []).append(mutation)
+
+
+def _copy(node: Node) -> Node:
+    if isinstance(node, Object):
+        return Object(
+            node.start,
+            node.end,
+            [Entry(e.key, e.key_start, e.key_end, _copy(e.value)) for e in node.entries],
+            node.opaque,
+        )
+    if isinstance(node, Array):
+        return Array(node.start, node.end, [_copy(i) for i in node.items])
+    assert isinstance(node, Scalar)
+    return Scalar(node.start, node.end, node.value)
+
+
+def _apply(context: ScriptContext, tree: Node, mutation: _Mutation) -> None:
+    assert mutation.keys is not None
+    current = tree
+    for position, key_node in enumerate(mutation.keys):
+        if not isinstance(current, Object):
+            return
+        key = literal_value(key_node)
+        if not isinstance(key, str):
+            current.opaque = True  # a computed key: any key of this object may change
+            return
+        last = position == len(mutation.keys) - 1
+        entry = current.entry(key)
+        if last:
+            start, end = context.span(key_node)
+            if isinstance(mutation.statement, cst.Del):
+                current.entries = [e for e in current.entries if e.key != key]
+                return
+            value: Node
+            if mutation.value is not None and isinstance(mutation.statement, cst.Assign):
+                value = tree_from_literal(context, mutation.value)
+            else:
+                value = Scalar(start, end, UNKNOWN)
+            current.entries = [e for e in current.entries if e.key != key]
+            current.entries.append(Entry(key, start, end, value))
+            return
+        if entry is None:
+            start, end = context.span(key_node)
+            created = Object(start, end, [])
+            current.entries.append(Entry(key, start, end, created))
+            current = created
+        else:
+            current = entry.value
+
+
+# --- dict literals as positioned trees ---------------------------------------------------------------------
+
+
+def tree_from_literal(context: ScriptContext, node: cst.BaseExpression) -> Node:
+    """A positioned config tree for a Python expression; what is not a literal becomes an UNKNOWN scalar."""
+    start, end = context.span(node)
+    if isinstance(node, cst.Dict):
+        tree = Object(start, end, [])
+        for element in node.elements:
+            if not isinstance(element, cst.DictElement):
+                tree.opaque = True  # `**other`
+                continue
+            key = literal_value(element.key)
+            if not isinstance(key, str):
+                tree.opaque = True
+                continue
+            key_start, key_end = context.span(element.key)
+            tree.entries.append(Entry(key, key_start, key_end, tree_from_literal(context, element.value)))
+        return tree
+    if isinstance(node, (cst.List, cst.Tuple)):
+        items = [
+            tree_from_literal(context, e.value) if isinstance(e, cst.Element) else Scalar(start, end, UNKNOWN)
+            for e in node.elements
+        ]
+        return Array(start, end, items)
+    value = literal_value(node)
+    if isinstance(value, (dict, list)):
+        value = UNKNOWN
+    return Scalar(start, end, value)

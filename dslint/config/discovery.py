@@ -1,0 +1,55 @@
+"""Recognising DeepSpeed config files: by name (`ds_config*.json`, `*deepspeed*.json`, `zero*.json`, ...) or by
+content (top-level keys only DeepSpeed reads). A JSON file that is not a DeepSpeed config is never reported."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from dslint.config.schema import load_schema
+from dslint.config.tree import Object
+
+CONFIG_SUFFIXES = (".json", ".hjson")
+NAME_PATTERN = re.compile(r"(^ds[_-]|^zero|deepspeed|^ds_?z\d|^z[0-3][_.-])", re.IGNORECASE)
+# Keys no other common tool writes at the top level of a JSON file: enough to recognise a config by content.
+STRONG_KEYS = (
+    "train_micro_batch_size_per_gpu",
+    "zero_optimization",
+    "train_batch_size",
+    "zero_allow_untested_optimizer",
+)
+MAX_PEEK_BYTES = 2_000_000
+
+
+def is_config_name(path: Path) -> bool:
+    return path.suffix.lower() in CONFIG_SUFFIXES and bool(NAME_PATTERN.search(path.stem))
+
+
+def mentions_strong_key(data: bytes) -> bool:
+    return any(f'"{key}"'.encode() in data for key in STRONG_KEYS)
+
+
+def is_candidate(path: Path) -> bool:
+    """Whether a file met while walking a directory may be a DeepSpeed config (decided for sure once parsed)."""
+    if path.suffix.lower() not in CONFIG_SUFFIXES:
+        return False
+    if is_config_name(path):
+        return True
+    try:
+        if path.stat().st_size > MAX_PEEK_BYTES:
+            return False
+        return mentions_strong_key(path.read_bytes())
+    except OSError:
+        return False
+
+
+def is_deepspeed_config(root: Object, named_like_one: bool) -> bool:
+    """A parsed object is a DeepSpeed config when it has a key only DeepSpeed reads at the top level, or, for a
+    file named like a config, when most of its keys are DeepSpeed keys."""
+    keys = root.keys()
+    if any(key in STRONG_KEYS for key in keys):
+        return True
+    if not named_like_one or not keys:
+        return False
+    known = load_schema().top_level_keys
+    return sum(1 for key in keys if key in known) * 2 >= len(keys)

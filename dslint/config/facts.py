@@ -1,0 +1,90 @@
+"""What several config rules ask of a config tree: the ZeRO stage, precision flags, batch values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dslint.config.schema import _lax_int
+from dslint.config.tree import UNKNOWN, Node, Object, Scalar, node_at
+
+_TRUE_STRINGS = {"1", "on", "t", "true", "y", "yes"}
+_FALSE_STRINGS = {"0", "off", "f", "false", "n", "no"}
+
+
+def zero_stage(root: Object) -> int | None:
+    """The ZeRO stage DeepSpeed runs: absent section or key = 0, "auto" = 0 (dropped); None when unknown."""
+    section = root.get("zero_optimization")
+    if section is None:
+        return 0
+    if isinstance(section, Scalar) and isinstance(section.value, bool):
+        return 1 if section.value else 0  # DeepSpeed's old boolean form
+    if not isinstance(section, Object) or section.opaque:
+        return None
+    stage = section.get("stage")
+    if stage is None:
+        return 0
+    if not isinstance(stage, Scalar) or stage.value is UNKNOWN:
+        return None
+    if stage.value == "auto":
+        return 0
+    number = _lax_int(stage.value)
+    return number if number in (0, 1, 2, 3) else None
+
+
+def lax_bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        if value.lower() in _TRUE_STRINGS:
+            return True
+        if value.lower() in _FALSE_STRINGS:
+            return False
+    return None
+
+
+def enabled(root: Object, section_name: str) -> bool | None:
+    """`section.enabled` as DeepSpeed reads it (default False; "auto" dropped = False); None when unknown."""
+    section = root.get(section_name)
+    if section is None:
+        return False
+    if not isinstance(section, Object) or section.opaque:
+        return None
+    flag = section.get("enabled")
+    if flag is None:
+        return False
+    if not isinstance(flag, Scalar) or flag.value is UNKNOWN:
+        return None
+    if flag.value == "auto":
+        return False
+    return lax_bool(flag.value)
+
+
+def bf16_section(root: Object) -> str:
+    """DeepSpeed reads `bf16`, or the older `bfloat16` when `bf16` is absent."""
+    return "bfloat16" if root.get("bf16") is None and root.get("bfloat16") is not None else "bf16"
+
+
+def positive_int(node: Node | None) -> int | Any | None:
+    """A batch value as DeepSpeed reads it: None when absent, an int, or UNKNOWN (not a plain integer)."""
+    if node is None:
+        return None
+    if isinstance(node, Scalar) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    return UNKNOWN
+
+
+def batch_values(root: Object) -> tuple[Any, Any, Any]:
+    return (
+        positive_int(root.get("train_batch_size")),
+        positive_int(root.get("train_micro_batch_size_per_gpu")),
+        positive_int(root.get("gradient_accumulation_steps")),
+    )
+
+
+def offload_ratio(root: Object) -> tuple[Node | None, float | None]:
+    node = node_at(root, "zero_optimization", "offload_optimizer", "ratio")
+    if isinstance(node, Scalar) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node, float(node.value)
+    return node, None

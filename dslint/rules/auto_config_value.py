@@ -1,0 +1,121 @@
+"""DSL405: `"auto"` values, which only the Hugging Face Trainer fills in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dslint.config.rule import ConfigRule, Origin, autotuning_enabled, is_auto
+from dslint.config.tree import Array, Entry, Node, Object
+from dslint.diagnostics import Severity
+from dslint.rule import Invalid, RuleDocs, Valid
+
+BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
+
+
+def auto_entries(node: Node, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Entry]]:
+    if isinstance(node, Object):
+        for entry in node.last_entries():
+            if is_auto(entry.value):
+                yield (*path, entry.key), entry
+            else:
+                yield from auto_entries(entry.value, (*path, entry.key))
+    elif isinstance(node, Array):
+        for item in node.items:
+            yield from auto_entries(item, path)
+
+
+class AutoConfigValue(ConfigRule):
+    code = "DSL405"
+    slug = "auto-config-value"
+    message = '"auto" is filled in only by the Hugging Face Trainer; deepspeed.initialize does not: write the value'
+    severity = Severity.ERROR
+    docs = RuleDocs(
+        what="""
+            Flags `"auto"` values in a config that goes straight to `deepspeed.initialize` (a dict or file the
+            script passes). In a JSON file on its own, whose reader dslint cannot see, it adds one info-level
+            note instead. Under the Hugging Face Trainer (`TrainingArguments(deepspeed=...)`) `"auto"` is
+            fine and nothing is reported; nor with `"autotuning": {"enabled": true}`, whose autotuner fills
+            `"auto"` values itself.
+        """,
+        why="""
+            `"auto"` is a convention of the Hugging Face integration, which replaces it with the Trainer's own
+            values before DeepSpeed sees the config. DeepSpeed itself drops `"auto"` silently inside the
+            sections it validates (`runtime/config_utils.py`, strict=False), so the default is used:
+            `"stage": "auto"` means ZeRO off, `"enabled": "auto"` means fp16 off. At the top level it is kept
+            as a string and fails: `"train_batch_size": "auto"` raises a `TypeError` at start-up, an optimizer
+            `"lr": "auto"` fails when the optimizer is built.
+        """,
+        example="""
+            engine, _, _, _ = deepspeed.initialize(
+                model=model, config={"train_batch_size": 32, "zero_optimization": {"stage": "auto"}}
+            )
+        """,
+        use_instead="""
+            engine, _, _, _ = deepspeed.initialize(
+                model=model, config={"train_batch_size": 32, "zero_optimization": {"stage": 2}}
+            )
+        """,
+    )
+    valid = (
+        Valid('{"train_batch_size": 8, "zero_optimization": {"stage": 2}}\n', path="ds_config.json"),
+        Valid(
+            """
+            from transformers import TrainingArguments
+            ds = {"train_batch_size": "auto", "zero_optimization": {"stage": "auto"}}
+            args = TrainingArguments(output_dir="out", deepspeed=ds)
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            '{\n  "train_batch_size": "auto",\n  "zero_optimization": {"stage": "auto"}\n}\n',
+            lines=(2,),
+            path="ds_config.json",
+        ),
+        Invalid(
+            """
+            import deepspeed
+            config = {
+                "train_batch_size": 16,
+                "zero_optimization": {"stage": "auto"},
+                "optimizer": {"type": "AdamW", "params": {"lr": "auto"}},
+            }
+            engine, _, _, _ = deepspeed.initialize(model=model, config=config)
+            """,
+            lines=(5, 6),
+        ),
+    )
+
+    def check(self) -> None:
+        origin = self.context.origin
+        if origin is Origin.TRAINER or autotuning_enabled(self.root):
+            return  # the Trainer, or DeepSpeed's autotuner, fills "auto" values
+        found = list(auto_entries(self.root))
+        if not found:
+            return
+        if origin is Origin.FILE:
+            path, entry = found[0]
+            count = f" ({len(found)} values in this file)" if len(found) > 1 else ""
+            self.report_key(
+                entry,
+                f'"auto"{count} is filled in only by the Hugging Face Trainer: fine with '
+                "TrainingArguments(deepspeed=...); deepspeed.initialize drops it silently inside the sections it "
+                "validates (the default is used) and fails on it at the top level",
+                Severity.INFO,
+            )
+            return
+        for path, entry in found:
+            where = ".".join(path)
+            if len(path) == 1 and path[0] in BATCH_KEYS:
+                effect = "DeepSpeed fails at start-up with a TypeError"
+            elif self.schema.section_model(path[0]) is not None:
+                effect = "DeepSpeed drops it silently and uses the default"
+                if path == ("zero_optimization", "stage"):
+                    effect += " (stage 0: ZeRO off)"
+                elif path[-1] == "enabled":
+                    effect += f" (`{path[0]}` off)"
+            else:
+                effect = "DeepSpeed passes the string on and fails where the value is used"
+            self.report_key(
+                entry, f'`{where}` is "auto", which only the Hugging Face Trainer fills in: {effect}; write the value'
+            )

@@ -1,0 +1,44 @@
+"""DSL400: a DeepSpeed config file that cannot be parsed."""
+
+from __future__ import annotations
+
+from dslint.config.rule import ConfigRule
+from dslint.diagnostics import Severity
+from dslint.rule import Invalid, RuleDocs, Valid
+
+
+class ConfigParseError(ConfigRule):
+    code = "DSL400"
+    slug = "config-parse-error"
+    message = "cannot parse this DeepSpeed config; DeepSpeed stops at start-up"
+    severity = Severity.ERROR
+    docs = RuleDocs(
+        what="""
+            Reports a DeepSpeed config file (named like one, or named by a script) that is not valid JSON or
+            HJSON, with the line and column of the first error.
+        """,
+        why="""
+            DeepSpeed reads config files with `hjson.load`; a file it cannot parse stops the run at start-up,
+            usually after the job has waited in a queue. None of the other config checks could run on it.
+        """,
+        example="""
+            {
+              "train_batch_size": 32,,
+              "fp16": {"enabled": true}
+            }
+        """,
+        use_instead="""
+            {
+              "train_batch_size": 32,
+              "fp16": {"enabled": true}
+            }
+        """,
+    )
+    valid = (Valid('{"train_batch_size": 8}\n', path="ds_config.json"),)
+    invalid = (
+        Invalid('{\n  "train_batch_size": 8,,\n  "fp16": {"enabled": true}\n}\n', lines=(2,), path="ds_config.json"),
+        Invalid('{\n  "train_batch_size": 8,\n  "fp16": {"enabled": true\n', lines=(4,), path="ds_config.json"),
+    )
+
+    def check(self) -> None:
+        """Parse errors are reported by the config linter, which calls `report_parse_error`."""

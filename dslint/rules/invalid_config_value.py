@@ -1,0 +1,170 @@
+"""DSL404: a value DeepSpeed's validation refuses (wrong type, not one of the allowed values, out of range)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from dslint.config.facts import enabled
+from dslint.config.rule import ConfigRule, autotuning_enabled, is_auto
+from dslint.config.schema import accepts, describe, within_bounds
+from dslint.config.sections import validated_entries
+from dslint.config.tree import UNKNOWN, Array, Object, Scalar, scalar, to_python
+from dslint.diagnostics import Severity
+from dslint.rule import Invalid, RuleDocs, Valid
+
+# Field validators DeepSpeed adds beyond the field types (runtime/precision_config.py: DeepSpeedFP16Config).
+FP16_INTEGER_FIELDS = ("loss_scale_window", "min_loss_scale")
+
+
+class InvalidConfigValue(ConfigRule):
+    code = "DSL404"
+    slug = "invalid-config-value"
+    message = "DeepSpeed refuses this value at start-up"
+    severity = Severity.ERROR
+    docs = RuleDocs(
+        what="""
+            Checks the values of the sections DeepSpeed validates against the field types of DeepSpeed's own
+            pydantic models: `"stage": 5` (ZeRO stages are 0 to 3), `"device": "gpu"` for an offload block
+            (`none`, `cpu` or `nvme`), a list where a number is expected, a negative bucket size, a negative,
+            bool or non-finite `fp16.loss_scale`. A section that is not an object (`"fp16": true`) is flagged
+            too. Values are checked with pydantic's lax rules, as DeepSpeed does: `"3"` is a valid stage,
+            `5e8` a valid integer. With `"autotuning": {"enabled": true}` a list of values is the autotuner's
+            search space and is not flagged.
+        """,
+        why="""
+            DeepSpeed validates these sections when the engine is created and stops with a `ValidationError`
+            (or a `TypeError` for a section that is not an object), on every rank, after the job got its GPUs.
+        """,
+        example="""
+            {
+              "train_batch_size": 32,
+              "zero_optimization": {"stage": 5}
+            }
+        """,
+        use_instead="""
+            {
+              "train_batch_size": 32,
+              "zero_optimization": {"stage": 3}
+            }
+        """,
+    )
+    valid = (
+        Valid(
+            '{"train_batch_size": 8, "zero_optimization": {"stage": "3", "reduce_bucket_size": 5e8,'
+            ' "offload_optimizer": {"device": "cpu", "ratio": 0.3}}, "fp16": {"enabled": "auto", "loss_scale": 0}}\n',
+            path="ds_config.json",
+        ),
+        Valid('{"train_batch_size": 8, "zero_optimization": true}\n', path="ds_config.json"),
+    )
+    invalid = (
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 5}\n}\n', lines=(3,), path="ds_config.json"
+        ),
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 3,\n'
+            '    "offload_param": {"device": "gpu"}\n  },\n  "fp16": {"enabled": true, "loss_scale": -1}\n}\n',
+            lines=(5, 7),
+            path="ds_config.json",
+        ),
+        Invalid('{\n  "train_batch_size": 8,\n  "bf16": true\n}\n', lines=(3,), path="ds_config.json"),
+    )
+
+    def check(self) -> None:
+        for top in self.root.last_entries():
+            if self.schema.section_model(top.key) is None or is_auto(top.value):
+                continue
+            if isinstance(top.value, Object):
+                continue
+            if top.key == "zero_optimization" and isinstance(top.value, Scalar) and isinstance(top.value.value, bool):
+                continue  # DeepSpeed's old form: true = stage 1
+            if isinstance(top.value, Scalar) and top.value.value in (UNKNOWN, None):
+                continue
+            self.report_node(top.value, f"`{top.key}` must be an object; DeepSpeed stops at start-up")
+        tuning = autotuning_enabled(self.root)
+        for item in validated_entries(self.root, self.schema):
+            field = item.field
+            if field is None:
+                continue
+            node = item.entry.value
+            if tuning and isinstance(node, Array):
+                continue  # the autotuner's search space: it tries each value
+            value = to_python(node)
+            where = ".".join(item.path)
+            special = self._custom_validators(item.path, value)
+            if special is not None:
+                self.report_node(node, f"`{where}` {special}; DeepSpeed stops at start-up")
+                continue
+            if accepts(field.type, value, self.schema) is False:
+                self.report_node(
+                    node,
+                    f"`{where}` must be {describe(field.type)}, not {_show(value)}; DeepSpeed stops at start-up",
+                )
+                continue
+            if isinstance(node, Scalar) and within_bounds(field, value) is False:
+                bounds = ", ".join(f"{k} {v}" for k, v in field.bounds.items())
+                self.report_node(node, f"`{where}` is out of range ({bounds}); DeepSpeed stops at start-up")
+
+        self._dynamic_loss_scale()
+
+    def _dynamic_loss_scale(self) -> None:
+        """DeepSpeedFP16Config's model validator: with dynamic loss scaling (fp16 on, loss_scale 0),
+        loss_scale_window and min_loss_scale must be > 0."""
+        section = self.section("fp16")
+        if section is None or enabled(self.root, "fp16") is not True:
+            return
+        scale = section.get("loss_scale")
+        scale_value = 0 if scale is None or is_auto(scale) else scalar(scale)
+        if _number(scale_value) != 0:
+            return
+        for key in FP16_INTEGER_FIELDS:
+            entry = section.entry(key)
+            if entry is None or is_auto(entry.value):
+                continue
+            number = _number(scalar(entry.value))
+            if number is not None and not isinstance(scalar(entry.value), bool) and number <= 0:
+                self.report_node(
+                    entry.value,
+                    f"`fp16.{key}` must be > 0 with dynamic loss scaling (loss_scale 0); DeepSpeed stops at start-up",
+                )
+
+    @staticmethod
+    def _custom_validators(path: tuple[str, ...], value: Any) -> str | None:
+        if len(path) != 2 or path[0] != "fp16" or value is UNKNOWN:
+            return None
+        key = path[1]
+        if key == "loss_scale":
+            if isinstance(value, bool):
+                return "must be a number, not a bool"
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                return "must be a number"
+            if not math.isfinite(number):
+                return "must be finite"
+            if number < 0:
+                return "must be >= 0 (0 means dynamic loss scaling)"
+        if key in FP16_INTEGER_FIELDS:
+            if isinstance(value, bool):
+                return "must be an integer, not a bool"
+            if isinstance(value, float) and not math.isfinite(value):
+                return "must be finite"
+        return None
+
+
+def _number(value: Any) -> float | None:
+    if value is UNKNOWN or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _show(value: Any) -> str:
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        return "this value"
+    return text if len(text) <= 40 else text[:37] + "..."

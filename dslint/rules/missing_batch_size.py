@@ -1,0 +1,64 @@
+"""DSL406: neither `train_batch_size` nor `train_micro_batch_size_per_gpu`."""
+
+from __future__ import annotations
+
+from dslint.config.rule import ConfigRule, Origin
+from dslint.diagnostics import Severity
+from dslint.rule import Invalid, RuleDocs, Valid
+
+
+class MissingBatchSize(ConfigRule):
+    code = "DSL406"
+    slug = "missing-batch-size"
+    message = (
+        "neither train_batch_size nor train_micro_batch_size_per_gpu is set; DeepSpeed stops at start-up: "
+        "set train_micro_batch_size_per_gpu"
+    )
+    severity = Severity.ERROR
+    docs = RuleDocs(
+        what="Flags a config that sets neither `train_batch_size` nor `train_micro_batch_size_per_gpu`.",
+        why="""
+            DeepSpeed derives the batch values it is not given (`runtime/config.py:
+            _set_batch_related_parameters`): from either of these two (with `gradient_accumulation_steps`,
+            default 1, and the world size). With neither it asserts "Either train_batch_size or
+            train_micro_batch_size_per_gpu needs to be provided" when the engine is created. Setting all three
+            is not required. Not reported under the Hugging Face Trainer, which manages the batch values.
+        """,
+        example="""
+            {
+              "gradient_accumulation_steps": 4,
+              "zero_optimization": {"stage": 2}
+            }
+        """,
+        use_instead="""
+            {
+              "train_micro_batch_size_per_gpu": 8,
+              "gradient_accumulation_steps": 4,
+              "zero_optimization": {"stage": 2}
+            }
+        """,
+    )
+    valid = (
+        Valid('{"train_micro_batch_size_per_gpu": 8}\n', path="ds_config.json"),
+        Valid('{"train_batch_size": 64, "gradient_accumulation_steps": 2}\n', path="ds_config.json"),
+    )
+    invalid = (
+        Invalid(
+            '{\n  "gradient_accumulation_steps": 4,\n  "zero_optimization": {"stage": 2}\n}\n',
+            lines=(1,),
+            path="ds_config.json",
+        ),
+        Invalid(
+            """
+            import deepspeed
+            engine, _, _, _ = deepspeed.initialize(model=model, config={"fp16": {"enabled": True}})
+            """,
+            lines=(3,),
+        ),
+    )
+
+    def check(self) -> None:
+        if self.context.origin is Origin.TRAINER or self.root.opaque:
+            return
+        if self.root.get("train_batch_size") is None and self.root.get("train_micro_batch_size_per_gpu") is None:
+            self.report_at(self.root.start, self.root.start)

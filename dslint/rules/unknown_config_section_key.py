@@ -1,0 +1,109 @@
+"""DSL403: a key inside a section DeepSpeed validates (zero_optimization, fp16, bf16, offload blocks, ...)
+that the section does not have; DeepSpeed stops at start-up."""
+
+from __future__ import annotations
+
+from dslint.config.rule import ConfigRule, is_auto
+from dslint.config.schema import did_you_mean
+from dslint.config.sections import SectionEntry, validated_entries
+from dslint.diagnostics import Severity
+from dslint.rule import Invalid, RuleDocs, Valid
+
+HANDLED_ELSEWHERE = frozenset({"ignored_parameters"})  # DSL412 explains it
+
+
+class UnknownConfigSectionKey(ConfigRule):
+    code = "DSL403"
+    slug = "unknown-config-section-key"
+    message = "this section has no such key; DeepSpeed stops at start-up with a ValidationError"
+    severity = Severity.ERROR
+    docs = RuleDocs(
+        what="""
+            Flags an unknown key inside a section that DeepSpeed validates with a pydantic model forbidding
+            extra keys: `zero_optimization` (and its `offload_param` / `offload_optimizer` blocks), `fp16`,
+            `bf16`, `tensorboard`, `wandb`, `csv_monitor`, `comet`, `comms_logger`, `compile`,
+            `hybrid_engine`, `tensor_parallel`, `weight_quantization`. Both a field's name and its alias are
+            accepted (`stage3_prefetch_bucket_size` and `prefetch_bucket_size`), but not both at once: pydantic
+            then refuses the name as an extra key. Suggests the closest key.
+        """,
+        why="""
+            These sections are validated when the engine is created: an unknown key raises a pydantic
+            `ValidationError` ("Extra inputs are not permitted") and the job stops, typically after it waited
+            for GPUs. Sections that are not validated this way (`activation_checkpointing`, `flops_profiler`,
+            `autotuning`, `aio`, `pipeline`, `checkpoint`, `data_types`, ...) ignore unknown keys; dslint does
+            not flag keys there. A value of `"auto"` is dropped before validation, so an unknown key whose
+            value is `"auto"` passes (DSL405 reports it).
+        """,
+        example="""
+            {
+              "train_batch_size": 32,
+              "zero_optimization": {"stage": 3, "overlap_com": true}
+            }
+        """,
+        use_instead="""
+            {
+              "train_batch_size": 32,
+              "zero_optimization": {"stage": 3, "overlap_comm": true}
+            }
+        """,
+    )
+    valid = (
+        Valid(
+            '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 5e7,'
+            ' "offload_param": {"device": "cpu"}}, "activation_checkpointing": {"anything": 1}}\n',
+            path="ds_config.json",
+        ),
+    )
+    invalid = (
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 3,\n    "overlap_com": true\n  }\n}\n',
+            lines=(5,),
+            path="ds_config.json",
+        ),
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 3,\n'
+            '    "offload_optimizer": {"device": "cpu", "pin_memmory": true}\n  }\n}\n',
+            lines=(5,),
+            path="ds_config.json",
+        ),
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "fp16": {"enabled": true, "loss_scale_windows": 100}\n}\n',
+            lines=(3,),
+            path="ds_config.json",
+        ),
+    )
+
+    def check(self) -> None:
+        removed_zero = self.schema.removed_zero
+        for item in validated_entries(self.root, self.schema):
+            if not item.model.forbids_extra:
+                continue
+            if item.field is not None:
+                self._both_spellings(item)
+                continue
+            key = item.entry.key
+            if key in HANDLED_ELSEWHERE or (item.path[:-1] == ("zero_optimization",) and key in removed_zero):
+                continue
+            where = ".".join(item.path[:-1])
+            suggestion = did_you_mean(key, item.model.spellings())
+            hint = f"; did you mean `{suggestion}`?" if suggestion else ""
+            self.report_key(
+                item.entry,
+                f"`{where}` has no key `{key}`: DeepSpeed stops at start-up with a ValidationError{hint}",
+            )
+
+    def _both_spellings(self, item: SectionEntry) -> None:
+        """A field given by its name and by its alias: pydantic takes the alias and refuses the name as an
+        extra key (unless the alias's value is "auto", which is dropped first)."""
+        field = item.field
+        assert field is not None
+        if field.alias is None or item.entry.key != field.name:
+            return
+        alias = item.parent.get(field.alias)
+        if alias is None or is_auto(alias):
+            return
+        self.report_key(
+            item.entry,
+            f"`{field.name}` and `{field.alias}` are the same setting; with both, DeepSpeed stops at start-up "
+            f"with a ValidationError: keep `{field.alias}`",
+        )

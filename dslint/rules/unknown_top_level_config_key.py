@@ -1,0 +1,121 @@
+"""DSL401: a top-level config key DeepSpeed does not read (it is ignored silently)."""
+
+from __future__ import annotations
+
+from dslint.config.rule import ConfigRule, is_comment_key, mixed_file
+from dslint.config.schema import did_you_mean
+from dslint.config.tree import Entry
+from dslint.diagnostics import Severity
+from dslint.rule import Invalid, RuleDocs, Valid
+
+HANDLED_ELSEWHERE = frozenset({"ignored_parameters"})  # DSL412 explains it
+
+
+class UnknownTopLevelConfigKey(ConfigRule):
+    code = "DSL401"
+    slug = "unknown-top-level-config-key"
+    message = "DeepSpeed does not read this top-level key and ignores it silently; fix the spelling or remove it"
+    severity = Severity.ERROR
+    runs_on_mixed_files = True
+    docs = RuleDocs(
+        what="""
+            Flags a top-level key of a DeepSpeed config that DeepSpeed never reads, with the closest real key
+            when there is one. The known keys come from DeepSpeed itself (dslint's schema snapshot records every
+            key `DeepSpeedConfig` asks for). Keys starting with `_` (comments) are allowed. A file that mixes
+            many keys of another tool into its DeepSpeed config (GPT-NeoX does) gets one finding, not one per
+            key.
+        """,
+        why="""
+            DeepSpeed reads the keys it knows and ignores every other top-level key without a word. A misspelt
+            section is therefore not an error but a silent change of behaviour: with `"zero_optimisation"` ZeRO
+            is off (stage 0) and every rank keeps the full optimizer state, with `"fp_16"` training runs in
+            fp32. This is the worst kind of config mistake: nothing fails, the run is just not the run you
+            configured.
+        """,
+        example="""
+            {
+              "train_batch_size": 32,
+              "zero_optimisation": {"stage": 3}
+            }
+        """,
+        use_instead="""
+            {
+              "train_batch_size": 32,
+              "zero_optimization": {"stage": 3}
+            }
+        """,
+    )
+    valid = (
+        Valid(
+            '{"train_batch_size": 8, "_comment": "ZeRO-2 on 8 GPUs", "zero_optimization": {"stage": 2}}\n',
+            path="ds_config.json",
+        ),
+        Valid(
+            """
+            import deepspeed
+            config = {"train_batch_size": 8, "zero_optimization": {"stage": 2}}
+            engine, _, _, _ = deepspeed.initialize(model=model, config=config)
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "zero_optimisation": {"stage": 3}\n}\n', lines=(3,), path="ds_config.json"
+        ),
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "pipe-parallel-size": 1,\n  "num-layers": 2,\n  "hidden-size": 8,\n'
+            '  "seq-length": 16,\n  "gradient-clipping": 1.0\n}\n',
+            lines=(3,),
+            path="ds_config.json",
+        ),
+        Invalid(
+            """
+            import deepspeed
+            config = {
+                "train_batch_size": 8,
+                "fp_16": {"enabled": True},
+            }
+            engine, _, _, _ = deepspeed.initialize(model=model, config=config)
+            """,
+            lines=(5,),
+        ),
+    )
+
+    def check(self) -> None:
+        known = self.schema.top_level_keys
+        unknown = [
+            e
+            for e in self.root.last_entries()
+            if e.key not in known and e.key not in HANDLED_ELSEWHERE and not is_comment_key(e.key)
+        ]
+        if mixed_file(self.root, self.schema):
+            self._report_mixed(unknown)
+            return
+        old_bf16 = self.root.entry("bfloat16")
+        if old_bf16 is not None and self.root.get("bf16") is not None:
+            self.report_key(
+                old_bf16,
+                "DeepSpeed reads `bf16` and ignores `bfloat16` (its older spelling) when both are present; "
+                "keep only `bf16`",
+            )
+        suggestions = {e.key: did_you_mean(e.key, self.schema.live_top_level_keys) for e in unknown}
+        for entry in unknown:
+            suggestion = suggestions[entry.key]
+            if suggestion is not None:
+                self.report_key(
+                    entry,
+                    f"DeepSpeed does not read `{entry.key}` and ignores it silently; did you mean `{suggestion}`?",
+                )
+            else:
+                self.report_key(
+                    entry, f"DeepSpeed does not read `{entry.key}` and ignores it silently; remove it or fix it"
+                )
+
+    def _report_mixed(self, unknown: list[Entry]) -> None:
+        names = ", ".join(f"`{e.key}`" for e in unknown[:4])
+        self.report_key(
+            unknown[0],
+            f"{len(unknown)} top-level keys are not DeepSpeed settings ({names}, ...): this file mixes another "
+            "tool's settings into a DeepSpeed config; DeepSpeed ignores them silently, and dslint checks nothing "
+            "else here: give DeepSpeed its own config",
+        )
