@@ -10,7 +10,7 @@ import libcst as cst
 
 from dslint.config.rule import ConfigRule
 from dslint.diagnostics import Diagnostic, Location
-from dslint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine, needs_parsing
+from dslint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
 from dslint.registry import all_rules
 from dslint.rule import ScriptRule
 from dslint.rules.syntax_error import SyntaxErrorRule
@@ -41,28 +41,20 @@ def lint_source(
 ) -> ScriptResult:
     selection = selection or RuleSelection()
     result = ScriptResult(path)
-    rules = script_rules(selection)
-    configs = config_rules(selection)
-    if use_prefilter:
-        rules = [rule for rule in rules if has_tokens(data, rule.required_tokens)]
-        engine = bool(rules or configs) and may_create_engine(data)
-        if rules and all(rule.needs_engine for rule in rules) and not engine:
-            rules = []
-        # Configs in scripts come from initialize calls or from `*TrainingArguments(deepspeed=...)`.
-        if configs and not (engine or has_tokens(data, TRAINER_CONFIG_TOKENS)):
-            configs = []
-        if not rules and not configs:
-            result.skipped = True
-            if needs_parsing(data) and selection.enabled(SyntaxErrorRule.code):
-                _check_syntax_quickly(path, data, result)
-            return result
+    rules, configs = _rules_for(data, script_rules(selection), config_rules(selection))
+    report_syntax = selection.enabled(SyntaxErrorRule.code) and any(_rules_for(data, *_every_rule()))
+    if use_prefilter and not rules and not configs and not report_syntax:
+        result.skipped = True
+        return result
     try:
         module = cst.parse_module(data)
     except (cst.ParserSyntaxError, ValueError, UnicodeDecodeError) as error:
-        # DSL001 is about files that mention DeepSpeed; others are not dslint's to judge.
-        if selection.enabled(SyntaxErrorRule.code) and needs_parsing(data):
+        # DSL001 covers the files dslint would analyse; others are not dslint's to judge.
+        if report_syntax:
             result.diagnostics.append(syntax_error_diagnostic(path, data, error))
         return result
+    if not use_prefilter:
+        rules, configs = script_rules(selection), config_rules(selection)
     result.parsed = True
     result.text = module.code
     result.encoding = module.encoding
@@ -73,6 +65,25 @@ def lint_source(
 
 def config_rules(selection: RuleSelection) -> list[type[ConfigRule]]:
     return [r for r in all_rules() if issubclass(r, ConfigRule) and selection.enabled(r.code)]
+
+
+def _every_rule() -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
+    everything = RuleSelection.from_options(["ALL"])
+    return script_rules(everything), config_rules(everything)
+
+
+def _rules_for(
+    data: bytes, rules: list[type[ScriptRule]], configs: list[type[ConfigRule]]
+) -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
+    """The rules that can possibly fire on `data` (see dslint.prefilter)."""
+    rules = [rule for rule in rules if has_tokens(data, rule.required_tokens)]
+    engine = bool(rules or configs) and may_create_engine(data)
+    if rules and all(rule.needs_engine for rule in rules) and not engine:
+        rules = []
+    # Configs in scripts come from initialize calls or from `*TrainingArguments(deepspeed=...)`.
+    if configs and not (engine or has_tokens(data, TRAINER_CONFIG_TOKENS)):
+        configs = []
+    return rules, configs
 
 
 def lint_module(
@@ -91,14 +102,6 @@ def lint_module(
 
         context.diagnostics.extend(check_script_configs(context, config_rules))
     return context.diagnostics
-
-
-def _check_syntax_quickly(path: str, data: bytes, result: ScriptResult) -> None:
-    """A file no rule needs to analyse still gets DSL001 if it mentions DeepSpeed and CPython cannot parse it."""
-    try:
-        ast.parse(data, filename=path)
-    except (SyntaxError, ValueError, UnicodeDecodeError) as error:
-        result.diagnostics.append(syntax_error_diagnostic(path, data, error))
 
 
 def syntax_error_diagnostic(path: str, data: bytes, error: Exception) -> Diagnostic:

@@ -4,16 +4,16 @@
    (`ScriptRule.required_tokens`). An engine comes only from `deepspeed.initialize`, which needs both `deepspeed`
    (the import) and `initialize` (the attribute or the imported name) in the text, so engine rules need both.
    Configs in scripts reach DeepSpeed through initialize or `*TrainingArguments(deepspeed=...)`.
-2. The engine probe: CPython's `ast` (C-implemented, several times faster than libcst) looks for a call that can
-   be `deepspeed.initialize`. It over-approximates (any call of something named `initialize`, any alias of it
-   imported from deepspeed), so it never hides an engine that libcst's facts would find.
+2. The engine probe: a regular expression looks for text that can be a call of `deepspeed.initialize` (any call
+   of something named `initialize`, or of a name imported `as` an alias of it). It over-approximates, so it
+   never hides an engine that libcst's facts would find.
 
 `tests/test_prefilter.py` checks both claims against every rule's cases, the fixtures and generated scripts.
 """
 
 from __future__ import annotations
 
-import ast
+import re
 from collections.abc import Iterable
 
 DEEPSPEED = b"deepspeed"
@@ -31,22 +31,17 @@ def has_tokens(data: bytes, tokens: Iterable[bytes]) -> bool:
 
 
 def may_create_engine(data: bytes) -> bool:
-    """False only when the file certainly has no `deepspeed.initialize(...)` call. Unparsable -> True."""
+    """False only when the file certainly has no `deepspeed.initialize(...)` call.
+
+    Such a call is written `<anything>.initialize(` or `initialize(`, or through a name imported with
+    `from deepspeed import initialize as NAME`; whitespace and line continuations may stand before `(`.
+    """
     if not has_tokens(data, ENGINE_TOKENS):
         return False
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return True  # let the full parser report it
-    initialize_names = {"initialize"}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "deepspeed":
-            initialize_names.update(a.asname for a in node.names if a.name == "initialize" and a.asname)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr == "initialize":
-                return True
-            if isinstance(func, ast.Name) and func.id in initialize_names:
-                return True
-    return False
+    if _CALLED_INITIALIZE.search(data):
+        return True
+    return any(re.search(rb"\b" + re.escape(alias) + rb"[\s\\]*\(", data) for alias in _INITIALIZE_ALIAS.findall(data))
+
+
+_CALLED_INITIALIZE = re.compile(rb"\binitialize[\s\\]*\(")
+_INITIALIZE_ALIAS = re.compile(rb"\binitialize\s+as\s+([A-Za-z_][A-Za-z0-9_]*)")

@@ -70,7 +70,7 @@ def test_default_path_is_current_directory(tmp_path: Path) -> None:
 
 
 def test_unparsable_file_is_a_finding_and_others_are_still_checked(tmp_path: Path) -> None:
-    (tmp_path / "a_broken.py").write_text("import deepspeed\ndef main(:\n    pass\n")
+    (tmp_path / "a_broken.py").write_text("import deepspeed\ndef main(:\n    deepspeed.initialize(model=m)\n")
     (tmp_path / "b_train.py").write_text(BAD)
     result = run("check", "-q", str(tmp_path))
     assert result.returncode == 1
@@ -81,7 +81,7 @@ def test_unparsable_file_is_a_finding_and_others_are_still_checked(tmp_path: Pat
 
 
 def test_undecodable_file_is_reported_not_crashed(tmp_path: Path) -> None:
-    (tmp_path / "latin.py").write_bytes(b"import deepspeed\nname = '\xff\xfe'\n")
+    (tmp_path / "latin.py").write_bytes(b"import deepspeed\nname = '\xff\xfe'\ndeepspeed.initialize(model=m)\n")
     result = run("check", "-q", str(tmp_path))
     assert result.returncode == 1
     assert result.stdout.startswith(f"{tmp_path / 'latin.py'}:")

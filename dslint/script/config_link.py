@@ -26,6 +26,7 @@ from dslint.config.rule import Origin
 from dslint.config.tree import UNKNOWN, Array, Entry, Node, Object, ParseError, Scalar, parse_text, to_python
 from dslint.script.facts import BindingKind, InitializeCall, Pos
 from dslint.script.names import dotted_name
+from dslint.script.traversal import visit_all
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -330,7 +331,7 @@ def _module_index(module: cst.Module) -> _ModuleIndex:
     if cached is not None and cached[0] is module:
         return cached[1]
     index = _ModuleIndex()
-    module.visit(_Indexer(index))
+    visit_all(module, [_Indexer(index)])
     if len(_INDEXES) > 64:
         _INDEXES.clear()
     _INDEXES[id(module)] = (module, index)
@@ -341,8 +342,9 @@ def _index(context: ScriptContext) -> _ModuleIndex:
     return _module_index(context.module)
 
 
-class _Indexer(cst.CSTVisitor):
+class _Indexer(cst.BatchableCSTVisitor):
     def __init__(self, index: _ModuleIndex) -> None:
+        super().__init__()
         self.index = index
 
     def visit_Call(self, node: cst.Call) -> None:
