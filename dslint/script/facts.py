@@ -710,21 +710,21 @@ def _resolve_branches(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool 
     def holds_init(span: tuple[Pos, Pos] | None) -> bool:
         return span is not None and any(span[0] <= p < span[1] for p in init_positions)
 
-    sides: list[tuple[str, tuple[Pos, Pos], tuple[Pos, Pos] | None, bool | None]] = []
-    guard_tests: dict[str, bool] = {}
+    sides: list[tuple[cst.If, tuple[Pos, Pos], tuple[Pos, Pos] | None, bool | None]] = []
+    guards: list[tuple[cst.BaseExpression, bool]] = []
     for node, polarity in branches:
         body = (facts.start(node.body), facts.end(node.body))
         orelse = (facts.start(node.orelse), facts.end(node.orelse)) if node.orelse is not None else None
-        text = facts.code(node.test).strip()
-        if polarity is None:
+        if polarity is None and init_positions:
             in_body, in_else = holds_init(body), holds_init(orelse)
             if in_body != in_else:
                 polarity = in_body
-                guard_tests[text] = polarity
-        sides.append((text, body, orelse, polarity))
-    for text, body, orelse, polarity in sides:
-        if polarity is None:
-            polarity = guard_tests.get(text)
+                guards.append((node.test, polarity))
+        sides.append((node, body, orelse, polarity))
+    for node, body, orelse, polarity in sides:
+        if polarity is None and guards:
+            # Code generation is costly: compare tests only where an initialize guard exists.
+            polarity = next((p for test, p in guards if test.deep_equals(node.test)), None)
         if polarity is None:
             continue
         ds_side, plain_side = (body, orelse) if polarity else (orelse, body)
