@@ -68,7 +68,7 @@ def _location(
     if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
         return None
     value = binding.value
-    if not _reads_same_names(context, value, at):
+    if not reads_same_names(context, value, at):
         return None
     return _location(context, value, at, depth + 1)
 
@@ -222,7 +222,7 @@ class _NameCollector(cst.CSTVisitor):
         return False
 
 
-def _reads_same_names(context: ScriptContext, value: cst.BaseExpression, at: cst.CSTNode) -> bool:
+def reads_same_names(context: ScriptContext, value: cst.BaseExpression, at: cst.CSTNode) -> bool:
     """Whether every name `value` reads has, at `at`, the binding it had where `value` was evaluated."""
     collector = _NameCollector()
     value.visit(collector)
