@@ -18,10 +18,16 @@ GATHERED_PARAMETERS = frozenset(
 MODIFIER_RANK_POSITION = 1
 
 
+def is_gathering(facts: ScriptFacts, item: cst.WithItem) -> bool:
+    """`with GatheredParameters(...)`: ZeRO-3 parameters are whole inside the block (reads see full tensors)."""
+    call = item.item
+    return isinstance(call, cst.Call) and facts.qualified(call.func) in GATHERED_PARAMETERS
+
+
 def gathers_for_modification(facts: ScriptFacts, item: cst.WithItem) -> bool:
     """`GatheredParameters(..., modifier_rank=<not None>)`: writes inside the block are kept."""
     call = item.item
-    if not isinstance(call, cst.Call) or facts.qualified(call.func) not in GATHERED_PARAMETERS:
+    if not isinstance(call, cst.Call) or not is_gathering(facts, item):
         return False
     for index, arg in enumerate(call.args):
         is_rank = (arg.keyword is not None and arg.keyword.value == "modifier_rank") or (
@@ -35,16 +41,18 @@ def gathers_for_modification(facts: ScriptFacts, item: cst.WithItem) -> bool:
 class GatheredBlocks:
     """Tracks, during a traversal, how many modifying GatheredParameters blocks enclose the current node.
 
-    A rule calls `enter(node)` from `visit_With` and `leave(node)` from `leave_With`.
+    A rule calls `enter(node)` from `visit_With` and `leave(node)` from `leave_With`. With
+    `for_modification=False` any GatheredParameters block counts (for rules about reading parameters).
     """
 
-    def __init__(self, facts: ScriptFacts) -> None:
+    def __init__(self, facts: ScriptFacts, *, for_modification: bool = True) -> None:
         self.facts = facts
+        self.test = gathers_for_modification if for_modification else is_gathering
         self.depth = 0
         self._counted: set[int] = set()
 
     def enter(self, node: cst.With) -> None:
-        if any(gathers_for_modification(self.facts, item) for item in node.items):
+        if any(self.test(self.facts, item) for item in node.items):
             self.depth += 1
             self._counted.add(id(node))
 
