@@ -29,7 +29,7 @@ class LoadCheckpointFilePath(ScriptRule):
         what="""
             Flags `engine.load_checkpoint(path, ...)` where `path` is a file name ending in `.pt`, `.pth`,
             `.bin` or `.safetensors`: a string, an f-string, `os.path.join(...)` or `Path(...) / ...` whose
-            last part ends so, or a name bound to one of them.
+            last part ends so (also `dir + "/model.pt"`), or a name bound to one of them.
         """,
         why="""
             `load_checkpoint` treats its first argument as a directory: it reads `{dir}/latest` for the tag
@@ -120,7 +120,7 @@ class LoadCheckpointFilePath(ScriptRule):
             return isinstance(last, cst.FormattedStringText) and last.value.endswith(FILE_SUFFIXES)
         if isinstance(expr, cst.Call) and self.facts.qualified(expr.func) == OS_PATH_JOIN and expr.args:
             return self._is_file(expr.args[-1].value, at, depth + 1)
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide):
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Divide, cst.Add)):
             return self._is_file(expr.right, at, depth + 1)
         key = dotted_name(expr)
         if key is None:

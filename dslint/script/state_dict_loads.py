@@ -25,6 +25,7 @@ from dslint.script.names import dotted_name
 from dslint.script.torch_load import has_star_arguments, is_torch_load, with_cpu_map_location
 
 MODULE_KEYS = frozenset({"module"})
+NO_CHECKPOINT = '"no DeepSpeed checkpoint to load"'
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class StateDictLoads:
         self.facts = context.facts
         self.blocks = blocks
         self._lines = context.module.code.splitlines(keepends=True)
+        self._name_counts: dict[str, int] | None = None
 
     # --- what is loaded ---------------------------------------------------------------------------------------
     def loaded_state(self, call: cst.Call) -> LoadedState | None:
@@ -92,8 +94,12 @@ class StateDictLoads:
         return None
 
     def _used_once(self, name: str) -> bool:
-        """The variable is bound once and read once (by the load_state_dict call): words in the text, counted."""
-        return len(re.findall(rf"(?<![\w.]){re.escape(name)}\b", self.context.module.code)) == 2
+        """The variable is bound once and read once (by the load_state_dict call), anywhere in the file."""
+        if self._name_counts is None:
+            counter = _NameCounter()
+            self.context.module.visit(counter)
+            self._name_counts = counter.counts
+        return self._name_counts.get(name, 0) == 2
 
     # --- rewrite (a): engine.load_checkpoint ------------------------------------------------------------------
     def to_load_checkpoint(self, call: cst.Call, answer: RoleAnswer, state: LoadedState) -> Rewrite | None:
@@ -123,7 +129,7 @@ class StateDictLoads:
             options += f", load_module_strict={context.code(strict)}"
         directory = location.directory
         described = f'f"no DeepSpeed checkpoint in {{{directory}}}"' if dotted_name_text(directory) else None
-        raise_text = f"raise FileNotFoundError({described or repr('no DeepSpeed checkpoint to load')})"
+        raise_text = f"raise FileNotFoundError({described or NO_CHECKPOINT})"
         text = (
             f"{result}, _ = {engine}.load_checkpoint({directory}, {options}){newline}"
             f"{indent}if {result} is None:{newline}"
@@ -215,6 +221,25 @@ class StateDictLoads:
             number += 1
             candidate = f"{base}_{number}"
         return candidate
+
+
+class _NameCounter(cst.CSTVisitor):
+    """How often each plain name occurs (reads and writes; not attribute names, not keyword names)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: dict[str, int] = {}
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.counts[node.value] = self.counts.get(node.value, 0) + 1
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
 
 
 def dotted_name_text(text: str) -> bool:
