@@ -10,7 +10,6 @@ for callers that start from a file's text.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -105,7 +104,7 @@ def _parse_error(text: str) -> str | None:
     except cst.ParserSyntaxError as error:
         return error.message.splitlines()[0]
     try:
-        ast.parse(text)
+        compile(text, "<fixed>", "exec", dont_inherit=True)
     except SyntaxError as error:
         return f"{error.msg} (line {error.lineno})"
     except ValueError as error:
