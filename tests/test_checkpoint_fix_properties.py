@@ -140,7 +140,9 @@ def load_checkpoint_scripts(draw: st.DrawFn) -> str:
             ]
         )
     )
-    form = draw(st.sampled_from(["{call}", "_, client_state = {call}"]))
+    form = draw(st.sampled_from(["{call}", "load_path, client_state = {call}"]))
+    if form != "{call}" and target == "args.load_dir":
+        form = "{call}"  # a checked directory load is correct: nothing to fix
     keyword = draw(st.sampled_from(["", ", load_module_only=True", ", tag=args.tag"]))
     call = f"ENGINE.load_checkpoint({target}{keyword})"
     body = [

@@ -22,8 +22,9 @@ class LoadCheckpointResultIgnored(ScriptRule):
     fixable = True
     docs = RuleDocs(
         what="""
-            Flags `engine.load_checkpoint(...)` used as a statement of its own, and assignments that drop the
-            first item of its result (`_, client_state = engine.load_checkpoint(...)`).
+            Flags `engine.load_checkpoint(...)` used as a statement of its own, its result thrown away.
+            (`_, client_state = engine.load_checkpoint(...)` is not flagged: a script that then reads
+            `client_state[...]` fails loudly on the `None`.)
         """,
         why="""
             `load_checkpoint` returns `(load_path, client_state)`. When no tag is given and the directory has
@@ -86,11 +87,11 @@ class LoadCheckpointResultIgnored(ScriptRule):
                 def resume(self, path):
                     if path:
                         self.engine.load_checkpoint(path + "/ckpt")
-                    _, state = self.engine.load_checkpoint(path)
+                    _, state = self.engine.load_checkpoint(path)  # not flagged
                 def setup(self):
                     self.engine, _, _, _ = deepspeed.initialize(model=self.net, config=self.cfg)
             """,
-            lines=(6, 7),
+            lines=(6,),
             fixed="""
             import deepspeed
             class Trainer:
@@ -99,7 +100,7 @@ class LoadCheckpointResultIgnored(ScriptRule):
                         load_path, _ = self.engine.load_checkpoint(path + "/ckpt")
                         if load_path is None:
                             raise FileNotFoundError("no DeepSpeed checkpoint to load")
-                    _, state = self.engine.load_checkpoint(path)
+                    _, state = self.engine.load_checkpoint(path)  # not flagged
                 def setup(self):
                     self.engine, _, _, _ = deepspeed.initialize(model=self.net, config=self.cfg)
             """,
@@ -110,22 +111,14 @@ class LoadCheckpointResultIgnored(ScriptRule):
         if not is_engine_method_call(self.facts, node, "load_checkpoint"):
             return
         line = self.facts.lone_expression_statement(node)
-        if line is not None:
-            self.report(
-                node,
-                edits=self._fix(node, line),
-                applicability=Applicability.UNSAFE,
-                fix_message=("Check the result: raise when load_path is None"),
-            )
+        if line is None:
             return
-        small = self.facts.small_statement_of_call.get(node)
-        if isinstance(small, cst.Assign) and small.value is node:
-            for target in small.targets:
-                if isinstance(target.target, (cst.Tuple, cst.List)) and target.target.elements:
-                    first = target.target.elements[0].value
-                    if isinstance(first, cst.Name) and first.value == "_":
-                        self.report(node)
-                        return
+        self.report(
+            node,
+            edits=self._fix(node, line),
+            applicability=Applicability.UNSAFE,
+            fix_message="Check the result: raise when load_path is None",
+        )
 
     def _fix(self, node: cst.Call, line: cst.SimpleStatementLine) -> list[Edit]:
         context = self.context
