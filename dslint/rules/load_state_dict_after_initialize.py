@@ -38,7 +38,9 @@ class LoadStateDictAfterInitialize(ScriptRule):
             Flags `X.load_state_dict(...)` after `deepspeed.initialize`, where X is the engine, `engine.module`,
             or the model that was given to `initialize`. Not flagged: inside
             `with deepspeed.zero.GatheredParameters(params, modifier_rank=0):`, and when the config is known to
-            run without ZeRO and in fp32 (then the module's parameters are the optimizer's own).
+            run without ZeRO and in fp32 (then the module's parameters are the optimizer's own). An error when
+            the config is known to fail (ZeRO-3) or to undo the load (ZeRO-1/2, fp16, bf16); a warning when it
+            cannot be read.
         """,
         why="""
             Under ZeRO-3 the parameters are partitioned and `param.data` is empty on every rank, so the load
@@ -233,12 +235,13 @@ class LoadStateDictAfterInitialize(ScriptRule):
             if masters is False:
                 continue
             stage = zero_stage(self.context, answer.init)
+            severity = Severity.ERROR
             if stage == 3:
                 message = self.zero3_message
             elif masters:
                 message = self.master_weights_message
             else:
-                message = self.message
+                message, severity = self.message, Severity.WARNING  # the config cannot be read
             rewrite = self._rewrite(loads, node)
             self.report(
                 node,
@@ -246,6 +249,7 @@ class LoadStateDictAfterInitialize(ScriptRule):
                 edits=rewrite.edits if rewrite else (),
                 applicability=Applicability.UNSAFE,
                 fix_message=rewrite.message if rewrite else "",
+                severity=severity,
             )
 
     def _rewrite(self, loads: StateDictLoads, node: cst.Call) -> Rewrite | None:
