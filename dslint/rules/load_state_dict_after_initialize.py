@@ -185,6 +185,27 @@ class LoadStateDictAfterInitialize(ScriptRule):
             """
             import deepspeed
             import torch
+            model = Net()
+            state = torch.load("init.pt", map_location="cpu")
+            engine, *_ = deepspeed.initialize(model=model, config={"bf16": {"enabled": True}})
+            engine.module.load_state_dict(state["model"])
+            print(sorted(state))
+            """,
+            lines=(7,),
+            fixed="""
+            import deepspeed
+            import torch
+            model = Net()
+            state = torch.load("init.pt", map_location="cpu")
+            model.load_state_dict(state["model"])
+            engine, *_ = deepspeed.initialize(model=model, config={"bf16": {"enabled": True}})
+            print(sorted(state))
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            import torch
             engine, *_ = deepspeed.initialize(model=model, config=args.ds_config)
             if args.resume:
                 engine.module.load_state_dict(torch.load(args.resume, map_location="cpu"))

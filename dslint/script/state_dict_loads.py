@@ -36,6 +36,7 @@ class LoadedState:
     selector: cst.Subscript | None  # `state["module"]` / `torch.load(p)["module"]`
     variable: str | None
     assignment_line: cst.SimpleStatementLine | None
+    shared: bool = False  # the variable is read elsewhere too: its assignment must stay where it is
 
 
 @dataclass(frozen=True)
@@ -76,9 +77,9 @@ class StateDictLoads:
         if not (isinstance(value, cst.Call) and self._plain_torch_load(value)):
             return None
         line = self._assignment_line(binding.statement, argument.value)
-        if line is None or not self._used_once(argument.value):
+        if line is None:
             return None
-        return LoadedState(value, selector, argument.value, line)
+        return LoadedState(value, selector, argument.value, line, shared=not self._used_once(argument.value))
 
     def _plain_torch_load(self, call: cst.Call) -> bool:
         return is_torch_load(self.facts, call) and not has_star_arguments(call) and bool(call.args)
@@ -105,7 +106,7 @@ class StateDictLoads:
     def to_load_checkpoint(self, call: cst.Call, answer: RoleAnswer, state: LoadedState) -> Rewrite | None:
         context, facts = self.context, self.facts
         line = facts.lone_expression_statement(call)
-        if line is None or answer.init is None:
+        if line is None or answer.init is None or state.shared:
             return None
         if state.selector is not None and _subscript_key(state.selector) not in MODULE_KEYS:
             return None
@@ -193,7 +194,7 @@ class StateDictLoads:
         move_assignment = state.assignment_line is not None and facts.start(state.assignment_line) > init.start
         if state.variable is not None and state.assignment_line is not None:
             if move_assignment:
-                if self.blocks.get(state.assignment_line) is not self.blocks.get(init_line):
+                if state.shared or self.blocks.get(state.assignment_line) is not self.blocks.get(init_line):
                     return None
                 moved.append(f"{indent}{state.variable} = {load_text}{newline}")
                 edits.append(delete_line(context, state.assignment_line))
