@@ -5,6 +5,10 @@ directory with `engine.save_checkpoint` and a plain state dict with `torch.save`
 (`fixtures/fix/load_state_dict_*.out.py`, which `test_fixtures.py` proves are what `dslint fix
 --unsafe-fixes` makes of the `.in.py` scripts) then run in their own processes: each must print the sum of the
 weights it loaded, equal to the writer's, and finish a training step.
+
+Under ZeRO-3 the fixer's own output for the checkpoint-directory script (its config switched to stage 3) must
+load the weights too: this is what `load_optimizer_states=False` in the rewrite is for (with
+`load_module_only=True` alone, DeepSpeed 0.19.8 leaves ZeRO-3 weights as they were).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from dslint.fixing import fix_source
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "fix"
@@ -33,7 +39,7 @@ WRITER = textwrap.dedent(
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
     config = {
         "train_micro_batch_size_per_gpu": 4,
-        "zero_optimization": {"stage": 2},
+        "zero_optimization": {"stage": int(sys.argv[3])},
         "optimizer": {"type": "Adam", "params": {"lr": 0.1, "torch_adam": True}},
     }
     engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
@@ -41,8 +47,9 @@ WRITER = textwrap.dedent(
     engine.backward(loss)
     engine.step()
     engine.save_checkpoint(sys.argv[1], tag="step1")
-    torch.save(engine.module.state_dict(), sys.argv[2])
-    print("saved", float(sum(p.detach().double().sum() for p in engine.module.parameters())))
+    with deepspeed.zero.GatheredParameters(list(engine.module.parameters())):
+        torch.save(engine.module.state_dict(), sys.argv[2])
+        print("saved", float(sum(p.detach().double().sum() for p in engine.module.parameters())))
     """
 )
 
@@ -82,7 +89,7 @@ def test_fixed_scripts_load_the_checkpoint_and_train(tmp_path: Path) -> None:
     writer = tmp_path / "writer.py"
     writer.write_text(WRITER, encoding="utf-8")
     ckpt_dir, weights = tmp_path / "checkpoints", tmp_path / "weights.pt"
-    saved = _value(_run(writer, str(ckpt_dir), str(weights), cwd=tmp_path), "saved")
+    saved = _value(_run(writer, str(ckpt_dir), str(weights), "2", cwd=tmp_path), "saved")
     assert (ckpt_dir / "latest").read_text().strip() == "step1"
     assert (ckpt_dir / "step1" / "mp_rank_00_model_states.pt").is_file()
 
@@ -95,3 +102,23 @@ def test_fixed_scripts_load_the_checkpoint_and_train(tmp_path: Path) -> None:
     from_file = _run(FIXTURES / "load_state_dict_plain_file.out.py", "--weights", str(weights), cwd=tmp_path)
     assert _value(from_file, "loaded") == pytest.approx(saved, rel=1e-9, abs=1e-9)
     assert "step" in from_file
+
+
+def test_load_checkpoint_rewrite_loads_weights_under_zero3(tmp_path: Path) -> None:
+    writer = tmp_path / "writer.py"
+    writer.write_text(WRITER, encoding="utf-8")
+    ckpt_dir = tmp_path / "checkpoints"
+    saved = _value(_run(writer, str(ckpt_dir), str(tmp_path / "unused.pt"), "3", cwd=tmp_path), "saved")
+    assert (ckpt_dir / "step1" / "zero_pp_rank_0_mp_rank_00_model_states.pt").is_file()
+
+    source = (FIXTURES / "load_state_dict_checkpoint_dir.in.py").read_text(encoding="utf-8")
+    zero3 = source.replace('"zero_optimization": {"stage": 2}', '"zero_optimization": {"stage": 3}')
+    assert zero3 != source
+    outcome = fix_source("train.py", zero3, unsafe=True)
+    assert outcome.error is None and "load_optimizer_states=False" in outcome.text
+    script = tmp_path / "train_zero3.py"
+    script.write_text(outcome.text, encoding="utf-8")
+
+    output = _run(script, "--ckpt-dir", str(ckpt_dir), "--tag", "step1", cwd=tmp_path)
+    assert _value(output, "loaded") == pytest.approx(saved, rel=1e-6, abs=1e-6)
+    assert "step" in output
