@@ -24,6 +24,8 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
     )
     severity = Severity.ERROR
     needs_engine = False
+    # Prefilter tokens (dslint.prefilter): HF scripts configure DeepSpeed without calling initialize.
+    required_tokens = (b"deepspeed", b"from_pretrained", b"device_map")
     docs = RuleDocs(
         what="""
             Flags `from_pretrained(..., device_map=...)` on a transformers model class in a script that hands

@@ -23,6 +23,8 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     )
     severity = Severity.WARNING
     needs_engine = False
+    # Prefilter tokens (dslint.prefilter): HF scripts configure DeepSpeed without calling initialize.
+    required_tokens = (b"deepspeed", b"from_pretrained")
     docs = RuleDocs(
         what="""
             Flags a transformers model's `from_pretrained(...)` that runs before `deepspeed.initialize` (or before
