@@ -204,6 +204,28 @@ class LoadStateDictAfterInitialize(ScriptRule):
         ),
         Invalid(
             """
+            import os
+            import deepspeed, torch
+            def main(a):
+                e, *_ = deepspeed.initialize(model=Net(), config=cfg)
+                e.save_checkpoint(a.out, tag=name)
+                sd = torch.load(os.path.join(a.out, name, files[0]), map_location="cpu")
+                e.module.load_state_dict(sd["module"])
+            """,
+            lines=(8,),
+            fixed="""
+            import os
+            import deepspeed, torch
+            def main(a):
+                e, *_ = deepspeed.initialize(model=Net(), config=cfg)
+                e.save_checkpoint(a.out, tag=name)
+                load_path, _ = e.load_checkpoint(a.out, tag=name, load_module_only=True, load_optimizer_states=False)
+                if load_path is None:
+                    raise FileNotFoundError(f"no DeepSpeed checkpoint in {a.out}")
+            """,
+        ),
+        Invalid(
+            """
             import deepspeed
             import torch
             engine, *_ = deepspeed.initialize(model=model, config=args.ds_config)

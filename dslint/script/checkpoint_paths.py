@@ -170,14 +170,10 @@ def _from_formatted(context: ScriptContext, node: cst.FormattedString) -> Checkp
 
 def saved_checkpoint_directories(context: ScriptContext) -> frozenset[str]:
     """The source text of every directory the script passes to `<engine>.save_checkpoint(...)`."""
-    cached = getattr(context, "_saved_checkpoint_directories", None)
-    if isinstance(cached, frozenset):
-        return cached
+    # Asked only for a path whose file name is not a literal (rare), so the search is not cached.
     finder = _SaveCheckpointFinder(context)
     context.module.visit(finder)
-    found = frozenset(finder.directories)
-    object.__setattr__(context, "_saved_checkpoint_directories", found)
-    return found
+    return frozenset(finder.directories)
 
 
 class _SaveCheckpointFinder(cst.CSTVisitor):
