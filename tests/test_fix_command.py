@@ -209,3 +209,26 @@ def test_cli_entry_point(args: list[str]) -> None:
     result = subprocess.run([sys.executable, "-m", "dslint", *args], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0
     assert "--unsafe-fixes" in result.stdout and "--diff" in result.stdout
+
+
+def test_an_internal_error_in_one_file_does_not_stop_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dslint.commands.fix as fix_command
+
+    real = fix_command.fix_source
+
+    def failing(path: str, text: str, **options: object) -> object:
+        if path.endswith("bad.py"):
+            raise RuntimeError("boom")
+        return real(path, text, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fix_command, "fix_source", failing)
+    (tmp_path / "bad.py").write_text(SAFE, encoding="utf-8")
+    good = tmp_path / "good.py"
+    good.write_text(SAFE, encoding="utf-8")
+    code, _, err = _invoke(str(tmp_path))
+    assert code == 2
+    assert "bad.py: internal error: RuntimeError: boom" in err
+    assert good.read_text(encoding="utf-8") == SAFE_FIXED
+    assert (tmp_path / "bad.py").read_text(encoding="utf-8") == SAFE

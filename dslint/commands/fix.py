@@ -40,7 +40,14 @@ def fix_file(path: Path, selection: RuleSelection, *, unsafe: bool, diff: bool, 
         report.errors.append(f"{path}: {error}")
         return
     name = str(path)
-    outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection)
+    try:
+        outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection)
+    except RecursionError:
+        report.errors.append(f"{path}: internal error: the file is nested too deeply to analyse; not fixed")
+        return
+    except Exception as error:  # one file's failure must not stop the others
+        report.errors.append(f"{path}: internal error: {type(error).__name__}: {error}; not fixed")
+        return
     report.remaining.extend(outcome.remaining)
     if outcome.error is not None:
         report.errors.append(f"{path}: not fixed, left as it was: {outcome.error}")
