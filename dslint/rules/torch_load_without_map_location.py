@@ -21,8 +21,8 @@ class TorchLoadWithoutMapLocation(ScriptRule):
     docs = RuleDocs(
         what="""
             In a script that calls `deepspeed.initialize`, flags `torch.load(...)` calls that give no
-            `map_location` (neither by keyword nor as the second positional argument). Calls with `*args` or
-            `**kwargs` are not flagged: they may carry one.
+            `map_location` (neither by keyword nor as the second positional argument), or give `None`. Calls
+            with `*args` or `**kwargs` are not flagged: they may carry one.
         """,
         why="""
             Without `map_location`, torch restores every tensor to the device recorded when it was saved, which
@@ -72,15 +72,15 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             import deepspeed
             import torch
             state = torch.load("pretrained.pt")
-            model.load_state_dict(state)
+            model.load_state_dict(torch.load("init.pt", map_location=None))
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             """,
-            lines=(4,),
+            lines=(4, 5),
             fixed="""
             import deepspeed
             import torch
             state = torch.load("pretrained.pt", map_location="cpu")
-            model.load_state_dict(state)
+            model.load_state_dict(torch.load("init.pt", map_location="cpu"))
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             """,
         ),
@@ -112,7 +112,8 @@ class TorchLoadWithoutMapLocation(ScriptRule):
     def visit_Call(self, node: cst.Call) -> None:
         if not is_torch_load(self.facts, node) or has_star_arguments(node) or not node.args:
             return
-        if map_location_argument(node) is not None:
+        given = map_location_argument(node)
+        if given is not None and not (isinstance(given.value, cst.Name) and given.value.value == "None"):
             return
         edit = cpu_map_location_edit(self.context, node)
         self.report(
