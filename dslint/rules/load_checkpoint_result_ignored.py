@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.checked_load import checked_load_edit
 from dslint.script.engine_calls import is_engine_method_call
 
 
@@ -121,24 +120,6 @@ class LoadCheckpointResultIgnored(ScriptRule):
         )
 
     def _fix(self, node: cst.Call, line: cst.SimpleStatementLine) -> list[Edit]:
-        context = self.context
-        code = context.module.code
-        name, number = "load_path", 1
-        while re.search(rf"\b{name}\b", code):
-            number += 1
-            name = f"load_path_{number}"
-        start, end = context.span(line)
-        lines = code.splitlines(keepends=True)
-        indent = lines[start.line - 1][: start.column - 1]
-        newline = context.module.default_newline
-        directory = context.code(node.args[0].value) if node.args and not node.args[0].star else ""
-        if re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", directory):
-            raise_text = f'raise FileNotFoundError(f"no DeepSpeed checkpoint in {{{directory}}}")'
-        else:
-            raise_text = 'raise FileNotFoundError("no DeepSpeed checkpoint to load")'
-        text = (
-            f"{name}, _ = {context.code(node)}{newline}"
-            f"{indent}if {name} is None:{newline}"
-            f"{indent}{context.module.default_indent}{raise_text}"
-        )
-        return [Edit(start, end, text)]
+        first = node.args[0] if node.args else None
+        directory = self.context.code(first.value) if first is not None and not first.star else ""
+        return [checked_load_edit(self.context, line, self.context.code(node), directory)]

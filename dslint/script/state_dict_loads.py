@@ -11,12 +11,12 @@ same block (a load under `if args.resume:` is never moved out of its `if`).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import libcst as cst
 
 from dslint.diagnostics import Edit, Location
+from dslint.script.checked_load import checked_load_edit
 from dslint.script.checkpoint_paths import checkpoint_location, reads_same_names
 from dslint.script.context import ScriptContext
 from dslint.script.edits import delete_line
@@ -25,7 +25,6 @@ from dslint.script.names import dotted_name
 from dslint.script.torch_load import has_star_arguments, is_torch_load, with_cpu_map_location
 
 MODULE_KEYS = frozenset({"module"})
-NO_CHECKPOINT = '"no DeepSpeed checkpoint to load"'
 
 
 @dataclass(frozen=True)
@@ -122,22 +121,12 @@ class StateDictLoads:
         engine = self._engine_text(call, answer)
         if engine is None:
             return None
-        indent = self._indent(line)
-        newline = context.module.default_newline
-        result = self._fresh_name("load_path")
         options = f"tag={location.tag}, load_module_only=True, load_optimizer_states=False"
         if isinstance(strict, cst.BaseExpression):
             options += f", load_module_strict={context.code(strict)}"
         directory = location.directory
-        described = f'f"no DeepSpeed checkpoint in {{{directory}}}"' if dotted_name_text(directory) else None
-        raise_text = f"raise FileNotFoundError({described or NO_CHECKPOINT})"
-        text = (
-            f"{result}, _ = {engine}.load_checkpoint({directory}, {options}){newline}"
-            f"{indent}if {result} is None:{newline}"
-            f"{indent}{context.module.default_indent}{raise_text}"
-        )
-        start, end = context.span(line)
-        edits = [Edit(start, end, text)]
+        call_text = f"{engine}.load_checkpoint({directory}, {options})"
+        edits = [checked_load_edit(context, line, call_text, directory)]
         if state.assignment_line is not None:
             edits.append(delete_line(context, state.assignment_line))
         return Rewrite(tuple(edits), f"Load with `{engine}.load_checkpoint({directory}, load_module_only=True)`")
@@ -196,7 +185,7 @@ class StateDictLoads:
             if move_assignment:
                 if state.shared or self.blocks.get(state.assignment_line) is not self.blocks.get(init_line):
                     return None
-                moved.append(f"{indent}{state.variable} = {load_text}{newline}")
+                moved.append(f"{indent}{state.variable} = {load_text}{self._comment(state.assignment_line)}{newline}")
                 edits.append(delete_line(context, state.assignment_line))
             argument = state.variable
         else:
@@ -204,24 +193,21 @@ class StateDictLoads:
         if state.selector is not None:
             argument += context.code(state.selector)[len(context.code(state.selector.value)) :]
         rest = "".join(f", {context.code(arg).strip().rstrip(',')}" for arg in call.args[1:])
-        moved.append(f"{indent}{model_text}.load_state_dict({argument}{rest}){newline}")
+        moved.append(f"{indent}{model_text}.load_state_dict({argument}{rest}){self._comment(line)}{newline}")
         start, _ = context.span(init_line)
         edits.append(Edit.insertion(Location(start.line, 1), "".join(moved)))
         edits.append(delete_line(context, line))
         return Rewrite(tuple(edits), f'Load into `{model_text}` before deepspeed.initialize, map_location="cpu"')
 
     # --- text helpers -----------------------------------------------------------------------------------------
+    def _comment(self, line: cst.CSTNode) -> str:
+        """The trailing comment of a statement line (with the spaces before it), kept when the line moves."""
+        _, end = self.context.span(line)
+        return self._lines[end.line - 1][end.column - 1 :].rstrip("\r\n")
+
     def _indent(self, line: cst.CSTNode) -> str:
         start, _ = self.context.span(line)
         return self._lines[start.line - 1][: start.column - 1]
-
-    def _fresh_name(self, base: str) -> str:
-        code = self.context.module.code
-        candidate, number = base, 1
-        while re.search(rf"\b{candidate}\b", code):
-            number += 1
-            candidate = f"{base}_{number}"
-        return candidate
 
 
 class _NameCounter(cst.CSTVisitor):
@@ -241,10 +227,6 @@ class _NameCounter(cst.CSTVisitor):
     def visit_Arg(self, node: cst.Arg) -> bool:
         node.value.visit(self)
         return False
-
-
-def dotted_name_text(text: str) -> bool:
-    return bool(re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", text))
 
 
 def _state_argument(call: cst.Call) -> cst.BaseExpression | None:
