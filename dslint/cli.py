@@ -6,6 +6,7 @@ import click
 
 from dslint import __version__
 from dslint.commands.check import check
+from dslint.commands.fix import fix
 from dslint.commands.rules import explain, rules
 
 
@@ -16,5 +17,6 @@ def main() -> None:
 
 
 main.add_command(check)
+main.add_command(fix)
 main.add_command(rules)
 main.add_command(explain)

@@ -48,11 +48,16 @@ class Edit:
 
 @dataclass(frozen=True)
 class Fix:
-    """A set of edits that must be applied together."""
+    """A set of edits that must be applied together.
+
+    `imports` are the import statements the edited code needs (`"import os"`, `"from torch import nn"`); the
+    fixer adds each one once, at the top of the module, unless the module already has it.
+    """
 
     edits: tuple[Edit, ...]
     applicability: Applicability
     message: str
+    imports: tuple[str, ...] = ()
 
     @property
     def is_safe(self) -> bool:

@@ -1,7 +1,11 @@
 """Applying fixes to text: all chosen edits of a file in one pass, re-linted until nothing applicable remains.
 
-The result is verified: it must parse, and the loop must converge (a second run would change nothing);
-otherwise the original text is kept and the refusal is reported.
+The result is verified: it must parse (libcst's grammar and CPython's compiler), and the loop must converge (a
+second run would change nothing); otherwise the original text is kept and the refusal is reported. Imports
+that a fix needs (`Fix.imports`) are added once, in the same pass as the edits.
+
+`fix_text(text, lint, unsafe=...)` is the engine; `dslint.fixing.fix_source` wraps it with dslint's own linter
+for callers that start from a file's text.
 """
 
 from __future__ import annotations
@@ -10,8 +14,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from dslint.diagnostics import Diagnostic, Edit, Fix, Location
+from dslint.script.names import ImportTable, dotted_name
 
 MAX_ROUNDS = 10
 
@@ -74,6 +80,8 @@ def choose_fixes(fixes: Iterable[Fix]) -> list[Fix]:
 
 @dataclass
 class FixOutcome:
+    """What fixing one text produced. On a refusal (`error` set) `text` is the original and `applied` empty."""
+
     original: str
     text: str
     applied: list[Diagnostic] = field(default_factory=list)
@@ -89,30 +97,133 @@ def applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
     return diagnostic.fix is not None and (unsafe or diagnostic.fix.is_safe)
 
 
+def _parse_error(text: str) -> str | None:
+    """Why `text` is not valid Python (libcst's grammar, then CPython's own compiler checks), or None."""
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        return error.message.splitlines()[0]
+    try:
+        compile(text, "<fixed>", "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return f"{error.msg} (line {error.lineno})"
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def _import_key(statement: str) -> tuple[str, str] | None:
+    """`import os` -> ("os", "os"); `from torch import nn` -> ("nn", "torch.nn"): the name bound and its path."""
+    try:
+        module = cst.parse_module(statement)
+    except cst.ParserSyntaxError:
+        return None
+    table = ImportTable()
+    for line in module.body:
+        if isinstance(line, cst.SimpleStatementLine):
+            for small in line.body:
+                if isinstance(small, cst.Import):
+                    table.add_import(small)
+                elif isinstance(small, cst.ImportFrom):
+                    table.add_import_from(small)
+    if len(table.aliases) != 1:
+        return None
+    return next(iter(table.aliases.items()))
+
+
+def import_edits(text: str, statements: Iterable[str]) -> list[Edit]:
+    """One insertion holding each needed import the module lacks, after its docstring and `__future__` imports."""
+    wanted = list(dict.fromkeys(statements))
+    if not wanted:
+        return []
+    module = cst.parse_module(text)
+    present = ImportTable()
+    first_code: cst.CSTNode | None = None
+    for index, line in enumerate(module.body):
+        if isinstance(line, cst.SimpleStatementLine):
+            for small in line.body:
+                if isinstance(small, cst.Import):
+                    present.add_import(small)
+                elif isinstance(small, cst.ImportFrom):
+                    present.add_import_from(small)
+        if first_code is None and not _is_preamble(line, index):
+            first_code = line
+    missing = [s for s in wanted if (key := _import_key(s)) is None or present.aliases.get(key[0]) != key[1]]
+    if not missing:
+        return []
+    newline = module.default_newline
+    block = "".join(f"{statement}{newline}" for statement in missing)
+    if first_code is None:
+        if text and not text.endswith(("\n", "\r")):
+            block = newline + block
+        return [Edit.insertion(Location(len(_line_starts(text)) + 1, 1), block)]
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    position = wrapper.resolve(PositionProvider)[first_code].start
+    return [Edit.insertion(Location(position.line, 1), block)]
+
+
+def _is_preamble(line: cst.CSTNode, index: int) -> bool:
+    """The module docstring and `from __future__ import ...`: imports must come after them."""
+    if not isinstance(line, cst.SimpleStatementLine):
+        return False
+    small = line.body[0] if line.body else None
+    if (
+        index == 0
+        and isinstance(small, cst.Expr)
+        and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))
+    ):
+        return True
+    return isinstance(small, cst.ImportFrom) and dotted_name_of_module(small) == "__future__"
+
+
+def dotted_name_of_module(node: cst.ImportFrom) -> str | None:
+    return None if node.module is None or node.relative else dotted_name(node.module)
+
+
 def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool = False) -> FixOutcome:
-    """Fix `text` by rounds: lint, apply every non-overlapping applicable fix, verify, repeat."""
+    """Fix `text` by rounds: lint, apply every non-overlapping applicable fix (with the imports they need) in one
+    pass, verify that the result parses, repeat until no applicable fix remains.
+
+    `lint(text)` returns the findings of `text` (with fixes); `unsafe` also applies fixes marked unsafe. When a
+    round would produce text that does not parse, or the rounds do not settle (so a second run would change
+    the text again), the outcome carries `error`, its `text` is the original and nothing counts as applied.
+    """
     outcome = FixOutcome(original=text, text=text)
     current = text
+    applied: list[Diagnostic] = []
+    check_compiles = _parse_error(text) is None
     for _ in range(MAX_ROUNDS):
         diagnostics = lint(current)
         fixes = {id(d.fix): d for d in diagnostics if applicable(d, unsafe)}
         if not fixes:
             outcome.text = current
+            outcome.applied = applied
             outcome.remaining = diagnostics
             return outcome
         chosen = choose_fixes(d.fix for d in fixes.values() if d.fix is not None)
-        candidate = apply_edits(current, [edit for fix in chosen for edit in fix.edits])
+        edits = [edit for fix in chosen for edit in fix.edits]
         try:
-            cst.parse_module(candidate)
-        except cst.ParserSyntaxError as error:
+            needed = import_edits(current, (statement for fix in chosen for statement in fix.imports))
+            candidate = apply_edits(current, [*needed, *edits])
+        except FixError as error:
+            return _refuse(outcome, lint, f"fixes would conflict ({error})")
+        problem = _parse_error(candidate) if check_compiles else None
+        if problem is None and not check_compiles:
+            try:
+                cst.parse_module(candidate)
+            except cst.ParserSyntaxError as error:
+                problem = error.message.splitlines()[0]
+        if problem is not None:
             codes = ", ".join(sorted({d.code for d in fixes.values() if d.fix in chosen}))
-            outcome.error = (
-                f"fixes for {codes} would produce code that does not parse ({error.message.splitlines()[0]})"
-            )
-            outcome.remaining = diagnostics
-            return outcome
-        outcome.applied.extend(d for d in fixes.values() if d.fix in chosen)
+            return _refuse(outcome, lint, f"fixes for {codes} would produce code that does not parse ({problem})")
+        applied.extend(d for d in fixes.values() if d.fix in chosen)
         current = candidate
-    outcome.error = f"fixes did not settle after {MAX_ROUNDS} rounds; the file is left unchanged"
-    outcome.remaining = lint(text)
+    return _refuse(outcome, lint, f"fixes did not settle after {MAX_ROUNDS} rounds; the file is left unchanged")
+
+
+def _refuse(outcome: FixOutcome, lint: Callable[[str], list[Diagnostic]], reason: str) -> FixOutcome:
+    outcome.error = reason
+    outcome.text = outcome.original
+    outcome.applied = []
+    outcome.remaining = lint(outcome.original)
     return outcome

@@ -132,18 +132,24 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
         edits: Sequence[Edit] = (),
         applicability: Applicability = Applicability.SAFE,
         fix_message: str = "",
+        severity: Severity | None = None,
+        imports: Sequence[str] = (),
     ) -> None:
-        """Report `node`; an empty `edits` means no fix. Nodes in a plain-PyTorch branch are never reported."""
+        """Report `node`; an empty `edits` means no fix. Nodes in a plain-PyTorch branch are never reported.
+
+        `severity` overrides the rule's own for this finding (a rule may be sure of an error in one case and
+        only warn in another, e.g. when the ZeRO stage cannot be read). `imports` are statements the fix's code
+        needs (`"import os"`); the fixer adds the missing ones once."""
         if self.facts.in_plain_branch(node):
             return
-        fix = Fix(tuple(edits), applicability, fix_message) if edits else None
+        fix = Fix(tuple(edits), applicability, fix_message, tuple(imports)) if edits else None
         start, end = self.context.span(node)
         self.context.diagnostics.append(
             Diagnostic(
                 code=self.code,
                 slug=self.slug,
                 message=message or self.message,
-                severity=self.severity,
+                severity=severity or self.severity,
                 path=self.context.path,
                 start=start,
                 end=end,

@@ -1,0 +1,140 @@
+"""DSL208: under ZeRO-3, `from_pretrained` runs before a live `HfDeepSpeedConfig` exists."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Severity
+from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.hf_models import ZeroSources, is_model_from_pretrained
+
+
+class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
+    code = "DSL208"
+    slug = "from-pretrained-without-hf-deepspeed-config"
+    message = (
+        "ZeRO-3 is on but from_pretrained runs before a live HfDeepSpeedConfig exists: the full model is built "
+        "on every rank before it is partitioned; create `dschf = HfDeepSpeedConfig(ds_config)` before "
+        "from_pretrained and keep the reference"
+    )
+    unbound_message = (
+        "HfDeepSpeedConfig(...) is not kept: transformers holds it by a weak reference, so it is gone before "
+        "from_pretrained runs; bind it to a name that lives as long as the model is loaded (dschf = ...)"
+    )
+    severity = Severity.WARNING
+    needs_engine = False
+    # Prefilter tokens (dslint.prefilter): HF scripts configure DeepSpeed without calling initialize.
+    required_tokens = (b"deepspeed", b"from_pretrained")
+    docs = RuleDocs(
+        what="""
+            Flags a transformers model's `from_pretrained(...)` that runs before `deepspeed.initialize` (or before
+            `TrainingArguments(deepspeed=...)`) with a config known to enable ZeRO-3, when no `HfDeepSpeedConfig`
+            (or `TrainingArguments(deepspeed=...)`) bound to a name was created before it, in the same function
+            or at module level. An `HfDeepSpeedConfig(...)` whose result is not kept is reported on its own.
+            Configs that cannot be read are not guessed at: the rule stays silent then.
+        """,
+        why="""
+            transformers finds out that ZeRO-3 is on only through a live `HfDeepSpeedConfig`, which it holds by
+            a weak reference (`TrainingArguments(deepspeed=...)` keeps one). With it, `from_pretrained` builds
+            the model inside `deepspeed.zero.Init`, partitioned as it is created; without it, every rank first
+            materialises the whole model in CPU memory (and on the GPU with a `device_map`), which is what
+            ZeRO-3 was meant to avoid.
+        """,
+        example="""
+            ds_config = {"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1}
+            model = AutoModelForCausalLM.from_pretrained(name)
+            engine, *_ = deepspeed.initialize(model=model, config=ds_config)
+        """,
+        use_instead="""
+            ds_config = {"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1}
+            dschf = HfDeepSpeedConfig(ds_config)  # keep this reference alive
+            model = AutoModelForCausalLM.from_pretrained(name)
+            engine, *_ = deepspeed.initialize(model=model, config=ds_config)
+        """,
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed
+            from transformers import AutoModelForCausalLM
+            from transformers.integrations import HfDeepSpeedConfig
+            ds_config = {"zero_optimization": {"stage": 3}}
+            dschf = HfDeepSpeedConfig(ds_config)
+            model = AutoModelForCausalLM.from_pretrained(name)
+            engine, *_ = deepspeed.initialize(model=model, config=ds_config)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            from transformers import AutoModelForCausalLM
+            model = AutoModelForCausalLM.from_pretrained(name)
+            engine, *_ = deepspeed.initialize(model=model, config=args.deepspeed_config)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+            tokenizer = AutoTokenizer.from_pretrained(name)
+            engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 3}})
+            model = AutoModelForCausalLM.from_pretrained(name)
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import deepspeed
+            from transformers import AutoModelForCausalLM
+            def main():
+                ds_config = {"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1}
+                model = AutoModelForCausalLM.from_pretrained(name)
+                engine, *_ = deepspeed.initialize(model=model, config=ds_config)
+            """,
+            lines=(6,),
+        ),
+        Invalid(
+            """
+            import deepspeed
+            from transformers import AutoModelForCausalLM
+            from transformers.integrations import HfDeepSpeedConfig
+            ds_config = {"zero_optimization": {"stage": 3}}
+            HfDeepSpeedConfig(ds_config)
+            model = AutoModelForCausalLM.from_pretrained(name)
+            engine, *_ = deepspeed.initialize(model=model, config=ds_config)
+            """,
+            lines=(6, 7),
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.sources = ZeroSources(self.context)
+        self.loads: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.sources.consider(node)
+        if is_model_from_pretrained(self.context, node):
+            self.loads.append(node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        facts = self.facts
+        sources = self.sources
+        for source in sources.of_kind("HfDeepSpeedConfig"):
+            if not source.bound and (source.stage == 3 or source.stage is None):
+                self.report(source.call, self.unbound_message)
+        for node in self.loads:
+            scope = facts.scope_at(node)
+            pos = facts.start(node)
+            zero3_after = any(
+                source.stage == 3 and facts.scope_at(source.call) is scope and pos < facts.start(source.call)
+                for source in sources.of_kind("initialize", "TrainingArguments")
+            )
+            if not zero3_after:
+                continue
+            live = any(
+                source.bound and sources.in_scope_before(source, scope, node)
+                for source in sources.of_kind("HfDeepSpeedConfig", "TrainingArguments")
+            )
+            if not live:
+                self.report(node)

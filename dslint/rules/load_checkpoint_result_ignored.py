@@ -1,0 +1,125 @@
+"""DSL205: the `(load_path, client_state)` result of `engine.load_checkpoint(...)` is ignored."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Applicability, Edit, Severity
+from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.checked_load import checked_load_edit
+from dslint.script.engine_calls import is_engine_method_call
+
+
+class LoadCheckpointResultIgnored(ScriptRule):
+    code = "DSL205"
+    slug = "load-checkpoint-result-ignored"
+    message = (
+        "engine.load_checkpoint returns (None, None) and only logs a warning when it finds no checkpoint (no "
+        "`latest` file and no tag): check its load_path"
+    )
+    severity = Severity.WARNING
+    fixable = True
+    docs = RuleDocs(
+        what="""
+            Flags `engine.load_checkpoint(...)` used as a statement of its own, its result thrown away.
+            (`_, client_state = engine.load_checkpoint(...)` is not flagged: a script that then reads
+            `client_state[...]` fails loudly on the `None`.)
+        """,
+        why="""
+            `load_checkpoint` returns `(load_path, client_state)`. When no tag is given and the directory has
+            no `latest` file (a wrong path, a checkpoint written with `save_latest=False`, a plain file), it
+            logs a warning and returns `(None, None)` (runtime/engine.py `load_checkpoint`): training then
+            starts from scratch, and nothing stops it.
+        """,
+        example="""
+            engine.load_checkpoint(args.load_dir)
+        """,
+        use_instead="""
+            load_path, client_state = engine.load_checkpoint(args.load_dir)
+            if load_path is None:
+                raise FileNotFoundError(f"no DeepSpeed checkpoint in {args.load_dir}")
+        """,
+        fix_safety="""
+            The fix (for the statement form) binds the result and raises `FileNotFoundError` when `load_path`
+            is None. It is unsafe: a script that means "resume if there is something to resume" must keep
+            going instead; write that branch by hand.
+        """,
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            load_path, client_state = engine.load_checkpoint(args.load_dir)
+            if load_path is None:
+                print("starting from scratch")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            other.load_checkpoint(args.load_dir)
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            engine.load_checkpoint(args.load_dir, tag=args.tag)
+            """,
+            lines=(4,),
+            fixed="""
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            load_path, _ = engine.load_checkpoint(args.load_dir, tag=args.tag)
+            if load_path is None:
+                raise FileNotFoundError(f"no DeepSpeed checkpoint in {args.load_dir}")
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            class Trainer:
+                def resume(self, path):
+                    if path:
+                        self.engine.load_checkpoint(path + "/ckpt")
+                    _, state = self.engine.load_checkpoint(path)  # not flagged
+                def setup(self):
+                    self.engine, _, _, _ = deepspeed.initialize(model=self.net, config=self.cfg)
+            """,
+            lines=(6,),
+            fixed="""
+            import deepspeed
+            class Trainer:
+                def resume(self, path):
+                    if path:
+                        load_path, _ = self.engine.load_checkpoint(path + "/ckpt")
+                        if load_path is None:
+                            raise FileNotFoundError("no DeepSpeed checkpoint to load")
+                    _, state = self.engine.load_checkpoint(path)  # not flagged
+                def setup(self):
+                    self.engine, _, _, _ = deepspeed.initialize(model=self.net, config=self.cfg)
+            """,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not is_engine_method_call(self.facts, node, "load_checkpoint"):
+            return
+        line = self.facts.lone_expression_statement(node)
+        if line is None:
+            return
+        self.report(
+            node,
+            edits=self._fix(node, line),
+            applicability=Applicability.UNSAFE,
+            fix_message="Check the result: raise when load_path is None",
+        )
+
+    def _fix(self, node: cst.Call, line: cst.SimpleStatementLine) -> list[Edit]:
+        first = node.args[0] if node.args else None
+        directory = self.context.code(first.value) if first is not None and not first.star else ""
+        return [checked_load_edit(self.context, line, self.context.code(node), directory)]

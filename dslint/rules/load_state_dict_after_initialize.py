@@ -1,0 +1,306 @@
+"""DSL203: `load_state_dict` into the model, the engine or `engine.module` after `deepspeed.initialize`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Applicability, Severity
+from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.facts import Role, method_name
+from dslint.script.gathered import GatheredBlocks
+from dslint.script.state_dict_loads import Rewrite, StateDictLoads
+from dslint.script.zero_stage import keeps_master_weights, zero_stage
+
+TARGETS = (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL)
+ADVICE = "load into the model before deepspeed.initialize, or read a DeepSpeed checkpoint with engine.load_checkpoint"
+
+
+class LoadStateDictAfterInitialize(ScriptRule):
+    code = "DSL203"
+    slug = "load-state-dict-after-initialize"
+    message = (
+        "load_state_dict after deepspeed.initialize fails under ZeRO-3 (partitioned parameters are empty: "
+        "size mismatch, torch.Size([0])) and under ZeRO-1/2, fp16 or bf16 the next engine.step() writes the "
+        f"optimizer's fp32 copy back over it; {ADVICE}"
+    )
+    zero3_message = (
+        "load_state_dict after deepspeed.initialize fails under ZeRO-3: partitioned parameters are empty "
+        f"(size mismatch, torch.Size([0])); {ADVICE}"
+    )
+    master_weights_message = (
+        "load_state_dict after deepspeed.initialize is undone by the next engine.step(): the optimizer keeps "
+        f"its own fp32 copy of the weights and writes it back; {ADVICE}"
+    )
+    severity = Severity.ERROR
+    fixable = True
+    docs = RuleDocs(
+        what="""
+            Flags `X.load_state_dict(...)` after `deepspeed.initialize`, where X is the engine, `engine.module`,
+            or the model that was given to `initialize`. Not flagged: inside
+            `with deepspeed.zero.GatheredParameters(params, modifier_rank=0):`, and when the config is known to
+            run without ZeRO and in fp32 (then the module's parameters are the optimizer's own). An error when
+            the config is known to fail (ZeRO-3) or to undo the load (ZeRO-1/2, fp16, bf16); a warning when it
+            cannot be read.
+        """,
+        why="""
+            Under ZeRO-3 the parameters are partitioned and `param.data` is empty on every rank, so the load
+            fails: "size mismatch ... the shape in current model is torch.Size([0])" for every layer
+            (measured). Under ZeRO-1 and ZeRO-2, and with fp16 or bf16 at any stage, the optimizer holds its own
+            fp32 master copy of the weights; the load changes the module only, and the next `engine.step()`
+            copies the master weights back over it (measured with ZeRO-1, ZeRO-2 and bf16: the loaded values are
+            gone after one step). `engine.load_checkpoint` refreshes the master weights after loading; a load
+            before `initialize` happens before they are made.
+        """,
+        example="""
+            engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds_config.json")
+            state = torch.load(os.path.join(args.dir, tag, "mp_rank_00_model_states.pt"))
+            engine.module.load_state_dict(state["module"])
+        """,
+        use_instead="""
+            engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds_config.json")
+            load_path, _ = engine.load_checkpoint(args.dir, tag=tag, load_module_only=True, load_optimizer_states=False)
+            if load_path is None:
+                raise FileNotFoundError(f"no DeepSpeed checkpoint in {args.dir}")
+
+            # or, for a plain state-dict file:
+            model.load_state_dict(torch.load("weights.pt", map_location="cpu"))
+            engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds_config.json")
+        """,
+        fix_safety="""
+            Two unsafe fixes. When the file lies in a DeepSpeed checkpoint directory (the path is built as
+            `os.path.join(dir, tag, "mp_rank_00_model_states.pt")`, as a `Path` or an f-string of that shape,
+            or joins the directory the script passes to `engine.save_checkpoint`), the `torch.load` and
+            `load_state_dict` pair becomes `engine.load_checkpoint(dir, tag=tag, load_module_only=True,
+            load_optimizer_states=False)` with its result checked (it returns `(None, None)` when there is no
+            `latest` file and no tag). `load_optimizer_states=False` matters under ZeRO-3: with
+            `load_module_only=True` alone, DeepSpeed 0.19.8 leaves the ZeRO-3 weights as they were (measured);
+            with it, the weights are consolidated from the checkpoint's `latest` tag. Otherwise (a plain
+            `torch.save` file, an HF `pytorch_model.bin`) the load moves before `initialize`, into the model
+            given to it, with `map_location="cpu"`. The fixes are unsafe because code between `initialize`
+            and the load may rely on the old weights, and a missing checkpoint now raises. No fix is offered
+            when the loaded dict is used elsewhere, when the load sits in another block than `initialize`
+            (under `if args.resume:`, say), or when moved code would read names bound after `initialize`.
+        """,
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed, torch
+            model.load_state_dict(torch.load("w.pt", map_location="cpu"))
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed, torch
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            with deepspeed.zero.GatheredParameters(list(engine.module.parameters()), modifier_rank=0):
+                engine.module.load_state_dict(state)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed, torch
+            engine, *_ = deepspeed.initialize(model=model, config={"train_batch_size": 8})
+            engine.module.load_state_dict(state)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            def evaluate(engine, state):
+                engine.module.load_state_dict(state)
+            def main():
+                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+                ema.load_state_dict(state)
+                optimizer.load_state_dict(state)
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import os
+            import deepspeed
+            import torch
+            engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            state = torch.load(os.path.join(args.dir, tag, "mp_rank_00_model_states.pt"))
+            engine.module.load_state_dict(state["module"])
+            """,
+            lines=(7,),
+            fixed="""
+            import os
+            import deepspeed
+            import torch
+            engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            load_path, _ = engine.load_checkpoint(args.dir, tag=tag, load_module_only=True, load_optimizer_states=False)
+            if load_path is None:
+                raise FileNotFoundError(f"no DeepSpeed checkpoint in {args.dir}")
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            def main(args):
+                model = Net()
+                model_engine, optimizer, _, _ = deepspeed.initialize(
+                    args=args, model=model, config={"zero_optimization": {"stage": 3}}
+                )
+                sd = torch.load(args.weights)
+                model_engine.module.load_state_dict(sd, strict=False)
+                for batch in loader:
+                    model_engine.step()
+            """,
+            lines=(10,),
+            fixed="""
+            import deepspeed
+            import torch
+            def main(args):
+                model = Net()
+                sd = torch.load(args.weights, map_location="cpu")
+                model.load_state_dict(sd, strict=False)
+                model_engine, optimizer, _, _ = deepspeed.initialize(
+                    args=args, model=model, config={"zero_optimization": {"stage": 3}}
+                )
+                for batch in loader:
+                    model_engine.step()
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            class Trainer:
+                def setup(self):
+                    self.engine, _, _, _ = deepspeed.initialize(model=self.net, config=CFG)
+                    self.engine.module.load_state_dict(torch.load(f"{self.out}/{self.tag}/mp_rank_00_model_states.pt")["module"])
+                def resume(self, state):
+                    if self.resuming:
+                        self.engine.module.load_state_dict(state)
+            """,
+            lines=(7, 10),
+        ),
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            model = Net()
+            state = torch.load("init.pt", map_location="cpu")
+            engine, *_ = deepspeed.initialize(model=model, config={"bf16": {"enabled": True}})
+            engine.module.load_state_dict(state["model"])
+            print(sorted(state))
+            """,
+            lines=(7,),
+            fixed="""
+            import deepspeed
+            import torch
+            model = Net()
+            state = torch.load("init.pt", map_location="cpu")
+            model.load_state_dict(state["model"])
+            engine, *_ = deepspeed.initialize(model=model, config={"bf16": {"enabled": True}})
+            print(sorted(state))
+            """,
+        ),
+        Invalid(
+            """
+            import os
+            import deepspeed, torch
+            def main(a):
+                e, *_ = deepspeed.initialize(model=Net(), config=cfg)
+                e.save_checkpoint(a.out, tag=name)
+                sd = torch.load(os.path.join(a.out, name, files[0]), map_location="cpu")
+                e.module.load_state_dict(sd["module"])
+            """,
+            lines=(8,),
+            fixed="""
+            import os
+            import deepspeed, torch
+            def main(a):
+                e, *_ = deepspeed.initialize(model=Net(), config=cfg)
+                e.save_checkpoint(a.out, tag=name)
+                load_path, _ = e.load_checkpoint(a.out, tag=name, load_module_only=True, load_optimizer_states=False)
+                if load_path is None:
+                    raise FileNotFoundError(f"no DeepSpeed checkpoint in {a.out}")
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            engine, *_ = deepspeed.initialize(model=model, config=args.ds_config)
+            if args.resume:
+                engine.module.load_state_dict(torch.load(args.resume, map_location="cpu"))
+            """,
+            lines=(6,),
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.gathered = GatheredBlocks(self.facts)
+        self.blocks: dict[cst.CSTNode, cst.CSTNode] = {line: node for line in node.body}
+        self.pending: list[cst.Call] = []
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        for line in node.body:
+            self.blocks[line] = node
+
+    def visit_With(self, node: cst.With) -> None:
+        self.gathered.enter(node)
+
+    def leave_With(self, original_node: cst.With) -> None:
+        self.gathered.leave(original_node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if method_name(node) != "load_state_dict" or self.gathered.inside:
+            return
+        assert isinstance(node.func, cst.Attribute)
+        facts = self.facts
+        answer = facts.role_of(node.func.value, at=node)
+        if answer is None or answer.role not in TARGETS or answer.init is None:
+            return
+        init = answer.init
+        same_scope = facts.scope_at(node) is init.scope
+        if same_scope and facts.start(node) < init.end:
+            return
+        if answer.role is Role.RAW_MODEL and not same_scope:
+            return  # another function may run before initialize
+        self.pending.append(node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        # Rewrites need every block of the file, so they are built once the traversal is done.
+        loads = StateDictLoads(self.context, self.blocks)
+        for node in self.pending:
+            assert isinstance(node.func, cst.Attribute)
+            answer = self.facts.role_of(node.func.value, at=node)
+            assert answer is not None and answer.init is not None
+            masters = keeps_master_weights(self.context, answer.init)
+            if masters is False:
+                continue
+            stage = zero_stage(self.context, answer.init)
+            severity = Severity.ERROR
+            if stage == 3:
+                message = self.zero3_message
+            elif masters:
+                message = self.master_weights_message
+            else:
+                message, severity = self.message, Severity.WARNING  # the config cannot be read
+            rewrite = self._rewrite(loads, node)
+            self.report(
+                node,
+                message,
+                edits=rewrite.edits if rewrite else (),
+                applicability=Applicability.UNSAFE,
+                fix_message=rewrite.message if rewrite else "",
+                severity=severity,
+            )
+
+    def _rewrite(self, loads: StateDictLoads, node: cst.Call) -> Rewrite | None:
+        assert isinstance(node.func, cst.Attribute)
+        answer = self.facts.role_of(node.func.value, at=node)
+        if answer is None:
+            return None
+        state = loads.loaded_state(node)
+        if state is None:
+            return None
+        return loads.to_load_checkpoint(node, answer, state) or loads.before_initialize(node, answer, state)

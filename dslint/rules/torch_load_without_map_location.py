@@ -1,0 +1,124 @@
+"""DSL202: `torch.load(...)` without `map_location` in a DeepSpeed script."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Applicability, Severity
+from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.torch_load import cpu_map_location_edit, has_star_arguments, is_torch_load, map_location_argument
+
+
+class TorchLoadWithoutMapLocation(ScriptRule):
+    code = "DSL202"
+    slug = "torch-load-without-map-location"
+    message = (
+        "torch.load without map_location puts tensors back on the device they were saved from (usually "
+        'cuda:0) on every rank; pass map_location="cpu"'
+    )
+    severity = Severity.WARNING
+    fixable = True
+    docs = RuleDocs(
+        what="""
+            In a script that calls `deepspeed.initialize`, flags `torch.load(...)` calls that give no
+            `map_location` (neither by keyword nor as the second positional argument), or give `None`. Calls
+            with `*args` or `**kwargs` are not flagged: they may carry one.
+        """,
+        why="""
+            Without `map_location`, torch restores every tensor to the device recorded when it was saved, which
+            for a checkpoint written during training is usually cuda:0. Every rank then loads the whole
+            checkpoint onto GPU 0 (N copies on one card with N processes), before DeepSpeed has sharded
+            anything.
+        """,
+        example="""
+            state = torch.load("pretrained.pt")
+        """,
+        use_instead="""
+            state = torch.load("pretrained.pt", map_location="cpu")
+        """,
+        fix_safety="""
+            The fix adds `map_location="cpu"`. It is safe for weights that are copied into a model (the usual
+            case); code that uses loaded tensors directly must move them to `engine.device` itself.
+        """,
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed, torch
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            a = torch.load(path, map_location="cpu")
+            b = torch.load(path, "cpu")
+            c = torch.load(path, **load_kwargs)
+            """
+        ),
+        Valid(
+            """
+            import torch
+            from deepspeed.accelerator import get_accelerator
+            state = torch.load(path)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed, torch
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            state = pickle.load(handle)
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            state = torch.load("pretrained.pt")
+            model.load_state_dict(torch.load("init.pt", map_location=None))
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+            lines=(4, 5),
+            fixed="""
+            import deepspeed
+            import torch
+            state = torch.load("pretrained.pt", map_location="cpu")
+            model.load_state_dict(torch.load("init.pt", map_location="cpu"))
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+        ),
+        Invalid(
+            """
+            from torch import load
+            import deepspeed
+            def resume(path):
+                return load(
+                    path,
+                    weights_only=True,
+                )
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+            lines=(5,),
+            fixed="""
+            from torch import load
+            import deepspeed
+            def resume(path):
+                return load(
+                    path,
+                    weights_only=True, map_location="cpu",
+                )
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not is_torch_load(self.facts, node) or has_star_arguments(node) or not node.args:
+            return
+        given = map_location_argument(node)
+        if given is not None and not (isinstance(given.value, cst.Name) and given.value.value == "None"):
+            return
+        edit = cpu_map_location_edit(self.context, node)
+        self.report(
+            node,
+            edits=[edit] if edit is not None else [],
+            applicability=Applicability.SAFE,
+            fix_message='Load to the CPU: add map_location="cpu"',
+        )

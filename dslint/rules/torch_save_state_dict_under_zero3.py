@@ -1,0 +1,172 @@
+"""DSL204: `torch.save(<model>.state_dict(), ...)` after `deepspeed.initialize` when ZeRO-3 is or may be on."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Severity
+from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.facts import BindingKind, InitializeCall, Role, method_name
+from dslint.script.gathered import GatheredBlocks
+from dslint.script.names import dotted_name
+from dslint.script.zero_stage import zero_stage
+
+TORCH_SAVE = "torch.save"
+TARGETS = (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL)
+REMEDY = (
+    "use engine.save_checkpoint(dir), engine.save_16bit_model(dir) (with "
+    '"stage3_gather_16bit_weights_on_model_save": true), or zero_to_fp32 on a saved checkpoint'
+)
+
+
+class _StateDictCalls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if method_name(node) == "state_dict":
+            self.calls.append(node)
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+class TorchSaveStateDictUnderZero3(ScriptRule):
+    code = "DSL204"
+    slug = "torch-save-state-dict-under-zero3"
+    message = (
+        "under ZeRO-3, torch.save of the model's state_dict() writes empty tensors (parameters are "
+        f"partitioned); {REMEDY}"
+    )
+    zero3_message = (
+        "ZeRO-3 is on: torch.save of the model's state_dict() writes empty tensors (parameters are "
+        f"partitioned); {REMEDY}"
+    )
+    severity = Severity.ERROR
+    docs = RuleDocs(
+        what="""
+            Flags `torch.save(X.state_dict(), ...)` (also inside a dict or list, or through a name bound to
+            it) after `deepspeed.initialize`, where X is the engine, `engine.module` or the model given to
+            `initialize`, when the config enables ZeRO-3 (an error) or cannot be read (a warning that says
+            "under ZeRO-3"). Not flagged inside `with deepspeed.zero.GatheredParameters(...)`, where the
+            parameters are whole, nor when the config is known to use a lower stage.
+        """,
+        why="""
+            Under ZeRO-3 every parameter is partitioned across ranks and `param.data` is an empty tensor on
+            each of them (runtime/zero/partition_parameters.py `free_param`). `state_dict()` then returns
+            those empty tensors, and the saved file holds no weights: loading it later fails with size
+            mismatches or, with `strict=False`, silently loads nothing.
+        """,
+        example="""
+            engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds_zero3.json")
+            ...
+            torch.save(engine.module.state_dict(), "model.pt")
+        """,
+        use_instead="""
+            engine.save_checkpoint("checkpoints")  # resumable; zero_to_fp32.py consolidates it later
+            # or one consolidated 16-bit file (config: "stage3_gather_16bit_weights_on_model_save": true;
+            # without it save_16bit_model writes nothing and returns False):
+            engine.save_16bit_model("export", "pytorch_model.bin")
+        """,
+        fix_safety="There is no automatic fix: which of the three ways fits depends on what the file is for.",
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed, torch
+            engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 2}})
+            torch.save(engine.module.state_dict(), "model.pt")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed, torch
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            with deepspeed.zero.GatheredParameters(list(engine.module.parameters())):
+                torch.save(engine.module.state_dict(), "model.pt")
+            torch.save(optimizer.state_dict(), "optim.pt")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed, torch
+            torch.save(model.state_dict(), "init.pt")
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            model = Net()
+            engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 3}})
+            torch.save(engine.module.state_dict(), "model.pt")
+            torch.save({"model": model.state_dict(), "step": step}, "ckpt.pt")
+            """,
+            lines=(6, 7),
+        ),
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            def main(args):
+                model_engine, optimizer, _, _ = deepspeed.initialize(args=args, model=net)
+                state = model_engine.state_dict()
+                torch.save(state, args.out)
+            """,
+            lines=(7,),
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.gathered = GatheredBlocks(self.facts, for_modification=False)
+
+    def visit_With(self, node: cst.With) -> None:
+        self.gathered.enter(node)
+
+    def leave_With(self, original_node: cst.With) -> None:
+        self.gathered.leave(original_node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.gathered.inside or self.facts.qualified(node.func) != TORCH_SAVE or not node.args:
+            return
+        saved = node.args[0]
+        if saved.star or (saved.keyword is not None and saved.keyword.value != "obj"):
+            return
+        init = self._saved_model_state(saved.value, node)
+        if init is None:
+            return
+        stage = zero_stage(self.context, init)
+        if stage == 3:
+            self.report(node, self.zero3_message)
+        elif stage is None:
+            self.report(node, self.message, severity=Severity.WARNING)
+
+    def _saved_model_state(self, value: cst.BaseExpression, at: cst.Call) -> InitializeCall | None:
+        facts = self.facts
+        key = dotted_name(value)
+        if key is not None:
+            binding = facts.binding_at(key, facts.scope_at(at), facts.start(at))
+            if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
+                return None
+            value = binding.value
+            if binding.scope is not facts.scope_at(at):
+                return None
+        finder = _StateDictCalls()
+        value.visit(finder)
+        for call in finder.calls:
+            assert isinstance(call.func, cst.Attribute)
+            answer = facts.role_of(call.func.value, at=call)
+            if answer is None or answer.role not in TARGETS or answer.init is None:
+                continue
+            init = answer.init
+            same_scope = facts.scope_at(call) is init.scope
+            if same_scope and facts.start(call) < init.end:
+                continue
+            if answer.role is Role.RAW_MODEL and not same_scope:
+                continue
+            return init
+        return None

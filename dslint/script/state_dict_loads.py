@@ -1,0 +1,263 @@
+"""The two rewrites of `X.load_state_dict(<torch.load(...)>)` after `deepspeed.initialize` (DSL203's fixes).
+
+- Into `engine.load_checkpoint(dir, tag=tag, load_module_only=True, load_optimizer_states=False)` with its result
+  checked, when the loaded file lies in a DeepSpeed checkpoint directory (`dslint.script.checkpoint_paths`).
+- Otherwise the load moves before `initialize`, into the model given to it, with `map_location="cpu"`.
+
+Both are offered only where the rewrite keeps what the code means: the load is a statement of its own, the
+loaded dict is used nowhere else, moved code reads names that mean the same at its new place and stays in the
+same block (a load under `if args.resume:` is never moved out of its `if`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from dslint.diagnostics import Edit, Location
+from dslint.script.checked_load import checked_load_edit
+from dslint.script.checkpoint_paths import checkpoint_location, reads_same_names
+from dslint.script.context import ScriptContext
+from dslint.script.edits import delete_line
+from dslint.script.facts import BindingKind, Role, RoleAnswer
+from dslint.script.names import dotted_name
+from dslint.script.torch_load import has_star_arguments, is_torch_load, with_cpu_map_location
+
+MODULE_KEYS = frozenset({"module"})
+
+
+@dataclass(frozen=True)
+class LoadedState:
+    """What `load_state_dict` is given: `torch.load(...)` (perhaps indexed), directly or through a variable."""
+
+    load: cst.Call  # the torch.load call
+    selector: cst.Subscript | None  # `state["module"]` / `torch.load(p)["module"]`
+    variable: str | None
+    assignment_line: cst.SimpleStatementLine | None
+    shared: bool = False  # the variable is read elsewhere too: its assignment must stay where it is
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    edits: tuple[Edit, ...]
+    message: str
+
+
+class StateDictLoads:
+    """Builds the rewrites for one file; `blocks` maps each statement to the block (body) holding it."""
+
+    def __init__(self, context: ScriptContext, blocks: dict[cst.CSTNode, cst.CSTNode]) -> None:
+        self.context = context
+        self.facts = context.facts
+        self.blocks = blocks
+        self._lines = context.module.code.splitlines(keepends=True)
+        self._name_counts: dict[str, int] | None = None
+
+    # --- what is loaded ---------------------------------------------------------------------------------------
+    def loaded_state(self, call: cst.Call) -> LoadedState | None:
+        argument = _state_argument(call)
+        if argument is None:
+            return None
+        selector: cst.Subscript | None = None
+        if isinstance(argument, cst.Subscript):
+            selector, argument = argument, argument.value
+        if isinstance(argument, cst.Call):
+            if not self._plain_torch_load(argument):
+                return None
+            return LoadedState(argument, selector, None, None)
+        if not isinstance(argument, cst.Name):
+            return None
+        facts = self.facts
+        binding = facts.binding_at(argument.value, facts.scope_at(call), facts.start(call))
+        if binding is None or binding.kind is not BindingKind.OTHER or binding.scope is not facts.scope_at(call):
+            return None
+        value, line = binding.value, binding.statement
+        if not (isinstance(value, cst.Call) and self._plain_torch_load(value)):
+            return None
+        line = self._assignment_line(binding.statement, argument.value)
+        if line is None:
+            return None
+        return LoadedState(value, selector, argument.value, line, shared=not self._used_once(argument.value))
+
+    def _plain_torch_load(self, call: cst.Call) -> bool:
+        return is_torch_load(self.facts, call) and not has_star_arguments(call) and bool(call.args)
+
+    def _assignment_line(self, statement: cst.CSTNode | None, name: str) -> cst.SimpleStatementLine | None:
+        if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+            return None
+        if dotted_name(statement.targets[0].target) != name:
+            return None
+        for line, block in self.blocks.items():
+            if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and line.body[0] is statement:
+                return line if block is not None else None
+        return None
+
+    def _used_once(self, name: str) -> bool:
+        """The variable is bound once and read once (by the load_state_dict call), anywhere in the file."""
+        if self._name_counts is None:
+            counter = _NameCounter()
+            self.context.module.visit(counter)
+            self._name_counts = counter.counts
+        return self._name_counts.get(name, 0) == 2
+
+    # --- rewrite (a): engine.load_checkpoint ------------------------------------------------------------------
+    def to_load_checkpoint(self, call: cst.Call, answer: RoleAnswer, state: LoadedState) -> Rewrite | None:
+        context, facts = self.context, self.facts
+        line = facts.lone_expression_statement(call)
+        if line is None or answer.init is None or state.shared:
+            return None
+        if state.selector is not None and _subscript_key(state.selector) not in MODULE_KEYS:
+            return None
+        strict = _strict_argument(call)
+        if strict is False:
+            return None
+        path = state.load.args[0].value
+        if state.load.args[0].keyword is not None or not reads_same_names(context, path, call):
+            return None
+        location = checkpoint_location(context, path, state.load)
+        if location is None:
+            return None
+        engine = self._engine_text(call, answer)
+        if engine is None:
+            return None
+        options = f"tag={location.tag}, load_module_only=True, load_optimizer_states=False"
+        if isinstance(strict, cst.BaseExpression):
+            options += f", load_module_strict={context.code(strict)}"
+        directory = location.directory
+        call_text = f"{engine}.load_checkpoint({directory}, {options})"
+        edits = [checked_load_edit(context, line, call_text, directory)]
+        if state.assignment_line is not None:
+            edits.append(delete_line(context, state.assignment_line))
+        return Rewrite(tuple(edits), f"Load with `{engine}.load_checkpoint({directory}, load_module_only=True)`")
+
+    def _engine_text(self, call: cst.Call, answer: RoleAnswer) -> str | None:
+        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+        if receiver is None:
+            return None
+        if answer.role is Role.ENGINE:
+            return self.context.code(receiver)
+        if answer.role is Role.ENGINE_MODULE and isinstance(receiver, cst.Attribute):
+            return self.context.code(receiver.value)
+        init = answer.init
+        if init is None:
+            return None
+        facts = self.facts
+        scope = facts.scope_at(call)
+        for key in init.result_keys(Role.ENGINE):
+            found = facts.role_of_key(key, scope, facts.start(call))
+            if found is not None and found.role is Role.ENGINE and found.init is init:
+                if key.startswith("self."):
+                    if scope.self_name is None:
+                        continue
+                    return scope.self_name + key[len("self") :]
+                return key
+        return None
+
+    # --- rewrite (b): load before initialize ------------------------------------------------------------------
+    def before_initialize(self, call: cst.Call, answer: RoleAnswer, state: LoadedState) -> Rewrite | None:
+        context, facts = self.context, self.facts
+        init = answer.init
+        line = facts.lone_expression_statement(call)
+        if line is None or init is None or answer.role not in (Role.ENGINE_MODULE, Role.RAW_MODEL):
+            return None
+        model = init.model
+        if model is None or dotted_name(model) is None or facts.scope_at(call) is not init.scope:
+            return None
+        init_line = facts.statement_of(init.call)
+        if not isinstance(init_line, cst.SimpleStatementLine) or self.blocks.get(init_line) is None:
+            return None
+        if self.blocks.get(line) is not self.blocks.get(init_line):
+            return None
+        if not reads_same_names(context, state.load, init.call):
+            return None
+        for arg in call.args[1:]:
+            if not reads_same_names(context, arg.value, init.call):
+                return None
+        indent = self._indent(init_line)
+        newline = context.module.default_newline
+        load_text = context.module.code_for_node(with_cpu_map_location(state.load))
+        model_text = context.code(model)
+        moved: list[str] = []
+        edits: list[Edit] = []
+        move_assignment = state.assignment_line is not None and facts.start(state.assignment_line) > init.start
+        if state.variable is not None and state.assignment_line is not None:
+            if move_assignment:
+                if state.shared or self.blocks.get(state.assignment_line) is not self.blocks.get(init_line):
+                    return None
+                moved.append(f"{indent}{state.variable} = {load_text}{self._comment(state.assignment_line)}{newline}")
+                edits.append(delete_line(context, state.assignment_line))
+            argument = state.variable
+        else:
+            argument = load_text
+        if state.selector is not None:
+            argument += context.code(state.selector)[len(context.code(state.selector.value)) :]
+        rest = "".join(f", {context.code(arg).strip().rstrip(',')}" for arg in call.args[1:])
+        moved.append(f"{indent}{model_text}.load_state_dict({argument}{rest}){self._comment(line)}{newline}")
+        start, _ = context.span(init_line)
+        edits.append(Edit.insertion(Location(start.line, 1), "".join(moved)))
+        edits.append(delete_line(context, line))
+        return Rewrite(tuple(edits), f'Load into `{model_text}` before deepspeed.initialize, map_location="cpu"')
+
+    # --- text helpers -----------------------------------------------------------------------------------------
+    def _comment(self, line: cst.CSTNode) -> str:
+        """The trailing comment of a statement line (with the spaces before it), kept when the line moves."""
+        _, end = self.context.span(line)
+        return self._lines[end.line - 1][end.column - 1 :].rstrip("\r\n")
+
+    def _indent(self, line: cst.CSTNode) -> str:
+        start, _ = self.context.span(line)
+        return self._lines[start.line - 1][: start.column - 1]
+
+
+class _NameCounter(cst.CSTVisitor):
+    """How often each plain name occurs (reads and writes; not attribute names, not keyword names)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: dict[str, int] = {}
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.counts[node.value] = self.counts.get(node.value, 0) + 1
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+
+def _state_argument(call: cst.Call) -> cst.BaseExpression | None:
+    if not call.args:
+        return None
+    first = call.args[0]
+    if first.star or (first.keyword is not None and first.keyword.value != "state_dict"):
+        return None
+    for arg in call.args[1:]:
+        if arg.star or arg.keyword is None or arg.keyword.value not in ("strict", "assign"):
+            return None
+    return first.value
+
+
+def _strict_argument(call: cst.Call) -> cst.BaseExpression | bool | None:
+    """The `strict=` value: None when absent, False when literally False, else the expression."""
+    for arg in call.args[1:]:
+        if arg.keyword is not None and arg.keyword.value == "assign":
+            return False  # load_checkpoint has no `assign`
+        if arg.keyword is not None and arg.keyword.value == "strict":
+            if isinstance(arg.value, cst.Name) and arg.value.value == "True":
+                return None
+            return arg.value
+    return None
+
+
+def _subscript_key(node: cst.Subscript) -> str | None:
+    if len(node.slice) != 1:
+        return None
+    index = node.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+        value = index.value.evaluated_value
+        return value if isinstance(value, str) else None
+    return None

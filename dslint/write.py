@@ -1,0 +1,96 @@
+"""Reading a source file for fixing and writing it back exactly as it was stored, but for the fixed text.
+
+What is kept: the encoding (PEP 263 cookie or UTF-8), a UTF-8 byte-order mark, the newline style (text is
+never normalised: CRLF stays CRLF), and the file mode. The write is atomic: a temporary file in the same
+directory, flushed to disk, then `os.replace` over the original, so a reader sees the old file or the new one,
+never half of it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class SourceError(Exception):
+    """A file that cannot be read as Python source or written back."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: Path
+    text: str  # decoded, without the BOM, newlines as stored
+    encoding: str  # the codec for `text` (never "utf-8-sig": the BOM is kept apart)
+    bom: bool
+    mode: int  # permission bits to keep
+
+    def encode(self, text: str) -> bytes:
+        """`text` as this file stores it: same codec, and the BOM when the original had one."""
+        try:
+            data = text.encode(self.encoding)
+        except UnicodeEncodeError as error:
+            raise SourceError(f"the fixed text cannot be encoded as {self.encoding}: {error}") from error
+        return (codecs.BOM_UTF8 + data) if self.bom else data
+
+
+def source_encoding(text: str) -> str:
+    """The codec a PEP 263 cookie in `text`'s first two lines names (UTF-8 without one)."""
+    head = "\n".join(text.splitlines()[:2]).encode("utf-8", "replace")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(head).readline)
+    except SyntaxError:
+        return "utf-8"
+    return "utf-8" if encoding == "utf-8-sig" else encoding
+
+
+def decode_source(data: bytes) -> tuple[str, str, bool]:
+    """(text, encoding, bom) of Python source bytes, as the interpreter would read them."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        raise SourceError(str(error)) from error
+    bom = data.startswith(codecs.BOM_UTF8)
+    if bom:
+        data = data[len(codecs.BOM_UTF8) :]
+    if encoding == "utf-8-sig":
+        encoding = "utf-8"
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as error:
+        raise SourceError(f"cannot decode as {encoding}: {error}") from error
+    return text, encoding, bom
+
+
+def read_source(path: Path) -> SourceFile:
+    try:
+        data = path.read_bytes()
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError as error:
+        raise SourceError(f"cannot read: {error.strerror or error}") from error
+    text, encoding, bom = decode_source(data)
+    return SourceFile(path, text, encoding, bom, mode)
+
+
+def write_source(source: SourceFile, text: str) -> None:
+    """Replace the file with `text`, atomically, keeping encoding, BOM and mode (symlinks are written through)."""
+    data = source.encode(text)
+    target = source.path.resolve()
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".dslint-tmp", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, source.mode)
+        os.replace(temporary, target)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise SourceError(f"cannot write: {error.strerror or error}") from error

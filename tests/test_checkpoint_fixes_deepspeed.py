@@ -1,0 +1,124 @@
+"""Acceptance: the two checkpoint codemods produce scripts that really load the weights and train under DeepSpeed.
+
+A writer process (real DeepSpeed on the CPU, ZeRO-2) trains one step, then writes a DeepSpeed checkpoint
+directory with `engine.save_checkpoint` and a plain state dict with `torch.save`. The fixed fixture scripts
+(`fixtures/fix/load_state_dict_*.out.py`, which `test_fixtures.py` proves are what `dslint fix
+--unsafe-fixes` makes of the `.in.py` scripts) then run in their own processes: each must print the sum of the
+weights it loaded, equal to the writer's, and finish a training step.
+
+Under ZeRO-3 the fixer's own output for the checkpoint-directory script (its config switched to stage 3) must
+load the weights too: this is what `load_optimizer_states=False` in the rewrite is for (with
+`load_module_only=True` alone, DeepSpeed 0.19.8 leaves ZeRO-3 weights as they were).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dslint.fixing import fix_source
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "fix"
+
+pytest.importorskip("deepspeed")
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    import deepspeed
+    import torch
+
+    torch.manual_seed(1234)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    config = {
+        "train_micro_batch_size_per_gpu": 4,
+        "zero_optimization": {"stage": int(sys.argv[3])},
+        "optimizer": {"type": "Adam", "params": {"lr": 0.1, "torch_adam": True}},
+    }
+    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+    loss = engine(torch.randn(4, 8)).pow(2).mean()
+    engine.backward(loss)
+    engine.step()
+    engine.save_checkpoint(sys.argv[1], tag="step1")
+    with deepspeed.zero.GatheredParameters(list(engine.module.parameters())):
+        torch.save(engine.module.state_dict(), sys.argv[2])
+        print("saved", float(sum(p.detach().double().sum() for p in engine.module.parameters())))
+    """
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _run(script: Path, *args: str, cwd: Path) -> str:
+    env = {
+        **os.environ,
+        "RANK": "0",
+        "WORLD_SIZE": "1",
+        "LOCAL_RANK": "0",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(_free_port()),
+        "DS_ACCELERATOR": "cpu",
+        "PYTHONHASHSEED": "0",
+    }
+    result = subprocess.run(
+        [sys.executable, str(script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def _value(output: str, label: str) -> float:
+    for line in output.splitlines():
+        if line.startswith(label + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"no {label!r} line in:\n{output}")
+
+
+def test_fixed_scripts_load_the_checkpoint_and_train(tmp_path: Path) -> None:
+    writer = tmp_path / "writer.py"
+    writer.write_text(WRITER, encoding="utf-8")
+    ckpt_dir, weights = tmp_path / "checkpoints", tmp_path / "weights.pt"
+    saved = _value(_run(writer, str(ckpt_dir), str(weights), "2", cwd=tmp_path), "saved")
+    assert (ckpt_dir / "latest").read_text().strip() == "step1"
+    assert (ckpt_dir / "step1" / "mp_rank_00_model_states.pt").is_file()
+
+    from_dir = _run(
+        FIXTURES / "load_state_dict_checkpoint_dir.out.py", "--ckpt-dir", str(ckpt_dir), "--tag", "step1", cwd=tmp_path
+    )
+    assert _value(from_dir, "loaded") == pytest.approx(saved, rel=1e-9, abs=1e-9)
+    assert "step" in from_dir
+
+    from_file = _run(FIXTURES / "load_state_dict_plain_file.out.py", "--weights", str(weights), cwd=tmp_path)
+    assert _value(from_file, "loaded") == pytest.approx(saved, rel=1e-9, abs=1e-9)
+    assert "step" in from_file
+
+
+def test_load_checkpoint_rewrite_loads_weights_under_zero3(tmp_path: Path) -> None:
+    writer = tmp_path / "writer.py"
+    writer.write_text(WRITER, encoding="utf-8")
+    ckpt_dir = tmp_path / "checkpoints"
+    saved = _value(_run(writer, str(ckpt_dir), str(tmp_path / "unused.pt"), "3", cwd=tmp_path), "saved")
+    assert (ckpt_dir / "step1" / "zero_pp_rank_0_mp_rank_00_model_states.pt").is_file()
+
+    source = (FIXTURES / "load_state_dict_checkpoint_dir.in.py").read_text(encoding="utf-8")
+    zero3 = source.replace('"zero_optimization": {"stage": 2}', '"zero_optimization": {"stage": 3}')
+    assert zero3 != source
+    outcome = fix_source("train.py", zero3, unsafe=True)
+    assert outcome.error is None and "load_optimizer_states=False" in outcome.text
+    script = tmp_path / "train_zero3.py"
+    script.write_text(outcome.text, encoding="utf-8")
+
+    output = _run(script, "--ckpt-dir", str(ckpt_dir), "--tag", "step1", cwd=tmp_path)
+    assert _value(output, "loaded") == pytest.approx(saved, rel=1e-6, abs=1e-6)
+    assert "step" in output
