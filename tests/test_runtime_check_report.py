@@ -1,0 +1,143 @@
+"""The comparison: tolerance, metric choice, verdict, table; on hand-made run summaries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtime_check.report import MIB, TOLERANCES, Tolerance, document, metric_for, render, table, verdict
+
+GIB = 1024 * MIB
+
+
+def phase(name: str, rss: int, allocated: int | None = None, completed: bool = True) -> dict[str, Any]:
+    return {
+        "name": name,
+        "completed": completed,
+        "seconds": 1.0,
+        "start_rss_bytes": rss // 2,
+        "peak_rss_bytes": rss,
+        "start_allocated_bytes": None if allocated is None else allocated // 2,
+        "peak_allocated_bytes": allocated,
+        "peak_reserved_bytes": None if allocated is None else allocated + 64 * MIB,
+        "devices": {},
+    }
+
+
+def run(phases: list[dict[str, Any]], errors: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        "ran": not errors,
+        "errors": list(errors),
+        "exit_code": 1 if errors else 0,
+        "timed_out": False,
+        "seconds": 5.0,
+        "steps_completed": 0 if errors else 1,
+        "phases": {p["name"]: p for p in phases},
+        "device": {"type": "cuda", "name": "NVIDIA H200"},
+    }
+
+
+def gpu_run(load: float, step: float = 13.8, errors: tuple[str, ...] = ()) -> dict[str, Any]:
+    return run(
+        [
+            phase("setup", GIB, 0),
+            phase("init", 2 * GIB, int(3.75 * GIB)),
+            phase("load", 2 * GIB, int(load * GIB), completed=not errors),
+            *([] if errors else [phase("step", 2 * GIB, int(step * GIB))]),
+        ],
+        errors,
+    )
+
+
+def test_tolerance_is_the_larger_of_absolute_and_relative() -> None:
+    tolerance = Tolerance(absolute_bytes=8 * MIB, relative=0.01)
+    assert tolerance.allows(100 * MIB, 108 * MIB)
+    assert not tolerance.allows(100 * MIB, 109 * MIB)
+    assert tolerance.allows(10 * GIB, 10 * GIB + 100 * MIB)  # 1 % of 10 GiB is 102 MiB
+    assert not tolerance.allows(10 * GIB, 10 * GIB + 110 * MIB)
+    assert tolerance.allows(10 * GIB, 1 * GIB)
+
+
+def test_ground_truth_10_load_phase_drop_passes() -> None:
+    result = verdict(gpu_run(6.25), gpu_run(3.75))
+    assert result["ok"] and result["metric"] == "peak_allocated_bytes"
+    assert result["load_phase"]["delta"] == int(3.75 * GIB) - int(6.25 * GIB)
+    assert result["load_phase"]["percent"] == -40.0
+    assert result["phases_compared"] == ["setup", "init", "load", "step"]
+
+
+def test_a_phase_that_got_worse_fails_the_verdict() -> None:
+    result = verdict(gpu_run(3.75), gpu_run(6.25))
+    assert not result["ok"] and result["fixed_ran"]
+    assert [w["phase"] for w in result["worse_phases"]] == ["load"]
+    assert "phase load got worse: GPU peak allocated 3.75 GiB -> 6.25 GiB (+2.50 GiB)" in result["reasons"]
+
+
+def test_original_that_failed_is_compared_only_where_it_finished() -> None:
+    """ZeRO-3: the original dies in the load phase; the fixed one runs. Unfinished phases are not compared."""
+    original = gpu_run(5.0, errors=("RuntimeError: size mismatch (in phase load)",))
+    result = verdict(original, gpu_run(3.75))
+    assert result["ok"] and not result["original_ran"]
+    assert result["phases_compared"] == ["setup", "init"]
+
+
+def test_fixed_that_failed_fails_the_verdict() -> None:
+    result = verdict(gpu_run(6.25), gpu_run(3.0, errors=("boom (in phase load)",)))
+    assert not result["ok"] and not result["fixed_ran"]
+    assert result["reasons"][0] == "the fixed script did not run: boom (in phase load)"
+
+
+def test_metric_is_rss_unless_both_runs_measured_gpu_memory() -> None:
+    cpu = run([phase("setup", GIB), phase("load", 2 * GIB)])
+    assert metric_for(cpu, cpu) == "peak_rss_bytes"
+    assert metric_for(gpu_run(6.25), cpu) == "peak_rss_bytes"
+    assert metric_for(gpu_run(6.25), gpu_run(3.75)) == "peak_allocated_bytes"
+
+
+def test_rss_growth_on_a_gpu_run_does_not_fail_it() -> None:
+    """Moving a load to the CPU rightly grows RSS; on a GPU the verdict reads GPU memory."""
+    original, fixed = gpu_run(6.25), gpu_run(3.75)
+    fixed["phases"]["load"]["peak_rss_bytes"] = 5 * GIB
+    assert verdict(original, fixed)["ok"]
+
+
+def test_rss_tolerance_absorbs_noise_but_not_a_checkpoint() -> None:
+    rss = TOLERANCES["peak_rss_bytes"]
+    base = 500 * MIB
+    assert rss.allows(base, base + 20 * MIB)
+    assert not rss.allows(base, base + 100 * MIB)
+
+
+def test_multi_rank_runs_are_compared_per_rank() -> None:
+    def ranks(load: list[float]) -> dict[str, Any]:
+        per_rank = {str(r): gpu_run(value) for r, value in enumerate(load)}
+        summary = per_rank["0"].copy()
+        summary["ranks"] = {r: {"rank": int(r), **data} for r, data in per_rank.items()}
+        return summary
+
+    result = verdict(ranks([6.25, 6.25]), ranks([3.75, 7.0]))
+    assert not result["ok"]
+    assert result["worse_phases"] == [
+        {"phase": "load", "rank": 1, "original": int(6.25 * GIB), "fixed": int(7 * GIB),
+         "delta": int(7 * GIB) - int(6.25 * GIB), "percent": pytest.approx(12.0)},
+    ]  # fmt: skip
+    assert "rank 1 load" in result["phases_compared"]
+    assert "r1 load" in table(document("t.py", [], {}, {"applied": []}, ranks([6.25, 6.25]), ranks([3.75, 7.0])))
+
+
+def test_table_and_render() -> None:
+    original = gpu_run(6.25, errors=("RuntimeError: x (in phase load)",))
+    doc = document("train.py", [], {}, {"applied": [{"code": "DSL201", "line": 61}]}, original, gpu_run(3.75))
+    text = table(doc)
+    header, rule, *rows = text.splitlines()
+    assert header.split() == ["phase", "measure", "original", "fixed", "delta", "%"]
+    assert set(rule.replace(" ", "")) == {"-"}
+    load_row = next(row for row in rows if row.startswith("load"))
+    assert "6.25 GiB !" in load_row and "3.75 GiB" in load_row and "-2.50 GiB" in load_row and "-40.0%" in load_row
+    assert any(row.startswith("step") and "-" in row.split()[4] for row in rows)  # the original has no step phase
+    rendered = render(doc)
+    assert "fixes applied: DSL201 (line 61)" in rendered
+    assert "original: failed: RuntimeError: x (in phase load)" in rendered
+    assert "! = phase not finished" in rendered
+    assert "verdict: OK" in rendered
