@@ -164,6 +164,7 @@ class Recorder:
             "peak_allocated_bytes": None,
             "peak_reserved_bytes": None,
             "devices": {},
+            "device_index": None,
         }
         if cuda is not None:
             phase["start_allocated_bytes"] = int(cuda.memory_allocated(cuda.current_device()))
@@ -198,6 +199,7 @@ class Recorder:
             if allocated or reserved or device == cuda.current_device():
                 devices[str(device)] = {"peak_allocated_bytes": allocated, "peak_reserved_bytes": reserved}
         phase["devices"] = devices
+        phase["device_index"] = int(cuda.current_device())
         # The rank's own device is what a per-phase comparison reads; other devices show misplaced tensors.
         own = devices.get(str(cuda.current_device()), {"peak_allocated_bytes": 0, "peak_reserved_bytes": 0})
         phase["peak_allocated_bytes"] = own["peak_allocated_bytes"]

@@ -250,6 +250,17 @@ def _cell(metric: str, value: float | None) -> str:
     return f"{value:.2f}" if metric == "seconds" else _bytes(value)
 
 
+def _value(phase: dict[str, Any] | None, metric: str) -> float | None:
+    """A phase's measure; `device:N` is the peak allocated on cuda:N by this rank (a device not its own)."""
+    if phase is None:
+        return None
+    if metric.startswith("device:"):
+        device = phase.get("devices", {}).get(metric.split(":")[1])
+        return device["peak_allocated_bytes"] if device else None
+    value = phase.get(metric)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
 def table(doc: dict[str, Any]) -> str:
     original, fixed = doc["original"], doc["fixed"]
     metrics = (
@@ -266,9 +277,11 @@ def table(doc: dict[str, Any]) -> str:
             if a is None and b is None:
                 continue
             label = name if len(ranks) == 1 else f"r{rank} {name}"
-            for metric in metrics:
-                va = a.get(metric) if a else None
-                vb = b.get(metric) if b else None
+            own = {str((run or {}).get("device_index")) for run in (a, b)}
+            others = sorted({d for p in (a, b) if p for d in p.get("devices", {})} - own, key=int)
+            for metric in metrics + [f"device:{d}" for d in others]:
+                va = _value(a, metric)
+                vb = _value(b, metric)
                 mark_a = "" if not a or a.get("completed") else " !"
                 mark_b = "" if not b or b.get("completed") else " !"
                 diff = change(va, vb)
@@ -277,10 +290,11 @@ def table(doc: dict[str, Any]) -> str:
                 if diff is not None:
                     delta = f"{diff['delta']:+.2f}" if metric == "seconds" else _signed_bytes(diff["delta"])
                     percent = f"{diff['percent']:+.1f}%" if diff["percent"] is not None else "-"
+                measure = METRIC_LABELS.get(metric) or f"GPU cuda:{metric.split(':')[1]} allocated"
                 rows.append(
                     (
                         label,
-                        METRIC_LABELS[metric],
+                        measure,
                         _cell(metric, va) + mark_a,
                         _cell(metric, vb) + mark_b,
                         delta,

@@ -201,3 +201,17 @@ def test_demo_load_phase(tmp_path: Path) -> None:
         layers, width = 4, 256  # the demo's tiny size
         checkpoint_bytes = layers * (width * width + width) * 4
         assert load["delta"] <= -0.9 * checkpoint_bytes
+
+
+def test_two_ranks_on_the_cpu_report_each_rank(tmp_path: Path) -> None:
+    """--nproc 2: torchrun starts both ranks (gloo on the CPU); each rank's phases are reported and compared."""
+    result, data = runtime_check(tmp_path, str(MOVED), "--unsafe-fixes", "--nproc", "2", timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for label in ("original", "fixed"):
+        ranks = data[label]["ranks"]
+        assert sorted(ranks) == ["0", "1"]
+        for rank, report in ranks.items():
+            assert report["ran"] and report["steps_completed"] == 1, (label, rank, report["error"])
+            assert list(report["phases"]) == PHASES
+    assert {"rank 0 load", "rank 1 load"} <= set(data["verdict"]["phases_compared"])
+    assert "r1 step" in result.stdout

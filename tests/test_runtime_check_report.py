@@ -141,3 +141,17 @@ def test_table_and_render() -> None:
     assert "original: failed: RuntimeError: x (in phase load)" in rendered
     assert "! = phase not finished" in rendered
     assert "verdict: OK" in rendered
+
+
+def test_memory_a_rank_put_on_another_gpu_gets_its_own_row() -> None:
+    """Issue 8: rank 1 loading to "cuda" before its device is set lands on cuda:0; the table shows that device."""
+    original, fixed = gpu_run(6.25), gpu_run(3.75)
+    for run_, stray in ((original, 2.5 * GIB), (fixed, 0)):
+        load = run_["phases"]["load"]
+        load["device_index"] = 1
+        load["devices"] = {"1": {"peak_allocated_bytes": load["peak_allocated_bytes"], "peak_reserved_bytes": 0}}
+        if stray:
+            load["devices"]["0"] = {"peak_allocated_bytes": int(stray), "peak_reserved_bytes": int(stray)}
+    rows = table(document("t.py", [], {}, {"applied": []}, original, fixed)).splitlines()
+    stray_row = next(row for row in rows if "GPU cuda:0 allocated" in row)
+    assert "2.50 GiB" in stray_row and stray_row.rstrip().endswith("-")
