@@ -131,6 +131,15 @@ def _cuda() -> Any | None:
         return None
 
 
+def _own_device(cuda: Any) -> int:
+    """The rank's device: LOCAL_RANK, as DeepSpeed sets it in initialize; before that call the current device is
+    still cuda:0 on every rank, which would hide exactly the misplacement a multi-rank run is meant to show."""
+    local_rank = _env_int("LOCAL_RANK")
+    if local_rank is not None and 0 <= local_rank < cuda.device_count():
+        return local_rank
+    return int(cuda.current_device())
+
+
 class Recorder:
     """Phases, their measurements, and the report file."""
 
@@ -167,7 +176,7 @@ class Recorder:
             "device_index": None,
         }
         if cuda is not None:
-            phase["start_allocated_bytes"] = int(cuda.memory_allocated(cuda.current_device()))
+            phase["start_allocated_bytes"] = int(cuda.memory_allocated(_own_device(cuda)))
             for device in range(cuda.device_count()):
                 cuda.reset_peak_memory_stats(device)
         self.rss.reset()
@@ -196,12 +205,12 @@ class Recorder:
         for device in range(cuda.device_count()):
             allocated = int(cuda.max_memory_allocated(device))
             reserved = int(cuda.max_memory_reserved(device))
-            if allocated or reserved or device == cuda.current_device():
+            if allocated or reserved or device == _own_device(cuda):
                 devices[str(device)] = {"peak_allocated_bytes": allocated, "peak_reserved_bytes": reserved}
         phase["devices"] = devices
-        phase["device_index"] = int(cuda.current_device())
-        # The rank's own device is what a per-phase comparison reads; other devices show misplaced tensors.
-        own = devices.get(str(cuda.current_device()), {"peak_allocated_bytes": 0, "peak_reserved_bytes": 0})
+        phase["device_index"] = _own_device(cuda)
+        # The rank's own device is what the per-rank comparison reads; other devices show misplaced tensors.
+        own = devices.get(str(_own_device(cuda)), {"peak_allocated_bytes": 0, "peak_reserved_bytes": 0})
         phase["peak_allocated_bytes"] = own["peak_allocated_bytes"]
         phase["peak_reserved_bytes"] = own["peak_reserved_bytes"]
         if phase["start_allocated_bytes"] is None:

@@ -115,9 +115,28 @@ def summarize(result: ChildResult, timeout: float) -> dict[str, Any]:
     }
     if result.nproc > 1:
         summary["ranks"] = {str(r["rank"]): r for r in ranks}
+        summary["device_totals"] = device_totals(ranks)
     if errors:
         summary["output_tail"] = result.output_tail
     return summary
+
+
+def device_totals(ranks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per phase and physical GPU, the sum over ranks of each rank's peak allocated bytes there: what piles onto
+    cuda:0 when every rank puts tensors on it. An upper bound (the ranks' peaks need not coincide); phases that
+    some rank did not finish are marked."""
+    totals: dict[str, dict[str, Any]] = {}
+    for name in PHASES:
+        phases = [r["phases"].get(name) for r in ranks]
+        if not any(phases):
+            continue
+        devices: dict[str, int] = {}
+        for phase in phases:
+            for device, peaks in (phase or {}).get("devices", {}).items():
+                devices[device] = devices.get(device, 0) + int(peaks["peak_allocated_bytes"])
+        completed = all(p is not None and p.get("completed") for p in phases)
+        totals[name] = {"completed": completed, "peak_allocated_bytes": devices}
+    return totals
 
 
 def _rank_phases(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -167,6 +186,8 @@ def verdict(original: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
                 if len(fixed_ranks) > 1:
                     entry["rank"] = int(rank)
                 worse.append(entry)
+    if metric == "peak_allocated_bytes":
+        worse.extend(_worse_devices(original, fixed, tolerance, compared))
     load_a = original["phases"].get("load", {}).get(metric)
     load_b = fixed["phases"].get("load", {}).get(metric)
     reasons: list[str] = []
@@ -174,6 +195,8 @@ def verdict(original: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
         reasons.append("the fixed script did not run: " + "; ".join(fixed["errors"]))
     for entry in worse:
         where = f"rank {entry['rank']} " if "rank" in entry else ""
+        if "device" in entry:
+            where = f"cuda:{entry['device']} (all ranks) "
         reasons.append(
             f"{where}phase {entry['phase']} got worse: {METRIC_LABELS[metric]} {_bytes(entry['original'])} -> "
             f"{_bytes(entry['fixed'])} ({_signed_bytes(entry['delta'])})"
@@ -190,6 +213,24 @@ def verdict(original: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
         "load_phase": change(load_a, load_b),
         "reasons": reasons,
     }
+
+
+def _worse_devices(
+    original: dict[str, Any], fixed: dict[str, Any], tolerance: Tolerance, compared: list[str]
+) -> list[dict[str, Any]]:
+    totals_a, totals_b = original.get("device_totals") or {}, fixed.get("device_totals") or {}
+    worse: list[dict[str, Any]] = []
+    for name in PHASES:
+        a, b = totals_a.get(name), totals_b.get(name)
+        if not a or not b or not a["completed"] or not b["completed"]:
+            continue
+        for device in sorted(set(a["peak_allocated_bytes"]) | set(b["peak_allocated_bytes"]), key=int):
+            before = a["peak_allocated_bytes"].get(device, 0)
+            after = b["peak_allocated_bytes"].get(device, 0)
+            compared.append(f"cuda:{device} {name}")
+            if not tolerance.allows(before, after):
+                worse.append({"phase": name, "device": int(device), **(change(before, after) or {})})
+    return worse
 
 
 def document(
@@ -261,13 +302,36 @@ def _value(phase: dict[str, Any] | None, metric: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def _total_rows(totals_a: dict[str, Any], totals_b: dict[str, Any]) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for name in PHASES:
+        a, b = totals_a.get(name), totals_b.get(name)
+        if not a and not b:
+            continue
+        devices_a = a["peak_allocated_bytes"] if a else {}
+        devices_b = b["peak_allocated_bytes"] if b else {}
+        label = f"all {name}"
+        for device in sorted(set(devices_a) | set(devices_b), key=int):
+            va, vb = devices_a.get(device, 0) if a else None, devices_b.get(device, 0) if b else None
+            diff = change(va, vb)
+            delta = _signed_bytes(diff["delta"]) if diff else "-"
+            percent = f"{diff['percent']:+.1f}%" if diff and diff["percent"] is not None else "-"
+            mark_a = "" if not a or a["completed"] else " !"
+            mark_b = "" if not b or b["completed"] else " !"
+            rows.append(
+                (label, f"GPU cuda:{device} all ranks", _cell("", va) + mark_a, _cell("", vb) + mark_b, delta, percent)
+            )
+            label = ""
+    return rows
+
+
 def table(doc: dict[str, Any]) -> str:
     original, fixed = doc["original"], doc["fixed"]
     metrics = (
         ["peak_allocated_bytes", "peak_reserved_bytes"] if doc["verdict"]["metric"] == "peak_allocated_bytes" else []
     )
     metrics += ["peak_rss_bytes", "seconds"]
-    rows = [("phase", "measure", "original", "fixed", "delta", "%")]
+    rows: list[tuple[str, ...]] = [("phase", "measure", "original", "fixed", "delta", "%")]
     ranks = sorted(set(_rank_phases(original)) | set(_rank_phases(fixed)), key=int)
     for rank in ranks:
         phases_a = _rank_phases(original).get(rank, {})
@@ -302,6 +366,8 @@ def table(doc: dict[str, Any]) -> str:
                     )
                 )
                 label = ""
+    if len(ranks) > 1 and "peak_allocated_bytes" in metrics:
+        rows.extend(_total_rows(original.get("device_totals") or {}, fixed.get("device_totals") or {}))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for index, row in enumerate(rows):

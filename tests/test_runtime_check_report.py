@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from runtime_check.report import MIB, TOLERANCES, Tolerance, document, metric_for, render, table, verdict
+from runtime_check.launch import ChildResult
+from runtime_check.report import MIB, TOLERANCES, Tolerance, document, metric_for, render, summarize, table, verdict
 
 GIB = 1024 * MIB
 
@@ -155,3 +156,40 @@ def test_memory_a_rank_put_on_another_gpu_gets_its_own_row() -> None:
     rows = table(document("t.py", [], {}, {"applied": []}, original, fixed)).splitlines()
     stray_row = next(row for row in rows if "GPU cuda:0 allocated" in row)
     assert "2.50 GiB" in stray_row and stray_row.rstrip().endswith("-")
+
+
+def _rank_report(rank: int, setup_devices: dict[str, float]) -> dict[str, Any]:
+    setup = phase("setup", GIB, 0)
+    setup["device_index"] = rank
+    setup["devices"] = {
+        d: {"peak_allocated_bytes": int(v * GIB), "peak_reserved_bytes": 0} for d, v in setup_devices.items()
+    }
+    setup["peak_allocated_bytes"] = setup["devices"].get(str(rank), {}).get("peak_allocated_bytes", 0)
+    phases = [setup, phase("init", GIB, GIB), phase("load", GIB, GIB), phase("step", GIB, 2 * GIB)]
+    for p in phases[1:]:
+        p["device_index"] = rank
+        p["devices"] = {str(rank): {"peak_allocated_bytes": p["peak_allocated_bytes"], "peak_reserved_bytes": 0}}
+    return {
+        "rank": rank, "status": "steps_done", "exception": None, "initialize_called": True, "steps_completed": 1,
+        "exit_code": 0, "rss_method": "vmhwm", "phases": phases, "device": {"type": "cuda"}, "versions": {},
+    }  # fmt: skip
+
+
+def test_every_rank_piling_onto_cuda0_shows_in_the_device_totals() -> None:
+    """Issue 8: `.cuda()` and torch.load("cuda") before initialize put 5 GiB per rank on cuda:0."""
+    piled = ChildResult("original", 0, False, 1.0, [_rank_report(0, {"0": 5}), _rank_report(1, {"0": 5})], nproc=2)
+    balanced = ChildResult("fixed", 0, False, 1.0, [_rank_report(0, {}), _rank_report(1, {})], nproc=2)
+    original, fixed = summarize(piled, 60), summarize(balanced, 60)
+    assert original["device_totals"]["setup"]["peak_allocated_bytes"] == {"0": 10 * GIB}
+    assert original["device_totals"]["step"]["peak_allocated_bytes"] == {"0": 2 * GIB, "1": 2 * GIB}
+    result = verdict(original, fixed)
+    assert result["ok"] and "cuda:0 setup" in result["phases_compared"]
+    backwards = verdict(fixed, original)
+    assert not backwards["ok"]
+    assert {"phase": "setup", "device": 0} in [
+        {"phase": w["phase"], "device": w.get("device")} for w in backwards["worse_phases"]
+    ]
+    assert any(r.startswith("cuda:0 (all ranks) phase setup got worse") for r in backwards["reasons"])
+    rows = table(document("t.py", [], {}, {"applied": []}, original, fixed)).splitlines()
+    total = next(row for row in rows if row.startswith("all setup"))
+    assert "GPU cuda:0 all ranks" in total and "10.00 GiB" in total and "-10.00 GiB" in total
