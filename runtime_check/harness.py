@@ -315,7 +315,16 @@ def _device() -> dict[str, Any]:
             "count": cuda.device_count(),
             "total_bytes": int(cuda.get_device_properties(index).total_memory),
         }
-    return {"type": "cpu", "name": platform.processor() or platform.machine(), "count": os.cpu_count()}
+    return {"type": "cpu", "name": _cpu_name(), "count": os.cpu_count()}
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            match = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read(), flags=re.M)
+    except OSError:
+        match = None
+    return match.group(1).strip() if match else platform.processor() or platform.machine()
 
 
 # hooks ----------------------------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from runtime_check.harness import PHASES
 from runtime_check.launch import ChildResult
 
 MIB = 1024 * 1024
+ERROR_SUMMARY = 240
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,9 @@ def rank_error(report: dict[str, Any] | None, result: ChildResult, timeout: floa
         return f"the harness wrote no report (exit status {result.returncode})"
     exception = report.get("exception")
     if exception:
-        first = str(exception.get("message", "")).strip().splitlines()
-        message = first[0] if first else ""
+        message = " ".join(str(exception.get("message", "")).split())  # PyTorch puts the point on the second line
+        if len(message) > ERROR_SUMMARY:
+            message = message[: ERROR_SUMMARY - 3] + "..."
         return f"{exception.get('type')}: {message} (in phase {exception.get('phase')})"
     if report.get("exit_code") not in (0, None):
         return f"the script exited with status {report.get('exit_code')}"

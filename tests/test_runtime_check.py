@@ -17,6 +17,7 @@ import pytest
 
 from runtime_check.fixing import NothingToRun, make_fixed
 from runtime_check.launch import run_child
+from runtime_check.report import summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ROOT / "fixtures" / "runtime"
@@ -163,6 +164,8 @@ def test_zero3_original_fails_with_size_mismatch(tmp_path: Path) -> None:
     assert "size mismatch" in report["exception"]["message"]
     assert "the shape in current model is torch.Size([0])" in report["exception"]["message"]
     assert [p["name"] for p in report["phases"]] == ["setup", "init", "load"]
+    summary = summarize(result, 300)
+    assert not summary["ran"] and "size mismatch for 0.weight" in summary["errors"][0]
 
 
 def test_zero3_fixed_script_runs_once_the_fixer_moves_the_load(tmp_path: Path) -> None:
