@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from runtime_check.fixing import NothingToRun, make_fixed
 from runtime_check.launch import run_child
@@ -73,12 +74,13 @@ def test_end_to_end_fixed_script_runs_and_phases_are_measured(tmp_path: Path) ->
             assert phase["seconds"] >= 0
         assert run["phases"]["init"]["peak_rss_bytes"] > run["phases"]["setup"]["start_rss_bytes"]
     assert data["verdict"]["ok"] and data["verdict"]["fixed_ran"] and data["verdict"]["no_phase_worse"]
-    assert data["verdict"]["metric"] == "peak_rss_bytes"
+    on_gpu = data["device"]["type"] == "cuda"
+    assert data["verdict"]["metric"] == ("peak_allocated_bytes" if on_gpu else "peak_rss_bytes")
     assert data["verdict"]["phases_compared"] == PHASES
     assert data["verdict"]["load_phase"]["original"] == data["original"]["phases"]["load"]["peak_rss_bytes"]
     assert set(data["versions"]) == {"python", "dslint", "torch", "deepspeed"}
     assert data["versions"]["deepspeed"] == data["fixed"]["versions"]["deepspeed"]
-    assert data["device"]["type"] == "cpu"
+    assert data["device"]["type"] == ("cuda" if torch.cuda.is_available() else "cpu")
     assert "CPU peak RSS" in result.stdout and "verdict: OK" in result.stdout
     assert "runtime_check: original: init" in result.stderr and "runtime_check: fixed: exit 0" in result.stderr
 
@@ -206,6 +208,9 @@ def test_demo_load_phase(tmp_path: Path) -> None:
         assert load["delta"] <= -0.9 * checkpoint_bytes
 
 
+@pytest.mark.skipif(
+    torch.cuda.is_available() and torch.cuda.device_count() < 2, reason="two ranks on a GPU machine need two GPUs"
+)
 def test_two_ranks_on_the_cpu_report_each_rank(tmp_path: Path) -> None:
     """--nproc 2: torchrun starts both ranks (gloo on the CPU); each rank's phases are reported and compared."""
     result, data = runtime_check(tmp_path, str(MOVED), "--unsafe-fixes", "--nproc", "2", timeout=600)

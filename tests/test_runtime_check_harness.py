@@ -27,6 +27,8 @@ FAKE_DEEPSPEED = {
             '''the stand-in's docstring'''
             if os.environ.get("FAKE_INIT_FAILS"):
                 raise ValueError("bad config")
+            if callable(model):  # lets a test act inside initialize
+                model()
             return DeepSpeedEngine(model), None, None, None
     """,
     "deepspeed/runtime/__init__.py": "",
@@ -200,3 +202,71 @@ def test_report_is_written_at_each_boundary(tmp_path: Path) -> None:
         env={**os.environ, "PYTHONPATH": str(tmp_path / "fake")}, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert "seen load ['setup', 'init']" in result.stdout, result.stderr
+
+
+FAKE_TORCH = """
+    import types
+    __version__ = "0.0+stand-in"
+
+    class _Cuda:
+        # The caching allocator's counters as torch.cuda exposes them, for two devices.
+        def __init__(self):
+            self.allocated, self.peak, self.current, self.initialized = [0, 0], [0, 0], 0, False
+        def is_available(self): return True
+        def is_initialized(self): return self.initialized
+        def device_count(self): return 2
+        def current_device(self): return self.current
+        def set_device(self, device): self.current = device
+        def memory_allocated(self, device): return self.allocated[device]
+        def max_memory_allocated(self, device): return self.peak[device]
+        def max_memory_reserved(self, device): return 2 * self.peak[device]
+        def reset_peak_memory_stats(self, device): self.peak[device] = self.allocated[device]
+        def synchronize(self): pass
+        def get_device_name(self, device): return "Stand-in GPU"
+        def get_device_properties(self, device): return types.SimpleNamespace(total_memory=1000000)
+        def alloc(self, device, size):
+            self.initialized = True
+            self.allocated[device] += size
+            self.peak[device] = max(self.peak[device], self.allocated[device])
+        def free(self, device, size): self.allocated[device] -= size
+
+    cuda = _Cuda()
+"""
+
+GPU_SCRIPT = """
+    import torch
+    import deepspeed
+    torch.cuda.alloc(0, 100)                       # setup: the model on cuda:0 before the device is set
+    def inside_initialize():
+        torch.cuda.set_device(1)
+        torch.cuda.alloc(1, 1000)                  # the engine on the rank's own device
+        torch.cuda.free(0, 100)
+    engine, *_ = deepspeed.initialize(model=inside_initialize)
+    torch.cuda.alloc(1, 500)                       # load: a checkpoint on the GPU, then freed
+    torch.cuda.free(1, 500)
+    engine(1)
+    torch.cuda.alloc(1, 300)                       # step
+    engine.step()
+"""
+
+
+def test_gpu_counters_per_phase_and_device(tmp_path: Path) -> None:
+    """The CUDA path, on a stand-in torch.cuda: peaks reset at each boundary, the rank's own device from LOCAL_RANK,
+    memory the rank put on another device listed under `devices`."""
+    fake_torch = tmp_path / "fake" / "torch" / "__init__.py"
+    fake_torch.parent.mkdir(parents=True)
+    fake_torch.write_text(textwrap.dedent(FAKE_TORCH))
+    result, report = harness(tmp_path, GPU_SCRIPT, env={"LOCAL_RANK": "1", "RANK": "1"})
+    assert result.returncode == 0, result.stderr
+    phases = {p["name"]: p for p in report["phases"]}
+    own = [(phases[n]["peak_allocated_bytes"], phases[n]["device_index"]) for n in ("setup", "init", "load", "step")]
+    assert own == [(0, 1), (1000, 1), (1500, 1), (1300, 1)]
+    assert phases["setup"]["devices"] == {
+        "0": {"peak_allocated_bytes": 100, "peak_reserved_bytes": 200},
+        "1": {"peak_allocated_bytes": 0, "peak_reserved_bytes": 0},
+    }
+    assert phases["init"]["devices"]["0"]["peak_allocated_bytes"] == 100
+    assert set(phases["load"]["devices"]) == {"1"}, "cuda:0 held nothing in the load phase"
+    assert phases["load"]["start_allocated_bytes"] == 1000 and phases["load"]["peak_reserved_bytes"] == 3000
+    assert report["device"] == {"type": "cuda", "index": 1, "name": "Stand-in GPU", "count": 2, "total_bytes": 1000000}
+    assert report["rank"] == 1 and report["versions"]["torch"] == "0.0+stand-in"
