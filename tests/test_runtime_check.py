@@ -189,7 +189,9 @@ def test_demo_load_phase(tmp_path: Path) -> None:
     and the load phase is not worse; on a GPU its peak allocated memory drops by about the checkpoint's size.
     On a CPU both versions take the demo's CPU branch, so no drop is asserted there."""
     text = DEMO.read_text(encoding="utf-8")
-    cuda_line = next(n for n, line in enumerate(text.splitlines(), 1) if 'map_location="cuda"' in line)
+    cuda_line = next(
+        n for n, line in enumerate(text.splitlines(), 1) if 'torch.load(checkpoint, map_location="cuda")' in line
+    )
     try:
         fixed = make_fixed(DEMO, unsafe=False)
     except NothingToRun:
