@@ -192,6 +192,11 @@ def verdict(original: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
         worse.extend(_worse_devices(original, fixed, tolerance, compared))
     load_a = original["phases"].get("load", {}).get(metric)
     load_b = fixed["phases"].get("load", {}).get(metric)
+    load = change(load_a, load_b)
+    if load is not None:  # a run that died in the load phase has a partial peak there: say so
+        load["completed"] = bool(
+            original["phases"]["load"].get("completed") and fixed["phases"]["load"].get("completed")
+        )
     reasons: list[str] = []
     if not fixed["ran"]:
         reasons.append("the fixed script did not run: " + "; ".join(fixed["errors"]))
@@ -212,7 +217,7 @@ def verdict(original: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
         "tolerance": tolerance.as_json(),
         "phases_compared": compared,
         "worse_phases": worse,
-        "load_phase": change(load_a, load_b),
+        "load_phase": load,
         "reasons": reasons,
     }
 
@@ -407,9 +412,10 @@ def render(doc: dict[str, Any]) -> str:
     load = verdict_.get("load_phase")
     if load:
         percent = f", {load['percent']:+.1f}%" if load["percent"] is not None else ""
+        partial = "" if load.get("completed", True) else "; a run did not finish this phase, not compared"
         parts.append(
             f"load phase ({METRIC_LABELS[verdict_['metric']]}): {_bytes(load['original'])} -> {_bytes(load['fixed'])}"
-            f" ({_signed_bytes(load['delta'])}{percent})"
+            f" ({_signed_bytes(load['delta'])}{percent}{partial})"
         )
     if verdict_["ok"]:
         parts.append("verdict: OK: the fixed script ran and no phase got worse")

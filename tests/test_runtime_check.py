@@ -25,6 +25,7 @@ RUNTIME = ROOT / "fixtures" / "runtime"
 MOVED = RUNTIME / "model_moved.py"
 DEMO = RUNTIME / "load_after_initialize.py"
 ZERO3 = RUNTIME / "zero3_load_after_initialize.py"
+DS_CHECKPOINT = RUNTIME / "load_deepspeed_checkpoint.py"
 PHASES = ["setup", "init", "load", "step"]
 
 
@@ -225,3 +226,24 @@ def test_two_ranks_on_the_cpu_report_each_rank(tmp_path: Path) -> None:
             assert list(report["phases"]) == PHASES
     assert {"rank 0 load", "rank 1 load"} <= set(data["verdict"]["phases_compared"])
     assert "r1 step" in result.stdout
+
+
+def test_deepspeed_checkpoint_demo_becomes_load_checkpoint(tmp_path: Path) -> None:
+    """The codemod dslint is known for (DSL203, unsafe): torch.load of a DeepSpeed checkpoint directory + raw
+    load_state_dict -> engine.load_checkpoint(dir, load_module_only=True). Asserted once the fixer does it (checkpoint
+    rules); on a CPU the original cannot map to CUDA and fails at its torch.load, the fixed script runs."""
+    try:
+        make_fixed(DS_CHECKPOINT, unsafe=True)
+    except NothingToRun:
+        result, _ = runtime_check(tmp_path, str(DS_CHECKPOINT), "--unsafe-fixes")
+        assert result.returncode == 1 and "the fixer changes nothing" in result.stdout
+        return
+    result, data = runtime_check(tmp_path, str(DS_CHECKPOINT), "--unsafe-fixes")
+    assert "engine.load_checkpoint(" in data["fix"]["diff"]
+    assert data["fixed"]["ran"], data["fixed"]["errors"]
+    assert result.returncode == 0, result.stdout
+    if data["device"]["type"] == "cpu":
+        assert "Attempting to deserialize object on a CUDA device" in data["original"]["errors"][0]
+        assert data["original"]["exception"]["phase"] == "load"
+    else:
+        assert data["original"]["ran"] and data["verdict"]["load_phase"]["delta"] < 0

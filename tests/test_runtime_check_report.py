@@ -64,7 +64,7 @@ def test_ground_truth_10_load_phase_drop_passes() -> None:
     result = verdict(gpu_run(6.25), gpu_run(3.75))
     assert result["ok"] and result["metric"] == "peak_allocated_bytes"
     assert result["load_phase"]["delta"] == int(3.75 * GIB) - int(6.25 * GIB)
-    assert result["load_phase"]["percent"] == -40.0
+    assert result["load_phase"]["percent"] == -40.0 and result["load_phase"]["completed"]
     assert result["phases_compared"] == ["setup", "init", "load", "step"]
 
 
@@ -81,6 +81,7 @@ def test_original_that_failed_is_compared_only_where_it_finished() -> None:
     result = verdict(original, gpu_run(3.75))
     assert result["ok"] and not result["original_ran"]
     assert result["phases_compared"] == ["setup", "init"]
+    assert result["load_phase"]["completed"] is False
 
 
 def test_fixed_that_failed_fails_the_verdict() -> None:
