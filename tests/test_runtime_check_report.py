@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
 
-from runtime_check.launch import ChildResult
+from runtime_check.launch import ChildResult, Progress
 from runtime_check.report import MIB, TOLERANCES, Tolerance, document, metric_for, render, summarize, table, verdict
 
 GIB = 1024 * MIB
@@ -194,3 +195,31 @@ def test_every_rank_piling_onto_cuda0_shows_in_the_device_totals() -> None:
     rows = table(document("t.py", [], {}, {"applied": []}, original, fixed)).splitlines()
     total = next(row for row in rows if row.startswith("all setup"))
     assert "GPU cuda:0 all ranks" in total and "10.00 GiB" in total and "-10.00 GiB" in total
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize("tty", [False, True], ids=["pipe", "terminal"])
+def test_progress_indicator(tty: bool) -> None:
+    stream = _Stream(tty)
+    progress = Progress(stream)
+    for phase_name in ("setup", "setup", "init"):
+        progress("original", [{"current_phase": phase_name}], 1.0)
+    progress.done("original", ChildResult("original", 0, False, 2.5))
+    text = stream.getvalue()
+    if tty:
+        assert text.count("\r\x1b[K") == 4 and "runtime_check original: init (1 s)" in text
+    else:
+        assert text.splitlines() == [
+            "runtime_check: original: setup (1 s)",
+            "runtime_check: original: init (1 s)",
+            "runtime_check: original: exit 0 after 2.5 s",
+        ]
+    assert text.endswith("runtime_check: original: exit 0 after 2.5 s\n")
