@@ -1,0 +1,249 @@
+"""DSL302: `optimizer.step()`, `optimizer.zero_grad()` or `scheduler.step()` on what the engine already drives."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Applicability, Edit, Severity
+from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.edits import delete_line, replace_node
+from dslint.script.facts import Role, RoleAnswer, method_name
+from dslint.script.loop import loop_facts
+
+OPTIMIZER_ROLES = (Role.OPTIMIZER, Role.CLIENT_OPTIMIZER)
+SCHEDULER_ROLES = (Role.SCHEDULER, Role.CLIENT_SCHEDULER)
+
+
+class OptimizerSteppedBesideEngine(ScriptRule):
+    code = "DSL302"
+    slug = "optimizer-stepped-beside-engine"
+    message = (
+        "engine.step() steps the optimizer at the accumulation boundary and zeroes the gradients; call "
+        "engine.step() on every micro-step instead of stepping the optimizer yourself"
+    )
+    zero_grad_message = (
+        "engine.step() zeroes the gradients after each optimizer update; optimizer.zero_grad() here is redundant "
+        "at best and discards accumulated gradients between boundaries; remove it"
+    )
+    scheduler_message = (
+        "engine.step() steps the LR scheduler it was given or built from the config after each optimizer "
+        "update; stepping it here as well advances the schedule twice; remove this call"
+    )
+    severity = Severity.ERROR
+    fixable = True
+    docs = RuleDocs(
+        what="""
+            Flags `.step()` and `.zero_grad()` on the optimizer returned by `deepspeed.initialize` or given to it
+            (`optimizer=`), and `.step()` on the LR scheduler returned by it or given as `lr_scheduler=`.
+
+            Which optimizer and scheduler belong to an engine is decided from the `initialize` call alone: the
+            names its results are bound to, and the names passed as its `optimizer` / `lr_scheduler` arguments,
+            as long as they are not rebound. Optimizers and schedulers of other models (a discriminator trained
+            with plain PyTorch beside the engine, say) never go through `initialize` and are not flagged; nor
+            is an optimizer whose origin is unknown (a function parameter).
+        """,
+        why="""
+            `engine.step()` counts micro-steps; at each gradient-accumulation boundary it clips
+            (`gradient_clipping`), steps the optimizer, zeroes the gradients and steps the LR scheduler it holds
+            (`_take_model_step` in `runtime/engine.py`). An `optimizer.step()` of your own steps on every
+            micro-step, with gradients that are not yet accumulated, reduced or unscaled (and, under ZeRO, on
+            the wrapped optimizer's partitions); `optimizer.zero_grad()` on every micro-step throws the
+            accumulated gradients away; `scheduler.step()` advances the learning-rate schedule a second time.
+        """,
+        example="""
+            for batch in loader:
+                loss = engine(batch)
+                engine.backward(loss)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+        """,
+        use_instead="""
+            for batch in loader:
+                loss = engine(batch)
+                engine.backward(loss)
+                engine.step()
+        """,
+        fix_safety="""
+            Each fix applies only to a call that is a statement of its own. `optimizer.zero_grad()` is removed
+            (safe). `optimizer.step()` is removed when the same function already calls `engine.step()`, and
+            otherwise replaced by `engine.step()` when exactly one name holds the engine; both are safe unless
+            the call sits under an accumulation test (`if (i + 1) % n == 0:`), where `engine.step()` would be
+            wrong too (DSL303) and no fix is offered. `scheduler.step()` is removed: safe for the scheduler
+            `initialize` returned, unsafe for one passed as `lr_scheduler=` (the engine steps it per optimizer
+            step; if you meant a per-epoch schedule, do not give it to `initialize` instead).
+        """,
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed
+            engine, optimizer, _, scheduler = deepspeed.initialize(model=model, config="ds.json")
+            for batch in loader:
+                engine.backward(engine(batch))
+                engine.step()
+            print(scheduler.get_last_lr(), optimizer.param_groups[0]["lr"])
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            engine, _, _, _ = deepspeed.initialize(model=generator, config="ds.json")
+            d_optimizer = torch.optim.Adam(discriminator.parameters())
+            d_scheduler = StepLR(d_optimizer, 10)
+            for batch in loader:
+                d_optimizer.zero_grad()
+                discriminator(batch).mean().backward()
+                d_optimizer.step()
+                d_scheduler.step()
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            def train(engine, optimizer, loader):
+                for batch in loader:
+                    engine.backward(engine(batch))
+                    optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            optimizer = torch.optim.AdamW(model.parameters())
+            if args.deepspeed:
+                engine, optimizer, _, _ = deepspeed.initialize(model=model, optimizer=optimizer, config=cfg)
+            else:
+                optimizer.step()
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import deepspeed
+            engine, optimizer, _, scheduler = deepspeed.initialize(model=model, config="ds.json")
+            for batch in loader:
+                optimizer.zero_grad()
+                loss = engine(batch)
+                engine.backward(loss)
+                optimizer.step()
+                scheduler.step()
+            """,
+            lines=(5, 8, 9),
+            fixed="""
+            import deepspeed
+            engine, optimizer, _, scheduler = deepspeed.initialize(model=model, config="ds.json")
+            for batch in loader:
+                loss = engine(batch)
+                engine.backward(loss)
+                engine.step()
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            def main():
+                optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4)
+                scheduler = get_linear_schedule_with_warmup(optimizer, 10, 100)
+                model, *_ = deepspeed.initialize(model=net, optimizer=optimizer, lr_scheduler=scheduler, config=cfg)
+                for step, batch in enumerate(loader):
+                    loss = model(**batch).loss
+                    model.backward(loss)
+                    model.step()
+                    optimizer.step(); scheduler.step()
+            """,
+            lines=(11, 11),
+        ),
+        Invalid(
+            """
+            import deepspeed
+            class Trainer:
+                def setup(self, net, cfg):
+                    self.engine, self.optimizer, _, self.lr_scheduler = deepspeed.initialize(model=net, config=cfg)
+                def train(self, batches):
+                    for i, batch in enumerate(batches):
+                        self.engine.backward(self.engine(batch))
+                        if (i + 1) % self.accum == 0:
+                            self.optimizer.step()
+                            self.lr_scheduler.step()
+            """,
+            lines=(10, 11),
+            fixed="""
+            import deepspeed
+            class Trainer:
+                def setup(self, net, cfg):
+                    self.engine, self.optimizer, _, self.lr_scheduler = deepspeed.initialize(model=net, config=cfg)
+                def train(self, batches):
+                    for i, batch in enumerate(batches):
+                        self.engine.backward(self.engine(batch))
+                        if (i + 1) % self.accum == 0:
+                            self.optimizer.step()
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            sched = torch.optim.lr_scheduler.StepLR(opt, 1)
+            engine, *_ = deepspeed.initialize(model=model, optimizer=opt, lr_scheduler=sched, config=cfg)
+            for epoch in range(3):
+                for batch in loader:
+                    engine.backward(engine(batch))
+                    engine.step()
+                sched.step()
+            """,
+            lines=(10,),
+            fixed="""
+            import deepspeed
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            sched = torch.optim.lr_scheduler.StepLR(opt, 1)
+            engine, *_ = deepspeed.initialize(model=model, optimizer=opt, lr_scheduler=sched, config=cfg)
+            for epoch in range(3):
+                for batch in loader:
+                    engine.backward(engine(batch))
+                    engine.step()
+            """,
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.loop = loop_facts(self.facts)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = method_name(node)
+        if name not in ("step", "zero_grad"):
+            return
+        assert isinstance(node.func, cst.Attribute)
+        answer = self.facts.role_of(node.func.value, at=node)
+        if answer is None:
+            return
+        if answer.role in OPTIMIZER_ROLES:
+            if name == "zero_grad":
+                self._report_removal(node, self.zero_grad_message, Applicability.SAFE, "Remove `zero_grad()`")
+            else:
+                self._report_optimizer_step(node, answer)
+        elif answer.role in SCHEDULER_ROLES and name == "step":
+            applicability = Applicability.SAFE if answer.role is Role.SCHEDULER else Applicability.UNSAFE
+            self._report_removal(node, self.scheduler_message, applicability, "Remove `scheduler.step()`")
+
+    def _report_removal(self, node: cst.Call, message: str, applicability: Applicability, fix: str) -> None:
+        line = self.facts.lone_expression_statement(node)
+        edits = [delete_line(self.context, line)] if line is not None else []
+        self.report(node, message, edits=edits, applicability=applicability, fix_message=fix)
+
+    def _report_optimizer_step(self, node: cst.Call, answer: RoleAnswer) -> None:
+        line = self.facts.lone_expression_statement(node)
+        engine = self.loop.certain_engine_name(answer.init, at=node)
+        message = self.message if engine is None else self.message.replace("engine.step", f"{engine}.step")
+        edits: list[Edit] = []
+        fix = ""
+        if line is not None and self.loop.accumulation_test(node) is None:
+            function = self.facts.scope_at(node).node
+            if self.loop.engine_step_calls(answer.init, function):
+                edits = [delete_line(self.context, line)]
+                fix = "Remove `optimizer.step()` (the function already calls `engine.step()`)"
+            elif engine is not None:
+                edits = [replace_node(self.context, node, f"{engine}.step()")]
+                fix = f"Replace with `{engine}.step()`"
+        self.report(node, message, edits=edits, applicability=Applicability.SAFE, fix_message=fix)
