@@ -1,0 +1,81 @@
+"""The training-loop fixes, checked against real DeepSpeed on the CPU.
+
+`fixtures/fix/loop_manual_optimizer_step.in.py` steps and zeroes the optimizer by hand and divides the loss by
+the accumulation steps; dslint's fixes (DSL302, DSL304) turn it into the `.out.py` twin. Both run for two
+micro-steps with `gradient_accumulation_steps: 2` (fp32, a client torch SGD, ZeRO off) in a child process.
+The fixed loop must make exactly one optimizer update, at the second micro-step, equal to one SGD step with the
+mean gradient of the two micro-batches; the original makes an update on every micro-step and never counts one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixture_support import FIXTURES, fix_file_text
+
+PAIR = FIXTURES / "fix" / "loop_manual_optimizer_step.in.py"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _run(script: Path) -> dict[str, Any]:
+    env = {
+        **os.environ,
+        "RANK": "0",
+        "WORLD_SIZE": "1",
+        "LOCAL_RANK": "0",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(_free_port()),
+        "DS_ACCELERATOR": "cpu",
+    }
+    done = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600, cwd=script.parent
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any]]:
+    original_text = PAIR.read_text(encoding="utf-8")
+    outcome = fix_file_text(str(PAIR), original_text)
+    assert outcome.error is None
+    assert {d.code for d in outcome.applied} == {"DSL302", "DSL304"}
+    folder = tmp_path_factory.mktemp("loop")
+    original, fixed = folder / "original.py", folder / "fixed.py"
+    original.write_text(original_text, encoding="utf-8")
+    fixed.write_text(outcome.text, encoding="utf-8")
+    return _run(original), _run(fixed)
+
+
+def _close(a: list[float], b: list[float]) -> bool:
+    return all(abs(x - y) <= 1e-6 for x, y in zip(a, b, strict=True))
+
+
+def test_fixed_loop_makes_exactly_one_update(runs: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    _, fixed = runs
+    weights = fixed["weights"]
+    assert fixed["global_steps"] == 1
+    assert weights[1] == weights[0], "no update may happen before the accumulation boundary"
+    assert weights[2] != weights[1]
+    assert _close(weights[2], fixed["expected"]), "the update is one SGD step with the mean micro-batch gradient"
+
+
+def test_original_loop_updates_on_every_micro_step(runs: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    original, fixed = runs
+    weights = original["weights"]
+    assert original["global_steps"] == 0, "the engine never counted an optimizer step"
+    assert weights[1] != weights[0], "the hand-made optimizer.step() updated before the accumulation boundary"
+    assert weights[2] != weights[1]
+    assert not _close(weights[2], fixed["weights"][2])
