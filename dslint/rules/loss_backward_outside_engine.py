@@ -73,7 +73,8 @@ class LossBackwardOutsideEngine(ScriptRule):
             d_optimizer = torch.optim.Adam(discriminator.parameters())
             for x in loader:
                 x = x.to(engine.device)
-                d_loss = discriminator(x).mean()
+                fake = engine(torch.randn(8, 64))
+                d_loss = discriminator(x).mean() - discriminator(fake.detach()).mean()
                 d_loss.backward()
                 d_optimizer.step()
             """

@@ -24,6 +24,8 @@ from dslint.script.facts import BindingKind, InitializeCall, Pos, Role, RoleAnsw
 from dslint.script.names import dotted_name
 
 ENGINE_ROLES = (Role.ENGINE, Role.ENGINE_MODULE)
+# Methods whose result no longer carries the autograd graph of their receiver.
+GRAPH_CUTTING_METHODS = frozenset({"detach", "detach_", "item", "tolist", "numpy"})
 MAX_DEPTH = 6
 
 
@@ -188,6 +190,8 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [node]
     while stack:
         current = stack.pop()
+        if isinstance(current, cst.Call) and method_name(current) in GRAPH_CUTTING_METHODS:
+            continue  # `fake.detach()`: a value computed from it is no longer the engine's output
         yield current
         if isinstance(current, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
             continue
