@@ -220,12 +220,18 @@ class OptimizerSteppedBesideEngine(ScriptRule):
             return
         if answer.role in OPTIMIZER_ROLES:
             if name == "zero_grad":
-                self._report_removal(node, self.zero_grad_message, Applicability.SAFE, "Remove `zero_grad()`")
+                message = self._named(self.zero_grad_message, answer, node)
+                self._report_removal(node, message, Applicability.SAFE, "Remove `zero_grad()`")
             else:
                 self._report_optimizer_step(node, answer)
         elif answer.role in SCHEDULER_ROLES and name == "step":
             applicability = Applicability.SAFE if answer.role is Role.SCHEDULER else Applicability.UNSAFE
-            self._report_removal(node, self.scheduler_message, applicability, "Remove `scheduler.step()`")
+            message = self._named(self.scheduler_message, answer, node)
+            self._report_removal(node, message, applicability, "Remove `scheduler.step()`")
+
+    def _named(self, message: str, answer: RoleAnswer, node: cst.Call) -> str:
+        engine = self.loop.certain_engine_name(answer.init, at=node)
+        return message if engine is None else message.replace("engine.step", f"{engine}.step")
 
     def _report_removal(self, node: cst.Call, message: str, applicability: Applicability, fix: str) -> None:
         line = self.facts.lone_expression_statement(node)
@@ -235,7 +241,7 @@ class OptimizerSteppedBesideEngine(ScriptRule):
     def _report_optimizer_step(self, node: cst.Call, answer: RoleAnswer) -> None:
         line = self.facts.lone_expression_statement(node)
         engine = self.loop.certain_engine_name(answer.init, at=node)
-        message = self.message if engine is None else self.message.replace("engine.step", f"{engine}.step")
+        message = self._named(self.message, answer, node)
         edits: list[Edit] = []
         fix = ""
         if line is not None and self.loop.accumulation_test(node) is None:
