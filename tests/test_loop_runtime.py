@@ -4,7 +4,9 @@
 the accumulation steps; dslint's fixes (DSL302, DSL304) turn it into the `.out.py` twin. Both run for two
 micro-steps with `gradient_accumulation_steps: 2` (fp32, a client torch SGD, ZeRO off) in a child process.
 The fixed loop must make exactly one optimizer update, at the second micro-step, equal to one SGD step with the
-mean gradient of the two micro-batches; the original makes an update on every micro-step and never counts one.
+mean gradient of the two micro-batches (clipped to 1.0, DeepSpeed's default `gradient_clipping`); the original
+makes an update on every micro-step and never counts one. A second child (`loop_claims_child.py`) shows the
+behaviour DSL303 and DSL301 describe.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pytest
 from fixture_support import FIXTURES, fix_file_text
 
 PAIR = FIXTURES / "fix" / "loop_manual_optimizer_step.in.py"
+CLAIMS = Path(__file__).resolve().parent / "loop_claims_child.py"
 
 
 def _free_port() -> int:
@@ -79,3 +82,11 @@ def test_original_loop_updates_on_every_micro_step(runs: tuple[dict[str, Any], d
     assert weights[1] != weights[0], "the hand-made optimizer.step() updated before the accumulation boundary"
     assert weights[2] != weights[1]
     assert not _close(weights[2], fixed["weights"][2])
+
+
+def test_deepspeed_behaviour_behind_dsl303_and_dsl301() -> None:
+    claims = _run(CLAIMS)
+    # DSL303: stepping only under `(i + 1) % 2 == 0` with gradient_accumulation_steps 2 gives no update at all.
+    assert claims["accumulation_test"] == {"global_steps": 0, "weights_changed": False}
+    # DSL301: without ZeRO, a direct loss.backward() raises.
+    assert "Direct calls to tensor.backward() are not supported" in claims["direct_backward"]

@@ -72,6 +72,11 @@ class EngineStepUnderAccumulationTest(ScriptRule):
                     print("update")
                 if step % 100 == 0:
                     engine.save_checkpoint("ckpt")
+            for epoch in range(10):
+                if epoch % args.train_every == 0:
+                    for batch in loader:
+                        engine.backward(engine(batch))
+                        engine.step()
             """
         ),
         Valid(

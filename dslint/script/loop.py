@@ -41,6 +41,7 @@ class EngineUse:
 class LoopFacts:
     facts: ScriptFacts
     accumulation_ifs: list[tuple[cst.If, Pos, Pos]] = field(default_factory=list)
+    loop_bodies: list[tuple[Pos, Pos]] = field(default_factory=list)
     calls: list[cst.Call] = field(default_factory=list)
 
     # --- forward passes ---------------------------------------------------------------------------------------
@@ -100,13 +101,22 @@ class LoopFacts:
 
     # --- accumulation tests -----------------------------------------------------------------------------------
     def accumulation_test(self, node: cst.CSTNode) -> cst.If | None:
-        """The innermost `if <modulo test>:` whose body (not its `else`) holds `node`."""
+        """The innermost `if <modulo test>:` whose body (not its `else`) holds `node` in the same loop iteration.
+
+        A loop inside the `if` body between the test and `node` (`if epoch % 2 == 0: for batch in ...:`) means
+        `node` runs on every iteration of that inner loop: then it is not under an accumulation test.
+        """
         pos = self.facts.start(node)
         best: tuple[cst.If, Pos] | None = None
         for branch, lo, hi in self.accumulation_ifs:
             if lo <= pos < hi and (best is None or lo > best[1]):
                 best = (branch, lo)
-        return best[0] if best else None
+        if best is None:
+            return None
+        test_body = best[1]
+        if any(test_body <= lo and lo <= pos < hi for lo, hi in self.loop_bodies):
+            return None
+        return best[0]
 
     # --- the engine's name ------------------------------------------------------------------------------------
     def certain_engine_name(self, init: InitializeCall | None, at: cst.CSTNode) -> str | None:
@@ -214,6 +224,12 @@ class _Collector(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.loop.calls.append(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        self.loop.loop_bodies.append((self.loop.facts.start(node.body), self.loop.facts.end(node.body)))
+
+    def visit_While(self, node: cst.While) -> None:
+        self.loop.loop_bodies.append((self.loop.facts.start(node.body), self.loop.facts.end(node.body)))
 
 
 _CACHE: weakref.WeakKeyDictionary[ScriptFacts, LoopFacts] = weakref.WeakKeyDictionary()
