@@ -6,8 +6,9 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.config_link import resolve_config
 from dslint.script.edits import replace_node
-from dslint.script.facts import Role, method_name
+from dslint.script.facts import InitializeCall, Role, method_name
 from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name
 
@@ -17,17 +18,20 @@ class LossBackwardOutsideEngine(ScriptRule):
     slug = "loss-backward-outside-engine"
     message = (
         "call engine.backward(loss) instead of loss.backward(): the engine scales the loss for gradient "
-        "accumulation and fp16 and reduces gradients; a direct backward raises with fp16 or without ZeRO"
+        "accumulation and fp16 and reduces gradients; a direct backward raises with fp16 or without ZeRO, and "
+        "before DeepSpeed 0.18.3 silently skips both"
     )
-    severity = Severity.ERROR
+    severity = Severity.WARNING
     fixable = True
     docs = RuleDocs(
         what="""
             Flags `x.backward()` where `x` is computed from the output of a DeepSpeed engine's forward pass
             (`engine(batch)`, `engine.module(batch)`, `engine.forward(batch)`, or a function the engine is passed
             to, such as `compute_loss(engine, batch)`), traced through assignments in the same function.
-            A loss that does not come from an engine (another model trained with plain PyTorch beside it) is not
-            flagged, nor is one whose origin cannot be traced (a function parameter, another function's result).
+            A loss that does not come from an engine (another model trained with plain PyTorch beside it, or a
+            value computed from `output.detach()`) is not flagged, nor is one whose origin cannot be traced (a
+            function parameter, another function's result). When the engine's config is known to use ZeRO
+            (stage 1 to 3) without fp16, where DeepSpeed >= 0.18.3 supports the direct call, nothing is reported.
         """,
         why="""
             `DeepSpeedEngine.backward(loss)` divides the loss by `gradient_accumulation_steps`, applies the fp16
@@ -77,6 +81,16 @@ class LossBackwardOutsideEngine(ScriptRule):
                 d_loss = discriminator(x).mean() - discriminator(fake.detach()).mean()
                 d_loss.backward()
                 d_optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            cfg = {"train_batch_size": 8, "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
+            engine, _, _, _ = deepspeed.initialize(model=model, config=cfg)
+            loss = engine(x).mean()
+            loss.backward()
+            engine.step()
             """
         ),
         Valid(
@@ -169,7 +183,7 @@ class LossBackwardOutsideEngine(ScriptRule):
         Invalid(
             """
             import deepspeed
-            a, *_ = deepspeed.initialize(model=m1, config=cfg)
+            a, *_ = deepspeed.initialize(model=m1, config={"zero_optimization": {"stage": 1}, "fp16": {}})
             b, *_ = deepspeed.initialize(model=m2, config=cfg)
             loss = a(x).sum() + b(x).sum()
             loss.backward()
@@ -191,7 +205,7 @@ class LossBackwardOutsideEngine(ScriptRule):
         if answer is not None and answer.role in (Role.ENGINE, Role.ENGINE_MODULE):
             return  # engine.backward(loss) itself
         sources = self.loop.engine_sources(receiver)
-        if not sources:
+        if not sources or all(self._direct_backward_supported(use.init) for use in sources):
             return
         edits: list[Edit] = []
         engine = self.loop.certain_engine_name(sources[0].init, at=node) if len(sources) == 1 else None
@@ -208,6 +222,14 @@ class LossBackwardOutsideEngine(ScriptRule):
             applicability=Applicability.SAFE,
             fix_message=f"Replace with `{engine}.backward(...)`",
         )
+
+    def _direct_backward_supported(self, init: InitializeCall | None) -> bool:
+        """ZeRO without fp16, known from the config: `tensor.backward()` works there since DeepSpeed 0.18.3."""
+        config = resolve_config(self.context, init) if init is not None else None
+        if config is None:
+            return False
+        stage = config.zero_stage
+        return stage is not None and stage >= 1 and config.fp16_enabled is False
 
     @staticmethod
     def _plain_receiver(receiver: cst.BaseExpression) -> bool:
