@@ -161,7 +161,8 @@ class EngineStepUnderAccumulationTest(ScriptRule):
             return
         if self.loop.accumulation_test(node) is None or self._caller_owns_boundary(answer.init):
             return
-        self.report(node, self.message if name == "step" else self.backward_message)
+        message = self.message if name == "step" else self.backward_message
+        self.report(node, message.replace("engine.", self.context.code(node.func.value) + ".", 1))
 
     def _caller_owns_boundary(self, init: InitializeCall | None) -> bool:
         """Known configs where stepping on some micro-steps only is not compounding accumulation."""

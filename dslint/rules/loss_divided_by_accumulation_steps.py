@@ -203,10 +203,12 @@ class LossDividedByAccumulationSteps(ScriptRule):
         if answer is None or answer.role is not Role.ENGINE or not self._scales_for_accumulation(node):
             return
         loss = node.args[0].value
+        message = self.message.replace("engine.", self.context.code(node.func.value) + ".", 1)
         division = divided_by_accumulation(loss)
         if division is not None:
             self.report(
                 division,
+                message,
                 edits=[replace_node(self.context, division, self.context.code(division.left))],
                 applicability=Applicability.SAFE,
                 fix_message="Remove the division",
@@ -225,7 +227,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
         self.reported.add(id(statement))
         if isinstance(statement, cst.AugAssign):
             if isinstance(statement.operator, cst.DivideAssign) and is_accumulation_steps(statement.value):
-                self.report(statement, edits=self._delete(statement), applicability=Applicability.UNSAFE)
+                self.report(statement, message, edits=self._delete(statement), applicability=Applicability.UNSAFE)
         elif isinstance(statement, cst.Assign) and statement.value is binding.value and binding.value is not None:
             division = divided_by_accumulation(binding.value)
             if division is None:
@@ -235,7 +237,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
                 edits = self._delete(statement)
             else:
                 edits = [replace_node(self.context, division, self.context.code(division.left))]
-            self.report(division, edits=edits, applicability=Applicability.UNSAFE)
+            self.report(division, message, edits=edits, applicability=Applicability.UNSAFE)
 
     @staticmethod
     def _scales_for_accumulation(call: cst.Call) -> bool:

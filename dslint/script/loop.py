@@ -154,7 +154,7 @@ class LoopFacts:
 
 
 def is_accumulation_test(test: cst.BaseExpression) -> bool:
-    """`(i + 1) % n == 0`, `step % accum == 0`, `0 == (i + 1) % n`, also inside `and`/`or`/`not`/parentheses."""
+    """`(i + 1) % n == 0`, `step % accum == 0`, `0 == (i + 1) % n`, also as one side of `and` / `or`."""
     if isinstance(test, cst.BooleanOperation):
         return is_accumulation_test(test.left) or is_accumulation_test(test.right)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:

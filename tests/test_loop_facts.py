@@ -1,0 +1,88 @@
+"""The shared training-loop facts: accumulation tests, engine-derived values, the engine's certain name."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from dslint.script.facts import collect_facts
+from dslint.script.loop import LoopFacts, is_accumulation_test, loop_facts
+
+
+@pytest.mark.parametrize(
+    ("test", "expected"),
+    [
+        ("(i + 1) % n == 0", True),
+        ("step % args.gradient_accumulation_steps == 0", True),
+        ("0 == (step + 1) % accum", True),
+        ("(i + 1) % n == 0 or i == len(loader) - 1", True),
+        ("done and step % accum == 0", True),
+        ("(i + 1) % n != 0", False),
+        ("(i + 1) % n == 1", False),
+        ("step == 0", False),
+        ("engine.is_gradient_accumulation_boundary()", False),
+    ],
+)
+def test_accumulation_tests(test: str, expected: bool) -> None:
+    assert is_accumulation_test(cst.parse_expression(test)) is expected
+
+
+def _facts(code: str) -> tuple[LoopFacts, dict[str, cst.Call]]:
+    module = cst.parse_module(textwrap.dedent(code))
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    facts = collect_facts(module, wrapper.resolve(PositionProvider))
+    calls: dict[str, cst.Call] = {}
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            calls.setdefault(module.code_for_node(node), node)
+
+    module.visit(Calls())
+    return loop_facts(facts), calls
+
+
+CODE = """
+import deepspeed
+engine, optimizer, _, _ = deepspeed.initialize(model=net, config="ds.json")
+for i, (x, y) in enumerate(loader):
+    x = x.to(engine.device)
+    out = engine(x)
+    plain = other(x)
+    loss = criterion(out, y) + 0.1 * reg(out.detach())
+    detached = other(out.detach()).sum()
+    helper = compute(engine, x).loss
+    loss.backward()
+    plain.backward()
+    detached.backward()
+    helper.backward()
+    if (i + 1) % 4 == 0:
+        engine.step()
+        for _ in range(2):
+            engine.step()
+"""
+
+
+def test_engine_sources_follow_assignments_but_not_attributes_or_detach() -> None:
+    loop, calls = _facts(CODE)
+
+    def sources(call: str) -> list[str]:
+        func = calls[call].func
+        assert isinstance(func, cst.Attribute)
+        return [use.key for use in loop.engine_sources(func.value)]
+
+    assert sources("loss.backward()") == ["engine"]
+    assert sources("plain.backward()") == []  # x.to(engine.device) reads an attribute, not the output
+    assert sources("detached.backward()") == []
+    assert sources("helper.backward()") == ["engine"]  # the engine passed into a function
+
+
+def test_accumulation_test_and_engine_name() -> None:
+    loop, calls = _facts(CODE)
+    steps = [c for c in loop.calls if loop.facts.code(c) == "engine.step()"]
+    assert [loop.accumulation_test(c) is not None for c in steps] == [True, False]  # an inner loop ends the test
+    backward = calls["loss.backward()"]
+    assert loop.certain_engine_name(loop.facts.initialize_calls[0], at=backward) == "engine"
+    assert loop_facts(loop.facts) is loop  # computed once per file
