@@ -39,7 +39,8 @@ class ClipGradNormBesideEngine(ScriptRule):
             DeepSpeed clips gradients itself, inside `engine.step()` at each accumulation boundary, after the
             gradients are accumulated, reduced across ranks and unscaled, by the config's `gradient_clipping`
             (`_take_model_step` and the ZeRO/fp16 optimizers' `clip_grad`). Its default is 1.0 since DeepSpeed
-            0.19.3 (0.0, no clipping, before). A `clip_grad_norm_` of your own runs on every micro-step on
+            0.19.3 (`GRADIENT_CLIPPING_DEFAULT`, deepspeedai/DeepSpeed#8068; 0.0, no clipping, before); set
+            `"gradient_clipping": 0.0` to turn it off. A `clip_grad_norm_` of your own runs on every micro-step on
             partial gradients: without ZeRO it clips the accumulating sum and the engine clips again; under
             ZeRO-1/2 `param.grad` is already cleared after `engine.backward` (the gradients live in the
             optimizer's partitions) so it clips nothing, under ZeRO-3 it sees partitions; under fp16 it measures
