@@ -1,4 +1,4 @@
-"""Run by tests/test_loop_runtime.py in a child process: DeepSpeed's behaviour behind DSL301 and DSL303.
+"""Run by tests/test_loop_runtime.py in a child process: DeepSpeed's behaviour behind DSL301, DSL303, DSL307.
 
 Prints one JSON object on its last line.
 """
@@ -43,5 +43,36 @@ def direct_backward() -> str:
     return ""
 
 
+def zero3_weights(raw: bool) -> list[float]:
+    """DSL307: four micro-steps under ZeRO-3, the forward through the engine or through the raw model."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 1))
+    config = {
+        **CONFIG,
+        "zero_optimization": {"stage": 3},
+        "optimizer": {"type": "SGD", "params": {"lr": 0.1}},
+        "zero_allow_untested_optimizer": True,
+    }
+    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+    inputs = torch.randn(4, 2, 4, generator=torch.Generator().manual_seed(1))
+    for i in range(4):
+        output = model(inputs[i]) if raw else engine(inputs[i])
+        engine.backward(output.pow(2).mean())
+        engine.step()
+    parameters = list(engine.module.parameters())
+    with deepspeed.zero.GatheredParameters(parameters):
+        return [x for p in parameters for x in p.detach().flatten().tolist()]
+
+
 if __name__ == "__main__":
-    print(json.dumps({"accumulation_test": step_under_accumulation_test(), "direct_backward": direct_backward()}))
+    through_engine, through_model = zero3_weights(raw=False), zero3_weights(raw=True)
+    difference = max(abs(a - b) for a, b in zip(through_engine, through_model, strict=True))
+    print(
+        json.dumps(
+            {
+                "accumulation_test": step_under_accumulation_test(),
+                "direct_backward": direct_backward(),
+                "zero3_raw_forward_difference": difference,
+            }
+        )
+    )

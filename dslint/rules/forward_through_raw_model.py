@@ -38,8 +38,10 @@ class ForwardThroughRawModel(ScriptRule):
             previous micro-step's accumulated-gradient buffers and under ZeRO-3 advances the micro-step counter
             that decides whether gradients are copied or added; the config's `torch_autocast`; DeepCompile; and
             the output hooks that scale a direct `loss.backward()` for accumulation. In DeepSpeed 0.19 the
-            module's own hooks (ZeRO-3 parameter gathering, fp16 input casting) still run on a raw forward;
-            older releases ran more of this in the engine's forward. The raw call works by accident at best.
+            module's own hooks (ZeRO-3 parameter gathering, fp16 input casting) still run on a raw forward, so
+            it seems to work. Seen with DeepSpeed 0.19.8 on the CPU (a small MLP, SGD, `gradient_accumulation_steps:
+            2`, two updates): under ZeRO-3 the weights after raw forwards differ from those after `engine(...)`;
+            under ZeRO-1/2 they were equal in that run.
         """,
         example="""
             engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds.json")
