@@ -1,4 +1,4 @@
-"""Run by tests/test_loop_runtime.py in a child process: DeepSpeed's behaviour behind DSL301, DSL303, DSL307.
+"""Run by tests/test_loop_runtime.py in a child process: DeepSpeed's behaviour behind DSL301, DSL303, DSL307, DSL308.
 
 Prints one JSON object on its last line.
 """
@@ -64,6 +64,24 @@ def zero3_weights(raw: bool) -> list[float]:
         return [x for p in parameters for x in p.detach().flatten().tolist()]
 
 
+def zero_init_under_stage_2() -> dict[str, object]:
+    """DSL308: zero.Init with a stage-2 config, then the engine's first forward."""
+    config = {
+        **CONFIG,
+        "zero_optimization": {"stage": 2},
+        "optimizer": {"type": "Adam", "params": {"torch_adam": True}},
+    }
+    with deepspeed.zero.Init(config_dict_or_path=config):
+        model = torch.nn.Linear(4, 2)
+    numel = model.weight.data.numel()
+    try:
+        engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+        engine(torch.randn(2, 4))
+    except RuntimeError as error:
+        return {"numel": numel, "error": str(error)}
+    return {"numel": numel, "error": ""}
+
+
 if __name__ == "__main__":
     through_engine, through_model = zero3_weights(raw=False), zero3_weights(raw=True)
     difference = max(abs(a - b) for a, b in zip(through_engine, through_model, strict=True))
@@ -73,6 +91,7 @@ if __name__ == "__main__":
                 "accumulation_test": step_under_accumulation_test(),
                 "direct_backward": direct_backward(),
                 "zero3_raw_forward_difference": difference,
+                "zero_init_stage_2": zero_init_under_stage_2(),
             }
         )
     )

@@ -6,7 +6,7 @@ micro-steps with `gradient_accumulation_steps: 2` (fp32, a client torch SGD, ZeR
 The fixed loop must make exactly one optimizer update, at the second micro-step, equal to one SGD step with the
 mean gradient of the two micro-batches (clipped to 1.0, DeepSpeed's default `gradient_clipping`); the original
 makes an update on every micro-step and never counts one. A second child (`loop_claims_child.py`) shows the
-behaviour DSL303, DSL301 and DSL307 describe.
+behaviour DSL301, DSL303, DSL307 and DSL308 describe.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_original_loop_updates_on_every_micro_step(runs: tuple[dict[str, Any], d
     assert not _close(weights[2], fixed["weights"][2])
 
 
-def test_deepspeed_behaviour_behind_dsl303_dsl301_dsl307() -> None:
+def test_deepspeed_behaviour_behind_the_loop_rules() -> None:
     claims = _run(CLAIMS)
     # DSL303: stepping only under `(i + 1) % 2 == 0` with gradient_accumulation_steps 2 gives no update at all.
     assert claims["accumulation_test"] == {"global_steps": 0, "weights_changed": False}
@@ -92,3 +92,6 @@ def test_deepspeed_behaviour_behind_dsl303_dsl301_dsl307() -> None:
     assert "Direct calls to tensor.backward() are not supported" in claims["direct_backward"]
     # DSL307: under ZeRO-3 with accumulation, forwards through the raw model change the training result.
     assert claims["zero3_raw_forward_difference"] > 1e-4
+    # DSL308: zero.Init under a stage-2 config leaves empty parameters, and the engine cannot run the model.
+    assert claims["zero_init_stage_2"]["numel"] == 0
+    assert claims["zero_init_stage_2"]["error"]
