@@ -65,13 +65,15 @@ class OptimizerSteppedBesideEngine(ScriptRule):
                 engine.step()
         """,
         fix_safety="""
-            Each fix applies only to a call that is a statement of its own. `optimizer.zero_grad()` is removed
-            (safe). `optimizer.step()` is removed when the same function already calls `engine.step()`, and
-            otherwise replaced by `engine.step()` when exactly one name holds the engine; both are safe unless
-            the call sits under an accumulation test (`if (i + 1) % n == 0:`), where `engine.step()` would be
-            wrong too (DSL303) and no fix is offered. `scheduler.step()` is removed: safe for the scheduler
-            `initialize` returned, unsafe for one passed as `lr_scheduler=` (the engine steps it per optimizer
-            step; if you meant a per-epoch schedule, do not give it to `initialize` instead).
+            Each fix applies only to a call that is a statement of its own, and never under an accumulation test
+            (`if (i + 1) % n == 0:`), where `engine.step()` would be wrong too (DSL303).
+            `optimizer.step()` is removed when the same function already calls `engine.step()` on every
+            micro-step, and otherwise replaced by `engine.step()` when exactly one name holds the engine (safe).
+            `optimizer.zero_grad()` and `scheduler.step()` are removed only when `engine.step()` then runs on
+            every micro-step of the same function, since it is what zeroes and schedules:
+            `optimizer.zero_grad()` and the scheduler `initialize` returned are safe; a scheduler passed as
+            `lr_scheduler=` is unsafe (the engine steps it once per optimizer step; if you meant a per-epoch
+            schedule, do not give it to `initialize`).
         """,
     )
     valid = (
@@ -169,6 +171,7 @@ class OptimizerSteppedBesideEngine(ScriptRule):
                             self.lr_scheduler.step()
             """,
             lines=(10, 11),
+            # Nothing calls engine.step() on every micro-step here, so neither call can simply go (DSL303).
             fixed="""
             import deepspeed
             class Trainer:
@@ -179,6 +182,7 @@ class OptimizerSteppedBesideEngine(ScriptRule):
                         self.engine.backward(self.engine(batch))
                         if (i + 1) % self.accum == 0:
                             self.optimizer.step()
+                            self.lr_scheduler.step()
             """,
         ),
         Invalid(
@@ -218,38 +222,66 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         answer = self.facts.role_of(node.func.value, at=node)
         if answer is None:
             return
-        if answer.role in OPTIMIZER_ROLES:
-            if name == "zero_grad":
-                message = self._named(self.zero_grad_message, answer, node)
-                self._report_removal(node, message, Applicability.SAFE, "Remove `zero_grad()`")
-            else:
-                self._report_optimizer_step(node, answer)
+        if answer.role in OPTIMIZER_ROLES and name == "step":
+            self._report_optimizer_step(node, answer)
+        elif answer.role in OPTIMIZER_ROLES:
+            message = self._named(self.zero_grad_message, answer, node)
+            self._report_removal(node, answer, message, Applicability.SAFE, "Remove `zero_grad()`")
         elif answer.role in SCHEDULER_ROLES and name == "step":
             applicability = Applicability.SAFE if answer.role is Role.SCHEDULER else Applicability.UNSAFE
             message = self._named(self.scheduler_message, answer, node)
-            self._report_removal(node, message, applicability, "Remove `scheduler.step()`")
+            self._report_removal(node, answer, message, applicability, "Remove `scheduler.step()`")
 
     def _named(self, message: str, answer: RoleAnswer, node: cst.Call) -> str:
         engine = self.loop.certain_engine_name(answer.init, at=node)
         return message if engine is None else message.replace("engine.step", f"{engine}.step")
 
-    def _report_removal(self, node: cst.Call, message: str, applicability: Applicability, fix: str) -> None:
+    def _report_removal(
+        self, node: cst.Call, answer: RoleAnswer, message: str, applicability: Applicability, fix: str
+    ) -> None:
+        """Zeroing and scheduling are engine.step()'s job: removable when it runs on every micro-step here
+        (already, or once this function's optimizer.step() is fixed into it)."""
         line = self.facts.lone_expression_statement(node)
-        edits = [delete_line(self.context, line)] if line is not None else []
+        removable = line is not None and self._engine_steps_every_micro_step(answer, node)
+        edits = [delete_line(self.context, line)] if line is not None and removable else []
         self.report(node, message, edits=edits, applicability=applicability, fix_message=fix)
 
     def _report_optimizer_step(self, node: cst.Call, answer: RoleAnswer) -> None:
-        line = self.facts.lone_expression_statement(node)
-        engine = self.loop.certain_engine_name(answer.init, at=node)
-        message = self._named(self.message, answer, node)
         edits: list[Edit] = []
         fix = ""
+        line = self.facts.lone_expression_statement(node)
         if line is not None and self.loop.accumulation_test(node) is None:
-            function = self.facts.scope_at(node).node
-            if self.loop.engine_step_calls(answer.init, function):
+            steps = self.loop.engine_step_calls(answer.init, self.facts.scope_at(node).node)
+            engine = self.loop.certain_engine_name(answer.init, at=node)
+            if any(self.loop.accumulation_test(step) is None for step in steps):
                 edits = [delete_line(self.context, line)]
                 fix = "Remove `optimizer.step()` (the function already calls `engine.step()`)"
-            elif engine is not None:
+            elif not steps and engine is not None:
                 edits = [replace_node(self.context, node, f"{engine}.step()")]
                 fix = f"Replace with `{engine}.step()`"
+        message = self._named(self.message, answer, node)
         self.report(node, message, edits=edits, applicability=Applicability.SAFE, fix_message=fix)
+
+    def _engine_steps_every_micro_step(self, answer: RoleAnswer, node: cst.Call) -> bool:
+        function = self.facts.scope_at(node).node
+        steps = self.loop.engine_step_calls(answer.init, function)
+        if any(self.loop.accumulation_test(step) is None for step in steps):
+            return True
+        if steps:
+            return False
+        lo, hi = self.facts.start(function), self.facts.end(function)
+        for call in self.loop.calls:
+            if method_name(call) != "step" or not (lo <= self.facts.start(call) < hi):
+                continue
+            assert isinstance(call.func, cst.Attribute)
+            other = self.facts.role_of(call.func.value, at=call)
+            if (
+                other is not None
+                and other.role in OPTIMIZER_ROLES
+                and other.init is answer.init
+                and self.facts.lone_expression_statement(call) is not None
+                and self.loop.accumulation_test(call) is None
+                and self.loop.certain_engine_name(answer.init, at=call) is not None
+            ):
+                return True  # it becomes engine.step() by this rule's fix
+        return False
