@@ -169,8 +169,9 @@ class OptimizerSteppedBesideEngine(ScriptRule):
                         if (i + 1) % self.accum == 0:
                             self.optimizer.step()
                             self.lr_scheduler.step()
+                            self.optimizer.zero_grad()
             """,
-            lines=(10, 11),
+            lines=(10, 11, 12),
             # Nothing calls engine.step() on every micro-step here, so neither call can simply go (DSL303).
             fixed="""
             import deepspeed
@@ -183,6 +184,7 @@ class OptimizerSteppedBesideEngine(ScriptRule):
                         if (i + 1) % self.accum == 0:
                             self.optimizer.step()
                             self.lr_scheduler.step()
+                            self.optimizer.zero_grad()
             """,
         ),
         Invalid(
