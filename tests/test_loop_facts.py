@@ -1,4 +1,5 @@
-"""The shared training-loop facts: accumulation tests, engine-derived values, the engine's certain name."""
+"""The shared training-loop facts: accumulation tests, engine-derived values, the engine's certain name; and how the
+DSL3xx fixes use them."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from dslint.diagnostics import Applicability
+from dslint.linter import lint_source
 from dslint.script.facts import collect_facts
 from dslint.script.loop import LoopFacts, is_accumulation_test, loop_facts
+from dslint.selection import RuleSelection
 
 
 @pytest.mark.parametrize(
@@ -86,3 +90,23 @@ def test_accumulation_test_and_engine_name() -> None:
     backward = calls["loss.backward()"]
     assert loop.certain_engine_name(loop.facts.initialize_calls[0], at=backward) == "engine"
     assert loop_facts(loop.facts) is loop  # computed once per file
+
+
+def test_backward_fix_is_unsafe_on_a_loss_divided_by_the_accumulation_steps() -> None:
+    code = textwrap.dedent(
+        """
+        import deepspeed
+        engine, *_ = deepspeed.initialize(model=net, config="ds.json")
+        for x in loader:
+            loss = engine(x)
+            loss /= args.gradient_accumulation_steps
+            loss.backward()
+            other = engine(x).mean()
+            other.backward()
+        """
+    )
+    found = lint_source("train.py", code.encode(), RuleSelection.from_options(["DSL301"])).diagnostics
+    assert [(d.start.line, d.fix.applicability if d.fix else None) for d in found] == [
+        (7, Applicability.UNSAFE),
+        (9, Applicability.SAFE),
+    ]

@@ -9,7 +9,7 @@ from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.config_link import resolve_config
 from dslint.script.edits import replace_node
 from dslint.script.facts import InitializeCall, Role, method_name
-from dslint.script.loop import loop_facts
+from dslint.script.loop import loop_facts, scaled_for_accumulation
 from dslint.script.names import dotted_name
 
 
@@ -55,7 +55,9 @@ class LossBackwardOutsideEngine(ScriptRule):
             The fix rewrites `loss.backward()` to `engine.backward(loss)` (keeping `retain_graph=`) when exactly
             one name holds that engine at the call. It is safe: where the direct call worked (ZeRO, no fp16,
             DeepSpeed >= 0.18.3) the engine scales and reduces in the same way, and elsewhere it is the only
-            correct call. There is no fix when the engine's name is not certain, when `backward` gets other
+            correct call. When the loss was divided by the accumulation steps by hand, the fix is unsafe:
+            `engine.backward` divides it again (DSL304 then reports the division). There is no fix when the
+            engine's name is not certain, when `backward` gets other
             arguments (`gradient=`, `inputs=`), or when the receiver is not a plain name.
         """,
     )
@@ -215,11 +217,13 @@ class LossBackwardOutsideEngine(ScriptRule):
         message = self.message
         if engine is not None:
             message = message.replace("engine.backward", f"{engine}.backward")
+        # A loss already divided by the accumulation steps would be divided again by engine.backward (DSL304).
+        scaled = scaled_for_accumulation(self.facts, receiver)
         self.report(
             node,
             message,
             edits=edits,
-            applicability=Applicability.SAFE,
+            applicability=Applicability.UNSAFE if scaled else Applicability.SAFE,
             fix_message=f"Replace with `{engine}.backward(...)`",
         )
 

@@ -8,31 +8,8 @@ from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.edits import delete_line, replace_node
 from dslint.script.facts import BindingKind, Role, method_name
+from dslint.script.loop import divided_by_accumulation, is_accumulation_steps
 from dslint.script.names import dotted_name
-
-ACCUMULATION_WORDS = ("accum", "grad_acc", "gradient_acc")
-ACCUMULATION_NAMES = frozenset({"gas", "ga_steps", "accumulation_steps", "gradient_accumulation_steps"})
-
-
-def is_accumulation_steps(node: cst.BaseExpression) -> bool:
-    """`args.gradient_accumulation_steps`, `accum_steps`, `gas`, `engine.gradient_accumulation_steps()`."""
-    if isinstance(node, cst.Call) and not node.args:
-        node = node.func
-    name = dotted_name(node)
-    if name is None:
-        return False
-    last = name.split(".")[-1].lower()
-    return last in ACCUMULATION_NAMES or any(word in last for word in ACCUMULATION_WORDS)
-
-
-def divided_by_accumulation(node: cst.BaseExpression) -> cst.BinaryOperation | None:
-    if (
-        isinstance(node, cst.BinaryOperation)
-        and isinstance(node.operator, cst.Divide)
-        and is_accumulation_steps(node.right)
-    ):
-        return node
-    return None
 
 
 class LossDividedByAccumulationSteps(ScriptRule):

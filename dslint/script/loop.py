@@ -166,6 +166,48 @@ def is_accumulation_test(test: cst.BaseExpression) -> bool:
     return False
 
 
+ACCUMULATION_WORDS = ("accum", "grad_acc", "gradient_acc")
+ACCUMULATION_NAMES = frozenset({"gas", "ga_steps", "accumulation_steps", "gradient_accumulation_steps"})
+
+
+def is_accumulation_steps(node: cst.BaseExpression) -> bool:
+    """`args.gradient_accumulation_steps`, `accum_steps`, `gas`, `engine.gradient_accumulation_steps()`."""
+    if isinstance(node, cst.Call) and not node.args:
+        node = node.func
+    name = dotted_name(node)
+    if name is None:
+        return False
+    last = name.split(".")[-1].lower()
+    return last in ACCUMULATION_NAMES or any(word in last for word in ACCUMULATION_WORDS)
+
+
+def divided_by_accumulation(node: cst.BaseExpression) -> cst.BinaryOperation | None:
+    if (
+        isinstance(node, cst.BinaryOperation)
+        and isinstance(node.operator, cst.Divide)
+        and is_accumulation_steps(node.right)
+    ):
+        return node
+    return None
+
+
+def scaled_for_accumulation(facts: ScriptFacts, expr: cst.BaseExpression) -> bool:
+    """Whether `expr` is, or names in its own function, a loss divided by the accumulation steps."""
+    if divided_by_accumulation(expr) is not None:
+        return True
+    key = dotted_name(expr)
+    if key is None:
+        return False
+    scope = facts.scope_at(expr)
+    binding = facts.binding_at(key, scope, facts.start(expr))
+    if binding is None or binding.kind is not BindingKind.OTHER or binding.scope is not scope:
+        return False
+    statement = binding.statement
+    if isinstance(statement, cst.AugAssign):
+        return isinstance(statement.operator, cst.DivideAssign) and is_accumulation_steps(statement.value)
+    return binding.value is not None and divided_by_accumulation(binding.value) is not None
+
+
 def _is_modulo(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo)
 
