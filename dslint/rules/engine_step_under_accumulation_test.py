@@ -8,7 +8,7 @@ from dslint.diagnostics import Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.config_link import resolve_config
 from dslint.script.facts import InitializeCall, Role, method_name
-from dslint.script.loop import loop_facts
+from dslint.script.loop import configured_accumulation_steps, loop_facts
 
 
 class EngineStepUnderAccumulationTest(ScriptRule):
@@ -170,10 +170,7 @@ class EngineStepUnderAccumulationTest(ScriptRule):
             return False
         if id(init) not in self.silent:
             config = resolve_config(self.context, init)
-            silent = False
-            if config is not None:
-                managed = config.get("managed_gradient_accumulation")
-                steps = config.get("gradient_accumulation_steps")
-                silent = managed is False or (isinstance(steps, int) and not isinstance(steps, bool) and steps == 1)
-            self.silent[id(init)] = silent
+            managed = config.get("managed_gradient_accumulation") if config is not None else None
+            steps = configured_accumulation_steps(self.context, init)
+            self.silent[id(init)] = managed is False or steps == 1
         return self.silent[id(init)]

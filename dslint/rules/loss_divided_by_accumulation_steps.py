@@ -8,7 +8,7 @@ from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.edits import delete_line, replace_node
 from dslint.script.facts import BindingKind, Role, method_name
-from dslint.script.loop import divided_by_accumulation, is_accumulation_steps
+from dslint.script.loop import configured_accumulation_steps, divided_by_accumulation, is_accumulation_steps
 from dslint.script.names import dotted_name
 
 
@@ -28,7 +28,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
             `engine.backward(...)`, directly or through the name it is assigned to in the same function. The
             divisor is recognised by its name (`*accum*`, `gas`, `gradient_accumulation_steps`); a plain number
             is not flagged. `engine.backward(loss, scale_wrt_gas=False)` is never flagged: there the division is
-            the caller's job.
+            the caller's job; nor is anything when the engine's config sets `"gradient_accumulation_steps": 1`.
         """,
         why="""
             `DeepSpeedEngine.backward(loss, scale_wrt_gas=True)` computes `loss / gradient_accumulation_steps()`
@@ -49,7 +49,9 @@ class LossDividedByAccumulationSteps(ScriptRule):
             engine.step()
         """,
         fix_safety="""
-            Inside the call (`engine.backward(loss / accum)`) the division is removed; this is safe. A separate
+            Inside the call (`engine.backward(loss / accum)`) the division is removed; this is safe when the
+            engine's config is known and sets `gradient_accumulation_steps` above 1, and unsafe otherwise (with
+            1, or a config that cannot be read, the division may be the script's own accumulation). A separate
             statement (`loss /= accum`, `loss = loss / accum`) is deleted, or `x = loss / accum` becomes
             `x = loss`; this is unsafe, because other uses of the divided value (logging, say) change too.
         """,
@@ -80,6 +82,13 @@ class LossDividedByAccumulationSteps(ScriptRule):
             engine, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
             loss = engine(batch) / 4
             engine.backward(loss)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config={"gradient_accumulation_steps": 1})
+            engine.backward(engine(batch) / args.gradient_accumulation_steps)
             """
         ),
         Valid(
@@ -179,6 +188,9 @@ class LossDividedByAccumulationSteps(ScriptRule):
         answer = self.facts.role_of(node.func.value, at=node)
         if answer is None or answer.role is not Role.ENGINE or not self._scales_for_accumulation(node):
             return
+        steps = configured_accumulation_steps(self.context, answer.init)
+        if steps == 1:
+            return  # the engine does not divide; dividing by hand is the caller's own accumulation
         loss = node.args[0].value
         message = self.message.replace("engine.", self.context.code(node.func.value) + ".", 1)
         division = divided_by_accumulation(loss)
@@ -187,7 +199,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
                 division,
                 message,
                 edits=[replace_node(self.context, division, self.context.code(division.left))],
-                applicability=Applicability.SAFE,
+                applicability=Applicability.SAFE if steps is not None and steps > 1 else Applicability.UNSAFE,
                 fix_message="Remove the division",
             )
             return
