@@ -8,6 +8,7 @@ from dslint.diagnostics import Applicability, Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.edits import delete_line
 from dslint.script.facts import Role, RoleAnswer, method_name
+from dslint.script.loop import loop_facts
 
 CLIP_FUNCTIONS = frozenset(
     {
@@ -132,6 +133,9 @@ class ClipGradNormBesideEngine(ScriptRule):
         ),
     )
 
+    def visit_Module(self, node: cst.Module) -> None:
+        self.loop = loop_facts(self.facts)
+
     def visit_Call(self, node: cst.Call) -> None:
         if self.facts.qualified(node.func) not in CLIP_FUNCTIONS or not node.args:
             return
@@ -155,7 +159,4 @@ class ClipGradNormBesideEngine(ScriptRule):
     def _engine_parameters(self, answer: RoleAnswer, node: cst.Call) -> bool:
         if answer.role in (Role.ENGINE, Role.ENGINE_MODULE):
             return True
-        if answer.role is not Role.RAW_MODEL or answer.init is None:
-            return False
-        init = answer.init
-        return init.scope is not self.facts.scope_at(node) or self.facts.start(node) >= init.end
+        return answer.role is Role.RAW_MODEL and self.loop.after_initialize(answer.init, node)

@@ -103,6 +103,17 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         Valid(
             """
             import deepspeed
+            optimizer = torch.optim.AdamW(model.parameters())
+            for x in warmup_loader:
+                model(x).mean().backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer, config="ds.json")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
             def train(engine, optimizer, loader):
                 for batch in loader:
                     engine.backward(engine(batch))
@@ -222,8 +233,8 @@ class OptimizerSteppedBesideEngine(ScriptRule):
             return
         assert isinstance(node.func, cst.Attribute)
         answer = self.facts.role_of(node.func.value, at=node)
-        if answer is None:
-            return
+        if answer is None or not self.loop.after_initialize(answer.init, node):
+            return  # a client optimizer used before initialize (plain warm-up steps) is not the engine's yet
         if answer.role in OPTIMIZER_ROLES and name == "step":
             self._report_optimizer_step(node, answer)
         elif answer.role in OPTIMIZER_ROLES:

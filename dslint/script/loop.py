@@ -123,6 +123,13 @@ class LoopFacts:
             return None
         return best[0]
 
+    def after_initialize(self, init: InitializeCall | None, node: cst.CSTNode) -> bool:
+        """Whether `node` runs after `init`: later in the same function, or in another function (which setup
+        code such as `initialize` is assumed to precede)."""
+        if init is None:
+            return False
+        return init.scope is not self.facts.scope_at(node) or self.facts.start(node) >= init.end
+
     # --- the engine's name ------------------------------------------------------------------------------------
     def certain_engine_name(self, init: InitializeCall | None, at: cst.CSTNode) -> str | None:
         """The one name that holds `init`'s engine at `at`; None when there is none or more than one."""
