@@ -7,7 +7,10 @@
 - Accumulation tests: whether a statement sits in the body of an `if` whose test is a modulo test
   (`if (step + 1) % args.gradient_accumulation_steps == 0:`), i.e. code that runs on some micro-steps only.
 - The engine's name at a point, when it is certain (exactly one name holds the engine of a given initialize call
-  there), which fixes need to write `engine.backward(loss)` or `engine.step()`.
+  there), which fixes need to write `engine.backward(loss)` or `engine.step()`; the `engine.step()` calls of a
+  function; whether a call runs after `initialize`.
+- Division by the accumulation steps (`loss / args.gradient_accumulation_steps`, `loss /= accum`), recognised by
+  the divisor's name, and the `gradient_accumulation_steps` a known config sets.
 
 Everything here is derived from the module and the `ScriptFacts`, computed lazily and cached per file.
 """
