@@ -5,8 +5,9 @@ the accumulation steps; dslint's fixes (DSL302, DSL304) turn it into the `.out.p
 micro-steps with `gradient_accumulation_steps: 2` (fp32, a client torch SGD, ZeRO off) in a child process.
 The fixed loop must make exactly one optimizer update, at the second micro-step, equal to one SGD step with the
 mean gradient of the two micro-batches (clipped to 1.0, DeepSpeed's default `gradient_clipping`); the original
-makes an update on every micro-step and never counts one. A second child (`loop_claims_child.py`) shows the
-behaviour DSL301, DSL303, DSL307 and DSL308 describe.
+makes an update on every micro-step and never counts one. `loop_step_under_accumulation_test.in.py` steps the
+engine under `(i + 1) % 2 == 0`: no update at all; its DSL303 fix gives exactly one. A last child
+(`loop_claims_child.py`) shows the behaviour DSL301, DSL307 and DSL308 describe.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from typing import Any
 import pytest
 from fixture_support import FIXTURES, fix_file_text
 
-PAIR = FIXTURES / "fix" / "loop_manual_optimizer_step.in.py"
 CLAIMS = Path(__file__).resolve().parent / "loop_claims_child.py"
 
 
@@ -49,17 +49,22 @@ def _run(script: Path) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any]]:
-    original_text = PAIR.read_text(encoding="utf-8")
-    outcome = fix_file_text(str(PAIR), original_text)
+def _run_pair(name: str, codes: set[str], folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Fix `fixtures/fix/NAME.in.py` with dslint, then run the original and the fixed script."""
+    path = FIXTURES / "fix" / f"{name}.in.py"
+    original_text = path.read_text(encoding="utf-8")
+    outcome = fix_file_text(str(path), original_text)
     assert outcome.error is None
-    assert {d.code for d in outcome.applied} == {"DSL302", "DSL304"}
-    folder = tmp_path_factory.mktemp("loop")
-    original, fixed = folder / "original.py", folder / "fixed.py"
+    assert {d.code for d in outcome.applied} == codes
+    original, fixed = folder / f"{name}_original.py", folder / f"{name}_fixed.py"
     original.write_text(original_text, encoding="utf-8")
     fixed.write_text(outcome.text, encoding="utf-8")
     return _run(original), _run(fixed)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any]]:
+    return _run_pair("loop_manual_optimizer_step", {"DSL302", "DSL304"}, tmp_path_factory.mktemp("loop"))
 
 
 def _close(a: list[float], b: list[float]) -> bool:
@@ -84,10 +89,18 @@ def test_original_loop_updates_on_every_micro_step(runs: tuple[dict[str, Any], d
     assert not _close(weights[2], fixed["weights"][2])
 
 
+def test_engine_step_moved_out_of_the_accumulation_test(tmp_path: Path) -> None:
+    original, fixed = _run_pair("loop_step_under_accumulation_test", {"DSL303"}, tmp_path)
+    # The original steps only under `(i + 1) % 2 == 0`: with gradient_accumulation_steps 2, no update at all.
+    assert original["global_steps"] == 0
+    assert original["weights"][0] == original["weights"][1] == original["weights"][2]
+    # The fixed loop steps on every micro-step: exactly one update, at the accumulation boundary.
+    assert fixed["global_steps"] == 1
+    assert fixed["weights"][0] == fixed["weights"][1] != fixed["weights"][2]
+
+
 def test_deepspeed_behaviour_behind_the_loop_rules() -> None:
     claims = _run(CLAIMS)
-    # DSL303: stepping only under `(i + 1) % 2 == 0` with gradient_accumulation_steps 2 gives no update at all.
-    assert claims["accumulation_test"] == {"global_steps": 0, "weights_changed": False}
     # DSL301: without ZeRO, a direct loss.backward() raises.
     assert "Direct calls to tensor.backward() are not supported" in claims["direct_backward"]
     # DSL307: under ZeRO-3 with accumulation, forwards through the raw model change the training result.

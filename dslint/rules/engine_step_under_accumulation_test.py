@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dslint.diagnostics import Severity
+from dslint.diagnostics import Applicability, Edit, Location, Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.config_link import resolve_config
+from dslint.script.edits import delete_line, replace_node
 from dslint.script.facts import InitializeCall, Role, method_name
 from dslint.script.loop import configured_accumulation_steps, loop_facts
 
@@ -25,6 +26,7 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         "back-propagated"
     )
     severity = Severity.ERROR
+    fixable = True
     docs = RuleDocs(
         what="""
             Flags `engine.step()` and `engine.backward(...)` in the body of an `if` whose test is a modulo test
@@ -58,6 +60,14 @@ class EngineStepUnderAccumulationTest(ScriptRule):
                 engine.step()  # updates only at the accumulation boundary
                 if engine.is_gradient_accumulation_boundary():
                     ...  # logging per optimizer step
+        """,
+        fix_safety="""
+            For `engine.step()` alone on its line, in an `if` without `else` whose body does not also call
+            `backward`, the fix moves the call to the line before the `if`, so that it runs on every micro-step
+            (an `if` that held only this call is replaced by it).
+            It is unsafe: when the script's own accumulation count differs from the config's
+            `gradient_accumulation_steps`, the number of micro-steps per update changes to the config's. There
+            is no fix for `engine.backward` under such a test.
         """,
     )
     valid = (
@@ -129,6 +139,39 @@ class EngineStepUnderAccumulationTest(ScriptRule):
                     model.step()
             """,
             lines=(8,),
+            fixed="""
+            import deepspeed
+            model, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
+            for step, batch in enumerate(loader):
+                loss = model(batch)
+                model.backward(loss)
+                model.step()
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            def train(args, model, loader):
+                engine, *_ = deepspeed.initialize(args=args, model=model)
+                for step, batch in enumerate(loader):
+                    engine.backward(engine(batch))
+                    # update once per accumulation window
+                    if step % args.accum == 0 or step == len(loader) - 1:
+                        engine.step()  # optimizer update
+                        print("lr", engine.get_lr())
+            """,
+            lines=(9,),
+            fixed="""
+            import deepspeed
+            def train(args, model, loader):
+                engine, *_ = deepspeed.initialize(args=args, model=model)
+                for step, batch in enumerate(loader):
+                    engine.backward(engine(batch))
+                    # update once per accumulation window
+                    engine.step()
+                    if step % args.accum == 0 or step == len(loader) - 1:
+                        print("lr", engine.get_lr())
+            """,
         ),
         Invalid(
             """
@@ -159,10 +202,37 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         answer = self.facts.role_of(node.func.value, at=node)
         if answer is None or answer.role is not Role.ENGINE:
             return
-        if self.loop.accumulation_test(node) is None or self._caller_owns_boundary(answer.init):
+        test = self.loop.accumulation_test(node)
+        if test is None or self._caller_owns_boundary(answer.init):
             return
         message = self.message if name == "step" else self.backward_message
-        self.report(node, message.replace("engine.", self.context.code(node.func.value) + ".", 1))
+        edits = self._move_before(node, test) if name == "step" else []
+        self.report(
+            node,
+            message.replace("engine.", self.context.code(node.func.value) + ".", 1),
+            edits=edits,
+            applicability=Applicability.UNSAFE,
+            fix_message="Call `engine.step()` before the accumulation test, on every micro-step",
+        )
+
+    def _move_before(self, node: cst.Call, test: cst.If) -> list[Edit]:
+        """`if ...: engine.step()` -> `engine.step()` on the line before the `if` (the same indentation)."""
+        line = self.facts.lone_expression_statement(node)
+        if line is None or test.orelse is not None or self._backward_inside(test):
+            return []
+        if self.facts.is_only_statement_of_block(line):
+            return [replace_node(self.context, test, self.context.code(node))]  # the `if` would be left empty
+        start, _ = self.context.span(test)
+        source_line = self.context.module.code.splitlines()[start.line - 1]
+        indent = source_line[: start.column - 1]
+        if indent.strip():
+            return []  # the `if` does not start its line (`x = 1; if ...` cannot happen, but stay safe)
+        insertion = Edit.insertion(Location(start.line, 1), f"{indent}{self.context.code(node)}\n")
+        return [insertion, delete_line(self.context, line)]
+
+    def _backward_inside(self, test: cst.If) -> bool:
+        lo, hi = self.facts.start(test.body), self.facts.end(test.body)
+        return any(method_name(call) == "backward" and lo <= self.facts.start(call) < hi for call in self.loop.calls)
 
     def _caller_owns_boundary(self, init: InitializeCall | None) -> bool:
         """Known configs where stepping on some micro-steps only is not compounding accumulation."""
