@@ -85,6 +85,14 @@ class FixOutcome:
         return self.error is None and self.text != self.original
 
 
+def _parses(text: str) -> bool:
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        return False
+    return True
+
+
 def applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
     return diagnostic.fix is not None and (unsafe or diagnostic.fix.is_safe)
 
@@ -102,6 +110,10 @@ def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool
             return outcome
         chosen = choose_fixes(d.fix for d in fixes.values() if d.fix is not None)
         candidate = apply_edits(current, [edit for fix in chosen for edit in fix.edits])
+        if len(chosen) > 1 and not _parses(candidate):
+            # Fixes valid one by one can break the file together (two deletions that empty a block): one this round.
+            chosen = chosen[:1]
+            candidate = apply_edits(current, chosen[0].edits)
         try:
             cst.parse_module(candidate)
         except cst.ParserSyntaxError as error:

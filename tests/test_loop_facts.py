@@ -10,6 +10,7 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from dslint.diagnostics import Applicability
+from dslint.fixer import fix_text
 from dslint.linter import lint_source
 from dslint.script.facts import collect_facts
 from dslint.script.loop import LoopFacts, is_accumulation_test, loop_facts
@@ -110,3 +111,22 @@ def test_backward_fix_is_unsafe_on_a_loss_divided_by_the_accumulation_steps() ->
         (7, Applicability.UNSAFE),
         (9, Applicability.SAFE),
     ]
+
+
+def test_fixes_that_together_empty_a_block_are_applied_one_round_at_a_time() -> None:
+    code = textwrap.dedent(
+        """
+        import deepspeed
+        engine, optimizer, _, scheduler = deepspeed.initialize(model=net, config="ds.json")
+        for i, x in enumerate(loader):
+            engine.backward(engine(x))
+            engine.step()
+            if i % 10 == 0:
+                scheduler.step()
+                optimizer.zero_grad()
+        """
+    )
+    outcome = fix_text(code, lambda text: lint_source("train.py", text.encode()).diagnostics)
+    assert outcome.error is None
+    assert outcome.text.endswith("    engine.step()\n    if i % 10 == 0:\n        pass\n")
+    assert len(outcome.applied) == 2
