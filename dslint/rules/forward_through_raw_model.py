@@ -16,6 +16,11 @@ class ForwardThroughRawModel(ScriptRule):
     code = "DSL307"
     slug = "forward-through-raw-model"
     message = (
+        "call the engine instead of the model given to deepspeed.initialize: this forward skips "
+        "DeepSpeedEngine.forward (the ZeRO optimizer's per-micro-step bookkeeping, torch_autocast, the hooks "
+        "that make loss.backward() work)"
+    )
+    named_template = (
         "call the engine ({engine}(...)) instead of the model given to deepspeed.initialize: this forward skips "
         "DeepSpeedEngine.forward (the ZeRO optimizer's per-micro-step bookkeeping, torch_autocast, the hooks "
         "that make loss.backward() work)"
@@ -169,7 +174,7 @@ class ForwardThroughRawModel(ScriptRule):
         edits = [replace_node(self.context, node.func, engine)] if engine is not None else []
         self.report(
             node,
-            self.message.format(engine=engine or "engine"),
+            self.message if engine is None else self.named_template.format(engine=engine),
             edits=edits,
             applicability=Applicability.UNSAFE,
             fix_message=f"Call `{engine}` instead",

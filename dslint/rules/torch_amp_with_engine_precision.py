@@ -27,11 +27,16 @@ class TorchAmpWithEnginePrecision(ScriptRule):
     code = "DSL306"
     slug = "torch-amp-with-engine-precision"
     message = (
+        "the engine's config enables fp16 or bf16, which sets the model's precision; DeepSpeed turns an outer "
+        "torch.autocast off inside engine(...) (use the config's torch_autocast section for autocast); "
+        "remove this autocast"
+    )
+    autocast_template = (
         "the engine's config enables {precision}, which sets the model's precision; DeepSpeed turns an outer "
         "torch.autocast off inside engine(...) (use the config's torch_autocast section for autocast); "
         "remove this autocast"
     )
-    scaler_message = (
+    scaler_template = (
         "the engine's config enables {precision}: engine.backward applies DeepSpeed's own loss scaling (fp16) and "
         "its optimizer never unscales a torch GradScaler's factor; remove the GradScaler and pass the loss to "
         "engine.backward"
@@ -145,7 +150,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                 continue
             precision = self._engine_precision_in(node.body)
             if precision is not None:
-                self.report(call, self.message.format(precision=precision))
+                self.report(call, self.autocast_template.format(precision=precision))
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) != "scale" or len(node.args) != 1:
@@ -163,7 +168,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         for use in self.loop.engine_sources(node.args[0].value):
             precision = self._precision(use.init)
             if precision is not None:
-                self.report(node, self.scaler_message.format(precision=precision))
+                self.report(node, self.scaler_template.format(precision=precision))
                 return
 
     def _engine_precision_in(self, body: cst.CSTNode) -> str | None:

@@ -24,6 +24,10 @@ class ZeroInitWithoutStage3(ScriptRule):
     slug = "zero-init-without-stage-3"
     message = (
         "deepspeed.zero.Init partitions parameters as they are created, which only ZeRO-3 handles, but this "
+        'config runs a lower ZeRO stage; set "stage": 3 or build the model without zero.Init'
+    )
+    stage_template = (
+        "deepspeed.zero.Init partitions parameters as they are created, which only ZeRO-3 handles, but this "
         'config runs ZeRO stage {stage}; set "stage": 3 or build the model without zero.Init'
     )
     severity = Severity.ERROR
@@ -122,7 +126,7 @@ class ZeroInitWithoutStage3(ScriptRule):
         )
         stage = self._stage_of(node, config) if config is not None else self._stage_of_engines()
         if stage is not None and stage != 3:
-            self.report(node, self.message.format(stage=stage))
+            self.report(node, self.stage_template.format(stage=stage))
 
     def _stage_of(self, node: cst.Call, config: cst.BaseExpression) -> int | None:
         facts = self.facts
