@@ -1,4 +1,4 @@
-"""Run by tests/test_loop_runtime.py in a child process: DeepSpeed's behaviour behind DSL301, DSL307, DSL308.
+"""Run by tests/test_loop_runtime.py in a child process: DeepSpeed's behaviour behind DSL301, DSL305, DSL307, DSL308.
 
 Prints one JSON object on its last line.
 """
@@ -52,6 +52,21 @@ def zero3_weights(raw: bool) -> list[float]:
         return [x for p in parameters for x in p.detach().flatten().tolist()]
 
 
+def clip_norm_under_zero_2() -> dict[str, object]:
+    """DSL305: after engine.backward under ZeRO-2, param.grad is None and clip_grad_norm_ finds nothing."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    config = {
+        **CONFIG,
+        "zero_optimization": {"stage": 2},
+        "optimizer": {"type": "Adam", "params": {"torch_adam": True}},
+    }
+    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+    engine.backward(engine(torch.randn(2, 4)).sum())
+    grads_none = all(p.grad is None for p in model.parameters())
+    return {"grads_none": grads_none, "norm": float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))}
+
+
 def zero_init_under_stage_2() -> dict[str, object]:
     """DSL308: zero.Init with a stage-2 config, then the engine's first forward."""
     config = {
@@ -79,6 +94,7 @@ if __name__ == "__main__":
                 "direct_backward": direct_backward(),
                 "zero3_raw_forward_difference": difference,
                 "zero_init_stage_2": zero_init_under_stage_2(),
+                "clip_under_zero_2": clip_norm_under_zero_2(),
             }
         )
     )

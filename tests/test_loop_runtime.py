@@ -7,7 +7,7 @@ The fixed loop must make exactly one optimizer update, at the second micro-step,
 mean gradient of the two micro-batches (clipped to 1.0, DeepSpeed's default `gradient_clipping`); the original
 makes an update on every micro-step and never counts one. `loop_step_under_accumulation_test.in.py` steps the
 engine under `(i + 1) % 2 == 0`: no update at all; its DSL303 fix gives exactly one. A last child
-(`loop_claims_child.py`) shows the behaviour DSL301, DSL307 and DSL308 describe.
+(`loop_claims_child.py`) shows the behaviour DSL301, DSL305, DSL307 and DSL308 describe.
 """
 
 from __future__ import annotations
@@ -108,3 +108,5 @@ def test_deepspeed_behaviour_behind_the_loop_rules() -> None:
     # DSL308: zero.Init under a stage-2 config leaves empty parameters, and the engine cannot run the model.
     assert claims["zero_init_stage_2"]["numel"] == 0
     assert claims["zero_init_stage_2"]["error"]
+    # DSL305: under ZeRO-2 the gradients are gone from the parameters after engine.backward; clipping finds none.
+    assert claims["clip_under_zero_2"] == {"grads_none": True, "norm": 0.0}

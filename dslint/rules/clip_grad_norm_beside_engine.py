@@ -26,8 +26,8 @@ class ClipGradNormBesideEngine(ScriptRule):
     slug = "clip-grad-norm-beside-engine"
     message = (
         'set "gradient_clipping" in the DeepSpeed config instead: engine.step() clips at the accumulation '
-        "boundary (default 1.0 since DeepSpeed 0.19.3); this call runs on partial gradients, which under ZeRO "
-        "live in the optimizer's partitions and under fp16 are loss-scaled"
+        "boundary (default 1.0 since DeepSpeed 0.19.3); this call clips partial gradients, and under ZeRO-2/3 "
+        "finds no gradients at all (they live in the optimizer's partitions)"
     )
     severity = Severity.WARNING
     fixable = True
@@ -41,11 +41,11 @@ class ClipGradNormBesideEngine(ScriptRule):
             gradients are accumulated, reduced across ranks and unscaled, by the config's `gradient_clipping`
             (`_take_model_step` and the ZeRO/fp16 optimizers' `clip_grad`). Its default is 1.0 since DeepSpeed
             0.19.3 (`GRADIENT_CLIPPING_DEFAULT`, deepspeedai/DeepSpeed#8068; 0.0, no clipping, before); set
-            `"gradient_clipping": 0.0` to turn it off. A `clip_grad_norm_` of your own runs on every micro-step on
-            partial gradients: without ZeRO it clips the accumulating sum and the engine clips again; under
-            ZeRO-1/2 `param.grad` is already cleared after `engine.backward` (the gradients live in the
-            optimizer's partitions) so it clips nothing, under ZeRO-3 it sees partitions; under fp16 it measures
-            loss-scaled gradients.
+            `"gradient_clipping": 0.0` to turn it off. A `clip_grad_norm_` of your own runs on every micro-step, on
+            partial gradients: without ZeRO and under ZeRO-1 it clips the accumulating sum (and the engine clips
+            again at the boundary); under ZeRO-2 and ZeRO-3 `param.grad` is already None after
+            `engine.backward` (the gradients live in the optimizer's partitions), so it clips nothing and
+            returns 0.0 (seen with DeepSpeed 0.19.8 on the CPU); under fp16 it measures loss-scaled gradients.
         """,
         example="""
             engine.backward(loss)
