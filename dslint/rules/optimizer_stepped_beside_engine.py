@@ -22,8 +22,8 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         "engine.step() on every micro-step instead of stepping the optimizer yourself"
     )
     zero_grad_message = (
-        "engine.step() zeroes the gradients after each optimizer update; optimizer.zero_grad() here is redundant "
-        "at best and discards accumulated gradients between boundaries; remove it"
+        "engine.step() zeroes the gradients after each optimizer update; optimizer.zero_grad() here is redundant, "
+        "and without ZeRO it discards the gradients accumulated since the last update; remove it"
     )
     scheduler_message = (
         "engine.step() steps the LR scheduler it was given or built from the config after each optimizer "
