@@ -48,7 +48,11 @@ class OptimizerSteppedBesideEngine(ScriptRule):
             (`_take_model_step` in `runtime/engine.py`). An `optimizer.step()` of your own steps on every
             micro-step, with gradients that are not yet accumulated, reduced or unscaled (and, under ZeRO, on
             the wrapped optimizer's partitions); `optimizer.zero_grad()` on every micro-step throws the
-            accumulated gradients away; `scheduler.step()` advances the learning-rate schedule a second time.
+            accumulated gradients away where they accumulate in `param.grad` (without ZeRO), and is redundant
+            elsewhere; `scheduler.step()` advances the learning-rate schedule a second time. Seen with DeepSpeed
+            0.19.8 on the CPU (`tests/test_loop_runtime.py`): with `gradient_accumulation_steps: 2`, a loop with
+            `optimizer.step()` updates the weights on both micro-steps and `engine.global_steps` stays 0; with
+            `engine.step()` instead there is exactly one update.
         """,
         example="""
             for batch in loader:
