@@ -4,8 +4,8 @@
 the accumulation steps; dslint's fixes (DSL302, DSL304) turn it into the `.out.py` twin. Both run for two
 micro-steps with `gradient_accumulation_steps: 2` (fp32, a client torch SGD, ZeRO off) in a child process.
 The fixed loop must make exactly one optimizer update, at the second micro-step, equal to one SGD step with the
-mean gradient of the two micro-batches (clipped to 1.0, DeepSpeed's default `gradient_clipping`); the original
-makes an update on every micro-step and never counts one. `loop_step_under_accumulation_test.in.py` steps the
+mean gradient of the two micro-batches (so the loss is divided by the accumulation steps once, not twice); the
+original makes an update on every micro-step and never counts one. `loop_step_under_accumulation_test.in.py` steps the
 engine under `(i + 1) % 2 == 0`: no update at all; its DSL303 fix gives exactly one. A last child
 (`loop_claims_child.py`) shows the behaviour DSL301, DSL305, DSL307 and DSL308 describe.
 """
@@ -77,6 +77,8 @@ def test_fixed_loop_makes_exactly_one_update(runs: tuple[dict[str, Any], dict[st
     assert fixed["global_steps"] == 1
     assert weights[1] == weights[0], "no update may happen before the accumulation boundary"
     assert weights[2] != weights[1]
+    # One SGD step with the mean micro-batch gradient: not halved again (DSL304), not clipped (norm below 1.0).
+    assert fixed["grad_norm"] < 1.0
     assert _close(weights[2], fixed["expected"]), "the update is one SGD step with the mean micro-batch gradient"
 
 
