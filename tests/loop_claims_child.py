@@ -20,15 +20,16 @@ def engine_for(seed: int) -> deepspeed.DeepSpeedEngine:
     return engine
 
 
-def direct_backward() -> str:
-    """DSL301: loss.backward() on the engine's output without ZeRO."""
+def direct_backward() -> dict[str, object]:
+    """DSL301: loss.backward() on the engine's output without ZeRO; DSL305: the default gradient_clipping."""
     engine = engine_for(1)
     loss = engine(torch.randn(2, 4)).pow(2).mean()
+    error = ""
     try:
         loss.backward()
-    except RuntimeError as error:
-        return str(error)
-    return ""
+    except RuntimeError as raised:
+        error = str(raised)
+    return {"error": error, "default_gradient_clipping": engine.gradient_clipping()}
 
 
 def zero3_weights(raw: bool) -> list[float]:

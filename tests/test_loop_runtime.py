@@ -104,7 +104,9 @@ def test_engine_step_moved_out_of_the_accumulation_test(tmp_path: Path) -> None:
 def test_deepspeed_behaviour_behind_the_loop_rules() -> None:
     claims = _run(CLAIMS)
     # DSL301: without ZeRO, a direct loss.backward() raises.
-    assert "Direct calls to tensor.backward() are not supported" in claims["direct_backward"]
+    assert "Direct calls to tensor.backward() are not supported" in claims["direct_backward"]["error"]
+    # DSL305: a config without "gradient_clipping" clips at 1.0.
+    assert claims["direct_backward"]["default_gradient_clipping"] == 1.0
     # DSL307: under ZeRO-3 with accumulation, forwards through the raw model change the training result.
     assert claims["zero3_raw_forward_difference"] > 1e-4
     # DSL308: zero.Init under a stage-2 config leaves empty parameters, and the engine cannot run the model.
