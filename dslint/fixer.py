@@ -201,24 +201,39 @@ def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool
             outcome.remaining = diagnostics
             return outcome
         chosen = choose_fixes(d.fix for d in fixes.values() if d.fix is not None)
-        edits = [edit for fix in chosen for edit in fix.edits]
         try:
-            needed = import_edits(current, (statement for fix in chosen for statement in fix.imports))
-            candidate = apply_edits(current, [*needed, *edits])
+            candidate = _apply_fixes(current, chosen)
+            if len(chosen) > 1 and _problem(candidate, check_compiles) is not None:
+                # Fixes valid one by one can break the file together (two deletions that empty a block):
+                # then only the first this round; the others come back in the next.
+                chosen = chosen[:1]
+                candidate = _apply_fixes(current, chosen)
         except FixError as error:
             return _refuse(outcome, lint, f"fixes would conflict ({error})")
-        problem = _parse_error(candidate) if check_compiles else None
-        if problem is None and not check_compiles:
-            try:
-                cst.parse_module(candidate)
-            except cst.ParserSyntaxError as error:
-                problem = error.message.splitlines()[0]
+        problem = _problem(candidate, check_compiles)
         if problem is not None:
             codes = ", ".join(sorted({d.code for d in fixes.values() if d.fix in chosen}))
             return _refuse(outcome, lint, f"fixes for {codes} would produce code that does not parse ({problem})")
         applied.extend(d for d in fixes.values() if d.fix in chosen)
         current = candidate
     return _refuse(outcome, lint, f"fixes did not settle after {MAX_ROUNDS} rounds; the file is left unchanged")
+
+
+def _apply_fixes(text: str, chosen: Sequence[Fix]) -> str:
+    edits = [edit for fix in chosen for edit in fix.edits]
+    needed = import_edits(text, (statement for fix in chosen for statement in fix.imports))
+    return apply_edits(text, [*needed, *edits])
+
+
+def _problem(text: str, check_compiles: bool) -> str | None:
+    """Why `text` is not acceptable: it must parse, and compile too when the original compiled."""
+    if check_compiles:
+        return _parse_error(text)
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        return error.message.splitlines()[0]
+    return None
 
 
 def _refuse(outcome: FixOutcome, lint: Callable[[str], list[Diagnostic]], reason: str) -> FixOutcome:

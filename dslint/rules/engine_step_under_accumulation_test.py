@@ -1,0 +1,246 @@
+"""DSL303: `engine.step()` / `engine.backward()` only on some micro-steps, under `if (i + 1) % n == 0:`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Applicability, Edit, Location, Severity
+from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.config_link import resolve_config
+from dslint.script.edits import delete_line, replace_node
+from dslint.script.facts import InitializeCall, Role, method_name
+from dslint.script.loop import configured_accumulation_steps, loop_facts
+
+
+class EngineStepUnderAccumulationTest(ScriptRule):
+    code = "DSL303"
+    slug = "engine-step-under-accumulation-test"
+    message = (
+        "call engine.step() on every micro-step: the engine counts micro-steps and updates at its own "
+        "accumulation boundary (gradient_accumulation_steps), so stepping only under this test compounds the "
+        "accumulation"
+    )
+    backward_message = (
+        "call engine.backward(loss) on every micro-step: the engine accumulates gradients over "
+        "gradient_accumulation_steps itself; under this test the other micro-steps' losses are never "
+        "back-propagated"
+    )
+    severity = Severity.ERROR
+    fixable = True
+    docs = RuleDocs(
+        what="""
+            Flags `engine.step()` and `engine.backward(...)` in the body of an `if` whose test is a modulo test
+            such as `if (step + 1) % args.gradient_accumulation_steps == 0:`, on an engine returned by
+            `deepspeed.initialize`. `engine.step()` called on every micro-step is what DeepSpeed expects and is
+            never flagged. Nothing is reported when the engine's config is known and sets
+            `"managed_gradient_accumulation": false` (then the caller owns the boundary) or
+            `"gradient_accumulation_steps": 1`.
+        """,
+        why="""
+            DeepSpeed does gradient accumulation itself: `engine.backward` divides the loss by
+            `gradient_accumulation_steps`, and `engine.step()` increments `micro_steps` and only updates the
+            weights when `is_gradient_accumulation_boundary()` holds, i.e. on every
+            `gradient_accumulation_steps`-th call (`runtime/engine.py`). Calling `engine.step()` only every `n`
+            micro-steps therefore updates every `n * gradient_accumulation_steps` micro-steps, with gradients
+            summed over all of them: the effective batch and the gradient scale both change silently. (With
+            `gradient_accumulation_steps: 2` and the test `(i + 1) % 2 == 0`, two micro-steps produce no update
+            at all.) `engine.backward` under such a test drops the other micro-steps' losses.
+        """,
+        example="""
+            for step, batch in enumerate(loader):
+                loss = engine(batch)
+                engine.backward(loss)
+                if (step + 1) % args.gradient_accumulation_steps == 0:
+                    engine.step()
+        """,
+        use_instead="""
+            for step, batch in enumerate(loader):
+                loss = engine(batch)
+                engine.backward(loss)
+                engine.step()  # updates only at the accumulation boundary
+                if engine.is_gradient_accumulation_boundary():
+                    ...  # logging per optimizer step
+        """,
+        fix_safety="""
+            For `engine.step()` alone on its line, in an `if` without `else` whose body does not also call
+            `backward`, the fix moves the call to the line before the `if`, so that it runs on every micro-step
+            (an `if` that held only this call is replaced by it).
+            It is unsafe: when the script's own accumulation count differs from the config's
+            `gradient_accumulation_steps`, the number of micro-steps per update changes to the config's. There
+            is no fix for `engine.backward` under such a test.
+        """,
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed
+            engine, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            for step, batch in enumerate(loader):
+                engine.backward(engine(batch))
+                engine.step()
+                if (step + 1) % args.gradient_accumulation_steps == 0:
+                    print("update")
+                if step % 100 == 0:
+                    engine.save_checkpoint("ckpt")
+            for epoch in range(10):
+                if epoch % args.train_every == 0:
+                    for batch in loader:
+                        engine.backward(engine(batch))
+                        engine.step()
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            cfg = {"train_batch_size": 8, "managed_gradient_accumulation": False, "gradient_accumulation_steps": 4}
+            engine, _, _, _ = deepspeed.initialize(model=model, config=cfg)
+            for step, batch in enumerate(loader):
+                engine.backward(engine(batch))
+                if (step + 1) % 4 == 0:
+                    engine.step()
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            if args.deepspeed:
+                engine, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            for step, batch in enumerate(loader):
+                loss = model(batch)
+                if args.deepspeed:
+                    engine.backward(loss)
+                    engine.step()
+                else:
+                    loss.backward()
+                    if (step + 1) % accum == 0:
+                        optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            def train(engine, loader):
+                for i, batch in enumerate(loader):
+                    engine.backward(engine(batch))
+                    if (i + 1) % 4 == 0:
+                        engine.step()
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import deepspeed
+            model, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
+            for step, batch in enumerate(loader):
+                loss = model(batch)
+                model.backward(loss)
+                if (step + 1) % args.gradient_accumulation_steps == 0:
+                    model.step()
+            """,
+            lines=(8,),
+            fixed="""
+            import deepspeed
+            model, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
+            for step, batch in enumerate(loader):
+                loss = model(batch)
+                model.backward(loss)
+                model.step()
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            def train(args, model, loader):
+                engine, *_ = deepspeed.initialize(args=args, model=model)
+                for step, batch in enumerate(loader):
+                    engine.backward(engine(batch))
+                    # update once per accumulation window
+                    if step % args.accum == 0 or step == len(loader) - 1:
+                        engine.step()  # optimizer update
+                        print("lr", engine.get_lr())
+            """,
+            lines=(9,),
+            fixed="""
+            import deepspeed
+            def train(args, model, loader):
+                engine, *_ = deepspeed.initialize(args=args, model=model)
+                for step, batch in enumerate(loader):
+                    engine.backward(engine(batch))
+                    # update once per accumulation window
+                    engine.step()
+                    if step % args.accum == 0 or step == len(loader) - 1:
+                        print("lr", engine.get_lr())
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            class Trainer:
+                def __init__(self, net, cfg):
+                    self.model_engine, _, _, _ = deepspeed.initialize(model=net, config=cfg)
+                def fit(self, loader):
+                    for i, batch in enumerate(loader):
+                        loss = self.model_engine(batch)
+                        if ((i + 1) % self.accum == 0) or (i + 1 == len(loader)):
+                            self.model_engine.backward(loss)
+                            self.model_engine.step()
+            """,
+            lines=(10, 11),
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.loop = loop_facts(self.facts)
+        self.silent: dict[int, bool] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = method_name(node)
+        if name not in ("step", "backward"):
+            return
+        assert isinstance(node.func, cst.Attribute)
+        answer = self.facts.role_of(node.func.value, at=node)
+        if answer is None or answer.role is not Role.ENGINE:
+            return
+        test = self.loop.accumulation_test(node)
+        if test is None or self._caller_owns_boundary(answer.init):
+            return
+        message = self.message if name == "step" else self.backward_message
+        edits = self._move_before(node, test) if name == "step" else []
+        self.report(
+            node,
+            message.replace("engine.", self.context.code(node.func.value) + ".", 1),
+            edits=edits,
+            applicability=Applicability.UNSAFE,
+            fix_message="Call `engine.step()` before the accumulation test, on every micro-step",
+        )
+
+    def _move_before(self, node: cst.Call, test: cst.If) -> list[Edit]:
+        """`if ...: engine.step()` -> `engine.step()` on the line before the `if` (the same indentation)."""
+        line = self.facts.lone_expression_statement(node)
+        if line is None or test.orelse is not None or self._backward_inside(test):
+            return []
+        if self.facts.is_only_statement_of_block(line):
+            return [replace_node(self.context, test, self.context.code(node))]  # the `if` would be left empty
+        start, _ = self.context.span(test)
+        source_line = self.context.module.code.splitlines()[start.line - 1]
+        indent = source_line[: start.column - 1]
+        if indent.strip():
+            return []  # the `if` does not start its line (`x = 1; if ...` cannot happen, but stay safe)
+        insertion = Edit.insertion(Location(start.line, 1), f"{indent}{self.context.code(node)}\n")
+        return [insertion, delete_line(self.context, line)]
+
+    def _backward_inside(self, test: cst.If) -> bool:
+        lo, hi = self.facts.start(test.body), self.facts.end(test.body)
+        return any(method_name(call) == "backward" and lo <= self.facts.start(call) < hi for call in self.loop.calls)
+
+    def _caller_owns_boundary(self, init: InitializeCall | None) -> bool:
+        """Known configs where stepping on some micro-steps only is not compounding accumulation."""
+        if init is None:
+            return False
+        if id(init) not in self.silent:
+            config = resolve_config(self.context, init)
+            managed = config.get("managed_gradient_accumulation") if config is not None else None
+            steps = configured_accumulation_steps(self.context, init)
+            self.silent[id(init)] = managed is False or steps == 1
+        return self.silent[id(init)]

@@ -1,0 +1,195 @@
+"""DSL307: the forward pass goes through the model given to `deepspeed.initialize`, not through the engine."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Applicability, Severity
+from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.edits import replace_node
+from dslint.script.facts import InitializeCall, Role, ScopeKind
+from dslint.script.loop import loop_facts
+from dslint.script.names import dotted_name
+
+
+class ForwardThroughRawModel(ScriptRule):
+    code = "DSL307"
+    slug = "forward-through-raw-model"
+    message = (
+        "call the engine instead of the model given to deepspeed.initialize: this forward skips "
+        "DeepSpeedEngine.forward (the ZeRO optimizer's per-micro-step bookkeeping, torch_autocast, the hooks "
+        "that make loss.backward() work)"
+    )
+    named_template = (
+        "call the engine ({engine}(...)) instead of the model given to deepspeed.initialize: this forward skips "
+        "DeepSpeedEngine.forward (the ZeRO optimizer's per-micro-step bookkeeping, torch_autocast, the hooks "
+        "that make loss.backward() work)"
+    )
+    severity = Severity.WARNING
+    fixable = True
+    docs = RuleDocs(
+        what="""
+            Flags `model(...)` and `model.forward(...)` after `engine, ... = deepspeed.initialize(model=model,
+            ...)` when the engine is bound to another name. Flagged are calls in the function that calls
+            `initialize`, after the call, and calls through `self.<attribute>` in other methods of a class
+            whose `__init__` calls `initialize` (which has run before any other method). When `initialize`'s
+            result is bound to the model's own name (`model, ... = deepspeed.initialize(model=model)`) the name
+            is the engine and nothing is flagged.
+        """,
+        why="""
+            The engine wraps the model; its parameters are the engine's (cast to fp16/bf16, partitioned under
+            ZeRO-3), and some of what a training step needs runs only in `DeepSpeedEngine.forward`
+            (`runtime/engine.py`): `optimizer.clear_backward_seen_flag()`, which under ZeRO-1/2 clears the
+            previous micro-step's accumulated-gradient buffers and under ZeRO-3 advances the micro-step counter
+            that decides whether gradients are copied or added; the config's `torch_autocast`; DeepCompile; and
+            the output hooks that scale a direct `loss.backward()` for accumulation. In DeepSpeed 0.19 the
+            module's own hooks (ZeRO-3 parameter gathering, fp16 input casting) still run on a raw forward, so
+            it seems to work. Seen with DeepSpeed 0.19.8 on the CPU (a small MLP, SGD, `gradient_accumulation_steps:
+            2`, two updates): under ZeRO-3 the weights after raw forwards differ from those after `engine(...)`;
+            under ZeRO-1/2 they were equal in that run.
+        """,
+        example="""
+            engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            outputs = model(inputs)
+            engine.backward(criterion(outputs, labels))
+        """,
+        use_instead="""
+            engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            outputs = engine(inputs)
+            engine.backward(criterion(outputs, labels))
+        """,
+        fix_safety="""
+            The fix calls the engine instead (`model(x)` -> `engine(x)`) when exactly one name holds the engine.
+            It is unsafe: the engine's forward can behave differently on purpose (fp16 input casting, autocast,
+            profiling), and a forward meant to run outside training (evaluation under `torch.no_grad()`) is
+            better served by the engine too but changes its counters.
+        """,
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed
+            model = Net()
+            model(torch.zeros(1, 4))
+            model, optimizer, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            outputs = model(inputs)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            def evaluate(model, loader):
+                for x in loader:
+                    model(x)
+            def main():
+                net = Net()
+                engine, *_ = deepspeed.initialize(model=net, config="ds.json")
+                evaluate(engine, loader)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            net = Net()
+            if args.deepspeed:
+                engine, *_ = deepspeed.initialize(model=net, config="ds.json")
+            else:
+                out = net(x)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            net = Net()
+            engine, *_ = deepspeed.initialize(model=net, config="ds.json")
+            net = engine.module
+            out = net(x)
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import deepspeed
+            net = Net()
+            model_engine, optimizer, trainloader, _ = deepspeed.initialize(args=args, model=net, training_data=ds)
+            for inputs, labels in trainloader:
+                outputs = net(inputs.to(model_engine.device))
+                model_engine.backward(criterion(outputs, labels))
+                model_engine.step()
+            """,
+            lines=(6,),
+            fixed="""
+            import deepspeed
+            net = Net()
+            model_engine, optimizer, trainloader, _ = deepspeed.initialize(args=args, model=net, training_data=ds)
+            for inputs, labels in trainloader:
+                outputs = model_engine(inputs.to(model_engine.device))
+                model_engine.backward(criterion(outputs, labels))
+                model_engine.step()
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            class Trainer:
+                def __init__(self, cfg):
+                    self.model = Net()
+                    self.model_engine, self.optimizer, _, _ = deepspeed.initialize(model=self.model, config=cfg)
+                def train_step(self, batch):
+                    loss = self.model.forward(batch)
+                    self.model_engine.backward(loss)
+            """,
+            lines=(8,),
+            fixed="""
+            import deepspeed
+            class Trainer:
+                def __init__(self, cfg):
+                    self.model = Net()
+                    self.model_engine, self.optimizer, _, _ = deepspeed.initialize(model=self.model, config=cfg)
+                def train_step(self, batch):
+                    loss = self.model_engine(batch)
+                    self.model_engine.backward(loss)
+            """,
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.loop = loop_facts(self.facts)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        target = node.func
+        if isinstance(target, cst.Attribute) and target.attr.value == "forward":
+            target = target.value
+        key = dotted_name(target)
+        if key is None:
+            return
+        answer = self.facts.role_of(target, at=node)
+        if answer is None or answer.role is not Role.RAW_MODEL or answer.init is None:
+            return
+        init = answer.init
+        if not init.result_keys(Role.ENGINE) or not self._runs_after(init, node, key):
+            return
+        engine = self.loop.certain_engine_name(init, at=node)
+        edits = [replace_node(self.context, node.func, engine)] if engine is not None else []
+        self.report(
+            node,
+            self.message if engine is None else self.named_template.format(engine=engine),
+            edits=edits,
+            applicability=Applicability.UNSAFE,
+            fix_message=f"Call `{engine}` instead",
+        )
+
+    def _runs_after(self, init: InitializeCall, node: cst.Call, key: str) -> bool:
+        scope = self.facts.scope_at(node)
+        if scope is init.scope:
+            return self.facts.start(node) >= init.end
+        init_function = init.scope.node
+        return (
+            key.split(".")[0] == scope.self_name
+            and scope.enclosing_class() is not None
+            and scope.enclosing_class() is init.scope.enclosing_class()
+            and init.scope.kind is ScopeKind.FUNCTION
+            and isinstance(init_function, cst.FunctionDef)
+            and init_function.name.value == "__init__"
+        )

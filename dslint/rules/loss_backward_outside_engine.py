@@ -1,0 +1,246 @@
+"""DSL301: `loss.backward()` on a loss computed from the engine's output, instead of `engine.backward(loss)`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Applicability, Edit, Severity
+from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.config_link import resolve_config
+from dslint.script.edits import replace_node
+from dslint.script.facts import InitializeCall, Role, method_name
+from dslint.script.loop import loop_facts, scaled_for_accumulation
+from dslint.script.names import dotted_name
+
+
+class LossBackwardOutsideEngine(ScriptRule):
+    code = "DSL301"
+    slug = "loss-backward-outside-engine"
+    message = (
+        "call engine.backward(loss) instead of loss.backward(): the engine scales the loss for gradient "
+        "accumulation and fp16 and reduces gradients; a direct backward raises with fp16 or without ZeRO, and "
+        "before DeepSpeed 0.18.3 silently skips both"
+    )
+    severity = Severity.WARNING
+    fixable = True
+    docs = RuleDocs(
+        what="""
+            Flags `x.backward()` where `x` is computed from the output of a DeepSpeed engine's forward pass
+            (`engine(batch)`, `engine.module(batch)`, `engine.forward(batch)`, or a function the engine is passed
+            to, such as `compute_loss(engine, batch)`), traced through assignments in the same function.
+            A loss that does not come from an engine (another model trained with plain PyTorch beside it, or a
+            value computed from `output.detach()`) is not flagged, nor is one whose origin cannot be traced (a
+            function parameter, another function's result). When the engine's config is known to use ZeRO
+            (stage 1 to 3) without fp16, where DeepSpeed >= 0.18.3 supports the direct call, nothing is reported.
+        """,
+        why="""
+            `DeepSpeedEngine.backward(loss)` divides the loss by `gradient_accumulation_steps`, applies the fp16
+            loss scale, and runs the engine's backward prologue and epilogue, which reduce (ZeRO: reduce-scatter)
+            the gradients across ranks. Before DeepSpeed 0.18.3 a direct `loss.backward()` silently skipped all
+            of that. Since then it is supported only for ZeRO optimizers: it raises "Loss scaling is required
+            for this configuration" with fp16 and "Direct calls to tensor.backward() are not supported in this
+            configuration" without ZeRO (stage 0).
+        """,
+        example="""
+            loss = criterion(model_engine(inputs), labels)
+            loss.backward()
+            model_engine.step()
+        """,
+        use_instead="""
+            loss = criterion(model_engine(inputs), labels)
+            model_engine.backward(loss)
+            model_engine.step()
+        """,
+        fix_safety="""
+            The fix rewrites `loss.backward()` to `engine.backward(loss)` (keeping `retain_graph=`) when exactly
+            one name holds that engine at the call. It is safe: where the direct call worked (ZeRO, no fp16,
+            DeepSpeed >= 0.18.3) the engine scales and reduces in the same way, and elsewhere it is the only
+            correct call. When the loss was divided by the accumulation steps by hand, the fix is unsafe:
+            `engine.backward` divides it again (DSL304 then reports the division). There is no fix when the
+            engine's name is not certain, when `backward` gets other
+            arguments (`gradient=`, `inputs=`), or when the receiver is not a plain name.
+        """,
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed
+            engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            for x, y in loader:
+                loss = criterion(engine(x.to(engine.device)), y)
+                engine.backward(loss)
+                engine.step()
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            engine, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            d_optimizer = torch.optim.Adam(discriminator.parameters())
+            for x in loader:
+                x = x.to(engine.device)
+                fake = engine(torch.randn(8, 64))
+                d_loss = discriminator(x).mean() - discriminator(fake.detach()).mean()
+                d_loss.backward()
+                d_optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            cfg = {"train_batch_size": 8, "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
+            engine, _, _, _ = deepspeed.initialize(model=model, config=cfg)
+            loss = engine(x).mean()
+            loss.backward()
+            engine.step()
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            def train_step(engine, batch):
+                loss = engine(batch)
+                loss.backward()
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            if args.deepspeed:
+                model, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
+                loss = model(x)
+                model.backward(loss)
+            else:
+                loss = model(x)
+                loss.backward()
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import deepspeed
+            model_engine, optimizer, _, _ = deepspeed.initialize(args=args, model=net, model_parameters=params)
+            for inputs, labels in loader:
+                outputs = model_engine(inputs.to(model_engine.local_rank))
+                loss = criterion(outputs, labels)
+                loss.backward()
+                model_engine.step()
+            """,
+            lines=(7,),
+            fixed="""
+            import deepspeed
+            model_engine, optimizer, _, _ = deepspeed.initialize(args=args, model=net, model_parameters=params)
+            for inputs, labels in loader:
+                outputs = model_engine(inputs.to(model_engine.local_rank))
+                loss = criterion(outputs, labels)
+                model_engine.backward(loss)
+                model_engine.step()
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            def main():
+                model, optimizer, _, scheduler = deepspeed.initialize(model=model, config=cfg)
+                for batch in loader:
+                    outputs = model(**batch)
+                    outputs.loss.backward(retain_graph=True)
+                    model.step()
+            """,
+            lines=(7,),
+            fixed="""
+            import deepspeed
+            def main():
+                model, optimizer, _, scheduler = deepspeed.initialize(model=model, config=cfg)
+                for batch in loader:
+                    outputs = model(**batch)
+                    model.backward(outputs.loss, retain_graph=True)
+                    model.step()
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            class Trainer:
+                def __init__(self, net, cfg):
+                    self.model_engine, _, _, _ = deepspeed.initialize(model=net, config=cfg)
+                def train_step(self, batch):
+                    loss, logits = compute_loss(self.model_engine, batch)
+                    loss /= 2
+                    loss.backward()
+            """,
+            lines=(9,),
+            fixed="""
+            import deepspeed
+            class Trainer:
+                def __init__(self, net, cfg):
+                    self.model_engine, _, _, _ = deepspeed.initialize(model=net, config=cfg)
+                def train_step(self, batch):
+                    loss, logits = compute_loss(self.model_engine, batch)
+                    loss /= 2
+                    self.model_engine.backward(loss)
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            a, *_ = deepspeed.initialize(model=m1, config={"zero_optimization": {"stage": 1}, "fp16": {}})
+            b, *_ = deepspeed.initialize(model=m2, config=cfg)
+            loss = a(x).sum() + b(x).sum()
+            loss.backward()
+            (loss * 2).backward()
+            """,
+            lines=(6, 7),
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.loop = loop_facts(self.facts)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if method_name(node) != "backward":
+            return
+        assert isinstance(node.func, cst.Attribute)
+        receiver = node.func.value
+        answer = self.facts.role_of(receiver, at=node)
+        if answer is not None and answer.role in (Role.ENGINE, Role.ENGINE_MODULE):
+            return  # engine.backward(loss) itself
+        sources = self.loop.engine_sources(receiver)
+        if not sources or all(self._direct_backward_supported(use.init) for use in sources):
+            return
+        edits: list[Edit] = []
+        engine = self.loop.certain_engine_name(sources[0].init, at=node) if len(sources) == 1 else None
+        if engine is not None and self._plain_receiver(receiver) and self._simple_arguments(node):
+            arguments = [self.context.code(receiver)] + [self.context.code(arg).rstrip(", ") for arg in node.args]
+            edits.append(replace_node(self.context, node, f"{engine}.backward({', '.join(arguments)})"))
+        message = self.message
+        if engine is not None:
+            message = message.replace("engine.backward", f"{engine}.backward")
+        # A loss already divided by the accumulation steps would be divided again by engine.backward (DSL304).
+        scaled = scaled_for_accumulation(self.facts, receiver)
+        self.report(
+            node,
+            message,
+            edits=edits,
+            applicability=Applicability.UNSAFE if scaled else Applicability.SAFE,
+            fix_message=f"Replace with `{engine}.backward(...)`",
+        )
+
+    def _direct_backward_supported(self, init: InitializeCall | None) -> bool:
+        """ZeRO without fp16, known from the config: `tensor.backward()` works there since DeepSpeed 0.18.3."""
+        config = resolve_config(self.context, init) if init is not None else None
+        if config is None:
+            return False
+        stage = config.zero_stage
+        return stage is not None and stage >= 1 and config.fp16_enabled is False
+
+    @staticmethod
+    def _plain_receiver(receiver: cst.BaseExpression) -> bool:
+        return dotted_name(receiver) is not None or (
+            isinstance(receiver, cst.Subscript) and dotted_name(receiver.value) is not None
+        )
+
+    @staticmethod
+    def _simple_arguments(call: cst.Call) -> bool:
+        return all(arg.keyword is not None and arg.keyword.value == "retain_graph" for arg in call.args)

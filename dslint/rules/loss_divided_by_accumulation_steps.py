@@ -1,0 +1,258 @@
+"""DSL304: the loss is divided by the accumulation steps before `engine.backward`, which divides it again."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Applicability, Edit, Severity
+from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.edits import delete_line, replace_node
+from dslint.script.facts import BindingKind, Role, method_name
+from dslint.script.loop import configured_accumulation_steps, divided_by_accumulation, is_accumulation_steps
+from dslint.script.names import dotted_name
+
+
+class LossDividedByAccumulationSteps(ScriptRule):
+    code = "DSL304"
+    slug = "loss-divided-by-accumulation-steps"
+    message = (
+        "engine.backward(loss) already divides the loss by gradient_accumulation_steps; dividing it here as "
+        "well scales the gradients twice; remove this division"
+    )
+    severity = Severity.ERROR
+    fixable = True
+    docs = RuleDocs(
+        what="""
+            Flags a division of the loss by the gradient-accumulation steps (`loss / args.gradient_accumulation_steps`,
+            `loss /= accum_steps`, `loss = loss / engine.gradient_accumulation_steps()`) when the result goes into
+            `engine.backward(...)`, directly or through the name it is assigned to in the same function. The
+            divisor is recognised by its name (`*accum*`, `gas`, `gradient_accumulation_steps`); a plain number
+            is not flagged. `engine.backward(loss, scale_wrt_gas=False)` is never flagged: there the division is
+            the caller's job; nor is anything when the engine's config sets `"gradient_accumulation_steps": 1`.
+        """,
+        why="""
+            `DeepSpeedEngine.backward(loss, scale_wrt_gas=True)` computes `loss / gradient_accumulation_steps()`
+            before back-propagating (`runtime/engine.py`). A loss already divided by the same number ends up
+            divided by its square: with 8 accumulation steps the gradients, and so the effective learning rate
+            of SGD-like optimizers and the clipping threshold's meaning, are 8 times too small. Nothing fails;
+            training is just worse.
+        """,
+        example="""
+            loss = engine(batch)
+            loss = loss / args.gradient_accumulation_steps
+            engine.backward(loss)
+            engine.step()
+        """,
+        use_instead="""
+            loss = engine(batch)
+            engine.backward(loss)
+            engine.step()
+        """,
+        fix_safety="""
+            Inside the call (`engine.backward(loss / accum)`) the division is removed; this is safe when the
+            engine's config is known and sets `gradient_accumulation_steps` above 1, and unsafe otherwise (with
+            1, or a config that cannot be read, the division may be the script's own accumulation). A separate
+            statement (`loss /= accum`, `loss = loss / accum`) is deleted, or `x = loss / accum` becomes
+            `x = loss`; this is unsafe, because other uses of the divided value (logging, say) change too.
+        """,
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed
+            engine, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            for batch in loader:
+                loss = engine(batch)
+                engine.backward(loss)
+                engine.step()
+                running += loss.item() / args.gradient_accumulation_steps
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            engine, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            loss = engine(batch) / args.gradient_accumulation_steps
+            engine.backward(loss, scale_wrt_gas=False)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            engine, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            loss = engine(batch) / 4
+            engine.backward(loss)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config={"gradient_accumulation_steps": 1})
+            engine.backward(engine(batch) / args.gradient_accumulation_steps)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            if args.deepspeed:
+                model, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            loss = model(batch)
+            if args.deepspeed:
+                model.backward(loss)
+            else:
+                loss = loss / args.gradient_accumulation_steps
+                loss.backward()
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import deepspeed
+            model_engine, _, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
+            for batch in loader:
+                loss = model_engine(batch)
+                if args.gradient_accumulation_steps > 1:
+                    loss = loss / args.gradient_accumulation_steps
+                model_engine.backward(loss)
+                model_engine.step()
+            """,
+            lines=(7,),
+            fixed="""
+            import deepspeed
+            model_engine, _, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
+            for batch in loader:
+                loss = model_engine(batch)
+                if args.gradient_accumulation_steps > 1:
+                    pass
+                model_engine.backward(loss)
+                model_engine.step()
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            def main():
+                model, _, _, _ = deepspeed.initialize(model=model, config=cfg)
+                for batch in loader:
+                    outputs = model(**batch)
+                    model.backward(outputs.loss / model.gradient_accumulation_steps())
+                    model.step()
+            """,
+            lines=(7,),
+            fixed="""
+            import deepspeed
+            def main():
+                model, _, _, _ = deepspeed.initialize(model=model, config=cfg)
+                for batch in loader:
+                    outputs = model(**batch)
+                    model.backward(outputs.loss)
+                    model.step()
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            class Trainer:
+                def __init__(self, net, cfg):
+                    self.engine, *_ = deepspeed.initialize(model=net, config=cfg)
+                def step(self, batch):
+                    loss = self.engine(batch)
+                    loss /= self.grad_accum_steps
+                    scaled = loss / self.grad_accum_steps
+                    self.engine.backward(loss)
+                    self.engine.backward(scaled)
+            """,
+            lines=(8, 9),
+            fixed="""
+            import deepspeed
+            class Trainer:
+                def __init__(self, net, cfg):
+                    self.engine, *_ = deepspeed.initialize(model=net, config=cfg)
+                def step(self, batch):
+                    loss = self.engine(batch)
+                    scaled = loss
+                    self.engine.backward(loss)
+                    self.engine.backward(scaled)
+            """,
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.reported: set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if method_name(node) != "backward" or not node.args or node.args[0].keyword is not None:
+            return
+        assert isinstance(node.func, cst.Attribute)
+        answer = self.facts.role_of(node.func.value, at=node)
+        if answer is None or answer.role is not Role.ENGINE or not self._scales_for_accumulation(node):
+            return
+        steps = configured_accumulation_steps(self.context, answer.init)
+        if steps == 1:
+            return  # the engine does not divide; dividing by hand is the caller's own accumulation
+        loss = node.args[0].value
+        message = self.message.replace("engine.", self.context.code(node.func.value) + ".", 1)
+        division = divided_by_accumulation(loss)
+        if division is not None:
+            self.report(
+                division,
+                message,
+                edits=[replace_node(self.context, division, self.context.code(division.left))],
+                applicability=Applicability.SAFE if steps is not None and steps > 1 else Applicability.UNSAFE,
+                fix_message="Remove the division",
+            )
+            return
+        key = dotted_name(loss)
+        if key is None:
+            return
+        scope = self.facts.scope_at(loss)
+        binding = self.facts.binding_at(key, scope, self.facts.start(loss))
+        if binding is None or binding.kind is not BindingKind.OTHER or binding.scope is not scope:
+            return
+        statement = binding.statement
+        if statement is None or id(statement) in self.reported:
+            return
+        self.reported.add(id(statement))
+        if isinstance(statement, cst.AugAssign):
+            if isinstance(statement.operator, cst.DivideAssign) and is_accumulation_steps(statement.value):
+                self.report(statement, message, edits=self._delete(statement), applicability=Applicability.UNSAFE)
+        elif isinstance(statement, cst.Assign) and statement.value is binding.value and binding.value is not None:
+            division = divided_by_accumulation(binding.value)
+            if division is None:
+                return
+            left = dotted_name(division.left)
+            if len(statement.targets) == 1 and left == key:
+                edits = self._delete(statement)
+            else:
+                edits = [replace_node(self.context, division, self.context.code(division.left))]
+            self.report(division, message, edits=edits, applicability=Applicability.UNSAFE)
+
+    @staticmethod
+    def _scales_for_accumulation(call: cst.Call) -> bool:
+        for arg in call.args[1:]:
+            if arg.keyword is not None and arg.keyword.value == "scale_wrt_gas":
+                return isinstance(arg.value, cst.Name) and arg.value.value == "True"
+        return len(call.args) < 3  # a third positional argument is scale_wrt_gas
+
+    def _delete(self, statement: cst.BaseSmallStatement) -> list[Edit]:
+        line = self._line_of(statement)
+        return [delete_line(self.context, line)] if line is not None else []
+
+    def _line_of(self, statement: cst.BaseSmallStatement) -> cst.SimpleStatementLine | None:
+        for line in self._lines():
+            if len(line.body) == 1 and line.body[0] is statement:
+                return line
+        return None
+
+    def _lines(self) -> list[cst.SimpleStatementLine]:
+        if not hasattr(self, "_all_lines"):
+            found: list[cst.SimpleStatementLine] = []
+
+            class Lines(cst.CSTVisitor):
+                def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+                    found.append(node)
+
+            self.context.module.visit(Lines())
+            self._all_lines = found
+        return self._all_lines

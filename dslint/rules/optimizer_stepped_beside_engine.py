@@ -1,0 +1,304 @@
+"""DSL302: `optimizer.step()`, `optimizer.zero_grad()` or `scheduler.step()` on what the engine already drives."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Applicability, Edit, Severity
+from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.edits import delete_line, replace_node
+from dslint.script.facts import Role, RoleAnswer, method_name
+from dslint.script.loop import loop_facts
+
+OPTIMIZER_ROLES = (Role.OPTIMIZER, Role.CLIENT_OPTIMIZER)
+SCHEDULER_ROLES = (Role.SCHEDULER, Role.CLIENT_SCHEDULER)
+
+
+class OptimizerSteppedBesideEngine(ScriptRule):
+    code = "DSL302"
+    slug = "optimizer-stepped-beside-engine"
+    message = (
+        "engine.step() steps the optimizer at the accumulation boundary and zeroes the gradients; call "
+        "engine.step() on every micro-step instead of stepping the optimizer yourself"
+    )
+    zero_grad_message = (
+        "engine.step() zeroes the gradients after each optimizer update; optimizer.zero_grad() here is redundant, "
+        "and without ZeRO it discards the gradients accumulated since the last update; remove it"
+    )
+    scheduler_message = (
+        "engine.step() steps the LR scheduler it was given or built from the config after each optimizer "
+        "update; stepping it here as well advances the schedule twice; remove this call"
+    )
+    severity = Severity.ERROR
+    fixable = True
+    docs = RuleDocs(
+        what="""
+            Flags `.step()` and `.zero_grad()` on the optimizer returned by `deepspeed.initialize` or given to it
+            (`optimizer=`), and `.step()` on the LR scheduler returned by it or given as `lr_scheduler=`.
+
+            Which optimizer and scheduler belong to an engine is decided from the `initialize` call alone: the
+            names its results are bound to, and the names passed as its `optimizer` / `lr_scheduler` arguments,
+            as long as they are not rebound. Optimizers and schedulers of other models (a discriminator trained
+            with plain PyTorch beside the engine, say) never go through `initialize` and are not flagged; nor
+            is an optimizer whose origin is unknown (a function parameter).
+        """,
+        why="""
+            `engine.step()` counts micro-steps; at each gradient-accumulation boundary it clips
+            (`gradient_clipping`), steps the optimizer, zeroes the gradients and steps the LR scheduler it holds
+            (`_take_model_step` in `runtime/engine.py`). An `optimizer.step()` of your own steps on every
+            micro-step, with gradients that are not yet accumulated, reduced or unscaled (and, under ZeRO, on
+            the wrapped optimizer's partitions); `optimizer.zero_grad()` on every micro-step throws the
+            accumulated gradients away where they accumulate in `param.grad` (without ZeRO), and is redundant
+            elsewhere; `scheduler.step()` advances the learning-rate schedule a second time. Seen with DeepSpeed
+            0.19.8 on the CPU (`tests/test_loop_runtime.py`): with `gradient_accumulation_steps: 2`, a loop with
+            `optimizer.step()` updates the weights on both micro-steps and `engine.global_steps` stays 0; with
+            `engine.step()` instead there is exactly one update.
+        """,
+        example="""
+            for batch in loader:
+                loss = engine(batch)
+                engine.backward(loss)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+        """,
+        use_instead="""
+            for batch in loader:
+                loss = engine(batch)
+                engine.backward(loss)
+                engine.step()
+        """,
+        fix_safety="""
+            Each fix applies only to a call that is a statement of its own, and never under an accumulation test
+            (`if (i + 1) % n == 0:`), where `engine.step()` would be wrong too (DSL303).
+            `optimizer.step()` is removed when the same function already calls `engine.step()` on every
+            micro-step, and otherwise replaced by `engine.step()` when exactly one name holds the engine (safe).
+            `optimizer.zero_grad()` and `scheduler.step()` are removed only when `engine.step()` then runs on
+            every micro-step of the same function, since it is what zeroes and schedules:
+            `optimizer.zero_grad()` and the scheduler `initialize` returned are safe; a scheduler passed as
+            `lr_scheduler=` is unsafe (the engine steps it once per optimizer step; if you meant a per-epoch
+            schedule, do not give it to `initialize`).
+        """,
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed
+            engine, optimizer, _, scheduler = deepspeed.initialize(model=model, config="ds.json")
+            for batch in loader:
+                engine.backward(engine(batch))
+                engine.step()
+            print(scheduler.get_last_lr(), optimizer.param_groups[0]["lr"])
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            engine, _, _, _ = deepspeed.initialize(model=generator, config="ds.json")
+            d_optimizer = torch.optim.Adam(discriminator.parameters())
+            d_scheduler = StepLR(d_optimizer, 10)
+            for batch in loader:
+                d_optimizer.zero_grad()
+                discriminator(batch).mean().backward()
+                d_optimizer.step()
+                d_scheduler.step()
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            optimizer = torch.optim.AdamW(model.parameters())
+            for x in warmup_loader:
+                model(x).mean().backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer, config="ds.json")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            def train(engine, optimizer, loader):
+                for batch in loader:
+                    engine.backward(engine(batch))
+                    optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            optimizer = torch.optim.AdamW(model.parameters())
+            if args.deepspeed:
+                engine, optimizer, _, _ = deepspeed.initialize(model=model, optimizer=optimizer, config=cfg)
+            else:
+                optimizer.step()
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import deepspeed
+            engine, optimizer, _, scheduler = deepspeed.initialize(model=model, config="ds.json")
+            for batch in loader:
+                optimizer.zero_grad()
+                loss = engine(batch)
+                engine.backward(loss)
+                optimizer.step()
+                scheduler.step()
+            """,
+            lines=(5, 8, 9),
+            fixed="""
+            import deepspeed
+            engine, optimizer, _, scheduler = deepspeed.initialize(model=model, config="ds.json")
+            for batch in loader:
+                loss = engine(batch)
+                engine.backward(loss)
+                engine.step()
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            def main():
+                optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4)
+                scheduler = get_linear_schedule_with_warmup(optimizer, 10, 100)
+                model, *_ = deepspeed.initialize(model=net, optimizer=optimizer, lr_scheduler=scheduler, config=cfg)
+                for step, batch in enumerate(loader):
+                    loss = model(**batch).loss
+                    model.backward(loss)
+                    model.step()
+                    optimizer.step(); scheduler.step()
+            """,
+            lines=(11, 11),
+        ),
+        Invalid(
+            """
+            import deepspeed
+            class Trainer:
+                def setup(self, net, cfg):
+                    self.engine, self.optimizer, _, self.lr_scheduler = deepspeed.initialize(model=net, config=cfg)
+                def train(self, batches):
+                    for i, batch in enumerate(batches):
+                        self.engine.backward(self.engine(batch))
+                        if (i + 1) % self.accum == 0:
+                            self.optimizer.step()
+                            self.lr_scheduler.step()
+                            self.optimizer.zero_grad()
+            """,
+            lines=(10, 11, 12),
+            # Nothing calls engine.step() on every micro-step here, so neither call can simply go (DSL303).
+            fixed="""
+            import deepspeed
+            class Trainer:
+                def setup(self, net, cfg):
+                    self.engine, self.optimizer, _, self.lr_scheduler = deepspeed.initialize(model=net, config=cfg)
+                def train(self, batches):
+                    for i, batch in enumerate(batches):
+                        self.engine.backward(self.engine(batch))
+                        if (i + 1) % self.accum == 0:
+                            self.optimizer.step()
+                            self.lr_scheduler.step()
+                            self.optimizer.zero_grad()
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            sched = torch.optim.lr_scheduler.StepLR(opt, 1)
+            engine, *_ = deepspeed.initialize(model=model, optimizer=opt, lr_scheduler=sched, config=cfg)
+            for epoch in range(3):
+                for batch in loader:
+                    engine.backward(engine(batch))
+                    engine.step()
+                sched.step()
+            """,
+            lines=(10,),
+            fixed="""
+            import deepspeed
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            sched = torch.optim.lr_scheduler.StepLR(opt, 1)
+            engine, *_ = deepspeed.initialize(model=model, optimizer=opt, lr_scheduler=sched, config=cfg)
+            for epoch in range(3):
+                for batch in loader:
+                    engine.backward(engine(batch))
+                    engine.step()
+            """,
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.loop = loop_facts(self.facts)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = method_name(node)
+        if name not in ("step", "zero_grad"):
+            return
+        assert isinstance(node.func, cst.Attribute)
+        answer = self.facts.role_of(node.func.value, at=node)
+        if answer is None or not self.loop.after_initialize(answer.init, node):
+            return  # a client optimizer used before initialize (plain warm-up steps) is not the engine's yet
+        if answer.role in OPTIMIZER_ROLES and name == "step":
+            self._report_optimizer_step(node, answer)
+        elif answer.role in OPTIMIZER_ROLES:
+            message = self._named(self.zero_grad_message, answer, node)
+            self._report_removal(node, answer, message, Applicability.SAFE, "Remove `zero_grad()`")
+        elif answer.role in SCHEDULER_ROLES and name == "step":
+            applicability = Applicability.SAFE if answer.role is Role.SCHEDULER else Applicability.UNSAFE
+            message = self._named(self.scheduler_message, answer, node)
+            self._report_removal(node, answer, message, applicability, "Remove `scheduler.step()`")
+
+    def _named(self, message: str, answer: RoleAnswer, node: cst.Call) -> str:
+        engine = self.loop.certain_engine_name(answer.init, at=node)
+        return message if engine is None else message.replace("engine.step", f"{engine}.step")
+
+    def _report_removal(
+        self, node: cst.Call, answer: RoleAnswer, message: str, applicability: Applicability, fix: str
+    ) -> None:
+        """Zeroing and scheduling are engine.step()'s job: removable when it runs on every micro-step here
+        (already, or once this function's optimizer.step() is fixed into it)."""
+        line = self.facts.lone_expression_statement(node)
+        removable = line is not None and self._engine_steps_every_micro_step(answer, node)
+        edits = [delete_line(self.context, line)] if line is not None and removable else []
+        self.report(node, message, edits=edits, applicability=applicability, fix_message=fix)
+
+    def _report_optimizer_step(self, node: cst.Call, answer: RoleAnswer) -> None:
+        edits: list[Edit] = []
+        fix = ""
+        line = self.facts.lone_expression_statement(node)
+        if line is not None and self.loop.accumulation_test(node) is None:
+            steps = self.loop.engine_step_calls(answer.init, self.facts.scope_at(node).node)
+            engine = self.loop.certain_engine_name(answer.init, at=node)
+            if any(self.loop.accumulation_test(step) is None for step in steps):
+                edits = [delete_line(self.context, line)]
+                fix = "Remove `optimizer.step()` (the function already calls `engine.step()`)"
+            elif not steps and engine is not None:
+                edits = [replace_node(self.context, node, f"{engine}.step()")]
+                fix = f"Replace with `{engine}.step()`"
+        message = self._named(self.message, answer, node)
+        self.report(node, message, edits=edits, applicability=Applicability.SAFE, fix_message=fix)
+
+    def _engine_steps_every_micro_step(self, answer: RoleAnswer, node: cst.Call) -> bool:
+        function = self.facts.scope_at(node).node
+        steps = self.loop.engine_step_calls(answer.init, function)
+        if any(self.loop.accumulation_test(step) is None for step in steps):
+            return True
+        if steps:
+            return False
+        lo, hi = self.facts.start(function), self.facts.end(function)
+        for call in self.loop.calls:
+            if method_name(call) != "step" or not (lo <= self.facts.start(call) < hi):
+                continue
+            assert isinstance(call.func, cst.Attribute)
+            other = self.facts.role_of(call.func.value, at=call)
+            if (
+                other is not None
+                and other.role in OPTIMIZER_ROLES
+                and other.init is answer.init
+                and self.facts.lone_expression_statement(call) is not None
+                and self.loop.accumulation_test(call) is None
+                and self.loop.certain_engine_name(answer.init, at=call) is not None
+            ):
+                return True  # it becomes engine.step() by this rule's fix
+        return False
