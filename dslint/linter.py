@@ -37,7 +37,9 @@ def script_rules(selection: RuleSelection) -> list[type[ScriptRule]]:
     return [r for r in all_rules() if issubclass(r, ScriptRule) and selection.enabled(r.code)]
 
 
-def lint_source(path: str, data: bytes, selection: RuleSelection | None = None) -> ScriptResult:
+def lint_source(
+    path: str, data: bytes, selection: RuleSelection | None = None, world_size: int | None = None
+) -> ScriptResult:
     selection = selection or RuleSelection()
     result = ScriptResult(path)
     if not needs_parsing(data):
@@ -52,7 +54,9 @@ def lint_source(path: str, data: bytes, selection: RuleSelection | None = None) 
     result.parsed = True
     result.text = module.code
     result.encoding = module.encoding
-    result.diagnostics.extend(lint_module(path, module, script_rules(selection), config_rules(selection)))
+    result.diagnostics.extend(
+        lint_module(path, module, script_rules(selection), config_rules(selection), world_size=world_size)
+    )
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
 
@@ -66,6 +70,7 @@ def lint_module(
     module: cst.Module,
     rules: Sequence[type[ScriptRule]],
     config_rules: Sequence[type[ConfigRule]] = (),
+    world_size: int | None = None,
 ) -> list[Diagnostic]:
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
@@ -77,7 +82,7 @@ def lint_module(
     if config_rules:  # the configs the script builds or points at (dslint.config.script_configs)
         from dslint.config.script_configs import check_script_configs
 
-        context.diagnostics.extend(check_script_configs(context, config_rules))
+        context.diagnostics.extend(check_script_configs(context, config_rules, world_size))
     return context.diagnostics
 
 
