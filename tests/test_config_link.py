@@ -146,3 +146,28 @@ def test_trainer_scripts_accept_auto(tmp_path: Path) -> None:
     (tmp_path / "ds.json").write_text('{"train_batch_size": "auto", "bf16": {"enabled": "auto"}}')
     code = 'from transformers import TrainingArguments\nTrainingArguments(output_dir="o", deepspeed="ds.json")\n'
     assert lint_source(str(tmp_path / "train.py"), code.encode()).diagnostics == []
+
+
+def test_stage_and_precision_read_as_deepspeed_reads_them(tmp_path: Path) -> None:
+    config = _resolved(
+        """
+        import deepspeed
+        cfg = {"train_batch_size": 8, "zero_optimization": {"stage": "3"}, "fp16": {"enabled": "auto"}}
+        engine, _, _, _ = deepspeed.initialize(model=m, config=cfg)
+        """
+    )
+    assert config is not None and config.zero_stage == 3 and config.fp16_enabled is False
+    auto = _resolved(
+        """
+        import deepspeed
+        engine, _, _, _ = deepspeed.initialize(model=m, config={"zero_optimization": {"stage": "auto"}})
+        """
+    )
+    assert auto is not None and auto.zero_stage == 0  # deepspeed.initialize drops "auto": ZeRO off
+    (tmp_path / "ds.json").write_text('{"zero_optimization": {"stage": "auto"}, "bf16": {"enabled": "auto"}}')
+    context = _context(
+        'from transformers import TrainingArguments\nTrainingArguments(output_dir="o", deepspeed="ds.json")\n',
+        str(tmp_path / "train.py"),
+    )
+    [trainer] = trainer_configs(context)
+    assert trainer.zero_stage is None and trainer.bf16_enabled is None  # the Trainer fills "auto"

@@ -22,8 +22,20 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from dslint.config.rule import Origin
-from dslint.config.tree import UNKNOWN, Array, Entry, Node, Object, ParseError, Scalar, parse_text, to_python
+from dslint.config import facts as config_facts
+from dslint.config.rule import Origin, is_auto
+from dslint.config.tree import (
+    UNKNOWN,
+    Array,
+    Entry,
+    Node,
+    Object,
+    ParseError,
+    Scalar,
+    node_at,
+    parse_text,
+    to_python,
+)
 from dslint.script.facts import BindingKind, InitializeCall
 from dslint.script.names import dotted_name
 
@@ -58,8 +70,13 @@ class ResolvedConfig:
 
     @property
     def zero_stage(self) -> int | None:
-        """The stage DeepSpeed will run: absent section or key means 0; "auto" is dropped (0) outside the HF
-        Trainer, but the Trainer fills it, so "auto" and non-literal values are unknown (None)."""
+        """The stage DeepSpeed will run: absent section or key means 0; "auto" is dropped (0) by
+        deepspeed.initialize, but the HF Trainer fills it, so there "auto" is unknown (None), as are non-literal
+        values. Read as DeepSpeed reads it: `"3"` is 3, the old `"zero_optimization": true` is 1."""
+        if self.tree is not None:
+            if self.origin is Origin.TRAINER and is_auto(node_at(self.tree, "zero_optimization", "stage")):
+                return None
+            return config_facts.zero_stage(self.tree)
         section = self.get("zero_optimization")
         if section is None:
             return 0
@@ -71,6 +88,10 @@ class ResolvedConfig:
         return stage
 
     def _enabled(self, section_name: str) -> bool | None:
+        if self.tree is not None:
+            if self.origin is Origin.TRAINER and is_auto(node_at(self.tree, section_name, "enabled")):
+                return None
+            return config_facts.enabled(self.tree, section_name)
         section = self.get(section_name)
         if section is None:
             return False
@@ -85,6 +106,8 @@ class ResolvedConfig:
 
     @property
     def bf16_enabled(self) -> bool | None:
+        if self.tree is not None:  # DeepSpeed reads `bfloat16` only when `bf16` is absent
+            return self._enabled(config_facts.bf16_section(self.tree))
         enabled = self._enabled("bf16")
         if enabled is False and self.get("bfloat16") is not None:
             return self._enabled("bfloat16")  # DeepSpeed's older spelling of the section
