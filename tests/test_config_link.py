@@ -171,3 +171,15 @@ def test_stage_and_precision_read_as_deepspeed_reads_them(tmp_path: Path) -> Non
     )
     [trainer] = trainer_configs(context)
     assert trainer.zero_stage is None and trainer.bf16_enabled is None  # the Trainer fills "auto"
+
+
+def test_accelerate_plugin_is_a_trainer_config() -> None:
+    context = _context(
+        """
+        from accelerate.utils import DeepSpeedPlugin
+        ds = {"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2}}
+        plugin = DeepSpeedPlugin(hf_ds_config=ds)
+        """
+    )
+    [config] = trainer_configs(context)
+    assert config.origin is Origin.TRAINER and config.zero_stage == 2

@@ -6,8 +6,9 @@ bound to one, with the item assignments written after it: `cfg["zero_optimizatio
 makes that value UNKNOWN, `cfg.update(...)` the whole config), a string path to a JSON/HJSON file (relative to
 the script, parsed once per file version), `args.<option>` through its argparse default (and `args=` alone: the
 `--deepspeed_config` option DeepSpeed reads), and `TrainingArguments(deepspeed=...)` for the Hugging Face
-Trainer (`trainer_configs`). Values that are not literals are `UNKNOWN`; a question whose answer depends on one
-gets None, and rules then say "under ZeRO-3" rather than guess. Each resolved config carries a positioned tree
+Trainer, or accelerate's `DeepSpeedPlugin(hf_ds_config=...)` (`trainer_configs`; both fill "auto" values).
+Values that are not literals are `UNKNOWN`; a question whose answer depends on one gets None, and rules then say
+"under ZeRO-3" rather than guess. Each resolved config carries a positioned tree
 (`dslint.config.tree`) on which the config rules (DSL4xx) run, with positions in the script or in the file.
 """
 
@@ -189,18 +190,30 @@ def resolve_config(context: ScriptContext, init: InitializeCall) -> ResolvedConf
 
 
 def trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
-    """Configs given to the Hugging Face Trainer: `TrainingArguments(..., deepspeed=...)` (any `*TrainingArguments`)."""
+    """Configs given to the Hugging Face integrations, which fill "auto" values: `TrainingArguments(...,
+    deepspeed=...)` (any `*TrainingArguments`) and accelerate's `DeepSpeedPlugin(hf_ds_config=...)`."""
     found: list[ResolvedConfig] = []
+    for expression in _trainer_expressions(context):
+        resolved = _resolve_expression(context, expression, depth=0, origin=Origin.TRAINER)
+        if resolved is not None:
+            found.append(resolved)
+    return found
+
+
+def _trainer_expressions(context: ScriptContext) -> Iterator[cst.BaseExpression]:
     for call in _calls(context.module):
         name = dotted_name(call.func)
-        if name is None or not name.split(".")[-1].endswith("TrainingArguments"):
+        if name is None:
+            continue
+        last = name.split(".")[-1]
+        keyword = (
+            "deepspeed" if last.endswith("TrainingArguments") else "hf_ds_config" if last == "DeepSpeedPlugin" else None
+        )
+        if keyword is None:
             continue
         for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == "deepspeed":
-                resolved = _resolve_expression(context, arg.value, depth=0, origin=Origin.TRAINER)
-                if resolved is not None:
-                    found.append(resolved)
-    return found
+            if arg.keyword is not None and arg.keyword.value == keyword:
+                yield arg.value
 
 
 def referenced_config_paths(context: ScriptContext) -> list[Path]:
@@ -219,12 +232,7 @@ def _config_expressions(context: ScriptContext) -> Iterator[cst.BaseExpression]:
     for init in context.facts.initialize_calls:
         if init.config is not None:
             yield init.config
-    for call in _calls(context.module):
-        name = dotted_name(call.func)
-        if name is not None and name.split(".")[-1].endswith("TrainingArguments"):
-            for arg in call.args:
-                if arg.keyword is not None and arg.keyword.value == "deepspeed":
-                    yield arg.value
+    yield from _trainer_expressions(context)
 
 
 def _calls(module: cst.Module) -> list[cst.Call]:
