@@ -37,7 +37,12 @@ def script_rules(selection: RuleSelection) -> list[type[ScriptRule]]:
 
 
 def lint_source(
-    path: str, data: bytes, selection: RuleSelection | None = None, *, use_prefilter: bool = True
+    path: str,
+    data: bytes,
+    selection: RuleSelection | None = None,
+    world_size: int | None = None,
+    *,
+    use_prefilter: bool = True,
 ) -> ScriptResult:
     selection = selection or RuleSelection()
     result = ScriptResult(path)
@@ -58,7 +63,7 @@ def lint_source(
     result.parsed = True
     result.text = module.code
     result.encoding = module.encoding
-    result.diagnostics.extend(lint_module(path, module, rules, configs))
+    result.diagnostics.extend(lint_module(path, module, rules, configs, world_size=world_size))
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
 
@@ -91,6 +96,7 @@ def lint_module(
     module: cst.Module,
     rules: Sequence[type[ScriptRule]],
     config_rules: Sequence[type[ConfigRule]] = (),
+    world_size: int | None = None,
 ) -> list[Diagnostic]:
     facts = collect_facts(module)
     context = ScriptContext(path, module, facts)
@@ -100,7 +106,7 @@ def lint_module(
     if config_rules:  # the configs the script builds or points at (dslint.config.script_configs)
         from dslint.config.script_configs import check_script_configs
 
-        context.diagnostics.extend(check_script_configs(context, config_rules))
+        context.diagnostics.extend(check_script_configs(context, config_rules, world_size))
     return context.diagnostics
 
 

@@ -126,31 +126,32 @@ class FileFailure:
     message: str
 
 
-def lint_path(path: Path, selection: RuleSelection) -> ScriptResult | FileFailure:
+def lint_path(path: Path, selection: RuleSelection, world_size: int | None = None) -> ScriptResult | FileFailure:
     try:
         data = path.read_bytes()
     except OSError as error:
         return FileFailure(str(path), f"cannot read: {error.strerror or error}")
     try:
         if path.suffix.lower() in CONFIG_SUFFIXES:
-            return lint_config_source(str(path), data, selection)
-        return lint_source(str(path), data, selection)
+            return lint_config_source(str(path), data, selection, world_size=world_size)
+        return lint_source(str(path), data, selection, world_size=world_size)
     except RecursionError:
         return FileFailure(str(path), "internal error: the file is nested too deeply to analyse")
     except Exception as error:
         return FileFailure(str(path), f"internal error: {type(error).__name__}: {error}")
 
 
-def _lint_one(arguments: tuple[Path, RuleSelection]) -> ScriptResult | FileFailure:
+def _lint_one(arguments: tuple[Path, RuleSelection, int | None]) -> ScriptResult | FileFailure:
     return lint_path(*arguments)
 
 
 def lint_paths(
-    files: Iterable[Path], selection: RuleSelection, jobs: int | None = None
+    files: Iterable[Path], selection: RuleSelection, jobs: int | None = None, world_size: int | None = None
 ) -> list[ScriptResult | FileFailure]:
+    """`world_size`, when known, makes the config batch check (DSL407) exact."""
     files = list(files)
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
-        return [lint_path(path, selection) for path in files]
+        return [lint_path(path, selection, world_size) for path in files]
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
-        return list(pool.map(_lint_one, [(path, selection) for path in files], chunksize=8))
+        return list(pool.map(_lint_one, [(path, selection, world_size) for path in files], chunksize=8))

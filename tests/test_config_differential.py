@@ -166,6 +166,8 @@ def _typo(draw: st.DrawFn, key: str, known: set[str]) -> str | None:
 
 
 WRONG_VALUES = st.sampled_from(["abc", [1, 2], {"x": 1}, None, 5, -3, 1.5, "yes", "7"])
+# Other values than the generator's probes ("x", "8", 1, true, [1], {}, null), to test how they generalise.
+WRONG_TOP_VALUES = st.sampled_from(["hello", "16", 7, 2.5, False, [], [2, 3], {"enabled": False}, None])
 
 
 @st.composite
@@ -184,6 +186,7 @@ def configs(draw: st.DrawFn) -> dict[str, Any]:
                 "auto_batch",
                 "removed",
                 "partial_offload",
+                "wrong_top_value",
             ]
         )
     )
@@ -216,6 +219,9 @@ def configs(draw: st.DrawFn) -> dict[str, Any]:
         config[draw(st.sampled_from(BATCH_KEYS))] = "auto"
     elif mutation == "removed":
         config[draw(st.sampled_from(sorted(SCHEMA.removed_top_level)))] = {"enabled": False}
+    elif mutation == "wrong_top_value":
+        keys = sorted(SCHEMA.live_top_level_keys - set(SCHEMA.keys_read_only_by_initialize))
+        config[draw(st.sampled_from(keys))] = draw(WRONG_TOP_VALUES)
     elif mutation == "partial_offload":
         config["zero_optimization"] = {
             "stage": draw(st.sampled_from([0, 1, 2, 3])),

@@ -21,6 +21,12 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs).")
+@click.option(
+    "--world-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Number of data-parallel ranks the configs run on; makes the batch-size check exact.",
+)
 def check(
     paths: tuple[str, ...],
     select: tuple[str, ...],
@@ -29,12 +35,13 @@ def check(
     quiet: bool,
     exit_zero: bool,
     jobs: int | None,
+    world_size: int | None,
 ) -> None:
     """Check DeepSpeed training scripts and config files (default: the current directory)."""
     selection = RuleSelection.from_options(split_codes(select), split_codes(ignore), split_codes(extend_select))
     _validate_codes(selection)
     discovery = discover(paths or (".",))
-    results = lint_paths(discovery.files, selection, jobs)
+    results = lint_paths(discovery.files, selection, jobs, world_size=world_size)
     diagnostics: list[Diagnostic] = []
     errors = list(discovery.errors)
     for result in results:

@@ -66,20 +66,21 @@ def bf16_section(root: Object) -> str:
     return "bfloat16" if root.get("bf16") is None and root.get("bfloat16") is not None else "bf16"
 
 
-def positive_int(node: Node | None) -> int | Any | None:
-    """A batch value as DeepSpeed reads it: None when absent, an int, or UNKNOWN (not a plain integer)."""
-    if node is None:
-        return None
-    if isinstance(node, Scalar) and isinstance(node.value, int) and not isinstance(node.value, bool):
+def batch_number(node: Node | None) -> Any:
+    """A batch value as DeepSpeed computes with it: None when absent (or null), a number (DeepSpeed does its
+    batch arithmetic on whatever number it is given, floats and bools included), or UNKNOWN."""
+    if node is None or (isinstance(node, Scalar) and node.value is None):
+        return None  # DeepSpeed reads null as absent
+    if isinstance(node, Scalar) and isinstance(node.value, (int, float)):
         return node.value
     return UNKNOWN
 
 
 def batch_values(root: Object) -> tuple[Any, Any, Any]:
     return (
-        positive_int(root.get("train_batch_size")),
-        positive_int(root.get("train_micro_batch_size_per_gpu")),
-        positive_int(root.get("gradient_accumulation_steps")),
+        batch_number(root.get("train_batch_size")),
+        batch_number(root.get("train_micro_batch_size_per_gpu")),
+        batch_number(root.get("gradient_accumulation_steps")),
     )
 
 

@@ -16,10 +16,12 @@ Only this generator and the tests import deepspeed; linting reads the committed 
 from __future__ import annotations
 
 import contextlib
+import copy
 import enum
 import importlib
 import inspect
 import json
+import logging
 import os
 import re
 import sys
@@ -160,6 +162,52 @@ def validated_sections(keys: list[str]) -> dict[str, str]:
     return sections
 
 
+PROBE_VALUES: dict[str, Any] = {
+    "string": "x",
+    "numeric_string": "8",
+    "number": 1,
+    "bool": True,
+    "list": [1],
+    "object": {},
+    "null": None,
+}
+
+
+def refused_value_kinds(keys: list[str], removed: set[str]) -> dict[str, list[str]]:
+    """For each top-level key, the kinds of JSON value `DeepSpeedConfig` refuses there (it raises), probed
+    with one value of each kind and generalised only where the probe speaks for the whole kind: a section
+    that refuses every non-object value requires an object; a string is refused only where numbers are
+    accepted and both "x" and "8" are refused (keys such as `communication_data_type` take some strings)."""
+    DeepSpeedConfig = _deepspeed("deepspeed.runtime.config").DeepSpeedConfig
+    found: dict[str, list[str]] = {}
+    for key in keys:
+        if key in removed:
+            continue
+        refused: dict[str, bool] = {}
+        for kind, value in PROBE_VALUES.items():
+            base = {k: 1 for k in ("train_batch_size", "train_micro_batch_size_per_gpu") if k != key}
+            try:
+                DeepSpeedConfig({**base, key: copy.deepcopy(value)})
+                refused[kind] = False
+            except Exception:
+                refused[kind] = True
+        kinds: list[str] = []
+        if not refused["object"] and all(refused[k] for k in ("string", "numeric_string", "number", "list")):
+            kinds = [k for k in ("string", "number", "bool", "list", "null") if refused[k]]
+        else:
+            if refused["list"]:
+                kinds.append("list")
+            if refused["object"]:
+                kinds.append("object")
+            if not refused["number"] and refused["string"] and refused["numeric_string"]:
+                kinds.append("string")
+            if refused["null"]:
+                kinds.append("null")
+        if kinds:
+            found[key] = kinds
+    return found
+
+
 def _model_at(model_name: str, path: list[str]) -> str:
     """The model reached from `model_name` through the fields named in `path` (the error's location)."""
     import pydantic
@@ -239,6 +287,7 @@ def generate() -> dict[str, Any]:
     _single_process_env()
     deepspeed = _deepspeed("deepspeed")
     ds_config = _deepspeed("deepspeed.runtime.config")
+    deepspeed.utils.logger.setLevel(logging.ERROR)  # the probes make DeepSpeed warn; that is expected
 
     read_by_config = top_level_keys()
     read_before = keys_read_before_config()
@@ -254,6 +303,7 @@ def generate() -> dict[str, Any]:
         "top_level_keys": keys,
         "keys_read_only_by_initialize": [k for k in read_before if k not in read_by_config],
         "validated_sections": dict(sorted(sections.items())),
+        "refused_value_kinds": refused_value_kinds(read_by_config, set(ds_config._REMOVED_TOP_LEVEL_CONFIG_KEYS)),
         "removed_top_level_keys": dict(ds_config._REMOVED_TOP_LEVEL_CONFIG_KEYS),
         "removed_zero_keys": dict(ds_config._REMOVED_ZERO_CONFIG_KEYS),
         "models": dict(sorted(models.items())),

@@ -51,6 +51,8 @@ class Schema:
         self.removed_top_level: Mapping[str, str] = data["removed_top_level_keys"]
         self.removed_zero: Mapping[str, str] = data["removed_zero_keys"]
         self.sections: Mapping[str, str] = data["validated_sections"]
+        self.refused_value_kinds: Mapping[str, list[str]] = data["refused_value_kinds"]
+        self.keys_read_only_by_initialize: list[str] = data["keys_read_only_by_initialize"]
         self.models: dict[str, Model] = {}
         for name, model in data["models"].items():
             fields: dict[str, Field] = {}

@@ -26,7 +26,9 @@ from dslint.script.config_link import (
 from dslint.script.context import ScriptContext
 
 
-def check_script_configs(context: ScriptContext, rules: Sequence[type[ConfigRule]]) -> list[Diagnostic]:
+def check_script_configs(
+    context: ScriptContext, rules: Sequence[type[ConfigRule]], world_size: int | None = None
+) -> list[Diagnostic]:
     if not rules:
         return []
     resolved: list[ResolvedConfig] = []
@@ -47,7 +49,9 @@ def check_script_configs(context: ScriptContext, rules: Sequence[type[ConfigRule
             continue
         seen.add(key)
         path = _shown(config.path) if config.path is not None else context.path
-        config_context = ConfigContext(path, config.tree, config.origin, from_file=config.path is not None)
+        config_context = ConfigContext(
+            path, config.tree, config.origin, world_size=world_size, from_file=config.path is not None
+        )
         diagnostics.extend(run_config_rules(config_context, rules))
     if any(rule is ConfigParseError for rule in rules):
         for config_path in referenced_config_paths(context):

@@ -243,10 +243,20 @@ class _Reader:
                 if escape == "u":
                     digits = self.text[self.pos + 1 : self.pos + 5]
                     try:
-                        parts.append(chr(int(digits, 16)))
+                        code = int(digits, 16)
                     except ValueError:
                         raise self.fail("invalid \\u escape") from None
                     self.advance(5)
+                    low = self.text[self.pos + 2 : self.pos + 6]
+                    if 0xD800 <= code < 0xDC00 and self.text.startswith("\\u", self.pos):
+                        try:
+                            second = int(low, 16)
+                        except ValueError:
+                            second = 0
+                        if 0xDC00 <= second < 0xE000:  # a surrogate pair: one character
+                            code = 0x10000 + ((code - 0xD800) << 10) + (second - 0xDC00)
+                            self.advance(6)
+                    parts.append(chr(code))
                     continue
                 if escape not in _ESCAPES:
                     raise self.fail(f"invalid escape \\{escape}")

@@ -10,7 +10,7 @@ from dslint.config.facts import enabled
 from dslint.config.rule import ConfigRule, autotuning_enabled, is_auto
 from dslint.config.schema import accepts, describe, within_bounds
 from dslint.config.sections import validated_entries
-from dslint.config.tree import UNKNOWN, Array, Object, Scalar, scalar, to_python
+from dslint.config.tree import UNKNOWN, Array, Node, Object, Scalar, scalar, to_python
 from dslint.diagnostics import Severity
 from dslint.rule import Invalid, RuleDocs, Valid
 
@@ -28,9 +28,12 @@ class InvalidConfigValue(ConfigRule):
             Checks the values of the sections DeepSpeed validates against the field types of DeepSpeed's own
             pydantic models: `"stage": 5` (ZeRO stages are 0 to 3), `"device": "gpu"` for an offload block
             (`none`, `cpu` or `nvme`), a list where a number is expected, a negative bucket size, a negative,
-            bool or non-finite `fp16.loss_scale`. A section that is not an object (`"fp16": true`) is flagged
-            too. Values are checked with pydantic's lax rules, as DeepSpeed does: `"3"` is a valid stage,
-            `5e8` a valid integer. With `"autotuning": {"enabled": true}` a list of values is the autotuner's
+            bool or non-finite `fp16.loss_scale`. At the top level, a value of a kind DeepSpeed refuses for that
+            key is flagged too: a section that is not an object (`"fp16": true`, `"optimizer": "Adam"`), a
+            batch size written as a string (`"train_batch_size": "32"`); which kinds each key refuses is probed
+            from DeepSpeed when the schema snapshot is generated. Values are checked with pydantic's lax rules,
+            as DeepSpeed does: `"3"` is a valid stage, `5e8` a valid integer. With `"autotuning": {"enabled":
+            true}` a list of values is the autotuner's
             search space and is not flagged.
         """,
         why="""
@@ -69,19 +72,15 @@ class InvalidConfigValue(ConfigRule):
             path="ds_config.json",
         ),
         Invalid('{\n  "train_batch_size": 8,\n  "bf16": true\n}\n', lines=(3,), path="ds_config.json"),
+        Invalid(
+            '{\n  "train_batch_size": "32",\n  "optimizer": "AdamW",\n  "gradient_clipping": "1.0"\n}\n',
+            lines=(2, 3),
+            path="ds_config.json",
+        ),
     )
 
     def check(self) -> None:
-        for top in self.root.last_entries():
-            if self.schema.section_model(top.key) is None or is_auto(top.value):
-                continue
-            if isinstance(top.value, Object):
-                continue
-            if top.key == "zero_optimization" and isinstance(top.value, Scalar) and isinstance(top.value.value, bool):
-                continue  # DeepSpeed's old form: true = stage 1
-            if isinstance(top.value, Scalar) and top.value.value in (UNKNOWN, None):
-                continue
-            self.report_node(top.value, f"`{top.key}` must be an object; DeepSpeed stops at start-up")
+        self._top_level_kinds()
         tuning = autotuning_enabled(self.root)
         for item in validated_entries(self.root, self.schema):
             field = item.field
@@ -107,6 +106,23 @@ class InvalidConfigValue(ConfigRule):
                 self.report_node(node, f"`{where}` is out of range ({bounds}); DeepSpeed stops at start-up")
 
         self._dynamic_loss_scale()
+
+    def _top_level_kinds(self) -> None:
+        """Values of a kind DeepSpeedConfig refuses for that key (probed from DeepSpeed by the generator)."""
+        for top in self.root.last_entries():
+            refused = self.schema.refused_value_kinds.get(top.key)
+            if not refused or is_auto(top.value):
+                continue
+            kind = _kind(top.value)
+            if kind is None or kind not in refused:
+                continue
+            if {"string", "number", "list"} <= set(refused) and "object" not in refused:
+                wanted = "must be an object"
+            elif {"string", "list", "object"} <= set(refused):
+                wanted = "must be a number"
+            else:
+                wanted = f"cannot be {'null' if kind == 'null' else 'a ' + kind}"
+            self.report_node(top.value, f"`{top.key}` {wanted}; DeepSpeed stops at start-up")
 
     def _dynamic_loss_scale(self) -> None:
         """DeepSpeedFP16Config's model validator: with dynamic loss scaling (fp16 on, loss_scale 0),
@@ -151,6 +167,23 @@ class InvalidConfigValue(ConfigRule):
             if isinstance(value, float) and not math.isfinite(value):
                 return "must be finite"
         return None
+
+
+def _kind(node: Node) -> str | None:
+    if isinstance(node, Object):
+        return None if node.opaque else "object"
+    if isinstance(node, Array):
+        return "list"
+    value = scalar(node)
+    if value is UNKNOWN:
+        return None
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "string" if isinstance(value, str) else None
 
 
 def _number(value: Any) -> float | None:

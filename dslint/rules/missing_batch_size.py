@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dslint.config.rule import ConfigRule, Origin
+from dslint.config.tree import scalar
 from dslint.diagnostics import Severity
 from dslint.rule import Invalid, RuleDocs, Valid
 
@@ -60,5 +61,9 @@ class MissingBatchSize(ConfigRule):
     def check(self) -> None:
         if self.context.origin is Origin.TRAINER or self.root.opaque:
             return
-        if self.root.get("train_batch_size") is None and self.root.get("train_micro_batch_size_per_gpu") is None:
+        # DeepSpeed reads a null value as absent.
+        if (
+            scalar(self.root.get("train_batch_size")) is None
+            and scalar(self.root.get("train_micro_batch_size_per_gpu")) is None
+        ):
             self.report_at(self.root.start, self.root.start)

@@ -13,7 +13,7 @@ class OffloadParamBelowStage3(ConfigRule):
     code = "DSL409"
     slug = "offload-param-below-stage-3"
     message = "offload_param works only with ZeRO stage 3; below it DeepSpeed ignores it silently"
-    severity = Severity.WARNING
+    severity = Severity.ERROR
     docs = RuleDocs(
         what="""
             Flags `zero_optimization.offload_param` with a device (`cpu` or `nvme`) when the ZeRO stage is below

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from dslint.config.facts import batch_values
@@ -13,7 +14,12 @@ from dslint.rule import Invalid, RuleDocs, Valid
 MAX_WORLD_SIZE = 1 << 16
 
 
-def derive(train: int | None, micro: int | None, accum: int | None, world: int) -> tuple[int, int, int] | None:
+Number = int | float
+
+
+def derive(
+    train: Number | None, micro: Number | None, accum: Number | None, world: int
+) -> tuple[Number, Number, Number] | None:
     """DeepSpeed's `_set_batch_related_parameters` for one world size; None when neither batch value is given."""
     if train is not None and micro is not None and accum is not None:
         return train, micro, accum
@@ -30,7 +36,7 @@ def derive(train: int | None, micro: int | None, accum: int | None, world: int) 
     return None
 
 
-def holds(train: int | None, micro: int | None, accum: int | None, world: int) -> bool | None:
+def holds(train: Number | None, micro: Number | None, accum: Number | None, world: int) -> bool | None:
     """Whether DeepSpeed's `_batch_assertion` passes for this world size (None: no batch value given)."""
     derived = derive(train, micro, accum, world)
     if derived is None:
@@ -39,8 +45,8 @@ def holds(train: int | None, micro: int | None, accum: int | None, world: int) -
     return t > 0 and m > 0 and a > 0 and t == m * a * world
 
 
-def some_world_size_holds(train: int | None, micro: int | None, accum: int | None) -> bool:
-    limit = min(MAX_WORLD_SIZE, max(train or 1, 1))
+def some_world_size_holds(train: Number | None, micro: Number | None, accum: Number | None) -> bool:
+    limit = min(MAX_WORLD_SIZE, max(int(train), 1)) if train is not None and math.isfinite(train) else 1
     return any(holds(train, micro, accum, world) for world in range(1, limit + 1))
 
 

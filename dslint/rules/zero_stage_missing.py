@@ -11,7 +11,7 @@ class ZeroStageMissing(ConfigRule):
     code = "DSL411"
     slug = "zero-stage-missing"
     message = "zero_optimization has no stage, so ZeRO is off (stage 0); write the stage"
-    severity = Severity.WARNING
+    severity = Severity.ERROR
     docs = RuleDocs(
         what="Flags a `zero_optimization` object without a `stage` key.",
         why="""

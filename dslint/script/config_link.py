@@ -6,8 +6,9 @@ bound to one, with the item assignments written after it: `cfg["zero_optimizatio
 makes that value UNKNOWN, `cfg.update(...)` the whole config), a string path to a JSON/HJSON file (relative to
 the script, parsed once per file version), `args.<option>` through its argparse default (and `args=` alone: the
 `--deepspeed_config` option DeepSpeed reads), and `TrainingArguments(deepspeed=...)` for the Hugging Face
-Trainer (`trainer_configs`). Values that are not literals are `UNKNOWN`; a question whose answer depends on one
-gets None, and rules then say "under ZeRO-3" rather than guess. Each resolved config carries a positioned tree
+Trainer, or accelerate's `DeepSpeedPlugin(hf_ds_config=...)` (`trainer_configs`; both fill "auto" values).
+Values that are not literals are `UNKNOWN`; a question whose answer depends on one gets None, and rules then say
+"under ZeRO-3" rather than guess. Each resolved config carries a positioned tree
 (`dslint.config.tree`) on which the config rules (DSL4xx) run, with positions in the script or in the file.
 """
 
@@ -22,8 +23,20 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from dslint.config.rule import Origin
-from dslint.config.tree import UNKNOWN, Array, Entry, Node, Object, ParseError, Scalar, parse_text, to_python
+from dslint.config import facts as config_facts
+from dslint.config.rule import Origin, is_auto
+from dslint.config.tree import (
+    UNKNOWN,
+    Array,
+    Entry,
+    Node,
+    Object,
+    ParseError,
+    Scalar,
+    node_at,
+    parse_text,
+    to_python,
+)
 from dslint.script.facts import BindingKind, InitializeCall, Pos
 from dslint.script.names import dotted_name
 from dslint.script.traversal import visit_all
@@ -59,8 +72,13 @@ class ResolvedConfig:
 
     @property
     def zero_stage(self) -> int | None:
-        """The stage DeepSpeed will run: absent section or key means 0; "auto" is dropped (0) outside the HF
-        Trainer, but the Trainer fills it, so "auto" and non-literal values are unknown (None)."""
+        """The stage DeepSpeed will run: absent section or key means 0; "auto" is dropped (0) by
+        deepspeed.initialize, but the HF Trainer fills it, so there "auto" is unknown (None), as are non-literal
+        values. Read as DeepSpeed reads it: `"3"` is 3, the old `"zero_optimization": true` is 1."""
+        if self.tree is not None:
+            if self.origin is Origin.TRAINER and is_auto(node_at(self.tree, "zero_optimization", "stage")):
+                return None
+            return config_facts.zero_stage(self.tree)
         section = self.get("zero_optimization")
         if section is None:
             return 0
@@ -72,6 +90,10 @@ class ResolvedConfig:
         return stage
 
     def _enabled(self, section_name: str) -> bool | None:
+        if self.tree is not None:
+            if self.origin is Origin.TRAINER and is_auto(node_at(self.tree, section_name, "enabled")):
+                return None
+            return config_facts.enabled(self.tree, section_name)
         section = self.get(section_name)
         if section is None:
             return False
@@ -86,6 +108,8 @@ class ResolvedConfig:
 
     @property
     def bf16_enabled(self) -> bool | None:
+        if self.tree is not None:  # DeepSpeed reads `bfloat16` only when `bf16` is absent
+            return self._enabled(config_facts.bf16_section(self.tree))
         enabled = self._enabled("bf16")
         if enabled is False and self.get("bfloat16") is not None:
             return self._enabled("bfloat16")  # DeepSpeed's older spelling of the section
@@ -167,18 +191,30 @@ def resolve_config(context: ScriptContext, init: InitializeCall) -> ResolvedConf
 
 
 def trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
-    """Configs given to the Hugging Face Trainer: `TrainingArguments(..., deepspeed=...)` (any `*TrainingArguments`)."""
+    """Configs given to the Hugging Face integrations, which fill "auto" values: `TrainingArguments(...,
+    deepspeed=...)` (any `*TrainingArguments`) and accelerate's `DeepSpeedPlugin(hf_ds_config=...)`."""
     found: list[ResolvedConfig] = []
+    for expression in _trainer_expressions(context):
+        resolved = _resolve_expression(context, expression, depth=0, origin=Origin.TRAINER)
+        if resolved is not None:
+            found.append(resolved)
+    return found
+
+
+def _trainer_expressions(context: ScriptContext) -> Iterator[cst.BaseExpression]:
     for call in _calls(context.module):
         name = dotted_name(call.func)
-        if name is None or not name.split(".")[-1].endswith("TrainingArguments"):
+        if name is None:
+            continue
+        last = name.split(".")[-1]
+        keyword = (
+            "deepspeed" if last.endswith("TrainingArguments") else "hf_ds_config" if last == "DeepSpeedPlugin" else None
+        )
+        if keyword is None:
             continue
         for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == "deepspeed":
-                resolved = _resolve_expression(context, arg.value, depth=0, origin=Origin.TRAINER)
-                if resolved is not None:
-                    found.append(resolved)
-    return found
+            if arg.keyword is not None and arg.keyword.value == keyword:
+                yield arg.value
 
 
 def referenced_config_paths(context: ScriptContext) -> list[Path]:
@@ -197,12 +233,7 @@ def _config_expressions(context: ScriptContext) -> Iterator[cst.BaseExpression]:
     for init in context.facts.initialize_calls:
         if init.config is not None:
             yield init.config
-    for call in _calls(context.module):
-        name = dotted_name(call.func)
-        if name is not None and name.split(".")[-1].endswith("TrainingArguments"):
-            for arg in call.args:
-                if arg.keyword is not None and arg.keyword.value == "deepspeed":
-                    yield arg.value
+    yield from _trainer_expressions(context)
 
 
 def _calls(module: cst.Module) -> list[cst.Call]:
