@@ -7,6 +7,7 @@ import click
 from dslint import __version__
 from dslint.commands.check import check
 from dslint.commands.rules import explain, rules
+from dslint.commands.settings import settings_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,3 +19,4 @@ def main() -> None:
 main.add_command(check)
 main.add_command(rules)
 main.add_command(explain)
+main.add_command(settings_command)

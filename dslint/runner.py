@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -67,8 +67,14 @@ def _parent_ignore_files(directory: Path) -> list[IgnoreFile]:
     return list(reversed(found))
 
 
-def discover(paths: Sequence[str], suffixes: tuple[str, ...] = (".py",)) -> Discovery:
-    """Files named on the command line are always checked; directories are walked with excludes."""
+def discover(
+    paths: Sequence[str],
+    suffixes: tuple[str, ...] = (".py",),
+    excluded: Callable[[Path], bool] | None = None,
+    force_exclude: bool = False,
+) -> Discovery:
+    """Files named on the command line are checked (unless `force_exclude` and `excluded` says so); directories
+    are walked with excludes: `excluded` (the settings' `exclude`) replaces the default directory names."""
     result = Discovery()
     seen: set[Path] = set()
 
@@ -81,16 +87,22 @@ def discover(paths: Sequence[str], suffixes: tuple[str, ...] = (".py",)) -> Disc
     for raw in paths:
         root = Path(raw)
         if root.is_file():
-            add(root)
+            if not (force_exclude and excluded is not None and _excluded_path(root, excluded)):
+                add(root)
         elif root.is_dir():
-            for path in _walk(root, suffixes):
+            for path in _walk(root, suffixes, excluded):
                 add(path)
         else:
             result.errors.append(f"{raw}: no such file or directory")
     return result
 
 
-def _walk(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
+def _excluded_path(path: Path, excluded: Callable[[Path], bool]) -> bool:
+    """`path` or one of its directories is excluded."""
+    return any(excluded(candidate) for candidate in (path, *path.parents) if candidate.name)
+
+
+def _walk(root: Path, suffixes: tuple[str, ...], excluded: Callable[[Path], bool] | None = None) -> Iterator[Path]:
     inherited = _parent_ignore_files(root)
     stack: list[tuple[Path, list[IgnoreFile]]] = [(root, inherited)]
     while stack:
@@ -105,9 +117,14 @@ def _walk(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
         for entry in entries:
             path = Path(entry.path)
             if entry.is_dir(follow_symlinks=False):
-                if not _excluded_dir(path) and not is_ignored(path, True, active):
+                skip = _excluded_dir(path) if excluded is None else excluded(path) or (path / "pyvenv.cfg").exists()
+                if not skip and not is_ignored(path, True, active):
                     subdirectories.append(path)
-            elif entry.name.endswith(suffixes) and not is_ignored(path, False, active):
+            elif (
+                entry.name.endswith(suffixes)
+                and not is_ignored(path, False, active)
+                and (excluded is None or not excluded(path))
+            ):
                 yield path
         stack.extend((sub, active) for sub in reversed(subdirectories))
 
@@ -144,3 +161,18 @@ def lint_paths(
         return [lint_path(path, selection) for path in files]
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
         return list(pool.map(_lint_one, [(path, selection) for path in files], chunksize=8))
+
+
+def _lint_item(item: tuple[Path, RuleSelection]) -> ScriptResult | FileFailure:
+    return lint_path(*item)
+
+
+def lint_files(
+    items: Sequence[tuple[Path, RuleSelection]], jobs: int | None = None
+) -> list[ScriptResult | FileFailure]:
+    """Like `lint_paths`, with a selection per file (settings' per-file-ignores, nested pyproject.toml)."""
+    jobs = jobs if jobs is not None else (os.cpu_count() or 1)
+    if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:
+        return [lint_path(path, selection) for path, selection in items]
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
+        return list(pool.map(_lint_item, items, chunksize=8))
