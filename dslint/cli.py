@@ -20,3 +20,13 @@ main.add_command(check)
 main.add_command(rules)
 main.add_command(explain)
 main.add_command(settings_command)
+
+
+@main.command()
+def lsp() -> None:
+    """Run the language server over stdio (needs pygls: `pip install 'dslint[lsp]'`)."""
+    try:
+        from dslint.lsp import main as serve
+    except ImportError as error:  # pragma: no cover - depends on the installation
+        raise click.ClickException(f"the language server needs pygls 2 ({error}); pip install 'dslint[lsp]'") from error
+    serve()
