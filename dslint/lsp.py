@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
 
 from lsprotocol import types
@@ -25,6 +27,7 @@ from pygls.uris import to_fs_path
 from dslint import __version__
 from dslint.diagnostics import Diagnostic, Edit, Location, Severity
 from dslint.fixer import fix_text
+from dslint.incremental import Snapshot, relint
 from dslint.linter import lint_source
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
@@ -88,10 +91,19 @@ class DslintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("dslint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.resolver = SettingsResolver()
-        self.states: dict[str, DocumentState] = {}
+        self.states: dict[str, DocumentState] = {}  # what was last published, for code actions
+        self.snapshots: dict[str, Snapshot] = {}  # the last full lint, the base of fast re-lints
         self.wanted: dict[str, int | None] = {}  # uri -> newest version seen
-        self.running: set[str] = set()
-        self.lock = threading.Lock()
+        self.full_running: set[str] = set()
+        self.full_published: dict[str, int | None] = {}
+        self._pool: ProcessPoolExecutor | None = None
+
+    @property
+    def pool(self) -> ProcessPoolExecutor:
+        """Full lints run in a worker process, so they never hold this process's GIL against fast re-lints."""
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
+        return self._pool
 
     # -- linting ---------------------------------------------------------------------------------------------
 
@@ -99,17 +111,28 @@ class DslintServer(LanguageServer):
         settings = self.resolver.for_path(Path(path))
         return settings.selection_for(Path(path)), settings.unsafe_fixes
 
-    def lint_document(self, uri: str) -> DocumentState | None:
+    def document_state(self, uri: str) -> DocumentState | None:
+        """The document's current text and settings, with no findings yet."""
         document = self.workspace.get_text_document(uri)
-        text, version = document.source, document.version
         path = to_fs_path(uri) or uri
         try:
             selection, unsafe = self.settings_for(path)
         except SettingsError as error:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"dslint: {error}"))
             return None
-        result = lint_source(path, text.encode("utf-8"), selection)
-        return DocumentState(version, text, path, selection, unsafe, result.diagnostics)
+        return DocumentState(document.version, document.source, path, selection, unsafe)
+
+    def fast_lint(self, state: DocumentState, base: Snapshot) -> DocumentState | None:
+        started, cpu = time.perf_counter(), time.thread_time()
+        found = relint(base, state.text, state.path, state.selection)
+        elapsed, cpu = 1000 * (time.perf_counter() - started), 1000 * (time.thread_time() - cpu)
+        outcome = "none" if found is None else f"{len(found)} findings"
+        message = f"dslint: fast re-lint v{state.version} {elapsed:.0f} ms, cpu {cpu:.0f} ms ({outcome})"
+        self.window_log_message(types.LogMessageParams(types.MessageType.Log, message))
+        if found is None:
+            return None
+        state.diagnostics = found
+        return state
 
     def publish(self, uri: str, state: DocumentState) -> None:
         lines = _lines(state.text)
@@ -133,28 +156,60 @@ class DslintServer(LanguageServer):
         )
 
     async def schedule(self, uri: str) -> None:
-        """Lint `uri` off the event loop; edits that arrive meanwhile are linted once, with the newest text."""
-        self.wanted[uri] = self.workspace.get_text_document(uri).version
-        if uri in self.running:
+        """On open or change: publish a fast re-lint of what the edit touched at once (when a full lint of an
+        earlier version exists), and keep one full lint running in the worker process for the newest text."""
+        state = self.document_state(uri)
+        if state is None:
             return
-        self.running.add(uri)
+        self.wanted[uri] = state.version
+        base = self.snapshots.get(uri)
+        if base is not None:
+            # the fast re-lint goes first; the full lint starts after it, so the two do not share the CPU
+            fast = await asyncio.get_running_loop().run_in_executor(None, self.fast_lint, state, base)
+            current = self.wanted.get(uri) == state.version and self.full_published.get(uri) != state.version
+            if fast is not None and current:
+                self.publish(uri, fast)
+        if uri not in self.full_running and uri in self.wanted:
+            self.full_running.add(uri)
+            asyncio.get_running_loop().create_task(self.full_loop(uri))
+
+    async def full_loop(self, uri: str) -> None:
+        loop = asyncio.get_running_loop()
         try:
-            loop = asyncio.get_running_loop()
-            while True:
-                version = self.wanted.get(uri)
-                state = await loop.run_in_executor(None, self.lint_document, uri)
-                if uri not in self.wanted:
-                    return  # closed meanwhile
-                if state is not None and state.version == self.wanted.get(uri):
-                    self.publish(uri, state)
-                if self.wanted.get(uri) == version:
+            while uri in self.wanted:
+                state = self.document_state(uri)
+                if state is None:
                     return
+                started = time.perf_counter()
+                snapshot = await loop.run_in_executor(self.pool, full_lint, state.path, state.text, state.selection)
+                found = list(snapshot.diagnostics)
+                self.snapshots[uri] = snapshot
+                if uri not in self.wanted:
+                    return
+                if self.wanted[uri] != state.version:
+                    continue  # edited meanwhile: lint the newest text
+                state.diagnostics = found
+                previous = self.states.get(uri)
+                if previous is None or previous.version != state.version or previous.diagnostics != found:
+                    self.publish(uri, state)
+                else:
+                    self.states[uri] = state
+                self.full_published[uri] = state.version
+                elapsed = 1000 * (time.perf_counter() - started)
+                self.window_log_message(
+                    types.LogMessageParams(
+                        types.MessageType.Log, f"dslint: full lint v{state.version} {elapsed:.0f} ms"
+                    )
+                )
+                return
         finally:
-            self.running.discard(uri)
+            self.full_running.discard(uri)
 
     def close(self, uri: str) -> None:
         self.wanted.pop(uri, None)
         self.states.pop(uri, None)
+        self.snapshots.pop(uri, None)
+        self.full_published.pop(uri, None)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     # -- code actions ----------------------------------------------------------------------------------------
@@ -230,6 +285,11 @@ class DslintServer(LanguageServer):
                 )
             ]
         )
+
+
+def full_lint(path: str, text: str, selection: RuleSelection) -> Snapshot:
+    """A full lint (run in the worker process), with the top-level statements for fast re-lints."""
+    return Snapshot.of(text, lint_source(path, text.encode("utf-8"), selection).diagnostics)
 
 
 def create_server() -> DslintServer:
