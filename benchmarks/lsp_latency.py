@@ -104,7 +104,7 @@ def main() -> None:
         )
         client.diagnostics(uri, version, timeout=300)
         got_fast = time.perf_counter()
-        marker = f"full lint v{version} "
+        marker = f"full lint of train.py v{version} "
         with contextlib.suppress(TimeoutError):
             client.wait(
                 lambda m, marker=marker: m.get("method") == "window/logMessage" and marker in m["params"]["message"],

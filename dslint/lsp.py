@@ -127,7 +127,8 @@ class DslintServer(LanguageServer):
         found = relint(base, state.text, state.path, state.selection)
         elapsed, cpu = 1000 * (time.perf_counter() - started), 1000 * (time.thread_time() - cpu)
         outcome = "none" if found is None else f"{len(found)} findings"
-        message = f"dslint: fast re-lint v{state.version} {elapsed:.0f} ms, cpu {cpu:.0f} ms ({outcome})"
+        name = Path(state.path).name
+        message = f"dslint: fast re-lint of {name} v{state.version} {elapsed:.0f} ms, cpu {cpu:.0f} ms ({outcome})"
         self.window_log_message(types.LogMessageParams(types.MessageType.Log, message))
         if found is None:
             return None
@@ -198,7 +199,8 @@ class DslintServer(LanguageServer):
                 elapsed = 1000 * (time.perf_counter() - started)
                 self.window_log_message(
                     types.LogMessageParams(
-                        types.MessageType.Log, f"dslint: full lint v{state.version} {elapsed:.0f} ms"
+                        types.MessageType.Log,
+                        f"dslint: full lint of {Path(state.path).name} v{state.version} {elapsed:.0f} ms",
                     )
                 )
                 return

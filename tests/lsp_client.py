@@ -68,6 +68,9 @@ class LspClient:
         return message.get("result")
 
     def wait(self, predicate: Any, timeout: float = 60) -> dict[str, Any]:
+        for index, stashed in enumerate(self.notifications):
+            if predicate(stashed):
+                return self.notifications.pop(index)
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()

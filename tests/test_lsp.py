@@ -117,3 +117,36 @@ def test_utf16_columns() -> None:
 
     assert utf16_column("x = '😀' + y", 9) == 10
     assert utf16_column("plain", 3) == 3
+
+
+def test_an_edit_in_a_long_script_is_answered_by_the_fast_relint_then_confirmed(
+    client: LspClient, tmp_path: Path
+) -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from lsp_latency import make_script
+
+    text = make_script(400)
+    uri = (tmp_path / "long.py").as_uri()
+    client.notify(
+        "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}
+    )
+    assert [d["code"] for d in client.diagnostics(uri, 1)] == ["DSL101"]
+    client.wait(
+        lambda m: m.get("method") == "window/logMessage" and "full lint of long.py v1 " in m["params"]["message"]
+    )
+    line = next(n for n, source in enumerate(text.splitlines()) if source.startswith("def helper_10(")) + 3
+    change = {
+        "range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}},
+        "text": "    model.cuda()\n",
+    }
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [change]})
+    fast = client.wait(
+        lambda m: m.get("method") == "window/logMessage" and "fast re-lint of long.py v2 " in m["params"]["message"]
+    )
+    assert "(1 findings)" in fast["params"]["message"], fast
+    assert [(d["code"], d["range"]["start"]["line"]) for d in client.diagnostics(uri, 2)] == [("DSL101", 15)]
+    client.wait(
+        lambda m: m.get("method") == "window/logMessage" and "full lint of long.py v2 " in m["params"]["message"]
+    )
