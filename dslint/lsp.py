@@ -115,6 +115,8 @@ class DslintServer(LanguageServer):
         """The document's current text and settings, with no findings yet."""
         document = self.workspace.get_text_document(uri)
         path = to_fs_path(uri) or uri
+        if document.language_id not in (None, "python") and not path.endswith((".py", ".pyi")):
+            return None  # dslint checks Python scripts only
         try:
             selection, unsafe = self.settings_for(path)
         except SettingsError as error:

@@ -112,6 +112,20 @@ def test_only_fix_all_when_asked(client: LspClient, tmp_path: Path) -> None:
     assert [a["kind"] for a in actions] == ["source.fixAll.dslint"]
 
 
+def test_other_languages_are_left_alone(client: LspClient, tmp_path: Path) -> None:
+    config = (tmp_path / "ds_config.json").as_uri()
+    script = (tmp_path / "after.py").as_uri()
+    client.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": config, "languageId": "json", "version": 1, "text": '{"deepspeed": 1}'}},
+    )
+    client.notify(
+        "textDocument/didOpen", {"textDocument": {"uri": script, "languageId": "python", "version": 1, "text": BAD}}
+    )
+    message = client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics")
+    assert message["params"]["uri"] == script
+
+
 def test_utf16_columns() -> None:
     from dslint.lsp import utf16_column
 

@@ -196,3 +196,10 @@ def test_output_file_is_written(tmp_path: Path) -> None:
     result = _check("--isolated", "--output-format", "json", "--output-file", str(out), str(BAD))
     assert result.stdout == ""
     assert len(json.loads(out.read_text(encoding="utf-8"))) == 2
+
+
+def test_github_paths_are_relative_to_the_workspace(tmp_path: Path) -> None:
+    inside = annotation(_diagnostic(path=str(tmp_path / "src" / "train.py")), tmp_path)
+    outside = annotation(_diagnostic(path="/elsewhere/train.py"), tmp_path)
+    assert parse_workflow_commands(inside)[0][1]["file"] == "src/train.py"
+    assert parse_workflow_commands(outside)[0][1]["file"] == "/elsewhere/train.py"

@@ -9,6 +9,7 @@ in properties also `:` and `,`. No file name or message can therefore end the co
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from dslint.diagnostics import Diagnostic, Severity
 from dslint.report import ReportContext
@@ -24,9 +25,20 @@ def escape_property(value: str) -> str:
     return escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(diagnostic: Diagnostic) -> str:
+def _file(path: str, cwd: Path | None) -> str:
+    """GitHub wants paths relative to the workspace: an absolute path below `cwd` is made relative."""
+    candidate = Path(path)
+    if cwd is not None and candidate.is_absolute():
+        try:
+            return candidate.relative_to(cwd.resolve()).as_posix()
+        except ValueError:
+            pass
+    return path.replace("\\", "/")
+
+
+def annotation(diagnostic: Diagnostic, cwd: Path | None = None) -> str:
     properties = {
-        "file": diagnostic.path.replace("\\", "/"),
+        "file": _file(diagnostic.path, cwd),
         "line": str(diagnostic.start.line),
         "col": str(diagnostic.start.column),
         "endLine": str(diagnostic.end.line),
@@ -38,4 +50,4 @@ def annotation(diagnostic: Diagnostic) -> str:
 
 
 def render(diagnostics: Sequence[Diagnostic], context: ReportContext) -> str:
-    return "".join(annotation(d) + "\n" for d in diagnostics)
+    return "".join(annotation(d, context.cwd) + "\n" for d in diagnostics)
