@@ -9,13 +9,14 @@ from pathlib import Path
 
 import click
 
-from dslint.commands.options import make_resolver, settings_options
+from dslint.commands.options import force_exclude_option, make_resolver, settings_options
 from dslint.diagnostics import Diagnostic
 from dslint.linter import ScriptResult
 from dslint.report import ReportContext, renderer
-from dslint.runner import FileFailure, discover, lint_files
+from dslint.runner import FileFailure, lint_files
 from dslint.settings import OUTPUT_FORMATS, SettingsError, SettingsResolver
 from dslint.suppression import add_noqa
+from dslint.workspace import files_to_check
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -35,9 +36,7 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
     "-o", "--output-file", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to this file."
 )
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments for every finding (for adopting dslint).")
-@click.option(
-    "--force-exclude", is_flag=True, help="Apply `exclude` to files named on the command line too (for pre-commit)."
-)
+@force_exclude_option
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs).")
@@ -93,16 +92,14 @@ def run_check(
     resolver: SettingsResolver, paths: tuple[str, ...], force_exclude: bool = False, jobs: int | None = None
 ) -> tuple[list[ScriptResult], list[str], int]:
     """Discover and lint with each file's effective settings: (results, errors, number of files checked)."""
-    discovery = discover(paths or (".",), excluded=resolver.excluded, force_exclude=force_exclude)
-    items = [(path, resolver.for_path(path).selection_for(path)) for path in discovery.files]
+    files, errors = files_to_check(resolver, paths, force_exclude)
     results: list[ScriptResult] = []
-    errors = list(discovery.errors)
-    for result in lint_files(items, jobs):
+    for result in lint_files([(job.path, job.selection) for job in files], jobs):
         if isinstance(result, FileFailure):
             errors.append(f"{result.path}: {result.message}")
         else:
             results.append(result)
-    return results, errors, len(discovery.files)
+    return results, errors, len(files)
 
 
 def write_atomically(path: Path, text: str, encoding: str) -> None:

@@ -75,3 +75,11 @@ def make_resolver(
         return SettingsResolver(overrides)
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
+
+
+def force_exclude_option(function: F) -> F:
+    return click.option(
+        "--force-exclude",
+        is_flag=True,
+        help="Apply `exclude` to files named on the command line too (pre-commit names every file).",
+    )(function)
