@@ -87,7 +87,8 @@ def discover(
     for raw in paths:
         root = Path(raw)
         if root.is_file():
-            if not (force_exclude and excluded is not None and _excluded_path(root, excluded)):
+            # `excluded` matches the path relative to its project root, so an excluded directory covers it too
+            if not (force_exclude and excluded is not None and excluded(root)):
                 add(root)
         elif root.is_dir():
             for path in _walk(root, suffixes, excluded):
@@ -95,11 +96,6 @@ def discover(
         else:
             result.errors.append(f"{raw}: no such file or directory")
     return result
-
-
-def _excluded_path(path: Path, excluded: Callable[[Path], bool]) -> bool:
-    """`path` or one of its directories is excluded."""
-    return any(excluded(candidate) for candidate in (path, *path.parents) if candidate.name)
 
 
 def _walk(root: Path, suffixes: tuple[str, ...], excluded: Callable[[Path], bool] | None = None) -> Iterator[Path]:

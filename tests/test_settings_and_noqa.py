@@ -169,3 +169,10 @@ def test_add_noqa_round_trip(tmp_path: Path) -> None:
     after = _run("check", "--isolated", "train.py", cwd=tmp_path)
     assert after.returncode == 0, after.stdout
     assert "2 silenced by noqa" in after.stderr
+
+
+def test_directories_above_the_project_root_do_not_exclude(tmp_path: Path) -> None:
+    (tmp_path / "build" / "proj").mkdir(parents=True)
+    project = _project(tmp_path / "build" / "proj", "extend-exclude = []")
+    result = _run("check", "--force-exclude", str(project / "src" / "train.py"), cwd=project)
+    assert result.returncode == 1, "'build' above the project root is not the project's build directory"
