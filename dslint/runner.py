@@ -91,7 +91,13 @@ def discover(
             if not (force_exclude and excluded is not None and excluded(root)):
                 add(root)
         elif root.is_dir():
-            for path in _walk(root, suffixes, excluded):
+            if excluded is not None and excluded(root):
+                if force_exclude:
+                    continue
+                excluded_below: Callable[[Path], bool] | None = None  # named on the command line: walk it
+            else:
+                excluded_below = excluded
+            for path in _walk(root, suffixes, excluded_below):
                 add(path)
         else:
             result.errors.append(f"{raw}: no such file or directory")

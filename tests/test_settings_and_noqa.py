@@ -176,3 +176,9 @@ def test_directories_above_the_project_root_do_not_exclude(tmp_path: Path) -> No
     project = _project(tmp_path / "build" / "proj", "extend-exclude = []")
     result = _run("check", "--force-exclude", str(project / "src" / "train.py"), cwd=project)
     assert result.returncode == 1, "'build' above the project root is not the project's build directory"
+
+
+def test_an_excluded_directory_named_on_the_command_line_is_checked(tmp_path: Path) -> None:
+    project = _project(tmp_path, 'extend-exclude = ["legacy"]')
+    assert _run("check", "src/legacy", cwd=project).returncode == 1
+    assert _run("check", "--force-exclude", "src/legacy", cwd=project).returncode == 0
