@@ -12,6 +12,7 @@ LSP positions are 0-based lines and UTF-16 code units; dslint's are 1-based line
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import re
 import time
@@ -125,6 +126,7 @@ class DslintServer(LanguageServer):
         return DocumentState(document.version, document.source, path, selection, unsafe)
 
     def fast_lint(self, state: DocumentState, base: Snapshot) -> DocumentState | None:
+        gc.freeze()  # what is alive now (modules, documents, the base) is not scanned by the collections to come
         started, cpu = time.perf_counter(), time.thread_time()
         found = relint(base, state.text, state.path, state.selection)
         elapsed, cpu = 1000 * (time.perf_counter() - started), 1000 * (time.thread_time() - cpu)
@@ -198,6 +200,8 @@ class DslintServer(LanguageServer):
                 else:
                     self.states[uri] = state
                 self.full_published[uri] = state.version
+                gc.unfreeze()  # idle now: let a collection see what fast re-lints froze (see fast_lint)
+                gc.collect()
                 elapsed = 1000 * (time.perf_counter() - started)
                 self.window_log_message(
                     types.LogMessageParams(
