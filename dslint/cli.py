@@ -8,6 +8,7 @@ from dslint import __version__
 from dslint.commands.check import check
 from dslint.commands.fix import fix
 from dslint.commands.rules import explain, rules
+from dslint.commands.settings import settings_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,3 +21,14 @@ main.add_command(check)
 main.add_command(fix)
 main.add_command(rules)
 main.add_command(explain)
+main.add_command(settings_command)
+
+
+@main.command()
+def lsp() -> None:
+    """Run the language server over stdio (needs pygls: `pip install 'dslint[lsp]'`)."""
+    try:
+        from dslint.lsp import main as serve
+    except ImportError as error:  # pragma: no cover - depends on the installation
+        raise click.ClickException(f"the language server needs pygls 2 ({error}); pip install 'dslint[lsp]'") from error
+    serve()

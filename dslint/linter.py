@@ -18,6 +18,7 @@ from dslint.script.context import ScriptContext
 from dslint.script.facts import collect_facts
 from dslint.script.traversal import visit_all
 from dslint.selection import RuleSelection
+from dslint.suppression import apply_noqa, might_have_noqa
 
 
 @dataclass
@@ -30,6 +31,7 @@ class ScriptResult:
     skipped: bool = False  # the prefilter proved no rule can fire
     text: str | None = None
     encoding: str = "utf-8"
+    suppressed: int = 0  # findings silenced by noqa comments
 
 
 def script_rules(selection: RuleSelection) -> list[type[ScriptRule]]:
@@ -43,7 +45,37 @@ def lint_source(
     world_size: int | None = None,
     *,
     use_prefilter: bool = True,
+    line_noqa: bool = True,
 ) -> ScriptResult:
+    """Lint one script and apply its noqa comments (`dslint.suppression`); `line_noqa=False` leaves line
+    comments to the caller (flake8 applies them itself)."""
+    selection = selection or RuleSelection()
+    result = lint_source_unsuppressed(path, data, selection, world_size, use_prefilter=use_prefilter)
+    text = result.text if result.text is not None else _decode(data)
+    suppressed = apply_noqa(path, text, result.diagnostics, selection, line_noqa=line_noqa)
+    result.diagnostics = suppressed.diagnostics
+    result.suppressed = suppressed.suppressed
+    return result
+
+
+def _decode(data: bytes) -> str | None:
+    if not might_have_noqa(data.decode("latin-1")):
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+
+
+def lint_source_unsuppressed(
+    path: str,
+    data: bytes,
+    selection: RuleSelection | None = None,
+    world_size: int | None = None,
+    *,
+    use_prefilter: bool = True,
+) -> ScriptResult:
+    """The rules' findings before any noqa comment is applied."""
     selection = selection or RuleSelection()
     result = ScriptResult(path)
     rules, configs = _rules_for(data, script_rules(selection), config_rules(selection))

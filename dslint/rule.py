@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -107,6 +107,9 @@ class Rule:
         return FAMILIES[cls.code[3]]
 
 
+_VISITOR_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 class ScriptRule(Rule, cst.BatchableCSTVisitor):
     """A rule over a Python script. All script rules of a file run in ONE batched traversal.
 
@@ -123,6 +126,16 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
         super().__init__()
         self.context = context
         self.facts = context.facts
+
+    def get_visitors(self) -> Mapping[str, Callable[[cst.CSTNode], None]]:
+        """libcst's version runs `inspect.getmembers` for every rule instance of every file (several ms each);
+        a class's visitor method names never change, so they are looked up once per class."""
+        cls = type(self)
+        names = _VISITOR_NAMES.get(cls)
+        if names is None:
+            names = tuple(super().get_visitors())
+            _VISITOR_NAMES[cls] = names
+        return {name: getattr(self, name) for name in names}
 
     def report(
         self,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -69,8 +69,15 @@ def _parent_ignore_files(directory: Path) -> list[IgnoreFile]:
     return list(reversed(found))
 
 
-def discover(paths: Sequence[str], suffixes: tuple[str, ...] = (".py",), configs: bool = True) -> Discovery:
-    """Files named on the command line are always checked; directories are walked with excludes. With
+def discover(
+    paths: Sequence[str],
+    suffixes: tuple[str, ...] = (".py",),
+    configs: bool = True,
+    excluded: Callable[[Path], bool] | None = None,
+    force_exclude: bool = False,
+) -> Discovery:
+    """Files named on the command line are checked (unless `force_exclude` and `excluded` says so); directories
+    are walked with excludes: `excluded` (the settings' `exclude`) replaces the default directory names. With
     `configs`, directories also yield JSON/HJSON files that may be DeepSpeed configs (by name or content)."""
     result = Discovery()
     seen: set[Path] = set()
@@ -84,16 +91,29 @@ def discover(paths: Sequence[str], suffixes: tuple[str, ...] = (".py",), configs
     for raw in paths:
         root = Path(raw)
         if root.is_file():
-            add(root)
+            # `excluded` matches the path relative to its project root, so an excluded directory covers it too
+            if not (force_exclude and excluded is not None and excluded(root)):
+                add(root)
         elif root.is_dir():
-            for path in _walk(root, suffixes, configs):
+            if excluded is not None and excluded(root):
+                if force_exclude:
+                    continue
+                excluded_below: Callable[[Path], bool] | None = None  # named on the command line: walk it
+            else:
+                excluded_below = excluded
+            for path in _walk(root, suffixes, configs, excluded_below):
                 add(path)
         else:
             result.errors.append(f"{raw}: no such file or directory")
     return result
 
 
-def _walk(root: Path, suffixes: tuple[str, ...], configs: bool = True) -> Iterator[Path]:
+def _walk(
+    root: Path,
+    suffixes: tuple[str, ...],
+    configs: bool = True,
+    excluded: Callable[[Path], bool] | None = None,
+) -> Iterator[Path]:
     inherited = _parent_ignore_files(root)
     stack: list[tuple[Path, list[IgnoreFile]]] = [(root, inherited)]
     while stack:
@@ -108,13 +128,17 @@ def _walk(root: Path, suffixes: tuple[str, ...], configs: bool = True) -> Iterat
         for entry in entries:
             path = Path(entry.path)
             if entry.is_dir(follow_symlinks=False):
-                if not _excluded_dir(path) and not is_ignored(path, True, active):
+                skip = _excluded_dir(path) if excluded is None else excluded(path) or (path / "pyvenv.cfg").exists()
+                if not skip and not is_ignored(path, True, active):
                     subdirectories.append(path)
-            elif (entry.name.endswith(suffixes) and not is_ignored(path, False, active)) or (
-                configs
-                and entry.name.endswith(CONFIG_SUFFIXES)
-                and not is_ignored(path, False, active)
-                and is_candidate(path)  # a DeepSpeed config by name or content
+            elif (excluded is None or not excluded(path)) and (
+                (entry.name.endswith(suffixes) and not is_ignored(path, False, active))
+                or (
+                    configs
+                    and entry.name.endswith(CONFIG_SUFFIXES)
+                    and not is_ignored(path, False, active)
+                    and is_candidate(path)  # a DeepSpeed config by name or content
+                )
             ):
                 yield path
         stack.extend((sub, active) for sub in reversed(subdirectories))
@@ -155,3 +179,19 @@ def lint_paths(
         return [lint_path(path, selection, world_size) for path in files]
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
         return list(pool.map(_lint_one, [(path, selection, world_size) for path in files], chunksize=8))
+
+
+def _lint_item(item: tuple[Path, RuleSelection, int | None]) -> ScriptResult | FileFailure:
+    return lint_path(*item)
+
+
+def lint_files(
+    items: Sequence[tuple[Path, RuleSelection]], jobs: int | None = None, world_size: int | None = None
+) -> list[ScriptResult | FileFailure]:
+    """Like `lint_paths`, with a selection per file (settings' per-file-ignores, nested pyproject.toml)."""
+    jobs = jobs if jobs is not None else (os.cpu_count() or 1)
+    if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:
+        return [lint_path(path, selection, world_size) for path, selection in items]
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
+        triples = [(path, selection, world_size) for path, selection in items]
+        return list(pool.map(_lint_item, triples, chunksize=8))

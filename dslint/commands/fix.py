@@ -14,12 +14,13 @@ from pathlib import Path
 
 import click
 
-from dslint.commands.check import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, _validate_codes
-from dslint.commands.options import selection_options, split_codes
+from dslint.commands.check import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from dslint.commands.options import force_exclude_option, make_resolver, settings_options
 from dslint.diagnostics import Diagnostic
 from dslint.fixing import fix_source
-from dslint.runner import discover
 from dslint.selection import RuleSelection
+from dslint.settings import SettingsError
+from dslint.workspace import files_to_check
 from dslint.write import SourceError, read_source, write_source
 
 
@@ -83,8 +84,8 @@ def _unified_diff(name: str, before: str, after: str) -> str:
 
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@selection_options
-@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes marked unsafe (they may change behaviour).")
+@settings_options
+@force_exclude_option
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes and write nothing.")
 @click.option("-q", "--quiet", is_flag=True, help="Print remaining findings only, no summary.")
 def fix(
@@ -92,17 +93,24 @@ def fix(
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     extend_select: tuple[str, ...],
-    unsafe_fixes: bool,
+    unsafe_fixes: bool | None,
+    config_file: Path | None,
+    isolated: bool,
+    force_exclude: bool,
     diff: bool,
     quiet: bool,
 ) -> None:
     """Fix DeepSpeed training scripts in place (default: the current directory)."""
-    selection = RuleSelection.from_options(split_codes(select), split_codes(ignore), split_codes(extend_select))
-    _validate_codes(selection)
-    discovery = discover(paths or (".",))
-    report = FixReport(errors=list(discovery.errors))
-    for path in discovery.files:
-        fix_file(path, selection, unsafe=unsafe_fixes, diff=diff, report=report)
+    resolver = make_resolver(select, ignore, extend_select, unsafe_fixes, config_file, isolated)
+    try:
+        jobs, errors = files_to_check(resolver, paths, force_exclude)
+        unsafe = resolver.for_path(Path.cwd()).unsafe_fixes
+    except SettingsError as error:
+        raise click.UsageError(str(error)) from error
+    report = FixReport(errors=errors)
+    for job in jobs:
+        if job.path.suffix == ".py":  # config files have findings but no fixes
+            fix_file(job.path, job.selection, unsafe=job.settings.unsafe_fixes, diff=diff, report=report)
     out = click.get_text_stream("stdout")
     if diff:
         for text in report.diffs:
@@ -115,10 +123,10 @@ def fix(
         for diagnostic in remaining:
             out.write(diagnostic.concise() + "\n")
     out.flush()
-    for error in report.errors:
-        click.echo(f"dslint: error: {error}", err=True)
+    for message in report.errors:
+        click.echo(f"dslint: error: {message}", err=True)
     if not quiet:
-        click.echo(_summary(report, diff=diff, unsafe=unsafe_fixes), err=True)
+        click.echo(_summary(report, diff=diff, unsafe=unsafe), err=True)
     if report.errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if report.remaining else EXIT_CLEAN)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+
+from dslint.settings import Overrides, SettingsError, SettingsResolver
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -27,3 +30,56 @@ def selection_options(function: F) -> F:
 
 def split_codes(values: tuple[str, ...]) -> list[str]:
     return _split(values)
+
+
+def settings_options(function: F) -> F:
+    """Rule selection plus the options every command that reads `[tool.dslint]` shares."""
+    function = selection_options(function)
+    function = click.option(
+        "--unsafe-fixes/--no-unsafe-fixes",
+        "unsafe_fixes",
+        default=None,
+        help="Offer (and with `fix`, apply) unsafe fixes too (default: the pyproject's `unsafe-fixes`, else no).",
+    )(function)
+    function = click.option(
+        "--config",
+        "config_file",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None,
+        help="Read settings from this pyproject.toml instead of the nearest one.",
+    )(function)
+    function = click.option("--isolated", is_flag=True, help="Ignore every pyproject.toml.")(function)
+    return function
+
+
+def make_resolver(
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    unsafe_fixes: bool | None = None,
+    config_file: Path | None = None,
+    isolated: bool = False,
+    output_format: str | None = None,
+) -> SettingsResolver:
+    """The effective-settings resolver for a command's options; a bad value is a usage error (exit 2)."""
+    overrides = Overrides(
+        select=tuple(split_codes(select)) if select else None,
+        extend_select=tuple(split_codes(extend_select)),
+        ignore=tuple(split_codes(ignore)),
+        unsafe_fixes=unsafe_fixes,
+        output_format=output_format,
+        config_file=config_file,
+        isolated=isolated,
+    )
+    try:
+        return SettingsResolver(overrides)
+    except SettingsError as error:
+        raise click.UsageError(str(error)) from error
+
+
+def force_exclude_option(function: F) -> F:
+    return click.option(
+        "--force-exclude",
+        is_flag=True,
+        help="Apply `exclude` to files named on the command line too (pre-commit names every file).",
+    )(function)

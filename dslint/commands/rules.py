@@ -2,25 +2,62 @@
 
 from __future__ import annotations
 
+import json
+import textwrap
+
 import click
 
 from dslint.registry import all_rules, rule_by_code
+from dslint.rule import Rule
+
+
+def rule_data(rule: type[Rule]) -> dict[str, object]:
+    docs = rule.docs
+    return {
+        "code": rule.code,
+        "slug": rule.slug,
+        "family": rule.family(),
+        "severity": rule.severity.value,
+        "fixable": rule.fixable,
+        "message": rule.message,
+        "docs": {
+            "what": textwrap.dedent(docs.what).strip(),
+            "why": textwrap.dedent(docs.why).strip(),
+            "example": textwrap.dedent(docs.example).strip(),
+            "use_instead": textwrap.dedent(docs.use_instead).strip(),
+            "fix_safety": textwrap.dedent(docs.fix_safety).strip(),
+        },
+    }
 
 
 @click.command()
-def rules() -> None:
+@click.option("--format", "output", type=click.Choice(["text", "json"]), default="text", help="Output format.")
+def rules(output: str) -> None:
     """List every rule."""
+    if output == "json":
+        click.echo(json.dumps([rule_data(rule) for rule in all_rules()], indent=2))
+        return
+    width = max(len(rule.slug) for rule in all_rules())
+    click.echo(f"{'CODE':<7} {'NAME':<{width}} {'SEVERITY':<8} FIX")
     for rule in all_rules():
-        fix = "fix" if rule.fixable else ""
-        click.echo(f"{rule.code}  {rule.slug:<40} {rule.severity.value:<8} {fix}")
+        fix = "yes" if rule.fixable else ""
+        click.echo(f"{rule.code:<7} {rule.slug:<{width}} {rule.severity.value:<8} {fix}".rstrip())
+
+
+def _find(code: str) -> type[Rule] | None:
+    wanted = code.strip()
+    return rule_by_code(wanted.upper()) or next((r for r in all_rules() if r.slug == wanted.lower()), None)
 
 
 @click.command()
 @click.argument("code")
-def explain(code: str) -> None:
+@click.option("--format", "output", type=click.Choice(["text", "json"]), default="text", help="Output format.")
+def explain(code: str, output: str) -> None:
     """Show the documentation of one rule (by code or slug)."""
-    wanted = code.strip().upper()
-    rule = rule_by_code(wanted) or next((r for r in all_rules() if r.slug == code.strip()), None)
+    rule = _find(code)
     if rule is None:
         raise click.BadParameter(f"no rule {code!r}; `dslint rules` lists them", param_hint="CODE")
+    if output == "json":
+        click.echo(json.dumps(rule_data(rule), indent=2))
+        return
     click.echo(rule.docs.render(rule.code, rule.slug))

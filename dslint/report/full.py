@@ -1,0 +1,67 @@
+"""`full`: each finding with its source line, a caret under the reported span, and its fix as a diff."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+
+from dslint.diagnostics import Diagnostic
+from dslint.fixer import FixError, apply_edits
+from dslint.report import ReportContext
+
+
+def _snippet(diagnostic: Diagnostic, lines: list[str]) -> list[str]:
+    number = diagnostic.start.line
+    if not 1 <= number <= len(lines):
+        return []
+    line = lines[number - 1].rstrip("\r\n").expandtabs(1)
+    start = max(diagnostic.start.column - 1, 0)
+    end_column = diagnostic.end.column - 1 if diagnostic.end.line == number else len(line)
+    end = max(end_column, start + 1)
+    width = len(str(number))
+    gutter = " " * width
+    return [
+        f"{gutter} |",
+        f"{number} | {line}",
+        f"{gutter} | {' ' * start}{'^' * (end - start)} {diagnostic.code}",
+        f"{gutter} |",
+    ]
+
+
+def _fix_lines(diagnostic: Diagnostic, text: str | None, unsafe_fixes: bool) -> list[str]:
+    fix = diagnostic.fix
+    if fix is None:
+        return []
+    kind = "safe fix" if fix.is_safe else "unsafe fix"
+    out = [f"  = {kind}: {fix.message or 'available'}"]
+    if not fix.is_safe and not unsafe_fixes:
+        out[0] += " (apply with `dslint fix --unsafe-fixes`)"
+    if text is None:
+        return out
+    try:
+        fixed = apply_edits(text, fix.edits)
+    except FixError:
+        return out
+    diff = difflib.unified_diff(
+        text.splitlines(keepends=True),
+        fixed.splitlines(keepends=True),
+        fromfile=diagnostic.path,
+        tofile=diagnostic.path,
+        n=1,
+    )
+    out.extend("    " + line.rstrip("\r\n") for line in diff)
+    return out
+
+
+def render(diagnostics: Sequence[Diagnostic], context: ReportContext) -> str:
+    blocks: list[str] = []
+    for diagnostic in diagnostics:
+        text = context.source(diagnostic.path)
+        lines = text.splitlines(keepends=True) if text is not None else []
+        block = [
+            diagnostic.concise(),
+            *_snippet(diagnostic, lines),
+            *_fix_lines(diagnostic, text, context.unsafe_fixes),
+        ]
+        blocks.append("\n".join(block) + "\n")
+    return "\n".join(blocks)

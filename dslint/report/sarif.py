@@ -1,0 +1,144 @@
+"""`sarif`: SARIF 2.1.0 for code scanning (GitHub uploads it with `github/codeql-action/upload-sarif`).
+
+One run; the driver lists every rule with its message, full docs (help text and markdown) and help URI; each
+result points at a file relative to the checked directory (`%SRCROOT%`), with 1-based columns counted in Unicode
+code points (`columnKind`), and carries its fix as replacements.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dslint import __version__
+from dslint.diagnostics import Diagnostic, Edit, Severity
+from dslint.registry import all_rules
+from dslint.report import ReportContext
+from dslint.rule import Rule
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+DOCS_URL_ENV = "DSLINT_DOCS_URL"
+
+
+def docs_url() -> str | None:
+    """Where the rule docs live: `$DSLINT_DOCS_URL` (the GitHub Action sets it to the README of the dslint
+    revision it runs, whose rule table every help URI points into). dslint has no other published home."""
+    return os.environ.get(DOCS_URL_ENV) or None
+
+
+def _rule(rule: type[Rule], base: str | None) -> dict[str, Any]:
+    docs = rule.docs.render(rule.code, rule.slug)
+    entry: dict[str, Any] = {
+        "id": rule.code,
+        "name": rule.slug,
+        "shortDescription": {"text": rule.message},
+        "fullDescription": {"text": textwrap.dedent(rule.docs.what).strip()},
+        "help": {"text": docs, "markdown": docs},
+        "defaultConfiguration": {"level": LEVELS[rule.severity]},
+        "properties": {"tags": [rule.family()], "fixable": rule.fixable},
+    }
+    if base:
+        entry["helpUri"] = f"{base.split('#')[0]}#rules"
+    return entry
+
+
+def _uri(path: str, cwd: Path) -> tuple[str, bool]:
+    """A relative URI under %SRCROOT% when the file is below `cwd`, else an absolute file URI."""
+    absolute = Path(path).resolve()
+    try:
+        relative = absolute.relative_to(cwd.resolve())
+    except ValueError:
+        return absolute.as_uri(), False
+    return "/".join(_quote(part) for part in relative.parts), True
+
+
+def _quote(part: str) -> str:
+    from urllib.parse import quote
+
+    return quote(part, safe="")
+
+
+def _artifact(path: str, cwd: Path) -> dict[str, str]:
+    uri, relative = _uri(path, cwd)
+    return {"uri": uri, "uriBaseId": "%SRCROOT%"} if relative else {"uri": uri}
+
+
+def _region(start_line: int, start_column: int, end_line: int, end_column: int) -> dict[str, int]:
+    return {"startLine": start_line, "startColumn": start_column, "endLine": end_line, "endColumn": end_column}
+
+
+def _replacement(edit: Edit) -> dict[str, Any]:
+    return {
+        "deletedRegion": _region(edit.start.line, edit.start.column, edit.end.line, edit.end.column),
+        "insertedContent": {"text": edit.content},
+    }
+
+
+def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "ruleId": diagnostic.code,
+        "level": LEVELS[diagnostic.severity],
+        "message": {"text": diagnostic.message},
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": _artifact(diagnostic.path, cwd),
+                    "region": _region(
+                        diagnostic.start.line, diagnostic.start.column, diagnostic.end.line, diagnostic.end.column
+                    ),
+                }
+            }
+        ],
+    }
+    if diagnostic.code in index:
+        result["ruleIndex"] = index[diagnostic.code]
+    if diagnostic.fix is not None:
+        result["fixes"] = [
+            {
+                "description": {"text": diagnostic.fix.message or f"fix {diagnostic.code}"},
+                "artifactChanges": [
+                    {
+                        "artifactLocation": _artifact(diagnostic.path, cwd),
+                        "replacements": [_replacement(edit) for edit in diagnostic.fix.edits],
+                    }
+                ],
+            }
+        ]
+        result["properties"] = {"fixApplicability": diagnostic.fix.applicability.value}
+    return result
+
+
+def document(diagnostics: Sequence[Diagnostic], context: ReportContext) -> dict[str, Any]:
+    rules = list(all_rules())
+    index = {rule.code: position for position, rule in enumerate(rules)}
+    base = docs_url()
+    root = context.cwd.resolve().as_uri()
+    driver: dict[str, Any] = {
+        "name": "dslint",
+        "version": __version__,
+        "semanticVersion": __version__,
+        "rules": [_rule(rule, base) for rule in rules],
+    }
+    if base:
+        driver["informationUri"] = base.split("#")[0]
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {"driver": driver},
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": root if root.endswith("/") else root + "/"}},
+                "columnKind": "unicodeCodePoints",
+                "results": [_result(d, index, context.cwd) for d in diagnostics],
+            }
+        ],
+    }
+
+
+def render(diagnostics: Sequence[Diagnostic], context: ReportContext) -> str:
+    return json.dumps(document(diagnostics, context), indent=2, ensure_ascii=False) + "\n"

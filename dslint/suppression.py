@@ -1,0 +1,295 @@
+"""Suppression, applied in one place after linting: `# noqa`, `# noqa: CODES`, `# dslint: noqa`, and DSL010.
+
+- `# noqa` silences every finding of its line; `# noqa: DSL101, DSL2` silences the codes it lists and, as code
+  prefixes, every code they start (`DSL2` covers DSL201, DSL202, ...). The comment is read exactly as flake8
+  reads it (same pattern), so `dslint check` and the flake8 plugin agree.
+- As in flake8, a noqa comment anywhere in a statement that spans several lines covers all of its lines.
+- `# dslint: noqa` (a comment anywhere in the file) silences the whole file; `# dslint: noqa: DSL101` silences
+  those codes in the whole file.
+- DSL010 (unused-noqa) reports DSL codes in noqa comments that silenced nothing. Only DSL codes are judged,
+  never other tools' codes nor a bare `# noqa`, and only codes whose rules ran (a code for a rule that is not
+  selected for this file may well be needed elsewhere), plus codes that name no dslint rule at all.
+
+The flake8 plugin passes `line_noqa=False`: flake8 applies line noqa comments itself, and doing it twice would
+hide findings from flake8's `--disable-noqa`.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
+from dslint.registry import all_rules
+from dslint.rules.unused_noqa import UnusedNoqa
+from dslint.selection import RuleSelection
+
+# flake8's own pattern (flake8/defaults.py NOQA_INLINE_REGEXP), searched in each comment.
+NOQA = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.I)
+FILE_NOQA = re.compile(r"#\s*dslint[:=]\s*noqa(?::\s?(?P<codes>([A-Z]+[0-9]*(?:[,\s]+)?)+))?\s*$", re.I)
+CODE = re.compile(r"[A-Z]+[0-9]*", re.I)
+DSL_CODE = re.compile(r"^DSL[0-9]*$")
+
+
+@dataclass(frozen=True)
+class NoqaDirective:
+    """One `# noqa` comment: where it is, what it lists, and which physical lines it covers."""
+
+    line: int
+    start: int  # 1-based column of '#' of `# noqa`
+    end: int  # 1-based column just past the match
+    codes: tuple[str, ...] | None  # None: a bare `# noqa`
+    codes_start: int  # 1-based column of the codes text (== end when bare)
+    codes_text: str
+    comment_start: int  # 1-based column of the comment's '#'
+    comment_end: int
+    covers: tuple[int, int]  # first and last physical line of the statement
+
+    def silences(self, code: str) -> bool:
+        return self.codes is None or code.startswith(self.codes)
+
+
+@dataclass
+class NoqaIndex:
+    directives: list[NoqaDirective] = field(default_factory=list)
+    file_codes: tuple[str, ...] | None = None  # None: no file-level comment; (): the whole file
+    statement_of: dict[int, tuple[int, int]] = field(default_factory=dict)  # physical line -> statement span
+    tokenized: bool = True
+
+    def file_silences(self, code: str) -> bool:
+        if self.file_codes is None:
+            return False
+        return not self.file_codes or code.startswith(self.file_codes)
+
+    def directives_for(self, line: int) -> list[NoqaDirective]:
+        return [d for d in self.directives if d.covers[0] <= line <= d.covers[1]]
+
+    def statement_end(self, line: int) -> int:
+        return self.statement_of.get(line, (line, line))[1]
+
+
+@dataclass(frozen=True)
+class _Comment:
+    line: int
+    column: int  # 0-based
+    text: str
+
+
+def _comments_and_statements(text: str) -> tuple[list[_Comment], dict[int, tuple[int, int]], bool]:
+    """Comments, and the span of physical lines each line belongs to, computed as flake8 does
+    (`FileProcessor._noqa_line_mapping`): tokens between two NL/NEWLINE tokens form one span, so a multi-line
+    string or a backslash continuation is one span, while each line inside brackets is its own."""
+    comments: list[_Comment] = []
+    statements: dict[int, tuple[int, int]] = {}
+    first, last = 0, -1
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type in (tokenize.ENDMARKER, tokenize.DEDENT):
+                continue
+            if token.type == tokenize.COMMENT:
+                comments.append(_Comment(token.start[0], token.start[1], token.string))
+            first = token.start[0] if last < 0 else min(first, token.start[0])
+            last = max(last, token.end[0])
+            if token.type in (tokenize.NL, tokenize.NEWLINE):
+                for line in range(first, last + 1):
+                    statements[line] = (first, last)
+                first, last = 0, -1
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        # A file that does not tokenize (DSL001): read comments line by line, each line on its own.
+        comments = []
+        for number, physical in enumerate(text.splitlines(), start=1):
+            hash_at = physical.find("#")
+            if hash_at >= 0:
+                comments.append(_Comment(number, hash_at, physical[hash_at:]))
+        return comments, {}, False
+    return comments, statements, True
+
+
+def might_have_noqa(text: str) -> bool:
+    return "noqa" in text.lower()
+
+
+def scan(text: str) -> NoqaIndex:
+    comments, statements, tokenized = _comments_and_statements(text)
+    index = NoqaIndex(statement_of=statements, tokenized=tokenized)
+    for comment in comments:
+        file_match = FILE_NOQA.match(comment.text)
+        if file_match:
+            codes = tuple(c.upper() for c in CODE.findall(file_match.group("codes") or ""))
+            index.file_codes = () if not codes or index.file_codes == () else (*(index.file_codes or ()), *codes)
+            continue
+        match = NOQA.search(comment.text)
+        if not match:
+            continue
+        base = comment.column + 1
+        codes_text = match.group("codes")
+        listed = tuple(c.upper() for c in CODE.findall(codes_text)) if codes_text is not None else None
+        codes_offset = match.start("codes") if codes_text is not None else match.end()
+        index.directives.append(
+            NoqaDirective(
+                line=comment.line,
+                start=base + match.start(),
+                end=base + match.end(),
+                codes=listed,
+                codes_start=base + codes_offset,
+                codes_text=codes_text or "",
+                comment_start=base,
+                comment_end=base + len(comment.text),
+                covers=statements.get(comment.line, (comment.line, comment.line)),
+            )
+        )
+    return index
+
+
+@dataclass
+class Suppressed:
+    diagnostics: list[Diagnostic]
+    suppressed: int
+
+
+def apply_noqa(
+    path: str,
+    text: str | None,
+    diagnostics: Sequence[Diagnostic],
+    selection: RuleSelection,
+    *,
+    line_noqa: bool = True,
+) -> Suppressed:
+    """Drop silenced findings and add DSL010 findings for unused DSL codes in noqa comments."""
+    if text is None or not might_have_noqa(text):
+        return Suppressed(list(diagnostics), 0)
+    index = scan(text)
+    unused = unused_noqa_diagnostics(path, text, index, diagnostics, selection)
+    kept: list[Diagnostic] = []
+    for diagnostic in [*diagnostics, *unused]:
+        if index.file_silences(diagnostic.code):
+            continue
+        if line_noqa and any(d.silences(diagnostic.code) for d in index.directives_for(diagnostic.start.line)):
+            continue
+        kept.append(diagnostic)
+    kept.sort(key=lambda d: d.sort_key)
+    return Suppressed(kept, len(diagnostics) + len(unused) - len(kept))
+
+
+def _ran(code: str, selection: RuleSelection, known: Sequence[str]) -> str | None:
+    """Why `code` in a noqa comment counts as unused when it silenced nothing, or None to stay silent."""
+    matching = [rule for rule in known if rule.startswith(code)]
+    if not matching:
+        return "no such rule"
+    if any(selection.enabled(rule) for rule in matching):
+        return "nothing to silence"
+    return None  # its rules did not run on this file: the comment may be needed under other settings
+
+
+def unused_noqa_diagnostics(
+    path: str,
+    text: str,
+    index: NoqaIndex,
+    diagnostics: Sequence[Diagnostic],
+    selection: RuleSelection,
+) -> list[Diagnostic]:
+    if not selection.enabled(UnusedNoqa.code) or index.file_codes == ():
+        return []
+    known = [rule.code for rule in all_rules()]
+    lines = text.splitlines()
+    found: list[Diagnostic] = []
+    for directive in index.directives:
+        if directive.codes is None:
+            continue
+        first, last = directive.covers
+        nearby = [d.code for d in diagnostics if first <= d.start.line <= last]
+        unused: list[tuple[str, str]] = []
+        for code in directive.codes:
+            if not DSL_CODE.match(code) or UnusedNoqa.code.startswith(code):
+                continue
+            if any(found_code.startswith(code) for found_code in nearby):
+                continue
+            reason = _ran(code, selection, known)
+            if reason is not None:
+                unused.append((code, reason))
+        if not unused:
+            continue
+        listed = ", ".join(f"{code} ({reason})" for code, reason in unused)
+        noun = "code" if len(unused) == 1 else "codes"
+        start = Location(directive.line, directive.start)
+        end = Location(directive.line, directive.end)
+        edits = _removal_edits(directive, lines[directive.line - 1], {code for code, _ in unused})
+        found.append(
+            Diagnostic(
+                code=UnusedNoqa.code,
+                slug=UnusedNoqa.slug,
+                message=f"unused noqa {noun}: {listed}; remove {'it' if len(unused) == 1 else 'them'}",
+                severity=UnusedNoqa.severity,
+                path=path,
+                start=start,
+                end=end,
+                fix=Fix(tuple(edits), Applicability.SAFE, f"remove unused noqa {noun}"),
+            )
+        )
+    return found
+
+
+def _removal_edits(directive: NoqaDirective, line: str, unused: set[str]) -> list[Edit]:
+    raw_codes = CODE.findall(directive.codes_text)
+    remaining = [code for code in raw_codes if code.upper() not in unused]
+    number = directive.line
+    if remaining:
+        tail = directive.codes_text[len(directive.codes_text.rstrip()) :]
+        new = ", ".join(remaining) + tail
+        end = directive.codes_start + len(directive.codes_text)
+        return [Edit(Location(number, directive.codes_start), Location(number, end), new)]
+    # Nothing left: drop the directive (and the comment, when it held nothing else).
+    before = line[: directive.start - 1]
+    after = line[directive.end - 1 : directive.comment_end - 1]
+    if directive.start == directive.comment_start and after.strip():
+        return [Edit(Location(number, directive.start), Location(number, directive.end), "# ")]
+    start = len(before.rstrip()) + 1
+    if directive.start == directive.comment_start and not before.strip():
+        start = 1  # a comment on its own line: the line is left empty
+    return [Edit(Location(number, start), Location(number, directive.end), "")]
+
+
+def add_noqa(text: str, diagnostics: Iterable[Diagnostic]) -> tuple[str, int]:
+    """`text` with a `# noqa: CODES` comment for every finding (for adopting dslint in old code).
+
+    The comment goes at the end of the statement's last line (where a comment is always valid) or joins an
+    existing noqa comment there. Returns the new text and the number of lines changed."""
+    index = scan(text)
+    if not index.tokenized:
+        return text, 0
+    wanted: dict[int, list[str]] = {}
+    for diagnostic in diagnostics:
+        if diagnostic.code == UnusedNoqa.code:
+            continue
+        line = index.statement_end(diagnostic.start.line)
+        codes = wanted.setdefault(line, [])
+        if diagnostic.code not in codes:
+            codes.append(diagnostic.code)
+    if not wanted:
+        return text, 0
+    lines = text.splitlines(keepends=True)
+    changed = 0
+    for number, codes in sorted(wanted.items()):
+        if number > len(lines):
+            continue
+        raw = lines[number - 1]
+        body = raw.rstrip("\r\n")
+        ending = raw[len(body) :]
+        existing = [d for d in index.directives if d.line == number]
+        if existing:
+            directive = existing[0]
+            if directive.codes is None:
+                continue
+            missing = [code for code in codes if not directive.silences(code)]
+            if not missing:
+                continue
+            insert_at = directive.codes_start - 1 + len(directive.codes_text.rstrip().rstrip(","))
+            body = body[:insert_at] + ", " + ", ".join(missing) + body[insert_at:]
+        else:
+            body = body.rstrip() + "  # noqa: " + ", ".join(codes)
+        lines[number - 1] = body + ending
+        changed += 1
+    return "".join(lines), changed

@@ -1,0 +1,115 @@
+"""A small LSP client over stdio (JSON-RPC with Content-Length framing), for tests and the latency benchmark."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class LspClient:
+    def __init__(self, cwd: Path = ROOT) -> None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env.pop("DSLINT_OUTPUT_FORMAT", None)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "dslint", "lsp"],
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.next_id = 0
+        self.responses: dict[int, dict[str, Any]] = {}
+        self.notifications: list[dict[str, Any]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        stream = self.process.stdout
+        assert stream is not None
+        while True:
+            headers: dict[str, str] = {}
+            while True:
+                line = stream.readline()
+                if not line:
+                    return
+                if line in (b"\r\n", b"\n"):
+                    break
+                name, _, value = line.decode("ascii").partition(":")
+                headers[name.strip().lower()] = value.strip()
+            body = stream.read(int(headers["content-length"]))
+            self.messages.put(json.loads(body))
+
+    def _send(self, message: dict[str, Any]) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.process.stdin.flush()
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self._send({"method": method, "params": params})
+
+    def request(self, method: str, params: dict[str, Any], timeout: float = 60) -> Any:
+        self.next_id += 1
+        ident = self.next_id
+        self._send({"id": ident, "method": method, "params": params})
+        message = self.wait(lambda m: m.get("id") == ident and "method" not in m, timeout)
+        if "error" in message:
+            raise RuntimeError(message["error"])
+        return message.get("result")
+
+    def wait(self, predicate: Any, timeout: float = 60) -> dict[str, Any]:
+        for index, stashed in enumerate(self.notifications):
+            if predicate(stashed):
+                return self.notifications.pop(index)
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("no matching message from the server")
+            message = self.messages.get(timeout=remaining)
+            if "method" in message and "id" in message:  # a request from the server: answer it
+                self._send({"id": message["id"], "result": None})
+            if predicate(message):
+                return message
+            if "method" in message:
+                self.notifications.append(message)
+
+    def diagnostics(self, uri: str, version: int | None = None, timeout: float = 60) -> list[dict[str, Any]]:
+        """The next publishDiagnostics for `uri` (for `version`, when given)."""
+        message = self.wait(
+            lambda m: (
+                m.get("method") == "textDocument/publishDiagnostics"
+                and m["params"]["uri"] == uri
+                and (version is None or m["params"].get("version") == version)
+            ),
+            timeout,
+        )
+        result: list[dict[str, Any]] = message["params"]["diagnostics"]
+        return result
+
+    def initialize(self, root: Path) -> dict[str, Any]:
+        result = self.request(
+            "initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {}}, timeout=120
+        )
+        self.notify("initialized", {})
+        return dict(result)
+
+    def close(self) -> int:
+        try:
+            self.request("shutdown", {}, timeout=30)
+            self.notify("exit", {})
+            return self.process.wait(timeout=30)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()

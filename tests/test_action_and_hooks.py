@@ -1,0 +1,201 @@
+"""action.yml and .pre-commit-hooks.yaml: parsed, and their commands run here as GitHub and pre-commit would."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from test_report import SCHEMA, parse_workflow_commands
+
+from dslint.cli import main as cli
+
+ROOT = Path(__file__).resolve().parent.parent
+ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+HOOKS = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+BAD = ROOT / "fixtures" / "fix" / "model_moved_before_initialize.in.py"
+EXPRESSION = re.compile(r"\$\{\{\s*(inputs|github|steps)\.([A-Za-z0-9_.-]+)\s*\}\}")
+
+
+def test_action_is_a_composite_action_whose_scripts_take_no_expressions() -> None:
+    assert ACTION["runs"]["using"] == "composite"
+    inputs = ACTION["inputs"]
+    assert set(inputs) == {"args", "version", "sarif-file", "fail-on-findings"}
+    for step in ACTION["runs"]["steps"]:
+        assert step["shell"] == "bash"
+        assert "${{" not in step["run"], "expressions in `run:` allow script injection; pass them through env"
+        for value in step.get("env", {}).values():
+            for scope, name in EXPRESSION.findall(value):
+                assert scope == "github" or name in inputs, value
+    assert ACTION["outputs"]["sarif-file"]["value"] == "${{ steps.check.outputs.sarif-file }}"
+
+
+def _substitute(value: str, inputs: dict[str, str], github: dict[str, str]) -> str:
+    def lookup(match: re.Match[str]) -> str:
+        scope, name = match.groups()
+        return inputs[name] if scope == "inputs" else github[name]
+
+    return EXPRESSION.sub(lookup, value)
+
+
+class Runner:
+    """Runs the action's steps as GitHub's runner does: `bash --noprofile --norc -eo pipefail {0}`, inputs with
+    their defaults, GITHUB_PATH / GITHUB_OUTPUT files between steps."""
+
+    def __init__(self, tmp: Path, action_path: Path) -> None:
+        self.tmp = tmp
+        self.workspace = tmp / "workspace"
+        self.workspace.mkdir()
+        (self.workspace / "train.py").write_text(BAD.read_text(encoding="utf-8"), encoding="utf-8")
+        (self.workspace / "clean.py").write_text("import deepspeed\n", encoding="utf-8")
+        self.runner_temp = tmp / "runner_temp"
+        self.runner_temp.mkdir()
+        self.github_path = tmp / "github_path"
+        self.github_path.write_text("", encoding="utf-8")
+        self.action_path = action_path
+
+    def run_step(self, index: int, inputs: dict[str, str], **github: str) -> subprocess.CompletedProcess[str]:
+        step = ACTION["runs"]["steps"][index]
+        values = {name: str(spec.get("default", "")) for name, spec in ACTION["inputs"].items()}
+        values.update(inputs)
+        context = {
+            "action_path": str(self.action_path),
+            "server_url": "https://github.com",
+            "action_repository": "",
+            "action_ref": "",
+            **github,
+        }
+        output = self.tmp / "github_output"
+        output.write_text("", encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("DSLINT", "PYTHON"))}
+        extra_path = [line for line in self.github_path.read_text(encoding="utf-8").splitlines() if line]
+        env.update(
+            {
+                "PATH": os.pathsep.join([*reversed(extra_path), str(Path(sys.executable).parent), env["PATH"]]),
+                "RUNNER_TEMP": str(self.runner_temp),
+                "GITHUB_PATH": str(self.github_path),
+                "GITHUB_OUTPUT": str(output),
+                "GITHUB_WORKSPACE": str(self.workspace),
+                # offline: build with the tools already here, take dependencies from the system site-packages
+                "PIP_NO_INDEX": "1",
+                "PIP_NO_BUILD_ISOLATION": "0",
+            }
+        )
+        env.update({key: _substitute(value, values, context) for key, value in step.get("env", {}).items()})
+        script = self.tmp / f"step{index}.sh"
+        script.write_text(step["run"], encoding="utf-8")
+        return subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=self.workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    def outputs(self) -> dict[str, str]:
+        lines = (self.tmp / "github_output").read_text(encoding="utf-8").splitlines()
+        return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Runner:
+    tmp = tmp_path_factory.mktemp("action")
+    action_path = tmp / "action"
+    action_path.mkdir()
+    for name in ("pyproject.toml", "README.md", "action.yml"):
+        shutil.copy(ROOT / name, action_path / name)
+    for package in ("dslint", "runtime_check"):
+        shutil.copytree(ROOT / package, action_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    runner = Runner(tmp, action_path)
+    result = runner.run_step(0, {})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (runner.runner_temp / "dslint-venv" / "bin" / "dslint").exists()
+    return runner
+
+
+def test_action_annotates_findings_and_fails(installed: Runner) -> None:
+    result = installed.run_step(1, {"args": "train.py clean.py"})
+    assert result.returncode == 1, result.stderr
+    commands = parse_workflow_commands(result.stdout)
+    assert [(name, props["file"], props["line"]) for name, props, _ in commands] == [
+        ("warning", "train.py", "17"),
+        ("warning", "train.py", "18"),
+    ]
+    assert installed.outputs() == {}
+
+
+def test_action_writes_sarif_and_can_annotate_only(installed: Runner) -> None:
+    result = installed.run_step(
+        1,
+        {"args": "train.py", "sarif-file": "dslint.sarif", "fail-on-findings": "false"},
+        action_repository="owner/dslint",
+        action_ref="v1",
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(parse_workflow_commands(result.stdout)) == 2
+    assert installed.outputs() == {"sarif-file": "dslint.sarif"}
+    document = json.loads((installed.workspace / "dslint.sarif").read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(SCHEMA).validate(document)
+    rules = document["runs"][0]["tool"]["driver"]["rules"]
+    assert rules[0]["helpUri"] == "https://github.com/owner/dslint/blob/v1/README.md#rules"
+    assert len(document["runs"][0]["results"]) == 2
+
+
+def test_action_default_args_check_the_workspace(installed: Runner) -> None:
+    result = installed.run_step(1, {})
+    assert result.returncode == 1
+    assert {props["file"] for _, props, _ in parse_workflow_commands(result.stdout)} == {"train.py"}
+
+
+# -- pre-commit ------------------------------------------------------------------------------------------------
+
+
+def _hook(hook_id: str) -> dict[str, Any]:
+    return next(hook for hook in HOOKS if hook["id"] == hook_id)
+
+
+def test_hooks_are_declared() -> None:
+    assert [hook["id"] for hook in HOOKS] == ["dslint", "dslint-fix"]
+    for hook in HOOKS:
+        assert hook["language"] == "python" and hook["types"] == ["python"]
+        program, command, *options = hook["entry"].split()
+        assert program == "dslint" and command in ("check", "fix")
+        assert "--force-exclude" in options, "pre-commit names files itself: exclude must still apply"
+
+
+def _run_hook(hook_id: str, files: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    _, command, *options = _hook(hook_id)["entry"].split()
+    env = {k: v for k, v in os.environ.items() if k != "DSLINT_OUTPUT_FORMAT"}
+    env["PYTHONPATH"] = str(ROOT)
+    argv = [sys.executable, "-m", "dslint", command, *options, *_hook(hook_id).get("args", []), *files]
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+def test_check_hook_as_pre_commit_runs_it(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.dslint]\nextend-exclude = ["vendored"]\n', encoding="utf-8")
+    (tmp_path / "vendored").mkdir()
+    for name in ("train.py", "vendored/third_party.py"):
+        (tmp_path / name).write_text(BAD.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "clean.py").write_text("import deepspeed\n", encoding="utf-8")
+    assert _run_hook("dslint", ["clean.py", "vendored/third_party.py"], tmp_path).returncode == 0
+    failing = _run_hook("dslint", ["clean.py", "train.py"], tmp_path)
+    assert failing.returncode == 1
+    assert {line.split(":")[0] for line in failing.stdout.splitlines()} == {"train.py"}
+
+
+def test_fix_hook_as_pre_commit_runs_it(tmp_path: Path) -> None:
+    if "fix" not in cli.commands:
+        pytest.skip("`dslint fix` is not part of this build")
+    (tmp_path / "train.py").write_text(BAD.read_text(encoding="utf-8"), encoding="utf-8")
+    result = _run_hook("dslint-fix", ["train.py"], tmp_path)
+    assert result.returncode in (0, 1), result.stderr
+    compile((tmp_path / "train.py").read_text(encoding="utf-8"), "train.py", "exec")

@@ -1,0 +1,205 @@
+"""Every output format against its consumer: the SARIF 2.1.0 schema, GitHub's command parser, JSON, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+from dslint.report import ReportContext, renderer
+from dslint.report.github import annotation
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+BAD = ROOT / "fixtures" / "fix" / "model_moved_before_initialize.in.py"
+
+
+def _diagnostic(path: str = "train.py", message: str = "move it", fix: bool = True) -> Diagnostic:
+    edit = Edit(Location(2, 1), Location(3, 1), "")
+    return Diagnostic(
+        code="DSL101",
+        slug="model-moved-before-initialize",
+        message=message,
+        severity=Severity.WARNING,
+        path=path,
+        start=Location(2, 5),
+        end=Location(2, 17),
+        fix=Fix((edit,), Applicability.UNSAFE, "remove the move") if fix else None,
+    )
+
+
+def _check(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k != "DSLINT_OUTPUT_FORMAT"}
+    environment.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "dslint", "check", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**environment, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+
+
+# -- SARIF ---------------------------------------------------------------------------------------------------
+
+
+def test_sarif_from_the_cli_validates_against_the_official_schema(tmp_path: Path) -> None:
+    out = tmp_path / "report.sarif"
+    result = _check("--isolated", "--output-format", "sarif", "-o", str(out), str(BAD))
+    assert result.returncode == 1, result.stderr
+    assert result.stdout == ""
+    document = json.loads(out.read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(SCHEMA).validate(document)
+    run = document["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert {r["id"] for r in rules} >= {"DSL101", "DSL010"}
+    dsl101 = next(r for r in rules if r["id"] == "DSL101")
+    assert "## Why is this bad?" in dsl101["help"]["markdown"]
+    results = run["results"]
+    assert [(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results] == [
+        ("DSL101", 17),
+        ("DSL101", 18),
+    ]
+    assert rules[results[0]["ruleIndex"]]["id"] == "DSL101"
+    location = results[0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "fixtures/fix/model_moved_before_initialize.in.py", "uriBaseId": "%SRCROOT%"}
+    assert results[0]["fixes"][0]["artifactChanges"][0]["replacements"]
+
+
+def test_sarif_help_uri_and_odd_paths_validate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DSLINT_DOCS_URL", "https://github.com/example/dslint/blob/v1/README.md")
+    diagnostics = [
+        _diagnostic(path=str(tmp_path / "dir with space" / "tr%ain,1.py")),
+        _diagnostic(path="/elsewhere/x.py", fix=False),
+    ]
+    text = renderer("sarif")(diagnostics, ReportContext(cwd=tmp_path))
+    document = json.loads(text)
+    jsonschema.Draft4Validator(SCHEMA).validate(document)
+    rules = document["runs"][0]["tool"]["driver"]["rules"]
+    assert rules[0]["helpUri"] == "https://github.com/example/dslint/blob/v1/README.md#rules"
+    first, second = document["runs"][0]["results"]
+    assert first["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "dir%20with%20space/tr%25ain%2C1.py"
+    assert second["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "file:///elsewhere/x.py"
+
+
+def test_sarif_schema_rejects_a_broken_document() -> None:
+    """The vendored schema is really checking: a result without a message is invalid."""
+    document = json.loads(renderer("sarif")([_diagnostic()], ReportContext()))
+    del document["runs"][0]["results"][0]["message"]
+    validator = jsonschema.Draft4Validator(SCHEMA)
+    assert not validator.is_valid(document)
+
+
+# -- GitHub workflow commands ---------------------------------------------------------------------------------
+
+
+def _unescape_data(value: str) -> str:
+    # actions/runner ActionCommand.UnescapeValue for the message: %0D, %0A, then %25
+    return value.replace("%0D", "\r").replace("%0A", "\n").replace("%25", "%")
+
+
+def _unescape_property(value: str) -> str:
+    return value.replace("%0D", "\r").replace("%0A", "\n").replace("%3A", ":").replace("%2C", ",").replace("%25", "%")
+
+
+def parse_workflow_commands(output: str) -> list[tuple[str, dict[str, str], str]]:
+    """How GitHub's runner reads a log (ActionCommand.TryParseV2): every line that starts with `::` is a command
+    `::name key=value,key=value::data`; properties split on ',' and the first '='."""
+    commands = []
+    for line in re.split(r"\r\n|\r|\n", output):  # .NET ReadLine: only CR and LF end a line
+        if not line.startswith("::"):
+            continue
+        end = line.index("::", 2)
+        head, data = line[2:end], line[end + 2 :]
+        name, _, raw_properties = head.partition(" ")
+        properties = {}
+        for pair in raw_properties.split(","):
+            if pair:
+                key, _, value = pair.partition("=")
+                properties[key] = _unescape_property(value)
+        commands.append((name, properties, _unescape_data(data)))
+    return commands
+
+
+@settings(max_examples=150, deadline=None)
+@given(path=st.text(min_size=1, max_size=30), message=st.text(max_size=60))
+def test_github_annotations_survive_any_path_and_message(path: str, message: str) -> None:
+    line = annotation(_diagnostic(path=path, message=message))
+    assert "\n" not in line and "\r" not in line
+    [(name, properties, data)] = parse_workflow_commands(line)
+    assert name == "warning"
+    assert properties["file"] == path.replace("\\", "/")
+    assert properties["line"] == "2" and properties["col"] == "5"
+    assert properties["endLine"] == "2" and properties["endColumn"] == "17"
+    assert properties["title"] == "DSL101 (model-moved-before-initialize)"
+    assert data == f"DSL101 {message}"
+
+
+def test_github_escapes_known_injections() -> None:
+    line = annotation(_diagnostic(path="a,line=99:b.py", message="50%\n::error::injected\r\nx"))
+    assert line == (
+        "::warning file=a%2Cline=99%3Ab.py,line=2,col=5,endLine=2,endColumn=17,"
+        "title=DSL101 (model-moved-before-initialize)::DSL101 50%25%0A::error::injected%0D%0Ax"
+    )
+    assert len(parse_workflow_commands(line)) == 1
+
+
+def test_github_format_from_the_cli_and_env() -> None:
+    result = _check("--isolated", str(BAD), env={"DSLINT_OUTPUT_FORMAT": "github"})
+    commands = parse_workflow_commands(result.stdout)
+    assert [(c[0], c[1]["line"], c[1]["col"]) for c in commands] == [("warning", "17", "13"), ("warning", "18", "5")]
+    assert "Found 2 findings" in result.stderr
+
+
+# -- JSON, full, concise -------------------------------------------------------------------------------------------
+
+
+def test_json_has_every_field() -> None:
+    result = _check("--isolated", "--output-format", "json", str(BAD))
+    data = json.loads(result.stdout)
+    assert len(data) == 2
+    first = data[0]
+    assert set(first) == {"code", "slug", "message", "severity", "filename", "location", "end_location", "fix"}
+    assert first["location"] == {"line": 17, "column": 13} and first["end_location"] == {"line": 17, "column": 29}
+    assert first["fix"]["applicability"] == "unsafe"
+    edit = first["fix"]["edits"][0]
+    assert set(edit) == {"content", "location", "end_location"}
+
+
+def test_full_shows_source_caret_and_diff() -> None:
+    result = _check("--isolated", "--output-format", "full", str(BAD))
+    lines = result.stdout.splitlines()
+    index = lines.index('17 |     model = model.to("cuda")  # expect: DSL101')
+    assert lines[index + 1] == "   |             " + "^" * 16 + " DSL101"
+    assert '    -    model = model.to("cuda")  # expect: DSL101' in lines
+    assert "unsafe fix" in result.stdout
+
+
+def test_concise_is_the_default_and_quiet_drops_the_summary() -> None:
+    result = _check("--isolated", "-q", str(BAD), env={})
+    assert result.stdout.splitlines()[0].startswith(f"{BAD}:17:13: DSL101 ")
+    assert result.stderr == ""
+
+
+def test_output_file_is_written(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    result = _check("--isolated", "--output-format", "json", "--output-file", str(out), str(BAD))
+    assert result.stdout == ""
+    assert len(json.loads(out.read_text(encoding="utf-8"))) == 2
+
+
+def test_github_paths_are_relative_to_the_workspace(tmp_path: Path) -> None:
+    inside = annotation(_diagnostic(path=str(tmp_path / "src" / "train.py")), tmp_path)
+    outside = annotation(_diagnostic(path="/elsewhere/train.py"), tmp_path)
+    assert parse_workflow_commands(inside)[0][1]["file"] == "src/train.py"
+    assert parse_workflow_commands(outside)[0][1]["file"] == "/elsewhere/train.py"
