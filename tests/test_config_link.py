@@ -6,7 +6,6 @@ import textwrap
 from pathlib import Path
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from dslint.config.rule import Origin
 from dslint.linter import lint_source
@@ -17,9 +16,7 @@ from dslint.script.facts import collect_facts
 
 def _context(code: str, path: str = "train.py") -> ScriptContext:
     module = cst.parse_module(textwrap.dedent(code))
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
-    return ScriptContext(path, module, positions, collect_facts(module, positions))
+    return ScriptContext(path, module, collect_facts(module))
 
 
 def _resolved(code: str, path: str = "train.py") -> ResolvedConfig | None:
