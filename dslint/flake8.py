@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dslint import __version__
-from dslint.linter import lint_source
+from dslint.linter import lint_source, own_findings
 from dslint.rules.syntax_error import SyntaxErrorRule
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
@@ -49,7 +49,7 @@ class DslintChecker:
             yield 1, 0, f"{SyntaxErrorRule.code} dslint settings error: {error}", type(self)
             return
         result = lint_source(self.filename, data, selection, line_noqa=False)
-        for diagnostic in result.diagnostics:
+        for diagnostic in own_findings(self.filename, result):
             if diagnostic.code == SyntaxErrorRule.code:
                 continue
             yield (

@@ -183,7 +183,7 @@ def relint(previous: Snapshot, text: str, path: str, selection: RuleSelection) -
     fresh = [
         placed
         for d in linted.diagnostics
-        if (placed := _placed(d, numbers)) is not None and placed.start.line in recompute
+        if d.path == path and (placed := _placed(d, numbers)) is not None and placed.start.line in recompute
     ]
     old_end = len(old) - suffix
     carried: list[Diagnostic] = []

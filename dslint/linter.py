@@ -100,6 +100,12 @@ def lint_source_unsuppressed(
     return result
 
 
+def own_findings(path: str, result: ScriptResult) -> list[Diagnostic]:
+    """The findings located in `path` itself: a script's result also holds findings inside the config files it
+    points at, which an editor or flake8 showing this one file must leave out."""
+    return [d for d in result.diagnostics if d.path == path]
+
+
 def config_rules(selection: RuleSelection) -> list[type[ConfigRule]]:
     return [r for r in all_rules() if issubclass(r, ConfigRule) and selection.enabled(r.code)]
 

@@ -29,7 +29,7 @@ from dslint import __version__
 from dslint.diagnostics import Diagnostic, Edit, Location, Severity
 from dslint.fixer import fix_text
 from dslint.incremental import Snapshot, relint
-from dslint.linter import lint_source
+from dslint.linter import lint_source, own_findings
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
 
@@ -255,7 +255,7 @@ class DslintServer(LanguageServer):
         if wants_fix_all and any(d.fix is not None and d.fix.is_safe for d in state.diagnostics):
             outcome = fix_text(
                 state.text,
-                lambda text: lint_source(state.path, text.encode("utf-8"), state.selection).diagnostics,
+                lambda text: own_findings(state.path, lint_source(state.path, text.encode("utf-8"), state.selection)),
                 unsafe=False,
             )
             if outcome.changed:
@@ -297,7 +297,7 @@ class DslintServer(LanguageServer):
 
 def full_lint(path: str, text: str, selection: RuleSelection) -> Snapshot:
     """A full lint (run in the worker process), with the top-level statements for fast re-lints."""
-    return Snapshot.of(text, lint_source(path, text.encode("utf-8"), selection).diagnostics)
+    return Snapshot.of(text, own_findings(path, lint_source(path, text.encode("utf-8"), selection)))
 
 
 def create_server() -> DslintServer:

@@ -70,7 +70,9 @@ def test_flake8_reports_what_dslint_check_reports_on_every_fixture(tmp_path: Pat
     flake8 = run_flake8(tmp_path, *files)
     assert flake8.stderr == "", flake8.stderr
     check = run_check(*files)
-    expected = _findings(check.stdout, drop_syntax_errors=True)
+    # flake8 reports only on the file it checks: findings dslint reports inside a JSON config that a script
+    # points at are not its to show.
+    expected = [f for f in _findings(check.stdout, drop_syntax_errors=True) if f.split(":")[0].endswith(".py")]
     assert expected, "the fixtures must produce findings for this comparison to mean anything"
     assert _findings(flake8.stdout) == expected
     assert flake8.returncode == 1

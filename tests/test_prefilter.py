@@ -55,7 +55,8 @@ STATEMENTS = [
 def _same_with_and_without_prefilter(path: str, data: bytes) -> None:
     unfiltered = lint_source(path, data, use_prefilter=False).diagnostics
     assert lint_source(path, data).diagnostics == unfiltered, path
-    if unfiltered:
+    # Every rule finding needs the text `deepspeed`; DSL010 (an unused noqa comment) is read from comments.
+    if any(d.code != "DSL010" for d in unfiltered):
         assert needs_parsing(data)
 
 
@@ -84,6 +85,7 @@ def test_engine_probe_never_hides_an_engine() -> None:
 def test_generated_scripts(lines: list[str]) -> None:
     data = ("\n".join(lines) + "\n").encode()
     unfiltered = lint_source("train.py", data, use_prefilter=False).diagnostics
-    if unfiltered:
+    # Every rule finding needs the text `deepspeed`; DSL010 (an unused noqa comment) is read from comments.
+    if any(d.code != "DSL010" for d in unfiltered):
         assert needs_parsing(data)
         assert lint_source("train.py", data).diagnostics == unfiltered
