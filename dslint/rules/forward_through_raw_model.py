@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.edits import replace_node
-from dslint.script.facts import InitializeCall, Role, ScopeKind
+from dslint.script.facts import InitializeCall, Pos, Role, Scope, ScopeKind
 from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name
 
@@ -30,11 +32,15 @@ class ForwardThroughRawModel(ScriptRule):
     docs = RuleDocs(
         what="""
             Flags `model(...)` and `model.forward(...)` after `engine, ... = deepspeed.initialize(model=model,
-            ...)` when the engine is bound to another name. Flagged are calls in the function that calls
-            `initialize`, after the call, and calls through `self.<attribute>` in other methods of a class
-            whose `__init__` calls `initialize` (which has run before any other method). When `initialize`'s
-            result is bound to the model's own name (`model, ... = deepspeed.initialize(model=model)`) the name
-            is the engine and nothing is flagged.
+            ...)` when the engine is bound to another name and the forward may be part of training: it does not
+            run under `torch.no_grad()` / `torch.inference_mode()`, and, in the function that calls
+            `initialize`, a `backward` call follows it (in that function or in the same loop). Evaluation
+            through the raw module is left alone: what it skips in `DeepSpeedEngine.forward` matters only to a
+            step that trains. Flagged are calls in the function that calls `initialize`, after the call, and
+            calls through `self.<attribute>` in other methods of a class whose `__init__` calls `initialize`
+            (which has run before any other method). When `initialize`'s result is bound to the model's own
+            name (`model, ... = deepspeed.initialize(model=model)`) the name is the engine and nothing is
+            flagged.
         """,
         why="""
             The engine wraps the model; its parameters are the engine's (cast to fp16/bf16, partitioned under
@@ -66,6 +72,31 @@ class ForwardThroughRawModel(ScriptRule):
         """,
     )
     valid = (
+        Valid(
+            """
+            import deepspeed
+            import torch
+            net = Net()
+            engine, *_ = deepspeed.initialize(model=net, config="ds.json")
+            for x, y in loader:
+                engine.backward(loss_fn(engine(x), y))
+                engine.step()
+            with torch.no_grad():
+                predictions = [net(x) for x, _ in test_loader]
+            preview = net(sample)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            import torch
+            net = Net()
+            engine, *_ = deepspeed.initialize(model=net, config="ds.json")
+            @torch.inference_mode()
+            def evaluate():
+                return net(sample)
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -156,6 +187,61 @@ class ForwardThroughRawModel(ScriptRule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.loop = loop_facts(self.facts)
+        self.no_grad_depth = 0
+        facts = self.facts
+        self.backwards: list[tuple[Scope, Pos]] = [
+            (facts.scope_at(call), facts.start(call))
+            for call in facts.statement_of_call
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward"
+        ]
+        self.loops: list[cst.CSTNode] = []
+
+    def _no_grad(self, items: Sequence[cst.BaseExpression]) -> bool:
+        return any(
+            (self.facts.qualified(item.func if isinstance(item, cst.Call) else item) or "")
+            in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad")
+            for item in items
+        )
+
+    def visit_With(self, node: cst.With) -> None:
+        if self._no_grad([item.item for item in node.items]):
+            self.no_grad_depth += 1
+
+    def leave_With(self, original_node: cst.With) -> None:
+        if self._no_grad([item.item for item in original_node.items]):
+            self.no_grad_depth -= 1
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._no_grad([d.decorator for d in node.decorators]):
+            self.no_grad_depth += 1
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if self._no_grad([d.decorator for d in original_node.decorators]):
+            self.no_grad_depth -= 1
+
+    def visit_For(self, node: cst.For) -> None:
+        self.loops.append(node)
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self.loops.pop()
+
+    def visit_While(self, node: cst.While) -> None:
+        self.loops.append(node)
+
+    def leave_While(self, original_node: cst.While) -> None:
+        self.loops.pop()
+
+    def _backward_follows(self, node: cst.Call) -> bool:
+        """A backward call later in the same scope, or anywhere in the innermost loop around the forward."""
+        facts = self.facts
+        scope, pos = facts.scope_at(node), facts.start(node)
+        loop = self.loops[-1] if self.loops else None
+        for backward_scope, backward_pos in self.backwards:
+            if backward_scope is not scope:
+                continue
+            if backward_pos > pos or (loop is not None and facts.start(loop) <= backward_pos < facts.end(loop)):
+                return True
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         target = node.func
@@ -170,6 +256,8 @@ class ForwardThroughRawModel(ScriptRule):
         init = answer.init
         if not init.result_keys(Role.ENGINE) or not self._runs_after(init, node, key):
             return
+        if self.no_grad_depth or (self.facts.scope_at(node) is init.scope and not self._backward_follows(node)):
+            return  # evaluation, not a training step
         engine = self.loop.certain_engine_name(init, at=node)
         edits = [replace_node(self.context, node.func, engine)] if engine is not None else []
         self.report(
