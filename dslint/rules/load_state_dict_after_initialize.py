@@ -6,8 +6,9 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.facts import Role, method_name
+from dslint.script.facts import InitializeCall, Role, method_name
 from dslint.script.gathered import GatheredBlocks
+from dslint.script.loop import loop_facts
 from dslint.script.state_dict_loads import Rewrite, StateDictLoads
 from dslint.script.zero_stage import keeps_master_weights, zero_stage
 
@@ -190,6 +191,9 @@ class LoadStateDictAfterInitialize(ScriptRule):
             engine, *_ = deepspeed.initialize(model=model, config={"bf16": {"enabled": True}})
             engine.module.load_state_dict(state["model"])
             print(sorted(state))
+            for batch in loader:
+                engine.backward(engine(batch))
+                engine.step()
             """,
             lines=(7,),
             fixed="""
@@ -200,6 +204,9 @@ class LoadStateDictAfterInitialize(ScriptRule):
             model.load_state_dict(state["model"])
             engine, *_ = deepspeed.initialize(model=model, config={"bf16": {"enabled": True}})
             print(sorted(state))
+            for batch in loader:
+                engine.backward(engine(batch))
+                engine.step()
             """,
         ),
         Invalid(
@@ -237,6 +244,7 @@ class LoadStateDictAfterInitialize(ScriptRule):
     )
 
     def visit_Module(self, node: cst.Module) -> None:
+        self.loop_nodes: list[cst.CSTNode] = []
         self.gathered = GatheredBlocks(self.facts)
         self.blocks: dict[cst.CSTNode, cst.CSTNode] = {line: node for line in node.body}
         self.pending: list[cst.Call] = []
@@ -282,6 +290,8 @@ class LoadStateDictAfterInitialize(ScriptRule):
             if stage == 3:
                 message = self.zero3_message
             elif masters:
+                if not self._step_may_follow(answer.init, node):
+                    continue  # loaded for evaluation after training: no step writes the master copy back
                 message = self.master_weights_message
             else:
                 message, severity = self.message, Severity.WARNING  # the config cannot be read
@@ -294,6 +304,23 @@ class LoadStateDictAfterInitialize(ScriptRule):
                 fix_message=rewrite.message if rewrite else "",
                 severity=severity,
             )
+
+    def _step_may_follow(self, init: InitializeCall, node: cst.Call) -> bool:
+        """Whether an `engine.step()` of `init`'s engine comes after `node` in the file, or shares a loop with it."""
+        facts = self.facts
+        at = facts.start(node)
+        loops = [loop for loop in self.loop_nodes if facts.start(loop) <= at < facts.end(loop)]
+        for step in loop_facts(facts).engine_step_calls(init, self.context.module):
+            where = facts.start(step)
+            if where > at or any(facts.start(loop) <= where < facts.end(loop) for loop in loops):
+                return True
+        return False
+
+    def visit_For(self, node: cst.For) -> None:
+        self.loop_nodes.append(node)
+
+    def visit_While(self, node: cst.While) -> None:
+        self.loop_nodes.append(node)
 
     def _rewrite(self, loads: StateDictLoads, node: cst.Call) -> Rewrite | None:
         assert isinstance(node.func, cst.Attribute)
