@@ -93,11 +93,17 @@ def lint_source_unsuppressed(
     if not use_prefilter:
         rules, configs = script_rules(selection), config_rules(selection)
     result.parsed = True
-    result.text = module.code
+    result.text = _decoded(data, module.encoding)
     result.encoding = module.encoding
     result.diagnostics.extend(lint_module(path, module, rules, configs, world_size=world_size))
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
+
+
+def _decoded(data: bytes, encoding: str) -> str:
+    """The text libcst parsed, as `module.code` would give it, without a whole code generation pass."""
+    text = data.decode(encoding)
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 def own_findings(path: str, result: ScriptResult) -> list[Diagnostic]:

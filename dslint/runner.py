@@ -14,33 +14,10 @@ from dslint.config.linter import lint_config_source
 from dslint.gitignore import IgnoreFile, is_ignored
 from dslint.linter import ScriptResult, lint_source
 from dslint.selection import RuleSelection
+from dslint.settings import DEFAULT_EXCLUDE
 
-DEFAULT_EXCLUDES = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        ".bzr",
-        ".venv",
-        "venv",
-        ".env",
-        "env",
-        "__pycache__",
-        "build",
-        "dist",
-        "site-packages",
-        "node_modules",
-        ".tox",
-        ".nox",
-        ".eggs",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".pytest_cache",
-        ".hypothesis",
-        ".ipynb_checkpoints",
-        "__pypackages__",
-    }
-)
+# The directory names skipped by default: the settings' default `exclude`, without its glob patterns.
+DEFAULT_EXCLUDES = frozenset(pattern for pattern in DEFAULT_EXCLUDE if "*" not in pattern)
 PARALLEL_THRESHOLD = 16
 
 

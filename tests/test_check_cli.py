@@ -174,3 +174,20 @@ def test_linting_never_imports_torch_or_deepspeed() -> None:
     )
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"import deepspeed\nengine = deepspeed.initialize(model=m)\n",
+        b"\xef\xbb\xbfimport deepspeed\r\nengine = deepspeed.initialize(model=m)\r\n",
+        b"# -*- coding: latin-1 -*-\nimport deepspeed\nname = '\xe9'\nengine = deepspeed.initialize(model=m)\n",
+    ],
+    ids=["utf8", "bom-crlf", "latin1"],
+)
+def test_result_text_is_what_libcst_parsed(data: bytes) -> None:
+    import libcst as cst
+
+    from dslint.linter import lint_source
+
+    assert lint_source("train.py", data).text == cst.parse_module(data).code
