@@ -175,26 +175,43 @@ PROBE_VALUES: dict[str, Any] = {
 }
 
 
-def refused_value_kinds(keys: list[str], removed: set[str], enumerated: frozenset[str]) -> dict[str, list[str]]:
-    """For each top-level key, the kinds of JSON value `DeepSpeedConfig` refuses there (it raises), probed
-    with one value of each kind and generalised only where the probe speaks for the whole kind: a section
-    that refuses every non-object value requires an object; a string is refused only where numbers are
-    accepted and both "x" and "8" are refused (keys such as `communication_data_type` take some strings); a
-    number or bool is refused as a kind only by the `enumerated` keys (those that take only certain strings,
-    which DeepSpeed lower()s or looks up in a tuple of strings)."""
+# Further values of each kind: a kind is recorded as refused only when every probe of it is refused
+# (`"train_batch_size": 0` is refused for its value, not its kind).
+KIND_PROBES: dict[str, tuple[Any, ...]] = {"number": (7, -3, 2.5, 1e9)}
+# The falsy value of each kind, probed apart: a key DeepSpeed tests for truth first (`expert_parallel`,
+# `vocabulary_size`) takes `false`, `0`, `""` and `[]` where it refuses `true`, `1`, `"x"` and `[1]`.
+FALSY_PROBES: dict[str, Any] = {"string": "", "number": 0, "bool": False, "list": []}
+
+
+def _refused(key: str, value: Any) -> bool:
     DeepSpeedConfig = _deepspeed("deepspeed.runtime.config").DeepSpeedConfig
+    base = {k: 1 for k in ("train_batch_size", "train_micro_batch_size_per_gpu") if k != key}
+    try:
+        DeepSpeedConfig({**base, key: copy.deepcopy(value)})
+    except Exception:
+        return True
+    return False
+
+
+def refused_value_kinds(keys: list[str], removed: set[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """For each top-level key, the kinds of JSON value `DeepSpeedConfig` refuses there (it raises), probed
+    with values of each kind and generalised only where the probes speak for the whole kind: a section
+    that refuses every non-object value requires an object; a string is refused only where numbers are
+    accepted and both "x" and "8" are refused (keys such as `communication_data_type` take some strings,
+    recorded by `accepted_strings`); a number or a bool wherever every probe of it is refused
+    (`communication_data_type` lower()s any number, `timers` looks a key up in it).
+
+    Second, for each key, the refused kinds whose falsy value is accepted all the same (DeepSpeed tests the
+    value for truth before it uses it): `"expert_parallel": false` passes where `true` fails."""
     found: dict[str, list[str]] = {}
+    falsy_accepted: dict[str, list[str]] = {}
     for key in keys:
         if key in removed:
             continue
-        refused: dict[str, bool] = {}
-        for kind, value in PROBE_VALUES.items():
-            base = {k: 1 for k in ("train_batch_size", "train_micro_batch_size_per_gpu") if k != key}
-            try:
-                DeepSpeedConfig({**base, key: copy.deepcopy(value)})
-                refused[kind] = False
-            except Exception:
-                refused[kind] = True
+        refused = {
+            kind: all(_refused(key, v) for v in (value, *KIND_PROBES.get(kind, ())))
+            for kind, value in PROBE_VALUES.items()
+        }
         kinds: list[str] = []
         if not refused["object"] and all(refused[k] for k in ("string", "numeric_string", "number", "list")):
             kinds = [k for k in ("string", "number", "bool", "list", "null") if refused[k]]
@@ -205,13 +222,15 @@ def refused_value_kinds(keys: list[str], removed: set[str], enumerated: frozense
                 kinds.append("object")
             if not refused["number"] and refused["string"] and refused["numeric_string"]:
                 kinds.append("string")
-            if key in enumerated:
-                kinds += [k for k in ("number", "bool") if refused[k]]
+            kinds += [k for k in ("number", "bool") if refused[k]]
             if refused["null"]:
                 kinds.append("null")
         if kinds:
             found[key] = kinds
-    return found
+        falsy = [k for k in kinds if k in FALSY_PROBES and not _refused(key, FALSY_PROBES[k])]
+        if falsy:
+            falsy_accepted[key] = falsy
+    return found, falsy_accepted
 
 
 def string_vocabulary(key: str) -> list[str]:
@@ -228,13 +247,7 @@ def string_vocabulary(key: str) -> list[str]:
 
 
 def _accepts(key: str, value: Any) -> bool:
-    DeepSpeedConfig = _deepspeed("deepspeed.runtime.config").DeepSpeedConfig
-    base = {k: 1 for k in ("train_batch_size", "train_micro_batch_size_per_gpu") if k != key}
-    try:
-        DeepSpeedConfig({**base, key: copy.deepcopy(value)})
-    except Exception:
-        return False
-    return True
+    return not _refused(key, value)
 
 
 # Strings no sensible key takes as a value: refused by a key that takes only certain strings.
@@ -345,6 +358,7 @@ def generate() -> dict[str, Any]:
     classes = _all_model_classes()
     removed = set(ds_config._REMOVED_TOP_LEVEL_CONFIG_KEYS)
     strings = accepted_strings(read_by_config, sections, removed)
+    refused_kinds, falsy_accepted = refused_value_kinds(read_by_config, removed)
     models: dict[str, Any] = {}
     for model_name in sorted(set(sections.values())):
         describe_model(classes[model_name], models, classes)
@@ -354,7 +368,8 @@ def generate() -> dict[str, Any]:
         "top_level_keys": keys,
         "keys_read_only_by_initialize": [k for k in read_before if k not in read_by_config],
         "validated_sections": dict(sorted(sections.items())),
-        "refused_value_kinds": refused_value_kinds(read_by_config, removed, frozenset(strings)),
+        "refused_value_kinds": refused_kinds,
+        "falsy_values_accepted": falsy_accepted,
         "accepted_strings": strings,
         "removed_top_level_keys": dict(ds_config._REMOVED_TOP_LEVEL_CONFIG_KEYS),
         "removed_zero_keys": dict(ds_config._REMOVED_ZERO_CONFIG_KEYS),

@@ -66,6 +66,8 @@ class Schema:
         self.sections: Mapping[str, str] = data["validated_sections"]
         self.refused_value_kinds: Mapping[str, list[str]] = data["refused_value_kinds"]
         self.keys_read_only_by_initialize: list[str] = data["keys_read_only_by_initialize"]
+        # Refused kinds whose falsy value (false, 0, "", []) DeepSpeed accepts: it tests the value for truth first.
+        self.falsy_values_accepted: Mapping[str, list[str]] = data["falsy_values_accepted"]
         self.accepted_strings: Mapping[str, AcceptedStrings] = {
             key: AcceptedStrings(tuple(raw["values"]), bool(raw["ignore_case"]))
             for key, raw in data["accepted_strings"].items()

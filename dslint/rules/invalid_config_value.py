@@ -7,7 +7,7 @@ import json
 import math
 from typing import Any
 
-from dslint.config.facts import enabled, lax_bool, zero_stage
+from dslint.config.facts import bfloat16_ignored, enabled, lax_bool, zero_stage
 from dslint.config.rule import ConfigRule, autotuning_enabled, is_auto
 from dslint.config.schema import AcceptedStrings, accepts, describe, within_bounds
 from dslint.config.sections import validated_entries
@@ -71,6 +71,9 @@ class InvalidConfigValue(ConfigRule):
             ' "fp32", "gradient_allreduce_op": "Sum", "zero_optimization": {"stage": 2}}\n',
             path="ds_config.json",
         ),
+        Valid('{"train_batch_size": 8, "expert_parallel": false, "vocabulary_size": ""}\n', path="ds_config.json"),
+        # DeepSpeed reads `bf16` and never looks at the older `bfloat16` beside it (DSL401 says so).
+        Valid('{"train_batch_size": 8, "bf16": {"enabled": true}, "bfloat16": "yes"}\n', path="ds_config.json"),
     )
     invalid = (
         Invalid(
@@ -98,6 +101,12 @@ class InvalidConfigValue(ConfigRule):
             '{\n  "train_batch_size": 8,\n  "communication_data_type": 16,\n'
             '  "gradient_allreduce_op": "sum",\n  "zero_optimization": {"stage": 3}\n}\n',
             lines=(3, 4),
+            path="ds_config.json",
+        ),
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "timers": 7,\n  "bf16": null,\n  "bfloat16": "yes",\n'
+            '  "expert_parallel": true\n}\n',
+            lines=(3, 5, 6),
             path="ds_config.json",
         ),
     )
@@ -136,11 +145,13 @@ class InvalidConfigValue(ConfigRule):
         """Values of a kind DeepSpeedConfig refuses for that key (probed from DeepSpeed by the generator)."""
         for top in self.root.last_entries():
             refused = self.schema.refused_value_kinds.get(top.key)
-            if not refused or is_auto(top.value):
-                continue
+            if not refused or is_auto(top.value) or (top.key == "bfloat16" and bfloat16_ignored(self.root)):
+                continue  # DeepSpeed does not read `bfloat16` beside `bf16`
             kind = _kind(top.value)
             if kind is None or kind not in refused:
                 continue
+            if kind in self.schema.falsy_values_accepted.get(top.key, ()) and not to_python(top.value):
+                continue  # DeepSpeed tests the value for truth: `"expert_parallel": false` is skipped
             accepted = self.schema.accepted_strings.get(top.key)
             if accepted is not None:
                 wanted = f"must be {_one_of(accepted)}, not {_show(to_python(top.value))}"
