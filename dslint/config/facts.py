@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dslint.config.schema import _lax_int
-from dslint.config.tree import UNKNOWN, Node, Object, Scalar, node_at
+from dslint.config.tree import UNKNOWN, Node, Object, Scalar, node_at, scalar
 
 _TRUE_STRINGS = {"1", "on", "t", "true", "y", "yes"}
 _FALSE_STRINGS = {"0", "off", "f", "false", "n", "no"}
@@ -61,9 +61,18 @@ def enabled(root: Object, section_name: str) -> bool | None:
     return lax_bool(flag.value)
 
 
+def bfloat16_ignored(root: Object) -> bool:
+    """Whether DeepSpeed ignores the older `bfloat16` section: it reads it only when `bf16` is absent or null
+    (`runtime/precision_config.py`, get_bfloat16_config)."""
+    bf16 = root.get("bf16")
+    return root.get("bfloat16") is not None and bf16 is not None and scalar(bf16) is not None
+
+
 def bf16_section(root: Object) -> str:
-    """DeepSpeed reads `bf16`, or the older `bfloat16` when `bf16` is absent."""
-    return "bfloat16" if root.get("bf16") is None and root.get("bfloat16") is not None else "bf16"
+    """DeepSpeed reads `bf16`, or the older `bfloat16` when `bf16` is absent or null."""
+    bf16 = root.get("bf16")
+    reads_old = (bf16 is None or scalar(bf16) is None) and root.get("bfloat16") is not None
+    return "bfloat16" if reads_old else "bf16"
 
 
 def batch_number(node: Node | None) -> Any:

@@ -8,7 +8,9 @@ Everything in the snapshot comes from DeepSpeed itself, not from documentation:
   section, and the model named by the resulting ValidationError is the section's model;
 - the fields of those models (names, aliases, types, enum values, bounds, deprecation), walked from
   `model_fields`;
-- the keys DeepSpeed removed and now refuses (`_REMOVED_TOP_LEVEL_CONFIG_KEYS`, `_REMOVED_ZERO_CONFIG_KEYS`).
+- the keys DeepSpeed removed and now refuses (`_REMOVED_TOP_LEVEL_CONFIG_KEYS`, `_REMOVED_ZERO_CONFIG_KEYS`);
+- the top-level keys that take only certain strings (`communication_data_type`: fp16, bf16 or fp32), probed
+  with a vocabulary drawn from DeepSpeed's own constants (`runtime/constants.py`) and the key's default.
 
 Only this generator and the tests import deepspeed; linting reads the committed JSON.
 """
@@ -173,24 +175,43 @@ PROBE_VALUES: dict[str, Any] = {
 }
 
 
-def refused_value_kinds(keys: list[str], removed: set[str]) -> dict[str, list[str]]:
-    """For each top-level key, the kinds of JSON value `DeepSpeedConfig` refuses there (it raises), probed
-    with one value of each kind and generalised only where the probe speaks for the whole kind: a section
-    that refuses every non-object value requires an object; a string is refused only where numbers are
-    accepted and both "x" and "8" are refused (keys such as `communication_data_type` take some strings)."""
+# Further values of each kind: a kind is recorded as refused only when every probe of it is refused
+# (`"train_batch_size": 0` is refused for its value, not its kind).
+KIND_PROBES: dict[str, tuple[Any, ...]] = {"number": (7, -3, 2.5, 1e9)}
+# The falsy value of each kind, probed apart: a key DeepSpeed tests for truth first (`expert_parallel`,
+# `vocabulary_size`) takes `false`, `0`, `""` and `[]` where it refuses `true`, `1`, `"x"` and `[1]`.
+FALSY_PROBES: dict[str, Any] = {"string": "", "number": 0, "bool": False, "list": []}
+
+
+def _refused(key: str, value: Any) -> bool:
     DeepSpeedConfig = _deepspeed("deepspeed.runtime.config").DeepSpeedConfig
+    base = {k: 1 for k in ("train_batch_size", "train_micro_batch_size_per_gpu") if k != key}
+    try:
+        DeepSpeedConfig({**base, key: copy.deepcopy(value)})
+    except Exception:
+        return True
+    return False
+
+
+def refused_value_kinds(keys: list[str], removed: set[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """For each top-level key, the kinds of JSON value `DeepSpeedConfig` refuses there (it raises), probed
+    with values of each kind and generalised only where the probes speak for the whole kind: a section
+    that refuses every non-object value requires an object; a string is refused only where numbers are
+    accepted and both "x" and "8" are refused (keys such as `communication_data_type` take some strings,
+    recorded by `accepted_strings`); a number or a bool wherever every probe of it is refused
+    (`communication_data_type` lower()s any number, `timers` looks a key up in it).
+
+    Second, for each key, the refused kinds whose falsy value is accepted all the same (DeepSpeed tests the
+    value for truth before it uses it): `"expert_parallel": false` passes where `true` fails."""
     found: dict[str, list[str]] = {}
+    falsy_accepted: dict[str, list[str]] = {}
     for key in keys:
         if key in removed:
             continue
-        refused: dict[str, bool] = {}
-        for kind, value in PROBE_VALUES.items():
-            base = {k: 1 for k in ("train_batch_size", "train_micro_batch_size_per_gpu") if k != key}
-            try:
-                DeepSpeedConfig({**base, key: copy.deepcopy(value)})
-                refused[kind] = False
-            except Exception:
-                refused[kind] = True
+        refused = {
+            kind: all(_refused(key, v) for v in (value, *KIND_PROBES.get(kind, ())))
+            for kind, value in PROBE_VALUES.items()
+        }
         kinds: list[str] = []
         if not refused["object"] and all(refused[k] for k in ("string", "numeric_string", "number", "list")):
             kinds = [k for k in ("string", "number", "bool", "list", "null") if refused[k]]
@@ -201,10 +222,51 @@ def refused_value_kinds(keys: list[str], removed: set[str]) -> dict[str, list[st
                 kinds.append("object")
             if not refused["number"] and refused["string"] and refused["numeric_string"]:
                 kinds.append("string")
+            kinds += [k for k in ("number", "bool") if refused[k]]
             if refused["null"]:
                 kinds.append("null")
         if kinds:
             found[key] = kinds
+        falsy = [k for k in kinds if k in FALSY_PROBES and not _refused(key, FALSY_PROBES[k])]
+        if falsy:
+            falsy_accepted[key] = falsy
+    return found, falsy_accepted
+
+
+def string_vocabulary(key: str) -> list[str]:
+    """Candidate values for a top-level key that takes a string: every short word-like string constant of
+    DeepSpeed's `runtime/constants.py` (where the accepted values of such keys are defined) and the key's
+    default there (`<NAME>_DEFAULT` beside the constant `<NAME> = "<key>"`)."""
+    constants = vars(_deepspeed("deepspeed.runtime.constants"))
+    words = {v for n, v in constants.items() if n.isupper() and isinstance(v, str) and re.fullmatch(r"\w{1,40}", v)}
+    for name, value in constants.items():
+        default = constants.get(f"{name}_DEFAULT")
+        if value == key and isinstance(default, str):
+            words.add(default)
+    return sorted(words)
+
+
+def _accepts(key: str, value: Any) -> bool:
+    return not _refused(key, value)
+
+
+# Strings no sensible key takes as a value: refused by a key that takes only certain strings.
+_OTHER_STRINGS = ("x", "8", "hello", "__dslint_probe__")
+
+
+def accepted_strings(keys: list[str], sections: dict[str, str], removed: set[str]) -> dict[str, dict[str, Any]]:
+    """The top-level keys (not validated sections, not removed) that refuse arbitrary strings but accept some
+    of DeepSpeed's vocabulary: the accepted values, and whether case is ignored (every accepted value is also
+    accepted upper-cased and capitalised: DeepSpeed lower()s the value before comparing)."""
+    found: dict[str, dict[str, Any]] = {}
+    for key in keys:
+        if key in sections or key in removed or any(_accepts(key, s) for s in _OTHER_STRINGS):
+            continue
+        values = [word for word in string_vocabulary(key) if _accepts(key, word)]
+        if not values:
+            continue
+        ignore_case = all(_accepts(key, v.upper()) and _accepts(key, v.capitalize()) for v in values)
+        found[key] = {"values": values, "ignore_case": ignore_case}
     return found
 
 
@@ -294,6 +356,9 @@ def generate() -> dict[str, Any]:
     keys = sorted(set(read_by_config) | set(read_before))
     sections = validated_sections(read_by_config)
     classes = _all_model_classes()
+    removed = set(ds_config._REMOVED_TOP_LEVEL_CONFIG_KEYS)
+    strings = accepted_strings(read_by_config, sections, removed)
+    refused_kinds, falsy_accepted = refused_value_kinds(read_by_config, removed)
     models: dict[str, Any] = {}
     for model_name in sorted(set(sections.values())):
         describe_model(classes[model_name], models, classes)
@@ -303,7 +368,9 @@ def generate() -> dict[str, Any]:
         "top_level_keys": keys,
         "keys_read_only_by_initialize": [k for k in read_before if k not in read_by_config],
         "validated_sections": dict(sorted(sections.items())),
-        "refused_value_kinds": refused_value_kinds(read_by_config, set(ds_config._REMOVED_TOP_LEVEL_CONFIG_KEYS)),
+        "refused_value_kinds": refused_kinds,
+        "falsy_values_accepted": falsy_accepted,
+        "accepted_strings": strings,
         "removed_top_level_keys": dict(ds_config._REMOVED_TOP_LEVEL_CONFIG_KEYS),
         "removed_zero_keys": dict(ds_config._REMOVED_ZERO_CONFIG_KEYS),
         "models": dict(sorted(models.items())),

@@ -32,6 +32,19 @@ class Field:
 
 
 @dataclass(frozen=True)
+class AcceptedStrings:
+    """The only strings a top-level key takes (`communication_data_type`: fp16, bf16, fp32)."""
+
+    values: tuple[str, ...]
+    ignore_case: bool
+
+    def accepts(self, value: str) -> bool:
+        if self.ignore_case:
+            return value.lower() in {v.lower() for v in self.values}
+        return value in self.values
+
+
+@dataclass(frozen=True)
 class Model:
     name: str
     forbids_extra: bool
@@ -53,6 +66,12 @@ class Schema:
         self.sections: Mapping[str, str] = data["validated_sections"]
         self.refused_value_kinds: Mapping[str, list[str]] = data["refused_value_kinds"]
         self.keys_read_only_by_initialize: list[str] = data["keys_read_only_by_initialize"]
+        # Refused kinds whose falsy value (false, 0, "", []) DeepSpeed accepts: it tests the value for truth first.
+        self.falsy_values_accepted: Mapping[str, list[str]] = data["falsy_values_accepted"]
+        self.accepted_strings: Mapping[str, AcceptedStrings] = {
+            key: AcceptedStrings(tuple(raw["values"]), bool(raw["ignore_case"]))
+            for key, raw in data["accepted_strings"].items()
+        }
         self.models: dict[str, Model] = {}
         for name, model in data["models"].items():
             fields: dict[str, Field] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from dslint.config.facts import bfloat16_ignored
 from dslint.config.rule import is_auto
 from dslint.config.schema import Field, Model, Schema, model_of
 from dslint.config.tree import Entry, Object
@@ -21,10 +22,13 @@ class SectionEntry:
 
 def validated_entries(root: Object, schema: Schema) -> Iterator[SectionEntry]:
     """Every entry inside a validated section (nested models included), except `"auto"` values, which
-    DeepSpeed drops before validating (`DeepSpeedConfigModel.__init__`, strict=False)."""
+    DeepSpeed drops before validating (`DeepSpeedConfigModel.__init__`, strict=False), and except the older
+    `bfloat16` section beside `bf16`, which DeepSpeed does not read (DSL401 says so)."""
     for top in root.last_entries():
         model = schema.section_model(top.key)
         if model is None or not isinstance(top.value, Object) or top.value.opaque:
+            continue
+        if top.key == "bfloat16" and bfloat16_ignored(root):
             continue
         yield from _walk(top.value, model, (top.key,), schema)
 

@@ -108,6 +108,9 @@ class AutoConfigValue(ConfigRule):
             where = ".".join(path)
             if len(path) == 1 and path[0] in BATCH_KEYS:
                 effect = "DeepSpeed fails at start-up with a TypeError"
+            elif len(path) == 1 and path[0] in self.schema.accepted_strings:
+                values = ", ".join(self.schema.accepted_strings[path[0]].values)
+                effect = f"DeepSpeed fails at start-up with a ValueError (it takes only {values})"
             elif self.schema.section_model(path[0]) is not None:
                 effect = "DeepSpeed drops it silently and uses the default"
                 if path == ("zero_optimization", "stage"):

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from typing import Any
 
-from dslint.config.facts import enabled
+from dslint.config.facts import bfloat16_ignored, enabled, lax_bool, zero_stage
 from dslint.config.rule import ConfigRule, autotuning_enabled, is_auto
-from dslint.config.schema import accepts, describe, within_bounds
+from dslint.config.schema import AcceptedStrings, accepts, describe, within_bounds
 from dslint.config.sections import validated_entries
-from dslint.config.tree import UNKNOWN, Array, Node, Object, Scalar, scalar, to_python
+from dslint.config.tree import UNKNOWN, Array, Node, Object, Scalar, node_at, scalar, to_python
 from dslint.diagnostics import Severity
 from dslint.rule import Invalid, RuleDocs, Valid
 
@@ -31,14 +32,19 @@ class InvalidConfigValue(ConfigRule):
             bool or non-finite `fp16.loss_scale`. At the top level, a value of a kind DeepSpeed refuses for that
             key is flagged too: a section that is not an object (`"fp16": true`, `"optimizer": "Adam"`), a
             batch size written as a string (`"train_batch_size": "32"`); which kinds each key refuses is probed
-            from DeepSpeed when the schema snapshot is generated. Values are checked with pydantic's lax rules,
+            from DeepSpeed when the schema snapshot is generated. Keys that take only certain strings are
+            checked against them: `communication_data_type` and `seq_parallel_communication_data_type` take
+            `fp16`, `bf16` or `fp32`, `gradient_allreduce_op` `mean` or `sum`, in any case (DeepSpeed lower()s
+            them; the values are probed from DeepSpeed too), and `"sum"` is refused with ZeRO stage 3, ZenFlow
+            or DeepCompile. Values are checked with pydantic's lax rules,
             as DeepSpeed does: `"3"` is a valid stage, `5e8` a valid integer. With `"autotuning": {"enabled":
             true}` a list of values is the autotuner's
             search space and is not flagged.
         """,
         why="""
             DeepSpeed validates these sections when the engine is created and stops with a `ValidationError`
-            (or a `TypeError` for a section that is not an object), on every rank, after the job got its GPUs.
+            (a `TypeError` for a section that is not an object, a `ValueError` for `"communication_data_type":
+            "float16"`), on every rank, after the job got its GPUs.
         """,
         example="""
             {
@@ -60,6 +66,14 @@ class InvalidConfigValue(ConfigRule):
             path="ds_config.json",
         ),
         Valid('{"train_batch_size": 8, "zero_optimization": true}\n', path="ds_config.json"),
+        Valid(
+            '{"train_batch_size": 8, "communication_data_type": "BF16", "seq_parallel_communication_data_type":'
+            ' "fp32", "gradient_allreduce_op": "Sum", "zero_optimization": {"stage": 2}}\n',
+            path="ds_config.json",
+        ),
+        Valid('{"train_batch_size": 8, "expert_parallel": false, "vocabulary_size": ""}\n', path="ds_config.json"),
+        # DeepSpeed reads `bf16` and never looks at the older `bfloat16` beside it (DSL401 says so).
+        Valid('{"train_batch_size": 8, "bf16": {"enabled": true}, "bfloat16": "yes"}\n', path="ds_config.json"),
     )
     invalid = (
         Invalid(
@@ -77,10 +91,30 @@ class InvalidConfigValue(ConfigRule):
             lines=(2, 3),
             path="ds_config.json",
         ),
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "communication_data_type": "float16",\n'
+            '  "seq_parallel_communication_data_type": "fp61",\n  "gradient_allreduce_op": "avg"\n}\n',
+            lines=(3, 4, 5),
+            path="ds_config.json",
+        ),
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "communication_data_type": 16,\n'
+            '  "gradient_allreduce_op": "sum",\n  "zero_optimization": {"stage": 3}\n}\n',
+            lines=(3, 4),
+            path="ds_config.json",
+        ),
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "timers": 7,\n  "bf16": null,\n  "bfloat16": "yes",\n'
+            '  "expert_parallel": true\n}\n',
+            lines=(3, 5, 6),
+            path="ds_config.json",
+        ),
     )
 
     def check(self) -> None:
         self._top_level_kinds()
+        self._accepted_strings()
+        self._allreduce_sum()
         tuning = autotuning_enabled(self.root)
         for item in validated_entries(self.root, self.schema):
             field = item.field
@@ -111,18 +145,62 @@ class InvalidConfigValue(ConfigRule):
         """Values of a kind DeepSpeedConfig refuses for that key (probed from DeepSpeed by the generator)."""
         for top in self.root.last_entries():
             refused = self.schema.refused_value_kinds.get(top.key)
-            if not refused or is_auto(top.value):
-                continue
+            if not refused or is_auto(top.value) or (top.key == "bfloat16" and bfloat16_ignored(self.root)):
+                continue  # DeepSpeed does not read `bfloat16` beside `bf16`
             kind = _kind(top.value)
             if kind is None or kind not in refused:
                 continue
-            if {"string", "number", "list"} <= set(refused) and "object" not in refused:
+            if kind in self.schema.falsy_values_accepted.get(top.key, ()) and not to_python(top.value):
+                continue  # DeepSpeed tests the value for truth: `"expert_parallel": false` is skipped
+            accepted = self.schema.accepted_strings.get(top.key)
+            if accepted is not None:
+                wanted = f"must be {_one_of(accepted)}, not {_show(to_python(top.value))}"
+            elif {"string", "number", "list"} <= set(refused) and "object" not in refused:
                 wanted = "must be an object"
             elif {"string", "list", "object"} <= set(refused):
                 wanted = "must be a number"
             else:
                 wanted = f"cannot be {'null' if kind == 'null' else 'a ' + kind}"
             self.report_node(top.value, f"`{top.key}` {wanted}; DeepSpeed stops at start-up")
+
+    def _accepted_strings(self) -> None:
+        """Keys that take only certain strings (probed from DeepSpeed by the generator): `communication_data_type`
+        fp16/bf16/fp32, `gradient_allreduce_op` mean/sum; DeepSpeed lower()s them and raises a ValueError on any
+        other string. "auto" is DSL405's."""
+        for top in self.root.last_entries():
+            accepted = self.schema.accepted_strings.get(top.key)
+            value = scalar(top.value)
+            if accepted is None or not isinstance(value, str) or value == "auto" or accepted.accepts(value):
+                continue
+            close = difflib.get_close_matches(value.lower(), [v.lower() for v in accepted.values], n=1, cutoff=0.6)
+            hint = f" (did you mean {json.dumps(close[0])}?)" if close else ""
+            self.report_node(
+                top.value,
+                f"`{top.key}` must be {_one_of(accepted)}, not {_show(value)}{hint}; DeepSpeed stops at start-up",
+            )
+
+    def _allreduce_sum(self) -> None:
+        """`gradient_allreduce_op: "sum"` is refused with ZeRO stage 3, ZenFlow or DeepCompile
+        (runtime/config.py, `_do_error_check`)."""
+        entry = self.root.entry("gradient_allreduce_op")
+        value = scalar(entry.value) if entry is not None else None
+        if entry is None or not isinstance(value, str) or value.lower() != "sum":
+            return
+        zenflow = node_at(self.root, "zero_optimization", "zenflow")
+        deepcompile = node_at(self.root, "compile", "deepcompile")
+        if zero_stage(self.root) == 3:
+            other = "ZeRO stage 3"
+        elif zenflow is not None and scalar(zenflow) is not None:
+            other = "ZenFlow (`zero_optimization.zenflow`)"
+        elif isinstance(deepcompile, Scalar) and lax_bool(deepcompile.value) is True:
+            other = "DeepCompile (`compile.deepcompile`)"
+        else:
+            return
+        self.report_node(
+            entry.value,
+            f'`gradient_allreduce_op` "sum" is not supported with {other}; use "mean" (the default) or remove it;'
+            " DeepSpeed stops at start-up",
+        )
 
     def _dynamic_loss_scale(self) -> None:
         """DeepSpeedFP16Config's model validator: with dynamic loss scaling (fp16 on, loss_scale 0),
@@ -167,6 +245,11 @@ class InvalidConfigValue(ConfigRule):
             if isinstance(value, float) and not math.isfinite(value):
                 return "must be finite"
         return None
+
+
+def _one_of(accepted: AcceptedStrings) -> str:
+    values = ", ".join(json.dumps(v) for v in accepted.values)
+    return f"one of {values}" + (" (any case)" if accepted.ignore_case else "")
 
 
 def _kind(node: Node) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dslint.config.facts import bfloat16_ignored
 from dslint.config.rule import ConfigRule, is_comment_key, mixed_file
 from dslint.config.schema import did_you_mean
 from dslint.config.tree import Entry
@@ -92,7 +93,7 @@ class UnknownTopLevelConfigKey(ConfigRule):
             self._report_mixed(unknown)
             return
         old_bf16 = self.root.entry("bfloat16")
-        if old_bf16 is not None and self.root.get("bf16") is not None:
+        if old_bf16 is not None and bfloat16_ignored(self.root):
             self.report_key(
                 old_bf16,
                 "DeepSpeed reads `bf16` and ignores `bfloat16` (its older spelling) when both are present; "
