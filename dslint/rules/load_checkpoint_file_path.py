@@ -8,8 +8,6 @@ from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.checkpoint_paths import checkpoint_location
 from dslint.script.engine_calls import argument, is_engine_method_call
-from dslint.script.facts import BindingKind
-from dslint.script.names import dotted_name
 
 FILE_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors")
 OS_PATH_JOIN = "os.path.join"
@@ -122,11 +120,5 @@ class LoadCheckpointFilePath(ScriptRule):
             return self._is_file(expr.args[-1].value, at, depth + 1)
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Divide, cst.Add)):
             return self._is_file(expr.right, at, depth + 1)
-        key = dotted_name(expr)
-        if key is None:
-            return False
-        facts = self.facts
-        binding = facts.binding_at(key, facts.scope_at(at), facts.start(at))
-        if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
-            return False
-        return self._is_file(binding.value, binding.value, depth + 1)
+        assigned = self.facts.assigned_value(expr, at)
+        return assigned is not None and self._is_file(assigned, assigned, depth + 1)

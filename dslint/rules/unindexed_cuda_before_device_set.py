@@ -6,9 +6,8 @@ import libcst as cst
 
 from dslint.diagnostics import Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.facts import BindingKind, InitializeCall, method_name
+from dslint.script.facts import InitializeCall, method_name
 from dslint.script.model_moves import ModelMoves
-from dslint.script.names import dotted_name
 
 DEVICE_NAME_CALLS = (
     "deepspeed.accelerator.get_accelerator().device_name",
@@ -189,11 +188,5 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
                     and self._is_unindexed_cuda(expr.args[0].value, at, depth + 1)
                 )
             return qualified in DEVICE_NAME_CALLS and not expr.args
-        key = dotted_name(expr)
-        if key is None:
-            return False
-        facts = self.facts
-        binding = facts.binding_at(key, facts.scope_at(at), facts.start(at))
-        if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
-            return False
-        return self._is_unindexed_cuda(binding.value, binding.value, depth + 1)
+        value = self.facts.assigned_value(expr, at)
+        return value is not None and self._is_unindexed_cuda(value, value, depth + 1)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from dslint.script.context import ScriptContext
-from dslint.script.facts import BindingKind, Role
+from dslint.script.facts import Role
 from dslint.script.names import dotted_name
 
 MODEL_STATES_FILE = re.compile(r"^(zero_pp_rank_\d+_)?mp_rank_\d+_model_states\.pt$")
@@ -60,14 +60,9 @@ def _location(
         return _from_formatted(context, path)
     if isinstance(path, cst.SimpleString):
         return _from_literal(path)
-    key = dotted_name(path)
-    if key is None:
+    value = context.facts.assigned_value(path, at)
+    if value is None:
         return None
-    facts = context.facts
-    binding = facts.binding_at(key, facts.scope_at(at), facts.start(at))
-    if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
-        return None
-    value = binding.value
     if not reads_same_names(context, value, at):
         return None
     return _location(context, value, at, depth + 1)

@@ -338,6 +338,17 @@ class ScriptFacts:
             return results[-1] if len(roles) == 1 else None
         return usable[0] if len(usable) == 1 else None
 
+    def assigned_value(self, expr: cst.CSTNode, at: cst.CSTNode) -> cst.BaseExpression | None:
+        """The value a name (or attribute chain) holds at `at`, when a plain assignment bound it there;
+        None for parameters, initialize results, unknown names and anything not a name."""
+        key = dotted_name(expr)
+        if key is None:
+            return None
+        binding = self.binding_at(key, self.scope_at(at), self.start(at))
+        if binding is None or binding.kind is not BindingKind.OTHER:
+            return None
+        return binding.value
+
     def device_set_before(self, scope: Scope, pos: Pos) -> bool:
         """Whether the current device is set (explicitly, or by initialize) before `pos` in `scope`."""
         if any(s is scope and p <= pos for s, p in self.device_set_calls):
