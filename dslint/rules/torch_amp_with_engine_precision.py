@@ -9,7 +9,7 @@ from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.config_link import resolve_config
 from dslint.script.facts import BindingKind, InitializeCall, Role, method_name
 from dslint.script.loop import loop_facts
-from dslint.script.names import dotted_name
+from dslint.script.names import dotted_name, literally_enabled
 
 AUTOCAST = frozenset(
     {
@@ -146,7 +146,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             call = item.item
             if not isinstance(call, cst.Call) or self.facts.qualified(call.func) not in AUTOCAST:
                 continue
-            if not self._enabled(call):
+            if not literally_enabled(call):
                 continue
             precision = self._engine_precision_in(node.body)
             if precision is not None:
@@ -163,7 +163,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         value = binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
         if not isinstance(value, cst.Call) or self.facts.qualified(value.func) not in GRAD_SCALER:
             return
-        if not self._enabled(value):
+        if not literally_enabled(value):
             return
         for use in self.loop.engine_sources(node.args[0].value):
             precision = self._precision(use.init)
@@ -203,10 +203,3 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                     precision = "bf16"
             self.precisions[id(init)] = precision
         return self.precisions[id(init)]
-
-    @staticmethod
-    def _enabled(call: cst.Call) -> bool:
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == "enabled":
-                return isinstance(arg.value, cst.Name) and arg.value.value == "True"
-        return True

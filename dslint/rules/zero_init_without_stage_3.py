@@ -8,6 +8,7 @@ from dslint.diagnostics import Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.config_link import resolve_config
 from dslint.script.facts import InitializeCall
+from dslint.script.names import literally_enabled
 
 ZERO_INIT = frozenset(
     {
@@ -119,7 +120,7 @@ class ZeroInitWithoutStage3(ScriptRule):
         self.file_stage_known = False
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.facts.qualified(node.func) not in ZERO_INIT or not self._enabled(node):
+        if self.facts.qualified(node.func) not in ZERO_INIT or not literally_enabled(node):
             return
         config = next(
             (a.value for a in node.args if a.keyword is not None and a.keyword.value in CONFIG_KEYWORDS), None
@@ -147,10 +148,3 @@ class ZeroInitWithoutStage3(ScriptRule):
             self.file_stage = stages.pop() if len(stages) == 1 else None
             self.file_stage_known = True
         return self.file_stage
-
-    @staticmethod
-    def _enabled(call: cst.Call) -> bool:
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == "enabled":
-                return isinstance(arg.value, cst.Name) and arg.value.value == "True"
-        return True

@@ -75,3 +75,12 @@ class ImportTable:
         if isinstance(node, cst.Name):
             return self.aliases.get(node.value)
         return None
+
+
+def literally_enabled(call: cst.Call) -> bool:
+    """A context manager such as `torch.autocast(...)` or `deepspeed.zero.Init(...)` is on unless its
+    `enabled=` argument is something other than the literal `True` (a variable could be False)."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "enabled":
+            return isinstance(arg.value, cst.Name) and arg.value.value == "True"
+    return True
