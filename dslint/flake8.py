@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dslint import __version__
-from dslint.linter import lint_source, own_findings
+from dslint.lint.script import lint_source, own_findings
 from dslint.rules.syntax_error import SyntaxErrorRule
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver

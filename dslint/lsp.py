@@ -27,9 +27,9 @@ from pygls.uris import to_fs_path
 
 from dslint import __version__
 from dslint.diagnostics import Diagnostic, Edit, Location, Severity
-from dslint.fixer import fix_text
-from dslint.incremental import Snapshot, relint
-from dslint.linter import lint_source, own_findings
+from dslint.fix.edits import fix_text
+from dslint.lint.incremental import Snapshot, relint
+from dslint.lint.script import lint_source, own_findings
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dslint.diagnostics import Diagnostic
-from dslint.fixer import fix_text
-from dslint.linter import lint_source
+from dslint.fix.edits import fix_text
+from dslint.lint.script import lint_source
 
 
 class NothingToRun(Exception):

@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 from dslint.diagnostics import Diagnostic
-from dslint.fixer import FixOutcome, fix_text
-from dslint.linter import lint_source
+from dslint.fix.edits import FixOutcome, fix_text
+from dslint.lint.script import lint_source
 from dslint.selection import RuleSelection
 
 ROOT = Path(__file__).resolve().parent.parent

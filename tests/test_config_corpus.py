@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dslint.config.linter import lint_config_source
-from dslint.runner import FileFailure, discover, lint_paths
+from dslint.lint.batch import FileFailure, discover, lint_paths
+from dslint.lint.config import lint_config_source
 from dslint.selection import RuleSelection
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "ds_configs"

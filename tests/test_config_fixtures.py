@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dslint.runner import FileFailure, discover, lint_paths
+from dslint.lint.batch import FileFailure, discover, lint_paths
 from dslint.selection import RuleSelection
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,8 +47,8 @@ def test_every_bad_config_has_a_finding_and_every_good_one_none() -> None:
 
 
 def test_every_config_rule_has_a_bad_fixture() -> None:
-    from dslint.config.rule import ConfigRule
-    from dslint.registry import all_rules
+    from dslint.framework.config_rule import ConfigRule
+    from dslint.framework.registry import all_rules
 
     codes = {line.split()[1] for line in _findings()}
     missing = [r.code for r in all_rules() if issubclass(r, ConfigRule) and r.code not in codes]

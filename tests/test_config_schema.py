@@ -43,7 +43,7 @@ def test_linting_never_imports_deepspeed_or_torch(tmp_path: Path) -> None:
         'import deepspeed\ne, _, _, _ = deepspeed.initialize(model=m, config="ds_config.json")\n'
     )
     probe = (
-        "import sys\nfrom dslint.runner import discover, lint_paths\nfrom dslint.selection import RuleSelection\n"
+        "import sys\nfrom dslint.lint.batch import discover, lint_paths\nfrom dslint.selection import RuleSelection\n"
         f"results = lint_paths(discover([{str(tmp_path)!r}]).files, RuleSelection(), jobs=1)\n"
         "assert sum(len(r.diagnostics) for r in results) == 2, results\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('deepspeed', 'torch', 'pydantic')))\n"

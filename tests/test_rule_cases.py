@@ -6,12 +6,12 @@ import textwrap
 
 import pytest
 
-from dslint.config.discovery import CONFIG_SUFFIXES
-from dslint.config.linter import lint_config_source
-from dslint.fixer import fix_text
-from dslint.linter import lint_source
-from dslint.registry import all_rules
-from dslint.rule import Invalid, Rule, Valid
+from dslint.config.recognition import CONFIG_SUFFIXES
+from dslint.fix.edits import fix_text
+from dslint.framework.registry import all_rules
+from dslint.framework.rule import Invalid, Rule, Valid
+from dslint.lint.config import lint_config_source
+from dslint.lint.script import lint_source
 from dslint.selection import RuleSelection
 
 CASES = [

@@ -11,12 +11,12 @@ import click
 
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
 from dslint.diagnostics import Diagnostic
-from dslint.linter import ScriptResult
+from dslint.lint.batch import FileFailure, lint_files
+from dslint.lint.files import files_to_check
+from dslint.lint.script import ScriptResult
+from dslint.lint.suppression import add_noqa
 from dslint.report import ReportContext, renderer
-from dslint.runner import FileFailure, lint_files
 from dslint.settings import OUTPUT_FORMATS, SettingsError, SettingsResolver
-from dslint.suppression import add_noqa
-from dslint.workspace import files_to_check
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 

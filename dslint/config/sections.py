@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dslint.config.facts import bfloat16_ignored
-from dslint.config.rule import is_auto
 from dslint.config.schema import Field, Model, Schema, model_of
 from dslint.config.tree import Entry, Object
+from dslint.framework.config_rule import is_auto
 
 
 @dataclass(frozen=True)

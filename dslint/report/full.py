@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Sequence
 
 from dslint.diagnostics import Diagnostic
-from dslint.fixer import FixError, apply_edits
+from dslint.fix.edits import FixError, apply_edits
 from dslint.report import ReportContext
 
 

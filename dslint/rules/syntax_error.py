@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, Rule, RuleDocs, Valid
+from dslint.framework.rule import Invalid, Rule, RuleDocs, Valid
 
 
 class SyntaxErrorRule(Rule):

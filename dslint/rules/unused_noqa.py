@@ -1,9 +1,9 @@
-"""DSL010: a DSL code in a `# noqa` comment that silences nothing. Reported by `dslint.suppression`."""
+"""DSL010: a DSL code in a `# noqa` comment that silences nothing. Reported by `dslint.lint.suppression`."""
 
 from __future__ import annotations
 
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, Rule, RuleDocs, Valid
+from dslint.framework.rule import Invalid, Rule, RuleDocs, Valid
 
 
 class UnusedNoqa(Rule):

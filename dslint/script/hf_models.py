@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from dslint.script.config_link import resolve_config
+from dslint.project.config_link import resolve_config
 from dslint.script.context import ScriptContext
 from dslint.script.facts import InitializeCall, Scope, ScopeKind
 

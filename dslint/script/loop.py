@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from dslint.script.config_link import resolve_config
+from dslint.project.config_link import resolve_config
 from dslint.script.facts import BindingKind, InitializeCall, Pos, Role, RoleAnswer, ScriptFacts, method_name
 from dslint.script.names import dotted_name
 

@@ -15,7 +15,7 @@ from typing import ClassVar
 from dslint.config.schema import Schema, did_you_mean, load_schema
 from dslint.config.tree import Entry, Node, Object, Scalar
 from dslint.diagnostics import Diagnostic, Location, Severity
-from dslint.rule import Rule
+from dslint.framework.rule import Rule
 
 
 class Origin(str, enum.Enum):

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 
-from dslint.config.discovery import CONFIG_SUFFIXES, is_candidate
-from dslint.config.linter import lint_config_source
+from dslint.config.recognition import CONFIG_SUFFIXES, is_candidate
 from dslint.gitignore import IgnoreFile, is_ignored
-from dslint.linter import ScriptResult, lint_source
+from dslint.lint.config import lint_config_source
+from dslint.lint.script import ScriptResult, lint_source
 from dslint.selection import RuleSelection
 from dslint.settings import DEFAULT_EXCLUDE
 

@@ -119,7 +119,7 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     """
 
     needs_engine: ClassVar[bool] = True
-    # Byte strings a file must contain for this rule to possibly fire (see dslint.prefilter).
+    # Byte strings a file must contain for this rule to possibly fire (see dslint.lint.prefilter).
     required_tokens: ClassVar[tuple[bytes, ...]] = (b"deepspeed", b"initialize")
 
     def __init__(self, context: ScriptContext) -> None:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dslint.diagnostics import Diagnostic
-from dslint.linter import lint_source
-from dslint.runner import discover
+from dslint.lint.batch import discover
+from dslint.lint.script import lint_source
 from dslint.selection import RuleSelection
 from dslint.settings import Settings, SettingsResolver
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
-from dslint.registry import all_rules
+from dslint.framework.registry import all_rules
 from dslint.rules.unused_noqa import UnusedNoqa
 from dslint.selection import RuleSelection
 

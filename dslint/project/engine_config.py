@@ -4,7 +4,7 @@ rather than guess."""
 
 from __future__ import annotations
 
-from dslint.script.config_link import resolve_config
+from dslint.project.config_link import resolve_config
 from dslint.script.context import ScriptContext
 from dslint.script.facts import InitializeCall
 

@@ -8,17 +8,17 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from dslint.config.rule import ConfigRule
 from dslint.diagnostics import Diagnostic, Location
-from dslint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
-from dslint.registry import all_rules
-from dslint.rule import ScriptRule
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.registry import all_rules
+from dslint.framework.rule import ScriptRule
+from dslint.lint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
+from dslint.lint.suppression import apply_noqa, might_have_noqa
 from dslint.rules.syntax_error import SyntaxErrorRule
 from dslint.script.context import ScriptContext
 from dslint.script.facts import collect_facts
 from dslint.script.traversal import visit_all
 from dslint.selection import RuleSelection
-from dslint.suppression import apply_noqa, might_have_noqa
 
 
 @dataclass
@@ -47,7 +47,7 @@ def lint_source(
     use_prefilter: bool = True,
     line_noqa: bool = True,
 ) -> ScriptResult:
-    """Lint one script and apply its noqa comments (`dslint.suppression`); `line_noqa=False` leaves line
+    """Lint one script and apply its noqa comments (`dslint.lint.suppression`); `line_noqa=False` leaves line
     comments to the caller (flake8 applies them itself)."""
     selection = selection or RuleSelection()
     result = lint_source_unsuppressed(path, data, selection, world_size, use_prefilter=use_prefilter)
@@ -124,7 +124,7 @@ def _every_rule() -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
 def _rules_for(
     data: bytes, rules: list[type[ScriptRule]], configs: list[type[ConfigRule]]
 ) -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
-    """The rules that can possibly fire on `data` (see dslint.prefilter)."""
+    """The rules that can possibly fire on `data` (see dslint.lint.prefilter)."""
     rules = [rule for rule in rules if has_tokens(data, rule.required_tokens)]
     engine = bool(rules or configs) and may_create_engine(data)
     if rules and all(rule.needs_engine for rule in rules) and not engine:
@@ -147,8 +147,8 @@ def lint_module(
     active = [rule(context) for rule in rules if facts.has_engine or not rule.needs_engine]
     if active:
         visit_all(module, active)
-    if config_rules:  # the configs the script builds or points at (dslint.config.script_configs)
-        from dslint.config.script_configs import check_script_configs
+    if config_rules:  # the configs the script builds or points at (dslint.project.script_configs)
+        from dslint.project.script_configs import check_script_configs
 
         context.diagnostics.extend(check_script_configs(context, config_rules, world_size))
     return context.diagnostics

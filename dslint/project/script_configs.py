@@ -11,18 +11,18 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from dslint.config.linter import parse_error_diagnostic, run_config_rules
-from dslint.config.rule import ConfigContext, ConfigRule
 from dslint.config.tree import ParseError
 from dslint.diagnostics import Diagnostic
-from dslint.rules.config_parse_error import ConfigParseError
-from dslint.script.config_link import (
+from dslint.framework.config_rule import ConfigContext, ConfigRule
+from dslint.lint.config import parse_error_diagnostic, run_config_rules
+from dslint.project.config_link import (
     ResolvedConfig,
     load_config_tree,
     referenced_config_paths,
     resolve_config,
     trainer_configs,
 )
+from dslint.rules.config_parse_error import ConfigParseError
 from dslint.script.context import ScriptContext
 
 

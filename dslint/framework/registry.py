@@ -7,7 +7,7 @@ import importlib
 import pkgutil
 
 from dslint import rules as rules_package
-from dslint.rule import CODE_PATTERN, SLUG_PATTERN, Rule
+from dslint.framework.rule import CODE_PATTERN, SLUG_PATTERN, Rule
 
 
 class RegistryError(Exception):

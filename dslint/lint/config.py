@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from dslint.config.discovery import is_config_name, is_deepspeed_config
-from dslint.config.rule import ConfigContext, ConfigRule, Origin, mixed_file
+from dslint.config.recognition import is_config_name, is_deepspeed_config
 from dslint.config.tree import Object, ParseError, parse_text
 from dslint.diagnostics import Diagnostic, Location
-from dslint.linter import ScriptResult, config_rules
+from dslint.framework.config_rule import ConfigContext, ConfigRule, Origin, mixed_file
+from dslint.lint.script import ScriptResult, config_rules
 from dslint.rules.config_parse_error import ConfigParseError
 from dslint.selection import RuleSelection
 
