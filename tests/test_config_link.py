@@ -7,7 +7,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from dslint.framework.config_rule import Origin
+from dslint.config.facts import Origin
 from dslint.lint.script import lint_source
 from dslint.project.config_link import UNKNOWN, ResolvedConfig, resolve_config, trainer_configs
 from dslint.script.context import ScriptContext

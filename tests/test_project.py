@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dslint import rule_table
+from dslint.framework import rule_table
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from dslint.config.facts import bfloat16_ignored
+from dslint.config.facts import bfloat16_ignored, is_auto
 from dslint.config.schema import Field, Model, Schema, model_of
 from dslint.config.tree import Entry, Object
-from dslint.framework.config_rule import is_auto
 
 
 @dataclass(frozen=True)

@@ -14,23 +14,11 @@ or would not settle), `changed`. It never writes anything; `dslint.fix.write` do
 
 from __future__ import annotations
 
-from dslint.diagnostics import Diagnostic
 from dslint.fix.edits import FixOutcome, fix_text
-from dslint.fix.write import source_encoding
-from dslint.lint.script import lint_source
+from dslint.lint.file import lint_text
 from dslint.selection import RuleSelection
 
-__all__ = ["FixOutcome", "fix_source", "lint_text"]
-
-
-def lint_text(path: str, text: str, selection: RuleSelection | None = None) -> list[Diagnostic]:
-    """The findings of `text` as the script `path` (text, not bytes: positions are in characters of `text`)."""
-    encoding = source_encoding(text)
-    try:
-        data = text.encode(encoding)
-    except (UnicodeEncodeError, LookupError):
-        data = text.encode("utf-8")
-    return lint_source(path, data, selection).diagnostics
+__all__ = ["FixOutcome", "fix_source"]
 
 
 def fix_source(path: str, text: str, *, unsafe: bool = False, selection: RuleSelection | None = None) -> FixOutcome:

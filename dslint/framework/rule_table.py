@@ -27,7 +27,7 @@ def replace_block(text: str) -> str:
 
 
 def main() -> None:
-    readme = Path(__file__).resolve().parent.parent / "README.md"
+    readme = Path(__file__).resolve().parents[2] / "README.md"
     text = readme.read_text(encoding="utf-8")
     updated = replace_block(text)
     if "--write" in sys.argv:

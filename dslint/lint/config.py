@@ -1,16 +1,20 @@
-"""Lint DeepSpeed configs: JSON/HJSON files, and configs that scripts build or point at."""
+"""Lint DeepSpeed configs: JSON/HJSON files, and the configs that scripts build or point at."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
+from dslint.config.facts import Origin, mixed_file
 from dslint.config.recognition import is_config_name, is_deepspeed_config
 from dslint.config.tree import Object, ParseError, parse_text
-from dslint.diagnostics import Diagnostic, Location
-from dslint.framework.config_rule import ConfigContext, ConfigRule, Origin, mixed_file
-from dslint.lint.script import ScriptResult, config_rules
-from dslint.rules.config_parse_error import ConfigParseError
+from dslint.diagnostics import Diagnostic
+from dslint.framework.config_rule import ConfigContext, ConfigRule
+from dslint.framework.driver_rules import ConfigSyntaxError
+from dslint.framework.registry import implementation
+from dslint.lint.result import FileResult, config_rules
+from dslint.project.script_configs import script_configs, unreadable_configs
+from dslint.script.context import ScriptContext
 from dslint.selection import RuleSelection
 
 
@@ -20,19 +24,6 @@ def run_config_rules(context: ConfigContext, rules: Sequence[type[ConfigRule]]) 
         if rule.runs_on_mixed_files or not mixed:
             rule(context).check()
     return context.diagnostics
-
-
-def parse_error_diagnostic(path: str, error: ParseError) -> Diagnostic:
-    at = Location(max(error.line, 1), max(error.column, 1))
-    return Diagnostic(
-        code=ConfigParseError.code,
-        slug=ConfigParseError.slug,
-        message=f"{ConfigParseError.message}: {error.message}",
-        severity=ConfigParseError.severity,
-        path=path,
-        start=at,
-        end=at,
-    )
 
 
 def decode(data: bytes) -> str | None:
@@ -50,23 +41,23 @@ def lint_config_source(
     origin: Origin = Origin.FILE,
     world_size: int | None = None,
     known_config: bool = False,
-) -> ScriptResult:
+) -> FileResult:
     """Lint one config file. `known_config`: a script points at it, so it is a DeepSpeed config whatever its
     name or content; otherwise a file that is not recognisably a DeepSpeed config gets no finding."""
     selection = selection or RuleSelection()
-    result = ScriptResult(path)
+    result = FileResult(path)
     named = known_config or is_config_name(Path(path))
     text = decode(data)
     if text is None:
-        if named and selection.enabled(ConfigParseError.code):
+        if named and selection.enabled(_parse_error_rule().code):
             error = ParseError("the file is not UTF-8 text", 1, 1)
-            result.diagnostics.append(parse_error_diagnostic(path, error))
+            result.diagnostics.append(_parse_error_rule().from_error(path, error))
         return result
     try:
         root = parse_text(text)
     except ParseError as error:
-        if named and selection.enabled(ConfigParseError.code):
-            result.diagnostics.append(parse_error_diagnostic(path, error))
+        if named and selection.enabled(_parse_error_rule().code):
+            result.diagnostics.append(_parse_error_rule().from_error(path, error))
         return result
     if not isinstance(root, Object) or not (known_config or is_deepspeed_config(root, named)):
         result.skipped = True
@@ -77,3 +68,28 @@ def lint_config_source(
     result.diagnostics.extend(run_config_rules(context, config_rules(selection)))
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
+
+
+def _parse_error_rule() -> type[ConfigSyntaxError]:
+    return implementation(ConfigSyntaxError)
+
+
+def check_script_configs(
+    context: ScriptContext, rules: Sequence[type[ConfigRule]], world_size: int | None = None
+) -> list[Diagnostic]:
+    """The config rules' findings on the configs `context`'s script builds or points at (each once)."""
+    if not rules:
+        return []
+    diagnostics: list[Diagnostic] = []
+    configs = script_configs(context)
+    for config in configs:
+        config_context = ConfigContext(
+            config.path, config.tree, config.origin, world_size=world_size, from_file=config.from_file
+        )
+        diagnostics.extend(run_config_rules(config_context, rules))
+    parse_error = _parse_error_rule()
+    if any(rule.code == parse_error.code for rule in rules):
+        known = [config.key for config in configs if config.key is not None]
+        for path, error in unreadable_configs(context, known):
+            diagnostics.append(parse_error.from_error(path, error))
+    return diagnostics

@@ -1,23 +1,24 @@
-"""The files a command works on, each with its effective settings: shared by `check`, `fix` and the adapters.
+"""The files a command works on: walking the paths given (excludes, .gitignore), each file with its effective
+settings. Shared by `check`, `fix` and the adapters.
 
 resolver = make_resolver(...)                     # dslint.commands.options: CLI options -> SettingsResolver
 jobs, errors = files_to_check(resolver, paths, force_exclude)
 for job in jobs:
-    diagnostics = job.lint(text)                  # rules selected for this file, noqa comments applied
+    result = lint_file(str(job.path), data, job.selection)   # dslint.lint.file
     unsafe = job.settings.unsafe_fixes            # --unsafe-fixes / [tool.dslint] unsafe-fixes
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from dslint.diagnostics import Diagnostic
-from dslint.lint.batch import discover
-from dslint.lint.script import lint_source
+from dslint.config.recognition import CONFIG_SUFFIXES, is_candidate
+from dslint.gitignore import IgnoreFile, is_ignored
 from dslint.selection import RuleSelection
-from dslint.settings import Settings, SettingsResolver
+from dslint.settings import DEFAULT_EXCLUDE, Settings, SettingsResolver
 
 
 @dataclass(frozen=True)
@@ -25,10 +26,6 @@ class FileJob:
     path: Path
     settings: Settings
     selection: RuleSelection
-
-    def lint(self, text: str, encoding: str = "utf-8") -> list[Diagnostic]:
-        """The findings for `text` as this file's contents (for the fixer's rounds)."""
-        return lint_source(str(self.path), text.encode(encoding), self.selection).diagnostics
 
 
 def files_to_check(
@@ -42,3 +39,108 @@ def files_to_check(
         settings = resolver.for_path(path)
         jobs.append(FileJob(path, settings, settings.selection_for(path)))
     return jobs, list(discovery.errors)
+
+
+# The directory names skipped by default: the settings' default `exclude`, without its glob patterns.
+DEFAULT_EXCLUDES = frozenset(pattern for pattern in DEFAULT_EXCLUDE if "*" not in pattern)
+PARALLEL_THRESHOLD = 16
+
+
+@dataclass
+class Discovery:
+    files: list[Path] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _excluded_dir(directory: Path) -> bool:
+    name = directory.name
+    return name in DEFAULT_EXCLUDES or name.endswith(".egg-info") or (directory / "pyvenv.cfg").exists()
+
+
+def _parent_ignore_files(directory: Path) -> list[IgnoreFile]:
+    """The .gitignore files above `directory`, up to the repository root (outermost first)."""
+    found: list[IgnoreFile] = []
+    current = directory.resolve()
+    for ancestor in [current, *current.parents]:
+        if ancestor != current:
+            ignore_file = IgnoreFile.read(ancestor)
+            if ignore_file is not None:
+                found.append(ignore_file)
+        if (ancestor / ".git").exists():
+            break
+    return list(reversed(found))
+
+
+def discover(
+    paths: Sequence[str],
+    suffixes: tuple[str, ...] = (".py",),
+    configs: bool = True,
+    excluded: Callable[[Path], bool] | None = None,
+    force_exclude: bool = False,
+) -> Discovery:
+    """Files named on the command line are checked (unless `force_exclude` and `excluded` says so); directories
+    are walked with excludes: `excluded` (the settings' `exclude`) replaces the default directory names. With
+    `configs`, directories also yield JSON/HJSON files that may be DeepSpeed configs (by name or content)."""
+    result = Discovery()
+    seen: set[Path] = set()
+
+    def add(path: Path) -> None:
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            result.files.append(path)
+
+    for raw in paths:
+        root = Path(raw)
+        if root.is_file():
+            # `excluded` matches the path relative to its project root, so an excluded directory covers it too
+            if not (force_exclude and excluded is not None and excluded(root)):
+                add(root)
+        elif root.is_dir():
+            if excluded is not None and excluded(root):
+                if force_exclude:
+                    continue
+                excluded_below: Callable[[Path], bool] | None = None  # named on the command line: walk it
+            else:
+                excluded_below = excluded
+            for path in _walk(root, suffixes, configs, excluded_below):
+                add(path)
+        else:
+            result.errors.append(f"{raw}: no such file or directory")
+    return result
+
+
+def _walk(
+    root: Path,
+    suffixes: tuple[str, ...],
+    configs: bool = True,
+    excluded: Callable[[Path], bool] | None = None,
+) -> Iterator[Path]:
+    inherited = _parent_ignore_files(root)
+    stack: list[tuple[Path, list[IgnoreFile]]] = [(root, inherited)]
+    while stack:
+        directory, ignore_files = stack.pop()
+        own = IgnoreFile.read(directory)
+        active = [*ignore_files, own] if own is not None else ignore_files
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirectories: list[Path] = []
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                skip = _excluded_dir(path) if excluded is None else excluded(path) or (path / "pyvenv.cfg").exists()
+                if not skip and not is_ignored(path, True, active):
+                    subdirectories.append(path)
+            elif (excluded is None or not excluded(path)) and (
+                (entry.name.endswith(suffixes) and not is_ignored(path, False, active))
+                or (
+                    configs
+                    and entry.name.endswith(CONFIG_SUFFIXES)
+                    and not is_ignored(path, False, active)
+                    and is_candidate(path)  # a DeepSpeed config by name or content
+                )
+            ):
+                yield path
+        stack.extend((sub, active) for sub in reversed(subdirectories))

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from dslint.config import facts as config_facts
+from dslint.config.facts import Origin, is_auto
 from dslint.config.tree import (
     UNKNOWN,
     Array,
@@ -36,7 +37,6 @@ from dslint.config.tree import (
     parse_text,
     to_python,
 )
-from dslint.framework.config_rule import Origin, is_auto
 from dslint.script.facts import BindingKind, InitializeCall, Pos
 from dslint.script.names import dotted_name
 from dslint.script.traversal import visit_all

@@ -1,20 +1,19 @@
-"""Running the config rules on the configs a script builds or points at.
+"""The configs a script builds or points at, each once: the unit the config rules run on for a script.
 
 A dict literal is checked in place (findings point into the script); a file the script names is checked as a
 file that goes to `deepspeed.initialize` (or to the Hugging Face Trainer), with findings in that file. The same
-file or literal is checked once per script.
+file or literal counts once per script.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 
-from dslint.config.tree import ParseError
-from dslint.diagnostics import Diagnostic
-from dslint.framework.config_rule import ConfigContext, ConfigRule
-from dslint.lint.config import parse_error_diagnostic, run_config_rules
+from dslint.config.facts import Origin
+from dslint.config.tree import Object, ParseError
 from dslint.project.config_link import (
     ResolvedConfig,
     load_config_tree,
@@ -22,15 +21,20 @@ from dslint.project.config_link import (
     resolve_config,
     trainer_configs,
 )
-from dslint.rules.config_parse_error import ConfigParseError
 from dslint.script.context import ScriptContext
 
 
-def check_script_configs(
-    context: ScriptContext, rules: Sequence[type[ConfigRule]], world_size: int | None = None
-) -> list[Diagnostic]:
-    if not rules:
-        return []
+@dataclass(frozen=True)
+class ScriptConfig:
+    path: str  # where findings go: the config file, or the script that holds the dict literal
+    tree: Object
+    origin: Origin
+    from_file: bool  # read from a file (DeepSpeed then refuses duplicate keys), not a dict literal
+    key: str | None  # the file as the script names it; None for a dict literal
+
+
+def script_configs(context: ScriptContext) -> list[ScriptConfig]:
+    """The readable configs of `context`'s initialize calls (outside plain-PyTorch branches) and Trainers."""
     resolved: list[ResolvedConfig] = []
     for init in context.facts.initialize_calls:
         if context.facts.in_plain_branch(init.call):
@@ -39,7 +43,7 @@ def check_script_configs(
         if config is not None:
             resolved.append(config)
     resolved.extend(trainer_configs(context))
-    diagnostics: list[Diagnostic] = []
+    found: list[ScriptConfig] = []
     seen: set[object] = set()
     for config in resolved:
         if config.tree is None:
@@ -48,19 +52,23 @@ def check_script_configs(
         if key in seen:
             continue
         seen.add(key)
-        path = _shown(config.path) if config.path is not None else context.path
-        config_context = ConfigContext(
-            path, config.tree, config.origin, world_size=world_size, from_file=config.path is not None
-        )
-        diagnostics.extend(run_config_rules(config_context, rules))
-    if any(rule is ConfigParseError for rule in rules):
-        for config_path in referenced_config_paths(context):
-            loaded = load_config_tree(config_path)
-            if isinstance(loaded, ParseError) and str(config_path) not in seen:
-                seen.add(str(config_path))
-                diagnostics.append(parse_error_diagnostic(_shown(config_path), loaded))
-    return diagnostics
+        path = shown(config.path) if config.path is not None else context.path
+        named = str(config.path) if config.path is not None else None
+        found.append(ScriptConfig(path, config.tree, config.origin, config.path is not None, named))
+    return found
 
 
-def _shown(path: Path) -> str:
+def unreadable_configs(context: ScriptContext, known: Collection[str]) -> list[tuple[str, ParseError]]:
+    """The config files the script names that do not parse, other than `known` (keys of `script_configs`)."""
+    found: list[tuple[str, ParseError]] = []
+    seen = set(known)
+    for config_path in referenced_config_paths(context):
+        loaded = load_config_tree(config_path)
+        if isinstance(loaded, ParseError) and str(config_path) not in seen:
+            seen.add(str(config_path))
+            found.append((shown(config_path), loaded))
+    return found
+
+
+def shown(path: Path) -> str:
     return os.path.normpath(str(path))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from dslint.diagnostics import Diagnostic
 from dslint.fix.edits import FixError, apply_edits
-from dslint.report import ReportContext
+from dslint.report.context import ReportContext
 
 
 def _snippet(diagnostic: Diagnostic, lines: list[str]) -> list[str]:

@@ -18,7 +18,7 @@ from dslint import __version__
 from dslint.diagnostics import Diagnostic, Edit, Severity
 from dslint.framework.registry import all_rules
 from dslint.framework.rule import Rule
-from dslint.report import ReportContext
+from dslint.report.context import ReportContext
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dslint.config.facts import Origin
 from dslint.config.tree import Array, Entry, Node, Object
 from dslint.diagnostics import Severity
-from dslint.framework.config_rule import ConfigRule, Origin
+from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 

@@ -6,7 +6,8 @@ import libcst as cst
 
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.hf_models import ZeroSources, is_model_from_pretrained
+from dslint.project.engine_config import ZeroSources
+from dslint.script.hf_models import is_model_from_pretrained
 
 
 class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):

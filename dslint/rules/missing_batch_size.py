@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dslint.config.facts import Origin
 from dslint.config.tree import scalar
 from dslint.diagnostics import Severity
-from dslint.framework.config_rule import ConfigRule, Origin
+from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 
