@@ -170,7 +170,7 @@ def run_dslint(folder: Path, dslint_path: Path | None) -> list[Finding]:
     for item in data:
         filename = Path(item["filename"])
         relative = filename.relative_to(folder) if filename.is_absolute() else filename
-        findings.append(Finding(relative.as_posix(), int(item["location"]["row"]), str(item["code"])))
+        findings.append(Finding(relative.as_posix(), int(item["location"]["line"]), str(item["code"])))
     return findings
 
 
