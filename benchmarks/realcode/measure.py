@@ -65,6 +65,7 @@ class Tally:
     unlabelled: int = 0
     missed: list[Row] = field(default_factory=list)
     alarms: list[Row] = field(default_factory=list)
+    others: list[tuple[str, Finding]] = field(default_factory=list)
 
     def figures(self) -> dict[str, float | int | None]:
         return {
@@ -199,6 +200,7 @@ def measure(rows: list[Row], findings: dict[tuple[str, str], list[Finding]]) -> 
             if (repo, f.path, f.code, f.line) not in labelled:
                 tallies[f.code].unlabelled += 1
                 tallies["overall"].unlabelled += 1
+                tallies["overall"].others.append((repo, f))
     return dict(tallies)
 
 
@@ -220,6 +222,8 @@ def print_table(tallies: dict[str, Tally], verbose: bool) -> None:
         for label, listed in (("missed", overall.missed), ("false alarm", overall.alarms)):
             for row in listed:
                 print(f"{label}: {row.rule} {row.repo} {row.path}:{row.first}-{row.last}  ({row.reason})")
+        for repo, finding in sorted(overall.others, key=lambda item: (item[0], item[1].path, item[1].line)):
+            print(f"unlabelled: {finding.code} {repo} {finding.path}:{finding.line}")
 
 
 def main() -> None:
@@ -230,7 +234,7 @@ def main() -> None:
     parser.add_argument("--dslint-path", type=Path, help="a dslint checkout to measure (default: the importable one)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--layout-only", action="store_true", help="lay the snapshots out and stop")
-    parser.add_argument("-v", "--verbose", action="store_true", help="list every missed row and false alarm")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list misses, false alarms, unlabelled findings")
     args = parser.parse_args()
 
     rows = read_manifest(args.manifest)
