@@ -155,7 +155,10 @@ def lay_out(mirror: Path, commit: str, target: Path) -> None:
     done.write_text(commit + "\n", encoding="utf-8")
 
 
-def run_dslint(folder: Path, dslint_path: Path | None) -> list[Finding]:
+SEVERITIES = ("info", "warning", "error")
+
+
+def run_dslint(folder: Path, dslint_path: Path | None, min_severity: str = "info") -> list[Finding]:
     env = dict(os.environ)
     if dslint_path is not None:
         env["PYTHONPATH"] = str(dslint_path) + os.pathsep + env.get("PYTHONPATH", "")
@@ -169,6 +172,8 @@ def run_dslint(folder: Path, dslint_path: Path | None) -> list[Finding]:
         data = json.loads(report.read_text(encoding="utf-8"))
     findings: list[Finding] = []
     for item in data:
+        if SEVERITIES.index(str(item.get("severity", "error"))) < SEVERITIES.index(min_severity):
+            continue
         filename = Path(item["filename"])
         relative = filename.relative_to(folder) if filename.is_absolute() else filename
         findings.append(Finding(relative.as_posix(), int(item["location"]["line"]), str(item["code"])))
@@ -233,6 +238,7 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="where snapshots are laid out")
     parser.add_argument("--dslint-path", type=Path, help="a dslint checkout to measure (default: the importable one)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--min-severity", choices=SEVERITIES, default="info", help="ignore findings below this")
     parser.add_argument("--layout-only", action="store_true", help="lay the snapshots out and stop")
     parser.add_argument("-v", "--verbose", action="store_true", help="list misses, false alarms, unlabelled findings")
     args = parser.parse_args()
@@ -254,7 +260,7 @@ def main() -> None:
         folder = folder_of(repo, commit, args.root)
         lay_out(mirror, commit, folder)
         if not args.layout_only:
-            findings[(repo, commit)] = run_dslint(folder, args.dslint_path)
+            findings[(repo, commit)] = run_dslint(folder, args.dslint_path, args.min_severity)
     if args.layout_only:
         for repo, commit in present:
             print(folder_of(repo, commit, args.root))
