@@ -188,7 +188,7 @@ def measure(rows: list[Row], findings: dict[tuple[str, str], list[Finding]]) -> 
         hit = any(f.path == row.path and f.code == row.rule and row.first <= f.line <= row.last for f in findings[key])
         for line in range(row.first, row.last + 1):
             labelled.add((row.repo, row.path, row.rule, line))
-        for name in (row.rule, "overall"):
+        for name in (row.rule, f"group {row.group}", "overall"):
             tally = tallies[name]
             if row.verdict == "flag":
                 tally.flags += 1
@@ -215,7 +215,7 @@ def percent(value: float | int | None) -> str:
 
 def print_table(tallies: dict[str, Tally], verbose: bool) -> None:
     print(f"{'rule':<8} {'flag':>5} {'found':>6} {'recall':>7} {'clean':>6} {'alarms':>7} {'rate':>6} {'unlab.':>7}")
-    for name in sorted(tallies, key=lambda n: (n == "overall", n)):
+    for name in sorted(tallies, key=lambda n: (n == "overall", n.startswith("group"), n)):
         figures = tallies[name].figures()
         print(
             f"{name:<8} {figures['flag_rows']:>5} {figures['found']:>6} {percent(figures['recall']):>7} "
