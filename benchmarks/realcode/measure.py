@@ -119,6 +119,11 @@ def mirror_of(repo: str, mirror_root: Path) -> Path | None:
     return None
 
 
+def has_commit(mirror: Path, commit: str) -> bool:
+    check = ["git", f"--git-dir={mirror}", "cat-file", "-e", f"{commit}^{{commit}}"]
+    return subprocess.run(check, capture_output=True, check=False).returncode == 0
+
+
 def folder_of(repo: str, commit: str, root: Path) -> Path:
     return root / f"{repo.replace('/', '__')}@{commit[:12]}"
 
@@ -252,7 +257,15 @@ def main() -> None:
             print(f"  {repo}: fetch it (the `fetch` tool with github:{repo}, or", file=sys.stderr)
             target = args.mirror_root / f"{repo.replace('/', '+')}.git"
             print(f"    git clone --bare https://github.com/{repo} {target})", file=sys.stderr)
-    present = [(repo, commit) for repo, commit in snapshots if repo not in missing]
+    present = []
+    for repo, commit in snapshots:
+        mirror = mirror_of(repo, args.mirror_root)
+        if mirror is None:
+            continue
+        if not has_commit(mirror, commit):
+            print(f"  {repo}: {mirror} lacks commit {commit}; its rows are not measured", file=sys.stderr)
+            continue
+        present.append((repo, commit))
     findings: dict[tuple[str, str], list[Finding]] = {}
     for repo, commit in present:
         mirror = mirror_of(repo, args.mirror_root)
