@@ -145,15 +145,6 @@ def literal_value(node: cst.BaseExpression) -> Any:
     return UNKNOWN
 
 
-def load_config_file(path: Path) -> Mapping[str, Any] | None:
-    """Read a JSON (or HJSON) config file; None if unreadable or not an object."""
-    loaded = load_config_tree(path)
-    if not isinstance(loaded, Object):
-        return None
-    values = to_python(loaded)
-    return values if isinstance(values, dict) else None
-
-
 def load_config_tree(path: Path) -> Node | ParseError | None:
     """The parsed tree of a config file (cached per file and version), a ParseError, or None if unreadable."""
     try:
