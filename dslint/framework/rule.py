@@ -7,6 +7,7 @@ without cases cannot exist.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import textwrap
@@ -82,7 +83,7 @@ class Valid:
     """A case on which the rule must report nothing."""
 
     code: str
-    path: str = "train.py"
+    path: str | None = None  # None: the rule's `case_path` (train.py; ds_config.json for a config rule)
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ class Invalid:
     code: str
     lines: tuple[int, ...]
     fixed: str | None = None
-    path: str = "train.py"
+    path: str | None = None  # None: the rule's `case_path` (train.py; ds_config.json for a config rule)
 
 
 class Rule:
@@ -113,8 +114,12 @@ class Rule:
     # invalid case shows the fixed text.
     fixable: ClassVar[bool] = False
 
+    case_path: ClassVar[str] = "train.py"  # the file a case is linted as, unless the case names one
+
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
+        cls.valid = tuple(dataclasses.replace(case, path=case.path or cls.case_path) for case in cls.valid)
+        cls.invalid = tuple(dataclasses.replace(case, path=case.path or cls.case_path) for case in cls.invalid)
         cls.fixable = any(case.fixed is not None for case in cls.invalid)
 
     @classmethod
