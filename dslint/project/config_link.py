@@ -39,7 +39,7 @@ from dslint.config.tree import (
 )
 from dslint.script.facts import BindingKind, InitializeCall, Pos
 from dslint.script.names import dotted_name
-from dslint.script.traversal import visit_all
+from dslint.script.walk import visit_all
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
