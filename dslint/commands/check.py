@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import click
 
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
 from dslint.diagnostics import Diagnostic
+from dslint.fix.write import SourceError, read_source, write_source
 from dslint.lint.batch import FileFailure, lint_files
 from dslint.lint.files import files_to_check
 from dslint.lint.result import FileResult
@@ -114,21 +113,6 @@ def run_check(
     return results, errors, len(files)
 
 
-def write_atomically(path: Path, text: str, encoding: str) -> None:
-    """Replace `path` with `text` through a temporary file in the same directory, keeping its mode."""
-    mode = path.stat().st_mode & 0o7777
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".dslint")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(text.encode(encoding))
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-
-
 def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool) -> None:
     lines = files = 0
     for result in results:
@@ -136,7 +120,11 @@ def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool) -> None
             continue
         updated, changed = add_noqa(result.text, result.diagnostics)
         if changed:
-            write_atomically(Path(result.path), updated, result.encoding)
+            try:  # the fixer's writer: atomic, keeps encoding, BOM and mode, writes through a symlink
+                write_source(read_source(Path(result.path)), updated)
+            except SourceError as problem:
+                errors.append(f"{result.path}: {problem}")
+                continue
             lines += changed
             files += 1
     for error in errors:
