@@ -6,7 +6,7 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.edits import delete_line, replace_node
+from dslint.script.edits import line_deletion, replace_node
 from dslint.script.facts import BindingKind, Role, method_name
 from dslint.script.loop import configured_accumulation_steps, divided_by_accumulation, is_accumulation_steps
 from dslint.script.names import dotted_name
@@ -123,8 +123,6 @@ class LossDividedByAccumulationSteps(ScriptRule):
             model_engine, _, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
             for batch in loader:
                 loss = model_engine(batch)
-                if args.gradient_accumulation_steps > 1:
-                    pass
                 model_engine.backward(loss)
                 model_engine.step()
             """,
@@ -237,7 +235,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
 
     def _delete(self, statement: cst.BaseSmallStatement) -> list[Edit]:
         line = self._line_of(statement)
-        return [delete_line(self.context, line)] if line is not None else []
+        return line_deletion(self.context, line)
 
     def _line_of(self, statement: cst.BaseSmallStatement) -> cst.SimpleStatementLine | None:
         for line in self._lines():
