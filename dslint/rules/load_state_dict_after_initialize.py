@@ -53,9 +53,10 @@ class LoadStateDictAfterInitialize(ScriptRule):
             and 2, and with fp32 at ZeRO-1 and ZeRO-2. The load changes the module only, and the step copies the
             master weights back over it (measured: weights loaded after `initialize`, one step at lr 0, the
             loaded values gone, back to the initial weights, with bf16 at stages 0 to 2 and fp32 at stage 2,
-            on the GPU and the CPU, and fp32 at stage 1 on the CPU). Only fp32 without ZeRO keeps the loaded weights (measured). Nothing
-            fails: training just continues from the weights `initialize` saw. `engine.load_checkpoint`
-            refreshes the master weights after loading; a load before `initialize` happens before they are made.
+            on the GPU and the CPU, and fp32 at stage 1 on the CPU). Only fp32 without ZeRO keeps the
+            loaded weights (measured). Nothing fails: training just continues from the weights `initialize`
+            saw. `engine.load_checkpoint` refreshes the master weights after loading; a load before
+            `initialize` happens before they are made.
         """,
         example="""
             engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds_config.json")
