@@ -260,6 +260,36 @@ class LoadStateDictAfterInitialize(ScriptRule):
             """
             import deepspeed
             import torch
+            def main(args, model):
+                engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 2}})
+                start_epoch = 0
+                if args.resume:
+                    checkpoint = torch.load(args.resume, map_location="cpu")
+                    engine.module.load_state_dict(checkpoint["model"])
+                    start_epoch = checkpoint["epoch"] + 1
+                for epoch in range(start_epoch, args.epochs):
+                    engine.step()
+            """,
+            lines=(9,),
+            fixed="""
+            import deepspeed
+            import torch
+            def main(args, model):
+                if args.resume:
+                    checkpoint = torch.load(args.resume, map_location="cpu")
+                    model.load_state_dict(checkpoint["model"])
+                engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 2}})
+                start_epoch = 0
+                if args.resume:
+                    start_epoch = checkpoint["epoch"] + 1
+                for epoch in range(start_epoch, args.epochs):
+                    engine.step()
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            import torch
             def main(args):
                 engine, *_ = deepspeed.initialize(model=model, config=args.ds_config)
                 for path in args.checkpoints:

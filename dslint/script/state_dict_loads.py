@@ -20,12 +20,15 @@ from dslint.script.checked_load import checked_load_edit
 from dslint.script.checkpoint_paths import checkpoint_location, reads_same_names
 from dslint.script.context import ScriptContext
 from dslint.script.edits import delete_line
-from dslint.script.facts import BindingKind, Role, RoleAnswer
+from dslint.script.facts import BindingKind, InitializeCall, Role, RoleAnswer, method_name
+from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name
 from dslint.script.statement_removal import delete_statements, is_pure_test, statement_parents
 from dslint.script.torch_load import has_star_arguments, is_torch_load, with_cpu_map_location
+from dslint.script.value_flow import value_flow
 
 MODULE_KEYS = frozenset({"module"})
+SAVING_METHODS = frozenset({"save_checkpoint", "save_16bit_model", "save_pretrained", "save"})
 
 
 @dataclass(frozen=True)
@@ -96,11 +99,7 @@ class StateDictLoads:
 
     def _used_once(self, name: str) -> bool:
         """The variable is bound once and read once (by the load_state_dict call), anywhere in the file."""
-        if self._name_counts is None:
-            counter = _NameCounter()
-            self.context.module.visit(counter)
-            self._name_counts = counter.counts
-        return self._name_counts.get(name, 0) == 2
+        return self._name_count(name) == 2
 
     # --- rewrite (a): engine.load_checkpoint ------------------------------------------------------------------
     def to_load_checkpoint(self, call: cst.Call, answer: RoleAnswer, state: LoadedState) -> Rewrite | None:
@@ -183,7 +182,7 @@ class StateDictLoads:
         guards = self._guards(line, init_block)
         if guards is None or facts.start(guards[0] if guards else line) < init.end:
             return None
-        if not reads_same_names(context, state.load, init.call):
+        if not reads_same_names(context, state.load, init.call) or self._saves_between(init, line):
             return None
         checked: list[cst.BaseExpression] = [arg.value for arg in call.args[1:]] + [g.test for g in guards]
         if not all(reads_same_names(context, value, init.call) for value in checked):
@@ -201,7 +200,9 @@ class StateDictLoads:
         if state.variable is not None and state.assignment_line is not None:
             if move_assignment:
                 where = parents.block_of.get(state.assignment_line)
-                if state.shared or where not in (load_block, init_block):
+                if where not in (load_block, init_block):
+                    return None
+                if state.shared and not self._read_only_after(state.assignment_line, state.variable, where):
                     return None
                 assigned = f"{state.variable} = {load_text}{self._comment(state.assignment_line)}{newline}"
                 if where is load_block:
@@ -228,6 +229,43 @@ class StateDictLoads:
         text = "".join(before + headers + guarded)
         edits = [Edit.insertion(Location(start.line, 1), text), *deletions]
         return Rewrite(tuple(edits), f'Load into `{model_text}` before deepspeed.initialize, map_location="cpu"')
+
+    def _read_only_after(self, line: cst.SimpleStatementLine, name: str, block: cst.CSTNode | None) -> bool:
+        """A dict read elsewhere too (`start_epoch = ckpt["epoch"]`) may be loaded earlier when its name is bound
+        once in the function and read only after its assignment, in the block it moves with (under the same
+        guard), so that every read still sees it and nothing reads it sooner."""
+        facts = self.facts
+        assignment = line.body[0]
+        target = assignment.targets[0].target if isinstance(assignment, cst.Assign) else None
+        if not isinstance(target, cst.Name):
+            return False
+        scope = facts.scope_at(target)
+        if len(scope.bindings.get(name, ())) != 1:
+            return False
+        reads = value_flow(facts, scope.node).reads_reached_by(assignment, name)
+        if reads is None or self._name_count(name) != len(reads) + 1:
+            return False  # read where the flow does not follow it (another function), or not bound here
+        lo, hi = (facts.start(block), facts.end(block)) if block is not None else (0, 0)
+        return all(facts.start(read) > facts.start(line) and lo <= facts.start(read) < hi for read in reads)
+
+    def _name_count(self, name: str) -> int:
+        if self._name_counts is None:
+            counter = _NameCounter()
+            self.context.module.visit(counter)
+            self._name_counts = counter.counts
+        return self._name_counts.get(name, 0)
+
+    def _saves_between(self, init: InitializeCall, line: cst.CSTNode) -> bool:
+        """Whether something between `initialize` and the load may write the file it reads (a `torch.save`, a
+        `save_checkpoint`): then the load cannot move before `initialize`."""
+        facts = self.facts
+        lo, hi = init.end, facts.start(line)
+        for call in loop_facts(facts).calls:
+            if not lo <= facts.start(call) < hi:
+                continue
+            if facts.qualified(call.func) == "torch.save" or method_name(call) in SAVING_METHODS:
+                return True
+        return False
 
     def _guards(self, line: cst.CSTNode, init_block: cst.CSTNode) -> list[cst.If] | None:
         """The `if`s (outermost first) between `line` and the block of `initialize`; None when another compound
