@@ -291,6 +291,23 @@ def test_emptied_if_goes_but_a_loop_body_is_never_emptied() -> None:
     assert "if args.log" not in fixed and "pass" not in fixed and "engine.step()" in fixed
     kept = emptied.replace("if args.log:", "if should_log(batch):")  # a test with a call stays, so no fix
     assert fix_source("train.py", kept, unsafe=True).text == kept
+    with_pass = emptied.replace("if args.log:\n", "if args.log:\n            pass\n")
+    assert with_pass != emptied
+    assert fix_source("train.py", with_pass, unsafe=True).text == fixed  # `pass` is not something left
+    loop_body = textwrap.dedent(
+        """
+        import deepspeed
+        def train(args, model, loader):
+            engine, optimizer, _, scheduler = deepspeed.initialize(args=args, model=model)
+            for batch in loader:
+                engine.backward(engine(batch))
+                engine.step()
+            for _ in range(args.warmup):
+                scheduler.step()
+        """
+    )
+    assert "DSL302" in {d.code for d in lint_text("train.py", loop_body)}
+    assert fix_source("train.py", loop_body, unsafe=True).text == loop_body  # a loop body is never emptied
 
 
 def _flow_of(code: str) -> tuple[cst.Module, Any]:

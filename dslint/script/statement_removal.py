@@ -136,8 +136,8 @@ def removable_statements(context: ScriptContext, statements: Iterable[cst.CSTNod
             return None
         gone.add(id(statement))
         removed.append(statement)
-        if any(id(other) not in gone for other in block.body):
-            continue
+        if any(id(other) not in gone and not _only_pass(other) for other in block.body):
+            continue  # something real is left in the block
         owner = parents.owner_of.get(block)
         if isinstance(block, cst.Module) or owner is None:
             continue  # a module may be empty
@@ -149,6 +149,10 @@ def removable_statements(context: ScriptContext, statements: Iterable[cst.CSTNod
     # Keep only the outermost statements: an `if` that goes takes its body with it.
     outermost = [s for s in removed if not _inside_any(context, s, removed)]
     return outermost
+
+
+def _only_pass(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(isinstance(s, cst.Pass) for s in statement.body)
 
 
 def _inside_any(context: ScriptContext, statement: cst.CSTNode, others: Sequence[cst.CSTNode]) -> bool:
