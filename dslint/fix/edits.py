@@ -20,6 +20,7 @@ from dslint.diagnostics import Diagnostic, Edit, Fix, Location
 from dslint.script.names import ImportTable, dotted_name
 
 MAX_ROUNDS = 10
+PASS_ONLY = "a block would hold only `pass`"
 
 
 class FixError(Exception):
@@ -201,18 +202,21 @@ def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool
             outcome.remaining = diagnostics
             return outcome
         chosen = choose_fixes(d.fix for d in fixes.values() if d.fix is not None)
+        empty_before = pass_only_blocks(current)
         try:
             candidate = _apply_fixes(current, chosen)
-            if len(chosen) > 1 and _problem(candidate, check_compiles) is not None:
+            if len(chosen) > 1 and _problem(candidate, check_compiles, empty_before) is not None:
                 # Fixes valid one by one can break the file together (two deletions that empty a block):
                 # then only the first this round; the others come back in the next.
                 chosen = chosen[:1]
                 candidate = _apply_fixes(current, chosen)
         except FixError as error:
             return _refuse(outcome, lint, f"fixes would conflict ({error})")
-        problem = _problem(candidate, check_compiles)
+        problem = _problem(candidate, check_compiles, empty_before)
         if problem is not None:
             codes = ", ".join(sorted({d.code for d in fixes.values() if d.fix in chosen}))
+            if problem == PASS_ONLY:
+                return _refuse(outcome, lint, f"fixes for {codes} would leave a block that holds only `pass`")
             return _refuse(outcome, lint, f"fixes for {codes} would produce code that does not parse ({problem})")
         applied.extend(d for d in fixes.values() if d.fix in chosen)
         current = candidate
@@ -225,15 +229,50 @@ def _apply_fixes(text: str, chosen: Sequence[Fix]) -> str:
     return apply_edits(text, [*needed, *edits])
 
 
-def _problem(text: str, check_compiles: bool) -> str | None:
-    """Why `text` is not acceptable: it must parse, and compile too when the original compiled."""
+def _problem(text: str, check_compiles: bool, empty_before: int) -> str | None:
+    """Why `text` is not acceptable: it must parse, compile too when the original compiled, and hold no more
+    blocks of only `pass` than before (a fix never leaves `if cond: pass` behind)."""
     if check_compiles:
-        return _parse_error(text)
-    try:
-        cst.parse_module(text)
-    except cst.ParserSyntaxError as error:
-        return error.message.splitlines()[0]
+        error = _parse_error(text)
+        if error is not None:
+            return error
+    else:
+        try:
+            cst.parse_module(text)
+        except cst.ParserSyntaxError as parse_error:
+            return parse_error.message.splitlines()[0]
+    if pass_only_blocks(text) > empty_before:
+        return PASS_ONLY
     return None
+
+
+class _PassOnlyBlocks(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        if all(_only_pass(line) for line in node.body):
+            self.count += 1
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        if all(isinstance(small, cst.Pass) for small in node.body):
+            self.count += 1
+
+
+def _only_pass(line: cst.BaseStatement) -> bool:
+    return isinstance(line, cst.SimpleStatementLine) and all(isinstance(small, cst.Pass) for small in line.body)
+
+
+def pass_only_blocks(text: str) -> int:
+    """How many blocks of `text` hold nothing but `pass` (0 when it does not parse)."""
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        return 0
+    counter = _PassOnlyBlocks()
+    module.visit(counter)
+    return counter.count
 
 
 def _refuse(outcome: FixOutcome, lint: Callable[[str], list[Diagnostic]], reason: str) -> FixOutcome:
