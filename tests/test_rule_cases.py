@@ -7,6 +7,7 @@ import textwrap
 import pytest
 
 from dslint.config.discovery import CONFIG_SUFFIXES
+from dslint.config.fixing import config_check
 from dslint.config.linter import lint_config_source
 from dslint.fixer import fix_text
 from dslint.linter import lint_source
@@ -46,6 +47,7 @@ def test_case(rule: type[Rule], case: Valid | Invalid) -> None:
     for diagnostic in found:
         assert diagnostic.code == rule.code
     if case.fixed is not None:
-        outcome = fix_text(code, lambda text: _lint(rule, case.path, text), unsafe=True)
+        verify = config_check(code) if case.path.endswith(CONFIG_SUFFIXES) else None
+        outcome = fix_text(code, lambda text: _lint(rule, case.path, text), unsafe=True, verify=verify)
         assert outcome.error is None
         assert outcome.text == textwrap.dedent(case.fixed)

@@ -73,7 +73,7 @@ def lint_config_source(
         return result
     result.parsed = True
     result.text = text
-    context = ConfigContext(path, root, origin, world_size)
+    context = ConfigContext(path, root, origin, world_size, load_source=lambda: text)
     result.diagnostics.extend(run_config_rules(context, config_rules(selection)))
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result

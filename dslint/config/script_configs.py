@@ -31,14 +31,7 @@ def check_script_configs(
 ) -> list[Diagnostic]:
     if not rules:
         return []
-    resolved: list[ResolvedConfig] = []
-    for init in context.facts.initialize_calls:
-        if context.facts.in_plain_branch(init.call):
-            continue
-        config = resolve_config(context, init)
-        if config is not None:
-            resolved.append(config)
-    resolved.extend(trainer_configs(context))
+    resolved = resolved_configs(context)
     diagnostics: list[Diagnostic] = []
     seen: set[object] = set()
     for config in resolved:
@@ -49,8 +42,15 @@ def check_script_configs(
             continue
         seen.add(key)
         path = _shown(config.path) if config.path is not None else context.path
+        # Fixes only for a dict literal, which is the script's own text; a file is fixed on its own.
+        load_source = None if config.path is not None else (lambda: context.module.code)
         config_context = ConfigContext(
-            path, config.tree, config.origin, world_size=world_size, from_file=config.path is not None
+            path,
+            config.tree,
+            config.origin,
+            world_size=world_size,
+            from_file=config.path is not None,
+            load_source=load_source,
         )
         diagnostics.extend(run_config_rules(config_context, rules))
     if any(rule is ConfigParseError for rule in rules):
@@ -60,6 +60,20 @@ def check_script_configs(
                 seen.add(str(config_path))
                 diagnostics.append(parse_error_diagnostic(_shown(config_path), loaded))
     return diagnostics
+
+
+def resolved_configs(context: ScriptContext) -> list[ResolvedConfig]:
+    """The configs the script hands to `deepspeed.initialize` (outside plain branches) and to the Hugging Face
+    integrations, as far as they resolve statically."""
+    resolved: list[ResolvedConfig] = []
+    for init in context.facts.initialize_calls:
+        if context.facts.in_plain_branch(init.call):
+            continue
+        config = resolve_config(context, init)
+        if config is not None:
+            resolved.append(config)
+    resolved.extend(trainer_configs(context))
+    return resolved
 
 
 def _shown(path: Path) -> str:
