@@ -35,6 +35,8 @@ def test_ci_runs_the_readme_test_command() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert test_command in ci.splitlines()
     assert "|| true" not in ci and "set -euo pipefail" in ci
+    # a newcomer's machine: a fresh venv from the system Python, the command run inside it
+    assert re.search(r'^"\$python" -m venv ', ci, flags=re.M) and "source " in ci
 
 
 @pytest.mark.parametrize(

@@ -108,7 +108,7 @@ def fix(
         if job.path.suffix == ".py":
             fix_file(job.path, job.selection, unsafe=job.settings.unsafe_fixes, diff=diff, report=report)
     report.remaining = remaining_findings(jobs, report.errors)
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     if diff:
         for text in report.diffs:
             out.write(text)
