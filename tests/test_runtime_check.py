@@ -26,6 +26,7 @@ MOVED = RUNTIME / "model_moved.py"
 DEMO = RUNTIME / "load_after_initialize.py"
 ZERO3 = RUNTIME / "zero3_load_after_initialize.py"
 DS_CHECKPOINT = RUNTIME / "load_deepspeed_checkpoint.py"
+PIPELINE = RUNTIME / "pipeline_train_batch.py"
 PHASES = ["setup", "init", "load", "step"]
 
 
@@ -169,6 +170,15 @@ def test_zero3_original_fails_with_size_mismatch(tmp_path: Path) -> None:
     assert [p["name"] for p in report["phases"]] == ["setup", "init", "load"]
     summary = summarize(result, 300)
     assert not summary["ran"] and "size mismatch for 0.weight" in summary["errors"][0]
+
+
+def test_pipeline_engine_train_batch_is_the_step_phase(tmp_path: Path) -> None:
+    """A real PipelineEngine (one stage, gloo) trains through train_batch(): the harness stops it after N calls."""
+    result = run_child("original", PIPELINE, PIPELINE, [], steps=2, timeout=300, workdir=tmp_path)
+    report = result.report
+    assert report is not None and result.returncode == 0, result.output_tail
+    assert report["status"] == "steps_done" and report["steps_completed"] == 2
+    assert [(p["name"], p["completed"]) for p in report["phases"]] == [(name, True) for name in PHASES]
 
 
 def test_zero3_fixed_script_runs_once_the_fixer_moves_the_load(tmp_path: Path) -> None:
