@@ -21,6 +21,7 @@ from dslint.diagnostics import Diagnostic, Edit, Fix, Location
 from dslint.script.names import ImportTable, dotted_name
 
 MAX_ROUNDS = 10
+PASS_ONLY = "a block would hold only `pass`"
 
 
 class FixError(Exception):
@@ -194,15 +195,21 @@ def fix_text(
     pass, verify that the result parses, repeat until no applicable fix remains.
 
     `lint(text)` returns the findings of `text` (with fixes); `unsafe` also applies fixes marked unsafe;
-    `verify(text)` says why a result is not acceptable, or None (default: it must parse as Python, and compile
-    when the original compiled; a config file passes its own reader's check). When a
+    `verify(text)` says why a result is not acceptable, or None (default: it must parse as Python, compile when
+    the original compiled, and hold no more `pass`-only blocks; a config file passes its own reader's check). When a
     round would produce text that does not parse, or the rounds do not settle (so a second run would change
     the text again), the outcome carries `error`, its `text` is the original and nothing counts as applied.
     """
     outcome = FixOutcome(original=text, text=text)
     current = text
     applied: list[Diagnostic] = []
-    check = verify if verify is not None else python_check(text)
+    check_compiles = verify is None and _parse_error(text) is None
+
+    def problem_of(candidate: str, empty_before: int) -> str | None:
+        if verify is not None:  # a config file: its own reader's check
+            return verify(candidate)
+        return _problem(candidate, check_compiles, empty_before)
+
     for _ in range(MAX_ROUNDS):
         diagnostics = lint(current)
         fixes = {id(d.fix): d for d in diagnostics if applicable(d, unsafe)}
@@ -212,18 +219,21 @@ def fix_text(
             outcome.remaining = diagnostics
             return outcome
         chosen = choose_fixes(d.fix for d in fixes.values() if d.fix is not None)
+        empty_before = pass_only_blocks(current) if verify is None else 0
         try:
             candidate = _apply_fixes(current, chosen)
-            if len(chosen) > 1 and check(candidate) is not None:
+            if len(chosen) > 1 and problem_of(candidate, empty_before) is not None:
                 # Fixes valid one by one can break the file together (two deletions that empty a block):
                 # then only the first this round; the others come back in the next.
                 chosen = chosen[:1]
                 candidate = _apply_fixes(current, chosen)
         except FixError as error:
             return _refuse(outcome, lint, f"fixes would conflict ({error})")
-        problem = check(candidate)
+        problem = problem_of(candidate, empty_before)
         if problem is not None:
             codes = ", ".join(sorted({d.code for d in fixes.values() if d.fix in chosen}))
+            if problem == PASS_ONLY:
+                return _refuse(outcome, lint, f"fixes for {codes} would leave a block that holds only `pass`")
             return _refuse(outcome, lint, f"fixes for {codes} would produce code that does not parse ({problem})")
         applied.extend(d for d in fixes.values() if d.fix in chosen)
         current = candidate
@@ -236,21 +246,50 @@ def _apply_fixes(text: str, chosen: Sequence[Fix]) -> str:
     return apply_edits(text, [*needed, *edits])
 
 
-def python_check(original: str) -> Callable[[str], str | None]:
-    """The default acceptance test of a fixed script: it parses, and compiles when `original` compiled."""
-    check_compiles = _parse_error(original) is None
-    return lambda candidate: _problem(candidate, check_compiles)
-
-
-def _problem(text: str, check_compiles: bool) -> str | None:
-    """Why `text` is not acceptable: it must parse, and compile too when the original compiled."""
+def _problem(text: str, check_compiles: bool, empty_before: int) -> str | None:
+    """Why `text` is not acceptable: it must parse, compile too when the original compiled, and hold no more
+    blocks of only `pass` than before (a fix never leaves `if cond: pass` behind)."""
     if check_compiles:
-        return _parse_error(text)
-    try:
-        cst.parse_module(text)
-    except cst.ParserSyntaxError as error:
-        return error.message.splitlines()[0]
+        error = _parse_error(text)
+        if error is not None:
+            return error
+    else:
+        try:
+            cst.parse_module(text)
+        except cst.ParserSyntaxError as parse_error:
+            return parse_error.message.splitlines()[0]
+    if pass_only_blocks(text) > empty_before:
+        return PASS_ONLY
     return None
+
+
+class _PassOnlyBlocks(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        if all(_only_pass(line) for line in node.body):
+            self.count += 1
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        if all(isinstance(small, cst.Pass) for small in node.body):
+            self.count += 1
+
+
+def _only_pass(line: cst.BaseStatement) -> bool:
+    return isinstance(line, cst.SimpleStatementLine) and all(isinstance(small, cst.Pass) for small in line.body)
+
+
+def pass_only_blocks(text: str) -> int:
+    """How many blocks of `text` hold nothing but `pass` (0 when it does not parse)."""
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        return 0
+    counter = _PassOnlyBlocks()
+    module.visit(counter)
+    return counter.count
 
 
 def _refuse(outcome: FixOutcome, lint: Callable[[str], list[Diagnostic]], reason: str) -> FixOutcome:

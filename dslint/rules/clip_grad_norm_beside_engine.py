@@ -6,7 +6,7 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.edits import delete_line
+from dslint.script.edits import line_deletion
 from dslint.script.facts import Role, RoleAnswer, method_name
 from dslint.script.loop import loop_facts
 
@@ -151,7 +151,7 @@ class ClipGradNormBesideEngine(ScriptRule):
         line = self.facts.lone_expression_statement(node)
         self.report(
             node,
-            edits=[delete_line(self.context, line)] if line is not None else [],
+            edits=line_deletion(self.context, line),
             applicability=Applicability.UNSAFE,
             fix_message="Remove the call and set `gradient_clipping` in the config",
         )

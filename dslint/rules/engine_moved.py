@@ -119,8 +119,6 @@ class EngineMoved(ScriptRule):
                 def __init__(self, model, cfg):
                     self.engine, self.optimizer, _, _ = deepspeed.initialize(model=model, config=cfg)
                 def train(self, batch):
-                    if self.on_gpu:
-                        pass
                     return self.engine(batch)
             """,
         ),

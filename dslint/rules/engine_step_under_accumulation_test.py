@@ -7,7 +7,7 @@ import libcst as cst
 from dslint.diagnostics import Applicability, Edit, Location, Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.config_link import resolve_config
-from dslint.script.edits import delete_line, replace_node
+from dslint.script.edits import line_deletion, replace_node
 from dslint.script.facts import InitializeCall, Role, method_name
 from dslint.script.loop import configured_accumulation_steps, loop_facts
 
@@ -228,7 +228,8 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         if indent.strip():
             return []  # the `if` does not start its line (`x = 1; if ...` cannot happen, but stay safe)
         insertion = Edit.insertion(Location(start.line, 1), f"{indent}{self.context.code(node)}\n")
-        return [insertion, delete_line(self.context, line)]
+        deletion = line_deletion(self.context, line)
+        return [insertion, *deletion] if deletion else []
 
     def _backward_inside(self, test: cst.If) -> bool:
         lo, hi = self.facts.start(test.body), self.facts.end(test.body)

@@ -12,7 +12,7 @@ from dslint.script.loop import loop_facts
 from dslint.script.state_dict_loads import Rewrite, StateDictLoads
 from dslint.script.zero_stage import keeps_master_weights, zero_stage
 
-TARGETS = (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL)
+TARGETS = (Role.ENGINE_MODULE, Role.RAW_MODEL)  # the engine object itself: DSL209
 ADVICE = "load into the model before deepspeed.initialize, or read a DeepSpeed checkpoint with engine.load_checkpoint"
 
 
@@ -21,23 +21,25 @@ class LoadStateDictAfterInitialize(ScriptRule):
     slug = "load-state-dict-after-initialize"
     message = (
         "load_state_dict after deepspeed.initialize fails under ZeRO-3 (partitioned parameters are empty: "
-        "size mismatch, torch.Size([0])) and under ZeRO-1/2, fp16 or bf16 the next engine.step() writes the "
-        f"optimizer's fp32 copy back over it; {ADVICE}"
+        "size mismatch, torch.Size([0])), and where it succeeds the next engine.step() silently undoes it "
+        "(bf16 or fp16 at ZeRO 0-2, fp32 at ZeRO-1/2: the optimizer writes its own fp32 copy of the weights "
+        f"back; only fp32 without ZeRO keeps it); {ADVICE}"
     )
     zero3_message = (
         "load_state_dict after deepspeed.initialize fails under ZeRO-3: partitioned parameters are empty "
         f"(size mismatch, torch.Size([0])); {ADVICE}"
     )
     master_weights_message = (
-        "load_state_dict after deepspeed.initialize is undone by the next engine.step(): the optimizer keeps "
-        f"its own fp32 copy of the weights and writes it back; {ADVICE}"
+        "load_state_dict after deepspeed.initialize succeeds, but the next engine.step() silently undoes it: "
+        "with bf16 or fp16, or ZeRO-1/2, the optimizer keeps its own fp32 copy of the weights and writes it "
+        f"back, so training continues from the weights initialize saw; {ADVICE}"
     )
     severity = Severity.ERROR
     fixable = True
     docs = RuleDocs(
         what="""
-            Flags `X.load_state_dict(...)` after `deepspeed.initialize`, where X is the engine, `engine.module`,
-            or the model that was given to `initialize`. Not flagged: inside
+            Flags `X.load_state_dict(...)` after `deepspeed.initialize`, where X is `engine.module` or the model
+            that was given to `initialize` (a load into the engine object itself is DSL209). Not flagged: inside
             `with deepspeed.zero.GatheredParameters(params, modifier_rank=0):`, and when the config is known to
             run without ZeRO and in fp32 (then the module's parameters are the optimizer's own). An error when
             the config is known to fail (ZeRO-3) or to undo the load (ZeRO-1/2, fp16, bf16); a warning when it
@@ -46,11 +48,15 @@ class LoadStateDictAfterInitialize(ScriptRule):
         why="""
             Under ZeRO-3 the parameters are partitioned and `param.data` is empty on every rank, so the load
             fails: "size mismatch ... the shape in current model is torch.Size([0])" for every layer
-            (measured). Under ZeRO-1 and ZeRO-2, and with fp16 or bf16 at any stage, the optimizer holds its own
-            fp32 master copy of the weights; the load changes the module only, and the next `engine.step()`
-            copies the master weights back over it (measured with ZeRO-1, ZeRO-2 and bf16: the loaded values are
-            gone after one step). `engine.load_checkpoint` refreshes the master weights after loading; a load
-            before `initialize` happens before they are made.
+            (measured). Where the load succeeds, the next `engine.step()` silently undoes it whenever the
+            optimizer holds its own fp32 master copy of the weights: with bf16 (or fp16) at ZeRO stages 0, 1
+            and 2, and with fp32 at ZeRO-1 and ZeRO-2. The load changes the module only, and the step copies the
+            master weights back over it (measured: weights loaded after `initialize`, one step at lr 0, the
+            loaded values gone, back to the initial weights, with bf16 at stages 0 to 2 and fp32 at stage 2,
+            on the GPU and the CPU, and fp32 at stage 1 on the CPU). Only fp32 without ZeRO keeps the
+            loaded weights (measured). Nothing fails: training just continues from the weights `initialize`
+            saw. `engine.load_checkpoint` refreshes the master weights after loading; a load before
+            `initialize` happens before they are made.
         """,
         example="""
             engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds_config.json")
@@ -77,10 +83,12 @@ class LoadStateDictAfterInitialize(ScriptRule):
             `load_module_only=True` alone, DeepSpeed 0.19.8 leaves the ZeRO-3 weights as they were (measured);
             with it, the weights are consolidated from the checkpoint's `latest` tag. Otherwise (a plain
             `torch.save` file, an HF `pytorch_model.bin`) the load moves before `initialize`, into the model
-            given to it, with `map_location="cpu"`. The fixes are unsafe because code between `initialize`
-            and the load may rely on the old weights, and a missing checkpoint now raises. No fix is offered
-            when the loaded dict is used elsewhere, when the load sits in another block than `initialize`
-            (under `if args.resume:`, say), or when moved code would read names bound after `initialize`.
+            given to it, with `map_location="cpu"`; a load under `if args.resume:` (ifs without `else` whose
+            tests call nothing) keeps its guard, written again before `initialize`. The fixes are unsafe
+            because code between `initialize` and the load may rely on the old weights, and a missing
+            checkpoint now raises. No fix is offered when the loaded dict is used elsewhere, when the load is
+            in another function than `initialize` or inside a loop, `with` or `if`/`else`, or when moved code
+            would read names bound after `initialize`.
         """,
     )
     valid = (
@@ -240,6 +248,59 @@ class LoadStateDictAfterInitialize(ScriptRule):
                 engine.module.load_state_dict(torch.load(args.resume, map_location="cpu"))
             """,
             lines=(6,),
+            fixed="""
+            import deepspeed
+            import torch
+            if args.resume:
+                model.load_state_dict(torch.load(args.resume, map_location="cpu"))
+            engine, *_ = deepspeed.initialize(model=model, config=args.ds_config)
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            def main(args, model):
+                engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 2}})
+                start_epoch = 0
+                if args.resume:
+                    checkpoint = torch.load(args.resume, map_location="cpu")
+                    engine.module.load_state_dict(checkpoint["model"])
+                    start_epoch = checkpoint["epoch"] + 1
+                for epoch in range(start_epoch, args.epochs):
+                    engine.step()
+            """,
+            lines=(9,),
+            fixed="""
+            import deepspeed
+            import torch
+            def main(args, model):
+                if args.resume:
+                    checkpoint = torch.load(args.resume, map_location="cpu")
+                    model.load_state_dict(checkpoint["model"])
+                engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 2}})
+                start_epoch = 0
+                if args.resume:
+                    start_epoch = checkpoint["epoch"] + 1
+                for epoch in range(start_epoch, args.epochs):
+                    engine.step()
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            def main(args):
+                engine, *_ = deepspeed.initialize(model=model, config=args.ds_config)
+                for path in args.checkpoints:
+                    engine.module.load_state_dict(torch.load(path, map_location="cpu"))
+                    engine.step()
+                if args.resume or engine.global_rank == 0:
+                    engine.module.load_state_dict(torch.load(args.resume, map_location="cpu"))
+                else:
+                    print("fresh start")
+            """,
+            lines=(7, 10),
         ),
     )
 

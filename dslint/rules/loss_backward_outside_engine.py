@@ -7,10 +7,12 @@ import libcst as cst
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.config_link import resolve_config
+from dslint.script.divided_loss import only_engine_backward_reads
 from dslint.script.edits import replace_node
 from dslint.script.facts import InitializeCall, Role, method_name
-from dslint.script.loop import loop_facts, scaled_for_accumulation
+from dslint.script.loop import divided_by_accumulation, is_accumulation_steps, loop_facts, scaled_for_accumulation
 from dslint.script.names import dotted_name
+from dslint.script.value_flow import value_flow
 
 
 class LossBackwardOutsideEngine(ScriptRule):
@@ -56,7 +58,10 @@ class LossBackwardOutsideEngine(ScriptRule):
             one name holds that engine at the call. It is safe: where the direct call worked (ZeRO, no fp16,
             DeepSpeed >= 0.18.3) the engine scales and reduces in the same way, and elsewhere it is the only
             correct call. When the loss was divided by the accumulation steps by hand, the fix is unsafe:
-            `engine.backward` divides it again (DSL304 then reports the division). There is no fix when the
+            `engine.backward` divides it again (DSL304 then reports and removes the division); it is offered
+            only when that division then feeds nothing but `engine.backward` calls, so that DSL304 can remove
+            it: not when the same divided loss also reaches an fp16 branch's `optimizer.backward(loss)`, a log
+            line or a return, which need the division. There is no fix when the
             engine's name is not certain, when `backward` gets other
             arguments (`gradient=`, `inputs=`), or when the receiver is not a plain name.
         """,
@@ -117,6 +122,36 @@ class LossBackwardOutsideEngine(ScriptRule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import deepspeed
+            def train(args, model, params, loader):
+                model, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
+                for step, batch in enumerate(loader):
+                    loss = model(batch)
+                    if args.gradient_accumulation_steps > 1:
+                        loss = loss / args.gradient_accumulation_steps
+                    if args.fp16:
+                        optimizer.backward(loss)
+                    else:
+                        loss.backward()
+            """,
+            lines=(12,),
+            # model.backward(loss) would divide again, and the division must stay for the fp16 branch: no fix.
+            fixed="""
+            import deepspeed
+            def train(args, model, params, loader):
+                model, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
+                for step, batch in enumerate(loader):
+                    loss = model(batch)
+                    if args.gradient_accumulation_steps > 1:
+                        loss = loss / args.gradient_accumulation_steps
+                    if args.fp16:
+                        optimizer.backward(loss)
+                    else:
+                        loss.backward()
+            """,
+        ),
         Invalid(
             """
             import deepspeed
@@ -219,6 +254,8 @@ class LossBackwardOutsideEngine(ScriptRule):
             message = message.replace("engine.backward", f"{engine}.backward")
         # A loss already divided by the accumulation steps would be divided again by engine.backward (DSL304).
         scaled = scaled_for_accumulation(self.facts, receiver)
+        if scaled and not self._division_can_go(receiver):
+            edits = []  # the division must stay for another path, where this call would scale twice
         self.report(
             node,
             message,
@@ -235,6 +272,23 @@ class LossBackwardOutsideEngine(ScriptRule):
         stage = config.zero_stage
         return stage is not None and stage >= 1 and config.fp16_enabled is False
 
+    def _division_can_go(self, receiver: cst.BaseExpression) -> bool:
+        """Whether every division by the accumulation steps that reaches `receiver` feeds only
+        `engine.backward` calls once this call is one too (so DSL304 then removes it); else no fix."""
+        if not isinstance(receiver, cst.Name):
+            return False
+        facts = self.facts
+        reaching = value_flow(facts, facts.scope_at(receiver).node).definitions_reaching(receiver)
+        if reaching is None:
+            return False
+        for definition in reaching:
+            target = _divided_target(definition)
+            if target is not None and not only_engine_backward_reads(
+                facts, definition, target, also_covered=frozenset({id(receiver)})
+            ):
+                return False
+        return True
+
     @staticmethod
     def _plain_receiver(receiver: cst.BaseExpression) -> bool:
         return dotted_name(receiver) is not None or (
@@ -244,3 +298,19 @@ class LossBackwardOutsideEngine(ScriptRule):
     @staticmethod
     def _simple_arguments(call: cst.Call) -> bool:
         return all(arg.keyword is not None and arg.keyword.value == "retain_graph" for arg in call.args)
+
+
+def _divided_target(statement: cst.CSTNode) -> cst.Name | None:
+    """The name `loss /= accum` or `loss = <x> / accum` binds, else None."""
+    if (
+        isinstance(statement, cst.AugAssign)
+        and isinstance(statement.target, cst.Name)
+        and isinstance(statement.operator, cst.DivideAssign)
+        and is_accumulation_steps(statement.value)
+    ):
+        return statement.target
+    if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+        target = statement.targets[0].target
+        if isinstance(target, cst.Name) and divided_by_accumulation(statement.value) is not None:
+            return target
+    return None

@@ -6,10 +6,12 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.edits import delete_line, replace_node
+from dslint.script.divided_loss import only_engine_backward_reads, scales_for_accumulation
+from dslint.script.edits import line_deletion, replace_node
 from dslint.script.facts import BindingKind, Role, method_name
 from dslint.script.loop import configured_accumulation_steps, divided_by_accumulation, is_accumulation_steps
 from dslint.script.names import dotted_name
+from dslint.script.value_flow import value_flow
 
 
 class LossDividedByAccumulationSteps(ScriptRule):
@@ -52,11 +54,31 @@ class LossDividedByAccumulationSteps(ScriptRule):
             Inside the call (`engine.backward(loss / accum)`) the division is removed; this is safe when the
             engine's config is known and sets `gradient_accumulation_steps` above 1, and unsafe otherwise (with
             1, or a config that cannot be read, the division may be the script's own accumulation). A separate
-            statement (`loss /= accum`, `loss = loss / accum`) is deleted, or `x = loss / accum` becomes
-            `x = loss`; this is unsafe, because other uses of the divided value (logging, say) change too.
+            statement (`loss /= accum`, `loss = loss / accum`) is deleted (with an `if` it leaves empty, such as
+            `if args.gradient_accumulation_steps > 1:`), or `x = loss / accum` becomes `x = loss`. That fix is
+            offered only when every path the divided value takes ends in `engine.backward` (directly, or through
+            another name or division covered in the same way): not when it also reaches an fp16 branch's
+            `optimizer.backward(loss)`, a plain `loss.backward()`, a log line or a return, which would then get
+            an undivided loss. It is unsafe because the number of micro-steps the script meant may differ from
+            the config's `gradient_accumulation_steps`.
         """,
     )
     valid = (
+        Valid(
+            """
+            import deepspeed
+            def train(args, engine, optimizer, loader):
+                engine, optimizer, _, _ = deepspeed.initialize(args=args, model=engine, config="ds.json")
+                for batch in loader:
+                    loss = engine(batch)
+                    if args.fp16:
+                        loss = loss / args.gradient_accumulation_steps
+                        optimizer.backward(loss)
+                    else:
+                        engine.backward(loss)
+                    engine.step()
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -109,6 +131,38 @@ class LossDividedByAccumulationSteps(ScriptRule):
         Invalid(
             """
             import deepspeed
+            def train(args, model, params, loader):
+                model, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
+                for step, batch in enumerate(loader):
+                    loss = model(batch)
+                    if args.gradient_accumulation_steps > 1:
+                        loss = loss / args.gradient_accumulation_steps
+                    if args.fp16:
+                        optimizer.backward(loss)
+                    else:
+                        model.backward(loss)
+                    model.step()
+            """,
+            lines=(8,),
+            # The fp16 branch's optimizer.backward does not divide: the division must stay for it.
+            fixed="""
+            import deepspeed
+            def train(args, model, params, loader):
+                model, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
+                for step, batch in enumerate(loader):
+                    loss = model(batch)
+                    if args.gradient_accumulation_steps > 1:
+                        loss = loss / args.gradient_accumulation_steps
+                    if args.fp16:
+                        optimizer.backward(loss)
+                    else:
+                        model.backward(loss)
+                    model.step()
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
             model_engine, _, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
             for batch in loader:
                 loss = model_engine(batch)
@@ -123,8 +177,6 @@ class LossDividedByAccumulationSteps(ScriptRule):
             model_engine, _, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
             for batch in loader:
                 loss = model_engine(batch)
-                if args.gradient_accumulation_steps > 1:
-                    pass
                 model_engine.backward(loss)
                 model_engine.step()
             """,
@@ -186,7 +238,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
             return
         assert isinstance(node.func, cst.Attribute)
         answer = self.facts.role_of(node.func.value, at=node)
-        if answer is None or answer.role is not Role.ENGINE or not self._scales_for_accumulation(node):
+        if answer is None or answer.role is not Role.ENGINE or not scales_for_accumulation(node):
             return
         steps = configured_accumulation_steps(self.context, answer.init)
         if steps == 1:
@@ -213,31 +265,37 @@ class LossDividedByAccumulationSteps(ScriptRule):
         statement = binding.statement
         if statement is None or id(statement) in self.reported:
             return
+        if isinstance(loss, cst.Name):
+            reaching = value_flow(self.facts, scope.node).definitions_reaching(loss)
+            if reaching is not None and not any(d is statement for d in reaching):
+                return  # the division is on another path (an `else:` branch): it never reaches this call
         self.reported.add(id(statement))
         if isinstance(statement, cst.AugAssign):
             if isinstance(statement.operator, cst.DivideAssign) and is_accumulation_steps(statement.value):
-                self.report(statement, message, edits=self._delete(statement), applicability=Applicability.UNSAFE)
+                edits = self._delete(statement) if self._removable(statement, statement.target) else []
+                self.report(statement, message, edits=edits, applicability=Applicability.UNSAFE)
         elif isinstance(statement, cst.Assign) and statement.value is binding.value and binding.value is not None:
             division = divided_by_accumulation(binding.value)
             if division is None:
                 return
             left = dotted_name(division.left)
-            if len(statement.targets) == 1 and left == key:
+            target = statement.targets[0].target if len(statement.targets) == 1 else None
+            if not self._removable(statement, target):
+                edits = []
+            elif left == key:
                 edits = self._delete(statement)
             else:
                 edits = [replace_node(self.context, division, self.context.code(division.left))]
             self.report(division, message, edits=edits, applicability=Applicability.UNSAFE)
 
-    @staticmethod
-    def _scales_for_accumulation(call: cst.Call) -> bool:
-        for arg in call.args[1:]:
-            if arg.keyword is not None and arg.keyword.value == "scale_wrt_gas":
-                return isinstance(arg.value, cst.Name) and arg.value.value == "True"
-        return len(call.args) < 3  # a third positional argument is scale_wrt_gas
+    def _removable(self, statement: cst.CSTNode, target: cst.BaseExpression | None) -> bool:
+        """The divided value goes only where engine.backward divides again (not to an fp16 branch's
+        `optimizer.backward(loss)`, a plain `loss.backward()` or a log line): only then may the division go."""
+        return isinstance(target, cst.Name) and only_engine_backward_reads(self.facts, statement, target)
 
     def _delete(self, statement: cst.BaseSmallStatement) -> list[Edit]:
         line = self._line_of(statement)
-        return [delete_line(self.context, line)] if line is not None else []
+        return line_deletion(self.context, line)
 
     def _line_of(self, statement: cst.BaseSmallStatement) -> cst.SimpleStatementLine | None:
         for line in self._lines():

@@ -6,7 +6,7 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.edits import delete_line, replace_node
+from dslint.script.edits import line_deletion, replace_node
 from dslint.script.facts import Role, RoleAnswer, method_name
 from dslint.script.loop import loop_facts
 
@@ -260,7 +260,7 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         (already, or once this function's optimizer.step() is fixed into it)."""
         line = self.facts.lone_expression_statement(node)
         removable = line is not None and self._engine_steps_every_micro_step(answer, node)
-        edits = [delete_line(self.context, line)] if line is not None and removable else []
+        edits = line_deletion(self.context, line) if removable else []
         self.report(node, message, edits=edits, applicability=applicability, fix_message=fix)
 
     def _report_optimizer_step(self, node: cst.Call, answer: RoleAnswer) -> None:
@@ -271,7 +271,7 @@ class OptimizerSteppedBesideEngine(ScriptRule):
             steps = self.loop.engine_step_calls(answer.init, self.facts.scope_at(node).node)
             engine = self.loop.certain_engine_name(answer.init, at=node)
             if any(self.loop.accumulation_test(step) is None for step in steps):
-                edits = [delete_line(self.context, line)]
+                edits = line_deletion(self.context, line)
                 fix = "Remove `optimizer.step()` (the function already calls `engine.step()`)"
             elif not steps and engine is not None:
                 edits = [replace_node(self.context, node, f"{engine}.step()")]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dslint.diagnostics import Edit, Location
+from dslint.diagnostics import Edit
 from dslint.script.context import ScriptContext
 from dslint.script.names import dotted_name
+from dslint.script.statement_removal import delete_statements
 
 
 def replace_node(context: ScriptContext, node: cst.CSTNode, content: str) -> Edit:
@@ -14,15 +15,20 @@ def replace_node(context: ScriptContext, node: cst.CSTNode, content: str) -> Edi
     return Edit(start, end, content)
 
 
-def delete_line(context: ScriptContext, line: cst.SimpleStatementLine) -> Edit:
+def delete_line(context: ScriptContext, line: cst.SimpleStatementLine) -> Edit | None:
     """Delete a whole statement line (its indentation, trailing comment and newline too).
 
-    A line that is the only statement of its block becomes `pass`, so the block stays valid.
+    A line that is the only statement of its block takes the `if` it empties with it; where the block cannot go
+    (a loop's, a function's, an `if` with an `else`), None: no fix leaves a block holding only `pass`.
     """
-    start, end = context.span(line)
-    if context.facts.is_only_statement_of_block(line):
-        return Edit(start, Location(end.line, end.column), "pass")
-    return Edit(Location(start.line, 1), Location(end.line + 1, 1), "")
+    edits = delete_statements(context, [line])
+    return edits[0] if edits is not None and len(edits) == 1 else None
+
+
+def line_deletion(context: ScriptContext, line: cst.SimpleStatementLine | None) -> list[Edit]:
+    """`delete_line` as a fix's edit list: empty (no fix) when there is no line or it cannot go."""
+    edit = delete_line(context, line) if line is not None else None
+    return [edit] if edit is not None else []
 
 
 def unwrap_method_call(context: ScriptContext, call: cst.Call) -> Edit | None:

@@ -20,11 +20,15 @@ from dslint.script.checked_load import checked_load_edit
 from dslint.script.checkpoint_paths import checkpoint_location, reads_same_names
 from dslint.script.context import ScriptContext
 from dslint.script.edits import delete_line
-from dslint.script.facts import BindingKind, Role, RoleAnswer
+from dslint.script.facts import BindingKind, InitializeCall, Role, RoleAnswer, method_name
+from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name
+from dslint.script.statement_removal import delete_statements, is_pure_test, statement_parents
 from dslint.script.torch_load import has_star_arguments, is_torch_load, with_cpu_map_location
+from dslint.script.value_flow import value_flow
 
 MODULE_KEYS = frozenset({"module"})
+SAVING_METHODS = frozenset({"save_checkpoint", "save_16bit_model", "save_pretrained", "save"})
 
 
 @dataclass(frozen=True)
@@ -95,11 +99,7 @@ class StateDictLoads:
 
     def _used_once(self, name: str) -> bool:
         """The variable is bound once and read once (by the load_state_dict call), anywhere in the file."""
-        if self._name_counts is None:
-            counter = _NameCounter()
-            self.context.module.visit(counter)
-            self._name_counts = counter.counts
-        return self._name_counts.get(name, 0) == 2
+        return self._name_count(name) == 2
 
     # --- rewrite (a): engine.load_checkpoint ------------------------------------------------------------------
     def to_load_checkpoint(self, call: cst.Call, answer: RoleAnswer, state: LoadedState) -> Rewrite | None:
@@ -128,7 +128,10 @@ class StateDictLoads:
         call_text = f"{engine}.load_checkpoint({directory}, {options})"
         edits = [checked_load_edit(context, line, call_text, directory)]
         if state.assignment_line is not None:
-            edits.append(delete_line(context, state.assignment_line))
+            deletion = delete_line(context, state.assignment_line)
+            if deletion is None:
+                return None
+            edits.append(deletion)
         return Rewrite(tuple(edits), f"Load with `{engine}.load_checkpoint({directory}, load_module_only=True)`")
 
     def _engine_text(self, call: cst.Call, answer: RoleAnswer) -> str | None:
@@ -156,48 +159,145 @@ class StateDictLoads:
 
     # --- rewrite (b): load before initialize ------------------------------------------------------------------
     def before_initialize(self, call: cst.Call, answer: RoleAnswer, state: LoadedState) -> Rewrite | None:
+        """Move the load before `initialize`, into the model given to it (`map_location="cpu"`).
+
+        The receiver may be the engine (`model, *_ = deepspeed.initialize(model=model)`: before that line, `model`
+        is the model itself), `engine.module` or the model. A load under `if args.resume:` (ifs without `else`,
+        tests without side effects, whose names mean the same before `initialize`) keeps its guard: the guard is
+        written again before `initialize`, and the original `if` goes if the load was all it held.
+        """
         context, facts = self.context, self.facts
         init = answer.init
         line = facts.lone_expression_statement(call)
-        if line is None or init is None or answer.role not in (Role.ENGINE_MODULE, Role.RAW_MODEL):
+        if line is None or init is None or answer.role not in (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL):
             return None
         model = init.model
         if model is None or dotted_name(model) is None or facts.scope_at(call) is not init.scope:
             return None
         init_line = facts.statement_of(init.call)
-        if not isinstance(init_line, cst.SimpleStatementLine) or self.blocks.get(init_line) is None:
+        parents = statement_parents(context)
+        init_block = parents.block_of.get(init_line) if init_line is not None else None
+        if not isinstance(init_line, cst.SimpleStatementLine) or init_block is None:
             return None
-        if self.blocks.get(line) is not self.blocks.get(init_line):
+        guards = self._guards(line, init_block)
+        if guards is None or facts.start(guards[0] if guards else line) < init.end:
             return None
-        if not reads_same_names(context, state.load, init.call):
+        if not reads_same_names(context, state.load, init.call) or self._saves_between(init, line):
             return None
-        for arg in call.args[1:]:
-            if not reads_same_names(context, arg.value, init.call):
-                return None
+        checked: list[cst.BaseExpression] = [arg.value for arg in call.args[1:]] + [g.test for g in guards]
+        if not all(reads_same_names(context, value, init.call) for value in checked):
+            return None
+        load_block = parents.block_of.get(line)
         indent = self._indent(init_line)
+        inner = indent + "".join(self._body_indent(guard) for guard in guards)
         newline = context.module.default_newline
         load_text = context.module.code_for_node(with_cpu_map_location(state.load))
         model_text = context.code(model)
-        moved: list[str] = []
-        edits: list[Edit] = []
+        before: list[str] = []  # at the indentation of initialize, before the guards
+        guarded: list[str] = []  # inside the guards
+        deleted: list[cst.CSTNode] = [line]
         move_assignment = state.assignment_line is not None and facts.start(state.assignment_line) > init.start
         if state.variable is not None and state.assignment_line is not None:
             if move_assignment:
-                if state.shared or self.blocks.get(state.assignment_line) is not self.blocks.get(init_line):
+                where = parents.block_of.get(state.assignment_line)
+                if where not in (load_block, init_block):
                     return None
-                moved.append(f"{indent}{state.variable} = {load_text}{self._comment(state.assignment_line)}{newline}")
-                edits.append(delete_line(context, state.assignment_line))
+                if state.shared and not self._read_only_after(state.assignment_line, state.variable, where):
+                    return None
+                assigned = f"{state.variable} = {load_text}{self._comment(state.assignment_line)}{newline}"
+                if where is load_block:
+                    guarded.append(inner + assigned)
+                else:
+                    before.append(indent + assigned)
+                deleted.append(state.assignment_line)
             argument = state.variable
         else:
             argument = load_text
         if state.selector is not None:
             argument += context.code(state.selector)[len(context.code(state.selector.value)) :]
         rest = "".join(f", {context.code(arg).strip().rstrip(',')}" for arg in call.args[1:])
-        moved.append(f"{indent}{model_text}.load_state_dict({argument}{rest}){self._comment(line)}{newline}")
+        guarded.append(f"{inner}{model_text}.load_state_dict({argument}{rest}){self._comment(line)}{newline}")
+        headers = []
+        current = indent
+        for guard in guards:
+            headers.append(f"{current}if {context.code(guard.test)}:{self._header_comment(guard)}{newline}")
+            current += self._body_indent(guard)
+        deletions = delete_statements(context, deleted)
+        if deletions is None:
+            return None
         start, _ = context.span(init_line)
-        edits.append(Edit.insertion(Location(start.line, 1), "".join(moved)))
-        edits.append(delete_line(context, line))
+        text = "".join(before + headers + guarded)
+        edits = [Edit.insertion(Location(start.line, 1), text), *deletions]
         return Rewrite(tuple(edits), f'Load into `{model_text}` before deepspeed.initialize, map_location="cpu"')
+
+    def _read_only_after(self, line: cst.SimpleStatementLine, name: str, block: cst.CSTNode | None) -> bool:
+        """A dict read elsewhere too (`start_epoch = ckpt["epoch"]`) may be loaded earlier when its name is bound
+        once in the function and read only after its assignment, in the block it moves with (under the same
+        guard), so that every read still sees it and nothing reads it sooner."""
+        facts = self.facts
+        assignment = line.body[0]
+        target = assignment.targets[0].target if isinstance(assignment, cst.Assign) else None
+        if not isinstance(target, cst.Name):
+            return False
+        scope = facts.scope_at(target)
+        if len(scope.bindings.get(name, ())) != 1:
+            return False
+        reads = value_flow(facts, scope.node).reads_reached_by(assignment, name)
+        if reads is None or self._name_count(name) != len(reads) + 1:
+            return False  # read where the flow does not follow it (another function), or not bound here
+        lo, hi = (facts.start(block), facts.end(block)) if block is not None else (0, 0)
+        return all(facts.start(read) > facts.start(line) and lo <= facts.start(read) < hi for read in reads)
+
+    def _name_count(self, name: str) -> int:
+        if self._name_counts is None:
+            counter = _NameCounter()
+            self.context.module.visit(counter)
+            self._name_counts = counter.counts
+        return self._name_counts.get(name, 0)
+
+    def _saves_between(self, init: InitializeCall, line: cst.CSTNode) -> bool:
+        """Whether something between `initialize` and the load may write the file it reads (a `torch.save`, a
+        `save_checkpoint`): then the load cannot move before `initialize`."""
+        facts = self.facts
+        lo, hi = init.end, facts.start(line)
+        for call in loop_facts(facts).calls:
+            if not lo <= facts.start(call) < hi:
+                continue
+            if facts.qualified(call.func) == "torch.save" or method_name(call) in SAVING_METHODS:
+                return True
+        return False
+
+    def _guards(self, line: cst.CSTNode, init_block: cst.CSTNode) -> list[cst.If] | None:
+        """The `if`s (outermost first) between `line` and the block of `initialize`; None when another compound
+        statement (a loop, a `with`, a function, an `if` with `else`, a test with side effects) is in between."""
+        parents = statement_parents(self.context)
+        guards: list[cst.If] = []
+        statement: cst.CSTNode = line
+        while True:
+            block = parents.block_of.get(statement)
+            if block is None:
+                return None
+            if block is init_block:
+                return guards
+            owner = parents.owner_of.get(block)
+            if not isinstance(owner, cst.If) or owner.orelse is not None or owner in parents.if_of_else:
+                return None
+            if not is_pure_test(owner.test):
+                return None
+            guards.insert(0, owner)
+            statement = owner
+
+    def _body_indent(self, guard: cst.If) -> str:
+        body = guard.body
+        indent = body.indent if isinstance(body, cst.IndentedBlock) else None
+        return indent if indent is not None else self.context.module.default_indent
+
+    @staticmethod
+    def _header_comment(guard: cst.If) -> str:
+        body = guard.body
+        if isinstance(body, cst.IndentedBlock) and body.header.comment is not None:
+            return f"{body.header.whitespace.value}{body.header.comment.value}"
+        return ""
 
     # --- text helpers -----------------------------------------------------------------------------------------
     def _comment(self, line: cst.CSTNode) -> str:

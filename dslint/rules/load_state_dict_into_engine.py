@@ -1,0 +1,207 @@
+"""DSL209: `engine.load_state_dict(model_state_dict)`: the engine's own keys carry the `module.` prefix."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Applicability, Severity
+from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.facts import BindingKind, Role, method_name
+from dslint.script.state_dict_loads import Rewrite, StateDictLoads
+
+
+class LoadStateDictIntoEngine(ScriptRule):
+    code = "DSL209"
+    slug = "load-state-dict-into-engine"
+    message = (
+        "the engine's own state-dict keys carry the `module.` prefix, so loading a model's state dict into it "
+        'fails at every ZeRO stage (Missing key(s) in state_dict: "module.…"), or loads nothing with '
+        'strict=False; load into the model before deepspeed.initialize (map_location="cpu"), or read a '
+        "DeepSpeed checkpoint with engine.load_checkpoint"
+    )
+    severity = Severity.ERROR
+    fixable = True
+    docs = RuleDocs(
+        what="""
+            Flags `engine.load_state_dict(...)` on the engine object that `deepspeed.initialize` returns,
+            including the common spelling that rebinds the model's own name to the engine
+            (`model, optimizer, _, _ = deepspeed.initialize(model=model, ...)` then
+            `model.load_state_dict(state_dict)`). Not flagged: a state dict that comes from an engine's own
+            `state_dict()`, whose keys carry the prefix too. `engine.module.load_state_dict(...)` and loads into
+            the model given to `initialize` are DSL203's.
+        """,
+        why="""
+            `DeepSpeedEngine` is an `nn.Module` that holds the model as its submodule `module`, so its own
+            `state_dict()` keys are the model's keys with `module.` in front. A model's state dict (an HF
+            `pytorch_model.bin`, a `torch.save(model.state_dict())` file, the `"module"` entry of a DeepSpeed
+            checkpoint) has none of them: `load_state_dict` raises `Missing key(s) in state_dict:
+            "module.model.embed_tokens.weight", ...` (measured with a 940M-parameter Llama at ZeRO-2 and ZeRO-3,
+            and on the CPU at ZeRO-2 in fp32; the cause does not depend on the stage). With `strict=False` it
+            raises nothing and loads nothing. Even a load that matched would be undone by the next
+            `engine.step()` wherever the optimizer keeps its own fp32 copy of the weights (DSL203).
+        """,
+        example="""
+            model = build_model()
+            model, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
+            state_dict = torch.load(args.ckpt, map_location="cpu")
+            model.load_state_dict(state_dict)
+        """,
+        use_instead="""
+            model = build_model()
+            state_dict = torch.load(args.ckpt, map_location="cpu")
+            model.load_state_dict(state_dict)
+            model, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
+        """,
+        fix_safety="""
+            The fixes are DSL203's, and unsafe for the same reasons (code between `initialize` and the load
+            may rely on the old weights; a missing checkpoint now raises). A file in a DeepSpeed checkpoint
+            directory is read with `engine.load_checkpoint(dir, tag=tag, load_module_only=True,
+            load_optimizer_states=False)` with its result checked. Otherwise the `torch.load` and the
+            `load_state_dict` move before `initialize`, into the model given to it (before that line, a name
+            that `initialize` rebinds still holds the model), with `map_location="cpu"`; a load under
+            `if args.resume:` keeps its `if`. No fix is offered when the loaded dict is used elsewhere, when
+            the load is in another function than `initialize` or inside a loop, or when the moved code would
+            read names bound after `initialize`.
+        """,
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed, torch
+            model.load_state_dict(torch.load("w.pt", map_location="cpu"))
+            model, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            snapshot = engine.state_dict()
+            engine.load_state_dict(snapshot)
+            optimizer.load_state_dict(state)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            def restore(model, path):
+                model.load_state_dict(torch.load(path, map_location="cpu"))
+            engine, *_ = deepspeed.initialize(model=net, config="ds.json")
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            model = build_model()
+            model, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
+            state_dict = torch.load(args.ckpt, map_location="cuda")
+            model.load_state_dict(state_dict)
+            """,
+            lines=(7,),
+            fixed="""
+            import deepspeed
+            import torch
+            model = build_model()
+            state_dict = torch.load(args.ckpt, map_location="cpu")
+            model.load_state_dict(state_dict)
+            model, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            class Trainer:
+                def __init__(self, args, cfg):
+                    self.model = build_model()
+                    self.model = deepspeed.initialize(model=self.model, config=cfg)[0]
+                    if args.resume:  # from a plain torch.save file
+                        self.model.load_state_dict(torch.load(args.resume), strict=False)
+                def reload(self, path):
+                    self.model.load_state_dict(torch.load(path, map_location="cpu"))
+            """,
+            lines=(9, 11),
+            fixed="""
+            import deepspeed
+            import torch
+            class Trainer:
+                def __init__(self, args, cfg):
+                    self.model = build_model()
+                    if args.resume:  # from a plain torch.save file
+                        self.model.load_state_dict(torch.load(args.resume, map_location="cpu"), strict=False)
+                    self.model = deepspeed.initialize(model=self.model, config=cfg)[0]
+                def reload(self, path):
+                    self.model.load_state_dict(torch.load(path, map_location="cpu"))
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            def main(args):
+                model, *_ = deepspeed.initialize(model=Net(), config=args.ds_config)
+                for path in args.checkpoints:
+                    model.load_state_dict(torch.load(path, map_location="cpu"))
+                    evaluate(model)
+            """,
+            lines=(7,),
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.blocks: dict[cst.CSTNode, cst.CSTNode] = {line: node for line in node.body}
+        self.pending: list[cst.Call] = []
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        for line in node.body:
+            self.blocks[line] = node
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if method_name(node) != "load_state_dict" or not node.args:
+            return
+        assert isinstance(node.func, cst.Attribute)
+        facts = self.facts
+        answer = facts.role_of(node.func.value, at=node)
+        if answer is None or answer.role is not Role.ENGINE or answer.init is None:
+            return
+        if facts.scope_at(node) is answer.init.scope and facts.start(node) < answer.init.end:
+            return
+        if self._engine_state_dict(node.args[0].value, node):
+            return
+        self.pending.append(node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        loads = StateDictLoads(self.context, self.blocks)
+        for node in self.pending:
+            rewrite = self._rewrite(loads, node)
+            self.report(
+                node,
+                edits=rewrite.edits if rewrite else (),
+                applicability=Applicability.UNSAFE,
+                fix_message=rewrite.message if rewrite else "",
+            )
+
+    def _engine_state_dict(self, value: cst.BaseExpression, at: cst.CSTNode) -> bool:
+        """`engine.state_dict()`, or a name bound to it in the same scope: keys with the `module.` prefix."""
+        facts = self.facts
+        if isinstance(value, cst.Name):
+            binding = facts.binding_at(value.value, facts.scope_at(at), facts.start(at))
+            if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
+                return False
+            value = binding.value
+        if not (isinstance(value, cst.Call) and method_name(value) == "state_dict"):
+            return False
+        assert isinstance(value.func, cst.Attribute)
+        answer = facts.role_of(value.func.value, at=value)
+        return answer is not None and answer.role is Role.ENGINE
+
+    def _rewrite(self, loads: StateDictLoads, node: cst.Call) -> Rewrite | None:
+        assert isinstance(node.func, cst.Attribute)
+        answer = self.facts.role_of(node.func.value, at=node)
+        state = loads.loaded_state(node)
+        if answer is None or state is None:
+            return None
+        return loads.to_load_checkpoint(node, answer, state) or loads.before_initialize(node, answer, state)
