@@ -15,11 +15,12 @@ from click.testing import CliRunner
 from fixture_support import FIXTURES
 
 from dslint.cli import main
-from dslint.config.edits import remove_entry, rename_key, single_close_match
-from dslint.config.fixing import config_check, fix_config_source, lint_config_text
-from dslint.config.rule import Origin
+from dslint.config.facts import Origin
+from dslint.config.key_edits import remove_entry, rename_key, single_close_match
 from dslint.config.tree import Object, parse_text
-from dslint.fixing import fix_source, lint_text
+from dslint.fix.config import config_check, fix_config_source, lint_config_text
+from dslint.fix.loop import fix_source
+from dslint.lint.file import lint_text
 
 PAIRS = sorted((FIXTURES / "config_fix").rglob("*.in.*"))
 
@@ -113,7 +114,7 @@ def test_removal_keeps_comments_on_other_lines_and_strict_json() -> None:
     tree = parse_text(text)
     assert isinstance(tree, Object)
     last = tree.entries[2]
-    from dslint.fixer import apply_edits
+    from dslint.fix.edits import apply_edits
 
     edits = remove_entry(text, tree, last)
     assert edits is not None

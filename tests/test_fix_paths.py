@@ -27,8 +27,8 @@ import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dslint.fixer import pass_only_blocks
-from dslint.fixing import fix_source, lint_text
+from dslint.fix.edits import pass_only_blocks
+from dslint.fix.loop import fix_source, lint_text
 from dslint.script.facts import collect_facts
 from dslint.script.value_flow import value_flow
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from dslint.fixing import fix_source, lint_text
+from dslint.fix.loop import fix_source, lint_text
 
 pytest.importorskip("deepspeed")
 

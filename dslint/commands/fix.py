@@ -20,12 +20,12 @@ from dslint.commands.fix_configs import config_targets, fix_config_file
 from dslint.commands.fix_report import FixReport, unified_diff
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
 from dslint.diagnostics import Diagnostic
-from dslint.fixing import fix_source
-from dslint.runner import FileFailure, lint_files
+from dslint.fix.loop import fix_source
+from dslint.fix.write import SourceError, read_source, write_source
+from dslint.lint.batch import FileFailure, lint_files
+from dslint.lint.files import FileJob, files_to_check
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError
-from dslint.workspace import FileJob, files_to_check
-from dslint.write import SourceError, read_source, write_source
 
 
 def fix_file(path: Path, selection: RuleSelection, *, unsafe: bool, diff: bool, report: FixReport) -> None:

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dslint.commands.fix_report import FixReport, unified_diff
-from dslint.config.discovery import CONFIG_SUFFIXES
-from dslint.config.fixing import config_readers, fix_config_source, reader_origin
-from dslint.config.rule import Origin
+from dslint.config.facts import Origin
+from dslint.config.recognition import CONFIG_SUFFIXES
+from dslint.fix.config import config_readers, fix_config_source, reader_origin
+from dslint.fix.write import SourceError, SourceFile, read_text_source, write_source
+from dslint.lint.files import FileJob
 from dslint.selection import RuleSelection
-from dslint.workspace import FileJob
-from dslint.write import SourceError, SourceFile, read_text_source, write_source
 
 
 @dataclass

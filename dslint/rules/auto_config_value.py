@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dslint.config.edits import remove_entry
-from dslint.config.facts import batch_number
-from dslint.config.rule import ConfigRule, Origin, autotuning_enabled, is_auto
+from dslint.config.facts import Origin, autotuning_enabled, batch_number, is_auto
+from dslint.config.key_edits import remove_entry
 from dslint.config.tree import Array, Entry, Node, Object
 from dslint.diagnostics import Applicability, Fix, Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
 

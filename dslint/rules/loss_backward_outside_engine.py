@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.config_link import resolve_config
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.config_link import resolve_config
 from dslint.script.divided_loss import only_engine_backward_reads
 from dslint.script.edits import replace_node
 from dslint.script.facts import InitializeCall, Role, method_name

@@ -5,11 +5,12 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.engine_config import configured_accumulation_steps
 from dslint.script.divided_loss import only_engine_backward_reads, scales_for_accumulation
 from dslint.script.edits import line_deletion, replace_node
 from dslint.script.facts import BindingKind, Role, method_name
-from dslint.script.loop import configured_accumulation_steps, divided_by_accumulation, is_accumulation_steps
+from dslint.script.loop import divided_by_accumulation, is_accumulation_steps
 from dslint.script.names import dotted_name
 from dslint.script.value_flow import value_flow
 

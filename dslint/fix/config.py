@@ -2,8 +2,8 @@
 
     outcome = fix_config_source("ds_config.json", text, unsafe=True, origin=Origin.INITIALIZE)
 
-The fixes are text edits at the positions the config tree records (`dslint.config.edits`), applied in rounds by
-the same loop as script fixes (`dslint.fixer.fix_text`). A result is accepted only when it parses as a DeepSpeed
+The fixes are text edits at the positions the config tree records (`dslint.config.key_edits`), applied in rounds
+by the same loop as script fixes (`dslint.fix.edits.fix_text`). A result is accepted only when it parses as a DeepSpeed
 config again, and, when the original was strict JSON, as strict JSON too (the Hugging Face Trainer reads it with
 `json.load`). Who reads the config matters for `"auto"` (DSL405): `config_readers` finds it from the scripts.
 """
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import libcst as cst
 
-from dslint.config.linter import lint_config_source
-from dslint.config.rule import Origin
-from dslint.config.script_configs import resolved_configs
+from dslint.config.facts import Origin
 from dslint.config.tree import ParseError, parse_text
 from dslint.diagnostics import Diagnostic
-from dslint.fixer import FixOutcome, fix_text
-from dslint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
+from dslint.fix.edits import FixOutcome, fix_text
+from dslint.lint.config import lint_config_source
+from dslint.lint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
+from dslint.project.script_configs import script_configs
 from dslint.script.context import ScriptContext
 from dslint.script.facts import collect_facts
 from dslint.selection import RuleSelection
@@ -80,7 +80,7 @@ def fix_config_source(
 
 def config_readers(path: Path, data: bytes) -> list[tuple[Path, Origin]]:
     """The config files the script `path` hands to DeepSpeed, each with who reads it (`deepspeed.initialize` or
-    the Hugging Face Trainer), as the script's own lint resolves them (`dslint.config.script_configs`)."""
+    the Hugging Face Trainer), as the script's own lint resolves them (`dslint.project.script_configs`)."""
     if not (may_create_engine(data) or has_tokens(data, TRAINER_CONFIG_TOKENS)):
         return []
     try:
@@ -88,7 +88,7 @@ def config_readers(path: Path, data: bytes) -> list[tuple[Path, Origin]]:
     except (cst.ParserSyntaxError, ValueError, UnicodeDecodeError):
         return []
     context = ScriptContext(str(path), module, collect_facts(module))
-    return [(config.path, config.origin) for config in resolved_configs(context) if config.path is not None]
+    return [(Path(config.key), config.origin) for config in script_configs(context) if config.key is not None]
 
 
 def reader_origin(origins: list[Origin]) -> Origin:
