@@ -10,15 +10,18 @@ It executes SCRIPT as `__main__` (as `python SCRIPT` would: sys.argv, sys.path[0
     setup  harness start -> deepspeed.initialize is called (imports, model built, anything loaded before it)
     init   the initialize call itself
     load   initialize returned -> the engine's first forward (torch.load, load_state_dict, load_checkpoint ...)
-    step   the first forward -> the Nth return of engine.step(); then the script is stopped (StopAfterSteps)
+    step   the first forward -> the Nth return of engine.step() (or of a pipeline engine's train_batch()); then
+           the script is stopped (StopAfterSteps)
 
 Hooks are installed when the script imports deepspeed (a meta path finder wraps the module's loader), never before:
-`deepspeed.initialize` and `DeepSpeedEngine.forward` / `.step` are wrapped on the class and module.
+`deepspeed.initialize`, `DeepSpeedEngine.forward` / `.step` and `PipelineEngine.train_batch` are wrapped on the
+classes and module.
 
 Per phase it records wall time, peak RSS (VmHWM after a reset through /proc/self/clear_refs, else a sampling thread,
 else getrusage's whole-run peak) and, when CUDA is initialised, each device's peak allocated and reserved bytes
-(the caching allocator's peak counters, reset at every boundary). The report is rewritten atomically at every
-boundary, so a child killed by a timeout still leaves the phases it finished.
+(the caching allocator's peak counters, reset at every boundary), and at the end of each phase what NVML says the
+process holds on each GPU, its CUDA context included (optional: `nvidia-ml-py`). The report is rewritten
+atomically at every boundary, so a child killed by a timeout still leaves the phases it finished.
 
 With `--as-path`, SCRIPT's text is run as if it lived at ORIGINAL (its `__file__`, sys.path[0] and code filename),
 so that a fixed copy kept in a temporary directory finds the files and modules beside the user's script.
@@ -140,6 +143,94 @@ def _own_device(cuda: Any) -> int:
     return int(cuda.current_device())
 
 
+class NvmlMeter:
+    """What NVML says this process holds on each GPU, read at the end of every phase: the driver's figure for the
+    process (`usedGpuMemory`: its CUDA context plus everything its allocator reserved) beside the allocator's own
+    current reserved bytes, whose difference is the context (and any memory allocated outside PyTorch's caching
+    allocator: cuBLAS and NCCL workspaces). NVML gives current usage, not a peak. `nvidia-ml-py` is imported lazily
+    and is optional: without it, or where NVML cannot see this process (a PID namespace), `status` says why and the
+    figures are absent ("not measured")."""
+
+    def __init__(self) -> None:
+        self.status = "not measured: CUDA was not used"
+        self._nvml: Any | None = None
+        self._started = False
+        self._handles: dict[int, Any] = {}
+
+    def _start(self) -> Any | None:
+        if self._started:
+            return self._nvml
+        self._started = True
+        try:
+            import pynvml  # type: ignore[import-not-found]  # nvidia-ml-py, optional
+        except ImportError:
+            self.status = "not measured: nvidia-ml-py is not installed"
+            return None
+        try:
+            pynvml.nvmlInit()
+        except Exception as error:
+            self.status = f"not measured: NVML did not start ({error})"
+            return None
+        self._nvml = pynvml
+        self.status = "measured"
+        return pynvml
+
+    def _handle(self, nvml: Any, cuda: Any, device: int) -> Any:
+        """The NVML handle of CUDA device `device` (NVML numbers GPUs its own way: matched by UUID, else PCI bus)."""
+        if device in self._handles:
+            return self._handles[device]
+        props = cuda.get_device_properties(device)
+        handle = None
+        uuid = getattr(props, "uuid", None)
+        if uuid is not None:
+            with contextlib.suppress(Exception):
+                text = str(uuid)
+                handle = nvml.nvmlDeviceGetHandleByUUID(text if text.startswith("GPU-") else f"GPU-{text}")
+        if handle is None and hasattr(props, "pci_bus_id"):
+            with contextlib.suppress(Exception):
+                bus = f"{getattr(props, 'pci_domain_id', 0):08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+                handle = nvml.nvmlDeviceGetHandleByPciBusId(bus)
+        if handle is None:
+            handle = nvml.nvmlDeviceGetHandleByIndex(device)
+        self._handles[device] = handle
+        return handle
+
+    def read(self, cuda: Any, devices: Sequence[int]) -> dict[str, dict[str, int | None]]:
+        """Per CUDA device (of `devices`, and any other where NVML lists this process): NVML's bytes for this
+        process, the allocator's current reserved bytes, and the difference (the context and non-allocator
+        memory); plus the device's total use, which includes other processes."""
+        nvml = self._start()
+        if nvml is None:
+            return {}
+        found: dict[str, dict[str, int | None]] = {}
+        pid = os.getpid()
+        seen_self = False
+        for device in range(cuda.device_count()):
+            try:
+                handle = self._handle(nvml, cuda, device)
+                processes = nvml.nvmlDeviceGetComputeRunningProcesses(handle)
+                device_used = int(nvml.nvmlDeviceGetMemoryInfo(handle).used)
+            except Exception as error:
+                self.status = f"not measured: NVML failed ({error})"
+                return {}
+            used = next((p.usedGpuMemory for p in processes if p.pid == pid), None)
+            seen_self = seen_self or used is not None
+            if used is None and device not in devices:
+                continue
+            reserved = int(cuda.memory_reserved(device))
+            found[str(device)] = {
+                "process_used_bytes": int(used) if used is not None else None,
+                "reserved_bytes": reserved,
+                "context_bytes": max(int(used) - reserved, 0) if used is not None else None,
+                "device_used_bytes": device_used,
+            }
+        if not seen_self and found:
+            self.status = "not measured: NVML does not list this process (another PID namespace?)"
+        elif seen_self:
+            self.status = "measured"
+        return found
+
+
 class Recorder:
     """Phases, their measurements, and the report file."""
 
@@ -150,6 +241,7 @@ class Recorder:
         self.script = script
         self.t0 = time.monotonic()
         self.rss = RssMeter()
+        self.nvml = NvmlMeter()
         self.phases: list[dict[str, Any]] = []
         self.current: dict[str, Any] | None = None
         self.initialize_calls = 0
@@ -174,6 +266,7 @@ class Recorder:
             "peak_reserved_bytes": None,
             "devices": {},
             "device_index": None,
+            "nvml": {},
         }
         if cuda is not None:
             phase["start_allocated_bytes"] = int(cuda.memory_allocated(_own_device(cuda)))
@@ -192,6 +285,8 @@ class Recorder:
             with contextlib.suppress(Exception):  # a failed kernel must not hide the script's own error
                 cuda.synchronize()
             self._read_cuda(cuda, phase)
+            with contextlib.suppress(Exception):  # optional, never fatal
+                phase["nvml"] = self.nvml.read(cuda, [int(d) for d in phase["devices"]])
         phase["peak_rss_bytes"] = max(self.rss.peak(), phase["start_rss_bytes"])
         phase["seconds"] = round(time.monotonic() - self._t_phase, 6)
         phase["completed"] = completed
@@ -279,6 +374,7 @@ class Recorder:
             "exit_code": self.exit_code,
             "exception": self.exception,
             "rss_method": self.rss.method,
+            "nvml": self.nvml.status,
             "phases": phases,
             "versions": _versions(),
             "device": _device(),
@@ -359,6 +455,23 @@ def _patch_deepspeed(module: types.ModuleType, recorder: Recorder) -> None:
 
     DeepSpeedEngine.forward = forward
     DeepSpeedEngine.step = step
+
+    # A pipeline engine trains through train_batch(): its forward passes call DeepSpeedEngine.forward (the load ->
+    # step boundary), but its optimizer step does not go through step(): one train_batch() is one step.
+    try:
+        PipelineEngine: Any = importlib.import_module("deepspeed.runtime.pipe.engine").PipelineEngine
+    except (ImportError, AttributeError):
+        PipelineEngine = None  # a DeepSpeed without pipeline parallelism
+    if PipelineEngine is not None:
+        original_train_batch: Callable[..., Any] = PipelineEngine.train_batch
+
+        def train_batch(self: Any, *args: Any, **kwargs: Any) -> Any:
+            recorder.on_forward()
+            result = original_train_batch(self, *args, **kwargs)
+            recorder.on_step_returned()
+            return result
+
+        PipelineEngine.train_batch = train_batch
 
 
 class _PatchingLoader(importlib.abc.Loader):

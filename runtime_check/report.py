@@ -41,7 +41,10 @@ METRIC_LABELS = {
     "peak_reserved_bytes": "GPU peak reserved",
     "peak_rss_bytes": "CPU peak RSS",
     "seconds": "time (s)",
+    "nvml:process_used_bytes": "GPU process, NVML (end)",
+    "nvml:context_bytes": "CUDA context, NVML (end)",
 }
+NVML_METRICS = ("nvml:process_used_bytes", "nvml:context_bytes")
 
 
 def versions() -> dict[str, str | None]:
@@ -93,6 +96,7 @@ def summarize(result: ChildResult, timeout: float) -> dict[str, Any]:
                 "initialize_called": bool(report and report.get("initialize_called")),
                 "steps_completed": report.get("steps_completed", 0) if report else 0,
                 "rss_method": report.get("rss_method") if report else None,
+                "nvml": report.get("nvml") if report else None,
                 "phases": {p["name"]: p for p in report.get("phases", [])} if report else {},
                 "device": report.get("device") if report else None,
                 "versions": report.get("versions") if report else None,
@@ -111,6 +115,7 @@ def summarize(result: ChildResult, timeout: float) -> dict[str, Any]:
         "initialize_called": first["initialize_called"],
         "steps_completed": first["steps_completed"],
         "rss_method": first["rss_method"],
+        "nvml": first["nvml"],
         "phases": first["phases"],
         "device": first["device"],
         "versions": first["versions"],
@@ -305,6 +310,12 @@ def _value(phase: dict[str, Any] | None, metric: str) -> float | None:
     if metric.startswith("device:"):
         device = phase.get("devices", {}).get(metric.split(":")[1])
         return device["peak_allocated_bytes"] if device else None
+    if metric.startswith("nvml"):  # nvml:FIELD on the rank's own device, nvml_context:N on device N
+        kind, _, rest = metric.partition(":")
+        own = str(phase.get("device_index"))
+        device, field = (own, rest) if kind == "nvml" else (rest, "context_bytes")
+        value = (phase.get("nvml") or {}).get(device, {}).get(field)
+        return float(value) if isinstance(value, (int, float)) else None
     value = phase.get(metric)
     return float(value) if isinstance(value, (int, float)) else None
 
@@ -350,7 +361,15 @@ def table(doc: dict[str, Any]) -> str:
             label = name if len(ranks) == 1 else f"r{rank} {name}"
             own = {str((run or {}).get("device_index")) for run in (a, b)}
             others = sorted({d for p in (a, b) if p for d in p.get("devices", {})} - own, key=int)
-            for metric in metrics + [f"device:{d}" for d in others]:
+            # NVML: this process's memory and CUDA context on its own device, and any other device it holds a
+            # context on (a rank that touched cuda:0 before its device was set)
+            contexts = sorted(
+                {d for p in (a, b) if p for d, v in (p.get("nvml") or {}).items() if v.get("context_bytes")} - own,
+                key=int,
+            )
+            nvml = [m for m in NVML_METRICS if _value(a, m) is not None or _value(b, m) is not None]
+            extra = [f"device:{d}" for d in others] + [f"nvml_context:{d}" for d in contexts]
+            for metric in metrics + nvml + extra:
                 va = _value(a, metric)
                 vb = _value(b, metric)
                 mark_a = "" if not a or a.get("completed") else " !"
@@ -361,7 +380,10 @@ def table(doc: dict[str, Any]) -> str:
                 if diff is not None:
                     delta = f"{diff['delta']:+.2f}" if metric == "seconds" else _signed_bytes(diff["delta"])
                     percent = f"{diff['percent']:+.1f}%" if diff["percent"] is not None else "-"
-                measure = METRIC_LABELS.get(metric) or f"GPU cuda:{metric.split(':')[1]} allocated"
+                where = metric.split(":")[-1]
+                measure = METRIC_LABELS.get(metric) or (
+                    f"CUDA context cuda:{where}, NVML" if metric.startswith("nvml") else f"GPU cuda:{where} allocated"
+                )
                 rows.append(
                     (
                         label,
@@ -405,6 +427,18 @@ def render(doc: dict[str, Any]) -> str:
     parts.append("")
     if any(not p.get("completed") for run in (doc["original"], doc["fixed"]) for p in run["phases"].values()):
         parts.append("! = phase not finished (the run stopped there): its peak covers the part that ran")
+    if (doc.get("device") or {}).get("type") == "cuda" or any(
+        run.get("device") and run["device"].get("type") == "cuda" for run in (doc["original"], doc["fixed"])
+    ):
+        statuses = {str(run.get("nvml")) for run in (doc["original"], doc["fixed"]) if run.get("nvml")}
+        unmeasured = sorted(s for s in statuses if s != "measured")
+        if unmeasured:
+            parts.append("CUDA context (NVML): " + "; ".join(unmeasured))
+        else:
+            parts.append(
+                "NVML rows: what the driver says the process holds at the phase's end (not a peak); the context row"
+                " is that minus the allocator's reserved bytes"
+            )
     for label in ("original", "fixed"):
         run = doc[label]
         state = "ran" if run["ran"] else "failed: " + "; ".join(run["errors"])

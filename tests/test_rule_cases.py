@@ -7,6 +7,7 @@ import textwrap
 import pytest
 
 from dslint.config.recognition import CONFIG_SUFFIXES
+from dslint.fix.config import config_check
 from dslint.fix.edits import fix_text
 from dslint.framework.registry import all_rules
 from dslint.framework.rule import Invalid, Rule, Valid
@@ -46,6 +47,7 @@ def test_case(rule: type[Rule], case: Valid | Invalid) -> None:
     for diagnostic in found:
         assert diagnostic.code == rule.code
     if case.fixed is not None:
-        outcome = fix_text(code, lambda text: _lint(rule, case.path, text), unsafe=True)
+        verify = config_check(code) if case.path.endswith(CONFIG_SUFFIXES) else None
+        outcome = fix_text(code, lambda text: _lint(rule, case.path, text), unsafe=True, verify=verify)
         assert outcome.error is None
         assert outcome.text == textwrap.dedent(case.fixed)

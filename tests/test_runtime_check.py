@@ -26,6 +26,8 @@ MOVED = RUNTIME / "model_moved.py"
 DEMO = RUNTIME / "load_after_initialize.py"
 ZERO3 = RUNTIME / "zero3_load_after_initialize.py"
 DS_CHECKPOINT = RUNTIME / "load_deepspeed_checkpoint.py"
+PIPELINE = RUNTIME / "pipeline_train_batch.py"
+HF_RESUME = RUNTIME / "hf_resume_after_initialize.py"
 PHASES = ["setup", "init", "load", "step"]
 
 
@@ -169,6 +171,28 @@ def test_zero3_original_fails_with_size_mismatch(tmp_path: Path) -> None:
     assert [p["name"] for p in report["phases"]] == ["setup", "init", "load"]
     summary = summarize(result, 300)
     assert not summary["ran"] and "size mismatch for 0.weight" in summary["errors"][0]
+
+
+def test_pipeline_engine_train_batch_is_the_step_phase(tmp_path: Path) -> None:
+    """A real PipelineEngine (one stage, gloo) trains through train_batch(): the harness stops it after N calls."""
+    result = run_child("original", PIPELINE, PIPELINE, [], steps=2, timeout=300, workdir=tmp_path)
+    report = result.report
+    assert report is not None and result.returncode == 0, result.output_tail
+    assert report["status"] == "steps_done" and report["steps_completed"] == 2
+    assert [(p["name"], p["completed"]) for p in report["phases"]] == [(name, True) for name in PHASES]
+
+
+def test_hf_resume_demo_is_fixed_by_loading_before_initialize() -> None:
+    """The fixed script runtime_check runs for the HF demo (the H200 evidence of issue 14): the load and the
+    load_state_dict move above initialize, where `model` is still the model, and load to the CPU."""
+    fixed = make_fixed(HF_RESUME, unsafe=True)
+    lines = [line.strip() for line in fixed.text.splitlines()]
+    load = lines.index('state_dict = torch.load(args.checkpoint, map_location="cpu")  # expect: DSL201')
+    assert lines[load + 1] == "model.load_state_dict(state_dict)  # expect: DSL209"
+    assert lines[load + 2].startswith("model, optimizer, _, _ = deepspeed.initialize(model=model")
+    assert [d.code for d in fixed.applied] == ["DSL209"]
+    safe = make_fixed(HF_RESUME, unsafe=False)  # DSL201 alone: the load stays after initialize, on the CPU
+    assert [d.code for d in safe.applied] == ["DSL201"] and safe.changed_lines() == [68]
 
 
 def test_zero3_fixed_script_runs_once_the_fixer_moves_the_load(tmp_path: Path) -> None:

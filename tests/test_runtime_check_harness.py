@@ -212,6 +212,7 @@ FAKE_TORCH = """
         # The caching allocator's counters as torch.cuda exposes them, for two devices.
         def __init__(self):
             self.allocated, self.peak, self.current, self.initialized = [0, 0], [0, 0], 0, False
+            self.touched = set()
         def is_available(self): return True
         def is_initialized(self): return self.initialized
         def device_count(self): return 2
@@ -220,12 +221,14 @@ FAKE_TORCH = """
         def memory_allocated(self, device): return self.allocated[device]
         def max_memory_allocated(self, device): return self.peak[device]
         def max_memory_reserved(self, device): return 2 * self.peak[device]
+        def memory_reserved(self, device): return 2 * self.allocated[device]
         def reset_peak_memory_stats(self, device): self.peak[device] = self.allocated[device]
         def synchronize(self): pass
         def get_device_name(self, device): return "Stand-in GPU"
         def get_device_properties(self, device): return types.SimpleNamespace(total_memory=1000000)
         def alloc(self, device, size):
             self.initialized = True
+            self.touched.add(device)  # the process now holds a CUDA context there
             self.allocated[device] += size
             self.peak[device] = max(self.peak[device], self.allocated[device])
         def free(self, device, size): self.allocated[device] -= size
@@ -270,3 +273,108 @@ def test_gpu_counters_per_phase_and_device(tmp_path: Path) -> None:
     assert phases["load"]["start_allocated_bytes"] == 1000 and phases["load"]["peak_reserved_bytes"] == 3000
     assert report["device"] == {"type": "cuda", "index": 1, "name": "Stand-in GPU", "count": 2, "total_bytes": 1000000}
     assert report["rank"] == 1 and report["versions"]["torch"] == "0.0+stand-in"
+
+
+FAKE_NVML = """
+    import os
+    import types
+    import torch
+    CONTEXT = 500 * 1024 * 1024
+    def nvmlInit(): pass
+    def nvmlDeviceGetHandleByIndex(index): return index
+    def nvmlDeviceGetMemoryInfo(handle): return types.SimpleNamespace(used=7 * 2**30, total=140 * 2**30)
+    def nvmlDeviceGetComputeRunningProcesses(handle):
+        # another process, and this one on every device it touched: its context plus what its allocator reserved
+        found = [types.SimpleNamespace(pid=1, usedGpuMemory=2**30)]
+        if handle in torch.cuda.touched:
+            pid = 2 if os.environ.get("FAKE_NVML_OTHER_NAMESPACE") else os.getpid()
+            found.append(types.SimpleNamespace(pid=pid, usedGpuMemory=CONTEXT + torch.cuda.memory_reserved(handle)))
+        return found
+"""
+
+
+def _fake_gpu(tmp_path: Path, nvml: bool) -> None:
+    fake_torch = tmp_path / "fake" / "torch" / "__init__.py"
+    fake_torch.parent.mkdir(parents=True)
+    fake_torch.write_text(textwrap.dedent(FAKE_TORCH))
+    if nvml:
+        (tmp_path / "fake" / "pynvml.py").write_text(textwrap.dedent(FAKE_NVML))
+
+
+def test_nvml_counts_the_cuda_context_per_process_and_device(tmp_path: Path) -> None:
+    """NVML's figure for this process minus the allocator's reserved bytes: the context, on every device the
+    process touched (here cuda:0 before the device was set, then its own cuda:1), at the end of each phase."""
+    _fake_gpu(tmp_path, nvml=True)
+    result, report = harness(tmp_path, GPU_SCRIPT, env={"LOCAL_RANK": "1", "RANK": "1"})
+    assert result.returncode == 0, result.stderr
+    assert report["nvml"] == "measured"
+    phases = {p["name"]: p for p in report["phases"]}
+    context = 500 * 1024 * 1024
+    setup = phases["setup"]["nvml"]
+    assert setup["0"] == {
+        "process_used_bytes": context + 200,
+        "reserved_bytes": 200,
+        "context_bytes": context,
+        "device_used_bytes": 7 * 2**30,
+    }
+    assert setup["1"]["process_used_bytes"] is None and setup["1"]["context_bytes"] is None  # not touched yet
+    for name in ("init", "load", "step"):
+        assert phases[name]["nvml"]["1"]["context_bytes"] == context
+        assert phases[name]["nvml"]["0"]["context_bytes"] == context, "the stray context on cuda:0 stays"
+    assert phases["step"]["nvml"]["1"]["reserved_bytes"] == 2 * 1300
+
+
+def test_nvml_not_installed_or_blind_to_the_process_says_not_measured(tmp_path: Path) -> None:
+    _fake_gpu(tmp_path, nvml=False)
+    _, report = harness(tmp_path, GPU_SCRIPT)
+    assert report["nvml"] == "not measured: nvidia-ml-py is not installed"
+    assert all(p["nvml"] == {} for p in report["phases"])
+    blind = tmp_path / "blind"
+    blind.mkdir()
+    _fake_gpu(blind, nvml=True)
+    _, report = harness(blind, GPU_SCRIPT, env={"FAKE_NVML_OTHER_NAMESPACE": "1"})
+    assert report["nvml"].startswith("not measured: NVML does not list this process")
+
+
+def test_cpu_run_has_no_nvml_figures(tmp_path: Path) -> None:
+    _, report = harness(tmp_path, TRAIN.format(steps=1))
+    assert report["nvml"] == "not measured: CUDA was not used"
+
+
+PIPELINE_DEEPSPEED = {
+    "deepspeed/runtime/pipe/__init__.py": "",
+    "deepspeed/runtime/pipe/engine.py": """
+        from deepspeed.runtime.engine import DeepSpeedEngine
+        class PipelineEngine(DeepSpeedEngine):
+            # as DeepSpeed's: forward passes go through DeepSpeedEngine.forward, the optimizer step does not
+            # go through step()
+            def train_batch(self, data_iter=None):
+                for micro in range(2):
+                    super().forward(micro)
+                print("batch", flush=True)
+                return 0.5
+            def step(self):
+                raise RuntimeError("Only train_batch() is accessible in pipeline mode.")
+    """,
+}
+
+
+def test_a_pipeline_engine_gets_a_step_phase_from_train_batch(tmp_path: Path) -> None:
+    for name, text in PIPELINE_DEEPSPEED.items():
+        path = tmp_path / "fake" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    script = """
+        import deepspeed
+        from deepspeed.runtime.pipe.engine import PipelineEngine
+        deepspeed.initialize(model="m")
+        engine = PipelineEngine("m")
+        for _ in range(5):
+            engine.train_batch()
+        print("script end", flush=True)
+    """
+    result, report = harness(tmp_path, script, "--steps", "2")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "batch\nbatch\n", "stopped after the second train_batch() returned"
+    assert report["status"] == "steps_done" and report["steps_completed"] == 2
+    assert [p["name"] for p in report["phases"]] == ["setup", "init", "load", "step"]

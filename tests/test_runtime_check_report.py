@@ -223,3 +223,36 @@ def test_progress_indicator(tty: bool) -> None:
             "runtime_check: original: exit 0 after 2.5 s",
         ]
     assert text.endswith("runtime_check: original: exit 0 after 2.5 s\n")
+
+
+def test_nvml_rows_show_the_process_and_its_cuda_context() -> None:
+    """NVML's figures (at each phase's end) get their own rows; a context on a GPU not the rank's own gets one too."""
+    original, fixed = gpu_run(6.25), gpu_run(3.75)
+    for run_ in (original, fixed):
+        run_["nvml"] = "measured"
+        for p in run_["phases"].values():
+            p["device_index"] = 1
+            reserved = (p["peak_allocated_bytes"] or 0) + 64 * MIB
+            p["nvml"] = {"1": {"process_used_bytes": reserved + 520 * MIB, "reserved_bytes": reserved,
+                               "context_bytes": 520 * MIB, "device_used_bytes": 7 * GIB}}  # fmt: skip
+    original["phases"]["load"]["nvml"]["0"] = {
+        "process_used_bytes": 512 * MIB, "reserved_bytes": 0, "context_bytes": 512 * MIB, "device_used_bytes": GIB,
+    }  # fmt: skip
+    doc = document("t.py", [], {}, {"applied": []}, original, fixed)
+    rows = table(doc).splitlines()
+    context_rows = [row for row in rows if "CUDA context, NVML (end)" in row]
+    assert len(context_rows) == 4 and all(row.count("520.00 MiB") == 2 for row in context_rows)
+    stray = next(row for row in rows if "CUDA context cuda:0, NVML" in row)
+    assert "512.00 MiB" in stray
+    assert any("GPU process, NVML (end)" in row for row in rows)
+    assert "NVML rows: what the driver says" in render(doc)
+    assert doc["verdict"]["ok"], "NVML figures inform; the verdict stays on the allocator's peaks"
+
+
+def test_without_nvml_the_report_says_not_measured() -> None:
+    original, fixed = gpu_run(6.25), gpu_run(3.75)
+    for run_ in (original, fixed):
+        run_["nvml"] = "not measured: nvidia-ml-py is not installed"
+    doc = document("t.py", [], {}, {"applied": []}, original, fixed)
+    assert "NVML" not in table(doc)
+    assert "CUDA context (NVML): not measured: nvidia-ml-py is not installed" in render(doc)

@@ -1,36 +1,31 @@
-"""`dslint fix`: apply fixes to scripts in place (or print them as a diff), then report what remains.
+"""`dslint fix`: apply fixes to scripts and DeepSpeed configs in place (or print them as a diff), then report what
+remains.
 
-Exit status describes the files as they are on disk when the command ends: 0 when no finding remains, 1 when
-findings remain (with `--diff` nothing is written, so whatever the diff would fix still remains), 2 on an error
-(a path that does not exist, a file that cannot be read, decoded or written, a fix the fixer refused).
+What remains is what `dslint check` reports for the same files as they are on disk when the command ends (the
+same findings, each counted once, config findings included), and so is the exit status: 0 when no finding
+remains, 1 when findings remain (with `--diff` nothing is written, so whatever the diff would fix still remains),
+2 on an error (a path that does not exist, a file that cannot be read, decoded or written, a fix the fixer
+refused).
 """
 
 from __future__ import annotations
 
-import difflib
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
 
 from dslint.commands.check import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from dslint.commands.fix_configs import config_targets, fix_config_file
+from dslint.commands.fix_report import FixReport, unified_diff
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
 from dslint.diagnostics import Diagnostic
 from dslint.fix.loop import fix_source
 from dslint.fix.write import SourceError, read_source, write_source
-from dslint.lint.files import files_to_check
+from dslint.lint.batch import FileFailure, lint_files
+from dslint.lint.files import FileJob, files_to_check
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError
-
-
-@dataclass
-class FixReport:
-    fixed: list[tuple[str, Diagnostic]] = field(default_factory=list)
-    remaining: list[Diagnostic] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    diffs: list[str] = field(default_factory=list)
-    files_changed: int = 0
 
 
 def fix_file(path: Path, selection: RuleSelection, *, unsafe: bool, diff: bool, report: FixReport) -> None:
@@ -49,7 +44,6 @@ def fix_file(path: Path, selection: RuleSelection, *, unsafe: bool, diff: bool, 
     except Exception as error:  # one file's failure must not stop the others
         report.errors.append(f"{path}: internal error: {type(error).__name__}: {error}; not fixed")
         return
-    report.remaining.extend(outcome.remaining)
     if outcome.error is not None:
         report.errors.append(f"{path}: not fixed, left as it was: {outcome.error}")
         return
@@ -57,8 +51,7 @@ def fix_file(path: Path, selection: RuleSelection, *, unsafe: bool, diff: bool, 
         return
     report.fixed.extend((name, d) for d in outcome.applied)
     if diff:
-        report.diffs.append(_unified_diff(name, outcome.original, outcome.text))
-        report.remaining.extend(d for d in outcome.applied)  # nothing is written: they stay in the file
+        report.diffs.append(unified_diff(name, outcome.original, outcome.text))
         return
     try:
         write_source(source, outcome.text)
@@ -68,18 +61,19 @@ def fix_file(path: Path, selection: RuleSelection, *, unsafe: bool, diff: bool, 
     report.files_changed += 1
 
 
-def _unified_diff(name: str, before: str, after: str) -> str:
-    relative = not Path(name).is_absolute()
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True),
-        after.splitlines(keepends=True),
-        fromfile=f"a/{name}" if relative else name,
-        tofile=f"b/{name}" if relative else name,
-    )
-    text = ""
-    for line in lines:
-        text += line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
-    return text
+def remaining_findings(jobs: list[FileJob], errors: list[str]) -> list[Diagnostic]:
+    """What `check` reports for the same files as they are now on disk (with `--diff`, as they were): the same
+    findings, counted once, so the two commands agree on findings and exit status."""
+    failed = {message.split(": ", 1)[0] for message in errors}
+    results = lint_files([(job.path, job.selection) for job in jobs])
+    diagnostics: dict[Diagnostic, None] = {}
+    for result in results:
+        if isinstance(result, FileFailure):
+            if result.path not in failed:
+                errors.append(f"{result.path}: {result.message}")
+            continue
+        diagnostics.update(dict.fromkeys(result.diagnostics))
+    return list(diagnostics)
 
 
 @click.command()
@@ -100,7 +94,7 @@ def fix(
     diff: bool,
     quiet: bool,
 ) -> None:
-    """Fix DeepSpeed training scripts in place (default: the current directory)."""
+    """Fix DeepSpeed training scripts and configs in place (default: the current directory)."""
     resolver = make_resolver(select, ignore, extend_select, unsafe_fixes, config_file, isolated)
     try:
         jobs, errors = files_to_check(resolver, paths, force_exclude)
@@ -108,9 +102,12 @@ def fix(
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
     report = FixReport(errors=errors)
+    for target in config_targets(jobs):  # configs first: script rules read them
+        fix_config_file(target, diff=diff, report=report)
     for job in jobs:
-        if job.path.suffix == ".py":  # config files have findings but no fixes
+        if job.path.suffix == ".py":
             fix_file(job.path, job.selection, unsafe=job.settings.unsafe_fixes, diff=diff, report=report)
+    report.remaining = remaining_findings(jobs, report.errors)
     out = sys.stdout
     if diff:
         for text in report.diffs:

@@ -1,1 +1,2 @@
-"""Fix a file: apply the edits of fixes (edits), the fix-and-relint loop (loop), write the result (write)."""
+"""Fix a file: apply the edits of fixes (edits), the fix-and-relint loop (loop), the same loop for a DeepSpeed
+config file (config), write the result (write)."""

@@ -10,6 +10,7 @@ for callers that start from a file's text.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -105,7 +106,9 @@ def _parse_error(text: str) -> str | None:
     except cst.ParserSyntaxError as error:
         return error.message.splitlines()[0]
     try:
-        compile(text, "<fixed>", "exec", dont_inherit=True)
+        with warnings.catch_warnings():  # the user's own SyntaxWarnings (`"\d"`) are not the fixer's to print
+            warnings.simplefilter("ignore")
+            compile(text, "<fixed>", "exec", dont_inherit=True)
     except SyntaxError as error:
         return f"{error.msg} (line {error.lineno})"
     except ValueError as error:
@@ -181,18 +184,32 @@ def dotted_name_of_module(node: cst.ImportFrom) -> str | None:
     return None if node.module is None or node.relative else dotted_name(node.module)
 
 
-def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool = False) -> FixOutcome:
+def fix_text(
+    text: str,
+    lint: Callable[[str], list[Diagnostic]],
+    *,
+    unsafe: bool = False,
+    verify: Callable[[str], str | None] | None = None,
+) -> FixOutcome:
     """Fix `text` by rounds: lint, apply every non-overlapping applicable fix (with the imports they need) in one
     pass, verify that the result parses, repeat until no applicable fix remains.
 
-    `lint(text)` returns the findings of `text` (with fixes); `unsafe` also applies fixes marked unsafe. When a
+    `lint(text)` returns the findings of `text` (with fixes); `unsafe` also applies fixes marked unsafe;
+    `verify(text)` says why a result is not acceptable, or None (default: it must parse as Python, compile when
+    the original compiled, and hold no more `pass`-only blocks; a config file passes its own reader's check). When a
     round would produce text that does not parse, or the rounds do not settle (so a second run would change
     the text again), the outcome carries `error`, its `text` is the original and nothing counts as applied.
     """
     outcome = FixOutcome(original=text, text=text)
     current = text
     applied: list[Diagnostic] = []
-    check_compiles = _parse_error(text) is None
+    check_compiles = verify is None and _parse_error(text) is None
+
+    def problem_of(candidate: str, empty_before: int) -> str | None:
+        if verify is not None:  # a config file: its own reader's check
+            return verify(candidate)
+        return _problem(candidate, check_compiles, empty_before)
+
     for _ in range(MAX_ROUNDS):
         diagnostics = lint(current)
         fixes = {id(d.fix): d for d in diagnostics if applicable(d, unsafe)}
@@ -202,17 +219,17 @@ def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool
             outcome.remaining = diagnostics
             return outcome
         chosen = choose_fixes(d.fix for d in fixes.values() if d.fix is not None)
-        empty_before = pass_only_blocks(current)
+        empty_before = pass_only_blocks(current) if verify is None else 0
         try:
             candidate = _apply_fixes(current, chosen)
-            if len(chosen) > 1 and _problem(candidate, check_compiles, empty_before) is not None:
+            if len(chosen) > 1 and problem_of(candidate, empty_before) is not None:
                 # Fixes valid one by one can break the file together (two deletions that empty a block):
                 # then only the first this round; the others come back in the next.
                 chosen = chosen[:1]
                 candidate = _apply_fixes(current, chosen)
         except FixError as error:
             return _refuse(outcome, lint, f"fixes would conflict ({error})")
-        problem = _problem(candidate, check_compiles, empty_before)
+        problem = problem_of(candidate, empty_before)
         if problem is not None:
             codes = ", ".join(sorted({d.code for d in fixes.values() if d.fix in chosen}))
             if problem == PASS_ONLY:

@@ -1,4 +1,5 @@
-"""Reading a source file for fixing and writing it back exactly as it was stored, but for the fixed text.
+"""Reading a source file (a script, or a config: `read_text_source`) for fixing and writing it back exactly as it
+was stored, but for the fixed text.
 
 What is kept: the encoding (PEP 263 cookie or UTF-8), a UTF-8 byte-order mark, the newline style (text is
 never normalised: CRLF stays CRLF), and the file mode. The write is atomic: a temporary file in the same
@@ -66,6 +67,21 @@ def read_source(path: Path) -> SourceFile:
         raise SourceError(f"cannot read: {error.strerror or error}") from error
     text, encoding, bom = decode_source(data)
     return SourceFile(path, text, encoding, bom, mode)
+
+
+def read_text_source(path: Path) -> SourceFile:
+    """A UTF-8 text file (a JSON/HJSON config: no coding cookie applies), its BOM kept apart as in `read_source`."""
+    try:
+        data = path.read_bytes()
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError as error:
+        raise SourceError(f"cannot read: {error.strerror or error}") from error
+    bom = data.startswith(codecs.BOM_UTF8)
+    try:
+        text = data[len(codecs.BOM_UTF8) :].decode("utf-8") if bom else data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SourceError(f"cannot decode as utf-8: {error}") from error
+    return SourceFile(path, text, "utf-8", bom, mode)
 
 
 def write_source(source: SourceFile, text: str) -> None:

@@ -7,14 +7,15 @@ dict literal in a script (positions then point into the script). Its cases are J
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from dslint.config.facts import Origin
 from dslint.config.schema import Schema, load_schema
 from dslint.config.tree import Entry, Node, Object
-from dslint.diagnostics import Diagnostic, Location, Severity
+from dslint.diagnostics import Diagnostic, Fix, Location, Severity
 from dslint.framework.rule import Rule
 
 
@@ -27,6 +28,15 @@ class ConfigContext:
     from_file: bool = True  # read from a file (DeepSpeed then refuses duplicate keys), not a dict literal
     schema: Schema = field(default_factory=load_schema)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # Reads the text the positions point into, when fixes may edit it: the config file's own text, or the script
+    # that holds the dict literal. None (a file reached through a script): findings there carry no fix, since the
+    # fixer of the script must not edit another file (`dslint fix` fixes that file on its own).
+    load_source: Callable[[], str] | None = field(default=None, repr=False)
+
+    @functools.cached_property
+    def source(self) -> str | None:
+        """The text fixes edit (read once, when the first fix is built), or None: no fixes."""
+        return self.load_source() if self.load_source is not None else None
 
 
 class ConfigRule(Rule):
@@ -49,7 +59,12 @@ class ConfigRule(Rule):
         raise NotImplementedError
 
     def report_at(
-        self, start: Location, end: Location, message: str | None = None, severity: Severity | None = None
+        self,
+        start: Location,
+        end: Location,
+        message: str | None = None,
+        severity: Severity | None = None,
+        fix: Fix | None = None,
     ) -> None:
         self.context.diagnostics.append(
             Diagnostic(
@@ -60,11 +75,14 @@ class ConfigRule(Rule):
                 path=self.context.path,
                 start=start,
                 end=end,
+                fix=fix,
             )
         )
 
-    def report_key(self, entry: Entry, message: str | None = None, severity: Severity | None = None) -> None:
-        self.report_at(entry.key_start, entry.key_end, message, severity)
+    def report_key(
+        self, entry: Entry, message: str | None = None, severity: Severity | None = None, fix: Fix | None = None
+    ) -> None:
+        self.report_at(entry.key_start, entry.key_end, message, severity, fix)
 
     def report_node(self, node: Node, message: str | None = None, severity: Severity | None = None) -> None:
         self.report_at(node.start, node.end, message, severity)

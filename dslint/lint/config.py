@@ -64,7 +64,7 @@ def lint_config_source(
         return result
     result.parsed = True
     result.text = text
-    context = ConfigContext(path, root, origin, world_size)
+    context = ConfigContext(path, root, origin, world_size, load_source=lambda: text)
     result.diagnostics.extend(run_config_rules(context, config_rules(selection)))
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
@@ -83,8 +83,15 @@ def check_script_configs(
     diagnostics: list[Diagnostic] = []
     configs = script_configs(context)
     for config in configs:
+        # Fixes only for a dict literal, which is the script's own text; a file is fixed on its own.
+        load_source = None if config.from_file else (lambda: context.module.code)
         config_context = ConfigContext(
-            config.path, config.tree, config.origin, world_size=world_size, from_file=config.from_file
+            config.path,
+            config.tree,
+            config.origin,
+            world_size=world_size,
+            from_file=config.from_file,
+            load_source=load_source,
         )
         diagnostics.extend(run_config_rules(config_context, rules))
     parse_error = _parse_error_rule()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dslint.config.facts import Origin, autotuning_enabled, is_auto
+from dslint.config.facts import Origin, autotuning_enabled, batch_number, is_auto
+from dslint.config.key_edits import remove_entry
 from dslint.config.tree import Array, Entry, Node, Object
-from dslint.diagnostics import Severity
+from dslint.diagnostics import Applicability, Fix, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 
@@ -30,6 +31,7 @@ class AutoConfigValue(ConfigRule):
     slug = "auto-config-value"
     message = '"auto" is filled in only by the Hugging Face Trainer; deepspeed.initialize does not: write the value'
     severity = Severity.ERROR
+    fixable = True
     docs = RuleDocs(
         what="""
             Flags `"auto"` values in a config that goes straight to `deepspeed.initialize` (a dict or file the
@@ -55,6 +57,15 @@ class AutoConfigValue(ConfigRule):
             engine, _, _, _ = deepspeed.initialize(
                 model=model, config={"train_batch_size": 32, "zero_optimization": {"stage": 2}}
             )
+        """,
+        fix_safety="""
+            Only where a value can be derived, and only in a config that `deepspeed.initialize` reads: one of
+            `train_batch_size`, `train_micro_batch_size_per_gpu` and `gradient_accumulation_steps` set to `"auto"`
+            while the other two are numbers. The fix removes the `"auto"` entry, and DeepSpeed derives it from
+            the other two and the data-parallel size (`train_batch_size = micro batch x accumulation steps x
+            ranks`), the value the Hugging Face Trainer would have written. Unsafe, since the run changes (it
+            failed at start-up before). Every other `"auto"` (a ZeRO stage, a learning rate, a bucket size)
+            needs a value that only the user, or the Trainer's own arguments, know: no fix.
         """,
     )
     valid = (
@@ -85,6 +96,26 @@ class AutoConfigValue(ConfigRule):
             """,
             lines=(5, 6),
             path="train.py",
+        ),
+        Invalid(
+            """
+            import deepspeed
+            config = {
+                "train_batch_size": "auto",
+                "train_micro_batch_size_per_gpu": 4,
+                "gradient_accumulation_steps": 2,
+            }
+            engine, _, _, _ = deepspeed.initialize(model=model, config=config)
+            """,
+            lines=(4,),
+            fixed="""
+            import deepspeed
+            config = {
+                "train_micro_batch_size_per_gpu": 4,
+                "gradient_accumulation_steps": 2,
+            }
+            engine, _, _, _ = deepspeed.initialize(model=model, config=config)
+            """,
         ),
     )
 
@@ -122,5 +153,23 @@ class AutoConfigValue(ConfigRule):
             else:
                 effect = "DeepSpeed passes the string on and fails where the value is used"
             self.report_key(
-                entry, f'`{where}` is "auto", which only the Hugging Face Trainer fills in: {effect}; write the value'
+                entry,
+                f'`{where}` is "auto", which only the Hugging Face Trainer fills in: {effect}; write the value',
+                fix=self._derived(path, entry),
             )
+
+    def _derived(self, path: tuple[str, ...], entry: Entry) -> Fix | None:
+        """A batch key whose value DeepSpeed derives from the other two (runtime/config.py,
+        `_set_batch_related_parameters`): remove the "auto" entry."""
+        source = self.context.source
+        if source is None or len(path) != 1 or path[0] not in BATCH_KEYS or self.root.opaque:
+            return None
+        others = [batch_number(self.root.get(key)) for key in BATCH_KEYS if key != path[0]]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in others):
+            return None
+        if [e.key for e in self.root.entries].count(path[0]) != 1:
+            return None
+        edits = remove_entry(source, self.root, entry)
+        if edits is None:
+            return None
+        return Fix(edits, Applicability.UNSAFE, f'remove `{path[0]}`: "auto"; DeepSpeed derives it from the other two')

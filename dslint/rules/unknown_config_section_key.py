@@ -4,9 +4,10 @@ that the section does not have; DeepSpeed stops at start-up."""
 from __future__ import annotations
 
 from dslint.config.facts import is_auto
+from dslint.config.key_edits import rename_key, single_close_match
 from dslint.config.schema import did_you_mean
 from dslint.config.sections import SectionEntry, validated_entries
-from dslint.diagnostics import Severity
+from dslint.diagnostics import Applicability, Fix, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 
@@ -18,6 +19,7 @@ class UnknownConfigSectionKey(ConfigRule):
     slug = "unknown-config-section-key"
     message = "this section has no such key; DeepSpeed stops at start-up with a ValidationError"
     severity = Severity.ERROR
+    fixable = True
     docs = RuleDocs(
         what="""
             Flags an unknown key inside a section that DeepSpeed validates with a pydantic model forbidding
@@ -47,6 +49,12 @@ class UnknownConfigSectionKey(ConfigRule):
               "zero_optimization": {"stage": 3, "overlap_comm": true}
             }
         """,
+        fix_safety="""
+            The fix renames the key to the section's one close match, in place. It is unsafe: the run no longer
+            stops at start-up but does what the renamed key says, which is dslint's guess. There is no fix when
+            two or more keys are about as close, or when the section already has the right key under either of its
+            spellings (name or alias).
+        """,
     )
     valid = (
         Valid(
@@ -58,6 +66,9 @@ class UnknownConfigSectionKey(ConfigRule):
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 3,\n    "overlap_com": true\n  }\n}\n',
             lines=(5,),
+            path="ds_config.json",
+            fixed='{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 3,\n'
+            '    "overlap_comm": true\n  }\n}\n',
         ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 3,\n'
@@ -87,7 +98,32 @@ class UnknownConfigSectionKey(ConfigRule):
             self.report_key(
                 item.entry,
                 f"`{where}` has no key `{key}`: DeepSpeed stops at start-up with a ValidationError{hint}",
+                fix=self._rename(item, suggestion) if suggestion else None,
             )
+
+    def _rename(self, item: SectionEntry, suggestion: str) -> Fix | None:
+        """Rename to the one close match, unless the section already holds that field (by name or alias) or
+        the misspelt key appears twice."""
+        source = self.context.source
+        if source is None or item.parent.opaque:
+            return None
+        model = item.model
+
+        def setting(spelling: str) -> str:
+            field = model.field(spelling)
+            return field.name if field is not None else spelling
+
+        if single_close_match(item.entry.key, model.spellings(), setting) != suggestion:
+            return None
+        field = model.field(suggestion)
+        spellings = {suggestion} if field is None else {field.name, field.alias} - {None}
+        keys = [e.key for e in item.parent.entries]
+        if spellings & set(keys) or keys.count(item.entry.key) != 1:
+            return None
+        edit = rename_key(source, item.entry, suggestion)
+        if edit is None:
+            return None
+        return Fix((edit,), Applicability.UNSAFE, f"rename `{item.entry.key}` to `{suggestion}`")
 
     def _both_spellings(self, item: SectionEntry) -> None:
         """A field given by its name and by its alias: pydantic takes the alias and refuses the name as an

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dslint.config.facts import bfloat16_ignored, is_comment_key, mixed_file
+from dslint.config.key_edits import rename_key, single_close_match
 from dslint.config.schema import did_you_mean
 from dslint.config.tree import Entry
-from dslint.diagnostics import Severity
+from dslint.diagnostics import Applicability, Fix, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 
@@ -18,6 +19,7 @@ class UnknownTopLevelConfigKey(ConfigRule):
     message = "DeepSpeed does not read this top-level key and ignores it silently; fix the spelling or remove it"
     severity = Severity.ERROR
     runs_on_mixed_files = True
+    fixable = True
     docs = RuleDocs(
         what="""
             Flags a top-level key of a DeepSpeed config that DeepSpeed never reads, with the closest real key
@@ -45,6 +47,13 @@ class UnknownTopLevelConfigKey(ConfigRule):
               "zero_optimization": {"stage": 3}
             }
         """,
+        fix_safety="""
+            The fix renames the key to its one close match, in place (the file keeps its formatting, comments and
+            key order). It is unsafe: it changes what runs (with `"zero_optimization"` ZeRO is on, with `"fp16"`
+            training runs in half precision). There is no fix when two or more keys are about as close, when the
+            right key is already in the config (renaming would give DeepSpeed two of it), when the misspelt key
+            appears twice, or in a file that mixes another tool's settings in.
+        """,
     )
     valid = (
         Valid(
@@ -60,7 +69,21 @@ class UnknownTopLevelConfigKey(ConfigRule):
         ),
     )
     invalid = (
-        Invalid('{\n  "train_batch_size": 8,\n  "zero_optimisation": {"stage": 3}\n}\n', lines=(3,)),
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "zero_optimisation": {"stage": 3}\n}\n',
+            lines=(3,),
+            path="ds_config.json",
+            fixed='{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 3}\n}\n',
+        ),
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 1},\n'
+            '  "zero_optimisation": {"stage": 3}\n}\n',
+            lines=(4,),
+            path="ds_config.json",
+            # `zero_optimization` is there already: renaming would give DeepSpeed two of it, so no fix
+            fixed='{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 1},\n'
+            '  "zero_optimisation": {"stage": 3}\n}\n',
+        ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "pipe-parallel-size": 1,\n  "num-layers": 2,\n  "hidden-size": 8,\n'
             '  "seq-length": 16,\n  "gradient-clipping": 1.0\n}\n',
@@ -77,6 +100,14 @@ class UnknownTopLevelConfigKey(ConfigRule):
             """,
             lines=(5,),
             path="train.py",
+            fixed="""
+            import deepspeed
+            config = {
+                "train_batch_size": 8,
+                "fp16": {"enabled": True},
+            }
+            engine, _, _, _ = deepspeed.initialize(model=model, config=config)
+            """,
         ),
     )
 
@@ -104,11 +135,28 @@ class UnknownTopLevelConfigKey(ConfigRule):
                 self.report_key(
                     entry,
                     f"DeepSpeed does not read `{entry.key}` and ignores it silently; did you mean `{suggestion}`?",
+                    fix=self._rename(entry, suggestion),
                 )
             else:
                 self.report_key(
                     entry, f"DeepSpeed does not read `{entry.key}` and ignores it silently; remove it or fix it"
                 )
+
+    def _rename(self, entry: Entry, suggestion: str) -> Fix | None:
+        """Rename a misspelt key to its one close match, unless that key is already there (or the misspelt key
+        appears twice: the first copy would stay)."""
+        source = self.context.source
+        if source is None or self.root.opaque:
+            return None
+        if single_close_match(entry.key, self.schema.live_top_level_keys) != suggestion:
+            return None
+        keys = [e.key for e in self.root.entries]
+        if suggestion in keys or keys.count(entry.key) != 1:
+            return None
+        edit = rename_key(source, entry, suggestion)
+        if edit is None:
+            return None
+        return Fix((edit,), Applicability.UNSAFE, f"rename `{entry.key}` to `{suggestion}`")
 
     def _report_mixed(self, unknown: list[Entry]) -> None:
         names = ", ".join(f"`{e.key}`" for e in unknown[:4])

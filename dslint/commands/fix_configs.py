@@ -1,0 +1,104 @@
+"""The config files `dslint fix` fixes, and fixing one of them (the script side lives in `dslint.commands.fix`).
+
+A config is fixed when the run checks it: a JSON/HJSON file among the paths, or a file a script among them hands
+to DeepSpeed (`check` reports that file's findings through the script, so `fix` fixes them too). Who reads it
+decides what `"auto"` means (DSL405): `deepspeed.initialize` when every script that names it passes it there.
+Configs are fixed before scripts, since script rules read the config (a renamed `zero_optimization` changes the
+ZeRO stage the script is checked for).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dslint.commands.fix_report import FixReport, unified_diff
+from dslint.config.facts import Origin
+from dslint.config.recognition import CONFIG_SUFFIXES
+from dslint.fix.config import config_readers, fix_config_source, reader_origin
+from dslint.fix.write import SourceError, SourceFile, read_text_source, write_source
+from dslint.lint.files import FileJob
+from dslint.selection import RuleSelection
+
+
+@dataclass
+class ConfigTarget:
+    path: Path
+    name: str  # as findings name it: the path given, or the script's reference normalised
+    selection: RuleSelection
+    unsafe: bool
+    known_config: bool  # a script hands it to DeepSpeed: a DeepSpeed config whatever its name
+    origins: list[Origin] = field(default_factory=list)
+
+
+def config_targets(jobs: Sequence[FileJob]) -> list[ConfigTarget]:
+    """The configs among `jobs`, then the existing config files their scripts hand to DeepSpeed, each once."""
+    targets: dict[Path, ConfigTarget] = {}
+    for job in jobs:
+        if job.path.suffix.lower() in CONFIG_SUFFIXES:
+            key = job.path.resolve()
+            targets.setdefault(
+                key, ConfigTarget(job.path, str(job.path), job.selection, job.settings.unsafe_fixes, False)
+            )
+    for job in jobs:
+        if job.path.suffix != ".py":
+            continue
+        try:
+            data = job.path.read_bytes()
+        except OSError:
+            continue  # the script's own fix reports it
+        for path, origin in config_readers(job.path, data):
+            if not path.is_file():
+                continue
+            key = path.resolve()
+            target = targets.get(key)
+            if target is None:
+                name = os.path.normpath(str(path))
+                target = targets[key] = ConfigTarget(path, name, job.selection, job.settings.unsafe_fixes, True)
+            target.known_config = True
+            target.origins.append(origin)
+    return list(targets.values())
+
+
+def fix_config_file(target: ConfigTarget, *, diff: bool, report: FixReport) -> None:
+    """Fix one config file (or compute its diff), adding what happened to `report`."""
+    try:
+        source = read_text_source(target.path)
+    except SourceError:
+        return  # not UTF-8: its DSL400 finding says so, and nothing can be fixed
+    try:
+        outcome = fix_config_source(
+            target.name,
+            source.text,
+            unsafe=target.unsafe,
+            selection=target.selection,
+            origin=reader_origin(target.origins),
+            known_config=target.known_config,
+        )
+    except RecursionError:
+        report.errors.append(f"{target.name}: internal error: the file is nested too deeply to analyse; not fixed")
+        return
+    except Exception as error:  # one file's failure must not stop the others
+        report.errors.append(f"{target.name}: internal error: {type(error).__name__}: {error}; not fixed")
+        return
+    if outcome.error is not None:
+        report.errors.append(f"{target.name}: not fixed, left as it was: {outcome.error}")
+        return
+    if not outcome.changed:
+        return
+    report.fixed.extend((target.name, d) for d in outcome.applied)
+    if diff:
+        report.diffs.append(unified_diff(target.name, outcome.original, outcome.text))
+        return
+    _write(source, outcome.text, target.name, report)
+
+
+def _write(source: SourceFile, text: str, name: str, report: FixReport) -> None:
+    try:
+        write_source(source, text)
+    except SourceError as error:
+        report.errors.append(f"{name}: {error}")
+        return
+    report.files_changed += 1
