@@ -6,7 +6,9 @@ handling as `dslint check`), offers a quick fix (code action) for each finding t
 rounds. Linting runs off the event loop; a result is only published while its document version is current, and
 rapid edits coalesce into one run with the newest text.
 
-LSP positions are 0-based lines and UTF-16 code units; dslint's are 1-based lines and 1-based characters.
+LSP positions are 0-based lines and code units of the negotiated `positionEncoding` (utf-8, utf-16 or utf-32);
+dslint's are 1-based lines and 1-based code points: `dslint.lsp_positions` converts every position both ways, and
+the server keeps its own copy of each open document, updated with those conversions.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-import re
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -26,14 +27,14 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from dslint import __version__
-from dslint.diagnostics import Diagnostic, Edit, Location, Severity
-from dslint.fixer import fix_text
+from dslint.diagnostics import Diagnostic, Edit, Severity
+from dslint.fixer import fix_text, import_edits
 from dslint.incremental import Snapshot, relint
 from dslint.linter import lint_source, own_findings
+from dslint.lsp_positions import OwnDocumentsProtocol, PositionCodec, lsp_lines
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
 
-LINE_BREAK = re.compile(r"\r\n|\r|\n")
 SOURCE = "dslint"
 FIX_ALL_KIND = "source.fixAll.dslint"
 SEVERITIES = {
@@ -41,39 +42,6 @@ SEVERITIES = {
     Severity.WARNING: types.DiagnosticSeverity.Warning,
     Severity.INFO: types.DiagnosticSeverity.Information,
 }
-
-
-def utf16_column(line: str, column: int) -> int:
-    """The UTF-16 offset of the 0-based character `column` of `line`."""
-    prefix = line[:column]
-    if prefix.isascii():
-        return len(prefix) + max(column - len(line), 0)
-    return len(prefix.encode("utf-16-le")) // 2 + max(column - len(line), 0)
-
-
-def to_position(lines: list[str], location: Location) -> types.Position:
-    line = location.line - 1
-    if line >= len(lines):
-        return types.Position(line=len(lines), character=0)
-    return types.Position(line=line, character=utf16_column(lines[line], location.column - 1))
-
-
-def to_range(lines: list[str], start: Location, end: Location) -> types.Range:
-    return types.Range(start=to_position(lines, start), end=to_position(lines, end))
-
-
-def _end_of(text: str, lines: list[str]) -> types.Position:
-    if not lines or text.endswith(("\n", "\r")):
-        return types.Position(line=len(lines), character=0)
-    return types.Position(line=len(lines) - 1, character=utf16_column(lines[-1], len(lines[-1])))
-
-
-def _lines(text: str) -> list[str]:
-    """Lines as LSP counts them: only CR, LF and CRLF end a line."""
-    parts = LINE_BREAK.split(text)
-    if parts and parts[-1] == "":
-        parts.pop()
-    return parts
 
 
 @dataclass
@@ -90,7 +58,12 @@ class DocumentState:
 
 class DslintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("dslint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "dslint",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=OwnDocumentsProtocol,
+        )
         self.resolver = SettingsResolver()
         self.states: dict[str, DocumentState] = {}  # what was last published, for code actions
         self.snapshots: dict[str, Snapshot] = {}  # the last full lint, the base of fast re-lints
@@ -98,6 +71,27 @@ class DslintServer(LanguageServer):
         self.full_running: set[str] = set()
         self.full_published: dict[str, int | None] = {}
         self._pool: ProcessPoolExecutor | None = None
+        self.documents: dict[str, tuple[int | None, str, str | None]] = {}  # uri -> version, text, language
+
+    @property
+    def codec(self) -> PositionCodec:
+        """Positions in the encoding negotiated at `initialize` (the one the capabilities announced)."""
+        return PositionCodec.negotiated(self.workspace.position_encoding)
+
+    def opened(self, document: types.TextDocumentItem) -> None:
+        self.documents[document.uri] = (document.version, document.text, document.language_id)
+
+    def changed(self, params: types.DidChangeTextDocumentParams) -> None:
+        """Apply the changes to this server's copy (pygls's copy splits lines at form feeds and U+2028 too)."""
+        uri = params.text_document.uri
+        if uri not in self.documents:
+            return
+        _, text, language = self.documents[uri]
+        for change in params.content_changes:
+            text = self.codec.apply_change(text, change)
+        self.documents[uri] = (params.text_document.version, text, language)
+        item = types.TextDocumentItem(uri, language or "", params.text_document.version, text)
+        self.workspace.put_text_document(item)
 
     @property
     def pool(self) -> ProcessPoolExecutor:
@@ -114,16 +108,18 @@ class DslintServer(LanguageServer):
 
     def document_state(self, uri: str) -> DocumentState | None:
         """The document's current text and settings, with no findings yet."""
-        document = self.workspace.get_text_document(uri)
+        if uri not in self.documents:
+            return None
+        version, text, language = self.documents[uri]
         path = to_fs_path(uri) or uri
-        if document.language_id not in (None, "python") and not path.endswith((".py", ".pyi")):
+        if language not in (None, "python") and not path.endswith((".py", ".pyi")):
             return None  # dslint checks Python scripts only
         try:
             selection, unsafe = self.settings_for(path)
         except SettingsError as error:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"dslint: {error}"))
             return None
-        return DocumentState(document.version, document.source, path, selection, unsafe)
+        return DocumentState(version, text, path, selection, unsafe)
 
     def fast_lint(self, state: DocumentState, base: Snapshot) -> DocumentState | None:
         gc.freeze()  # what is alive now (modules, documents, the base) is not scanned by the collections to come
@@ -140,18 +136,18 @@ class DslintServer(LanguageServer):
         return state
 
     def publish(self, uri: str, state: DocumentState) -> None:
-        lines = _lines(state.text)
-        published = [self.to_lsp(d, index, lines) for index, d in enumerate(state.diagnostics)]
+        lines = lsp_lines(state.text)
+        published = [self.to_lsp(d, index, lines, self.codec) for index, d in enumerate(state.diagnostics)]
         self.states[uri] = state
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=published, version=state.version)
         )
 
     @staticmethod
-    def to_lsp(diagnostic: Diagnostic, index: int, lines: list[str]) -> types.Diagnostic:
+    def to_lsp(diagnostic: Diagnostic, index: int, lines: list[str], codec: PositionCodec) -> types.Diagnostic:
         docs = os.environ.get("DSLINT_DOCS_URL")
         return types.Diagnostic(
-            range=to_range(lines, diagnostic.start, diagnostic.end),
+            range=codec.to_range(lines, diagnostic.start, diagnostic.end),
             message=diagnostic.message,
             severity=SEVERITIES[diagnostic.severity],
             code=diagnostic.code,
@@ -214,6 +210,7 @@ class DslintServer(LanguageServer):
             self.full_running.discard(uri)
 
     def close(self, uri: str) -> None:
+        self.documents.pop(uri, None)
         self.wanted.pop(uri, None)
         self.states.pop(uri, None)
         self.snapshots.pop(uri, None)
@@ -227,13 +224,13 @@ class DslintServer(LanguageServer):
         state = self.states.get(uri)
         if state is None:
             return []
-        document = self.workspace.get_text_document(uri)
-        if document.source != state.text:
+        if uri not in self.documents or self.documents[uri][1] != state.text:
             return []  # stale findings: the next publish brings fresh ones
         only = params.context.only
         wants_quickfix = not only or any(types.CodeActionKind.QuickFix.startswith(k) for k in only)
         wants_fix_all = not only or any(FIX_ALL_KIND.startswith(k) for k in only)
-        lines = _lines(state.text)
+        lines = lsp_lines(state.text)
+        codec = self.codec
         actions: list[types.CodeAction] = []
         if wants_quickfix:
             for reported in params.context.diagnostics:
@@ -241,6 +238,8 @@ class DslintServer(LanguageServer):
                 if finding is None or finding.fix is None:
                     continue
                 fix = finding.fix
+                needed = [*fix.edits, *import_edits(state.text, fix.imports)]  # as `dslint fix` adds them
+                edits = [self._text_edit(e, lines, codec) for e in needed]
                 label = fix.message or f"Fix {finding.code}"
                 title = f"{label} ({finding.code})" if fix.is_safe else f"{label} ({finding.code}, unsafe)"
                 actions.append(
@@ -249,7 +248,7 @@ class DslintServer(LanguageServer):
                         kind=types.CodeActionKind.QuickFix,
                         diagnostics=[reported],
                         is_preferred=fix.is_safe,
-                        edit=self._workspace_edit(uri, state.version, [self._text_edit(e, lines) for e in fix.edits]),
+                        edit=self._workspace_edit(uri, state.version, edits),
                     )
                 )
         if wants_fix_all and any(d.fix is not None and d.fix.is_safe for d in state.diagnostics):
@@ -259,7 +258,7 @@ class DslintServer(LanguageServer):
                 unsafe=False,
             )
             if outcome.changed:
-                whole = types.Range(start=types.Position(line=0, character=0), end=_end_of(state.text, lines))
+                whole = types.Range(start=types.Position(line=0, character=0), end=codec.end_of(state.text))
                 actions.append(
                     types.CodeAction(
                         title="dslint: fix all safe fixes",
@@ -280,8 +279,8 @@ class DslintServer(LanguageServer):
         return finding if finding.code == reported.data.get("code") else None
 
     @staticmethod
-    def _text_edit(edit: Edit, lines: list[str]) -> types.TextEdit:
-        return types.TextEdit(range=to_range(lines, edit.start, edit.end), new_text=edit.content)
+    def _text_edit(edit: Edit, lines: list[str], codec: PositionCodec) -> types.TextEdit:
+        return types.TextEdit(range=codec.to_range(lines, edit.start, edit.end), new_text=edit.content)
 
     @staticmethod
     def _workspace_edit(uri: str, version: int | None, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
@@ -305,10 +304,12 @@ def create_server() -> DslintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: DslintServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.opened(params.text_document)
         await ls.schedule(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     async def did_change(ls: DslintServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.changed(params)
         await ls.schedule(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)

@@ -126,13 +126,6 @@ def test_other_languages_are_left_alone(client: LspClient, tmp_path: Path) -> No
     assert message["params"]["uri"] == script
 
 
-def test_utf16_columns() -> None:
-    from dslint.lsp import utf16_column
-
-    assert utf16_column("x = '😀' + y", 9) == 10
-    assert utf16_column("plain", 3) == 3
-
-
 def test_an_edit_in_a_long_script_is_answered_by_the_fast_relint_then_confirmed(
     client: LspClient, tmp_path: Path
 ) -> None:
