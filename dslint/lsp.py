@@ -1,7 +1,8 @@
 """`dslint lsp`: a language server (pygls 2) over stdio.
 
-It publishes diagnostics when a Python document is opened, changed or saved (the same linter, settings and noqa
-handling as `dslint check`), offers a quick fix (code action) for each finding that has a fix, and a
+It publishes diagnostics when a Python document or a DeepSpeed config (JSON, HJSON) is opened, changed or saved
+(the same linter, settings and noqa handling as `dslint check`), and publishes the findings a script's lint
+places in the config file it points at for that config's URI (`dslint.lsp_configs`); offers a quick fix (code action) for each finding that has a fix, and a
 "fix all safe fixes" source action (`source.fixAll.dslint`) that applies them through the fixer's verified
 rounds. Linting runs off the event loop; a result is only published while its document version is current, and
 rapid edits coalesce into one run with the newest text.
@@ -24,13 +25,14 @@ from pathlib import Path
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 
 from dslint import __version__
 from dslint.diagnostics import Diagnostic, Edit, Severity
 from dslint.fixer import fix_text, import_edits
 from dslint.incremental import Snapshot, relint
 from dslint.linter import lint_source, own_findings
+from dslint.lsp_configs import LinkedFindings, document_kind, lint_document, normalised, unseen
 from dslint.lsp_positions import OwnDocumentsProtocol, PositionCodec, lsp_lines
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
@@ -53,7 +55,9 @@ class DocumentState:
     path: str
     selection: RuleSelection
     unsafe_fixes: bool
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # the document's own findings
+    kind: str = "script"  # or "config" (dslint.lsp_configs.document_kind)
+    shown: list[Diagnostic] = field(default_factory=list)  # as published: own, then other scripts' in this file
 
 
 class DslintServer(LanguageServer):
@@ -72,6 +76,7 @@ class DslintServer(LanguageServer):
         self.full_published: dict[str, int | None] = {}
         self._pool: ProcessPoolExecutor | None = None
         self.documents: dict[str, tuple[int | None, str, str | None]] = {}  # uri -> version, text, language
+        self.linked = LinkedFindings()  # what scripts' lints found in the config files they point at
 
     @property
     def codec(self) -> PositionCodec:
@@ -112,14 +117,15 @@ class DslintServer(LanguageServer):
             return None
         version, text, language = self.documents[uri]
         path = to_fs_path(uri) or uri
-        if language not in (None, "python") and not path.endswith((".py", ".pyi")):
-            return None  # dslint checks Python scripts only
+        kind = document_kind(path, language)
+        if kind is None:
+            return None  # dslint checks Python scripts and DeepSpeed configs only
         try:
             selection, unsafe = self.settings_for(path)
         except SettingsError as error:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"dslint: {error}"))
             return None
-        return DocumentState(version, text, path, selection, unsafe)
+        return DocumentState(version, text, path, selection, unsafe, kind=kind)
 
     def fast_lint(self, state: DocumentState, base: Snapshot) -> DocumentState | None:
         gc.freeze()  # what is alive now (modules, documents, the base) is not scanned by the collections to come
@@ -137,11 +143,45 @@ class DslintServer(LanguageServer):
 
     def publish(self, uri: str, state: DocumentState) -> None:
         lines = lsp_lines(state.text)
-        published = [self.to_lsp(d, index, lines, self.codec) for index, d in enumerate(state.diagnostics)]
+        state.shown = [*state.diagnostics, *unseen(self.linked_findings(state.path, state.text), state.diagnostics)]
+        published = [self.to_lsp(d, index, lines, self.codec) for index, d in enumerate(state.shown)]
         self.states[uri] = state
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=published, version=state.version)
         )
+
+    def linked_findings(self, path: str, text: str | None) -> list[Diagnostic]:
+        """What open scripts' lints found in the config at `path`; they were read from disk, so none while the
+        editor holds a different text (saving it re-lints the scripts)."""
+        found = self.linked.for_config(path)
+        if found and text is not None:
+            try:
+                on_disk = Path(path).read_text(encoding="utf-8-sig")
+            except (OSError, UnicodeDecodeError):
+                return []
+            if on_disk.replace("\r\n", "\n") != text.replace("\r\n", "\n"):
+                return []
+        return found
+
+    def publish_config(self, path: str) -> None:
+        """Publish again the findings in the config at `path`: its open document's, or only the linked ones."""
+        for uri, state in list(self.states.items()):
+            if normalised(state.path) == normalised(path):
+                self.publish(uri, state)
+                return
+        lines = lsp_lines(self._disk_text(path))
+        found = self.linked_findings(path, None)
+        published = [self.to_lsp(d, index, lines, self.codec) for index, d in enumerate(found)]
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=from_fs_path(path) or Path(path).as_uri(), diagnostics=published)
+        )
+
+    @staticmethod
+    def _disk_text(path: str) -> str:
+        try:
+            return Path(path).read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError):
+            return ""
 
     @staticmethod
     def to_lsp(diagnostic: Diagnostic, index: int, lines: list[str], codec: PositionCodec) -> types.Diagnostic:
@@ -163,7 +203,7 @@ class DslintServer(LanguageServer):
         if state is None:
             return
         self.wanted[uri] = state.version
-        base = self.snapshots.get(uri)
+        base = self.snapshots.get(uri) if state.kind == "script" else None
         if base is not None:
             # the fast re-lint goes first; the full lint starts after it, so the two do not share the CPU
             fast = await asyncio.get_running_loop().run_in_executor(None, self.fast_lint, state, base)
@@ -182,13 +222,19 @@ class DslintServer(LanguageServer):
                 if state is None:
                     return
                 started = time.perf_counter()
-                snapshot = await loop.run_in_executor(self.pool, full_lint, state.path, state.text, state.selection)
+                known = state.kind == "config" and self.linked.is_linked(state.path)
+                snapshot, linked = await loop.run_in_executor(
+                    self.pool, full_lint, state.path, state.text, state.selection, state.kind, known
+                )
                 found = list(snapshot.diagnostics)
-                self.snapshots[uri] = snapshot
+                if state.kind == "script":
+                    self.snapshots[uri] = snapshot
                 if uri not in self.wanted:
                     return
                 if self.wanted[uri] != state.version:
                     continue  # edited meanwhile: lint the newest text
+                for config in sorted(self.linked.replace(uri, linked)):
+                    self.publish_config(config)
                 state.diagnostics = found
                 previous = self.states.get(uri)
                 if previous is None or previous.version != state.version or previous.diagnostics != found:
@@ -212,10 +258,23 @@ class DslintServer(LanguageServer):
     def close(self, uri: str) -> None:
         self.documents.pop(uri, None)
         self.wanted.pop(uri, None)
-        self.states.pop(uri, None)
+        state = self.states.pop(uri, None)
         self.snapshots.pop(uri, None)
         self.full_published.pop(uri, None)
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        for config in sorted(self.linked.forget(uri)):
+            self.publish_config(config)
+        if state is not None and self.linked.for_config(state.path):
+            self.publish_config(state.path)  # what open scripts found in it stays shown
+        else:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    async def saved(self, uri: str) -> None:
+        """A saved config changes what the scripts pointing at it find there: lint them again too."""
+        await self.schedule(uri)
+        path = to_fs_path(uri) or uri
+        for script in self.linked.scripts_linking(path):
+            if script != uri:
+                await self.schedule(script)
 
     # -- code actions ----------------------------------------------------------------------------------------
 
@@ -273,9 +332,9 @@ class DslintServer(LanguageServer):
         if reported.source != SOURCE or not isinstance(reported.data, dict):
             return None
         index = reported.data.get("index")
-        if not isinstance(index, int) or not 0 <= index < len(state.diagnostics):
+        if not isinstance(index, int) or not 0 <= index < len(state.shown):
             return None
-        finding = state.diagnostics[index]
+        finding = state.shown[index]
         return finding if finding.code == reported.data.get("code") else None
 
     @staticmethod
@@ -294,9 +353,15 @@ class DslintServer(LanguageServer):
         )
 
 
-def full_lint(path: str, text: str, selection: RuleSelection) -> Snapshot:
-    """A full lint (run in the worker process), with the top-level statements for fast re-lints."""
-    return Snapshot.of(text, own_findings(path, lint_source(path, text.encode("utf-8"), selection)))
+def full_lint(
+    path: str, text: str, selection: RuleSelection, kind: str = "script", known_config: bool = False
+) -> tuple[Snapshot, dict[str, tuple[Diagnostic, ...]]]:
+    """A full lint (run in the worker process): the document's findings (with a script's top-level statements,
+    for fast re-lints), and the findings it placed in the config files it points at."""
+    outcome = lint_document(path, text, kind, selection, known_config)
+    if kind != "script":
+        return Snapshot(text, outcome.own), outcome.linked
+    return Snapshot.of(text, outcome.own), outcome.linked
 
 
 def create_server() -> DslintServer:
@@ -315,7 +380,7 @@ def create_server() -> DslintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: DslintServer, params: types.DidSaveTextDocumentParams) -> None:
         ls.resolver = SettingsResolver()  # a saved pyproject.toml may have changed the settings
-        await ls.schedule(params.text_document.uri)
+        await ls.saved(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: DslintServer, params: types.DidCloseTextDocumentParams) -> None:

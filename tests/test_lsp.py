@@ -113,11 +113,11 @@ def test_only_fix_all_when_asked(client: LspClient, tmp_path: Path) -> None:
 
 
 def test_other_languages_are_left_alone(client: LspClient, tmp_path: Path) -> None:
-    config = (tmp_path / "ds_config.json").as_uri()
+    notes = (tmp_path / "notes.md").as_uri()
     script = (tmp_path / "after.py").as_uri()
     client.notify(
         "textDocument/didOpen",
-        {"textDocument": {"uri": config, "languageId": "json", "version": 1, "text": '{"deepspeed": 1}'}},
+        {"textDocument": {"uri": notes, "languageId": "markdown", "version": 1, "text": "deepspeed.initialize"}},
     )
     client.notify(
         "textDocument/didOpen", {"textDocument": {"uri": script, "languageId": "python", "version": 1, "text": BAD}}
