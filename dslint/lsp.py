@@ -2,10 +2,10 @@
 
 It publishes diagnostics when a Python document or a DeepSpeed config (JSON, HJSON) is opened, changed or saved
 (the same linter, settings and noqa handling as `dslint check`), and publishes the findings a script's lint
-places in the config file it points at for that config's URI (`dslint.lsp_configs`); offers a quick fix (code action) for each finding that has a fix, and a
-"fix all safe fixes" source action (`source.fixAll.dslint`) that applies them through the fixer's verified
-rounds. Linting runs off the event loop; a result is only published while its document version is current, and
-rapid edits coalesce into one run with the newest text.
+places in the config file it points at for that config's URI (`dslint.lsp_configs`). It offers a quick fix
+(code action) for each finding that has a fix, and a "fix all safe fixes" source action (`source.fixAll.dslint`)
+that applies them through the fixer's verified rounds. Linting runs off the event loop; a result is only
+published while its document version is current, and rapid edits coalesce into one run with the newest text.
 
 LSP positions are 0-based lines and code units of the negotiated `positionEncoding` (utf-8, utf-16 or utf-32);
 dslint's are 1-based lines and 1-based code points: `dslint.lsp_positions` converts every position both ways, and

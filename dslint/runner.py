@@ -11,8 +11,11 @@ from pathlib import Path
 
 from dslint.config.discovery import CONFIG_SUFFIXES, is_candidate
 from dslint.config.linter import lint_config_source
+from dslint.file_kinds import NotAnalysed, not_analysed
 from dslint.gitignore import IgnoreFile, is_ignored
 from dslint.linter import ScriptResult, lint_source
+from dslint.notebook import SUFFIX as NOTEBOOK
+from dslint.notebook import NotebookError, NotPythonNotebook, lint_notebook
 from dslint.selection import RuleSelection
 from dslint.settings import DEFAULT_EXCLUDE
 
@@ -127,28 +130,46 @@ class FileFailure:
     message: str
 
 
-def lint_path(path: Path, selection: RuleSelection, world_size: int | None = None) -> ScriptResult | FileFailure:
+def lint_path(
+    path: Path, selection: RuleSelection, world_size: int | None = None
+) -> ScriptResult | FileFailure | NotAnalysed:
+    skipped = not_analysed(path)
+    if skipped is not None:
+        return skipped
     try:
         data = path.read_bytes()
     except OSError as error:
         return FileFailure(str(path), f"cannot read: {error.strerror or error}")
+    return lint_bytes(path, data, selection, world_size)
+
+
+def lint_bytes(
+    path: Path, data: bytes, selection: RuleSelection, world_size: int | None = None
+) -> ScriptResult | FileFailure | NotAnalysed:
+    """Lint `data` as the contents of `path` (a script, a notebook or a config, by its suffix)."""
     try:
         if path.suffix.lower() in CONFIG_SUFFIXES:
             return lint_config_source(str(path), data, selection, world_size=world_size)
+        if path.suffix.lower() == NOTEBOOK:
+            return lint_notebook(str(path), data, selection, world_size)
         return lint_source(str(path), data, selection, world_size=world_size)
+    except NotPythonNotebook as error:
+        return NotAnalysed(str(path), str(error))
+    except NotebookError as error:
+        return FileFailure(str(path), str(error))
     except RecursionError:
         return FileFailure(str(path), "internal error: the file is nested too deeply to analyse")
     except Exception as error:
         return FileFailure(str(path), f"internal error: {type(error).__name__}: {error}")
 
 
-def _lint_one(arguments: tuple[Path, RuleSelection, int | None]) -> ScriptResult | FileFailure:
+def _lint_one(arguments: tuple[Path, RuleSelection, int | None]) -> ScriptResult | FileFailure | NotAnalysed:
     return lint_path(*arguments)
 
 
 def lint_paths(
     files: Iterable[Path], selection: RuleSelection, jobs: int | None = None, world_size: int | None = None
-) -> list[ScriptResult | FileFailure]:
+) -> list[ScriptResult | FileFailure | NotAnalysed]:
     """`world_size`, when known, makes the config batch check (DSL407) exact."""
     files = list(files)
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
@@ -158,17 +179,30 @@ def lint_paths(
         return list(pool.map(_lint_one, [(path, selection, world_size) for path in files], chunksize=8))
 
 
-def _lint_item(item: tuple[Path, RuleSelection, int | None]) -> ScriptResult | FileFailure:
+def _lint_item(item: tuple[Path, RuleSelection, int | None]) -> ScriptResult | FileFailure | NotAnalysed:
     return lint_path(*item)
 
 
 def lint_files(
-    items: Sequence[tuple[Path, RuleSelection]], jobs: int | None = None, world_size: int | None = None
-) -> list[ScriptResult | FileFailure]:
-    """Like `lint_paths`, with a selection per file (settings' per-file-ignores, nested pyproject.toml)."""
+    items: Sequence[tuple[Path, RuleSelection]],
+    jobs: int | None = None,
+    world_size: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[ScriptResult | FileFailure | NotAnalysed]:
+    """Like `lint_paths`, with a selection per file (settings' per-file-ignores, nested pyproject.toml);
+    `progress(1)` is called as each file is done."""
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
+    done: list[ScriptResult | FileFailure | NotAnalysed] = []
     if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:
-        return [lint_path(path, selection, world_size) for path, selection in items]
+        for path, selection in items:
+            done.append(lint_path(path, selection, world_size))
+            if progress is not None:
+                progress(1)
+        return done
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
         triples = [(path, selection, world_size) for path, selection in items]
-        return list(pool.map(_lint_item, triples, chunksize=8))
+        for result in pool.map(_lint_item, triples, chunksize=8):
+            done.append(result)
+            if progress is not None:
+                progress(1)
+        return done

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from dslint.diagnostics import Diagnostic
 from dslint.linter import lint_source
+from dslint.notebook import SUFFIX as NOTEBOOK
 from dslint.runner import discover
 from dslint.selection import RuleSelection
 from dslint.settings import Settings, SettingsResolver
@@ -36,7 +37,9 @@ def files_to_check(
 ) -> tuple[list[FileJob], list[str]]:
     """The files under `paths` (default: the current directory) that their settings do not exclude, and the
     errors met on the way (paths that do not exist). Raises SettingsError for a bad pyproject.toml."""
-    discovery = discover(paths or (".",), excluded=resolver.excluded, force_exclude=force_exclude)
+    discovery = discover(
+        paths or (".",), suffixes=(".py", NOTEBOOK), excluded=resolver.excluded, force_exclude=force_exclude
+    )
     jobs = []
     for path in discovery.files:
         settings = resolver.for_path(path)

@@ -16,8 +16,12 @@ import click
 
 from dslint.commands.check import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
+from dslint.commands.stdin import STDIN, fix_stdin
 from dslint.diagnostics import Diagnostic
+from dslint.fixer import FixOutcome
 from dslint.fixing import fix_source
+from dslint.notebook import SUFFIX as NOTEBOOK
+from dslint.notebook import NotebookError, NotebookFix, NotPythonNotebook, fix_notebook_text
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError
 from dslint.workspace import files_to_check
@@ -42,7 +46,15 @@ def fix_file(path: Path, selection: RuleSelection, *, unsafe: bool, diff: bool, 
         return
     name = str(path)
     try:
-        outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection)
+        if path.suffix.lower() == NOTEBOOK:
+            outcome: FixOutcome | NotebookFix = fix_notebook_text(name, source.text, unsafe=unsafe, selection=selection)
+        else:
+            outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection)
+    except NotPythonNotebook:
+        return
+    except NotebookError as error:
+        report.errors.append(f"{path}: {error}")
+        return
     except RecursionError:
         report.errors.append(f"{path}: internal error: the file is nested too deeply to analyse; not fixed")
         return
@@ -88,6 +100,11 @@ def _unified_diff(name: str, before: str, after: str) -> str:
 @force_exclude_option
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes and write nothing.")
 @click.option("-q", "--quiet", is_flag=True, help="Print remaining findings only, no summary.")
+@click.option(
+    "--stdin-filename",
+    default=None,
+    help="With the path `-`: the name of the file whose text comes on stdin; the fixed text goes to stdout.",
+)
 def fix(
     paths: tuple[str, ...],
     select: tuple[str, ...],
@@ -99,9 +116,12 @@ def fix(
     force_exclude: bool,
     diff: bool,
     quiet: bool,
+    stdin_filename: str | None = None,
 ) -> None:
-    """Fix DeepSpeed training scripts in place (default: the current directory)."""
+    """Fix DeepSpeed training scripts and notebooks in place (default: the current directory)."""
     resolver = make_resolver(select, ignore, extend_select, unsafe_fixes, config_file, isolated)
+    if paths == (STDIN,):
+        sys.exit(fix_stdin(resolver, stdin_filename, diff=diff, quiet=quiet))
     try:
         jobs, errors = files_to_check(resolver, paths, force_exclude)
         unsafe = resolver.for_path(Path.cwd()).unsafe_fixes
@@ -109,7 +129,7 @@ def fix(
         raise click.UsageError(str(error)) from error
     report = FixReport(errors=errors)
     for job in jobs:
-        if job.path.suffix == ".py":  # config files have findings but no fixes
+        if job.path.suffix in (".py", NOTEBOOK):  # config files have findings but no fixes
             fix_file(job.path, job.selection, unsafe=job.settings.unsafe_fixes, diff=diff, report=report)
     out = sys.stdout
     if diff:

@@ -97,7 +97,11 @@ def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[st
     }
     if diagnostic.code in index:
         result["ruleIndex"] = index[diagnostic.code]
-    if diagnostic.fix is not None:
+    if diagnostic.cell is not None:  # lines count in a notebook cell, not in the .ipynb file: no region
+        del result["locations"][0]["physicalLocation"]["region"]
+        result["message"]["text"] = f"cell {diagnostic.cell}, line {diagnostic.start.line}: {diagnostic.message}"
+        result["properties"] = {"cell": diagnostic.cell, "cellLine": diagnostic.start.line}
+    if diagnostic.fix is not None and diagnostic.cell is None:
         result["fixes"] = [
             {
                 "description": {"text": diagnostic.fix.message or f"fix {diagnostic.code}"},
@@ -109,7 +113,7 @@ def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[st
                 ],
             }
         ]
-        result["properties"] = {"fixApplicability": diagnostic.fix.applicability.value}
+        result.setdefault("properties", {})["fixApplicability"] = diagnostic.fix.applicability.value
     return result
 
 
