@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -32,8 +31,10 @@ from dslint.diagnostics import Diagnostic, Edit, Severity
 from dslint.fixer import fix_text, import_edits
 from dslint.incremental import Snapshot, relint
 from dslint.linter import lint_source, own_findings
+from dslint.lsp_actions import can_refresh, disable_for_line, full_report, wants_pull
 from dslint.lsp_configs import LinkedFindings, document_kind, lint_document, normalised, unseen
 from dslint.lsp_positions import OwnDocumentsProtocol, PositionCodec, lsp_lines
+from dslint.rule_pages import rule_url
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
 
@@ -141,11 +142,23 @@ class DslintServer(LanguageServer):
         state.diagnostics = found
         return state
 
-    def publish(self, uri: str, state: DocumentState) -> None:
+    def items(self, state: DocumentState) -> list[types.Diagnostic]:
+        """The document's findings as LSP diagnostics: its own, then those open scripts found in it."""
         lines = lsp_lines(state.text)
         state.shown = [*state.diagnostics, *unseen(self.linked_findings(state.path, state.text), state.diagnostics)]
-        published = [self.to_lsp(d, index, lines, self.codec) for index, d in enumerate(state.shown)]
+        return [self.to_lsp(d, index, lines, self.codec) for index, d in enumerate(state.shown)]
+
+    def pulls(self, uri: str) -> bool:
+        """Whether the client asks for this document's findings (`textDocument/diagnostic`) instead."""
+        return uri in self.documents and wants_pull(self.client_capabilities)
+
+    def publish(self, uri: str, state: DocumentState) -> None:
+        published = self.items(state)
         self.states[uri] = state
+        if self.pulls(uri):
+            if can_refresh(self.client_capabilities):
+                self.workspace_diagnostic_refresh(None)  # the client pulls again
+            return
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=published, version=state.version)
         )
@@ -185,16 +198,41 @@ class DslintServer(LanguageServer):
 
     @staticmethod
     def to_lsp(diagnostic: Diagnostic, index: int, lines: list[str], codec: PositionCodec) -> types.Diagnostic:
-        docs = os.environ.get("DSLINT_DOCS_URL")
+        docs = rule_url(diagnostic.code)
         return types.Diagnostic(
             range=codec.to_range(lines, diagnostic.start, diagnostic.end),
             message=diagnostic.message,
             severity=SEVERITIES[diagnostic.severity],
             code=diagnostic.code,
-            code_description=types.CodeDescription(href=f"{docs.split('#')[0]}#rules") if docs else None,
+            code_description=types.CodeDescription(href=docs) if docs else None,
             source=SOURCE,
             data={"index": index, "code": diagnostic.code, "fixable": diagnostic.fix is not None},
         )
+
+    async def pull(self, uri: str) -> types.RelatedFullDocumentDiagnosticReport:
+        """`textDocument/diagnostic`: the findings of the document's current text (a full lint when the last one
+        was of another version)."""
+        state = self.states.get(uri)
+        current = self.documents.get(uri)
+        if current is None:
+            return full_report([], None)
+        if state is not None and state.version == current[0] and state.text == current[1]:
+            return full_report(self.items(state), state.version)
+        fresh = self.document_state(uri)
+        if fresh is None:
+            return full_report([], current[0])
+        known = fresh.kind == "config" and self.linked.is_linked(fresh.path)
+        snapshot, linked = await asyncio.get_running_loop().run_in_executor(
+            self.pool, full_lint, fresh.path, fresh.text, fresh.selection, fresh.kind, known
+        )
+        fresh.diagnostics = list(snapshot.diagnostics)
+        if fresh.kind == "script":
+            self.snapshots[uri] = snapshot
+            for config in sorted(self.linked.replace(uri, linked)):
+                self.publish_config(config)
+        items = self.items(fresh)
+        self.states[uri] = fresh
+        return full_report(items, fresh.version)
 
     async def schedule(self, uri: str) -> None:
         """On open or change: publish a fast re-lint of what the edit touched at once (when a full lint of an
@@ -294,22 +332,20 @@ class DslintServer(LanguageServer):
         if wants_quickfix:
             for reported in params.context.diagnostics:
                 finding = self._finding(state, reported)
-                if finding is None or finding.fix is None:
+                if finding is None:
                     continue
-                fix = finding.fix
-                needed = [*fix.edits, *import_edits(state.text, fix.imports)]  # as `dslint fix` adds them
-                edits = [self._text_edit(e, lines, codec) for e in needed]
-                label = fix.message or f"Fix {finding.code}"
-                title = f"{label} ({finding.code})" if fix.is_safe else f"{label} ({finding.code}, unsafe)"
-                actions.append(
-                    types.CodeAction(
-                        title=title,
-                        kind=types.CodeActionKind.QuickFix,
-                        diagnostics=[reported],
-                        is_preferred=fix.is_safe,
-                        edit=self._workspace_edit(uri, state.version, edits),
+                if finding.fix is not None:
+                    actions.append(self._quick_fix(uri, state, finding, reported, lines, codec))
+                disable = disable_for_line(state.text, finding, codec) if state.kind == "script" else None
+                if disable is not None and finding.path == state.path:
+                    actions.append(
+                        types.CodeAction(
+                            title=f"Disable {finding.code} for this line (# noqa)",
+                            kind=types.CodeActionKind.QuickFix,
+                            diagnostics=[reported],
+                            edit=self._workspace_edit(uri, state.version, [disable]),
+                        )
                     )
-                )
         if wants_fix_all and any(d.fix is not None and d.fix.is_safe for d in state.diagnostics):
             outcome = fix_text(
                 state.text,
@@ -326,6 +362,29 @@ class DslintServer(LanguageServer):
                     )
                 )
         return actions
+
+    def _quick_fix(
+        self,
+        uri: str,
+        state: DocumentState,
+        finding: Diagnostic,
+        reported: types.Diagnostic,
+        lines: list[str],
+        codec: PositionCodec,
+    ) -> types.CodeAction:
+        fix = finding.fix
+        assert fix is not None
+        needed = [*fix.edits, *import_edits(state.text, fix.imports)]  # as `dslint fix` adds them
+        edits = [self._text_edit(e, lines, codec) for e in needed]
+        label = fix.message or f"Fix {finding.code}"
+        title = f"{label} ({finding.code})" if fix.is_safe else f"{label} ({finding.code}, unsafe)"
+        return types.CodeAction(
+            title=title,
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[reported],
+            is_preferred=fix.is_safe,
+            edit=self._workspace_edit(uri, state.version, edits),
+        )
 
     @staticmethod
     def _finding(state: DocumentState, reported: types.Diagnostic) -> Diagnostic | None:
@@ -385,6 +444,15 @@ def create_server() -> DslintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: DslintServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.close(params.text_document.uri)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.DiagnosticOptions(inter_file_dependencies=True, workspace_diagnostics=False, identifier="dslint"),
+    )
+    async def diagnostic(
+        ls: DslintServer, params: types.DocumentDiagnosticParams
+    ) -> types.RelatedFullDocumentDiagnosticReport:
+        return await ls.pull(params.text_document.uri)
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,

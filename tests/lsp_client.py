@@ -34,7 +34,11 @@ NEOVIM_0_11: dict[str, Any] = {
             },
         },
     },
-    "workspace": {"applyEdit": True, "workspaceEdit": {"resourceOperations": ["rename", "create", "delete"]}},
+    "workspace": {
+        "applyEdit": True,
+        "workspaceEdit": {"resourceOperations": ["rename", "create", "delete"]},
+        "diagnostics": {"refreshSupport": True},
+    },
 }
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -100,6 +104,8 @@ class LspClient:
         self.next_id = 0
         self.responses: dict[int, dict[str, Any]] = {}
         self.notifications: list[dict[str, Any]] = []
+        self.pulling = False  # the client offered `textDocument.diagnostic`: it pulls an open document's findings
+        self.open: set[str] = set()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -125,6 +131,10 @@ class LspClient:
         self.process.stdin.flush()
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
+        if method == "textDocument/didOpen":
+            self.open.add(params["textDocument"]["uri"])
+        elif method == "textDocument/didClose":
+            self.open.discard(params["textDocument"]["uri"])
         self._send({"method": method, "params": params})
 
     def request(self, method: str, params: dict[str, Any], timeout: float = 60) -> Any:
@@ -154,7 +164,15 @@ class LspClient:
                 self.notifications.append(message)
 
     def diagnostics(self, uri: str, version: int | None = None, timeout: float = 60) -> list[dict[str, Any]]:
-        """The next publishDiagnostics for `uri` (for `version`, when given)."""
+        """The findings for `uri` as this client gets them: pulled (`textDocument/diagnostic`) for an open
+        document when the client pulls, else the next publishDiagnostics (for `version`, when given)."""
+        if self.pulling and uri in self.open:
+            report = self.request("textDocument/diagnostic", {"textDocument": {"uri": uri}}, timeout)
+            assert report["kind"] == "full"
+            if version is not None:
+                assert report["resultId"] == f"v{version}", report
+            items: list[dict[str, Any]] = report["items"]
+            return items
         message = self.wait(
             lambda m: (
                 m.get("method") == "textDocument/publishDiagnostics"
@@ -174,6 +192,7 @@ class LspClient:
             timeout=120,
         )
         self.notify("initialized", {})
+        self.pulling = "diagnostic" in (capabilities or {}).get("textDocument", {})
         return dict(result)
 
     def close(self) -> int:

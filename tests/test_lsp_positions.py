@@ -78,10 +78,18 @@ def test_ranges_and_quick_fix_on_a_non_ascii_line(session: tuple[LspClient, str]
     assert finding["range"]["start"]["line"] == 5
     assert text_in(SCRIPT, finding["range"], encoding) == '"cuda"'
     actions = _actions(client, uri, [finding])
-    [quick] = [a for a in actions if a["kind"] == "quickfix" and "DSL201" in a["title"]]
+    [quick] = [a for a in actions if a["kind"] == "quickfix" and a["title"].endswith("(DSL201)")]
     assert apply_text_edits(SCRIPT, _edits(quick), encoding) == FIXED
     [fix_all] = [a for a in actions if a["kind"] == "source.fixAll.dslint"]
     assert apply_text_edits(SCRIPT, _edits(fix_all), encoding) == FIXED
+    assert finding["codeDescription"]["href"].endswith("/docs/rules/DSL201.md")  # the rule's own page
+    # "disable DSL201 for this line": a noqa comment after the emoji comment, and the finding is gone
+    [disable] = [a for a in actions if a["title"] == "Disable DSL201 for this line (# noqa)"]
+    silenced = apply_text_edits(SCRIPT, _edits(disable), encoding)
+    assert silenced == SCRIPT.replace("# 😀\n", "# 😀  # noqa: DSL201\n")
+    change = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": silenced}]}
+    client.notify("textDocument/didChange", change)
+    assert [d["code"] for d in client.diagnostics(uri, 2)] == []
 
 
 def test_incremental_changes_on_non_ascii_lines(session: tuple[LspClient, str], tmp_path: Path) -> None:
@@ -107,7 +115,7 @@ def test_incremental_changes_on_non_ascii_lines(session: tuple[LspClient, str], 
     found = client.diagnostics(uri, 2)
     [finding] = [d for d in found if d["code"] == "DSL201"]
     assert text_in(text, finding["range"], encoding) == '"cuda"'
-    [quick] = [a for a in _actions(client, uri, [finding]) if "DSL201" in a["title"]]
+    [quick] = [a for a in _actions(client, uri, [finding]) if a["title"].endswith("(DSL201)")]
     fixed = apply_text_edits(text, _edits(quick), encoding)
     assert fixed == FIXED.replace("权重🚀.pt", "模型🚀.pt").replace("标记", "标记🚀")
 

@@ -19,6 +19,7 @@ from dslint.diagnostics import Diagnostic, Edit, Severity
 from dslint.registry import all_rules
 from dslint.report import ReportContext
 from dslint.rule import Rule
+from dslint.rule_pages import rule_url
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -42,8 +43,9 @@ def _rule(rule: type[Rule], base: str | None) -> dict[str, Any]:
         "defaultConfiguration": {"level": LEVELS[rule.severity]},
         "properties": {"tags": [rule.family()], "fixable": rule.fixable},
     }
-    if base:
-        entry["helpUri"] = f"{base.split('#')[0]}#rules"
+    url = rule_url(rule.code, local=False) if base else None
+    if url:
+        entry["helpUri"] = url  # the rule's own page (docs/rules/CODE.md beside the README)
     return entry
 
 
