@@ -76,6 +76,30 @@ def test_sarif_from_the_cli_validates_against_the_official_schema(tmp_path: Path
     assert results[0]["fixes"][0]["artifactChanges"][0]["replacements"]
 
 
+def test_sarif_lists_files_it_could_not_check_as_tool_execution_notifications(tmp_path: Path) -> None:
+    (tmp_path / "broken.ipynb").write_text("{not json", encoding="utf-8")
+    out = tmp_path / "report.sarif"
+    result = _check(
+        "--isolated", "--output-format", "sarif", "-o", str(out), "broken.ipynb", "missing.py", str(BAD), cwd=tmp_path
+    )
+    assert result.returncode == 2
+    document = json.loads(out.read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(SCHEMA).validate(document)
+    [invocation] = document["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is False
+    notes = invocation["toolExecutionNotifications"]
+    assert [(n["level"], n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]) for n in notes] == [
+        ("error", "missing.py"),
+        ("error", "broken.ipynb"),
+    ]
+    assert notes[1]["message"]["text"].startswith("broken.ipynb: not a notebook: invalid JSON at line 1, column 2")
+    assert len(document["runs"][0]["results"]) == 2, "the files that were checked are still reported"
+    clean = _check("--isolated", "--output-format", "sarif", str(BAD))
+    assert json.loads(clean.stdout)["runs"][0]["invocations"] == [
+        {"executionSuccessful": True, "toolExecutionNotifications": []}
+    ]
+
+
 def test_sarif_help_uri_and_odd_paths_validate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DSLINT_DOCS_URL", "https://github.com/example/dslint/blob/v1/README.md")
     diagnostics = [

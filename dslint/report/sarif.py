@@ -119,6 +119,23 @@ def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[st
     return result
 
 
+def _invocation(context: ReportContext) -> dict[str, Any]:
+    """The run itself: successful only when every file was checked; each file that was not (it does not exist,
+    cannot be read or decoded, is not a notebook, hit an internal error) is a tool execution notification, so code
+    scanning shows a file that was never analysed instead of treating it as clean."""
+    notifications = []
+    for path, message in context.failures:
+        notifications.append(
+            {
+                "level": "error",
+                "message": {"text": f"{path}: {message}" if path else message},
+                "locations": [{"physicalLocation": {"artifactLocation": _artifact(path, context.cwd)}}],
+                "descriptor": {"id": "file-not-checked"},
+            }
+        )
+    return {"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}
+
+
 def document(diagnostics: Sequence[Diagnostic], context: ReportContext) -> dict[str, Any]:
     rules = list(all_rules())
     index = {rule.code: position for position, rule in enumerate(rules)}
@@ -140,6 +157,7 @@ def document(diagnostics: Sequence[Diagnostic], context: ReportContext) -> dict[
                 "tool": {"driver": driver},
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": root if root.endswith("/") else root + "/"}},
                 "columnKind": "unicodeCodePoints",
+                "invocations": [_invocation(context)],
                 "results": [_result(d, index, context.cwd) for d in diagnostics],
             }
         ],
