@@ -1,6 +1,7 @@
 """`sarif`: SARIF 2.1.0 for code scanning (GitHub uploads it with `github/codeql-action/upload-sarif`).
 
-One run; the driver lists every rule with its message, full docs (help text and markdown) and help URI; each
+One run; the driver lists every rule with its message, full docs (help text and markdown) and help URI (the
+rule's own page); the invocation lists the files that could not be checked as tool execution notifications; each
 result points at a file relative to the checked directory (`%SRCROOT%`), with 1-based columns counted in Unicode
 code points (`columnKind`), and carries its fix as replacements.
 """
@@ -28,7 +29,8 @@ DOCS_URL_ENV = "DSLINT_DOCS_URL"
 
 def docs_url() -> str | None:
     """Where the rule docs live: `$DSLINT_DOCS_URL` (the GitHub Action sets it to the README of the dslint
-    revision it runs, whose rule table every help URI points into). dslint has no other published home."""
+    revision it runs; each rule's help URI is its page beside it, docs/rules/CODE.md: `dslint.rule_pages`).
+    dslint has no other published home."""
     return os.environ.get(DOCS_URL_ENV) or None
 
 
