@@ -28,13 +28,13 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from dslint import __version__
 from dslint.diagnostics import Diagnostic, Edit, Severity
-from dslint.fixer import fix_text, import_edits
-from dslint.incremental import Snapshot, relint
-from dslint.linter import lint_source, own_findings
+from dslint.fix.edits import fix_text, import_edits
+from dslint.framework.rule_pages import rule_url
+from dslint.lint.file import lint_text, own_findings
+from dslint.lint.incremental import Snapshot, relint
 from dslint.lsp_actions import can_refresh, disable_for_line, full_report, wants_pull
 from dslint.lsp_configs import LinkedFindings, document_kind, lint_document, normalised, unseen
 from dslint.lsp_positions import OwnDocumentsProtocol, PositionCodec, lsp_lines
-from dslint.rule_pages import rule_url
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
 
@@ -349,7 +349,7 @@ class DslintServer(LanguageServer):
         if wants_fix_all and any(d.fix is not None and d.fix.is_safe for d in state.diagnostics):
             outcome = fix_text(
                 state.text,
-                lambda text: own_findings(state.path, lint_source(state.path, text.encode("utf-8"), state.selection)),
+                lambda text: own_findings(state.path, lint_text(state.path, text, state.selection)),
                 unsafe=False,
             )
             if outcome.changed:

@@ -6,15 +6,16 @@ from __future__ import annotations
 from lsprotocol import types
 
 from dslint.diagnostics import Diagnostic
+from dslint.framework.driver_rules import UnusedNoqaCodes
+from dslint.framework.registry import implementation
+from dslint.lint.suppression import add_noqa
 from dslint.lsp_positions import PositionCodec, lsp_lines
-from dslint.rules.unused_noqa import UnusedNoqa
-from dslint.suppression import add_noqa
 
 
 def disable_for_line(text: str, finding: Diagnostic, codec: PositionCodec) -> types.TextEdit | None:
     """The edit that silences `finding` with a `# noqa: CODE` comment where `dslint check --add-noqa` puts it
     (the end of the statement's last line, or joined to the noqa comment already there); None when none can."""
-    if finding.code == UnusedNoqa.code:
+    if finding.code == implementation(UnusedNoqaCodes).code:  # DSL010 reports noqa comments themselves
         return None
     updated, changed = add_noqa(text, [finding])
     if not changed:

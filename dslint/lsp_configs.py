@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dslint.config.discovery import CONFIG_SUFFIXES
-from dslint.config.linter import lint_config_source
+from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.diagnostics import Diagnostic
-from dslint.linter import lint_source
+from dslint.lint.config import lint_config_source
+from dslint.lint.script import lint_source
 from dslint.selection import RuleSelection
 
 SCRIPT_LANGUAGES = frozenset({"python"})

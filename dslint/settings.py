@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dslint.framework.registry import all_rules
 from dslint.gitignore import _translate
-from dslint.registry import all_rules
 from dslint.selection import RuleSelection, normalize_prefix
 
 if sys.version_info >= (3, 11):

@@ -11,7 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from dslint.progress import Progress
+from dslint.commands.progress import Progress
 from dslint.report.colour import wants_colour
 
 ROOT = Path(__file__).resolve().parent.parent

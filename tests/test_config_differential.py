@@ -25,12 +25,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dslint.config.linter import run_config_rules
-from dslint.config.rule import ConfigContext, ConfigRule, Origin, is_comment_key
+from dslint.config.facts import Origin, is_comment_key
 from dslint.config.schema import Field, Model, load_schema
 from dslint.config.tree import Object, parse_text
 from dslint.diagnostics import Diagnostic
-from dslint.registry import all_rules
+from dslint.framework.config_rule import ConfigContext, ConfigRule
+from dslint.framework.registry import all_rules
+from dslint.lint.config import run_config_rules
 
 for _key, _value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "DS_ACCELERATOR": "cpu"}.items():
     os.environ.setdefault(_key, _value)

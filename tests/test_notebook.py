@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dslint.notebook import python_lines, read_notebook, write_fixed
+from dslint.fix.notebook import write_fixed
+from dslint.lint.notebook import python_lines, read_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "notebooks"

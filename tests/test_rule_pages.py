@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dslint import rule_pages
-from dslint.registry import all_rules
+from dslint.framework import rule_pages
+from dslint.framework.registry import all_rules
 
 
 def test_every_rule_has_its_page_and_a_stale_or_edited_page_is_caught(tmp_path: Path) -> None:

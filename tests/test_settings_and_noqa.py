@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dslint.linter import lint_source
+from dslint.lint.script import lint_source
 from dslint.settings import Overrides, SettingsError, SettingsResolver
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,7 +145,7 @@ def test_file_level_noqa() -> None:
 
 
 def test_unused_noqa_is_fixed_by_the_fixer() -> None:
-    from dslint.fixer import fix_text
+    from dslint.fix.edits import fix_text
 
     text = BAD.replace("import torch", "import torch  # noqa: DSL101, F401")
     outcome = fix_text(text, lambda t: lint_source("t.py", t.encode()).diagnostics)
@@ -171,6 +171,21 @@ def test_add_noqa_round_trip(tmp_path: Path) -> None:
     assert "2 silenced by noqa" in after.stderr
 
 
+def test_add_noqa_writes_through_a_symlink(tmp_path: Path) -> None:
+    """--add-noqa uses the fixer's writer: the link stays a link, its target gets the comments, the mode stays."""
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "train.py"
+    target.write_text(BAD, encoding="utf-8")
+    target.chmod(0o640)
+    (tmp_path / "train.py").symlink_to(target)
+    added = _run("check", "--isolated", "--add-noqa", "train.py", cwd=tmp_path)
+    assert added.returncode == 0 and "Added 2 noqa comments to 1 file." in added.stderr, added.stderr
+    assert (tmp_path / "train.py").is_symlink()
+    assert "# noqa: DSL101" in target.read_text(encoding="utf-8")
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert [p.name for p in (tmp_path / "real").iterdir()] == ["train.py"], "no temporary file is left behind"
+
+
 def test_directories_above_the_project_root_do_not_exclude(tmp_path: Path) -> None:
     (tmp_path / "build" / "proj").mkdir(parents=True)
     project = _project(tmp_path / "build" / "proj", "extend-exclude = []")
@@ -185,7 +200,7 @@ def test_an_excluded_directory_named_on_the_command_line_is_checked(tmp_path: Pa
 
 
 def test_add_noqa_counts_lines_as_the_tokenizer_does_below_a_form_feed() -> None:
-    from dslint.suppression import add_noqa
+    from dslint.lint.suppression import add_noqa
 
     text = "import deepspeed\n\x0c\nmodel = Net()  # 分\u2028节\nmodel.cuda()\n"
     text += "engine, *_ = deepspeed.initialize(model=model)\n"

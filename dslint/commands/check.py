@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
 
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
+from dslint.commands.progress import Progress
 from dslint.commands.stdin import STDIN, lint_stdin
 from dslint.commands.summary import Tally
 from dslint.diagnostics import Severity
-from dslint.file_kinds import NotAnalysed, not_analysed
-from dslint.linter import ScriptResult
-from dslint.progress import Progress
-from dslint.report import ReportContext, renderer
+from dslint.fix.write import SourceError, read_source, write_source
+from dslint.lint.batch import FileFailure, lint_files
+from dslint.lint.file_kinds import NotAnalysed, not_analysed
+from dslint.lint.files import files_to_check
+from dslint.lint.result import FileResult
+from dslint.lint.suppression import add_noqa
+from dslint.report import renderer
 from dslint.report.colour import coloured_concise, wants_colour
+from dslint.report.context import ReportContext
 from dslint.report.statistics import render as render_statistics
-from dslint.runner import FileFailure, lint_files
 from dslint.settings import OUTPUT_FORMATS, SettingsError, SettingsResolver
-from dslint.suppression import add_noqa
-from dslint.workspace import files_to_check
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FAIL_ON = ("error", "warning", "info")  # `--fail-on`: the mildest severity that makes the exit status 1
@@ -96,8 +96,11 @@ def check(
 ) -> None:
     """Check DeepSpeed training scripts, notebooks and config files (default: the current directory)."""
     if apply_fixes:
-        from dslint.commands.fix import fix as fix_command
-
+        # `dslint fix` itself, found through the command group (it imports this module's exit codes)
+        group = ctx.parent.command if ctx.parent is not None else None
+        fix_command = group.get_command(ctx, "fix") if isinstance(group, click.Group) else None
+        if fix_command is None:
+            raise click.UsageError("--fix: run as `dslint check --fix` (or `dslint fix`)")
         options = {"select": select, "ignore": ignore, "extend_select": extend_select, "isolated": isolated}
         options.update(unsafe_fixes=unsafe_fixes, config_file=config_file, force_exclude=force_exclude)
         ctx.invoke(fix_command, paths=paths, diff=False, quiet=quiet, stdin_filename=stdin_filename, **options)
@@ -156,7 +159,7 @@ def check(
 
 @dataclass
 class CheckOutcome:
-    results: list[ScriptResult] = field(default_factory=list)
+    results: list[FileResult] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # "path: message", one per file that could not be checked
     skipped: list[NotAnalysed] = field(default_factory=list)  # files given that dslint does not read
 
@@ -193,7 +196,7 @@ def run_check(
     return outcome
 
 
-def _collect(outcome: CheckOutcome, linted: list[ScriptResult | FileFailure | NotAnalysed]) -> None:
+def _collect(outcome: CheckOutcome, linted: list[FileResult | FileFailure | NotAnalysed]) -> None:
     for result in linted:
         if isinstance(result, FileFailure):
             outcome.errors.append(f"{result.path}: {result.message}")
@@ -217,29 +220,18 @@ def _show_files(resolver: SettingsResolver, paths: tuple[str, ...], force_exclud
     sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
 
 
-def write_atomically(path: Path, text: str, encoding: str) -> None:
-    """Replace `path` with `text` through a temporary file in the same directory, keeping its mode."""
-    mode = path.stat().st_mode & 0o7777
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".dslint")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(text.encode(encoding))
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-
-
-def _add_noqa(results: list[ScriptResult], errors: list[str], quiet: bool) -> None:
+def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool) -> None:
     lines = files = 0
     for result in results:
         if result.text is None or not result.diagnostics:
             continue
         updated, changed = add_noqa(result.text, result.diagnostics)
         if changed:
-            write_atomically(Path(result.path), updated, result.encoding)
+            try:  # the fixer's writer: atomic, keeps encoding, BOM and mode, writes through a symlink
+                write_source(read_source(Path(result.path)), updated)
+            except SourceError as problem:
+                errors.append(f"{result.path}: {problem}")
+                continue
             lines += changed
             files += 1
     for error in errors:

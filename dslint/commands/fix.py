@@ -18,14 +18,15 @@ from dslint.commands.check import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
 from dslint.commands.stdin import STDIN, fix_stdin
 from dslint.diagnostics import Diagnostic
-from dslint.fixer import FixOutcome
-from dslint.fixing import fix_source
-from dslint.notebook import SUFFIX as NOTEBOOK
-from dslint.notebook import NotebookError, NotebookFix, NotPythonNotebook, fix_notebook_text
+from dslint.fix.edits import FixOutcome
+from dslint.fix.loop import fix_source
+from dslint.fix.notebook import NotebookFix, fix_notebook_text
+from dslint.fix.write import SourceError, read_source, write_source
+from dslint.lint.files import files_to_check
+from dslint.lint.notebook import SUFFIX as NOTEBOOK
+from dslint.lint.notebook import NotebookError, NotPythonNotebook
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError
-from dslint.workspace import files_to_check
-from dslint.write import SourceError, read_source, write_source
 
 
 @dataclass

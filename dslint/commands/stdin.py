@@ -7,9 +7,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dslint.file_kinds import NotAnalysed
-from dslint.linter import ScriptResult
-from dslint.runner import FileFailure, lint_bytes
+from dslint.lint.batch import FileFailure, lint_bytes
+from dslint.lint.file_kinds import NotAnalysed
+from dslint.lint.result import FileResult
 from dslint.settings import SettingsResolver
 
 STDIN = "-"
@@ -28,7 +28,7 @@ def lint_stdin(
     stdin_filename: str | None,
     force_exclude: bool = False,
     world_size: int | None = None,
-) -> ScriptResult | FileFailure | NotAnalysed | None:
+) -> FileResult | FileFailure | NotAnalysed | None:
     """The findings for the text on stdin; None when `--force-exclude` and the settings exclude the file."""
     path = stdin_path(stdin_filename)
     data = read_stdin()
@@ -43,9 +43,10 @@ def fix_stdin(resolver: SettingsResolver, stdin_filename: str | None, *, diff: b
     does; exit 0 nothing remains, 1 findings remain, 2 the text could not be fixed (it is echoed unchanged)."""
     import difflib
 
-    from dslint.fixing import fix_source
-    from dslint.notebook import NotebookError, fix_notebook_text
-    from dslint.write import decode_source
+    from dslint.fix.loop import fix_source
+    from dslint.fix.notebook import fix_notebook_text
+    from dslint.fix.write import decode_source
+    from dslint.lint.notebook import NotebookError
 
     path = stdin_path(stdin_filename)
     data = read_stdin()

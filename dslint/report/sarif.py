@@ -17,10 +17,10 @@ from typing import Any
 
 from dslint import __version__
 from dslint.diagnostics import Diagnostic, Edit, Severity
-from dslint.registry import all_rules
-from dslint.report import ReportContext
-from dslint.rule import Rule
-from dslint.rule_pages import rule_url
+from dslint.framework.registry import all_rules
+from dslint.framework.rule import Rule
+from dslint.framework.rule_pages import rule_url
+from dslint.report.context import ReportContext
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -29,7 +29,7 @@ DOCS_URL_ENV = "DSLINT_DOCS_URL"
 
 def docs_url() -> str | None:
     """Where the rule docs live: `$DSLINT_DOCS_URL` (the GitHub Action sets it to the README of the dslint
-    revision it runs; each rule's help URI is its page beside it, docs/rules/CODE.md: `dslint.rule_pages`).
+    revision it runs; each rule's help URI is its page beside it, docs/rules/CODE.md: `dslint.framework.rule_pages`).
     dslint has no other published home."""
     return os.environ.get(DOCS_URL_ENV) or None
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dslint.config.rule import ConfigRule, Origin, autotuning_enabled, is_auto
+from dslint.config.facts import Origin, autotuning_enabled, is_auto
 from dslint.config.tree import Array, Entry, Node, Object
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
 
@@ -57,20 +58,20 @@ class AutoConfigValue(ConfigRule):
         """,
     )
     valid = (
-        Valid('{"train_batch_size": 8, "zero_optimization": {"stage": 2}}\n', path="ds_config.json"),
+        Valid('{"train_batch_size": 8, "zero_optimization": {"stage": 2}}\n'),
         Valid(
             """
             from transformers import TrainingArguments
             ds = {"train_batch_size": "auto", "zero_optimization": {"stage": "auto"}}
             args = TrainingArguments(output_dir="out", deepspeed=ds)
-            """
+            """,
+            path="train.py",
         ),
     )
     invalid = (
         Invalid(
             '{\n  "train_batch_size": "auto",\n  "zero_optimization": {"stage": "auto"}\n}\n',
             lines=(2,),
-            path="ds_config.json",
         ),
         Invalid(
             """
@@ -83,6 +84,7 @@ class AutoConfigValue(ConfigRule):
             engine, _, _, _ = deepspeed.initialize(model=model, config=config)
             """,
             lines=(5, 6),
+            path="train.py",
         ),
     )
 

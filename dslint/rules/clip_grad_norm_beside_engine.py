@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.edits import delete_line
 from dslint.script.facts import Role, RoleAnswer, method_name
 from dslint.script.loop import loop_facts
@@ -30,7 +30,6 @@ class ClipGradNormBesideEngine(ScriptRule):
         "finds no gradients at all (they live in the optimizer's partitions)"
     )
     severity = Severity.WARNING
-    fixable = True
     docs = RuleDocs(
         what="""
             Flags `torch.nn.utils.clip_grad_norm_(X.parameters(), ...)` where `X` is a DeepSpeed engine, its

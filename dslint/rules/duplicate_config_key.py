@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dslint.config.rule import ConfigRule, Origin
+from dslint.config.facts import Origin
 from dslint.config.tree import Array, Entry, Node, Object
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 
 def duplicates(node: Node) -> Iterator[Entry]:
@@ -50,16 +51,11 @@ class DuplicateConfigKey(ConfigRule):
             }
         """,
     )
-    valid = (
-        Valid(
-            '{"train_batch_size": 8, "fp16": {"enabled": true}, "bf16": {"enabled": false}}\n', path="ds_config.json"
-        ),
-    )
+    valid = (Valid('{"train_batch_size": 8, "fp16": {"enabled": true}, "bf16": {"enabled": false}}\n'),)
     invalid = (
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 2, "stage": 3}\n}\n',
             lines=(3,),
-            path="ds_config.json",
         ),
     )
 

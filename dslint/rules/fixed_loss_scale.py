@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 from dslint.config.facts import enabled
-from dslint.config.rule import ConfigRule
 from dslint.config.tree import Scalar
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 
 class FixedLossScale(ConfigRule):
@@ -38,14 +38,13 @@ class FixedLossScale(ConfigRule):
         """,
     )
     valid = (
-        Valid('{"train_batch_size": 8, "fp16": {"enabled": true, "loss_scale": 0}}\n', path="ds_config.json"),
-        Valid('{"train_batch_size": 8, "fp16": {"enabled": false, "loss_scale": 128}}\n', path="ds_config.json"),
+        Valid('{"train_batch_size": 8, "fp16": {"enabled": true, "loss_scale": 0}}\n'),
+        Valid('{"train_batch_size": 8, "fp16": {"enabled": false, "loss_scale": 128}}\n'),
     )
     invalid = (
         Invalid(
             '{\n  "train_batch_size": 8,\n  "fp16": {\n    "enabled": true,\n    "loss_scale": 128\n  }\n}\n',
             lines=(5,),
-            path="ds_config.json",
         ),
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.checkpoint_paths import checkpoint_location
 from dslint.script.engine_calls import argument, is_engine_method_call
 
@@ -22,7 +22,6 @@ class LoadCheckpointFilePath(ScriptRule):
         'the model before deepspeed.initialize with torch.load(..., map_location="cpu")'
     )
     severity = Severity.ERROR
-    fixable = True
     docs = RuleDocs(
         what="""
             Flags `engine.load_checkpoint(path, ...)` where `path` is a file name ending in `.pt`, `.pth`,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.checked_load import checked_load_edit
 from dslint.script.engine_calls import is_engine_method_call
 
@@ -18,7 +18,6 @@ class LoadCheckpointResultIgnored(ScriptRule):
         "`latest` file and no tag): check its load_path"
     )
     severity = Severity.WARNING
-    fixable = True
     docs = RuleDocs(
         what="""
             Flags `engine.load_checkpoint(...)` used as a statement of its own, its result thrown away.

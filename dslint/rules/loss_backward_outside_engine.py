@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.config_link import resolve_config
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.config_link import resolve_config
 from dslint.script.edits import replace_node
 from dslint.script.facts import InitializeCall, Role, method_name
 from dslint.script.loop import loop_facts, scaled_for_accumulation
@@ -22,7 +22,6 @@ class LossBackwardOutsideEngine(ScriptRule):
         "before DeepSpeed 0.18.3 silently skips both"
     )
     severity = Severity.WARNING
-    fixable = True
     docs = RuleDocs(
         what="""
             Flags `x.backward()` where `x` is computed from the output of a DeepSpeed engine's forward pass

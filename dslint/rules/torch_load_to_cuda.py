@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.torch_load import cpu_map_location_edit, is_cuda_device, is_torch_load, map_location_argument
 
 
@@ -17,7 +17,6 @@ class TorchLoadToCuda(ScriptRule):
         'anything; load with map_location="cpu"'
     )
     severity = Severity.WARNING
-    fixable = True
     docs = RuleDocs(
         what="""
             In a script that calls `deepspeed.initialize`, flags `torch.load(...)` whose `map_location` (keyword

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dslint.config.facts import bfloat16_ignored
-from dslint.config.rule import ConfigRule, is_comment_key, mixed_file
+from dslint.config.facts import bfloat16_ignored, is_comment_key, mixed_file
 from dslint.config.schema import did_you_mean
 from dslint.config.tree import Entry
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 HANDLED_ELSEWHERE = frozenset({"ignored_parameters"})  # DSL412 explains it
 
@@ -49,25 +49,22 @@ class UnknownTopLevelConfigKey(ConfigRule):
     valid = (
         Valid(
             '{"train_batch_size": 8, "_comment": "ZeRO-2 on 8 GPUs", "zero_optimization": {"stage": 2}}\n',
-            path="ds_config.json",
         ),
         Valid(
             """
             import deepspeed
             config = {"train_batch_size": 8, "zero_optimization": {"stage": 2}}
             engine, _, _, _ = deepspeed.initialize(model=model, config=config)
-            """
+            """,
+            path="train.py",
         ),
     )
     invalid = (
-        Invalid(
-            '{\n  "train_batch_size": 8,\n  "zero_optimisation": {"stage": 3}\n}\n', lines=(3,), path="ds_config.json"
-        ),
+        Invalid('{\n  "train_batch_size": 8,\n  "zero_optimisation": {"stage": 3}\n}\n', lines=(3,)),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "pipe-parallel-size": 1,\n  "num-layers": 2,\n  "hidden-size": 8,\n'
             '  "seq-length": 16,\n  "gradient-clipping": 1.0\n}\n',
             lines=(3,),
-            path="ds_config.json",
         ),
         Invalid(
             """
@@ -79,6 +76,7 @@ class UnknownTopLevelConfigKey(ConfigRule):
             engine, _, _, _ = deepspeed.initialize(model=model, config=config)
             """,
             lines=(5,),
+            path="train.py",
         ),
     )
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dslint.config.rule import ConfigRule
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 
 class ZeroStageMissing(ConfigRule):
@@ -33,14 +33,13 @@ class ZeroStageMissing(ConfigRule):
         """,
     )
     valid = (
-        Valid('{"train_batch_size": 8, "zero_optimization": {"stage": 0}}\n', path="ds_config.json"),
-        Valid('{"train_batch_size": 8}\n', path="ds_config.json"),
+        Valid('{"train_batch_size": 8, "zero_optimization": {"stage": 0}}\n'),
+        Valid('{"train_batch_size": 8}\n'),
     )
     invalid = (
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "overlap_comm": true\n  }\n}\n',
             lines=(3,),
-            path="ds_config.json",
         ),
     )
 

@@ -8,7 +8,7 @@
    of something named `initialize`, or of a name imported `as` an alias of it). It over-approximates, so it
    never hides an engine that libcst's facts would find.
 
-Suppression runs after this (`dslint.suppression`): DSL010, an unused `# noqa: DSL...` comment, is read from
+Suppression runs after this (`dslint.lint.suppression`): DSL010, an unused `# noqa: DSL...` comment, is read from
 comments and can appear in any file.
 
 `tests/test_prefilter.py` checks both claims against every rule's cases, the fixtures and generated scripts.
@@ -19,14 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-DEEPSPEED = b"deepspeed"
 ENGINE_TOKENS = (b"deepspeed", b"initialize")
 TRAINER_CONFIG_TOKENS = (b"deepspeed", b"TrainingArguments")
-
-
-def needs_parsing(data: bytes) -> bool:
-    """Whether any rule at all could fire: every script rule needs the word `deepspeed`."""
-    return DEEPSPEED in data
 
 
 def has_tokens(data: bytes, tokens: Iterable[bytes]) -> bool:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from dslint.config import facts as config_facts
-from dslint.config.rule import Origin, is_auto
+from dslint.config.facts import Origin, is_auto
 from dslint.config.tree import (
     UNKNOWN,
     Array,
@@ -39,7 +39,7 @@ from dslint.config.tree import (
 )
 from dslint.script.facts import BindingKind, InitializeCall, Pos
 from dslint.script.names import dotted_name
-from dslint.script.traversal import visit_all
+from dslint.script.walk import visit_all
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -143,15 +143,6 @@ def literal_value(node: cst.BaseExpression) -> Any:
     if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
     return UNKNOWN
-
-
-def load_config_file(path: Path) -> Mapping[str, Any] | None:
-    """Read a JSON (or HJSON) config file; None if unreadable or not an object."""
-    loaded = load_config_tree(path)
-    if not isinstance(loaded, Object):
-        return None
-    values = to_python(loaded)
-    return values if isinstance(values, dict) else None
 
 
 def load_config_tree(path: Path) -> Node | ParseError | None:
