@@ -76,11 +76,18 @@ class Diagnostic:
     start: Location
     end: Location
     fix: Fix | None = field(default=None, compare=False)
+    cell: int | None = None  # in a notebook: the 1-based cell number; lines then count within the cell
 
     @property
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.path, self.start.line, self.start.column, self.code)
+    def sort_key(self) -> tuple[str, int, int, int, str]:
+        return (self.path, self.cell or 0, self.start.line, self.start.column, self.code)
+
+    @property
+    def where(self) -> str:
+        """`path:line:col`, or `path:cell N:line:col` in a notebook (as ruff writes it)."""
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.start.line}:{self.start.column}"
 
     def concise(self) -> str:
         """The flake8-compatible one-line form: `path:line:col: CODE message`."""
-        return f"{self.path}:{self.start.line}:{self.start.column}: {self.code} {self.message}"
+        return f"{self.where}: {self.code} {self.message}"

@@ -1,20 +1,21 @@
 """`dslint lsp`: a language server (pygls 2) over stdio.
 
-It publishes diagnostics when a Python document is opened, changed or saved (the same linter, settings and noqa
-handling as `dslint check`), offers a quick fix (code action) for each finding that has a fix, and a
-"fix all safe fixes" source action (`source.fixAll.dslint`) that applies them through the fixer's verified
-rounds. Linting runs off the event loop; a result is only published while its document version is current, and
-rapid edits coalesce into one run with the newest text.
+It publishes diagnostics when a Python document or a DeepSpeed config (JSON, HJSON) is opened, changed or saved
+(the same linter, settings and noqa handling as `dslint check`), and publishes the findings a script's lint
+places in the config file it points at for that config's URI (`dslint.lsp_configs`). It offers a quick fix
+(code action) for each finding that has a fix, and a "fix all safe fixes" source action (`source.fixAll.dslint`)
+that applies them through the fixer's verified rounds. Linting runs off the event loop; a result is only
+published while its document version is current, and rapid edits coalesce into one run with the newest text.
 
-LSP positions are 0-based lines and UTF-16 code units; dslint's are 1-based lines and 1-based characters.
+LSP positions are 0-based lines and code units of the negotiated `positionEncoding` (utf-8, utf-16 or utf-32);
+dslint's are 1-based lines and 1-based code points: `dslint.lsp_positions` converts every position both ways, and
+the server keeps its own copy of each open document, updated with those conversions.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import os
-import re
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -23,17 +24,20 @@ from pathlib import Path
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 
 from dslint import __version__
-from dslint.diagnostics import Diagnostic, Edit, Location, Severity
-from dslint.fix.edits import fix_text
+from dslint.diagnostics import Diagnostic, Edit, Severity
+from dslint.fix.edits import fix_text, import_edits
+from dslint.framework.rule_pages import rule_url
 from dslint.lint.file import lint_text, own_findings
 from dslint.lint.incremental import Snapshot, relint
+from dslint.lsp_actions import can_refresh, disable_for_line, full_report, wants_pull
+from dslint.lsp_configs import LinkedFindings, document_kind, lint_document, normalised, unseen
+from dslint.lsp_positions import OwnDocumentsProtocol, PositionCodec, lsp_lines
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
 
-LINE_BREAK = re.compile(r"\r\n|\r|\n")
 SOURCE = "dslint"
 FIX_ALL_KIND = "source.fixAll.dslint"
 SEVERITIES = {
@@ -41,39 +45,6 @@ SEVERITIES = {
     Severity.WARNING: types.DiagnosticSeverity.Warning,
     Severity.INFO: types.DiagnosticSeverity.Information,
 }
-
-
-def utf16_column(line: str, column: int) -> int:
-    """The UTF-16 offset of the 0-based character `column` of `line`."""
-    prefix = line[:column]
-    if prefix.isascii():
-        return len(prefix) + max(column - len(line), 0)
-    return len(prefix.encode("utf-16-le")) // 2 + max(column - len(line), 0)
-
-
-def to_position(lines: list[str], location: Location) -> types.Position:
-    line = location.line - 1
-    if line >= len(lines):
-        return types.Position(line=len(lines), character=0)
-    return types.Position(line=line, character=utf16_column(lines[line], location.column - 1))
-
-
-def to_range(lines: list[str], start: Location, end: Location) -> types.Range:
-    return types.Range(start=to_position(lines, start), end=to_position(lines, end))
-
-
-def _end_of(text: str, lines: list[str]) -> types.Position:
-    if not lines or text.endswith(("\n", "\r")):
-        return types.Position(line=len(lines), character=0)
-    return types.Position(line=len(lines) - 1, character=utf16_column(lines[-1], len(lines[-1])))
-
-
-def _lines(text: str) -> list[str]:
-    """Lines as LSP counts them: only CR, LF and CRLF end a line."""
-    parts = LINE_BREAK.split(text)
-    if parts and parts[-1] == "":
-        parts.pop()
-    return parts
 
 
 @dataclass
@@ -85,12 +56,19 @@ class DocumentState:
     path: str
     selection: RuleSelection
     unsafe_fixes: bool
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # the document's own findings
+    kind: str = "script"  # or "config" (dslint.lsp_configs.document_kind)
+    shown: list[Diagnostic] = field(default_factory=list)  # as published: own, then other scripts' in this file
 
 
 class DslintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("dslint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "dslint",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=OwnDocumentsProtocol,
+        )
         self.resolver = SettingsResolver()
         self.states: dict[str, DocumentState] = {}  # what was last published, for code actions
         self.snapshots: dict[str, Snapshot] = {}  # the last full lint, the base of fast re-lints
@@ -98,6 +76,28 @@ class DslintServer(LanguageServer):
         self.full_running: set[str] = set()
         self.full_published: dict[str, int | None] = {}
         self._pool: ProcessPoolExecutor | None = None
+        self.documents: dict[str, tuple[int | None, str, str | None]] = {}  # uri -> version, text, language
+        self.linked = LinkedFindings()  # what scripts' lints found in the config files they point at
+
+    @property
+    def codec(self) -> PositionCodec:
+        """Positions in the encoding negotiated at `initialize` (the one the capabilities announced)."""
+        return PositionCodec.negotiated(self.workspace.position_encoding)
+
+    def opened(self, document: types.TextDocumentItem) -> None:
+        self.documents[document.uri] = (document.version, document.text, document.language_id)
+
+    def changed(self, params: types.DidChangeTextDocumentParams) -> None:
+        """Apply the changes to this server's copy (pygls's copy splits lines at form feeds and U+2028 too)."""
+        uri = params.text_document.uri
+        if uri not in self.documents:
+            return
+        _, text, language = self.documents[uri]
+        for change in params.content_changes:
+            text = self.codec.apply_change(text, change)
+        self.documents[uri] = (params.text_document.version, text, language)
+        item = types.TextDocumentItem(uri, language or "", params.text_document.version, text)
+        self.workspace.put_text_document(item)
 
     @property
     def pool(self) -> ProcessPoolExecutor:
@@ -114,16 +114,19 @@ class DslintServer(LanguageServer):
 
     def document_state(self, uri: str) -> DocumentState | None:
         """The document's current text and settings, with no findings yet."""
-        document = self.workspace.get_text_document(uri)
+        if uri not in self.documents:
+            return None
+        version, text, language = self.documents[uri]
         path = to_fs_path(uri) or uri
-        if document.language_id not in (None, "python") and not path.endswith((".py", ".pyi")):
-            return None  # dslint checks Python scripts only
+        kind = document_kind(path, language)
+        if kind is None:
+            return None  # dslint checks Python scripts and DeepSpeed configs only
         try:
             selection, unsafe = self.settings_for(path)
         except SettingsError as error:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"dslint: {error}"))
             return None
-        return DocumentState(document.version, document.source, path, selection, unsafe)
+        return DocumentState(version, text, path, selection, unsafe, kind=kind)
 
     def fast_lint(self, state: DocumentState, base: Snapshot) -> DocumentState | None:
         gc.freeze()  # what is alive now (modules, documents, the base) is not scanned by the collections to come
@@ -139,26 +142,97 @@ class DslintServer(LanguageServer):
         state.diagnostics = found
         return state
 
+    def items(self, state: DocumentState) -> list[types.Diagnostic]:
+        """The document's findings as LSP diagnostics: its own, then those open scripts found in it."""
+        lines = lsp_lines(state.text)
+        state.shown = [*state.diagnostics, *unseen(self.linked_findings(state.path, state.text), state.diagnostics)]
+        return [self.to_lsp(d, index, lines, self.codec) for index, d in enumerate(state.shown)]
+
+    def pulls(self, uri: str) -> bool:
+        """Whether the client asks for this document's findings (`textDocument/diagnostic`) instead."""
+        return uri in self.documents and wants_pull(self.client_capabilities)
+
     def publish(self, uri: str, state: DocumentState) -> None:
-        lines = _lines(state.text)
-        published = [self.to_lsp(d, index, lines) for index, d in enumerate(state.diagnostics)]
+        published = self.items(state)
         self.states[uri] = state
+        if self.pulls(uri):
+            if can_refresh(self.client_capabilities):
+                self.workspace_diagnostic_refresh(None)  # the client pulls again
+            return
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=published, version=state.version)
         )
 
+    def linked_findings(self, path: str, text: str | None) -> list[Diagnostic]:
+        """What open scripts' lints found in the config at `path`; they were read from disk, so none while the
+        editor holds a different text (saving it re-lints the scripts)."""
+        found = self.linked.for_config(path)
+        if found and text is not None:
+            try:
+                on_disk = Path(path).read_text(encoding="utf-8-sig")
+            except (OSError, UnicodeDecodeError):
+                return []
+            if on_disk.replace("\r\n", "\n") != text.replace("\r\n", "\n"):
+                return []
+        return found
+
+    def publish_config(self, path: str) -> None:
+        """Publish again the findings in the config at `path`: its open document's, or only the linked ones."""
+        for uri, state in list(self.states.items()):
+            if normalised(state.path) == normalised(path):
+                self.publish(uri, state)
+                return
+        lines = lsp_lines(self._disk_text(path))
+        found = self.linked_findings(path, None)
+        published = [self.to_lsp(d, index, lines, self.codec) for index, d in enumerate(found)]
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=from_fs_path(path) or Path(path).as_uri(), diagnostics=published)
+        )
+
     @staticmethod
-    def to_lsp(diagnostic: Diagnostic, index: int, lines: list[str]) -> types.Diagnostic:
-        docs = os.environ.get("DSLINT_DOCS_URL")
+    def _disk_text(path: str) -> str:
+        try:
+            return Path(path).read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError):
+            return ""
+
+    @staticmethod
+    def to_lsp(diagnostic: Diagnostic, index: int, lines: list[str], codec: PositionCodec) -> types.Diagnostic:
+        docs = rule_url(diagnostic.code)
         return types.Diagnostic(
-            range=to_range(lines, diagnostic.start, diagnostic.end),
+            range=codec.to_range(lines, diagnostic.start, diagnostic.end),
             message=diagnostic.message,
             severity=SEVERITIES[diagnostic.severity],
             code=diagnostic.code,
-            code_description=types.CodeDescription(href=f"{docs.split('#')[0]}#rules") if docs else None,
+            code_description=types.CodeDescription(href=docs) if docs else None,
             source=SOURCE,
             data={"index": index, "code": diagnostic.code, "fixable": diagnostic.fix is not None},
         )
+
+    async def pull(self, uri: str) -> types.RelatedFullDocumentDiagnosticReport:
+        """`textDocument/diagnostic`: the findings of the document's current text (a full lint when the last one
+        was of another version)."""
+        state = self.states.get(uri)
+        current = self.documents.get(uri)
+        if current is None:
+            return full_report([], None)
+        if state is not None and state.version == current[0] and state.text == current[1]:
+            return full_report(self.items(state), state.version)
+        fresh = self.document_state(uri)
+        if fresh is None:
+            return full_report([], current[0])
+        known = fresh.kind == "config" and self.linked.is_linked(fresh.path)
+        snapshot, linked = await asyncio.get_running_loop().run_in_executor(
+            self.pool, full_lint, fresh.path, fresh.text, fresh.selection, fresh.kind, known
+        )
+        fresh.diagnostics = list(snapshot.diagnostics)
+        if fresh.kind == "script":
+            self.snapshots[uri] = snapshot
+            for config in sorted(self.linked.replace(uri, linked)):
+                self.publish_config(config)
+        items = self.items(fresh)
+        self.states[uri] = fresh
+        return full_report(items, fresh.version)
 
     async def schedule(self, uri: str) -> None:
         """On open or change: publish a fast re-lint of what the edit touched at once (when a full lint of an
@@ -167,7 +241,7 @@ class DslintServer(LanguageServer):
         if state is None:
             return
         self.wanted[uri] = state.version
-        base = self.snapshots.get(uri)
+        base = self.snapshots.get(uri) if state.kind == "script" else None
         if base is not None:
             # the fast re-lint goes first; the full lint starts after it, so the two do not share the CPU
             fast = await asyncio.get_running_loop().run_in_executor(None, self.fast_lint, state, base)
@@ -186,13 +260,19 @@ class DslintServer(LanguageServer):
                 if state is None:
                     return
                 started = time.perf_counter()
-                snapshot = await loop.run_in_executor(self.pool, full_lint, state.path, state.text, state.selection)
+                known = state.kind == "config" and self.linked.is_linked(state.path)
+                snapshot, linked = await loop.run_in_executor(
+                    self.pool, full_lint, state.path, state.text, state.selection, state.kind, known
+                )
                 found = list(snapshot.diagnostics)
-                self.snapshots[uri] = snapshot
+                if state.kind == "script":
+                    self.snapshots[uri] = snapshot
                 if uri not in self.wanted:
                     return
                 if self.wanted[uri] != state.version:
                     continue  # edited meanwhile: lint the newest text
+                for config in sorted(self.linked.replace(uri, linked)):
+                    self.publish_config(config)
                 state.diagnostics = found
                 previous = self.states.get(uri)
                 if previous is None or previous.version != state.version or previous.diagnostics != found:
@@ -214,11 +294,25 @@ class DslintServer(LanguageServer):
             self.full_running.discard(uri)
 
     def close(self, uri: str) -> None:
+        self.documents.pop(uri, None)
         self.wanted.pop(uri, None)
-        self.states.pop(uri, None)
+        state = self.states.pop(uri, None)
         self.snapshots.pop(uri, None)
         self.full_published.pop(uri, None)
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        for config in sorted(self.linked.forget(uri)):
+            self.publish_config(config)
+        if state is not None and self.linked.for_config(state.path):
+            self.publish_config(state.path)  # what open scripts found in it stays shown
+        else:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    async def saved(self, uri: str) -> None:
+        """A saved config changes what the scripts pointing at it find there: lint them again too."""
+        await self.schedule(uri)
+        path = to_fs_path(uri) or uri
+        for script in self.linked.scripts_linking(path):
+            if script != uri:
+                await self.schedule(script)
 
     # -- code actions ----------------------------------------------------------------------------------------
 
@@ -227,31 +321,31 @@ class DslintServer(LanguageServer):
         state = self.states.get(uri)
         if state is None:
             return []
-        document = self.workspace.get_text_document(uri)
-        if document.source != state.text:
+        if uri not in self.documents or self.documents[uri][1] != state.text:
             return []  # stale findings: the next publish brings fresh ones
         only = params.context.only
         wants_quickfix = not only or any(types.CodeActionKind.QuickFix.startswith(k) for k in only)
         wants_fix_all = not only or any(FIX_ALL_KIND.startswith(k) for k in only)
-        lines = _lines(state.text)
+        lines = lsp_lines(state.text)
+        codec = self.codec
         actions: list[types.CodeAction] = []
         if wants_quickfix:
             for reported in params.context.diagnostics:
                 finding = self._finding(state, reported)
-                if finding is None or finding.fix is None:
+                if finding is None:
                     continue
-                fix = finding.fix
-                label = fix.message or f"Fix {finding.code}"
-                title = f"{label} ({finding.code})" if fix.is_safe else f"{label} ({finding.code}, unsafe)"
-                actions.append(
-                    types.CodeAction(
-                        title=title,
-                        kind=types.CodeActionKind.QuickFix,
-                        diagnostics=[reported],
-                        is_preferred=fix.is_safe,
-                        edit=self._workspace_edit(uri, state.version, [self._text_edit(e, lines) for e in fix.edits]),
+                if finding.fix is not None:
+                    actions.append(self._quick_fix(uri, state, finding, reported, lines, codec))
+                disable = disable_for_line(state.text, finding, codec) if state.kind == "script" else None
+                if disable is not None and finding.path == state.path:
+                    actions.append(
+                        types.CodeAction(
+                            title=f"Disable {finding.code} for this line (# noqa)",
+                            kind=types.CodeActionKind.QuickFix,
+                            diagnostics=[reported],
+                            edit=self._workspace_edit(uri, state.version, [disable]),
+                        )
                     )
-                )
         if wants_fix_all and any(d.fix is not None and d.fix.is_safe for d in state.diagnostics):
             outcome = fix_text(
                 state.text,
@@ -259,7 +353,7 @@ class DslintServer(LanguageServer):
                 unsafe=False,
             )
             if outcome.changed:
-                whole = types.Range(start=types.Position(line=0, character=0), end=_end_of(state.text, lines))
+                whole = types.Range(start=types.Position(line=0, character=0), end=codec.end_of(state.text))
                 actions.append(
                     types.CodeAction(
                         title="dslint: fix all safe fixes",
@@ -269,19 +363,42 @@ class DslintServer(LanguageServer):
                 )
         return actions
 
+    def _quick_fix(
+        self,
+        uri: str,
+        state: DocumentState,
+        finding: Diagnostic,
+        reported: types.Diagnostic,
+        lines: list[str],
+        codec: PositionCodec,
+    ) -> types.CodeAction:
+        fix = finding.fix
+        assert fix is not None
+        needed = [*fix.edits, *import_edits(state.text, fix.imports)]  # as `dslint fix` adds them
+        edits = [self._text_edit(e, lines, codec) for e in needed]
+        label = fix.message or f"Fix {finding.code}"
+        title = f"{label} ({finding.code})" if fix.is_safe else f"{label} ({finding.code}, unsafe)"
+        return types.CodeAction(
+            title=title,
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[reported],
+            is_preferred=fix.is_safe,
+            edit=self._workspace_edit(uri, state.version, edits),
+        )
+
     @staticmethod
     def _finding(state: DocumentState, reported: types.Diagnostic) -> Diagnostic | None:
         if reported.source != SOURCE or not isinstance(reported.data, dict):
             return None
         index = reported.data.get("index")
-        if not isinstance(index, int) or not 0 <= index < len(state.diagnostics):
+        if not isinstance(index, int) or not 0 <= index < len(state.shown):
             return None
-        finding = state.diagnostics[index]
+        finding = state.shown[index]
         return finding if finding.code == reported.data.get("code") else None
 
     @staticmethod
-    def _text_edit(edit: Edit, lines: list[str]) -> types.TextEdit:
-        return types.TextEdit(range=to_range(lines, edit.start, edit.end), new_text=edit.content)
+    def _text_edit(edit: Edit, lines: list[str], codec: PositionCodec) -> types.TextEdit:
+        return types.TextEdit(range=codec.to_range(lines, edit.start, edit.end), new_text=edit.content)
 
     @staticmethod
     def _workspace_edit(uri: str, version: int | None, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
@@ -295,9 +412,15 @@ class DslintServer(LanguageServer):
         )
 
 
-def full_lint(path: str, text: str, selection: RuleSelection) -> Snapshot:
-    """A full lint (run in the worker process), with the top-level statements for fast re-lints."""
-    return Snapshot.of(text, own_findings(path, lint_text(path, text, selection)))
+def full_lint(
+    path: str, text: str, selection: RuleSelection, kind: str = "script", known_config: bool = False
+) -> tuple[Snapshot, dict[str, tuple[Diagnostic, ...]]]:
+    """A full lint (run in the worker process): the document's findings (with a script's top-level statements,
+    for fast re-lints), and the findings it placed in the config files it points at."""
+    outcome = lint_document(path, text, kind, selection, known_config)
+    if kind != "script":
+        return Snapshot(text, outcome.own), outcome.linked
+    return Snapshot.of(text, outcome.own), outcome.linked
 
 
 def create_server() -> DslintServer:
@@ -305,20 +428,31 @@ def create_server() -> DslintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: DslintServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.opened(params.text_document)
         await ls.schedule(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     async def did_change(ls: DslintServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.changed(params)
         await ls.schedule(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: DslintServer, params: types.DidSaveTextDocumentParams) -> None:
         ls.resolver = SettingsResolver()  # a saved pyproject.toml may have changed the settings
-        await ls.schedule(params.text_document.uri)
+        await ls.saved(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: DslintServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.close(params.text_document.uri)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.DiagnosticOptions(inter_file_dependencies=True, workspace_diagnostics=False, identifier="dslint"),
+    )
+    async def diagnostic(
+        ls: DslintServer, params: types.DocumentDiagnosticParams
+    ) -> types.RelatedFullDocumentDiagnosticReport:
+        return await ls.pull(params.text_document.uri)
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -13,6 +14,78 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# What Neovim 0.11's built-in client offers about positions and the features dslint serves (from its
+# `vim.lsp.protocol.make_client_capabilities()`): it prefers UTF-8.
+NEOVIM_0_11: dict[str, Any] = {
+    "general": {"positionEncodings": ["utf-8", "utf-16", "utf-32"]},
+    "textDocument": {
+        "synchronization": {"didSave": True, "dynamicRegistration": False, "willSave": True},
+        "publishDiagnostics": {"relatedInformation": True, "tagSupport": {"valueSet": [1, 2]}, "dataSupport": True},
+        "diagnostic": {"dynamicRegistration": False},
+        "codeAction": {
+            "dataSupport": True,
+            "isPreferredSupport": True,
+            "codeActionLiteralSupport": {
+                "codeActionKind": {
+                    "valueSet": ["", "quickfix", "refactor", "refactor.extract", "source", "source.organizeImports"]
+                }
+            },
+        },
+    },
+    "workspace": {
+        "applyEdit": True,
+        "workspaceEdit": {"resourceOperations": ["rename", "create", "delete"]},
+        "diagnostics": {"refreshSupport": True},
+    },
+}
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def _index(text: str, position: dict[str, int], encoding: str) -> int:
+    """The index into `text` of an LSP position counted in `encoding`'s code units, as a client computes it."""
+    lines = _LINE.findall(text)
+    if position["line"] >= len(lines):
+        return len(text)
+    start = sum(len(line) for line in lines[: position["line"]])
+    line = lines[position["line"]].rstrip("\r\n")
+    width = {"utf-8": 1, "utf-16": 2, "utf-32": 4}[encoding]
+    codec = {"utf-8": "utf-8", "utf-16": "utf-16-le", "utf-32": "utf-32-le"}[encoding]
+    units = 0
+    for index, character in enumerate(line):
+        if units >= position["character"]:
+            return start + index
+        units += len(character.encode(codec)) // width
+    return start + len(line)
+
+
+def position_of(text: str, index: int, encoding: str) -> dict[str, int]:
+    """The LSP position of `text[index]` in `encoding`'s code units."""
+    before = text[:index]
+    line = len(_LINE.findall(before)) - (0 if before == "" or before.endswith(("\n", "\r")) else 1)
+    column_text = re.split(r"\r\n|\r|\n", before)[-1]
+    codec = {"utf-8": "utf-8", "utf-16": "utf-16-le", "utf-32": "utf-32-le"}[encoding]
+    width = {"utf-8": 1, "utf-16": 2, "utf-32": 4}[encoding]
+    return {"line": line, "character": len(column_text.encode(codec)) // width}
+
+
+def text_in(text: str, range_: dict[str, Any], encoding: str) -> str:
+    return text[_index(text, range_["start"], encoding) : _index(text, range_["end"], encoding)]
+
+
+def apply_text_edits(text: str, edits: list[dict[str, Any]], encoding: str) -> str:
+    """Apply LSP TextEdits (non-overlapping, positions in `encoding`) the way a client does: all against the
+    original text, from the last to the first."""
+    spans = sorted(
+        ((_index(text, e["range"]["start"], encoding), _index(text, e["range"]["end"], encoding), e) for e in edits),
+        key=lambda span: (span[0], span[1]),
+        reverse=True,
+    )
+    for start, end, edit in spans:
+        text = text[:start] + edit["newText"] + text[end:]
+    return text
 
 
 class LspClient:
@@ -31,6 +104,8 @@ class LspClient:
         self.next_id = 0
         self.responses: dict[int, dict[str, Any]] = {}
         self.notifications: list[dict[str, Any]] = []
+        self.pulling = False  # the client offered `textDocument.diagnostic`: it pulls an open document's findings
+        self.open: set[str] = set()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -56,6 +131,10 @@ class LspClient:
         self.process.stdin.flush()
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
+        if method == "textDocument/didOpen":
+            self.open.add(params["textDocument"]["uri"])
+        elif method == "textDocument/didClose":
+            self.open.discard(params["textDocument"]["uri"])
         self._send({"method": method, "params": params})
 
     def request(self, method: str, params: dict[str, Any], timeout: float = 60) -> Any:
@@ -85,7 +164,15 @@ class LspClient:
                 self.notifications.append(message)
 
     def diagnostics(self, uri: str, version: int | None = None, timeout: float = 60) -> list[dict[str, Any]]:
-        """The next publishDiagnostics for `uri` (for `version`, when given)."""
+        """The findings for `uri` as this client gets them: pulled (`textDocument/diagnostic`) for an open
+        document when the client pulls, else the next publishDiagnostics (for `version`, when given)."""
+        if self.pulling and uri in self.open:
+            report = self.request("textDocument/diagnostic", {"textDocument": {"uri": uri}}, timeout)
+            assert report["kind"] == "full"
+            if version is not None:
+                assert report["resultId"] == f"v{version}", report
+            items: list[dict[str, Any]] = report["items"]
+            return items
         message = self.wait(
             lambda m: (
                 m.get("method") == "textDocument/publishDiagnostics"
@@ -97,11 +184,15 @@ class LspClient:
         result: list[dict[str, Any]] = message["params"]["diagnostics"]
         return result
 
-    def initialize(self, root: Path) -> dict[str, Any]:
+    def initialize(self, root: Path, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+        """`capabilities`: what the client offers (NEOVIM_0_11 is a real client's; default: nothing)."""
         result = self.request(
-            "initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {}}, timeout=120
+            "initialize",
+            {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": capabilities or {}},
+            timeout=120,
         )
         self.notify("initialized", {})
+        self.pulling = "diagnostic" in (capabilities or {}).get("textDocument", {})
         return dict(result)
 
     def close(self) -> int:

@@ -145,7 +145,7 @@ def test_action_writes_sarif_and_can_annotate_only(installed: Runner) -> None:
     document = json.loads((installed.workspace / "dslint.sarif").read_text(encoding="utf-8"))
     jsonschema.Draft4Validator(SCHEMA).validate(document)
     rules = document["runs"][0]["tool"]["driver"]["rules"]
-    assert rules[0]["helpUri"] == "https://github.com/owner/dslint/blob/v1/README.md#rules"
+    assert rules[0]["helpUri"] == f"https://github.com/owner/dslint/blob/v1/docs/rules/{rules[0]['id']}.md"
     assert len(document["runs"][0]["results"]) == 2
 
 
@@ -174,10 +174,33 @@ def _hook(hook_id: str) -> dict[str, Any]:
 def test_hooks_are_declared() -> None:
     assert [hook["id"] for hook in HOOKS] == ["dslint", "dslint-fix"]
     for hook in HOOKS:
-        assert hook["language"] == "python" and hook["types"] == ["python"]
+        assert hook["language"] == "python"
         program, command, *options = hook["entry"].split()
         assert program == "dslint" and command in ("check", "fix")
         assert "--force-exclude" in options, "pre-commit names files itself: exclude must still apply"
+    # what each hook is handed: scripts and notebooks; `dslint check` also every config file it reads
+    checked = ["train.py", "stubs.pyi", "proto.ipynb", "ds_config.json", "zero3.hjson", "accelerate.yaml", "a.yml"]
+    skipped = ["README.md", "launch.sh", "pyproject.toml", "config.json.bak"]
+    assert [name for name in checked + skipped if _selects(_hook("dslint"), name)] == checked
+    assert [name for name in checked + skipped if _selects(_hook("dslint-fix"), name)] == ["train.py", "proto.ipynb"]
+
+
+# The tags identify (pre-commit's file classifier) gives these names: HJSON has none, hence `files:` patterns.
+TAGS = {".py": {"python"}, ".pyi": {"pyi"}, ".ipynb": {"json", "jupyter"}, ".json": {"json"}, ".yaml": {"yaml"}}
+TAGS[".yml"] = TAGS[".yaml"]
+
+
+def _selects(hook: dict[str, Any], name: str) -> bool:
+    """pre-commit's selection: `files` and not `exclude` (regexes searched in the path), every tag of `types`,
+    one of `types_or` (tags of a regular text file, by extension)."""
+    suffix = Path(name).suffix
+    tags = {"file", "text", *TAGS.get(suffix, set())} if suffix not in (".bak",) else {"file", "binary"}
+    return (
+        re.search(hook.get("files", ""), name) is not None
+        and not (hook.get("exclude") and re.search(hook["exclude"], name))
+        and set(hook.get("types", ["file"])) <= tags
+        and (not hook.get("types_or") or bool(set(hook["types_or"]) & tags))
+    )
 
 
 def _run_hook(hook_id: str, files: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -207,3 +230,64 @@ def test_fix_hook_as_pre_commit_runs_it(tmp_path: Path) -> None:
     result = _run_hook("dslint-fix", ["train.py"], tmp_path)
     assert result.returncode in (0, 1), result.stderr
     compile((tmp_path / "train.py").read_text(encoding="utf-8"), "train.py", "exec")
+
+
+SCRIPT_WITH_CONFIG = """import deepspeed
+
+engine, *_ = deepspeed.initialize(model=model, config="ds_config.json")
+"""
+GOOD_CONFIG = '{\n  "train_micro_batch_size_per_gpu": 4,\n  "zero_optimization": {"stage": 2}\n}\n'
+
+
+def _repository_with_a_changed_config(tmp_path: Path) -> Path:
+    """A git repository whose script and config were committed clean; then only the config changes (staged)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "train.py").write_text(SCRIPT_WITH_CONFIG, encoding="utf-8")
+    (repo / "ds_config.json").write_text(GOOD_CONFIG, encoding="utf-8")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "."], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "clean"], cwd=repo, check=True)
+    typo = GOOD_CONFIG.replace("zero_optimization", "zero_optimisation")
+    (repo / "ds_config.json").write_text(typo, encoding="utf-8")
+    subprocess.run([*git, "add", "ds_config.json"], cwd=repo, check=True)
+    return repo
+
+
+def test_a_commit_touching_only_a_json_config_fails_the_check_hook(tmp_path: Path) -> None:
+    repo = _repository_with_a_changed_config(tmp_path)
+    staged = subprocess.run(
+        ["git", "diff", "--cached", "--name-only"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert staged == ["ds_config.json"]
+    selected = [name for name in staged if _selects(_hook("dslint"), name)]
+    assert selected == ["ds_config.json"], "the hook must be handed a commit's config files"
+    result = _run_hook("dslint", selected, repo)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.startswith("ds_config.json:3:3: DSL401 "), result.stdout
+
+
+def test_real_pre_commit_fails_a_commit_touching_only_a_json_config(tmp_path: Path) -> None:
+    """With pre-commit installed (on PATH, or `$DSLINT_TEST_PRE_COMMIT`): `pre-commit try-repo` installs this
+    repository's hook as a user's `.pre-commit-config.yaml` would and runs it on the staged change."""
+    program = os.environ.get("DSLINT_TEST_PRE_COMMIT") or shutil.which("pre-commit")
+    if program is None:
+        pytest.skip("pre-commit is not installed (set DSLINT_TEST_PRE_COMMIT to its executable)")
+    repo = _repository_with_a_changed_config(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DSLINT_OUTPUT", "PYTHONPATH"))}
+    env["PRE_COMMIT_HOME"] = str(tmp_path / "cache")
+    result = subprocess.run(
+        [program, "try-repo", str(ROOT), "dslint"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=900,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "dslint" in result.stdout and "Failed" in result.stdout, result.stdout
+    assert "ds_config.json:3:3: DSL401 " in result.stdout, result.stdout

@@ -21,11 +21,26 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("project", ["dslint.project.*"]),
     ("rule framework", ["dslint.framework.*"]),
     ("rules", ["dslint.rules.*"]),
-    ("rule set", ["dslint.framework.registry", "dslint.framework.rule_table", "dslint.settings"]),
+    (
+        "rule set",
+        ["dslint.framework.registry", "dslint.framework.rule_table", "dslint.framework.rule_pages", "dslint.settings"],
+    ),
     ("lint", ["dslint.lint.*"]),
     ("fix", ["dslint.fix.*"]),
     ("report", ["dslint.report.*"]),
-    ("adapters", ["dslint.commands.*", "dslint.cli", "dslint.__main__", "dslint.flake8", "dslint.lsp"]),
+    (
+        "adapters",
+        [
+            "dslint.commands.*",
+            "dslint.cli",
+            "dslint.__main__",
+            "dslint.flake8",
+            "dslint.lsp",
+            "dslint.lsp_positions",
+            "dslint.lsp_configs",
+            "dslint.lsp_actions",
+        ],
+    ),
     ("runtime_check", ["runtime_check.*"]),
 ]
 

@@ -10,10 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from dslint.framework import rule_table
+from dslint.framework import rule_pages, rule_table
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_rule_pages_match_the_rules_docs() -> None:
+    assert rule_pages.out_of_date() == [], "run `python -m dslint.framework.rule_pages --write`"
 
 
 def test_readme_rule_table_matches_registry() -> None:

@@ -197,3 +197,14 @@ def test_an_excluded_directory_named_on_the_command_line_is_checked(tmp_path: Pa
     project = _project(tmp_path, 'extend-exclude = ["legacy"]')
     assert _run("check", "src/legacy", cwd=project).returncode == 1
     assert _run("check", "--force-exclude", "src/legacy", cwd=project).returncode == 0
+
+
+def test_add_noqa_counts_lines_as_the_tokenizer_does_below_a_form_feed() -> None:
+    from dslint.lint.suppression import add_noqa
+
+    text = "import deepspeed\n\x0c\nmodel = Net()  # 分\u2028节\nmodel.cuda()\n"
+    text += "engine, *_ = deepspeed.initialize(model=model)\n"
+    found = lint_source("train.py", text.encode("utf-8")).diagnostics
+    assert [(d.code, d.start.line) for d in found] == [("DSL101", 4)]
+    updated, changed = add_noqa(text, found)
+    assert changed == 1 and updated == text.replace("model.cuda()\n", "model.cuda()  # noqa: DSL101\n")

@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
 
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
-from dslint.diagnostics import Diagnostic
+from dslint.commands.progress import Progress
+from dslint.commands.stdin import STDIN, lint_stdin
+from dslint.commands.summary import Tally
+from dslint.diagnostics import Severity
 from dslint.fix.write import SourceError, read_source, write_source
 from dslint.lint.batch import FileFailure, lint_files
+from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.files import files_to_check
 from dslint.lint.result import FileResult
 from dslint.lint.suppression import add_noqa
 from dslint.report import renderer
+from dslint.report.colour import coloured_concise, wants_colour
 from dslint.report.context import ReportContext
+from dslint.report.statistics import render as render_statistics
 from dslint.settings import OUTPUT_FORMATS, SettingsError, SettingsResolver
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+FAIL_ON = ("error", "warning", "info")  # `--fail-on`: the mildest severity that makes the exit status 1
+SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
 @click.command()
@@ -39,6 +48,13 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 @force_exclude_option
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(FAIL_ON),
+    default="info",
+    show_default=True,
+    help="Exit 1 only for findings of this severity or worse (error: only errors fail; info: any finding).",
+)
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs).")
 @click.option(
     "--world-size",
@@ -46,7 +62,17 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
     default=None,
     help="Number of data-parallel ranks the configs run on; makes the batch-size check exact.",
 )
+@click.option("--fix", "apply_fixes", is_flag=True, help="Apply fixes, as `dslint fix` does (its alias).")
+@click.option("--statistics", is_flag=True, help="Print the number of findings of each rule instead of the findings.")
+@click.option("--show-files", is_flag=True, help="Print the files that would be checked, and check nothing.")
+@click.option(
+    "--stdin-filename",
+    default=None,
+    help="With the path `-`: the name of the file whose text comes on stdin (for its settings and kind).",
+)
+@click.pass_context
 def check(
+    ctx: click.Context,
     paths: tuple[str, ...],
     select: tuple[str, ...],
     ignore: tuple[str, ...],
@@ -60,16 +86,35 @@ def check(
     force_exclude: bool,
     quiet: bool,
     exit_zero: bool,
+    fail_on: str,
     jobs: int | None,
     world_size: int | None,
+    apply_fixes: bool,
+    statistics: bool,
+    show_files: bool,
+    stdin_filename: str | None,
 ) -> None:
-    """Check DeepSpeed training scripts and config files (default: the current directory)."""
+    """Check DeepSpeed training scripts, notebooks and config files (default: the current directory)."""
+    if apply_fixes:
+        # `dslint fix` itself, found through the command group (it imports this module's exit codes)
+        group = ctx.parent.command if ctx.parent is not None else None
+        fix_command = group.get_command(ctx, "fix") if isinstance(group, click.Group) else None
+        if fix_command is None:
+            raise click.UsageError("--fix: run as `dslint check --fix` (or `dslint fix`)")
+        options = {"select": select, "ignore": ignore, "extend_select": extend_select, "isolated": isolated}
+        options.update(unsafe_fixes=unsafe_fixes, config_file=config_file, force_exclude=force_exclude)
+        ctx.invoke(fix_command, paths=paths, diff=False, quiet=quiet, stdin_filename=stdin_filename, **options)
+        return
     resolver = make_resolver(select, ignore, extend_select, unsafe_fixes, config_file, isolated, output_format)
+    if show_files:
+        _show_files(resolver, paths, force_exclude)
+        return
     try:
-        results, errors, checked = run_check(resolver, paths, force_exclude, jobs, world_size)
+        outcome = run_check(resolver, paths, force_exclude, jobs, world_size, stdin_filename)
         settings = resolver.for_path(Path.cwd())
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
+    results, errors = outcome.results, outcome.errors
     # A config file is checked on its own and again through each script that points at it: report once.
     unique = dict.fromkeys(d for r in results for d in r.diagnostics)
     diagnostics = sorted(unique, key=lambda d: d.sort_key)
@@ -79,20 +124,49 @@ def check(
     context = ReportContext(
         sources={r.path: r.text for r in results if r.text is not None},
         unsafe_fixes=settings.unsafe_fixes,
-        files_checked=checked,
+        files_checked=len(results),
+        failures=[_failure(message) for message in errors],
     )
-    report = renderer(settings.output_format)(diagnostics, context)
+    colour = output_file is None and not statistics and settings.output_format == "concise" and wants_colour(sys.stdout)
+    if statistics:
+        report = render_statistics(diagnostics)
+    elif colour:
+        report = "".join(coloured_concise(d) + "\n" for d in diagnostics)
+    else:
+        report = renderer(settings.output_format)(diagnostics, context)
     if output_file is not None:
         output_file.write_text(report, encoding="utf-8")
     else:
-        click.echo(report, nl=False)
+        click.echo(report, nl=False, color=colour)  # click drops colour codes off a terminal unless told
     for message in errors:
         click.echo(f"dslint: error: {message}", err=True)
+    for skipped in outcome.skipped:
+        click.echo(f"dslint: skipped {skipped.path}: {skipped.reason}", err=True)
     if not quiet:
-        click.echo(_summary(diagnostics, checked, sum(r.suppressed for r in results)), err=True)
+        tally = Tally(
+            diagnostics,
+            [r.path for r in results],
+            errors=len(errors),
+            skipped=len(outcome.skipped),
+            suppressed=sum(r.suppressed for r in results),
+        )
+        click.echo(_summary(tally), err=True)
     if errors:
         sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FINDINGS if diagnostics and not exit_zero else EXIT_CLEAN)
+    failing = [d for d in diagnostics if SEVERITY_RANK[d.severity] <= FAIL_ON.index(fail_on)]
+    sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_CLEAN)
+
+
+@dataclass
+class CheckOutcome:
+    results: list[FileResult] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # "path: message", one per file that could not be checked
+    skipped: list[NotAnalysed] = field(default_factory=list)  # files given that dslint does not read
+
+
+def _failure(message: str) -> tuple[str, str]:
+    path, _, reason = message.partition(": ")
+    return path, reason
 
 
 def run_check(
@@ -101,16 +175,49 @@ def run_check(
     force_exclude: bool = False,
     jobs: int | None = None,
     world_size: int | None = None,
-) -> tuple[list[FileResult], list[str], int]:
-    """Discover and lint with each file's effective settings: (results, errors, number of files checked)."""
-    files, errors = files_to_check(resolver, paths, force_exclude)
-    results: list[FileResult] = []
-    for result in lint_files([(job.path, job.selection) for job in files], jobs, world_size):
+    stdin_filename: str | None = None,
+) -> CheckOutcome:
+    """Discover and lint with each file's effective settings (`-` among the paths: the text on stdin)."""
+    outcome = CheckOutcome()
+    named = [path for path in paths if path != STDIN]
+    if STDIN in paths:
+        found = lint_stdin(resolver, stdin_filename, force_exclude, world_size)
+        _collect(outcome, [found] if found is not None else [])
+        if not named:
+            return outcome
+    files, errors = files_to_check(resolver, tuple(named), force_exclude)
+    outcome.errors.extend(errors)
+    progress = Progress(len(files))
+    try:
+        linted = lint_files([(job.path, job.selection) for job in files], jobs, world_size, progress.advance)
+    finally:
+        progress.finish()
+    _collect(outcome, linted)
+    return outcome
+
+
+def _collect(outcome: CheckOutcome, linted: list[FileResult | FileFailure | NotAnalysed]) -> None:
+    for result in linted:
         if isinstance(result, FileFailure):
-            errors.append(f"{result.path}: {result.message}")
+            outcome.errors.append(f"{result.path}: {result.message}")
+        elif isinstance(result, NotAnalysed):
+            outcome.skipped.append(result)
         else:
-            results.append(result)
-    return results, errors, len(files)
+            outcome.results.append(result)
+
+
+def _show_files(resolver: SettingsResolver, paths: tuple[str, ...], force_exclude: bool) -> None:
+    """The files a check would read, one a line (as `ruff check --show-files`); errors and exit 2 as a check."""
+    try:
+        files, errors = files_to_check(resolver, paths, force_exclude)
+    except SettingsError as error:
+        raise click.UsageError(str(error)) from error
+    for job in sorted(files, key=lambda j: str(j.path)):
+        skipped = not_analysed(job.path)
+        click.echo(f"{job.path}" + (f"  (skipped: {skipped.reason})" if skipped else ""))
+    for message in errors:
+        click.echo(f"dslint: error: {message}", err=True)
+    sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
 
 
 def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool) -> None:
@@ -135,14 +242,9 @@ def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool) -> None
     sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
 
 
-def _summary(diagnostics: list[Diagnostic], checked: int, suppressed: int = 0) -> str:
-    files = "file" if checked == 1 else "files"
-    silenced = f" ({suppressed} silenced by noqa)" if suppressed else ""
-    if not diagnostics:
-        return f"All checks passed ({checked} {files} checked){silenced}."
-    with_findings = len({d.path for d in diagnostics})
-    noun = "finding" if len(diagnostics) == 1 else "findings"
-    lines = [f"Found {len(diagnostics)} {noun} in {with_findings} of {checked} {files}{silenced}."]
+def _summary(tally: Tally) -> str:
+    lines = tally.lines()
+    diagnostics = tally.diagnostics
     safe = sum(1 for d in diagnostics if d.fix is not None and d.fix.is_safe)
     unsafe = sum(1 for d in diagnostics if d.fix is not None and not d.fix.is_safe)
     if safe:

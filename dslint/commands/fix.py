@@ -19,11 +19,17 @@ from dslint.commands.check import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from dslint.commands.fix_configs import config_targets, fix_config_file
 from dslint.commands.fix_report import FixReport, unified_diff
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
+from dslint.commands.stdin import STDIN, fix_stdin
 from dslint.diagnostics import Diagnostic
+from dslint.fix.edits import FixOutcome
 from dslint.fix.loop import fix_source
+from dslint.fix.notebook import NotebookFix, fix_notebook_text
 from dslint.fix.write import SourceError, read_source, write_source
 from dslint.lint.batch import FileFailure, lint_files
+from dslint.lint.file_kinds import NotAnalysed
 from dslint.lint.files import FileJob, files_to_check
+from dslint.lint.notebook import SUFFIX as NOTEBOOK
+from dslint.lint.notebook import NotebookError, NotPythonNotebook
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError
 
@@ -37,7 +43,15 @@ def fix_file(path: Path, selection: RuleSelection, *, unsafe: bool, diff: bool, 
         return
     name = str(path)
     try:
-        outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection)
+        if path.suffix.lower() == NOTEBOOK:
+            outcome: FixOutcome | NotebookFix = fix_notebook_text(name, source.text, unsafe=unsafe, selection=selection)
+        else:
+            outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection)
+    except NotPythonNotebook:
+        return
+    except NotebookError as error:
+        report.errors.append(f"{path}: {error}")
+        return
     except RecursionError:
         report.errors.append(f"{path}: internal error: the file is nested too deeply to analyse; not fixed")
         return
@@ -72,6 +86,8 @@ def remaining_findings(jobs: list[FileJob], errors: list[str]) -> list[Diagnosti
             if result.path not in failed:
                 errors.append(f"{result.path}: {result.message}")
             continue
+        if isinstance(result, NotAnalysed):  # a file dslint does not read: nothing to report
+            continue
         diagnostics.update(dict.fromkeys(result.diagnostics))
     return list(diagnostics)
 
@@ -82,6 +98,11 @@ def remaining_findings(jobs: list[FileJob], errors: list[str]) -> list[Diagnosti
 @force_exclude_option
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes and write nothing.")
 @click.option("-q", "--quiet", is_flag=True, help="Print remaining findings only, no summary.")
+@click.option(
+    "--stdin-filename",
+    default=None,
+    help="With the path `-`: the name of the file whose text comes on stdin; the fixed text goes to stdout.",
+)
 def fix(
     paths: tuple[str, ...],
     select: tuple[str, ...],
@@ -93,9 +114,12 @@ def fix(
     force_exclude: bool,
     diff: bool,
     quiet: bool,
+    stdin_filename: str | None = None,
 ) -> None:
-    """Fix DeepSpeed training scripts and configs in place (default: the current directory)."""
+    """Fix DeepSpeed training scripts, notebooks and configs in place (default: the current directory)."""
     resolver = make_resolver(select, ignore, extend_select, unsafe_fixes, config_file, isolated)
+    if paths == (STDIN,):
+        sys.exit(fix_stdin(resolver, stdin_filename, diff=diff, quiet=quiet))
     try:
         jobs, errors = files_to_check(resolver, paths, force_exclude)
         unsafe = resolver.for_path(Path.cwd()).unsafe_fixes
@@ -105,7 +129,7 @@ def fix(
     for target in config_targets(jobs):  # configs first: script rules read them
         fix_config_file(target, diff=diff, report=report)
     for job in jobs:
-        if job.path.suffix == ".py":
+        if job.path.suffix in (".py", NOTEBOOK):
             fix_file(job.path, job.selection, unsafe=job.settings.unsafe_fixes, diff=diff, report=report)
     report.remaining = remaining_findings(jobs, report.errors)
     out = sys.stdout

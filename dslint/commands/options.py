@@ -21,7 +21,13 @@ def selection_options(function: F) -> F:
     function = click.option(
         "--select", multiple=True, help="Rule codes or prefixes to enable (comma-separated; default: all)."
     )(function)
-    function = click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")(function)
+    function = click.option(
+        "--ignore",
+        "--extend-ignore",
+        "ignore",
+        multiple=True,
+        help="Rule codes or prefixes to disable, on top of the pyproject's (`--extend-ignore`: the same, as ruff).",
+    )(function)
     function = click.option("--extend-select", multiple=True, help="Codes or prefixes to add to the selection.")(
         function
     )

@@ -16,7 +16,8 @@ def render() -> str:
     for rule in all_rules():
         fix = "yes" if rule.fixable else ""
         message = rule.message.replace("|", "\\|")
-        lines.append(f"| {rule.code} | {rule.slug} | {rule.severity.value} | {fix} | {message} |")
+        code = f"[{rule.code}](docs/rules/{rule.code}.md)"  # the rule's page (dslint.framework.rule_pages)
+        lines.append(f"| {code} | {rule.slug} | {rule.severity.value} | {fix} | {message} |")
     return "\n".join(lines)
 
 

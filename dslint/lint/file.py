@@ -15,13 +15,20 @@ from dslint.lint.result import FileResult
 from dslint.lint.script import lint_source
 from dslint.selection import RuleSelection
 
+NOTEBOOK = ".ipynb"  # dslint.notebook.SUFFIX (imported lazily: the notebook module imports this one)
+
 
 def lint_file(
     path: str, data: bytes, selection: RuleSelection | None = None, world_size: int | None = None
 ) -> FileResult:
-    """Lint `data` as the contents of `path`: a config when its suffix says so (.json, ...), else a script."""
+    """Lint `data` as the contents of `path`: a config or a notebook when its suffix says so (.json, .ipynb, ...),
+    else a script."""
     if Path(path).suffix.lower() in CONFIG_SUFFIXES:
         return lint_config_source(path, data, selection, world_size=world_size)
+    if Path(path).suffix.lower() == NOTEBOOK:
+        from dslint.lint.notebook import lint_notebook  # raises NotebookError for a file that is not one
+
+        return lint_notebook(path, data, selection, world_size)
     return lint_source(path, data, selection, world_size)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from dslint.config.recognition import CONFIG_SUFFIXES, is_candidate
 from dslint.gitignore import IgnoreFile, is_ignored
+from dslint.lint.notebook import SUFFIX as NOTEBOOK
 from dslint.selection import RuleSelection
 from dslint.settings import DEFAULT_EXCLUDE, Settings, SettingsResolver
 
@@ -33,7 +34,9 @@ def files_to_check(
 ) -> tuple[list[FileJob], list[str]]:
     """The files under `paths` (default: the current directory) that their settings do not exclude, and the
     errors met on the way (paths that do not exist). Raises SettingsError for a bad pyproject.toml."""
-    discovery = discover(paths or (".",), excluded=resolver.excluded, force_exclude=force_exclude)
+    discovery = discover(
+        paths or (".",), suffixes=(".py", NOTEBOOK), excluded=resolver.excluded, force_exclude=force_exclude
+    )
     jobs = []
     for path in discovery.files:
         settings = resolver.for_path(path)

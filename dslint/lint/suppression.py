@@ -100,7 +100,7 @@ def _comments_and_statements(text: str) -> tuple[list[_Comment], dict[int, tuple
     except (tokenize.TokenError, IndentationError, SyntaxError):
         # A file that does not tokenize (DSL001): read comments line by line, each line on its own.
         comments = []
-        for number, physical in enumerate(text.splitlines(), start=1):
+        for number, physical in enumerate(_physical_lines(text), start=1):
             hash_at = physical.find("#")
             if hash_at >= 0:
                 comments.append(_Comment(number, hash_at, physical[hash_at:]))
@@ -195,7 +195,7 @@ def unused_noqa_diagnostics(
     if not selection.enabled(rule.code) or index.file_codes == ():
         return []
     known = [rule.code for rule in all_rules()]
-    lines = text.splitlines()
+    lines = _physical_lines(text)
     found: list[Diagnostic] = []
     for directive in index.directives:
         if directive.codes is None:
@@ -238,6 +238,16 @@ def _removal_edits(directive: NoqaDirective, line: str, unused: set[str]) -> lis
     return [Edit(Location(number, start), Location(number, directive.end), "")]
 
 
+PHYSICAL_LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
+
+
+def _physical_lines(text: str, keepends: bool = False) -> list[str]:
+    """Lines as the tokenizer numbers them: only CR, LF and CRLF end one (`str.splitlines` also breaks at form
+    feeds and U+2028, which put `--add-noqa`'s comment on the wrong line below them)."""
+    found = [m.group(0) if keepends else m.group(1) for m in PHYSICAL_LINE.finditer(text) if m.group(0)]
+    return found
+
+
 def add_noqa(text: str, diagnostics: Iterable[Diagnostic]) -> tuple[str, int]:
     """`text` with a `# noqa: CODES` comment for every finding (for adopting dslint in old code).
 
@@ -256,7 +266,7 @@ def add_noqa(text: str, diagnostics: Iterable[Diagnostic]) -> tuple[str, int]:
             codes.append(diagnostic.code)
     if not wanted:
         return text, 0
-    lines = text.splitlines(keepends=True)
+    lines = _physical_lines(text, keepends=True)
     changed = 0
     for number, codes in sorted(wanted.items()):
         if number > len(lines):

@@ -17,6 +17,7 @@ class ReportContext:
     sources: dict[str, str] = field(default_factory=dict)
     unsafe_fixes: bool = False
     files_checked: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (path, message): files not checked
 
     def source(self, path: str) -> str | None:
         if path not in self.sources:

@@ -56,7 +56,8 @@ def _fix_lines(diagnostic: Diagnostic, text: str | None, unsafe_fixes: bool) -> 
 def render(diagnostics: Sequence[Diagnostic], context: ReportContext) -> str:
     blocks: list[str] = []
     for diagnostic in diagnostics:
-        text = context.source(diagnostic.path)
+        # in a notebook the lines count in a cell, not in the .ipynb file: no snippet or diff from the file
+        text = context.source(diagnostic.path) if diagnostic.cell is None else None
         lines = text.splitlines(keepends=True) if text is not None else []
         block = [
             diagnostic.concise(),

@@ -45,8 +45,12 @@ def annotation(diagnostic: Diagnostic, cwd: Path | None = None) -> str:
         "endColumn": str(diagnostic.end.column),
         "title": f"{diagnostic.code} ({diagnostic.slug})",
     }
+    message = f"{diagnostic.code} {diagnostic.message}"
+    if diagnostic.cell is not None:  # lines count in a notebook cell, not in the .ipynb file: annotate the file
+        properties = {"file": properties["file"], "title": properties["title"]}
+        message = f"cell {diagnostic.cell}, line {diagnostic.start.line}: {message}"
     joined = ",".join(f"{key}={escape_property(value)}" for key, value in properties.items())
-    return f"::{LEVELS[diagnostic.severity]} {joined}::{escape_data(f'{diagnostic.code} {diagnostic.message}')}"
+    return f"::{LEVELS[diagnostic.severity]} {joined}::{escape_data(message)}"
 
 
 def render(diagnostics: Sequence[Diagnostic], context: ReportContext) -> str:

@@ -1,6 +1,7 @@
 """`sarif`: SARIF 2.1.0 for code scanning (GitHub uploads it with `github/codeql-action/upload-sarif`).
 
-One run; the driver lists every rule with its message, full docs (help text and markdown) and help URI; each
+One run; the driver lists every rule with its message, full docs (help text and markdown) and help URI (the
+rule's own page); the invocation lists the files that could not be checked as tool execution notifications; each
 result points at a file relative to the checked directory (`%SRCROOT%`), with 1-based columns counted in Unicode
 code points (`columnKind`), and carries its fix as replacements.
 """
@@ -18,6 +19,7 @@ from dslint import __version__
 from dslint.diagnostics import Diagnostic, Edit, Severity
 from dslint.framework.registry import all_rules
 from dslint.framework.rule import Rule
+from dslint.framework.rule_pages import rule_url
 from dslint.report.context import ReportContext
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -27,7 +29,8 @@ DOCS_URL_ENV = "DSLINT_DOCS_URL"
 
 def docs_url() -> str | None:
     """Where the rule docs live: `$DSLINT_DOCS_URL` (the GitHub Action sets it to the README of the dslint
-    revision it runs, whose rule table every help URI points into). dslint has no other published home."""
+    revision it runs; each rule's help URI is its page beside it, docs/rules/CODE.md: `dslint.framework.rule_pages`).
+    dslint has no other published home."""
     return os.environ.get(DOCS_URL_ENV) or None
 
 
@@ -42,8 +45,9 @@ def _rule(rule: type[Rule], base: str | None) -> dict[str, Any]:
         "defaultConfiguration": {"level": LEVELS[rule.severity]},
         "properties": {"tags": [rule.family()], "fixable": rule.fixable},
     }
-    if base:
-        entry["helpUri"] = f"{base.split('#')[0]}#rules"
+    url = rule_url(rule.code, local=False) if base else None
+    if url:
+        entry["helpUri"] = url  # the rule's own page (docs/rules/CODE.md beside the README)
     return entry
 
 
@@ -97,7 +101,11 @@ def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[st
     }
     if diagnostic.code in index:
         result["ruleIndex"] = index[diagnostic.code]
-    if diagnostic.fix is not None:
+    if diagnostic.cell is not None:  # lines count in a notebook cell, not in the .ipynb file: no region
+        del result["locations"][0]["physicalLocation"]["region"]
+        result["message"]["text"] = f"cell {diagnostic.cell}, line {diagnostic.start.line}: {diagnostic.message}"
+        result["properties"] = {"cell": diagnostic.cell, "cellLine": diagnostic.start.line}
+    if diagnostic.fix is not None and diagnostic.cell is None:
         result["fixes"] = [
             {
                 "description": {"text": diagnostic.fix.message or f"fix {diagnostic.code}"},
@@ -109,8 +117,25 @@ def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[st
                 ],
             }
         ]
-        result["properties"] = {"fixApplicability": diagnostic.fix.applicability.value}
+        result.setdefault("properties", {})["fixApplicability"] = diagnostic.fix.applicability.value
     return result
+
+
+def _invocation(context: ReportContext) -> dict[str, Any]:
+    """The run itself: successful only when every file was checked; each file that was not (it does not exist,
+    cannot be read or decoded, is not a notebook, hit an internal error) is a tool execution notification, so code
+    scanning shows a file that was never analysed instead of treating it as clean."""
+    notifications = []
+    for path, message in context.failures:
+        notifications.append(
+            {
+                "level": "error",
+                "message": {"text": f"{path}: {message}" if path else message},
+                "locations": [{"physicalLocation": {"artifactLocation": _artifact(path, context.cwd)}}],
+                "descriptor": {"id": "file-not-checked"},
+            }
+        )
+    return {"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}
 
 
 def document(diagnostics: Sequence[Diagnostic], context: ReportContext) -> dict[str, Any]:
@@ -134,6 +159,7 @@ def document(diagnostics: Sequence[Diagnostic], context: ReportContext) -> dict[
                 "tool": {"driver": driver},
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": root if root.endswith("/") else root + "/"}},
                 "columnKind": "unicodeCodePoints",
+                "invocations": [_invocation(context)],
                 "results": [_result(d, index, context.cwd) for d in diagnostics],
             }
         ],

@@ -1,0 +1,189 @@
+"""Jupyter notebooks: lint the code cells as one script, report positions as cell and line, fix in place.
+
+The code cells are joined in order into one Python text (a later cell sees the engine an earlier one created),
+each cell starting on a new line. IPython syntax that is not Python - line magics (`%time ...`), cell magics
+(`%%bash`: the whole cell), shell lines (`!pip ...`, `files = !ls`) and help lines (`obj?`) - becomes `pass`
+at the same indentation, so no line moves and no finding points at them. Findings are reported as
+`proto.ipynb:cell 2:3:5: ...` (the cell's 1-based number among all cells, then the line within the cell), as ruff
+reports notebooks.
+
+Fixing notebooks (writing fixed cells back into the file) is `dslint.fix.notebook`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dslint.config.tree import Array, Object, parse_text
+from dslint.diagnostics import Diagnostic, Edit, Fix, Location
+from dslint.lint.result import FileResult
+from dslint.lint.script import lint_source
+from dslint.selection import RuleSelection
+
+SUFFIX = ".ipynb"
+SHELL_ASSIGNMENT = re.compile(r"^[\w.,\s\[\]()*]+=\s*[!%]")
+
+
+class NotebookError(Exception):
+    """A notebook that cannot be read as one (a one-line message naming the position)."""
+
+
+class NotPythonNotebook(NotebookError):
+    """A notebook of another language: not dslint's to read."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    number: int  # 1-based among all cells
+    lines: tuple[str, ...]  # the cell's source lines, each with its line break (the last may lack one)
+    python: tuple[str, ...]  # the same lines with IPython syntax replaced by `pass`
+    first_line: int  # the 1-based line of the joined text where the cell starts
+    source_span: tuple[int, int]  # offsets of the cell's `source` value in the notebook file
+    source_is_list: bool
+
+
+@dataclass
+class Notebook:
+    text: str
+    cells: list[Cell] = field(default_factory=list)
+    language: str | None = None
+
+    @property
+    def python_text(self) -> str:
+        return "".join(line for cell in self.cells for line in cell.python)
+
+    def cell_at(self, line: int) -> Cell | None:
+        """The cell holding line `line` of the joined text (a line past the end: the last cell)."""
+        found = None
+        for cell in self.cells:
+            if cell.first_line <= line:
+                found = cell
+        return found
+
+    def located(self, diagnostic: Diagnostic) -> Diagnostic:
+        """`diagnostic` of the joined text with its positions relative to its cell (and the cell's number)."""
+        cell = self.cell_at(diagnostic.start.line)
+        if cell is None:
+            return diagnostic
+        shift = cell.first_line - 1
+        fix = diagnostic.fix
+        if fix is not None:
+            edits = tuple(Edit(_up(e.start, shift), _up(e.end, shift), e.content) for e in fix.edits)
+            fix = Fix(edits, fix.applicability, fix.message, fix.imports)
+        return replace(
+            diagnostic, start=_up(diagnostic.start, shift), end=_up(diagnostic.end, shift), fix=fix, cell=cell.number
+        )
+
+
+def _up(location: Location, shift: int) -> Location:
+    return Location(max(location.line - shift, 1), location.column)
+
+
+def _is_magic(stripped: str) -> bool:
+    return (
+        stripped.startswith(("%", "!"))
+        or (stripped.endswith("?") and not stripped.startswith("#"))
+        or stripped.startswith("?")
+        or bool(SHELL_ASSIGNMENT.match(stripped))
+    )
+
+
+def python_lines(lines: Sequence[str]) -> tuple[str, ...]:
+    """The cell's lines with IPython syntax replaced by `pass` (at its indentation): line numbers stay."""
+    first = next((line.strip() for line in lines if line.strip()), "")
+    if first.startswith("%%"):  # a cell magic: the whole cell is another language (bash, html, timeit...)
+        return tuple(_blank(line) for line in lines)
+    out: list[str] = []
+    continued = False
+    for line in lines:
+        body = line.rstrip("\r\n")
+        stripped = body.strip()
+        if continued or _is_magic(stripped):
+            indent = body[: len(body) - len(body.lstrip())]
+            out.append(f"{indent}pass{line[len(body) :]}" if not continued else _blank(line))
+            continued = body.endswith("\\")
+        else:
+            out.append(line)
+    return tuple(out)
+
+
+def _blank(line: str) -> str:
+    return line[len(line.rstrip("\r\n")) :] or ""
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    for index, character in enumerate(text):
+        if character == "\n":
+            starts.append(index + 1)
+    return starts
+
+
+def _offset(starts: list[int], location: Location) -> int:
+    return starts[location.line - 1] + location.column - 1
+
+
+def read_notebook(text: str) -> Notebook:
+    """The notebook's code cells; raises NotebookError for a file that is not an nbformat 4 notebook."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise NotebookError(
+            f"not a notebook: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+        ) from error
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
+        raise NotebookError("not a notebook: no `cells` list at the top level (nbformat 4)")
+    tree = parse_text(text)
+    cells_node = tree.get("cells") if isinstance(tree, Object) else None
+    if not isinstance(cells_node, Array):
+        raise NotebookError("not a notebook: no `cells` list at the top level (nbformat 4)")
+    notebook = Notebook(text, language=_language(raw))
+    starts = _line_starts(text)
+    line = 1
+    for number, (cell, node) in enumerate(zip(raw["cells"], cells_node.items, strict=True), start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code" or not isinstance(node, Object):
+            continue
+        source = cell.get("source", "")
+        source_node = node.get("source")
+        if source_node is None or not isinstance(source, str | list):
+            continue
+        joined = "".join(source) if isinstance(source, list) else source
+        lines = tuple(joined.splitlines(keepends=True)) if joined else ()
+        if lines and not lines[-1].endswith(("\n", "\r")):
+            lines = (*lines[:-1], lines[-1] + "\n")  # the next cell starts on a new line
+        span = (_offset(starts, source_node.start), _offset(starts, source_node.end))
+        notebook.cells.append(Cell(number, lines, python_lines(lines), line, span, isinstance(source, list)))
+        line += len(lines)
+    return notebook
+
+
+def _language(raw: dict[str, Any]) -> str | None:
+    metadata = raw.get("metadata")
+    if not isinstance(metadata, dict):
+        return None
+    for key, field_name in (("kernelspec", "language"), ("language_info", "name")):
+        section = metadata.get(key)
+        if isinstance(section, dict) and isinstance(section.get(field_name), str):
+            return str(section[field_name]).lower()
+    return None
+
+
+def lint_notebook(
+    path: str, data: bytes, selection: RuleSelection | None = None, world_size: int | None = None
+) -> FileResult:
+    """Lint a notebook's code cells; raises NotebookError when it cannot be read or is not a Python notebook."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise NotebookError(f"not UTF-8 text (byte {error.start})") from error
+    notebook = read_notebook(text)
+    if notebook.language not in (None, "python"):
+        raise NotPythonNotebook(f"a {notebook.language} notebook (dslint reads Python notebooks only)")
+    result = lint_source(path, notebook.python_text.encode("utf-8"), selection, world_size)
+    result.diagnostics = [notebook.located(d) if d.path == path else d for d in result.diagnostics]
+    result.text = None  # the positions are the cells', not the file's
+    return result

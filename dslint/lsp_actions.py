@@ -1,0 +1,50 @@
+"""Language-server features beyond publishing: the "disable DSLxxx for this line" code action, and pull
+diagnostics (`textDocument/diagnostic`, LSP 3.17) for clients that ask for findings instead of being sent them."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from dslint.diagnostics import Diagnostic
+from dslint.framework.driver_rules import UnusedNoqaCodes
+from dslint.framework.registry import implementation
+from dslint.lint.suppression import add_noqa
+from dslint.lsp_positions import PositionCodec, lsp_lines
+
+
+def disable_for_line(text: str, finding: Diagnostic, codec: PositionCodec) -> types.TextEdit | None:
+    """The edit that silences `finding` with a `# noqa: CODE` comment where `dslint check --add-noqa` puts it
+    (the end of the statement's last line, or joined to the noqa comment already there); None when none can."""
+    if finding.code == implementation(UnusedNoqaCodes).code:  # DSL010 reports noqa comments themselves
+        return None
+    updated, changed = add_noqa(text, [finding])
+    if not changed:
+        return None
+    old, new = lsp_lines(text), lsp_lines(updated)
+    if len(old) != len(new):
+        return None
+    for number, (before, after) in enumerate(zip(old, new, strict=True)):
+        if before != after:
+            whole = types.Range(
+                start=types.Position(line=number, character=0),
+                end=types.Position(line=number, character=codec.units(before)),
+            )
+            return types.TextEdit(range=whole, new_text=after)
+    return None
+
+
+def wants_pull(capabilities: types.ClientCapabilities | None) -> bool:
+    """Whether the client pulls diagnostics (it then gets no pushed ones for the documents it pulls: a client
+    that shows both would show every finding twice)."""
+    document = capabilities.text_document if capabilities is not None else None
+    return document is not None and document.diagnostic is not None
+
+
+def can_refresh(capabilities: types.ClientCapabilities | None) -> bool:
+    workspace = capabilities.workspace if capabilities is not None else None
+    diagnostics = workspace.diagnostics if workspace is not None else None
+    return bool(diagnostics is not None and diagnostics.refresh_support)
+
+
+def full_report(items: list[types.Diagnostic], version: int | None) -> types.RelatedFullDocumentDiagnosticReport:
+    return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=f"v{version}")

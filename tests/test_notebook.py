@@ -1,0 +1,136 @@
+"""Notebooks: code cells linted as one script, positions as cell and line, magics skipped, fixed in place."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from dslint.fix.notebook import write_fixed
+from dslint.lint.notebook import python_lines, read_notebook
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "fixtures" / "notebooks"
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dslint", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def _copy(tmp_path: Path) -> Path:
+    for name in ("proto.ipynb", "ds_config.json"):
+        shutil.copy(FIXTURE / name, tmp_path / name)
+    return tmp_path / "proto.ipynb"
+
+
+def test_check_reports_findings_in_two_cells_as_cell_and_line(tmp_path: Path) -> None:
+    _copy(tmp_path)
+    result = run("check", "--isolated", "proto.ipynb", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert [line.split(" ")[0:2] for line in result.stdout.splitlines()] == [
+        ["proto.ipynb:cell", "2:6:1:"],
+        ["proto.ipynb:cell", "4:3:59:"],
+    ]
+    assert "DSL101" in result.stdout.splitlines()[0] and "DSL201" in result.stdout.splitlines()[1]
+    assert "Found 2 findings in 1 of 1 file." in result.stderr
+    # `%pip`, `!nvidia-smi`, `files = !ls` and the `%%bash` cell (which prints `model.cuda()`) are not Python:
+    # no syntax error, no finding in them, and the lines after them keep their numbers
+    as_json = json.loads(run("check", "--isolated", "--output-format", "json", "proto.ipynb", cwd=tmp_path).stdout)
+    assert [(d["code"], d["cell"], d["location"]["line"]) for d in as_json] == [("DSL101", 2, 6), ("DSL201", 4, 3)]
+
+
+def test_fix_in_place_keeps_outputs_metadata_and_formatting(tmp_path: Path) -> None:
+    notebook = _copy(tmp_path)
+    before = notebook.read_text(encoding="utf-8")
+    result = run("fix", "--isolated", "--unsafe-fixes", "proto.ipynb", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    after = notebook.read_text(encoding="utf-8")
+    expected = before.replace(
+        '    "model = torch.nn.Linear(8, 8)\\n",\n    "model.cuda()"\n', '    "model = torch.nn.Linear(8, 8)"\n'
+    )
+    expected = expected.replace('map_location=\\"cuda\\")  # 权重', 'map_location=\\"cpu\\")  # 权重')
+    assert expected != before and after == expected  # only the two fixed lines changed, byte for byte
+    again = run("check", "--isolated", "proto.ipynb", cwd=tmp_path)
+    assert again.returncode == 0 and "All checks passed (1 file checked)." in again.stderr
+
+
+def test_a_fix_across_lines_is_written_back_and_one_touching_a_magic_or_two_cells_is_refused(
+    tmp_path: Path,
+) -> None:
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+    source = ["import deepspeed, torch\n", "engine, *_ = deepspeed.initialize(model=m, config='ds.json')\n"]
+    source += ["state = torch.load(\n", "    'w.pt', map_location='cuda')\n"]
+    nb = {"cells": [{**cell, "source": source}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps(nb, indent=1) + "\n", encoding="utf-8")
+    fixed = run("fix", "--isolated", "n.ipynb", cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stderr
+    assert (
+        json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"][3] == "    'w.pt', map_location=\"cpu\")\n"
+    )
+    two = {"cells": [{**cell, "source": ["%time x = 1\n", "a = 1"]}, {**cell, "source": "b = 2\n"}], "metadata": {}}
+    notebook = read_notebook(json.dumps(two, indent=1))
+    assert notebook.python_text == "pass\na = 1\nb = 2\n"
+    assert write_fixed(notebook, "x = 1\na = 1\nb = 2\n").error == (
+        "a fix would change a magic or shell line; not fixed"
+    )
+    assert write_fixed(notebook, "pass\na = 3\nb = 3\n").error == "a fix would span two cells; not fixed"
+    kept = write_fixed(notebook, "pass\na = 1\nb = 4\n").text
+    assert kept is not None and json.loads(kept)["cells"][0]["source"] == ["%time x = 1\n", "a = 1"]
+    assert json.loads(kept)["cells"][1]["source"] == "b = 4\n"
+
+
+def test_a_broken_notebook_is_an_error_never_a_pass(tmp_path: Path) -> None:
+    (tmp_path / "broken.ipynb").write_text('{"cells": [\n  {"cell_type": "code",,}\n]}\n', encoding="utf-8")
+    result = run("check", "broken.ipynb", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "dslint: error: broken.ipynb: not a notebook: invalid JSON at line 2, column 24" in result.stderr
+    assert "passed" not in result.stderr
+
+
+def test_a_notebook_of_another_language_is_skipped_and_said_so(tmp_path: Path) -> None:
+    nb = {"cells": [], "metadata": {"kernelspec": {"language": "R", "name": "ir"}}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "r.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    result = run("check", "r.ipynb", cwd=tmp_path)
+    assert result.returncode == 0
+    assert "dslint: skipped r.ipynb: a r notebook (dslint reads Python notebooks only)" in result.stderr
+    assert "No files checked; 1 file skipped: not a file dslint reads." in result.stderr
+
+
+def test_directories_yield_notebooks(tmp_path: Path) -> None:
+    _copy(tmp_path)
+    result = run("check", "--isolated", "--show-files", ".", cwd=tmp_path)
+    assert result.stdout.splitlines() == ["ds_config.json", "proto.ipynb"]
+
+
+def test_magics_become_pass_at_their_indentation_without_moving_lines() -> None:
+    lines = [
+        "for i in range(2):\n",
+        "    !echo $i\n",
+        "    %time f()\n",
+        "x = 1?\n",
+        "y = !ls \\\n",
+        "  -la\n",
+        "z = 2",
+    ]
+    assert python_lines(lines) == (
+        "for i in range(2):\n",
+        "    pass\n",
+        "    pass\n",
+        "pass\n",
+        "pass\n",
+        "\n",
+        "z = 2",
+    )
+    assert python_lines(["%%bash\n", "echo hi\n"]) == ("\n", "\n")
+    notebook = read_notebook(json.dumps({"cells": [{"cell_type": "code", "source": "a = 1"}]}))
+    assert notebook.python_text == "a = 1\n" and notebook.cells[0].number == 1
