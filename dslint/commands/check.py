@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import click
 
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
 from dslint.diagnostics import Diagnostic
+from dslint.fix.write import SourceError, read_source, write_source
 from dslint.lint.batch import FileFailure, lint_files
 from dslint.lint.files import files_to_check
 from dslint.lint.result import FileResult
@@ -66,11 +65,14 @@ def check(
 ) -> None:
     """Check DeepSpeed training scripts and config files (default: the current directory)."""
     resolver = make_resolver(select, ignore, extend_select, unsafe_fixes, config_file, isolated, output_format)
+    warnings: list[str] = []
     try:
-        results, errors, checked = run_check(resolver, paths, force_exclude, jobs, world_size)
+        results, errors, checked = run_check(resolver, paths, force_exclude, jobs, world_size, warnings)
         settings = resolver.for_path(Path.cwd())
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
+    for warning in warnings:
+        click.echo(f"dslint: warning: {warning}", err=True)
     # A config file is checked on its own and again through each script that points at it: report once.
     unique = dict.fromkeys(d for r in results for d in r.diagnostics)
     diagnostics = sorted(unique, key=lambda d: d.sort_key)
@@ -84,13 +86,17 @@ def check(
     )
     report = renderer(settings.output_format)(diagnostics, context)
     if output_file is not None:
-        output_file.write_text(report, encoding="utf-8")
+        try:
+            output_file.write_text(report, encoding="utf-8", errors="backslashreplace")
+        except OSError as error:
+            errors.append(f"{output_file}: cannot write the report: {error.strerror or error}")
+            click.echo(report, nl=False)  # nothing is lost: the findings go to stdout instead
     else:
         click.echo(report, nl=False)
     for message in errors:
         click.echo(f"dslint: error: {message}", err=True)
     if not quiet:
-        click.echo(_summary(diagnostics, checked, sum(r.suppressed for r in results)), err=True)
+        click.echo(_summary(diagnostics, checked, sum(r.suppressed for r in results), len(errors)), err=True)
     if errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if diagnostics and not exit_zero else EXIT_CLEAN)
@@ -102,11 +108,13 @@ def run_check(
     force_exclude: bool = False,
     jobs: int | None = None,
     world_size: int | None = None,
+    warnings: list[str] | None = None,
 ) -> tuple[list[FileResult], list[str], int]:
     """Discover and lint with each file's effective settings: (results, errors, number of files checked)."""
-    files, errors = files_to_check(resolver, paths, force_exclude)
+    files, errors = files_to_check(resolver, paths, force_exclude, warnings)
     results: list[FileResult] = []
-    for result in lint_files([(job.path, job.selection) for job in files], jobs, world_size):
+    items = [(job.path, job.selection) for job in files]
+    for result in lint_files(items, jobs, world_size, [job.settings.limits for job in files]):
         if isinstance(result, FileFailure):
             errors.append(f"{result.path}: {result.message}")
         else:
@@ -114,29 +122,21 @@ def run_check(
     return results, errors, len(files)
 
 
-def write_atomically(path: Path, text: str, encoding: str) -> None:
-    """Replace `path` with `text` through a temporary file in the same directory, keeping its mode."""
-    mode = path.stat().st_mode & 0o7777
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".dslint")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(text.encode(encoding))
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-
-
 def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool) -> None:
     lines = files = 0
     for result in results:
         if result.text is None or not result.diagnostics:
             continue
-        updated, changed = add_noqa(result.text, result.diagnostics)
+        # Written as `dslint fix` writes: through symlinks, keeping encoding, BOM, newlines and mode.
+        try:
+            source = read_source(Path(result.path))
+            updated, changed = add_noqa(source.text, result.diagnostics)
+            if changed:
+                write_source(source, updated)
+        except SourceError as failure:
+            errors.append(f"{result.path}: {failure}")
+            continue
         if changed:
-            write_atomically(Path(result.path), updated, result.encoding)
             lines += changed
             files += 1
     for error in errors:
@@ -147,9 +147,13 @@ def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool) -> None
     sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
 
 
-def _summary(diagnostics: list[Diagnostic], checked: int, suppressed: int = 0) -> str:
+def _summary(diagnostics: list[Diagnostic], checked: int, suppressed: int = 0, errors: int = 0) -> str:
     files = "file" if checked == 1 else "files"
     silenced = f" ({suppressed} silenced by noqa)" if suppressed else ""
+    if errors:  # never "All checks passed" when something could not be checked
+        found = f"{len(diagnostics)} finding{'' if len(diagnostics) == 1 else 's'}"
+        failed = f"{errors} error{'' if errors == 1 else 's'}"
+        return f"dslint could not finish: {failed} (above); {found} in {checked} {files} checked{silenced}."
     if not diagnostics:
         return f"All checks passed ({checked} {files} checked){silenced}."
     with_findings = len({d.path for d in diagnostics})

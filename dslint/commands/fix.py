@@ -19,6 +19,8 @@ from dslint.commands.options import force_exclude_option, make_resolver, setting
 from dslint.diagnostics import Diagnostic
 from dslint.fix.loop import fix_source
 from dslint.fix.write import SourceError, read_source, write_source
+from dslint.limits import Limits
+from dslint.lint.batch import FileFailure, lint_path
 from dslint.lint.files import files_to_check
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError
@@ -33,16 +35,31 @@ class FixReport:
     files_changed: int = 0
 
 
-def fix_file(path: Path, selection: RuleSelection, *, unsafe: bool, diff: bool, report: FixReport) -> None:
+def fix_file(
+    path: Path,
+    selection: RuleSelection,
+    *,
+    unsafe: bool,
+    diff: bool,
+    report: FixReport,
+    limits: Limits | None = None,
+) -> None:
     """Fix one file (or compute its diff), adding what happened to `report`."""
+    limits = limits or Limits()
     try:
-        source = read_source(path)
-    except SourceError as error:
-        report.errors.append(f"{path}: {error}")
+        source = read_source(path, limits.max_file_size)
+    except SourceError:
+        # Not readable, too large, or not decodable: nothing to fix, and the same verdict as `dslint check`
+        # (an error line, DSL001 for a file dslint would analyse, or nothing for a file that is not its own).
+        checked = lint_path(path, selection, limits=limits)
+        if isinstance(checked, FileFailure):
+            report.errors.append(f"{checked.path}: {checked.message}")
+        else:
+            report.remaining.extend(checked.diagnostics)
         return
     name = str(path)
     try:
-        outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection)
+        outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection, limits=limits)
     except RecursionError:
         report.errors.append(f"{path}: internal error: the file is nested too deeply to analyse; not fixed")
         return
@@ -102,15 +119,25 @@ def fix(
 ) -> None:
     """Fix DeepSpeed training scripts in place (default: the current directory)."""
     resolver = make_resolver(select, ignore, extend_select, unsafe_fixes, config_file, isolated)
+    warnings: list[str] = []
     try:
-        jobs, errors = files_to_check(resolver, paths, force_exclude)
+        jobs, errors = files_to_check(resolver, paths, force_exclude, warnings)
         unsafe = resolver.for_path(Path.cwd()).unsafe_fixes
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
+    for warning in warnings:
+        click.echo(f"dslint: warning: {warning}", err=True)
     report = FixReport(errors=errors)
     for job in jobs:
         if job.path.suffix == ".py":  # config files have findings but no fixes
-            fix_file(job.path, job.selection, unsafe=job.settings.unsafe_fixes, diff=diff, report=report)
+            fix_file(
+                job.path,
+                job.selection,
+                unsafe=job.settings.unsafe_fixes,
+                diff=diff,
+                report=report,
+                limits=job.settings.limits,
+            )
     out = sys.stdout
     if diff:
         for text in report.diffs:

@@ -17,6 +17,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from dslint.diagnostics import Diagnostic, Edit, Fix, Location
+from dslint.lint.parse_guard import parse_module
 from dslint.script.names import ImportTable, dotted_name
 
 MAX_ROUNDS = 10
@@ -100,7 +101,7 @@ def applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
 def _parse_error(text: str) -> str | None:
     """Why `text` is not valid Python (libcst's grammar, then CPython's own compiler checks), or None."""
     try:
-        cst.parse_module(text)
+        parse_module(text)
     except cst.ParserSyntaxError as error:
         return error.message.splitlines()[0]
     try:
@@ -191,7 +192,7 @@ def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool
     outcome = FixOutcome(original=text, text=text)
     current = text
     applied: list[Diagnostic] = []
-    check_compiles = _parse_error(text) is None
+    check_compiles: bool | None = None  # known once a fix applies: `lint` guards the parse of the original
     for _ in range(MAX_ROUNDS):
         diagnostics = lint(current)
         fixes = {id(d.fix): d for d in diagnostics if applicable(d, unsafe)}
@@ -200,6 +201,8 @@ def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool
             outcome.applied = applied
             outcome.remaining = diagnostics
             return outcome
+        if check_compiles is None:
+            check_compiles = _parse_error(text) is None
         chosen = choose_fixes(d.fix for d in fixes.values() if d.fix is not None)
         try:
             candidate = _apply_fixes(current, chosen)
@@ -230,7 +233,7 @@ def _problem(text: str, check_compiles: bool) -> str | None:
     if check_compiles:
         return _parse_error(text)
     try:
-        cst.parse_module(text)
+        parse_module(text)
     except cst.ParserSyntaxError as error:
         return error.message.splitlines()[0]
     return None

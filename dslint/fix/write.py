@@ -18,6 +18,8 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from dslint.limits import DEFAULT_MAX_FILE_SIZE, TooLarge, read_capped
+
 
 class SourceError(Exception):
     """A file that cannot be read as Python source or written back."""
@@ -58,10 +60,12 @@ def decode_source(data: bytes) -> tuple[str, str, bool]:
     return text, encoding, bom
 
 
-def read_source(path: Path) -> SourceFile:
+def read_source(path: Path, max_size: int = DEFAULT_MAX_FILE_SIZE) -> SourceFile:
     try:
-        data = path.read_bytes()
+        data = read_capped(path, max_size, "max-file-size")
         mode = stat.S_IMODE(path.stat().st_mode)
+    except TooLarge as error:
+        raise SourceError(str(error)) from error
     except OSError as error:
         raise SourceError(f"cannot read: {error.strerror or error}") from error
     text, encoding, bom = decode_source(data)

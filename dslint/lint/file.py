@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.diagnostics import Diagnostic
+from dslint.limits import Limits
 from dslint.lint.config import lint_config_source
 from dslint.lint.result import FileResult
 from dslint.lint.script import lint_source
@@ -17,15 +18,21 @@ from dslint.selection import RuleSelection
 
 
 def lint_file(
-    path: str, data: bytes, selection: RuleSelection | None = None, world_size: int | None = None
+    path: str,
+    data: bytes,
+    selection: RuleSelection | None = None,
+    world_size: int | None = None,
+    limits: Limits | None = None,
 ) -> FileResult:
     """Lint `data` as the contents of `path`: a config when its suffix says so (.json, ...), else a script."""
     if Path(path).suffix.lower() in CONFIG_SUFFIXES:
         return lint_config_source(path, data, selection, world_size=world_size)
-    return lint_source(path, data, selection, world_size)
+    return lint_source(path, data, selection, world_size, limits=limits)
 
 
-def lint_text(path: str, text: str, selection: RuleSelection | None = None) -> list[Diagnostic]:
+def lint_text(
+    path: str, text: str, selection: RuleSelection | None = None, limits: Limits | None = None
+) -> list[Diagnostic]:
     """The findings of `text` as the contents of `path` (text, not bytes: positions are in characters of `text`;
     a script is encoded as its PEP 263 cookie says)."""
     encoding = source_encoding(text)
@@ -33,7 +40,7 @@ def lint_text(path: str, text: str, selection: RuleSelection | None = None) -> l
         data = text.encode(encoding)
     except (UnicodeEncodeError, LookupError):
         data = text.encode("utf-8")
-    return lint_file(path, data, selection).diagnostics
+    return lint_file(path, data, selection, limits=limits).diagnostics
 
 
 def own_findings(path: str, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
