@@ -75,8 +75,11 @@ def read_source(path: Path, max_size: int = DEFAULT_MAX_FILE_SIZE) -> SourceFile
 def write_source(source: SourceFile, text: str) -> None:
     """Replace the file with `text`, atomically, keeping encoding, BOM and mode (symlinks are written through)."""
     data = source.encode(text)
-    target = source.path.resolve()
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".dslint-tmp", dir=target.parent)
+    try:
+        target = source.path.resolve()
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".dslint-tmp", dir=target.parent)
+    except (OSError, RuntimeError) as error:  # a read-only directory; RuntimeError: a symlink loop
+        raise SourceError(f"cannot write: {getattr(error, 'strerror', None) or error}") from error
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
