@@ -10,6 +10,7 @@ for callers that start from a file's text.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -105,7 +106,9 @@ def _parse_error(text: str) -> str | None:
     except cst.ParserSyntaxError as error:
         return error.message.splitlines()[0]
     try:
-        compile(text, "<fixed>", "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a SyntaxWarning in the user's code is not dslint's to print
+            compile(text, "<fixed>", "exec", dont_inherit=True)
     except SyntaxError as error:
         return f"{error.msg} (line {error.lineno})"
     except ValueError as error:
