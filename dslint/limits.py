@@ -3,9 +3,9 @@ script it hands to its parser, how large a config or pyproject.toml it reads. Se
 (`max-file-size`, `max-nesting`, `max-config-size`), shown by `dslint settings`.
 
 Why these defaults (measured with libcst 1.9.0 on CPython 3.11, see benchmarks/hostile_limits.py):
-- `max-file-size`: libcst's native parser needs about 650 bytes of memory per byte of source (a 1.9 MB file took
-  1.25 GB and 39 s; 50 MB aborts the process). Real training scripts are well under 200 kB; 2 MB keeps a worst
-  case near 1.3 GB.
+- `max-file-size`: libcst's native parser needs about 700 bytes of memory per byte of source and about half a
+  minute per MB (`hostile_limits.py memory`: 0.2 MB 221 MB peak; 1.0 MB 817 MB and 35 s; 3.2 MB 2.3 GB and 124 s;
+  50 MB aborts the process). Real training scripts are well under 200 kB; 1 MB keeps the worst case under 1 GB.
 - `max-nesting`: the depth of the syntax tree as libcst builds it (`dslint.lint.parse_guard.tree_depth`: each
   operator of an `and` chain and each piece of an implicitly concatenated string counts one level, an element
   of a list or an argument of a call two). CPython refuses most deep files itself (200 nested brackets; chains
@@ -24,7 +24,7 @@ import stat
 from dataclasses import dataclass
 
 MB = 1024 * 1024
-DEFAULT_MAX_FILE_SIZE = 2 * MB
+DEFAULT_MAX_FILE_SIZE = 1 * MB
 DEFAULT_MAX_NESTING = 200
 DEFAULT_MAX_CONFIG_SIZE = 4 * MB
 

@@ -162,7 +162,7 @@ def test_max_file_size_skips_with_one_line_and_is_a_setting(project: Path) -> No
     big = project / "big.py"
     big.write_text(GOOD + "x = 1\n" * 400_000, encoding="utf-8")  # 2.4 MB: over the default, never parsed
     line = assert_one_clear_line(dslint(project, "check", "."), 2, "big.py", "skipped:")
-    assert line == "dslint: error: big.py: skipped: 2.3 MB over max-file-size (2.0 MB)"
+    assert line == "dslint: error: big.py: skipped: 2.3 MB over max-file-size (1.0 MB)"
     assert_one_clear_line(dslint(project, "fix", "--diff", "."), 2, "dslint: error: big.py: skipped: 2.3 MB over")
     big.write_text(GOOD + "x = 1\n" * 400, encoding="utf-8")
     (project / "pyproject.toml").write_text('[tool.dslint]\nmax-file-size = "2 kB"\n', encoding="utf-8")
