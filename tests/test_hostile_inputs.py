@@ -250,6 +250,14 @@ def test_a_json_config_key_holding_a_lone_surrogate(project: Path) -> None:
 
 def test_a_4000_digit_integer_in_a_config(project: Path) -> None:
     (project / "ds_config.json").write_text('{"train_batch_size": ' + "9" * 4000 + "}", encoding="utf-8")
+    huge = "9" * 4000
+    (project / "ds2_config.json").write_text(
+        f'{{"train_batch_size": 8, "train_micro_batch_size_per_gpu": {huge}, "zero_optimization": {{"stage": {huge},'
+        f' "offload_optimizer": {{"device": "cpu", "ratio": {huge}}}}},'
+        f' "fp16": {{"enabled": true, "loss_scale": {huge}}},'
+        f' "deep": {"[" * 3000}{"]" * 3000}}}',
+        encoding="utf-8",
+    )
     result = dslint(project, "check", ".")
     assert result.returncode == 1 and "Traceback" not in result.stderr and "internal error" not in result.stderr
     assert GOOD_FINDING in result.stdout
