@@ -222,6 +222,10 @@ def test_a_py_symlink_to_dev_zero(project: Path) -> None:
     fix = dslint(project, "fix", ".")
     assert_one_clear_line(fix, 2, "zero.py", "not a regular file")
     assert "fixed DSL202" in fix.stdout
+    (project / "loop.py").symlink_to("loop.py")
+    named = dslint(project, "check", "zero.py", "loop.py", "good.py")  # named on the command line
+    assert_one_clear_line(named, 2, "dslint: error: zero.py: cannot read: not a regular file (a character device)")
+    assert_one_clear_line(named, 2, "dslint: error: loop.py: cannot read: a broken or looping symbolic link")
 
 
 def test_a_config_path_that_is_dev_zero(project: Path) -> None:

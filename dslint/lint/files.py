@@ -116,6 +116,10 @@ def discover(
                 excluded_below = excluded
             for path in _walk(root, suffixes, configs, excluded_below, result):
                 add(path)
+        elif root.exists():  # a device or a pipe named on the command line: its reader says what it is
+            add(root)
+        elif root.is_symlink():
+            result.errors.append(f"{raw}: cannot read: a broken or looping symbolic link")
         else:
             result.errors.append(f"{raw}: no such file or directory")
     return result
