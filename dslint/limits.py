@@ -10,9 +10,11 @@ Why these defaults (measured with libcst 1.9.0 on CPython 3.11, see benchmarks/h
   operator of an `and` chain and each piece of an implicitly concatenated string counts one level, an element
   of a list or an argument of a call two). CPython refuses most deep files itself (200 nested brackets; chains
   of 5,000). Among those it accepts, an `and` chain or a concatenated string of 5,000-20,000 pieces crashes
-  libcst's parser (SIGSEGV), and dslint's own traversal of libcst's tree (Python recursion) gives up first: at
-  a depth of about 270 (lists nested 139 deep, unary/`not`/lambda/attribute/`+` chains of about 325). 200
-  leaves room for the frames of a caller (an editor, pytest).
+  libcst's parser (SIGSEGV), and dslint's own traversal of libcst's tree (Python recursion) gives up first.
+  The largest files a whole lint + fix survives (`hostile_limits.py nesting`) have a depth of 271 (lists,
+  dicts or calls nested 134 deep) to 324 (unary, `not`, lambda, attribute, subscript, `+`, `and`, `elif`,
+  ternary and implicit string chains of 316-320). 200 leaves room for the frames of a caller (an editor,
+  pytest).
 - `max-config-size`: DeepSpeed configs are a few kB; a config path that is /dev/zero must not be read forever.
 """
 

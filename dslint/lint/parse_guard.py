@@ -60,9 +60,9 @@ def refusal(path: str, data: bytes, max_nesting: int) -> Refusal | None:
     return None
 
 
-# Children of these nodes sit one level deeper in libcst's tree than in CPython's: libcst wraps each element,
-# argument and subscript in a node of its own (Element, Arg, SubscriptElement).
-_WRAPPED = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Call, ast.Subscript)
+# Elements, arguments and subscripts sit one level deeper in libcst's tree than in CPython's: libcst wraps each
+# in a node of its own (Element, DictElement, Arg, SubscriptElement).
+_CONTAINERS = (ast.List, ast.Tuple, ast.Set, ast.Dict)
 _LONG_STRING = 200  # characters: a shorter string constant cannot hold many implicitly concatenated pieces
 
 
@@ -82,9 +82,18 @@ def tree_depth(tree: ast.AST, data: bytes = b"") -> tuple[int, int]:
             depth += _string_pieces(lines, node) - 1
         if depth > deepest:
             deepest, deepest_line = depth, getattr(node, "lineno", deepest_line)
-        step = 2 if isinstance(node, _WRAPPED) else 1
-        stack.extend((child, depth + step) for child in ast.iter_child_nodes(node))
+        stack.extend((child, depth + _step(node, child)) for child in ast.iter_child_nodes(node))
     return deepest, deepest_line
+
+
+def _step(node: ast.AST, child: ast.AST) -> int:
+    if isinstance(node, _CONTAINERS):
+        return 2
+    if isinstance(node, ast.Call) and child is not node.func:
+        return 2
+    if isinstance(node, ast.Subscript) and child is node.slice:
+        return 2
+    return 1
 
 
 def _may_be_concatenated(node: ast.Constant | ast.JoinedStr) -> bool:
