@@ -1,7 +1,7 @@
 """Measure what libcst's native parser and dslint's own traversal survive: the figures behind the defaults in
 dslint/limits.py (`max-nesting`, `max-file-size`).
 
-    python benchmarks/hostile_limits.py nesting     # per shape: CPython's verdict, libcst's, dslint's limit
+    python benchmarks/hostile_limits.py nesting [SHAPE...]  # per shape: CPython's verdict, libcst's, dslint's
     python benchmarks/hostile_limits.py memory      # peak memory and time of parsing generated files
 
 Every probe runs in a child process (a crash there is a result: "SIGSEGV"), with the parse guard bypassed, so
@@ -93,8 +93,9 @@ def depth_of(source: str) -> int:
     return tree_depth(compile(source, "x", "exec", 0x400), source.encode())[0]
 
 
-def nesting() -> None:
-    for name, shape in SHAPES.items():
+def nesting(shapes: list[str]) -> None:
+    for name in shapes or list(SHAPES):
+        shape = SHAPES[name]
         verdicts = []
         for n in (100, 1000, 5000, 20000):
             source = HEADER + shape(n) + "\n"
@@ -134,8 +135,9 @@ def memory() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description="What libcst and dslint survive.")
     parser.add_argument("what", choices=["nesting", "memory"])
+    parser.add_argument("shapes", nargs="*", choices=[*SHAPES, []], help="for nesting: these shapes only")
     options = parser.parse_args()
-    nesting() if options.what == "nesting" else memory()
+    nesting(options.shapes) if options.what == "nesting" else memory()
 
 
 if __name__ == "__main__":
