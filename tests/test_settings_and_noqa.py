@@ -171,6 +171,21 @@ def test_add_noqa_round_trip(tmp_path: Path) -> None:
     assert "2 silenced by noqa" in after.stderr
 
 
+def test_add_noqa_writes_through_a_symlink(tmp_path: Path) -> None:
+    """--add-noqa uses the fixer's writer: the link stays a link, its target gets the comments, the mode stays."""
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "train.py"
+    target.write_text(BAD, encoding="utf-8")
+    target.chmod(0o640)
+    (tmp_path / "train.py").symlink_to(target)
+    added = _run("check", "--isolated", "--add-noqa", "train.py", cwd=tmp_path)
+    assert added.returncode == 0 and "Added 2 noqa comments to 1 file." in added.stderr, added.stderr
+    assert (tmp_path / "train.py").is_symlink()
+    assert "# noqa: DSL101" in target.read_text(encoding="utf-8")
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert [p.name for p in (tmp_path / "real").iterdir()] == ["train.py"], "no temporary file is left behind"
+
+
 def test_directories_above_the_project_root_do_not_exclude(tmp_path: Path) -> None:
     (tmp_path / "build" / "proj").mkdir(parents=True)
     project = _project(tmp_path / "build" / "proj", "extend-exclude = []")

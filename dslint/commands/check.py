@@ -127,16 +127,13 @@ def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool) -> None
     for result in results:
         if result.text is None or not result.diagnostics:
             continue
-        # Written as `dslint fix` writes: through symlinks, keeping encoding, BOM, newlines and mode.
-        try:
-            source = read_source(Path(result.path))
-            updated, changed = add_noqa(source.text, result.diagnostics)
-            if changed:
-                write_source(source, updated)
-        except SourceError as failure:
-            errors.append(f"{result.path}: {failure}")
-            continue
+        updated, changed = add_noqa(result.text, result.diagnostics)
         if changed:
+            try:  # the fixer's writer: atomic, keeps encoding, BOM and mode, writes through a symlink
+                write_source(read_source(Path(result.path)), updated)
+            except SourceError as problem:
+                errors.append(f"{result.path}: {problem}")
+                continue
             lines += changed
             files += 1
     for error in errors:

@@ -1,8 +1,8 @@
 """The base of config rules (DSL4xx) and the context they run in.
 
 A config rule checks one DeepSpeed config, given as a positioned tree (`dslint.config.tree`): a JSON file, or a
-dict literal in a script (positions then point into the script). Its cases are JSON texts: `Valid(text,
-path="ds_config.json")`; a case whose path ends in `.py` is a script, linted with the config link.
+dict literal in a script (positions then point into the script). Its cases are JSON texts, linted as
+`ds_config.json` (`case_path`); a case with `path="train.py"` is a script, linted with the config link.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class ConfigRule(Rule):
     """
 
     needs_engine: ClassVar[bool] = False
+    case_path: ClassVar[str] = "ds_config.json"
     runs_on_mixed_files: ClassVar[bool] = False
 
     def __init__(self, context: ConfigContext) -> None:

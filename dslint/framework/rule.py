@@ -7,9 +7,11 @@ without cases cannot exist.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -53,14 +55,10 @@ class RuleDocs:
             textwrap.dedent(self.why).strip(),
             "",
             "## Example",
-            "```python",
-            textwrap.dedent(self.example).strip(),
-            "```",
+            *_fenced(self.example),
             "",
             "## Use instead",
-            "```python",
-            textwrap.dedent(self.use_instead).strip(),
-            "```",
+            *_fenced(self.use_instead),
             "",
             "## Fix safety",
             textwrap.dedent(self.fix_safety).strip(),
@@ -68,12 +66,24 @@ class RuleDocs:
         return "\n".join(parts) + "\n"
 
 
+def _fenced(example: str) -> list[str]:
+    """A code block for `example`: fenced as JSON when it is a JSON text (a config rule's), else as Python."""
+    text = textwrap.dedent(example).strip()
+    try:
+        json.loads(text)
+    except ValueError:
+        language = "python"
+    else:
+        language = "json"
+    return [f"```{language}", text, "```"]
+
+
 @dataclass(frozen=True)
 class Valid:
     """A case on which the rule must report nothing."""
 
     code: str
-    path: str = "train.py"
+    path: str | None = None  # None: the rule's `case_path` (train.py; ds_config.json for a config rule)
 
 
 @dataclass(frozen=True)
@@ -87,7 +97,7 @@ class Invalid:
     code: str
     lines: tuple[int, ...]
     fixed: str | None = None
-    path: str = "train.py"
+    path: str | None = None  # None: the rule's `case_path` (train.py; ds_config.json for a config rule)
 
 
 class Rule:
@@ -100,7 +110,17 @@ class Rule:
     docs: ClassVar[RuleDocs]
     valid: ClassVar[Sequence[Valid]] = ()
     invalid: ClassVar[Sequence[Invalid]] = ()
-    fixable: ClassVar[bool] = False  # whether the rule can offer a fix (some findings may still have none)
+    # Whether the rule can offer a fix (some findings may still have none): derived from its cases, true when an
+    # invalid case shows the fixed text.
+    fixable: ClassVar[bool] = False
+
+    case_path: ClassVar[str] = "train.py"  # the file a case is linted as, unless the case names one
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.valid = tuple(dataclasses.replace(case, path=case.path or cls.case_path) for case in cls.valid)
+        cls.invalid = tuple(dataclasses.replace(case, path=case.path or cls.case_path) for case in cls.invalid)
+        cls.fixable = any(case.fixed is not None for case in cls.invalid)
 
     @classmethod
     def family(cls) -> str:
@@ -131,9 +151,6 @@ class Rule:
         )
 
 
-_VISITOR_NAMES: dict[type, tuple[str, ...]] = {}
-
-
 class ScriptRule(Rule, cst.BatchableCSTVisitor):
     """A rule over a Python script. All script rules of a file run in ONE batched traversal.
 
@@ -150,16 +167,6 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
         super().__init__()
         self.context = context
         self.facts = context.facts
-
-    def get_visitors(self) -> Mapping[str, Callable[[cst.CSTNode], None]]:
-        """libcst's version runs `inspect.getmembers` for every rule instance of every file (several ms each);
-        a class's visitor method names never change, so they are looked up once per class."""
-        cls = type(self)
-        names = _VISITOR_NAMES.get(cls)
-        if names is None:
-            names = tuple(super().get_visitors())
-            _VISITOR_NAMES[cls] = names
-        return {name: getattr(self, name) for name in names}
 
     def report(
         self,
@@ -193,6 +200,3 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
                 fix=fix,
             )
         )
-
-    def location(self, node: cst.CSTNode) -> tuple[Location, Location]:
-        return self.context.span(node)

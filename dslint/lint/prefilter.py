@@ -19,14 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-DEEPSPEED = b"deepspeed"
 ENGINE_TOKENS = (b"deepspeed", b"initialize")
 TRAINER_CONFIG_TOKENS = (b"deepspeed", b"TrainingArguments")
-
-
-def needs_parsing(data: bytes) -> bool:
-    """Whether any rule at all could fire: every script rule needs the word `deepspeed`."""
-    return DEEPSPEED in data
 
 
 def has_tokens(data: bytes, tokens: Iterable[bytes]) -> bool:

@@ -40,7 +40,7 @@ from dslint.config.tree import (
 from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
 from dslint.script.facts import BindingKind, InitializeCall, Pos
 from dslint.script.names import dotted_name
-from dslint.script.traversal import visit_all
+from dslint.script.walk import visit_all
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -144,15 +144,6 @@ def literal_value(node: cst.BaseExpression) -> Any:
     if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
     return UNKNOWN
-
-
-def load_config_file(path: Path) -> Mapping[str, Any] | None:
-    """Read a JSON (or HJSON) config file; None if unreadable or not an object."""
-    loaded = load_config_tree(path)
-    if not isinstance(loaded, Object):
-        return None
-    values = to_python(loaded)
-    return values if isinstance(values, dict) else None
 
 
 def load_config_tree(path: Path) -> Node | ParseError | None:

@@ -58,20 +58,20 @@ class AutoConfigValue(ConfigRule):
         """,
     )
     valid = (
-        Valid('{"train_batch_size": 8, "zero_optimization": {"stage": 2}}\n', path="ds_config.json"),
+        Valid('{"train_batch_size": 8, "zero_optimization": {"stage": 2}}\n'),
         Valid(
             """
             from transformers import TrainingArguments
             ds = {"train_batch_size": "auto", "zero_optimization": {"stage": "auto"}}
             args = TrainingArguments(output_dir="out", deepspeed=ds)
-            """
+            """,
+            path="train.py",
         ),
     )
     invalid = (
         Invalid(
             '{\n  "train_batch_size": "auto",\n  "zero_optimization": {"stage": "auto"}\n}\n',
             lines=(2,),
-            path="ds_config.json",
         ),
         Invalid(
             """
@@ -84,6 +84,7 @@ class AutoConfigValue(ConfigRule):
             engine, _, _, _ = deepspeed.initialize(model=model, config=config)
             """,
             lines=(5, 6),
+            path="train.py",
         ),
     )
 

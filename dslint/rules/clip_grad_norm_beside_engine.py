@@ -30,7 +30,6 @@ class ClipGradNormBesideEngine(ScriptRule):
         "finds no gradients at all (they live in the optimizer's partitions)"
     )
     severity = Severity.WARNING
-    fixable = True
     docs = RuleDocs(
         what="""
             Flags `torch.nn.utils.clip_grad_norm_(X.parameters(), ...)` where `X` is a DeepSpeed engine, its

@@ -36,10 +36,10 @@ class ConfigParseError(ConfigRule, ConfigSyntaxError):
             }
         """,
     )
-    valid = (Valid('{"train_batch_size": 8}\n', path="ds_config.json"),)
+    valid = (Valid('{"train_batch_size": 8}\n'),)
     invalid = (
-        Invalid('{\n  "train_batch_size": 8,,\n  "fp16": {"enabled": true}\n}\n', lines=(2,), path="ds_config.json"),
-        Invalid('{\n  "train_batch_size": 8,\n  "fp16": {"enabled": true\n', lines=(4,), path="ds_config.json"),
+        Invalid('{\n  "train_batch_size": 8,,\n  "fp16": {"enabled": true}\n}\n', lines=(2,)),
+        Invalid('{\n  "train_batch_size": 8,\n  "fp16": {"enabled": true\n', lines=(4,)),
     )
 
     def check(self) -> None:

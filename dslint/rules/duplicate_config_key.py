@@ -51,16 +51,11 @@ class DuplicateConfigKey(ConfigRule):
             }
         """,
     )
-    valid = (
-        Valid(
-            '{"train_batch_size": 8, "fp16": {"enabled": true}, "bf16": {"enabled": false}}\n', path="ds_config.json"
-        ),
-    )
+    valid = (Valid('{"train_batch_size": 8, "fp16": {"enabled": true}, "bf16": {"enabled": false}}\n'),)
     invalid = (
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 2, "stage": 3}\n}\n',
             lines=(3,),
-            path="ds_config.json",
         ),
     )
 

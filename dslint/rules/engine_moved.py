@@ -19,7 +19,6 @@ class EngineMoved(ScriptRule):
         "sets; remove this move"
     )
     severity = Severity.WARNING
-    fixable = True
     docs = RuleDocs(
         what="""
             Flags `.cuda()`, `.to(...)`, `.half()` and `.bfloat16()` called on the engine returned by

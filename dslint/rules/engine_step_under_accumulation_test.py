@@ -27,7 +27,6 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         "back-propagated"
     )
     severity = Severity.ERROR
-    fixable = True
     docs = RuleDocs(
         what="""
             Flags `engine.step()` and `engine.backward(...)` in the body of an `if` whose test is a modulo test

@@ -38,14 +38,13 @@ class FixedLossScale(ConfigRule):
         """,
     )
     valid = (
-        Valid('{"train_batch_size": 8, "fp16": {"enabled": true, "loss_scale": 0}}\n', path="ds_config.json"),
-        Valid('{"train_batch_size": 8, "fp16": {"enabled": false, "loss_scale": 128}}\n', path="ds_config.json"),
+        Valid('{"train_batch_size": 8, "fp16": {"enabled": true, "loss_scale": 0}}\n'),
+        Valid('{"train_batch_size": 8, "fp16": {"enabled": false, "loss_scale": 128}}\n'),
     )
     invalid = (
         Invalid(
             '{\n  "train_batch_size": 8,\n  "fp16": {\n    "enabled": true,\n    "loss_scale": 128\n  }\n}\n',
             lines=(5,),
-            path="ds_config.json",
         ),
     )
 

@@ -28,7 +28,6 @@ class ForwardThroughRawModel(ScriptRule):
         "that make loss.backward() work)"
     )
     severity = Severity.WARNING
-    fixable = True
     docs = RuleDocs(
         what="""
             Flags `model(...)` and `model.forward(...)` after `engine, ... = deepspeed.initialize(model=model,

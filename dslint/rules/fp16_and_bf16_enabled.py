@@ -36,18 +36,13 @@ class Fp16AndBf16Enabled(ConfigRule):
         """,
     )
     valid = (
-        Valid(
-            '{"train_batch_size": 8, "fp16": {"enabled": false}, "bf16": {"enabled": true}}\n', path="ds_config.json"
-        ),
-        Valid(
-            '{"train_batch_size": 8, "fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"}}\n', path="ds_config.json"
-        ),
+        Valid('{"train_batch_size": 8, "fp16": {"enabled": false}, "bf16": {"enabled": true}}\n'),
+        Valid('{"train_batch_size": 8, "fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"}}\n'),
     )
     invalid = (
         Invalid(
             '{\n  "train_batch_size": 8,\n  "fp16": {"enabled": true},\n  "bf16": {"enabled": true}\n}\n',
             lines=(4,),
-            path="ds_config.json",
         ),
     )
 

@@ -42,13 +42,12 @@ class IgnoredParametersConfigKey(ConfigRule):
             }
         """,
     )
-    valid = (Valid('{"train_batch_size": 8, "zero_optimization": {"stage": 3}}\n', path="ds_config.json"),)
+    valid = (Valid('{"train_batch_size": 8, "zero_optimization": {"stage": 3}}\n'),)
     invalid = (
         Invalid(
             '{\n  "train_batch_size": 8,\n  "ignored_parameters": ["rotary_emb.*"],\n  "zero_optimization": {\n'
             '    "stage": 3,\n    "ignored_parameters": ["rotary_emb.*"]\n  }\n}\n',
             lines=(3, 6),
-            path="ds_config.json",
         ),
     )
 

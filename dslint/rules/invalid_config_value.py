@@ -63,51 +63,42 @@ class InvalidConfigValue(ConfigRule):
         Valid(
             '{"train_batch_size": 8, "zero_optimization": {"stage": "3", "reduce_bucket_size": 5e8,'
             ' "offload_optimizer": {"device": "cpu", "ratio": 0.3}}, "fp16": {"enabled": "auto", "loss_scale": 0}}\n',
-            path="ds_config.json",
         ),
-        Valid('{"train_batch_size": 8, "zero_optimization": true}\n', path="ds_config.json"),
+        Valid('{"train_batch_size": 8, "zero_optimization": true}\n'),
         Valid(
             '{"train_batch_size": 8, "communication_data_type": "BF16", "seq_parallel_communication_data_type":'
             ' "fp32", "gradient_allreduce_op": "Sum", "zero_optimization": {"stage": 2}}\n',
-            path="ds_config.json",
         ),
-        Valid('{"train_batch_size": 8, "expert_parallel": false, "vocabulary_size": ""}\n', path="ds_config.json"),
+        Valid('{"train_batch_size": 8, "expert_parallel": false, "vocabulary_size": ""}\n'),
         # DeepSpeed reads `bf16` and never looks at the older `bfloat16` beside it (DSL401 says so).
-        Valid('{"train_batch_size": 8, "bf16": {"enabled": true}, "bfloat16": "yes"}\n', path="ds_config.json"),
+        Valid('{"train_batch_size": 8, "bf16": {"enabled": true}, "bfloat16": "yes"}\n'),
     )
     invalid = (
-        Invalid(
-            '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 5}\n}\n', lines=(3,), path="ds_config.json"
-        ),
+        Invalid('{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 5}\n}\n', lines=(3,)),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 3,\n'
             '    "offload_param": {"device": "gpu"}\n  },\n  "fp16": {"enabled": true, "loss_scale": -1}\n}\n',
             lines=(5, 7),
-            path="ds_config.json",
         ),
-        Invalid('{\n  "train_batch_size": 8,\n  "bf16": true\n}\n', lines=(3,), path="ds_config.json"),
+        Invalid('{\n  "train_batch_size": 8,\n  "bf16": true\n}\n', lines=(3,)),
         Invalid(
             '{\n  "train_batch_size": "32",\n  "optimizer": "AdamW",\n  "gradient_clipping": "1.0"\n}\n',
             lines=(2, 3),
-            path="ds_config.json",
         ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "communication_data_type": "float16",\n'
             '  "seq_parallel_communication_data_type": "fp61",\n  "gradient_allreduce_op": "avg"\n}\n',
             lines=(3, 4, 5),
-            path="ds_config.json",
         ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "communication_data_type": 16,\n'
             '  "gradient_allreduce_op": "sum",\n  "zero_optimization": {"stage": 3}\n}\n',
             lines=(3, 4),
-            path="ds_config.json",
         ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "timers": 7,\n  "bf16": null,\n  "bfloat16": "yes",\n'
             '  "expert_parallel": true\n}\n',
             lines=(3, 5, 6),
-            path="ds_config.json",
         ),
     )
 

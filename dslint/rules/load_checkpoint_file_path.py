@@ -22,7 +22,6 @@ class LoadCheckpointFilePath(ScriptRule):
         'the model before deepspeed.initialize with torch.load(..., map_location="cpu")'
     )
     severity = Severity.ERROR
-    fixable = True
     docs = RuleDocs(
         what="""
             Flags `engine.load_checkpoint(path, ...)` where `path` is a file name ending in `.pt`, `.pth`,

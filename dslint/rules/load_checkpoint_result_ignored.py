@@ -18,7 +18,6 @@ class LoadCheckpointResultIgnored(ScriptRule):
         "`latest` file and no tag): check its load_path"
     )
     severity = Severity.WARNING
-    fixable = True
     docs = RuleDocs(
         what="""
             Flags `engine.load_checkpoint(...)` used as a statement of its own, its result thrown away.

@@ -33,7 +33,6 @@ class LoadStateDictAfterInitialize(ScriptRule):
         f"its own fp32 copy of the weights and writes it back; {ADVICE}"
     )
     severity = Severity.ERROR
-    fixable = True
     docs = RuleDocs(
         what="""
             Flags `X.load_state_dict(...)` after `deepspeed.initialize`, where X is the engine, `engine.module`,

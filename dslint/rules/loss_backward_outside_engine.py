@@ -22,7 +22,6 @@ class LossBackwardOutsideEngine(ScriptRule):
         "before DeepSpeed 0.18.3 silently skips both"
     )
     severity = Severity.WARNING
-    fixable = True
     docs = RuleDocs(
         what="""
             Flags `x.backward()` where `x` is computed from the output of a DeepSpeed engine's forward pass

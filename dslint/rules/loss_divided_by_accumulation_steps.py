@@ -21,7 +21,6 @@ class LossDividedByAccumulationSteps(ScriptRule):
         "well scales the gradients twice; remove this division"
     )
     severity = Severity.ERROR
-    fixable = True
     docs = RuleDocs(
         what="""
             Flags a division of the loss by the gradient-accumulation steps (`loss / args.gradient_accumulation_steps`,

@@ -41,14 +41,13 @@ class MissingBatchSize(ConfigRule):
         """,
     )
     valid = (
-        Valid('{"train_micro_batch_size_per_gpu": 8}\n', path="ds_config.json"),
-        Valid('{"train_batch_size": 64, "gradient_accumulation_steps": 2}\n', path="ds_config.json"),
+        Valid('{"train_micro_batch_size_per_gpu": 8}\n'),
+        Valid('{"train_batch_size": 64, "gradient_accumulation_steps": 2}\n'),
     )
     invalid = (
         Invalid(
             '{\n  "gradient_accumulation_steps": 4,\n  "zero_optimization": {"stage": 2}\n}\n',
             lines=(1,),
-            path="ds_config.json",
         ),
         Invalid(
             """
@@ -56,6 +55,7 @@ class MissingBatchSize(ConfigRule):
             engine, _, _, _ = deepspeed.initialize(model=model, config={"fp16": {"enabled": True}})
             """,
             lines=(3,),
+            path="train.py",
         ),
     )
 

@@ -23,7 +23,6 @@ class ModelMovedBeforeInitialize(ScriptRule):
         "section says, remove the cast and set the precision in the config"
     )
     severity = Severity.WARNING
-    fixable = True
     docs = RuleDocs(
         what="""
             Flags `.cuda()`, `.to(...)`, `.half()` and `.bfloat16()` on the model that is later given to

@@ -40,11 +40,9 @@ class OffloadParamBelowStage3(ConfigRule):
     valid = (
         Valid(
             '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}}\n',
-            path="ds_config.json",
         ),
         Valid(
             '{"train_batch_size": 8, "zero_optimization": {"stage": 2, "offload_param": {"device": "none"}}}\n',
-            path="ds_config.json",
         ),
     )
     invalid = (
@@ -52,7 +50,6 @@ class OffloadParamBelowStage3(ConfigRule):
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 2,\n'
             '    "offload_param": {"device": "cpu", "pin_memory": true}\n  }\n}\n',
             lines=(5,),
-            path="ds_config.json",
         ),
     )
 

@@ -30,7 +30,6 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         "update; stepping it here as well advances the schedule twice; remove this call"
     )
     severity = Severity.ERROR
-    fixable = True
     docs = RuleDocs(
         what="""
             Flags `.step()` and `.zero_grad()` on the optimizer returned by `deepspeed.initialize` or given to it

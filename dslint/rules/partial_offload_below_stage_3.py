@@ -36,11 +36,9 @@ class PartialOffloadBelowStage3(ConfigRule):
     valid = (
         Valid(
             '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "offload_optimizer": {"ratio": 0.3}}}\n',
-            path="ds_config.json",
         ),
         Valid(
             '{"train_batch_size": 8, "zero_optimization": {"stage": 2, "offload_optimizer": {"ratio": 1}}}\n',
-            path="ds_config.json",
         ),
     )
     invalid = (
@@ -48,7 +46,6 @@ class PartialOffloadBelowStage3(ConfigRule):
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 2,\n'
             '    "offload_optimizer": {\n      "device": "cpu",\n      "ratio": 0.3\n    }\n  }\n}\n',
             lines=(7,),
-            path="ds_config.json",
         ),
     )
 

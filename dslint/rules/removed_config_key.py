@@ -36,18 +36,16 @@ class RemovedConfigKey(ConfigRule):
             }
         """,
     )
-    valid = (Valid('{"train_batch_size": 8, "data_efficiency": {"enabled": false}}\n', path="ds_config.json"),)
+    valid = (Valid('{"train_batch_size": 8, "data_efficiency": {"enabled": false}}\n'),)
     invalid = (
         Invalid(
             '{\n  "train_batch_size": 8,\n  "curriculum_learning": {"enabled": false}\n}\n',
             lines=(3,),
-            path="ds_config.json",
         ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 3,\n'
             '    "mics_shard_size": 8\n  }\n}\n',
             lines=(5,),
-            path="ds_config.json",
         ),
     )
 

@@ -17,7 +17,6 @@ class TorchLoadToCuda(ScriptRule):
         'anything; load with map_location="cpu"'
     )
     severity = Severity.WARNING
-    fixable = True
     docs = RuleDocs(
         what="""
             In a script that calls `deepspeed.initialize`, flags `torch.load(...)` whose `map_location` (keyword

@@ -17,7 +17,6 @@ class TorchLoadWithoutMapLocation(ScriptRule):
         'cuda:0) on every rank; pass map_location="cpu"'
     )
     severity = Severity.WARNING
-    fixable = True
     docs = RuleDocs(
         what="""
             In a script that calls `deepspeed.initialize`, flags `torch.load(...)` calls that give no

@@ -52,25 +52,21 @@ class UnknownConfigSectionKey(ConfigRule):
         Valid(
             '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 5e7,'
             ' "offload_param": {"device": "cpu"}}, "activation_checkpointing": {"anything": 1}}\n',
-            path="ds_config.json",
         ),
     )
     invalid = (
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 3,\n    "overlap_com": true\n  }\n}\n',
             lines=(5,),
-            path="ds_config.json",
         ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 3,\n'
             '    "offload_optimizer": {"device": "cpu", "pin_memmory": true}\n  }\n}\n',
             lines=(5,),
-            path="ds_config.json",
         ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "fp16": {"enabled": true, "loss_scale_windows": 100}\n}\n',
             lines=(3,),
-            path="ds_config.json",
         ),
     )
 

@@ -49,25 +49,22 @@ class UnknownTopLevelConfigKey(ConfigRule):
     valid = (
         Valid(
             '{"train_batch_size": 8, "_comment": "ZeRO-2 on 8 GPUs", "zero_optimization": {"stage": 2}}\n',
-            path="ds_config.json",
         ),
         Valid(
             """
             import deepspeed
             config = {"train_batch_size": 8, "zero_optimization": {"stage": 2}}
             engine, _, _, _ = deepspeed.initialize(model=model, config=config)
-            """
+            """,
+            path="train.py",
         ),
     )
     invalid = (
-        Invalid(
-            '{\n  "train_batch_size": 8,\n  "zero_optimisation": {"stage": 3}\n}\n', lines=(3,), path="ds_config.json"
-        ),
+        Invalid('{\n  "train_batch_size": 8,\n  "zero_optimisation": {"stage": 3}\n}\n', lines=(3,)),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "pipe-parallel-size": 1,\n  "num-layers": 2,\n  "hidden-size": 8,\n'
             '  "seq-length": 16,\n  "gradient-clipping": 1.0\n}\n',
             lines=(3,),
-            path="ds_config.json",
         ),
         Invalid(
             """
@@ -79,6 +76,7 @@ class UnknownTopLevelConfigKey(ConfigRule):
             engine, _, _, _ = deepspeed.initialize(model=model, config=config)
             """,
             lines=(5,),
+            path="train.py",
         ),
     )
 

@@ -87,23 +87,20 @@ class UnsatisfiableBatchSize(ConfigRule):
     valid = (
         Valid(
             '{"train_batch_size": 64, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2}\n',
-            path="ds_config.json",
         ),
-        Valid('{"train_batch_size": 48, "train_micro_batch_size_per_gpu": 4}\n', path="ds_config.json"),
+        Valid('{"train_batch_size": 48, "train_micro_batch_size_per_gpu": 4}\n'),
     )
     invalid = (
         Invalid(
             '{\n  "train_batch_size": 32,\n  "train_micro_batch_size_per_gpu": 3\n}\n',
             lines=(2,),
-            path="ds_config.json",
         ),
         Invalid(
             '{\n  "train_batch_size": 30,\n  "train_micro_batch_size_per_gpu": 4,\n'
             '  "gradient_accumulation_steps": 2\n}\n',
             lines=(2,),
-            path="ds_config.json",
         ),
-        Invalid('{\n  "train_micro_batch_size_per_gpu": 0\n}\n', lines=(2,), path="ds_config.json"),
+        Invalid('{\n  "train_micro_batch_size_per_gpu": 0\n}\n', lines=(2,)),
     )
 
     def check(self) -> None:

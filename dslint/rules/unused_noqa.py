@@ -14,7 +14,6 @@ class UnusedNoqa(UnusedNoqaCodes):
     slug = "unused-noqa"
     message = "a DSL code in this noqa comment silences nothing: remove it"
     severity = Severity.WARNING
-    fixable = True
     docs = RuleDocs(
         what="""
             Reports DSL codes in `# noqa: ...` comments that silenced no finding on their line: codes of rules

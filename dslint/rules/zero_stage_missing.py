@@ -33,14 +33,13 @@ class ZeroStageMissing(ConfigRule):
         """,
     )
     valid = (
-        Valid('{"train_batch_size": 8, "zero_optimization": {"stage": 0}}\n', path="ds_config.json"),
-        Valid('{"train_batch_size": 8}\n', path="ds_config.json"),
+        Valid('{"train_batch_size": 8, "zero_optimization": {"stage": 0}}\n'),
+        Valid('{"train_batch_size": 8}\n'),
     )
     invalid = (
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "overlap_comm": true\n  }\n}\n',
             lines=(3,),
-            path="ds_config.json",
         ),
     )
 

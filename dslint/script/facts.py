@@ -153,15 +153,6 @@ class RoleAnswer:
     init: InitializeCall | None
 
 
-@dataclass(frozen=True)
-class Branch:
-    """An `if` statement's two branches, for deciding which one is plain PyTorch."""
-
-    test_text: str
-    body: tuple[Pos, Pos]
-    orelse: tuple[Pos, Pos] | None
-
-
 class ScriptFacts:
     """The facts of one script; built by `collect_facts`."""
 
@@ -178,7 +169,6 @@ class ScriptFacts:
         self.block_size_of_line: dict[cst.CSTNode, int] = {}
         self.device_set_calls: list[tuple[Scope, Pos]] = []
         self.plain_ranges: list[tuple[Pos, Pos]] = []
-        self.ds_ranges: list[tuple[Pos, Pos]] = []
 
     # --- order ----------------------------------------------------------------------------------------------
     def start(self, node: cst.CSTNode) -> Pos:
@@ -197,9 +187,6 @@ class ScriptFacts:
         if not self.plain_ranges:
             return False
         return self._within(self.start(node), self.plain_ranges)
-
-    def in_deepspeed_branch(self, node: cst.CSTNode) -> bool:
-        return self._within(self.start(node), self.ds_ranges)
 
     @staticmethod
     def _within(pos: Pos, ranges: Iterable[tuple[Pos, Pos]]) -> bool:
@@ -738,11 +725,9 @@ def _resolve_branches(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool 
             polarity = next((p for test, p in guards if test.deep_equals(node.test)), None)
         if polarity is None:
             continue
-        ds_side, plain_side = (body, orelse) if polarity else (orelse, body)
+        plain_side = orelse if polarity else body
         if plain_side is not None:
             facts.plain_ranges.append(plain_side)
-        if ds_side is not None:
-            facts.ds_ranges.append(ds_side)
 
 
 def collect_facts(module: cst.Module) -> ScriptFacts:

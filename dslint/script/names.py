@@ -56,10 +56,6 @@ class ImportTable:
                 local = alias.asname.name.value
             self.aliases[local] = f"{base}.{imported}"
 
-    def imports_module(self, prefix: str) -> bool:
-        """Whether anything was imported from `prefix` (a module path such as "deepspeed")."""
-        return any(q == prefix or q.startswith(prefix + ".") for q in self.aliases.values())
-
     def qualified(self, node: cst.CSTNode) -> str | None:
         """The dotted path an expression refers to, through imports.
 

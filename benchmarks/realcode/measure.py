@@ -1,0 +1,293 @@
+"""Recall and false alarms of dslint on the labelled real-code set (benchmarks/realcode/MANIFEST.tsv).
+
+    python benchmarks/realcode/measure.py                      # dslint from this checkout
+    python benchmarks/realcode/measure.py --dslint-path /work/main --json figures.json
+    python benchmarks/realcode/measure.py --layout-only        # only lay the snapshots out
+
+Each MANIFEST row names a public repository at a fixed commit, a file, a line range, a rule code and a verdict:
+`flag` (dslint should report that code there) or `clean` (it must stay silent there). The snapshots are bare git
+mirrors (the `fetch` tool's /work/.mirror/OWNER+NAME/repo, or OWNER+NAME.git / OWNER+NAME under --mirror-root);
+each is laid out at the row's commit into --root (a cache folder outside the repository). Blobs a shallow
+snapshot lacks (large data files, images) are skipped. dslint then runs once per repository over the whole
+folder, so launchers and configs are seen, with `--isolated` so a repository's own pyproject.toml cannot change
+the selection. A row is found when dslint reports its code in its file on a line inside its range.
+
+Printed per rule and overall: flag rows found (recall), clean rows reported (false-alarm rate), and the number of
+findings on lines no row labels (to review precision by hand).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MANIFEST = HERE / "MANIFEST.tsv"
+COLUMNS = ("repo", "commit", "path", "lines", "rule", "verdict", "group", "reason")
+DEFAULT_MIRROR_ROOT = Path("/work/.mirror")
+DEFAULT_ROOT = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dslint-realcode"
+
+
+@dataclass(frozen=True)
+class Row:
+    repo: str
+    commit: str
+    path: str
+    first: int
+    last: int
+    rule: str
+    verdict: str
+    group: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int
+    code: str
+
+
+@dataclass
+class Tally:
+    flags: int = 0
+    found: int = 0
+    cleans: int = 0
+    false_alarms: int = 0
+    unlabelled: int = 0
+    missed: list[Row] = field(default_factory=list)
+    alarms: list[Row] = field(default_factory=list)
+    others: list[tuple[str, Finding]] = field(default_factory=list)
+
+    def figures(self) -> dict[str, float | int | None]:
+        return {
+            "flag_rows": self.flags,
+            "found": self.found,
+            "recall": self.found / self.flags if self.flags else None,
+            "clean_rows": self.cleans,
+            "false_alarms": self.false_alarms,
+            "false_alarm_rate": self.false_alarms / self.cleans if self.cleans else None,
+            "unlabelled_findings": self.unlabelled,
+        }
+
+
+def read_manifest(path: Path) -> list[Row]:
+    rows: list[Row] = []
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+        if tuple(reader.fieldnames or ()) != COLUMNS:
+            raise SystemExit(f"{path}:1: columns must be {', '.join(COLUMNS)}")
+        for number, record in enumerate(reader, start=2):
+            first_text, _, last_text = record["lines"].partition("-")
+            try:
+                first = int(first_text)
+                last = int(last_text) if last_text else first
+                group = int(record["group"])
+            except ValueError:
+                raise SystemExit(f"{path}:{number}: lines and group must be numbers") from None
+            if record["verdict"] not in ("flag", "clean"):
+                raise SystemExit(f"{path}:{number}: verdict must be flag or clean")
+            rows.append(
+                Row(
+                    record["repo"],
+                    record["commit"],
+                    record["path"],
+                    first,
+                    last,
+                    record["rule"],
+                    record["verdict"],
+                    group,
+                    record["reason"],
+                )
+            )
+    return rows
+
+
+def mirror_of(repo: str, mirror_root: Path) -> Path | None:
+    name = repo.replace("/", "+")
+    for candidate in (mirror_root / name / "repo", mirror_root / f"{name}.git", mirror_root / name):
+        if (candidate / "HEAD").is_file():
+            return candidate
+    return None
+
+
+def has_commit(mirror: Path, commit: str) -> bool:
+    check = ["git", f"--git-dir={mirror}", "cat-file", "-e", f"{commit}^{{commit}}"]
+    return subprocess.run(check, capture_output=True, check=False).returncode == 0
+
+
+def folder_of(repo: str, commit: str, root: Path) -> Path:
+    return root / f"{repo.replace('/', '__')}@{commit[:12]}"
+
+
+def lay_out(mirror: Path, commit: str, target: Path) -> None:
+    """Write every blob of `commit` that the mirror holds into `target` (missing large blobs are skipped)."""
+    done = target / ".laid-out"
+    if done.is_file():
+        return
+    git = ["git", f"--git-dir={mirror}"]
+    listing = subprocess.run([*git, "ls-tree", "-r", "-z", commit], capture_output=True, check=True).stdout
+    entries: list[tuple[str, str]] = []
+    for item in listing.split(b"\0"):
+        if not item:
+            continue
+        meta, _, raw_name = item.partition(b"\t")
+        mode, kind, sha = meta.split(b" ")
+        if kind == b"blob" and mode in (b"100644", b"100755"):
+            entries.append((sha.decode(), raw_name.decode("utf-8", "surrogateescape")))
+    request = "".join(f"{sha}\n" for sha, _ in entries).encode()
+    batch = subprocess.run([*git, "cat-file", "--batch"], input=request, capture_output=True, check=True).stdout
+    position = 0
+    for _, name in entries:
+        end = batch.index(b"\n", position)
+        header = batch[position:end].split(b" ")
+        position = end + 1
+        if header[-1] == b"missing":
+            continue
+        size = int(header[2])
+        path = target / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(batch[position : position + size])
+        position += size + 1
+    done.write_text(commit + "\n", encoding="utf-8")
+
+
+SEVERITIES = ("info", "warning", "error")
+
+
+def run_dslint(folder: Path, dslint_path: Path | None, min_severity: str = "info") -> list[Finding]:
+    env = dict(os.environ)
+    if dslint_path is not None:
+        env["PYTHONPATH"] = str(dslint_path) + os.pathsep + env.get("PYTHONPATH", "")
+    with tempfile.TemporaryDirectory() as temporary:
+        report = Path(temporary) / "report.json"
+        argv = [sys.executable, "-m", "dslint", "check", "--isolated", "--exit-zero", "--quiet"]
+        argv += ["--output-format", "json", "-o", str(report), "."]
+        result = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True, check=False)
+        if not report.is_file():
+            raise SystemExit(f"dslint failed on {folder}: {result.stderr.strip()}")
+        data = json.loads(report.read_text(encoding="utf-8"))
+    findings: list[Finding] = []
+    for item in data:
+        if SEVERITIES.index(str(item.get("severity", "error"))) < SEVERITIES.index(min_severity):
+            continue
+        filename = Path(item["filename"])
+        relative = filename.relative_to(folder) if filename.is_absolute() else filename
+        findings.append(Finding(relative.as_posix(), int(item["location"]["line"]), str(item["code"])))
+    return findings
+
+
+def measure(rows: list[Row], findings: dict[tuple[str, str], list[Finding]]) -> dict[str, Tally]:
+    tallies: dict[str, Tally] = defaultdict(Tally)
+    labelled: set[tuple[str, str, str, int]] = set()
+    for row in rows:
+        key = (row.repo, row.commit)
+        hit = any(f.path == row.path and f.code == row.rule and row.first <= f.line <= row.last for f in findings[key])
+        for line in range(row.first, row.last + 1):
+            labelled.add((row.repo, row.path, row.rule, line))
+        for name in (row.rule, f"group {row.group}", "overall"):
+            tally = tallies[name]
+            if row.verdict == "flag":
+                tally.flags += 1
+                tally.found += hit
+                if not hit:
+                    tally.missed.append(row)
+            else:
+                tally.cleans += 1
+                tally.false_alarms += hit
+                if hit:
+                    tally.alarms.append(row)
+    for (repo, _), found in findings.items():
+        for f in found:
+            if (repo, f.path, f.code, f.line) not in labelled:
+                tallies[f.code].unlabelled += 1
+                tallies["overall"].unlabelled += 1
+                tallies["overall"].others.append((repo, f))
+    return dict(tallies)
+
+
+def percent(value: float | int | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def print_table(tallies: dict[str, Tally], verbose: bool) -> None:
+    print(f"{'rule':<8} {'flag':>5} {'found':>6} {'recall':>7} {'clean':>6} {'alarms':>7} {'rate':>6} {'unlab.':>7}")
+    for name in sorted(tallies, key=lambda n: (n == "overall", n.startswith("group"), n)):
+        figures = tallies[name].figures()
+        print(
+            f"{name:<8} {figures['flag_rows']:>5} {figures['found']:>6} {percent(figures['recall']):>7} "
+            f"{figures['clean_rows']:>6} {figures['false_alarms']:>7} {percent(figures['false_alarm_rate']):>6} "
+            f"{figures['unlabelled_findings']:>7}"
+        )
+    if verbose:
+        overall = tallies.get("overall", Tally())
+        for label, listed in (("missed", overall.missed), ("false alarm", overall.alarms)):
+            for row in listed:
+                print(f"{label}: {row.rule} {row.repo} {row.path}:{row.first}-{row.last}  ({row.reason})")
+        for repo, finding in sorted(overall.others, key=lambda item: (item[0], item[1].path, item[1].line)):
+            print(f"unlabelled: {finding.code} {repo} {finding.path}:{finding.line}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--manifest", type=Path, default=MANIFEST)
+    parser.add_argument("--mirror-root", type=Path, default=DEFAULT_MIRROR_ROOT, help="where the bare snapshots are")
+    parser.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="where snapshots are laid out")
+    parser.add_argument("--dslint-path", type=Path, help="a dslint checkout to measure (default: the importable one)")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--min-severity", choices=SEVERITIES, default="info", help="ignore findings below this")
+    parser.add_argument("--layout-only", action="store_true", help="lay the snapshots out and stop")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list misses, false alarms, unlabelled findings")
+    args = parser.parse_args()
+
+    rows = read_manifest(args.manifest)
+    snapshots = sorted({(row.repo, row.commit) for row in rows})
+    missing = [repo for repo, _ in snapshots if mirror_of(repo, args.mirror_root) is None]
+    if missing:
+        print(f"missing snapshots under {args.mirror_root} (rows of these are not measured):", file=sys.stderr)
+        for repo in sorted(set(missing)):
+            print(f"  {repo}: fetch it (the `fetch` tool with github:{repo}, or", file=sys.stderr)
+            target = args.mirror_root / f"{repo.replace('/', '+')}.git"
+            print(f"    git clone --bare https://github.com/{repo} {target})", file=sys.stderr)
+    present = []
+    for repo, commit in snapshots:
+        mirror = mirror_of(repo, args.mirror_root)
+        if mirror is None:
+            continue
+        if not has_commit(mirror, commit):
+            print(f"  {repo}: {mirror} lacks commit {commit}; its rows are not measured", file=sys.stderr)
+            continue
+        present.append((repo, commit))
+    findings: dict[tuple[str, str], list[Finding]] = {}
+    for repo, commit in present:
+        mirror = mirror_of(repo, args.mirror_root)
+        assert mirror is not None
+        folder = folder_of(repo, commit, args.root)
+        lay_out(mirror, commit, folder)
+        if not args.layout_only:
+            findings[(repo, commit)] = run_dslint(folder, args.dslint_path, args.min_severity)
+    if args.layout_only:
+        for repo, commit in present:
+            print(folder_of(repo, commit, args.root))
+        return
+    measured = [row for row in rows if (row.repo, row.commit) in findings]
+    tallies = measure(measured, findings)
+    repos = len({row.repo for row in measured})
+    source = args.dslint_path or "the importable checkout"
+    print(f"{len(measured)} rows from {repos} repositories; dslint from {source}")
+    print_table(tallies, args.verbose)
+    if args.json:
+        payload = {name: tally.figures() for name, tally in tallies.items()}
+        args.json.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
