@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
 import click
 
 from dslint import __version__
@@ -15,6 +18,11 @@ from dslint.commands.settings import settings_command
 @click.version_option(__version__, prog_name="dslint")
 def main() -> None:
     """Find, before a GPU hour is spent, the DeepSpeed mistakes that waste memory or silently break training."""
+    # A file name that is not valid UTF-8 (held as surrogates) or a lone surrogate in a config key is printed
+    # escaped (`\udcff`), never a UnicodeEncodeError.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
 
 
 main.add_command(check)

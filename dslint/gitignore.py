@@ -54,7 +54,8 @@ class IgnoreFile:
     def __init__(self, base: Path, lines: list[str]) -> None:
         self.base = base
         self.patterns: list[_Pattern] = []
-        for raw in lines:
+        self.problems: list[str] = []  # "PATH:LINE: ignoring bad pattern ...": the line is skipped, as git does
+        for number, raw in enumerate(lines, start=1):
             line = raw.rstrip("\n").rstrip()
             if not line or line.startswith("#"):
                 continue
@@ -68,7 +69,13 @@ class IgnoreFile:
             anchored = "/" in line
             line = line.lstrip("/")
             prefix = "" if anchored else "(?:.*/)?"
-            regex = re.compile(f"^{prefix}{_translate(line)}$")
+            try:
+                regex = re.compile(f"^{prefix}{_translate(line)}$")
+            except re.error as error:
+                self.problems.append(
+                    f"{base / '.gitignore'}:{number}: ignoring bad pattern {raw.strip()!r}: {error.msg}"
+                )
+                continue
             self.patterns.append(_Pattern(regex, negated, directory_only))
 
     @classmethod

@@ -28,6 +28,7 @@ from typing import Any
 
 from dslint.framework.registry import all_rules
 from dslint.gitignore import _translate
+from dslint.limits import MB, Limits, TooLarge, parse_size, read_capped
 from dslint.selection import RuleSelection, normalize_prefix
 
 if sys.version_info >= (3, 11):
@@ -71,7 +72,11 @@ KEYS = (
     "extend-exclude",
     "unsafe-fixes",
     "output-format",
+    "max-file-size",
+    "max-nesting",
+    "max-config-size",
 )
+MAX_PYPROJECT_SIZE = 4 * MB  # a pyproject.toml cannot set its own size limit
 
 
 class SettingsError(Exception):
@@ -104,6 +109,7 @@ class ProjectConfig:
     extend_exclude: tuple[str, ...] = ()
     unsafe_fixes: bool | None = None
     output_format: str | None = None
+    limits: Limits = field(default_factory=Limits)
 
 
 @functools.cache
@@ -125,7 +131,7 @@ def glob_matches(pattern: str, relative: str) -> bool:
 def _relative(path: Path, root: Path) -> str | None:
     try:
         return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return None
 
 
@@ -150,6 +156,10 @@ class Settings:
         if self.overrides.unsafe_fixes is not None:
             return self.overrides.unsafe_fixes
         return bool(self.project.unsafe_fixes)
+
+    @property
+    def limits(self) -> Limits:
+        return self.project.limits
 
     @property
     def exclude(self) -> tuple[str, ...]:
@@ -205,6 +215,7 @@ class Settings:
             "exclude": list(self.exclude),
             "unsafe-fixes": self.unsafe_fixes,
             "output-format": self.output_format,
+            **self.limits.describe(),
         }
         if path is not None:
             data["path"] = str(path)
@@ -283,11 +294,28 @@ def parse_table(table: Mapping[str, object], source: Path | None) -> ProjectConf
             (pattern, validate_codes(_string_list(codes, f"{where}.per-file-ignores.{pattern!r}"), where))
             for pattern, codes in raw.items()
         )
+        _patterns((pattern for pattern, _ in entries), f"{where}.per-file-ignores")
         config = replace(config, per_file_ignores=entries)
     if "exclude" in table:
-        config = replace(config, exclude=_string_list(table["exclude"], f"{where}.exclude"))
+        config = replace(
+            config, exclude=_patterns(_string_list(table["exclude"], f"{where}.exclude"), f"{where}.exclude")
+        )
     if "extend-exclude" in table:
-        config = replace(config, extend_exclude=_string_list(table["extend-exclude"], f"{where}.extend-exclude"))
+        values = _string_list(table["extend-exclude"], f"{where}.extend-exclude")
+        config = replace(config, extend_exclude=_patterns(values, f"{where}.extend-exclude"))
+    limits = config.limits
+    for key, attribute in (("max-file-size", "max_file_size"), ("max-config-size", "max_config_size")):
+        if key in table:
+            size = parse_size(table[key])
+            if size is None:
+                raise SettingsError(f'{where}.{key}: expected a size such as 2097152 or "2 MB", got {table[key]!r}')
+            limits = replace(limits, **{attribute: size})
+    if "max-nesting" in table:
+        value = table["max-nesting"]
+        if isinstance(value, bool) or not isinstance(value, int) or not 10 <= value <= 100_000:
+            raise SettingsError(f"{where}.max-nesting: expected a whole number from 10 to 100000, got {value!r}")
+        limits = replace(limits, max_nesting=value)
+    config = replace(config, limits=limits)
     if "unsafe-fixes" in table:
         value = table["unsafe-fixes"]
         if not isinstance(value, bool):
@@ -302,14 +330,33 @@ def parse_table(table: Mapping[str, object], source: Path | None) -> ProjectConf
     return config
 
 
+def _patterns(patterns: Iterable[str], where: str) -> tuple[str, ...]:
+    """`patterns`, each checked to be a glob dslint can match (`[z-a]` is not)."""
+    checked = tuple(patterns)
+    for pattern in checked:
+        try:
+            _glob(pattern)
+        except re.error as error:
+            raise SettingsError(f"{where}: bad pattern {pattern!r}: {error.msg}") from error
+    return checked
+
+
 def read_pyproject(path: Path) -> ProjectConfig | None:
     """The `[tool.dslint]` table of `path`, or None when the file has none."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_capped(path, MAX_PYPROJECT_SIZE, "the size limit for pyproject.toml").decode("utf-8"))
+    except TooLarge as error:
+        raise SettingsError(f"{path}: {error}") from error
     except OSError as error:
         raise SettingsError(f"{path}: cannot read: {error.strerror or error}") from error
+    except UnicodeDecodeError as error:
+        raise SettingsError(
+            f"{path}: not UTF-8 text (TOML must be UTF-8): {error.reason} at byte {error.start}"
+        ) from error
     except tomllib.TOMLDecodeError as error:
         raise SettingsError(f"{path}: invalid TOML: {error}") from error
+    except RecursionError as error:
+        raise SettingsError(f"{path}: invalid TOML: nested too deeply to read") from error
     tool = data.get("tool")
     if not isinstance(tool, dict) or "dslint" not in tool:
         return None
@@ -326,7 +373,7 @@ def find_pyproject(start: Path) -> ProjectConfig | None:
         directory = directory.parent
     for candidate in (directory, *directory.parents):
         path = candidate / "pyproject.toml"
-        if path.is_file():
+        if path.is_file() or path.is_symlink():  # a dangling or looping link is an error, not "no pyproject"
             config = read_pyproject(path)
             if config is not None:
                 return config

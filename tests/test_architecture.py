@@ -16,7 +16,7 @@ PACKAGES = ("dslint", "runtime_check")
 # Low to high. `name` is that module only; `name.*` is the package and every module under it. A module takes the
 # most specific pattern that matches it. Keep in step with the table in docs/architecture.md.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("diagnostics", ["dslint", "dslint.diagnostics", "dslint.selection", "dslint.gitignore"]),
+    ("diagnostics", ["dslint", "dslint.diagnostics", "dslint.selection", "dslint.gitignore", "dslint.limits"]),
     ("facts", ["dslint.config.*", "dslint.script.*"]),
     ("project", ["dslint.project.*"]),
     ("rule framework", ["dslint.framework.*"]),

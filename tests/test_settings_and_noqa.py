@@ -103,7 +103,7 @@ def test_layers_select_extend_and_ignore(tmp_path: Path) -> None:
     cli = SettingsResolver(Overrides(extend_select=("DSL102",), ignore=("DSL103",)), cwd=project).for_path(path)
     assert cli.enabled_codes(path) == {"DSL101", "DSL102"}
     fresh = SettingsResolver(Overrides(select=("DSL0",)), cwd=project).for_path(path)
-    assert fresh.enabled_codes(path) == {"DSL001", "DSL010"}
+    assert fresh.enabled_codes(path) == {"DSL001", "DSL002", "DSL010"}
 
 
 # -- noqa ----------------------------------------------------------------------------------------------------

@@ -109,11 +109,14 @@ def check(
     if show_files:
         _show_files(resolver, paths, force_exclude)
         return
+    warnings: list[str] = []
     try:
-        outcome = run_check(resolver, paths, force_exclude, jobs, world_size, stdin_filename)
+        outcome = run_check(resolver, paths, force_exclude, jobs, world_size, stdin_filename, warnings)
         settings = resolver.for_path(Path.cwd())
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
+    for warning in warnings:
+        click.echo(f"dslint: warning: {warning}", err=True)
     results, errors = outcome.results, outcome.errors
     # A config file is checked on its own and again through each script that points at it: report once.
     unique = dict.fromkeys(d for r in results for d in r.diagnostics)
@@ -135,7 +138,11 @@ def check(
     else:
         report = renderer(settings.output_format)(diagnostics, context)
     if output_file is not None:
-        output_file.write_text(report, encoding="utf-8")
+        try:
+            output_file.write_text(report, encoding="utf-8", errors="backslashreplace")
+        except OSError as error:
+            errors.append(f"{output_file}: cannot write the report: {error.strerror or error}")
+            click.echo(report, nl=False)  # nothing is lost: the findings go to stdout instead
     else:
         click.echo(report, nl=False, color=colour)  # click drops colour codes off a terminal unless told
     for message in errors:
@@ -176,6 +183,7 @@ def run_check(
     jobs: int | None = None,
     world_size: int | None = None,
     stdin_filename: str | None = None,
+    warnings: list[str] | None = None,
 ) -> CheckOutcome:
     """Discover and lint with each file's effective settings (`-` among the paths: the text on stdin)."""
     outcome = CheckOutcome()
@@ -185,11 +193,13 @@ def run_check(
         _collect(outcome, [found] if found is not None else [])
         if not named:
             return outcome
-    files, errors = files_to_check(resolver, tuple(named), force_exclude)
+    files, errors = files_to_check(resolver, tuple(named), force_exclude, warnings)
     outcome.errors.extend(errors)
     progress = Progress(len(files))
     try:
-        linted = lint_files([(job.path, job.selection) for job in files], jobs, world_size, progress.advance)
+        items = [(job.path, job.selection) for job in files]
+        limits = [job.settings.limits for job in files]
+        linted = lint_files(items, jobs, world_size, progress.advance, limits)
     finally:
         progress.finish()
     _collect(outcome, linted)

@@ -25,7 +25,8 @@ from dslint.fix.edits import FixOutcome
 from dslint.fix.loop import fix_source
 from dslint.fix.notebook import NotebookFix, fix_notebook_text
 from dslint.fix.write import SourceError, read_source, write_source
-from dslint.lint.batch import FileFailure, lint_files
+from dslint.limits import Limits
+from dslint.lint.batch import FileFailure, lint_files, lint_path
 from dslint.lint.file_kinds import NotAnalysed
 from dslint.lint.files import FileJob, files_to_check
 from dslint.lint.notebook import SUFFIX as NOTEBOOK
@@ -34,19 +35,32 @@ from dslint.selection import RuleSelection
 from dslint.settings import SettingsError
 
 
-def fix_file(path: Path, selection: RuleSelection, *, unsafe: bool, diff: bool, report: FixReport) -> None:
+def fix_file(
+    path: Path,
+    selection: RuleSelection,
+    *,
+    unsafe: bool,
+    diff: bool,
+    report: FixReport,
+    limits: Limits | None = None,
+) -> None:
     """Fix one file (or compute its diff), adding what happened to `report`."""
+    limits = limits or Limits()
     try:
-        source = read_source(path)
-    except SourceError as error:
-        report.errors.append(f"{path}: {error}")
+        source = read_source(path, limits.max_file_size)
+    except SourceError:
+        # Not readable, too large, or not decodable: nothing to fix, and the same verdict as `dslint check`
+        # (an error line, DSL001 for a file dslint would analyse, or nothing for a file that is not its own).
+        checked = lint_path(path, selection, limits=limits)
+        if isinstance(checked, FileFailure):
+            report.errors.append(f"{checked.path}: {checked.message}")
         return
     name = str(path)
     try:
         if path.suffix.lower() == NOTEBOOK:
             outcome: FixOutcome | NotebookFix = fix_notebook_text(name, source.text, unsafe=unsafe, selection=selection)
         else:
-            outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection)
+            outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection, limits=limits)
     except NotPythonNotebook:
         return
     except NotebookError as error:
@@ -79,7 +93,7 @@ def remaining_findings(jobs: list[FileJob], errors: list[str]) -> list[Diagnosti
     """What `check` reports for the same files as they are now on disk (with `--diff`, as they were): the same
     findings, counted once, so the two commands agree on findings and exit status."""
     failed = {message.split(": ", 1)[0] for message in errors}
-    results = lint_files([(job.path, job.selection) for job in jobs])
+    results = lint_files([(job.path, job.selection) for job in jobs], limits=[job.settings.limits for job in jobs])
     diagnostics: dict[Diagnostic, None] = {}
     for result in results:
         if isinstance(result, FileFailure):
@@ -120,17 +134,27 @@ def fix(
     resolver = make_resolver(select, ignore, extend_select, unsafe_fixes, config_file, isolated)
     if paths == (STDIN,):
         sys.exit(fix_stdin(resolver, stdin_filename, diff=diff, quiet=quiet))
+    warnings: list[str] = []
     try:
-        jobs, errors = files_to_check(resolver, paths, force_exclude)
+        jobs, errors = files_to_check(resolver, paths, force_exclude, warnings)
         unsafe = resolver.for_path(Path.cwd()).unsafe_fixes
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
+    for warning in warnings:
+        click.echo(f"dslint: warning: {warning}", err=True)
     report = FixReport(errors=errors)
     for target in config_targets(jobs):  # configs first: script rules read them
         fix_config_file(target, diff=diff, report=report)
     for job in jobs:
         if job.path.suffix in (".py", NOTEBOOK):
-            fix_file(job.path, job.selection, unsafe=job.settings.unsafe_fixes, diff=diff, report=report)
+            fix_file(
+                job.path,
+                job.selection,
+                unsafe=job.settings.unsafe_fixes,
+                diff=diff,
+                report=report,
+                limits=job.settings.limits,
+            )
     report.remaining = remaining_findings(jobs, report.errors)
     out = sys.stdout
     if diff:

@@ -98,7 +98,10 @@ def batch_values(root: Object) -> tuple[Any, Any, Any]:
 def offload_ratio(root: Object) -> tuple[Node | None, float | None]:
     node = node_at(root, "zero_optimization", "offload_optimizer", "ratio")
     if isinstance(node, Scalar) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return node, float(node.value)
+        try:
+            return node, float(node.value)
+        except OverflowError:  # an integer of hundreds of digits
+            return node, None
     return node, None
 
 

@@ -10,6 +10,7 @@ import difflib
 import functools
 import json
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +141,8 @@ def _lax_int(value: Any) -> int | None:
 
 
 def _lax_float(value: Any) -> float | None:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > sys.float_info.max:
+        return math.inf if value > 0 else -math.inf  # a 400-digit integer: beyond every bound, no OverflowError
     if isinstance(value, (bool, int, float)):
         return float(value)
     if isinstance(value, str):

@@ -18,6 +18,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from dslint.diagnostics import Diagnostic, Edit, Fix, Location
+from dslint.lint.parse_guard import parse_module
 from dslint.script.names import ImportTable, dotted_name
 
 MAX_ROUNDS = 10
@@ -102,12 +103,12 @@ def applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
 def _parse_error(text: str) -> str | None:
     """Why `text` is not valid Python (libcst's grammar, then CPython's own compiler checks), or None."""
     try:
-        cst.parse_module(text)
+        parse_module(text)
     except cst.ParserSyntaxError as error:
         return error.message.splitlines()[0]
     try:
-        with warnings.catch_warnings():  # the user's own SyntaxWarnings (`"\d"`) are not the fixer's to print
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a SyntaxWarning in the user's code is not dslint's to print
             compile(text, "<fixed>", "exec", dont_inherit=True)
     except SyntaxError as error:
         return f"{error.msg} (line {error.lineno})"
@@ -203,12 +204,12 @@ def fix_text(
     outcome = FixOutcome(original=text, text=text)
     current = text
     applied: list[Diagnostic] = []
-    check_compiles = verify is None and _parse_error(text) is None
+    check_compiles: bool | None = None  # known once a fix applies: `lint` guards the parse of the original
 
     def problem_of(candidate: str, empty_before: int) -> str | None:
         if verify is not None:  # a config file: its own reader's check
             return verify(candidate)
-        return _problem(candidate, check_compiles, empty_before)
+        return _problem(candidate, bool(check_compiles), empty_before)
 
     for _ in range(MAX_ROUNDS):
         diagnostics = lint(current)
@@ -218,6 +219,8 @@ def fix_text(
             outcome.applied = applied
             outcome.remaining = diagnostics
             return outcome
+        if check_compiles is None:
+            check_compiles = verify is None and _parse_error(text) is None
         chosen = choose_fixes(d.fix for d in fixes.values() if d.fix is not None)
         empty_before = pass_only_blocks(current) if verify is None else 0
         try:
@@ -255,7 +258,7 @@ def _problem(text: str, check_compiles: bool, empty_before: int) -> str | None:
             return error
     else:
         try:
-            cst.parse_module(text)
+            parse_module(text)
         except cst.ParserSyntaxError as parse_error:
             return parse_error.message.splitlines()[0]
     if pass_only_blocks(text) > empty_before:
@@ -284,7 +287,7 @@ def _only_pass(line: cst.BaseStatement) -> bool:
 def pass_only_blocks(text: str) -> int:
     """How many blocks of `text` hold nothing but `pass` (0 when it does not parse)."""
     try:
-        module = cst.parse_module(text)
+        module = parse_module(text)
     except cst.ParserSyntaxError:
         return 0
     counter = _PassOnlyBlocks()

@@ -15,12 +15,20 @@ or would not settle), `changed`. It never writes anything; `dslint.fix.write` do
 from __future__ import annotations
 
 from dslint.fix.edits import FixOutcome, fix_text
+from dslint.limits import Limits
 from dslint.lint.file import lint_text
 from dslint.selection import RuleSelection
 
 __all__ = ["FixOutcome", "fix_source"]
 
 
-def fix_source(path: str, text: str, *, unsafe: bool = False, selection: RuleSelection | None = None) -> FixOutcome:
+def fix_source(
+    path: str,
+    text: str,
+    *,
+    unsafe: bool = False,
+    selection: RuleSelection | None = None,
+    limits: Limits | None = None,
+) -> FixOutcome:
     """Fix `text` (the content of `path`) with the selected rules; safe fixes only unless `unsafe`."""
-    return fix_text(text, lambda current: lint_text(path, current, selection), unsafe=unsafe)
+    return fix_text(text, lambda current: lint_text(path, current, selection, limits), unsafe=unsafe)

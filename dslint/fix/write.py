@@ -19,6 +19,8 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from dslint.limits import DEFAULT_MAX_FILE_SIZE, TooLarge, read_capped
+
 
 class SourceError(Exception):
     """A file that cannot be read as Python source or written back."""
@@ -59,10 +61,12 @@ def decode_source(data: bytes) -> tuple[str, str, bool]:
     return text, encoding, bom
 
 
-def read_source(path: Path) -> SourceFile:
+def read_source(path: Path, max_size: int = DEFAULT_MAX_FILE_SIZE) -> SourceFile:
     try:
-        data = path.read_bytes()
+        data = read_capped(path, max_size, "max-file-size")
         mode = stat.S_IMODE(path.stat().st_mode)
+    except TooLarge as error:
+        raise SourceError(str(error)) from error
     except OSError as error:
         raise SourceError(f"cannot read: {error.strerror or error}") from error
     text, encoding, bom = decode_source(data)
@@ -87,8 +91,11 @@ def read_text_source(path: Path) -> SourceFile:
 def write_source(source: SourceFile, text: str) -> None:
     """Replace the file with `text`, atomically, keeping encoding, BOM and mode (symlinks are written through)."""
     data = source.encode(text)
-    target = source.path.resolve()
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".dslint-tmp", dir=target.parent)
+    try:
+        target = source.path.resolve()
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".dslint-tmp", dir=target.parent)
+    except (OSError, RuntimeError) as error:  # a read-only directory; RuntimeError: a symlink loop
+        raise SourceError(f"cannot write: {getattr(error, 'strerror', None) or error}") from error
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)

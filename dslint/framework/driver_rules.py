@@ -1,5 +1,6 @@
-"""The findings a driver meets rather than a rule's traversal: a script that does not parse (DSL001), a config
-that does not parse (DSL400), a noqa comment that silences nothing (DSL010).
+"""The findings a driver meets rather than a rule's traversal: a script that does not parse (DSL001) or is too
+deeply nested to parse (DSL002), a config that does not parse (DSL400), a noqa comment that silences nothing
+(DSL010).
 
 The framework declares each as a contract; the rule module that implements it builds the finding itself
 (message, position, fix), and drivers reach it through `dslint.framework.registry.implementation(...)`, never by
@@ -39,4 +40,12 @@ class UnusedNoqaCodes(Rule):
         cls, path: str, line: int, start: int, end: int, unused: Sequence[tuple[str, str]], edits: Sequence[Edit]
     ) -> Diagnostic:
         """`unused`: (code, why it is unused) pairs; `start`/`end`: the comment's columns; `edits` remove them."""
+        raise NotImplementedError
+
+
+class ScriptTooDeep(Rule):
+    """A Python file dslint would analyse is valid Python but nested too deeply for dslint's parser."""
+
+    @classmethod
+    def from_refusal(cls, path: str, line: int, message: str) -> Diagnostic:
         raise NotImplementedError

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.diagnostics import Diagnostic
+from dslint.limits import Limits
 from dslint.lint.config import lint_config_source
 from dslint.lint.result import FileResult
 from dslint.lint.script import lint_source
@@ -19,7 +20,11 @@ NOTEBOOK = ".ipynb"  # dslint.notebook.SUFFIX (imported lazily: the notebook mod
 
 
 def lint_file(
-    path: str, data: bytes, selection: RuleSelection | None = None, world_size: int | None = None
+    path: str,
+    data: bytes,
+    selection: RuleSelection | None = None,
+    world_size: int | None = None,
+    limits: Limits | None = None,
 ) -> FileResult:
     """Lint `data` as the contents of `path`: a config or a notebook when its suffix says so (.json, .ipynb, ...),
     else a script."""
@@ -29,10 +34,12 @@ def lint_file(
         from dslint.lint.notebook import lint_notebook  # raises NotebookError for a file that is not one
 
         return lint_notebook(path, data, selection, world_size)
-    return lint_source(path, data, selection, world_size)
+    return lint_source(path, data, selection, world_size, limits=limits)
 
 
-def lint_text(path: str, text: str, selection: RuleSelection | None = None) -> list[Diagnostic]:
+def lint_text(
+    path: str, text: str, selection: RuleSelection | None = None, limits: Limits | None = None
+) -> list[Diagnostic]:
     """The findings of `text` as the contents of `path` (text, not bytes: positions are in characters of `text`;
     a script is encoded as its PEP 263 cookie says)."""
     encoding = source_encoding(text)
@@ -40,7 +47,7 @@ def lint_text(path: str, text: str, selection: RuleSelection | None = None) -> l
         data = text.encode(encoding)
     except (UnicodeEncodeError, LookupError):
         data = text.encode("utf-8")
-    return lint_file(path, data, selection).diagnostics
+    return lint_file(path, data, selection, limits=limits).diagnostics
 
 
 def own_findings(path: str, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:

@@ -30,13 +30,19 @@ class FileJob:
 
 
 def files_to_check(
-    resolver: SettingsResolver, paths: Sequence[str], force_exclude: bool = False
+    resolver: SettingsResolver,
+    paths: Sequence[str],
+    force_exclude: bool = False,
+    warnings: list[str] | None = None,
 ) -> tuple[list[FileJob], list[str]]:
     """The files under `paths` (default: the current directory) that their settings do not exclude, and the
-    errors met on the way (paths that do not exist). Raises SettingsError for a bad pyproject.toml."""
+    errors met on the way (paths that do not exist, directories that cannot be read, symlink loops); bad
+    .gitignore lines are added to `warnings`. Raises SettingsError for a bad pyproject.toml."""
     discovery = discover(
         paths or (".",), suffixes=(".py", NOTEBOOK), excluded=resolver.excluded, force_exclude=force_exclude
     )
+    if warnings is not None:
+        warnings.extend(discovery.warnings)
     jobs = []
     for path in discovery.files:
         settings = resolver.for_path(path)
@@ -53,6 +59,7 @@ PARALLEL_THRESHOLD = 16
 class Discovery:
     files: list[Path] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # bad .gitignore lines (ignored, as git does)
 
 
 def _excluded_dir(directory: Path) -> bool:
@@ -88,7 +95,11 @@ def discover(
     seen: set[Path] = set()
 
     def add(path: Path) -> None:
-        key = path.resolve()
+        try:
+            key = path.resolve()
+        except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+            result.errors.append(f"{path}: cannot read: symbolic link loop")
+            return
         if key not in seen:
             seen.add(key)
             result.files.append(path)
@@ -106,8 +117,12 @@ def discover(
                 excluded_below: Callable[[Path], bool] | None = None  # named on the command line: walk it
             else:
                 excluded_below = excluded
-            for path in _walk(root, suffixes, configs, excluded_below):
+            for path in _walk(root, suffixes, configs, excluded_below, result):
                 add(path)
+        elif root.exists():  # a device or a pipe named on the command line: its reader says what it is
+            add(root)
+        elif root.is_symlink():
+            result.errors.append(f"{raw}: cannot read: a broken or looping symbolic link")
         else:
             result.errors.append(f"{raw}: no such file or directory")
     return result
@@ -118,16 +133,25 @@ def _walk(
     suffixes: tuple[str, ...],
     configs: bool = True,
     excluded: Callable[[Path], bool] | None = None,
+    found: Discovery | None = None,
 ) -> Iterator[Path]:
+    """The files below `root`; a directory that cannot be read is an error in `found`, a bad .gitignore line a
+    warning there."""
+    found = found if found is not None else Discovery()
     inherited = _parent_ignore_files(root)
+    found.warnings.extend(problem for ignore_file in inherited for problem in ignore_file.problems)
     stack: list[tuple[Path, list[IgnoreFile]]] = [(root, inherited)]
     while stack:
         directory, ignore_files = stack.pop()
         own = IgnoreFile.read(directory)
+        if own is not None:
+            found.warnings.extend(own.problems)
         active = [*ignore_files, own] if own is not None else ignore_files
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError:
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
+        except OSError as error:
+            found.errors.append(f"{directory}: cannot read directory: {error.strerror or error}")
             continue
         subdirectories: list[Path] = []
         for entry in entries:

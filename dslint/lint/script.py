@@ -8,10 +8,12 @@ import libcst as cst
 
 from dslint.diagnostics import Diagnostic
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.driver_rules import ScriptSyntaxError
+from dslint.framework.driver_rules import ScriptSyntaxError, ScriptTooDeep
 from dslint.framework.registry import implementation
 from dslint.framework.rule import ScriptRule
+from dslint.limits import Limits
 from dslint.lint.config import check_script_configs
+from dslint.lint.parse_guard import parse_module, refusal
 from dslint.lint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
 from dslint.lint.result import FileResult, config_rules, script_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa
@@ -29,11 +31,12 @@ def lint_source(
     *,
     use_prefilter: bool = True,
     line_noqa: bool = True,
+    limits: Limits | None = None,
 ) -> FileResult:
     """Lint one script and apply its noqa comments (`dslint.lint.suppression`); `line_noqa=False` leaves line
     comments to the caller (flake8 applies them itself)."""
     selection = selection or RuleSelection()
-    result = lint_source_unsuppressed(path, data, selection, world_size, use_prefilter=use_prefilter)
+    result = lint_source_unsuppressed(path, data, selection, world_size, use_prefilter=use_prefilter, limits=limits)
     text = result.text if result.text is not None else _decode(data)
     suppressed = apply_noqa(path, text, result.diagnostics, selection, line_noqa=line_noqa)
     result.diagnostics = suppressed.diagnostics
@@ -57,18 +60,31 @@ def lint_source_unsuppressed(
     world_size: int | None = None,
     *,
     use_prefilter: bool = True,
+    limits: Limits | None = None,
 ) -> FileResult:
-    """The rules' findings before any noqa comment is applied."""
+    """The rules' findings before any noqa comment is applied. A file CPython refuses, or one nested deeper
+    than `limits.max_nesting`, is never handed to libcst (`dslint.lint.parse_guard`)."""
     selection = selection or RuleSelection()
     result = FileResult(path)
     rules, configs = _rules_for(data, script_rules(selection), config_rules(selection))
-    report_syntax = selection.enabled(_syntax_error_rule().code) and any(_rules_for(data, *_every_rule()))
-    if use_prefilter and not rules and not configs and not report_syntax:
+    analysed = any(_rules_for(data, *_every_rule()))  # a file dslint would analyse: DSL001/DSL002 apply
+    report_syntax = analysed and selection.enabled(_syntax_error_rule().code)
+    report_deep = analysed and selection.enabled(_too_deep_rule().code)
+    if use_prefilter and not rules and not configs and not report_syntax and not report_deep:
         result.skipped = True
         return result
+    refused = refusal(path, data, (limits or Limits()).max_nesting)
+    if refused is not None:
+        # DSL001/DSL002 cover the files dslint would analyse; others are not dslint's to judge.
+        if refused.too_deep and report_deep:
+            result.diagnostics.append(_too_deep_rule().from_refusal(path, refused.line, refused.message))
+        elif not refused.too_deep and report_syntax:
+            error = SyntaxError(refused.message, (path, refused.line, refused.column, None))
+            result.diagnostics.append(_syntax_error_rule().from_error(path, data, error))
+        return result
     try:
-        module = cst.parse_module(data)
-    except (cst.ParserSyntaxError, ValueError, UnicodeDecodeError) as error:
+        module = parse_module(data)
+    except (cst.ParserSyntaxError, ValueError, UnicodeDecodeError, SyntaxError) as error:
         # DSL001 covers the files dslint would analyse; others are not dslint's to judge.
         if report_syntax:
             result.diagnostics.append(_syntax_error_rule().from_error(path, data, error))
@@ -127,3 +143,7 @@ def lint_module(
 
 def _syntax_error_rule() -> type[ScriptSyntaxError]:
     return implementation(ScriptSyntaxError)
+
+
+def _too_deep_rule() -> type[ScriptTooDeep]:
+    return implementation(ScriptTooDeep)

@@ -37,6 +37,7 @@ from dslint.config.tree import (
     parse_text,
     to_python,
 )
+from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
 from dslint.script.facts import BindingKind, InitializeCall, Pos
 from dslint.script.names import dotted_name
 from dslint.script.walk import visit_all
@@ -149,15 +150,18 @@ def load_config_tree(path: Path) -> Node | ParseError | None:
     """The parsed tree of a config file (cached per file and version), a ParseError, or None if unreadable."""
     try:
         stat = path.stat()
-    except OSError:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return None
-    return _load_tree_cached(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    return _load_tree_cached(str(resolved), stat.st_mtime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=256)
 def _load_tree_cached(path: str, mtime_ns: int, size: int) -> Node | ParseError | None:
     try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
+        text = read_capped(path, DEFAULT_MAX_CONFIG_SIZE, "max-config-size").decode("utf-8-sig")
+    except TooLarge as error:
+        return ParseError(str(error), 1, 1)
     except (OSError, UnicodeDecodeError):
         return None
     try:

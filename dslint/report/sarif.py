@@ -64,7 +64,7 @@ def _uri(path: str, cwd: Path) -> tuple[str, bool]:
 def _quote(part: str) -> str:
     from urllib.parse import quote
 
-    return quote(part, safe="")
+    return quote(part, safe="", errors="surrogateescape")  # a file name that is not UTF-8: its own bytes
 
 
 def _artifact(path: str, cwd: Path) -> dict[str, str]:

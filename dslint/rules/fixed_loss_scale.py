@@ -56,7 +56,9 @@ class FixedLossScale(ConfigRule):
         if entry is None or not isinstance(entry.value, Scalar):
             return
         value = entry.value.value
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return
+        if isinstance(value, float) and not math.isfinite(value):  # an int is finite, however long
             return
         if value > 0:
             self.report_key(entry)

@@ -226,6 +226,8 @@ class InvalidConfigValue(ConfigRule):
                 number = float(value)
             except (TypeError, ValueError):
                 return "must be a number"
+            except OverflowError:  # an integer of hundreds of digits: no claim about it
+                return None
             if not math.isfinite(number):
                 return "must be finite"
             if number < 0:
@@ -265,7 +267,7 @@ def _number(value: Any) -> float | None:
         return None
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 

@@ -58,6 +58,8 @@ class SyntaxErrorRule(ScriptSyntaxError):
             message = syntax.msg
         except (ValueError, UnicodeDecodeError) as other:
             message = str(other)
+        except (RecursionError, MemoryError):
+            pass  # CPython gives up on the nesting: `error` (from dslint.lint.parse_guard) says so
         else:
             if isinstance(error, cst.ParserSyntaxError):
                 line, column = error.raw_line, error.raw_column + 1

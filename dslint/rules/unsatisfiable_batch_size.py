@@ -46,7 +46,11 @@ def holds(train: Number | None, micro: Number | None, accum: Number | None, worl
 
 
 def some_world_size_holds(train: Number | None, micro: Number | None, accum: Number | None) -> bool:
-    limit = min(MAX_WORLD_SIZE, max(int(train), 1)) if train is not None and math.isfinite(train) else 1
+    limit = (
+        min(MAX_WORLD_SIZE, max(int(train), 1))
+        if train is not None and (isinstance(train, int) or math.isfinite(train))
+        else 1
+    )
     return any(holds(train, micro, accum, world) for world in range(1, limit + 1))
 
 

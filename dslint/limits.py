@@ -1,0 +1,96 @@
+"""Limits that keep one hostile file from taking a run down: how large a file dslint reads, how deeply nested a
+script it hands to its parser, how large a config or pyproject.toml it reads. Settings in `[tool.dslint]`
+(`max-file-size`, `max-nesting`, `max-config-size`), shown by `dslint settings`.
+
+Why these defaults (measured with libcst 1.9.0 on CPython 3.11, see benchmarks/hostile_limits.py):
+- `max-file-size`: libcst's native parser needs about 700 bytes of memory per byte of source and about half a
+  minute per MB (`hostile_limits.py memory`: 0.2 MB 221 MB peak; 1.0 MB 817 MB and 35 s; 3.2 MB 2.3 GB and 124 s;
+  50 MB aborts the process). Real training scripts are well under 200 kB; 1 MB keeps the worst case under 1 GB.
+- `max-nesting`: the depth of the syntax tree as libcst builds it (`dslint.lint.parse_guard.tree_depth`: each
+  operator of an `and` chain and each piece of an implicitly concatenated string counts one level, an element
+  of a list or an argument of a call two). CPython refuses most deep files itself (200 nested brackets; chains
+  of 5,000). Among those it accepts, an `and` chain or a concatenated string of 5,000-20,000 pieces crashes
+  libcst's parser (SIGSEGV), and dslint's own traversal of libcst's tree (Python recursion) gives up first.
+  The largest files a whole lint + fix survives (`hostile_limits.py nesting`) have a depth of 271 (lists,
+  dicts or calls nested 134 deep) to 324 (unary, `not`, lambda, attribute, subscript, `+`, `and`, `elif`,
+  ternary and implicit string chains of 316-320). 200 leaves room for the frames of a caller (an editor,
+  pytest).
+- `max-config-size`: DeepSpeed configs are a few kB; a config path that is /dev/zero must not be read forever.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+
+MB = 1024 * 1024
+DEFAULT_MAX_FILE_SIZE = 1 * MB
+DEFAULT_MAX_NESTING = 200
+DEFAULT_MAX_CONFIG_SIZE = 4 * MB
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes
+    max_nesting: int = DEFAULT_MAX_NESTING  # syntax-tree depth
+    max_config_size: int = DEFAULT_MAX_CONFIG_SIZE  # bytes
+
+    def describe(self) -> dict[str, str | int]:
+        return {
+            "max-file-size": format_size(self.max_file_size),
+            "max-nesting": self.max_nesting,
+            "max-config-size": format_size(self.max_config_size),
+        }
+
+
+class TooLarge(Exception):
+    """A file over its size limit; the message is the whole reason ("skipped: 2.4 MB over max-file-size ...")."""
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|kb|k|kib|mb|m|mib|gb|g|gib)?\s*$", re.IGNORECASE)
+_UNITS = {"b": 1, "k": 1024, "m": MB, "g": 1024 * MB}
+
+
+def parse_size(value: object) -> int | None:
+    """A size setting: an integer number of bytes, or a string such as "512 kB" or "2MB" (powers of 1024); None
+    when `value` is neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if not isinstance(value, str) or len(value) > 40:
+        return None
+    match = _SIZE.match(value)
+    if match is None:
+        return None
+    unit = (match.group(2) or "b").lower()[0]
+    size = int(float(match.group(1)) * _UNITS[unit])
+    return size if size > 0 else None
+
+
+def format_size(size: int) -> str:
+    if size >= MB:
+        return f"{size / MB:.1f} MB"
+    if size >= 1024:
+        return f"{size / 1024:.1f} kB"
+    return f"{size} bytes"
+
+
+def read_capped(path: str | os.PathLike[str], limit: int, setting: str) -> bytes:
+    """The bytes of `path`, reading at most `limit` + 1 bytes (a path that is /dev/zero or a pipe never ends).
+    Raises TooLarge over the limit, OSError when it cannot be read or is not a regular file (IsADirectoryError,
+    or an OSError whose strerror says what it is)."""
+    with open(path, "rb") as stream:
+        mode = os.fstat(stream.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a character device" if stat.S_ISCHR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "special"
+            raise OSError(0, f"not a regular file ({kind})")
+        size = os.fstat(stream.fileno()).st_size
+        if size > limit:
+            raise TooLarge(f"skipped: {format_size(size)} over {setting} ({format_size(limit)})")
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(f"skipped: over {setting} ({format_size(limit)})")
+    return data

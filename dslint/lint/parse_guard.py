@@ -1,0 +1,143 @@
+"""Parsing a script so that no file can take the run down.
+
+libcst's native parser crashes the whole process (SIGSEGV, a native stack overflow) on some inputs, and dslint's
+own traversal of libcst's tree is recursive Python. So before libcst sees a file:
+
+1. CPython compiles it to an AST (`compile(..., PyCF_ONLY_AST)`, warnings suppressed). A file CPython refuses
+   (a syntax error, an unknown encoding cookie, a null byte, "too many nested parentheses", recursion or memory
+   exhausted while compiling) is reported with CPython's own message and never reaches libcst.
+2. The depth of that AST is measured without recursion, counting each operator of an `and`/`or` chain as a level
+   (libcst nests them two by two). Deeper than `max-nesting`: reported as too deeply nested, not parsed.
+3. libcst parses in a thread with a large stack (`PARSER_STACK`), so a file just under the limit has room to
+   spare; a failure there is an exception of the caller's, never a crash.
+
+A worker process that dies anyway is reported as that file's error by `dslint.lint.batch`.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import threading
+import tokenize
+import warnings
+from dataclasses import dataclass
+
+import libcst as cst
+
+PARSER_STACK = 256 * 1024 * 1024  # bytes of stack for the parsing thread (virtual memory: touched only as used)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a script is not handed to libcst: `too_deep` (CPython accepts it; libcst or dslint would not) or
+    CPython's own refusal, with its position."""
+
+    message: str
+    line: int = 1
+    column: int = 1
+    too_deep: bool = False
+
+
+def refusal(path: str, data: bytes, max_nesting: int) -> Refusal | None:
+    """None when `data` is safe to parse with libcst; otherwise why not."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning/DeprecationWarning (invalid escapes) are not errors
+            tree = compile(data, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:  # also IndentationError, TabError, an unknown encoding cookie
+        return Refusal(error.msg or str(error), max(error.lineno or 1, 1), max(error.offset or 1, 1))
+    except (ValueError, UnicodeDecodeError) as error:  # a null byte; bytes that do not decode
+        return Refusal(str(error))
+    except RecursionError:
+        return Refusal("CPython cannot compile it: nested too deeply (maximum recursion depth exceeded)")
+    except MemoryError:
+        return Refusal("CPython cannot compile it: out of memory (nested too deeply?)")
+    depth, line = tree_depth(tree, data)
+    if depth > max_nesting:
+        message = f"too deeply nested for dslint's parser (depth {depth} at line {line}; max-nesting is {max_nesting})"
+        return Refusal(message, line, 1, too_deep=True)
+    return None
+
+
+# Elements, arguments and subscripts sit one level deeper in libcst's tree than in CPython's: libcst wraps each
+# in a node of its own (Element, DictElement, Arg, SubscriptElement).
+_CONTAINERS = (ast.List, ast.Tuple, ast.Set, ast.Dict)
+_LONG_STRING = 200  # characters: a shorter string constant cannot hold many implicitly concatenated pieces
+
+
+def tree_depth(tree: ast.AST, data: bytes = b"") -> tuple[int, int]:
+    """(depth, line of the deepest node): the depth libcst's tree will have, about. An `and`/`or` chain counts
+    one level per operator and implicitly concatenated strings one per piece (CPython's tree holds one node for
+    either; libcst nests them two by two). Iterative: the tree may be deeper than Python's recursion limit."""
+    deepest, deepest_line = 0, 1
+    lines: list[bytes] | None = None
+    stack: list[tuple[ast.AST, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, ast.BoolOp):
+            depth += len(node.values) - 2
+        elif isinstance(node, (ast.Constant, ast.JoinedStr)) and _may_be_concatenated(node):
+            lines = lines if lines is not None else data.splitlines(keepends=True)
+            depth += _string_pieces(lines, node) - 1
+        if depth > deepest:
+            deepest, deepest_line = depth, getattr(node, "lineno", deepest_line)
+        stack.extend((child, depth + _step(node, child)) for child in ast.iter_child_nodes(node))
+    return deepest, deepest_line
+
+
+def _step(node: ast.AST, child: ast.AST) -> int:
+    if isinstance(node, _CONTAINERS):
+        return 2
+    if isinstance(node, ast.Call) and child is not node.func:
+        return 2
+    if isinstance(node, ast.Subscript) and child is node.slice:
+        return 2
+    return 1
+
+
+def _may_be_concatenated(node: ast.Constant | ast.JoinedStr) -> bool:
+    if isinstance(node, ast.Constant) and not isinstance(node.value, (str, bytes)):
+        return False
+    end_line, end_column = node.end_lineno or node.lineno, node.end_col_offset or 0
+    return end_line > node.lineno or end_column - node.col_offset > _LONG_STRING
+
+
+def _string_pieces(lines: list[bytes], node: ast.Constant | ast.JoinedStr) -> int:
+    """How many string literals the source lines of `node` hold (at least 1): an upper bound of its pieces."""
+    segment = b"".join(lines[node.lineno - 1 : node.end_lineno or node.lineno])
+    pieces = 0
+    try:
+        for token in tokenize.tokenize(io.BytesIO(segment).readline):
+            if token.type == tokenize.STRING or token.type == getattr(tokenize, "FSTRING_START", -1):
+                pieces += 1
+    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError):
+        pass  # a segment cut inside brackets: the pieces counted so far
+    return max(pieces, 1)
+
+
+def parse_module(data: bytes | str) -> cst.Module:
+    """`libcst.parse_module(data)` on a thread with `PARSER_STACK` bytes of stack; its exceptions are re-raised."""
+    outcome: list[cst.Module | BaseException] = []
+
+    def parse() -> None:
+        try:
+            outcome.append(cst.parse_module(data))
+        except BaseException as error:  # handed to the caller as is
+            outcome.append(error)
+
+    with _STACK_LOCK:
+        previous = threading.stack_size(PARSER_STACK)
+        try:
+            thread = threading.Thread(target=parse, name="dslint-parse", daemon=True)
+            thread.start()
+        finally:
+            threading.stack_size(previous)
+    thread.join()
+    result = outcome[0] if outcome else RuntimeError("the parser thread ended without a result")
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+_STACK_LOCK = threading.Lock()
