@@ -19,6 +19,7 @@ from dslint.config.facts import Origin
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.fix.config import config_readers, fix_config_source, reader_origin
 from dslint.fix.write import SourceError, SourceFile, read_text_source, write_source
+from dslint.limits import TooLarge, read_capped
 from dslint.lint.files import FileJob
 from dslint.selection import RuleSelection
 
@@ -46,10 +47,10 @@ def config_targets(jobs: Sequence[FileJob]) -> list[ConfigTarget]:
         if job.path.suffix != ".py":
             continue
         try:
-            data = job.path.read_bytes()
-        except OSError:
+            data = read_capped(job.path, job.settings.limits.max_file_size, "max-file-size")
+        except (OSError, TooLarge):
             continue  # the script's own fix reports it
-        for path, origin in config_readers(job.path, data):
+        for path, origin in config_readers(job.path, data, job.settings.limits.max_nesting):
             if not path.is_file():
                 continue
             key = path.resolve()

@@ -20,7 +20,9 @@ from dslint.config.facts import Origin
 from dslint.config.tree import ParseError, parse_text
 from dslint.diagnostics import Diagnostic
 from dslint.fix.edits import FixOutcome, fix_text
+from dslint.limits import Limits
 from dslint.lint.config import lint_config_source
+from dslint.lint.parse_guard import parse_module, refusal
 from dslint.lint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
 from dslint.project.script_configs import script_configs
 from dslint.script.context import ScriptContext
@@ -78,13 +80,16 @@ def fix_config_source(
     )
 
 
-def config_readers(path: Path, data: bytes) -> list[tuple[Path, Origin]]:
+def config_readers(path: Path, data: bytes, max_nesting: int | None = None) -> list[tuple[Path, Origin]]:
     """The config files the script `path` hands to DeepSpeed, each with who reads it (`deepspeed.initialize` or
-    the Hugging Face Trainer), as the script's own lint resolves them (`dslint.project.script_configs`)."""
+    the Hugging Face Trainer), as the script's own lint resolves them (`dslint.project.script_configs`). A script
+    the parse guard refuses (CPython cannot compile it, or it is nested too deeply) names none."""
     if not (may_create_engine(data) or has_tokens(data, TRAINER_CONFIG_TOKENS)):
         return []
+    if refusal(str(path), data, max_nesting if max_nesting is not None else Limits().max_nesting) is not None:
+        return []
     try:
-        module = cst.parse_module(data)
+        module = parse_module(data)
     except (cst.ParserSyntaxError, ValueError, UnicodeDecodeError):
         return []
     context = ScriptContext(str(path), module, collect_facts(module))

@@ -108,6 +108,7 @@ class AutoConfigValue(ConfigRule):
             engine, _, _, _ = deepspeed.initialize(model=model, config=config)
             """,
             lines=(4,),
+            path="train.py",
             fixed="""
             import deepspeed
             config = {
