@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from dslint.config.rule import ConfigRule
+from dslint.deepspeed_version import Version, newest_known, selected_version
 from dslint.diagnostics import Diagnostic, Location
 from dslint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
 from dslint.registry import all_rules
@@ -95,7 +96,10 @@ def lint_source_unsuppressed(
     result.parsed = True
     result.text = _decoded(data, module.encoding)
     result.encoding = module.encoding
-    result.diagnostics.extend(lint_module(path, module, rules, configs, world_size=world_size))
+    version = selected_version(selection.deepspeed_version)
+    result.diagnostics.extend(
+        lint_module(path, module, rules, configs, world_size=world_size, deepspeed_version=version)
+    )
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
 
@@ -141,9 +145,10 @@ def lint_module(
     rules: Sequence[type[ScriptRule]],
     config_rules: Sequence[type[ConfigRule]] = (),
     world_size: int | None = None,
+    deepspeed_version: Version | None = None,
 ) -> list[Diagnostic]:
     facts = collect_facts(module)
-    context = ScriptContext(path, module, facts)
+    context = ScriptContext(path, module, facts, deepspeed_version=deepspeed_version or newest_known())
     active = [rule(context) for rule in rules if facts.has_engine or not rule.needs_engine]
     if active:
         visit_all(module, active)

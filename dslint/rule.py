@@ -74,6 +74,7 @@ class Valid:
 
     code: str
     path: str = "train.py"
+    deepspeed_version: str | None = None  # the DeepSpeed the project runs (None: the newest known)
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class Invalid:
     lines: tuple[int, ...]
     fixed: str | None = None
     path: str = "train.py"
+    deepspeed_version: str | None = None  # the DeepSpeed the project runs (None: the newest known)
 
 
 class Rule:
@@ -101,6 +103,9 @@ class Rule:
     valid: ClassVar[Sequence[Valid]] = ()
     invalid: ClassVar[Sequence[Invalid]] = ()
     fixable: ClassVar[bool] = False  # whether the rule can offer a fix (some findings may still have none)
+    # The DeepSpeed releases the rule's premise holds for, as `dslint explain` says ("0.19.0 and later");
+    # on other releases it stays silent. Empty: every release.
+    deepspeed_versions: ClassVar[str] = ""
 
     @classmethod
     def family(cls) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 
 import pytest
 
@@ -22,8 +23,8 @@ CASES = [
 ]
 
 
-def _lint(rule: type[Rule], path: str, text: str) -> list:
-    only = RuleSelection.from_options([rule.code])
+def _lint(rule: type[Rule], path: str, text: str, deepspeed_version: str | None = None) -> list:
+    only = replace(RuleSelection.from_options([rule.code]), deepspeed_version=deepspeed_version)
     if path.endswith(CONFIG_SUFFIXES):  # a config case: a JSON text, linted as a DeepSpeed config file
         return lint_config_source(path, text.encode(), only, known_config=True).diagnostics
     return lint_source(path, text.encode(), only).diagnostics
@@ -38,7 +39,7 @@ def test_every_rule_has_cases(rule: type[Rule]) -> None:
 @pytest.mark.parametrize(("rule", "case"), CASES)
 def test_case(rule: type[Rule], case: Valid | Invalid) -> None:
     code = textwrap.dedent(case.code)
-    found = _lint(rule, case.path, code)
+    found = _lint(rule, case.path, code, case.deepspeed_version)
     if isinstance(case, Valid):
         assert found == [], "\n".join(d.concise() for d in found)
         return
@@ -46,6 +47,6 @@ def test_case(rule: type[Rule], case: Valid | Invalid) -> None:
     for diagnostic in found:
         assert diagnostic.code == rule.code
     if case.fixed is not None:
-        outcome = fix_text(code, lambda text: _lint(rule, case.path, text), unsafe=True)
+        outcome = fix_text(code, lambda text: _lint(rule, case.path, text, case.deepspeed_version), unsafe=True)
         assert outcome.error is None
         assert outcome.text == textwrap.dedent(case.fixed)

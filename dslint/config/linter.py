@@ -8,6 +8,7 @@ from pathlib import Path
 from dslint.config.discovery import is_config_name, is_deepspeed_config
 from dslint.config.rule import ConfigContext, ConfigRule, Origin, mixed_file
 from dslint.config.tree import Object, ParseError, parse_text
+from dslint.deepspeed_version import config_schema, selected_version
 from dslint.diagnostics import Diagnostic, Location
 from dslint.linter import ScriptResult, config_rules
 from dslint.rules.config_parse_error import ConfigParseError
@@ -73,7 +74,8 @@ def lint_config_source(
         return result
     result.parsed = True
     result.text = text
-    context = ConfigContext(path, root, origin, world_size)
+    version = selected_version(selection.deepspeed_version)
+    context = ConfigContext(path, root, origin, world_size, schema=config_schema(version), deepspeed_version=version)
     result.diagnostics.extend(run_config_rules(context, config_rules(selection)))
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from dslint.config.schema import Schema, did_you_mean, load_schema
 from dslint.config.tree import Entry, Node, Object, Scalar
+from dslint.deepspeed_version import Version, newest_known
 from dslint.diagnostics import Diagnostic, Location, Severity
 from dslint.rule import Rule
 
@@ -33,8 +34,9 @@ class ConfigContext:
     origin: Origin = Origin.FILE
     world_size: int | None = None
     from_file: bool = True  # read from a file (DeepSpeed then refuses duplicate keys), not a dict literal
-    schema: Schema = field(default_factory=load_schema)
+    schema: Schema = field(default_factory=load_schema)  # the schema of `deepspeed_version` (config_schema)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    deepspeed_version: Version = field(default_factory=newest_known)  # the DeepSpeed the project runs
 
 
 class ConfigRule(Rule):

@@ -14,6 +14,7 @@ from pathlib import Path
 from dslint.config.linter import parse_error_diagnostic, run_config_rules
 from dslint.config.rule import ConfigContext, ConfigRule
 from dslint.config.tree import ParseError
+from dslint.deepspeed_version import config_schema
 from dslint.diagnostics import Diagnostic
 from dslint.rules.config_parse_error import ConfigParseError
 from dslint.script.config_link import (
@@ -50,7 +51,13 @@ def check_script_configs(
         seen.add(key)
         path = _shown(config.path) if config.path is not None else context.path
         config_context = ConfigContext(
-            path, config.tree, config.origin, world_size=world_size, from_file=config.path is not None
+            path,
+            config.tree,
+            config.origin,
+            world_size=world_size,
+            from_file=config.path is not None,
+            schema=config_schema(context.deepspeed_version),
+            deepspeed_version=context.deepspeed_version,
         )
         diagnostics.extend(run_config_rules(config_context, rules))
     if any(rule is ConfigParseError for rule in rules):
