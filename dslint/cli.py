@@ -26,9 +26,11 @@ main.add_command(settings_command)
 
 @main.command()
 def lsp() -> None:
-    """Run the language server over stdio (needs pygls: `pip install 'dslint[lsp]'`)."""
+    """Run the language server over stdio (needs pygls: `pip install 'deepspeed-lint[lsp]'`)."""
     try:
         from dslint.lsp import main as serve
     except ImportError as error:  # pragma: no cover - depends on the installation
-        raise click.ClickException(f"the language server needs pygls 2 ({error}); pip install 'dslint[lsp]'") from error
+        raise click.ClickException(
+            f"the language server needs pygls 2 ({error}); pip install 'deepspeed-lint[lsp]'"
+        ) from error
     serve()

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from dslint import __version__
-from dslint.linter import lint_source, own_findings
-from dslint.rules.syntax_error import SyntaxErrorRule
+from dslint.framework.driver_rules import ScriptSyntaxError
+from dslint.framework.registry import implementation
+from dslint.lint.file import own_findings
+from dslint.lint.script import lint_source
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
 
@@ -46,11 +48,11 @@ class DslintChecker:
         try:
             selection = _selection_for(self.filename)
         except SettingsError as error:
-            yield 1, 0, f"{SyntaxErrorRule.code} dslint settings error: {error}", type(self)
+            yield 1, 0, f"{implementation(ScriptSyntaxError).code} dslint settings error: {error}", type(self)
             return
         result = lint_source(self.filename, data, selection, line_noqa=False)
-        for diagnostic in own_findings(self.filename, result):
-            if diagnostic.code == SyntaxErrorRule.code:
+        for diagnostic in own_findings(self.filename, result.diagnostics):
+            if diagnostic.code == implementation(ScriptSyntaxError).code:
                 continue
             yield (
                 diagnostic.start.line,

@@ -27,9 +27,9 @@ from pygls.uris import to_fs_path
 
 from dslint import __version__
 from dslint.diagnostics import Diagnostic, Edit, Location, Severity
-from dslint.fixer import fix_text
-from dslint.incremental import Snapshot, relint
-from dslint.linter import lint_source, own_findings
+from dslint.fix.edits import fix_text
+from dslint.lint.file import lint_text, own_findings
+from dslint.lint.incremental import Snapshot, relint
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
 
@@ -255,7 +255,7 @@ class DslintServer(LanguageServer):
         if wants_fix_all and any(d.fix is not None and d.fix.is_safe for d in state.diagnostics):
             outcome = fix_text(
                 state.text,
-                lambda text: own_findings(state.path, lint_source(state.path, text.encode("utf-8"), state.selection)),
+                lambda text: own_findings(state.path, lint_text(state.path, text, state.selection)),
                 unsafe=False,
             )
             if outcome.changed:
@@ -297,7 +297,7 @@ class DslintServer(LanguageServer):
 
 def full_lint(path: str, text: str, selection: RuleSelection) -> Snapshot:
     """A full lint (run in the worker process), with the top-level statements for fast re-lints."""
-    return Snapshot.of(text, own_findings(path, lint_source(path, text.encode("utf-8"), selection)))
+    return Snapshot.of(text, own_findings(path, lint_text(path, text, selection)))
 
 
 def create_server() -> DslintServer:

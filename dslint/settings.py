@@ -26,9 +26,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dslint.deepspeed_version import DeepSpeedVersion, Version, VersionError, parse_setting, project_root, resolve
+from dslint.config.versions import Version
+from dslint.framework.registry import all_rules
 from dslint.gitignore import _translate
-from dslint.registry import all_rules
+from dslint.project.deepspeed_version import DeepSpeedVersion, VersionError, parse_setting, project_root, resolve
 from dslint.selection import RuleSelection, normalize_prefix
 
 if sys.version_info >= (3, 11):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from runtime_check.fixing import NothingToRun, make_fixed
+from runtime_check.fixed_script import NothingToRun, make_fixed
 from runtime_check.launch import Progress, run_child
 from runtime_check.report import document, failure_document, render, summarize
 

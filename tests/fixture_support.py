@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dslint.diagnostics import Diagnostic
-from dslint.fixer import FixOutcome, fix_text
-from dslint.linter import lint_source
-from dslint.selection import RuleSelection
+from dslint.fix.edits import FixOutcome
+from dslint.fix.loop import fix_source
+from dslint.lint.file import lint_text
+
+__all__ = ["FIXTURES", "ROOT", "expected_markers", "fix_file_text", "lint_text"]
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -26,10 +27,6 @@ def expected_markers(text: str) -> list[tuple[int, str]]:
     return sorted(found)
 
 
-def lint_text(path: str, text: str, selection: RuleSelection | None = None) -> list[Diagnostic]:
-    return lint_source(path, text.encode("utf-8"), selection).diagnostics
-
-
 def fix_file_text(path: str, text: str) -> FixOutcome:
     unsafe = UNSAFE_MARKER in text
-    return fix_text(text, lambda current: lint_text(path, current), unsafe=unsafe)
+    return fix_source(path, text, unsafe=unsafe)

@@ -75,7 +75,8 @@ class Runner:
         }
         output = self.tmp / "github_output"
         output.write_text("", encoding="utf-8")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("DSLINT", "PYTHON"))}
+        # As on a runner: nothing of this test's own environment (its venv, pip or dslint settings) leaks in.
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("DSLINT", "PYTHON", "PIP_", "VIRTUAL_ENV"))}
         extra_path = [line for line in self.github_path.read_text(encoding="utf-8").splitlines() if line]
         env.update(
             {
@@ -84,9 +85,6 @@ class Runner:
                 "GITHUB_PATH": str(self.github_path),
                 "GITHUB_OUTPUT": str(output),
                 "GITHUB_WORKSPACE": str(self.workspace),
-                # offline: build with the tools already here, take dependencies from the system site-packages
-                "PIP_NO_INDEX": "1",
-                "PIP_NO_BUILD_ISOLATION": "0",
             }
         )
         env.update({key: _substitute(value, values, context) for key, value in step.get("env", {}).items()})
@@ -143,11 +141,21 @@ def test_action_writes_sarif_and_can_annotate_only(installed: Runner) -> None:
     assert result.returncode == 0, result.stderr
     assert len(parse_workflow_commands(result.stdout)) == 2
     assert installed.outputs() == {"sarif-file": "dslint.sarif"}
+    assert "::warning title=dslint::no SARIF report" not in result.stdout
     document = json.loads((installed.workspace / "dslint.sarif").read_text(encoding="utf-8"))
     jsonschema.Draft4Validator(SCHEMA).validate(document)
     rules = document["runs"][0]["tool"]["driver"]["rules"]
     assert rules[0]["helpUri"] == "https://github.com/owner/dslint/blob/v1/README.md#rules"
     assert len(document["runs"][0]["results"]) == 2
+
+
+def test_action_announces_no_sarif_output_it_did_not_write(installed: Runner) -> None:
+    result = installed.run_step(
+        1, {"args": "train.py", "sarif-file": "no/such/dir/dslint.sarif", "fail-on-findings": "false"}
+    )
+    assert result.returncode == 0, result.stderr
+    assert installed.outputs() == {}
+    assert "::warning title=dslint::no SARIF report was written" in result.stdout
 
 
 def test_action_default_args_check_the_workspace(installed: Runner) -> None:

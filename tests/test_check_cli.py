@@ -188,6 +188,6 @@ def test_linting_never_imports_torch_or_deepspeed() -> None:
 def test_result_text_is_what_libcst_parsed(data: bytes) -> None:
     import libcst as cst
 
-    from dslint.linter import lint_source
+    from dslint.lint.script import lint_source
 
     assert lint_source("train.py", data).text == cst.parse_module(data).code

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dslint.fixing import fix_source, lint_text
+from dslint.fix.loop import fix_source
+from dslint.lint.file import lint_text
 
 CHECKPOINT_CODES = frozenset({"DSL201", "DSL202", "DSL203", "DSL205", "DSL206"})
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

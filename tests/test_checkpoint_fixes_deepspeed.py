@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from dslint.fixing import fix_source
+from dslint.fix.loop import fix_source
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "fix"

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from dslint.config.linter import lint_config_source
-from dslint.runner import FileFailure, discover, lint_paths
+from dslint.lint.batch import FileFailure, lint_files
+from dslint.lint.config import lint_config_source
+from dslint.lint.files import discover
 from dslint.selection import RuleSelection
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "ds_configs"
@@ -42,7 +43,7 @@ def test_every_corpus_file_is_discovered_as_a_config() -> None:
 
 def test_corpus_findings_are_pinned() -> None:
     found: list[str] = []
-    for result in lint_paths(discover([str(CORPUS)]).files, RuleSelection(), jobs=1):
+    for result in lint_files([(path, RuleSelection()) for path in discover([str(CORPUS)]).files], jobs=1):
         assert not isinstance(result, FileFailure), result.message
         found.extend(
             f"{Path(d.path).name}:{d.start.line}:{d.start.column}: {d.code} {d.message}" for d in result.diagnostics

@@ -30,13 +30,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dslint.config.deepspeed_releases import DONE_MARKER, install, python_path, target_dir
-from dslint.config.linter import run_config_rules
-from dslint.config.rule import ConfigContext, ConfigRule, Origin, is_comment_key
+from dslint.config.facts import Origin, is_comment_key
 from dslint.config.schema import Field, Model, Schema, load_release_schema, load_schema
 from dslint.config.tree import Object, parse_text
-from dslint.deepspeed_version import Version, newest_known
+from dslint.config.versions import Version, newest_known
 from dslint.diagnostics import Diagnostic
-from dslint.registry import all_rules
+from dslint.framework.config_rule import ConfigContext, ConfigRule
+from dslint.framework.registry import all_rules
+from dslint.lint.config import run_config_rules
 
 for _key, _value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "DS_ACCELERATOR": "cpu"}.items():
     os.environ.setdefault(_key, _value)

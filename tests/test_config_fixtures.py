@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dslint.runner import FileFailure, discover, lint_paths
-from dslint.selection import RuleSelection
+from dslint.lint.batch import FileFailure, lint_files
+from dslint.lint.files import discover
+from dslint.settings import SettingsResolver
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "fixtures" / "configs"
@@ -23,7 +24,9 @@ def _findings() -> list[str]:
     discovery = discover([str(CONFIGS)])
     assert not discovery.errors
     lines: set[str] = set()
-    for result in lint_paths(discovery.files, RuleSelection(), jobs=1):
+    resolver = SettingsResolver()  # each file judged against the DeepSpeed its directory pins (pinned-0.14/)
+    items = [(path, resolver.for_path(path).selection_for(path)) for path in discovery.files]
+    for result in lint_files(items, jobs=1):
         assert not isinstance(result, FileFailure), result.message
         for d in result.diagnostics:
             path = Path(d.path).resolve().relative_to(CONFIGS).as_posix()
@@ -47,8 +50,8 @@ def test_every_bad_config_has_a_finding_and_every_good_one_none() -> None:
 
 
 def test_every_config_rule_has_a_bad_fixture() -> None:
-    from dslint.config.rule import ConfigRule
-    from dslint.registry import all_rules
+    from dslint.framework.config_rule import ConfigRule
+    from dslint.framework.registry import all_rules
 
     codes = {line.split()[1] for line in _findings()}
     missing = [r.code for r in all_rules() if issubclass(r, ConfigRule) and r.code not in codes]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import libcst as cst
 
-from dslint.config.rule import Origin
-from dslint.linter import lint_source
-from dslint.script.config_link import UNKNOWN, ResolvedConfig, resolve_config, trainer_configs
+from dslint.config.facts import Origin
+from dslint.lint.script import lint_source
+from dslint.project.config_link import UNKNOWN, ResolvedConfig, resolve_config, trainer_configs
 from dslint.script.context import ScriptContext
 from dslint.script.facts import collect_facts
 

@@ -43,8 +43,9 @@ def test_linting_never_imports_deepspeed_or_torch(tmp_path: Path) -> None:
         'import deepspeed\ne, _, _, _ = deepspeed.initialize(model=m, config="ds_config.json")\n'
     )
     probe = (
-        "import sys\nfrom dslint.runner import discover, lint_paths\nfrom dslint.selection import RuleSelection\n"
-        f"results = lint_paths(discover([{str(tmp_path)!r}]).files, RuleSelection(), jobs=1)\n"
+        "import sys\nfrom dslint.lint.batch import lint_files\nfrom dslint.lint.files import discover\n"
+        "from dslint.selection import RuleSelection\n"
+        f"results = lint_files([(p, RuleSelection()) for p in discover([{str(tmp_path)!r}]).files], jobs=1)\n"
         "assert sum(len(r.diagnostics) for r in results) == 2, results\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('deepspeed', 'torch', 'pydantic')))\n"
     )

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dslint.config.linter import lint_config_source
 from dslint.config.tree import UNKNOWN, Object, ParseError, Scalar, node_at, parse_text, to_python
 from dslint.diagnostics import Location
+from dslint.lint.config import lint_config_source
 
 
 def test_key_positions_are_line_and_column_of_the_quote() -> None:

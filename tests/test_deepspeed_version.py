@@ -11,20 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from dslint.cli import main
-from dslint.config.linter import lint_config_source
 from dslint.config.schema import load_release_schema, schema_releases
-from dslint.deepspeed_version import (
-    Version,
-    config_schema,
-    find_pin,
-    known_releases,
-    newest_known,
-    resolve,
-    schema_release,
-    version_of_specifier,
-)
-from dslint.linter import lint_source
-from dslint.registry import rule_by_code
+from dslint.config.versions import Version, config_schema, known_releases, newest_known, schema_release
+from dslint.framework.registry import rule_by_code
+from dslint.lint.config import lint_config_source
+from dslint.lint.script import lint_source
+from dslint.project.deepspeed_version import find_pin, resolve, version_of_specifier
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
 

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from dslint.cli import main
 from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
-from dslint.fixer import fix_text
-from dslint.fixing import fix_source
-from dslint.write import read_source, write_source
+from dslint.fix.edits import fix_text
+from dslint.fix.loop import fix_source
+from dslint.fix.write import read_source, write_source
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dslint.incremental import Snapshot, relint, split_lines
-from dslint.linter import lint_source
+from dslint.lint.incremental import Snapshot, relint, split_lines
+from dslint.lint.script import lint_source
 from dslint.selection import RuleSelection
 
 ROOT = Path(__file__).resolve().parent.parent

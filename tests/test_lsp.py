@@ -9,7 +9,7 @@ import pytest
 from lsp_client import LspClient
 
 from dslint.diagnostics import Edit, Location
-from dslint.fixer import apply_edits
+from dslint.fix.edits import apply_edits
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = (ROOT / "fixtures" / "fix" / "model_moved_before_initialize.in.py").read_text(encoding="utf-8")

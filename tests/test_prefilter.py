@@ -9,9 +9,9 @@ from fixture_support import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dslint.linter import lint_source
-from dslint.prefilter import may_create_engine, needs_parsing
-from dslint.registry import all_rules
+from dslint.framework.registry import all_rules
+from dslint.lint.prefilter import may_create_engine, needs_parsing
+from dslint.lint.script import lint_source
 from dslint.script.facts import collect_facts
 
 STATEMENTS = [

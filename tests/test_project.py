@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from dslint import rule_table
+from dslint.framework import rule_table
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_readme_rule_table_matches_registry() -> None:
-    assert rule_table.replace_block(README) == README, "run `python -m dslint.rule_table --write`"
+    assert rule_table.replace_block(README) == README, "run `python -m dslint.framework.rule_table --write`"
 
 
 def test_readme_quick_start_has_exactly_two_commands() -> None:
@@ -35,6 +35,8 @@ def test_ci_runs_the_readme_test_command() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert test_command in ci.splitlines()
     assert "|| true" not in ci and "set -euo pipefail" in ci
+    # a newcomer's machine: a fresh venv from the system Python, the command run inside it
+    assert re.search(r'^"\$python" -m venv ', ci, flags=re.M) and "source " in ci
 
 
 @pytest.mark.parametrize(

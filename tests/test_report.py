@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
-from dslint.report import ReportContext, renderer
+from dslint.report import renderer
+from dslint.report.context import ReportContext
 from dslint.report.github import annotation
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,12 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from dslint.config.discovery import CONFIG_SUFFIXES
-from dslint.config.linter import lint_config_source
-from dslint.fixer import fix_text
-from dslint.linter import lint_source
-from dslint.registry import all_rules
-from dslint.rule import Invalid, Rule, Valid
+from dslint.config.recognition import CONFIG_SUFFIXES
+from dslint.fix.edits import fix_text
+from dslint.framework.registry import all_rules
+from dslint.framework.rule import Invalid, Rule, Valid
+from dslint.lint.config import lint_config_source
+from dslint.lint.file import lint_text
 from dslint.selection import RuleSelection
 
 CASES = [
@@ -27,7 +27,7 @@ def _lint(rule: type[Rule], path: str, text: str, deepspeed_version: str | None 
     only = replace(RuleSelection.from_options([rule.code]), deepspeed_version=deepspeed_version)
     if path.endswith(CONFIG_SUFFIXES):  # a config case: a JSON text, linted as a DeepSpeed config file
         return lint_config_source(path, text.encode(), only, known_config=True).diagnostics
-    return lint_source(path, text.encode(), only).diagnostics
+    return lint_text(path, text, only)
 
 
 @pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import torch
 
-from runtime_check.fixing import NothingToRun, make_fixed
+from runtime_check.fixed_script import NothingToRun, make_fixed
 from runtime_check.launch import run_child
 from runtime_check.report import summarize
 

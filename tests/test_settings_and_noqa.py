@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dslint.linter import lint_source
+from dslint.lint.script import lint_source
 from dslint.settings import Overrides, SettingsError, SettingsResolver
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,7 +145,7 @@ def test_file_level_noqa() -> None:
 
 
 def test_unused_noqa_is_fixed_by_the_fixer() -> None:
-    from dslint.fixer import fix_text
+    from dslint.fix.edits import fix_text
 
     text = BAD.replace("import torch", "import torch  # noqa: DSL101, F401")
     outcome = fix_text(text, lambda t: lint_source("t.py", t.encode()).diagnostics)

@@ -11,12 +11,13 @@ import click
 
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
 from dslint.diagnostics import Diagnostic
-from dslint.linter import ScriptResult
-from dslint.report import ReportContext, renderer
-from dslint.runner import FileFailure, lint_files
+from dslint.lint.batch import FileFailure, lint_files
+from dslint.lint.files import files_to_check
+from dslint.lint.result import FileResult
+from dslint.lint.suppression import add_noqa
+from dslint.report import renderer
+from dslint.report.context import ReportContext
 from dslint.settings import OUTPUT_FORMATS, SettingsError, SettingsResolver
-from dslint.suppression import add_noqa
-from dslint.workspace import files_to_check
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -85,9 +86,7 @@ def check(
     if output_file is not None:
         output_file.write_text(report, encoding="utf-8")
     else:
-        out = click.get_text_stream("stdout")
-        out.write(report)
-        out.flush()
+        click.echo(report, nl=False)
     for message in errors:
         click.echo(f"dslint: error: {message}", err=True)
     if not quiet:
@@ -103,10 +102,10 @@ def run_check(
     force_exclude: bool = False,
     jobs: int | None = None,
     world_size: int | None = None,
-) -> tuple[list[ScriptResult], list[str], int]:
+) -> tuple[list[FileResult], list[str], int]:
     """Discover and lint with each file's effective settings: (results, errors, number of files checked)."""
     files, errors = files_to_check(resolver, paths, force_exclude)
-    results: list[ScriptResult] = []
+    results: list[FileResult] = []
     for result in lint_files([(job.path, job.selection) for job in files], jobs, world_size):
         if isinstance(result, FileFailure):
             errors.append(f"{result.path}: {result.message}")
@@ -130,7 +129,7 @@ def write_atomically(path: Path, text: str, encoding: str) -> None:
         raise
 
 
-def _add_noqa(results: list[ScriptResult], errors: list[str], quiet: bool) -> None:
+def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool) -> None:
     lines = files = 0
     for result in results:
         if result.text is None or not result.diagnostics:

@@ -17,11 +17,11 @@ import click
 from dslint.commands.check import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
 from dslint.diagnostics import Diagnostic
-from dslint.fixing import fix_source
+from dslint.fix.loop import fix_source
+from dslint.fix.write import SourceError, read_source, write_source
+from dslint.lint.files import files_to_check
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError
-from dslint.workspace import files_to_check
-from dslint.write import SourceError, read_source, write_source
 
 
 @dataclass
@@ -111,7 +111,7 @@ def fix(
     for job in jobs:
         if job.path.suffix == ".py":  # config files have findings but no fixes
             fix_file(job.path, job.selection, unsafe=job.settings.unsafe_fixes, diff=diff, report=report)
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     if diff:
         for text in report.diffs:
             out.write(text)

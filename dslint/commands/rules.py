@@ -7,8 +7,8 @@ import textwrap
 
 import click
 
-from dslint.registry import all_rules, rule_by_code
-from dslint.rule import Rule
+from dslint.framework.registry import all_rules, rule_by_code
+from dslint.framework.rule import Rule
 
 
 def deepspeed_versions(rule: type[Rule]) -> str:

@@ -1,11 +1,13 @@
-"""What several config rules ask of a config tree: the ZeRO stage, precision flags, batch values."""
+"""What several config rules ask of a config tree: who reads it (`Origin`), the ZeRO stage, precision flags, batch
+values, "auto" values, whether it is another tool's file."""
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
-from dslint.config.schema import _lax_int
-from dslint.config.tree import UNKNOWN, Node, Object, Scalar, node_at, scalar
+from dslint.config.schema import Schema, _lax_int, did_you_mean
+from dslint.config.tree import UNKNOWN, Entry, Node, Object, Scalar, node_at, scalar
 
 _TRUE_STRINGS = {"1", "on", "t", "true", "y", "yes"}
 _FALSE_STRINGS = {"0", "off", "f", "false", "n", "no"}
@@ -98,3 +100,46 @@ def offload_ratio(root: Object) -> tuple[Node | None, float | None]:
     if isinstance(node, Scalar) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return node, float(node.value)
     return node, None
+
+
+class Origin(str, enum.Enum):
+    """Who reads the config, which decides what some values mean."""
+
+    FILE = "file"  # a JSON file on its own: the reader is not known
+    INITIALIZE = "initialize"  # goes straight to deepspeed.initialize
+    TRAINER = "trainer"  # the Hugging Face Trainer fills "auto" values before DeepSpeed sees them
+
+
+MIXED_THRESHOLD = 3  # more unknown top-level keys than this, none a near miss: another tool's file
+
+
+def is_comment_key(key: str) -> bool:
+    return key.startswith(("_", "//", "#")) or key.lower() in {"comment", "comments", "description", "note"}
+
+
+def foreign_keys(root: Object, schema: Schema) -> list[Entry]:
+    """Top-level entries that are neither DeepSpeed keys, near misses of one, comments, nor handled by a
+    dedicated rule."""
+    return [
+        e
+        for e in root.last_entries()
+        if e.key not in schema.top_level_keys
+        and e.key != "ignored_parameters"
+        and not is_comment_key(e.key)
+        and did_you_mean(e.key, schema.live_top_level_keys) is None
+    ]
+
+
+def mixed_file(root: Object, schema: Schema) -> bool:
+    return len(foreign_keys(root, schema)) > MIXED_THRESHOLD
+
+
+def autotuning_enabled(root: Object) -> bool:
+    """DeepSpeed's autotuner expands lists of values (the tuning space) and fills "auto" values."""
+    section = root.get("autotuning")
+    flag = section.get("enabled") if isinstance(section, Object) else None
+    return isinstance(flag, Scalar) and flag.value is True
+
+
+def is_auto(node: Node | None) -> bool:
+    return isinstance(node, Scalar) and node.value == "auto"

@@ -87,7 +87,7 @@ def _single_process_env() -> None:
 
 
 def _torch_names_old_releases_import() -> None:
-    """DeepSpeed before 0.13 imports `log` and `_get_socket_with_port` from torch's elastic agent (for its
+    """DeepSpeed before 0.14 imports `log` and `_get_socket_with_port` from torch's elastic agent (for its
     elastic agent, which the config never uses); torch 2.13 no longer has them. Stand-ins let the config
     module import; nothing the generator runs calls them."""
     try:
@@ -472,7 +472,7 @@ def generate_release(version: str, root: Path | None = None) -> tuple[Path, str]
     command = [sys.executable, "-m", "dslint.config.generate_schema", "--output", str(path)]
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if result.returncode != 0 and "intel_extension_for_pytorch" in result.stderr:
-        # before 0.13 the CPU accelerator needs Intel's extension; the CUDA one, which DeepSpeed then detects,
+        # before 0.14 the CPU accelerator needs Intel's extension; the CUDA one, which DeepSpeed then detects,
         # imports without a GPU (0.12's explicit DS_ACCELERATOR=cuda recurses without end)
         env["DS_ACCELERATOR"] = "auto"
         result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)

@@ -7,7 +7,7 @@ A key the project's DeepSpeed does not have may be a typo (DSL401, DSL403) or a 
 from __future__ import annotations
 
 from dslint.config.schema import Model, Schema, load_release_schema, model_of
-from dslint.deepspeed_version import Version, known_releases, schema_release
+from dslint.config.versions import Version, known_releases, schema_release
 
 
 def _newer_schemas(version: Version) -> list[tuple[Version, Schema]]:

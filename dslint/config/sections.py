@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from dslint.config.facts import bfloat16_ignored
-from dslint.config.rule import is_auto
+from dslint.config.facts import bfloat16_ignored, is_auto
 from dslint.config.schema import Field, Model, Schema, model_of
 from dslint.config.tree import Entry, Object
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dslint.diagnostics import Diagnostic
-from dslint.report import ReportContext
+from dslint.report.context import ReportContext
 
 
 def render(diagnostics: Sequence[Diagnostic], context: ReportContext) -> str:

@@ -6,8 +6,8 @@ import difflib
 from collections.abc import Sequence
 
 from dslint.diagnostics import Diagnostic
-from dslint.fixer import FixError, apply_edits
-from dslint.report import ReportContext
+from dslint.fix.edits import FixError, apply_edits
+from dslint.report.context import ReportContext
 
 
 def _snippet(diagnostic: Diagnostic, lines: list[str]) -> list[str]:

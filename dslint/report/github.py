@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dslint.diagnostics import Diagnostic, Severity
-from dslint.report import ReportContext
+from dslint.report.context import ReportContext
 
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dslint.diagnostics import Diagnostic, Location
-from dslint.report import ReportContext
+from dslint.report.context import ReportContext
 
 
 def _location(location: Location) -> dict[str, int]:

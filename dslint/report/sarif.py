@@ -16,9 +16,9 @@ from typing import Any
 
 from dslint import __version__
 from dslint.diagnostics import Diagnostic, Edit, Severity
-from dslint.registry import all_rules
-from dslint.report import ReportContext
-from dslint.rule import Rule
+from dslint.framework.registry import all_rules
+from dslint.framework.rule import Rule
+from dslint.report.context import ReportContext
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}

@@ -1,1 +1,1 @@
-"""One module per rule, named by its slug. `dslint.registry` imports every module here."""
+"""One module per rule, named by its slug. `dslint.framework.registry` imports every module here."""

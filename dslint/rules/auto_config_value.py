@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dslint.config.rule import ConfigRule, Origin, autotuning_enabled, is_auto
+from dslint.config.facts import Origin, autotuning_enabled, is_auto
 from dslint.config.tree import Array, Entry, Node, Object
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dslint.deepspeed_version import CLIPPING_BY_DEFAULT_SINCE, Version
+from dslint.config.versions import CLIPPING_BY_DEFAULT_SINCE, Version
 from dslint.diagnostics import Applicability, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.edits import delete_line
 from dslint.script.facts import Role, RoleAnswer, method_name
 from dslint.script.loop import loop_facts

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dslint.config.facts import is_auto, is_comment_key
 from dslint.config.key_history import first_release_with_section_key, first_release_with_top_level_key
-from dslint.config.rule import ConfigRule, is_auto, is_comment_key
 from dslint.config.sections import validated_entries
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 HANDLED_ELSEWHERE = frozenset({"ignored_parameters"})  # DSL412 explains it
 

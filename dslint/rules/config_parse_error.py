@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dslint.config.rule import ConfigRule
-from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.config.tree import ParseError
+from dslint.diagnostics import Diagnostic, Location, Severity
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.driver_rules import ConfigSyntaxError
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 
-class ConfigParseError(ConfigRule):
+class ConfigParseError(ConfigRule, ConfigSyntaxError):
     code = "DSL400"
     slug = "config-parse-error"
     message = "cannot parse this DeepSpeed config; DeepSpeed stops at start-up"
@@ -42,3 +44,8 @@ class ConfigParseError(ConfigRule):
 
     def check(self) -> None:
         """Parse errors are reported by the config linter, which calls `report_parse_error`."""
+
+    @classmethod
+    def from_error(cls, path: str, error: ParseError) -> Diagnostic:
+        at = Location(max(error.line, 1), max(error.column, 1))
+        return cls.diagnostic(path, at, message=f"{cls.message}: {error.message}")

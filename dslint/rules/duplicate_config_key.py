@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dslint.config.rule import ConfigRule, Origin
+from dslint.config.facts import Origin
 from dslint.config.tree import Array, Entry, Node, Object
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 
 def duplicates(node: Node) -> Iterator[Entry]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.edits import delete_call_statement
 from dslint.script.facts import Role, method_name
 from dslint.script.model_moves import is_placement_call

@@ -5,11 +5,12 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Location, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.config_link import resolve_config
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.config_link import resolve_config
+from dslint.project.engine_config import configured_accumulation_steps
 from dslint.script.edits import delete_line, replace_node
 from dslint.script.facts import InitializeCall, Role, method_name
-from dslint.script.loop import configured_accumulation_steps, loop_facts
+from dslint.script.loop import loop_facts
 
 
 class EngineStepUnderAccumulationTest(ScriptRule):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 from dslint.config.facts import enabled
-from dslint.config.rule import ConfigRule
 from dslint.config.tree import Scalar
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 
 class FixedLossScale(ConfigRule):

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.edits import replace_node
 from dslint.script.facts import InitializeCall, Pos, Role, Scope, ScopeKind
 from dslint.script.loop import loop_facts

@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.hf_models import ZeroSources, is_model_from_pretrained, is_none, keyword_value
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.engine_config import ZeroSources
+from dslint.script.hf_models import is_model_from_pretrained, is_none, keyword_value
 
 
 class FromPretrainedDeviceMapZero3(ScriptRule):
@@ -24,7 +25,7 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
     )
     severity = Severity.ERROR
     needs_engine = False
-    # Prefilter tokens (dslint.prefilter): HF scripts configure DeepSpeed without calling initialize.
+    # Prefilter tokens (dslint.lint.prefilter): HF scripts configure DeepSpeed without calling initialize.
     required_tokens = (b"deepspeed", b"from_pretrained", b"device_map")
     docs = RuleDocs(
         what="""

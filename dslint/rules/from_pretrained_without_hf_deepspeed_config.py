@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.hf_models import ZeroSources, is_model_from_pretrained
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.engine_config import ZeroSources
+from dslint.script.hf_models import is_model_from_pretrained
 
 
 class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
@@ -23,7 +24,7 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     )
     severity = Severity.WARNING
     needs_engine = False
-    # Prefilter tokens (dslint.prefilter): HF scripts configure DeepSpeed without calling initialize.
+    # Prefilter tokens (dslint.lint.prefilter): HF scripts configure DeepSpeed without calling initialize.
     required_tokens = (b"deepspeed", b"from_pretrained")
     docs = RuleDocs(
         what="""

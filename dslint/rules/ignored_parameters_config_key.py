@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dslint.config.rule import ConfigRule
-from dslint.deepspeed_version import BUFFERS_KEPT_SINCE, Version
+from dslint.config.versions import BUFFERS_KEPT_SINCE, Version
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 KEY = "ignored_parameters"
 MECHANISMS = (

@@ -7,13 +7,13 @@ import json
 import math
 from typing import Any
 
-from dslint.config.facts import bfloat16_ignored, enabled, lax_bool, zero_stage
-from dslint.config.rule import ConfigRule, autotuning_enabled, is_auto
+from dslint.config.facts import autotuning_enabled, bfloat16_ignored, enabled, is_auto, lax_bool, zero_stage
 from dslint.config.schema import AcceptedStrings, accepts, describe, within_bounds
 from dslint.config.sections import validated_entries
 from dslint.config.tree import UNKNOWN, Array, Node, Object, Scalar, node_at, scalar, to_python
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 # Field validators DeepSpeed adds beyond the field types (runtime/precision_config.py: DeepSpeedFP16Config).
 FP16_INTEGER_FIELDS = ("loss_scale_window", "min_loss_scale")

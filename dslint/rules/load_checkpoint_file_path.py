@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.checkpoint_paths import checkpoint_location
 from dslint.script.engine_calls import argument, is_engine_method_call
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.engine_config import keeps_master_weights, zero_stage
 from dslint.script.facts import InitializeCall, Role, method_name
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.loop import loop_facts
 from dslint.script.state_dict_loads import Rewrite, StateDictLoads
-from dslint.script.zero_stage import keeps_master_weights, zero_stage
 
 TARGETS = (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL)
 ADVICE = "load into the model before deepspeed.initialize, or read a DeepSpeed checkpoint with engine.load_checkpoint"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dslint.deepspeed_version import DIRECT_BACKWARD_SINCE
+from dslint.config.versions import DIRECT_BACKWARD_SINCE
 from dslint.diagnostics import Applicability, Edit, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.config_link import resolve_config
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.config_link import resolve_config
 from dslint.script.edits import replace_node
 from dslint.script.facts import InitializeCall, Role, method_name
 from dslint.script.loop import loop_facts, scaled_for_accumulation

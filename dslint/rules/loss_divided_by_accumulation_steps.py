@@ -5,10 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.engine_config import configured_accumulation_steps
 from dslint.script.edits import delete_line, replace_node
 from dslint.script.facts import BindingKind, Role, method_name
-from dslint.script.loop import configured_accumulation_steps, divided_by_accumulation, is_accumulation_steps
+from dslint.script.loop import divided_by_accumulation, is_accumulation_steps
 from dslint.script.names import dotted_name
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dslint.config.rule import ConfigRule, Origin
+from dslint.config.facts import Origin
 from dslint.config.tree import scalar
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 
 class MissingBatchSize(ConfigRule):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dslint.config.facts import zero_stage
-from dslint.config.rule import ConfigRule
 from dslint.config.tree import Object, Scalar
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 
 class OffloadParamBelowStage3(ConfigRule):

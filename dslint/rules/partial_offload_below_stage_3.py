@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dslint.config.facts import offload_ratio, zero_stage
-from dslint.config.rule import ConfigRule
-from dslint.deepspeed_version import Version
+from dslint.config.versions import Version
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 # DeepSpeed 0.14's root validator did `getattr(values, "offload_optimizer", {})` on a dict: always {}.
 REFUSED_SINCE = Version(0, 15, 0)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dslint.config.rule import ConfigRule
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 
 class RemovedConfigKey(ConfigRule):

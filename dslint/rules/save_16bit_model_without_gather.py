@@ -9,8 +9,8 @@ import libcst as cst
 from dslint.config.facts import lax_bool
 from dslint.config.tree import UNKNOWN
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.config_link import resolve_config
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.config_link import resolve_config
 from dslint.script.facts import Role, method_name
 
 # Every spelling DeepSpeed accepts for the flag (field name, alias, deprecated name).

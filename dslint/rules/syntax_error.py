@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from dslint.diagnostics import Severity
-from dslint.rule import Invalid, Rule, RuleDocs, Valid
+import ast
+
+import libcst as cst
+
+from dslint.diagnostics import Diagnostic, Location, Severity
+from dslint.framework.driver_rules import ScriptSyntaxError
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 
-class SyntaxErrorRule(Rule):
+class SyntaxErrorRule(ScriptSyntaxError):
     code = "DSL001"
     slug = "syntax-error"
     message = "cannot parse this file"
@@ -41,3 +46,21 @@ class SyntaxErrorRule(Rule):
         Invalid("import deepspeed\nx = (1,\nengine = deepspeed.initialize(model=m)\n", lines=(2,)),
         Invalid("from transformers import TrainingArguments\nargs = TrainingArguments(deepspeed=\n", lines=(2,)),
     )
+
+    @classmethod
+    def from_error(cls, path: str, data: bytes, error: Exception) -> Diagnostic:
+        """One finding for a file that cannot be parsed; CPython's position and message are the clearer ones."""
+        line, column, message = 1, 1, str(error).splitlines()[0] if str(error) else type(error).__name__
+        try:
+            ast.parse(data, filename=path)
+        except SyntaxError as syntax:
+            line, column = syntax.lineno or 1, syntax.offset or 1
+            message = syntax.msg
+        except (ValueError, UnicodeDecodeError) as other:
+            message = str(other)
+        else:
+            if isinstance(error, cst.ParserSyntaxError):
+                line, column = error.raw_line, error.raw_column + 1
+                message = error.message.splitlines()[0]
+        start = Location(max(line, 1), max(column, 1))
+        return cls.diagnostic(path, start, message=f"{cls.message}: {message}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.config_link import resolve_config
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.config_link import resolve_config
 from dslint.script.facts import BindingKind, InitializeCall, Role, method_name
 from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name, literally_enabled

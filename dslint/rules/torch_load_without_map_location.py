@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.torch_load import cpu_map_location_edit, has_star_arguments, is_torch_load, map_location_argument
 
 

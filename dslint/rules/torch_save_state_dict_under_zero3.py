@@ -5,11 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.engine_config import zero_stage
 from dslint.script.facts import BindingKind, InitializeCall, Role, method_name
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.names import dotted_name
-from dslint.script.zero_stage import zero_stage
 
 TORCH_SAVE = "torch.save"
 TARGETS = (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL)

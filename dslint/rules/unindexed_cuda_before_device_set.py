@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.facts import InitializeCall, method_name
 from dslint.script.model_moves import ModelMoves
 

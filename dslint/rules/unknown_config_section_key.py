@@ -3,12 +3,13 @@ that the section does not have; DeepSpeed stops at start-up."""
 
 from __future__ import annotations
 
+from dslint.config.facts import is_auto
 from dslint.config.key_history import first_release_with_section_key
-from dslint.config.rule import ConfigRule, is_auto
 from dslint.config.schema import did_you_mean
 from dslint.config.sections import SectionEntry, validated_entries
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 HANDLED_ELSEWHERE = frozenset({"ignored_parameters"})  # DSL412 explains it
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dslint.config.facts import bfloat16_ignored
+from dslint.config.facts import bfloat16_ignored, is_comment_key, mixed_file
 from dslint.config.key_history import first_release_with_top_level_key
-from dslint.config.rule import ConfigRule, is_comment_key, mixed_file
 from dslint.config.schema import did_you_mean
 from dslint.config.tree import Entry
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 HANDLED_ELSEWHERE = frozenset({"ignored_parameters"})  # DSL412 explains it
 

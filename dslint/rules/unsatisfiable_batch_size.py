@@ -6,10 +6,10 @@ import math
 from typing import Any
 
 from dslint.config.facts import batch_values
-from dslint.config.rule import ConfigRule
 from dslint.config.tree import UNKNOWN
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, Valid
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 MAX_WORLD_SIZE = 1 << 16
 

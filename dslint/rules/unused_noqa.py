@@ -1,12 +1,15 @@
-"""DSL010: a DSL code in a `# noqa` comment that silences nothing. Reported by `dslint.suppression`."""
+"""DSL010: a DSL code in a `# noqa` comment that silences nothing. Reported by `dslint.lint.suppression`."""
 
 from __future__ import annotations
 
-from dslint.diagnostics import Severity
-from dslint.rule import Invalid, Rule, RuleDocs, Valid
+from collections.abc import Sequence
+
+from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+from dslint.framework.driver_rules import UnusedNoqaCodes
+from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 
-class UnusedNoqa(Rule):
+class UnusedNoqa(UnusedNoqaCodes):
     code = "DSL010"
     slug = "unused-noqa"
     message = "a DSL code in this noqa comment silences nothing: remove it"
@@ -64,3 +67,17 @@ class UnusedNoqa(Rule):
             """,
         ),
     )
+
+    @classmethod
+    def from_codes(
+        cls, path: str, line: int, start: int, end: int, unused: Sequence[tuple[str, str]], edits: Sequence[Edit]
+    ) -> Diagnostic:
+        listed = ", ".join(f"{code} ({reason})" for code, reason in unused)
+        noun = "code" if len(unused) == 1 else "codes"
+        return cls.diagnostic(
+            path,
+            Location(line, start),
+            Location(line, end),
+            f"unused noqa {noun}: {listed}; remove {'it' if len(unused) == 1 else 'them'}",
+            fix=Fix(tuple(edits), Applicability.SAFE, f"remove unused noqa {noun}"),
+        )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Severity
-from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.config_link import resolve_config
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.config_link import resolve_config
 from dslint.script.facts import InitializeCall
 from dslint.script.names import literally_enabled
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from dslint.deepspeed_version import Version, newest_known
+from dslint.config.versions import Version, newest_known
 from dslint.diagnostics import Diagnostic, Location
 from dslint.script.facts import ScriptFacts
 

@@ -24,12 +24,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from dslint.script.config_link import resolve_config
 from dslint.script.facts import BindingKind, InitializeCall, Pos, Role, RoleAnswer, ScriptFacts, method_name
 from dslint.script.names import dotted_name
 
 if TYPE_CHECKING:
-    from dslint.script.context import ScriptContext
+    pass
 
 ENGINE_ROLES = (Role.ENGINE, Role.ENGINE_MODULE)
 # Methods whose result no longer carries the autograd graph of their receiver.
@@ -204,13 +203,6 @@ def divided_by_accumulation(node: cst.BaseExpression) -> cst.BinaryOperation | N
     ):
         return node
     return None
-
-
-def configured_accumulation_steps(context: ScriptContext, init: InitializeCall | None) -> int | None:
-    """`gradient_accumulation_steps` as written in the engine's config; None when unknown or derived."""
-    config = resolve_config(context, init) if init is not None else None
-    steps = config.get("gradient_accumulation_steps") if config is not None else None
-    return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
 
 
 def scaled_for_accumulation(facts: ScriptFacts, expr: cst.BaseExpression) -> bool:

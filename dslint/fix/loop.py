@@ -1,36 +1,24 @@
 """Fixing one script's text with dslint's own rules: the entry point for `dslint fix` and for other tools.
 
-    from dslint.fixing import fix_source
+    from dslint.fix.loop import fix_source
     outcome = fix_source("train.py", text, unsafe=True)
     if outcome.error is None and outcome.changed:
         fixed = outcome.text
 
 `fix_source(path, text, unsafe=..., selection=...)` lints `text` as the file `path` (the path matters for
-configs referenced relative to the script), applies every applicable fix in rounds (`dslint.fixer.fix_text`)
+configs referenced relative to the script), applies every applicable fix in rounds (`dslint.fix.edits.fix_text`)
 and returns a `FixOutcome`: `text` (fixed, or the original on a refusal), `applied` (the findings fixed),
 `remaining` (the findings of the final text), `error` (why the fixer refused: the result would not parse,
-or would not settle), `changed`. It never writes anything; `dslint.write` does that for the CLI.
+or would not settle), `changed`. It never writes anything; `dslint.fix.write` does that for the CLI.
 """
 
 from __future__ import annotations
 
-from dslint.diagnostics import Diagnostic
-from dslint.fixer import FixOutcome, fix_text
-from dslint.linter import lint_source
+from dslint.fix.edits import FixOutcome, fix_text
+from dslint.lint.file import lint_text
 from dslint.selection import RuleSelection
-from dslint.write import source_encoding
 
-__all__ = ["FixOutcome", "fix_source", "lint_text"]
-
-
-def lint_text(path: str, text: str, selection: RuleSelection | None = None) -> list[Diagnostic]:
-    """The findings of `text` as the script `path` (text, not bytes: positions are in characters of `text`)."""
-    encoding = source_encoding(text)
-    try:
-        data = text.encode(encoding)
-    except (UnicodeEncodeError, LookupError):
-        data = text.encode("utf-8")
-    return lint_source(path, data, selection).diagnostics
+__all__ = ["FixOutcome", "fix_source"]
 
 
 def fix_source(path: str, text: str, *, unsafe: bool = False, selection: RuleSelection | None = None) -> FixOutcome:

@@ -4,7 +4,7 @@ The result is verified: it must parse (libcst's grammar and CPython's compiler),
 second run would change nothing); otherwise the original text is kept and the refusal is reported. Imports
 that a fix needs (`Fix.imports`) are added once, in the same pass as the edits.
 
-`fix_text(text, lint, unsafe=...)` is the engine; `dslint.fixing.fix_source` wraps it with dslint's own linter
+`fix_text(text, lint, unsafe=...)` is the engine; `dslint.fix.loop.fix_source` wraps it with dslint's own linter
 for callers that start from a file's text.
 """
 

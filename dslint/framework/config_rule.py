@@ -7,24 +7,16 @@ path="ds_config.json")`; a case whose path ends in `.py` is a script, linted wit
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from dslint.config.schema import Schema, did_you_mean, load_schema
-from dslint.config.tree import Entry, Node, Object, Scalar
-from dslint.deepspeed_version import Version, newest_known
+from dslint.config.facts import Origin
+from dslint.config.schema import Schema, load_schema
+from dslint.config.tree import Entry, Node, Object
+from dslint.config.versions import Version, newest_known
 from dslint.diagnostics import Diagnostic, Location, Severity
-from dslint.rule import Rule
-
-
-class Origin(str, enum.Enum):
-    """Who reads the config, which decides what some values mean."""
-
-    FILE = "file"  # a JSON file on its own: the reader is not known
-    INITIALIZE = "initialize"  # goes straight to deepspeed.initialize
-    TRAINER = "trainer"  # the Hugging Face Trainer fills "auto" values before DeepSpeed sees them
+from dslint.framework.rule import Rule
 
 
 @dataclass
@@ -84,38 +76,3 @@ class ConfigRule(Rule):
 
     def entries(self, node: Object | None) -> Iterator[Entry]:
         return node.last_entries() if node is not None else iter(())
-
-
-MIXED_THRESHOLD = 3  # more unknown top-level keys than this, none a near miss: another tool's file
-
-
-def is_comment_key(key: str) -> bool:
-    return key.startswith(("_", "//", "#")) or key.lower() in {"comment", "comments", "description", "note"}
-
-
-def foreign_keys(root: Object, schema: Schema) -> list[Entry]:
-    """Top-level entries that are neither DeepSpeed keys, near misses of one, comments, nor handled by a
-    dedicated rule."""
-    return [
-        e
-        for e in root.last_entries()
-        if e.key not in schema.top_level_keys
-        and e.key != "ignored_parameters"
-        and not is_comment_key(e.key)
-        and did_you_mean(e.key, schema.live_top_level_keys) is None
-    ]
-
-
-def mixed_file(root: Object, schema: Schema) -> bool:
-    return len(foreign_keys(root, schema)) > MIXED_THRESHOLD
-
-
-def autotuning_enabled(root: Object) -> bool:
-    """DeepSpeed's autotuner expands lists of values (the tuning space) and fills "auto" values."""
-    section = root.get("autotuning")
-    flag = section.get("enabled") if isinstance(section, Object) else None
-    return isinstance(flag, Scalar) and flag.value is True
-
-
-def is_auto(node: Node | None) -> bool:
-    return isinstance(node, Scalar) and node.value == "auto"

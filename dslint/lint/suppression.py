@@ -22,9 +22,9 @@ import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
-from dslint.registry import all_rules
-from dslint.rules.unused_noqa import UnusedNoqa
+from dslint.diagnostics import Diagnostic, Edit, Location
+from dslint.framework.driver_rules import UnusedNoqaCodes
+from dslint.framework.registry import all_rules, implementation
 from dslint.selection import RuleSelection
 
 # flake8's own pattern (flake8/defaults.py NOQA_INLINE_REGEXP), searched in each comment.
@@ -191,7 +191,8 @@ def unused_noqa_diagnostics(
     diagnostics: Sequence[Diagnostic],
     selection: RuleSelection,
 ) -> list[Diagnostic]:
-    if not selection.enabled(UnusedNoqa.code) or index.file_codes == ():
+    rule = implementation(UnusedNoqaCodes)
+    if not selection.enabled(rule.code) or index.file_codes == ():
         return []
     known = [rule.code for rule in all_rules()]
     lines = text.splitlines()
@@ -203,7 +204,7 @@ def unused_noqa_diagnostics(
         nearby = [d.code for d in diagnostics if first <= d.start.line <= last]
         unused: list[tuple[str, str]] = []
         for code in directive.codes:
-            if not DSL_CODE.match(code) or UnusedNoqa.code.startswith(code):
+            if not DSL_CODE.match(code) or rule.code.startswith(code):
                 continue
             if any(found_code.startswith(code) for found_code in nearby):
                 continue
@@ -212,23 +213,8 @@ def unused_noqa_diagnostics(
                 unused.append((code, reason))
         if not unused:
             continue
-        listed = ", ".join(f"{code} ({reason})" for code, reason in unused)
-        noun = "code" if len(unused) == 1 else "codes"
-        start = Location(directive.line, directive.start)
-        end = Location(directive.line, directive.end)
         edits = _removal_edits(directive, lines[directive.line - 1], {code for code, _ in unused})
-        found.append(
-            Diagnostic(
-                code=UnusedNoqa.code,
-                slug=UnusedNoqa.slug,
-                message=f"unused noqa {noun}: {listed}; remove {'it' if len(unused) == 1 else 'them'}",
-                severity=UnusedNoqa.severity,
-                path=path,
-                start=start,
-                end=end,
-                fix=Fix(tuple(edits), Applicability.SAFE, f"remove unused noqa {noun}"),
-            )
-        )
+        found.append(rule.from_codes(path, directive.line, directive.start, directive.end, unused, edits))
     return found
 
 
@@ -262,7 +248,7 @@ def add_noqa(text: str, diagnostics: Iterable[Diagnostic]) -> tuple[str, int]:
         return text, 0
     wanted: dict[int, list[str]] = {}
     for diagnostic in diagnostics:
-        if diagnostic.code == UnusedNoqa.code:
+        if diagnostic.code == implementation(UnusedNoqaCodes).code:
             continue
         line = index.statement_end(diagnostic.start.line)
         codes = wanted.setdefault(line, [])

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from dslint.diagnostics import Diagnostic, Edit, Fix, Location
-from dslint.linter import lint_source
+from dslint.lint.script import lint_source
 from dslint.selection import RuleSelection
 
 CONTEXT_WORDS = re.compile(r"deepspeed|set_device|\bglobal\b")

@@ -8,7 +8,7 @@
    of something named `initialize`, or of a name imported `as` an alias of it). It over-approximates, so it
    never hides an engine that libcst's facts would find.
 
-Suppression runs after this (`dslint.suppression`): DSL010, an unused `# noqa: DSL...` comment, is read from
+Suppression runs after this (`dslint.lint.suppression`): DSL010, an unused `# noqa: DSL...` comment, is read from
 comments and can appear in any file.
 
 `tests/test_prefilter.py` checks both claims against every rule's cases, the fixtures and generated scripts.

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dslint.diagnostics import Diagnostic
-from dslint.fixer import fix_text
-from dslint.linter import lint_source
+from dslint.fix.loop import fix_source
+from dslint.lint.script import lint_source
 
 
 class NothingToRun(Exception):
@@ -53,11 +53,7 @@ def make_fixed(path: Path, unsafe: bool) -> FixedScript:
         reason = "it has no DeepSpeed code" if first.skipped else "it does not parse"
         raise NothingToRun(f"dslint cannot fix {path}: {reason}")
     encoding = first.encoding
-
-    def lint(text: str) -> list[Diagnostic]:
-        return lint_source(str(path), text.encode(encoding)).diagnostics
-
-    outcome = fix_text(first.text, lint, unsafe=unsafe)
+    outcome = fix_source(str(path), first.text, unsafe=unsafe)
     if outcome.error is not None:
         raise NothingToRun(f"dslint's fixer refused {path}: {outcome.error}")
     if not outcome.changed:

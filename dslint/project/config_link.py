@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from dslint.config import facts as config_facts
-from dslint.config.rule import Origin, is_auto
+from dslint.config.facts import Origin, is_auto
 from dslint.config.tree import (
     UNKNOWN,
     Array,

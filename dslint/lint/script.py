@@ -2,41 +2,24 @@
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import libcst as cst
 
-from dslint.config.rule import ConfigRule
-from dslint.deepspeed_version import Version, newest_known, selected_version
-from dslint.diagnostics import Diagnostic, Location
-from dslint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
-from dslint.registry import all_rules
-from dslint.rule import ScriptRule
-from dslint.rules.syntax_error import SyntaxErrorRule
+from dslint.config.versions import Version, newest_known, selected_version
+from dslint.diagnostics import Diagnostic
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.driver_rules import ScriptSyntaxError
+from dslint.framework.registry import implementation
+from dslint.framework.rule import ScriptRule
+from dslint.lint.config import check_script_configs
+from dslint.lint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
+from dslint.lint.result import FileResult, config_rules, script_rules
+from dslint.lint.suppression import apply_noqa, might_have_noqa
 from dslint.script.context import ScriptContext
 from dslint.script.facts import collect_facts
 from dslint.script.traversal import visit_all
 from dslint.selection import RuleSelection
-from dslint.suppression import apply_noqa, might_have_noqa
-
-
-@dataclass
-class ScriptResult:
-    """What linting one script produced: findings, and the parsed text (for the fixer) when it parsed."""
-
-    path: str
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    parsed: bool = False
-    skipped: bool = False  # the prefilter proved no rule can fire
-    text: str | None = None
-    encoding: str = "utf-8"
-    suppressed: int = 0  # findings silenced by noqa comments
-
-
-def script_rules(selection: RuleSelection) -> list[type[ScriptRule]]:
-    return [r for r in all_rules() if issubclass(r, ScriptRule) and selection.enabled(r.code)]
 
 
 def lint_source(
@@ -47,8 +30,8 @@ def lint_source(
     *,
     use_prefilter: bool = True,
     line_noqa: bool = True,
-) -> ScriptResult:
-    """Lint one script and apply its noqa comments (`dslint.suppression`); `line_noqa=False` leaves line
+) -> FileResult:
+    """Lint one script and apply its noqa comments (`dslint.lint.suppression`); `line_noqa=False` leaves line
     comments to the caller (flake8 applies them itself)."""
     selection = selection or RuleSelection()
     result = lint_source_unsuppressed(path, data, selection, world_size, use_prefilter=use_prefilter)
@@ -75,12 +58,12 @@ def lint_source_unsuppressed(
     world_size: int | None = None,
     *,
     use_prefilter: bool = True,
-) -> ScriptResult:
+) -> FileResult:
     """The rules' findings before any noqa comment is applied."""
     selection = selection or RuleSelection()
-    result = ScriptResult(path)
+    result = FileResult(path)
     rules, configs = _rules_for(data, script_rules(selection), config_rules(selection))
-    report_syntax = selection.enabled(SyntaxErrorRule.code) and any(_rules_for(data, *_every_rule()))
+    report_syntax = selection.enabled(_syntax_error_rule().code) and any(_rules_for(data, *_every_rule()))
     if use_prefilter and not rules and not configs and not report_syntax:
         result.skipped = True
         return result
@@ -89,7 +72,7 @@ def lint_source_unsuppressed(
     except (cst.ParserSyntaxError, ValueError, UnicodeDecodeError) as error:
         # DSL001 covers the files dslint would analyse; others are not dslint's to judge.
         if report_syntax:
-            result.diagnostics.append(syntax_error_diagnostic(path, data, error))
+            result.diagnostics.append(_syntax_error_rule().from_error(path, data, error))
         return result
     if not use_prefilter:
         rules, configs = script_rules(selection), config_rules(selection)
@@ -110,16 +93,6 @@ def _decoded(data: bytes, encoding: str) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def own_findings(path: str, result: ScriptResult) -> list[Diagnostic]:
-    """The findings located in `path` itself: a script's result also holds findings inside the config files it
-    points at, which an editor or flake8 showing this one file must leave out."""
-    return [d for d in result.diagnostics if d.path == path]
-
-
-def config_rules(selection: RuleSelection) -> list[type[ConfigRule]]:
-    return [r for r in all_rules() if issubclass(r, ConfigRule) and selection.enabled(r.code)]
-
-
 def _every_rule() -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
     everything = RuleSelection.from_options(["ALL"])
     return script_rules(everything), config_rules(everything)
@@ -128,7 +101,7 @@ def _every_rule() -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
 def _rules_for(
     data: bytes, rules: list[type[ScriptRule]], configs: list[type[ConfigRule]]
 ) -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
-    """The rules that can possibly fire on `data` (see dslint.prefilter)."""
+    """The rules that can possibly fire on `data` (see dslint.lint.prefilter)."""
     rules = [rule for rule in rules if has_tokens(data, rule.required_tokens)]
     engine = bool(rules or configs) and may_create_engine(data)
     if rules and all(rule.needs_engine for rule in rules) and not engine:
@@ -152,34 +125,10 @@ def lint_module(
     active = [rule(context) for rule in rules if facts.has_engine or not rule.needs_engine]
     if active:
         visit_all(module, active)
-    if config_rules:  # the configs the script builds or points at (dslint.config.script_configs)
-        from dslint.config.script_configs import check_script_configs
-
+    if config_rules:  # the configs the script builds or points at (dslint.project.script_configs)
         context.diagnostics.extend(check_script_configs(context, config_rules, world_size))
     return context.diagnostics
 
 
-def syntax_error_diagnostic(path: str, data: bytes, error: Exception) -> Diagnostic:
-    """One finding for a file that cannot be parsed; CPython's position and message are the clearer ones."""
-    line, column, message = 1, 1, str(error).splitlines()[0] if str(error) else type(error).__name__
-    try:
-        ast.parse(data, filename=path)
-    except SyntaxError as syntax:
-        line, column = syntax.lineno or 1, syntax.offset or 1
-        message = syntax.msg
-    except (ValueError, UnicodeDecodeError) as other:
-        message = str(other)
-    else:
-        if isinstance(error, cst.ParserSyntaxError):
-            line, column = error.raw_line, error.raw_column + 1
-            message = error.message.splitlines()[0]
-    start = Location(max(line, 1), max(column, 1))
-    return Diagnostic(
-        code=SyntaxErrorRule.code,
-        slug=SyntaxErrorRule.slug,
-        message=f"{SyntaxErrorRule.message}: {message}",
-        severity=SyntaxErrorRule.severity,
-        path=path,
-        start=start,
-        end=start,
-    )
+def _syntax_error_rule() -> type[ScriptSyntaxError]:
+    return implementation(ScriptSyntaxError)

@@ -1,20 +1,45 @@
-"""Finding the files to check, and linting them (in worker processes when there are many)."""
+"""The files a command works on: walking the paths given (excludes, .gitignore), each file with its effective
+settings. Shared by `check`, `fix` and the adapters.
+
+resolver = make_resolver(...)                     # dslint.commands.options: CLI options -> SettingsResolver
+jobs, errors = files_to_check(resolver, paths, force_exclude)
+for job in jobs:
+    result = lint_file(str(job.path), data, job.selection)   # dslint.lint.file
+    unsafe = job.settings.unsafe_fixes            # --unsafe-fixes / [tool.dslint] unsafe-fixes
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 
-from dslint.config.discovery import CONFIG_SUFFIXES, is_candidate
-from dslint.config.linter import lint_config_source
+from dslint.config.recognition import CONFIG_SUFFIXES, is_candidate
 from dslint.gitignore import IgnoreFile, is_ignored
-from dslint.linter import ScriptResult, lint_source
 from dslint.selection import RuleSelection
-from dslint.settings import DEFAULT_EXCLUDE
+from dslint.settings import DEFAULT_EXCLUDE, Settings, SettingsResolver
+
+
+@dataclass(frozen=True)
+class FileJob:
+    path: Path
+    settings: Settings
+    selection: RuleSelection
+
+
+def files_to_check(
+    resolver: SettingsResolver, paths: Sequence[str], force_exclude: bool = False
+) -> tuple[list[FileJob], list[str]]:
+    """The files under `paths` (default: the current directory) that their settings do not exclude, and the
+    errors met on the way (paths that do not exist). Raises SettingsError for a bad pyproject.toml."""
+    discovery = discover(paths or (".",), excluded=resolver.excluded, force_exclude=force_exclude)
+    jobs = []
+    for path in discovery.files:
+        settings = resolver.for_path(path)
+        jobs.append(FileJob(path, settings, settings.selection_for(path)))
+    return jobs, list(discovery.errors)
+
 
 # The directory names skipped by default: the settings' default `exclude`, without its glob patterns.
 DEFAULT_EXCLUDES = frozenset(pattern for pattern in DEFAULT_EXCLUDE if "*" not in pattern)
@@ -119,56 +144,3 @@ def _walk(
             ):
                 yield path
         stack.extend((sub, active) for sub in reversed(subdirectories))
-
-
-@dataclass
-class FileFailure:
-    path: str
-    message: str
-
-
-def lint_path(path: Path, selection: RuleSelection, world_size: int | None = None) -> ScriptResult | FileFailure:
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        return FileFailure(str(path), f"cannot read: {error.strerror or error}")
-    try:
-        if path.suffix.lower() in CONFIG_SUFFIXES:
-            return lint_config_source(str(path), data, selection, world_size=world_size)
-        return lint_source(str(path), data, selection, world_size=world_size)
-    except RecursionError:
-        return FileFailure(str(path), "internal error: the file is nested too deeply to analyse")
-    except Exception as error:
-        return FileFailure(str(path), f"internal error: {type(error).__name__}: {error}")
-
-
-def _lint_one(arguments: tuple[Path, RuleSelection, int | None]) -> ScriptResult | FileFailure:
-    return lint_path(*arguments)
-
-
-def lint_paths(
-    files: Iterable[Path], selection: RuleSelection, jobs: int | None = None, world_size: int | None = None
-) -> list[ScriptResult | FileFailure]:
-    """`world_size`, when known, makes the config batch check (DSL407) exact."""
-    files = list(files)
-    jobs = jobs if jobs is not None else (os.cpu_count() or 1)
-    if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
-        return [lint_path(path, selection, world_size) for path in files]
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
-        return list(pool.map(_lint_one, [(path, selection, world_size) for path in files], chunksize=8))
-
-
-def _lint_item(item: tuple[Path, RuleSelection, int | None]) -> ScriptResult | FileFailure:
-    return lint_path(*item)
-
-
-def lint_files(
-    items: Sequence[tuple[Path, RuleSelection]], jobs: int | None = None, world_size: int | None = None
-) -> list[ScriptResult | FileFailure]:
-    """Like `lint_paths`, with a selection per file (settings' per-file-ignores, nested pyproject.toml)."""
-    jobs = jobs if jobs is not None else (os.cpu_count() or 1)
-    if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:
-        return [lint_path(path, selection, world_size) for path, selection in items]
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
-        triples = [(path, selection, world_size) for path, selection in items]
-        return list(pool.map(_lint_item, triples, chunksize=8))

@@ -111,6 +111,30 @@ class Rule:
     def family(cls) -> str:
         return FAMILIES[cls.code[3]]
 
+    @classmethod
+    def diagnostic(
+        cls,
+        path: str,
+        start: Location,
+        end: Location | None = None,
+        message: str | None = None,
+        *,
+        severity: Severity | None = None,
+        fix: Fix | None = None,
+    ) -> Diagnostic:
+        """A finding of this rule in `path` (a point when `end` is None), with the rule's own message unless
+        `message` is given."""
+        return Diagnostic(
+            code=cls.code,
+            slug=cls.slug,
+            message=message or cls.message,
+            severity=severity or cls.severity,
+            path=path,
+            start=start,
+            end=end or start,
+            fix=fix,
+        )
+
 
 _VISITOR_NAMES: dict[type, tuple[str, ...]] = {}
 
@@ -124,7 +148,7 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     """
 
     needs_engine: ClassVar[bool] = True
-    # Byte strings a file must contain for this rule to possibly fire (see dslint.prefilter).
+    # Byte strings a file must contain for this rule to possibly fire (see dslint.lint.prefilter).
     required_tokens: ClassVar[tuple[bytes, ...]] = (b"deepspeed", b"initialize")
 
     def __init__(self, context: ScriptContext) -> None:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from typing import TypeVar
 
 from dslint import rules as rules_package
-from dslint.rule import CODE_PATTERN, SLUG_PATTERN, Rule
+from dslint.framework.rule import CODE_PATTERN, SLUG_PATTERN, Rule
+
+R = TypeVar("R", bound=Rule)
 
 
 class RegistryError(Exception):
@@ -51,3 +54,11 @@ def rule_by_code(code: str) -> type[Rule] | None:
         if rule.code == code:
             return rule
     return None
+
+
+def implementation(contract: type[R]) -> type[R]:
+    """The one registered rule that implements `contract` (a class of `dslint.framework.driver_rules`)."""
+    found = [rule for rule in all_rules() if issubclass(rule, contract)]
+    if len(found) != 1:
+        raise RegistryError(f"{contract.__name__} needs exactly one rule, found {[r.code for r in found]}")
+    return found[0]

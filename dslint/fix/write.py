@@ -40,16 +40,6 @@ class SourceFile:
         return (codecs.BOM_UTF8 + data) if self.bom else data
 
 
-def source_encoding(text: str) -> str:
-    """The codec a PEP 263 cookie in `text`'s first two lines names (UTF-8 without one)."""
-    head = "\n".join(text.splitlines()[:2]).encode("utf-8", "replace")
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(head).readline)
-    except SyntaxError:
-        return "utf-8"
-    return "utf-8" if encoding == "utf-8-sig" else encoding
-
-
 def decode_source(data: bytes) -> tuple[str, str, bool]:
     """(text, encoding, bom) of Python source bytes, as the interpreter would read them."""
     try:

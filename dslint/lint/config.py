@@ -1,0 +1,103 @@
+"""Lint DeepSpeed configs: JSON/HJSON files, and the configs that scripts build or point at."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from dslint.config.facts import Origin, mixed_file
+from dslint.config.recognition import is_config_name, is_deepspeed_config
+from dslint.config.tree import Object, ParseError, parse_text
+from dslint.config.versions import config_schema, selected_version
+from dslint.diagnostics import Diagnostic
+from dslint.framework.config_rule import ConfigContext, ConfigRule
+from dslint.framework.driver_rules import ConfigSyntaxError
+from dslint.framework.registry import implementation
+from dslint.lint.result import FileResult, config_rules
+from dslint.project.script_configs import script_configs, unreadable_configs
+from dslint.script.context import ScriptContext
+from dslint.selection import RuleSelection
+
+
+def run_config_rules(context: ConfigContext, rules: Sequence[type[ConfigRule]]) -> list[Diagnostic]:
+    mixed = mixed_file(context.root, context.schema)
+    for rule in rules:
+        if rule.runs_on_mixed_files or not mixed:
+            rule(context).check()
+    return context.diagnostics
+
+
+def decode(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+
+
+def lint_config_source(
+    path: str,
+    data: bytes,
+    selection: RuleSelection | None = None,
+    *,
+    origin: Origin = Origin.FILE,
+    world_size: int | None = None,
+    known_config: bool = False,
+) -> FileResult:
+    """Lint one config file. `known_config`: a script points at it, so it is a DeepSpeed config whatever its
+    name or content; otherwise a file that is not recognisably a DeepSpeed config gets no finding."""
+    selection = selection or RuleSelection()
+    result = FileResult(path)
+    named = known_config or is_config_name(Path(path))
+    text = decode(data)
+    if text is None:
+        if named and selection.enabled(_parse_error_rule().code):
+            error = ParseError("the file is not UTF-8 text", 1, 1)
+            result.diagnostics.append(_parse_error_rule().from_error(path, error))
+        return result
+    try:
+        root = parse_text(text)
+    except ParseError as error:
+        if named and selection.enabled(_parse_error_rule().code):
+            result.diagnostics.append(_parse_error_rule().from_error(path, error))
+        return result
+    if not isinstance(root, Object) or not (known_config or is_deepspeed_config(root, named)):
+        result.skipped = True
+        return result
+    result.parsed = True
+    result.text = text
+    version = selected_version(selection.deepspeed_version)
+    context = ConfigContext(path, root, origin, world_size, schema=config_schema(version), deepspeed_version=version)
+    result.diagnostics.extend(run_config_rules(context, config_rules(selection)))
+    result.diagnostics.sort(key=lambda d: d.sort_key)
+    return result
+
+
+def _parse_error_rule() -> type[ConfigSyntaxError]:
+    return implementation(ConfigSyntaxError)
+
+
+def check_script_configs(
+    context: ScriptContext, rules: Sequence[type[ConfigRule]], world_size: int | None = None
+) -> list[Diagnostic]:
+    """The config rules' findings on the configs `context`'s script builds or points at (each once)."""
+    if not rules:
+        return []
+    diagnostics: list[Diagnostic] = []
+    configs = script_configs(context)
+    for config in configs:
+        config_context = ConfigContext(
+            config.path,
+            config.tree,
+            config.origin,
+            world_size=world_size,
+            from_file=config.from_file,
+            schema=config_schema(context.deepspeed_version),
+            deepspeed_version=context.deepspeed_version,
+        )
+        diagnostics.extend(run_config_rules(config_context, rules))
+    parse_error = _parse_error_rule()
+    if any(rule.code == parse_error.code for rule in rules):
+        known = [config.key for config in configs if config.key is not None]
+        for path, error in unreadable_configs(context, known):
+            diagnostics.append(parse_error.from_error(path, error))
+    return diagnostics

@@ -1,0 +1,52 @@
+"""Lint one file, a script or a config, from its bytes or from its text: the entry point that the commands, the
+fixer, the editor server, flake8 and the runtime check share."""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from collections.abc import Iterable
+from pathlib import Path
+
+from dslint.config.recognition import CONFIG_SUFFIXES
+from dslint.diagnostics import Diagnostic
+from dslint.lint.config import lint_config_source
+from dslint.lint.result import FileResult
+from dslint.lint.script import lint_source
+from dslint.selection import RuleSelection
+
+
+def lint_file(
+    path: str, data: bytes, selection: RuleSelection | None = None, world_size: int | None = None
+) -> FileResult:
+    """Lint `data` as the contents of `path`: a config when its suffix says so (.json, ...), else a script."""
+    if Path(path).suffix.lower() in CONFIG_SUFFIXES:
+        return lint_config_source(path, data, selection, world_size=world_size)
+    return lint_source(path, data, selection, world_size)
+
+
+def lint_text(path: str, text: str, selection: RuleSelection | None = None) -> list[Diagnostic]:
+    """The findings of `text` as the contents of `path` (text, not bytes: positions are in characters of `text`;
+    a script is encoded as its PEP 263 cookie says)."""
+    encoding = source_encoding(text)
+    try:
+        data = text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        data = text.encode("utf-8")
+    return lint_file(path, data, selection).diagnostics
+
+
+def own_findings(path: str, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """The findings located in `path` itself: a script's result also holds findings inside the config files it
+    points at, which an editor or flake8 showing this one file must leave out."""
+    return [d for d in diagnostics if d.path == path]
+
+
+def source_encoding(text: str) -> str:
+    """The codec a PEP 263 cookie in `text`'s first two lines names (UTF-8 without one)."""
+    head = "\n".join(text.splitlines()[:2]).encode("utf-8", "replace")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(head).readline)
+    except SyntaxError:
+        return "utf-8"
+    return "utf-8" if encoding == "utf-8-sig" else encoding

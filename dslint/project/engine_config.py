@@ -1,0 +1,130 @@
+"""What rules need to know about the config an engine runs with: the ZeRO stage, whether the optimizer keeps its
+own fp32 copy of the weights, the gradient accumulation steps, and every place a script hands DeepSpeed a config
+(`ZeroSources`). Unknown answers are None; rules then say "under ZeRO-3" rather than guess."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from dslint.project.config_link import resolve_config
+from dslint.script.context import ScriptContext
+from dslint.script.facts import InitializeCall, Scope, ScopeKind
+from dslint.script.hf_models import is_hf_deepspeed_config, is_training_arguments
+
+
+def zero_stage(context: ScriptContext, init: InitializeCall | None) -> int | None:
+    """The ZeRO stage `init` runs with, or None when the config cannot be read."""
+    if init is None:
+        return None
+    config = resolve_config(context, init)
+    return None if config is None else config.zero_stage
+
+
+def keeps_master_weights(context: ScriptContext, init: InitializeCall | None) -> bool | None:
+    """Whether DeepSpeed's optimizer holds fp32 master weights apart from the module's parameters.
+
+    It does under ZeRO stages 1 to 3 (even in fp32) and with fp16/bf16; then a `load_state_dict` into the module
+    is written over by the next `engine.step()`. None when the config cannot be read.
+    """
+    if init is None:
+        return None
+    config = resolve_config(context, init)
+    if config is None:
+        return None
+    stage = config.zero_stage
+    if stage is None:
+        return None
+    if stage > 0:
+        return True
+    fp16, bf16 = config.fp16_enabled, config.bf16_enabled
+    if fp16 or bf16:
+        return True
+    if fp16 is None or bf16 is None:
+        return None
+    return False
+
+
+def configured_accumulation_steps(context: ScriptContext, init: InitializeCall | None) -> int | None:
+    """`gradient_accumulation_steps` as written in the engine's config; None when unknown or derived."""
+    config = resolve_config(context, init) if init is not None else None
+    steps = config.get("gradient_accumulation_steps") if config is not None else None
+    return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
+
+
+@dataclass(frozen=True)
+class ZeroSource:
+    """A place where the script hands DeepSpeed a config: initialize, HfDeepSpeedConfig, TrainingArguments."""
+
+    call: cst.Call
+    kind: str  # "initialize" | "HfDeepSpeedConfig" | "TrainingArguments"
+    stage: int | None  # None: the config cannot be read
+    bound: bool  # the call's result is assigned (an HfDeepSpeedConfig that stays alive)
+
+
+def _config_argument(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if (arg.keyword is not None and arg.keyword.value == keyword) or (
+            arg.keyword is None and index == 0 and keyword == "config_file_or_dict"
+        ):
+            return arg.value
+    return None
+
+
+def _stage_of(context: ScriptContext, call: cst.Call, expression: cst.BaseExpression) -> int | None:
+    facts = context.facts
+    probe = InitializeCall(
+        call=call,
+        scope=facts.scope_at(call),
+        start=facts.start(call),
+        end=facts.end(call),
+        arguments={"config": expression},
+    )
+    config = resolve_config(context, probe)
+    return None if config is None else config.zero_stage
+
+
+class ZeroSources:
+    """Every ZeRO config source of one file, collected on demand from the calls a rule visits."""
+
+    def __init__(self, context: ScriptContext) -> None:
+        self.context = context
+        self.sources: list[ZeroSource] = []
+        for init in context.facts.initialize_calls:
+            config = resolve_config(context, init)
+            stage = None if config is None else config.zero_stage
+            self.sources.append(ZeroSource(init.call, "initialize", stage, bound=True))
+
+    def consider(self, call: cst.Call) -> None:
+        """Record `call` if it is an HfDeepSpeedConfig or TrainingArguments with a DeepSpeed config."""
+        context = self.context
+        if is_hf_deepspeed_config(context, call):
+            expression = _config_argument(call, "config_file_or_dict")
+            kind = "HfDeepSpeedConfig"
+        elif is_training_arguments(context, call):
+            expression = _config_argument(call, "deepspeed")
+            kind = "TrainingArguments"
+        else:
+            return
+        if expression is None:
+            return
+        if isinstance(expression, cst.Name) and expression.value == "None":
+            return
+        small = context.facts.small_statement_of_call.get(call)
+        bound = isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is call
+        self.sources.append(ZeroSource(call, kind, _stage_of(context, call, expression), bound))
+
+    def of_kind(self, *kinds: str) -> Iterator[ZeroSource]:
+        return (s for s in self.sources if s.kind in kinds)
+
+    def in_scope_before(self, source: ZeroSource, scope: Scope, call: cst.Call) -> bool:
+        """Whether `source` runs before `call`: earlier in the same scope, or at module level above a function."""
+        facts = self.context.facts
+        source_scope = facts.scope_at(source.call)
+        if source_scope is scope:
+            return facts.start(source.call) < facts.start(call)
+        return source_scope.kind is ScopeKind.MODULE and scope.kind is not ScopeKind.MODULE

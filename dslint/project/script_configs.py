@@ -1,0 +1,74 @@
+"""The configs a script builds or points at, each once: the unit the config rules run on for a script.
+
+A dict literal is checked in place (findings point into the script); a file the script names is checked as a
+file that goes to `deepspeed.initialize` (or to the Hugging Face Trainer), with findings in that file. The same
+file or literal counts once per script.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+from dslint.config.facts import Origin
+from dslint.config.tree import Object, ParseError
+from dslint.project.config_link import (
+    ResolvedConfig,
+    load_config_tree,
+    referenced_config_paths,
+    resolve_config,
+    trainer_configs,
+)
+from dslint.script.context import ScriptContext
+
+
+@dataclass(frozen=True)
+class ScriptConfig:
+    path: str  # where findings go: the config file, or the script that holds the dict literal
+    tree: Object
+    origin: Origin
+    from_file: bool  # read from a file (DeepSpeed then refuses duplicate keys), not a dict literal
+    key: str | None  # the file as the script names it; None for a dict literal
+
+
+def script_configs(context: ScriptContext) -> list[ScriptConfig]:
+    """The readable configs of `context`'s initialize calls (outside plain-PyTorch branches) and Trainers."""
+    resolved: list[ResolvedConfig] = []
+    for init in context.facts.initialize_calls:
+        if context.facts.in_plain_branch(init.call):
+            continue
+        config = resolve_config(context, init)
+        if config is not None:
+            resolved.append(config)
+    resolved.extend(trainer_configs(context))
+    found: list[ScriptConfig] = []
+    seen: set[object] = set()
+    for config in resolved:
+        if config.tree is None:
+            continue
+        key: object = str(config.path) if config.path is not None else id(config.tree)
+        if key in seen:
+            continue
+        seen.add(key)
+        path = shown(config.path) if config.path is not None else context.path
+        named = str(config.path) if config.path is not None else None
+        found.append(ScriptConfig(path, config.tree, config.origin, config.path is not None, named))
+    return found
+
+
+def unreadable_configs(context: ScriptContext, known: Collection[str]) -> list[tuple[str, ParseError]]:
+    """The config files the script names that do not parse, other than `known` (keys of `script_configs`)."""
+    found: list[tuple[str, ParseError]] = []
+    seen = set(known)
+    for config_path in referenced_config_paths(context):
+        loaded = load_config_tree(config_path)
+        if isinstance(loaded, ParseError) and str(config_path) not in seen:
+            seen.add(str(config_path))
+            found.append((shown(config_path), loaded))
+    return found
+
+
+def shown(path: Path) -> str:
+    return os.path.normpath(str(path))
