@@ -220,9 +220,7 @@ def configs(draw: st.DrawFn, schema: Schema) -> dict[str, Any]:
                     "wrong_string",
                     "allreduce_sum",
                 ]
-                if (m != "removed" or schema.removed_top_level)
-                and (m != "wrong_string" or schema.accepted_strings)
-                and (m != "allreduce_sum" or "gradient_allreduce_op" in schema.top_level_keys)
+                if (m != "removed" or schema.removed_top_level) and (m != "wrong_string" or schema.accepted_strings)
             ]
         )
     )
