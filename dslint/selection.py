@@ -18,6 +18,9 @@ def normalize_prefix(prefix: str) -> str:
 class RuleSelection:
     select: tuple[str, ...] = ("DSL",)
     ignore: tuple[str, ...] = ()
+    # The DeepSpeed release the project runs ("0.14.0", see dslint.project.deepspeed_version); rules judge against it.
+    # None: the newest release dslint knows.
+    deepspeed_version: str | None = None
 
     @classmethod
     def from_options(

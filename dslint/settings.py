@@ -26,9 +26,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dslint.config.versions import Version
 from dslint.framework.registry import all_rules
 from dslint.gitignore import _translate
 from dslint.limits import MB, Limits, TooLarge, parse_size, read_capped
+from dslint.project.deepspeed_version import DeepSpeedVersion, VersionError, parse_setting, project_root, resolve
 from dslint.selection import RuleSelection, normalize_prefix
 
 if sys.version_info >= (3, 11):
@@ -75,6 +77,7 @@ KEYS = (
     "max-file-size",
     "max-nesting",
     "max-config-size",
+    "deepspeed-version",
 )
 MAX_PYPROJECT_SIZE = 4 * MB  # a pyproject.toml cannot set its own size limit
 
@@ -110,6 +113,7 @@ class ProjectConfig:
     unsafe_fixes: bool | None = None
     output_format: str | None = None
     limits: Limits = field(default_factory=Limits)
+    deepspeed_version: Version | None = None
 
 
 @functools.cache
@@ -142,6 +146,7 @@ class Settings:
     root: Path
     project: ProjectConfig = field(default_factory=ProjectConfig)
     overrides: Overrides = field(default_factory=Overrides)
+    pins_root: Path | None = None  # where the project's DeepSpeed pins are read (default: root)
 
     @property
     def config_file(self) -> Path | None:
@@ -166,6 +171,11 @@ class Settings:
         base = self.project.exclude if self.project.exclude is not None else DEFAULT_EXCLUDE
         return (*base, *self.project.extend_exclude)
 
+    @functools.cached_property
+    def deepspeed(self) -> DeepSpeedVersion:
+        """The DeepSpeed the project runs: `deepspeed-version`, else its own pin, else the newest known."""
+        return resolve(self.pins_root or self.root, self.project.deepspeed_version, self.project.path)
+
     def relative(self, path: Path) -> str | None:
         return _relative(path, self.root)
 
@@ -181,7 +191,8 @@ class Settings:
 
     def selection_for(self, path: Path | None = None) -> RuleSelection:
         """The rules that run on `path`, every layer and `per-file-ignores` applied."""
-        return RuleSelection(select=tuple(sorted(self.enabled_codes(path))), ignore=())
+        selected = tuple(sorted(self.enabled_codes(path)))
+        return RuleSelection(select=selected, ignore=(), deepspeed_version=str(self.deepspeed.version))
 
     def enabled_codes(self, path: Path | None = None) -> set[str]:
         codes = [rule.code for rule in all_rules()]
@@ -216,6 +227,7 @@ class Settings:
             "unsafe-fixes": self.unsafe_fixes,
             "output-format": self.output_format,
             **self.limits.describe(),
+            "deepspeed-version": self.deepspeed.describe(),
         }
         if path is not None:
             data["path"] = str(path)
@@ -327,6 +339,11 @@ def parse_table(table: Mapping[str, object], source: Path | None) -> ProjectConf
             hint = _did_you_mean(str(value), OUTPUT_FORMATS) or f"; one of {', '.join(OUTPUT_FORMATS)}"
             raise SettingsError(f"{where}.output-format: unknown format {value!r}{hint}")
         config = replace(config, output_format=str(value))
+    if "deepspeed-version" in table:
+        try:
+            config = replace(config, deepspeed_version=parse_setting(table["deepspeed-version"], where))
+        except VersionError as error:
+            raise SettingsError(str(error)) from error
     return config
 
 
@@ -414,7 +431,9 @@ class SettingsResolver:
             project = find_pyproject(directory)
         project = project or ProjectConfig()
         root = project.path.parent if project.path is not None else self.cwd
-        settings = Settings(root=root, project=project, overrides=self.overrides)
+        # without a [tool.dslint] file, pins are read in the nearest directory that looks like a project root
+        pins_root = None if project.path is not None or self.overrides.isolated else project_root(directory)
+        settings = Settings(root=root, project=project, overrides=self.overrides, pins_root=pins_root)
         self._by_directory[directory] = settings
         return settings
 

@@ -19,15 +19,21 @@ import copy
 import json
 import logging
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dslint.config.deepspeed_releases import DONE_MARKER, install, python_path, target_dir
 from dslint.config.facts import Origin, is_comment_key
-from dslint.config.schema import Field, Model, load_schema
+from dslint.config.schema import Field, Model, Schema, load_release_schema, load_schema
 from dslint.config.tree import Object, parse_text
+from dslint.config.versions import Version, newest_known
 from dslint.diagnostics import Diagnostic
 from dslint.framework.config_rule import ConfigContext, ConfigRule
 from dslint.framework.registry import all_rules
@@ -122,29 +128,29 @@ def _offload(model_name: str) -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
-def _accepted_string(key: str) -> st.SearchStrategy[str]:
+def _accepted_string(schema: Schema, key: str) -> st.SearchStrategy[str]:
     """A string DeepSpeed takes for `key` (`communication_data_type`), in the cases it accepts."""
-    accepted = SCHEMA.accepted_strings[key]
+    accepted = schema.accepted_strings[key]
     values = st.sampled_from(accepted.values)
     if not accepted.ignore_case:
         return values
     return values.flatmap(lambda v: st.sampled_from(sorted({v, v.upper(), v.capitalize()})))
 
 
-def _wrong_string(key: str) -> st.SearchStrategy[Any]:
+def _wrong_string(schema: Schema, key: str) -> st.SearchStrategy[Any]:
     """A value DeepSpeed refuses for such a key: a near miss of an accepted string, another word, another kind."""
-    values = SCHEMA.accepted_strings[key].values
+    values = schema.accepted_strings[key].values
     near = sorted({v[:-1] for v in values} | {v + "x" for v in values})
     return st.sampled_from([*near, "hello", "float16", "avg", "", "auto", "none"]) | WRONG_TOP_VALUES
 
 
 @st.composite
-def base_configs(draw: st.DrawFn) -> dict[str, Any]:
+def base_configs(draw: st.DrawFn, schema: Schema) -> dict[str, Any]:
     config: dict[str, Any] = {}
     for key in draw(st.lists(st.sampled_from(BATCH_KEYS), max_size=3, unique=True)):
         config[key] = draw(st.integers(min_value=0, max_value=64))
     if draw(st.booleans()):
-        zero = draw(_model_dict(SCHEMA.models["DeepSpeedZeroConfig"], 5))
+        zero = draw(_model_dict(schema.models["DeepSpeedZeroConfig"], 5))
         zero["stage"] = draw(st.sampled_from([0, 1, 2, 3]))
         if draw(st.booleans()):
             zero["offload_optimizer"] = draw(_offload("DeepSpeedZeroOffloadOptimizerConfig"))
@@ -153,12 +159,13 @@ def base_configs(draw: st.DrawFn) -> dict[str, Any]:
         config["zero_optimization"] = zero
     for section in ("fp16", "bf16"):
         if draw(st.booleans()):
-            body = draw(_model_dict(SCHEMA.models[SCHEMA.sections[section]], 3))
+            model = schema.section_model(section)  # plain dicts before DeepSpeed 0.15
+            body = draw(_model_dict(model, 3)) if model is not None else {}
             body["enabled"] = draw(st.booleans())
             config[section] = body
-    if draw(st.integers(0, 3)) == 0:  # a quarter of the configs: the other checks keep most of the budget
-        key = draw(st.sampled_from(sorted(SCHEMA.accepted_strings)))
-        config[key] = draw(_accepted_string(key))
+    if schema.accepted_strings and draw(st.integers(0, 3)) == 0:  # a quarter: the other checks keep the budget
+        key = draw(st.sampled_from(sorted(schema.accepted_strings)))
+        config[key] = draw(_accepted_string(schema, key))
     for key, values in (
         ("gradient_clipping", st.floats(0, 10)),
         ("steps_per_print", st.integers(1, 100)),
@@ -192,41 +199,45 @@ WRONG_TOP_VALUES = st.sampled_from(["hello", "16", 7, 2.5, False, [], [2, 3], {"
 
 
 @st.composite
-def configs(draw: st.DrawFn) -> dict[str, Any]:
-    config = draw(base_configs())
+def configs(draw: st.DrawFn, schema: Schema) -> dict[str, Any]:
+    config = draw(base_configs(schema))
     mutation = draw(
         st.sampled_from(
             [
-                "none",
-                "typo_top",
-                "typo_section",
-                "wrong_value",
-                "extra_top",
-                "conflict",
-                "auto_section",
-                "auto_batch",
-                "removed",
-                "partial_offload",
-                "wrong_top_value",
-                "wrong_string",
-                "allreduce_sum",
+                m
+                for m in [
+                    "none",
+                    "typo_top",
+                    "typo_section",
+                    "wrong_value",
+                    "extra_top",
+                    "conflict",
+                    "auto_section",
+                    "auto_batch",
+                    "removed",
+                    "partial_offload",
+                    "wrong_top_value",
+                    "wrong_string",
+                    "allreduce_sum",
+                ]
+                if (m != "removed" or schema.removed_top_level) and (m != "wrong_string" or schema.accepted_strings)
             ]
         )
     )
-    top_known = set(SCHEMA.top_level_keys)
+    top_known = set(schema.top_level_keys)
     if mutation == "typo_top" and config:
         key = draw(st.sampled_from(sorted(config)))
         typo = _typo(draw, key, top_known)
         if typo is not None:
             config[typo] = config.pop(key)
     elif mutation in ("typo_section", "wrong_value", "auto_section"):
-        sections = [k for k in sorted(config) if SCHEMA.section_model(k) is not None and config[k]]
+        sections = [k for k in sorted(config) if schema.section_model(k) is not None and config[k]]
         if sections:
             section = draw(st.sampled_from(sections))
             body = config[section]
             key = draw(st.sampled_from(sorted(body)))
             if mutation == "typo_section":
-                typo = _typo(draw, key, set(SCHEMA.section_model(section).fields))  # type: ignore[union-attr]
+                typo = _typo(draw, key, set(schema.section_model(section).fields))  # type: ignore[union-attr]
                 if typo is not None:
                     body[typo] = body.pop(key)
             elif mutation == "wrong_value":
@@ -241,13 +252,13 @@ def configs(draw: st.DrawFn) -> dict[str, Any]:
     elif mutation == "auto_batch":
         config[draw(st.sampled_from(BATCH_KEYS))] = "auto"
     elif mutation == "removed":
-        config[draw(st.sampled_from(sorted(SCHEMA.removed_top_level)))] = {"enabled": False}
+        config[draw(st.sampled_from(sorted(schema.removed_top_level)))] = {"enabled": False}
     elif mutation == "wrong_top_value":
-        keys = sorted(SCHEMA.live_top_level_keys - set(SCHEMA.keys_read_only_by_initialize))
+        keys = sorted(schema.live_top_level_keys - set(schema.keys_read_only_by_initialize))
         config[draw(st.sampled_from(keys))] = draw(WRONG_TOP_VALUES)
     elif mutation == "wrong_string":
-        key = draw(st.sampled_from(sorted(SCHEMA.accepted_strings)))
-        config[key] = draw(_wrong_string(key))
+        key = draw(st.sampled_from(sorted(schema.accepted_strings)))
+        config[key] = draw(_wrong_string(schema, key))
     elif mutation == "allreduce_sum":  # refused with ZeRO stage 3 (a cross-field check in _do_error_check)
         config["gradient_allreduce_op"] = draw(st.sampled_from(["sum", "SUM", "mean"]))
         config.setdefault("zero_optimization", {})["stage"] = draw(st.sampled_from([0, 1, 2, 3, "3"]))
@@ -269,10 +280,21 @@ def deepspeed_verdict(config: dict[str, Any]) -> tuple[bool, set[str]]:
     return raised, record
 
 
-def dslint_findings(config: dict[str, Any]) -> tuple[Object, list[Diagnostic]]:
+def dslint_findings(
+    config: dict[str, Any], schema: Schema | None = None, version: Version | None = None
+) -> tuple[Object, list[Diagnostic]]:
+    """dslint's findings on `config` for a project on DeepSpeed `version` (default: the installed one)."""
     root = parse_text(json.dumps(config))
     assert isinstance(root, Object)
-    context = ConfigContext("ds_config.json", root, Origin.INITIALIZE, world_size=1, from_file=False)
+    context = ConfigContext(
+        "ds_config.json",
+        root,
+        Origin.INITIALIZE,
+        world_size=1,
+        from_file=False,
+        schema=schema or SCHEMA,
+        deepspeed_version=version or Version.parse(SCHEMA.version) or newest_known(),
+    )
     return root, run_config_rules(context, RULES)
 
 
@@ -283,12 +305,14 @@ def refuses(diagnostic: Diagnostic) -> bool:
         return "ValidationError" in diagnostic.message
     if diagnostic.code == "DSL405":
         return "fails at start-up" in diagnostic.message
+    if diagnostic.code == "DSL416":  # a newer release's key: refused inside a validated section
+        return "stops at start-up" in diagnostic.message
     return False
 
 
 def ignored_keys(root: Object, diagnostics: list[Diagnostic]) -> set[str]:
     at = {entry.key_start: entry.key for entry in root.last_entries()}
-    return {at[d.start] for d in diagnostics if d.code in ("DSL401", "DSL412") and d.start in at}
+    return {at[d.start] for d in diagnostics if d.code in ("DSL401", "DSL412", "DSL416") and d.start in at}
 
 
 @settings(
@@ -298,10 +322,15 @@ def ignored_keys(root: Object, diagnostics: list[Diagnostic]) -> set[str]:
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(configs())
+@given(configs(SCHEMA))
 def test_dslint_agrees_with_deepspeed(config: dict[str, Any]) -> None:
-    raised, read = deepspeed_verdict(config)
-    root, diagnostics = dslint_findings(config)
+    assert_agrees(config, *deepspeed_verdict(config))
+
+
+def assert_agrees(
+    config: dict[str, Any], raised: bool, read: set[str], schema: Schema | None = None, version: Version | None = None
+) -> None:
+    root, diagnostics = dslint_findings(config, schema, version)
     shown = json.dumps(config) + "\n" + "\n".join(d.concise() for d in diagnostics)
     assert any(refuses(d) for d in diagnostics) == raised, shown
     if not raised:
@@ -314,3 +343,91 @@ def test_the_oracle_sees_both_verdicts() -> None:
     raised, read = deepspeed_verdict({"train_batch_size": 1, "zero_optimisation": {"stage": 3}})
     assert not raised and "zero_optimisation" not in read and "zero_optimization" in read
     assert deepspeed_verdict({"train_batch_size": 1, "zero_optimization": {"stage": 5}})[0]
+
+
+# -- other releases, installed side by side ---------------------------------------------------------------------
+# Each in its own directory under the user cache (dslint.config.deepspeed_releases), DeepSpeedConfig running in a
+# child process with that directory first on sys.path; dslint judges with that release's schema. Fewer examples
+# than for the installed release (DSLINT_DIFFERENTIAL_RELEASE_EXAMPLES).
+OTHER_RELEASES = ("0.14.5", "0.17.6", "0.19.3")  # pydantic 1; pydantic 2 before the 0.19 changes; before removals
+RELEASE_EXAMPLES = int(os.environ.get("DSLINT_DIFFERENTIAL_RELEASE_EXAMPLES", "300"))
+ORACLE = Path(__file__).with_name("deepspeed_release_oracle.py")
+ORACLE_MARK = "@dslint-oracle "
+
+
+class ReleaseOracle:
+    def __init__(self, version: str, target: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": python_path(target)}
+        self.process = subprocess.Popen(
+            [sys.executable, str(ORACLE)],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        hello = self._read()
+        assert hello.get("version") == version, f"{target}: expected deepspeed {version}, the oracle says {hello}"
+
+    def _read(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        while True:
+            line = self.process.stdout.readline()
+            assert line, "the oracle process died"
+            if line.startswith(ORACLE_MARK):
+                return dict(json.loads(line[len(ORACLE_MARK) :]))
+
+    def verdict(self, config: dict[str, Any]) -> tuple[bool, set[str]]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(config) + "\n")
+        self.process.stdin.flush()
+        answer = self._read()
+        return bool(answer["raised"]), set(answer["read"])
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+def _index_unreachable() -> str | None:
+    """Why the package index cannot be reached (pip's own configuration), or None when it can."""
+    command = [sys.executable, "-m", "pip", "index", "versions", "deepspeed", "--disable-pip-version-check"]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    except subprocess.TimeoutExpired:
+        return "pip index versions deepspeed timed out"
+    if result.returncode != 0:
+        return (result.stderr.strip().splitlines() or ["pip index versions deepspeed failed"])[-1]
+    return None
+
+
+@pytest.fixture(scope="module", params=OTHER_RELEASES)
+def release_oracle(request: pytest.FixtureRequest) -> Iterator[tuple[str, ReleaseOracle]]:
+    version: str = request.param
+    if not (target_dir(version) / DONE_MARKER).exists():
+        reason = _index_unreachable()
+        if reason is not None:
+            pytest.skip(f"cannot install deepspeed {version}: the package index is not reachable ({reason})")
+    oracle = ReleaseOracle(version, install(version))
+    yield version, oracle
+    oracle.close()
+
+
+def test_dslint_agrees_with_other_releases(release_oracle: tuple[str, ReleaseOracle]) -> None:
+    version, oracle = release_oracle
+    schema = load_release_schema(version)
+    parsed = Version.parse(version)
+
+    @settings(
+        max_examples=RELEASE_EXAMPLES,
+        deadline=None,
+        derandomize=not os.environ.get("DSLINT_DIFFERENTIAL_RANDOM"),
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+    )
+    @given(configs(schema))
+    def agrees(config: dict[str, Any]) -> None:
+        assert_agrees(config, *oracle.verdict(config), schema, parsed)
+
+    agrees()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from dslint.lint.batch import FileFailure, lint_files
 from dslint.lint.files import discover
-from dslint.selection import RuleSelection
+from dslint.settings import SettingsResolver
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "fixtures" / "configs"
@@ -24,7 +24,9 @@ def _findings() -> list[str]:
     discovery = discover([str(CONFIGS)])
     assert not discovery.errors
     lines: set[str] = set()
-    for result in lint_files([(path, RuleSelection()) for path in discovery.files], jobs=1):
+    resolver = SettingsResolver()  # each file judged against the DeepSpeed its directory pins (pinned-0.14/)
+    items = [(path, resolver.for_path(path).selection_for(path)) for path in discovery.files]
+    for result in lint_files(items, jobs=1):
         assert not isinstance(result, FileFailure), result.message
         for d in result.diagnostics:
             path = Path(d.path).resolve().relative_to(CONFIGS).as_posix()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 
 import pytest
 
@@ -23,8 +24,8 @@ CASES = [
 ]
 
 
-def _lint(rule: type[Rule], path: str, text: str) -> list:
-    only = RuleSelection.from_options([rule.code])
+def _lint(rule: type[Rule], path: str, text: str, deepspeed_version: str | None = None) -> list:
+    only = replace(RuleSelection.from_options([rule.code]), deepspeed_version=deepspeed_version)
     if path.endswith(CONFIG_SUFFIXES):  # a config case: a JSON text, linted as a DeepSpeed config file
         return lint_config_source(path, text.encode(), only, known_config=True).diagnostics
     return lint_text(path, text, only)
@@ -39,7 +40,7 @@ def test_every_rule_has_cases(rule: type[Rule]) -> None:
 @pytest.mark.parametrize(("rule", "case"), CASES)
 def test_case(rule: type[Rule], case: Valid | Invalid) -> None:
     code = textwrap.dedent(case.code)
-    found = _lint(rule, case.path, code)
+    found = _lint(rule, case.path, code, case.deepspeed_version)
     if isinstance(case, Valid):
         assert found == [], "\n".join(d.concise() for d in found)
         return
@@ -48,6 +49,8 @@ def test_case(rule: type[Rule], case: Valid | Invalid) -> None:
         assert diagnostic.code == rule.code
     if case.fixed is not None:
         verify = config_check(code) if case.path.endswith(CONFIG_SUFFIXES) else None
-        outcome = fix_text(code, lambda text: _lint(rule, case.path, text), unsafe=True, verify=verify)
+        outcome = fix_text(
+            code, lambda text: _lint(rule, case.path, text, case.deepspeed_version), unsafe=True, verify=verify
+        )
         assert outcome.error is None
         assert outcome.text == textwrap.dedent(case.fixed)

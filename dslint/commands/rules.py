@@ -11,6 +11,11 @@ from dslint.framework.registry import all_rules, rule_by_code
 from dslint.framework.rule import Rule
 
 
+def deepspeed_versions(rule: type[Rule]) -> str:
+    """The DeepSpeed releases the rule's premise holds for (on others it stays silent)."""
+    return rule.deepspeed_versions or "every release"
+
+
 def rule_data(rule: type[Rule]) -> dict[str, object]:
     docs = rule.docs
     return {
@@ -20,6 +25,7 @@ def rule_data(rule: type[Rule]) -> dict[str, object]:
         "severity": rule.severity.value,
         "fixable": rule.fixable,
         "message": rule.message,
+        "deepspeed_versions": deepspeed_versions(rule),
         "docs": {
             "what": textwrap.dedent(docs.what).strip(),
             "why": textwrap.dedent(docs.why).strip(),
@@ -61,3 +67,7 @@ def explain(code: str, output: str) -> None:
         click.echo(json.dumps(rule_data(rule), indent=2))
         return
     click.echo(rule.docs.render(rule.code, rule.slug))
+    click.echo(
+        f"## DeepSpeed versions\nApplies to: DeepSpeed {deepspeed_versions(rule)}. The project's DeepSpeed is "
+        "`[tool.dslint] deepspeed-version`, else its own pin (`dslint settings` shows which).\n"
+    )

@@ -1,4 +1,9 @@
-"""Generate `dslint/config/schema.json` from the installed DeepSpeed: `python -m dslint.config.generate_schema`.
+"""Generate `dslint/config/schemas/<version>.json` from DeepSpeed itself.
+
+`python -m dslint.config.generate_schema --all` installs each supported release (`deepspeed_releases.RELEASES`)
+into its own directory under the user cache and runs this generator there, in a child process with that
+directory first on sys.path; without `--all` it snapshots the DeepSpeed that is importable (`--output PATH`
+to write elsewhere, `--check` to compare with the committed file).
 
 Everything in the snapshot comes from DeepSpeed itself, not from documentation:
 
@@ -26,14 +31,18 @@ import json
 import logging
 import os
 import re
+import subprocess
 import sys
 import types
 import typing
 from collections.abc import KeysView
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SCHEMA_PATH = Path(__file__).with_name("schema.json")
+from dslint.config.deepspeed_releases import RELEASES, InstallError, install, python_path
+
+SCHEMAS_DIR = Path(__file__).with_name("schemas")
 PROBE = "__dslint_probe__"
 
 
@@ -72,6 +81,27 @@ def _deepspeed(module: str) -> Any:
 def _single_process_env() -> None:
     for key, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "DS_ACCELERATOR": "cpu"}.items():
         os.environ.setdefault(key, value)
+    if os.environ["DS_ACCELERATOR"] == "auto":  # let DeepSpeed detect it (see generate_release)
+        del os.environ["DS_ACCELERATOR"]
+    _torch_names_old_releases_import()
+
+
+def _torch_names_old_releases_import() -> None:
+    """DeepSpeed before 0.14 imports `log` and `_get_socket_with_port` from torch's elastic agent (for its
+    elastic agent, which the config never uses); torch 2.13 no longer has them. Stand-ins let the config
+    module import; nothing the generator runs calls them."""
+    try:
+        api = importlib.import_module("torch.distributed.elastic.agent.server.api")
+    except ImportError:
+        return
+    if not hasattr(api, "log"):
+        setattr(api, "log", logging.getLogger("torch.distributed.elastic.agent.server.api"))  # noqa: B010
+    if not hasattr(api, "_get_socket_with_port"):
+
+        def _get_socket_with_port() -> Any:
+            raise RuntimeError("not available in this torch (stand-in of dslint's schema generator)")
+
+        setattr(api, "_get_socket_with_port", _get_socket_with_port)  # noqa: B010
 
 
 def keys_read(config: dict[str, Any]) -> set[str]:
@@ -136,32 +166,37 @@ def _all_model_classes() -> dict[str, type]:
     DeepSpeedConfigModel = _deepspeed("deepspeed.runtime.config_utils").DeepSpeedConfigModel
 
     found: dict[str, type] = {}
-    stack: list[type] = [DeepSpeedConfigModel]
-    while stack:
-        cls = stack.pop()
-        sub: type
-        for sub in cls.__subclasses__():
-            found.setdefault(sub.__name__, sub)
-            stack.append(sub)
+    # DeepSpeed's own models first; then any pydantic model (0.14's CommsLoggerConfig is a plain BaseModel)
+    for root in (DeepSpeedConfigModel, _base_model()):
+        stack: list[type] = [root]
+        while stack:
+            cls = stack.pop()
+            sub: type
+            for sub in cls.__subclasses__():
+                found.setdefault(sub.__name__, sub)
+                stack.append(sub)
     return found
 
 
 def validated_sections(keys: list[str]) -> dict[str, str]:
     """Top-level keys whose dict value is validated by a pydantic model that forbids extra keys."""
-    import pydantic
-
     DeepSpeedConfig = _deepspeed("deepspeed.runtime.config").DeepSpeedConfig
     sections: dict[str, str] = {}
     for key in keys:
         try:
             DeepSpeedConfig({"train_batch_size": 1, key: {PROBE: 1}})
-        except pydantic.ValidationError as error:
-            for detail in error.errors():
-                if detail["type"] == "extra_forbidden" and detail["loc"] and detail["loc"][-1] == PROBE:
-                    sections[key] = _model_at(error.title, [str(p) for p in detail["loc"][:-1]])
-        except Exception:
-            continue
+        except Exception as error:
+            if type(error).__name__ != "ValidationError":
+                continue
+            # pydantic 2 names the model in `title` and the error "extra_forbidden"; pydantic 1 in `model`
+            title = getattr(error, "title", None) or error.model.__name__  # type: ignore[attr-defined]
+            for detail in error.errors():  # type: ignore[attr-defined]
+                if detail["type"] in EXTRA_FORBIDDEN and detail["loc"] and detail["loc"][-1] == PROBE:
+                    sections[key] = _model_at(title, [str(p) for p in detail["loc"][:-1]])
     return sections
+
+
+EXTRA_FORBIDDEN = ("extra_forbidden", "value_error.extra")
 
 
 PROBE_VALUES: dict[str, Any] = {
@@ -177,7 +212,9 @@ PROBE_VALUES: dict[str, Any] = {
 
 # Further values of each kind: a kind is recorded as refused only when every probe of it is refused
 # (`"train_batch_size": 0` is refused for its value, not its kind).
-KIND_PROBES: dict[str, tuple[Any, ...]] = {"number": (7, -3, 2.5, 1e9)}
+# An object is refused only when a block with `"enabled": false` is refused too (DeepSpeed 0.14 reads
+# `amp["enabled"]` without a default: `"amp": {}` raises KeyError, `{"enabled": true}` passes).
+KIND_PROBES: dict[str, tuple[Any, ...]] = {"number": (7, -3, 2.5, 1e9), "object": ({"enabled": False},)}
 # The falsy value of each kind, probed apart: a key DeepSpeed tests for truth first (`expert_parallel`,
 # `vocabulary_size`) takes `false`, `0`, `""` and `[]` where it refuses `true`, `1`, `"x"` and `[1]`.
 FALSY_PROBES: dict[str, Any] = {"string": "", "number": 0, "bool": False, "list": []}
@@ -272,20 +309,65 @@ def accepted_strings(keys: list[str], sections: dict[str, str], removed: set[str
 
 def _model_at(model_name: str, path: list[str]) -> str:
     """The model reached from `model_name` through the fields named in `path` (the error's location)."""
-    import pydantic
-
     cls: Any = _all_model_classes()[model_name]
     for name in path:
-        annotation = cls.model_fields[name].annotation
+        annotation = next(f.annotation for f in model_fields(cls) if name in (f.name, f.alias))
         options = typing.get_args(annotation) or (annotation,)
-        cls = next(o for o in options if isinstance(o, type) and issubclass(o, pydantic.BaseModel))
+        cls = next(o for o in options if _is_model(o))
     return str(cls.__name__)
+
+
+def _base_model() -> type:
+    """The pydantic `BaseModel` DeepSpeed's config models derive from: pydantic 2's, or pydantic 1's (DeepSpeed
+    before 0.15, directly or through `deepspeed.pydantic_v1`)."""
+    DeepSpeedConfigModel = _deepspeed("deepspeed.runtime.config_utils").DeepSpeedConfigModel
+    base: type = next(c for c in DeepSpeedConfigModel.__mro__ if c.__name__ == "BaseModel")
+    return base
+
+
+def _is_model(value: Any) -> bool:
+    return isinstance(value, type) and issubclass(value, _base_model())
+
+
+@dataclass(frozen=True)
+class ModelField:
+    """One field of a DeepSpeed config model, read the same way from pydantic 2 and pydantic 1."""
+
+    name: str
+    annotation: Any
+    alias: str | None
+    bounds: dict[str, Any]
+    extra: dict[str, Any]  # deprecated=..., new_param=...
+
+
+def model_fields(cls: Any) -> list[ModelField]:
+    found: list[ModelField] = []
+    if hasattr(cls, "model_fields"):  # pydantic 2
+        for name, info in cls.model_fields.items():
+            bounds = {b: getattr(m, b) for m in info.metadata for b in BOUNDS if getattr(m, b, None) is not None}
+            extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+            found.append(ModelField(name, info.annotation, info.alias, bounds, extra))
+        return found
+    for name, field in cls.__fields__.items():  # pydantic 1: Optional[X] is X with allow_none
+        annotation = field.annotation
+        info = field.field_info
+        bounds = {b: getattr(info, b) for b in BOUNDS if getattr(info, b, None) is not None}
+        found.append(ModelField(name, annotation, field.alias, bounds, dict(info.extra)))
+    return found
+
+
+def forbids_extra(cls: Any) -> str:
+    if hasattr(cls, "model_config"):
+        return str(cls.model_config.get("extra", "ignore"))
+    extra = cls.__config__.extra
+    return str(getattr(extra, "value", extra))
+
+
+BOUNDS = ("ge", "gt", "le", "lt")
 
 
 def describe_type(annotation: Any, models: dict[str, Any], classes: dict[str, type]) -> dict[str, Any]:
     """A small JSON description of a pydantic field annotation."""
-    import pydantic
-
     origin = typing.get_origin(annotation)
     if annotation is type(None):
         return {"kind": "none"}
@@ -307,7 +389,7 @@ def describe_type(annotation: Any, models: dict[str, Any], classes: dict[str, ty
         return {"kind": "str"}
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         return {"kind": "enum", "values": [m.value for m in annotation if _jsonable(m.value)]}
-    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+    if _is_model(annotation):
         describe_model(annotation, models, classes)
         return {"kind": "model", "model": annotation.__name__}
     return {"kind": "any"}
@@ -327,22 +409,17 @@ def describe_model(cls: Any, models: dict[str, Any], classes: dict[str, type]) -
         return
     models[name] = {}  # reserve against recursion
     fields: dict[str, Any] = {}
-    for field_name, info in cls.model_fields.items():
+    for info in model_fields(cls):
         entry: dict[str, Any] = {"type": describe_type(info.annotation, models, classes)}
-        for meta in info.metadata:
-            for bound in ("ge", "gt", "le", "lt"):
-                value = getattr(meta, bound, None)
-                if value is not None and _jsonable(value):
-                    entry[bound] = value
-        if info.alias and info.alias != field_name:
+        entry.update({bound: value for bound, value in info.bounds.items() if _jsonable(value)})
+        if info.alias and info.alias != info.name:
             entry["alias"] = info.alias
-        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-        if extra.get("deprecated"):
+        if info.extra.get("deprecated"):
             entry["deprecated"] = True
-            if extra.get("new_param"):
-                entry["new_param"] = extra["new_param"]
-        fields[field_name] = entry
-    models[name] = {"extra": cls.model_config.get("extra", "ignore"), "fields": fields}
+            if info.extra.get("new_param"):
+                entry["new_param"] = info.extra["new_param"]
+        fields[info.name] = entry
+    models[name] = {"extra": forbids_extra(cls), "fields": fields}
 
 
 def generate() -> dict[str, Any]:
@@ -356,7 +433,10 @@ def generate() -> dict[str, Any]:
     keys = sorted(set(read_by_config) | set(read_before))
     sections = validated_sections(read_by_config)
     classes = _all_model_classes()
-    removed = set(ds_config._REMOVED_TOP_LEVEL_CONFIG_KEYS)
+    # DeepSpeed lists the keys it removed and refuses since 0.19 (none before)
+    removed_top = dict(getattr(ds_config, "_REMOVED_TOP_LEVEL_CONFIG_KEYS", {}))
+    removed_zero = dict(getattr(ds_config, "_REMOVED_ZERO_CONFIG_KEYS", {}))
+    removed = set(removed_top)
     strings = accepted_strings(read_by_config, sections, removed)
     refused_kinds, falsy_accepted = refused_value_kinds(read_by_config, removed)
     models: dict[str, Any] = {}
@@ -364,27 +444,70 @@ def generate() -> dict[str, Any]:
         describe_model(classes[model_name], models, classes)
     return {
         "deepspeed_version": deepspeed.__version__,
-        "generated_by": "python -m dslint.config.generate_schema",
+        "pydantic": 2 if hasattr(_base_model(), "model_fields") else 1,  # the validation rules of its models
+        "generated_by": "python -m dslint.config.generate_schema --all",
         "top_level_keys": keys,
         "keys_read_only_by_initialize": [k for k in read_before if k not in read_by_config],
         "validated_sections": dict(sorted(sections.items())),
         "refused_value_kinds": refused_kinds,
         "falsy_values_accepted": falsy_accepted,
         "accepted_strings": strings,
-        "removed_top_level_keys": dict(ds_config._REMOVED_TOP_LEVEL_CONFIG_KEYS),
-        "removed_zero_keys": dict(ds_config._REMOVED_ZERO_CONFIG_KEYS),
+        "removed_top_level_keys": removed_top,
+        "removed_zero_keys": removed_zero,
         "models": dict(sorted(models.items())),
     }
 
 
+def schema_text(schema: dict[str, Any]) -> str:
+    """Compact JSON, one file per release (the schemas of 16 releases stay small)."""
+    return json.dumps(schema, separators=(",", ":")) + "\n"
+
+
+def generate_release(version: str, root: Path | None = None) -> tuple[Path, str]:
+    """Install `version` into its own directory (dslint.config.deepspeed_releases) and run this generator there
+    in a child process, with that directory first on sys.path; (the schema file written, a one-line summary)."""
+    target = install(version, root)
+    path = SCHEMAS_DIR / f"{version}.json"
+    env = {**os.environ, "PYTHONPATH": python_path(target)}
+    command = [sys.executable, "-m", "dslint.config.generate_schema", "--output", str(path)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if result.returncode != 0 and "intel_extension_for_pytorch" in result.stderr:
+        # before 0.14 the CPU accelerator needs Intel's extension; the CUDA one, which DeepSpeed then detects,
+        # imports without a GPU (0.12's explicit DS_ACCELERATOR=cuda recurses without end)
+        env["DS_ACCELERATOR"] = "auto"
+        result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        tail = "\n".join(result.stderr.strip().splitlines()[-6:])
+        raise InstallError(f"deepspeed {version} installed in {target} but the generator failed:\n{tail}")
+    written = json.loads(path.read_text(encoding="utf-8"))["deepspeed_version"]
+    if written != version:
+        raise InstallError(f"{target}: expected deepspeed {version}, imported {written}")
+    return path, result.stdout.strip()
+
+
 def main() -> None:
+    arguments = sys.argv[1:]
+    if "--all" in arguments:
+        failed = []
+        for version in RELEASES:
+            try:
+                _, summary = generate_release(version)
+            except InstallError as error:
+                failed.append(version)
+                print(f"deepspeed {version}: {error}", file=sys.stderr)
+                continue
+            print(summary)
+        sys.exit(1 if failed else 0)
     schema = generate()
-    text = json.dumps(schema, indent=1, sort_keys=False) + "\n"
-    if "--check" in sys.argv:
-        current = SCHEMA_PATH.read_text(encoding="utf-8") if SCHEMA_PATH.exists() else ""
+    text = schema_text(schema)
+    output = SCHEMAS_DIR / f"{schema['deepspeed_version']}.json"
+    if "--output" in arguments:
+        output = Path(arguments[arguments.index("--output") + 1])
+    if "--check" in arguments:
+        current = output.read_text(encoding="utf-8") if output.exists() else ""
         sys.exit(0 if current == text else 1)
-    SCHEMA_PATH.write_text(text, encoding="utf-8")
-    print(f"wrote {SCHEMA_PATH} (deepspeed {schema['deepspeed_version']}, {len(schema['models'])} models)")
+    output.write_text(text, encoding="utf-8")
+    print(f"wrote {output} (deepspeed {schema['deepspeed_version']}, {len(schema['models'])} models)")
 
 
 if __name__ == "__main__":

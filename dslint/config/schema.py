@@ -1,4 +1,5 @@
-"""The committed snapshot of DeepSpeed's config schema (`schema.json`, made by `generate_schema`), and the checks
+"""The committed snapshots of DeepSpeed's config schema (`schemas/<release>.json`, one per supported release, made
+by `python -m dslint.config.generate_schema --all`), and the checks
 that read it: which keys exist, which sections DeepSpeed validates, and whether a value passes pydantic's
 (lax) validation of a field. Answers are three-valued where the value is not a literal: True, False, or None
 (cannot tell, so rules stay silent).
@@ -18,7 +19,16 @@ from typing import Any
 
 from dslint.config.tree import UNKNOWN
 
-SCHEMA_PATH = Path(__file__).with_name("schema.json")
+SCHEMAS_DIR = Path(__file__).with_name("schemas")
+
+
+def schema_releases() -> list[str]:
+    """The releases with a committed schema (`0.14.5`, ...), oldest first."""
+    names = [path.stem for path in SCHEMAS_DIR.glob("*.json")]
+    return sorted(names, key=lambda name: tuple(int(part) for part in name.split(".")))
+
+
+SCHEMA_PATH = SCHEMAS_DIR / f"{schema_releases()[-1]}.json"  # the newest release's
 _BOOL_STRINGS = {"0", "off", "f", "false", "n", "no", "1", "on", "t", "true", "y", "yes"}
 
 
@@ -61,6 +71,8 @@ class Model:
 class Schema:
     def __init__(self, data: Mapping[str, Any]) -> None:
         self.version: str = data["deepspeed_version"]
+        # DeepSpeed before 0.15 validates with pydantic 1, whose lax mode coerces more (`accepts`)
+        self.pydantic: int = int(data.get("pydantic", 2))
         self.top_level_keys: frozenset[str] = frozenset(data["top_level_keys"])
         self.removed_top_level: Mapping[str, str] = data["removed_top_level_keys"]
         self.removed_zero: Mapping[str, str] = data["removed_zero_keys"]
@@ -103,7 +115,15 @@ class Schema:
 
 @functools.cache
 def load_schema() -> Schema:
+    """The newest release's schema."""
     return Schema(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+
+
+@functools.cache
+def load_release_schema(release: str) -> Schema:
+    """The schema of one release with a committed snapshot (`schema_releases()`)."""
+    path = SCHEMAS_DIR / f"{release}.json"
+    return load_schema() if path == SCHEMA_PATH else Schema(json.loads(path.read_text(encoding="utf-8")))
 
 
 def did_you_mean(key: str, candidates: list[str] | frozenset[str]) -> str | None:
@@ -180,6 +200,10 @@ def accepts(type_: Mapping[str, Any], value: Any, schema: Schema) -> bool | None
         if isinstance(value, str):
             return value.lower() in _BOOL_STRINGS
         return False
+    if schema.pydantic == 1:
+        answer = _accepts_pydantic_1(kind, type_, value)
+        if answer is not None:
+            return answer
     if kind == "int":
         return _lax_int(value) is not None
     if kind == "float":
@@ -200,6 +224,26 @@ def accepts(type_: Mapping[str, Any], value: Any, schema: Schema) -> bool | None
             number = _lax_int(value)
             return number is not None and number in values
         return None
+    return None
+
+
+def _accepts_pydantic_1(kind: str, type_: Mapping[str, Any], value: Any) -> bool | None:
+    """pydantic 1's coercions where they differ from pydantic 2's lax mode: `int(value)` (a float is truncated,
+    a bool is 0 or 1), `str` of any number, and an int enum looked up by value (a string is refused)."""
+    if kind == "int":
+        if isinstance(value, float):
+            return math.isfinite(value)
+        if isinstance(value, str):
+            try:
+                int(value)
+            except ValueError:
+                return False
+            return True
+        return isinstance(value, (bool, int))
+    if kind == "str":
+        return isinstance(value, (str, int, float))
+    if kind == "enum" and all(isinstance(v, int) and not isinstance(v, bool) for v in type_["values"]):
+        return isinstance(value, (bool, int, float)) and value in type_["values"]
     return None
 
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from dslint.config.facts import Origin
 from dslint.config.schema import Schema, load_schema
 from dslint.config.tree import Entry, Node, Object
+from dslint.config.versions import Version, newest_known
 from dslint.diagnostics import Diagnostic, Fix, Location, Severity
 from dslint.framework.rule import Rule
 
@@ -26,7 +27,7 @@ class ConfigContext:
     origin: Origin = Origin.FILE
     world_size: int | None = None
     from_file: bool = True  # read from a file (DeepSpeed then refuses duplicate keys), not a dict literal
-    schema: Schema = field(default_factory=load_schema)
+    schema: Schema = field(default_factory=load_schema)  # the schema of `deepspeed_version` (config_schema)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # Reads the text the positions point into, when fixes may edit it: the config file's own text, or the script
     # that holds the dict literal. None (a file reached through a script): findings there carry no fix, since the
@@ -37,6 +38,8 @@ class ConfigContext:
     def source(self) -> str | None:
         """The text fixes edit (read once, when the first fix is built), or None: no fixes."""
         return self.load_source() if self.load_source is not None else None
+
+    deepspeed_version: Version = field(default_factory=newest_known)  # the DeepSpeed the project runs
 
 
 class ConfigRule(Rule):

@@ -84,6 +84,7 @@ class Valid:
 
     code: str
     path: str | None = None  # None: the rule's `case_path` (train.py; ds_config.json for a config rule)
+    deepspeed_version: str | None = None  # the DeepSpeed the project runs (None: the newest known)
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ class Invalid:
     lines: tuple[int, ...]
     fixed: str | None = None
     path: str | None = None  # None: the rule's `case_path` (train.py; ds_config.json for a config rule)
+    deepspeed_version: str | None = None  # the DeepSpeed the project runs (None: the newest known)
 
 
 class Rule:
@@ -121,6 +123,10 @@ class Rule:
         cls.valid = tuple(dataclasses.replace(case, path=case.path or cls.case_path) for case in cls.valid)
         cls.invalid = tuple(dataclasses.replace(case, path=case.path or cls.case_path) for case in cls.invalid)
         cls.fixable = any(case.fixed is not None for case in cls.invalid)
+
+    # The DeepSpeed releases the rule's premise holds for, as `dslint explain` says ("0.19.0 and later");
+    # on other releases it stays silent. Empty: every release.
+    deepspeed_versions: ClassVar[str] = ""
 
     @classmethod
     def family(cls) -> str:

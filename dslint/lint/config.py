@@ -8,6 +8,7 @@ from pathlib import Path
 from dslint.config.facts import Origin, mixed_file
 from dslint.config.recognition import is_config_name, is_deepspeed_config
 from dslint.config.tree import Object, ParseError, parse_text
+from dslint.config.versions import config_schema, selected_version
 from dslint.diagnostics import Diagnostic
 from dslint.framework.config_rule import ConfigContext, ConfigRule
 from dslint.framework.driver_rules import ConfigSyntaxError
@@ -64,7 +65,16 @@ def lint_config_source(
         return result
     result.parsed = True
     result.text = text
-    context = ConfigContext(path, root, origin, world_size, load_source=lambda: text)
+    version = selected_version(selection.deepspeed_version)
+    context = ConfigContext(
+        path,
+        root,
+        origin,
+        world_size,
+        load_source=lambda: text,
+        schema=config_schema(version),
+        deepspeed_version=version,
+    )
     result.diagnostics.extend(run_config_rules(context, config_rules(selection)))
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
@@ -92,6 +102,8 @@ def check_script_configs(
             world_size=world_size,
             from_file=config.from_file,
             load_source=load_source,
+            schema=config_schema(context.deepspeed_version),
+            deepspeed_version=context.deepspeed_version,
         )
         diagnostics.extend(run_config_rules(config_context, rules))
     parse_error = _parse_error_rule()

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
+from dslint.config.versions import Version, newest_known, selected_version
 from dslint.diagnostics import Diagnostic
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.driver_rules import ScriptSyntaxError, ScriptTooDeep
@@ -94,7 +95,10 @@ def lint_source_unsuppressed(
     result.parsed = True
     result.text = _decoded(data, module.encoding)
     result.encoding = module.encoding
-    result.diagnostics.extend(lint_module(path, module, rules, configs, world_size=world_size))
+    version = selected_version(selection.deepspeed_version)
+    result.diagnostics.extend(
+        lint_module(path, module, rules, configs, world_size=world_size, deepspeed_version=version)
+    )
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
 
@@ -130,9 +134,10 @@ def lint_module(
     rules: Sequence[type[ScriptRule]],
     config_rules: Sequence[type[ConfigRule]] = (),
     world_size: int | None = None,
+    deepspeed_version: Version | None = None,
 ) -> list[Diagnostic]:
     facts = collect_facts(module)
-    context = ScriptContext(path, module, facts)
+    context = ScriptContext(path, module, facts, deepspeed_version=deepspeed_version or newest_known())
     active = [rule(context) for rule in rules if facts.has_engine or not rule.needs_engine]
     if active:
         visit_all(module, active)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dslint.config.versions import CLIPPING_BY_DEFAULT_SINCE, Version
 from dslint.diagnostics import Applicability, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.edits import line_deletion
@@ -30,21 +31,25 @@ class ClipGradNormBesideEngine(ScriptRule):
         "finds no gradients at all (they live in the optimizer's partitions)"
     )
     severity = Severity.WARNING
+    deepspeed_versions = "every release (the message gives `gradient_clipping`'s default: 0.0 before 0.19.3, 1.0 since)"
     docs = RuleDocs(
         what="""
             Flags `torch.nn.utils.clip_grad_norm_(X.parameters(), ...)` where `X` is a DeepSpeed engine, its
             `.module`, or the model that was given to `deepspeed.initialize` (after the call).
         """,
         why="""
-            DeepSpeed clips gradients itself, inside `engine.step()` at each accumulation boundary, after the
-            gradients are accumulated, reduced across ranks and unscaled, by the config's `gradient_clipping`
-            (`_take_model_step` and the ZeRO/fp16 optimizers' `clip_grad`). Its default is 1.0 since DeepSpeed
-            0.19.3 (`GRADIENT_CLIPPING_DEFAULT`, deepspeedai/DeepSpeed#8068; 0.0, no clipping, before); set
-            `"gradient_clipping": 0.0` to turn it off. A `clip_grad_norm_` of your own runs on every micro-step, on
-            partial gradients: without ZeRO and under ZeRO-1 it clips the accumulating sum (and the engine clips
-            again at the boundary); under ZeRO-2 and ZeRO-3 `param.grad` is already None after
-            `engine.backward` (the gradients live in the optimizer's partitions), so it clips nothing and
-            returns 0.0 (seen with DeepSpeed 0.19.8 on the CPU); under fp16 it measures loss-scaled gradients.
+            DeepSpeed clips gradients itself, inside `engine.step()` at each accumulation boundary, after
+            the gradients are accumulated, reduced across ranks and unscaled, by the config's
+            `gradient_clipping` (`_take_model_step` and the ZeRO/fp16 optimizers' `clip_grad`). Its
+            default is 1.0 since DeepSpeed 0.19.3 (`GRADIENT_CLIPPING_DEFAULT`,
+            deepspeedai/DeepSpeed#8068; 0.0, no clipping, before); set `"gradient_clipping": 0.0` to turn
+            it off. On a project that runs DeepSpeed before 0.19.3 the message says that its engine does
+            not clip unless `gradient_clipping` is set. A `clip_grad_norm_` of your own runs on every
+            micro-step, on partial gradients: without ZeRO and under ZeRO-1 it clips the accumulating sum
+            (and the engine clips again at the boundary); under ZeRO-2 and ZeRO-3 `param.grad` is already
+            None after `engine.backward` (the gradients live in the optimizer's partitions), so it clips
+            nothing and returns 0.0 (seen with DeepSpeed 0.19.8 on the CPU); under fp16 it measures
+            loss-scaled gradients.
         """,
         example="""
             engine.backward(loss)
@@ -100,6 +105,19 @@ class ClipGradNormBesideEngine(ScriptRule):
             """
             import deepspeed
             import torch
+            engine, _, _, _ = deepspeed.initialize(model=net, config="ds.json")
+            for batch in loader:
+                engine.backward(engine(batch))
+                torch.nn.utils.clip_grad_norm_(engine.parameters(), 1.0)
+                engine.step()
+            """,
+            lines=(7,),
+            deepspeed_version="0.14",
+        ),
+        Invalid(
+            """
+            import deepspeed
+            import torch
             model_engine, _, _, _ = deepspeed.initialize(args=args, model=net, model_parameters=net.parameters())
             for batch in loader:
                 model_engine.backward(model_engine(batch))
@@ -150,9 +168,20 @@ class ClipGradNormBesideEngine(ScriptRule):
         line = self.facts.lone_expression_statement(node)
         self.report(
             node,
+            self._message(self.context.deepspeed_version),
             edits=line_deletion(self.context, line),
             applicability=Applicability.UNSAFE,
             fix_message="Remove the call and set `gradient_clipping` in the config",
+        )
+
+    def _message(self, version: Version) -> str:
+        if not version < CLIPPING_BY_DEFAULT_SINCE:
+            return self.message
+        return (
+            'set "gradient_clipping" in the DeepSpeed config instead: engine.step() clips at the accumulation '
+            f"boundary when it is set (DeepSpeed {version} does not clip by default: `gradient_clipping` defaults "
+            "to 0.0 before 0.19.3, 1.0 since); this call clips partial gradients, and under ZeRO-2/3 finds no "
+            "gradients at all (they live in the optimizer's partitions)"
         )
 
     def _engine_parameters(self, answer: RoleAnswer, node: cst.Call) -> bool:

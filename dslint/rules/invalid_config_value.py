@@ -71,7 +71,13 @@ class InvalidConfigValue(ConfigRule):
         ),
         Valid('{"train_batch_size": 8, "expert_parallel": false, "vocabulary_size": ""}\n'),
         # DeepSpeed reads `bf16` and never looks at the older `bfloat16` beside it (DSL401 says so).
-        Valid('{"train_batch_size": 8, "bf16": {"enabled": true}, "bfloat16": "yes"}\n'),
+        Valid('{"train_batch_size": 8, "bf16": {"enabled": true}, "bfloat16": "yes"}\n', path="ds_config.json"),
+        # DeepSpeed 0.19.3 has no gradient_allreduce_op: it ignores the key (DSL416 says so), whatever the stage.
+        Valid(
+            '{"train_batch_size": 8, "gradient_allreduce_op": "sum", "zero_optimization": {"stage": 3}}\n',
+            path="ds_config.json",
+            deepspeed_version="0.19.3",
+        ),
     )
     invalid = (
         Invalid('{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 5}\n}\n', lines=(3,)),
@@ -175,6 +181,8 @@ class InvalidConfigValue(ConfigRule):
         (runtime/config.py, `_do_error_check`)."""
         entry = self.root.entry("gradient_allreduce_op")
         value = scalar(entry.value) if entry is not None else None
+        if "gradient_allreduce_op" not in self.schema.top_level_keys:
+            return  # the project's DeepSpeed predates the key and ignores it (DSL416 says so)
         if entry is None or not isinstance(value, str) or value.lower() != "sum":
             return
         zenflow = node_at(self.root, "zero_optimization", "zenflow")

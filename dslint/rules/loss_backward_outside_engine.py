@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dslint.config.versions import DIRECT_BACKWARD_SINCE
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import resolve_config
@@ -13,6 +14,13 @@ from dslint.script.facts import InitializeCall, Role, method_name
 from dslint.script.loop import divided_by_accumulation, is_accumulation_steps, loop_facts, scaled_for_accumulation
 from dslint.script.names import dotted_name
 from dslint.script.value_flow import value_flow
+
+# Before 0.18.3 the direct call neither fails nor works: an error, whatever the config.
+SILENTLY_WRONG = (
+    "call engine.backward(loss) instead of loss.backward(): on DeepSpeed {version} (before 0.18.3) a direct "
+    "backward silently skips the engine's loss scaling for gradient accumulation and fp16 and its gradient "
+    "reduction across ranks"
+)
 
 
 class LossBackwardOutsideEngine(ScriptRule):
@@ -24,6 +32,10 @@ class LossBackwardOutsideEngine(ScriptRule):
         "before DeepSpeed 0.18.3 silently skips both"
     )
     severity = Severity.WARNING
+    deepspeed_versions = (
+        "every release: an error before 0.18.3 (the direct call is silently wrong there, whatever the config); "
+        "from 0.18.3 a warning, and silent for configs known to use ZeRO without fp16"
+    )
     docs = RuleDocs(
         what="""
             Flags `x.backward()` where `x` is computed from the output of a DeepSpeed engine's forward pass
@@ -33,6 +45,8 @@ class LossBackwardOutsideEngine(ScriptRule):
             value computed from `output.detach()`) is not flagged, nor is one whose origin cannot be traced (a
             function parameter, another function's result). When the engine's config is known to use ZeRO
             (stage 1 to 3) without fp16, where DeepSpeed >= 0.18.3 supports the direct call, nothing is reported.
+            On a project that runs DeepSpeed before 0.18.3 (`deepspeed-version`, or its pins) every such call is
+            an error, whatever the config: the direct call is silently wrong there.
         """,
         why="""
             `DeepSpeedEngine.backward(loss)` divides the loss by `gradient_accumulation_steps`, applies the fp16
@@ -154,6 +168,18 @@ class LossBackwardOutsideEngine(ScriptRule):
         Invalid(
             """
             import deepspeed
+            cfg = {"train_batch_size": 8, "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
+            engine, _, _, _ = deepspeed.initialize(model=model, config=cfg)
+            loss = engine(x).mean()
+            loss.backward()
+            engine.step()
+            """,
+            lines=(6,),
+            deepspeed_version="0.17.6",
+        ),
+        Invalid(
+            """
+            import deepspeed
             model_engine, optimizer, _, _ = deepspeed.initialize(args=args, model=net, model_parameters=params)
             for inputs, labels in loader:
                 outputs = model_engine(inputs.to(model_engine.local_rank))
@@ -241,14 +267,16 @@ class LossBackwardOutsideEngine(ScriptRule):
         if answer is not None and answer.role in (Role.ENGINE, Role.ENGINE_MODULE):
             return  # engine.backward(loss) itself
         sources = self.loop.engine_sources(receiver)
-        if not sources or all(self._direct_backward_supported(use.init) for use in sources):
+        version = self.context.deepspeed_version
+        silently_wrong = version < DIRECT_BACKWARD_SINCE
+        if not sources or (not silently_wrong and all(self._direct_backward_supported(use.init) for use in sources)):
             return
         edits: list[Edit] = []
         engine = self.loop.certain_engine_name(sources[0].init, at=node) if len(sources) == 1 else None
         if engine is not None and self._plain_receiver(receiver) and self._simple_arguments(node):
             arguments = [self.context.code(receiver)] + [self.context.code(arg).rstrip(", ") for arg in node.args]
             edits.append(replace_node(self.context, node, f"{engine}.backward({', '.join(arguments)})"))
-        message = self.message
+        message = self.message if not silently_wrong else SILENTLY_WRONG.format(version=version)
         if engine is not None:
             message = message.replace("engine.backward", f"{engine}.backward")
         # A loss already divided by the accumulation steps would be divided again by engine.backward (DSL304).
@@ -261,6 +289,7 @@ class LossBackwardOutsideEngine(ScriptRule):
             edits=edits,
             applicability=Applicability.UNSAFE if scaled else Applicability.SAFE,
             fix_message=f"Replace with `{engine}.backward(...)`",
+            severity=Severity.ERROR if silently_wrong else None,
         )
 
     def _direct_backward_supported(self, init: InitializeCall | None) -> bool:

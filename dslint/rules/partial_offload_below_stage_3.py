@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dslint.config.facts import offload_ratio, zero_stage
+from dslint.config.versions import Version
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
+
+# DeepSpeed 0.14's root validator did `getattr(values, "offload_optimizer", {})` on a dict: always {}.
+REFUSED_SINCE = Version(0, 15, 0)
 
 
 class PartialOffloadBelowStage3(ConfigRule):
@@ -13,6 +17,9 @@ class PartialOffloadBelowStage3(ConfigRule):
     slug = "partial-offload-below-stage-3"
     message = "offload_optimizer.ratio below 1 (partial offload) needs ZeRO stage 3; DeepSpeed stops at start-up"
     severity = Severity.ERROR
+    deepspeed_versions = (
+        "0.15.0 and later (before, its pydantic 1 check read the ratio from a dict with getattr and never fired)"
+    )
     docs = RuleDocs(
         what="Flags `zero_optimization.offload_optimizer.ratio` below 1.0 when the ZeRO stage is below 3.",
         why="""
@@ -35,6 +42,12 @@ class PartialOffloadBelowStage3(ConfigRule):
     )
     valid = (
         Valid(
+            '{"train_batch_size": 8, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu",'
+            ' "ratio": 0.3}}}\n',
+            path="ds_config.json",
+            deepspeed_version="0.14",
+        ),
+        Valid(
             '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "offload_optimizer": {"ratio": 0.3}}}\n',
         ),
         Valid(
@@ -50,6 +63,8 @@ class PartialOffloadBelowStage3(ConfigRule):
     )
 
     def check(self) -> None:
+        if self.context.deepspeed_version < REFUSED_SINCE:
+            return
         node, ratio = offload_ratio(self.root)
         stage = zero_stage(self.root)
         if node is None or ratio is None or stage is None or stage >= 3 or not 0 <= ratio < 1:

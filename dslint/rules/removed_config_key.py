@@ -23,7 +23,7 @@ class RemovedConfigKey(ConfigRule):
     slug = "removed-config-key"
     message = "DeepSpeed removed this feature and refuses a config that still has this key; remove the key"
     severity = Severity.ERROR
-    fixable = True
+    deepspeed_versions = "0.19.7 and later (before, these keys were read, and the rule stays silent)"
     docs = RuleDocs(
         what="""
             Flags keys of features that DeepSpeed has removed (`curriculum_learning` at the top level,
@@ -58,7 +58,10 @@ class RemovedConfigKey(ConfigRule):
             its comma; comments on other lines stay.
         """,
     )
-    valid = (Valid('{"train_batch_size": 8, "data_efficiency": {"enabled": false}}\n'),)
+    valid = (
+        Valid('{"train_batch_size": 8, "data_efficiency": {"enabled": false}}\n', path="ds_config.json"),
+        Valid('{"train_batch_size": 8, "amp": {"enabled": true}}\n', path="ds_config.json", deepspeed_version="0.14"),
+    )
     invalid = (
         Invalid(
             '{\n  "train_batch_size": 8,\n  "curriculum_learning": {"enabled": false}\n}\n',

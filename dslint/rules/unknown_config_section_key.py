@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dslint.config.facts import is_auto
 from dslint.config.key_edits import rename_key, single_close_match
+from dslint.config.key_history import first_release_with_section_key
 from dslint.config.schema import did_you_mean
 from dslint.config.sections import SectionEntry, validated_entries
 from dslint.diagnostics import Applicability, Fix, Severity
@@ -92,6 +93,8 @@ class UnknownConfigSectionKey(ConfigRule):
             key = item.entry.key
             if key in HANDLED_ELSEWHERE or (item.path[:-1] == ("zero_optimization",) and key in removed_zero):
                 continue
+            if first_release_with_section_key(item.path, self.context.deepspeed_version) is not None:
+                continue  # a key of a newer DeepSpeed than the project runs: DSL416 says so
             where = ".".join(item.path[:-1])
             suggestion = did_you_mean(key, item.model.spellings())
             hint = f"; did you mean `{suggestion}`?" if suggestion else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dslint.config.facts import bfloat16_ignored, is_comment_key, mixed_file
 from dslint.config.key_edits import rename_key, single_close_match
+from dslint.config.key_history import first_release_with_top_level_key
 from dslint.config.schema import did_you_mean
 from dslint.config.tree import Entry
 from dslint.diagnostics import Applicability, Fix, Severity
@@ -121,6 +122,9 @@ class UnknownTopLevelConfigKey(ConfigRule):
         if mixed_file(self.root, self.schema):
             self._report_mixed(unknown)
             return
+        # a key of a newer DeepSpeed than the project runs: DSL416 says so
+        version = self.context.deepspeed_version
+        unknown = [e for e in unknown if first_release_with_top_level_key(e.key, version) is None]
         old_bf16 = self.root.entry("bfloat16")
         if old_bf16 is not None and bfloat16_ignored(self.root):
             self.report_key(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from dslint.config.versions import Version, newest_known
 from dslint.diagnostics import Diagnostic, Location
 from dslint.script.facts import ScriptFacts
 
@@ -19,6 +20,7 @@ class ScriptContext:
     facts: ScriptFacts
     diagnostics: list[Diagnostic] = field(default_factory=list)
     _positions: Mapping[cst.CSTNode, CodeRange] | None = field(default=None, repr=False)
+    deepspeed_version: Version = field(default_factory=newest_known)  # the DeepSpeed the project runs
 
     @property
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:

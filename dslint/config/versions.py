@@ -1,0 +1,84 @@
+"""DeepSpeed release numbers, the releases dslint has a config schema for, and which schema judges a version.
+
+Also the releases where DeepSpeed's behaviour moved that rules speak of (their messages follow the project's
+version). Which version a project runs is read by `dslint.project.deepspeed_version`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from dslint.config.schema import Schema, load_release_schema, schema_releases
+
+
+@functools.total_ordering
+@dataclass(frozen=True)
+class Version:
+    """A DeepSpeed release number: major.minor.patch (a missing part is 0; local and pre-release tags dropped)."""
+
+    major: int
+    minor: int
+    patch: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> Version | None:
+        match = re.fullmatch(
+            r"\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:\.\*)?(?:[.-]?(?:a|b|rc|dev|post)\d*)*(\+\S*)?\s*", text
+        )
+        if match is None:
+            return None
+        return cls(int(match[1]), int(match[2] or 0), int(match[3] or 0))
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return (self.major, self.minor, self.patch) < (other.major, other.minor, other.patch)
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}"
+
+
+@functools.cache
+def known_releases() -> tuple[Version, ...]:
+    """The releases dslint has a config schema for, oldest first."""
+    return tuple(sorted(v for v in (Version.parse(name) for name in schema_releases()) if v is not None))
+
+
+def newest_known() -> Version:
+    return known_releases()[-1]
+
+
+# -- the release whose schema judges a version --------------------------------------------------------------------
+
+
+def schema_release(version: Version) -> Version:
+    """The known release whose config schema stands for `version`: the newest known release of the same minor
+    that is not newer than it, else the oldest of that minor (0.18.0 is judged by 0.18.2, the first known), else
+    the nearest known release (older than all: the oldest; newer than all: the newest)."""
+    releases = known_releases()
+    same_minor = [r for r in releases if (r.major, r.minor) == (version.major, version.minor)]
+    if same_minor:
+        not_newer = [r for r in same_minor if not version < r]
+        return not_newer[-1] if not_newer else same_minor[0]
+    older = [r for r in releases if r < version]
+    return older[-1] if older else releases[0]
+
+
+def config_schema(version: Version) -> Schema:
+    """The config schema that judges a project on `version` (`schema_release`)."""
+    return load_release_schema(str(schema_release(version)))
+
+
+def selected_version(text: str | None) -> Version:
+    """The version a RuleSelection carries (`deepspeed_version`), or the newest known when it carries none."""
+    version = Version.parse(text) if text else None
+    return version if version is not None else newest_known()
+
+
+# -- where DeepSpeed's behaviour moved (the rules' messages follow the project's version) -----------------------
+
+DIRECT_BACKWARD_SINCE = Version(0, 18, 3)  # a direct loss.backward() is supported (ZeRO, no fp16) from here
+BUFFERS_KEPT_SINCE = Version(0, 19, 2)  # the engine casts only parameters (buffers kept; data_types.buffer_dtype)
+CLIPPING_BY_DEFAULT_SINCE = Version(0, 19, 3)  # gradient_clipping defaults to 1.0 (0.0, no clipping, before)

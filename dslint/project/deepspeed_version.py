@@ -1,0 +1,261 @@
+"""Which DeepSpeed a project runs, as ruff has `target-version`: `[tool.dslint] deepspeed-version`, else the
+project's own pin, else the newest release dslint knows.
+
+Pins are read, in this order, from the project root (the directory of the pyproject.toml that holds
+`[tool.dslint]`, else the current directory): `requirements*.txt` (also under `requirements/`), pyproject.toml
+`[project] dependencies` (and optional dependencies), `setup.cfg` and `setup.py` `install_requires`,
+`environment.yml` (conda `deepspeed=0.14` or a `pip:` entry), and the `pip install` lines of a `Dockerfile`.
+The first file that pins `deepspeed` decides; a bare `deepspeed` (no version) pins nothing.
+
+A range resolves to the lowest version it admits, the bound itself (`deepspeed>=0.12,<0.15` is 0.12.0,
+`~=0.14.2` is 0.14.2, `==0.14.*` is 0.14.0): dslint then warns about everything that can go wrong on the
+oldest DeepSpeed the project allows. A range with only an upper bound (`deepspeed<0.15`) resolves to the
+newest known release below it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from dslint.config.versions import Version, known_releases, newest_known
+
+SETTING = "deepspeed-version"
+
+
+@dataclass(frozen=True)
+class DeepSpeedVersion:
+    """The DeepSpeed version a project runs, and where dslint learnt it."""
+
+    version: Version
+    source: str  # "pyproject.toml:12 ([tool.dslint] deepspeed-version)", "requirements.txt:3", "default"
+    written: str = ""  # the pin as written: 'deepspeed>=0.12,<0.15'
+
+    def describe(self) -> str:
+        pin = f" ({self.written})" if self.written else ""
+        return f"{self.version} from {self.source}{pin}"
+
+
+class VersionError(Exception):
+    """A `deepspeed-version` setting dslint cannot read; the message says where and what to write."""
+
+
+def default_version() -> DeepSpeedVersion:
+    return DeepSpeedVersion(newest_known(), "default: the newest release dslint knows")
+
+
+# -- requirement specifiers -------------------------------------------------------------------------------------
+
+_CLAUSE = re.compile(r"(===|==|~=|>=|<=|!=|>|<|=)\s*([\w.*+!-]+)")
+
+
+def version_of_specifier(specifier: str) -> Version | None:
+    """The version a requirement's specifier resolves to (see the module's docs); None when it names none."""
+    clauses = _CLAUSE.findall(specifier)
+    lower: list[Version] = []
+    upper: list[tuple[str, Version]] = []
+    for operator, raw in clauses:
+        version = Version.parse(raw)
+        if version is None or operator == "!=":
+            continue
+        if operator in ("==", "===", "=", "~=", ">=", ">"):
+            lower.append(version)
+        else:
+            upper.append((operator, version))
+    if lower:
+        return max(lower)
+    if upper:
+        below = [v for v in known_releases() if all(v < bound or (op == "<=" and v == bound) for op, bound in upper)]
+        return below[-1] if below else min(bound for _, bound in upper)
+    return None
+
+
+# A requirement naming deepspeed: `deepspeed`, `deepspeed[autotuning]==0.14.0`, `DeepSpeed >= 0.12, < 0.15`;
+# not a module path, a URL or another package (`deepspeed.ops`, `.../deepspeed.git`, `deepspeed-kernels`).
+_REQUIREMENT = re.compile(
+    r"(?<![\w./@-])deepspeed(?:\[[^\]]*\])?(?![\w./-])\s*"
+    r"((?:(?:===|==|~=|>=|<=|!=|>|<|=)\s*[\w.*+!-]+\s*,?\s*)*)",
+    re.I,
+)
+
+
+def _pins_in_line(line: str) -> str | None:
+    """The specifier of a deepspeed requirement on `line` ('' for a bare `deepspeed`), else None."""
+    match = _REQUIREMENT.search(re.sub(r"(^|\s)#.*", "", line))
+    return match[1].strip().rstrip(",").strip() if match is not None else None
+
+
+@dataclass(frozen=True)
+class Pin:
+    path: Path
+    line: int
+    written: str  # the requirement as written
+    version: Version
+
+
+def _scan(path: Path, lines: list[tuple[int, str]]) -> Pin | None:
+    for number, line in lines:
+        specifier = _pins_in_line(line)
+        if not specifier:
+            continue
+        version = version_of_specifier(specifier)
+        if version is not None:
+            written = _REQUIREMENT.search(line)
+            return Pin(path, number, written[0].strip().rstrip(",").strip() if written else line.strip(), version)
+    return None
+
+
+def _read_lines(path: Path) -> list[tuple[int, str]]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return list(enumerate(text.splitlines(), start=1))
+
+
+def _requirement_files(root: Path) -> list[Path]:
+    found = sorted(root.glob("requirements*.txt")) + sorted((root / "requirements").glob("*.txt"))
+    return [p for p in found if p.is_file()]
+
+
+def _toml_section_lines(path: Path, wanted: tuple[str, ...]) -> list[tuple[int, str]]:
+    """The lines of pyproject.toml inside `[project]` dependency arrays and `[project.optional-dependencies]`
+    (read line by line, so a pin keeps its line number)."""
+    lines = _read_lines(path)
+    section = ""
+    in_array = False
+    result: list[tuple[int, str]] = []
+    for number, line in lines:
+        stripped = line.strip()
+        if stripped.startswith("[") and not in_array:
+            section = stripped.strip("[]").strip()
+            continue
+        if section in wanted:
+            if section == "project" and not in_array and not stripped.startswith(("dependencies", "optional")):
+                continue
+            if "[" in stripped and "=" in stripped:
+                in_array = "]" not in stripped.split("=", 1)[1]
+            elif stripped.startswith("]"):
+                in_array = False
+            result.append((number, line))
+    return result
+
+
+def _setup_cfg_lines(path: Path) -> list[tuple[int, str]]:
+    lines = _read_lines(path)
+    result: list[tuple[int, str]] = []
+    inside = False
+    for number, line in lines:
+        if re.match(r"\s*install_requires\s*=", line):
+            inside = True
+            result.append((number, line.split("=", 1)[1]))
+            continue
+        if inside and line[:1] in (" ", "\t") and line.strip():
+            result.append((number, line))
+        elif inside:
+            inside = False
+    return result
+
+
+def _setup_py_lines(path: Path) -> list[tuple[int, str]]:
+    """String literals naming deepspeed in setup.py (install_requires and the lists it is built from)."""
+    return [(n, m) for n, line in _read_lines(path) for m in re.findall(r"""["']([^"']*deepspeed[^"']*)["']""", line)]
+
+
+def _environment_lines(path: Path) -> list[tuple[int, str]]:
+    """Conda dependencies (`- deepspeed=0.14.0`, `- deepspeed==0.14`) and pip entries of environment.yml."""
+    return [(n, line.strip().lstrip("-").strip()) for n, line in _read_lines(path) if line.strip().startswith("-")]
+
+
+def _dockerfile_lines(path: Path) -> list[tuple[int, str]]:
+    """`pip install ... deepspeed==X` in a Dockerfile (continued lines joined; the first line's number)."""
+    result: list[tuple[int, str]] = []
+    pending: tuple[int, str] | None = None
+    for number, line in _read_lines(path):
+        start, text = pending if pending is not None else (number, "")
+        text += " " + line.rstrip().rstrip("\\")
+        pending = (start, text) if line.rstrip().endswith("\\") else None
+        if pending is None and re.search(r"\bpip3?\s+install\b|\buv\s+pip\s+install\b", text):
+            for word in re.findall(r"""["']?([^\s"']*deepspeed[^\s"']*)["']?""", text, re.I):
+                result.append((start, word))
+    return result
+
+
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml", ".git")
+
+
+def project_root(directory: Path) -> Path | None:
+    """The nearest directory at or above `directory` that holds a project file (or requirements, a Dockerfile)."""
+    for candidate in (directory, *directory.parents):
+        if any((candidate / name).exists() for name in PROJECT_MARKERS) or _requirement_files(candidate):
+            return candidate
+        if any(candidate.glob("Dockerfile*")):
+            return candidate
+    return None
+
+
+def find_pin(root: Path) -> Pin | None:
+    """The first deepspeed pin in the project's own files under `root` (see the module's docs)."""
+    candidates: list[tuple[Path, list[tuple[int, str]]]] = []
+    for path in _requirement_files(root):
+        candidates.append((path, _read_lines(path)))
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        candidates.append((pyproject, _toml_section_lines(pyproject, ("project", "project.optional-dependencies"))))
+    if (root / "setup.cfg").is_file():
+        candidates.append((root / "setup.cfg", _setup_cfg_lines(root / "setup.cfg")))
+    if (root / "setup.py").is_file():
+        candidates.append((root / "setup.py", _setup_py_lines(root / "setup.py")))
+    for name in ("environment.yml", "environment.yaml"):
+        if (root / name).is_file():
+            candidates.append((root / name, _environment_lines(root / name)))
+    for path in sorted(root.glob("Dockerfile*")):
+        if path.is_file():
+            candidates.append((path, _dockerfile_lines(path)))
+    for path, lines in candidates:
+        pin = _scan(path, lines)
+        if pin is not None:
+            return pin
+    return None
+
+
+# -- the setting --------------------------------------------------------------------------------------------------
+
+
+def parse_setting(value: object, where: str) -> Version:
+    """`deepspeed-version = "0.14"` (a release number; a patch is optional)."""
+    version = Version.parse(value) if isinstance(value, str) else None
+    if version is None:
+        raise VersionError(f'{where}.{SETTING}: expected a DeepSpeed release such as "0.14" or "0.19.8", got {value!r}')
+    return version
+
+
+def setting_line(path: Path) -> int | None:
+    for number, line in _read_lines(path):
+        if re.match(rf"\s*{re.escape(SETTING)}\s*=", line):
+            return number
+    return None
+
+
+def resolve(root: Path, setting: Version | None = None, config_file: Path | None = None) -> DeepSpeedVersion:
+    """The DeepSpeed a project under `root` runs: the setting, else its pin, else the newest known release."""
+    if setting is not None:
+        where = "[tool.dslint] deepspeed-version"
+        if config_file is not None:
+            line = setting_line(config_file)
+            where = (
+                f"{_shown(config_file, root)}:{line} ({where})" if line else f"{_shown(config_file, root)} ({where})"
+            )
+        return DeepSpeedVersion(setting, where)
+    pin = find_pin(root)
+    if pin is not None:
+        return DeepSpeedVersion(pin.version, f"{_shown(pin.path, root)}:{pin.line}", pin.written)
+    return default_version()
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)

@@ -1,0 +1,102 @@
+"""DSL416: a config key that the project's DeepSpeed does not have, but a newer release reads."""
+
+from __future__ import annotations
+
+from dslint.config.facts import is_auto, is_comment_key
+from dslint.config.key_history import first_release_with_section_key, first_release_with_top_level_key
+from dslint.config.sections import validated_entries
+from dslint.diagnostics import Severity
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
+
+HANDLED_ELSEWHERE = frozenset({"ignored_parameters"})  # DSL412 explains it
+
+
+class ConfigKeyNeedsNewerDeepSpeed(ConfigRule):
+    code = "DSL416"
+    slug = "config-key-needs-newer-deepspeed"
+    message = "this key needs a newer DeepSpeed than the project runs; upgrade DeepSpeed or remove the key"
+    severity = Severity.ERROR
+    deepspeed_versions = "older than the newest release dslint knows"
+    docs = RuleDocs(
+        what="""
+            Flags a config key that the DeepSpeed the project runs does not have, while a newer release reads
+            it: a top-level key (`torch_autocast` on DeepSpeed 0.14), or a key inside a section DeepSpeed
+            validates (`zero_optimization`, `fp16`, `bf16`, offload blocks, ...). The project's DeepSpeed comes
+            from `[tool.dslint] deepspeed-version`, else from its own pins (requirements, pyproject, setup.py,
+            environment.yml, Dockerfile; `dslint settings` shows which); the keys each release reads come from
+            the schemas dslint generated from each release. On the newest release dslint knows, the rule has
+            nothing to say. Keys that no release reads are typos: DSL401 and DSL403 report those.
+        """,
+        why="""
+            A config written for a newer DeepSpeed (copied from current docs or examples) meets an older one:
+            at the top level the older DeepSpeed ignores the key silently, so the feature the config asks for
+            (torch autocast, a new ZeRO option) simply does not happen; inside a validated section it stops at
+            start-up with a pydantic ValidationError, typically after the job waited for its GPUs.
+        """,
+        example="""
+            # requirements.txt: deepspeed==0.14.0
+            {
+              "train_batch_size": 32,
+              "torch_autocast": {"enabled": true, "dtype": "bfloat16"}
+            }
+        """,
+        use_instead="""
+            # requirements.txt: deepspeed>=0.16.9
+            {
+              "train_batch_size": 32,
+              "torch_autocast": {"enabled": true, "dtype": "bfloat16"}
+            }
+        """,
+    )
+    valid = (
+        Valid(
+            '{"train_batch_size": 8, "torch_autocast": {"enabled": false}}\n',
+            path="ds_config.json",
+            deepspeed_version="0.19.8",
+        ),
+        Valid('{"train_batch_size": 8, "amp": {"enabled": true}}\n', path="ds_config.json", deepspeed_version="0.14"),
+        Valid('{"train_batch_size": 8, "torch_autocst": {"enabled": false}}\n', path="ds_config.json"),
+    )
+    invalid = (
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "torch_autocast": {"enabled": false}\n}\n',
+            lines=(3,),
+            path="ds_config.json",
+            deepspeed_version="0.14.0",
+        ),
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 3,\n'
+            '    "zenflow": {"topk_ratio": 0.1}\n  }\n}\n',
+            lines=(5,),
+            path="ds_config.json",
+            deepspeed_version="0.14",
+        ),
+    )
+
+    def check(self) -> None:
+        version = self.context.deepspeed_version
+        for entry in self.root.last_entries():
+            key = entry.key
+            if key in self.schema.top_level_keys or key in HANDLED_ELSEWHERE or is_comment_key(key):
+                continue
+            first = first_release_with_top_level_key(key, version)
+            if first is not None:
+                self.report_key(
+                    entry,
+                    f"`{key}` needs a newer DeepSpeed ({first} reads it): the project's DeepSpeed {version} "
+                    "ignores it silently; upgrade DeepSpeed or remove the key",
+                )
+        for item in validated_entries(self.root, self.schema):
+            if not item.model.forbids_extra or item.field is not None or item.entry.key in HANDLED_ELSEWHERE:
+                continue
+            if is_auto(item.entry.value):
+                continue
+            first = first_release_with_section_key(item.path, version)
+            if first is not None:
+                where = ".".join(item.path)
+                self.report_key(
+                    item.entry,
+                    f"`{where}` needs a newer DeepSpeed ({first} reads it): the project's DeepSpeed {version} "
+                    "stops at start-up with a ValidationError; upgrade DeepSpeed or remove the key",
+                )

@@ -1,0 +1,223 @@
+"""Which DeepSpeed a project runs (setting, pins, default), and rules that judge against that version."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dslint.cli import main
+from dslint.config.schema import load_release_schema, schema_releases
+from dslint.config.versions import Version, config_schema, known_releases, newest_known, schema_release
+from dslint.framework.registry import rule_by_code
+from dslint.lint.config import lint_config_source
+from dslint.lint.script import lint_source
+from dslint.project.deepspeed_version import find_pin, resolve, version_of_specifier
+from dslint.selection import RuleSelection
+from dslint.settings import SettingsError, SettingsResolver
+
+# Valid on DeepSpeed 0.14 (which reads `amp`), refused by 0.19.8 (which removed Apex AMP and lists the key).
+AMP_CONFIG = '{\n  "train_batch_size": 8,\n  "amp": {"enabled": true}\n}\n'
+
+
+def _check(tmp_path: Path, *extra: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["check", str(tmp_path), *extra])
+    return result.exit_code, result.output
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return tmp_path
+
+
+def test_the_acceptance_config_is_real() -> None:
+    """`amp` is a live key of 0.14.5's schema and a removed (refused) one of the newest's."""
+    old, new = load_release_schema("0.14.5"), load_release_schema(str(newest_known()))
+    assert "amp" in old.live_top_level_keys and "amp" not in old.removed_top_level
+    assert "amp" in new.removed_top_level
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"pyproject.toml": '[tool.dslint]\ndeepspeed-version = "0.14"\n'}, None),
+        ({"requirements.txt": "torch\ndeepspeed==0.14.0  # pinned\n"}, None),
+        ({"requirements-train.txt": "deepspeed>=0.14,<0.16\n"}, None),
+        ({"setup.py": 'setup(install_requires=["torch", "deepspeed~=0.14.2"])\n'}, None),
+        ({"setup.cfg": "[options]\ninstall_requires =\n    torch\n    deepspeed==0.14.4\n"}, None),
+        ({"environment.yml": "dependencies:\n  - python=3.10\n  - deepspeed=0.14.0\n"}, None),
+        ({"Dockerfile": "FROM python:3.10\nRUN pip install torch \\\n    deepspeed==0.14.2\n"}, None),
+        ({"pyproject.toml": '[project]\nname = "x"\ndependencies = [\n  "torch",\n  "deepspeed==0.14.0",\n]\n'}, None),
+    ],
+    ids=["setting", "requirements", "range", "setup.py", "setup.cfg", "environment.yml", "Dockerfile", "pyproject"],
+)
+def test_a_config_valid_in_0_14_is_clean_there_and_flagged_on_0_19(
+    tmp_path: Path, files: dict[str, str], expected: None
+) -> None:
+    _project(tmp_path, {**files, "ds_config.json": AMP_CONFIG})
+    code, output = _check(tmp_path)
+    assert code == 0, output
+    (tmp_path / "ds_config.json").write_text(AMP_CONFIG)
+    for name in files:
+        (tmp_path / name).unlink()
+    code, output = _check(tmp_path)
+    assert code == 1 and "DSL402" in output and "ds_config.json:3" in output, output
+
+
+def test_settings_show_the_version_and_where_it_came_from(tmp_path: Path) -> None:
+    _project(tmp_path, {"requirements.txt": "numpy\n\ndeepspeed>=0.12,<0.15\n"})
+    result = CliRunner().invoke(main, ["settings", str(tmp_path)])
+    assert "deepspeed-version: 0.12.0 from requirements.txt:3 (deepspeed>=0.12,<0.15)" in result.output
+    _project(tmp_path, {"pyproject.toml": '[tool.dslint]\nselect = ["DSL"]\ndeepspeed-version = "0.17.6"\n'})
+    result = CliRunner().invoke(main, ["settings", str(tmp_path), "--format", "json"])
+    described = json.loads(result.output)["deepspeed-version"]
+    assert described == "0.17.6 from pyproject.toml:3 ([tool.dslint] deepspeed-version)"
+    (tmp_path / "pyproject.toml").unlink()
+    (tmp_path / "requirements.txt").unlink()
+    (tmp_path / ".git").mkdir()  # a project root without pins (else the current directory's pins apply)
+    result = CliRunner().invoke(main, ["settings", str(tmp_path)])
+    assert f"deepspeed-version: {newest_known()} from default: the newest release dslint knows" in result.output
+
+
+def test_a_bad_setting_names_the_file_and_key(tmp_path: Path) -> None:
+    _project(tmp_path, {"pyproject.toml": '[tool.dslint]\ndeepspeed-version = "latest"\n'})
+    with pytest.raises(SettingsError, match=r"pyproject.toml: \[tool.dslint\].deepspeed-version: expected"):
+        SettingsResolver().for_path(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("specifier", "version"),
+    [
+        ("==0.14.0", "0.14.0"),
+        (">=0.12,<0.15", "0.12.0"),
+        (">=0.12, !=0.13.1, <0.15", "0.12.0"),
+        ("~=0.14.2", "0.14.2"),
+        ("==0.14.*", "0.14.0"),
+        ("=0.14.0=py311_0", "0.14.0"),
+        ("<=0.17.6", "0.17.6"),
+        ("", None),
+        ("!=0.14.1", None),
+    ],
+)
+def test_a_specifier_resolves_to_the_lowest_version_it_admits(specifier: str, version: str | None) -> None:
+    found = version_of_specifier(specifier)
+    assert (str(found) if found else None) == version
+
+
+def test_an_upper_bound_alone_resolves_to_the_newest_known_release_below_it() -> None:
+    assert version_of_specifier("<0.15") == max(r for r in known_releases() if r < Version(0, 15, 0))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "import deepspeed.ops\n",
+        "deepspeed-kernels==0.0.1\n",
+        "git+https://github.com/microsoft/deepspeed.git@v0.14.0\n",
+        "# deepspeed==0.9.0\n",
+        "deepspeed\n",
+    ],
+)
+def test_things_that_are_not_a_pin(tmp_path: Path, text: str) -> None:
+    _project(tmp_path, {"requirements.txt": text})
+    assert find_pin(tmp_path) is None
+    assert resolve(tmp_path).version == newest_known()
+
+
+def test_the_first_pinning_file_decides_in_the_documented_order(tmp_path: Path) -> None:
+    _project(tmp_path, {"Dockerfile": "RUN pip install deepspeed==0.16.0\n", "requirements.txt": "deepspeed==0.15.1\n"})
+    pin = find_pin(tmp_path)
+    assert pin is not None and pin.version == Version(0, 15, 1) and pin.path.name == "requirements.txt"
+
+
+@pytest.mark.parametrize(
+    ("version", "release"),
+    [("0.14.0", "0.14.5"), ("0.18.0", "0.18.2"), ("0.18.5", "0.18.3"), ("0.19.4", "0.19.3"), ("0.30.0", None)],
+)
+def test_the_schema_of_the_nearest_known_release_judges(version: str, release: str | None) -> None:
+    parsed = Version.parse(version)
+    assert parsed is not None
+    assert str(schema_release(parsed)) == (release or str(newest_known()))
+    assert config_schema(parsed).version == (release or str(newest_known()))
+
+
+def test_every_supported_release_has_schema_data() -> None:
+    from dslint.config.deepspeed_releases import RELEASES
+
+    assert set(schema_releases()) >= set(RELEASES) - set(UNIMPORTABLE_HERE)
+    for release in schema_releases():
+        schema = load_release_schema(release)
+        assert schema.version == release and "train_batch_size" in schema.top_level_keys
+
+
+# Releases that do not import beside torch 2.13 here (docs/deepspeed_versions.md says why): none at present.
+UNIMPORTABLE_HERE: tuple[str, ...] = ()
+
+
+def _lint_config(text: str, version: str) -> list[str]:
+    selection = replace(RuleSelection(), deepspeed_version=version)
+    found = lint_config_source("ds_config.json", text.encode(), selection, known_config=True).diagnostics
+    return [f"{d.code} {d.message}" for d in found]
+
+
+def test_a_key_of_a_newer_release_is_dsl416_not_a_typo() -> None:
+    config = '{"train_batch_size": 8, "torch_autocast": {"enabled": false}}'
+    found = _lint_config(config, "0.14")
+    assert len(found) == 1 and found[0].startswith("DSL416"), found
+    assert "ignores it silently" in found[0] and "DeepSpeed 0.14.0" in found[0]
+    assert _lint_config(config, str(newest_known())) == []
+    assert _lint_config('{"train_batch_size": 8, "torch_autocst": {}}', "0.14")[0].startswith("DSL401")
+
+
+SCRIPT = """
+import deepspeed
+import torch
+cfg = {"train_batch_size": 8, "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
+engine, _, _, _ = deepspeed.initialize(model=model, config=cfg)
+for x in loader:
+    loss = engine(x).mean()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(engine.parameters(), 1.0)
+    engine.step()
+"""
+
+
+def _lint_script(version: str) -> dict[str, tuple[str, str]]:
+    selection = replace(RuleSelection.from_options(["DSL301", "DSL305"]), deepspeed_version=version)
+    found = lint_source("train.py", textwrap.dedent(SCRIPT).encode(), selection).diagnostics
+    return {d.code: (d.severity.value, d.message) for d in found}
+
+
+def test_loop_messages_follow_the_version() -> None:
+    old = _lint_script("0.18.2")
+    assert old["DSL301"][0] == "error" and "before 0.18.3" in old["DSL301"][1] and "silently" in old["DSL301"][1]
+    assert "does not clip by default" in old["DSL305"][1] and "before 0.19.3" in old["DSL305"][1]
+    middle = _lint_script("0.19.2")
+    assert "DSL301" not in middle  # ZeRO-2 without fp16: the direct call is supported since 0.18.3
+    assert "does not clip by default" in middle["DSL305"][1]
+    new = _lint_script("0.19.3")
+    assert "default 1.0 since DeepSpeed 0.19.3" in new["DSL305"][1]
+
+
+def test_buffer_casting_is_told_by_version() -> None:
+    config = '{"train_batch_size": 8, "ignored_parameters": ["rotary_emb.*"]}'
+    old = _lint_config(config, "0.19.1")
+    assert "DeepSpeed 0.19.1 casts buffers" in old[0]
+    new = _lint_config(config, "0.19.2")
+    assert "casts only parameters since DeepSpeed 0.19.2" in new[0]
+
+
+def test_explain_says_from_which_version_a_rule_applies() -> None:
+    result = CliRunner().invoke(main, ["explain", "DSL402"])
+    assert "## DeepSpeed versions" in result.output and "0.19.7 and later" in result.output
+    data = json.loads(CliRunner().invoke(main, ["explain", "DSL410", "--format", "json"]).output)
+    assert data["deepspeed_versions"].startswith("0.15.0 and later")
+    rule = rule_by_code("DSL416")
+    assert rule is not None and rule.deepspeed_versions
