@@ -10,12 +10,13 @@ import libcst as cst
 
 from dslint.config.rule import ConfigRule
 from dslint.diagnostics import Diagnostic, Location
-from dslint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
+from dslint.prefilter import ENGINE_TOKENS, TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
 from dslint.registry import all_rules
 from dslint.rule import ScriptRule
 from dslint.rules.syntax_error import SyntaxErrorRule
 from dslint.script.context import ScriptContext
 from dslint.script.facts import collect_facts
+from dslint.script.project_facts import ProjectFacts
 from dslint.script.traversal import visit_all
 from dslint.selection import RuleSelection
 from dslint.suppression import apply_noqa, might_have_noqa
@@ -46,11 +47,12 @@ def lint_source(
     *,
     use_prefilter: bool = True,
     line_noqa: bool = True,
+    project: ProjectFacts | None = None,
 ) -> ScriptResult:
     """Lint one script and apply its noqa comments (`dslint.suppression`); `line_noqa=False` leaves line
     comments to the caller (flake8 applies them itself)."""
     selection = selection or RuleSelection()
-    result = lint_source_unsuppressed(path, data, selection, world_size, use_prefilter=use_prefilter)
+    result = lint_source_unsuppressed(path, data, selection, world_size, use_prefilter=use_prefilter, project=project)
     text = result.text if result.text is not None else _decode(data)
     suppressed = apply_noqa(path, text, result.diagnostics, selection, line_noqa=line_noqa)
     result.diagnostics = suppressed.diagnostics
@@ -74,11 +76,13 @@ def lint_source_unsuppressed(
     world_size: int | None = None,
     *,
     use_prefilter: bool = True,
+    project: ProjectFacts | None = None,
 ) -> ScriptResult:
-    """The rules' findings before any noqa comment is applied."""
+    """The rules' findings before any noqa comment is applied. `project` is what the project index knows about
+    this file (engines passed in from elsewhere, the configs its launchers give it)."""
     selection = selection or RuleSelection()
     result = ScriptResult(path)
-    rules, configs = _rules_for(data, script_rules(selection), config_rules(selection))
+    rules, configs = _rules_for(data, script_rules(selection), config_rules(selection), project)
     report_syntax = selection.enabled(SyntaxErrorRule.code) and any(_rules_for(data, *_every_rule()))
     if use_prefilter and not rules and not configs and not report_syntax:
         result.skipped = True
@@ -95,7 +99,7 @@ def lint_source_unsuppressed(
     result.parsed = True
     result.text = _decoded(data, module.encoding)
     result.encoding = module.encoding
-    result.diagnostics.extend(lint_module(path, module, rules, configs, world_size=world_size))
+    result.diagnostics.extend(lint_module(path, module, rules, configs, world_size=world_size, project=project))
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
 
@@ -122,9 +126,19 @@ def _every_rule() -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
 
 
 def _rules_for(
-    data: bytes, rules: list[type[ScriptRule]], configs: list[type[ConfigRule]]
+    data: bytes,
+    rules: list[type[ScriptRule]],
+    configs: list[type[ConfigRule]],
+    project: ProjectFacts | None = None,
 ) -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
-    """The rules that can possibly fire on `data` (see dslint.prefilter)."""
+    """The rules that can possibly fire on `data` (see dslint.prefilter). An engine the project index brings
+    from elsewhere stands for the `deepspeed.initialize` call the text would otherwise need; a config a
+    launcher passes, for the config tokens."""
+    if project is not None and project.receives_engine:
+        rules = [r for r in rules if r.required_tokens == ENGINE_TOKENS or has_tokens(data, r.required_tokens)]
+        return rules, configs
+    if project is not None and any(launch.config_path for launch in project.launches) and configs:
+        return [rule for rule in rules if has_tokens(data, rule.required_tokens)], configs
     rules = [rule for rule in rules if has_tokens(data, rule.required_tokens)]
     engine = bool(rules or configs) and may_create_engine(data)
     if rules and all(rule.needs_engine for rule in rules) and not engine:
@@ -141,8 +155,9 @@ def lint_module(
     rules: Sequence[type[ScriptRule]],
     config_rules: Sequence[type[ConfigRule]] = (),
     world_size: int | None = None,
+    project: ProjectFacts | None = None,
 ) -> list[Diagnostic]:
-    facts = collect_facts(module)
+    facts = collect_facts(module, project)
     context = ScriptContext(path, module, facts)
     active = [rule(context) for rule in rules if facts.has_engine or not rule.needs_engine]
     if active:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Related, Severity
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -147,6 +147,7 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
         fix_message: str = "",
         severity: Severity | None = None,
         imports: Sequence[str] = (),
+        related: Sequence[Related] = (),
     ) -> None:
         """Report `node`; an empty `edits` means no fix. Nodes in a plain-PyTorch branch are never reported.
 
@@ -167,6 +168,7 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
                 start=start,
                 end=end,
                 fix=fix,
+                related=tuple(related),
             )
         )
 

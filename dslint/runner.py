@@ -11,8 +11,11 @@ from pathlib import Path
 
 from dslint.config.discovery import CONFIG_SUFFIXES, is_candidate
 from dslint.config.linter import lint_config_source
+from dslint.config.rule import Origin
 from dslint.gitignore import IgnoreFile, is_ignored
 from dslint.linter import ScriptResult, lint_source
+from dslint.project.index import ProjectIndex, build_project_index
+from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
 from dslint.settings import DEFAULT_EXCLUDE
 
@@ -127,15 +130,33 @@ class FileFailure:
     message: str
 
 
-def lint_path(path: Path, selection: RuleSelection, world_size: int | None = None) -> ScriptResult | FileFailure:
+def index_project(files: Iterable[Path], paths: Sequence[str]) -> ProjectIndex:
+    """The project index over the files about to be linted, computed once, before any of them is."""
+    return build_project_index(files, paths)
+
+
+def lint_path(
+    path: Path,
+    selection: RuleSelection,
+    world_size: int | None = None,
+    project: ProjectFacts | None = None,
+    config_reader: str | None = None,
+) -> ScriptResult | FileFailure:
+    """`project`: what the project index knows about a script; `config_reader`: who reads a config file that a
+    launcher passes ("trainer" or "initialize"), which makes it a DeepSpeed config whatever its name."""
     try:
         data = path.read_bytes()
     except OSError as error:
         return FileFailure(str(path), f"cannot read: {error.strerror or error}")
     try:
         if path.suffix.lower() in CONFIG_SUFFIXES:
+            if config_reader is not None:
+                origin = Origin.TRAINER if config_reader == "trainer" else Origin.INITIALIZE
+                return lint_config_source(
+                    str(path), data, selection, origin=origin, world_size=world_size, known_config=True
+                )
             return lint_config_source(str(path), data, selection, world_size=world_size)
-        return lint_source(str(path), data, selection, world_size=world_size)
+        return lint_source(str(path), data, selection, world_size=world_size, project=project)
     except RecursionError:
         return FileFailure(str(path), "internal error: the file is nested too deeply to analyse")
     except Exception as error:
@@ -158,17 +179,32 @@ def lint_paths(
         return list(pool.map(_lint_one, [(path, selection, world_size) for path in files], chunksize=8))
 
 
-def _lint_item(item: tuple[Path, RuleSelection, int | None]) -> ScriptResult | FileFailure:
+def _lint_item(
+    item: tuple[Path, RuleSelection, int | None, ProjectFacts | None, str | None],
+) -> ScriptResult | FileFailure:
     return lint_path(*item)
 
 
 def lint_files(
-    items: Sequence[tuple[Path, RuleSelection]], jobs: int | None = None, world_size: int | None = None
+    items: Sequence[tuple[Path, RuleSelection]],
+    jobs: int | None = None,
+    world_size: int | None = None,
+    project: ProjectIndex | None = None,
 ) -> list[ScriptResult | FileFailure]:
-    """Like `lint_paths`, with a selection per file (settings' per-file-ignores, nested pyproject.toml)."""
+    """Like `lint_paths`, with a selection per file (settings' per-file-ignores, nested pyproject.toml);
+    `project` (see `index_project`) gives each file what is known about it from elsewhere."""
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
+    work = [
+        (
+            path,
+            selection,
+            world_size,
+            project.facts_for(path) if project is not None else None,
+            project.config_reader(path) if project is not None else None,
+        )
+        for path, selection in items
+    ]
     if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:
-        return [lint_path(path, selection, world_size) for path, selection in items]
+        return [lint_path(*item) for item in work]
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
-        triples = [(path, selection, world_size) for path, selection in items]
-        return list(pool.map(_lint_item, triples, chunksize=8))
+        return list(pool.map(_lint_item, work, chunksize=8))

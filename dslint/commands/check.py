@@ -13,7 +13,7 @@ from dslint.commands.options import force_exclude_option, make_resolver, setting
 from dslint.diagnostics import Diagnostic
 from dslint.linter import ScriptResult
 from dslint.report import ReportContext, renderer
-from dslint.runner import FileFailure, lint_files
+from dslint.runner import FileFailure, index_project, lint_files
 from dslint.settings import OUTPUT_FORMATS, SettingsError, SettingsResolver
 from dslint.suppression import add_noqa
 from dslint.workspace import files_to_check
@@ -106,8 +106,9 @@ def run_check(
 ) -> tuple[list[ScriptResult], list[str], int]:
     """Discover and lint with each file's effective settings: (results, errors, number of files checked)."""
     files, errors = files_to_check(resolver, paths, force_exclude)
+    project = index_project([job.path for job in files], paths or (".",))
     results: list[ScriptResult] = []
-    for result in lint_files([(job.path, job.selection) for job in files], jobs, world_size):
+    for result in lint_files([(job.path, job.selection) for job in files], jobs, world_size, project):
         if isinstance(result, FileFailure):
             errors.append(f"{result.path}: {result.message}")
         else:

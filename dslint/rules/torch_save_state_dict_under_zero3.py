@@ -6,6 +6,7 @@ import libcst as cst
 
 from dslint.diagnostics import Severity
 from dslint.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.evidence import evidence
 from dslint.script.facts import BindingKind, InitializeCall, Role, method_name
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.names import dotted_name
@@ -140,10 +141,11 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         if init is None:
             return
         stage = zero_stage(self.context, init)
+        found = evidence(self.context, init)
         if stage == 3:
-            self.report(node, self.zero3_message)
+            self.report(node, self.zero3_message + found.suffix, related=found.related)
         elif stage is None:
-            self.report(node, self.message, severity=Severity.WARNING)
+            self.report(node, self.message + found.suffix, severity=Severity.WARNING, related=found.related)
 
     def _saved_model_state(self, value: cst.BaseExpression, at: cst.Call) -> InitializeCall | None:
         facts = self.facts
