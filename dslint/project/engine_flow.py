@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ from dslint.script.project_facts import ENGINE, ENGINE_MODULE, RESULT_ORDER
 # A symbolic value: ("result", roles, is_tuple, origin key) | ("param", name, unwrapped) | None
 Value = tuple[object, ...] | None
 MAX_ROUNDS = 6
+# A function name found in more files than this is too common to check every call of it.
+MAX_NAME_FILES = 24
 
 
 @dataclass
@@ -93,7 +96,7 @@ def parse_module(path: str, data: bytes) -> ParsedModule | None:
         return None
     module = ParsedModule(path, tree, {})
     package: list[str] | None = None
-    for node in ast.walk(tree):
+    for node in _all_statements(tree.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -163,6 +166,7 @@ class EngineFlow:
         self.inits: dict[tuple[str, int, int], InitSite] = {}
         self.call_texts: dict[tuple[str, str], tuple[str, str]] = {}  # (path, callee text) -> callee
         self.in_progress: set[tuple[str, str]] = set()
+        self.unverifiable: set[str] = set()  # names too common to see every call of
         # `self.x = engine` in one method, read in another: (path, class, "x") -> value
         self.attributes: dict[tuple[str, str, str], Value] = {}
 
@@ -174,40 +178,83 @@ class EngineFlow:
         return self.modules[path]
 
     def analyse_all(self, producers: Iterable[str]) -> None:
-        """Analyse the modules that may create an engine, the modules they call into, and (by a text test for
-        the helper's name) the modules that call a helper returning an engine; until nothing new comes in."""
-        done: set[str] = set()
-        pending = list(producers)
-        while pending:
-            while pending:
-                path = pending.pop()
-                if path in done:
-                    continue
-                done.add(path)
+        """Follow engines from where they are created, analysing only the functions they reach.
+
+        Start: the functions (and module-level code) of `producers` that call `deepspeed.initialize`. Then,
+        until nothing new comes in: the functions an engine (or something holding one) is passed to; and, found
+        by a text test for their names, the functions that call a helper returning an engine or a function
+        receiving one (so that every call of a receiving function is seen: one call with something else and
+        its parameter stays unknown). A name found in too many files is not followed, and the functions
+        reached through it are left unknown rather than guessed.
+        """
+        queue: list[tuple[str, str]] = []
+        for path in producers:
+            module = self.module(path)
+            if module is not None:
+                queue.extend((path, qualname) for qualname in self._initializing(module))
+        searched: set[str] = set()
+        followed = 0
+        while queue:
+            while queue:
+                path, qualname = queue.pop()
                 module = self.module(path)
-                if module is None:
+                if module is not None:
+                    self._ensure(module, qualname)
+            for site in self.calls[followed:]:
+                if any(v is not None for v in site.arguments.values()) and site.callee not in self.summaries:
+                    queue.append(site.callee)
+            followed = len(self.calls)
+            names = {q.rpartition(".")[2] for (_, q), summary in self.summaries.items() if q and self._worth(summary)}
+            names.update(site.callee[1].rpartition(".")[2] for site in self.calls)
+            names.discard("__init__")
+            for name in sorted(names - searched):
+                searched.add(name)
+                needle = name.encode() + b"("
+                matched = [path for path, data in self.read.items() if needle in data]
+                if len(matched) > MAX_NAME_FILES:
+                    self.unverifiable.add(name)
                     continue
-                known = len(self.calls)
-                self._analyse_module(module)
-                for site in self.calls[known:]:
-                    if any(v is not None for v in site.arguments.values()):
-                        pending.append(site.callee[0])
-            helpers = {
-                qualname.rpartition(".")[2].encode()
-                for (_, qualname), summary in self.summaries.items()
-                if qualname and summary.returns and any(r is not None and r[0] == "result" for r in summary.returns)
-            }
-            helpers.update(
-                site.callee[1].rpartition(".")[2].encode()
-                for site in self.calls
-                if any(v is not None for v in site.arguments.values())
-            )
-            if helpers:
-                pending = [
-                    path
-                    for path, data in self.read.items()
-                    if path not in done and any(name + b"(" in data for name in helpers)
-                ]
+                for path in matched:
+                    module = self.module(path)
+                    if module is None:
+                        continue
+                    for qualname in self._calling(module, name):
+                        if (path, qualname) not in self.summaries:
+                            queue.append((path, qualname))
+
+    def _worth(self, summary: FunctionSummary) -> bool:
+        return any(r is not None and r[0] == "result" for r in summary.returns)
+
+    def _initializing(self, module: ParsedModule) -> list[str]:
+        """The functions of a module (and "" for module-level code) that call deepspeed.initialize: only the
+        innermost definitions around a line that mentions `initialize` are looked at."""
+        data = self.read.get(module.path, b"")
+        lines = {data.count(b"\n", 0, m.start()) + 1 for m in re.finditer(rb"initialize", data)}
+        candidates: set[str] = set()
+        for line in lines:
+            holder = ""
+            for qualname, function in module.functions.items():
+                if function.lineno <= line <= (function.end_lineno or function.lineno) and len(qualname) > len(holder):
+                    holder = qualname
+            candidates.add(holder)
+        found: list[str] = []
+        for qualname in sorted(candidates):
+            body = module.tree.body if not qualname else module.functions[qualname].body
+            for statement in _statements(body):
+                if any(self._is_initialize(module, call.func) for call in _calls(statement)):
+                    found.append(qualname)
+                    break
+        return found
+
+    def _calling(self, module: ParsedModule, name: str) -> list[str]:
+        """The functions of a module (and "" for module-level code) holding a call of something named `name`."""
+        found: list[str] = []
+        for qualname, body in [("", module.tree.body), *((q, f.body) for q, f in module.functions.items())]:
+            for statement in _statements(body):
+                if any((_dotted(call.func) or "").rpartition(".")[2] == name for call in _calls(statement)):
+                    found.append(qualname)
+                    break
+        return found
 
     def _analyse_module(self, module: ParsedModule) -> None:
         self._ensure(module, "")
@@ -465,6 +512,8 @@ class EngineFlow:
         parameters that receive the engine (or engine.module) at every call seen."""
         by_param: dict[tuple[str, str, str], list[tuple[Value, CallSite]]] = {}
         for site in self.calls:
+            if site.callee[1].rpartition(".")[2] in self.unverifiable:
+                continue
             for param, value in site.arguments.items():
                 by_param.setdefault((*site.callee, param), []).append((value, site))
         resolved: dict[tuple[str, str, str], tuple[str, CallSite, InitSite]] = {}
@@ -527,7 +576,7 @@ class EngineFlow:
     def passthrough_helpers(self) -> Iterator[tuple[str, str, int, str, bool]]:
         """(caller path, callee text, parameter index, parameter name, unwrapped) for calls of helpers that
         return their argument (`_unwrap_model(engine)`)."""
-        for (path, text), callee in self.call_texts.items():
+        for (path, text), callee in list(self.call_texts.items()):
             returned = self.returned(callee)
             if returned is None or returned[0] != "param":
                 continue
@@ -546,7 +595,7 @@ class EngineFlow:
     def result_helpers(self) -> Iterator[tuple[str, str, tuple[str, str], tuple[str | None, ...], bool, InitSite]]:
         """(caller path, callee text, callee, roles, is_tuple, initialize site) for calls of helpers that
         return initialize's results."""
-        for (path, text), callee in self.call_texts.items():
+        for (path, text), callee in list(self.call_texts.items()):
             returned = self.returned(callee)
             if returned is None or returned[0] != "result" or not isinstance(returned[3], InitSite):
                 continue
@@ -595,6 +644,14 @@ def _items(value: Value, count: int) -> list[Value]:
         if len(roles) == count:
             return [("result", (role,), False, value[3]) if role is not None else None for role in roles]
     return [None] * count
+
+
+def _all_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement, into nested definitions too (for imports; expressions are not entered)."""
+    for statement in _statements(body):
+        yield statement
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield from _all_statements(statement.body)
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:

@@ -11,6 +11,7 @@ only when they may create an engine (a text test) or when such a module calls in
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,6 @@ from pathlib import Path
 from dslint.config import facts as config_facts
 from dslint.config.tree import Object
 from dslint.diagnostics import Related
-from dslint.prefilter import may_create_engine
 from dslint.project.engine_flow import EngineFlow, InitSite, ModuleFinder
 from dslint.project.launchers import (
     CONFIG_OPTIONS,
@@ -39,6 +39,11 @@ from dslint.script.project_facts import (
 )
 
 LAUNCHER_SUFFIXES = (".sh", ".bash", "Makefile", "makefile", ".mk")
+# Read too: launch commands in Markdown code blocks (READMEs document how a script is run), and YAML files
+# that name a Trainer's DeepSpeed config (`deepspeed: ds_z3.json` in a fine-tuning YAML).
+DOCUMENT_SUFFIXES = (".md", ".yaml", ".yml")
+_YAML_DEEPSPEED = re.compile(r"^\s*deepspeed\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
+_TRAINER_LITERAL = re.compile(rb"\b(?:deepspeed|hf_ds_config)\s*=\s*[rR]?['\"]([^'\"\n]+\.json)['\"]")
 SKIPPED_DIRECTORIES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox"})
 
 
@@ -64,6 +69,9 @@ class ProjectIndex:
     # Who reads each launched config: "trainer" (the HF Trainer or accelerate, which fill "auto") or
     # "initialize" (deepspeed.initialize in the script).
     config_readers: dict[str, set[str]] = field(default_factory=dict)
+    # Every deepspeed.initialize the index followed: (path, line, function holding it)
+    problems: list[str] = field(default_factory=list)
+    initialize_sites: list[tuple[str, int, str]] = field(default_factory=list)
 
     def config_reader(self, path: str | Path) -> str | None:
         """ "trainer" when only the Hugging Face Trainer or accelerate read this config, "initialize" when
@@ -121,7 +129,11 @@ def _walk_launchers(roots: Sequence[str]) -> list[str]:
             subdirectories[:] = sorted(
                 d for d in subdirectories if d not in SKIPPED_DIRECTORIES and not d.startswith(".")
             )
-            found.extend(os.path.join(directory, n) for n in sorted(names) if n.endswith(LAUNCHER_SUFFIXES))
+            found.extend(
+                os.path.join(directory, n)
+                for n in sorted(names)
+                if n.endswith(LAUNCHER_SUFFIXES) or n.endswith(DOCUMENT_SUFFIXES)
+            )
     return found
 
 
@@ -148,11 +160,42 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
         if data is None:
             continue
         sources[path] = data
-        if may_create_engine(data):
+        _trainer_literals(index, path, data, roots)
+        if creates_engine(data):
             producers.append(path)
     if producers:
-        _follow_engines(index, sources, producers)
+        try:
+            _follow_engines(index, sources, producers)
+        except RecursionError:
+            index.problems.append("engines were not followed across functions: the code is nested too deeply")
     return index
+
+
+_ALIAS = re.compile(rb"\bimport\s+deepspeed\s+as\s+([A-Za-z_][A-Za-z0-9_]*)")
+_FROM = re.compile(rb"\bfrom\s+deepspeed\s+import\s+(?:\([^)]*|[^\n]*)\binitialize\b")
+
+
+def creates_engine(data: bytes) -> bool:
+    """A text test, narrower than the per-file prefilter: `deepspeed.initialize(` (or `ALIAS.initialize(`
+    after `import deepspeed as ALIAS`, or `initialize(` after `from deepspeed import initialize`) written as
+    code: not after a quote or `#` on its line, not inside a triple-quoted string. The index follows engines
+    from these files only; a file's own engines are still found by its own facts."""
+    if b"initialize" not in data or b"deepspeed" not in data:
+        return False
+    names = [b"deepspeed"]
+    names.extend(_ALIAS.findall(data) if b"import deepspeed as" in data else ())
+    pattern = rb"\b(?:" + b"|".join(re.escape(n) for n in names) + rb")\s*\.\s*initialize\s*\("
+    if b"from deepspeed" in data and _FROM.search(data):
+        pattern += rb"|(?<![.\w])initialize\s*\("
+    for match in re.finditer(pattern, data):
+        line_start = data.rfind(b"\n", 0, match.start()) + 1
+        before = data[line_start : match.start()]
+        if any(mark in before for mark in (b'"', b"'", b"#", b"`")):
+            continue
+        if data.count(b'"""', 0, match.start()) % 2 or data.count(b"'''", 0, match.start()) % 2:
+            continue
+        return True
+    return False
 
 
 def _facts(index: ProjectIndex, path: str) -> ProjectFacts:
@@ -167,13 +210,24 @@ def _read_launchers(index: ProjectIndex, paths: Sequence[str], roots: Sequence[s
     yamls: dict[str, AccelerateConfig | None] = {}
     for launcher in _walk_launchers(paths):
         data = _read(launcher)
-        if data is None or b".py" not in data:
+        if data is None:
             continue
         text = data.decode("utf-8", errors="replace")
         name = os.path.basename(launcher)
-        lines = (
-            parse_makefile(launcher, text) if "akefile" in name or name.endswith(".mk") else parse_shell(launcher, text)
-        )
+        if name.endswith((".yaml", ".yml")):
+            for match in _YAML_DEEPSPEED.finditer(text):
+                config = _find(match.group(1), launcher, roots)
+                if config is not None:
+                    index.config_readers.setdefault(config, set()).add("trainer")
+            continue
+        if b".py" not in data:
+            continue
+        if name.endswith(".md"):
+            lines = parse_shell(launcher, _code_blocks(text))
+        elif "akefile" in name or name.endswith(".mk"):
+            lines = parse_makefile(launcher, text)
+        else:
+            lines = parse_shell(launcher, text)
         for line in lines:
             script = _find(line.script, launcher, roots)
             accelerate = None
@@ -202,16 +256,43 @@ def _read_launchers(index: ProjectIndex, paths: Sequence[str], roots: Sequence[s
 HF_TOKENS = (b"HfArgumentParser", b"TrainingArguments", b"Accelerator(", b"accelerate")
 
 
+def _code_blocks(text: str) -> str:
+    """A Markdown file's fenced code blocks, other lines blanked (line numbers kept)."""
+    out: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            inside = not inside
+            out.append("")
+        else:
+            out.append(line if inside else "")
+    return "\n".join(out)
+
+
 def _reader(script: str | None, launched: LaunchedConfig) -> str:
-    """Who reads a launched config: accelerate's YAML always goes to accelerate; `--deepspeed x.json` to a
-    script that builds its TrainingArguments from the command line goes to the HF Trainer."""
+    """Who reads a launched config: accelerate's YAML always goes to accelerate; `--deepspeed x.json` (the
+    Hugging Face Trainer's option; DeepSpeed's own `--deepspeed` is an on/off flag) to a script that calls no
+    `initialize(` itself and either builds TrainingArguments or does not touch DeepSpeed at all (a wrapper
+    around a Trainer script) goes to the HF Trainer."""
     if launched.option == "accelerate":
         return "trainer"
     data = _read(script) if script is not None else None
-    hf_script = data is not None and b"initialize" not in data and any(token in data for token in HF_TOKENS)
-    if launched.option == "deepspeed" and hf_script:
+    if launched.option != "deepspeed" or data is None or b"initialize(" in data:
+        return "initialize"
+    if any(token in data for token in HF_TOKENS) or b"deepspeed" not in data:
         return "trainer"
     return "initialize"
+
+
+def _trainer_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequence[str]) -> None:
+    """`TrainingArguments(deepspeed="ds.json")`, `DeepSpeedPlugin(hf_ds_config="ds.json")`: those files are
+    read by the HF Trainer / accelerate."""
+    if b"deepspeed" not in data or not (b"TrainingArguments" in data or b"DeepSpeedPlugin" in data):
+        return
+    for match in _TRAINER_LITERAL.finditer(data):
+        config = _find(match.group(1).decode("utf-8", errors="replace"), path, roots)
+        if config is not None:
+            index.config_readers.setdefault(config, set()).add("trainer")
 
 
 def _launched_config(
@@ -296,6 +377,7 @@ def engine_config(index: ProjectIndex, site: InitSite) -> EngineConfig | None:
 def _follow_engines(index: ProjectIndex, sources: dict[str, bytes], producers: list[str]) -> None:
     flow = EngineFlow(ModuleFinder(sources), sources)
     flow.analyse_all(producers)
+    index.initialize_sites = sorted((site.path, site.line, site.qualname) for site in flow.inits.values())
     for (path, function, param), (role, site, init) in flow.engine_parameters().items():
         origin = Related(
             _shown(site.caller_path),
