@@ -276,8 +276,12 @@ def _reader(script: str | None, launched: LaunchedConfig) -> str:
     around a Trainer script) goes to the HF Trainer."""
     if launched.option == "accelerate":
         return "trainer"
+    if launched.option != "deepspeed":
+        return "initialize"
     data = _read(script) if script is not None else None
-    if launched.option != "deepspeed" or data is None or b"initialize(" in data:
+    if data is None:
+        return "trainer"  # a script outside the project given `--deepspeed x.json`: the HF Trainer's option
+    if creates_engine(data):
         return "initialize"
     if any(token in data for token in HF_TOKENS) or b"deepspeed" not in data:
         return "trainer"

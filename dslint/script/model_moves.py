@@ -57,11 +57,37 @@ def model_lineage(facts: ScriptFacts, init: InitializeCall) -> list[Binding]:
     while binding is not None and binding not in lineage:
         lineage.append(binding)
         value = binding.value
-        root = _chain_root(value) if value is not None else None
-        if root is None or dotted_name(root) != key or value is None:
+        if value is None:
+            break
+        root = _chain_root(value)
+        if (root is None or dotted_name(root) != key) and not _wraps(value, key):
             break
         binding = facts.binding_at(key, binding.scope, facts.start(value))
     return lineage
+
+
+def _wraps(value: cst.BaseExpression, key: str) -> bool:
+    """`model = DDP(model)`, `model = init_compression(model, cfg)`: the model goes on inside the wrapper, so a
+    move of it before still applies to what initialize receives (also when the wrap sits under an `if`)."""
+    if not isinstance(value, cst.Call):
+        return False
+    positional = [a for a in value.args if a.keyword is None and not a.star]
+    if positional and dotted_name(positional[0].value) == key:
+        return True
+    return any(
+        a.keyword is not None and a.keyword.value in ("model", "module") and dotted_name(a.value) == key
+        for a in value.args
+    )
+
+
+def moves_to_cpu(facts: ScriptFacts, call: cst.Call) -> bool:
+    """`.to(device)` where `device` was just bound to `torch.device("cpu")` (or "cpu"): not a GPU move."""
+    if method_name(call) != "to" or not call.args:
+        return False
+    value = facts.assigned_value(call.args[0].value, call)
+    if isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("device") and value.args:
+        value = value.args[0].value
+    return isinstance(value, cst.SimpleString) and value.evaluated_value == "cpu"
 
 
 def _chain_root(node: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -94,7 +120,7 @@ class ModelMoves:
 
     def initialize_for(self, call: cst.Call) -> InitializeCall | None:
         """The initialize call whose model `call` moves or casts beforehand, if any."""
-        if not is_placement_call(call):
+        if not is_placement_call(call) or moves_to_cpu(self.facts, call):
             return None
         if call in self._in_chains:
             return self._in_chains[call]
