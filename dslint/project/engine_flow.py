@@ -167,6 +167,10 @@ class EngineFlow:
         self.call_texts: dict[tuple[str, str], tuple[str, str]] = {}  # (path, callee text) -> callee
         self.in_progress: set[tuple[str, str]] = set()
         self.unverifiable: set[str] = set()  # names too common to see every call of
+        # The model initialize receives: built by a function (its return value), or a parameter of the function
+        # holding initialize, filled by its callers.
+        self.model_builders: dict[tuple[str, str], InitSite] = {}
+        self.model_parameters: dict[tuple[str, str, str], InitSite] = {}
         # `self.x = engine` in one method, read in another: (path, class, "x") -> value
         self.attributes: dict[tuple[str, str, str], Value] = {}
 
@@ -223,7 +227,10 @@ class EngineFlow:
                             queue.append((path, qualname))
 
     def _worth(self, summary: FunctionSummary) -> bool:
-        return any(r is not None and r[0] == "result" for r in summary.returns)
+        """Functions whose callers must be seen: they return an engine, or hand a parameter to initialize."""
+        if any(r is not None and r[0] == "result" for r in summary.returns):
+            return True
+        return any(key[:2] == (summary.path, summary.qualname) for key in self.model_parameters)
 
     def _initializing(self, module: ParsedModule) -> list[str]:
         """The functions of a module (and "" for module-level code) that call deepspeed.initialize: only the
@@ -344,13 +351,14 @@ class EngineFlow:
         if isinstance(expr, ast.Call):
             if self._is_initialize(module, expr.func):
                 site = self._init_site(module, summary.qualname, expr)
+                self._model_sink(module, summary, values, expr, site)
                 return ("result", RESULT_ORDER, True, site)
             callee = self.resolve(module, summary, expr.func)
             if callee is None:
                 return None
             returned = self.returned(callee)
             if returned is None:
-                return None
+                return ("returned", callee[0], callee[1])
             if returned[0] == "param":
                 argument = self._argument_for(callee, expr, str(returned[1]))
                 if argument is None:
@@ -401,6 +409,42 @@ class EngineFlow:
             return None
         first = summary.returns[0]
         return first if all(r == first for r in summary.returns) else None
+
+    def _model_sink(
+        self, module: ParsedModule, summary: FunctionSummary, values: dict[str, Value], call: ast.Call, site: InitSite
+    ) -> None:
+        """Where the model given to initialize comes from: a builder's return value (`model = get_model()`),
+        or a parameter of the function holding initialize (`def train(model): deepspeed.initialize(model=model)`)."""
+        model = next((k.value for k in call.keywords if k.arg == "model"), None)
+        if model is None and len(call.args) > 1 and not isinstance(call.args[1], ast.Starred):
+            model = call.args[1]
+        if model is None:
+            return
+        held = self.value(module, summary, values, model)
+        if held is None:
+            return
+        if held[0] == "returned":
+            self.model_builders.setdefault((str(held[1]), str(held[2])), site)
+        elif held[0] == "param" and not held[2] and summary.qualname:
+            self.model_parameters.setdefault((summary.path, summary.qualname, str(held[1])), site)
+
+    def model_sinks(self) -> Iterator[tuple[str, str, int, str, InitSite]]:
+        """(caller path, callee text, parameter index, parameter name, initialize site) for calls that pass a model
+        into a function whose parameter goes to initialize as its model."""
+        for (path, text), callee in list(self.call_texts.items()):
+            for (callee_path, qualname, name), site in self.model_parameters.items():
+                if (callee_path, qualname) != callee:
+                    continue
+                module = self.module(callee_path)
+                function = module.functions.get(qualname) if module is not None else None
+                if function is None:
+                    continue
+                params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+                owner = qualname.rpartition(".")[0]
+                if module is not None and owner in module.classes and params:
+                    params = params[1:]
+                if name in params:
+                    yield path, text, params.index(name), name, site
 
     def _init_site(self, module: ParsedModule, qualname: str, call: ast.Call) -> InitSite:
         key = (module.path, call.lineno, call.col_offset)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dslint.config import facts as config_facts
@@ -250,7 +250,7 @@ def _read_launchers(index: ProjectIndex, paths: Sequence[str], roots: Sequence[s
             if script is not None:
                 facts = _facts(index, script)
                 launches = (*facts.launches, launch.config)
-                index.files[script] = ProjectFacts(facts.parameters, facts.returns, launches, facts.passthrough)
+                index.files[script] = replace(facts, launches=launches)
 
 
 HF_TOKENS = (b"HfArgumentParser", b"TrainingArguments", b"Accelerator(", b"accelerate")
@@ -392,14 +392,24 @@ def _follow_engines(index: ProjectIndex, sources: dict[str, bytes], producers: l
         facts = _facts(index, path)
         parameters = {name: dict(values) for name, values in facts.parameters.items()}
         parameters.setdefault(function, {})[param] = ParameterFact(role, origin, engine_config(index, init))
-        index.files[path] = ProjectFacts(parameters, facts.returns, facts.launches, facts.passthrough)
+        index.files[path] = replace(facts, parameters=parameters)
     for path, text, position, name, unwrapped in flow.passthrough_helpers():
         facts = _facts(index, path)
         passthrough = {**facts.passthrough, text: (position, name, unwrapped)}
-        index.files[path] = ProjectFacts(facts.parameters, facts.returns, facts.launches, passthrough)
+        index.files[path] = replace(facts, passthrough=passthrough)
     for path, text, callee, roles, is_tuple, init in flow.result_helpers():
         origin = Related(_shown(init.path), init.line, init.column, f"deepspeed.initialize inside {callee[1]}()")
         facts = _facts(index, path)
         returns = dict(facts.returns)
         returns[text] = ReturnFact(roles, is_tuple, origin, engine_config(index, init))
-        index.files[path] = ProjectFacts(facts.parameters, returns, facts.launches, facts.passthrough)
+        index.files[path] = replace(facts, returns=returns)
+    for (path, qualname), init in flow.model_builders.items():
+        facts = _facts(index, path)
+        origin = Related(
+            _shown(init.path), init.line, init.column, f"{qualname}() returns the model initialize receives"
+        )
+        index.files[path] = replace(facts, model_builders={**facts.model_builders, qualname: origin})
+    for path, text, position, name, init in flow.model_sinks():
+        facts = _facts(index, path)
+        origin = Related(_shown(init.path), init.line, init.column, f"{text}() hands {name} to deepspeed.initialize")
+        index.files[path] = replace(facts, model_sinks={**facts.model_sinks, text: (position, name, origin)})

@@ -493,6 +493,9 @@ def _constant_index(node: cst.Subscript) -> int | None:
     return None
 
 
+# Backend names compared against in `if backend == "...":` that are not DeepSpeed.
+PLAIN_BACKENDS = frozenset({"pytorch", "pytorchddp", "torch", "ddp", "fsdp", "bmtrain", "horovod", "apex", "cpu"})
+
 _FLAG_EXCLUDES = ("zero", "stage", "offload", "fp16", "bf16", "checkpoint")
 
 
@@ -524,6 +527,14 @@ def deepspeed_flag_polarity(test: cst.BaseExpression) -> bool | None:
                 return positive
             if isinstance(operator, cst.NotEqual):
                 return not positive
+        # `if env_type == "pytorchDDP":` selects another backend: its body is plain PyTorch
+        if (
+            left is not None
+            and isinstance(right, cst.SimpleString)
+            and str(right.evaluated_value).lower() in PLAIN_BACKENDS
+            and isinstance(operator, cst.Equal)
+        ):
+            return not positive
         if left is not None and _is_deepspeed_word(left.split(".")[-1]) and isinstance(right, cst.Name):
             if right.value == "None" and isinstance(operator, cst.IsNot):
                 return positive

@@ -78,11 +78,17 @@ class ProjectFacts:
     # Helpers that return their argument, maybe unwrapped (`_unwrap(m)`: `m.module if hasattr(m, "module")
     # else m`): callee as written -> (parameter index, parameter name, unwrapped)
     passthrough: Mapping[str, tuple[int, str, bool]] = field(default_factory=dict)
+    # Functions of this file whose return value initialize receives as its model (`get_model()`), with the call
+    model_builders: Mapping[str, Related] = field(default_factory=dict)
+    # Calls in this file that hand a model to a function passing it on to initialize: callee as written ->
+    # (parameter index, parameter name, the initialize call)
+    model_sinks: Mapping[str, tuple[int, str, Related]] = field(default_factory=dict)
 
     @property
     def receives_engine(self) -> bool:
-        """Whether an engine created elsewhere reaches this file (so engine rules must look at it)."""
-        return bool(self.parameters) or bool(self.returns)
+        """Whether an engine created elsewhere reaches this file, or a model from this file reaches an
+        initialize elsewhere (so engine rules must look at it)."""
+        return bool(self.parameters or self.returns or self.model_builders or self.model_sinks)
 
     def option_values(self, option: str) -> list[tuple[str | None, Related]]:
         """The values the launchers give `--option` (None for a bare flag), with the launch line."""
