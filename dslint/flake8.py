@@ -16,6 +16,7 @@ from typing import Any
 
 from dslint import __version__
 from dslint.linter import lint_source, own_findings
+from dslint.project.index import single_file_facts
 from dslint.rules.syntax_error import SyntaxErrorRule
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
@@ -48,7 +49,8 @@ class DslintChecker:
         except SettingsError as error:
             yield 1, 0, f"{SyntaxErrorRule.code} dslint settings error: {error}", type(self)
             return
-        result = lint_source(self.filename, data, selection, line_noqa=False)
+        project = single_file_facts(self.filename, data)
+        result = lint_source(self.filename, data, selection, line_noqa=False, project=project)
         for diagnostic in own_findings(self.filename, result):
             if diagnostic.code == SyntaxErrorRule.code:
                 continue

@@ -157,12 +157,17 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
         if self.facts.in_plain_branch(node):
             return
         fix = Fix(tuple(edits), applicability, fix_message, tuple(imports)) if edits else None
+        message = message or self.message
+        if not related and self.facts.project is not None:
+            origin = self._elsewhere(node)
+            if origin is not None:  # the engine (or what initialize returned) comes from another function/module
+                message, related = f"{message} ({origin.message}, {origin.path}:{origin.line})", (origin,)
         start, end = self.context.span(node)
         self.context.diagnostics.append(
             Diagnostic(
                 code=self.code,
                 slug=self.slug,
-                message=message or self.message,
+                message=message,
                 severity=severity or self.severity,
                 path=self.context.path,
                 start=start,
@@ -171,6 +176,14 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
                 related=tuple(related),
             )
         )
+
+    def _elsewhere(self, node: cst.CSTNode) -> Related | None:
+        """Where the engine (or scheduler, optimizer) a reported method call acts on was created or passed in,
+        when that is in another function or module."""
+        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+            return None
+        answer = self.facts.role_of(node.func.value, at=node)
+        return answer.init.origin if answer is not None and answer.init is not None else None
 
     def location(self, node: cst.CSTNode) -> tuple[Location, Location]:
         return self.context.span(node)

@@ -8,6 +8,7 @@ from pathlib import Path
 from dslint.diagnostics import Diagnostic
 from dslint.fixer import FixOutcome, fix_text
 from dslint.linter import lint_source
+from dslint.project.index import single_file_facts
 from dslint.selection import RuleSelection
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,7 +28,9 @@ def expected_markers(text: str) -> list[tuple[int, str]]:
 
 
 def lint_text(path: str, text: str, selection: RuleSelection | None = None) -> list[Diagnostic]:
-    return lint_source(path, text.encode("utf-8"), selection).diagnostics
+    """What `dslint check` reports on this file alone (with what the project index knows of the file itself)."""
+    data = text.encode("utf-8")
+    return lint_source(path, data, selection, project=single_file_facts(path, data)).diagnostics
 
 
 def fix_file_text(path: str, text: str) -> FixOutcome:

@@ -42,6 +42,7 @@ LAUNCHER_SUFFIXES = (".sh", ".bash", "Makefile", "makefile", ".mk")
 # Read too: launch commands in Markdown code blocks (READMEs document how a script is run), and YAML files
 # that name a Trainer's DeepSpeed config (`deepspeed: ds_z3.json` in a fine-tuning YAML).
 DOCUMENT_SUFFIXES = (".md", ".yaml", ".yml")
+MAX_LAUNCHER_BYTES = 256 * 1024
 _YAML_DEEPSPEED = re.compile(r"^\s*deepspeed\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
 _TRAINER_LITERAL = re.compile(rb"\b(?:deepspeed|hf_ds_config)\s*=\s*[rR]?['\"]([^'\"\n]+\.json)['\"]")
 SKIPPED_DIRECTORIES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox"})
@@ -198,6 +199,17 @@ def creates_engine(data: bytes) -> bool:
     return False
 
 
+def single_file_facts(path: str, data: bytes) -> ProjectFacts | None:
+    """What the index knows about one file read alone (no launchers, no other modules): engines that its own
+    helpers return or receive. For adapters that see one file at a time (flake8, the language server), so that
+    they report what `dslint check` reports on that file alone."""
+    if not creates_engine(data):
+        return None
+    index = ProjectIndex((absolute(Path(path).parent),))
+    _follow_engines(index, {absolute(path): data}, [absolute(path)])
+    return index.facts_for(path)
+
+
 def _facts(index: ProjectIndex, path: str) -> ProjectFacts:
     facts = index.files.get(path)
     if facts is None:
@@ -209,6 +221,11 @@ def _facts(index: ProjectIndex, path: str) -> ProjectFacts:
 def _read_launchers(index: ProjectIndex, paths: Sequence[str], roots: Sequence[str]) -> None:
     yamls: dict[str, AccelerateConfig | None] = {}
     for launcher in _walk_launchers(paths):
+        try:
+            if os.path.getsize(launcher) > MAX_LAUNCHER_BYTES:
+                continue  # a data file or a generated document, not a launcher
+        except OSError:
+            continue
         data = _read(launcher)
         if data is None:
             continue

@@ -121,6 +121,17 @@ def _literal(value: str) -> str | None:
     return words[0]
 
 
+def _is_assignment_only(line: str) -> bool:
+    """`NAME=value` (or `export NAME=value`) alone, not `NAME=value command ...` (an environment for a command)."""
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        return False
+    if words and words[0] in ("export", "local", "readonly"):
+        words = words[1:]
+    return len(words) == 1
+
+
 def _substitute(text: str, variables: dict[str, str | None]) -> str:
     def replace(match: re.Match[str]) -> str:
         name = match.group(1) or match.group(2) or match.group(3)
@@ -137,7 +148,7 @@ def parse_shell(path: str, text: str) -> list[LaunchLine]:
     for number, logical in _logical_lines(text):
         line = _strip_comment(logical)
         assignment = _ASSIGNMENT.match(line)
-        if assignment and " " not in line.strip().split("=", 1)[0]:
+        if assignment and _is_assignment_only(line):
             name, value = assignment.groups()
             rest = _literal(_substitute(value, variables))
             variables[name] = None if rest is None or UNKNOWN_VALUE in rest else rest
