@@ -48,7 +48,9 @@ def test_project_findings_match_markers(project: Path) -> None:
     assert others == sorted(" ".join(pinned[i : i + 2]) for i in range(0, len(pinned), 2))
 
 
-def test_a_finding_names_the_launcher_and_config_it_depends_on() -> None:
+def test_a_finding_names_the_launchers_and_config_it_depends_on() -> None:
+    """train.py runs with ZeRO-2 (scripts/run_z2.sh) and ZeRO-3 (scripts/run_z3.sh, the Makefile's train-z3):
+    the stage-3 finding is reported once, naming the two launchers where it applies, and the config."""
     project = FIXTURES / "projects" / "launchers"
     files = discover([str(project)]).files
     index = index_project(files, [str(project)])
@@ -56,8 +58,12 @@ def test_a_finding_names_the_launcher_and_config_it_depends_on() -> None:
     (result,) = lint_files([(train, RuleSelection())], jobs=1, project=index)
     assert isinstance(result, ScriptResult)
     (finding,) = result.diagnostics
-    assert "run_z3.sh:8 -> " in finding.message and "ds_z3.json:3)" in finding.message
+    assert "(ZeRO-3 from " in finding.message and "run_z3.sh:8" in finding.message
+    assert "Makefile:4" in finding.message and "run_z2" not in finding.message
+    assert finding.message.endswith("ds_z3.json:3)")
     assert [(Path(r.path).name, r.line) for r in finding.related] == [
+        ("Makefile", 4),  # the launch line
+        ("Makefile", 4),  # its --deepspeed_config option
         ("run_z3.sh", 6),
         ("run_z3.sh", 8),
         ("ds_z3.json", 3),

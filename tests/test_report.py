@@ -231,9 +231,9 @@ def test_related_locations_in_sarif_json_and_full(tmp_path: Path) -> None:
         )
         for r in dsl204["relatedLocations"]
     ]
-    assert related == [("run_z3.sh", 6), ("run_z3.sh", 8), ("ds_z3.json", 3)]
+    assert related == [("Makefile", 4), ("Makefile", 4), ("run_z3.sh", 6), ("run_z3.sh", 8), ("ds_z3.json", 3)]
     data = json.loads(_check("--isolated", "--output-format", "json", str(project)).stdout)
     (finding,) = [d for d in data if d["code"] == "DSL204"]
-    assert finding["related"][1]["message"] == "--deepspeed_config configs/ds_z3.json"
+    assert finding["related"][3]["message"] == "--deepspeed_config configs/ds_z3.json"
     full = _check("--isolated", "--output-format", "full", str(project)).stdout
     assert "= from fixtures/projects/launchers/scripts/run_z3.sh:8:" in full
