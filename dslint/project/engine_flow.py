@@ -299,8 +299,42 @@ class EngineFlow:
         values: dict[str, Value] = {p: ("param", p, False) for p in summary.params}
         if summary.is_method and summary.params:
             values.pop(summary.params[0], None)
-        for statement in _statements(body):
+        self._block(module, summary, values, body)
+
+    def _block(
+        self, module: ParsedModule, summary: FunctionSummary, values: dict[str, Value], body: list[ast.stmt]
+    ) -> None:
+        """Statements in order; after an `if` (or a loop, a `try`), a name keeps its value only when every path
+        gives it the same one: `if use_ds: model, *_ = deepspeed.initialize(...)` leaves `model` unknown after
+        the `if`, since the other path keeps the plain model."""
+        for statement in body:
             self._statement(module, summary, values, statement)
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            arms: list[list[ast.stmt]] = []
+            if isinstance(statement, ast.If):
+                arms = [statement.body, statement.orelse]
+            elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+                arms = [statement.body + statement.orelse, []]
+            elif isinstance(statement, (ast.With, ast.AsyncWith)):
+                self._block(module, summary, values, statement.body)
+                continue
+            elif isinstance(statement, ast.Try):
+                arms = [statement.body + statement.orelse, *(h.body for h in statement.handlers)]
+                if statement.finalbody:
+                    arms = [arm + statement.finalbody for arm in arms]
+            elif isinstance(statement, ast.Match):
+                arms = [case.body for case in statement.cases] + [[]]
+            if not arms:
+                continue
+            results: list[dict[str, Value]] = []
+            for arm in arms:
+                copy = dict(values)
+                self._block(module, summary, copy, arm)
+                results.append(copy)
+            for key in {k for result in results for k in result}:
+                seen = [result.get(key) for result in results]
+                values[key] = seen[0] if all(v == seen[0] for v in seen) else None
 
     def _self_key(self, summary: FunctionSummary, key: str) -> tuple[str, str, str] | None:
         if not summary.is_method or not summary.params:
