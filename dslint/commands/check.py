@@ -85,9 +85,7 @@ def check(
     if output_file is not None:
         output_file.write_text(report, encoding="utf-8")
     else:
-        out = click.get_text_stream("stdout")
-        out.write(report)
-        out.flush()
+        click.echo(report, nl=False)
     for message in errors:
         click.echo(f"dslint: error: {message}", err=True)
     if not quiet:

@@ -111,7 +111,7 @@ def fix(
     for job in jobs:
         if job.path.suffix == ".py":  # config files have findings but no fixes
             fix_file(job.path, job.selection, unsafe=job.settings.unsafe_fixes, diff=diff, report=report)
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     if diff:
         for text in report.diffs:
             out.write(text)
