@@ -10,6 +10,7 @@ import click
 from dslint import __version__
 from dslint.commands.check import check
 from dslint.commands.fix import fix
+from dslint.commands.graph import graph
 from dslint.commands.rules import explain, rules
 from dslint.commands.settings import settings_command
 
@@ -30,6 +31,7 @@ main.add_command(fix)
 main.add_command(rules)
 main.add_command(explain)
 main.add_command(settings_command)
+main.add_command(graph)
 
 
 @main.command()

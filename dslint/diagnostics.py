@@ -65,8 +65,18 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Related:
+    """Where a fact a finding depends on comes from: a launcher line, a config key, a helper in another module."""
+
+    path: str
+    line: int
+    column: int
+    message: str
+
+
+@dataclass(frozen=True)
 class Diagnostic:
-    """One finding in one file."""
+    """One finding in one file; `related` names the places elsewhere that the finding's facts come from."""
 
     code: str
     slug: str
@@ -77,6 +87,7 @@ class Diagnostic:
     end: Location
     fix: Fix | None = field(default=None, compare=False)
     cell: int | None = None  # in a notebook: the 1-based cell number; lines then count within the cell
+    related: tuple[Related, ...] = field(default=(), compare=False)
 
     @property
     def sort_key(self) -> tuple[str, int, int, int, str]:

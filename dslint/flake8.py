@@ -19,6 +19,7 @@ from dslint.framework.driver_rules import ScriptSyntaxError
 from dslint.framework.registry import implementation
 from dslint.lint.file import own_findings
 from dslint.lint.script import lint_source
+from dslint.project.index import single_file_facts
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
 
@@ -50,7 +51,8 @@ class DslintChecker:
         except SettingsError as error:
             yield 1, 0, f"{implementation(ScriptSyntaxError).code} dslint settings error: {error}", type(self)
             return
-        result = lint_source(self.filename, data, selection, line_noqa=False)
+        project = single_file_facts(self.filename, data)
+        result = lint_source(self.filename, data, selection, line_noqa=False, project=project)
         for diagnostic in own_findings(self.filename, result.diagnostics):
             if diagnostic.code == implementation(ScriptSyntaxError).code:
                 continue

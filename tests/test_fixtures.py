@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from fixture_support import FIXTURES, expected_markers, fix_file_text, lint_text
 
-SCRIPTS = sorted(p for p in FIXTURES.rglob("*.py") if not p.name.endswith(".out.py"))
+# fixtures/projects/ are whole projects, checked with the project index by tests/test_project_fixtures.py
+PROJECTS = FIXTURES / "projects"
+SCRIPTS = sorted(p for p in FIXTURES.rglob("*.py") if not p.name.endswith(".out.py") and PROJECTS not in p.parents)
 PAIRS = sorted(FIXTURES.rglob("*.in.py"))
 
 

@@ -65,7 +65,10 @@ def _findings(output: str, drop_syntax_errors: bool = False) -> list[str]:
 
 
 def test_flake8_reports_what_dslint_check_reports_on_every_fixture(tmp_path: Path) -> None:
-    files = sorted(str(p.relative_to(ROOT)) for p in FIXTURES.rglob("*.py"))
+    # fixtures/projects/ are whole projects: their findings need launchers and other modules, which flake8
+    # (one file at a time) does not see.
+    projects = FIXTURES / "projects"
+    files = sorted(str(p.relative_to(ROOT)) for p in FIXTURES.rglob("*.py") if projects not in p.parents)
     assert files
     flake8 = run_flake8(tmp_path, *files)
     assert flake8.stderr == "", flake8.stderr

@@ -198,7 +198,17 @@ def test_json_has_every_field() -> None:
     data = json.loads(result.stdout)
     assert len(data) == 2
     first = data[0]
-    assert set(first) == {"code", "slug", "message", "severity", "filename", "location", "end_location", "fix"}
+    assert set(first) == {
+        "code",
+        "slug",
+        "message",
+        "severity",
+        "filename",
+        "location",
+        "end_location",
+        "related",
+        "fix",
+    }
     assert first["location"] == {"line": 17, "column": 13} and first["end_location"] == {"line": 17, "column": 29}
     assert first["fix"]["applicability"] == "unsafe"
     edit = first["fix"]["edits"][0]
@@ -232,3 +242,27 @@ def test_github_paths_are_relative_to_the_workspace(tmp_path: Path) -> None:
     outside = annotation(_diagnostic(path="/elsewhere/train.py"), tmp_path)
     assert parse_workflow_commands(inside)[0][1]["file"] == "src/train.py"
     assert parse_workflow_commands(outside)[0][1]["file"] == "/elsewhere/train.py"
+
+
+def test_related_locations_in_sarif_json_and_full(tmp_path: Path) -> None:
+    """A finding whose facts come from elsewhere (a launcher, a config) carries them as related locations."""
+    project = ROOT / "fixtures" / "projects" / "launchers"
+    out = tmp_path / "report.sarif"
+    result = _check("--isolated", "--output-format", "sarif", "-o", str(out), str(project))
+    assert result.returncode == 1, result.stderr
+    document = json.loads(out.read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(SCHEMA).validate(document)
+    (dsl204,) = [r for r in document["runs"][0]["results"] if r["ruleId"] == "DSL204"]
+    related = [
+        (
+            r["physicalLocation"]["artifactLocation"]["uri"].rsplit("/", 1)[-1],
+            r["physicalLocation"]["region"]["startLine"],
+        )
+        for r in dsl204["relatedLocations"]
+    ]
+    assert related == [("Makefile", 4), ("Makefile", 4), ("run_z3.sh", 6), ("run_z3.sh", 8), ("ds_z3.json", 3)]
+    data = json.loads(_check("--isolated", "--output-format", "json", str(project)).stdout)
+    (finding,) = [d for d in data if d["code"] == "DSL204"]
+    assert finding["related"][3]["message"] == "--deepspeed_config configs/ds_z3.json"
+    full = _check("--isolated", "--output-format", "full", str(project)).stdout
+    assert "= from fixtures/projects/launchers/scripts/run_z3.sh:8:" in full

@@ -14,7 +14,7 @@ from dslint.commands.stdin import STDIN, lint_stdin
 from dslint.commands.summary import Tally
 from dslint.diagnostics import Severity
 from dslint.fix.write import SourceError, read_source, write_source
-from dslint.lint.batch import FileFailure, lint_files
+from dslint.lint.batch import FileFailure, index_project, lint_files
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.files import files_to_check
 from dslint.lint.result import FileResult
@@ -199,7 +199,8 @@ def run_check(
     try:
         items = [(job.path, job.selection) for job in files]
         limits = [job.settings.limits for job in files]
-        linted = lint_files(items, jobs, world_size, progress.advance, limits)
+        project = index_project([job.path for job in files], tuple(named) or (".",))
+        linted = lint_files(items, jobs, world_size, progress.advance, limits, project)
     finally:
         progress.finish()
     _collect(outcome, linted)

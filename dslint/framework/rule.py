@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Related, Severity
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -184,6 +184,7 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
         fix_message: str = "",
         severity: Severity | None = None,
         imports: Sequence[str] = (),
+        related: Sequence[Related] = (),
     ) -> None:
         """Report `node`; an empty `edits` means no fix. Nodes in a plain-PyTorch branch are never reported.
 
@@ -193,16 +194,30 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
         if self.facts.in_plain_branch(node):
             return
         fix = Fix(tuple(edits), applicability, fix_message, tuple(imports)) if edits else None
+        message = message or self.message
+        if not related and self.facts.project is not None:
+            origin = self._elsewhere(node)
+            if origin is not None:  # the engine (or what initialize returned) comes from another function/module
+                message, related = f"{message} ({origin.message}, {origin.path}:{origin.line})", (origin,)
         start, end = self.context.span(node)
         self.context.diagnostics.append(
             Diagnostic(
                 code=self.code,
                 slug=self.slug,
-                message=message or self.message,
+                message=message,
                 severity=severity or self.severity,
                 path=self.context.path,
                 start=start,
                 end=end,
                 fix=fix,
+                related=tuple(related),
             )
         )
+
+    def _elsewhere(self, node: cst.CSTNode) -> Related | None:
+        """Where the engine (or scheduler, optimizer) a reported method call acts on was created or passed in,
+        when that is in another function or module."""
+        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+            return None
+        answer = self.facts.role_of(node.func.value, at=node)
+        return answer.init.origin if answer is not None and answer.init is not None else None

@@ -24,6 +24,8 @@ from dslint.lint.file import lint_file
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.notebook import NotebookError, NotPythonNotebook
 from dslint.lint.result import FileResult
+from dslint.project.index import ProjectIndex, build_project_index
+from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
 
 PARALLEL_THRESHOLD = 16
@@ -35,9 +37,21 @@ class FileFailure:
     message: str
 
 
+def index_project(files: Sequence[Path], paths: Sequence[str]) -> ProjectIndex:
+    """The project index over the files about to be linted, computed once, before any of them is."""
+    return build_project_index(files, paths)
+
+
 def lint_path(
-    path: Path, selection: RuleSelection, world_size: int | None = None, limits: Limits | None = None
+    path: Path,
+    selection: RuleSelection,
+    world_size: int | None = None,
+    limits: Limits | None = None,
+    project: ProjectFacts | None = None,
+    config_reader: str | None = None,
 ) -> FileResult | FileFailure | NotAnalysed:
+    """`project`: what the project index knows about a script; `config_reader`: who reads a config file that a
+    launcher passes ("trainer" or "initialize"), which makes it a DeepSpeed config whatever its name."""
     skipped = not_analysed(path)
     if skipped is not None:
         return skipped
@@ -52,15 +66,21 @@ def lint_path(
         return FileFailure(str(path), str(error))
     except OSError as error:
         return FileFailure(str(path), f"cannot read: {error.strerror or error}")
-    return lint_bytes(path, data, selection, world_size, limits)
+    return lint_bytes(path, data, selection, world_size, limits, project, config_reader)
 
 
 def lint_bytes(
-    path: Path, data: bytes, selection: RuleSelection, world_size: int | None = None, limits: Limits | None = None
+    path: Path,
+    data: bytes,
+    selection: RuleSelection,
+    world_size: int | None = None,
+    limits: Limits | None = None,
+    project: ProjectFacts | None = None,
+    config_reader: str | None = None,
 ) -> FileResult | FileFailure | NotAnalysed:
     """Lint `data` as the contents of `path` (a script, a notebook or a config, by its suffix)."""
     try:
-        return lint_file(str(path), data, selection, world_size, limits or Limits())
+        return lint_file(str(path), data, selection, world_size, limits or Limits(), project, config_reader)
     except NotPythonNotebook as error:
         return NotAnalysed(str(path), str(error))
     except NotebookError as error:
@@ -71,7 +91,7 @@ def lint_bytes(
         return FileFailure(str(path), f"internal error: {type(error).__name__}: {error}")
 
 
-Item = tuple[Path, RuleSelection, "int | None", Limits]
+Item = tuple[Path, RuleSelection, "int | None", Limits, "ProjectFacts | None", "str | None"]
 Result = FileResult | FileFailure | NotAnalysed
 
 
@@ -85,12 +105,22 @@ def lint_files(
     world_size: int | None = None,
     progress: Callable[[int], None] | None = None,
     limits: Limits | Sequence[Limits] | None = None,
+    project: ProjectIndex | None = None,
 ) -> list[Result]:
     """Lint each (file, selection its settings give it); `world_size`, when known, makes the config batch check
-    (DSL407) exact; `progress(1)` is called as each file is done; `limits`: one for every file, or one per item."""
+    (DSL407) exact; `progress(1)` is called as each file is done; `limits`: one for every file, or one per item;
+    `project` (see `index_project`) gives each file what is known about it from elsewhere."""
     each = [limits or Limits()] * len(items) if limits is None or isinstance(limits, Limits) else list(limits)
     work: list[Item] = [
-        (path, selection, world_size, limit) for (path, selection), limit in zip(items, each, strict=True)
+        (
+            path,
+            selection,
+            world_size,
+            limit,
+            project.facts_for(path) if project is not None else None,
+            project.config_reader(path) if project is not None else None,
+        )
+        for (path, selection), limit in zip(items, each, strict=True)
     ]
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:

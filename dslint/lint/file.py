@@ -8,12 +8,15 @@ import tokenize
 from collections.abc import Iterable
 from pathlib import Path
 
+from dslint.config.facts import Origin
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.diagnostics import Diagnostic
 from dslint.limits import Limits
 from dslint.lint.config import lint_config_source
 from dslint.lint.result import FileResult
 from dslint.lint.script import lint_source
+from dslint.project.index import single_file_facts
+from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
 
 NOTEBOOK = ".ipynb"  # dslint.notebook.SUFFIX (imported lazily: the notebook module imports this one)
@@ -25,16 +28,25 @@ def lint_file(
     selection: RuleSelection | None = None,
     world_size: int | None = None,
     limits: Limits | None = None,
+    project: ProjectFacts | None = None,
+    config_reader: str | None = None,
 ) -> FileResult:
     """Lint `data` as the contents of `path`: a config or a notebook when its suffix says so (.json, .ipynb, ...),
-    else a script."""
+    else a script. `project`: what the project index knows about a script (by default what the file itself
+    says: `single_file_facts`); `config_reader`: who reads a config a launcher passes ("trainer" or
+    "initialize"), which makes it a DeepSpeed config whatever its name."""
     if Path(path).suffix.lower() in CONFIG_SUFFIXES:
+        if config_reader is not None:
+            origin = Origin.TRAINER if config_reader == "trainer" else Origin.INITIALIZE
+            return lint_config_source(path, data, selection, origin=origin, world_size=world_size, known_config=True)
         return lint_config_source(path, data, selection, world_size=world_size)
     if Path(path).suffix.lower() == NOTEBOOK:
         from dslint.lint.notebook import lint_notebook  # raises NotebookError for a file that is not one
 
         return lint_notebook(path, data, selection, world_size)
-    return lint_source(path, data, selection, world_size, limits=limits)
+    if project is None:
+        project = single_file_facts(path, data)
+    return lint_source(path, data, selection, world_size, limits=limits, project=project)
 
 
 def lint_text(

@@ -15,11 +15,12 @@ from dslint.framework.rule import ScriptRule
 from dslint.limits import Limits
 from dslint.lint.config import check_script_configs
 from dslint.lint.parse_guard import parse_module, refusal
-from dslint.lint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
+from dslint.lint.prefilter import ENGINE_TOKENS, TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
 from dslint.lint.result import FileResult, config_rules, script_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa
 from dslint.script.context import ScriptContext
 from dslint.script.facts import collect_facts
+from dslint.script.project_facts import ProjectFacts
 from dslint.script.walk import visit_all
 from dslint.selection import RuleSelection
 
@@ -33,11 +34,14 @@ def lint_source(
     use_prefilter: bool = True,
     line_noqa: bool = True,
     limits: Limits | None = None,
+    project: ProjectFacts | None = None,
 ) -> FileResult:
     """Lint one script and apply its noqa comments (`dslint.lint.suppression`); `line_noqa=False` leaves line
     comments to the caller (flake8 applies them itself)."""
     selection = selection or RuleSelection()
-    result = lint_source_unsuppressed(path, data, selection, world_size, use_prefilter=use_prefilter, limits=limits)
+    result = lint_source_unsuppressed(
+        path, data, selection, world_size, use_prefilter=use_prefilter, limits=limits, project=project
+    )
     text = result.text if result.text is not None else _decode(data)
     suppressed = apply_noqa(path, text, result.diagnostics, selection, line_noqa=line_noqa)
     result.diagnostics = suppressed.diagnostics
@@ -62,12 +66,13 @@ def lint_source_unsuppressed(
     *,
     use_prefilter: bool = True,
     limits: Limits | None = None,
+    project: ProjectFacts | None = None,
 ) -> FileResult:
     """The rules' findings before any noqa comment is applied. A file CPython refuses, or one nested deeper
     than `limits.max_nesting`, is never handed to libcst (`dslint.lint.parse_guard`)."""
     selection = selection or RuleSelection()
     result = FileResult(path)
-    rules, configs = _rules_for(data, script_rules(selection), config_rules(selection))
+    rules, configs = _rules_for(data, script_rules(selection), config_rules(selection), project)
     analysed = any(_rules_for(data, *_every_rule()))  # a file dslint would analyse: DSL001/DSL002 apply
     report_syntax = analysed and selection.enabled(_syntax_error_rule().code)
     report_deep = analysed and selection.enabled(_too_deep_rule().code)
@@ -97,7 +102,7 @@ def lint_source_unsuppressed(
     result.encoding = module.encoding
     version = selected_version(selection.deepspeed_version)
     result.diagnostics.extend(
-        lint_module(path, module, rules, configs, world_size=world_size, deepspeed_version=version)
+        lint_module(path, module, rules, configs, world_size=world_size, deepspeed_version=version, project=project)
     )
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
@@ -115,9 +120,19 @@ def _every_rule() -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
 
 
 def _rules_for(
-    data: bytes, rules: list[type[ScriptRule]], configs: list[type[ConfigRule]]
+    data: bytes,
+    rules: list[type[ScriptRule]],
+    configs: list[type[ConfigRule]],
+    project: ProjectFacts | None = None,
 ) -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
-    """The rules that can possibly fire on `data` (see dslint.lint.prefilter)."""
+    """The rules that can possibly fire on `data` (see dslint.prefilter). An engine the project index brings
+    from elsewhere stands for the `deepspeed.initialize` call the text would otherwise need; a config a
+    launcher passes, for the config tokens."""
+    if project is not None and project.receives_engine:
+        rules = [r for r in rules if r.required_tokens == ENGINE_TOKENS or has_tokens(data, r.required_tokens)]
+        return rules, configs
+    if project is not None and any(launch.config_path for launch in project.launches) and configs:
+        return [rule for rule in rules if has_tokens(data, rule.required_tokens)], configs
     rules = [rule for rule in rules if has_tokens(data, rule.required_tokens)]
     engine = bool(rules or configs) and may_create_engine(data)
     if rules and all(rule.needs_engine for rule in rules) and not engine:
@@ -135,8 +150,9 @@ def lint_module(
     config_rules: Sequence[type[ConfigRule]] = (),
     world_size: int | None = None,
     deepspeed_version: Version | None = None,
+    project: ProjectFacts | None = None,
 ) -> list[Diagnostic]:
-    facts = collect_facts(module)
+    facts = collect_facts(module, project)
     context = ScriptContext(path, module, facts, deepspeed_version=deepspeed_version or newest_known())
     active = [rule(context) for rule in rules if facts.has_engine or not rule.needs_engine]
     if active:

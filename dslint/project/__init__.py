@@ -1,1 +1,1 @@
-"""What a script and the configs it uses say together: the seed of the project model."""
+"""The project model: what dslint knows about a whole project (launchers, configs, engines across modules)."""

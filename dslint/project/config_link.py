@@ -37,9 +37,11 @@ from dslint.config.tree import (
     parse_text,
     to_python,
 )
+from dslint.diagnostics import Related
 from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
 from dslint.script.facts import BindingKind, InitializeCall, Pos
 from dslint.script.names import dotted_name
+from dslint.script.project_facts import LaunchedConfig
 from dslint.script.walk import visit_all
 
 if TYPE_CHECKING:
@@ -57,6 +59,16 @@ class ResolvedConfig:
     # and who reads the config: deepspeed.initialize, or the Hugging Face Trainer (which fills "auto").
     tree: Object | None = field(default=None, compare=False)
     origin: Origin = Origin.INITIALIZE
+    # Where the link to this config comes from when it is not in the script itself: the launcher line(s) and
+    # the option or YAML key naming the file ("ZeRO-3 from train_z3.sh:14 -> ds_z3.json").
+    via: tuple[Related, ...] = field(default=(), compare=False)
+
+    def evidence(self) -> str:
+        """ " (from run_z3.sh:4 --deepspeed_config ds_z3.json)" for a config a launcher names; "" otherwise."""
+        if not self.via:
+            return ""
+        shown = ", ".join(f"{r.path}:{r.line} {r.message}" for r in self.via if r.message.startswith("-"))
+        return f" (from {shown or ', '.join(f'{r.path}:{r.line}' for r in self.via)})"
 
     def get(self, *keys: str) -> Any:
         """`get("zero_optimization", "stage")`; None when absent, UNKNOWN when not a literal."""
@@ -176,6 +188,8 @@ def resolve_config(context: ScriptContext, init: InitializeCall) -> ResolvedConf
     Without `config=`, DeepSpeed reads `args.deepspeed_config` from the `args=` it is given; its argparse
     default is followed (`deepspeed.add_config_arguments(parser)` adds the option with no default).
     """
+    if init.origin is not None:  # an engine created elsewhere: what the project index knows of its config
+        return _remote_config(init)
     expression = init.config
     if expression is None:
         args = init.argument("args")
@@ -187,13 +201,90 @@ def resolve_config(context: ScriptContext, init: InitializeCall) -> ResolvedConf
 
 def trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
     """Configs given to the Hugging Face integrations, which fill "auto" values: `TrainingArguments(...,
-    deepspeed=...)` (any `*TrainingArguments`) and accelerate's `DeepSpeedPlugin(hf_ds_config=...)`."""
+    deepspeed=...)` (any `*TrainingArguments`) and accelerate's `DeepSpeedPlugin(hf_ds_config=...)`; and,
+    for a script that parses its `TrainingArguments` from the command line (`HfArgumentParser`), the
+    `--deepspeed ds.json` its launchers give it."""
     found: list[ResolvedConfig] = []
+    explicit = False
     for expression in _trainer_expressions(context):
+        explicit = True
         resolved = _resolve_expression(context, expression, depth=0, origin=Origin.TRAINER)
         if resolved is not None:
             found.append(resolved)
+    project = context.facts.project
+    if not explicit and project is not None and project.launches and _parses_training_arguments(context):
+        for launch in project.launches:
+            if launch.option != "deepspeed" or launch.config_path is None:
+                continue
+            resolved = _launched_file(launch.config_path, Origin.TRAINER, (launch.launch, *_evidence(launch)))
+            if resolved is not None:
+                found.append(resolved)
     return found
+
+
+def _parses_training_arguments(context: ScriptContext) -> bool:
+    return any(
+        (name := dotted_name(call.func)) is not None and name.split(".")[-1] == "HfArgumentParser"
+        for call in _calls(context.module)
+    )
+
+
+def _evidence(launch: LaunchedConfig) -> tuple[Related, ...]:
+    return (launch.config_evidence,) if launch.config_evidence is not None else ()
+
+
+def _launched_file(path: str, origin: Origin, via: tuple[Related, ...]) -> ResolvedConfig | None:
+    relative = os.path.relpath(path)
+    path = path if relative.startswith("..") else relative  # shown as the file's own findings are
+    loaded = load_config_tree(Path(path))
+    if not isinstance(loaded, Object):
+        return None
+    values = to_python(loaded)
+    if not isinstance(values, dict):
+        return None
+    return ResolvedConfig(values, path, Path(path), loaded, origin, via)
+
+
+def _remote_config(init: InitializeCall) -> ResolvedConfig | None:
+    config = init.engine_config
+    if config is None or config.config_path is None:
+        return None
+    return _launched_file(config.config_path, Origin.INITIALIZE, config.evidence)
+
+
+def _launched_option(
+    context: ScriptContext, option: str, default: cst.BaseExpression | None, origin: Origin
+) -> ResolvedConfig | bool | None:
+    """The config the launchers give `--option`: with several launchers, the one with the highest ZeRO stage
+    (stage-aware findings name the launchers where it applies). False when no launcher gives the option; None
+    when one gives a value that cannot be read (a path built at run time, a file not found)."""
+    project = context.facts.project
+    if project is None or not project.launches:
+        return False
+    given = [launch for launch in project.launches if launch.option == option]
+    if not given:
+        return False
+    candidates: list[tuple[ResolvedConfig, LaunchedConfig | None]] = []
+    for launch in given:
+        if launch.config_path is None:
+            return None
+        resolved = _launched_file(launch.config_path, origin, (launch.launch, *_evidence(launch)))
+        if resolved is None:
+            return None
+        candidates.append((resolved, launch))
+    if len(given) < len(project.launches) and default is not None:
+        fallback = _resolve_expression(context, default, depth=1, origin=origin)
+        if fallback is None:
+            return None
+        candidates.append((fallback, None))
+    stages = [c.zero_stage for c, _ in candidates]
+    if any(stage is None for stage in stages):
+        return None if len({str(c.path) for c, _ in candidates}) > 1 else candidates[0][0]
+    top = max(s for s in stages if s is not None)
+    chosen = [(c, launch) for c, launch in candidates if c.zero_stage == top]
+    via = tuple(r for c, _ in chosen for r in c.via)
+    first = chosen[0][0]
+    return ResolvedConfig(first.values, first.source, first.path, first.tree, first.origin, via)
 
 
 def _trainer_expressions(context: ScriptContext) -> Iterator[cst.BaseExpression]:
@@ -295,6 +386,9 @@ def _resolve_option(
     if not isinstance(namespace, cst.Name):
         return None
     default = _index(context).option_defaults.get(option)
+    launched = _launched_option(context, option, default, origin)
+    if launched is not False:
+        return launched if isinstance(launched, ResolvedConfig) else None
     if default is None:
         return None
     return _resolve_expression(context, default, depth=1, origin=origin)

@@ -62,6 +62,7 @@ def render(diagnostics: Sequence[Diagnostic], context: ReportContext) -> str:
         block = [
             diagnostic.concise(),
             *_snippet(diagnostic, lines),
+            *(f"  = from {r.path}:{r.line}:{r.column}: {r.message}" for r in diagnostic.related),
             *_fix_lines(diagnostic, text, context.unsafe_fixes),
         ]
         blocks.append("\n".join(block) + "\n")

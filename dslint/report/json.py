@@ -24,6 +24,10 @@ def as_dict(diagnostic: Diagnostic) -> dict[str, Any]:
         "filename": diagnostic.path,
         "location": _location(diagnostic.start),
         "end_location": _location(diagnostic.end),
+        "related": [
+            {"filename": r.path, "location": {"line": r.line, "column": r.column}, "message": r.message}
+            for r in diagnostic.related
+        ],
         "fix": None
         if fix is None
         else {

@@ -99,6 +99,18 @@ def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[st
             }
         ],
     }
+    if diagnostic.related:
+        result["relatedLocations"] = [
+            {
+                "id": number,
+                "message": {"text": related.message},
+                "physicalLocation": {
+                    "artifactLocation": _artifact(related.path, cwd),
+                    "region": _region(related.line, related.column, related.line, related.column),
+                },
+            }
+            for number, related in enumerate(diagnostic.related)
+        ]
     if diagnostic.code in index:
         result["ruleIndex"] = index[diagnostic.code]
     if diagnostic.cell is not None:  # lines count in a notebook cell, not in the .ipynb file: no region

@@ -21,6 +21,7 @@ class LoadCheckpointResultIgnored(ScriptRule):
     docs = RuleDocs(
         what="""
             Flags `engine.load_checkpoint(...)` used as a statement of its own, its result thrown away.
+            Also `_, _ = engine.load_checkpoint(...)` (bound only to throwaway names; no rewrite offered).
             (`_, client_state = engine.load_checkpoint(...)` is not flagged: a script that then reads
             `client_state[...]` fails loudly on the `None`.)
         """,
@@ -86,10 +87,11 @@ class LoadCheckpointResultIgnored(ScriptRule):
                     if path:
                         self.engine.load_checkpoint(path + "/ckpt")
                     _, state = self.engine.load_checkpoint(path)  # not flagged
+                    _, _ = self.engine.load_checkpoint(path)
                 def setup(self):
                     self.engine, _, _, _ = deepspeed.initialize(model=self.net, config=self.cfg)
             """,
-            lines=(6,),
+            lines=(6, 8),
             fixed="""
             import deepspeed
             class Trainer:
@@ -99,6 +101,7 @@ class LoadCheckpointResultIgnored(ScriptRule):
                         if load_path is None:
                             raise FileNotFoundError("no DeepSpeed checkpoint to load")
                     _, state = self.engine.load_checkpoint(path)  # not flagged
+                    _, _ = self.engine.load_checkpoint(path)
                 def setup(self):
                     self.engine, _, _, _ = deepspeed.initialize(model=self.net, config=self.cfg)
             """,
@@ -110,6 +113,8 @@ class LoadCheckpointResultIgnored(ScriptRule):
             return
         line = self.facts.lone_expression_statement(node)
         if line is None:
+            if self._discarded_into_underscores(node):
+                self.report(node)  # `_, _ = engine.load_checkpoint(...)`: no rewrite offered
             return
         self.report(
             node,
@@ -117,6 +122,20 @@ class LoadCheckpointResultIgnored(ScriptRule):
             applicability=Applicability.UNSAFE,
             fix_message="Check the result: raise when load_path is None",
         )
+
+    def _discarded_into_underscores(self, node: cst.Call) -> bool:
+        """`_, _ = engine.load_checkpoint(...)` or `_ = ...`: the result is bound only to throwaway names."""
+        statement = self.facts.small_statement_of_call.get(node)
+        if not isinstance(statement, cst.Assign) or statement.value is not node:
+            return False
+        names: list[cst.BaseExpression] = []
+        for target in statement.targets:
+            value = target.target
+            if isinstance(value, (cst.Tuple, cst.List)):
+                names.extend(element.value for element in value.elements)
+            else:
+                names.append(value)
+        return bool(names) and all(isinstance(n, cst.Name) and n.value == "_" for n in names)
 
     def _fix(self, node: cst.Call, line: cst.SimpleStatementLine) -> list[Edit]:
         first = node.args[0] if node.args else None

@@ -7,6 +7,7 @@ import libcst as cst
 from dslint.diagnostics import Applicability, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.engine_config import keeps_master_weights, zero_stage
+from dslint.project.evidence import evidence
 from dslint.script.facts import InitializeCall, Role, method_name
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.loop import loop_facts
@@ -356,9 +357,11 @@ class LoadStateDictAfterInitialize(ScriptRule):
             else:
                 message, severity = self.message, Severity.WARNING  # the config cannot be read
             rewrite = self._rewrite(loads, node)
+            found = evidence(self.context, answer.init)
             self.report(
                 node,
-                message,
+                message + found.suffix,
+                related=found.related,
                 edits=rewrite.edits if rewrite else (),
                 applicability=Applicability.UNSAFE,
                 fix_message=rewrite.message if rewrite else "",

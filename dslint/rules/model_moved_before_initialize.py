@@ -187,9 +187,12 @@ class ModelMovedBeforeInitialize(ScriptRule):
         self.moves = ModelMoves(self.facts)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.moves.initialize_for(node) is None:
+        init = self.moves.initialize_for(node)
+        if init is None:
             return
         message = self.cast_message if is_cast(node) else self.message
+        if init.origin is not None:  # initialize is in another function or module
+            message += f" (the model reaches deepspeed.initialize at {init.origin.path}:{init.origin.line})"
         name = method_name(node)
         self.report(
             node,
@@ -197,6 +200,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
             edits=self._fix(node),
             applicability=Applicability.UNSAFE,
             fix_message=f"Remove `.{name}(...)`",
+            related=(init.origin,) if init.origin is not None else (),
         )
 
     def _fix(self, node: cst.Call) -> list[Edit]:

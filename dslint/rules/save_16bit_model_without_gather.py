@@ -11,6 +11,7 @@ from dslint.config.tree import UNKNOWN
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import resolve_config
+from dslint.project.evidence import evidence
 from dslint.script.facts import Role, method_name
 
 # Every spelling DeepSpeed accepts for the flag (field name, alias, deprecated name).
@@ -122,7 +123,8 @@ class Save16bitModelWithoutGather(ScriptRule):
         if config is None or config.zero_stage != 3:
             return
         if self._gathers(config.get("zero_optimization")) is False:
-            self.report(node)
+            found = evidence(self.context, answer.init)
+            self.report(node, self.message + found.suffix, related=found.related)
 
     @staticmethod
     def _gathers(section: Any) -> bool | None:

@@ -7,9 +7,11 @@ import libcst as cst
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.engine_config import zero_stage
+from dslint.project.evidence import evidence
 from dslint.script.facts import BindingKind, InitializeCall, Role, method_name
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.names import dotted_name
+from dslint.script.stage_guard import StageGuards
 
 TORCH_SAVE = "torch.save"
 TARGETS = (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL)
@@ -50,7 +52,9 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             it) after `deepspeed.initialize`, where X is the engine, `engine.module` or the model given to
             `initialize`, when the config enables ZeRO-3 (an error) or cannot be read (a warning that says
             "under ZeRO-3"). Not flagged inside `with deepspeed.zero.GatheredParameters(...)`, where the
-            parameters are whole, nor when the config is known to use a lower stage.
+            parameters are whole, nor when the config is known to use a lower stage, nor under an `if` that
+            tests the stage (`if zero_stage != 3:`, either arm): the author handles ZeRO-3 there. The engine may
+            come from another function or module (`save_hf_format(engine, ...)`), as the project index follows it.
         """,
         why="""
             Under ZeRO-3 every parameter is partitioned across ranks and `param.data` is an empty tensor on
@@ -91,6 +95,14 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         Valid(
             """
             import deepspeed, torch
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            if args.zero_stage != 3:
+                torch.save(engine.module.state_dict(), "model.pt")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed, torch
             torch.save(model.state_dict(), "init.pt")
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             """
@@ -123,6 +135,13 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.gathered = GatheredBlocks(self.facts, for_modification=False)
+        self.stage_guards = StageGuards()
+
+    def visit_If(self, node: cst.If) -> None:
+        self.stage_guards.enter(node)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.stage_guards.leave()
 
     def visit_With(self, node: cst.With) -> None:
         self.gathered.enter(node)
@@ -131,7 +150,9 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         self.gathered.leave(original_node)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.gathered.inside or self.facts.qualified(node.func) != TORCH_SAVE or not node.args:
+        if self.gathered.inside or self.stage_guards.inside:
+            return
+        if self.facts.qualified(node.func) != TORCH_SAVE or not node.args:
             return
         saved = node.args[0]
         if saved.star or (saved.keyword is not None and saved.keyword.value != "obj"):
@@ -140,10 +161,11 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         if init is None:
             return
         stage = zero_stage(self.context, init)
+        found = evidence(self.context, init)
         if stage == 3:
-            self.report(node, self.zero3_message)
+            self.report(node, self.zero3_message + found.suffix, related=found.related)
         elif stage is None:
-            self.report(node, self.message, severity=Severity.WARNING)
+            self.report(node, self.message + found.suffix, severity=Severity.WARNING, related=found.related)
 
     def _saved_model_state(self, value: cst.BaseExpression, at: cst.Call) -> InitializeCall | None:
         facts = self.facts

@@ -25,7 +25,9 @@ from typing import Any
 
 import libcst as cst
 
+from dslint.diagnostics import Related
 from dslint.script.names import ImportTable, dotted_name
+from dslint.script.project_facts import RESULT_ORDER, EngineConfig, ProjectFacts
 from dslint.script.walk import walk
 
 # An order index: nodes are numbered on entry and on exit in one traversal, so `a < b` means "a comes
@@ -131,6 +133,10 @@ class InitializeCall:
     end: Pos
     arguments: dict[str, cst.BaseExpression] = field(repr=False)
     results: list[Binding] = field(default_factory=list)
+    # An engine created elsewhere (another function or module, by the project index): where it comes from, and
+    # what is known of its config. Such a call stands before everything in this file and in no scope of it.
+    origin: Related | None = field(default=None, repr=False)
+    engine_config: EngineConfig | None = field(default=None, repr=False)
 
     def argument(self, name: str) -> cst.BaseExpression | None:
         return self.arguments.get(name)
@@ -156,8 +162,10 @@ class RoleAnswer:
 class ScriptFacts:
     """The facts of one script; built by `collect_facts`."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, project: ProjectFacts | None = None) -> None:
         self.module = module
+        self.project = project
+        self.remote_inits: dict[int, InitializeCall] = {}
         self.entered: dict[cst.CSTNode, Pos] = {}
         self.exited: dict[cst.CSTNode, Pos] = {}
         self.imports = ImportTable()
@@ -180,8 +188,45 @@ class ScriptFacts:
     # --- the big questions -----------------------------------------------------------------------------------
     @property
     def has_engine(self) -> bool:
-        """Whether the file creates a DeepSpeed engine (calls `deepspeed.initialize`)."""
-        return bool(self.initialize_calls)
+        """Whether the file creates a DeepSpeed engine (calls `deepspeed.initialize`), or receives one created
+        elsewhere (a parameter, or a helper's result, that the project index follows)."""
+        return bool(self.initialize_calls) or (self.project is not None and self.project.receives_engine)
+
+    def remote_init(self, fact: object, origin: Related, config: EngineConfig | None) -> InitializeCall:
+        """The stand-in for an initialize call in another function or module (one per project fact)."""
+        found = self.remote_inits.get(id(fact))
+        if found is None:
+            call = cst.Call(func=cst.Name("initialize"))
+            found = InitializeCall(
+                call, Scope(ScopeKind.FUNCTION, call, None), -1, -1, {}, origin=origin, engine_config=config
+            )
+            self.remote_inits[id(fact)] = found
+        return found
+
+    def parameter_fact(self, binding: Binding) -> RoleAnswer | None:
+        """An engine (or engine.module) the project index sees passed into this parameter at every call."""
+        if self.project is None or not self.project.parameters or binding.kind is not BindingKind.PARAMETER:
+            return None
+        function = self.qualname(binding.scope)
+        fact = self.project.parameters.get(function, {}).get(binding.key) if function else None
+        if fact is None:
+            return None
+        role = next((r for r in Role if r.value == fact.role), None)
+        if role is None:
+            return None
+        return RoleAnswer(role, self.remote_init(fact, fact.origin, fact.config))
+
+    def qualname(self, scope: Scope) -> str | None:
+        """`Trainer.train`, `main`, `outer.inner` for a function scope (as the project index names it)."""
+        parts: list[str] = []
+        current: Scope | None = scope
+        while current is not None and current.kind is not ScopeKind.MODULE:
+            node = current.node
+            if not isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                return None
+            parts.append(node.name.value)
+            current = current.parent
+        return ".".join(reversed(parts)) if parts else None
 
     def in_plain_branch(self, node: cst.CSTNode) -> bool:
         if not self.plain_ranges:
@@ -226,13 +271,17 @@ class ScriptFacts:
                 return RoleAnswer(Role.ENGINE_MODULE, base.init)
         return self.role_of_key(key, scope, pos)
 
-    def role_of_key(self, key: str, scope: Scope, pos: Pos) -> RoleAnswer | None:
+    def role_of_key(self, key: str, scope: Scope, pos: Pos, depth: int = 0) -> RoleAnswer | None:
         binding = self._through_self_returning(self.binding_at(key, scope, pos))
         if binding is None:
             return None
         role = binding.result_role
         if role is not None:
             return RoleAnswer(role, binding.init)
+        if self.project is not None:
+            remote = self.parameter_fact(binding) or self._alias_of_remote(binding, depth)
+            if remote is not None:
+                return remote
         for init in self.initialize_calls:
             for argument, argument_role in (
                 ("model", Role.RAW_MODEL),
@@ -245,6 +294,48 @@ class ScriptFacts:
                 if self._through_self_returning(self.binding_at(key, init.scope, init.start)) is binding:
                     return RoleAnswer(argument_role, init)
         return None
+
+    def _alias_of_remote(self, binding: Binding, depth: int) -> RoleAnswer | None:
+        """`model = engine`, `m = engine.module if hasattr(engine, "module") else engine`, `m = m.module`,
+        `m = _unwrap(engine)`, where the engine is one the project index brings from elsewhere."""
+        value = binding.value
+        if binding.kind is not BindingKind.OTHER or value is None or depth > 4:
+            return None
+        scope, pos = binding.scope, self.start(value)
+        if isinstance(value, cst.IfExp):
+            body = self._remote_role(value.body, scope, pos, depth)
+            orelse = self._remote_role(value.orelse, scope, pos, depth)
+            if body is None or orelse is None or body.init is not orelse.init:
+                return None
+            role = body.role if body.role is orelse.role else Role.ENGINE_MODULE
+            return RoleAnswer(role, body.init)
+        return self._remote_role(value, scope, pos, depth)
+
+    def _remote_role(self, expr: cst.BaseExpression, scope: Scope, pos: Pos, depth: int) -> RoleAnswer | None:
+        if isinstance(expr, cst.Call) and self.project is not None and self.project.passthrough:
+            helper = dotted_name(expr.func)
+            passed = self.project.passthrough.get(helper) if helper is not None else None
+            if passed is None:
+                return None
+            position, name, unwrapped = passed
+            argument = next((a.value for a in expr.args if a.keyword is not None and a.keyword.value == name), None)
+            positional = [a for a in expr.args if a.keyword is None]
+            if argument is None and position < len(positional) and not positional[position].star:
+                argument = positional[position].value
+            inner = self._remote_role(argument, scope, pos, depth + 1) if argument is not None else None
+            if inner is None or not unwrapped:
+                return inner
+            return RoleAnswer(Role.ENGINE_MODULE, inner.init) if inner.role is Role.ENGINE else inner
+        key = dotted_name(expr)
+        if key is None:
+            return None
+        if key.endswith(".module"):
+            base = self.role_of_key(key[: -len(".module")], scope, pos, depth + 1)
+            if base is not None and base.role in (Role.ENGINE, Role.ENGINE_MODULE) and _is_remote(base):
+                return RoleAnswer(Role.ENGINE_MODULE, base.init)
+            return None
+        found = self.role_of_key(key, scope, pos, depth + 1)
+        return found if found is not None and _is_remote(found) else None
 
     def _through_self_returning(self, binding: Binding | None) -> Binding | None:
         """`m = m.cuda()` keeps what `m` was: nn.Module's `.cuda()`, `.to()`, `.train()`... return the module."""
@@ -369,6 +460,10 @@ class ScriptFacts:
         return self.module.code_for_node(node)
 
 
+def _is_remote(answer: RoleAnswer) -> bool:
+    return answer.init is not None and answer.init.origin is not None
+
+
 def _constant_index(node: cst.Subscript) -> int | None:
     if len(node.slice) != 1:
         return None
@@ -384,6 +479,9 @@ def _constant_index(node: cst.Subscript) -> int | None:
         return -number if negative else number
     return None
 
+
+# Backend names compared against in `if backend == "...":` that are not DeepSpeed.
+PLAIN_BACKENDS = frozenset({"pytorch", "pytorchddp", "torch", "ddp", "fsdp", "bmtrain", "horovod", "apex", "cpu"})
 
 _FLAG_EXCLUDES = ("zero", "stage", "offload", "fp16", "bf16", "checkpoint")
 
@@ -416,6 +514,14 @@ def deepspeed_flag_polarity(test: cst.BaseExpression) -> bool | None:
                 return positive
             if isinstance(operator, cst.NotEqual):
                 return not positive
+        # `if env_type == "pytorchDDP":` selects another backend: its body is plain PyTorch
+        if (
+            left is not None
+            and isinstance(right, cst.SimpleString)
+            and str(right.evaluated_value).lower() in PLAIN_BACKENDS
+            and isinstance(operator, cst.Equal)
+        ):
+            return not positive
         if left is not None and _is_deepspeed_word(left.split(".")[-1]) and isinstance(right, cst.Name):
             if right.value == "None" and isinstance(operator, cst.IsNot):
                 return positive
@@ -596,7 +702,8 @@ class _Collector:
                 if isinstance(element, cst.StarredElement):
                     self._bind_plain_target(element.value, pos, statement)
                     continue
-                index = i if star is None or i < star else RESULT_ARITY - (len(elements) - i)
+                arity = len(source.order) if source is not None and source.order is not None else RESULT_ARITY
+                index = i if star is None or i < star else arity - (len(elements) - i)
                 item = source.item(index) if source is not None else None
                 key = dotted_name(element.value)
                 if key is None:
@@ -616,6 +723,8 @@ class _Collector:
         key = dotted_name(target)
         if key is None:
             return
+        if source is not None and source.order is not None and source.order != (0, 1, 2, 3):
+            source = None  # a helper's tuple in its own order: its items are known only when unpacked
         if source is not None and source.whole:
             self._bind(key, pos, BindingKind.INIT_TUPLE, init=source.init, value=value, statement=statement)
         elif source is not None and source.index is not None:
@@ -630,7 +739,9 @@ class _Collector:
         facts = self.facts
         if isinstance(value, cst.Call):
             init = facts.initialize_call_for(value)
-            return _ResultSource(init, None, whole=True) if init is not None else None
+            if init is not None:
+                return _ResultSource(init, None, whole=True)
+            return self._helper_result(value)
         if isinstance(value, cst.Subscript):
             inner = self._result_source(value.value)
             index = _constant_index(value)
@@ -643,6 +754,22 @@ class _Collector:
             if binding is not None and binding.kind is BindingKind.INIT_TUPLE:
                 return _ResultSource(binding.init, None, whole=True)
         return None
+
+    def _helper_result(self, call: cst.Call) -> _ResultSource | None:
+        """`engine, opt, sched = setup_engine(...)`: a helper the project index knows returns initialize's
+        results (in its own order)."""
+        project = self.facts.project
+        if project is None or not project.returns:
+            return None
+        name = dotted_name(call.func)
+        fact = project.returns.get(name) if name is not None else None
+        if fact is None:
+            return None
+        init = self.facts.remote_init(fact, fact.origin, fact.config)
+        order = tuple(RESULT_ORDER.index(r) if r in RESULT_ORDER else None for r in fact.roles)
+        if fact.is_tuple:
+            return _ResultSource(init, None, whole=True, order=order)
+        return _ResultSource(init, order[0], whole=False) if order and order[0] is not None else None
 
     def _bind(
         self,
@@ -678,11 +805,14 @@ class _ResultSource:
     init: InitializeCall | None
     index: int | None
     whole: bool
+    order: tuple[int | None, ...] | None = None  # a helper's own result order: item i is initialize's order[i]
 
     def item(self, index: int) -> int | None:
-        if self.whole:
-            return index
-        return None
+        if not self.whole:
+            return None
+        if self.order is not None:
+            return self.order[index] if 0 <= index < len(self.order) else None
+        return index
 
 
 def _initialize_arguments(call: cst.Call) -> dict[str, cst.BaseExpression]:
@@ -730,8 +860,8 @@ def _resolve_branches(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool 
             facts.plain_ranges.append(plain_side)
 
 
-def collect_facts(module: cst.Module) -> ScriptFacts:
-    facts = ScriptFacts(module)
+def collect_facts(module: cst.Module, project: ProjectFacts | None = None) -> ScriptFacts:
+    facts = ScriptFacts(module, project)
     collector = _Collector(facts)
     walk(module, collector.on_visit, collector.on_leave)
     _resolve_branches(facts, collector.branches)

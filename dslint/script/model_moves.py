@@ -10,7 +10,16 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from dslint.script.facts import Binding, InitializeCall, ScriptFacts, iter_call_chain, method_name
+from dslint.diagnostics import Related
+from dslint.script.facts import (
+    Binding,
+    InitializeCall,
+    Scope,
+    ScopeKind,
+    ScriptFacts,
+    iter_call_chain,
+    method_name,
+)
 from dslint.script.names import dotted_name
 
 MOVE_METHODS = frozenset({"cuda", "to"})
@@ -57,11 +66,37 @@ def model_lineage(facts: ScriptFacts, init: InitializeCall) -> list[Binding]:
     while binding is not None and binding not in lineage:
         lineage.append(binding)
         value = binding.value
-        root = _chain_root(value) if value is not None else None
-        if root is None or dotted_name(root) != key or value is None:
+        if value is None:
+            break
+        root = _chain_root(value)
+        if (root is None or dotted_name(root) != key) and not _wraps(value, key):
             break
         binding = facts.binding_at(key, binding.scope, facts.start(value))
     return lineage
+
+
+def _wraps(value: cst.BaseExpression, key: str) -> bool:
+    """`model = DDP(model)`, `model = init_compression(model, cfg)`: the model goes on inside the wrapper, so a
+    move of it before still applies to what initialize receives (also when the wrap sits under an `if`)."""
+    if not isinstance(value, cst.Call):
+        return False
+    positional = [a for a in value.args if a.keyword is None and not a.star]
+    if positional and dotted_name(positional[0].value) == key:
+        return True
+    return any(
+        a.keyword is not None and a.keyword.value in ("model", "module") and dotted_name(a.value) == key
+        for a in value.args
+    )
+
+
+def moves_to_cpu(facts: ScriptFacts, call: cst.Call) -> bool:
+    """`.to(device)` where `device` was just bound to `torch.device("cpu")` (or "cpu"): not a GPU move."""
+    if method_name(call) != "to" or not call.args:
+        return False
+    value = facts.assigned_value(call.args[0].value, call)
+    if isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("device") and value.args:
+        value = value.args[0].value
+    return isinstance(value, cst.SimpleString) and value.evaluated_value == "cpu"
 
 
 def _chain_root(node: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -78,12 +113,80 @@ def _chain_calls(value: cst.BaseExpression | None) -> Iterator[cst.Call]:
         yield from iter_call_chain(value)
 
 
+class _Returns(cst.CSTVisitor):
+    """The `return` statements of one function (not of functions nested in it)."""
+
+    def __init__(self, function: cst.FunctionDef) -> None:
+        super().__init__()
+        self.function = function
+        self.found: list[cst.Return] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.function
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.found.append(node)
+
+
+def elsewhere_sinks(facts: ScriptFacts) -> list[InitializeCall]:
+    """Stand-ins for an initialize call in another function or module that receives a model from this file:
+    the return value of a model builder (`def get_model(): ...; return model`), or the argument of a call to a
+    function that hands its parameter to initialize (`train(model, args)`). Each starts where the model leaves
+    this code (the return, the call), so moves and casts before it apply."""
+    project = facts.project
+    if project is None or not (project.model_builders or project.model_sinks):
+        return []
+    sinks: list[InitializeCall] = []
+    if project.model_builders:
+        scopes = {id(scope): scope for scope in facts.scope_of_node.values()}
+        for scope in scopes.values():
+            name = facts.qualname(scope) if scope.kind is ScopeKind.FUNCTION else None
+            origin = project.model_builders.get(name) if name is not None else None
+            if origin is None or not isinstance(scope.node, cst.FunctionDef):
+                continue
+            returns = _Returns(scope.node)
+            scope.node.visit(returns)
+            for statement in returns.found:
+                if statement.value is not None:
+                    sinks.append(_sink(facts, scope, statement, statement.value, origin))
+    if project.model_sinks:
+        for call in facts.statement_of_call:
+            callee = dotted_name(call.func)
+            found = project.model_sinks.get(callee) if callee is not None else None
+            if found is None:
+                continue
+            position, name, origin = found
+            argument = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+            positional = [a for a in call.args if a.keyword is None]
+            if argument is None and position < len(positional) and not positional[position].star:
+                argument = positional[position].value
+            if argument is not None:
+                sinks.append(_sink(facts, facts.scope_at(call), call, argument, origin))
+    return sinks
+
+
+def _sink(
+    facts: ScriptFacts, scope: Scope, at: cst.CSTNode, model: cst.BaseExpression, origin: Related
+) -> InitializeCall:
+    call = cst.Call(func=cst.Name("initialize"))
+    start = facts.start(at)
+    return InitializeCall(call, scope, start, start, {"model": model}, origin=origin)
+
+
 class ModelMoves:
-    """For one file: every placement call that applies to a model before it is given to initialize."""
+    """For one file: every placement call that applies to a model before it is given to initialize (here, or
+    in another function or module that the project index sees it reach)."""
 
     def __init__(self, facts: ScriptFacts) -> None:
         self.facts = facts
-        self._lineages = [(init, model_lineage(facts, init)) for init in facts.initialize_calls]
+        inits = [*facts.initialize_calls, *elsewhere_sinks(facts)]
+        self._lineages = [(init, model_lineage(facts, init)) for init in inits]
         self._in_chains: dict[cst.Call, InitializeCall] = {}
         for init, lineage in self._lineages:
             for binding in lineage:
@@ -94,7 +197,7 @@ class ModelMoves:
 
     def initialize_for(self, call: cst.Call) -> InitializeCall | None:
         """The initialize call whose model `call` moves or casts beforehand, if any."""
-        if not is_placement_call(call):
+        if not is_placement_call(call) or moves_to_cpu(self.facts, call):
             return None
         if call in self._in_chains:
             return self._in_chains[call]

@@ -1,0 +1,57 @@
+"""Where a finding's facts come from when they live outside the reported line: the launcher and config that
+set the ZeRO stage, the call that passes the engine in from another function or module.
+
+Rules that depend on such a fact pass `evidence(context, init)` to `report`: a short suffix for the message
+("ZeRO-3 from scripts/run_z3.sh:6 --deepspeed_config configs/ds_z3.json") and the related locations that
+JSON, SARIF and the full format show.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from dslint.config.tree import node_at
+from dslint.diagnostics import Related
+from dslint.project.config_link import resolve_config
+from dslint.script.context import ScriptContext
+from dslint.script.facts import InitializeCall
+
+
+@dataclass(frozen=True)
+class Evidence:
+    suffix: str = ""
+    related: tuple[Related, ...] = ()
+
+
+NONE = Evidence()
+
+
+def evidence(context: ScriptContext, init: InitializeCall | None) -> Evidence:
+    """The evidence chain behind `init`'s engine and config; empty when everything is in this file."""
+    if init is None:
+        return NONE
+    related: list[Related] = []
+    parts: list[str] = []
+    if init.origin is not None:
+        related.append(init.origin)
+        parts.append(f"engine from {init.origin.path}:{init.origin.line}")
+    config = resolve_config(context, init)
+    if config is not None and config.via:
+        related.extend(config.via)
+        # the option or YAML key naming the file where there is one, else the launch line
+        links = [r for r in config.via if " launches " not in r.message] or list(config.via)
+        chain = ", ".join(dict.fromkeys(f"{r.path}:{r.line}" for r in links))
+        stage_node = node_at(config.tree, "zero_optimization", "stage") if config.tree is not None else None
+        if config.path is not None:
+            shown = os.path.relpath(config.path)
+            shown = str(config.path) if shown.startswith("..") else shown
+            line = stage_node.start.line if stage_node is not None else 1
+            column = stage_node.start.column if stage_node is not None else 1
+            related.append(Related(shown, line, column, "zero_optimization.stage"))
+            chain += f" -> {shown}:{line}"
+        stage = config.zero_stage
+        parts.append(f"{'config' if stage is None else f'ZeRO-{stage}'} from {chain}")
+    if not related:
+        return NONE
+    return Evidence(f" ({'; '.join(parts)})", tuple(dict.fromkeys(related)))

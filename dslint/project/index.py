@@ -1,0 +1,438 @@
+"""The project index: built once per run, before any file is linted, and handed to each file as plain data.
+
+It reads the launchers under the checked paths (`.sh` scripts, Makefiles, the accelerate YAML files they name),
+links each launch to the Python script it starts and the DeepSpeed config it passes, and follows engines
+between functions and modules (`dslint.project.engine_flow`). Each file then gets a `ProjectFacts`
+(`dslint.script.project_facts`): its launches and configs, the parameters that receive an engine, the helpers
+that return one. Cheap by construction: launchers are small text files, Python modules are parsed with `ast`
+only when they may create an engine (a text test) or when such a module calls into them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from dslint.config import facts as config_facts
+from dslint.config.tree import Object
+from dslint.diagnostics import Related
+from dslint.limits import Limits, TooLarge, read_capped
+from dslint.project.config_link import load_config_tree
+from dslint.project.engine_flow import EngineFlow, InitSite, ModuleFinder
+from dslint.project.launchers import (
+    CONFIG_OPTIONS,
+    UNKNOWN_VALUE,
+    AccelerateConfig,
+    LaunchLine,
+    parse_accelerate_yaml,
+    parse_makefile,
+    parse_shell,
+)
+from dslint.script.project_facts import (
+    EngineConfig,
+    LaunchedConfig,
+    ParameterFact,
+    ProjectFacts,
+    ReturnFact,
+)
+
+LAUNCHER_SUFFIXES = (".sh", ".bash", "Makefile", "makefile", ".mk")
+# Read too: launch commands in Markdown code blocks (READMEs document how a script is run), and YAML files
+# that name a Trainer's DeepSpeed config (`deepspeed: ds_z3.json` in a fine-tuning YAML).
+DOCUMENT_SUFFIXES = (".md", ".yaml", ".yml")
+MAX_LAUNCHER_BYTES = 256 * 1024
+_YAML_DEEPSPEED = re.compile(r"^\s*deepspeed\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
+_TRAINER_LITERAL = re.compile(rb"\b(?:deepspeed|hf_ds_config)\s*=\s*[rR]?['\"]([^'\"\n]+\.json)['\"]")
+SKIPPED_DIRECTORIES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox"})
+
+
+def absolute(path: str | Path) -> str:
+    return os.path.normpath(os.path.abspath(str(path)))
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A launch line linked to the files it names (absolute paths, None when not found)."""
+
+    line: LaunchLine
+    script: str | None
+    config: LaunchedConfig
+    accelerate: AccelerateConfig | None = None
+
+
+@dataclass
+class ProjectIndex:
+    root_paths: tuple[str, ...]
+    launches: list[Launch] = field(default_factory=list)
+    files: dict[str, ProjectFacts] = field(default_factory=dict)  # absolute path -> its facts
+    # Who reads each launched config: "trainer" (the HF Trainer or accelerate, which fill "auto") or
+    # "initialize" (deepspeed.initialize in the script).
+    config_readers: dict[str, set[str]] = field(default_factory=dict)
+    # Every deepspeed.initialize the index followed: (path, line, function holding it)
+    problems: list[str] = field(default_factory=list)
+    initialize_sites: list[tuple[str, int, str]] = field(default_factory=list)
+
+    def config_reader(self, path: str | Path) -> str | None:
+        """ "trainer" when only the Hugging Face Trainer or accelerate read this config, "initialize" when
+        deepspeed.initialize does, None when no launcher names it."""
+        readers = self.config_readers.get(absolute(path))
+        if not readers:
+            return None
+        return "initialize" if "initialize" in readers else "trainer"
+
+    def facts_for(self, path: str | Path) -> ProjectFacts | None:
+        return self.files.get(absolute(path))
+
+    def launched_configs(self) -> list[str]:
+        """The config files launchers pass (absolute): DeepSpeed configs whatever their names."""
+        seen = dict.fromkeys(launch.config.config_path for launch in self.launches if launch.config.config_path)
+        return [path for path in seen if path is not None]
+
+
+def _shown(path: str) -> str:
+    """A path as findings show it: relative to the current directory when below it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def _find(name: str, near: str, roots: Sequence[str]) -> str | None:
+    """A path written in a launcher: the launcher's directory and its parents up to a checked root, then the
+    roots themselves (launchers are run from the repository root or from their own directory)."""
+    if UNKNOWN_VALUE in name:
+        return None
+    candidate = Path(name)
+    if candidate.is_absolute():
+        return absolute(candidate) if candidate.is_file() else None
+    directory = Path(near).parent
+    tried: list[Path] = []
+    for ancestor in [directory, *directory.parents]:
+        tried.append(ancestor)
+        if any(absolute(ancestor) == root for root in roots) or (ancestor / ".git").exists():
+            break
+    tried.extend(Path(root) for root in roots)
+    for base in tried:
+        path = base / candidate
+        if path.is_file():
+            return absolute(path)
+    return None
+
+
+def _walk_launchers(roots: Sequence[str]) -> list[str]:
+    found: list[str] = []
+    for root in roots:
+        if os.path.isfile(root):
+            if root.endswith(LAUNCHER_SUFFIXES):
+                found.append(root)
+            continue
+        for directory, subdirectories, names in os.walk(root):
+            subdirectories[:] = sorted(
+                d for d in subdirectories if d not in SKIPPED_DIRECTORIES and not d.startswith(".")
+            )
+            found.extend(
+                os.path.join(directory, n)
+                for n in sorted(names)
+                if n.endswith(LAUNCHER_SUFFIXES) or n.endswith(DOCUMENT_SUFFIXES)
+            )
+    return found
+
+
+def _read(path: str) -> bytes | None:
+    """A file's bytes, or None when it cannot be read or is over the default max-file-size (a device such as
+    /dev/zero never ends; the file's own lint reports it)."""
+    try:
+        return read_capped(path, Limits().max_file_size, "max-file-size")
+    except (OSError, TooLarge):
+        return None
+
+
+def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]) -> ProjectIndex:
+    """The index of the project under `paths` (the paths given on the command line), over `python_files`
+    (the Python files discovered there)."""
+    roots = tuple(absolute(p) if os.path.isdir(p) else absolute(Path(p).parent) for p in (paths or ["."]))
+    index = ProjectIndex(roots)
+    _read_launchers(index, paths or ["."], roots)
+    sources: dict[str, bytes] = {}
+    producers: list[str] = []
+    for file in python_files:
+        path = absolute(file)
+        if not path.endswith(".py"):
+            continue
+        data = _read(path)
+        if data is None:
+            continue
+        sources[path] = data
+        _trainer_literals(index, path, data, roots)
+        if creates_engine(data):
+            producers.append(path)
+    if producers:
+        try:
+            _follow_engines(index, sources, producers)
+        except RecursionError:
+            index.problems.append("engines were not followed across functions: the code is nested too deeply")
+    return index
+
+
+_ALIAS = re.compile(rb"\bimport\s+deepspeed\s+as\s+([A-Za-z_][A-Za-z0-9_]*)")
+_FROM = re.compile(rb"\bfrom\s+deepspeed\s+import\s+(?:\([^)]*|[^\n]*)\binitialize\b")
+
+
+def creates_engine(data: bytes) -> bool:
+    """A text test, narrower than the per-file prefilter: `deepspeed.initialize(` (or `ALIAS.initialize(`
+    after `import deepspeed as ALIAS`, or `initialize(` after `from deepspeed import initialize`) written as
+    code: not after a quote or `#` on its line, not inside a triple-quoted string. The index follows engines
+    from these files only; a file's own engines are still found by its own facts."""
+    if b"initialize" not in data or b"deepspeed" not in data:
+        return False
+    names = [b"deepspeed"]
+    names.extend(_ALIAS.findall(data) if b"import deepspeed as" in data else ())
+    pattern = rb"\b(?:" + b"|".join(re.escape(n) for n in names) + rb")\s*\.\s*initialize\s*\("
+    if b"from deepspeed" in data and _FROM.search(data):
+        pattern += rb"|(?<![.\w])initialize\s*\("
+    for match in re.finditer(pattern, data):
+        line_start = data.rfind(b"\n", 0, match.start()) + 1
+        before = data[line_start : match.start()]
+        if any(mark in before for mark in (b'"', b"'", b"#", b"`")):
+            continue
+        if data.count(b'"""', 0, match.start()) % 2 or data.count(b"'''", 0, match.start()) % 2:
+            continue
+        return True
+    return False
+
+
+def single_file_facts(path: str, data: bytes) -> ProjectFacts | None:
+    """What the index knows about one file read alone (no launchers, no other modules): engines that its own
+    helpers return or receive. For adapters that see one file at a time (flake8, the language server), so that
+    they report what `dslint check` reports on that file alone."""
+    if not creates_engine(data):
+        return None
+    index = ProjectIndex((absolute(Path(path).parent),))
+    try:
+        _follow_engines(index, {absolute(path): data}, [absolute(path)])
+    except RecursionError:  # a file nested too deeply for the walk: its own lint reports it
+        pass
+    return index.facts_for(path)
+
+
+def _facts(index: ProjectIndex, path: str) -> ProjectFacts:
+    facts = index.files.get(path)
+    if facts is None:
+        facts = ProjectFacts(parameters={}, returns={}, launches=())
+        index.files[path] = facts
+    return facts
+
+
+def _read_launchers(index: ProjectIndex, paths: Sequence[str], roots: Sequence[str]) -> None:
+    yamls: dict[str, AccelerateConfig | None] = {}
+    for launcher in _walk_launchers(paths):
+        try:
+            if os.path.getsize(launcher) > MAX_LAUNCHER_BYTES:
+                continue  # a data file or a generated document, not a launcher
+        except OSError:
+            continue
+        data = _read(launcher)
+        if data is None:
+            continue
+        text = data.decode("utf-8", errors="replace")
+        name = os.path.basename(launcher)
+        if name.endswith((".yaml", ".yml")):
+            for match in _YAML_DEEPSPEED.finditer(text):
+                config = _find(match.group(1), launcher, roots)
+                if config is not None:
+                    index.config_readers.setdefault(config, set()).add("trainer")
+            continue
+        if b".py" not in data:
+            continue
+        if name.endswith(".md"):
+            lines = parse_shell(launcher, _code_blocks(text))
+        elif "akefile" in name or name.endswith(".mk"):
+            lines = parse_makefile(launcher, text)
+        else:
+            lines = parse_shell(launcher, text)
+        for line in lines:
+            script = _find(line.script, launcher, roots)
+            accelerate = None
+            if line.accelerate_config is not None:
+                yaml_path = _find(line.accelerate_config, launcher, roots)
+                if yaml_path is not None:
+                    if yaml_path not in yamls:
+                        yaml_data = _read(yaml_path)
+                        yamls[yaml_path] = (
+                            parse_accelerate_yaml(yaml_path, yaml_data.decode("utf-8", errors="replace"))
+                            if yaml_data is not None
+                            else None
+                        )
+                    accelerate = yamls[yaml_path]
+            launch = Launch(line, script, _launched_config(line, launcher, roots, accelerate), accelerate)
+            index.launches.append(launch)
+            if launch.config.config_path is not None:
+                reader = _reader(script, launch.config)
+                index.config_readers.setdefault(launch.config.config_path, set()).add(reader)
+            if script is not None:
+                facts = _facts(index, script)
+                launches = (*facts.launches, launch.config)
+                index.files[script] = replace(facts, launches=launches)
+
+
+HF_TOKENS = (b"HfArgumentParser", b"TrainingArguments", b"Accelerator(", b"accelerate")
+
+
+def _code_blocks(text: str) -> str:
+    """A Markdown file's fenced code blocks, other lines blanked (line numbers kept)."""
+    out: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            inside = not inside
+            out.append("")
+        else:
+            out.append(line if inside else "")
+    return "\n".join(out)
+
+
+def _reader(script: str | None, launched: LaunchedConfig) -> str:
+    """Who reads a launched config: accelerate's YAML always goes to accelerate; `--deepspeed x.json` (the
+    Hugging Face Trainer's option; DeepSpeed's own `--deepspeed` is an on/off flag) to a script that calls no
+    `initialize(` itself and either builds TrainingArguments or does not touch DeepSpeed at all (a wrapper
+    around a Trainer script) goes to the HF Trainer."""
+    if launched.option == "accelerate":
+        return "trainer"
+    if launched.option != "deepspeed":
+        return "initialize"
+    data = _read(script) if script is not None else None
+    if data is None:
+        return "trainer"  # a script outside the project given `--deepspeed x.json`: the HF Trainer's option
+    if creates_engine(data):
+        return "initialize"
+    if any(token in data for token in HF_TOKENS) or b"deepspeed" not in data:
+        return "trainer"
+    return "initialize"
+
+
+def _trainer_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequence[str]) -> None:
+    """`TrainingArguments(deepspeed="ds.json")`, `DeepSpeedPlugin(hf_ds_config="ds.json")`: those files are
+    read by the HF Trainer / accelerate."""
+    if b"deepspeed" not in data or not (b"TrainingArguments" in data or b"DeepSpeedPlugin" in data):
+        return
+    for match in _TRAINER_LITERAL.finditer(data):
+        config = _find(match.group(1).decode("utf-8", errors="replace"), path, roots)
+        if config is not None:
+            index.config_readers.setdefault(config, set()).add("trainer")
+
+
+def _launched_config(
+    line: LaunchLine, launcher: str, roots: Sequence[str], accelerate: AccelerateConfig | None
+) -> LaunchedConfig:
+    where = Related(_shown(absolute(launcher)), line.line, line.column, f"{line.tool} launches {line.script}")
+    options = {o.name: o.value for o in line.options}
+    for name in CONFIG_OPTIONS:
+        option = line.option(name)
+        if option is None or option.value is None or option.value == UNKNOWN_VALUE:
+            continue
+        if not option.value.endswith((".json", ".hjson", ".yaml", ".yml")) and name == "deepspeed":
+            continue  # `--deepspeed` alone is DeepSpeed's own on/off flag
+        config_path = _find(option.value, launcher, roots)
+        evidence = Related(where.path, option.line, option.column, f"--{name} {option.value}")
+        return LaunchedConfig(where, name, config_path, evidence, options)
+    if accelerate is not None:
+        shown = _shown(accelerate.path)
+        if accelerate.deepspeed_config_file:
+            config_path = _find(accelerate.deepspeed_config_file, accelerate.path, roots)
+            evidence = Related(
+                shown,
+                accelerate.deepspeed_config_file_line,
+                1,
+                f"deepspeed_config_file: {accelerate.deepspeed_config_file}",
+            )
+            return LaunchedConfig(where, "accelerate", config_path, evidence, options, None, accelerate.mixed_precision)
+        if accelerate.zero_stage is not None:
+            evidence = Related(shown, accelerate.zero_stage_line, 1, f"zero_stage: {accelerate.zero_stage}")
+            return LaunchedConfig(
+                where, "accelerate", None, evidence, options, accelerate.zero_stage, accelerate.mixed_precision
+            )
+    return LaunchedConfig(where, None, None, None, options)
+
+
+def config_stage(path: str) -> int | None:
+    """The ZeRO stage a config file sets (0 when absent), or None when unreadable or not literal."""
+    tree = load_config_tree(Path(path))
+    if not isinstance(tree, Object):
+        return None
+    return config_facts.zero_stage(tree)
+
+
+def engine_config(index: ProjectIndex, site: InitSite) -> EngineConfig | None:
+    """The config an initialize call elsewhere runs with, when a literal path or its script's launchers say."""
+    import ast
+
+    config = site.config
+    if isinstance(config, ast.Constant) and isinstance(config.value, str):
+        path = absolute(Path(site.path).parent / config.value)
+        if os.path.isfile(path):
+            stage = config_stage(path)
+            written = Related(_shown(site.path), site.line, site.column, f"config {config.value}")
+            return EngineConfig(stage, (written,), path)
+        return None
+    facts = index.files.get(site.path)
+    if facts is None or not facts.launches:
+        return None
+    wanted = None
+    if config is None and site.has_args:
+        wanted = "deepspeed_config"
+    elif isinstance(config, ast.Attribute) and isinstance(config.value, ast.Name):
+        wanted = config.attr
+    if wanted is None:
+        return None
+    stages: dict[int | None, list[tuple[LaunchedConfig, str]]] = {}
+    for launch in facts.launches:
+        if launch.option != wanted or launch.config_path is None:
+            return None  # one launch without a readable config: the stage cannot be known
+        stages.setdefault(config_stage(launch.config_path), []).append((launch, launch.config_path))
+    if not stages or None in stages:
+        return None
+    stage = max(s for s in stages if s is not None)
+    chain: list[Related] = []
+    for launch, _ in stages[stage]:
+        chain.append(launch.launch)
+        if launch.config_evidence is not None:
+            chain.append(launch.config_evidence)
+    return EngineConfig(stage, tuple(chain), stages[stage][0][1])
+
+
+def _follow_engines(index: ProjectIndex, sources: dict[str, bytes], producers: list[str]) -> None:
+    flow = EngineFlow(ModuleFinder(sources), sources)
+    flow.analyse_all(producers)
+    index.initialize_sites = sorted((site.path, site.line, site.qualname) for site in flow.inits.values())
+    for (path, function, param), (role, site, init) in flow.engine_parameters().items():
+        origin = Related(
+            _shown(site.caller_path),
+            site.line,
+            site.column,
+            f"{role} from {_shown(init.path)}:{init.line} passed to {function}()",
+        )
+        facts = _facts(index, path)
+        parameters = {name: dict(values) for name, values in facts.parameters.items()}
+        parameters.setdefault(function, {})[param] = ParameterFact(role, origin, engine_config(index, init))
+        index.files[path] = replace(facts, parameters=parameters)
+    for path, text, position, name, unwrapped in flow.passthrough_helpers():
+        facts = _facts(index, path)
+        passthrough = {**facts.passthrough, text: (position, name, unwrapped)}
+        index.files[path] = replace(facts, passthrough=passthrough)
+    for path, text, callee, roles, is_tuple, init in flow.result_helpers():
+        origin = Related(_shown(init.path), init.line, init.column, f"deepspeed.initialize inside {callee[1]}()")
+        facts = _facts(index, path)
+        returns = dict(facts.returns)
+        returns[text] = ReturnFact(roles, is_tuple, origin, engine_config(index, init))
+        index.files[path] = replace(facts, returns=returns)
+    for (path, qualname), init in flow.model_builders.items():
+        facts = _facts(index, path)
+        origin = Related(
+            _shown(init.path), init.line, init.column, f"{qualname}() returns the model initialize receives"
+        )
+        index.files[path] = replace(facts, model_builders={**facts.model_builders, qualname: origin})
+    for path, text, position, name, init in flow.model_sinks():
+        facts = _facts(index, path)
+        origin = Related(_shown(init.path), init.line, init.column, f"{text}() hands {name} to deepspeed.initialize")
+        index.files[path] = replace(facts, model_sinks={**facts.model_sinks, text: (position, name, origin)})

@@ -1,0 +1,314 @@
+"""Reading launchers: the shell scripts and Makefile targets that start a training script, and the accelerate
+YAML files they name.
+
+What a launch line tells: which Python script runs (`deepspeed [--num_gpus N] train.py`, `torchrun ...
+train.py`, `python -m torch.distributed.launch ... train.py`, `accelerate launch --config_file acc.yaml
+train.py`, plain `python train.py`), and the options the script gets (`--deepspeed_config ds.json`,
+`--deepspeed ds_z3.json`, `--zero_stage 3`). Variables assigned a literal in the same file (`ZERO_STAGE=3`,
+`CONFIG := ds.json`) are substituted; a value built at run time (`$(date)`, `$1`, an unknown `$VAR`) stays
+unknown and is never guessed. Nothing here touches the file system except `read_accelerate_yaml`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+# The launcher commands dslint follows, by the basename of their first word.
+LAUNCHER_WORDS = frozenset({"deepspeed", "torchrun", "accelerate", "python", "python3"})
+# `python -m X script.py`: the modules that launch a training script.
+LAUNCH_MODULES = frozenset(
+    {"torch.distributed.launch", "torch.distributed.run", "deepspeed.launcher.runner", "accelerate.commands.launch"}
+)
+# Words that may come before the launcher on a line (wrappers and environment settings).
+WRAPPERS = frozenset({"nohup", "exec", "time", "env", "srun", "mpirun", "sudo", "CUDA_VISIBLE_DEVICES"})
+# Script options that name the DeepSpeed config file (the option's dest, as argparse spells it).
+CONFIG_OPTIONS = ("deepspeed_config", "deepspeed", "ds_config", "deepspeed_config_file", "ds_config_path")
+UNKNOWN_VALUE = "\x00unknown"
+
+_ASSIGNMENT = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_MAKE_ASSIGNMENT = re.compile(r"^\s*(?:export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(?::=|::=|\?=|=)\s*(.*)$")
+_MAKE_TARGET = re.compile(r"^([A-Za-z0-9_./%-]+)\s*:(?!=)")
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass(frozen=True)
+class ScriptOption:
+    """One `--name value` (or `--name=value`, or a bare flag: value None) given to the launched script."""
+
+    name: str  # as argparse stores it: dashes stripped, inner dashes as underscores
+    value: str | None  # None: a flag; UNKNOWN_VALUE: built at run time
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class LaunchLine:
+    """One command in a launcher that starts a Python script."""
+
+    launcher: str  # the launcher file, as given
+    line: int  # 1-based line of the command's first word
+    column: int
+    tool: str  # deepspeed | torchrun | accelerate | python | torch.distributed.launch ...
+    script: str  # as written (relative to wherever the launcher runs)
+    options: tuple[ScriptOption, ...] = ()
+    accelerate_config: str | None = None  # `accelerate launch --config_file X`
+    target: str | None = None  # the Makefile target holding the command
+
+    def option(self, name: str) -> ScriptOption | None:
+        """The last occurrence of `--name` (argparse keeps the last)."""
+        found = None
+        for option in self.options:
+            if option.name == name:
+                found = option
+        return found
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """Lines with backslash continuations joined, each with the number of its first physical line."""
+    result: list[tuple[int, str]] = []
+    buffer: list[str] = []
+    start = 1
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not buffer:
+            start = number
+        stripped = raw.rstrip()
+        if stripped.endswith("\\"):
+            buffer.append(stripped[:-1])
+            continue
+        buffer.append(raw)
+        result.append((start, "\n".join(buffer)))
+        buffer = []
+    if buffer:
+        result.append((start, "\n".join(buffer)))
+    return result
+
+
+def _position(original: str, offset: int, first_line: int) -> tuple[int, int]:
+    """The physical (line, column) of an offset into a joined logical line."""
+    before = original[:offset]
+    return first_line + before.count("\n"), offset - (before.rfind("\n") + 1) + 1
+
+
+def _strip_comment(line: str) -> str:
+    """Drop a `#` comment that starts a word outside quotes."""
+    quote: str | None = None
+    previous = " "
+    for index, char in enumerate(line):
+        if quote is not None:
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and previous in " \t;":
+            return line[:index]
+        previous = char
+    return line
+
+
+def _literal(value: str) -> str | None:
+    """A variable's value when it is a literal (quotes removed); None when built at run time."""
+    value = value.strip()
+    if not value or "$(" in value or "`" in value:
+        return None if value else ""
+    try:
+        words = shlex.split(value)
+    except ValueError:
+        return None
+    if len(words) != 1 or "$" in words[0]:
+        return None
+    return words[0]
+
+
+def _is_assignment_only(line: str) -> bool:
+    """`NAME=value` (or `export NAME=value`) alone, not `NAME=value command ...` (an environment for a command)."""
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        return False
+    if words and words[0] in ("export", "local", "readonly"):
+        words = words[1:]
+    return len(words) == 1
+
+
+def _substitute(text: str, variables: dict[str, str | None]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2) or match.group(3)
+        value = variables.get(name)
+        return value if value is not None else UNKNOWN_VALUE
+
+    return _VARIABLE.sub(replace, text)
+
+
+def parse_shell(path: str, text: str) -> list[LaunchLine]:
+    """The launch commands of a shell script."""
+    variables: dict[str, str | None] = {}
+    found: list[LaunchLine] = []
+    for number, logical in _logical_lines(text):
+        line = _strip_comment(logical)
+        assignment = _ASSIGNMENT.match(line)
+        if assignment and _is_assignment_only(line):
+            name, value = assignment.groups()
+            rest = _literal(_substitute(value, variables))
+            variables[name] = None if rest is None or UNKNOWN_VALUE in rest else rest
+            continue
+        for segment in re.split(r"&&|\|\||;|\|(?!\|)", line):
+            launch = _launch_in(path, number, logical, _substitute(segment, variables), None)
+            if launch is not None:
+                found.append(launch)
+    return found
+
+
+def parse_makefile(path: str, text: str) -> list[LaunchLine]:
+    """The launch commands in a Makefile's recipes, with `$(VAR)` from literal assignments."""
+    variables: dict[str, str | None] = {}
+    target: str | None = None
+    found: list[LaunchLine] = []
+    for number, logical in _logical_lines(text):
+        if logical.startswith("\t"):
+            line = _strip_comment(logical.lstrip("\t").lstrip("@-+"))
+            for segment in re.split(r"&&|\|\||;", line):
+                launch = _launch_in(path, number, logical, _substitute(segment, variables), target)
+                if launch is not None:
+                    found.append(launch)
+            continue
+        line = _strip_comment(logical)
+        assignment = _MAKE_ASSIGNMENT.match(line)
+        if assignment:
+            name, value = assignment.groups()
+            rest = _literal(_substitute(value, variables))
+            variables[name] = None if rest is None or UNKNOWN_VALUE in rest else rest
+            continue
+        target_match = _MAKE_TARGET.match(line)
+        if target_match:
+            target = target_match.group(1)
+    return found
+
+
+def _launch_in(path: str, number: int, original: str, segment: str, target: str | None) -> LaunchLine | None:
+    try:
+        words = shlex.split(segment)
+    except ValueError:
+        return None
+    index = 0
+    while index < len(words) and (
+        words[index] in WRAPPERS or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[index]) is not None
+    ):
+        index += 1
+    if index >= len(words):
+        return None
+    head = words[index].rsplit("/", 1)[-1]
+    if head not in LAUNCHER_WORDS:
+        return None
+    tool = head
+    rest = words[index + 1 :]
+    accelerate_config: str | None = None
+    if head == "accelerate":
+        if not rest or rest[0] != "launch":
+            return None
+        rest = rest[1:]
+    if head in ("python", "python3") and len(rest) >= 2 and rest[0] == "-m":
+        if rest[1] not in LAUNCH_MODULES:
+            return None
+        tool, rest = rest[1], rest[2:]
+    script_at = next((i for i, word in enumerate(rest) if word.endswith(".py")), None)
+    if script_at is None:
+        return None
+    launcher_words = rest[:script_at]
+    if head in ("python", "python3") and tool == head and launcher_words:
+        return None  # `python -c ...`, `python -u x.py` is rare; stay with the plain shapes
+    for i, word in enumerate(launcher_words):
+        if word in ("--config_file", "--config-file") and i + 1 < len(launcher_words):
+            accelerate_config = launcher_words[i + 1]
+        elif word.startswith(("--config_file=", "--config-file=")):
+            accelerate_config = word.split("=", 1)[1]
+    script = rest[script_at]
+    if UNKNOWN_VALUE in script:
+        return None
+    if accelerate_config is not None and UNKNOWN_VALUE in accelerate_config:
+        accelerate_config = None
+    line, column = _position(original, max(original.find(words[index]), 0), number)
+    return LaunchLine(
+        launcher=path,
+        line=line,
+        column=column,
+        tool=tool,
+        script=script,
+        options=tuple(_options(rest[script_at + 1 :], original, number)),
+        accelerate_config=accelerate_config,
+        target=target,
+    )
+
+
+def _options(words: list[str], original: str, first_line: int) -> list[ScriptOption]:
+    options: list[ScriptOption] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        index += 1
+        if not word.startswith("--") or len(word) == 2:
+            continue
+        name, equals, value = word[2:].partition("=")
+        option_value: str | None
+        if equals:
+            option_value = value
+        elif index < len(words) and not words[index].startswith("--"):
+            option_value = words[index]
+            index += 1
+        else:
+            option_value = None
+        if option_value is not None and UNKNOWN_VALUE in option_value:
+            option_value = UNKNOWN_VALUE
+        line, column = _position(original, max(original.find("--" + name), 0), first_line)
+        options.append(ScriptOption(name.replace("-", "_"), option_value, line, column))
+    return options
+
+
+@dataclass(frozen=True)
+class AccelerateConfig:
+    """What an accelerate YAML says about DeepSpeed: its config file, or the inline settings."""
+
+    path: str
+    distributed_type: str | None = None
+    mixed_precision: str | None = None
+    deepspeed_config_file: str | None = None
+    deepspeed_config_file_line: int = 0
+    zero_stage: int | None = None
+    zero_stage_line: int = 0
+    lines: dict[str, int] = field(default_factory=dict)
+
+
+_YAML_KEY = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*?)\s*$")
+
+
+def parse_accelerate_yaml(path: str, text: str) -> AccelerateConfig | None:
+    """The few keys of accelerate's YAML that matter here (a flat reader: accelerate writes one key a line);
+    None when the file is not an accelerate config."""
+    values: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        match = _YAML_KEY.match(raw.split(" #", 1)[0])
+        if not match:
+            continue
+        _, key, value = match.groups()
+        value = value.strip().strip("'\"")
+        values.setdefault(key, value)
+        lines.setdefault(key, number)
+    if "distributed_type" not in values and "deepspeed_config" not in values:
+        return None
+    stage_text = values.get("zero_stage")
+    stage = int(stage_text) if stage_text is not None and stage_text.isdigit() else None
+    config_file = values.get("deepspeed_config_file") or None
+    if config_file in ("null", "none", "None", "~"):
+        config_file = None
+    return AccelerateConfig(
+        path=path,
+        distributed_type=values.get("distributed_type"),
+        mixed_precision=values.get("mixed_precision"),
+        deepspeed_config_file=config_file,
+        deepspeed_config_file_line=lines.get("deepspeed_config_file", 0),
+        zero_stage=stage,
+        zero_stage_line=lines.get("zero_stage", 0),
+        lines=lines,
+    )

@@ -1,0 +1,99 @@
+"""What the project index knows about one file, as plain data handed to that file's script facts.
+
+The project index (`dslint.project`) reads the whole project once: launchers, configs, and how engines travel
+between functions and modules. Script facts never import it; they receive a `ProjectFacts` for their file (or
+None when linting one file alone) and ask it:
+- which parameters of which functions receive an engine created elsewhere (`train(engine, ...)`,
+  `save_hf_format(engine, ...)` in another module), with the call that passes it;
+- which helpers return initialize's results (`engine, opt, sched = setup_engine(args, model)`);
+- the configs the launchers start this script with (`deepspeed train.py --deepspeed_config ds_z3.json`,
+  `accelerate launch --config_file acc.yaml train.py`, `--zero_stage 3`).
+Every fact carries where it comes from (`Related`), so a finding that depends on it can say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from dslint.diagnostics import Related
+
+ENGINE = "engine"
+ENGINE_MODULE = "engine.module"
+OPTIMIZER = "optimizer"
+DATALOADER = "dataloader"
+SCHEDULER = "scheduler"
+# The order of deepspeed.initialize's results.
+RESULT_ORDER = (ENGINE, OPTIMIZER, DATALOADER, SCHEDULER)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """What is known of the config an engine created elsewhere runs with."""
+
+    zero_stage: int | None
+    evidence: tuple[Related, ...] = ()
+    config_path: str | None = None
+
+
+@dataclass(frozen=True)
+class ParameterFact:
+    """A parameter that receives an engine (or `engine.module`) at every call the index saw."""
+
+    role: str  # ENGINE or ENGINE_MODULE
+    origin: Related  # the call that passes it
+    config: EngineConfig | None = None
+
+
+@dataclass(frozen=True)
+class ReturnFact:
+    """A helper whose return value is (part of) initialize's result."""
+
+    roles: tuple[str | None, ...]  # one role per returned item
+    is_tuple: bool  # `return engine, optimizer` vs `return engine`
+    origin: Related  # the initialize call inside the helper
+    config: EngineConfig | None = None
+
+
+@dataclass(frozen=True)
+class LaunchedConfig:
+    """One launch of this script, and the DeepSpeed config it names (when it names one)."""
+
+    launch: Related  # the launcher line
+    option: str | None  # the script option naming the config (`deepspeed_config`, `deepspeed`), or "accelerate"
+    config_path: str | None  # the config file (absolute), when literal and found
+    config_evidence: Related | None = None  # where the config path is written (the option, or the YAML key)
+    options: Mapping[str, str | None] = field(default_factory=dict)  # every `--name value` given, literal
+    inline_stage: int | None = None  # accelerate's inline `zero_stage`
+    mixed_precision: str | None = None  # accelerate's `mixed_precision`
+
+
+@dataclass(frozen=True)
+class ProjectFacts:
+    """The project's facts for one file."""
+
+    parameters: Mapping[str, Mapping[str, ParameterFact]] = field(default_factory=dict)  # function -> param
+    returns: Mapping[str, ReturnFact] = field(default_factory=dict)  # callee as written (`utils.setup`) -> fact
+    launches: tuple[LaunchedConfig, ...] = ()
+    # Helpers that return their argument, maybe unwrapped (`_unwrap(m)`: `m.module if hasattr(m, "module")
+    # else m`): callee as written -> (parameter index, parameter name, unwrapped)
+    passthrough: Mapping[str, tuple[int, str, bool]] = field(default_factory=dict)
+    # Functions of this file whose return value initialize receives as its model (`get_model()`), with the call
+    model_builders: Mapping[str, Related] = field(default_factory=dict)
+    # Calls in this file that hand a model to a function passing it on to initialize: callee as written ->
+    # (parameter index, parameter name, the initialize call)
+    model_sinks: Mapping[str, tuple[int, str, Related]] = field(default_factory=dict)
+
+    @property
+    def receives_engine(self) -> bool:
+        """Whether an engine created elsewhere reaches this file, or a model from this file reaches an
+        initialize elsewhere (so engine rules must look at it)."""
+        return bool(self.parameters or self.returns or self.model_builders or self.model_sinks)
+
+    def option_values(self, option: str) -> list[tuple[str | None, Related]]:
+        """The values the launchers give `--option` (None for a bare flag), with the launch line."""
+        found: list[tuple[str | None, Related]] = []
+        for launch in self.launches:
+            if option in launch.options:
+                found.append((launch.options[option], launch.launch))
+        return found

@@ -1,0 +1,91 @@
+"""Reading launch commands from shell scripts, Makefiles and accelerate YAML (dslint.project.launchers)."""
+
+from __future__ import annotations
+
+from dslint.project.index import creates_engine
+from dslint.project.launchers import (
+    UNKNOWN_VALUE,
+    parse_accelerate_yaml,
+    parse_makefile,
+    parse_shell,
+)
+
+
+def test_deepspeed_torchrun_python_m_and_accelerate_shapes() -> None:
+    text = """#!/bin/bash
+# deepspeed commented.py --deepspeed_config no.json
+deepspeed --num_gpus 8 train.py --deepspeed_config ds.json
+deepspeed main.py --deepspeed ds_z3.json --fp16
+torchrun --nproc_per_node=2 --master_port 29500 train.py --zero_stage 3
+python -m torch.distributed.launch --nproc_per_node 4 finetune.py --ds_config=cfg.json
+accelerate launch --config_file acc.yaml train_acc.py --lr 1e-4
+CUDA_VISIBLE_DEVICES=0,1 nohup python3 eval.py --deepspeed_config eval.json > log.txt &
+python -m pip install -r requirements.txt
+echo train.py
+"""
+    launches = parse_shell("run.sh", text)
+    assert [(lnch.line, lnch.tool, lnch.script) for lnch in launches] == [
+        (3, "deepspeed", "train.py"),
+        (4, "deepspeed", "main.py"),
+        (5, "torchrun", "train.py"),
+        (6, "torch.distributed.launch", "finetune.py"),
+        (7, "accelerate", "train_acc.py"),
+        (8, "python3", "eval.py"),
+    ]
+    assert launches[0].option("deepspeed_config").value == "ds.json"  # type: ignore[union-attr]
+    assert launches[1].option("deepspeed").value == "ds_z3.json"  # type: ignore[union-attr]
+    assert launches[1].option("fp16").value is None  # type: ignore[union-attr]
+    assert launches[2].option("zero_stage").value == "3"  # type: ignore[union-attr]
+    assert launches[3].option("ds_config").value == "cfg.json"  # type: ignore[union-attr]
+    assert launches[4].accelerate_config == "acc.yaml"
+
+
+def test_continuations_variables_and_run_time_values() -> None:
+    text = """STAGE=3
+CONFIG="configs/ds_z${STAGE}.json"
+OUT=$1
+NOW=$(date +%s)
+deepspeed \\
+    train.py \\
+    --deepspeed_config $CONFIG \\
+    --output_dir ${OUT} --run $NOW
+"""
+    (launch,) = parse_shell("run.sh", text)
+    assert (launch.line, launch.script) == (5, "train.py")
+    config = launch.option("deepspeed_config")
+    assert config is not None and (config.value, config.line) == ("configs/ds_z3.json", 7)
+    assert launch.option("output_dir").value == UNKNOWN_VALUE  # type: ignore[union-attr]
+    assert launch.option("run").value == UNKNOWN_VALUE  # type: ignore[union-attr]
+
+
+def test_makefile_targets_and_variables() -> None:
+    text = (
+        "CONFIG := ds_z2.json\n\ntrain:\n\tdeepspeed train.py --deepspeed_config $(CONFIG)\n\nlint:\n\truff check .\n"
+    )
+    (launch,) = parse_makefile("Makefile", text)
+    assert (launch.target, launch.line, launch.script) == ("train", 4, "train.py")
+    assert launch.option("deepspeed_config").value == "ds_z2.json"  # type: ignore[union-attr]
+
+
+def test_accelerate_yaml_file_or_inline() -> None:
+    from_file = parse_accelerate_yaml(
+        "a.yaml", "deepspeed_config:\n  deepspeed_config_file: ds.json\ndistributed_type: DEEPSPEED\n"
+    )
+    assert from_file is not None and (from_file.deepspeed_config_file, from_file.deepspeed_config_file_line) == (
+        "ds.json",
+        2,
+    )
+    inline = parse_accelerate_yaml(
+        "b.yaml", "deepspeed_config:\n  zero_stage: 3\ndistributed_type: DEEPSPEED\nmixed_precision: bf16\n"
+    )
+    assert inline is not None and (inline.zero_stage, inline.mixed_precision) == (3, "bf16")
+    assert parse_accelerate_yaml("c.yaml", "name: not accelerate\n") is None
+
+
+def test_engine_creation_text_test() -> None:
+    assert creates_engine(b"import deepspeed\nengine, *_ = deepspeed.initialize(model=m)\n")
+    assert creates_engine(b"import deepspeed as ds\ne = ds.initialize(model=m)\n")
+    assert creates_engine(b"from deepspeed import initialize\ne = initialize(model=m)\n")
+    assert not creates_engine(b'import deepspeed\n"""\ne = deepspeed.initialize(model=m)\n"""\n')
+    assert not creates_engine(b"import deepspeed\n# call deepspeed.initialize(model=m) first\n")
+    assert not creates_engine(b"import deepspeed\nraise ValueError('call deepspeed.initialize(')\n")
