@@ -11,12 +11,18 @@ from dslint.config.facts import autotuning_enabled, bfloat16_ignored, enabled, i
 from dslint.config.schema import AcceptedStrings, accepts, describe, within_bounds
 from dslint.config.sections import validated_entries
 from dslint.config.tree import UNKNOWN, Array, Node, Object, Scalar, node_at, scalar, to_python
+from dslint.config.versions import Version
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 # Field validators DeepSpeed adds beyond the field types (runtime/precision_config.py: DeepSpeedFP16Config).
 FP16_INTEGER_FIELDS = ("loss_scale_window", "min_loss_scale")
+# DeepSpeedFP16Config's validators, measured in the release schemas' sources: `loss_scale` (a number >= 0, not a
+# bool) is checked in 0.18.9 and not in 0.18.3 (releases between them are not known here: silent there), and the
+# dynamic-scaling check of loss_scale_window / min_loss_scale from 0.19.3.
+LOSS_SCALE_CHECKED_SINCE = Version(0, 18, 9)
+DYNAMIC_LOSS_SCALE_CHECKED_SINCE = Version(0, 19, 3)
 
 
 class InvalidConfigValue(ConfigRule):
@@ -122,7 +128,7 @@ class InvalidConfigValue(ConfigRule):
                 continue  # the autotuner's search space: it tries each value
             value = to_python(node)
             where = ".".join(item.path)
-            special = self._custom_validators(item.path, value)
+            special = self._custom_validators(item.path, value, self.context.deepspeed_version)
             if special is not None:
                 self.report_node(node, f"`{where}` {special}; DeepSpeed stops at start-up")
                 continue
@@ -136,7 +142,8 @@ class InvalidConfigValue(ConfigRule):
                 bounds = ", ".join(f"{k} {v}" for k, v in field.bounds.items())
                 self.report_node(node, f"`{where}` is out of range ({bounds}); DeepSpeed stops at start-up")
 
-        self._dynamic_loss_scale()
+        if not self.context.deepspeed_version < DYNAMIC_LOSS_SCALE_CHECKED_SINCE:
+            self._dynamic_loss_scale()
 
     def _top_level_kinds(self) -> None:
         """Values of a kind DeepSpeedConfig refuses for that key (probed from DeepSpeed by the generator)."""
@@ -223,11 +230,11 @@ class InvalidConfigValue(ConfigRule):
                 )
 
     @staticmethod
-    def _custom_validators(path: tuple[str, ...], value: Any) -> str | None:
+    def _custom_validators(path: tuple[str, ...], value: Any, version: Version) -> str | None:
         if len(path) != 2 or path[0] != "fp16" or value is UNKNOWN:
             return None
         key = path[1]
-        if key == "loss_scale":
+        if key == "loss_scale" and not version < LOSS_SCALE_CHECKED_SINCE:
             if isinstance(value, bool):
                 return "must be a number, not a bool"
             try:
