@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,8 +92,10 @@ def _package_of(path: str) -> list[str]:
 
 def parse_module(path: str, data: bytes) -> ParsedModule | None:
     try:
-        tree = ast.parse(data, filename=path)
-    except (SyntaxError, ValueError, RecursionError):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the user's SyntaxWarnings are not dslint's to print
+            tree = ast.parse(data, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # MemoryError: CPython on deep nesting
         return None
     module = ParsedModule(path, tree, {})
     package: list[str] | None = None

@@ -170,7 +170,7 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
     if producers:
         try:
             _follow_engines(index, sources, producers)
-        except RecursionError:
+        except (RecursionError, MemoryError):
             index.problems.append("engines were not followed across functions: the code is nested too deeply")
     return index
 
@@ -211,7 +211,7 @@ def single_file_facts(path: str, data: bytes) -> ProjectFacts | None:
     index = ProjectIndex((absolute(Path(path).parent),))
     try:
         _follow_engines(index, {absolute(path): data}, [absolute(path)])
-    except RecursionError:  # a file nested too deeply for the walk: its own lint reports it
+    except (RecursionError, MemoryError):  # a file nested too deeply for the walk: its own lint reports it
         pass
     return index.facts_for(path)
 
