@@ -10,6 +10,7 @@ only when they may create an engine (a text test) or when such a module calls in
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -209,10 +210,8 @@ def single_file_facts(path: str, data: bytes) -> ProjectFacts | None:
     if not creates_engine(data):
         return None
     index = ProjectIndex((absolute(Path(path).parent),))
-    try:
+    with contextlib.suppress(RecursionError, MemoryError):  # nested too deeply for the walk: its lint says so
         _follow_engines(index, {absolute(path): data}, [absolute(path)])
-    except (RecursionError, MemoryError):  # a file nested too deeply for the walk: its own lint reports it
-        pass
     return index.facts_for(path)
 
 
