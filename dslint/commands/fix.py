@@ -17,14 +17,14 @@ import click
 
 from dslint.commands.check import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from dslint.commands.fix_configs import config_targets, fix_config_file
-from dslint.commands.fix_report import FixReport, unified_diff
+from dslint.commands.fix_report import FixReport
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
 from dslint.commands.stdin import STDIN, fix_stdin
 from dslint.diagnostics import Diagnostic
 from dslint.fix.edits import FixOutcome
 from dslint.fix.loop import fix_source
-from dslint.fix.notebook import NotebookFix, fix_notebook_text
-from dslint.fix.write import SourceError, read_source, write_source
+from dslint.fix.notebook import fix_notebook_text
+from dslint.fix.write import SourceError, read_source
 from dslint.limits import Limits
 from dslint.lint.batch import FileFailure, lint_files, lint_path
 from dslint.lint.file_kinds import NotAnalysed
@@ -58,7 +58,7 @@ def fix_file(
     name = str(path)
     try:
         if path.suffix.lower() == NOTEBOOK:
-            outcome: FixOutcome | NotebookFix = fix_notebook_text(name, source.text, unsafe=unsafe, selection=selection)
+            outcome: FixOutcome = fix_notebook_text(name, source.text, unsafe=unsafe, selection=selection)
         else:
             outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection, limits=limits)
     except NotPythonNotebook:
@@ -72,21 +72,7 @@ def fix_file(
     except Exception as error:  # one file's failure must not stop the others
         report.errors.append(f"{path}: internal error: {type(error).__name__}: {error}; not fixed")
         return
-    if outcome.error is not None:
-        report.errors.append(f"{path}: not fixed, left as it was: {outcome.error}")
-        return
-    if not outcome.changed:
-        return
-    report.fixed.extend((name, d) for d in outcome.applied)
-    if diff:
-        report.diffs.append(unified_diff(name, outcome.original, outcome.text))
-        return
-    try:
-        write_source(source, outcome.text)
-    except SourceError as error:
-        report.errors.append(f"{path}: {error}")
-        return
-    report.files_changed += 1
+    report.record(name, source, outcome, diff=diff)
 
 
 def remaining_findings(jobs: list[FileJob], errors: list[str]) -> list[Diagnostic]:

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dslint.commands.fix_report import FixReport, unified_diff
+from dslint.commands.fix_report import FixReport
 from dslint.config.facts import Origin
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.fix.config import config_readers, fix_config_source, reader_origin
-from dslint.fix.write import SourceError, SourceFile, read_text_source, write_source
+from dslint.fix.write import SourceError, read_text_source
 from dslint.limits import TooLarge, read_capped
 from dslint.lint.files import FileJob
 from dslint.selection import RuleSelection
@@ -84,22 +84,4 @@ def fix_config_file(target: ConfigTarget, *, diff: bool, report: FixReport) -> N
     except Exception as error:  # one file's failure must not stop the others
         report.errors.append(f"{target.name}: internal error: {type(error).__name__}: {error}; not fixed")
         return
-    if outcome.error is not None:
-        report.errors.append(f"{target.name}: not fixed, left as it was: {outcome.error}")
-        return
-    if not outcome.changed:
-        return
-    report.fixed.extend((target.name, d) for d in outcome.applied)
-    if diff:
-        report.diffs.append(unified_diff(target.name, outcome.original, outcome.text))
-        return
-    _write(source, outcome.text, target.name, report)
-
-
-def _write(source: SourceFile, text: str, name: str, report: FixReport) -> None:
-    try:
-        write_source(source, text)
-    except SourceError as error:
-        report.errors.append(f"{name}: {error}")
-        return
-    report.files_changed += 1
+    report.record(target.name, source, outcome, diff=diff)

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dslint.diagnostics import Diagnostic
+from dslint.fix.edits import FixOutcome
+from dslint.fix.write import SourceError, SourceFile, write_source
 
 
 @dataclass
@@ -17,6 +19,24 @@ class FixReport:
     errors: list[str] = field(default_factory=list)
     diffs: list[str] = field(default_factory=list)
     files_changed: int = 0
+
+    def record(self, name: str, source: SourceFile, outcome: FixOutcome, *, diff: bool) -> None:
+        """One file's outcome: a refusal as an error; otherwise the fixes applied, then its diff or the write."""
+        if outcome.error is not None:
+            self.errors.append(f"{name}: not fixed, left as it was: {outcome.error}")
+            return
+        if not outcome.changed:
+            return
+        self.fixed.extend((name, d) for d in outcome.applied)
+        if diff:
+            self.diffs.append(unified_diff(name, outcome.original, outcome.text))
+            return
+        try:
+            write_source(source, outcome.text)
+        except SourceError as error:
+            self.errors.append(f"{name}: {error}")
+            return
+        self.files_changed += 1
 
 
 def unified_diff(name: str, before: str, after: str) -> str:

@@ -10,10 +10,10 @@ import difflib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from dslint.diagnostics import Diagnostic
-from dslint.fix.edits import fix_text
+from dslint.fix.edits import FixOutcome, fix_text
 from dslint.lint.notebook import Cell, Notebook, NotPythonNotebook, read_notebook
 from dslint.lint.script import lint_source
 from dslint.selection import RuleSelection
@@ -103,25 +103,11 @@ def _original_source(json_value: str) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
-@dataclass
-class NotebookFix:
-    """What fixing a notebook produced: the new file text (the original on a refusal), findings in cells."""
-
-    original: str
-    text: str
-    applied: list[Diagnostic] = field(default_factory=list)
-    remaining: list[Diagnostic] = field(default_factory=list)
-    error: str | None = None
-
-    @property
-    def changed(self) -> bool:
-        return self.error is None and self.text != self.original
-
-
 def fix_notebook_text(
     path: str, text: str, *, unsafe: bool = False, selection: RuleSelection | None = None
-) -> NotebookFix:
-    """Fix a notebook's code cells (raises NotebookError when it cannot be read or is not a Python notebook)."""
+) -> FixOutcome:
+    """Fix a notebook's code cells (raises NotebookError when it cannot be read or is not a Python notebook). The
+    outcome's texts are the whole notebook file; its findings are located in cells."""
 
     notebook = read_notebook(text)
     if notebook.language not in (None, "python"):
@@ -137,12 +123,12 @@ def fix_notebook_text(
         return [layout.located(d) if d.path == path else d for d in found]
 
     if outcome.error is not None:
-        return NotebookFix(text, text, remaining=in_cells(outcome.remaining, notebook), error=outcome.error)
+        return FixOutcome(text, text, remaining=in_cells(outcome.remaining, notebook), error=outcome.error)
     if not outcome.changed:
-        return NotebookFix(text, text, remaining=in_cells(outcome.remaining, notebook))
+        return FixOutcome(text, text, remaining=in_cells(outcome.remaining, notebook))
     written = write_fixed(notebook, outcome.text)
     if written.text is None:
         before = lint_source(path, notebook.python_text.encode("utf-8"), selection).diagnostics
-        return NotebookFix(text, text, remaining=in_cells(before, notebook), error=written.error)
+        return FixOutcome(text, text, remaining=in_cells(before, notebook), error=written.error)
     fixed = read_notebook(written.text)
-    return NotebookFix(text, written.text, in_cells(outcome.applied, notebook), in_cells(outcome.remaining, fixed))
+    return FixOutcome(text, written.text, in_cells(outcome.applied, notebook), in_cells(outcome.remaining, fixed))
