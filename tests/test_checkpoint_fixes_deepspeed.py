@@ -13,14 +13,13 @@ load the weights too: this is what `load_optimizer_states=False` in the rewrite 
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from deepspeed_cpu import single_process_env
 
 from dslint.fix.loop import fix_source
 
@@ -54,23 +53,8 @@ WRITER = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _run(script: Path, *args: str, cwd: Path) -> str:
-    env = {
-        **os.environ,
-        "RANK": "0",
-        "WORLD_SIZE": "1",
-        "LOCAL_RANK": "0",
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
-        "DS_ACCELERATOR": "cpu",
-        "PYTHONHASHSEED": "0",
-    }
+    env = single_process_env(PYTHONHASHSEED="0")
     result = subprocess.run(
         [sys.executable, str(script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
     )

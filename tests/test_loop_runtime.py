@@ -13,35 +13,20 @@ engine under `(i + 1) % 2 == 0`: no update at all; its DSL303 fix gives exactly 
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from deepspeed_cpu import single_process_env
 from fixture_support import FIXTURES, fix_file_text
 
 CLAIMS = Path(__file__).resolve().parent / "loop_claims_child.py"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _run(script: Path) -> dict[str, Any]:
-    env = {
-        **os.environ,
-        "RANK": "0",
-        "WORLD_SIZE": "1",
-        "LOCAL_RANK": "0",
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
-        "DS_ACCELERATOR": "cpu",
-    }
+    env = single_process_env()
     done = subprocess.run(
         [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600, cwd=script.parent
     )

@@ -15,14 +15,13 @@ engine's keys carry `module.`; ZeRO-3's partitioned parameters are empty) or tra
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from deepspeed_cpu import single_process_env
 
 from dslint.fix.loop import fix_source, lint_text
 
@@ -71,12 +70,6 @@ CHILD = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_fixed_resume_scripts_train_from_the_loaded_weights(tmp_path: Path) -> None:
     text = SCRIPT.read_text(encoding="utf-8")
     safe = fix_source("train.py", text, unsafe=False)
@@ -89,16 +82,7 @@ def test_fixed_resume_scripts_train_from_the_loaded_weights(tmp_path: Path) -> N
     (tmp_path / "unsafe.py").write_text(unsafe.text, encoding="utf-8")
     child = tmp_path / "child.py"
     child.write_text(CHILD, encoding="utf-8")
-    env = {
-        **os.environ,
-        "RANK": "0",
-        "WORLD_SIZE": "1",
-        "LOCAL_RANK": "0",
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
-        "DS_ACCELERATOR": "cpu",
-        "PYTHONHASHSEED": "0",
-    }
+    env = single_process_env(PYTHONHASHSEED="0")
     args = [str(tmp_path / "w.pt"), str(tmp_path / "safe.py"), str(tmp_path / "unsafe.py")]
     run = subprocess.run(
         [sys.executable, str(child), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
