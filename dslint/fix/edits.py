@@ -117,6 +117,16 @@ def _parse_error(text: str) -> str | None:
     return None
 
 
+def _add_imports(table: ImportTable, line: cst.BaseStatement) -> None:
+    """The imports a top-level statement line binds, added to `table`."""
+    if isinstance(line, cst.SimpleStatementLine):
+        for small in line.body:
+            if isinstance(small, cst.Import):
+                table.add_import(small)
+            elif isinstance(small, cst.ImportFrom):
+                table.add_import_from(small)
+
+
 def _import_key(statement: str) -> tuple[str, str] | None:
     """`import os` -> ("os", "os"); `from torch import nn` -> ("nn", "torch.nn"): the name bound and its path."""
     try:
@@ -125,12 +135,7 @@ def _import_key(statement: str) -> tuple[str, str] | None:
         return None
     table = ImportTable()
     for line in module.body:
-        if isinstance(line, cst.SimpleStatementLine):
-            for small in line.body:
-                if isinstance(small, cst.Import):
-                    table.add_import(small)
-                elif isinstance(small, cst.ImportFrom):
-                    table.add_import_from(small)
+        _add_imports(table, line)
     if len(table.aliases) != 1:
         return None
     return next(iter(table.aliases.items()))
@@ -145,12 +150,7 @@ def import_edits(text: str, statements: Iterable[str]) -> list[Edit]:
     present = ImportTable()
     first_code: cst.CSTNode | None = None
     for index, line in enumerate(module.body):
-        if isinstance(line, cst.SimpleStatementLine):
-            for small in line.body:
-                if isinstance(small, cst.Import):
-                    present.add_import(small)
-                elif isinstance(small, cst.ImportFrom):
-                    present.add_import_from(small)
+        _add_imports(present, line)
         if first_code is None and not _is_preamble(line, index):
             first_code = line
     missing = [s for s in wanted if (key := _import_key(s)) is None or present.aliases.get(key[0]) != key[1]]
