@@ -8,7 +8,7 @@ import sys
 import click
 
 from dslint import __version__
-from dslint.commands.check import check
+from dslint.commands.check import check, clean
 from dslint.commands.fix import fix
 from dslint.commands.graph import graph
 from dslint.commands.rules import explain, rules
@@ -27,6 +27,7 @@ def main() -> None:
 
 
 main.add_command(check)
+main.add_command(clean)
 main.add_command(fix)
 main.add_command(rules)
 main.add_command(explain)

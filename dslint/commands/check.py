@@ -15,6 +15,8 @@ from dslint.commands.summary import Tally
 from dslint.diagnostics import Severity
 from dslint.fix.write import SourceError, read_source, write_source
 from dslint.lint.batch import FileFailure, index_project, lint_files
+from dslint.lint.cache import ResultCache, default_directory
+from dslint.lint.cache import clean as clean_cache
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.files import files_to_check
 from dslint.lint.result import FileResult
@@ -62,6 +64,19 @@ SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
     default=None,
     help="Number of data-parallel ranks the configs run on; makes the batch-size check exact.",
 )
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    envvar="DSLINT_NO_CACHE",
+    help="Neither read nor write the result cache. Env: DSLINT_NO_CACHE.",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="DSLINT_CACHE_DIR",
+    default=None,
+    help="Where the result cache lives (default: .dslint_cache in the project root). Env: DSLINT_CACHE_DIR.",
+)
 @click.option("--fix", "apply_fixes", is_flag=True, help="Apply fixes, as `dslint fix` does (its alias).")
 @click.option("--statistics", is_flag=True, help="Print the number of findings of each rule instead of the findings.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be checked, and check nothing.")
@@ -89,6 +104,8 @@ def check(
     fail_on: str,
     jobs: int | None,
     world_size: int | None,
+    no_cache: bool,
+    cache_dir: Path | None,
     apply_fixes: bool,
     statistics: bool,
     show_files: bool,
@@ -111,7 +128,8 @@ def check(
         return
     warnings: list[str] = []
     try:
-        outcome = run_check(resolver, paths, force_exclude, jobs, world_size, stdin_filename, warnings)
+        cache = None if no_cache or add_noqa else ResultCache(cache_dir or default_directory())
+        outcome = run_check(resolver, paths, force_exclude, jobs, world_size, stdin_filename, warnings, cache)
         settings = resolver.for_path(Path.cwd())
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
@@ -184,8 +202,10 @@ def run_check(
     world_size: int | None = None,
     stdin_filename: str | None = None,
     warnings: list[str] | None = None,
+    cache: ResultCache | None = None,
 ) -> CheckOutcome:
-    """Discover and lint with each file's effective settings (`-` among the paths: the text on stdin)."""
+    """Discover and lint with each file's effective settings (`-` among the paths: the text on stdin); with
+    `cache`, results (and the project index) are served from it and stored in it (`dslint.lint.cache`)."""
     outcome = CheckOutcome()
     named = [path for path in paths if path != STDIN]
     if STDIN in paths:
@@ -199,8 +219,8 @@ def run_check(
     try:
         items = [(job.path, job.selection) for job in files]
         limits = [job.settings.limits for job in files]
-        project = index_project([job.path for job in files], tuple(named) or (".",))
-        linted = lint_files(items, jobs, world_size, progress.advance, limits, project)
+        project = index_project([job.path for job in files], tuple(named) or (".",), cache)
+        linted = lint_files(items, jobs, world_size, progress.advance, limits, project, cache)
     finally:
         progress.finish()
     _collect(outcome, linted)
@@ -251,6 +271,25 @@ def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool) -> None
         noun = "comment" if lines == 1 else "comments"
         click.echo(f"Added {lines} noqa {noun} to {files} {'file' if files == 1 else 'files'}.", err=True)
     sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
+
+
+@click.command()
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="DSLINT_CACHE_DIR",
+    default=None,
+    help="The cache to remove (default: .dslint_cache in the project root). Env: DSLINT_CACHE_DIR.",
+)
+def clean(cache_dir: Path | None) -> None:
+    """Remove the result cache."""
+    directory = cache_dir or default_directory()
+    try:
+        removed = clean_cache(directory)
+    except (ValueError, OSError) as error:
+        click.echo(f"dslint: error: {error}", err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo(f"Removed {directory}." if removed else f"No cache at {directory}.", err=True)
 
 
 def _summary(tally: Tally) -> str:

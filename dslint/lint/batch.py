@@ -17,14 +17,17 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import TypeVar
 
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.limits import Limits, TooLarge, read_capped
+from dslint.lint.cache import ResultCache, code_fingerprint, digest
 from dslint.lint.file import lint_file
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.notebook import NotebookError, NotPythonNotebook
 from dslint.lint.result import FileResult
-from dslint.project.index import ProjectIndex, build_project_index
+from dslint.project.index import ProjectIndex, absolute, build_project_index, launcher_files
+from dslint.project.inputs import recording
 from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
 
@@ -37,9 +40,20 @@ class FileFailure:
     message: str
 
 
-def index_project(files: Sequence[Path], paths: Sequence[str]) -> ProjectIndex:
-    """The project index over the files about to be linted, computed once, before any of them is."""
-    return build_project_index(files, paths)
+def index_project(files: Sequence[Path], paths: Sequence[str], cache: ResultCache | None = None) -> ProjectIndex:
+    """The project index over the files about to be linted, computed once, before any of them is; from `cache`
+    when it holds one built over the same files, launchers and inputs."""
+    if cache is None:
+        return build_project_index(files, paths)
+    python = sorted(absolute(f) for f in files if str(f).endswith(".py"))
+    key = digest("index", code_fingerprint(), os.getcwd(), tuple(paths), python, launcher_files(paths or ["."]))
+    cached = cache.get(key)
+    if isinstance(cached, ProjectIndex):
+        return cached
+    with recording() as inputs:
+        index = build_project_index(files, paths)
+    cache.put(key, index, inputs)
+    return index
 
 
 def lint_path(
@@ -93,10 +107,20 @@ def lint_bytes(
 
 Item = tuple[Path, RuleSelection, "int | None", Limits, "ProjectFacts | None", "str | None"]
 Result = FileResult | FileFailure | NotAnalysed
+# A file whose bytes were read (for its cache key): linted from them, with the files read on the way.
+DataItem = tuple[Path, bytes, RuleSelection, "int | None", Limits, "ProjectFacts | None", "str | None"]
+Recorded = tuple[Result, list[str]]
 
 
 def _lint_item(item: Item) -> Result:
     return lint_path(*item)
+
+
+def _lint_data_item(item: DataItem) -> Recorded:
+    path, data, selection, world_size, limits, project, config_reader = item
+    with recording() as inputs:
+        result = lint_bytes(path, data, selection, world_size, limits, project, config_reader)
+    return result, list(inputs)
 
 
 def lint_files(
@@ -106,10 +130,12 @@ def lint_files(
     progress: Callable[[int], None] | None = None,
     limits: Limits | Sequence[Limits] | None = None,
     project: ProjectIndex | None = None,
+    cache: ResultCache | None = None,
 ) -> list[Result]:
     """Lint each (file, selection its settings give it); `world_size`, when known, makes the config batch check
     (DSL407) exact; `progress(1)` is called as each file is done; `limits`: one for every file, or one per item;
-    `project` (see `index_project`) gives each file what is known about it from elsewhere."""
+    `project` (see `index_project`) gives each file what is known about it from elsewhere; `cache`: results
+    are served from it when their keys match, and stored in it (`dslint.lint.cache`)."""
     each = [limits or Limits()] * len(items) if limits is None or isinstance(limits, Limits) else list(limits)
     work: list[Item] = [
         (
@@ -123,55 +149,162 @@ def lint_files(
         for (path, selection), limit in zip(items, each, strict=True)
     ]
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
-    if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:
-        done: list[Result] = []
+    if cache is None:
+        return _run(_lint_item, work, jobs, progress, _crashed)
+    results: list[Result | None] = [None] * len(work)
+    todo: list[tuple[int, str, DataItem]] = []
+    uncached: list[int] = []
+    for index, item in enumerate(work):
+        keyed = _keyed(item, cache)
+        if keyed is None:
+            uncached.append(index)
+            continue
+        hit = cache.get(keyed)
+        if isinstance(hit, (FileResult, NotAnalysed)):
+            results[index] = hit
+            cache.hits += 1
+            if progress is not None:
+                progress(1)
+            continue
+        data = _read(item)
+        if isinstance(data, FileFailure):
+            results[index] = data
+            if progress is not None:
+                progress(1)
+            continue
+        state = cache.remember(str(item[0]), data)
+        key = keyed if keyed.endswith(state) else _file_key(item, state)  # changed since its state was read
+        cache.misses += 1
+        todo.append((index, key, (item[0], data, *item[1:])))
+    for index, done in zip(
+        uncached, _run(_lint_item, [work[i] for i in uncached], jobs, progress, _crashed), strict=True
+    ):
+        results[index] = done
+    fresh = _run(_lint_data_item, [data_item for _, _, data_item in todo], jobs, progress, _crashed_recorded)
+    for (index, key, _), (result, inputs) in zip(todo, fresh, strict=True):
+        results[index] = result
+        if isinstance(result, (FileResult, NotAnalysed)):
+            cache.put(key, result, inputs)
+    return [result for result in results if result is not None]
+
+
+def _file_key(item: Item, state: str) -> str:
+    path, selection, world_size, limits, project, config_reader = item
+    return (
+        digest(
+            "file", code_fingerprint(), os.getcwd(), str(path), selection, limits, world_size, project, config_reader
+        )
+        + state
+    )
+
+
+def _keyed(item: Item, cache: ResultCache) -> str | None:
+    """The cache key of a file (from its state, read once per run), or None for a file never cached: one dslint
+    does not read, one that is missing or not a regular file, or one over its size limit."""
+    path = item[0]
+    if not_analysed(path) is not None:
+        return None
+    state = cache.state(str(path))
+    if len(state) != 32:  # MISSING, a directory, a device, or too large to hash
+        return None
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return None
+    limits = item[3]
+    limit = limits.max_config_size if path.suffix.lower() in CONFIG_SUFFIXES else limits.max_file_size
+    if size > limit:
+        return None
+    return _file_key(item, state)
+
+
+def _read(item: Item) -> bytes | FileFailure:
+    path, limits = item[0], item[3]
+    try:
+        if path.suffix.lower() in CONFIG_SUFFIXES:
+            return read_capped(path, limits.max_config_size, "max-config-size")
+        return read_capped(path, limits.max_file_size, "max-file-size")
+    except TooLarge as error:
+        return FileFailure(str(path), str(error))
+    except OSError as error:
+        return FileFailure(str(path), f"cannot read: {error.strerror or error}")
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _run(
+    function: Callable[[T], R],
+    work: Sequence[T],
+    jobs: int,
+    progress: Callable[[int], None] | None,
+    crashed: Callable[[T, str], R],
+) -> list[R]:
+    """`function` over `work`, in `jobs` worker processes when there is enough work; a worker that dies is
+    retried alone per item (`_isolated`), and `crashed(item, why)` is the result of an item that kills it."""
+    if jobs <= 1 or len(work) < PARALLEL_THRESHOLD:
+        done: list[R] = []
         for item in work:
-            done.append(_lint_item(item))
+            done.append(function(item))
             if progress is not None:
                 progress(1)
         return done
-    results: list[Result | None] = [None] * len(work)
+    results: list[R | None] = [None] * len(work)
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
-            for index, result in enumerate(pool.map(_lint_item, work, chunksize=8)):
+            for index, result in enumerate(pool.map(function, work, chunksize=_chunksize(len(work), jobs))):
                 results[index] = result
                 if progress is not None:
                     progress(1)
     except BrokenProcessPool:
         pass  # a worker died: the files without a result are retried one process each, below
-    finished: list[Result] = []
+    finished: list[R] = []
     for index, maybe in enumerate(results):
         if maybe is None:
-            maybe = _isolated(work[index])
+            maybe = _isolated(function, work[index], crashed)
             if progress is not None:
                 progress(1)
         finished.append(maybe)
     return finished
 
 
-def _isolated(item: Item) -> Result:
-    """Lint one file in a process of its own: its death is this file's failure."""
+def _chunksize(count: int, jobs: int) -> int:
+    """Small chunks, so that one slow file does not hold a worker's whole share while the others idle."""
+    return max(1, min(8, count // (jobs * 8)))
+
+
+def _isolated(function: Callable[[T], R], item: T, crashed: Callable[[T, str], R]) -> R:
+    """Run `function(item)` in a process of its own: its death is this item's failure."""
     context = get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_send_result, args=(item, sender), daemon=True)
+    process = context.Process(target=_send_result, args=(function, item, sender), daemon=True)
     process.start()
     sender.close()
     try:
-        result: Result = receiver.recv()
+        result: R = receiver.recv()
     except EOFError:  # it died before sending
         process.join()
         code = process.exitcode or 0
         how = f" ({_signal_name(-code)})" if code < 0 else f" (exit status {code})" if code else ""
-        return FileFailure(str(item[0]), f"internal error: dslint's parser crashed on this file{how}")
+        return crashed(item, f"internal error: dslint's parser crashed on this file{how}")
     finally:
         receiver.close()
     process.join()
     return result
 
 
-def _send_result(item: Item, sender: Connection) -> None:
-    sender.send(_lint_item(item))
+def _send_result(function: Callable[[T], R], item: T, sender: Connection) -> None:
+    sender.send(function(item))
     sender.close()
+
+
+def _crashed(item: Item, why: str) -> Result:
+    return FileFailure(str(item[0]), why)
+
+
+def _crashed_recorded(item: DataItem, why: str) -> Recorded:
+    return FileFailure(str(item[0]), why), []
 
 
 def _signal_name(number: int) -> str:

@@ -39,6 +39,7 @@ from dslint.config.tree import (
 )
 from dslint.diagnostics import Related
 from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
+from dslint.project.inputs import record
 from dslint.script.facts import BindingKind, InitializeCall, Pos
 from dslint.script.names import dotted_name
 from dslint.script.project_facts import LaunchedConfig
@@ -160,6 +161,7 @@ def literal_value(node: cst.BaseExpression) -> Any:
 
 def load_config_tree(path: Path) -> Node | ParseError | None:
     """The parsed tree of a config file (cached per file and version), a ParseError, or None if unreadable."""
+    record(path)
     try:
         stat = path.stat()
         resolved = path.resolve()

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dslint.project.inputs import exists
 from dslint.script.project_facts import ENGINE, ENGINE_MODULE, RESULT_ORDER
 
 # A symbolic value: ("result", roles, is_tuple, origin key) | ("param", name, unwrapped) | None
@@ -84,7 +85,7 @@ def _package_of(path: str) -> list[str]:
     """The dotted package a file sits in, as far as `__init__.py` files go up (for relative imports)."""
     parts: list[str] = []
     directory = Path(path).parent
-    while (directory / "__init__.py").exists() and directory.parent != directory:
+    while exists(directory / "__init__.py") and directory.parent != directory:
         parts.append(directory.name)
         directory = directory.parent
     return list(reversed(parts))

@@ -23,6 +23,7 @@ from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
 from dslint.project.config_link import load_config_tree
 from dslint.project.engine_flow import EngineFlow, InitSite, ModuleFinder
+from dslint.project.inputs import exists, is_file, record
 from dslint.project.launchers import (
     CONFIG_OPTIONS,
     UNKNOWN_VALUE,
@@ -106,17 +107,17 @@ def _find(name: str, near: str, roots: Sequence[str]) -> str | None:
         return None
     candidate = Path(name)
     if candidate.is_absolute():
-        return absolute(candidate) if candidate.is_file() else None
+        return absolute(candidate) if is_file(candidate) else None
     directory = Path(near).parent
     tried: list[Path] = []
     for ancestor in [directory, *directory.parents]:
         tried.append(ancestor)
-        if any(absolute(ancestor) == root for root in roots) or (ancestor / ".git").exists():
+        if any(absolute(ancestor) == root for root in roots) or exists(ancestor / ".git"):
             break
     tried.extend(Path(root) for root in roots)
     for base in tried:
         path = base / candidate
-        if path.is_file():
+        if is_file(path):
             return absolute(path)
     return None
 
@@ -140,9 +141,15 @@ def _walk_launchers(roots: Sequence[str]) -> list[str]:
     return found
 
 
+def launcher_files(paths: Sequence[str]) -> list[str]:
+    """The launchers and documents the index reads under `paths` (the result cache keys the index on them)."""
+    return _walk_launchers(paths)
+
+
 def _read(path: str) -> bytes | None:
     """A file's bytes, or None when it cannot be read or is over the default max-file-size (a device such as
     /dev/zero never ends; the file's own lint reports it)."""
+    record(path)
     try:
         return read_capped(path, Limits().max_file_size, "max-file-size")
     except (OSError, TooLarge):
@@ -369,7 +376,7 @@ def engine_config(index: ProjectIndex, site: InitSite) -> EngineConfig | None:
     config = site.config
     if isinstance(config, ast.Constant) and isinstance(config.value, str):
         path = absolute(Path(site.path).parent / config.value)
-        if os.path.isfile(path):
+        if is_file(path):
             stage = config_stage(path)
             written = Related(_shown(site.path), site.line, site.column, f"config {config.value}")
             return EngineConfig(stage, (written,), path)

@@ -1,0 +1,283 @@
+"""The result cache: a file's findings are kept, keyed on everything they depend on, and served again while
+none of it has changed (as ruff's cache; on by default for `dslint check`, `--no-cache` turns it off).
+
+Where: `--cache-dir`, else `DSLINT_CACHE_DIR`, else `.dslint_cache/` in the project root (the nearest directory
+above the current one holding a `pyproject.toml` or `.git`, else the current directory). The folder holds its
+own `.gitignore` (`*`) and a `CACHEDIR.TAG`; `dslint clean` removes it.
+
+A file's key is the hash of: dslint's code (its version and the stat of every module, so that an edited rule
+never serves an old answer), the effective settings that change findings (the rule selection, with the
+DeepSpeed version the project runs, the limits, `--world-size`), the current directory (paths in findings are
+shown relative to it), the file's path and content bytes, and what the project index says about the file (its
+`ProjectFacts` and who reads it as a config). The files read while linting it (the configs a script points at,
+through `dslint.project.inputs`) are stored beside the result with their states (content hash, or missing) and
+checked on every hit. The project index itself is cached the same way: keyed on the files it is built over and
+the launchers found, checked against every file it read or looked for.
+
+Entries are JSON (never pickle: a cache folder can come from anywhere), one file per key, written to a temporary
+file and moved into place (`os.replace`): concurrent runs write whole entries or nothing. An entry that does
+not parse, is truncated, or is another key's or another format's is ignored and rebuilt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import enum
+import functools
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from stat import S_ISDIR, S_ISREG
+from typing import Any
+
+import dslint
+
+FORMAT = 1
+ENV = "DSLINT_CACHE_DIR"
+DIRECTORY_NAME = ".dslint_cache"
+TAG = "CACHEDIR.TAG"
+TAG_TEXT = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by dslint.\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+MISSING = "-"
+DIRECTORY = "d"
+NOT_REGULAR = "?"  # a device, a pipe: never read for a state, never served from the cache
+HASHED_BYTES = 64 * 1024 * 1024  # a larger file's state is its size and modification time
+
+
+def default_directory(cwd: Path | None = None) -> Path:
+    """`DSLINT_CACHE_DIR`, else `.dslint_cache` in the project root above `cwd`."""
+    from_env = os.environ.get(ENV)
+    if from_env:
+        return Path(from_env)
+    start = Path(os.path.abspath(cwd or Path.cwd()))
+    for directory in (start, *start.parents):
+        if (directory / "pyproject.toml").is_file() or (directory / ".git").exists():
+            return directory / DIRECTORY_NAME
+    return start / DIRECTORY_NAME
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """dslint's version and the size and modification time of each of its files: a cache written by other code
+    (another version, or a rule edited in a checkout) is never read."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(f"{dslint.__version__}\0{FORMAT}\0".encode())
+    package = Path(dslint.__file__).resolve().parent
+    for directory, subdirectories, names in os.walk(package):
+        subdirectories[:] = sorted(d for d in subdirectories if d != "__pycache__")
+        for name in sorted(names):
+            if name.endswith((".py", ".json")):
+                try:
+                    stat = os.stat(os.path.join(directory, name))
+                except OSError:
+                    continue
+                digest.update(f"{directory}/{name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    return digest.hexdigest()
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def digest(*parts: object) -> str:
+    hashed = hashlib.blake2b(digest_size=20)
+    for part in parts:
+        hashed.update(repr(part).encode("utf-8", "backslashreplace"))
+        hashed.update(b"\0")
+    return hashed.hexdigest()
+
+
+# --- the codec: dslint's dataclasses and enums, tuples, dicts and sets, to and from JSON ---------------------
+
+
+def encode(value: Any) -> Any:
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if isinstance(value, enum.Enum):
+        return {"E": _qualified(type(value)), "v": value.value}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        return {"D": _qualified(type(value)), "f": fields}
+    if isinstance(value, tuple):
+        return {"T": [encode(item) for item in value]}
+    if isinstance(value, list):
+        return [encode(item) for item in value]
+    if isinstance(value, dict):
+        return {"M": [[encode(k), encode(v)] for k, v in value.items()]}
+    if isinstance(value, (set, frozenset)):
+        return {"S": [encode(item) for item in value], "F": isinstance(value, frozenset)}
+    if isinstance(value, Path):
+        return {"P": str(value)}
+    raise TypeError(f"cannot cache a {type(value).__name__}")
+
+
+def decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [decode(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if "D" in value:
+        cls = _class(value["D"])
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            raise ValueError(f"not a dataclass: {value['D']}")
+        return cls(**{name: decode(item) for name, item in value["f"].items()})
+    if "T" in value:
+        return tuple(decode(item) for item in value["T"])
+    if "M" in value:
+        return {_hashable(decode(k)): decode(v) for k, v in value["M"]}
+    if "E" in value:
+        cls = _class(value["E"])
+        if not (isinstance(cls, type) and issubclass(cls, enum.Enum)):
+            raise ValueError(f"not an enum: {value['E']}")
+        return cls(value["v"])
+    if "S" in value:
+        items = [_hashable(decode(item)) for item in value["S"]]
+        return frozenset(items) if value.get("F") else set(items)
+    if "P" in value:
+        return Path(value["P"])
+    raise ValueError("unknown cache value")
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _class(name: str) -> Any:
+    """A class of dslint's own, by `module:qualname`; nothing outside the package is ever imported."""
+    module_name, _, qualname = name.partition(":")
+    if not (module_name == "dslint" or module_name.startswith("dslint.")) or not qualname:
+        raise ValueError(f"not a dslint class: {name}")
+    target: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+# --- the store ------------------------------------------------------------------------------------------------
+
+
+class ResultCache:
+    """One run's view of the cache folder; file states are read once per run."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self.entries = self.directory / f"v{FORMAT}"
+        self._states: dict[str, str] = {}
+        self._ready = False
+        self.hits = 0
+        self.misses = 0
+
+    def state(self, path: str) -> str:
+        """A file's content hash, MISSING when it does not exist (or cannot be read), DIRECTORY for a folder."""
+        name = os.path.abspath(path)
+        known = self._states.get(name)
+        if known is None:
+            known = _state(name)
+            self._states[name] = known
+        return known
+
+    def remember(self, path: str, data: bytes) -> str:
+        """The state of a file whose bytes the caller read (so the file is not read twice)."""
+        known = content_hash(data)
+        self._states[os.path.abspath(path)] = known
+        return known
+
+    def states(self, paths: Iterable[str]) -> list[list[str]]:
+        return [[path, self.state(path)] for path in paths]
+
+    def _entry(self, key: str) -> Path:
+        return self.entries / key[:2] / key[2:]
+
+    def get(self, key: str) -> Any | None:
+        """The value stored under `key` while every file it depends on is as it was, else None."""
+        try:
+            raw = self._entry(key).read_bytes()
+            entry = json.loads(raw)
+            if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != key:
+                return None
+            for path, state in entry["inputs"]:
+                if self.state(path) != state:
+                    return None
+            return decode(entry["value"])
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, ImportError, RecursionError):
+            return None  # missing, truncated, corrupt or foreign: rebuilt
+
+    def put(self, key: str, value: Any, inputs: Iterable[str] = ()) -> None:
+        """Store `value` under `key`, with the states of the files it was computed from; a cache that cannot be
+        written is no error (the run goes on without it)."""
+        try:
+            encoded = encode(value)
+        except (TypeError, RecursionError):
+            return
+        entry = {"format": FORMAT, "key": key, "inputs": self.states(inputs), "value": encoded}
+        target = self._entry(key)
+        try:
+            self._prepare()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(target, json.dumps(entry, separators=(",", ":")).encode("ascii"))
+        except (OSError, ValueError):
+            return
+
+    def _prepare(self) -> None:
+        if self._ready:
+            return
+        self.entries.mkdir(parents=True, exist_ok=True)
+        for name, text in ((".gitignore", "# created by dslint\n*\n"), (TAG, TAG_TEXT)):
+            if not (self.directory / name).exists():
+                _atomic_write(self.directory / name, text.encode())
+        self._ready = True
+
+
+def _state(name: str) -> str:
+    try:
+        stat = os.stat(name)
+    except OSError:
+        return MISSING
+    if S_ISDIR(stat.st_mode):
+        return DIRECTORY
+    if not S_ISREG(stat.st_mode):
+        return NOT_REGULAR
+    if stat.st_size > HASHED_BYTES:
+        return f"{stat.st_size}:{stat.st_mtime_ns}"
+    try:
+        with open(name, "rb") as stream:
+            return content_hash(stream.read())
+    except OSError:
+        return MISSING
+
+
+def _atomic_write(target: Path, data: bytes) -> None:
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def clean(directory: Path) -> bool:
+    """Remove a cache folder dslint made (it holds dslint's CACHEDIR.TAG); False when there is none. A folder
+    without the tag is left alone (DSLINT_CACHE_DIR pointed somewhere else): ValueError."""
+    if not directory.exists():
+        return False
+    tag = directory / TAG
+    if not tag.is_file() or "dslint" not in tag.read_text(encoding="utf-8", errors="replace"):
+        raise ValueError(f"{directory} is not a dslint cache (no dslint {TAG} in it); not removed")
+    shutil.rmtree(directory)
+    return True

@@ -1,0 +1,197 @@
+"""The result cache (dslint/lint/cache.py): a warm run prints what a cold one prints, byte for byte; a change in
+any file a result depends on (the file, a config it reads, a launcher that names it) is seen; a corrupt, foreign
+or truncated entry is rebuilt; two runs at once leave a sound cache; `dslint clean` removes it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fixture_support import FIXTURES
+
+from dslint.cli import main
+from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Related, Severity
+from dslint.lint.cache import DIRECTORY_NAME, ResultCache, decode, default_directory, encode
+from dslint.lint.result import FileResult
+
+REPOSITORY = FIXTURES.parent
+
+
+def check(cwd: Path, *args: str) -> str:
+    """`dslint check` in-process, in `cwd`; the JSON report."""
+    runner = CliRunner()
+    previous = os.getcwd()
+    os.chdir(cwd)
+    try:
+        outcome = runner.invoke(main, ["check", "--output-format", "json", "-q", *args], catch_exceptions=False)
+    finally:
+        os.chdir(previous)
+    assert outcome.exit_code in (0, 1), outcome.output
+    return outcome.stdout
+
+
+def entries(cache: Path) -> list[Path]:
+    return [p for p in cache.rglob("*") if p.is_file() and p.parent != cache and not p.name.startswith(".tmp")]
+
+
+@pytest.mark.parametrize("target", ["fixtures", *sorted(p.name for p in (FIXTURES / "projects").iterdir())])
+def test_a_warm_run_prints_what_a_cold_one_prints(target: str, tmp_path: Path) -> None:
+    cwd, path = (REPOSITORY, "fixtures") if target == "fixtures" else (FIXTURES / "projects" / target, ".")
+    uncached = check(cwd, path, "--no-cache")
+    cache = tmp_path / "cache"
+    cold = check(cwd, path, "--cache-dir", str(cache))
+    assert entries(cache)
+    warm = check(cwd, path, "--cache-dir", str(cache))
+    assert cold == uncached
+    assert warm == uncached
+
+
+def test_every_diagnostic_field_round_trips() -> None:
+    diagnostic = Diagnostic(
+        "DSL204",
+        "slug",
+        "message \udcff é",
+        Severity.WARNING,
+        "a/b.ipynb",
+        Location(3, 4),
+        Location(3, 9),
+        Fix((Edit(Location(1, 1), Location(1, 2), "x"),), Applicability.UNSAFE, "do it", ("import os",)),
+        cell=2,
+        related=(Related("run.sh", 2, 1, "deepspeed launches b.py"),),
+    )
+    result = FileResult("a/b.ipynb", [diagnostic], parsed=True, text="text\n", encoding="latin-1", suppressed=2)
+    import json
+
+    back = decode(json.loads(json.dumps(encode(result))))
+    assert back == result
+    assert back.diagnostics[0].fix == diagnostic.fix
+    assert back.diagnostics[0].related == diagnostic.related
+
+
+def _project(root: Path) -> None:
+    (root / "configs").mkdir(parents=True)
+    (root / "configs" / "ds_z2.json").write_text('{"train_batch_size": 8, "zero_optimization": {"stage": 2}}\n')
+    (root / "configs" / "ds_z3.json").write_text('{"train_batch_size": 8, "zero_optimization": {"stage": 3}}\n')
+    (root / "run.sh").write_text("deepspeed train.py --deepspeed_config configs/ds_z3.json\n")
+    (root / "train.py").write_text(
+        "import deepspeed\nimport torch\n\n\n"
+        "def main(args, model):\n"
+        "    engine, _, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters())\n"
+        '    torch.save(engine.module.state_dict(), "final.pt")\n'
+    )
+    (root / "literal.py").write_text(
+        "import deepspeed\n\n\n"
+        "def main(model):\n"
+        '    engine, _, _, _ = deepspeed.initialize(model=model, config="own.json")\n'
+        "    engine.step()\n"
+    )
+    (root / "own.txt").write_text("not a config the walk finds\n")
+
+
+def test_a_launcher_that_changes_is_seen(tmp_path: Path) -> None:
+    _project(tmp_path / "p")
+    cache = str(tmp_path / "cache")
+    first = check(tmp_path / "p", ".", "--cache-dir", cache)
+    assert "DSL204" in first
+    (tmp_path / "p" / "run.sh").write_text("deepspeed train.py --deepspeed_config configs/ds_z2.json\n")
+    second = check(tmp_path / "p", ".", "--cache-dir", cache)
+    assert second == check(tmp_path / "p", ".", "--no-cache")
+    assert "DSL204" not in second
+
+
+def test_a_config_read_through_a_script_that_changes_is_seen(tmp_path: Path) -> None:
+    """own.json is not among the files checked (only literal.py is named): its findings come through the
+    script, and the script's result depends on it."""
+    root = tmp_path / "p"
+    _project(root)
+    cache = str(tmp_path / "cache")
+    config = root / "own.json"
+    config.write_text('{"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": true}, "bf16": {"enabled": true}}\n')
+    flagged = check(root, "literal.py", "--cache-dir", cache)
+    assert "own.json" in flagged
+    config.write_text('{"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}}\n')
+    assert check(root, "literal.py", "--cache-dir", cache) == check(root, "literal.py", "--no-cache")
+    config.unlink()  # a config that is gone is a change too
+    assert check(root, "literal.py", "--cache-dir", cache) == check(root, "literal.py", "--no-cache")
+    config.write_text('{"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": true}, "bf16": {"enabled": true}}\n')
+    assert check(root, "literal.py", "--cache-dir", cache) == flagged
+
+
+def test_settings_are_part_of_the_key(tmp_path: Path) -> None:
+    _project(tmp_path / "p")
+    cache = str(tmp_path / "cache")
+    assert "DSL204" in check(tmp_path / "p", ".", "--cache-dir", cache)
+    assert "DSL204" not in check(tmp_path / "p", ".", "--cache-dir", cache, "--ignore", "DSL204")
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "foreign", "empty"])
+def test_a_damaged_entry_is_ignored_and_rebuilt(damage: str, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    expected = check(REPOSITORY, "fixtures/projects", "--no-cache")
+    check(REPOSITORY, "fixtures/projects", "--cache-dir", str(cache))
+    stored = entries(cache)
+    other = stored[0].read_bytes()
+    for entry in stored:
+        data = entry.read_bytes()
+        damaged = {
+            "garbage": b"\x80\x00not json",
+            "truncated": data[: len(data) // 2],
+            "foreign": other,
+            "empty": b"",
+        }[damage]
+        entry.write_bytes(damaged)
+    assert check(REPOSITORY, "fixtures/projects", "--cache-dir", str(cache)) == expected
+    assert check(REPOSITORY, "fixtures/projects", "--cache-dir", str(cache)) == expected  # rebuilt
+
+
+def test_two_runs_at_once_leave_a_sound_cache(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    expected = check(REPOSITORY, "fixtures", "--no-cache")
+    env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+    argv = [sys.executable, "-m", "dslint", "check", "-q", "--output-format", "json", "--cache-dir", str(cache)]
+    runs = [
+        subprocess.Popen([*argv, "fixtures"], cwd=REPOSITORY, env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outputs = [run.communicate()[0] for run in runs]
+    assert outputs == [expected, expected]
+    assert not [p for p in cache.rglob(".tmp-*")]
+    assert check(REPOSITORY, "fixtures", "--cache-dir", str(cache)) == expected
+
+
+def test_the_default_cache_lives_in_the_project_root_and_ignores_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DSLINT_CACHE_DIR", raising=False)
+    _project(tmp_path / "p")
+    (tmp_path / "p" / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "p" / "configs" / "deeper").mkdir()
+    assert default_directory(tmp_path / "p" / "configs" / "deeper") == tmp_path / "p" / DIRECTORY_NAME
+    check(tmp_path / "p", ".")
+    folder = tmp_path / "p" / DIRECTORY_NAME
+    assert (folder / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert CliRunner().invoke(main, ["clean", "--cache-dir", str(folder)]).exit_code == 0
+    assert not folder.exists()
+
+
+def test_clean_leaves_a_folder_that_is_not_a_cache(tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep\n")
+    outcome = CliRunner().invoke(main, ["clean", "--cache-dir", str(tmp_path / "mine")])
+    assert outcome.exit_code == 2
+    assert (tmp_path / "mine" / "notes.txt").exists()
+
+
+def test_a_state_is_read_once_per_run(tmp_path: Path) -> None:
+    path = tmp_path / "a.py"
+    path.write_text("x = 1\n")
+    cache = ResultCache(tmp_path / "cache")
+    first = cache.state(str(path))
+    path.write_text("x = 2\n")
+    assert cache.state(str(path)) == first
+    assert ResultCache(tmp_path / "cache").state(str(path)) != first
+    assert cache.state(str(tmp_path / "gone.json")) == "-"
