@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 import sys
 
@@ -9,13 +10,31 @@ import click
 
 from dslint import __version__
 from dslint.commands.check import check, clean
-from dslint.commands.fix import fix
-from dslint.commands.graph import graph
-from dslint.commands.rules import explain, rules
-from dslint.commands.settings import settings_command
+
+# Subcommands imported only when run (`fix` brings libcst, `rules` every rule): `dslint check` starts fast.
+LAZY_COMMANDS = {
+    "fix": ("dslint.commands.fix", "fix"),
+    "rules": ("dslint.commands.rules", "rules"),
+    "explain": ("dslint.commands.rules", "explain"),
+    "settings": ("dslint.commands.settings", "settings_command"),
+    "graph": ("dslint.commands.graph", "graph"),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in LAZY_COMMANDS and cmd_name not in self.commands:
+            module, attribute = LAZY_COMMANDS[cmd_name]
+            command = getattr(importlib.import_module(module), attribute)
+            assert isinstance(command, click.Command)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dslint")
 def main() -> None:
     """Find, before a GPU hour is spent, the DeepSpeed mistakes that waste memory or silently break training."""
@@ -28,11 +47,6 @@ def main() -> None:
 
 main.add_command(check)
 main.add_command(clean)
-main.add_command(fix)
-main.add_command(rules)
-main.add_command(explain)
-main.add_command(settings_command)
-main.add_command(graph)
 
 
 @main.command()

@@ -27,10 +27,16 @@ from pathlib import Path
 from typing import Any
 
 from dslint.config.versions import Version
-from dslint.framework.registry import all_rules
+from dslint.framework.catalog import CODES
 from dslint.gitignore import _translate
 from dslint.limits import MB, Limits, TooLarge, parse_size, read_capped
-from dslint.project.deepspeed_version import DeepSpeedVersion, VersionError, parse_setting, project_root, resolve
+from dslint.project.deepspeed_version import (
+    DeepSpeedVersion,
+    VersionError,
+    holds_project_files,
+    parse_setting,
+    resolve,
+)
 from dslint.selection import RuleSelection, normalize_prefix
 
 if sys.version_info >= (3, 11):
@@ -176,8 +182,36 @@ class Settings:
         """The DeepSpeed the project runs: `deepspeed-version`, else its own pin, else the newest known."""
         return resolve(self.pins_root or self.root, self.project.deepspeed_version, self.project.path)
 
+    @functools.cached_property
+    def _resolved_root(self) -> Path | None:
+        try:
+            return self.root.resolve()
+        except (OSError, RuntimeError):
+            return None
+
     def relative(self, path: Path) -> str | None:
-        return _relative(path, self.root)
+        root = self._resolved_root
+        if root is None:
+            return None
+        try:
+            return self._resolve(path).relative_to(root).as_posix()
+        except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+            return None
+
+    def _resolve(self, path: Path) -> Path:
+        """`path.resolve()`, with each directory resolved once (a walk asks about every file in it)."""
+        if path.name in ("", ".", "..") or os.path.islink(path):
+            return path.resolve()
+        parent = path.parent
+        resolved = self._resolved_directories.get(parent)
+        if resolved is None:
+            resolved = parent.resolve()
+            self._resolved_directories[parent] = resolved
+        return resolved / path.name
+
+    @functools.cached_property
+    def _resolved_directories(self) -> dict[Path, Path]:
+        return {}
 
     def is_excluded(self, path: Path) -> bool:
         """Whether `path` (a file or directory) or one of its directories below the root matches `exclude`."""
@@ -191,11 +225,24 @@ class Settings:
 
     def selection_for(self, path: Path | None = None) -> RuleSelection:
         """The rules that run on `path`, every layer and `per-file-ignores` applied."""
-        selected = tuple(sorted(self.enabled_codes(path)))
-        return RuleSelection(select=selected, ignore=(), deepspeed_version=str(self.deepspeed.version))
+        ignored = tuple(self.matching_per_file_ignores(path)) if path is not None else ()
+        known = self._selections.get(ignored)
+        if known is None:
+            enabled = self.enabled_codes()
+            for _pattern, codes in ignored:
+                enabled = {code for code in enabled if not code.startswith(codes)}
+            known = RuleSelection(
+                select=tuple(sorted(enabled)), ignore=(), deepspeed_version=str(self.deepspeed.version)
+            )
+            self._selections[ignored] = known
+        return known
+
+    @functools.cached_property
+    def _selections(self) -> dict[tuple[tuple[str, tuple[str, ...]], ...], RuleSelection]:
+        return {}
 
     def enabled_codes(self, path: Path | None = None) -> set[str]:
-        codes = [rule.code for rule in all_rules()]
+        codes = CODES
         enabled = set(codes)
         enabled = _apply_layer(enabled, codes, self.project.select, self.project.extend_select, self.project.ignore)
         cli = self.overrides
@@ -268,7 +315,7 @@ def _did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 def validate_codes(prefixes: Iterable[str], where: str) -> tuple[str, ...]:
     """Normalized code prefixes; a prefix that matches no rule is an error."""
-    codes = [rule.code for rule in all_rules()]
+    codes = CODES
     result: list[str] = []
     for raw in prefixes:
         prefix = normalize_prefix(raw)
@@ -416,6 +463,11 @@ class SettingsResolver:
             fixed = read_pyproject(self.overrides.config_file)
             self._fixed = fixed if fixed is not None else ProjectConfig(path=self.overrides.config_file)
         self._by_directory: dict[Path, Settings] = {}
+        # Memos for the walk: the pyproject that governs each directory, each directory's project root, and one
+        # Settings per (pyproject, root, pins root), shared by every directory under it.
+        self._pyprojects: dict[Path, ProjectConfig | None] = {}
+        self._roots: dict[Path, Path | None] = {}
+        self._shared: dict[tuple[int, Path, Path | None], Settings] = {}
 
     def for_path(self, path: Path) -> Settings:
         directory = path if path.is_dir() else path.parent
@@ -428,14 +480,59 @@ class SettingsResolver:
         elif self._fixed is not None:
             project = self._fixed
         else:
-            project = find_pyproject(directory)
-        project = project or ProjectConfig()
+            project = self._find_pyproject(directory)
+        project = project or self._default
         root = project.path.parent if project.path is not None else self.cwd
         # without a [tool.dslint] file, pins are read in the nearest directory that looks like a project root
-        pins_root = None if project.path is not None or self.overrides.isolated else project_root(directory)
-        settings = Settings(root=root, project=project, overrides=self.overrides, pins_root=pins_root)
+        pins_root = None if project.path is not None or self.overrides.isolated else self._project_root(directory)
+        key = (id(project), root, pins_root)
+        settings = self._shared.get(key)
+        if settings is None:
+            settings = Settings(root=root, project=project, overrides=self.overrides, pins_root=pins_root)
+            self._shared[key] = settings
         self._by_directory[directory] = settings
         return settings
+
+    @functools.cached_property
+    def _default(self) -> ProjectConfig:
+        return ProjectConfig()
+
+    def _find_pyproject(self, directory: Path) -> ProjectConfig | None:
+        """`find_pyproject`, remembering the answer for every directory on the way up."""
+        start = directory.resolve()
+        if not start.is_dir():
+            start = start.parent
+        passed: list[Path] = []
+        found: ProjectConfig | None = None
+        for candidate in (start, *start.parents):
+            if candidate in self._pyprojects:
+                found = self._pyprojects[candidate]
+                break
+            passed.append(candidate)
+            path = candidate / "pyproject.toml"
+            if path.is_file() or path.is_symlink():  # a dangling or looping link is an error, not "no pyproject"
+                found = read_pyproject(path)
+                if found is not None:
+                    break
+        for candidate in passed:
+            self._pyprojects[candidate] = found
+        return found
+
+    def _project_root(self, directory: Path) -> Path | None:
+        """`project_root`, remembering the answer for every directory on the way up."""
+        passed: list[Path] = []
+        found: Path | None = None
+        for candidate in (directory, *directory.parents):
+            if candidate in self._roots:
+                found = self._roots[candidate]
+                break
+            passed.append(candidate)
+            if holds_project_files(candidate):
+                found = candidate
+                break
+        for candidate in passed:
+            self._roots[candidate] = found
+        return found
 
     def excluded(self, path: Path) -> bool:
         return self.for_path(path.parent if path.parent != path else path).is_excluded(path)

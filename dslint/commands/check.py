@@ -20,7 +20,6 @@ from dslint.lint.cache import clean as clean_cache
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.files import files_to_check
 from dslint.lint.result import FileResult
-from dslint.lint.suppression import add_noqa
 from dslint.report import renderer
 from dslint.report.colour import coloured_concise, wants_colour
 from dslint.report.context import ReportContext
@@ -252,6 +251,8 @@ def _show_files(resolver: SettingsResolver, paths: tuple[str, ...], force_exclud
 
 
 def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool) -> None:
+    from dslint.lint.suppression import add_noqa
+
     lines = files = 0
     for result in results:
         if result.text is None or not result.diagnostics:

@@ -4,20 +4,22 @@ fixer, the editor server, flake8 and the runtime check share."""
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from collections.abc import Iterable
 from pathlib import Path
 
-from dslint.config.facts import Origin
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.diagnostics import Diagnostic
+from dslint.framework.catalog import SCRIPT_TOKENS
 from dslint.limits import Limits
-from dslint.lint.config import lint_config_source
+from dslint.lint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
 from dslint.lint.result import FileResult
-from dslint.lint.script import lint_source
-from dslint.project.index import single_file_facts
 from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
+
+# The script and config drivers (and with them libcst and every rule) are imported when a file needs them: a
+# script that no rule can touch is settled from the rule catalog (`certainly_untouched`) without them.
 
 NOTEBOOK = ".ipynb"  # dslint.notebook.SUFFIX (imported lazily: the notebook module imports this one)
 
@@ -36,6 +38,9 @@ def lint_file(
     says: `single_file_facts`); `config_reader`: who reads a config a launcher passes ("trainer" or
     "initialize"), which makes it a DeepSpeed config whatever its name."""
     if Path(path).suffix.lower() in CONFIG_SUFFIXES:
+        from dslint.config.facts import Origin
+        from dslint.lint.config import lint_config_source
+
         if config_reader is not None:
             origin = Origin.TRAINER if config_reader == "trainer" else Origin.INITIALIZE
             return lint_config_source(path, data, selection, origin=origin, world_size=world_size, known_config=True)
@@ -44,9 +49,31 @@ def lint_file(
         from dslint.lint.notebook import lint_notebook  # raises NotebookError for a file that is not one
 
         return lint_notebook(path, data, selection, world_size)
+    if certainly_untouched(data, project):
+        return FileResult(path, skipped=True)
+    from dslint.lint.script import lint_source
+    from dslint.project.index import single_file_facts
+
     if project is None:
         project = single_file_facts(path, data)
     return lint_source(path, data, selection, world_size, limits=limits, project=project)
+
+
+_NOQA = re.compile(rb"noqa", re.IGNORECASE)
+
+
+def certainly_untouched(data: bytes, project: ProjectFacts | None) -> bool:
+    """True when no rule can fire on the script `data` whatever the selection (so DSL001/DSL002 do not apply
+    either, see `dslint.lint.script`), and it has no noqa comment (DSL010): the catalog's tokens for every script
+    rule are absent, it creates no engine and builds no TrainingArguments (config rules), and the project index
+    brings it neither an engine nor a launched config. The result is what the full driver's prefilter gives."""
+    if project is not None and (project.receives_engine or any(launch.config_path for launch in project.launches)):
+        return False
+    if _NOQA.search(data):
+        return False
+    if any(has_tokens(data, tokens) for tokens in SCRIPT_TOKENS.values()):
+        return False
+    return not (may_create_engine(data) or has_tokens(data, TRAINER_CONFIG_TOKENS))
 
 
 def lint_text(

@@ -160,13 +160,17 @@ def _walk(
                 skip = _excluded_dir(path) if excluded is None else excluded(path) or (path / "pyvenv.cfg").exists()
                 if not skip and not is_ignored(path, True, active):
                     subdirectories.append(path)
-            elif (excluded is None or not excluded(path)) and (
-                (entry.name.endswith(suffixes) and not is_ignored(path, False, active))
-                or (
-                    configs
-                    and entry.name.endswith(CONFIG_SUFFIXES)
-                    and not is_ignored(path, False, active)
-                    and is_candidate(path)  # a DeepSpeed config by name or content
+            elif (
+                (entry.name.endswith(suffixes) or (configs and entry.name.endswith(CONFIG_SUFFIXES)))
+                and (excluded is None or not excluded(path))
+                and (
+                    (entry.name.endswith(suffixes) and not is_ignored(path, False, active))
+                    or (
+                        configs
+                        and entry.name.endswith(CONFIG_SUFFIXES)
+                        and not is_ignored(path, False, active)
+                        and is_candidate(path)  # a DeepSpeed config by name or content
+                    )
                 )
             ):
                 yield path

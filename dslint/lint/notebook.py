@@ -21,7 +21,6 @@ from typing import Any
 from dslint.config.tree import Array, Object, parse_text
 from dslint.diagnostics import Diagnostic, Edit, Fix, Location
 from dslint.lint.result import FileResult
-from dslint.lint.script import lint_source
 from dslint.selection import RuleSelection
 
 SUFFIX = ".ipynb"
@@ -183,6 +182,8 @@ def lint_notebook(
     notebook = read_notebook(text)
     if notebook.language not in (None, "python"):
         raise NotPythonNotebook(f"a {notebook.language} notebook (dslint reads Python notebooks only)")
+    from dslint.lint.script import lint_source  # libcst, only for a notebook that has code
+
     result = lint_source(path, notebook.python_text.encode("utf-8"), selection, world_size)
     result.diagnostics = [notebook.located(d) if d.path == path else d for d in result.diagnostics]
     result.text = None  # the positions are the cells', not the file's

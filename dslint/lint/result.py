@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from dslint.diagnostics import Diagnostic
-from dslint.framework.config_rule import ConfigRule
-from dslint.framework.registry import all_rules
-from dslint.framework.rule import ScriptRule
 from dslint.selection import RuleSelection
+
+if TYPE_CHECKING:  # the rules are imported when a file needs them (they bring libcst)
+    from dslint.framework.config_rule import ConfigRule
+    from dslint.framework.rule import ScriptRule
 
 
 @dataclass
@@ -25,8 +27,14 @@ class FileResult:
 
 
 def script_rules(selection: RuleSelection) -> list[type[ScriptRule]]:
+    from dslint.framework.registry import all_rules
+    from dslint.framework.rule import ScriptRule
+
     return [r for r in all_rules() if issubclass(r, ScriptRule) and selection.enabled(r.code)]
 
 
 def config_rules(selection: RuleSelection) -> list[type[ConfigRule]]:
+    from dslint.framework.config_rule import ConfigRule
+    from dslint.framework.registry import all_rules
+
     return [r for r in all_rules() if issubclass(r, ConfigRule) and selection.enabled(r.code)]

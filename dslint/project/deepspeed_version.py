@@ -188,11 +188,16 @@ PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml",
 def project_root(directory: Path) -> Path | None:
     """The nearest directory at or above `directory` that holds a project file (or requirements, a Dockerfile)."""
     for candidate in (directory, *directory.parents):
-        if any((candidate / name).exists() for name in PROJECT_MARKERS) or _requirement_files(candidate):
-            return candidate
-        if any(candidate.glob("Dockerfile*")):
+        if holds_project_files(candidate):
             return candidate
     return None
+
+
+def holds_project_files(candidate: Path) -> bool:
+    """Whether `candidate` holds a project file, requirements or a Dockerfile (a project root, for pins)."""
+    if any((candidate / name).exists() for name in PROJECT_MARKERS) or _requirement_files(candidate):
+        return True
+    return any(candidate.glob("Dockerfile*"))
 
 
 def find_pin(root: Path) -> Pin | None:

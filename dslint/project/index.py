@@ -21,7 +21,6 @@ from dslint.config import facts as config_facts
 from dslint.config.tree import Object
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
-from dslint.project.config_link import load_config_tree
 from dslint.project.engine_flow import EngineFlow, InitSite, ModuleFinder
 from dslint.project.inputs import exists, is_file, record
 from dslint.project.launchers import (
@@ -363,6 +362,8 @@ def _launched_config(
 
 def config_stage(path: str) -> int | None:
     """The ZeRO stage a config file sets (0 when absent), or None when unreadable or not literal."""
+    from dslint.project.config_link import load_config_tree  # libcst: imported when a config is read
+
     tree = load_config_tree(Path(path))
     if not isinstance(tree, Object):
         return None

@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-from dslint.report import concise, full, github, json, sarif
+import importlib
+
 from dslint.report.context import Renderer
+
+FORMATS = ("concise", "full", "json", "github", "sarif")
 
 
 def renderer(name: str) -> Renderer:
     """The `render` function of the output format `name` (one of `dslint.settings.OUTPUT_FORMATS`)."""
-    formats: dict[str, Renderer] = {
-        "concise": concise.render,
-        "full": full.render,
-        "json": json.render,
-        "github": github.render,
-        "sarif": sarif.render,
-    }
-    return formats[name]
+    if name not in FORMATS:
+        raise KeyError(name)
+    module = importlib.import_module(f"dslint.report.{name}")  # only the format used (sarif reads every rule)
+    render: Renderer = module.render
+    return render
