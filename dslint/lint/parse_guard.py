@@ -41,23 +41,63 @@ class Refusal:
 
 def refusal(path: str, data: bytes, max_nesting: int) -> Refusal | None:
     """None when `data` is safe to parse with libcst; otherwise why not."""
+    return checked(path, data, max_nesting)[0]
+
+
+def checked(path: str, data: bytes, max_nesting: int) -> tuple[Refusal | None, ast.Module | None]:
+    """(`refusal`, CPython's AST of `data` when it compiled and is not too deep)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarning/DeprecationWarning (invalid escapes) are not errors
             tree = compile(data, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as error:  # also IndentationError, TabError, an unknown encoding cookie
-        return Refusal(error.msg or str(error), max(error.lineno or 1, 1), max(error.offset or 1, 1))
+        return Refusal(error.msg or str(error), max(error.lineno or 1, 1), max(error.offset or 1, 1)), None
     except (ValueError, UnicodeDecodeError) as error:  # a null byte; bytes that do not decode
-        return Refusal(str(error))
+        return Refusal(str(error)), None
     except RecursionError:
-        return Refusal("CPython cannot compile it: nested too deeply (maximum recursion depth exceeded)")
+        return Refusal("CPython cannot compile it: nested too deeply (maximum recursion depth exceeded)"), None
     except MemoryError:
-        return Refusal("CPython cannot compile it: out of memory (nested too deeply?)")
+        return Refusal("CPython cannot compile it: out of memory (nested too deeply?)"), None
     depth, line = tree_depth(tree, data)
     if depth > max_nesting:
         message = f"too deeply nested for dslint's parser (depth {depth} at line {line}; max-nesting is {max_nesting})"
-        return Refusal(message, line, 1, too_deep=True)
-    return None
+        return Refusal(message, line, 1, too_deep=True), None
+    return None, tree if isinstance(tree, ast.Module) else None
+
+
+INITIALIZE = "deepspeed.initialize"
+
+
+def calls_initialize(tree: ast.Module) -> bool:
+    """Whether some call in `tree` can resolve to `deepspeed.initialize` through the file's imports, as the
+    script facts resolve it (`dslint.script.names.ImportTable`). Over-approximates: every import anywhere binds
+    its name (the facts read them in order, and a later import may rebind), so it never misses a call the facts
+    would see. Cheaper than libcst by far: a file whose only reason to be parsed was the text `initialize(`
+    (DeepSpeed's own source, where `deepspeed.initialize()` appears in messages) is settled here."""
+    bound: dict[str, set[str]] = {}
+    functions: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            functions.append(node.func)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                bound.setdefault(local, set()).add(alias.name if alias.asname else local)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                if alias.name != "*":
+                    bound.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+    for function in functions:
+        parts: list[str] = []
+        while isinstance(function, ast.Attribute):
+            parts.append(function.attr)
+            function = function.value
+        if not isinstance(function, ast.Name):
+            continue
+        rest = "".join(f".{part}" for part in reversed(parts))
+        if any(f"{target}{rest}" == INITIALIZE for target in bound.get(function.id, ())):
+            return True
+    return False
 
 
 # Elements, arguments and subscripts sit one level deeper in libcst's tree than in CPython's: libcst wraps each

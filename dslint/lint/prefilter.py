@@ -28,17 +28,36 @@ def has_tokens(data: bytes, tokens: Iterable[bytes]) -> bool:
 
 
 def may_create_engine(data: bytes) -> bool:
-    """False only when the file certainly has no `deepspeed.initialize(...)` call.
+    """False only when the file certainly has no `deepspeed.initialize(...)` call that the script facts would see.
 
-    Such a call is written `<anything>.initialize(` or `initialize(`, or through a name imported with
-    `from deepspeed import initialize as NAME`; whitespace and line continuations may stand before `(`.
+    The facts resolve a call through the file's imports (`dslint.script.names.ImportTable`): `deepspeed.initialize`
+    (after `import deepspeed`, `import deepspeed.x`), `ALIAS.initialize` (after `import deepspeed as ALIAS`), or a
+    name bound by `from deepspeed import initialize [as NAME]`. So the text must hold `NAME . initialize` for
+    `deepspeed` or an alias of it (spaces, newlines and line continuations allowed around the dot), or a
+    `from deepspeed import` whose names include `initialize`; and something must call `initialize` or a name
+    imported as it. Strings and comments are not told apart: it over-approximates, so it never hides an engine
+    that the facts would find.
     """
-    if not has_tokens(data, ENGINE_TOKENS):
+    if not has_tokens(data, ENGINE_TOKENS) or not _calls_initialize(data):
         return False
+    names = [b"deepspeed", *_DEEPSPEED_ALIAS.findall(data)] if b"as" in data else [b"deepspeed"]
+    attribute = rb"\b(?:" + b"|".join(re.escape(name) for name in names) + rb")[\s\\]*\.[\s\\]*initialize\b"
+    if re.search(attribute, data):
+        return True
+    return b"from" in data and _FROM_DEEPSPEED_INITIALIZE.search(data) is not None
+
+
+def _calls_initialize(data: bytes) -> bool:
+    """Text that can be a call of `initialize`, or of a name imported `as` an alias of it."""
     if _CALLED_INITIALIZE.search(data):
         return True
     return any(re.search(rb"\b" + re.escape(alias) + rb"[\s\\]*\(", data) for alias in _INITIALIZE_ALIAS.findall(data))
 
 
+_DEEPSPEED_ALIAS = re.compile(rb"\bdeepspeed[\s\\]+as[\s\\]+([A-Za-z_][A-Za-z0-9_]*)")
+# `from deepspeed import initialize`, `from deepspeed import (comm, initialize as make)`, with continuations
+_FROM_DEEPSPEED_INITIALIZE = re.compile(
+    rb"\bfrom[\s\\]+deepspeed[\s\\]+import[\s\\]*(?:\([^)]*|(?:[^\n\\]|\\[\s\S])*)\binitialize\b"
+)
 _CALLED_INITIALIZE = re.compile(rb"\binitialize[\s\\]*\(")
 _INITIALIZE_ALIAS = re.compile(rb"\binitialize\s+as\s+([A-Za-z_][A-Za-z0-9_]*)")

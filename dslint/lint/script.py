@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 
 import libcst as cst
@@ -14,7 +15,7 @@ from dslint.framework.registry import implementation
 from dslint.framework.rule import ScriptRule
 from dslint.limits import Limits
 from dslint.lint.config import check_script_configs
-from dslint.lint.parse_guard import parse_module, refusal
+from dslint.lint.parse_guard import calls_initialize, checked, parse_module
 from dslint.lint.prefilter import ENGINE_TOKENS, TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
 from dslint.lint.result import FileResult, config_rules, script_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa
@@ -79,7 +80,7 @@ def lint_source_unsuppressed(
     if use_prefilter and not rules and not configs and not report_syntax and not report_deep:
         result.skipped = True
         return result
-    refused = refusal(path, data, (limits or Limits()).max_nesting)
+    refused, tree = checked(path, data, (limits or Limits()).max_nesting)
     if refused is not None:
         # DSL001/DSL002 cover the files dslint would analyse; others are not dslint's to judge.
         if refused.too_deep and report_deep:
@@ -88,6 +89,11 @@ def lint_source_unsuppressed(
             error = SyntaxError(refused.message, (path, refused.line, refused.column, None))
             result.diagnostics.append(_syntax_error_rule().from_error(path, data, error))
         return result
+    if use_prefilter and tree is not None:
+        rules, configs = _without_engine(data, tree, rules, configs, project)
+        if not rules and not configs:
+            result.skipped = True  # the text said `initialize(`, but no call resolves to deepspeed.initialize
+            return result
     try:
         module = parse_module(data)
     except (cst.ParserSyntaxError, ValueError, UnicodeDecodeError, SyntaxError) as error:
@@ -139,6 +145,25 @@ def _rules_for(
         rules = []
     # Configs in scripts come from initialize calls or from `*TrainingArguments(deepspeed=...)`.
     if configs and not (engine or has_tokens(data, TRAINER_CONFIG_TOKENS)):
+        configs = []
+    return rules, configs
+
+
+def _without_engine(
+    data: bytes,
+    tree: ast.Module,
+    rules: list[type[ScriptRule]],
+    configs: list[type[ConfigRule]],
+    project: ProjectFacts | None,
+) -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
+    """The rules that can still fire once CPython's tree shows whether the file creates an engine: without one
+    (and none from the project index), engine rules would stay inactive (`lint_module`) and the configs would
+    come only from TrainingArguments or a launcher."""
+    if (project is not None and project.receives_engine) or calls_initialize(tree):
+        return rules, configs
+    rules = [rule for rule in rules if not rule.needs_engine]
+    launched = project is not None and any(launch.config_path for launch in project.launches)
+    if not launched and not has_tokens(data, TRAINER_CONFIG_TOKENS):
         configs = []
     return rules, configs
 
