@@ -68,25 +68,64 @@ def checked(path: str, data: bytes, max_nesting: int) -> tuple[Refusal | None, a
 INITIALIZE = "deepspeed.initialize"
 
 
-def calls_initialize(tree: ast.Module) -> bool:
-    """Whether some call in `tree` can resolve to `deepspeed.initialize` through the file's imports, as the
-    script facts resolve it (`dslint.script.names.ImportTable`). Over-approximates: every import anywhere binds
-    its name (the facts read them in order, and a later import may rebind), so it never misses a call the facts
-    would see. Cheaper than libcst by far: a file whose only reason to be parsed was the text `initialize(`
-    (DeepSpeed's own source, where `deepspeed.initialize()` appears in messages) is settled here."""
+@dataclass(frozen=True)
+class CodeFacts:
+    """What CPython's tree says before libcst is asked: whether a call can be `deepspeed.initialize`, and the
+    code's words (names, attributes, keywords, imports, string constants other than lone string statements such
+    as docstrings; never comments) for the rules' token test."""
+
+    calls_initialize: bool
+    words: bytes
+
+
+def code_facts(tree: ast.Module) -> CodeFacts:
+    """One walk of `tree`. A call resolves through the file's imports as the script facts resolve it
+    (`dslint.script.names.ImportTable`), over-approximated: every import anywhere binds its name (the facts read
+    them in order, and a later import may rebind), so no call the facts would see is missed. Cheaper than libcst
+    by far: a file whose only reason to be parsed was text in a docstring, a comment or a message
+    (`deepspeed.initialize()` in DeepSpeed's own source, `from_pretrained` in a model's docs) is settled here."""
     bound: dict[str, set[str]] = {}
     functions: list[ast.expr] = []
+    words: list[str] = []
+    lone_strings: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
+        if isinstance(node, ast.Name):
+            words.append(node.id)
+        elif isinstance(node, ast.Attribute):
+            words.append(node.attr)
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, str) and id(node) not in lone_strings:
+                words.append(node.value)
+            elif isinstance(node.value, bytes):
+                words.append(node.value.decode("latin-1"))
+        elif isinstance(node, ast.Call):
             functions.append(node.func)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            lone_strings.add(id(node.value))
+        elif (isinstance(node, ast.keyword) and node.arg) or isinstance(node, ast.arg):
+            words.append(node.arg or "")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            words.append(node.name)
         elif isinstance(node, ast.Import):
             for alias in node.names:
+                words.extend((alias.name, alias.asname or ""))
                 local = alias.asname or alias.name.split(".")[0]
                 bound.setdefault(local, set()).add(alias.name if alias.asname else local)
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+        elif isinstance(node, ast.ImportFrom):
+            words.append(node.module or "")
             for alias in node.names:
-                if alias.name != "*":
+                words.extend((alias.name, alias.asname or ""))
+                if alias.name != "*" and not node.level and node.module:
                     bound.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            words.extend(node.names)
+        elif hasattr(ast, "MatchAs") and isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            words.append(node.name)
+    text = "\n".join(words).encode("utf-8", "surrogatepass")
+    return CodeFacts(_calls_initialize(functions, bound), text)
+
+
+def _calls_initialize(functions: list[ast.expr], bound: dict[str, set[str]]) -> bool:
     for function in functions:
         parts: list[str] = []
         while isinstance(function, ast.Attribute):

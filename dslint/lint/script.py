@@ -15,7 +15,7 @@ from dslint.framework.registry import implementation
 from dslint.framework.rule import ScriptRule
 from dslint.limits import Limits
 from dslint.lint.config import check_script_configs
-from dslint.lint.parse_guard import calls_initialize, checked, parse_module
+from dslint.lint.parse_guard import checked, code_facts, parse_module
 from dslint.lint.prefilter import ENGINE_TOKENS, TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
 from dslint.lint.result import FileResult, config_rules, script_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa
@@ -90,9 +90,9 @@ def lint_source_unsuppressed(
             result.diagnostics.append(_syntax_error_rule().from_error(path, data, error))
         return result
     if use_prefilter and tree is not None:
-        rules, configs = _without_engine(data, tree, rules, configs, project)
+        rules, configs = _in_code(tree, rules, configs, project)
         if not rules and not configs:
-            result.skipped = True  # the text said `initialize(`, but no call resolves to deepspeed.initialize
+            result.skipped = True  # the text had the tokens, but only in comments, docstrings or messages
             return result
     try:
         module = parse_module(data)
@@ -149,21 +149,28 @@ def _rules_for(
     return rules, configs
 
 
-def _without_engine(
-    data: bytes,
+def _in_code(
     tree: ast.Module,
     rules: list[type[ScriptRule]],
     configs: list[type[ConfigRule]],
     project: ProjectFacts | None,
 ) -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
-    """The rules that can still fire once CPython's tree shows whether the file creates an engine: without one
-    (and none from the project index), engine rules would stay inactive (`lint_module`) and the configs would
-    come only from TrainingArguments or a launcher."""
-    if (project is not None and project.receives_engine) or calls_initialize(tree):
+    """The prefilter again, on CPython's tree (`parse_guard.code_facts`) instead of the text: a rule's tokens
+    must be among the code's words (not only in comments or docstrings); without an engine (own or from the
+    project index) engine rules would stay inactive (`lint_module`), and the configs come only from
+    TrainingArguments or a launcher."""
+    code = code_facts(tree)
+    receives = project is not None and project.receives_engine
+    rules = [
+        rule
+        for rule in rules
+        if (receives and rule.required_tokens == ENGINE_TOKENS) or has_tokens(code.words, rule.required_tokens)
+    ]
+    if receives or code.calls_initialize:
         return rules, configs
     rules = [rule for rule in rules if not rule.needs_engine]
     launched = project is not None and any(launch.config_path for launch in project.launches)
-    if not launched and not has_tokens(data, TRAINER_CONFIG_TOKENS):
+    if not launched and not has_tokens(code.words, TRAINER_CONFIG_TOKENS):
         configs = []
     return rules, configs
 
