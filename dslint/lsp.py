@@ -31,7 +31,7 @@ from dslint.diagnostics import Diagnostic, Edit, Severity
 from dslint.fix.edits import fix_text, import_edits
 from dslint.framework.rule_pages import rule_url
 from dslint.lint.file import lint_text, own_findings
-from dslint.lint.incremental import Snapshot, relint
+from dslint.lint.incremental import Snapshot, first_lint, relint
 from dslint.lsp_actions import can_refresh, disable_for_line, full_report, wants_pull
 from dslint.lsp_configs import LinkedFindings, document_kind, lint_document, normalised, unseen
 from dslint.lsp_positions import OwnDocumentsProtocol, PositionCodec, lsp_lines
@@ -128,14 +128,20 @@ class DslintServer(LanguageServer):
             return None
         return DocumentState(version, text, path, selection, unsafe, kind=kind)
 
-    def fast_lint(self, state: DocumentState, base: Snapshot) -> DocumentState | None:
+    def fast_lint(self, state: DocumentState, base: Snapshot | None) -> DocumentState | None:
+        """A fast re-lint of what an edit touched (`relint`), or for a document just opened (no `base`), a first
+        answer from the statements that carry context (`first_lint`); the full lint follows either way."""
         gc.freeze()  # what is alive now (modules, documents, the base) is not scanned by the collections to come
         started, cpu = time.perf_counter(), time.thread_time()
-        found = relint(base, state.text, state.path, state.selection)
+        if base is None:
+            found = first_lint(state.text, state.path, state.selection)
+        else:
+            found = relint(base, state.text, state.path, state.selection)
         elapsed, cpu = 1000 * (time.perf_counter() - started), 1000 * (time.thread_time() - cpu)
         outcome = "none" if found is None else f"{len(found)} findings"
         name = Path(state.path).name
-        message = f"dslint: fast re-lint of {name} v{state.version} {elapsed:.0f} ms, cpu {cpu:.0f} ms ({outcome})"
+        what = "first answer" if base is None else "fast re-lint"
+        message = f"dslint: {what} of {name} v{state.version} {elapsed:.0f} ms, cpu {cpu:.0f} ms ({outcome})"
         self.window_log_message(types.LogMessageParams(types.MessageType.Log, message))
         if found is None:
             return None
@@ -242,8 +248,11 @@ class DslintServer(LanguageServer):
             return
         self.wanted[uri] = state.version
         base = self.snapshots.get(uri) if state.kind == "script" else None
-        if base is not None:
-            # the fast re-lint goes first; the full lint starts after it, so the two do not share the CPU
+        # nothing published yet for this document (just opened): a first answer before the full lint
+        first = state.kind == "script" and base is None and not self.pulls(uri) and uri not in self.states
+        if base is not None or first:
+            # the fast re-lint (or, on open, the first answer) goes first; the full lint starts after it, so the
+            # two do not share the CPU
             fast = await asyncio.get_running_loop().run_in_executor(None, self.fast_lint, state, base)
             current = self.wanted.get(uri) == state.version and self.full_published.get(uri) != state.version
             if fast is not None and current:

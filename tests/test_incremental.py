@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dslint.lint.incremental import Snapshot, relint, split_lines
+from dslint.lint.incremental import Snapshot, first_lint, relint, split_lines
 from dslint.lint.script import lint_source
 from dslint.selection import RuleSelection
 
@@ -95,3 +95,20 @@ def test_syntax_errors_and_file_level_noqa_decline() -> None:
     assert relint(BASE, _edit_inside("helper_3", "    x = (\n"), "t.py", SELECTION) is None
     assert relint(BASE, "# dslint: noqa\n" + TEXT, "t.py", SELECTION) is None
     assert relint(BASE, TEXT, "t.py", SELECTION) == list(BASE.diagnostics)
+
+
+def test_the_first_answer_on_open_is_the_full_lints_findings_in_context() -> None:
+    """On open, the server publishes the findings of the statements that carry context first (`first_lint`):
+    here every finding of the full lint lies in them, so the first answer is the full answer."""
+    text = make_script(600) + EXTRA
+    full = lint_source("t.py", text.encode(), SELECTION).diagnostics
+    first = first_lint(text, "t.py", SELECTION)
+    assert first is not None
+    assert full
+    assert first == [d for d in full if d.path == "t.py"]
+
+
+def test_the_first_answer_declines_when_most_of_the_file_carries_context() -> None:
+    text = "import deepspeed\n" + "".join(f"def f{i}():\n    deepspeed.comm.barrier()\n" for i in range(50))
+    assert first_lint(text, "t.py", SELECTION) is None
+    assert first_lint("def broken(:\n", "t.py", SELECTION) is None

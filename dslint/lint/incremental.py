@@ -194,6 +194,36 @@ def relint(previous: Snapshot, text: str, path: str, selection: RuleSelection) -
     return sorted([*carried, *fresh], key=lambda d: d.sort_key)
 
 
+def first_lint(text: str, path: str, selection: RuleSelection) -> list[Diagnostic] | None:
+    """A first answer for a document just opened, before its full lint: the findings of the statements that
+    carry context (every top-level statement that is not a function or class, and the functions and classes
+    that mention `deepspeed`, `set_device` or `global`), the other functions left out as `relint` leaves out
+    untouched ones. None when that would not be much faster than the full lint (most of the file carries
+    context), or the file has a syntax error or a file-level noqa: the full lint answers alone then."""
+    if FILE_NOQA.search(text):
+        return None
+    try:
+        chunks = _chunks(ast.parse(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    new = split_lines(text)
+    covered: set[int] = set()
+    kept: set[int] = set()
+    for first, last, definition in chunks:
+        lines = range(first, last + 1)
+        covered.update(lines)
+        if not definition or CONTEXT_WORDS.search("".join(new[first - 1 : last])):
+            kept.update(lines)
+    if len(kept) > MAX_SHARE * max(len(new), 1):
+        return None
+    numbers = [n for n in range(1, len(new) + 1) if n in kept or n not in covered]
+    linted = lint_source(path, "".join(new[n - 1] for n in numbers).encode("utf-8"), selection)
+    if not linted.parsed and not linted.skipped:
+        return None
+    placed = [p for d in linted.diagnostics if d.path == path and (p := _placed(d, numbers)) is not None]
+    return sorted(placed, key=lambda d: d.sort_key)
+
+
 def _place(location: Location, numbers: Sequence[int]) -> Location | None:
     """A location of the reduced text in the full text (`numbers[i]` is the full line of reduced line i+1)."""
     if location.line - 1 < len(numbers):
