@@ -1,20 +1,29 @@
-"""Speed of `dslint check` against peers on the same tree, in the same run, as ratios.
+"""Speed of `dslint check` against peers, in one run, as ratios to `ruff check --no-cache`; writes docs/benchmarks.md.
 
-    python benchmarks/bench_check.py [TREE] [--repeat N]
-    python benchmarks/bench_check.py --scripts 200      # a tree of 200 training scripts (copies of fixtures/)
+    python benchmarks/bench_check.py --transformers /work/bench/transformers-wheel --realcode /work/realcode
+    python benchmarks/bench_check.py --repeat 5 --peer-repeat 1 --no-write
 
-TREE defaults to the installed DeepSpeed package's own source (found without importing it): a library, where
-most files are settled by the prefilter. `--scripts N` measures the other extreme, where every file creates a
-DeepSpeed engine and gets the full analysis. Each tool runs
-as a subprocess over the same files; the median wall time of N runs is reported, with each tool's time
-divided by dslint's. Peers: ruff (Rust), flake8 (pyflakes + pycodestyle, Python), both on all rules they
-run by default. Ratios, not seconds, are what compare across machines.
+Trees: DeepSpeed's own source (the installed package, found without importing it), and, when given, an unpacked
+transformers wheel and a set of real DeepSpeed projects. On each tree every tool runs as a subprocess over the
+same files; the median wall time of `--repeat` runs is reported, divided by ruff's median of the same run:
+- dslint cold: `--no-cache`; dslint warm: with a cache filled by one run before the timed ones (`--cache-dir`
+  in a temporary folder);
+- peers: ruff (`--no-cache`, its default rules), flake8 (`-j` cores), TorchFix and Fixit (slow: `--peer-repeat`
+  runs, each stopped after `--peer-timeout` seconds). TorchFix and Fixit are looked for in `--peers-venv`
+  (a virtual environment of their own, so that the project's stays as its lock says); a peer that is not
+  installed is reported missing.
+Then: one 125-line training script end to end (cold: no cache; warm: a cache hit), and the language server's
+first diagnostics after `didOpen` of a 2,000-line script (benchmarks/lsp_latency.py's script and client).
+
+Timings on a shared machine are noisy: the table carries the load average (`uptime`) beside the figures, and
+ratios (measured in the same run) compare across machines where seconds do not.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import shutil
 import statistics
 import subprocess
@@ -23,62 +32,213 @@ import tempfile
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests")]
 
-def default_tree() -> Path:
-    spec = importlib.util.find_spec("deepspeed")
+
+def deepspeed_source() -> Path:
+    spec = importlib.util.find_spec("deepspeed")  # finds the package without importing it
     if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("deepspeed is not installed; pass a TREE")
+        raise SystemExit("deepspeed is not installed: no default tree")
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def timed(argv: list[str], repeat: int) -> float:
+def load() -> str:
+    return os.getloadavg().__repr__() if hasattr(os, "getloadavg") else "?"
+
+
+def timed(argv: list[str], repeat: int, timeout: float | None = None, cwd: Path | None = None) -> float | None:
+    """The median wall time of `repeat` runs; None when a run passes `timeout`."""
     times = []
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for _ in range(repeat):
         start = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        try:
+            subprocess.run(
+                argv,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+                timeout=timeout,
+                cwd=cwd,
+                env=env,
+            )
+        except subprocess.TimeoutExpired:
+            return None
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
 
+def tree_size(tree: Path) -> tuple[int, int]:
+    files = list(tree.rglob("*.py"))
+    return len(files), sum(len(p.read_bytes().splitlines()) for p in files)
+
+
+def dslint(*args: str) -> list[str]:
+    return [sys.executable, "-m", "dslint", "check", "-q", "--exit-zero", *args]
+
+
+def peer(name: str, venv: Path) -> str | None:
+    for candidate in (venv / "bin" / name, Path(sys.executable).parent / name):
+        if candidate.exists():
+            return str(candidate)
+    return shutil.which(name)
+
+
+def measure_tree(label: str, tree: Path, args: argparse.Namespace) -> list[str]:
+    count, lines = tree_size(tree)
+    ruff = shutil.which("ruff") or peer("ruff", args.peers_venv)
+    if ruff is None:
+        raise SystemExit("ruff is not installed: it is the yardstick")
+    rows: list[tuple[str, float | None, str]] = []
+    base = timed([ruff, "check", "--no-cache", "--exit-zero", "-q", str(tree)], args.repeat)
+    assert base is not None
+    rows.append(("ruff check --no-cache", base, ""))
+    rows.append(("dslint check, cold (--no-cache)", timed(dslint("--no-cache", str(tree)), args.repeat), ""))
+    with tempfile.TemporaryDirectory() as cache:
+        warm = dslint("--cache-dir", cache, str(tree))
+        timed(warm, 1)  # fills the cache
+        rows.append(("dslint check, warm (cache)", timed(warm, args.repeat), ""))
+    flake8 = [sys.executable, "-m", "flake8", "-j", str(os.cpu_count() or 1), "--exit-zero", str(tree)]
+    rows.append(("flake8", timed(flake8, args.peer_repeat, args.peer_timeout), ""))
+    for name, argv in (("torchfix", ["{}", str(tree)]), ("fixit", ["{}", "lint", str(tree)])):
+        found = peer(name, args.peers_venv)
+        if found is None:
+            rows.append((name, None, "missing (not installed)"))
+            continue
+        seconds = timed([found, *argv[1:]], args.peer_repeat, args.peer_timeout)
+        rows.append((name, seconds, "" if seconds is not None else f"> {args.peer_timeout:.0f} s (stopped)"))
+    out = [f"### {label}: {count} .py files, {lines} lines (`{tree}`)", ""]
+    out += ["| tool | seconds | x ruff |", "|---|---:|---:|"]
+    for name, seconds, note in rows:
+        if seconds is None:
+            out.append(f"| {name} | {note or 'n/a'} | |")
+        else:
+            out.append(f"| {name} | {seconds:.2f} | {seconds / base:.2f} |")
+    out.append("")
+    print("\n".join(out), flush=True)
+    return out
+
+
+def measure_script(args: argparse.Namespace) -> list[str]:
+    from lsp_latency import make_script
+
+    with tempfile.TemporaryDirectory() as folder:
+        script = Path(folder) / "train.py"
+        script.write_text(make_script(125), encoding="utf-8")
+        lines = script.read_text(encoding="utf-8").count("\n")
+        cache = Path(folder) / "cache"
+        cold = timed(dslint("--no-cache", str(script)), args.repeat, cwd=Path(folder))
+        warm_argv = dslint("--cache-dir", str(cache), str(script))
+        timed(warm_argv, 1, cwd=Path(folder))
+        warm = timed(warm_argv, args.repeat, cwd=Path(folder))
+        python = timed([sys.executable, "-c", "pass"], args.repeat)
+    assert cold is not None and warm is not None and python is not None
+    out = [
+        f"### One {lines}-line training script, end to end (`python -m dslint check`)",
+        "",
+        "| run | seconds |",
+        "|---|---:|",
+        f"| cold (`--no-cache`: imports libcst and the rules, parses) | {cold:.3f} |",
+        f"| warm (a cache hit: no libcst) | {warm:.3f} |",
+        f"| `python -c pass` on this machine, for scale | {python:.3f} |",
+        "",
+    ]
+    print("\n".join(out), flush=True)
+    return out
+
+
+def measure_lsp(args: argparse.Namespace) -> list[str]:
+    from lsp_client import LspClient
+    from lsp_latency import make_script
+
+    firsts, fulls = [], []
+    for _ in range(args.repeat):
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "train.py"
+            text = make_script()
+            path.write_text(text, encoding="utf-8")
+            client = LspClient(cwd=path.parent)
+            try:
+                client.initialize(path.parent)
+                start = time.perf_counter()
+                document = {"uri": path.as_uri(), "languageId": "python", "version": 1, "text": text}
+                client.notify("textDocument/didOpen", {"textDocument": document})
+                client.diagnostics(path.as_uri(), 1, timeout=300)
+                firsts.append(time.perf_counter() - start)
+                client.wait(
+                    lambda m: (
+                        m.get("method") == "window/logMessage" and "full lint of train.py v1 " in m["params"]["message"]
+                    ),
+                    timeout=300,
+                )
+                fulls.append(time.perf_counter() - start)
+            finally:
+                client.close()
+    out = [
+        f"### Language server: `didOpen` of a {text.count(chr(10))}-line script (median of {args.repeat})",
+        "",
+        "| event | ms |",
+        "|---|---:|",
+        f"| first diagnostics published | {1000 * statistics.median(firsts):.0f} |",
+        f"| full lint published | {1000 * statistics.median(fulls):.0f} |",
+        "",
+    ]
+    print("\n".join(out), flush=True)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("tree", nargs="?", type=Path)
+    parser.add_argument("--deepspeed", type=Path, default=None, help="DeepSpeed's source (default: the installed one)")
+    parser.add_argument("--transformers", type=Path, default=None, help="an unpacked transformers wheel")
+    parser.add_argument("--realcode", type=Path, default=None, help="a tree of real DeepSpeed projects")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--scripts", type=int, default=0, help="benchmark N copies of the fixture scripts instead")
+    parser.add_argument("--peer-repeat", type=int, default=1, help="runs of flake8, TorchFix and Fixit")
+    parser.add_argument("--peer-timeout", type=float, default=600.0)
+    parser.add_argument("--peers-venv", type=Path, default=Path("/work/peers"))
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args()
-    if args.scripts:
-        with tempfile.TemporaryDirectory() as temporary:
-            run(script_tree(Path(temporary), args.scripts), args.repeat)
+    started = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+    sections: list[str] = []
+    trees = [("DeepSpeed's source", args.deepspeed or deepspeed_source())]
+    if args.transformers:
+        trees.append(("transformers wheel", args.transformers))
+    if args.realcode:
+        trees.append(("real DeepSpeed projects", args.realcode))
+    for label, tree in trees:
+        sections += measure_tree(label, tree, args)
+    sections += measure_script(args)
+    sections += measure_lsp(args)
+    ended = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+    command = " ".join(["python benchmarks/bench_check.py", *sys.argv[1:]])
+    if args.no_write:
         return
-    run(args.tree or default_tree(), args.repeat)
+    write(sections, command, started, ended)
 
 
-def script_tree(root: Path, count: int) -> Path:
-    sources = sorted((Path(__file__).resolve().parent.parent / "fixtures").rglob("*.py"))
-    for i in range(count):
-        source = sources[i % len(sources)]
-        (root / f"script_{i:04d}_{source.name}").write_bytes(source.read_bytes())
-    return root
-
-
-def run(tree: Path, repeat: int) -> None:
-    files = [p for p in tree.rglob("*.py")]
-    lines = sum(len(p.read_bytes().splitlines()) for p in files)
-    python = sys.executable
-    tools: dict[str, list[str]] = {
-        "dslint check (2 jobs)": [python, "-m", "dslint", "check", "-q", "-j", "2", str(tree)],
-        "dslint check (1 job)": [python, "-m", "dslint", "check", "-q", "-j", "1", str(tree)],
-        "flake8 (2 jobs)": [python, "-m", "flake8", "-j", "2", str(tree)],
-    }
-    ruff = shutil.which("ruff")
-    if ruff:
-        tools["ruff check"] = [ruff, "check", "--no-cache", "--exit-zero", "-q", str(tree)]
-    print(f"tree: {tree} ({len(files)} .py files, {lines} lines), median of {repeat} runs")
-    results = {name: timed(argv, repeat) for name, argv in tools.items()}
-    base = results["dslint check (2 jobs)"]
-    print(f"{'tool':<24} {'seconds':>8} {'vs dslint (2 jobs)':>20}")
-    for name, seconds in results.items():
-        print(f"{name:<24} {seconds:8.2f} {seconds / base:19.2f}x")
+def write(sections: list[str], command: str, started: str, ended: str) -> None:
+    target = ROOT / "docs" / "benchmarks.md"
+    text = target.read_text(encoding="utf-8") if target.exists() else ""
+    marker_start, marker_end = "<!-- bench_check: start -->", "<!-- bench_check: end -->"
+    table = "\n".join(
+        [
+            marker_start,
+            f"Produced by `{command}` on {os.cpu_count()} cores "
+            f"(median of the runs; ratios are to ruff in the same run).",
+            "",
+            f"Load: `{started}` at the start, `{ended}` at the end.",
+            "",
+            *sections,
+            marker_end,
+        ]
+    )
+    if marker_start in text and marker_end in text:
+        text = text[: text.index(marker_start)] + table + text[text.index(marker_end) + len(marker_end) :]
+    else:
+        text = (text or "# Benchmarks\n\n") + table + "\n"
+    target.write_text(text, encoding="utf-8")
+    print(f"wrote {target}")
 
 
 if __name__ == "__main__":

@@ -11,13 +11,9 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from multiprocessing import get_context
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.limits import Limits, TooLarge, read_capped
@@ -30,6 +26,9 @@ from dslint.project.index import ProjectIndex, absolute, build_project_index, la
 from dslint.project.inputs import recording
 from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 PARALLEL_THRESHOLD = 16
 
@@ -250,6 +249,10 @@ def _run(
             if progress is not None:
                 progress(1)
         return done
+    from concurrent.futures import ProcessPoolExecutor  # imported when there is work for workers
+    from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing import get_context
+
     results: list[R | None] = [None] * len(work)
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
@@ -276,6 +279,8 @@ def _chunksize(count: int, jobs: int) -> int:
 
 def _isolated(function: Callable[[T], R], item: T, crashed: Callable[[T, str], R]) -> R:
     """Run `function(item)` in a process of its own: its death is this item's failure."""
+    from multiprocessing import get_context
+
     context = get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     process = context.Process(target=_send_result, args=(function, item, sender), daemon=True)
