@@ -192,7 +192,14 @@ class Settings:
     def selection_for(self, path: Path | None = None) -> RuleSelection:
         """The rules that run on `path`, every layer and `per-file-ignores` applied."""
         selected = tuple(sorted(self.enabled_codes(path)))
-        return RuleSelection(select=selected, ignore=(), deepspeed_version=str(self.deepspeed.version))
+        deepspeed = self.deepspeed
+        return RuleSelection(
+            select=selected,
+            ignore=(),
+            deepspeed_version=str(deepspeed.version),
+            deepspeed_newest=str(deepspeed.newest) if deepspeed.newest is not None else None,
+            deepspeed_pin=deepspeed.pin_note() if deepspeed.newest is not None else None,
+        )
 
     def enabled_codes(self, path: Path | None = None) -> set[str]:
         codes = [rule.code for rule in all_rules()]

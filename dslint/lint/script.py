@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from dslint.config.versions import Version, newest_known, selected_version
+from dslint.config.versions import NewestAdmitted, Version, newest_known, selected_version
 from dslint.diagnostics import Diagnostic
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.driver_rules import ScriptSyntaxError, ScriptTooDeep
@@ -101,8 +101,18 @@ def lint_source_unsuppressed(
     result.text = _decoded(data, module.encoding)
     result.encoding = module.encoding
     version = selected_version(selection.deepspeed_version)
+    newest = NewestAdmitted.of(selection.deepspeed_newest, selection.deepspeed_pin)
     result.diagnostics.extend(
-        lint_module(path, module, rules, configs, world_size=world_size, deepspeed_version=version, project=project)
+        lint_module(
+            path,
+            module,
+            rules,
+            configs,
+            world_size=world_size,
+            deepspeed_version=version,
+            deepspeed_newest=newest,
+            project=project,
+        )
     )
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
@@ -151,9 +161,12 @@ def lint_module(
     world_size: int | None = None,
     deepspeed_version: Version | None = None,
     project: ProjectFacts | None = None,
+    deepspeed_newest: NewestAdmitted | None = None,
 ) -> list[Diagnostic]:
     facts = collect_facts(module, project)
-    context = ScriptContext(path, module, facts, deepspeed_version=deepspeed_version or newest_known())
+    context = ScriptContext(
+        path, module, facts, deepspeed_version=deepspeed_version or newest_known(), deepspeed_newest=deepspeed_newest
+    )
     active = [rule(context) for rule in rules if facts.has_engine or not rule.needs_engine]
     if active:
         visit_all(module, active)
