@@ -232,3 +232,41 @@ def test_an_internal_error_in_one_file_does_not_stop_the_others(
     assert "bad.py: internal error: RuntimeError: boom" in err
     assert good.read_text(encoding="utf-8") == SAFE_FIXED
     assert (tmp_path / "bad.py").read_text(encoding="utf-8") == SAFE
+
+
+def _check_output(folder: Path) -> tuple[int, list[str]]:
+    result = CliRunner().invoke(main, ["check", "--isolated", "--quiet", str(folder)])
+    return result.exit_code, sorted(line for line in result.stdout.splitlines() if ": DSL" in line)
+
+
+def _copy_project(name: str, tmp_path: Path) -> Path:
+    import shutil
+
+    target = tmp_path / name
+    shutil.copytree(ROOT / "fixtures" / "projects" / name, target, ignore=shutil.ignore_patterns("expected.txt"))
+    return target
+
+
+def test_fix_fixes_what_check_finds_through_the_project_index(tmp_path: Path) -> None:
+    """A move inside a builder that another module passes to initialize is a finding only the project index
+    knows; `fix` uses the same index as `check`, so it fixes it, and what remains is what `check` then says."""
+    project = _copy_project("model_builders", tmp_path)
+    before_code, before = _check_output(project)
+    assert before_code == 1 and any(line.startswith(f"{project}/builders.py") for line in before), before
+    code, out, err = _invoke("--isolated", "--unsafe-fixes", str(project))
+    assert "builders.py: fixed DSL101" in out, out + err
+    assert ".cuda()" not in (project / "builders.py").read_text(encoding="utf-8")
+    after_code, after = _check_output(project)
+    remaining = sorted(line for line in out.splitlines() if ": DSL" in line and " fixed " not in line)
+    assert remaining == after and code == after_code, (out, after)
+
+
+def test_fix_reports_the_cross_file_findings_it_cannot_fix_as_check_does(tmp_path: Path) -> None:
+    """Findings that need another file's fact and have no fix remain in `fix`'s report, as `check` lists them,
+    with the same exit status."""
+    project = _copy_project("engine_helpers", tmp_path)
+    code, out, err = _invoke("--isolated", str(project))
+    listed = sorted(line for line in out.splitlines() if ": DSL" in line and " fixed " not in line)
+    check_code, checked = _check_output(project)
+    assert listed == checked and checked, (out + err, checked)
+    assert code == check_code == 1

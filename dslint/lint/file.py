@@ -50,16 +50,20 @@ def lint_file(
 
 
 def lint_text(
-    path: str, text: str, selection: RuleSelection | None = None, limits: Limits | None = None
+    path: str,
+    text: str,
+    selection: RuleSelection | None = None,
+    limits: Limits | None = None,
+    project: ProjectFacts | None = None,
 ) -> list[Diagnostic]:
     """The findings of `text` as the contents of `path` (text, not bytes: positions are in characters of `text`;
-    a script is encoded as its PEP 263 cookie says)."""
+    a script is encoded as its PEP 263 cookie says). `project`: as for `lint_file`."""
     encoding = source_encoding(text)
     try:
         data = text.encode(encoding)
     except (UnicodeEncodeError, LookupError):
         data = text.encode("utf-8")
-    return lint_file(path, data, selection, limits=limits).diagnostics
+    return lint_file(path, data, selection, limits=limits, project=project).diagnostics
 
 
 def own_findings(path: str, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
