@@ -35,6 +35,7 @@ from dslint.lint.incremental import Snapshot, relint
 from dslint.lsp_actions import can_refresh, disable_for_line, full_report, wants_pull
 from dslint.lsp_configs import LinkedFindings, document_kind, lint_document, normalised, unseen
 from dslint.lsp_positions import OwnDocumentsProtocol, PositionCodec, lsp_lines
+from dslint.lsp_project import document_project
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
 
@@ -78,6 +79,7 @@ class DslintServer(LanguageServer):
         self._pool: ProcessPoolExecutor | None = None
         self.documents: dict[str, tuple[int | None, str, str | None]] = {}  # uri -> version, text, language
         self.linked = LinkedFindings()  # what scripts' lints found in the config files they point at
+        self.generation = 0  # bumped at every save: the worker builds its project index again (lsp_project)
 
     @property
     def codec(self) -> PositionCodec:
@@ -223,7 +225,7 @@ class DslintServer(LanguageServer):
             return full_report([], current[0])
         known = fresh.kind == "config" and self.linked.is_linked(fresh.path)
         snapshot, linked = await asyncio.get_running_loop().run_in_executor(
-            self.pool, full_lint, fresh.path, fresh.text, fresh.selection, fresh.kind, known
+            self.pool, full_lint, fresh.path, fresh.text, fresh.selection, fresh.kind, known, self.generation
         )
         fresh.diagnostics = list(snapshot.diagnostics)
         if fresh.kind == "script":
@@ -262,7 +264,14 @@ class DslintServer(LanguageServer):
                 started = time.perf_counter()
                 known = state.kind == "config" and self.linked.is_linked(state.path)
                 snapshot, linked = await loop.run_in_executor(
-                    self.pool, full_lint, state.path, state.text, state.selection, state.kind, known
+                    self.pool,
+                    full_lint,
+                    state.path,
+                    state.text,
+                    state.selection,
+                    state.kind,
+                    known,
+                    self.generation,
                 )
                 found = list(snapshot.diagnostics)
                 if state.kind == "script":
@@ -307,12 +316,13 @@ class DslintServer(LanguageServer):
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     async def saved(self, uri: str) -> None:
-        """A saved config changes what the scripts pointing at it find there: lint them again too."""
+        """A saved file changes what the project index knows (an engine passed to another module's helper, a
+        config a launcher names) and what the scripts pointing at a config find there: lint every open document
+        again, the saved one first."""
         await self.schedule(uri)
-        path = to_fs_path(uri) or uri
-        for script in self.linked.scripts_linking(path):
-            if script != uri:
-                await self.schedule(script)
+        for other in list(self.documents):
+            if other != uri:
+                await self.schedule(other)
 
     # -- code actions ----------------------------------------------------------------------------------------
 
@@ -413,11 +423,18 @@ class DslintServer(LanguageServer):
 
 
 def full_lint(
-    path: str, text: str, selection: RuleSelection, kind: str = "script", known_config: bool = False
+    path: str,
+    text: str,
+    selection: RuleSelection,
+    kind: str = "script",
+    known_config: bool = False,
+    generation: int = 0,
 ) -> tuple[Snapshot, dict[str, tuple[Diagnostic, ...]]]:
     """A full lint (run in the worker process): the document's findings (with a script's top-level statements,
-    for fast re-lints), and the findings it placed in the config files it points at."""
-    outcome = lint_document(path, text, kind, selection, known_config)
+    for fast re-lints), and the findings it placed in the config files it points at. The project index of the
+    document's project as of `generation` says what is known about it from elsewhere, as in `dslint check`."""
+    project = document_project(path, text.encode("utf-8"), generation)
+    outcome = lint_document(path, text, kind, selection, known_config, project.facts, project.config_reader)
     if kind != "script":
         return Snapshot(text, outcome.own), outcome.linked
     return Snapshot.of(text, outcome.own), outcome.linked
@@ -439,6 +456,7 @@ def create_server() -> DslintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: DslintServer, params: types.DidSaveTextDocumentParams) -> None:
         ls.resolver = SettingsResolver()  # a saved pyproject.toml may have changed the settings
+        ls.generation += 1  # a saved file may change what the project index knows about any document
         await ls.saved(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
