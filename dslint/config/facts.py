@@ -137,6 +137,16 @@ def mixed_file(root: Object, schema: Schema) -> bool:
     return len(foreign_keys(root, schema)) > MIXED_THRESHOLD
 
 
+def argument_file(root: Object, schema: Schema) -> bool:
+    """Another tool's argument file that carries DeepSpeed sections (GPT-NeoX, Megatron): most of its foreign
+    keys are command-line options spelt with hyphens (`num-layers`), a spelling no DeepSpeed key has. That
+    tool's parser reads the file and hands DeepSpeed only the keys it knows, so the file is not DeepSpeed's
+    config as it stands."""
+    foreign = foreign_keys(root, schema)
+    hyphenated = sum(1 for e in foreign if "-" in e.key)
+    return hyphenated > MIXED_THRESHOLD and 2 * hyphenated >= len(foreign)
+
+
 def autotuning_enabled(root: Object) -> bool:
     """DeepSpeed's autotuner expands lists of values (the tuning space) and fills "auto" values."""
     section = root.get("autotuning")
