@@ -111,6 +111,9 @@ class Origin(str, enum.Enum):
     FILE = "file"  # a JSON file on its own: the reader is not known
     INITIALIZE = "initialize"  # goes straight to deepspeed.initialize
     TRAINER = "trainer"  # the Hugging Face Trainer fills "auto" values before DeepSpeed sees them
+    # PyTorch Lightning's DeepSpeedStrategy: sets train_micro_batch_size_per_gpu from the data loader when the
+    # config lacks it, then calls deepspeed.initialize with the config ("auto" is not filled)
+    LIGHTNING = "lightning"
 
 
 MIXED_THRESHOLD = 3  # more unknown top-level keys than this, none a near miss: another tool's file

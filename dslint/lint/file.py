@@ -37,7 +37,7 @@ def lint_file(
     "initialize"), which makes it a DeepSpeed config whatever its name."""
     if Path(path).suffix.lower() in CONFIG_SUFFIXES:
         if config_reader is not None:
-            origin = Origin.TRAINER if config_reader == "trainer" else Origin.INITIALIZE
+            origin = {"trainer": Origin.TRAINER, "lightning": Origin.LIGHTNING}.get(config_reader, Origin.INITIALIZE)
             return lint_config_source(path, data, selection, origin=origin, world_size=world_size, known_config=True)
         return lint_config_source(path, data, selection, world_size=world_size)
     if Path(path).suffix.lower() == NOTEBOOK:

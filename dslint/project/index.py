@@ -22,6 +22,7 @@ from dslint.config.tree import Object
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
 from dslint.project.config_link import load_config_tree
+from dslint.project.config_readers import framework_configs
 from dslint.project.engine_flow import EngineFlow, InitSite, ModuleFinder
 from dslint.project.launchers import (
     CONFIG_OPTIONS,
@@ -69,8 +70,9 @@ class ProjectIndex:
     root_paths: tuple[str, ...]
     launches: list[Launch] = field(default_factory=list)
     files: dict[str, ProjectFacts] = field(default_factory=dict)  # absolute path -> its facts
-    # Who reads each launched config: "trainer" (the HF Trainer or accelerate, which fill "auto") or
-    # "initialize" (deepspeed.initialize in the script).
+    # Who reads each launched config: "trainer" (the HF Trainer or accelerate, which fill "auto"),
+    # "lightning" (Lightning's DeepSpeedStrategy, which fills the micro-batch size) or "initialize"
+    # (deepspeed.initialize in the script).
     config_readers: dict[str, set[str]] = field(default_factory=dict)
     # Every deepspeed.initialize the index followed: (path, line, function holding it)
     problems: list[str] = field(default_factory=list)
@@ -78,11 +80,12 @@ class ProjectIndex:
 
     def config_reader(self, path: str | Path) -> str | None:
         """ "trainer" when only the Hugging Face Trainer or accelerate read this config, "initialize" when
-        deepspeed.initialize does, None when no launcher names it."""
+        deepspeed.initialize does, "lightning" when Lightning's DeepSpeedStrategy does (and initialize does
+        not), None when nothing names it."""
         readers = self.config_readers.get(absolute(path))
         if not readers:
             return None
-        return "initialize" if "initialize" in readers else "trainer"
+        return next(reader for reader in ("initialize", "lightning", "trainer") if reader in readers)
 
     def facts_for(self, path: str | Path) -> ProjectFacts | None:
         return self.files.get(absolute(path))
@@ -168,6 +171,8 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
         _trainer_literals(index, path, data, roots)
         if creates_engine(data):
             producers.append(path)
+    for config, reader, _ in framework_configs(sources):
+        index.config_readers.setdefault(config, set()).add(reader)
     if producers:
         try:
             _follow_engines(index, sources, producers)
