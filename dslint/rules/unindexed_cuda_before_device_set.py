@@ -7,8 +7,8 @@ import libcst as cst
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.facts import InitializeCall, ScriptFacts, method_name
-from dslint.script.names import dotted_name
 from dslint.script.model_moves import ModelMoves
+from dslint.script.names import dotted_name
 
 DEVICE_NAME_CALLS = (
     "deepspeed.accelerator.get_accelerator().device_name",
