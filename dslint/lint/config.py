@@ -42,9 +42,11 @@ def lint_config_source(
     origin: Origin = Origin.FILE,
     world_size: int | None = None,
     known_config: bool = False,
+    replaced_keys: frozenset[str] = frozenset(),
 ) -> FileResult:
     """Lint one config file. `known_config`: a script points at it, so it is a DeepSpeed config whatever its
-    name or content; otherwise a file that is not recognisably a DeepSpeed config gets no finding."""
+    name or content; otherwise a file that is not recognisably a DeepSpeed config gets no finding.
+    `replaced_keys`: top-level keys the scripts reading the file replace before deepspeed.initialize."""
     selection = selection or RuleSelection()
     result = FileResult(path)
     named = known_config or is_config_name(Path(path))
@@ -74,6 +76,7 @@ def lint_config_source(
         load_source=lambda: text,
         schema=config_schema(version),
         deepspeed_version=version,
+        replaced_keys=replaced_keys,
     )
     result.diagnostics.extend(run_config_rules(context, config_rules(selection)))
     result.diagnostics.sort(key=lambda d: d.sort_key)

@@ -165,3 +165,101 @@ def _configs_of(
             if config is not None:
                 configs.append(config)
     return configs
+
+
+def replaced_keys(data: bytes, option: str) -> frozenset[str] | None:
+    """The top-level keys a script replaces in the config file it is given as `--option`, before the dict reaches
+    `deepspeed.initialize(config=...)`: the script loads the file itself (`with open(args.<option>) as f:
+    cfg = json.load(f)`, or `json.load(open(args.<option>))`), assigns `cfg["key"] = ...` later in the same
+    function, and passes `cfg` as `config=` / `config_params=`. None when the script does not load the file so
+    (DeepSpeed then reads the file as it stands)."""
+    if option.encode() not in data or b"json" not in data:
+        return None
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    found: set[str] | None = None
+    for scope in _functions(tree):
+        nodes = list(_own_nodes(scope))
+        loaded = _loaded_names(nodes, option)
+        if not loaded:
+            continue
+        for name, line in loaded.items():
+            given = _given_to_initialize(nodes, name)
+            if given is None:
+                continue
+            keys = {
+                target.slice.value
+                for node in nodes
+                if isinstance(node, ast.Assign) and line < node.lineno < given
+                for target in node.targets
+                if isinstance(target, ast.Subscript)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == name
+                and isinstance(target.slice, ast.Constant)
+                and isinstance(target.slice.value, str)
+            }
+            found = keys if found is None else found & keys
+    return frozenset(found) if found is not None else None
+
+
+def _opens_option(node: ast.expr | None, option: str) -> bool:
+    """`open(<x>.<option>, ...)`."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "open"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Attribute)
+        and node.args[0].attr == option
+    )
+
+
+def _loaded_names(nodes: list[ast.AST], option: str) -> dict[str, int]:
+    """Names bound to `json.load(...)` of the option's file: name -> line of the load."""
+    handles = {
+        item.optional_vars.id
+        for node in nodes
+        if isinstance(node, ast.With)
+        for item in node.items
+        if _opens_option(item.context_expr, option) and isinstance(item.optional_vars, ast.Name)
+    }
+    loaded: dict[str, int] = {}
+    for node in nodes:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        value = node.value
+        if not (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and isinstance(value.func.value, ast.Name)
+            and value.func.value.id == "json"
+            and value.func.attr in ("load", "loads")
+            and value.args
+        ):
+            continue
+        source = value.args[0]
+        if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and source.func.attr == "read":
+            source = source.func.value  # json.loads(f.read())
+        if (isinstance(source, ast.Name) and source.id in handles) or _opens_option(source, option):
+            loaded[node.targets[0].id] = node.lineno
+    return loaded
+
+
+def _given_to_initialize(nodes: list[ast.AST], name: str) -> int | None:
+    """The line of the first `initialize(config=name)` (or `config_params=name`) call; None when there is none."""
+    lines = []
+    for node in nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if last != "initialize":
+            continue
+        if any(
+            k.arg in ("config", "config_params") and isinstance(k.value, ast.Name) and k.value.id == name
+            for k in node.keywords
+        ):
+            lines.append(node.lineno)
+    return min(lines) if lines else None

@@ -124,7 +124,8 @@ class AutoConfigValue(ConfigRule):
         origin = self.context.origin
         if origin is Origin.TRAINER or autotuning_enabled(self.root):
             return  # the Trainer, or DeepSpeed's autotuner, fills "auto" values
-        found = list(auto_entries(self.root))
+        # a top-level value the reading script replaces before initialize never reaches DeepSpeed
+        found = [(path, entry) for path, entry in auto_entries(self.root) if path[0] not in self.context.replaced_keys]
         if not found:
             return
         if origin is Origin.FILE:

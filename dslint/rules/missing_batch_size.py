@@ -64,6 +64,8 @@ class MissingBatchSize(ConfigRule):
     def check(self) -> None:
         if self.context.origin in (Origin.TRAINER, Origin.LIGHTNING) or self.root.opaque:
             return
+        if self.context.replaced_keys & {"train_batch_size", "train_micro_batch_size_per_gpu"}:
+            return  # the reading script sets the batch size in code
         # DeepSpeed reads a null value as absent.
         if (
             scalar(self.root.get("train_batch_size")) is None
