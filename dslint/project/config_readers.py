@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -25,6 +26,11 @@ READERS = {
     "DeepSpeedPlugin": ("hf_ds_config", "trainer"),
 }
 TOKENS = (b"DeepSpeedStrategy", b"DeepSpeedPlugin", b"TrainingArguments")
+# A text test before parsing: a reader call with its config keyword given a name or a call (a literal path is
+# `index._trainer_literals`'s), without a closing parenthesis between them.
+_CANDIDATE = re.compile(
+    rb"(?:DeepSpeedStrategy|DeepSpeedPlugin|TrainingArguments)\s*\([^)]*?\b(?:config|hf_ds_config|deepspeed)\s*=\s*\w"
+)
 _MAX_DEPTH = 4
 
 
@@ -111,7 +117,11 @@ def _existing(name: str, directory: str) -> str | None:
 def framework_configs(sources: dict[str, bytes]) -> list[tuple[str, str, str]]:
     """(config path, reader, the script naming it) for each config file given to a framework reader through a
     literal or a loader helper; reader is "lightning" or "trainer"."""
-    wanted = [path for path, data in sources.items() if any(token in data for token in TOKENS)]
+    wanted = [
+        path
+        for path, data in sources.items()
+        if any(token in data for token in TOKENS) and _CANDIDATE.search(data) is not None
+    ]
     if not wanted:
         return []
     modules = _Modules(sources, ModuleFinder(sources))
