@@ -111,6 +111,9 @@ class Origin(str, enum.Enum):
     FILE = "file"  # a JSON file on its own: the reader is not known
     INITIALIZE = "initialize"  # goes straight to deepspeed.initialize
     TRAINER = "trainer"  # the Hugging Face Trainer fills "auto" values before DeepSpeed sees them
+    # PyTorch Lightning's DeepSpeedStrategy: sets train_micro_batch_size_per_gpu from the data loader when the
+    # config lacks it, then calls deepspeed.initialize with the config ("auto" is not filled)
+    LIGHTNING = "lightning"
 
 
 MIXED_THRESHOLD = 3  # more unknown top-level keys than this, none a near miss: another tool's file
@@ -135,6 +138,16 @@ def foreign_keys(root: Object, schema: Schema) -> list[Entry]:
 
 def mixed_file(root: Object, schema: Schema) -> bool:
     return len(foreign_keys(root, schema)) > MIXED_THRESHOLD
+
+
+def argument_file(root: Object, schema: Schema) -> bool:
+    """Another tool's argument file that carries DeepSpeed sections (GPT-NeoX, Megatron): most of its foreign
+    keys are command-line options spelt with hyphens (`num-layers`), a spelling no DeepSpeed key has. That
+    tool's parser reads the file and hands DeepSpeed only the keys it knows, so the file is not DeepSpeed's
+    config as it stands."""
+    foreign = foreign_keys(root, schema)
+    hyphenated = sum(1 for e in foreign if "-" in e.key)
+    return hyphenated > MIXED_THRESHOLD and 2 * hyphenated >= len(foreign)
 
 
 def autotuning_enabled(root: Object) -> bool:

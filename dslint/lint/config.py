@@ -63,9 +63,11 @@ def lint_config_source(
     origin: Origin = Origin.FILE,
     world_size: int | None = None,
     known_config: bool = False,
+    replaced_keys: frozenset[str] = frozenset(),
 ) -> FileResult:
     """Lint one config file. `known_config`: a script points at it, so it is a DeepSpeed config whatever its
-    name or content; otherwise a file that is not recognisably a DeepSpeed config gets no finding."""
+    name or content; otherwise a file that is not recognisably a DeepSpeed config gets no finding.
+    `replaced_keys`: top-level keys the scripts reading the file replace before deepspeed.initialize."""
     selection = selection or RuleSelection()
     result = FileResult(path)
     named = known_config or is_config_name(Path(path))
@@ -117,6 +119,7 @@ def _script_config_context(
         load_source=load_source,
         schema=config_schema(version),
         deepspeed_version=version,
+        replaced_keys=replaced_keys,
     )
 
 

@@ -15,7 +15,7 @@ from dslint.limits import Limits
 from dslint.lint.config import lint_config_source
 from dslint.lint.result import FileResult
 from dslint.lint.script import lint_source
-from dslint.project.index import single_file_facts
+from dslint.project.index import ConfigReading, single_file_facts
 from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
 
@@ -29,16 +29,24 @@ def lint_file(
     world_size: int | None = None,
     limits: Limits | None = None,
     project: ProjectFacts | None = None,
-    config_reader: str | None = None,
+    config_reader: ConfigReading | None = None,
 ) -> FileResult:
     """Lint `data` as the contents of `path`: a config or a notebook when its suffix says so (.json, .ipynb, ...),
     else a script. `project`: what the project index knows about a script (by default what the file itself
-    says: `single_file_facts`); `config_reader`: who reads a config a launcher passes ("trainer" or
-    "initialize"), which makes it a DeepSpeed config whatever its name."""
+    says: `single_file_facts`); `config_reader`: who reads a config, as the project index knows it
+    (`ConfigReading`: a config a launcher or script names is a DeepSpeed config whatever its name)."""
     if Path(path).suffix.lower() in CONFIG_SUFFIXES:
         if config_reader is not None:
-            origin = Origin.TRAINER if config_reader == "trainer" else Origin.INITIALIZE
-            return lint_config_source(path, data, selection, origin=origin, world_size=world_size, known_config=True)
+            readers = {"trainer": Origin.TRAINER, "lightning": Origin.LIGHTNING}
+            return lint_config_source(
+                path,
+                data,
+                selection,
+                origin=readers.get(config_reader.reader, Origin.INITIALIZE),
+                world_size=world_size,
+                known_config=config_reader.named,
+                replaced_keys=config_reader.replaced,
+            )
         return lint_config_source(path, data, selection, world_size=world_size)
     if Path(path).suffix.lower() == NOTEBOOK:
         from dslint.lint.notebook import lint_notebook  # raises NotebookError for a file that is not one

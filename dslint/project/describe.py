@@ -126,9 +126,11 @@ def render_text(data: dict[str, Any]) -> str:
         out.append("  (none named by a launcher)")
     for config in data["configs"]:
         stage = "unknown" if config["zero_stage"] is None else str(config["zero_stage"])
-        reader = {"trainer": "the HF Trainer / accelerate", "initialize": "deepspeed.initialize"}.get(
-            config.get("read_by") or "", "unknown"
-        )
+        reader = {
+            "trainer": "the HF Trainer / accelerate",
+            "initialize": "deepspeed.initialize",
+            "lightning": "Lightning's DeepSpeedStrategy",
+        }.get(config.get("read_by") or "", "unknown")
         out.append(
             f"  {config['path']}: ZeRO stage {stage}, precision {config['precision'] or 'unknown'}; read by {reader}"
         )

@@ -71,6 +71,20 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         """,
     )
     valid = (
+        # the same `engine.step()` in both arms of the test runs on every micro-step
+        Valid(
+            """
+            import deepspeed
+            engine, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            for step, batch in enumerate(loader):
+                engine.backward(engine(batch))
+                if (step + 1) % accum == 0:
+                    log_lr(step)
+                    engine.step()
+                else:
+                    engine.step()
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -128,6 +142,20 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         ),
     )
     invalid = (
+        # the else arm does something else: the step still runs on boundary micro-steps only
+        Invalid(
+            """
+            import deepspeed
+            engine, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            for step, batch in enumerate(loader):
+                engine.backward(engine(batch))
+                if (step + 1) % accum == 0:
+                    engine.step()
+                else:
+                    log_skip(step)
+            """,
+            lines=(7,),
+        ),
         Invalid(
             """
             import deepspeed

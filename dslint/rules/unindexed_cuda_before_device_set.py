@@ -6,8 +6,9 @@ import libcst as cst
 
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.facts import InitializeCall, method_name
+from dslint.script.facts import InitializeCall, ScriptFacts, method_name
 from dslint.script.model_moves import ModelMoves
+from dslint.script.names import dotted_name
 
 DEVICE_NAME_CALLS = (
     "deepspeed.accelerator.get_accelerator().device_name",
@@ -39,13 +40,13 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
         """,
         example="""
             deepspeed.init_distributed()
-            criterion = nn.CrossEntropyLoss().cuda()
+            class_weights = torch.tensor(weights).cuda()
             engine, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
         """,
         use_instead="""
             deepspeed.init_distributed()
             get_accelerator().set_device(args.local_rank)
-            criterion = nn.CrossEntropyLoss().cuda()
+            class_weights = torch.tensor(weights).cuda()
             engine, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
         """,
         fix_safety="There is no automatic fix: where the tensor should live depends on the script.",
@@ -102,16 +103,28 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             """
         ),
+        # a loss module without parameters or buffers: moving it allocates nothing on any GPU
+        Valid(
+            """
+            import deepspeed
+            from torch import nn
+            criterion = nn.CrossEntropyLoss().cuda()
+            smooth = nn.SmoothL1Loss(beta=0.5)
+            smooth.to("cuda")
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
     )
     invalid = (
         Invalid(
             """
             import deepspeed
             deepspeed.init_distributed()
-            criterion = nn.CrossEntropyLoss().cuda()
+            criterion = nn.CrossEntropyLoss(weight=class_weights).cuda()
+            head = nn.Linear(8, 2).cuda()
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             """,
-            lines=(4,),
+            lines=(4, 5),
         ),
         Invalid(
             """
@@ -148,6 +161,8 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
             return
         if self.moves.initialize_for(node) is not None:
             return  # the model's own move: DSL101
+        if _moved_module_is_empty(self.facts, node):
+            return  # a parameter-free module (a plain loss): moving it allocates nothing
         if method_name(node) == "cuda" and not node.args:
             self.report(node)
             return
@@ -190,3 +205,60 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
             return qualified in DEVICE_NAME_CALLS and not expr.args
         value = self.facts.assigned_value(expr, at)
         return value is not None and self._is_unindexed_cuda(value, value, depth + 1)
+
+
+# torch.nn modules that hold no parameters and no buffers when built without a `weight` (or `pos_weight`):
+# `.cuda()` / `.to("cuda")` on them moves nothing.
+PARAMETER_FREE_MODULES = frozenset(
+    {
+        "CrossEntropyLoss",
+        "NLLLoss",
+        "BCELoss",
+        "BCEWithLogitsLoss",
+        "MSELoss",
+        "L1Loss",
+        "SmoothL1Loss",
+        "HuberLoss",
+        "KLDivLoss",
+        "SoftMarginLoss",
+        "MultiLabelSoftMarginLoss",
+        "MultiMarginLoss",
+        "MarginRankingLoss",
+        "HingeEmbeddingLoss",
+        "CosineEmbeddingLoss",
+        "TripletMarginLoss",
+        "PoissonNLLLoss",
+        "GaussianNLLLoss",
+        "CTCLoss",
+        "MultiLabelMarginLoss",
+        "ReLU",
+        "GELU",
+        "Sigmoid",
+        "Tanh",
+        "Softmax",
+        "LogSoftmax",
+        "Dropout",
+        "Identity",
+        "Flatten",
+    }
+)
+_STATE_KEYWORDS = frozenset({"weight", "pos_weight"})
+
+
+def _moved_module_is_empty(facts: ScriptFacts, node: cst.Call) -> bool:
+    """`nn.CrossEntropyLoss().cuda()`, or `criterion.to("cuda")` with `criterion = nn.MSELoss()` bound before:
+    the receiver is a known parameter-free torch.nn module built without a weight."""
+    if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in ("cuda", "to"):
+        return False
+    receiver: cst.BaseExpression | None = node.func.value
+    if isinstance(receiver, cst.Name):
+        binding = facts.binding_at(receiver.value, facts.scope_at(receiver), facts.start(receiver))
+        receiver = binding.value if binding is not None else None
+    if not isinstance(receiver, cst.Call):
+        return False
+    name = dotted_name(receiver.func)
+    if name is None or name.split(".")[-1] not in PARAMETER_FREE_MODULES:
+        return False
+    if name.split(".")[0] not in ("nn", "torch") and "." in name:
+        return False
+    return all(arg.keyword is not None and arg.keyword.value not in _STATE_KEYWORDS for arg in receiver.args)

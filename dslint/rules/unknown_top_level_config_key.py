@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dslint.config.facts import bfloat16_ignored, is_comment_key, mixed_file
+from dslint.config.facts import argument_file, bfloat16_ignored, is_comment_key, mixed_file
 from dslint.config.key_edits import rename_key, single_close_match
 from dslint.config.key_history import first_release_with_top_level_key
 from dslint.config.schema import did_you_mean
@@ -26,8 +26,9 @@ class UnknownTopLevelConfigKey(ConfigRule):
             Flags a top-level key of a DeepSpeed config that DeepSpeed never reads, with the closest real key
             when there is one. The known keys come from DeepSpeed itself (dslint's schema snapshot records every
             key `DeepSpeedConfig` asks for). Keys starting with `_` (comments) are allowed. A file that mixes
-            many keys of another tool into its DeepSpeed config (GPT-NeoX does) gets one finding, not one per
-            key.
+            many keys of another tool into its DeepSpeed config gets one finding, not one per key; a file whose
+            foreign keys are mostly hyphenated command-line options (`num-layers`: a GPT-NeoX or Megatron
+            argument file) gets none, since that tool's parser reads it and passes DeepSpeed only its own keys.
         """,
         why="""
             DeepSpeed reads the keys it knows and ignores every other top-level key without a word. A misspelt
@@ -60,6 +61,13 @@ class UnknownTopLevelConfigKey(ConfigRule):
         Valid(
             '{"train_batch_size": 8, "_comment": "ZeRO-2 on 8 GPUs", "zero_optimization": {"stage": 2}}\n',
         ),
+        # a GPT-NeoX style argument file: NeoX's parser reads it and gives DeepSpeed only its own sections
+        Valid(
+            '{\n  "train_micro_batch_size_per_gpu": 8,\n  "pipe-parallel-size": 1,\n  "num-layers": 2,\n'
+            '  "hidden-size": 8,\n  "seq-length": 16,\n  "init_method": "small_init",\n'
+            '  "zero_optimization": {"stage": 1}\n}\n',
+            path="configs/small.json",
+        ),
         Valid(
             """
             import deepspeed
@@ -86,8 +94,8 @@ class UnknownTopLevelConfigKey(ConfigRule):
             '  "zero_optimisation": {"stage": 3}\n}\n',
         ),
         Invalid(
-            '{\n  "train_batch_size": 8,\n  "pipe-parallel-size": 1,\n  "num-layers": 2,\n  "hidden-size": 8,\n'
-            '  "seq-length": 16,\n  "gradient-clipping": 1.0\n}\n',
+            '{\n  "train_batch_size": 8,\n  "model_name": "tiny",\n  "num_layers": 2,\n  "hidden_size": 8,\n'
+            '  "seq_length": 16,\n  "data_path": "data/train"\n}\n',
             lines=(3,),
         ),
         Invalid(
@@ -120,7 +128,8 @@ class UnknownTopLevelConfigKey(ConfigRule):
             if e.key not in known and e.key not in HANDLED_ELSEWHERE and not is_comment_key(e.key)
         ]
         if mixed_file(self.root, self.schema):
-            self._report_mixed(unknown)
+            if not argument_file(self.root, self.schema):  # another tool's file: its parser picks DeepSpeed's keys
+                self._report_mixed(unknown)
             return
         # a key of a newer DeepSpeed than the project runs: DSL416 says so
         version = self.context.deepspeed_version
