@@ -434,7 +434,7 @@ def full_lint(
     for fast re-lints), and the findings it placed in the config files it points at. The project index of the
     document's project as of `generation` says what is known about it from elsewhere, as in `dslint check`."""
     project = document_project(path, text.encode("utf-8"), generation)
-    outcome = lint_document(path, text, kind, selection, known_config, project.facts, project.config_reader)
+    outcome = lint_document(path, text, kind, selection, known_config, project.facts, project.config_reading)
     if kind != "script":
         return Snapshot(text, outcome.own), outcome.linked
     return Snapshot.of(text, outcome.own), outcome.linked

@@ -9,11 +9,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dslint.config.facts import Origin
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.diagnostics import Diagnostic
-from dslint.lint.config import lint_config_source
+from dslint.lint.file import lint_config_file
 from dslint.lint.script import lint_source
+from dslint.project.index import ConfigReading
 from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
 
@@ -54,17 +54,13 @@ def lint_document(
     selection: RuleSelection,
     known_config: bool = False,
     project: ProjectFacts | None = None,
-    config_reader: str | None = None,
+    config_reading: ConfigReading | None = None,
 ) -> LintOutcome:
     """Lint an open document's text as `dslint check` lints the file; `known_config`: a script links it;
-    `project` and `config_reader`: what the project index says about the file (`dslint.lsp_project`)."""
+    `project` and `config_reading`: what the project index says about the file (`dslint.lsp_project`)."""
     data = text.encode("utf-8")
     if kind == "config":
-        if config_reader is not None:
-            origin = Origin.TRAINER if config_reader == "trainer" else Origin.INITIALIZE
-            result = lint_config_source(path, data, selection, origin=origin, known_config=True)
-        else:
-            result = lint_config_source(path, data, selection, known_config=known_config)
+        result = lint_config_file(path, data, selection, config_reading, known_config=known_config)
     else:
         result = lint_source(path, data, selection, project=project)
     own = tuple(d for d in result.diagnostics if d.path == path)

@@ -15,18 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dslint.lint.files import discover
-from dslint.project.index import ProjectIndex, build_project_index, single_file_facts
+from dslint.project.index import ConfigReading, ProjectIndex, build_project_index, single_file_facts
 from dslint.script.project_facts import ProjectFacts
 from dslint.settings import SettingsResolver
 
 
 @dataclass(frozen=True)
 class DocumentProject:
-    """What the project index says about one document: its facts, and who reads it when it is a config a
-    launcher passes ("trainer" or "initialize")."""
+    """What the project index says about one document: its facts, and who reads it when it is a config."""
 
     facts: ProjectFacts | None
-    config_reader: str | None
+    config_reading: ConfigReading | None
 
 
 _INDEXES: dict[Path, tuple[int, ProjectIndex]] = {}  # project directory -> (generation built at, index)
@@ -61,4 +60,4 @@ def document_project(path: str, data: bytes, generation: int) -> DocumentProject
     facts = index.facts_for(path)
     if facts is None and path.endswith(".py"):
         facts = single_file_facts(path, data)
-    return DocumentProject(facts, index.config_reader(path))
+    return DocumentProject(facts, index.config_reading(path))

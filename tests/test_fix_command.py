@@ -270,3 +270,35 @@ def test_fix_reports_the_cross_file_findings_it_cannot_fix_as_check_does(tmp_pat
     check_code, checked = _check_output(project)
     assert listed == checked and checked, (out + err, checked)
     assert code == check_code == 1
+
+
+def test_fix_leaves_a_config_key_alone_that_its_script_replaces_before_initialize(tmp_path: Path) -> None:
+    """`check` knows (project index) that the launched script sets `train_batch_size` in code before
+    initialize, so the file's "auto" there is not DeepSpeed's problem and no finding is shown; `fix` reads the
+    file the same way and does not remove the entry (it would change what no finding flagged)."""
+    (tmp_path / "ds.json").write_text(
+        '{\n  "train_batch_size": "auto",\n  "train_micro_batch_size_per_gpu": 4,\n'
+        '  "gradient_accumulation_steps": 2\n}\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport json\n\nimport deepspeed\nimport torch\n\n\n"
+        "def main():\n"
+        "    parser = argparse.ArgumentParser()\n"
+        '    parser.add_argument("--ds_config", default="ds.json")\n'
+        "    args = parser.parse_args()\n"
+        "    with open(args.ds_config) as handle:\n"
+        "        settings = json.load(handle)\n"
+        '    settings["train_batch_size"] = 64\n'
+        "    model = torch.nn.Linear(8, 8)\n"
+        "    engine, _, _, _ = deepspeed.initialize(model=model, config=settings)\n"
+        "    return engine\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "run.sh").write_text("#!/bin/bash\ndeepspeed train.py --ds_config ds.json\n", encoding="utf-8")
+    check_code, checked = _check_output(tmp_path)
+    assert not any("ds.json" in line for line in checked), checked
+    before = (tmp_path / "ds.json").read_text(encoding="utf-8")
+    code, out, err = _invoke("--isolated", "--unsafe-fixes", str(tmp_path))
+    assert (tmp_path / "ds.json").read_text(encoding="utf-8") == before, out + err
+    assert code == check_code, out + err

@@ -141,10 +141,12 @@ def fix(
         click.echo(f"dslint: warning: {warning}", err=True)
     report = FixReport(errors=errors)
     named = paths or (".",)
-    for target in config_targets(jobs):  # configs first: script rules read them
-        fix_config_file(target, diff=diff, report=report)
-    # The project index as `check` builds it, over the files as they are once the configs are fixed.
+    # The project index as `check` builds it: who reads each config, engines and models across modules.
     project = index_project([job.path for job in jobs], named)
+    for target in config_targets(jobs, project):  # configs first: script rules read them
+        fix_config_file(target, diff=diff, report=report)
+    if report.files_changed and not diff:
+        project = index_project([job.path for job in jobs], named)  # the stages the fixed configs now give
     for job in jobs:
         if job.path.suffix in (".py", NOTEBOOK):
             fix_file(

@@ -98,6 +98,7 @@ def lint_config_source(
             load_source=lambda: text,
             schema=config_schema(version),
             deepspeed_version=version,
+            replaced_keys=replaced_keys,
         )
 
     version = selected_version(selection.deepspeed_version)
@@ -119,7 +120,6 @@ def _script_config_context(
         load_source=load_source,
         schema=config_schema(version),
         deepspeed_version=version,
-        replaced_keys=replaced_keys,
     )
 
 

@@ -8,7 +8,6 @@ import tokenize
 from collections.abc import Iterable
 from pathlib import Path
 
-from dslint.config.facts import Origin
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.diagnostics import Diagnostic
 from dslint.limits import Limits
@@ -36,18 +35,7 @@ def lint_file(
     says: `single_file_facts`); `config_reader`: who reads a config, as the project index knows it
     (`ConfigReading`: a config a launcher or script names is a DeepSpeed config whatever its name)."""
     if Path(path).suffix.lower() in CONFIG_SUFFIXES:
-        if config_reader is not None:
-            readers = {"trainer": Origin.TRAINER, "lightning": Origin.LIGHTNING}
-            return lint_config_source(
-                path,
-                data,
-                selection,
-                origin=readers.get(config_reader.reader, Origin.INITIALIZE),
-                world_size=world_size,
-                known_config=config_reader.named,
-                replaced_keys=config_reader.replaced,
-            )
-        return lint_config_source(path, data, selection, world_size=world_size)
+        return lint_config_file(path, data, selection, config_reader, world_size)
     if Path(path).suffix.lower() == NOTEBOOK:
         from dslint.lint.notebook import lint_notebook  # raises NotebookError for a file that is not one
 
@@ -55,6 +43,29 @@ def lint_file(
     if project is None:
         project = single_file_facts(path, data)
     return lint_source(path, data, selection, world_size, limits=limits, project=project)
+
+
+def lint_config_file(
+    path: str,
+    data: bytes,
+    selection: RuleSelection | None = None,
+    reading: ConfigReading | None = None,
+    world_size: int | None = None,
+    known_config: bool = False,
+) -> FileResult:
+    """Lint a config file as its readers see it (`reading`, from the project index: who reads it, the keys they
+    replace first); `known_config`: a script names it (a DeepSpeed config whatever its name)."""
+    if reading is None:
+        return lint_config_source(path, data, selection, world_size=world_size, known_config=known_config)
+    return lint_config_source(
+        path,
+        data,
+        selection,
+        origin=reading.origin,
+        world_size=world_size,
+        known_config=reading.named or known_config,
+        replaced_keys=reading.replaced,
+    )
 
 
 def lint_text(

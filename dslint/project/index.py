@@ -78,6 +78,12 @@ class ConfigReading:
     # Top-level keys that every script handing the file to deepspeed.initialize replaces in code first.
     replaced: frozenset[str] = frozenset()
 
+    @property
+    def origin(self) -> config_facts.Origin:
+        """The reader as the config rules know it."""
+        readers = {"trainer": config_facts.Origin.TRAINER, "lightning": config_facts.Origin.LIGHTNING}
+        return readers.get(self.reader, config_facts.Origin.INITIALIZE)
+
 
 @dataclass
 class ProjectIndex:
