@@ -28,6 +28,8 @@ Value = tuple[object, ...] | None
 MAX_ROUNDS = 6
 # A function name found in more files than this is too common to check every call of it.
 MAX_NAME_FILES = 24
+# How many re-exports (`from .utils import get_model` in a package's `__init__.py`) a call is followed through.
+MAX_REEXPORTS = 3
 
 
 @dataclass
@@ -228,6 +230,16 @@ class EngineFlow:
                     for qualname in self._calling(module, name):
                         if (path, qualname) not in self.summaries:
                             queue.append((path, qualname))
+        self._models_through_calls()
+
+    def _models_through_calls(self) -> None:
+        """A builder's return value handed straight to a function whose parameter reaches initialize as the
+        model (`fit(get_model())`, `fit(model)` after `model = get_model()`): that builder is a model builder."""
+        for site in self.calls:
+            for param, value in site.arguments.items():
+                init = self.model_parameters.get((*site.callee, param))
+                if init is not None and value is not None and value[0] == "returned":
+                    self.model_builders.setdefault((str(value[1]), str(value[2])), init)
 
     def _worth(self, summary: FunctionSummary) -> bool:
         """Functions whose callers must be seen: they return an engine, or hand a parameter to initialize."""
@@ -521,6 +533,13 @@ class EngineFlow:
             qualname = f"{owner}.{rest}"
             return (module.path, qualname) if qualname in module.functions else None
         if not rest:
+            # A function nested in the caller or in a function around it (`def main(): def training(model):
+            # ...; training(model)`); class bodies are not scopes a method sees.
+            scope = summary.qualname
+            while scope and scope in module.functions:
+                if f"{scope}.{name}" in module.functions:
+                    return (module.path, f"{scope}.{name}")
+                scope = scope.rpartition(".")[0]
             if name in module.functions:
                 return (module.path, name)
             if name in module.classes and f"{name}.__init__" in module.functions:
@@ -529,19 +548,26 @@ class EngineFlow:
         if imported is None:
             return None
         dotted = f"{imported}.{rest}" if rest else imported
-        module_name, _, function = dotted.rpartition(".")
-        if not module_name or module_name.split(".")[0] in ("deepspeed", "torch", "transformers"):
-            return None
-        path = self.finder.find(module_name, module.path)
-        if path is None:
-            return None
-        target = self.module(path)
-        if target is None:
-            return None
-        if function in target.functions:
-            return (path, function)
-        if function in target.classes and f"{function}.__init__" in target.functions:
-            return (path, f"{function}.__init__")
+        near = module.path
+        for _ in range(MAX_REEXPORTS + 1):
+            module_name, _, function = dotted.rpartition(".")
+            if not module_name or module_name.split(".")[0] in ("deepspeed", "torch", "transformers"):
+                return None
+            path = self.finder.find(module_name, near)
+            if path is None:
+                return None
+            target = self.module(path)
+            if target is None:
+                return None
+            if function in target.functions:
+                return (path, function)
+            if function in target.classes and f"{function}.__init__" in target.functions:
+                return (path, f"{function}.__init__")
+            # A package that re-exports the function (`utils/__init__.py`: `from .utils import get_model`)
+            reexported = target.imports.get(function)
+            if reexported is None or reexported == dotted:
+                return None
+            dotted, near = reexported, path
         return None
 
     def _call(self, module: ParsedModule, summary: FunctionSummary, values: dict[str, Value], call: ast.Call) -> None:
