@@ -23,11 +23,14 @@ from pathlib import Path
 
 from dslint.script.project_facts import ENGINE, ENGINE_MODULE, RESULT_ORDER
 
-# A symbolic value: ("result", roles, is_tuple, origin key) | ("param", name, unwrapped) | None
+# A symbolic value: ("result", roles, is_tuple, origin key) | ("param", name, unwrapped)
+# | ("returned", path, qualname) | ("maybe", result on some paths only) | None
 Value = tuple[object, ...] | None
 MAX_ROUNDS = 6
 # A function name found in more files than this is too common to check every call of it.
 MAX_NAME_FILES = 24
+# Methods of the DeepSpeed engine that a torch module does not have: a parameter they are called on is an engine.
+ENGINE_ONLY_METHODS = frozenset({"backward", "set_gradient_accumulation_boundary", "is_gradient_accumulation_boundary"})
 # How many re-exports (`from .utils import get_model` in a package's `__init__.py`) a call is followed through.
 MAX_REEXPORTS = 3
 
@@ -57,6 +60,7 @@ class ParsedModule:
     imports: dict[str, str]  # local name -> dotted path (relative imports resolved against the package)
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
     classes: set[str] = field(default_factory=set)
+    stars: list[str] = field(default_factory=list)  # modules imported with `from X import *` (dotted, resolved)
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,8 @@ def parse_module(path: str, data: bytes) -> ParsedModule | None:
             for alias in node.names:
                 if alias.name != "*":
                     module.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+                elif base:
+                    module.stars.append(base)
     _collect_functions(module, tree.body, "")
     return module
 
@@ -178,6 +184,8 @@ class EngineFlow:
         self.model_parameters: dict[tuple[str, str, str], InitSite] = {}
         # `self.x = engine` in one method, read in another: (path, class, "x") -> value
         self.attributes: dict[tuple[str, str, str], Value] = {}
+        # (path, function, parameter) -> whether the function calls an engine-only method on the parameter
+        self.engine_uses: dict[tuple[str, str, str], bool] = {}
 
     # --- modules ------------------------------------------------------------------------------------------
     def module(self, path: str) -> ParsedModule | None:
@@ -349,7 +357,7 @@ class EngineFlow:
                 results.append(copy)
             for key in {k for result in results for k in result}:
                 seen = [result.get(key) for result in results]
-                values[key] = seen[0] if all(v == seen[0] for v in seen) else None
+                values[key] = seen[0] if all(v == seen[0] for v in seen) else _maybe(seen)
 
     def _self_key(self, summary: FunctionSummary, key: str) -> tuple[str, str, str] | None:
         if not summary.is_method or not summary.params:
@@ -545,6 +553,14 @@ class EngineFlow:
             if name in module.classes and f"{name}.__init__" in module.functions:
                 return (module.path, f"{name}.__init__")
         imported = module.imports.get(head)
+        if imported is None and not rest:
+            # `from util import *`: the first star-imported project module that defines the name
+            for star in module.stars:
+                path = self.finder.find(star, module.path)
+                target = self.module(path) if path is not None else None
+                if target is not None and name in target.functions:
+                    return (target.path, name)
+            return None
         if imported is None:
             return None
         dotted = f"{imported}.{rest}" if rest else imported
@@ -621,7 +637,7 @@ class EngineFlow:
         for site in self.calls:
             if site.callee[1].rpartition(".")[2] in self.unverifiable:
                 continue
-            for param, value in site.arguments.items():
+            for param, value in self._confirmed(site).items():
                 by_param.setdefault((*site.callee, param), []).append((value, site))
         resolved: dict[tuple[str, str, str], tuple[str, CallSite, InitSite]] = {}
         for _ in range(MAX_ROUNDS):
@@ -644,6 +660,47 @@ class EngineFlow:
             if not changed:
                 break
         return resolved
+
+    def _confirmed(self, site: CallSite) -> dict[str, Value]:
+        """A call's arguments, where a value that is initialize's result only on some paths ("maybe") counts
+        as that result when the callee uses the parameter receiving the engine as an engine
+        (`model.backward(loss)`): the call then runs on the paths where initialize ran, so the other "maybe"
+        items of that same initialize (its optimizer, its scheduler) are its results too. Other "maybe"
+        values stay unknown."""
+        confirmed: set[object] = set()
+        for param, value in site.arguments.items():
+            if value is None or value[0] != "maybe":
+                continue
+            result = value[1]
+            assert isinstance(result, tuple)
+            roles = result[1]
+            assert isinstance(roles, tuple)
+            if roles[0] == ENGINE and self._uses_as_engine(site.callee, param):
+                confirmed.add(result[3])
+        arguments: dict[str, Value] = {}
+        for param, value in site.arguments.items():
+            if value is not None and value[0] == "maybe":
+                result = value[1]
+                assert isinstance(result, tuple)
+                value = result if result[3] in confirmed else None
+            arguments[param] = value
+        return arguments
+
+    def _uses_as_engine(self, callee: tuple[str, str], param: str) -> bool:
+        """Whether a function calls a method only the DeepSpeed engine has on its parameter `param`."""
+        key = (*callee, param)
+        if key not in self.engine_uses:
+            module = self.module(callee[0])
+            function = module.functions.get(callee[1]) if module is not None else None
+            self.engine_uses[key] = function is not None and any(
+                isinstance(call.func, ast.Attribute)
+                and call.func.attr in ENGINE_ONLY_METHODS
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == param
+                for statement in _statements(function.body)
+                for call in _calls(statement)
+            )
+        return self.engine_uses[key]
 
     def _engine_role(
         self,
@@ -716,6 +773,20 @@ class EngineFlow:
                 bool(returned[2]),
                 returned[3],
             )
+
+
+def _maybe(seen: list[Value]) -> Value:
+    """After paths that disagree: ("maybe", result) when one path binds an item of initialize's result and the
+    others keep something that is not one (the plain model, the client scheduler, unknown):
+    `if "deepspeed" in env: model, opt, _, sched = deepspeed.initialize(...)`. Only a callee that uses its
+    parameter as the engine turns it into a fact (`EngineFlow.engine_parameters`)."""
+    found = {v[1] if v[0] == "maybe" else v for v in seen if v is not None and v[0] in ("result", "maybe")}
+    if len(found) != 1:
+        return None
+    (result,) = found
+    if not isinstance(result, tuple) or result[0] != "result" or result[2]:
+        return None
+    return ("maybe", result)
 
 
 def _base(value: Value) -> Value:
