@@ -29,6 +29,8 @@ Value = tuple[object, ...] | None
 MAX_ROUNDS = 6
 # A function name found in more files than this is too common to check every call of it.
 MAX_NAME_FILES = 24
+# The constant None (an attribute set to None before its real value)
+NONE_VALUE: Value = ("none",)
 # Methods of the DeepSpeed engine that a torch module does not have: a parameter they are called on is an engine.
 ENGINE_ONLY_METHODS = frozenset({"backward", "set_gradient_accumulation_boundary", "is_gradient_accumulation_boundary"})
 # How many re-exports (`from .utils import get_model` in a package's `__init__.py`) a call is followed through.
@@ -223,6 +225,12 @@ class EngineFlow:
             followed = len(self.calls)
             names = {q.rpartition(".")[2] for (_, q), summary in self.summaries.items() if q and self._worth(summary)}
             names.update(site.callee[1].rpartition(".")[2] for site in self.calls)
+            # classes keeping an engine in an attribute: who builds them reads it (`pair = EnginePair(...)`)
+            names.update(
+                owner.rpartition(".")[2]
+                for (_, owner, _), held in self.attributes.items()
+                if held is not None and held[0] in ("result", "maybe")
+            )
             names.discard("__init__")
             for name in sorted(names - searched):
                 searched.add(name)
@@ -356,7 +364,9 @@ class EngineFlow:
                 self._block(module, summary, copy, arm)
                 results.append(copy)
             for key in {k for result in results for k in result}:
-                seen = [result.get(key) for result in results]
+                # a key one path never bound: `obj.x` read from the instance's class (not `self.x`, which
+                # the other path may have just set)
+                seen = [result[key] if key in result else self._instance_attribute(result, key) for result in results]
                 values[key] = seen[0] if all(v == seen[0] for v in seen) else _maybe(seen)
 
     def _self_key(self, summary: FunctionSummary, key: str) -> tuple[str, str, str] | None:
@@ -392,16 +402,29 @@ class EngineFlow:
     def _bind(self, summary: FunctionSummary, values: dict[str, Value], target: ast.expr, value: Value) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
             items = _items(value, len(target.elts))
+            stars = [i for i, element in enumerate(target.elts) if isinstance(element, ast.Starred)]
+            if len(stars) == 1:  # `engine, *_ = deepspeed.initialize(...)`
+                star = stars[0]
+                head = _items(value, len(_roles_of(value)))[:star] if _roles_of(value) else []
+                tail_count = len(target.elts) - star - 1
+                tail = _items(value, len(_roles_of(value)))[len(_roles_of(value)) - tail_count :] if tail_count else []
+                if len(head) == star and len(tail) == tail_count:
+                    items = [*head, None, *tail]
             for element, item in zip(target.elts, items, strict=True):
-                self._bind(summary, values, element, item)
+                self._bind(summary, values, element.value if isinstance(element, ast.Starred) else element, item)
             return
         key = _dotted(target)
         if key is not None:
             values[key] = value
             attribute = self._self_key(summary, key)
             if attribute is not None:
-                # Two different values for one attribute: unknown.
+                # Two different values for one attribute: unknown; `None` beside one value: that value
+                # (`self.ema = None` then `if args.ema: self.ema = self._init_ema()`).
                 known = self.attributes.get(attribute, value)
+                if known == NONE_VALUE:
+                    known = value
+                elif value == NONE_VALUE:
+                    value = known
                 self.attributes[attribute] = value if known == value else None
 
     def value(self, module: ParsedModule, summary: FunctionSummary, values: dict[str, Value], expr: ast.expr) -> Value:
@@ -448,13 +471,39 @@ class EngineFlow:
                 if -len(subscripted) <= index < len(subscripted):
                     return ("result", (subscripted[index],), False, inner[3])
             return None
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return NONE_VALUE
         key = _dotted(expr)
         if key is not None:
-            if key in values:
-                return values[key]
-            attribute = self._self_key(summary, key)
-            return self.attributes.get(attribute) if attribute is not None else None
+            return self._read(summary, values, key)
         return None
+
+    def _read(self, summary: FunctionSummary, values: dict[str, Value], key: str) -> Value:
+        """A name's value: bound here, `self.x` set in a method of this class, or `obj.x` on an instance of a
+        project class (`rlhf = RLHFEngine(...)`, `rlhf.actor` set to an engine in its methods)."""
+        if key in values:
+            return values[key]
+        attribute = self._self_key(summary, key)
+        if attribute is not None:
+            return self.attributes.get(attribute)
+        return self._instance_attribute(values, key)
+
+    def _instance_attribute(self, values: dict[str, Value], key: str) -> Value:
+        """`obj.x` where `obj` holds an instance of a project class whose methods set `self.x` to one of
+        initialize's results."""
+        head, _, attr = key.rpartition(".")
+        held = values.get(head) if head else None
+        if held is None or held[0] != "returned" or not str(held[2]).endswith(".__init__"):
+            return None
+        path, owner = str(held[1]), str(held[2])[: -len(".__init__")]
+        module = self.module(path)
+        if module is None:
+            return None
+        for qualname in [q for q in module.functions if q.rpartition(".")[0] == owner]:
+            self._ensure(module, qualname)
+        found = self.attributes.get((path, owner, attr))
+        # only initialize's results: a parameter of the class's method means nothing here
+        return found if found is not None and found[0] in ("result", "maybe") else None
 
     def returned(self, callee: tuple[str, str]) -> Value:
         """What a function returns, when every return statement agrees."""
@@ -653,7 +702,8 @@ class EngineFlow:
                         roles = set()
                         break
                     roles.add(found[0])
-                    origin = found[1]
+                    if origin is None:
+                        origin = found[1]  # the initialize behind the first call, named with that call
                 if len(roles) == 1 and origin is not None:
                     resolved[key] = (roles.pop(), passed[0][1], origin)
                     changed = True
@@ -812,6 +862,13 @@ def _unwrapped(value: Value) -> Value:
         if roles[0] in (ENGINE, ENGINE_MODULE):
             return ("result", (ENGINE_MODULE,), False, value[3])
     return None
+
+
+def _roles_of(value: Value) -> tuple[object, ...]:
+    """The roles of a whole result tuple (empty for anything else)."""
+    if value is not None and value[0] == "result" and value[2] and isinstance(value[1], tuple):
+        return value[1]
+    return ()
 
 
 def _items(value: Value, count: int) -> list[Value]:
