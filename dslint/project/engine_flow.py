@@ -451,7 +451,10 @@ class EngineFlow:
             origins = {item[3] for item in items if item is not None and item[0] == "result" and not item[2]}
             if len(origins) != 1 or not any(item is not None for item in items):
                 return None
-            roles = tuple(item[1][0] if item is not None and isinstance(item[1], tuple) else None for item in items)
+            roles = tuple(
+                item[1][0] if item is not None and item[0] == "result" and isinstance(item[1], tuple) else None
+                for item in items
+            )
             return ("result", roles, True, origins.pop())
         if isinstance(expr, ast.IfExp):
             body = self.value(module, summary, values, expr.body)
@@ -826,11 +829,15 @@ class EngineFlow:
 
 
 def _maybe(seen: list[Value]) -> Value:
-    """After paths that disagree: ("maybe", result) when one path binds an item of initialize's result and the
-    others keep something that is not one (the plain model, the client scheduler, unknown):
+    """After paths that disagree: ("maybe", result) when one path of this statement binds an item of initialize's
+    result and the others keep something that is not one (the plain model, the client scheduler, unknown):
     `if "deepspeed" in env: model, opt, _, sched = deepspeed.initialize(...)`. Only a callee that uses its
     parameter as the engine turns it into a fact (`EngineFlow.engine_parameters`)."""
-    found = {v[1] if v[0] == "maybe" else v for v in seen if v is not None and v[0] in ("result", "maybe")}
+    if any(v is not None and v[0] == "maybe" for v in seen):
+        # a name that held initialize's result on some paths, rebound on others: which paths ran initialize
+        # is no longer the question this `if` decides
+        return None
+    found = {v for v in seen if v is not None and v[0] == "result"}
     if len(found) != 1:
         return None
     (result,) = found
