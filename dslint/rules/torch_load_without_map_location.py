@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dslint.diagnostics import Applicability, Severity
+from dslint.diagnostics import Applicability, Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.torch_load import cpu_map_location_edit, has_star_arguments, is_torch_load, map_location_argument
 
@@ -115,9 +115,26 @@ class TorchLoadWithoutMapLocation(ScriptRule):
         if given is not None and not (isinstance(given.value, cst.Name) and given.value.value == "None"):
             return
         edit = cpu_map_location_edit(self.context, node)
+        origin = self._engine_origin(node)
         self.report(
             node,
+            self.message + (f" ({origin.message}, {origin.path}:{origin.line})" if origin is not None else ""),
+            related=(origin,) if origin is not None else (),
             edits=[edit] if edit is not None else [],
             applicability=Applicability.SAFE,
             fix_message='Load to the CPU: add map_location="cpu"',
         )
+
+    def _engine_origin(self, node: cst.Call) -> Related | None:
+        """In a module that creates no engine itself (a helper module), the call that passes the engine in:
+        the enclosing function's engine parameter, else any of the module's."""
+        facts = self.facts
+        project = facts.project
+        if facts.initialize_calls or project is None or not project.parameters:
+            return None
+        function = facts.qualname(facts.scope_at(node))
+        own = project.parameters.get(function, {}) if function is not None else {}
+        for parameters in (own, *project.parameters.values()):
+            for fact in parameters.values():
+                return fact.origin
+        return None
