@@ -199,6 +199,30 @@ def resolve_config(context: ScriptContext, init: InitializeCall) -> ResolvedConf
     return _resolve_expression(context, expression, depth=0, origin=Origin.INITIALIZE)
 
 
+def edited_config(context: ScriptContext, init: InitializeCall) -> ResolvedConfig | None:
+    """A dict of unknown content (accelerate's live DeepSpeed dict, say) that the script edits with literal keys
+    (`cfg.update({...})`, `cfg["key"] = ...`) before `init` receives it: the keys written, on a root that is
+    opaque (every other key unknown). For the config rules only: a question about the stage or the precision
+    must not read it, since what it does not show may be there."""
+    expression = init.config
+    key = dotted_name(expression) if init.origin is None and expression is not None else None
+    if expression is None or key is None:
+        return None
+    facts = context.facts
+    binding = facts.binding_at(key, facts.scope_at(expression), facts.start(expression))
+    if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
+        return None
+    if isinstance(binding.value, (cst.Dict, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return None  # a literal: resolve_config reads it whole, or it is not a dict
+    start, end = context.span(binding.value)
+    base = ResolvedConfig({}, f"dict edited after line {start.line}", None, Object(start, end, [], True))
+    after, before = facts.start(binding.value), facts.start(expression)
+    edited = _with_mutations(context, base, key, binding.scope, after, before, opaque_root=True)
+    if edited is None or edited.tree is None or not edited.tree.entries:
+        return None
+    return edited
+
+
 def trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
     """Configs given to the Hugging Face integrations, which fill "auto" values: `TrainingArguments(...,
     deepspeed=...)` (any `*TrainingArguments`) and accelerate's `DeepSpeedPlugin(hf_ds_config=...)`; and,
@@ -404,6 +428,7 @@ def _with_mutations(
     scope: object,
     after: Pos,
     before: Pos,
+    opaque_root: bool = False,
 ) -> ResolvedConfig | None:
     """Apply `cfg["a"]["b"] = value` (literal: that value; otherwise UNKNOWN) and `cfg.update(...)` (the whole
     dict becomes unknown) written between the literal and the use, in the same scope."""
@@ -424,7 +449,9 @@ def _with_mutations(
         _apply(context, tree, mutation)
     values = to_python(tree)
     if not isinstance(values, dict):
-        return None
+        if not (opaque_root and tree.opaque):
+            return None
+        values = {}  # edited_config's dict of unknown content: only its tree is read
     return ResolvedConfig(values, resolved.source, resolved.path, tree, resolved.origin)
 
 
@@ -472,7 +499,11 @@ class _Indexer(cst.BatchableCSTVisitor):
         if isinstance(node.func, cst.Attribute):
             method = node.func.attr.value
             owner = dotted_name(node.func.value)
-            if method in ("update", "setdefault", "pop", "clear", "popitem") and owner is not None:
+            if method == "update" and owner is not None and _literal_update(node) is not None:
+                # `cfg.update({"key": value, ...})`: those top-level keys, as a `cfg[key] = value` would write
+                mutation = _Mutation(node, node.func.value, [], _literal_update(node))
+                self.index.mutations.setdefault(owner, []).append(mutation)
+            elif method in ("update", "setdefault", "pop", "clear", "popitem") and owner is not None:
                 self.index.mutations.setdefault(owner, []).append(_Mutation(node, node.func.value, None, None))
             if method == "add_argument":
                 self._option(node)
@@ -520,6 +551,14 @@ class _Indexer(cst.BatchableCSTVisitor):
             self.index.mutations.setdefault(owner, []).append(mutation)
 
 
+def _literal_update(call: cst.Call) -> cst.Dict | None:
+    """The dict literal of `cfg.update({...})` (one positional argument, no keywords)."""
+    if len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star:
+        value = call.args[0].value
+        return value if isinstance(value, cst.Dict) else None
+    return None
+
+
 def _copy(node: Node) -> Node:
     if isinstance(node, Object):
         return Object(
@@ -537,6 +576,14 @@ def _copy(node: Node) -> Node:
 def _apply(context: ScriptContext, tree: Node, mutation: _Mutation) -> None:
     assert mutation.keys is not None
     current = tree
+    if not mutation.keys:  # `cfg.update({...})`: each key of the literal replaces that top-level key
+        added = tree_from_literal(context, mutation.value) if mutation.value is not None else None
+        if not isinstance(current, Object) or not isinstance(added, Object):
+            return
+        replaced = {entry.key for entry in added.entries}
+        current.entries = [e for e in current.entries if e.key not in replaced] + added.entries
+        current.opaque = current.opaque or added.opaque
+        return
     for position, key_node in enumerate(mutation.keys):
         if not isinstance(current, Object):
             return
@@ -561,7 +608,7 @@ def _apply(context: ScriptContext, tree: Node, mutation: _Mutation) -> None:
             return
         if entry is None:
             start, end = context.span(key_node)
-            created = Object(start, end, [])
+            created = Object(start, end, [], current.opaque)  # in a dict of unknown content: unknown too
             current.entries.append(Entry(key, start, end, created))
             current = created
         else:

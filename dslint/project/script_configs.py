@@ -16,6 +16,7 @@ from dslint.config.facts import Origin
 from dslint.config.tree import Object, ParseError
 from dslint.project.config_link import (
     ResolvedConfig,
+    edited_config,
     load_config_tree,
     referenced_config_paths,
     resolve_config,
@@ -39,7 +40,7 @@ def script_configs(context: ScriptContext) -> list[ScriptConfig]:
     for init in context.facts.initialize_calls:
         if context.facts.in_plain_branch(init.call):
             continue
-        config = resolve_config(context, init)
+        config = resolve_config(context, init) or edited_config(context, init)
         if config is not None:
             resolved.append(config)
     resolved.extend(trainer_configs(context))

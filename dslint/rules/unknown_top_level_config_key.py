@@ -27,7 +27,9 @@ class UnknownTopLevelConfigKey(ConfigRule):
             when there is one. The known keys come from DeepSpeed itself (dslint's schema snapshot records every
             key `DeepSpeedConfig` asks for). Keys starting with `_` (comments) are allowed. A file that mixes
             many keys of another tool into its DeepSpeed config (GPT-NeoX does) gets one finding, not one per
-            key.
+            key. In a script, a dict of unknown content (accelerate's live DeepSpeed dict, say) that the script
+            edits with literal keys (`cfg.update({...})`) before `deepspeed.initialize` receives it is checked for
+            the keys written; a dotted name (`"zero_optimization.reduce_bucket_size"`) is such an unknown key.
         """,
         why="""
             DeepSpeed reads the keys it knows and ignores every other top-level key without a word. A misspelt
@@ -58,6 +60,17 @@ class UnknownTopLevelConfigKey(ConfigRule):
     )
     valid = (
         Valid(
+            """
+            import deepspeed
+            def build(plugin, model, width):
+                config = plugin.deepspeed_config
+                config.update({"gradient_clipping": 1.0, "zero_optimization": {"stage": 3}})
+                config.update(plugin.extra)
+                return deepspeed.initialize(model=model, config=config)
+            """,
+            path="train.py",
+        ),
+        Valid(
             '{"train_batch_size": 8, "_comment": "ZeRO-2 on 8 GPUs", "zero_optimization": {"stage": 2}}\n',
         ),
         Valid(
@@ -70,6 +83,18 @@ class UnknownTopLevelConfigKey(ConfigRule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import deepspeed
+            def build(plugin, model, width):
+                config = plugin.deepspeed_config
+                config.update({"zero_optimization.reduce_bucket_size": width * width, "gradient_clipping": 1.0})
+                config["zero_optimization"]["stage"] = 3
+                return deepspeed.initialize(model=model, config=config)
+            """,
+            lines=(5,),
+            path="train.py",
+        ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimisation": {"stage": 3}\n}\n',
             lines=(3,),
@@ -135,7 +160,14 @@ class UnknownTopLevelConfigKey(ConfigRule):
         suggestions = {e.key: did_you_mean(e.key, self.schema.live_top_level_keys) for e in unknown}
         for entry in unknown:
             suggestion = suggestions[entry.key]
-            if suggestion is not None:
+            section, dot, rest = entry.key.partition(".")
+            if dot and rest and section in self.schema.live_top_level_keys:
+                self.report_key(
+                    entry,
+                    f"DeepSpeed reads nested sections, not dotted names: `{entry.key}` is a top-level key it does "
+                    f"not read and ignores silently; write `{rest}` inside the `{section}` section",
+                )
+            elif suggestion is not None:
                 self.report_key(
                     entry,
                     f"DeepSpeed does not read `{entry.key}` and ignores it silently; did you mean `{suggestion}`?",
