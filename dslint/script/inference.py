@@ -105,6 +105,8 @@ def inference_calls(facts: ScriptFacts) -> list[InferenceCall]:
 
 def inference_engine(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode) -> InferenceCall | None:
     """The init_inference call whose engine `expr` holds at `at` (`model = deepspeed.init_inference(model)`)."""
+    if not facts.inference_calls:
+        return None
     value = facts.assigned_value(expr, at)
     if not isinstance(value, cst.Call):
         return None
@@ -122,6 +124,8 @@ def device_set_before(facts: ScriptFacts, scope: Scope, pos: Pos) -> bool:
 def pending_inference(facts: ScriptFacts, node: cst.CSTNode) -> InferenceCall | None:
     """The tensor-parallel init_inference of this scope that runs after `node`, with no device set before
     `node`: until it runs, the un-indexed CUDA device is cuda:0 in every rank."""
+    if not facts.inference_calls:
+        return None
     scope = facts.scope_at(node)
     pos = facts.start(node)
     for found in inference_calls(facts):
