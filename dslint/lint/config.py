@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from dslint.config.facts import Origin, mixed_file
@@ -105,7 +106,11 @@ def check_script_configs(
             schema=config_schema(context.deepspeed_version),
             deepspeed_version=context.deepspeed_version,
         )
-        diagnostics.extend(run_config_rules(config_context, rules))
+        found = run_config_rules(config_context, rules)
+        for reader in config.reader:  # a builder's dict: name the reader elsewhere that receives it
+            where = f" ({reader.message}, {reader.path}:{reader.line})"
+            found = [replace(d, message=d.message + where, related=(*d.related, reader)) for d in found]
+        diagnostics.extend(found)
     parse_error = _parse_error_rule()
     if any(rule.code == parse_error.code for rule in rules):
         known = [config.key for config in configs if config.key is not None]

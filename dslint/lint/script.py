@@ -150,7 +150,9 @@ def _rules_by_tokens(
     if project is not None and project.receives_engine:
         rules = [r for r in rules if r.required_tokens == ENGINE_TOKENS or has_tokens(data, r.required_tokens)]
         return rules, configs
-    if project is not None and any(launch.config_path for launch in project.launches) and configs:
+    launched = project is not None and any(launch.config_path for launch in project.launches)
+    if project is not None and (launched or project.config_builders) and configs:
+        # a config a launcher passes, or a dict this file returns that a reader elsewhere hands to DeepSpeed
         return [rule for rule in rules if has_tokens(data, rule.required_tokens)], configs
     rules = [rule for rule in rules if has_tokens(data, rule.required_tokens)]
     engine = bool(rules or configs) and may_create_engine(data)

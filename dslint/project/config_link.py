@@ -199,28 +199,76 @@ def resolve_config(context: ScriptContext, init: InitializeCall) -> ResolvedConf
     return _resolve_expression(context, expression, depth=0, origin=Origin.INITIALIZE)
 
 
-def edited_config(context: ScriptContext, init: InitializeCall) -> ResolvedConfig | None:
+def edited_configs(context: ScriptContext, init: InitializeCall) -> list[ResolvedConfig]:
     """A dict of unknown content (accelerate's live DeepSpeed dict, say) that the script edits with literal keys
-    (`cfg.update({...})`, `cfg["key"] = ...`) before `init` receives it: the keys written, on a root that is
-    opaque (every other key unknown). For the config rules only: a question about the stage or the precision
-    must not read it, since what it does not show may be there."""
+    (`cfg.update({...})`, `cfg["key"] = ...`) before `init` receives it: the keys written (`_written_configs`).
+    For the config rules only: a question about the stage or the precision must not read it, since what it
+    does not show may be there."""
     expression = init.config
-    key = dotted_name(expression) if init.origin is None and expression is not None else None
-    if expression is None or key is None:
-        return None
+    if init.origin is not None or expression is None or not isinstance(expression, cst.Name):
+        return []
+    return _written_configs(context, expression, Origin.INITIALIZE, ())
+
+
+def returned_configs(context: ScriptContext) -> list[ResolvedConfig]:
+    """The dicts this module's config builders return (`return cfg` in a function whose result a DeepSpeed
+    config reader receives elsewhere, `project.config_builders`), as far as the builder writes them."""
+    project = context.facts.project
+    if project is None or not project.config_builders:
+        return []
+    found: list[ResolvedConfig] = []
+    for statement in context.module.body:
+        if not isinstance(statement, cst.FunctionDef) or statement.name.value not in project.config_builders:
+            continue
+        reader, who = project.config_builders[statement.name.value]
+        origin = Origin.TRAINER if who == "trainer" else Origin.INITIALIZE
+        for returned in _returns(statement):
+            if isinstance(returned.value, cst.Name):
+                found.extend(_written_configs(context, returned.value, origin, (reader,)))
+    return found
+
+
+def _returns(function: cst.FunctionDef) -> list[cst.Return]:
+    found: list[cst.Return] = []
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Return):
+            found.append(node)
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node.children)
+    return found
+
+
+def _written_configs(
+    context: ScriptContext, name: cst.Name, origin: Origin, via: tuple[Related, ...]
+) -> list[ResolvedConfig]:
+    """`name` bound to a dict of unknown content (a JSON load, another tool's dict: not a literal), then written
+    with literal keys before `name` is read here: one config per write, on a root that is opaque (every other
+    key unknown), so that writes in exclusive branches (`if bf16: cfg["bf16"] = ... else: ...`) are each
+    checked. None when a write cannot be read (`cfg.update(other)`)."""
     facts = context.facts
-    binding = facts.binding_at(key, facts.scope_at(expression), facts.start(expression))
+    binding = facts.binding_at(name.value, facts.scope_at(name), facts.start(name))
     if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
-        return None
+        return []
     if isinstance(binding.value, (cst.Dict, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-        return None  # a literal: resolve_config reads it whole, or it is not a dict
-    start, end = context.span(binding.value)
-    base = ResolvedConfig({}, f"dict edited after line {start.line}", None, Object(start, end, [], True))
-    after, before = facts.start(binding.value), facts.start(expression)
-    edited = _with_mutations(context, base, key, binding.scope, after, before, opaque_root=True)
-    if edited is None or edited.tree is None or not edited.tree.entries:
-        return None
-    return edited
+        return []  # a literal: resolve_config reads it whole, or it is not a dict
+    after, before = facts.start(binding.value), facts.start(name)
+    mutations = [
+        m
+        for m in _index(context).mutations.get(name.value, [])
+        if facts.scope_at(m.anchor) is binding.scope and after < facts.start(m.anchor) < before
+    ]
+    if any(m.keys is None for m in mutations):
+        return []
+    found: list[ResolvedConfig] = []
+    for mutation in mutations:
+        start, end = context.span(mutation.anchor)
+        tree = Object(start, end, [], True, True)
+        _apply(context, tree, mutation)
+        if tree.entries:
+            found.append(ResolvedConfig({}, f"dict written at line {start.line}", None, tree, origin, via))
+    return found
 
 
 def trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
@@ -428,7 +476,6 @@ def _with_mutations(
     scope: object,
     after: Pos,
     before: Pos,
-    opaque_root: bool = False,
 ) -> ResolvedConfig | None:
     """Apply `cfg["a"]["b"] = value` (literal: that value; otherwise UNKNOWN) and `cfg.update(...)` (the whole
     dict becomes unknown) written between the literal and the use, in the same scope."""
@@ -449,9 +496,7 @@ def _with_mutations(
         _apply(context, tree, mutation)
     values = to_python(tree)
     if not isinstance(values, dict):
-        if not (opaque_root and tree.opaque):
-            return None
-        values = {}  # edited_config's dict of unknown content: only its tree is read
+        return None
     return ResolvedConfig(values, resolved.source, resolved.path, tree, resolved.origin)
 
 
@@ -566,6 +611,7 @@ def _copy(node: Node) -> Node:
             node.end,
             [Entry(e.key, e.key_start, e.key_end, _copy(e.value)) for e in node.entries],
             node.opaque,
+            node.written,
         )
     if isinstance(node, Array):
         return Array(node.start, node.end, [_copy(i) for i in node.items])
@@ -608,7 +654,7 @@ def _apply(context: ScriptContext, tree: Node, mutation: _Mutation) -> None:
             return
         if entry is None:
             start, end = context.span(key_node)
-            created = Object(start, end, [], current.opaque)  # in a dict of unknown content: unknown too
+            created = Object(start, end, [], current.opaque, current.opaque)  # in a dict of unknown content
             current.entries.append(Entry(key, start, end, created))
             current = created
         else:
