@@ -24,11 +24,10 @@ READERS = {
     "initialize": ("config", "initialize"),  # only as `deepspeed.initialize`
     "DeepSpeedPlugin": ("hf_ds_config", "trainer"),
 }
-# A text test before parsing: a reader called with its config keyword given a name.
-_READER_CALL = re.compile(
-    rb"\b(?:DeepSpeedStrategy|TrainingArguments|DeepSpeedPlugin|initialize)\s*\((?:[^()]|\([^()]*\))*?"
-    rb"\b(?:config|deepspeed|hf_ds_config)\s*=\s*[A-Za-z_]"
-)
+# A text test before parsing: a reader's call, with its config keyword given a name soon after.
+_READER_NAMES = (b"DeepSpeedStrategy", b"TrainingArguments", b"DeepSpeedPlugin", b"initialize")
+_CONFIG_KEYWORD = re.compile(rb"\b(?:config|deepspeed|hf_ds_config)\s*=\s*([A-Za-z_][A-Za-z0-9_]*)\s*[,)]")
+_WINDOW = 4000
 _MAX_DEPTH = 4
 
 
@@ -114,13 +113,36 @@ class _Modules:
         return None
 
 
+def _may_call_reader(data: bytes) -> bool:
+    """`Reader(... keyword=name ...)` may be written in `data` (plain `bytes.find`: this runs on every file).
+    Every reader's name or module says DeepSpeed (`DeepSpeedStrategy`, `deepspeed.initialize`...)."""
+    if b"eepspeed" not in data and b"eepSpeed" not in data:
+        return False
+    for name in _READER_NAMES:
+        at = data.find(name)
+        while at != -1:
+            end = at + len(name)
+            while data[end : end + 1] in (b" ", b"\t"):
+                end += 1
+            before = data[at - 1 : at] if at else b" "
+            if data[end : end + 1] == b"(" and not (before.isalnum() or before == b"_"):
+                for keyword in _CONFIG_KEYWORD.finditer(data, end, end + _WINDOW):
+                    # the name given is bound somewhere to a call of a plain function
+                    bound = rb"\b" + re.escape(keyword.group(1)) + rb"\s*=\s*[A-Za-z_][A-Za-z0-9_]*\s*\("
+                    if re.search(bound, data):
+                        return True
+            at = data.find(name, end)
+    return False
+
+
 def config_builders(sources: dict[str, bytes]) -> list[ConfigBuilder]:
     """Every helper whose returned dict a config reader of the project receives."""
+    candidates = [path for path, data in sources.items() if _may_call_reader(data)]
+    if not candidates:
+        return []
     modules = _Modules(sources)
     found: list[ConfigBuilder] = []
-    for path, data in sources.items():
-        if b"(" not in data or not _READER_CALL.search(data):
-            continue
+    for path in candidates:
         tree = modules.tree(path)
         if tree is None:
             continue
