@@ -228,6 +228,19 @@ def returned_configs(context: ScriptContext) -> list[ResolvedConfig]:
     return found
 
 
+def _mark_written(node: Node) -> None:
+    """Every object of a one-write tree: what it shows is there, but other writes (before or after, in other
+    branches) may add to it, so nothing may be read from what it lacks (a section without `stage` is not
+    stage 0)."""
+    if isinstance(node, Object):
+        node.opaque = node.written = True
+        for entry in node.entries:
+            _mark_written(entry.value)
+    elif isinstance(node, Array):
+        for item in node.items:
+            _mark_written(item)
+
+
 def _returns(function: cst.FunctionDef) -> list[cst.Return]:
     found: list[cst.Return] = []
     stack: list[cst.CSTNode] = [function.body]
@@ -266,6 +279,7 @@ def _written_configs(
         start, end = context.span(mutation.anchor)
         tree = Object(start, end, [], True, True)
         _apply(context, tree, mutation)
+        _mark_written(tree)
         if tree.entries:
             found.append(ResolvedConfig({}, f"dict written at line {start.line}", None, tree, origin, via))
     return found
