@@ -17,7 +17,7 @@ def zero_stage(root: Object) -> int | None:
     """The ZeRO stage DeepSpeed runs: absent section or key = 0, "auto" = 0 (dropped); None when unknown."""
     section = root.get("zero_optimization")
     if section is None:
-        return 0
+        return None if root.opaque else 0  # an opaque dict may hold the section
     if isinstance(section, Scalar) and isinstance(section.value, bool):
         return 1 if section.value else 0  # DeepSpeed's old boolean form
     if not isinstance(section, Object) or section.opaque:
@@ -50,7 +50,7 @@ def enabled(root: Object, section_name: str) -> bool | None:
     """`section.enabled` as DeepSpeed reads it (default False; "auto" dropped = False); None when unknown."""
     section = root.get(section_name)
     if section is None:
-        return False
+        return None if root.opaque else False
     if not isinstance(section, Object) or section.opaque:
         return None
     flag = section.get("enabled")

@@ -139,7 +139,11 @@ def check_script_configs(
         # Fixes only for a dict literal, which is the script's own text; a file is fixed on its own.
         load_source = None if config.from_file else (lambda: context.module.code)
         context_at = functools.partial(_script_config_context, config, world_size, load_source)
-        diagnostics.extend(run_at_both_ends(context_at, context.deepspeed_version, context.deepspeed_newest, rules))
+        found = run_at_both_ends(context_at, context.deepspeed_version, context.deepspeed_newest, rules)
+        for reader in config.reader:  # a builder's dict: name the reader elsewhere that receives it
+            where = f" ({reader.message}, {reader.path}:{reader.line})"
+            found = [replace(d, message=d.message + where, related=(*d.related, reader)) for d in found]
+        diagnostics.extend(found)
     parse_error = _parse_error_rule()
     if any(rule.code == parse_error.code for rule in rules):
         known = [config.key for config in configs if config.key is not None]

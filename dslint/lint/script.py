@@ -15,7 +15,13 @@ from dslint.framework.rule import ScriptRule
 from dslint.limits import Limits
 from dslint.lint.config import check_script_configs
 from dslint.lint.parse_guard import parse_module, refusal
-from dslint.lint.prefilter import ENGINE_TOKENS, TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
+from dslint.lint.prefilter import (
+    ENGINE_TOKENS,
+    TRAINER_CONFIG_TOKENS,
+    has_tokens,
+    may_create_engine,
+    may_create_inference_engine,
+)
 from dslint.lint.result import FileResult, config_rules, script_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa
 from dslint.script.context import ScriptContext
@@ -135,13 +141,28 @@ def _rules_for(
     configs: list[type[ConfigRule]],
     project: ProjectFacts | None = None,
 ) -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
-    """The rules that can possibly fire on `data` (see dslint.prefilter). An engine the project index brings
-    from elsewhere stands for the `deepspeed.initialize` call the text would otherwise need; a config a
-    launcher passes, for the config tokens."""
+    """The rules that can possibly fire on `data` (see dslint.prefilter); rules that also read the inference
+    engine stay wherever `deepspeed.init_inference` may be called."""
+    chosen, configs = _rules_by_tokens(data, rules, configs, project)
+    if any(rule.inference_engine for rule in rules) and may_create_inference_engine(data):
+        chosen = [rule for rule in rules if rule.inference_engine or rule in chosen]
+    return chosen, configs
+
+
+def _rules_by_tokens(
+    data: bytes,
+    rules: list[type[ScriptRule]],
+    configs: list[type[ConfigRule]],
+    project: ProjectFacts | None = None,
+) -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
+    """An engine the project index brings from elsewhere stands for the `deepspeed.initialize` call the text
+    would otherwise need; a config a launcher passes, for the config tokens."""
     if project is not None and project.receives_engine:
         rules = [r for r in rules if r.required_tokens == ENGINE_TOKENS or has_tokens(data, r.required_tokens)]
         return rules, configs
-    if project is not None and any(launch.config_path for launch in project.launches) and configs:
+    launched = project is not None and any(launch.config_path for launch in project.launches)
+    if project is not None and (launched or project.config_builders) and configs:
+        # a config a launcher passes, or a dict this file returns that a reader elsewhere hands to DeepSpeed
         return [rule for rule in rules if has_tokens(data, rule.required_tokens)], configs
     rules = [rule for rule in rules if has_tokens(data, rule.required_tokens)]
     engine = bool(rules or configs) and may_create_engine(data)
@@ -167,7 +188,12 @@ def lint_module(
     context = ScriptContext(
         path, module, facts, deepspeed_version=deepspeed_version or newest_known(), deepspeed_newest=deepspeed_newest
     )
-    active = [rule(context) for rule in rules if facts.has_engine or not rule.needs_engine]
+    inference = bool(facts.inference_calls)
+    active = [
+        rule(context)
+        for rule in rules
+        if facts.has_engine or not rule.needs_engine or (inference and rule.inference_engine)
+    ]
     if active:
         visit_all(module, active)
     if config_rules:  # the configs the script builds or points at (dslint.project.script_configs)

@@ -22,6 +22,7 @@ from dslint.config import facts as config_facts
 from dslint.config.tree import Object
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
+from dslint.project.config_builders import config_builders
 from dslint.project.config_link import load_config_tree
 from dslint.project.config_readers import framework_configs, replaced_keys
 from dslint.project.engine_flow import EngineFlow, InitSite, ModuleFinder
@@ -220,7 +221,17 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
             _follow_engines(index, sources, producers)
         except (RecursionError, MemoryError):
             index.problems.append("engines were not followed across functions: the code is nested too deeply")
+    _record_config_builders(index, sources)
     return index
+
+
+def _record_config_builders(index: ProjectIndex, sources: dict[str, bytes]) -> None:
+    for builder in config_builders(sources):
+        reader = f"{builder.name}() returns the config {builder.reader} receives"
+        origin = Related(_shown(builder.reader_path), builder.line, builder.column, reader)
+        facts = _facts(index, builder.path)
+        builders = {**facts.config_builders, builder.name: (origin, builder.origin)}
+        index.files[builder.path] = replace(facts, config_builders=builders)
 
 
 _ALIAS = re.compile(rb"\bimport\s+deepspeed\s+as\s+([A-Za-z_][A-Za-z0-9_]*)")

@@ -29,6 +29,9 @@ class UnknownTopLevelConfigKey(ConfigRule):
             many keys of another tool into its DeepSpeed config gets one finding, not one per key; a file whose
             foreign keys are mostly hyphenated command-line options (`num-layers`: a GPT-NeoX or Megatron
             argument file) gets none, since that tool's parser reads it and passes DeepSpeed only its own keys.
+            In a script, a dict of unknown content (accelerate's live DeepSpeed dict, say) that the script edits
+            with literal keys (`cfg.update({...})`) before `deepspeed.initialize` receives it is checked for the
+            keys written; a dotted name (`"zero_optimization.reduce_bucket_size"`) is such an unknown key.
         """,
         why="""
             DeepSpeed reads the keys it knows and ignores every other top-level key without a word. A misspelt
@@ -59,6 +62,17 @@ class UnknownTopLevelConfigKey(ConfigRule):
     )
     valid = (
         Valid(
+            """
+            import deepspeed
+            def build(plugin, model, width):
+                config = plugin.deepspeed_config
+                config.update({"gradient_clipping": 1.0, "zero_optimization": {"stage": 3}})
+                config.update(plugin.extra)
+                return deepspeed.initialize(model=model, config=config)
+            """,
+            path="train.py",
+        ),
+        Valid(
             '{"train_batch_size": 8, "_comment": "ZeRO-2 on 8 GPUs", "zero_optimization": {"stage": 2}}\n',
         ),
         # a GPT-NeoX style argument file: NeoX's parser reads it and gives DeepSpeed only its own sections
@@ -78,6 +92,18 @@ class UnknownTopLevelConfigKey(ConfigRule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import deepspeed
+            def build(plugin, model, width):
+                config = plugin.deepspeed_config
+                config.update({"zero_optimization.reduce_bucket_size": width * width, "gradient_clipping": 1.0})
+                config["zero_optimization"]["stage"] = 3
+                return deepspeed.initialize(model=model, config=config)
+            """,
+            lines=(5,),
+            path="train.py",
+        ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimisation": {"stage": 3}\n}\n',
             lines=(3,),
@@ -144,7 +170,14 @@ class UnknownTopLevelConfigKey(ConfigRule):
         suggestions = {e.key: did_you_mean(e.key, self.schema.live_top_level_keys) for e in unknown}
         for entry in unknown:
             suggestion = suggestions[entry.key]
-            if suggestion is not None:
+            section, dot, rest = entry.key.partition(".")
+            if dot and rest and section in self.schema.live_top_level_keys:
+                self.report_key(
+                    entry,
+                    f"DeepSpeed reads nested sections, not dotted names: `{entry.key}` is a top-level key it does "
+                    f"not read and ignores silently; write `{rest}` inside the `{section}` section",
+                )
+            elif suggestion is not None:
                 self.report_key(
                     entry,
                     f"DeepSpeed does not read `{entry.key}` and ignores it silently; did you mean `{suggestion}`?",
