@@ -115,6 +115,11 @@ class Origin(str, enum.Enum):
     # config lacks it, then calls deepspeed.initialize with the config ("auto" is not filled)
     LIGHTNING = "lightning"
 
+    @classmethod
+    def of_reader(cls, reader: str) -> Origin:
+        """The project index's name of a reader ("trainer", "lightning", "initialize") as an Origin."""
+        return {"trainer": cls.TRAINER, "lightning": cls.LIGHTNING}.get(reader, cls.INITIALIZE)
+
 
 MIXED_THRESHOLD = 3  # more unknown top-level keys than this, none a near miss: another tool's file
 

@@ -16,19 +16,12 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from dslint.project.engine_flow import ModuleFinder
+from dslint.project.reader_calls import ParsedModules, ReaderCall, own_nodes, reader_call, scopes
 
-# A reader's last name -> (the keyword that takes the config, who reads it: "initialize" or "trainer")
-READERS = {
-    "DeepSpeedStrategy": ("config", "initialize"),  # Lightning calls deepspeed.initialize(config=...) itself
-    "initialize": ("config", "initialize"),  # only as `deepspeed.initialize`
-    "DeepSpeedPlugin": ("hf_ds_config", "trainer"),
-}
 # A text test before parsing: a reader's call, with its config keyword given a name soon after.
 _READER_NAMES = (b"DeepSpeedStrategy", b"TrainingArguments", b"DeepSpeedPlugin", b"initialize")
 _CONFIG_KEYWORD = re.compile(rb"\b(?:config|deepspeed|hf_ds_config)\s*=\s*([A-Za-z_][A-Za-z0-9_]*)\s*[,)]")
 _WINDOW = 4000
-_MAX_DEPTH = 4
 
 
 @dataclass(frozen=True)
@@ -39,78 +32,7 @@ class ConfigBuilder:
     line: int
     column: int
     reader: str  # "DeepSpeedStrategy", "TrainingArguments", ...
-    origin: str  # "initialize" or "trainer"
-
-
-def _reader(call: ast.Call) -> tuple[str, str, str] | None:
-    """(reader name, config keyword, who reads) for a call of a config reader."""
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        name = func.attr
-        if name == "initialize" and not (isinstance(func.value, ast.Name) and func.value.id == "deepspeed"):
-            return None
-    elif isinstance(func, ast.Name) and func.id != "initialize":
-        name = func.id
-    else:
-        return None
-    if name.endswith("TrainingArguments"):
-        return name, "deepspeed", "trainer"
-    found = READERS.get(name)
-    return (name, *found) if found is not None else None
-
-
-def _scopes(tree: ast.Module) -> Iterator[ast.AST]:
-    yield tree
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node
-
-
-def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        yield node
-        stack.extend(ast.iter_child_nodes(node))
-
-
-class _Modules:
-    def __init__(self, sources: dict[str, bytes]) -> None:
-        self.sources = sources
-        self.finder = ModuleFinder(sources)
-        self.parsed: dict[str, ast.Module | None] = {}
-
-    def tree(self, path: str) -> ast.Module | None:
-        if path not in self.parsed:
-            data = self.sources.get(path)
-            try:
-                self.parsed[path] = ast.parse(data) if data is not None else None
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self.parsed[path] = None
-        return self.parsed[path]
-
-    def function(self, path: str, name: str, depth: int = 0) -> str | None:
-        """The module defining the module-level `def name` that `name` means in module `path`."""
-        tree = self.tree(path)
-        if tree is None or depth > _MAX_DEPTH:
-            return None
-        if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name for n in tree.body):
-            return path
-        for node in tree.body:
-            if not isinstance(node, ast.ImportFrom) or node.module is None or node.level:
-                continue
-            for alias in node.names:
-                if alias.name != "*" and (alias.asname or alias.name) != name:
-                    continue
-                module = self.finder.find(node.module, path)
-                if module is None or module == path:
-                    continue
-                found = self.function(module, name if alias.name == "*" else alias.name, depth + 1)
-                if found is not None:
-                    return found
-        return None
+    origin: str  # who reads the dict: "initialize", "lightning" or "trainer" (reader_calls.READERS)
 
 
 def _may_call_reader(data: bytes) -> bool:
@@ -140,21 +62,21 @@ def config_builders(sources: dict[str, bytes]) -> list[ConfigBuilder]:
     candidates = [path for path, data in sources.items() if _may_call_reader(data)]
     if not candidates:
         return []
-    modules = _Modules(sources)
+    modules = ParsedModules(sources)
     found: list[ConfigBuilder] = []
     for path in candidates:
         tree = modules.tree(path)
         if tree is None:
             continue
-        for scope in _scopes(tree):
+        for scope in scopes(tree):
             found.extend(_builders_in(modules, path, scope))
     return found
 
 
-def _builders_in(modules: _Modules, path: str, scope: ast.AST) -> Iterator[ConfigBuilder]:
+def _builders_in(modules: ParsedModules, path: str, scope: ast.AST) -> Iterator[ConfigBuilder]:
     bound: dict[str, list[ast.AST]] = {}  # name -> every value it is bound to in this scope
-    readers: list[tuple[ast.Call, str, str, str]] = []
-    for node in _own_nodes(scope):
+    readers: list[tuple[ast.Call, ReaderCall]] = []
+    for node in own_nodes(scope):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 for name in ast.walk(target):
@@ -169,11 +91,11 @@ def _builders_in(modules: _Modules, path: str, scope: ast.AST) -> Iterator[Confi
                     if isinstance(name, ast.Name):
                         bound.setdefault(name.id, []).append(node)
         elif isinstance(node, ast.Call):
-            found = _reader(node)
+            found = reader_call(node)
             if found is not None:
-                readers.append((node, *found))
-    for call, reader, keyword, origin in readers:
-        value = next((k.value for k in call.keywords if k.arg == keyword), None)
+                readers.append((node, found))
+    for call, reader in readers:
+        value = next((k.value for k in call.keywords if k.arg == reader.keyword), None)
         if not isinstance(value, ast.Name):
             continue
         values = bound.get(value.id, [])
@@ -182,4 +104,4 @@ def _builders_in(modules: _Modules, path: str, scope: ast.AST) -> Iterator[Confi
         helper = values[0].func.id
         where = modules.function(path, helper)
         if where is not None:
-            yield ConfigBuilder(where, helper, path, call.lineno, call.col_offset + 1, reader, origin)
+            yield ConfigBuilder(where[0], helper, path, call.lineno, call.col_offset + 1, reader.name, reader.reader)

@@ -221,7 +221,7 @@ def returned_configs(context: ScriptContext) -> list[ResolvedConfig]:
         if not isinstance(statement, cst.FunctionDef) or statement.name.value not in project.config_builders:
             continue
         reader, who = project.config_builders[statement.name.value]
-        origin = Origin.TRAINER if who == "trainer" else Origin.INITIALIZE
+        origin = Origin.of_reader(who)
         for returned in _returns(statement):
             if isinstance(returned.value, cst.Name):
                 found.extend(_written_configs(context, returned.value, origin, (reader,)))

@@ -15,89 +15,15 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 
-from dslint.project.engine_flow import ModuleFinder
+from dslint.project.reader_calls import ParsedModules, own_nodes, reader_call, scopes
 
-# The callee's last name -> (the keyword naming the config, who reads it)
-READERS = {
-    "DeepSpeedStrategy": ("config", "lightning"),
-    "DeepSpeedPlugin": ("hf_ds_config", "trainer"),
-}
 TOKENS = (b"DeepSpeedStrategy", b"DeepSpeedPlugin", b"TrainingArguments")
 # A text test before parsing: a reader call with its config keyword given a name or a call (a literal path is
 # `index._trainer_literals`'s), without a closing parenthesis between them.
 _CANDIDATE = re.compile(
     rb"(?:DeepSpeedStrategy|DeepSpeedPlugin|TrainingArguments)\s*\([^)]*?\b(?:config|hf_ds_config|deepspeed)\s*=\s*\w"
 )
-_MAX_DEPTH = 4
-
-
-def _reader(call: ast.Call) -> tuple[str, str] | None:
-    func = call.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-    if name is None:
-        return None
-    if name.endswith("TrainingArguments"):
-        return ("deepspeed", "trainer")
-    return READERS.get(name)
-
-
-@dataclass
-class _Modules:
-    sources: dict[str, bytes]
-    finder: ModuleFinder
-    parsed: dict[str, ast.Module | None] = field(default_factory=dict)
-
-    def tree(self, path: str) -> ast.Module | None:
-        if path not in self.parsed:
-            data = self.sources.get(path)
-            try:
-                self.parsed[path] = ast.parse(data) if data is not None else None
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self.parsed[path] = None
-        return self.parsed[path]
-
-    def function(self, path: str, name: str, depth: int = 0) -> tuple[str, ast.FunctionDef] | None:
-        """The module-level `def name` that `name` means in module `path`: defined there, or imported
-        (`from m import name`, `from m import *`)."""
-        tree = self.tree(path)
-        if tree is None or depth > _MAX_DEPTH:
-            return None
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and node.name == name:
-                return path, node
-        for node in tree.body:
-            if not isinstance(node, ast.ImportFrom) or node.module is None or node.level:
-                continue
-            for alias in node.names:
-                if alias.name == "*" or (alias.asname or alias.name) == name:
-                    module = self.finder.find(node.module, path)
-                    if module is None or module == path:
-                        continue
-                    found = self.function(module, alias.name if alias.name != "*" else name, depth + 1)
-                    if found is not None:
-                        return found
-        return None
-
-
-def _functions(tree: ast.Module) -> Iterator[ast.AST]:
-    yield tree
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node
-
-
-def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a function (or module) body, not those of functions nested in it."""
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        yield node
-        stack.extend(ast.iter_child_nodes(node))
 
 
 def _json_literals(function: ast.AST) -> list[str]:
@@ -124,14 +50,14 @@ def framework_configs(sources: dict[str, bytes]) -> list[tuple[str, str, str]]:
     ]
     if not wanted:
         return []
-    modules = _Modules(sources, ModuleFinder(sources))
+    modules = ParsedModules(sources)
     found: list[tuple[str, str, str]] = []
     for path in wanted:
         tree = modules.tree(path)
         if tree is None:
             continue
-        for scope in _functions(tree):
-            nodes = list(_own_nodes(scope))
+        for scope in scopes(tree):
+            nodes = list(own_nodes(scope))
             calls_by_name: dict[str, list[ast.Call]] = {}
             for node in nodes:
                 if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
@@ -141,18 +67,17 @@ def framework_configs(sources: dict[str, bytes]) -> list[tuple[str, str, str]]:
             for node in nodes:
                 if not isinstance(node, ast.Call):
                     continue
-                reader = _reader(node)
+                reader = reader_call(node, initialize=False)
                 if reader is None:
                     continue
-                keyword, who = reader
-                value = next((k.value for k in node.keywords if k.arg == keyword), None)
+                value = next((k.value for k in node.keywords if k.arg == reader.keyword), None)
                 for config in _configs_of(modules, path, value, calls_by_name):
-                    found.append((config, who, path))
+                    found.append((config, reader.reader, path))
     return found
 
 
 def _configs_of(
-    modules: _Modules, path: str, value: ast.expr | None, calls_by_name: dict[str, list[ast.Call]]
+    modules: ParsedModules, path: str, value: ast.expr | None, calls_by_name: dict[str, list[ast.Call]]
 ) -> list[str]:
     if isinstance(value, ast.Constant) and isinstance(value.value, str):
         config = _existing(value.value, os.path.dirname(path))
@@ -190,8 +115,8 @@ def replaced_keys(data: bytes, option: str) -> frozenset[str] | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     found: set[str] | None = None
-    for scope in _functions(tree):
-        nodes = list(_own_nodes(scope))
+    for scope in scopes(tree):
+        nodes = list(own_nodes(scope))
         loaded = _loaded_names(nodes, option)
         if not loaded:
             continue

@@ -82,8 +82,7 @@ class ConfigReading:
     @property
     def origin(self) -> config_facts.Origin:
         """The reader as the config rules know it."""
-        readers = {"trainer": config_facts.Origin.TRAINER, "lightning": config_facts.Origin.LIGHTNING}
-        return readers.get(self.reader, config_facts.Origin.INITIALIZE)
+        return config_facts.Origin.of_reader(self.reader)
 
 
 @dataclass
