@@ -22,9 +22,11 @@ ratios (measured in the same run) compare across machines where seconds do not.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -53,17 +55,16 @@ def timed(argv: list[str], repeat: int, timeout: float | None = None, cwd: Path 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for _ in range(repeat):
         start = time.perf_counter()
+        # a session of its own: a peer stopped at the timeout takes its worker processes with it
+        process = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True
+        )
         try:
-            subprocess.run(
-                argv,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                check=False,
-                timeout=timeout,
-                cwd=cwd,
-                env=env,
-            )
+            process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
             return None
         times.append(time.perf_counter() - start)
     return statistics.median(times)
