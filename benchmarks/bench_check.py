@@ -22,9 +22,11 @@ ratios (measured in the same run) compare across machines where seconds do not.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -53,17 +55,16 @@ def timed(argv: list[str], repeat: int, timeout: float | None = None, cwd: Path 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for _ in range(repeat):
         start = time.perf_counter()
+        # a session of its own: a peer stopped at the timeout takes its worker processes with it
+        process = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True
+        )
         try:
-            subprocess.run(
-                argv,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                check=False,
-                timeout=timeout,
-                cwd=cwd,
-                env=env,
-            )
+            process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
             return None
         times.append(time.perf_counter() - start)
     return statistics.median(times)
@@ -99,6 +100,9 @@ def measure_tree(label: str, tree: Path, args: argparse.Namespace) -> list[str]:
         warm = dslint("--cache-dir", cache, str(tree))
         timed(warm, 1)  # fills the cache
         rows.append(("dslint check, warm (cache)", timed(warm, args.repeat), ""))
+    if args.skip_peers:
+        rows.append(("flake8, torchfix, fixit", None, "not run (--skip-peers)"))
+        return _table(label, tree, count, lines, base, rows)
     flake8 = [sys.executable, "-m", "flake8", "-j", str(os.cpu_count() or 1), "--exit-zero", str(tree)]
     rows.append(("flake8", timed(flake8, args.peer_repeat, args.peer_timeout), ""))
     for name, argv in (("torchfix", ["{}", str(tree)]), ("fixit", ["{}", "lint", str(tree)])):
@@ -108,6 +112,12 @@ def measure_tree(label: str, tree: Path, args: argparse.Namespace) -> list[str]:
             continue
         seconds = timed([found, *argv[1:]], args.peer_repeat, args.peer_timeout)
         rows.append((name, seconds, "" if seconds is not None else f"> {args.peer_timeout:.0f} s (stopped)"))
+    return _table(label, tree, count, lines, base, rows)
+
+
+def _table(
+    label: str, tree: Path, count: int, lines: int, base: float, rows: list[tuple[str, float | None, str]]
+) -> list[str]:
     out = [f"### {label}: {count} .py files, {lines} lines (`{tree}`)", ""]
     out += ["| tool | seconds | x ruff |", "|---|---:|---:|"]
     for name, seconds, note in rows:
@@ -198,6 +208,10 @@ def main() -> None:
     parser.add_argument("--peer-timeout", type=float, default=600.0)
     parser.add_argument("--peers-venv", type=Path, default=Path("/work/peers"))
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    parser.add_argument(
+        "--skip-peers", action="store_true", help="dslint and ruff only (flake8, TorchFix, Fixit not run)"
+    )
+    parser.add_argument("--section", default="bench_check", help="the marked section of docs/benchmarks.md to replace")
     args = parser.parse_args()
     started = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
     sections: list[str] = []
@@ -214,13 +228,13 @@ def main() -> None:
     command = " ".join(["python benchmarks/bench_check.py", *sys.argv[1:]])
     if args.no_write:
         return
-    write(sections, command, started, ended)
+    write(sections, command, started, ended, args.section)
 
 
-def write(sections: list[str], command: str, started: str, ended: str) -> None:
+def write(sections: list[str], command: str, started: str, ended: str, section: str = "bench_check") -> None:
     target = ROOT / "docs" / "benchmarks.md"
     text = target.read_text(encoding="utf-8") if target.exists() else ""
-    marker_start, marker_end = "<!-- bench_check: start -->", "<!-- bench_check: end -->"
+    marker_start, marker_end = f"<!-- {section}: start -->", f"<!-- {section}: end -->"
     table = "\n".join(
         [
             marker_start,

@@ -35,6 +35,7 @@ from dslint.lint.incremental import Snapshot, first_lint, relint
 from dslint.lsp_actions import can_refresh, disable_for_line, full_report, wants_pull
 from dslint.lsp_configs import LinkedFindings, document_kind, lint_document, normalised, unseen
 from dslint.lsp_positions import OwnDocumentsProtocol, PositionCodec, lsp_lines
+from dslint.lsp_project import document_project
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
 
@@ -61,6 +62,9 @@ class DocumentState:
     shown: list[Diagnostic] = field(default_factory=list)  # as published: own, then other scripts' in this file
 
 
+FIRST_ANSWER_LINES = 500  # an opened script this long gets a first answer before its full lint
+
+
 class DslintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
@@ -78,6 +82,7 @@ class DslintServer(LanguageServer):
         self._pool: ProcessPoolExecutor | None = None
         self.documents: dict[str, tuple[int | None, str, str | None]] = {}  # uri -> version, text, language
         self.linked = LinkedFindings()  # what scripts' lints found in the config files they point at
+        self.generation = 0  # bumped at every save: the worker builds its project index again (lsp_project)
 
     @property
     def codec(self) -> PositionCodec:
@@ -229,7 +234,7 @@ class DslintServer(LanguageServer):
             return full_report([], current[0])
         known = fresh.kind == "config" and self.linked.is_linked(fresh.path)
         snapshot, linked = await asyncio.get_running_loop().run_in_executor(
-            self.pool, full_lint, fresh.path, fresh.text, fresh.selection, fresh.kind, known
+            self.pool, full_lint, fresh.path, fresh.text, fresh.selection, fresh.kind, known, self.generation
         )
         fresh.diagnostics = list(snapshot.diagnostics)
         if fresh.kind == "script":
@@ -248,8 +253,16 @@ class DslintServer(LanguageServer):
             return
         self.wanted[uri] = state.version
         base = self.snapshots.get(uri) if state.kind == "script" else None
-        # nothing published yet for this document (just opened): a first answer before the full lint
-        first = state.kind == "script" and base is None and not self.pulls(uri) and uri not in self.states
+        # nothing published yet for this long document (just opened): a first answer before the full lint. It
+        # reads the file alone (the project index is built in the full lint's worker), so a short file, whose
+        # full lint is quick, waits for the full answer instead.
+        first = (
+            state.kind == "script"
+            and base is None
+            and not self.pulls(uri)
+            and uri not in self.states
+            and state.text.count("\n") >= FIRST_ANSWER_LINES
+        )
         if base is not None or first:
             # the fast re-lint (or, on open, the first answer) goes first; the full lint starts after it, so the
             # two do not share the CPU
@@ -271,7 +284,14 @@ class DslintServer(LanguageServer):
                 started = time.perf_counter()
                 known = state.kind == "config" and self.linked.is_linked(state.path)
                 snapshot, linked = await loop.run_in_executor(
-                    self.pool, full_lint, state.path, state.text, state.selection, state.kind, known
+                    self.pool,
+                    full_lint,
+                    state.path,
+                    state.text,
+                    state.selection,
+                    state.kind,
+                    known,
+                    self.generation,
                 )
                 found = list(snapshot.diagnostics)
                 if state.kind == "script":
@@ -316,12 +336,13 @@ class DslintServer(LanguageServer):
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     async def saved(self, uri: str) -> None:
-        """A saved config changes what the scripts pointing at it find there: lint them again too."""
+        """A saved file changes what the project index knows (an engine passed to another module's helper, a
+        config a launcher names) and what the scripts pointing at a config find there: lint every open document
+        again, the saved one first."""
         await self.schedule(uri)
-        path = to_fs_path(uri) or uri
-        for script in self.linked.scripts_linking(path):
-            if script != uri:
-                await self.schedule(script)
+        for other in list(self.documents):
+            if other != uri:
+                await self.schedule(other)
 
     # -- code actions ----------------------------------------------------------------------------------------
 
@@ -422,11 +443,18 @@ class DslintServer(LanguageServer):
 
 
 def full_lint(
-    path: str, text: str, selection: RuleSelection, kind: str = "script", known_config: bool = False
+    path: str,
+    text: str,
+    selection: RuleSelection,
+    kind: str = "script",
+    known_config: bool = False,
+    generation: int = 0,
 ) -> tuple[Snapshot, dict[str, tuple[Diagnostic, ...]]]:
     """A full lint (run in the worker process): the document's findings (with a script's top-level statements,
-    for fast re-lints), and the findings it placed in the config files it points at."""
-    outcome = lint_document(path, text, kind, selection, known_config)
+    for fast re-lints), and the findings it placed in the config files it points at. The project index of the
+    document's project as of `generation` says what is known about it from elsewhere, as in `dslint check`."""
+    project = document_project(path, text.encode("utf-8"), generation)
+    outcome = lint_document(path, text, kind, selection, known_config, project.facts, project.config_reading)
     if kind != "script":
         return Snapshot(text, outcome.own), outcome.linked
     return Snapshot.of(text, outcome.own), outcome.linked
@@ -448,6 +476,7 @@ def create_server() -> DslintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: DslintServer, params: types.DidSaveTextDocumentParams) -> None:
         ls.resolver = SettingsResolver()  # a saved pyproject.toml may have changed the settings
+        ls.generation += 1  # a saved file may change what the project index knows about any document
         await ls.saved(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)

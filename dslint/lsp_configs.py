@@ -11,8 +11,10 @@ from pathlib import Path
 
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.diagnostics import Diagnostic
-from dslint.lint.config import lint_config_source
+from dslint.lint.file import lint_config_file
 from dslint.lint.script import lint_source
+from dslint.project.index import ConfigReading
+from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
 
 SCRIPT_LANGUAGES = frozenset({"python"})
@@ -45,13 +47,22 @@ class LintOutcome:
     linked: dict[str, tuple[Diagnostic, ...]]
 
 
-def lint_document(path: str, text: str, kind: str, selection: RuleSelection, known_config: bool = False) -> LintOutcome:
-    """Lint an open document's text as `dslint check` lints the file; `known_config`: a script links it."""
+def lint_document(
+    path: str,
+    text: str,
+    kind: str,
+    selection: RuleSelection,
+    known_config: bool = False,
+    project: ProjectFacts | None = None,
+    config_reading: ConfigReading | None = None,
+) -> LintOutcome:
+    """Lint an open document's text as `dslint check` lints the file; `known_config`: a script links it;
+    `project` and `config_reading`: what the project index says about the file (`dslint.lsp_project`)."""
     data = text.encode("utf-8")
     if kind == "config":
-        result = lint_config_source(path, data, selection, known_config=known_config)
+        result = lint_config_file(path, data, selection, config_reading, known_config=known_config)
     else:
-        result = lint_source(path, data, selection)
+        result = lint_source(path, data, selection, project=project)
     own = tuple(d for d in result.diagnostics if d.path == path)
     linked: dict[str, list[Diagnostic]] = {}
     for diagnostic in result.diagnostics:

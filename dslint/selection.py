@@ -21,6 +21,10 @@ class RuleSelection:
     # The DeepSpeed release the project runs ("0.14.0", see dslint.project.deepspeed_version); rules judge against it.
     # None: the newest release dslint knows.
     deepspeed_version: str | None = None
+    # The newest release the project's pin admits, when it is a range that admits newer than `deepspeed_version`
+    # (a fresh install gets it), and the pin as messages name it; config rules are judged at both ends.
+    deepspeed_newest: str | None = None
+    deepspeed_pin: str | None = None
 
     @classmethod
     def from_options(

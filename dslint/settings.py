@@ -231,8 +231,13 @@ class Settings:
             enabled = self.enabled_codes()
             for _pattern, codes in ignored:
                 enabled = {code for code in enabled if not code.startswith(codes)}
+            deepspeed = self.deepspeed
             known = RuleSelection(
-                select=tuple(sorted(enabled)), ignore=(), deepspeed_version=str(self.deepspeed.version)
+                select=tuple(sorted(enabled)),
+                ignore=(),
+                deepspeed_version=str(deepspeed.version),
+                deepspeed_newest=str(deepspeed.newest) if deepspeed.newest is not None else None,
+                deepspeed_pin=deepspeed.pin_note() if deepspeed.newest is not None else None,
             )
             self._selections[ignored] = known
         return known

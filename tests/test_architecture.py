@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "dslint.lsp_positions",
             "dslint.lsp_configs",
             "dslint.lsp_actions",
+            "dslint.lsp_project",
         ],
     ),
     ("runtime_check", ["runtime_check.*"]),

@@ -59,6 +59,7 @@ def test_mixed_files_do_not_flood() -> None:
     for line in _pinned():
         name = line.split(":", 1)[0]
         per_file[name] = per_file.get(name, 0) + 1
-    neox = [name for name in per_file if name.startswith("EleutherAI__gpt-neox")]
-    assert neox and all(per_file[name] == 1 for name in neox)
+    # GPT-NeoX argument files (hyphenated NeoX options beside DeepSpeed sections) are NeoX's to read: no finding
+    neox = [path.name for path in FILES if path.name.startswith("EleutherAI__gpt-neox")]
+    assert neox and not [name for name in neox if name in per_file]
     assert max(per_file.values()) <= 3

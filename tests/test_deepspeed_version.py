@@ -16,7 +16,7 @@ from dslint.config.versions import Version, config_schema, known_releases, newes
 from dslint.framework.registry import rule_by_code
 from dslint.lint.config import lint_config_source
 from dslint.lint.script import lint_source
-from dslint.project.deepspeed_version import find_pin, resolve, version_of_specifier
+from dslint.project.deepspeed_version import find_pin, newest_of_specifier, resolve, version_of_specifier
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
 
@@ -113,6 +113,54 @@ def test_a_specifier_resolves_to_the_lowest_version_it_admits(specifier: str, ve
 
 def test_an_upper_bound_alone_resolves_to_the_newest_known_release_below_it() -> None:
     assert version_of_specifier("<0.15") == max(r for r in known_releases() if r < Version(0, 15, 0))
+
+
+def _newest_below(bound: str) -> str:
+    return str(max(r for r in known_releases() if r < Version.parse(bound)))  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("specifier", "newest"),
+    [
+        (">=0.13.5", str(newest_known())),
+        ("~=0.14", str(newest_known())),  # PEP 440: >= 0.14 and == 0.*
+        (">=0.12,<0.15", _newest_below("0.15")),
+        (">=0.12, !=0.14.5, <0.15", str(max(r for r in known_releases() if r < Version(0, 14, 5)))),
+        ("~=0.14.2", _newest_below("0.15")),
+        ("==0.14.*", _newest_below("0.15")),
+        ("==0.14.5", "0.14.5"),
+        (">0.99", None),
+        ("", None),
+    ],
+)
+def test_the_newest_known_release_a_specifier_admits(specifier: str, newest: str | None) -> None:
+    found = newest_of_specifier(specifier)
+    assert (str(found) if found else None) == newest
+
+
+def test_a_range_is_judged_at_its_newest_release_too(tmp_path: Path) -> None:
+    """`deepspeed>=0.14` installs the newest release, which refuses `amp`; `==0.14.5` never does."""
+    _project(tmp_path, {"requirements.txt": "deepspeed>=0.14\n", "ds_config.json": AMP_CONFIG})
+    code, output = _check(tmp_path)
+    assert code == 1, output
+    finding = next(line for line in output.splitlines() if "DSL402" in line)
+    assert "ds_config.json:3" in finding
+    assert f"`deepspeed>=0.14` (requirements.txt:1) admits DeepSpeed {newest_known()}" in finding
+    settings = CliRunner().invoke(main, ["settings", str(tmp_path)]).output
+    assert f"it admits up to {newest_known()}" in settings
+
+    (tmp_path / "requirements.txt").write_text("deepspeed==0.14.5\n")
+    code, output = _check(tmp_path)
+    assert code == 0 and "DSL402" not in output, output
+
+
+def test_a_finding_at_both_ends_is_reported_once_without_the_note(tmp_path: Path) -> None:
+    """A key both ends refuse is the lowest release's finding: one line, no note about the range."""
+    config = '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 3, "no_such_key": 1}\n}\n'
+    _project(tmp_path, {"requirements.txt": "deepspeed>=0.14\n", "ds_config.json": config})
+    _, output = _check(tmp_path)
+    findings = [line for line in output.splitlines() if "ds_config.json:3" in line and "DSL403" in line]
+    assert len(findings) == 1 and "admits" not in findings[0], output
 
 
 @pytest.mark.parametrize(

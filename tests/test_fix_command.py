@@ -232,3 +232,73 @@ def test_an_internal_error_in_one_file_does_not_stop_the_others(
     assert "bad.py: internal error: RuntimeError: boom" in err
     assert good.read_text(encoding="utf-8") == SAFE_FIXED
     assert (tmp_path / "bad.py").read_text(encoding="utf-8") == SAFE
+
+
+def _check_output(folder: Path) -> tuple[int, list[str]]:
+    result = CliRunner().invoke(main, ["check", "--isolated", "--quiet", str(folder)])
+    return result.exit_code, sorted(line for line in result.stdout.splitlines() if ": DSL" in line)
+
+
+def _copy_project(name: str, tmp_path: Path) -> Path:
+    import shutil
+
+    target = tmp_path / name
+    shutil.copytree(ROOT / "fixtures" / "projects" / name, target, ignore=shutil.ignore_patterns("expected.txt"))
+    return target
+
+
+def test_fix_fixes_what_check_finds_through_the_project_index(tmp_path: Path) -> None:
+    """A move inside a builder that another module passes to initialize is a finding only the project index
+    knows; `fix` uses the same index as `check`, so it fixes it, and what remains is what `check` then says."""
+    project = _copy_project("model_builders", tmp_path)
+    before_code, before = _check_output(project)
+    assert before_code == 1 and any(line.startswith(f"{project}/builders.py") for line in before), before
+    code, out, err = _invoke("--isolated", "--unsafe-fixes", str(project))
+    assert "builders.py: fixed DSL101" in out, out + err
+    assert ".cuda()" not in (project / "builders.py").read_text(encoding="utf-8")
+    after_code, after = _check_output(project)
+    remaining = sorted(line for line in out.splitlines() if ": DSL" in line and " fixed " not in line)
+    assert remaining == after and code == after_code, (out, after)
+
+
+def test_fix_reports_the_cross_file_findings_it_cannot_fix_as_check_does(tmp_path: Path) -> None:
+    """Findings that need another file's fact and have no fix remain in `fix`'s report, as `check` lists them,
+    with the same exit status."""
+    project = _copy_project("engine_helpers", tmp_path)
+    code, out, err = _invoke("--isolated", str(project))
+    listed = sorted(line for line in out.splitlines() if ": DSL" in line and " fixed " not in line)
+    check_code, checked = _check_output(project)
+    assert listed == checked and checked, (out + err, checked)
+    assert code == check_code == 1
+
+
+def test_fix_leaves_a_config_key_alone_that_its_script_replaces_before_initialize(tmp_path: Path) -> None:
+    """`check` knows (project index) that the launched script sets `train_batch_size` in code before
+    initialize, so the file's "auto" there is not DeepSpeed's problem and no finding is shown; `fix` reads the
+    file the same way and does not remove the entry (it would change what no finding flagged)."""
+    (tmp_path / "ds.json").write_text(
+        '{\n  "train_batch_size": "auto",\n  "train_micro_batch_size_per_gpu": 4,\n'
+        '  "gradient_accumulation_steps": 2\n}\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport json\n\nimport deepspeed\nimport torch\n\n\n"
+        "def main():\n"
+        "    parser = argparse.ArgumentParser()\n"
+        '    parser.add_argument("--ds_config", default="ds.json")\n'
+        "    args = parser.parse_args()\n"
+        "    with open(args.ds_config) as handle:\n"
+        "        settings = json.load(handle)\n"
+        '    settings["train_batch_size"] = 64\n'
+        "    model = torch.nn.Linear(8, 8)\n"
+        "    engine, _, _, _ = deepspeed.initialize(model=model, config=settings)\n"
+        "    return engine\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "run.sh").write_text("#!/bin/bash\ndeepspeed train.py --ds_config ds.json\n", encoding="utf-8")
+    check_code, checked = _check_output(tmp_path)
+    assert not any("ds.json" in line for line in checked), checked
+    before = (tmp_path / "ds.json").read_text(encoding="utf-8")
+    code, out, err = _invoke("--isolated", "--unsafe-fixes", str(tmp_path))
+    assert (tmp_path / "ds.json").read_text(encoding="utf-8") == before, out + err
+    assert code == check_code, out + err

@@ -68,3 +68,13 @@ def test_graph_shows_where_engines_go() -> None:
     assert result.exit_code == 0, result.output
     assert "checkpointing.py:save_hf_format(model)" in result.output
     assert "setup_engine() returns (engine, optimizer, scheduler)" in result.output
+
+
+def test_graph_shows_model_builders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A builder re-exported by a package and handed straight to a nested function that calls initialize."""
+    monkeypatch.chdir(FIXTURES / "projects" / "model_builders")
+    result = CliRunner().invoke(main, ["graph", "."])
+    assert result.exit_code == 0, result.output
+    zoo = os.path.join("nets", "zoo.py")
+    assert f"{zoo}:build_classifier() returns the model initialize receives at nested.py:26" in result.output
+    assert "build_probe" not in result.output

@@ -159,3 +159,30 @@ def test_an_edit_in_a_long_script_is_answered_by_the_fast_relint_then_confirmed(
     client.wait(
         lambda m: m.get("method") == "window/logMessage" and "full lint of long.py v2 " in m["params"]["message"]
     )
+
+
+def test_an_open_file_gets_the_findings_the_project_index_gives_and_a_save_refreshes_them(
+    client: LspClient, tmp_path: Path
+) -> None:
+    """A builder whose model another module hands to initialize: `dslint check` flags its move through the
+    project index, and so does the editor; once the other module is saved without that call, the finding goes."""
+    import shutil
+
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "fixtures" / "projects" / "model_builders", project)
+    (project / "pyproject.toml").write_text("[tool.dslint]\n", encoding="utf-8")
+    builders = project / "builders.py"
+    uri = builders.as_uri()
+    text = builders.read_text(encoding="utf-8")
+    client.notify(
+        "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}
+    )
+    found = client.diagnostics(uri, 1)
+    assert [(d["code"], d["range"]["start"]["line"]) for d in found] == [("DSL101", 7), ("DSL101", 9)], found
+    assert "train.py:21" in found[0]["message"]
+
+    train = project / "train.py"
+    train.write_text(train.read_text(encoding="utf-8").replace("model = get_model(args)", "model = None"))
+    client.notify("textDocument/didSave", {"textDocument": {"uri": train.as_uri()}})
+    assert client.diagnostics(uri, 1) == []
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dslint.framework.registry import all_rules
-from dslint.lint.prefilter import may_create_engine
+from dslint.lint.prefilter import may_create_engine, may_create_inference_engine
 from dslint.lint.script import lint_source
 from dslint.script.facts import collect_facts
 
@@ -49,6 +49,9 @@ STATEMENTS = [
     "state = torch.load(path, map_location='cuda')",
     "model.load_state_dict(state)",
     "torch.save(model.state_dict(), path)",
+    "pipe = pipe.to('cuda')",
+    "pipe = deepspeed.init_inference(pipe, mp_size=world_size)",
+    "noise = torch.Generator('cuda')",
 ]
 
 
@@ -76,8 +79,11 @@ def test_engine_probe_never_hides_an_engine() -> None:
     for path in FIXTURES.rglob("*.py"):
         data = path.read_bytes()
         module = cst.parse_module(data)
-        if collect_facts(module).has_engine:
+        facts = collect_facts(module)
+        if facts.has_engine:
             assert may_create_engine(data), path
+        if facts.inference_calls:
+            assert may_create_inference_engine(data), path
 
 
 @settings(max_examples=300, deadline=None)

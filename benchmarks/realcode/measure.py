@@ -165,6 +165,7 @@ SEVERITIES = ("info", "warning", "error")
 
 def run_dslint(folder: Path, dslint_path: Path | None, min_severity: str = "info") -> list[Finding]:
     env = dict(os.environ)
+    env["DSLINT_NO_CACHE"] = "1"  # the snapshots are read-only: no result cache is written into them
     if dslint_path is not None:
         env["PYTHONPATH"] = str(dslint_path) + os.pathsep + env.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory() as temporary:

@@ -6,6 +6,10 @@ same findings, each counted once, config findings included), and so is the exit 
 remains, 1 when findings remain (with `--diff` nothing is written, so whatever the diff would fix still remains),
 2 on an error (a path that does not exist, a file that cannot be read, decoded or written, a fix the fixer
 refused).
+
+Scripts are fixed with the project index `check` uses (launchers, engines and models across functions and
+modules), so a finding that needs another file's fact is fixed where it has a fix; the index is built again over
+what the fixes wrote before the remaining findings are counted.
 """
 
 from __future__ import annotations
@@ -26,11 +30,13 @@ from dslint.fix.loop import fix_source
 from dslint.fix.notebook import fix_notebook_text
 from dslint.fix.write import SourceError, read_source
 from dslint.limits import Limits
-from dslint.lint.batch import FileFailure, lint_files, lint_path
+from dslint.lint.batch import FileFailure, index_project, lint_files, lint_path
 from dslint.lint.file_kinds import NotAnalysed
 from dslint.lint.files import FileJob, files_to_check
 from dslint.lint.notebook import SUFFIX as NOTEBOOK
 from dslint.lint.notebook import NotebookError, NotPythonNotebook
+from dslint.project.index import ProjectIndex
+from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError
 
@@ -43,8 +49,10 @@ def fix_file(
     diff: bool,
     report: FixReport,
     limits: Limits | None = None,
+    project: ProjectFacts | None = None,
 ) -> None:
-    """Fix one file (or compute its diff), adding what happened to `report`."""
+    """Fix one file (or compute its diff), adding what happened to `report`. `project`: what the project index
+    knows about the file (as `dslint check` uses it)."""
     limits = limits or Limits()
     try:
         source = read_source(path, limits.max_file_size)
@@ -60,7 +68,7 @@ def fix_file(
         if path.suffix.lower() == NOTEBOOK:
             outcome: FixOutcome = fix_notebook_text(name, source.text, unsafe=unsafe, selection=selection)
         else:
-            outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection, limits=limits)
+            outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection, limits=limits, project=project)
     except NotPythonNotebook:
         return
     except NotebookError as error:
@@ -75,11 +83,14 @@ def fix_file(
     report.record(name, source, outcome, diff=diff)
 
 
-def remaining_findings(jobs: list[FileJob], errors: list[str]) -> list[Diagnostic]:
+def remaining_findings(jobs: list[FileJob], errors: list[str], project: ProjectIndex) -> list[Diagnostic]:
     """What `check` reports for the same files as they are now on disk (with `--diff`, as they were): the same
-    findings, counted once, so the two commands agree on findings and exit status."""
+    findings, counted once, so the two commands agree on findings and exit status. `project`: the project index
+    of the files as they are now."""
     failed = {message.split(": ", 1)[0] for message in errors}
-    results = lint_files([(job.path, job.selection) for job in jobs], limits=[job.settings.limits for job in jobs])
+    results = lint_files(
+        [(job.path, job.selection) for job in jobs], limits=[job.settings.limits for job in jobs], project=project
+    )
     diagnostics: dict[Diagnostic, None] = {}
     for result in results:
         if isinstance(result, FileFailure):
@@ -129,8 +140,13 @@ def fix(
     for warning in warnings:
         click.echo(f"dslint: warning: {warning}", err=True)
     report = FixReport(errors=errors)
-    for target in config_targets(jobs):  # configs first: script rules read them
+    named = paths or (".",)
+    # The project index as `check` builds it: who reads each config, engines and models across modules.
+    project = index_project([job.path for job in jobs], named)
+    for target in config_targets(jobs, project):  # configs first: script rules read them
         fix_config_file(target, diff=diff, report=report)
+    if report.files_changed and not diff:
+        project = index_project([job.path for job in jobs], named)  # the stages the fixed configs now give
     for job in jobs:
         if job.path.suffix in (".py", NOTEBOOK):
             fix_file(
@@ -140,8 +156,11 @@ def fix(
                 diff=diff,
                 report=report,
                 limits=job.settings.limits,
+                project=project.facts_for(job.path),
             )
-    report.remaining = remaining_findings(jobs, report.errors)
+    if report.files_changed and not diff:
+        project = index_project([job.path for job in jobs], named)  # what the fixes wrote can change its facts
+    report.remaining = remaining_findings(jobs, report.errors, project)
     out = sys.stdout
     if diff:
         for text in report.diffs:

@@ -21,6 +21,7 @@ from dslint.fix.config import config_readers, fix_config_source, reader_origin
 from dslint.fix.write import SourceError, read_text_source
 from dslint.limits import TooLarge, read_capped
 from dslint.lint.files import FileJob
+from dslint.project.index import ConfigReading, ProjectIndex
 from dslint.selection import RuleSelection
 
 
@@ -32,16 +33,20 @@ class ConfigTarget:
     unsafe: bool
     known_config: bool  # a script hands it to DeepSpeed: a DeepSpeed config whatever its name
     origins: list[Origin] = field(default_factory=list)
+    # What the project index knows of its readers (a launcher names it, Lightning reads it, keys replaced in
+    # code first), as `dslint check` lints the file; None: only the scripts' own references (`origins`) say.
+    reading: ConfigReading | None = None
 
 
-def config_targets(jobs: Sequence[FileJob]) -> list[ConfigTarget]:
+def config_targets(jobs: Sequence[FileJob], project: ProjectIndex | None = None) -> list[ConfigTarget]:
     """The configs among `jobs`, then the existing config files their scripts hand to DeepSpeed, each once."""
     targets: dict[Path, ConfigTarget] = {}
     for job in jobs:
         if job.path.suffix.lower() in CONFIG_SUFFIXES:
             key = job.path.resolve()
+            reading = project.config_reading(job.path) if project is not None else None
             targets.setdefault(
-                key, ConfigTarget(job.path, str(job.path), job.selection, job.settings.unsafe_fixes, False)
+                key, ConfigTarget(job.path, str(job.path), job.selection, job.settings.unsafe_fixes, False, [], reading)
             )
     for job in jobs:
         if job.path.suffix != ".py":
@@ -57,7 +62,10 @@ def config_targets(jobs: Sequence[FileJob]) -> list[ConfigTarget]:
             target = targets.get(key)
             if target is None:
                 name = os.path.normpath(str(path))
-                target = targets[key] = ConfigTarget(path, name, job.selection, job.settings.unsafe_fixes, True)
+                reading = project.config_reading(path) if project is not None else None
+                target = targets[key] = ConfigTarget(
+                    path, name, job.selection, job.settings.unsafe_fixes, True, [], reading
+                )
             target.known_config = True
             target.origins.append(origin)
     return list(targets.values())
@@ -70,13 +78,15 @@ def fix_config_file(target: ConfigTarget, *, diff: bool, report: FixReport) -> N
     except SourceError:
         return  # not UTF-8: its DSL400 finding says so, and nothing can be fixed
     try:
+        reading = target.reading
         outcome = fix_config_source(
             target.name,
             source.text,
             unsafe=target.unsafe,
             selection=target.selection,
-            origin=reader_origin(target.origins),
-            known_config=target.known_config,
+            origin=reading.origin if reading is not None else reader_origin(target.origins),
+            known_config=target.known_config or (reading is not None and reading.named),
+            replaced_keys=reading.replaced if reading is not None else frozenset(),
         )
     except RecursionError:
         report.errors.append(f"{target.name}: internal error: the file is nested too deeply to analyse; not fixed")

@@ -17,7 +17,7 @@ def zero_stage(root: Object) -> int | None:
     """The ZeRO stage DeepSpeed runs: absent section or key = 0, "auto" = 0 (dropped); None when unknown."""
     section = root.get("zero_optimization")
     if section is None:
-        return 0
+        return None if root.opaque else 0  # an opaque dict may hold the section
     if isinstance(section, Scalar) and isinstance(section.value, bool):
         return 1 if section.value else 0  # DeepSpeed's old boolean form
     if not isinstance(section, Object) or section.opaque:
@@ -50,7 +50,7 @@ def enabled(root: Object, section_name: str) -> bool | None:
     """`section.enabled` as DeepSpeed reads it (default False; "auto" dropped = False); None when unknown."""
     section = root.get(section_name)
     if section is None:
-        return False
+        return None if root.opaque else False
     if not isinstance(section, Object) or section.opaque:
         return None
     flag = section.get("enabled")
@@ -111,6 +111,14 @@ class Origin(str, enum.Enum):
     FILE = "file"  # a JSON file on its own: the reader is not known
     INITIALIZE = "initialize"  # goes straight to deepspeed.initialize
     TRAINER = "trainer"  # the Hugging Face Trainer fills "auto" values before DeepSpeed sees them
+    # PyTorch Lightning's DeepSpeedStrategy: sets train_micro_batch_size_per_gpu from the data loader when the
+    # config lacks it, then calls deepspeed.initialize with the config ("auto" is not filled)
+    LIGHTNING = "lightning"
+
+    @classmethod
+    def of_reader(cls, reader: str) -> Origin:
+        """The project index's name of a reader ("trainer", "lightning", "initialize") as an Origin."""
+        return {"trainer": cls.TRAINER, "lightning": cls.LIGHTNING}.get(reader, cls.INITIALIZE)
 
 
 MIXED_THRESHOLD = 3  # more unknown top-level keys than this, none a near miss: another tool's file
@@ -135,6 +143,16 @@ def foreign_keys(root: Object, schema: Schema) -> list[Entry]:
 
 def mixed_file(root: Object, schema: Schema) -> bool:
     return len(foreign_keys(root, schema)) > MIXED_THRESHOLD
+
+
+def argument_file(root: Object, schema: Schema) -> bool:
+    """Another tool's argument file that carries DeepSpeed sections (GPT-NeoX, Megatron): most of its foreign
+    keys are command-line options spelt with hyphens (`num-layers`), a spelling no DeepSpeed key has. That
+    tool's parser reads the file and hands DeepSpeed only the keys it knows, so the file is not DeepSpeed's
+    config as it stands."""
+    foreign = foreign_keys(root, schema)
+    hyphenated = sum(1 for e in foreign if "-" in e.key)
+    return hyphenated > MIXED_THRESHOLD and 2 * hyphenated >= len(foreign)
 
 
 def autotuning_enabled(root: Object) -> bool:

@@ -25,7 +25,7 @@ def validated_entries(root: Object, schema: Schema) -> Iterator[SectionEntry]:
     `bfloat16` section beside `bf16`, which DeepSpeed does not read (DSL401 says so)."""
     for top in root.last_entries():
         model = schema.section_model(top.key)
-        if model is None or not isinstance(top.value, Object) or top.value.opaque:
+        if model is None or not isinstance(top.value, Object) or (top.value.opaque and not top.value.written):
             continue
         if top.key == "bfloat16" and bfloat16_ignored(root):
             continue
@@ -38,7 +38,7 @@ def _walk(node: Object, model: Model, path: tuple[str, ...], schema: Schema) -> 
             continue
         field = model.field(entry.key)
         yield SectionEntry((*path, entry.key), model, entry, field, node)
-        if field is None or not isinstance(entry.value, Object) or entry.value.opaque:
+        if field is None or not isinstance(entry.value, Object) or (entry.value.opaque and not entry.value.written):
             continue
         inner = model_of(field.type, schema)
         if inner is not None:

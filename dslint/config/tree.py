@@ -60,6 +60,9 @@ class Entry:
 class Object(Node):
     entries: list[Entry] = field(default_factory=list)
     opaque: bool = False  # `**other` in a dict literal: keys may exist that we cannot see
+    # Opaque, but the entries shown were written into it by the script (`cfg["fp16"]["enabled"] = True` on a dict
+    # of unknown content): they are there, and sections are checked for them.
+    written: bool = False
 
     def entry(self, key: str) -> Entry | None:
         found = None

@@ -71,6 +71,24 @@ def config_schema(version: Version) -> Schema:
     return load_release_schema(str(schema_release(version)))
 
 
+@dataclass(frozen=True)
+class NewestAdmitted:
+    """The newest release a project's pin admits, when the pin is a range that admits newer than the version the
+    project is judged at (a fresh install gets it): config rules are judged at it too."""
+
+    version: Version
+    pin: str  # the pin as messages name it: '`deepspeed>=0.13.5` (requirements.txt:4)'
+
+    @classmethod
+    def of(cls, newest: str | None, pin: str | None) -> NewestAdmitted | None:
+        """From a RuleSelection's `deepspeed_newest` and `deepspeed_pin`."""
+        version = Version.parse(newest) if newest else None
+        return cls(version, pin or "the project's pin") if version is not None else None
+
+    def note(self) -> str:
+        return f"{self.pin} admits DeepSpeed {self.version}, which a fresh install gets"
+
+
 def selected_version(text: str | None) -> Version:
     """The version a RuleSelection carries (`deepspeed_version`), or the newest known when it carries none."""
     version = Version.parse(text) if text else None

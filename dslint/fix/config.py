@@ -31,10 +31,16 @@ from dslint.selection import RuleSelection
 
 
 def lint_config_text(
-    path: str, text: str, selection: RuleSelection | None = None, *, origin: Origin, known_config: bool
+    path: str,
+    text: str,
+    selection: RuleSelection | None = None,
+    *,
+    origin: Origin,
+    known_config: bool,
+    replaced_keys: frozenset[str] = frozenset(),
 ) -> list[Diagnostic]:
     return lint_config_source(
-        path, text.encode("utf-8"), selection, origin=origin, known_config=known_config
+        path, text.encode("utf-8"), selection, origin=origin, known_config=known_config, replaced_keys=replaced_keys
     ).diagnostics
 
 
@@ -70,11 +76,15 @@ def fix_config_source(
     selection: RuleSelection | None = None,
     origin: Origin = Origin.FILE,
     known_config: bool = False,
+    replaced_keys: frozenset[str] = frozenset(),
 ) -> FixOutcome:
-    """Fix the config `text` (the content of `path`, read by `origin`); safe fixes only unless `unsafe`."""
+    """Fix the config `text` (the content of `path`, read by `origin`; `replaced_keys`: top-level keys its
+    readers replace in code first); safe fixes only unless `unsafe`."""
     return fix_text(
         text,
-        lambda current: lint_config_text(path, current, selection, origin=origin, known_config=known_config),
+        lambda current: lint_config_text(
+            path, current, selection, origin=origin, known_config=known_config, replaced_keys=replaced_keys
+        ),
         unsafe=unsafe,
         verify=config_check(text),
     )

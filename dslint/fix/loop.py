@@ -17,6 +17,7 @@ from __future__ import annotations
 from dslint.fix.edits import FixOutcome, fix_text
 from dslint.limits import Limits
 from dslint.lint.file import lint_text
+from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
 
 __all__ = ["FixOutcome", "fix_source"]
@@ -29,6 +30,9 @@ def fix_source(
     unsafe: bool = False,
     selection: RuleSelection | None = None,
     limits: Limits | None = None,
+    project: ProjectFacts | None = None,
 ) -> FixOutcome:
-    """Fix `text` (the content of `path`) with the selected rules; safe fixes only unless `unsafe`."""
-    return fix_text(text, lambda current: lint_text(path, current, selection, limits), unsafe=unsafe)
+    """Fix `text` (the content of `path`) with the selected rules; safe fixes only unless `unsafe`. `project`:
+    what the project index knows about the file from elsewhere (`dslint fix` passes what `dslint check` uses, so
+    a finding that needs another file's fact is fixed too); by default what the file itself says."""
+    return fix_text(text, lambda current: lint_text(path, current, selection, limits, project), unsafe=unsafe)

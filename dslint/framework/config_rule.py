@@ -40,6 +40,9 @@ class ConfigContext:
         return self.load_source() if self.load_source is not None else None
 
     deepspeed_version: Version = field(default_factory=newest_known)  # the DeepSpeed the project runs
+    # Top-level keys the script(s) reading this file replace in code before deepspeed.initialize sees the dict
+    # (their value in the file does not reach DeepSpeed).
+    replaced_keys: frozenset[str] = frozenset()
 
 
 class ConfigRule(Rule):

@@ -166,6 +166,8 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     """
 
     needs_engine: ClassVar[bool] = True
+    # Also runs on files whose only engine is the inference engine of `deepspeed.init_inference(...)`.
+    inference_engine: ClassVar[bool] = False
     # Byte strings a file must contain for this rule to possibly fire (see dslint.lint.prefilter).
     required_tokens: ClassVar[tuple[bytes, ...]] = (b"deepspeed", b"initialize")
 

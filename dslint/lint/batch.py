@@ -22,7 +22,7 @@ from dslint.lint.file import lint_file
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.notebook import NotebookError, NotPythonNotebook
 from dslint.lint.result import FileResult
-from dslint.project.index import ProjectIndex, absolute, build_project_index, launcher_files
+from dslint.project.index import ConfigReading, ProjectIndex, absolute, build_project_index, launcher_files
 from dslint.project.inputs import recording
 from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
@@ -61,10 +61,10 @@ def lint_path(
     world_size: int | None = None,
     limits: Limits | None = None,
     project: ProjectFacts | None = None,
-    config_reader: str | None = None,
+    config_reader: ConfigReading | None = None,
 ) -> FileResult | FileFailure | NotAnalysed:
-    """`project`: what the project index knows about a script; `config_reader`: who reads a config file that a
-    launcher passes ("trainer" or "initialize"), which makes it a DeepSpeed config whatever its name."""
+    """`project`: what the project index knows about a script; `config_reader`: who reads a config file (a
+    launcher or script naming it makes it a DeepSpeed config whatever its name)."""
     skipped = not_analysed(path)
     if skipped is not None:
         return skipped
@@ -89,7 +89,7 @@ def lint_bytes(
     world_size: int | None = None,
     limits: Limits | None = None,
     project: ProjectFacts | None = None,
-    config_reader: str | None = None,
+    config_reader: ConfigReading | None = None,
 ) -> FileResult | FileFailure | NotAnalysed:
     """Lint `data` as the contents of `path` (a script, a notebook or a config, by its suffix)."""
     try:
@@ -104,10 +104,10 @@ def lint_bytes(
         return FileFailure(str(path), f"internal error: {type(error).__name__}: {error}")
 
 
-Item = tuple[Path, RuleSelection, "int | None", Limits, "ProjectFacts | None", "str | None"]
+Item = tuple[Path, RuleSelection, "int | None", Limits, "ProjectFacts | None", "ConfigReading | None"]
 Result = FileResult | FileFailure | NotAnalysed
 # A file whose bytes were read (for its cache key): linted from them, with the files read on the way.
-DataItem = tuple[Path, bytes, RuleSelection, "int | None", Limits, "ProjectFacts | None", "str | None"]
+DataItem = tuple[Path, bytes, RuleSelection, "int | None", Limits, "ProjectFacts | None", "ConfigReading | None"]
 Recorded = tuple[Result, list[str]]
 
 
@@ -143,7 +143,7 @@ def lint_files(
             world_size,
             limit,
             project.facts_for(path) if project is not None else None,
-            project.config_reader(path) if project is not None else None,
+            project.config_reading(path) if project is not None else None,
         )
         for (path, selection), limit in zip(items, each, strict=True)
     ]

@@ -89,11 +89,30 @@ def content_hash(data: bytes) -> str:
 
 
 def digest(*parts: object) -> str:
+    """A hash of `parts` that does not depend on the process (sets are hashed in sorted order)."""
     hashed = hashlib.blake2b(digest_size=20)
     for part in parts:
-        hashed.update(repr(part).encode("utf-8", "backslashreplace"))
+        hashed.update(_stable(part).encode("utf-8", "backslashreplace"))
         hashed.update(b"\0")
     return hashed.hexdigest()
+
+
+def _stable(value: Any) -> str:
+    try:
+        return json.dumps(_sorted_sets(encode(value)), sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
+
+
+def _sorted_sets(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_sorted_sets(item) for item in value]
+    if isinstance(value, dict):
+        found = {key: _sorted_sets(item) for key, item in value.items()}
+        if "S" in found and isinstance(found["S"], list):
+            found["S"] = sorted(found["S"], key=lambda item: json.dumps(item, sort_keys=True))
+        return found
+    return value
 
 
 # --- the codec: dslint's dataclasses and enums, tuples, dicts and sets, to and from JSON ---------------------

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from dslint.config.facts import Origin, mixed_file
 from dslint.config.recognition import is_config_name, is_deepspeed_config
 from dslint.config.tree import Object, ParseError, parse_text
-from dslint.config.versions import config_schema, selected_version
+from dslint.config.versions import NewestAdmitted, Version, config_schema, selected_version
 from dslint.diagnostics import Diagnostic
 from dslint.framework.config_rule import ConfigContext, ConfigRule
 from dslint.framework.driver_rules import ConfigSyntaxError
 from dslint.framework.registry import implementation
 from dslint.lint.result import FileResult, config_rules
-from dslint.project.script_configs import script_configs, unreadable_configs
+from dslint.project.script_configs import ScriptConfig, script_configs, unreadable_configs
 from dslint.script.context import ScriptContext
 from dslint.selection import RuleSelection
 
@@ -25,6 +27,25 @@ def run_config_rules(context: ConfigContext, rules: Sequence[type[ConfigRule]]) 
         if rule.runs_on_mixed_files or not mixed:
             rule(context).check()
     return context.diagnostics
+
+
+def run_at_both_ends(
+    make_context: Callable[[Version], ConfigContext],
+    version: Version,
+    newest: NewestAdmitted | None,
+    rules: Sequence[type[ConfigRule]],
+) -> list[Diagnostic]:
+    """The config rules' findings at the project's `version` and, when its pin admits a newer release, at that
+    release too: what the lowest release reads but a fresh install refuses is reported, naming the pin."""
+    found = run_config_rules(make_context(version), rules)
+    if newest is None or newest.version == version:
+        return found
+    seen = {(d.code, d.start) for d in found}
+    for diagnostic in run_config_rules(make_context(newest.version), rules):
+        if (diagnostic.code, diagnostic.start) not in seen:
+            seen.add((diagnostic.code, diagnostic.start))
+            found.append(replace(diagnostic, message=f"{diagnostic.message.rstrip('.')}; {newest.note()}"))
+    return found
 
 
 def decode(data: bytes) -> str | None:
@@ -42,9 +63,11 @@ def lint_config_source(
     origin: Origin = Origin.FILE,
     world_size: int | None = None,
     known_config: bool = False,
+    replaced_keys: frozenset[str] = frozenset(),
 ) -> FileResult:
     """Lint one config file. `known_config`: a script points at it, so it is a DeepSpeed config whatever its
-    name or content; otherwise a file that is not recognisably a DeepSpeed config gets no finding."""
+    name or content; otherwise a file that is not recognisably a DeepSpeed config gets no finding.
+    `replaced_keys`: top-level keys the scripts reading the file replace before deepspeed.initialize."""
     selection = selection or RuleSelection()
     result = FileResult(path)
     named = known_config or is_config_name(Path(path))
@@ -65,19 +88,39 @@ def lint_config_source(
         return result
     result.parsed = True
     result.text = text
+
+    def context_at(version: Version) -> ConfigContext:
+        return ConfigContext(
+            path,
+            root,
+            origin,
+            world_size,
+            load_source=lambda: text,
+            schema=config_schema(version),
+            deepspeed_version=version,
+            replaced_keys=replaced_keys,
+        )
+
     version = selected_version(selection.deepspeed_version)
-    context = ConfigContext(
-        path,
-        root,
-        origin,
-        world_size,
-        load_source=lambda: text,
+    newest = NewestAdmitted.of(selection.deepspeed_newest, selection.deepspeed_pin)
+    result.diagnostics.extend(run_at_both_ends(context_at, version, newest, config_rules(selection)))
+    result.diagnostics.sort(key=lambda d: d.sort_key)
+    return result
+
+
+def _script_config_context(
+    config: ScriptConfig, world_size: int | None, load_source: Callable[[], str] | None, version: Version
+) -> ConfigContext:
+    return ConfigContext(
+        config.path,
+        config.tree,
+        config.origin,
+        world_size=world_size,
+        from_file=config.from_file,
+        load_source=load_source,
         schema=config_schema(version),
         deepspeed_version=version,
     )
-    result.diagnostics.extend(run_config_rules(context, config_rules(selection)))
-    result.diagnostics.sort(key=lambda d: d.sort_key)
-    return result
 
 
 def _parse_error_rule() -> type[ConfigSyntaxError]:
@@ -95,17 +138,12 @@ def check_script_configs(
     for config in configs:
         # Fixes only for a dict literal, which is the script's own text; a file is fixed on its own.
         load_source = None if config.from_file else (lambda: context.module.code)
-        config_context = ConfigContext(
-            config.path,
-            config.tree,
-            config.origin,
-            world_size=world_size,
-            from_file=config.from_file,
-            load_source=load_source,
-            schema=config_schema(context.deepspeed_version),
-            deepspeed_version=context.deepspeed_version,
-        )
-        diagnostics.extend(run_config_rules(config_context, rules))
+        context_at = functools.partial(_script_config_context, config, world_size, load_source)
+        found = run_at_both_ends(context_at, context.deepspeed_version, context.deepspeed_newest, rules)
+        for reader in config.reader:  # a builder's dict: name the reader elsewhere that receives it
+            where = f" ({reader.message}, {reader.path}:{reader.line})"
+            found = [replace(d, message=d.message + where, related=(*d.related, reader)) for d in found]
+        diagnostics.extend(found)
     parse_error = _parse_error_rule()
     if any(rule.code == parse_error.code for rule in rules):
         known = [config.key for config in configs if config.key is not None]

@@ -13,8 +13,9 @@ from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.diagnostics import Diagnostic
 from dslint.framework.catalog import SCRIPT_TOKENS
 from dslint.limits import Limits
-from dslint.lint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
+from dslint.lint.prefilter import INFERENCE_TOKENS, TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
 from dslint.lint.result import FileResult
+from dslint.project.index import ConfigReading
 from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
 
@@ -31,20 +32,14 @@ def lint_file(
     world_size: int | None = None,
     limits: Limits | None = None,
     project: ProjectFacts | None = None,
-    config_reader: str | None = None,
+    config_reader: ConfigReading | None = None,
 ) -> FileResult:
     """Lint `data` as the contents of `path`: a config or a notebook when its suffix says so (.json, .ipynb, ...),
     else a script. `project`: what the project index knows about a script (by default what the file itself
-    says: `single_file_facts`); `config_reader`: who reads a config a launcher passes ("trainer" or
-    "initialize"), which makes it a DeepSpeed config whatever its name."""
+    says: `single_file_facts`); `config_reader`: who reads a config, as the project index knows it
+    (`ConfigReading`: a config a launcher or script names is a DeepSpeed config whatever its name)."""
     if Path(path).suffix.lower() in CONFIG_SUFFIXES:
-        from dslint.config.facts import Origin
-        from dslint.lint.config import lint_config_source
-
-        if config_reader is not None:
-            origin = Origin.TRAINER if config_reader == "trainer" else Origin.INITIALIZE
-            return lint_config_source(path, data, selection, origin=origin, world_size=world_size, known_config=True)
-        return lint_config_source(path, data, selection, world_size=world_size)
+        return lint_config_file(path, data, selection, config_reader, world_size)
     if Path(path).suffix.lower() == NOTEBOOK:
         from dslint.lint.notebook import lint_notebook  # raises NotebookError for a file that is not one
 
@@ -67,7 +62,11 @@ def certainly_untouched(data: bytes, project: ProjectFacts | None) -> bool:
     either, see `dslint.lint.script`), and it has no noqa comment (DSL010): the catalog's tokens for every script
     rule are absent, it creates no engine and builds no TrainingArguments (config rules), and the project index
     brings it neither an engine nor a launched config. The result is what the full driver's prefilter gives."""
-    if project is not None and (project.receives_engine or any(launch.config_path for launch in project.launches)):
+    if project is not None and (
+        project.receives_engine or project.config_builders or any(launch.config_path for launch in project.launches)
+    ):
+        return False
+    if has_tokens(data, INFERENCE_TOKENS):  # the inference rules run wherever init_inference may be called
         return False
     if _NOQA.search(data):
         return False
@@ -76,17 +75,46 @@ def certainly_untouched(data: bytes, project: ProjectFacts | None) -> bool:
     return not (may_create_engine(data) or has_tokens(data, TRAINER_CONFIG_TOKENS))
 
 
+def lint_config_file(
+    path: str,
+    data: bytes,
+    selection: RuleSelection | None = None,
+    reading: ConfigReading | None = None,
+    world_size: int | None = None,
+    known_config: bool = False,
+) -> FileResult:
+    """Lint a config file as its readers see it (`reading`, from the project index: who reads it, the keys they
+    replace first); `known_config`: a script names it (a DeepSpeed config whatever its name)."""
+    from dslint.lint.config import lint_config_source  # the config driver, imported when a config is linted
+
+    if reading is None:
+        return lint_config_source(path, data, selection, world_size=world_size, known_config=known_config)
+    return lint_config_source(
+        path,
+        data,
+        selection,
+        origin=reading.origin,
+        world_size=world_size,
+        known_config=reading.named or known_config,
+        replaced_keys=reading.replaced,
+    )
+
+
 def lint_text(
-    path: str, text: str, selection: RuleSelection | None = None, limits: Limits | None = None
+    path: str,
+    text: str,
+    selection: RuleSelection | None = None,
+    limits: Limits | None = None,
+    project: ProjectFacts | None = None,
 ) -> list[Diagnostic]:
     """The findings of `text` as the contents of `path` (text, not bytes: positions are in characters of `text`;
-    a script is encoded as its PEP 263 cookie says)."""
+    a script is encoded as its PEP 263 cookie says). `project`: as for `lint_file`."""
     encoding = source_encoding(text)
     try:
         data = text.encode(encoding)
     except (UnicodeEncodeError, LookupError):
         data = text.encode("utf-8")
-    return lint_file(path, data, selection, limits=limits).diagnostics
+    return lint_file(path, data, selection, limits=limits, project=project).diagnostics
 
 
 def own_findings(path: str, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:

@@ -26,6 +26,7 @@ from dslint.lint.script import lint_source
 from dslint.selection import RuleSelection
 
 CONTEXT_WORDS = re.compile(r"deepspeed|set_device|\bglobal\b")
+IMPORT = re.compile(r"\s*(?:import|from)\s")
 FILE_NOQA = re.compile(r"#\s*dslint[:=]\s*noqa", re.I)
 LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 MAX_SHARE = 0.5  # past this share of kept lines a full lint is about as fast
@@ -153,6 +154,8 @@ def relint(previous: Snapshot, text: str, path: str, selection: RuleSelection) -
     prefix, suffix, delta = _changed_range(old, new)
     if prefix == len(old) == len(new):
         return list(previous.diagnostics)
+    if any(IMPORT.match(line) for line in [*old[prefix : len(old) - suffix], *new[prefix : len(new) - suffix]]):
+        return None  # an import added or removed changes what names mean everywhere: the full lint answers
     chunks = _chunks_after_edit(previous.chunks, old, new, prefix, suffix, delta)
     if chunks is None:
         try:

@@ -66,6 +66,7 @@ def checked(path: str, data: bytes, max_nesting: int) -> tuple[Refusal | None, a
 
 
 INITIALIZE = "deepspeed.initialize"
+INIT_INFERENCE = "deepspeed.init_inference"
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class CodeFacts:
 
     calls_initialize: bool
     words: bytes
+    calls_inference: bool = False  # a call that can be `deepspeed.init_inference`
 
 
 def code_facts(tree: ast.Module) -> CodeFacts:
@@ -122,10 +124,10 @@ def code_facts(tree: ast.Module) -> CodeFacts:
         elif hasattr(ast, "MatchAs") and isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
             words.append(node.name)
     text = "\n".join(words).encode("utf-8", "surrogatepass")
-    return CodeFacts(_calls_initialize(functions, bound), text)
+    return CodeFacts(_calls(functions, bound, INITIALIZE), text, _calls(functions, bound, INIT_INFERENCE))
 
 
-def _calls_initialize(functions: list[ast.expr], bound: dict[str, set[str]]) -> bool:
+def _calls(functions: list[ast.expr], bound: dict[str, set[str]], wanted: str) -> bool:
     for function in functions:
         parts: list[str] = []
         while isinstance(function, ast.Attribute):
@@ -134,7 +136,7 @@ def _calls_initialize(functions: list[ast.expr], bound: dict[str, set[str]]) -> 
         if not isinstance(function, ast.Name):
             continue
         rest = "".join(f".{part}" for part in reversed(parts))
-        if any(f"{target}{rest}" == INITIALIZE for target in bound.get(function.id, ())):
+        if any(f"{target}{rest}" == wanted for target in bound.get(function.id, ())):
             return True
     return False
 

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable
 
 ENGINE_TOKENS = (b"deepspeed", b"initialize")
+INFERENCE_TOKENS = (b"deepspeed", b"init_inference")
 TRAINER_CONFIG_TOKENS = (b"deepspeed", b"TrainingArguments")
 
 
@@ -52,6 +53,12 @@ def _calls_initialize(data: bytes) -> bool:
     if _CALLED_INITIALIZE.search(data):
         return True
     return any(re.search(rb"\b" + re.escape(alias) + rb"[\s\\]*\(", data) for alias in _INITIALIZE_ALIAS.findall(data))
+
+
+def may_create_inference_engine(data: bytes) -> bool:
+    """False only when the file certainly has no `deepspeed.init_inference(...)` call (for the rules that
+    declare `inference_engine`)."""
+    return has_tokens(data, INFERENCE_TOKENS)
 
 
 _DEEPSPEED_ALIAS = re.compile(rb"\bdeepspeed[\s\\]+as[\s\\]+([A-Za-z_][A-Za-z0-9_]*)")

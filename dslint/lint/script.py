@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from dslint.config.versions import Version, newest_known, selected_version
+from dslint.config.versions import NewestAdmitted, Version, newest_known, selected_version
 from dslint.diagnostics import Diagnostic
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.driver_rules import ScriptSyntaxError, ScriptTooDeep
@@ -16,7 +16,13 @@ from dslint.framework.rule import ScriptRule
 from dslint.limits import Limits
 from dslint.lint.config import check_script_configs
 from dslint.lint.parse_guard import checked, code_facts, parse_module
-from dslint.lint.prefilter import ENGINE_TOKENS, TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
+from dslint.lint.prefilter import (
+    ENGINE_TOKENS,
+    TRAINER_CONFIG_TOKENS,
+    has_tokens,
+    may_create_engine,
+    may_create_inference_engine,
+)
 from dslint.lint.result import FileResult, config_rules, script_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa
 from dslint.script.context import ScriptContext
@@ -107,8 +113,18 @@ def lint_source_unsuppressed(
     result.text = _decoded(data, module.encoding)
     result.encoding = module.encoding
     version = selected_version(selection.deepspeed_version)
+    newest = NewestAdmitted.of(selection.deepspeed_newest, selection.deepspeed_pin)
     result.diagnostics.extend(
-        lint_module(path, module, rules, configs, world_size=world_size, deepspeed_version=version, project=project)
+        lint_module(
+            path,
+            module,
+            rules,
+            configs,
+            world_size=world_size,
+            deepspeed_version=version,
+            deepspeed_newest=newest,
+            project=project,
+        )
     )
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
@@ -131,13 +147,28 @@ def _rules_for(
     configs: list[type[ConfigRule]],
     project: ProjectFacts | None = None,
 ) -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
-    """The rules that can possibly fire on `data` (see dslint.prefilter). An engine the project index brings
-    from elsewhere stands for the `deepspeed.initialize` call the text would otherwise need; a config a
-    launcher passes, for the config tokens."""
+    """The rules that can possibly fire on `data` (see dslint.prefilter); rules that also read the inference
+    engine stay wherever `deepspeed.init_inference` may be called."""
+    chosen, configs = _rules_by_tokens(data, rules, configs, project)
+    if any(rule.inference_engine for rule in rules) and may_create_inference_engine(data):
+        chosen = [rule for rule in rules if rule.inference_engine or rule in chosen]
+    return chosen, configs
+
+
+def _rules_by_tokens(
+    data: bytes,
+    rules: list[type[ScriptRule]],
+    configs: list[type[ConfigRule]],
+    project: ProjectFacts | None = None,
+) -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
+    """An engine the project index brings from elsewhere stands for the `deepspeed.initialize` call the text
+    would otherwise need; a config a launcher passes, for the config tokens."""
     if project is not None and project.receives_engine:
         rules = [r for r in rules if r.required_tokens == ENGINE_TOKENS or has_tokens(data, r.required_tokens)]
         return rules, configs
-    if project is not None and any(launch.config_path for launch in project.launches) and configs:
+    launched = project is not None and any(launch.config_path for launch in project.launches)
+    if project is not None and (launched or project.config_builders) and configs:
+        # a config a launcher passes, or a dict this file returns that a reader elsewhere hands to DeepSpeed
         return [rule for rule in rules if has_tokens(data, rule.required_tokens)], configs
     rules = [rule for rule in rules if has_tokens(data, rule.required_tokens)]
     engine = bool(rules or configs) and may_create_engine(data)
@@ -161,16 +192,20 @@ def _in_code(
     TrainingArguments or a launcher."""
     code = code_facts(tree)
     receives = project is not None and project.receives_engine
+    inference = code.calls_inference
     rules = [
         rule
         for rule in rules
-        if (receives and rule.required_tokens == ENGINE_TOKENS) or has_tokens(code.words, rule.required_tokens)
+        if (receives and rule.required_tokens == ENGINE_TOKENS)
+        or (inference and rule.inference_engine)
+        or has_tokens(code.words, rule.required_tokens)
     ]
     if receives or code.calls_initialize:
         return rules, configs
-    rules = [rule for rule in rules if not rule.needs_engine]
+    rules = [rule for rule in rules if not rule.needs_engine or (inference and rule.inference_engine)]
     launched = project is not None and any(launch.config_path for launch in project.launches)
-    if not launched and not has_tokens(code.words, TRAINER_CONFIG_TOKENS):
+    builders = project is not None and bool(project.config_builders)
+    if not (launched or builders) and not has_tokens(code.words, TRAINER_CONFIG_TOKENS):
         configs = []
     return rules, configs
 
@@ -183,10 +218,18 @@ def lint_module(
     world_size: int | None = None,
     deepspeed_version: Version | None = None,
     project: ProjectFacts | None = None,
+    deepspeed_newest: NewestAdmitted | None = None,
 ) -> list[Diagnostic]:
     facts = collect_facts(module, project)
-    context = ScriptContext(path, module, facts, deepspeed_version=deepspeed_version or newest_known())
-    active = [rule(context) for rule in rules if facts.has_engine or not rule.needs_engine]
+    context = ScriptContext(
+        path, module, facts, deepspeed_version=deepspeed_version or newest_known(), deepspeed_newest=deepspeed_newest
+    )
+    inference = bool(facts.inference_calls)
+    active = [
+        rule(context)
+        for rule in rules
+        if facts.has_engine or not rule.needs_engine or (inference and rule.inference_engine)
+    ]
     if active:
         visit_all(module, active)
     if config_rules:  # the configs the script builds or points at (dslint.project.script_configs)

@@ -161,6 +161,8 @@ def apply_noqa(
     """Drop silenced findings and add DSL010 findings for unused DSL codes in noqa comments."""
     if text is None or not might_have_noqa(text):
         return Suppressed(list(diagnostics), 0)
+    if not diagnostics and "dsl" not in text.lower():
+        return Suppressed([], 0)  # nothing to silence, and no DSL code a comment could name in vain (DSL010)
     index = scan(text)
     unused = unused_noqa_diagnostics(path, text, index, diagnostics, selection)
     kept: list[Diagnostic] = []

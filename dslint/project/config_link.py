@@ -201,6 +201,92 @@ def resolve_config(context: ScriptContext, init: InitializeCall) -> ResolvedConf
     return _resolve_expression(context, expression, depth=0, origin=Origin.INITIALIZE)
 
 
+def edited_configs(context: ScriptContext, init: InitializeCall) -> list[ResolvedConfig]:
+    """A dict of unknown content (accelerate's live DeepSpeed dict, say) that the script edits with literal keys
+    (`cfg.update({...})`, `cfg["key"] = ...`) before `init` receives it: the keys written (`_written_configs`).
+    For the config rules only: a question about the stage or the precision must not read it, since what it
+    does not show may be there."""
+    expression = init.config
+    if init.origin is not None or expression is None or not isinstance(expression, cst.Name):
+        return []
+    return _written_configs(context, expression, Origin.INITIALIZE, ())
+
+
+def returned_configs(context: ScriptContext) -> list[ResolvedConfig]:
+    """The dicts this module's config builders return (`return cfg` in a function whose result a DeepSpeed
+    config reader receives elsewhere, `project.config_builders`), as far as the builder writes them."""
+    project = context.facts.project
+    if project is None or not project.config_builders:
+        return []
+    found: list[ResolvedConfig] = []
+    for statement in context.module.body:
+        if not isinstance(statement, cst.FunctionDef) or statement.name.value not in project.config_builders:
+            continue
+        reader, who = project.config_builders[statement.name.value]
+        origin = Origin.of_reader(who)
+        for returned in _returns(statement):
+            if isinstance(returned.value, cst.Name):
+                found.extend(_written_configs(context, returned.value, origin, (reader,)))
+    return found
+
+
+def _mark_written(node: Node) -> None:
+    """Every object of a one-write tree: what it shows is there, but other writes (before or after, in other
+    branches) may add to it, so nothing may be read from what it lacks (a section without `stage` is not
+    stage 0)."""
+    if isinstance(node, Object):
+        node.opaque = node.written = True
+        for entry in node.entries:
+            _mark_written(entry.value)
+    elif isinstance(node, Array):
+        for item in node.items:
+            _mark_written(item)
+
+
+def _returns(function: cst.FunctionDef) -> list[cst.Return]:
+    found: list[cst.Return] = []
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Return):
+            found.append(node)
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node.children)
+    return found
+
+
+def _written_configs(
+    context: ScriptContext, name: cst.Name, origin: Origin, via: tuple[Related, ...]
+) -> list[ResolvedConfig]:
+    """`name` bound to a dict of unknown content (a JSON load, another tool's dict: not a literal), then written
+    with literal keys before `name` is read here: one config per write, on a root that is opaque (every other
+    key unknown), so that writes in exclusive branches (`if bf16: cfg["bf16"] = ... else: ...`) are each
+    checked. None when a write cannot be read (`cfg.update(other)`)."""
+    facts = context.facts
+    binding = facts.binding_at(name.value, facts.scope_at(name), facts.start(name))
+    if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
+        return []
+    if isinstance(binding.value, (cst.Dict, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return []  # a literal: resolve_config reads it whole, or it is not a dict
+    after, before = facts.start(binding.value), facts.start(name)
+    mutations = [
+        m
+        for m in _index(context).mutations.get(name.value, [])
+        if facts.scope_at(m.anchor) is binding.scope and after < facts.start(m.anchor) < before
+    ]
+    if any(m.keys is None for m in mutations):
+        return []
+    found: list[ResolvedConfig] = []
+    for mutation in mutations:
+        start, end = context.span(mutation.anchor)
+        tree = Object(start, end, [], True, True)
+        _apply(context, tree, mutation)
+        _mark_written(tree)
+        if tree.entries:
+            found.append(ResolvedConfig({}, f"dict written at line {start.line}", None, tree, origin, via))
+    return found
+
+
 def trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
     """Configs given to the Hugging Face integrations, which fill "auto" values: `TrainingArguments(...,
     deepspeed=...)` (any `*TrainingArguments`) and accelerate's `DeepSpeedPlugin(hf_ds_config=...)`; and,
@@ -474,7 +560,11 @@ class _Indexer(cst.BatchableCSTVisitor):
         if isinstance(node.func, cst.Attribute):
             method = node.func.attr.value
             owner = dotted_name(node.func.value)
-            if method in ("update", "setdefault", "pop", "clear", "popitem") and owner is not None:
+            if method == "update" and owner is not None and _literal_update(node) is not None:
+                # `cfg.update({"key": value, ...})`: those top-level keys, as a `cfg[key] = value` would write
+                mutation = _Mutation(node, node.func.value, [], _literal_update(node))
+                self.index.mutations.setdefault(owner, []).append(mutation)
+            elif method in ("update", "setdefault", "pop", "clear", "popitem") and owner is not None:
                 self.index.mutations.setdefault(owner, []).append(_Mutation(node, node.func.value, None, None))
             if method == "add_argument":
                 self._option(node)
@@ -522,6 +612,14 @@ class _Indexer(cst.BatchableCSTVisitor):
             self.index.mutations.setdefault(owner, []).append(mutation)
 
 
+def _literal_update(call: cst.Call) -> cst.Dict | None:
+    """The dict literal of `cfg.update({...})` (one positional argument, no keywords)."""
+    if len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star:
+        value = call.args[0].value
+        return value if isinstance(value, cst.Dict) else None
+    return None
+
+
 def _copy(node: Node) -> Node:
     if isinstance(node, Object):
         return Object(
@@ -529,6 +627,7 @@ def _copy(node: Node) -> Node:
             node.end,
             [Entry(e.key, e.key_start, e.key_end, _copy(e.value)) for e in node.entries],
             node.opaque,
+            node.written,
         )
     if isinstance(node, Array):
         return Array(node.start, node.end, [_copy(i) for i in node.items])
@@ -539,6 +638,14 @@ def _copy(node: Node) -> Node:
 def _apply(context: ScriptContext, tree: Node, mutation: _Mutation) -> None:
     assert mutation.keys is not None
     current = tree
+    if not mutation.keys:  # `cfg.update({...})`: each key of the literal replaces that top-level key
+        added = tree_from_literal(context, mutation.value) if mutation.value is not None else None
+        if not isinstance(current, Object) or not isinstance(added, Object):
+            return
+        replaced = {entry.key for entry in added.entries}
+        current.entries = [e for e in current.entries if e.key not in replaced] + added.entries
+        current.opaque = current.opaque or added.opaque
+        return
     for position, key_node in enumerate(mutation.keys):
         if not isinstance(current, Object):
             return
@@ -563,7 +670,7 @@ def _apply(context: ScriptContext, tree: Node, mutation: _Mutation) -> None:
             return
         if entry is None:
             start, end = context.span(key_node)
-            created = Object(start, end, [])
+            created = Object(start, end, [], current.opaque, current.opaque)  # in a dict of unknown content
             current.entries.append(Entry(key, start, end, created))
             current = created
         else:

@@ -11,6 +11,11 @@ A range resolves to the lowest version it admits, the bound itself (`deepspeed>=
 `~=0.14.2` is 0.14.2, `==0.14.*` is 0.14.0): dslint then warns about everything that can go wrong on the
 oldest DeepSpeed the project allows. A range with only an upper bound (`deepspeed<0.15`) resolves to the
 newest known release below it.
+
+A range also admits newer releases than its lowest, and a fresh install gets the newest of them: `deepspeed>=0.13.5`
+installs 0.19.8 today. The newest known release a pin admits is kept beside the version (`DeepSpeedVersion.newest`),
+and config rules are judged at both ends (`dslint.lint.config`): what the lowest release reads but the newest
+refuses is reported too, naming the newest release and the pin.
 """
 
 from __future__ import annotations
@@ -31,10 +36,18 @@ class DeepSpeedVersion:
     version: Version
     source: str  # "pyproject.toml:12 ([tool.dslint] deepspeed-version)", "requirements.txt:3", "default"
     written: str = ""  # the pin as written: 'deepspeed>=0.12,<0.15'
+    # The newest known release the pin admits, when newer than `version` (a range); None for an exact pin,
+    # the setting and the default.
+    newest: Version | None = None
 
     def describe(self) -> str:
         pin = f" ({self.written})" if self.written else ""
-        return f"{self.version} from {self.source}{pin}"
+        admits = f"; it admits up to {self.newest}" if self.newest is not None else ""
+        return f"{self.version} from {self.source}{pin}{admits}"
+
+    def pin_note(self) -> str:
+        """How a message names the pin: '`deepspeed>=0.13.5` (requirements.txt:4)'."""
+        return f"`{self.written}` ({self.source})" if self.written else self.source
 
 
 class VersionError(Exception):
@@ -71,6 +84,40 @@ def version_of_specifier(specifier: str) -> Version | None:
     return None
 
 
+def newest_of_specifier(specifier: str) -> Version | None:
+    """The newest known release that every clause of a requirement's specifier admits; None when none does."""
+    clauses = [(operator, raw) for operator, raw in _CLAUSE.findall(specifier)]
+    if not clauses:
+        return None
+    admitted = [release for release in known_releases() if all(_admits(op, raw, release) for op, raw in clauses)]
+    return admitted[-1] if admitted else None
+
+
+def _admits(operator: str, raw: str, release: Version) -> bool:
+    bound = Version.parse(raw)
+    if bound is None:
+        return True
+    if operator in ("==", "===", "=", "!="):
+        parts = raw.rstrip(".*").split(".") if raw.endswith("*") else None
+        if parts is not None:  # `==0.14.*`: the same leading parts
+            same = [str(p) for p in (release.major, release.minor, release.patch)[: len(parts)]] == parts
+        else:
+            same = release == bound
+        return not same if operator == "!=" else same
+    if operator == "~=":  # `~=0.14.2`: >= 0.14.2 and the same 0.14; `~=0.14`: >= 0.14 and the same 0.x
+        if release < bound:
+            return False
+        parts = raw.split(".")
+        leading = (release.major, release.minor)[: max(1, len(parts) - 1)]
+        return leading == (bound.major, bound.minor)[: max(1, len(parts) - 1)]
+    return {
+        ">=": not release < bound,
+        ">": bound < release,
+        "<=": not bound < release,
+        "<": release < bound,
+    }[operator]
+
+
 # A requirement naming deepspeed: `deepspeed`, `deepspeed[autotuning]==0.14.0`, `DeepSpeed >= 0.12, < 0.15`;
 # not a module path, a URL or another package (`deepspeed.ops`, `.../deepspeed.git`, `deepspeed-kernels`).
 _REQUIREMENT = re.compile(
@@ -92,6 +139,7 @@ class Pin:
     line: int
     written: str  # the requirement as written
     version: Version
+    newest: Version | None = None  # the newest known release it admits, when newer than `version`
 
 
 def _scan(path: Path, lines: list[tuple[int, str]]) -> Pin | None:
@@ -102,7 +150,14 @@ def _scan(path: Path, lines: list[tuple[int, str]]) -> Pin | None:
         version = version_of_specifier(specifier)
         if version is not None:
             written = _REQUIREMENT.search(line)
-            return Pin(path, number, written[0].strip().rstrip(",").strip() if written else line.strip(), version)
+            newest = newest_of_specifier(specifier)
+            return Pin(
+                path,
+                number,
+                written[0].strip().rstrip(",").strip() if written else line.strip(),
+                version,
+                newest if newest is not None and version < newest else None,
+            )
     return None
 
 
@@ -255,7 +310,7 @@ def resolve(root: Path, setting: Version | None = None, config_file: Path | None
         return DeepSpeedVersion(setting, where)
     pin = find_pin(root)
     if pin is not None:
-        return DeepSpeedVersion(pin.version, f"{_shown(pin.path, root)}:{pin.line}", pin.written)
+        return DeepSpeedVersion(pin.version, f"{_shown(pin.path, root)}:{pin.line}", pin.written, pin.newest)
     return default_version()
 
 

@@ -99,6 +99,13 @@ def describe(index: ProjectIndex) -> dict[str, Any]:
                     "zero_stage": returned.config.zero_stage if returned.config is not None else None,
                 }
             )
+        for builder, origin in sorted(facts.model_builders.items()):
+            flows.append(
+                {
+                    "model_from": f"{_shown(path)}:{builder}",
+                    "initialize": f"{origin.path}:{origin.line}",
+                }
+            )
     return {"launches": launches, "configs": list(configs.values()), "engines": engines, "engine_flow": flows}
 
 
@@ -126,9 +133,11 @@ def render_text(data: dict[str, Any]) -> str:
         out.append("  (none named by a launcher)")
     for config in data["configs"]:
         stage = "unknown" if config["zero_stage"] is None else str(config["zero_stage"])
-        reader = {"trainer": "the HF Trainer / accelerate", "initialize": "deepspeed.initialize"}.get(
-            config.get("read_by") or "", "unknown"
-        )
+        reader = {
+            "trainer": "the HF Trainer / accelerate",
+            "initialize": "deepspeed.initialize",
+            "lightning": "Lightning's DeepSpeedStrategy",
+        }.get(config.get("read_by") or "", "unknown")
         out.append(
             f"  {config['path']}: ZeRO stage {stage}, precision {config['precision'] or 'unknown'}; read by {reader}"
         )
@@ -138,7 +147,9 @@ def render_text(data: dict[str, Any]) -> str:
     for engine in data["engines"]:
         out.append(f"  created at {engine['created']} in {engine['in']}")
     for flow in data["engine_flow"]:
-        if "receives" in flow:
+        if "model_from" in flow:
+            out.append(f"  {flow['model_from']}() returns the model initialize receives at {flow['initialize']}")
+        elif "receives" in flow:
             out.append(f"  {flow['receives']} passed at {flow['passed_at']} -> {flow['function']}({flow['parameter']})")
         else:
             roles = ", ".join(r or "_" for r in flow["returns"])

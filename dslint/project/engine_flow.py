@@ -24,11 +24,18 @@ from pathlib import Path
 from dslint.project.inputs import exists
 from dslint.script.project_facts import ENGINE, ENGINE_MODULE, RESULT_ORDER
 
-# A symbolic value: ("result", roles, is_tuple, origin key) | ("param", name, unwrapped) | None
+# A symbolic value: ("result", roles, is_tuple, origin key) | ("param", name, unwrapped)
+# | ("returned", path, qualname) | ("maybe", result on some paths only) | None
 Value = tuple[object, ...] | None
 MAX_ROUNDS = 6
 # A function name found in more files than this is too common to check every call of it.
 MAX_NAME_FILES = 24
+# The constant None (an attribute set to None before its real value)
+NONE_VALUE: Value = ("none",)
+# Methods of the DeepSpeed engine that a torch module does not have: a parameter they are called on is an engine.
+ENGINE_ONLY_METHODS = frozenset({"backward", "set_gradient_accumulation_boundary", "is_gradient_accumulation_boundary"})
+# How many re-exports (`from .utils import get_model` in a package's `__init__.py`) a call is followed through.
+MAX_REEXPORTS = 3
 
 
 @dataclass
@@ -56,6 +63,7 @@ class ParsedModule:
     imports: dict[str, str]  # local name -> dotted path (relative imports resolved against the package)
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
     classes: set[str] = field(default_factory=set)
+    stars: list[str] = field(default_factory=list)  # modules imported with `from X import *` (dotted, resolved)
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,8 @@ def parse_module(path: str, data: bytes) -> ParsedModule | None:
             for alias in node.names:
                 if alias.name != "*":
                     module.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+                elif base:
+                    module.stars.append(base)
     _collect_functions(module, tree.body, "")
     return module
 
@@ -177,6 +187,8 @@ class EngineFlow:
         self.model_parameters: dict[tuple[str, str, str], InitSite] = {}
         # `self.x = engine` in one method, read in another: (path, class, "x") -> value
         self.attributes: dict[tuple[str, str, str], Value] = {}
+        # (path, function, parameter) -> whether the function calls an engine-only method on the parameter
+        self.engine_uses: dict[tuple[str, str, str], bool] = {}
 
     # --- modules ------------------------------------------------------------------------------------------
     def module(self, path: str) -> ParsedModule | None:
@@ -214,6 +226,12 @@ class EngineFlow:
             followed = len(self.calls)
             names = {q.rpartition(".")[2] for (_, q), summary in self.summaries.items() if q and self._worth(summary)}
             names.update(site.callee[1].rpartition(".")[2] for site in self.calls)
+            # classes keeping an engine in an attribute: who builds them reads it (`pair = EnginePair(...)`)
+            names.update(
+                owner.rpartition(".")[2]
+                for (_, owner, _), held in self.attributes.items()
+                if held is not None and held[0] in ("result", "maybe")
+            )
             names.discard("__init__")
             for name in sorted(names - searched):
                 searched.add(name)
@@ -229,6 +247,16 @@ class EngineFlow:
                     for qualname in self._calling(module, name):
                         if (path, qualname) not in self.summaries:
                             queue.append((path, qualname))
+        self._models_through_calls()
+
+    def _models_through_calls(self) -> None:
+        """A builder's return value handed straight to a function whose parameter reaches initialize as the
+        model (`fit(get_model())`, `fit(model)` after `model = get_model()`): that builder is a model builder."""
+        for site in self.calls:
+            for param, value in site.arguments.items():
+                init = self.model_parameters.get((*site.callee, param))
+                if init is not None and value is not None and value[0] == "returned":
+                    self.model_builders.setdefault((str(value[1]), str(value[2])), init)
 
     def _worth(self, summary: FunctionSummary) -> bool:
         """Functions whose callers must be seen: they return an engine, or hand a parameter to initialize."""
@@ -337,8 +365,10 @@ class EngineFlow:
                 self._block(module, summary, copy, arm)
                 results.append(copy)
             for key in {k for result in results for k in result}:
-                seen = [result.get(key) for result in results]
-                values[key] = seen[0] if all(v == seen[0] for v in seen) else None
+                # a key one path never bound: `obj.x` read from the instance's class (not `self.x`, which
+                # the other path may have just set)
+                seen = [result[key] if key in result else self._instance_attribute(result, key) for result in results]
+                values[key] = seen[0] if all(v == seen[0] for v in seen) else _maybe(seen)
 
     def _self_key(self, summary: FunctionSummary, key: str) -> tuple[str, str, str] | None:
         if not summary.is_method or not summary.params:
@@ -373,16 +403,29 @@ class EngineFlow:
     def _bind(self, summary: FunctionSummary, values: dict[str, Value], target: ast.expr, value: Value) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
             items = _items(value, len(target.elts))
+            stars = [i for i, element in enumerate(target.elts) if isinstance(element, ast.Starred)]
+            if len(stars) == 1:  # `engine, *_ = deepspeed.initialize(...)`
+                star = stars[0]
+                head = _items(value, len(_roles_of(value)))[:star] if _roles_of(value) else []
+                tail_count = len(target.elts) - star - 1
+                tail = _items(value, len(_roles_of(value)))[len(_roles_of(value)) - tail_count :] if tail_count else []
+                if len(head) == star and len(tail) == tail_count:
+                    items = [*head, None, *tail]
             for element, item in zip(target.elts, items, strict=True):
-                self._bind(summary, values, element, item)
+                self._bind(summary, values, element.value if isinstance(element, ast.Starred) else element, item)
             return
         key = _dotted(target)
         if key is not None:
             values[key] = value
             attribute = self._self_key(summary, key)
             if attribute is not None:
-                # Two different values for one attribute: unknown.
+                # Two different values for one attribute: unknown; `None` beside one value: that value
+                # (`self.ema = None` then `if args.ema: self.ema = self._init_ema()`).
                 known = self.attributes.get(attribute, value)
+                if known == NONE_VALUE:
+                    known = value
+                elif value == NONE_VALUE:
+                    value = known
                 self.attributes[attribute] = value if known == value else None
 
     def value(self, module: ParsedModule, summary: FunctionSummary, values: dict[str, Value], expr: ast.expr) -> Value:
@@ -409,7 +452,10 @@ class EngineFlow:
             origins = {item[3] for item in items if item is not None and item[0] == "result" and not item[2]}
             if len(origins) != 1 or not any(item is not None for item in items):
                 return None
-            roles = tuple(item[1][0] if item is not None and isinstance(item[1], tuple) else None for item in items)
+            roles = tuple(
+                item[1][0] if item is not None and item[0] == "result" and isinstance(item[1], tuple) else None
+                for item in items
+            )
             return ("result", roles, True, origins.pop())
         if isinstance(expr, ast.IfExp):
             body = self.value(module, summary, values, expr.body)
@@ -429,13 +475,39 @@ class EngineFlow:
                 if -len(subscripted) <= index < len(subscripted):
                     return ("result", (subscripted[index],), False, inner[3])
             return None
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return NONE_VALUE
         key = _dotted(expr)
         if key is not None:
-            if key in values:
-                return values[key]
-            attribute = self._self_key(summary, key)
-            return self.attributes.get(attribute) if attribute is not None else None
+            return self._read(summary, values, key)
         return None
+
+    def _read(self, summary: FunctionSummary, values: dict[str, Value], key: str) -> Value:
+        """A name's value: bound here, `self.x` set in a method of this class, or `obj.x` on an instance of a
+        project class (`rlhf = RLHFEngine(...)`, `rlhf.actor` set to an engine in its methods)."""
+        if key in values:
+            return values[key]
+        attribute = self._self_key(summary, key)
+        if attribute is not None:
+            return self.attributes.get(attribute)
+        return self._instance_attribute(values, key)
+
+    def _instance_attribute(self, values: dict[str, Value], key: str) -> Value:
+        """`obj.x` where `obj` holds an instance of a project class whose methods set `self.x` to one of
+        initialize's results."""
+        head, _, attr = key.rpartition(".")
+        held = values.get(head) if head else None
+        if held is None or held[0] != "returned" or not str(held[2]).endswith(".__init__"):
+            return None
+        path, owner = str(held[1]), str(held[2])[: -len(".__init__")]
+        module = self.module(path)
+        if module is None:
+            return None
+        for qualname in [q for q in module.functions if q.rpartition(".")[0] == owner]:
+            self._ensure(module, qualname)
+        found = self.attributes.get((path, owner, attr))
+        # only initialize's results: a parameter of the class's method means nothing here
+        return found if found is not None and found[0] in ("result", "maybe") else None
 
     def returned(self, callee: tuple[str, str]) -> Value:
         """What a function returns, when every return statement agrees."""
@@ -522,27 +594,49 @@ class EngineFlow:
             qualname = f"{owner}.{rest}"
             return (module.path, qualname) if qualname in module.functions else None
         if not rest:
+            # A function nested in the caller or in a function around it (`def main(): def training(model):
+            # ...; training(model)`); class bodies are not scopes a method sees.
+            scope = summary.qualname
+            while scope and scope in module.functions:
+                if f"{scope}.{name}" in module.functions:
+                    return (module.path, f"{scope}.{name}")
+                scope = scope.rpartition(".")[0]
             if name in module.functions:
                 return (module.path, name)
             if name in module.classes and f"{name}.__init__" in module.functions:
                 return (module.path, f"{name}.__init__")
         imported = module.imports.get(head)
+        if imported is None and not rest:
+            # `from util import *`: the first star-imported project module that defines the name
+            for star in module.stars:
+                path = self.finder.find(star, module.path)
+                target = self.module(path) if path is not None else None
+                if target is not None and name in target.functions:
+                    return (target.path, name)
+            return None
         if imported is None:
             return None
         dotted = f"{imported}.{rest}" if rest else imported
-        module_name, _, function = dotted.rpartition(".")
-        if not module_name or module_name.split(".")[0] in ("deepspeed", "torch", "transformers"):
-            return None
-        path = self.finder.find(module_name, module.path)
-        if path is None:
-            return None
-        target = self.module(path)
-        if target is None:
-            return None
-        if function in target.functions:
-            return (path, function)
-        if function in target.classes and f"{function}.__init__" in target.functions:
-            return (path, f"{function}.__init__")
+        near = module.path
+        for _ in range(MAX_REEXPORTS + 1):
+            module_name, _, function = dotted.rpartition(".")
+            if not module_name or module_name.split(".")[0] in ("deepspeed", "torch", "transformers"):
+                return None
+            path = self.finder.find(module_name, near)
+            if path is None:
+                return None
+            target = self.module(path)
+            if target is None:
+                return None
+            if function in target.functions:
+                return (path, function)
+            if function in target.classes and f"{function}.__init__" in target.functions:
+                return (path, f"{function}.__init__")
+            # A package that re-exports the function (`utils/__init__.py`: `from .utils import get_model`)
+            reexported = target.imports.get(function)
+            if reexported is None or reexported == dotted:
+                return None
+            dotted, near = reexported, path
         return None
 
     def _call(self, module: ParsedModule, summary: FunctionSummary, values: dict[str, Value], call: ast.Call) -> None:
@@ -596,7 +690,7 @@ class EngineFlow:
         for site in self.calls:
             if site.callee[1].rpartition(".")[2] in self.unverifiable:
                 continue
-            for param, value in site.arguments.items():
+            for param, value in self._confirmed(site).items():
                 by_param.setdefault((*site.callee, param), []).append((value, site))
         resolved: dict[tuple[str, str, str], tuple[str, CallSite, InitSite]] = {}
         for _ in range(MAX_ROUNDS):
@@ -612,13 +706,55 @@ class EngineFlow:
                         roles = set()
                         break
                     roles.add(found[0])
-                    origin = found[1]
+                    if origin is None:
+                        origin = found[1]  # the initialize behind the first call, named with that call
                 if len(roles) == 1 and origin is not None:
                     resolved[key] = (roles.pop(), passed[0][1], origin)
                     changed = True
             if not changed:
                 break
         return resolved
+
+    def _confirmed(self, site: CallSite) -> dict[str, Value]:
+        """A call's arguments, where a value that is initialize's result only on some paths ("maybe") counts
+        as that result when the callee uses the parameter receiving the engine as an engine
+        (`model.backward(loss)`): the call then runs on the paths where initialize ran, so the other "maybe"
+        items of that same initialize (its optimizer, its scheduler) are its results too. Other "maybe"
+        values stay unknown."""
+        confirmed: set[object] = set()
+        for param, value in site.arguments.items():
+            if value is None or value[0] != "maybe":
+                continue
+            result = value[1]
+            assert isinstance(result, tuple)
+            roles = result[1]
+            assert isinstance(roles, tuple)
+            if roles[0] == ENGINE and self._uses_as_engine(site.callee, param):
+                confirmed.add(result[3])
+        arguments: dict[str, Value] = {}
+        for param, value in site.arguments.items():
+            if value is not None and value[0] == "maybe":
+                result = value[1]
+                assert isinstance(result, tuple)
+                value = result if result[3] in confirmed else None
+            arguments[param] = value
+        return arguments
+
+    def _uses_as_engine(self, callee: tuple[str, str], param: str) -> bool:
+        """Whether a function calls a method only the DeepSpeed engine has on its parameter `param`."""
+        key = (*callee, param)
+        if key not in self.engine_uses:
+            module = self.module(callee[0])
+            function = module.functions.get(callee[1]) if module is not None else None
+            self.engine_uses[key] = function is not None and any(
+                isinstance(call.func, ast.Attribute)
+                and call.func.attr in ENGINE_ONLY_METHODS
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == param
+                for statement in _statements(function.body)
+                for call in _calls(statement)
+            )
+        return self.engine_uses[key]
 
     def _engine_role(
         self,
@@ -693,6 +829,24 @@ class EngineFlow:
             )
 
 
+def _maybe(seen: list[Value]) -> Value:
+    """After paths that disagree: ("maybe", result) when one path of this statement binds an item of initialize's
+    result and the others keep something that is not one (the plain model, the client scheduler, unknown):
+    `if "deepspeed" in env: model, opt, _, sched = deepspeed.initialize(...)`. Only a callee that uses its
+    parameter as the engine turns it into a fact (`EngineFlow.engine_parameters`)."""
+    if any(v is not None and v[0] == "maybe" for v in seen):
+        # a name that held initialize's result on some paths, rebound on others: which paths ran initialize
+        # is no longer the question this `if` decides
+        return None
+    found = {v for v in seen if v is not None and v[0] == "result"}
+    if len(found) != 1:
+        return None
+    (result,) = found
+    if not isinstance(result, tuple) or result[0] != "result" or result[2]:
+        return None
+    return ("maybe", result)
+
+
 def _base(value: Value) -> Value:
     if value is None:
         return None
@@ -716,6 +870,13 @@ def _unwrapped(value: Value) -> Value:
         if roles[0] in (ENGINE, ENGINE_MODULE):
             return ("result", (ENGINE_MODULE,), False, value[3])
     return None
+
+
+def _roles_of(value: Value) -> tuple[object, ...]:
+    """The roles of a whole result tuple (empty for anything else)."""
+    if value is not None and value[0] == "result" and value[2] and isinstance(value[1], tuple):
+        return value[1]
+    return ()
 
 
 def _items(value: Value, count: int) -> list[Value]:

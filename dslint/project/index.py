@@ -11,6 +11,7 @@ only when they may create an engine (a text test) or when such a module calls in
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -21,6 +22,8 @@ from dslint.config import facts as config_facts
 from dslint.config.tree import Object
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
+from dslint.project.config_builders import config_builders
+from dslint.project.config_readers import framework_configs, replaced_keys
 from dslint.project.engine_flow import EngineFlow, InitSite, ModuleFinder
 from dslint.project.inputs import exists, is_file, record
 from dslint.project.launchers import (
@@ -42,10 +45,11 @@ from dslint.script.project_facts import (
 
 LAUNCHER_SUFFIXES = (".sh", ".bash", "Makefile", "makefile", ".mk")
 # Read too: launch commands in Markdown code blocks (READMEs document how a script is run), and YAML files
-# that name a Trainer's DeepSpeed config (`deepspeed: ds_z3.json` in a fine-tuning YAML).
+# that name a Trainer's DeepSpeed config (`deepspeed: ds_z3.json` in a fine-tuning YAML, even commented out).
 DOCUMENT_SUFFIXES = (".md", ".yaml", ".yml")
 MAX_LAUNCHER_BYTES = 256 * 1024
-_YAML_DEEPSPEED = re.compile(r"^\s*deepspeed\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
+# Commented out too (`#deepspeed: ds_zero_2.json`): the file is meant as the Trainer's config when enabled.
+_YAML_DEEPSPEED = re.compile(r"^\s*#?\s*deepspeed\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
 _TRAINER_LITERAL = re.compile(rb"\b(?:deepspeed|hf_ds_config)\s*=\s*[rR]?['\"]([^'\"\n]+\.json)['\"]")
 SKIPPED_DIRECTORIES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox"})
 
@@ -64,25 +68,59 @@ class Launch:
     accelerate: AccelerateConfig | None = None
 
 
+@dataclass(frozen=True)
+class ConfigReading:
+    """What the index knows about who reads a config file, for that file's own lint."""
+
+    reader: str  # "initialize", "lightning" or "trainer" (see ProjectIndex.config_reader)
+    # A launcher or a script names the file: a DeepSpeed config whatever its name. False: the reader is presumed
+    # (a project whose only DeepSpeed readers are the Hugging Face integrations), for files recognised as configs.
+    named: bool = True
+    # Top-level keys that every script handing the file to deepspeed.initialize replaces in code first.
+    replaced: frozenset[str] = frozenset()
+
+    @property
+    def origin(self) -> config_facts.Origin:
+        """The reader as the config rules know it."""
+        return config_facts.Origin.of_reader(self.reader)
+
+
 @dataclass
 class ProjectIndex:
     root_paths: tuple[str, ...]
     launches: list[Launch] = field(default_factory=list)
     files: dict[str, ProjectFacts] = field(default_factory=dict)  # absolute path -> its facts
-    # Who reads each launched config: "trainer" (the HF Trainer or accelerate, which fill "auto") or
-    # "initialize" (deepspeed.initialize in the script).
+    # Who reads each launched config: "trainer" (the HF Trainer or accelerate, which fill "auto"),
+    # "lightning" (Lightning's DeepSpeedStrategy, which fills the micro-batch size) or "initialize"
+    # (deepspeed.initialize in the script).
     config_readers: dict[str, set[str]] = field(default_factory=dict)
     # Every deepspeed.initialize the index followed: (path, line, function holding it)
     problems: list[str] = field(default_factory=list)
     initialize_sites: list[tuple[str, int, str]] = field(default_factory=list)
+    # Per launched config, for each launch that gives it to a script calling initialize: the top-level keys
+    # the script replaces in the loaded dict before initialize (`config_readers.replaced_keys`).
+    config_replaced: dict[str, list[frozenset[str]]] = field(default_factory=dict)
+    # "trainer" when no file of the project creates an engine (no deepspeed.initialize, no Lightning strategy)
+    # and its scripts use the Hugging Face integrations: the reader of a config nothing names.
+    presumed_reader: str | None = None
 
     def config_reader(self, path: str | Path) -> str | None:
         """ "trainer" when only the Hugging Face Trainer or accelerate read this config, "initialize" when
-        deepspeed.initialize does, None when no launcher names it."""
+        deepspeed.initialize does, "lightning" when Lightning's DeepSpeedStrategy does (and initialize does
+        not), None when nothing names it."""
         readers = self.config_readers.get(absolute(path))
         if not readers:
             return None
-        return "initialize" if "initialize" in readers else "trainer"
+        return next(reader for reader in ("initialize", "lightning", "trainer") if reader in readers)
+
+    def config_reading(self, path: str | Path) -> ConfigReading | None:
+        """Who reads the config file `path`, and what the readers change in it; None when nothing is known."""
+        reader = self.config_reader(path)
+        if reader is None:
+            return ConfigReading(self.presumed_reader, named=False) if self.presumed_reader is not None else None
+        replaced = self.config_replaced.get(absolute(path), [])
+        keys = functools.reduce(frozenset.intersection, replaced) if reader == "initialize" and replaced else None
+        return ConfigReading(reader, replaced=keys or frozenset())
 
     def facts_for(self, path: str | Path) -> ProjectFacts | None:
         return self.files.get(absolute(path))
@@ -174,12 +212,31 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
         _trainer_literals(index, path, data, roots)
         if creates_engine(data):
             producers.append(path)
+    for config, reader, _ in framework_configs(sources):
+        index.config_readers.setdefault(config, set()).add(reader)
+    if (
+        sources
+        and not producers
+        and not any("lightning" in readers for readers in index.config_readers.values())
+        and any(any(token in data for token in PRESUMED_TRAINER_TOKENS) for data in sources.values())
+    ):
+        index.presumed_reader = "trainer"
     if producers:
         try:
             _follow_engines(index, sources, producers)
         except (RecursionError, MemoryError):
             index.problems.append("engines were not followed across functions: the code is nested too deeply")
+    _record_config_builders(index, sources)
     return index
+
+
+def _record_config_builders(index: ProjectIndex, sources: dict[str, bytes]) -> None:
+    for builder in config_builders(sources):
+        reader = f"{builder.name}() returns the config {builder.reader} receives"
+        origin = Related(_shown(builder.reader_path), builder.line, builder.column, reader)
+        facts = _facts(index, builder.path)
+        builders = {**facts.config_builders, builder.name: (origin, builder.origin)}
+        index.files[builder.path] = replace(facts, config_builders=builders)
 
 
 _ALIAS = re.compile(rb"\bimport\s+deepspeed\s+as\s+([A-Za-z_][A-Za-z0-9_]*)")
@@ -275,6 +332,10 @@ def _read_launchers(index: ProjectIndex, paths: Sequence[str], roots: Sequence[s
             if launch.config.config_path is not None:
                 reader = _reader(script, launch.config)
                 index.config_readers.setdefault(launch.config.config_path, set()).add(reader)
+                if reader == "initialize" and launch.config.option is not None:
+                    data = _read(script) if script is not None else None
+                    keys = replaced_keys(data, launch.config.option) if data is not None else None
+                    index.config_replaced.setdefault(launch.config.config_path, []).append(keys or frozenset())
             if script is not None:
                 facts = _facts(index, script)
                 launches = (*facts.launches, launch.config)
@@ -282,6 +343,8 @@ def _read_launchers(index: ProjectIndex, paths: Sequence[str], roots: Sequence[s
 
 
 HF_TOKENS = (b"HfArgumentParser", b"TrainingArguments", b"Accelerator(", b"accelerate")
+# A project that builds the HF Trainer's arguments (and creates no engine itself) hands its configs to the Trainer.
+PRESUMED_TRAINER_TOKENS = (b"HfArgumentParser", b"TrainingArguments")
 
 
 def _code_blocks(text: str) -> str:

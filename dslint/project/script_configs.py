@@ -14,11 +14,14 @@ from pathlib import Path
 
 from dslint.config.facts import Origin
 from dslint.config.tree import Object, ParseError
+from dslint.diagnostics import Related
 from dslint.project.config_link import (
     ResolvedConfig,
+    edited_configs,
     load_config_tree,
     referenced_config_paths,
     resolve_config,
+    returned_configs,
     trainer_configs,
 )
 from dslint.script.context import ScriptContext
@@ -31,6 +34,7 @@ class ScriptConfig:
     origin: Origin
     from_file: bool  # read from a file (DeepSpeed then refuses duplicate keys), not a dict literal
     key: str | None  # the file as the script names it; None for a dict literal
+    reader: tuple[Related, ...] = ()  # a config builder's dict: the reader elsewhere that receives it
 
 
 def script_configs(context: ScriptContext) -> list[ScriptConfig]:
@@ -42,6 +46,8 @@ def script_configs(context: ScriptContext) -> list[ScriptConfig]:
         config = resolve_config(context, init)
         if config is not None:
             resolved.append(config)
+        else:
+            resolved.extend(edited_configs(context, init))
     resolved.extend(trainer_configs(context))
     found: list[ScriptConfig] = []
     seen: set[object] = set()
@@ -55,6 +61,9 @@ def script_configs(context: ScriptContext) -> list[ScriptConfig]:
         path = shown(config.path) if config.path is not None else context.path
         named = str(config.path) if config.path is not None else None
         found.append(ScriptConfig(path, config.tree, config.origin, config.path is not None, named))
+    for config in returned_configs(context):  # dicts a reader elsewhere receives from this module's builders
+        assert config.tree is not None
+        found.append(ScriptConfig(context.path, config.tree, config.origin, False, None, config.via[:1]))
     return found
 
 

@@ -38,7 +38,10 @@ class AutoConfigValue(ConfigRule):
             script passes). In a JSON file on its own, whose reader dslint cannot see, it adds one info-level
             note instead. Under the Hugging Face Trainer (`TrainingArguments(deepspeed=...)`) `"auto"` is
             fine and nothing is reported; nor with `"autotuning": {"enabled": true}`, whose autotuner fills
-            `"auto"` values itself.
+            `"auto"` values itself. A top-level key that the script reading the file replaces in code before
+            `initialize` (`cfg = json.load(f); cfg["train_batch_size"] = n`) is not reported, and in a project
+            whose only DeepSpeed readers are the Hugging Face integrations (no `initialize`, no Lightning
+            strategy), a config file nothing names is taken as the Trainer's.
         """,
         why="""
             `"auto"` is a convention of the Hugging Face integration, which replaces it with the Trainer's own
@@ -124,7 +127,8 @@ class AutoConfigValue(ConfigRule):
         origin = self.context.origin
         if origin is Origin.TRAINER or autotuning_enabled(self.root):
             return  # the Trainer, or DeepSpeed's autotuner, fills "auto" values
-        found = list(auto_entries(self.root))
+        # a top-level value the reading script replaces before initialize never reaches DeepSpeed
+        found = [(path, entry) for path, entry in auto_entries(self.root) if path[0] not in self.context.replaced_keys]
         if not found:
             return
         if origin is Origin.FILE:

@@ -8,7 +8,8 @@ from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.edits import delete_call_statement
 from dslint.script.facts import Role, method_name
-from dslint.script.model_moves import is_placement_call
+from dslint.script.inference import inference_engine
+from dslint.script.model_moves import is_cast, is_placement_call, moves_to_cpu
 
 
 class EngineMoved(ScriptRule):
@@ -18,11 +19,20 @@ class EngineMoved(ScriptRule):
         "the engine is already on its rank's device (engine.device) and keeps the precision the config "
         "sets; remove this move"
     )
+    inference_message = (
+        "this name holds the inference engine of deepspeed.init_inference (line {line}), which has already "
+        "moved its module to the rank's device (set from LOCAL_RANK with mp_size above 1; cuda:0 with one "
+        "process); remove this move"
+    )
     severity = Severity.WARNING
+    inference_engine = True
     docs = RuleDocs(
         what="""
             Flags `.cuda()`, `.to(...)`, `.half()` and `.bfloat16()` called on the engine returned by
-            `deepspeed.initialize`, or on its `.module`.
+            `deepspeed.initialize`, or on its `.module`; and `.cuda()` / `.to(<device>)` on the inference engine
+            that a tensor-parallel `deepspeed.init_inference` (`mp_size` not the literal 1) returns, unless it is
+            given `keep_module_on_host=True` or a config. Without `mp_size` the engine sets no device and leaves
+            its module on the current one, so a move to the rank's GPU may be needed and is not flagged.
         """,
         why="""
             The engine moves the module to its rank's device and casts it while it is created, and its
@@ -46,6 +56,18 @@ class EngineMoved(ScriptRule):
         """,
     )
     valid = (
+        Valid(
+            """
+            import deepspeed
+            host = deepspeed.init_inference(model, mp_size=world, keep_module_on_host=True)
+            host.to(device)
+            single = deepspeed.init_inference(model, dtype=torch.half)
+            single.to(f"cuda:{rank}")
+            model = deepspeed.init_inference(model, mp_size=world)
+            model = other
+            model.to(device)
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -73,6 +95,18 @@ class EngineMoved(ScriptRule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import deepspeed
+            model = deepspeed.init_inference(model, mp_size=world, dtype=torch.float)
+            model.to(device)
+            """,
+            lines=(4,),
+            fixed="""
+            import deepspeed
+            model = deepspeed.init_inference(model, mp_size=world, dtype=torch.float)
+            """,
+        ),
         Invalid(
             """
             import deepspeed
@@ -128,10 +162,17 @@ class EngineMoved(ScriptRule):
             return
         assert isinstance(node.func, cst.Attribute)
         answer = self.facts.role_of(node.func.value, at=node)
+        message = None
         if answer is None or answer.role not in (Role.ENGINE, Role.ENGINE_MODULE):
-            return
+            inference = inference_engine(self.facts, node.func.value, node)
+            if inference is None or not (inference.splits and inference.places_module):
+                return
+            if is_cast(node) or moves_to_cpu(self.facts, node):
+                return
+            message = self.inference_message.format(line=self.context.span(inference.call)[0].line)
         self.report(
             node,
+            message,
             edits=self._fix(node),
             applicability=Applicability.UNSAFE,
             fix_message=f"Remove `.{method_name(node)}(...)`",

@@ -34,7 +34,9 @@ class EngineStepUnderAccumulationTest(ScriptRule):
             `deepspeed.initialize`. `engine.step()` called on every micro-step is what DeepSpeed expects and is
             never flagged. Nothing is reported when the engine's config is known and sets
             `"managed_gradient_accumulation": false` (then the caller owns the boundary) or
-            `"gradient_accumulation_steps": 1`.
+            `"gradient_accumulation_steps": 1`, and no `engine.step()` is reported in a function that sets the
+            boundary itself with `engine.set_gradient_accumulation_boundary(...)` (DeepSpeed documents that
+            style: the caller then calls `engine.step()` once after the accumulation passes).
         """,
         why="""
             DeepSpeed does gradient accumulation itself: `engine.backward` divides the loss by
@@ -71,6 +73,20 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         """,
     )
     valid = (
+        # the same `engine.step()` in both arms of the test runs on every micro-step
+        Valid(
+            """
+            import deepspeed
+            engine, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            for step, batch in enumerate(loader):
+                engine.backward(engine(batch))
+                if (step + 1) % accum == 0:
+                    log_lr(step)
+                    engine.step()
+                else:
+                    engine.step()
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -126,8 +142,33 @@ class EngineStepUnderAccumulationTest(ScriptRule):
                         engine.step()
             """
         ),
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            for i, batch in enumerate(loader):
+                engine.set_gradient_accumulation_boundary((i + 1) % 4 == 0)
+                engine.backward(engine(batch))
+                if (i + 1) % 4 == 0:
+                    engine.step()
+            """
+        ),
     )
     invalid = (
+        # the else arm does something else: the step still runs on boundary micro-steps only
+        Invalid(
+            """
+            import deepspeed
+            engine, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            for step, batch in enumerate(loader):
+                engine.backward(engine(batch))
+                if (step + 1) % accum == 0:
+                    engine.step()
+                else:
+                    log_skip(step)
+            """,
+            lines=(7,),
+        ),
         Invalid(
             """
             import deepspeed
@@ -193,6 +234,13 @@ class EngineStepUnderAccumulationTest(ScriptRule):
     def visit_Module(self, node: cst.Module) -> None:
         self.loop = loop_facts(self.facts)
         self.silent: dict[int, bool] = {}
+        # (scope, engine as written) where the script sets the engine's accumulation boundary itself
+        self.owned_boundaries: set[tuple[int, str]] = set()
+        for call in self.facts.statement_of_call:
+            if method_name(call) == "set_gradient_accumulation_boundary":
+                assert isinstance(call.func, cst.Attribute)
+                scope = self.facts.scope_at(call)
+                self.owned_boundaries.add((id(scope), self.context.code(call.func.value)))
 
     def visit_Call(self, node: cst.Call) -> None:
         name = method_name(node)
@@ -205,6 +253,10 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         test = self.loop.accumulation_test(node)
         if test is None or self._caller_owns_boundary(answer.init):
             return
+        if name == "step" and (id(self.facts.scope_at(node)), self.context.code(node.func.value)) in (
+            self.owned_boundaries
+        ):
+            return  # `engine.set_gradient_accumulation_boundary(...)` in this function: the script owns it
         message = self.message if name == "step" else self.backward_message
         edits = self._move_before(node, test) if name == "step" else []
         self.report(

@@ -10,7 +10,7 @@ from dslint.diagnostics import Applicability, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.edits import replace_node
 from dslint.script.facts import InitializeCall, Pos, Role, Scope, ScopeKind
-from dslint.script.loop import loop_facts
+from dslint.script.loop import GRAPH_CUTTING_METHODS, loop_facts
 from dslint.script.names import dotted_name
 
 
@@ -35,7 +35,9 @@ class ForwardThroughRawModel(ScriptRule):
             run under `torch.no_grad()` / `torch.inference_mode()`, and, in the function that calls
             `initialize`, a `backward` call follows it (in that function or in the same loop). Evaluation
             through the raw module is left alone: what it skips in `DeepSpeedEngine.forward` matters only to a
-            step that trains. Flagged are calls in the function that calls `initialize`, after the call, and
+            step that trains. So is a forward whose output, bound to a name, is only detached or handed to a call
+            whose result is thrown away (`save_image(preview, ...)`): it cannot reach a backward.
+            Flagged are calls in the function that calls `initialize`, after the call, and
             calls through `self.<attribute>` in other methods of a class whose `__init__` calls `initialize`
             (which has run before any other method). When `initialize`'s result is bound to the model's own
             name (`model, ... = deepspeed.initialize(model=model)`) the name is the engine and nothing is
@@ -71,6 +73,22 @@ class ForwardThroughRawModel(ScriptRule):
         """,
     )
     valid = (
+        # a preview from fixed noise, only saved as a picture: it never reaches a backward
+        Valid(
+            """
+            import deepspeed
+            def train(args, generator, loader, writer):
+                engine, _, _, _ = deepspeed.initialize(args=args, model=generator)
+                for step, noise in enumerate(loader):
+                    sample = engine(noise)
+                    engine.backward(critic(sample).mean())
+                    engine.step()
+                    if step % 50 == 0:
+                        sample = generator(fixed_noise)
+                        save_image(sample.detach(), "preview.png")
+                        writer.add_image("preview", sample, step)
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -138,6 +156,35 @@ class ForwardThroughRawModel(ScriptRule):
         ),
     )
     invalid = (
+        # the sample is kept in a list: a later loss may be computed from it
+        Invalid(
+            """
+            import deepspeed
+            def train(args, generator, loader, samples):
+                engine, _, _, _ = deepspeed.initialize(args=args, model=generator)
+                for step, noise in enumerate(loader):
+                    engine.backward(critic(engine(noise)).mean())
+                    engine.step()
+                    if step % 50 == 0:
+                        sample = generator(fixed_noise)
+                        samples.append(sample)
+            """,
+            lines=(9,),
+        ),
+        # read at the top of the next iteration before any rebinding
+        Invalid(
+            """
+            import deepspeed
+            def train(args, generator, loader):
+                engine, _, _, _ = deepspeed.initialize(args=args, model=generator)
+                sample = None
+                for step, noise in enumerate(loader):
+                    if sample is not None:
+                        engine.backward(critic(sample).mean())
+                    sample = generator(noise)
+            """,
+            lines=(9,),
+        ),
         Invalid(
             """
             import deepspeed
@@ -257,6 +304,8 @@ class ForwardThroughRawModel(ScriptRule):
             return
         if self.no_grad_depth or (self.facts.scope_at(node) is init.scope and not self._backward_follows(node)):
             return  # evaluation, not a training step
+        if self._output_discarded(node):
+            return  # a preview: the output only goes where no backward can see it
         engine = self.loop.certain_engine_name(init, at=node)
         edits = [replace_node(self.context, node.func, engine)] if engine is not None else []
         self.report(
@@ -266,6 +315,42 @@ class ForwardThroughRawModel(ScriptRule):
             applicability=Applicability.UNSAFE,
             fix_message=f"Call `{engine}` instead",
         )
+
+    def _output_discarded(self, node: cst.Call) -> bool:
+        """`name = model(x)` whose every read (while this binding holds) cuts the graph (`name.detach()`,
+        `.item()`, ...) or is an argument of a call whose result is thrown away (`save_image(name, ...)`, not a
+        container's `append`): the output cannot reach a backward. A read earlier in the same loop counts as
+        this binding's (the next iteration's) unless the loop body rebinds the name, unconditionally, first."""
+        facts = self.facts
+        small = facts.small_statement_of_call.get(node)
+        if not (
+            isinstance(small, cst.Assign)
+            and small.value is node
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+        ):
+            return False
+        name = small.targets[0].target.value
+        scope = facts.scope_at(node)
+        here = facts.start(node)
+        loop = self.loops[-1] if self.loops else None
+        rebinds = _direct_assignments(loop, name) if loop is not None else []
+        for read, parents in _reads(scope.node, name):
+            position = facts.start(read)
+            if position < here:
+                if loop is None or not facts.start(loop) <= position < facts.end(loop):
+                    continue
+                if not any(facts.start(line) < position for line in rebinds):
+                    return False  # may read the previous iteration's output
+                continue
+            binding = facts.binding_at(name, scope, position)
+            if binding is None:
+                return False
+            if binding.value is not node:
+                continue
+            if not _sink(read, parents):
+                return False
+        return True
 
     def _runs_after(self, init: InitializeCall, node: cst.Call, key: str) -> bool:
         scope = self.facts.scope_at(node)
@@ -280,3 +365,59 @@ class ForwardThroughRawModel(ScriptRule):
             and isinstance(init_function, cst.FunctionDef)
             and init_function.name.value == "__init__"
         )
+
+
+# Methods that keep their argument (a container that a loss may later be computed from).
+STORING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "put", "push", "register"})
+
+
+def _reads(scope_node: cst.CSTNode, name: str) -> list[tuple[cst.Name, tuple[cst.CSTNode, ...]]]:
+    """Every read of `name` in the function (or module) `scope_node`, not in nested functions or classes, with
+    its parents (innermost last); assignment targets are left out."""
+    found: list[tuple[cst.Name, tuple[cst.CSTNode, ...]]] = []
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(child, (scope_node,)) for child in scope_node.children]
+    while stack:
+        node, parents = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Name):
+            parent = parents[-1]
+            is_attribute_name = isinstance(parent, cst.Attribute) and parent.attr is node
+            if node.value == name and not isinstance(parent, cst.AssignTarget) and not is_attribute_name:
+                found.append((node, parents))
+            continue
+        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
+            continue
+        stack.extend((child, (*parents, node)) for child in node.children)
+    return found
+
+
+def _sink(read: cst.Name, parents: tuple[cst.CSTNode, ...]) -> bool:
+    """The read cannot carry the graph to a backward: `read.detach()` (or `.item()`, ...), or an argument of a
+    plain call whose result is discarded (an expression statement)."""
+    parent = parents[-1]
+    if isinstance(parent, cst.Attribute) and parent.value is read:
+        return parent.attr.value in GRAPH_CUTTING_METHODS and len(parents) >= 2 and isinstance(parents[-2], cst.Call)
+    if isinstance(parent, cst.Arg) and parent.value is read and len(parents) >= 3:
+        call, statement = parents[-2], parents[-3]
+        if not isinstance(call, cst.Call) or not isinstance(statement, cst.Expr):
+            return False
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        return method not in STORING_METHODS and method != "backward"
+    return False
+
+
+def _direct_assignments(loop: cst.CSTNode, name: str) -> list[cst.CSTNode]:
+    """The lines directly in the loop's body (not under an `if`) that assign `name`."""
+    body = getattr(loop, "body", None)
+    lines = body.body if isinstance(body, cst.IndentedBlock) else ()
+    return [
+        line
+        for line in lines
+        if isinstance(line, cst.SimpleStatementLine)
+        and any(
+            isinstance(small, cst.Assign)
+            and any(isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets)
+            for small in line.body
+        )
+    ]

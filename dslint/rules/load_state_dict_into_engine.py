@@ -27,7 +27,8 @@ class LoadStateDictIntoEngine(ScriptRule):
             including the common spelling that rebinds the model's own name to the engine
             (`model, optimizer, _, _ = deepspeed.initialize(model=model, ...)` then
             `model.load_state_dict(state_dict)`). Not flagged: a state dict that comes from an engine's own
-            `state_dict()`, whose keys carry the prefix too. `engine.module.load_state_dict(...)` and loads into
+            `state_dict()`, whose keys carry the prefix too, or a dict the script fills with keys it prefixes
+            itself (`renamed["module." + key] = value`). `engine.module.load_state_dict(...)` and loads into
             the model given to `initialize` are DSL203's.
         """,
         why="""
@@ -87,6 +88,18 @@ class LoadStateDictIntoEngine(ScriptRule):
             def restore(model, path):
                 model.load_state_dict(torch.load(path, map_location="cpu"))
             engine, *_ = deepspeed.initialize(model=net, config="ds.json")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            import torch
+            engine, *_ = deepspeed.initialize(model=net, config="ds.json")
+            best = torch.load("best.bin", map_location="cpu")
+            renamed = {}
+            for key, value in best.items():
+                renamed["module." + key] = value
+            engine.load_state_dict(renamed, strict=False)
             """
         ),
     )
@@ -187,6 +200,8 @@ class LoadStateDictIntoEngine(ScriptRule):
     def _engine_state_dict(self, value: cst.BaseExpression, at: cst.CSTNode) -> bool:
         """`engine.state_dict()`, or a name bound to it in the same scope: keys with the `module.` prefix."""
         facts = self.facts
+        if isinstance(value, cst.Name) and _prefixed_keys(facts.scope_at(at).node, value.value):
+            return True
         if isinstance(value, cst.Name):
             binding = facts.binding_at(value.value, facts.scope_at(at), facts.start(at))
             if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
@@ -205,3 +220,40 @@ class LoadStateDictIntoEngine(ScriptRule):
         if answer is None or state is None:
             return None
         return loads.to_load_checkpoint(node, answer, state) or loads.before_initialize(node, answer, state)
+
+
+class _PrefixedKeys(cst.CSTVisitor):
+    """`name["module." + key] = value` (or `name[f"module.{key}"] = value`) in one scope."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.found = False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            subscript = target.target
+            if not (
+                isinstance(subscript, cst.Subscript)
+                and isinstance(subscript.value, cst.Name)
+                and subscript.value.value == self.name
+                and len(subscript.slice) == 1
+                and isinstance(subscript.slice[0].slice, cst.Index)
+            ):
+                continue
+            key = subscript.slice[0].slice.value
+            if isinstance(key, cst.BinaryOperation) and isinstance(key.operator, cst.Add):
+                key = key.left
+            if isinstance(key, cst.SimpleString) and key.evaluated_value == "module.":
+                self.found = True
+            elif isinstance(key, cst.FormattedString) and key.parts:
+                first = key.parts[0]
+                if isinstance(first, cst.FormattedStringText) and first.value.startswith("module."):
+                    self.found = True
+
+
+def _prefixed_keys(scope: cst.CSTNode, name: str) -> bool:
+    """Whether `name` is filled, in this scope, with keys that carry the engine's `module.` prefix."""
+    finder = _PrefixedKeys(name)
+    scope.visit(finder)
+    return finder.found

@@ -80,6 +80,23 @@ class LossBackwardOutsideEngine(ScriptRule):
         """,
     )
     valid = (
+        # the engine rebound to its own name through a conversion helper is still the engine; so is a name that
+        # initialize binds in both arms of an `if`
+        Valid(
+            """
+            import deepspeed
+            def train(args, model, loader):
+                if args.curriculum:
+                    model, _, loader, _ = deepspeed.initialize(args=args, model=model, training_data=data)
+                else:
+                    model, _, _, _ = deepspeed.initialize(args=args, model=model)
+                if args.sparse_layers:
+                    model = convert_layers(model, Block)
+                for batch in loader:
+                    loss = model(batch)
+                    model.backward(loss)
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -135,6 +152,18 @@ class LossBackwardOutsideEngine(ScriptRule):
         ),
     )
     invalid = (
+        # a value computed from the engine by a helper (not the engine bound back to its name) is an output
+        Invalid(
+            """
+            import deepspeed
+            def train(args, model, loader):
+                model, _, _, _ = deepspeed.initialize(args=args, model=model)
+                for batch in loader:
+                    loss = language_model_loss(model, batch)
+                    loss.backward()
+            """,
+            lines=(7,),
+        ),
         Invalid(
             """
             import deepspeed

@@ -24,7 +24,9 @@ class MissingBatchSize(ConfigRule):
             _set_batch_related_parameters`): from either of these two (with `gradient_accumulation_steps`,
             default 1, and the world size). With neither it asserts "Either train_batch_size or
             train_micro_batch_size_per_gpu needs to be provided" when the engine is created. Setting all three
-            is not required. Not reported under the Hugging Face Trainer, which manages the batch values.
+            is not required. Not reported under the Hugging Face Trainer, which manages the batch values, nor
+            for a config only PyTorch Lightning's `DeepSpeedStrategy` reads (it sets
+            `train_micro_batch_size_per_gpu` from the data loader when the config has no batch size).
         """,
         example="""
             {
@@ -60,8 +62,10 @@ class MissingBatchSize(ConfigRule):
     )
 
     def check(self) -> None:
-        if self.context.origin is Origin.TRAINER or self.root.opaque:
+        if self.context.origin in (Origin.TRAINER, Origin.LIGHTNING) or self.root.opaque:
             return
+        if self.context.replaced_keys & {"train_batch_size", "train_micro_batch_size_per_gpu"}:
+            return  # the reading script sets the batch size in code
         # DeepSpeed reads a null value as absent.
         if (
             scalar(self.root.get("train_batch_size")) is None

@@ -8,6 +8,7 @@ from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.edits import delete_call_statement, unwrap_method_call
 from dslint.script.facts import method_name
+from dslint.script.inference import InferenceMoves
 from dslint.script.model_moves import ModelMoves, is_cast
 
 
@@ -22,12 +23,20 @@ class ModelMovedBeforeInitialize(ScriptRule):
         "model cast before deepspeed.initialize: the engine casts the module as the config's fp16/bf16 "
         "section says, remove the cast and set the precision in the config"
     )
+    inference_message = (
+        'model moved to the un-indexed "cuda" device before deepspeed.init_inference (line {line}) sets each '
+        "rank's device: with mp_size above 1 every rank first puts the whole model on cuda:0; remove the move, "
+        "the inference engine moves its share of the module to the rank's device itself"
+    )
     severity = Severity.WARNING
+    inference_engine = True
     docs = RuleDocs(
         what="""
             Flags `.cuda()`, `.to(...)`, `.half()` and `.bfloat16()` on the model that is later given to
             `deepspeed.initialize(model=...)`, in the same function, before that call. Moves to the CPU and
-            `.to(memory_format=...)` are not flagged.
+            `.to(memory_format=...)` are not flagged. Before `deepspeed.init_inference` with tensor parallelism
+            (`mp_size` or `tensor_parallel.tp_size` not the literal 1), only a move to the un-indexed CUDA device
+            made while no device is set is flagged; with one GPU a move before `init_inference` is harmless.
         """,
         why="""
             `deepspeed.initialize` moves the module to its rank's device itself (DeepSpeedEngine
@@ -35,6 +44,10 @@ class ModelMovedBeforeInitialize(ScriptRule):
             that is at best wasted work, and an un-indexed `.cuda()` or `.to("cuda")` on every rank lands on
             cuda:0 (all ranks' models on one GPU until the engine moves them). Without `deepspeed.zero.Init`,
             ZeRO-3 then first holds the whole model on every GPU before it partitions it.
+
+            `deepspeed.init_inference` with `mp_size` above 1 sets the rank's device from LOCAL_RANK, splits the
+            module, then moves the rank's share to that device (`inference/engine.py`); a `"cuda"` move before it
+            puts the whole model on cuda:0 in every rank.
 
             Casts are the engine's job too: it casts the module to fp16 or bf16 when the config enables them.
             A model cast to half by hand under a config without fp16 trains in half precision without loss
@@ -57,6 +70,19 @@ class ModelMovedBeforeInitialize(ScriptRule):
         """,
     )
     valid = (
+        Valid(
+            """
+            import os
+            import deepspeed, torch
+            rank = int(os.getenv("LOCAL_RANK", "0"))
+            solo = Net().cuda()
+            solo = deepspeed.init_inference(solo, dtype=torch.half)
+            shared = Net().to(f"cuda:{rank}")
+            shared = deepspeed.init_inference(shared, mp_size=world, dtype=torch.half)
+            later = Net().to("cuda")
+            later = deepspeed.init_inference(later, mp_size=world)
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -112,6 +138,25 @@ class ModelMovedBeforeInitialize(ScriptRule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import os
+            import deepspeed, torch
+            world = int(os.getenv("WORLD_SIZE", "1"))
+            for name in names:
+                pipe = Pipeline.load(name).to("cuda")
+                pipe = deepspeed.init_inference(pipe, mp_size=world, dtype=torch.half)
+            """,
+            lines=(6,),
+            fixed="""
+            import os
+            import deepspeed, torch
+            world = int(os.getenv("WORLD_SIZE", "1"))
+            for name in names:
+                pipe = Pipeline.load(name)
+                pipe = deepspeed.init_inference(pipe, mp_size=world, dtype=torch.half)
+            """,
+        ),
         Invalid(
             """
             import deepspeed
@@ -185,10 +230,21 @@ class ModelMovedBeforeInitialize(ScriptRule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.moves = ModelMoves(self.facts)
+        self.inference_moves = InferenceMoves(self.facts)
 
     def visit_Call(self, node: cst.Call) -> None:
         init = self.moves.initialize_for(node)
         if init is None:
+            inference = self.inference_moves.inference_for(node)
+            if inference is not None:
+                line = self.context.span(inference.call)[0].line
+                self.report(
+                    node,
+                    self.inference_message.format(line=line),
+                    edits=self._fix(node),
+                    applicability=Applicability.UNSAFE,
+                    fix_message=f"Remove `.{method_name(node)}(...)`",
+                )
             return
         message = self.cast_message if is_cast(node) else self.message
         if init.origin is not None:  # initialize is in another function or module

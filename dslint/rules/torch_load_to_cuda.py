@@ -21,7 +21,8 @@ class TorchLoadToCuda(ScriptRule):
         what="""
             In a script that calls `deepspeed.initialize`, flags `torch.load(...)` whose `map_location` (keyword
             or second positional argument) is `"cuda"`, `"cuda:N"`, an f-string starting with `cuda:`,
-            `torch.device("cuda", ...)`, or a name bound to one of these.
+            `"cuda:{}".format(...)` or `"cuda:%d" % ...`, `torch.device("cuda", ...)`, `torch.device(N)` with an
+            integer index (a literal, or a name bound to `int(...)`), or a name bound to one of these.
         """,
         why="""
             The whole checkpoint lands on a GPU: after `initialize` on the rank's current device, before it on
@@ -70,10 +71,36 @@ class TorchLoadToCuda(ScriptRule):
             import deepspeed, torch
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             state = torch.load(path, map_location=lambda storage, loc: storage)
+            where = "cpu:{}".format(rank)
+            other = torch.load(path, map_location=where)
+            named = torch.load(path, map_location=torch.device(args.device))
             """
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import os
+            import deepspeed, torch
+            where = "cuda:{}".format(args.gpu)
+            a = torch.load(path, map_location=where)
+            rank = int(os.environ["LOCAL_RANK"])
+            b = torch.load(path, map_location=torch.device(rank))
+            c = torch.load(path, map_location="cuda:%d" % rank)
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+            lines=(5, 7, 8),
+            fixed="""
+            import os
+            import deepspeed, torch
+            where = "cuda:{}".format(args.gpu)
+            a = torch.load(path, map_location="cpu")
+            rank = int(os.environ["LOCAL_RANK"])
+            b = torch.load(path, map_location="cpu")
+            c = torch.load(path, map_location="cpu")
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+        ),
         Invalid(
             """
             import deepspeed

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dslint.diagnostics import Applicability, Severity
+from dslint.diagnostics import Applicability, Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.torch_load import cpu_map_location_edit, has_star_arguments, is_torch_load, map_location_argument
+from dslint.script.torch_load import (
+    cpu_map_location_edit,
+    has_star_arguments,
+    is_torch_load,
+    map_location_argument,
+    only_restores_rng_state,
+)
 
 
 class TorchLoadWithoutMapLocation(ScriptRule):
@@ -21,7 +27,9 @@ class TorchLoadWithoutMapLocation(ScriptRule):
         what="""
             In a script that calls `deepspeed.initialize`, flags `torch.load(...)` calls that give no
             `map_location` (neither by keyword nor as the second positional argument), or give `None`. Calls
-            with `*args` or `**kwargs` are not flagged: they may carry one.
+            with `*args` or `**kwargs` are not flagged: they may carry one. Nor is a load whose result only goes
+            to random-generator setters (`torch.cuda.set_rng_state(states["cuda"])`, `random.setstate(...)`):
+            generator states are saved as CPU tensors, so they come back on the CPU.
         """,
         why="""
             Without `map_location`, torch restores every tensor to the device recorded when it was saved, which
@@ -64,6 +72,17 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             state = pickle.load(handle)
             """
         ),
+        Valid(
+            """
+            import random
+            import deepspeed, torch
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            def restore_generators(path):
+                saved = torch.load(path)
+                random.setstate(saved["python"])
+                torch.cuda.set_rng_state(saved["cuda"])
+            """
+        ),
     )
     invalid = (
         Invalid(
@@ -73,14 +92,20 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             state = torch.load("pretrained.pt")
             model.load_state_dict(torch.load("init.pt", map_location=None))
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            saved = torch.load("mixed.pt")
+            torch.set_rng_state(saved["cpu"])
+            engine.module.load_state_dict(saved["weights"])
             """,
-            lines=(4, 5),
+            lines=(4, 5, 7),
             fixed="""
             import deepspeed
             import torch
             state = torch.load("pretrained.pt", map_location="cpu")
             model.load_state_dict(torch.load("init.pt", map_location="cpu"))
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            saved = torch.load("mixed.pt", map_location="cpu")
+            torch.set_rng_state(saved["cpu"])
+            engine.module.load_state_dict(saved["weights"])
             """,
         ),
         Invalid(
@@ -114,10 +139,29 @@ class TorchLoadWithoutMapLocation(ScriptRule):
         given = map_location_argument(node)
         if given is not None and not (isinstance(given.value, cst.Name) and given.value.value == "None"):
             return
+        if only_restores_rng_state(self.facts, node):
+            return
         edit = cpu_map_location_edit(self.context, node)
+        origin = self._engine_origin(node)
         self.report(
             node,
+            self.message + (f" ({origin.message}, {origin.path}:{origin.line})" if origin is not None else ""),
+            related=(origin,) if origin is not None else (),
             edits=[edit] if edit is not None else [],
             applicability=Applicability.SAFE,
             fix_message='Load to the CPU: add map_location="cpu"',
         )
+
+    def _engine_origin(self, node: cst.Call) -> Related | None:
+        """In a module that creates no engine itself (a helper module), the call that passes the engine in:
+        the enclosing function's engine parameter, else any of the module's."""
+        facts = self.facts
+        project = facts.project
+        if facts.initialize_calls or project is None or not project.parameters:
+            return None
+        function = facts.qualname(facts.scope_at(node))
+        own = project.parameters.get(function, {}) if function is not None else {}
+        for parameters in (own, *project.parameters.values()):
+            for fact in parameters.values():
+                return fact.origin
+        return None

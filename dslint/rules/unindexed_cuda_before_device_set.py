@@ -6,13 +6,12 @@ import libcst as cst
 
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.facts import InitializeCall, method_name
-from dslint.script.model_moves import ModelMoves
+from dslint.script.facts import InitializeCall, ScriptFacts, method_name
+from dslint.script.inference import InferenceMoves, pending_inference
+from dslint.script.model_moves import ModelMoves, is_unindexed_cuda
+from dslint.script.names import dotted_name
 
-DEVICE_NAME_CALLS = (
-    "deepspeed.accelerator.get_accelerator().device_name",
-    "deepspeed.get_accelerator().device_name",
-)
+TORCH_GENERATOR = "torch.Generator"  # torch.Generator(device="cpu"): the device is the first argument
 
 
 class UnindexedCudaBeforeDeviceSet(ScriptRule):
@@ -22,13 +21,21 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
         "un-indexed CUDA device used before the current device is set: every rank lands on cuda:0; use "
         "engine.device after deepspeed.initialize, or call get_accelerator().set_device(local_rank) first"
     )
+    inference_message = (
+        "un-indexed CUDA device used before deepspeed.init_inference (line {line}) sets each rank's device: "
+        "with mp_size above 1 every rank lands on cuda:0; index it with the local rank, or call "
+        "get_accelerator().set_device(local_rank) first"
+    )
     severity = Severity.WARNING
+    inference_engine = True
     docs = RuleDocs(
         what="""
             In the function that calls `deepspeed.initialize`, before that call and before any
             `torch.cuda.set_device(...)` / `get_accelerator().set_device(...)`, flags uses of a CUDA device
             without an index: `.cuda()`, `.to("cuda")`, `device="cuda"`, `torch.device("cuda")`,
-            `get_accelerator().device_name()` and names bound to them. Moves of the model itself are DSL101.
+            `get_accelerator().device_name()`, `torch.Generator("cuda")` and names bound to them. Moves of the
+            model itself are DSL101. The same holds before a tensor-parallel `deepspeed.init_inference`
+            (`mp_size` not the literal 1), which sets the rank's device from LOCAL_RANK when it runs.
         """,
         why="""
             `"cuda"` means the current device, and each process starts with cuda:0 as its current device.
@@ -39,18 +46,35 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
         """,
         example="""
             deepspeed.init_distributed()
-            criterion = nn.CrossEntropyLoss().cuda()
+            class_weights = torch.tensor(weights).cuda()
             engine, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
         """,
         use_instead="""
             deepspeed.init_distributed()
             get_accelerator().set_device(args.local_rank)
-            criterion = nn.CrossEntropyLoss().cuda()
+            class_weights = torch.tensor(weights).cuda()
             engine, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=params)
         """,
         fix_safety="There is no automatic fix: where the tensor should live depends on the script.",
     )
     valid = (
+        Valid(
+            """
+            import deepspeed, torch
+            noise = torch.Generator("cuda").manual_seed(seed)
+            pipe = deepspeed.init_inference(pipe, dtype=torch.half)
+            """
+        ),
+        Valid(
+            """
+            import os
+            import deepspeed, torch
+            rank = int(os.getenv("LOCAL_RANK", "0"))
+            other = torch.Generator(f"cuda:{rank}")
+            tp = deepspeed.init_inference(tp, mp_size=world_size)
+            after = torch.Generator("cuda")
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -102,16 +126,38 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             """
         ),
+        # a loss module without parameters or buffers: moving it allocates nothing on any GPU
+        Valid(
+            """
+            import deepspeed
+            from torch import nn
+            criterion = nn.CrossEntropyLoss().cuda()
+            smooth = nn.SmoothL1Loss(beta=0.5)
+            smooth.to("cuda")
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
     )
     invalid = (
         Invalid(
             """
-            import deepspeed
-            deepspeed.init_distributed()
-            criterion = nn.CrossEntropyLoss().cuda()
-            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            import deepspeed, torch
+            for prompt in prompts:
+                noise = torch.Generator("cuda").manual_seed(seed)
+                pipe = deepspeed.init_inference(pipe, mp_size=world_size)
+                again = torch.Generator("cuda").manual_seed(seed)
             """,
             lines=(4,),
+        ),
+        Invalid(
+            """
+            import deepspeed
+            deepspeed.init_distributed()
+            criterion = nn.CrossEntropyLoss(weight=class_weights).cuda()
+            head = nn.Linear(8, 2).cuda()
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+            lines=(4, 5),
         ),
         Invalid(
             """
@@ -141,22 +187,29 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.moves = ModelMoves(self.facts)
+        self.inference_moves = InferenceMoves(self.facts)
 
     def visit_Call(self, node: cst.Call) -> None:
-        init = self._pending_initialize(node)
-        if init is None:
-            return
-        if self.moves.initialize_for(node) is not None:
+        message = None
+        if self._pending_initialize(node) is None:
+            inference = pending_inference(self.facts, node)
+            if inference is None or self.inference_moves.inference_for(node) is not None:
+                return  # no engine to come, or the model's own move before init_inference: DSL101
+            message = self.inference_message.format(line=self.context.span(inference.call)[0].line)
+        elif self.moves.initialize_for(node) is not None:
             return  # the model's own move: DSL101
+        if _moved_module_is_empty(self.facts, node):
+            return  # a parameter-free module (a plain loss): moving it allocates nothing
         if method_name(node) == "cuda" and not node.args:
-            self.report(node)
+            self.report(node, message)
             return
+        takes_device_first = method_name(node) == "to" or self.facts.qualified(node.func) == TORCH_GENERATOR
         for index, arg in enumerate(node.args):
             is_device_argument = (arg.keyword is not None and arg.keyword.value == "device") or (
-                arg.keyword is None and index == 0 and method_name(node) == "to"
+                arg.keyword is None and index == 0 and takes_device_first
             )
-            if is_device_argument and self._is_unindexed_cuda(arg.value, node, depth=0):
-                self.report(arg.value)
+            if is_device_argument and is_unindexed_cuda(self.facts, arg.value, node):
+                self.report(arg.value, message)
 
     def _pending_initialize(self, node: cst.Call) -> InitializeCall | None:
         """The initialize call of this scope that runs after `node`, if the device is not set before `node`."""
@@ -170,23 +223,59 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
                 return init
         return None
 
-    def _is_unindexed_cuda(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:
-        if depth > 3:
-            return False
-        if isinstance(expr, cst.SimpleString):
-            return expr.evaluated_value == "cuda"
-        if isinstance(expr, cst.IfExp):
-            return self._is_unindexed_cuda(expr.body, at, depth + 1) or self._is_unindexed_cuda(
-                expr.orelse, at, depth + 1
-            )
-        if isinstance(expr, cst.Call):
-            qualified = self.facts.qualified(expr.func)
-            if qualified == "torch.device":
-                return (
-                    len(expr.args) == 1
-                    and expr.args[0].keyword is None
-                    and self._is_unindexed_cuda(expr.args[0].value, at, depth + 1)
-                )
-            return qualified in DEVICE_NAME_CALLS and not expr.args
-        value = self.facts.assigned_value(expr, at)
-        return value is not None and self._is_unindexed_cuda(value, value, depth + 1)
+
+# torch.nn modules that hold no parameters and no buffers when built without a `weight` (or `pos_weight`):
+# `.cuda()` / `.to("cuda")` on them moves nothing.
+PARAMETER_FREE_MODULES = frozenset(
+    {
+        "CrossEntropyLoss",
+        "NLLLoss",
+        "BCELoss",
+        "BCEWithLogitsLoss",
+        "MSELoss",
+        "L1Loss",
+        "SmoothL1Loss",
+        "HuberLoss",
+        "KLDivLoss",
+        "SoftMarginLoss",
+        "MultiLabelSoftMarginLoss",
+        "MultiMarginLoss",
+        "MarginRankingLoss",
+        "HingeEmbeddingLoss",
+        "CosineEmbeddingLoss",
+        "TripletMarginLoss",
+        "PoissonNLLLoss",
+        "GaussianNLLLoss",
+        "CTCLoss",
+        "MultiLabelMarginLoss",
+        "ReLU",
+        "GELU",
+        "Sigmoid",
+        "Tanh",
+        "Softmax",
+        "LogSoftmax",
+        "Dropout",
+        "Identity",
+        "Flatten",
+    }
+)
+_STATE_KEYWORDS = frozenset({"weight", "pos_weight"})
+
+
+def _moved_module_is_empty(facts: ScriptFacts, node: cst.Call) -> bool:
+    """`nn.CrossEntropyLoss().cuda()`, or `criterion.to("cuda")` with `criterion = nn.MSELoss()` bound before:
+    the receiver is a known parameter-free torch.nn module built without a weight."""
+    if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in ("cuda", "to"):
+        return False
+    receiver: cst.BaseExpression | None = node.func.value
+    if isinstance(receiver, cst.Name):
+        binding = facts.binding_at(receiver.value, facts.scope_at(receiver), facts.start(receiver))
+        receiver = binding.value if binding is not None else None
+    if not isinstance(receiver, cst.Call):
+        return False
+    name = dotted_name(receiver.func)
+    if name is None or name.split(".")[-1] not in PARAMETER_FREE_MODULES:
+        return False
+    if name.split(".")[0] not in ("nn", "torch") and "." in name:
+        return False
+    return all(arg.keyword is not None and arg.keyword.value not in _STATE_KEYWORDS for arg in receiver.args)

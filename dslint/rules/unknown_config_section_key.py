@@ -28,7 +28,11 @@ class UnknownConfigSectionKey(ConfigRule):
             `bf16`, `tensorboard`, `wandb`, `csv_monitor`, `comet`, `comms_logger`, `compile`,
             `hybrid_engine`, `tensor_parallel`, `weight_quantization`. Both a field's name and its alias are
             accepted (`stage3_prefetch_bucket_size` and `prefetch_bucket_size`), but not both at once: pydantic
-            then refuses the name as an extra key. Suggests the closest key.
+            then refuses the name as an extra key. Suggests the closest key. In a script, keys written into a
+            dict of unknown content (a JSON load) are checked too: before `deepspeed.initialize` receives it, or
+            when a helper returns it and a reader elsewhere in the project (`DeepSpeedStrategy(config=...)`,
+            `TrainingArguments(deepspeed=...)`, `deepspeed.initialize`) receives the result; the finding names
+            that reader.
         """,
         why="""
             These sections are validated when the engine is created: an unknown key raises a pydantic
@@ -64,6 +68,23 @@ class UnknownConfigSectionKey(ConfigRule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import json
+            import deepspeed
+            def run(model, path, precision):
+                with open(path) as handle:
+                    cfg = json.load(handle)
+                if precision == "bf16":
+                    cfg["fp16"]["enable"] = False
+                    cfg["bf16"] = {"enable": True}
+                else:
+                    cfg["fp16"]["enabled"] = True
+                return deepspeed.initialize(model=model, config=cfg)
+            """,
+            lines=(8, 9),
+            path="train.py",
+        ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 3,\n    "overlap_com": true\n  }\n}\n',
             lines=(5,),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dslint.config.facts import bfloat16_ignored, is_comment_key, mixed_file
+from dslint.config.facts import argument_file, bfloat16_ignored, is_comment_key, mixed_file
 from dslint.config.key_edits import rename_key, single_close_match
 from dslint.config.key_history import first_release_with_top_level_key
 from dslint.config.schema import did_you_mean
@@ -26,8 +26,12 @@ class UnknownTopLevelConfigKey(ConfigRule):
             Flags a top-level key of a DeepSpeed config that DeepSpeed never reads, with the closest real key
             when there is one. The known keys come from DeepSpeed itself (dslint's schema snapshot records every
             key `DeepSpeedConfig` asks for). Keys starting with `_` (comments) are allowed. A file that mixes
-            many keys of another tool into its DeepSpeed config (GPT-NeoX does) gets one finding, not one per
-            key.
+            many keys of another tool into its DeepSpeed config gets one finding, not one per key; a file whose
+            foreign keys are mostly hyphenated command-line options (`num-layers`: a GPT-NeoX or Megatron
+            argument file) gets none, since that tool's parser reads it and passes DeepSpeed only its own keys.
+            In a script, a dict of unknown content (accelerate's live DeepSpeed dict, say) that the script edits
+            with literal keys (`cfg.update({...})`) before `deepspeed.initialize` receives it is checked for the
+            keys written; a dotted name (`"zero_optimization.reduce_bucket_size"`) is such an unknown key.
         """,
         why="""
             DeepSpeed reads the keys it knows and ignores every other top-level key without a word. A misspelt
@@ -58,7 +62,25 @@ class UnknownTopLevelConfigKey(ConfigRule):
     )
     valid = (
         Valid(
+            """
+            import deepspeed
+            def build(plugin, model, width):
+                config = plugin.deepspeed_config
+                config.update({"gradient_clipping": 1.0, "zero_optimization": {"stage": 3}})
+                config.update(plugin.extra)
+                return deepspeed.initialize(model=model, config=config)
+            """,
+            path="train.py",
+        ),
+        Valid(
             '{"train_batch_size": 8, "_comment": "ZeRO-2 on 8 GPUs", "zero_optimization": {"stage": 2}}\n',
+        ),
+        # a GPT-NeoX style argument file: NeoX's parser reads it and gives DeepSpeed only its own sections
+        Valid(
+            '{\n  "train_micro_batch_size_per_gpu": 8,\n  "pipe-parallel-size": 1,\n  "num-layers": 2,\n'
+            '  "hidden-size": 8,\n  "seq-length": 16,\n  "init_method": "small_init",\n'
+            '  "zero_optimization": {"stage": 1}\n}\n',
+            path="configs/small.json",
         ),
         Valid(
             """
@@ -70,6 +92,18 @@ class UnknownTopLevelConfigKey(ConfigRule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import deepspeed
+            def build(plugin, model, width):
+                config = plugin.deepspeed_config
+                config.update({"zero_optimization.reduce_bucket_size": width * width, "gradient_clipping": 1.0})
+                config["zero_optimization"]["stage"] = 3
+                return deepspeed.initialize(model=model, config=config)
+            """,
+            lines=(5,),
+            path="train.py",
+        ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimisation": {"stage": 3}\n}\n',
             lines=(3,),
@@ -86,8 +120,8 @@ class UnknownTopLevelConfigKey(ConfigRule):
             '  "zero_optimisation": {"stage": 3}\n}\n',
         ),
         Invalid(
-            '{\n  "train_batch_size": 8,\n  "pipe-parallel-size": 1,\n  "num-layers": 2,\n  "hidden-size": 8,\n'
-            '  "seq-length": 16,\n  "gradient-clipping": 1.0\n}\n',
+            '{\n  "train_batch_size": 8,\n  "model_name": "tiny",\n  "num_layers": 2,\n  "hidden_size": 8,\n'
+            '  "seq_length": 16,\n  "data_path": "data/train"\n}\n',
             lines=(3,),
         ),
         Invalid(
@@ -120,7 +154,8 @@ class UnknownTopLevelConfigKey(ConfigRule):
             if e.key not in known and e.key not in HANDLED_ELSEWHERE and not is_comment_key(e.key)
         ]
         if mixed_file(self.root, self.schema):
-            self._report_mixed(unknown)
+            if not argument_file(self.root, self.schema):  # another tool's file: its parser picks DeepSpeed's keys
+                self._report_mixed(unknown)
             return
         # a key of a newer DeepSpeed than the project runs: DSL416 says so
         version = self.context.deepspeed_version
@@ -135,7 +170,14 @@ class UnknownTopLevelConfigKey(ConfigRule):
         suggestions = {e.key: did_you_mean(e.key, self.schema.live_top_level_keys) for e in unknown}
         for entry in unknown:
             suggestion = suggestions[entry.key]
-            if suggestion is not None:
+            section, dot, rest = entry.key.partition(".")
+            if dot and rest and section in self.schema.live_top_level_keys:
+                self.report_key(
+                    entry,
+                    f"DeepSpeed reads nested sections, not dotted names: `{entry.key}` is a top-level key it does "
+                    f"not read and ignores silently; write `{rest}` inside the `{section}` section",
+                )
+            elif suggestion is not None:
                 self.report_key(
                     entry,
                     f"DeepSpeed does not read `{entry.key}` and ignores it silently; did you mean `{suggestion}`?",

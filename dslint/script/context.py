@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from dslint.config.versions import Version, newest_known
+from dslint.config.versions import NewestAdmitted, Version, newest_known
 from dslint.diagnostics import Diagnostic, Location
 from dslint.script.facts import ScriptFacts
 
@@ -21,6 +21,8 @@ class ScriptContext:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     _positions: Mapping[cst.CSTNode, CodeRange] | None = field(default=None, repr=False)
     deepspeed_version: Version = field(default_factory=newest_known)  # the DeepSpeed the project runs
+    # A newer release the project's pin admits; the script's configs are judged there too.
+    deepspeed_newest: NewestAdmitted | None = None
 
     @property
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:

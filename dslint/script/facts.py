@@ -35,6 +35,7 @@ from dslint.script.walk import walk
 Pos = int
 
 INITIALIZE = "deepspeed.initialize"
+INIT_INFERENCE = "deepspeed.init_inference"  # returns an InferenceEngine (dslint.script.inference)
 # deepspeed.initialize(args, model, optimizer, model_parameters, training_data, lr_scheduler, ...)
 INITIALIZE_POSITIONAL = ("args", "model", "optimizer", "model_parameters", "training_data", "lr_scheduler")
 # deepspeed.initialize returns (engine, optimizer, training_dataloader, lr_scheduler).
@@ -171,6 +172,7 @@ class ScriptFacts:
         self.imports = ImportTable()
         self.module_scope = Scope(ScopeKind.MODULE, module, None)
         self.initialize_calls: list[InitializeCall] = []
+        self.inference_calls: list[cst.Call] = []  # `deepspeed.init_inference(...)`, in source order
         self.scope_of_node: dict[cst.CSTNode, Scope] = {}
         self.statement_of_call: dict[cst.Call, cst.CSTNode] = {}
         self.small_statement_of_call: dict[cst.Call, cst.BaseSmallStatement] = {}
@@ -655,6 +657,8 @@ class _Collector:
             self.pending_ends.setdefault(statement, []).append(init)
         elif qualified in SET_DEVICE_CALLS:
             facts.device_set_calls.append((self.scope, facts.start(node)))
+        elif qualified == INIT_INFERENCE:
+            facts.inference_calls.append(node)
 
     # --- bindings ---------------------------------------------------------------------------------------------
     def leave_Assign(self, original_node: cst.Assign) -> None:

@@ -104,7 +104,20 @@ class LoopFacts:
         value = _bound_value(binding.statement, binding.value)
         if value is None:
             return
+        if self._engine_rebound(key, value):
+            return  # `model = convert(model, ...)` on the engine: the name still holds the engine, not its output
         self._sources(value, found, depth + 1, seen)
+
+    def _engine_rebound(self, key: str, value: cst.CSTNode) -> bool:
+        """`key = helper(key, ...)` where `key` holds an engine before: the engine passed through a conversion
+        or wrapping function and bound back to its own name."""
+        if not isinstance(value, cst.Call):
+            return False
+        for arg in value.args:
+            if arg.keyword is None and dotted_name(arg.value) == key:
+                answer = self.facts.role_of(arg.value)
+                return answer is not None and answer.role in ENGINE_ROLES
+        return False
 
     # --- accumulation tests -----------------------------------------------------------------------------------
     def accumulation_test(self, node: cst.CSTNode) -> cst.If | None:
@@ -123,7 +136,28 @@ class LoopFacts:
         test_body = best[1]
         if any(test_body <= lo and lo <= pos < hi for lo, hi in self.loop_bodies):
             return None
+        if isinstance(node, cst.Call) and self._in_every_arm(best[0], node):
+            return None  # the same statement in every arm of the test runs on every micro-step
         return best[0]
+
+    def _in_every_arm(self, branch: cst.If, call: cst.Call) -> bool:
+        """`call` is a statement of its own directly in `branch`'s body, and every other arm (`elif`s and a final
+        `else`, which must exist) holds the same statement directly in its block."""
+        line = self.facts.lone_expression_statement(call)
+        if line is None or not any(other is line for other in _block_lines(branch.body)):
+            return False
+        text = _code(line.body[0])
+        arm: cst.If | cst.Else | None = branch.orelse
+        while arm is not None:
+            if not any(
+                isinstance(other, cst.SimpleStatementLine) and len(other.body) == 1 and _code(other.body[0]) == text
+                for other in _block_lines(arm.body)
+            ):
+                return False
+            if isinstance(arm, cst.Else):
+                return True
+            arm = arm.orelse
+        return False
 
     def after_initialize(self, init: InitializeCall | None, node: cst.CSTNode) -> bool:
         """Whether `node` runs after `init`: later in the same function, or in another function (which setup
@@ -299,3 +333,13 @@ def loop_facts(facts: ScriptFacts) -> LoopFacts:
         facts.module.visit(_Collector(cached))
         _CACHE[facts] = cached
     return cached
+
+
+def _block_lines(block: cst.BaseSuite) -> list[cst.CSTNode]:
+    if isinstance(block, cst.IndentedBlock):
+        return list(block.body)
+    return [block] if isinstance(block, cst.SimpleStatementSuite) else []
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node).strip()

@@ -6,7 +6,7 @@ DSL103 everything else that uses an un-indexed CUDA device.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
@@ -22,6 +22,10 @@ from dslint.script.facts import (
 )
 from dslint.script.names import dotted_name
 
+DEVICE_NAME_CALLS = (
+    "deepspeed.accelerator.get_accelerator().device_name",
+    "deepspeed.get_accelerator().device_name",
+)
 MOVE_METHODS = frozenset({"cuda", "to"})
 CAST_METHODS = frozenset({"half", "bfloat16"})
 
@@ -39,6 +43,42 @@ def is_placement_call(call: cst.Call) -> bool:
         return False
     first = call.args[0].value
     return not (isinstance(first, cst.SimpleString) and first.evaluated_value == "cpu")
+
+
+def is_unindexed_cuda(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> bool:
+    """`"cuda"`, `torch.device("cuda")`, `get_accelerator().device_name()` (no index), or a name bound to one:
+    the current device, cuda:0 in every process until the device is set."""
+    if depth > 3:
+        return False
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value == "cuda"
+    if isinstance(expr, cst.IfExp):
+        return is_unindexed_cuda(facts, expr.body, at, depth + 1) or is_unindexed_cuda(
+            facts, expr.orelse, at, depth + 1
+        )
+    if isinstance(expr, cst.Call):
+        qualified = facts.qualified(expr.func)
+        if qualified == "torch.device":
+            return (
+                len(expr.args) == 1
+                and expr.args[0].keyword is None
+                and is_unindexed_cuda(facts, expr.args[0].value, at, depth + 1)
+            )
+        return qualified in DEVICE_NAME_CALLS and not expr.args
+    value = facts.assigned_value(expr, at)
+    return value is not None and is_unindexed_cuda(facts, value, value, depth + 1)
+
+
+def moves_to_unindexed_cuda(facts: ScriptFacts, call: cst.Call) -> bool:
+    """`.cuda()` without an index, or `.to(<an un-indexed CUDA device>)`."""
+    name = method_name(call)
+    if name == "cuda":
+        return not call.args
+    if name != "to" or not call.args:
+        return False
+    first = call.args[0]
+    is_device = first.keyword is None or first.keyword.value == "device"
+    return is_device and is_unindexed_cuda(facts, first.value, call)
 
 
 def is_cast(call: cst.Call) -> bool:
@@ -183,9 +223,11 @@ class ModelMoves:
     """For one file: every placement call that applies to a model before it is given to initialize (here, or
     in another function or module that the project index sees it reach)."""
 
-    def __init__(self, facts: ScriptFacts) -> None:
+    def __init__(self, facts: ScriptFacts, inits: Sequence[InitializeCall] | None = None) -> None:
+        """`inits`: the calls that receive the model (default: every initialize call, here and elsewhere)."""
         self.facts = facts
-        inits = [*facts.initialize_calls, *elsewhere_sinks(facts)]
+        if inits is None:
+            inits = [*facts.initialize_calls, *elsewhere_sinks(facts)]
         self._lineages = [(init, model_lineage(facts, init)) for init in inits]
         self._in_chains: dict[cst.Call, InitializeCall] = {}
         for init, lineage in self._lineages:

@@ -83,6 +83,9 @@ class ProjectFacts:
     # Calls in this file that hand a model to a function passing it on to initialize: callee as written ->
     # (parameter index, parameter name, the initialize call)
     model_sinks: Mapping[str, tuple[int, str, Related]] = field(default_factory=dict)
+    # Module-level functions of this file whose returned dict a DeepSpeed config reader receives elsewhere:
+    # name -> (the reader's call, who reads it: "initialize" or "trainer")
+    config_builders: Mapping[str, tuple[Related, str]] = field(default_factory=dict)
 
     @property
     def receives_engine(self) -> bool:

@@ -9,6 +9,7 @@ from dslint.diagnostics import Edit
 from dslint.script.context import ScriptContext
 from dslint.script.facts import BindingKind, ScriptFacts
 from dslint.script.names import dotted_name
+from dslint.script.value_flow import value_flow
 
 TORCH_LOAD = "torch.load"
 TORCH_DEVICE = "torch.device"
@@ -17,8 +18,54 @@ CPU = '"cpu"'
 MAP_LOCATION_POSITION = 1
 
 
+# Functions that take back a saved random-generator state: torch's (CPU tensors by construction), Python's, NumPy's.
+RNG_RESTORERS = frozenset({"set_rng_state", "set_rng_state_all", "setstate", "set_state"})
+
+
 def is_torch_load(facts: ScriptFacts, call: cst.Call) -> bool:
     return facts.qualified(call.func) == TORCH_LOAD
+
+
+def only_restores_rng_state(facts: ScriptFacts, call: cst.Call) -> bool:
+    """`states = torch.load(f)` whose every read is handed (whole or by key) to an RNG-state setter
+    (`torch.cuda.set_rng_state(states["cuda"])`, `random.setstate(states["python"])`): random-generator states
+    are saved as CPU tensors (`torch.cuda.get_rng_state()` returns a CPU ByteTensor), so the load places nothing
+    on a GPU whatever its map_location."""
+    small = facts.small_statement_of_call.get(call)
+    if not (
+        isinstance(small, cst.Assign)
+        and small.value is call
+        and len(small.targets) == 1
+        and isinstance(small.targets[0].target, cst.Name)
+    ):
+        return False
+    name = small.targets[0].target.value
+    scope_node = facts.scope_at(call).node
+    reads = value_flow(facts, scope_node).reads_reached_by(small, name)
+    if not reads:
+        return False
+    restored = _rng_restorer_arguments(scope_node, name)
+    return all(id(read) in restored for read in reads)
+
+
+def _rng_restorer_arguments(scope_node: cst.CSTNode, name: str) -> set[int]:
+    """Ids of the reads of `name` that are an argument of an RNG-state setter, whole or subscripted once."""
+    found: set[int] = set()
+    stack: list[cst.CSTNode] = [scope_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+            continue
+        if node.func.attr.value not in RNG_RESTORERS:
+            continue
+        for arg in node.args:
+            value = arg.value
+            if isinstance(value, cst.Subscript):
+                value = value.value
+            if isinstance(value, cst.Name) and value.value == name:
+                found.add(id(value))
+    return found
 
 
 def has_star_arguments(call: cst.Call) -> bool:
@@ -42,16 +89,61 @@ def map_location_argument(call: cst.Call) -> cst.Arg | None:
     return None
 
 
-def is_cuda_device(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> bool:
-    """`"cuda"`, `"cuda:1"`, `f"cuda:{rank}"`, `torch.device("cuda", rank)`, or a name bound to one of them."""
-    if depth > 4:
-        return False
+def _names_cuda(text: str) -> bool:
+    return text == "cuda" or text.startswith("cuda:")
+
+
+def _literal_text(expr: cst.BaseExpression) -> str | None:
     if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
         value = expr.evaluated_value
-        return isinstance(value, str) and (value == "cuda" or value.startswith("cuda:"))
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _is_formatted_cuda(expr: cst.BaseExpression) -> bool:
+    """`"cuda:{}".format(rank)` and `"cuda:%d" % rank`: a template that names a CUDA device once filled."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
+        template = _literal_text(expr.func.value)
+        return template is not None and template.startswith("cuda:")
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
+        template = _literal_text(expr.left)
+        return template is not None and template.startswith("cuda:")
+    return False
+
+
+def _is_device_index(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """An integer literal, or a name bound to one or to `int(...)` (`local_rank = int(os.environ["LOCAL_RANK"])`)."""
+    if isinstance(expr, cst.Integer):
+        return True
+    if not isinstance(expr, cst.Name):
+        return False
+    binding = facts.binding_at(expr.value, facts.scope_at(at), facts.start(at))
+    if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
+        return False
+    value = binding.value
+    if isinstance(value, cst.Integer):
+        return True
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value == "int"
+        and facts.qualified(value.func) is None  # the builtin, not an imported `int`
+    )
+
+
+def is_cuda_device(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> bool:
+    """`"cuda"`, `"cuda:1"`, `f"cuda:{rank}"`, `"cuda:{}".format(rank)`, `"cuda:%d" % rank`,
+    `torch.device("cuda", rank)`, `torch.device(<a literal device index>)`, or a name bound to one of them."""
+    if depth > 4:
+        return False
+    text = _literal_text(expr)
+    if text is not None:
+        return _names_cuda(text)
+    if _is_formatted_cuda(expr):
+        return True
     if isinstance(expr, cst.FormattedString):
         first = expr.parts[0] if expr.parts else None
-        return isinstance(first, cst.FormattedStringText) and (first.value == "cuda" or first.value.startswith("cuda:"))
+        return isinstance(first, cst.FormattedStringText) and _names_cuda(first.value)
     if isinstance(expr, cst.IfExp):
         return is_cuda_device(facts, expr.body, at, depth + 1) or is_cuda_device(facts, expr.orelse, at, depth + 1)
     if isinstance(expr, cst.Call):
@@ -60,6 +152,8 @@ def is_cuda_device(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode
         device_type = expr.args[0]
         if device_type.star or (device_type.keyword is not None and device_type.keyword.value != "type"):
             return False
+        if len(expr.args) == 1 and _is_device_index(facts, device_type.value, at):
+            return True  # torch.device(0), torch.device(local_rank): a bare index names a CUDA device
         return is_cuda_device(facts, device_type.value, at, depth + 1)
     key = dotted_name(expr)
     if key is None:

@@ -1,0 +1,107 @@
+"""Functions whose returned dict reaches a DeepSpeed config reader in another function or module.
+
+`cfg = get_ds_config(precision)` then `DeepSpeedStrategy(config=cfg)` (PyTorch Lightning hands it to
+`deepspeed.initialize`), `deepspeed.initialize(config=cfg)`, `TrainingArguments(deepspeed=cfg)` or
+`DeepSpeedPlugin(hf_ds_config=cfg)` (Hugging Face, which hands it on after filling "auto"): the dict the helper
+returns is a DeepSpeed config, so the keys the helper writes into it are checked as DeepSpeed's
+(`config_link.returned_configs`). The helper is found by its name: defined in the reader's module, or imported
+(`from m import name`, through `from m import *` re-exports). The name must be bound once in the reader's
+function, to the helper's call; anything else stays unknown. Read with `ast`, only in files that name a reader.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from dslint.project.reader_calls import ParsedModules, ReaderCall, own_nodes, reader_call, scopes
+
+# A text test before parsing: a reader's call, with its config keyword given a name soon after.
+_READER_NAMES = (b"DeepSpeedStrategy", b"TrainingArguments", b"DeepSpeedPlugin", b"initialize")
+_CONFIG_KEYWORD = re.compile(rb"\b(?:config|deepspeed|hf_ds_config)\s*=\s*([A-Za-z_][A-Za-z0-9_]*)\s*[,)]")
+_WINDOW = 4000
+
+
+@dataclass(frozen=True)
+class ConfigBuilder:
+    path: str  # the module defining the helper
+    name: str  # the helper's name (a module-level function)
+    reader_path: str
+    line: int
+    column: int
+    reader: str  # "DeepSpeedStrategy", "TrainingArguments", ...
+    origin: str  # who reads the dict: "initialize", "lightning" or "trainer" (reader_calls.READERS)
+
+
+def _may_call_reader(data: bytes) -> bool:
+    """`Reader(... keyword=name ...)` may be written in `data` (plain `bytes.find`: this runs on every file).
+    Every reader's name or module says DeepSpeed (`DeepSpeedStrategy`, `deepspeed.initialize`...)."""
+    if b"eepspeed" not in data and b"eepSpeed" not in data:
+        return False
+    for name in _READER_NAMES:
+        at = data.find(name)
+        while at != -1:
+            end = at + len(name)
+            while data[end : end + 1] in (b" ", b"\t"):
+                end += 1
+            before = data[at - 1 : at] if at else b" "
+            if data[end : end + 1] == b"(" and not (before.isalnum() or before == b"_"):
+                for keyword in _CONFIG_KEYWORD.finditer(data, end, end + _WINDOW):
+                    # the name given is bound somewhere to a call of a plain function
+                    bound = rb"\b" + re.escape(keyword.group(1)) + rb"\s*=\s*[A-Za-z_][A-Za-z0-9_]*\s*\("
+                    if re.search(bound, data):
+                        return True
+            at = data.find(name, end)
+    return False
+
+
+def config_builders(sources: dict[str, bytes]) -> list[ConfigBuilder]:
+    """Every helper whose returned dict a config reader of the project receives."""
+    candidates = [path for path, data in sources.items() if _may_call_reader(data)]
+    if not candidates:
+        return []
+    modules = ParsedModules(sources)
+    found: list[ConfigBuilder] = []
+    for path in candidates:
+        tree = modules.tree(path)
+        if tree is None:
+            continue
+        for scope in scopes(tree):
+            found.extend(_builders_in(modules, path, scope))
+    return found
+
+
+def _builders_in(modules: ParsedModules, path: str, scope: ast.AST) -> Iterator[ConfigBuilder]:
+    bound: dict[str, list[ast.AST]] = {}  # name -> every value it is bound to in this scope
+    readers: list[tuple[ast.Call, ReaderCall]] = []
+    for node in own_nodes(scope):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        bound.setdefault(name.id, []).append(node.value if target is name else target)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
+            targets: list[ast.expr | None] = (
+                [i.optional_vars for i in node.items] if isinstance(node, ast.With) else [node.target]
+            )
+            for written in targets:
+                for name in ast.walk(written) if written is not None else ():
+                    if isinstance(name, ast.Name):
+                        bound.setdefault(name.id, []).append(node)
+        elif isinstance(node, ast.Call):
+            found = reader_call(node)
+            if found is not None:
+                readers.append((node, found))
+    for call, reader in readers:
+        value = next((k.value for k in call.keywords if k.arg == reader.keyword), None)
+        if not isinstance(value, ast.Name):
+            continue
+        values = bound.get(value.id, [])
+        if len(values) != 1 or not isinstance(values[0], ast.Call) or not isinstance(values[0].func, ast.Name):
+            continue  # bound more than once, or not to a plain function call: unknown
+        helper = values[0].func.id
+        where = modules.function(path, helper)
+        if where is not None:
+            yield ConfigBuilder(where[0], helper, path, call.lineno, call.col_offset + 1, reader.name, reader.reader)

@@ -1,0 +1,117 @@
+"""Calls that hand a DeepSpeed config to its reader, and the helpers behind the names they are given, read with
+`ast`: what `config_readers` (config files a framework reads through a loader helper) and `config_builders`
+(helpers whose returned dict reaches a reader) share.
+
+Readers: `deepspeed.initialize(config=...)`, PyTorch Lightning's `DeepSpeedStrategy(config=...)` (which fills
+`train_micro_batch_size_per_gpu` from the data loader when the config lacks it, then calls
+`deepspeed.initialize`), and the Hugging Face `*TrainingArguments(deepspeed=...)` and
+`DeepSpeedPlugin(hf_ds_config=...)` (which fill "auto" first). A helper is found by its name: a module-level
+function defined in the calling module, or imported (`from m import name`, through `from m import *` re-exports).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from dslint.project.engine_flow import ModuleFinder
+
+# The callee's last name -> (the keyword naming the config, who reads it: "initialize", "lightning", "trainer")
+READERS = {
+    "initialize": ("config", "initialize"),  # only as `deepspeed.initialize`
+    "DeepSpeedStrategy": ("config", "lightning"),
+    "DeepSpeedPlugin": ("hf_ds_config", "trainer"),
+}
+_MAX_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class ReaderCall:
+    name: str  # "DeepSpeedStrategy", "TrainingArguments", "initialize", ...
+    keyword: str  # the keyword that takes the config
+    reader: str  # "initialize", "lightning" or "trainer"
+
+
+def reader_call(call: ast.Call, *, initialize: bool = True) -> ReaderCall | None:
+    """The config reader `call` calls, if any; `initialize`: count `deepspeed.initialize` too."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        name = func.attr
+        if name == "initialize" and not (isinstance(func.value, ast.Name) and func.value.id == "deepspeed"):
+            return None
+    elif isinstance(func, ast.Name) and func.id != "initialize":
+        name = func.id
+    else:
+        return None
+    if name.endswith("TrainingArguments"):
+        return ReaderCall(name, "deepspeed", "trainer")
+    if name == "initialize" and not initialize:
+        return None
+    found = READERS.get(name)
+    return ReaderCall(name, *found) if found is not None else None
+
+
+def scopes(tree: ast.Module) -> Iterator[ast.AST]:
+    """The module and every function in it."""
+    yield tree
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+
+
+def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function (or module) body, not those of functions, lambdas or classes nested in it."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+@dataclass
+class ParsedModules:
+    """The project's modules, parsed with `ast` once each, on demand."""
+
+    sources: dict[str, bytes]
+    finder: ModuleFinder | None = None
+    parsed: dict[str, ast.Module | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.finder is None:
+            self.finder = ModuleFinder(self.sources)
+
+    def tree(self, path: str) -> ast.Module | None:
+        if path not in self.parsed:
+            data = self.sources.get(path)
+            try:
+                self.parsed[path] = ast.parse(data) if data is not None else None
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self.parsed[path] = None
+        return self.parsed[path]
+
+    def function(
+        self, path: str, name: str, depth: int = 0
+    ) -> tuple[str, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+        """The module-level `def name` that `name` means in module `path`, with the module defining it."""
+        tree = self.tree(path)
+        if tree is None or depth > _MAX_DEPTH or self.finder is None:
+            return None
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+                return path, node
+        for node in tree.body:
+            if not isinstance(node, ast.ImportFrom) or node.module is None or node.level:
+                continue
+            for alias in node.names:
+                if alias.name != "*" and (alias.asname or alias.name) != name:
+                    continue
+                module = self.finder.find(node.module, path)
+                if module is None or module == path:
+                    continue
+                found = self.function(module, name if alias.name == "*" else alias.name, depth + 1)
+                if found is not None:
+                    return found
+        return None

@@ -1,0 +1,47 @@
+"""project/config_readers.py: who reads a config through a loader helper, and keys a script replaces in code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dslint.project.config_readers import framework_configs, replaced_keys
+
+LOADS_AND_EDITS = b"""
+import json, deepspeed
+def main(args, model):
+    with open(args.ds_config) as handle:
+        cfg = json.load(handle)
+    cfg["train_batch_size"] = 8
+    engine, *_ = deepspeed.initialize(model=model, config=cfg)
+    cfg["gradient_accumulation_steps"] = 2
+"""
+
+
+def test_keys_replaced_before_initialize_only() -> None:
+    assert replaced_keys(LOADS_AND_EDITS, "ds_config") == frozenset({"train_batch_size"})
+
+
+def test_no_replacement_when_the_script_passes_the_path_or_another_option() -> None:
+    assert replaced_keys(LOADS_AND_EDITS, "deepspeed") is None
+    passes_path = b"import deepspeed\ndef main(args, model):\n    deepspeed.initialize(model=model, args=args)\n"
+    assert replaced_keys(passes_path, "deepspeed_config") is None
+
+
+def test_a_strategy_config_from_an_imported_loader(tmp_path: Path) -> None:
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "ds.json").write_text("{}", encoding="utf-8")
+    loader = tmp_path / "cfg" / "loader.py"
+    loader.write_text(
+        "import json, os\ndef load():\n"
+        "    return json.load(open(os.path.join(os.path.dirname(__file__), 'ds.json')))\n",
+        encoding="utf-8",
+    )
+    fit = tmp_path / "fit.py"
+    fit.write_text(
+        "from cfg.loader import load\nfrom lightning.pytorch.strategies import DeepSpeedStrategy\n"
+        "def run():\n    settings = load()\n    return DeepSpeedStrategy(config=settings)\n",
+        encoding="utf-8",
+    )
+    sources = {str(p): p.read_bytes() for p in (loader, fit)}
+    found = framework_configs(sources)
+    assert [(Path(c).name, reader) for c, reader, _ in found] == [("ds.json", "lightning")]
