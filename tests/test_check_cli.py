@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -38,7 +39,7 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
         capture_output=True,
         text=True,
         check=False,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "DSLINT_CACHE_DIR": os.environ["DSLINT_CACHE_DIR"]},
     )
 
 

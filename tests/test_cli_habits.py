@@ -38,7 +38,12 @@ def run(
         capture_output=True,
         text=True,
         check=False,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **(env or {})},
+        env={
+            "PYTHONPATH": str(ROOT),
+            "PATH": "/usr/bin:/bin",
+            "DSLINT_CACHE_DIR": os.environ["DSLINT_CACHE_DIR"],
+            **(env or {}),
+        },
     )
 
 
@@ -102,7 +107,13 @@ def _in_a_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> str:
         cwd=cwd,
         stdout=follower,
         stderr=follower,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "TERM": "xterm", **env},
+        env={
+            "PYTHONPATH": str(ROOT),
+            "PATH": "/usr/bin:/bin",
+            "DSLINT_CACHE_DIR": os.environ["DSLINT_CACHE_DIR"],
+            "TERM": "xterm",
+            **env,
+        },
     )
     os.close(follower)
     chunks = []
