@@ -30,7 +30,7 @@ from dslint.config.versions import Version
 from dslint.framework.registry import all_rules
 from dslint.gitignore import _translate
 from dslint.limits import MB, Limits, TooLarge, parse_size, read_capped
-from dslint.project.deepspeed_version import DeepSpeedVersion, VersionError, parse_setting, project_root, resolve
+from dslint.project.deepspeed_version import DeepSpeedVersion, PinFinder, VersionError, parse_setting, resolve
 from dslint.selection import RuleSelection, normalize_prefix
 
 if sys.version_info >= (3, 11):
@@ -147,6 +147,7 @@ class Settings:
     project: ProjectConfig = field(default_factory=ProjectConfig)
     overrides: Overrides = field(default_factory=Overrides)
     pins_root: Path | None = None  # where the project's DeepSpeed pins are read (default: root)
+    pin_finder: PinFinder | None = field(default=None, compare=False, repr=False)  # the resolver's, shared
 
     @property
     def config_file(self) -> Path | None:
@@ -174,7 +175,7 @@ class Settings:
     @functools.cached_property
     def deepspeed(self) -> DeepSpeedVersion:
         """The DeepSpeed the project runs: `deepspeed-version`, else its own pin, else the newest known."""
-        return resolve(self.pins_root or self.root, self.project.deepspeed_version, self.project.path)
+        return resolve(self.pins_root or self.root, self.project.deepspeed_version, self.project.path, self.pin_finder)
 
     def relative(self, path: Path) -> str | None:
         return _relative(path, self.root)
@@ -423,6 +424,7 @@ class SettingsResolver:
             fixed = read_pyproject(self.overrides.config_file)
             self._fixed = fixed if fixed is not None else ProjectConfig(path=self.overrides.config_file)
         self._by_directory: dict[Path, Settings] = {}
+        self._pins = PinFinder()
 
     def for_path(self, path: Path) -> Settings:
         directory = path if path.is_dir() else path.parent
@@ -438,9 +440,10 @@ class SettingsResolver:
             project = find_pyproject(directory)
         project = project or ProjectConfig()
         root = project.path.parent if project.path is not None else self.cwd
-        # without a [tool.dslint] file, pins are read in the nearest directory that looks like a project root
-        pins_root = None if project.path is not None or self.overrides.isolated else project_root(directory)
-        settings = Settings(root=root, project=project, overrides=self.overrides, pins_root=pins_root)
+        # without a [tool.dslint] file, pins are read in the nearest directory that looks like a project root and
+        # pins deepspeed (with --isolated too: the pins are the project's own facts, not dslint's configuration)
+        pins = None if project.path is not None else self._pins.pins_root(directory)
+        settings = Settings(root=root, project=project, overrides=self.overrides, pins_root=pins, pin_finder=self._pins)
         self._by_directory[directory] = settings
         return settings
 
