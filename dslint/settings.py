@@ -30,13 +30,7 @@ from dslint.config.versions import Version
 from dslint.framework.catalog import CODES
 from dslint.gitignore import _translate
 from dslint.limits import MB, Limits, TooLarge, parse_size, read_capped
-from dslint.project.deepspeed_version import (
-    DeepSpeedVersion,
-    VersionError,
-    holds_project_files,
-    parse_setting,
-    resolve,
-)
+from dslint.project.deepspeed_version import DeepSpeedVersion, PinFinder, VersionError, parse_setting, resolve
 from dslint.selection import RuleSelection, normalize_prefix
 
 if sys.version_info >= (3, 11):
@@ -153,6 +147,7 @@ class Settings:
     project: ProjectConfig = field(default_factory=ProjectConfig)
     overrides: Overrides = field(default_factory=Overrides)
     pins_root: Path | None = None  # where the project's DeepSpeed pins are read (default: root)
+    pin_finder: PinFinder | None = field(default=None, compare=False, repr=False)  # the resolver's, shared
 
     @property
     def config_file(self) -> Path | None:
@@ -180,7 +175,7 @@ class Settings:
     @functools.cached_property
     def deepspeed(self) -> DeepSpeedVersion:
         """The DeepSpeed the project runs: `deepspeed-version`, else its own pin, else the newest known."""
-        return resolve(self.pins_root or self.root, self.project.deepspeed_version, self.project.path)
+        return resolve(self.pins_root or self.root, self.project.deepspeed_version, self.project.path, self.pin_finder)
 
     @functools.cached_property
     def _resolved_root(self) -> Path | None:
@@ -471,8 +466,8 @@ class SettingsResolver:
         # Memos for the walk: the pyproject that governs each directory, each directory's project root, and one
         # Settings per (pyproject, root, pins root), shared by every directory under it.
         self._pyprojects: dict[Path, ProjectConfig | None] = {}
-        self._roots: dict[Path, Path | None] = {}
         self._shared: dict[tuple[int, Path, Path | None], Settings] = {}
+        self._pins = PinFinder()
 
     def for_path(self, path: Path) -> Settings:
         directory = path if path.is_dir() else path.parent
@@ -481,19 +476,22 @@ class SettingsResolver:
         if cached is not None:
             return cached
         if self.overrides.isolated:
-            project: ProjectConfig | None = ProjectConfig()
+            project: ProjectConfig | None = self._default
         elif self._fixed is not None:
             project = self._fixed
         else:
             project = self._find_pyproject(directory)
         project = project or self._default
         root = project.path.parent if project.path is not None else self.cwd
-        # without a [tool.dslint] file, pins are read in the nearest directory that looks like a project root
-        pins_root = None if project.path is not None or self.overrides.isolated else self._project_root(directory)
-        key = (id(project), root, pins_root)
+        # without a [tool.dslint] file, pins are read in the nearest directory that looks like a project root and
+        # pins deepspeed (with --isolated too: the pins are the project's own facts, not dslint's configuration)
+        pins = None if project.path is not None else self._pins.pins_root(directory)
+        key = (id(project), root, pins)
         settings = self._shared.get(key)
         if settings is None:
-            settings = Settings(root=root, project=project, overrides=self.overrides, pins_root=pins_root)
+            settings = Settings(
+                root=root, project=project, overrides=self.overrides, pins_root=pins, pin_finder=self._pins
+            )
             self._shared[key] = settings
         self._by_directory[directory] = settings
         return settings
@@ -521,22 +519,6 @@ class SettingsResolver:
                     break
         for candidate in passed:
             self._pyprojects[candidate] = found
-        return found
-
-    def _project_root(self, directory: Path) -> Path | None:
-        """`project_root`, remembering the answer for every directory on the way up."""
-        passed: list[Path] = []
-        found: Path | None = None
-        for candidate in (directory, *directory.parents):
-            if candidate in self._roots:
-                found = self._roots[candidate]
-                break
-            passed.append(candidate)
-            if holds_project_files(candidate):
-                found = candidate
-                break
-        for candidate in passed:
-            self._roots[candidate] = found
         return found
 
     def excluded(self, path: Path) -> bool:

@@ -269,3 +269,39 @@ def test_explain_says_from_which_version_a_rule_applies() -> None:
     assert data["deepspeed_versions"].startswith("0.15.0 and later")
     rule = rule_by_code("DSL416")
     assert rule is not None and rule.deepspeed_versions
+
+
+@pytest.mark.parametrize("isolated", [False, True])
+def test_each_project_of_a_repository_is_judged_by_its_own_pin(tmp_path: Path, isolated: bool) -> None:
+    """Two projects side by side with their own requirements.txt and no pin at the top: `amp` is read by the
+    0.14 project and refused by the 0.19.8 one, whether the run reads dslint's own settings or not."""
+    _project(
+        tmp_path,
+        {
+            "old/requirements.txt": "deepspeed==0.14.5\n",
+            "old/training/ds_config.json": AMP_CONFIG,
+            "new/requirements.txt": f"deepspeed=={newest_known()}\n",
+            "new/training/ds_config.json": AMP_CONFIG,
+        },
+    )
+    _, output = _check(tmp_path, *(["--isolated"] if isolated else []))
+    flagged = {line.split(":")[0] for line in output.splitlines() if "DSL402" in line}
+    assert flagged == {str(tmp_path / "new" / "training" / "ds_config.json")}, output
+
+
+def test_an_example_requirements_file_without_a_pin_leaves_the_pin_to_the_package_above(tmp_path: Path) -> None:
+    """An example's own requirements.txt lists extras but not deepspeed: the package's pin above it decides
+    (`deepspeed==0.14.5` reads `amp`), not the default; a `.git` marks where the search stops."""
+    _project(
+        tmp_path,
+        {
+            "requirements.txt": "deepspeed==0.14.5\n",
+            "examples/summarize/requirements.txt": "evaluate>=0.4\n",
+            "examples/summarize/configs/ds_config.json": AMP_CONFIG,
+        },
+    )
+    code, output = _check(tmp_path, "--isolated")
+    assert code == 0 and "DSL402" not in output, output
+    (tmp_path / "examples" / "summarize" / ".git").mkdir()  # a repository of its own: the search stops there
+    code, output = _check(tmp_path, "--isolated")
+    assert "DSL402" in output, output

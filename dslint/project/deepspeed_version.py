@@ -243,16 +243,54 @@ PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml",
 def project_root(directory: Path) -> Path | None:
     """The nearest directory at or above `directory` that holds a project file (or requirements, a Dockerfile)."""
     for candidate in (directory, *directory.parents):
-        if holds_project_files(candidate):
+        if _is_project_root(candidate):
             return candidate
     return None
 
 
-def holds_project_files(candidate: Path) -> bool:
-    """Whether `candidate` holds a project file, requirements or a Dockerfile (a project root, for pins)."""
-    if any((candidate / name).exists() for name in PROJECT_MARKERS) or _requirement_files(candidate):
+def _is_project_root(directory: Path) -> bool:
+    if any((directory / name).exists() for name in PROJECT_MARKERS) or _requirement_files(directory):
         return True
-    return any(candidate.glob("Dockerfile*"))
+    return any(directory.glob("Dockerfile*"))
+
+
+class PinFinder:
+    """Where a directory's pins are read and what they say, each answer kept: one finder per settings resolver
+    (a run, or the language server between saves), since many directories share a root."""
+
+    def __init__(self) -> None:
+        self._roots: dict[Path, Path | None] = {}
+        self._pins: dict[Path, Pin | None] = {}
+
+    def project_root(self, directory: Path) -> Path | None:
+        """`project_root`, with the answer for each directory on the way up kept."""
+        if directory not in self._roots:
+            if _is_project_root(directory):
+                self._roots[directory] = directory
+            else:
+                parent = directory.parent
+                self._roots[directory] = self.project_root(parent) if parent != directory else None
+        return self._roots[directory]
+
+    def find_pin(self, root: Path) -> Pin | None:
+        if root not in self._pins:
+            self._pins[root] = find_pin(root)
+        return self._pins[root]
+
+    def pins_root(self, directory: Path) -> Path | None:
+        """Where the pins of files in `directory` are read: the nearest directory at or above it that looks
+        like a project root and pins deepspeed, not going above a repository's top (a directory holding
+        `.git`); an example's own requirements.txt that does not pin deepspeed leaves the question to the
+        package above it. Without any pin, the nearest project root (its files then say the default)."""
+        nearest = self.project_root(directory)
+        candidate = nearest
+        while candidate is not None:
+            if self.find_pin(candidate) is not None:
+                return candidate
+            if (candidate / ".git").exists() or candidate.parent == candidate:
+                break
+            candidate = self.project_root(candidate.parent)
+        return nearest
 
 
 def find_pin(root: Path) -> Pin | None:
@@ -298,7 +336,9 @@ def setting_line(path: Path) -> int | None:
     return None
 
 
-def resolve(root: Path, setting: Version | None = None, config_file: Path | None = None) -> DeepSpeedVersion:
+def resolve(
+    root: Path, setting: Version | None = None, config_file: Path | None = None, finder: PinFinder | None = None
+) -> DeepSpeedVersion:
     """The DeepSpeed a project under `root` runs: the setting, else its pin, else the newest known release."""
     if setting is not None:
         where = "[tool.dslint] deepspeed-version"
@@ -308,7 +348,7 @@ def resolve(root: Path, setting: Version | None = None, config_file: Path | None
                 f"{_shown(config_file, root)}:{line} ({where})" if line else f"{_shown(config_file, root)} ({where})"
             )
         return DeepSpeedVersion(setting, where)
-    pin = find_pin(root)
+    pin = finder.find_pin(root) if finder is not None else find_pin(root)
     if pin is not None:
         return DeepSpeedVersion(pin.version, f"{_shown(pin.path, root)}:{pin.line}", pin.written, pin.newest)
     return default_version()
