@@ -322,15 +322,10 @@ class ForwardThroughRawModel(ScriptRule):
         container's `append`): the output cannot reach a backward. A read earlier in the same loop counts as
         this binding's (the next iteration's) unless the loop body rebinds the name, unconditionally, first."""
         facts = self.facts
-        small = facts.small_statement_of_call.get(node)
-        if not (
-            isinstance(small, cst.Assign)
-            and small.value is node
-            and len(small.targets) == 1
-            and isinstance(small.targets[0].target, cst.Name)
-        ):
+        bound = facts.bound_to_name(node)
+        if bound is None:
             return False
-        name = small.targets[0].target.value
+        _, name = bound
         scope = facts.scope_at(node)
         here = facts.start(node)
         loop = self.loops[-1] if self.loops else None

@@ -455,6 +455,18 @@ class ScriptFacts:
             return line
         return None
 
+    def bound_to_name(self, call: cst.Call) -> tuple[cst.Assign, str] | None:
+        """`name = call(...)`: the statement and the one plain name the call's result is bound to; else None."""
+        small = self.small_statement_of_call.get(call)
+        if (
+            isinstance(small, cst.Assign)
+            and small.value is call
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+        ):
+            return small, small.targets[0].target.value
+        return None
+
     def is_only_statement_of_block(self, line: cst.CSTNode) -> bool:
         return self.block_size_of_line.get(line, 0) == 1
 

@@ -31,15 +31,10 @@ def only_restores_rng_state(facts: ScriptFacts, call: cst.Call) -> bool:
     (`torch.cuda.set_rng_state(states["cuda"])`, `random.setstate(states["python"])`): random-generator states
     are saved as CPU tensors (`torch.cuda.get_rng_state()` returns a CPU ByteTensor), so the load places nothing
     on a GPU whatever its map_location."""
-    small = facts.small_statement_of_call.get(call)
-    if not (
-        isinstance(small, cst.Assign)
-        and small.value is call
-        and len(small.targets) == 1
-        and isinstance(small.targets[0].target, cst.Name)
-    ):
+    bound = facts.bound_to_name(call)
+    if bound is None:
         return False
-    name = small.targets[0].target.value
+    small, name = bound
     scope_node = facts.scope_at(call).node
     reads = value_flow(facts, scope_node).reads_reached_by(small, name)
     if not reads:
