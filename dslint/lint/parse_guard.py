@@ -21,6 +21,7 @@ import io
 import threading
 import tokenize
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
@@ -46,6 +47,14 @@ def refusal(path: str, data: bytes, max_nesting: int) -> Refusal | None:
 
 def checked(path: str, data: bytes, max_nesting: int) -> tuple[Refusal | None, ast.Module | None]:
     """(`refusal`, CPython's AST of `data` when it compiled and is not too deep)."""
+    refused, tree = compiled(path, data)
+    if refused is None and tree is not None:
+        refused = too_deep(tree, data, max_nesting)
+    return refused, tree if refused is None else None
+
+
+def compiled(path: str, data: bytes) -> tuple[Refusal | None, ast.Module | None]:
+    """(why CPython refuses `data`, or None; its AST when it compiles). Deep nesting is `too_deep`'s question."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarning/DeprecationWarning (invalid escapes) are not errors
@@ -58,11 +67,16 @@ def checked(path: str, data: bytes, max_nesting: int) -> tuple[Refusal | None, a
         return Refusal("CPython cannot compile it: nested too deeply (maximum recursion depth exceeded)"), None
     except MemoryError:
         return Refusal("CPython cannot compile it: out of memory (nested too deeply?)"), None
+    return None, tree if isinstance(tree, ast.Module) else None
+
+
+def too_deep(tree: ast.AST, data: bytes, max_nesting: int) -> Refusal | None:
+    """Why libcst must not parse a file CPython compiled: its tree is deeper than `max_nesting`; else None."""
     depth, line = tree_depth(tree, data)
     if depth > max_nesting:
         message = f"too deeply nested for dslint's parser (depth {depth} at line {line}; max-nesting is {max_nesting})"
-        return Refusal(message, line, 1, too_deep=True), None
-    return None, tree if isinstance(tree, ast.Module) else None
+        return Refusal(message, line, 1, too_deep=True)
+    return None
 
 
 INITIALIZE = "deepspeed.initialize"
@@ -90,7 +104,7 @@ def code_facts(tree: ast.Module) -> CodeFacts:
     functions: list[ast.expr] = []
     words: list[str] = []
     lone_strings: set[int] = set()
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Name):
             words.append(node.id)
         elif isinstance(node, ast.Attribute):
@@ -127,6 +141,24 @@ def code_facts(tree: ast.Module) -> CodeFacts:
     return CodeFacts(_calls(functions, bound, INITIALIZE), text, _calls(functions, bound, INIT_INFERENCE))
 
 
+def _nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node of `tree`, each before its children (as `ast.walk`, which is slower: a generator per node)."""
+    AST = ast.AST
+    stack: list[ast.AST] = [tree]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node = pop()
+        yield node
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, AST):
+                push(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, AST):
+                        push(item)
+
+
 def _calls(functions: list[ast.expr], bound: dict[str, set[str]], wanted: str) -> bool:
     for function in functions:
         parts: list[str] = []
@@ -150,31 +182,39 @@ _LONG_STRING = 200  # characters: a shorter string constant cannot hold many imp
 def tree_depth(tree: ast.AST, data: bytes = b"") -> tuple[int, int]:
     """(depth, line of the deepest node): the depth libcst's tree will have, about. An `and`/`or` chain counts
     one level per operator and implicitly concatenated strings one per piece (CPython's tree holds one node for
-    either; libcst nests them two by two). Iterative: the tree may be deeper than Python's recursion limit."""
+    either; libcst nests them two by two). Iterative: the tree may be deeper than Python's recursion limit.
+    The children are read from each node's fields directly (`ast.iter_child_nodes` is a generator per node:
+    this walk runs on every file libcst will parse)."""
     deepest, deepest_line = 0, 1
     lines: list[bytes] | None = None
     stack: list[tuple[ast.AST, int]] = [(tree, 1)]
+    push = stack.append
+    AST, Call, Subscript, BoolOp = ast.AST, ast.Call, ast.Subscript, ast.BoolOp
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, ast.BoolOp):
+        if isinstance(node, BoolOp):
             depth += len(node.values) - 2
         elif isinstance(node, (ast.Constant, ast.JoinedStr)) and _may_be_concatenated(node):
             lines = lines if lines is not None else data.splitlines(keepends=True)
             depth += _string_pieces(lines, node) - 1
         if depth > deepest:
             deepest, deepest_line = depth, getattr(node, "lineno", deepest_line)
-        stack.extend((child, depth + _step(node, child)) for child in ast.iter_child_nodes(node))
+        # one level more for a child, two below a container, a call's arguments and a subscript's slice
+        below = depth + (2 if isinstance(node, _CONTAINERS) else 1)
+        func = node.func if isinstance(node, Call) else None
+        index = node.slice if isinstance(node, Subscript) else None
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, AST):
+                if (func is not None and value is not func) or (index is not None and value is index):
+                    push((value, depth + 2))
+                else:
+                    push((value, below))
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, AST):
+                        push((item, depth + 2 if func is not None else below))
     return deepest, deepest_line
-
-
-def _step(node: ast.AST, child: ast.AST) -> int:
-    if isinstance(node, _CONTAINERS):
-        return 2
-    if isinstance(node, ast.Call) and child is not node.func:
-        return 2
-    if isinstance(node, ast.Subscript) and child is node.slice:
-        return 2
-    return 1
 
 
 def _may_be_concatenated(node: ast.Constant | ast.JoinedStr) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -27,14 +28,25 @@ class FileResult:
 
 
 def script_rules(selection: RuleSelection) -> list[type[ScriptRule]]:
-    from dslint.framework.registry import all_rules
-    from dslint.framework.rule import ScriptRule
-
-    return [r for r in all_rules() if issubclass(r, ScriptRule) and selection.enabled(r.code)]
+    return list(_script_rules(selection))
 
 
 def config_rules(selection: RuleSelection) -> list[type[ConfigRule]]:
+    return list(_config_rules(selection))
+
+
+# A run asks for the same few selections once per file: each answer is kept (a selection is a frozen value).
+@functools.lru_cache(maxsize=64)
+def _script_rules(selection: RuleSelection) -> tuple[type[ScriptRule], ...]:
+    from dslint.framework.registry import all_rules
+    from dslint.framework.rule import ScriptRule
+
+    return tuple(r for r in all_rules() if issubclass(r, ScriptRule) and selection.enabled(r.code))
+
+
+@functools.lru_cache(maxsize=64)
+def _config_rules(selection: RuleSelection) -> tuple[type[ConfigRule], ...]:
     from dslint.framework.config_rule import ConfigRule
     from dslint.framework.registry import all_rules
 
-    return [r for r in all_rules() if issubclass(r, ConfigRule) and selection.enabled(r.code)]
+    return tuple(r for r in all_rules() if issubclass(r, ConfigRule) and selection.enabled(r.code))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Sequence
 
 import libcst as cst
@@ -15,7 +14,7 @@ from dslint.framework.registry import implementation
 from dslint.framework.rule import ScriptRule
 from dslint.limits import Limits
 from dslint.lint.config import check_script_configs
-from dslint.lint.parse_guard import checked, code_facts, parse_module
+from dslint.lint.parse_guard import CodeFacts, code_facts, compiled, parse_module, too_deep
 from dslint.lint.prefilter import (
     ENGINE_TOKENS,
     TRAINER_CONFIG_TOKENS,
@@ -86,7 +85,17 @@ def lint_source_unsuppressed(
     if use_prefilter and not rules and not configs and not report_syntax and not report_deep:
         result.skipped = True
         return result
-    refused, tree = checked(path, data, (limits or Limits()).max_nesting)
+    refused, tree = compiled(path, data)
+    if refused is None and use_prefilter and tree is not None:
+        code = code_facts(tree)
+        rules, configs = _in_code(code, rules, configs, project)
+        if not rules and not configs and not (report_deep and any(_in_code(code, *_every_rule(), project))):
+            # the text had the tokens, but only in comments, docstrings or messages: no rule can run, so nothing
+            # is parsed and the tree's depth (a walk of its own) does not matter
+            result.skipped = True
+            return result
+    if refused is None and tree is not None:
+        refused = too_deep(tree, data, (limits or Limits()).max_nesting)
     if refused is not None:
         # DSL001/DSL002 cover the files dslint would analyse; others are not dslint's to judge.
         if refused.too_deep and report_deep:
@@ -95,11 +104,6 @@ def lint_source_unsuppressed(
             error = SyntaxError(refused.message, (path, refused.line, refused.column, None))
             result.diagnostics.append(_syntax_error_rule().from_error(path, data, error))
         return result
-    if use_prefilter and tree is not None:
-        rules, configs = _in_code(tree, rules, configs, project)
-        if not rules and not configs:
-            result.skipped = True  # the text had the tokens, but only in comments, docstrings or messages
-            return result
     try:
         module = parse_module(data)
     except (cst.ParserSyntaxError, ValueError, UnicodeDecodeError, SyntaxError) as error:
@@ -181,7 +185,7 @@ def _rules_by_tokens(
 
 
 def _in_code(
-    tree: ast.Module,
+    code: CodeFacts,
     rules: list[type[ScriptRule]],
     configs: list[type[ConfigRule]],
     project: ProjectFacts | None,
@@ -190,7 +194,6 @@ def _in_code(
     must be among the code's words (not only in comments or docstrings); without an engine (own or from the
     project index) engine rules would stay inactive (`lint_module`), and the configs come only from
     TrainingArguments or a launcher."""
-    code = code_facts(tree)
     receives = project is not None and project.receives_engine
     inference = code.calls_inference
     rules = [
