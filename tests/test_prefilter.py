@@ -52,6 +52,15 @@ STATEMENTS = [
     "pipe = pipe.to('cuda')",
     "pipe = deepspeed.init_inference(pipe, mp_size=world_size)",
     "noise = torch.Generator('cuda')",
+    "from transformers import AutoModelForCausalLM, TrainingArguments",
+    "from transformers import TrainingArguments as TA",
+    "from transformers.integrations import HfDeepSpeedConfig",
+    "model = AutoModelForCausalLM.from_pretrained(name, device_map='auto')",
+    "dschf = HfDeepSpeedConfig({'zero_optimization': {'stage': 3}})",
+    "HfDeepSpeedConfig(ds_config)",
+    "args = TA(output_dir='out', deepspeed={'zero_optimization': {'stage': 3}})",
+    "ds_config = {'zero_optimization': {'stage': 3}}",
+    '"""Load with from_pretrained and a device_map only after HfDeepSpeedConfig or TrainingArguments."""',
 ]
 
 
@@ -95,3 +104,28 @@ def test_generated_scripts(lines: list[str]) -> None:
     if any(d.code != "DSL010" for d in unfiltered):
         assert b"deepspeed" in data
         assert lint_source("train.py", data).diagnostics == unfiltered
+
+
+def test_a_zero_source_named_only_in_a_docstring_settles_the_from_pretrained_rules() -> None:
+    """DSL207/DSL208 read the stage only from what the file hands DeepSpeed (initialize, HfDeepSpeedConfig,
+    TrainingArguments): a library file naming them in prose is settled without parsing, with the same findings;
+    the same file calling HfDeepSpeedConfig is parsed and flagged."""
+    prose = (
+        '"""Under ZeRO-3, create HfDeepSpeedConfig or TrainingArguments(deepspeed=...) first."""\n'
+        "import deepspeed\n"
+        "from transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained(name, device_map='auto')\n"
+    )
+    result = lint_source("load.py", prose.encode())
+    assert (
+        result.skipped and result.diagnostics == lint_source("load.py", prose.encode(), use_prefilter=False).diagnostics
+    )
+    called = (
+        "from transformers import AutoModelForCausalLM\n"
+        "from transformers.integrations import HfDeepSpeedConfig\n"
+        "import deepspeed\n"
+        "dschf = HfDeepSpeedConfig({'zero_optimization': {'stage': 3}})\n"
+        "model = AutoModelForCausalLM.from_pretrained(name, device_map='auto')\n"
+    )
+    found = lint_source("load.py", called.encode())
+    assert not found.skipped and [d.code for d in found.diagnostics] == ["DSL207"], found.diagnostics

@@ -170,6 +170,10 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     inference_engine: ClassVar[bool] = False
     # Byte strings a file must contain for this rule to possibly fire (see dslint.lint.prefilter).
     required_tokens: ClassVar[tuple[bytes, ...]] = (b"deepspeed", b"initialize")
+    # Fires only where the file hands DeepSpeed a ZeRO config itself (`project.engine_config.ZeroSources`): a
+    # call of `deepspeed.initialize`, an `HfDeepSpeedConfig` or a `*TrainingArguments` in its code; the
+    # prefilter settles other files without parsing them (`lint.script._in_code`).
+    needs_zero_source: ClassVar[bool] = False
 
     def __init__(self, context: ScriptContext) -> None:
         super().__init__()

@@ -184,6 +184,11 @@ def _rules_by_tokens(
     return rules, configs
 
 
+# Names whose call hands DeepSpeed a config without `deepspeed.initialize` (ZeroSources): an alias keeps the name
+# among the code's words through its import.
+ZERO_SOURCE_NAMES = (b"HfDeepSpeedConfig", b"TrainingArguments")
+
+
 def _in_code(
     code: CodeFacts,
     rules: list[type[ScriptRule]],
@@ -196,12 +201,16 @@ def _in_code(
     TrainingArguments or a launcher."""
     receives = project is not None and project.receives_engine
     inference = code.calls_inference
+    zero_source = code.calls_initialize or any(has_tokens(code.words, (name,)) for name in ZERO_SOURCE_NAMES)
     rules = [
         rule
         for rule in rules
-        if (receives and rule.required_tokens == ENGINE_TOKENS)
-        or (inference and rule.inference_engine)
-        or has_tokens(code.words, rule.required_tokens)
+        if (
+            (receives and rule.required_tokens == ENGINE_TOKENS)
+            or (inference and rule.inference_engine)
+            or has_tokens(code.words, rule.required_tokens)
+        )
+        and (zero_source or not rule.needs_zero_source)
     ]
     if receives or code.calls_initialize:
         return rules, configs

@@ -25,6 +25,7 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
     )
     severity = Severity.ERROR
     needs_engine = False
+    needs_zero_source = True  # its ZeroSources are all it reads the stage from
     # Prefilter tokens (dslint.lint.prefilter): HF scripts configure DeepSpeed without calling initialize.
     required_tokens = (b"deepspeed", b"from_pretrained", b"device_map")
     docs = RuleDocs(

@@ -24,6 +24,7 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     )
     severity = Severity.WARNING
     needs_engine = False
+    needs_zero_source = True  # its ZeroSources are all it reads the stage from
     # Prefilter tokens (dslint.lint.prefilter): HF scripts configure DeepSpeed without calling initialize.
     required_tokens = (b"deepspeed", b"from_pretrained")
     docs = RuleDocs(
