@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from dslint.commands.options import force_exclude_option, make_resolver, settings_options
+from dslint.commands.options import cache_dir_option, force_exclude_option, make_resolver, settings_options
 from dslint.commands.progress import Progress
 from dslint.commands.stdin import STDIN, lint_stdin
 from dslint.commands.summary import Tally
@@ -69,13 +69,7 @@ SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
     envvar="DSLINT_NO_CACHE",
     help="Neither read nor write the result cache. Env: DSLINT_NO_CACHE.",
 )
-@click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    envvar="DSLINT_CACHE_DIR",
-    default=None,
-    help="Where the result cache lives (default: .dslint_cache in the project root). Env: DSLINT_CACHE_DIR.",
-)
+@cache_dir_option("Where the result cache lives")
 @click.option("--fix", "apply_fixes", is_flag=True, help="Apply fixes, as `dslint fix` does (its alias).")
 @click.option("--statistics", is_flag=True, help="Print the number of findings of each rule instead of the findings.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be checked, and check nothing.")
@@ -275,13 +269,7 @@ def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool) -> None
 
 
 @click.command()
-@click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    envvar="DSLINT_CACHE_DIR",
-    default=None,
-    help="The cache to remove (default: .dslint_cache in the project root). Env: DSLINT_CACHE_DIR.",
-)
+@cache_dir_option("The cache to remove")
 def clean(cache_dir: Path | None) -> None:
     """Remove the result cache."""
     directory = cache_dir or default_directory()

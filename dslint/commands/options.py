@@ -89,3 +89,15 @@ def force_exclude_option(function: F) -> F:
         is_flag=True,
         help="Apply `exclude` to files named on the command line too (pre-commit names every file).",
     )(function)
+
+
+def cache_dir_option(purpose: str) -> Callable[[F], F]:
+    """`--cache-dir` (env `DSLINT_CACHE_DIR`) for the commands that use or remove the result cache; `purpose`
+    begins the help text ("Where the result cache lives", "The cache to remove")."""
+    return click.option(
+        "--cache-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar="DSLINT_CACHE_DIR",
+        default=None,
+        help=f"{purpose} (default: .dslint_cache in the project root). Env: DSLINT_CACHE_DIR.",
+    )
