@@ -1,10 +1,12 @@
-"""Shared test set-up: no test writes dslint's result cache into the repository or fixtures/."""
+"""Shared test set-up: no test writes dslint's result cache into the repository or fixtures/; Hypothesis runs
+derandomized unless a fuzz run asks for fresh randomness (`property_profiles`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
+import property_profiles  # noqa: F401  (registers and loads the Hypothesis profile first)
 import pytest
 
 

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_profiles import examples
 
 from dslint.fix.loop import fix_source
 from dslint.lint.file import lint_text
 
 CHECKPOINT_CODES = frozenset({"DSL201", "DSL202", "DSL203", "DSL205", "DSL206"})
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(30), suppress_health_check=[HealthCheck.too_slow])
 
 
 @dataclass(frozen=True)

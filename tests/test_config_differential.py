@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_profiles import DERANDOMIZE, examples
 
 from dslint.config.deepspeed_releases import DONE_MARKER, install, python_path, target_dir
 from dslint.config.facts import Origin, is_comment_key
@@ -51,8 +52,9 @@ from dslint.config.generate_schema import RecordingDict  # noqa: E402
 ds_logger.setLevel(logging.CRITICAL)
 SCHEMA = load_schema()
 RULES = [r for r in all_rules() if issubclass(r, ConfigRule)]
-# 2,000 in CI (about 20 s of CPU); DSLINT_DIFFERENTIAL_EXAMPLES / DSLINT_DIFFERENTIAL_RANDOM=1 explore further.
-EXAMPLES = int(os.environ.get("DSLINT_DIFFERENTIAL_EXAMPLES", "2000"))
+# 2,000 in CI (about 20 s of CPU); a fuzz run (tests/property_profiles.py) draws fresh ones, ten times as many, and
+# DSLINT_DIFFERENTIAL_EXAMPLES sets the count.
+EXAMPLES = int(os.environ.get("DSLINT_DIFFERENTIAL_EXAMPLES", str(examples(2000))))
 
 # Rules whose finding means "DeepSpeedConfig raises" (DSL412 and DSL405 only for some placements).
 REFUSING = {"DSL402", "DSL403", "DSL404", "DSL406", "DSL407", "DSL408", "DSL410"}
@@ -318,7 +320,7 @@ def ignored_keys(root: Object, diagnostics: list[Diagnostic]) -> set[str]:
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
-    derandomize=not os.environ.get("DSLINT_DIFFERENTIAL_RANDOM"),
+    derandomize=DERANDOMIZE,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -350,7 +352,7 @@ def test_the_oracle_sees_both_verdicts() -> None:
 # child process with that directory first on sys.path; dslint judges with that release's schema. Fewer examples
 # than for the installed release (DSLINT_DIFFERENTIAL_RELEASE_EXAMPLES).
 OTHER_RELEASES = ("0.14.5", "0.17.6", "0.19.3")  # pydantic 1; pydantic 2 before the 0.19 changes; before removals
-RELEASE_EXAMPLES = int(os.environ.get("DSLINT_DIFFERENTIAL_RELEASE_EXAMPLES", "300"))
+RELEASE_EXAMPLES = int(os.environ.get("DSLINT_DIFFERENTIAL_RELEASE_EXAMPLES", str(examples(300))))
 ORACLE = Path(__file__).with_name("deepspeed_release_oracle.py")
 ORACLE_MARK = "@dslint-oracle "
 
@@ -422,7 +424,7 @@ def test_dslint_agrees_with_other_releases(release_oracle: tuple[str, ReleaseOra
     @settings(
         max_examples=RELEASE_EXAMPLES,
         deadline=None,
-        derandomize=not os.environ.get("DSLINT_DIFFERENTIAL_RANDOM"),
+        derandomize=DERANDOMIZE,
         database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
     )

@@ -7,6 +7,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_profiles import examples
 
 from dslint.config.tree import UNKNOWN, Object, ParseError, Scalar, node_at, parse_text, to_python
 from dslint.diagnostics import Location
@@ -76,13 +77,13 @@ JSON_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(JSON_VALUES, st.sampled_from([None, 1, 2]))
 def test_reads_what_json_dumps_writes(value: object, indent: int | None) -> None:
     assert to_python(parse_text(json.dumps(value, indent=indent))) == value
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(st.text(max_size=40))
 def test_never_crashes_on_arbitrary_text(text: str) -> None:
     lint_config_source("ds_config.json", text.encode("utf-8", "surrogatepass"), known_config=True)

@@ -26,6 +26,7 @@ from typing import Any
 import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_profiles import examples
 
 from dslint.fix.edits import pass_only_blocks
 from dslint.fix.loop import fix_source, lint_text
@@ -33,9 +34,7 @@ from dslint.script.facts import collect_facts
 from dslint.script.value_flow import value_flow
 
 ROOT = Path(__file__).resolve().parent.parent
-SETTINGS = settings(
-    max_examples=200, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
-)
+SETTINGS = settings(max_examples=examples(200), suppress_health_check=[HealthCheck.too_slow])
 
 GAS = "args.gradient_accumulation_steps"
 ACCUMULATION_TEST = f"if (step + 1) % {GAS} == 0:"

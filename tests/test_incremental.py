@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_profiles import examples
 
 from dslint.lint.incremental import Snapshot, first_lint, relint, split_lines
 from dslint.lint.script import lint_source
@@ -55,7 +56,7 @@ def _full(text: str) -> list:
     return lint_source("t.py", text.encode(), SELECTION).diagnostics
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25))
 @given(
     line=st.integers(min_value=0, max_value=len(LINES) - 1),
     operation=st.sampled_from(["insert", "delete", "replace"]),

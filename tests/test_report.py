@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_profiles import examples
 
 from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 from dslint.report import renderer
@@ -160,7 +161,7 @@ def parse_workflow_commands(output: str) -> list[tuple[str, dict[str, str], str]
     return commands
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(path=st.text(min_size=1, max_size=30), message=st.text(max_size=60))
 def test_github_annotations_survive_any_path_and_message(path: str, message: str) -> None:
     line = annotation(_diagnostic(path=path, message=message))

@@ -170,10 +170,19 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     inference_engine: ClassVar[bool] = False
     # Byte strings a file must contain for this rule to possibly fire (see dslint.lint.prefilter).
     required_tokens: ClassVar[tuple[bytes, ...]] = (b"deepspeed", b"initialize")
+    # Other sets of byte strings, any one of which also lets the rule fire (a file needs every token of
+    # `required_tokens` or of one of these): e.g. transformers' `HfDeepSpeedConfig` hands DeepSpeed a config in a
+    # file that never writes the lowercase word `deepspeed`.
+    alternative_tokens: ClassVar[tuple[tuple[bytes, ...], ...]] = ()
     # Fires only where the file hands DeepSpeed a ZeRO config itself (`project.engine_config.ZeroSources`): a
     # call of `deepspeed.initialize`, an `HfDeepSpeedConfig` or a `*TrainingArguments` in its code; the
     # prefilter settles other files without parsing them (`lint.script._in_code`).
     needs_zero_source: ClassVar[bool] = False
+
+    @classmethod
+    def token_sets(cls) -> tuple[tuple[bytes, ...], ...]:
+        """Each set of byte strings whose presence (all of one set) lets the rule fire."""
+        return (cls.required_tokens, *cls.alternative_tokens)
 
     def __init__(self, context: ScriptContext) -> None:
         super().__init__()

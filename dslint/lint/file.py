@@ -13,7 +13,13 @@ from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.diagnostics import Diagnostic
 from dslint.framework.catalog import SCRIPT_TOKENS
 from dslint.limits import Limits
-from dslint.lint.prefilter import INFERENCE_TOKENS, TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
+from dslint.lint.prefilter import (
+    INFERENCE_TOKENS,
+    TRAINER_CONFIG_TOKENS,
+    has_token_set,
+    has_tokens,
+    may_create_engine,
+)
 from dslint.lint.result import FileResult
 from dslint.project.index import ConfigReading
 from dslint.script.project_facts import ProjectFacts
@@ -70,7 +76,7 @@ def certainly_untouched(data: bytes, project: ProjectFacts | None) -> bool:
         return False
     if _NOQA.search(data):
         return False
-    if any(has_tokens(data, tokens) for tokens in SCRIPT_TOKENS.values()):
+    if any(has_token_set(data, token_sets) for token_sets in SCRIPT_TOKENS.values()):
         return False
     return not (may_create_engine(data) or has_tokens(data, TRAINER_CONFIG_TOKENS))
 

@@ -1,8 +1,9 @@
 """Cheap tests that decide whether a file needs the full libcst analysis at all.
 
 1. Tokens: each script rule declares the byte strings a file must contain for it to possibly fire
-   (`ScriptRule.required_tokens`). An engine comes only from `deepspeed.initialize`, which needs both `deepspeed`
-   (the import) and `initialize` (the attribute or the imported name) in the text, so engine rules need both.
+   (`ScriptRule.required_tokens`, or all of one of its `alternative_tokens` sets). An engine comes only from
+   `deepspeed.initialize`, which needs both `deepspeed` (the import) and `initialize` (the attribute or the
+   imported name) in the text, so engine rules need both.
    Configs in scripts reach DeepSpeed through initialize or `*TrainingArguments(deepspeed=...)`.
 2. The engine probe: a regular expression looks for text that can be a call of `deepspeed.initialize` (any call
    of something named `initialize`, or of a name imported `as` an alias of it). It over-approximates, so it
@@ -26,6 +27,11 @@ TRAINER_CONFIG_TOKENS = (b"deepspeed", b"TrainingArguments")
 
 def has_tokens(data: bytes, tokens: Iterable[bytes]) -> bool:
     return all(token in data for token in tokens)
+
+
+def has_token_set(data: bytes, token_sets: Iterable[Iterable[bytes]]) -> bool:
+    """True when `data` has every token of at least one of `token_sets` (a rule's `ScriptRule.token_sets`)."""
+    return any(has_tokens(data, tokens) for tokens in token_sets)
 
 
 def may_create_engine(data: bytes) -> bool:

@@ -18,6 +18,7 @@ from dslint.lint.parse_guard import CodeFacts, code_facts, compiled, parse_modul
 from dslint.lint.prefilter import (
     ENGINE_TOKENS,
     TRAINER_CONFIG_TOKENS,
+    has_token_set,
     has_tokens,
     may_create_engine,
     may_create_inference_engine,
@@ -168,13 +169,13 @@ def _rules_by_tokens(
     """An engine the project index brings from elsewhere stands for the `deepspeed.initialize` call the text
     would otherwise need; a config a launcher passes, for the config tokens."""
     if project is not None and project.receives_engine:
-        rules = [r for r in rules if r.required_tokens == ENGINE_TOKENS or has_tokens(data, r.required_tokens)]
+        rules = [r for r in rules if r.required_tokens == ENGINE_TOKENS or has_token_set(data, r.token_sets())]
         return rules, configs
     launched = project is not None and any(launch.config_path for launch in project.launches)
     if project is not None and (launched or project.config_builders) and configs:
         # a config a launcher passes, or a dict this file returns that a reader elsewhere hands to DeepSpeed
-        return [rule for rule in rules if has_tokens(data, rule.required_tokens)], configs
-    rules = [rule for rule in rules if has_tokens(data, rule.required_tokens)]
+        return [rule for rule in rules if has_token_set(data, rule.token_sets())], configs
+    rules = [rule for rule in rules if has_token_set(data, rule.token_sets())]
     engine = bool(rules or configs) and may_create_engine(data)
     if rules and all(rule.needs_engine for rule in rules) and not engine:
         rules = []
@@ -208,7 +209,7 @@ def _in_code(
         if (
             (receives and rule.required_tokens == ENGINE_TOKENS)
             or (inference and rule.inference_engine)
-            or has_tokens(code.words, rule.required_tokens)
+            or has_token_set(code.words, rule.token_sets())
         )
         and (zero_source or not rule.needs_zero_source)
     ]

@@ -26,8 +26,10 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
     severity = Severity.ERROR
     needs_engine = False
     needs_zero_source = True  # its ZeroSources are all it reads the stage from
-    # Prefilter tokens (dslint.lint.prefilter): HF scripts configure DeepSpeed without calling initialize.
+    # Prefilter tokens (dslint.lint.prefilter): HF scripts configure DeepSpeed without calling initialize; a live
+    # `HfDeepSpeedConfig` alone turns ZeRO-3 on for transformers, in a file that never writes `deepspeed`.
     required_tokens = (b"deepspeed", b"from_pretrained", b"device_map")
+    alternative_tokens = ((b"HfDeepSpeedConfig", b"from_pretrained", b"device_map"),)
     docs = RuleDocs(
         what="""
             Flags `from_pretrained(..., device_map=...)` on a transformers model class in a script that hands

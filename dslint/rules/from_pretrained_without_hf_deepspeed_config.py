@@ -25,8 +25,11 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     severity = Severity.WARNING
     needs_engine = False
     needs_zero_source = True  # its ZeroSources are all it reads the stage from
-    # Prefilter tokens (dslint.lint.prefilter): HF scripts configure DeepSpeed without calling initialize.
+    # Prefilter tokens (dslint.lint.prefilter): HF scripts configure DeepSpeed without calling initialize. An
+    # `HfDeepSpeedConfig(...)` whose result is dropped is reported wherever it is, even in a file without the
+    # lowercase word `deepspeed` or a `from_pretrained` (the loads it was meant for may be in another module).
     required_tokens = (b"deepspeed", b"from_pretrained")
+    alternative_tokens = ((b"HfDeepSpeedConfig",),)
     docs = RuleDocs(
         what="""
             Flags a transformers model's `from_pretrained(...)` that runs before `deepspeed.initialize` (or before
