@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dslint.config.facts import batch_values
 from dslint.config.tree import Object, Scalar, node_at
 from dslint.diagnostics import Diagnostic
 from dslint.memory.model_states import (
@@ -108,8 +109,6 @@ def read_config(path: str | None, inline_stage: int | None = None, mixed_precisi
         precision = "fp32"  # DeepSpeed's default: neither section
     optimizer = node_at(tree, "optimizer", "type")
     momentum = node_at(tree, "optimizer", "params", "momentum")
-    from dslint.config.facts import batch_values
-
     return ConfigFacts(
         summary["zero_stage"],
         precision if precision in PRECISION_BYTES else None,
@@ -179,15 +178,17 @@ def forecast(
     inline_stage: int | None = None,
     mixed_precision: str | None = None,
     roots: tuple[str, ...] = (),
+    text: str | None = None,
 ) -> dict[str, Any]:
     """The forecast of one script run with one config at one world size (`findings`: the script's DSL101,
-    DSL201 and DSL202 findings)."""
+    DSL201 and DSL202 findings; `text`: the script's text when it is not the file's, a fixed version)."""
     overrides = overrides or Overrides()
     shown = _shown(script)
-    try:
-        text = Path(script).read_text(encoding="utf-8", errors="replace")
-    except OSError as error:
-        return {"script": shown, "config": _shown(config_path), "unknown": f"cannot read the script: {error}"}
+    if text is None:
+        try:
+            text = Path(script).read_text(encoding="utf-8", errors="replace")
+        except OSError as error:
+            return {"script": shown, "config": _shown(config_path), "unknown": f"cannot read the script: {error}"}
     facts = scan(text)
     count: ParamCount = (
         ParamCount(overrides.params, "--params") if overrides.params is not None else from_script(script, text, roots)

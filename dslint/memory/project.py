@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dslint.config import facts as config_facts
+from dslint.config.tree import Object
 from dslint.diagnostics import Diagnostic
 from dslint.lint.batch import index_project, lint_path
 from dslint.lint.files import discover
 from dslint.lint.result import FileResult
+from dslint.lint.script import lint_source
 from dslint.memory.forecast import FINDING_CODES, Overrides, forecast
 from dslint.memory.script_scan import scan
-from dslint.project.index import ProjectIndex, read_near
-from dslint.project.world_size import world_size
+from dslint.project.config_link import load_config_tree
+from dslint.project.index import ConfigReading, ProjectIndex, read_near
+from dslint.project.launchers import CONFIG_OPTIONS, UNKNOWN_VALUE, parse_shell
+from dslint.project.world_size import WorldSize, world_size
 from dslint.selection import RuleSelection
+
+BATCH_CODES = ("DSL405", "DSL406", "DSL407")
 
 
 def script_findings(script: str, index: ProjectIndex | None, world: int | None = None) -> list[Diagnostic]:
@@ -27,10 +35,10 @@ def script_findings(script: str, index: ProjectIndex | None, world: int | None =
     return list(result.diagnostics) if isinstance(result, FileResult) else []
 
 
-def literal_config(script: str) -> str | None:
+def literal_config(script: str, text: str | None = None) -> str | None:
     """The config file a script's own `initialize(config="ds.json")` names, when it exists beside the script."""
     try:
-        facts = scan(Path(script).read_bytes())
+        facts = scan(text if text is not None else Path(script).read_bytes())
     except OSError:
         return None
     if facts.config_literal is None:
@@ -76,3 +84,54 @@ def _shown(path: str) -> str:
 
 def _read_near(name: str, near: str, index: ProjectIndex) -> str | None:
     return read_near(name, near, index.root_paths)
+
+
+def argument_config(script: str, script_args: Sequence[str]) -> str | None:
+    """The config file the script's arguments name (`--deepspeed_config ds.json`, `--deepspeed ds.json`), read
+    as a launcher's arguments are; relative to the current directory, then to the script's."""
+    (line,) = parse_shell(script, shlex.join(["python", os.path.basename(script) or "script.py", *script_args]))
+    for name in CONFIG_OPTIONS:
+        option = line.option(name)
+        if option is None or option.value is None or option.value == UNKNOWN_VALUE:
+            continue
+        if name == "deepspeed" and not option.value.endswith((".json", ".hjson", ".yaml", ".yml")):
+            continue
+        for base in (os.getcwd(), os.path.dirname(script)):
+            candidate = os.path.join(base, option.value)
+            if os.path.isfile(candidate):
+                return os.path.normpath(os.path.abspath(candidate))
+        return None
+    return None
+
+
+def script_forecast(
+    script: str, script_args: Sequence[str], ranks: int, text: str | None = None, params: int | None = None
+) -> dict[str, Any]:
+    """The forecast of `script` (or of `text` in its place: a fixed version) started with `script_args` as
+    `ranks` ranks of one node, as runtime_check starts it."""
+    source = text if text is not None else Path(script).read_text(encoding="utf-8", errors="replace")
+    config = argument_config(script, script_args) or literal_config(script, source)
+    selection = RuleSelection(select=FINDING_CODES)
+    findings = lint_source(script, source.encode("utf-8"), selection, ranks).diagnostics
+    world = WorldSize(ranks, ranks, f"--nproc {ranks} (runtime_check starts one node)")
+    return forecast(script, config, world, findings, Overrides(params=params), text=source)
+
+
+def batch_check(config: str | None, ranks: int) -> dict[str, Any]:
+    """DeepSpeed's batch arithmetic at `ranks` ranks: the config's batch values and dslint's batch findings
+    (DSL405 "auto", DSL406 missing, DSL407 train != micro x accumulation x world size) at that world size."""
+    if config is None:
+        return {"config": None, "world_size": ranks, "ok": None, "findings": [], "values": None}
+    tree = load_config_tree(Path(config))
+    values = None
+    if isinstance(tree, Object):
+        train, micro, accum = config_facts.batch_values(tree)
+        values = {"train_batch_size": train, "train_micro_batch_size_per_gpu": micro,
+                  "gradient_accumulation_steps": accum}  # fmt: skip
+        values = {key: (value if isinstance(value, (int, float)) else None) for key, value in values.items()}
+    result = lint_path(
+        Path(config), RuleSelection(select=BATCH_CODES), ranks, config_reader=ConfigReading("initialize")
+    )
+    diagnostics = list(result.diagnostics) if isinstance(result, FileResult) else []
+    findings = [f"{d.where}: {d.code} {d.message}" for d in diagnostics]
+    return {"config": _shown(config), "world_size": ranks, "ok": not findings, "findings": findings, "values": values}
