@@ -68,11 +68,20 @@ def comparison(doc_forecast: dict[str, Any], runs: Mapping[str, dict[str, Any] |
             continue
         for phase, value in phases.items():
             gpu, rss = measured(runs.get(label), phase)
+            branches = [item for item in value["added"] if item.get("conditional")]
+            skipped = {
+                where: value[f"{where}_bytes"] - sum(item["bytes"] for item in branches if item["on"] == where)
+                for where in ("gpu", "host")
+            }
             rows.append(
                 {
                     "run": label,
                     "phase": phase,
                     "forecast_gpu_bytes": value["gpu_bytes"],
+                    # the forecast when no `if` branch it counted runs (a load under `if args.init_weights:`)
+                    "forecast_gpu_bytes_if_branches_skipped": skipped["gpu"],
+                    "gpu_error_if_branches_skipped": _error(skipped["gpu"], gpu),
+                    "forecast_host_bytes_if_branches_skipped": skipped["host"],
                     "measured_gpu_bytes": gpu,
                     "gpu_error": _error(value["gpu_bytes"], gpu),
                     "forecast_host_bytes": value["host_bytes"],
@@ -100,6 +109,14 @@ def render_comparison(rows: list[dict[str, Any]]) -> str:
             f"  {row['run']:<9}{row['phase']:<6}{size(row['forecast_gpu_bytes']):>14}"
             f"{size(row['measured_gpu_bytes']):>12}{error:>9}{size(row['forecast_host_bytes']):>15}"
             f"{size(row['measured_rss_bytes']):>12}"
+        )
+    skipped = [row for row in rows if row["forecast_gpu_bytes_if_branches_skipped"] != row["forecast_gpu_bytes"]]
+    for row in skipped:
+        error = row["gpu_error_if_branches_skipped"]
+        shown = f"{error * 100:+.0f}%" if error is not None else "-"
+        lines.append(
+            f"  {row['run']} {row['phase']}: {size(row['forecast_gpu_bytes_if_branches_skipped'])} on the GPU "
+            f"({shown}) if the `if` branches the forecast counts do not run"
         )
     lines.append("  activations are not forecast: the step's measured peak holds them")
     return "\n".join(lines)

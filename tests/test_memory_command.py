@@ -62,7 +62,7 @@ def test_acceptance_findings_in_the_init_phase() -> None:
     # torch.load(..., map_location="cuda") before initialize: each of the node's 8 ranks puts the checkpoint
     # (no file: assumed the fp32 state dict) on cuda:0.
     assert len(added) == 1 and added[0]["bytes"] == 8 * 4 * PARAMS and added[0]["on"] == "gpu"
-    assert "inside an `if`" in added[0]["what"]
+    assert "inside an `if`" in added[0]["what"] and added[0]["conditional"] is True
 
 
 def test_text_table() -> None:

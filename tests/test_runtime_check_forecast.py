@@ -82,10 +82,21 @@ def test_measured_init_is_the_larger_of_setup_and_init() -> None:
 
 
 def test_comparison_error() -> None:
-    forecast = {"original": {"phases": {"step": {"gpu_bytes": 8 * GIB, "host_bytes": 0}}}, "fixed": None}
-    runs = {"original": _summary({"step": {"peak_allocated_bytes": 10 * GIB, "peak_rss_bytes": 2 * GIB}})}
-    (row,) = comparison(forecast, runs)
-    assert row["gpu_error"] == -0.2 and row["measured_rss_bytes"] == 2 * GIB
+    branch = {"on": "gpu", "bytes": 2 * GIB, "conditional": True}
+    phases = {"step": {"gpu_bytes": 8 * GIB, "host_bytes": 0, "added": []},
+              "init": {"gpu_bytes": 12 * GIB, "host_bytes": 0, "added": [branch]}}  # fmt: skip
+    forecast = {"original": {"phases": phases}, "fixed": None}
+    runs = {
+        "original": _summary(
+            {
+                "step": {"peak_allocated_bytes": 10 * GIB, "peak_rss_bytes": 2 * GIB},
+                "init": {"peak_allocated_bytes": 10 * GIB, "peak_rss_bytes": 2 * GIB},
+            }
+        )
+    }
+    step, init = comparison(forecast, runs)
+    assert step["gpu_error"] == -0.2 and step["measured_rss_bytes"] == 2 * GIB
+    assert init["gpu_error"] == 0.2 and init["gpu_error_if_branches_skipped"] == 0.0
 
 
 def test_host_growth_per_rank_and_node() -> None:

@@ -66,12 +66,14 @@ class Phase:
     host_bytes: int
     added: list[dict[str, Any]] = field(default_factory=list)
 
-    def add(self, where: str, amount: int, code: str | None, line: int, what: str) -> None:
+    def add(self, where: str, amount: int, code: str | None, line: int, what: str, conditional: bool = False) -> None:
+        """`conditional`: the statement is inside an `if` (its bytes count, and are marked, since it may not run)."""
         if where == GPU:
             self.gpu_bytes += amount
         else:
             self.host_bytes += amount
-        self.added.append({"code": code, "line": line, "on": where, "bytes": amount, "what": what})
+        item = {"code": code, "line": line, "on": where, "bytes": amount, "what": what, "conditional": conditional}
+        self.added.append(item)
 
 
 @dataclass(frozen=True)
@@ -338,13 +340,14 @@ def _phases(
             if diagnostic.code == "DSL202":
                 phase.add(GPU, size * local, "DSL202", line,
                           f"no map_location: back to the device it was saved from (cuda:0 if saved from GPU 0) on "
-                          f"every rank ({local} a node); {size_source}")  # fmt: skip
+                          f"every rank ({local} a node); {size_source}", load.conditional)  # fmt: skip
             elif before or (load.map_location not in (None, "cuda") and load.map_location != ABSENT):
                 target = "cuda:0" if before else str(load.map_location)
                 when = "before initialize " if before else ""
                 phase.add(GPU, size * local, "DSL201", line,
                           f"map_location {load.map_location or '(a CUDA device)'} {when}"
-                          f"puts every rank's copy on {target} ({local} a node); {size_source}")  # fmt: skip
+                          f"puts every rank's copy on {target} ({local} a node); {size_source}",
+                          load.conditional)  # fmt: skip
             else:
                 phase.add(
                     GPU,
@@ -352,6 +355,7 @@ def _phases(
                     "DSL201",
                     line,
                     f"map_location cuda after initialize: on the rank's device; {size_source}",
+                    load.conditional,
                 )
     for load in facts.torch_loads:
         if load.line in flagged or load.map_location != "cpu":
@@ -361,7 +365,12 @@ def _phases(
             size_source += "; inside an `if`: when it runs"
         before = facts.before_initialize(load.line)
         phases["init" if before else "load"].add(
-            HOST, size, None, load.line, f"torch.load to the CPU: a full copy in each rank's host memory; {size_source}"
+            HOST,
+            size,
+            None,
+            load.line,
+            f"torch.load to the CPU: a full copy in each rank's host memory; {size_source}",
+            load.conditional,
         )
     return phases
 
