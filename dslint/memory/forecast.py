@@ -85,6 +85,9 @@ class ConfigFacts:
     optimizer: str | None = None
     momentum: float | None = None
     batch: tuple[Any, Any, Any] = (None, None, None)
+    reduce_bucket_size: int = 500_000_000  # DeepSpeed's defaults (runtime/zero/config.py)
+    contiguous_gradients: bool = True
+    overlap_comm: bool | None = None  # None: DeepSpeed's default, True at stage 3 only
 
 
 def _device(tree: Object, section: str) -> str | None:
@@ -123,7 +126,20 @@ def read_config(path: str | None, inline_stage: int | None = None, mixed_precisi
         and not isinstance(momentum.value, bool)
         else None,
         batch_values(tree),
+        *_buckets(tree),
     )
+
+
+def _buckets(tree: Object) -> tuple[int, bool, bool | None]:
+    size = node_at(tree, "zero_optimization", "reduce_bucket_size")
+    contiguous = node_at(tree, "zero_optimization", "contiguous_gradients")
+    overlap = node_at(tree, "zero_optimization", "overlap_comm")
+    bucket = 500_000_000
+    if isinstance(size, Scalar) and isinstance(size.value, (int, float)) and not isinstance(size.value, bool):
+        bucket = int(size.value) if size.value > 0 else bucket
+    flag = contiguous.value if isinstance(contiguous, Scalar) and isinstance(contiguous.value, bool) else True
+    both = overlap.value if isinstance(overlap, Scalar) and isinstance(overlap.value, bool) else None
+    return bucket, flag, both
 
 
 def _optimizer(config: ConfigFacts, facts: ScriptMemoryFacts, script: str) -> tuple[str, int, str]:
@@ -260,7 +276,7 @@ def forecast(
         "deepspeed_estimate": deepspeed_estimate(setup),
     }
     result["notes"].extend(states.notes)
-    phases = _phases(states, facts, findings, text, script, roots)
+    phases = _phases(states, facts, findings, text, script, roots, config)
     result["phases"] = {
         phase: {
             "gpu_bytes": value.gpu_bytes,
@@ -282,9 +298,12 @@ def _phases(
     text: str,
     script: str,
     roots: tuple[str, ...],
+    config: ConfigFacts | None = None,
 ) -> dict[str, Phase]:
     setup = states.setup
+    config = config or ConfigFacts(setup.zero_stage, setup.precision)
     p = setup.params
+    width = PRECISION_BYTES[setup.precision]
     local = max(1, setup.gpus_per_node)
     kept = ("parameters", "fp32 master parameters")
     lazy = ("optimizer states", f"{setup.precision} gradients")
@@ -302,22 +321,59 @@ def _phases(
     resident_gpu = total(GPU, kept)
     transient = total(GPU, ("fp32 gradients",)) if setup.zero_stage >= 1 else 0
     init_gpu = resident_gpu + transient
-    if setup.zero_stage == 3 and not facts.zero_init:
-        init_gpu = max(init_gpu, PRECISION_BYTES[setup.precision] * p)
     if setup.zero_stage == 0:
         init_gpu = total(GPU, skip=lazy)
         resident_gpu = init_gpu
     built_on_host = 0 if (setup.zero_stage == 3 and facts.zero_init) else 4 * p
     host_resident = total(HOST, skip=("optimizer states",))
     phases = {
-        "init": Phase(init_gpu, built_on_host + host_resident),
+        "init": Phase(resident_gpu, built_on_host + host_resident),
         "load": Phase(resident_gpu, host_resident),
         "step": Phase(states.gpu_bytes, states.host_bytes),
     }
+    # Buffers beyond the model states (DeepSpeed's estimator leaves them out). ZeRO-3's optimizer allocates, at the
+    # end of initialize, the IPG reduce bucket (reduce_bucket_size elements of the 16-bit dtype, with
+    # contiguous_gradients) and the 16-bit gradient partition (its share of P; on the host with offload_optimizer):
+    # `stage3.py: DeepSpeedZeroOptimizer_Stage3.__init__`. ZeRO-1/2 allocate their bucket(s) in the first backward
+    # (`setup_buckets`: two with overlap_comm).
+    bucket = config.reduce_bucket_size * width if config.contiguous_gradients else 0
+    if setup.zero_stage == 3:
+        buffers: list[tuple[str, int, str]] = []
+        if bucket:
+            buffers.append((GPU, bucket, f"ZeRO-3's IPG reduce bucket ({config.reduce_bucket_size:,} x {width} B)"))
+        share = width * -(-p // max(1, setup.world_size))
+        where = HOST if setup.offload_optimizer else GPU
+        buffers.append((where, share, f"ZeRO-3's {setup.precision} gradient partition (1/{setup.world_size} of P)"))
+        for name in PHASES:
+            for on, amount, what in buffers:
+                phases[name].add(on, amount, None, 0, what)
+        resident = phases["init"].gpu_bytes
+        phases["init"].gpu_bytes = max(resident, resident_gpu + transient)  # the fp32 zeros are freed before
+        if not facts.zero_init:  # the whole 16-bit module is on each GPU before it is partitioned
+            phases["init"].gpu_bytes = max(phases["init"].gpu_bytes, width * p)
+    else:
+        phases["init"].gpu_bytes = init_gpu
+        if setup.zero_stage in (1, 2) and bucket:
+            count = 2 if config.overlap_comm else 1
+            staging = 4 if setup.zero_stage == 1 else width
+            amount = count * config.reduce_bucket_size * staging
+            phases["step"].add(
+                GPU, amount, None, 0, f"{count} IPG reduce bucket(s) of {config.reduce_bucket_size:,} x {staging} B"
+            )
     if built_on_host:
         phases["init"].added.append(
-            {"code": None, "line": 0, "on": HOST, "bytes": built_on_host, "what": "the model as built, fp32 on the CPU"}
-        )
+            {"code": None, "line": 0, "on": HOST, "bytes": built_on_host, "what": "the model as built, fp32 on the CPU",
+             "conditional": False}
+        )  # fmt: skip
+    order = list(PHASES)
+
+    def place(name: str, on: str, amount: int, code: str | None, load: TorchLoad, what: str) -> None:
+        phases[name].add(on, amount, code, load.line, what, load.conditional)
+        if load.kept:  # the loaded dict stays referenced: its tensors stay where they were loaded
+            for later in order[order.index(name) + 1 :]:
+                phases[later].add(on, amount, code, load.line, f"still held (the name is never deleted): {what}",
+                                  load.conditional)  # fmt: skip
+
     loads = {load.line: load for load in facts.torch_loads}
     flagged: set[int] = set()
     for diagnostic in findings:
@@ -336,27 +392,20 @@ def _phases(
             if load.conditional:
                 size_source += "; inside an `if`: when it runs"
             before = facts.before_initialize(line)
-            phase = phases["init" if before else "load"]
+            name = "init" if before else "load"
             if diagnostic.code == "DSL202":
-                phase.add(GPU, size * local, "DSL202", line,
-                          f"no map_location: back to the device it was saved from (cuda:0 if saved from GPU 0) on "
-                          f"every rank ({local} a node); {size_source}", load.conditional)  # fmt: skip
+                place(name, GPU, size * local, "DSL202", load,
+                      f"no map_location: back to the device it was saved from (cuda:0 if saved from GPU 0) on "
+                      f"every rank ({local} a node); {size_source}")  # fmt: skip
             elif before or (load.map_location not in (None, "cuda") and load.map_location != ABSENT):
                 target = "cuda:0" if before else str(load.map_location)
                 when = "before initialize " if before else ""
-                phase.add(GPU, size * local, "DSL201", line,
-                          f"map_location {load.map_location or '(a CUDA device)'} {when}"
-                          f"puts every rank's copy on {target} ({local} a node); {size_source}",
-                          load.conditional)  # fmt: skip
+                place(name, GPU, size * local, "DSL201", load,
+                      f"map_location {load.map_location or '(a CUDA device)'} {when}"
+                      f"puts every rank's copy on {target} ({local} a node); {size_source}")  # fmt: skip
             else:
-                phase.add(
-                    GPU,
-                    size,
-                    "DSL201",
-                    line,
-                    f"map_location cuda after initialize: on the rank's device; {size_source}",
-                    load.conditional,
-                )
+                place(name, GPU, size, "DSL201", load,
+                      f"map_location cuda after initialize: on the rank's device; {size_source}")  # fmt: skip
     for load in facts.torch_loads:
         if load.line in flagged or load.map_location != "cpu":
             continue
@@ -364,14 +413,8 @@ def _phases(
         if load.conditional:
             size_source += "; inside an `if`: when it runs"
         before = facts.before_initialize(load.line)
-        phases["init" if before else "load"].add(
-            HOST,
-            size,
-            None,
-            load.line,
-            f"torch.load to the CPU: a full copy in each rank's host memory; {size_source}",
-            load.conditional,
-        )
+        place("init" if before else "load", HOST, size, None, load,
+              f"torch.load to the CPU: a full copy in each rank's host memory; {size_source}")  # fmt: skip
     return phases
 
 

@@ -19,6 +19,7 @@ class TorchLoad:
     map_location: str | None  # the literal ("cpu", "cuda", "cuda:0"), "<absent>", or None when not literal
     path: str | None  # the first argument when a literal string
     conditional: bool = False  # inside an `if` (it may not run)
+    kept: bool = False  # bound to a name (`state = torch.load(...)`) never `del`eted: it lives on after the load
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ def scan(source: bytes | str) -> ScriptMemoryFacts:
     config_literal: str | None = None
     known = {name.lower() for name in OPTIMIZER_STATE_BYTES} | {_SGD.lower()}
     conditional_lines = _conditional_lines(tree)
+    bound, deleted = _bound_loads(tree)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -75,7 +77,9 @@ def scan(source: bytes | str) -> ScriptMemoryFacts:
                 if keyword.arg in ("config", "config_params") and literal and config_literal is None:
                     config_literal = str(getattr(value, "value", ""))
         elif name == "load" and owner == "torch":
-            loads.append(_torch_load(node, node.lineno in conditional_lines))
+            name_bound = bound.get(id(node))
+            kept = name_bound is not None and not any(line > node.lineno for line in deleted.get(name_bound, ()))
+            loads.append(_torch_load(node, node.lineno in conditional_lines, kept))
         elif name == "Init" and owner == "zero":
             zero_init = True
         elif (
@@ -106,7 +110,26 @@ def _conditional_lines(tree: ast.Module) -> set[int]:
     return lines
 
 
-def _torch_load(call: ast.Call, conditional: bool) -> TorchLoad:
+def _bound_loads(tree: ast.Module) -> tuple[dict[int, str], dict[str, list[int]]]:
+    """`name = torch.load(...)`: the call's id -> the name; and the lines where each name is `del`eted."""
+    bound: dict[int, str] = {}
+    deleted: dict[str, list[int]] = {}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+        ):
+            bound[id(node.value)] = node.targets[0].id
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    deleted.setdefault(target.id, []).append(node.lineno)
+    return bound, deleted
+
+
+def _torch_load(call: ast.Call, conditional: bool, kept: bool) -> TorchLoad:
     location: ast.expr | None = None
     for keyword in call.keywords:
         if keyword.arg == "map_location":
@@ -131,4 +154,4 @@ def _torch_load(call: ast.Call, conditional: bool) -> TorchLoad:
     path = None
     if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
         path = call.args[0].value
-    return TorchLoad(call.lineno, value, path, conditional)
+    return TorchLoad(call.lineno, value, path, conditional, kept)
