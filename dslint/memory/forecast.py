@@ -50,7 +50,10 @@ from dslint.project.world_size import WorldSize
 
 PHASES = ("init", "load", "step")
 FINDING_CODES = ("DSL101", "DSL201", "DSL202")
-ACTIVATIONS_NOTE = "activations, communication buckets and allocator slack are not included"
+ACTIVATIONS_NOTE = (
+    "activations, ZeRO-3's gathered parameters beyond one layer, the CUDA context and the allocator's slack are not "
+    "included"
+)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ run time is unknown, never guessed.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -179,7 +180,7 @@ def _accelerate(line: LaunchLine, accelerate: AccelerateConfig | None) -> WorldS
     count = _number(machines.value) if machines is not None else None
     where = "accelerate launch"
     if total is None and accelerate is not None and accelerate.num_processes is not None:
-        total, where = accelerate.num_processes, f"num_processes in {accelerate.path}"
+        total, where = accelerate.num_processes, f"num_processes in {_shown(accelerate.path)}"
     elif total is not None:
         where = f"--num_processes {total}"
     if count is None and accelerate is not None:
@@ -203,3 +204,8 @@ def world_size(
     if line.tool in ("python", "python3"):
         return WorldSize(1, 1, "python starts one process")
     return WorldSize(None, None, f"{line.tool}: not a launcher dslint reads")
+
+
+def _shown(path: str) -> str:
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
