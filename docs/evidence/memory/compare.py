@@ -1,6 +1,7 @@
 """Forecast vs measured for the H200 runs in h200/: the measurements are runtime_check's reports from
 run_gpu.sh; the forecast is recomputed with the dslint in this checkout (it needs no GPU), so the table shows
-the current forecast against the same measured peaks. Run from the repository root:
+the current forecast against the same measured peaks (and draws them: compare_<run>.svg). Run from the repository
+root:
 
     python docs/evidence/memory/compare.py > docs/evidence/memory/compare.txt
 """
@@ -10,7 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runtime_check.forecast import comparison, forecasts
+from dslint.memory.plot import Panel, write
+from runtime_check.forecast import FORECAST_PHASES, comparison, forecasts, measured
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = "fixtures/projects/memory/train.py"
@@ -46,6 +48,16 @@ def main() -> None:
                 f"{_p(error):>8}   {_g(host):>13}{_g(row['measured_rss_bytes']):>8}"
             )
         print()
+        series: dict[str, dict[str, tuple[int | None, int | None]]] = {}
+        for label in ("original", "fixed"):
+            series[label] = {phase: measured(doc[label], phase) for phase in FORECAST_PHASES}
+        for label in ("original", "fixed"):
+            series[f"forecast {label}"] = {
+                str(row["phase"]): (row["applies"]["gpu_bytes"], row["applies"]["host_bytes"])  # type: ignore[index]
+                for row in rows
+                if row["run"] == label
+            }
+        write(HERE / f"compare_{name}.svg", [Panel(f"{name} on one H200 (GiB)", tuple(FORECAST_PHASES), series)])
     (HERE / "compare.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
 
 
