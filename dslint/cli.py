@@ -18,6 +18,7 @@ LAZY_COMMANDS = {
     "explain": ("dslint.commands.rules", "explain"),
     "settings": ("dslint.commands.settings", "settings_command"),
     "graph": ("dslint.commands.graph", "graph"),
+    "memory": ("dslint.commands.memory", "memory"),
 }
 
 

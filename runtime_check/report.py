@@ -202,6 +202,7 @@ def verdict(original: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
         load["completed"] = bool(
             original["phases"]["load"].get("completed") and fixed["phases"]["load"].get("completed")
         )
+    host = host_growth(original, fixed)
     reasons: list[str] = []
     if not fixed["ran"]:
         reasons.append("the fixed script did not run: " + "; ".join(fixed["errors"]))
@@ -223,8 +224,29 @@ def verdict(original: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
         "phases_compared": compared,
         "worse_phases": worse,
         "load_phase": load,
+        "host_growth": host,
         "reasons": reasons,
     }
+
+
+def host_growth(original: dict[str, Any], fixed: dict[str, Any]) -> list[dict[str, Any]]:
+    """Phases whose peak RSS grew beyond the RSS tolerance in the fixed run: what a fix that moves a load from
+    the GPU to the CPU costs in host memory, per rank and summed over the node's ranks (not a failure)."""
+    tolerance = TOLERANCES["peak_rss_bytes"]
+    original_ranks, fixed_ranks = _rank_phases(original), _rank_phases(fixed)
+    grown: list[dict[str, Any]] = []
+    for name in PHASES:
+        deltas: list[int] = []
+        for rank, phases in fixed_ranks.items():
+            a, b = original_ranks.get(rank, {}).get(name), phases.get(name)
+            if not a or not b or not a.get("completed") or not b.get("completed"):
+                continue
+            before, after = a.get("peak_rss_bytes"), b.get("peak_rss_bytes")
+            if isinstance(before, int) and isinstance(after, int) and not tolerance.allows(before, after):
+                deltas.append(after - before)
+        if deltas:
+            grown.append({"phase": name, "per_rank": max(deltas), "ranks": len(fixed_ranks), "per_node": sum(deltas)})
+    return grown
 
 
 def _worse_devices(
@@ -450,6 +472,11 @@ def render(doc: dict[str, Any]) -> str:
         parts.append(
             f"load phase ({METRIC_LABELS[verdict_['metric']]}): {_bytes(load['original'])} -> {_bytes(load['fixed'])}"
             f" ({_signed_bytes(load['delta'])}{percent}{partial})"
+        )
+    for grown in verdict_.get("host_growth") or []:
+        parts.append(
+            f"host memory, phase {grown['phase']}: +{_bytes(grown['per_rank'])} RSS per rank in the fixed run"
+            f" ({grown['ranks']} rank(s) on the node: +{_bytes(grown['per_node'])} in all)"
         )
     if verdict_["ok"]:
         parts.append("verdict: OK: the fixed script ran and no phase got worse")

@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("lint", ["dslint.lint.*"]),
     ("fix", ["dslint.fix.*"]),
     ("report", ["dslint.report.*"]),
+    ("memory", ["dslint.memory.*"]),
     (
         "adapters",
         [

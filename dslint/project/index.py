@@ -506,3 +506,11 @@ def _follow_engines(index: ProjectIndex, sources: dict[str, bytes], producers: l
         facts = _facts(index, path)
         origin = Related(_shown(init.path), init.line, init.column, f"{text}() hands {name} to deepspeed.initialize")
         index.files[path] = replace(facts, model_sinks={**facts.model_sinks, text: (position, name, origin)})
+
+
+def read_near(name: str, near: str, roots: Sequence[str]) -> str | None:
+    """The text of a file a launcher names (a hostfile), found as launchers' paths are (`_find`); None when not
+    found or unreadable."""
+    path = _find(name, near, roots)
+    data = _read(path) if path is not None else None
+    return data.decode("utf-8", errors="replace") if data is not None else None

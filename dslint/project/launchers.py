@@ -55,6 +55,19 @@ class LaunchLine:
     options: tuple[ScriptOption, ...] = ()
     accelerate_config: str | None = None  # `accelerate launch --config_file X`
     target: str | None = None  # the Makefile target holding the command
+    # The launcher's own options, before the script (`--num_gpus 8`, `--nproc_per_node=4`, `--hostfile hf`).
+    launcher_options: tuple[ScriptOption, ...] = ()
+    # Environment the command gets from the line (`CUDA_VISIBLE_DEVICES=0,1 deepspeed ...`) or an earlier
+    # `export NAME=literal` in the same file; a value built at run time is UNKNOWN_VALUE.
+    environment: tuple[tuple[str, str], ...] = ()
+
+    def launcher_option(self, *names: str) -> ScriptOption | None:
+        """The last of the launcher's own options spelt as any of `names` (dashes as underscores)."""
+        found = None
+        for option in self.launcher_options:
+            if option.name in names:
+                found = option
+        return found
 
     def option(self, name: str) -> ScriptOption | None:
         """The last occurrence of `--name` (argparse keeps the last)."""
@@ -144,6 +157,7 @@ def _substitute(text: str, variables: dict[str, str | None]) -> str:
 def parse_shell(path: str, text: str) -> list[LaunchLine]:
     """The launch commands of a shell script."""
     variables: dict[str, str | None] = {}
+    exported: dict[str, str] = {}
     found: list[LaunchLine] = []
     for number, logical in _logical_lines(text):
         line = _strip_comment(logical)
@@ -152,9 +166,11 @@ def parse_shell(path: str, text: str) -> list[LaunchLine]:
             name, value = assignment.groups()
             rest = _literal(_substitute(value, variables))
             variables[name] = None if rest is None or UNKNOWN_VALUE in rest else rest
+            if line.lstrip().startswith("export ") or name in exported:
+                exported[name] = variables[name] or UNKNOWN_VALUE
             continue
         for segment in re.split(r"&&|\|\||;|\|(?!\|)", line):
-            launch = _launch_in(path, number, logical, _substitute(segment, variables), None)
+            launch = _launch_in(path, number, logical, _substitute(segment, variables), None, exported)
             if launch is not None:
                 found.append(launch)
     return found
@@ -186,15 +202,21 @@ def parse_makefile(path: str, text: str) -> list[LaunchLine]:
     return found
 
 
-def _launch_in(path: str, number: int, original: str, segment: str, target: str | None) -> LaunchLine | None:
+def _launch_in(
+    path: str, number: int, original: str, segment: str, target: str | None, exported: dict[str, str] | None = None
+) -> LaunchLine | None:
     try:
         words = shlex.split(segment)
     except ValueError:
         return None
     index = 0
+    environment = dict(exported or {})
     while index < len(words) and (
         words[index] in WRAPPERS or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[index]) is not None
     ):
+        name, equals, value = words[index].partition("=")
+        if equals:
+            environment[name] = UNKNOWN_VALUE if UNKNOWN_VALUE in value else value
         index += 1
     if index >= len(words):
         return None
@@ -238,6 +260,8 @@ def _launch_in(path: str, number: int, original: str, segment: str, target: str 
         options=tuple(_options(rest[script_at + 1 :], original, number)),
         accelerate_config=accelerate_config,
         target=target,
+        launcher_options=tuple(_options(launcher_words, original, number)),
+        environment=tuple(sorted(environment.items())),
     )
 
 
@@ -277,6 +301,10 @@ class AccelerateConfig:
     zero_stage: int | None = None
     zero_stage_line: int = 0
     lines: dict[str, int] = field(default_factory=dict)
+    num_processes: int | None = None  # all ranks, over every machine
+    num_machines: int | None = None
+    offload_optimizer_device: str | None = None  # inline DeepSpeed settings (`deepspeed_config:` block)
+    offload_param_device: str | None = None
 
 
 _YAML_KEY = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*?)\s*$")
@@ -311,4 +339,12 @@ def parse_accelerate_yaml(path: str, text: str) -> AccelerateConfig | None:
         zero_stage=stage,
         zero_stage_line=lines.get("zero_stage", 0),
         lines=lines,
+        num_processes=_count(values.get("num_processes")),
+        num_machines=_count(values.get("num_machines")),
+        offload_optimizer_device=values.get("offload_optimizer_device"),
+        offload_param_device=values.get("offload_param_device"),
     )
+
+
+def _count(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() and int(text) > 0 else None
