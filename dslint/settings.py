@@ -64,13 +64,6 @@ def glob_matches(pattern: str, relative: str) -> bool:
     return glob_pattern(pattern).match(relative) is not None
 
 
-def _relative(path: Path, root: Path) -> str | None:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
-        return None
-
-
 @dataclass(frozen=True)
 class Settings:
     """The effective settings for the files under one project root."""
@@ -250,20 +243,6 @@ def read_pyproject(path: Path) -> ProjectConfig | None:
     if not isinstance(table, dict):
         raise SettingsError(f"{path}: [tool.dslint] must be a table")
     return parse_table(table, path)
-
-
-def find_pyproject(start: Path) -> ProjectConfig | None:
-    """The nearest pyproject.toml with a `[tool.dslint]` table at or above `start` (a file or directory)."""
-    directory = start.resolve()
-    if not directory.is_dir():
-        directory = directory.parent
-    for candidate in (directory, *directory.parents):
-        path = candidate / "pyproject.toml"
-        if path.is_file() or path.is_symlink():  # a dangling or looping link is an error, not "no pyproject"
-            config = read_pyproject(path)
-            if config is not None:
-                return config
-    return None
 
 
 class SettingsResolver:

@@ -220,10 +220,6 @@ def _deepspeed_version(value: object, where: str, key: str) -> Version:
 # -- the keys ----------------------------------------------------------------------------------------------------
 
 
-def _listed(values: tuple[str, ...] | None) -> list[str] | None:
-    return list(values) if values is not None else None
-
-
 _CODES_TOML = "list of code prefixes"
 
 
