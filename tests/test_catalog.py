@@ -1,5 +1,5 @@
 """The rule catalog (dslint/framework/catalog.py) says what the registry says: every code, and each script
-rule's required tokens (the start-up path selects rules and prefilters files from it without importing them)."""
+rule's needs (the start-up path selects rules and prefilters files from it without importing them)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import textwrap
 
 import pytest
 
-from dslint.framework.catalog import CODES, SCRIPT_TOKENS
+from dslint.framework.catalog import CODES, SCRIPT_NEEDS
 from dslint.framework.registry import all_rules
 from dslint.framework.rule import Invalid, ScriptRule
-from dslint.lint.file import certainly_untouched
+from dslint.lint.activation import certainly_untouched
 from dslint.lint.prefilter import INFERENCE_TOKENS, has_tokens
 
 
@@ -19,14 +19,14 @@ def test_the_catalog_lists_every_rule_code() -> None:
     assert codes == CODES, f"update dslint/framework/catalog.py: CODES = {codes!r}"
 
 
-def test_the_catalog_has_each_script_rules_tokens() -> None:
-    tokens = {r.code: r.required_tokens for r in all_rules() if issubclass(r, ScriptRule)}
-    assert tokens == SCRIPT_TOKENS, f"update dslint/framework/catalog.py: SCRIPT_TOKENS = {tokens!r}"
+def test_the_catalog_has_each_script_rules_needs() -> None:
+    needs = {r.code: r.needs() for r in all_rules() if issubclass(r, ScriptRule)}
+    assert needs == SCRIPT_NEEDS, f"update dslint/framework/catalog.py: SCRIPT_NEEDS = {needs!r}"
 
 
 def test_every_script_rule_needs_some_token() -> None:
     """A script rule without required tokens would make every file worth parsing; the fast skip in
-    dslint.lint.file (`certainly_untouched`) assumes each script traversal rule names its tokens."""
+    dslint.lint.activation (`certainly_untouched`) assumes each script traversal rule names its tokens."""
     rules = [rule for rule in all_rules() if issubclass(rule, ScriptRule)]
     assert rules
     for rule in rules:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Related, Severity
+from dslint.framework.catalog import Needs
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -172,8 +173,13 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     required_tokens: ClassVar[tuple[bytes, ...]] = (b"deepspeed", b"initialize")
     # Fires only where the file hands DeepSpeed a ZeRO config itself (`project.engine_config.ZeroSources`): a
     # call of `deepspeed.initialize`, an `HfDeepSpeedConfig` or a `*TrainingArguments` in its code; the
-    # prefilter settles other files without parsing them (`lint.script._in_code`).
+    # prefilter settles other files without parsing them (`lint.activation`).
     needs_zero_source: ClassVar[bool] = False
+
+    @classmethod
+    def needs(cls) -> Needs:
+        """The four declarations above as data, which `dslint.lint.activation` evaluates (and the catalog keeps)."""
+        return Needs(cls.required_tokens, cls.needs_engine, cls.inference_engine, cls.needs_zero_source)
 
     def __init__(self, context: ScriptContext) -> None:
         super().__init__()
