@@ -37,13 +37,6 @@ class Limits:
     max_nesting: int = DEFAULT_MAX_NESTING  # syntax-tree depth
     max_config_size: int = DEFAULT_MAX_CONFIG_SIZE  # bytes
 
-    def describe(self) -> dict[str, str | int]:
-        return {
-            "max-file-size": format_size(self.max_file_size),
-            "max-nesting": self.max_nesting,
-            "max-config-size": format_size(self.max_config_size),
-        }
-
 
 class TooLarge(Exception):
     """A file over its size limit; the message is the whole reason ("skipped: 2.4 MB over max-file-size ...")."""

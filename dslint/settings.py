@@ -12,78 +12,36 @@ the most specific prefix wins (a tie goes to ignore); a layer's `select` starts 
 matching files. Path patterns (`exclude`, `extend-exclude`, `per-file-ignores`) are .gitignore-style globs
 relative to the directory of the pyproject.toml (the current directory when there is none): a pattern without
 `/` matches a file or directory name anywhere below it.
+
+The keys themselves (type, default, check, documentation) are declared once, in `dslint.settings_options`.
 """
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
-import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dslint.config.versions import Version
 from dslint.framework.catalog import CODES
-from dslint.gitignore import _translate
-from dslint.limits import MB, Limits, TooLarge, parse_size, read_capped
-from dslint.project.deepspeed_version import DeepSpeedVersion, PinFinder, VersionError, parse_setting, resolve
-from dslint.selection import RuleSelection, normalize_prefix
+from dslint.limits import MB, Limits, TooLarge, read_capped
+from dslint.project.deepspeed_version import DeepSpeedVersion, PinFinder, resolve
+from dslint.selection import RuleSelection
+from dslint.settings_options import DEFAULT_EXCLUDE as DEFAULT_EXCLUDE
+from dslint.settings_options import DEFAULT_OUTPUT_FORMAT, ProjectConfig, glob_pattern, parse_table, validate_codes
+from dslint.settings_options import OUTPUT_FORMATS as OUTPUT_FORMATS
+from dslint.settings_options import SettingsError as SettingsError
+from dslint.settings_options import describe as describe_options
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-OUTPUT_FORMATS = ("concise", "full", "json", "github", "sarif")
-DEFAULT_OUTPUT_FORMAT = "concise"
-DEFAULT_EXCLUDE = (
-    ".git",
-    ".hg",
-    ".svn",
-    ".bzr",
-    ".venv",
-    "venv",
-    ".env",
-    "env",
-    "__pycache__",
-    "build",
-    "dist",
-    "site-packages",
-    "node_modules",
-    ".tox",
-    ".nox",
-    ".eggs",
-    "*.egg-info",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".pytest_cache",
-    ".hypothesis",
-    ".ipynb_checkpoints",
-    "__pypackages__",
-)
-KEYS = (
-    "select",
-    "ignore",
-    "extend-select",
-    "per-file-ignores",
-    "exclude",
-    "extend-exclude",
-    "unsafe-fixes",
-    "output-format",
-    "max-file-size",
-    "max-nesting",
-    "max-config-size",
-    "deepspeed-version",
-)
 MAX_PYPROJECT_SIZE = 4 * MB  # a pyproject.toml cannot set its own size limit
-
-
-class SettingsError(Exception):
-    """A pyproject.toml or command-line value dslint cannot use; the message says where and what to write."""
 
 
 @dataclass(frozen=True)
@@ -99,44 +57,11 @@ class Overrides:
     isolated: bool = False  # `--isolated`: ignore every pyproject.toml
 
 
-@dataclass(frozen=True)
-class ProjectConfig:
-    """The validated `[tool.dslint]` table of one pyproject.toml (or nothing, when there is none)."""
-
-    path: Path | None = None
-    select: tuple[str, ...] | None = None
-    extend_select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    exclude: tuple[str, ...] | None = None
-    extend_exclude: tuple[str, ...] = ()
-    unsafe_fixes: bool | None = None
-    output_format: str | None = None
-    limits: Limits = field(default_factory=Limits)
-    deepspeed_version: Version | None = None
-
-
-@functools.cache
-def _glob(pattern: str) -> re.Pattern[str]:
-    body = pattern.strip().rstrip("/")
-    anchored = "/" in body
-    body = body.lstrip("/").removeprefix("./")
-    prefix = "" if anchored else "(?:.*/)?"
-    return re.compile(f"^{prefix}{_translate(body)}(?:/.*)?$")
-
-
 def glob_matches(pattern: str, relative: str) -> bool:
     """A .gitignore-style match of `pattern` against a '/'-separated path relative to the project root.
 
     A match on a directory covers everything below it."""
-    return _glob(pattern).match(relative) is not None
-
-
-def _relative(path: Path, root: Path) -> str | None:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
-        return None
+    return glob_pattern(pattern).match(relative) is not None
 
 
 @dataclass(frozen=True)
@@ -261,20 +186,7 @@ class Settings:
         data: dict[str, Any] = {
             "config-file": str(self.config_file) if self.config_file else None,
             "root": str(self.root),
-            "select": list(self.project.select) if self.project.select is not None else ["DSL"],
-            "extend-select": list(self.project.extend_select),
-            "ignore": list(self.project.ignore),
-            "command-line": {
-                "select": list(self.overrides.select) if self.overrides.select is not None else None,
-                "extend-select": list(self.overrides.extend_select),
-                "ignore": list(self.overrides.ignore),
-            },
-            "per-file-ignores": {pattern: list(codes) for pattern, codes in self.project.per_file_ignores},
-            "exclude": list(self.exclude),
-            "unsafe-fixes": self.unsafe_fixes,
-            "output-format": self.output_format,
-            **self.limits.describe(),
-            "deepspeed-version": self.deepspeed.describe(),
+            **describe_options(self, self.overrides),
         }
         if path is not None:
             data["path"] = str(path)
@@ -308,103 +220,6 @@ def _apply_layer(
 # -- reading pyproject.toml -------------------------------------------------------------------------------------
 
 
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word.replace("_", "-"), list(choices), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def validate_codes(prefixes: Iterable[str], where: str) -> tuple[str, ...]:
-    """Normalized code prefixes; a prefix that matches no rule is an error."""
-    codes = CODES
-    result: list[str] = []
-    for raw in prefixes:
-        prefix = normalize_prefix(raw)
-        if not any(code.startswith(prefix) for code in codes):
-            raise SettingsError(f"{where}: {raw!r} matches no rule code{_did_you_mean(raw.upper(), codes)}")
-        result.append(prefix)
-    return tuple(result)
-
-
-def _string_list(value: object, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise SettingsError(f"{where}: expected a list of strings, got {value!r}")
-    return tuple(value)
-
-
-def parse_table(table: Mapping[str, object], source: Path | None) -> ProjectConfig:
-    """Validate a `[tool.dslint]` table."""
-    where = f"{source}: [tool.dslint]" if source else "[tool.dslint]"
-    for key in table:
-        if key not in KEYS:
-            raise SettingsError(f"{where}: unknown key {key!r}{_did_you_mean(key, KEYS)}")
-    config = ProjectConfig(path=source)
-    if "select" in table:
-        config = replace(config, select=validate_codes(_string_list(table["select"], f"{where}.select"), where))
-    if "extend-select" in table:
-        values = _string_list(table["extend-select"], f"{where}.extend-select")
-        config = replace(config, extend_select=validate_codes(values, where))
-    if "ignore" in table:
-        config = replace(config, ignore=validate_codes(_string_list(table["ignore"], f"{where}.ignore"), where))
-    if "per-file-ignores" in table:
-        raw = table["per-file-ignores"]
-        if not isinstance(raw, dict):
-            raise SettingsError(f"{where}.per-file-ignores: expected a table of glob = [codes], got {raw!r}")
-        entries = tuple(
-            (pattern, validate_codes(_string_list(codes, f"{where}.per-file-ignores.{pattern!r}"), where))
-            for pattern, codes in raw.items()
-        )
-        _patterns((pattern for pattern, _ in entries), f"{where}.per-file-ignores")
-        config = replace(config, per_file_ignores=entries)
-    if "exclude" in table:
-        config = replace(
-            config, exclude=_patterns(_string_list(table["exclude"], f"{where}.exclude"), f"{where}.exclude")
-        )
-    if "extend-exclude" in table:
-        values = _string_list(table["extend-exclude"], f"{where}.extend-exclude")
-        config = replace(config, extend_exclude=_patterns(values, f"{where}.extend-exclude"))
-    limits = config.limits
-    for key, attribute in (("max-file-size", "max_file_size"), ("max-config-size", "max_config_size")):
-        if key in table:
-            size = parse_size(table[key])
-            if size is None:
-                raise SettingsError(f'{where}.{key}: expected a size such as 2097152 or "2 MB", got {table[key]!r}')
-            limits = replace(limits, **{attribute: size})
-    if "max-nesting" in table:
-        value = table["max-nesting"]
-        if isinstance(value, bool) or not isinstance(value, int) or not 10 <= value <= 100_000:
-            raise SettingsError(f"{where}.max-nesting: expected a whole number from 10 to 100000, got {value!r}")
-        limits = replace(limits, max_nesting=value)
-    config = replace(config, limits=limits)
-    if "unsafe-fixes" in table:
-        value = table["unsafe-fixes"]
-        if not isinstance(value, bool):
-            raise SettingsError(f"{where}.unsafe-fixes: expected true or false, got {value!r}")
-        config = replace(config, unsafe_fixes=value)
-    if "output-format" in table:
-        value = table["output-format"]
-        if value not in OUTPUT_FORMATS:
-            hint = _did_you_mean(str(value), OUTPUT_FORMATS) or f"; one of {', '.join(OUTPUT_FORMATS)}"
-            raise SettingsError(f"{where}.output-format: unknown format {value!r}{hint}")
-        config = replace(config, output_format=str(value))
-    if "deepspeed-version" in table:
-        try:
-            config = replace(config, deepspeed_version=parse_setting(table["deepspeed-version"], where))
-        except VersionError as error:
-            raise SettingsError(str(error)) from error
-    return config
-
-
-def _patterns(patterns: Iterable[str], where: str) -> tuple[str, ...]:
-    """`patterns`, each checked to be a glob dslint can match (`[z-a]` is not)."""
-    checked = tuple(patterns)
-    for pattern in checked:
-        try:
-            _glob(pattern)
-        except re.error as error:
-            raise SettingsError(f"{where}: bad pattern {pattern!r}: {error.msg}") from error
-    return checked
-
-
 def read_pyproject(path: Path) -> ProjectConfig | None:
     """The `[tool.dslint]` table of `path`, or None when the file has none."""
     try:
@@ -428,20 +243,6 @@ def read_pyproject(path: Path) -> ProjectConfig | None:
     if not isinstance(table, dict):
         raise SettingsError(f"{path}: [tool.dslint] must be a table")
     return parse_table(table, path)
-
-
-def find_pyproject(start: Path) -> ProjectConfig | None:
-    """The nearest pyproject.toml with a `[tool.dslint]` table at or above `start` (a file or directory)."""
-    directory = start.resolve()
-    if not directory.is_dir():
-        directory = directory.parent
-    for candidate in (directory, *directory.parents):
-        path = candidate / "pyproject.toml"
-        if path.is_file() or path.is_symlink():  # a dangling or looping link is an error, not "no pyproject"
-            config = read_pyproject(path)
-            if config is not None:
-                return config
-    return None
 
 
 class SettingsResolver:

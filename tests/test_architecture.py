@@ -23,7 +23,13 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("rules", ["dslint.rules.*"]),
     (
         "rule set",
-        ["dslint.framework.registry", "dslint.framework.rule_table", "dslint.framework.rule_pages", "dslint.settings"],
+        [
+            "dslint.framework.registry",
+            "dslint.framework.rule_table",
+            "dslint.framework.rule_pages",
+            "dslint.settings_options",
+            "dslint.settings",
+        ],
     ),
     ("lint", ["dslint.lint.*"]),
     ("fix", ["dslint.fix.*"]),

@@ -1,11 +1,17 @@
 """The rule catalog (dslint/framework/catalog.py) says what the registry says: every code, and each script
-rule's required tokens (the start-up path selects rules and prefilters files from it without importing them)."""
+rule's needs (the start-up path selects rules and prefilters files from it without importing them)."""
 
 from __future__ import annotations
 
-from dslint.framework.catalog import CODES, SCRIPT_TOKENS
+import textwrap
+
+import pytest
+
+from dslint.framework.catalog import CODES, SCRIPT_NEEDS
 from dslint.framework.registry import all_rules
-from dslint.framework.rule import ScriptRule
+from dslint.framework.rule import Invalid, ScriptRule
+from dslint.lint.activation import certainly_untouched
+from dslint.lint.prefilter import INFERENCE_TOKENS, has_tokens
 
 
 def test_the_catalog_lists_every_rule_code() -> None:
@@ -13,14 +19,36 @@ def test_the_catalog_lists_every_rule_code() -> None:
     assert codes == CODES, f"update dslint/framework/catalog.py: CODES = {codes!r}"
 
 
-def test_the_catalog_has_each_script_rules_tokens() -> None:
-    tokens = {r.code: r.token_sets() for r in all_rules() if issubclass(r, ScriptRule) and r.required_tokens}
-    assert tokens == SCRIPT_TOKENS, f"update dslint/framework/catalog.py: SCRIPT_TOKENS = {tokens!r}"
+def test_the_catalog_has_each_script_rules_needs() -> None:
+    needs = {r.code: r.needs() for r in all_rules() if issubclass(r, ScriptRule)}
+    assert needs == SCRIPT_NEEDS, f"update dslint/framework/catalog.py: SCRIPT_NEEDS = {needs!r}"
 
 
 def test_every_script_rule_needs_some_token() -> None:
     """A script rule without required tokens would make every file worth parsing; the fast skip in
-    dslint.lint.file assumes each script traversal rule names its tokens."""
-    for rule in all_rules():
-        if issubclass(rule, ScriptRule) and rule.code in SCRIPT_TOKENS:
-            assert rule.required_tokens
+    dslint.lint.activation (`certainly_untouched`) assumes each script traversal rule names its tokens."""
+    rules = [rule for rule in all_rules() if issubclass(rule, ScriptRule)]
+    assert rules
+    for rule in rules:
+        assert rule.required_tokens, f"{rule.code} names no required_tokens"
+
+
+SCRIPT_INVALID = [
+    pytest.param(rule, case, id=f"{rule.code}-invalid-{i}")
+    for rule in all_rules()
+    if issubclass(rule, ScriptRule)
+    for i, case in enumerate(rule.invalid)
+]
+
+
+@pytest.mark.parametrize(("rule", "case"), SCRIPT_INVALID)
+def test_tokens_are_in_every_file_the_rule_fires_on(rule: type[ScriptRule], case: Invalid) -> None:
+    """The tokens are a necessary condition: each of the rule's own invalid cases holds them, and the file-level
+    skip never settles one of them as untouched (a rule whose tokens were wrong would lose these findings). The
+    inference-engine rules hold either their tokens or init_inference's."""
+    data = textwrap.dedent(case.code).encode()
+    missing = [token for token in rule.required_tokens if token not in data]
+    # a rule that also reads the inference engine runs wherever init_inference may be called, tokens or not
+    inference = rule.inference_engine and has_tokens(data, INFERENCE_TOKENS)
+    assert not missing or inference, f"{rule.code} fires on a file without {missing!r}"
+    assert not certainly_untouched(data, None)

@@ -47,6 +47,10 @@ def test_case(rule: type[Rule], case: Valid | Invalid) -> None:
     assert tuple(d.start.line for d in found) == case.lines, "\n".join(d.concise() for d in found)
     for diagnostic in found:
         assert diagnostic.code == rule.code
+    fixed_lines = [d.start.line for d in found if d.fix is not None]
+    # a fix nobody checks is a fix that can silently go wrong: every case that emits one pins its result
+    assert case.fixed is not None or not fixed_lines, f"the fix at line(s) {fixed_lines} is unchecked: add `fixed=`"
+    # (a `fixed=` equal to the code, where no finding has a fix, pins that the fix is declined)
     if case.fixed is not None:
         verify = config_check(code) if case.path.endswith(CONFIG_SUFFIXES) else None
         outcome = fix_text(

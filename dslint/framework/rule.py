@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Related, Severity
+from dslint.framework.catalog import Needs
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -170,19 +171,19 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     inference_engine: ClassVar[bool] = False
     # Byte strings a file must contain for this rule to possibly fire (see dslint.lint.prefilter).
     required_tokens: ClassVar[tuple[bytes, ...]] = (b"deepspeed", b"initialize")
-    # Other sets of byte strings, any one of which also lets the rule fire (a file needs every token of
-    # `required_tokens` or of one of these): e.g. transformers' `HfDeepSpeedConfig` hands DeepSpeed a config in a
-    # file that never writes the lowercase word `deepspeed`.
+    # Other sets of byte strings, all of any one of which does as well (`Needs.alternatives`).
     alternative_tokens: ClassVar[tuple[tuple[bytes, ...], ...]] = ()
     # Fires only where the file hands DeepSpeed a ZeRO config itself (`project.engine_config.ZeroSources`): a
     # call of `deepspeed.initialize`, an `HfDeepSpeedConfig` or a `*TrainingArguments` in its code; the
-    # prefilter settles other files without parsing them (`lint.script._in_code`).
+    # prefilter settles other files without parsing them (`lint.activation`).
     needs_zero_source: ClassVar[bool] = False
 
     @classmethod
-    def token_sets(cls) -> tuple[tuple[bytes, ...], ...]:
-        """Each set of byte strings whose presence (all of one set) lets the rule fire."""
-        return (cls.required_tokens, *cls.alternative_tokens)
+    def needs(cls) -> Needs:
+        """The declarations above as data, which `dslint.lint.activation` evaluates (and the catalog keeps)."""
+        return Needs(
+            cls.required_tokens, cls.needs_engine, cls.inference_engine, cls.needs_zero_source, cls.alternative_tokens
+        )
 
     def __init__(self, context: ScriptContext) -> None:
         super().__init__()

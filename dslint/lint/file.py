@@ -4,22 +4,14 @@ fixer, the editor server, flake8 and the runtime check share."""
 from __future__ import annotations
 
 import io
-import re
 import tokenize
 from collections.abc import Iterable
 from pathlib import Path
 
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.diagnostics import Diagnostic
-from dslint.framework.catalog import SCRIPT_TOKENS
 from dslint.limits import Limits
-from dslint.lint.prefilter import (
-    INFERENCE_TOKENS,
-    TRAINER_CONFIG_TOKENS,
-    has_token_set,
-    has_tokens,
-    may_create_engine,
-)
+from dslint.lint.activation import certainly_untouched
 from dslint.lint.result import FileResult
 from dslint.project.index import ConfigReading
 from dslint.script.project_facts import ProjectFacts
@@ -58,27 +50,6 @@ def lint_file(
     if project is None:
         project = single_file_facts(path, data)
     return lint_source(path, data, selection, world_size, limits=limits, project=project)
-
-
-_NOQA = re.compile(rb"noqa", re.IGNORECASE)
-
-
-def certainly_untouched(data: bytes, project: ProjectFacts | None) -> bool:
-    """True when no rule can fire on the script `data` whatever the selection (so DSL001/DSL002 do not apply
-    either, see `dslint.lint.script`), and it has no noqa comment (DSL010): the catalog's tokens for every script
-    rule are absent, it creates no engine and builds no TrainingArguments (config rules), and the project index
-    brings it neither an engine nor a launched config. The result is what the full driver's prefilter gives."""
-    if project is not None and (
-        project.receives_engine or project.config_builders or any(launch.config_path for launch in project.launches)
-    ):
-        return False
-    if has_tokens(data, INFERENCE_TOKENS):  # the inference rules run wherever init_inference may be called
-        return False
-    if _NOQA.search(data):
-        return False
-    if any(has_token_set(data, token_sets) for token_sets in SCRIPT_TOKENS.values()):
-        return False
-    return not (may_create_engine(data) or has_tokens(data, TRAINER_CONFIG_TOKENS))
 
 
 def lint_config_file(

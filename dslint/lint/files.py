@@ -52,7 +52,6 @@ def files_to_check(
 
 # The directory names skipped by default: the settings' default `exclude`, without its glob patterns.
 DEFAULT_EXCLUDES = frozenset(pattern for pattern in DEFAULT_EXCLUDE if "*" not in pattern)
-PARALLEL_THRESHOLD = 16
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Lint one script: prefilter, parse once, compute facts once, run every selected rule in one traversal."""
+"""Lint one script: prefilter, parse once, compute facts once, run every selected rule in one traversal. Which
+rules can fire is asked of `dslint.lint.activation` at each step (the text, CPython's tree, the facts)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,9 @@ from dslint.framework.driver_rules import ScriptSyntaxError, ScriptTooDeep
 from dslint.framework.registry import implementation
 from dslint.framework.rule import ScriptRule
 from dslint.limits import Limits
+from dslint.lint.activation import active, in_code, in_facts, in_text
 from dslint.lint.config import check_script_configs
-from dslint.lint.parse_guard import CodeFacts, code_facts, compiled, parse_module, too_deep
-from dslint.lint.prefilter import (
-    ENGINE_TOKENS,
-    TRAINER_CONFIG_TOKENS,
-    has_token_set,
-    has_tokens,
-    may_create_engine,
-    may_create_inference_engine,
-)
+from dslint.lint.parse_guard import code_facts, compiled, parse_module, too_deep
 from dslint.lint.result import FileResult, config_rules, script_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa
 from dslint.script.context import ScriptContext
@@ -79,8 +73,10 @@ def lint_source_unsuppressed(
     than `limits.max_nesting`, is never handed to libcst (`dslint.lint.parse_guard`)."""
     selection = selection or RuleSelection()
     result = FileResult(path)
-    rules, configs = _rules_for(data, script_rules(selection), config_rules(selection), project)
-    analysed = any(_rules_for(data, *_every_rule()))  # a file dslint would analyse: DSL001/DSL002 apply
+    text = in_text(data, project)
+    rules, configs = active(text, script_rules(selection), config_rules(selection))
+    alone = text if project is None else in_text(data, None)
+    analysed = any(active(alone, *_every_rule()))  # a file dslint would analyse: DSL001/DSL002 apply
     report_syntax = analysed and selection.enabled(_syntax_error_rule().code)
     report_deep = analysed and selection.enabled(_too_deep_rule().code)
     if use_prefilter and not rules and not configs and not report_syntax and not report_deep:
@@ -88,9 +84,9 @@ def lint_source_unsuppressed(
         return result
     refused, tree = compiled(path, data)
     if refused is None and use_prefilter and tree is not None:
-        code = code_facts(tree)
-        rules, configs = _in_code(code, rules, configs, project)
-        if not rules and not configs and not (report_deep and any(_in_code(code, *_every_rule(), project))):
+        in_tree = in_code(code_facts(tree), project)
+        rules, configs = active(in_tree, rules, configs)
+        if not rules and not configs and not (report_deep and any(active(in_tree, *_every_rule()))):
             # the text had the tokens, but only in comments, docstrings or messages: no rule can run, so nothing
             # is parsed and the tree's depth (a walk of its own) does not matter
             result.skipped = True
@@ -146,83 +142,6 @@ def _every_rule() -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
     return script_rules(everything), config_rules(everything)
 
 
-def _rules_for(
-    data: bytes,
-    rules: list[type[ScriptRule]],
-    configs: list[type[ConfigRule]],
-    project: ProjectFacts | None = None,
-) -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
-    """The rules that can possibly fire on `data` (see dslint.prefilter); rules that also read the inference
-    engine stay wherever `deepspeed.init_inference` may be called."""
-    chosen, configs = _rules_by_tokens(data, rules, configs, project)
-    if any(rule.inference_engine for rule in rules) and may_create_inference_engine(data):
-        chosen = [rule for rule in rules if rule.inference_engine or rule in chosen]
-    return chosen, configs
-
-
-def _rules_by_tokens(
-    data: bytes,
-    rules: list[type[ScriptRule]],
-    configs: list[type[ConfigRule]],
-    project: ProjectFacts | None = None,
-) -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
-    """An engine the project index brings from elsewhere stands for the `deepspeed.initialize` call the text
-    would otherwise need; a config a launcher passes, for the config tokens."""
-    if project is not None and project.receives_engine:
-        rules = [r for r in rules if r.required_tokens == ENGINE_TOKENS or has_token_set(data, r.token_sets())]
-        return rules, configs
-    launched = project is not None and any(launch.config_path for launch in project.launches)
-    if project is not None and (launched or project.config_builders) and configs:
-        # a config a launcher passes, or a dict this file returns that a reader elsewhere hands to DeepSpeed
-        return [rule for rule in rules if has_token_set(data, rule.token_sets())], configs
-    rules = [rule for rule in rules if has_token_set(data, rule.token_sets())]
-    engine = bool(rules or configs) and may_create_engine(data)
-    if rules and all(rule.needs_engine for rule in rules) and not engine:
-        rules = []
-    # Configs in scripts come from initialize calls or from `*TrainingArguments(deepspeed=...)`.
-    if configs and not (engine or has_tokens(data, TRAINER_CONFIG_TOKENS)):
-        configs = []
-    return rules, configs
-
-
-# Names whose call hands DeepSpeed a config without `deepspeed.initialize` (ZeroSources): an alias keeps the name
-# among the code's words through its import.
-ZERO_SOURCE_NAMES = (b"HfDeepSpeedConfig", b"TrainingArguments")
-
-
-def _in_code(
-    code: CodeFacts,
-    rules: list[type[ScriptRule]],
-    configs: list[type[ConfigRule]],
-    project: ProjectFacts | None,
-) -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
-    """The prefilter again, on CPython's tree (`parse_guard.code_facts`) instead of the text: a rule's tokens
-    must be among the code's words (not only in comments or docstrings); without an engine (own or from the
-    project index) engine rules would stay inactive (`lint_module`), and the configs come only from
-    TrainingArguments or a launcher."""
-    receives = project is not None and project.receives_engine
-    inference = code.calls_inference
-    zero_source = code.calls_initialize or any(has_tokens(code.words, (name,)) for name in ZERO_SOURCE_NAMES)
-    rules = [
-        rule
-        for rule in rules
-        if (
-            (receives and rule.required_tokens == ENGINE_TOKENS)
-            or (inference and rule.inference_engine)
-            or has_token_set(code.words, rule.token_sets())
-        )
-        and (zero_source or not rule.needs_zero_source)
-    ]
-    if receives or code.calls_initialize:
-        return rules, configs
-    rules = [rule for rule in rules if not rule.needs_engine or (inference and rule.inference_engine)]
-    launched = project is not None and any(launch.config_path for launch in project.launches)
-    builders = project is not None and bool(project.config_builders)
-    if not (launched or builders) and not has_tokens(code.words, TRAINER_CONFIG_TOKENS):
-        configs = []
-    return rules, configs
-
-
 def lint_module(
     path: str,
     module: cst.Module,
@@ -237,14 +156,9 @@ def lint_module(
     context = ScriptContext(
         path, module, facts, deepspeed_version=deepspeed_version or newest_known(), deepspeed_newest=deepspeed_newest
     )
-    inference = bool(facts.inference_calls)
-    active = [
-        rule(context)
-        for rule in rules
-        if facts.has_engine or not rule.needs_engine or (inference and rule.inference_engine)
-    ]
-    if active:
-        visit_all(module, active)
+    running = [rule(context) for rule in active(in_facts(facts), rules, ())[0]]
+    if running:
+        visit_all(module, running)
     if config_rules:  # the configs the script builds or points at (dslint.project.script_configs)
         context.diagnostics.extend(check_script_configs(context, config_rules, world_size))
     return context.diagnostics

@@ -113,6 +113,14 @@ class ClipGradNormBesideEngine(ScriptRule):
             """,
             lines=(7,),
             deepspeed_version="0.14",
+            fixed="""
+            import deepspeed
+            import torch
+            engine, _, _, _ = deepspeed.initialize(model=net, config="ds.json")
+            for batch in loader:
+                engine.backward(engine(batch))
+                engine.step()
+            """,
         ),
         Invalid(
             """

@@ -170,6 +170,17 @@ class ForwardThroughRawModel(ScriptRule):
                         samples.append(sample)
             """,
             lines=(9,),
+            fixed="""
+            import deepspeed
+            def train(args, generator, loader, samples):
+                engine, _, _, _ = deepspeed.initialize(args=args, model=generator)
+                for step, noise in enumerate(loader):
+                    engine.backward(critic(engine(noise)).mean())
+                    engine.step()
+                    if step % 50 == 0:
+                        sample = engine(fixed_noise)
+                        samples.append(sample)
+            """,
         ),
         # read at the top of the next iteration before any rebinding
         Invalid(
@@ -184,6 +195,16 @@ class ForwardThroughRawModel(ScriptRule):
                     sample = generator(noise)
             """,
             lines=(9,),
+            fixed="""
+            import deepspeed
+            def train(args, generator, loader):
+                engine, _, _, _ = deepspeed.initialize(args=args, model=generator)
+                sample = None
+                for step, noise in enumerate(loader):
+                    if sample is not None:
+                        engine.backward(critic(sample).mean())
+                    sample = engine(noise)
+            """,
         ),
         Invalid(
             """

@@ -189,6 +189,19 @@ class LoadStateDictAfterInitialize(ScriptRule):
                         self.engine.module.load_state_dict(state)
             """,
             lines=(7, 10),
+            fixed="""
+            import deepspeed
+            import torch
+            class Trainer:
+                def setup(self):
+                    self.engine, _, _, _ = deepspeed.initialize(model=self.net, config=CFG)
+                    load_path, _ = self.engine.load_checkpoint(self.out, tag=self.tag, load_module_only=True, load_optimizer_states=False)
+                    if load_path is None:
+                        raise FileNotFoundError(f"no DeepSpeed checkpoint in {self.out}")
+                def resume(self, state):
+                    if self.resuming:
+                        self.engine.module.load_state_dict(state)
+            """,  # noqa: E501 (the fixer writes the call on one line)
         ),
         Invalid(
             """

@@ -163,6 +163,14 @@ class LossBackwardOutsideEngine(ScriptRule):
                     loss.backward()
             """,
             lines=(7,),
+            fixed="""
+            import deepspeed
+            def train(args, model, loader):
+                model, _, _, _ = deepspeed.initialize(args=args, model=model)
+                for batch in loader:
+                    loss = language_model_loss(model, batch)
+                    model.backward(loss)
+            """,
         ),
         Invalid(
             """
@@ -205,6 +213,14 @@ class LossBackwardOutsideEngine(ScriptRule):
             """,
             lines=(6,),
             deepspeed_version="0.17.6",
+            fixed="""
+            import deepspeed
+            cfg = {"train_batch_size": 8, "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
+            engine, _, _, _ = deepspeed.initialize(model=model, config=cfg)
+            loss = engine(x).mean()
+            engine.backward(loss)
+            engine.step()
+            """,
         ),
         Invalid(
             """

@@ -214,6 +214,13 @@ class ModelMovedBeforeInitialize(ScriptRule):
                     self.engine, _, _, _ = deepspeed.initialize(model=self.model, config=self.cfg)
             """,
             lines=(6,),
+            fixed="""
+            import deepspeed
+            class Trainer:
+                def setup(self):
+                    self.model = Net()
+                    self.engine, _, _, _ = deepspeed.initialize(model=self.model, config=self.cfg)
+            """,
         ),
         Invalid(
             """

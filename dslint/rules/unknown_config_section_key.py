@@ -96,10 +96,13 @@ class UnknownConfigSectionKey(ConfigRule):
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 3,\n'
             '    "offload_optimizer": {"device": "cpu", "pin_memmory": true}\n  }\n}\n',
             lines=(5,),
+            fixed='{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 3,\n'
+            '    "offload_optimizer": {"device": "cpu", "pin_memory": true}\n  }\n}\n',
         ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "fp16": {"enabled": true, "loss_scale_windows": 100}\n}\n',
             lines=(3,),
+            fixed='{\n  "train_batch_size": 8,\n  "fp16": {"enabled": true, "loss_scale_window": 100}\n}\n',
         ),
     )
 

@@ -24,9 +24,6 @@ import libcst as cst
 from dslint.script.facts import InitializeCall, Pos, Scope, ScriptFacts
 from dslint.script.model_moves import ModelMoves, moves_to_unindexed_cuda
 
-# init_inference(model, config=None, **kwargs): the model is the first positional argument or `model=`.
-TP_KEYWORDS = ("mp_size", "tensor_parallel")
-
 
 @dataclass(eq=False)
 class InferenceCall:
@@ -34,7 +31,7 @@ class InferenceCall:
     scope: Scope
     start: Pos
     end: Pos
-    model: cst.BaseExpression | None
+    model: cst.BaseExpression | None  # init_inference(model, config=None, **kwargs): first positional or model=
     splits: bool  # tensor parallelism may be above 1: the engine sets the rank's device
     places_module: bool  # the engine moves its module to the current device (no keep_module_on_host, no config)
 

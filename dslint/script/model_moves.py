@@ -26,7 +26,6 @@ DEVICE_NAME_CALLS = (
     "deepspeed.accelerator.get_accelerator().device_name",
     "deepspeed.get_accelerator().device_name",
 )
-MOVE_METHODS = frozenset({"cuda", "to"})
 CAST_METHODS = frozenset({"half", "bfloat16"})
 
 

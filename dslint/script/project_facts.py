@@ -92,11 +92,3 @@ class ProjectFacts:
         """Whether an engine created elsewhere reaches this file, or a model from this file reaches an
         initialize elsewhere (so engine rules must look at it)."""
         return bool(self.parameters or self.returns or self.model_builders or self.model_sinks)
-
-    def option_values(self, option: str) -> list[tuple[str | None, Related]]:
-        """The values the launchers give `--option` (None for a bare flag), with the launch line."""
-        found: list[tuple[str | None, Related]] = []
-        for launch in self.launches:
-            if option in launch.options:
-                found.append((launch.options[option], launch.launch))
-        return found

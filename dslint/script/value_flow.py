@@ -63,10 +63,6 @@ class ValueFlow:
             return None
         return [self.definitions[d] for d in found[1] if d != ENTRY]
 
-    def entry_reaches(self, read: cst.Name) -> bool:
-        found = self.reads.get(id(read))
-        return found is None or ENTRY in found[1]
-
 
 class _Analysis:
     def __init__(self, flow: ValueFlow) -> None:

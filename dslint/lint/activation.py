@@ -1,0 +1,143 @@
+"""Which rules can fire on a script: one evaluator of what each rule needs (`Needs`, declared by the rule as data:
+tokens, an engine, the inference engine, a ZeRO source), answered at each level as the driver learns more.
+
+- `in_text`: the file's bytes and what the project index knows (`ProjectFacts`). Nothing is parsed; an engine is
+  possible where the text can call `deepspeed.initialize` (`prefilter.may_create_engine`) or the index brings one.
+  `certainly_untouched` asks it for every rule of the catalog, without importing a rule (or libcst).
+- `in_code`: CPython's tree (`parse_guard.CodeFacts`): the tokens must be among the code's words, not only in
+  comments or docstrings; an engine needs a call that can be `deepspeed.initialize`.
+- `in_facts`: the script facts libcst computed: whether the file has an engine, an inference engine.
+
+Each level only narrows the one before (it knows more, and never less), and a rule is kept where `can_fire` says
+so: its tokens are present (an engine the index brings stands in for the engine tokens `deepspeed` and
+`initialize`), a ZeRO source is there if it needs one, and an engine is there if it needs one; a rule that also
+reads the inference engine is kept wherever `init_inference` may be called. Config rules run together: where an
+engine, a `*TrainingArguments`, a config a launcher passes or a dict a reader receives may be (`configs`).
+tests/test_activation.py checks every skip against the unfiltered driver.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from dslint.framework.catalog import SCRIPT_NEEDS, Needs
+from dslint.lint.prefilter import (
+    ENGINE_TOKENS,
+    TRAINER_CONFIG_TOKENS,
+    has_tokens,
+    may_create_engine,
+    may_create_inference_engine,
+)
+from dslint.script.project_facts import ProjectFacts
+
+if TYPE_CHECKING:
+    from dslint.lint.parse_guard import CodeFacts
+    from dslint.script.facts import ScriptFacts
+
+# Names whose call hands DeepSpeed a config without `deepspeed.initialize` (ZeroSources): an alias keeps the name
+# among the code's words through its import.
+ZERO_SOURCE_NAMES = (b"HfDeepSpeedConfig", b"TrainingArguments")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one level knows about a script."""
+
+    words: bytes | None  # where the tokens are looked for; None: settled by an earlier level
+    engine: bool  # a training engine may be here (this file's initialize, or one the project index brings)
+    received: bool  # the project index brings an engine: it stands in for the engine tokens
+    inference: bool  # a `deepspeed.init_inference` call may be here
+    zero_source: bool  # the file may hand DeepSpeed a ZeRO config itself
+    configs: bool  # a config may reach DeepSpeed through this file (the config rules run)
+
+
+def can_fire(needs: Needs, evidence: Evidence) -> bool:
+    inference = needs.inference_engine and evidence.inference
+    tokens = (
+        evidence.words is None
+        or any(has_tokens(evidence.words, tokens) for tokens in needs.token_sets())
+        or (evidence.received and needs.tokens == ENGINE_TOKENS)
+    )
+    return (
+        (tokens or inference)
+        and (evidence.zero_source or not needs.zero_source)
+        and (evidence.engine or not needs.engine or inference)
+    )
+
+
+class _Rule(Protocol):
+    @classmethod
+    def needs(cls) -> Needs: ...
+
+
+R = TypeVar("R", bound=_Rule)
+C = TypeVar("C")
+
+
+def active(
+    evidence: Evidence, rules: Iterable[type[R]], configs: Sequence[type[C]]
+) -> tuple[list[type[R]], list[type[C]]]:
+    """The script rules that can fire given `evidence`, and the config rules unless no config can be here."""
+    return [rule for rule in rules if can_fire(rule.needs(), evidence)], list(configs) if evidence.configs else []
+
+
+def _project(project: ProjectFacts | None) -> tuple[bool, bool]:
+    """(the index brings an engine, a config reaches DeepSpeed from elsewhere: a launcher, a reader of a dict
+    this file returns)"""
+    if project is None:
+        return False, False
+    launched = any(launch.config_path for launch in project.launches)
+    return project.receives_engine, launched or bool(project.config_builders)
+
+
+def in_text(data: bytes, project: ProjectFacts | None) -> Evidence:
+    received, configured = _project(project)
+    engine = received or may_create_engine(data)
+    return Evidence(
+        words=data,
+        engine=engine,
+        received=received,
+        inference=may_create_inference_engine(data),
+        zero_source=True,  # read only from the code
+        configs=engine or configured or has_tokens(data, TRAINER_CONFIG_TOKENS),
+    )
+
+
+def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
+    received, configured = _project(project)
+    engine = received or code.calls_initialize
+    return Evidence(
+        words=code.words,
+        engine=engine,
+        received=received,
+        inference=code.calls_inference,
+        zero_source=code.calls_initialize or any(has_tokens(code.words, (name,)) for name in ZERO_SOURCE_NAMES),
+        configs=engine or configured or has_tokens(code.words, TRAINER_CONFIG_TOKENS),
+    )
+
+
+def in_facts(facts: ScriptFacts) -> Evidence:
+    return Evidence(
+        words=None,
+        engine=facts.has_engine,
+        received=False,
+        inference=bool(facts.inference_calls),
+        zero_source=True,
+        configs=True,  # the configs the script builds or points at decide (dslint.project.script_configs)
+    )
+
+
+_NOQA = re.compile(rb"noqa", re.IGNORECASE)
+
+
+def certainly_untouched(data: bytes, project: ProjectFacts | None) -> bool:
+    """True when nothing can be reported on the script `data` whatever the selection: no rule of the catalog can
+    fire on its text and no config can be here (so DSL001/DSL002 do not apply either, see `dslint.lint.script`),
+    and it has no noqa comment (DSL010). The same answer as the driver's first skip with every rule selected."""
+    if _NOQA.search(data):
+        return False
+    evidence = in_text(data, project)
+    return not evidence.configs and not any(can_fire(needs, evidence) for needs in SCRIPT_NEEDS.values())

@@ -1,0 +1,133 @@
+"""Every skip of `dslint.lint.activation` is safe: a rule that reports on a script when nothing is filtered is
+kept at each level (the text, CPython's tree, the facts), config findings only come where `configs` says a config
+can be, and a file `certainly_untouched` settles has no finding at all. Checked, rule by rule, on every rule's
+cases, every fixture and generated scripts (derandomized)."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import textwrap
+
+import libcst as cst
+import pytest
+from fixture_support import FIXTURES
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from property_profiles import examples
+
+from dslint.framework.catalog import SCRIPT_NEEDS
+from dslint.framework.registry import all_rules
+from dslint.framework.rule import ScriptRule
+from dslint.lint.activation import can_fire, certainly_untouched, in_code, in_facts, in_text
+from dslint.lint.parse_guard import code_facts
+from dslint.lint.script import lint_source
+from dslint.project.index import single_file_facts
+from dslint.script.facts import collect_facts
+
+SCRIPT_RULES = {rule.code: rule for rule in all_rules() if issubclass(rule, ScriptRule)}
+DRIVER_CODES = ("DSL001", "DSL002", "DSL010")  # reported by the driver, not by a traversal
+
+CASES = [
+    pytest.param(case.path, textwrap.dedent(case.code).encode(), id=f"{rule.code}-{i}")
+    for rule in all_rules()
+    for i, case in enumerate([*rule.valid, *rule.invalid])
+    if case.path.endswith(".py")
+]
+FIXTURE_SCRIPTS = [
+    pytest.param(str(path), path.read_bytes(), id=str(path.relative_to(FIXTURES))) for path in FIXTURES.rglob("*.py")
+]
+
+
+def _check_every_level(path: str, data: bytes) -> None:
+    project = single_file_facts(path, data)
+    found = lint_source(path, data, use_prefilter=False, project=project).diagnostics
+    if certainly_untouched(data, project) or certainly_untouched(data, None):
+        assert found == [], f"settled as untouched, yet: {[d.concise() for d in found]}"
+    codes = {d.code for d in found if d.path == path and d.code in SCRIPT_RULES}
+    configs = [d for d in found if d.path != path or not (d.code in SCRIPT_RULES or d.code in DRIVER_CODES)]
+    levels = [("text", in_text(data, project))]
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        tree = None
+    if tree is not None:
+        levels.append(("code", in_code(code_facts(tree), project)))
+        with contextlib.suppress(cst.ParserSyntaxError, RecursionError):
+            levels.append(("facts", in_facts(collect_facts(cst.parse_module(data), project))))
+    for level, evidence in levels:
+        for code in codes:
+            assert can_fire(SCRIPT_NEEDS[code], evidence), f"{code} reports but the {level} level drops it"
+        if configs:
+            assert evidence.configs, f"config findings, but the {level} level drops the config rules"
+    # and the driver, prefilter and all, reports the same
+    assert lint_source(path, data, project=project).diagnostics == found
+
+
+@pytest.mark.parametrize(("path", "data"), CASES)
+def test_rule_cases(path: str, data: bytes) -> None:
+    _check_every_level(path, data)
+
+
+@pytest.mark.parametrize(("path", "data"), FIXTURE_SCRIPTS)
+def test_fixtures(path: str, data: bytes) -> None:
+    _check_every_level(path, data)
+
+
+STATEMENTS = [
+    "import deepspeed",
+    "import deepspeed as ds",
+    "from deepspeed import initialize as make",
+    "import torch",
+    "model = Net().cuda()",
+    "model = model.to(device).half()",
+    "engine, optimizer, _, _ = deepspeed.initialize(model=model, config=cfg)",
+    "engine, *_ = ds.initialize(model=model)",
+    "engine = make(model=model)[0]",
+    "engine.to(device)",
+    "loss.backward()",
+    "optimizer.step()",
+    "state = torch.load(path, map_location='cuda')",
+    "model.load_state_dict(state)",
+    "pipe = deepspeed.init_inference(pipe, mp_size=world_size)",
+    "pipe = pipe.to('cuda')",
+    "from transformers import AutoModelForCausalLM, TrainingArguments",
+    "model = AutoModelForCausalLM.from_pretrained(name, device_map='auto')",
+    "from transformers.integrations import HfDeepSpeedConfig",
+    "dschf = HfDeepSpeedConfig(ds_config)",
+    "args = TrainingArguments(output_dir='out', deepspeed={'zero_optimization': {'stage': 3}})",
+    "ds_config = {'zero_optimization': {'stage': 3}, 'zero_optimisation': {}}",
+    "# deepspeed.initialize(model=model) in a comment",
+    '"""deepspeed.initialize and from_pretrained(device_map=...) in a docstring"""',
+    "x = 1  # noqa: DSL101",
+    "def broken(:\n    pass",
+]
+
+
+@settings(max_examples=examples(200))
+@given(st.lists(st.sampled_from(STATEMENTS), min_size=1, max_size=10))
+@example(["import deepspeed", "x = 1  # noqa: DSL101"])
+@example(["import deepspeed", "args = TrainingArguments(output_dir='out', deepspeed={'zero_optimization': {}})"])
+def test_generated_scripts(lines: list[str]) -> None:
+    _check_every_level("train.py", ("\n".join(lines) + "\n").encode())
+
+
+# Issue #27: DSL208 reports an unkept HfDeepSpeedConfig(...) in a file without `from_pretrained` (and without the
+# lowercase word `deepspeed`); DSL207 reads a live one there. Each level keeps the rule (`Needs.alternatives`).
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["import deepspeed", "from transformers.integrations import HfDeepSpeedConfig", "HfDeepSpeedConfig(ds_config)"],
+        ["from transformers.integrations import HfDeepSpeedConfig", "HfDeepSpeedConfig(ds_config)"],
+        [
+            "from transformers import AutoModelForCausalLM",
+            "from transformers.integrations import HfDeepSpeedConfig",
+            "dschf = HfDeepSpeedConfig({'zero_optimization': {'stage': 3}})",
+            "model = AutoModelForCausalLM.from_pretrained(name, device_map='auto')",
+        ],
+    ],
+)
+def test_issue_27_examples(lines: list[str]) -> None:
+    data = ("\n".join(lines) + "\n").encode()
+    _check_every_level("train.py", data)
+    assert lint_source("train.py", data).diagnostics, "the finding is kept"
