@@ -1,8 +1,13 @@
-"""Reading launch commands from shell scripts, Makefiles and accelerate YAML (dslint.project.launchers)."""
+"""Reading launch commands from shell scripts, Makefiles, accelerate YAML (dslint.project.launchers) and
+documents: Markdown, reStructuredText, notebooks (dslint.project.launch_documents)."""
 
 from __future__ import annotations
 
+import json
+import os
+
 from dslint.project.index import creates_engine
+from dslint.project.launch_documents import markdown_code_blocks, notebook_shells, rst_code_blocks, shell_texts
 from dslint.project.launchers import (
     UNKNOWN_VALUE,
     parse_accelerate_yaml,
@@ -89,3 +94,97 @@ def test_engine_creation_text_test() -> None:
     assert not creates_engine(b'import deepspeed\n"""\ne = deepspeed.initialize(model=m)\n"""\n')
     assert not creates_engine(b"import deepspeed\n# call deepspeed.initialize(model=m) first\n")
     assert not creates_engine(b"import deepspeed\nraise ValueError('call deepspeed.initialize(')\n")
+
+
+def test_cd_pushd_and_subshells_set_where_a_command_runs() -> None:
+    text = """cd training
+deepspeed a.py --deepspeed_config ../ds.json
+pushd sub && deepspeed b.py
+popd
+(cd other && deepspeed c.py)
+deepspeed d.py
+cd $UNKNOWN_DIR
+deepspeed e.py
+cd ~/elsewhere && deepspeed f.py
+"""
+    launches = parse_shell("scripts/run.sh", text)
+    assert [(lnch.script, lnch.directory) for lnch in launches] == [
+        ("a.py", "training"),
+        ("b.py", "training/sub"),
+        ("c.py", "training/other"),  # the subshell's cd ends with its line
+        ("d.py", "training"),
+        ("e.py", "training"),  # a directory built at run time is not guessed: the last known one stays
+        ("f.py", "training"),
+    ]
+
+
+def test_the_launchers_own_directory_is_known_wherever_it_is_started() -> None:
+    text = """HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$0")/..
+LATER=$(dirname "$0")/$SUB
+WHERE=$(pwd)
+deepspeed "$HERE/train.py" --deepspeed_config "$ROOT/configs/z3.json"
+deepspeed $LATER/x.py
+deepspeed $WHERE/y.py
+"""
+    here = os.path.abspath("project/scripts")
+    (launch,) = parse_shell("project/scripts/run.sh", text)
+    assert launch.script == os.path.join(here, "train.py")
+    assert launch.option("deepspeed_config").value == os.path.join(os.path.dirname(here), "configs/z3.json")  # type: ignore[union-attr]
+
+
+def test_document_code_blocks_keep_their_line_numbers() -> None:
+    markdown = "Run:\n\n```bash\ndeepspeed a.py\n```\n\ndeepspeed prose.py\n"
+    assert markdown_code_blocks(markdown).split("\n") == ["", "", "", "deepspeed a.py", "", "", ""]
+    rst = """Guide
+=====
+
+.. code-block:: bash
+   :caption: run
+
+   deepspeed a.py \\
+       --x 1
+
+Literal::
+
+    deepspeed b.py
+
+deepspeed prose.py
+"""
+    lines = rst_code_blocks(rst).splitlines()
+    assert [(n + 1, line.strip()) for n, line in enumerate(lines) if line.strip()] == [
+        (7, "deepspeed a.py \\"),
+        (8, "--x 1"),
+        (12, "deepspeed b.py"),
+    ]
+    (shell,) = shell_texts("guide.rst", rst)
+    assert [(lnch.line, lnch.script) for lnch in parse_shell("guide.rst", shell)] == [
+        (7, "a.py"),
+        (12, "b.py"),
+    ]
+
+
+def test_notebook_shell_lines_and_bash_cells_at_their_json_lines() -> None:
+    notebook = {
+        "cells": [
+            {"cell_type": "markdown", "source": ["!deepspeed markdown.py\n"]},
+            {
+                "cell_type": "code",
+                "outputs": [{"output_type": "stream", "text": ["!deepspeed printed.py\n"]}],
+                "source": ["import os\n", "!deepspeed --num_gpus 2 a.py \\\n", "    --deepspeed_config ds.json\n"],
+            },
+            {"cell_type": "code", "outputs": [], "source": ["%%bash\n", "cd sub\n", "deepspeed b.py\n"]},
+            {"cell_type": "code", "outputs": [], "source": "!torchrun c.py"},
+            {"cell_type": "raw", "source": 3},
+        ]
+    }
+    text = json.dumps(notebook, indent=1)
+    physical = text.splitlines()
+    shells = notebook_shells(text)
+    assert len(shells) == 3  # the `!` command, the %%bash cell, the one-string cell's command
+    launches = [launch for shell in shells for launch in parse_shell("nb.ipynb", shell)]
+    # the %%bash cell's `cd` ends with its cell
+    assert [(lnch.script, lnch.directory) for lnch in launches] == [("a.py", ""), ("b.py", "sub"), ("c.py", "")]
+    assert "a.py" in physical[launches[0].line - 1] and "b.py" in physical[launches[1].line - 1]
+    assert launches[0].option("deepspeed_config").value == "ds.json"  # type: ignore[union-attr]
+    assert notebook_shells("not json") == [] and notebook_shells("[1, 2]") == []

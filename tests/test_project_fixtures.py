@@ -81,3 +81,35 @@ def test_without_the_project_index_the_launched_stage_is_unknown() -> None:
     (result,) = lint_files([(train, RuleSelection())], jobs=1, project=index)
     assert isinstance(result, ScriptResult)
     assert result.diagnostics == []  # launched only with ZeRO-2 (scripts/run_small.sh)
+
+
+def test_launches_written_in_documents_and_after_cd_name_where_they_are_written() -> None:
+    """fixtures/projects/doc_launchers: each ZeRO-3 finding names the document line or the launcher line (after a
+    `cd`, a subshell, the launcher's own directory) that starts its script with the ZeRO-3 config; the scripts
+    named only in prose, a Markdown cell or an ambiguous command stay of unknown stage."""
+    project = FIXTURES / "projects" / "doc_launchers"
+    files = discover([str(project)]).files
+    index = index_project(files, [str(project)])
+    results = lint_files([(f, RuleSelection()) for f in files if f.suffix == ".py"], jobs=1, project=index)
+    sources: dict[str, str] = {}
+    for result in results:
+        assert isinstance(result, ScriptResult)
+        for d in result.diagnostics:
+            where = d.message.rsplit("(ZeRO-3 from ", 1)
+            sources[os.path.relpath(os.path.abspath(d.path), project)] = (
+                where[1].split(" -> ")[0].split("doc_launchers/", 1)[1] if len(where) == 2 else "unknown"
+            )
+    assert sources == {
+        "training/train_md.py": "README.md:6",
+        "training/train_rst.py": "docs/guide.rst:10",
+        "training/train_rst_literal.py": "docs/guide.rst:14",
+        "training/train_nb.py": "notebooks/run.ipynb:18",
+        "training/train_nb_bash.py": "notebooks/run.ipynb:37",
+        "training/train_dir.py": "scripts/run_dir.sh:5",
+        "training/train_sub.py": "scripts/run_dir.sh:6",
+        "guide/train/train_copy.py": "guide/README.md:6",
+        "training/train_prose.py": "unknown",
+        "training/train_nb_markdown.py": "unknown",
+        "guide/a/train_twice.py": "unknown",
+        "guide/b/train_twice.py": "unknown",
+    }

@@ -26,6 +26,7 @@ from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, replaced_keys
 from dslint.project.engine_flow import EngineFlow, InitSite, ModuleFinder
 from dslint.project.inputs import exists, is_file, record
+from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, shell_texts
 from dslint.project.launchers import (
     CONFIG_OPTIONS,
     UNKNOWN_VALUE,
@@ -44,9 +45,10 @@ from dslint.script.project_facts import (
 )
 
 LAUNCHER_SUFFIXES = (".sh", ".bash", "Makefile", "makefile", ".mk")
-# Read too: launch commands in Markdown code blocks (READMEs document how a script is run), and YAML files
+# Read too: launch commands in documents (Markdown and reStructuredText code blocks, a notebook's `!` lines and
+# `%%bash` cells: dslint.project.launch_documents), and YAML files
 # that name a Trainer's DeepSpeed config (`deepspeed: ds_z3.json` in a fine-tuning YAML, even commented out).
-DOCUMENT_SUFFIXES = (".md", ".yaml", ".yml")
+DOCUMENT_SUFFIXES = (*DOCUMENT_LAUNCHER_SUFFIXES, ".yaml", ".yml")
 MAX_LAUNCHER_BYTES = 256 * 1024
 # Commented out too (`#deepspeed: ds_zero_2.json`): the file is meant as the Trainer's config when enabled.
 _YAML_DEEPSPEED = re.compile(r"^\s*#?\s*deepspeed\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
@@ -137,17 +139,18 @@ def _shown(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def _find(name: str, near: str, roots: Sequence[str]) -> str | None:
+def _find(name: str, near: str, roots: Sequence[str], directory: str = "") -> str | None:
     """A path written in a launcher: the launcher's directory and its parents up to a checked root, then the
-    roots themselves (launchers are run from the repository root or from their own directory)."""
+    roots themselves (launchers are run from the repository root or from their own directory). After a `cd`
+    in the launcher (`directory`), the path is read from that directory, itself relative to each of those."""
     if UNKNOWN_VALUE in name:
         return None
-    candidate = Path(name)
+    candidate = Path(directory) / name if directory else Path(name)
     if candidate.is_absolute():
         return absolute(candidate) if is_file(candidate) else None
-    directory = Path(near).parent
+    folder = Path(near).parent
     tried: list[Path] = []
-    for ancestor in [directory, *directory.parents]:
+    for ancestor in [folder, *folder.parents]:
         tried.append(ancestor)
         if any(absolute(ancestor) == root for root in roots) or exists(ancestor / ".git"):
             break
@@ -198,11 +201,11 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
     (the Python files discovered there)."""
     roots = tuple(absolute(p) if os.path.isdir(p) else absolute(Path(p).parent) for p in (paths or ["."]))
     index = ProjectIndex(roots)
-    _read_launchers(index, paths or ["."], roots)
+    files = [absolute(file) for file in python_files]
+    _read_launchers(index, paths or ["."], roots, files)
     sources: dict[str, bytes] = {}
     producers: list[str] = []
-    for file in python_files:
-        path = absolute(file)
+    for path in files:
         if not path.endswith(".py"):
             continue
         data = _read(path)
@@ -286,11 +289,14 @@ def _facts(index: ProjectIndex, path: str) -> ProjectFacts:
     return facts
 
 
-def _read_launchers(index: ProjectIndex, paths: Sequence[str], roots: Sequence[str]) -> None:
+def _read_launchers(
+    index: ProjectIndex, paths: Sequence[str], roots: Sequence[str], python_files: Sequence[str]
+) -> None:
     yamls: dict[str, AccelerateConfig | None] = {}
     for launcher in _walk_launchers(paths):
         try:
-            if os.path.getsize(launcher) > MAX_LAUNCHER_BYTES:
+            # A notebook carries its outputs (images...): only its size limit as a file applies.
+            if os.path.getsize(launcher) > MAX_LAUNCHER_BYTES and not launcher.endswith(".ipynb"):
                 continue  # a data file or a generated document, not a launcher
         except OSError:
             continue
@@ -307,17 +313,20 @@ def _read_launchers(index: ProjectIndex, paths: Sequence[str], roots: Sequence[s
             continue
         if b".py" not in data:
             continue
-        if name.endswith(".md"):
-            lines = parse_shell(launcher, _code_blocks(text))
+        document = name.endswith(DOCUMENT_LAUNCHER_SUFFIXES)
+        if document:
+            lines = [line for shell in shell_texts(name, text) for line in parse_shell(launcher, shell)]
         elif "akefile" in name or name.endswith(".mk"):
             lines = parse_makefile(launcher, text)
         else:
             lines = parse_shell(launcher, text)
         for line in lines:
-            script = _find(line.script, launcher, roots)
+            script = _find(line.script, launcher, roots, line.directory)
+            if script is None and document:
+                script = _documented_script(line.script, launcher, python_files)
             accelerate = None
             if line.accelerate_config is not None:
-                yaml_path = _find(line.accelerate_config, launcher, roots)
+                yaml_path = _find(line.accelerate_config, launcher, roots, line.directory)
                 if yaml_path is not None:
                     if yaml_path not in yamls:
                         yaml_data = _read(yaml_path)
@@ -345,19 +354,6 @@ def _read_launchers(index: ProjectIndex, paths: Sequence[str], roots: Sequence[s
 HF_TOKENS = (b"HfArgumentParser", b"TrainingArguments", b"Accelerator(", b"accelerate")
 # A project that builds the HF Trainer's arguments (and creates no engine itself) hands its configs to the Trainer.
 PRESUMED_TRAINER_TOKENS = (b"HfArgumentParser", b"TrainingArguments")
-
-
-def _code_blocks(text: str) -> str:
-    """A Markdown file's fenced code blocks, other lines blanked (line numbers kept)."""
-    out: list[str] = []
-    inside = False
-    for line in text.splitlines():
-        if line.lstrip().startswith(("```", "~~~")):
-            inside = not inside
-            out.append("")
-        else:
-            out.append(line if inside else "")
-    return "\n".join(out)
 
 
 def _reader(script: str | None, launched: LaunchedConfig) -> str:
@@ -390,6 +386,20 @@ def _trainer_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequen
             index.config_readers.setdefault(config, set()).add("trainer")
 
 
+def _documented_script(script: str, document: str, python_files: Sequence[str]) -> str | None:
+    """The script a document's command names, when the command is written to be run from elsewhere (a README
+    that says to copy the script into another project first, or to run it from a folder it does not say): the
+    one Python file under the document's folder whose path ends with the written path. None when there is no
+    such file or several (nothing is guessed)."""
+    written = os.path.normpath(script).lstrip(os.sep)
+    if written.startswith(".."):
+        return None
+    folder = os.path.dirname(absolute(document)) + os.sep
+    tail = os.sep + written
+    found = [path for path in python_files if path.startswith(folder) and path.endswith(tail)]
+    return found[0] if len(found) == 1 else None
+
+
 def _launched_config(
     line: LaunchLine, launcher: str, roots: Sequence[str], accelerate: AccelerateConfig | None
 ) -> LaunchedConfig:
@@ -401,7 +411,7 @@ def _launched_config(
             continue
         if not option.value.endswith((".json", ".hjson", ".yaml", ".yml")) and name == "deepspeed":
             continue  # `--deepspeed` alone is DeepSpeed's own on/off flag
-        config_path = _find(option.value, launcher, roots)
+        config_path = _find(option.value, launcher, roots, line.directory)
         evidence = Related(where.path, option.line, option.column, f"--{name} {option.value}")
         return LaunchedConfig(where, name, config_path, evidence, options)
     if accelerate is not None:

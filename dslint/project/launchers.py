@@ -6,14 +6,15 @@ train.py`, `python -m torch.distributed.launch ... train.py`, `accelerate launch
 train.py`, plain `python train.py`), and the options the script gets (`--deepspeed_config ds.json`,
 `--deepspeed ds_z3.json`, `--zero_stage 3`). Variables assigned a literal in the same file (`ZERO_STAGE=3`,
 `CONFIG := ds.json`) are substituted; a value built at run time (`$(date)`, `$1`, an unknown `$VAR`) stays
-unknown and is never guessed. Nothing here touches the file system except `read_accelerate_yaml`.
+unknown and is never guessed. Nothing here reads the file system except `read_accelerate_yaml`.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # The launcher commands dslint follows, by the basename of their first word.
 LAUNCHER_WORDS = frozenset({"deepspeed", "torchrun", "accelerate", "python", "python3"})
@@ -60,6 +61,9 @@ class LaunchLine:
     # Environment the command gets from the line (`CUDA_VISIBLE_DEVICES=0,1 deepspeed ...`) or an earlier
     # `export NAME=literal` in the same file; a value built at run time is UNKNOWN_VALUE.
     environment: tuple[tuple[str, str], ...] = ()
+    # Where the command runs after the launcher's literal `cd`/`pushd` (relative to the launcher's directory, or
+    # absolute); "" when it never changes directory. The script and its options' paths are read from there.
+    directory: str = ""
 
     def launcher_option(self, *names: str) -> ScriptOption | None:
         """The last of the launcher's own options spelt as any of `names` (dashes as underscores)."""
@@ -155,25 +159,91 @@ def _substitute(text: str, variables: dict[str, str | None]) -> str:
 
 
 def parse_shell(path: str, text: str) -> list[LaunchLine]:
-    """The launch commands of a shell script."""
+    """The launch commands of a shell script.
+
+    Two facts about where a command runs are followed: a literal `cd DIR` / `pushd DIR` / `popd` before it (in
+    a `( ... )` subshell only for that line), and a variable holding the launcher's own directory
+    (`DIR=$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`, with a literal tail such as `/..`),
+    which is the launcher's folder wherever the launcher is started from."""
     variables: dict[str, str | None] = {}
     exported: dict[str, str] = {}
     found: list[LaunchLine] = []
+    here = os.path.dirname(os.path.abspath(path))
+    directory = ""
+    pushed: list[str] = []
     for number, logical in _logical_lines(text):
         line = _strip_comment(logical)
         assignment = _ASSIGNMENT.match(line)
-        if assignment and _is_assignment_only(line):
+        own = _own_directory(assignment.group(2), here) if assignment else None
+        if assignment and (own is not None or _is_assignment_only(line)):
             name, value = assignment.groups()
-            rest = _literal(_substitute(value, variables))
+            rest = own if own is not None else _literal(_substitute(value, variables))
             variables[name] = None if rest is None or UNKNOWN_VALUE in rest else rest
             if line.lstrip().startswith("export ") or name in exported:
                 exported[name] = variables[name] or UNKNOWN_VALUE
             continue
+        subshell = line.lstrip().startswith("(")
+        before = directory
+        if subshell:
+            line = line.strip()[1:]
+            line = line[:-1] if line.endswith(")") else line
         for segment in re.split(r"&&|\|\||;|\|(?!\|)", line):
-            launch = _launch_in(path, number, logical, _substitute(segment, variables), None, exported)
+            substituted = _substitute(segment, variables)
+            moved = _change_directory(substituted, directory, pushed)
+            if moved is not None:
+                directory = moved
+                continue
+            launch = _launch_in(path, number, logical, substituted, None, exported)
             if launch is not None:
-                found.append(launch)
+                found.append(launch if not directory else replace(launch, directory=directory))
+        if subshell:
+            directory = before
     return found
+
+
+def _own_directory(value: str, here: str) -> str | None:
+    """The launcher's own directory (absolute) when `value` computes it from `$0` or `BASH_SOURCE`, with a
+    literal path tail appended; None for any other value."""
+    text = value.strip().strip("'\"")
+    if not text.startswith("$("):
+        return None
+    depth, close = 0, -1
+    for index, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                close = index
+                break
+    if close < 0:
+        return None
+    inner, tail = text[2:close], text[close + 1 :].strip("'\"")
+    if "dirname" not in inner or re.search(r"\$0\b|\$\{0\}|BASH_SOURCE", inner) is None or ".." in inner:
+        return None
+    if tail and (not tail.startswith("/") or re.search(r"[$`\s]", tail)):
+        return None
+    return os.path.normpath(here + tail)
+
+
+def _change_directory(segment: str, directory: str, pushed: list[str]) -> str | None:
+    """The directory after `segment` when it is a `cd`/`pushd`/`popd` (relative to the launcher's directory,
+    or absolute); None when the segment is no directory change. A target built at run time leaves the
+    directory as it was: nothing is guessed, and the launcher's own folder stays the place to look."""
+    try:
+        words = shlex.split(segment)
+    except ValueError:
+        return None
+    if not words or words[0] not in ("cd", "pushd", "popd"):
+        return None
+    if words[0] == "popd":
+        return pushed.pop() if pushed else directory
+    targets = [word for word in words[1:] if not word.startswith("-")]
+    if len(targets) != 1 or UNKNOWN_VALUE in targets[0] or targets[0].startswith("~"):
+        return directory
+    if words[0] == "pushd":
+        pushed.append(directory)
+    return os.path.normpath(os.path.join(directory, targets[0]))
 
 
 def parse_makefile(path: str, text: str) -> list[LaunchLine]:

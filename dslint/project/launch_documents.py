@@ -1,0 +1,135 @@
+"""Launch commands written in documents: a README's or a guide's code blocks and a notebook's shell lines.
+
+Projects document how a script is run as often as they ship a `.sh` for it: a fenced block in Markdown, a
+`.. code-block:: bash` or `::` literal block in reStructuredText, a `!deepspeed train.py ...` line or a `%%bash`
+cell in a notebook. Each function here turns such a file into shell text for `launchers.parse_shell`, with every
+other line blanked, so that line numbers still point into the document (for a notebook: the line of the JSON
+file that holds the source line). Nothing else in the document is read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+DOCUMENT_LAUNCHER_SUFFIXES = (".md", ".rst", ".ipynb")
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_RST_DIRECTIVE = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode|prompt)::")
+_SHELL_MAGIC = re.compile(r"^\s*%%(?:bash|sh|script\s+(?:ba)?sh)\b")
+
+
+def shell_texts(name: str, text: str) -> list[str]:
+    """The shell commands of the document `name` (by its suffix), other lines blank, as the separate shells
+    that run them: a Markdown or reStructuredText document is read as one session (a `cd` in one block holds
+    for the next, as for a person following it); each `!` command and each `%%bash` cell of a notebook runs
+    in a shell of its own, so a `cd` there ends with it."""
+    if name.endswith(".rst"):
+        return [rst_code_blocks(text)]
+    if name.endswith(".ipynb"):
+        return notebook_shells(text)
+    return [markdown_code_blocks(text)]
+
+
+def markdown_code_blocks(text: str) -> str:
+    """A Markdown file's fenced code blocks, other lines blanked (line numbers kept)."""
+    out: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            inside = not inside
+            out.append("")
+        else:
+            out.append(line if inside else "")
+    return "\n".join(out)
+
+
+def rst_code_blocks(text: str) -> str:
+    """A reStructuredText file's literal blocks (after a `::` paragraph or a code directive), other lines blank.
+
+    A block is the indented lines that follow (directive options such as `:linenos:` excluded), up to the first
+    line indented no deeper than the line that opened it."""
+    lines = text.splitlines()
+    out = [""] * len(lines)
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        directive = _RST_DIRECTIVE.match(line)
+        opens = directive is not None or (line.rstrip().endswith("::") and not line.lstrip().startswith(".."))
+        index += 1
+        if not opens:
+            continue
+        base = len(line) - len(line.lstrip())
+        while index < len(lines):
+            body = lines[index]
+            if body.strip():
+                indent = len(body) - len(body.lstrip())
+                if indent <= base:
+                    break
+                if not (directive is not None and body.lstrip().startswith(":")):
+                    out[index] = body
+            index += 1
+    return "\n".join(out)
+
+
+def notebook_shells(text: str) -> list[str]:
+    """A notebook's shell commands: code-cell lines run through the shell (`!cmd`, with its continued lines)
+    and whole `%%bash` cells, one text per shell, each command at the line of the notebook file that holds it
+    (nbformat writes one source line per JSON line), other lines blank."""
+    try:
+        notebook = json.loads(text)
+    except ValueError:
+        return []
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    if not isinstance(cells, list):
+        return []
+    physical = text.splitlines()
+    shells: list[dict[int, str]] = []
+    cursor = 0
+    for cell in cells:
+        # Each cell's "source" key, in order: a command is looked for after it (not in an earlier cell's outputs).
+        start = _line_holding(physical, '"source"', cursor, encode=False)
+        cursor = start if start is not None else cursor
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            if start is not None:
+                cursor += 1
+            continue
+        source = cell.get("source")
+        if isinstance(source, str):
+            source = source.splitlines(keepends=True)
+        if not isinstance(source, list) or not all(isinstance(part, str) for part in source):
+            continue
+        shell_cell = bool(source) and _SHELL_MAGIC.match(source[0]) is not None
+        if shell_cell:
+            shells.append({})
+        continued = False  # the previous `!` line ended with a backslash: this line goes on with it
+        for number, part in enumerate(source):
+            command = part.rstrip("\n")
+            if shell_cell and number == 0:
+                continue
+            if not shell_cell and not continued:
+                stripped = command.lstrip()
+                if not stripped.startswith("!"):
+                    continue
+                command = stripped[1:]
+                shells.append({})
+            continued = not shell_cell and command.rstrip().endswith("\\")
+            where = _line_holding(physical, part, cursor)
+            if where is None:
+                continue
+            cursor = where
+            # A continued command keeps its backslash: parse_shell joins the following line.
+            shells[-1][where] = command
+    return ["\n".join(shell.get(number, "") for number in range(len(physical))) for shell in shells if shell]
+
+
+def _line_holding(physical: list[str], part: str, start: int, encode: bool = True) -> int | None:
+    """The first line at or after `start` whose text holds `part`: a source line, JSON-encoded (with or without
+    escaped non-ASCII characters), or with `encode=False` the text itself."""
+    if not part.strip():
+        return None
+    encodings = {json.dumps(part)[1:-1], json.dumps(part, ensure_ascii=False)[1:-1]} if encode else {part}
+    for number in range(start, len(physical)):
+        if any(encoded in physical[number] for encoded in encodings):
+            return number
+    return None
