@@ -16,8 +16,9 @@ from dslint.config.facts import Origin
 from dslint.config.schema import Schema, load_schema
 from dslint.config.tree import Entry, Node, Object
 from dslint.config.versions import Version, newest_known
-from dslint.diagnostics import Diagnostic, Fix, Location, Severity
+from dslint.diagnostics import Diagnostic, Fix, Location, Related, Severity
 from dslint.framework.rule import Rule
+from dslint.script.project_facts import LaunchWorldSize
 
 
 @dataclass
@@ -43,6 +44,9 @@ class ConfigContext:
     # Top-level keys the script(s) reading this file replace in code before deepspeed.initialize sees the dict
     # (their value in the file does not reach DeepSpeed).
     replaced_keys: frozenset[str] = frozenset()
+    # The world sizes of the launches that pass this file (from the project index), each with where it was read;
+    # `world_size` (the command line's) takes precedence.
+    launch_world_sizes: tuple[LaunchWorldSize, ...] = ()
 
 
 class ConfigRule(Rule):
@@ -71,6 +75,7 @@ class ConfigRule(Rule):
         message: str | None = None,
         severity: Severity | None = None,
         fix: Fix | None = None,
+        related: tuple[Related, ...] = (),
     ) -> None:
         self.context.diagnostics.append(
             Diagnostic(
@@ -82,13 +87,19 @@ class ConfigRule(Rule):
                 start=start,
                 end=end,
                 fix=fix,
+                related=related,
             )
         )
 
     def report_key(
-        self, entry: Entry, message: str | None = None, severity: Severity | None = None, fix: Fix | None = None
+        self,
+        entry: Entry,
+        message: str | None = None,
+        severity: Severity | None = None,
+        fix: Fix | None = None,
+        related: tuple[Related, ...] = (),
     ) -> None:
-        self.report_at(entry.key_start, entry.key_end, message, severity, fix)
+        self.report_at(entry.key_start, entry.key_end, message, severity, fix, related)
 
     def report_node(self, node: Node, message: str | None = None, severity: Severity | None = None) -> None:
         self.report_at(node.start, node.end, message, severity)

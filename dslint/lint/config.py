@@ -18,6 +18,7 @@ from dslint.framework.registry import implementation
 from dslint.lint.result import FileResult, config_rules
 from dslint.project.script_configs import ScriptConfig, script_configs, unreadable_configs
 from dslint.script.context import ScriptContext
+from dslint.script.project_facts import LaunchWorldSize
 from dslint.selection import RuleSelection
 
 
@@ -64,6 +65,7 @@ def lint_config_source(
     world_size: int | None = None,
     known_config: bool = False,
     replaced_keys: frozenset[str] = frozenset(),
+    launch_world_sizes: tuple[LaunchWorldSize, ...] = (),
 ) -> FileResult:
     """Lint one config file. `known_config`: a script points at it, so it is a DeepSpeed config whatever its
     name or content; otherwise a file that is not recognisably a DeepSpeed config gets no finding.
@@ -99,6 +101,7 @@ def lint_config_source(
             schema=config_schema(version),
             deepspeed_version=version,
             replaced_keys=replaced_keys,
+            launch_world_sizes=launch_world_sizes,
         )
 
     version = selected_version(selection.deepspeed_version)

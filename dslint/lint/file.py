@@ -74,6 +74,7 @@ def lint_config_file(
         world_size=world_size,
         known_config=reading.named or known_config,
         replaced_keys=reading.replaced,
+        launch_world_sizes=reading.world_sizes,
     )
 
 

@@ -36,9 +36,11 @@ from dslint.project.launchers import (
     parse_makefile,
     parse_shell,
 )
+from dslint.project.world_size import world_size
 from dslint.script.project_facts import (
     EngineConfig,
     LaunchedConfig,
+    LaunchWorldSize,
     ParameterFact,
     ProjectFacts,
     ReturnFact,
@@ -80,6 +82,8 @@ class ConfigReading:
     named: bool = True
     # Top-level keys that every script handing the file to deepspeed.initialize replaces in code first.
     replaced: frozenset[str] = frozenset()
+    # The world sizes of the launches passing the file, where the launcher says (DSL407 checks each).
+    world_sizes: tuple[LaunchWorldSize, ...] = ()
 
     @property
     def origin(self) -> config_facts.Origin:
@@ -102,6 +106,8 @@ class ProjectIndex:
     # Per launched config, for each launch that gives it to a script calling initialize: the top-level keys
     # the script replaces in the loaded dict before initialize (`config_readers.replaced_keys`).
     config_replaced: dict[str, list[frozenset[str]]] = field(default_factory=dict)
+    # Per launched config, the world size of each launch passing it whose launcher says how many ranks it starts.
+    config_world_sizes: dict[str, list[LaunchWorldSize]] = field(default_factory=dict)
     # "trainer" when no file of the project creates an engine (no deepspeed.initialize, no Lightning strategy)
     # and its scripts use the Hugging Face integrations: the reader of a config nothing names.
     presumed_reader: str | None = None
@@ -122,7 +128,8 @@ class ProjectIndex:
             return ConfigReading(self.presumed_reader, named=False) if self.presumed_reader is not None else None
         replaced = self.config_replaced.get(absolute(path), [])
         keys = functools.reduce(frozenset.intersection, replaced) if reader == "initialize" and replaced else None
-        return ConfigReading(reader, replaced=keys or frozenset())
+        worlds = tuple(self.config_world_sizes.get(absolute(path), ()))
+        return ConfigReading(reader, replaced=keys or frozenset(), world_sizes=worlds)
 
     def facts_for(self, path: str | Path) -> ProjectFacts | None:
         return self.files.get(absolute(path))
@@ -339,6 +346,11 @@ def _read_launchers(
             launch = Launch(line, script, _launched_config(line, launcher, roots, accelerate), accelerate)
             index.launches.append(launch)
             if launch.config.config_path is not None:
+                world = world_size(line, functools.partial(read_near, near=launcher, roots=roots), accelerate)
+                if world.ranks is not None:
+                    index.config_world_sizes.setdefault(launch.config.config_path, []).append(
+                        LaunchWorldSize(world.ranks, world.source, launch.config.launch)
+                    )
                 reader = _reader(script, launch.config)
                 index.config_readers.setdefault(launch.config.config_path, set()).add(reader)
                 if reader == "initialize" and launch.config.option is not None:

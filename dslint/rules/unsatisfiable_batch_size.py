@@ -7,7 +7,7 @@ from typing import Any
 
 from dslint.config.facts import batch_values
 from dslint.config.tree import UNKNOWN
-from dslint.diagnostics import Severity
+from dslint.diagnostics import Related, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 
@@ -62,7 +62,10 @@ class UnsatisfiableBatchSize(ConfigRule):
     docs = RuleDocs(
         what="""
             Flags batch values that DeepSpeed's batch assertion rejects for every possible world size (for
-            example `train_batch_size` 32 with micro batch 3), or for the world size when it is known; and
+            example `train_batch_size` 32 with micro batch 3), or for the world size when it is known: given
+            with `--world-size`, or read from each launcher that passes the config (`deepspeed --num_gpus`,
+            `--num_nodes`, a hostfile's slots, `--include`, `CUDA_VISIBLE_DEVICES`, `torchrun
+            --nproc_per_node`, `accelerate launch --num_processes`), where the finding names the launch; and
             batch values that are not positive.
         """,
         why="""
@@ -111,9 +114,20 @@ class UnsatisfiableBatchSize(ConfigRule):
         if train is None and micro is None:
             return  # DSL406
         world = self.context.world_size
+        related: tuple[Related, ...] = ()
         if world is not None:
             ok = bool(holds(train, micro, accum, world))
             detail = f"with world size {world}"
+        elif self.context.launch_world_sizes:
+            failing = [w for w in self.context.launch_world_sizes if not holds(train, micro, accum, w.ranks)]
+            ok = not failing
+            if failing:
+                first = failing[0]
+                others = f" and {len(failing) - 1} more launch(es)" if len(failing) > 1 else ""
+                detail = (
+                    f"with world size {first.ranks} ({first.source}: {first.launch.path}:{first.launch.line}{others})"
+                )
+                related = tuple(w.launch for w in failing)
         else:
             ok = some_world_size_holds(train, micro, accum)
             detail = "for any number of GPUs"
@@ -134,4 +148,5 @@ class UnsatisfiableBatchSize(ConfigRule):
             anchor,
             f"{shown} cannot satisfy train = micro x accumulation x world size {detail} (all > 0); "
             "DeepSpeed stops at start-up",
+            related=related,
         )

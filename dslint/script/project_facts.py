@@ -69,6 +69,15 @@ class LaunchedConfig:
 
 
 @dataclass(frozen=True)
+class LaunchWorldSize:
+    """The number of ranks one launch starts with a config, and where that was read."""
+
+    ranks: int
+    source: str  # how the launcher gives it: "--num_gpus 8, one node (no hostfile)"
+    launch: Related  # the launch line
+
+
+@dataclass(frozen=True)
 class ProjectFacts:
     """The project's facts for one file."""
 
