@@ -17,6 +17,7 @@ PACKAGES = ("dslint", "runtime_check")
 # most specific pattern that matches it. Keep in step with the table in docs/architecture.md.
 LAYERS: list[tuple[str, list[str]]] = [
     ("diagnostics", ["dslint", "dslint.diagnostics", "dslint.selection", "dslint.gitignore", "dslint.limits"]),
+    ("model", ["dslint.model.*"]),
     ("facts", ["dslint.config.*", "dslint.script.*"]),
     ("project", ["dslint.project.*"]),
     ("rule framework", ["dslint.framework.*"]),
