@@ -8,12 +8,14 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from dslint.model.library import INITIALIZE, LIBRARY_ROOTS
+from dslint.model.classes import Hierarchy
+from dslint.model.library import INITIALIZE
 from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore, calls, dotted
 from dslint.model.values import (
     NONE,
     InitSite,
     Item,
+    Keyed,
     Maybe,
     Param,
     Results,
@@ -25,9 +27,6 @@ from dslint.model.values import (
     roles_of,
     unwrapped,
 )
-
-# How many re-exports (`from .utils import get_model` in a package's `__init__.py`) a call is followed through.
-MAX_REEXPORTS = 3
 
 Callee = tuple[str, str]  # (module path, qualname)
 
@@ -55,6 +54,7 @@ class Evaluator:
 
     def __init__(self, store: SummaryStore) -> None:
         self.store = store
+        self.hierarchy = Hierarchy(store)
         self.summaries: dict[Callee, FunctionSummary] = {}
         self.calls: list[CallSite] = []
         self.inits: dict[tuple[str, int, int], InitSite] = {}
@@ -208,7 +208,7 @@ class Evaluator:
             callee = self.resolve(module, summary, expr.func)
             if callee is None:
                 return None
-            returned = self.returned(callee)
+            returned = self._returned_through(callee, self._overrides(module, summary, expr.func))
             if returned is None:
                 return Returned(*callee)
             if isinstance(returned, Param):
@@ -218,7 +218,9 @@ class Evaluator:
                 inner = self.value(module, summary, values, argument)
                 return unwrapped(inner) if returned.unwrapped else inner
             return returned
-        if isinstance(expr, ast.Tuple):
+        if isinstance(expr, ast.Dict):
+            return self._keyed(module, summary, values, expr)
+        if isinstance(expr, (ast.Tuple, ast.List)):
             elements = [self.value(module, summary, values, element) for element in expr.elts]
             origins = {element.origin for element in elements if isinstance(element, Item)}
             if len(origins) != 1 or not any(element is not None for element in elements):
@@ -239,6 +241,8 @@ class Evaluator:
             inner = self.value(module, summary, values, expr.value)
             if isinstance(index, int) and isinstance(inner, Results) and -len(inner.roles) <= index < len(inner.roles):
                 return Item(inner.roles[index], inner.origin)
+            if isinstance(index, str) and isinstance(inner, Keyed):
+                return inner.item(index)
             return None
         if isinstance(expr, ast.Constant) and expr.value is None:
             return NONE
@@ -246,6 +250,22 @@ class Evaluator:
         if key is not None:
             return self._read(summary, values, key)
         return None
+
+    def _keyed(
+        self, module: ModuleSummary, summary: FunctionSummary, values: dict[str, Value], expr: ast.Dict
+    ) -> Value:
+        """`{"engine": engine, "optimizer": optimizer}`: a dict of one initialize's results."""
+        keys: list[str] = []
+        for key in expr.keys:
+            if not isinstance(key, ast.Constant) or not isinstance(key.value, str):
+                return None  # `**other` or a key that is not a constant string
+            keys.append(key.value)
+        elements = [self.value(module, summary, values, element) for element in expr.values]
+        origins = {element.origin for element in elements if isinstance(element, Item)}
+        if len(origins) != 1:
+            return None
+        roles = tuple(element.role if isinstance(element, Item) else None for element in elements)
+        return Keyed(tuple(keys), roles, origins.pop())
 
     def _read(self, summary: FunctionSummary, values: dict[str, Value], key: str) -> Value:
         """A name's value: bound here, `self.x` set in a method of this class, or `obj.x` on an instance of a
@@ -272,7 +292,7 @@ class Evaluator:
             self.ensure(module, function.qualname)
         found = self.attributes.get((held.path, owner, attr))
         # only initialize's results: a parameter of the class's method means nothing here
-        return found if isinstance(found, (Results, Item, Maybe)) else None
+        return found if isinstance(found, (Results, Keyed, Item, Maybe)) else None
 
     def returned(self, callee: Callee) -> Value:
         """What a function returns, when every return statement agrees."""
@@ -282,6 +302,36 @@ class Evaluator:
             return None
         first = summary.returns[0]
         return first if all(r == first for r in summary.returns) else None
+
+    def _returned_through(self, callee: Callee, overrides: list[Callee]) -> Value:
+        """What a call returns when it may reach overrides too (`self.build()` in a base class): the value every
+        implementation with a return statement agrees on (an abstract one, `raise NotImplementedError`, has none)."""
+        if not overrides:
+            return self.returned(callee)
+        found: list[Value] = []
+        for implementation in [callee, *overrides]:
+            summary = self._summary_of(implementation)
+            if summary is None:
+                return None
+            if summary.returns:
+                found.append(self.returned(implementation))
+        if not found or any(value is None or value != found[0] for value in found):
+            return None
+        return found[0]
+
+    def _summary_of(self, callee: Callee) -> FunctionSummary | None:
+        module = self.module(callee[0])
+        return self.ensure(module, callee[1]) if module is not None else None
+
+    def _overrides(self, module: ModuleSummary, summary: FunctionSummary, func: ast.expr) -> list[Callee]:
+        """For `self.name(...)` in a method: the overrides of `name` in the project's subclasses of its class."""
+        name = dotted(func)
+        if name is None or not summary.is_method or not summary.params:
+            return []
+        head, _, rest = name.partition(".")
+        if head != summary.params[0] or not rest or "." in rest:
+            return []
+        return self.hierarchy.overrides((module.path, summary.qualname.rpartition(".")[0]), rest)
 
     def _model_sink(
         self, module: ModuleSummary, summary: FunctionSummary, values: dict[str, Value], call: ast.Call, site: InitSite
@@ -325,9 +375,8 @@ class Evaluator:
     def _resolve_name(self, module: ModuleSummary, summary: FunctionSummary, name: str) -> Callee | None:
         head, _, rest = name.partition(".")
         if summary.is_method and summary.params and head == summary.params[0] and rest and "." not in rest:
-            owner = summary.qualname.rpartition(".")[0]
-            qualname = f"{owner}.{rest}"
-            return (module.path, qualname) if qualname in module.functions else None
+            # the method of this class, or the one it inherits from a project base class
+            return self.hierarchy.method((module.path, summary.qualname.rpartition(".")[0]), rest)
         if not rest:
             # A function nested in the caller or in a function around it (`def main(): def training(model):
             # ...; training(model)`); class bodies are not scopes a method sees.
@@ -354,47 +403,45 @@ class Evaluator:
         return self._follow_import(f"{imported}.{rest}" if rest else imported, module.path)
 
     def _follow_import(self, dotted_name: str, near: str) -> Callee | None:
-        for _ in range(MAX_REEXPORTS + 1):
-            module_name, _, function = dotted_name.rpartition(".")
-            if not module_name or module_name.split(".")[0] in LIBRARY_ROOTS:
-                return None
-            path = self.store.finder.find(module_name, near)
-            if path is None:
-                return None
-            target = self.module(path)
-            if target is None:
-                return None
-            if function in target.functions:
-                return (path, function)
-            if function in target.classes and f"{function}.__init__" in target.functions:
-                return (path, f"{function}.__init__")
-            # A package that re-exports the function (`utils/__init__.py`: `from .utils import get_model`)
-            reexported = target.imports.get(function)
-            if reexported is None or reexported == dotted_name:
-                return None
-            dotted_name, near = reexported, path
+        """A project function, or the `__init__` of a project class, that an imported name points at."""
+        found = self.hierarchy.follow(dotted_name, near)
+        if found is None:
+            return None
+        target, name = found
+        if name in target.functions:
+            return (target.path, name)
+        if name in target.classes and f"{name}.__init__" in target.functions:
+            return (target.path, f"{name}.__init__")
         return None
 
     def _call(self, module: ModuleSummary, summary: FunctionSummary, values: dict[str, Value], call: ast.Call) -> None:
+        """A call of a project function with arguments, recorded with the values it passes; a `self.name(...)`
+        call in a method is recorded for every override of `name` in subclasses too (the base class calls them)."""
         if not call.args and not call.keywords:
             return
         callee = self.resolve(module, summary, call.func)
         if callee is None:
             return
-        function = self.function(callee)
-        if function is None:
+        targets = [callee, *self._overrides(module, summary, call.func)]
+        functions = [(target, function) for target in targets if (function := self.function(target)) is not None]
+        if not functions:
             return
-        arguments: dict[str, Value] = {}
+        limit = max(len(function.positional) for _, function in functions)
+        positional: list[Value] = []
         for index, argument in enumerate(call.args):
             if isinstance(argument, ast.Starred):
                 return  # positions after *args cannot be known
-            if index < len(function.positional):
-                arguments[function.positional[index]] = self.value(module, summary, values, argument)
+            if index < limit:
+                positional.append(self.value(module, summary, values, argument))
+        keywords: dict[str, Value] = {}
         for keyword in call.keywords:
             if keyword.arg is None:
-                return
-            arguments[keyword.arg] = self.value(module, summary, values, keyword.value)
-        self.calls.append(CallSite(module.path, call.lineno, call.col_offset + 1, callee, arguments))
+                return  # **kwargs may fill any parameter
+            keywords[keyword.arg] = self.value(module, summary, values, keyword.value)
+        for target, function in functions:
+            arguments: dict[str, Value] = dict(zip(function.positional, positional, strict=False))
+            arguments.update(keywords)
+            self.calls.append(CallSite(module.path, call.lineno, call.col_offset + 1, target, arguments))
 
     def argument_for(self, callee: Callee, call: ast.Call, param: str) -> ast.expr | None:
         """The expression a call passes to the callee's parameter `param`."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from dslint.model.evaluate import Callee, CallSite, Evaluator, FunctionSummary
 from dslint.model.library import ENGINE, ENGINE_MODULE, ENGINE_ONLY_METHODS, INITIALIZE, RESULT_ORDER
 from dslint.model.summary import ModuleSummary, SummaryStore, calls, dotted, statements
-from dslint.model.values import InitSite, Item, Maybe, Param, Results, Returned, Value, is_engine_held
+from dslint.model.values import InitSite, Item, Keyed, Maybe, Param, Results, Returned, Value, is_engine_held
 
 MAX_ROUNDS = 6
 # A function name found in more files than this is too common to check every call of it.
@@ -109,7 +109,7 @@ class ProjectModel(Evaluator):
 
     def _worth(self, summary: FunctionSummary) -> bool:
         """Functions whose callers must be seen: they return an engine, or hand a parameter to initialize."""
-        if any(isinstance(r, (Results, Item)) for r in summary.returns):
+        if any(isinstance(r, (Results, Keyed, Item)) for r in summary.returns):
             return True
         return any(key[:2] == (summary.path, summary.qualname) for key in self.model_parameters)
 
@@ -243,14 +243,17 @@ class ProjectModel(Evaluator):
             if index is not None:
                 yield helper, index, returned.name, returned.unwrapped
 
-    def result_helpers(self) -> Iterator[tuple[HelperCall, tuple[str | None, ...], bool, InitSite]]:
-        """(the call, roles, is a tuple, initialize site) for calls of helpers that return initialize's results."""
+    def result_helpers(self) -> Iterator[tuple[HelperCall, tuple[str | None, ...], bool, tuple[str, ...], InitSite]]:
+        """(the call, roles, is a tuple or list, the keys of a dict, initialize site) for calls of helpers that
+        return initialize's results."""
         for helper in self._helper_calls():
             returned = self.returned(helper.callee)
             if isinstance(returned, Results):
-                yield helper, returned.roles, True, returned.origin
+                yield helper, returned.roles, True, (), returned.origin
+            elif isinstance(returned, Keyed):
+                yield helper, returned.roles, False, returned.keys, returned.origin
             elif isinstance(returned, Item):
-                yield helper, (returned.role,), False, returned.origin
+                yield helper, (returned.role,), False, (), returned.origin
 
     def model_sinks(self) -> Iterator[tuple[HelperCall, int, str, InitSite]]:
         """(the call, parameter index, parameter name, initialize site) for calls that pass a model into a

@@ -1,7 +1,8 @@
 """Typed abstract values: what a name, an attribute or a returned expression holds, as the fixpoint sees it.
 
-- `Results`: initialize's result tuple (or a helper's tuple of its items), with the role of each item (None for
+- `Results`: initialize's result tuple (or a helper's tuple or list of its items), with the role of each item (None for
   an item that is not one of initialize's results) and the call that made it (`InitSite`);
+- `Keyed`: a dict of those results under constant string keys;
 - `Item`: one of those results alone: the engine, `engine.module`, the optimizer, the dataloader or the
   scheduler initialize returns (`library.RESULT_ORDER`, `library.ENGINE_MODULE`), with its origin;
 - `Maybe`: an `Item` on some paths only (`if use_ds: model, *_ = deepspeed.initialize(...)`);
@@ -38,6 +39,21 @@ class Results:
 
 
 @dataclass(frozen=True)
+class Keyed:
+    """A dict of initialize's results under constant string keys (`{"engine": engine, "optimizer": opt}`)."""
+
+    keys: tuple[str, ...]
+    roles: tuple[str | None, ...]
+    origin: InitSite
+
+    def item(self, key: str) -> Item | None:
+        if key not in self.keys:
+            return None
+        role = self.roles[self.keys.index(key)]
+        return Item(role, self.origin) if role is not None else None
+
+
+@dataclass(frozen=True)
 class Item:
     role: str | None
     origin: InitSite
@@ -66,12 +82,12 @@ class NoneConstant:
 
 
 NONE = NoneConstant()
-Value = Results | Item | Maybe | Param | Returned | NoneConstant | None
+Value = Results | Keyed | Item | Maybe | Param | Returned | NoneConstant | None
 
 
 def is_engine_held(value: Value) -> bool:
     """Initialize's results, on every path or on some."""
-    return isinstance(value, (Results, Item, Maybe))
+    return isinstance(value, (Results, Keyed, Item, Maybe))
 
 
 def merge(seen: list[Value]) -> Value:

@@ -493,11 +493,11 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         facts = _facts(index, helper.caller_path)
         passthrough = {**facts.passthrough, helper.text: (position, name, unwrapped)}
         index.files[helper.caller_path] = replace(facts, passthrough=passthrough)
-    for helper, roles, is_tuple, init in model.result_helpers():
+    for helper, roles, is_tuple, keys, init in model.result_helpers():
         origin = Related(_shown(init.path), init.line, init.column, f"deepspeed.initialize inside {helper.callee[1]}()")
         facts = _facts(index, helper.caller_path)
         returns = dict(facts.returns)
-        returns[helper.text] = ReturnFact(roles, is_tuple, origin, engine_config(index, init))
+        returns[helper.text] = ReturnFact(roles, is_tuple, origin, engine_config(index, init), keys)
         index.files[helper.caller_path] = replace(facts, returns=returns)
     for (path, qualname), init in model.model_builders.items():
         facts = _facts(index, path)

@@ -258,6 +258,9 @@ class ScriptFacts:
         scope = self.scope_at(at)
         pos = self.start(at)
         if isinstance(expr, cst.Subscript):
+            key = _constant_key(expr)
+            if key is not None:
+                return self._keyed_role(expr.value, key, scope, pos)
             base = self.role_of(expr.value, at)
             index = _constant_index(expr)
             if base is not None and base.role is Role.INIT_RESULT and index is not None:
@@ -296,6 +299,26 @@ class ScriptFacts:
                 if self._through_self_returning(self.binding_at(key, init.scope, init.start)) is binding:
                     return RoleAnswer(argument_role, init)
         return None
+
+    def _keyed_role(self, expr: cst.BaseExpression, key: str, scope: Scope, pos: Pos) -> RoleAnswer | None:
+        """`state["engine"]` where `state` (or the call itself) is a helper's dict of initialize's results."""
+        if self.project is None or not self.project.returns:
+            return None
+        call = expr
+        name = dotted_name(expr)
+        if name is not None:
+            binding = self.binding_at(name, scope, pos)
+            if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
+                return None
+            call = binding.value
+        if not isinstance(call, cst.Call):
+            return None
+        helper = dotted_name(call.func)
+        fact = self.project.returns.get(helper) if helper is not None else None
+        if fact is None or key not in fact.keys:
+            return None
+        role = next((r for r in Role if r.value == fact.roles[fact.keys.index(key)]), None)
+        return RoleAnswer(role, self.remote_init(fact, fact.origin, fact.config)) if role is not None else None
 
     def _alias_of_remote(self, binding: Binding, depth: int) -> RoleAnswer | None:
         """`model = engine`, `m = engine.module if hasattr(engine, "module") else engine`, `m = m.module`,
@@ -476,6 +499,17 @@ class ScriptFacts:
 
 def _is_remote(answer: RoleAnswer) -> bool:
     return answer.init is not None and answer.init.origin is not None
+
+
+def _constant_key(node: cst.Subscript) -> str | None:
+    """`x["engine"]` -> "engine"."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    value = node.slice[0].slice.value
+    if isinstance(value, cst.SimpleString):
+        evaluated = value.evaluated_value
+        return evaluated if isinstance(evaluated, str) else None
+    return None
 
 
 def _constant_index(node: cst.Subscript) -> int | None:
@@ -779,8 +813,8 @@ class _Collector:
             return None
         name = dotted_name(call.func)
         fact = project.returns.get(name) if name is not None else None
-        if fact is None:
-            return None
+        if fact is None or fact.keys:
+            return None  # a dict of results is read by key (`ScriptFacts._keyed_role`)
         init = self.facts.remote_init(fact, fact.origin, fact.config)
         order = tuple(RESULT_ORDER.index(r) if r in RESULT_ORDER else None for r in fact.roles)
         if fact.is_tuple:

@@ -50,9 +50,10 @@ class ReturnFact:
     """A helper whose return value is (part of) initialize's result."""
 
     roles: tuple[str | None, ...]  # one role per returned item
-    is_tuple: bool  # `return engine, optimizer` vs `return engine`
+    is_tuple: bool  # `return engine, optimizer` (or a list) vs `return engine`
     origin: Related  # the initialize call inside the helper
     config: EngineConfig | None = None
+    keys: tuple[str, ...] = ()  # `return {"engine": engine, ...}`: the key of each role
 
 
 @dataclass(frozen=True)
