@@ -31,11 +31,18 @@ EngineAnswer = tuple[str, CallSite, InitSite]  # (role, a call that passes it, t
 
 @dataclass(frozen=True)
 class HelperCall:
-    """A call, in `caller_path`, of a project function the fixpoint has an answer for."""
+    """A call, in `caller_path` at `line`/`column` (1-based, in characters), of a project function the fixpoint
+    has an answer for. Answers reach the caller's file keyed by that position."""
 
     caller_path: str
-    text: str  # the callee as written (`utils.setup`)
+    line: int
+    column: int
+    text: str  # the callee as written (`utils.setup`), for `dslint graph`
     callee: Callee
+
+    @property
+    def position(self) -> tuple[int, int]:
+        return (self.line, self.column)
 
 
 class ProjectModel(Evaluator):
@@ -228,8 +235,30 @@ class ProjectModel(Evaluator):
         return None
 
     def _helper_calls(self) -> Iterator[HelperCall]:
-        for (path, text), callee in list(self.call_texts.items()):
-            yield HelperCall(path, text, callee)
+        """Every call, in a module where the fixpoint resolved a call of a project function, of a name it resolved
+        there, each resolved again in its own scope (functions the fixpoint did not need to read included)."""
+        texts: dict[str, set[str]] = {}
+        for path, written in self.call_texts:
+            texts.setdefault(path, set()).add(written)
+        for path, wanted in sorted(texts.items()):
+            module = self.module(path)
+            if module is None:
+                continue
+            lines = self.store.sources.get(path, b"").splitlines()
+            scopes = [(FunctionSummary(path, "", [], False), module.tree.body)]
+            for qualname, function in module.functions.items():
+                scope = FunctionSummary(path, qualname, list(function.params), function.is_method)
+                scopes.append((scope, function.node.body))
+            for scope, body in scopes:
+                for statement in statements(body):
+                    for call in calls(statement):
+                        text = dotted(call.func)
+                        if text is None or text not in wanted:
+                            continue
+                        callee = self._resolve_name(module, scope, text)
+                        if callee is not None:
+                            column = _characters(lines, call.lineno, call.col_offset) + 1
+                            yield HelperCall(path, call.lineno, column, text, callee)
 
     def passthrough_helpers(self) -> Iterator[tuple[HelperCall, int, str, bool]]:
         """(the call, parameter index, parameter name, unwrapped) for calls of helpers that return their argument
@@ -266,3 +295,11 @@ class ProjectModel(Evaluator):
                 index = function.position_of(name) if function is not None else None
                 if index is not None:
                     yield helper, index, name, site
+
+
+def _characters(lines: list[bytes], line: int, offset: int) -> int:
+    """A column as `ast` gives it (UTF-8 bytes) in characters, as libcst's positions count it."""
+    if not 0 < line <= len(lines):
+        return offset
+    before = lines[line - 1][:offset]
+    return offset if before.isascii() else len(before.decode("utf-8", errors="replace"))

@@ -491,13 +491,13 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         index.files[path] = replace(facts, parameters=parameters)
     for helper, position, name, unwrapped in model.passthrough_helpers():
         facts = _facts(index, helper.caller_path)
-        passthrough = {**facts.passthrough, helper.text: (position, name, unwrapped)}
+        passthrough = {**facts.passthrough, helper.position: (position, name, unwrapped)}
         index.files[helper.caller_path] = replace(facts, passthrough=passthrough)
     for helper, roles, is_tuple, keys, init in model.result_helpers():
         origin = Related(_shown(init.path), init.line, init.column, f"deepspeed.initialize inside {helper.callee[1]}()")
         facts = _facts(index, helper.caller_path)
         returns = dict(facts.returns)
-        returns[helper.text] = ReturnFact(roles, is_tuple, origin, engine_config(index, init), keys)
+        returns[helper.position] = ReturnFact(roles, is_tuple, origin, engine_config(index, init), keys, helper.text)
         index.files[helper.caller_path] = replace(facts, returns=returns)
     for (path, qualname), init in model.model_builders.items():
         facts = _facts(index, path)
@@ -510,5 +510,5 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         origin = Related(
             _shown(init.path), init.line, init.column, f"{helper.text}() hands {name} to deepspeed.initialize"
         )
-        sinks = {**facts.model_sinks, helper.text: (position, name, origin)}
+        sinks = {**facts.model_sinks, helper.position: (position, name, origin)}
         index.files[helper.caller_path] = replace(facts, model_sinks=sinks)

@@ -19,11 +19,12 @@ from __future__ import annotations
 import enum
 import functools
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from dslint.diagnostics import Related
 from dslint.script.names import ImportTable, dotted_name
@@ -180,6 +181,21 @@ class ScriptFacts:
         self.device_set_calls: list[tuple[Scope, Pos]] = []
         self.plain_ranges: list[tuple[Pos, Pos]] = []
 
+        self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
+
+    @property
+    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
+        """Line/column of every node: a whole code generation pass, so computed only when asked (a finding is
+        reported, or the project has an answer about a call in this file); shared with the script's context."""
+        if self._positions is None:
+            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return self._positions
+
+    def call_position(self, call: cst.Call) -> tuple[int, int] | None:
+        """Where a call starts, 1-based, in characters: the key of the project's answers about it."""
+        found = self.positions.get(call)
+        return (found.start.line, found.start.column + 1) if found is not None else None
+
     # --- order ----------------------------------------------------------------------------------------------
     def start(self, node: cst.CSTNode) -> Pos:
         return self.entered[node]
@@ -313,8 +329,7 @@ class ScriptFacts:
             call = binding.value
         if not isinstance(call, cst.Call):
             return None
-        helper = dotted_name(call.func)
-        fact = self.project.returns.get(helper) if helper is not None else None
+        fact = self.project.returns.get(self.call_position(call) or (0, 0))
         if fact is None or key not in fact.keys:
             return None
         role = next((r for r in Role if r.value == fact.roles[fact.keys.index(key)]), None)
@@ -338,8 +353,7 @@ class ScriptFacts:
 
     def _remote_role(self, expr: cst.BaseExpression, scope: Scope, pos: Pos, depth: int) -> RoleAnswer | None:
         if isinstance(expr, cst.Call) and self.project is not None and self.project.passthrough:
-            helper = dotted_name(expr.func)
-            passed = self.project.passthrough.get(helper) if helper is not None else None
+            passed = self.project.passthrough.get(self.call_position(expr) or (0, 0))
             if passed is None:
                 return None
             position, name, unwrapped = passed
@@ -811,8 +825,7 @@ class _Collector:
         project = self.facts.project
         if project is None or not project.returns:
             return None
-        name = dotted_name(call.func)
-        fact = project.returns.get(name) if name is not None else None
+        fact = project.returns.get(self.facts.call_position(call) or (0, 0))
         if fact is None or fact.keys:
             return None  # a dict of results is read by key (`ScriptFacts._keyed_role`)
         init = self.facts.remote_init(fact, fact.origin, fact.config)

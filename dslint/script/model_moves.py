@@ -197,8 +197,7 @@ def elsewhere_sinks(facts: ScriptFacts) -> list[InitializeCall]:
                     sinks.append(_sink(facts, scope, statement, statement.value, origin))
     if project.model_sinks:
         for call in facts.statement_of_call:
-            callee = dotted_name(call.func)
-            found = project.model_sinks.get(callee) if callee is not None else None
+            found = project.model_sinks.get(facts.call_position(call) or (0, 0))
             if found is None:
                 continue
             position, name, origin = found

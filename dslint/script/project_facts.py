@@ -54,6 +54,7 @@ class ReturnFact:
     origin: Related  # the initialize call inside the helper
     config: EngineConfig | None = None
     keys: tuple[str, ...] = ()  # `return {"engine": engine, ...}`: the key of each role
+    callee: str = ""  # the helper as the call writes it (`utils.setup_engine`), for `dslint graph`
 
 
 @dataclass(frozen=True)
@@ -74,16 +75,17 @@ class ProjectFacts:
     """The project's facts for one file."""
 
     parameters: Mapping[str, Mapping[str, ParameterFact]] = field(default_factory=dict)  # function -> param
-    returns: Mapping[str, ReturnFact] = field(default_factory=dict)  # callee as written (`utils.setup`) -> fact
+    # Answers about calls in this file are keyed by the call's position: (line, column), 1-based, in characters.
+    returns: Mapping[tuple[int, int], ReturnFact] = field(default_factory=dict)  # the helper's call -> fact
     launches: tuple[LaunchedConfig, ...] = ()
-    # Helpers that return their argument, maybe unwrapped (`_unwrap(m)`: `m.module if hasattr(m, "module")
-    # else m`): callee as written -> (parameter index, parameter name, unwrapped)
-    passthrough: Mapping[str, tuple[int, str, bool]] = field(default_factory=dict)
+    # Calls of helpers that return their argument, maybe unwrapped (`_unwrap(m)`: `m.module if hasattr(m,
+    # "module") else m`): the call -> (parameter index, parameter name, unwrapped)
+    passthrough: Mapping[tuple[int, int], tuple[int, str, bool]] = field(default_factory=dict)
     # Functions of this file whose return value initialize receives as its model (`get_model()`), with the call
     model_builders: Mapping[str, Related] = field(default_factory=dict)
-    # Calls in this file that hand a model to a function passing it on to initialize: callee as written ->
+    # Calls in this file that hand a model to a function passing it on to initialize: the call ->
     # (parameter index, parameter name, the initialize call)
-    model_sinks: Mapping[str, tuple[int, str, Related]] = field(default_factory=dict)
+    model_sinks: Mapping[tuple[int, int], tuple[int, str, Related]] = field(default_factory=dict)
     # Module-level functions of this file whose returned dict a DeepSpeed config reader receives elsewhere:
     # name -> (the reader's call, who reads it: "initialize" or "trainer")
     config_builders: Mapping[str, tuple[Related, str]] = field(default_factory=dict)
