@@ -17,14 +17,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dslint.diagnostics import Related
+from dslint.model import library
 
-ENGINE = "engine"
-ENGINE_MODULE = "engine.module"
-OPTIMIZER = "optimizer"
-DATALOADER = "dataloader"
-SCHEDULER = "scheduler"
-# The order of deepspeed.initialize's results.
-RESULT_ORDER = (ENGINE, OPTIMIZER, DATALOADER, SCHEDULER)
+# The roles of deepspeed.initialize's results, in its order (the project model's library table).
+ENGINE = library.ENGINE
+ENGINE_MODULE = library.ENGINE_MODULE
+OPTIMIZER = library.OPTIMIZER
+DATALOADER = library.DATALOADER
+SCHEDULER = library.SCHEDULER
+RESULT_ORDER = library.RESULT_ORDER
 
 
 @dataclass(frozen=True)
