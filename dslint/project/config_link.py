@@ -201,6 +201,12 @@ def resolve_config(context: ScriptContext, init: InitializeCall) -> ResolvedConf
     return _resolve_expression(context, expression, depth=0, origin=Origin.INITIALIZE)
 
 
+def resolve_config_expression(context: ScriptContext, expression: cst.BaseExpression) -> ResolvedConfig | None:
+    """The config an expression handed to a DeepSpeed reader stands for (`zero.Init(config_dict_or_path=cfg)`,
+    `HfDeepSpeedConfig(cfg)`), read as initialize's `config=` would be."""
+    return _resolve_expression(context, expression, depth=0, origin=Origin.INITIALIZE)
+
+
 def edited_configs(context: ScriptContext, init: InitializeCall) -> list[ResolvedConfig]:
     """A dict of unknown content (accelerate's live DeepSpeed dict, say) that the script edits with literal keys
     (`cfg.update({...})`, `cfg["key"] = ...`) before `init` receives it: the keys written (`_written_configs`).

@@ -114,14 +114,16 @@ class Binding:
 
 @dataclass(eq=False)
 class InitializeCall:
-    call: cst.Call = field(repr=False)
-    scope: Scope = field(repr=False)
+    """A `deepspeed.initialize(...)` call of this file, or (`call` None) the engine of one in another function
+    or module that the project model brings here: then `origin` says where it is created and `engine_config`
+    what is known of its config; it stands before everything in this file and in no scope of it."""
+
+    call: cst.Call | None = field(repr=False)
+    scope: Scope | None = field(repr=False)
     start: Pos
     end: Pos
     arguments: dict[str, cst.BaseExpression] = field(repr=False)
     results: list[Binding] = field(default_factory=list)
-    # An engine created elsewhere (another function or module, by the project index): where it comes from, and
-    # what is known of its config. Such a call stands before everything in this file and in no scope of it.
     origin: Related | None = field(default=None, repr=False)
     engine_config: EngineConfig | None = field(default=None, repr=False)
 
@@ -196,13 +198,11 @@ class ScriptFacts:
         return bool(self.initialize_calls) or (self.project is not None and self.project.receives_engine)
 
     def remote_init(self, fact: object, origin: Related, config: EngineConfig | None) -> InitializeCall:
-        """The stand-in for an initialize call in another function or module (one per project fact)."""
+        """The engine an initialize call in another function or module creates, as the project model brings it
+        here (one per project fact): no call of this file, no scope of it."""
         found = self.remote_inits.get(id(fact))
         if found is None:
-            call = cst.Call(func=cst.Name("initialize"))
-            found = InitializeCall(
-                call, Scope(ScopeKind.FUNCTION, call, None), -1, -1, {}, origin=origin, engine_config=config
-            )
+            found = InitializeCall(None, None, -1, -1, {}, origin=origin, engine_config=config)
             self.remote_inits[id(fact)] = found
         return found
 
@@ -295,7 +295,7 @@ class ScriptFacts:
                 ("lr_scheduler", Role.CLIENT_SCHEDULER),
             ):
                 passed = init.argument(argument)
-                if passed is None or dotted_name(passed) != key:
+                if passed is None or dotted_name(passed) != key or init.scope is None:
                     continue
                 if self._through_self_returning(self.binding_at(key, init.scope, init.start)) is binding:
                     return RoleAnswer(argument_role, init)
