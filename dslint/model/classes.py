@@ -3,6 +3,8 @@ along its bases, and the overrides in subclasses that a base class's `self.metho
 
 from __future__ import annotations
 
+import re
+
 from dslint.model.library import LIBRARY_ROOTS
 from dslint.model.summary import ModuleSummary, SummaryStore
 
@@ -79,7 +81,9 @@ class Hierarchy:
         found: list[ClassRef] = []
         name = cls[1].rpartition(".")[2]
         needle = name.encode()
-        matched = [path for path, data in self.store.sources.items() if needle in data and b"class " in data]
+        # a `class X(... Name ...)` statement, by text first: only those files are parsed
+        statement = re.compile(rb"^[ \t]*class\s+\w+\s*\([^)]*\b" + re.escape(needle) + rb"\b", re.MULTILINE)
+        matched = [path for path, data in self.store.sources.items() if needle in data and statement.search(data)]
         if len(matched) <= MAX_SUBCLASS_FILES:
             for path in matched:
                 module = self.store.get(path)

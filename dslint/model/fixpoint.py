@@ -53,6 +53,7 @@ class ProjectModel(Evaluator):
         self.unverifiable: set[str] = set()  # names too common to see every call of
         # (path, function, parameter) -> whether the function calls an engine-only method on the parameter
         self.engine_uses: dict[tuple[str, str, str], bool] = {}
+        self._helpers: list[HelperCall] | None = None  # the answers' calls, found once the fixpoint is done
 
     def analyse_all(self, producers: Iterable[str]) -> None:
         """Follow engines from where they are created, reading only the functions they reach.
@@ -144,14 +145,7 @@ class ProjectModel(Evaluator):
     @staticmethod
     def _calling(module: ModuleSummary, name: str) -> list[str]:
         """The functions of a module (and "" for module-level code) holding a call of something named `name`."""
-        found: list[str] = []
-        bodies = [("", module.tree.body), *((q, f.node.body) for q, f in module.functions.items())]
-        for qualname, body in bodies:
-            for statement in statements(body):
-                if any((dotted(call.func) or "").rpartition(".")[2] == name for call in calls(statement)):
-                    found.append(qualname)
-                    break
-        return found
+        return module.callers_of(name)
 
     # --- answers ------------------------------------------------------------------------------------------
     def engine_parameters(self) -> dict[tuple[str, str, str], EngineAnswer]:
@@ -234,31 +228,37 @@ class ProjectModel(Evaluator):
             return (ENGINE_MODULE if value.unwrapped else upstream[0]), upstream[2]
         return None
 
-    def _helper_calls(self) -> Iterator[HelperCall]:
+    def _helper_calls(self) -> list[HelperCall]:
         """Every call, in a module where the fixpoint resolved a call of a project function, of a name it resolved
         there, each resolved again in its own scope (functions the fixpoint did not need to read included)."""
+        if self._helpers is not None:
+            return self._helpers
         texts: dict[str, set[str]] = {}
         for path, written in self.call_texts:
             texts.setdefault(path, set()).add(written)
+        found: list[HelperCall] = []
         for path, wanted in sorted(texts.items()):
             module = self.module(path)
             if module is None:
                 continue
             lines = self.store.sources.get(path, b"").splitlines()
-            scopes = [(FunctionSummary(path, "", [], False), module.tree.body)]
-            for qualname, function in module.functions.items():
-                scope = FunctionSummary(path, qualname, list(function.params), function.is_method)
-                scopes.append((scope, function.node.body))
-            for scope, body in scopes:
-                for statement in statements(body):
-                    for call in calls(statement):
-                        text = dotted(call.func)
-                        if text is None or text not in wanted:
-                            continue
-                        callee = self._resolve_name(module, scope, text)
-                        if callee is not None:
-                            column = _characters(lines, call.lineno, call.col_offset) + 1
-                            yield HelperCall(path, call.lineno, column, text, callee)
+            for qualname, body_calls in module.body_calls():
+                function = module.functions.get(qualname)
+                scope = (
+                    FunctionSummary(path, qualname, list(function.params), function.is_method)
+                    if function is not None
+                    else FunctionSummary(path, "", [], False)
+                )
+                for call in body_calls:
+                    text = dotted(call.func)
+                    if text is None or text not in wanted:
+                        continue
+                    callee = self._resolve_name(module, scope, text)
+                    if callee is not None:
+                        column = _characters(lines, call.lineno, call.col_offset) + 1
+                        found.append(HelperCall(path, call.lineno, column, text, callee))
+        self._helpers = found
+        return found
 
     def passthrough_helpers(self) -> Iterator[tuple[HelperCall, int, str, bool]]:
         """(the call, parameter index, parameter name, unwrapped) for calls of helpers that return their argument

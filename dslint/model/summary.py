@@ -50,6 +50,28 @@ class ModuleSummary:
     stars: list[str] = field(default_factory=list)  # modules imported with `from X import *` (dotted, resolved)
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
     classes: dict[str, list[str]] = field(default_factory=dict)  # qualname -> its bases as written (dotted)
+    _calls: list[tuple[str, list[ast.Call]]] | None = field(default=None, repr=False)
+    _callers: dict[str, list[str]] | None = field(default=None, repr=False)
+
+    def body_calls(self) -> list[tuple[str, list[ast.Call]]]:
+        """Each body ("" for the module's own code, then every function) with the calls in its own statements,
+        walked once per summary."""
+        if self._calls is None:
+            bodies = [("", self.tree.body), *((q, f.node.body) for q, f in self.functions.items())]
+            self._calls = [(q, [c for s in statements(body) for c in calls(s)]) for q, body in bodies]
+        return self._calls
+
+    def callers_of(self, name: str) -> list[str]:
+        """The bodies holding a call of something whose last name is `name` (`utils.setup(...)` for "setup")."""
+        if self._callers is None:
+            self._callers = {}
+            for qualname, found in self.body_calls():
+                for call in found:
+                    last = (dotted(call.func) or "").rpartition(".")[2]
+                    holders = self._callers.setdefault(last, [])
+                    if not holders or holders[-1] != qualname:
+                        holders.append(qualname)
+        return self._callers.get(name, [])
 
     def function_at(self, line: int) -> str | None:
         """The innermost-starting function holding `line` (None at module level)."""
