@@ -3,7 +3,9 @@
 (`dslint.project.reader_calls`), in the spirit of astroid's brain modules.
 
 Each entry names a callable by its qualified name (or, for framework classes imported under many paths, by the
-last part of its name) and says what its result is and which arguments carry what.
+last part of its name) and says what its result is and which arguments carry what. Knowledge that rules keep
+for their own message (which Hugging Face classes load models, what a Trainer wraps) stays with those rules
+until a second reader needs it.
 """
 
 from __future__ import annotations
@@ -24,12 +26,17 @@ class LibraryCall:
     """One callable of a library, as the model sees it."""
 
     name: str  # qualified (`deepspeed.initialize`) or a class's own name (`DeepSpeedStrategy`)
+    aliases: tuple[str, ...] = ()  # other qualified names of the same callable
     returns: tuple[str, ...] = ()  # the roles of its result, in order; one role: not a tuple
     positional: tuple[str, ...] = ()  # parameter names in positional order
     model: str | None = None  # the parameter taking the model it wraps
     config: tuple[str, ...] = ()  # the keywords taking a DeepSpeed config (the first one wins)
     reader: str | None = None  # who reads that config: "initialize", "lightning" or "trainer"
     note: str = ""
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset((self.name, *self.aliases))
 
 
 INITIALIZE = LibraryCall(
@@ -51,6 +58,7 @@ INIT_INFERENCE = LibraryCall(
 )
 ZERO_INIT = LibraryCall(
     "deepspeed.zero.Init",
+    aliases=("deepspeed.runtime.zero.Init", "deepspeed.runtime.zero.partition_parameters.Init"),
     config=("config_dict_or_path", "config"),
     note="a context manager: modules built inside are partitioned at construction (ZeRO-3)",
 )
@@ -60,26 +68,11 @@ TRAINING_ARGUMENTS = LibraryCall(
     reader="trainer",
     note='any `*TrainingArguments`: the Hugging Face Trainer fills the config\'s "auto" values, then initializes',
 )
-TRAINER = LibraryCall(
-    "transformers.Trainer",
-    returns=("trainer",),
-    model="model",
-    note="creates the engine inside `train()` from its TrainingArguments' config; `trainer.model_wrapped` is it",
-)
 DEEPSPEED_PLUGIN = LibraryCall(
     "DeepSpeedPlugin",
     config=("hf_ds_config",),
     reader="trainer",
-    note="accelerate's plugin; `Accelerator(deepspeed_plugin=...)` carries it",
-)
-ACCELERATOR = LibraryCall(
-    "accelerate.Accelerator",
-    returns=("accelerator",),
-    note="`deepspeed_plugin=` carries a DeepSpeedPlugin; `prepare(model, optimizer, ...)` returns the engine first",
-)
-ACCELERATOR_PREPARE = LibraryCall(
-    "accelerate.Accelerator.prepare",
-    note="returns its arguments wrapped, in order: the model comes back as the DeepSpeed engine under DeepSpeed",
+    note='accelerate\'s plugin (`Accelerator(deepspeed_plugin=...)` carries it); accelerate fills "auto" too',
 )
 LIGHTNING_STRATEGY = LibraryCall(
     "DeepSpeedStrategy",
@@ -87,25 +80,6 @@ LIGHTNING_STRATEGY = LibraryCall(
     reader="lightning",
     note="Lightning fills train_micro_batch_size_per_gpu from the data loader, then calls deepspeed.initialize",
 )
-FROM_PRETRAINED = LibraryCall(
-    "from_pretrained",
-    returns=("model",),
-    note="a Hugging Face model; built partitioned (zero.Init) when a ZeRO-3 HfDeepSpeedConfig is alive",
-)
-
-TABLE: tuple[LibraryCall, ...] = (
-    INITIALIZE,
-    INIT_INFERENCE,
-    ZERO_INIT,
-    TRAINING_ARGUMENTS,
-    TRAINER,
-    DEEPSPEED_PLUGIN,
-    ACCELERATOR,
-    ACCELERATOR_PREPARE,
-    LIGHTNING_STRATEGY,
-    FROM_PRETRAINED,
-)
-BY_NAME = {entry.name: entry for entry in TABLE}
 
 # Config readers found by the callee's last name (`DeepSpeedStrategy(config=...)` under any import path);
 # `initialize` only as `deepspeed.initialize`, any name ending in `TrainingArguments` as TrainingArguments.

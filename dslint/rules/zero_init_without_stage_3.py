@@ -6,17 +6,12 @@ import libcst as cst
 
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model import library
 from dslint.project.config_link import resolve_config, resolve_config_expression
 from dslint.script.names import literally_enabled
 
-ZERO_INIT = frozenset(
-    {
-        "deepspeed.zero.Init",
-        "deepspeed.runtime.zero.Init",
-        "deepspeed.runtime.zero.partition_parameters.Init",
-    }
-)
-CONFIG_KEYWORDS = ("config_dict_or_path", "config")
+ZERO_INIT = library.ZERO_INIT.names
+CONFIG_KEYWORDS = library.ZERO_INIT.config
 
 
 class ZeroInitWithoutStage3(ScriptRule):
