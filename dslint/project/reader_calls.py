@@ -92,23 +92,22 @@ class ParsedModules:
     def function(
         self, path: str, name: str, depth: int = 0
     ) -> tuple[str, ast.FunctionDef | ast.AsyncFunctionDef] | None:
-        """The module-level `def name` that `name` means in module `path`, with the module defining it."""
-        tree = self.tree(path)
-        if tree is None or depth > _MAX_DEPTH or self.store is None:
+        """The module-level `def name` that `name` means in module `path`, with the module defining it: defined
+        there, or imported (`from m import name`, `from .m import name`, through `from m import *`), as the
+        module's summary resolves its imports."""
+        assert self.store is not None
+        module = self.store.get(path)
+        if module is None or depth > _MAX_DEPTH:
             return None
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-                return path, node
-        for node in tree.body:
-            if not isinstance(node, ast.ImportFrom) or node.module is None or node.level:
+        defined = module.functions.get(name)
+        if defined is not None and not defined.owner and "." not in name:
+            return path, defined.node
+        for dotted_name in [module.imports.get(name), *(f"{star}.{name}" for star in module.stars)]:
+            source, _, imported = (dotted_name or "").rpartition(".")
+            target = self.store.finder.find(source, path) if source else None
+            if target is None or target == path:
                 continue
-            for alias in node.names:
-                if alias.name != "*" and (alias.asname or alias.name) != name:
-                    continue
-                module = self.store.finder.find(node.module, path)
-                if module is None or module == path:
-                    continue
-                found = self.function(module, name if alias.name == "*" else alias.name, depth + 1)
-                if found is not None:
-                    return found
+            found = self.function(target, imported, depth + 1)
+            if found is not None:
+                return found
         return None
