@@ -217,6 +217,9 @@ class Evaluator:
                     return None
                 inner = self.value(module, summary, values, argument)
                 return unwrapped(inner) if returned.unwrapped else inner
+            if isinstance(returned, Returned):
+                # the callee hands on another function's result: it builds that value too
+                return Returned(returned.path, returned.qualname, (*returned.via, callee))
             return returned
         if isinstance(expr, ast.Dict):
             return self._keyed(module, summary, values, expr)
@@ -346,7 +349,8 @@ class Evaluator:
             return
         held = self.value(module, summary, values, model)
         if isinstance(held, Returned):
-            self.model_builders.setdefault((held.path, held.qualname), site)
+            for builder in held.builders():
+                self.model_builders.setdefault(builder, site)
         elif isinstance(held, Param) and not held.unwrapped and summary.qualname:
             self.model_parameters.setdefault((summary.path, summary.qualname, held.name), site)
 

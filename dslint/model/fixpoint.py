@@ -113,7 +113,8 @@ class ProjectModel(Evaluator):
             for param, value in site.arguments.items():
                 init = self.model_parameters.get((*site.callee, param))
                 if init is not None and isinstance(value, Returned):
-                    self.model_builders.setdefault((value.path, value.qualname), init)
+                    for builder in value.builders():
+                        self.model_builders.setdefault(builder, init)
 
     def _worth(self, summary: FunctionSummary) -> bool:
         """Functions whose callers must be seen: they return an engine, or hand a parameter to initialize."""

@@ -15,7 +15,7 @@ An unknown value is None. Values are frozen and compare by content, so paths tha
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dslint.model.library import ENGINE, ENGINE_MODULE
 
@@ -72,8 +72,16 @@ class Param:
 
 @dataclass(frozen=True)
 class Returned:
+    """What a project function returns when nothing more is known of it; `via`: the functions that hand it on
+    unchanged on the way (`def get_model(): m = build_net(); m.cuda(); return m`), which do not change what
+    the value is (they are not compared) but are builders of it too."""
+
     path: str
     qualname: str
+    via: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    def builders(self) -> list[tuple[str, str]]:
+        return [(self.path, self.qualname), *self.via]
 
 
 @dataclass(frozen=True)
