@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Summaries kept between builds in one process (the language server rebuilds the project after each save).
-MAX_CACHED_SUMMARIES = 4096
+# Summaries kept between builds in one process (the language server rebuilds the project after each save); the
+# oldest go first. Only modules the index needed are summarised, a small part of a large project.
+MAX_CACHED_SUMMARIES = 1024
 
 
 @dataclass
