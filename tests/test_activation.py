@@ -23,7 +23,7 @@ from dslint.lint.activation import can_fire, certainly_untouched, in_code, in_fa
 from dslint.lint.parse_guard import code_facts
 from dslint.lint.script import lint_source
 from dslint.project.index import single_file_facts
-from dslint.script.facts import collect_facts
+from dslint.script.collect import collect_facts
 
 SCRIPT_RULES = {rule.code: rule for rule in all_rules() if issubclass(rule, ScriptRule)}
 DRIVER_CODES = ("DSL001", "DSL002", "DSL010")  # reported by the driver, not by a traversal

@@ -10,8 +10,8 @@ import libcst as cst
 from dslint.config.facts import Origin
 from dslint.lint.script import lint_source
 from dslint.project.config_link import UNKNOWN, ResolvedConfig, resolve_config, trainer_configs
+from dslint.script.collect import collect_facts
 from dslint.script.context import ScriptContext
-from dslint.script.facts import collect_facts
 
 
 def _context(code: str, path: str = "train.py") -> ScriptContext:

@@ -30,7 +30,7 @@ from property_profiles import examples
 
 from dslint.fix.edits import pass_only_blocks
 from dslint.fix.loop import fix_source, lint_text
-from dslint.script.facts import collect_facts
+from dslint.script.collect import collect_facts
 from dslint.script.value_flow import value_flow
 
 ROOT = Path(__file__).resolve().parent.parent

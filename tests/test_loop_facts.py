@@ -11,7 +11,7 @@ import pytest
 from dslint.diagnostics import Applicability
 from dslint.fix.edits import fix_text
 from dslint.lint.script import lint_source
-from dslint.script.facts import collect_facts
+from dslint.script.collect import collect_facts
 from dslint.script.loop import LoopFacts, is_accumulation_test, loop_facts
 from dslint.selection import RuleSelection
 

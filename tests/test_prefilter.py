@@ -14,7 +14,7 @@ from dslint.framework.registry import all_rules
 from dslint.lint.file import certainly_untouched
 from dslint.lint.prefilter import may_create_engine, may_create_inference_engine
 from dslint.lint.script import lint_source
-from dslint.script.facts import collect_facts
+from dslint.script.collect import collect_facts
 
 STATEMENTS = [
     "import deepspeed",

@@ -8,7 +8,8 @@ import libcst as cst
 import libcst.matchers as m
 import pytest
 
-from dslint.script.facts import Role, ScriptFacts, collect_facts
+from dslint.script.collect import collect_facts
+from dslint.script.facts import Role, ScriptFacts
 
 
 def facts_of(code: str) -> ScriptFacts:

@@ -25,8 +25,8 @@ from dslint.lint.config import lint_config_source
 from dslint.lint.parse_guard import parse_module, refusal
 from dslint.lint.prefilter import TRAINER_CONFIG_TOKENS, has_tokens, may_create_engine
 from dslint.project.script_configs import script_configs
+from dslint.script.collect import collect_facts
 from dslint.script.context import ScriptContext
-from dslint.script.facts import collect_facts
 from dslint.selection import RuleSelection
 
 

@@ -19,8 +19,8 @@ from dslint.lint.config import check_script_configs
 from dslint.lint.parse_guard import code_facts, compiled, parse_module, too_deep
 from dslint.lint.result import FileResult, config_rules, script_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa
+from dslint.script.collect import collect_facts
 from dslint.script.context import ScriptContext
-from dslint.script.facts import collect_facts
 from dslint.script.project_facts import ProjectFacts
 from dslint.script.walk import visit_all
 from dslint.selection import RuleSelection

@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from dslint.model.summary import SummaryStore
 from dslint.project.reader_calls import ParsedModules, ReaderCall, own_nodes, reader_call, scopes
 
 # A text test before parsing: a reader's call, with its config keyword given a name soon after.
@@ -32,7 +33,7 @@ class ConfigBuilder:
     line: int
     column: int
     reader: str  # "DeepSpeedStrategy", "TrainingArguments", ...
-    origin: str  # who reads the dict: "initialize", "lightning" or "trainer" (reader_calls.READERS)
+    origin: str  # who reads the dict: "initialize", "lightning" or "trainer" (model/library.py)
 
 
 def _may_call_reader(data: bytes) -> bool:
@@ -57,12 +58,12 @@ def _may_call_reader(data: bytes) -> bool:
     return False
 
 
-def config_builders(sources: dict[str, bytes]) -> list[ConfigBuilder]:
+def config_builders(sources: dict[str, bytes], store: SummaryStore | None = None) -> list[ConfigBuilder]:
     """Every helper whose returned dict a config reader of the project receives."""
     candidates = [path for path, data in sources.items() if _may_call_reader(data)]
     if not candidates:
         return []
-    modules = ParsedModules(sources)
+    modules = ParsedModules(sources, store)
     found: list[ConfigBuilder] = []
     for path in candidates:
         tree = modules.tree(path)

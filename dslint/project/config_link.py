@@ -28,22 +28,25 @@ from dslint.config.facts import Origin, is_auto
 from dslint.config.tree import (
     UNKNOWN,
     Array,
-    Entry,
     Node,
     Object,
     ParseError,
-    Scalar,
     node_at,
     parse_text,
     to_python,
 )
 from dslint.diagnostics import Related
 from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
+from dslint.project.config_edits import (
+    apply_mutation,
+    copy_tree,
+    module_index,
+    tree_from_literal,
+)
 from dslint.project.inputs import record
 from dslint.script.facts import BindingKind, InitializeCall, Pos
 from dslint.script.names import dotted_name
 from dslint.script.project_facts import LaunchedConfig
-from dslint.script.walk import visit_all
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -130,35 +133,6 @@ class ResolvedConfig:
         return enabled
 
 
-def literal_value(node: cst.BaseExpression) -> Any:
-    """A Python value for a literal expression (dicts, lists, strings, numbers, True/False/None)."""
-    if isinstance(node, cst.Dict):
-        result: dict[str, Any] = {}
-        for element in node.elements:
-            if not isinstance(element, cst.DictElement):
-                return UNKNOWN  # `**other`: the whole dict is unknowable
-            key = literal_value(element.key)
-            if not isinstance(key, str):
-                return UNKNOWN
-            result[key] = literal_value(element.value)
-        return result
-    if isinstance(node, (cst.List, cst.Tuple)):
-        return [literal_value(e.value) if isinstance(e, cst.Element) else UNKNOWN for e in node.elements]
-    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else UNKNOWN
-    if isinstance(node, cst.Integer):
-        return int(node.value.replace("_", ""), 0)
-    if isinstance(node, cst.Float):
-        return float(node.value.replace("_", ""))
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        inner = literal_value(node.expression)
-        return -inner if isinstance(inner, (int, float)) and not isinstance(inner, bool) else UNKNOWN
-    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
-        return {"True": True, "False": False, "None": None}[node.value]
-    return UNKNOWN
-
-
 def load_config_tree(path: Path) -> Node | ParseError | None:
     """The parsed tree of a config file (cached per file and version), a ParseError, or None if unreadable."""
     record(path)
@@ -198,6 +172,12 @@ def resolve_config(context: ScriptContext, init: InitializeCall) -> ResolvedConf
         if args is None:
             return None
         return _resolve_option(context, "deepspeed_config", args, Origin.INITIALIZE)
+    return _resolve_expression(context, expression, depth=0, origin=Origin.INITIALIZE)
+
+
+def resolve_config_expression(context: ScriptContext, expression: cst.BaseExpression) -> ResolvedConfig | None:
+    """The config an expression handed to a DeepSpeed reader stands for (`zero.Init(config_dict_or_path=cfg)`,
+    `HfDeepSpeedConfig(cfg)`), read as initialize's `config=` would be."""
     return _resolve_expression(context, expression, depth=0, origin=Origin.INITIALIZE)
 
 
@@ -271,7 +251,7 @@ def _written_configs(
     after, before = facts.start(binding.value), facts.start(name)
     mutations = [
         m
-        for m in _index(context).mutations.get(name.value, [])
+        for m in module_index(context.module).mutations.get(name.value, [])
         if facts.scope_at(m.anchor) is binding.scope and after < facts.start(m.anchor) < before
     ]
     if any(m.keys is None for m in mutations):
@@ -280,7 +260,7 @@ def _written_configs(
     for mutation in mutations:
         start, end = context.span(mutation.anchor)
         tree = Object(start, end, [], True, True)
-        _apply(context, tree, mutation)
+        apply_mutation(context, tree, mutation)
         _mark_written(tree)
         if tree.entries:
             found.append(ResolvedConfig({}, f"dict written at line {start.line}", None, tree, origin, via))
@@ -411,7 +391,7 @@ def _config_expressions(context: ScriptContext) -> Iterator[cst.BaseExpression]:
 
 
 def _calls(module: cst.Module) -> list[cst.Call]:
-    return _module_index(module).calls
+    return module_index(module).calls
 
 
 def _resolve_expression(
@@ -473,7 +453,7 @@ def _resolve_option(
     """`args.<option>` where `args` comes from argparse: follow the option's literal string default."""
     if not isinstance(namespace, cst.Name):
         return None
-    default = _index(context).option_defaults.get(option)
+    default = module_index(context.module).option_defaults.get(option)
     launched = _launched_option(context, option, default, origin)
     if launched is not False:
         return launched if isinstance(launched, ResolvedConfig) else None
@@ -498,211 +478,19 @@ def _with_mutations(
     facts = context.facts
     mutations = [
         m
-        for m in _index(context).mutations.get(name, [])
+        for m in module_index(context.module).mutations.get(name, [])
         if facts.scope_at(m.anchor) is scope and after < facts.start(m.anchor) < before
     ]
     if not mutations:
         return resolved
     assert resolved.tree is not None
-    tree = _copy(resolved.tree)
+    tree = copy_tree(resolved.tree)
     assert isinstance(tree, Object)
     for mutation in mutations:
         if mutation.keys is None:
             return None
-        _apply(context, tree, mutation)
+        apply_mutation(context, tree, mutation)
     values = to_python(tree)
     if not isinstance(values, dict):
         return None
     return ResolvedConfig(values, resolved.source, resolved.path, tree, resolved.origin)
-
-
-@dataclass
-class _Mutation:
-    statement: cst.CSTNode
-    anchor: cst.CSTNode  # the name of the changed dict, for its scope and position
-    keys: list[cst.BaseExpression] | None  # None: the whole dict is changed (`cfg.update(...)`)
-    value: cst.BaseExpression | None
-
-
-@dataclass
-class _ModuleIndex:
-    calls: list[cst.Call] = field(default_factory=list)
-    mutations: dict[str, list[_Mutation]] = field(default_factory=dict)
-    option_defaults: dict[str, cst.BaseExpression] = field(default_factory=dict)
-
-
-_INDEXES: dict[int, tuple[cst.Module, _ModuleIndex]] = {}
-
-
-def _module_index(module: cst.Module) -> _ModuleIndex:
-    cached = _INDEXES.get(id(module))
-    if cached is not None and cached[0] is module:
-        return cached[1]
-    index = _ModuleIndex()
-    visit_all(module, [_Indexer(index)])
-    if len(_INDEXES) > 64:
-        _INDEXES.clear()
-    _INDEXES[id(module)] = (module, index)
-    return index
-
-
-def _index(context: ScriptContext) -> _ModuleIndex:
-    return _module_index(context.module)
-
-
-class _Indexer(cst.BatchableCSTVisitor):
-    def __init__(self, index: _ModuleIndex) -> None:
-        super().__init__()
-        self.index = index
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.index.calls.append(node)
-        if isinstance(node.func, cst.Attribute):
-            method = node.func.attr.value
-            owner = dotted_name(node.func.value)
-            if method == "update" and owner is not None and _literal_update(node) is not None:
-                # `cfg.update({"key": value, ...})`: those top-level keys, as a `cfg[key] = value` would write
-                mutation = _Mutation(node, node.func.value, [], _literal_update(node))
-                self.index.mutations.setdefault(owner, []).append(mutation)
-            elif method in ("update", "setdefault", "pop", "clear", "popitem") and owner is not None:
-                self.index.mutations.setdefault(owner, []).append(_Mutation(node, node.func.value, None, None))
-            if method == "add_argument":
-                self._option(node)
-
-    def _option(self, node: cst.Call) -> None:
-        names = [
-            a.value.evaluated_value for a in node.args if a.keyword is None and isinstance(a.value, cst.SimpleString)
-        ]
-        keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
-        default = keywords.get("default")
-        if default is None:
-            return
-        dest = keywords.get("dest")
-        options = [n.lstrip("-").replace("-", "_") for n in names if isinstance(n, str) and n.startswith("--")]
-        if isinstance(dest, cst.SimpleString) and isinstance(dest.evaluated_value, str):
-            options = [dest.evaluated_value]
-        for option in options:
-            self.index.option_defaults[option] = default
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._subscript_target(node, target.target, node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._subscript_target(node, node.target, None)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self._subscript_target(node, node.target, None)
-
-    def _subscript_target(
-        self, statement: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression | None
-    ) -> None:
-        keys: list[cst.BaseExpression] = []
-        while isinstance(target, cst.Subscript):
-            if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
-                keys = []
-                break
-            keys.append(target.slice[0].slice.value)
-            target = target.value
-        if not keys:
-            return
-        owner = dotted_name(target)
-        if owner is not None:
-            mutation = _Mutation(statement, target, list(reversed(keys)), value)
-            self.index.mutations.setdefault(owner, []).append(mutation)
-
-
-def _literal_update(call: cst.Call) -> cst.Dict | None:
-    """The dict literal of `cfg.update({...})` (one positional argument, no keywords)."""
-    if len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star:
-        value = call.args[0].value
-        return value if isinstance(value, cst.Dict) else None
-    return None
-
-
-def _copy(node: Node) -> Node:
-    if isinstance(node, Object):
-        return Object(
-            node.start,
-            node.end,
-            [Entry(e.key, e.key_start, e.key_end, _copy(e.value)) for e in node.entries],
-            node.opaque,
-            node.written,
-        )
-    if isinstance(node, Array):
-        return Array(node.start, node.end, [_copy(i) for i in node.items])
-    assert isinstance(node, Scalar)
-    return Scalar(node.start, node.end, node.value)
-
-
-def _apply(context: ScriptContext, tree: Node, mutation: _Mutation) -> None:
-    assert mutation.keys is not None
-    current = tree
-    if not mutation.keys:  # `cfg.update({...})`: each key of the literal replaces that top-level key
-        added = tree_from_literal(context, mutation.value) if mutation.value is not None else None
-        if not isinstance(current, Object) or not isinstance(added, Object):
-            return
-        replaced = {entry.key for entry in added.entries}
-        current.entries = [e for e in current.entries if e.key not in replaced] + added.entries
-        current.opaque = current.opaque or added.opaque
-        return
-    for position, key_node in enumerate(mutation.keys):
-        if not isinstance(current, Object):
-            return
-        key = literal_value(key_node)
-        if not isinstance(key, str):
-            current.opaque = True  # a computed key: any key of this object may change
-            return
-        last = position == len(mutation.keys) - 1
-        entry = current.entry(key)
-        if last:
-            start, end = context.span(key_node)
-            if isinstance(mutation.statement, cst.Del):
-                current.entries = [e for e in current.entries if e.key != key]
-                return
-            value: Node
-            if mutation.value is not None and isinstance(mutation.statement, cst.Assign):
-                value = tree_from_literal(context, mutation.value)
-            else:
-                value = Scalar(start, end, UNKNOWN)
-            current.entries = [e for e in current.entries if e.key != key]
-            current.entries.append(Entry(key, start, end, value))
-            return
-        if entry is None:
-            start, end = context.span(key_node)
-            created = Object(start, end, [], current.opaque, current.opaque)  # in a dict of unknown content
-            current.entries.append(Entry(key, start, end, created))
-            current = created
-        else:
-            current = entry.value
-
-
-# --- dict literals as positioned trees ---------------------------------------------------------------------
-
-
-def tree_from_literal(context: ScriptContext, node: cst.BaseExpression) -> Node:
-    """A positioned config tree for a Python expression; what is not a literal becomes an UNKNOWN scalar."""
-    start, end = context.span(node)
-    if isinstance(node, cst.Dict):
-        tree = Object(start, end, [])
-        for element in node.elements:
-            if not isinstance(element, cst.DictElement):
-                tree.opaque = True  # `**other`
-                continue
-            key = literal_value(element.key)
-            if not isinstance(key, str):
-                tree.opaque = True
-                continue
-            key_start, key_end = context.span(element.key)
-            tree.entries.append(Entry(key, key_start, key_end, tree_from_literal(context, element.value)))
-        return tree
-    if isinstance(node, (cst.List, cst.Tuple)):
-        items = [
-            tree_from_literal(context, e.value) if isinstance(e, cst.Element) else Scalar(start, end, UNKNOWN)
-            for e in node.elements
-        ]
-        return Array(start, end, items)
-    value = literal_value(node)
-    if isinstance(value, (dict, list)):
-        value = UNKNOWN
-    return Scalar(start, end, value)

@@ -16,6 +16,7 @@ import ast
 import os
 import re
 
+from dslint.model.summary import SummaryStore
 from dslint.project.inputs import is_file
 from dslint.project.reader_calls import ParsedModules, own_nodes, reader_call, scopes
 
@@ -41,7 +42,7 @@ def _existing(name: str, directory: str) -> str | None:
     return path if is_file(path) else None
 
 
-def framework_configs(sources: dict[str, bytes]) -> list[tuple[str, str, str]]:
+def framework_configs(sources: dict[str, bytes], store: SummaryStore | None = None) -> list[tuple[str, str, str]]:
     """(config path, reader, the script naming it) for each config file given to a framework reader through a
     literal or a loader helper; reader is "lightning" or "trainer"."""
     wanted = [
@@ -51,7 +52,7 @@ def framework_configs(sources: dict[str, bytes]) -> list[tuple[str, str, str]]:
     ]
     if not wanted:
         return []
-    modules = ParsedModules(sources)
+    modules = ParsedModules(sources, store)
     found: list[tuple[str, str, str]] = []
     for path in wanted:
         tree = modules.tree(path)

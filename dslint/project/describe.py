@@ -89,7 +89,8 @@ def describe(index: ProjectIndex) -> dict[str, Any]:
                         "zero_stage": fact.config.zero_stage if fact.config is not None else None,
                     }
                 )
-        for callee, returned in sorted(facts.returns.items()):
+        helpers = {returned.callee: returned for _, returned in sorted(facts.returns.items())}
+        for callee, returned in sorted(helpers.items()):
             flows.append(
                 {
                     "returns": list(returned.roles),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from dslint.project.config_link import resolve_config
+from dslint.project.config_link import resolve_config, resolve_config_expression
 from dslint.script.context import ScriptContext
 from dslint.script.facts import InitializeCall, Scope, ScopeKind
 from dslint.script.hf_models import is_hf_deepspeed_config, is_training_arguments
@@ -75,16 +75,8 @@ def _config_argument(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
     return None
 
 
-def _stage_of(context: ScriptContext, call: cst.Call, expression: cst.BaseExpression) -> int | None:
-    facts = context.facts
-    probe = InitializeCall(
-        call=call,
-        scope=facts.scope_at(call),
-        start=facts.start(call),
-        end=facts.end(call),
-        arguments={"config": expression},
-    )
-    config = resolve_config(context, probe)
+def _stage_of(context: ScriptContext, expression: cst.BaseExpression) -> int | None:
+    config = resolve_config_expression(context, expression)
     return None if config is None else config.zero_stage
 
 
@@ -95,6 +87,8 @@ class ZeroSources:
         self.context = context
         self.sources: list[ZeroSource] = []
         for init in context.facts.initialize_calls:
+            if init.call is None:
+                continue
             config = resolve_config(context, init)
             stage = None if config is None else config.zero_stage
             self.sources.append(ZeroSource(init.call, "initialize", stage, bound=True))
@@ -116,7 +110,7 @@ class ZeroSources:
             return
         small = context.facts.small_statement_of_call.get(call)
         bound = isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is call
-        self.sources.append(ZeroSource(call, kind, _stage_of(context, call, expression), bound))
+        self.sources.append(ZeroSource(call, kind, _stage_of(context, expression), bound))
 
     def of_kind(self, *kinds: str) -> Iterator[ZeroSource]:
         return (s for s in self.sources if s.kind in kinds)

@@ -2,7 +2,7 @@
 
 It reads the launchers under the checked paths (`.sh` scripts, Makefiles, the accelerate YAML files they name),
 links each launch to the Python script it starts and the DeepSpeed config it passes, and follows engines
-between functions and modules (`dslint.project.engine_flow`). Each file then gets a `ProjectFacts`
+between functions and modules (the project model, `dslint.model`). Each file then gets a `ProjectFacts`
 (`dslint.script.project_facts`): its launches and configs, the parameters that receive an engine, the helpers
 that return one. Cheap by construction: launchers are small text files, Python modules are parsed with `ast`
 only when they may create an engine (a text test) or when such a module calls into them.
@@ -22,9 +22,11 @@ from dslint.config import facts as config_facts
 from dslint.config.tree import Object
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
+from dslint.model.fixpoint import ProjectModel
+from dslint.model.summary import SummaryStore
+from dslint.model.values import InitSite
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, replaced_keys
-from dslint.project.engine_flow import EngineFlow, InitSite, ModuleFinder
 from dslint.project.inputs import exists, is_file, record
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, shell_texts
 from dslint.project.launchers import (
@@ -222,7 +224,8 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
         _trainer_literals(index, path, data, roots)
         if creates_engine(data):
             producers.append(path)
-    for config, reader, _ in framework_configs(sources):
+    store = SummaryStore(sources, exists)
+    for config, reader, _ in framework_configs(sources, store):
         index.config_readers.setdefault(config, set()).add(reader)
     if (
         sources
@@ -233,15 +236,15 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
         index.presumed_reader = "trainer"
     if producers:
         try:
-            _follow_engines(index, sources, producers)
+            _follow_engines(index, store, producers)
         except (RecursionError, MemoryError):
             index.problems.append("engines were not followed across functions: the code is nested too deeply")
-    _record_config_builders(index, sources)
+    _record_config_builders(index, sources, store)
     return index
 
 
-def _record_config_builders(index: ProjectIndex, sources: dict[str, bytes]) -> None:
-    for builder in config_builders(sources):
+def _record_config_builders(index: ProjectIndex, sources: dict[str, bytes], store: SummaryStore) -> None:
+    for builder in config_builders(sources, store):
         reader = f"{builder.name}() returns the config {builder.reader} receives"
         origin = Related(_shown(builder.reader_path), builder.line, builder.column, reader)
         facts = _facts(index, builder.path)
@@ -284,7 +287,7 @@ def single_file_facts(path: str, data: bytes) -> ProjectFacts | None:
         return None
     index = ProjectIndex((absolute(Path(path).parent),))
     with contextlib.suppress(RecursionError, MemoryError):  # nested too deeply for the walk: its lint says so
-        _follow_engines(index, {absolute(path): data}, [absolute(path)])
+        _follow_engines(index, SummaryStore({absolute(path): data}, exists), [absolute(path)])
     return index.facts_for(path)
 
 
@@ -493,11 +496,11 @@ def engine_config(index: ProjectIndex, site: InitSite) -> EngineConfig | None:
     return EngineConfig(stage, tuple(chain), stages[stage][0][1])
 
 
-def _follow_engines(index: ProjectIndex, sources: dict[str, bytes], producers: list[str]) -> None:
-    flow = EngineFlow(ModuleFinder(sources), sources)
-    flow.analyse_all(producers)
-    index.initialize_sites = sorted((site.path, site.line, site.qualname) for site in flow.inits.values())
-    for (path, function, param), (role, site, init) in flow.engine_parameters().items():
+def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[str]) -> None:
+    model = ProjectModel(store)
+    model.analyse_all(producers)
+    index.initialize_sites = sorted((site.path, site.line, site.qualname) for site in model.inits.values())
+    for (path, function, param), (role, site, init) in model.engine_parameters().items():
         origin = Related(
             _shown(site.caller_path),
             site.line,
@@ -508,26 +511,29 @@ def _follow_engines(index: ProjectIndex, sources: dict[str, bytes], producers: l
         parameters = {name: dict(values) for name, values in facts.parameters.items()}
         parameters.setdefault(function, {})[param] = ParameterFact(role, origin, engine_config(index, init))
         index.files[path] = replace(facts, parameters=parameters)
-    for path, text, position, name, unwrapped in flow.passthrough_helpers():
-        facts = _facts(index, path)
-        passthrough = {**facts.passthrough, text: (position, name, unwrapped)}
-        index.files[path] = replace(facts, passthrough=passthrough)
-    for path, text, callee, roles, is_tuple, init in flow.result_helpers():
-        origin = Related(_shown(init.path), init.line, init.column, f"deepspeed.initialize inside {callee[1]}()")
-        facts = _facts(index, path)
+    for helper, position, name, unwrapped in model.passthrough_helpers():
+        facts = _facts(index, helper.caller_path)
+        passthrough = {**facts.passthrough, helper.position: (position, name, unwrapped)}
+        index.files[helper.caller_path] = replace(facts, passthrough=passthrough)
+    for helper, roles, is_tuple, keys, init in model.result_helpers():
+        origin = Related(_shown(init.path), init.line, init.column, f"deepspeed.initialize inside {helper.callee[1]}()")
+        facts = _facts(index, helper.caller_path)
         returns = dict(facts.returns)
-        returns[text] = ReturnFact(roles, is_tuple, origin, engine_config(index, init))
-        index.files[path] = replace(facts, returns=returns)
-    for (path, qualname), init in flow.model_builders.items():
+        returns[helper.position] = ReturnFact(roles, is_tuple, origin, engine_config(index, init), keys, helper.text)
+        index.files[helper.caller_path] = replace(facts, returns=returns)
+    for (path, qualname), init in model.model_builders.items():
         facts = _facts(index, path)
         origin = Related(
             _shown(init.path), init.line, init.column, f"{qualname}() returns the model initialize receives"
         )
         index.files[path] = replace(facts, model_builders={**facts.model_builders, qualname: origin})
-    for path, text, position, name, init in flow.model_sinks():
-        facts = _facts(index, path)
-        origin = Related(_shown(init.path), init.line, init.column, f"{text}() hands {name} to deepspeed.initialize")
-        index.files[path] = replace(facts, model_sinks={**facts.model_sinks, text: (position, name, origin)})
+    for helper, position, name, init in model.model_sinks():
+        facts = _facts(index, helper.caller_path)
+        origin = Related(
+            _shown(init.path), init.line, init.column, f"{helper.text}() hands {name} to deepspeed.initialize"
+        )
+        sinks = {**facts.model_sinks, helper.position: (position, name, origin)}
+        index.files[helper.caller_path] = replace(facts, model_sinks=sinks)
 
 
 def read_near(name: str, near: str, roots: Sequence[str]) -> str | None:

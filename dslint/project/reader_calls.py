@@ -13,16 +13,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from dslint.project.engine_flow import ModuleFinder
+from dslint.model.library import READERS_BY_LAST_NAME, TRAINING_ARGUMENTS
+from dslint.model.summary import SummaryStore
+from dslint.project.inputs import exists
 
-# The callee's last name -> (the keyword naming the config, who reads it: "initialize", "lightning", "trainer")
-READERS = {
-    "initialize": ("config", "initialize"),  # only as `deepspeed.initialize`
-    "DeepSpeedStrategy": ("config", "lightning"),
-    "DeepSpeedPlugin": ("hf_ds_config", "trainer"),
-}
 _MAX_DEPTH = 4
 
 
@@ -44,12 +40,17 @@ def reader_call(call: ast.Call, *, initialize: bool = True) -> ReaderCall | None
         name = func.id
     else:
         return None
-    if name.endswith("TrainingArguments"):
-        return ReaderCall(name, "deepspeed", "trainer")
-    if name == "initialize" and not initialize:
+    if name.endswith(TRAINING_ARGUMENTS.name):
+        found = TRAINING_ARGUMENTS
+    elif name == "initialize" and not initialize:
         return None
-    found = READERS.get(name)
-    return ReaderCall(name, *found) if found is not None else None
+    else:
+        entry = READERS_BY_LAST_NAME.get(name)
+        if entry is None:
+            return None
+        found = entry
+    assert found.reader is not None
+    return ReaderCall(name, found.config[0], found.reader)
 
 
 def scopes(tree: ast.Module) -> Iterator[ast.AST]:
@@ -73,45 +74,40 @@ def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
 
 @dataclass
 class ParsedModules:
-    """The project's modules, parsed with `ast` once each, on demand."""
+    """The project's modules, as the model's summaries hold them (one `ast` parse each, shared with the
+    engine fixpoint when the index passes its store)."""
 
     sources: dict[str, bytes]
-    finder: ModuleFinder | None = None
-    parsed: dict[str, ast.Module | None] = field(default_factory=dict)
+    store: SummaryStore | None = None
 
     def __post_init__(self) -> None:
-        if self.finder is None:
-            self.finder = ModuleFinder(self.sources)
+        if self.store is None:
+            self.store = SummaryStore(self.sources, exists)
 
     def tree(self, path: str) -> ast.Module | None:
-        if path not in self.parsed:
-            data = self.sources.get(path)
-            try:
-                self.parsed[path] = ast.parse(data) if data is not None else None
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self.parsed[path] = None
-        return self.parsed[path]
+        assert self.store is not None
+        summary = self.store.get(path)
+        return summary.tree if summary is not None else None
 
     def function(
         self, path: str, name: str, depth: int = 0
     ) -> tuple[str, ast.FunctionDef | ast.AsyncFunctionDef] | None:
-        """The module-level `def name` that `name` means in module `path`, with the module defining it."""
-        tree = self.tree(path)
-        if tree is None or depth > _MAX_DEPTH or self.finder is None:
+        """The module-level `def name` that `name` means in module `path`, with the module defining it: defined
+        there, or imported (`from m import name`, `from .m import name`, through `from m import *`), as the
+        module's summary resolves its imports."""
+        assert self.store is not None
+        module = self.store.get(path)
+        if module is None or depth > _MAX_DEPTH:
             return None
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-                return path, node
-        for node in tree.body:
-            if not isinstance(node, ast.ImportFrom) or node.module is None or node.level:
+        defined = module.functions.get(name)
+        if defined is not None and not defined.owner and "." not in name:
+            return path, defined.node
+        for dotted_name in [module.imports.get(name), *(f"{star}.{name}" for star in module.stars)]:
+            source, _, imported = (dotted_name or "").rpartition(".")
+            target = self.store.finder.find(source, path) if source else None
+            if target is None or target == path:
                 continue
-            for alias in node.names:
-                if alias.name != "*" and (alias.asname or alias.name) != name:
-                    continue
-                module = self.finder.find(node.module, path)
-                if module is None or module == path:
-                    continue
-                found = self.function(module, name if alias.name == "*" else alias.name, depth + 1)
-                if found is not None:
-                    return found
+            found = self.function(target, imported, depth + 1)
+            if found is not None:
+                return found
         return None

@@ -41,7 +41,7 @@ def script_configs(context: ScriptContext) -> list[ScriptConfig]:
     """The readable configs of `context`'s initialize calls (outside plain-PyTorch branches) and Trainers."""
     resolved: list[ResolvedConfig] = []
     for init in context.facts.initialize_calls:
-        if context.facts.in_plain_branch(init.call):
+        if init.call is None or context.facts.in_plain_branch(init.call):
             continue
         config = resolve_config(context, init)
         if config is not None:

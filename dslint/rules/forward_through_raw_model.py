@@ -372,6 +372,8 @@ class ForwardThroughRawModel(ScriptRule):
         scope = self.facts.scope_at(node)
         if scope is init.scope:
             return self.facts.start(node) >= init.end
+        if init.scope is None:
+            return False  # an engine created elsewhere: no `__init__` of this class made it
         init_function = init.scope.node
         return (
             key.split(".")[0] == scope.self_name

@@ -6,18 +6,12 @@ import libcst as cst
 
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.project.config_link import resolve_config
-from dslint.script.facts import InitializeCall
+from dslint.model import library
+from dslint.project.config_link import resolve_config, resolve_config_expression
 from dslint.script.names import literally_enabled
 
-ZERO_INIT = frozenset(
-    {
-        "deepspeed.zero.Init",
-        "deepspeed.runtime.zero.Init",
-        "deepspeed.runtime.zero.partition_parameters.Init",
-    }
-)
-CONFIG_KEYWORDS = ("config_dict_or_path", "config")
+ZERO_INIT = library.ZERO_INIT.names
+CONFIG_KEYWORDS = library.ZERO_INIT.config
 
 
 class ZeroInitWithoutStage3(ScriptRule):
@@ -130,12 +124,7 @@ class ZeroInitWithoutStage3(ScriptRule):
             self.report(node, self.stage_template.format(stage=stage))
 
     def _stage_of(self, node: cst.Call, config: cst.BaseExpression) -> int | None:
-        facts = self.facts
-        probe = InitializeCall(
-            call=node, scope=facts.scope_at(node), start=facts.start(node), end=facts.end(node), arguments={}
-        )
-        probe.arguments["config"] = config
-        resolved = resolve_config(self.context, probe)
+        resolved = resolve_config_expression(self.context, config)
         return resolved.zero_stage if resolved is not None else None
 
     def _stage_of_engines(self) -> int | None:

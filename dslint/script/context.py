@@ -28,7 +28,10 @@ class ScriptContext:
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
         """Line/column of every node: a whole code generation pass, so computed only once something is reported."""
         if self._positions is None:
-            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            if self.facts.module is self.module:
+                self._positions = self.facts.positions  # one pass for the facts' call keys and the findings
+            else:
+                self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
         return self._positions
 
     def span(self, node: cst.CSTNode) -> tuple[Location, Location]:

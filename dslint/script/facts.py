@@ -9,7 +9,8 @@ What is collected:
 - branches that belong to plain PyTorch (`else:` of `if args.deepspeed:`), where no rule reports;
 - the calls that set the current device (`torch.cuda.set_device`, `get_accelerator().set_device`).
 
-Rules then ask questions (`role_of(expr, at=node)`: is this the engine here? the model given to initialize?)
+The traversal that fills them is `dslint.script.collect` (`collect_facts`). Rules then ask questions
+(`role_of(expr, at=node)`: is this the engine here? the model given to initialize?)
 instead of re-deriving them. Where a name's role cannot be known (an engine passed into a function as a
 parameter, a value returned by another function), the answer is None and rules stay silent.
 """
@@ -17,45 +18,30 @@ parameter, a value returned by another function), the answer is None and rules s
 from __future__ import annotations
 
 import enum
-import functools
-import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from dslint.diagnostics import Related
+from dslint.model import library
 from dslint.script.names import ImportTable, dotted_name
-from dslint.script.project_facts import RESULT_ORDER, EngineConfig, ProjectFacts
-from dslint.script.walk import walk
+from dslint.script.project_facts import EngineConfig, ProjectFacts
 
 # An order index: nodes are numbered on entry and on exit in one traversal, so `a < b` means "a comes
 # first in the source" without computing line/column positions (which costs a whole code generation pass).
 Pos = int
 
-INITIALIZE = "deepspeed.initialize"
-INIT_INFERENCE = "deepspeed.init_inference"  # returns an InferenceEngine (dslint.script.inference)
+INITIALIZE = library.INITIALIZE.name
+INIT_INFERENCE = library.INIT_INFERENCE.name  # returns an InferenceEngine (dslint.script.inference)
 # deepspeed.initialize(args, model, optimizer, model_parameters, training_data, lr_scheduler, ...)
-INITIALIZE_POSITIONAL = ("args", "model", "optimizer", "model_parameters", "training_data", "lr_scheduler")
+INITIALIZE_POSITIONAL = library.INITIALIZE.positional
 # deepspeed.initialize returns (engine, optimizer, training_dataloader, lr_scheduler).
-RESULT_ARITY = 4
-
-SET_DEVICE_CALLS = frozenset(
-    {
-        "torch.cuda.set_device",
-        "torch.accelerator.set_device_index",
-        "torch.accelerator.set_device_idx",
-        "deepspeed.accelerator.get_accelerator().set_device",
-        "deepspeed.get_accelerator().set_device",
-    }
-)
-
-
+RESULT_ARITY = len(library.INITIALIZE.returns)
+SET_DEVICE_CALLS = library.SET_DEVICE_CALLS
 # nn.Module methods that return the module itself.
-SELF_RETURNING_METHODS = frozenset(
-    {"cuda", "to", "half", "bfloat16", "float", "double", "cpu", "train", "eval", "requires_grad_", "to_empty"}
-)
+SELF_RETURNING_METHODS = library.SELF_RETURNING_METHODS
 
 
 class Role(enum.Enum):
@@ -128,14 +114,16 @@ class Binding:
 
 @dataclass(eq=False)
 class InitializeCall:
-    call: cst.Call = field(repr=False)
-    scope: Scope = field(repr=False)
+    """A `deepspeed.initialize(...)` call of this file, or (`call` None) the engine of one in another function
+    or module that the project model brings here: then `origin` says where it is created and `engine_config`
+    what is known of its config; it stands before everything in this file and in no scope of it."""
+
+    call: cst.Call | None = field(repr=False)
+    scope: Scope | None = field(repr=False)
     start: Pos
     end: Pos
     arguments: dict[str, cst.BaseExpression] = field(repr=False)
     results: list[Binding] = field(default_factory=list)
-    # An engine created elsewhere (another function or module, by the project index): where it comes from, and
-    # what is known of its config. Such a call stands before everything in this file and in no scope of it.
     origin: Related | None = field(default=None, repr=False)
     engine_config: EngineConfig | None = field(default=None, repr=False)
 
@@ -180,6 +168,21 @@ class ScriptFacts:
         self.device_set_calls: list[tuple[Scope, Pos]] = []
         self.plain_ranges: list[tuple[Pos, Pos]] = []
 
+        self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
+
+    @property
+    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
+        """Line/column of every node: a whole code generation pass, so computed only when asked (a finding is
+        reported, or the project has an answer about a call in this file); shared with the script's context."""
+        if self._positions is None:
+            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return self._positions
+
+    def call_position(self, call: cst.Call) -> tuple[int, int] | None:
+        """Where a call starts, 1-based, in characters: the key of the project's answers about it."""
+        found = self.positions.get(call)
+        return (found.start.line, found.start.column + 1) if found is not None else None
+
     # --- order ----------------------------------------------------------------------------------------------
     def start(self, node: cst.CSTNode) -> Pos:
         return self.entered[node]
@@ -195,13 +198,11 @@ class ScriptFacts:
         return bool(self.initialize_calls) or (self.project is not None and self.project.receives_engine)
 
     def remote_init(self, fact: object, origin: Related, config: EngineConfig | None) -> InitializeCall:
-        """The stand-in for an initialize call in another function or module (one per project fact)."""
+        """The engine an initialize call in another function or module creates, as the project model brings it
+        here (one per project fact): no call of this file, no scope of it."""
         found = self.remote_inits.get(id(fact))
         if found is None:
-            call = cst.Call(func=cst.Name("initialize"))
-            found = InitializeCall(
-                call, Scope(ScopeKind.FUNCTION, call, None), -1, -1, {}, origin=origin, engine_config=config
-            )
+            found = InitializeCall(None, None, -1, -1, {}, origin=origin, engine_config=config)
             self.remote_inits[id(fact)] = found
         return found
 
@@ -258,8 +259,11 @@ class ScriptFacts:
         scope = self.scope_at(at)
         pos = self.start(at)
         if isinstance(expr, cst.Subscript):
+            key = _constant_key(expr)
+            if key is not None:
+                return self._keyed_role(expr.value, key, scope, pos)
             base = self.role_of(expr.value, at)
-            index = _constant_index(expr)
+            index = constant_index(expr)
             if base is not None and base.role is Role.INIT_RESULT and index is not None:
                 index = index % RESULT_ARITY
                 return RoleAnswer(RESULT_ROLES[index], base.init)
@@ -291,11 +295,30 @@ class ScriptFacts:
                 ("lr_scheduler", Role.CLIENT_SCHEDULER),
             ):
                 passed = init.argument(argument)
-                if passed is None or dotted_name(passed) != key:
+                if passed is None or dotted_name(passed) != key or init.scope is None:
                     continue
                 if self._through_self_returning(self.binding_at(key, init.scope, init.start)) is binding:
                     return RoleAnswer(argument_role, init)
         return None
+
+    def _keyed_role(self, expr: cst.BaseExpression, key: str, scope: Scope, pos: Pos) -> RoleAnswer | None:
+        """`state["engine"]` where `state` (or the call itself) is a helper's dict of initialize's results."""
+        if self.project is None or not self.project.returns:
+            return None
+        call = expr
+        name = dotted_name(expr)
+        if name is not None:
+            binding = self.binding_at(name, scope, pos)
+            if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
+                return None
+            call = binding.value
+        if not isinstance(call, cst.Call):
+            return None
+        fact = self.project.returns.get(self.call_position(call) or (0, 0))
+        if fact is None or key not in fact.keys:
+            return None
+        role = next((r for r in Role if r.value == fact.roles[fact.keys.index(key)]), None)
+        return RoleAnswer(role, self.remote_init(fact, fact.origin, fact.config)) if role is not None else None
 
     def _alias_of_remote(self, binding: Binding, depth: int) -> RoleAnswer | None:
         """`model = engine`, `m = engine.module if hasattr(engine, "module") else engine`, `m = m.module`,
@@ -315,8 +338,7 @@ class ScriptFacts:
 
     def _remote_role(self, expr: cst.BaseExpression, scope: Scope, pos: Pos, depth: int) -> RoleAnswer | None:
         if isinstance(expr, cst.Call) and self.project is not None and self.project.passthrough:
-            helper = dotted_name(expr.func)
-            passed = self.project.passthrough.get(helper) if helper is not None else None
+            passed = self.project.passthrough.get(self.call_position(expr) or (0, 0))
             if passed is None:
                 return None
             position, name, unwrapped = passed
@@ -478,7 +500,18 @@ def _is_remote(answer: RoleAnswer) -> bool:
     return answer.init is not None and answer.init.origin is not None
 
 
-def _constant_index(node: cst.Subscript) -> int | None:
+def _constant_key(node: cst.Subscript) -> str | None:
+    """`x["engine"]` -> "engine"."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    value = node.slice[0].slice.value
+    if isinstance(value, cst.SimpleString):
+        evaluated = value.evaluated_value
+        return evaluated if isinstance(evaluated, str) else None
+    return None
+
+
+def constant_index(node: cst.Subscript) -> int | None:
     if len(node.slice) != 1:
         return None
     element = node.slice[0].slice
@@ -492,396 +525,6 @@ def _constant_index(node: cst.Subscript) -> int | None:
         number = int(value.value, 0)
         return -number if negative else number
     return None
-
-
-# Backend names compared against in `if backend == "...":` that are not DeepSpeed.
-PLAIN_BACKENDS = frozenset({"pytorch", "pytorchddp", "torch", "ddp", "fsdp", "bmtrain", "horovod", "apex", "cpu"})
-
-_FLAG_EXCLUDES = ("zero", "stage", "offload", "fp16", "bf16", "checkpoint")
-
-
-def _is_deepspeed_word(text: str) -> bool:
-    lowered = text.lower()
-    if any(word in lowered for word in _FLAG_EXCLUDES):
-        return False
-    tokens = set(re.split(r"[^a-z0-9]+", lowered))
-    return "deepspeed" in lowered or bool(tokens & {"ds", "use_ds", "with_ds", "enable_ds", "is_ds"})
-
-
-def deepspeed_flag_polarity(test: cst.BaseExpression) -> bool | None:
-    """For `if <test>:`, True if the body is the DeepSpeed branch, False if the else branch is, None if
-    `<test>` is not a DeepSpeed on/off flag (`args.deepspeed`, `not use_ds`, `args.backend == "deepspeed"`)."""
-    positive = True
-    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        positive = not positive
-        test = test.expression
-    name = dotted_name(test)
-    if name is not None:
-        return positive if _is_deepspeed_word(name.split(".")[-1]) else None
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        left = dotted_name(test.left)
-        target = test.comparisons[0]
-        operator = target.operator
-        right = target.comparator
-        if left is not None and isinstance(right, cst.SimpleString) and right.evaluated_value == "deepspeed":
-            if isinstance(operator, cst.Equal):
-                return positive
-            if isinstance(operator, cst.NotEqual):
-                return not positive
-        # `if env_type == "pytorchDDP":` selects another backend: its body is plain PyTorch
-        if (
-            left is not None
-            and isinstance(right, cst.SimpleString)
-            and str(right.evaluated_value).lower() in PLAIN_BACKENDS
-            and isinstance(operator, cst.Equal)
-        ):
-            return not positive
-        if left is not None and _is_deepspeed_word(left.split(".")[-1]) and isinstance(right, cst.Name):
-            if right.value == "None" and isinstance(operator, cst.IsNot):
-                return positive
-            if right.value == "None" and isinstance(operator, cst.Is):
-                return not positive
-    return None
-
-
-class _Collector:
-    """The one traversal that fills a ScriptFacts (driven by `dslint.script.walk.walk`)."""
-
-    def __init__(self, facts: ScriptFacts) -> None:
-        self.facts = facts
-        self.scopes: list[Scope] = [facts.module_scope]
-        self.lines: list[cst.CSTNode] = []
-        self.smalls: list[cst.BaseSmallStatement] = []
-        self.branches: list[tuple[cst.If, bool | None]] = []
-        self.counter = 0
-        self.pending_ends: dict[cst.CSTNode, list[InitializeCall]] = {}
-
-    @property
-    def scope(self) -> Scope:
-        return self.scopes[-1]
-
-    # --- statements -------------------------------------------------------------------------------------------
-    def on_visit(self, node: cst.CSTNode) -> None:
-        self.counter += 1
-        self.facts.entered[node] = self.counter
-        if isinstance(node, (cst.IndentedBlock, cst.Module)):
-            for child in node.body:
-                self.facts.block_size_of_line[child] = len(node.body)
-        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            self.lines.append(node)
-        elif isinstance(node, cst.BaseSmallStatement):
-            self.smalls.append(node)
-        handler = self._handlers("visit_", type(node))
-        if handler is not None:
-            handler(self, node)
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.counter += 1
-        self.facts.exited[original_node] = self.counter
-        handler = self._handlers("leave_", type(original_node))
-        if handler is not None:
-            handler(self, original_node)
-        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            self.lines.pop()
-        elif isinstance(original_node, cst.BaseSmallStatement):
-            self.smalls.pop()
-        for init in self.pending_ends.pop(original_node, ()):
-            init.end = self.counter
-
-    @staticmethod
-    @functools.cache
-    def _handlers(prefix: str, node_type: type[cst.CSTNode]) -> Callable[[_Collector, Any], None] | None:
-        handler: Callable[[_Collector, Any], None] | None = getattr(_Collector, prefix + node_type.__name__, None)
-        return handler
-
-    # --- imports ----------------------------------------------------------------------------------------------
-    def visit_Import(self, node: cst.Import) -> None:
-        self.facts.imports.add_import(node)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self.facts.imports.add_import_from(node)
-
-    # --- scopes -----------------------------------------------------------------------------------------------
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._bind(node.name.value, self.facts.start(node), BindingKind.OTHER, statement=node)
-        self.scopes.append(Scope(ScopeKind.CLASS, node, self.scope))
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self.scopes.pop()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._bind(node.name.value, self.facts.start(node), BindingKind.OTHER, statement=node)
-        parent = self.scope
-        scope = Scope(ScopeKind.FUNCTION, node, parent)
-        params = node.params
-        ordered = [*params.posonly_params, *params.params]
-        is_static = any(dotted_name(d.decorator) == "staticmethod" for d in node.decorators)
-        if parent.kind is ScopeKind.CLASS and ordered and not is_static:
-            scope.self_name = ordered[0].name.value
-        self.scopes.append(scope)
-        body_start = self.facts.start(node)
-        every = [*ordered, *params.kwonly_params]
-        for extra in (params.star_arg, params.star_kwarg):
-            if isinstance(extra, cst.Param):
-                every.append(extra)
-        for param in every:
-            self._bind(param.name.value, body_start, BindingKind.PARAMETER, statement=node)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.scopes.pop()
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self.scope.global_names.update(item.name.value for item in node.names)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self.scope.global_names.update(item.name.value for item in node.names)
-
-    # --- names and calls --------------------------------------------------------------------------------------
-    def visit_Name(self, node: cst.Name) -> None:
-        self.facts.scope_of_node[node] = self.scope
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self.facts.scope_of_node[node] = self.scope
-
-    def visit_Subscript(self, node: cst.Subscript) -> None:
-        self.facts.scope_of_node[node] = self.scope
-
-    def visit_Call(self, node: cst.Call) -> None:
-        facts = self.facts
-        facts.scope_of_node[node] = self.scope
-        if self.lines:
-            facts.statement_of_call[node] = self.lines[-1]
-        if self.smalls:
-            facts.small_statement_of_call[node] = self.smalls[-1]
-        qualified = facts.imports.qualified(node.func)
-        if qualified is None:
-            return
-        if qualified == INITIALIZE:
-            statement = self.smalls[-1] if self.smalls else (self.lines[-1] if self.lines else node)
-            init = InitializeCall(
-                call=node,
-                scope=self.scope,
-                start=facts.start(node),
-                end=facts.start(node),  # set to the statement's end when it is left
-                arguments=_initialize_arguments(node),
-            )
-            facts.initialize_calls.append(init)
-            self.pending_ends.setdefault(statement, []).append(init)
-        elif qualified in SET_DEVICE_CALLS:
-            facts.device_set_calls.append((self.scope, facts.start(node)))
-        elif qualified == INIT_INFERENCE:
-            facts.inference_calls.append(node)
-
-    # --- bindings ---------------------------------------------------------------------------------------------
-    def leave_Assign(self, original_node: cst.Assign) -> None:
-        for target in original_node.targets:
-            self._bind_target(target.target, original_node.value, original_node)
-
-    def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
-        if original_node.value is not None:
-            self._bind_target(original_node.target, original_node.value, original_node)
-
-    def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
-        key = dotted_name(original_node.target)
-        if key is not None:
-            self._bind(key, self.facts.end(original_node), BindingKind.OTHER, statement=original_node)
-
-    def leave_NamedExpr(self, original_node: cst.NamedExpr) -> None:
-        self._bind_target(original_node.target, original_node.value, original_node)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._bind_plain_target(node.target, self.facts.start(node), node)
-
-    def leave_WithItem(self, original_node: cst.WithItem) -> None:
-        if original_node.asname is not None:
-            self._bind_plain_target(original_node.asname.name, self.facts.end(original_node), original_node)
-
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        if node.name is not None:
-            self._bind_plain_target(node.name.name, self.facts.start(node), node)
-
-    def _bind_plain_target(self, target: cst.BaseExpression, pos: Pos, statement: cst.CSTNode) -> None:
-        key = dotted_name(target)
-        if key is not None:
-            self._bind(key, pos, BindingKind.OTHER, statement=statement)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._bind_plain_target(element.value, pos, statement)
-
-    def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression, statement: cst.CSTNode) -> None:
-        pos = self.facts.end(statement)
-        source = self._result_source(value)
-        if isinstance(target, (cst.Tuple, cst.List)):
-            elements = list(target.elements)
-            star = next((i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)), None)
-            for i, element in enumerate(elements):
-                if isinstance(element, cst.StarredElement):
-                    self._bind_plain_target(element.value, pos, statement)
-                    continue
-                arity = len(source.order) if source is not None and source.order is not None else RESULT_ARITY
-                index = i if star is None or i < star else arity - (len(elements) - i)
-                item = source.item(index) if source is not None else None
-                key = dotted_name(element.value)
-                if key is None:
-                    self._bind_plain_target(element.value, pos, statement)
-                elif item is not None:
-                    self._bind(
-                        key,
-                        pos,
-                        BindingKind.INIT_ITEM,
-                        init=source.init if source else None,
-                        index=item,
-                        statement=statement,
-                    )
-                else:
-                    self._bind(key, pos, BindingKind.OTHER, value=None, statement=statement)
-            return
-        key = dotted_name(target)
-        if key is None:
-            return
-        if source is not None and source.order is not None and source.order != (0, 1, 2, 3):
-            source = None  # a helper's tuple in its own order: its items are known only when unpacked
-        if source is not None and source.whole:
-            self._bind(key, pos, BindingKind.INIT_TUPLE, init=source.init, value=value, statement=statement)
-        elif source is not None and source.index is not None:
-            self._bind(
-                key, pos, BindingKind.INIT_ITEM, init=source.init, index=source.index, value=value, statement=statement
-            )
-        else:
-            self._bind(key, pos, BindingKind.OTHER, value=value, statement=statement)
-
-    def _result_source(self, value: cst.BaseExpression) -> _ResultSource | None:
-        """Whether `value` is initialize's result tuple (or one item of it)."""
-        facts = self.facts
-        if isinstance(value, cst.Call):
-            init = facts.initialize_call_for(value)
-            if init is not None:
-                return _ResultSource(init, None, whole=True)
-            return self._helper_result(value)
-        if isinstance(value, cst.Subscript):
-            inner = self._result_source(value.value)
-            index = _constant_index(value)
-            if inner is not None and inner.whole and index is not None:
-                return _ResultSource(inner.init, index % RESULT_ARITY, whole=False)
-            return None
-        key = dotted_name(value)
-        if key is not None:
-            binding = facts.binding_at(key, self.scope, facts.start(value))
-            if binding is not None and binding.kind is BindingKind.INIT_TUPLE:
-                return _ResultSource(binding.init, None, whole=True)
-        return None
-
-    def _helper_result(self, call: cst.Call) -> _ResultSource | None:
-        """`engine, opt, sched = setup_engine(...)`: a helper the project index knows returns initialize's
-        results (in its own order)."""
-        project = self.facts.project
-        if project is None or not project.returns:
-            return None
-        name = dotted_name(call.func)
-        fact = project.returns.get(name) if name is not None else None
-        if fact is None:
-            return None
-        init = self.facts.remote_init(fact, fact.origin, fact.config)
-        order = tuple(RESULT_ORDER.index(r) if r in RESULT_ORDER else None for r in fact.roles)
-        if fact.is_tuple:
-            return _ResultSource(init, None, whole=True, order=order)
-        return _ResultSource(init, order[0], whole=False) if order and order[0] is not None else None
-
-    def _bind(
-        self,
-        key: str,
-        pos: Pos,
-        kind: BindingKind,
-        *,
-        init: InitializeCall | None = None,
-        index: int | None = None,
-        value: cst.BaseExpression | None = None,
-        statement: cst.CSTNode | None = None,
-    ) -> None:
-        scope = self.scope
-        head, dot, rest = key.partition(".")
-        if scope.self_name is not None and head == scope.self_name:
-            key = "self" + dot + rest
-        binding = Binding(key, scope, pos, kind, init=init, index=index, value=value, statement=statement)
-        target_scope = self.facts.module_scope if (not dot and key in scope.global_names) else scope
-        target_scope.bindings.setdefault(key, []).append(binding)
-        if init is not None and binding.result_role is not None:
-            init.results.append(binding)
-        owner = scope.enclosing_class()
-        if owner is not None and key.startswith("self."):
-            owner.attribute_bindings.setdefault(key, []).append(binding)
-
-    # --- branches ---------------------------------------------------------------------------------------------
-    def visit_If(self, node: cst.If) -> None:
-        self.branches.append((node, deepspeed_flag_polarity(node.test)))
-
-
-@dataclass(frozen=True)
-class _ResultSource:
-    init: InitializeCall | None
-    index: int | None
-    whole: bool
-    order: tuple[int | None, ...] | None = None  # a helper's own result order: item i is initialize's order[i]
-
-    def item(self, index: int) -> int | None:
-        if not self.whole:
-            return None
-        if self.order is not None:
-            return self.order[index] if 0 <= index < len(self.order) else None
-        return index
-
-
-def _initialize_arguments(call: cst.Call) -> dict[str, cst.BaseExpression]:
-    found: dict[str, cst.BaseExpression] = {}
-    for i, arg in enumerate(call.args):
-        if arg.star:
-            continue
-        if arg.keyword is not None:
-            found[arg.keyword.value] = arg.value
-        elif i < len(INITIALIZE_POSITIONAL):
-            found[INITIALIZE_POSITIONAL[i]] = arg.value
-    return found
-
-
-def _resolve_branches(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool | None]]) -> None:
-    """Mark the plain-PyTorch side of every `if` that chooses between DeepSpeed and plain PyTorch.
-
-    An `if` chooses when its test is a DeepSpeed flag, when exactly one side holds a `deepspeed.initialize`
-    call, or when its test reads the same as the test of such an `if`.
-    """
-    init_positions = [init.start for init in facts.initialize_calls]
-
-    def holds_init(span: tuple[Pos, Pos] | None) -> bool:
-        return span is not None and any(span[0] <= p < span[1] for p in init_positions)
-
-    sides: list[tuple[cst.If, tuple[Pos, Pos], tuple[Pos, Pos] | None, bool | None]] = []
-    guards: list[tuple[cst.BaseExpression, bool]] = []
-    for node, polarity in branches:
-        body = (facts.start(node.body), facts.end(node.body))
-        orelse = (facts.start(node.orelse), facts.end(node.orelse)) if node.orelse is not None else None
-        if polarity is None and init_positions:
-            in_body, in_else = holds_init(body), holds_init(orelse)
-            if in_body != in_else:
-                polarity = in_body
-                guards.append((node.test, polarity))
-        sides.append((node, body, orelse, polarity))
-    for node, body, orelse, polarity in sides:
-        if polarity is None and guards:
-            # Code generation is costly: compare tests only where an initialize guard exists.
-            polarity = next((p for test, p in guards if test.deep_equals(node.test)), None)
-        if polarity is None:
-            continue
-        plain_side = orelse if polarity else body
-        if plain_side is not None:
-            facts.plain_ranges.append(plain_side)
-
-
-def collect_facts(module: cst.Module, project: ProjectFacts | None = None) -> ScriptFacts:
-    facts = ScriptFacts(module, project)
-    collector = _Collector(facts)
-    walk(module, collector.on_visit, collector.on_leave)
-    _resolve_branches(facts, collector.branches)
-    return facts
 
 
 def iter_call_chain(node: cst.BaseExpression) -> Iterator[cst.Call]:

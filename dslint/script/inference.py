@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from dslint.script.facts import InitializeCall, Pos, Scope, ScriptFacts
-from dslint.script.model_moves import ModelMoves, moves_to_unindexed_cuda
+from dslint.script.facts import Pos, Scope, ScriptFacts
+from dslint.script.model_moves import ModelMoves, ModelSink, moves_to_unindexed_cuda
 
 
 @dataclass(eq=False)
@@ -138,17 +138,17 @@ class InferenceMoves:
     def __init__(self, facts: ScriptFacts) -> None:
         self.facts = facts
         self._targets = [found for found in inference_calls(facts) if found.splits and found.places_module]
-        inits = [
-            InitializeCall(found.call, found.scope, found.start, found.start, {"model": found.model})
+        sinks = [
+            ModelSink(found.model, found.scope, found.start, None, found.call)
             for found in self._targets
             if found.model is not None
         ]
-        self._moves = ModelMoves(facts, inits) if inits else None
+        self._moves = ModelMoves(facts, sinks) if sinks else None
 
     def inference_for(self, call: cst.Call) -> InferenceCall | None:
         if self._moves is None or not moves_to_unindexed_cuda(self.facts, call):
             return None
-        init = self._moves.initialize_for(call)
-        if init is None or device_set_before(self.facts, self.facts.scope_at(call), self.facts.start(call)):
+        sink = self._moves.initialize_for(call)
+        if sink is None or device_set_before(self.facts, self.facts.scope_at(call), self.facts.start(call)):
             return None
-        return next((found for found in self._targets if found.call is init.call), None)
+        return next((found for found in self._targets if found.call is sink.call), None)

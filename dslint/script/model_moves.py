@@ -7,13 +7,14 @@ DSL103 everything else that uses an un-indexed CUDA device.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import libcst as cst
 
 from dslint.diagnostics import Related
 from dslint.script.facts import (
     Binding,
-    InitializeCall,
+    Pos,
     Scope,
     ScopeKind,
     ScriptFacts,
@@ -93,7 +94,20 @@ def is_cast(call: cst.Call) -> bool:
     return False
 
 
-def model_lineage(facts: ScriptFacts, init: InitializeCall) -> list[Binding]:
+@dataclass(eq=False)
+class ModelSink:
+    """Where a model leaves for something that places it on its device: a `deepspeed.initialize` here (`call`),
+    one in another function or module that the project model sees it reach (`origin`: from a builder's return,
+    or a call handing it on), or a tensor-parallel `init_inference` here (`call`)."""
+
+    model: cst.BaseExpression | None
+    scope: Scope
+    start: Pos  # moves before this position apply
+    origin: Related | None = None
+    call: cst.Call | None = None
+
+
+def model_lineage(facts: ScriptFacts, init: ModelSink) -> list[Binding]:
     """The bindings the model argument went through: `m = Net(); m = m.to(d); initialize(model=m)` gives
     both bindings of `m`, newest first."""
     model = init.model
@@ -173,15 +187,15 @@ class _Returns(cst.CSTVisitor):
         self.found.append(node)
 
 
-def elsewhere_sinks(facts: ScriptFacts) -> list[InitializeCall]:
-    """Stand-ins for an initialize call in another function or module that receives a model from this file:
+def elsewhere_sinks(facts: ScriptFacts) -> list[ModelSink]:
+    """Where a model from this file leaves for an initialize call in another function or module:
     the return value of a model builder (`def get_model(): ...; return model`), or the argument of a call to a
     function that hands its parameter to initialize (`train(model, args)`). Each starts where the model leaves
     this code (the return, the call), so moves and casts before it apply."""
     project = facts.project
     if project is None or not (project.model_builders or project.model_sinks):
         return []
-    sinks: list[InitializeCall] = []
+    sinks: list[ModelSink] = []
     if project.model_builders:
         scopes = {id(scope): scope for scope in facts.scope_of_node.values()}
         for scope in scopes.values():
@@ -193,11 +207,10 @@ def elsewhere_sinks(facts: ScriptFacts) -> list[InitializeCall]:
             scope.node.visit(returns)
             for statement in returns.found:
                 if statement.value is not None:
-                    sinks.append(_sink(facts, scope, statement, statement.value, origin))
+                    sinks.append(ModelSink(statement.value, scope, facts.start(statement), origin))
     if project.model_sinks:
         for call in facts.statement_of_call:
-            callee = dotted_name(call.func)
-            found = project.model_sinks.get(callee) if callee is not None else None
+            found = project.model_sinks.get(facts.call_position(call) or (0, 0))
             if found is None:
                 continue
             position, name, origin = found
@@ -206,38 +219,35 @@ def elsewhere_sinks(facts: ScriptFacts) -> list[InitializeCall]:
             if argument is None and position < len(positional) and not positional[position].star:
                 argument = positional[position].value
             if argument is not None:
-                sinks.append(_sink(facts, facts.scope_at(call), call, argument, origin))
+                sinks.append(ModelSink(argument, facts.scope_at(call), facts.start(call), origin))
     return sinks
-
-
-def _sink(
-    facts: ScriptFacts, scope: Scope, at: cst.CSTNode, model: cst.BaseExpression, origin: Related
-) -> InitializeCall:
-    call = cst.Call(func=cst.Name("initialize"))
-    start = facts.start(at)
-    return InitializeCall(call, scope, start, start, {"model": model}, origin=origin)
 
 
 class ModelMoves:
     """For one file: every placement call that applies to a model before it is given to initialize (here, or
-    in another function or module that the project index sees it reach)."""
+    in another function or module that the project model sees it reach)."""
 
-    def __init__(self, facts: ScriptFacts, inits: Sequence[InitializeCall] | None = None) -> None:
-        """`inits`: the calls that receive the model (default: every initialize call, here and elsewhere)."""
+    def __init__(self, facts: ScriptFacts, sinks: Sequence[ModelSink] | None = None) -> None:
+        """`sinks`: where the model leaves (default: every initialize call, here and elsewhere)."""
         self.facts = facts
-        if inits is None:
-            inits = [*facts.initialize_calls, *elsewhere_sinks(facts)]
-        self._lineages = [(init, model_lineage(facts, init)) for init in inits]
-        self._in_chains: dict[cst.Call, InitializeCall] = {}
-        for init, lineage in self._lineages:
+        if sinks is None:
+            here = [
+                ModelSink(init.model, init.scope, init.start, None, init.call)
+                for init in facts.initialize_calls
+                if init.scope is not None
+            ]
+            sinks = [*here, *elsewhere_sinks(facts)]
+        self._lineages = [(sink, model_lineage(facts, sink)) for sink in sinks]
+        self._in_chains: dict[cst.Call, ModelSink] = {}
+        for sink, lineage in self._lineages:
             for binding in lineage:
                 for call in _chain_calls(binding.value):
-                    self._in_chains[call] = init
-            for call in _chain_calls(init.model):
-                self._in_chains[call] = init
+                    self._in_chains[call] = sink
+            for call in _chain_calls(sink.model):
+                self._in_chains[call] = sink
 
-    def initialize_for(self, call: cst.Call) -> InitializeCall | None:
-        """The initialize call whose model `call` moves or casts beforehand, if any."""
+    def initialize_for(self, call: cst.Call) -> ModelSink | None:
+        """Where the model that `call` moves or casts beforehand leaves for initialize, if anywhere."""
         if not is_placement_call(call) or moves_to_cpu(self.facts, call):
             return None
         if call in self._in_chains:

@@ -17,14 +17,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dslint.diagnostics import Related
+from dslint.model import library
 
-ENGINE = "engine"
-ENGINE_MODULE = "engine.module"
-OPTIMIZER = "optimizer"
-DATALOADER = "dataloader"
-SCHEDULER = "scheduler"
-# The order of deepspeed.initialize's results.
-RESULT_ORDER = (ENGINE, OPTIMIZER, DATALOADER, SCHEDULER)
+# The roles of deepspeed.initialize's results, in its order (the project model's library table).
+ENGINE = library.ENGINE
+ENGINE_MODULE = library.ENGINE_MODULE
+OPTIMIZER = library.OPTIMIZER
+DATALOADER = library.DATALOADER
+SCHEDULER = library.SCHEDULER
+RESULT_ORDER = library.RESULT_ORDER
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,11 @@ class ReturnFact:
     """A helper whose return value is (part of) initialize's result."""
 
     roles: tuple[str | None, ...]  # one role per returned item
-    is_tuple: bool  # `return engine, optimizer` vs `return engine`
+    is_tuple: bool  # `return engine, optimizer` (or a list) vs `return engine`
     origin: Related  # the initialize call inside the helper
     config: EngineConfig | None = None
+    keys: tuple[str, ...] = ()  # `return {"engine": engine, ...}`: the key of each role
+    callee: str = ""  # the helper as the call writes it (`utils.setup_engine`), for `dslint graph`
 
 
 @dataclass(frozen=True)
@@ -82,16 +85,17 @@ class ProjectFacts:
     """The project's facts for one file."""
 
     parameters: Mapping[str, Mapping[str, ParameterFact]] = field(default_factory=dict)  # function -> param
-    returns: Mapping[str, ReturnFact] = field(default_factory=dict)  # callee as written (`utils.setup`) -> fact
+    # Answers about calls in this file are keyed by the call's position: (line, column), 1-based, in characters.
+    returns: Mapping[tuple[int, int], ReturnFact] = field(default_factory=dict)  # the helper's call -> fact
     launches: tuple[LaunchedConfig, ...] = ()
-    # Helpers that return their argument, maybe unwrapped (`_unwrap(m)`: `m.module if hasattr(m, "module")
-    # else m`): callee as written -> (parameter index, parameter name, unwrapped)
-    passthrough: Mapping[str, tuple[int, str, bool]] = field(default_factory=dict)
+    # Calls of helpers that return their argument, maybe unwrapped (`_unwrap(m)`: `m.module if hasattr(m,
+    # "module") else m`): the call -> (parameter index, parameter name, unwrapped)
+    passthrough: Mapping[tuple[int, int], tuple[int, str, bool]] = field(default_factory=dict)
     # Functions of this file whose return value initialize receives as its model (`get_model()`), with the call
     model_builders: Mapping[str, Related] = field(default_factory=dict)
-    # Calls in this file that hand a model to a function passing it on to initialize: callee as written ->
+    # Calls in this file that hand a model to a function passing it on to initialize: the call ->
     # (parameter index, parameter name, the initialize call)
-    model_sinks: Mapping[str, tuple[int, str, Related]] = field(default_factory=dict)
+    model_sinks: Mapping[tuple[int, int], tuple[int, str, Related]] = field(default_factory=dict)
     # Module-level functions of this file whose returned dict a DeepSpeed config reader receives elsewhere:
     # name -> (the reader's call, who reads it: "initialize" or "trainer")
     config_builders: Mapping[str, tuple[Related, str]] = field(default_factory=dict)

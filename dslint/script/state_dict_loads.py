@@ -172,7 +172,7 @@ class StateDictLoads:
         if line is None or init is None or answer.role not in (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL):
             return None
         model = init.model
-        if model is None or dotted_name(model) is None or facts.scope_at(call) is not init.scope:
+        if model is None or dotted_name(model) is None or facts.scope_at(call) is not init.scope or init.call is None:
             return None
         init_line = facts.statement_of(init.call)
         parents = statement_parents(context)

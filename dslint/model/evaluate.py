@@ -1,0 +1,469 @@
+"""Reading one function (or a module's top-level code) into the project model: what each local name holds, what
+it returns, the calls it makes to the project's own functions with the values it passes, the attributes its
+methods set on `self`, and where the model given to initialize comes from. `fixpoint.ProjectModel` drives it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from dslint.model.classes import Hierarchy
+from dslint.model.library import INITIALIZE
+from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore, calls, dotted
+from dslint.model.values import (
+    NONE,
+    InitSite,
+    Item,
+    Keyed,
+    Maybe,
+    Param,
+    Results,
+    Returned,
+    Value,
+    base,
+    items,
+    merge,
+    roles_of,
+    unwrapped,
+)
+
+Callee = tuple[str, str]  # (module path, qualname)
+
+
+@dataclass
+class CallSite:
+    caller_path: str
+    line: int
+    column: int
+    callee: Callee
+    arguments: dict[str, Value]  # callee parameter name -> value passed (None: unknown)
+
+
+@dataclass
+class FunctionSummary:
+    path: str
+    qualname: str
+    params: list[str]
+    is_method: bool
+    returns: list[Value] = field(default_factory=list)
+
+
+class Evaluator:
+    """The state the fixpoint grows, and the reading of one function into it."""
+
+    def __init__(self, store: SummaryStore) -> None:
+        self.store = store
+        self.hierarchy = Hierarchy(store)
+        self.summaries: dict[Callee, FunctionSummary] = {}
+        self.calls: list[CallSite] = []
+        self.inits: dict[tuple[str, int, int], InitSite] = {}
+        self.call_texts: dict[tuple[str, str], Callee] = {}  # (path, callee as written) -> callee
+        self.in_progress: set[Callee] = set()
+        # The model initialize receives: built by a function (its return value), or a parameter of the function
+        # holding initialize, filled by its callers.
+        self.model_builders: dict[Callee, InitSite] = {}
+        self.model_parameters: dict[tuple[str, str, str], InitSite] = {}
+        # `self.x = engine` in one method, read in another: (path, class, "x") -> value
+        self.attributes: dict[tuple[str, str, str], Value] = {}
+
+    def module(self, path: str) -> ModuleSummary | None:
+        return self.store.get(path)
+
+    def function(self, callee: Callee) -> FunctionInfo | None:
+        module = self.module(callee[0])
+        return module.functions.get(callee[1]) if module is not None else None
+
+    # --- one function -------------------------------------------------------------------------------------
+    def ensure(self, module: ModuleSummary, qualname: str) -> FunctionSummary | None:
+        """The summary of one function (module-level code for ""), read once, on first need."""
+        key = (module.path, qualname)
+        if key in self.summaries or key in self.in_progress:
+            return self.summaries.get(key)
+        self.in_progress.add(key)
+        try:
+            if not qualname:
+                summary = FunctionSummary(module.path, "", [], False)
+                body = module.tree.body
+            else:
+                function = module.functions.get(qualname)
+                if function is None:
+                    return None
+                summary = FunctionSummary(module.path, qualname, list(function.params), function.is_method)
+                body = function.node.body
+            values: dict[str, Value] = {p: Param(p) for p in summary.params}
+            if summary.is_method and summary.params:
+                values.pop(summary.params[0], None)
+            self._block(module, summary, values, body)
+        finally:
+            self.in_progress.discard(key)
+        self.summaries[key] = summary
+        return summary
+
+    def _block(
+        self, module: ModuleSummary, summary: FunctionSummary, values: dict[str, Value], body: list[ast.stmt]
+    ) -> None:
+        """Statements in order; after an `if` (or a loop, a `try`), a name keeps its value only when every path
+        gives it the same one: `if use_ds: model, *_ = deepspeed.initialize(...)` leaves `model` unknown after
+        the `if`, since the other path keeps the plain model (`values.merge`)."""
+        for statement in body:
+            self._statement(module, summary, values, statement)
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            arms: list[list[ast.stmt]] = []
+            if isinstance(statement, ast.If):
+                arms = [statement.body, statement.orelse]
+            elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+                arms = [statement.body + statement.orelse, []]
+            elif isinstance(statement, (ast.With, ast.AsyncWith)):
+                self._block(module, summary, values, statement.body)
+                continue
+            elif isinstance(statement, ast.Try):
+                arms = [statement.body + statement.orelse, *(h.body for h in statement.handlers)]
+                if statement.finalbody:
+                    arms = [arm + statement.finalbody for arm in arms]
+            elif isinstance(statement, ast.Match):
+                arms = [case.body for case in statement.cases] + [[]]
+            if not arms:
+                continue
+            results: list[dict[str, Value]] = []
+            for arm in arms:
+                copy = dict(values)
+                self._block(module, summary, copy, arm)
+                results.append(copy)
+            for key in {k for result in results for k in result}:
+                # a key one path never bound: `obj.x` read from the instance's class (not `self.x`, which
+                # the other path may have just set)
+                seen = [result[key] if key in result else self._instance_attribute(result, key) for result in results]
+                values[key] = merge(seen)
+
+    def _self_key(self, summary: FunctionSummary, key: str) -> tuple[str, str, str] | None:
+        if not summary.is_method or not summary.params:
+            return None
+        head, _, rest = key.partition(".")
+        if head != summary.params[0] or not rest or "." in rest:
+            return None
+        return (summary.path, summary.qualname.rpartition(".")[0], rest)
+
+    def _statement(
+        self, module: ModuleSummary, summary: FunctionSummary, values: dict[str, Value], statement: ast.stmt
+    ) -> None:
+        for call in calls(statement):
+            self._call(module, summary, values, call)
+        if isinstance(statement, ast.Assign):
+            value = self.value(module, summary, values, statement.value)
+            for target in statement.targets:
+                self._bind(summary, values, target, value)
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            self._bind(summary, values, statement.target, self.value(module, summary, values, statement.value))
+        elif isinstance(statement, ast.Return) and statement.value is not None:
+            summary.returns.append(self.value(module, summary, values, statement.value))
+        elif isinstance(statement, ast.While) and isinstance(statement.test, ast.Call):
+            # `while hasattr(m, "module"): m = m.module` unwraps whatever m held
+            test = statement.test
+            if dotted(test.func) == "hasattr" and test.args and isinstance(test.args[0], ast.Name):
+                name = test.args[0].id
+                held = values.get(name)
+                if held is not None:
+                    values[name] = unwrapped(held)
+
+    def _bind(self, summary: FunctionSummary, values: dict[str, Value], target: ast.expr, value: Value) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            found = items(value, len(target.elts))
+            stars = [i for i, element in enumerate(target.elts) if isinstance(element, ast.Starred)]
+            roles = roles_of(value)
+            if len(stars) == 1 and roles:  # `engine, *_ = deepspeed.initialize(...)`
+                star = stars[0]
+                every = items(value, len(roles))
+                tail_count = len(target.elts) - star - 1
+                head = every[:star]
+                tail = every[len(roles) - tail_count :] if tail_count else []
+                if len(head) == star and len(tail) == tail_count:
+                    found = [*head, None, *tail]
+            for element, item in zip(target.elts, found, strict=True):
+                self._bind(summary, values, element.value if isinstance(element, ast.Starred) else element, item)
+            return
+        key = dotted(target)
+        if key is None:
+            return
+        values[key] = value
+        attribute = self._self_key(summary, key)
+        if attribute is not None:
+            # Two different values for one attribute: unknown; `None` beside one value: that value
+            # (`self.ema = None` then `if args.ema: self.ema = self._init_ema()`).
+            known = self.attributes.get(attribute, value)
+            if known == NONE:
+                known = value
+            elif value == NONE:
+                value = known
+            self.attributes[attribute] = value if known == value else None
+
+    # --- expressions --------------------------------------------------------------------------------------
+    def value(self, module: ModuleSummary, summary: FunctionSummary, values: dict[str, Value], expr: ast.expr) -> Value:
+        if isinstance(expr, ast.Call):
+            if module.qualified(expr.func) == INITIALIZE.name:
+                site = self._init_site(module, summary.qualname, expr)
+                self._model_sink(module, summary, values, expr, site)
+                return Results(INITIALIZE.returns, site)
+            callee = self.resolve(module, summary, expr.func)
+            if callee is None:
+                return None
+            returned = self._returned_through(callee, self._overrides(module, summary, expr.func))
+            if returned is None:
+                return Returned(*callee)
+            if isinstance(returned, Param):
+                argument = self.argument_for(callee, expr, returned.name)
+                if argument is None:
+                    return None
+                inner = self.value(module, summary, values, argument)
+                return unwrapped(inner) if returned.unwrapped else inner
+            if isinstance(returned, Returned):
+                # the callee hands on another function's result: it builds that value too
+                return Returned(returned.path, returned.qualname, (*returned.via, callee))
+            return returned
+        if isinstance(expr, ast.Dict):
+            return self._keyed(module, summary, values, expr)
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            elements = [self.value(module, summary, values, element) for element in expr.elts]
+            origins = {element.origin for element in elements if isinstance(element, Item)}
+            if len(origins) != 1 or not any(element is not None for element in elements):
+                return None
+            roles = tuple(_first_role(element) for element in elements)
+            return Results(roles, origins.pop())
+        if isinstance(expr, ast.IfExp):
+            body = self.value(module, summary, values, expr.body)
+            orelse = self.value(module, summary, values, expr.orelse)
+            if body is not None and orelse is not None and base(body) == base(orelse):
+                return unwrapped(body) if body != orelse else body
+            return None
+        if isinstance(expr, ast.Attribute) and expr.attr == "module":
+            inner = self.value(module, summary, values, expr.value)
+            return unwrapped(inner) if inner is not None else None
+        if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+            index = expr.slice.value
+            inner = self.value(module, summary, values, expr.value)
+            if isinstance(index, int) and isinstance(inner, Results) and -len(inner.roles) <= index < len(inner.roles):
+                return Item(inner.roles[index], inner.origin)
+            if isinstance(index, str) and isinstance(inner, Keyed):
+                return inner.item(index)
+            return None
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return NONE
+        key = dotted(expr)
+        if key is not None:
+            return self._read(summary, values, key)
+        return None
+
+    def _keyed(
+        self, module: ModuleSummary, summary: FunctionSummary, values: dict[str, Value], expr: ast.Dict
+    ) -> Value:
+        """`{"engine": engine, "optimizer": optimizer}`: a dict of one initialize's results."""
+        keys: list[str] = []
+        for key in expr.keys:
+            if not isinstance(key, ast.Constant) or not isinstance(key.value, str):
+                return None  # `**other` or a key that is not a constant string
+            keys.append(key.value)
+        elements = [self.value(module, summary, values, element) for element in expr.values]
+        origins = {element.origin for element in elements if isinstance(element, Item)}
+        if len(origins) != 1:
+            return None
+        roles = tuple(element.role if isinstance(element, Item) else None for element in elements)
+        return Keyed(tuple(keys), roles, origins.pop())
+
+    def _read(self, summary: FunctionSummary, values: dict[str, Value], key: str) -> Value:
+        """A name's value: bound here, `self.x` set in a method of this class, or `obj.x` on an instance of a
+        project class (`rlhf = RLHFEngine(...)`, `rlhf.actor` set to an engine in its methods)."""
+        if key in values:
+            return values[key]
+        attribute = self._self_key(summary, key)
+        if attribute is not None:
+            return self.attributes.get(attribute)
+        return self._instance_attribute(values, key)
+
+    def _instance_attribute(self, values: dict[str, Value], key: str) -> Value:
+        """`obj.x` where `obj` holds an instance of a project class whose methods set `self.x` to one of
+        initialize's results."""
+        head, _, attr = key.rpartition(".")
+        held = values.get(head) if head else None
+        if not isinstance(held, Returned) or not held.qualname.endswith(".__init__"):
+            return None
+        owner = held.qualname[: -len(".__init__")]
+        module = self.module(held.path)
+        if module is None:
+            return None
+        for function in [f for f in module.functions.values() if f.qualname.rpartition(".")[0] == owner]:
+            self.ensure(module, function.qualname)
+        found = self.attributes.get((held.path, owner, attr))
+        # only initialize's results: a parameter of the class's method means nothing here
+        return found if isinstance(found, (Results, Keyed, Item, Maybe)) else None
+
+    def returned(self, callee: Callee) -> Value:
+        """What a function returns, when every return statement agrees."""
+        module = self.module(callee[0])
+        summary = self.ensure(module, callee[1]) if module is not None else None
+        if summary is None or not summary.returns or any(r is None for r in summary.returns):
+            return None
+        first = summary.returns[0]
+        return first if all(r == first for r in summary.returns) else None
+
+    def _returned_through(self, callee: Callee, overrides: list[Callee]) -> Value:
+        """What a call returns when it may reach overrides too (`self.build()` in a base class): the value every
+        implementation with a return statement agrees on (an abstract one, `raise NotImplementedError`, has none)."""
+        if not overrides:
+            return self.returned(callee)
+        found: list[Value] = []
+        for implementation in [callee, *overrides]:
+            summary = self._summary_of(implementation)
+            if summary is None:
+                return None
+            if summary.returns:
+                found.append(self.returned(implementation))
+        if not found or any(value is None or value != found[0] for value in found):
+            return None
+        return found[0]
+
+    def _summary_of(self, callee: Callee) -> FunctionSummary | None:
+        module = self.module(callee[0])
+        return self.ensure(module, callee[1]) if module is not None else None
+
+    def _overrides(self, module: ModuleSummary, summary: FunctionSummary, func: ast.expr) -> list[Callee]:
+        """For `self.name(...)` in a method: the overrides of `name` in the project's subclasses of its class."""
+        name = dotted(func)
+        if name is None or not summary.is_method or not summary.params:
+            return []
+        head, _, rest = name.partition(".")
+        if head != summary.params[0] or not rest or "." in rest:
+            return []
+        return self.hierarchy.overrides((module.path, summary.qualname.rpartition(".")[0]), rest)
+
+    def _model_sink(
+        self, module: ModuleSummary, summary: FunctionSummary, values: dict[str, Value], call: ast.Call, site: InitSite
+    ) -> None:
+        """Where the model given to initialize comes from: a builder's return value (`model = get_model()`),
+        or a parameter of the function holding initialize (`def train(model): deepspeed.initialize(model=model)`)."""
+        model = next((k.value for k in call.keywords if k.arg == INITIALIZE.model), None)
+        position = INITIALIZE.positional.index("model")
+        if model is None and len(call.args) > position and not isinstance(call.args[position], ast.Starred):
+            model = call.args[position]
+        if model is None:
+            return
+        held = self.value(module, summary, values, model)
+        if isinstance(held, Returned):
+            for builder in held.builders():
+                self.model_builders.setdefault(builder, site)
+        elif isinstance(held, Param) and not held.unwrapped and summary.qualname:
+            self.model_parameters.setdefault((summary.path, summary.qualname, held.name), site)
+
+    def _init_site(self, module: ModuleSummary, qualname: str, call: ast.Call) -> InitSite:
+        key = (module.path, call.lineno, call.col_offset)
+        site = self.inits.get(key)
+        if site is None:
+            keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+            config = next((keywords[name] for name in INITIALIZE.config if keywords.get(name) is not None), None)
+            has_args = "args" in keywords or bool(call.args)
+            site = InitSite(module.path, call.lineno, call.col_offset + 1, qualname, config, has_args)
+            self.inits[key] = site
+        return site
+
+    # --- calls --------------------------------------------------------------------------------------------
+    def resolve(self, module: ModuleSummary, summary: FunctionSummary, func: ast.expr) -> Callee | None:
+        """The project function a call's callee names (same module, imported, `self.method`)."""
+        name = dotted(func)
+        if name is None:
+            return None
+        found = self._resolve_name(module, summary, name)
+        if found is not None:
+            self.call_texts[(module.path, name)] = found
+        return found
+
+    def _resolve_name(self, module: ModuleSummary, summary: FunctionSummary, name: str) -> Callee | None:
+        head, _, rest = name.partition(".")
+        if summary.is_method and summary.params and head == summary.params[0] and rest and "." not in rest:
+            # the method of this class, or the one it inherits from a project base class
+            return self.hierarchy.method((module.path, summary.qualname.rpartition(".")[0]), rest)
+        if not rest:
+            # A function nested in the caller or in a function around it (`def main(): def training(model):
+            # ...; training(model)`); class bodies are not scopes a method sees.
+            scope = summary.qualname
+            while scope and scope in module.functions:
+                if f"{scope}.{name}" in module.functions:
+                    return (module.path, f"{scope}.{name}")
+                scope = scope.rpartition(".")[0]
+            if name in module.functions:
+                return (module.path, name)
+            if name in module.classes and f"{name}.__init__" in module.functions:
+                return (module.path, f"{name}.__init__")
+        imported = module.imports.get(head)
+        if imported is None and not rest:
+            # `from util import *`: the first star-imported project module that defines the name
+            for star in module.stars:
+                path = self.store.finder.find(star, module.path)
+                target = self.module(path) if path is not None else None
+                if target is not None and name in target.functions:
+                    return (target.path, name)
+            return None
+        if imported is None:
+            return None
+        return self._follow_import(f"{imported}.{rest}" if rest else imported, module.path)
+
+    def _follow_import(self, dotted_name: str, near: str) -> Callee | None:
+        """A project function, or the `__init__` of a project class, that an imported name points at."""
+        found = self.hierarchy.follow(dotted_name, near)
+        if found is None:
+            return None
+        target, name = found
+        if name in target.functions:
+            return (target.path, name)
+        if name in target.classes and f"{name}.__init__" in target.functions:
+            return (target.path, f"{name}.__init__")
+        return None
+
+    def _call(self, module: ModuleSummary, summary: FunctionSummary, values: dict[str, Value], call: ast.Call) -> None:
+        """A call of a project function with arguments, recorded with the values it passes; a `self.name(...)`
+        call in a method is recorded for every override of `name` in subclasses too (the base class calls them)."""
+        if not call.args and not call.keywords:
+            return
+        callee = self.resolve(module, summary, call.func)
+        if callee is None:
+            return
+        targets = [callee, *self._overrides(module, summary, call.func)]
+        functions = [(target, function) for target in targets if (function := self.function(target)) is not None]
+        if not functions:
+            return
+        limit = max(len(function.positional) for _, function in functions)
+        positional: list[Value] = []
+        for index, argument in enumerate(call.args):
+            if isinstance(argument, ast.Starred):
+                return  # positions after *args cannot be known
+            if index < limit:
+                positional.append(self.value(module, summary, values, argument))
+        keywords: dict[str, Value] = {}
+        for keyword in call.keywords:
+            if keyword.arg is None:
+                return  # **kwargs may fill any parameter
+            keywords[keyword.arg] = self.value(module, summary, values, keyword.value)
+        for target, function in functions:
+            arguments: dict[str, Value] = dict(zip(function.positional, positional, strict=False))
+            arguments.update(keywords)
+            self.calls.append(CallSite(module.path, call.lineno, call.col_offset + 1, target, arguments))
+
+    def argument_for(self, callee: Callee, call: ast.Call, param: str) -> ast.expr | None:
+        """The expression a call passes to the callee's parameter `param`."""
+        function = self.function(callee)
+        if function is None:
+            return None
+        for keyword in call.keywords:
+            if keyword.arg == param:
+                return keyword.value
+        index = function.position_of(param)
+        if index is not None and index < len(call.args):
+            argument = call.args[index]
+            return None if isinstance(argument, ast.Starred) else argument
+        return None
+
+
+def _first_role(value: Value) -> str | None:
+    """The role a tuple's element gives the tuple built from it (a nested result tuple: its first item's)."""
+    if isinstance(value, Item):
+        return value.role
+    return value.roles[0] if isinstance(value, Results) else None

@@ -1,0 +1,306 @@
+"""The project fixpoint over the module summaries: engines followed from the `deepspeed.initialize` calls that
+create them, through parameters, returns, `self.x` attributes and the instances that hold them, to any depth.
+
+It answers:
+- which parameters receive an engine (or `engine.module`, an optimizer or scheduler initialize returned) at EVERY
+  call it saw (one call with something else, or with a value it cannot read, and the parameter stays unknown);
+- which helpers return initialize's results (`return deepspeed.initialize(...)`, `return engine, opt, sched`),
+  and which return their argument, maybe unwrapped (`engine.module if hasattr(engine, "module") else engine`);
+- which functions build the model initialize receives, and which calls hand a model on to it.
+Modules are read only when they may create an engine (a text test) or hold a function such a module calls.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from dslint.model.evaluate import Callee, CallSite, Evaluator, FunctionSummary
+from dslint.model.library import ENGINE, ENGINE_MODULE, ENGINE_ONLY_METHODS, INITIALIZE, RESULT_ORDER
+from dslint.model.summary import ModuleSummary, SummaryStore, calls, dotted, statements
+from dslint.model.values import InitSite, Item, Keyed, Maybe, Param, Results, Returned, Value, is_engine_held
+
+MAX_ROUNDS = 6
+# A function name found in more files than this is too common to check every call of it.
+MAX_NAME_FILES = 24
+
+EngineAnswer = tuple[str, CallSite, InitSite]  # (role, a call that passes it, the initialize it comes from)
+
+
+@dataclass(frozen=True)
+class HelperCall:
+    """A call, in `caller_path` at `line`/`column` (1-based, in characters), of a project function the fixpoint
+    has an answer for. Answers reach the caller's file keyed by that position."""
+
+    caller_path: str
+    line: int
+    column: int
+    text: str  # the callee as written (`utils.setup`), for `dslint graph`
+    callee: Callee
+
+    @property
+    def position(self) -> tuple[int, int]:
+        return (self.line, self.column)
+
+
+class ProjectModel(Evaluator):
+    """The fixpoint (see the module docstring)."""
+
+    def __init__(self, store: SummaryStore) -> None:
+        super().__init__(store)
+        self.unverifiable: set[str] = set()  # names too common to see every call of
+        # (path, function, parameter) -> whether the function calls an engine-only method on the parameter
+        self.engine_uses: dict[tuple[str, str, str], bool] = {}
+        self._helpers: list[HelperCall] | None = None  # the answers' calls, found once the fixpoint is done
+
+    def analyse_all(self, producers: Iterable[str]) -> None:
+        """Follow engines from where they are created, reading only the functions they reach.
+
+        Start: the functions (and module-level code) of `producers` that call `deepspeed.initialize`. Then,
+        until nothing new comes in: the functions an engine (or something holding one) is passed to; and, found
+        by a text test for their names, the functions that call a helper returning an engine or a function
+        receiving one (so that every call of a receiving function is seen: one call with something else and
+        its parameter stays unknown). A name found in too many files is not followed, and the functions
+        reached through it are left unknown rather than guessed.
+        """
+        queue: list[Callee] = []
+        for path in producers:
+            module = self.module(path)
+            if module is not None:
+                queue.extend((path, qualname) for qualname in self._initializing(module))
+        searched: set[str] = set()
+        followed = 0
+        sources = self.store.sources
+        while queue:
+            while queue:
+                path, qualname = queue.pop()
+                module = self.module(path)
+                if module is not None:
+                    self.ensure(module, qualname)
+            for site in self.calls[followed:]:
+                if any(v is not None for v in site.arguments.values()) and site.callee not in self.summaries:
+                    queue.append(site.callee)
+            followed = len(self.calls)
+            names = {q.rpartition(".")[2] for (_, q), summary in self.summaries.items() if q and self._worth(summary)}
+            names.update(site.callee[1].rpartition(".")[2] for site in self.calls)
+            # classes keeping an engine in an attribute: who builds them reads it (`pair = EnginePair(...)`)
+            names.update(
+                owner.rpartition(".")[2] for (_, owner, _), held in self.attributes.items() if is_engine_held(held)
+            )
+            names.discard("__init__")
+            for name in sorted(names - searched):
+                searched.add(name)
+                needle = name.encode() + b"("
+                matched = [path for path, data in sources.items() if needle in data]
+                if len(matched) > MAX_NAME_FILES:
+                    self.unverifiable.add(name)
+                    continue
+                for path in matched:
+                    module = self.module(path)
+                    if module is None:
+                        continue
+                    for qualname in self._calling(module, name):
+                        if (path, qualname) not in self.summaries:
+                            queue.append((path, qualname))
+        self._models_through_calls()
+
+    def _models_through_calls(self) -> None:
+        """A builder's return value handed straight to a function whose parameter reaches initialize as the
+        model (`fit(get_model())`, `fit(model)` after `model = get_model()`): that builder is a model builder."""
+        for site in self.calls:
+            for param, value in site.arguments.items():
+                init = self.model_parameters.get((*site.callee, param))
+                if init is not None and isinstance(value, Returned):
+                    for builder in value.builders():
+                        self.model_builders.setdefault(builder, init)
+
+    def _worth(self, summary: FunctionSummary) -> bool:
+        """Functions whose callers must be seen: they return an engine, or hand a parameter to initialize."""
+        if any(isinstance(r, (Results, Keyed, Item)) for r in summary.returns):
+            return True
+        return any(key[:2] == (summary.path, summary.qualname) for key in self.model_parameters)
+
+    def _initializing(self, module: ModuleSummary) -> list[str]:
+        """The functions of a module (and "" for module-level code) that call deepspeed.initialize: only the
+        innermost definitions around a line that mentions `initialize` are looked at."""
+        data = self.store.sources.get(module.path, b"")
+        lines = {data.count(b"\n", 0, m.start()) + 1 for m in re.finditer(rb"initialize", data)}
+        candidates: set[str] = set()
+        for line in lines:
+            holder = ""
+            for qualname, function in module.functions.items():
+                if function.start <= line <= function.end and len(qualname) > len(holder):
+                    holder = qualname
+            candidates.add(holder)
+        found: list[str] = []
+        for qualname in sorted(candidates):
+            body = module.tree.body if not qualname else module.functions[qualname].node.body
+            for statement in statements(body):
+                if any(module.qualified(call.func) == INITIALIZE.name for call in calls(statement)):
+                    found.append(qualname)
+                    break
+        return found
+
+    @staticmethod
+    def _calling(module: ModuleSummary, name: str) -> list[str]:
+        """The functions of a module (and "" for module-level code) holding a call of something named `name`."""
+        return module.callers_of(name)
+
+    # --- answers ------------------------------------------------------------------------------------------
+    def engine_parameters(self) -> dict[tuple[str, str, str], EngineAnswer]:
+        """(path, function, parameter) -> (role, a call that passes it, the initialize it comes from), for
+        parameters that receive the engine (or engine.module) at every call seen."""
+        by_param: dict[tuple[str, str, str], list[tuple[Value, CallSite]]] = {}
+        for site in self.calls:
+            if site.callee[1].rpartition(".")[2] in self.unverifiable:
+                continue
+            for param, value in self._confirmed(site).items():
+                by_param.setdefault((*site.callee, param), []).append((value, site))
+        resolved: dict[tuple[str, str, str], EngineAnswer] = {}
+        for _ in range(MAX_ROUNDS):
+            changed = False
+            for key, passed in by_param.items():
+                if key in resolved:
+                    continue
+                roles: set[str] = set()
+                origin: InitSite | None = None
+                for value, site in passed:
+                    found = self._engine_role(value, site, resolved)
+                    if found is None:
+                        roles = set()
+                        break
+                    roles.add(found[0])
+                    if origin is None:
+                        origin = found[1]  # the initialize behind the first call, named with that call
+                if len(roles) == 1 and origin is not None:
+                    resolved[key] = (roles.pop(), passed[0][1], origin)
+                    changed = True
+            if not changed:
+                break
+        return resolved
+
+    def _confirmed(self, site: CallSite) -> dict[str, Value]:
+        """A call's arguments, where a value that is initialize's result only on some paths (`Maybe`) counts
+        as that result when the callee uses the parameter receiving the engine as an engine
+        (`model.backward(loss)`): the call then runs on the paths where initialize ran, so the other `Maybe`
+        items of that same initialize (its optimizer, its scheduler) are its results too. Other `Maybe`
+        values stay unknown."""
+        confirmed: set[InitSite] = set()
+        for param, value in site.arguments.items():
+            if isinstance(value, Maybe) and value.item.role == ENGINE and self._uses_as_engine(site.callee, param):
+                confirmed.add(value.item.origin)
+        arguments: dict[str, Value] = {}
+        for param, value in site.arguments.items():
+            if isinstance(value, Maybe):
+                value = value.item if value.item.origin in confirmed else None
+            arguments[param] = value
+        return arguments
+
+    def _uses_as_engine(self, callee: Callee, param: str) -> bool:
+        """Whether a function calls a method only the DeepSpeed engine has on its parameter `param`."""
+        key = (*callee, param)
+        if key not in self.engine_uses:
+            function = self.function(callee)
+            self.engine_uses[key] = function is not None and any(
+                isinstance(call.func, ast.Attribute)
+                and call.func.attr in ENGINE_ONLY_METHODS
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == param
+                for statement in statements(function.node.body)
+                for call in calls(statement)
+            )
+        return self.engine_uses[key]
+
+    def _engine_role(
+        self, value: Value, site: CallSite, resolved: dict[tuple[str, str, str], EngineAnswer]
+    ) -> tuple[str, InitSite] | None:
+        if isinstance(value, Item):
+            if value.role in (*RESULT_ORDER, ENGINE_MODULE):
+                return str(value.role), value.origin
+            return None
+        if isinstance(value, Param):
+            module = self.module(site.caller_path)
+            caller = module.function_at(site.line) if module is not None else None
+            upstream = resolved.get((site.caller_path, caller, value.name)) if caller is not None else None
+            if upstream is None:
+                return None
+            return (ENGINE_MODULE if value.unwrapped else upstream[0]), upstream[2]
+        return None
+
+    def _helper_calls(self) -> list[HelperCall]:
+        """Every call, in a module where the fixpoint resolved a call of a project function, of a name it resolved
+        there, each resolved again in its own scope (functions the fixpoint did not need to read included)."""
+        if self._helpers is not None:
+            return self._helpers
+        texts: dict[str, set[str]] = {}
+        for path, written in self.call_texts:
+            texts.setdefault(path, set()).add(written)
+        found: list[HelperCall] = []
+        for path, wanted in sorted(texts.items()):
+            module = self.module(path)
+            if module is None:
+                continue
+            lines = self.store.sources.get(path, b"").splitlines()
+            for qualname, body_calls in module.body_calls():
+                function = module.functions.get(qualname)
+                scope = (
+                    FunctionSummary(path, qualname, list(function.params), function.is_method)
+                    if function is not None
+                    else FunctionSummary(path, "", [], False)
+                )
+                for call in body_calls:
+                    text = dotted(call.func)
+                    if text is None or text not in wanted:
+                        continue
+                    callee = self._resolve_name(module, scope, text)
+                    if callee is not None:
+                        column = _characters(lines, call.lineno, call.col_offset) + 1
+                        found.append(HelperCall(path, call.lineno, column, text, callee))
+        self._helpers = found
+        return found
+
+    def passthrough_helpers(self) -> Iterator[tuple[HelperCall, int, str, bool]]:
+        """(the call, parameter index, parameter name, unwrapped) for calls of helpers that return their argument
+        (`_unwrap_model(engine)`)."""
+        for helper in self._helper_calls():
+            returned = self.returned(helper.callee)
+            function = self.function(helper.callee)
+            if not isinstance(returned, Param) or function is None:
+                continue
+            index = function.position_of(returned.name)
+            if index is not None:
+                yield helper, index, returned.name, returned.unwrapped
+
+    def result_helpers(self) -> Iterator[tuple[HelperCall, tuple[str | None, ...], bool, tuple[str, ...], InitSite]]:
+        """(the call, roles, is a tuple or list, the keys of a dict, initialize site) for calls of helpers that
+        return initialize's results."""
+        for helper in self._helper_calls():
+            returned = self.returned(helper.callee)
+            if isinstance(returned, Results):
+                yield helper, returned.roles, True, (), returned.origin
+            elif isinstance(returned, Keyed):
+                yield helper, returned.roles, False, returned.keys, returned.origin
+            elif isinstance(returned, Item):
+                yield helper, (returned.role,), False, (), returned.origin
+
+    def model_sinks(self) -> Iterator[tuple[HelperCall, int, str, InitSite]]:
+        """(the call, parameter index, parameter name, initialize site) for calls that pass a model into a
+        function whose parameter goes to initialize as its model."""
+        for helper in self._helper_calls():
+            for (callee_path, qualname, name), site in self.model_parameters.items():
+                if (callee_path, qualname) != helper.callee:
+                    continue
+                function = self.function(helper.callee)
+                index = function.position_of(name) if function is not None else None
+                if index is not None:
+                    yield helper, index, name, site
+
+
+def _characters(lines: list[bytes], line: int, offset: int) -> int:
+    """A column as `ast` gives it (UTF-8 bytes) in characters, as libcst's positions count it."""
+    if not 0 < line <= len(lines):
+        return offset
+    before = lines[line - 1][:offset]
+    return offset if before.isascii() else len(before.decode("utf-8", errors="replace"))

@@ -1,0 +1,109 @@
+"""What the libraries a training script calls return or carry: one table, read by the project fixpoint
+(`dslint.model.fixpoint`), the per-file facts (`dslint.script.facts`) and the config-reader scans
+(`dslint.project.reader_calls`), in the spirit of astroid's brain modules.
+
+Each entry names a callable by its qualified name (or, for framework classes imported under many paths, by the
+last part of its name) and says what its result is and which arguments carry what. Knowledge that rules keep
+for their own message (which Hugging Face classes load models, what a Trainer wraps) stays with those rules
+until a second reader needs it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The order of deepspeed.initialize's results: (engine, optimizer, training_dataloader, lr_scheduler).
+ENGINE = "engine"
+ENGINE_MODULE = "engine.module"
+OPTIMIZER = "optimizer"
+DATALOADER = "dataloader"
+SCHEDULER = "scheduler"
+RESULT_ORDER = (ENGINE, OPTIMIZER, DATALOADER, SCHEDULER)
+
+
+@dataclass(frozen=True)
+class LibraryCall:
+    """One callable of a library, as the model sees it."""
+
+    name: str  # qualified (`deepspeed.initialize`) or a class's own name (`DeepSpeedStrategy`)
+    aliases: tuple[str, ...] = ()  # other qualified names of the same callable
+    returns: tuple[str, ...] = ()  # the roles of its result, in order; one role: not a tuple
+    positional: tuple[str, ...] = ()  # parameter names in positional order
+    model: str | None = None  # the parameter taking the model it wraps
+    config: tuple[str, ...] = ()  # the keywords taking a DeepSpeed config (the first one wins)
+    reader: str | None = None  # who reads that config: "initialize", "lightning" or "trainer"
+    note: str = ""
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset((self.name, *self.aliases))
+
+
+INITIALIZE = LibraryCall(
+    "deepspeed.initialize",
+    returns=RESULT_ORDER,
+    positional=("args", "model", "optimizer", "model_parameters", "training_data", "lr_scheduler"),
+    model="model",
+    config=("config", "config_params"),
+    reader="initialize",
+    note="creates the engine; `args=` given: DeepSpeed reads args.deepspeed_config",
+)
+INIT_INFERENCE = LibraryCall(
+    "deepspeed.init_inference",
+    returns=("inference engine",),
+    positional=("model",),
+    model="model",
+    config=("config",),
+    note="an InferenceEngine: no backward, no step, no ZeRO training state",
+)
+ZERO_INIT = LibraryCall(
+    "deepspeed.zero.Init",
+    aliases=("deepspeed.runtime.zero.Init", "deepspeed.runtime.zero.partition_parameters.Init"),
+    config=("config_dict_or_path", "config"),
+    note="a context manager: modules built inside are partitioned at construction (ZeRO-3)",
+)
+TRAINING_ARGUMENTS = LibraryCall(
+    "TrainingArguments",
+    config=("deepspeed",),
+    reader="trainer",
+    note='any `*TrainingArguments`: the Hugging Face Trainer fills the config\'s "auto" values, then initializes',
+)
+DEEPSPEED_PLUGIN = LibraryCall(
+    "DeepSpeedPlugin",
+    config=("hf_ds_config",),
+    reader="trainer",
+    note='accelerate\'s plugin (`Accelerator(deepspeed_plugin=...)` carries it); accelerate fills "auto" too',
+)
+LIGHTNING_STRATEGY = LibraryCall(
+    "DeepSpeedStrategy",
+    config=("config",),
+    reader="lightning",
+    note="Lightning fills train_micro_batch_size_per_gpu from the data loader, then calls deepspeed.initialize",
+)
+
+# Config readers found by the callee's last name (`DeepSpeedStrategy(config=...)` under any import path);
+# `initialize` only as `deepspeed.initialize`, any name ending in `TrainingArguments` as TrainingArguments.
+READERS_BY_LAST_NAME: dict[str, LibraryCall] = {
+    "initialize": INITIALIZE,
+    "DeepSpeedStrategy": LIGHTNING_STRATEGY,
+    "DeepSpeedPlugin": DEEPSPEED_PLUGIN,
+}
+
+# Methods of the DeepSpeed engine that a torch module does not have: a parameter they are called on is an engine.
+ENGINE_ONLY_METHODS = frozenset({"backward", "set_gradient_accumulation_boundary", "is_gradient_accumulation_boundary"})
+# nn.Module methods that return the module itself.
+SELF_RETURNING_METHODS = frozenset(
+    {"cuda", "to", "half", "bfloat16", "float", "double", "cpu", "train", "eval", "requires_grad_", "to_empty"}
+)
+# Calls that set the current device.
+SET_DEVICE_CALLS = frozenset(
+    {
+        "torch.cuda.set_device",
+        "torch.accelerator.set_device_index",
+        "torch.accelerator.set_device_idx",
+        "deepspeed.accelerator.get_accelerator().set_device",
+        "deepspeed.get_accelerator().set_device",
+    }
+)
+# Top-level packages whose functions the fixpoint never looks for among the project's files.
+LIBRARY_ROOTS = frozenset({"deepspeed", "torch", "transformers"})

@@ -1,0 +1,283 @@
+"""One module's summary, from ONE `ast` parse: imports (relative ones resolved against the package, star imports,
+re-exports), the functions and classes it defines (with their parameters, owners and bases), and walkers over
+its statements and calls. Summaries are cached by the module's content (`SummaryStore`), so a project rebuilt
+after one edit (the language server after a save) parses only the edited module again.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Summaries kept between builds in one process (the language server rebuilds the project after each save); the
+# oldest go first. Only modules the index needed are summarised, a small part of a large project.
+MAX_CACHED_SUMMARIES = 1024
+
+
+@dataclass
+class FunctionInfo:
+    """One `def`, at any depth: `Trainer.train`, `main.inner`."""
+
+    qualname: str
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    owner: str  # the class holding it directly ("" when not a method)
+    params: list[str]  # every named parameter, keyword-only ones included
+    positional: list[str]  # the parameters a call fills by position, `self` of a method excluded
+    is_method: bool  # called on an instance: its first parameter is `self`
+
+    @property
+    def start(self) -> int:
+        return self.node.lineno
+
+    @property
+    def end(self) -> int:
+        return self.node.end_lineno or self.node.lineno
+
+    def position_of(self, name: str) -> int | None:
+        return self.positional.index(name) if name in self.positional else None
+
+
+@dataclass
+class ModuleSummary:
+    path: str
+    tree: ast.Module
+    imports: dict[str, str]  # local name -> dotted path (relative imports resolved against the package)
+    stars: list[str] = field(default_factory=list)  # modules imported with `from X import *` (dotted, resolved)
+    functions: dict[str, FunctionInfo] = field(default_factory=dict)
+    classes: dict[str, list[str]] = field(default_factory=dict)  # qualname -> its bases as written (dotted)
+    _calls: list[tuple[str, list[ast.Call]]] | None = field(default=None, repr=False)
+    _callers: dict[str, list[str]] | None = field(default=None, repr=False)
+
+    def body_calls(self) -> list[tuple[str, list[ast.Call]]]:
+        """Each body ("" for the module's own code, then every function) with the calls in its own statements,
+        walked once per summary."""
+        if self._calls is None:
+            bodies = [("", self.tree.body), *((q, f.node.body) for q, f in self.functions.items())]
+            self._calls = [(q, [c for s in statements(body) for c in calls(s)]) for q, body in bodies]
+        return self._calls
+
+    def callers_of(self, name: str) -> list[str]:
+        """The bodies holding a call of something whose last name is `name` (`utils.setup(...)` for "setup")."""
+        if self._callers is None:
+            self._callers = {}
+            for qualname, found in self.body_calls():
+                for call in found:
+                    last = (dotted(call.func) or "").rpartition(".")[2]
+                    holders = self._callers.setdefault(last, [])
+                    if not holders or holders[-1] != qualname:
+                        holders.append(qualname)
+        return self._callers.get(name, [])
+
+    def function_at(self, line: int) -> str | None:
+        """The innermost-starting function holding `line` (None at module level)."""
+        best: tuple[int, str] | None = None
+        for qualname, function in self.functions.items():
+            if function.start <= line <= function.end and (best is None or function.start > best[0]):
+                best = (function.start, qualname)
+        return best[1] if best is not None else None
+
+    def qualified(self, node: ast.expr) -> str | None:
+        """What a dotted expression names through the module's imports (`ds.initialize` -> `deepspeed.initialize`)."""
+        name = dotted(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        full = self.imports.get(head)
+        if full is None:
+            return None
+        return f"{full}.{rest}" if rest else full
+
+
+def dotted(node: ast.AST) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def package_of(path: str, exists: Callable[[Path], bool]) -> tuple[str, ...]:
+    """The dotted package a file sits in, as far as `__init__.py` files go up (for relative imports)."""
+    parts: list[str] = []
+    directory = Path(path).parent
+    while exists(directory / "__init__.py") and directory.parent != directory:
+        parts.append(directory.name)
+        directory = directory.parent
+    return tuple(reversed(parts))
+
+
+def summarize(path: str, data: bytes, package: Callable[[], tuple[str, ...]]) -> ModuleSummary | None:
+    """The summary of one module; `package` is asked only when a relative import needs it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the user's SyntaxWarnings are not dslint's to print
+            tree = ast.parse(data, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # MemoryError: CPython on deep nesting
+        return None
+    module = ModuleSummary(path, tree, {})
+    known: tuple[str, ...] | None = None
+    for node in all_statements(tree.body):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    module.imports[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".")[0]
+                    module.imports[head] = head
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                if known is None:
+                    known = package()
+                keep = list(known[: len(known) - (node.level - 1)]) if node.level - 1 <= len(known) else []
+                base = ".".join([*keep, base] if base else keep)
+            for alias in node.names:
+                if alias.name != "*":
+                    module.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+                elif base:
+                    module.stars.append(base)
+    _collect(module, tree.body, "", "")
+    return module
+
+
+def _collect(module: ModuleSummary, body: list[ast.stmt], prefix: str, owner: str) -> None:
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            qualname = prefix + statement.name
+            args = statement.args
+            params = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+            positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+            is_method = bool(owner) and not any(dotted(d) == "staticmethod" for d in statement.decorator_list)
+            if owner and positional:
+                positional = positional[1:]  # `self` (or `cls`) is bound by the call
+            module.functions[qualname] = FunctionInfo(qualname, statement, owner, params, positional, is_method)
+            _collect(module, statement.body, qualname + ".", "")
+        elif isinstance(statement, ast.ClassDef):
+            qualname = prefix + statement.name
+            module.classes[qualname] = [name for name in map(dotted, statement.bases) if name is not None]
+            _collect(module, statement.body, qualname + ".", qualname)
+
+
+class ModuleFinder:
+    """Dotted module names -> files of the project (by path suffix; the nearest file wins)."""
+
+    def __init__(self, files: Iterable[str]) -> None:
+        self.by_stem: dict[str, list[str]] = {}
+        for path in files:
+            stem = Path(path).stem
+            if stem == "__init__":
+                stem = Path(path).parent.name
+            self.by_stem.setdefault(stem, []).append(path)
+
+    def find(self, dotted_name: str, near: str) -> str | None:
+        parts = dotted_name.split(".")
+        candidates = []
+        for path in self.by_stem.get(parts[-1], ()):
+            pieces = Path(path).with_suffix("").parts
+            if pieces[-1] == "__init__":
+                pieces = pieces[:-1]
+            if tuple(pieces[-len(parts) :]) == tuple(parts):
+                candidates.append(path)
+        if not candidates:
+            return None
+        return max(candidates, key=lambda c: len(os.path.commonpath([c, near])))
+
+
+_CACHE: OrderedDict[tuple[str, bytes], tuple[ModuleSummary | None, tuple[str, ...] | None]] = OrderedDict()
+
+
+class SummaryStore:
+    """The summaries of a project's modules, made on first need, one parse each; kept across stores (in this
+    process) by path and content hash, and re-used while the module's package is the same."""
+
+    def __init__(self, sources: dict[str, bytes], exists: Callable[[Path], bool]) -> None:
+        self.sources = sources
+        self.exists = exists
+        self.finder = ModuleFinder(sources)
+        self.summaries: dict[str, ModuleSummary | None] = {}
+
+    def get(self, path: str) -> ModuleSummary | None:
+        if path in self.summaries:
+            return self.summaries[path]
+        data = self.sources.get(path)
+        summary = self._cached(path, data) if data is not None else None
+        self.summaries[path] = summary
+        return summary
+
+    def _cached(self, path: str, data: bytes) -> ModuleSummary | None:
+        key = (path, hashlib.blake2b(data, digest_size=16).digest())
+        hit = _CACHE.get(key)
+        if hit is not None:
+            summary, resolved_in = hit
+            # a cached summary that resolved relative imports stands while the package is the same
+            if resolved_in is None or package_of(path, self.exists) == resolved_in:
+                _CACHE.move_to_end(key)
+                return summary
+        asked: list[tuple[str, ...]] = []
+
+        def package() -> tuple[str, ...]:
+            if not asked:
+                asked.append(package_of(path, self.exists))
+            return asked[0]
+
+        summary = summarize(path, data, package)
+        _CACHE[key] = (summary, asked[0] if asked else None)
+        if len(_CACHE) > MAX_CACHED_SUMMARIES:
+            _CACHE.popitem(last=False)
+        return summary
+
+
+def all_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement, into nested definitions too (for imports; expressions are not entered)."""
+    for statement in statements(body):
+        yield statement
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield from all_statements(statement.body)
+
+
+def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a body in source order, into compound statements, not into nested definitions."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, name, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                yield from statements(inner)
+        if isinstance(statement, ast.Try):
+            for handler in statement.handlers:
+                yield from statements(handler.body)
+        if isinstance(statement, ast.Match):
+            for case in statement.cases:
+                yield from statements(case.body)
+
+
+def calls(statement: ast.stmt) -> Iterator[ast.Call]:
+    """The calls in a statement's own expressions (not in its nested blocks or definitions)."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return
+    stack: list[ast.AST] = []
+    for name, child in ast.iter_fields(statement):
+        if name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            continue
+        if isinstance(child, ast.AST):
+            stack.append(child)
+        elif isinstance(child, list):
+            stack.extend(c for c in child if isinstance(c, ast.AST))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Call):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))

@@ -1,0 +1,145 @@
+"""Typed abstract values: what a name, an attribute or a returned expression holds, as the fixpoint sees it.
+
+- `Results`: initialize's result tuple (or a helper's tuple or list of its items), with the role of each item (None for
+  an item that is not one of initialize's results) and the call that made it (`InitSite`);
+- `Keyed`: a dict of those results under constant string keys;
+- `Item`: one of those results alone: the engine, `engine.module`, the optimizer, the dataloader or the
+  scheduler initialize returns (`library.RESULT_ORDER`, `library.ENGINE_MODULE`), with its origin;
+- `Maybe`: an `Item` on some paths only (`if use_ds: model, *_ = deepspeed.initialize(...)`);
+- `Param`: the value of a parameter of the function being read, maybe unwrapped with `.module`;
+- `Returned`: what a project function returns when nothing more is known of it (a model builder's model);
+- `NONE`: the constant None (an attribute set to None before its real value).
+An unknown value is None. Values are frozen and compare by content, so paths that agree merge.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from dslint.model.library import ENGINE, ENGINE_MODULE
+
+
+@dataclass(frozen=True)
+class InitSite:
+    """A `deepspeed.initialize(...)` call: where an engine comes from."""
+
+    path: str
+    line: int
+    column: int
+    qualname: str  # the function holding it ("" at module level)
+    config: ast.expr | None  # `config=`/`config_params=`, or None
+    has_args: bool  # `args=` given (DeepSpeed then reads args.deepspeed_config)
+
+
+@dataclass(frozen=True)
+class Results:
+    roles: tuple[str | None, ...]
+    origin: InitSite
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """A dict of initialize's results under constant string keys (`{"engine": engine, "optimizer": opt}`)."""
+
+    keys: tuple[str, ...]
+    roles: tuple[str | None, ...]
+    origin: InitSite
+
+    def item(self, key: str) -> Item | None:
+        if key not in self.keys:
+            return None
+        role = self.roles[self.keys.index(key)]
+        return Item(role, self.origin) if role is not None else None
+
+
+@dataclass(frozen=True)
+class Item:
+    role: str | None
+    origin: InitSite
+
+
+@dataclass(frozen=True)
+class Maybe:
+    item: Item
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    unwrapped: bool = False
+
+
+@dataclass(frozen=True)
+class Returned:
+    """What a project function returns when nothing more is known of it; `via`: the functions that hand it on
+    unchanged on the way (`def get_model(): m = build_net(); m.cuda(); return m`), which do not change what
+    the value is (they are not compared) but are builders of it too."""
+
+    path: str
+    qualname: str
+    via: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    def builders(self) -> list[tuple[str, str]]:
+        return [(self.path, self.qualname), *self.via]
+
+
+@dataclass(frozen=True)
+class NoneConstant:
+    pass
+
+
+NONE = NoneConstant()
+Value = Results | Keyed | Item | Maybe | Param | Returned | NoneConstant | None
+
+
+def is_engine_held(value: Value) -> bool:
+    """Initialize's results, on every path or on some."""
+    return isinstance(value, (Results, Keyed, Item, Maybe))
+
+
+def merge(seen: list[Value]) -> Value:
+    """The value after paths that disagree: `Maybe(item)` when one path binds an item of initialize's result and
+    the others keep something that is not one (the plain model, the client scheduler, unknown). Only a callee
+    that uses its parameter as the engine turns it into a fact (`fixpoint.ProjectModel.engine_parameters`)."""
+    if seen and all(v == seen[0] for v in seen):
+        return seen[0]
+    if any(isinstance(v, Maybe) for v in seen):
+        # a name that held initialize's result on some paths, rebound on others: which paths ran initialize
+        # is no longer the question this `if` decides
+        return None
+    found = {v for v in seen if isinstance(v, (Results, Item))}
+    if len(found) != 1:
+        return None
+    (result,) = found
+    return Maybe(result) if isinstance(result, Item) else None
+
+
+def base(value: Value) -> object:
+    """What two arms of `x.module if ... else x` must share: the value, `.module` unwrapping aside."""
+    if isinstance(value, Param):
+        return ("param", value.name)
+    if isinstance(value, Item):
+        return ("item", ENGINE if value.role == ENGINE_MODULE else value.role, value.origin)
+    return value
+
+
+def unwrapped(value: Value) -> Value:
+    """`value.module`: the engine's module; a parameter marked unwrapped; anything else unknown."""
+    if isinstance(value, Param):
+        return Param(value.name, True)
+    if isinstance(value, Item) and value.role in (ENGINE, ENGINE_MODULE):
+        return Item(ENGINE_MODULE, value.origin)
+    return None
+
+
+def roles_of(value: Value) -> tuple[str | None, ...]:
+    """The roles of a whole result tuple (empty for anything else)."""
+    return value.roles if isinstance(value, Results) else ()
+
+
+def items(value: Value, count: int) -> list[Value]:
+    """The values of `a, b, c = value`."""
+    if isinstance(value, Results) and len(value.roles) == count:
+        return [Item(role, value.origin) if role is not None else None for role in value.roles]
+    return [None] * count

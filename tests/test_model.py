@@ -1,0 +1,66 @@
+"""The project model (dslint/model/): summaries cached by content, typed values, and answers keyed by position."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dslint.model.fixpoint import ProjectModel
+from dslint.model.summary import SummaryStore
+from dslint.model.values import InitSite, Item, Keyed, Maybe, Param, Results, merge, unwrapped
+
+HELPER = b"""import deepspeed
+
+def build(args, model):
+    engine, _, _, _ = deepspeed.initialize(args=args, model=model)
+    return engine
+"""
+
+
+def _exists(path: Path) -> bool:
+    return path.exists()
+
+
+def test_a_module_is_parsed_again_only_when_its_content_changes(tmp_path: Path) -> None:
+    a, b = str(tmp_path / "a.py"), str(tmp_path / "b.py")
+    first = SummaryStore({a: b"def f(x):\n    return x\n", b: HELPER}, _exists)
+    summary_a, summary_b = first.get(a), first.get(b)
+    assert summary_a is not None and summary_b is not None
+    edited = SummaryStore({a: b"def f(x):\n    return x + 1\n", b: HELPER}, _exists)
+    assert edited.get(b) is summary_b  # unchanged module: the cached summary
+    assert edited.get(a) is not summary_a
+
+
+def test_a_relative_import_is_resolved_again_when_the_package_changes(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    path = str(package / "train.py")
+    data = b"from .helpers import build\n"
+    summary = SummaryStore({path: data}, _exists).get(path)
+    assert summary is not None and summary.imports["build"] == "pkg.helpers.build"
+    (package / "__init__.py").unlink()
+    again = SummaryStore({path: data}, _exists).get(path)
+    assert again is not summary and again is not None and again.imports["build"] == "helpers.build"
+
+
+def test_values_merge_and_unwrap() -> None:
+    origin = InitSite("t.py", 1, 1, "", None, False)
+    engine = Item("engine", origin)
+    assert merge([engine, engine]) == engine
+    assert merge([engine, None]) == Maybe(engine)  # initialize on one path only
+    assert merge([Maybe(engine), None]) is None
+    assert merge([Results(("engine", None), origin), None]) is None
+    assert unwrapped(engine) == Item("engine.module", origin)
+    assert unwrapped(Param("m")) == Param("m", True)
+    keyed = Keyed(("engine", "step"), ("engine", None), origin)
+    assert keyed.item("engine") == engine and keyed.item("step") is None and keyed.item("other") is None
+
+
+def test_answers_are_keyed_by_the_call_position_in_characters(tmp_path: Path) -> None:
+    helper, train = str(tmp_path / "helper.py"), str(tmp_path / "train.py")
+    caller = 'from helper import build\n\ndef main(args, net):\n    s = "é"; e = build(args, net)\n    return e\n'
+    model = ProjectModel(SummaryStore({helper: HELPER, train: caller.encode()}, _exists))
+    model.analyse_all([helper])
+    found = {(h.caller_path, h.position, h.text) for h, *_ in model.result_helpers()}
+    column = caller.splitlines()[3].index("build") + 1  # characters, as libcst counts
+    assert found == {(train, (4, column), "build")}
