@@ -145,7 +145,7 @@ def test_action_writes_sarif_and_can_annotate_only(installed: Runner) -> None:
     document = json.loads((installed.workspace / "dslint.sarif").read_text(encoding="utf-8"))
     jsonschema.Draft4Validator(SCHEMA).validate(document)
     rules = document["runs"][0]["tool"]["driver"]["rules"]
-    assert rules[0]["helpUri"] == f"https://github.com/owner/dslint/blob/v1/docs/rules/{rules[0]['id']}.md"
+    assert rules[0]["helpUri"] == f"https://github.com/owner/dslint/blob/v1/dslint/rules/pages/{rules[0]['id']}.md"
     assert len(document["runs"][0]["results"]) == 2
 
 
