@@ -22,14 +22,14 @@ class Tally:
     diagnostics: Sequence[Diagnostic]
     checked: Sequence[str]  # the paths analysed
     errors: int = 0  # files that could not be checked (each reported above)
-    skipped: int = 0  # files given that dslint does not read
+    skipped: int = 0  # files given that dslint does not read, or over a size limit (each reported above)
     suppressed: int = 0  # findings silenced by noqa comments
 
     def lines(self) -> list[str]:
         checked = plural(len(self.checked), "file")
         extra = []
         if self.skipped:
-            extra.append(f"{plural(self.skipped, 'file')} skipped: not a file dslint reads")
+            extra.append(f"{plural(self.skipped, 'file')} skipped (see above)")
         if self.suppressed:
             extra.append(f"{self.suppressed} silenced by noqa")
         notes = "".join(f"; {note}" for note in extra)
