@@ -22,7 +22,7 @@ from dslint.lint.cache import clean as clean_cache
 from dslint.lint.file import NOTEBOOK
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.files import files_to_check
-from dslint.lint.result import FileResult
+from dslint.lint.result import FileResult, one_per_place
 from dslint.report import renderer
 from dslint.report.colour import coloured_concise, wants_colour
 from dslint.report.context import ReportContext
@@ -133,8 +133,10 @@ def check(
         click.echo(f"dslint: warning: {warning}", err=True)
     results, errors = outcome.results, outcome.errors
     # A config file is checked on its own and again through each script that points at it: report once.
-    unique = dict.fromkeys(d for r in results for d in r.diagnostics)
-    diagnostics = sorted(unique, key=lambda d: d.sort_key)
+    own = [d for r in results for d in r.diagnostics if d.path == r.path]
+    diagnostics = sorted(
+        one_per_place(own, [d for r in results for d in r.diagnostics if d.path != r.path]), key=lambda d: d.sort_key
+    )
     if add_noqa:
         _add_noqa(results, errors, quiet, resolver)
         return
