@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import jsonschema
 import pytest
 import yaml
@@ -223,13 +224,29 @@ def test_check_hook_as_pre_commit_runs_it(tmp_path: Path) -> None:
     assert {line.split(":")[0] for line in failing.stdout.splitlines()} == {"train.py"}
 
 
+def test_every_subcommand_is_listed_and_found() -> None:
+    """`fix` and the other lazily imported commands are listed (`dslint --help`) and resolve."""
+    context = click.Context(cli)
+    names = cli.list_commands(context)
+    assert {"check", "fix", "lsp", "server", "rules", "explain", "settings", "graph", "clean"} <= set(names)
+    assert all(isinstance(cli.get_command(context, name), click.Command) for name in names)
+
+
 def test_fix_hook_as_pre_commit_runs_it(tmp_path: Path) -> None:
-    if "fix" not in cli.commands:
-        pytest.skip("`dslint fix` is not part of this build")
+    """The hook applies safe fixes only (DSL101's is unsafe: the file stays, exit 1), all with --unsafe-fixes."""
     (tmp_path / "train.py").write_text(BAD.read_text(encoding="utf-8"), encoding="utf-8")
-    result = _run_hook("dslint-fix", ["train.py"], tmp_path)
-    assert result.returncode in (0, 1), result.stderr
-    compile((tmp_path / "train.py").read_text(encoding="utf-8"), "train.py", "exec")
+    safe = _run_hook("dslint-fix", ["train.py"], tmp_path)
+    assert safe.returncode == 1, safe.stderr
+    assert (tmp_path / "train.py").read_text(encoding="utf-8") == BAD.read_text(encoding="utf-8")
+    hook = {**_hook("dslint-fix"), "args": ["--unsafe-fixes"]}
+    _, command, *options = hook["entry"].split()
+    env = {k: v for k, v in os.environ.items() if k != "DSLINT_OUTPUT_FORMAT"}
+    env["PYTHONPATH"] = str(ROOT)
+    argv = [sys.executable, "-m", "dslint", command, *options, *hook["args"], "train.py"]
+    unsafe = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert unsafe.returncode == 0, unsafe.stdout + unsafe.stderr
+    fixed = BAD.with_name(BAD.name.replace(".in.py", ".out.py")).read_text(encoding="utf-8")
+    assert (tmp_path / "train.py").read_text(encoding="utf-8") == fixed
 
 
 SCRIPT_WITH_CONFIG = """import deepspeed
