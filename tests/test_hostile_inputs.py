@@ -91,7 +91,10 @@ def test_deep_files_are_findings_and_the_others_are_checked(project: Path) -> No
     for name in DEEP:
         lines = [line for line in result.stdout.splitlines() if line.startswith(f"deep_{name}.py:")]
         assert len(lines) == 1, (name, result.stdout)
-        assert " DSL001 cannot parse this file: " in lines[0] or " DSL002 not checked: too deeply nested" in lines[0]
+        assert (
+            " DSL001 [error] cannot parse this file: " in lines[0]
+            or " DSL002 [error] not checked: too deep" in lines[0]
+        )
     deep_and = next(line for line in result.stdout.splitlines() if line.startswith("deep_and.py:"))
     assert "DSL002" in deep_and and "max-nesting is 200" in deep_and
     assert "too many nested parentheses" in result.stdout  # CPython's own message

@@ -222,11 +222,11 @@ def run_check(
     finally:
         progress.finish()
     _collect(outcome, linted)
-    _apply_config_ignores(resolver, outcome.results)
+    apply_config_ignores(resolver, outcome.results)
     return outcome
 
 
-def _apply_config_ignores(resolver: SettingsResolver, results: list[FileResult]) -> None:
+def apply_config_ignores(resolver: SettingsResolver, results: list[FileResult]) -> None:
     """A script's result also holds findings inside the config files it points at: the config's own settings
     (`per-file-ignores` for the config's path, `ignore`) decide whether they are reported, as when the config is
     checked on its own."""

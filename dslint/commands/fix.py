@@ -19,11 +19,12 @@ from pathlib import Path
 
 import click
 
-from dslint.commands.check import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from dslint.commands.check import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, apply_config_ignores
 from dslint.commands.fix_configs import config_targets, fix_config_file
 from dslint.commands.fix_report import FixReport
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
 from dslint.commands.stdin import STDIN, fix_stdin
+from dslint.commands.summary import plural
 from dslint.diagnostics import Diagnostic
 from dslint.fix.edits import FixOutcome
 from dslint.fix.loop import fix_source
@@ -35,10 +36,11 @@ from dslint.lint.file_kinds import NOT_READ, NotAnalysed
 from dslint.lint.files import FileJob, files_to_check
 from dslint.lint.notebook import SUFFIX as NOTEBOOK
 from dslint.lint.notebook import NotebookError, NotPythonNotebook
+from dslint.lint.result import FileResult, one_per_place
 from dslint.project.index import ProjectIndex
 from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
-from dslint.settings import SettingsError
+from dslint.settings import SettingsError, SettingsResolver
 
 
 def fix_file(
@@ -87,7 +89,11 @@ def fix_file(
 
 
 def remaining_findings(
-    jobs: list[FileJob], errors: list[str], project: ProjectIndex, skipped: list[NotAnalysed] | None = None
+    jobs: list[FileJob],
+    errors: list[str],
+    project: ProjectIndex,
+    skipped: list[NotAnalysed] | None = None,
+    resolver: SettingsResolver | None = None,
 ) -> list[Diagnostic]:
     """What `check` reports for the same files as they are now on disk (with `--diff`, as they were): the same
     findings, counted once, so the two commands agree on findings and exit status. `project`: the project index
@@ -96,7 +102,10 @@ def remaining_findings(
     results = lint_files(
         [(job.path, job.selection) for job in jobs], limits=[job.settings.limits for job in jobs], project=project
     )
-    diagnostics: dict[Diagnostic, None] = {}
+    if resolver is not None:  # the config's own settings decide on its findings found through a script
+        apply_config_ignores(resolver, [r for r in results if isinstance(r, FileResult)])
+    own: list[Diagnostic] = []
+    linked: list[Diagnostic] = []
     for result in results:
         if isinstance(result, FileFailure):
             if result.path not in failed:
@@ -106,8 +115,9 @@ def remaining_findings(
             if skipped is not None:
                 skipped.append(result)
             continue
-        diagnostics.update(dict.fromkeys(result.diagnostics))
-    return list(diagnostics)
+        own.extend(d for d in result.diagnostics if d.path == result.path)
+        linked.extend(d for d in result.diagnostics if d.path != result.path)
+    return one_per_place(own, linked)
 
 
 @click.command()
@@ -168,7 +178,7 @@ def fix(
     if report.files_changed and not diff:
         project = index_project([job.path for job in jobs], named)  # what the fixes wrote can change its facts
     skipped: list[NotAnalysed] = []
-    report.remaining = remaining_findings(jobs, report.errors, project, skipped)
+    report.remaining = remaining_findings(jobs, report.errors, project, skipped, resolver)
     out = sys.stdout
     if diff:
         for text in report.diffs:
@@ -198,13 +208,13 @@ def _summary(report: FixReport, *, diff: bool, unsafe: bool) -> str:
     noun = "finding" if count == 1 else "findings"
     lines = []
     if diff:
-        lines.append(f"Would fix {count} {noun} ({len(report.diffs)} file(s) would change); nothing written.")
+        lines.append(f"Would fix {count} {noun} ({plural(len(report.diffs), 'file')} would change); nothing written.")
     else:
-        lines.append(f"Fixed {count} {noun} in {report.files_changed} file(s).")
+        lines.append(f"Fixed {count} {noun} in {plural(report.files_changed, 'file')}.")
         remaining = report.remaining
         left = len(remaining)
         if left:
-            lines.append(f"{left} finding(s) remain.")
+            lines.append(f"{plural(left, 'finding')} {'remains' if left == 1 else 'remain'}.")
             unsafe_left = sum(1 for d in remaining if d.fix is not None and not d.fix.is_safe)
             if unsafe_left and not unsafe:
                 lines.append(f"{unsafe_left} fixable with `dslint fix --unsafe-fixes`.")

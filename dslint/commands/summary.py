@@ -47,10 +47,18 @@ class Tally:
         found = plural(len(self.diagnostics), "finding")
         if linked:  # a script's findings in the config it points at: that config was not named, yet has findings
             own = len(paths) - linked
-            line = (
-                f"Found {found} in {plural(len(paths), 'file')}: {own} of {checked} checked, "
-                f"and {plural(linked, 'config file')} they point at{notes}."
-            )
+            named = set(self.checked)
+            in_own = sum(1 for d in self.diagnostics if d.path in named)
+            one = len(self.checked) == 1
+            configs = f"{plural(linked, 'config file')} {'it points' if one else 'they point'} at"
+            if own:
+                line = (
+                    f"Found {found}: {in_own} in {own} of {checked} checked, "
+                    f"{len(self.diagnostics) - in_own} in {configs}{notes}."
+                )
+            else:
+                scripts = "the file checked points" if one else f"the {checked} checked point"
+                line = f"Found {found} in {plural(linked, 'config file')} that {scripts} at{notes}."
         else:
             line = f"Found {found} in {len(paths)} of {checked}{notes}."
         return [line, f"{failed[0].upper()}{failed[1:]}."] if failed else [line]
