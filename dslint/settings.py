@@ -38,7 +38,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-OUTPUT_FORMATS = ("concise", "full", "json", "github", "sarif")
+OUTPUT_FORMATS = ("concise", "full", "json", "json-lines", "github", "sarif", "junit", "pylint", "gitlab", "azure")
 DEFAULT_OUTPUT_FORMAT = "concise"
 DEFAULT_EXCLUDE = (
     ".git",

@@ -110,7 +110,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Runner:
     tmp = tmp_path_factory.mktemp("action")
     action_path = tmp / "action"
     action_path.mkdir()
-    for name in ("pyproject.toml", "README.md", "action.yml"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "action.yml"):
         shutil.copy(ROOT / name, action_path / name)
     for package in ("dslint", "runtime_check"):
         shutil.copytree(ROOT / package, action_path / package, ignore=shutil.ignore_patterns("__pycache__"))
