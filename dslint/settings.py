@@ -38,7 +38,19 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-OUTPUT_FORMATS = ("concise", "full", "json", "json-lines", "github", "sarif", "junit", "pylint", "gitlab", "azure")
+OUTPUT_FORMATS = (
+    "concise",
+    "full",
+    "json",
+    "json-lines",
+    "github",
+    "sarif",
+    "junit",
+    "pylint",
+    "gitlab",
+    "azure",
+    "markdown",
+)
 DEFAULT_OUTPUT_FORMAT = "concise"
 DEFAULT_EXCLUDE = (
     ".git",

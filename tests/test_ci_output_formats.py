@@ -103,3 +103,14 @@ def test_every_format_is_accepted_by_the_command_line_and_the_pyproject(tmp_path
     (tmp_path / "pyproject.toml").write_text('[tool.dslint]\noutput-format = "pylint"\n', encoding="utf-8")
     done = subprocess.run([*base, "."], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.stdout.startswith("train.py:3: [DSL101] "), done.stderr
+
+
+def test_markdown_rows_cannot_break_the_table() -> None:
+    hostile = _finding("a|b.py", message="x | y <script>\n| z |")
+    text = _render("markdown", _finding(), hostile)
+    lines = text.splitlines()
+    assert lines[0] == "### dslint: 2 findings in 2 files"
+    assert "| DSL101 | slug | 2 |" in lines
+    assert "| warning | DSL101 | a&#124;b.py:5:3 | x &#124; y &lt;script&gt; &#124; z &#124; |" in lines
+    assert all(line.count("|") in (0, 4, 5) for line in lines)
+    assert _render("markdown").splitlines()[0] == "### dslint: 0 findings in 0 files"

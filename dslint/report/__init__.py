@@ -7,7 +7,7 @@ import importlib
 
 from dslint.report.context import Renderer
 
-FORMATS = ("concise", "full", "json", "json-lines", "github", "sarif", "junit", "pylint", "gitlab", "azure")
+FORMATS = ("concise", "full", "json", "json-lines", "github", "sarif", "junit", "pylint", "gitlab", "azure", "markdown")
 
 
 def renderer(name: str) -> Renderer:
