@@ -17,6 +17,7 @@ import pytest
 import yaml
 from test_report import SCHEMA, parse_workflow_commands
 
+import dslint
 from dslint.cli import main as cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +38,7 @@ def test_action_is_a_composite_action_whose_scripts_take_no_expressions() -> Non
             for scope, name in EXPRESSION.findall(value):
                 assert scope == "github" or name in inputs, value
     assert ACTION["outputs"]["sarif-file"]["value"] == "${{ steps.check.outputs.sarif-file }}"
+    assert ACTION["outputs"]["version"]["value"] == "${{ steps.install.outputs.version }}"
 
 
 def _substitute(value: str, inputs: dict[str, str], github: dict[str, str]) -> str:
@@ -119,6 +121,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Runner:
     result = runner.run_step(0, {})
     assert result.returncode == 0, result.stdout + result.stderr
     assert (runner.runner_temp / "dslint-venv" / "bin" / "dslint").exists()
+    assert runner.outputs() == {"version": dslint.__version__}  # installed from the action's own checkout
     return runner
 
 
