@@ -114,3 +114,26 @@ def test_a_hash_inside_a_json_string_is_not_a_comment() -> None:
     text = '{\n  "name": "x # noqa: DSL405",  # noqa: DSL401\n  "a": 1 /* # noqa */\n}\n'
     index = scan(text, config=True)
     assert [(d.line, d.codes) for d in index.directives] == [(2, ("DSL401",))]
+
+
+def test_a_config_only_a_named_script_points_into_gets_the_comment_or_the_advice(tmp_path: Path) -> None:
+    config = "// read by DeepSpeed (hjson)\n" + CONFIG.replace('"auto"}}\n', '"auto"}},\n')
+    project = _project(tmp_path, config)
+    added = _run("check", "--add-noqa", "train.py", cwd=project)  # the config is not among the paths
+    assert added.returncode == 0 and "Added 2 noqa comments to 2 files." in added.stderr, added.stderr
+    assert "# noqa: DSL405" in (project / "ds_config.json").read_text(encoding="utf-8").splitlines()[3]
+    assert _run("check", "--no-cache", "train.py", cwd=project).returncode == 0
+    (project / "ds_config.json").write_text(CONFIG, encoding="utf-8")
+    strict = _run("check", "--add-noqa", "train.py", cwd=project)
+    assert (project / "ds_config.json").read_text(encoding="utf-8") == CONFIG
+    assert "per-file-ignores] in " in strict.stderr and '"ds_config.json" = ["DSL405"]' in strict.stderr
+
+
+def test_a_notebook_gets_the_advice_and_is_left_as_it_is(tmp_path: Path) -> None:
+    cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": SCRIPT}
+    notebook = json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    (tmp_path / "ds_config.json").write_text(CONFIG, encoding="utf-8")
+    (tmp_path / "nb.ipynb").write_text(notebook, encoding="utf-8")
+    added = _run("check", "--add-noqa", "nb.ipynb", cwd=tmp_path)
+    assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == notebook
+    assert "no noqa comment written to nb.ipynb: add `# noqa: CODE` in the cell, or add it to" in added.stderr

@@ -271,24 +271,38 @@ def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool, resolve
 
     lines = files = 0
     left: list[tuple[str, list[str], str]] = []  # path, codes, what to do instead
+    texts = {r.path: r.text for r in results if r.text is not None}
+    # Each file's findings, wherever they were found: a script's result also holds findings inside the configs
+    # it points at (with the config's own line numbers), which belong in the config, never in the script.
+    by_path: dict[str, dict[Diagnostic, None]] = {}
     for result in results:
-        own = [d for d in result.diagnostics if d.path == result.path]  # a script's result holds its configs' too
-        if result.text is None or not own:
-            continue
-        suffix = Path(result.path).suffix.lower()
+        for diagnostic in result.diagnostics:
+            by_path.setdefault(diagnostic.path, {})[diagnostic] = None
+    for path, found in by_path.items():
+        own = list(found)
+        suffix = Path(path).suffix.lower()
         if suffix == NOTEBOOK:
-            left.append((result.path, _codes(own), "add `# noqa: CODE` in the cell, or"))
+            left.append((path, _codes(own), "add `# noqa: CODE` in the cell, or"))
             continue
-        if suffix in CONFIG_SUFFIXES and not admits_comments(result.path, result.text):
-            left.append((result.path, _codes(own), "strict JSON has no comments:"))
+        config = suffix in CONFIG_SUFFIXES
+        text = texts.get(path)
+        if text is None and config:  # a config only a script's findings point into
+            try:
+                text = read_source(Path(path)).text
+            except SourceError as problem:
+                errors.append(f"{path}: {problem}")
+                continue
+        if text is None:
             continue
-        adder = add_config_noqa if suffix in CONFIG_SUFFIXES else add_noqa
-        updated, changed = adder(result.text, own)
+        if config and not admits_comments(path, text):
+            left.append((path, _codes(own), "strict JSON has no comments:"))
+            continue
+        updated, changed = (add_config_noqa if config else add_noqa)(text, own)
         if changed:
             try:  # the fixer's writer: atomic, keeps encoding, BOM and mode, writes through a symlink
-                write_source(read_source(Path(result.path)), updated)
+                write_source(read_source(Path(path)), updated)
             except SourceError as problem:
-                errors.append(f"{result.path}: {problem}")
+                errors.append(f"{path}: {problem}")
                 continue
             lines += changed
             files += 1
