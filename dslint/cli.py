@@ -52,7 +52,7 @@ main.add_command(clean)
 
 @main.command()
 def lsp() -> None:
-    """Run the language server over stdio (needs pygls: `pip install 'deepspeed-lint[lsp]'`)."""
+    """Run the language server over stdio (alias: `dslint server`; needs pygls: `pip install 'deepspeed-lint[lsp]'`)."""
     try:
         from dslint.lsp import main as serve
     except ImportError as error:  # pragma: no cover - depends on the installation
@@ -60,3 +60,6 @@ def lsp() -> None:
             f"the language server needs pygls 2 ({error}); pip install 'deepspeed-lint[lsp]'"
         ) from error
     serve()
+
+
+main.add_command(lsp, "server")  # `ruff server`'s name for the same thing

@@ -100,5 +100,6 @@ class Diagnostic:
         return f"{self.path}:{cell}{self.start.line}:{self.start.column}"
 
     def concise(self) -> str:
-        """The flake8-compatible one-line form: `path:line:col: CODE message`."""
-        return f"{self.where}: {self.code} {self.message}"
+        """The flake8-compatible one-line form, with the severity before the message (an info fails a run too,
+        unless `--fail-on` says otherwise): `path:line:col: CODE [severity] message`."""
+        return f"{self.where}: {self.code} [{self.severity.value}] {self.message}"

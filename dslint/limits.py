@@ -29,6 +29,10 @@ MB = 1024 * 1024
 DEFAULT_MAX_FILE_SIZE = 1 * MB
 DEFAULT_MAX_NESTING = 200
 DEFAULT_MAX_CONFIG_SIZE = 4 * MB
+# A notebook file holds its outputs (images, tables) besides its code: the file may be this many times
+# max-file-size, which applies to the code cells dslint parses (`dslint.lint.notebook`).
+NOTEBOOK_FILE_FACTOR = 64
+NOTEBOOK_FILE_SETTING = f"the notebook file limit, {NOTEBOOK_FILE_FACTOR} x max-file-size"
 
 
 @dataclass(frozen=True)
@@ -37,9 +41,19 @@ class Limits:
     max_nesting: int = DEFAULT_MAX_NESTING  # syntax-tree depth
     max_config_size: int = DEFAULT_MAX_CONFIG_SIZE  # bytes
 
+    @property
+    def max_notebook_file_size(self) -> int:
+        return self.max_file_size * NOTEBOOK_FILE_FACTOR
+
 
 class TooLarge(Exception):
-    """A file over its size limit; the message is the whole reason ("skipped: 2.4 MB over max-file-size ...")."""
+    """A file over its size limit; the message is the whole reason ("skipped: 2.4 MB over max-file-size ...").
+    `dslint check` reports such a file as skipped, not as an error: a limit is a setting, not a failure."""
+
+    @property
+    def reason(self) -> str:
+        """The message without its "skipped: " (for a line that already says the file was skipped)."""
+        return str(self).removeprefix("skipped: ")
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|kb|k|kib|mb|m|mib|gb|g|gib)?\s*$", re.IGNORECASE)

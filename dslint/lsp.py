@@ -32,8 +32,9 @@ from dslint.fix.edits import fix_text, import_edits
 from dslint.framework.rule_pages import rule_url
 from dslint.lint.file import lint_text, own_findings
 from dslint.lint.incremental import Snapshot, first_lint, relint
+from dslint.lint.result import one_per_place
 from dslint.lsp_actions import can_refresh, disable_for_line, full_report, wants_pull
-from dslint.lsp_configs import LinkedFindings, document_kind, lint_document, normalised, unseen
+from dslint.lsp_configs import LinkedFindings, document_kind, lint_document, normalised
 from dslint.lsp_positions import OwnDocumentsProtocol, PositionCodec, lsp_lines
 from dslint.lsp_project import document_project
 from dslint.selection import RuleSelection
@@ -156,7 +157,7 @@ class DslintServer(LanguageServer):
     def items(self, state: DocumentState) -> list[types.Diagnostic]:
         """The document's findings as LSP diagnostics: its own, then those open scripts found in it."""
         lines = lsp_lines(state.text)
-        state.shown = [*state.diagnostics, *unseen(self.linked_findings(state.path, state.text), state.diagnostics)]
+        state.shown = one_per_place(state.diagnostics, self.linked_findings(state.path, state.text))
         return [self.to_lsp(d, index, lines, self.codec) for index, d in enumerate(state.shown)]
 
     def pulls(self, uri: str) -> bool:

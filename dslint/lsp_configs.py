@@ -5,7 +5,6 @@ that each config's URI shows every finding that lands in it, whether or not the 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,10 +96,3 @@ class LinkedFindings:
 
     def is_linked(self, path: str) -> bool:
         return bool(self.scripts_linking(path))
-
-
-def unseen(extra: Iterable[Diagnostic], own: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """The findings of `extra` that `own` does not already hold (a config is checked on its own and through each
-    script that links it; `dslint check` reports such a finding once too)."""
-    present = {(d.code, d.start, d.end, d.message) for d in own}
-    return [d for d in extra if (d.code, d.start, d.end, d.message) not in present]

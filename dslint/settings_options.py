@@ -37,7 +37,19 @@ from dslint.limits import (
 from dslint.project.deepspeed_version import DeepSpeedVersion, VersionError, parse_setting
 from dslint.selection import normalize_prefix
 
-OUTPUT_FORMATS = ("concise", "full", "json", "github", "sarif")
+OUTPUT_FORMATS = (
+    "concise",
+    "full",
+    "json",
+    "json-lines",
+    "github",
+    "sarif",
+    "junit",
+    "pylint",
+    "gitlab",
+    "azure",
+    "markdown",
+)
 DEFAULT_OUTPUT_FORMAT = "concise"
 DEFAULT_EXCLUDE = (
     ".git",

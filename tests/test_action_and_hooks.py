@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import jsonschema
 import pytest
 import yaml
 from test_report import SCHEMA, parse_workflow_commands
 
+import dslint
 from dslint.cli import main as cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +38,7 @@ def test_action_is_a_composite_action_whose_scripts_take_no_expressions() -> Non
             for scope, name in EXPRESSION.findall(value):
                 assert scope == "github" or name in inputs, value
     assert ACTION["outputs"]["sarif-file"]["value"] == "${{ steps.check.outputs.sarif-file }}"
+    assert ACTION["outputs"]["version"]["value"] == "${{ steps.install.outputs.version }}"
 
 
 def _substitute(value: str, inputs: dict[str, str], github: dict[str, str]) -> str:
@@ -84,6 +87,7 @@ class Runner:
                 "RUNNER_TEMP": str(self.runner_temp),
                 "GITHUB_PATH": str(self.github_path),
                 "GITHUB_OUTPUT": str(output),
+                "GITHUB_STEP_SUMMARY": str(self.tmp / "step_summary.md"),
                 "GITHUB_WORKSPACE": str(self.workspace),
             }
         )
@@ -109,7 +113,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Runner:
     tmp = tmp_path_factory.mktemp("action")
     action_path = tmp / "action"
     action_path.mkdir()
-    for name in ("pyproject.toml", "README.md", "action.yml"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "action.yml"):
         shutil.copy(ROOT / name, action_path / name)
     for package in ("dslint", "runtime_check"):
         shutil.copytree(ROOT / package, action_path / package, ignore=shutil.ignore_patterns("__pycache__"))
@@ -117,6 +121,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Runner:
     result = runner.run_step(0, {})
     assert result.returncode == 0, result.stdout + result.stderr
     assert (runner.runner_temp / "dslint-venv" / "bin" / "dslint").exists()
+    assert runner.outputs() == {"version": dslint.__version__}  # installed from the action's own checkout
     return runner
 
 
@@ -129,6 +134,10 @@ def test_action_annotates_findings_and_fails(installed: Runner) -> None:
         ("warning", "train.py", "18"),
     ]
     assert installed.outputs() == {}
+    # the step summary lists every finding (annotations are capped per step)
+    summary = (installed.tmp / "step_summary.md").read_text(encoding="utf-8")
+    assert summary.startswith("### dslint: 2 findings in 1 file\n")
+    assert "| warning | DSL101 | train.py:17:13 |" in summary and "| warning | DSL101 | train.py:18:" in summary
 
 
 def test_action_writes_sarif_and_can_annotate_only(installed: Runner) -> None:
@@ -145,7 +154,7 @@ def test_action_writes_sarif_and_can_annotate_only(installed: Runner) -> None:
     document = json.loads((installed.workspace / "dslint.sarif").read_text(encoding="utf-8"))
     jsonschema.Draft4Validator(SCHEMA).validate(document)
     rules = document["runs"][0]["tool"]["driver"]["rules"]
-    assert rules[0]["helpUri"] == f"https://github.com/owner/dslint/blob/v1/docs/rules/{rules[0]['id']}.md"
+    assert rules[0]["helpUri"] == f"https://github.com/owner/dslint/blob/v1/dslint/rules/pages/{rules[0]['id']}.md"
     assert len(document["runs"][0]["results"]) == 2
 
 
@@ -223,13 +232,29 @@ def test_check_hook_as_pre_commit_runs_it(tmp_path: Path) -> None:
     assert {line.split(":")[0] for line in failing.stdout.splitlines()} == {"train.py"}
 
 
+def test_every_subcommand_is_listed_and_found() -> None:
+    """`fix` and the other lazily imported commands are listed (`dslint --help`) and resolve."""
+    context = click.Context(cli)
+    names = cli.list_commands(context)
+    assert {"check", "fix", "lsp", "server", "rules", "explain", "settings", "graph", "clean"} <= set(names)
+    assert all(isinstance(cli.get_command(context, name), click.Command) for name in names)
+
+
 def test_fix_hook_as_pre_commit_runs_it(tmp_path: Path) -> None:
-    if "fix" not in cli.commands:
-        pytest.skip("`dslint fix` is not part of this build")
+    """The hook applies safe fixes only (DSL101's is unsafe: the file stays, exit 1), all with --unsafe-fixes."""
     (tmp_path / "train.py").write_text(BAD.read_text(encoding="utf-8"), encoding="utf-8")
-    result = _run_hook("dslint-fix", ["train.py"], tmp_path)
-    assert result.returncode in (0, 1), result.stderr
-    compile((tmp_path / "train.py").read_text(encoding="utf-8"), "train.py", "exec")
+    safe = _run_hook("dslint-fix", ["train.py"], tmp_path)
+    assert safe.returncode == 1, safe.stderr
+    assert (tmp_path / "train.py").read_text(encoding="utf-8") == BAD.read_text(encoding="utf-8")
+    hook = {**_hook("dslint-fix"), "args": ["--unsafe-fixes"]}
+    _, command, *options = hook["entry"].split()
+    env = {k: v for k, v in os.environ.items() if k != "DSLINT_OUTPUT_FORMAT"}
+    env["PYTHONPATH"] = str(ROOT)
+    argv = [sys.executable, "-m", "dslint", command, *options, *hook["args"], "train.py"]
+    unsafe = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert unsafe.returncode == 0, unsafe.stdout + unsafe.stderr
+    fixed = BAD.with_name(BAD.name.replace(".in.py", ".out.py")).read_text(encoding="utf-8")
+    assert (tmp_path / "train.py").read_text(encoding="utf-8") == fixed
 
 
 SCRIPT_WITH_CONFIG = """import deepspeed

@@ -48,8 +48,8 @@ def test_findings_are_flake8_lines_and_exit_1(tmp_path: Path) -> None:
     result = run("check", str(tmp_path / "train.py"))
     assert result.returncode == 1
     assert result.stdout.splitlines() == [
-        f"{tmp_path / 'train.py'}:3:1: DSL101 model moved to a device before deepspeed.initialize: the engine "
-        "places the module on its rank's device itself, remove the move"
+        f"{tmp_path / 'train.py'}:3:1: DSL101 [warning] model moved to a device before deepspeed.initialize: the "
+        "engine places the module on its rank's device itself, remove the move"
     ]
     assert "Found 1 finding in 1 of 1 file." in result.stderr
     assert "1 more fixable with `dslint fix --unsafe-fixes`." in result.stderr
@@ -76,7 +76,7 @@ def test_unparsable_file_is_a_finding_and_others_are_still_checked(tmp_path: Pat
     result = run("check", "-q", str(tmp_path))
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0] == f"{tmp_path / 'a_broken.py'}:2:10: DSL001 cannot parse this file: invalid syntax"
+    assert lines[0] == f"{tmp_path / 'a_broken.py'}:2:10: DSL001 [error] cannot parse this file: invalid syntax"
     assert lines[1].startswith(f"{tmp_path / 'b_train.py'}:3:1: DSL101 ")
     assert "Traceback" not in result.stderr
 

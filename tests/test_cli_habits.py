@@ -183,10 +183,14 @@ def test_summaries_cannot_contradict_themselves(tmp_path: Path) -> None:
     (tmp_path / "ds.json").write_text(CONFIG, encoding="utf-8")
     (tmp_path / "train.py").write_text(BAD, encoding="utf-8")
     linked = run("check", "--isolated", "train.py", cwd=tmp_path)
-    assert linked.stderr.splitlines()[0] == (
-        "Found 3 findings in 2 files: 1 of 1 file checked, and 1 config file they point at."
-    )
+    summary = "Found 3 findings: 2 in 1 of 1 file checked, 1 in 1 config file it points at."
+    assert linked.stderr.splitlines()[0] == summary
+    script = 'import deepspeed\nengine, *_ = deepspeed.initialize(config="ds.json")\n'
+    (tmp_path / "train.py").write_text(script, encoding="utf-8")
+    only_config = run("check", "--isolated", "train.py", cwd=tmp_path)
+    assert only_config.stderr.splitlines()[0] == "Found 1 finding in 1 config file that the file checked points at."
+    (tmp_path / "train.py").write_text(BAD, encoding="utf-8")
     (tmp_path / "launch.sh").write_text("deepspeed train.py --deepspeed ds.json\n", encoding="utf-8")
     skipped = run("check", "--isolated", "launch.sh", cwd=tmp_path)
     assert skipped.returncode == 0 and "DSL001" not in skipped.stdout
-    assert skipped.stderr.splitlines()[-1] == "No files checked; 1 file skipped: not a file dslint reads."
+    assert skipped.stderr.splitlines()[-1] == "No files checked; 1 file skipped (see above)."

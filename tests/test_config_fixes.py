@@ -191,7 +191,7 @@ def test_fix_on_a_folder_with_only_a_broken_config_agrees_with_check(tmp_path: P
     fix_code, fix_out, fix_err = _cli("fix", str(tmp_path))
     assert check_code == fix_code == 1
     assert fix_out == check_out  # the same DSL400 line
-    assert "No findings remain" not in fix_err and "1 finding(s) remain" in fix_err
+    assert "No findings remain" not in fix_err and "1 finding remains" in fix_err
 
 
 def test_fix_reports_config_findings_as_check_does(tmp_path: Path) -> None:
@@ -214,7 +214,7 @@ def test_fix_reports_config_findings_as_check_does(tmp_path: Path) -> None:
     assert remaining == check_out.splitlines()
     assert code == check_code == 1  # what has no fix remains (amp enabled, lr "auto", ...)
     count = len(remaining)
-    assert f"{count} finding(s) remain." in err and f"Found {count} findings" in check_err
+    assert f"{count} findings remain." in err and f"Found {count} findings" in check_err
     assert "ds_config.json: fixed DSL405" in out  # read by initialize: the batch key is derived
     expected = _expected(FIXTURES / "config_fix" / "initialize" / "auto_batch.in.json")
     assert (tmp_path / "ds_config.json").read_text(encoding="utf-8") == expected.read_text(encoding="utf-8")

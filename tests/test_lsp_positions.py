@@ -82,7 +82,7 @@ def test_ranges_and_quick_fix_on_a_non_ascii_line(session: tuple[LspClient, str]
     assert apply_text_edits(SCRIPT, _edits(quick), encoding) == FIXED
     [fix_all] = [a for a in actions if a["kind"] == "source.fixAll.dslint"]
     assert apply_text_edits(SCRIPT, _edits(fix_all), encoding) == FIXED
-    assert finding["codeDescription"]["href"].endswith("/docs/rules/DSL201.md")  # the rule's own page
+    assert finding["codeDescription"]["href"].endswith("/dslint/rules/pages/DSL201.md")  # the rule's own page
     # "disable DSL201 for this line": a noqa comment after the emoji comment, and the finding is gone
     [disable] = [a for a in actions if a["title"] == "Disable DSL201 for this line (# noqa)"]
     silenced = apply_text_edits(SCRIPT, _edits(disable), encoding)

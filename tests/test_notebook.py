@@ -104,7 +104,7 @@ def test_a_notebook_of_another_language_is_skipped_and_said_so(tmp_path: Path) -
     result = run("check", "r.ipynb", cwd=tmp_path)
     assert result.returncode == 0
     assert "dslint: skipped r.ipynb: a r notebook (dslint reads Python notebooks only)" in result.stderr
-    assert "No files checked; 1 file skipped: not a file dslint reads." in result.stderr
+    assert "No files checked; 1 file skipped (see above)." in result.stderr
 
 
 def test_directories_yield_notebooks(tmp_path: Path) -> None:

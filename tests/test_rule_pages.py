@@ -1,4 +1,4 @@
-"""docs/rules/DSLxxx.md: one page per rule from its RuleDocs, kept in sync, and the links to them."""
+"""dslint/rules/pages/DSLxxx.md: one page per rule from its RuleDocs, kept in sync, and the links to them."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_a_page_holds_the_rules_docs() -> None:
 
 def test_links_point_at_each_rules_page(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DSLINT_DOCS_URL", "https://github.com/o/dslint/blob/v2/README.md#rules")
-    assert rule_pages.rule_url("DSL201") == "https://github.com/o/dslint/blob/v2/docs/rules/DSL201.md"
+    assert rule_pages.rule_url("DSL201") == "https://github.com/o/dslint/blob/v2/dslint/rules/pages/DSL201.md"
     monkeypatch.delenv("DSLINT_DOCS_URL")
     assert rule_pages.rule_url("DSL201") == (rule_pages.PAGES / "DSL201.md").as_uri()
     assert rule_pages.rule_url("DSL201", local=False) is None

@@ -61,7 +61,7 @@ def test_readme_settings_table_matches_the_options() -> None:
 
 
 def test_readme_settings_example_is_a_valid_table() -> None:
-    section = README.split("### Settings", 1)[1].split("\n### ", 1)[0]
+    section = README.split("## Configuration", 1)[1].split("\n## ", 1)[0]
     example = re.findall(r"```toml\n(.*?)```", section, flags=re.S)
     assert len(example) == 1
     table = tomllib.loads(example[0])["tool"]["dslint"]

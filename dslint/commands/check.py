@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,14 +13,16 @@ from dslint.commands.options import cache_dir_option, force_exclude_option, make
 from dslint.commands.progress import Progress
 from dslint.commands.stdin import STDIN, lint_stdin
 from dslint.commands.summary import Tally
-from dslint.diagnostics import Severity
+from dslint.config.recognition import CONFIG_SUFFIXES
+from dslint.diagnostics import Diagnostic, Severity
 from dslint.fix.write import SourceError, read_source, write_source
 from dslint.lint.batch import FileFailure, index_project, lint_files
 from dslint.lint.cache import ResultCache, default_directory
 from dslint.lint.cache import clean as clean_cache
+from dslint.lint.file import NOTEBOOK
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.files import files_to_check
-from dslint.lint.result import FileResult
+from dslint.lint.result import FileResult, one_per_place
 from dslint.report import renderer
 from dslint.report.colour import coloured_concise, wants_colour
 from dslint.report.context import ReportContext
@@ -130,10 +133,12 @@ def check(
         click.echo(f"dslint: warning: {warning}", err=True)
     results, errors = outcome.results, outcome.errors
     # A config file is checked on its own and again through each script that points at it: report once.
-    unique = dict.fromkeys(d for r in results for d in r.diagnostics)
-    diagnostics = sorted(unique, key=lambda d: d.sort_key)
+    own = [d for r in results for d in r.diagnostics if d.path == r.path]
+    diagnostics = sorted(
+        one_per_place(own, [d for r in results for d in r.diagnostics if d.path != r.path]), key=lambda d: d.sort_key
+    )
     if add_noqa:
-        _add_noqa(results, errors, quiet)
+        _add_noqa(results, errors, quiet, resolver)
         return
     context = ReportContext(
         sources={r.path: r.text for r in results if r.text is not None},
@@ -217,7 +222,22 @@ def run_check(
     finally:
         progress.finish()
     _collect(outcome, linted)
+    apply_config_ignores(resolver, outcome.results)
     return outcome
+
+
+def apply_config_ignores(resolver: SettingsResolver, results: list[FileResult]) -> None:
+    """A script's result also holds findings inside the config files it points at: the config's own settings
+    (`per-file-ignores` for the config's path, `ignore`) decide whether they are reported, as when the config is
+    checked on its own."""
+    for result in results:
+        if all(d.path == result.path for d in result.diagnostics):
+            continue
+        result.diagnostics = [
+            d
+            for d in result.diagnostics
+            if d.path == result.path or resolver.for_path(Path(d.path)).selection_for(Path(d.path)).enabled(d.code)
+        ]
 
 
 def _collect(outcome: CheckOutcome, linted: list[FileResult | FileFailure | NotAnalysed]) -> None:
@@ -244,28 +264,75 @@ def _show_files(resolver: SettingsResolver, paths: tuple[str, ...], force_exclud
     sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
 
 
-def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool) -> None:
-    from dslint.lint.suppression import add_noqa
+def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool, resolver: SettingsResolver) -> None:
+    """Write `# noqa: CODES` comments into the scripts, and into the configs whose format has comments; a strict
+    JSON config (read by `json.load` too) and a notebook get none: the user is told what to do instead."""
+    from dslint.lint.suppression import add_config_noqa, add_noqa, admits_comments
 
     lines = files = 0
+    left: list[tuple[str, list[str], str]] = []  # path, codes, what to do instead
+    texts = {r.path: r.text for r in results if r.text is not None}
+    # Each file's findings, wherever they were found: a script's result also holds findings inside the configs
+    # it points at (with the config's own line numbers), which belong in the config, never in the script.
+    by_path: dict[str, dict[Diagnostic, None]] = {}
     for result in results:
-        if result.text is None or not result.diagnostics:
+        for diagnostic in result.diagnostics:
+            by_path.setdefault(diagnostic.path, {})[diagnostic] = None
+    for path, found in by_path.items():
+        own = list(found)
+        suffix = Path(path).suffix.lower()
+        if suffix == NOTEBOOK:
+            left.append((path, _codes(own), "add `# noqa: CODE` in the cell, or"))
             continue
-        updated, changed = add_noqa(result.text, result.diagnostics)
+        config = suffix in CONFIG_SUFFIXES
+        text = texts.get(path)
+        if text is None and config:  # a config only a script's findings point into
+            try:
+                text = read_source(Path(path)).text
+            except SourceError as problem:
+                errors.append(f"{path}: {problem}")
+                continue
+        if text is None:
+            continue
+        if config and not admits_comments(path, text):
+            left.append((path, _codes(own), "strict JSON has no comments:"))
+            continue
+        updated, changed = (add_config_noqa if config else add_noqa)(text, own)
         if changed:
             try:  # the fixer's writer: atomic, keeps encoding, BOM and mode, writes through a symlink
-                write_source(read_source(Path(result.path)), updated)
+                write_source(read_source(Path(path)), updated)
             except SourceError as problem:
-                errors.append(f"{result.path}: {problem}")
+                errors.append(f"{path}: {problem}")
                 continue
             lines += changed
             files += 1
     for error in errors:
         click.echo(f"dslint: error: {error}", err=True)
+    for path, codes, why in left:
+        settings = resolver.for_path(Path(path))
+        pattern = json.dumps(_relative_to(Path(path), settings.root))
+        pyproject = settings.project.path or settings.root / "pyproject.toml"
+        listed = ", ".join(json.dumps(code) for code in codes)
+        click.echo(
+            f"dslint: no noqa comment written to {path}: {why} add it to [tool.dslint.per-file-ignores] in "
+            f"{pyproject}: {pattern} = [{listed}]",
+            err=True,
+        )
     if not quiet:
         noun = "comment" if lines == 1 else "comments"
         click.echo(f"Added {lines} noqa {noun} to {files} {'file' if files == 1 else 'files'}.", err=True)
     sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
+
+
+def _codes(diagnostics: list[Diagnostic]) -> list[str]:
+    return sorted({d.code for d in diagnostics})
+
+
+def _relative_to(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        return path.as_posix()
 
 
 @click.command()

@@ -19,26 +19,28 @@ from pathlib import Path
 
 import click
 
-from dslint.commands.check import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from dslint.commands.check import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, apply_config_ignores
 from dslint.commands.fix_configs import config_targets, fix_config_file
 from dslint.commands.fix_report import FixReport
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
 from dslint.commands.stdin import STDIN, fix_stdin
+from dslint.commands.summary import plural
 from dslint.diagnostics import Diagnostic
 from dslint.fix.edits import FixOutcome
 from dslint.fix.loop import fix_source
 from dslint.fix.notebook import fix_notebook_text
 from dslint.fix.write import SourceError, read_source
-from dslint.limits import Limits
+from dslint.limits import Limits, TooLarge
 from dslint.lint.batch import FileFailure, index_project, lint_files, lint_path
-from dslint.lint.file_kinds import NotAnalysed
+from dslint.lint.file_kinds import NOT_READ, NotAnalysed
 from dslint.lint.files import FileJob, files_to_check
 from dslint.lint.notebook import SUFFIX as NOTEBOOK
 from dslint.lint.notebook import NotebookError, NotPythonNotebook
+from dslint.lint.result import FileResult, one_per_place
 from dslint.project.index import ProjectIndex
 from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
-from dslint.settings import SettingsError
+from dslint.settings import SettingsError, SettingsResolver
 
 
 def fix_file(
@@ -54,8 +56,9 @@ def fix_file(
     """Fix one file (or compute its diff), adding what happened to `report`. `project`: what the project index
     knows about the file (as `dslint check` uses it)."""
     limits = limits or Limits()
+    notebook = path.suffix.lower() == NOTEBOOK
     try:
-        source = read_source(path, limits.max_file_size)
+        source = read_source(path, limits.max_notebook_file_size if notebook else limits.max_file_size)
     except SourceError:
         # Not readable, too large, or not decodable: nothing to fix, and the same verdict as `dslint check`
         # (an error line, DSL001 for a file dslint would analyse, or nothing for a file that is not its own).
@@ -65,11 +68,13 @@ def fix_file(
         return
     name = str(path)
     try:
-        if path.suffix.lower() == NOTEBOOK:
-            outcome: FixOutcome = fix_notebook_text(name, source.text, unsafe=unsafe, selection=selection)
+        if notebook:
+            outcome: FixOutcome = fix_notebook_text(
+                name, source.text, unsafe=unsafe, selection=selection, limits=limits
+            )
         else:
             outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection, limits=limits, project=project)
-    except NotPythonNotebook:
+    except (NotPythonNotebook, TooLarge):  # reported as skipped by `remaining_findings`, as `check` does
         return
     except NotebookError as error:
         report.errors.append(f"{path}: {error}")
@@ -83,7 +88,13 @@ def fix_file(
     report.record(name, source, outcome, diff=diff)
 
 
-def remaining_findings(jobs: list[FileJob], errors: list[str], project: ProjectIndex) -> list[Diagnostic]:
+def remaining_findings(
+    jobs: list[FileJob],
+    errors: list[str],
+    project: ProjectIndex,
+    skipped: list[NotAnalysed] | None = None,
+    resolver: SettingsResolver | None = None,
+) -> list[Diagnostic]:
     """What `check` reports for the same files as they are now on disk (with `--diff`, as they were): the same
     findings, counted once, so the two commands agree on findings and exit status. `project`: the project index
     of the files as they are now."""
@@ -91,16 +102,22 @@ def remaining_findings(jobs: list[FileJob], errors: list[str], project: ProjectI
     results = lint_files(
         [(job.path, job.selection) for job in jobs], limits=[job.settings.limits for job in jobs], project=project
     )
-    diagnostics: dict[Diagnostic, None] = {}
+    if resolver is not None:  # the config's own settings decide on its findings found through a script
+        apply_config_ignores(resolver, [r for r in results if isinstance(r, FileResult)])
+    own: list[Diagnostic] = []
+    linked: list[Diagnostic] = []
     for result in results:
         if isinstance(result, FileFailure):
             if result.path not in failed:
                 errors.append(f"{result.path}: {result.message}")
             continue
-        if isinstance(result, NotAnalysed):  # a file dslint does not read: nothing to report
+        if isinstance(result, NotAnalysed):  # a file dslint does not read, or one over a size limit
+            if skipped is not None:
+                skipped.append(result)
             continue
-        diagnostics.update(dict.fromkeys(result.diagnostics))
-    return list(diagnostics)
+        own.extend(d for d in result.diagnostics if d.path == result.path)
+        linked.extend(d for d in result.diagnostics if d.path != result.path)
+    return one_per_place(own, linked)
 
 
 @click.command()
@@ -160,7 +177,8 @@ def fix(
             )
     if report.files_changed and not diff:
         project = index_project([job.path for job in jobs], named)  # what the fixes wrote can change its facts
-    report.remaining = remaining_findings(jobs, report.errors, project)
+    skipped: list[NotAnalysed] = []
+    report.remaining = remaining_findings(jobs, report.errors, project, skipped, resolver)
     out = sys.stdout
     if diff:
         for text in report.diffs:
@@ -175,6 +193,9 @@ def fix(
     out.flush()
     for message in report.errors:
         click.echo(f"dslint: error: {message}", err=True)
+    for file in skipped:
+        if Path(file.path).suffix.lower() not in NOT_READ:  # a file of another tool, given by name, is no news
+            click.echo(f"dslint: skipped {file.path}: {file.reason}", err=True)
     if not quiet:
         click.echo(_summary(report, diff=diff, unsafe=unsafe), err=True)
     if report.errors:
@@ -187,13 +208,13 @@ def _summary(report: FixReport, *, diff: bool, unsafe: bool) -> str:
     noun = "finding" if count == 1 else "findings"
     lines = []
     if diff:
-        lines.append(f"Would fix {count} {noun} ({len(report.diffs)} file(s) would change); nothing written.")
+        lines.append(f"Would fix {count} {noun} ({plural(len(report.diffs), 'file')} would change); nothing written.")
     else:
-        lines.append(f"Fixed {count} {noun} in {report.files_changed} file(s).")
+        lines.append(f"Fixed {count} {noun} in {plural(report.files_changed, 'file')}.")
         remaining = report.remaining
         left = len(remaining)
         if left:
-            lines.append(f"{left} finding(s) remain.")
+            lines.append(f"{plural(left, 'finding')} {'remains' if left == 1 else 'remain'}.")
             unsafe_left = sum(1 for d in remaining if d.fix is not None and not d.fix.is_safe)
             if unsafe_left and not unsafe:
                 lines.append(f"{unsafe_left} fixable with `dslint fix --unsafe-fixes`.")

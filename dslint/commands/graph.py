@@ -13,7 +13,14 @@ from dslint.project.describe import describe, render_text
 
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--format", "output", type=click.Choice(["text", "json"]), default="text", help="Output format.")
+@click.option(
+    "--output-format",
+    "--format",
+    "output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    help="Output format (`--format` is an alias).",
+)
 def graph(paths: tuple[str, ...], output: str) -> None:
     """Show the project model: launchers -> scripts -> configs -> ZeRO stage and precision; where engines are
     created and where they go (default: the current directory)."""

@@ -37,7 +37,14 @@ def rule_data(rule: type[Rule]) -> dict[str, object]:
 
 
 @click.command()
-@click.option("--format", "output", type=click.Choice(["text", "json"]), default="text", help="Output format.")
+@click.option(
+    "--output-format",
+    "--format",
+    "output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    help="Output format (`--format` is an alias).",
+)
 def rules(output: str) -> None:
     """List every rule."""
     if output == "json":
@@ -57,7 +64,14 @@ def _find(code: str) -> type[Rule] | None:
 
 @click.command()
 @click.argument("code")
-@click.option("--format", "output", type=click.Choice(["text", "json"]), default="text", help="Output format.")
+@click.option(
+    "--output-format",
+    "--format",
+    "output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    help="Output format (`--format` is an alias).",
+)
 def explain(code: str, output: str) -> None:
     """Show the documentation of one rule (by code or slug)."""
     rule = _find(code)

@@ -15,7 +15,14 @@ from dslint.settings import SettingsError
 @click.command("settings")
 @click.argument("path", type=click.Path(path_type=Path), default=Path("."))
 @settings_options
-@click.option("--format", "output", type=click.Choice(["text", "json"]), default="text", help="Output format.")
+@click.option(
+    "--output-format",
+    "--format",
+    "output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    help="Output format (`--format` is an alias).",
+)
 def settings_command(
     path: Path,
     select: tuple[str, ...],

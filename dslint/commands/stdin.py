@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from dslint.commands.summary import plural
 from dslint.lint.batch import FileFailure, lint_bytes
 from dslint.lint.file_kinds import NotAnalysed
 from dslint.lint.result import FileResult
@@ -78,5 +79,6 @@ def fix_stdin(resolver: SettingsResolver, stdin_filename: str | None, *, diff: b
         sys.stderr.write(f"dslint: error: {name}: not fixed, left as it was: {error}\n")
         return 2
     if not quiet:
-        sys.stderr.write(f"{len(remaining)} finding(s) remain.\n" if remaining else "No findings remain.\n")
+        left = f"{plural(len(remaining), 'finding')} {'remains' if len(remaining) == 1 else 'remain'}."
+        sys.stderr.write(f"{left}\n" if remaining else "No findings remain.\n")
     return 1 if remaining else 0

@@ -22,14 +22,14 @@ class Tally:
     diagnostics: Sequence[Diagnostic]
     checked: Sequence[str]  # the paths analysed
     errors: int = 0  # files that could not be checked (each reported above)
-    skipped: int = 0  # files given that dslint does not read
+    skipped: int = 0  # files given that dslint does not read, or over a size limit (each reported above)
     suppressed: int = 0  # findings silenced by noqa comments
 
     def lines(self) -> list[str]:
         checked = plural(len(self.checked), "file")
         extra = []
         if self.skipped:
-            extra.append(f"{plural(self.skipped, 'file')} skipped: not a file dslint reads")
+            extra.append(f"{plural(self.skipped, 'file')} skipped (see above)")
         if self.suppressed:
             extra.append(f"{self.suppressed} silenced by noqa")
         notes = "".join(f"; {note}" for note in extra)
@@ -47,10 +47,18 @@ class Tally:
         found = plural(len(self.diagnostics), "finding")
         if linked:  # a script's findings in the config it points at: that config was not named, yet has findings
             own = len(paths) - linked
-            line = (
-                f"Found {found} in {plural(len(paths), 'file')}: {own} of {checked} checked, "
-                f"and {plural(linked, 'config file')} they point at{notes}."
-            )
+            named = set(self.checked)
+            in_own = sum(1 for d in self.diagnostics if d.path in named)
+            one = len(self.checked) == 1
+            configs = f"{plural(linked, 'config file')} {'it points' if one else 'they point'} at"
+            if own:
+                line = (
+                    f"Found {found}: {in_own} in {own} of {checked} checked, "
+                    f"{len(self.diagnostics) - in_own} in {configs}{notes}."
+                )
+            else:
+                scripts = "the file checked points" if one else f"the {checked} checked point"
+                line = f"Found {found} in {plural(linked, 'config file')} that {scripts} at{notes}."
         else:
             line = f"Found {found} in {len(paths)} of {checked}{notes}."
         return [line, f"{failed[0].upper()}{failed[1:]}."] if failed else [line]

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from dslint.diagnostics import Diagnostic
 from dslint.fix.edits import FixOutcome, fix_text
-from dslint.lint.notebook import Cell, Notebook, NotPythonNotebook, read_notebook
+from dslint.limits import Limits
+from dslint.lint.notebook import Cell, Notebook, NotPythonNotebook, check_code_size, read_notebook
 from dslint.lint.script import lint_source
 from dslint.selection import RuleSelection
 
@@ -104,14 +105,21 @@ def _original_source(json_value: str) -> str:
 
 
 def fix_notebook_text(
-    path: str, text: str, *, unsafe: bool = False, selection: RuleSelection | None = None
+    path: str,
+    text: str,
+    *,
+    unsafe: bool = False,
+    selection: RuleSelection | None = None,
+    limits: Limits | None = None,
 ) -> FixOutcome:
-    """Fix a notebook's code cells (raises NotebookError when it cannot be read or is not a Python notebook). The
-    outcome's texts are the whole notebook file; its findings are located in cells."""
+    """Fix a notebook's code cells (raises NotebookError when it cannot be read or is not a Python notebook, and
+    TooLarge when its code cells are over `limits.max_file_size`, as `lint_notebook`). The outcome's texts are the
+    whole notebook file; its findings are located in cells."""
 
     notebook = read_notebook(text)
     if notebook.language not in (None, "python"):
         raise NotPythonNotebook(f"a {notebook.language} notebook (dslint reads Python notebooks only)")
+    check_code_size(notebook, limits or Limits())
     # the joined cells are a script: lint them as one (`fix_source` would read `path`'s suffix as a notebook)
     outcome = fix_text(
         notebook.python_text,

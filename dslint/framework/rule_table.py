@@ -16,7 +16,7 @@ def render() -> str:
     for rule in all_rules():
         fix = "yes" if rule.fixable else ""
         message = rule.message.replace("|", "\\|")
-        code = f"[{rule.code}](docs/rules/{rule.code}.md)"  # the rule's page (dslint.framework.rule_pages)
+        code = f"[{rule.code}](dslint/rules/pages/{rule.code}.md)"  # the rule's page (dslint.framework.rule_pages)
         lines.append(f"| {code} | {rule.slug} | {rule.severity.value} | {fix} | {message} |")
     return "\n".join(lines)
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from dslint.config.recognition import CONFIG_SUFFIXES
-from dslint.limits import Limits, TooLarge, read_capped
+from dslint.limits import NOTEBOOK_FILE_SETTING, Limits, TooLarge, read_capped
 from dslint.lint.cache import ResultCache, code_fingerprint, digest
-from dslint.lint.file import lint_file
+from dslint.lint.file import NOTEBOOK, lint_file
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.notebook import NotebookError, NotPythonNotebook
 from dslint.lint.result import FileResult
@@ -69,17 +69,28 @@ def lint_path(
     if skipped is not None:
         return skipped
     limits = limits or Limits()
-    config = path.suffix.lower() in CONFIG_SUFFIXES
     try:
-        if config:
-            data = read_capped(path, limits.max_config_size, "max-config-size")
-        else:
-            data = read_capped(path, limits.max_file_size, "max-file-size")
+        data = _read_capped(path, limits)
     except TooLarge as error:
-        return FileFailure(str(path), str(error))
+        return NotAnalysed(str(path), error.reason)
     except OSError as error:
         return FileFailure(str(path), f"cannot read: {error.strerror or error}")
     return lint_bytes(path, data, selection, world_size, limits, project, config_reader)
+
+
+def _read_limit(path: Path, limits: Limits) -> tuple[int, str]:
+    """How much of `path` is read, and the setting that says so: a notebook file holds its outputs too (its code
+    cells are held to max-file-size once read: `dslint.lint.notebook`)."""
+    suffix = path.suffix.lower()
+    if suffix in CONFIG_SUFFIXES:
+        return limits.max_config_size, "max-config-size"
+    if suffix == NOTEBOOK:
+        return limits.max_notebook_file_size, NOTEBOOK_FILE_SETTING
+    return limits.max_file_size, "max-file-size"
+
+
+def _read_capped(path: Path, limits: Limits) -> bytes:
+    return read_capped(path, *_read_limit(path, limits))
 
 
 def lint_bytes(
@@ -96,6 +107,8 @@ def lint_bytes(
         return lint_file(str(path), data, selection, world_size, limits or Limits(), project, config_reader)
     except NotPythonNotebook as error:
         return NotAnalysed(str(path), str(error))
+    except TooLarge as error:  # a notebook whose code cells are over max-file-size
+        return NotAnalysed(str(path), error.reason)
     except NotebookError as error:
         return FileFailure(str(path), str(error))
     except RecursionError:
@@ -166,7 +179,7 @@ def lint_files(
                 progress(1)
             continue
         data = _read(item)
-        if isinstance(data, FileFailure):
+        if isinstance(data, (FileFailure, NotAnalysed)):
             results[index] = data
             if progress is not None:
                 progress(1)
@@ -211,20 +224,18 @@ def _keyed(item: Item, cache: ResultCache) -> str | None:
     except OSError:
         return None
     limits = item[3]
-    limit = limits.max_config_size if path.suffix.lower() in CONFIG_SUFFIXES else limits.max_file_size
+    limit, _ = _read_limit(path, limits)
     if size > limit:
         return None
     return _file_key(item, state)
 
 
-def _read(item: Item) -> bytes | FileFailure:
+def _read(item: Item) -> bytes | FileFailure | NotAnalysed:
     path, limits = item[0], item[3]
     try:
-        if path.suffix.lower() in CONFIG_SUFFIXES:
-            return read_capped(path, limits.max_config_size, "max-config-size")
-        return read_capped(path, limits.max_file_size, "max-file-size")
-    except TooLarge as error:
-        return FileFailure(str(path), str(error))
+        return _read_capped(path, limits)
+    except TooLarge as error:  # it grew since its state was read
+        return NotAnalysed(str(path), error.reason)
     except OSError as error:
         return FileFailure(str(path), f"cannot read: {error.strerror or error}")
 

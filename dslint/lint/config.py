@@ -16,6 +16,7 @@ from dslint.framework.config_rule import ConfigContext, ConfigRule
 from dslint.framework.driver_rules import ConfigSyntaxError
 from dslint.framework.registry import implementation
 from dslint.lint.result import FileResult, config_rules
+from dslint.lint.suppression import apply_noqa, might_have_noqa, scan
 from dslint.project.script_configs import ScriptConfig, script_configs, unreadable_configs
 from dslint.script.context import ScriptContext
 from dslint.script.project_facts import LaunchWorldSize
@@ -108,7 +109,24 @@ def lint_config_source(
     newest = NewestAdmitted.of(selection.deepspeed_newest, selection.deepspeed_pin)
     result.diagnostics.extend(run_at_both_ends(context_at, version, newest, config_rules(selection)))
     result.diagnostics.sort(key=lambda d: d.sort_key)
+    if might_have_noqa(text):  # the noqa comments of a config with comments (HJSON, JSON with comments)
+        suppressed = apply_noqa(path, text, result.diagnostics, selection, config=True)
+        result.diagnostics, result.suppressed = suppressed.diagnostics, suppressed.suppressed
     return result
+
+
+def _without_silenced(path: str, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """`diagnostics` in the config file `path` less those its own noqa comments silence (as on its own)."""
+    if not diagnostics:
+        return diagnostics
+    try:
+        text = decode(Path(path).read_bytes())
+    except OSError:
+        return diagnostics
+    if text is None or not might_have_noqa(text):
+        return diagnostics
+    index = scan(text, config=True)
+    return [d for d in diagnostics if d.path != path or not index.silences(d)]
 
 
 def _script_config_context(
@@ -143,6 +161,8 @@ def check_script_configs(
         load_source = None if config.from_file else (lambda: context.module.code)
         context_at = functools.partial(_script_config_context, config, world_size, load_source)
         found = run_at_both_ends(context_at, context.deepspeed_version, context.deepspeed_newest, rules)
+        if config.from_file:
+            found = _without_silenced(config.path, found)
         for reader in config.reader:  # a builder's dict: name the reader elsewhere that receives it
             where = f" ({reader.message}, {reader.path}:{reader.line})"
             found = [replace(d, message=d.message + where, related=(*d.related, reader)) for d in found]

@@ -41,7 +41,7 @@ def lint_file(
     if Path(path).suffix.lower() == NOTEBOOK:
         from dslint.lint.notebook import lint_notebook  # raises NotebookError for a file that is not one
 
-        return lint_notebook(path, data, selection, world_size)
+        return lint_notebook(path, data, selection, world_size, limits)
     if certainly_untouched(data, project):
         return FileResult(path, skipped=True)
     from dslint.lint.script import lint_source

@@ -20,6 +20,7 @@ from typing import Any
 
 from dslint.config.tree import Array, Object, parse_text
 from dslint.diagnostics import Diagnostic, Edit, Fix, Location
+from dslint.limits import Limits, TooLarge, format_size
 from dslint.lint.result import FileResult
 from dslint.selection import RuleSelection
 
@@ -171,10 +172,25 @@ def _language(raw: dict[str, Any]) -> str | None:
     return None
 
 
+def check_code_size(notebook: Notebook, limits: Limits) -> bytes:
+    """The notebook's code as the script dslint parses; raises TooLarge when it is over max-file-size (the limit
+    is on what is parsed: outputs, however large, are never read as code)."""
+    code = notebook.python_text.encode("utf-8")
+    if len(code) > limits.max_file_size:
+        size, limit = format_size(len(code)), format_size(limits.max_file_size)
+        raise TooLarge(f"skipped: its code cells are {size}, over max-file-size ({limit})")
+    return code
+
+
 def lint_notebook(
-    path: str, data: bytes, selection: RuleSelection | None = None, world_size: int | None = None
+    path: str,
+    data: bytes,
+    selection: RuleSelection | None = None,
+    world_size: int | None = None,
+    limits: Limits | None = None,
 ) -> FileResult:
-    """Lint a notebook's code cells; raises NotebookError when it cannot be read or is not a Python notebook."""
+    """Lint a notebook's code cells; raises NotebookError when it cannot be read or is not a Python notebook, and
+    TooLarge when its code cells are over `limits.max_file_size` (what is parsed is the code, never the outputs)."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -184,7 +200,9 @@ def lint_notebook(
         raise NotPythonNotebook(f"a {notebook.language} notebook (dslint reads Python notebooks only)")
     from dslint.lint.script import lint_source  # libcst, only for a notebook that has code
 
-    result = lint_source(path, notebook.python_text.encode("utf-8"), selection, world_size)
+    limits = limits or Limits()
+    code = check_code_size(notebook, limits)
+    result = lint_source(path, code, selection, world_size, limits=limits)
     result.diagnostics = [notebook.located(d) if d.path == path else d for d in result.diagnostics]
     result.text = None  # the positions are the cells', not the file's
     return result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,17 @@ class FileResult:
     text: str | None = None
     encoding: str = "utf-8"
     suppressed: int = 0  # findings silenced by noqa comments
+
+
+def one_per_place(own: Iterable[Diagnostic], through_scripts: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """The findings of config files, each place and code once: a config is checked on its own, where its reader
+    may be unknown (the rules then hedge, e.g. DSL405's info on "auto"), and again through each script that
+    hands it to DeepSpeed, which knows the reader. Where both report the same code at the same place, the
+    script's finding is kept and the file's own guess dropped; identical findings are reported once."""
+    linked = list(through_scripts)
+    places = {(d.path, d.cell, d.start, d.code) for d in linked}
+    kept = [d for d in own if (d.path, d.cell, d.start, d.code) not in places]
+    return list(dict.fromkeys([*kept, *linked]))
 
 
 def script_rules(selection: RuleSelection) -> list[type[ScriptRule]]:

@@ -17,11 +17,13 @@ hide findings from flake8's `--disable-noqa`.
 from __future__ import annotations
 
 import io
+import json
 import re
 import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from dslint.config.tree import ParseError, parse_text, to_python
 from dslint.diagnostics import Diagnostic, Edit, Location
 from dslint.framework.driver_rules import UnusedNoqaCodes
 from dslint.framework.registry import all_rules, implementation
@@ -66,6 +68,11 @@ class NoqaIndex:
 
     def directives_for(self, line: int) -> list[NoqaDirective]:
         return [d for d in self.directives if d.covers[0] <= line <= d.covers[1]]
+
+    def silences(self, diagnostic: Diagnostic) -> bool:
+        """Whether a file-level comment or a comment of its line silences `diagnostic` (of this file)."""
+        line = self.directives_for(diagnostic.start.line)
+        return self.file_silences(diagnostic.code) or any(d.silences(diagnostic.code) for d in line)
 
     def statement_end(self, line: int) -> int:
         return self.statement_of.get(line, (line, line))[1]
@@ -112,8 +119,45 @@ def might_have_noqa(text: str) -> bool:
     return "noqa" in text.lower()
 
 
-def scan(text: str) -> NoqaIndex:
-    comments, statements, tokenized = _comments_and_statements(text)
+def config_comments(text: str) -> list[_Comment]:
+    """The `#` comments of a JSON/HJSON config (outside double-quoted strings); `//` and `/* */` comments are
+    skipped but never read as noqa comments, which are written `# noqa`, as in scripts."""
+    comments: list[_Comment] = []
+    line, line_start, pos, length = 1, 0, 0, len(text)
+    while pos < length:
+        char = text[pos]
+        if char == "\n":
+            line, line_start = line + 1, pos + 1
+        elif char == '"':
+            pos += 1
+            while pos < length and text[pos] not in '"\n':
+                pos += 2 if text[pos] == "\\" else 1
+        elif char == "#" or text.startswith("//", pos):
+            end = text.find("\n", pos)
+            end = length if end < 0 else end
+            if char == "#":
+                comments.append(_Comment(line, pos - line_start, text[pos:end].rstrip("\r")))
+            pos = end
+            continue
+        elif text.startswith("/*", pos):
+            end = text.find("*/", pos + 2)
+            end = length if end < 0 else end + 2
+            for offset in range(pos, end):
+                if text[offset] == "\n":
+                    line, line_start = line + 1, offset + 1
+            pos = end
+            continue
+        pos += 1
+    return comments
+
+
+def scan(text: str, *, config: bool = False) -> NoqaIndex:
+    """The noqa comments of a script (`config`: of a JSON/HJSON config, where each line stands alone)."""
+    statements: dict[int, tuple[int, int]] = {}
+    if config:
+        comments, tokenized = config_comments(text), True
+    else:
+        comments, statements, tokenized = _comments_and_statements(text)
     index = NoqaIndex(statement_of=statements, tokenized=tokenized)
     for comment in comments:
         file_match = FILE_NOQA.match(comment.text)
@@ -157,19 +201,23 @@ def apply_noqa(
     selection: RuleSelection,
     *,
     line_noqa: bool = True,
+    config: bool = False,
 ) -> Suppressed:
-    """Drop silenced findings and add DSL010 findings for unused DSL codes in noqa comments."""
+    """Drop silenced findings and add DSL010 findings for unused DSL codes in noqa comments. A line comment
+    silences findings of its own file only: a script's result also holds findings inside the config files it
+    points at, whose line numbers are the config's. `config`: `text` is a JSON/HJSON config."""
     if text is None or not might_have_noqa(text):
         return Suppressed(list(diagnostics), 0)
     if not diagnostics and "dsl" not in text.lower():
         return Suppressed([], 0)  # nothing to silence, and no DSL code a comment could name in vain (DSL010)
-    index = scan(text)
-    unused = unused_noqa_diagnostics(path, text, index, diagnostics, selection)
+    index = scan(text, config=config)
+    unused = unused_noqa_diagnostics(path, text, index, [d for d in diagnostics if d.path == path], selection)
     kept: list[Diagnostic] = []
     for diagnostic in [*diagnostics, *unused]:
         if index.file_silences(diagnostic.code):
             continue
-        if line_noqa and any(d.silences(diagnostic.code) for d in index.directives_for(diagnostic.start.line)):
+        own_line = line_noqa and diagnostic.path == path
+        if own_line and any(d.silences(diagnostic.code) for d in index.directives_for(diagnostic.start.line)):
             continue
         kept.append(diagnostic)
     kept.sort(key=lambda d: d.sort_key)
@@ -258,36 +306,86 @@ def add_noqa(text: str, diagnostics: Iterable[Diagnostic]) -> tuple[str, int]:
     index = scan(text)
     if not index.tokenized:
         return text, 0
-    wanted: dict[int, list[str]] = {}
-    for diagnostic in diagnostics:
-        if diagnostic.code == implementation(UnusedNoqaCodes).code:
-            continue
-        line = index.statement_end(diagnostic.start.line)
-        codes = wanted.setdefault(line, [])
-        if diagnostic.code not in codes:
-            codes.append(diagnostic.code)
-    if not wanted:
-        return text, 0
+    wanted = _codes_by_line(index, diagnostics)
     lines = _physical_lines(text, keepends=True)
     changed = 0
     for number, codes in sorted(wanted.items()):
         if number > len(lines):
             continue
-        raw = lines[number - 1]
-        body = raw.rstrip("\r\n")
-        ending = raw[len(body) :]
-        existing = [d for d in index.directives if d.line == number]
-        if existing:
-            directive = existing[0]
-            if directive.codes is None:
-                continue
-            missing = [code for code in codes if not directive.silences(code)]
-            if not missing:
-                continue
-            insert_at = directive.codes_start - 1 + len(directive.codes_text.rstrip().rstrip(","))
-            body = body[:insert_at] + ", " + ", ".join(missing) + body[insert_at:]
-        else:
-            body = body.rstrip() + "  # noqa: " + ", ".join(codes)
-        lines[number - 1] = body + ending
-        changed += 1
+        updated = _with_noqa(lines[number - 1], [d for d in index.directives if d.line == number], codes)
+        if updated is not None:
+            lines[number - 1] = updated
+            changed += 1
     return "".join(lines), changed
+
+
+def admits_comments(path: str, text: str) -> bool:
+    """Whether a config file may carry a `# noqa` comment: an `.hjson` file, or one that already is not strict
+    JSON (it has comments or trailing commas, so only DeepSpeed's hjson reader reads it). A strict JSON file is
+    also read by `json.load` (the Hugging Face Trainer, accelerate, jq), for which a comment breaks it."""
+    if path.lower().endswith(".hjson"):
+        return True
+    try:
+        json.loads(text)
+    except ValueError:
+        return True
+    return False
+
+
+def add_config_noqa(text: str, diagnostics: Iterable[Diagnostic]) -> tuple[str, int]:
+    """`add_noqa` for a JSON/HJSON config that admits comments (`admits_comments`): the comment goes at the end of
+    the finding's line, and only where the file then still reads as the same config (not after an HJSON
+    quoteless string, which would take the comment into its value, nor inside a block comment)."""
+    index = scan(text, config=True)
+    wanted = _codes_by_line(index, diagnostics)
+    lines = _physical_lines(text, keepends=True)
+    before = _config_value(text)
+    changed = 0
+    for number, codes in sorted(wanted.items()):
+        if number > len(lines) or before is None:
+            continue
+        updated = _with_noqa(lines[number - 1], [d for d in index.directives if d.line == number], codes)
+        if updated is None:
+            continue
+        candidate = [*lines[: number - 1], updated, *lines[number:]]
+        if _config_value("".join(candidate)) == before:
+            lines = candidate
+            changed += 1
+    return "".join(lines), changed
+
+
+def _config_value(text: str) -> object:
+    try:
+        return to_python(parse_text(text))
+    except ParseError:
+        return None
+
+
+def _codes_by_line(index: NoqaIndex, diagnostics: Iterable[Diagnostic]) -> dict[int, list[str]]:
+    wanted: dict[int, list[str]] = {}
+    for diagnostic in diagnostics:
+        if diagnostic.code == implementation(UnusedNoqaCodes).code:
+            continue
+        codes = wanted.setdefault(index.statement_end(diagnostic.start.line), [])
+        if diagnostic.code not in codes:
+            codes.append(diagnostic.code)
+    return wanted
+
+
+def _with_noqa(raw: str, existing: list[NoqaDirective], codes: list[str]) -> str | None:
+    """The physical line `raw` with `codes` in its noqa comment (one added when it has none), or None when its
+    comment already silences them."""
+    body = raw.rstrip("\r\n")
+    ending = raw[len(body) :]
+    if existing:
+        directive = existing[0]
+        if directive.codes is None:
+            return None
+        missing = [code for code in codes if not directive.silences(code)]
+        if not missing:
+            return None
+        insert_at = directive.codes_start - 1 + len(directive.codes_text.rstrip().rstrip(","))
+        body = body[:insert_at] + ", " + ", ".join(missing) + body[insert_at:]
+    else:
+        body = body.rstrip() + "  # noqa: " + ", ".join(codes)
+    return body + ending

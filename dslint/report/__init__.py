@@ -7,13 +7,14 @@ import importlib
 
 from dslint.report.context import Renderer
 
-FORMATS = ("concise", "full", "json", "github", "sarif")
+FORMATS = ("concise", "full", "json", "json-lines", "github", "sarif", "junit", "pylint", "gitlab", "azure", "markdown")
 
 
 def renderer(name: str) -> Renderer:
     """The `render` function of the output format `name` (one of `dslint.settings.OUTPUT_FORMATS`)."""
     if name not in FORMATS:
         raise KeyError(name)
-    module = importlib.import_module(f"dslint.report.{name}")  # only the format used (sarif reads every rule)
+    # only the format used is imported (sarif reads every rule); `json-lines` lives in json_lines.py
+    module = importlib.import_module(f"dslint.report.{name.replace('-', '_')}")
     render: Renderer = module.render
     return render

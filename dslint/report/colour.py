@@ -32,7 +32,8 @@ def wants_colour(stream: TextIO, environ: dict[str, str] | None = None) -> bool:
 def coloured_concise(diagnostic: Diagnostic) -> str:
     """The concise line with the path in bold, the position in cyan and the code in its severity's colour."""
     location = diagnostic.where[len(diagnostic.path) :]
-    code = f"{SEVERITY_COLOURS[diagnostic.severity]}{diagnostic.code}{RESET}"
+    colour = SEVERITY_COLOURS[diagnostic.severity]
+    code = f"{colour}{diagnostic.code}{RESET} {colour}[{diagnostic.severity.value}]{RESET}"
     return f"{BOLD}{diagnostic.path}{RESET}{CYAN}{location}:{RESET} {code} {diagnostic.message}"
 
 

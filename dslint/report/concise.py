@@ -1,4 +1,4 @@
-"""`concise`: one finding per line, `path:line:col: CODE message` (flake8-compatible; the default)."""
+"""`concise`: one finding per line, `path:line:col: CODE [severity] message` (flake8-compatible; the default)."""
 
 from __future__ import annotations
 

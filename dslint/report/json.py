@@ -41,7 +41,7 @@ def as_dict(diagnostic: Diagnostic) -> dict[str, Any]:
     }
 
 
-def _with_cell(diagnostic: Diagnostic) -> dict[str, Any]:
+def with_cell(diagnostic: Diagnostic) -> dict[str, Any]:
     """In a notebook, `cell` (1-based) says which cell the lines count in, as in ruff's JSON."""
     entry = as_dict(diagnostic)
     if diagnostic.cell is not None:
@@ -50,4 +50,4 @@ def _with_cell(diagnostic: Diagnostic) -> dict[str, Any]:
 
 
 def render(diagnostics: Sequence[Diagnostic], context: ReportContext) -> str:
-    return json.dumps([_with_cell(d) for d in diagnostics], indent=2, ensure_ascii=False) + "\n"
+    return json.dumps([with_cell(d) for d in diagnostics], indent=2, ensure_ascii=False) + "\n"

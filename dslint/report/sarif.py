@@ -29,7 +29,8 @@ DOCS_URL_ENV = "DSLINT_DOCS_URL"
 
 def docs_url() -> str | None:
     """Where the rule docs live: `$DSLINT_DOCS_URL` (the GitHub Action sets it to the README of the dslint
-    revision it runs; each rule's help URI is its page beside it, docs/rules/CODE.md: `dslint.framework.rule_pages`).
+    revision it runs; each rule's help URI is its page beside it, dslint/rules/pages/CODE.md:
+    `dslint.framework.rule_pages`).
     dslint has no other published home."""
     return os.environ.get(DOCS_URL_ENV) or None
 
@@ -47,7 +48,7 @@ def _rule(rule: type[Rule], base: str | None) -> dict[str, Any]:
     }
     url = rule_url(rule.code, local=False) if base else None
     if url:
-        entry["helpUri"] = url  # the rule's own page (docs/rules/CODE.md beside the README)
+        entry["helpUri"] = url  # the rule's own page (dslint/rules/pages/CODE.md beside the README)
     return entry
 
 

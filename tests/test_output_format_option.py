@@ -1,0 +1,35 @@
+"""`--output-format` on every subcommand that prints a report (`--format` stays as its alias), and the
+language server's `server` alias, as a ruff user types them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from dslint.cli import main
+
+COMMANDS = [["rules"], ["explain", "DSL101"], ["settings", "."], ["graph", "."]]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=[c[0] for c in COMMANDS])
+def test_output_format_and_its_format_alias(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("import deepspeed\nengine, *_ = deepspeed.initialize(model=m)\n", "utf-8")
+    runner = CliRunner()
+    long = runner.invoke(main, [*command, "--output-format", "json"])
+    short = runner.invoke(main, [*command, "--format", "json"])
+    assert long.exit_code == short.exit_code == 0, long.output
+    assert json.loads(long.stdout) == json.loads(short.stdout)
+    assert runner.invoke(main, [*command, "--output-format", "text"]).stdout != long.stdout
+
+
+def test_server_is_the_language_servers_alias() -> None:
+    context = click.Context(main)
+    assert main.get_command(context, "server") is main.get_command(context, "lsp")
+    assert "language server" in CliRunner().invoke(main, ["server", "--help"]).stdout
