@@ -30,6 +30,7 @@ from dslint import __version__
 from dslint.diagnostics import Diagnostic, Edit, Severity
 from dslint.fix.edits import fix_text, import_edits
 from dslint.framework.rule_pages import rule_url
+from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
 from dslint.lint.file import lint_text, own_findings
 from dslint.lint.incremental import Snapshot, first_lint, relint
 from dslint.lsp_actions import can_refresh, disable_for_line, full_report, wants_pull
@@ -180,8 +181,8 @@ class DslintServer(LanguageServer):
         found = self.linked.for_config(path)
         if found and text is not None:
             try:
-                on_disk = Path(path).read_text(encoding="utf-8-sig")
-            except (OSError, UnicodeDecodeError):
+                on_disk = read_capped(path, DEFAULT_MAX_CONFIG_SIZE, "max-config-size").decode("utf-8-sig")
+            except (OSError, TooLarge, UnicodeDecodeError):
                 return []
             if on_disk.replace("\r\n", "\n") != text.replace("\r\n", "\n"):
                 return []
@@ -203,8 +204,8 @@ class DslintServer(LanguageServer):
     @staticmethod
     def _disk_text(path: str) -> str:
         try:
-            return Path(path).read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError):
+            return read_capped(path, DEFAULT_MAX_CONFIG_SIZE, "max-config-size").decode("utf-8-sig")
+        except (OSError, TooLarge, UnicodeDecodeError):
             return ""
 
     @staticmethod

@@ -19,7 +19,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from dslint.limits import DEFAULT_MAX_FILE_SIZE, TooLarge, read_capped
+from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, DEFAULT_MAX_FILE_SIZE, TooLarge, read_capped
 
 
 class SourceError(Exception):
@@ -73,11 +73,13 @@ def read_source(path: Path, max_size: int = DEFAULT_MAX_FILE_SIZE) -> SourceFile
     return SourceFile(path, text, encoding, bom, mode)
 
 
-def read_text_source(path: Path) -> SourceFile:
+def read_text_source(path: Path, max_size: int = DEFAULT_MAX_CONFIG_SIZE) -> SourceFile:
     """A UTF-8 text file (a JSON/HJSON config: no coding cookie applies), its BOM kept apart as in `read_source`."""
     try:
-        data = path.read_bytes()
+        data = read_capped(path, max_size, "max-config-size")
         mode = stat.S_IMODE(path.stat().st_mode)
+    except TooLarge as error:
+        raise SourceError(str(error)) from error
     except OSError as error:
         raise SourceError(f"cannot read: {error.strerror or error}") from error
     bom = data.startswith(codecs.BOM_UTF8)
