@@ -24,7 +24,7 @@ from dslint.commands.fix_configs import config_targets, fix_config_file
 from dslint.commands.fix_report import FixReport
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
 from dslint.commands.stdin import STDIN, fix_stdin
-from dslint.diagnostics import Diagnostic
+from dslint.diagnostics import Diagnostic, printable
 from dslint.fix.edits import FixOutcome
 from dslint.fix.loop import fix_source
 from dslint.fix.notebook import fix_notebook_text
@@ -110,6 +110,11 @@ def remaining_findings(jobs: list[FileJob], errors: list[str], project: ProjectI
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes and write nothing.")
 @click.option("-q", "--quiet", is_flag=True, help="Print remaining findings only, no summary.")
 @click.option(
+    "--write-through-links",
+    is_flag=True,
+    help="Write fixes through symbolic links to files outside the project (refused by default).",
+)
+@click.option(
     "--stdin-filename",
     default=None,
     help="With the path `-`: the name of the file whose text comes on stdin; the fixed text goes to stdout.",
@@ -125,6 +130,7 @@ def fix(
     force_exclude: bool,
     diff: bool,
     quiet: bool,
+    write_through_links: bool = False,
     stdin_filename: str | None = None,
 ) -> None:
     """Fix DeepSpeed training scripts, notebooks and configs in place (default: the current directory)."""
@@ -138,8 +144,8 @@ def fix(
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
     for warning in warnings:
-        click.echo(f"dslint: warning: {warning}", err=True)
-    report = FixReport(errors=errors)
+        click.echo(f"dslint: warning: {printable(warning)}", err=True)
+    report = FixReport(errors=errors, write_outside=write_through_links)
     named = paths or (".",)
     # The project index as `check` builds it: who reads each config, engines and models across modules.
     project = index_project([job.path for job in jobs], named)
@@ -168,13 +174,15 @@ def fix(
     else:
         for name, diagnostic in report.fixed:
             message = diagnostic.fix.message if diagnostic.fix is not None else ""
-            out.write(f"{name}: fixed {diagnostic.code} ({diagnostic.slug}){': ' + message if message else ''}\n")
+            out.write(
+                f"{printable(name)}: fixed {diagnostic.code} ({diagnostic.slug}){': ' + message if message else ''}\n"
+            )
         remaining = sorted(report.remaining, key=lambda d: d.sort_key)
         for diagnostic in remaining:
             out.write(diagnostic.concise() + "\n")
     out.flush()
     for message in report.errors:
-        click.echo(f"dslint: error: {message}", err=True)
+        click.echo(f"dslint: error: {printable(message)}", err=True)
     if not quiet:
         click.echo(_summary(report, diff=diff, unsafe=unsafe), err=True)
     if report.errors:
@@ -197,6 +205,8 @@ def _summary(report: FixReport, *, diff: bool, unsafe: bool) -> str:
             unsafe_left = sum(1 for d in remaining if d.fix is not None and not d.fix.is_safe)
             if unsafe_left and not unsafe:
                 lines.append(f"{unsafe_left} fixable with `dslint fix --unsafe-fixes`.")
+        elif report.errors:  # the files in error may hold findings: not "No findings remain"
+            lines.append(f"{len(report.errors)} error(s) above; the other files have no findings left.")
         else:
             lines.append("No findings remain.")
     return "\n".join(lines)
