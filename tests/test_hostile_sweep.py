@@ -384,3 +384,63 @@ def test_a_closed_stdin_is_a_usage_error(project: Path, command: str) -> None:
     )
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "Error: `-` reads the text from stdin, which is closed" in result.stderr
+
+
+# -- a parser that aborts the process is one file's error, whatever the batch size -------------------------------
+
+ABORTING_PARSER = """
+import os, sys
+import libcst
+real = libcst.parse_module
+def parse(data, *args, **kwargs):
+    if ("CRASH_ME" if isinstance(data, str) else b"CRASH_ME") in data:
+        os.abort()  # what libcst's native parser does when it runs out of memory
+    return real(data, *args, **kwargs)
+libcst.parse_module = parse
+from dslint.cli import main
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("args", [["check", "."], ["check", "-j", "1", "."], ["fix", "."], ["fix", "--diff", "."]])
+def test_a_parser_abort_in_a_small_batch_is_that_files_error(project: Path, args: list[str]) -> None:
+    (project / "crash.py").write_text(GOOD + "# CRASH_ME\n", encoding="utf-8")
+    (project / "other.py").write_text(GOOD, encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-c", ABORTING_PARSER, *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    everything = result.stdout + result.stderr
+    assert result.returncode == 2, everything
+    assert [line for line in everything.splitlines() if "crash.py" in line] == [
+        "dslint: error: crash.py: internal error: dslint's parser crashed on this file (SIGABRT)"
+        + ("; not fixed" if args[0] == "fix" else "")
+    ]
+    if args == ["fix", "."]:
+        assert "good.py: fixed DSL202" in result.stdout and "other.py: fixed DSL202" in result.stdout
+        assert 'map_location="cpu"' in (project / "other.py").read_text(encoding="utf-8")
+    elif args[0] == "check":
+        assert GOOD_FINDING in result.stdout and "other.py:4:9: DSL202" in result.stdout
+    assert (project / "crash.py").read_text(encoding="utf-8") == GOOD + "# CRASH_ME\n"
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_a_parser_abort_on_stdin_is_one_error_line(project: Path, command: str) -> None:
+    text = GOOD + "# CRASH_ME\n"
+    result = subprocess.run(
+        [sys.executable, "-c", ABORTING_PARSER, command, "-", "--stdin-filename", "crash.py"],
+        cwd=project,
+        input=text,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "dslint: error: crash.py: internal error: dslint's parser crashed on this file (SIGABRT)" in result.stderr
+    if command == "fix":
+        assert result.stdout == text  # the editor gets its text back

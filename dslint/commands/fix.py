@@ -33,6 +33,7 @@ from dslint.limits import Limits
 from dslint.lint.batch import FileFailure, index_project, lint_files, lint_path
 from dslint.lint.file_kinds import NotAnalysed
 from dslint.lint.files import FileJob, files_to_check
+from dslint.lint.isolation import Crashed, run_guarded
 from dslint.lint.notebook import SUFFIX as NOTEBOOK
 from dslint.lint.notebook import NotebookError, NotPythonNotebook
 from dslint.project.index import ProjectIndex
@@ -64,11 +65,8 @@ def fix_file(
             report.errors.append(f"{checked.path}: {checked.message}")
         return
     name = str(path)
-    try:
-        if path.suffix.lower() == NOTEBOOK:
-            outcome: FixOutcome = fix_notebook_text(name, source.text, unsafe=unsafe, selection=selection)
-        else:
-            outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection, limits=limits, project=project)
+    try:  # in a forked child: a parser that aborts is this file's error (dslint.lint.isolation)
+        outcome = run_guarded(_fixed, name, source.text, unsafe, selection, limits, project)
     except NotPythonNotebook:
         return
     except NotebookError as error:
@@ -80,7 +78,18 @@ def fix_file(
     except Exception as error:  # one file's failure must not stop the others
         report.errors.append(f"{path}: internal error: {type(error).__name__}: {error}; not fixed")
         return
+    if isinstance(outcome, Crashed):
+        report.errors.append(f"{path}: {outcome.why}; not fixed")
+        return
     report.record(name, source, outcome, diff=diff)
+
+
+def _fixed(
+    name: str, text: str, unsafe: bool, selection: RuleSelection, limits: Limits, project: ProjectFacts | None
+) -> FixOutcome:
+    if name.lower().endswith(NOTEBOOK):
+        return fix_notebook_text(name, text, unsafe=unsafe, selection=selection)
+    return fix_source(name, text, unsafe=unsafe, selection=selection, limits=limits, project=project)
 
 
 def remaining_findings(jobs: list[FileJob], errors: list[str], project: ProjectIndex) -> list[Diagnostic]:

@@ -13,6 +13,7 @@ import click
 from dslint.diagnostics import printable
 from dslint.lint.batch import FileFailure, lint_bytes
 from dslint.lint.file_kinds import NotAnalysed
+from dslint.lint.isolation import Crashed, run_guarded
 from dslint.lint.result import FileResult
 from dslint.settings import SettingsResolver
 
@@ -65,7 +66,9 @@ def lint_stdin(
     if stdin_filename and force_exclude and resolver.excluded(path):
         return None
     settings = resolver.for_path(path if stdin_filename else Path.cwd() / "stdin.py")
-    return lint_bytes(path, data, settings.selection_for(path), world_size)
+    # in a forked child (dslint.lint.isolation): a parser that aborts is this text's error, one line
+    outcome = run_guarded(lint_bytes, path, data, settings.selection_for(path), world_size)
+    return FileFailure(str(path), outcome.why) if isinstance(outcome, Crashed) else outcome
 
 
 def fix_stdin(resolver: SettingsResolver, stdin_filename: str | None, *, diff: bool, quiet: bool) -> int:
@@ -85,12 +88,11 @@ def fix_stdin(resolver: SettingsResolver, stdin_filename: str | None, *, diff: b
     name = str(path)
     try:
         text = decode_source(data)[0]
-        if path.suffix.lower() == ".ipynb":
-            outcome = fix_notebook_text(name, text, unsafe=settings.unsafe_fixes, selection=selection)
-            error, fixed, remaining = outcome.error, outcome.text, outcome.remaining
-        else:
-            result = fix_source(name, text, unsafe=settings.unsafe_fixes, selection=selection)
-            error, fixed, remaining = result.error, result.text, result.remaining
+        fixer = fix_notebook_text if path.suffix.lower() == ".ipynb" else fix_source
+        outcome = run_guarded(lambda: fixer(name, text, unsafe=settings.unsafe_fixes, selection=selection))
+        if isinstance(outcome, Crashed):
+            raise RuntimeError(outcome.why)
+        error, fixed, remaining = outcome.error, outcome.text, outcome.remaining
     except (NotebookError, Exception) as failure:  # the editor must get its text back whatever happens
         sys.stdout.buffer.write(data)
         sys.stderr.write(f"dslint: error: {printable(name)}: {printable(str(failure))}\n")
