@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib
 import io
+import os
 import sys
+from typing import Any, NoReturn
 
 import click
 
 from dslint import __version__
 from dslint.commands.check import check, clean
+from dslint.diagnostics import printable
 
 # Subcommands imported only when run (`fix` brings libcst, `rules` every rule): `dslint check` starts fast.
 LAZY_COMMANDS = {
@@ -23,6 +28,16 @@ LAZY_COMMANDS = {
 
 
 class LazyGroup(click.Group):
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Click's main; a write to stdout that fails (a full disk: `> /dev/full`) is one error line and exit 2
+        (`_output_failed`), where click would show a traceback."""
+        try:
+            return super().main(*args, **kwargs)
+        except OSError as error:
+            if error.errno == errno.EPIPE:
+                raise
+            _output_failed(error)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
 
@@ -44,6 +59,36 @@ def main() -> None:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
+    click.get_current_context().call_on_close(_flush_stdout)
+
+
+def _flush_stdout() -> None:
+    """The report must reach stdout or the run fails: a write error (a full disk, `> /dev/full`) is one error
+    line and exit 2, never a traceback at exit nor a run that looks clean."""
+    stream = sys.stdout
+    if stream is None:
+        return
+    try:
+        stream.flush()
+    except OSError as error:
+        if error.errno == errno.EPIPE:  # a reader that went away (`| head`): click's own handling
+            raise
+        _output_failed(error)
+
+
+def _output_failed(error: OSError) -> NoReturn:
+    """One line for an error no command caught (a failed write to stdout), then exit 2; what stays buffered for
+    stdout goes nowhere at exit instead of raising again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if error.errno in (errno.ENOSPC, errno.EIO, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        message = f"cannot write the output: {error.strerror or error}"
+    else:
+        message = f"{error.strerror or error}" + (f": {error.filename}" if error.filename else "")
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"dslint: error: {printable(message)}\n")
+        sys.stderr.flush()
+    sys.exit(2)
 
 
 main.add_command(check)

@@ -64,6 +64,25 @@ class Fix:
         return self.applicability is Applicability.SAFE
 
 
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str, keep: str = "") -> str:
+    """`text` with every character that is not printable escaped (`\\n`, `\\x1b`, `\\u202e`, `\\udcff`): what every
+    text output does with a file name, and with a finding's or an error's message, so that a hostile name can
+    neither start a line of its own (a forged finding, a `::error` workflow command) nor reach the terminal as
+    an escape sequence. Printable text, spaces included, is unchanged, and so are the characters of `keep` (the
+    github format encodes CR and LF its own way)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else _ESCAPES.get(c) or _escaped(c) for c in text)
+
+
+def _escaped(character: str) -> str:
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 @dataclass(frozen=True)
 class Related:
     """Where a fact a finding depends on comes from: a launcher line, a config key, a helper in another module."""
@@ -97,9 +116,10 @@ class Diagnostic:
     def where(self) -> str:
         """`path:line:col`, or `path:cell N:line:col` in a notebook (as ruff writes it)."""
         cell = f"cell {self.cell}:" if self.cell is not None else ""
-        return f"{self.path}:{cell}{self.start.line}:{self.start.column}"
+        return f"{printable(self.path)}:{cell}{self.start.line}:{self.start.column}"
 
     def concise(self) -> str:
         """The flake8-compatible one-line form, with the severity before the message (an info fails a run too,
-        unless `--fail-on` says otherwise): `path:line:col: CODE [severity] message`."""
-        return f"{self.where}: {self.code} [{self.severity.value}] {self.message}"
+        unless `--fail-on` says otherwise): `path:line:col: CODE [severity] message` (`printable`: one line,
+        always)."""
+        return f"{self.where}: {self.code} [{self.severity.value}] {printable(self.message)}"

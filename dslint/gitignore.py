@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from dslint.limits import TooLarge, read_small_text
+
 
 @dataclass(frozen=True)
 class _Pattern:
@@ -82,8 +84,8 @@ class IgnoreFile:
     def read(cls, directory: Path) -> IgnoreFile | None:
         path = directory / ".gitignore"
         try:
-            return cls(directory, path.read_text(encoding="utf-8", errors="replace").splitlines())
-        except OSError:
+            return cls(directory, read_small_text(path).splitlines())
+        except (OSError, TooLarge):
             return None
 
     def decision(self, path: Path, is_dir: bool) -> bool | None:

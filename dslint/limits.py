@@ -85,15 +85,44 @@ def format_size(size: int) -> str:
     return f"{size} bytes"
 
 
-def read_capped(path: str | os.PathLike[str], limit: int, setting: str) -> bytes:
-    """The bytes of `path`, reading at most `limit` + 1 bytes (a path that is /dev/zero or a pipe never ends).
-    Raises TooLarge over the limit, OSError when it cannot be read or is not a regular file (IsADirectoryError,
-    or an OSError whose strerror says what it is)."""
-    with open(path, "rb") as stream:
-        mode = os.fstat(stream.fileno()).st_mode
+def _kind(mode: int) -> str:
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISFIFO(mode):
+        return "a pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    return "special"
+
+
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """A file descriptor of `path`, opened for reading only once it is known to be a regular file: the open
+    itself never blocks (O_NONBLOCK: opening a FIFO with no writer waits forever otherwise), and a path that is
+    not a regular file is refused before a byte is read. Raises OSError (IsADirectoryError for a directory, an
+    OSError whose strerror says what it is for anything else that is not a regular file)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    handle = os.open(path, flags)
+    try:
+        mode = os.fstat(handle).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", os.fsdecode(path))
         if not stat.S_ISREG(mode):
-            kind = "a character device" if stat.S_ISCHR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "special"
-            raise OSError(0, f"not a regular file ({kind})")
+            raise OSError(0, f"not a regular file ({_kind(mode)})")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(handle, True)
+    except BaseException:
+        os.close(handle)
+        raise
+    return handle
+
+
+def read_capped(path: str | os.PathLike[str], limit: int, setting: str) -> bytes:
+    """The bytes of `path`, reading at most `limit` + 1 bytes (a path that is /dev/zero or a pipe never ends, and
+    is refused before it is read: `open_regular`). Raises TooLarge over the limit, OSError when it cannot be read
+    or is not a regular file (IsADirectoryError, or an OSError whose strerror says what it is)."""
+    with os.fdopen(open_regular(path), "rb") as stream:
         size = os.fstat(stream.fileno()).st_size
         if size > limit:
             raise TooLarge(f"skipped: {format_size(size)} over {setting} ({format_size(limit)})")
@@ -101,3 +130,9 @@ def read_capped(path: str | os.PathLike[str], limit: int, setting: str) -> bytes
     if len(data) > limit:
         raise TooLarge(f"skipped: over {setting} ({format_size(limit)})")
     return data
+
+
+def read_small_text(path: str | os.PathLike[str], limit: int = DEFAULT_MAX_CONFIG_SIZE) -> str:
+    """A small UTF-8 text file (a .gitignore, a version file), read as `read_capped` does; undecodable bytes are
+    replaced. Raises OSError or TooLarge as `read_capped`."""
+    return read_capped(path, limit, "the size limit").decode("utf-8", errors="replace")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -30,11 +31,13 @@ from dslint import __version__
 from dslint.diagnostics import Diagnostic, Edit, Severity
 from dslint.fix.edits import fix_text, import_edits
 from dslint.framework.rule_pages import rule_url
+from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, format_size, read_capped
 from dslint.lint.file import lint_text, own_findings
 from dslint.lint.incremental import Snapshot, first_lint, relint
 from dslint.lint.result import one_per_place
 from dslint.lsp_actions import can_refresh, disable_for_line, full_report, wants_pull
 from dslint.lsp_configs import LinkedFindings, document_kind, lint_document, normalised
+from dslint.lsp_io import exit_now, start_io, watch_parent
 from dslint.lsp_positions import OwnDocumentsProtocol, PositionCodec, lsp_lines
 from dslint.lsp_project import document_project
 from dslint.selection import RuleSelection
@@ -61,6 +64,7 @@ class DocumentState:
     diagnostics: list[Diagnostic] = field(default_factory=list)  # the document's own findings
     kind: str = "script"  # or "config" (dslint.lsp_configs.document_kind)
     shown: list[Diagnostic] = field(default_factory=list)  # as published: own, then other scripts' in this file
+    skipped: str | None = None  # over its size limit: not linted, and this says so ("2.3 MB over ...")
 
 
 FIRST_ANSWER_LINES = 500  # an opened script this long gets a first answer before its full lint
@@ -79,6 +83,7 @@ class DslintServer(LanguageServer):
         self.snapshots: dict[str, Snapshot] = {}  # the last full lint, the base of fast re-lints
         self.wanted: dict[str, int | None] = {}  # uri -> newest version seen
         self.full_running: set[str] = set()
+        self.fast_running: set[str] = set()
         self.full_published: dict[str, int | None] = {}
         self._pool: ProcessPoolExecutor | None = None
         self.documents: dict[str, tuple[int | None, str, str | None]] = {}  # uri -> version, text, language
@@ -109,14 +114,38 @@ class DslintServer(LanguageServer):
     def pool(self) -> ProcessPoolExecutor:
         """Full lints run in a worker process, so they never hold this process's GIL against fast re-lints."""
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
+            self._pool = ProcessPoolExecutor(
+                max_workers=1, mp_context=get_context("spawn"), initializer=watch_parent, initargs=(os.getpid(),)
+            )
         return self._pool
+
+    def stop_workers(self) -> None:
+        """End the worker process now, whatever it is linting (at `exit`)."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        processes = list(getattr(pool, "_processes", {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
 
     # -- linting ---------------------------------------------------------------------------------------------
 
     def settings_for(self, path: str) -> tuple[RuleSelection, bool]:
         settings = self.resolver.for_path(Path(path))
         return settings.selection_for(Path(path)), settings.unsafe_fixes
+
+    def over_limit(self, path: str, text: str, kind: str) -> str | None:
+        """Why a document is not linted: its size over `max-file-size` (a script) or `max-config-size`, as
+        `dslint check` skips such a file; None when it is not."""
+        limits = self.resolver.for_path(Path(path)).limits
+        limit, setting = (
+            (limits.max_file_size, "max-file-size") if kind == "script" else (limits.max_config_size, "max-config-size")
+        )
+        if len(text) <= limit // 4:  # at most 4 bytes a character: surely under, without encoding it
+            return None
+        size = len(text.encode("utf-8", errors="surrogatepass"))
+        return f"{format_size(size)} over {setting} ({format_size(limit)})" if size > limit else None
 
     def document_state(self, uri: str) -> DocumentState | None:
         """The document's current text and settings, with no findings yet."""
@@ -129,10 +158,11 @@ class DslintServer(LanguageServer):
             return None  # dslint checks Python scripts and DeepSpeed configs only
         try:
             selection, unsafe = self.settings_for(path)
+            skipped = self.over_limit(path, text, kind)
         except SettingsError as error:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"dslint: {error}"))
             return None
-        return DocumentState(version, text, path, selection, unsafe, kind=kind)
+        return DocumentState(version, text, path, selection, unsafe, kind=kind, skipped=skipped)
 
     def fast_lint(self, state: DocumentState, base: Snapshot | None) -> DocumentState | None:
         """A fast re-lint of what an edit touched (`relint`), or for a document just opened (no `base`), a first
@@ -154,8 +184,42 @@ class DslintServer(LanguageServer):
         state.diagnostics = found
         return state
 
+    async def fast_loop(self, uri: str, state: DocumentState, base: Snapshot | None) -> None:
+        """One fast re-lint at a time per document, then one of the newest text if edits came meanwhile: many
+        edits in a row (a client that sends the whole text at each keystroke) cost a lint of the newest text,
+        not one each, queued."""
+        self.fast_running.add(uri)
+        try:
+            while True:
+                fast = await asyncio.get_running_loop().run_in_executor(None, self.fast_lint, state, base)
+                current = self.wanted.get(uri) == state.version and self.full_published.get(uri) != state.version
+                if fast is not None and current:
+                    self.publish(uri, fast)
+                if uri not in self.wanted or self.wanted[uri] == state.version:
+                    return
+                newest = self.document_state(uri)
+                if newest is None or newest.skipped is not None:
+                    return
+                state, base = newest, self.snapshots.get(uri) if newest.kind == "script" else None
+                if base is None:
+                    return  # the full lint gives the first answer
+        finally:
+            self.fast_running.discard(uri)
+
     def items(self, state: DocumentState) -> list[types.Diagnostic]:
-        """The document's findings as LSP diagnostics: its own, then those open scripts found in it."""
+        """The document's findings as LSP diagnostics: its own, then those open scripts found in it; for a
+        document over its size limit, one diagnostic that says it was not checked."""
+        if state.skipped is not None:
+            state.shown = []
+            start = types.Position(line=0, character=0)
+            return [
+                types.Diagnostic(
+                    range=types.Range(start=start, end=start),
+                    message=f"dslint: not checked: {state.skipped}",
+                    severity=types.DiagnosticSeverity.Warning,
+                    source=SOURCE,
+                )
+            ]
         lines = lsp_lines(state.text)
         state.shown = one_per_place(state.diagnostics, self.linked_findings(state.path, state.text))
         return [self.to_lsp(d, index, lines, self.codec) for index, d in enumerate(state.shown)]
@@ -181,8 +245,8 @@ class DslintServer(LanguageServer):
         found = self.linked.for_config(path)
         if found and text is not None:
             try:
-                on_disk = Path(path).read_text(encoding="utf-8-sig")
-            except (OSError, UnicodeDecodeError):
+                on_disk = read_capped(path, DEFAULT_MAX_CONFIG_SIZE, "max-config-size").decode("utf-8-sig")
+            except (OSError, TooLarge, UnicodeDecodeError):
                 return []
             if on_disk.replace("\r\n", "\n") != text.replace("\r\n", "\n"):
                 return []
@@ -204,8 +268,8 @@ class DslintServer(LanguageServer):
     @staticmethod
     def _disk_text(path: str) -> str:
         try:
-            return Path(path).read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError):
+            return read_capped(path, DEFAULT_MAX_CONFIG_SIZE, "max-config-size").decode("utf-8-sig")
+        except (OSError, TooLarge, UnicodeDecodeError):
             return ""
 
     @staticmethod
@@ -233,6 +297,9 @@ class DslintServer(LanguageServer):
         fresh = self.document_state(uri)
         if fresh is None:
             return full_report([], current[0])
+        if fresh.skipped is not None:
+            self.states[uri] = fresh
+            return full_report(self.items(fresh), fresh.version)
         known = fresh.kind == "config" and self.linked.is_linked(fresh.path)
         snapshot, linked = await asyncio.get_running_loop().run_in_executor(
             self.pool, full_lint, fresh.path, fresh.text, fresh.selection, fresh.kind, known, self.generation
@@ -253,6 +320,11 @@ class DslintServer(LanguageServer):
         if state is None:
             return
         self.wanted[uri] = state.version
+        if state.skipped is not None:  # over its size limit: said so at once, never parsed
+            self.wanted.pop(uri, None)
+            self.snapshots.pop(uri, None)
+            self.publish(uri, state)
+            return
         base = self.snapshots.get(uri) if state.kind == "script" else None
         # nothing published yet for this long document (just opened): a first answer before the full lint. It
         # reads the file alone (the project index is built in the full lint's worker), so a short file, whose
@@ -264,13 +336,12 @@ class DslintServer(LanguageServer):
             and uri not in self.states
             and state.text.count("\n") >= FIRST_ANSWER_LINES
         )
+        if (base is not None or first) and uri in self.fast_running:
+            return  # the fast re-lint running goes on with this newest text when it ends (`fast_loop`)
         if base is not None or first:
             # the fast re-lint (or, on open, the first answer) goes first; the full lint starts after it, so the
             # two do not share the CPU
-            fast = await asyncio.get_running_loop().run_in_executor(None, self.fast_lint, state, base)
-            current = self.wanted.get(uri) == state.version and self.full_published.get(uri) != state.version
-            if fast is not None and current:
-                self.publish(uri, fast)
+            await self.fast_loop(uri, state, base)
         if uri not in self.full_running and uri in self.wanted:
             self.full_running.add(uri)
             asyncio.get_running_loop().create_task(self.full_loop(uri))
@@ -280,7 +351,7 @@ class DslintServer(LanguageServer):
         try:
             while uri in self.wanted:
                 state = self.document_state(uri)
-                if state is None:
+                if state is None or state.skipped is not None:
                     return
                 started = time.perf_counter()
                 known = state.kind == "config" and self.linked.is_linked(state.path)
@@ -480,6 +551,11 @@ def create_server() -> DslintServer:
         ls.generation += 1  # a saved file may change what the project index knows about any document
         await ls.saved(params.text_document.uri)
 
+    @server.feature(types.EXIT)
+    def on_exit(ls: DslintServer, params: None) -> None:
+        ls.stop_workers()
+        exit_now(ls, ls.protocol._shutdown)
+
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: DslintServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.close(params.text_document.uri)
@@ -506,4 +582,4 @@ def create_server() -> DslintServer:
 
 
 def main() -> None:
-    create_server().start_io()
+    start_io(create_server())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import queue
@@ -106,7 +107,16 @@ class LspClient:
         self.notifications: list[dict[str, Any]] = []
         self.pulling = False  # the client offered `textDocument.diagnostic`: it pulls an open document's findings
         self.open: set[str] = set()
+        self.stderr_tail: collections.deque[bytes] = collections.deque(maxlen=64)  # the last lines it logged
         threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+
+    def _drain_stderr(self) -> None:
+        """Read what the server logs, as an editor does: a pipe nobody reads fills up and blocks the server."""
+        stream = self.process.stderr
+        assert stream is not None
+        for line in iter(stream.readline, b""):
+            self.stderr_tail.append(line)
 
     def _read(self) -> None:
         stream = self.process.stdout
@@ -128,6 +138,12 @@ class LspClient:
         body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
         assert self.process.stdin is not None
         self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.process.stdin.flush()
+
+    def send_raw(self, data: bytes) -> None:
+        """Bytes as they are, framing included (a malformed frame, for the hostile-input tests)."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
         self.process.stdin.flush()
 
     def notify(self, method: str, params: dict[str, Any]) -> None:

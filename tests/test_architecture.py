@@ -48,6 +48,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "dslint.lsp_configs",
             "dslint.lsp_actions",
             "dslint.lsp_project",
+            "dslint.lsp_io",
         ],
     ),
     ("runtime_check", ["runtime_check.*"]),

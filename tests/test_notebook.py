@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from dslint.fix.notebook import write_fixed
 from dslint.lint.notebook import python_lines, read_notebook
 
@@ -96,6 +98,33 @@ def test_a_broken_notebook_is_an_error_never_a_pass(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "dslint: error: broken.ipynb: not a notebook: invalid JSON at line 2, column 24" in result.stderr
     assert "passed" not in result.stderr
+
+
+MALFORMED_CELLS = {
+    "source a number": ({"cell_type": "code", "source": 42}, "the `source` of code cell 2 is a number, not text"),
+    "a cell that is a string": ("x = 1", "cell 2 is not an object"),
+    "a code cell without source": ({"cell_type": "code", "metadata": {}}, "code cell 2 has no `source`"),
+    "a list source holding a number": ({"cell_type": "code", "source": ["a = 1\n", 2]}, "a list that is not all"),
+    "a lone surrogate": ({"cell_type": "code", "source": "x = '\ud800'\n"}, "lone surrogate (\\ud800)"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED_CELLS)
+def test_a_malformed_cell_is_one_clear_error_in_check_and_fix(tmp_path: Path, case: str) -> None:
+    cell, reason = MALFORMED_CELLS[case]
+    good = {"cell_type": "code", "source": "import torch\nstate = torch.load('w.pt')\n", "metadata": {}}
+    nb = {"cells": [good, cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    text = json.dumps(nb)  # json.dumps writes a lone surrogate as the escape \\ud800, as a notebook holds it
+    (tmp_path / "bad.ipynb").write_text(text, encoding="utf-8")
+    for command in ("check", "fix"):
+        result = run(command, "bad.ipynb", cwd=tmp_path)
+        everything = result.stdout + result.stderr
+        assert result.returncode == 2, (command, everything)
+        lines = [line for line in everything.splitlines() if "bad.ipynb" in line]
+        assert len(lines) == 1 and lines[0].startswith("dslint: error: bad.ipynb: ") and reason in lines[0], everything
+        assert "internal error" not in everything and "Traceback" not in everything
+        assert "All checks passed" not in everything and "No findings remain" not in everything
+    assert (tmp_path / "bad.ipynb").read_text(encoding="utf-8") == text
 
 
 def test_a_notebook_of_another_language_is_skipped_and_said_so(tmp_path: Path) -> None:

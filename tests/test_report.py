@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_profiles import examples
 
-from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity, printable
 from dslint.report import renderer
 from dslint.report.context import ReportContext
 from dslint.report.github import annotation
@@ -168,11 +168,11 @@ def test_github_annotations_survive_any_path_and_message(path: str, message: str
     assert "\n" not in line and "\r" not in line
     [(name, properties, data)] = parse_workflow_commands(line)
     assert name == "warning"
-    assert properties["file"] == path.replace("\\", "/")
+    assert properties["file"] == printable(path.replace("\\", "/"), keep="\r\n")  # ESC and the like: escaped
     assert properties["line"] == "2" and properties["col"] == "5"
     assert properties["endLine"] == "2" and properties["endColumn"] == "17"
     assert properties["title"] == "DSL101 (model-moved-before-initialize)"
-    assert data == f"DSL101 {message}"
+    assert data == "DSL101 " + printable(message, keep="\r\n")
 
 
 def test_github_escapes_known_injections() -> None:

@@ -14,7 +14,7 @@ from dslint.commands.progress import Progress
 from dslint.commands.stdin import STDIN, lint_stdin
 from dslint.commands.summary import Tally
 from dslint.config.recognition import CONFIG_SUFFIXES
-from dslint.diagnostics import Diagnostic, Severity
+from dslint.diagnostics import Diagnostic, Severity, printable
 from dslint.fix.write import SourceError, read_source, write_source
 from dslint.lint.batch import FileFailure, index_project, lint_files
 from dslint.lint.cache import ResultCache, default_directory
@@ -130,7 +130,7 @@ def check(
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
     for warning in warnings:
-        click.echo(f"dslint: warning: {warning}", err=True)
+        click.echo(f"dslint: warning: {printable(warning)}", err=True)
     results, errors = outcome.results, outcome.errors
     # A config file is checked on its own and again through each script that points at it: report once.
     own = [d for r in results for d in r.diagnostics if d.path == r.path]
@@ -162,9 +162,9 @@ def check(
     else:
         click.echo(report, nl=False, color=colour)  # click drops colour codes off a terminal unless told
     for message in errors:
-        click.echo(f"dslint: error: {message}", err=True)
+        click.echo(f"dslint: error: {printable(message)}", err=True)
     for skipped in outcome.skipped:
-        click.echo(f"dslint: skipped {skipped.path}: {skipped.reason}", err=True)
+        click.echo(f"dslint: skipped {printable(str(skipped.path))}: {skipped.reason}", err=True)
     if not quiet:
         tally = Tally(
             diagnostics,
@@ -258,9 +258,9 @@ def _show_files(resolver: SettingsResolver, paths: tuple[str, ...], force_exclud
         raise click.UsageError(str(error)) from error
     for job in sorted(files, key=lambda j: str(j.path)):
         skipped = not_analysed(job.path)
-        click.echo(f"{job.path}" + (f"  (skipped: {skipped.reason})" if skipped else ""))
+        click.echo(printable(str(job.path)) + (f"  (skipped: {skipped.reason})" if skipped else ""))
     for message in errors:
-        click.echo(f"dslint: error: {message}", err=True)
+        click.echo(f"dslint: error: {printable(message)}", err=True)
     sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
 
 
@@ -307,15 +307,15 @@ def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool, resolve
             lines += changed
             files += 1
     for error in errors:
-        click.echo(f"dslint: error: {error}", err=True)
+        click.echo(f"dslint: error: {printable(error)}", err=True)
     for path, codes, why in left:
         settings = resolver.for_path(Path(path))
         pattern = json.dumps(_relative_to(Path(path), settings.root))
         pyproject = settings.project.path or settings.root / "pyproject.toml"
         listed = ", ".join(json.dumps(code) for code in codes)
         click.echo(
-            f"dslint: no noqa comment written to {path}: {why} add it to [tool.dslint.per-file-ignores] in "
-            f"{pyproject}: {pattern} = [{listed}]",
+            f"dslint: no noqa comment written to {printable(path)}: {why} add it to [tool.dslint.per-file-ignores] "
+            f"in {pyproject}: {pattern} = [{listed}]",
             err=True,
         )
     if not quiet:
@@ -343,7 +343,7 @@ def clean(cache_dir: Path | None) -> None:
     try:
         removed = clean_cache(directory)
     except (ValueError, OSError) as error:
-        click.echo(f"dslint: error: {error}", err=True)
+        click.echo(f"dslint: error: {printable(str(error))}", err=True)
         sys.exit(EXIT_ERROR)
     click.echo(f"Removed {directory}." if removed else f"No cache at {directory}.", err=True)
 

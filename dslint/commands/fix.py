@@ -25,7 +25,7 @@ from dslint.commands.fix_report import FixReport
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
 from dslint.commands.stdin import STDIN, fix_stdin
 from dslint.commands.summary import plural
-from dslint.diagnostics import Diagnostic
+from dslint.diagnostics import Diagnostic, printable
 from dslint.fix.edits import FixOutcome
 from dslint.fix.loop import fix_source
 from dslint.fix.notebook import fix_notebook_text
@@ -34,6 +34,7 @@ from dslint.limits import Limits, TooLarge
 from dslint.lint.batch import FileFailure, index_project, lint_files, lint_path
 from dslint.lint.file_kinds import NOT_READ, NotAnalysed
 from dslint.lint.files import FileJob, files_to_check
+from dslint.lint.isolation import Crashed, run_guarded
 from dslint.lint.notebook import SUFFIX as NOTEBOOK
 from dslint.lint.notebook import NotebookError, NotPythonNotebook
 from dslint.lint.result import FileResult, one_per_place
@@ -67,13 +68,8 @@ def fix_file(
             report.errors.append(f"{checked.path}: {checked.message}")
         return
     name = str(path)
-    try:
-        if notebook:
-            outcome: FixOutcome = fix_notebook_text(
-                name, source.text, unsafe=unsafe, selection=selection, limits=limits
-            )
-        else:
-            outcome = fix_source(name, source.text, unsafe=unsafe, selection=selection, limits=limits, project=project)
+    try:  # in a forked child: a parser that aborts is this file's error (dslint.lint.isolation)
+        outcome = run_guarded(_fixed, name, source.text, unsafe, selection, limits, project)
     except (NotPythonNotebook, TooLarge):  # reported as skipped by `remaining_findings`, as `check` does
         return
     except NotebookError as error:
@@ -85,7 +81,18 @@ def fix_file(
     except Exception as error:  # one file's failure must not stop the others
         report.errors.append(f"{path}: internal error: {type(error).__name__}: {error}; not fixed")
         return
+    if isinstance(outcome, Crashed):
+        report.errors.append(f"{path}: {outcome.why}; not fixed")
+        return
     report.record(name, source, outcome, diff=diff)
+
+
+def _fixed(
+    name: str, text: str, unsafe: bool, selection: RuleSelection, limits: Limits, project: ProjectFacts | None
+) -> FixOutcome:
+    if name.lower().endswith(NOTEBOOK):
+        return fix_notebook_text(name, text, unsafe=unsafe, selection=selection, limits=limits)
+    return fix_source(name, text, unsafe=unsafe, selection=selection, limits=limits, project=project)
 
 
 def remaining_findings(
@@ -127,6 +134,11 @@ def remaining_findings(
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes and write nothing.")
 @click.option("-q", "--quiet", is_flag=True, help="Print remaining findings only, no summary.")
 @click.option(
+    "--write-through-links",
+    is_flag=True,
+    help="Write fixes through symbolic links to files outside the project (refused by default).",
+)
+@click.option(
     "--stdin-filename",
     default=None,
     help="With the path `-`: the name of the file whose text comes on stdin; the fixed text goes to stdout.",
@@ -142,6 +154,7 @@ def fix(
     force_exclude: bool,
     diff: bool,
     quiet: bool,
+    write_through_links: bool = False,
     stdin_filename: str | None = None,
 ) -> None:
     """Fix DeepSpeed training scripts, notebooks and configs in place (default: the current directory)."""
@@ -155,8 +168,8 @@ def fix(
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
     for warning in warnings:
-        click.echo(f"dslint: warning: {warning}", err=True)
-    report = FixReport(errors=errors)
+        click.echo(f"dslint: warning: {printable(warning)}", err=True)
+    report = FixReport(errors=errors, write_outside=write_through_links)
     named = paths or (".",)
     # The project index as `check` builds it: who reads each config, engines and models across modules.
     project = index_project([job.path for job in jobs], named)
@@ -186,16 +199,18 @@ def fix(
     else:
         for name, diagnostic in report.fixed:
             message = diagnostic.fix.message if diagnostic.fix is not None else ""
-            out.write(f"{name}: fixed {diagnostic.code} ({diagnostic.slug}){': ' + message if message else ''}\n")
+            out.write(
+                f"{printable(name)}: fixed {diagnostic.code} ({diagnostic.slug}){': ' + message if message else ''}\n"
+            )
         remaining = sorted(report.remaining, key=lambda d: d.sort_key)
         for diagnostic in remaining:
             out.write(diagnostic.concise() + "\n")
     out.flush()
     for message in report.errors:
-        click.echo(f"dslint: error: {message}", err=True)
+        click.echo(f"dslint: error: {printable(message)}", err=True)
     for file in skipped:
         if Path(file.path).suffix.lower() not in NOT_READ:  # a file of another tool, given by name, is no news
-            click.echo(f"dslint: skipped {file.path}: {file.reason}", err=True)
+            click.echo(f"dslint: skipped {printable(file.path)}: {file.reason}", err=True)
     if not quiet:
         click.echo(_summary(report, diff=diff, unsafe=unsafe), err=True)
     if report.errors:
@@ -218,6 +233,8 @@ def _summary(report: FixReport, *, diff: bool, unsafe: bool) -> str:
             unsafe_left = sum(1 for d in remaining if d.fix is not None and not d.fix.is_safe)
             if unsafe_left and not unsafe:
                 lines.append(f"{unsafe_left} fixable with `dslint fix --unsafe-fixes`.")
+        elif report.errors:  # the files in error may hold findings: not "No findings remain"
+            lines.append(f"{len(report.errors)} error(s) above; the other files have no findings left.")
         else:
             lines.append("No findings remain.")
     return "\n".join(lines)

@@ -21,6 +21,7 @@ from dslint.fix.config import config_readers, fix_config_source, reader_origin
 from dslint.fix.write import SourceError, read_text_source
 from dslint.limits import TooLarge, read_capped
 from dslint.lint.files import FileJob
+from dslint.lint.isolation import Crashed, map_guarded
 from dslint.project.index import ConfigReading, ProjectIndex
 from dslint.selection import RuleSelection
 
@@ -48,14 +49,21 @@ def config_targets(jobs: Sequence[FileJob], project: ProjectIndex | None = None)
             targets.setdefault(
                 key, ConfigTarget(job.path, str(job.path), job.selection, job.settings.unsafe_fixes, False, [], reading)
             )
+    scripts: list[tuple[FileJob, bytes]] = []
     for job in jobs:
         if job.path.suffix != ".py":
             continue
         try:
-            data = read_capped(job.path, job.settings.limits.max_file_size, "max-file-size")
+            scripts.append((job, read_capped(job.path, job.settings.limits.max_file_size, "max-file-size")))
         except (OSError, TooLarge):
             continue  # the script's own fix reports it
-        for path, origin in config_readers(job.path, data, job.settings.limits.max_nesting):
+    # parsed in a forked child (dslint.lint.isolation): a script whose parse aborts names no config here, and
+    # its own fix reports the crash
+    readers = map_guarded(
+        lambda item: config_readers(item[0].path, item[1], item[0].settings.limits.max_nesting), scripts
+    )
+    for (job, _), found in zip(scripts, readers, strict=True):
+        for path, origin in found if not isinstance(found, Crashed) else []:
             if not path.is_file():
                 continue
             key = path.resolve()

@@ -7,7 +7,7 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dslint.diagnostics import Diagnostic
+from dslint.diagnostics import Diagnostic, printable
 from dslint.fix.edits import FixOutcome
 from dslint.fix.write import SourceError, SourceFile, write_source
 
@@ -19,6 +19,7 @@ class FixReport:
     errors: list[str] = field(default_factory=list)
     diffs: list[str] = field(default_factory=list)
     files_changed: int = 0
+    write_outside: bool = False  # --write-through-links: write through symlinks to files outside the project
 
     def record(self, name: str, source: SourceFile, outcome: FixOutcome, *, diff: bool) -> None:
         """One file's outcome: a refusal as an error; otherwise the fixes applied, then its diff or the write."""
@@ -27,15 +28,16 @@ class FixReport:
             return
         if not outcome.changed:
             return
-        self.fixed.extend((name, d) for d in outcome.applied)
         if diff:
+            self.fixed.extend((name, d) for d in outcome.applied)
             self.diffs.append(unified_diff(name, outcome.original, outcome.text))
             return
         try:
-            write_source(source, outcome.text)
+            write_source(source, outcome.text, outside=self.write_outside)
         except SourceError as error:
             self.errors.append(f"{name}: {error}")
             return
+        self.fixed.extend((name, d) for d in outcome.applied)  # only what was written counts as fixed
         self.files_changed += 1
 
 
@@ -44,8 +46,8 @@ def unified_diff(name: str, before: str, after: str) -> str:
     lines = difflib.unified_diff(
         before.splitlines(keepends=True),
         after.splitlines(keepends=True),
-        fromfile=f"a/{name}" if relative else name,
-        tofile=f"b/{name}" if relative else name,
+        fromfile=f"a/{printable(name)}" if relative else printable(name),
+        tofile=f"b/{printable(name)}" if relative else printable(name),
     )
     text = ""
     for line in lines:

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from dslint.diagnostics import printable
 from dslint.lint.batch import index_project
 from dslint.lint.files import discover
 from dslint.project.describe import describe, render_text
@@ -27,7 +28,7 @@ def graph(paths: tuple[str, ...], output: str) -> None:
     roots = paths or (".",)
     found = discover(roots)
     for error in found.errors:
-        click.echo(f"dslint: error: {error}", err=True)
+        click.echo(f"dslint: error: {printable(error)}", err=True)
     data = describe(index_project(found.files, roots))
     if output == "json":
         click.echo(json.dumps(data, indent=2))

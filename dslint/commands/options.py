@@ -67,7 +67,10 @@ def make_resolver(
     isolated: bool = False,
     output_format: str | None = None,
 ) -> SettingsResolver:
-    """The effective-settings resolver for a command's options; a bad value is a usage error (exit 2)."""
+    """The effective-settings resolver for a command's options; a bad value is a usage error (exit 2), and so
+    is a `--select` that names no code (`--select ''`: it would silently check nothing)."""
+    if select and not split_codes(select):
+        raise click.UsageError("--select names no rule code; give codes or prefixes (DSL202, DSL2, DSL)")
     overrides = Overrides(
         select=tuple(split_codes(select)) if select else None,
         extend_select=tuple(split_codes(extend_select)),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dslint.config.schema import load_schema
 from dslint.config.tree import Object
+from dslint.limits import TooLarge, read_capped
 
 CONFIG_SUFFIXES = (".json", ".hjson")
 NAME_PATTERN = re.compile(r"(^ds[_-]|^zero|deepspeed|^ds_?z\d|^z[0-3][_.-])", re.IGNORECASE)
@@ -38,8 +39,8 @@ def is_candidate(path: Path) -> bool:
     try:
         if path.stat().st_size > MAX_PEEK_BYTES:
             return False
-        return mentions_strong_key(path.read_bytes())
-    except OSError:
+        return mentions_strong_key(read_capped(path, MAX_PEEK_BYTES, "the peek size"))
+    except (OSError, TooLarge):  # a FIFO or a device named like a config: never opened blocking
         return False
 
 

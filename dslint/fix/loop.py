@@ -14,6 +14,8 @@ or would not settle), `changed`. It never writes anything; `dslint.fix.write` do
 
 from __future__ import annotations
 
+import dataclasses
+
 from dslint.fix.edits import FixOutcome, fix_text
 from dslint.limits import Limits
 from dslint.lint.file import lint_text
@@ -34,5 +36,13 @@ def fix_source(
 ) -> FixOutcome:
     """Fix `text` (the content of `path`) with the selected rules; safe fixes only unless `unsafe`. `project`:
     what the project index knows about the file from elsewhere (`dslint fix` passes what `dslint check` uses, so
-    a finding that needs another file's fact is fixed too); by default what the file itself says."""
-    return fix_text(text, lambda current: lint_text(path, current, selection, limits, project), unsafe=unsafe)
+    a finding that needs another file's fact is fixed too); by default what the file itself says.
+
+    A file whose lines end in a lone CR (old Mac style; CPython reads it) is fixed as LF text and written back
+    with CRs: libcst's parser does not take CR-only newlines, and the positions are the same either way."""
+    cr_only = "\r" in text and "\n" not in text
+    working = text.replace("\r", "\n") if cr_only else text
+    outcome = fix_text(working, lambda current: lint_text(path, current, selection, limits, project), unsafe=unsafe)
+    if not cr_only:
+        return outcome
+    return dataclasses.replace(outcome, original=text, text=outcome.text.replace("\n", "\r"))

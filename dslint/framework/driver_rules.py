@@ -31,6 +31,11 @@ class ConfigSyntaxError(Rule):
     def from_error(cls, path: str, error: ParseError) -> Diagnostic:
         raise NotImplementedError
 
+    @classmethod
+    def not_read(cls, path: str, reason: ParseError) -> Diagnostic:
+        """A config dslint did not read (`reason.message`), reported where the script `path` names it."""
+        raise NotImplementedError
+
 
 class UnusedNoqaCodes(Rule):
     """DSL codes in one noqa comment silence nothing."""

@@ -37,8 +37,10 @@ from stat import S_ISDIR, S_ISREG
 from typing import Any
 
 import dslint
+from dslint.limits import TooLarge, open_regular, read_capped
 
 FORMAT = 1
+MAX_ENTRY_BYTES = 256 * 1024 * 1024  # an entry is read no further (a symlink to /dev/zero is refused before)
 ENV = "DSLINT_CACHE_DIR"
 DIRECTORY_NAME = ".dslint_cache"
 TAG = "CACHEDIR.TAG"
@@ -223,7 +225,7 @@ class ResultCache:
     def get(self, key: str) -> Any | None:
         """The value stored under `key` while every file it depends on is as it was, else None."""
         try:
-            raw = self._entry(key).read_bytes()
+            raw = read_capped(self._entry(key), MAX_ENTRY_BYTES, "the cache entry size limit")
             entry = json.loads(raw)
             if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != key:
                 return None
@@ -231,7 +233,7 @@ class ResultCache:
                 if self.state(path) != state:
                     return None
             return decode(entry["value"])
-        except (OSError, ValueError, TypeError, KeyError, AttributeError, ImportError, RecursionError):
+        except (OSError, TooLarge, ValueError, TypeError, KeyError, AttributeError, ImportError, RecursionError):
             return None  # missing, truncated, corrupt or foreign: rebuilt
 
     def put(self, key: str, value: Any, inputs: Iterable[str] = ()) -> None:
@@ -272,8 +274,8 @@ def _state(name: str) -> str:
     if stat.st_size > HASHED_BYTES:
         return f"{stat.st_size}:{stat.st_mtime_ns}"
     try:
-        with open(name, "rb") as stream:
-            return content_hash(stream.read())
+        with os.fdopen(open_regular(name), "rb") as stream:  # a FIFO swapped in since the stat: no hang
+            return content_hash(stream.read(HASHED_BYTES + 1))
     except OSError:
         return MISSING
 

@@ -170,6 +170,6 @@ def check_script_configs(
     parse_error = _parse_error_rule()
     if any(rule.code == parse_error.code for rule in rules):
         known = [config.key for config in configs if config.key is not None]
-        for path, error in unreadable_configs(context, known):
-            diagnostics.append(parse_error.from_error(path, error))
+        for path, error, not_read in unreadable_configs(context, known):
+            diagnostics.append(parse_error.not_read(path, error) if not_read else parse_error.from_error(path, error))
     return diagnostics

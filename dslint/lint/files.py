@@ -18,6 +18,7 @@ from pathlib import Path
 from dslint.config.recognition import CONFIG_SUFFIXES, is_candidate
 from dslint.gitignore import IgnoreFile, is_ignored
 from dslint.lint.notebook import SUFFIX as NOTEBOOK
+from dslint.project.config_access import project_top
 from dslint.selection import RuleSelection
 from dslint.settings import DEFAULT_EXCLUDE, Settings, SettingsResolver
 
@@ -63,7 +64,21 @@ class Discovery:
 
 def _excluded_dir(directory: Path) -> bool:
     name = directory.name
-    return name in DEFAULT_EXCLUDES or name.endswith(".egg-info") or (directory / "pyvenv.cfg").exists()
+    return name in DEFAULT_EXCLUDES or name.endswith(".egg-info") or _is_venv(directory)
+
+
+def _is_venv(directory: Path) -> bool:
+    """Whether `directory` holds a virtual environment; a directory that cannot be searched is not one (the walk
+    then reports it as unreadable)."""
+    try:
+        return (directory / "pyvenv.cfg").exists()
+    except OSError:
+        return False
+
+
+def _inside(path: Path, top: Path) -> bool:
+    real = Path(os.path.realpath(path))
+    return real == top or top in real.parents
 
 
 def _parent_ignore_files(directory: Path) -> list[IgnoreFile]:
@@ -137,6 +152,7 @@ def _walk(
     """The files below `root`; a directory that cannot be read is an error in `found`, a bad .gitignore line a
     warning there."""
     found = found if found is not None else Discovery()
+    top = project_top(root)
     inherited = _parent_ignore_files(root)
     found.warnings.extend(problem for ignore_file in inherited for problem in ignore_file.problems)
     stack: list[tuple[Path, list[IgnoreFile]]] = [(root, inherited)]
@@ -156,7 +172,7 @@ def _walk(
         for entry in entries:
             path = Path(entry.path)
             if entry.is_dir(follow_symlinks=False):
-                skip = _excluded_dir(path) if excluded is None else excluded(path) or (path / "pyvenv.cfg").exists()
+                skip = _excluded_dir(path) if excluded is None else excluded(path) or _is_venv(path)
                 if not skip and not is_ignored(path, True, active):
                     subdirectories.append(path)
             elif (
@@ -172,5 +188,8 @@ def _walk(
                     )
                 )
             ):
+                if entry.is_symlink() and os.path.isfile(path) and not _inside(path, top):
+                    found.warnings.append(f"{path}: not read: a symbolic link to a file outside the project ({top})")
+                    continue
                 yield path
         stack.extend((sub, active) for sub in reversed(subdirectories))

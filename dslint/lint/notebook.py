@@ -145,20 +145,50 @@ def read_notebook(text: str) -> Notebook:
     starts = _line_starts(text)
     line = 1
     for number, (cell, node) in enumerate(zip(raw["cells"], cells_node.items, strict=True), start=1):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code" or not isinstance(node, Object):
+        if not isinstance(cell, dict) or not isinstance(node, Object):
+            raise NotebookError(f"not a notebook: cell {number} is not an object (nbformat 4)")
+        if cell.get("cell_type") != "code":
             continue
-        source = cell.get("source", "")
         source_node = node.get("source")
-        if source_node is None or not isinstance(source, str | list):
-            continue
-        joined = "".join(source) if isinstance(source, list) else source
+        joined = _cell_source(number, cell.get("source"))
+        assert source_node is not None  # `_cell_source` refused a cell without one
         lines = tuple(joined.splitlines(keepends=True)) if joined else ()
         if lines and not lines[-1].endswith(("\n", "\r")):
             lines = (*lines[:-1], lines[-1] + "\n")  # the next cell starts on a new line
         span = (_offset(starts, source_node.start), _offset(starts, source_node.end))
-        notebook.cells.append(Cell(number, lines, python_lines(lines), line, span, isinstance(source, list)))
+        notebook.cells.append(Cell(number, lines, python_lines(lines), line, span, isinstance(cell["source"], list)))
         line += len(lines)
     return notebook
+
+
+def _cell_source(number: int, source: object) -> str:
+    """A code cell's source as one text; NotebookError for what nbformat does not allow (no `source`, a number,
+    a list holding something other than strings) or what is not text (a lone surrogate, `"\\ud800"`)."""
+    if source is None:
+        raise NotebookError(f"not a notebook: code cell {number} has no `source` (nbformat 4)")
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        joined = "".join(source)
+    elif isinstance(source, str):
+        joined = source
+    else:
+        kind = (
+            "a list that is not all strings"
+            if isinstance(source, list)
+            else "true or false"
+            if isinstance(source, bool)
+            else "a number"
+            if isinstance(source, int | float)
+            else "an object"
+        )
+        raise NotebookError(f"not a notebook: the `source` of code cell {number} is {kind}, not text (nbformat 4)")
+    try:
+        joined.encode("utf-8")
+    except UnicodeEncodeError as error:
+        bad = joined[error.start]
+        raise NotebookError(
+            f"the `source` of code cell {number} holds a lone surrogate (\\u{ord(bad):04x}), which is not text"
+        ) from None
+    return joined
 
 
 def _language(raw: dict[str, Any]) -> str | None:

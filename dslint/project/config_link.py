@@ -37,6 +37,7 @@ from dslint.config.tree import (
 )
 from dslint.diagnostics import Related
 from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
+from dslint.project.config_access import NotRead, not_a_config_text, refusal
 from dslint.project.config_edits import (
     apply_mutation,
     copy_tree,
@@ -133,25 +134,38 @@ class ResolvedConfig:
         return enabled
 
 
-def load_config_tree(path: Path) -> Node | ParseError | None:
-    """The parsed tree of a config file (cached per file and version), a ParseError, or None if unreadable."""
+def load_config_tree(path: Path, named_by: Path | str | None = None) -> Node | ParseError | NotRead | None:
+    """The parsed tree of a config file (cached per file and version), a ParseError, None if unreadable, or
+    NotRead for a file dslint does not read (`config_access`: outside the project of `named_by`, the file that
+    names it, None for the working directory; or not JSON/HJSON)."""
     record(path)
+    reason = refusal(path, named_by)
+    if reason is not None:
+        return NotRead(reason)
     try:
         stat = path.stat()
         resolved = path.resolve()
     except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return None
-    return _load_tree_cached(str(resolved), stat.st_mtime_ns, stat.st_size)
+    loaded = _load_tree_cached(str(resolved), stat.st_mtime_ns, stat.st_size)
+    if loaded is _NOT_JSON:
+        return NotRead(f"not read: {os.path.normpath(path)} is not a JSON or HJSON file")
+    return loaded if not isinstance(loaded, NotRead) else None
+
+
+_NOT_JSON = NotRead("not JSON")
 
 
 @functools.lru_cache(maxsize=256)
-def _load_tree_cached(path: str, mtime_ns: int, size: int) -> Node | ParseError | None:
+def _load_tree_cached(path: str, mtime_ns: int, size: int) -> Node | ParseError | NotRead | None:
     try:
         text = read_capped(path, DEFAULT_MAX_CONFIG_SIZE, "max-config-size").decode("utf-8-sig")
     except TooLarge as error:
         return ParseError(str(error), 1, 1)
     except (OSError, UnicodeDecodeError):
         return None
+    if not_a_config_text(Path(path), text) is not None:
+        return _NOT_JSON
     try:
         return parse_text(text)
     except ParseError as error:
@@ -304,7 +318,7 @@ def _evidence(launch: LaunchedConfig) -> tuple[Related, ...]:
 def _launched_file(path: str, origin: Origin, via: tuple[Related, ...]) -> ResolvedConfig | None:
     relative = os.path.relpath(path)
     path = path if relative.startswith("..") else relative  # shown as the file's own findings are
-    loaded = load_config_tree(Path(path))
+    loaded = load_config_tree(Path(path), via[0].path if via else None)
     if not isinstance(loaded, Object):
         return None
     values = to_python(loaded)
@@ -371,15 +385,16 @@ def _trainer_expressions(context: ScriptContext) -> Iterator[cst.BaseExpression]
                 yield arg.value
 
 
-def referenced_config_paths(context: ScriptContext) -> list[Path]:
-    """Every config file path the script's initialize calls and TrainingArguments point at (resolved or not)."""
-    paths: list[Path] = []
+def referenced_config_paths(context: ScriptContext) -> list[tuple[Path, cst.BaseExpression]]:
+    """Every config file path the script's initialize calls and TrainingArguments point at (resolved or not),
+    with the string that names it."""
+    paths: list[tuple[Path, cst.BaseExpression]] = []
     for expression in _config_expressions(context):
         value = (
             expression.evaluated_value if isinstance(expression, (cst.SimpleString, cst.ConcatenatedString)) else None
         )
         if isinstance(value, str):
-            paths.append(_config_path(context, value))
+            paths.append((_config_path(context, value), expression))
     return paths
 
 
@@ -415,7 +430,7 @@ def _resolve_expression(
         if origin is Origin.TRAINER and value == "auto":
             return None
         path = _config_path(context, value)
-        loaded = load_config_tree(path)
+        loaded = load_config_tree(path, context.path)
         if not isinstance(loaded, Object):
             return None
         values = to_python(loaded)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dslint.config.versions import Version, known_releases, newest_known
+from dslint.limits import TooLarge, read_small_text
 
 SETTING = "deepspeed-version"
 
@@ -163,8 +164,8 @@ def _scan(path: Path, lines: list[tuple[int, str]]) -> Pin | None:
 
 def _read_lines(path: Path) -> list[tuple[int, str]]:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = read_small_text(path)
+    except (OSError, TooLarge):
         return []
     return list(enumerate(text.splitlines(), start=1))
 

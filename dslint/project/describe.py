@@ -22,9 +22,10 @@ def _shown(path: str | None) -> str | None:
     return path if relative.startswith("..") else relative
 
 
-def config_summary(path: str) -> dict[str, Any]:
-    """The ZeRO stage and precision a config file sets (None where not literal or unreadable)."""
-    tree = load_config_tree(Path(path))
+def config_summary(path: str, named_by: str | None = None) -> dict[str, Any]:
+    """The ZeRO stage and precision a config file sets (None where not literal, unreadable or not read:
+    `config_access`, for the file `named_by` that names it)."""
+    tree = load_config_tree(Path(path), named_by)
     if not isinstance(tree, Object):
         return {"path": _shown(path), "zero_stage": None, "precision": None, "readable": False}
     bf16_name = config_facts.bf16_section(tree)
@@ -51,7 +52,7 @@ def describe(index: ProjectIndex) -> dict[str, Any]:
     for launch in index.launches:
         line = launch.line
         config = launch.config
-        summary = config_summary(config.config_path) if config.config_path is not None else None
+        summary = config_summary(config.config_path, line.launcher) if config.config_path is not None else None
         if summary is not None and config.config_path is not None:
             configs.setdefault(config.config_path, summary)
         stage = summary["zero_stage"] if summary is not None else config.inline_stage

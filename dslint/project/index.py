@@ -448,11 +448,12 @@ def _launched_config(
     return LaunchedConfig(where, None, None, None, options)
 
 
-def config_stage(path: str) -> int | None:
-    """The ZeRO stage a config file sets (0 when absent), or None when unreadable or not literal."""
+def config_stage(path: str, named_by: str | None = None) -> int | None:
+    """The ZeRO stage a config file sets (0 when absent), or None when unreadable, not literal, or not read
+    (`config_access`: outside the project of `named_by`, the file that names it)."""
     from dslint.project.config_link import load_config_tree  # libcst: imported when a config is read
 
-    tree = load_config_tree(Path(path))
+    tree = load_config_tree(Path(path), named_by)
     if not isinstance(tree, Object):
         return None
     return config_facts.zero_stage(tree)
@@ -466,7 +467,7 @@ def engine_config(index: ProjectIndex, site: InitSite) -> EngineConfig | None:
     if isinstance(config, ast.Constant) and isinstance(config.value, str):
         path = absolute(Path(site.path).parent / config.value)
         if is_file(path):
-            stage = config_stage(path)
+            stage = config_stage(path, site.path)
             written = Related(_shown(site.path), site.line, site.column, f"config {config.value}")
             return EngineConfig(stage, (written,), path)
         return None
@@ -484,7 +485,7 @@ def engine_config(index: ProjectIndex, site: InitSite) -> EngineConfig | None:
     for launch in facts.launches:
         if launch.option != wanted or launch.config_path is None:
             return None  # one launch without a readable config: the stage cannot be known
-        stages.setdefault(config_stage(launch.config_path), []).append((launch, launch.config_path))
+        stages.setdefault(config_stage(launch.config_path, launch.launch.path), []).append((launch, launch.config_path))
     if not stages or None in stages:
         return None
     stage = max(s for s in stages if s is not None)

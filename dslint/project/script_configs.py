@@ -15,6 +15,7 @@ from pathlib import Path
 from dslint.config.facts import Origin
 from dslint.config.tree import Object, ParseError
 from dslint.diagnostics import Related
+from dslint.project.config_access import NotRead
 from dslint.project.config_link import (
     ResolvedConfig,
     edited_configs,
@@ -67,15 +68,24 @@ def script_configs(context: ScriptContext) -> list[ScriptConfig]:
     return found
 
 
-def unreadable_configs(context: ScriptContext, known: Collection[str]) -> list[tuple[str, ParseError]]:
-    """The config files the script names that do not parse, other than `known` (keys of `script_configs`)."""
-    found: list[tuple[str, ParseError]] = []
+def unreadable_configs(context: ScriptContext, known: Collection[str]) -> list[tuple[str, ParseError, bool]]:
+    """The config files the script names that do not parse, other than `known` (keys of `script_configs`):
+    (where the finding goes, the error, whether the file was not read at all). A file dslint does not read
+    (`config_access`: outside the project, or not JSON/HJSON) is reported at the string that names it, in the
+    script, so that nothing of the file itself is shown."""
+    found: list[tuple[str, ParseError, bool]] = []
     seen = set(known)
-    for config_path in referenced_config_paths(context):
-        loaded = load_config_tree(config_path)
-        if isinstance(loaded, ParseError) and str(config_path) not in seen:
+    for config_path, expression in referenced_config_paths(context):
+        loaded = load_config_tree(config_path, context.path)
+        if str(config_path) in seen:
+            continue
+        if isinstance(loaded, NotRead):
             seen.add(str(config_path))
-            found.append((shown(config_path), loaded))
+            start, _ = context.span(expression)
+            found.append((context.path, ParseError(str(loaded), start.line, start.column), True))
+        elif isinstance(loaded, ParseError):
+            seen.add(str(config_path))
+            found.append((shown(config_path), loaded, False))
     return found
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dslint.diagnostics import Diagnostic
+from dslint.limits import DEFAULT_MAX_FILE_SIZE, TooLarge, read_capped
 
 
 @dataclass
@@ -22,9 +23,8 @@ class ReportContext:
     def source(self, path: str) -> str | None:
         if path not in self.sources:
             try:
-                with open(path, encoding="utf-8", newline="") as handle:
-                    self.sources[path] = handle.read()
-            except (OSError, UnicodeDecodeError):
+                self.sources[path] = read_capped(path, DEFAULT_MAX_FILE_SIZE, "max-file-size").decode("utf-8")
+            except (OSError, TooLarge, UnicodeDecodeError):
                 return None
         return self.sources[path]
 

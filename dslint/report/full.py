@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from dslint.diagnostics import Diagnostic
+from dslint.diagnostics import Diagnostic, printable
 from dslint.fix.edits import FixError, apply_edits
 from dslint.report.context import ReportContext
 
@@ -45,8 +45,8 @@ def _fix_lines(diagnostic: Diagnostic, text: str | None, unsafe_fixes: bool) -> 
     diff = difflib.unified_diff(
         text.splitlines(keepends=True),
         fixed.splitlines(keepends=True),
-        fromfile=diagnostic.path,
-        tofile=diagnostic.path,
+        fromfile=printable(diagnostic.path),
+        tofile=printable(diagnostic.path),
         n=1,
     )
     out.extend("    " + line.rstrip("\r\n") for line in diff)
@@ -62,7 +62,7 @@ def render(diagnostics: Sequence[Diagnostic], context: ReportContext) -> str:
         block = [
             diagnostic.concise(),
             *_snippet(diagnostic, lines),
-            *(f"  = from {r.path}:{r.line}:{r.column}: {r.message}" for r in diagnostic.related),
+            *(f"  = from {printable(r.path)}:{r.line}:{r.column}: {printable(r.message)}" for r in diagnostic.related),
             *_fix_lines(diagnostic, text, context.unsafe_fixes),
         ]
         blocks.append("\n".join(block) + "\n")

@@ -3,7 +3,8 @@
     ::warning file=train.py,line=17,col=13,endLine=17,endColumn=29,title=DSL101 (model-moved-...)::DSL101 ...
 
 Values are escaped as GitHub's runner parses them (actions/toolkit `command.ts`): in the message `%`, CR and LF;
-in properties also `:` and `,`. No file name or message can therefore end the command early or start another.
+in properties also `:` and `,`. No file name or message can therefore end the command early or start another;
+characters that are not printable (ESC, a lone surrogate) are escaped first (`diagnostics.printable`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from dslint.diagnostics import Diagnostic, Severity
+from dslint.diagnostics import Diagnostic, Severity, printable
 from dslint.report.context import ReportContext
 
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
@@ -38,14 +39,14 @@ def _file(path: str, cwd: Path | None) -> str:
 
 def annotation(diagnostic: Diagnostic, cwd: Path | None = None) -> str:
     properties = {
-        "file": _file(diagnostic.path, cwd),
+        "file": printable(_file(diagnostic.path, cwd), keep="\r\n"),
         "line": str(diagnostic.start.line),
         "col": str(diagnostic.start.column),
         "endLine": str(diagnostic.end.line),
         "endColumn": str(diagnostic.end.column),
         "title": f"{diagnostic.code} ({diagnostic.slug})",
     }
-    message = f"{diagnostic.code} {diagnostic.message}"
+    message = diagnostic.code + " " + printable(diagnostic.message, keep="\r\n")
     if diagnostic.cell is not None:  # lines count in a notebook cell, not in the .ipynb file: annotate the file
         properties = {"file": properties["file"], "title": properties["title"]}
         message = f"cell {diagnostic.cell}, line {diagnostic.start.line}: {message}"

@@ -49,3 +49,9 @@ class ConfigParseError(ConfigRule, ConfigSyntaxError):
     def from_error(cls, path: str, error: ParseError) -> Diagnostic:
         at = Location(max(error.line, 1), max(error.column, 1))
         return cls.diagnostic(path, at, message=f"{cls.message}: {error.message}")
+
+    @classmethod
+    def not_read(cls, path: str, reason: ParseError) -> Diagnostic:
+        at = Location(max(reason.line, 1), max(reason.column, 1))
+        message = f"DeepSpeed config {reason.message}; dslint checks nothing in it"
+        return cls.diagnostic(path, at, message=message, severity=Severity.WARNING)

@@ -1,0 +1,71 @@
+"""Which config files a script may make dslint read: those inside the project, and only JSON or HJSON.
+
+A hostile repository checked in CI must not make dslint print a file of the machine it runs on
+(`deepspeed.initialize(config="/etc/shadow")`, or a `ds.json` that is a symlink to it): a config a script, a
+launcher or another module names is read only when its real path (symlinks followed) lies in the project of the
+file that names it. The project is the repository that file is in (the nearest directory above it holding `.git`),
+else the working directory when the file is under it, else the file's nearest project root
+(`deepspeed_version.project_root`), else its directory. A config named on the command line (`--config`) or met
+by the walk is the user's choice and is not judged here.
+
+A file that is neither named like a JSON/HJSON file nor starts as a JSON object (`{`, after a byte-order mark,
+blank lines and comments) is not taken for a config either: HJSON reads almost any `key: value` text (a passwd
+file, a YAML file) as an object, and its "keys" would be printed as unknown DeepSpeed settings.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from pathlib import Path
+
+from dslint.project.deepspeed_version import project_root
+
+CONFIG_FILE_SUFFIXES = (".json", ".hjson", ".jsonc", ".json5")
+_LEADING = re.compile(r"\A(?:\ufeff|\s+|#[^\n]*|//[^\n]*|/\*.*?\*/)*", re.DOTALL)
+
+
+class NotRead(Exception):
+    """A config dslint refuses to read; the message says why ("not read: ... is outside the project ...")."""
+
+
+def project_top(directory: Path) -> Path:
+    """The directory a file in `directory` may name configs under (see the module's docs)."""
+    return _project_top(str(directory), os.getcwd())
+
+
+@functools.lru_cache(maxsize=256)
+def _project_top(directory: str, cwd: str) -> Path:
+    start = Path(os.path.realpath(directory))
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    here = Path(os.path.realpath(cwd))
+    if start == here or here in start.parents:
+        return here
+    return project_root(start) or start
+
+
+def refusal(config: Path, named_by: Path | str | None) -> str | None:
+    """Why the config at `config`, which the file `named_by` names (None: the working directory), is not read;
+    None when it may be."""
+    base = Path(named_by).parent if named_by is not None else Path.cwd()
+    top = project_top(base if base != Path("") else Path("."))
+    try:
+        real = Path(os.path.realpath(config))
+    except (OSError, ValueError):
+        return None  # unreadable anyway: reported as it is today
+    if real != top and top not in real.parents:
+        return f"not read: {os.path.normpath(config)} is outside the project ({top})"
+    return None
+
+
+def not_a_config_text(path: Path, text: str) -> str | None:
+    """Why `text`, read from `path`, is not taken for a JSON/HJSON config; None when it may be one."""
+    if path.suffix.lower() in CONFIG_FILE_SUFFIXES:
+        return None
+    rest = text[_LEADING.match(text).end() :]  # type: ignore[union-attr]  # the pattern always matches
+    if rest.startswith("{"):
+        return None
+    return f"not read: {os.path.normpath(path)} is not a JSON or HJSON file"
