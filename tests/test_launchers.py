@@ -122,14 +122,17 @@ def test_the_launchers_own_directory_is_known_wherever_it_is_started() -> None:
     text = """HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$0")/..
 LATER=$(dirname "$0")/$SUB
+UP="$( cd "$( dirname "$0" )" && cd .. && pwd )"
 WHERE=$(pwd)
 deepspeed "$HERE/train.py" --deepspeed_config "$ROOT/configs/z3.json"
 deepspeed $LATER/x.py
 deepspeed $WHERE/y.py
+deepspeed $UP/z.py
 """
     here = os.path.abspath("project/scripts")
-    (launch,) = parse_shell("project/scripts/run.sh", text)
+    launch, up = parse_shell("project/scripts/run.sh", text)
     assert launch.script == os.path.join(here, "train.py")
+    assert up.script == os.path.join(os.path.dirname(here), "z.py")
     assert launch.option("deepspeed_config").value == os.path.join(os.path.dirname(here), "configs/z3.json")  # type: ignore[union-attr]
 
 
@@ -188,3 +191,17 @@ def test_notebook_shell_lines_and_bash_cells_at_their_json_lines() -> None:
     assert "a.py" in physical[launches[0].line - 1] and "b.py" in physical[launches[1].line - 1]
     assert launches[0].option("deepspeed_config").value == "ds.json"  # type: ignore[union-attr]
     assert notebook_shells("not json") == [] and notebook_shells("[1, 2]") == []
+
+
+def test_a_backslash_in_a_comment_continues_nothing() -> None:
+    """bash drops a comment with its trailing backslash: the next line is a command of its own, and a comment
+    line inside a continued command ends that command there."""
+    text = """# python -m torch.distributed.launch --nproc_per_node 8 old.py \\
+deepspeed new.py --deepspeed ds.json \\
+    --lr 1e-5 \\
+    # --fp16 \\
+    --bf16
+"""
+    (launch,) = parse_shell("run.sh", text)
+    assert (launch.line, launch.script) == (2, "new.py")
+    assert [option.name for option in launch.options] == ["deepspeed", "lr"]

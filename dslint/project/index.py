@@ -111,7 +111,8 @@ class ProjectIndex:
     # Per launched config, the world size of each launch passing it whose launcher says how many ranks it starts.
     config_world_sizes: dict[str, list[LaunchWorldSize]] = field(default_factory=dict)
     # "trainer" when no file of the project creates an engine (no deepspeed.initialize, no Lightning strategy)
-    # and its scripts use the Hugging Face integrations: the reader of a config nothing names.
+    # and its scripts use the Hugging Face integrations, or no code of a checked folder touches DeepSpeed at all:
+    # the reader of a config nothing names.
     presumed_reader: str | None = None
 
     def config_reader(self, path: str | Path) -> str | None:
@@ -227,11 +228,18 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
     store = SummaryStore(sources, exists)
     for config, reader, _ in framework_configs(sources, store):
         index.config_readers.setdefault(config, set()).add(reader)
+    # A folder whose code never touches DeepSpeed (or holds no code: configs shipped for an upstream script that
+    # a README runs) hands its configs to the Hugging Face integrations too: "auto" is their convention.
+    no_code_reader = any(os.path.isdir(p) for p in (paths or ["."])) and not any(
+        b"deepspeed" in data for data in sources.values()
+    )
     if (
-        sources
-        and not producers
+        not producers
         and not any("lightning" in readers for readers in index.config_readers.values())
-        and any(any(token in data for token in PRESUMED_TRAINER_TOKENS) for data in sources.values())
+        and (
+            no_code_reader
+            or any(any(token in data for token in PRESUMED_TRAINER_TOKENS) for data in sources.values())
+        )
     ):
         index.presumed_reader = "trainer"
     if producers:

@@ -91,7 +91,8 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
         if not buffer:
             start = number
         stripped = raw.rstrip()
-        if stripped.endswith("\\"):
+        # A backslash inside a comment continues nothing: the shell drops the comment, backslash and all.
+        if stripped.endswith("\\") and _strip_comment(stripped) == stripped:
             buffer.append(stripped[:-1])
             continue
         buffer.append(raw)
@@ -219,8 +220,13 @@ def _own_directory(value: str, here: str) -> str | None:
     if close < 0:
         return None
     inner, tail = text[2:close], text[close + 1 :].strip("'\"")
-    if "dirname" not in inner or re.search(r"\$0\b|\$\{0\}|BASH_SOURCE", inner) is None or ".." in inner:
+    if "dirname" not in inner or re.search(r"\$0\b|\$\{0\}|BASH_SOURCE", inner) is None:
         return None
+    # `$(cd "$(dirname "$0")" && cd .. && pwd)`: each `cd ..` after the dirname climbs one folder.
+    climbs = len(re.findall(r"(?:&&|;)\s*cd\s+\.\.(?=\s|&|;|$)", inner))
+    if inner.count("..") != climbs:
+        return None
+    tail = "/.." * climbs + tail
     if tail and (not tail.startswith("/") or re.search(r"[$`\s]", tail)):
         return None
     return os.path.normpath(here + tail)
