@@ -69,6 +69,8 @@ class Evaluator:
         # `obj.x` read where `obj` is an instance of a project class holding an engine in `x`:
         # (path, line, column, end line, end column), as `ast` gives them -> the value
         self.instance_reads: dict[tuple[str, int, int, int, int], Item] = {}
+        # `obj.x.method(...)` on such an instance: the same position -> (class's path, class, "x")
+        self.receivers: dict[tuple[str, int, int, int, int], tuple[str, str, str]] = {}
 
     def module(self, path: str) -> ModuleSummary | None:
         return self.store.get(path)
@@ -289,6 +291,16 @@ class Evaluator:
             return self.attributes.get(attribute)
         return self._instance_attribute(values, key)
 
+    def _receiver(self, module: ModuleSummary, values: dict[str, Value], expr: ast.Attribute) -> None:
+        """`pair.policy.step()` where `pair` holds an instance of a project class: kept, to be answered once the
+        fixpoint is done from what the class's methods are then known to set (no method is read for it)."""
+        head = dotted(expr.value)
+        held = values.get(head) if head is not None else None
+        if isinstance(held, Returned) and held.qualname.endswith(".__init__"):
+            end_line, end_column = expr.end_lineno or expr.lineno, expr.end_col_offset or expr.col_offset
+            where = (module.path, expr.lineno, expr.col_offset, end_line, end_column)
+            self.receivers[where] = (held.path, held.qualname[: -len(".__init__")], expr.attr)
+
     def _instance_attribute(self, values: dict[str, Value], key: str) -> Value:
         """`obj.x` where `obj` holds an instance of a project class whose methods set `self.x` to one of
         initialize's results."""
@@ -431,7 +443,7 @@ class Evaluator:
         """A call of a project function with arguments, recorded with the values it passes; a `self.name(...)`
         call in a method is recorded for every override of `name` in subclasses too (the base class calls them)."""
         if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Attribute):
-            self.value(module, summary, values, call.func.value)  # `pair.policy.step()`: what `pair.policy` is
+            self._receiver(module, values, call.func.value)
         if not call.args and not call.keywords:
             return
         callee = self.resolve(module, summary, call.func)

@@ -265,7 +265,12 @@ class ProjectModel(Evaluator):
         """(path, (line, column, end line, end column) 1-based in characters, value) for each `obj.x` read that
         holds one of initialize's results kept in an attribute of a project class's instance."""
         lines_of: dict[str, list[bytes]] = {}
-        for (path, line, column, end_line, end_column), value in sorted(self.instance_reads.items()):
+        found = dict(self.instance_reads)
+        for where, attribute in self.receivers.items():
+            held = self.attributes.get(attribute)
+            if isinstance(held, Item):
+                found.setdefault(where, held)
+        for (path, line, column, end_line, end_column), value in sorted(found.items()):
             if value.role not in (*RESULT_ORDER, ENGINE_MODULE):
                 continue
             lines = lines_of.setdefault(path, self.store.sources.get(path, b"").splitlines())
