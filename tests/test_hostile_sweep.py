@@ -146,7 +146,9 @@ def test_a_config_outside_the_project_is_never_read(tmp_path: Path, config: str,
     assert "Traceback" not in everything and result.returncode == 1, everything
     assert "is outside the project" in everything and "dslint checks nothing in it" in everything
     if output_format == "concise":
-        assert_one_clear_line(result, 1, "train.py:2:", "DSL400 [warning] DeepSpeed config not read:", "outside the project")
+        assert_one_clear_line(
+            result, 1, "train.py:2:", "DSL400 [warning] DeepSpeed config not read:", "outside the project"
+        )
 
 
 def test_a_config_that_is_not_json_is_not_taken_for_keys(project: Path) -> None:

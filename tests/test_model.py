@@ -64,3 +64,21 @@ def test_answers_are_keyed_by_the_call_position_in_characters(tmp_path: Path) ->
     found = {(h.caller_path, h.position, h.text) for h, *_ in model.result_helpers()}
     column = caller.splitlines()[3].index("build") + 1  # characters, as libcst counts
     assert found == {(train, (4, column), "build")}
+
+
+def test_methods_are_found_along_the_bases_and_overrides_in_subclasses(tmp_path: Path) -> None:
+    from dslint.model.classes import Hierarchy
+
+    base, sub, loop = str(tmp_path / "base.py"), str(tmp_path / "sub.py"), str(tmp_path / "loop.py")
+    sources = {
+        base: b"class Base:\n    def fit(self):\n        self.step()\n\n    def step(self):\n        pass\n",
+        sub: b"from base import Base\n\nclass Sub(Base):\n    def step(self):\n        pass\n",
+        loop: b"class A(B):\n    pass\n\nclass B(A):\n    pass\n",
+    }
+    hierarchy = Hierarchy(SummaryStore(sources, _exists))
+    assert hierarchy.method((sub, "Sub"), "fit") == (base, "Base.fit")  # inherited
+    assert hierarchy.method((sub, "Sub"), "step") == (sub, "Sub.step")  # its own first
+    assert hierarchy.overrides((base, "Base"), "step") == [(sub, "Sub.step")]
+    assert hierarchy.method((loop, "A"), "missing") is None  # a cycle of bases ends
+    assert set(hierarchy.subclasses((loop, "A"))) <= {(loop, "A"), (loop, "B")}  # and the search ends
+    assert hierarchy.subclasses((sub, "Sub")) == []

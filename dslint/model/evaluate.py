@@ -66,6 +66,11 @@ class Evaluator:
         self.model_parameters: dict[tuple[str, str, str], InitSite] = {}
         # `self.x = engine` in one method, read in another: (path, class, "x") -> value
         self.attributes: dict[tuple[str, str, str], Value] = {}
+        # `obj.x` read where `obj` is an instance of a project class holding an engine in `x`:
+        # (path, line, column, end line, end column), as `ast` gives them -> the value
+        self.instance_reads: dict[tuple[str, int, int, int, int], Item] = {}
+        # `obj.x.method(...)` on such an instance: the same position -> (class's path, class, "x")
+        self.receivers: dict[tuple[str, int, int, int, int], tuple[str, str, str]] = {}
 
     def module(self, path: str) -> ModuleSummary | None:
         return self.store.get(path)
@@ -251,7 +256,13 @@ class Evaluator:
             return NONE
         key = dotted(expr)
         if key is not None:
-            return self._read(summary, values, key)
+            found = self._read(summary, values, key)
+            # `pair.policy`: read from an instance of a project class that keeps an engine in `policy`
+            instance = key not in values and self._self_key(summary, key) is None
+            if isinstance(found, Item) and isinstance(expr, ast.Attribute) and instance:
+                end_line, end_column = expr.end_lineno or expr.lineno, expr.end_col_offset or expr.col_offset
+                self.instance_reads[(module.path, expr.lineno, expr.col_offset, end_line, end_column)] = found
+            return found
         return None
 
     def _keyed(
@@ -279,6 +290,16 @@ class Evaluator:
         if attribute is not None:
             return self.attributes.get(attribute)
         return self._instance_attribute(values, key)
+
+    def _receiver(self, module: ModuleSummary, values: dict[str, Value], expr: ast.Attribute) -> None:
+        """`pair.policy.step()` where `pair` holds an instance of a project class: kept, to be answered once the
+        fixpoint is done from what the class's methods are then known to set (no method is read for it)."""
+        head = dotted(expr.value)
+        held = values.get(head) if head is not None else None
+        if isinstance(held, Returned) and held.qualname.endswith(".__init__"):
+            end_line, end_column = expr.end_lineno or expr.lineno, expr.end_col_offset or expr.col_offset
+            where = (module.path, expr.lineno, expr.col_offset, end_line, end_column)
+            self.receivers[where] = (held.path, held.qualname[: -len(".__init__")], expr.attr)
 
     def _instance_attribute(self, values: dict[str, Value], key: str) -> Value:
         """`obj.x` where `obj` holds an instance of a project class whose methods set `self.x` to one of
@@ -421,6 +442,8 @@ class Evaluator:
     def _call(self, module: ModuleSummary, summary: FunctionSummary, values: dict[str, Value], call: ast.Call) -> None:
         """A call of a project function with arguments, recorded with the values it passes; a `self.name(...)`
         call in a method is recorded for every override of `name` in subclasses too (the base class calls them)."""
+        if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Attribute):
+            self._receiver(module, values, call.func.value)
         if not call.args and not call.keywords:
             return
         callee = self.resolve(module, summary, call.func)

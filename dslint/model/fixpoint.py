@@ -261,6 +261,22 @@ class ProjectModel(Evaluator):
         self._helpers = found
         return found
 
+    def instance_values(self) -> Iterator[tuple[str, tuple[int, int, int, int], Item]]:
+        """(path, (line, column, end line, end column) 1-based in characters, value) for each `obj.x` read that
+        holds one of initialize's results kept in an attribute of a project class's instance."""
+        lines_of: dict[str, list[bytes]] = {}
+        found = dict(self.instance_reads)
+        for where, attribute in self.receivers.items():
+            held = self.attributes.get(attribute)
+            if isinstance(held, Item):
+                found.setdefault(where, held)
+        for (path, line, column, end_line, end_column), value in sorted(found.items()):
+            if value.role not in (*RESULT_ORDER, ENGINE_MODULE):
+                continue
+            lines = lines_of.setdefault(path, self.store.sources.get(path, b"").splitlines())
+            start = _characters(lines, line, column) + 1
+            yield path, (line, start, end_line, _characters(lines, end_line, end_column) + 1), value
+
     def passthrough_helpers(self) -> Iterator[tuple[HelperCall, int, str, bool]]:
         """(the call, parameter index, parameter name, unwrapped) for calls of helpers that return their argument
         (`_unwrap_model(engine)`)."""

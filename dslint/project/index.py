@@ -520,6 +520,16 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         parameters = {name: dict(values) for name, values in facts.parameters.items()}
         parameters.setdefault(function, {})[param] = ParameterFact(role, origin, engine_config(index, init))
         index.files[path] = replace(facts, parameters=parameters)
+    for path, where, value in model.instance_values():
+        origin = Related(
+            _shown(value.origin.path),
+            value.origin.line,
+            value.origin.column,
+            f"{value.role} from deepspeed.initialize inside {value.origin.qualname or '<module>'}()",
+        )
+        facts = _facts(index, path)
+        fact = ParameterFact(str(value.role), origin, engine_config(index, value.origin))
+        index.files[path] = replace(facts, values_at={**facts.values_at, where: fact})
     for helper, position, name, unwrapped in model.passthrough_helpers():
         facts = _facts(index, helper.caller_path)
         passthrough = {**facts.passthrough, helper.position: (position, name, unwrapped)}

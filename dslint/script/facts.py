@@ -219,6 +219,21 @@ class ScriptFacts:
             return None
         return RoleAnswer(role, self.remote_init(fact, fact.origin, fact.config))
 
+    def value_at(self, expr: cst.BaseExpression) -> RoleAnswer | None:
+        """What the project model knows `expr` holds where it is written (`pair.policy`, an engine a project
+        class keeps in an attribute of the instance `pair`)."""
+        if self.project is None or not self.project.values_at:
+            return None
+        where = self.positions.get(expr)
+        if where is None:
+            return None
+        key = (where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
+        fact = self.project.values_at.get(key)
+        role = next((r for r in Role if fact is not None and r.value == fact.role), None)
+        if fact is None or role is None:
+            return None
+        return RoleAnswer(role, self.remote_init(fact, fact.origin, fact.config))
+
     def qualname(self, scope: Scope) -> str | None:
         """`Trainer.train`, `main`, `outer.inner` for a function scope (as the project index names it)."""
         parts: list[str] = []
@@ -255,6 +270,10 @@ class ScriptFacts:
 
     def role_of(self, expr: cst.CSTNode, at: cst.CSTNode | None = None) -> RoleAnswer | None:
         """What `expr` stands for at the position of `at` (default: `expr` itself), or None if unknown."""
+        if self.project is not None and self.project.values_at and isinstance(expr, cst.Attribute):
+            found = self.value_at(expr)
+            if found is not None:
+                return found
         at = at if at is not None else expr
         scope = self.scope_at(at)
         pos = self.start(at)
@@ -350,6 +369,10 @@ class ScriptFacts:
             if inner is None or not unwrapped:
                 return inner
             return RoleAnswer(Role.ENGINE_MODULE, inner.init) if inner.role is Role.ENGINE else inner
+        if isinstance(expr, cst.Attribute):
+            held = self.value_at(expr)
+            if held is not None:
+                return held
         key = dotted_name(expr)
         if key is None:
             return None

@@ -39,7 +39,8 @@ class EngineConfig:
 
 @dataclass(frozen=True)
 class ParameterFact:
-    """A parameter that receives an engine (or `engine.module`) at every call the index saw."""
+    """A parameter that receives an engine (or `engine.module`) at every call the index saw; also what an
+    expression reads from an instance's attribute (`ProjectFacts.values_at`)."""
 
     role: str  # ENGINE or ENGINE_MODULE
     origin: Related  # the call that passes it
@@ -96,6 +97,9 @@ class ProjectFacts:
     # Calls in this file that hand a model to a function passing it on to initialize: the call ->
     # (parameter index, parameter name, the initialize call)
     model_sinks: Mapping[tuple[int, int], tuple[int, str, Related]] = field(default_factory=dict)
+    # Expressions of this file that read an engine (or another of initialize's results) kept in an attribute of a
+    # project class's instance (`pair.policy`): (line, column, end line, end column) -> the fact
+    values_at: Mapping[tuple[int, int, int, int], ParameterFact] = field(default_factory=dict)
     # Module-level functions of this file whose returned dict a DeepSpeed config reader receives elsewhere:
     # name -> (the reader's call, who reads it: "initialize" or "trainer")
     config_builders: Mapping[str, tuple[Related, str]] = field(default_factory=dict)
@@ -104,4 +108,4 @@ class ProjectFacts:
     def receives_engine(self) -> bool:
         """Whether an engine created elsewhere reaches this file, or a model from this file reaches an
         initialize elsewhere (so engine rules must look at it)."""
-        return bool(self.parameters or self.returns or self.model_builders or self.model_sinks)
+        return bool(self.parameters or self.returns or self.model_builders or self.model_sinks or self.values_at)
