@@ -74,6 +74,9 @@ SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 )
 @cache_dir_option("Where the result cache lives")
 @click.option("--fix", "apply_fixes", is_flag=True, help="Apply fixes, as `dslint fix` does (its alias).")
+@click.option(
+    "--diff", "show_diff", is_flag=True, help="Print the fixes as a diff and write nothing (`dslint fix --diff`)."
+)
 @click.option("--statistics", is_flag=True, help="Print the number of findings of each rule instead of the findings.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be checked, and check nothing.")
 @click.option(
@@ -103,20 +106,21 @@ def check(
     no_cache: bool,
     cache_dir: Path | None,
     apply_fixes: bool,
+    show_diff: bool,
     statistics: bool,
     show_files: bool,
     stdin_filename: str | None,
 ) -> None:
     """Check DeepSpeed training scripts, notebooks and config files (default: the current directory)."""
-    if apply_fixes:
+    if apply_fixes or show_diff:
         # `dslint fix` itself, found through the command group (it imports this module's exit codes)
         group = ctx.parent.command if ctx.parent is not None else None
         fix_command = group.get_command(ctx, "fix") if isinstance(group, click.Group) else None
         if fix_command is None:
-            raise click.UsageError("--fix: run as `dslint check --fix` (or `dslint fix`)")
+            raise click.UsageError("--fix/--diff: run as `dslint check --fix` (or `dslint fix`)")
         options = {"select": select, "ignore": ignore, "extend_select": extend_select, "isolated": isolated}
         options.update(unsafe_fixes=unsafe_fixes, config_file=config_file, force_exclude=force_exclude)
-        ctx.invoke(fix_command, paths=paths, diff=False, quiet=quiet, stdin_filename=stdin_filename, **options)
+        ctx.invoke(fix_command, paths=paths, diff=show_diff, quiet=quiet, stdin_filename=stdin_filename, **options)
         return
     resolver = make_resolver(select, ignore, extend_select, unsafe_fixes, config_file, isolated, output_format)
     if show_files:
