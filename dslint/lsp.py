@@ -33,7 +33,7 @@ from dslint.framework.rule_pages import rule_url
 from dslint.lint.file import lint_text, own_findings
 from dslint.lint.incremental import Snapshot, first_lint, relint
 from dslint.lint.result import one_per_place
-from dslint.lsp_actions import can_refresh, disable_for_line, full_report, wants_pull
+from dslint.lsp_actions import can_refresh, disable_for_line, full_report, hover, wants_pull
 from dslint.lsp_configs import LinkedFindings, document_kind, lint_document, normalised
 from dslint.lsp_positions import OwnDocumentsProtocol, PositionCodec, lsp_lines
 from dslint.lsp_project import document_project
@@ -501,6 +501,11 @@ def create_server() -> DslintServer:
     )
     def code_action(ls: DslintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         return ls.code_actions(params)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def on_hover(ls: DslintServer, params: types.HoverParams) -> types.Hover | None:
+        state = ls.states.get(params.text_document.uri)
+        return hover(state.shown, state.text, params.position, ls.codec) if state is not None else None
 
     return server
 

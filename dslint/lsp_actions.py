@@ -1,5 +1,6 @@
-"""Language-server features beyond publishing: the "disable DSLxxx for this line" code action, and pull
-diagnostics (`textDocument/diagnostic`, LSP 3.17) for clients that ask for findings instead of being sent them."""
+"""Language-server features beyond publishing: the "disable DSLxxx for this line" code action, hover (the rule's
+explanation over a finding), and pull diagnostics (`textDocument/diagnostic`, LSP 3.17) for clients that ask for
+findings instead of being sent them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from lsprotocol import types
 
 from dslint.diagnostics import Diagnostic
 from dslint.framework.driver_rules import UnusedNoqaCodes
-from dslint.framework.registry import implementation
+from dslint.framework.registry import all_rules, implementation
 from dslint.lint.suppression import add_noqa
 from dslint.lsp_positions import PositionCodec, lsp_lines
 
@@ -48,3 +49,24 @@ def can_refresh(capabilities: types.ClientCapabilities | None) -> bool:
 
 def full_report(items: list[types.Diagnostic], version: int | None) -> types.RelatedFullDocumentDiagnosticReport:
     return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=f"v{version}")
+
+
+def hover(findings: list[Diagnostic], text: str, where: types.Position, codec: PositionCodec) -> types.Hover | None:
+    """`textDocument/hover`: over a finding, its message and the explanation of its rule (what `dslint explain`
+    prints), one section per code found there; None elsewhere."""
+    lines = lsp_lines(text)
+    at = (where.line, where.character)
+    here: dict[str, Diagnostic] = {}
+    for finding in findings:
+        span = codec.to_range(lines, finding.start, finding.end)
+        if (span.start.line, span.start.character) <= at <= (span.end.line, span.end.character):
+            here.setdefault(finding.code, finding)
+    if not here:
+        return None
+    rules = {rule.code: rule for rule in all_rules()}
+    sections = []
+    for code, finding in here.items():
+        rule = rules.get(code)
+        explanation = rule.docs.render(rule.code, rule.slug) if rule is not None else code
+        sections.append(f"**{code}** {finding.message}\n\n{explanation}")
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(sections)))
