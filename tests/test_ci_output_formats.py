@@ -10,7 +10,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
-from dslint.diagnostics import Diagnostic, Location, Severity
+import pytest
+
+from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 from dslint.report import renderer
 from dslint.report.context import ReportContext
 
@@ -114,3 +116,31 @@ def test_markdown_rows_cannot_break_the_table() -> None:
     assert "| warning | DSL101 | a&#124;b.py:5:3 | x &#124; y &lt;script&gt; &#124; z &#124; |" in lines
     assert all(line.count("|") in (0, 4, 5) for line in lines)
     assert _render("markdown").splitlines()[0] == "### dslint: 0 findings in 0 files"
+
+
+def test_grouped_lists_each_files_findings_under_its_name() -> None:
+    text = _render("grouped", _finding(), _finding(line=8, message="two\nlines"), _finding("nb.ipynb", 2, cell=3))
+    assert text == (
+        "train.py:\n  5:3 DSL101 [warning] model moved\n  8:3 DSL101 [warning] two lines\n"
+        "\nnb.ipynb:\n  cell 3:2:3 DSL101 [warning] model moved\n"
+    )
+
+
+def test_rdjson_for_reviewdog(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DSLINT_DOCS_URL", "https://example.com/dslint/blob/v1/README.md")
+    fix = Fix((Edit(Location(5, 1), Location(6, 1), ""),), Applicability.SAFE, "remove it")
+    document = json.loads(_render("rdjson", replace(_finding(), fix=fix), _finding("nb.ipynb", 2, cell=3, fix=fix)))
+    assert document["source"] == {"name": "dslint"} and document["severity"] == "WARNING"
+    first, cell = document["diagnostics"]
+    assert first["location"] == {
+        "path": "train.py",
+        "range": {"start": {"line": 5, "column": 3}, "end": {"line": 5, "column": 9}},
+    }
+    assert first["code"] == {
+        "value": "DSL101",
+        "url": "https://example.com/dslint/blob/v1/dslint/rules/pages/DSL101.md",
+    }
+    assert first["suggestions"] == [
+        {"range": {"start": {"line": 5, "column": 1}, "end": {"line": 6, "column": 1}}, "text": ""}
+    ]
+    assert cell["message"] == "cell 3: model moved" and "suggestions" not in cell
