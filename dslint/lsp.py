@@ -33,7 +33,7 @@ from dslint.framework.rule_pages import rule_url
 from dslint.lint.file import lint_text, own_findings
 from dslint.lint.incremental import Snapshot, first_lint, relint
 from dslint.lint.result import one_per_place
-from dslint.lsp_actions import can_refresh, disable_for_line, full_report, hover, wants_pull
+from dslint.lsp_actions import can_refresh, disable_for_line, editor_resolver, full_report, hover, wants_pull
 from dslint.lsp_configs import LinkedFindings, document_kind, lint_document, normalised
 from dslint.lsp_positions import OwnDocumentsProtocol, PositionCodec, lsp_lines
 from dslint.lsp_project import document_project
@@ -75,6 +75,8 @@ class DslintServer(LanguageServer):
             protocol_cls=OwnDocumentsProtocol,
         )
         self.resolver = SettingsResolver()
+        self.editor_options: object = None  # `initializationOptions`: settings from the editor (lsp_actions)
+        self.option_problems: list[str] = []
         self.states: dict[str, DocumentState] = {}  # what was last published, for code actions
         self.snapshots: dict[str, Snapshot] = {}  # the last full lint, the base of fast re-lints
         self.wanted: dict[str, int | None] = {}  # uri -> newest version seen
@@ -464,6 +466,16 @@ def full_lint(
 def create_server() -> DslintServer:
     server = DslintServer()
 
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: DslintServer, params: types.InitializeParams) -> None:
+        ls.editor_options = params.initialization_options  # settings from the editor (lsp_actions)
+        ls.resolver, ls.option_problems = editor_resolver(ls.editor_options)
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: DslintServer, params: types.InitializedParams) -> None:
+        for problem in ls.option_problems:
+            ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dslint: {problem}"))
+
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: DslintServer, params: types.DidOpenTextDocumentParams) -> None:
         ls.opened(params.text_document)
@@ -476,7 +488,7 @@ def create_server() -> DslintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: DslintServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.resolver = SettingsResolver()  # a saved pyproject.toml may have changed the settings
+        ls.resolver, _ = editor_resolver(ls.editor_options)  # a saved pyproject.toml may have changed the settings
         ls.generation += 1  # a saved file may change what the project index knows about any document
         await ls.saved(params.text_document.uri)
 

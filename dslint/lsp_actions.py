@@ -1,8 +1,10 @@
 """Language-server features beyond publishing: the "disable DSLxxx for this line" code action, hover (the rule's
-explanation over a finding), and pull diagnostics (`textDocument/diagnostic`, LSP 3.17) for clients that ask for
-findings instead of being sent them."""
+explanation over a finding), settings from the editor (`initializationOptions`), and pull diagnostics
+(`textDocument/diagnostic`, LSP 3.17) for clients that ask for findings instead of being sent them."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from lsprotocol import types
 
@@ -11,6 +13,7 @@ from dslint.framework.driver_rules import UnusedNoqaCodes
 from dslint.framework.registry import all_rules, implementation
 from dslint.lint.suppression import add_noqa
 from dslint.lsp_positions import PositionCodec, lsp_lines
+from dslint.settings import Overrides, SettingsError, SettingsResolver
 
 
 def disable_for_line(text: str, finding: Diagnostic, codec: PositionCodec) -> types.TextEdit | None:
@@ -70,3 +73,36 @@ def hover(findings: list[Diagnostic], text: str, where: types.Position, codec: P
         explanation = rule.docs.render(rule.code, rule.slug) if rule is not None else code
         sections.append(f"**{code}** {finding.message}\n\n{explanation}")
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(sections)))
+
+
+# `initializationOptions` keys, as editors write them (camelCase) or as pyproject.toml does (kebab-case)
+_CODE_LISTS = {
+    "select": "select",
+    "ignore": "ignore",
+    "extendSelect": "extend_select",
+    "extend-select": "extend_select",
+}
+_FLAGS = {"unsafeFixes": "unsafe_fixes", "unsafe-fixes": "unsafe_fixes", "isolated": "isolated"}
+
+
+def editor_resolver(options: object) -> tuple[SettingsResolver, list[str]]:
+    """The settings resolver for the editor's `initializationOptions` (`select`, `ignore`, `extendSelect` as
+    lists of codes; `unsafeFixes`, `isolated` as booleans; `config`, a pyproject.toml to use), which win over
+    the pyproject as command-line options do; and what was wrong with them (each ignored, the rest applied)."""
+    problems: list[str] = []
+    values: dict[str, object] = {}
+    if options is not None and not isinstance(options, dict):
+        return SettingsResolver(), [f"initializationOptions: expected an object, got {type(options).__name__}"]
+    for key, value in (options or {}).items():
+        if key in _CODE_LISTS and isinstance(value, list) and all(isinstance(code, str) for code in value):
+            values[_CODE_LISTS[key]] = tuple(code.strip().upper() for code in value if code.strip())
+        elif key in _FLAGS and isinstance(value, bool):
+            values[_FLAGS[key]] = value
+        elif key == "config" and isinstance(value, str) and value:
+            values["config_file"] = Path(value).expanduser()
+        else:
+            problems.append(f"initializationOptions.{key}: not a dslint setting of that type ({value!r}); ignored")
+    try:
+        return SettingsResolver(Overrides(**values)), problems  # type: ignore[arg-type]
+    except SettingsError as error:
+        return SettingsResolver(), [*problems, f"initializationOptions: {error}; the pyproject's settings apply"]
