@@ -144,3 +144,22 @@ def test_rdjson_for_reviewdog(monkeypatch: pytest.MonkeyPatch) -> None:
         {"range": {"start": {"line": 5, "column": 1}, "end": {"line": 6, "column": 1}}, "text": ""}
     ]
     assert cell["message"] == "cell 3: model moved" and "suggestions" not in cell
+
+
+def test_json_has_ruffs_row_url_and_noqa_row(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text('x = f(\n    1,\n)\ny = """a\nb"""\n', encoding="utf-8")
+    strict, hjson = tmp_path / "ds.json", tmp_path / "ds.hjson"
+    strict.write_text('{"a": 1}\n', encoding="utf-8")
+    hjson.write_text('{"a": 1}\n', encoding="utf-8")
+    found = [
+        _finding(str(script), 1),
+        _finding(str(script), 4),  # in a string that spans lines 4-5: the comment goes after it
+        _finding(str(strict), 1, "DSL401"),
+        _finding(str(hjson), 1, "DSL401"),
+        _finding(str(tmp_path / "nb.ipynb"), 2, cell=1),
+    ]
+    entries = json.loads(_render("json", *found, context=ReportContext(cwd=tmp_path)))
+    assert [e["noqa_row"] for e in entries] == [1, 5, None, 1, None]
+    assert entries[0]["location"] == {"line": 1, "row": 1, "column": 3}
+    assert entries[0]["url"].endswith("/dslint/rules/pages/DSL101.md")
