@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
-from dslint.report import renderer
+from dslint.report import FORMATS, renderer
 from dslint.report.context import ReportContext
+from dslint.settings import OUTPUT_FORMATS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,7 +98,8 @@ def test_every_format_is_accepted_by_the_command_line_and_the_pyproject(tmp_path
     env = {k: v for k, v in os.environ.items() if not k.startswith("DSLINT_")}
     env["PYTHONPATH"] = str(ROOT)
     base = [sys.executable, "-m", "dslint", "check", "--no-cache", "-q"]
-    for name in ("json-lines", "pylint", "azure", "gitlab", "junit"):
+    assert OUTPUT_FORMATS == FORMATS, "every format the renderer knows is one the command line and pyproject take"
+    for name in ("json-lines", "pylint", "azure", "gitlab", "junit", "markdown", "grouped", "rdjson"):
         done = subprocess.run(
             [*base, "--output-format", name, "."], cwd=tmp_path, env=env, capture_output=True, text=True
         )
