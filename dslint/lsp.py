@@ -35,7 +35,15 @@ from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, format_size, read_c
 from dslint.lint.file import lint_text, own_findings
 from dslint.lint.incremental import Snapshot, first_lint, relint
 from dslint.lint.result import one_per_place
-from dslint.lsp_actions import can_refresh, disable_for_line, full_report, wants_pull
+from dslint.lsp_actions import (
+    can_refresh,
+    disable_for_line,
+    editor_resolver,
+    full_report,
+    hover,
+    wants_pull,
+    workspace_edit,
+)
 from dslint.lsp_configs import LinkedFindings, document_kind, lint_document, normalised
 from dslint.lsp_io import exit_now, start_io, watch_parent
 from dslint.lsp_positions import OwnDocumentsProtocol, PositionCodec, lsp_lines
@@ -79,6 +87,8 @@ class DslintServer(LanguageServer):
             protocol_cls=OwnDocumentsProtocol,
         )
         self.resolver = SettingsResolver()
+        self.editor_options: object = None  # `initializationOptions`: settings from the editor (lsp_actions)
+        self.option_problems: list[str] = []
         self.states: dict[str, DocumentState] = {}  # what was last published, for code actions
         self.snapshots: dict[str, Snapshot] = {}  # the last full lint, the base of fast re-lints
         self.wanted: dict[str, int | None] = {}  # uri -> newest version seen
@@ -445,7 +455,7 @@ class DslintServer(LanguageServer):
                             title=f"Disable {finding.code} for this line (# noqa)",
                             kind=types.CodeActionKind.QuickFix,
                             diagnostics=[reported],
-                            edit=self._workspace_edit(uri, state.version, [disable]),
+                            edit=workspace_edit(uri, state.version, [disable]),
                         )
                     )
         if wants_fix_all and any(d.fix is not None and d.fix.is_safe for d in state.diagnostics):
@@ -460,7 +470,7 @@ class DslintServer(LanguageServer):
                     types.CodeAction(
                         title="dslint: fix all safe fixes",
                         kind=FIX_ALL_KIND,
-                        edit=self._workspace_edit(uri, state.version, [types.TextEdit(whole, outcome.text)]),
+                        edit=workspace_edit(uri, state.version, [types.TextEdit(whole, outcome.text)]),
                     )
                 )
         return actions
@@ -485,7 +495,7 @@ class DslintServer(LanguageServer):
             kind=types.CodeActionKind.QuickFix,
             diagnostics=[reported],
             is_preferred=fix.is_safe,
-            edit=self._workspace_edit(uri, state.version, edits),
+            edit=workspace_edit(uri, state.version, edits),
         )
 
     @staticmethod
@@ -501,17 +511,6 @@ class DslintServer(LanguageServer):
     @staticmethod
     def _text_edit(edit: Edit, lines: list[str], codec: PositionCodec) -> types.TextEdit:
         return types.TextEdit(range=codec.to_range(lines, edit.start, edit.end), new_text=edit.content)
-
-    @staticmethod
-    def _workspace_edit(uri: str, version: int | None, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
-        return types.WorkspaceEdit(
-            document_changes=[
-                types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
-                    edits=list(edits),
-                )
-            ]
-        )
 
 
 def full_lint(
@@ -535,6 +534,16 @@ def full_lint(
 def create_server() -> DslintServer:
     server = DslintServer()
 
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: DslintServer, params: types.InitializeParams) -> None:
+        ls.editor_options = params.initialization_options  # settings from the editor (lsp_actions)
+        ls.resolver, ls.option_problems = editor_resolver(ls.editor_options)
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: DslintServer, params: types.InitializedParams) -> None:
+        for problem in ls.option_problems:
+            ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"dslint: {problem}"))
+
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: DslintServer, params: types.DidOpenTextDocumentParams) -> None:
         ls.opened(params.text_document)
@@ -547,7 +556,7 @@ def create_server() -> DslintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: DslintServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.resolver = SettingsResolver()  # a saved pyproject.toml may have changed the settings
+        ls.resolver, _ = editor_resolver(ls.editor_options)  # a saved pyproject.toml may have changed the settings
         ls.generation += 1  # a saved file may change what the project index knows about any document
         await ls.saved(params.text_document.uri)
 
@@ -577,6 +586,11 @@ def create_server() -> DslintServer:
     )
     def code_action(ls: DslintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         return ls.code_actions(params)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def on_hover(ls: DslintServer, params: types.HoverParams) -> types.Hover | None:
+        state = ls.states.get(params.text_document.uri)
+        return hover(state.shown, state.text, params.position, ls.codec) if state is not None else None
 
     return server
 

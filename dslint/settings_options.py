@@ -49,6 +49,8 @@ OUTPUT_FORMATS = (
     "gitlab",
     "azure",
     "markdown",
+    "grouped",
+    "rdjson",
 )
 DEFAULT_OUTPUT_FORMAT = "concise"
 DEFAULT_EXCLUDE = (

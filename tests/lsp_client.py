@@ -200,13 +200,19 @@ class LspClient:
         result: list[dict[str, Any]] = message["params"]["diagnostics"]
         return result
 
-    def initialize(self, root: Path, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
-        """`capabilities`: what the client offers (NEOVIM_0_11 is a real client's; default: nothing)."""
-        result = self.request(
-            "initialize",
-            {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": capabilities or {}},
-            timeout=120,
-        )
+    def initialize(
+        self, root: Path, capabilities: dict[str, Any] | None = None, options: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """`capabilities`: what the client offers (NEOVIM_0_11 is a real client's; default: nothing); `options`:
+        its `initializationOptions`."""
+        params: dict[str, Any] = {
+            "processId": os.getpid(),
+            "rootUri": root.as_uri(),
+            "capabilities": capabilities or {},
+        }
+        if options is not None:
+            params["initializationOptions"] = options
+        result = self.request("initialize", params, timeout=120)
         self.notify("initialized", {})
         self.pulling = "diagnostic" in (capabilities or {}).get("textDocument", {})
         return dict(result)

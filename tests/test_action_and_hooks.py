@@ -167,6 +167,18 @@ def test_action_announces_no_sarif_output_it_did_not_write(installed: Runner) ->
     assert "::warning title=dslint::no SARIF report was written" in result.stdout
 
 
+def test_action_args_may_name_a_subcommand(installed: Runner) -> None:
+    checked = installed.run_step(1, {"args": "check train.py"})
+    assert checked.returncode == 1 and len(parse_workflow_commands(checked.stdout)) == 2
+    diff = installed.run_step(1, {"args": "fix --diff --unsafe-fixes train.py"})
+    assert diff.returncode == 1 and "-    model.half()" in diff.stdout and not parse_workflow_commands(diff.stdout)
+    assert "model.half()" in (installed.workspace / "train.py").read_text(encoding="utf-8"), "--diff writes nothing"
+    only = installed.run_step(1, {"args": "fix --diff --unsafe-fixes train.py", "fail-on-findings": "false"})
+    assert only.returncode == 0
+    rules = installed.run_step(1, {"args": "rules --output-format json"})
+    assert rules.returncode == 0 and json.loads(rules.stdout)[0]["code"] == "DSL001"
+
+
 def test_action_default_args_check_the_workspace(installed: Runner) -> None:
     result = installed.run_step(1, {})
     assert result.returncode == 1

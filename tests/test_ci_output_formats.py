@@ -10,9 +10,12 @@ import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
-from dslint.diagnostics import Diagnostic, Location, Severity
-from dslint.report import renderer
+import pytest
+
+from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+from dslint.report import FORMATS, renderer
 from dslint.report.context import ReportContext
+from dslint.settings import OUTPUT_FORMATS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,7 +98,8 @@ def test_every_format_is_accepted_by_the_command_line_and_the_pyproject(tmp_path
     env = {k: v for k, v in os.environ.items() if not k.startswith("DSLINT_")}
     env["PYTHONPATH"] = str(ROOT)
     base = [sys.executable, "-m", "dslint", "check", "--no-cache", "-q"]
-    for name in ("json-lines", "pylint", "azure", "gitlab", "junit"):
+    assert OUTPUT_FORMATS == FORMATS, "every format the renderer knows is one the command line and pyproject take"
+    for name in ("json-lines", "pylint", "azure", "gitlab", "junit", "markdown", "grouped", "rdjson"):
         done = subprocess.run(
             [*base, "--output-format", name, "."], cwd=tmp_path, env=env, capture_output=True, text=True
         )
@@ -114,3 +118,50 @@ def test_markdown_rows_cannot_break_the_table() -> None:
     assert "| warning | DSL101 | a&#124;b.py:5:3 | x &#124; y &lt;script&gt; &#124; z &#124; |" in lines
     assert all(line.count("|") in (0, 4, 5) for line in lines)
     assert _render("markdown").splitlines()[0] == "### dslint: 0 findings in 0 files"
+
+
+def test_grouped_lists_each_files_findings_under_its_name() -> None:
+    text = _render("grouped", _finding(), _finding(line=8, message="two\nlines"), _finding("nb.ipynb", 2, cell=3))
+    assert text == (
+        "train.py:\n  5:3 DSL101 [warning] model moved\n  8:3 DSL101 [warning] two lines\n"
+        "\nnb.ipynb:\n  cell 3:2:3 DSL101 [warning] model moved\n"
+    )
+
+
+def test_rdjson_for_reviewdog(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DSLINT_DOCS_URL", "https://example.com/dslint/blob/v1/README.md")
+    fix = Fix((Edit(Location(5, 1), Location(6, 1), ""),), Applicability.SAFE, "remove it")
+    document = json.loads(_render("rdjson", replace(_finding(), fix=fix), _finding("nb.ipynb", 2, cell=3, fix=fix)))
+    assert document["source"] == {"name": "dslint"} and document["severity"] == "WARNING"
+    first, cell = document["diagnostics"]
+    assert first["location"] == {
+        "path": "train.py",
+        "range": {"start": {"line": 5, "column": 3}, "end": {"line": 5, "column": 9}},
+    }
+    assert first["code"] == {
+        "value": "DSL101",
+        "url": "https://example.com/dslint/blob/v1/dslint/rules/pages/DSL101.md",
+    }
+    assert first["suggestions"] == [
+        {"range": {"start": {"line": 5, "column": 1}, "end": {"line": 6, "column": 1}}, "text": ""}
+    ]
+    assert cell["message"] == "cell 3: model moved" and "suggestions" not in cell
+
+
+def test_json_has_ruffs_row_url_and_noqa_row(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text('x = f(\n    1,\n)\ny = """a\nb"""\n', encoding="utf-8")
+    strict, hjson = tmp_path / "ds.json", tmp_path / "ds.hjson"
+    strict.write_text('{"a": 1}\n', encoding="utf-8")
+    hjson.write_text('{"a": 1}\n', encoding="utf-8")
+    found = [
+        _finding(str(script), 1),
+        _finding(str(script), 4),  # in a string that spans lines 4-5: the comment goes after it
+        _finding(str(strict), 1, "DSL401"),
+        _finding(str(hjson), 1, "DSL401"),
+        _finding(str(tmp_path / "nb.ipynb"), 2, cell=1),
+    ]
+    entries = json.loads(_render("json", *found, context=ReportContext(cwd=tmp_path)))
+    assert [e["noqa_row"] for e in entries] == [1, 5, None, 1, None]
+    assert entries[0]["location"] == {"line": 1, "row": 1, "column": 3}
+    assert entries[0]["url"].endswith("/dslint/rules/pages/DSL101.md")

@@ -33,3 +33,15 @@ def test_server_is_the_language_servers_alias() -> None:
     context = click.Context(main)
     assert main.get_command(context, "server") is main.get_command(context, "lsp")
     assert "language server" in CliRunner().invoke(main, ["server", "--help"]).stdout
+
+
+def test_check_diff_is_fix_diff(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    script = "import deepspeed\nmodel = Net()\nmodel.cuda()\nengine, *_ = deepspeed.initialize(model=model)\n"
+    (tmp_path / "train.py").write_text(script, encoding="utf-8")
+    runner = CliRunner()
+    shown = runner.invoke(main, ["check", "--diff", "--unsafe-fixes", "train.py"])
+    same = runner.invoke(main, ["fix", "--diff", "--unsafe-fixes", "train.py"])
+    assert shown.exit_code == same.exit_code == 1 and shown.stdout == same.stdout
+    assert "-model.cuda()" in shown.stdout
+    assert (tmp_path / "train.py").read_text(encoding="utf-8") == script, "nothing written"

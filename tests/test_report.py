@@ -209,8 +209,12 @@ def test_json_has_every_field() -> None:
         "end_location",
         "related",
         "fix",
+        "url",
+        "noqa_row",
     }
-    assert first["location"] == {"line": 17, "column": 13} and first["end_location"] == {"line": 17, "column": 29}
+    assert first["location"] == {"line": 17, "row": 17, "column": 13}
+    assert first["end_location"] == {"line": 17, "row": 17, "column": 29}
+    assert first["noqa_row"] == 17 and first["url"].endswith("/dslint/rules/pages/DSL101.md")
     assert first["fix"]["applicability"] == "unsafe"
     edit = first["fix"]["edits"][0]
     assert set(edit) == {"content", "location", "end_location"}

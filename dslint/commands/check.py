@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,7 +76,11 @@ SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 )
 @cache_dir_option("Where the result cache lives")
 @click.option("--fix", "apply_fixes", is_flag=True, help="Apply fixes, as `dslint fix` does (its alias).")
+@click.option(
+    "--diff", "show_diff", is_flag=True, help="Print the fixes as a diff and write nothing (`dslint fix --diff`)."
+)
 @click.option("--statistics", is_flag=True, help="Print the number of findings of each rule instead of the findings.")
+@click.option("-w", "--watch", is_flag=True, help="Check again whenever a checked file changes (Ctrl-C stops).")
 @click.option("--show-files", is_flag=True, help="Print the files that would be checked, and check nothing.")
 @click.option(
     "--stdin-filename",
@@ -103,20 +109,26 @@ def check(
     no_cache: bool,
     cache_dir: Path | None,
     apply_fixes: bool,
+    show_diff: bool,
     statistics: bool,
+    watch: bool,
     show_files: bool,
     stdin_filename: str | None,
 ) -> None:
     """Check DeepSpeed training scripts, notebooks and config files (default: the current directory)."""
-    if apply_fixes:
+    if apply_fixes or show_diff:
         # `dslint fix` itself, found through the command group (it imports this module's exit codes)
         group = ctx.parent.command if ctx.parent is not None else None
         fix_command = group.get_command(ctx, "fix") if isinstance(group, click.Group) else None
         if fix_command is None:
-            raise click.UsageError("--fix: run as `dslint check --fix` (or `dslint fix`)")
+            raise click.UsageError("--fix/--diff: run as `dslint check --fix` (or `dslint fix`)")
         options = {"select": select, "ignore": ignore, "extend_select": extend_select, "isolated": isolated}
         options.update(unsafe_fixes=unsafe_fixes, config_file=config_file, force_exclude=force_exclude)
-        ctx.invoke(fix_command, paths=paths, diff=False, quiet=quiet, stdin_filename=stdin_filename, **options)
+        ctx.invoke(fix_command, paths=paths, diff=show_diff, quiet=quiet, stdin_filename=stdin_filename, **options)
+        return
+    if watch:
+        params = {**ctx.params, "watch": False}
+        watch_files(lambda: _run_once(ctx, params), lambda: _watched(paths, force_exclude, ctx.params))
         return
     resolver = make_resolver(select, ignore, extend_select, unsafe_fixes, config_file, isolated, output_format)
     if show_files:
@@ -178,6 +190,48 @@ def check(
         sys.exit(EXIT_ERROR)
     failing = [d for d in diagnostics if SEVERITY_RANK[d.severity] <= FAIL_ON.index(fail_on)]
     sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_CLEAN)
+
+
+def _run_once(ctx: click.Context, params: dict[str, object]) -> None:
+    try:
+        ctx.invoke(check, **params)
+    except SystemExit:  # each run's exit status is shown by its summary; the watch goes on
+        pass
+    except click.UsageError as error:
+        click.echo(f"dslint: error: {error.format_message()}", err=True)
+
+
+def _watched(paths: tuple[str, ...], force_exclude: bool, params: dict[str, object]) -> dict[str, float]:
+    """The files a check reads, with their modification times (and the pyproject.toml files that govern them)."""
+    try:
+        resolver = make_resolver(*(params[k] for k in _RESOLVER_PARAMS))  # type: ignore[arg-type]
+        files, _ = files_to_check(resolver, tuple(p for p in paths if p != STDIN), force_exclude)
+    except (SettingsError, click.UsageError):
+        files = []
+    times: dict[str, float] = {}
+    for path in [*(job.path for job in files), *Path.cwd().glob("pyproject.toml")]:
+        try:
+            times[str(path)] = path.stat().st_mtime
+        except OSError:
+            continue
+    return times
+
+
+_RESOLVER_PARAMS = ("select", "ignore", "extend_select", "unsafe_fixes", "config_file", "isolated", "output_format")
+
+
+def watch_files(run: Callable[[], None], snapshot: Callable[[], dict[str, float]], interval: float = 0.5) -> None:
+    """`run`, then again each time `snapshot` (files and their modification times) changes; Ctrl-C stops."""
+    try:
+        while True:
+            before = snapshot()
+            run()
+            click.echo("[watching for changes; Ctrl-C stops]", err=True)
+            while snapshot() == before:
+                time.sleep(interval)
+            click.echo("", err=True)
+    except KeyboardInterrupt:
+        sys.exit(EXIT_CLEAN)
 
 
 @dataclass

@@ -111,12 +111,20 @@ def describe(index: ProjectIndex) -> dict[str, Any]:
     return {"launches": launches, "configs": list(configs.values()), "engines": engines, "engine_flow": flows}
 
 
-def render_text(data: dict[str, Any]) -> str:
+def unresolved(launch: dict[str, Any]) -> bool:
+    """A launch command that says nothing about the project's training: its script is not in the tree (a path
+    outside it, one built at run time) or it runs a `setup.py`."""
+    return not launch["script_found"] or Path(str(launch["script"])).name == "setup.py"
+
+
+def render_text(data: dict[str, Any], verbose: bool = False) -> str:
+    """The model as text; launch commands that resolve to nothing (`unresolved`) only with `verbose`."""
     out: list[str] = []
     out.append("Launchers -> scripts -> configs:")
     if not data["launches"]:
         out.append("  (no launcher found: .sh scripts, Makefiles)")
-    for launch in data["launches"]:
+    shown = [launch for launch in data["launches"] if verbose or not unresolved(launch)]
+    for launch in shown:
         where = f"{launch['launcher']}:{launch['line']}" + (f" [{launch['target']}]" if launch["target"] else "")
         via = f" (accelerate config {launch['accelerate_config']})" if launch["accelerate_config"] else ""
         script = launch["script"] + ("" if launch["script_found"] else " (not found)")
@@ -130,6 +138,10 @@ def render_text(data: dict[str, Any]) -> str:
             )
         elif "zero_stage" in launch["options"]:
             out.append(f"      --zero_stage {launch['options']['zero_stage']}")
+    if len(shown) < len(data["launches"]):
+        hidden = len(data["launches"]) - len(shown)
+        noun = "command" if hidden == 1 else "commands"
+        out.append(f"  ({hidden} more launch {noun} whose script is not in the tree, or is a setup.py: -v shows them)")
     out.append("Configs:")
     if not data["configs"]:
         out.append("  (none named by a launcher)")

@@ -237,8 +237,7 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
         not producers
         and not any("lightning" in readers for readers in index.config_readers.values())
         and (
-            no_code_reader
-            or any(any(token in data for token in PRESUMED_TRAINER_TOKENS) for data in sources.values())
+            no_code_reader or any(any(token in data for token in PRESUMED_TRAINER_TOKENS) for data in sources.values())
         )
     ):
         index.presumed_reader = "trainer"

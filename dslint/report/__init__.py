@@ -7,7 +7,21 @@ import importlib
 
 from dslint.report.context import Renderer
 
-FORMATS = ("concise", "full", "json", "json-lines", "github", "sarif", "junit", "pylint", "gitlab", "azure", "markdown")
+FORMATS = (
+    "concise",
+    "full",
+    "json",
+    "json-lines",
+    "github",
+    "sarif",
+    "junit",
+    "pylint",
+    "gitlab",
+    "azure",
+    "markdown",
+    "grouped",
+    "rdjson",
+)
 
 
 def renderer(name: str) -> Renderer:
