@@ -127,3 +127,26 @@ def test_exit_without_shutdown_ends_the_process_with_1(session: LspClient) -> No
 def _frame(message: dict[str, Any]) -> bytes:
     body = json.dumps(message).encode()
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc for the worker process")
+def test_a_killed_server_leaves_no_worker_behind(session: LspClient, tmp_path: Path) -> None:
+    _still_answers(session, tmp_path)  # a full lint ran: the worker process exists
+    server = session.process.pid
+    children = [int(p) for p in Path(f"/proc/{server}/task/{server}/children").read_text().split()]
+    workers = [pid for pid in children if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert workers, children
+    session.process.kill()  # SIGKILL: no exit handler runs
+    session.process.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
+        time.sleep(0.2)
+    alive = [pid for pid in workers if Path(f"/proc/{pid}").exists() and b"Z" not in _state(pid)]
+    assert not alive, "the worker outlived the server"
+
+
+def _state(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().split(b") ", 1)[1][:1]
+    except OSError:
+        return b"Z"
