@@ -81,16 +81,22 @@ class Hierarchy:
         found: list[ClassRef] = []
         name = cls[1].rpartition(".")[2]
         needle = name.encode()
-        # a `class X(... Name ...)` statement, by text first: only those files are parsed
+        # a `class X(... Name ...)` statement, or an import of the name under another (`import Name as Other`,
+        # which a class statement then names), by text first: only those files are parsed
         statement = re.compile(rb"^[ \t]*class\s+\w+\s*\([^)]*\b" + re.escape(needle) + rb"\b", re.MULTILINE)
-        matched = [path for path, data in self.store.sources.items() if needle in data and statement.search(data)]
+        renamed = re.compile(rb"\b" + re.escape(needle) + rb"\s+as\s+\w+")
+        matched = [
+            path
+            for path, data in self.store.sources.items()
+            if needle in data and (statement.search(data) or renamed.search(data))
+        ]
         if len(matched) <= MAX_SUBCLASS_FILES:
             for path in matched:
                 module = self.store.get(path)
                 if module is None:
                     continue
                 for qualname, bases in module.classes.items():
-                    if any(b.rpartition(".")[2] == name and self.resolve_class(module, b) == cls for b in bases):
+                    if any(self.resolve_class(module, b) == cls for b in bases):
                         sub = (path, qualname)
                         found.append(sub)
                         found.extend(s for s in self.subclasses(sub) if s not in found)

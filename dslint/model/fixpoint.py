@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from dslint.model.attribute_models import attribute_builders
 from dslint.model.evaluate import Callee, CallSite, Evaluator, FunctionSummary
 from dslint.model.library import ENGINE, ENGINE_MODULE, ENGINE_ONLY_METHODS, INITIALIZE, RESULT_ORDER
 from dslint.model.summary import ModuleSummary, SummaryStore, calls, dotted, statements
@@ -312,6 +313,19 @@ class ProjectModel(Evaluator):
                 index = function.position_of(name) if function is not None else None
                 if index is not None:
                     yield helper, index, name, site
+
+    def attribute_builders(self) -> Iterator[tuple[Callee, str, tuple[int, int] | None, InitSite]]:
+        """(a method, the `self` attribute it fills with the model initialize receives, up to which call of it
+        (1-based, in characters; None: to its end), the initialize site) along class hierarchies
+        (`attribute_models`)."""
+        handoffs = [(helper.caller_path, helper.line, site) for helper, _, _, site in self.model_sinks()]
+        for builder in attribute_builders(self.store, self.hierarchy, self.inits, handoffs):
+            until = None
+            if builder.until is not None:
+                lines = self.store.sources.get(builder.method[0], b"").splitlines()
+                line, offset = builder.until
+                until = (line, _characters(lines, line, offset) + 1)
+            yield builder.method, builder.attribute, until, builder.site
 
 
 def _characters(lines: list[bytes], line: int, offset: int) -> int:

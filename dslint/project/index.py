@@ -552,6 +552,16 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         )
         sinks = {**facts.model_sinks, helper.position: (position, name, origin)}
         index.files[helper.caller_path] = replace(facts, model_sinks=sinks)
+    for (path, qualname), attribute, until, init in model.attribute_builders():
+        facts = _facts(index, path)
+        origin = Related(
+            _shown(init.path),
+            init.line,
+            init.column,
+            f"self.{attribute} goes to deepspeed.initialize in {init.qualname}()",
+        )
+        filled = {**facts.model_attributes, qualname: (attribute, until, origin)}
+        index.files[path] = replace(facts, model_attributes=filled)
 
 
 def read_near(name: str, near: str, roots: Sequence[str]) -> str | None:

@@ -6,7 +6,7 @@ DSL103 everything else that uses an un-indexed CUDA device.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -193,9 +193,11 @@ def elsewhere_sinks(facts: ScriptFacts) -> list[ModelSink]:
     function that hands its parameter to initialize (`train(model, args)`). Each starts where the model leaves
     this code (the return, the call), so moves and casts before it apply."""
     project = facts.project
-    if project is None or not (project.model_builders or project.model_sinks):
+    if project is None or not (project.model_builders or project.model_sinks or project.model_attributes):
         return []
     sinks: list[ModelSink] = []
+    if project.model_attributes:
+        sinks.extend(_attribute_sinks(facts, project.model_attributes))
     if project.model_builders:
         scopes = {id(scope): scope for scope in facts.scope_of_node.values()}
         for scope in scopes.values():
@@ -221,6 +223,30 @@ def elsewhere_sinks(facts: ScriptFacts) -> list[ModelSink]:
             if argument is not None:
                 sinks.append(ModelSink(argument, facts.scope_at(call), facts.start(call), origin))
     return sinks
+
+
+def _attribute_sinks(
+    facts: ScriptFacts, filled: Mapping[str, tuple[str, tuple[int, int] | None, Related]]
+) -> Iterator[ModelSink]:
+    """A method that fills `self.<attribute>` with the model initialize receives (the project model saw another
+    method hand it on after this one runs): the attribute as it stands at the method's end, or at the call that
+    hands it on."""
+    calls_at = {facts.call_position(call): call for call in facts.statement_of_call}
+    for scope in {id(s): s for s in facts.scope_of_node.values()}.values():
+        if (
+            scope.kind is not ScopeKind.FUNCTION
+            or scope.self_name is None
+            or not isinstance(scope.node, cst.FunctionDef)
+        ):
+            continue
+        found = filled.get(facts.qualname(scope) or "")
+        if found is None:
+            continue
+        attribute, until, origin = found
+        handing = calls_at.get(until) if until is not None else None
+        start = facts.start(handing) if handing is not None else facts.end(scope.node)
+        model = cst.Attribute(value=cst.Name(scope.self_name), attr=cst.Name(attribute))
+        yield ModelSink(model, scope, start, origin)
 
 
 class ModelMoves:

@@ -94,6 +94,10 @@ class ProjectFacts:
     passthrough: Mapping[tuple[int, int], tuple[int, str, bool]] = field(default_factory=dict)
     # Functions of this file whose return value initialize receives as its model (`get_model()`), with the call
     model_builders: Mapping[str, Related] = field(default_factory=dict)
+    # Methods that fill a `self` attribute with the model initialize receives, before the method that hands it on
+    # runs (`model.attribute_models`): method qualname -> (attribute, the call up to which moves apply, or None
+    # for the whole method; where the model goes)
+    model_attributes: Mapping[str, tuple[str, tuple[int, int] | None, Related]] = field(default_factory=dict)
     # Calls in this file that hand a model to a function passing it on to initialize: the call ->
     # (parameter index, parameter name, the initialize call)
     model_sinks: Mapping[tuple[int, int], tuple[int, str, Related]] = field(default_factory=dict)
@@ -108,4 +112,11 @@ class ProjectFacts:
     def receives_engine(self) -> bool:
         """Whether an engine created elsewhere reaches this file, or a model from this file reaches an
         initialize elsewhere (so engine rules must look at it)."""
-        return bool(self.parameters or self.returns or self.model_builders or self.model_sinks or self.values_at)
+        return bool(
+            self.parameters
+            or self.returns
+            or self.model_builders
+            or self.model_sinks
+            or self.values_at
+            or self.model_attributes
+        )
