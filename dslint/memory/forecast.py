@@ -100,14 +100,20 @@ def _device(tree: Object, section: str) -> str | None:
     return None
 
 
-def read_config(path: str | None, inline_stage: int | None = None, mixed_precision: str | None = None) -> ConfigFacts:
+def read_config(
+    path: str | None,
+    inline_stage: int | None = None,
+    mixed_precision: str | None = None,
+    named_by: str | None = None,
+) -> ConfigFacts:
     """The settings of a DeepSpeed config that the forecast needs (DeepSpeed's defaults where absent: no fp16 or
-    bf16 section is fp32); the accelerate YAML's inline stage and mixed precision when there is no file."""
+    bf16 section is fp32); the accelerate YAML's inline stage and mixed precision when there is no file.
+    `named_by`: the script that uses it, whose project the config must be in (`config_access`)."""
     if path is None:
         precision = mixed_precision if mixed_precision in PRECISION_BYTES else None
         return ConfigFacts(inline_stage, precision)
-    summary = config_summary(path)
-    tree = load_config_tree(Path(path))
+    summary = config_summary(path, named_by)
+    tree = load_config_tree(Path(path), named_by)
     if not summary["readable"] or not isinstance(tree, Object):
         return ConfigFacts(None, None)
     precision = summary["precision"]
@@ -219,7 +225,7 @@ def forecast(
     if ranks is not None and per_node is None:
         per_node = min(ranks, world.per_node or ranks)
     world_source = "--world-size" if overrides.world_size is not None else world.source
-    config = read_config(config_path, inline_stage, mixed_precision)
+    config = read_config(config_path, inline_stage, mixed_precision, named_by=script)
     name, state_bytes, optimizer_source = _optimizer(config, facts, shown or script)
     result: dict[str, Any] = {
         "script": shown,
