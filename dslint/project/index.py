@@ -425,7 +425,9 @@ def _documented_script(script: str, document: str, python_files: Sequence[str]) 
 def _launched_config(
     line: LaunchLine, launcher: str, roots: Sequence[str], accelerate: AccelerateConfig | None
 ) -> LaunchedConfig:
-    where = Related(_shown(absolute(launcher)), line.line, line.column, f"{line.tool} launches {line.script}")
+    # A script the launcher names from its own folder (`$(dirname "$0")/train.py`) is absolute: shown relative
+    script = _shown(absolute(line.script)) if os.path.isabs(line.script) else line.script
+    where = Related(_shown(absolute(launcher)), line.line, line.column, f"{line.tool} launches {script}")
     options = {o.name: o.value for o in line.options}
     for name in CONFIG_OPTIONS:
         option = line.option(name)
@@ -434,7 +436,8 @@ def _launched_config(
         if not option.value.endswith((".json", ".hjson", ".yaml", ".yml")) and name == "deepspeed":
             continue  # `--deepspeed` alone is DeepSpeed's own on/off flag
         config_path = _find(option.value, launcher, roots, line.directory)
-        evidence = Related(where.path, option.line, option.column, f"--{name} {option.value}")
+        written = _shown(absolute(option.value)) if os.path.isabs(option.value) else option.value
+        evidence = Related(where.path, option.line, option.column, f"--{name} {written}")
         return LaunchedConfig(where, name, config_path, evidence, options)
     if accelerate is not None:
         shown = _shown(accelerate.path)
