@@ -59,13 +59,37 @@ def attribute_builders(
     """Every method that fills an attribute a class hands to initialize, before the handing method runs.
     `handoffs`: (caller path, line, initialize site) of each call that passes a model to a helper whose
     parameter reaches initialize."""
-    sinks = list(_sinks(store, inits, handoffs))
+    sinks = list(dict.fromkeys(_sinks(store, inits, handoffs)))
     found: dict[tuple[Callee, str], AttributeBuilder] = {}
-    for sink in sinks:
-        for cls in [sink.cls, *hierarchy.subclasses(sink.cls)]:
-            for builder in _builders_in(store, hierarchy, cls, sink):
-                found.setdefault((builder.method, builder.attribute), builder)
+    _clear()
+    try:
+        for sink in sinks:
+            for cls in [sink.cls, *hierarchy.subclasses(sink.cls)]:
+                for builder in _builders_in(store, hierarchy, cls, sink):
+                    found.setdefault((builder.method, builder.attribute), builder)
+    finally:  # the memos hold one build's trees
+        _clear()
     return list(found.values())
+
+
+# One build's memos: a method's `self.x()` calls and `self.x =` assignments (by its node), whether a name reaches
+# a method (per class), the method a name finds along a class's bases.
+_METHOD_FACTS: dict[int, tuple[list[tuple[str, ast.Call]], dict[str, list[tuple[int, int]]]]] = {}
+_REACHES: dict[tuple[ClassRef, str, Callee, int], bool] = {}
+_METHODS: dict[tuple[ClassRef, str], Callee | None] = {}
+
+
+def _clear() -> None:
+    _METHOD_FACTS.clear()
+    _REACHES.clear()
+    _METHODS.clear()
+
+
+def _method(hierarchy: Hierarchy, cls: ClassRef, name: str) -> Callee | None:
+    key = (cls, name)
+    if key not in _METHODS:
+        _METHODS[key] = hierarchy.method(cls, name)
+    return _METHODS[key]
 
 
 def _sinks(
@@ -146,7 +170,7 @@ def _called_builders(
 ) -> Iterator[AttributeBuilder]:
     """The methods called (as `self.name()`) before the attribute is handed on that assign it."""
     for name, _ in earlier:
-        callee = hierarchy.method(cls, name)
+        callee = _method(hierarchy, cls, name)
         if callee is None or callee == sink.method:
             continue
         target = _function(store, callee)
@@ -169,7 +193,7 @@ def _methods_along(
             name = function.qualname.rpartition(".")[2]
             if function.owner == current[1] and function.is_method and name not in seen:
                 seen.add(name)
-                if hierarchy.method(cls, name) == (module.path, function.qualname):
+                if _method(hierarchy, cls, name) == (module.path, function.qualname):
                     yield module, function
         for written in module.classes.get(current[1], ()):
             base = hierarchy.resolve_class(module, written)
@@ -179,24 +203,40 @@ def _methods_along(
 
 def _self_calls(function: FunctionInfo) -> list[tuple[str, ast.Call]]:
     """`self.name(...)` calls in a method's own body (not in nested definitions), in source order."""
-    if not function.params:
-        return []
-    me = function.params[0]
-    found: list[tuple[str, ast.Call]] = []
-    for node in _own_nodes(function.node):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == me
-        ):
-            found.append((node.func.attr, node))
-    found.sort(key=lambda item: (item[1].lineno, item[1].col_offset))
-    return found
+    return _method_facts(function.node, function.params[0] if function.params else None)[0]
+
+
+def _method_facts(node: ast.AST, me: str | None) -> tuple[list[tuple[str, ast.Call]], dict[str, list[tuple[int, int]]]]:
+    """One walk of a method's own body: its `me.name(...)` calls in source order, and where it assigns each
+    `me.<attribute>` (line and offset of the statement)."""
+    key = id(node)
+    if key in _METHOD_FACTS:
+        return _METHOD_FACTS[key]
+    calls: list[tuple[str, ast.Call]] = []
+    assigned: dict[str, list[tuple[int, int]]] = {}
+    for inner in _own_nodes(node) if me is not None else ():
+        if isinstance(inner, ast.Call):
+            func = inner.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == me:
+                calls.append((func.attr, inner))
+        elif isinstance(inner, (ast.Assign, ast.AnnAssign)):
+            for target in inner.targets if isinstance(inner, ast.Assign) else [inner.target]:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
+                    assigned.setdefault(target.attr, []).append((inner.lineno, inner.col_offset))
+    calls.sort(key=lambda item: (item[1].lineno, item[1].col_offset))
+    _METHOD_FACTS[key] = (calls, assigned)
+    return calls, assigned
 
 
 def _reaches(hierarchy: Hierarchy, cls: ClassRef, name: str, target: Callee, depth: int) -> bool:
-    callee = hierarchy.method(cls, name)
+    key = (cls, name, target, depth)
+    if key not in _REACHES:
+        _REACHES[key] = _find_reaches(hierarchy, cls, name, target, depth)
+    return _REACHES[key]
+
+
+def _find_reaches(hierarchy: Hierarchy, cls: ClassRef, name: str, target: Callee, depth: int) -> bool:
+    callee = _method(hierarchy, cls, name)
     if callee is None:
         return False
     if callee == target:
@@ -211,22 +251,10 @@ def _reaches(hierarchy: Hierarchy, cls: ClassRef, name: str, target: Callee, dep
 
 def _assigns(node: ast.AST, me: str, attribute: str, before: ast.Call | None = None) -> bool:
     """Whether a method body assigns `me.<attribute>` (before the call `before`, when given)."""
-    limit = (before.lineno, before.col_offset) if before is not None else None
-    for inner in _own_nodes(node):
-        if not isinstance(inner, (ast.Assign, ast.AnnAssign)):
-            continue
-        if limit is not None and (inner.lineno, inner.col_offset) >= limit:
-            continue
-        targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
-        for target in targets:
-            if (
-                isinstance(target, ast.Attribute)
-                and isinstance(target.value, ast.Name)
-                and target.value.id == me
-                and target.attr == attribute
-            ):
-                return True
-    return False
+    places = _method_facts(node, me)[1].get(attribute, [])
+    if before is None:
+        return bool(places)
+    return any(place < (before.lineno, before.col_offset) for place in places)
 
 
 def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
