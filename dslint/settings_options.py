@@ -17,7 +17,6 @@ import dataclasses
 import difflib
 import functools
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 
 from dslint.config.versions import Version
 from dslint.framework.catalog import CODES
+from dslint.framework.readme_blocks import replace_between, write_or_check
 from dslint.gitignore import _translate
 from dslint.limits import (
     DEFAULT_MAX_CONFIG_SIZE,
@@ -427,20 +427,11 @@ def render() -> str:
 
 
 def replace_block(text: str) -> str:
-    start = text.index(BEGIN) + len(BEGIN)
-    end = text.index(END)
-    return text[:start] + "\n" + render() + "\n" + text[end:]
+    return replace_between(text, BEGIN, END, render())
 
 
 def main() -> None:
-    readme = Path(__file__).resolve().parents[1] / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    updated = replace_block(text)
-    if "--write" in sys.argv:
-        readme.write_text(updated, encoding="utf-8")
-    elif updated != text:
-        print("README.md's settings table is out of date: run `python -m dslint.settings_options --write`")
-        sys.exit(1)
+    write_or_check(replace_block, "settings table", "python -m dslint.settings_options --write")
 
 
 if __name__ == "__main__":
