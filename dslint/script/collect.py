@@ -16,6 +16,7 @@ from typing import Any
 
 import libcst as cst
 
+from dslint.model.engine import Engine, Origin
 from dslint.model.library import RESULT_ORDER
 from dslint.script.facts import (
     INIT_INFERENCE,
@@ -208,6 +209,7 @@ class _Collector:
                 arguments=_initialize_arguments(node),
             )
             facts.initialize_calls.append(init)
+            facts.calls_of_engine[init.engine] = init
             self.pending_ends.setdefault(statement, []).append(init)
         elif qualified in SET_DEVICE_CALLS:
             facts.device_set_calls.append((self.scope, facts.start(node)))
@@ -271,7 +273,7 @@ class _Collector:
                         key,
                         pos,
                         BindingKind.INIT_ITEM,
-                        init=source.init if source else None,
+                        engine=source.engine if source else None,
                         index=item,
                         statement=statement,
                     )
@@ -284,10 +286,16 @@ class _Collector:
         if source is not None and source.order is not None and source.order != (0, 1, 2, 3):
             source = None  # a helper's tuple in its own order: its items are known only when unpacked
         if source is not None and source.whole:
-            self._bind(key, pos, BindingKind.INIT_TUPLE, init=source.init, value=value, statement=statement)
+            self._bind(key, pos, BindingKind.INIT_TUPLE, engine=source.engine, value=value, statement=statement)
         elif source is not None and source.index is not None:
             self._bind(
-                key, pos, BindingKind.INIT_ITEM, init=source.init, index=source.index, value=value, statement=statement
+                key,
+                pos,
+                BindingKind.INIT_ITEM,
+                engine=source.engine,
+                index=source.index,
+                value=value,
+                statement=statement,
             )
         else:
             self._bind(key, pos, BindingKind.OTHER, value=value, statement=statement)
@@ -298,19 +306,19 @@ class _Collector:
         if isinstance(value, cst.Call):
             init = facts.initialize_call_for(value)
             if init is not None:
-                return _ResultSource(init, None, whole=True)
+                return _ResultSource(init.engine, None, whole=True)
             return self._helper_result(value)
         if isinstance(value, cst.Subscript):
             inner = self._result_source(value.value)
             index = constant_index(value)
             if inner is not None and inner.whole and index is not None:
-                return _ResultSource(inner.init, index % RESULT_ARITY, whole=False)
+                return _ResultSource(inner.engine, index % RESULT_ARITY, whole=False)
             return None
         key = dotted_name(value)
         if key is not None:
             binding = facts.binding_at(key, self.scope, facts.start(value))
-            if binding is not None and binding.kind is BindingKind.INIT_TUPLE:
-                return _ResultSource(binding.init, None, whole=True)
+            if binding is not None and binding.kind is BindingKind.INIT_TUPLE and binding.engine is not None:
+                return _ResultSource(binding.engine, None, whole=True)
         return None
 
     def _helper_result(self, call: cst.Call) -> _ResultSource | None:
@@ -322,11 +330,11 @@ class _Collector:
         fact = project.returns.get(self.facts.call_position(call) or (0, 0))
         if fact is None or fact.keys:
             return None  # a dict of results is read by key (`ScriptFacts._keyed_role`)
-        init = self.facts.remote_init(fact, fact.origin, fact.config)
+        engine = self.facts.remote_engine(fact, Origin.RETURN, fact.origin, fact.config, fact.origin)
         order = tuple(RESULT_ORDER.index(r) if r in RESULT_ORDER else None for r in fact.roles)
         if fact.is_tuple:
-            return _ResultSource(init, None, whole=True, order=order)
-        return _ResultSource(init, order[0], whole=False) if order and order[0] is not None else None
+            return _ResultSource(engine, None, whole=True, order=order)
+        return _ResultSource(engine, order[0], whole=False) if order and order[0] is not None else None
 
     def _bind(
         self,
@@ -334,7 +342,7 @@ class _Collector:
         pos: Pos,
         kind: BindingKind,
         *,
-        init: InitializeCall | None = None,
+        engine: Engine | None = None,
         index: int | None = None,
         value: cst.BaseExpression | None = None,
         statement: cst.CSTNode | None = None,
@@ -343,11 +351,11 @@ class _Collector:
         head, dot, rest = key.partition(".")
         if scope.self_name is not None and head == scope.self_name:
             key = "self" + dot + rest
-        binding = Binding(key, scope, pos, kind, init=init, index=index, value=value, statement=statement)
+        binding = Binding(key, scope, pos, kind, engine=engine, index=index, value=value, statement=statement)
         target_scope = self.facts.module_scope if (not dot and key in scope.global_names) else scope
         target_scope.bindings.setdefault(key, []).append(binding)
-        if init is not None and binding.result_role is not None:
-            init.results.append(binding)
+        if engine is not None and binding.result_role is not None:
+            self.facts.result_bindings.setdefault(engine, []).append(binding)
         owner = scope.enclosing_class()
         if owner is not None and key.startswith("self."):
             owner.attribute_bindings.setdefault(key, []).append(binding)
@@ -359,7 +367,7 @@ class _Collector:
 
 @dataclass(frozen=True)
 class _ResultSource:
-    init: InitializeCall | None
+    engine: Engine
     index: int | None
     whole: bool
     order: tuple[int | None, ...] | None = None  # a helper's own result order: item i is initialize's order[i]

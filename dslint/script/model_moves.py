@@ -257,11 +257,7 @@ class ModelMoves:
         """`sinks`: where the model leaves (default: every initialize call, here and elsewhere)."""
         self.facts = facts
         if sinks is None:
-            here = [
-                ModelSink(init.model, init.scope, init.start, None, init.call)
-                for init in facts.initialize_calls
-                if init.scope is not None
-            ]
+            here = [ModelSink(init.model, init.scope, init.start, None, init.call) for init in facts.initialize_calls]
             sinks = [*here, *elsewhere_sinks(facts)]
         self._lineages = [(sink, model_lineage(facts, sink)) for sink in sinks]
         self._in_chains: dict[cst.Call, ModelSink] = {}
