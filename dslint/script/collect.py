@@ -8,8 +8,10 @@ the project model knows returns them), the calls that set the device, and the `e
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +35,7 @@ from dslint.script.facts import (
     ScriptFacts,
     constant_index,
 )
-from dslint.script.names import dotted_name
+from dslint.script.names import ImportTable, dotted_name
 from dslint.script.project_facts import ProjectFacts
 from dslint.script.walk import walk
 
@@ -136,13 +138,6 @@ class _Collector:
     def _handlers(prefix: str, node_type: type[cst.CSTNode]) -> Callable[[_Collector, Any], None] | None:
         handler: Callable[[_Collector, Any], None] | None = getattr(_Collector, prefix + node_type.__name__, None)
         return handler
-
-    # --- imports ----------------------------------------------------------------------------------------------
-    def visit_Import(self, node: cst.Import) -> None:
-        self.facts.imports.add_import(node)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self.facts.imports.add_import_from(node)
 
     # --- scopes -----------------------------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -425,9 +420,26 @@ def _resolve_branches(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool 
             facts.plain_ranges.append(plain_side)
 
 
-def collect_facts(module: cst.Module, project: ProjectFacts | None = None) -> ScriptFacts:
+def collect_facts(
+    module: cst.Module, project: ProjectFacts | None = None, tree: ast.Module | None = None
+) -> ScriptFacts:
+    """The facts of `module`; `tree`: CPython's tree of the same code, when the caller has it (its imports are
+    read from it, as the project model reads them; without it the code is parsed again for them)."""
     facts = ScriptFacts(module, project)
+    if tree is None:
+        tree = _python_tree(module)
+    if tree is not None:
+        facts.imports = ImportTable.of(tree)
     collector = _Collector(facts)
     walk(module, collector.on_visit, collector.on_leave)
     _resolve_branches(facts, collector.branches)
     return facts
+
+
+def _python_tree(module: cst.Module) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the user's SyntaxWarnings are not dslint's to print
+            return ast.parse(module.code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # code libcst reads and CPython refuses: no import is known

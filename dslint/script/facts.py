@@ -1,7 +1,8 @@
 """Script facts: computed once per file, in one traversal, and shared by every script rule.
 
 What is collected:
-- imports (`ImportTable`), so rules can ask what `ds.initialize` or `nn.Module` stands for;
+- imports (`ImportTable`, as the module summary reads them), so rules can ask what `ds.initialize` or `nn.Module`
+  stands for;
 - scopes (module, classes, functions) and every binding of a name or `self.attribute` in each, with the position
   from which the binding holds;
 - every `deepspeed.initialize(...)` call: its arguments (model, optimizer, lr_scheduler, config) and the names
