@@ -21,7 +21,7 @@ def _context(code: str, path: str = "train.py") -> ScriptContext:
 
 def _resolved(code: str, path: str = "train.py") -> ResolvedConfig | None:
     context = _context(code, path)
-    return resolve_config(context, context.facts.initialize_calls[0])
+    return resolve_config(context, context.facts.initialize_calls[0].engine)
 
 
 def test_dict_literal_through_a_name() -> None:

@@ -87,7 +87,7 @@ def test_accumulation_test_and_engine_name() -> None:
     steps = [c for c in loop.calls if loop.facts.code(c) == "engine.step()"]
     assert [loop.accumulation_test(c) is not None for c in steps] == [True, False]  # an inner loop ends the test
     backward = calls["loss.backward()"]
-    assert loop.certain_engine_name(loop.facts.initialize_calls[0], at=backward) == "engine"
+    assert loop.certain_engine_name(loop.facts.initialize_calls[0].engine, at=backward) == "engine"
     assert loop_facts(loop.facts) is loop  # computed once per file
 
 

@@ -8,6 +8,7 @@ import libcst as cst
 import libcst.matchers as m
 import pytest
 
+from dslint.model.summary import summarize
 from dslint.script.collect import collect_facts
 from dslint.script.facts import Role, ScriptFacts
 
@@ -50,6 +51,30 @@ def test_unrelated_initialize_is_not_deepspeed() -> None:
     facts = facts_of("from mylib import initialize\nengine = initialize(model=net)\n")
     assert facts.initialize_calls == []
     assert not facts.has_engine
+
+
+def test_the_facts_read_imports_as_the_module_summary_does() -> None:
+    """One reading of imports: the script facts' table is the summary's (relative imports aside, which need the
+    file's package); a call written before a later import of its name resolves as the rules read it."""
+    code = textwrap.dedent(
+        """
+        def setup(net):
+            return ds.initialize(model=net, config="ds.json")
+
+        import torch.nn as nn
+        from . import helpers
+        from .utils import build
+        from torch.optim import *
+        import deepspeed as ds
+        """
+    )
+    facts = facts_of(code)
+    summary = summarize("train.py", code.encode(), lambda: ("pkg",))
+    assert summary is not None
+    relative = {"helpers", "build"}
+    assert {k: v for k, v in summary.imports.items() if k not in relative} == dict(facts.imports.aliases)
+    assert summary.imports["build"] == "pkg.utils.build" and "build" not in facts.imports.aliases
+    assert len(facts.initialize_calls) == 1
 
 
 def test_import_table_resolves_submodules() -> None:

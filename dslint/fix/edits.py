@@ -10,6 +10,7 @@ for callers that start from a file's text.
 
 from __future__ import annotations
 
+import ast
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from dslint.diagnostics import Diagnostic, Edit, Fix, Location
 from dslint.lint.parse_guard import parse_module
-from dslint.script.names import ImportTable, dotted_name
+from dslint.model.summary import module_imports
+from dslint.script.names import dotted_name
 
 MAX_ROUNDS = 10
 PASS_ONLY = "a block would hold only `pass`"
@@ -117,28 +119,25 @@ def _parse_error(text: str) -> str | None:
     return None
 
 
-def _add_imports(table: ImportTable, line: cst.BaseStatement) -> None:
-    """The imports a top-level statement line binds, added to `table`."""
-    if isinstance(line, cst.SimpleStatementLine):
-        for small in line.body:
-            if isinstance(small, cst.Import):
-                table.add_import(small)
-            elif isinstance(small, cst.ImportFrom):
-                table.add_import_from(small)
+def _top_level_imports(code: str) -> dict[str, str] | None:
+    """What the top-level import statements of `code` bind (`dslint.model.summary.module_imports`, as the script
+    facts read imports); None when CPython cannot parse it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    statements: list[ast.stmt] = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+    return module_imports(ast.Module(body=statements, type_ignores=[]), None)[0]
 
 
 def _import_key(statement: str) -> tuple[str, str] | None:
     """`import os` -> ("os", "os"); `from torch import nn` -> ("nn", "torch.nn"): the name bound and its path."""
-    try:
-        module = cst.parse_module(statement)
-    except cst.ParserSyntaxError:
+    bound = _top_level_imports(statement)
+    if bound is None or len(bound) != 1:
         return None
-    table = ImportTable()
-    for line in module.body:
-        _add_imports(table, line)
-    if len(table.aliases) != 1:
-        return None
-    return next(iter(table.aliases.items()))
+    return next(iter(bound.items()))
 
 
 def import_edits(text: str, statements: Iterable[str]) -> list[Edit]:
@@ -147,13 +146,12 @@ def import_edits(text: str, statements: Iterable[str]) -> list[Edit]:
     if not wanted:
         return []
     module = cst.parse_module(text)
-    present = ImportTable()
+    present = _top_level_imports(text) or {}
     first_code: cst.CSTNode | None = None
     for index, line in enumerate(module.body):
-        _add_imports(present, line)
         if first_code is None and not _is_preamble(line, index):
             first_code = line
-    missing = [s for s in wanted if (key := _import_key(s)) is None or present.aliases.get(key[0]) != key[1]]
+    missing = [s for s in wanted if (key := _import_key(s)) is None or present.get(key[0]) != key[1]]
     if not missing:
         return []
     newline = module.default_newline

@@ -236,4 +236,4 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
         if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
             return None
         answer = self.facts.role_of(node.func.value, at=node)
-        return answer.init.origin if answer is not None and answer.init is not None else None
+        return answer.engine.site if answer is not None else None

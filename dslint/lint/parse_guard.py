@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from dslint.model.summary import module_imports
+
 PARSER_STACK = 256 * 1024 * 1024  # bytes of stack for the parsing thread (virtual memory: touched only as used)
 
 
@@ -95,12 +97,10 @@ class CodeFacts:
 
 
 def code_facts(tree: ast.Module) -> CodeFacts:
-    """One walk of `tree`. A call resolves through the file's imports as the script facts resolve it
-    (`dslint.script.names.ImportTable`), over-approximated: every import anywhere binds its name (the facts read
-    them in order, and a later import may rebind), so no call the facts would see is missed. Cheaper than libcst
+    """One walk of `tree`. A call resolves through the file's imports exactly as the script facts resolve it: both
+    read them with `dslint.model.summary.module_imports`, so no call the facts would see is missed. Cheaper than libcst
     by far: a file whose only reason to be parsed was text in a docstring, a comment or a message
     (`deepspeed.initialize()` in DeepSpeed's own source, `from_pretrained` in a model's docs) is settled here."""
-    bound: dict[str, set[str]] = {}
     functions: list[ast.expr] = []
     words: list[str] = []
     lone_strings: set[int] = set()
@@ -125,20 +125,17 @@ def code_facts(tree: ast.Module) -> CodeFacts:
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 words.extend((alias.name, alias.asname or ""))
-                local = alias.asname or alias.name.split(".")[0]
-                bound.setdefault(local, set()).add(alias.name if alias.asname else local)
         elif isinstance(node, ast.ImportFrom):
             words.append(node.module or "")
             for alias in node.names:
                 words.extend((alias.name, alias.asname or ""))
-                if alias.name != "*" and not node.level and node.module:
-                    bound.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             words.extend(node.names)
         elif hasattr(ast, "MatchAs") and isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
             words.append(node.name)
     text = "\n".join(words).encode("utf-8", "surrogatepass")
-    return CodeFacts(_calls(functions, bound, INITIALIZE), text, _calls(functions, bound, INIT_INFERENCE))
+    imports, _ = module_imports(tree, None)
+    return CodeFacts(_calls(functions, imports, INITIALIZE), text, _calls(functions, imports, INIT_INFERENCE))
 
 
 def _nodes(tree: ast.AST) -> Iterator[ast.AST]:
@@ -159,7 +156,7 @@ def _nodes(tree: ast.AST) -> Iterator[ast.AST]:
                         push(item)
 
 
-def _calls(functions: list[ast.expr], bound: dict[str, set[str]], wanted: str) -> bool:
+def _calls(functions: list[ast.expr], imports: dict[str, str], wanted: str) -> bool:
     for function in functions:
         parts: list[str] = []
         while isinstance(function, ast.Attribute):
@@ -168,7 +165,8 @@ def _calls(functions: list[ast.expr], bound: dict[str, set[str]], wanted: str) -
         if not isinstance(function, ast.Name):
             continue
         rest = "".join(f".{part}" for part in reversed(parts))
-        if any(f"{target}{rest}" == wanted for target in bound.get(function.id, ())):
+        target = imports.get(function.id)
+        if target is not None and f"{target}{rest}" == wanted:
             return True
     return False
 

@@ -3,6 +3,7 @@ rules can fire is asked of `dslint.lint.activation` at each step (the text, CPyt
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 
 import libcst as cst
@@ -125,6 +126,7 @@ def lint_source_unsuppressed(
             deepspeed_version=version,
             deepspeed_newest=newest,
             project=project,
+            tree=tree,
         )
     )
     result.diagnostics.sort(key=lambda d: d.sort_key)
@@ -151,8 +153,9 @@ def lint_module(
     deepspeed_version: Version | None = None,
     project: ProjectFacts | None = None,
     deepspeed_newest: NewestAdmitted | None = None,
+    tree: ast.Module | None = None,
 ) -> list[Diagnostic]:
-    facts = collect_facts(module, project)
+    facts = collect_facts(module, project, tree)
     context = ScriptContext(
         path, module, facts, deepspeed_version=deepspeed_version or newest_known(), deepspeed_newest=deepspeed_newest
     )

@@ -105,5 +105,13 @@ SET_DEVICE_CALLS = frozenset(
         "deepspeed.get_accelerator().set_device",
     }
 )
+# Calls that name the accelerator's device without an index: the current device ("cuda").
+DEVICE_NAME_CALLS = frozenset(
+    {"deepspeed.accelerator.get_accelerator().device_name", "deepspeed.get_accelerator().device_name"}
+)
+TORCH_DEVICE = "torch.device"
+# Where a rank's index comes from: the local rank (the process's GPU on its node) and the global rank.
+LOCAL_RANK_ENV = "LOCAL_RANK"
+GLOBAL_RANK_CALLS = frozenset({"torch.distributed.get_rank", "deepspeed.comm.get_rank", "deepspeed.dist.get_rank"})
 # Top-level packages whose functions the fixpoint never looks for among the project's files.
 LIBRARY_ROOTS = frozenset({"deepspeed", "torch", "transformers"})

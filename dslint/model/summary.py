@@ -123,30 +123,43 @@ def summarize(path: str, data: bytes, package: Callable[[], tuple[str, ...]]) ->
             tree = ast.parse(data, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # MemoryError: CPython on deep nesting
         return None
-    module = ModuleSummary(path, tree, {})
+    imports, stars = module_imports(tree, package)
+    module = ModuleSummary(path, tree, imports, stars)
+    _collect(module, tree.body, "", "")
+    return module
+
+
+def module_imports(tree: ast.Module, package: Callable[[], tuple[str, ...]] | None) -> tuple[dict[str, str], list[str]]:
+    """The one reading of a module's imports, for the project model and for one file's script facts: local name ->
+    the dotted path it stands for (the last import of a name wins, every import anywhere in the module counts),
+    and the modules imported with `*`. Relative imports are resolved against `package` (asked once, when one is
+    met); without a `package` they are left out."""
+    imports: dict[str, str] = {}
+    stars: list[str] = []
     known: tuple[str, ...] | None = None
     for node in all_statements(tree.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
-                    module.imports[alias.asname] = alias.name
+                    imports[alias.asname] = alias.name
                 else:
                     head = alias.name.split(".")[0]
-                    module.imports[head] = head
+                    imports[head] = head
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
+                if package is None:
+                    continue
                 if known is None:
                     known = package()
                 keep = list(known[: len(known) - (node.level - 1)]) if node.level - 1 <= len(known) else []
                 base = ".".join([*keep, base] if base else keep)
             for alias in node.names:
                 if alias.name != "*":
-                    module.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+                    imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
                 elif base:
-                    module.stars.append(base)
-    _collect(module, tree.body, "", "")
-    return module
+                    stars.append(base)
+    return imports, stars
 
 
 def _collect(module: ModuleSummary, body: list[ast.stmt], prefix: str, owner: str) -> None:

@@ -8,13 +8,17 @@
 - `Maybe`: an `Item` on some paths only (`if use_ds: model, *_ = deepspeed.initialize(...)`);
 - `Param`: the value of a parameter of the function being read, maybe unwrapped with `.module`;
 - `Returned`: what a project function returns when nothing more is known of it (a model builder's model);
-- `NONE`: the constant None (an attribute set to None before its real value).
-An unknown value is None. Values are frozen and compare by content, so paths that agree merge.
+- `NONE`: the constant None (an attribute set to None before its real value);
+- `Device`: a device an expression names (the CPU; CUDA's current device, un-indexed; a CUDA device indexed by a
+  constant, the local rank, the global rank, or something else), read by `dslint.script.devices`.
+The engine itself, with its origin, is `dslint.model.engine.Engine`. An unknown value is None. Values are frozen
+and compare by content, so paths that agree merge.
 """
 
 from __future__ import annotations
 
 import ast
+import enum
 from dataclasses import dataclass, field
 
 from dslint.model.library import ENGINE, ENGINE_MODULE
@@ -90,6 +94,30 @@ class NoneConstant:
 
 
 NONE = NoneConstant()
+
+
+class DeviceIndex(enum.Enum):
+    """How a CUDA device is chosen."""
+
+    CURRENT = "the current device"  # "cuda", torch.device("cuda"), get_accelerator().device_name(): cuda:0 until set
+    CONSTANT = "a constant index"  # "cuda:1", torch.device("cuda", 0), torch.device(0)
+    LOCAL_RANK = "the local rank"  # LOCAL_RANK, args.local_rank: the process's own GPU on its node
+    GLOBAL_RANK = "the global rank"  # dist.get_rank(), rank: past the first node, no GPU of that index
+    OTHER = "another index"  # an index of unknown origin
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device an expression names: the CPU (`index` None), or a CUDA device chosen as `index` says
+    (`number`: the constant index)."""
+
+    cuda: bool
+    index: DeviceIndex | None = None
+    number: int | None = None
+
+
+CPU = Device(False)
+CURRENT_CUDA = Device(True, DeviceIndex.CURRENT)
 Value = Results | Keyed | Item | Maybe | Param | Returned | NoneConstant | None
 
 

@@ -1,6 +1,6 @@
 """The link from a script's `deepspeed.initialize(...)` call to the DeepSpeed config it uses.
 
-Rules of every family that depend on the ZeRO stage or the precision ask `resolve_config(context, init)`.
+Rules of every family that depend on the ZeRO stage or the precision ask `resolve_config(context, engine)`.
 What is resolved statically: a dict literal passed as `config=` / `config_params=` (directly or through a name
 bound to one, with the item assignments written after it: `cfg["zero_optimization"]["stage"] = args.stage`
 makes that value UNKNOWN, `cfg.update(...)` the whole config), a string path to a JSON/HJSON file (relative to
@@ -37,6 +37,7 @@ from dslint.config.tree import (
 )
 from dslint.diagnostics import Related
 from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
+from dslint.model.engine import Engine
 from dslint.project.config_access import NotRead, not_a_config_text, refusal
 from dslint.project.config_edits import (
     apply_mutation,
@@ -45,7 +46,7 @@ from dslint.project.config_edits import (
     tree_from_literal,
 )
 from dslint.project.inputs import record
-from dslint.script.facts import BindingKind, InitializeCall, Pos
+from dslint.script.facts import BindingKind, Pos
 from dslint.script.names import dotted_name
 from dslint.script.project_facts import LaunchedConfig
 
@@ -172,14 +173,15 @@ def _load_tree_cached(path: str, mtime_ns: int, size: int) -> Node | ParseError 
         return error
 
 
-def resolve_config(context: ScriptContext, init: InitializeCall) -> ResolvedConfig | None:
-    """The config `init` uses, or None when it cannot be resolved statically.
+def resolve_config(context: ScriptContext, engine: Engine) -> ResolvedConfig | None:
+    """The config `engine` runs with, or None when it cannot be resolved statically.
 
     Without `config=`, DeepSpeed reads `args.deepspeed_config` from the `args=` it is given; its argparse
     default is followed (`deepspeed.add_config_arguments(parser)` adds the option with no default).
     """
-    if init.origin is not None:  # an engine created elsewhere: what the project index knows of its config
-        return _remote_config(init)
+    init = context.facts.initialize_of(engine)
+    if init is None:  # an engine created elsewhere: what the project index knows of its config
+        return _remote_config(engine)
     expression = init.config
     if expression is None:
         args = init.argument("args")
@@ -195,13 +197,14 @@ def resolve_config_expression(context: ScriptContext, expression: cst.BaseExpres
     return _resolve_expression(context, expression, depth=0, origin=Origin.INITIALIZE)
 
 
-def edited_configs(context: ScriptContext, init: InitializeCall) -> list[ResolvedConfig]:
+def edited_configs(context: ScriptContext, engine: Engine) -> list[ResolvedConfig]:
     """A dict of unknown content (accelerate's live DeepSpeed dict, say) that the script edits with literal keys
     (`cfg.update({...})`, `cfg["key"] = ...`) before `init` receives it: the keys written (`_written_configs`).
     For the config rules only: a question about the stage or the precision must not read it, since what it
     does not show may be there."""
-    expression = init.config
-    if init.origin is not None or expression is None or not isinstance(expression, cst.Name):
+    init = context.facts.initialize_of(engine)
+    expression = init.config if init is not None else None
+    if expression is None or not isinstance(expression, cst.Name):
         return []
     return _written_configs(context, expression, Origin.INITIALIZE, ())
 
@@ -327,8 +330,8 @@ def _launched_file(path: str, origin: Origin, via: tuple[Related, ...]) -> Resol
     return ResolvedConfig(values, path, Path(path), loaded, origin, via)
 
 
-def _remote_config(init: InitializeCall) -> ResolvedConfig | None:
-    config = init.engine_config
+def _remote_config(engine: Engine) -> ResolvedConfig | None:
+    config = engine.config
     if config is None or config.config_path is None:
         return None
     return _launched_file(config.config_path, Origin.INITIALIZE, config.evidence)

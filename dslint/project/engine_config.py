@@ -9,29 +9,30 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from dslint.model.engine import Engine
 from dslint.project.config_link import resolve_config, resolve_config_expression
 from dslint.script.context import ScriptContext
-from dslint.script.facts import InitializeCall, Scope, ScopeKind
+from dslint.script.facts import Scope, ScopeKind
 from dslint.script.hf_models import is_hf_deepspeed_config, is_training_arguments
 
 
-def zero_stage(context: ScriptContext, init: InitializeCall | None) -> int | None:
-    """The ZeRO stage `init` runs with, or None when the config cannot be read."""
-    if init is None:
+def zero_stage(context: ScriptContext, engine: Engine | None) -> int | None:
+    """The ZeRO stage `engine` runs with, or None when the config cannot be read."""
+    if engine is None:
         return None
-    config = resolve_config(context, init)
+    config = resolve_config(context, engine)
     return None if config is None else config.zero_stage
 
 
-def keeps_master_weights(context: ScriptContext, init: InitializeCall | None) -> bool | None:
+def keeps_master_weights(context: ScriptContext, engine: Engine | None) -> bool | None:
     """Whether DeepSpeed's optimizer holds fp32 master weights apart from the module's parameters.
 
     It does under ZeRO stages 1 to 3 (even in fp32) and with fp16/bf16; then a `load_state_dict` into the module
     is written over by the next `engine.step()`. None when the config cannot be read.
     """
-    if init is None:
+    if engine is None:
         return None
-    config = resolve_config(context, init)
+    config = resolve_config(context, engine)
     if config is None:
         return None
     stage = config.zero_stage
@@ -47,9 +48,9 @@ def keeps_master_weights(context: ScriptContext, init: InitializeCall | None) ->
     return False
 
 
-def configured_accumulation_steps(context: ScriptContext, init: InitializeCall | None) -> int | None:
+def configured_accumulation_steps(context: ScriptContext, engine: Engine | None) -> int | None:
     """`gradient_accumulation_steps` as written in the engine's config; None when unknown or derived."""
-    config = resolve_config(context, init) if init is not None else None
+    config = resolve_config(context, engine) if engine is not None else None
     steps = config.get("gradient_accumulation_steps") if config is not None else None
     return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
 
@@ -87,9 +88,7 @@ class ZeroSources:
         self.context = context
         self.sources: list[ZeroSource] = []
         for init in context.facts.initialize_calls:
-            if init.call is None:
-                continue
-            config = resolve_config(context, init)
+            config = resolve_config(context, init.engine)
             stage = None if config is None else config.zero_stage
             self.sources.append(ZeroSource(init.call, "initialize", stage, bound=True))
 

@@ -1,7 +1,7 @@
 """Where a finding's facts come from when they live outside the reported line: the launcher and config that
 set the ZeRO stage, the call that passes the engine in from another function or module.
 
-Rules that depend on such a fact pass `evidence(context, init)` to `report`: a short suffix for the message
+Rules that depend on such a fact pass `evidence(context, engine)` to `report`: a short suffix for the message
 ("ZeRO-3 from scripts/run_z3.sh:6 --deepspeed_config configs/ds_z3.json") and the related locations that
 JSON, SARIF and the full format show.
 """
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from dslint.config.tree import node_at
 from dslint.diagnostics import Related
+from dslint.model.engine import Engine
 from dslint.project.config_link import resolve_config
 from dslint.script.context import ScriptContext
-from dslint.script.facts import InitializeCall
 
 
 @dataclass(frozen=True)
@@ -27,16 +27,16 @@ class Evidence:
 NONE = Evidence()
 
 
-def evidence(context: ScriptContext, init: InitializeCall | None) -> Evidence:
-    """The evidence chain behind `init`'s engine and config; empty when everything is in this file."""
-    if init is None:
+def evidence(context: ScriptContext, engine: Engine | None) -> Evidence:
+    """The evidence chain behind `engine` and its config; empty when everything is in this file."""
+    if engine is None:
         return NONE
     related: list[Related] = []
     parts: list[str] = []
-    if init.origin is not None:
-        related.append(init.origin)
-        parts.append(f"engine from {init.origin.path}:{init.origin.line}")
-    config = resolve_config(context, init)
+    if engine.site is not None:
+        related.append(engine.site)
+        parts.append(f"engine from {engine.site.path}:{engine.site.line}")
+    config = resolve_config(context, engine)
     if config is not None and config.via:
         related.extend(config.via)
         # the option or YAML key naming the file where there is one, else the launch line

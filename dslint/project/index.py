@@ -22,6 +22,7 @@ from dslint.config import facts as config_facts
 from dslint.config.tree import Object
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
+from dslint.model.engine import EngineConfig
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.summary import SummaryStore
 from dslint.model.values import InitSite
@@ -40,7 +41,6 @@ from dslint.project.launchers import (
 )
 from dslint.project.world_size import world_size
 from dslint.script.project_facts import (
-    EngineConfig,
     LaunchedConfig,
     LaunchWorldSize,
     ParameterFact,
@@ -520,7 +520,8 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         )
         facts = _facts(index, path)
         parameters = {name: dict(values) for name, values in facts.parameters.items()}
-        parameters.setdefault(function, {})[param] = ParameterFact(role, origin, engine_config(index, init))
+        created = Related(_shown(init.path), init.line, init.column, "deepspeed.initialize")
+        parameters.setdefault(function, {})[param] = ParameterFact(role, origin, engine_config(index, init), created)
         index.files[path] = replace(facts, parameters=parameters)
     for path, where, value in model.instance_values():
         origin = Related(

@@ -42,13 +42,13 @@ def script_configs(context: ScriptContext) -> list[ScriptConfig]:
     """The readable configs of `context`'s initialize calls (outside plain-PyTorch branches) and Trainers."""
     resolved: list[ResolvedConfig] = []
     for init in context.facts.initialize_calls:
-        if init.call is None or context.facts.in_plain_branch(init.call):
+        if context.facts.in_plain_branch(init.call):
             continue
-        config = resolve_config(context, init)
+        config = resolve_config(context, init.engine)
         if config is not None:
             resolved.append(config)
         else:
-            resolved.extend(edited_configs(context, init))
+            resolved.extend(edited_configs(context, init.engine))
     resolved.extend(trainer_configs(context))
     found: list[ScriptConfig] = []
     seen: set[object] = set()

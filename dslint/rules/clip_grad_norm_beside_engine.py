@@ -195,4 +195,4 @@ class ClipGradNormBesideEngine(ScriptRule):
     def _engine_parameters(self, answer: RoleAnswer, node: cst.Call) -> bool:
         if answer.role in (Role.ENGINE, Role.ENGINE_MODULE):
             return True
-        return answer.role is Role.RAW_MODEL and self.loop.after_initialize(answer.init, node)
+        return answer.role is Role.RAW_MODEL and self.loop.after_initialize(answer.engine, node)

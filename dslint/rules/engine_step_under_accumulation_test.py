@@ -6,10 +6,11 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Location, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.engine import Engine
 from dslint.project.config_link import resolve_config
 from dslint.project.engine_config import configured_accumulation_steps
 from dslint.script.edits import line_deletion, replace_node
-from dslint.script.facts import InitializeCall, Role, method_name
+from dslint.script.facts import Role, method_name
 from dslint.script.loop import loop_facts
 
 
@@ -251,7 +252,7 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         if answer is None or answer.role is not Role.ENGINE:
             return
         test = self.loop.accumulation_test(node)
-        if test is None or self._caller_owns_boundary(answer.init):
+        if test is None or self._caller_owns_boundary(answer.engine):
             return
         if name == "step" and (id(self.facts.scope_at(node)), self.context.code(node.func.value)) in (
             self.owned_boundaries
@@ -287,13 +288,11 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         lo, hi = self.facts.start(test.body), self.facts.end(test.body)
         return any(method_name(call) == "backward" and lo <= self.facts.start(call) < hi for call in self.loop.calls)
 
-    def _caller_owns_boundary(self, init: InitializeCall | None) -> bool:
+    def _caller_owns_boundary(self, engine: Engine) -> bool:
         """Known configs where stepping on some micro-steps only is not compounding accumulation."""
-        if init is None:
-            return False
-        if id(init) not in self.silent:
-            config = resolve_config(self.context, init)
+        if id(engine) not in self.silent:
+            config = resolve_config(self.context, engine)
             managed = config.get("managed_gradient_accumulation") if config is not None else None
-            steps = configured_accumulation_steps(self.context, init)
-            self.silent[id(init)] = managed is False or steps == 1
-        return self.silent[id(init)]
+            steps = configured_accumulation_steps(self.context, engine)
+            self.silent[id(engine)] = managed is False or steps == 1
+        return self.silent[id(engine)]

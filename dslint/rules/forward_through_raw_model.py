@@ -321,13 +321,13 @@ class ForwardThroughRawModel(ScriptRule):
         if answer is None or answer.role is not Role.RAW_MODEL or answer.init is None:
             return
         init = answer.init
-        if not init.result_keys(Role.ENGINE) or not self._runs_after(init, node, key):
+        if not self.facts.result_keys(init.engine, Role.ENGINE) or not self._runs_after(init, node, key):
             return
         if self.no_grad_depth or (self.facts.scope_at(node) is init.scope and not self._backward_follows(node)):
             return  # evaluation, not a training step
         if self._output_discarded(node):
             return  # a preview: the output only goes where no backward can see it
-        engine = self.loop.certain_engine_name(init, at=node)
+        engine = self.loop.certain_engine_name(init.engine, at=node)
         edits = [replace_node(self.context, node.func, engine)] if engine is not None else []
         self.report(
             node,
@@ -372,8 +372,6 @@ class ForwardThroughRawModel(ScriptRule):
         scope = self.facts.scope_at(node)
         if scope is init.scope:
             return self.facts.start(node) >= init.end
-        if init.scope is None:
-            return False  # an engine created elsewhere: no `__init__` of this class made it
         init_function = init.scope.node
         return (
             key.split(".")[0] == scope.self_name

@@ -6,9 +6,10 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.engine import Engine
 from dslint.project.engine_config import keeps_master_weights, zero_stage
 from dslint.project.evidence import evidence
-from dslint.script.facts import InitializeCall, Role, method_name
+from dslint.script.facts import Role, method_name
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.loop import loop_facts
 from dslint.script.state_dict_loads import Rewrite, StateDictLoads
@@ -339,11 +340,11 @@ class LoadStateDictAfterInitialize(ScriptRule):
         assert isinstance(node.func, cst.Attribute)
         facts = self.facts
         answer = facts.role_of(node.func.value, at=node)
-        if answer is None or answer.role not in TARGETS or answer.init is None:
+        if answer is None or answer.role not in TARGETS:
             return
-        init = answer.init
-        same_scope = facts.scope_at(node) is init.scope
-        if same_scope and facts.start(node) < init.end:
+        init = answer.init  # None for an engine from elsewhere, made before this code runs
+        same_scope = init is not None and facts.scope_at(node) is init.scope
+        if init is not None and same_scope and facts.start(node) < init.end:
             return
         if answer.role is Role.RAW_MODEL and not same_scope:
             return  # another function may run before initialize
@@ -355,22 +356,22 @@ class LoadStateDictAfterInitialize(ScriptRule):
         for node in self.pending:
             assert isinstance(node.func, cst.Attribute)
             answer = self.facts.role_of(node.func.value, at=node)
-            assert answer is not None and answer.init is not None
-            masters = keeps_master_weights(self.context, answer.init)
+            assert answer is not None
+            masters = keeps_master_weights(self.context, answer.engine)
             if masters is False:
                 continue
-            stage = zero_stage(self.context, answer.init)
+            stage = zero_stage(self.context, answer.engine)
             severity = Severity.ERROR
             if stage == 3:
                 message = self.zero3_message
             elif masters:
-                if not self._step_may_follow(answer.init, node):
+                if not self._step_may_follow(answer.engine, node):
                     continue  # loaded for evaluation after training: no step writes the master copy back
                 message = self.master_weights_message
             else:
                 message, severity = self.message, Severity.WARNING  # the config cannot be read
             rewrite = self._rewrite(loads, node)
-            found = evidence(self.context, answer.init)
+            found = evidence(self.context, answer.engine)
             self.report(
                 node,
                 message + found.suffix,
@@ -381,12 +382,12 @@ class LoadStateDictAfterInitialize(ScriptRule):
                 severity=severity,
             )
 
-    def _step_may_follow(self, init: InitializeCall, node: cst.Call) -> bool:
-        """Whether an `engine.step()` of `init`'s engine comes after `node` in the file, or shares a loop with it."""
+    def _step_may_follow(self, engine: Engine, node: cst.Call) -> bool:
+        """Whether an `engine.step()` of `engine` comes after `node` in the file, or shares a loop with it."""
         facts = self.facts
         at = facts.start(node)
         loops = [loop for loop in self.loop_nodes if facts.start(loop) <= at < facts.end(loop)]
-        for step in loop_facts(facts).engine_step_calls(init, self.context.module):
+        for step in loop_facts(facts).engine_step_calls(engine, self.context.module):
             where = facts.start(step)
             if where > at or any(facts.start(loop) <= where < facts.end(loop) for loop in loops):
                 return True

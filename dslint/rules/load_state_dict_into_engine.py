@@ -178,9 +178,10 @@ class LoadStateDictIntoEngine(ScriptRule):
         assert isinstance(node.func, cst.Attribute)
         facts = self.facts
         answer = facts.role_of(node.func.value, at=node)
-        if answer is None or answer.role is not Role.ENGINE or answer.init is None:
+        if answer is None or answer.role is not Role.ENGINE:
             return
-        if facts.scope_at(node) is answer.init.scope and facts.start(node) < answer.init.end:
+        init = answer.init  # None for an engine from elsewhere, which is made before this code runs
+        if init is not None and facts.scope_at(node) is init.scope and facts.start(node) < init.end:
             return
         if self._engine_state_dict(node.args[0].value, node):
             return

@@ -7,10 +7,11 @@ import libcst as cst
 from dslint.config.versions import DIRECT_BACKWARD_SINCE
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.engine import Engine
 from dslint.project.config_link import resolve_config
 from dslint.script.divided_loss import only_engine_backward_reads
 from dslint.script.edits import replace_node
-from dslint.script.facts import InitializeCall, Role, method_name
+from dslint.script.facts import Role, method_name
 from dslint.script.loop import divided_by_accumulation, is_accumulation_steps, loop_facts, scaled_for_accumulation
 from dslint.script.names import dotted_name
 from dslint.script.value_flow import value_flow
@@ -314,10 +315,10 @@ class LossBackwardOutsideEngine(ScriptRule):
         sources = self.loop.engine_sources(receiver)
         version = self.context.deepspeed_version
         silently_wrong = version < DIRECT_BACKWARD_SINCE
-        if not sources or (not silently_wrong and all(self._direct_backward_supported(use.init) for use in sources)):
+        if not sources or (not silently_wrong and all(self._direct_backward_supported(use.engine) for use in sources)):
             return
         edits: list[Edit] = []
-        engine = self.loop.certain_engine_name(sources[0].init, at=node) if len(sources) == 1 else None
+        engine = self.loop.certain_engine_name(sources[0].engine, at=node) if len(sources) == 1 else None
         if engine is not None and self._plain_receiver(receiver) and self._simple_arguments(node):
             arguments = [self.context.code(receiver)] + [self.context.code(arg).rstrip(", ") for arg in node.args]
             edits.append(replace_node(self.context, node, f"{engine}.backward({', '.join(arguments)})"))
@@ -337,9 +338,9 @@ class LossBackwardOutsideEngine(ScriptRule):
             severity=Severity.ERROR if silently_wrong else None,
         )
 
-    def _direct_backward_supported(self, init: InitializeCall | None) -> bool:
+    def _direct_backward_supported(self, engine: Engine) -> bool:
         """ZeRO without fp16, known from the config: `tensor.backward()` works there since DeepSpeed 0.18.3."""
-        config = resolve_config(self.context, init) if init is not None else None
+        config = resolve_config(self.context, engine)
         if config is None:
             return False
         stage = config.zero_stage

@@ -240,7 +240,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
         answer = self.facts.role_of(node.func.value, at=node)
         if answer is None or answer.role is not Role.ENGINE or not scales_for_accumulation(node):
             return
-        steps = configured_accumulation_steps(self.context, answer.init)
+        steps = configured_accumulation_steps(self.context, answer.engine)
         if steps == 1:
             return  # the engine does not divide; dividing by hand is the caller's own accumulation
         loss = node.args[0].value

@@ -94,9 +94,10 @@ class ModelMovedBeforeInitialize(ScriptRule):
         ),
         Valid(
             """
-            import deepspeed
+            import deepspeed, torch
             model = Net().to(memory_format=torch.channels_last)
             model.to("cpu")
+            model.to(torch.device("cpu"))
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             """
         ),

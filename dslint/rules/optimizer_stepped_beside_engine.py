@@ -236,7 +236,7 @@ class OptimizerSteppedBesideEngine(ScriptRule):
             return
         assert isinstance(node.func, cst.Attribute)
         answer = self.facts.role_of(node.func.value, at=node)
-        if answer is None or not self.loop.after_initialize(answer.init, node):
+        if answer is None or not self.loop.after_initialize(answer.engine, node):
             return  # a client optimizer used before initialize (plain warm-up steps) is not the engine's yet
         if answer.role in OPTIMIZER_ROLES and name == "step":
             self._report_optimizer_step(node, answer)
@@ -249,7 +249,7 @@ class OptimizerSteppedBesideEngine(ScriptRule):
             self._report_removal(node, answer, message, applicability, "Remove `scheduler.step()`")
 
     def _named(self, message: str, answer: RoleAnswer, node: cst.Call) -> str:
-        engine = self.loop.certain_engine_name(answer.init, at=node)
+        engine = self.loop.certain_engine_name(answer.engine, at=node)
         return message if engine is None else message.replace("engine.step", f"{engine}.step")
 
     def _report_removal(
@@ -267,8 +267,8 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         fix = ""
         line = self.facts.lone_expression_statement(node)
         if line is not None and self.loop.accumulation_test(node) is None:
-            steps = self.loop.engine_step_calls(answer.init, self.facts.scope_at(node).node)
-            engine = self.loop.certain_engine_name(answer.init, at=node)
+            steps = self.loop.engine_step_calls(answer.engine, self.facts.scope_at(node).node)
+            engine = self.loop.certain_engine_name(answer.engine, at=node)
             if any(self.loop.accumulation_test(step) is None for step in steps):
                 edits = line_deletion(self.context, line)
                 fix = "Remove `optimizer.step()` (the function already calls `engine.step()`)"
@@ -280,7 +280,7 @@ class OptimizerSteppedBesideEngine(ScriptRule):
 
     def _engine_steps_every_micro_step(self, answer: RoleAnswer, node: cst.Call) -> bool:
         function = self.facts.scope_at(node).node
-        steps = self.loop.engine_step_calls(answer.init, function)
+        steps = self.loop.engine_step_calls(answer.engine, function)
         if any(self.loop.accumulation_test(step) is None for step in steps):
             return True
         if steps:
@@ -294,10 +294,10 @@ class OptimizerSteppedBesideEngine(ScriptRule):
             if (
                 other is not None
                 and other.role in OPTIMIZER_ROLES
-                and other.init is answer.init
+                and other.engine is answer.engine
                 and self.facts.lone_expression_statement(call) is not None
                 and self.loop.accumulation_test(call) is None
-                and self.loop.certain_engine_name(answer.init, at=call) is not None
+                and self.loop.certain_engine_name(answer.engine, at=call) is not None
             ):
                 return True  # it becomes engine.step() by this rule's fix
         return False

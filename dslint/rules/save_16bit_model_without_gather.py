@@ -117,13 +117,13 @@ class Save16bitModelWithoutGather(ScriptRule):
         if method_name(node) != "save_16bit_model" or not isinstance(node.func, cst.Attribute):
             return
         answer = self.facts.role_of(node.func.value, at=node)
-        if answer is None or answer.role is not Role.ENGINE or answer.init is None:
+        if answer is None or answer.role is not Role.ENGINE:
             return
-        config = resolve_config(self.context, answer.init)
+        config = resolve_config(self.context, answer.engine)
         if config is None or config.zero_stage != 3:
             return
         if self._gathers(config.get("zero_optimization")) is False:
-            found = evidence(self.context, answer.init)
+            found = evidence(self.context, answer.engine)
             self.report(node, self.message + found.suffix, related=found.related)
 
     @staticmethod

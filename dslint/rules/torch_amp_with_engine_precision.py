@@ -6,8 +6,9 @@ import libcst as cst
 
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.engine import Engine
 from dslint.project.config_link import resolve_config
-from dslint.script.facts import BindingKind, InitializeCall, Role, method_name
+from dslint.script.facts import BindingKind, Role, method_name
 from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name, literally_enabled
 
@@ -166,7 +167,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         if not literally_enabled(value):
             return
         for use in self.loop.engine_sources(node.args[0].value):
-            precision = self._precision(use.init)
+            precision = self._precision(use.engine)
             if precision is not None:
                 self.report(node, self.scaler_template.format(precision=precision))
                 return
@@ -179,7 +180,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             def visit_Call(self, node: cst.Call) -> None:
                 answer = rule.loop.engine_of_forward(node)
                 if answer is not None and answer.role is Role.ENGINE:
-                    precision = rule._precision(answer.init)
+                    precision = rule._precision(answer.engine)
                     if precision is not None:
                         found.append(precision)
 
@@ -189,17 +190,15 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         body.visit(Calls())
         return found[0] if found else None
 
-    def _precision(self, init: InitializeCall | None) -> str | None:
+    def _precision(self, engine: Engine) -> str | None:
         """ "fp16" or "bf16" when the engine's config is known to enable it, else None."""
-        if init is None:
-            return None
-        if id(init) not in self.precisions:
-            config = resolve_config(self.context, init)
+        if id(engine) not in self.precisions:
+            config = resolve_config(self.context, engine)
             precision = None
             if config is not None:
                 if config.fp16_enabled is True:
                     precision = "fp16"
                 elif config.bf16_enabled is True:
                     precision = "bf16"
-            self.precisions[id(init)] = precision
-        return self.precisions[id(init)]
+            self.precisions[id(engine)] = precision
+        return self.precisions[id(engine)]

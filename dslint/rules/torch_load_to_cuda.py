@@ -6,7 +6,8 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.torch_load import cpu_map_location_edit, is_cuda_device, is_torch_load, map_location_argument
+from dslint.script.devices import is_cuda_device
+from dslint.script.torch_load import cpu_map_location_edit, is_torch_load, map_location_argument
 
 
 class TorchLoadToCuda(ScriptRule):
@@ -22,7 +23,9 @@ class TorchLoadToCuda(ScriptRule):
             In a script that calls `deepspeed.initialize`, flags `torch.load(...)` whose `map_location` (keyword
             or second positional argument) is `"cuda"`, `"cuda:N"`, an f-string starting with `cuda:`,
             `"cuda:{}".format(...)` or `"cuda:%d" % ...`, `torch.device("cuda", ...)`, `torch.device(N)` with an
-            integer index (a literal, or a name bound to `int(...)`), or a name bound to one of these.
+            integer index (a literal, or a name bound to `int(...)`), `get_accelerator().device_name()` (with or
+            without an index), or a name bound to one of these (the device reader `dslint.script.devices`, which
+            DSL101 and DSL103 share).
         """,
         why="""
             The whole checkpoint lands on a GPU: after `initialize` on the rank's current device, before it on
@@ -107,13 +110,15 @@ class TorchLoadToCuda(ScriptRule):
             import torch
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             state = torch.load(path, map_location="cuda")
+            here = torch.load(path, map_location=deepspeed.get_accelerator().device_name())
             """,
-            lines=(5,),
+            lines=(5, 6),
             fixed="""
             import deepspeed
             import torch
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             state = torch.load(path, map_location="cpu")
+            here = torch.load(path, map_location="cpu")
             """,
         ),
         Invalid(

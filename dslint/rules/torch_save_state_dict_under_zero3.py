@@ -6,9 +6,10 @@ import libcst as cst
 
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.engine import Engine
 from dslint.project.engine_config import zero_stage
 from dslint.project.evidence import evidence
-from dslint.script.facts import BindingKind, InitializeCall, Role, method_name
+from dslint.script.facts import BindingKind, Role, method_name
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.names import dotted_name
 from dslint.script.stage_guard import StageGuards
@@ -157,17 +158,17 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         saved = node.args[0]
         if saved.star or (saved.keyword is not None and saved.keyword.value != "obj"):
             return
-        init = self._saved_model_state(saved.value, node)
-        if init is None:
+        engine = self._saved_model_state(saved.value, node)
+        if engine is None:
             return
-        stage = zero_stage(self.context, init)
-        found = evidence(self.context, init)
+        stage = zero_stage(self.context, engine)
+        found = evidence(self.context, engine)
         if stage == 3:
             self.report(node, self.zero3_message + found.suffix, related=found.related)
         elif stage is None:
             self.report(node, self.message + found.suffix, severity=Severity.WARNING, related=found.related)
 
-    def _saved_model_state(self, value: cst.BaseExpression, at: cst.Call) -> InitializeCall | None:
+    def _saved_model_state(self, value: cst.BaseExpression, at: cst.Call) -> Engine | None:
         facts = self.facts
         key = dotted_name(value)
         if key is not None:
@@ -182,13 +183,13 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         for call in finder.calls:
             assert isinstance(call.func, cst.Attribute)
             answer = facts.role_of(call.func.value, at=call)
-            if answer is None or answer.role not in TARGETS or answer.init is None:
+            if answer is None or answer.role not in TARGETS:
                 continue
             init = answer.init
-            same_scope = facts.scope_at(call) is init.scope
-            if same_scope and facts.start(call) < init.end:
+            same_scope = init is not None and facts.scope_at(call) is init.scope
+            if init is not None and same_scope and facts.start(call) < init.end:
                 continue
             if answer.role is Role.RAW_MODEL and not same_scope:
                 continue
-            return init
+            return answer.engine
         return None

@@ -6,9 +6,10 @@ import libcst as cst
 
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.devices import is_unindexed_cuda
 from dslint.script.facts import InitializeCall, ScriptFacts, method_name
 from dslint.script.inference import InferenceMoves, pending_inference
-from dslint.script.model_moves import ModelMoves, is_unindexed_cuda
+from dslint.script.model_moves import ModelMoves
 from dslint.script.names import dotted_name
 
 TORCH_GENERATOR = "torch.Generator"  # torch.Generator(device="cpu"): the device is the first argument

@@ -132,7 +132,7 @@ class ZeroInitWithoutStage3(ScriptRule):
         if not self.file_stage_known:
             stages: set[int | None] = set()
             for init in self.facts.initialize_calls:
-                resolved = resolve_config(self.context, init)
+                resolved = resolve_config(self.context, init.engine)
                 stages.add(resolved.zero_stage if resolved is not None else None)
             self.file_stage = stages.pop() if len(stages) == 1 else None
             self.file_stage_known = True

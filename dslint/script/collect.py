@@ -8,14 +8,17 @@ the project model knows returns them), the calls that set the device, and the `e
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
 
+from dslint.model.engine import Engine, Origin
 from dslint.model.library import RESULT_ORDER
 from dslint.script.facts import (
     INIT_INFERENCE,
@@ -32,7 +35,7 @@ from dslint.script.facts import (
     ScriptFacts,
     constant_index,
 )
-from dslint.script.names import dotted_name
+from dslint.script.names import ImportTable, dotted_name
 from dslint.script.project_facts import ProjectFacts
 from dslint.script.walk import walk
 
@@ -136,13 +139,6 @@ class _Collector:
         handler: Callable[[_Collector, Any], None] | None = getattr(_Collector, prefix + node_type.__name__, None)
         return handler
 
-    # --- imports ----------------------------------------------------------------------------------------------
-    def visit_Import(self, node: cst.Import) -> None:
-        self.facts.imports.add_import(node)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self.facts.imports.add_import_from(node)
-
     # --- scopes -----------------------------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._bind(node.name.value, self.facts.start(node), BindingKind.OTHER, statement=node)
@@ -208,6 +204,7 @@ class _Collector:
                 arguments=_initialize_arguments(node),
             )
             facts.initialize_calls.append(init)
+            facts.calls_of_engine[init.engine] = init
             self.pending_ends.setdefault(statement, []).append(init)
         elif qualified in SET_DEVICE_CALLS:
             facts.device_set_calls.append((self.scope, facts.start(node)))
@@ -271,7 +268,7 @@ class _Collector:
                         key,
                         pos,
                         BindingKind.INIT_ITEM,
-                        init=source.init if source else None,
+                        engine=source.engine if source else None,
                         index=item,
                         statement=statement,
                     )
@@ -284,10 +281,16 @@ class _Collector:
         if source is not None and source.order is not None and source.order != (0, 1, 2, 3):
             source = None  # a helper's tuple in its own order: its items are known only when unpacked
         if source is not None and source.whole:
-            self._bind(key, pos, BindingKind.INIT_TUPLE, init=source.init, value=value, statement=statement)
+            self._bind(key, pos, BindingKind.INIT_TUPLE, engine=source.engine, value=value, statement=statement)
         elif source is not None and source.index is not None:
             self._bind(
-                key, pos, BindingKind.INIT_ITEM, init=source.init, index=source.index, value=value, statement=statement
+                key,
+                pos,
+                BindingKind.INIT_ITEM,
+                engine=source.engine,
+                index=source.index,
+                value=value,
+                statement=statement,
             )
         else:
             self._bind(key, pos, BindingKind.OTHER, value=value, statement=statement)
@@ -298,19 +301,19 @@ class _Collector:
         if isinstance(value, cst.Call):
             init = facts.initialize_call_for(value)
             if init is not None:
-                return _ResultSource(init, None, whole=True)
+                return _ResultSource(init.engine, None, whole=True)
             return self._helper_result(value)
         if isinstance(value, cst.Subscript):
             inner = self._result_source(value.value)
             index = constant_index(value)
             if inner is not None and inner.whole and index is not None:
-                return _ResultSource(inner.init, index % RESULT_ARITY, whole=False)
+                return _ResultSource(inner.engine, index % RESULT_ARITY, whole=False)
             return None
         key = dotted_name(value)
         if key is not None:
             binding = facts.binding_at(key, self.scope, facts.start(value))
-            if binding is not None and binding.kind is BindingKind.INIT_TUPLE:
-                return _ResultSource(binding.init, None, whole=True)
+            if binding is not None and binding.kind is BindingKind.INIT_TUPLE and binding.engine is not None:
+                return _ResultSource(binding.engine, None, whole=True)
         return None
 
     def _helper_result(self, call: cst.Call) -> _ResultSource | None:
@@ -322,11 +325,11 @@ class _Collector:
         fact = project.returns.get(self.facts.call_position(call) or (0, 0))
         if fact is None or fact.keys:
             return None  # a dict of results is read by key (`ScriptFacts._keyed_role`)
-        init = self.facts.remote_init(fact, fact.origin, fact.config)
+        engine = self.facts.remote_engine(fact, Origin.RETURN, fact.origin, fact.config, fact.origin)
         order = tuple(RESULT_ORDER.index(r) if r in RESULT_ORDER else None for r in fact.roles)
         if fact.is_tuple:
-            return _ResultSource(init, None, whole=True, order=order)
-        return _ResultSource(init, order[0], whole=False) if order and order[0] is not None else None
+            return _ResultSource(engine, None, whole=True, order=order)
+        return _ResultSource(engine, order[0], whole=False) if order and order[0] is not None else None
 
     def _bind(
         self,
@@ -334,7 +337,7 @@ class _Collector:
         pos: Pos,
         kind: BindingKind,
         *,
-        init: InitializeCall | None = None,
+        engine: Engine | None = None,
         index: int | None = None,
         value: cst.BaseExpression | None = None,
         statement: cst.CSTNode | None = None,
@@ -343,11 +346,11 @@ class _Collector:
         head, dot, rest = key.partition(".")
         if scope.self_name is not None and head == scope.self_name:
             key = "self" + dot + rest
-        binding = Binding(key, scope, pos, kind, init=init, index=index, value=value, statement=statement)
+        binding = Binding(key, scope, pos, kind, engine=engine, index=index, value=value, statement=statement)
         target_scope = self.facts.module_scope if (not dot and key in scope.global_names) else scope
         target_scope.bindings.setdefault(key, []).append(binding)
-        if init is not None and binding.result_role is not None:
-            init.results.append(binding)
+        if engine is not None and binding.result_role is not None:
+            self.facts.result_bindings.setdefault(engine, []).append(binding)
         owner = scope.enclosing_class()
         if owner is not None and key.startswith("self."):
             owner.attribute_bindings.setdefault(key, []).append(binding)
@@ -359,7 +362,7 @@ class _Collector:
 
 @dataclass(frozen=True)
 class _ResultSource:
-    init: InitializeCall | None
+    engine: Engine
     index: int | None
     whole: bool
     order: tuple[int | None, ...] | None = None  # a helper's own result order: item i is initialize's order[i]
@@ -417,9 +420,26 @@ def _resolve_branches(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool 
             facts.plain_ranges.append(plain_side)
 
 
-def collect_facts(module: cst.Module, project: ProjectFacts | None = None) -> ScriptFacts:
+def collect_facts(
+    module: cst.Module, project: ProjectFacts | None = None, tree: ast.Module | None = None
+) -> ScriptFacts:
+    """The facts of `module`; `tree`: CPython's tree of the same code, when the caller has it (its imports are
+    read from it, as the project model reads them; without it the code is parsed again for them)."""
     facts = ScriptFacts(module, project)
+    if tree is None:
+        tree = _python_tree(module)
+    if tree is not None:
+        facts.imports = ImportTable.of(tree)
     collector = _Collector(facts)
     walk(module, collector.on_visit, collector.on_leave)
     _resolve_branches(facts, collector.branches)
     return facts
+
+
+def _python_tree(module: cst.Module) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the user's SyntaxWarnings are not dslint's to print
+            return ast.parse(module.code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # code libcst reads and CPython refuses: no import is known

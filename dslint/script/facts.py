@@ -1,7 +1,8 @@
 """Script facts: computed once per file, in one traversal, and shared by every script rule.
 
 What is collected:
-- imports (`ImportTable`), so rules can ask what `ds.initialize` or `nn.Module` stands for;
+- imports (`ImportTable`, as the module summary reads them), so rules can ask what `ds.initialize` or `nn.Module`
+  stands for;
 - scopes (module, classes, functions) and every binding of a name or `self.attribute` in each, with the position
   from which the binding holds;
 - every `deepspeed.initialize(...)` call: its arguments (model, optimizer, lr_scheduler, config) and the names
@@ -10,9 +11,10 @@ What is collected:
 - the calls that set the current device (`torch.cuda.set_device`, `get_accelerator().set_device`).
 
 The traversal that fills them is `dslint.script.collect` (`collect_facts`). Rules then ask questions
-(`role_of(expr, at=node)`: is this the engine here? the model given to initialize?)
-instead of re-deriving them. Where a name's role cannot be known (an engine passed into a function as a
-parameter, a value returned by another function), the answer is None and rules stay silent.
+(`role_of(expr, at=node)`: is this the engine here, and from where? the model given to initialize?) instead of
+re-deriving them; the answer names the engine (`dslint.model.engine.Engine`: this file's initialize call, or one
+the project model brings from a caller, a helper's return or an instance's attribute, with its config). Where a
+name's role cannot be known, the answer is None and rules stay silent.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from dslint.diagnostics import Related
 from dslint.model import library
+from dslint.model.engine import Engine, EngineConfig, Origin
 from dslint.script.names import ImportTable, dotted_name
-from dslint.script.project_facts import EngineConfig, ProjectFacts
+from dslint.script.project_facts import ProjectFacts
 
 # An order index: nodes are numbered on entry and on exit in one traversal, so `a < b` means "a comes
 # first in the source" without computing line/column positions (which costs a whole code generation pass).
@@ -98,7 +101,7 @@ class Binding:
     scope: Scope = field(repr=False)
     pos: Pos  # the binding holds from here on
     kind: BindingKind
-    init: InitializeCall | None = field(default=None, repr=False)
+    engine: Engine | None = field(default=None, repr=False)  # whose results an INIT_ITEM / INIT_TUPLE holds
     index: int | None = None
     value: cst.BaseExpression | None = field(default=None, repr=False)
     statement: cst.CSTNode | None = field(default=None, repr=False)
@@ -114,18 +117,15 @@ class Binding:
 
 @dataclass(eq=False)
 class InitializeCall:
-    """A `deepspeed.initialize(...)` call of this file, or (`call` None) the engine of one in another function
-    or module that the project model brings here: then `origin` says where it is created and `engine_config`
-    what is known of its config; it stands before everything in this file and in no scope of it."""
+    """A `deepspeed.initialize(...)` call of this file, and the engine it creates (`Origin.CALL`). An engine
+    created elsewhere is an `Engine` alone (`dslint.model.engine`), with no call of this file."""
 
-    call: cst.Call | None = field(repr=False)
-    scope: Scope | None = field(repr=False)
+    call: cst.Call = field(repr=False)
+    scope: Scope = field(repr=False)
     start: Pos
     end: Pos
     arguments: dict[str, cst.BaseExpression] = field(repr=False)
-    results: list[Binding] = field(default_factory=list)
-    origin: Related | None = field(default=None, repr=False)
-    engine_config: EngineConfig | None = field(default=None, repr=False)
+    engine: Engine = field(default_factory=lambda: Engine(Origin.CALL), repr=False)
 
     def argument(self, name: str) -> cst.BaseExpression | None:
         return self.arguments.get(name)
@@ -138,14 +138,15 @@ class InitializeCall:
     def config(self) -> cst.BaseExpression | None:
         return self.arguments.get("config") or self.arguments.get("config_params")
 
-    def result_keys(self, role: Role) -> list[str]:
-        return [b.key for b in self.results if b.result_role is role]
-
 
 @dataclass(frozen=True)
 class RoleAnswer:
+    """What an expression stands for: its role, the engine it belongs to (here or from elsewhere), and the
+    initialize call of this file that creates that engine (None for an engine from elsewhere)."""
+
     role: Role
-    init: InitializeCall | None
+    engine: Engine
+    init: InitializeCall | None = None
 
 
 class ScriptFacts:
@@ -154,7 +155,9 @@ class ScriptFacts:
     def __init__(self, module: cst.Module, project: ProjectFacts | None = None) -> None:
         self.module = module
         self.project = project
-        self.remote_inits: dict[int, InitializeCall] = {}
+        self.remote_engines: dict[int, Engine] = {}
+        self.calls_of_engine: dict[Engine, InitializeCall] = {}
+        self.result_bindings: dict[Engine, list[Binding]] = {}
         self.entered: dict[cst.CSTNode, Pos] = {}
         self.exited: dict[cst.CSTNode, Pos] = {}
         self.imports = ImportTable()
@@ -197,14 +200,28 @@ class ScriptFacts:
         elsewhere (a parameter, or a helper's result, that the project index follows)."""
         return bool(self.initialize_calls) or (self.project is not None and self.project.receives_engine)
 
-    def remote_init(self, fact: object, origin: Related, config: EngineConfig | None) -> InitializeCall:
+    def remote_engine(
+        self, fact: object, origin: Origin, site: Related, config: EngineConfig | None, created: Related | None = None
+    ) -> Engine:
         """The engine an initialize call in another function or module creates, as the project model brings it
-        here (one per project fact): no call of this file, no scope of it."""
-        found = self.remote_inits.get(id(fact))
+        here (one per project fact)."""
+        found = self.remote_engines.get(id(fact))
         if found is None:
-            found = InitializeCall(None, None, -1, -1, {}, origin=origin, engine_config=config)
-            self.remote_inits[id(fact)] = found
+            where = (created.path, created.line, created.column) if created is not None else None
+            found = Engine(origin, site=site, created=where, config=config)
+            self.remote_engines[id(fact)] = found
         return found
+
+    def answer(self, role: Role, engine: Engine) -> RoleAnswer:
+        return RoleAnswer(role, engine, self.calls_of_engine.get(engine))
+
+    def initialize_of(self, engine: Engine | None) -> InitializeCall | None:
+        """The initialize call of this file that creates `engine` (None for an engine from elsewhere)."""
+        return self.calls_of_engine.get(engine) if engine is not None else None
+
+    def result_keys(self, engine: Engine, role: Role) -> list[str]:
+        """The names (`engine`, `self.engine`) bound to `engine`'s result of `role` in this file."""
+        return [b.key for b in self.result_bindings.get(engine, ()) if b.result_role is role]
 
     def parameter_fact(self, binding: Binding) -> RoleAnswer | None:
         """An engine (or engine.module) the project index sees passed into this parameter at every call."""
@@ -217,7 +234,7 @@ class ScriptFacts:
         role = next((r for r in Role if r.value == fact.role), None)
         if role is None:
             return None
-        return RoleAnswer(role, self.remote_init(fact, fact.origin, fact.config))
+        return self.answer(role, self.remote_engine(fact, Origin.CALLER, fact.origin, fact.config, fact.created))
 
     def value_at(self, expr: cst.BaseExpression) -> RoleAnswer | None:
         """What the project model knows `expr` holds where it is written (`pair.policy`, an engine a project
@@ -232,7 +249,7 @@ class ScriptFacts:
         role = next((r for r in Role if fact is not None and r.value == fact.role), None)
         if fact is None or role is None:
             return None
-        return RoleAnswer(role, self.remote_init(fact, fact.origin, fact.config))
+        return self.answer(role, self.remote_engine(fact, Origin.ATTRIBUTE, fact.origin, fact.config, fact.origin))
 
     def qualname(self, scope: Scope) -> str | None:
         """`Trainer.train`, `main`, `outer.inner` for a function scope (as the project index names it)."""
@@ -285,7 +302,7 @@ class ScriptFacts:
             index = constant_index(expr)
             if base is not None and base.role is Role.INIT_RESULT and index is not None:
                 index = index % RESULT_ARITY
-                return RoleAnswer(RESULT_ROLES[index], base.init)
+                return RoleAnswer(RESULT_ROLES[index], base.engine, base.init)
             return None
         key = dotted_name(expr)
         if key is None:
@@ -293,7 +310,7 @@ class ScriptFacts:
         if key.endswith(".module"):
             base = self.role_of_key(key[: -len(".module")], scope, pos)
             if base is not None and base.role is Role.ENGINE:
-                return RoleAnswer(Role.ENGINE_MODULE, base.init)
+                return RoleAnswer(Role.ENGINE_MODULE, base.engine, base.init)
         return self.role_of_key(key, scope, pos)
 
     def role_of_key(self, key: str, scope: Scope, pos: Pos, depth: int = 0) -> RoleAnswer | None:
@@ -301,8 +318,8 @@ class ScriptFacts:
         if binding is None:
             return None
         role = binding.result_role
-        if role is not None:
-            return RoleAnswer(role, binding.init)
+        if role is not None and binding.engine is not None:
+            return self.answer(role, binding.engine)
         if self.project is not None:
             remote = self.parameter_fact(binding) or self._alias_of_remote(binding, depth)
             if remote is not None:
@@ -314,10 +331,10 @@ class ScriptFacts:
                 ("lr_scheduler", Role.CLIENT_SCHEDULER),
             ):
                 passed = init.argument(argument)
-                if passed is None or dotted_name(passed) != key or init.scope is None:
+                if passed is None or dotted_name(passed) != key:
                     continue
                 if self._through_self_returning(self.binding_at(key, init.scope, init.start)) is binding:
-                    return RoleAnswer(argument_role, init)
+                    return RoleAnswer(argument_role, init.engine, init)
         return None
 
     def _keyed_role(self, expr: cst.BaseExpression, key: str, scope: Scope, pos: Pos) -> RoleAnswer | None:
@@ -337,7 +354,9 @@ class ScriptFacts:
         if fact is None or key not in fact.keys:
             return None
         role = next((r for r in Role if r.value == fact.roles[fact.keys.index(key)]), None)
-        return RoleAnswer(role, self.remote_init(fact, fact.origin, fact.config)) if role is not None else None
+        if role is None:
+            return None
+        return self.answer(role, self.remote_engine(fact, Origin.RETURN, fact.origin, fact.config, fact.origin))
 
     def _alias_of_remote(self, binding: Binding, depth: int) -> RoleAnswer | None:
         """`model = engine`, `m = engine.module if hasattr(engine, "module") else engine`, `m = m.module`,
@@ -349,10 +368,10 @@ class ScriptFacts:
         if isinstance(value, cst.IfExp):
             body = self._remote_role(value.body, scope, pos, depth)
             orelse = self._remote_role(value.orelse, scope, pos, depth)
-            if body is None or orelse is None or body.init is not orelse.init:
+            if body is None or orelse is None or body.engine is not orelse.engine:
                 return None
             role = body.role if body.role is orelse.role else Role.ENGINE_MODULE
-            return RoleAnswer(role, body.init)
+            return RoleAnswer(role, body.engine, body.init)
         return self._remote_role(value, scope, pos, depth)
 
     def _remote_role(self, expr: cst.BaseExpression, scope: Scope, pos: Pos, depth: int) -> RoleAnswer | None:
@@ -368,7 +387,7 @@ class ScriptFacts:
             inner = self._remote_role(argument, scope, pos, depth + 1) if argument is not None else None
             if inner is None or not unwrapped:
                 return inner
-            return RoleAnswer(Role.ENGINE_MODULE, inner.init) if inner.role is Role.ENGINE else inner
+            return RoleAnswer(Role.ENGINE_MODULE, inner.engine, inner.init) if inner.role is Role.ENGINE else inner
         if isinstance(expr, cst.Attribute):
             held = self.value_at(expr)
             if held is not None:
@@ -379,7 +398,7 @@ class ScriptFacts:
         if key.endswith(".module"):
             base = self.role_of_key(key[: -len(".module")], scope, pos, depth + 1)
             if base is not None and base.role in (Role.ENGINE, Role.ENGINE_MODULE) and _is_remote(base):
-                return RoleAnswer(Role.ENGINE_MODULE, base.init)
+                return RoleAnswer(Role.ENGINE_MODULE, base.engine, base.init)
             return None
         found = self.role_of_key(key, scope, pos, depth + 1)
         return found if found is not None and _is_remote(found) else None
@@ -520,7 +539,7 @@ class ScriptFacts:
 
 
 def _is_remote(answer: RoleAnswer) -> bool:
-    return answer.init is not None and answer.init.origin is not None
+    return answer.engine.elsewhere
 
 
 def _constant_key(node: cst.Subscript) -> str | None:

@@ -17,10 +17,11 @@ and nothing here answers for it.
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
+from dslint.model.engine import Engine, Kind, Origin
 from dslint.script.facts import Pos, Scope, ScriptFacts
 from dslint.script.model_moves import ModelMoves, ModelSink, moves_to_unindexed_cuda
 
@@ -34,6 +35,7 @@ class InferenceCall:
     model: cst.BaseExpression | None  # init_inference(model, config=None, **kwargs): first positional or model=
     splits: bool  # tensor parallelism may be above 1: the engine sets the rank's device
     places_module: bool  # the engine moves its module to the current device (no keep_module_on_host, no config)
+    engine: Engine = field(default_factory=lambda: Engine(Origin.CALL, Kind.INFERENCE), repr=False)
 
 
 def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:

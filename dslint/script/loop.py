@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from dslint.script.facts import BindingKind, InitializeCall, Pos, Role, RoleAnswer, ScriptFacts, method_name
+from dslint.model.engine import Engine
+from dslint.script.facts import BindingKind, Pos, Role, RoleAnswer, ScriptFacts, method_name
 from dslint.script.names import dotted_name
 
 if TYPE_CHECKING:
@@ -38,10 +39,10 @@ MAX_DEPTH = 6
 
 @dataclass(frozen=True)
 class EngineUse:
-    """An engine a value derives from: the engine expression's dotted name and its initialize call."""
+    """An engine a value derives from: the engine expression's dotted name and the engine."""
 
     key: str
-    init: InitializeCall | None
+    engine: Engine
 
 
 @dataclass
@@ -80,12 +81,12 @@ class LoopFacts:
             if isinstance(node, cst.Call):
                 answer = self.engine_of_forward(node)
                 if answer is not None:
-                    found.append(EngineUse(_engine_key(node), answer.init))
+                    found.append(EngineUse(_engine_key(node), answer.engine))
                     continue
                 for arg in node.args:
                     answer = self.facts.role_of(arg.value) if dotted_name(arg.value) else None
                     if answer is not None and answer.role is Role.ENGINE:
-                        found.append(EngineUse(dotted_name(arg.value) or "", answer.init))
+                        found.append(EngineUse(dotted_name(arg.value) or "", answer.engine))
             elif isinstance(node, (cst.Name, cst.Attribute)):
                 key = dotted_name(node)
                 if key is None:
@@ -159,19 +160,20 @@ class LoopFacts:
             arm = arm.orelse
         return False
 
-    def after_initialize(self, init: InitializeCall | None, node: cst.CSTNode) -> bool:
-        """Whether `node` runs after `init`: later in the same function, or in another function (which setup
-        code such as `initialize` is assumed to precede)."""
-        if init is None:
+    def after_initialize(self, engine: Engine | None, node: cst.CSTNode) -> bool:
+        """Whether `node` runs after `engine` is created: later in the same function, or in another function
+        (which setup code such as `initialize` is assumed to precede), or anywhere for an engine from elsewhere."""
+        if engine is None:
             return False
-        return init.scope is not self.facts.scope_at(node) or self.facts.start(node) >= init.end
+        init = self.facts.initialize_of(engine)
+        return init is None or init.scope is not self.facts.scope_at(node) or self.facts.start(node) >= init.end
 
     # --- the engine's name ------------------------------------------------------------------------------------
-    def certain_engine_name(self, init: InitializeCall | None, at: cst.CSTNode) -> str | None:
-        """The one name that holds `init`'s engine at `at`; None when there is none or more than one."""
-        if init is None:
+    def certain_engine_name(self, engine: Engine | None, at: cst.CSTNode) -> str | None:
+        """The one name that holds `engine` at `at`; None when there is none or more than one."""
+        if engine is None:
             return None
-        names = {key for key in init.result_keys(Role.ENGINE) if self._is_engine_here(key, init, at)}
+        names = {key for key in self.facts.result_keys(engine, Role.ENGINE) if self._is_engine_here(key, engine, at)}
         if len(names) != 1:
             return None
         key = names.pop()
@@ -182,13 +184,13 @@ class LoopFacts:
             return None
         return key
 
-    def _is_engine_here(self, key: str, init: InitializeCall, at: cst.CSTNode) -> bool:
+    def _is_engine_here(self, key: str, engine: Engine, at: cst.CSTNode) -> bool:
         facts = self.facts
         answer = facts.role_of_key(key, facts.scope_at(at), facts.start(at))
-        return answer is not None and answer.role is Role.ENGINE and answer.init is init
+        return answer is not None and answer.role is Role.ENGINE and answer.engine is engine
 
-    def engine_step_calls(self, init: InitializeCall | None, scope_node: cst.CSTNode) -> list[cst.Call]:
-        """`engine.step()` calls on `init`'s engine inside the function (or module) `scope_node`."""
+    def engine_step_calls(self, engine: Engine | None, scope_node: cst.CSTNode) -> list[cst.Call]:
+        """`engine.step()` calls on `engine` inside the function (or module) `scope_node` (any engine: None)."""
         lo, hi = self.facts.start(scope_node), self.facts.end(scope_node)
         found = []
         for call in self.calls:
@@ -196,7 +198,7 @@ class LoopFacts:
                 continue
             assert isinstance(call.func, cst.Attribute)
             answer = self.facts.role_of(call.func.value, at=call)
-            if answer is not None and answer.role is Role.ENGINE and (init is None or answer.init is init):
+            if answer is not None and answer.role is Role.ENGINE and (engine is None or answer.engine is engine):
                 found.append(call)
         return found
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from dslint.diagnostics import Related
+from dslint.script.devices import is_cpu, is_unindexed_cuda
 from dslint.script.facts import (
     Binding,
     Pos,
@@ -23,10 +24,6 @@ from dslint.script.facts import (
 )
 from dslint.script.names import dotted_name
 
-DEVICE_NAME_CALLS = (
-    "deepspeed.accelerator.get_accelerator().device_name",
-    "deepspeed.get_accelerator().device_name",
-)
 CAST_METHODS = frozenset({"half", "bfloat16"})
 
 
@@ -43,30 +40,6 @@ def is_placement_call(call: cst.Call) -> bool:
         return False
     first = call.args[0].value
     return not (isinstance(first, cst.SimpleString) and first.evaluated_value == "cpu")
-
-
-def is_unindexed_cuda(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> bool:
-    """`"cuda"`, `torch.device("cuda")`, `get_accelerator().device_name()` (no index), or a name bound to one:
-    the current device, cuda:0 in every process until the device is set."""
-    if depth > 3:
-        return False
-    if isinstance(expr, cst.SimpleString):
-        return expr.evaluated_value == "cuda"
-    if isinstance(expr, cst.IfExp):
-        return is_unindexed_cuda(facts, expr.body, at, depth + 1) or is_unindexed_cuda(
-            facts, expr.orelse, at, depth + 1
-        )
-    if isinstance(expr, cst.Call):
-        qualified = facts.qualified(expr.func)
-        if qualified == "torch.device":
-            return (
-                len(expr.args) == 1
-                and expr.args[0].keyword is None
-                and is_unindexed_cuda(facts, expr.args[0].value, at, depth + 1)
-            )
-        return qualified in DEVICE_NAME_CALLS and not expr.args
-    value = facts.assigned_value(expr, at)
-    return value is not None and is_unindexed_cuda(facts, value, value, depth + 1)
 
 
 def moves_to_unindexed_cuda(facts: ScriptFacts, call: cst.Call) -> bool:
@@ -143,13 +116,9 @@ def _wraps(value: cst.BaseExpression, key: str) -> bool:
 
 
 def moves_to_cpu(facts: ScriptFacts, call: cst.Call) -> bool:
-    """`.to(device)` where `device` was just bound to `torch.device("cpu")` (or "cpu"): not a GPU move."""
-    if method_name(call) != "to" or not call.args:
-        return False
-    value = facts.assigned_value(call.args[0].value, call)
-    if isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("device") and value.args:
-        value = value.args[0].value
-    return isinstance(value, cst.SimpleString) and value.evaluated_value == "cpu"
+    """`.to(device)` where `device` is the CPU on every path (`torch.device("cpu")`, a name bound to one): not a
+    GPU move."""
+    return method_name(call) == "to" and bool(call.args) and is_cpu(facts, call.args[0].value, call)
 
 
 def _chain_root(node: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -257,11 +226,7 @@ class ModelMoves:
         """`sinks`: where the model leaves (default: every initialize call, here and elsewhere)."""
         self.facts = facts
         if sinks is None:
-            here = [
-                ModelSink(init.model, init.scope, init.start, None, init.call)
-                for init in facts.initialize_calls
-                if init.scope is not None
-            ]
+            here = [ModelSink(init.model, init.scope, init.start, None, init.call) for init in facts.initialize_calls]
             sinks = [*here, *elsewhere_sinks(facts)]
         self._lineages = [(sink, model_lineage(facts, sink)) for sink in sinks]
         self._in_chains: dict[cst.Call, ModelSink] = {}

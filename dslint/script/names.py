@@ -2,12 +2,18 @@
 
 `ImportTable` maps each local name bound by an import to the dotted path it stands for, so that
 `ds.initialize`, `initialize` (after `from deepspeed import initialize`) and `deepspeed.initialize` all resolve
-to `deepspeed.initialize`.
+to `deepspeed.initialize`. The imports are the module summary's (`dslint.model.summary.module_imports`); this
+module only resolves libcst expressions through them.
 """
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Callable, Mapping
+
 import libcst as cst
+
+from dslint.model.summary import module_imports
 
 
 def dotted_name(node: cst.CSTNode) -> str | None:
@@ -22,39 +28,17 @@ def dotted_name(node: cst.CSTNode) -> str | None:
     return ".".join(reversed(parts))
 
 
-def module_path(node: cst.BaseExpression) -> str:
-    """The dotted text of an import's module expression (`torch.nn`)."""
-    name = dotted_name(node)
-    return name or ""
-
-
 class ImportTable:
-    """Local name -> the dotted path it was imported as. Relative and star imports are not resolved."""
+    """Local name -> the dotted path it was imported as, as the module's summary reads them
+    (`dslint.model.summary.module_imports`, the one reading of imports, shared with the project model); relative
+    imports only where the file's package is known."""
 
-    def __init__(self) -> None:
-        self.aliases: dict[str, str] = {}
+    def __init__(self, aliases: Mapping[str, str] | None = None) -> None:
+        self.aliases: Mapping[str, str] = aliases if aliases is not None else {}
 
-    def add_import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            full = module_path(alias.name)
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.aliases[alias.asname.name.value] = full
-            else:
-                head = full.split(".")[0]
-                self.aliases[head] = head
-
-    def add_import_from(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-            return
-        base = module_path(node.module)
-        for alias in node.names:
-            imported = dotted_name(alias.name)
-            if imported is None:
-                continue
-            local = imported
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-            self.aliases[local] = f"{base}.{imported}"
+    @classmethod
+    def of(cls, tree: ast.Module, package: Callable[[], tuple[str, ...]] | None = None) -> ImportTable:
+        return cls(module_imports(tree, package)[0])
 
     def qualified(self, node: cst.CSTNode) -> str | None:
         """The dotted path an expression refers to, through imports.

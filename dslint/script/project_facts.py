@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from dslint.diagnostics import Related
 from dslint.model import library
+from dslint.model.engine import EngineConfig
 
 # The roles of deepspeed.initialize's results, in its order (the project model's library table).
 ENGINE = library.ENGINE
@@ -29,22 +30,14 @@ RESULT_ORDER = library.RESULT_ORDER
 
 
 @dataclass(frozen=True)
-class EngineConfig:
-    """What is known of the config an engine created elsewhere runs with."""
-
-    zero_stage: int | None
-    evidence: tuple[Related, ...] = ()
-    config_path: str | None = None
-
-
-@dataclass(frozen=True)
 class ParameterFact:
     """A parameter that receives an engine (or `engine.module`) at every call the index saw; also what an
     expression reads from an instance's attribute (`ProjectFacts.values_at`)."""
 
     role: str  # ENGINE or ENGINE_MODULE
-    origin: Related  # the call that passes it
+    origin: Related  # the call that passes it (for an instance's attribute: the initialize call)
     config: EngineConfig | None = None
+    created: Related | None = None  # the initialize call that creates the engine
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,7 @@ class StateDictLoads:
     def to_load_checkpoint(self, call: cst.Call, answer: RoleAnswer, state: LoadedState) -> Rewrite | None:
         context, facts = self.context, self.facts
         line = facts.lone_expression_statement(call)
-        if line is None or answer.init is None or state.shared:
+        if line is None or state.shared:
             return None
         if state.selector is not None and _subscript_key(state.selector) not in MODULE_KEYS:
             return None
@@ -142,14 +142,11 @@ class StateDictLoads:
             return self.context.code(receiver)
         if answer.role is Role.ENGINE_MODULE and isinstance(receiver, cst.Attribute):
             return self.context.code(receiver.value)
-        init = answer.init
-        if init is None:
-            return None
         facts = self.facts
         scope = facts.scope_at(call)
-        for key in init.result_keys(Role.ENGINE):
+        for key in facts.result_keys(answer.engine, Role.ENGINE):
             found = facts.role_of_key(key, scope, facts.start(call))
-            if found is not None and found.role is Role.ENGINE and found.init is init:
+            if found is not None and found.role is Role.ENGINE and found.engine is answer.engine:
                 if key.startswith("self."):
                     if scope.self_name is None:
                         continue
@@ -172,7 +169,7 @@ class StateDictLoads:
         if line is None or init is None or answer.role not in (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL):
             return None
         model = init.model
-        if model is None or dotted_name(model) is None or facts.scope_at(call) is not init.scope or init.call is None:
+        if model is None or dotted_name(model) is None or facts.scope_at(call) is not init.scope:
             return None
         init_line = facts.statement_of(init.call)
         parents = statement_parents(context)

@@ -7,12 +7,10 @@ import libcst as cst
 
 from dslint.diagnostics import Edit
 from dslint.script.context import ScriptContext
-from dslint.script.facts import BindingKind, ScriptFacts
-from dslint.script.names import dotted_name
+from dslint.script.facts import ScriptFacts
 from dslint.script.value_flow import value_flow
 
 TORCH_LOAD = "torch.load"
-TORCH_DEVICE = "torch.device"
 CPU = '"cpu"'
 # torch.load(f, map_location=None, pickle_module=..., *, weights_only=..., mmap=..., **pickle_load_args)
 MAP_LOCATION_POSITION = 1
@@ -82,81 +80,6 @@ def map_location_argument(call: cst.Call) -> cst.Arg | None:
             return arg
         positional += 1
     return None
-
-
-def _names_cuda(text: str) -> bool:
-    return text == "cuda" or text.startswith("cuda:")
-
-
-def _literal_text(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
-        value = expr.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
-
-
-def _is_formatted_cuda(expr: cst.BaseExpression) -> bool:
-    """`"cuda:{}".format(rank)` and `"cuda:%d" % rank`: a template that names a CUDA device once filled."""
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
-        template = _literal_text(expr.func.value)
-        return template is not None and template.startswith("cuda:")
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
-        template = _literal_text(expr.left)
-        return template is not None and template.startswith("cuda:")
-    return False
-
-
-def _is_device_index(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
-    """An integer literal, or a name bound to one or to `int(...)` (`local_rank = int(os.environ["LOCAL_RANK"])`)."""
-    if isinstance(expr, cst.Integer):
-        return True
-    if not isinstance(expr, cst.Name):
-        return False
-    binding = facts.binding_at(expr.value, facts.scope_at(at), facts.start(at))
-    if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
-        return False
-    value = binding.value
-    if isinstance(value, cst.Integer):
-        return True
-    return (
-        isinstance(value, cst.Call)
-        and isinstance(value.func, cst.Name)
-        and value.func.value == "int"
-        and facts.qualified(value.func) is None  # the builtin, not an imported `int`
-    )
-
-
-def is_cuda_device(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> bool:
-    """`"cuda"`, `"cuda:1"`, `f"cuda:{rank}"`, `"cuda:{}".format(rank)`, `"cuda:%d" % rank`,
-    `torch.device("cuda", rank)`, `torch.device(<a literal device index>)`, or a name bound to one of them."""
-    if depth > 4:
-        return False
-    text = _literal_text(expr)
-    if text is not None:
-        return _names_cuda(text)
-    if _is_formatted_cuda(expr):
-        return True
-    if isinstance(expr, cst.FormattedString):
-        first = expr.parts[0] if expr.parts else None
-        return isinstance(first, cst.FormattedStringText) and _names_cuda(first.value)
-    if isinstance(expr, cst.IfExp):
-        return is_cuda_device(facts, expr.body, at, depth + 1) or is_cuda_device(facts, expr.orelse, at, depth + 1)
-    if isinstance(expr, cst.Call):
-        if facts.qualified(expr.func) != TORCH_DEVICE or not expr.args:
-            return False
-        device_type = expr.args[0]
-        if device_type.star or (device_type.keyword is not None and device_type.keyword.value != "type"):
-            return False
-        if len(expr.args) == 1 and _is_device_index(facts, device_type.value, at):
-            return True  # torch.device(0), torch.device(local_rank): a bare index names a CUDA device
-        return is_cuda_device(facts, device_type.value, at, depth + 1)
-    key = dotted_name(expr)
-    if key is None:
-        return False
-    binding = facts.binding_at(key, facts.scope_at(at), facts.start(at))
-    if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
-        return False
-    return is_cuda_device(facts, binding.value, binding.value, depth + 1)
 
 
 def cpu_map_location_edit(context: ScriptContext, call: cst.Call) -> Edit | None:
