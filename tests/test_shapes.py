@@ -1,0 +1,37 @@
+"""The shapes of test split 1's misses as fixture projects (fixtures/projects/<shape>/), each both ways: the
+exact findings (file, line, code, message start) the project index gives, and the look-alikes it leaves silent."""
+
+from __future__ import annotations
+
+import os
+
+from fixture_support import FIXTURES
+
+from dslint.lint.batch import index_project, lint_files
+from dslint.lint.files import discover
+from dslint.lint.result import FileResult
+from dslint.selection import RuleSelection
+
+
+def _findings(name: str, codes: set[str]) -> list[tuple[str, int, str, str]]:
+    project = FIXTURES / "projects" / name
+    files = discover([str(project)]).files
+    index = index_project(files, [str(project)])
+    results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
+    found = []
+    for result in results:
+        assert isinstance(result, FileResult)
+        for d in result.diagnostics:
+            if d.code in codes:
+                found.append((os.path.relpath(os.path.abspath(d.path), project), d.start.line, d.code, d.message))
+    return sorted(found)
+
+
+def test_rng_states_read_back_into_the_generator_setters_only_are_not_a_model_load() -> None:
+    found = _findings("rng_states", {"DSL202"})
+    assert [(path, line, code) for path, line, code, _ in found] == [
+        ("trainer.py", 22, "DSL202"),  # the warm start, loaded into a module
+        ("trainer.py", 43, "DSL202"),  # the states also returned to a caller
+        ("trainer.py", 57, "DSL202"),  # another object's attribute
+    ]  # line 21 (`self.generators`, read only by the setters in first_step) is silent
+    assert all(message.startswith("torch.load without map_location puts tensors back") for *_, message in found)
