@@ -35,3 +35,24 @@ def test_rng_states_read_back_into_the_generator_setters_only_are_not_a_model_lo
         ("trainer.py", 57, "DSL202"),  # another object's attribute
     ]  # line 21 (`self.generators`, read only by the setters in first_step) is silent
     assert all(message.startswith("torch.load without map_location puts tensors back") for *_, message in found)
+
+
+def test_a_device_every_caller_passes_down_into_a_load_is_that_device() -> None:
+    found = _findings("passed_devices", {"DSL201"})
+    assert [(path, line, code) for path, line, code, _ in found] == [
+        ("checkpoints/restore.py", 11, "DSL201"),  # self.device, set beside set_device, through two functions
+        ("checkpoints/restore.py", 30, "DSL201"),  # a formatted "cuda:{}" from the one caller
+    ]  # read_on (CPU at one call), read_default (its CPU default), read_local (a string), read_rank: silent
+    first, second = (message for *_, message in found)
+    assert first.startswith("torch.load with a CUDA map_location puts the whole checkpoint on one GPU")
+    assert first.endswith(
+        "(every caller passes dev a CUDA device: torch.device(self.local_rank), " + _at("workers.py:19)")
+    )
+    assert second.endswith(
+        "(every caller passes target a CUDA device: 'cuda:{}'.format(rank), " + _at("workers.py:26)")
+    )
+
+
+def _at(where: str) -> str:
+    """A fixture file as findings name it: relative to the current directory (the repository root in tests)."""
+    return os.path.relpath(FIXTURES / "projects" / "passed_devices" / where)

@@ -38,6 +38,7 @@ from dslint.project.launchers import (
     parse_makefile,
     parse_shell,
 )
+from dslint.project.passed_devices import cuda_parameters
 from dslint.project.world_size import world_size
 from dslint.script.project_facts import (
     EngineConfig,
@@ -247,6 +248,8 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
         except (RecursionError, MemoryError):
             index.problems.append("engines were not followed across functions: the code is nested too deeply")
     _record_config_builders(index, sources, store)
+    for path, functions in cuda_parameters(store).items():
+        index.files[path] = replace(_facts(index, path), cuda_parameters=functions)
     return index
 
 

@@ -107,6 +107,9 @@ class ProjectFacts:
     # Module-level functions of this file whose returned dict a DeepSpeed config reader receives elsewhere:
     # name -> (the reader's call, who reads it: "initialize" or "trainer")
     config_builders: Mapping[str, tuple[Related, str]] = field(default_factory=dict)
+    # Parameters of this file's functions that every caller fills with a CUDA device, read by a `torch.load`'s
+    # map_location (`model.device_parameters`): function -> parameter -> where the device is written
+    cuda_parameters: Mapping[str, Mapping[str, Related]] = field(default_factory=dict)
 
     @property
     def receives_engine(self) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dslint.diagnostics import Edit
+from dslint.diagnostics import Edit, Related
 from dslint.script.context import ScriptContext
 from dslint.script.facts import BindingKind, ScriptFacts
 from dslint.script.names import dotted_name
@@ -59,6 +59,8 @@ def _attribute_only_restores_rng_state(facts: ScriptFacts, call: cst.Call) -> bo
     target = small.targets[0].target
     holder = facts.scope_at(call).node
     if not (isinstance(holder, cst.FunctionDef) and holder in _methods(facts.module)):
+        return False
+    if not isinstance(target, cst.Attribute) or not isinstance(target.value, cst.Name):
         return False
     if _first_parameter(holder) != target.value.value:
         return False  # `other.saved = ...`: not this instance's attribute
@@ -158,9 +160,7 @@ def _rng_restorer_arguments(scope_node: cst.CSTNode, name: str, receiver: str | 
             value = arg.value
             if isinstance(value, cst.Subscript):
                 value = value.value
-            if receiver is None and isinstance(value, cst.Name) and value.value == name:
-                found.add(id(value))
-            elif (
+            if (receiver is None and isinstance(value, cst.Name) and value.value == name) or (
                 receiver is not None
                 and isinstance(value, cst.Attribute)
                 and value.attr.value == name
@@ -265,6 +265,20 @@ def is_cuda_device(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode
     if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
         return False
     return is_cuda_device(facts, binding.value, binding.value, depth + 1)
+
+
+def passed_cuda_device(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode) -> Related | None:
+    """A parameter of the enclosing function that every caller in the project fills with a CUDA device
+    (`def restore(path, dev): torch.load(path, map_location=dev)`, called with `torch.device(f"cuda:{rank}")`):
+    where that device is written (`ProjectFacts.cuda_parameters`); None otherwise."""
+    project = facts.project
+    if project is None or not project.cuda_parameters or not isinstance(expr, cst.Name):
+        return None
+    binding = facts.binding_at(expr.value, facts.scope_at(at), facts.start(at))
+    if binding is None or binding.kind is not BindingKind.PARAMETER:
+        return None
+    function = facts.qualname(binding.scope)
+    return project.cuda_parameters.get(function, {}).get(expr.value) if function else None
 
 
 def cpu_map_location_edit(context: ScriptContext, call: cst.Call) -> Edit | None:
