@@ -53,6 +53,19 @@ def test_a_device_every_caller_passes_down_into_a_load_is_that_device() -> None:
     )
 
 
-def _at(where: str) -> str:
+def _at(where: str, project: str = "passed_devices") -> str:
     """A fixture file as findings name it: relative to the current directory (the repository root in tests)."""
-    return os.path.relpath(FIXTURES / "projects" / "passed_devices" / where)
+    return os.path.relpath(FIXTURES / "projects" / project / where)
+
+
+def test_the_trainers_model_state_dict_written_under_a_launched_zero3_config() -> None:
+    found = _findings("trainer_saves", {"DSL204"})
+    assert [(path, line, code) for path, line, code, _ in found] == [
+        ("finetune_z3.py", 10, "DSL204"),  # through a dict made from it, into trainer._save(state_dict=...)
+        ("finetune_z3.py", 27, "DSL204"),  # straight into torch.save
+    ]  # count_weights (never written), trainer.save_model and the same script under ZeRO-2: silent
+    for *_, message in found:
+        assert message.startswith("ZeRO-3 is on: the Trainer's model.state_dict() holds empty tensors")
+        assert message.endswith(
+            "(ZeRO-3 from " + _at("run.sh:2", "trainer_saves") + " -> " + _at("ds_z3.json:2)", "trainer_saves")
+        )
