@@ -69,3 +69,15 @@ def test_the_trainers_model_state_dict_written_under_a_launched_zero3_config() -
         assert message.endswith(
             "(ZeRO-3 from " + _at("run.sh:2", "trainer_saves") + " -> " + _at("ds_z3.json:2)", "trainer_saves")
         )
+
+
+def test_an_engine_a_base_class_stores_on_self_reaches_its_subclasses_methods() -> None:
+    found = _findings("inherited_engines", {"DSL305", "DSL306", "DSL302", "DSL307"})
+    assert [(path, line, code) for path, line, code, _ in found] == [
+        ("trainers/tasks.py", 15, "DSL306"),  # ClassifierTrainer.train_step, a subclass in another module
+        ("trainers/tasks.py", 19, "DSL305"),
+        ("trainers/tasks.py", 30, "DSL306"),  # DeeperTrainer, two levels down
+    ]  # SwappingTrainer (stores a plain module there later) and LazyClassifier (no order to read): silent
+    engine = "(engine from " + _at("trainers/base.py:16", "inherited_engines") + "; ZeRO-2 from "
+    for *_, message in found:
+        assert engine in message

@@ -23,6 +23,7 @@ from dslint.config.tree import Object
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
 from dslint.model.fixpoint import ProjectModel
+from dslint.model.inherited_engines import inherited_values
 from dslint.model.summary import SummaryStore
 from dslint.model.values import InitSite
 from dslint.project.config_builders import config_builders
@@ -525,7 +526,7 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         parameters = {name: dict(values) for name, values in facts.parameters.items()}
         parameters.setdefault(function, {})[param] = ParameterFact(role, origin, engine_config(index, init))
         index.files[path] = replace(facts, parameters=parameters)
-    for path, where, value in model.instance_values():
+    for path, where, value in (*model.instance_values(), *inherited_values(model)):
         origin = Related(
             _shown(value.origin.path),
             value.origin.line,

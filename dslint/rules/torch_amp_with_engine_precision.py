@@ -7,6 +7,7 @@ import libcst as cst
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import resolve_config
+from dslint.project.evidence import evidence
 from dslint.script.facts import BindingKind, InitializeCall, Role, method_name
 from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name, literally_enabled
@@ -148,9 +149,13 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                 continue
             if not literally_enabled(call):
                 continue
-            precision = self._engine_precision_in(node.body)
-            if precision is not None:
-                self.report(call, self.autocast_template.format(precision=precision))
+            engine = self._engine_precision_in(node.body)
+            if engine is not None:
+                precision, init = engine
+                found = evidence(self.context, init)  # an engine from another function or module says where
+                self.report(
+                    call, self.autocast_template.format(precision=precision) + found.suffix, related=found.related
+                )
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) != "scale" or len(node.args) != 1:
@@ -171,8 +176,8 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                 self.report(node, self.scaler_template.format(precision=precision))
                 return
 
-    def _engine_precision_in(self, body: cst.CSTNode) -> str | None:
-        found: list[str] = []
+    def _engine_precision_in(self, body: cst.CSTNode) -> tuple[str, InitializeCall | None] | None:
+        found: list[tuple[str, InitializeCall | None]] = []
         rule = self
 
         class Calls(cst.CSTVisitor):
@@ -181,7 +186,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                 if answer is not None and answer.role is Role.ENGINE:
                     precision = rule._precision(answer.init)
                     if precision is not None:
-                        found.append(precision)
+                        found.append((precision, answer.init))
 
             def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
                 return False
