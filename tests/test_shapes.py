@@ -77,7 +77,15 @@ def test_an_engine_a_base_class_stores_on_self_reaches_its_subclasses_methods() 
         ("trainers/tasks.py", 15, "DSL306"),  # ClassifierTrainer.train_step, a subclass in another module
         ("trainers/tasks.py", 19, "DSL305"),
         ("trainers/tasks.py", 30, "DSL306"),  # DeeperTrainer, two levels down
-    ]  # SwappingTrainer (stores a plain module there later) and LazyClassifier (no order to read): silent
-    engine = "(engine from " + _at("trainers/base.py:16", "inherited_engines") + "; ZeRO-2 from "
+        ("trainers/tasks.py", 63, "DSL307"),  # engine.module handed to a helper that runs it, trained by fit()
+    ]  # SwappingTrainer (stores a plain module there later), LazyClassifier (no order to read), the reference
+    # engine's module (never back-propagated), the call under no_grad and estimate() (only run under no_grad):
+    # silent
+    engine = "(engine from " + _at("trainers/base.py:17", "inherited_engines") + "; ZeRO-2 from "
     for *_, message in found:
         assert engine in message
+    assert (
+        "(model runs forward in "
+        + _at("trainers/tasks.py:59: PreferenceTrainer.scores() calls model)", "inherited_engines")
+        in found[-1][3]
+    )

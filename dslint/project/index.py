@@ -23,6 +23,7 @@ from dslint.config.tree import Object
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
 from dslint.model.fixpoint import ProjectModel
+from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
 from dslint.model.summary import SummaryStore
 from dslint.model.values import InitSite
@@ -536,6 +537,12 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         facts = _facts(index, path)
         fact = ParameterFact(str(value.role), origin, engine_config(index, value.origin))
         index.files[path] = replace(facts, values_at={**facts.values_at, where: fact})
+    engine_files = [p for p, f in index.files.items() if f.receives_engine and b".module" in store.sources.get(p, b"")]
+    for call in forwarding_calls(model, sorted({*engine_files, *(s.path for s in model.inits.values())})):
+        facts = _facts(index, call.path)
+        runs = Related(_shown(call.callee[0]), call.def_line, 1, f"{call.callee[1]}() calls {call.name}")
+        forwarding = {**facts.forwarding_calls, (call.line, call.column): (call.index, call.name, runs)}
+        index.files[call.path] = replace(facts, forwarding_calls=forwarding)
     for helper, position, name, unwrapped in model.passthrough_helpers():
         facts = _facts(index, helper.caller_path)
         passthrough = {**facts.passthrough, helper.position: (position, name, unwrapped)}
