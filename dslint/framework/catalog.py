@@ -85,7 +85,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL201": Needs((b"deepspeed", b"initialize")),
     "DSL202": Needs((b"deepspeed", b"initialize")),
     "DSL203": Needs((b"deepspeed", b"initialize")),
-    "DSL204": Needs((b"deepspeed", b"initialize")),
+    "DSL204": Needs((b"deepspeed", b"initialize"), engine=False, alternatives=((b"Trainer", b"state_dict"),)),
     "DSL205": Needs((b"deepspeed", b"initialize")),
     "DSL206": Needs((b"deepspeed", b"initialize")),
     "DSL207": Needs(

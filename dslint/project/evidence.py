@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from dslint.config.tree import node_at
 from dslint.diagnostics import Related
 from dslint.model.engine import Engine
-from dslint.project.config_link import resolve_config
+from dslint.project.config_link import ResolvedConfig, resolve_config
 from dslint.script.context import ScriptContext
 
 
@@ -38,20 +38,42 @@ def evidence(context: ScriptContext, engine: Engine | None) -> Evidence:
         parts.append(f"engine from {engine.site.path}:{engine.site.line}")
     config = resolve_config(context, engine)
     if config is not None and config.via:
-        related.extend(config.via)
-        # the option or YAML key naming the file where there is one, else the launch line
-        links = [r for r in config.via if " launches " not in r.message] or list(config.via)
-        chain = ", ".join(dict.fromkeys(f"{r.path}:{r.line}" for r in links))
-        stage_node = node_at(config.tree, "zero_optimization", "stage") if config.tree is not None else None
-        if config.path is not None:
-            shown = os.path.relpath(config.path)
-            shown = str(config.path) if shown.startswith("..") else shown
-            line = stage_node.start.line if stage_node is not None else 1
-            column = stage_node.start.column if stage_node is not None else 1
-            related.append(Related(shown, line, column, "zero_optimization.stage"))
-            chain += f" -> {shown}:{line}"
-        stage = config.zero_stage
-        parts.append(f"{'config' if stage is None else f'ZeRO-{stage}'} from {chain}")
+        part, config_related = _config_chain(config)
+        related.extend(config_related)
+        parts.append(part)
     if not related:
         return NONE
     return Evidence(f" ({'; '.join(parts)})", tuple(dict.fromkeys(related)))
+
+
+def config_evidence(configs: list[ResolvedConfig]) -> Evidence:
+    """The launchers and config files behind configs a script is started with (the Hugging Face Trainer's
+    `--deepspeed ds.json`), as `evidence` writes them; empty for configs written in the script itself."""
+    parts: list[str] = []
+    related: list[Related] = []
+    for config in configs:
+        if config.via:
+            part, found = _config_chain(config)
+            parts.append(part)
+            related.extend(found)
+    if not related:
+        return NONE
+    return Evidence(f" ({'; '.join(dict.fromkeys(parts))})", tuple(dict.fromkeys(related)))
+
+
+def _config_chain(config: ResolvedConfig) -> tuple[str, list[Related]]:
+    """ "ZeRO-3 from run.sh:4 -> ds_z3.json:5" and the locations behind it, for a config a launcher names."""
+    related = list(config.via)
+    # the option or YAML key naming the file where there is one, else the launch line
+    links = [r for r in config.via if " launches " not in r.message] or list(config.via)
+    chain = ", ".join(dict.fromkeys(f"{r.path}:{r.line}" for r in links))
+    stage_node = node_at(config.tree, "zero_optimization", "stage") if config.tree is not None else None
+    if config.path is not None:
+        shown = os.path.relpath(config.path)
+        shown = str(config.path) if shown.startswith("..") else shown
+        line = stage_node.start.line if stage_node is not None else 1
+        column = stage_node.start.column if stage_node is not None else 1
+        related.append(Related(shown, line, column, "zero_optimization.stage"))
+        chain += f" -> {shown}:{line}"
+    stage = config.zero_stage
+    return f"{'config' if stage is None else f'ZeRO-{stage}'} from {chain}", related

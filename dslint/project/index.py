@@ -24,6 +24,8 @@ from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
 from dslint.model.engine import EngineConfig
 from dslint.model.fixpoint import ProjectModel
+from dslint.model.forwarded_parameters import forwarding_calls
+from dslint.model.inherited_engines import inherited_values
 from dslint.model.summary import SummaryStore
 from dslint.model.values import InitSite
 from dslint.project.config_builders import config_builders
@@ -39,6 +41,7 @@ from dslint.project.launchers import (
     parse_makefile,
     parse_shell,
 )
+from dslint.project.passed_devices import cuda_parameters
 from dslint.project.world_size import world_size
 from dslint.script.project_facts import (
     LaunchedConfig,
@@ -247,6 +250,8 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
         except (RecursionError, MemoryError):
             index.problems.append("engines were not followed across functions: the code is nested too deeply")
     _record_config_builders(index, sources, store)
+    for path, functions in cuda_parameters(store).items():
+        index.files[path] = replace(_facts(index, path), cuda_parameters=functions)
     return index
 
 
@@ -523,7 +528,7 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         created = Related(_shown(init.path), init.line, init.column, "deepspeed.initialize")
         parameters.setdefault(function, {})[param] = ParameterFact(role, origin, engine_config(index, init), created)
         index.files[path] = replace(facts, parameters=parameters)
-    for path, where, value in model.instance_values():
+    for path, where, value in (*model.instance_values(), *inherited_values(model)):
         origin = Related(
             _shown(value.origin.path),
             value.origin.line,
@@ -533,6 +538,12 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         facts = _facts(index, path)
         fact = ParameterFact(str(value.role), origin, engine_config(index, value.origin))
         index.files[path] = replace(facts, values_at={**facts.values_at, where: fact})
+    engine_files = [p for p, f in index.files.items() if f.receives_engine and b".module" in store.sources.get(p, b"")]
+    for call in forwarding_calls(model, sorted({*engine_files, *(s.path for s in model.inits.values())})):
+        facts = _facts(index, call.path)
+        runs = Related(_shown(call.callee[0]), call.def_line, 1, f"{call.callee[1]}() calls {call.name}")
+        forwarding = {**facts.forwarding_calls, (call.line, call.column): (call.index, call.name, runs)}
+        index.files[call.path] = replace(facts, forwarding_calls=forwarding)
     for helper, position, name, unwrapped in model.passthrough_helpers():
         facts = _facts(index, helper.caller_path)
         passthrough = {**facts.passthrough, helper.position: (position, name, unwrapped)}

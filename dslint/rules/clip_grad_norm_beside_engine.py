@@ -7,6 +7,7 @@ import libcst as cst
 from dslint.config.versions import CLIPPING_BY_DEFAULT_SINCE, Version
 from dslint.diagnostics import Applicability, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.evidence import evidence
 from dslint.script.edits import line_deletion
 from dslint.script.facts import Role, RoleAnswer, method_name
 from dslint.script.loop import loop_facts
@@ -174,9 +175,11 @@ class ClipGradNormBesideEngine(ScriptRule):
         if answer is None or not self._engine_parameters(answer, node):
             return
         line = self.facts.lone_expression_statement(node)
+        found = evidence(self.context, answer.init)  # an engine from another function or module says where
         self.report(
             node,
-            self._message(self.context.deepspeed_version),
+            self._message(self.context.deepspeed_version) + found.suffix,
+            related=found.related,
             edits=line_deletion(self.context, line),
             applicability=Applicability.UNSAFE,
             fix_message="Remove the call and set `gradient_clipping` in the config",

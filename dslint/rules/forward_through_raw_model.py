@@ -8,6 +8,7 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.evidence import evidence
 from dslint.script.edits import replace_node
 from dslint.script.facts import InitializeCall, Pos, Role, Scope, ScopeKind
 from dslint.script.loop import GRAPH_CUTTING_METHODS, loop_facts
@@ -311,6 +312,7 @@ class ForwardThroughRawModel(ScriptRule):
         return False
 
     def visit_Call(self, node: cst.Call) -> None:
+        self._handed_to_forward(node)
         target = node.func
         if isinstance(target, cst.Attribute) and target.attr.value == "forward":
             target = target.value
@@ -335,6 +337,34 @@ class ForwardThroughRawModel(ScriptRule):
             edits=edits,
             applicability=Applicability.UNSAFE,
             fix_message=f"Call `{engine}` instead",
+        )
+
+    def _handed_to_forward(self, node: cst.Call) -> None:
+        """`self.log_probs(self.engine.module, batch)` where the project function runs that parameter forward
+        (`model(**batch)`, with gradients on; `ProjectFacts.forwarding_calls`): a training forward that skips the
+        engine, unless the call itself is under `no_grad`. The engine may come from another module (a base
+        class's `self.engine`)."""
+        project = self.facts.project
+        if project is None or not project.forwarding_calls or self.no_grad_depth:
+            return
+        position = self.facts.call_position(node)
+        found = project.forwarding_calls.get(position) if position is not None else None
+        if found is None:
+            return
+        index, name, where = found
+        argument = _argument(node, index, name)
+        answer = self.facts.role_of(argument, at=node) if argument is not None else None
+        if answer is None or answer.role is not Role.ENGINE_MODULE or answer.init is None:
+            return
+        init = answer.init
+        if init.call is not None and self.facts.scope_at(node) is init.scope and not self._backward_follows(node):
+            return  # evaluation next to initialize, not a training step
+        found_evidence = evidence(self.context, init)
+        self.report(
+            node,
+            f"{self.message} ({name} runs forward in {where.path}:{where.line}: {where.message})"
+            + found_evidence.suffix,
+            related=(where, *found_evidence.related),
         )
 
     def _output_discarded(self, node: cst.Call) -> bool:
@@ -437,3 +467,11 @@ def _direct_assignments(loop: cst.CSTNode, name: str) -> list[cst.CSTNode]:
             for small in line.body
         )
     ]
+
+
+def _argument(call: cst.Call, index: int | None, name: str) -> cst.BaseExpression | None:
+    """The argument a call passes at position `index`, or by keyword `name` when `index` is None."""
+    if index is None:
+        return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return positional[index].value if index < len(positional) else None

@@ -8,6 +8,7 @@ from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine
 from dslint.project.config_link import resolve_config
+from dslint.project.evidence import evidence
 from dslint.script.facts import BindingKind, Role, method_name
 from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name, literally_enabled
@@ -149,9 +150,13 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                 continue
             if not literally_enabled(call):
                 continue
-            precision = self._engine_precision_in(node.body)
-            if precision is not None:
-                self.report(call, self.autocast_template.format(precision=precision))
+            engine = self._engine_precision_in(node.body)
+            if engine is not None:
+                precision, source = engine
+                found = evidence(self.context, source)  # an engine from another function or module says where
+                self.report(
+                    call, self.autocast_template.format(precision=precision) + found.suffix, related=found.related
+                )
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) != "scale" or len(node.args) != 1:
@@ -172,8 +177,8 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                 self.report(node, self.scaler_template.format(precision=precision))
                 return
 
-    def _engine_precision_in(self, body: cst.CSTNode) -> str | None:
-        found: list[str] = []
+    def _engine_precision_in(self, body: cst.CSTNode) -> tuple[str, Engine] | None:
+        found: list[tuple[str, Engine]] = []
         rule = self
 
         class Calls(cst.CSTVisitor):
@@ -182,7 +187,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                 if answer is not None and answer.role is Role.ENGINE:
                     precision = rule._precision(answer.engine)
                     if precision is not None:
-                        found.append(precision)
+                        found.append((precision, answer.engine))
 
             def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
                 return False

@@ -7,7 +7,12 @@ import libcst as cst
 from dslint.diagnostics import Applicability, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.devices import is_cuda_device
-from dslint.script.torch_load import cpu_map_location_edit, is_torch_load, map_location_argument
+from dslint.script.torch_load import (
+    cpu_map_location_edit,
+    is_torch_load,
+    map_location_argument,
+    passed_cuda_device,
+)
 
 
 class TorchLoadToCuda(ScriptRule):
@@ -25,7 +30,10 @@ class TorchLoadToCuda(ScriptRule):
             `"cuda:{}".format(...)` or `"cuda:%d" % ...`, `torch.device("cuda", ...)`, `torch.device(N)` with an
             integer index (a literal, or a name bound to `int(...)`), `get_accelerator().device_name()` (with or
             without an index), or a name bound to one of these (the device reader `dslint.script.devices`, which
-            DSL101 and DSL103 share).
+            DSL101 and DSL103 share). With the project index, also a parameter that every caller in the project
+            fills with such a device, through any number of functions that pass their own parameter on, or from
+            `self.device` that the class sets to one (`torch.device(self.local_rank)` beside
+            `torch.cuda.set_device(self.local_rank)`).
         """,
         why="""
             The whole checkpoint lands on a GPU: after `initialize` on the rank's current device, before it on
@@ -146,11 +154,18 @@ class TorchLoadToCuda(ScriptRule):
         if not is_torch_load(self.facts, node):
             return
         argument = map_location_argument(node)
-        if argument is None or not is_cuda_device(self.facts, argument.value, node):
+        if argument is None:
             return
+        passed = None
+        if not is_cuda_device(self.facts, argument.value, node):
+            passed = passed_cuda_device(self.facts, argument.value, node)
+            if passed is None:
+                return
         edit = cpu_map_location_edit(self.context, node)
         self.report(
             argument.value,
+            self.message + (f" ({passed.message}, {passed.path}:{passed.line})" if passed is not None else ""),
+            related=(passed,) if passed is not None else (),
             edits=[edit] if edit is not None else [],
             applicability=Applicability.SAFE,
             fix_message='Load to the CPU: map_location="cpu"',

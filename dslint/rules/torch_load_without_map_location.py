@@ -29,7 +29,9 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             `map_location` (neither by keyword nor as the second positional argument), or give `None`. Calls
             with `*args` or `**kwargs` are not flagged: they may carry one. Nor is a load whose result only goes
             to random-generator setters (`torch.cuda.set_rng_state(states["cuda"])`, `random.setstate(...)`):
-            generator states are saved as CPU tensors, so they come back on the CPU.
+            generator states are saved as CPU tensors, so they come back on the CPU. The same holds for
+            `self.states = torch.load(...)` when every read of `self.states` in the module's methods goes to such
+            setters (or only tests it: `is None`, `if`, `not`).
         """,
         why="""
             Without `map_location`, torch restores every tensor to the device recorded when it was saved, which
@@ -81,6 +83,22 @@ class TorchLoadWithoutMapLocation(ScriptRule):
                 saved = torch.load(path)
                 random.setstate(saved["python"])
                 torch.cuda.set_rng_state(saved["cuda"])
+            """
+        ),
+        Valid(
+            """
+            import random
+            import deepspeed, torch
+            class Trainer:
+                def __init__(self, model, config):
+                    self.engine, *_ = deepspeed.initialize(model=model, config=config)
+                    self.states = None
+                def resume(self, path):
+                    self.states = torch.load(path)
+                def first_step(self):
+                    if self.states is not None:
+                        random.setstate(self.states["python"])
+                        torch.set_rng_state(self.states["cpu"])
             """
         ),
     )

@@ -7,12 +7,14 @@ import libcst as cst
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine
+from dslint.project.config_link import trainer_configs
 from dslint.project.engine_config import zero_stage
-from dslint.project.evidence import evidence
+from dslint.project.evidence import config_evidence, evidence
 from dslint.script.facts import BindingKind, Role, method_name
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.names import dotted_name
 from dslint.script.stage_guard import StageGuards
+from dslint.script.trainer_saves import trainer_state_dicts_saved
 
 TORCH_SAVE = "torch.save"
 TARGETS = (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL)
@@ -46,7 +48,15 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         "ZeRO-3 is on: torch.save of the model's state_dict() writes empty tensors (parameters are "
         f"partitioned); {REMEDY}"
     )
+    trainer_message = (
+        "ZeRO-3 is on: the Trainer's model.state_dict() holds empty tensors (parameters are partitioned), so "
+        "the weights written from it are empty; save with trainer.save_model(dir) (with "
+        '"stage3_gather_16bit_weights_on_model_save": true) or zero_to_fp32 on a saved checkpoint'
+    )
     severity = Severity.ERROR
+    needs_engine = False  # the Hugging Face Trainer creates its engine inside `train()`
+    required_tokens = (b"deepspeed", b"initialize")
+    alternative_tokens = ((b"Trainer", b"state_dict"),)
     docs = RuleDocs(
         what="""
             Flags `torch.save(X.state_dict(), ...)` (also inside a dict or list, or through a name bound to
@@ -56,6 +66,10 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             parameters are whole, nor when the config is known to use a lower stage, nor under an `if` that
             tests the stage (`if zero_stage != 3:`, either arm): the author handles ZeRO-3 there. The engine may
             come from another function or module (`save_hf_format(engine, ...)`), as the project index follows it.
+            Also flags, as an error, a Hugging Face Trainer's `trainer.model.state_dict()` whose result (or a dict
+            made from it) is written in the same function (`torch.save`, `trainer._save(dir, state_dict=...)`,
+            `save_pretrained(dir, state_dict=...)`) when a launcher starts the script with a `--deepspeed` config
+            known to be ZeRO-3; with an unknown or lower stage it stays silent.
         """,
         why="""
             Under ZeRO-3 every parameter is partitioned across ranks and `param.data` is an empty tensor on
@@ -108,8 +122,30 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             """
         ),
+        Valid(
+            """
+            import torch
+            from transformers import Trainer, TrainingArguments
+            args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 2}})
+            trainer = Trainer(model=model, args=args)
+            trainer.train()
+            torch.save(trainer.model.state_dict(), "model.pt")
+            """
+        ),
     )
     invalid = (
+        Invalid(
+            """
+            import torch
+            from transformers import Trainer, TrainingArguments
+            args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})
+            trainer = Trainer(model=model, args=args)
+            trainer.train()
+            weights = trainer.model.state_dict()
+            torch.save({k: v.cpu() for k, v in weights.items()}, "model.pt")
+            """,
+            lines=(7,),
+        ),
         Invalid(
             """
             import deepspeed
@@ -137,6 +173,7 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
     def visit_Module(self, node: cst.Module) -> None:
         self.gathered = GatheredBlocks(self.facts, for_modification=False)
         self.stage_guards = StageGuards()
+        self.trainer_saves = set(trainer_state_dicts_saved(self.facts, node))
 
     def visit_If(self, node: cst.If) -> None:
         self.stage_guards.enter(node)
@@ -153,6 +190,9 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.gathered.inside or self.stage_guards.inside:
             return
+        if node in self.trainer_saves:
+            self._trainer_model_state(node)
+            return
         if self.facts.qualified(node.func) != TORCH_SAVE or not node.args:
             return
         saved = node.args[0]
@@ -167,6 +207,15 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             self.report(node, self.zero3_message + found.suffix, related=found.related)
         elif stage is None:
             self.report(node, self.message + found.suffix, severity=Severity.WARNING, related=found.related)
+
+    def _trainer_model_state(self, node: cst.Call) -> None:
+        """`trainer.model.state_dict()` written to disk, in a script the launchers start with a ZeRO-3 config
+        for its Trainer (`--deepspeed ds_z3.json`): only a config known to be stage 3 is reported."""
+        stage3 = [config for config in trainer_configs(self.context) if config.zero_stage == 3]
+        if not stage3:
+            return
+        found = config_evidence(stage3)
+        self.report(node, self.trainer_message + found.suffix, related=found.related)
 
     def _saved_model_state(self, value: cst.BaseExpression, at: cst.Call) -> Engine | None:
         facts = self.facts

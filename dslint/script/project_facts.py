@@ -100,6 +100,12 @@ class ProjectFacts:
     # Module-level functions of this file whose returned dict a DeepSpeed config reader receives elsewhere:
     # name -> (the reader's call, who reads it: "initialize" or "trainer")
     config_builders: Mapping[str, tuple[Related, str]] = field(default_factory=dict)
+    # Parameters of this file's functions that every caller fills with a CUDA device, read by a `torch.load`'s
+    # map_location (`model.device_parameters`): function -> parameter -> where the device is written
+    cuda_parameters: Mapping[str, Mapping[str, Related]] = field(default_factory=dict)
+    # Calls in this file that hand `x.module` to a project function calling that parameter (a forward pass):
+    # the call -> (positional index or None for a keyword, the parameter's name, the function's definition)
+    forwarding_calls: Mapping[tuple[int, int], tuple[int | None, str, Related]] = field(default_factory=dict)
 
     @property
     def receives_engine(self) -> bool:

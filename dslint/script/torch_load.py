@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dslint.diagnostics import Edit
+from dslint.diagnostics import Edit, Related
 from dslint.script.context import ScriptContext
-from dslint.script.facts import ScriptFacts
+from dslint.script.facts import BindingKind, ScriptFacts
 from dslint.script.value_flow import value_flow
 
 TORCH_LOAD = "torch.load"
@@ -31,7 +31,7 @@ def only_restores_rng_state(facts: ScriptFacts, call: cst.Call) -> bool:
     on a GPU whatever its map_location."""
     bound = facts.bound_to_name(call)
     if bound is None:
-        return False
+        return _attribute_only_restores_rng_state(facts, call)
     small, name = bound
     scope_node = facts.scope_at(call).node
     reads = value_flow(facts, scope_node).reads_reached_by(small, name)
@@ -41,8 +41,110 @@ def only_restores_rng_state(facts: ScriptFacts, call: cst.Call) -> bool:
     return all(id(read) in restored for read in reads)
 
 
-def _rng_restorer_arguments(scope_node: cst.CSTNode, name: str) -> set[int]:
-    """Ids of the reads of `name` that are an argument of an RNG-state setter, whole or subscripted once."""
+def _attribute_only_restores_rng_state(facts: ScriptFacts, call: cst.Call) -> bool:
+    """`self.saved = torch.load(f)` in a method, whose every read `<first parameter>.saved` in any method of the
+    module's classes (the same class's other methods, a subclass's) is handed, whole or by key, to an RNG-state
+    setter. A read anywhere else (passed on, returned, loaded into a model) and the load is a real one."""
+    small = facts.small_statement_of_call.get(call)
+    if not (
+        isinstance(small, cst.Assign)
+        and small.value is call
+        and len(small.targets) == 1
+        and isinstance(small.targets[0].target, cst.Attribute)
+        and isinstance(small.targets[0].target.value, cst.Name)
+    ):
+        return False
+    target = small.targets[0].target
+    holder = facts.scope_at(call).node
+    if not (isinstance(holder, cst.FunctionDef) and holder in _methods(facts.module)):
+        return False
+    if not isinstance(target, cst.Attribute) or not isinstance(target.value, cst.Name):
+        return False
+    if _first_parameter(holder) != target.value.value:
+        return False  # `other.saved = ...`: not this instance's attribute
+    attribute = target.attr.value
+    reads = 0
+    for method in _methods(facts.module):
+        receiver = _first_parameter(method)
+        if receiver is None:
+            continue
+        restored = _rng_restorer_arguments(method, attribute, receiver)
+        harmless = _stores_and_tests(method)
+        for node in _attribute_reads(method, receiver, attribute):
+            if id(node) in harmless:
+                continue
+            if id(node) not in restored:
+                return False
+            reads += 1
+    return reads > 0
+
+
+def _stores_and_tests(scope_node: cst.CSTNode) -> set[int]:
+    """Ids of the expressions of a function that do not hand a value on: assignment targets (a store reads
+    nothing), the subject of `x is None` / `x is not None`, the test of an `if`/`while` and the operand of `not`."""
+    found: set[int] = set()
+    stack: list[cst.CSTNode] = [scope_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if isinstance(node, cst.Assign):
+            found.update(id(target.target) for target in node.targets)
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            found.add(id(node.target))
+        elif isinstance(node, (cst.If, cst.While)):
+            found.add(id(node.test))
+        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            found.add(id(node.expression))
+        elif (
+            isinstance(node, cst.Comparison)
+            and len(node.comparisons) == 1
+            and isinstance(node.comparisons[0].operator, (cst.Is, cst.IsNot))
+            and isinstance(node.comparisons[0].comparator, cst.Name)
+            and node.comparisons[0].comparator.value == "None"
+        ):
+            found.add(id(node.left))
+    return found
+
+
+def _methods(module: cst.Module) -> list[cst.FunctionDef]:
+    """Every function defined directly in a class body, at any depth of the module."""
+    found: list[cst.FunctionDef] = []
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock):
+            found.extend(item for item in node.body.body if isinstance(item, cst.FunctionDef))
+        stack.extend(node.children)
+    return found
+
+
+def _first_parameter(method: cst.FunctionDef) -> str | None:
+    params = method.params
+    first = (*params.posonly_params, *params.params)
+    return first[0].name.value if first else None
+
+
+def _attribute_reads(scope_node: cst.CSTNode, receiver: str, attribute: str) -> list[cst.Attribute]:
+    """Every `receiver.attribute` in a function (stores included: the caller skips its own target; any other
+    store rebinds the attribute to something unknown, which counts as a read that is not a restore)."""
+    found: list[cst.Attribute] = []
+    stack: list[cst.CSTNode] = [scope_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if (
+            isinstance(node, cst.Attribute)
+            and node.attr.value == attribute
+            and isinstance(node.value, cst.Name)
+            and node.value.value == receiver
+        ):
+            found.append(node)
+    return found
+
+
+def _rng_restorer_arguments(scope_node: cst.CSTNode, name: str, receiver: str | None = None) -> set[int]:
+    """Ids of the reads of `name` (of `receiver.name` when a receiver is given) that are an argument of an
+    RNG-state setter, whole or subscripted once."""
     found: set[int] = set()
     stack: list[cst.CSTNode] = [scope_node]
     while stack:
@@ -56,7 +158,13 @@ def _rng_restorer_arguments(scope_node: cst.CSTNode, name: str) -> set[int]:
             value = arg.value
             if isinstance(value, cst.Subscript):
                 value = value.value
-            if isinstance(value, cst.Name) and value.value == name:
+            if (receiver is None and isinstance(value, cst.Name) and value.value == name) or (
+                receiver is not None
+                and isinstance(value, cst.Attribute)
+                and value.attr.value == name
+                and isinstance(value.value, cst.Name)
+                and value.value.value == receiver
+            ):
                 found.add(id(value))
     return found
 
@@ -80,6 +188,20 @@ def map_location_argument(call: cst.Call) -> cst.Arg | None:
             return arg
         positional += 1
     return None
+
+
+def passed_cuda_device(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode) -> Related | None:
+    """A parameter of the enclosing function that every caller in the project fills with a CUDA device
+    (`def restore(path, dev): torch.load(path, map_location=dev)`, called with `torch.device(f"cuda:{rank}")`):
+    where that device is written (`ProjectFacts.cuda_parameters`); None otherwise."""
+    project = facts.project
+    if project is None or not project.cuda_parameters or not isinstance(expr, cst.Name):
+        return None
+    binding = facts.binding_at(expr.value, facts.scope_at(at), facts.start(at))
+    if binding is None or binding.kind is not BindingKind.PARAMETER:
+        return None
+    function = facts.qualname(binding.scope)
+    return project.cuda_parameters.get(function, {}).get(expr.value) if function else None
 
 
 def cpu_map_location_edit(context: ScriptContext, call: cst.Call) -> Edit | None:

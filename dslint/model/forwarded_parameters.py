@@ -1,0 +1,270 @@
+"""Calls that hand a module (`x.module`: what `engine.module` is) to a project function that runs it forward:
+
+    def log_probs(self, model, batch):
+        return model(**batch).logits          # the parameter is called: a forward pass
+
+    scores = self.log_probs(self.engine.module, batch)
+
+Whether `x.module` is an engine's module is the rules' question (the script facts know the engine); this answers,
+for every call of a project function with an argument written `<something>.module`, whether the function calls
+the parameter receiving it (`model(...)` or `model.forward(...)`) in its own body. The callee is found as the
+project model resolves calls (same module, imports, `self.method` along the bases).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from dslint.model.evaluate import Evaluator, FunctionSummary
+from dslint.model.summary import FunctionInfo, ModuleSummary
+
+MAX_BASES = 6
+
+
+@dataclass(frozen=True)
+class ForwardingCall:
+    """A call at `line`/`column` (1-based; the column in characters) in `path` whose argument number `index`
+    (positional) or keyword `name` is run forward by the callee `callee` (path, qualname), defined at `def_line`."""
+
+    path: str
+    line: int
+    column: int
+    index: int | None
+    name: str
+    callee: tuple[str, str]
+    def_line: int
+
+
+def forwarding_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[ForwardingCall]:
+    for path in paths:
+        module = model.module(path)
+        if module is None:
+            continue
+        lines = model.store.sources.get(path, b"").splitlines()
+        for qualname, body_calls in module.body_calls():
+            scope = _scope(module, qualname)
+            for call in body_calls:
+                passed = _module_arguments(call)
+                if not passed:
+                    continue
+                callee = model.resolve(module, scope, call.func)
+                function = model.function(callee) if callee is not None else None
+                if callee is None or function is None:
+                    continue
+                for index, keyword in passed:
+                    param = keyword if keyword is not None else _positional(function, index)
+                    if param is None or not _forwards(function, param):
+                        continue
+                    argument = call.args[index] if index is not None else _keyword(call, keyword)
+                    if not _trained(model, module, qualname, argument) or _only_run_without_grad(
+                        model, module, qualname
+                    ):
+                        continue
+                    column = _characters(lines, call.lineno, call.col_offset) + 1
+                    yield ForwardingCall(path, call.lineno, column, index, param, callee, function.start)
+
+
+def _keyword(call: ast.Call, name: str | None) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _trained(model: Evaluator, module: ModuleSummary, qualname: str, argument: ast.expr | None) -> bool:
+    """Whether what `<x>.module` unwraps is trained: `x.backward(...)` is called on it in the caller's own body,
+    or, for `self.<attr>.module` in a method, `self.<attr>.backward(...)` in a method of the class, of a base or
+    of a subclass (a reference model that only scores is never back-propagated through)."""
+    if not isinstance(argument, ast.Attribute) or not isinstance(argument.value, (ast.Name, ast.Attribute)):
+        return False
+    holder = argument.value
+    function = module.functions.get(qualname) if qualname else None
+    if function is None:
+        return False
+    if isinstance(holder, ast.Name):
+        return _backwards(function, lambda receiver: isinstance(receiver, ast.Name) and receiver.id == holder.id)
+    if not (
+        function.is_method
+        and function.params
+        and isinstance(holder.value, ast.Name)
+        and holder.value.id == function.params[0]
+    ):
+        return False
+    attribute = holder.attr
+    cls = (module.path, function.owner)
+    classes = [cls, *model.hierarchy.subclasses(cls), *_bases(model, cls)]
+    for path, owner in classes:
+        target = model.module(path)
+        for method in target.functions.values() if target is not None else ():
+            if method.owner != owner or not method.is_method or not method.params:
+                continue
+            me = method.params[0]
+
+            def is_attribute(receiver: ast.expr, me: str = me) -> bool:
+                return (
+                    isinstance(receiver, ast.Attribute)
+                    and receiver.attr == attribute
+                    and isinstance(receiver.value, ast.Name)
+                    and receiver.value.id == me
+                )
+
+            if _backwards(method, is_attribute):
+                return True
+    return False
+
+
+def _bases(model: Evaluator, cls: tuple[str, str], depth: int = 0) -> list[tuple[str, str]]:
+    module = model.module(cls[0])
+    if module is None or depth > MAX_BASES:
+        return []
+    found: list[tuple[str, str]] = []
+    for written in module.classes.get(cls[1], ()):
+        base = model.hierarchy.resolve_class(module, written)
+        if base is not None and base not in found:
+            found.extend([base, *_bases(model, base, depth + 1)])
+    return found
+
+
+def _backwards(function: FunctionInfo, is_receiver: Callable[[ast.expr], bool]) -> bool:
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "backward"
+        and is_receiver(node.func.value)
+        for node in _own_nodes(function.node)
+    )
+
+
+def _module_arguments(call: ast.Call) -> list[tuple[int | None, str | None]]:
+    """The arguments written `<something>.module`: (position, None) or (None, keyword)."""
+    found: list[tuple[int | None, str | None]] = []
+    for index, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            break
+        if isinstance(argument, ast.Attribute) and argument.attr == "module":
+            found.append((index, None))
+    for keyword in call.keywords:
+        if keyword.arg is not None and isinstance(keyword.value, ast.Attribute) and keyword.value.attr == "module":
+            found.append((None, keyword.arg))
+    return found
+
+
+def _positional(function: FunctionInfo, index: int | None) -> str | None:
+    """The parameter a positional argument fills (`positional` leaves a method's `self` out)."""
+    if index is None or index >= len(function.positional):
+        return None
+    return function.positional[index]
+
+
+NO_GRAD = frozenset({"no_grad", "inference_mode"})
+
+
+def _forwards(function: FunctionInfo, param: str) -> bool:
+    """Whether the function calls its parameter `param` (`param(...)`, `param.forward(...)`) with gradients on
+    (not under a `no_grad`/`inference_mode` decorator or `with`), and never rebinds it."""
+    if any(_names_no_grad(decorator) for decorator in function.node.decorator_list):
+        return False
+    for node in _own_nodes(function.node):
+        if isinstance(node, ast.Name) and node.id == param and isinstance(node.ctx, ast.Store):
+            return False
+    return _called(function.node.body, param)
+
+
+def _called(body: list[ast.stmt], param: str) -> bool:
+    def forward(node: ast.Call) -> bool:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value
+        return isinstance(func, ast.Name) and func.id == param
+
+    return _called_with_grad(body, forward)
+
+
+def _called_with_grad(body: list[ast.stmt], matches: Callable[[ast.Call], bool]) -> bool:
+    """Whether a call that `matches` runs in `body` outside any `with no_grad()` / `inference_mode()`."""
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            if any(_names_no_grad(item.context_expr) for item in statement.items):
+                continue
+            if _called_with_grad(statement.body, matches):
+                return True
+            continue
+        inner: list[ast.stmt] = []
+        for name in ("body", "orelse", "finalbody"):
+            inner.extend(getattr(statement, name, []) or [])
+        for handler in getattr(statement, "handlers", []) or []:
+            inner.extend(handler.body)
+        if inner and _called_with_grad(inner, matches):
+            return True
+        shallow = [child for child in ast.iter_child_nodes(statement) if not isinstance(child, ast.stmt)]
+        for child in shallow:
+            if any(isinstance(node, ast.Call) and matches(node) for node in (child, *_own_nodes(child))):
+                return True
+    return False
+
+
+def _only_run_without_grad(model: Evaluator, module: ModuleSummary, qualname: str) -> bool:
+    """A method every `self.<name>(...)` call of which, in its class, bases and subclasses, runs under `no_grad`
+    (at least one call seen): what it runs forward trains nothing."""
+    function = module.functions.get(qualname) if qualname else None
+    if function is None or not function.is_method or not function.owner:
+        return False
+    name = qualname.rpartition(".")[2]
+    cls = (module.path, function.owner)
+    seen = False
+    for path, owner in [cls, *model.hierarchy.subclasses(cls), *_bases(model, cls)]:
+        target = model.module(path)
+        for method in target.functions.values() if target is not None else ():
+            if method.owner != owner or not method.is_method or not method.params:
+                continue
+            me = method.params[0]
+
+            def calls_it(node: ast.Call, me: str = me) -> bool:
+                func = node.func
+                return (
+                    isinstance(func, ast.Attribute)
+                    and func.attr == name
+                    and isinstance(func.value, ast.Name)
+                    and func.value.id == me
+                )
+
+            if not any(isinstance(n, ast.Call) and calls_it(n) for n in _own_nodes(method.node)):
+                continue
+            seen = True
+            no_grad_method = any(_names_no_grad(d) for d in method.node.decorator_list)
+            if not no_grad_method and _called_with_grad(method.node.body, calls_it):
+                return False
+    return seen
+
+
+def _names_no_grad(expr: ast.expr) -> bool:
+    """`torch.no_grad()`, `@torch.inference_mode()`, `no_grad` as written (its last name)."""
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    if isinstance(target, ast.Attribute):
+        return target.attr in NO_GRAD
+    return isinstance(target, ast.Name) and target.id in NO_GRAD
+
+
+def _scope(module: ModuleSummary, qualname: str) -> FunctionSummary:
+    function = module.functions.get(qualname) if qualname else None
+    if function is None:
+        return FunctionSummary(module.path, "", [], False)
+    return FunctionSummary(module.path, qualname, list(function.params), function.is_method)
+
+
+def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    stack = list(ast.iter_child_nodes(node))
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        yield current
+        stack.extend(ast.iter_child_nodes(current))
+
+
+def _characters(lines: list[bytes], line: int, offset: int) -> int:
+    if not 0 < line <= len(lines):
+        return offset
+    before = lines[line - 1][:offset]
+    return offset if before.isascii() else len(before.decode("utf-8", errors="replace"))
