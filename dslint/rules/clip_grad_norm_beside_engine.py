@@ -175,7 +175,7 @@ class ClipGradNormBesideEngine(ScriptRule):
         if answer is None or not self._engine_parameters(answer, node):
             return
         line = self.facts.lone_expression_statement(node)
-        found = evidence(self.context, answer.init)  # an engine from another function or module says where
+        found = evidence(self.context, answer.engine)  # an engine from another function or module says where
         self.report(
             node,
             self._message(self.context.deepspeed_version) + found.suffix,

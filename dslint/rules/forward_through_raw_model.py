@@ -354,12 +354,12 @@ class ForwardThroughRawModel(ScriptRule):
         index, name, where = found
         argument = _argument(node, index, name)
         answer = self.facts.role_of(argument, at=node) if argument is not None else None
-        if answer is None or answer.role is not Role.ENGINE_MODULE or answer.init is None:
+        if answer is None or answer.role is not Role.ENGINE_MODULE:
             return
         init = answer.init
-        if init.call is not None and self.facts.scope_at(node) is init.scope and not self._backward_follows(node):
+        if init is not None and self.facts.scope_at(node) is init.scope and not self._backward_follows(node):
             return  # evaluation next to initialize, not a training step
-        found_evidence = evidence(self.context, init)
+        found_evidence = evidence(self.context, answer.engine)
         self.report(
             node,
             f"{self.message} ({name} runs forward in {where.path}:{where.line}: {where.message})"
