@@ -1,0 +1,52 @@
+"""Shapes of issue #23 ("Generalize"), each a fixture project under fixtures/projects/ both ways: the exact
+findings (path, line, code, message start) over the whole project, with its index; everything else silent."""
+
+from __future__ import annotations
+
+import os
+
+from fixture_support import FIXTURES
+
+from dslint.lint.batch import index_project, lint_files
+from dslint.lint.files import discover
+from dslint.lint.result import FileResult
+from dslint.selection import RuleSelection
+
+
+def _findings(name: str) -> list[tuple[str, int, str, str]]:
+    project = FIXTURES / "projects" / name
+    files = discover([str(project)]).files
+    index = index_project(files, [str(project)])
+    results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
+    found: list[tuple[str, int, str, str]] = []
+    for result in results:
+        assert isinstance(result, FileResult), result
+        for d in result.diagnostics:
+            found.append((os.path.relpath(os.path.abspath(d.path), project), d.start.line, d.code, d.message))
+    return sorted(found)
+
+
+def _match(found: list[tuple[str, int, str, str]], expected: list[tuple[str, int, str, str]]) -> None:
+    assert [(p, line, code) for p, line, code, _ in found] == sorted((p, line, code) for p, line, code, _ in expected)
+    for (path, line, code, message), (_, _, _, start) in zip(found, sorted(expected), strict=True):
+        assert message.startswith(start), (path, line, code, message)
+
+
+def test_precision_device_map_and_overwritten_auto() -> None:
+    """DSL207 only on the model initialize receives (a teacher and a reference model loaded with a device map
+    stay silent), on every model once HfDeepSpeedConfig is alive; DSL405 only on the "auto" values the script
+    leaves (dict literal, a file opened by a literal path, a launched file), nested writes and updates too."""
+    zero3 = "ZeRO-3 is on: from_pretrained with a device_map raises in transformers"
+    _match(
+        _findings("precision"),
+        [
+            ("configs/opened.json", 3, "DSL405", '`gradient_clipping` is "auto", which only the Hugging Face'),
+            ("distill.py", 12, "DSL207", zero3),
+            ("hf_teacher.py", 12, "DSL207", zero3),
+            ("literal_auto.py", 9, "DSL405", '`gradient_accumulation_steps` is "auto"'),
+        ],
+    )
+
+
+def test_a_teacher_that_never_reaches_initialize_gets_no_hf_deepspeed_config_advice() -> None:
+    assert not [f for f in _findings("precision") if f[2] == "DSL208"]
