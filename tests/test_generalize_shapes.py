@@ -50,3 +50,23 @@ def test_precision_device_map_and_overwritten_auto() -> None:
 
 def test_a_teacher_that_never_reaches_initialize_gets_no_hf_deepspeed_config_advice() -> None:
     assert not [f for f in _findings("precision") if f[2] == "DSL208"]
+
+
+def test_loads_into_partitioned_parameters_and_before_the_returned_optimizer_steps() -> None:
+    """DSL203 on a load into a model built inside zero.Init (inside the block and after it, not when gathered),
+    and on a load after initialize followed by `optimizer.step()` of the optimizer initialize returned (not at
+    stage 0 in fp32, not after the last step); DSL302 says the optimizer step itself is wrong beside the engine."""
+    partitioned = "load_state_dict into a model built inside deepspeed.zero.Init fails"
+    stepped = "load_state_dict after deepspeed.initialize succeeds, but the next step() of the optimizer"
+    own_step = "engine.step() steps the optimizer at the accumulation boundary"
+    _match(
+        _findings("loads"),
+        [
+            ("partitioned.py", 13, "DSL203", partitioned),
+            ("partitioned.py", 20, "DSL203", partitioned),
+            ("stepped.py", 12, "DSL203", stepped),
+            ("stepped.py", 15, "DSL302", own_step),
+            ("stepped.py", 23, "DSL302", own_step),
+            ("stepped.py", 30, "DSL302", own_step),
+        ],
+    )

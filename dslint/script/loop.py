@@ -187,8 +187,11 @@ class LoopFacts:
         answer = facts.role_of_key(key, facts.scope_at(at), facts.start(at))
         return answer is not None and answer.role is Role.ENGINE and answer.init is init
 
-    def engine_step_calls(self, init: InitializeCall | None, scope_node: cst.CSTNode) -> list[cst.Call]:
-        """`engine.step()` calls on `init`'s engine inside the function (or module) `scope_node`."""
+    def engine_step_calls(
+        self, init: InitializeCall | None, scope_node: cst.CSTNode, roles: tuple[Role, ...] = (Role.ENGINE,)
+    ) -> list[cst.Call]:
+        """`engine.step()` calls on `init`'s engine inside the function (or module) `scope_node` (with `roles`
+        including Role.OPTIMIZER, also `optimizer.step()` on the optimizer `init` returned)."""
         lo, hi = self.facts.start(scope_node), self.facts.end(scope_node)
         found = []
         for call in self.calls:
@@ -196,7 +199,7 @@ class LoopFacts:
                 continue
             assert isinstance(call.func, cst.Attribute)
             answer = self.facts.role_of(call.func.value, at=call)
-            if answer is not None and answer.role is Role.ENGINE and (init is None or answer.init is init):
+            if answer is not None and answer.role in roles and (init is None or answer.init is init):
                 found.append(call)
         return found
 
