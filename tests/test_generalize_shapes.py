@@ -70,3 +70,20 @@ def test_loads_into_partitioned_parameters_and_before_the_returned_optimizer_ste
             ("stepped.py", 30, "DSL302", own_step),
         ],
     )
+
+
+def test_a_model_wrapped_for_data_parallelism_before_initialize() -> None:
+    """DSL214 on a DDP wrap on the way to initialize, a conditional DataParallel wrap in a builder whose result
+    reaches initialize (naming where), apex's DDP; silent for DDP as the alternative to DeepSpeed, for two
+    flags that may be exclusive, and for the wrapper's `.module` handed on."""
+    ddp = "the model is wrapped in DistributedDataParallel before deepspeed.initialize, which wraps the wrapper"
+    found = _findings("wrappers")
+    _match(
+        found,
+        [
+            ("ddp_first.py", 19, "DSL214", ddp),
+            ("nets.py", 17, "DSL214", "the model is wrapped in DataParallel before deepspeed.initialize"),
+            ("nets.py", 24, "DSL214", "the model is wrapped in apex's DistributedDataParallel"),
+        ],
+    )
+    assert "multi_gpu.py:10)" in found[1][3] and "multi_gpu.py:12)" in found[2][3]
