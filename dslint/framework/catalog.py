@@ -26,6 +26,7 @@ CODES: tuple[str, ...] = (
     "DSL207",
     "DSL208",
     "DSL209",
+    "DSL214",
     "DSL301",
     "DSL302",
     "DSL303",
@@ -98,6 +99,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         (b"deepspeed", b"from_pretrained"), engine=False, zero_source=True, alternatives=((b"HfDeepSpeedConfig",),)
     ),
     "DSL209": Needs((b"deepspeed", b"initialize")),
+    "DSL214": Needs((b"DataParallel",)),
     "DSL301": Needs((b"deepspeed", b"initialize")),
     "DSL302": Needs((b"deepspeed", b"initialize")),
     "DSL303": Needs((b"deepspeed", b"initialize")),

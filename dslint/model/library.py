@@ -95,6 +95,16 @@ ENGINE_ONLY_METHODS = frozenset({"backward", "set_gradient_accumulation_boundary
 SELF_RETURNING_METHODS = frozenset(
     {"cuda", "to", "half", "bfloat16", "float", "double", "cpu", "train", "eval", "requires_grad_", "to_empty"}
 )
+# Data-parallel wrappers of a module (torch's and apex's): qualified name -> the short name messages use.
+DATA_PARALLEL_WRAPPERS = {
+    "torch.nn.parallel.DistributedDataParallel": "DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel": "DistributedDataParallel",
+    "torch.nn.DataParallel": "DataParallel",
+    "torch.nn.parallel.DataParallel": "DataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel": "DataParallel",
+    "apex.parallel.DistributedDataParallel": "apex DistributedDataParallel",
+    "apex.parallel.distributed.DistributedDataParallel": "apex DistributedDataParallel",
+}
 # Calls that set the current device.
 SET_DEVICE_CALLS = frozenset(
     {

@@ -89,7 +89,9 @@ class _Indexer(cst.BatchableCSTVisitor):
         if isinstance(node.func, cst.Attribute):
             method = node.func.attr.value
             owner = dotted_name(node.func.value)
-            if method == "update" and owner is not None and _literal_update(node) is not None:
+            if method == "update" and self._nested_update(node):
+                pass
+            elif method == "update" and owner is not None and _literal_update(node) is not None:
                 # `cfg.update({"key": value, ...})`: those top-level keys, as a `cfg[key] = value` would write
                 mutation = Mutation(node, node.func.value, [], _literal_update(node))
                 self.index.mutations.setdefault(owner, []).append(mutation)
@@ -97,6 +99,35 @@ class _Indexer(cst.BatchableCSTVisitor):
                 self.index.mutations.setdefault(owner, []).append(Mutation(node, node.func.value, None, None))
             if method == "add_argument":
                 self._option(node)
+
+    def _nested_update(self, node: cst.Call) -> bool:
+        """`cfg["zero_optimization"].update({"stage": 3})`: one item assignment per key
+        (`cfg["zero_optimization"]["stage"] = 3`); with keywords (`.update(stage=3)`) the dict becomes unknown.
+        False when it is not of that shape."""
+        assert isinstance(node.func, cst.Attribute)
+        target: cst.BaseExpression = node.func.value
+        keys: list[cst.BaseExpression] = []
+        while isinstance(target, cst.Subscript):
+            if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+                return False
+            keys.append(target.slice[0].slice.value)
+            target = target.value
+        owner = dotted_name(target)
+        if not keys or owner is None:
+            return False
+        items: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
+        for arg in node.args:
+            if arg.star or arg.keyword is not None:  # keys without a node of their own: the dict is unknown
+                self.index.mutations.setdefault(owner, []).append(Mutation(node, target, None, None))
+                return True
+            if isinstance(arg.value, cst.Dict) and all(isinstance(e, cst.DictElement) for e in arg.value.elements):
+                items.extend((e.key, e.value) for e in arg.value.elements if isinstance(e, cst.DictElement))
+            else:
+                return False
+        path = list(reversed(keys))
+        for key, value in items:
+            self.index.mutations.setdefault(owner, []).append(Mutation(node, target, [*path, key], value))
+        return True
 
     def _option(self, node: cst.Call) -> None:
         names = [

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Callable
 
 from dslint.model.summary import SummaryStore
 from dslint.project.inputs import is_file
@@ -104,65 +105,123 @@ def _configs_of(
     return configs
 
 
+PATH_SEPARATOR = "\x1f"  # between the keys of a nested path in `replaced_keys`' answer ("zero_optimization\x1fstage")
+
+
 def replaced_keys(data: bytes, option: str) -> frozenset[str] | None:
-    """The top-level keys a script replaces in the config file it is given as `--option`, before the dict reaches
+    """The keys a script replaces in the config file it is given as `--option`, before the dict reaches
     `deepspeed.initialize(config=...)`: the script loads the file itself (`with open(args.<option>) as f:
-    cfg = json.load(f)`, or `json.load(open(args.<option>))`), assigns `cfg["key"] = ...` later in the same
-    function, and passes `cfg` as `config=` / `config_params=`. None when the script does not load the file so
-    (DeepSpeed then reads the file as it stands)."""
+    cfg = json.load(f)`, or `json.load(open(args.<option>))`), writes `cfg["key"] = ...`,
+    `cfg["zero_optimization"]["stage"] = ...` or `cfg.update({...})` later in the same function, and passes `cfg`
+    as `config=` / `config_params=`. A nested key is its path joined by PATH_SEPARATOR. None when the script
+    does not load the file so (DeepSpeed then reads the file as it stands)."""
     if option.encode() not in data or b"json" not in data:
         return None
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = _parse(data)
+    if tree is None:
         return None
     found: set[str] | None = None
-    for scope in scopes(tree):
-        nodes = list(own_nodes(scope))
-        loaded = _loaded_names(nodes, option)
-        if not loaded:
-            continue
-        for name, line in loaded.items():
-            given = _given_to_initialize(nodes, name)
-            if given is None:
-                continue
-            keys = {
-                target.slice.value
-                for node in nodes
-                if isinstance(node, ast.Assign) and line < node.lineno < given
-                for target in node.targets
-                if isinstance(target, ast.Subscript)
-                and isinstance(target.value, ast.Name)
-                and target.value.id == name
-                and isinstance(target.slice, ast.Constant)
-                and isinstance(target.slice.value, str)
-            }
-            found = keys if found is None else found & keys
+    for keys in _replaced_in(tree, lambda node: isinstance(node, ast.Attribute) and node.attr == option).values():
+        found = set(keys) if found is None else found & keys
     return frozenset(found) if found is not None else None
 
 
-def _opens_option(node: ast.expr | None, option: str) -> bool:
-    """`open(<x>.<option>, ...)`."""
-    return (
+def opened_configs(data: bytes) -> dict[str, frozenset[str]]:
+    """The config files a script opens by a literal path (`with open("ds_config.json") as f: cfg =
+    json.load(f)`) and hands to `deepspeed.initialize(config=cfg)`: the literal -> the keys the script replaces
+    first (as `replaced_keys`; several loads of one literal: the keys all of them replace)."""
+    if b"json" not in data or b"initialize" not in data or b"open(" not in data:
+        return {}
+    tree = _parse(data)
+    if tree is None:
+        return {}
+    return {
+        literal: frozenset(keys)
+        for literal, keys in _replaced_in(
+            tree, lambda node: isinstance(node, ast.Constant) and isinstance(node.value, str), by_literal=True
+        ).items()
+    }
+
+
+def _parse(data: bytes) -> ast.Module | None:
+    try:
+        return ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _replaced_in(tree: ast.Module, opened: Callable[[ast.expr], bool], by_literal: bool = False) -> dict[str, set[str]]:
+    """For each load of a file whose `open(...)` argument `opened` accepts and whose dict goes to initialize in
+    the same function: the keys written first. Keyed by the literal path (`by_literal`), else by the load."""
+    found: dict[str, set[str]] = {}
+    for scope in scopes(tree):
+        nodes = list(own_nodes(scope))
+        for name, (line, path) in _loaded_names(nodes, opened).items():
+            given = _given_to_initialize(nodes, name)
+            if given is None:
+                continue
+            keys: set[str] = set()
+            for node in nodes:
+                if getattr(node, "lineno", 0) <= line or getattr(node, "lineno", given) >= given:
+                    continue
+                keys.update(_written_paths(node, name))
+            label = path if by_literal else f"{line}"
+            found[label] = keys if label not in found else found[label] & keys
+    return found
+
+
+def _subscript_path(node: ast.expr, name: str) -> list[str] | None:
+    """`name["a"]["b"]` -> ["a", "b"]; None when not rooted at `name` or a key is not a literal string."""
+    keys: list[str] = []
+    while isinstance(node, ast.Subscript):
+        if not (isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
+            return None
+        keys.append(node.slice.value)
+        node = node.value
+    return keys[::-1] if isinstance(node, ast.Name) and node.id == name else None
+
+
+def _written_paths(node: ast.AST, name: str) -> set[str]:
+    """The keys `node` writes into the dict `name`: an item assignment, or `update(...)` with a dict literal or
+    keywords (the top keys of the update replace whole entries)."""
+    if isinstance(node, ast.Assign):
+        paths = (_subscript_path(t, name) for t in node.targets if isinstance(t, ast.Subscript))
+        return {PATH_SEPARATOR.join(path) for path in paths if path}
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update"):
+        return set()
+    prefix = _subscript_path(node.func.value, name)
+    if prefix is None:
+        return set()
+    keys = [k.arg for k in node.keywords if k.arg is not None]
+    if len(node.args) == 1 and isinstance(node.args[0], ast.Dict):
+        keys += [k.value for k in node.args[0].keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    return {PATH_SEPARATOR.join([*prefix, key]) for key in keys}
+
+
+def _opens(node: ast.expr | None, opened: Callable[[ast.expr], bool]) -> str | None:
+    """`open(<x>, ...)` whose argument `opened` accepts: that argument's literal ("" when not a literal)."""
+    if not (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
         and node.func.id == "open"
         and bool(node.args)
-        and isinstance(node.args[0], ast.Attribute)
-        and node.args[0].attr == option
-    )
+        and opened(node.args[0])
+    ):
+        return None
+    first = node.args[0]
+    return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
 
 
-def _loaded_names(nodes: list[ast.AST], option: str) -> dict[str, int]:
-    """Names bound to `json.load(...)` of the option's file: name -> line of the load."""
-    handles = {
-        item.optional_vars.id
-        for node in nodes
-        if isinstance(node, ast.With)
-        for item in node.items
-        if _opens_option(item.context_expr, option) and isinstance(item.optional_vars, ast.Name)
-    }
-    loaded: dict[str, int] = {}
+def _loaded_names(nodes: list[ast.AST], opened: Callable[[ast.expr], bool]) -> dict[str, tuple[int, str]]:
+    """Names bound to `json.load(...)` of an opened file: name -> (line of the load, the literal path or "")."""
+    handles: dict[str, str] = {}
+    for node in nodes:
+        if isinstance(node, ast.With):
+            for item in node.items:
+                literal = _opens(item.context_expr, opened)
+                if literal is not None and isinstance(item.optional_vars, ast.Name):
+                    handles[item.optional_vars.id] = literal
+    loaded: dict[str, tuple[int, str]] = {}
     for node in nodes:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             continue
@@ -179,8 +238,9 @@ def _loaded_names(nodes: list[ast.AST], option: str) -> dict[str, int]:
         source = value.args[0]
         if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and source.func.attr == "read":
             source = source.func.value  # json.loads(f.read())
-        if (isinstance(source, ast.Name) and source.id in handles) or _opens_option(source, option):
-            loaded[node.targets[0].id] = node.lineno
+        literal = handles.get(source.id) if isinstance(source, ast.Name) else _opens(source, opened)
+        if literal is not None:
+            loaded[node.targets[0].id] = (node.lineno, literal)
     return loaded
 
 

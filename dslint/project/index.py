@@ -29,7 +29,7 @@ from dslint.model.inherited_engines import inherited_values
 from dslint.model.summary import SummaryStore
 from dslint.model.values import InitSite
 from dslint.project.config_builders import config_builders
-from dslint.project.config_readers import framework_configs, replaced_keys
+from dslint.project.config_readers import framework_configs, opened_configs, replaced_keys
 from dslint.project.inputs import exists, is_file, record
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, shell_texts
 from dslint.project.launchers import (
@@ -228,6 +228,7 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
         _trainer_literals(index, path, data, roots)
         if creates_engine(data):
             producers.append(path)
+            _opened_literals(index, path, data, roots)
     store = SummaryStore(sources, exists)
     for config, reader, _ in framework_configs(sources, store):
         index.config_readers.setdefault(config, set()).add(reader)
@@ -400,6 +401,16 @@ def _reader(script: str | None, launched: LaunchedConfig) -> str:
     if any(token in data for token in HF_TOKENS) or b"deepspeed" not in data:
         return "trainer"
     return "initialize"
+
+
+def _opened_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequence[str]) -> None:
+    """`with open("ds.json") as f: cfg = json.load(f)` ... `initialize(config=cfg)`: that file is read by
+    initialize, less the keys the script writes first (`config_readers.opened_configs`)."""
+    for literal, keys in opened_configs(data).items():
+        config = _find(literal, path, roots) if literal.endswith(".json") else None
+        if config is not None:
+            index.config_readers.setdefault(config, set()).add("initialize")
+            index.config_replaced.setdefault(config, []).append(keys)
 
 
 def _trainer_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequence[str]) -> None:

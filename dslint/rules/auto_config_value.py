@@ -10,6 +10,7 @@ from dslint.config.tree import Array, Entry, Node, Object
 from dslint.diagnostics import Applicability, Fix, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.project.config_readers import PATH_SEPARATOR
 
 BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
 
@@ -38,8 +39,12 @@ class AutoConfigValue(ConfigRule):
             script passes). In a JSON file on its own, whose reader dslint cannot see, it adds one info-level
             note instead. Under the Hugging Face Trainer (`TrainingArguments(deepspeed=...)`) `"auto"` is
             fine and nothing is reported; nor with `"autotuning": {"enabled": true}`, whose autotuner fills
-            `"auto"` values itself. A top-level key that the script reading the file replaces in code before
-            `initialize` (`cfg = json.load(f); cfg["train_batch_size"] = n`) is not reported, and in a project
+            `"auto"` values itself. A value that the script replaces in code before `initialize` is not reported:
+            in a dict literal, and in a file the script loads (named by a launcher option, `open(args.x)`, or
+            opened by a literal path, `open("ds_config.json")`), whether written at the top
+            (`cfg["train_batch_size"] = n`), nested (`cfg["zero_optimization"]["stage"] = 3`) or through
+            `update` (`cfg.update({...})`, `cfg["bf16"].update({...})`); a file opened by a literal path and
+            handed to `initialize` is read as initialize's (its other `"auto"` values are errors). In a project
             whose only DeepSpeed readers are the Hugging Face integrations (no `initialize`, no Lightning
             strategy), a config file nothing names is taken as the Trainer's.
         """,
@@ -127,8 +132,13 @@ class AutoConfigValue(ConfigRule):
         origin = self.context.origin
         if origin is Origin.TRAINER or autotuning_enabled(self.root):
             return  # the Trainer, or DeepSpeed's autotuner, fills "auto" values
-        # a top-level value the reading script replaces before initialize never reaches DeepSpeed
-        found = [(path, entry) for path, entry in auto_entries(self.root) if path[0] not in self.context.replaced_keys]
+        # a value the reading script replaces before initialize (it or a section holding it) never reaches DeepSpeed
+        replaced = self.context.replaced_keys
+        found = [
+            (path, entry)
+            for path, entry in auto_entries(self.root)
+            if not any(PATH_SEPARATOR.join(path[:end]) in replaced for end in range(1, len(path) + 1))
+        ]
         if not found:
             return
         if origin is Origin.FILE:

@@ -8,6 +8,9 @@ from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.engine_config import ZeroSources
 from dslint.script.hf_models import is_model_from_pretrained, is_none, keyword_value
+from dslint.script.model_reach import ModelReach
+
+HF_KINDS = ("HfDeepSpeedConfig", "TrainingArguments")
 
 
 class FromPretrainedDeviceMapZero3(ScriptRule):
@@ -36,14 +39,20 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
             DeepSpeed a ZeRO-3 config (`deepspeed.initialize`, `HfDeepSpeedConfig`,
             `TrainingArguments(deepspeed=...)`): an error when the config says stage 3, a warning that says
             "under ZeRO-3" when the config cannot be read. Silent when every config is known to use a lower
-            stage, and in scripts that hand DeepSpeed no config.
+            stage, and in scripts that hand DeepSpeed no config. When the ZeRO-3 config goes only to
+            `deepspeed.initialize` (no `HfDeepSpeedConfig`, no `TrainingArguments`), only a model that reaches
+            `initialize` is flagged (here, or through a builder's return or a function handing it on, wrapped or
+            not, from either arm of an `if`): a frozen teacher or reference model loaded with a device map that
+            never reaches the engine stays where accelerate placed it, as intended.
         """,
         why="""
             When transformers knows that ZeRO-3 is on (a live `HfDeepSpeedConfig`, or
             `TrainingArguments(deepspeed=...)`), `from_pretrained` raises "DeepSpeed Zero-3 is not compatible
-            with passing a `device_map`". In a raw script without it, accelerate places the full model on the
-            GPU of each rank first, and ZeRO-3 partitions it only later: the memory ZeRO-3 was meant to save is
-            spent at load time.
+            with passing a `device_map`": the test is `is_deepspeed_zero3_enabled()`, a process-wide flag, so it
+            raises for every model, the teacher and the reference model too. In a raw script without it,
+            accelerate places the full model on the GPU of each rank first, and ZeRO-3 partitions it only later:
+            the memory ZeRO-3 was meant to save is spent at load time. A model that never reaches the engine is
+            not partitioned at all, so its device map is what places it.
         """,
         example="""
             ds_config = {"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1}
@@ -77,6 +86,15 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         ),
         Valid(
             """
+            import deepspeed
+            from transformers import AutoModelForCausalLM
+            teacher = AutoModelForCausalLM.from_pretrained(teacher_name, device_map={"": rank})
+            student = AutoModelForCausalLM.from_pretrained(name)
+            engine, *_ = deepspeed.initialize(model=student, config={"zero_optimization": {"stage": 3}})
+            """
+        ),
+        Valid(
+            """
             from transformers import AutoModelForCausalLM
             from deepspeed.accelerator import get_accelerator
             model = AutoModelForCausalLM.from_pretrained(name, device_map="auto")
@@ -101,6 +119,26 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
             """,
             lines=(4,),
         ),
+        Invalid(
+            """
+            import deepspeed
+            from peft import get_peft_model
+            from transformers import AutoModelForCausalLM
+            def build(name):
+                model = AutoModelForCausalLM.from_pretrained(name, device_map="auto")
+                model = get_peft_model(model, lora)
+                return deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 3}})
+            """,
+            lines=(6,),
+        ),
+        Invalid(
+            """
+            from transformers import AutoModelForCausalLM, TrainingArguments
+            args = TrainingArguments(output_dir="out", deepspeed={"zero_optimization": {"stage": 3}})
+            teacher = AutoModelForCausalLM.from_pretrained(teacher_name, device_map="auto")
+            """,
+            lines=(4,),
+        ),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -116,10 +154,20 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
             self.candidates.append(node)
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        stages = [source.stage for source in self.sources.sources]
-        if not stages:
+        sources = self.sources.sources
+        if not sources:
             return
+        hf_stages = [source.stage for source in sources if source.kind in HF_KINDS]
+        reaching: ModelReach | None = None
         for node in self.candidates:
+            if 3 in hf_stages or None in hf_stages:
+                stages = [source.stage for source in sources]  # transformers raises for any model
+            else:
+                if reaching is None:
+                    reaching = ModelReach(self.facts, original_node)
+                if not reaching.reaches(node):
+                    continue  # a model that never reaches the engine (a teacher, a reference model)
+                stages = [source.stage for source in sources if source.kind not in HF_KINDS]
             if 3 in stages:
                 self.report(node, self.zero3_message)
             elif None in stages:

@@ -8,6 +8,7 @@ from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.engine_config import ZeroSources
 from dslint.script.hf_models import is_model_from_pretrained
+from dslint.script.model_reach import ModelReach
 
 
 class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
@@ -36,7 +37,10 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             `TrainingArguments(deepspeed=...)`) with a config known to enable ZeRO-3, when no `HfDeepSpeedConfig`
             (or `TrainingArguments(deepspeed=...)`) bound to a name was created before it, in the same function
             or at module level. An `HfDeepSpeedConfig(...)` whose result is not kept is reported on its own.
-            Configs that cannot be read are not guessed at: the rule stays silent then.
+            Configs that cannot be read are not guessed at: the rule stays silent then. When the ZeRO-3 config
+            goes only to `deepspeed.initialize`, only a model that reaches `initialize` is flagged: a frozen
+            teacher or reference model that never reaches the engine is never partitioned (and under an
+            `HfDeepSpeedConfig` it would be built partitioned, with nothing to gather its parameters).
         """,
         why="""
             transformers finds out that ZeRO-3 is on only through a live `HfDeepSpeedConfig`, which it holds by
@@ -58,6 +62,15 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         """,
     )
     valid = (
+        Valid(
+            """
+            import deepspeed
+            from transformers import AutoModelForCausalLM
+            def main(args, student):
+                teacher = AutoModelForCausalLM.from_pretrained(args.teacher).eval()
+                engine, *_ = deepspeed.initialize(model=student, config={"zero_optimization": {"stage": 3}})
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -125,18 +138,24 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     def leave_Module(self, original_node: cst.Module) -> None:
         facts = self.facts
         sources = self.sources
+        reach: ModelReach | None = None
         for source in sources.of_kind("HfDeepSpeedConfig"):
             if not source.bound and (source.stage == 3 or source.stage is None):
                 self.report(source.call, self.unbound_message)
         for node in self.loads:
             scope = facts.scope_at(node)
             pos = facts.start(node)
-            zero3_after = any(
-                source.stage == 3 and facts.scope_at(source.call) is scope and pos < facts.start(source.call)
+            zero3_after = [
+                source
                 for source in sources.of_kind("initialize", "TrainingArguments")
-            )
+                if source.stage == 3 and facts.scope_at(source.call) is scope and pos < facts.start(source.call)
+            ]
             if not zero3_after:
                 continue
+            if all(source.kind == "initialize" for source in zero3_after):
+                reach = reach or ModelReach(facts, original_node)
+                if not reach.reaches(node):
+                    continue  # a teacher or reference model that never reaches the engine: never partitioned
             live = any(
                 source.bound and sources.in_scope_before(source, scope, node)
                 for source in sources.of_kind("HfDeepSpeedConfig", "TrainingArguments")

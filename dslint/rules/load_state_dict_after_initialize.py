@@ -6,15 +6,18 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model import library
 from dslint.model.engine import Engine
 from dslint.project.engine_config import keeps_master_weights, zero_stage
 from dslint.project.evidence import evidence
 from dslint.script.facts import Role, method_name
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.loop import loop_facts
+from dslint.script.names import dotted_name, literally_enabled
 from dslint.script.state_dict_loads import Rewrite, StateDictLoads
 
 TARGETS = (Role.ENGINE_MODULE, Role.RAW_MODEL)  # the engine object itself: DSL209
+ZERO_INIT = library.ZERO_INIT.names
 ADVICE = "load into the model before deepspeed.initialize, or read a DeepSpeed checkpoint with engine.load_checkpoint"
 
 
@@ -36,6 +39,18 @@ class LoadStateDictAfterInitialize(ScriptRule):
         "with bf16 or fp16, or ZeRO-1/2, the optimizer keeps its own fp32 copy of the weights and writes it "
         f"back, so training continues from the weights initialize saw; {ADVICE}"
     )
+    optimizer_step_message = (
+        "load_state_dict after deepspeed.initialize succeeds, but the next step() of the optimizer initialize "
+        "returned silently undoes it, as engine.step() would: with bf16 or fp16, or ZeRO-1/2, that optimizer "
+        "keeps its own fp32 copy of the weights and writes it back, so training continues from the weights "
+        f"initialize saw; {ADVICE}"
+    )
+    zero_init_message = (
+        "load_state_dict into a model built inside deepspeed.zero.Init fails: its parameters are partitioned as "
+        "they are created and empty on every rank (size mismatch, torch.Size([0])), before and after "
+        "initialize; load inside `with deepspeed.zero.GatheredParameters(list(model.parameters()), "
+        "modifier_rank=0):`, or build the model outside zero.Init"
+    )
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""
@@ -43,8 +58,11 @@ class LoadStateDictAfterInitialize(ScriptRule):
             that was given to `initialize` (a load into the engine object itself is DSL209). Not flagged: inside
             `with deepspeed.zero.GatheredParameters(params, modifier_rank=0):`, and when the config is known to
             run without ZeRO and in fp32 (then the module's parameters are the optimizer's own). An error when
-            the config is known to fail (ZeRO-3) or to undo the load (ZeRO-1/2, fp16, bf16); a warning when it
-            cannot be read.
+            the config is known to fail (ZeRO-3) or to undo the load (ZeRO-1/2, fp16, bf16), when a step follows:
+            `engine.step()` or `step()` of the optimizer `initialize` returned; a warning when it cannot be read.
+            Also flagged, before or after `initialize`: a load into a model built inside an enabled
+            `with deepspeed.zero.Init(...)` block (outside `GatheredParameters`), whose parameters are
+            partitioned as they are created.
         """,
         why="""
             Under ZeRO-3 the parameters are partitioned and `param.data` is empty on every rank, so the load
@@ -58,6 +76,13 @@ class LoadStateDictAfterInitialize(ScriptRule):
             loaded weights (measured). Nothing fails: training just continues from the weights `initialize`
             saw. `engine.load_checkpoint` refreshes the master weights after loading; a load before
             `initialize` happens before they are made.
+            The optimizer `initialize` returns is DeepSpeed's (ZeRO's or the bf16/fp16 wrapper), and its own
+            `step()` copies the master weights back the same way (measured on the CPU, DeepSpeed 0.19.8, fp32:
+            the load undone by `optimizer.step()` at ZeRO-1 and ZeRO-2, kept at stage 0 with a torch optimizer).
+            `deepspeed.zero.Init` partitions each module as it is built, so a load into it fails with the same
+            "size mismatch ... torch.Size([0])" inside the block and after it, before `initialize` (measured on
+            the CPU, DeepSpeed 0.19.8); the same load inside `GatheredParameters(..., modifier_rank=0)` works
+            and the loaded weights reach the engine.
         """,
         example="""
             engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds_config.json")
@@ -96,6 +121,16 @@ class LoadStateDictAfterInitialize(ScriptRule):
         Valid(
             """
             import deepspeed, torch
+            with deepspeed.zero.Init(config_dict_or_path="ds.json"):
+                model = Net()
+            with deepspeed.zero.GatheredParameters(list(model.parameters()), modifier_rank=0):
+                model.load_state_dict(torch.load("w.pt", map_location="cpu"))
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed, torch
             model.load_state_dict(torch.load("w.pt", map_location="cpu"))
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             """
@@ -128,6 +163,41 @@ class LoadStateDictAfterInitialize(ScriptRule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            def build(args, ds_config):
+                with deepspeed.zero.Init(config_dict_or_path=ds_config):
+                    model = Net()
+                model.load_state_dict(torch.load(args.weights, map_location="cpu"))
+                return deepspeed.initialize(model=model, config=ds_config)
+            """,
+            lines=(7,),
+        ),
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            def main(args, model):
+                engine, optimizer, _, _ = deepspeed.initialize(model=model, config={"bf16": {"enabled": True}})
+                model.load_state_dict(torch.load(args.weights, map_location="cpu"))
+                for batch in args.loader:
+                    engine.backward(engine(batch))
+                    optimizer.step()
+            """,
+            lines=(6,),
+            fixed="""
+            import deepspeed
+            import torch
+            def main(args, model):
+                model.load_state_dict(torch.load(args.weights, map_location="cpu"))
+                engine, optimizer, _, _ = deepspeed.initialize(model=model, config={"bf16": {"enabled": True}})
+                for batch in args.loader:
+                    engine.backward(engine(batch))
+                    optimizer.step()
+            """,
+        ),
         Invalid(
             """
             import os
@@ -323,6 +393,8 @@ class LoadStateDictAfterInitialize(ScriptRule):
         self.gathered = GatheredBlocks(self.facts)
         self.blocks: dict[cst.CSTNode, cst.CSTNode] = {line: node for line in node.body}
         self.pending: list[cst.Call] = []
+        self.partitioning: list[cst.With] = []  # `with deepspeed.zero.Init(...)` blocks (enabled)
+        self.zero_init_loads: list[cst.Call] = []
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         for line in node.body:
@@ -330,6 +402,10 @@ class LoadStateDictAfterInitialize(ScriptRule):
 
     def visit_With(self, node: cst.With) -> None:
         self.gathered.enter(node)
+        for item in node.items:
+            call = item.item
+            if isinstance(call, cst.Call) and self.facts.qualified(call.func) in ZERO_INIT and literally_enabled(call):
+                self.partitioning.append(node)
 
     def leave_With(self, original_node: cst.With) -> None:
         self.gathered.leave(original_node)
@@ -339,6 +415,9 @@ class LoadStateDictAfterInitialize(ScriptRule):
             return
         assert isinstance(node.func, cst.Attribute)
         facts = self.facts
+        if self._built_partitioned(node.func.value, node):
+            self.zero_init_loads.append(node)
+            return
         answer = facts.role_of(node.func.value, at=node)
         if answer is None or answer.role not in TARGETS:
             return
@@ -350,7 +429,22 @@ class LoadStateDictAfterInitialize(ScriptRule):
             return  # another function may run before initialize
         self.pending.append(node)
 
+    def _built_partitioned(self, target: cst.BaseExpression, at: cst.CSTNode) -> bool:
+        """Whether `target` (a name or `self.x`) was last bound, in this scope, inside an enabled
+        `with deepspeed.zero.Init(...)` block: a module built there has partitioned (empty) parameters."""
+        key = dotted_name(target)
+        if key is None or not self.partitioning:
+            return False
+        facts = self.facts
+        binding = facts.binding_at(key, facts.scope_at(at), facts.start(at))
+        if binding is None or binding.statement is None or binding.value is None:
+            return False
+        where = facts.start(binding.statement)
+        return any(facts.start(block) <= where < facts.end(block) for block in self.partitioning)
+
     def leave_Module(self, original_node: cst.Module) -> None:
+        for node in self.zero_init_loads:
+            self.report(node, self.zero_init_message)
         # Rewrites need every block of the file, so they are built once the traversal is done.
         loads = StateDictLoads(self.context, self.blocks)
         for node in self.pending:
@@ -365,9 +459,15 @@ class LoadStateDictAfterInitialize(ScriptRule):
             if stage == 3:
                 message = self.zero3_message
             elif masters:
-                if not self._step_may_follow(answer.engine, node):
+                steps = self._steps_that_may_follow(answer.engine, node)
+                if not steps:
                     continue  # loaded for evaluation after training: no step writes the master copy back
-                message = self.master_weights_message
+                engine_steps = loop_facts(self.facts).engine_step_calls(answer.engine, self.context.module)
+                message = (
+                    self.master_weights_message
+                    if any(step in engine_steps for step in steps)
+                    else self.optimizer_step_message
+                )
             else:
                 message, severity = self.message, Severity.WARNING  # the config cannot be read
             rewrite = self._rewrite(loads, node)
@@ -382,16 +482,19 @@ class LoadStateDictAfterInitialize(ScriptRule):
                 severity=severity,
             )
 
-    def _step_may_follow(self, engine: Engine, node: cst.Call) -> bool:
-        """Whether an `engine.step()` of `engine` comes after `node` in the file, or shares a loop with it."""
+    def _steps_that_may_follow(self, engine: Engine, node: cst.Call) -> list[cst.Call]:
+        """Whether an `engine.step()` of `engine` (or a `step()` of the optimizer its initialize returned) comes after
+        `node` in the file, or shares a loop with it."""
         facts = self.facts
         at = facts.start(node)
         loops = [loop for loop in self.loop_nodes if facts.start(loop) <= at < facts.end(loop)]
-        for step in loop_facts(facts).engine_step_calls(engine, self.context.module):
-            where = facts.start(step)
-            if where > at or any(facts.start(loop) <= where < facts.end(loop) for loop in loops):
-                return True
-        return False
+        # the optimizer initialize returned undoes the load just as engine.step() does (measured: ZeRO-1 and -2)
+        steps = loop_facts(facts).engine_step_calls(engine, self.context.module, (Role.ENGINE, Role.OPTIMIZER))
+        return [
+            step
+            for step in steps
+            if facts.start(step) > at or any(facts.start(loop) <= facts.start(step) < facts.end(loop) for loop in loops)
+        ]
 
     def visit_For(self, node: cst.For) -> None:
         self.loop_nodes.append(node)

@@ -189,8 +189,11 @@ class LoopFacts:
         answer = facts.role_of_key(key, facts.scope_at(at), facts.start(at))
         return answer is not None and answer.role is Role.ENGINE and answer.engine is engine
 
-    def engine_step_calls(self, engine: Engine | None, scope_node: cst.CSTNode) -> list[cst.Call]:
-        """`engine.step()` calls on `engine` inside the function (or module) `scope_node` (any engine: None)."""
+    def engine_step_calls(
+        self, engine: Engine | None, scope_node: cst.CSTNode, roles: tuple[Role, ...] = (Role.ENGINE,)
+    ) -> list[cst.Call]:
+        """`engine.step()` calls on `engine` inside the function (or module) `scope_node` (any engine: None;
+        with `roles` including Role.OPTIMIZER, also `optimizer.step()` on the optimizer its initialize returned)."""
         lo, hi = self.facts.start(scope_node), self.facts.end(scope_node)
         found = []
         for call in self.calls:
@@ -198,7 +201,7 @@ class LoopFacts:
                 continue
             assert isinstance(call.func, cst.Attribute)
             answer = self.facts.role_of(call.func.value, at=call)
-            if answer is not None and answer.role is Role.ENGINE and (engine is None or answer.engine is engine):
+            if answer is not None and answer.role in roles and (engine is None or answer.engine is engine):
                 found.append(call)
         return found
 

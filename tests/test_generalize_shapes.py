@@ -1,0 +1,89 @@
+"""Shapes of issue #23 ("Generalize"), each a fixture project under fixtures/projects/ both ways: the exact
+findings (path, line, code, message start) over the whole project, with its index; everything else silent."""
+
+from __future__ import annotations
+
+import os
+
+from fixture_support import FIXTURES
+
+from dslint.lint.batch import index_project, lint_files
+from dslint.lint.files import discover
+from dslint.lint.result import FileResult
+from dslint.selection import RuleSelection
+
+
+def _findings(name: str) -> list[tuple[str, int, str, str]]:
+    project = FIXTURES / "projects" / name
+    files = discover([str(project)]).files
+    index = index_project(files, [str(project)])
+    results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
+    found: list[tuple[str, int, str, str]] = []
+    for result in results:
+        assert isinstance(result, FileResult), result
+        for d in result.diagnostics:
+            found.append((os.path.relpath(os.path.abspath(d.path), project), d.start.line, d.code, d.message))
+    return sorted(found)
+
+
+def _match(found: list[tuple[str, int, str, str]], expected: list[tuple[str, int, str, str]]) -> None:
+    assert [(p, line, code) for p, line, code, _ in found] == sorted((p, line, code) for p, line, code, _ in expected)
+    for (path, line, code, message), (_, _, _, start) in zip(found, sorted(expected), strict=True):
+        assert message.startswith(start), (path, line, code, message)
+
+
+def test_precision_device_map_and_overwritten_auto() -> None:
+    """DSL207 only on the model initialize receives (a teacher and a reference model loaded with a device map
+    stay silent), on every model once HfDeepSpeedConfig is alive; DSL405 only on the "auto" values the script
+    leaves (dict literal, a file opened by a literal path, a launched file), nested writes and updates too."""
+    zero3 = "ZeRO-3 is on: from_pretrained with a device_map raises in transformers"
+    _match(
+        _findings("precision"),
+        [
+            ("configs/opened.json", 3, "DSL405", '`gradient_clipping` is "auto", which only the Hugging Face'),
+            ("distill.py", 12, "DSL207", zero3),
+            ("hf_teacher.py", 12, "DSL207", zero3),
+            ("literal_auto.py", 9, "DSL405", '`gradient_accumulation_steps` is "auto"'),
+        ],
+    )
+
+
+def test_a_teacher_that_never_reaches_initialize_gets_no_hf_deepspeed_config_advice() -> None:
+    assert not [f for f in _findings("precision") if f[2] == "DSL208"]
+
+
+def test_loads_into_partitioned_parameters_and_before_the_returned_optimizer_steps() -> None:
+    """DSL203 on a load into a model built inside zero.Init (inside the block and after it, not when gathered),
+    and on a load after initialize followed by `optimizer.step()` of the optimizer initialize returned (not at
+    stage 0 in fp32, not after the last step); DSL302 says the optimizer step itself is wrong beside the engine."""
+    partitioned = "load_state_dict into a model built inside deepspeed.zero.Init fails"
+    stepped = "load_state_dict after deepspeed.initialize succeeds, but the next step() of the optimizer"
+    own_step = "engine.step() steps the optimizer at the accumulation boundary"
+    _match(
+        _findings("loads"),
+        [
+            ("partitioned.py", 13, "DSL203", partitioned),
+            ("partitioned.py", 20, "DSL203", partitioned),
+            ("stepped.py", 12, "DSL203", stepped),
+            ("stepped.py", 15, "DSL302", own_step),
+            ("stepped.py", 23, "DSL302", own_step),
+            ("stepped.py", 30, "DSL302", own_step),
+        ],
+    )
+
+
+def test_a_model_wrapped_for_data_parallelism_before_initialize() -> None:
+    """DSL214 on a DDP wrap on the way to initialize, a conditional DataParallel wrap in a builder whose result
+    reaches initialize (naming where), apex's DDP; silent for DDP as the alternative to DeepSpeed, for two
+    flags that may be exclusive, and for the wrapper's `.module` handed on."""
+    ddp = "the model is wrapped in DistributedDataParallel before deepspeed.initialize, which wraps the wrapper"
+    found = _findings("wrappers")
+    _match(
+        found,
+        [
+            ("ddp_first.py", 19, "DSL214", ddp),
+            ("nets.py", 17, "DSL214", "the model is wrapped in DataParallel before deepspeed.initialize"),
+            ("nets.py", 24, "DSL214", "the model is wrapped in apex's DistributedDataParallel"),
+        ],
+    )
+    assert "multi_gpu.py:10)" in found[1][3] and "multi_gpu.py:12)" in found[2][3]
