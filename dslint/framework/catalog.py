@@ -51,6 +51,9 @@ CODES: tuple[str, ...] = (
     "DSL414",
     "DSL415",
     "DSL416",
+    "DSL417",
+    "DSL418",
+    "DSL419",
 )
 
 
