@@ -11,7 +11,7 @@ from dslint.framework.rule import Invalid, RuleDocs, Valid
 class AccelerateZero3InitWithoutStage3(AccelerateRule):
     code = "DSL419"
     slug = "accelerate-zero3-init-without-stage-3"
-    message = "zero3_init_flag applies only to ZeRO stage 3; below it accelerate turns it off"
+    message = "zero3_init_flag has no effect below ZeRO stage 3: accelerate warns and sets it to False"
     severity = Severity.WARNING
     docs = RuleDocs(
         what="""
@@ -79,7 +79,8 @@ class AccelerateZero3InitWithoutStage3(AccelerateRule):
             )
         self.report_key(
             entry,
-            f"zero3_init_flag applies only to ZeRO stage 3; at {where} accelerate warns and turns it off, so "
-            "the model is built without deepspeed.zero.Init (set zero_stage: 3, or remove the flag)",
+            f"zero3_init_flag has no effect below ZeRO stage 3: at {where} accelerate warns and sets it to False, "
+            "so the model is built whole, without deepspeed.zero.Init (set zero_stage: 3 if it was meant to be "
+            "partitioned as it is built, else set the flag to false)",
             related=related,
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dslint.config.accelerate import DEFAULT_STAGE, is_launch_option, suggestion
+from dslint.config.schema import load_schema
 from dslint.diagnostics import Severity
 from dslint.framework.accelerate_rule import AccelerateRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
@@ -23,7 +24,9 @@ class UnknownAccelerateDeepSpeedKey(AccelerateRule):
             passes the DeepSpeed ones to the training processes, where `DeepSpeedPlugin` reads them. A key that is
             no option (`zero_stge`, `offload_param`) becomes a value nothing reads: accelerate starts without a
             word and uses its default instead (ZeRO stage 2 when `zero_stage` is missing, no offload, no
-            16-bit gather on save). Unknown keys at the top level of the file are another matter: accelerate
+            16-bit gather on save). A key of the DeepSpeed config itself (`communication_data_type`,
+            `zero_optimization`) is no option either: it belongs in the DeepSpeed JSON file that
+            `deepspeed_config_file` names. Unknown keys at the top level of the file are another matter: accelerate
             refuses them at start-up.
         """,
         example="""
@@ -68,6 +71,11 @@ class UnknownAccelerateDeepSpeedKey(AccelerateRule):
             """,
             lines=(4, 5),
         ),
+        # A DeepSpeed config key pasted into the section.
+        Invalid(
+            "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n  communication_data_type: bf16\n",
+            lines=(4,),
+        ),
     )
 
     def check(self) -> None:
@@ -78,6 +86,13 @@ class UnknownAccelerateDeepSpeedKey(AccelerateRule):
             if is_launch_option(entry.key):
                 continue
             near = suggestion(entry.key)
+            if near is None and entry.key in load_schema().top_level_keys:
+                self.report_key(
+                    entry,
+                    f"`{entry.key}` is a key of the DeepSpeed config, not an option of accelerate launch, which "
+                    "ignores it silently here; write it in a DeepSpeed JSON config, named by deepspeed_config_file",
+                )
+                continue
             if near is None:
                 self.report_key(entry, f"`{entry.key}` is no option of accelerate launch, which ignores it silently")
                 continue
