@@ -119,3 +119,26 @@ def test_which_yaml_files_dslint_reads(tmp_path: Path) -> None:
     assert not_analysed(deepspeed) is None
     assert not_analysed(other) is not None and not_analysed(hydra) is not None
     assert sorted(p.name for p in discover([str(tmp_path)]).files) == ["ds.yaml"]
+
+
+def _project_findings() -> dict[str, list[tuple[int, str, str]]]:
+    from dslint.lint.batch import index_project, lint_files
+    from dslint.selection import RuleSelection
+
+    files = discover([str(PROJECT)]).files
+    index = index_project(files, [str(PROJECT)])
+    found: dict[str, list[tuple[int, str, str]]] = {}
+    for result in lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index):
+        found[Path(result.path).name] = [(d.start.line, d.code, d.message) for d in result.diagnostics]  # type: ignore[union-attr]
+    return found
+
+
+def test_get_state_dict_without_the_16bit_save_flag_both_ways() -> None:
+    """export.py runs with configs/stage3_no_save.yaml (ZeRO-3, no zero3_save_16bit_model): get_state_dict raises;
+    train.py runs with configs/stage3_spelt.yaml (zero3_save_16bit_model: true): its save_model is fine."""
+    found = _project_findings()
+    ((line, code, message),) = found["export.py"]
+    assert (line, code) == (13, "DSL415")
+    assert message.startswith("under ZeRO-3, accelerator.get_state_dict raises a ValueError unless the DeepSpeed")
+    assert message.endswith("stage3_no_save.yaml:7 zero_stage: 3)")
+    assert found["train.py"] == []

@@ -109,5 +109,13 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL306": Needs((b"deepspeed", b"initialize")),
     "DSL307": Needs((b"deepspeed", b"initialize")),
     "DSL308": Needs((b"deepspeed", b"initialize")),
-    "DSL415": Needs((b"deepspeed", b"initialize"), engine=False, alternatives=((b"save_model", b"Trainer"),)),
+    "DSL415": Needs(
+        (b"deepspeed", b"initialize"),
+        engine=False,
+        alternatives=(
+            (b"save_model", b"Trainer"),
+            (b"save_model", b"Accelerator"),
+            (b"get_state_dict", b"Accelerator"),
+        ),
+    ),
 }

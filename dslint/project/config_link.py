@@ -330,6 +330,46 @@ def training_arguments_configs(context: ScriptContext) -> list[ResolvedConfig] |
     return found
 
 
+@dataclass(frozen=True)
+class AccelerateRun:
+    """One `accelerate launch --config_file` of this script with DeepSpeed: the DeepSpeed config file its YAML names
+    (`config`), or the YAML's own `zero_stage` and `zero3_save_16bit_model` (which accelerate writes into
+    `stage3_gather_16bit_weights_on_model_save`)."""
+
+    via: tuple[Related, ...]
+    config: ResolvedConfig | None = None
+    stage: int | None = None
+    save_16bit: bool | None = None
+
+
+def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
+    """How the accelerate launches of this script run DeepSpeed; None when one of them cannot be read, or the script
+    builds its own `DeepSpeedPlugin` (which replaces what the launcher passes)."""
+    project = context.facts.project
+    if project is None:
+        return []
+    if any(
+        (name := dotted_name(call.func)) is not None and name.endswith("DeepSpeedPlugin")
+        for call in _calls(context.module)
+    ):
+        return None
+    runs: list[AccelerateRun] = []
+    for launch in project.launches:
+        if launch.option != "accelerate":
+            continue
+        via = (launch.launch, *_evidence(launch))
+        if launch.config_path is not None:
+            resolved = _launched_file(launch.config_path, Origin.TRAINER, via)
+            if resolved is None:
+                return None
+            runs.append(AccelerateRun(via, config=resolved))
+        elif launch.inline_stage is not None:
+            runs.append(AccelerateRun(via, stage=launch.inline_stage, save_16bit=launch.inline_save_16bit))
+        else:
+            return None
+    return runs
+
+
 def _parses_training_arguments(context: ScriptContext) -> bool:
     return any(
         (name := dotted_name(call.func)) is not None and name.split(".")[-1] == "HfArgumentParser"

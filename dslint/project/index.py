@@ -454,8 +454,17 @@ def _launched_config(
             return LaunchedConfig(where, "accelerate", config_path, evidence, options, None, accelerate.mixed_precision)
         if accelerate.zero_stage is not None:
             evidence = Related(shown, accelerate.zero_stage_line, 1, f"zero_stage: {accelerate.zero_stage}")
+            save = (accelerate.zero3_save_16bit_model or "").lower()
             return LaunchedConfig(
-                where, "accelerate", None, evidence, options, accelerate.zero_stage, accelerate.mixed_precision
+                where,
+                "accelerate",
+                None,
+                evidence,
+                options,
+                accelerate.zero_stage,
+                accelerate.mixed_precision,
+                # DeepSpeedPlugin gathers when the value reaches it as "true" (a YAML boolean: true, yes, on)
+                True if save in ("true", "yes", "on") else False if save in ("", "false", "no", "off") else None,
             )
     return LaunchedConfig(where, None, None, None, options)
 
