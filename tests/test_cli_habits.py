@@ -94,9 +94,11 @@ def test_show_files(tmp_path: Path) -> None:
     result = run("check", "--isolated", "--show-files", ".", "accelerate.yaml", cwd=tmp_path)
     assert result.returncode == 2  # accelerate.yaml does not exist
     assert result.stdout.splitlines() == ["ds_config.json", "sub/helper.py", "train.py"]
-    (tmp_path / "accelerate.yaml").write_text("distributed_type: DEEPSPEED\n", encoding="utf-8")
+    (tmp_path / "accelerate.yaml").write_text("distributed_type: MULTI_GPU\n", encoding="utf-8")
     named = run("check", "--show-files", "accelerate.yaml", cwd=tmp_path)
     assert named.stdout.startswith("accelerate.yaml  (skipped: a YAML file") and named.returncode == 0
+    (tmp_path / "accelerate.yaml").write_text("distributed_type: DEEPSPEED\n", encoding="utf-8")  # read
+    assert run("check", "--show-files", "accelerate.yaml", cwd=tmp_path).stdout == "accelerate.yaml\n"
 
 
 def _in_a_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> str:

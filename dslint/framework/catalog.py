@@ -52,6 +52,9 @@ CODES: tuple[str, ...] = (
     "DSL414",
     "DSL415",
     "DSL416",
+    "DSL417",
+    "DSL418",
+    "DSL419",
 )
 
 
@@ -108,5 +111,13 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL306": Needs((b"deepspeed", b"initialize")),
     "DSL307": Needs((b"deepspeed", b"initialize")),
     "DSL308": Needs((b"deepspeed", b"initialize")),
-    "DSL415": Needs((b"deepspeed", b"initialize")),
+    "DSL415": Needs(
+        (b"deepspeed", b"initialize"),
+        engine=False,
+        alternatives=(
+            (b"save_model", b"Trainer"),
+            (b"save_model", b"Accelerator"),
+            (b"get_state_dict", b"Accelerator"),
+        ),
+    ),
 }

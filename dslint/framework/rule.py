@@ -68,12 +68,13 @@ class RuleDocs:
 
 
 def _fenced(example: str) -> list[str]:
-    """A code block for `example`: fenced as JSON when it is a JSON text (a config rule's), else as Python."""
+    """A code block for `example`: fenced as JSON when it is a JSON text (a config rule's), as YAML when it is an
+    accelerate config (an accelerate rule's), else as Python."""
     text = textwrap.dedent(example).strip()
     try:
         json.loads(text)
     except ValueError:
-        language = "python"
+        language = "yaml" if text.startswith("distributed_type:") else "python"
     else:
         language = "json"
     return [f"```{language}", text, "```"]

@@ -32,7 +32,8 @@ def page_name(code: str) -> str:
 
 def _block(text: str) -> str:
     body = textwrap.dedent(text).strip()
-    language = "json" if body.startswith(("{", "[")) else "python"
+    # JSON (a config rule's), YAML (an accelerate config rule's: it starts with `distributed_type:`), or Python
+    language = "json" if body.startswith(("{", "[")) else "yaml" if body.startswith("distributed_type:") else "python"
     return f"```{language}\n{body}\n```"
 
 

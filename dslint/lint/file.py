@@ -8,6 +8,7 @@ import tokenize
 from collections.abc import Iterable
 from pathlib import Path
 
+from dslint.config.accelerate import YAML_SUFFIXES
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.diagnostics import Diagnostic
 from dslint.limits import Limits
@@ -32,12 +33,17 @@ def lint_file(
     project: ProjectFacts | None = None,
     config_reader: ConfigReading | None = None,
 ) -> FileResult:
-    """Lint `data` as the contents of `path`: a config or a notebook when its suffix says so (.json, .ipynb, ...),
+    """Lint `data` as the contents of `path`: a config, an accelerate config or a notebook when its suffix says so
+    (.json, .yaml, .ipynb, ...),
     else a script. `project`: what the project index knows about a script (by default what the file itself
     says: `single_file_facts`); `config_reader`: who reads a config, as the project index knows it
     (`ConfigReading`: a config a launcher or script names is a DeepSpeed config whatever its name)."""
     if Path(path).suffix.lower() in CONFIG_SUFFIXES:
         return lint_config_file(path, data, selection, config_reader, world_size)
+    if Path(path).suffix.lower() in YAML_SUFFIXES:  # an accelerate config (`file_kinds` lets no other YAML in)
+        from dslint.lint.accelerate import lint_accelerate_source
+
+        return lint_accelerate_source(path, data, selection)
     if Path(path).suffix.lower() == NOTEBOOK:
         from dslint.lint.notebook import lint_notebook  # raises NotebookError for a file that is not one
 

@@ -1,5 +1,6 @@
 """What dslint reads of a file named on the command line (or handed over by pre-commit): a script, a notebook, a
-DeepSpeed config - or nothing, for the files of other tools, which are then reported as not analysed rather than
+DeepSpeed config, an accelerate config that runs DeepSpeed (a YAML file whose top level says `distributed_type:
+DEEPSPEED`) - or nothing, for the files of other tools, which are then reported as not analysed rather than
 linted as Python (a launcher `.sh` mentions `deepspeed` and would get a bogus syntax error) or called clean."""
 
 from __future__ import annotations
@@ -7,10 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-# Read by other tools; YAML is where accelerate keeps its configs, which only the project model reads.
+from dslint.config.accelerate import YAML_SUFFIXES, is_accelerate_candidate
+from dslint.config.recognition import MAX_PEEK_BYTES
+from dslint.limits import TooLarge, read_capped
+
+# Read by other tools. A YAML file is read when it is an accelerate config that runs DeepSpeed (`not_analysed`).
 NOT_READ = {
-    ".yaml": "a YAML file (dslint reads accelerate configs only through the scripts' project, not on their own)",
-    ".yml": "a YAML file (dslint reads accelerate configs only through the scripts' project, not on their own)",
+    ".yaml": "a YAML file that is no accelerate config running DeepSpeed",
+    ".yml": "a YAML file that is no accelerate config running DeepSpeed",
     ".toml": "a TOML file",
     ".md": "a Markdown file",
     ".rst": "a reStructuredText file",
@@ -32,4 +37,16 @@ class NotAnalysed:
 
 def not_analysed(path: Path) -> NotAnalysed | None:
     reason = NOT_READ.get(path.suffix.lower())
-    return NotAnalysed(str(path), reason) if reason is not None else None
+    if reason is None or (path.suffix.lower() in YAML_SUFFIXES and is_accelerate_file(path)):
+        return None
+    return NotAnalysed(str(path), reason)
+
+
+def is_accelerate_file(path: Path) -> bool:
+    """Whether a YAML file may be an accelerate config that runs DeepSpeed (decided for sure once parsed)."""
+    try:
+        if path.stat().st_size > MAX_PEEK_BYTES:
+            return False
+        return is_accelerate_candidate(read_capped(path, MAX_PEEK_BYTES, "the peek size"))
+    except (OSError, TooLarge):  # a FIFO or a device: never opened blocking
+        return False

@@ -15,8 +15,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dslint.config.accelerate import YAML_SUFFIXES
 from dslint.config.recognition import CONFIG_SUFFIXES, is_candidate
 from dslint.gitignore import IgnoreFile, is_ignored
+from dslint.lint.file_kinds import is_accelerate_file
 from dslint.lint.notebook import SUFFIX as NOTEBOOK
 from dslint.project.config_access import project_top
 from dslint.selection import RuleSelection
@@ -104,7 +106,8 @@ def discover(
 ) -> Discovery:
     """Files named on the command line are checked (unless `force_exclude` and `excluded` says so); directories
     are walked with excludes: `excluded` (the settings' `exclude`) replaces the default directory names. With
-    `configs`, directories also yield JSON/HJSON files that may be DeepSpeed configs (by name or content)."""
+    `configs`, directories also yield JSON/HJSON files that may be DeepSpeed configs (by name or content), and YAML
+    files that may be accelerate configs running DeepSpeed."""
     result = Discovery()
     seen: set[Path] = set()
 
@@ -175,6 +178,15 @@ def _walk(
                 skip = _excluded_dir(path) if excluded is None else excluded(path) or _is_venv(path)
                 if not skip and not is_ignored(path, True, active):
                     subdirectories.append(path)
+            elif (
+                configs
+                and entry.name.endswith(YAML_SUFFIXES)
+                and (excluded is None or not excluded(path))
+                and not is_ignored(path, False, active)
+                and not entry.is_symlink()
+                and is_accelerate_file(path)  # an accelerate config that runs DeepSpeed
+            ):
+                yield path
             elif (
                 (entry.name.endswith(suffixes) or (configs and entry.name.endswith(CONFIG_SUFFIXES)))
                 and (excluded is None or not excluded(path))

@@ -307,6 +307,72 @@ def trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
     return found
 
 
+def training_arguments_configs(context: ScriptContext) -> list[ResolvedConfig] | None:
+    """The DeepSpeed configs the Hugging Face Trainer of this script may run with: every `*TrainingArguments(
+    deepspeed=...)` of the file, or, when it builds none and parses them from the command line, each
+    `--deepspeed ds.json` its launchers give. None when one of them cannot be read (the answer would be partial)."""
+    found: list[ResolvedConfig] = []
+    explicit = False
+    for expression in _trainer_expressions(context, ("deepspeed",)):
+        explicit = True
+        if isinstance(expression, cst.Name) and expression.value == "None":
+            continue
+        resolved = _resolve_expression(context, expression, depth=0, origin=Origin.TRAINER)
+        if resolved is None:
+            return None
+        found.append(resolved)
+    project = context.facts.project
+    if explicit or project is None or not _parses_training_arguments(context):
+        return found
+    for launch in project.launches:
+        if launch.option == "deepspeed" and launch.config_path is not None:
+            resolved = _launched_file(launch.config_path, Origin.TRAINER, (launch.launch, *_evidence(launch)))
+            if resolved is None:
+                return None
+            found.append(resolved)
+    return found
+
+
+@dataclass(frozen=True)
+class AccelerateRun:
+    """One `accelerate launch --config_file` of this script with DeepSpeed: the DeepSpeed config file its YAML names
+    (`config`), or the YAML's own `zero_stage` and `zero3_save_16bit_model` (which accelerate writes into
+    `stage3_gather_16bit_weights_on_model_save`)."""
+
+    via: tuple[Related, ...]
+    config: ResolvedConfig | None = None
+    stage: int | None = None
+    save_16bit: bool | None = None
+
+
+def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
+    """How the accelerate launches of this script run DeepSpeed; None when one of them cannot be read, or the script
+    builds its own `DeepSpeedPlugin` (which replaces what the launcher passes)."""
+    project = context.facts.project
+    if project is None:
+        return []
+    if any(
+        (name := dotted_name(call.func)) is not None and name.endswith("DeepSpeedPlugin")
+        for call in _calls(context.module)
+    ):
+        return None
+    runs: list[AccelerateRun] = []
+    for launch in project.launches:
+        if launch.option != "accelerate":
+            continue
+        via = (launch.launch, *_evidence(launch))
+        if launch.config_path is not None:
+            resolved = _launched_file(launch.config_path, Origin.TRAINER, via)
+            if resolved is None:
+                return None
+            runs.append(AccelerateRun(via, config=resolved))
+        elif launch.inline_stage is not None:
+            runs.append(AccelerateRun(via, stage=launch.inline_stage, save_16bit=launch.inline_save_16bit))
+        else:
+            return None
+    return runs
+
+
 def _parses_training_arguments(context: ScriptContext) -> bool:
     return any(
         (name := dotted_name(call.func)) is not None and name.split(".")[-1] == "HfArgumentParser"
@@ -372,7 +438,9 @@ def _launched_option(
     return ResolvedConfig(first.values, first.source, first.path, first.tree, first.origin, via)
 
 
-def _trainer_expressions(context: ScriptContext) -> Iterator[cst.BaseExpression]:
+def _trainer_expressions(
+    context: ScriptContext, keywords: tuple[str, ...] = ("deepspeed", "hf_ds_config")
+) -> Iterator[cst.BaseExpression]:
     for call in _calls(context.module):
         name = dotted_name(call.func)
         if name is None:
@@ -381,7 +449,7 @@ def _trainer_expressions(context: ScriptContext) -> Iterator[cst.BaseExpression]
         keyword = (
             "deepspeed" if last.endswith("TrainingArguments") else "hf_ds_config" if last == "DeepSpeedPlugin" else None
         )
-        if keyword is None:
+        if keyword is None or keyword not in keywords:
             continue
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value == keyword:

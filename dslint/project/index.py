@@ -59,6 +59,8 @@ DOCUMENT_SUFFIXES = (*DOCUMENT_LAUNCHER_SUFFIXES, ".yaml", ".yml")
 MAX_LAUNCHER_BYTES = 256 * 1024
 # Commented out too (`#deepspeed: ds_zero_2.json`): the file is meant as the Trainer's config when enabled.
 _YAML_DEEPSPEED = re.compile(r"^\s*#?\s*deepspeed\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
+# An accelerate config's `deepspeed_config_file:` (its DeepSpeedPlugin reads it, filling "auto"), launched or not.
+_YAML_ACCELERATE_FILE = re.compile(r"^\s+deepspeed_config_file\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
 _TRAINER_LITERAL = re.compile(rb"\b(?:deepspeed|hf_ds_config)\s*=\s*[rR]?['\"]([^'\"\n]+\.json)['\"]")
 SKIPPED_DIRECTORIES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox"})
 
@@ -329,7 +331,7 @@ def _read_launchers(
         text = data.decode("utf-8", errors="replace")
         name = os.path.basename(launcher)
         if name.endswith((".yaml", ".yml")):
-            for match in _YAML_DEEPSPEED.finditer(text):
+            for match in (*_YAML_DEEPSPEED.finditer(text), *_YAML_ACCELERATE_FILE.finditer(text)):
                 config = _find(match.group(1), launcher, roots)
                 if config is not None:
                     index.config_readers.setdefault(config, set()).add("trainer")
@@ -468,8 +470,17 @@ def _launched_config(
             return LaunchedConfig(where, "accelerate", config_path, evidence, options, None, accelerate.mixed_precision)
         if accelerate.zero_stage is not None:
             evidence = Related(shown, accelerate.zero_stage_line, 1, f"zero_stage: {accelerate.zero_stage}")
+            save = (accelerate.zero3_save_16bit_model or "").lower()
             return LaunchedConfig(
-                where, "accelerate", None, evidence, options, accelerate.zero_stage, accelerate.mixed_precision
+                where,
+                "accelerate",
+                None,
+                evidence,
+                options,
+                accelerate.zero_stage,
+                accelerate.mixed_precision,
+                # DeepSpeedPlugin gathers when the value reaches it as "true" (a YAML boolean: true, yes, on)
+                True if save in ("true", "yes", "on") else False if save in ("", "false", "no", "off") else None,
             )
     return LaunchedConfig(where, None, None, None, options)
 

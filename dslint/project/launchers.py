@@ -381,6 +381,7 @@ class AccelerateConfig:
     num_machines: int | None = None
     offload_optimizer_device: str | None = None  # inline DeepSpeed settings (`deepspeed_config:` block)
     offload_param_device: str | None = None
+    zero3_save_16bit_model: str | None = None
 
 
 _YAML_KEY = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*?)\s*$")
@@ -419,6 +420,7 @@ def parse_accelerate_yaml(path: str, text: str) -> AccelerateConfig | None:
         num_machines=_count(values.get("num_machines")),
         offload_optimizer_device=values.get("offload_optimizer_device"),
         offload_param_device=values.get("offload_param_device"),
+        zero3_save_16bit_model=values.get("zero3_save_16bit_model"),
     )
 
 

@@ -10,9 +10,16 @@ from dslint.config.facts import lax_bool
 from dslint.config.tree import UNKNOWN
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.project.config_link import resolve_config
+from dslint.project.config_link import (
+    AccelerateRun,
+    ResolvedConfig,
+    accelerate_runs,
+    resolve_config,
+    training_arguments_configs,
+)
 from dslint.project.evidence import evidence
 from dslint.script.facts import Role, method_name
+from dslint.script.hf_trainers import TrainerNames
 
 # Every spelling DeepSpeed accepts for the flag (field name, alias, deprecated name).
 GATHER_KEYS = (
@@ -30,17 +37,35 @@ class Save16bitModelWithoutGather(ScriptRule):
         '"stage3_gather_16bit_weights_on_model_save": true'
     )
     severity = Severity.ERROR
+    # Also the Hugging Face Trainer's save_model and accelerate's, in files that create no engine themselves.
+    needs_engine = False
+    alternative_tokens = (
+        (b"save_model", b"Trainer"),
+        (b"save_model", b"Accelerator"),
+        (b"get_state_dict", b"Accelerator"),
+    )
     docs = RuleDocs(
         what="""
             Flags `engine.save_16bit_model(...)` when the engine's config (a dict in the script or the file it
             names) is ZeRO-3 and does not set `zero_optimization.stage3_gather_16bit_weights_on_model_save` to
-            true.
+            true. Also flags `trainer.save_model(...)` on a Hugging Face Trainer (transformers or trl, or a class
+            of the script deriving from one without its own `save_model` / `_save`) when every DeepSpeed config
+            its `TrainingArguments(deepspeed=...)` (or the `--deepspeed` its launchers give) can run with is
+            ZeRO-3 without that flag; and `accelerator.get_state_dict(...)` / `accelerator.save_model(...)` on an
+            accelerate `Accelerator` when every `accelerate launch --config_file` of the script runs ZeRO-3 without
+            it (the YAML's `zero3_save_16bit_model`, or the DeepSpeed file its `deepspeed_config_file` names).
         """,
         why="""
             Under ZeRO-3 each rank holds only a shard of every parameter. `save_16bit_model` gathers the full
             16-bit weights only when `stage3_gather_16bit_weights_on_model_save` is true; otherwise it logs a
             warning, writes no file and returns False (`runtime/engine.py: save_16bit_model`). A script that
-            does not check the return value ends a long run with no model saved.
+            does not check the return value ends a long run with no model saved. The Trainer's `save_model`
+            asks accelerate for the gathered weights (`Accelerator.get_state_dict`), which raises a ValueError
+            under ZeRO-3 without the flag; the Trainer catches it, removes the weights file it would have written
+            and saves a DeepSpeed checkpoint (`global_step*/`, `zero_to_fp32.py`) in the folder instead: the
+            folder holds no weights `from_pretrained` can load until `zero_to_fp32.py` is run on it. In a script
+            of its own, accelerate's `get_state_dict` (and `save_model`, which calls it) raises that ValueError:
+            the run ends without a saved model.
         """,
         example="""
             config = {"train_batch_size": 32, "zero_optimization": {"stage": 3}}
@@ -85,8 +110,72 @@ class Save16bitModelWithoutGather(ScriptRule):
             engine.save_16bit_model("out")
             """
         ),
+        # The Hugging Face Trainer's save_model.
+        Valid(
+            """
+            from transformers import Trainer, TrainingArguments
+            ds = {"zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": True}}
+            trainer = Trainer(model=model, args=TrainingArguments(output_dir="out", deepspeed=ds))
+            trainer.train()
+            trainer.save_model("out")
+            """
+        ),
+        Valid(
+            """
+            from transformers import Trainer, TrainingArguments
+            ds = {"zero_optimization": {"stage": 2}}
+            trainer = Trainer(model=model, args=TrainingArguments(output_dir="out", deepspeed=ds))
+            trainer.save_model("out")
+            """
+        ),
+        # The script's own Trainer saves its own way.
+        Valid(
+            """
+            from transformers import Trainer, TrainingArguments
+            class GatheringTrainer(Trainer):
+                def save_model(self, output_dir=None, _internal_call=False):
+                    self.model_wrapped.save_checkpoint(output_dir)
+            ds = {"zero_optimization": {"stage": 3}}
+            trainer = GatheringTrainer(model=model, args=TrainingArguments(output_dir="out", deepspeed=ds))
+            trainer.save_model("out")
+            """
+        ),
+        # One config of the two cannot be read: no answer.
+        Valid(
+            """
+            from transformers import Trainer, TrainingArguments
+            ds = {"zero_optimization": {"stage": 3}}
+            args = TrainingArguments(output_dir="out", deepspeed=ds if flag else make_config())
+            trainer = Trainer(model=model, args=args)
+            trainer.save_model("out")
+            """
+        ),
     )
     invalid = (
+        Invalid(
+            """
+            from transformers import Trainer, TrainingArguments
+            ds = {"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 3}}
+            args = TrainingArguments(output_dir="out", deepspeed=ds)
+            trainer = Trainer(model=model, args=args)
+            trainer.train()
+            trainer.save_model("out")
+            """,
+            lines=(7,),
+        ),
+        Invalid(
+            """
+            from trl import SFTTrainer
+            from transformers import TrainingArguments
+            class MyTrainer(SFTTrainer):
+                def compute_loss(self, model, inputs, return_outputs=False, **kwargs):
+                    return super().compute_loss(model, inputs, return_outputs, **kwargs)
+            ds = {"zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": False}}
+            trainer = MyTrainer(model=model, args=TrainingArguments(output_dir="out", deepspeed=ds))
+            trainer.save_model()
+            """,
+            lines=(9,),
+        ),
         Invalid(
             """
             import deepspeed
@@ -113,7 +202,68 @@ class Save16bitModelWithoutGather(ScriptRule):
         ),
     )
 
+    def visit_Module(self, node: cst.Module) -> None:
+        self.trainers = TrainerNames(self.context)
+        self.saves: list[tuple[cst.Call, cst.BaseExpression, str]] = []  # save_model / get_state_dict calls
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.trainers.consider_class(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.trainers.consider_assign(node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        trainer = [
+            call
+            for call, receiver, name in self.saves
+            if name == "save_model" and self.trainers.holds_trainer(receiver)
+        ]
+        accelerator = [call for call, receiver, _ in self.saves if self.trainers.holds_accelerator(receiver)]
+        if trainer:
+            configs = training_arguments_configs(self.context)
+            if configs and all(
+                c.zero_stage == 3 and self._gathers(c.get("zero_optimization")) is False for c in configs
+            ):
+                for call in trainer:
+                    self.report(call, self._trainer_message(configs), related=[r for c in configs for r in c.via])
+        if accelerator:
+            runs = accelerate_runs(self.context)
+            if runs and all(self._accelerate_stage_and_gather(run) == (3, False) for run in runs):
+                for call in accelerator:
+                    self.report(
+                        call, self._accelerate_message(call, runs), related=[r for run in runs for r in run.via]
+                    )
+
+    def _accelerate_stage_and_gather(self, run: AccelerateRun) -> tuple[int | None, bool | None]:
+        if run.config is not None:
+            return run.config.zero_stage, self._gathers(run.config.get("zero_optimization"))
+        return run.stage, run.save_16bit
+
+    @staticmethod
+    def _accelerate_message(call: cst.Call, runs: list[AccelerateRun]) -> str:
+        method = method_name(call)
+        how = "raises" if method == "get_state_dict" else "calls get_state_dict, which raises"
+        where = ", ".join(dict.fromkeys(f"{r.path}:{r.line} {r.message}" for run in runs for r in run.via[-1:]))
+        return (
+            f"under ZeRO-3, accelerator.{method} {how} a ValueError unless the DeepSpeed config sets "
+            '"stage3_gather_16bit_weights_on_model_save": true (zero3_save_16bit_model: true in the accelerate '
+            f"config): the run ends without a saved model; set it, or save with save_state / save_checkpoint ({where})"
+        )
+
+    def _trainer_message(self, configs: list[ResolvedConfig]) -> str:
+        sources = ", ".join(dict.fromkeys(c.source + c.evidence() for c in configs))
+        return (
+            "under ZeRO-3, trainer.save_model writes no usable weights unless the config sets "
+            '"stage3_gather_16bit_weights_on_model_save": true: accelerate\'s get_state_dict refuses, and the '
+            "Trainer saves a DeepSpeed checkpoint there instead, which from_pretrained cannot load (recover with "
+            f"zero_to_fp32.py); config: {sources}"
+        )
+
     def visit_Call(self, node: cst.Call) -> None:
+        name = method_name(node)
+        if name in ("save_model", "get_state_dict") and isinstance(node.func, cst.Attribute):
+            self.saves.append((node, node.func.value, name))
+            return
         if method_name(node) != "save_16bit_model" or not isinstance(node.func, cst.Attribute):
             return
         answer = self.facts.role_of(node.func.value, at=node)

@@ -63,6 +63,8 @@ class LaunchedConfig:
     options: Mapping[str, str | None] = field(default_factory=dict)  # every `--name value` given, literal
     inline_stage: int | None = None  # accelerate's inline `zero_stage`
     mixed_precision: str | None = None  # accelerate's `mixed_precision`
+    # accelerate's inline `zero3_save_16bit_model` read as accelerate does (None: not written, or not a yes/no)
+    inline_save_16bit: bool | None = None
 
 
 @dataclass(frozen=True)

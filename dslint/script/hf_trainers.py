@@ -1,0 +1,64 @@
+"""Which names of a script hold a Hugging Face Trainer: `trainer = Trainer(...)`, any `*Trainer` class of
+transformers or trl, or a class of the script deriving from one that keeps the Trainer's own saving (it defines
+neither `save_model` nor `_save`); and which hold accelerate's `Accelerator`. A name counts only when every
+assignment to it in the file builds one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from dslint.script.context import ScriptContext
+
+_LIBRARIES = ("transformers.", "trl.")
+_SAVING_METHODS = frozenset({"save_model", "_save"})
+_ACCELERATOR = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
+
+
+@dataclass
+class TrainerNames:
+    context: ScriptContext
+    local_trainers: set[str] = field(default_factory=set)  # classes of the script that save as the Trainer does
+    built: dict[str, list[bool]] = field(default_factory=dict)  # name -> for each assignment: builds a Trainer
+    accelerators: dict[str, list[bool]] = field(default_factory=dict)  # the same for Accelerator
+
+    def is_trainer_class(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.Name) and node.value in self.local_trainers:
+            return True
+        qualified = self.context.facts.qualified(node)
+        return (
+            qualified is not None
+            and qualified.startswith(_LIBRARIES)
+            and qualified.rsplit(".", 1)[-1].endswith("Trainer")
+        )
+
+    def consider_class(self, node: cst.ClassDef) -> None:
+        methods = {s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)}
+        if methods & _SAVING_METHODS:
+            return
+        if any(self.is_trainer_class(base.value) for base in node.bases):
+            self.local_trainers.add(node.name.value)
+
+    def consider_assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                call = node.value if isinstance(node.value, cst.Call) else None
+                builds = call is not None and self.is_trainer_class(call.func)
+                self.built.setdefault(target.target.value, []).append(builds)
+                accelerator = call is not None and self.context.facts.qualified(call.func) in _ACCELERATOR
+                self.accelerators.setdefault(target.target.value, []).append(accelerator)
+
+    def holds_trainer(self, node: cst.BaseExpression) -> bool:
+        """`node` is a name that every assignment of the file binds to a new Trainer."""
+        if not isinstance(node, cst.Name):
+            return False
+        assignments = self.built.get(node.value, [])
+        return bool(assignments) and all(assignments)
+
+    def holds_accelerator(self, node: cst.BaseExpression) -> bool:
+        """`node` is a name that every assignment of the file binds to a new accelerate `Accelerator`."""
+        if not isinstance(node, cst.Name):
+            return False
+        assignments = self.accelerators.get(node.value, [])
+        return bool(assignments) and all(assignments)

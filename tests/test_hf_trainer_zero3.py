@@ -1,0 +1,57 @@
+"""The Hugging Face Trainer's save_model under ZeRO-3 (DSL415): fixtures/projects/hf_trainer_zero3, each case both
+ways: the config from the launcher's `--deepspeed` (HfArgumentParser) and from a dict in the script."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fixture_support import FIXTURES
+
+from dslint.lint.batch import index_project, lint_files
+from dslint.lint.files import discover
+from dslint.lint.result import FileResult
+from dslint.selection import RuleSelection
+
+PROJECT = FIXTURES / "projects" / "hf_trainer_zero3"
+SAVE = (
+    'under ZeRO-3, trainer.save_model writes no usable weights unless the config sets "stage3_gather_16bit_weights_'
+    "on_model_save\": true: accelerate's get_state_dict refuses, and the Trainer saves a DeepSpeed checkpoint there"
+)
+
+
+@pytest.fixture(scope="module")
+def findings() -> dict[str, list[tuple[int, str, str]]]:
+    files = discover([str(PROJECT)]).files
+    index = index_project(files, [str(PROJECT)])
+    found: dict[str, list[tuple[int, str, str]]] = {}
+    for result in lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index):
+        assert isinstance(result, FileResult)
+        name = Path(result.path).name
+        found[name] = [(d.start.line, d.code, d.message) for d in result.diagnostics]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("name", "line", "config"),
+    [
+        ("finetune_lora.py", 19, "configs/ds_z3.json (from "),
+        ("reward_literal.py", 24, "dict literal at line 5"),
+    ],
+)
+def test_save_model_without_gather_is_flagged(
+    findings: dict[str, list[tuple[int, str, str]]], name: str, line: int, config: str
+) -> None:
+    ((found_line, code, message),) = findings[name]
+    assert (found_line, code) == (line, "DSL415")
+    assert message.startswith(SAVE) and config in message
+
+
+def test_the_launcher_that_names_the_config_is_in_the_message(findings: dict[str, list[tuple[int, str, str]]]) -> None:
+    ((_, _, message),) = findings["finetune_lora.py"]
+    assert message.endswith("scripts/run_sft.sh:3 --deepspeed configs/ds_z3.json)")
+
+
+@pytest.mark.parametrize("name", ["finetune_full.py", "reward_literal_gather.py"])
+def test_the_twins_that_gather_stay_silent(findings: dict[str, list[tuple[int, str, str]]], name: str) -> None:
+    assert findings[name] == []
