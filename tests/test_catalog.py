@@ -7,11 +7,13 @@ import textwrap
 
 import pytest
 
+from dslint.diagnostics import Related
 from dslint.framework.catalog import CODES, SCRIPT_NEEDS
 from dslint.framework.registry import all_rules
 from dslint.framework.rule import Invalid, ScriptRule
 from dslint.lint.activation import certainly_untouched
 from dslint.lint.prefilter import INFERENCE_TOKENS, has_tokens
+from dslint.script.project_facts import LaunchedConfig, ProjectFacts
 
 
 def test_the_catalog_lists_every_rule_code() -> None:
@@ -51,4 +53,7 @@ def test_tokens_are_in_every_file_the_rule_fires_on(rule: type[ScriptRule], case
     # a rule that also reads the inference engine runs wherever init_inference may be called, tokens or not
     inference = rule.inference_engine and has_tokens(data, INFERENCE_TOKENS)
     assert not missing or inference, f"{rule.code} fires on a file without {missing!r}"
-    assert not certainly_untouched(data, None)
+    # a rule that needs a launch of several processes a node gets it from the project (its case's launcher)
+    several = LaunchedConfig(Related("run.sh", 1, 1, "launch"), None, None, ranks_per_node=2, ranks=2)
+    project = ProjectFacts(parameters={}, returns={}, launches=(several,)) if rule.needs().several_processes else None
+    assert not certainly_untouched(data, project)

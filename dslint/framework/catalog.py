@@ -51,6 +51,10 @@ CODES: tuple[str, ...] = (
     "DSL414",
     "DSL415",
     "DSL416",
+    "DSL422",
+    "DSL423",
+    "DSL424",
+    "DSL425",
 )
 
 
@@ -72,6 +76,8 @@ class Needs:
     inference_engine: bool = False
     zero_source: bool = False
     alternatives: tuple[tuple[bytes, ...], ...] = ()
+    # The project starts the script as several processes a node (a launch of it says so: `world_size.py`).
+    several_processes: bool = False
 
     def token_sets(self) -> tuple[tuple[bytes, ...], ...]:
         return (self.tokens, *self.alternatives)
@@ -107,4 +113,5 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL307": Needs((b"deepspeed", b"initialize")),
     "DSL308": Needs((b"deepspeed", b"initialize")),
     "DSL415": Needs((b"deepspeed", b"initialize")),
+    "DSL425": Needs((b"from_pretrained", b"device_map"), engine=False, several_processes=True),
 }

@@ -70,6 +70,11 @@ class LaunchedConfig:
     options: Mapping[str, str | None] = field(default_factory=dict)  # every `--name value` given, literal
     inline_stage: int | None = None  # accelerate's inline `zero_stage`
     mixed_precision: str | None = None  # accelerate's `mixed_precision`
+    # The processes the launch starts on each node and in all, where the launcher says (`world_size.py`), and how
+    # it says so; None when unknown.
+    ranks_per_node: int | None = None
+    ranks: int | None = None
+    world_source: str = ""
 
 
 @dataclass(frozen=True)
