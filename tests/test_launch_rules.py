@@ -8,9 +8,10 @@ from pathlib import Path
 
 from fixture_support import FIXTURES
 
-from dslint.lint.batch import index_project
+from dslint.lint.batch import index_project, lint_files
 from dslint.lint.files import discover
 from dslint.lint.launcher import launcher_results, lint_launcher
+from dslint.lint.result import FileResult
 from dslint.project.launch_issues import LaunchIssue
 from dslint.project.launchers import parse_shell
 from dslint.selection import RuleSelection
@@ -91,3 +92,27 @@ def test_noqa_in_a_shell_launcher() -> None:
     # a document has no comment dslint reads: the finding stays
     (finding,) = lint_launcher("README.md", [issue], RuleSelection(), text).diagnostics
     assert finding.code == "DSL423"
+
+
+PROCESSES = FIXTURES / "projects" / "launch_processes"
+
+
+def test_device_map_and_one_rank_generation_follow_the_launches() -> None:
+    """load_spread.py runs as 2 processes (DSL425), load_single.py as one (silent); sample_z3.py generates in
+    main_process_first under the z3 config its launcher gives (DSL426), sample_z2.py under z2 (silent)."""
+    files = discover([str(PROCESSES)]).files
+    index = index_project(files, [str(PROCESSES)])
+    found = []
+    for result in lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index):
+        assert isinstance(result, FileResult)
+        found += [(os.path.relpath(d.path, PROCESSES), d.start.line, d.code, d.message) for d in result.diagnostics]
+    assert [(path, line, code) for path, line, code, _ in sorted(found)] == [
+        ("load_spread.py", 6, "DSL425"),
+        ("sample_z3.py", 16, "DSL426"),
+    ]
+    messages = {code: message for _, _, code, message in found}
+    assert messages["DSL425"].startswith(
+        'from_pretrained with device_map="auto" in a script launched as 2 processes a node (--num_gpus 2, one node'
+    )
+    assert messages["DSL426"].startswith("under ZeRO-3 this generate runs on one rank while the others do not")
+    assert messages["DSL426"].endswith("(ZeRO-3 from " + os.path.relpath(PROCESSES / "configs" / "z3.json") + ")")

@@ -55,6 +55,7 @@ CODES: tuple[str, ...] = (
     "DSL423",
     "DSL424",
     "DSL425",
+    "DSL426",
 )
 
 
@@ -113,5 +114,6 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL307": Needs((b"deepspeed", b"initialize")),
     "DSL308": Needs((b"deepspeed", b"initialize")),
     "DSL415": Needs((b"deepspeed", b"initialize")),
+    "DSL426": Needs((b"generate",), engine=False),
     "DSL425": Needs((b"from_pretrained", b"device_map"), engine=False, several_processes=True),
 }
