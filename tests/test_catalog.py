@@ -7,11 +7,13 @@ import textwrap
 
 import pytest
 
+from dslint.diagnostics import Related
 from dslint.framework.catalog import CODES, SCRIPT_NEEDS
 from dslint.framework.registry import all_rules
 from dslint.framework.rule import Invalid, ScriptRule
 from dslint.lint.activation import certainly_untouched
 from dslint.lint.prefilter import INFERENCE_TOKENS, has_tokens
+from dslint.script.project_facts import LaunchedConfig, ProjectFacts
 
 
 def test_the_catalog_lists_every_rule_code() -> None:
@@ -54,4 +56,7 @@ def test_tokens_are_in_every_file_the_rule_fires_on(rule: type[ScriptRule], case
     # or one of its alternative token sets (a Hugging Face Trainer script never writes `initialize`)
     alternative = any(all(token in data for token in tokens) for tokens in rule.alternative_tokens)
     assert not missing or inference or alternative, f"{rule.code} fires on a file without {missing!r}"
-    assert not certainly_untouched(data, None)
+    # a rule that needs a launch of several processes a node gets it from the project (its case's launcher)
+    several = LaunchedConfig(Related("run.sh", 1, 1, "launch"), None, None, ranks_per_node=2, ranks=2)
+    project = ProjectFacts(parameters={}, returns={}, launches=(several,)) if rule.needs().several_processes else None
+    assert not certainly_untouched(data, project)

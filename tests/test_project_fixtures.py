@@ -14,6 +14,7 @@ from fixture_support import FIXTURES, expected_markers
 
 from dslint.lint.batch import index_project, lint_files
 from dslint.lint.files import discover
+from dslint.lint.launcher import launcher_results
 from dslint.lint.result import FileResult as ScriptResult
 from dslint.selection import RuleSelection
 
@@ -25,6 +26,7 @@ def _check(project: Path) -> list[tuple[str, int, int, str]]:
     index = index_project(files, [str(project)])
     selection = RuleSelection()
     results = lint_files([(f, selection) for f in files], jobs=1, project=index)
+    results += launcher_results(index.launch_issues, lambda _: selection, lambda p: Path(p).read_text("utf-8"))
     found: set[tuple[str, int, int, str]] = set()
     for result in results:
         assert isinstance(result, ScriptResult), result

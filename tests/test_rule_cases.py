@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import tempfile
 import textwrap
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.fix.config import config_check
 from dslint.fix.edits import fix_text
+from dslint.framework.launch_rule import LaunchRule
 from dslint.framework.registry import all_rules
 from dslint.framework.rule import Invalid, Rule, Valid
 from dslint.lint.config import lint_config_source
-from dslint.lint.file import lint_text
+from dslint.lint.file import lint_file, lint_text
+from dslint.lint.launcher import lint_launcher
+from dslint.project.index import build_project_index
 from dslint.selection import RuleSelection
 
 CASES = [
@@ -22,6 +27,24 @@ CASES = [
     for kind, cases in (("valid", rule.valid), ("invalid", rule.invalid))
     for i, case in enumerate(cases)
 ]
+
+
+def _lint_launcher(rule: type[Rule], case: Valid | Invalid, text: str) -> list:
+    """A case with the other files of its project (a launch rule's, or a script rule's that needs launchers): the
+    files laid out in a folder, indexed as a check of that folder would, and the case file's findings."""
+    assert case.path is not None
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder).resolve()
+        for name, body in ((case.path, text), *case.files):
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(textwrap.dedent(body), encoding="utf-8")
+        index = build_project_index(sorted(root.rglob("*.py")), [str(root)])
+        only = RuleSelection.from_options([rule.code])
+        if not issubclass(rule, LaunchRule):  # a script rule whose case needs its launchers
+            path = root / case.path
+            return lint_file(str(path), path.read_bytes(), only, project=index.facts_for(path)).diagnostics
+        issues = index.launch_issues.get(str(root / case.path), [])
+        return lint_launcher(str(root / case.path), issues, only, text).diagnostics
 
 
 def _lint(rule: type[Rule], path: str, text: str, deepspeed_version: str | None = None) -> list:
@@ -40,7 +63,10 @@ def test_every_rule_has_cases(rule: type[Rule]) -> None:
 @pytest.mark.parametrize(("rule", "case"), CASES)
 def test_case(rule: type[Rule], case: Valid | Invalid) -> None:
     code = textwrap.dedent(case.code)
-    found = _lint(rule, case.path, code, case.deepspeed_version)
+    if issubclass(rule, LaunchRule) or case.files:
+        found = _lint_launcher(rule, case, code)
+    else:
+        found = _lint(rule, case.path, code, case.deepspeed_version)
     if isinstance(case, Valid):
         assert found == [], "\n".join(d.concise() for d in found)
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -24,11 +25,14 @@ from dslint.lint.cache import clean as clean_cache
 from dslint.lint.file import NOTEBOOK
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.files import files_to_check
+from dslint.lint.launcher import COMMENTED, launcher_results
 from dslint.lint.result import FileResult, one_per_place
+from dslint.project.launch_issues import LaunchIssue
 from dslint.report import renderer
 from dslint.report.colour import coloured_concise, wants_colour
 from dslint.report.context import ReportContext
 from dslint.report.statistics import render as render_statistics
+from dslint.selection import RuleSelection
 from dslint.settings import OUTPUT_FORMATS, SettingsError, SettingsResolver
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -276,8 +280,35 @@ def run_check(
     finally:
         progress.finish()
     _collect(outcome, linted)
+    outcome.results.extend(launcher_findings(resolver, project.launch_issues))
     apply_config_ignores(resolver, outcome.results)
     return outcome
+
+
+def launcher_findings(resolver: SettingsResolver, issues: dict[str, list[LaunchIssue]]) -> list[FileResult]:
+    """The launch rules' findings in the launchers the index read (shown relative to the current directory when
+    below it); a launcher its settings exclude gets none."""
+
+    def selection(path: Path) -> RuleSelection | None:
+        return None if resolver.excluded(path) else resolver.for_path(path).selection_for(path)
+
+    def read(path: str) -> str | None:
+        try:
+            return Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
+    shown = {_relative(path): found for path, found in issues.items()}
+    return launcher_results(shown, selection, read)
+
+
+def result_is_launcher(path: str) -> bool:
+    return path.endswith((*COMMENTED, ".md", ".rst"))
+
+
+def _relative(path: str) -> str:
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
 
 
 def apply_config_ignores(resolver: SettingsResolver, results: list[FileResult]) -> None:
@@ -337,6 +368,9 @@ def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool, resolve
         suffix = Path(path).suffix.lower()
         if suffix == NOTEBOOK:
             left.append((path, _codes(own), "add `# noqa: CODE` in the cell, or"))
+            continue
+        if result_is_launcher(path):  # a comment inside a continued command would cut the command
+            left.append((path, _codes(own), "a launcher gets no comment written into it (`# dslint: noqa: CODE`):"))
             continue
         config = suffix in CONFIG_SUFFIXES
         text = texts.get(path)

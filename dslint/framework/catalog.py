@@ -55,6 +55,11 @@ CODES: tuple[str, ...] = (
     "DSL417",
     "DSL418",
     "DSL419",
+    "DSL422",
+    "DSL423",
+    "DSL424",
+    "DSL425",
+    "DSL426",
 )
 
 
@@ -76,6 +81,8 @@ class Needs:
     inference_engine: bool = False
     zero_source: bool = False
     alternatives: tuple[tuple[bytes, ...], ...] = ()
+    # The project starts the script as several processes a node (a launch of it says so: `world_size.py`).
+    several_processes: bool = False
 
     def token_sets(self) -> tuple[tuple[bytes, ...], ...]:
         return (self.tokens, *self.alternatives)
@@ -120,4 +127,6 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             (b"get_state_dict", b"Accelerator"),
         ),
     ),
+    "DSL426": Needs((b"generate",), engine=False),
+    "DSL425": Needs((b"from_pretrained", b"device_map"), engine=False, several_processes=True),
 }

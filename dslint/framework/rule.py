@@ -87,6 +87,7 @@ class Valid:
     code: str
     path: str | None = None  # None: the rule's `case_path` (train.py; ds_config.json for a config rule)
     deepspeed_version: str | None = None  # the DeepSpeed the project runs (None: the newest known)
+    files: tuple[tuple[str, str], ...] = ()  # a launch rule's case: the other files of its project (path, text)
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ class Invalid:
     fixed: str | None = None
     path: str | None = None  # None: the rule's `case_path` (train.py; ds_config.json for a config rule)
     deepspeed_version: str | None = None  # the DeepSpeed the project runs (None: the newest known)
+    files: tuple[tuple[str, str], ...] = ()  # a launch rule's case: the other files of its project (path, text)
 
 
 class Rule:
@@ -178,12 +180,19 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     # call of `deepspeed.initialize`, an `HfDeepSpeedConfig` or a `*TrainingArguments` in its code; the
     # prefilter settles other files without parsing them (`lint.activation`).
     needs_zero_source: ClassVar[bool] = False
+    # Fires only where a launch of the project starts the script as several processes a node.
+    needs_several_processes: ClassVar[bool] = False
 
     @classmethod
     def needs(cls) -> Needs:
         """The declarations above as data, which `dslint.lint.activation` evaluates (and the catalog keeps)."""
         return Needs(
-            cls.required_tokens, cls.needs_engine, cls.inference_engine, cls.needs_zero_source, cls.alternative_tokens
+            cls.required_tokens,
+            cls.needs_engine,
+            cls.inference_engine,
+            cls.needs_zero_source,
+            cls.alternative_tokens,
+            cls.needs_several_processes,
         )
 
     def __init__(self, context: ScriptContext) -> None:

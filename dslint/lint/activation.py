@@ -1,5 +1,6 @@
 """Which rules can fire on a script: one evaluator of what each rule needs (`Needs`, declared by the rule as data:
-tokens, an engine, the inference engine, a ZeRO source), answered at each level as the driver learns more.
+tokens, an engine, the inference engine, a ZeRO source, a launch of several processes a node), answered at each
+level as the driver learns more.
 
 - `in_text`: the file's bytes and what the project index knows (`ProjectFacts`). Nothing is parsed; an engine is
   possible where the text can call `deepspeed.initialize` (`prefilter.may_create_engine`) or the index brings one.
@@ -52,6 +53,7 @@ class Evidence:
     inference: bool  # a `deepspeed.init_inference` call may be here
     zero_source: bool  # the file may hand DeepSpeed a ZeRO config itself
     configs: bool  # a config may reach DeepSpeed through this file (the config rules run)
+    several_processes: bool = True  # a launch of the project starts the script as several processes a node
 
 
 def can_fire(needs: Needs, evidence: Evidence) -> bool:
@@ -65,6 +67,7 @@ def can_fire(needs: Needs, evidence: Evidence) -> bool:
         (tokens or inference)
         and (evidence.zero_source or not needs.zero_source)
         and (evidence.engine or not needs.engine or inference)
+        and (evidence.several_processes or not needs.several_processes)
     )
 
 
@@ -93,6 +96,10 @@ def _project(project: ProjectFacts | None) -> tuple[bool, bool]:
     return project.receives_engine, launched or bool(project.config_builders)
 
 
+def _several_processes(project: ProjectFacts | None) -> bool:
+    return project is not None and any((launch.ranks_per_node or 0) > 1 for launch in project.launches)
+
+
 def in_text(data: bytes, project: ProjectFacts | None) -> Evidence:
     received, configured = _project(project)
     engine = received or may_create_engine(data)
@@ -103,6 +110,7 @@ def in_text(data: bytes, project: ProjectFacts | None) -> Evidence:
         inference=may_create_inference_engine(data),
         zero_source=True,  # read only from the code
         configs=engine or configured or has_tokens(data, TRAINER_CONFIG_TOKENS),
+        several_processes=_several_processes(project),
     )
 
 
@@ -116,6 +124,7 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         inference=code.calls_inference,
         zero_source=code.calls_initialize or any(has_tokens(code.words, (name,)) for name in ZERO_SOURCE_NAMES),
         configs=engine or configured or has_tokens(code.words, TRAINER_CONFIG_TOKENS),
+        several_processes=_several_processes(project),
     )
 
 

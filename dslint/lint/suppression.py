@@ -151,10 +151,25 @@ def config_comments(text: str) -> list[_Comment]:
     return comments
 
 
-def scan(text: str, *, config: bool = False) -> NoqaIndex:
-    """The noqa comments of a script (`config`: of a JSON/HJSON config, where each line stands alone)."""
+def shell_comments(text: str) -> list[_Comment]:
+    """The `#` comments of a shell script or Makefile (a `#` that starts a word outside quotes), each line alone."""
+    from dslint.project.launchers import strip_comment
+
+    comments: list[_Comment] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        code = strip_comment(line)
+        if len(code) < len(line):
+            comments.append(_Comment(number, len(code), line[len(code) :].rstrip("\r")))
+    return comments
+
+
+def scan(text: str, *, config: bool = False, shell: bool = False) -> NoqaIndex:
+    """The noqa comments of a script (`config`: of a JSON/HJSON config, `shell`: of a shell script or Makefile,
+    where each line stands alone)."""
     statements: dict[int, tuple[int, int]] = {}
-    if config:
+    if shell:
+        comments, tokenized = shell_comments(text), True
+    elif config:
         comments, tokenized = config_comments(text), True
     else:
         comments, statements, tokenized = _comments_and_statements(text)
@@ -202,6 +217,7 @@ def apply_noqa(
     *,
     line_noqa: bool = True,
     config: bool = False,
+    shell: bool = False,
 ) -> Suppressed:
     """Drop silenced findings and add DSL010 findings for unused DSL codes in noqa comments. A line comment
     silences findings of its own file only: a script's result also holds findings inside the config files it
@@ -210,7 +226,7 @@ def apply_noqa(
         return Suppressed(list(diagnostics), 0)
     if not diagnostics and "dsl" not in text.lower():
         return Suppressed([], 0)  # nothing to silence, and no DSL code a comment could name in vain (DSL010)
-    index = scan(text, config=config)
+    index = scan(text, config=config, shell=shell)
     unused = unused_noqa_diagnostics(path, text, index, [d for d in diagnostics if d.path == path], selection)
     kept: list[Diagnostic] = []
     for diagnostic in [*diagnostics, *unused]:

@@ -374,10 +374,19 @@ def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
 
 
 def _parses_training_arguments(context: ScriptContext) -> bool:
+    """`HfArgumentParser(...)`, or a parser class of the project given the `*TrainingArguments` class
+    (`ProjectArgumentParser((ModelArguments, TrainingArguments))`, a subclass of HfArgumentParser)."""
     return any(
-        (name := dotted_name(call.func)) is not None and name.split(".")[-1] == "HfArgumentParser"
+        (name := dotted_name(call.func)) is not None
+        and (name.split(".")[-1] == "HfArgumentParser" or (name.endswith("Parser") and _names_training_arguments(call)))
         for call in _calls(context.module)
     )
+
+
+def _names_training_arguments(call: cst.Call) -> bool:
+    values = [arg.value for arg in call.args]
+    values += [e.value for v in values if isinstance(v, (cst.Tuple, cst.List)) for e in v.elements]
+    return any((name := dotted_name(v)) is not None and name.endswith("TrainingArguments") for v in values)
 
 
 def _evidence(launch: LaunchedConfig) -> tuple[Related, ...]:

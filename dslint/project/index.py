@@ -32,6 +32,7 @@ from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, opened_configs, replaced_keys
 from dslint.project.inputs import exists, is_file, record
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, shell_texts
+from dslint.project.launch_issues import LaunchIssue, LaunchSite, config_option, file_names_under, launch_issues
 from dslint.project.launchers import (
     CONFIG_OPTIONS,
     UNKNOWN_VALUE,
@@ -119,6 +120,9 @@ class ProjectIndex:
     # and its scripts use the Hugging Face integrations, or no code of a checked folder touches DeepSpeed at all:
     # the reader of a config nothing names.
     presumed_reader: str | None = None
+    # Mistakes of the launch commands themselves, by launcher (absolute): `launch_issues.LaunchIssue`.
+    launch_issues: dict[str, list[LaunchIssue]] = field(default_factory=dict)
+    sites: list[LaunchSite] = field(default_factory=list, repr=False, compare=False)
 
     def config_reader(self, path: str | Path) -> str | None:
         """ "trainer" when only the Hugging Face Trainer or accelerate read this config, "initialize" when
@@ -255,6 +259,10 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
     _record_config_builders(index, sources, store)
     for path, functions in cuda_parameters(store).items():
         index.files[path] = replace(_facts(index, path), cuda_parameters=functions)
+    texts = functools.lru_cache(maxsize=None)(lambda path: (_read(path) or b"").decode("utf-8", errors="replace"))
+    names = functools.lru_cache(maxsize=1)(lambda: file_names_under(roots, SKIPPED_DIRECTORIES))
+    issues = launch_issues(index.sites, sources, store, texts, names)
+    index.launch_issues, index.sites = {absolute(path): found for path, found in issues.items()}, []
     return index
 
 
@@ -344,7 +352,7 @@ def _read_launchers(
         elif "akefile" in name or name.endswith(".mk"):
             lines = parse_makefile(launcher, text)
         else:
-            lines = parse_shell(launcher, text)
+            lines = parse_shell(launcher, text, functools.partial(read_near, near=launcher, roots=roots))
         for line in lines:
             script = _find(line.script, launcher, roots, line.directory)
             if script is None and document:
@@ -361,10 +369,18 @@ def _read_launchers(
                             else None
                         )
                     accelerate = yamls[yaml_path]
-            launch = Launch(line, script, _launched_config(line, launcher, roots, accelerate), accelerate)
+            launched = _launched_config(line, launcher, roots, accelerate)
+            world = world_size(line, functools.partial(read_near, near=launcher, roots=roots), accelerate)
+            launched = replace(launched, ranks_per_node=world.per_node, ranks=world.ranks, world_source=world.source)
+            launch = Launch(line, script, launched, accelerate)
             index.launches.append(launch)
+            if not launcher.endswith(".ipynb"):  # a notebook's own lint holds its findings
+                option = config_option(line)
+                site = LaunchSite(
+                    line, script, option, launch.config.config_path if option else None, launch.config.launch
+                )
+                index.sites.append(site)
             if launch.config.config_path is not None:
-                world = world_size(line, functools.partial(read_near, near=launcher, roots=roots), accelerate)
                 if world.ranks is not None:
                     index.config_world_sizes.setdefault(launch.config.config_path, []).append(
                         LaunchWorldSize(world.ranks, world.source, launch.config.launch)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 # The launcher commands dslint follows, by the basename of their first word.
@@ -32,6 +33,10 @@ _ASSIGNMENT = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_][A-Z
 _MAKE_ASSIGNMENT = re.compile(r"^\s*(?:export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(?::=|::=|\?=|=)\s*(.*)$")
 _MAKE_TARGET = re.compile(r"^([A-Za-z0-9_./%-]+)\s*:(?!=)")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$([A-Za-z_][A-Za-z0-9_]*)")
+# `${NAME:-default}` / `${NAME-default}` / `${NAME:=default}` (NAME may be a positional parameter: `${1:-8}`):
+# the default when the file leaves NAME unset, as the launcher runs without arguments or an environment.
+_DEFAULTED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(:?[-=])([^}$`]*)\}")
+_SOURCE = re.compile(r"^\s*(?:source|\.)\s+(\S+)\s*$")
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,11 @@ class LaunchLine:
     # Where the command runs after the launcher's literal `cd`/`pushd` (relative to the launcher's directory, or
     # absolute); "" when it never changes directory. The script and its options' paths are read from there.
     directory: str = ""
+    # A comment line inside the command's backslash continuation ends the command there (bash drops the comment
+    # and the newline after it ends the command): the line of that comment, and the options written on the
+    # lines after it, which the script never gets (bash runs each of those lines as a command of its own).
+    cut_line: int = 0
+    lost_options: tuple[str, ...] = ()
 
     def launcher_option(self, *names: str) -> ScriptOption | None:
         """The last of the launcher's own options spelt as any of `names` (dashes as underscores)."""
@@ -92,7 +102,7 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
             start = number
         stripped = raw.rstrip()
         # A backslash inside a comment continues nothing: the shell drops the comment, backslash and all.
-        if stripped.endswith("\\") and _strip_comment(stripped) == stripped:
+        if stripped.endswith("\\") and strip_comment(stripped) == stripped:
             buffer.append(stripped[:-1])
             continue
         buffer.append(raw)
@@ -109,7 +119,7 @@ def _position(original: str, offset: int, first_line: int) -> tuple[int, int]:
     return first_line + before.count("\n"), offset - (before.rfind("\n") + 1) + 1
 
 
-def _strip_comment(line: str) -> str:
+def strip_comment(line: str) -> str:
     """Drop a `#` comment that starts a word outside quotes."""
     quote: str | None = None
     previous = " "
@@ -151,6 +161,17 @@ def _is_assignment_only(line: str) -> bool:
 
 
 def _substitute(text: str, variables: dict[str, str | None]) -> str:
+    def defaulted(match: re.Match[str]) -> str:
+        name, operator, default = match.groups()
+        if name not in variables:
+            return default.strip("'\"")
+        value = variables[name]
+        if value is None:
+            return UNKNOWN_VALUE
+        return default.strip("'\"") if operator.startswith(":") and value == "" else value
+
+    text = _DEFAULTED.sub(defaulted, text)
+
     def replace(match: re.Match[str]) -> str:
         name = match.group(1) or match.group(2) or match.group(3)
         value = variables.get(name)
@@ -159,21 +180,29 @@ def _substitute(text: str, variables: dict[str, str | None]) -> str:
     return _VARIABLE.sub(replace, text)
 
 
-def parse_shell(path: str, text: str) -> list[LaunchLine]:
+def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None = None) -> list[LaunchLine]:
     """The launch commands of a shell script.
 
     Two facts about where a command runs are followed: a literal `cd DIR` / `pushd DIR` / `popd` before it (in
     a `( ... )` subshell only for that line), and a variable holding the launcher's own directory
     (`DIR=$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`, with a literal tail such as `/..`),
-    which is the launcher's folder wherever the launcher is started from."""
+    which is the launcher's folder wherever the launcher is started from.
+
+    `read`: the text of a file the launcher sources (`source vars.sh`, `. ./env.sh`), by its path as written;
+    the literal assignments in it count as the launcher's own. Without it a sourced file is not read."""
     variables: dict[str, str | None] = {}
     exported: dict[str, str] = {}
     found: list[LaunchLine] = []
     here = os.path.dirname(os.path.abspath(path))
     directory = ""
     pushed: list[str] = []
+    physical = text.splitlines()
     for number, logical in _logical_lines(text):
-        line = _strip_comment(logical)
+        line = strip_comment(logical)
+        sourced = _SOURCE.match(line)
+        if sourced is not None:
+            _read_sourced(_substitute(sourced.group(1), variables), read, variables, exported)
+            continue
         assignment = _ASSIGNMENT.match(line)
         own = _own_directory(assignment.group(2), here) if assignment else None
         if assignment and (own is not None or _is_assignment_only(line)):
@@ -196,10 +225,57 @@ def parse_shell(path: str, text: str) -> list[LaunchLine]:
                 continue
             launch = _launch_in(path, number, logical, substituted, None, exported)
             if launch is not None:
+                cut = _cut(logical, number, physical)
+                if cut is not None:
+                    launch = replace(launch, cut_line=cut[0], lost_options=cut[1])
                 found.append(launch if not directory else replace(launch, directory=directory))
         if subshell:
             directory = before
     return found
+
+
+def _read_sourced(
+    name: str,
+    read: Callable[[str], str | None] | None,
+    variables: dict[str, str | None],
+    exported: dict[str, str],
+) -> None:
+    """The literal assignments of a sourced file, as if written at the `source` line (one level: a file that
+    sources another is not followed further). An unreadable file leaves the variables as they are."""
+    text = read(name.strip("'\"")) if read is not None and UNKNOWN_VALUE not in name else None
+    if text is None:
+        return
+    for _, logical in _logical_lines(text):
+        line = strip_comment(logical)
+        assignment = _ASSIGNMENT.match(line)
+        if assignment is None or not _is_assignment_only(line):
+            continue
+        name, value = assignment.groups()
+        rest = _literal(_substitute(value, variables))
+        variables[name] = None if rest is None or UNKNOWN_VALUE in rest else rest
+        if line.lstrip().startswith("export ") or name in exported:
+            exported[name] = variables[name] or UNKNOWN_VALUE
+
+
+def _cut(logical: str, first_line: int, physical: list[str]) -> tuple[int, tuple[str, ...]] | None:
+    """(the comment line that ends a continued command, the options written after it) when a comment line
+    inside a backslash continuation cuts the command and option lines follow it; None otherwise."""
+    parts = logical.split("\n")
+    if len(parts) < 2 or not parts[-1].lstrip().startswith("#"):
+        return None
+    comment_line = first_line + len(parts) - 1
+    lost: list[str] = []
+    for raw in physical[comment_line:]:  # the lines after the comment (0-based index = its line number)
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if not stripped.startswith("-"):
+            break
+        lost.append(stripped.split()[0].split("=", 1)[0])
+        # a line without a continuation ends the run of lost options
+        if not stripped.endswith("\\"):
+            break
+    return (comment_line, tuple(lost)) if lost else None
 
 
 def _own_directory(value: str, here: str) -> str | None:
@@ -259,13 +335,13 @@ def parse_makefile(path: str, text: str) -> list[LaunchLine]:
     found: list[LaunchLine] = []
     for number, logical in _logical_lines(text):
         if logical.startswith("\t"):
-            line = _strip_comment(logical.lstrip("\t").lstrip("@-+"))
+            line = strip_comment(logical.lstrip("\t").lstrip("@-+"))
             for segment in re.split(r"&&|\|\||;", line):
                 launch = _launch_in(path, number, logical, _substitute(segment, variables), target)
                 if launch is not None:
                     found.append(launch)
             continue
-        line = _strip_comment(logical)
+        line = strip_comment(logical)
         assignment = _MAKE_ASSIGNMENT.match(line)
         if assignment:
             name, value = assignment.groups()

@@ -1,0 +1,31 @@
+"""The base class of launch rules: rules over a launch command's own mistakes (`project.launch_issues`), reported
+in the launcher (a shell script, a Makefile, a README's or a guide's code block).
+
+A launch rule answers one kind of `LaunchIssue`; `dslint.lint.launcher` runs the selected rules over the issues
+the project index found in a launcher. Its cases are launchers (`run.sh` unless the case names another path),
+with the other files of their project in `files` (`tests/test_rule_cases.py` lays them out in a folder).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from dslint.diagnostics import Diagnostic, Location
+from dslint.framework.rule import Rule
+from dslint.project.launch_issues import LaunchIssue
+
+
+class LaunchRule(Rule):
+    """A rule over one kind of launch issue; `message_for` words the finding."""
+
+    kind: ClassVar[str]
+    case_path: ClassVar[str] = "run.sh"
+
+    def message_for(self, issue: LaunchIssue) -> str:
+        raise NotImplementedError
+
+    def finding(self, path: str, issue: LaunchIssue) -> Diagnostic:
+        diagnostic = self.diagnostic(
+            path, Location(issue.line, issue.column), Location(issue.line, issue.end_column), self.message_for(issue)
+        )
+        return Diagnostic(**{**diagnostic.__dict__, "related": issue.related})

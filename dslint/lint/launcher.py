@@ -1,0 +1,68 @@
+"""Lint a launcher: the launch rules (`framework/launch_rule.py`) over the mistakes the project index found in
+its commands (`ProjectIndex.launch_issues`), positioned in the launcher itself.
+
+A shell script or Makefile takes `# noqa: CODE` at the end of a line and `# dslint: noqa: CODE` on a line of its
+own (a comment line inside a continued command would cut the command: a finding on such a line is silenced by
+the file-level comment or `per-file-ignores`). A Markdown or reStructuredText document has no comment dslint
+reads: `per-file-ignores` only. Nothing is ever written into a launcher.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dslint.diagnostics import Diagnostic
+from dslint.lint.result import FileResult
+from dslint.lint.suppression import apply_noqa
+from dslint.project.launch_issues import LaunchIssue
+from dslint.selection import RuleSelection
+
+if TYPE_CHECKING:  # the rules are imported when a launcher has findings to report
+    from dslint.framework.launch_rule import LaunchRule
+
+# The launchers whose format has `#` comments that dslint reads as noqa comments.
+COMMENTED = (".sh", ".bash", "Makefile", "makefile", ".mk")
+
+
+def lint_launcher(
+    path: str, issues: Sequence[LaunchIssue], selection: RuleSelection, text: str | None = None
+) -> FileResult:
+    """The findings of the selected launch rules over `issues` (of the launcher `path`, whose `text` carries
+    its noqa comments)."""
+    rules = _launch_rules(selection)
+    found: list[Diagnostic] = [
+        rule().finding(path, issue) for issue in issues for rule in rules if rule.kind == issue.kind
+    ]
+    if text is None or not path.endswith(COMMENTED):
+        return FileResult(path, sorted(found, key=lambda d: d.sort_key), parsed=True)
+    kept = apply_noqa(path, text, found, selection, shell=True)
+    return FileResult(path, kept.diagnostics, parsed=True, suppressed=kept.suppressed)
+
+
+def launcher_results(
+    issues: dict[str, list[LaunchIssue]],
+    selection_for: Callable[[Path], RuleSelection | None],
+    read: Callable[[str], str | None],
+) -> list[FileResult]:
+    """One result per launcher with issues; `selection_for(path)`: the launcher's rules by its settings (None
+    when its settings exclude it)."""
+    results: list[FileResult] = []
+    for path, found in sorted(issues.items()):
+        selection = selection_for(Path(path))
+        if selection is None:
+            continue
+        result = lint_launcher(path, found, selection, read(path) if path.endswith(COMMENTED) else None)
+        if result.diagnostics or result.suppressed:
+            results.append(result)
+    return results
+
+
+@functools.lru_cache(maxsize=64)
+def _launch_rules(selection: RuleSelection) -> tuple[type[LaunchRule], ...]:
+    from dslint.framework.launch_rule import LaunchRule
+    from dslint.framework.registry import all_rules
+
+    return tuple(r for r in all_rules() if issubclass(r, LaunchRule) and selection.enabled(r.code))

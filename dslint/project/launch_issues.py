@@ -1,0 +1,214 @@
+"""Mistakes in a launch command itself, found from the launcher and the files it names (the launch rules,
+DSL422-DSL424, report them in the launcher):
+
+- `cut`: a comment line inside a backslash continuation ends the command (bash drops the comment, and the newline
+  after it ends the command); the options on the lines after it never reach the script, and bash runs each of
+  those lines as a command of its own (`--lr: command not found`).
+- `missing_config`: the DeepSpeed config path the launch passes (`--deepspeed ds.json`, `--deepspeed_config`) names
+  a file that exists nowhere in the project, and nothing in the project writes a file of that name: the shipped
+  launcher stops at start-up where the script opens it.
+- `unread_config`: the launch passes a DeepSpeed config option to a script that never reads its command line (no
+  `sys.argv`, no argument parser in it nor in the project modules it imports, no call of an entry function of
+  another package that could read it): the run goes on without the config, and nothing says so.
+
+Each answer is conservative: a path built at run time, an absolute path (the user's machine), a script outside
+the project, a script that imports a module whose source is not in the project and calls an entry function of it
+without arguments (`main()`, `cli.run()`): nothing is reported.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from dslint.diagnostics import Related
+from dslint.model.summary import ModuleSummary, SummaryStore, dotted
+from dslint.project.launchers import CONFIG_OPTIONS, UNKNOWN_VALUE, LaunchLine
+
+# Words whose presence in a module means it may read the command line (any argument parser, or sys.argv).
+COMMAND_LINE_TOKENS = (
+    b"argv",
+    b"argparse",
+    b"ArgumentParser",
+    b"parse_args",
+    b"parse_known_args",
+    b"fire",
+    b"click",
+    b"typer",
+    b"hydra",
+    b"tyro",
+    b"absl",
+    b"docopt",
+    b"getopt",
+    b"jsonargparse",
+    b"simple_parsing",
+    b"from_cli",
+    b"Parser",
+)
+
+
+@dataclass(frozen=True)
+class LaunchIssue:
+    """One mistake of a launch command, positioned in its launcher."""
+
+    kind: str  # "cut" | "missing_config" | "unread_config"
+    line: int
+    column: int
+    end_column: int
+    detail: str  # cut: the script; missing_config: the path as written; unread_config: the script as written
+    options: tuple[str, ...] = ()  # cut: the options lost; unread_config: the options the script never reads
+    related: tuple[Related, ...] = ()
+
+
+@dataclass(frozen=True)
+class LaunchSite:
+    """What the issues need of one launch: its line, the script and config found (absolute, or None)."""
+
+    line: LaunchLine
+    script: str | None
+    config_option: str | None  # the option naming a DeepSpeed config file, when literal
+    config_path: str | None
+    launch: Related
+
+
+def launch_issues(
+    sites: Iterable[LaunchSite],
+    sources: dict[str, bytes],
+    store: SummaryStore,
+    launcher_text: Callable[[str], str | None],
+    file_names: Callable[[], frozenset[str]],
+) -> dict[str, list[LaunchIssue]]:
+    """The issues of every launch, by launcher (as its `LaunchLine.launcher` says). `launcher_text(path)`: a
+    launcher's text; `file_names()`: the base names of every file under the checked roots (asked only when a
+    config path is missing)."""
+    found: dict[str, list[LaunchIssue]] = {}
+    reads: dict[str, bool] = {}
+    for site in sites:
+        line = site.line
+        issues = found.setdefault(line.launcher, [])
+        if line.cut_line and line.lost_options:
+            issues.append(_cut(site, launcher_text))
+        if site.script is None or site.config_option is None:
+            continue
+        option = line.option(site.config_option)
+        assert option is not None and option.value is not None
+        if site.config_path is None and _missing(option.value, sources, launcher_text(line.launcher), file_names):
+            end = option.column + len(option.name) + 2
+            issues.append(LaunchIssue("missing_config", option.line, option.column, end, option.value))
+        if site.script.endswith(".py") and site.script in sources:
+            if site.script not in reads:
+                reads[site.script] = _reads_command_line(site.script, store, sources)
+            if not reads[site.script]:
+                end = option.column + len(option.name) + 2
+                names = tuple(f"--{o.name}" for o in line.options)
+                issues.append(
+                    LaunchIssue("unread_config", option.line, option.column, end, line.script, names, (site.launch,))
+                )
+    return {launcher: issues for launcher, issues in found.items() if issues}
+
+
+def config_option(line: LaunchLine) -> str | None:
+    """The script option that names a DeepSpeed config file on this line (a literal path), as
+    `index._launched_config` reads it; None when there is none."""
+    for name in CONFIG_OPTIONS:
+        option = line.option(name)
+        if option is None or option.value is None or option.value == UNKNOWN_VALUE:
+            continue
+        if not option.value.endswith((".json", ".hjson", ".yaml", ".yml")) and name == "deepspeed":
+            continue  # `--deepspeed` alone is DeepSpeed's own on/off flag
+        return name
+    return None
+
+
+def _cut(site: LaunchSite, launcher_text: Callable[[str], str | None]) -> LaunchIssue:
+    line = site.line
+    text = launcher_text(line.launcher) or ""
+    physical = text.splitlines()
+    raw = physical[line.cut_line - 1] if 0 < line.cut_line <= len(physical) else "#"
+    column = len(raw) - len(raw.lstrip()) + 1
+    return LaunchIssue(
+        "cut", line.cut_line, column, len(raw.rstrip()) + 1, line.script, line.lost_options, (site.launch,)
+    )
+
+
+def _missing(
+    written: str, sources: dict[str, bytes], launcher: str | None, file_names: Callable[[], frozenset[str]]
+) -> bool:
+    """Whether a config path a launch writes names no file of the project, and nothing there writes one: an
+    absolute or home path (the user's machine), a file of that name anywhere under the roots, or the name in a
+    Python source or elsewhere in the launcher (a config generated before the launch) answer no."""
+    if os.path.isabs(written) or written.startswith("~") or UNKNOWN_VALUE in written:
+        return False
+    name = os.path.basename(written)
+    if not name or name in file_names():
+        return False
+    encoded = name.encode()
+    if any(encoded in data for data in sources.values()):
+        return False
+    return launcher is None or launcher.count(name) <= launcher.count(written)
+
+
+def _reads_command_line(script: str, store: SummaryStore, sources: dict[str, bytes]) -> bool:
+    """Whether `script`, or a project module it imports (at any depth), may read the command line."""
+    seen: set[str] = set()
+    todo = [script]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        data = sources.get(path)
+        if data is None or any(token in data for token in COMMAND_LINE_TOKENS):
+            return True
+        summary = store.get(path)
+        if summary is None:
+            return True  # a module that does not parse: nothing is known
+        for imported in set(summary.imports.values()) | set(summary.stars):
+            found = _project_module(store, imported, path)
+            if found is not None:
+                todo.append(found)
+        if _calls_outside_entry(summary, store, path):
+            return True
+    return False
+
+
+def _project_module(store: SummaryStore, dotted_name: str, near: str) -> str | None:
+    """The project file of an imported name: the module itself, or the module holding the imported name."""
+    found = store.finder.find(dotted_name, near)
+    if found is None and "." in dotted_name:
+        found = store.finder.find(dotted_name.rsplit(".", 1)[0], near)
+    return found
+
+
+def _calls_outside_entry(summary: ModuleSummary, store: SummaryStore, path: str) -> bool:
+    """A call without arguments of a function imported from a module outside the project (`main()`,
+    `cli.run()`): an entry point that may read the command line itself."""
+    for node in ast.walk(summary.tree):
+        if not isinstance(node, ast.Call) or node.args or node.keywords:
+            continue
+        name = dotted(node.func)
+        if name is None:
+            continue
+        head = name.split(".", 1)[0]
+        imported = summary.imports.get(head)
+        if imported is None:
+            continue
+        target = imported + name[len(head) :]
+        if _project_module(store, target, path) is not None:
+            continue
+        if target.rsplit(".", 1)[-1][:1].isupper():
+            continue  # a class built without arguments (`Config()`): not an entry point
+        return True
+    return False
+
+
+def file_names_under(roots: Sequence[str], skipped: frozenset[str]) -> frozenset[str]:
+    """The base names of every file under `roots` (hidden and tool folders skipped)."""
+    names: set[str] = set()
+    for root in roots:
+        for _, subdirectories, files in os.walk(root):
+            subdirectories[:] = [d for d in subdirectories if d not in skipped and not d.startswith(".")]
+            names.update(files)
+    return frozenset(names)

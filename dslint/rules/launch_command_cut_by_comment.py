@@ -1,0 +1,84 @@
+"""DSL422: a comment line inside a backslash-continued launch command."""
+
+from __future__ import annotations
+
+from dslint.diagnostics import Severity
+from dslint.framework.launch_rule import LaunchRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.project.launch_issues import LaunchIssue
+
+
+class LaunchCommandCutByComment(LaunchRule):
+    code = "DSL422"
+    slug = "launch-command-cut-by-comment"
+    kind = "cut"
+    message = "a comment line inside a continued command ends the command: the options after it never reach the script"
+    severity = Severity.ERROR
+    docs = RuleDocs(
+        what="""
+            Flags a comment line between the backslash-continued lines of a launch command (`deepspeed`,
+            `torchrun`, `accelerate launch`, `python`) when option lines follow it, in a shell script, a
+            Makefile recipe or a README's code block.
+        """,
+        why="""
+            A backslash continues a line only when it is the line's last character outside a comment. On the
+            comment line bash drops the comment, and the newline after it ends the command: the launcher runs
+            the script with the options written before the comment only (the DeepSpeed config among the lost
+            ones, often), and then runs each following option line as a command of its own, which fails
+            (`--learning_rate: command not found`). Checked with bash.
+        """,
+        example="""
+            deepspeed --num_gpus 2 train.py \\
+                # the model to fine-tune
+                --model_name_or_path base-model \\
+                --deepspeed ds_config.json
+        """,
+        use_instead="""
+            # --model_name_or_path: the model to fine-tune
+            deepspeed --num_gpus 2 train.py \\
+                --model_name_or_path base-model \\
+                --deepspeed ds_config.json
+        """,
+    )
+    valid = (
+        Valid(
+            """\
+            # the model to fine-tune is the first option
+            deepspeed --num_gpus 2 train.py \\
+                --model_name_or_path base-model \\
+                --deepspeed ds_config.json
+            """,
+            files=(("train.py", "import argparse\n"), ("ds_config.json", "{}\n")),
+        ),
+        Valid(
+            """\
+            deepspeed --num_gpus 2 train.py \\
+                --deepspeed ds_config.json
+            # another run
+            echo done
+            """,
+            files=(("train.py", "import argparse\n"), ("ds_config.json", "{}\n")),
+        ),
+    )
+    invalid = (
+        Invalid(
+            """\
+            deepspeed --num_gpus 2 train.py \\
+                # the model to fine-tune
+                --model_name_or_path base-model \\
+                --deepspeed ds_config.json
+            """,
+            lines=(2,),
+            files=(("train.py", "import argparse\n"), ("ds_config.json", "{}\n")),
+        ),
+    )
+
+    def message_for(self, issue: LaunchIssue) -> str:
+        lost = issue.options
+        shown = ", ".join(lost[:3]) + (f" and {len(lost) - 3} more" if len(lost) > 3 else "")
+        verb = "never reaches" if len(lost) == 1 else "never reach"
+        return (
+            f"this comment line ends the continued command that runs {issue.detail}: {shown} {verb} it, "
+            "and bash runs each of those lines as a command of its own, which fails; move the comment above "
+            "the command"
+        )

@@ -1,0 +1,81 @@
+"""DSL424: a DeepSpeed config option given to a script that never reads its command line."""
+
+from __future__ import annotations
+
+from dslint.diagnostics import Severity
+from dslint.framework.launch_rule import LaunchRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.project.launch_issues import LaunchIssue
+
+_SILENT_SCRIPT = """\
+from transformers import Trainer, TrainingArguments
+
+args = TrainingArguments(output_dir="out", per_device_train_batch_size=4)
+Trainer(model=build_model(), args=args).train()
+"""
+
+
+class LaunchedConfigNeverRead(LaunchRule):
+    code = "DSL424"
+    slug = "launched-config-never-read"
+    kind = "unread_config"
+    message = "the DeepSpeed config option is given to a script that never reads its command line"
+    severity = Severity.WARNING
+    docs = RuleDocs(
+        what="""
+            Flags the DeepSpeed config option of a launch command (`--deepspeed ds.json`, `--deepspeed_config`)
+            when the script it runs, a file of the project, never reads its command line: neither it nor a
+            project module it imports (at any depth) mentions `sys.argv` or an argument parser (`argparse`,
+            `HfArgumentParser`, `fire`, `click`, `typer`, `hydra`...), and it calls no function of another
+            package without arguments (`main()`, `cli.run()`: an entry point that may parse the command line
+            itself).
+        """,
+        why="""
+            The launcher puts the options on the script's command line (`deepspeed` adds `--local_rank` too);
+            a script that builds its settings in code (`TrainingArguments(...)` with no `deepspeed=`) never
+            looks at them. The run starts, trains without the DeepSpeed config the launcher names (no ZeRO, no
+            offload, the precision of the code), and nothing reports it.
+        """,
+        example="""
+            deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json
+        """,
+        use_instead="""
+            # train.py: TrainingArguments(..., deepspeed="ds_zero2.json"), or parse the command line
+            # (HfArgumentParser(TrainingArguments).parse_args_into_dataclasses())
+            deepspeed --num_gpus 4 train.py
+        """,
+    )
+    valid = (
+        Valid(
+            "deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json\n",
+            files=(
+                ("train.py", "from transformers import HfArgumentParser, TrainingArguments\n"),
+                ("ds_zero2.json", "{}\n"),
+            ),
+        ),
+        Valid(
+            "deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json\n",
+            files=(
+                ("train.py", "from settings import args\nrun(args)\n"),
+                ("settings.py", "import argparse\nargs = argparse.ArgumentParser().parse_args()\n"),
+                ("ds_zero2.json", "{}\n"),
+            ),
+        ),
+        Valid(
+            "deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json\n",
+            files=(("train.py", "from some_package.cli import main\nmain()\n"), ("ds_zero2.json", "{}\n")),
+        ),
+    )
+    invalid = (
+        Invalid(
+            "deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json\n",
+            lines=(1,),
+            files=(("train.py", _SILENT_SCRIPT), ("ds_zero2.json", "{}\n")),
+        ),
+    )
+
+    def message_for(self, issue: LaunchIssue) -> str:
+        return (
+            f"{issue.detail} never reads its command line (no sys.argv, no argument parser in it or the project "
+            "modules it imports): the run goes on without this DeepSpeed config, and nothing says so"
+        )

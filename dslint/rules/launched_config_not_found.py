@@ -1,0 +1,57 @@
+"""DSL423: a launch names a DeepSpeed config file that is not in the project."""
+
+from __future__ import annotations
+
+from dslint.diagnostics import Severity
+from dslint.framework.launch_rule import LaunchRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.project.launch_issues import LaunchIssue
+
+_PROJECT = (("train.py", "import argparse\nimport deepspeed\n"), ("configs/ds_zero2.json", "{}\n"))
+
+
+class LaunchedConfigNotFound(LaunchRule):
+    code = "DSL423"
+    slug = "launched-config-not-found"
+    kind = "missing_config"
+    message = "the DeepSpeed config this launch passes is not in the project"
+    severity = Severity.WARNING
+    docs = RuleDocs(
+        what="""
+            Flags the DeepSpeed config option of a launch command (`--deepspeed ds.json`, `--deepspeed_config`)
+            when the script is in the project but the config path, read from where the launcher runs (its
+            folder, the repository root, after its `cd`), names no file, no file of that name exists anywhere
+            in the project, and nothing there writes one (the name in no Python file and nowhere else in the
+            launcher). Absolute and home paths (the user's own machine) and paths built at run time are left
+            alone.
+        """,
+        why="""
+            The script opens the config at start-up (DeepSpeed's `DeepSpeedConfig`, or the HF Trainer's
+            `TrainingArguments(deepspeed=...)`) and stops when the file is missing: the launcher cannot run as
+            shipped. Often the config was renamed or never committed, and another config of the project was
+            meant.
+        """,
+        example="""
+            deepspeed --num_gpus 2 train.py --deepspeed configs/ds_zero1.json
+        """,
+        use_instead="""
+            deepspeed --num_gpus 2 train.py --deepspeed configs/ds_zero2.json
+        """,
+    )
+    valid = (
+        Valid("deepspeed --num_gpus 2 train.py --deepspeed configs/ds_zero2.json\n", files=_PROJECT),
+        Valid(
+            "python make_config.py\ndeepspeed --num_gpus 2 train.py --deepspeed ds_generated.json\n",
+            files=(*_PROJECT, ("make_config.py", "open('ds_generated.json', 'w').write('{}')\n")),
+        ),
+        Valid("deepspeed --num_gpus 2 train.py --deepspeed /data/ds_zero1.json\n", files=_PROJECT),
+    )
+    invalid = (
+        Invalid("deepspeed --num_gpus 2 train.py --deepspeed configs/ds_zero1.json\n", lines=(1,), files=_PROJECT),
+    )
+
+    def message_for(self, issue: LaunchIssue) -> str:
+        return (
+            f"{issue.detail}: no such file in the project, and nothing in it writes one; the script stops where "
+            "it opens the DeepSpeed config"
+        )

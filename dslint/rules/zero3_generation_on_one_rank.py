@@ -1,0 +1,192 @@
+"""DSL426: a ZeRO-3 model's `generate` run on one rank only (under `if rank == 0`, in `main_process_first`)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Severity
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.config_link import ResolvedConfig, resolve_config, trainer_configs
+from dslint.script.facts import Role
+from dslint.script.names import dotted_name
+
+# Predicates that are true on one rank only (accelerate's Accelerator/PartialState, the HF Trainer).
+ONE_RANK_PREDICATES = frozenset({"is_main_process", "is_local_main_process", "is_world_process_zero", "should_save"})
+# Context managers that run their body on the main process first while the others wait at a barrier.
+ONE_RANK_FIRST = ("main_process_first",)
+
+_STAGE3 = '{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1}'
+
+
+class Zero3GenerationOnOneRank(ScriptRule):
+    code = "DSL426"
+    slug = "zero3-generation-on-one-rank"
+    message = (
+        "under ZeRO-3 this generate runs on one rank while the others do not: each forward gathers the "
+        "partitioned parameters from every rank, so the run hangs"
+    )
+    severity = Severity.ERROR
+    needs_engine = False
+    required_tokens = (b"generate",)
+    docs = RuleDocs(
+        what="""
+            Flags `model.generate(...)` on the model trained with a ZeRO-3 config (the model given to
+            `deepspeed.initialize` or to a trainer as `model=`, the engine, `trainer.model`) when it runs on one
+            rank only: inside `if rank == 0:` (any comparison of a rank with literals: `args.local_rank in
+            [-1, 0]`, `dist.get_rank() == 0`), under `if accelerator.is_main_process:` or
+            `trainer.is_world_process_zero()`, or inside `with training_args.main_process_first():`. The stage
+            comes from the file's `initialize` or Trainer config, or the `--deepspeed` config its launchers give.
+        """,
+        why="""
+            Under ZeRO-3 every parameter is partitioned across the ranks; before each submodule's forward,
+            DeepSpeed's hook gathers its parameters with a collective over the data-parallel group
+            (`partitioned_param_coordinator.py: fetch_sub_module`, `partition_parameters.py`:
+            `all_gather_coalesced`). A generate on one rank issues those collectives alone: the other ranks
+            never join (or wait at `main_process_first`'s barrier), and the run hangs until the collective
+            times out.
+        """,
+        example="""
+            engine, *_ = deepspeed.initialize(model=model, config=ds_config)  # ZeRO-3
+            if args.local_rank == 0:
+                sample = model.generate(**inputs)
+        """,
+        use_instead="""
+            engine, *_ = deepspeed.initialize(model=model, config=ds_config)  # ZeRO-3
+            sample = model.generate(**inputs, synced_gpus=True)  # every rank generates
+            if args.local_rank == 0:
+                print(tokenizer.decode(sample[0]))
+        """,
+    )
+    valid = (
+        Valid(
+            f"""
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config={_STAGE3})
+            sample = model.generate(**inputs, synced_gpus=True)
+            if args.local_rank == 0:
+                print(sample)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 2}})
+            if args.local_rank == 0:
+                sample = model.generate(**inputs)
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            f"""
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config={_STAGE3})
+            if args.local_rank in [-1, 0]:
+                sample = model.generate(**inputs)
+            """,
+            lines=(5,),
+        ),
+        Invalid(
+            """
+            from transformers import Trainer, TrainingArguments
+            args = TrainingArguments(output_dir="out", deepspeed={"zero_optimization": {"stage": 3}})
+            trainer = Trainer(model=model, args=args)
+            trainer.train()
+            with args.main_process_first(desc="sample"):
+                sample = trainer.model.generate(**inputs)
+            """,
+            lines=(7,),
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.regions: list[cst.CSTNode] = []  # bodies that run on one rank only
+        self.candidates: list[cst.Call] = []
+        self.models: set[str] = set()
+
+    def visit_If(self, node: cst.If) -> None:
+        if _one_rank_test(node.test):
+            self.regions.append(node.body)
+
+    def visit_With(self, node: cst.With) -> None:
+        if _one_rank_first(node):
+            self.regions.append(node.body)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        for argument in node.args:
+            if argument.keyword is not None and argument.keyword.value == "model":
+                name = dotted_name(argument.value)
+                if name is not None:
+                    self.models.add(name)
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "generate":
+            self.candidates.append(node)  # `synced_gpus=True` does not help: the other ranks never call generate
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if not self.candidates or not self.regions:
+            return
+        config = self._zero3()
+        if config is None:
+            return
+        where = f" (ZeRO-3 from {config.source})" if config.path is not None else ""
+        message = self.message + where
+        spans = [self.context.span(region) for region in self.regions]
+        for call in self.candidates:
+            assert isinstance(call.func, cst.Attribute)
+            start, end = self.context.span(call)
+            inside = any(first <= start and end <= last for first, last in spans)
+            if inside and self._trained_model(call.func.value, call):
+                self.report(call, message, related=config.via)
+
+    def _trained_model(self, receiver: cst.BaseExpression, call: cst.Call) -> bool:
+        name = dotted_name(receiver)
+        if name is not None and (name in self.models or name.rsplit(".", 1)[-1] in ("model", "module")):
+            return True
+        answer = self.facts.role_of(receiver, at=call)
+        return answer is not None and answer.role in (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL)
+
+    def _zero3(self) -> ResolvedConfig | None:
+        """The first ZeRO-3 config the file's engine or trainer runs with, None when none is."""
+        for init in self.facts.initialize_calls:
+            resolved = resolve_config(self.context, init.engine)
+            if resolved is not None and resolved.zero_stage == 3:
+                return resolved
+        return next((resolved for resolved in trainer_configs(self.context) if resolved.zero_stage == 3), None)
+
+
+def _one_rank_test(test: cst.BaseExpression) -> bool:
+    """`rank == 0`, `args.local_rank in [-1, 0]`, `dist.get_rank() == 0`, `accelerator.is_main_process`,
+    `trainer.is_world_process_zero()`: true on one rank (or one a node) only."""
+    if isinstance(test, cst.Call):
+        test = test.func
+    name = dotted_name(test)
+    if name is not None and name.rsplit(".", 1)[-1] in ONE_RANK_PREDICATES:
+        return True
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    if not isinstance(target.operator, (cst.Equal, cst.In)):
+        return False
+    left = test.left.func if isinstance(test.left, cst.Call) else test.left
+    subject = dotted_name(left)
+    return subject is not None and "rank" in subject.rsplit(".", 1)[-1] and _small_literal(target.comparator)
+
+
+def _small_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.expression, cst.Integer):
+        return True
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        return bool(node.elements) and all(_small_literal(e.value) for e in node.elements)
+    return False
+
+
+def _one_rank_first(node: cst.With) -> bool:
+    for item in node.items:
+        call = item.item
+        if isinstance(call, cst.Call):
+            name = dotted_name(call.func)
+            if name is not None and name.rsplit(".", 1)[-1].endswith(ONE_RANK_FIRST):
+                return True
+    return False

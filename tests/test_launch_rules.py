@@ -1,0 +1,118 @@
+"""Launch rules (DSL422-DSL424) over fixtures/projects/launch_mistakes, both ways, and what the launcher parser
+follows for them: `${VAR:-default}`, sourced files, comment lines inside a continued command, noqa comments."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fixture_support import FIXTURES
+
+from dslint.lint.batch import index_project, lint_files
+from dslint.lint.files import discover
+from dslint.lint.launcher import launcher_results, lint_launcher
+from dslint.lint.result import FileResult
+from dslint.project.launch_issues import LaunchIssue
+from dslint.project.launchers import parse_shell
+from dslint.selection import RuleSelection
+
+PROJECT = FIXTURES / "projects" / "launch_mistakes"
+
+
+def _findings() -> list[tuple[str, int, str, str]]:
+    files = discover([str(PROJECT)]).files
+    index = index_project(files, [str(PROJECT)])
+    selection = RuleSelection()
+    results = launcher_results(index.launch_issues, lambda _: selection, lambda p: Path(p).read_text("utf-8"))
+    return sorted(
+        (os.path.relpath(d.path, PROJECT), d.start.line, d.code, d.message) for r in results for d in r.diagnostics
+    )
+
+
+def test_launch_mistakes_are_reported_in_their_launchers_and_their_twins_are_silent() -> None:
+    found = _findings()
+    assert [(path, line, code) for path, line, code, _ in found] == [
+        ("docs/README.md", 7, "DSL422"),
+        ("scripts/grpo.sh", 2, "DSL424"),
+        ("scripts/sft_cut.sh", 4, "DSL422"),
+        ("scripts/sft_missing.sh", 3, "DSL423"),
+    ]
+    messages = {path: message for path, _, _, message in found}
+    assert messages["scripts/sft_cut.sh"].startswith(
+        "this comment line ends the continued command that runs finetune.py: --model_name_or_path, "
+        "--learning_rate, --deepspeed_config never reach it"
+    )
+    assert messages["docs/README.md"].startswith(
+        "this comment line ends the continued command that runs finetune.py: --model_name_or_path never reaches it"
+    )
+    # ${STAGE:-1}: the default, as the launcher runs without STAGE set
+    assert messages["scripts/sft_missing.sh"].startswith("configs/ds_zero1.json: no such file in the project")
+    assert messages["scripts/grpo.sh"].startswith("grpo_in_code.py never reads its command line")
+    assert not any(path.startswith("silent/") for path, *_ in found)
+
+
+def test_a_sourced_file_gives_the_launcher_its_variables() -> None:
+    """silent/sft_present.sh sources stage.env.sh (STAGE=2): its config is found, so nothing is missing."""
+    files = discover([str(PROJECT)]).files
+    index = index_project(files, [str(PROJECT)])
+    (launch,) = [launch for launch in index.launches if launch.line.launcher.endswith("sft_present.sh")]
+    assert launch.config.config_path == str(PROJECT / "configs" / "ds_zero2.json")
+
+
+def test_defaults_and_sourced_assignments() -> None:
+    text = "N=${N:-4}\nsource vars.sh\ndeepspeed --num_gpus $N ${SRC:-src}/train.py --deepspeed $CFG\n"
+    (line,) = parse_shell("run.sh", text, lambda name: "export CFG=ds_z3.json\n" if name == "vars.sh" else None)
+    assert line.script == "src/train.py"
+    assert line.launcher_option("num_gpus").value == "4"
+    assert line.option("deepspeed").value == "ds_z3.json"
+    # a variable set at run time stays unknown, default or not; an unread sourced file leaves it unknown
+    (line,) = parse_shell("run.sh", "N=$(nproc)\ndeepspeed --num_gpus ${N:-4} train.py\n")
+    assert line.launcher_option("num_gpus").value == "\x00unknown"
+    (line,) = parse_shell("run.sh", "source vars.sh\ndeepspeed train.py --deepspeed $CFG\n")
+    assert line.option("deepspeed").value == "\x00unknown"
+
+
+def test_a_comment_line_cuts_a_continued_command_only_when_options_follow() -> None:
+    cut = "deepspeed train.py \\\n  # the model\n  --model m \\\n  --lr 1\n"
+    (line,) = parse_shell("run.sh", cut)
+    assert (line.cut_line, line.lost_options, line.options) == (2, ("--model", "--lr"), ())
+    # a comment after the last line of a command cuts nothing
+    (line,) = parse_shell("run.sh", "deepspeed train.py \\\n  --model m\n# the model\necho done\n")
+    assert (line.cut_line, line.lost_options) == (0, ())
+
+
+def test_noqa_in_a_shell_launcher() -> None:
+    issue = LaunchIssue("missing_config", 1, 32, 43, "ds1.json")
+    text = "deepspeed --num_gpus 2 train.py --deepspeed ds1.json  # noqa: DSL423\n"
+    result = lint_launcher("run.sh", [issue], RuleSelection(), text)
+    assert (result.diagnostics, result.suppressed) == ([], 1)
+    text = "# dslint: noqa: DSL423\ndeepspeed --num_gpus 2 train.py --deepspeed ds1.json\n"
+    moved = LaunchIssue("missing_config", 2, 32, 43, "ds1.json")
+    assert lint_launcher("run.sh", [moved], RuleSelection(), text).diagnostics == []
+    # a document has no comment dslint reads: the finding stays
+    (finding,) = lint_launcher("README.md", [issue], RuleSelection(), text).diagnostics
+    assert finding.code == "DSL423"
+
+
+PROCESSES = FIXTURES / "projects" / "launch_processes"
+
+
+def test_device_map_and_one_rank_generation_follow_the_launches() -> None:
+    """load_spread.py runs as 2 processes (DSL425), load_single.py as one (silent); sample_z3.py generates in
+    main_process_first under the z3 config its launcher gives (DSL426), sample_z2.py under z2 (silent)."""
+    files = discover([str(PROCESSES)]).files
+    index = index_project(files, [str(PROCESSES)])
+    found = []
+    for result in lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index):
+        assert isinstance(result, FileResult)
+        found += [(os.path.relpath(d.path, PROCESSES), d.start.line, d.code, d.message) for d in result.diagnostics]
+    assert [(path, line, code) for path, line, code, _ in sorted(found)] == [
+        ("load_spread.py", 6, "DSL425"),
+        ("sample_z3.py", 16, "DSL426"),
+    ]
+    messages = {code: message for _, _, code, message in found}
+    assert messages["DSL425"].startswith(
+        'from_pretrained with device_map="auto" in a script launched as 2 processes a node (--num_gpus 2, one node'
+    )
+    assert messages["DSL426"].startswith("under ZeRO-3 this generate runs on one rank while the others do not")
+    assert messages["DSL426"].endswith("(ZeRO-3 from " + os.path.relpath(PROCESSES / "configs" / "z3.json") + ")")
