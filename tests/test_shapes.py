@@ -42,8 +42,10 @@ def test_a_device_every_caller_passes_down_into_a_load_is_that_device() -> None:
     assert [(path, line, code) for path, line, code, _ in found] == [
         ("checkpoints/restore.py", 11, "DSL201"),  # self.device, set beside set_device, through two functions
         ("checkpoints/restore.py", 30, "DSL201"),  # a formatted "cuda:{}" from the one caller
-    ]  # read_on (CPU at one call), read_default (its CPU default), read_local (a string), read_rank: silent
-    first, second = (message for *_, message in found)
+        ("checkpoints/restore.py", 56, "DSL201"),  # torch.device(f"cuda:{rank}")
+    ]  # read_on (CPU at one call), read_default (its CPU default), read_local (a string), read_rank and
+    # read_shared (a subclass sets self.device to the CPU): silent
+    first, second, _ = (message for *_, message in found)
     assert first.startswith("torch.load with a CUDA map_location puts the whole checkpoint on one GPU")
     assert first.endswith(
         "(every caller passes dev a CUDA device: torch.device(self.local_rank), " + _at("workers.py:19)")

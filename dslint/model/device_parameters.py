@@ -146,11 +146,19 @@ class DeviceParameters:
         return None
 
     def _attribute(self, module: ModuleSummary, owner: str, attribute: str, depth: int) -> DeviceOrigin | None:
-        """`self.<attribute>`: a CUDA device when every assignment of it in the class's methods is one (and there
-        is at least one), `None` placeholders aside."""
+        """`self.<attribute>`: a CUDA device when every assignment of it in the methods of the class and of its
+        subclasses (any module) is one, and there is at least one; `None` placeholders aside."""
         first: DeviceOrigin | None = None
-        for qualname, function in module.functions.items():
-            if function.owner != owner or not function.is_method or not function.params:
+        classes = [(module.path, owner), *self.evaluator.hierarchy.subclasses((module.path, owner))]
+        methods = [
+            (holder, qualname, function)
+            for path, cls in classes
+            if (holder := self.store.get(path)) is not None
+            for qualname, function in holder.functions.items()
+            if function.owner == cls
+        ]
+        for reader, qualname, function in methods:
+            if not function.is_method or not function.params:
                 continue
             receiver = function.params[0]
             for node in ast.walk(function.node):
@@ -174,7 +182,7 @@ class DeviceParameters:
                         return None
                     if isinstance(value, ast.Constant) and value.value is None:
                         continue  # a placeholder before the real value
-                    found = self._cuda(module, qualname, value, depth + 1)
+                    found = self._cuda(reader, qualname, value, depth + 1)
                     if found is None:
                         return None
                     first = first or found
@@ -304,6 +312,8 @@ def _is_cuda_expression(module: ModuleSummary, holder: str, expr: ast.expr) -> b
     kind = expr.args[0]
     if isinstance(kind, ast.Constant):
         return _names_cuda(kind.value) or (type(kind.value) is int and len(expr.args) == 1)
+    if _is_cuda_expression(module, holder, kind):
+        return True  # torch.device(f"cuda:{rank}")
     if len(expr.args) == 1 and not expr.keywords:
         return _is_integer(module, holder, kind)  # torch.device(<index>): a CUDA device
     return False
