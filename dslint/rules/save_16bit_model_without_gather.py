@@ -140,6 +140,15 @@ class Save16bitModelWithoutGather(ScriptRule):
             trainer.save_model("out")
             """
         ),
+        # "auto": the Trainer's accelerate fills it from zero3_save_16bit_model, which a launcher may set.
+        Valid(
+            """
+            from transformers import Trainer, TrainingArguments
+            ds = {"zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": "auto"}}
+            trainer = Trainer(model=model, args=TrainingArguments(output_dir="out", deepspeed=ds))
+            trainer.save_model("out")
+            """
+        ),
         # One config of the two cannot be read: no answer.
         Valid(
             """
@@ -222,7 +231,7 @@ class Save16bitModelWithoutGather(ScriptRule):
         if trainer:
             configs = training_arguments_configs(self.context)
             if configs and all(
-                c.zero_stage == 3 and self._gathers(c.get("zero_optimization")) is False for c in configs
+                c.zero_stage == 3 and self._gathers(c.get("zero_optimization"), filled=True) is False for c in configs
             ):
                 for call in trainer:
                     self.report(call, self._trainer_message(configs), related=[r for c in configs for r in c.via])
@@ -236,7 +245,7 @@ class Save16bitModelWithoutGather(ScriptRule):
 
     def _accelerate_stage_and_gather(self, run: AccelerateRun) -> tuple[int | None, bool | None]:
         if run.config is not None:
-            return run.config.zero_stage, self._gathers(run.config.get("zero_optimization"))
+            return run.config.zero_stage, self._gathers(run.config.get("zero_optimization"), filled=True)
         return run.stage, run.save_16bit
 
     @staticmethod
@@ -277,13 +286,15 @@ class Save16bitModelWithoutGather(ScriptRule):
             self.report(node, self.message + found.suffix, related=found.related)
 
     @staticmethod
-    def _gathers(section: Any) -> bool | None:
+    def _gathers(section: Any, filled: bool = False) -> bool | None:
+        """Whether the config gathers the 16-bit weights on save; `filled`: the reader (the Hugging Face Trainer,
+        accelerate) replaces "auto" with accelerate's zero3_save_16bit_model, which a launcher may set (unknown)."""
         if not isinstance(section, dict):
             return None
         values = [section[key] for key in GATHER_KEYS if key in section]
         if not values:
             return False
-        if any(v is UNKNOWN for v in values):
+        if any(v is UNKNOWN or (filled and v == "auto") for v in values):
             return None
         flags = [False if v == "auto" else lax_bool(v) for v in values]
         if any(f is None for f in flags):
