@@ -30,6 +30,7 @@ from dslint.report.colour import coloured_concise, wants_colour
 from dslint.report.context import ReportContext
 from dslint.report.statistics import render as render_statistics
 from dslint.settings import OUTPUT_FORMATS, SettingsError, SettingsResolver
+from dslint.settings_options import redirect_warnings
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FAIL_ON = ("error", "warning", "info")  # `--fail-on`: the mildest severity that makes the exit status 1
@@ -141,6 +142,7 @@ def check(
         settings = resolver.for_path(Path.cwd())
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
+    warnings[:0] = redirect_warnings()
     for warning in warnings:
         click.echo(f"dslint: warning: {printable(warning)}", err=True)
     results, errors = outcome.results, outcome.errors
