@@ -332,7 +332,7 @@ def _rebased(pattern: str, there: Path, here: Path) -> str | None:
         return pattern
     if here.is_relative_to(there):  # the base is above: keep the patterns that reach into this directory
         inner = here.relative_to(there).as_posix() + "/"
-        return body[len(inner) :] if body.startswith(inner) else None
+        return "/" + body[len(inner) :] if body.startswith(inner) else None  # a leading `/` keeps it anchored
     if there.is_relative_to(here):  # the base is below: its patterns are under its folder
         return f"{there.relative_to(here).as_posix()}/{body}"
     return None
