@@ -14,26 +14,15 @@ from dslint.script.loop import loop_facts
 from dslint.script.state_dict_loads import Rewrite, StateDictLoads
 
 TARGETS = (Role.ENGINE_MODULE, Role.RAW_MODEL)  # the engine object itself: DSL209
-ADVICE = "load into the model before deepspeed.initialize, or read a DeepSpeed checkpoint with engine.load_checkpoint"
 
 
 class LoadStateDictAfterInitialize(ScriptRule):
     code = "DSL203"
     slug = "load-state-dict-after-initialize"
-    message = (
-        "load_state_dict after deepspeed.initialize fails under ZeRO-3 (partitioned parameters are empty: "
-        "size mismatch, torch.Size([0])), and where it succeeds the next engine.step() silently undoes it "
-        "(bf16 or fp16 at ZeRO 0-2, fp32 at ZeRO-1/2: the optimizer writes its own fp32 copy of the weights "
-        f"back; only fp32 without ZeRO keeps it); {ADVICE}"
-    )
-    zero3_message = (
-        "load_state_dict after deepspeed.initialize fails under ZeRO-3: partitioned parameters are empty "
-        f"(size mismatch, torch.Size([0])); {ADVICE}"
-    )
+    message = "load_state_dict after deepspeed.initialize fails or is undone; load before initialize"
+    zero3_message = "load_state_dict after deepspeed.initialize fails under ZeRO-3 (empty partitions); load before it"
     master_weights_message = (
-        "load_state_dict after deepspeed.initialize succeeds, but the next engine.step() silently undoes it: "
-        "with bf16 or fp16, or ZeRO-1/2, the optimizer keeps its own fp32 copy of the weights and writes it "
-        f"back, so training continues from the weights initialize saw; {ADVICE}"
+        "load_state_dict after deepspeed.initialize is undone by the next engine.step(); load before it"
     )
     severity = Severity.ERROR
     docs = RuleDocs(

@@ -20,9 +20,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
     slug = "model-moved-before-initialize"
     message = "model moved to a device before deepspeed.initialize; remove the move: the engine places it"
     inference_message = (
-        'model moved to the un-indexed "cuda" device before deepspeed.init_inference (line {line}) sets each '
-        "rank's device: with mp_size above 1 every rank first puts the whole model on cuda:0; remove the move, "
-        "the inference engine moves its share of the module to the rank's device itself"
+        'model moved to "cuda" before deepspeed.init_inference (line {line}) sets the device; remove the move'
     )
     severity = Severity.WARNING
     inference_engine = True

@@ -25,10 +25,7 @@ GATHER_KEYS = (
 class Save16bitModelWithoutGather(ScriptRule):
     code = "DSL210"
     slug = "save-16bit-model-without-gather"
-    message = (
-        "under ZeRO-3, save_16bit_model writes nothing and returns False unless the config sets "
-        '"stage3_gather_16bit_weights_on_model_save": true'
-    )
+    message = 'under ZeRO-3, save_16bit_model saves nothing; set "stage3_gather_16bit_weights_on_model_save": true'
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""

@@ -15,10 +15,6 @@ from dslint.script.stage_guard import StageGuards
 
 TORCH_SAVE = "torch.save"
 TARGETS = (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL)
-REMEDY = (
-    "use engine.save_checkpoint(dir), engine.save_16bit_model(dir) (with "
-    '"stage3_gather_16bit_weights_on_model_save": true), or zero_to_fp32 on a saved checkpoint'
-)
 
 
 class _StateDictCalls(cst.CSTVisitor):
@@ -37,14 +33,8 @@ class _StateDictCalls(cst.CSTVisitor):
 class TorchSaveStateDictUnderZero3(ScriptRule):
     code = "DSL204"
     slug = "torch-save-state-dict-under-zero3"
-    message = (
-        "under ZeRO-3, torch.save of the model's state_dict() writes empty tensors (parameters are "
-        f"partitioned); {REMEDY}"
-    )
-    zero3_message = (
-        "ZeRO-3 is on: torch.save of the model's state_dict() writes empty tensors (parameters are "
-        f"partitioned); {REMEDY}"
-    )
+    message = "under ZeRO-3, torch.save of state_dict() writes empty tensors; use engine.save_checkpoint(dir)"
+    zero3_message = "ZeRO-3 is on: torch.save of state_dict() writes empty tensors; use engine.save_checkpoint(dir)"
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""
