@@ -96,7 +96,7 @@ def check(
     ignore: tuple[str, ...],
     extend_select: tuple[str, ...],
     unsafe_fixes: bool | None,
-    config_file: Path | None,
+    config_file: tuple[str, ...],
     isolated: bool,
     output_format: str | None,
     output_file: Path | None,

@@ -150,7 +150,7 @@ def fix(
     ignore: tuple[str, ...],
     extend_select: tuple[str, ...],
     unsafe_fixes: bool | None,
-    config_file: Path | None,
+    config_file: tuple[str, ...],
     isolated: bool,
     force_exclude: bool,
     diff: bool,

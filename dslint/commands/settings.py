@@ -29,7 +29,7 @@ def settings_command(
     ignore: tuple[str, ...],
     extend_select: tuple[str, ...],
     unsafe_fixes: bool | None,
-    config_file: Path | None,
+    config_file: tuple[str, ...],
     isolated: bool,
     output: str,
 ) -> None:
