@@ -178,7 +178,7 @@ def test_an_open_file_gets_the_findings_the_project_index_gives_and_a_save_refre
         "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}
     )
     found = client.diagnostics(uri, 1)
-    assert [(d["code"], d["range"]["start"]["line"]) for d in found] == [("DSL101", 7), ("DSL101", 9)], found
+    assert [(d["code"], d["range"]["start"]["line"]) for d in found] == [("DSL101", 7), ("DSL104", 9)], found
     assert "train.py:21" in found[0]["message"]
 
     train = project / "train.py"
