@@ -297,7 +297,7 @@ class ProjectConfig:
 
     path: Path | None = None
     # The keys this table set itself, and the table it `extend`s (read, with its own bases, before this one).
-    keys: frozenset[str] = frozenset()
+    keys: frozenset[str] = dataclasses.field(default=frozenset(), compare=False)
     base: ProjectConfig | None = None
     extend: str | None = option(
         None,
