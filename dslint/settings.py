@@ -26,12 +26,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dslint.framework.catalog import CODES
+from dslint.framework.catalog import CODES, DEPRECATED, PREVIEW, lifecycle
 from dslint.limits import MB, Limits, TooLarge, read_capped
 from dslint.project.deepspeed_version import DeepSpeedVersion, PinFinder, resolve
 from dslint.selection import RuleSelection
 from dslint.settings_options import DEFAULT_EXCLUDE as DEFAULT_EXCLUDE
-from dslint.settings_options import DEFAULT_OUTPUT_FORMAT, ProjectConfig, glob_pattern, parse_table, validate_codes
+from dslint.settings_options import (
+    DEFAULT_OUTPUT_FORMAT,
+    OPTIONS,
+    ProjectConfig,
+    glob_pattern,
+    parse_overrides,
+    parse_table,
+    validate_codes,
+)
 from dslint.settings_options import OUTPUT_FORMATS as OUTPUT_FORMATS
 from dslint.settings_options import SettingsError as SettingsError
 from dslint.settings_options import describe as describe_options
@@ -52,8 +60,10 @@ class Overrides:
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     unsafe_fixes: bool | None = None
+    preview: bool | None = None  # `--preview` / `--no-preview`
     output_format: str | None = None
-    config_file: Path | None = None  # `--config`: use this pyproject.toml for every path
+    config_file: Path | None = None  # `--config PATH`: use this pyproject.toml for every path
+    config_keys: tuple[tuple[str, object], ...] = ()  # `--config KEY=VALUE`: keys over every pyproject's
     isolated: bool = False  # `--isolated`: ignore every pyproject.toml
 
 
@@ -87,6 +97,12 @@ class Settings:
         if self.overrides.unsafe_fixes is not None:
             return self.overrides.unsafe_fixes
         return bool(self.project.unsafe_fixes)
+
+    @property
+    def preview(self) -> bool:
+        if self.overrides.preview is not None:
+            return self.overrides.preview
+        return bool(self.project.preview)
 
     @property
     def limits(self) -> Limits:
@@ -169,13 +185,25 @@ class Settings:
     def enabled_codes(self, path: Path | None = None) -> set[str]:
         codes = CODES
         enabled = set(codes)
-        enabled = _apply_layer(enabled, codes, self.project.select, self.project.extend_select, self.project.ignore)
+        for layer in _layers(self.project):  # the bases `extend` names, farthest first, then this file
+            enabled = _apply_layer(enabled, codes, layer.select, layer.extend_select, layer.ignore)
         cli = self.overrides
         enabled = _apply_layer(enabled, codes, cli.select, cli.extend_select, cli.ignore)
+        enabled = {code for code in enabled if self._lifecycle_allows(code)}
         if path is not None:
             for _pattern, ignored in self.matching_per_file_ignores(path):
                 enabled = {code for code in enabled if not code.startswith(ignored)}
         return enabled
+
+    def _lifecycle_allows(self, code: str) -> bool:
+        """A preview rule runs under `preview` only; a deprecated one only where a selector names its code."""
+        stage = lifecycle(code)
+        if stage == PREVIEW:
+            return self.preview
+        if stage == DEPRECATED:
+            named = (self.project.select or (), self.project.extend_select, self.overrides.select or ())
+            return any(code in listed for listed in (*named, self.overrides.extend_select))
+        return True
 
     def matching_per_file_ignores(self, path: Path) -> list[tuple[str, tuple[str, ...]]]:
         relative = self.relative(path) or path.name
@@ -194,6 +222,15 @@ class Settings:
             data["per-file-ignores-applied"] = {p: list(c) for p, c in self.matching_per_file_ignores(path)}
             data["enabled-rules"] = sorted(self.enabled_codes(path))
         return data
+
+
+def _layers(project: ProjectConfig) -> list[ProjectConfig]:
+    chain: list[ProjectConfig] = []
+    layer: ProjectConfig | None = project
+    while layer is not None:
+        chain.append(layer)
+        layer = layer.base
+    return chain[::-1]
 
 
 def _apply_layer(
@@ -220,8 +257,9 @@ def _apply_layer(
 # -- reading pyproject.toml -------------------------------------------------------------------------------------
 
 
-def read_pyproject(path: Path) -> ProjectConfig | None:
-    """The `[tool.dslint]` table of `path`, or None when the file has none."""
+def read_pyproject(path: Path, extending: tuple[Path, ...] = ()) -> ProjectConfig | None:
+    """The `[tool.dslint]` table of `path`, or None when the file has none; with the tables it `extend`s
+    (`extending`: the files that extend this one, nearest last, to find a cycle)."""
     try:
         data = tomllib.loads(read_capped(path, MAX_PYPROJECT_SIZE, "the size limit for pyproject.toml").decode("utf-8"))
     except TooLarge as error:
@@ -242,7 +280,91 @@ def read_pyproject(path: Path) -> ProjectConfig | None:
     table = tool["dslint"]
     if not isinstance(table, dict):
         raise SettingsError(f"{path}: [tool.dslint] must be a table")
-    return parse_table(table, path)
+    project = parse_table(table, path)
+    if project.extend is None:
+        return project
+    return _extended(project, path, extending)
+
+
+def _extended(project: ProjectConfig, path: Path, extending: tuple[Path, ...]) -> ProjectConfig:
+    """`project` over the table its `extend` names, as ruff's `extend`: keys set here win, `extend-exclude` adds
+    to the base's, the base's selection is a layer of its own, and its path patterns keep their directory."""
+    assert project.extend is not None
+    target = (path.parent / project.extend).resolve()
+    chain = (*extending, path.resolve())
+    if target in chain:
+        cycle = " -> ".join(str(p) for p in (*chain[chain.index(target) :], target))
+        raise SettingsError(f"{path}: [tool.dslint].extend: a cycle: {cycle}")
+    if not target.is_file():
+        raise SettingsError(f"{path}: [tool.dslint].extend: no such file {str(target)!r}")
+    base = read_pyproject(target, chain)
+    if base is None:
+        raise SettingsError(f"{path}: [tool.dslint].extend: {target} has no [tool.dslint] table")
+    here, there = path.resolve().parent, target.parent
+    inherited: dict[str, Any] = {}
+    for item in OPTIONS:
+        name = item.attribute
+        if item.layered is not None or name == "extend":
+            continue  # the selection layers stay the base's own (`Settings.enabled_codes`)
+        if name == "extend_exclude":
+            own = tuple(p for p in (_rebased(p, there, here) for p in base.extend_exclude) if p is not None)
+            inherited[name] = (*own, *project.extend_exclude)
+        elif name in project.keys or name not in base.keys:
+            continue  # set here, or left at its default there
+        elif name == "exclude":
+            assert base.exclude is not None
+            inherited[name] = tuple(p for p in (_rebased(p, there, here) for p in base.exclude) if p is not None)
+        elif name == "per_file_ignores":
+            rebased = ((_rebased(p, there, here), codes) for p, codes in base.per_file_ignores)
+            inherited[name] = tuple((p, codes) for p, codes in rebased if p is not None)
+        else:
+            inherited[name] = getattr(base, name)
+    keys = project.keys | {name for name in inherited if name in base.keys}
+    return replace(project, base=base, keys=keys, **inherited)
+
+
+def _rebased(pattern: str, there: Path, here: Path) -> str | None:
+    """A path pattern of the file in `there`, as the file in `here` matches it (relative to `here`), or None
+    when it can match nothing below `here`. A pattern without `/` (or starting `**/`) matches a name anywhere
+    and is unchanged."""
+    body = pattern.strip().rstrip("/").lstrip("/").removeprefix("./")
+    if "/" not in body or body.startswith("**/") or there == here:
+        return pattern
+    if here.is_relative_to(there):  # the base is above: keep the patterns that reach into this directory
+        inner = here.relative_to(there).as_posix() + "/"
+        return "/" + body[len(inner) :] if body.startswith(inner) else None  # a leading `/` keeps it anchored
+    if there.is_relative_to(here):  # the base is below: its patterns are under its folder
+        return f"{there.relative_to(here).as_posix()}/{body}"
+    return None
+
+
+ConfigKeys = tuple[tuple[str, object], ...]
+
+
+def split_config_arguments(arguments: Sequence[str] | Path | None) -> tuple[Path | None, ConfigKeys]:
+    """`--config` values: at most one settings file (an existing path), and `KEY=VALUE` pairs read as TOML (ruff's
+    `--config`); anything else is an error that says both."""
+    if arguments is None or isinstance(arguments, Path):
+        return arguments, ()
+    file: Path | None = None
+    pairs: list[tuple[str, object]] = []
+    for argument in arguments:
+        if Path(argument).is_file():
+            if file is not None:
+                raise SettingsError(f"--config: two settings files ({file}, {argument}); give one")
+            file = Path(argument)
+            continue
+        try:
+            data = tomllib.loads(argument)
+        except tomllib.TOMLDecodeError as error:
+            raise SettingsError(
+                f"--config {argument!r}: neither a file nor a KEY = VALUE in TOML ({error}); "
+                "strings need quotes: --config 'output-format = \"json\"'"
+            ) from error
+        if len(data) != 1 or isinstance(next(iter(data.values())), dict):
+            raise SettingsError(f"--config {argument!r}: give one [tool.dslint] key, as KEY = VALUE")
+        pairs.extend(data.items())
+    return file, tuple(pairs)
 
 
 class SettingsResolver:
@@ -259,6 +381,8 @@ class SettingsResolver:
             extend_select=validate_codes(self.overrides.extend_select, "--extend-select"),
             ignore=validate_codes(self.overrides.ignore, "--ignore"),
         )
+        self._keys = parse_overrides(self.overrides.config_keys)
+        self._with_keys: dict[int, ProjectConfig] = {}
         self._fixed: ProjectConfig | None = None
         if self.overrides.config_file is not None:
             fixed = read_pyproject(self.overrides.config_file)
@@ -282,7 +406,7 @@ class SettingsResolver:
             project = self._fixed
         else:
             project = self._find_pyproject(directory)
-        project = project or self._default
+        project = self._overridden(project or self._default)
         root = project.path.parent if project.path is not None else self.cwd
         # without a [tool.dslint] file, pins are read in the nearest directory that looks like a project root and
         # pins deepspeed (with --isolated too: the pins are the project's own facts, not dslint's configuration)
@@ -296,6 +420,16 @@ class SettingsResolver:
             self._shared[key] = settings
         self._by_directory[directory] = settings
         return settings
+
+    def _overridden(self, project: ProjectConfig) -> ProjectConfig:
+        """`project` with the `--config KEY=VALUE` keys over its own (one object per project, as the cache keys)."""
+        if not self._keys:
+            return project
+        found = self._with_keys.get(id(project))
+        if found is None:
+            found = replace(project, keys=project.keys | set(self._keys), **self._keys)
+            self._with_keys[id(project)] = found
+        return found
 
     @functools.cached_property
     def _default(self) -> ProjectConfig:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from dslint.config.versions import Version
-from dslint.framework.catalog import CODES
+from dslint.framework.catalog import CODES, Redirect, redirected
 from dslint.framework.readme_blocks import replace_between, write_or_check
 from dslint.gitignore import _translate
 from dslint.limits import (
@@ -96,6 +96,8 @@ class Effective(Protocol):
     @property
     def output_format(self) -> str: ...
     @property
+    def preview(self) -> bool: ...
+    @property
     def limits(self) -> Limits: ...
     @property
     def deepspeed(self) -> DeepSpeedVersion: ...
@@ -141,15 +143,49 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 
 def validate_codes(prefixes: Iterable[str], where: str) -> tuple[str, ...]:
-    """Normalized code prefixes; a prefix that matches no rule is an error."""
+    """Normalized code prefixes; a prefix that matches no rule is an error. An old code goes through its redirect
+    (`catalog.REDIRECTS`): it stands for the codes that now cover it, with a deprecation warning once per run,
+    unless the same list names one of its new codes (a split code then means only itself)."""
     codes = CODES
+    raws = list(prefixes)
+    listed = [normalize_prefix(raw) for raw in raws]
     result: list[str] = []
-    for raw in prefixes:
-        prefix = normalize_prefix(raw)
+    for raw, prefix in zip(raws, listed, strict=True):
+        redirect = redirected(prefix)
+        if redirect is not None:
+            moved_on = prefix in codes and any(new in listed for new in redirect.to if new != prefix)
+            if not moved_on:
+                _warn_redirect(redirect, where)
+                result.extend(redirect.to)
+                continue
         if not any(code.startswith(prefix) for code in codes):
             raise SettingsError(f"{where}: {raw!r} matches no rule code{did_you_mean(raw.upper(), codes)}")
         result.append(prefix)
     return tuple(result)
+
+
+_REDIRECT_WARNINGS: dict[str, str] = {}  # old code -> its warning, once per run
+_TAKEN: set[str] = set()
+
+
+def _warn_redirect(redirect: Redirect, where: str) -> None:
+    if redirect.old in _REDIRECT_WARNINGS:
+        return
+    if redirect.old in redirect.to:
+        others = ", ".join(code for code in redirect.to if code != redirect.old)
+        hint = f"name {others} as well to choose them apart ({where})"
+    else:
+        hint = f"write {', '.join(redirect.to)} instead ({where})"
+    _REDIRECT_WARNINGS[redirect.old] = (
+        f"{redirect.old} is redirected to {', '.join(redirect.to)}: {redirect.why}; {hint}"
+    )
+
+
+def redirect_warnings() -> list[str]:
+    """The deprecation warnings of redirected codes not yet printed in this run (each old code once)."""
+    fresh = [message for code, message in _REDIRECT_WARNINGS.items() if code not in _TAKEN]
+    _TAKEN.update(_REDIRECT_WARNINGS)
+    return fresh
 
 
 @functools.cache
@@ -231,6 +267,22 @@ def _deepspeed_version(value: object, where: str, key: str) -> Version:
         raise SettingsError(str(error)) from error
 
 
+def _extend_path(value: object, where: str, key: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SettingsError(f"{where}.{key}: expected the path of a pyproject.toml, got {value!r}")
+    return value
+
+
+def _extends(project: ProjectConfig) -> list[str]:
+    """The files a configuration inherits from, nearest first."""
+    found: list[str] = []
+    base = project.base
+    while base is not None:
+        found.append(str(base.path))
+        base = base.base
+    return found
+
+
 # -- the keys ----------------------------------------------------------------------------------------------------
 
 
@@ -244,6 +296,19 @@ class ProjectConfig:
     Every field but `path` is a key (see the module's docs); None means "not set here"."""
 
     path: Path | None = None
+    # The keys this table set itself, and the table it `extend`s (read, with its own bases, before this one).
+    keys: frozenset[str] = dataclasses.field(default=frozenset(), compare=False)
+    base: ProjectConfig | None = None
+    extend: str | None = option(
+        None,
+        toml="path to another pyproject.toml",
+        shown_default="none",
+        check=lambda value, where, key: _extend_path(value, where, key),
+        show=lambda s: _extends(s.project),
+        doc="Inherit the settings of that file's `[tool.dslint]` (relative to this file); a key set here wins, "
+        "`extend-exclude` adds to the base's, and the base's rule selection is a layer before this one. Its "
+        "path patterns stay relative to its own directory. A cycle is an error.",
+    )
     select: tuple[str, ...] | None = option(
         None,
         toml=_CODES_TOML,
@@ -279,6 +344,15 @@ class ProjectConfig:
         check=_per_file_codes,
         show=lambda s: {pattern: list(codes) for pattern, codes in s.project.per_file_ignores},
         doc='Rules to leave out in the matching files, as `{ "tests/**" = ["DSL1"] }`.',
+    )
+    preview: bool | None = option(
+        None,
+        toml="boolean",
+        shown_default="`false`",
+        check=_boolean,
+        show=lambda s: s.preview,
+        doc="Whether rules in preview (`dslint rules` shows each rule's lifecycle) run; `--preview` / "
+        "`--no-preview` on the command line win.",
     )
     exclude: tuple[str, ...] | None = option(
         None,
@@ -392,7 +466,21 @@ def parse_table(table: Mapping[str, object], source: Path | None) -> ProjectConf
     values: dict[str, Any] = {
         item.attribute: item.check(table[item.name], where, item.name) for item in OPTIONS if item.name in table
     }
-    return dataclasses.replace(ProjectConfig(path=source), **values)
+    return dataclasses.replace(ProjectConfig(path=source, keys=frozenset(values)), **values)
+
+
+def parse_overrides(pairs: Iterable[tuple[str, object]]) -> dict[str, Any]:
+    """`--config KEY=VALUE` overrides: each key checked as in `[tool.dslint]`, as the field's value by attribute."""
+    by_name = {item.name: item for item in OPTIONS}
+    values: dict[str, Any] = {}
+    for key, value in pairs:
+        item = by_name.get(key)
+        if item is None:
+            raise SettingsError(f"--config: unknown key {key!r}{did_you_mean(key, KEYS)}")
+        if item.name == "extend":
+            raise SettingsError("--config: `extend` belongs in a file; name that file with `--config PATH`")
+        values[item.attribute] = item.check(value, "--config", key)
+    return values
 
 
 def describe(settings: Effective, overrides: object) -> dict[str, object]:

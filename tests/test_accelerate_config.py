@@ -138,7 +138,7 @@ def test_get_state_dict_without_the_16bit_save_flag_both_ways() -> None:
     train.py runs with configs/stage3_spelt.yaml (zero3_save_16bit_model: true): its save_model is fine."""
     found = _project_findings()
     ((line, code, message),) = found["export.py"]
-    assert (line, code) == (13, "DSL415")
+    assert (line, code) == (13, "DSL210")
     assert message.startswith("under ZeRO-3, accelerator.get_state_dict raises a ValueError unless the DeepSpeed")
     assert message.endswith("stage3_no_save.yaml:7 zero_stage: 3)")
     assert found["train.py"] == []

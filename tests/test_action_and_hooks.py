@@ -137,7 +137,7 @@ def test_action_annotates_findings_and_fails(installed: Runner) -> None:
     # the step summary lists every finding (annotations are capped per step)
     summary = (installed.tmp / "step_summary.md").read_text(encoding="utf-8")
     assert summary.startswith("### dslint: 2 findings in 1 file\n")
-    assert "| warning | DSL101 | train.py:17:13 |" in summary and "| warning | DSL101 | train.py:18:" in summary
+    assert "| warning | DSL101 | train.py:17:13 |" in summary and "| warning | DSL104 | train.py:18:" in summary
 
 
 def test_action_writes_sarif_and_can_annotate_only(installed: Runner) -> None:

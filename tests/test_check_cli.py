@@ -48,8 +48,8 @@ def test_findings_are_flake8_lines_and_exit_1(tmp_path: Path) -> None:
     result = run("check", str(tmp_path / "train.py"))
     assert result.returncode == 1
     assert result.stdout.splitlines() == [
-        f"{tmp_path / 'train.py'}:3:1: DSL101 [warning] model moved to a device before deepspeed.initialize: the "
-        "engine places the module on its rank's device itself, remove the move"
+        f"{tmp_path / 'train.py'}:3:1: DSL101 [warning] model moved to a device before deepspeed.initialize; "
+        "remove the move: the engine places it"
     ]
     assert "Found 1 finding in 1 of 1 file." in result.stderr
     assert "1 more fixable with `dslint fix --unsafe-fixes`." in result.stderr

@@ -304,7 +304,7 @@ def refuses(diagnostic: Diagnostic) -> bool:
     if diagnostic.code in REFUSING:
         return True
     if diagnostic.code == "DSL412":
-        return "ValidationError" in diagnostic.message
+        return "stops at start-up" in diagnostic.message
     if diagnostic.code == "DSL405":
         return "fails at start-up" in diagnostic.message
     if diagnostic.code == "DSL416":  # a newer release's key: refused inside a validated section

@@ -246,20 +246,24 @@ def _lint_script(version: str) -> dict[str, tuple[str, str]]:
 def test_loop_messages_follow_the_version() -> None:
     old = _lint_script("0.18.2")
     assert old["DSL301"][0] == "error" and "before 0.18.3" in old["DSL301"][1] and "silently" in old["DSL301"][1]
-    assert "does not clip by default" in old["DSL305"][1] and "before 0.19.3" in old["DSL305"][1]
+    assert "DeepSpeed 0.18.2 does not clip by default" in old["DSL305"][1]
     middle = _lint_script("0.19.2")
     assert "DSL301" not in middle  # ZeRO-2 without fp16: the direct call is supported since 0.18.3
     assert "does not clip by default" in middle["DSL305"][1]
     new = _lint_script("0.19.3")
-    assert "default 1.0 since DeepSpeed 0.19.3" in new["DSL305"][1]
+    assert "does not clip" not in new["DSL305"][1] and new["DSL305"][1].startswith('set "gradient_clipping"')
 
 
-def test_buffer_casting_is_told_by_version() -> None:
+def test_buffer_casting_by_version_is_in_the_rules_why() -> None:
+    """The one-line message says what to do on every release; how buffers were cast before 0.19.2 is the why
+    (`dslint explain DSL412`, the rule page, the `full` format)."""
     config = '{"train_batch_size": 8, "ignored_parameters": ["rotary_emb.*"]}'
-    old = _lint_config(config, "0.19.1")
-    assert "DeepSpeed 0.19.1 casts buffers" in old[0]
-    new = _lint_config(config, "0.19.2")
-    assert "casts only parameters since DeepSpeed 0.19.2" in new[0]
+    assert _lint_config(config, "0.19.1") == _lint_config(config, "0.19.2")
+    assert _lint_config(config, "0.19.2")[0].endswith("ignores it silently; remove it")
+    rule = rule_by_code("DSL412")
+    assert rule is not None
+    why = " ".join(rule.docs.why.split())
+    assert "up to 0.19.1 the engine cast buffers" in why and "since 0.19.2 only parameters are cast" in why
 
 
 def test_explain_says_from_which_version_a_rule_applies() -> None:

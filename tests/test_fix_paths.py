@@ -305,7 +305,7 @@ def test_emptied_if_goes_but_a_loop_body_is_never_emptied() -> None:
                 scheduler.step()
         """
     )
-    assert "DSL302" in {d.code for d in lint_text("train.py", loop_body)}
+    assert "DSL310" in {d.code for d in lint_text("train.py", loop_body)}
     assert fix_source("train.py", loop_body, unsafe=True).text == loop_body  # a loop body is never emptied
 
 

@@ -102,7 +102,7 @@ def test_flake8_columns_are_zero_based_in_the_plugin() -> None:
     found = list(DslintChecker(None, "train.py", lines).run())  # type: ignore[arg-type]
     assert [(line, col, message.split()[0]) for line, col, message, _ in found] == [
         (17, 12, "DSL101"),
-        (18, 4, "DSL101"),
+        (18, 4, "DSL104"),
     ]
 
 

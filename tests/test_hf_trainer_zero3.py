@@ -1,4 +1,4 @@
-"""The Hugging Face Trainer's save_model under ZeRO-3 (DSL415): fixtures/projects/hf_trainer_zero3, each case both
+"""The Hugging Face Trainer's save_model under ZeRO-3 (DSL210): fixtures/projects/hf_trainer_zero3, each case both
 ways: the config from the launcher's `--deepspeed` (HfArgumentParser) and from a dict in the script."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_save_model_without_gather_is_flagged(
     findings: dict[str, list[tuple[int, str, str]]], name: str, line: int, config: str
 ) -> None:
     ((found_line, code, message),) = findings[name]
-    assert (found_line, code) == (line, "DSL415")
+    assert (found_line, code) == (line, "DSL210")
     assert message.startswith(SAVE) and config in message
 
 

@@ -1,7 +1,7 @@
 """The training-loop fixes, checked against real DeepSpeed on the CPU.
 
 `fixtures/fix/loop_manual_optimizer_step.in.py` steps and zeroes the optimizer by hand and divides the loss by
-the accumulation steps; dslint's fixes (DSL302, DSL304) turn it into the `.out.py` twin. Both run for two
+the accumulation steps; dslint's fixes (DSL302, DSL309, DSL304) turn it into the `.out.py` twin. Both run for two
 micro-steps with `gradient_accumulation_steps: 2` (fp32, a client torch SGD, ZeRO off) in a child process.
 The fixed loop must make exactly one optimizer update, at the second micro-step, equal to one SGD step with the
 mean gradient of the two micro-batches (so the loss is divided by the accumulation steps once, not twice); the
@@ -49,7 +49,7 @@ def _run_pair(name: str, codes: set[str], folder: Path) -> tuple[dict[str, Any],
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any]]:
-    return _run_pair("loop_manual_optimizer_step", {"DSL302", "DSL304"}, tmp_path_factory.mktemp("loop"))
+    return _run_pair("loop_manual_optimizer_step", {"DSL302", "DSL304", "DSL309"}, tmp_path_factory.mktemp("loop"))
 
 
 def _close(a: list[float], b: list[float]) -> bool:

@@ -53,7 +53,7 @@ def test_diagnostics_on_open_and_change_and_close(client: LspClient, tmp_path: P
     found = client.diagnostics(uri, 1)
     assert [(d["code"], d["range"]["start"]["line"], d["range"]["start"]["character"]) for d in found] == [
         ("DSL101", 16, 12),
-        ("DSL101", 17, 4),
+        ("DSL104", 17, 4),
     ]
     assert {d["source"] for d in found} == {"dslint"} and {d["severity"] for d in found} == {2}
     # an incremental change that deletes line 18 (`model.half()`)
@@ -178,7 +178,7 @@ def test_an_open_file_gets_the_findings_the_project_index_gives_and_a_save_refre
         "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}
     )
     found = client.diagnostics(uri, 1)
-    assert [(d["code"], d["range"]["start"]["line"]) for d in found] == [("DSL101", 7), ("DSL101", 9)], found
+    assert [(d["code"], d["range"]["start"]["line"]) for d in found] == [("DSL101", 7), ("DSL104", 9)], found
     assert "train.py:21" in found[0]["message"]
 
     train = project / "train.py"

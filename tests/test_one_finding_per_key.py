@@ -41,7 +41,7 @@ def test_auto_lr_in_a_config_that_initialize_reads_is_one_error(tmp_path: Path) 
     assert found == [("DSL405", 3, "error")]
     # DeepSpeed hands optimizer params to the optimizer as they are: the string reaches it (GROUND_TRUTH #4/#6)
     message = json.loads(result.stdout)[0]["message"]
-    assert message.startswith('`optimizer.params.lr` is "auto"') and "passes the string on and fails" in message
+    assert message.startswith('write a value for `optimizer.params.lr`, not "auto"') and "fails where the" in message
     alone = _dslint(tmp_path, "check", "--no-cache", "--output-format", "json", "ds_config.json")
     assert [d["severity"] for d in json.loads(alone.stdout)] == ["info"], "on its own, the reader is unknown"
 

@@ -70,7 +70,7 @@ def test_sarif_from_the_cli_validates_against_the_official_schema(tmp_path: Path
     results = run["results"]
     assert [(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results] == [
         ("DSL101", 17),
-        ("DSL101", 18),
+        ("DSL104", 18),
     ]
     assert rules[results[0]["ruleIndex"]]["id"] == "DSL101"
     location = results[0]["locations"][0]["physicalLocation"]["artifactLocation"]

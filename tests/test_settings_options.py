@@ -27,10 +27,12 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 # A value of the wrong kind for each key, and one it accepts with what it becomes.
 WRONG: dict[str, object] = {
+    "extend": 3,
     "select": "DSL1",
     "extend-select": [1],
     "ignore": ["XYZ"],
     "per-file-ignores": ["tests/**"],
+    "preview": "yes",
     "exclude": ["[z-a]"],
     "extend-exclude": "vendored",
     "unsafe-fixes": 1,
@@ -41,10 +43,12 @@ WRONG: dict[str, object] = {
     "deepspeed-version": 14,
 }
 RIGHT: dict[str, tuple[object, object]] = {
+    "extend": ("../base/pyproject.toml", "../base/pyproject.toml"),
     "select": (["dsl1"], ("DSL1",)),
     "extend-select": (["DSL2"], ("DSL2",)),
     "ignore": (["DSL103"], ("DSL103",)),
     "per-file-ignores": ({"tests/**": ["DSL1"]}, (("tests/**", ("DSL1",)),)),
+    "preview": (True, True),
     "exclude": (["legacy"], ("legacy",)),
     "extend-exclude": (["vendored"], ("vendored",)),
     "unsafe-fixes": (True, True),
@@ -70,7 +74,7 @@ def test_readme_settings_example_is_a_valid_table() -> None:
 
 
 def test_every_key_is_one_field_and_covered_here() -> None:
-    fields = [item.name for item in dataclasses.fields(ProjectConfig) if item.name != "path"]
+    fields = [item.name for item in dataclasses.fields(ProjectConfig) if item.name not in ("path", "keys", "base")]
     assert [item.attribute for item in OPTIONS] == fields
     assert list(KEYS) == list(WRONG) == list(RIGHT)
 
@@ -113,8 +117,17 @@ def test_describe_shows_every_key_in_order(tmp_path: Path) -> None:
         root=tmp_path, project=parse_table(table, None), overrides=Overrides(select=("DSL2",), unsafe_fixes=False)
     )
     shown = settings.describe()
-    expected = ["config-file", "root", "select", "extend-select", "ignore", "command-line", "per-file-ignores"]
-    expected += ["exclude", "unsafe-fixes", "output-format", "max-file-size", "max-nesting", "max-config-size"]
+    expected = ["config-file", "root", "extend", "select", "extend-select", "ignore", "command-line"]
+    expected += [
+        "per-file-ignores",
+        "preview",
+        "exclude",
+        "unsafe-fixes",
+        "output-format",
+        "max-file-size",
+        "max-nesting",
+        "max-config-size",
+    ]
     assert list(shown) == [*expected, "deepspeed-version"]
     assert shown["command-line"] == {"select": ["DSL2"], "extend-select": [], "ignore": []}
     assert shown["exclude"] == ["legacy", "vendored"]

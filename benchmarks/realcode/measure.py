@@ -10,7 +10,8 @@ mirrors (the `fetch` tool's /work/.mirror/OWNER+NAME/repo, or OWNER+NAME.git / O
 each is laid out at the row's commit into --root (a cache folder outside the repository). Blobs a shallow
 snapshot lacks (large data files, images) are skipped. dslint then runs once per repository over the whole
 folder, so launchers and configs are seen, with `--isolated` so a repository's own pyproject.toml cannot change
-the selection. A row is found when dslint reports its code in its file on a line inside its range.
+the selection. A row is found when dslint reports its code in its file on a line inside its range (or a code
+its code was redirected to, when a rule was split or renamed after the manifest was written: `read_redirects`).
 
 Printed per rule and overall: flag rows found (recall), clean rows reported (false-alarm rate), and the number of
 findings on lines no row labels (to review precision by hand).
@@ -186,14 +187,36 @@ def run_dslint(folder: Path, dslint_path: Path | None, min_severity: str = "info
     return findings
 
 
-def measure(rows: list[Row], findings: dict[tuple[str, str], list[Finding]]) -> dict[str, Tally]:
+def read_redirects(dslint_path: Path | None) -> dict[str, tuple[str, ...]]:
+    """The measured dslint's code redirects (`dslint.framework.catalog.REDIRECTS`: an old code -> the codes that now
+    cover it), so that a frozen manifest naming a code that was split or renamed is measured by its successors;
+    none for a checkout older than the redirects."""
+    env = dict(os.environ)
+    if dslint_path is not None:
+        env["PYTHONPATH"] = str(dslint_path) + os.pathsep + env.get("PYTHONPATH", "")
+    program = (
+        "import json\n"
+        "try:\n    from dslint.framework.catalog import REDIRECTS\nexcept ImportError:\n    REDIRECTS = {}\n"
+        "print(json.dumps({old: list(r.to) for old, r in REDIRECTS.items()}))"
+    )
+    result = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, check=True)
+    return {old: tuple(to) for old, to in json.loads(result.stdout).items()}
+
+
+def measure(
+    rows: list[Row],
+    findings: dict[tuple[str, str], list[Finding]],
+    redirects: dict[str, tuple[str, ...]] | None = None,
+) -> dict[str, Tally]:
+    """Each row is found by a finding of its code, or of any code its code was redirected to (`redirects`)."""
     tallies: dict[str, Tally] = defaultdict(Tally)
     labelled: set[tuple[str, str, str, int]] = set()
     for row in rows:
         key = (row.repo, row.commit)
-        hit = any(f.path == row.path and f.code == row.rule and row.first <= f.line <= row.last for f in findings[key])
+        codes = (redirects or {}).get(row.rule, (row.rule,))
+        hit = any(f.path == row.path and f.code in codes and row.first <= f.line <= row.last for f in findings[key])
         for line in range(row.first, row.last + 1):
-            labelled.add((row.repo, row.path, row.rule, line))
+            labelled.update((row.repo, row.path, code, line) for code in codes)
         for name in (row.rule, f"group {row.group}", "overall"):
             tally = tallies[name]
             if row.verdict == "flag":
@@ -280,7 +303,7 @@ def main() -> None:
             print(folder_of(repo, commit, args.root))
         return
     measured = [row for row in rows if (row.repo, row.commit) in findings]
-    tallies = measure(measured, findings)
+    tallies = measure(measured, findings, read_redirects(args.dslint_path))
     repos = len({row.repo for row in measured})
     source = args.dslint_path or "the importable checkout"
     print(f"{len(measured)} rows from {repos} repositories; dslint from {source}")

@@ -34,6 +34,7 @@ from dslint.report.context import ReportContext
 from dslint.report.statistics import render as render_statistics
 from dslint.selection import RuleSelection
 from dslint.settings import OUTPUT_FORMATS, SettingsError, SettingsResolver
+from dslint.settings_options import redirect_warnings
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FAIL_ON = ("error", "warning", "info")  # `--fail-on`: the mildest severity that makes the exit status 1
@@ -99,7 +100,7 @@ def check(
     ignore: tuple[str, ...],
     extend_select: tuple[str, ...],
     unsafe_fixes: bool | None,
-    config_file: Path | None,
+    config_file: tuple[str, ...],
     isolated: bool,
     output_format: str | None,
     output_file: Path | None,
@@ -145,6 +146,7 @@ def check(
         settings = resolver.for_path(Path.cwd())
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
+    warnings[:0] = redirect_warnings()
     for warning in warnings:
         click.echo(f"dslint: warning: {printable(warning)}", err=True)
     results, errors = outcome.results, outcome.errors

@@ -42,6 +42,7 @@ from dslint.project.index import ProjectIndex
 from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver
+from dslint.settings_options import redirect_warnings
 
 
 def fix_file(
@@ -149,7 +150,7 @@ def fix(
     ignore: tuple[str, ...],
     extend_select: tuple[str, ...],
     unsafe_fixes: bool | None,
-    config_file: Path | None,
+    config_file: tuple[str, ...],
     isolated: bool,
     force_exclude: bool,
     diff: bool,
@@ -167,6 +168,7 @@ def fix(
         unsafe = resolver.for_path(Path.cwd()).unsafe_fixes
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
+    warnings[:0] = redirect_warnings()
     for warning in warnings:
         click.echo(f"dslint: warning: {printable(warning)}", err=True)
     report = FixReport(errors=errors, write_outside=write_through_links)

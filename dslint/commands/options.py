@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from dslint.settings import Overrides, SettingsError, SettingsResolver
+from dslint.settings import Overrides, SettingsError, SettingsResolver, split_config_arguments
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -50,9 +50,10 @@ def settings_options(function: F) -> F:
     function = click.option(
         "--config",
         "config_file",
-        type=click.Path(exists=True, dir_okay=False, path_type=Path),
-        default=None,
-        help="Read settings from this pyproject.toml instead of the nearest one.",
+        multiple=True,
+        metavar="PATH | KEY=VALUE",
+        help="A settings file to use instead of the nearest pyproject.toml, or one `[tool.dslint]` key to "
+        "override, as TOML (`--config 'ignore = [\"DSL103\"]'`, `--config preview=true`); repeatable.",
     )(function)
     function = click.option("--isolated", is_flag=True, help="Ignore every pyproject.toml.")(function)
     return function
@@ -63,7 +64,7 @@ def make_resolver(
     ignore: tuple[str, ...],
     extend_select: tuple[str, ...],
     unsafe_fixes: bool | None = None,
-    config_file: Path | None = None,
+    config_file: Sequence[str] | Path | None = None,
     isolated: bool = False,
     output_format: str | None = None,
 ) -> SettingsResolver:
@@ -71,13 +72,18 @@ def make_resolver(
     is a `--select` that names no code (`--select ''`: it would silently check nothing)."""
     if select and not split_codes(select):
         raise click.UsageError("--select names no rule code; give codes or prefixes (DSL202, DSL2, DSL)")
+    try:
+        file, keys = split_config_arguments(config_file)
+    except SettingsError as error:
+        raise click.UsageError(str(error)) from error
     overrides = Overrides(
         select=tuple(split_codes(select)) if select else None,
         extend_select=tuple(split_codes(extend_select)),
         ignore=tuple(split_codes(ignore)),
         unsafe_fixes=unsafe_fixes,
         output_format=output_format,
-        config_file=config_file,
+        config_file=file,
+        config_keys=keys,
         isolated=isolated,
     )
     try:

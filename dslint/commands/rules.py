@@ -7,6 +7,7 @@ import textwrap
 
 import click
 
+from dslint.framework.catalog import REDIRECTS, lifecycle
 from dslint.framework.registry import all_rules, rule_by_code
 from dslint.framework.rule import Rule
 
@@ -24,6 +25,8 @@ def rule_data(rule: type[Rule]) -> dict[str, object]:
         "family": rule.family(),
         "severity": rule.severity.value,
         "fixable": rule.fixable,
+        "lifecycle": lifecycle(rule.code),
+        "redirected_from": [r.old for r in REDIRECTS.values() if rule.code in r.to and r.old != rule.code],
         "message": rule.message,
         "deepspeed_versions": deepspeed_versions(rule),
         "docs": {
@@ -51,10 +54,14 @@ def rules(output: str) -> None:
         click.echo(json.dumps([rule_data(rule) for rule in all_rules()], indent=2))
         return
     width = max(len(rule.slug) for rule in all_rules())
-    click.echo(f"{'CODE':<7} {'NAME':<{width}} {'SEVERITY':<8} FIX")
+    click.echo(f"{'CODE':<7} {'NAME':<{width}} {'SEVERITY':<8} {'LIFECYCLE':<10} FIX")
     for rule in all_rules():
         fix = "yes" if rule.fixable else ""
-        click.echo(f"{rule.code:<7} {rule.slug:<{width}} {rule.severity.value:<8} {fix}".rstrip())
+        stage = lifecycle(rule.code)
+        click.echo(f"{rule.code:<7} {rule.slug:<{width}} {rule.severity.value:<8} {stage:<10} {fix}".rstrip())
+    click.echo("")
+    for redirect in REDIRECTS.values():  # ruff's remapped codes: still accepted in settings and noqa comments
+        click.echo(f"{redirect.old:<7} redirected to {', '.join(redirect.to)}: {redirect.why}")
 
 
 def _find(code: str) -> type[Rule] | None:

@@ -10,6 +10,7 @@ import click
 
 from dslint.commands.options import make_resolver, settings_options
 from dslint.settings import SettingsError
+from dslint.settings_options import redirect_warnings
 
 
 @click.command("settings")
@@ -29,7 +30,7 @@ def settings_command(
     ignore: tuple[str, ...],
     extend_select: tuple[str, ...],
     unsafe_fixes: bool | None,
-    config_file: Path | None,
+    config_file: tuple[str, ...],
     isolated: bool,
     output: str,
 ) -> None:
@@ -40,6 +41,8 @@ def settings_command(
         described = resolver.for_path(path).describe(path)
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
+    for warning in redirect_warnings():
+        click.echo(f"dslint: warning: {warning}", err=True)
     if output == "json":
         click.echo(json.dumps(described, indent=2))
         return

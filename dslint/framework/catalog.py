@@ -17,6 +17,7 @@ CODES: tuple[str, ...] = (
     "DSL101",
     "DSL102",
     "DSL103",
+    "DSL104",
     "DSL201",
     "DSL202",
     "DSL203",
@@ -26,6 +27,7 @@ CODES: tuple[str, ...] = (
     "DSL207",
     "DSL208",
     "DSL209",
+    "DSL210",
     "DSL214",
     "DSL301",
     "DSL302",
@@ -35,6 +37,8 @@ CODES: tuple[str, ...] = (
     "DSL306",
     "DSL307",
     "DSL308",
+    "DSL309",
+    "DSL310",
     "DSL400",
     "DSL401",
     "DSL402",
@@ -50,7 +54,6 @@ CODES: tuple[str, ...] = (
     "DSL412",
     "DSL413",
     "DSL414",
-    "DSL415",
     "DSL416",
     "DSL417",
     "DSL418",
@@ -93,6 +96,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL101": Needs((b"deepspeed", b"initialize"), inference_engine=True),
     "DSL102": Needs((b"deepspeed", b"initialize"), inference_engine=True),
     "DSL103": Needs((b"deepspeed", b"initialize"), inference_engine=True),
+    "DSL104": Needs((b"deepspeed", b"initialize")),
     "DSL201": Needs((b"deepspeed", b"initialize")),
     "DSL202": Needs((b"deepspeed", b"initialize")),
     "DSL203": Needs((b"deepspeed", b"initialize")),
@@ -118,7 +122,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL306": Needs((b"deepspeed", b"initialize")),
     "DSL307": Needs((b"deepspeed", b"initialize")),
     "DSL308": Needs((b"deepspeed", b"initialize")),
-    "DSL415": Needs(
+    "DSL210": Needs(
         (b"deepspeed", b"initialize"),
         engine=False,
         alternatives=(
@@ -129,4 +133,63 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     ),
     "DSL426": Needs((b"generate",), engine=False),
     "DSL425": Needs((b"from_pretrained", b"device_map"), engine=False, several_processes=True),
+    "DSL309": Needs((b"deepspeed", b"initialize")),
+    "DSL310": Needs((b"deepspeed", b"initialize")),
 }
+
+
+# -- the rule lifecycle -------------------------------------------------------------------------------------------
+#
+# As ruff's: a rule is `stable` unless listed here. A `preview` rule runs only under `preview = true` (or
+# `--preview`); a `deprecated` rule runs only when a selector names its exact code, with a warning, and goes in a
+# later release. A code that is gone (renamed, or split into several) is not a rule at all: it is a redirect.
+PREVIEW = "preview"
+STABLE = "stable"
+DEPRECATED = "deprecated"
+LIFECYCLE: dict[str, str] = {}
+
+
+def lifecycle(code: str) -> str:
+    return LIFECYCLE.get(code, STABLE)
+
+
+@dataclass(frozen=True)
+class Redirect:
+    """An old code and the codes that now cover what it used to (ruff's `rule_redirects`).
+
+    `to` may hold the old code itself: a rule split in two keeps its code for the common case and gives the rest
+    a new one. Written as a selector (`--select`, `--ignore`, `[tool.dslint]`, `per-file-ignores`, a noqa
+    comment), the old code stands for all of `to`, with a deprecation warning, until the settings name one of
+    the new codes themselves (then they have moved on, and a split code means only itself)."""
+
+    old: str
+    to: tuple[str, ...]
+    why: str
+
+
+REDIRECTS: dict[str, Redirect] = {
+    r.old: r
+    for r in (
+        Redirect("DSL101", ("DSL101", "DSL104"), "casts of the model before initialize are DSL104 now"),
+        Redirect(
+            "DSL302",
+            ("DSL302", "DSL309", "DSL310"),
+            "a redundant optimizer.zero_grad() is DSL309 and a scheduler stepped beside the engine DSL310 now",
+        ),
+        Redirect("DSL415", ("DSL210",), "save_16bit_model without the ZeRO-3 gather joined the checkpoint rules"),
+    )
+}
+
+
+def redirected(selector: str) -> Redirect | None:
+    """The redirect an exact selector (a whole code, not a prefix) goes through, if any."""
+    return REDIRECTS.get(selector)
+
+
+def covers(selector: str, code: str) -> bool:
+    """Whether a selector written by a user (a code prefix, or an old code) covers `code`: the prefix starts it,
+    or `selector` is an old code redirected to it."""
+    if code.startswith(selector):
+        return True
+    redirect = REDIRECTS.get(selector)
+    return redirect is not None and code in redirect.to

@@ -1,8 +1,9 @@
 """Suppression, applied in one place after linting: `# noqa`, `# noqa: CODES`, `# dslint: noqa`, and DSL010.
 
 - `# noqa` silences every finding of its line; `# noqa: DSL101, DSL2` silences the codes it lists and, as code
-  prefixes, every code they start (`DSL2` covers DSL201, DSL202, ...). The comment is read exactly as flake8
-  reads it (same pattern), so `dslint check` and the flake8 plugin agree.
+  prefixes, every code they start (`DSL2` covers DSL201, DSL202, ...); an old code covers the codes it is
+  redirected to (`framework/catalog.py:REDIRECTS`: `# noqa: DSL415` silences DSL210). The comment is read
+  exactly as flake8 reads it (same pattern), so `dslint check` and the flake8 plugin agree.
 - As in flake8, a noqa comment anywhere in a statement that spans several lines covers all of its lines.
 - `# dslint: noqa` (a comment anywhere in the file) silences the whole file; `# dslint: noqa: DSL101` silences
   those codes in the whole file.
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 
 from dslint.config.tree import ParseError, parse_text, to_python
 from dslint.diagnostics import Diagnostic, Edit, Location
+from dslint.framework.catalog import covers
 from dslint.framework.driver_rules import UnusedNoqaCodes
 from dslint.framework.registry import all_rules, implementation
 from dslint.selection import RuleSelection
@@ -51,7 +53,7 @@ class NoqaDirective:
     covers: tuple[int, int]  # first and last physical line of the statement
 
     def silences(self, code: str) -> bool:
-        return self.codes is None or code.startswith(self.codes)
+        return self.codes is None or any(covers(listed, code) for listed in self.codes)
 
 
 @dataclass
@@ -64,7 +66,7 @@ class NoqaIndex:
     def file_silences(self, code: str) -> bool:
         if self.file_codes is None:
             return False
-        return not self.file_codes or code.startswith(self.file_codes)
+        return not self.file_codes or any(covers(listed, code) for listed in self.file_codes)
 
     def directives_for(self, line: int) -> list[NoqaDirective]:
         return [d for d in self.directives if d.covers[0] <= line <= d.covers[1]]
@@ -242,7 +244,7 @@ def apply_noqa(
 
 def _ran(code: str, selection: RuleSelection, known: Sequence[str]) -> str | None:
     """Why `code` in a noqa comment counts as unused when it silenced nothing, or None to stay silent."""
-    matching = [rule for rule in known if rule.startswith(code)]
+    matching = [rule for rule in known if covers(code, rule)]
     if not matching:
         return "no such rule"
     if any(selection.enabled(rule) for rule in matching):
@@ -272,7 +274,7 @@ def unused_noqa_diagnostics(
         for code in directive.codes:
             if not DSL_CODE.match(code) or rule.code.startswith(code):
                 continue
-            if any(found_code.startswith(code) for found_code in nearby):
+            if any(covers(code, found_code) for found_code in nearby):
                 continue
             reason = _ran(code, selection, known)
             if reason is not None:

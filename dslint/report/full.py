@@ -1,12 +1,17 @@
-"""`full`: each finding with its source line, a caret under the reported span, and its fix as a diff."""
+"""`full`: each finding with its source line, a caret under the reported span, why it matters (the first paragraph
+of the rule's "Why is this bad?", which the one-line message leaves to here, `dslint explain` and the rule page),
+and its fix as a diff."""
 
 from __future__ import annotations
 
 import difflib
+import functools
+import textwrap
 from collections.abc import Sequence
 
 from dslint.diagnostics import Diagnostic, printable
 from dslint.fix.edits import FixError, apply_edits
+from dslint.framework.registry import rule_by_code
 from dslint.report.context import ReportContext
 
 
@@ -26,6 +31,17 @@ def _snippet(diagnostic: Diagnostic, lines: list[str]) -> list[str]:
         f"{gutter} | {' ' * start}{'^' * (end - start)} {diagnostic.code}",
         f"{gutter} |",
     ]
+
+
+@functools.cache
+def _why(code: str) -> tuple[str, ...]:
+    """The first paragraph of the rule's "Why is this bad?", wrapped under `  = why: `."""
+    rule = rule_by_code(code)
+    if rule is None:
+        return ()
+    paragraph = textwrap.dedent(rule.docs.why).strip().split("\n\n")[0]
+    text = " ".join(paragraph.split())
+    return tuple(textwrap.wrap(text, width=110, initial_indent="  = why: ", subsequent_indent="    "))
 
 
 def _fix_lines(diagnostic: Diagnostic, text: str | None, unsafe_fixes: bool) -> list[str]:
@@ -63,6 +79,7 @@ def render(diagnostics: Sequence[Diagnostic], context: ReportContext) -> str:
             diagnostic.concise(),
             *_snippet(diagnostic, lines),
             *(f"  = from {printable(r.path)}:{r.line}:{r.column}: {printable(r.message)}" for r in diagnostic.related),
+            *_why(diagnostic.code),
             *_fix_lines(diagnostic, text, context.unsafe_fixes),
         ]
         blocks.append("\n".join(block) + "\n")

@@ -30,7 +30,7 @@ def auto_entries(node: Node, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple
 class AutoConfigValue(ConfigRule):
     code = "DSL405"
     slug = "auto-config-value"
-    message = '"auto" is filled in only by the Hugging Face Trainer; deepspeed.initialize does not: write the value'
+    message = '"auto" is filled in only by the Hugging Face Trainer, not by deepspeed.initialize; write the value'
     severity = Severity.ERROR
     fixable = True
     docs = RuleDocs(
@@ -146,30 +146,28 @@ class AutoConfigValue(ConfigRule):
             count = f" ({len(found)} values in this file)" if len(found) > 1 else ""
             self.report_key(
                 entry,
-                f'"auto"{count} is filled in only by the Hugging Face Trainer: fine with '
-                "TrainingArguments(deepspeed=...); deepspeed.initialize drops it silently inside the sections it "
-                "validates (the default is used) and fails on it at the top level",
+                f'"auto"{count} is filled in only by the Hugging Face Trainer; write the values',
                 Severity.INFO,
             )
             return
         for path, entry in found:
             where = ".".join(path)
             if len(path) == 1 and path[0] in BATCH_KEYS:
-                effect = "DeepSpeed fails at start-up with a TypeError"
+                effect = "DeepSpeed fails at start-up (TypeError)"
             elif len(path) == 1 and path[0] in self.schema.accepted_strings:
                 values = ", ".join(self.schema.accepted_strings[path[0]].values)
-                effect = f"DeepSpeed fails at start-up with a ValueError (it takes only {values})"
+                effect = f"DeepSpeed fails at start-up (it takes only {values})"
             elif self.schema.section_model(path[0]) is not None:
-                effect = "DeepSpeed drops it silently and uses the default"
+                effect = "DeepSpeed uses the default"
                 if path == ("zero_optimization", "stage"):
                     effect += " (stage 0: ZeRO off)"
                 elif path[-1] == "enabled":
                     effect += f" (`{path[0]}` off)"
             else:
-                effect = "DeepSpeed passes the string on and fails where the value is used"
+                effect = "DeepSpeed fails where the value is used"
             self.report_key(
                 entry,
-                f'`{where}` is "auto", which only the Hugging Face Trainer fills in: {effect}; write the value',
+                f'write a value for `{where}`, not "auto": {effect}',
                 fix=self._derived(path, entry),
             )
 

@@ -26,11 +26,7 @@ PARAMETER_METHODS = frozenset({"parameters"})
 class ClipGradNormBesideEngine(ScriptRule):
     code = "DSL305"
     slug = "clip-grad-norm-beside-engine"
-    message = (
-        'set "gradient_clipping" in the DeepSpeed config instead: engine.step() clips at the accumulation '
-        "boundary (default 1.0 since DeepSpeed 0.19.3); this call clips partial gradients, and under ZeRO-2/3 "
-        "finds no gradients at all (they live in the optimizer's partitions)"
-    )
+    message = 'set "gradient_clipping" in the DeepSpeed config instead: engine.step() clips at the boundary itself'
     severity = Severity.WARNING
     deepspeed_versions = "every release (the message gives `gradient_clipping`'s default: 0.0 before 0.19.3, 1.0 since)"
     docs = RuleDocs(
@@ -188,12 +184,7 @@ class ClipGradNormBesideEngine(ScriptRule):
     def _message(self, version: Version) -> str:
         if not version < CLIPPING_BY_DEFAULT_SINCE:
             return self.message
-        return (
-            'set "gradient_clipping" in the DeepSpeed config instead: engine.step() clips at the accumulation '
-            f"boundary when it is set (DeepSpeed {version} does not clip by default: `gradient_clipping` defaults "
-            "to 0.0 before 0.19.3, 1.0 since); this call clips partial gradients, and under ZeRO-2/3 finds no "
-            "gradients at all (they live in the optimizer's partitions)"
-        )
+        return f'set "gradient_clipping" in the DeepSpeed config instead (DeepSpeed {version} does not clip by default)'
 
     def _engine_parameters(self, answer: RoleAnswer, node: cst.Call) -> bool:
         if answer.role in (Role.ENGINE, Role.ENGINE_MODULE):

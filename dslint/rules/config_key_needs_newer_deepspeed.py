@@ -84,8 +84,7 @@ class ConfigKeyNeedsNewerDeepSpeed(ConfigRule):
             if first is not None:
                 self.report_key(
                     entry,
-                    f"`{key}` needs a newer DeepSpeed ({first} reads it): the project's DeepSpeed {version} "
-                    "ignores it silently; upgrade DeepSpeed or remove the key",
+                    f"`{key}` needs DeepSpeed {first}; DeepSpeed {version} ignores it silently: upgrade or remove it",
                 )
         for item in validated_entries(self.root, self.schema):
             if not item.model.forbids_extra or item.field is not None or item.entry.key in HANDLED_ELSEWHERE:
@@ -97,6 +96,5 @@ class ConfigKeyNeedsNewerDeepSpeed(ConfigRule):
                 where = ".".join(item.path)
                 self.report_key(
                     item.entry,
-                    f"`{where}` needs a newer DeepSpeed ({first} reads it): the project's DeepSpeed {version} "
-                    "stops at start-up with a ValidationError; upgrade DeepSpeed or remove the key",
+                    f"`{where}` needs DeepSpeed {first}; DeepSpeed {version} stops at start-up: upgrade or remove it",
                 )

@@ -12,7 +12,7 @@ from dslint.framework.rule import Invalid, RuleDocs, Valid
 class ConfigParseError(ConfigRule, ConfigSyntaxError):
     code = "DSL400"
     slug = "config-parse-error"
-    message = "cannot parse this DeepSpeed config; DeepSpeed stops at start-up"
+    message = "cannot parse this DeepSpeed config"
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""

@@ -15,14 +15,9 @@ from dslint.script.model_moves import is_cast, is_placement_call, moves_to_cpu
 class EngineMoved(ScriptRule):
     code = "DSL102"
     slug = "engine-moved"
-    message = (
-        "the engine is already on its rank's device (engine.device) and keeps the precision the config "
-        "sets; remove this move"
-    )
+    message = "the engine is already on its rank's device and in the config's precision; remove this move"
     inference_message = (
-        "this name holds the inference engine of deepspeed.init_inference (line {line}), which has already "
-        "moved its module to the rank's device (set from LOCAL_RANK with mp_size above 1; cuda:0 with one "
-        "process); remove this move"
+        "the inference engine of deepspeed.init_inference (line {line}) is already placed; remove this move"
     )
     severity = Severity.WARNING
     inference_engine = True

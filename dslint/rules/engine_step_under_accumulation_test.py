@@ -17,16 +17,8 @@ from dslint.script.loop import loop_facts
 class EngineStepUnderAccumulationTest(ScriptRule):
     code = "DSL303"
     slug = "engine-step-under-accumulation-test"
-    message = (
-        "call engine.step() on every micro-step: the engine counts micro-steps and updates at its own "
-        "accumulation boundary (gradient_accumulation_steps), so stepping only under this test compounds the "
-        "accumulation"
-    )
-    backward_message = (
-        "call engine.backward(loss) on every micro-step: the engine accumulates gradients over "
-        "gradient_accumulation_steps itself; under this test the other micro-steps' losses are never "
-        "back-propagated"
-    )
+    message = "call engine.step() on every micro-step: the engine finds the accumulation boundary itself"
+    backward_message = "call engine.backward(loss) on every micro-step: the engine accumulates gradients itself"
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""

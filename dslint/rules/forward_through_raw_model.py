@@ -18,16 +18,8 @@ from dslint.script.names import dotted_name
 class ForwardThroughRawModel(ScriptRule):
     code = "DSL307"
     slug = "forward-through-raw-model"
-    message = (
-        "call the engine instead of the model given to deepspeed.initialize: this forward skips "
-        "DeepSpeedEngine.forward (the ZeRO optimizer's per-micro-step bookkeeping, torch_autocast, the hooks "
-        "that make loss.backward() work)"
-    )
-    named_template = (
-        "call the engine ({engine}(...)) instead of the model given to deepspeed.initialize: this forward skips "
-        "DeepSpeedEngine.forward (the ZeRO optimizer's per-micro-step bookkeeping, torch_autocast, the hooks "
-        "that make loss.backward() work)"
-    )
+    message = "call the engine instead of the model given to deepspeed.initialize: this forward skips the engine"
+    named_template = "call the engine ({engine}(...)) instead of the model given to deepspeed.initialize"
     severity = Severity.WARNING
     docs = RuleDocs(
         what="""

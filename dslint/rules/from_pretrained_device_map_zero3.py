@@ -16,15 +16,9 @@ HF_KINDS = ("HfDeepSpeedConfig", "TrainingArguments")
 class FromPretrainedDeviceMapZero3(ScriptRule):
     code = "DSL207"
     slug = "from-pretrained-device-map-zero3"
-    message = (
-        'under ZeRO-3, from_pretrained with a device_map raises in transformers ("DeepSpeed Zero-3 is not '
-        'compatible with passing a `device_map`") or, without HfDeepSpeedConfig, puts the whole model on each '
-        "rank's GPU before it is partitioned; remove device_map and let DeepSpeed place the model"
-    )
+    message = "under ZeRO-3, from_pretrained must not get a device_map; remove it and let DeepSpeed place the model"
     zero3_message = (
-        'ZeRO-3 is on: from_pretrained with a device_map raises in transformers ("DeepSpeed Zero-3 is not '
-        'compatible with passing a `device_map`") or, without HfDeepSpeedConfig, puts the whole model on each '
-        "rank's GPU before it is partitioned; remove device_map and let DeepSpeed place the model"
+        "ZeRO-3 is on: from_pretrained must not get a device_map; remove it and let DeepSpeed place the model"
     )
     severity = Severity.ERROR
     needs_engine = False

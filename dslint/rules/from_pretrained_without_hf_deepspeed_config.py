@@ -14,15 +14,8 @@ from dslint.script.model_reach import ModelReach
 class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     code = "DSL208"
     slug = "from-pretrained-without-hf-deepspeed-config"
-    message = (
-        "ZeRO-3 is on but from_pretrained runs before a live HfDeepSpeedConfig exists: the full model is built "
-        "on every rank before it is partitioned; create `dschf = HfDeepSpeedConfig(ds_config)` before "
-        "from_pretrained and keep the reference"
-    )
-    unbound_message = (
-        "HfDeepSpeedConfig(...) is not kept: transformers holds it by a weak reference, so it is gone before "
-        "from_pretrained runs; bind it to a name that lives as long as the model is loaded (dschf = ...)"
-    )
+    message = "ZeRO-3 is on, but no live HfDeepSpeedConfig exists yet: create one before from_pretrained"
+    unbound_message = "HfDeepSpeedConfig(...) is not kept (transformers holds a weak reference); bind it to a name"
     severity = Severity.WARNING
     needs_engine = False
     needs_zero_source = True  # its ZeroSources are all it reads the stage from

@@ -2,29 +2,11 @@
 
 from __future__ import annotations
 
-from dslint.config.versions import BUFFERS_KEPT_SINCE, Version
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 KEY = "ignored_parameters"
-MECHANISMS = (
-    "buffers are never partitioned; the engine casts only parameters since DeepSpeed 0.19.2 and "
-    "`data_types.buffer_dtype` sets the dtype of buffers; small parameters stay whole through "
-    "`zero_optimization.stage3_param_persistence_threshold`"
-)
-MECHANISMS_BEFORE_0_19_2 = (
-    "buffers are never partitioned; DeepSpeed {version} casts buffers such as rotary `inv_freq` to half/bf16 "
-    "with the parameters (up to 0.19.1; since 0.19.2 only parameters, and `data_types.buffer_dtype` sets "
-    "buffers): recompute such buffers in fp32 in forward, or upgrade; small parameters stay whole through "
-    "`zero_optimization.stage3_param_persistence_threshold`"
-)
-
-
-def mechanisms(version: Version) -> str:
-    if version < BUFFERS_KEPT_SINCE:
-        return MECHANISMS_BEFORE_0_19_2.format(version=version)
-    return MECHANISMS
 
 
 class IgnoredParametersConfigKey(ConfigRule):
@@ -73,13 +55,11 @@ class IgnoredParametersConfigKey(ConfigRule):
     def check(self) -> None:
         entry = self.root.entry(KEY)
         if entry is not None:
-            text = mechanisms(self.context.deepspeed_version)
-            self.report_key(entry, f"DeepSpeed has no `{KEY}` setting and ignores it silently; {text}")
+            self.report_key(entry, f"DeepSpeed has no `{KEY}` setting and ignores it silently; remove it")
         section = self.section("zero_optimization")
         inner = section.entry(KEY) if section is not None else None
         if inner is not None:
             self.report_key(
                 inner,
-                f"`zero_optimization` has no `{KEY}`: DeepSpeed stops at start-up with a ValidationError; "
-                + mechanisms(self.context.deepspeed_version),
+                f"`zero_optimization` has no `{KEY}`; DeepSpeed stops at start-up: remove it",
             )

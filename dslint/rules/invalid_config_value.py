@@ -135,7 +135,7 @@ class InvalidConfigValue(ConfigRule):
             if accepts(field.type, value, self.schema) is False:
                 self.report_node(
                     node,
-                    f"`{where}` must be {describe(field.type)}, not {_show(value)}; DeepSpeed stops at start-up",
+                    f"`{where}` must be {describe(field.type)}, not {_show(value)}; DeepSpeed refuses it",
                 )
                 continue
             if isinstance(node, Scalar) and within_bounds(field, value) is False:
@@ -180,7 +180,7 @@ class InvalidConfigValue(ConfigRule):
             hint = f" (did you mean {json.dumps(close[0])}?)" if close else ""
             self.report_node(
                 top.value,
-                f"`{top.key}` must be {_one_of(accepted)}, not {_show(value)}{hint}; DeepSpeed stops at start-up",
+                f"`{top.key}` must be {_one_of(accepted)}, not {_show(value)}{hint}",
             )
 
     def _allreduce_sum(self) -> None:
@@ -204,8 +204,7 @@ class InvalidConfigValue(ConfigRule):
             return
         self.report_node(
             entry.value,
-            f'`gradient_allreduce_op` "sum" is not supported with {other}; use "mean" (the default) or remove it;'
-            " DeepSpeed stops at start-up",
+            f'`gradient_allreduce_op` "sum" is refused with {other}; use "mean" (the default)',
         )
 
     def _dynamic_loss_scale(self) -> None:
@@ -226,7 +225,7 @@ class InvalidConfigValue(ConfigRule):
             if number is not None and not isinstance(scalar(entry.value), bool) and number <= 0:
                 self.report_node(
                     entry.value,
-                    f"`fp16.{key}` must be > 0 with dynamic loss scaling (loss_scale 0); DeepSpeed stops at start-up",
+                    f"`fp16.{key}` must be > 0 with dynamic loss scaling (loss_scale 0); DeepSpeed refuses it",
                 )
 
     @staticmethod
@@ -257,7 +256,7 @@ class InvalidConfigValue(ConfigRule):
 
 def _one_of(accepted: AcceptedStrings) -> str:
     values = ", ".join(json.dumps(v) for v in accepted.values)
-    return f"one of {values}" + (" (any case)" if accepted.ignore_case else "")
+    return f"one of {values}"  # `accepted.ignore_case`: the rule's docs say which keys take any case
 
 
 def _kind(node: Node) -> str | None:

@@ -16,11 +16,7 @@ OS_PATH_JOIN = "os.path.join"
 class LoadCheckpointFilePath(ScriptRule):
     code = "DSL206"
     slug = "load-checkpoint-file-path"
-    message = (
-        "engine.load_checkpoint reads a DeepSpeed checkpoint directory (a `latest` file or a tag, then "
-        "{tag}/mp_rank_00_model_states.pt), not a file; pass the directory, or load a plain state dict into "
-        'the model before deepspeed.initialize with torch.load(..., map_location="cpu")'
-    )
+    message = "engine.load_checkpoint reads a checkpoint directory, not a file; pass the directory"
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""

@@ -13,10 +13,7 @@ from dslint.script.engine_calls import is_engine_method_call
 class LoadCheckpointResultIgnored(ScriptRule):
     code = "DSL205"
     slug = "load-checkpoint-result-ignored"
-    message = (
-        "engine.load_checkpoint returns (None, None) and only logs a warning when it finds no checkpoint (no "
-        "`latest` file and no tag): check its load_path"
-    )
+    message = "engine.load_checkpoint returns (None, None) when it finds no checkpoint; check its load_path"
     severity = Severity.WARNING
     docs = RuleDocs(
         what="""

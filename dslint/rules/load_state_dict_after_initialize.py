@@ -18,38 +18,21 @@ from dslint.script.state_dict_loads import Rewrite, StateDictLoads
 
 TARGETS = (Role.ENGINE_MODULE, Role.RAW_MODEL)  # the engine object itself: DSL209
 ZERO_INIT = library.ZERO_INIT.names
-ADVICE = "load into the model before deepspeed.initialize, or read a DeepSpeed checkpoint with engine.load_checkpoint"
 
 
 class LoadStateDictAfterInitialize(ScriptRule):
     code = "DSL203"
     slug = "load-state-dict-after-initialize"
-    message = (
-        "load_state_dict after deepspeed.initialize fails under ZeRO-3 (partitioned parameters are empty: "
-        "size mismatch, torch.Size([0])), and where it succeeds the next engine.step() silently undoes it "
-        "(bf16 or fp16 at ZeRO 0-2, fp32 at ZeRO-1/2: the optimizer writes its own fp32 copy of the weights "
-        f"back; only fp32 without ZeRO keeps it); {ADVICE}"
-    )
-    zero3_message = (
-        "load_state_dict after deepspeed.initialize fails under ZeRO-3: partitioned parameters are empty "
-        f"(size mismatch, torch.Size([0])); {ADVICE}"
-    )
+    message = "load_state_dict after deepspeed.initialize fails or is undone; load before initialize"
+    zero3_message = "load_state_dict after deepspeed.initialize fails under ZeRO-3 (empty partitions); load before it"
     master_weights_message = (
-        "load_state_dict after deepspeed.initialize succeeds, but the next engine.step() silently undoes it: "
-        "with bf16 or fp16, or ZeRO-1/2, the optimizer keeps its own fp32 copy of the weights and writes it "
-        f"back, so training continues from the weights initialize saw; {ADVICE}"
+        "load_state_dict after deepspeed.initialize is undone by the next engine.step(); load before it"
     )
     optimizer_step_message = (
-        "load_state_dict after deepspeed.initialize succeeds, but the next step() of the optimizer initialize "
-        "returned silently undoes it, as engine.step() would: with bf16 or fp16, or ZeRO-1/2, that optimizer "
-        "keeps its own fp32 copy of the weights and writes it back, so training continues from the weights "
-        f"initialize saw; {ADVICE}"
+        "load_state_dict after deepspeed.initialize is undone by the next optimizer.step(); load before it"
     )
     zero_init_message = (
-        "load_state_dict into a model built inside deepspeed.zero.Init fails: its parameters are partitioned as "
-        "they are created and empty on every rank (size mismatch, torch.Size([0])), before and after "
-        "initialize; load inside `with deepspeed.zero.GatheredParameters(list(model.parameters()), "
-        "modifier_rank=0):`, or build the model outside zero.Init"
+        "load_state_dict into a zero.Init model fails (parameters are empty); load inside GatheredParameters"
     )
     severity = Severity.ERROR
     docs = RuleDocs(

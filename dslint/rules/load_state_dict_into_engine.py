@@ -13,12 +13,7 @@ from dslint.script.state_dict_loads import Rewrite, StateDictLoads
 class LoadStateDictIntoEngine(ScriptRule):
     code = "DSL209"
     slug = "load-state-dict-into-engine"
-    message = (
-        "the engine's own state-dict keys carry the `module.` prefix, so loading a model's state dict into it "
-        'fails at every ZeRO stage (Missing key(s) in state_dict: "module.…"), or loads nothing with '
-        'strict=False; load into the model before deepspeed.initialize (map_location="cpu"), or read a '
-        "DeepSpeed checkpoint with engine.load_checkpoint"
-    )
+    message = "the engine's state-dict keys carry a `module.` prefix, so this load fails; load into the model"
     severity = Severity.ERROR
     fixable = True
     docs = RuleDocs(

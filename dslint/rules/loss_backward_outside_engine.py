@@ -17,21 +17,13 @@ from dslint.script.names import dotted_name
 from dslint.script.value_flow import value_flow
 
 # Before 0.18.3 the direct call neither fails nor works: an error, whatever the config.
-SILENTLY_WRONG = (
-    "call engine.backward(loss) instead of loss.backward(): on DeepSpeed {version} (before 0.18.3) a direct "
-    "backward silently skips the engine's loss scaling for gradient accumulation and fp16 and its gradient "
-    "reduction across ranks"
-)
+SILENTLY_WRONG = "call engine.backward(loss), not loss.backward(): before 0.18.3 DeepSpeed skips scaling silently"
 
 
 class LossBackwardOutsideEngine(ScriptRule):
     code = "DSL301"
     slug = "loss-backward-outside-engine"
-    message = (
-        "call engine.backward(loss) instead of loss.backward(): the engine scales the loss for gradient "
-        "accumulation and fp16 and reduces gradients; a direct backward raises with fp16 or without ZeRO, and "
-        "before DeepSpeed 0.18.3 silently skips both"
-    )
+    message = "call engine.backward(loss), not loss.backward(): the engine scales and reduces gradients"
     severity = Severity.WARNING
     deepspeed_versions = (
         "every release: an error before 0.18.3 (the direct call is silently wrong there, whatever the config); "

@@ -18,10 +18,7 @@ from dslint.script.value_flow import value_flow
 class LossDividedByAccumulationSteps(ScriptRule):
     code = "DSL304"
     slug = "loss-divided-by-accumulation-steps"
-    message = (
-        "engine.backward(loss) already divides the loss by gradient_accumulation_steps; dividing it here as "
-        "well scales the gradients twice; remove this division"
-    )
+    message = "engine.backward(loss) already divides by gradient_accumulation_steps; remove this division"
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""

@@ -12,10 +12,7 @@ from dslint.framework.rule import Invalid, RuleDocs, Valid
 class MissingBatchSize(ConfigRule):
     code = "DSL406"
     slug = "missing-batch-size"
-    message = (
-        "neither train_batch_size nor train_micro_batch_size_per_gpu is set; DeepSpeed stops at start-up: "
-        "set train_micro_batch_size_per_gpu"
-    )
+    message = "neither train_batch_size nor train_micro_batch_size_per_gpu is set; set the micro batch size"
     severity = Severity.ERROR
     docs = RuleDocs(
         what="Flags a config that sets neither `train_batch_size` nor `train_micro_batch_size_per_gpu`.",

@@ -1,6 +1,9 @@
-"""DSL101: the model is moved to a device or cast before it is given to `deepspeed.initialize`."""
+"""DSL101: the model is moved to a device before it is given to `deepspeed.initialize` (casts: DSL104)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
 
 import libcst as cst
 
@@ -15,28 +18,20 @@ from dslint.script.model_moves import ModelMoves, is_cast
 class ModelMovedBeforeInitialize(ScriptRule):
     code = "DSL101"
     slug = "model-moved-before-initialize"
-    message = (
-        "model moved to a device before deepspeed.initialize: the engine places the module on its rank's "
-        "device itself, remove the move"
-    )
-    cast_message = (
-        "model cast before deepspeed.initialize: the engine casts the module as the config's fp16/bf16 "
-        "section says, remove the cast and set the precision in the config"
-    )
+    message = "model moved to a device before deepspeed.initialize; remove the move: the engine places it"
     inference_message = (
-        'model moved to the un-indexed "cuda" device before deepspeed.init_inference (line {line}) sets each '
-        "rank's device: with mp_size above 1 every rank first puts the whole model on cuda:0; remove the move, "
-        "the inference engine moves its share of the module to the rank's device itself"
+        'model moved to "cuda" before deepspeed.init_inference (line {line}) sets the device; remove the move'
     )
     severity = Severity.WARNING
     inference_engine = True
     docs = RuleDocs(
         what="""
-            Flags `.cuda()`, `.to(...)`, `.half()` and `.bfloat16()` on the model that is later given to
+            Flags `.cuda()` and `.to(device)` on the model that is later given to
             `deepspeed.initialize(model=...)`, in the same function, before that call. Moves to the CPU and
-            `.to(memory_format=...)` are not flagged. Before `deepspeed.init_inference` with tensor parallelism
-            (`mp_size` or `tensor_parallel.tp_size` not the literal 1), only a move to the un-indexed CUDA device
-            made while no device is set is flagged; with one GPU a move before `init_inference` is harmless.
+            `.to(memory_format=...)` are not flagged; casts (`.half()`, `.to(dtype=...)`) are DSL104. Before
+            `deepspeed.init_inference` with tensor parallelism (`mp_size` or `tensor_parallel.tp_size` not the
+            literal 1), only a move to the un-indexed CUDA device made while no device is set is flagged; with
+            one GPU a move before `init_inference` is harmless.
         """,
         why="""
             `deepspeed.initialize` moves the module to its rank's device itself (DeepSpeedEngine
@@ -48,10 +43,6 @@ class ModelMovedBeforeInitialize(ScriptRule):
             `deepspeed.init_inference` with `mp_size` above 1 sets the rank's device from LOCAL_RANK, splits the
             module, then moves the rank's share to that device (`inference/engine.py`); a `"cuda"` move before it
             puts the whole model on cuda:0 in every rank.
-
-            Casts are the engine's job too: it casts the module to fp16 or bf16 when the config enables them.
-            A model cast to half by hand under a config without fp16 trains in half precision without loss
-            scaling.
         """,
         example="""
             model = Net()
@@ -64,12 +55,11 @@ class ModelMovedBeforeInitialize(ScriptRule):
             # inputs go to engine.device; precision comes from the config's "fp16"/"bf16" sections
         """,
         fix_safety="""
-            The fix removes the move or cast (a lone statement is deleted; in an expression the call is dropped
-            from its chain). It is unsafe: code between the move and `initialize` may rely on the model's device
-            or dtype, and a removed cast changes precision unless the config enables it.
+            The fix removes the move (a lone statement is deleted; in an expression the call is dropped from its
+            chain). It is unsafe: code between the move and `initialize` may rely on the model's device.
         """,
     )
-    valid = (
+    valid: ClassVar[Sequence[Valid]] = (
         Valid(
             """
             import os
@@ -138,7 +128,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
             """
         ),
     )
-    invalid = (
+    invalid: ClassVar[Sequence[Invalid]] = (
         Invalid(
             """
             import os
@@ -178,10 +168,10 @@ class ModelMovedBeforeInitialize(ScriptRule):
             net = Net().to(device).half()
             model_engine, *_ = ds.initialize(args=args, model=net)
             """,
-            lines=(3, 3),
+            lines=(3,),
             fixed="""
             import deepspeed as ds
-            net = Net()
+            net = Net().half()
             model_engine, *_ = ds.initialize(args=args, model=net)
             """,
         ),
@@ -208,24 +198,6 @@ class ModelMovedBeforeInitialize(ScriptRule):
         Invalid(
             """
             import deepspeed
-            class Trainer:
-                def setup(self):
-                    self.model = Net()
-                    self.model.bfloat16()
-                    self.engine, _, _, _ = deepspeed.initialize(model=self.model, config=self.cfg)
-            """,
-            lines=(6,),
-            fixed="""
-            import deepspeed
-            class Trainer:
-                def setup(self):
-                    self.model = Net()
-                    self.engine, _, _, _ = deepspeed.initialize(model=self.model, config=self.cfg)
-            """,
-        ),
-        Invalid(
-            """
-            import deepspeed
             engine, *_ = deepspeed.initialize(model=model.cuda(), config=cfg)
             """,
             lines=(3,),
@@ -236,13 +208,16 @@ class ModelMovedBeforeInitialize(ScriptRule):
         ),
     )
 
+    # Whether this rule reports the casts (DSL104, a subclass) or the moves of the model (DSL101).
+    casts: ClassVar[bool] = False
+
     def visit_Module(self, node: cst.Module) -> None:
         self.moves = ModelMoves(self.facts)
         self.inference_moves = InferenceMoves(self.facts)
 
     def visit_Call(self, node: cst.Call) -> None:
         init = self.moves.initialize_for(node)
-        if init is None:
+        if init is None and not self.casts:
             inference = self.inference_moves.inference_for(node)
             if inference is not None:
                 line = self.context.span(inference.call)[0].line
@@ -254,7 +229,9 @@ class ModelMovedBeforeInitialize(ScriptRule):
                     fix_message=f"Remove `.{method_name(node)}(...)`",
                 )
             return
-        message = self.cast_message if is_cast(node) else self.message
+        if init is None or is_cast(node) != self.casts:
+            return
+        message = self.message
         if init.origin is not None:  # initialize is in another function or module
             message += f" (the model reaches deepspeed.initialize at {init.origin.path}:{init.origin.line})"
         name = method_name(node)

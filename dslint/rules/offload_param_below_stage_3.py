@@ -65,6 +65,5 @@ class OffloadParamBelowStage3(ConfigRule):
         if isinstance(device, Scalar) and device.value in ("cpu", "nvme"):
             self.report_key(
                 entry,
-                f"offload_param works only with ZeRO stage 3; at stage {stage} DeepSpeed ignores it silently "
-                "(use stage 3, or offload_optimizer)",
+                f"offload_param needs ZeRO stage 3; at stage {stage} DeepSpeed ignores it (use offload_optimizer)",
             )

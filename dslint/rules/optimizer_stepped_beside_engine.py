@@ -1,6 +1,9 @@
-"""DSL302: `optimizer.step()`, `optimizer.zero_grad()` or `scheduler.step()` on what the engine already drives."""
+"""DSL302: `optimizer.step()` on the optimizer the engine already steps (zero_grad: DSL309, scheduler: DSL310)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
 
 import libcst as cst
 
@@ -17,23 +20,13 @@ SCHEDULER_ROLES = (Role.SCHEDULER, Role.CLIENT_SCHEDULER)
 class OptimizerSteppedBesideEngine(ScriptRule):
     code = "DSL302"
     slug = "optimizer-stepped-beside-engine"
-    message = (
-        "engine.step() steps the optimizer at the accumulation boundary and zeroes the gradients; call "
-        "engine.step() on every micro-step instead of stepping the optimizer yourself"
-    )
-    zero_grad_message = (
-        "engine.step() zeroes the gradients after each optimizer update; optimizer.zero_grad() here is redundant, "
-        "and without ZeRO it discards the gradients accumulated since the last update; remove it"
-    )
-    scheduler_message = (
-        "engine.step() steps the LR scheduler it was given or built from the config after each optimizer "
-        "update; stepping it here as well advances the schedule twice; remove this call"
-    )
+    message = "optimizer stepped beside the engine; call engine.step() on every micro-step instead"
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""
-            Flags `.step()` and `.zero_grad()` on the optimizer returned by `deepspeed.initialize` or given to it
-            (`optimizer=`), and `.step()` on the LR scheduler returned by it or given as `lr_scheduler=`.
+            Flags `.step()` on the optimizer returned by `deepspeed.initialize` or given to it (`optimizer=`).
+            Its siblings flag `.zero_grad()` on that optimizer (DSL309) and `.step()` on the LR scheduler returned
+            by it or given as `lr_scheduler=` (DSL310); they used to be part of this rule.
 
             Which optimizer and scheduler belong to an engine is decided from the `initialize` call alone: the
             names its results are bound to, and the names passed as its `optimizer` / `lr_scheduler` arguments,
@@ -46,9 +39,7 @@ class OptimizerSteppedBesideEngine(ScriptRule):
             (`gradient_clipping`), steps the optimizer, zeroes the gradients and steps the LR scheduler it holds
             (`_take_model_step` in `runtime/engine.py`). An `optimizer.step()` of your own steps on every
             micro-step, with gradients that are not yet accumulated, reduced or unscaled (and, under ZeRO, on
-            the wrapped optimizer's partitions); `optimizer.zero_grad()` on every micro-step throws the
-            accumulated gradients away where they accumulate in `param.grad` (without ZeRO), and is redundant
-            elsewhere; `scheduler.step()` advances the learning-rate schedule a second time. Seen with DeepSpeed
+            the wrapped optimizer's partitions). Seen with DeepSpeed
             0.19.8 on the CPU (`tests/test_loop_runtime.py`): with `gradient_accumulation_steps: 2`, a loop with
             `optimizer.step()` updates the weights on both micro-steps and `engine.global_steps` stays 0; with
             `engine.step()` instead there is exactly one update.
@@ -58,8 +49,6 @@ class OptimizerSteppedBesideEngine(ScriptRule):
                 loss = engine(batch)
                 engine.backward(loss)
                 optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad()
         """,
         use_instead="""
             for batch in loader:
@@ -72,14 +61,9 @@ class OptimizerSteppedBesideEngine(ScriptRule):
             (`if (i + 1) % n == 0:`), where `engine.step()` would be wrong too (DSL303).
             `optimizer.step()` is removed when the same function already calls `engine.step()` on every
             micro-step, and otherwise replaced by `engine.step()` when exactly one name holds the engine (safe).
-            `optimizer.zero_grad()` and `scheduler.step()` are removed only when `engine.step()` then runs on
-            every micro-step of the same function, since it is what zeroes and schedules:
-            `optimizer.zero_grad()` and the scheduler `initialize` returned are safe; a scheduler passed as
-            `lr_scheduler=` is unsafe (the engine steps it once per optimizer step; if you meant a per-epoch
-            schedule, do not give it to `initialize`).
         """,
     )
-    valid = (
+    valid: ClassVar[Sequence[Valid]] = (
         Valid(
             """
             import deepspeed
@@ -134,7 +118,7 @@ class OptimizerSteppedBesideEngine(ScriptRule):
             """
         ),
     )
-    invalid = (
+    invalid: ClassVar[Sequence[Invalid]] = (
         Invalid(
             """
             import deepspeed
@@ -146,14 +130,16 @@ class OptimizerSteppedBesideEngine(ScriptRule):
                 optimizer.step()
                 scheduler.step()
             """,
-            lines=(5, 8, 9),
+            lines=(8,),
             fixed="""
             import deepspeed
             engine, optimizer, _, scheduler = deepspeed.initialize(model=model, config="ds.json")
             for batch in loader:
+                optimizer.zero_grad()
                 loss = engine(batch)
                 engine.backward(loss)
                 engine.step()
+                scheduler.step()
             """,
         ),
         Invalid(
@@ -169,7 +155,7 @@ class OptimizerSteppedBesideEngine(ScriptRule):
                     model.step()
                     optimizer.step(); scheduler.step()
             """,
-            lines=(11, 11),
+            lines=(11,),
         ),
         Invalid(
             """
@@ -185,7 +171,7 @@ class OptimizerSteppedBesideEngine(ScriptRule):
                             self.lr_scheduler.step()
                             self.optimizer.zero_grad()
             """,
-            lines=(10, 11, 12),
+            lines=(10,),
             # Nothing calls engine.step() on every micro-step here, so neither call can simply go (DSL303).
             fixed="""
             import deepspeed
@@ -201,31 +187,11 @@ class OptimizerSteppedBesideEngine(ScriptRule):
                             self.optimizer.zero_grad()
             """,
         ),
-        Invalid(
-            """
-            import deepspeed
-            opt = torch.optim.SGD(model.parameters(), lr=0.1)
-            sched = torch.optim.lr_scheduler.StepLR(opt, 1)
-            engine, *_ = deepspeed.initialize(model=model, optimizer=opt, lr_scheduler=sched, config=cfg)
-            for epoch in range(3):
-                for batch in loader:
-                    engine.backward(engine(batch))
-                    engine.step()
-                sched.step()
-            """,
-            lines=(10,),
-            fixed="""
-            import deepspeed
-            opt = torch.optim.SGD(model.parameters(), lr=0.1)
-            sched = torch.optim.lr_scheduler.StepLR(opt, 1)
-            engine, *_ = deepspeed.initialize(model=model, optimizer=opt, lr_scheduler=sched, config=cfg)
-            for epoch in range(3):
-                for batch in loader:
-                    engine.backward(engine(batch))
-                    engine.step()
-            """,
-        ),
     )
+
+    # Which call this rule reports: "step" (DSL302), "zero_grad" (DSL309) or "scheduler" (DSL310), the latter two
+    # by subclasses sharing this walk.
+    handles: ClassVar[str] = "step"
 
     def visit_Module(self, node: cst.Module) -> None:
         self.loop = loop_facts(self.facts)
@@ -239,13 +205,15 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         if answer is None or not self.loop.after_initialize(answer.engine, node):
             return  # a client optimizer used before initialize (plain warm-up steps) is not the engine's yet
         if answer.role in OPTIMIZER_ROLES and name == "step":
-            self._report_optimizer_step(node, answer)
+            if self.handles == "step":
+                self._report_optimizer_step(node, answer)
         elif answer.role in OPTIMIZER_ROLES:
-            message = self._named(self.zero_grad_message, answer, node)
-            self._report_removal(node, answer, message, Applicability.SAFE, "Remove `zero_grad()`")
-        elif answer.role in SCHEDULER_ROLES and name == "step":
+            if self.handles == "zero_grad":
+                message = self._named(self.message, answer, node)
+                self._report_removal(node, answer, message, Applicability.SAFE, "Remove `zero_grad()`")
+        elif answer.role in SCHEDULER_ROLES and name == "step" and self.handles == "scheduler":
             applicability = Applicability.SAFE if answer.role is Role.SCHEDULER else Applicability.UNSAFE
-            message = self._named(self.scheduler_message, answer, node)
+            message = self._named(self.message, answer, node)
             self._report_removal(node, answer, message, applicability, "Remove `scheduler.step()`")
 
     def _named(self, message: str, answer: RoleAnswer, node: cst.Call) -> str:

@@ -18,6 +18,14 @@ DISABLED_BLOCK_REPLACED = frozenset({"curriculum_learning", "amp"})
 REMOVE_ZERO_KEY = frozenset({"zeropp_loco_param"})
 
 
+def _refused(version: object, key: str, reason: str) -> str:
+    """DeepSpeed's refusal in one line: its instruction ("Use `x` instead", "Remove this key ...") when it gives
+    one (its whole message is on the rule's page and in `dslint explain DSL402`)."""
+    advice = next((s.strip() for s in reason.split(". ") if s.startswith("Use ")), "")
+    advice = advice.split(" See ")[0].rstrip(".")
+    return f"DeepSpeed {version} refuses `{key}`; " + (advice[0].lower() + advice[1:] if advice else "remove it")
+
+
 class RemovedConfigKey(ConfigRule):
     code = "DSL402"
     slug = "removed-config-key"
@@ -94,7 +102,7 @@ class RemovedConfigKey(ConfigRule):
             reason = self.schema.removed_top_level.get(entry.key)
             if reason is not None:
                 fix = self._remove_disabled(self.root, entry) if entry.key in DISABLED_BLOCK_REPLACED else None
-                self.report_key(entry, f"DeepSpeed {self.schema.version} refuses `{entry.key}`: {reason}", fix=fix)
+                self.report_key(entry, _refused(self.schema.version, entry.key, reason), fix=fix)
         zero = self.section("zero_optimization")
         for entry in self.entries(zero):
             reason = self.schema.removed_zero.get(entry.key)
@@ -102,7 +110,7 @@ class RemovedConfigKey(ConfigRule):
                 fix = None
                 if zero is not None and entry.key in REMOVE_ZERO_KEY:
                     fix = self._remove(zero, entry, Applicability.UNSAFE, f"remove `zero_optimization.{entry.key}`")
-                self.report_key(entry, f"DeepSpeed {self.schema.version} refuses `{entry.key}`: {reason}", fix=fix)
+                self.report_key(entry, _refused(self.schema.version, entry.key, reason), fix=fix)
 
     def _remove_disabled(self, parent: Object, entry: Entry) -> Fix | None:
         """Remove a block that is off (`"enabled": false`, or no `enabled`: off by default)."""

@@ -1,4 +1,4 @@
-"""DSL415: `engine.save_16bit_model(...)` under ZeRO-3 without `stage3_gather_16bit_weights_on_model_save`."""
+"""DSL210 (DSL415 before): `engine.save_16bit_model(...)` under ZeRO-3 without the gather flag set."""
 
 from __future__ import annotations
 
@@ -30,12 +30,9 @@ GATHER_KEYS = (
 
 
 class Save16bitModelWithoutGather(ScriptRule):
-    code = "DSL415"
+    code = "DSL210"
     slug = "save-16bit-model-without-gather"
-    message = (
-        "under ZeRO-3, save_16bit_model writes nothing and returns False unless the config sets "
-        '"stage3_gather_16bit_weights_on_model_save": true'
-    )
+    message = 'under ZeRO-3, save_16bit_model saves nothing; set "stage3_gather_16bit_weights_on_model_save": true'
     severity = Severity.ERROR
     # Also the Hugging Face Trainer's save_model and accelerate's, in files that create no engine themselves.
     needs_engine = False

@@ -28,21 +28,11 @@ GRAD_SCALER = frozenset({"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "t
 class TorchAmpWithEnginePrecision(ScriptRule):
     code = "DSL306"
     slug = "torch-amp-with-engine-precision"
-    message = (
-        "the engine's config enables fp16 or bf16, which sets the model's precision; DeepSpeed turns an outer "
-        "torch.autocast off inside engine(...) (use the config's torch_autocast section for autocast); "
-        "remove this autocast"
-    )
+    message = "the config's fp16/bf16 sets the precision and DeepSpeed turns this autocast off; remove it"
     autocast_template = (
-        "the engine's config enables {precision}, which sets the model's precision; DeepSpeed turns an outer "
-        "torch.autocast off inside engine(...) (use the config's torch_autocast section for autocast); "
-        "remove this autocast"
+        "the config enables {precision}, and DeepSpeed turns this autocast off in engine(...); remove it"
     )
-    scaler_template = (
-        "the engine's config enables {precision}: engine.backward applies DeepSpeed's own loss scaling (fp16) and "
-        "its optimizer never unscales a torch GradScaler's factor; remove the GradScaler and pass the loss to "
-        "engine.backward"
-    )
+    scaler_template = "the config enables {precision}: the engine scales the loss itself; remove the GradScaler"
     severity = Severity.WARNING
     docs = RuleDocs(
         what="""

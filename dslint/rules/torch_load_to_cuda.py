@@ -18,10 +18,7 @@ from dslint.script.torch_load import (
 class TorchLoadToCuda(ScriptRule):
     code = "DSL201"
     slug = "torch-load-to-cuda"
-    message = (
-        "torch.load with a CUDA map_location puts the whole checkpoint on one GPU before DeepSpeed shards "
-        'anything; load with map_location="cpu"'
-    )
+    message = 'torch.load with a CUDA map_location puts the whole checkpoint on one GPU; use map_location="cpu"'
     severity = Severity.WARNING
     docs = RuleDocs(
         what="""

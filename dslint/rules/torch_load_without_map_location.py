@@ -18,10 +18,7 @@ from dslint.script.torch_load import (
 class TorchLoadWithoutMapLocation(ScriptRule):
     code = "DSL202"
     slug = "torch-load-without-map-location"
-    message = (
-        "torch.load without map_location puts tensors back on the device they were saved from (usually "
-        'cuda:0) on every rank; pass map_location="cpu"'
-    )
+    message = 'torch.load without map_location puts tensors back on cuda:0 on every rank; pass map_location="cpu"'
     severity = Severity.WARNING
     docs = RuleDocs(
         what="""

@@ -18,10 +18,6 @@ from dslint.script.trainer_saves import trainer_state_dicts_saved
 
 TORCH_SAVE = "torch.save"
 TARGETS = (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL)
-REMEDY = (
-    "use engine.save_checkpoint(dir), engine.save_16bit_model(dir) (with "
-    '"stage3_gather_16bit_weights_on_model_save": true), or zero_to_fp32 on a saved checkpoint'
-)
 
 
 class _StateDictCalls(cst.CSTVisitor):
@@ -40,18 +36,10 @@ class _StateDictCalls(cst.CSTVisitor):
 class TorchSaveStateDictUnderZero3(ScriptRule):
     code = "DSL204"
     slug = "torch-save-state-dict-under-zero3"
-    message = (
-        "under ZeRO-3, torch.save of the model's state_dict() writes empty tensors (parameters are "
-        f"partitioned); {REMEDY}"
-    )
-    zero3_message = (
-        "ZeRO-3 is on: torch.save of the model's state_dict() writes empty tensors (parameters are "
-        f"partitioned); {REMEDY}"
-    )
+    message = "under ZeRO-3, torch.save of state_dict() writes empty tensors; use engine.save_checkpoint(dir)"
+    zero3_message = "ZeRO-3 is on: torch.save of state_dict() writes empty tensors; use engine.save_checkpoint(dir)"
     trainer_message = (
-        "ZeRO-3 is on: the Trainer's model.state_dict() holds empty tensors (parameters are partitioned), so "
-        "the weights written from it are empty; save with trainer.save_model(dir) (with "
-        '"stage3_gather_16bit_weights_on_model_save": true) or zero_to_fp32 on a saved checkpoint'
+        "ZeRO-3: trainer.model.state_dict() holds empty tensors; use trainer.save_model (with the 16-bit gather)"
     )
     severity = Severity.ERROR
     needs_engine = False  # the Hugging Face Trainer creates its engine inside `train()`

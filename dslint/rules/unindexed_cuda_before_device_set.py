@@ -18,14 +18,9 @@ TORCH_GENERATOR = "torch.Generator"  # torch.Generator(device="cpu"): the device
 class UnindexedCudaBeforeDeviceSet(ScriptRule):
     code = "DSL103"
     slug = "unindexed-cuda-before-device-set"
-    message = (
-        "un-indexed CUDA device used before the current device is set: every rank lands on cuda:0; use "
-        "engine.device after deepspeed.initialize, or call get_accelerator().set_device(local_rank) first"
-    )
+    message = "un-indexed CUDA device used before the device is set: every rank gets cuda:0; use engine.device"
     inference_message = (
-        "un-indexed CUDA device used before deepspeed.init_inference (line {line}) sets each rank's device: "
-        "with mp_size above 1 every rank lands on cuda:0; index it with the local rank, or call "
-        "get_accelerator().set_device(local_rank) first"
+        "un-indexed CUDA device used before deepspeed.init_inference (line {line}) sets it; index it by rank"
     )
     severity = Severity.WARNING
     inference_engine = True

@@ -124,7 +124,7 @@ class UnknownConfigSectionKey(ConfigRule):
             hint = f"; did you mean `{suggestion}`?" if suggestion else ""
             self.report_key(
                 item.entry,
-                f"`{where}` has no key `{key}`: DeepSpeed stops at start-up with a ValidationError{hint}",
+                f"`{where}` has no key `{key}`; DeepSpeed stops at start-up{hint}",
                 fix=self._rename(item, suggestion) if suggestion else None,
             )
 
@@ -164,6 +164,5 @@ class UnknownConfigSectionKey(ConfigRule):
             return
         self.report_key(
             item.entry,
-            f"`{field.name}` and `{field.alias}` are the same setting; with both, DeepSpeed stops at start-up "
-            f"with a ValidationError: keep `{field.alias}`",
+            f"`{field.name}` and `{field.alias}` are the same setting and DeepSpeed refuses both; keep `{field.alias}`",
         )

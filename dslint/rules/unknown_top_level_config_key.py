@@ -17,7 +17,7 @@ HANDLED_ELSEWHERE = frozenset({"ignored_parameters"})  # DSL412 explains it
 class UnknownTopLevelConfigKey(ConfigRule):
     code = "DSL401"
     slug = "unknown-top-level-config-key"
-    message = "DeepSpeed does not read this top-level key and ignores it silently; fix the spelling or remove it"
+    message = "DeepSpeed ignores this unknown top-level key silently; fix the spelling or remove it"
     severity = Severity.ERROR
     runs_on_mixed_files = True
     fixable = True
@@ -164,8 +164,7 @@ class UnknownTopLevelConfigKey(ConfigRule):
         if old_bf16 is not None and bfloat16_ignored(self.root):
             self.report_key(
                 old_bf16,
-                "DeepSpeed reads `bf16` and ignores `bfloat16` (its older spelling) when both are present; "
-                "keep only `bf16`",
+                "DeepSpeed ignores `bfloat16` (the older spelling) beside `bf16`; keep only `bf16`",
             )
         suggestions = {e.key: did_you_mean(e.key, self.schema.live_top_level_keys) for e in unknown}
         for entry in unknown:
@@ -174,18 +173,17 @@ class UnknownTopLevelConfigKey(ConfigRule):
             if dot and rest and section in self.schema.live_top_level_keys:
                 self.report_key(
                     entry,
-                    f"DeepSpeed reads nested sections, not dotted names: `{entry.key}` is a top-level key it does "
-                    f"not read and ignores silently; write `{rest}` inside the `{section}` section",
+                    f"DeepSpeed ignores dotted key `{entry.key}`; nest `{rest}` in `{section}`",
                 )
             elif suggestion is not None:
                 self.report_key(
                     entry,
-                    f"DeepSpeed does not read `{entry.key}` and ignores it silently; did you mean `{suggestion}`?",
+                    f"DeepSpeed ignores unknown key `{entry.key}` silently; did you mean `{suggestion}`?",
                     fix=self._rename(entry, suggestion),
                 )
             else:
                 self.report_key(
-                    entry, f"DeepSpeed does not read `{entry.key}` and ignores it silently; remove it or fix it"
+                    entry, f"DeepSpeed ignores unknown key `{entry.key}` silently; remove it or fix its spelling"
                 )
 
     def _rename(self, entry: Entry, suggestion: str) -> Fix | None:
@@ -205,10 +203,8 @@ class UnknownTopLevelConfigKey(ConfigRule):
         return Fix((edit,), Applicability.UNSAFE, f"rename `{entry.key}` to `{suggestion}`")
 
     def _report_mixed(self, unknown: list[Entry]) -> None:
-        names = ", ".join(f"`{e.key}`" for e in unknown[:4])
+        names = ", ".join(f"`{e.key}`" for e in unknown[:2])
         self.report_key(
             unknown[0],
-            f"{len(unknown)} top-level keys are not DeepSpeed settings ({names}, ...): this file mixes another "
-            "tool's settings into a DeepSpeed config; DeepSpeed ignores them silently, and dslint checks nothing "
-            "else here: give DeepSpeed its own config",
+            f"{len(unknown)} top-level keys are not DeepSpeed's ({names}, ...); give DeepSpeed its own config",
         )

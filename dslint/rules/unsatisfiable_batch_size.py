@@ -136,9 +136,9 @@ class UnsatisfiableBatchSize(ConfigRule):
         anchor = self.root.entry("train_batch_size") or self.root.entry("train_micro_batch_size_per_gpu")
         assert anchor is not None
         shown = ", ".join(
-            f"{name}={value}"
+            f"{name} {value}"
             for name, value in zip(
-                ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"),
+                ("train", "micro", "accumulation"),  # train_batch_size, train_micro_batch_size_per_gpu, ...
                 values,
                 strict=True,
             )
@@ -146,7 +146,6 @@ class UnsatisfiableBatchSize(ConfigRule):
         )
         self.report_key(
             anchor,
-            f"{shown} cannot satisfy train = micro x accumulation x world size {detail} (all > 0); "
-            "DeepSpeed stops at start-up",
+            f"batch sizes {shown}: train != micro x accumulation x GPUs {detail}",
             related=related,
         )

@@ -17,14 +17,8 @@ CONFIG_KEYWORDS = library.ZERO_INIT.config
 class ZeroInitWithoutStage3(ScriptRule):
     code = "DSL308"
     slug = "zero-init-without-stage-3"
-    message = (
-        "deepspeed.zero.Init partitions parameters as they are created, which only ZeRO-3 handles, but this "
-        'config runs a lower ZeRO stage; set "stage": 3 or build the model without zero.Init'
-    )
-    stage_template = (
-        "deepspeed.zero.Init partitions parameters as they are created, which only ZeRO-3 handles, but this "
-        'config runs ZeRO stage {stage}; set "stage": 3 or build the model without zero.Init'
-    )
+    message = 'deepspeed.zero.Init needs ZeRO-3, but this config runs a lower stage; set "stage": 3 or drop it'
+    stage_template = 'deepspeed.zero.Init needs ZeRO-3, but this config runs stage {stage}; set "stage": 3 or drop it'
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""

@@ -1,0 +1,95 @@
+"""DSL104: the model is cast to half precision before it is given to `deepspeed.initialize` (split from DSL101)."""
+
+from __future__ import annotations
+
+from dslint.diagnostics import Severity
+from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.rules.model_moved_before_initialize import ModelMovedBeforeInitialize
+
+
+class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
+    """The same walk as DSL101 (the model's calls before the `initialize` it reaches), reporting the casts."""
+
+    code = "DSL104"
+    slug = "model-cast-before-initialize"
+    message = "model cast before deepspeed.initialize; remove the cast and set fp16/bf16 in the config"
+    severity = Severity.WARNING
+    inference_engine = False
+    casts = True
+    docs = RuleDocs(
+        what="""
+            Flags `.half()`, `.bfloat16()` and `.to(..., dtype=...)` (or `.to(torch.float16)`) on the model that
+            is later given to `deepspeed.initialize(model=...)`, in the same function, before that call. It used to be
+            part of DSL101 (`# noqa: DSL101` and `ignore = ["DSL101"]` still cover it, through the redirect).
+        """,
+        why="""
+            Casting is the engine's job: it casts the module to fp16 or bf16 when the config's `fp16` or `bf16`
+            section enables them (DeepSpeedEngine `_configure_distributed_model`), and builds the loss scaler and
+            the fp32 master weights to match. A model cast to half by hand under a config without `fp16` trains
+            in half precision with no loss scaling and no fp32 master copy; under a config with it, the cast is
+            redundant.
+        """,
+        example="""
+            model = Net().half()
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+        """,
+        use_instead="""
+            model = Net()
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")  # ds.json: "fp16": {"enabled": true}
+        """,
+        fix_safety="""
+            The fix removes the cast (a lone statement is deleted; in an expression the call is dropped from its
+            chain). It is unsafe: it changes the precision the model trains in unless the config enables it, and
+            code between the cast and `initialize` may rely on the dtype.
+        """,
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed
+            model = Net().to("cuda")
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            model = Net()
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            teacher = Net().half()
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import deepspeed as ds
+            net = Net().to(device).half()
+            model_engine, *_ = ds.initialize(args=args, model=net)
+            """,
+            lines=(3,),
+            fixed="""
+            import deepspeed as ds
+            net = Net().to(device)
+            model_engine, *_ = ds.initialize(args=args, model=net)
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            class Trainer:
+                def setup(self):
+                    self.model = Net()
+                    self.model.bfloat16()
+                    self.engine, _, _, _ = deepspeed.initialize(model=self.model, config=self.cfg)
+            """,
+            lines=(6,),
+            fixed="""
+            import deepspeed
+            class Trainer:
+                def setup(self):
+                    self.model = Net()
+                    self.engine, _, _, _ = deepspeed.initialize(model=self.model, config=self.cfg)
+            """,
+        ),
+    )
