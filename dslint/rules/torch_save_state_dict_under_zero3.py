@@ -39,7 +39,7 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
     message = "under ZeRO-3, torch.save of state_dict() writes empty tensors; use engine.save_checkpoint(dir)"
     zero3_message = "ZeRO-3 is on: torch.save of state_dict() writes empty tensors; use engine.save_checkpoint(dir)"
     trainer_message = (
-        "ZeRO-3: trainer.model.state_dict() holds empty tensors; use trainer.save_model (with the 16-bit gather)"
+        "ZeRO-3: trainer.model.state_dict() holds empty tensors; save with trainer.save_model and the gather"
     )
     severity = Severity.ERROR
     needs_engine = False  # the Hugging Face Trainer creates its engine inside `train()`
