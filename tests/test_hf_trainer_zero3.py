@@ -14,10 +14,7 @@ from dslint.lint.result import FileResult
 from dslint.selection import RuleSelection
 
 PROJECT = FIXTURES / "projects" / "hf_trainer_zero3"
-SAVE = (
-    'under ZeRO-3, trainer.save_model writes no usable weights unless the config sets "stage3_gather_16bit_weights_'
-    "on_model_save\": true: accelerate's get_state_dict refuses, and the Trainer saves a DeepSpeed checkpoint there"
-)
+SAVE = "under ZeRO-3, trainer.save_model writes no usable weights without the 16-bit gather"
 
 
 @pytest.fixture(scope="module")

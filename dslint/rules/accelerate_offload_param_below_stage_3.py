@@ -79,8 +79,6 @@ class AccelerateOffloadParamBelowStage3(AccelerateRule):
             )
         self.report_key(
             entry,
-            f"offload_param_device: {device} offloads parameters only under ZeRO stage 3; at {where} DeepSpeed "
-            "ignores it silently and the parameters stay on the GPU (set zero_stage: 3, or use "
-            "offload_optimizer_device)",
+            f"offload_param_device: {device} needs ZeRO stage 3; at {where} it is ignored silently",
             related=related,
         )

@@ -79,8 +79,6 @@ class AccelerateZero3InitWithoutStage3(AccelerateRule):
             )
         self.report_key(
             entry,
-            f"zero3_init_flag has no effect below ZeRO stage 3: at {where} accelerate warns and sets it to False, "
-            "so the model is built whole, without deepspeed.zero.Init (set zero_stage: 3 if it was meant to be "
-            "partitioned as it is built, else set the flag to false)",
+            f"zero3_init_flag has no effect at {where}: accelerate sets it to False below ZeRO-3",
             related=related,
         )

@@ -248,22 +248,15 @@ class Save16bitModelWithoutGather(ScriptRule):
     @staticmethod
     def _accelerate_message(call: cst.Call, runs: list[AccelerateRun]) -> str:
         method = method_name(call)
-        how = "raises" if method == "get_state_dict" else "calls get_state_dict, which raises"
+        how = "raises" if method == "get_state_dict" else "raises in get_state_dict"
         where = ", ".join(dict.fromkeys(f"{r.path}:{r.line} {r.message}" for run in runs for r in run.via[-1:]))
         return (
-            f"under ZeRO-3, accelerator.{method} {how} a ValueError unless the DeepSpeed config sets "
-            '"stage3_gather_16bit_weights_on_model_save": true (zero3_save_16bit_model: true in the accelerate '
-            f"config): the run ends without a saved model; set it, or save with save_state / save_checkpoint ({where})"
+            f"under ZeRO-3, accelerator.{method} {how} without the 16-bit gather: set zero3_save_16bit_model ({where})"
         )
 
     def _trainer_message(self, configs: list[ResolvedConfig]) -> str:
         sources = ", ".join(dict.fromkeys(c.source + c.evidence() for c in configs))
-        return (
-            "under ZeRO-3, trainer.save_model writes no usable weights unless the config sets "
-            '"stage3_gather_16bit_weights_on_model_save": true: accelerate\'s get_state_dict refuses, and the '
-            "Trainer saves a DeepSpeed checkpoint there instead, which from_pretrained cannot load (recover with "
-            f"zero_to_fp32.py); config: {sources}"
-        )
+        return f"under ZeRO-3, trainer.save_model writes no usable weights without the 16-bit gather; config: {sources}"
 
     def visit_Call(self, node: cst.Call) -> None:
         name = method_name(node)

@@ -12,7 +12,7 @@ from dslint.framework.rule import Invalid, RuleDocs, Valid
 class UnknownAccelerateDeepSpeedKey(AccelerateRule):
     code = "DSL417"
     slug = "unknown-accelerate-deepspeed-key"
-    message = "accelerate launch has no such option and ignores this deepspeed_config key silently; fix the spelling"
+    message = "accelerate launch ignores this deepspeed_config key silently; fix the spelling"
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""
@@ -89,8 +89,7 @@ class UnknownAccelerateDeepSpeedKey(AccelerateRule):
             if near is None and entry.key in load_schema().top_level_keys:
                 self.report_key(
                     entry,
-                    f"`{entry.key}` is a key of the DeepSpeed config, not an option of accelerate launch, which "
-                    "ignores it silently here; write it in a DeepSpeed JSON config, named by deepspeed_config_file",
+                    f"`{entry.key}` is a DeepSpeed config key, ignored silently here; put it in deepspeed_config_file",
                 )
                 continue
             if near is None:
@@ -98,11 +97,10 @@ class UnknownAccelerateDeepSpeedKey(AccelerateRule):
                 continue
             consequence = ""
             if near == "zero_stage" and section.entry("zero_stage") is None and self.config.config_file() is None:
-                consequence = f": ZeRO then runs at accelerate's default stage {DEFAULT_STAGE}"
+                consequence = f" (ZeRO runs at stage {DEFAULT_STAGE})"
             elif section.entry(near) is None:
-                consequence = f": accelerate then uses its default for `{near}`"
+                consequence = " (its default stays)"
             self.report_key(
                 entry,
-                f"`{entry.key}` is no option of accelerate launch, which ignores it silently (did you mean "
-                f"`{near}`?){consequence}",
+                f"`{entry.key}` is ignored by accelerate launch: did you mean `{near}`?{consequence}",
             )
