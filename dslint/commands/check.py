@@ -282,7 +282,10 @@ def run_check(
     finally:
         progress.finish()
     _collect(outcome, linted)
-    outcome.results.extend(launcher_findings(resolver, project.launch_issues))
+    launched = launcher_findings(resolver, project.launch_issues)
+    outcome.results.extend(launched)
+    linted_launchers = {os.path.abspath(result.path) for result in launched}
+    outcome.skipped = [s for s in outcome.skipped if os.path.abspath(s.path) not in linted_launchers]
     apply_config_ignores(resolver, outcome.results)
     return outcome
 
@@ -372,7 +375,12 @@ def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool, resolve
             left.append((path, _codes(own), "add `# noqa: CODE` in the cell, or"))
             continue
         if result_is_launcher(path):  # a comment inside a continued command would cut the command
-            left.append((path, _codes(own), "a launcher gets no comment written into it (`# dslint: noqa: CODE`):"))
+            how = (
+                "put `# dslint: noqa: CODE` on a line of its own (a comment inside a command cuts it), or"
+                if path.endswith(COMMENTED)
+                else "a document has no comment dslint reads:"
+            )
+            left.append((path, _codes(own), how))
             continue
         config = suffix in CONFIG_SUFFIXES
         text = texts.get(path)

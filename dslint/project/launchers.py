@@ -5,8 +5,11 @@ What a launch line tells: which Python script runs (`deepspeed [--num_gpus N] tr
 train.py`, `python -m torch.distributed.launch ... train.py`, `accelerate launch --config_file acc.yaml
 train.py`, plain `python train.py`), and the options the script gets (`--deepspeed_config ds.json`,
 `--deepspeed ds_z3.json`, `--zero_stage 3`). Variables assigned a literal in the same file (`ZERO_STAGE=3`,
-`CONFIG := ds.json`) are substituted; a value built at run time (`$(date)`, `$1`, an unknown `$VAR`) stays
-unknown and is never guessed. Nothing here reads the file system except `read_accelerate_yaml`.
+`CONFIG := ds.json`) or in a file it sources (`source env.sh`) are substituted, and `${VAR:-default}` gives its
+default where the file leaves VAR unset; a value built at run time (`$(date)`, `$1`, an unknown `$VAR`) stays
+unknown and is never guessed. A comment line inside a backslash continuation ends the command, as in bash: the
+options after it are recorded as lost (`LaunchLine.lost_options`). Nothing here reads the file system except
+`read_accelerate_yaml` (a sourced file is read through `parse_shell`'s `read`).
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ class DeviceMapUnderMultiprocessLaunch(ScriptRule):
             files=(("run.sh", "deepspeed --num_gpus 2 train.py\n"),),
         ),
     )
-    invalid = (Invalid(_SCRIPT, lines=(3,), files=(("run.sh", "deepspeed --num_gpus 2 train.py\n"),)),)
+    invalid = (Invalid(_SCRIPT, lines=(3,), files=(("run.sh", "deepspeed --num_gpus 2 train.py\n"),)),)  # the keyword
 
     def visit_Call(self, node: cst.Call) -> None:
         project = self.facts.project
@@ -86,4 +86,5 @@ class DeviceMapUnderMultiprocessLaunch(ScriptRule):
             "without device_map and let DeepSpeed place it on each rank's GPU"
         )
         related = tuple(Related(s.launch.path, s.launch.line, s.launch.column, s.world_source) for s in several)
-        self.report(node, message, related=related)
+        argument = next(a for a in node.args if a.keyword is not None and a.keyword.value == "device_map")
+        self.report(argument, message, related=related)
