@@ -21,10 +21,7 @@ model = transformers.AutoModelForCausalLM.from_pretrained("base-model", device_m
 class DeviceMapUnderMultiprocessLaunch(ScriptRule):
     code = "DSL425"
     slug = "device-map-under-multiprocess-launch"
-    message = (
-        'from_pretrained with device_map="auto" in a script launched as several processes a node: every process '
-        "spreads its own full copy of the model over all the node's GPUs"
-    )
+    message = 'device_map="auto" under a launch of several processes a node: each spreads a full copy over all GPUs'
     severity = Severity.ERROR
     needs_engine = False
     required_tokens = (b"from_pretrained", b"device_map")
@@ -79,11 +76,8 @@ class DeviceMapUnderMultiprocessLaunch(ScriptRule):
         where = first.launch
         others = f" and {len(several) - 1} more launch(es)" if len(several) > 1 else ""
         message = (
-            f"from_pretrained with device_map={value.value} in a script launched as {first.ranks_per_node} "
-            f"processes a node ({first.world_source}: {where.path}:{where.line}{others}): every process spreads its "
-            "own full copy of the model over all the node's GPUs (accelerate's device map counts every visible "
-            "GPU), and the HF Trainer or accelerate's prepare refuses such a model in distributed mode; load it "
-            "without device_map and let DeepSpeed place it on each rank's GPU"
+            f"device_map={value.value} under {first.ranks_per_node} processes a node: each spreads a full copy over "
+            f"all GPUs; drop device_map ({first.world_source}: {where.path}:{where.line}{others})"
         )
         related = tuple(Related(s.launch.path, s.launch.line, s.launch.column, s.world_source) for s in several)
         argument = next(a for a in node.args if a.keyword is not None and a.keyword.value == "device_map")

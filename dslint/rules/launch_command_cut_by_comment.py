@@ -12,7 +12,7 @@ class LaunchCommandCutByComment(LaunchRule):
     code = "DSL422"
     slug = "launch-command-cut-by-comment"
     kind = "cut"
-    message = "a comment line inside a continued command ends the command: the options after it never reach the script"
+    message = "a comment line inside a continued command ends it; move the comment above the command"
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""
@@ -77,8 +77,4 @@ class LaunchCommandCutByComment(LaunchRule):
         lost = issue.options
         shown = ", ".join(lost[:3]) + (f" and {len(lost) - 3} more" if len(lost) > 3 else "")
         verb = "never reaches" if len(lost) == 1 else "never reach"
-        return (
-            f"this comment line ends the continued command that runs {issue.detail}: {shown} {verb} it, "
-            "and bash runs each of those lines as a command of its own, which fails; move the comment above "
-            "the command"
-        )
+        return f"this comment line ends the continued command that runs {issue.detail}: {shown} {verb} it"

@@ -21,10 +21,7 @@ _STAGE3 = '{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu":
 class Zero3GenerationOnOneRank(ScriptRule):
     code = "DSL426"
     slug = "zero3-generation-on-one-rank"
-    message = (
-        "under ZeRO-3 this generate runs on one rank while the others do not: each forward gathers the "
-        "partitioned parameters from every rank, so the run hangs"
-    )
+    message = "under ZeRO-3, generate on one rank hangs: its forward gathers parameters from every rank"
     severity = Severity.ERROR
     needs_engine = False
     required_tokens = (b"generate",)
