@@ -112,7 +112,7 @@ def test_device_map_and_one_rank_generation_follow_the_launches() -> None:
     ]
     messages = {code: message for _, _, code, message in found}
     assert messages["DSL425"].startswith(
-        'device_map="auto" under 2 processes a node: each spreads a full copy over all GPUs; drop device_map (--num_gpus'
+        'device_map="auto" under 2 processes a node: each spreads a full copy over all GPUs; drop device_map ('
     )
     assert messages["DSL426"].startswith("under ZeRO-3, generate on one rank hangs")
     assert messages["DSL426"].endswith("(ZeRO-3 from " + os.path.relpath(PROCESSES / "configs" / "z3.json") + ")")
