@@ -16,6 +16,7 @@ from dslint.lint.batch import index_project, lint_files
 from dslint.lint.files import discover
 from dslint.lint.result import FileResult as ScriptResult
 from dslint.selection import RuleSelection
+from dslint.settings import SettingsResolver
 
 PROJECTS = sorted(p for p in (FIXTURES / "projects").iterdir() if p.is_dir())
 
@@ -23,8 +24,8 @@ PROJECTS = sorted(p for p in (FIXTURES / "projects").iterdir() if p.is_dir())
 def _check(project: Path) -> list[tuple[str, int, int, str]]:
     files = discover([str(project)]).files
     index = index_project(files, [str(project)])
-    selection = RuleSelection()
-    results = lint_files([(f, selection) for f in files], jobs=1, project=index)
+    resolver = SettingsResolver()  # each file judged against the DeepSpeed its project pins, as `dslint check`
+    results = lint_files([(f, resolver.for_path(f).selection_for(f)) for f in files], jobs=1, project=index)
     found: set[tuple[str, int, int, str]] = set()
     for result in results:
         assert isinstance(result, ScriptResult), result

@@ -52,6 +52,7 @@ CODES: tuple[str, ...] = (
     "DSL414",
     "DSL415",
     "DSL416",
+    "DSL420",
 )
 
 
