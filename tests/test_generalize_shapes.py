@@ -10,19 +10,20 @@ from fixture_support import FIXTURES
 from dslint.lint.batch import index_project, lint_files
 from dslint.lint.files import discover
 from dslint.lint.result import FileResult
-from dslint.selection import RuleSelection
+from dslint.settings import SettingsResolver
 
 
 def _findings(name: str) -> list[tuple[str, int, str, str]]:
     project = FIXTURES / "projects" / name
     files = discover([str(project)]).files
     index = index_project(files, [str(project)])
-    results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
-    found: list[tuple[str, int, str, str]] = []
+    resolver = SettingsResolver()  # each file judged against the DeepSpeed its project pins, as `dslint check`
+    results = lint_files([(f, resolver.for_path(f).selection_for(f)) for f in files], jobs=1, project=index)
+    found: set[tuple[str, int, str, str]] = set()  # a config is also checked with the script that reads it
     for result in results:
         assert isinstance(result, FileResult), result
         for d in result.diagnostics:
-            found.append((os.path.relpath(os.path.abspath(d.path), project), d.start.line, d.code, d.message))
+            found.add((os.path.relpath(os.path.abspath(d.path), project), d.start.line, d.code, d.message))
     return sorted(found)
 
 
@@ -87,3 +88,21 @@ def test_a_model_wrapped_for_data_parallelism_before_initialize() -> None:
         ],
     )
     assert "multi_gpu.py:10)" in found[1][3] and "multi_gpu.py:12)" in found[2][3]
+
+
+def test_a_key_an_old_pinned_release_ignores_is_a_finding() -> None:
+    """The same misspelt `"bf16": {"enable": true}` under a project pinning deepspeed==0.9.2 (bf16 read as a
+    plain dict: ignored silently, DSL420 naming the release) and under one pinning 0.19.8 (DSL403); the fp16
+    keys the old release reads stay silent."""
+    _match(
+        _findings("old_pins"),
+        [
+            ("current/ds_bf16.json", 3, "DSL403", "`bf16` has no key `enable`: DeepSpeed stops at start-up"),
+            (
+                "legacy/ds_bf16.json",
+                3,
+                "DSL420",
+                "`bf16.enable` is ignored silently by DeepSpeed 0.9.2, the project's DeepSpeed (read as 0.10.3",
+            ),
+        ],
+    )

@@ -17,6 +17,7 @@ from dslint.lint.files import discover
 from dslint.lint.launcher import launcher_results
 from dslint.lint.result import FileResult as ScriptResult
 from dslint.selection import RuleSelection
+from dslint.settings import SettingsResolver
 
 PROJECTS = sorted(p for p in (FIXTURES / "projects").iterdir() if p.is_dir())
 
@@ -24,9 +25,11 @@ PROJECTS = sorted(p for p in (FIXTURES / "projects").iterdir() if p.is_dir())
 def _check(project: Path) -> list[tuple[str, int, int, str]]:
     files = discover([str(project)]).files
     index = index_project(files, [str(project)])
-    selection = RuleSelection()
-    results = lint_files([(f, selection) for f in files], jobs=1, project=index)
-    results += launcher_results(index.launch_issues, lambda _: selection, lambda p: Path(p).read_text("utf-8"))
+    resolver = SettingsResolver()  # each file judged against the DeepSpeed its project pins, as `dslint check`
+    results = lint_files([(f, resolver.for_path(f).selection_for(f)) for f in files], jobs=1, project=index)
+    results += launcher_results(
+        index.launch_issues, lambda p: resolver.for_path(p).selection_for(p), lambda p: Path(p).read_text("utf-8")
+    )
     found: set[tuple[str, int, int, str]] = set()
     for result in results:
         assert isinstance(result, ScriptResult), result

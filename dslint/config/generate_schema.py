@@ -13,6 +13,8 @@ Everything in the snapshot comes from DeepSpeed itself, not from documentation:
   section, and the model named by the resulting ValidationError is the section's model;
 - the fields of those models (names, aliases, types, enum values, bounds, deprecation), walked from
   `model_fields`;
+- for each section read as a plain dict, the keys `DeepSpeedConfig` asks for (`read_section_keys`; null when it
+  reads the section whole);
 - the keys DeepSpeed removed and now refuses (`_REMOVED_TOP_LEVEL_CONFIG_KEYS`, `_REMOVED_ZERO_CONFIG_KEYS`);
 - the top-level keys that take only certain strings (`communication_data_type`: fp16, bf16 or fp32), probed
   with a vocabulary drawn from DeepSpeed's own constants (`runtime/constants.py`) and the key's default.
@@ -71,6 +73,89 @@ class RecordingDict(dict[str, Any]):
 
     def __copy__(self) -> RecordingDict:
         return RecordingDict(super().copy(), self.record)  # dict.copy: reads no key through the recorder
+
+
+class SectionRecorder(dict[str, Any]):
+    """A section's dict that records the keys DeepSpeed reads from it one by one (`get`, `[]`, `in`; `keys()`
+    for a membership test reads nothing); reading it whole (iteration, `items()`, a copy) makes it opaque: then
+    no key set can be told. So does reading the probe key, which no release knows (`**section` reads all)."""
+
+    def __init__(self, data: dict[str, Any], record: set[str], whole: list[bool]) -> None:
+        super().__init__(data)
+        self.record = record
+        self.whole = whole
+
+    def __getitem__(self, key: str) -> Any:
+        self.record.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.record.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.record.add(key)
+        return super().__contains__(key)
+
+    def items(self) -> Any:
+        self.whole[0] = True
+        return super().items()
+
+    def values(self) -> Any:
+        self.whole[0] = True
+        return super().values()
+
+    def __iter__(self) -> Any:
+        self.whole[0] = True
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self.whole[0] = True
+        return super().__len__()
+
+    def __copy__(self) -> SectionRecorder:
+        self.whole[0] = True
+        return SectionRecorder(dict(self), self.record, self.whole)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SectionRecorder:
+        self.whole[0] = True
+        return SectionRecorder(copy.deepcopy(dict(self), memo), self.record, self.whole)
+
+
+# What a section is probed with: empty, and switched on (a reader may read its other keys only when enabled);
+# each with the probe key as well, which only a reader taking the section whole asks for.
+SECTION_PROBES: tuple[dict[str, Any], ...] = ({PROBE: 1}, {"enabled": True, PROBE: 1}, {"enabled": False, PROBE: 1})
+
+
+def read_section_keys(keys: list[str], sections: dict[str, str], removed: set[str]) -> dict[str, list[str] | None]:
+    """For each top-level section DeepSpeed reads as a plain dict (no pydantic model validates it), the keys
+    `DeepSpeedConfig` reads from it, over every probe of `SECTION_PROBES` (whether or not it then raises); None
+    when it reads the section whole (a copy, an iteration: what it keeps cannot be told). Keys it never asks
+    for are ignored silently at this release."""
+    DeepSpeedConfig = _deepspeed("deepspeed.runtime.config").DeepSpeedConfig
+    found: dict[str, list[str] | None] = {}
+    for key in keys:
+        if key in sections or key in removed:
+            continue
+        record: set[str] = set()
+        whole = [False]
+        base = {k: 1 for k in ("train_batch_size",) if k != key}
+        probes = list(SECTION_PROBES)
+        for _ in range(4):  # then with the keys read so far present: some are read only beside others
+            seen = set(record)
+            for probe in probes:
+                with contextlib.suppress(Exception):
+                    DeepSpeedConfig({**base, key: SectionRecorder(dict(probe), record, whole)})
+            if record == seen or whole[0] or PROBE in record:
+                break
+            present = {k: 1 for k in sorted(record - {"enabled", PROBE})}
+            probes = [{**present, "enabled": True, PROBE: 1}, {**present, PROBE: 1}]
+        if whole[0] or PROBE in record:
+            found[key] = None
+        elif record:
+            found[key] = sorted(record)
+    return found
 
 
 def _deepspeed(module: str) -> Any:
@@ -452,6 +537,7 @@ def generate() -> dict[str, Any]:
         "refused_value_kinds": refused_kinds,
         "falsy_values_accepted": falsy_accepted,
         "accepted_strings": strings,
+        "read_section_keys": read_section_keys(read_by_config, sections, removed),
         "removed_top_level_keys": removed_top,
         "removed_zero_keys": removed_zero,
         "models": dict(sorted(models.items())),

@@ -43,3 +43,16 @@ def first_release_with_section_key(path: tuple[str, ...], version: Version) -> V
             continue
         return release
     return None
+
+
+def first_release_reading_section_key(section: str, key: str, version: Version) -> Version | None:
+    """The oldest known release newer than `version`'s schema that reads `key` in the top-level `section`:
+    by its pydantic model (name or alias), or, where it reads the section as a plain dict, by asking for it."""
+    for release, schema in _newer_schemas(version):
+        model = schema.section_model(section)
+        if model is not None and model.field(key) is not None:
+            return release
+        read = schema.read_section_keys.get(section)
+        if read is not None and key in read:
+            return release
+    return None

@@ -75,6 +75,9 @@ class Schema:
         self.pydantic: int = int(data.get("pydantic", 2))
         self.top_level_keys: frozenset[str] = frozenset(data["top_level_keys"])
         self.removed_top_level: Mapping[str, str] = data["removed_top_level_keys"]
+        # Sections DeepSpeed reads as plain dicts at this release: the keys it asks for (None: read whole);
+        # any other key there is ignored silently. Absent from schemas generated before it was recorded.
+        self.read_section_keys: Mapping[str, list[str] | None] = data.get("read_section_keys", {})
         self.removed_zero: Mapping[str, str] = data["removed_zero_keys"]
         self.sections: Mapping[str, str] = data["validated_sections"]
         self.refused_value_kinds: Mapping[str, list[str]] = data["refused_value_kinds"]

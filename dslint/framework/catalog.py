@@ -58,6 +58,7 @@ CODES: tuple[str, ...] = (
     "DSL417",
     "DSL418",
     "DSL419",
+    "DSL420",
     "DSL422",
     "DSL423",
     "DSL424",

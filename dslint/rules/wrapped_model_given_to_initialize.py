@@ -32,8 +32,8 @@ class WrappedModelGivenToInitialize(ScriptRule):
     data_parallel_message = (
         "the model is wrapped in DataParallel before deepspeed.initialize, which wraps the wrapper: the engine "
         "moves it to its rank's GPU, and DataParallel's forward requires the parameters on device_ids[0] "
-        '(cuda:0), so on every rank but 0 the first forward raises "module must have its parameters and buffers '
-        "on device cuda:0\"; on rank 0 it replicates the model onto every visible GPU, the other ranks' too; "
+        '(cuda:0), so with several ranks every rank but 0 raises at the first forward ("module must have its '
+        'parameters and buffers on device cuda:0"), and rank 0 replicates the model onto every visible GPU; '
         f"{CHECKPOINTS}; {ADVICE}"
     )
     severity = Severity.ERROR
