@@ -37,14 +37,14 @@ def test_precision_device_map_and_overwritten_auto() -> None:
     """DSL207 only on the model initialize receives (a teacher and a reference model loaded with a device map
     stay silent), on every model once HfDeepSpeedConfig is alive; DSL405 only on the "auto" values the script
     leaves (dict literal, a file opened by a literal path, a launched file), nested writes and updates too."""
-    zero3 = "ZeRO-3 is on: from_pretrained with a device_map raises in transformers"
+    zero3 = "ZeRO-3 is on: from_pretrained must not get a device_map"
     _match(
         _findings("precision"),
         [
-            ("configs/opened.json", 3, "DSL405", '`gradient_clipping` is "auto", which only the Hugging Face'),
+            ("configs/opened.json", 3, "DSL405", 'write a value for `gradient_clipping`, not "auto"'),
             ("distill.py", 12, "DSL207", zero3),
             ("hf_teacher.py", 12, "DSL207", zero3),
-            ("literal_auto.py", 9, "DSL405", '`gradient_accumulation_steps` is "auto"'),
+            ("literal_auto.py", 9, "DSL405", 'write a value for `gradient_accumulation_steps`, not "auto"'),
         ],
     )
 
@@ -57,9 +57,9 @@ def test_loads_into_partitioned_parameters_and_before_the_returned_optimizer_ste
     """DSL203 on a load into a model built inside zero.Init (inside the block and after it, not when gathered),
     and on a load after initialize followed by `optimizer.step()` of the optimizer initialize returned (not at
     stage 0 in fp32, not after the last step); DSL302 says the optimizer step itself is wrong beside the engine."""
-    partitioned = "load_state_dict into a model built inside deepspeed.zero.Init fails"
-    stepped = "load_state_dict after deepspeed.initialize succeeds, but the next step() of the optimizer"
-    own_step = "engine.step() steps the optimizer at the accumulation boundary"
+    partitioned = "load_state_dict into a zero.Init model fails (parameters are empty)"
+    stepped = "load_state_dict after deepspeed.initialize is undone by the next optimizer.step()"
+    own_step = "optimizer stepped beside the engine; call engine.step()"
     _match(
         _findings("loads"),
         [
@@ -77,7 +77,7 @@ def test_a_model_wrapped_for_data_parallelism_before_initialize() -> None:
     """DSL214 on a DDP wrap on the way to initialize, a conditional DataParallel wrap in a builder whose result
     reaches initialize (naming where), apex's DDP; silent for DDP as the alternative to DeepSpeed, for two
     flags that may be exclusive, and for the wrapper's `.module` handed on."""
-    ddp = "the model is wrapped in DistributedDataParallel before deepspeed.initialize, which wraps the wrapper"
+    ddp = "the model is wrapped in DistributedDataParallel before deepspeed.initialize; pass it unwrapped"
     found = _findings("wrappers")
     _match(
         found,
@@ -97,12 +97,12 @@ def test_a_key_an_old_pinned_release_ignores_is_a_finding() -> None:
     _match(
         _findings("old_pins"),
         [
-            ("current/ds_bf16.json", 3, "DSL403", "`bf16` has no key `enable`: DeepSpeed stops at start-up"),
+            ("current/ds_bf16.json", 3, "DSL403", "`bf16` has no key `enable`; DeepSpeed stops at start-up"),
             (
                 "legacy/ds_bf16.json",
                 3,
                 "DSL420",
-                "`bf16.enable` is ignored silently by DeepSpeed 0.9.2, the project's DeepSpeed (read as 0.10.3",
+                "`bf16.enable` is ignored silently by DeepSpeed 0.9.2 (judged by 0.10.3's schema): did you mean",
             ),
         ],
     )

@@ -74,9 +74,9 @@ class SectionKeyIgnoredByRelease(ConfigRule):
         strict_later = load_schema().sections
         version = self.context.deepspeed_version
         oldest = known_releases()[0]
-        judged = f"DeepSpeed {version}, the project's DeepSpeed"
+        judged = f"DeepSpeed {version}"
         if version < oldest:
-            judged += f" (read as {oldest} reads it: dslint has no older schema)"
+            judged += f" (judged by {oldest}'s schema)"
         for top in self.root.last_entries():
             section = top.key
             read = schema.read_section_keys.get(section)
@@ -94,26 +94,12 @@ class SectionKeyIgnoredByRelease(ConfigRule):
                 newer = first_release_reading_section_key(section, key, version)
                 suggestion = did_you_mean(key, read) if newer is None else None
                 if newer is not None:
-                    text = (
-                        f"`{section}.{key}` is ignored silently by {judged}, which reads only "
-                        f"{self._listed(read)} there; DeepSpeed {newer} reads it: upgrade DeepSpeed or remove the key"
-                    )
+                    text = f"`{section}.{key}` is ignored silently by {judged}; {newer} reads it: upgrade or remove it"
                     severity = Severity.WARNING
                 elif suggestion is not None:
-                    text = (
-                        f"`{section}.{key}` is ignored silently by {judged}, "
-                        f"which reads only {self._listed(read)} there: did you mean `{suggestion}`? As written, "
-                        f"`{suggestion}` keeps its default"
-                    )
+                    text = f"`{section}.{key}` is ignored silently by {judged}: did you mean `{suggestion}`?"
                     severity = Severity.ERROR
                 else:
-                    text = (
-                        f"`{section}.{key}` is ignored silently by {judged}, "
-                        f"which reads only {self._listed(read)} there: it does nothing; remove it"
-                    )
+                    text = f"`{section}.{key}` is ignored silently by {judged}; it does nothing: remove it"
                     severity = Severity.WARNING
                 self.report_key(entry, text, severity)
-
-    @staticmethod
-    def _listed(keys: list[str]) -> str:
-        return ", ".join(f"`{k}`" for k in keys)

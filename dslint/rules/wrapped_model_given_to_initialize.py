@@ -13,29 +13,13 @@ from dslint.script.model_moves import model_lineage
 from dslint.script.model_reach import ModelReach, model_sinks
 
 WRAPPERS = library.DATA_PARALLEL_WRAPPERS
-CHECKPOINTS = (
-    "engine.module is then the wrapper, so every checkpoint DeepSpeed writes (save_checkpoint, save_16bit_model) "
-    "holds keys prefixed `module.`, which the plain model does not load"
-)
-ADVICE = "give initialize the unwrapped model: the engine does the data parallelism itself"
 
 
 class WrappedModelGivenToInitialize(ScriptRule):
     code = "DSL214"
     slug = "wrapped-model-given-to-initialize"
-    message = (
-        "the model is wrapped in DistributedDataParallel before deepspeed.initialize, which wraps the wrapper: "
-        "DDP's hooks all-reduce every gradient in backward (on every micro-step: DDP knows nothing of the "
-        "engine's gradient accumulation) and the engine reduces them again; "
-        f"{CHECKPOINTS}; {ADVICE}"
-    )
-    data_parallel_message = (
-        "the model is wrapped in DataParallel before deepspeed.initialize, which wraps the wrapper: the engine "
-        "moves it to its rank's GPU, and DataParallel's forward requires the parameters on device_ids[0] "
-        '(cuda:0), so with several ranks every rank but 0 raises at the first forward ("module must have its '
-        'parameters and buffers on device cuda:0"), and rank 0 replicates the model onto every visible GPU; '
-        f"{CHECKPOINTS}; {ADVICE}"
-    )
+    message = "the model is wrapped in DistributedDataParallel before deepspeed.initialize; pass it unwrapped"
+    data_parallel_message = "the model is wrapped in DataParallel before deepspeed.initialize; pass it unwrapped"
     severity = Severity.ERROR
     required_tokens = (b"DataParallel",)
     docs = RuleDocs(
