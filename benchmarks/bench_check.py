@@ -4,7 +4,8 @@
     python benchmarks/bench_check.py --repeat 5 --peer-repeat 1 --no-write
 
 Trees: DeepSpeed's own source (the installed package, found without importing it), and, when given, an unpacked
-transformers wheel and a set of real DeepSpeed projects. On each tree every tool runs as a subprocess over the
+transformers wheel (`pip download --no-deps transformers`, unzipped) and the real-projects corpus: the twelve
+repositories of `CORPUS` under `--realcode`, checked as one project (one run over the twelve folders). On each tree every tool runs as a subprocess over the
 same files; the median wall time of `--repeat` runs is reported, divided by ruff's median of the same run:
 - dslint cold: `--no-cache`; dslint warm: with a cache filled by one run before the timed ones (`--cache-dir`
   in a temporary folder);
@@ -36,6 +37,39 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests")]
+
+
+# The real-projects corpus (issue #22): twelve public repositories that use DeepSpeed, laid out under
+# `--realcode` as OWNER__NAME@COMMIT (benchmarks/realcode/MANIFEST.tsv and TEST_1.tsv name their commits). A mix:
+# the two largest trees (unilm, LMOps: thousands of files each), example collections and trainers, launchers
+# (shell scripts, Makefiles, Markdown commands: Megatron-DeepSpeed, gpt-neox, OpenRLHF, LLaVA) and notebooks
+# (FlagEmbedding, zero_nlp, trl, Chinese-LLaMA-Alpaca). They are checked as ONE project: one `dslint check` (and
+# one `ruff check`) over the twelve folders, so one project index spans them all, as a monorepo of them would.
+CORPUS = (
+    "microsoft__unilm",
+    "microsoft__LMOps",
+    "microsoft__DeepSpeedExamples",
+    "h2oai__h2o-llmstudio",
+    "FlagOpen__FlagEmbedding",
+    "yuanzhoulvpi2017__zero_nlp",
+    "huggingface__trl",
+    "ymcui__Chinese-LLaMA-Alpaca",
+    "bigscience-workshop__Megatron-DeepSpeed",
+    "EleutherAI__gpt-neox",
+    "OpenRLHF__OpenRLHF",
+    "haotian-liu__LLaVA",
+)
+
+
+def corpus(realcode: Path) -> list[Path]:
+    """The corpus's folders under `realcode` (each `OWNER__NAME@COMMIT`); all twelve must be there."""
+    found = []
+    for name in CORPUS:
+        matches = sorted(realcode.glob(f"{name}@*"))
+        if not matches:
+            raise SystemExit(f"{realcode}: no folder for {name} (the corpus needs all twelve)")
+        found.append(matches[0])
+    return found
 
 
 def deepspeed_source() -> Path:
@@ -70,9 +104,11 @@ def timed(argv: list[str], repeat: int, timeout: float | None = None, cwd: Path 
     return statistics.median(times)
 
 
-def tree_size(tree: Path) -> tuple[int, int]:
-    files = list(tree.rglob("*.py"))
-    return len(files), sum(len(p.read_bytes().splitlines()) for p in files)
+def tree_size(trees: list[Path]) -> tuple[int, int, int]:
+    """Python files, their lines, and notebooks."""
+    files = [p for tree in trees for p in tree.rglob("*.py") if p.is_file()]
+    notebooks = sum(1 for tree in trees for p in tree.rglob("*.ipynb") if p.is_file())
+    return len(files), sum(len(p.read_bytes().splitlines()) for p in files), notebooks
 
 
 def dslint(*args: str) -> list[str]:
@@ -86,39 +122,45 @@ def peer(name: str, venv: Path) -> str | None:
     return shutil.which(name)
 
 
-def measure_tree(label: str, tree: Path, args: argparse.Namespace) -> list[str]:
-    count, lines = tree_size(tree)
+def measure_tree(label: str, trees: list[Path], args: argparse.Namespace) -> list[str]:
+    count, lines, notebooks = tree_size(trees)
+    paths = [str(tree) for tree in trees]
     ruff = shutil.which("ruff") or peer("ruff", args.peers_venv)
     if ruff is None:
         raise SystemExit("ruff is not installed: it is the yardstick")
     rows: list[tuple[str, float | None, str]] = []
-    base = timed([ruff, "check", "--no-cache", "--exit-zero", "-q", str(tree)], args.repeat)
+    base = timed([ruff, "check", "--no-cache", "--exit-zero", "-q", *paths], args.repeat)
     assert base is not None
     rows.append(("ruff check --no-cache", base, ""))
-    rows.append(("dslint check, cold (--no-cache)", timed(dslint("--no-cache", str(tree)), args.repeat), ""))
+    rows.append(("dslint check, cold (--no-cache)", timed(dslint("--no-cache", *paths), args.repeat), ""))
     with tempfile.TemporaryDirectory() as cache:
-        warm = dslint("--cache-dir", cache, str(tree))
+        warm = dslint("--cache-dir", cache, *paths)
         timed(warm, 1)  # fills the cache
         rows.append(("dslint check, warm (cache)", timed(warm, args.repeat), ""))
     if args.skip_peers:
         rows.append(("flake8, torchfix, fixit", None, "not run (--skip-peers)"))
-        return _table(label, tree, count, lines, base, rows)
-    flake8 = [sys.executable, "-m", "flake8", "-j", str(os.cpu_count() or 1), "--exit-zero", str(tree)]
+        return _table(label, trees, (count, lines, notebooks), base, rows)
+    flake8 = [sys.executable, "-m", "flake8", "-j", str(os.cpu_count() or 1), "--exit-zero", *paths]
     rows.append(("flake8", timed(flake8, args.peer_repeat, args.peer_timeout), ""))
-    for name, argv in (("torchfix", ["{}", str(tree)]), ("fixit", ["{}", "lint", str(tree)])):
+    for name, argv in (("torchfix", ["{}", *paths]), ("fixit", ["{}", "lint", *paths])):
         found = peer(name, args.peers_venv)
         if found is None:
             rows.append((name, None, "missing (not installed)"))
             continue
         seconds = timed([found, *argv[1:]], args.peer_repeat, args.peer_timeout)
         rows.append((name, seconds, "" if seconds is not None else f"> {args.peer_timeout:.0f} s (stopped)"))
-    return _table(label, tree, count, lines, base, rows)
+    return _table(label, trees, (count, lines, notebooks), base, rows)
 
 
 def _table(
-    label: str, tree: Path, count: int, lines: int, base: float, rows: list[tuple[str, float | None, str]]
+    label: str, trees: list[Path], size: tuple[int, int, int], base: float, rows: list[tuple[str, float | None, str]]
 ) -> list[str]:
-    out = [f"### {label}: {count} .py files, {lines} lines (`{tree}`)", ""]
+    count, lines, notebooks = size
+    where = f"`{trees[0]}`" if len(trees) == 1 else f"{len(trees)} folders of `{trees[0].parent}`, one run"
+    books = f", {notebooks} notebooks" if notebooks else ""
+    out = [f"### {label}: {count} .py files, {lines} lines{books} ({where})", ""]
+    if len(trees) > 1:
+        out += ["Folders: " + ", ".join(f"`{tree.name}`" for tree in trees), ""]
     out += ["| tool | seconds | x ruff |", "|---|---:|---:|"]
     for name, seconds, note in rows:
         if seconds is None:
@@ -202,7 +244,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--deepspeed", type=Path, default=None, help="DeepSpeed's source (default: the installed one)")
     parser.add_argument("--transformers", type=Path, default=None, help="an unpacked transformers wheel")
-    parser.add_argument("--realcode", type=Path, default=None, help="a tree of real DeepSpeed projects")
+    parser.add_argument(
+        "--realcode", type=Path, default=None, help="the folder holding the real projects of CORPUS (OWNER__NAME@*)"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--peer-repeat", type=int, default=1, help="runs of flake8, TorchFix and Fixit")
     parser.add_argument("--peer-timeout", type=float, default=600.0)
@@ -215,11 +259,11 @@ def main() -> None:
     args = parser.parse_args()
     started = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
     sections: list[str] = []
-    trees = [("DeepSpeed's source", args.deepspeed or deepspeed_source())]
+    trees = [("DeepSpeed's source", [args.deepspeed or deepspeed_source()])]
     if args.transformers:
-        trees.append(("transformers wheel", args.transformers))
+        trees.append(("transformers wheel", [args.transformers]))
     if args.realcode:
-        trees.append(("real DeepSpeed projects", args.realcode))
+        trees.append(("real DeepSpeed projects (the twelve of `CORPUS`)", corpus(args.realcode)))
     for label, tree in trees:
         sections += measure_tree(label, tree, args)
     sections += measure_script(args)

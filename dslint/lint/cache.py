@@ -37,7 +37,8 @@ from stat import S_ISDIR, S_ISREG
 from typing import Any
 
 import dslint
-from dslint.limits import TooLarge, open_regular, read_capped
+from dslint.limits import Limits, TooLarge, open_regular, read_capped
+from dslint.selection import RuleSelection
 
 FORMAT = 1
 MAX_ENTRY_BYTES = 256 * 1024 * 1024  # an entry is read no further (a symlink to /dev/zero is refused before)
@@ -100,10 +101,26 @@ def digest(*parts: object) -> str:
 
 
 def _stable(value: Any) -> str:
+    if type(value) in _SHARED_PARTS:
+        return _stable_shared(value)
+    return _stable_any(value)
+
+
+@functools.lru_cache(maxsize=256)
+def _stable_shared(value: Any) -> str:
+    """A part every file's key shares (its settings' selection and limits: frozen, of immutable fields), encoded
+    once per value rather than once per file (a warm run keys every file)."""
+    return _stable_any(value)
+
+
+def _stable_any(value: Any) -> str:
     try:
         return json.dumps(_sorted_sets(encode(value)), sort_keys=True)
     except (TypeError, ValueError, RecursionError):
         return repr(value)
+
+
+_SHARED_PARTS = (RuleSelection, Limits)
 
 
 def _sorted_sets(value: Any) -> Any:

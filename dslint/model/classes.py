@@ -85,10 +85,13 @@ class Hierarchy:
         # which a class statement then names), by text first: only those files are parsed
         statement = re.compile(rb"^[ \t]*class\s+\w+\s*\([^)]*\b" + re.escape(needle) + rb"\b", re.MULTILINE)
         renamed = re.compile(rb"\b" + re.escape(needle) + rb"\s+as\s+\w+")
+        # (the store's index names the files whose class statements or `as` clauses hold the name as a word)
+        candidates = self.store.words.class_word(name)
+        sources = self.store.sources
         matched = [
             path
-            for path, data in self.store.sources.items()
-            if needle in data and (statement.search(data) or renamed.search(data))
+            for path in (candidates if candidates is not None else sources)
+            if needle in sources[path] and (statement.search(sources[path]) or renamed.search(sources[path]))
         ]
         if len(matched) <= MAX_SUBCLASS_FILES:
             for path in matched:

@@ -94,7 +94,9 @@ class ProjectModel(Evaluator):
             for name in sorted(names - searched):
                 searched.add(name)
                 needle = name.encode() + b"("
-                matched = [path for path, data in sources.items() if needle in data]
+                matched = self.store.words.calling(name)
+                if matched is None:  # not an ASCII name: scan
+                    matched = [path for path, data in sources.items() if needle in data]
                 if len(matched) > MAX_NAME_FILES:
                     self.unverifiable.add(name)
                     continue

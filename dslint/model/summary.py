@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dslint.model.source_words import SourceWords
+
 # Summaries kept between builds in one process (the language server rebuilds the project after each save); the
 # oldest go first. Only modules the index needed are summarised, a small part of a large project.
 MAX_CACHED_SUMMARIES = 1024
@@ -184,25 +186,36 @@ class ModuleFinder:
     """Dotted module names -> files of the project (by path suffix; the nearest file wins)."""
 
     def __init__(self, files: Iterable[str]) -> None:
-        self.by_stem: dict[str, list[str]] = {}
+        self.by_stem: dict[str, list[tuple[str, tuple[str, ...]]]] = {}  # with each file's dotted pieces
+        self._found: dict[tuple[str, str], str | None] = {}
         for path in files:
             stem = Path(path).stem
             if stem == "__init__":
                 stem = Path(path).parent.name
-            self.by_stem.setdefault(stem, []).append(path)
+            self.by_stem.setdefault(stem, []).append((path, ()))
 
     def find(self, dotted_name: str, near: str) -> str | None:
-        parts = dotted_name.split(".")
-        candidates = []
-        for path in self.by_stem.get(parts[-1], ()):
-            pieces = Path(path).with_suffix("").parts
-            if pieces[-1] == "__init__":
-                pieces = pieces[:-1]
-            if tuple(pieces[-len(parts) :]) == tuple(parts):
-                candidates.append(path)
+        key = (dotted_name, near)
+        if key not in self._found:
+            self._found[key] = self._find(dotted_name, near)
+        return self._found[key]
+
+    def _find(self, dotted_name: str, near: str) -> str | None:
+        parts = tuple(dotted_name.split("."))
+        files = self.by_stem.get(parts[-1])
+        if not files:
+            return None
+        if files[0][1] == ():  # each file's pieces, once
+            files[:] = [(path, _pieces(path)) for path, _ in files]
+        candidates = [path for path, pieces in files if pieces[-len(parts) :] == parts]
         if not candidates:
             return None
         return max(candidates, key=lambda c: len(os.path.commonpath([c, near])))
+
+
+def _pieces(path: str) -> tuple[str, ...]:
+    pieces = Path(path).with_suffix("").parts
+    return pieces[:-1] if pieces[-1] == "__init__" else pieces
 
 
 _CACHE: OrderedDict[tuple[str, bytes], tuple[ModuleSummary | None, tuple[str, ...] | None]] = OrderedDict()
@@ -216,6 +229,7 @@ class SummaryStore:
         self.sources = sources
         self.exists = exists
         self.finder = ModuleFinder(sources)
+        self.words = SourceWords(sources)  # which sources hold a name: one pass, on the first question
         self.summaries: dict[str, ModuleSummary | None] = {}
 
     def get(self, path: str) -> ModuleSummary | None:
@@ -275,10 +289,20 @@ def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from statements(case.body)
 
 
-def calls(statement: ast.stmt) -> Iterator[ast.Call]:
-    """The calls in a statement's own expressions (not in its nested blocks or definitions)."""
+def calls(statement: ast.stmt) -> list[ast.Call]:
+    """The calls in a statement's own expressions (not in its nested blocks or definitions), outermost first
+    along each expression (a depth-first walk that takes a node's last child first).
+
+    The model's hottest loop on a large project (every body of every module the fixpoint reads): the common
+    expression nodes are stepped into by hand, leaves (names, constants, contexts, operators) are not entered,
+    and the walk is kept on the statement for the next question about it."""
+    cached: list[ast.Call] | None = getattr(statement, _MEMO, None)
+    if cached is not None:
+        return cached
+    found: list[ast.Call] = []
+    setattr(statement, _MEMO, found)  # filled below (a definition's own expressions hold none we count)
     if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return
+        return found
     stack: list[ast.AST] = []
     for name, child in ast.iter_fields(statement):
         if name in ("body", "orelse", "finalbody", "handlers", "cases"):
@@ -287,10 +311,35 @@ def calls(statement: ast.stmt) -> Iterator[ast.Call]:
             stack.append(child)
         elif isinstance(child, list):
             stack.extend(c for c in child if isinstance(c, ast.AST))
+    append, pop = stack.append, stack.pop
     while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Lambda):
+        node = pop()
+        kind = type(node)
+        if kind in _LEAVES:
             continue
-        if isinstance(node, ast.Call):
-            yield node
-        stack.extend(ast.iter_child_nodes(node))
+        if kind is _ATTRIBUTE:
+            append(node.value)  # type: ignore[attr-defined]
+        elif kind is _CALL:
+            found.append(node)  # type: ignore[arg-type]
+            append(node.func)  # type: ignore[attr-defined]
+            stack.extend(node.args)  # type: ignore[attr-defined]
+            stack.extend(node.keywords)  # type: ignore[attr-defined]
+        elif kind is _KEYWORD:
+            append(node.value)  # type: ignore[attr-defined]
+        elif kind is not _LAMBDA:
+            for field_name in node._fields:  # `ast.iter_child_nodes`, inline: the same children, same order
+                child = getattr(node, field_name, None)
+                if isinstance(child, _AST):
+                    append(child)
+                elif isinstance(child, list):
+                    stack.extend([c for c in child if isinstance(c, _AST)])
+    return found
+
+
+_MEMO = "_dslint_calls"  # the attribute of a statement node holding its calls
+_AST, _ATTRIBUTE, _CALL, _KEYWORD, _LAMBDA = ast.AST, ast.Attribute, ast.Call, ast.keyword, ast.Lambda
+# nodes with no expression below them: entering them finds no call
+_LEAVES = frozenset(
+    {ast.Name, ast.Constant, *ast.expr_context.__subclasses__(), *ast.operator.__subclasses__()}
+    | {*ast.unaryop.__subclasses__(), *ast.cmpop.__subclasses__(), *ast.boolop.__subclasses__()}
+)

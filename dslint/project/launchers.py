@@ -122,6 +122,16 @@ def _position(original: str, offset: int, first_line: int) -> tuple[int, int]:
     return first_line + before.count("\n"), offset - (before.rfind("\n") + 1) + 1
 
 
+# shlex builds its words from a segment's characters less its quotes and backslashes: a word of the split
+# (`cd`, `python`, `x.py`) is a substring of the segment once those are removed
+_QUOTING = str.maketrans("", "", "'\"\\")
+_LAUNCHER_STEMS = ("deepspeed", "torchrun", "accelerate", "python")  # `python3` holds `python`
+
+
+def _unquoted(segment: str) -> str:
+    return segment.translate(_QUOTING)
+
+
 def strip_comment(line: str) -> str:
     """Drop a `#` comment that starts a word outside quotes."""
     quote: str | None = None
@@ -315,6 +325,9 @@ def _change_directory(segment: str, directory: str, pushed: list[str]) -> str | 
     """The directory after `segment` when it is a `cd`/`pushd`/`popd` (relative to the launcher's directory,
     or absolute); None when the segment is no directory change. A target built at run time leaves the
     directory as it was: nothing is guessed, and the launcher's own folder stays the place to look."""
+    plain = _unquoted(segment)
+    if "cd" not in plain and "pushd" not in plain and "popd" not in plain:
+        return None  # no word of the segment can be one of them: shlex is not needed
     try:
         words = shlex.split(segment)
     except ValueError:
@@ -360,6 +373,9 @@ def parse_makefile(path: str, text: str) -> list[LaunchLine]:
 def _launch_in(
     path: str, number: int, original: str, segment: str, target: str | None, exported: dict[str, str] | None = None
 ) -> LaunchLine | None:
+    plain = _unquoted(segment)
+    if ".py" not in plain or not any(word in plain for word in _LAUNCHER_STEMS):
+        return None  # no launcher word and script, whatever shlex makes of it: most lines of a shell script
     try:
         words = shlex.split(segment)
     except ValueError:

@@ -1,0 +1,84 @@
+"""Which project sources hold a name, from one pass over every source instead of one per name.
+
+The fixpoint asks, for each name it follows, which files hold `name(` (a text test before parsing them); the
+class hierarchy asks which files write a name in a `class` statement's bases or import it under another name.
+Scanning every source per name makes a project's whole-tree passes grow with (names x files): on a tree of
+thousands of files, minutes. Each index here is built on its first question, by one regular-expression pass per
+source, and answers exactly what the scan per name answered (same files, in the sources' order):
+
+- `calling(name)`: the files holding the bytes `name(`, i.e. a maximal run of word characters that ends with
+  `name` right before a `(` (the run may be longer: `build_name(` holds `name(`);
+- `class_word(name)`: the files where `name` is a whole word inside the parentheses of a `class X(...)` statement
+  (up to its first `)`), or a whole word before `as WORD` (`import Name as Other`).
+
+Both test ASCII word characters, as the patterns they replace did; a name with other characters is answered by
+the scan (`None`: the caller scans).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+_CALLED = re.compile(rb"\b(\w+)\(")
+_CLASS_BASES = re.compile(rb"^[ \t]*class\s+\w+\s*\(([^)]*)", re.MULTILINE)
+_WORD = re.compile(rb"\w+")
+_RENAMED = re.compile(rb"\b(\w+)(?=\s+as\s+\w)")
+
+
+class SourceWords:
+    def __init__(self, sources: dict[str, bytes]) -> None:
+        self.sources = sources
+        self._order: dict[str, int] | None = None
+        self._called: dict[bytes, list[int]] | None = None  # word before `(` -> the files (by order) holding it
+        self._reversed: list[bytes] = []  # those words reversed, sorted: a suffix is a prefix range
+        self._class_words: dict[bytes, list[int]] | None = None
+        self._paths: list[str] = []
+
+    def _number(self) -> None:
+        if self._order is None:
+            self._paths = list(self.sources)
+            self._order = {path: i for i, path in enumerate(self._paths)}
+
+    def calling(self, name: str) -> list[str] | None:
+        """The sources holding `name(` as bytes, in the sources' order (None: not an ASCII name, scan)."""
+        if not name.isascii() or not name.isidentifier():
+            return None
+        if self._called is None:
+            self._number()
+            called: dict[bytes, list[int]] = {}
+            for number, data in enumerate(self.sources.values()):
+                if b"(" not in data:
+                    continue
+                for word in set(_CALLED.findall(data)):
+                    called.setdefault(word, []).append(number)
+            self._called = called
+            self._reversed = sorted(word[::-1] for word in called)
+        needle = name.encode()[::-1]
+        start = bisect.bisect_left(self._reversed, needle)
+        numbers: set[int] = set()
+        for reversed_word in self._reversed[start:]:
+            if not reversed_word.startswith(needle):
+                break
+            numbers.update(self._called[reversed_word[::-1]])
+        return [self._paths[n] for n in sorted(numbers)]
+
+    def class_word(self, name: str) -> list[str] | None:
+        """The sources naming `name` as a whole word in a class statement's bases or before `as WORD`, in the
+        sources' order (None: not an ASCII name, scan)."""
+        if not name.isascii() or not name.isidentifier():
+            return None
+        if self._class_words is None:
+            self._number()
+            words: dict[bytes, list[int]] = {}
+            for number, data in enumerate(self.sources.values()):
+                found: set[bytes] = set()
+                if b"class" in data:
+                    for match in _CLASS_BASES.finditer(data):
+                        found.update(_WORD.findall(match.group(1)))
+                if b"as" in data:
+                    found.update(_RENAMED.findall(data))
+                for word in found:
+                    words.setdefault(word, []).append(number)
+            self._class_words = words
+        return [self._paths[n] for n in self._class_words.get(name.encode(), ())]

@@ -1,0 +1,56 @@
+"""The model's one-pass indexes of the sources (model/source_words.py) answer what the scan per name answered."""
+
+from __future__ import annotations
+
+import re
+
+from dslint.model.source_words import SourceWords
+from dslint.model.summary import calls
+
+SOURCES = {
+    "/p/a.py": b"def build_model(x):\n    return setup(x)\n",
+    "/p/b.py": b"model = my_build_model(1)\n# build_model (not a call)\n",
+    "/p/c.py": b"from base import Trainer as T\nclass Mine(T):\n    pass\n",
+    "/p/d.py": b"class Sub(\n    mod.Trainer,\n    Mixin,\n):\n    pass\nclass Other(X): Trainer()\n",
+    "/p/e.py": b"TrainerX = 1\nclass Z(TrainerX): pass\nsetup (1)\n",
+    "/p/f.py": "def \u00e9tape(x): pass\n\u00e9tape(1)\n".encode(),
+}
+
+
+def _calling_scan(name: str) -> list[str]:
+    return [path for path, data in SOURCES.items() if name.encode() + b"(" in data]
+
+
+def _class_scan(name: str) -> list[str]:
+    needle = name.encode()
+    statement = re.compile(rb"^[ \t]*class\s+\w+\s*\([^)]*\b" + re.escape(needle) + rb"\b", re.MULTILINE)
+    renamed = re.compile(rb"\b" + re.escape(needle) + rb"\s+as\s+\w+")
+    return [p for p, d in SOURCES.items() if needle in d and (statement.search(d) or renamed.search(d))]
+
+
+def test_calling_is_the_scan_for_every_name() -> None:
+    words = SourceWords(SOURCES)
+    assert words.calling("build_model") == ["/p/a.py", "/p/b.py"]  # `my_build_model(` holds `build_model(`
+    assert words.calling("setup") == ["/p/a.py"]  # `setup (1)` is not `setup(`
+    for name in ("build_model", "setup", "model", "Trainer", "T", "x", "Mine", "nothing", "return"):
+        assert words.calling(name) == _calling_scan(name), name
+    assert words.calling("\u00e9tape") is None  # not ASCII: the caller scans
+
+
+def test_class_word_holds_every_file_the_class_patterns_match() -> None:
+    words = SourceWords(SOURCES)
+    for name in ("Trainer", "T", "Mixin", "X", "TrainerX", "base", "mod", "Mine", "Z"):
+        found = words.class_word(name)
+        assert found is not None
+        assert [p for p in found if p in _class_scan(name)] == _class_scan(name), name
+    assert words.class_word("Trainer") == ["/p/c.py", "/p/d.py"]  # `Trainer as T`; a base on its own line
+    assert words.class_word("TrainerX") == ["/p/e.py"]
+
+
+def test_calls_are_walked_once_per_statement_in_the_same_order() -> None:
+    import ast
+
+    tree = ast.parse("x = f(g(1), k=h(lambda: z()))[i()].m(n())\n")
+    first = calls(tree.body[0])
+    assert [ast.unparse(c.func) for c in first] == ["f(g(1), k=h(lambda: z()))[i()].m", "n", "i", "f", "h", "g"]
+    assert calls(tree.body[0]) is first
