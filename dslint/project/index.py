@@ -19,15 +19,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dslint.config import facts as config_facts
-from dslint.config.tree import Object
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
-from dslint.model.engine import EngineConfig
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
 from dslint.model.summary import SummaryStore
-from dslint.model.values import InitSite
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, opened_configs, replaced_keys
 from dslint.project.inputs import exists, is_file, record
@@ -43,6 +40,7 @@ from dslint.project.launchers import (
     parse_shell,
 )
 from dslint.project.passed_devices import cuda_parameters
+from dslint.project.site_configs import engine_config, shown_path
 from dslint.project.world_size import world_size
 from dslint.script.project_facts import (
     LaunchedConfig,
@@ -150,12 +148,6 @@ class ProjectIndex:
         """The config files launchers pass (absolute): DeepSpeed configs whatever their names."""
         seen = dict.fromkeys(launch.config.config_path for launch in self.launches if launch.config.config_path)
         return [path for path in seen if path is not None]
-
-
-def _shown(path: str) -> str:
-    """A path as findings show it: relative to the current directory when below it."""
-    relative = os.path.relpath(path)
-    return path if relative.startswith("..") else relative
 
 
 def _find(name: str, near: str, roots: Sequence[str], directory: str = "") -> str | None:
@@ -269,7 +261,7 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
 def _record_config_builders(index: ProjectIndex, sources: dict[str, bytes], store: SummaryStore) -> None:
     for builder in config_builders(sources, store):
         reader = f"{builder.name}() returns the config {builder.reader} receives"
-        origin = Related(_shown(builder.reader_path), builder.line, builder.column, reader)
+        origin = Related(shown_path(builder.reader_path), builder.line, builder.column, reader)
         facts = _facts(index, builder.path)
         builders = {**facts.config_builders, builder.name: (origin, builder.origin)}
         index.files[builder.path] = replace(facts, config_builders=builders)
@@ -460,8 +452,8 @@ def _launched_config(
     line: LaunchLine, launcher: str, roots: Sequence[str], accelerate: AccelerateConfig | None
 ) -> LaunchedConfig:
     # A script the launcher names from its own folder (`$(dirname "$0")/train.py`) is absolute: shown relative
-    script = _shown(absolute(line.script)) if os.path.isabs(line.script) else line.script
-    where = Related(_shown(absolute(launcher)), line.line, line.column, f"{line.tool} launches {script}")
+    script = shown_path(absolute(line.script)) if os.path.isabs(line.script) else line.script
+    where = Related(shown_path(absolute(launcher)), line.line, line.column, f"{line.tool} launches {script}")
     options = {o.name: o.value for o in line.options}
     for name in CONFIG_OPTIONS:
         option = line.option(name)
@@ -470,11 +462,11 @@ def _launched_config(
         if not option.value.endswith((".json", ".hjson", ".yaml", ".yml")) and name == "deepspeed":
             continue  # `--deepspeed` alone is DeepSpeed's own on/off flag
         config_path = _find(option.value, launcher, roots, line.directory)
-        written = _shown(absolute(option.value)) if os.path.isabs(option.value) else option.value
+        written = shown_path(absolute(option.value)) if os.path.isabs(option.value) else option.value
         evidence = Related(where.path, option.line, option.column, f"--{name} {written}")
         return LaunchedConfig(where, name, config_path, evidence, options)
     if accelerate is not None:
-        shown = _shown(accelerate.path)
+        shown = shown_path(accelerate.path)
         if accelerate.deepspeed_config_file:
             config_path = _find(accelerate.deepspeed_config_file, accelerate.path, roots)
             evidence = Related(
@@ -501,85 +493,38 @@ def _launched_config(
     return LaunchedConfig(where, None, None, None, options)
 
 
-def config_stage(path: str, named_by: str | None = None) -> int | None:
-    """The ZeRO stage a config file sets (0 when absent), or None when unreadable, not literal, or not read
-    (`config_access`: outside the project of `named_by`, the file that names it)."""
-    from dslint.project.config_link import load_config_tree  # libcst: imported when a config is read
-
-    tree = load_config_tree(Path(path), named_by)
-    if not isinstance(tree, Object):
-        return None
-    return config_facts.zero_stage(tree)
-
-
-def engine_config(index: ProjectIndex, site: InitSite) -> EngineConfig | None:
-    """The config an initialize call elsewhere runs with, when a literal path or its script's launchers say."""
-    import ast
-
-    config = site.config
-    if isinstance(config, ast.Constant) and isinstance(config.value, str):
-        path = absolute(Path(site.path).parent / config.value)
-        if is_file(path):
-            stage = config_stage(path, site.path)
-            written = Related(_shown(site.path), site.line, site.column, f"config {config.value}")
-            return EngineConfig(stage, (written,), path)
-        return None
-    facts = index.files.get(site.path)
-    if facts is None or not facts.launches:
-        return None
-    wanted = None
-    if config is None and site.has_args:
-        wanted = "deepspeed_config"
-    elif isinstance(config, ast.Attribute) and isinstance(config.value, ast.Name):
-        wanted = config.attr
-    if wanted is None:
-        return None
-    stages: dict[int | None, list[tuple[LaunchedConfig, str]]] = {}
-    for launch in facts.launches:
-        if launch.option != wanted or launch.config_path is None:
-            return None  # one launch without a readable config: the stage cannot be known
-        stages.setdefault(config_stage(launch.config_path, launch.launch.path), []).append((launch, launch.config_path))
-    if not stages or None in stages:
-        return None
-    stage = max(s for s in stages if s is not None)
-    chain: list[Related] = []
-    for launch, _ in stages[stage]:
-        chain.append(launch.launch)
-        if launch.config_evidence is not None:
-            chain.append(launch.config_evidence)
-    return EngineConfig(stage, tuple(chain), stages[stage][0][1])
-
-
 def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[str]) -> None:
     model = ProjectModel(store)
     model.analyse_all(producers)
     index.initialize_sites = sorted((site.path, site.line, site.qualname) for site in model.inits.values())
     for (path, function, param), (role, site, init) in model.engine_parameters().items():
         origin = Related(
-            _shown(site.caller_path),
+            shown_path(site.caller_path),
             site.line,
             site.column,
-            f"{role} from {_shown(init.path)}:{init.line} passed to {function}()",
+            f"{role} from {shown_path(init.path)}:{init.line} passed to {function}()",
         )
         facts = _facts(index, path)
         parameters = {name: dict(values) for name, values in facts.parameters.items()}
-        created = Related(_shown(init.path), init.line, init.column, "deepspeed.initialize")
-        parameters.setdefault(function, {})[param] = ParameterFact(role, origin, engine_config(index, init), created)
+        created = Related(shown_path(init.path), init.line, init.column, "deepspeed.initialize")
+        parameters.setdefault(function, {})[param] = ParameterFact(
+            role, origin, engine_config(index.files, init), created
+        )
         index.files[path] = replace(facts, parameters=parameters)
     for path, where, value in (*model.instance_values(), *inherited_values(model)):
         origin = Related(
-            _shown(value.origin.path),
+            shown_path(value.origin.path),
             value.origin.line,
             value.origin.column,
             f"{value.role} from deepspeed.initialize inside {value.origin.qualname or '<module>'}()",
         )
         facts = _facts(index, path)
-        fact = ParameterFact(str(value.role), origin, engine_config(index, value.origin))
+        fact = ParameterFact(str(value.role), origin, engine_config(index.files, value.origin))
         index.files[path] = replace(facts, values_at={**facts.values_at, where: fact})
     engine_files = [p for p, f in index.files.items() if f.receives_engine and b".module" in store.sources.get(p, b"")]
     for call in forwarding_calls(model, sorted({*engine_files, *(s.path for s in model.inits.values())})):
         facts = _facts(index, call.path)
-        runs = Related(_shown(call.callee[0]), call.def_line, 1, f"{call.callee[1]}() calls {call.name}")
+        runs = Related(shown_path(call.callee[0]), call.def_line, 1, f"{call.callee[1]}() calls {call.name}")
         forwarding = {**facts.forwarding_calls, (call.line, call.column): (call.index, call.name, runs)}
         index.files[call.path] = replace(facts, forwarding_calls=forwarding)
     for helper, position, name, unwrapped in model.passthrough_helpers():
@@ -587,28 +532,32 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         passthrough = {**facts.passthrough, helper.position: (position, name, unwrapped)}
         index.files[helper.caller_path] = replace(facts, passthrough=passthrough)
     for helper, roles, is_tuple, keys, init in model.result_helpers():
-        origin = Related(_shown(init.path), init.line, init.column, f"deepspeed.initialize inside {helper.callee[1]}()")
+        origin = Related(
+            shown_path(init.path), init.line, init.column, f"deepspeed.initialize inside {helper.callee[1]}()"
+        )
         facts = _facts(index, helper.caller_path)
         returns = dict(facts.returns)
-        returns[helper.position] = ReturnFact(roles, is_tuple, origin, engine_config(index, init), keys, helper.text)
+        returns[helper.position] = ReturnFact(
+            roles, is_tuple, origin, engine_config(index.files, init), keys, helper.text
+        )
         index.files[helper.caller_path] = replace(facts, returns=returns)
     for (path, qualname), init in model.model_builders.items():
         facts = _facts(index, path)
         origin = Related(
-            _shown(init.path), init.line, init.column, f"{qualname}() returns the model initialize receives"
+            shown_path(init.path), init.line, init.column, f"{qualname}() returns the model initialize receives"
         )
         index.files[path] = replace(facts, model_builders={**facts.model_builders, qualname: origin})
     for helper, position, name, init in model.model_sinks():
         facts = _facts(index, helper.caller_path)
         origin = Related(
-            _shown(init.path), init.line, init.column, f"{helper.text}() hands {name} to deepspeed.initialize"
+            shown_path(init.path), init.line, init.column, f"{helper.text}() hands {name} to deepspeed.initialize"
         )
         sinks = {**facts.model_sinks, helper.position: (position, name, origin)}
         index.files[helper.caller_path] = replace(facts, model_sinks=sinks)
     for (path, qualname), attribute, until, init in model.attribute_builders():
         facts = _facts(index, path)
         origin = Related(
-            _shown(init.path),
+            shown_path(init.path),
             init.line,
             init.column,
             f"self.{attribute} goes to deepspeed.initialize in {init.qualname}()",

@@ -1,0 +1,72 @@
+"""The config an initialize call elsewhere runs with (`EngineConfig`): a literal path beside the call, or the
+configs its script's launchers pass for the option it reads; and the ZeRO stage a config file sets. The project
+index asks this for every initialize site the program model finds."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from dslint.config import facts as config_facts
+from dslint.config.tree import Object
+from dslint.diagnostics import Related
+from dslint.model.engine import EngineConfig
+from dslint.model.values import InitSite
+from dslint.project.inputs import is_file
+from dslint.script.project_facts import LaunchedConfig, ProjectFacts
+
+
+def shown_path(path: str) -> str:
+    """A path as findings show it: relative to the current directory when below it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def config_stage(path: str, named_by: str | None = None) -> int | None:
+    """The ZeRO stage a config file sets (0 when absent), or None when unreadable, not literal, or not read
+    (`config_access`: outside the project of `named_by`, the file that names it)."""
+    from dslint.project.config_link import load_config_tree  # libcst: imported when a config is read
+
+    tree = load_config_tree(Path(path), named_by)
+    if not isinstance(tree, Object):
+        return None
+    return config_facts.zero_stage(tree)
+
+
+def engine_config(files: Mapping[str, ProjectFacts], site: InitSite) -> EngineConfig | None:
+    """The config an initialize call elsewhere runs with, when a literal path or its script's launchers say."""
+    import ast
+
+    config = site.config
+    if isinstance(config, ast.Constant) and isinstance(config.value, str):
+        path = os.path.normpath(os.path.abspath(str(Path(site.path).parent / config.value)))
+        if is_file(path):
+            stage = config_stage(path, site.path)
+            written = Related(shown_path(site.path), site.line, site.column, f"config {config.value}")
+            return EngineConfig(stage, (written,), path)
+        return None
+    facts = files.get(site.path)
+    if facts is None or not facts.launches:
+        return None
+    wanted = None
+    if config is None and site.has_args:
+        wanted = "deepspeed_config"
+    elif isinstance(config, ast.Attribute) and isinstance(config.value, ast.Name):
+        wanted = config.attr
+    if wanted is None:
+        return None
+    stages: dict[int | None, list[tuple[LaunchedConfig, str]]] = {}
+    for launch in facts.launches:
+        if launch.option != wanted or launch.config_path is None:
+            return None  # one launch without a readable config: the stage cannot be known
+        stages.setdefault(config_stage(launch.config_path, launch.launch.path), []).append((launch, launch.config_path))
+    if not stages or None in stages:
+        return None
+    stage = max(s for s in stages if s is not None)
+    chain: list[Related] = []
+    for launch, _ in stages[stage]:
+        chain.append(launch.launch)
+        if launch.config_evidence is not None:
+            chain.append(launch.config_evidence)
+    return EngineConfig(stage, tuple(chain), stages[stage][0][1])
