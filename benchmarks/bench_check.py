@@ -6,7 +6,8 @@
 Trees: DeepSpeed's own source (the installed package, found without importing it), and, when given, an unpacked
 transformers wheel (`pip download --no-deps transformers`, unzipped) and the real-projects corpus: the twelve
 repositories of `CORPUS` under `--realcode`, checked as one project (one run over the twelve folders). On each
-tree every tool runs as a subprocess over the same files; the median wall time of `--repeat` runs is reported, divided by ruff's median of the same run:
+tree every tool runs as a subprocess over the same files; the median wall time of `--repeat` runs is
+reported, divided by ruff's median of the same run:
 - dslint cold: `--no-cache`; dslint warm: with a cache filled by one run before the timed ones (`--cache-dir`
   in a temporary folder);
 - peers: ruff (`--no-cache`, its default rules), flake8 (`-j` cores), TorchFix and Fixit (slow: `--peer-repeat`
