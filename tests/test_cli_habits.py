@@ -196,3 +196,23 @@ def test_summaries_cannot_contradict_themselves(tmp_path: Path) -> None:
     skipped = run("check", "--isolated", "launch.sh", cwd=tmp_path)
     assert skipped.returncode == 0 and "DSL001" not in skipped.stdout
     assert skipped.stderr.splitlines()[-1] == "No files checked; 1 file skipped (see above)."
+
+
+def test_show_fixes_lists_each_fix_and_what_dslint_fix_applies(tmp_path: Path) -> None:
+    """`check --show-fixes`: every finding's fix with its applicability, on stderr (stdout keeps the findings),
+    and how many `dslint fix` applies with the settings in force; nothing is written."""
+    (tmp_path / "train.py").write_text(BAD)
+    result = run("check", "--no-cache", "--show-fixes", "train.py", cwd=tmp_path)
+    assert result.returncode == 1
+    listing = [line for line in result.stderr.splitlines() if line.startswith("  train.py:")]
+    assert listing == [
+        "  train.py:4:1: DSL101 (unsafe) Remove `.cuda(...)`",
+        '  train.py:6:41: DSL201 (safe) Load to the CPU: map_location="cpu"',
+    ]
+    assert "2 fixable (1 safe, 1 unsafe); `dslint fix` applies 1, `dslint fix --unsafe-fixes` all" in result.stderr
+    assert "fixable" not in result.stdout and (tmp_path / "train.py").read_text() == BAD
+    unsafe = run("check", "--no-cache", "--show-fixes", "--unsafe-fixes", "train.py", cwd=tmp_path)
+    assert "2 fixable (1 safe, 1 unsafe); `dslint fix` applies 2\n" in unsafe.stderr
+    (tmp_path / "clean.py").write_text("import deepspeed\n")
+    clean = run("check", "--no-cache", "--show-fixes", "clean.py", cwd=tmp_path)
+    assert clean.returncode == 0 and "0 fixable (0 safe, 0 unsafe); `dslint fix` applies 0" in clean.stderr

@@ -88,6 +88,9 @@ SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 @click.option("-w", "--watch", is_flag=True, help="Check again whenever a checked file changes (Ctrl-C stops).")
 @click.option("--show-files", is_flag=True, help="Print the files that would be checked, and check nothing.")
 @click.option(
+    "--show-fixes", is_flag=True, help="After the findings, list every fix `dslint fix` would apply (to stderr)."
+)
+@click.option(
     "--stdin-filename",
     default=None,
     help="With the path `-`: the name of the file whose text comes on stdin (for its settings and kind).",
@@ -119,6 +122,7 @@ def check(
     watch: bool,
     show_files: bool,
     stdin_filename: str | None,
+    show_fixes: bool = False,
 ) -> None:
     """Check DeepSpeed training scripts, notebooks and config files (default: the current directory)."""
     if apply_fixes or show_diff:
@@ -179,6 +183,8 @@ def check(
             click.echo(report, nl=False)  # nothing is lost: the findings go to stdout instead
     else:
         click.echo(report, nl=False, color=colour)  # click drops colour codes off a terminal unless told
+    if show_fixes:
+        click.echo(_fixes_listing(diagnostics, settings.unsafe_fixes), err=True, nl=False)
     for message in errors:
         click.echo(f"dslint: error: {printable(message)}", err=True)
     for skipped in outcome.skipped:
@@ -456,3 +462,19 @@ def _summary(tally: Tally) -> str:
     if unsafe:
         lines.append(f"{unsafe} more fixable with `dslint fix --unsafe-fixes`.")
     return "\n".join(lines)
+
+
+def _fixes_listing(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> str:
+    """`--show-fixes`: each finding's fix, safe or unsafe, and whether `dslint fix` applies it with these settings
+    (ruff's `--show-fixes`, for a check that writes nothing)."""
+    fixable = [d for d in diagnostics if d.fix is not None]
+    lines = []
+    for diagnostic in fixable:
+        assert diagnostic.fix is not None
+        kind = "safe" if diagnostic.fix.is_safe else "unsafe"
+        lines.append(f"  {diagnostic.where}: {diagnostic.code} ({kind}) {printable(diagnostic.fix.message)}\n")
+    safe = sum(1 for d in fixable if d.fix is not None and d.fix.is_safe)
+    applied = len(fixable) if unsafe_fixes else safe
+    head = f"{len(fixable)} fixable ({safe} safe, {len(fixable) - safe} unsafe); `dslint fix` applies {applied}"
+    hint = "" if unsafe_fixes or safe == len(fixable) else ", `dslint fix --unsafe-fixes` all"
+    return "".join(lines) + head + hint + "\n"
