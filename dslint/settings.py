@@ -349,7 +349,8 @@ def split_config_arguments(arguments: Sequence[str] | Path | None) -> tuple[Path
     file: Path | None = None
     pairs: list[tuple[str, object]] = []
     for argument in arguments:
-        if Path(argument).is_file():
+        # a path that exists is a settings file, whatever it is: the reader refuses one that is not a regular file
+        if os.path.lexists(argument):
             if file is not None:
                 raise SettingsError(f"--config: two settings files ({file}, {argument}); give one")
             file = Path(argument)
