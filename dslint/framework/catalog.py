@@ -132,7 +132,12 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             (b"get_state_dict", b"Accelerator"),
         ),
     ),
-    "DSL426": Needs((b"generate",), engine=False),
+    # ZeRO-3 reaches the file through its own initialize or a Trainer's arguments: never a file without either
+    "DSL426": Needs(
+        (b"generate", b"deepspeed"),
+        engine=False,
+        alternatives=((b"generate", b"TrainingArguments"), (b"generate", b"HfArgumentParser")),
+    ),
     "DSL425": Needs((b"from_pretrained", b"device_map"), engine=False, several_processes=True),
     "DSL309": Needs((b"deepspeed", b"initialize")),
     "DSL310": Needs((b"deepspeed", b"initialize")),

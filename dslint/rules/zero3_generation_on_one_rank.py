@@ -24,7 +24,8 @@ class Zero3GenerationOnOneRank(ScriptRule):
     message = "under ZeRO-3, generate on one rank hangs: its forward gathers parameters from every rank"
     severity = Severity.ERROR
     needs_engine = False
-    required_tokens = (b"generate",)
+    required_tokens = (b"generate", b"deepspeed")
+    alternative_tokens = ((b"generate", b"TrainingArguments"), (b"generate", b"HfArgumentParser"))
     docs = RuleDocs(
         what="""
             Flags `model.generate(...)` on the model trained with a ZeRO-3 config (the model given to
