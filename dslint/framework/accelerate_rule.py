@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from dslint.config.accelerate import AccelerateDeepSpeed
+from dslint.config.accelerate import DEFAULT_STAGE, AccelerateDeepSpeed
 from dslint.config.tree import Entry
 from dslint.diagnostics import Diagnostic, Related, Severity
 from dslint.framework.rule import Rule
@@ -32,6 +32,15 @@ class AccelerateRule(Rule):
 
     def check(self) -> None:
         raise NotImplementedError
+
+    def stage_source(self, stage: int) -> tuple[str, tuple[Related, ...]]:
+        """Where the section's ZeRO stage comes from, for a message ("stage 2", or accelerate's default when no
+        `zero_stage` is written) and as the related location of the `zero_stage` key."""
+        entry = self.config.entry("zero_stage")
+        if entry is None:
+            return f"accelerate's default stage {DEFAULT_STAGE} (no zero_stage)", ()
+        where = Related(self.context.path, entry.key_start.line, entry.key_start.column, f"zero_stage: {stage}")
+        return f"stage {stage}", (where,)
 
     def report_key(
         self,

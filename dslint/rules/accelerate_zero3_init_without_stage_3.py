@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dslint.config.accelerate import DEFAULT_STAGE
-from dslint.diagnostics import Related, Severity
+from dslint.diagnostics import Severity
 from dslint.framework.accelerate_rule import AccelerateRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 
@@ -66,17 +65,7 @@ class AccelerateZero3InitWithoutStage3(AccelerateRule):
         entry = self.config.entry("zero3_init_flag")
         if stage is None or stage >= 3 or entry is None or self.config.flag("zero3_init_flag") is not True:
             return
-        stage_entry = self.config.entry("zero_stage")
-        if stage_entry is None:
-            where = f"accelerate's default stage {DEFAULT_STAGE} (no zero_stage)"
-            related: tuple[Related, ...] = ()
-        else:
-            where = f"stage {stage}"
-            related = (
-                Related(
-                    self.context.path, stage_entry.key_start.line, stage_entry.key_start.column, f"zero_stage: {stage}"
-                ),
-            )
+        where, related = self.stage_source(stage)
         self.report_key(
             entry,
             f"zero3_init_flag has no effect at {where}: accelerate sets it to False below ZeRO-3",
