@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from dslint.model.classes import MAX_DEPTH, ClassRef, Hierarchy
 from dslint.model.library import INITIALIZE
-from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore
+from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore, own_nodes
 from dslint.model.values import InitSite
 
 Callee = tuple[str, str]  # (module path, function qualname)
@@ -214,7 +214,7 @@ def _method_facts(node: ast.AST, me: str | None) -> tuple[list[tuple[str, ast.Ca
         return _METHOD_FACTS[key]
     calls: list[tuple[str, ast.Call]] = []
     assigned: dict[str, list[tuple[int, int]]] = {}
-    for inner in _own_nodes(node) if me is not None else ():
+    for inner in own_nodes(node) if me is not None else ():
         if isinstance(inner, ast.Call):
             func = inner.func
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == me:
@@ -255,17 +255,6 @@ def _assigns(node: ast.AST, me: str, attribute: str, before: ast.Call | None = N
     if before is None:
         return bool(places)
     return any(place < (before.lineno, before.col_offset) for place in places)
-
-
-def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a function's body, not those of functions, lambdas or classes nested in it."""
-    stack = list(ast.iter_child_nodes(node))
-    while stack:
-        current = stack.pop()
-        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        yield current
-        stack.extend(ast.iter_child_nodes(current))
 
 
 def _function(store: SummaryStore, callee: Callee) -> FunctionInfo | None:

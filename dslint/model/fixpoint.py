@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from dslint.model.attribute_models import attribute_builders
 from dslint.model.evaluate import Callee, CallSite, Evaluator, FunctionSummary
 from dslint.model.library import ENGINE, ENGINE_MODULE, ENGINE_ONLY_METHODS, INITIALIZE, RESULT_ORDER
-from dslint.model.summary import ModuleSummary, SummaryStore, calls, dotted, statements
+from dslint.model.summary import ModuleSummary, SummaryStore, calls, character_column, dotted, statements
 from dslint.model.values import InitSite, Item, Keyed, Maybe, Param, Results, Returned, Value, is_engine_held
 
 MAX_ROUNDS = 6
@@ -259,7 +259,7 @@ class ProjectModel(Evaluator):
                         continue
                     callee = self._resolve_name(module, scope, text)
                     if callee is not None:
-                        column = _characters(lines, call.lineno, call.col_offset) + 1
+                        column = character_column(lines, call.lineno, call.col_offset) + 1
                         found.append(HelperCall(path, call.lineno, column, text, callee))
         self._helpers = found
         return found
@@ -277,8 +277,8 @@ class ProjectModel(Evaluator):
             if value.role not in (*RESULT_ORDER, ENGINE_MODULE):
                 continue
             lines = lines_of.setdefault(path, self.store.sources.get(path, b"").splitlines())
-            start = _characters(lines, line, column) + 1
-            yield path, (line, start, end_line, _characters(lines, end_line, end_column) + 1), value
+            start = character_column(lines, line, column) + 1
+            yield path, (line, start, end_line, character_column(lines, end_line, end_column) + 1), value
 
     def passthrough_helpers(self) -> Iterator[tuple[HelperCall, int, str, bool]]:
         """(the call, parameter index, parameter name, unwrapped) for calls of helpers that return their argument
@@ -326,13 +326,5 @@ class ProjectModel(Evaluator):
             if builder.until is not None:
                 lines = self.store.sources.get(builder.method[0], b"").splitlines()
                 line, offset = builder.until
-                until = (line, _characters(lines, line, offset) + 1)
+                until = (line, character_column(lines, line, offset) + 1)
             yield builder.method, builder.attribute, until, builder.site
-
-
-def _characters(lines: list[bytes], line: int, offset: int) -> int:
-    """A column as `ast` gives it (UTF-8 bytes) in characters, as libcst's positions count it."""
-    if not 0 < line <= len(lines):
-        return offset
-    before = lines[line - 1][:offset]
-    return offset if before.isascii() else len(before.decode("utf-8", errors="replace"))

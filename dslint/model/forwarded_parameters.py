@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from dslint.model.evaluate import Evaluator, FunctionSummary
-from dslint.model.summary import FunctionInfo, ModuleSummary
+from dslint.model.summary import FunctionInfo, ModuleSummary, character_column, own_nodes
 
 MAX_BASES = 6
 
@@ -62,7 +62,7 @@ def forwarding_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[Forward
                         model, module, qualname
                     ):
                         continue
-                    column = _characters(lines, call.lineno, call.col_offset) + 1
+                    column = character_column(lines, call.lineno, call.col_offset) + 1
                     yield ForwardingCall(path, call.lineno, column, index, param, callee, function.start)
 
 
@@ -130,7 +130,7 @@ def _backwards(function: FunctionInfo, is_receiver: Callable[[ast.expr], bool]) 
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "backward"
         and is_receiver(node.func.value)
-        for node in _own_nodes(function.node)
+        for node in own_nodes(function.node)
     )
 
 
@@ -163,7 +163,7 @@ def _forwards(function: FunctionInfo, param: str) -> bool:
     (not under a `no_grad`/`inference_mode` decorator or `with`), and never rebinds it."""
     if any(_names_no_grad(decorator) for decorator in function.node.decorator_list):
         return False
-    for node in _own_nodes(function.node):
+    for node in own_nodes(function.node):
         if isinstance(node, ast.Name) and node.id == param and isinstance(node.ctx, ast.Store):
             return False
     return _called(function.node.body, param)
@@ -199,7 +199,7 @@ def _called_with_grad(body: list[ast.stmt], matches: Callable[[ast.Call], bool])
             return True
         shallow = [child for child in ast.iter_child_nodes(statement) if not isinstance(child, ast.stmt)]
         for child in shallow:
-            if any(isinstance(node, ast.Call) and matches(node) for node in (child, *_own_nodes(child))):
+            if any(isinstance(node, ast.Call) and matches(node) for node in (child, *own_nodes(child))):
                 return True
     return False
 
@@ -229,7 +229,7 @@ def _only_run_without_grad(model: Evaluator, module: ModuleSummary, qualname: st
                     and func.value.id == me
                 )
 
-            if not any(isinstance(n, ast.Call) and calls_it(n) for n in _own_nodes(method.node)):
+            if not any(isinstance(n, ast.Call) and calls_it(n) for n in own_nodes(method.node)):
                 continue
             seen = True
             no_grad_method = any(_names_no_grad(d) for d in method.node.decorator_list)
@@ -251,20 +251,3 @@ def _scope(module: ModuleSummary, qualname: str) -> FunctionSummary:
     if function is None:
         return FunctionSummary(module.path, "", [], False)
     return FunctionSummary(module.path, qualname, list(function.params), function.is_method)
-
-
-def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
-    stack = list(ast.iter_child_nodes(node))
-    while stack:
-        current = stack.pop()
-        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        yield current
-        stack.extend(ast.iter_child_nodes(current))
-
-
-def _characters(lines: list[bytes], line: int, offset: int) -> int:
-    if not 0 < line <= len(lines):
-        return offset
-    before = lines[line - 1][:offset]
-    return offset if before.isascii() else len(before.decode("utf-8", errors="replace"))

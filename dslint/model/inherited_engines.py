@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dslint.model.classes import ClassRef, Hierarchy
 from dslint.model.evaluate import Evaluator
 from dslint.model.library import ENGINE, ENGINE_MODULE, RESULT_ORDER
-from dslint.model.summary import FunctionInfo, SummaryStore
+from dslint.model.summary import FunctionInfo, SummaryStore, character_column, own_nodes
 from dslint.model.values import Item, Value
 
 Span = tuple[int, int, int, int]  # line, column, end line, end column, as `ast` gives them
@@ -91,7 +91,7 @@ def _reads_in(
     module_role = ENGINE_MODULE if held.role == ENGINE else None
     for function in after:
         me = function.params[0]
-        for node in _own_nodes(function.node):
+        for node in own_nodes(function.node):
             if not isinstance(node, ast.Attribute):
                 continue
             if (
@@ -156,7 +156,7 @@ def _self_calls(function: FunctionInfo) -> list[tuple[str, ast.Call]]:
     me = function.params[0] if function.params else None
     found = [
         (node.func.attr, node)
-        for node in _own_nodes(function.node)
+        for node in own_nodes(function.node)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and isinstance(node.func.value, ast.Name)
@@ -171,7 +171,7 @@ def _assigns(function: FunctionInfo, attribute: str, from_call: bool = False) ->
     if not function.params:
         return False
     me = function.params[0]
-    for node in _own_nodes(function.node):
+    for node in own_nodes(function.node):
         if from_call:
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.Call, ast.Subscript)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -199,17 +199,6 @@ def _span(node: ast.expr) -> Span:
     return (node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or node.col_offset)
 
 
-def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a function's body, not those of functions, lambdas or classes nested in it."""
-    stack = list(ast.iter_child_nodes(node))
-    while stack:
-        current = stack.pop()
-        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        yield current
-        stack.extend(ast.iter_child_nodes(current))
-
-
 def _function(store: SummaryStore, callee: tuple[str, str]) -> FunctionInfo | None:
     module = store.get(callee[0])
     return module.functions.get(callee[1]) if module is not None else None
@@ -225,13 +214,11 @@ def inherited_values(model: Evaluator) -> Iterator[tuple[str, Span, Item]]:
         lines = lines_of.setdefault(path, model.store.sources.get(path, b"").splitlines())
         yield (
             path,
-            (line, _characters(lines, line, column) + 1, end_line, _characters(lines, end_line, end_column) + 1),
+            (
+                line,
+                character_column(lines, line, column) + 1,
+                end_line,
+                character_column(lines, end_line, end_column) + 1,
+            ),
             value,
         )
-
-
-def _characters(lines: list[bytes], line: int, offset: int) -> int:
-    if not 0 < line <= len(lines):
-        return offset
-    before = lines[line - 1][:offset]
-    return offset if before.isascii() else len(before.decode("utf-8", errors="replace"))

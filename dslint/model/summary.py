@@ -343,3 +343,22 @@ _LEAVES = frozenset(
     {ast.Name, ast.Constant, *ast.expr_context.__subclasses__(), *ast.operator.__subclasses__()}
     | {*ast.unaryop.__subclasses__(), *ast.cmpop.__subclasses__(), *ast.boolop.__subclasses__()}
 )
+
+
+def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function (or module) body, not those of functions, lambdas or classes nested in it."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def character_column(lines: list[bytes], line: int, offset: int) -> int:
+    """A column as `ast` gives it (UTF-8 bytes) in characters, as libcst's positions count it."""
+    if not 0 < line <= len(lines):
+        return offset
+    before = lines[line - 1][:offset]
+    return offset if before.isascii() else len(before.decode("utf-8", errors="replace"))

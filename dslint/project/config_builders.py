@@ -16,8 +16,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from dslint.model.summary import SummaryStore
-from dslint.project.reader_calls import ParsedModules, ReaderCall, own_nodes, reader_call, scopes
+from dslint.model.summary import SummaryStore, own_nodes
+from dslint.project.reader_calls import ParsedModules, ReaderCall, reader_call, scopes
 
 # A text test before parsing: a reader's call, with its config keyword given a name soon after.
 _READER_NAMES = (b"DeepSpeedStrategy", b"TrainingArguments", b"DeepSpeedPlugin", b"initialize")

@@ -17,9 +17,9 @@ import os
 import re
 from collections.abc import Callable
 
-from dslint.model.summary import SummaryStore
+from dslint.model.summary import SummaryStore, own_nodes
 from dslint.project.inputs import is_file
-from dslint.project.reader_calls import ParsedModules, own_nodes, reader_call, scopes
+from dslint.project.reader_calls import ParsedModules, reader_call, scopes
 
 TOKENS = (b"DeepSpeedStrategy", b"DeepSpeedPlugin", b"TrainingArguments")
 # A text test before parsing: a reader call with its config keyword given a name or a call (a literal path is

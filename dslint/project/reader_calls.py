@@ -61,17 +61,6 @@ def scopes(tree: ast.Module) -> Iterator[ast.AST]:
             yield node
 
 
-def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a function (or module) body, not those of functions, lambdas or classes nested in it."""
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        yield node
-        stack.extend(ast.iter_child_nodes(node))
-
-
 @dataclass
 class ParsedModules:
     """The project's modules, as the model's summaries hold them (one `ast` parse each, shared with the
