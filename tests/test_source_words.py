@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from dslint.model.source_words import SourceWords
+from dslint.model.source_words import SourceWords, _renamed
 from dslint.model.summary import calls
 
 SOURCES = {
@@ -54,3 +54,16 @@ def test_calls_are_walked_once_per_statement_in_the_same_order() -> None:
     first = calls(tree.body[0])
     assert [ast.unparse(c.func) for c in first] == ["f(g(1), k=h(lambda: z()))[i()].m", "n", "i", "f", "h", "g"]
     assert calls(tree.body[0]) is first
+
+
+def test_renamed_words_are_the_pattern_s() -> None:
+    pattern = re.compile(rb"\b(\w+)(?=\s+as\s+\w)")
+    texts = [
+        b"import numpy as np\nfrom a import (B as C,\n  D  as\tE)\n",
+        b"x as as y\nwas z\nx asb y\nx as\n(y)\n as y\nas y\n",
+        b"with open(f) as fh, g() as h: pass\nexcept Error as e:\n",
+        "caf\u00e9 as x\n\u00e9 as y\nq\\\n as r\n".encode(),
+        b"a\r\nas b\x0bas\x0cc __ as _1",
+    ]
+    for text in [*texts, *SOURCES.values()]:
+        assert _renamed(text) == set(pattern.findall(text)), text

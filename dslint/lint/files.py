@@ -110,10 +110,19 @@ def discover(
     files that may be accelerate configs running DeepSpeed."""
     result = Discovery()
     seen: set[Path] = set()
+    folders: dict[Path, Path] = {}  # a folder -> its resolved path: one `resolve` per folder, not per file
+
+    def resolved(path: Path) -> Path:
+        if path.is_symlink():
+            return path.resolve()
+        parent = path.parent
+        if parent not in folders:
+            folders[parent] = parent.resolve()
+        return folders[parent] / path.name
 
     def add(path: Path) -> None:
         try:
-            key = path.resolve()
+            key = resolved(path)
         except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
             result.errors.append(f"{path}: cannot read: symbolic link loop")
             return

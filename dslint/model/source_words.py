@@ -23,7 +23,11 @@ import re
 _CALLED = re.compile(rb"\b(\w+)\(")
 _CLASS_BASES = re.compile(rb"^[ \t]*class\s+\w+\s*\(([^)]*)", re.MULTILINE)
 _WORD = re.compile(rb"\w+")
-_RENAMED = re.compile(rb"\b(\w+)(?=\s+as\s+\w)")
+# `as` between white space and a word: the literal `as` leads the pattern, so the engine skips to each `as`
+# instead of trying a word at every position (the word before it is found backwards: `_renamed`)
+_AS = re.compile(rb"as(?=\s+\w)")
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_SPACE_BYTES = frozenset(b" \t\n\r\f\v")
 
 
 class SourceWords:
@@ -77,8 +81,27 @@ class SourceWords:
                     for match in _CLASS_BASES.finditer(data):
                         found.update(_WORD.findall(match.group(1)))
                 if b"as" in data:
-                    found.update(_RENAMED.findall(data))
+                    found.update(_renamed(data))
                 for word in found:
                     words.setdefault(word, []).append(number)
             self._class_words = words
         return [self._paths[n] for n in self._class_words.get(name.encode(), ())]
+
+
+def _renamed(data: bytes) -> set[bytes]:
+    """Every whole word followed by white space, `as`, white space and a word character (what the pattern
+    `\\b(\\w+)(?=\\s+as\\s+\\w)` finds, ASCII), read from each `as` backwards: several times faster on a large tree."""
+    words: set[bytes] = set()
+    for match in _AS.finditer(data):
+        end = match.start()  # `as` must follow white space, after a word
+        space = end
+        while space > 0 and data[space - 1] in _SPACE_BYTES:
+            space -= 1
+        if space == end:
+            continue
+        start = space
+        while start > 0 and data[start - 1] in _WORD_BYTES:
+            start -= 1
+        if start < space:
+            words.add(data[start:space])
+    return words
