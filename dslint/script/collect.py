@@ -1,9 +1,10 @@
 """The one traversal that fills a `ScriptFacts` (`collect_facts`), and the plain-PyTorch branches it marks.
 
-It records imports, scopes and bindings (tuple unpacking, starred targets, `self.x`), every
-`deepspeed.initialize(...)` call with its arguments and the names bound to its results (here, or from a helper
-the project model knows returns them), the calls that set the device, and the `else:` of `if args.deepspeed:`
-(and the other side of an `if` that holds initialize on one side only), where no rule reports.
+It records imports, the scope of every name, attribute, subscript and call, every `deepspeed.initialize(...)` call
+with its arguments, the calls that set the device, and the `else:` of `if args.deepspeed:` (and the other side of
+an `if` that holds initialize on one side only), where no rule reports. The scopes and bindings are the module's
+(`dslint.model.bindings`, read from CPython's tree): the traversal lays them over libcst's nodes and marks the
+bindings that hold initialize's results (here, or from a helper the project model knows returns them).
 """
 
 from __future__ import annotations
@@ -18,22 +19,20 @@ from typing import Any
 
 import libcst as cst
 
+from dslint.model.bindings import Binding, BindingKind, Bindings, Pos, Scope, ScopeKind, module_bindings
 from dslint.model.engine import Engine, Origin
 from dslint.model.library import RESULT_ORDER
+from dslint.model.summary import dotted
 from dslint.script.facts import (
     INIT_INFERENCE,
     INITIALIZE,
     INITIALIZE_POSITIONAL,
     RESULT_ARITY,
     SET_DEVICE_CALLS,
-    Binding,
-    BindingKind,
     InitializeCall,
-    Pos,
-    Scope,
-    ScopeKind,
     ScriptFacts,
     constant_index,
+    result_role,
 )
 from dslint.script.names import ImportTable, dotted_name
 from dslint.script.project_facts import ProjectFacts
@@ -89,17 +88,28 @@ def deepspeed_flag_polarity(test: cst.BaseExpression) -> bool | None:
     return None
 
 
-class _Collector:
-    """The one traversal that fills a ScriptFacts (driven by `dslint.script.walk.walk`)."""
+class _Misaligned(Exception):
+    """libcst's tree and CPython's disagree on where a `def` or `class` is: the bindings cannot be laid over."""
 
-    def __init__(self, facts: ScriptFacts) -> None:
+
+class _Collector:
+    """The one traversal that fills a ScriptFacts (driven by `dslint.script.walk.walk`); the scopes and bindings are
+    the module's (`dslint.model.bindings`), laid over this traversal's nodes."""
+
+    def __init__(self, facts: ScriptFacts, table: Bindings | None) -> None:
         self.facts = facts
+        self.table = table  # None: no bindings are known (bare scopes are made here)
         self.scopes: list[Scope] = [facts.module_scope]
         self.lines: list[cst.CSTNode] = []
         self.smalls: list[cst.BaseSmallStatement] = []
         self.branches: list[tuple[cst.If, bool | None]] = []
         self.counter = 0
         self.pending_ends: dict[cst.CSTNode, list[InitializeCall]] = {}
+        # the nodes the model's bindings hang on, each kind in source order (`Bindings.place`)
+        self.statements: list[cst.CSTNode] = []
+        self.handlers: list[cst.CSTNode] = []
+        self.items: list[cst.WithItem] = []
+        self.walruses: list[cst.NamedExpr] = []
 
     @property
     def scope(self) -> Scope:
@@ -114,8 +124,11 @@ class _Collector:
                 self.facts.block_size_of_line[child] = len(node.body)
         if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             self.lines.append(node)
+            if not isinstance(node, cst.SimpleStatementLine):
+                self.statements.append(node)
         elif isinstance(node, cst.BaseSmallStatement):
             self.smalls.append(node)
+            self.statements.append(node)
         handler = self._handlers("visit_", type(node))
         if handler is not None:
             handler(self, node)
@@ -140,39 +153,40 @@ class _Collector:
         return handler
 
     # --- scopes -----------------------------------------------------------------------------------------------
+    def _enter_scope(self, node: cst.FunctionDef | cst.ClassDef, kind: ScopeKind) -> None:
+        if self.table is None:
+            self.scopes.append(Scope(kind, node, self.scope))
+            return
+        index = len(self.statements) - 1
+        model = self.table.statements[index] if index < len(self.table.statements) else None
+        scope = self.table.scope_of(model) if model is not None else None
+        if scope is None or scope.kind is not kind or getattr(model, "name", None) != node.name.value:
+            raise _Misaligned
+        self.scopes.append(scope)
+
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._bind(node.name.value, self.facts.start(node), BindingKind.OTHER, statement=node)
-        self.scopes.append(Scope(ScopeKind.CLASS, node, self.scope))
+        self._enter_scope(node, ScopeKind.CLASS)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.scopes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._bind(node.name.value, self.facts.start(node), BindingKind.OTHER, statement=node)
-        parent = self.scope
-        scope = Scope(ScopeKind.FUNCTION, node, parent)
-        params = node.params
-        ordered = [*params.posonly_params, *params.params]
-        is_static = any(dotted_name(d.decorator) == "staticmethod" for d in node.decorators)
-        if parent.kind is ScopeKind.CLASS and ordered and not is_static:
-            scope.self_name = ordered[0].name.value
-        self.scopes.append(scope)
-        body_start = self.facts.start(node)
-        every = [*ordered, *params.kwonly_params]
-        for extra in (params.star_arg, params.star_kwarg):
-            if isinstance(extra, cst.Param):
-                every.append(extra)
-        for param in every:
-            self._bind(param.name.value, body_start, BindingKind.PARAMETER, statement=node)
+        self._enter_scope(node, ScopeKind.FUNCTION)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.scopes.pop()
 
-    def visit_Global(self, node: cst.Global) -> None:
-        self.scope.global_names.update(item.name.value for item in node.names)
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self.handlers.append(node)
 
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self.scope.global_names.update(item.name.value for item in node.names)
+    def visit_ExceptStarHandler(self, node: cst.ExceptStarHandler) -> None:
+        self.handlers.append(node)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        self.items.append(node)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.walruses.append(node)
 
     # --- names and calls --------------------------------------------------------------------------------------
     def visit_Name(self, node: cst.Name) -> None:
@@ -211,91 +225,59 @@ class _Collector:
         elif qualified == INIT_INFERENCE:
             facts.inference_calls.append(node)
 
-    # --- bindings ---------------------------------------------------------------------------------------------
-    def leave_Assign(self, original_node: cst.Assign) -> None:
-        for target in original_node.targets:
-            self._bind_target(target.target, original_node.value, original_node)
+    # --- branches ---------------------------------------------------------------------------------------------
+    def visit_If(self, node: cst.If) -> None:
+        self.branches.append((node, deepspeed_flag_polarity(node.test)))
 
-    def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
-        if original_node.value is not None:
-            self._bind_target(original_node.target, original_node.value, original_node)
-
-    def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
-        key = dotted_name(original_node.target)
-        if key is not None:
-            self._bind(key, self.facts.end(original_node), BindingKind.OTHER, statement=original_node)
-
-    def leave_NamedExpr(self, original_node: cst.NamedExpr) -> None:
-        self._bind_target(original_node.target, original_node.value, original_node)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._bind_plain_target(node.target, self.facts.start(node), node)
-
-    def leave_WithItem(self, original_node: cst.WithItem) -> None:
-        if original_node.asname is not None:
-            self._bind_plain_target(original_node.asname.name, self.facts.end(original_node), original_node)
-
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        if node.name is not None:
-            self._bind_plain_target(node.name.name, self.facts.start(node), node)
-
-    def _bind_plain_target(self, target: cst.BaseExpression, pos: Pos, statement: cst.CSTNode) -> None:
-        key = dotted_name(target)
-        if key is not None:
-            self._bind(key, pos, BindingKind.OTHER, statement=statement)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._bind_plain_target(element.value, pos, statement)
-
-    def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression, statement: cst.CSTNode) -> None:
-        pos = self.facts.end(statement)
-        source = self._result_source(value)
-        if isinstance(target, (cst.Tuple, cst.List)):
-            elements = list(target.elements)
-            star = next((i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)), None)
-            for i, element in enumerate(elements):
-                if isinstance(element, cst.StarredElement):
-                    self._bind_plain_target(element.value, pos, statement)
-                    continue
-                arity = len(source.order) if source is not None and source.order is not None else RESULT_ARITY
-                index = i if star is None or i < star else arity - (len(elements) - i)
-                item = source.item(index) if source is not None else None
-                key = dotted_name(element.value)
-                if key is None:
-                    self._bind_plain_target(element.value, pos, statement)
-                elif item is not None:
-                    self._bind(
-                        key,
-                        pos,
-                        BindingKind.INIT_ITEM,
-                        engine=source.engine if source else None,
-                        index=item,
-                        statement=statement,
-                    )
-                else:
-                    self._bind(key, pos, BindingKind.OTHER, value=None, statement=statement)
+    # --- bindings: the model's, laid over this traversal ------------------------------------------------------
+    def place(self) -> None:
+        """Lay the module's bindings over the nodes walked, then enter them in source order, each marked with the
+        initialize results it holds (an alias of a result tuple sees only the bindings made before it)."""
+        table = self.table
+        if table is None:
             return
-        key = dotted_name(target)
-        if key is None:
-            return
-        if source is not None and source.order is not None and source.order != (0, 1, 2, 3):
-            source = None  # a helper's tuple in its own order: its items are known only when unpacked
-        if source is not None and source.whole:
-            self._bind(key, pos, BindingKind.INIT_TUPLE, engine=source.engine, value=value, statement=statement)
-        elif source is not None and source.index is not None:
-            self._bind(
-                key,
-                pos,
-                BindingKind.INIT_ITEM,
-                engine=source.engine,
-                index=source.index,
-                value=value,
-                statement=statement,
-            )
-        else:
-            self._bind(key, pos, BindingKind.OTHER, value=value, statement=statement)
+        nodes: dict[int, cst.CSTNode] = {id(table.module_scope.node): self.facts.module}
+        if len(table.statements) != len(self.statements):
+            raise _Misaligned
+        nodes.update(zip(map(id, table.statements), self.statements, strict=True))
+        for theirs, ours in ((table.handlers, self.handlers), (table.items, self.items)):
+            if len(theirs) == len(ours):
+                nodes.update(zip(map(id, theirs), ours, strict=True))
+        walruses = list(zip(table.walruses, self.walruses, strict=False))
+        if len(table.walruses) == len(self.walruses) and all(
+            dotted_name(ours.target) == dotted(theirs.target) for theirs, ours in walruses
+        ):
+            nodes.update((id(theirs), ours) for theirs, ours in walruses)
+        table.place(lambda node: nodes.get(id(node)), self.facts.start, self.facts.end, lambda s: s.value)
+        for binding in table.every:
+            self._mark_results(binding)
+            table.enter(binding)
+            if binding.engine is not None and result_role(binding) is not None:
+                self.facts.result_bindings.setdefault(binding.engine, []).append(binding)
 
-    def _result_source(self, value: cst.BaseExpression) -> _ResultSource | None:
+    def _mark_results(self, binding: Binding) -> None:
+        """An assignment target holding initialize's results (here, or a helper's the project model knows)."""
+        if binding.value is None and binding.element is None:
+            return
+        source = self._result_source(binding.statement.value, binding.scope)
+        if source is None:
+            return
+        if binding.element is not None:
+            i, count, star = binding.element
+            arity = len(source.order) if source.order is not None else RESULT_ARITY
+            index = i if star is None or i < star else arity - (count - i)
+            item = source.item(index)
+            if item is not None:
+                binding.kind, binding.engine, binding.index = BindingKind.INIT_ITEM, source.engine, item
+            return
+        if source.order is not None and source.order != (0, 1, 2, 3):
+            return  # a helper's tuple in its own order: its items are known only when unpacked
+        if source.whole:
+            binding.kind, binding.engine = BindingKind.INIT_TUPLE, source.engine
+        elif source.index is not None:
+            binding.kind, binding.engine, binding.index = BindingKind.INIT_ITEM, source.engine, source.index
+
+    def _result_source(self, value: cst.BaseExpression, scope: Scope) -> _ResultSource | None:
         """Whether `value` is initialize's result tuple (or one item of it)."""
         facts = self.facts
         if isinstance(value, cst.Call):
@@ -304,14 +286,14 @@ class _Collector:
                 return _ResultSource(init.engine, None, whole=True)
             return self._helper_result(value)
         if isinstance(value, cst.Subscript):
-            inner = self._result_source(value.value)
+            inner = self._result_source(value.value, scope)
             index = constant_index(value)
             if inner is not None and inner.whole and index is not None:
                 return _ResultSource(inner.engine, index % RESULT_ARITY, whole=False)
             return None
         key = dotted_name(value)
-        if key is not None:
-            binding = facts.binding_at(key, self.scope, facts.start(value))
+        if key is not None and self.table is not None:
+            binding = self.table.binding_at(key, scope, facts.start(value))
             if binding is not None and binding.kind is BindingKind.INIT_TUPLE and binding.engine is not None:
                 return _ResultSource(binding.engine, None, whole=True)
         return None
@@ -330,34 +312,6 @@ class _Collector:
         if fact.is_tuple:
             return _ResultSource(engine, None, whole=True, order=order)
         return _ResultSource(engine, order[0], whole=False) if order and order[0] is not None else None
-
-    def _bind(
-        self,
-        key: str,
-        pos: Pos,
-        kind: BindingKind,
-        *,
-        engine: Engine | None = None,
-        index: int | None = None,
-        value: cst.BaseExpression | None = None,
-        statement: cst.CSTNode | None = None,
-    ) -> None:
-        scope = self.scope
-        head, dot, rest = key.partition(".")
-        if scope.self_name is not None and head == scope.self_name:
-            key = "self" + dot + rest
-        binding = Binding(key, scope, pos, kind, engine=engine, index=index, value=value, statement=statement)
-        target_scope = self.facts.module_scope if (not dot and key in scope.global_names) else scope
-        target_scope.bindings.setdefault(key, []).append(binding)
-        if engine is not None and binding.result_role is not None:
-            self.facts.result_bindings.setdefault(engine, []).append(binding)
-        owner = scope.enclosing_class()
-        if owner is not None and key.startswith("self."):
-            owner.attribute_bindings.setdefault(key, []).append(binding)
-
-    # --- branches ---------------------------------------------------------------------------------------------
-    def visit_If(self, node: cst.If) -> None:
-        self.branches.append((node, deepspeed_flag_polarity(node.test)))
 
 
 @dataclass(frozen=True)
@@ -423,15 +377,29 @@ def _resolve_branches(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool 
 def collect_facts(
     module: cst.Module, project: ProjectFacts | None = None, tree: ast.Module | None = None
 ) -> ScriptFacts:
-    """The facts of `module`; `tree`: CPython's tree of the same code, when the caller has it (its imports are
-    read from it, as the project model reads them; without it the code is parsed again for them)."""
-    facts = ScriptFacts(module, project)
+    """The facts of `module`; `tree`: CPython's tree of the same code, when the caller has it (its imports and its
+    bindings are read from it, as the project model reads them; without it the code is parsed again for them)."""
     if tree is None:
         tree = _python_tree(module)
+    try:
+        return _collected(module, project, tree, module_bindings(tree) if tree is not None else None)
+    except _Misaligned:
+        # the two trees disagree (never seen on real code): the facts hold scopes and no binding
+        return _collected(module, project, tree, None)
+
+
+def _collected(
+    module: cst.Module, project: ProjectFacts | None, tree: ast.Module | None, table: Bindings | None
+) -> ScriptFacts:
+    facts = ScriptFacts(module, project)
     if tree is not None:
         facts.imports = ImportTable.of(tree)
-    collector = _Collector(facts)
+    if table is not None:
+        facts.bindings = table
+        facts.module_scope = table.module_scope
+    collector = _Collector(facts, table)
     walk(module, collector.on_visit, collector.on_leave)
+    collector.place()
     _resolve_branches(facts, collector.branches)
     return facts
 

@@ -4,7 +4,8 @@ What is collected:
 - imports (`ImportTable`, as the module summary reads them), so rules can ask what `ds.initialize` or `nn.Module`
   stands for;
 - scopes (module, classes, functions) and every binding of a name or `self.attribute` in each, with the position
-  from which the binding holds;
+  from which the binding holds: the module's (`dslint.model.bindings`, from CPython's tree), laid over libcst's
+  nodes, with the bindings that hold initialize's results marked;
 - every `deepspeed.initialize(...)` call: its arguments (model, optimizer, lr_scheduler, config) and the names
   bound to its results (tuple unpacking, starred targets, one name then indexing, `self.engine` attributes);
 - branches that belong to plain PyTorch (`else:` of `if args.deepspeed:`), where no rule reports;
@@ -20,7 +21,7 @@ name's role cannot be known, the answer is None and rules stay silent.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -28,13 +29,19 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from dslint.diagnostics import Related
 from dslint.model import library
+from dslint.model.bindings import Binding as Binding
+from dslint.model.bindings import BindingKind as BindingKind
+from dslint.model.bindings import Bindings
+from dslint.model.bindings import Pos as Pos
+from dslint.model.bindings import Scope as Scope
+from dslint.model.bindings import ScopeKind as ScopeKind
 from dslint.model.engine import Engine, EngineConfig, Origin
 from dslint.script.names import ImportTable, dotted_name
 from dslint.script.project_facts import ProjectFacts
 
-# An order index: nodes are numbered on entry and on exit in one traversal, so `a < b` means "a comes
+# `Pos`: an order index. Nodes are numbered on entry and on exit in one traversal, so `a < b` means "a comes
 # first in the source" without computing line/column positions (which costs a whole code generation pass).
-Pos = int
+# Scopes and bindings are the module's (`dslint.model.bindings`), laid over libcst's nodes by `collect_facts`.
 
 INITIALIZE = library.INITIALIZE.name
 INIT_INFERENCE = library.INIT_INFERENCE.name  # returns an InferenceEngine (dslint.script.inference)
@@ -64,55 +71,12 @@ class Role(enum.Enum):
 RESULT_ROLES = (Role.ENGINE, Role.OPTIMIZER, Role.DATALOADER, Role.SCHEDULER)
 
 
-class BindingKind(enum.Enum):
-    INIT_ITEM = "initialize result item"
-    INIT_TUPLE = "initialize result tuple"
-    PARAMETER = "parameter"
-    OTHER = "other"
-
-
-class ScopeKind(enum.Enum):
-    MODULE = "module"
-    CLASS = "class"
-    FUNCTION = "function"
-
-
-@dataclass(eq=False)
-class Scope:
-    kind: ScopeKind
-    node: cst.CSTNode = field(repr=False)
-    parent: Scope | None = field(repr=False)
-    bindings: dict[str, list[Binding]] = field(default_factory=dict, repr=False)
-    global_names: set[str] = field(default_factory=set)
-    # In a method: the name of its first parameter (`self`); attribute keys on it are stored as "self.x".
-    self_name: str | None = None
-    # In a class: every `self.x` binding made by any of its methods.
-    attribute_bindings: dict[str, list[Binding]] = field(default_factory=dict, repr=False)
-
-    def enclosing_class(self) -> Scope | None:
-        if self.kind is ScopeKind.FUNCTION and self.parent is not None and self.parent.kind is ScopeKind.CLASS:
-            return self.parent
+def result_role(binding: Binding) -> Role | None:
+    """Which of initialize's results a binding holds (the whole tuple: INIT_RESULT)."""
+    slot = binding.result_slot
+    if slot is None:
         return None
-
-
-@dataclass(eq=False)
-class Binding:
-    key: str
-    scope: Scope = field(repr=False)
-    pos: Pos  # the binding holds from here on
-    kind: BindingKind
-    engine: Engine | None = field(default=None, repr=False)  # whose results an INIT_ITEM / INIT_TUPLE holds
-    index: int | None = None
-    value: cst.BaseExpression | None = field(default=None, repr=False)
-    statement: cst.CSTNode | None = field(default=None, repr=False)
-
-    @property
-    def result_role(self) -> Role | None:
-        if self.kind is BindingKind.INIT_TUPLE:
-            return Role.INIT_RESULT
-        if self.kind is BindingKind.INIT_ITEM and self.index is not None and 0 <= self.index < RESULT_ARITY:
-            return RESULT_ROLES[self.index]
-        return None
+    return Role.INIT_RESULT if slot < 0 else RESULT_ROLES[slot]
 
 
 @dataclass(eq=False)
@@ -161,7 +125,9 @@ class ScriptFacts:
         self.entered: dict[cst.CSTNode, Pos] = {}
         self.exited: dict[cst.CSTNode, Pos] = {}
         self.imports = ImportTable()
-        self.module_scope = Scope(ScopeKind.MODULE, module, None)
+        # the module's scopes and bindings (`dslint.model.bindings`), laid over this module's nodes by the collector
+        self.bindings = Bindings(Scope(ScopeKind.MODULE, module, None), {}, [], [], [], [], [])
+        self.module_scope = self.bindings.module_scope
         self.initialize_calls: list[InitializeCall] = []
         self.inference_calls: list[cst.Call] = []  # `deepspeed.init_inference(...)`, in source order
         self.scope_of_node: dict[cst.CSTNode, Scope] = {}
@@ -221,7 +187,7 @@ class ScriptFacts:
 
     def result_keys(self, engine: Engine, role: Role) -> list[str]:
         """The names (`engine`, `self.engine`) bound to `engine`'s result of `role` in this file."""
-        return [b.key for b in self.result_bindings.get(engine, ()) if b.result_role is role]
+        return [b.key for b in self.result_bindings.get(engine, ()) if result_role(b) is role]
 
     def parameter_fact(self, binding: Binding) -> RoleAnswer | None:
         """An engine (or engine.module) the project index sees passed into this parameter at every call."""
@@ -317,7 +283,7 @@ class ScriptFacts:
         binding = self._through_self_returning(self.binding_at(key, scope, pos))
         if binding is None:
             return None
-        role = binding.result_role
+        role = result_role(binding)
         if role is not None and binding.engine is not None:
             return self.answer(role, binding.engine)
         if self.project is not None:
@@ -420,67 +386,12 @@ class ScriptFacts:
         return binding
 
     def binding_at(self, key: str, scope: Scope, pos: Pos) -> Binding | None:
-        """The binding of `key` visible at `pos` in `scope`; None when it cannot be known."""
-        head, dot, rest = key.partition(".")
-        if scope.self_name is not None and head == scope.self_name:
-            canonical = "self" + dot + rest
-            local = self._latest(scope.bindings.get(canonical), pos)
-            if local is not None:
-                return local
-            owner = scope.enclosing_class()
-            if owner is None:
-                return None
-            elsewhere = [b for b in owner.attribute_bindings.get(canonical, ()) if b.scope is not scope]
-            return self._summary(elsewhere)
-        if dot:
-            # Other attribute chains (`args.model`, `trainer.engine`): only what this scope itself bound.
-            return self._latest(scope.bindings.get(key), pos)
-        current: Scope | None = scope
-        crossed_function = False
-        while current is not None:
-            if current.kind is ScopeKind.CLASS and current is not scope:
-                current = current.parent
-                continue
-            if key in current.global_names and current is not self.module_scope:
-                current = self.module_scope
-                crossed_function = True
-                continue
-            bindings = current.bindings.get(key)
-            if bindings:
-                if crossed_function:
-                    return self._summary(bindings)
-                return self._latest(bindings, pos)
-            if current.kind is ScopeKind.FUNCTION:
-                crossed_function = True
-            current = current.parent
-        return None
+        """The binding of `key` visible at `pos` in `scope` (`dslint.model.bindings`: the module's, read without
+        the plain-PyTorch branches); None when it cannot be known."""
+        return self.bindings.binding_at(key, scope, pos, self._usable)
 
-    def _usable(self, bindings: Sequence[Binding]) -> list[Binding]:
-        return [b for b in bindings if b.statement is None or not self.in_plain_branch(b.statement)]
-
-    def _latest(self, bindings: Sequence[Binding] | None, pos: Pos) -> Binding | None:
-        if not bindings:
-            return None
-        found = None
-        for binding in self._usable(bindings):
-            if binding.pos <= pos:
-                found = binding
-        return found
-
-    def _summary(self, bindings: Sequence[Binding] | None) -> Binding | None:
-        """The binding a name has when read from a function that runs later (positions do not apply).
-
-        Setup code binds the engine once; other functions read it afterwards. So an initialize result wins when
-        all such results agree; a single plain binding stands for itself; anything else is unknown.
-        """
-        if not bindings:
-            return None
-        usable = self._usable(bindings)
-        results = [b for b in usable if b.result_role is not None]
-        if results:
-            roles = {b.result_role for b in results}
-            return results[-1] if len(roles) == 1 else None
-        return usable[0] if len(usable) == 1 else None
+    def _usable(self, binding: Binding) -> bool:
+        return binding.statement is None or not self.in_plain_branch(binding.statement)
 
     def assigned_value(self, expr: cst.CSTNode, at: cst.CSTNode) -> cst.BaseExpression | None:
         """The value a name (or attribute chain) holds at `at`, when a plain assignment bound it there;
@@ -491,7 +402,8 @@ class ScriptFacts:
         binding = self.binding_at(key, self.scope_at(at), self.start(at))
         if binding is None or binding.kind is not BindingKind.OTHER:
             return None
-        return binding.value
+        value: cst.BaseExpression | None = binding.value
+        return value
 
     def device_set_before(self, scope: Scope, pos: Pos) -> bool:
         """Whether the current device is set (explicitly, or by initialize) before `pos` in `scope`."""
