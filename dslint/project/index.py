@@ -14,17 +14,19 @@ import contextlib
 import functools
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dslint.config import facts as config_facts
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
+from dslint.model.conditions import Guard
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
 from dslint.model.summary import SummaryStore
+from dslint.model.values import InitSite
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, opened_configs, replaced_keys
 from dslint.project.inputs import exists, is_file, record
@@ -546,14 +548,16 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         origin = Related(
             shown_path(init.path), init.line, init.column, f"{qualname}() returns the model initialize receives"
         )
-        index.files[path] = replace(facts, model_builders={**facts.model_builders, qualname: origin})
+        index.files[path] = replace(
+            facts, model_builders={**facts.model_builders, qualname: origin}, init_guards=_guards(facts, origin, init)
+        )
     for helper, position, name, init in model.model_sinks():
         facts = _facts(index, helper.caller_path)
         origin = Related(
             shown_path(init.path), init.line, init.column, f"{helper.text}() hands {name} to deepspeed.initialize"
         )
         sinks = {**facts.model_sinks, helper.position: (position, name, origin)}
-        index.files[helper.caller_path] = replace(facts, model_sinks=sinks)
+        index.files[helper.caller_path] = replace(facts, model_sinks=sinks, init_guards=_guards(facts, origin, init))
     for (path, qualname), attribute, until, init in model.attribute_builders():
         facts = _facts(index, path)
         origin = Related(
@@ -563,7 +567,14 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
             f"self.{attribute} goes to deepspeed.initialize in {init.qualname}()",
         )
         filled = {**facts.model_attributes, qualname: (attribute, until, origin)}
-        index.files[path] = replace(facts, model_attributes=filled)
+        index.files[path] = replace(facts, model_attributes=filled, init_guards=_guards(facts, origin, init))
+
+
+def _guards(facts: ProjectFacts, origin: Related, init: InitSite) -> Mapping[tuple[str, int, int], tuple[Guard, ...]]:
+    """The file's initialize guards with those of `init` (named by `origin`) added."""
+    if not init.guards:
+        return facts.init_guards
+    return {**facts.init_guards, (origin.path, origin.line, origin.column): init.guards}
 
 
 def read_near(name: str, near: str, roots: Sequence[str]) -> str | None:

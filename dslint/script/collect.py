@@ -433,6 +433,7 @@ def collect_facts(
     collector = _Collector(facts)
     walk(module, collector.on_visit, collector.on_leave)
     _resolve_branches(facts, collector.branches)
+    facts.collected = True
     return facts
 
 

@@ -30,6 +30,7 @@ from dslint.diagnostics import Related
 from dslint.model import library
 from dslint.model.engine import Engine, EngineConfig, Origin
 from dslint.script.names import ImportTable, dotted_name
+from dslint.script.paths import PathGuards
 from dslint.script.project_facts import ProjectFacts
 
 # An order index: nodes are numbered on entry and on exit in one traversal, so `a < b` means "a comes
@@ -172,6 +173,8 @@ class ScriptFacts:
         self.plain_ranges: list[tuple[Pos, Pos]] = []
 
         self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
+        self._paths: PathGuards | None = None
+        self.collected = False  # the traversal is done: every node has its start and end (`collect_facts`)
 
     @property
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
@@ -185,6 +188,13 @@ class ScriptFacts:
         """Where a call starts, 1-based, in characters: the key of the project's answers about it."""
         found = self.positions.get(call)
         return (found.start.line, found.start.column + 1) if found is not None else None
+
+    @property
+    def paths(self) -> PathGuards:
+        """Which places of this file run on exclusive paths (`script/paths.py`), built on first need."""
+        if self._paths is None:
+            self._paths = PathGuards(self.module, self.start, self.end)
+        return self._paths
 
     # --- order ----------------------------------------------------------------------------------------------
     def start(self, node: cst.CSTNode) -> Pos:
@@ -463,7 +473,10 @@ class ScriptFacts:
             return None
         found = None
         for binding in self._usable(bindings):
-            if binding.pos <= pos:
+            # a binding in an arm exclusive with `pos` (`if zero3: model = ...` / `else: <pos>`) never reaches it
+            if binding.pos <= pos and not (
+                self.collected and binding.statement is not None and self.paths.exclusive(binding.statement, pos)
+            ):
                 found = binding
         return found
 
