@@ -429,12 +429,13 @@ class ScriptFacts:
             seen += 1
         return binding
 
-    def binding_at(self, key: str, scope: Scope, pos: Pos) -> Binding | None:
-        """The binding of `key` visible at `pos` in `scope`; None when it cannot be known."""
+    def binding_at(self, key: str, scope: Scope, pos: Pos, on_path: bool = False) -> Binding | None:
+        """The binding of `key` visible at `pos` in `scope`; None when unknown. `on_path`: skip bindings in an arm
+        exclusive with `pos` (`if zero3: model = ...` / `else: <pos>`); else the latest before `pos` in the text."""
         head, dot, rest = key.partition(".")
         if scope.self_name is not None and head == scope.self_name:
             canonical = "self" + dot + rest
-            local = self._latest(scope.bindings.get(canonical), pos)
+            local = self._latest(scope.bindings.get(canonical), pos, on_path)
             if local is not None:
                 return local
             owner = scope.enclosing_class()
@@ -444,7 +445,7 @@ class ScriptFacts:
             return self._summary(elsewhere)
         if dot:
             # Other attribute chains (`args.model`, `trainer.engine`): only what this scope itself bound.
-            return self._latest(scope.bindings.get(key), pos)
+            return self._latest(scope.bindings.get(key), pos, on_path)
         current: Scope | None = scope
         crossed_function = False
         while current is not None:
@@ -459,7 +460,7 @@ class ScriptFacts:
             if bindings:
                 if crossed_function:
                     return self._summary(bindings)
-                return self._latest(bindings, pos)
+                return self._latest(bindings, pos, on_path)
             if current.kind is ScopeKind.FUNCTION:
                 crossed_function = True
             current = current.parent
@@ -468,14 +469,16 @@ class ScriptFacts:
     def _usable(self, bindings: Sequence[Binding]) -> list[Binding]:
         return [b for b in bindings if b.statement is None or not self.in_plain_branch(b.statement)]
 
-    def _latest(self, bindings: Sequence[Binding] | None, pos: Pos) -> Binding | None:
+    def _latest(self, bindings: Sequence[Binding] | None, pos: Pos, on_path: bool = False) -> Binding | None:
         if not bindings:
             return None
         found = None
         for binding in self._usable(bindings):
-            # a binding in an arm exclusive with `pos` (`if zero3: model = ...` / `else: <pos>`) never reaches it
             if binding.pos <= pos and not (
-                self.collected and binding.statement is not None and self.paths.exclusive(binding.statement, pos)
+                on_path
+                and self.collected
+                and binding.statement is not None
+                and self.paths.exclusive(binding.statement, pos)
             ):
                 found = binding
         return found
