@@ -164,3 +164,40 @@ def test_magics_become_pass_at_their_indentation_without_moving_lines() -> None:
     assert python_lines(["%%bash\n", "echo hi\n"]) == ("\n", "\n")
     notebook = read_notebook(json.dumps({"cells": [{"cell_type": "code", "source": "a = 1"}]}))
     assert notebook.python_text == "a = 1\n" and notebook.cells[0].number == 1
+
+
+def _notebook(*sources: str) -> str:
+    return json.dumps({"cells": [{"cell_type": "code", "source": source} for source in sources]})
+
+
+@pytest.mark.parametrize(
+    ("sources", "python"),
+    [
+        # IPython runs a one-line cell whose first word is a line magic as that magic (automagic)
+        (("pip install --upgrade peft\n",), "pass\n"),
+        (("\n  cd /data\n",), "\n  pass\n"),
+        (("pip install x",), "pass\n"),
+        # not one line (a trailing blank line or a comment counts): IPython applies no automagic; a syntax error
+        (("pip install x\n\n",), "pip install x\n\n"),
+        (("# deps\npip install x\n",), "# deps\npip install x\n"),
+        # an assignment, a dotted name, a word that is no magic: Python
+        (("time = 3\n",), "time = 3\n"),
+        (("time.sleep(1)\n",), "time.sleep(1)\n"),
+        (("apt install x\n",), "apt install x\n"),
+        # a name the notebook binds shadows the magic: Python
+        (("def run(x):\n    return x\n", "run 3\n"), "def run(x):\n    return x\nrun 3\n"),
+        (("from torch import load\n", "load(f)\n"), "from torch import load\nload(f)\n"),
+    ],
+)
+def test_a_one_line_automagic_cell_is_a_magic_and_nothing_else_is(sources: tuple[str, ...], python: str) -> None:
+    assert read_notebook(_notebook(*sources)).python_text == python
+
+
+def test_an_automagic_cell_is_no_syntax_error(tmp_path: Path) -> None:
+    """A notebook with a bare `pip install` cell beside DeepSpeed code: no DSL001; a two-line one still is."""
+    code = "import deepspeed\nengine, *_ = deepspeed.initialize(model=model, config='ds.json')\n"
+    (tmp_path / "magic.ipynb").write_text(_notebook("pip install deepspeed\n", code), encoding="utf-8")
+    (tmp_path / "broken.ipynb").write_text(_notebook("pip install deepspeed\npip install peft\n", code), "utf-8")
+    result = run("check", "--isolated", "--select", "DSL001", "magic.ipynb", "broken.ipynb", cwd=tmp_path)
+    assert "magic.ipynb" not in result.stdout, result.stdout
+    assert "broken.ipynb:cell 1:1:" in result.stdout and "DSL001" in result.stdout, result.stdout

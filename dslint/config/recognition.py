@@ -1,5 +1,6 @@
 """Recognising DeepSpeed config files: by name (`ds_config*.json`, `*deepspeed*.json`, `zero*.json`, ...) or by
-content (top-level keys only DeepSpeed reads). A JSON file that is not a DeepSpeed config is never reported."""
+content (top-level keys only DeepSpeed reads, with DeepSpeed's sections or mostly its keys). A JSON file that is
+not a DeepSpeed config is never reported."""
 
 from __future__ import annotations
 
@@ -46,11 +47,18 @@ def is_candidate(path: Path) -> bool:
 
 def is_deepspeed_config(root: Object, named_like_one: bool) -> bool:
     """A parsed object is a DeepSpeed config when it has a key only DeepSpeed reads at the top level, or, for a
-    file named like a config, when most of its keys are DeepSpeed keys."""
+    file named like a config, when most of its keys are DeepSpeed keys.
+
+    A file found by content alone (a strong key, no config-like name) must also look like one: most of its keys
+    DeepSpeed's, or at least one DeepSpeed section written as DeepSpeed reads it, an object (`zero_optimization`,
+    `fp16`, `optimizer: {"type": ...}`). An application's settings file that shares a few names with DeepSpeed
+    (`train_batch_size`, `gradient_accumulation_steps`, `"optimizer": "AdamW8bit"`) among a hundred of its own is
+    not taken for one; a framework's config that carries DeepSpeed's sections beside its own keys still is."""
     keys = root.keys()
-    if any(key in STRONG_KEYS for key in keys):
-        return True
-    if not named_like_one or not keys:
-        return False
     known = load_schema().top_level_keys
-    return sum(1 for key in keys if key in known) * 2 >= len(keys)
+    mostly_deepspeed = bool(keys) and sum(1 for key in keys if key in known) * 2 >= len(keys)
+    if any(key in STRONG_KEYS for key in keys):
+        if named_like_one or mostly_deepspeed:
+            return True
+        return any(key in known and isinstance(root.get(key), Object) for key in keys)
+    return named_like_one and mostly_deepspeed

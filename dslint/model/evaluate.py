@@ -9,6 +9,7 @@ import ast
 from dataclasses import dataclass, field
 
 from dslint.model.classes import Hierarchy
+from dslint.model.conditions import guards_of
 from dslint.model.library import INITIALIZE
 from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore, calls, dotted
 from dslint.model.values import (
@@ -382,7 +383,10 @@ class Evaluator:
             keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
             config = next((keywords[name] for name in INITIALIZE.config if keywords.get(name) is not None), None)
             has_args = "args" in keywords or bool(call.args)
-            site = InitSite(module.path, call.lineno, call.col_offset + 1, qualname, config, has_args)
+            function = module.functions.get(qualname) if qualname else None
+            body = function.node.body if function is not None else module.tree.body
+            guards = guards_of(body, call)
+            site = InitSite(module.path, call.lineno, call.col_offset + 1, qualname, config, has_args, guards)
             self.inits[key] = site
         return site
 

@@ -21,6 +21,7 @@ import ast
 import enum
 from dataclasses import dataclass, field
 
+from dslint.model.conditions import Guard
 from dslint.model.library import ENGINE, ENGINE_MODULE
 
 
@@ -34,6 +35,7 @@ class InitSite:
     qualname: str  # the function holding it ("" at module level)
     config: ast.expr | None  # `config=`/`config_params=`, or None
     has_args: bool  # `args=` given (DeepSpeed then reads args.deepspeed_config)
+    guards: tuple[Guard, ...] = ()  # what holds on the path to the call in its function (`model/conditions.py`)
 
 
 @dataclass(frozen=True)

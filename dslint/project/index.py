@@ -15,21 +15,23 @@ import functools
 import gc
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dslint.config import facts as config_facts
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
+from dslint.model.conditions import Guard
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
 from dslint.model.summary import SummaryStore
+from dslint.model.values import InitSite
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, opened_configs, replaced_keys
 from dslint.project.inputs import exists, is_file, record
-from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, shell_texts
+from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, config_option, file_names_under, launch_issues
 from dslint.project.launchers import (
     CONFIG_OPTIONS,
@@ -365,7 +367,7 @@ def _read_launchers(
         for line in lines:
             script = _find(line.script, launcher, roots, line.directory)
             if script is None and document:
-                script = _documented_script(line.script, launcher, by_name)
+                script = documented_script(line.script, absolute(launcher), by_name)
             accelerate = None
             if line.accelerate_config is not None:
                 yaml_path = _find(line.accelerate_config, launcher, roots, line.directory)
@@ -449,22 +451,6 @@ def _trainer_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequen
         config = _find(match.group(1).decode("utf-8", errors="replace"), path, roots)
         if config is not None:
             index.config_readers.setdefault(config, set()).add("trainer")
-
-
-def _documented_script(script: str, document: str, by_name: dict[str, list[str]]) -> str | None:
-    """The script a document's command names, when the command is written to be run from elsewhere (a README
-    that says to copy the script into another project first, or to run it from a folder it does not say): the
-    one Python file under the document's folder whose path ends with the written path. None when there is no
-    such file or several (nothing is guessed). `by_name`: the project's Python files by file name (a path ending
-    with the written one has its file name)."""
-    written = os.path.normpath(script).lstrip(os.sep)
-    if written.startswith(".."):
-        return None
-    folder = os.path.dirname(absolute(document)) + os.sep
-    tail = os.sep + written
-    named = by_name.get(os.path.basename(written), ())
-    found = [path for path in named if path.startswith(folder) and path.endswith(tail)]
-    return found[0] if len(found) == 1 else None
 
 
 def _launched_config(
@@ -565,14 +551,16 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         origin = Related(
             shown_path(init.path), init.line, init.column, f"{qualname}() returns the model initialize receives"
         )
-        index.files[path] = replace(facts, model_builders={**facts.model_builders, qualname: origin})
+        index.files[path] = replace(
+            facts, model_builders={**facts.model_builders, qualname: origin}, init_guards=_guards(facts, origin, init)
+        )
     for helper, position, name, init in model.model_sinks():
         facts = _facts(index, helper.caller_path)
         origin = Related(
             shown_path(init.path), init.line, init.column, f"{helper.text}() hands {name} to deepspeed.initialize"
         )
         sinks = {**facts.model_sinks, helper.position: (position, name, origin)}
-        index.files[helper.caller_path] = replace(facts, model_sinks=sinks)
+        index.files[helper.caller_path] = replace(facts, model_sinks=sinks, init_guards=_guards(facts, origin, init))
     for (path, qualname), attribute, until, init in model.attribute_builders():
         facts = _facts(index, path)
         origin = Related(
@@ -582,7 +570,14 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
             f"self.{attribute} goes to deepspeed.initialize in {init.qualname}()",
         )
         filled = {**facts.model_attributes, qualname: (attribute, until, origin)}
-        index.files[path] = replace(facts, model_attributes=filled)
+        index.files[path] = replace(facts, model_attributes=filled, init_guards=_guards(facts, origin, init))
+
+
+def _guards(facts: ProjectFacts, origin: Related, init: InitSite) -> Mapping[tuple[str, int, int], tuple[Guard, ...]]:
+    """The file's initialize guards with those of `init` (named by `origin`) added."""
+    if not init.guards:
+        return facts.init_guards
+    return {**facts.init_guards, (origin.path, origin.line, origin.column): init.guards}
 
 
 def read_near(name: str, near: str, roots: Sequence[str]) -> str | None:

@@ -10,6 +10,7 @@ file that holds the source line). Nothing else in the document is read.
 from __future__ import annotations
 
 import json
+import os
 import re
 
 DOCUMENT_LAUNCHER_SUFFIXES = (".md", ".rst", ".ipynb")
@@ -133,3 +134,19 @@ def _line_holding(physical: list[str], part: str, start: int, encode: bool = Tru
         if any(encoded in physical[number] for encoded in encodings):
             return number
     return None
+
+
+def documented_script(script: str, document: str, by_name: dict[str, list[str]]) -> str | None:
+    """The script a document's command names, when the command is written to be run from elsewhere (a README
+    that says to copy the script into another project first, or to run it from a folder it does not say): the
+    one Python file under the document's folder whose path ends with the written path. None when there is no
+    such file or several (nothing is guessed). `by_name`: the project's Python files by file name (a path ending
+    with the written one has its file name); `document` is absolute."""
+    written = os.path.normpath(script).lstrip(os.sep)
+    if written.startswith(".."):
+        return None
+    folder = os.path.dirname(document) + os.sep
+    tail = os.sep + written
+    named = by_name.get(os.path.basename(written), ())
+    found = [path for path in named if path.startswith(folder) and path.endswith(tail)]
+    return found[0] if len(found) == 1 else None

@@ -20,13 +20,19 @@ class LoadCheckpointResultIgnored(ScriptRule):
             Flags `engine.load_checkpoint(...)` used as a statement of its own, its result thrown away.
             Also `_, _ = engine.load_checkpoint(...)` (bound only to throwaway names; no rewrite offered).
             (`_, client_state = engine.load_checkpoint(...)` is not flagged: a script that then reads
-            `client_state[...]` fails loudly on the `None`.)
+            `client_state[...]` fails loudly on the `None`.) Nor is a call given a tag that is never None (a
+            string literal or f-string, `str(...)`, a string built with `+` or `%`, `os.path.basename(...)`, a
+            name bound to one of these or unpacked from `os.path.split(...)`): with a tag, a missing checkpoint
+            raises instead. A tag that may be None (`tag=args.tag`, an option without a default) is flagged.
         """,
         why="""
             `load_checkpoint` returns `(load_path, client_state)`. When no tag is given and the directory has
             no `latest` file (a wrong path, a checkpoint written with `save_latest=False`, a plain file), it
             logs a warning and returns `(None, None)` (runtime/engine.py `load_checkpoint`): training then
-            starts from scratch, and nothing stops it.
+            starts from scratch, and nothing stops it. With an explicit tag DeepSpeed skips the `latest` file
+            and globs `{dir}/{tag}/*model_states.pt`; when nothing is there its checkpoint loader fails an
+            assertion (`state_dict_factory.py: SDLoaderBase.check_ckpt_list`), so the run stops and there is
+            no silent `(None, None)` to check.
         """,
         example="""
             engine.load_checkpoint(args.load_dir)
@@ -57,6 +63,19 @@ class LoadCheckpointResultIgnored(ScriptRule):
             import deepspeed
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             other.load_checkpoint(args.load_dir)
+            """
+        ),
+        Valid(
+            """
+            import os
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            if os.path.isdir(args.resume):
+                folder, step = os.path.split(args.resume)
+                engine.load_checkpoint(folder, tag=step)
+            engine.load_checkpoint(args.save_dir, f"global_step{args.step}")
+            name = "best"
+            engine.load_checkpoint(args.save_dir, tag=name)
             """
         ),
     )
@@ -108,6 +127,9 @@ class LoadCheckpointResultIgnored(ScriptRule):
     def visit_Call(self, node: cst.Call) -> None:
         if not is_engine_method_call(self.facts, node, "load_checkpoint"):
             return
+        tag = self._tag(node)
+        if tag is not None and self._never_none(tag, node, 0):
+            return  # with a tag, a missing checkpoint raises: there is no (None, None)
         line = self.facts.lone_expression_statement(node)
         if line is None:
             if self._discarded_into_underscores(node):
@@ -119,6 +141,52 @@ class LoadCheckpointResultIgnored(ScriptRule):
             applicability=Applicability.UNSAFE,
             fix_message="Check the result: raise when load_path is None",
         )
+
+    @staticmethod
+    def _tag(node: cst.Call) -> cst.BaseExpression | None:
+        """The `tag` argument (by keyword, or second positional)."""
+        positional = [a for a in node.args if a.keyword is None]
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == "tag":
+                return arg.value
+        if len(positional) > 1 and not any(a.star for a in positional[:2]):
+            return positional[1].value
+        return None
+
+    def _never_none(self, value: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:
+        """Whether `value` is a string (or number) on every path: literals, f-strings, `str(...)`, strings built
+        with `+` or `%`, `os.path.basename(...)`, a name bound to one of these or unpacked from
+        `os.path.split(...)`."""
+        if depth > 4:
+            return False
+        if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer)):
+            return True
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Add, cst.Modulo)):
+            return any(
+                isinstance(side, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+                for side in (value.left, value.right)
+            )
+        facts = self.facts
+        if isinstance(value, cst.Call):
+            name = facts.qualified(value.func) or ""
+            if name in ("str", "os.path.basename", "builtins.str"):
+                return True
+            return isinstance(value.func, cst.Attribute) and isinstance(
+                value.func.value, (cst.SimpleString, cst.FormattedString)
+            )  # `"step{}".format(n)`, `"_".join(parts)`
+        if isinstance(value, cst.Name):
+            binding = facts.binding_at(value.value, facts.scope_at(at), facts.start(at))
+            if binding is None:
+                return False
+            if binding.value is not None:
+                return self._never_none(binding.value, binding.statement or at, depth + 1)
+            statement = binding.statement
+            return (
+                isinstance(statement, cst.Assign)
+                and isinstance(statement.value, cst.Call)
+                and facts.qualified(statement.value.func) == "os.path.split"
+            )
+        return False
 
     def _discarded_into_underscores(self, node: cst.Call) -> bool:
         """`_, _ = engine.load_checkpoint(...)` or `_ = ...`: the result is bound only to throwaway names."""

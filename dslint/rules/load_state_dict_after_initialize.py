@@ -419,7 +419,7 @@ class LoadStateDictAfterInitialize(ScriptRule):
         if key is None or not self.partitioning:
             return False
         facts = self.facts
-        binding = facts.binding_at(key, facts.scope_at(at), facts.start(at))
+        binding = facts.binding_at(key, facts.scope_at(at), facts.start(at), on_path=True)
         if binding is None or binding.statement is None or binding.value is None:
             return False
         where = facts.start(binding.statement)

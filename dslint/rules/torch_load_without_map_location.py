@@ -6,6 +6,7 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.own_saves import loads_own_cpu_save
 from dslint.script.torch_load import (
     cpu_map_location_edit,
     has_star_arguments,
@@ -28,7 +29,10 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             to random-generator setters (`torch.cuda.set_rng_state(states["cuda"])`, `random.setstate(...)`):
             generator states are saved as CPU tensors, so they come back on the CPU. The same holds for
             `self.states = torch.load(...)` when every read of `self.states` in the module's methods goes to such
-            setters (or only tests it: `is None`, `if`, `not`).
+            setters (or only tests it: `is None`, `if`, `not`). Nor is a load of a file the same function
+            wrote earlier with `torch.save` (the same path, f-string values aside, directly or through
+            `open(...)`) from a dict it filled only with tensors moved to the CPU (`.cpu()`, `.to("cpu")`), alone
+            or in a tuple with plain attributes: such a file holds no GPU tensor to go back to.
         """,
         why="""
             Without `map_location`, torch restores every tensor to the device recorded when it was saved, which
@@ -98,8 +102,54 @@ class TorchLoadWithoutMapLocation(ScriptRule):
                         torch.set_rng_state(self.states["cpu"])
             """
         ),
+        Valid(
+            """
+            import os
+            import torch, deepspeed
+            from collections import OrderedDict
+            def gather(engine, folder, rank, world):
+                shard = OrderedDict()
+                for name, p in engine.module.named_parameters():
+                    shard[name] = (p.data.detach().cpu(), p.numel_before)
+                with open(os.path.join(folder, f"part-{rank}.pt"), "wb") as f:
+                    torch.save(shard, f)
+                for other in range(1, world):
+                    with open(os.path.join(folder, f"part-{other}.pt"), "rb") as f:
+                        parts = torch.load(f)
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
     )
     invalid = (
+        Invalid(
+            """
+            import os
+            import torch, deepspeed
+            def gather(engine, folder, rank, world):
+                shard = {}
+                for name, p in engine.module.named_parameters():
+                    shard[name] = (p.data.detach(), p.numel_before)
+                with open(os.path.join(folder, f"part-{rank}.pt"), "wb") as f:
+                    torch.save(shard, f)
+                with open(os.path.join(folder, f"part-{world}.pt"), "rb") as f:
+                    parts = torch.load(f)
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+            lines=(11,),
+            fixed="""
+            import os
+            import torch, deepspeed
+            def gather(engine, folder, rank, world):
+                shard = {}
+                for name, p in engine.module.named_parameters():
+                    shard[name] = (p.data.detach(), p.numel_before)
+                with open(os.path.join(folder, f"part-{rank}.pt"), "wb") as f:
+                    torch.save(shard, f)
+                with open(os.path.join(folder, f"part-{world}.pt"), "rb") as f:
+                    parts = torch.load(f, map_location="cpu")
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+        ),
         Invalid(
             """
             import deepspeed
@@ -154,7 +204,7 @@ class TorchLoadWithoutMapLocation(ScriptRule):
         given = map_location_argument(node)
         if given is not None and not (isinstance(given.value, cst.Name) and given.value.value == "None"):
             return
-        if only_restores_rng_state(self.facts, node):
+        if only_restores_rng_state(self.facts, node) or loads_own_cpu_save(self.facts, node):
             return
         edit = cpu_map_location_edit(self.context, node)
         origin = self._engine_origin(node)

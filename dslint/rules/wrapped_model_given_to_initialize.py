@@ -9,7 +9,7 @@ from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model import library
 from dslint.script.facts import Pos, iter_call_chain
-from dslint.script.model_moves import model_lineage
+from dslint.script.model_moves import excluded, model_lineage
 from dslint.script.model_reach import ModelReach, model_sinks
 
 WRAPPERS = library.DATA_PARALLEL_WRAPPERS
@@ -131,7 +131,7 @@ class WrappedModelGivenToInitialize(ScriptRule):
                 candidates.extend(iter_call_chain(binding.value))
             for call in candidates:
                 name = WRAPPERS.get(facts.qualified(call.func) or "")
-                if name is None or call in reported or facts.in_plain_branch(call):
+                if name is None or call in reported or facts.in_plain_branch(call) or excluded(facts, sink, call):
                     continue
                 reported.add(call)
                 message = self.data_parallel_message if name == "DataParallel" else self.message

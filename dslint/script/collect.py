@@ -401,6 +401,7 @@ def _collected(
     walk(module, collector.on_visit, collector.on_leave)
     collector.place()
     _resolve_branches(facts, collector.branches)
+    facts.collected = True
     return facts
 
 

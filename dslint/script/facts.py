@@ -37,6 +37,7 @@ from dslint.model.bindings import Scope as Scope
 from dslint.model.bindings import ScopeKind as ScopeKind
 from dslint.model.engine import Engine, EngineConfig, Origin
 from dslint.script.names import ImportTable, dotted_name
+from dslint.script.paths import PathGuards
 from dslint.script.project_facts import ProjectFacts
 
 # `Pos`: an order index. Nodes are numbered on entry and on exit in one traversal, so `a < b` means "a comes
@@ -138,6 +139,8 @@ class ScriptFacts:
         self.plain_ranges: list[tuple[Pos, Pos]] = []
 
         self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
+        self._paths: PathGuards | None = None
+        self.collected = False  # the traversal is done: every node has its start and end (`collect_facts`)
 
     @property
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
@@ -151,6 +154,13 @@ class ScriptFacts:
         """Where a call starts, 1-based, in characters: the key of the project's answers about it."""
         found = self.positions.get(call)
         return (found.start.line, found.start.column + 1) if found is not None else None
+
+    @property
+    def paths(self) -> PathGuards:
+        """Which places of this file run on exclusive paths (`script/paths.py`), built on first need."""
+        if self._paths is None:
+            self._paths = PathGuards(self.module, self.start, self.end)
+        return self._paths
 
     # --- order ----------------------------------------------------------------------------------------------
     def start(self, node: cst.CSTNode) -> Pos:
@@ -385,10 +395,18 @@ class ScriptFacts:
             seen += 1
         return binding
 
-    def binding_at(self, key: str, scope: Scope, pos: Pos) -> Binding | None:
+    def binding_at(self, key: str, scope: Scope, pos: Pos, on_path: bool = False) -> Binding | None:
         """The binding of `key` visible at `pos` in `scope` (`dslint.model.bindings`: the module's, read without
-        the plain-PyTorch branches); None when it cannot be known."""
-        return self.bindings.binding_at(key, scope, pos, self._usable)
+        the plain-PyTorch branches); None when it cannot be known. `on_path`: also skip bindings in an arm
+        exclusive with `pos` (`if zero3: model = ...` / `else: <pos>`)."""
+        if not on_path or not self.collected:
+            return self.bindings.binding_at(key, scope, pos, self._usable)
+        return self.bindings.binding_at(
+            key,
+            scope,
+            pos,
+            lambda b: self._usable(b) and (b.statement is None or not self.paths.exclusive(b.statement, pos)),
+        )
 
     def _usable(self, binding: Binding) -> bool:
         return binding.statement is None or not self.in_plain_branch(binding.statement)

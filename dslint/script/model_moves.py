@@ -80,6 +80,17 @@ class ModelSink:
     call: cst.Call | None = None
 
 
+def excluded(facts: ScriptFacts, sink: ModelSink, node: cst.CSTNode) -> bool:
+    """Whether `node` never runs on a path that reaches `sink`: its guards contradict those where the model leaves
+    (`if args.deepspeed: initialize(...) else: model.cuda()`, a move before an early return), or those of the
+    initialize call in another function or module that the sink leads to (`if engine == "ddp": model.cuda()` in
+    one function, `if engine == "deepspeed": initialize(...)` in another)."""
+    if facts.paths.exclusive(node, sink.start):
+        return True
+    project = facts.project
+    return project is not None and facts.paths.excludes(node, project.guards_of(sink.origin))
+
+
 def model_lineage(facts: ScriptFacts, init: ModelSink) -> list[Binding]:
     """The bindings the model argument went through: `m = Net(); m = m.to(d); initialize(model=m)` gives
     both bindings of `m`, newest first."""
@@ -242,7 +253,8 @@ class ModelMoves:
         if not is_placement_call(call) or moves_to_cpu(self.facts, call):
             return None
         if call in self._in_chains:
-            return self._in_chains[call]
+            sink = self._in_chains[call]
+            return None if excluded(self.facts, sink, call) else sink
         assert isinstance(call.func, cst.Attribute)
         key = dotted_name(call.func.value)
         if key is None:
@@ -252,6 +264,6 @@ class ModelMoves:
         pos = facts.start(call)
         binding = facts.binding_at(key, scope, pos)
         for init, lineage in self._lineages:
-            if scope is init.scope and pos < init.start and binding in lineage:
+            if scope is init.scope and pos < init.start and binding in lineage and not excluded(facts, init, call):
                 return init
         return None

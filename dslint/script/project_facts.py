@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from dslint.diagnostics import Related
 from dslint.model import library
+from dslint.model.conditions import Guard
 from dslint.model.engine import EngineConfig
 
 # The roles of deepspeed.initialize's results, in its order (the project model's library table).
@@ -113,6 +114,15 @@ class ProjectFacts:
     # Calls in this file that hand `x.module` to a project function calling that parameter (a forward pass):
     # the call -> (positional index or None for a keyword, the parameter's name, the function's definition)
     forwarding_calls: Mapping[tuple[int, int], tuple[int | None, str, Related]] = field(default_factory=dict)
+    # What holds on the path to each initialize call a model of this file reaches elsewhere (the `if`s around it
+    # in its function, `model/conditions.py`): (path as shown, line, column) of the call -> its guards
+    init_guards: Mapping[tuple[str, int, int], tuple[Guard, ...]] = field(default_factory=dict)
+
+    def guards_of(self, origin: Related | None) -> tuple[Guard, ...]:
+        """The path conditions of the initialize call `origin` names (none known: empty)."""
+        if origin is None:
+            return ()
+        return self.init_guards.get((origin.path, origin.line, origin.column), ())
 
     @property
     def receives_engine(self) -> bool:

@@ -1,0 +1,167 @@
+"""Path conditions: what must hold for a statement to run, read from the `if`s around it in its function.
+
+A `Guard` is one simple test with the truth it must have on the path: `args.deepspeed` true, `args.train_engine
+== "torch_ddp"` true, `enable_zero3` false (the `else` arm), `args.backend == "ddp"` false (after `if
+args.backend == "ddp": ...; return`). Two places are on exclusive paths when their guards contradict: the same
+test with opposite truth, or one subject equal to two different constants. Tests are compared by their text
+(a dotted name, `name()` for a call without arguments, a constant subscript), so `args.train_engine` in one
+function and in another are taken as the same value: a script that tests one flag in several functions tests
+the same option. Only these simple shapes become guards; any other test (`x > 1`, `f(a)`) tells nothing.
+
+Guards are read from CPython's tree here (the project model's functions) and from libcst's in
+`dslint/script/paths.py`; both give the same `Guard` values, so a fact from another module compares with one of
+this file.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+# The constant's repr for `subject == constant`, or "" for the subject's own truth (`if args.deepspeed:`).
+TRUTHINESS = ""
+
+
+@dataclass(frozen=True)
+class Guard:
+    subject: str  # `args.train_engine`, `is_deepspeed_zero3_enabled()`, `cfg['zero3']`
+    value: str  # the constant's repr (`'torch_ddp'`, `None`, `3`), or TRUTHINESS
+    truth: bool  # whether `subject == value` (or the subject's truth) holds on the path
+    truthy: bool | None = None  # the constant's own truth (None for TRUTHINESS)
+
+
+def contradicts(first: Guard, second: Guard) -> bool:
+    """Whether no path satisfies both guards."""
+    if first.subject != second.subject:
+        return False
+    if first.value == second.value:
+        return first.truth != second.truth
+    if first.value != TRUTHINESS and second.value != TRUTHINESS:
+        return first.truth and second.truth  # one subject equal to two different constants
+    # `subject` false while `subject == "ddp"` (a true constant) holds, or the reverse
+    plain, equal = (first, second) if first.value == TRUTHINESS else (second, first)
+    return equal.truth and equal.truthy is not None and equal.truthy != plain.truth
+
+
+def exclusive(first: Iterable[Guard], second: Iterable[Guard]) -> bool:
+    """Whether the two sets of path conditions can never hold together."""
+    others = tuple(second)
+    return any(contradicts(a, b) for a in first for b in others)
+
+
+def constant_guard(subject: str, value: object, truth: bool) -> Guard | None:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return Guard(subject, repr(value), truth, bool(value))
+    return None
+
+
+# --- CPython's tree -----------------------------------------------------------------------------------------
+def _subject(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _subject(node.value)
+        return f"{base}.{node.attr}" if base is not None else None
+    if isinstance(node, ast.Call) and not node.args and not node.keywords:
+        base = _subject(node.func)
+        return f"{base}()" if base is not None and not base.endswith(")") else None
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        base = _subject(node.value)
+        key = node.slice.value
+        return f"{base}[{key!r}]" if base is not None and isinstance(key, (str, int)) else None
+    return None
+
+
+_UNKNOWN = object()
+
+
+def _constant(node: ast.expr) -> object:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        inner = node.operand.value
+        if isinstance(inner, (int, float)) and not isinstance(inner, bool):
+            return -inner
+    return _UNKNOWN
+
+
+def test_guards(test: ast.expr, truth: bool) -> tuple[Guard, ...]:
+    """What `test` having `truth` tells, as guards (`a and b` true: both; `a or b` false: both false)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test_guards(test.operand, not truth)
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And) == truth:
+            return tuple(g for value in test.values for g in test_guards(value, truth))
+        return ()
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        subject = _subject(test.left)
+        op = test.ops[0]
+        value = _constant(test.comparators[0])
+        if subject is None or value is _UNKNOWN:
+            return ()
+        if isinstance(op, (ast.Eq, ast.Is)):
+            found = constant_guard(subject, value, truth)
+        elif isinstance(op, (ast.NotEq, ast.IsNot)):
+            found = constant_guard(subject, value, not truth)
+        else:
+            found = None
+        return (found,) if found is not None else ()
+    subject = _subject(test)
+    return (Guard(subject, TRUTHINESS, truth),) if subject is not None else ()
+
+
+def _terminates(body: Sequence[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
+def _holds(node: ast.AST, target: ast.AST) -> bool:
+    start = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+    end = (getattr(node, "end_lineno", None) or node.lineno, getattr(node, "end_col_offset", None) or 0)  # type: ignore[attr-defined]
+    return start <= (target.lineno, target.col_offset) < end  # type: ignore[attr-defined]
+
+
+def guards_of(body: Sequence[ast.stmt], target: ast.AST) -> tuple[Guard, ...]:
+    """The guards on the path to `target` inside `body` (a function's body): the arms of the `if`s holding it,
+    and the `if`s before it in an enclosing block whose arm ends the block (`return`, `raise`, `continue`)."""
+    return _path(body, target, ())
+
+
+def _path(body: Sequence[ast.stmt], target: ast.AST, active: tuple[Guard, ...]) -> tuple[Guard, ...]:
+    for statement in body:
+        if _holds(statement, target):
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                return ()
+            if isinstance(statement, ast.If):
+                if statement.body and _holds_any(statement.body, target):
+                    return _path(statement.body, target, active + test_guards(statement.test, True))
+                if statement.orelse and _holds_any(statement.orelse, target):
+                    return _path(statement.orelse, target, active + test_guards(statement.test, False))
+                return active
+            for inner in _blocks(statement):
+                if _holds_any(inner, target):
+                    return _path(inner, target, active)
+            return active
+        if isinstance(statement, ast.If):
+            if _terminates(statement.body) and not _terminates(statement.orelse):
+                active += test_guards(statement.test, False)
+            elif statement.orelse and _terminates(statement.orelse) and not _terminates(statement.body):
+                active += test_guards(statement.test, True)
+    return active
+
+
+def _holds_any(body: Sequence[ast.stmt], target: ast.AST) -> bool:
+    return any(_holds(statement, target) for statement in body)
+
+
+def _blocks(statement: ast.stmt) -> list[list[ast.stmt]]:
+    found: list[list[ast.stmt]] = []
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(statement, name, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            found.append(block)
+    for handler in getattr(statement, "handlers", ()) or ():
+        found.append(handler.body)
+    for case in getattr(statement, "cases", ()) or ():
+        found.append(case.body)
+    return found
