@@ -64,6 +64,7 @@ CODES: tuple[str, ...] = (
     "DSL424",
     "DSL425",
     "DSL426",
+    "DSL427",
 )
 
 
