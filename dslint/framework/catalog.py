@@ -145,7 +145,14 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL428": Needs(
         (b"save_checkpoint",),
         engine=False,
-        alternatives=((b"save_16bit_model",), (b"save_state", b"DeepSpeed"), (b"save_model",), (b"get_state_dict",)),
+        alternatives=(
+            (b"save_16bit_model",),
+            (b"save_state", b"main_process"),
+            (b"save_state", b"rank"),
+            (b"accelerator", b"main_process"),
+            (b"save_model",),
+            (b"get_state_dict",),
+        ),
     ),
     "DSL309": Needs((b"deepspeed", b"initialize")),
     "DSL310": Needs((b"deepspeed", b"initialize")),

@@ -33,7 +33,14 @@ class CollectiveSaveOnOneRank(ScriptRule):
     severity = Severity.ERROR
     needs_engine = False
     required_tokens = (b"save_checkpoint",)
-    alternative_tokens = ((b"save_16bit_model",), (b"save_state", b"DeepSpeed"), (b"save_model",), (b"get_state_dict",))
+    alternative_tokens = (
+        (b"save_16bit_model",),
+        (b"save_state", b"main_process"),
+        (b"save_state", b"rank"),
+        (b"accelerator", b"main_process"),
+        (b"save_model",),
+        (b"get_state_dict",),
+    )
     docs = RuleDocs(
         what="""
             Flags a save that every rank must call when it runs on one rank only: inside `if rank == 0:` (any
@@ -41,7 +48,9 @@ class CollectiveSaveOnOneRank(ScriptRule):
             accelerator.is_main_process:`, `if trainer.is_world_process_zero():`, `if args.should_save`, or an
             `and` holding one of them. The saves: `engine.save_checkpoint(...)` on a DeepSpeed engine (any
             stage); accelerate's `accelerator.save_state(...)` in a script that runs DeepSpeed through
-            accelerate (a `DeepSpeedPlugin` it builds, or an `accelerate launch` with DeepSpeed); and, under
+            accelerate (a `DeepSpeedPlugin` it builds, or an `accelerate launch` with DeepSpeed), also when a
+            project function the accelerator is handed to reaches `save_state` (then a `DeepSpeedPlugin` built
+            anywhere in the project counts); and, under
             ZeRO-3 only, `engine.save_16bit_model(...)` with the 16-bit gather on, accelerate's
             `get_state_dict` / `save_model`, and the Hugging Face Trainer's `save_model`.
         """,
@@ -186,7 +195,7 @@ class CollectiveSaveOnOneRank(ScriptRule):
             self.regions.append(node.body)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if method_name(node) in _METHODS:
+        if method_name(node) in _METHODS or self._hands_on_state_save(node):
             self.candidates.append(node)
         name = dotted_name(node.func)
         if name is not None and name.rsplit(".", 1)[-1] == "DeepSpeedPlugin":
@@ -204,8 +213,35 @@ class CollectiveSaveOnOneRank(ScriptRule):
             if found is not None:
                 self.report(call, found[0], related=found[1])
 
+    def _hands_on_state_save(self, node: cst.Call) -> bool:
+        project = self.facts.project
+        if project is None or not project.state_saving_calls:
+            return False
+        position = self.facts.call_position(node)
+        return position is not None and position in project.state_saving_calls
+
+    def _helper_save(self, call: cst.Call) -> tuple[str, list[Related]] | None:
+        """A project function reaching `accelerator.save_state` (`ProjectFacts.state_saving_calls`), where the
+        script or the project builds a DeepSpeedPlugin, or an accelerate launch of the script runs DeepSpeed."""
+        project = self.facts.project
+        position = self.facts.call_position(call)
+        if project is None or position is None:
+            return None
+        saves, plugin = project.state_saving_calls[position]
+        message = "under DeepSpeed, save_state on one rank hangs: this call reaches it"
+        where = f" ({saves.path}:{saves.line})"
+        if self.plugins:
+            return message + where, [saves]
+        runs = accelerate_runs(self.context)
+        if runs:
+            return message + where, [saves, *(r for run in runs for r in run.via)]
+        if plugin is not None:
+            return message + where, [saves, plugin]
+        return None
+
     def _finding(self, call: cst.Call) -> tuple[str, list[Related]] | None:
-        assert isinstance(call.func, cst.Attribute)
+        if not isinstance(call.func, cst.Attribute) or method_name(call) not in _METHODS:
+            return self._helper_save(call)
         receiver, method = call.func.value, call.func.attr.value
         if method in ("save_checkpoint", "save_16bit_model"):
             return self._engine_save(call, receiver, method)

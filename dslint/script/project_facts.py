@@ -113,6 +113,10 @@ class ProjectFacts:
     # Calls in this file that hand `x.module` to a project function calling that parameter (a forward pass):
     # the call -> (positional index or None for a keyword, the parameter's name, the function's definition)
     forwarding_calls: Mapping[tuple[int, int], tuple[int | None, str, Related]] = field(default_factory=dict)
+    # Calls in this file that hand accelerate's Accelerator to a project function reaching `save_state` on it
+    # (`model.state_saving_calls`): the call -> (where save_state is called, where the project builds a
+    # DeepSpeedPlugin, or None)
+    state_saving_calls: Mapping[tuple[int, int], tuple[Related, Related | None]] = field(default_factory=dict)
 
     @property
     def receives_engine(self) -> bool:
