@@ -1,4 +1,4 @@
-"""Launch rules (DSL422-DSL424) over fixtures/projects/launch_mistakes, both ways, and what the launcher parser
+"""Launch rules (DSL422-DSL424, DSL427) over fixtures/projects/launch_mistakes, both ways, and what the launcher parser
 follows for them: `${VAR:-default}`, sourced files, comment lines inside a continued command, noqa comments."""
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ def test_launch_mistakes_are_reported_in_their_launchers_and_their_twins_are_sil
         ("scripts/grpo.sh", 2, "DSL424"),
         ("scripts/sft_cut.sh", 4, "DSL422"),
         ("scripts/sft_missing.sh", 3, "DSL423"),
+        ("scripts/sft_pick_gpus.sh", 3, "DSL427"),
+        ("scripts/sft_visible_nodes.sh", 3, "DSL427"),
     ]
     messages = {path: message for path, _, _, message in found}
     assert messages["scripts/sft_cut.sh"].startswith(
@@ -48,6 +50,10 @@ def test_launch_mistakes_are_reported_in_their_launchers_and_their_twins_are_sil
     # ${STAGE:-1}: the default, as the launcher runs without STAGE set
     assert messages["scripts/sft_missing.sh"].startswith("configs/ds_zero1.json: no such file in the project")
     assert messages["scripts/grpo.sh"].startswith("grpo_in_code.py never reads its command line")
+    assert messages["scripts/sft_pick_gpus.sh"].startswith("deepspeed refuses --include with --num_gpus")
+    assert messages["scripts/sft_visible_nodes.sh"].startswith(
+        "deepspeed refuses CUDA_VISIBLE_DEVICES with --num_nodes"
+    )
     assert not any(path.startswith("silent/") for path, *_ in found)
 
 
@@ -116,3 +122,25 @@ def test_device_map_and_one_rank_generation_follow_the_launches() -> None:
     )
     assert messages["DSL426"].startswith("under ZeRO-3, generate on one rank hangs")
     assert messages["DSL426"].endswith("(ZeRO-3 from " + os.path.relpath(PROCESSES / "configs" / "z3.json") + ")")
+
+
+def test_refused_launcher_options_follow_the_runner() -> None:
+    """`runner.main` (DeepSpeed 0.19.8): a count beside a filter, a filter beside the other, and the include the
+    runner makes of CUDA_VISIBLE_DEVICES beside --num_nodes; a filter that may be empty is no evidence."""
+    from dslint.project.launch_issues import refused_options
+
+    def refused(text: str) -> tuple[str, ...] | None:
+        (line,) = parse_shell("run.sh", text)
+        issue = refused_options(line)
+        return None if issue is None else issue.options
+
+    assert refused("deepspeed --num_gpus=2 --include=localhost:0,1 t.py\n") == ("--num_gpus", "--include")
+    assert refused("deepspeed --exclude localhost:0 --num_nodes $N t.py\n") == ("--exclude", "--num_nodes")
+    assert refused("deepspeed --include a --exclude a:1 t.py\n") == ("--include", "--exclude")
+    assert refused("python -m deepspeed.launcher.runner --include a --num_gpus 1 t.py\n") is not None
+    assert refused("CUDA_VISIBLE_DEVICES=0 deepspeed --num_nodes=1 t.py\n") == ("CUDA_VISIBLE_DEVICES", "--num_nodes")
+    assert refused('deepspeed --include "$GPUS" --num_gpus 2 t.py\n') is None
+    assert refused("deepspeed --include localhost:0 t.py --num_gpus 2\n") is None  # the script's own option
+    assert refused("CUDA_VISIBLE_DEVICES=0 deepspeed -H hosts --num_nodes 1 t.py\n") is None
+    assert refused("CUDA_VISIBLE_DEVICES=0 deepspeed --num_nodes 2 t.py\n") is None
+    assert refused("torchrun --nnodes 1 --nproc_per_node 2 t.py\n") is None

@@ -64,6 +64,8 @@ CODES: tuple[str, ...] = (
     "DSL424",
     "DSL425",
     "DSL426",
+    "DSL427",
+    "DSL428",
 )
 
 
@@ -139,6 +141,19 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         alternatives=((b"generate", b"TrainingArguments"), (b"generate", b"HfArgumentParser")),
     ),
     "DSL425": Needs((b"from_pretrained", b"device_map"), engine=False, several_processes=True),
+    # a save every rank must join: the engine's, accelerate's under DeepSpeed, the ZeRO-3 gathering ones
+    "DSL428": Needs(
+        (b"save_checkpoint",),
+        engine=False,
+        alternatives=(
+            (b"save_16bit_model",),
+            (b"save_state", b"main_process"),
+            (b"save_state", b"rank"),
+            (b"accelerator", b"main_process"),
+            (b"save_model",),
+            (b"get_state_dict",),
+        ),
+    ),
     "DSL309": Needs((b"deepspeed", b"initialize")),
     "DSL310": Needs((b"deepspeed", b"initialize")),
 }

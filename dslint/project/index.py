@@ -26,6 +26,7 @@ from dslint.model.conditions import Guard
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
+from dslint.model.state_saving_calls import plugin_site, state_saving_calls
 from dslint.model.summary import SummaryStore
 from dslint.model.values import InitSite
 from dslint.project.config_builders import config_builders
@@ -267,6 +268,7 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     _record_config_builders(index, sources, store)
     for path, functions in cuda_parameters(store).items():
         index.files[path] = replace(_facts(index, path), cuda_parameters=functions)
+    _record_state_saving_calls(index, store)
     texts = functools.lru_cache(maxsize=None)(lambda path: (_read(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: file_names_under(roots, SKIPPED_DIRECTORIES))
     issues = launch_issues(index.sites, sources, store, texts, names)
@@ -496,6 +498,21 @@ def _launched_config(
                 True if save in ("true", "yes", "on") else False if save in ("", "false", "no", "off") else None,
             )
     return LaunchedConfig(where, None, None, None, options)
+
+
+def _record_state_saving_calls(index: ProjectIndex, store: SummaryStore) -> None:
+    """Calls handing the Accelerator to a project function that reaches `save_state` on it (DSL428)."""
+    if not any(b".save_state(" in data for data in store.sources.values()):
+        return
+    model = ProjectModel(store)
+    plugin = plugin_site(store.sources)
+    built = Related(shown_path(plugin[0]), plugin[1], 1, "DeepSpeedPlugin built here") if plugin else None
+    holders = sorted(p for p, data in store.sources.items() if b"accelerator" in data)
+    for call in state_saving_calls(model, holders):
+        facts = _facts(index, call.path)
+        saves = Related(shown_path(call.saver[0]), call.save_line, 1, f"{call.saver[1]}() calls {call.name}.save_state")
+        calls = {**facts.state_saving_calls, (call.line, call.column): (saves, built)}
+        index.files[call.path] = replace(facts, state_saving_calls=calls)
 
 
 def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[str]) -> None:

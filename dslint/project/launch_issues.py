@@ -10,6 +10,12 @@ DSL422-DSL424, report them in the launcher):
 - `unread_config`: the launch passes a DeepSpeed config option to a script that never reads its command line (no
   `sys.argv`, no argument parser in it nor in the project modules it imports, no call of an entry function of
   another package that could read it): the run goes on without the config, and nothing says so.
+- `refused_options`: the `deepspeed` launcher's own options that its runner refuses together
+  (`launcher/runner.py: main`, DeepSpeed 0.19.8): `--include`/`--exclude` with `--num_gpus`/`--num_nodes`
+  ("Cannot specify num_nodes/gpus with include/exclude"), `--include` with `--exclude` ("include_str and
+  exclude_str are mutually exclusive."), and `--num_nodes` (without `--num_gpus` over 0 and without a hostfile)
+  on a line that sets `CUDA_VISIBLE_DEVICES`, which the runner turns into `--include` before the same check.
+  Each is a ValueError before any process starts.
 
 Each answer is conservative: a path built at run time, an absolute path (the user's machine), a script outside
 the project, a script that imports a module whose source is not in the project and calls an entry function of it
@@ -25,7 +31,7 @@ from dataclasses import dataclass
 
 from dslint.diagnostics import Related
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
-from dslint.project.launchers import CONFIG_OPTIONS, UNKNOWN_VALUE, LaunchLine
+from dslint.project.launchers import CONFIG_OPTIONS, UNKNOWN_VALUE, LaunchLine, ScriptOption
 
 # Words whose presence in a module means it may read the command line (any argument parser, or sys.argv).
 COMMAND_LINE_TOKENS = (
@@ -53,12 +59,14 @@ COMMAND_LINE_TOKENS = (
 class LaunchIssue:
     """One mistake of a launch command, positioned in its launcher."""
 
-    kind: str  # "cut" | "missing_config" | "unread_config"
+    kind: str  # "cut" | "missing_config" | "unread_config" | "refused_options"
     line: int
     column: int
     end_column: int
-    detail: str  # cut: the script; missing_config: the path as written; unread_config: the script as written
-    options: tuple[str, ...] = ()  # cut: the options lost; unread_config: the options the script never reads
+    detail: str  # cut: the script; missing_config: the path as written; unread_config: the script as written;
+    # refused_options: the runner's error message
+    options: tuple[str, ...] = ()  # cut: the options lost; unread_config: the options the script never reads;
+    # refused_options: the two options (or the variable and the option) refused together, as written
     related: tuple[Related, ...] = ()
 
 
@@ -90,6 +98,9 @@ def launch_issues(
         issues = found.setdefault(line.launcher, [])
         if line.cut_line and line.lost_options:
             issues.append(_cut(site, launcher_text))
+        refused = refused_options(line)
+        if refused is not None:
+            issues.append(refused)
         if site.script is None or site.config_option is None:
             continue
         option = line.option(site.config_option)
@@ -107,6 +118,72 @@ def launch_issues(
                     LaunchIssue("unread_config", option.line, option.column, end, line.script, names, (site.launch,))
                 )
     return {launcher: issues for launcher, issues in found.items() if issues}
+
+
+# `deepspeed` and `python -m deepspeed.launcher.runner`: the launchers whose own options `runner.main` reads.
+DEEPSPEED_RUNNERS = frozenset({"deepspeed", "deepspeed.launcher.runner"})
+_COUNT_ERROR = "Cannot specify num_nodes/gpus with include/exclude"
+_EXCLUSIVE_ERROR = "include_str and exclude_str are mutually exclusive."
+
+
+def refused_options(line: LaunchLine) -> LaunchIssue | None:
+    """The pair of the `deepspeed` launcher's own options that its runner refuses (a ValueError before any
+    process starts), positioned at the second one; None when the line has none. A resource filter counts when
+    its value is known and not empty (a variable that may be empty is no evidence); a count when it is a
+    number from 0 up or a variable (argparse reads an int; -1, the default, is never written)."""
+    if line.tool not in DEEPSPEED_RUNNERS:
+        return None
+    include = _filter(line.launcher_option("include"))
+    exclude = _filter(line.launcher_option("exclude"))
+    count = next(
+        (
+            option
+            for option in sorted(line.launcher_options, key=lambda o: (o.line, o.column))
+            if option.name in ("num_gpus", "num_accelerators", "num_nodes") and _counted(option.value)
+        ),
+        None,
+    )
+    chosen = include or exclude
+    if chosen is not None and count is not None:
+        first, second = sorted((chosen, count), key=lambda o: (o.line, o.column))
+        return _refusal(second, _COUNT_ERROR, (f"--{first.name}", f"--{second.name}"))
+    if include is not None and exclude is not None:
+        first, second = sorted((include, exclude), key=lambda o: (o.line, o.column))
+        return _refusal(second, _EXCLUSIVE_ERROR, (f"--{first.name}", f"--{second.name}"))
+    return _visible_devices_refusal(line)
+
+
+def _visible_devices_refusal(line: LaunchLine) -> LaunchIssue | None:
+    """`CUDA_VISIBLE_DEVICES=0,1 deepspeed --num_nodes 1 x.py`: without a hostfile, the runner turns the variable
+    into `--include localhost:0,1` unless `--include`, `--exclude`, `--num_gpus` over 0 or `--num_nodes` over 1
+    is given, and then refuses `--num_nodes` beside the include it made itself."""
+    visible = dict(line.environment).get("CUDA_VISIBLE_DEVICES")
+    if not visible or visible == UNKNOWN_VALUE:
+        return None
+    if line.launcher_option("hostfile", "include", "exclude") is not None or line.launcher_short_options:
+        return None  # a hostfile fills the resource pool; `-i`/`-e` are filters of their own
+    gpus = line.launcher_option("num_gpus", "num_accelerators")
+    if gpus is not None and (gpus.value is None or not gpus.value.lstrip("-").isdigit() or int(gpus.value) > 0):
+        return None
+    nodes = line.launcher_option("num_nodes")
+    if nodes is None or nodes.value is None or not nodes.value.isdigit() or int(nodes.value) > 1:
+        return None
+    return _refusal(nodes, _COUNT_ERROR, ("CUDA_VISIBLE_DEVICES", f"--{nodes.name}"))
+
+
+def _filter(option: ScriptOption | None) -> ScriptOption | None:
+    if option is None or not option.value or option.value == UNKNOWN_VALUE or option.value.startswith("-"):
+        return None
+    return option
+
+
+def _counted(value: str | None) -> bool:
+    return value is not None and (value == UNKNOWN_VALUE or value.isdigit())
+
+
+def _refusal(option: ScriptOption, error: str, pair: tuple[str, str]) -> LaunchIssue:
+    end = option.column + len(option.name) + 2
+    return LaunchIssue("refused_options", option.line, option.column, end, error, pair)
 
 
 def config_option(line: LaunchLine) -> str | None:

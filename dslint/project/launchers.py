@@ -77,6 +77,8 @@ class LaunchLine:
     # lines after it, which the script never gets (bash runs each of those lines as a command of its own).
     cut_line: int = 0
     lost_options: tuple[str, ...] = ()
+    # The launcher's own short options, as written (`-H`, `-i`): `launcher_options` holds only `--name` ones.
+    launcher_short_options: tuple[str, ...] = ()
 
     def launcher_option(self, *names: str) -> ScriptOption | None:
         """The last of the launcher's own options spelt as any of `names` (dashes as underscores)."""
@@ -433,6 +435,9 @@ def _launch_in(
         target=target,
         launcher_options=tuple(_options(launcher_words, original, number)),
         environment=tuple(sorted(environment.items())),
+        launcher_short_options=tuple(
+            word.split("=", 1)[0] for word in launcher_words if re.match(r"^-[A-Za-z]", word) is not None
+        ),
     )
 
 

@@ -9,11 +9,7 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import ResolvedConfig, resolve_config, trainer_configs
 from dslint.script.facts import Role
 from dslint.script.names import dotted_name
-
-# Predicates that are true on one rank only (accelerate's Accelerator/PartialState, the HF Trainer).
-ONE_RANK_PREDICATES = frozenset({"is_main_process", "is_local_main_process", "is_world_process_zero", "should_save"})
-# Context managers that run their body on the main process first while the others wait at a barrier.
-ONE_RANK_FIRST = ("main_process_first",)
+from dslint.script.one_rank import one_rank_first, one_rank_test
 
 _STAGE3 = '{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1}'
 
@@ -103,11 +99,11 @@ class Zero3GenerationOnOneRank(ScriptRule):
         self.models: set[str] = set()
 
     def visit_If(self, node: cst.If) -> None:
-        if _one_rank_test(node.test):
+        if one_rank_test(node.test):
             self.regions.append(node.body)
 
     def visit_With(self, node: cst.With) -> None:
-        if _one_rank_first(node):
+        if one_rank_first(node):
             self.regions.append(node.body)
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -150,41 +146,3 @@ class Zero3GenerationOnOneRank(ScriptRule):
             if resolved is not None and resolved.zero_stage == 3:
                 return resolved
         return next((resolved for resolved in trainer_configs(self.context) if resolved.zero_stage == 3), None)
-
-
-def _one_rank_test(test: cst.BaseExpression) -> bool:
-    """`rank == 0`, `args.local_rank in [-1, 0]`, `dist.get_rank() == 0`, `accelerator.is_main_process`,
-    `trainer.is_world_process_zero()`: true on one rank (or one a node) only."""
-    if isinstance(test, cst.Call):
-        test = test.func
-    name = dotted_name(test)
-    if name is not None and name.rsplit(".", 1)[-1] in ONE_RANK_PREDICATES:
-        return True
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return False
-    target = test.comparisons[0]
-    if not isinstance(target.operator, (cst.Equal, cst.In)):
-        return False
-    left = test.left.func if isinstance(test.left, cst.Call) else test.left
-    subject = dotted_name(left)
-    return subject is not None and "rank" in subject.rsplit(".", 1)[-1] and _small_literal(target.comparator)
-
-
-def _small_literal(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.Integer):
-        return True
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.expression, cst.Integer):
-        return True
-    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
-        return bool(node.elements) and all(_small_literal(e.value) for e in node.elements)
-    return False
-
-
-def _one_rank_first(node: cst.With) -> bool:
-    for item in node.items:
-        call = item.item
-        if isinstance(call, cst.Call):
-            name = dotted_name(call.func)
-            if name is not None and name.rsplit(".", 1)[-1].endswith(ONE_RANK_FIRST):
-                return True
-    return False

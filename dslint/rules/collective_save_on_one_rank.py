@@ -1,0 +1,324 @@
+"""DSL428: a save that every rank must join (`engine.save_checkpoint`, accelerate's `save_state` under DeepSpeed,
+the ZeRO-3 gathering saves) called under `if rank == 0:` or another one-rank test."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Related, Severity
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.engine import Kind
+from dslint.project.config_link import accelerate_runs, resolve_config, training_arguments_configs
+from dslint.project.evidence import evidence
+from dslint.script.facts import Role, method_name
+from dslint.script.hf_trainers import TrainerNames
+from dslint.script.names import dotted_name
+from dslint.script.one_rank import one_rank_conjunction
+
+_METHODS = frozenset({"save_checkpoint", "save_16bit_model", "save_state", "save_model", "get_state_dict"})
+GATHER_KEYS = (
+    "stage3_gather_16bit_weights_on_model_save",
+    "gather_16bit_weights_on_model_save",
+    "stage3_gather_fp16_weights_on_model_save",
+)
+_STAGE3_GATHER = (
+    '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": True}}'
+)
+
+
+class CollectiveSaveOnOneRank(ScriptRule):
+    code = "DSL428"
+    slug = "collective-save-on-one-rank"
+    message = "save_checkpoint on one rank hangs: every rank must call it (each writes its own shard)"
+    severity = Severity.ERROR
+    needs_engine = False
+    required_tokens = (b"save_checkpoint",)
+    alternative_tokens = (
+        (b"save_16bit_model",),
+        (b"save_state", b"main_process"),
+        (b"save_state", b"rank"),
+        (b"accelerator", b"main_process"),
+        (b"save_model",),
+        (b"get_state_dict",),
+    )
+    docs = RuleDocs(
+        what="""
+            Flags a save that every rank must call when it runs on one rank only: inside `if rank == 0:` (any
+            comparison of a rank with small literals, `args.local_rank in [-1, 0]`), `if
+            accelerator.is_main_process:`, `if trainer.is_world_process_zero():`, `if args.should_save`, or an
+            `and` holding one of them. The saves: `engine.save_checkpoint(...)` on a DeepSpeed engine (any
+            stage); accelerate's `accelerator.save_state(...)` in a script that runs DeepSpeed through
+            accelerate (a `DeepSpeedPlugin` it builds, or an `accelerate launch` with DeepSpeed), also when a
+            project function the accelerator is handed to reaches `save_state` (then a `DeepSpeedPlugin` built
+            anywhere in the project counts); and, under
+            ZeRO-3 only, `engine.save_16bit_model(...)` with the 16-bit gather on, accelerate's
+            `get_state_dict` / `save_model`, and the Hugging Face Trainer's `save_model`.
+        """,
+        why="""
+            `DeepSpeedEngine.save_checkpoint` (`runtime/engine.py`, 0.19.8) starts with `dist.barrier()`,
+            checks the tag with two `all_reduce`s, has every rank write its own ZeRO partition (and optimizer
+            state) and ends with another barrier: its docstring says "all processes must call this method and
+            not just the process with rank 0 ... This method will hang". Accelerate's `save_state` calls the
+            engine's `save_checkpoint` for every model under DeepSpeed. Under ZeRO-3, `save_16bit_model` (with
+            `stage3_gather_16bit_weights_on_model_save`) and accelerate's `get_state_dict` gather the partitioned
+            weights with collectives (`_zero3_consolidated_16bit_state_dict`), and the Trainer's `save_model`
+            goes through `get_state_dict` (or falls back to `save_checkpoint`). Called on one rank, rank 0
+            waits for ranks that never come: the run hangs until the collective times out, and the checkpoint
+            is never complete. These calls already write shared files on rank 0 only; call them on every rank.
+            A `torch.save` of a state dict gathered on every rank beforehand is right on rank 0 alone.
+        """,
+        example="""
+            engine, *_ = deepspeed.initialize(model=model, config="ds_config.json")
+            if args.local_rank in (-1, 0):
+                engine.save_checkpoint(args.output_dir)
+        """,
+        use_instead="""
+            engine, *_ = deepspeed.initialize(model=model, config="ds_config.json")
+            engine.save_checkpoint(args.output_dir)  # every rank: each writes its own partition
+        """,
+    )
+    valid = (
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config={"train_batch_size": 8})
+            engine.save_checkpoint(args.output_dir)
+            if args.local_rank == 0:
+                print("saved")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed, torch
+            engine, *_ = deepspeed.initialize(model=model, config={"train_batch_size": 8})
+            state = engine.module.state_dict()
+            if torch.distributed.get_rank() == 0:
+                torch.save(state, "model.pt")
+            """
+        ),
+        # Stage 2: save_16bit_model gathers nothing; rank 0 alone may call it.
+        Valid(
+            """
+            import deepspeed
+            config = {"train_batch_size": 8, "zero_optimization": {"stage": 2}}
+            engine, *_ = deepspeed.initialize(model=model, config=config)
+            if args.local_rank == 0:
+                engine.save_16bit_model(args.output_dir)
+            """
+        ),
+        # A Trainer under ZeRO-2: save_model gathers nothing.
+        Valid(
+            """
+            from transformers import Trainer, TrainingArguments
+            args = TrainingArguments(output_dir="out", deepspeed={"zero_optimization": {"stage": 2}})
+            trainer = Trainer(model=model, args=args)
+            if trainer.is_world_process_zero():
+                trainer.save_model("out")
+            """
+        ),
+        # No DeepSpeed in sight: accelerate's save_state on the main process does not hang.
+        Valid(
+            """
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            if accelerator.is_main_process:
+                accelerator.save_state("state")
+            """
+        ),
+        # Not the engine: a module's own save_checkpoint.
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config={"train_batch_size": 8})
+            if args.local_rank == 0:
+                tokenizer.save_checkpoint(args.output_dir)
+            """
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config={"train_batch_size": 8})
+            if args.local_rank in (-1, 0):
+                engine.save_checkpoint(args.output_dir)
+            """,
+            lines=(5,),
+        ),
+        Invalid(
+            f"""
+            import deepspeed
+            model, *_ = deepspeed.initialize(model=model, config={_STAGE3_GATHER})
+            if args.should_save and args.global_rank == 0:
+                model.save_16bit_model(args.output_dir)
+            """,
+            lines=(5,),
+        ),
+        Invalid(
+            """
+            from accelerate import Accelerator
+            from accelerate.utils import DeepSpeedPlugin
+            plugin = DeepSpeedPlugin(zero_stage=2) if args.deepspeed else None
+            accelerator = Accelerator(deepspeed_plugin=plugin)
+            if accelerator.is_main_process:
+                accelerator.save_state("state")
+            """,
+            lines=(7,),
+        ),
+        Invalid(
+            """
+            from transformers import Trainer, TrainingArguments
+            args = TrainingArguments(output_dir="out", deepspeed={"zero_optimization": {"stage": 3}})
+            trainer = Trainer(model=model, args=args)
+            trainer.train()
+            if args.local_rank == 0:
+                trainer.save_model("out")
+            """,
+            lines=(7,),
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.trainers = TrainerNames(self.context)
+        self.regions: list[cst.CSTNode] = []  # bodies that run on one rank only
+        self.candidates: list[cst.Call] = []
+        self.plugins = False  # the script builds accelerate's DeepSpeedPlugin
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.trainers.consider_class(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.trainers.consider_assign(node)
+
+    def visit_If(self, node: cst.If) -> None:
+        if one_rank_conjunction(node.test):
+            self.regions.append(node.body)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if method_name(node) in _METHODS or self._hands_on_state_save(node):
+            self.candidates.append(node)
+        name = dotted_name(node.func)
+        if name is not None and name.rsplit(".", 1)[-1] == "DeepSpeedPlugin":
+            self.plugins = True
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if not self.candidates or not self.regions:
+            return
+        spans = [self.context.span(region) for region in self.regions]
+        for call in self.candidates:
+            start, end = self.context.span(call)
+            if not any(first <= start and end <= last for first, last in spans):
+                continue
+            found = self._finding(call)
+            if found is not None:
+                self.report(call, found[0], related=found[1])
+
+    def _hands_on_state_save(self, node: cst.Call) -> bool:
+        project = self.facts.project
+        if project is None or not project.state_saving_calls:
+            return False
+        position = self.facts.call_position(node)
+        return position is not None and position in project.state_saving_calls
+
+    def _helper_save(self, call: cst.Call) -> tuple[str, list[Related]] | None:
+        """A project function reaching `accelerator.save_state` (`ProjectFacts.state_saving_calls`), where the
+        script or the project builds a DeepSpeedPlugin, or an accelerate launch of the script runs DeepSpeed."""
+        project = self.facts.project
+        position = self.facts.call_position(call)
+        if project is None or position is None:
+            return None
+        saves, plugin = project.state_saving_calls[position]
+        message = "under DeepSpeed, save_state on one rank hangs: this call reaches it"
+        where = f" ({saves.path}:{saves.line})"
+        if self.plugins:
+            return message + where, [saves]
+        runs = accelerate_runs(self.context)
+        if runs:
+            return message + where, [saves, *(r for run in runs for r in run.via)]
+        if plugin is not None:
+            return message + where, [saves, plugin]
+        return None
+
+    def _finding(self, call: cst.Call) -> tuple[str, list[Related]] | None:
+        if not isinstance(call.func, cst.Attribute) or method_name(call) not in _METHODS:
+            return self._helper_save(call)
+        receiver, method = call.func.value, call.func.attr.value
+        if method in ("save_checkpoint", "save_16bit_model"):
+            return self._engine_save(call, receiver, method)
+        if method == "save_state" and self._accelerator(receiver):
+            return self._accelerate_deepspeed()
+        if method in ("save_model", "get_state_dict") and self._accelerator(receiver):
+            return self._accelerate_zero3(method)
+        if method == "save_model" and self._trainer(receiver):
+            configs = training_arguments_configs(self.context)
+            if configs and all(c.zero_stage == 3 for c in configs):
+                sources = ", ".join(dict.fromkeys(c.source for c in configs))
+                message = f"under ZeRO-3, trainer.save_model on one rank hangs: it gathers from every rank ({sources})"
+                return message, [r for c in configs for r in c.via]
+        return None
+
+    def _engine_save(
+        self, call: cst.Call, receiver: cst.BaseExpression, method: str
+    ) -> tuple[str, list[Related]] | None:
+        answer = self.facts.role_of(receiver, at=call)
+        if answer is None or answer.role is not Role.ENGINE or answer.engine is None:
+            return None
+        if answer.engine.kind is not Kind.TRAINING:
+            return None
+        found = evidence(self.context, answer.engine)
+        if method == "save_checkpoint":
+            return self.message, list(found.related)
+        config = resolve_config(self.context, answer.engine)
+        if config is None or config.zero_stage != 3 or _gathers(config.get("zero_optimization")) is not True:
+            return None  # below ZeRO-3, or without the gather: nothing is gathered (DSL210 says the rest)
+        message = "under ZeRO-3, save_16bit_model on one rank hangs: it gathers the weights from every rank"
+        return message + found.suffix, list(found.related)
+
+    def _accelerate_deepspeed(self) -> tuple[str, list[Related]] | None:
+        message = "under DeepSpeed, save_state on one rank hangs: it runs every engine's save_checkpoint"
+        if self.plugins:
+            return message, []  # the script's own DeepSpeedPlugin
+        runs = accelerate_runs(self.context)
+        if runs:
+            where = runs[0].via[-1]
+            return f"{message} ({where.path}:{where.line})", [r for run in runs for r in run.via]
+        return None
+
+    def _accelerate_zero3(self, method: str) -> tuple[str, list[Related]] | None:
+        runs = accelerate_runs(self.context)
+        if not runs:
+            return None
+        for run in runs:
+            stage = run.config.zero_stage if run.config is not None else run.stage
+            gather = _gathers(run.config.get("zero_optimization")) if run.config is not None else run.save_16bit
+            if stage != 3 or gather is not True:
+                return None  # below ZeRO-3 nothing is gathered; without the gather it raises (DSL210)
+        where = runs[0].via[-1]
+        message = f"under ZeRO-3, accelerator.{method} on one rank hangs: it gathers from every rank"
+        return f"{message} ({where.path}:{where.line})", [r for run in runs for r in run.via]
+
+    def _accelerator(self, receiver: cst.BaseExpression) -> bool:
+        if self.trainers.holds_accelerator(receiver):
+            return True
+        name = dotted_name(receiver)
+        return name is not None and name.rsplit(".", 1)[-1] == "accelerator"
+
+    def _trainer(self, receiver: cst.BaseExpression) -> bool:
+        if self.trainers.holds_trainer(receiver):
+            return True
+        name = dotted_name(receiver)
+        return name is not None and name.rsplit(".", 1)[-1] == "trainer"
+
+
+def _gathers(section: object) -> bool | None:
+    """Whether a ZeRO section gathers the 16-bit weights on save (None: not known)."""
+    if not isinstance(section, dict):
+        return None
+    values = [section[key] for key in GATHER_KEYS if key in section]
+    if not values:
+        return False
+    if any(v is True for v in values):
+        return True
+    if all(v is False for v in values):
+        return False
+    return None
