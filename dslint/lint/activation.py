@@ -96,6 +96,11 @@ def _project(project: ProjectFacts | None) -> tuple[bool, bool]:
     return project.receives_engine, launched or bool(project.config_builders)
 
 
+def _accelerate_launched(project: ProjectFacts | None) -> bool:
+    """`accelerate launch` starts the script with a DeepSpeed config (its YAML's stage or config file)."""
+    return project is not None and any(launch.option == "accelerate" for launch in project.launches)
+
+
 def _several_processes(project: ProjectFacts | None) -> bool:
     return project is not None and any((launch.ranks_per_node or 0) > 1 for launch in project.launches)
 
@@ -122,7 +127,9 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         engine=engine,
         received=received,
         inference=code.calls_inference,
-        zero_source=code.calls_initialize or any(has_tokens(code.words, (name,)) for name in ZERO_SOURCE_NAMES),
+        zero_source=code.calls_initialize
+        or any(has_tokens(code.words, (name,)) for name in ZERO_SOURCE_NAMES)
+        or _accelerate_launched(project),
         configs=engine or configured or has_tokens(code.words, TRAINER_CONFIG_TOKENS),
         several_processes=_several_processes(project),
     )

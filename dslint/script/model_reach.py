@@ -45,14 +45,15 @@ def model_sinks(facts: ScriptFacts) -> list[ModelSink]:
 class ModelReach:
     """For one file: the calls whose result is, or is wrapped into, a model that initialize receives."""
 
-    def __init__(self, facts: ScriptFacts, module: cst.Module) -> None:
+    def __init__(self, facts: ScriptFacts, module: cst.Module, sinks: list[ModelSink] | None = None) -> None:
+        """`sinks`: where models leave, when not the initialize calls (`model_sinks`), e.g. `accelerator.prepare`."""
         self.facts = facts
         blocks = _Blocks(module)
         module.visit(blocks)
         self.block_of = blocks.block_of
         self.calls: set[cst.Call] = set()
         self.bindings: dict[ModelSink, list[Binding]] = {}
-        for sink in model_sinks(facts):
+        for sink in model_sinks(facts) if sinks is None else sinks:
             lineage = self._branches(model_lineage(facts, sink))
             self.bindings[sink] = lineage
             if sink.model is not None:
