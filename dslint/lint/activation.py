@@ -96,9 +96,14 @@ def _project(project: ProjectFacts | None) -> tuple[bool, bool]:
     return project.receives_engine, launched or bool(project.config_builders)
 
 
-def _accelerate_launched(project: ProjectFacts | None) -> bool:
-    """`accelerate launch` starts the script with a DeepSpeed config (its YAML's stage or config file)."""
-    return project is not None and any(launch.option == "accelerate" for launch in project.launches)
+def _zero_from_project(project: ProjectFacts | None) -> bool:
+    """The project index gives the script a ZeRO config: `accelerate launch` starts it with a DeepSpeed config
+    (its YAML's stage or config file), or a model of it goes to an initialize elsewhere whose config is known."""
+    if project is None:
+        return False
+    if any(launch.option == "accelerate" for launch in project.launches):
+        return True
+    return any(entry[3] is not None for entries in project.model_sinks.values() for entry in entries)
 
 
 def _several_processes(project: ProjectFacts | None) -> bool:
@@ -129,7 +134,7 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         inference=code.calls_inference,
         zero_source=code.calls_initialize
         or any(has_tokens(code.words, (name,)) for name in ZERO_SOURCE_NAMES)
-        or _accelerate_launched(project),
+        or _zero_from_project(project),
         configs=engine or configured or has_tokens(code.words, TRAINER_CONFIG_TOKENS),
         several_processes=_several_processes(project),
     )

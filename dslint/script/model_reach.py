@@ -52,18 +52,27 @@ class ModelReach:
         module.visit(blocks)
         self.block_of = blocks.block_of
         self.calls: set[cst.Call] = set()
+        self.sinks_of: dict[cst.Call, list[ModelSink]] = {}
         self.bindings: dict[ModelSink, list[Binding]] = {}
         for sink in model_sinks(facts) if sinks is None else sinks:
             lineage = self._branches(model_lineage(facts, sink))
             self.bindings[sink] = lineage
+            reached: set[cst.Call] = set()
             if sink.model is not None:
-                self.calls.update(iter_call_chain(sink.model))
+                reached.update(iter_call_chain(sink.model))
             for binding in lineage:
                 if binding.value is not None:
-                    self.calls.update(iter_call_chain(binding.value))
+                    reached.update(iter_call_chain(binding.value))
+            self.calls |= reached
+            for call in reached:
+                self.sinks_of.setdefault(call, []).append(sink)
 
     def reaches(self, call: cst.Call) -> bool:
         return call in self.calls
+
+    def sinks(self, call: cst.Call) -> list[ModelSink]:
+        """Where the model `call` builds leaves for initialize (or the sinks given)."""
+        return self.sinks_of.get(call, [])
 
     def _branches(self, lineage: list[Binding]) -> list[Binding]:
         """The lineage with the bindings of the same name that a conditional one leaves in place; a binding in
