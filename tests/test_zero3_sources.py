@@ -29,7 +29,7 @@ def test_model_handed_to_a_zero3_engine_whose_config_a_helper_returns() -> None:
     The scorer's engine gets a stage 2 dict and the critic's a stage the command line chooses: silent. The same
     loads after a kept HfDeepSpeedConfig: silent."""
     found = _codes("DSL208")
-    _match(found, [("rlhf/run_preferences.py", 17, "DSL208", "a ZeRO-3 engine is made of this model (")])
+    _match(found, [("rlhf/run_preferences.py", 19, "DSL208", "a ZeRO-3 engine is made of this model (")])
     assert "rlhf/pipeline.py:10), but no HfDeepSpeedConfig is alive" in found[0][3]
 
 

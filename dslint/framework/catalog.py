@@ -113,7 +113,9 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             (b"prepare", b"from_pretrained", b"device_map"),
         ),
     ),
-    "DSL208": Needs((b"from_pretrained",), engine=False, zero_source=True, alternatives=((b"HfDeepSpeedConfig",),)),
+    "DSL208": Needs(
+        (b"deepspeed", b"from_pretrained"), engine=False, zero_source=True, alternatives=((b"HfDeepSpeedConfig",),)
+    ),
     "DSL209": Needs((b"deepspeed", b"initialize")),
     "DSL214": Needs((b"DataParallel",)),
     "DSL301": Needs((b"deepspeed", b"initialize")),

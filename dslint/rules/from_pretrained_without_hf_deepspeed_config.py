@@ -26,9 +26,7 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     # Prefilter tokens (dslint.lint.prefilter): HF scripts configure DeepSpeed without calling initialize. An
     # `HfDeepSpeedConfig(...)` whose result is dropped is reported wherever it is, even in a file without the
     # lowercase word `deepspeed` or a `from_pretrained` (the loads it was meant for may be in another module).
-    # A model handed to a ZeRO-3 engine made in another module is loaded in a file that may never write
-    # `deepspeed`: the project index then says where it goes (the ZeRO source the rule needs).
-    required_tokens = (b"from_pretrained",)
+    required_tokens = (b"deepspeed", b"from_pretrained")
     alternative_tokens = ((b"HfDeepSpeedConfig",),)
     docs = RuleDocs(
         what="""
