@@ -80,7 +80,7 @@ class Needs:
     engine: a training engine, from this file's `deepspeed.initialize` or brought by the project index;
     inference_engine: the rule also runs wherever `deepspeed.init_inference` is called (its tokens, or an engine,
     then not needed); zero_source: the file hands DeepSpeed a ZeRO config itself (`deepspeed.initialize`,
-    `HfDeepSpeedConfig`, a `*TrainingArguments`)."""
+    `HfDeepSpeedConfig`, a `*TrainingArguments`), or `accelerate launch` starts it with a DeepSpeed config."""
 
     tokens: tuple[bytes, ...]
     engine: bool = True
@@ -110,7 +110,10 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         (b"deepspeed", b"from_pretrained", b"device_map"),
         engine=False,
         zero_source=True,
-        alternatives=((b"HfDeepSpeedConfig", b"from_pretrained", b"device_map"),),
+        alternatives=(
+            (b"HfDeepSpeedConfig", b"from_pretrained", b"device_map"),
+            (b"prepare", b"from_pretrained", b"device_map"),
+        ),
     ),
     "DSL208": Needs(
         (b"deepspeed", b"from_pretrained"), engine=False, zero_source=True, alternatives=((b"HfDeepSpeedConfig",),)

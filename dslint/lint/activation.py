@@ -38,10 +38,6 @@ if TYPE_CHECKING:
     from dslint.lint.parse_guard import CodeFacts
     from dslint.script.facts import ScriptFacts
 
-# Names whose call hands DeepSpeed a config without `deepspeed.initialize` (ZeroSources): an alias keeps the name
-# among the code's words through its import.
-ZERO_SOURCE_NAMES = (b"HfDeepSpeedConfig", b"TrainingArguments")
-
 
 @dataclass(frozen=True)
 class Evidence:
@@ -96,6 +92,21 @@ def _project(project: ProjectFacts | None) -> tuple[bool, bool]:
     return project.receives_engine, launched or bool(project.config_builders)
 
 
+def _names_zero_source(words: bytes) -> bool:
+    """`HfDeepSpeedConfig`, or a `*TrainingArguments` with its `deepspeed=` keyword, may be among `words`."""
+    return has_tokens(words, (b"HfDeepSpeedConfig",)) or has_tokens(words, (b"TrainingArguments", b"deepspeed"))
+
+
+def _zero_from_project(project: ProjectFacts | None) -> bool:
+    """The project index gives the script a ZeRO config: `accelerate launch` starts it with a DeepSpeed config
+    (its YAML's stage or config file), or a model of it goes to an initialize elsewhere whose config is known."""
+    if project is None:
+        return False
+    if any(launch.option == "accelerate" for launch in project.launches):
+        return True
+    return any(entry[3] is not None for entries in project.model_sinks.values() for entry in entries)
+
+
 def _several_processes(project: ProjectFacts | None) -> bool:
     return project is not None and any((launch.ranks_per_node or 0) > 1 for launch in project.launches)
 
@@ -122,7 +133,7 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         engine=engine,
         received=received,
         inference=code.calls_inference,
-        zero_source=code.calls_initialize or any(has_tokens(code.words, (name,)) for name in ZERO_SOURCE_NAMES),
+        zero_source=code.calls_initialize or _names_zero_source(code.words) or _zero_from_project(project),
         configs=engine or configured or has_tokens(code.words, TRAINER_CONFIG_TOKENS),
         several_processes=_several_processes(project),
     )

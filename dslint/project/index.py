@@ -530,7 +530,7 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         parameters = {name: dict(values) for name, values in facts.parameters.items()}
         created = Related(shown_path(init.path), init.line, init.column, "deepspeed.initialize")
         parameters.setdefault(function, {})[param] = ParameterFact(
-            role, origin, engine_config(index.files, init), created
+            role, origin, engine_config(index.files, init, store), created
         )
         index.files[path] = replace(facts, parameters=parameters)
     for path, where, value in (*model.instance_values(), *inherited_values(model)):
@@ -541,7 +541,7 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
             f"{value.role} from deepspeed.initialize inside {value.origin.qualname or '<module>'}()",
         )
         facts = _facts(index, path)
-        fact = ParameterFact(str(value.role), origin, engine_config(index.files, value.origin))
+        fact = ParameterFact(str(value.role), origin, engine_config(index.files, value.origin, store))
         index.files[path] = replace(facts, values_at={**facts.values_at, where: fact})
     engine_files = [p for p, f in index.files.items() if f.receives_engine and b".module" in store.sources.get(p, b"")]
     for call in forwarding_calls(model, sorted({*engine_files, *(s.path for s in model.inits.values())})):
@@ -560,7 +560,7 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         facts = _facts(index, helper.caller_path)
         returns = dict(facts.returns)
         returns[helper.position] = ReturnFact(
-            roles, is_tuple, origin, engine_config(index.files, init), keys, helper.text
+            roles, is_tuple, origin, engine_config(index.files, init, store), keys, helper.text
         )
         index.files[helper.caller_path] = replace(facts, returns=returns)
     for (path, qualname), init in model.model_builders.items():
@@ -576,7 +576,8 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
         origin = Related(
             shown_path(init.path), init.line, init.column, f"{helper.text}() hands {name} to deepspeed.initialize"
         )
-        sinks = {**facts.model_sinks, helper.position: (position, name, origin)}
+        entry = (position, name, origin, engine_config(index.files, init, store))
+        sinks = {**facts.model_sinks, helper.position: (*facts.model_sinks.get(helper.position, ()), entry)}
         index.files[helper.caller_path] = replace(facts, model_sinks=sinks, init_guards=_guards(facts, origin, init))
     for (path, qualname), attribute, until, init in model.attribute_builders():
         facts = _facts(index, path)

@@ -12,7 +12,9 @@ from dslint.config import facts as config_facts
 from dslint.config.tree import Object
 from dslint.diagnostics import Related
 from dslint.model.engine import EngineConfig
+from dslint.model.summary import SummaryStore
 from dslint.model.values import InitSite
+from dslint.project.built_configs import built_stage
 from dslint.project.inputs import is_file
 from dslint.script.project_facts import LaunchedConfig, ProjectFacts
 
@@ -34,8 +36,11 @@ def config_stage(path: str, named_by: str | None = None) -> int | None:
     return config_facts.zero_stage(tree)
 
 
-def engine_config(files: Mapping[str, ProjectFacts], site: InitSite) -> EngineConfig | None:
-    """The config an initialize call elsewhere runs with, when a literal path or its script's launchers say."""
+def engine_config(
+    files: Mapping[str, ProjectFacts], site: InitSite, store: SummaryStore | None = None
+) -> EngineConfig | None:
+    """The config an initialize call elsewhere runs with, when a literal path or its script's launchers say, or
+    (with the project's summaries) a dict built in code: a literal, or what a project function returns."""
     import ast
 
     config = site.config
@@ -46,6 +51,13 @@ def engine_config(files: Mapping[str, ProjectFacts], site: InitSite) -> EngineCo
             written = Related(shown_path(site.path), site.line, site.column, f"config {config.value}")
             return EngineConfig(stage, (written,), path)
         return None
+    built = built_stage(store, site.path, site.qualname, config) if store is not None else None
+    if built is not None:
+        where = Related(shown_path(site.path), site.line, site.column, "deepspeed.initialize")
+        stage = built.stage
+        what = f"{built.helper}() returns a stage {stage} config" if built.helper else f"a stage {stage} dict"
+        how = Related(shown_path(built.path), built.line, 1, what)
+        return EngineConfig(built.stage, (where, how))
     facts = files.get(site.path)
     if facts is None or not facts.launches:
         return None

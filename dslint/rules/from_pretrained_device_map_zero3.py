@@ -6,11 +6,29 @@ import libcst as cst
 
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.config_link import AccelerateRun, accelerate_runs
 from dslint.project.engine_config import ZeroSources
+from dslint.script.facts import method_name
 from dslint.script.hf_models import is_model_from_pretrained, is_none, keyword_value
+from dslint.script.hf_trainers import TrainerNames
+from dslint.script.model_moves import ModelSink
 from dslint.script.model_reach import ModelReach
 
 HF_KINDS = ("HfDeepSpeedConfig", "TrainingArguments")
+
+_ACCELERATE_SCRIPT = """
+from accelerate import Accelerator
+from transformers import AutoModelForCausalLM
+accelerator = Accelerator()
+model = AutoModelForCausalLM.from_pretrained(name, device_map=accelerator.device)
+model, optimizer = accelerator.prepare(model, optimizer)
+"""
+_ACCELERATE_YAML = """distributed_type: DEEPSPEED
+deepspeed_config:
+  zero_stage: {stage}
+  zero3_init_flag: false
+num_processes: 2
+"""
 
 
 class FromPretrainedDeviceMapZero3(ScriptRule):
@@ -20,13 +38,20 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
     zero3_message = (
         "ZeRO-3 is on: from_pretrained must not get a device_map; remove it and let DeepSpeed place the model"
     )
+    accelerate_template = "ZeRO-3 under accelerate ({where}): from_pretrained must not get a device_map; remove it"
     severity = Severity.ERROR
     needs_engine = False
-    needs_zero_source = True  # its ZeroSources are all it reads the stage from
+    # its ZeroSources, or the accelerate launches of the script (the project index), are all it reads the stage from
+    needs_zero_source = True
     # Prefilter tokens (dslint.lint.prefilter): HF scripts configure DeepSpeed without calling initialize; a live
     # `HfDeepSpeedConfig` alone turns ZeRO-3 on for transformers, in a file that never writes `deepspeed`.
     required_tokens = (b"deepspeed", b"from_pretrained", b"device_map")
-    alternative_tokens = ((b"HfDeepSpeedConfig", b"from_pretrained", b"device_map"),)
+    # An accelerate script hands DeepSpeed its model through `accelerator.prepare`, in a file that may never write
+    # `deepspeed`: the launch's accelerate config says ZeRO-3.
+    alternative_tokens = (
+        (b"HfDeepSpeedConfig", b"from_pretrained", b"device_map"),
+        (b"prepare", b"from_pretrained", b"device_map"),
+    )
     docs = RuleDocs(
         what="""
             Flags `from_pretrained(..., device_map=...)` on a transformers model class in a script that hands
@@ -37,7 +62,11 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
             `deepspeed.initialize` (no `HfDeepSpeedConfig`, no `TrainingArguments`), only a model that reaches
             `initialize` is flagged (here, or through a builder's return or a function handing it on, wrapped or
             not, from either arm of an `if`): a frozen teacher or reference model loaded with a device map that
-            never reaches the engine stays where accelerate placed it, as intended.
+            never reaches the engine stays where accelerate placed it, as intended. A script that `accelerate
+            launch` starts with a DeepSpeed config at stage 3 (the YAML's `zero_stage`, or the stage of its
+            `deepspeed_config_file`) is flagged where a model loaded with a device map reaches
+            `accelerator.prepare(...)`, whatever `zero3_init_flag` says; the finding names the launcher and the
+            config.
         """,
         why="""
             When transformers knows that ZeRO-3 is on (a live `HfDeepSpeedConfig`, or
@@ -46,7 +75,10 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
             raises for every model, the teacher and the reference model too. In a raw script without it,
             accelerate places the full model on the GPU of each rank first, and ZeRO-3 partitions it only later:
             the memory ZeRO-3 was meant to save is spent at load time. A model that never reaches the engine is
-            not partitioned at all, so its device map is what places it.
+            not partitioned at all, so its device map is what places it. Under `accelerate launch`, accelerate's
+            DeepSpeed plugin creates the live `HfDeepSpeedConfig` only when `zero3_init_flag` is on (its default
+            depends on the accelerate release): with it on and the `Accelerator` created first, `from_pretrained`
+            raises; with it off, every rank holds the whole model on its GPU until `prepare` partitions it.
         """,
         example="""
             ds_config = {"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1}
@@ -61,6 +93,27 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         """,
     )
     valid = (
+        Valid(
+            _ACCELERATE_SCRIPT,
+            files=(
+                ("run.sh", "accelerate launch --config_file zero2.yaml train.py\n"),
+                ("zero2.yaml", _ACCELERATE_YAML.format(stage=2)),
+            ),
+        ),
+        Valid(
+            """
+            from accelerate import Accelerator
+            from transformers import AutoModelForCausalLM
+            accelerator = Accelerator()
+            teacher = AutoModelForCausalLM.from_pretrained(name, device_map=accelerator.device)
+            student = AutoModelForCausalLM.from_pretrained(name)
+            student = accelerator.prepare(student)
+            """,
+            files=(
+                ("run.sh", "accelerate launch --config_file zero3.yaml train.py\n"),
+                ("zero3.yaml", _ACCELERATE_YAML.format(stage=3)),
+            ),
+        ),
         Valid(
             """
             import deepspeed
@@ -96,6 +149,14 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         ),
     )
     invalid = (
+        Invalid(
+            _ACCELERATE_SCRIPT,
+            lines=(5,),
+            files=(
+                ("run.sh", "accelerate launch --config_file zero3.yaml train.py\n"),
+                ("zero3.yaml", _ACCELERATE_YAML.format(stage=3)),
+            ),
+        ),
         Invalid(
             """
             import deepspeed
@@ -138,9 +199,16 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
     def visit_Module(self, node: cst.Module) -> None:
         self.sources = ZeroSources(self.context)
         self.candidates: list[cst.Call] = []
+        self.trainers = TrainerNames(self.context)
+        self.prepares: list[cst.Call] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.trainers.consider_assign(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         self.sources.consider(node)
+        if method_name(node) == "prepare" and isinstance(node.func, cst.Attribute):
+            self.prepares.append(node)
         if not is_model_from_pretrained(self.context, node):
             return
         device_map = keyword_value(node, "device_map")
@@ -148,9 +216,15 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
             self.candidates.append(node)
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        reported = self._zero_sources(original_node)
+        self._accelerate(original_node, [node for node in self.candidates if node not in reported])
+
+    def _zero_sources(self, original_node: cst.Module) -> set[cst.Call]:
+        """The candidates under a ZeRO-3 config this file hands DeepSpeed (reported here)."""
+        reported: set[cst.Call] = set()
         sources = self.sources.sources
         if not sources:
-            return
+            return reported
         hf_stages = [source.stage for source in sources if source.kind in HF_KINDS]
         reaching: ModelReach | None = None
         for node in self.candidates:
@@ -164,5 +238,39 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
                 stages = [source.stage for source in sources if source.kind not in HF_KINDS]
             if 3 in stages:
                 self.report(node, self.zero3_message)
+                reported.add(node)
             elif None in stages:
                 self.report(node, self.message, severity=Severity.WARNING)
+                reported.add(node)
+        return reported
+
+    def _accelerate(self, original_node: cst.Module, candidates: list[cst.Call]) -> None:
+        """Models loaded with a device map that reach `accelerator.prepare` in a script `accelerate launch` starts
+        at ZeRO stage 3 (each such launch named)."""
+        prepares = [
+            call
+            for call in self.prepares
+            if isinstance(call.func, cst.Attribute) and self.trainers.holds_accelerator(call.func.value)
+        ]
+        if not candidates or not prepares:
+            return
+        runs = [run for run in accelerate_runs(self.context) or () if _stage(run) == 3]
+        if not runs:
+            return
+        facts = self.facts
+        sinks = [
+            ModelSink(arg.value, facts.scope_at(call), facts.start(call), None, call)
+            for call in prepares
+            for arg in call.args
+            if not arg.star
+        ]
+        reach = ModelReach(facts, original_node, sinks)
+        related = [r for run in runs for r in run.via]
+        where = ", ".join(dict.fromkeys(f"{r.path}:{r.line}" for run in runs for r in run.via[-1:]))
+        for node in candidates:
+            if reach.reaches(node):
+                self.report(node, self.accelerate_template.format(where=where), related=related)
+
+
+def _stage(run: AccelerateRun) -> int | None:
+    return run.config.zero_stage if run.config is not None else run.stage

@@ -6,6 +6,7 @@ import libcst as cst
 
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.config_link import AccelerateRun, accelerate_runs
 from dslint.project.engine_config import ZeroSources
 from dslint.script.hf_models import is_model_from_pretrained
 from dslint.script.model_reach import ModelReach
@@ -16,6 +17,9 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     slug = "from-pretrained-without-hf-deepspeed-config"
     message = "ZeRO-3 is on, but no live HfDeepSpeedConfig exists yet: create one before from_pretrained"
     unbound_message = "HfDeepSpeedConfig(...) is not kept (transformers holds a weak reference); bind it to a name"
+    elsewhere_template = (
+        "a ZeRO-3 engine is made of this model ({where}), but no HfDeepSpeedConfig is alive: create one"
+    )
     severity = Severity.WARNING
     needs_engine = False
     needs_zero_source = True  # its ZeroSources are all it reads the stage from
@@ -33,7 +37,13 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             Configs that cannot be read are not guessed at: the rule stays silent then. When the ZeRO-3 config
             goes only to `deepspeed.initialize`, only a model that reaches `initialize` is flagged: a frozen
             teacher or reference model that never reaches the engine is never partitioned (and under an
-            `HfDeepSpeedConfig` it would be built partitioned, with nothing to gather its parameters).
+            `HfDeepSpeedConfig` it would be built partitioned, with nothing to gather its parameters). A model
+            handed to an `initialize` in another function or module (a constructor or function whose parameter
+            goes to it) is flagged when that call's config is known to be stage 3: a file, a dict literal, or
+            the dict a project helper returns (its `stage` a constant or a parameter's value at the call), and
+            this file makes no `HfDeepSpeedConfig` or Trainer config and no accelerate launch may keep one; the
+            finding names the `initialize` call and the config's builder. `from_pretrained` of a class of the
+            file deriving from a transformers model class counts as transformers' own.
         """,
         why="""
             transformers finds out that ZeRO-3 is on only through a live `HfDeepSpeedConfig`, which it holds by
@@ -143,15 +153,41 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
                 for source in sources.of_kind("initialize", "TrainingArguments")
                 if source.stage == 3 and facts.scope_at(source.call) is scope and pos < facts.start(source.call)
             ]
+            live = any(
+                source.bound and sources.in_scope_before(source, scope, node)
+                for source in sources.of_kind("HfDeepSpeedConfig", "TrainingArguments")
+            )
+            if live:
+                continue
             if not zero3_after:
+                reach = reach or ModelReach(facts, original_node)
+                self._engine_elsewhere(node, reach)
                 continue
             if all(source.kind == "initialize" for source in zero3_after):
                 reach = reach or ModelReach(facts, original_node)
                 if not reach.reaches(node):
                     continue  # a teacher or reference model that never reaches the engine: never partitioned
-            live = any(
-                source.bound and sources.in_scope_before(source, scope, node)
-                for source in sources.of_kind("HfDeepSpeedConfig", "TrainingArguments")
-            )
-            if not live:
-                self.report(node)
+            self.report(node)
+
+    def _engine_elsewhere(self, node: cst.Call, reach: ModelReach) -> None:
+        """The model goes to an initialize in another function or module whose config is known to be stage 3
+        (a file, a literal, a helper's dict), and this file makes no HfDeepSpeedConfig or Trainer config at all
+        (one made anywhere here may be what a caller keeps alive) nor runs under an accelerate launch that may
+        keep one (zero3_init_flag)."""
+        sinks = [
+            sink
+            for sink in reach.sinks(node)
+            if sink.origin is not None and sink.config is not None and sink.config.zero_stage == 3
+        ]
+        if not sinks or any(self.sources.of_kind("HfDeepSpeedConfig", "TrainingArguments")):
+            return
+        runs = accelerate_runs(self.context)
+        if runs is None or any(_accelerate_stage(run) not in (0, 1, 2) for run in runs):
+            return
+        where = ", ".join(dict.fromkeys(f"{s.origin.path}:{s.origin.line}" for s in sinks if s.origin is not None))
+        related = [r for s in sinks for r in (s.origin, *(s.config.evidence if s.config else ())) if r is not None]
+        self.report(node, self.elsewhere_template.format(where=where), related=list(dict.fromkeys(related)))
+
+
+def _accelerate_stage(run: AccelerateRun) -> int | None:
+    return run.config.zero_stage if run.config is not None else run.stage

@@ -33,7 +33,29 @@ def is_model_from_pretrained(context: ScriptContext, call: cst.Call) -> bool:
     if not (isinstance(func, cst.Attribute) and func.attr.value == "from_pretrained"):
         return False
     name = hf_class_name(context, func.value)
-    return name is not None and bool(MODEL_CLASS.match(name))
+    if name is not None:
+        return bool(MODEL_CLASS.match(name))
+    return isinstance(func.value, cst.Name) and func.value.value in _model_subclasses(context)
+
+
+def _model_subclasses(context: ScriptContext) -> set[str]:
+    """Classes of this module deriving from a transformers model class that keep its `from_pretrained`
+    (`class Policy(LlamaForCausalLM): ...` with no `from_pretrained` of its own)."""
+    found: set[str] = set()
+    for statement in context.module.body:
+        if not isinstance(statement, cst.ClassDef):
+            continue
+        own = {s.name.value for s in statement.body.body if isinstance(s, cst.FunctionDef)}
+        if "from_pretrained" in own:
+            continue
+        for base in statement.bases:
+            name = hf_class_name(context, base.value)
+            if (name is not None and MODEL_CLASS.match(name)) or (
+                isinstance(base.value, cst.Name) and base.value.value in found
+            ):
+                found.add(statement.name.value)
+                break
+    return found
 
 
 def is_hf_deepspeed_config(context: ScriptContext, call: cst.Call) -> bool:

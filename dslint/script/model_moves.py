@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from dslint.diagnostics import Related
+from dslint.model.engine import EngineConfig
 from dslint.script.devices import is_cpu, is_unindexed_cuda
 from dslint.script.facts import (
     Binding,
@@ -78,6 +79,7 @@ class ModelSink:
     start: Pos  # moves before this position apply
     origin: Related | None = None
     call: cst.Call | None = None
+    config: EngineConfig | None = None  # elsewhere: what the project knows of the initialize call's config
 
 
 def excluded(facts: ScriptFacts, sink: ModelSink, node: cst.CSTNode) -> bool:
@@ -192,16 +194,13 @@ def elsewhere_sinks(facts: ScriptFacts) -> list[ModelSink]:
                     sinks.append(ModelSink(statement.value, scope, facts.start(statement), origin))
     if project.model_sinks:
         for call in facts.statement_of_call:
-            found = project.model_sinks.get(facts.call_position(call) or (0, 0))
-            if found is None:
-                continue
-            position, name, origin = found
-            argument = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
-            positional = [a for a in call.args if a.keyword is None]
-            if argument is None and position < len(positional) and not positional[position].star:
-                argument = positional[position].value
-            if argument is not None:
-                sinks.append(ModelSink(argument, facts.scope_at(call), facts.start(call), origin))
+            for position, name, origin, config in project.model_sinks.get(facts.call_position(call) or (0, 0), ()):
+                argument = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+                positional = [a for a in call.args if a.keyword is None]
+                if argument is None and position < len(positional) and not positional[position].star:
+                    argument = positional[position].value
+                if argument is not None:
+                    sinks.append(ModelSink(argument, facts.scope_at(call), facts.start(call), origin, config=config))
     return sinks
 
 

@@ -45,24 +45,34 @@ def model_sinks(facts: ScriptFacts) -> list[ModelSink]:
 class ModelReach:
     """For one file: the calls whose result is, or is wrapped into, a model that initialize receives."""
 
-    def __init__(self, facts: ScriptFacts, module: cst.Module) -> None:
+    def __init__(self, facts: ScriptFacts, module: cst.Module, sinks: list[ModelSink] | None = None) -> None:
+        """`sinks`: where models leave, when not the initialize calls (`model_sinks`), e.g. `accelerator.prepare`."""
         self.facts = facts
         blocks = _Blocks(module)
         module.visit(blocks)
         self.block_of = blocks.block_of
         self.calls: set[cst.Call] = set()
+        self.sinks_of: dict[cst.Call, list[ModelSink]] = {}
         self.bindings: dict[ModelSink, list[Binding]] = {}
-        for sink in model_sinks(facts):
+        for sink in model_sinks(facts) if sinks is None else sinks:
             lineage = self._branches(model_lineage(facts, sink))
             self.bindings[sink] = lineage
+            reached: set[cst.Call] = set()
             if sink.model is not None:
-                self.calls.update(iter_call_chain(sink.model))
+                reached.update(iter_call_chain(sink.model))
             for binding in lineage:
                 if binding.value is not None:
-                    self.calls.update(iter_call_chain(binding.value))
+                    reached.update(iter_call_chain(binding.value))
+            self.calls |= reached
+            for call in reached:
+                self.sinks_of.setdefault(call, []).append(sink)
 
     def reaches(self, call: cst.Call) -> bool:
         return call in self.calls
+
+    def sinks(self, call: cst.Call) -> list[ModelSink]:
+        """Where the model `call` builds leaves for initialize (or the sinks given)."""
+        return self.sinks_of.get(call, [])
 
     def _branches(self, lineage: list[Binding]) -> list[Binding]:
         """The lineage with the bindings of the same name that a conditional one leaves in place; a binding in

@@ -99,9 +99,12 @@ class ProjectFacts:
     # runs (`model.attribute_models`): method qualname -> (attribute, the call up to which moves apply, or None
     # for the whole method; where the model goes)
     model_attributes: Mapping[str, tuple[str, tuple[int, int] | None, Related]] = field(default_factory=dict)
-    # Calls in this file that hand a model to a function passing it on to initialize: the call ->
-    # (parameter index, parameter name, the initialize call)
-    model_sinks: Mapping[tuple[int, int], tuple[int, str, Related]] = field(default_factory=dict)
+    # Calls in this file that hand a model to a function passing it on to initialize: the call -> for each
+    # such parameter (a constructor may take several models), (parameter index, parameter name, the initialize
+    # call, what is known of that call's config)
+    model_sinks: Mapping[tuple[int, int], tuple[tuple[int, str, Related, EngineConfig | None], ...]] = field(
+        default_factory=dict
+    )
     # Expressions of this file that read an engine (or another of initialize's results) kept in an attribute of a
     # project class's instance (`pair.policy`): (line, column, end line, end column) -> the fact
     values_at: Mapping[tuple[int, int, int, int], ParameterFact] = field(default_factory=dict)

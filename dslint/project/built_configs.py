@@ -1,0 +1,166 @@
+"""The ZeRO stage of a DeepSpeed config built in code, as an initialize call elsewhere receives it: a dict literal
+(at `config=`, or a name the call's function binds once to one), or the dict a project function returns
+(`cfg = get_eval_config(offload=True)`, the helper defined in the same module or imported), read with `ast`.
+
+Inside a dict, `"zero_optimization"` may be a literal or a name bound once to one, and `"stage"` a constant or a
+parameter of the helper: the argument the call gives it (a constant) or the parameter's default. A dict whose
+name is written after it is built (`cfg["zero_optimization"]["stage"] = s`, `cfg.update(...)`, `cfg |= ...`) or
+handed to another call is not read: its stage is unknown (None), as is anything else that is not a literal. A
+helper with several `return`s has a stage only when every one gives the same.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from dslint.model.summary import SummaryStore, own_nodes
+from dslint.project.reader_calls import ParsedModules
+
+_MAX_DEPTH = 3
+_ABSENT = object()
+
+
+@dataclass(frozen=True)
+class BuiltStage:
+    """A config's stage and how it was built: `helper` is the function returning it ("" for a literal), `path`
+    and `line` where that function (or the literal) is."""
+
+    stage: int
+    helper: str
+    path: str
+    line: int
+
+
+def built_stage(
+    store: SummaryStore, path: str, qualname: str, config: ast.expr | None, depth: int = 0
+) -> BuiltStage | None:
+    """The stage of `config`, an expression of function `qualname` (module level: "") in module `path`."""
+    if config is None or depth > _MAX_DEPTH:
+        return None
+    module = store.get(path)
+    if module is None:
+        return None
+    if qualname:
+        function = module.functions.get(qualname)
+        if function is None:
+            return None
+        scope: ast.AST = function.node
+    else:
+        scope = module.tree
+    value = _bound_value(scope, config)
+    if isinstance(value, ast.Dict):
+        stage = _dict_stage(scope, value, {})
+        return BuiltStage(stage, "", path, value.lineno) if isinstance(stage, int) else None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and not _has_star(value):
+        found = ParsedModules(store.sources, store).function(path, value.func.id)
+        if found is None:
+            return None
+        helper_path, helper = found
+        stage = _returned_stage(helper, _arguments(helper, value))
+        if isinstance(stage, int):
+            return BuiltStage(stage, value.func.id, helper_path, helper.lineno)
+    return None
+
+
+def _has_star(call: ast.Call) -> bool:
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+
+
+def _bound_value(scope: ast.AST, expression: ast.expr) -> ast.expr | None:
+    """`expression` itself, or the one value its name is bound to in `scope` when the name is never written
+    after (an item or attribute write, a method call on it, or a call it is handed to, other than initialize's)."""
+    if not isinstance(expression, ast.Name):
+        return expression
+    name = expression.id
+    values: list[ast.expr] = []
+    for node in own_nodes(scope):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id == name:
+                    values.append(node.value)
+                elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
+                    return None  # `cfg["x"] = ...`, `cfg, other = ...`
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr, ast.Delete)):
+            if any(
+                isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+                for n in ast.walk(node)
+            ):
+                return None
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == name:
+                return None  # `cfg.update(...)`
+            if not _is_initialize(node) and any(
+                isinstance(a, ast.Name) and a.id == name for a in [*node.args, *(k.value for k in node.keywords)]
+            ):
+                return None  # handed to a call that may fill it
+    return values[0] if len(values) == 1 else None
+
+
+def _is_initialize(call: ast.Call) -> bool:
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return name == "initialize"
+
+
+def _arguments(function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> dict[str, object]:
+    """Each parameter's value at `call`: a constant the call gives, the default, or `_ABSENT` when unknown."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    values: dict[str, object] = {}
+    defaults = arguments.defaults
+    for parameter, default in zip(positional[len(positional) - len(defaults) :], defaults, strict=True):
+        values[parameter.arg] = default.value if isinstance(default, ast.Constant) else _ABSENT
+    for parameter, keyword_default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
+        values[parameter.arg] = keyword_default.value if isinstance(keyword_default, ast.Constant) else _ABSENT
+    for parameter, given in zip(positional, call.args, strict=False):
+        values[parameter.arg] = given.value if isinstance(given, ast.Constant) else _ABSENT
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            values[keyword.arg] = keyword.value.value if isinstance(keyword.value, ast.Constant) else _ABSENT
+    return values
+
+
+def _returned_stage(function: ast.FunctionDef | ast.AsyncFunctionDef, arguments: Mapping[str, object]) -> int | None:
+    stages: set[int | None] = set()
+    for node in own_nodes(function):
+        if isinstance(node, ast.Return):
+            value = _bound_value(function, node.value) if node.value is not None else None
+            stages.add(_dict_stage(function, value, arguments) if isinstance(value, ast.Dict) else None)
+    return stages.pop() if len(stages) == 1 else None
+
+
+def _dict_stage(scope: ast.AST, config: ast.Dict, arguments: Mapping[str, object]) -> int | None:
+    """The stage DeepSpeed reads from the dict: 0 without a `zero_optimization` section or `stage` key."""
+    section = _entry(config, "zero_optimization")
+    if section is None:
+        return None
+    if section is _ABSENT:
+        return 0
+    assert isinstance(section, ast.expr)
+    section = _bound_value(scope, section)
+    if not isinstance(section, ast.Dict):
+        return None
+    stage = _entry(section, "stage")
+    if stage is None:
+        return None
+    if stage is _ABSENT:
+        return 0
+    value: object = stage.value if isinstance(stage, ast.Constant) else None
+    if isinstance(stage, ast.Name) and stage.id in arguments:
+        value = arguments[stage.id]
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _entry(config: ast.Dict, key: str) -> ast.expr | object | None:
+    """The value under constant `key`; `_ABSENT` when the literal surely lacks it; None when it cannot be told
+    (a `**other` unpacked into it, a key that is not a constant string)."""
+    found: ast.expr | object = _ABSENT
+    for written, value in zip(config.keys, config.values, strict=True):
+        if written is None or not (isinstance(written, ast.Constant) and isinstance(written.value, str)):
+            return None
+        if written.value == key:
+            found = value
+    return found
