@@ -506,8 +506,8 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
     model = ProjectModel(store)
     model.analyse_all(producers)
     index.initialize_sites = sorted((site.path, site.line, site.qualname) for site in model.inits.values())
-    for site in model.inits.values():  # `initialize(config="ds.json")`: that file is initialize's
-        config = engine_config(index.files, site) if isinstance(site.config, ast.Constant) else None
+    for init_site in model.inits.values():  # `initialize(config="ds.json")`: that file is initialize's
+        config = engine_config(index.files, init_site) if isinstance(init_site.config, ast.Constant) else None
         if config is not None and config.config_path is not None:
             index.config_readers.setdefault(config.config_path, set()).add("initialize")
     for (path, function, param), (role, site, init) in model.engine_parameters().items():
