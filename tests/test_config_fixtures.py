@@ -2,7 +2,8 @@
 
 The directory is checked the way the CLI checks it (discovery by name and content, then linting), so the pinned
 list also proves that a JSON file that is not a DeepSpeed config is not reported, and that a config file a script
-points at is checked as a config that goes to `deepspeed.initialize` (errors, where the file alone gets a note).
+points at is checked as a config that goes to `deepspeed.initialize` (`"auto"` there is an error; in a file
+alone, whose reader is not known, it is not reported: good/ds_config_auto_reader_unknown.json).
 Regenerate after an intended change with `DSLINT_UPDATE_EXPECTED=1 python -m pytest tests/test_config_fixtures.py`.
 """
 

@@ -40,9 +40,11 @@ def _lint_launcher(rule: type[Rule], case: Valid | Invalid, text: str) -> list:
             (root / name).write_text(textwrap.dedent(body), encoding="utf-8")
         index = build_project_index(sorted(root.rglob("*.py")), [str(root)])
         only = RuleSelection.from_options([rule.code])
-        if not issubclass(rule, LaunchRule):  # a script rule whose case needs its launchers
+        if not issubclass(rule, LaunchRule):  # a script or config rule whose case needs its launchers
             path = root / case.path
-            return lint_file(str(path), path.read_bytes(), only, project=index.facts_for(path)).diagnostics
+            reading = index.config_reading(path) if case.path.endswith(CONFIG_SUFFIXES) else None
+            project = index.facts_for(path)
+            return lint_file(str(path), path.read_bytes(), only, project=project, config_reader=reading).diagnostics
         issues = index.launch_issues.get(str(root / case.path), [])
         return lint_launcher(str(root / case.path), issues, only, text).diagnostics
 

@@ -114,11 +114,17 @@ class Origin(str, enum.Enum):
     # PyTorch Lightning's DeepSpeedStrategy: sets train_micro_batch_size_per_gpu from the data loader when the
     # config lacks it, then calls deepspeed.initialize with the config ("auto" is not filled)
     LIGHTNING = "lightning"
+    # A launcher hands the file to a script whose reader dslint does not follow (the option's value goes
+    # elsewhere than initialize, a Trainer or a strategy in that script): read as initialize's by the rules,
+    # except those whose answer is the reader's own filling ("auto", DSL405), which stay silent.
+    UNLINKED = "unlinked"
 
     @classmethod
     def of_reader(cls, reader: str) -> Origin:
-        """The project index's name of a reader ("trainer", "lightning", "initialize") as an Origin."""
-        return {"trainer": cls.TRAINER, "lightning": cls.LIGHTNING}.get(reader, cls.INITIALIZE)
+        """The project index's name of a reader ("trainer", "lightning", "unlinked", "initialize") as an Origin."""
+        return {"trainer": cls.TRAINER, "lightning": cls.LIGHTNING, "unlinked": cls.UNLINKED}.get(
+            reader, cls.INITIALIZE
+        )
 
 
 MIXED_THRESHOLD = 3  # more unknown top-level keys than this, none a near miss: another tool's file

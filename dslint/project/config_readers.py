@@ -105,6 +105,88 @@ def _configs_of(
     return configs
 
 
+# Calls that hand a path on unchanged (`os.path.abspath(args.ds_config)`): the value they return is the option's.
+_PATH_KEEPING_CALLS = frozenset({"abspath", "expanduser", "realpath", "normpath", "str", "Path", "strip"})
+# Attributes whose assignment hands a config to a filling reader (`training_args.deepspeed = args.ds_config`).
+_FILLER_ATTRIBUTES = {"deepspeed": "trainer", "hf_ds_config": "trainer"}
+
+
+def option_readers(data: bytes, option: str) -> frozenset[str]:
+    """Where a script takes the value of its command-line option `--option` (read as `<x>.<option>`: an argparse
+    namespace, or an `HfArgumentParser` dataclass's field): "trainer" when it reaches `*TrainingArguments(
+    deepspeed=...)`, `DeepSpeedPlugin(hf_ds_config=...)` or an assignment to their attribute (`args.deepspeed =
+    ...`), "lightning" for `DeepSpeedStrategy(config=...)`, "initialize" for `deepspeed.initialize(config=...)`
+    (`config_params=`), for a file the script opens and hands to initialize (`replaced_keys`), and for
+    `--deepspeed_config` when initialize receives `args=` (DeepSpeed reads that option itself). The value is
+    followed through names bound in the same function (`path = args.ds_config`), both arms of a conditional and
+    calls that keep a path (`os.path.abspath`). Empty when it goes nowhere dslint follows (another module, a
+    folder it is joined to): the reader is not known."""
+    if option.encode() not in data and not (option == "deepspeed_config" and b"initialize" in data):
+        return frozenset()
+    tree = _parse(data)
+    if tree is None:
+        return frozenset()
+    found: set[str] = set()
+    for scope in scopes(tree):
+        nodes = list(own_nodes(scope))
+        carried: set[str] = set()
+        changed = True
+        while changed:  # names bound to the value, and names bound to those
+            changed = False
+            for node in nodes:
+                if isinstance(node, ast.Assign) and _carries(node.value, option, carried):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name) and target.id not in carried:
+                            carried.add(target.id)
+                            changed = True
+        for node in nodes:
+            if isinstance(node, ast.Assign) and _carries(node.value, option, carried):
+                found.update(
+                    _FILLER_ATTRIBUTES[t.attr]
+                    for t in node.targets
+                    if isinstance(t, ast.Attribute) and t.attr in _FILLER_ATTRIBUTES
+                )
+            if not isinstance(node, ast.Call):
+                continue
+            reader = reader_call(node, initialize=False)
+            keywords = {k.arg: k.value for k in node.keywords if k.arg is not None}
+            if reader is not None:
+                if _carries(keywords.get(reader.keyword), option, carried):
+                    found.add(reader.reader)
+            elif _last_name(node.func) == "initialize":
+                given = (keywords.get("config"), keywords.get("config_params"))
+                if any(_carries(value, option, carried) for value in given):
+                    found.add("initialize")
+                elif option == "deepspeed_config" and "args" in keywords and not any(v is not None for v in given):
+                    found.add("initialize")  # DeepSpeed reads args.deepspeed_config itself
+    if replaced_keys(data, option) is not None:
+        found.add("initialize")
+    return frozenset(found)
+
+
+def _last_name(func: ast.expr) -> str | None:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _carries(node: ast.expr | None, option: str, carried: set[str]) -> bool:
+    """`node` evaluates to the option's value (or, in one arm, may)."""
+    if node is None:
+        return False
+    if isinstance(node, ast.Attribute):
+        return node.attr == option
+    if isinstance(node, ast.Name):
+        return node.id in carried
+    if isinstance(node, ast.IfExp):
+        return _carries(node.body, option, carried) or _carries(node.orelse, option, carried)
+    if isinstance(node, ast.BoolOp):
+        return any(_carries(value, option, carried) for value in node.values)
+    if isinstance(node, ast.Call) and _last_name(node.func) in _PATH_KEEPING_CALLS:
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "strip":
+            return _carries(node.func.value, option, carried)
+        return bool(node.args) and _carries(node.args[0], option, carried)
+    return False
+
+
 PATH_SEPARATOR = "\x1f"  # between the keys of a nested path in `replaced_keys`' answer ("zero_optimization\x1fstage")
 
 

@@ -10,6 +10,7 @@ only when they may create an engine (a text test) or when such a module calls in
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import gc
@@ -30,7 +31,7 @@ from dslint.model.state_saving_calls import plugin_site, state_saving_calls
 from dslint.model.summary import SummaryStore
 from dslint.model.values import InitSite
 from dslint.project.config_builders import config_builders
-from dslint.project.config_readers import framework_configs, opened_configs, replaced_keys
+from dslint.project.config_readers import framework_configs, opened_configs, option_readers, replaced_keys
 from dslint.project.inputs import exists, is_file, record
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, config_option, file_names_under, launch_issues
@@ -86,7 +87,7 @@ class Launch:
 class ConfigReading:
     """What the index knows about who reads a config file, for that file's own lint."""
 
-    reader: str  # "initialize", "lightning" or "trainer" (see ProjectIndex.config_reader)
+    reader: str  # "initialize", "unlinked", "lightning" or "trainer" (see ProjectIndex.config_reader)
     # A launcher or a script names the file: a DeepSpeed config whatever its name. False: the reader is presumed
     # (a project whose only DeepSpeed readers are the Hugging Face integrations), for files recognised as configs.
     named: bool = True
@@ -107,8 +108,8 @@ class ProjectIndex:
     launches: list[Launch] = field(default_factory=list)
     files: dict[str, ProjectFacts] = field(default_factory=dict)  # absolute path -> its facts
     # Who reads each launched config: "trainer" (the HF Trainer or accelerate, which fill "auto"),
-    # "lightning" (Lightning's DeepSpeedStrategy, which fills the micro-batch size) or "initialize"
-    # (deepspeed.initialize in the script).
+    # "lightning" (Lightning's DeepSpeedStrategy, which fills the micro-batch size), "initialize"
+    # (deepspeed.initialize in the script) or "unlinked" (a script whose use of the option is not followed).
     config_readers: dict[str, set[str]] = field(default_factory=dict)
     # Every deepspeed.initialize the index followed: (path, line, function holding it)
     problems: list[str] = field(default_factory=list)
@@ -128,12 +129,13 @@ class ProjectIndex:
 
     def config_reader(self, path: str | Path) -> str | None:
         """ "trainer" when only the Hugging Face Trainer or accelerate read this config, "initialize" when
-        deepspeed.initialize does, "lightning" when Lightning's DeepSpeedStrategy does (and initialize does
-        not), None when nothing names it."""
+        deepspeed.initialize does, "unlinked" when a launcher hands it to a script whose reader is not followed
+        (and initialize reads it nowhere), "lightning" when Lightning's DeepSpeedStrategy does (and neither of
+        those), None when nothing names it."""
         readers = self.config_readers.get(absolute(path))
         if not readers:
             return None
-        return next(reader for reader in ("initialize", "lightning", "trainer") if reader in readers)
+        return next(reader for reader in READER_ORDER if reader in readers)
 
     def config_reading(self, path: str | Path) -> ConfigReading | None:
         """Who reads the config file `path`, and what the readers change in it; None when nothing is known."""
@@ -410,6 +412,10 @@ def _read_launchers(
                 index.files[script] = replace(facts, launches=launches)
 
 
+# The reader a config is linted for when several read it: initialize first (its findings hold on that path), then
+# a script whose reader is not followed (read as initialize's, but its "auto" is not reported), Lightning, the HF
+# integrations.
+READER_ORDER = ("initialize", "unlinked", "lightning", "trainer")
 HF_TOKENS = (b"HfArgumentParser", b"TrainingArguments", b"Accelerator(", b"accelerate")
 # A project that builds the HF Trainer's arguments (and creates no engine itself) hands its configs to the Trainer.
 PRESUMED_TRAINER_TOKENS = (b"HfArgumentParser", b"TrainingArguments")
@@ -419,19 +425,22 @@ def _reader(script: str | None, launched: LaunchedConfig) -> str:
     """Who reads a launched config: accelerate's YAML always goes to accelerate; `--deepspeed x.json` (the
     Hugging Face Trainer's option; DeepSpeed's own `--deepspeed` is an on/off flag) to a script that calls no
     `initialize(` itself and either builds TrainingArguments or does not touch DeepSpeed at all (a wrapper
-    around a Trainer script) goes to the HF Trainer."""
+    around a Trainer script) goes to the HF Trainer. Any other option is followed into the script
+    (`config_readers.option_readers`): to `deepspeed.initialize` ("initialize"), to a Trainer or accelerate
+    ("trainer"), to Lightning's strategy ("lightning"); a value that goes where dslint does not follow, or a script
+    outside the project, leaves the reader unknown ("unlinked")."""
     if launched.option == "accelerate":
         return "trainer"
-    if launched.option != "deepspeed":
-        return "initialize"
     data = _read(script) if script is not None else None
-    if data is None:
-        return "trainer"  # a script outside the project given `--deepspeed x.json`: the HF Trainer's option
-    if creates_engine(data):
-        return "initialize"
-    if any(token in data for token in HF_TOKENS) or b"deepspeed" not in data:
-        return "trainer"
-    return "initialize"
+    if launched.option == "deepspeed":
+        if data is None:
+            return "trainer"  # a script outside the project given `--deepspeed x.json`: the HF Trainer's option
+        if not creates_engine(data) and (any(token in data for token in HF_TOKENS) or b"deepspeed" not in data):
+            return "trainer"
+    if data is None or launched.option is None:
+        return "unlinked"
+    readers = option_readers(data, launched.option)
+    return next((reader for reader in ("initialize", "lightning", "trainer") if reader in readers), "unlinked")
 
 
 def _opened_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequence[str]) -> None:
@@ -519,6 +528,10 @@ def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[st
     model = ProjectModel(store)
     model.analyse_all(producers)
     index.initialize_sites = sorted((site.path, site.line, site.qualname) for site in model.inits.values())
+    for init_site in model.inits.values():  # `initialize(config="ds.json")`: that file is initialize's
+        config = engine_config(index.files, init_site) if isinstance(init_site.config, ast.Constant) else None
+        if config is not None and config.config_path is not None:
+            index.config_readers.setdefault(config.config_path, set()).add("initialize")
     for (path, function, param), (role, site, init) in model.engine_parameters().items():
         origin = Related(
             shown_path(site.caller_path),

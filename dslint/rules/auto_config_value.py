@@ -1,4 +1,4 @@
-"""DSL405: `"auto"` values, which only the Hugging Face Trainer fills in."""
+"""DSL405: `"auto"` values, which only the Hugging Face Trainer and accelerate fill in."""
 
 from __future__ import annotations
 
@@ -30,28 +30,44 @@ def auto_entries(node: Node, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple
 class AutoConfigValue(ConfigRule):
     code = "DSL405"
     slug = "auto-config-value"
-    message = '"auto" is filled in only by the Hugging Face Trainer, not by deepspeed.initialize; write the value'
+    message = '"auto" is filled in by the HF Trainer and accelerate, not by deepspeed.initialize; write the value'
     severity = Severity.ERROR
     fixable = True
     docs = RuleDocs(
         what="""
-            Flags `"auto"` values in a config that goes straight to `deepspeed.initialize` (a dict or file the
-            script passes). In a JSON file on its own, whose reader dslint cannot see, it adds one info-level
-            note instead. Under the Hugging Face Trainer (`TrainingArguments(deepspeed=...)`) `"auto"` is
-            fine and nothing is reported; nor with `"autotuning": {"enabled": true}`, whose autotuner fills
-            `"auto"` values itself. A value that the script replaces in code before `initialize` is not reported:
-            in a dict literal, and in a file the script loads (named by a launcher option, `open(args.x)`, or
-            opened by a literal path, `open("ds_config.json")`), whether written at the top
-            (`cfg["train_batch_size"] = n`), nested (`cfg["zero_optimization"]["stage"] = 3`) or through
-            `update` (`cfg.update({...})`, `cfg["bf16"].update({...})`); a file opened by a literal path and
-            handed to `initialize` is read as initialize's (its other `"auto"` values are errors). In a project
-            whose only DeepSpeed readers are the Hugging Face integrations (no `initialize`, no Lightning
-            strategy), a config file nothing names is taken as the Trainer's.
+            Flags `"auto"` values in a config that goes straight to `deepspeed.initialize`, where dslint sees the
+            link: a dict or file the script passes to `initialize`, a file a launcher names with an option whose
+            value the script carries into `initialize` (`config=args.ds_config`, or `args=` for
+            `--deepspeed_config`, which DeepSpeed reads itself), a file opened by a literal path and handed to
+            `initialize`. A config file whose reader dslint cannot determine is not reported at all: a JSON file
+            nothing names, one whose name is joined to a folder or looked up in a table in code, one a launcher
+            hands to a script whose use of the option dslint does not follow (into another module, say). Under
+            the Hugging Face Trainer (`TrainingArguments(deepspeed=...)`, also reached through the option's
+            value: `TrainingArguments(deepspeed=args.ds_config)`, an `HfArgumentParser` dataclass field) and under
+            accelerate (`DeepSpeedPlugin(hf_ds_config=...)`, `Accelerator(deepspeed_plugin=...)`, an accelerate
+            YAML's `deepspeed_config_file:`) `"auto"` is the convention and nothing is reported; nor with
+            `"autotuning": {"enabled": true}`, whose autotuner fills `"auto"` values itself. A value that the
+            script replaces in code before `initialize` is not reported: in a dict literal, and in a file the
+            script loads (named by a launcher option, `open(args.x)`, or opened by a literal path,
+            `open("ds_config.json")`), whether written at the top (`cfg["train_batch_size"] = n`), nested
+            (`cfg["zero_optimization"]["stage"] = 3`) or through `update` (`cfg.update({...})`,
+            `cfg["bf16"].update({...})`).
+
+            accelerate fills fewer keys than the Trainer: from its plugin and launcher settings
+            `gradient_accumulation_steps`, `gradient_clipping`, `zero_optimization.stage`, the offload devices
+            and NVMe paths, `stage3_gather_16bit_weights_on_model_save`, `fp16.enabled` and `bf16.enabled`; in
+            `prepare`, `train_micro_batch_size_per_gpu` (from the data loader) and `train_batch_size`, the three
+            hidden-size bucket keys (`reduce_bucket_size`, `stage3_prefetch_bucket_size`,
+            `stage3_param_persistence_threshold`, from `model.config`), the optimizer's `lr` and `weight_decay`
+            only with its `DummyOptim`, the scheduler's `warmup_min_lr`, `warmup_max_lr`, `warmup_num_steps` and
+            `total_num_steps` only with its `DummyScheduler`. Any other `"auto"` makes accelerate's `prepare`
+            raise a ValueError ("not found in kwargs") unless a Trainer filled it first; dslint does not report
+            that case (a Trainer script launched by accelerate fills the rest).
         """,
         why="""
-            `"auto"` is a convention of the Hugging Face integration, which replaces it with the Trainer's own
-            values before DeepSpeed sees the config. DeepSpeed itself drops `"auto"` silently inside the
-            sections it validates (`runtime/config_utils.py`, strict=False), so the default is used:
+            `"auto"` is a convention of the Hugging Face integrations: the Trainer (and accelerate, for its keys)
+            replaces it with its own values before DeepSpeed sees the config. DeepSpeed itself drops `"auto"`
+            silently inside the sections it validates (`runtime/config_utils.py`, strict=False), so the default is used:
             `"stage": "auto"` means ZeRO off, `"enabled": "auto"` means fp16 off. At the top level it is kept
             as a string and fails: `"train_batch_size": "auto"` raises a `TypeError` at start-up, an optimizer
             `"lr": "auto"` fails when the optimizer is built.
@@ -78,6 +94,25 @@ class AutoConfigValue(ConfigRule):
     )
     valid = (
         Valid('{"train_batch_size": 8, "zero_optimization": {"stage": 2}}\n'),
+        # a file nothing names: its reader is not known (it may be a Trainer's or accelerate's)
+        Valid('{\n  "train_batch_size": "auto",\n  "zero_optimization": {"stage": "auto"}\n}\n'),
+        Valid(
+            '{\n  "train_batch_size": "auto",\n  "zero_optimization": {"stage": 2}\n}\n',
+            files=(
+                ("run.sh", "deepspeed train.py --ds_config ds_config.json\n"),
+                (
+                    "train.py",
+                    """
+                    import argparse
+                    from transformers import TrainingArguments
+                    parser = argparse.ArgumentParser()
+                    parser.add_argument("--ds_config")
+                    args = parser.parse_args()
+                    training_args = TrainingArguments(output_dir="out", deepspeed=args.ds_config)
+                    """,
+                ),
+            ),
+        ),
         Valid(
             """
             from transformers import TrainingArguments
@@ -90,7 +125,21 @@ class AutoConfigValue(ConfigRule):
     invalid = (
         Invalid(
             '{\n  "train_batch_size": "auto",\n  "zero_optimization": {"stage": "auto"}\n}\n',
-            lines=(2,),
+            lines=(2, 3),
+            files=(
+                ("run.sh", "deepspeed train.py --deepspeed_config ds_config.json\n"),
+                (
+                    "train.py",
+                    """
+                    import argparse
+                    import deepspeed
+                    parser = argparse.ArgumentParser()
+                    parser = deepspeed.add_config_arguments(parser)
+                    args = parser.parse_args()
+                    engine, _, _, _ = deepspeed.initialize(args=args, model=model)
+                    """,
+                ),
+            ),
         ),
         Invalid(
             """
@@ -130,8 +179,11 @@ class AutoConfigValue(ConfigRule):
 
     def check(self) -> None:
         origin = self.context.origin
-        if origin is Origin.TRAINER or autotuning_enabled(self.root):
-            return  # the Trainer, or DeepSpeed's autotuner, fills "auto" values
+        if origin in (Origin.TRAINER, Origin.FILE, Origin.UNLINKED) or autotuning_enabled(self.root):
+            # the Trainer or accelerate fill "auto" values, DeepSpeed's autotuner too; and a file whose reader
+            # dslint does not know (nothing names it, or its script's use of the option is not followed) may be
+            # theirs: reported only where the link to initialize is seen
+            return
         # a value the reading script replaces before initialize (it or a section holding it) never reaches DeepSpeed
         replaced = self.context.replaced_keys
         found = [
@@ -139,17 +191,6 @@ class AutoConfigValue(ConfigRule):
             for path, entry in auto_entries(self.root)
             if not any(PATH_SEPARATOR.join(path[:end]) in replaced for end in range(1, len(path) + 1))
         ]
-        if not found:
-            return
-        if origin is Origin.FILE:
-            path, entry = found[0]
-            count = f" ({len(found)} values in this file)" if len(found) > 1 else ""
-            self.report_key(
-                entry,
-                f'"auto"{count} is filled in only by the Hugging Face Trainer; write the values',
-                Severity.INFO,
-            )
-            return
         for path, entry in found:
             where = ".".join(path)
             if len(path) == 1 and path[0] in BATCH_KEYS:
