@@ -32,9 +32,8 @@ SECTION = "deepspeed"  # the top-level key of a project's YAML that holds the De
 _LEADING = re.compile(r"\A(?:\ufeff|\s+|#[^\n]*)*")
 _EXPONENT = re.compile(r"[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?[eE][-+]?[0-9]+")
 _STRONG_LINE = re.compile(
-    rb"""^[ \t]*["']?(?:""" + b"|".join(k.encode() for k in STRONG_KEYS) + rb""")["']?[ \t]*:""", re.MULTILINE
+    rb"""(?:^|[{,])[ \t]*["']?(?:""" + b"|".join(k.encode() for k in STRONG_KEYS) + rb""")["']?[ \t]*:""", re.MULTILINE
 )
-_SECTION_LINE = re.compile(rb"^deepspeed[ \t]*:[ \t]*(?:#.*)?$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -50,15 +49,10 @@ def is_config_yaml_name(path: Path) -> bool:
     return path.suffix.lower() in YAML_CONFIG_SUFFIXES and bool(NAME_PATTERN.search(path.stem))
 
 
-def is_yaml_config_candidate(path: Path, data: bytes) -> bool:
-    """A text test on a YAML file met by the walk: a key only DeepSpeed reads written as a mapping key, in a
-    file named like a DeepSpeed config, or one with a top-level `deepspeed:` section, or JSON text (decided
-    for sure once parsed, `read_yaml_config`)."""
-    if _STRONG_LINE.search(data) is None:
-        return False
-    if is_config_yaml_name(path) or _SECTION_LINE.search(data) is not None:
-        return True
-    return data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+def is_yaml_config_candidate(data: bytes) -> bool:
+    """A text test on a YAML file met by the walk: a key only DeepSpeed reads is written as a mapping key (the
+    file is decided once parsed, `read_yaml_config`, with what the project index knows of who reads it)."""
+    return _STRONG_LINE.search(data) is not None
 
 
 def is_json_text(text: str) -> bool:
@@ -81,7 +75,7 @@ def read_yaml_config(path: Path, text: str, known: bool = False, schema: Schema 
     section = root.get(SECTION)
     if isinstance(section, Object) and has_config_shape(section, schema):
         return YamlConfig(section, SECTION, False)
-    if named and has_config_shape(root, schema):
+    if known or (named and has_config_shape(root, schema)):
         return YamlConfig(root, None, False)
     return None
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from dslint.config.facts import Origin, mixed_file
 from dslint.config.recognition import is_config_name, is_deepspeed_config
 from dslint.config.tree import Object, ParseError, parse_text
-from dslint.config.yaml_config import is_config_yaml_name, read_yaml_config
 from dslint.config.versions import NewestAdmitted, Version, config_schema, selected_version
+from dslint.config.yaml_config import is_config_yaml_name, read_yaml_config
 from dslint.diagnostics import Diagnostic
 from dslint.framework.config_rule import ConfigContext, ConfigRule
 from dslint.framework.driver_rules import ConfigSyntaxError

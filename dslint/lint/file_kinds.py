@@ -50,6 +50,6 @@ def is_accelerate_file(path: Path) -> bool:
         if path.stat().st_size > MAX_PEEK_BYTES:
             return False
         data = read_capped(path, MAX_PEEK_BYTES, "the peek size")
-        return is_accelerate_candidate(data) or is_yaml_config_candidate(path, data)
+        return is_accelerate_candidate(data) or is_yaml_config_candidate(data)
     except (OSError, TooLarge):  # a FIFO or a device: never opened blocking
         return False

@@ -417,7 +417,7 @@ def _opened_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequenc
     """`with open("ds.json") as f: cfg = json.load(f)` ... `initialize(config=cfg)`: that file is read by
     initialize, less the keys the script writes first (`config_readers.opened_configs`)."""
     for literal, keys in opened_configs(data).items():
-        config = _find(literal, path, roots) if literal.endswith(".json") else None
+        config = _find(literal, path, roots) if literal.endswith((".json", ".yaml", ".yml")) else None
         if config is not None:
             index.config_readers.setdefault(config, set()).add("initialize")
             index.config_replaced.setdefault(config, []).append(keys)
