@@ -6,7 +6,9 @@
 returns is a DeepSpeed config, so the keys the helper writes into it are checked as DeepSpeed's
 (`config_link.returned_configs`). The helper is found by its name: defined in the reader's module, or imported
 (`from m import name`, through `from m import *` re-exports). The name must be bound once in the reader's
-function, to the helper's call; anything else stays unknown. Read with `ast`, only in files that name a reader.
+function, to the helper's call, or be a parameter of that function (not a method) whose callers in the same
+module pass a name bound once to the helper's call (`cfg = get_ds_config(args); start(model, cfg)`); anything
+else stays unknown. Read with `ast`, only in files that name a reader.
 """
 
 from __future__ import annotations

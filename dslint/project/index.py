@@ -27,6 +27,7 @@ from dslint.model.inherited_engines import inherited_values
 from dslint.model.summary import SummaryStore
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, opened_configs, replaced_keys
+from dslint.project.dumped_configs import dumped_config_names
 from dslint.project.inputs import exists, is_file, record
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, shell_texts
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, config_option, file_names_under, launch_issues
@@ -249,6 +250,8 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
         except (RecursionError, MemoryError):
             index.problems.append("engines were not followed across functions: the code is nested too deeply")
     _record_config_builders(index, sources, store)
+    for path, dumped in dumped_config_names(sources, (launch.config for launch in index.launches)).items():
+        index.files[path] = replace(_facts(index, path), dumped_configs=dumped)
     for path, functions in cuda_parameters(store).items():
         index.files[path] = replace(_facts(index, path), cuda_parameters=functions)
     texts = functools.lru_cache(maxsize=None)(lambda path: (_read(path) or b"").decode("utf-8", errors="replace"))

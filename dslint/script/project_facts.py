@@ -113,6 +113,9 @@ class ProjectFacts:
     # Calls in this file that hand `x.module` to a project function calling that parameter (a forward pass):
     # the call -> (positional index or None for a keyword, the parameter's name, the function's definition)
     forwarding_calls: Mapping[tuple[int, int], tuple[int | None, str, Related]] = field(default_factory=dict)
+    # Files this module opens for writing and `json.dump`s a dict into that a launch passes as the DeepSpeed
+    # config (`project.dumped_configs`): the name as written here -> where the launch names the file
+    dumped_configs: Mapping[str, Related] = field(default_factory=dict)
 
     @property
     def receives_engine(self) -> bool:
