@@ -181,3 +181,15 @@ def test_a_parameter_of_a_method_is_not_followed() -> None:
     )
     cfg = "def make_config(args):\n    return {}\n"
     assert config_builders({"/p/train.py": train.encode(), "/p/cfg.py": cfg.encode()}) == []
+
+
+def test_another_tools_argument_file_in_json_style_is_not_a_deepspeed_config() -> None:
+    """GPT-NeoX's `.yml` files: JSON-style text with DeepSpeed's keys among many of the tool's own."""
+    own = ",\n".join(f'  "option_{i}": {i}' for i in range(8))
+    text = (
+        "# a model setup\n{\n"
+        + own
+        + ',\n  "train_micro_batch_size_per_gpu": 4,\n  "zero_optimization": {"stage": 1}\n}\n'
+    )
+    assert read_yaml_config(Path("125M.yml"), text) is None
+    assert lint_yaml_config_source("125M.yml", text.encode()).diagnostics == []

@@ -11,9 +11,10 @@ OmegaConf's loader as a number, so its type depends on a reader the file does no
 
 A YAML file is taken for a DeepSpeed config only by its shape, never for one DeepSpeed-like key: the mapping
 (the whole file, or its `deepspeed:` section) must hold a key only DeepSpeed reads at the top level
-(`recognition.STRONG_KEYS`) and mostly DeepSpeed's top-level keys; the whole file must also be named like a
-DeepSpeed config (or be named by code or a launcher: `known`). An application config that happens to have a
-`train_batch_size` key is none of these.
+(`recognition.STRONG_KEYS`) and mostly DeepSpeed's top-level keys; a YAML-syntax file must also be named like
+a DeepSpeed config; a file code or a launcher names (`known`) is one whatever its shape. An application config
+that happens to have a `train_batch_size` key is none of these, nor another tool's argument file that carries
+DeepSpeed's keys among its own (GPT-NeoX's JSON-style `.yml` files: its parser picks DeepSpeed's keys).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from dslint.config.recognition import NAME_PATTERN, STRONG_KEYS, is_deepspeed_config
+from dslint.config.recognition import NAME_PATTERN, STRONG_KEYS
 from dslint.config.schema import Schema, load_schema
 from dslint.config.tree import UNKNOWN, Array, Node, Object, ParseError, Scalar, parse_text
 from dslint.config.yaml_subset import parse_yaml_subset
@@ -67,9 +68,9 @@ def read_yaml_config(path: Path, text: str, known: bool = False, schema: Schema 
     named = known or is_config_yaml_name(path)
     if is_json_text(text):
         root = parse_text(text)
-        if isinstance(root, Object) and (known or is_deepspeed_config(root, named)):
+        if isinstance(root, Object) and (known or has_config_shape(root, schema)):
             return YamlConfig(root, None, True)
-        return None
+        return None  # another tool's argument file in JSON style (GPT-NeoX's), DeepSpeed keys among its own
     root = parse_yaml_subset(text)
     _unread_exponents(root)
     section = root.get(SECTION)
