@@ -17,6 +17,8 @@ from dslint.commands.progress import Progress
 from dslint.commands.stdin import STDIN, lint_stdin
 from dslint.commands.summary import Tally
 from dslint.config.recognition import CONFIG_SUFFIXES
+from dslint.config.yaml_config import YAML_CONFIG_SUFFIXES as YAML_SUFFIXES
+from dslint.config.yaml_config import is_json_text
 from dslint.diagnostics import Diagnostic, Severity, printable
 from dslint.fix.write import SourceError, read_source, write_source
 from dslint.lint.batch import FileFailure, index_project, lint_files
@@ -388,8 +390,9 @@ def _add_noqa(results: list[FileResult], errors: list[str], quiet: bool, resolve
             )
             left.append((path, _codes(own), how))
             continue
-        config = suffix in CONFIG_SUFFIXES
         text = texts.get(path)
+        # a config file; JSON text in a YAML file is one too (accelerate and DeepSpeed read it with `json.load`)
+        config = suffix in CONFIG_SUFFIXES or (suffix in YAML_SUFFIXES and text is not None and is_json_text(text))
         if text is None and config:  # a config only a script's findings point into
             try:
                 text = read_source(Path(path)).text

@@ -85,11 +85,11 @@ def active(
 
 def _project(project: ProjectFacts | None) -> tuple[bool, bool]:
     """(the index brings an engine, a config reaches DeepSpeed from elsewhere: a launcher, a reader of a dict
-    this file returns)"""
+    this file returns, a launch of the file this one json.dumps a dict into)"""
     if project is None:
         return False, False
     launched = any(launch.config_path for launch in project.launches)
-    return project.receives_engine, launched or bool(project.config_builders)
+    return project.receives_engine, launched or bool(project.config_builders) or bool(project.dumped_configs)
 
 
 def _names_zero_source(words: bytes) -> bool:

@@ -11,12 +11,14 @@ from dslint.config.facts import Origin, mixed_file
 from dslint.config.recognition import is_config_name, is_deepspeed_config
 from dslint.config.tree import Object, ParseError, parse_text
 from dslint.config.versions import NewestAdmitted, Version, config_schema, selected_version
+from dslint.config.yaml_config import is_config_yaml_name, read_yaml_config
 from dslint.diagnostics import Diagnostic
 from dslint.framework.config_rule import ConfigContext, ConfigRule
 from dslint.framework.driver_rules import ConfigSyntaxError
 from dslint.framework.registry import implementation
 from dslint.lint.result import FileResult, config_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa, scan
+from dslint.project.index import ConfigReading
 from dslint.project.script_configs import ScriptConfig, script_configs, unreadable_configs
 from dslint.script.context import ScriptContext
 from dslint.script.project_facts import LaunchWorldSize
@@ -110,6 +112,63 @@ def lint_config_source(
     result.diagnostics.extend(run_at_both_ends(context_at, version, newest, config_rules(selection)))
     result.diagnostics.sort(key=lambda d: d.sort_key)
     if might_have_noqa(text):  # the noqa comments of a config with comments (HJSON, JSON with comments)
+        suppressed = apply_noqa(path, text, result.diagnostics, selection, config=True)
+        result.diagnostics, result.suppressed = suppressed.diagnostics, suppressed.suppressed
+    return result
+
+
+def lint_yaml_config_source(
+    path: str,
+    data: bytes,
+    selection: RuleSelection | None = None,
+    *,
+    world_size: int | None = None,
+    reading: ConfigReading | None = None,
+) -> FileResult:
+    """Lint a YAML file that holds a DeepSpeed config (`config.yaml_config`: the whole file, or its `deepspeed:`
+    section); any other YAML file is skipped. Findings carry no fix unless the file is JSON text: the fixes
+    write JSON. Text beyond the YAML read is one warning at its line and column, in a file named like a
+    DeepSpeed config or named by code or a launcher (`reading`, from the project index), else the file is
+    skipped."""
+    selection = selection or RuleSelection()
+    known = reading is not None and reading.named
+    result = FileResult(path, skipped=True)
+    text = decode(data)
+    if text is None:
+        return result
+    version = selected_version(selection.deepspeed_version)
+    try:
+        config = read_yaml_config(Path(path), text, known, config_schema(version))
+    except ParseError as error:
+        rule = _parse_error_rule()
+        if (known or is_config_yaml_name(Path(path))) and selection.enabled(rule.code):
+            reason = ParseError(f"not read: {error.message} (YAML beyond what dslint reads)", error.line, error.column)
+            result.diagnostics.append(rule.not_read(path, reason))
+            result.skipped = False
+        return result
+    if config is None:
+        return result
+    result.skipped, result.parsed, result.text = False, True, text
+
+    def context_at(at: Version) -> ConfigContext:
+        return ConfigContext(
+            path,
+            config.tree,
+            reading.origin if reading is not None else Origin.FILE,
+            world_size,
+            # YAML as `yaml.safe_load`/OmegaConf hand it over: a dict (duplicate keys: the last one wins)
+            from_file=config.json_text,
+            load_source=(lambda: text) if config.json_text else None,
+            schema=config_schema(at),
+            deepspeed_version=at,
+            replaced_keys=reading.replaced if reading is not None and config.section is None else frozenset(),
+            launch_world_sizes=reading.world_sizes if reading is not None else (),
+        )
+
+    newest = NewestAdmitted.of(selection.deepspeed_newest, selection.deepspeed_pin)
+    result.diagnostics.extend(run_at_both_ends(context_at, version, newest, config_rules(selection)))
+    result.diagnostics.sort(key=lambda d: d.sort_key)
+    if might_have_noqa(text):
         suppressed = apply_noqa(path, text, result.diagnostics, selection, config=True)
         result.diagnostics, result.suppressed = suppressed.diagnostics, suppressed.suppressed
     return result

@@ -40,10 +40,15 @@ def lint_file(
     (`ConfigReading`: a config a launcher or script names is a DeepSpeed config whatever its name)."""
     if Path(path).suffix.lower() in CONFIG_SUFFIXES:
         return lint_config_file(path, data, selection, config_reader, world_size)
-    if Path(path).suffix.lower() in YAML_SUFFIXES:  # an accelerate config (`file_kinds` lets no other YAML in)
+    if Path(path).suffix.lower() in YAML_SUFFIXES:  # an accelerate config, or a DeepSpeed config in YAML
         from dslint.lint.accelerate import lint_accelerate_source
 
-        return lint_accelerate_source(path, data, selection)
+        result = lint_accelerate_source(path, data, selection)
+        if not result.skipped:
+            return result
+        from dslint.lint.config import lint_yaml_config_source
+
+        return lint_yaml_config_source(path, data, selection, world_size=world_size, reading=config_reader)
     if Path(path).suffix.lower() == NOTEBOOK:
         from dslint.lint.notebook import lint_notebook  # raises NotebookError for a file that is not one
 

@@ -10,12 +10,13 @@ from pathlib import Path
 
 from dslint.config.accelerate import YAML_SUFFIXES, is_accelerate_candidate
 from dslint.config.recognition import MAX_PEEK_BYTES
+from dslint.config.yaml_config import is_yaml_config_candidate
 from dslint.limits import TooLarge, read_capped
 
 # Read by other tools. A YAML file is read when it is an accelerate config that runs DeepSpeed (`not_analysed`).
 NOT_READ = {
-    ".yaml": "a YAML file that is no accelerate config running DeepSpeed",
-    ".yml": "a YAML file that is no accelerate config running DeepSpeed",
+    ".yaml": "a YAML file that is no accelerate config running DeepSpeed and holds no DeepSpeed config",
+    ".yml": "a YAML file that is no accelerate config running DeepSpeed and holds no DeepSpeed config",
     ".toml": "a TOML file",
     ".md": "a Markdown file",
     ".rst": "a reStructuredText file",
@@ -43,10 +44,12 @@ def not_analysed(path: Path) -> NotAnalysed | None:
 
 
 def is_accelerate_file(path: Path) -> bool:
-    """Whether a YAML file may be an accelerate config that runs DeepSpeed (decided for sure once parsed)."""
+    """Whether a YAML file may be an accelerate config that runs DeepSpeed, or may hold a DeepSpeed config
+    (`config.yaml_config`), decided for sure once parsed."""
     try:
         if path.stat().st_size > MAX_PEEK_BYTES:
             return False
-        return is_accelerate_candidate(read_capped(path, MAX_PEEK_BYTES, "the peek size"))
+        data = read_capped(path, MAX_PEEK_BYTES, "the peek size")
+        return is_accelerate_candidate(data) or is_yaml_config_candidate(data)
     except (OSError, TooLarge):  # a FIFO or a device: never opened blocking
         return False

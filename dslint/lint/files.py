@@ -193,7 +193,7 @@ def _walk(
                 and (excluded is None or not excluded(path))
                 and not is_ignored(path, False, active)
                 and not entry.is_symlink()
-                and is_accelerate_file(path)  # an accelerate config that runs DeepSpeed
+                and is_accelerate_file(path)  # an accelerate config that runs DeepSpeed, or a DeepSpeed YAML
             ):
                 yield path
             elif (

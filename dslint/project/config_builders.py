@@ -6,7 +6,9 @@
 returns is a DeepSpeed config, so the keys the helper writes into it are checked as DeepSpeed's
 (`config_link.returned_configs`). The helper is found by its name: defined in the reader's module, or imported
 (`from m import name`, through `from m import *` re-exports). The name must be bound once in the reader's
-function, to the helper's call; anything else stays unknown. Read with `ast`, only in files that name a reader.
+function, to the helper's call, or be a parameter of that function (not a method) whose callers in the same
+module pass a name bound once to the helper's call (`cfg = get_ds_config(args); start(model, cfg)`); anything
+else stays unknown. Read with `ast`, only in files that name a reader.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from dslint.project.reader_calls import ParsedModules, ReaderCall, reader_call, 
 
 # A text test before parsing: a reader's call, with its config keyword given a name soon after.
 _READER_NAMES = (b"DeepSpeedStrategy", b"TrainingArguments", b"DeepSpeedPlugin", b"initialize")
-_CONFIG_KEYWORD = re.compile(rb"\b(?:config|deepspeed|hf_ds_config)\s*=\s*([A-Za-z_][A-Za-z0-9_]*)\s*[,)]")
+_CONFIG_KEYWORD = re.compile(
+    rb"\b(?:config|config_params|deepspeed|hf_ds_config)\s*=\s*([A-Za-z_][A-Za-z0-9_]*)\s*[,)]"
+)
 _WINDOW = 4000
 
 
@@ -75,7 +79,24 @@ def config_builders(sources: dict[str, bytes], store: SummaryStore | None = None
 
 
 def _builders_in(modules: ParsedModules, path: str, scope: ast.AST) -> Iterator[ConfigBuilder]:
-    bound: dict[str, list[ast.AST]] = {}  # name -> every value it is bound to in this scope
+    bound, readers = _bindings(scope)
+    for call, reader in readers:
+        value = reader.config_argument(call)
+        if not isinstance(value, ast.Name):
+            continue
+        helpers = [helper] if (helper := _helper(bound, value.id)) is not None else []
+        if not helpers and value.id not in bound and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            helpers = _helpers_of_callers(modules.tree(path), scope, value.id)
+        for helper in helpers:
+            where = modules.function(path, helper)
+            if where is not None:
+                column = call.col_offset + 1
+                yield ConfigBuilder(where[0], helper, path, call.lineno, column, reader.name, reader.reader)
+
+
+def _bindings(scope: ast.AST) -> tuple[dict[str, list[ast.AST]], list[tuple[ast.Call, ReaderCall]]]:
+    """The names bound in `scope` (name -> every value it is bound to) and the reader calls written there."""
+    bound: dict[str, list[ast.AST]] = {}
     readers: list[tuple[ast.Call, ReaderCall]] = []
     for node in own_nodes(scope):
         if isinstance(node, ast.Assign):
@@ -95,14 +116,46 @@ def _builders_in(modules: ParsedModules, path: str, scope: ast.AST) -> Iterator[
             found = reader_call(node)
             if found is not None:
                 readers.append((node, found))
-    for call, reader in readers:
-        value = next((k.value for k in call.keywords if k.arg == reader.keyword), None)
-        if not isinstance(value, ast.Name):
+    return bound, readers
+
+
+def _helper(bound: dict[str, list[ast.AST]], name: str) -> str | None:
+    """The plain function whose call `name` is bound to, when it is bound once, to that call."""
+    values = bound.get(name, [])
+    if len(values) != 1 or not isinstance(values[0], ast.Call) or not isinstance(values[0].func, ast.Name):
+        return None  # bound more than once, or not to a plain function call: unknown
+    return values[0].func.id
+
+
+def _helpers_of_callers(
+    tree: ast.Module | None, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
+) -> list[str]:
+    """`def setup(model, cfg): deepspeed.initialize(..., config=cfg)`, called in the same module as
+    `cfg = get_ds_config(args); setup(model, cfg)`: the helpers whose result the callers pass as `parameter`
+    (each caller's argument a name bound once, in its own scope, to a plain function's call). A method is not
+    followed (its callers reach it through an instance)."""
+    if tree is None or any(isinstance(node, ast.ClassDef) and function in node.body for node in ast.walk(tree)):
+        return []
+    positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    if parameter not in positional and parameter not in (a.arg for a in function.args.kwonlyargs):
+        return []
+    index = positional.index(parameter) if parameter in positional else None
+    found: list[str] = []
+    for scope in scopes(tree):
+        calls = [
+            node
+            for node in own_nodes(scope)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == function.name
+        ]
+        if not calls:
             continue
-        values = bound.get(value.id, [])
-        if len(values) != 1 or not isinstance(values[0], ast.Call) or not isinstance(values[0].func, ast.Name):
-            continue  # bound more than once, or not to a plain function call: unknown
-        helper = values[0].func.id
-        where = modules.function(path, helper)
-        if where is not None:
-            yield ConfigBuilder(where[0], helper, path, call.lineno, call.col_offset + 1, reader.name, reader.reader)
+        bound, _ = _bindings(scope)
+        for call in calls:
+            argument = next((k.value for k in call.keywords if k.arg == parameter), None)
+            starred = any(isinstance(a, ast.Starred) for a in call.args[: (index or 0) + 1])
+            if argument is None and index is not None and index < len(call.args) and not starred:
+                argument = call.args[index]
+            helper = _helper(bound, argument.id) if isinstance(argument, ast.Name) else None
+            if helper is not None and helper not in found:
+                found.append(helper)
+    return found

@@ -266,3 +266,55 @@ def tree_from_literal(context: ScriptContext, node: cst.BaseExpression) -> Node:
     if isinstance(value, (dict, list)):
         value = UNKNOWN
     return Scalar(start, end, value)
+
+
+# --- dicts a builder function writes and returns ----------------------------------------------------------
+
+
+def built_trees(context: ScriptContext, function: cst.FunctionDef, returned: cst.BaseExpression) -> list[Object]:
+    """The configs a builder returns through `returned` (`return cfg`, `return {...}`): a dict literal returned
+    as it is, or each dict literal `cfg` is bound to in `function` (`if stage == 2: cfg = {...} elif ...: cfg =
+    {...}`), with the item assignments and literal updates written after that literal and before the next
+    binding of `cfg` (the same arm). A literal followed by a write that cannot be read (`cfg.update(other)`)
+    gives nothing."""
+    if isinstance(returned, cst.Dict):
+        tree = tree_from_literal(context, returned)
+        return [tree] if isinstance(tree, Object) else []
+    if not isinstance(returned, cst.Name):
+        return []
+    facts, name = context.facts, returned.value
+    scope = facts.scope_at(returned)
+    bindings = [
+        statement
+        for statement in _own_statements(function)
+        if isinstance(statement, cst.Assign)
+        and any(isinstance(t.target, cst.Name) and t.target.value == name for t in statement.targets)
+    ]
+    starts = [facts.start(b) for b in bindings]
+    mutations = [m for m in module_index(context.module).mutations.get(name, []) if facts.scope_at(m.anchor) is scope]
+    found: list[Object] = []
+    for position, binding in enumerate(bindings):
+        if not isinstance(binding.value, cst.Dict) or len(binding.targets) != 1:
+            continue
+        tree = tree_from_literal(context, binding.value)
+        end = starts[position + 1] if position + 1 < len(starts) else facts.start(returned)
+        after = [m for m in mutations if starts[position] < facts.start(m.anchor) < end]
+        if not isinstance(tree, Object) or any(m.keys is None for m in after):
+            continue
+        for mutation in after:
+            apply_mutation(context, tree, mutation)
+        found.append(tree)
+    return found
+
+
+def _own_statements(function: cst.FunctionDef) -> list[cst.BaseSmallStatement]:
+    """The small statements of `function`'s body, in order, outside nested functions and classes."""
+    found: list[cst.BaseSmallStatement] = []
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BaseSmallStatement):
+            found.append(node)
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(reversed(node.children))
+    return found

@@ -41,6 +41,7 @@ from dslint.model.engine import Engine
 from dslint.project.config_access import NotRead, not_a_config_text, refusal
 from dslint.project.config_edits import (
     apply_mutation,
+    built_trees,
     copy_tree,
     module_index,
     tree_from_literal,
@@ -224,6 +225,8 @@ def returned_configs(context: ScriptContext) -> list[ResolvedConfig]:
         for returned in _returns(statement):
             if isinstance(returned.value, cst.Name):
                 found.extend(_written_configs(context, returned.value, origin, (reader,)))
+            for tree in built_trees(context, statement, returned.value) if returned.value is not None else ():
+                found.append(ResolvedConfig({}, f"dict at line {tree.start.line}", None, tree, origin, (reader,)))
     return found
 
 

@@ -197,7 +197,7 @@ def replaced_keys(data: bytes, option: str) -> frozenset[str] | None:
     `cfg["zero_optimization"]["stage"] = ...` or `cfg.update({...})` later in the same function, and passes `cfg`
     as `config=` / `config_params=`. A nested key is its path joined by PATH_SEPARATOR. None when the script
     does not load the file so (DeepSpeed then reads the file as it stands)."""
-    if option.encode() not in data or b"json" not in data:
+    if option.encode() not in data or not (b"json" in data or b"yaml" in data or b"OmegaConf" in data):
         return None
     tree = _parse(data)
     if tree is None:
@@ -210,9 +210,11 @@ def replaced_keys(data: bytes, option: str) -> frozenset[str] | None:
 
 def opened_configs(data: bytes) -> dict[str, frozenset[str]]:
     """The config files a script opens by a literal path (`with open("ds_config.json") as f: cfg =
-    json.load(f)`) and hands to `deepspeed.initialize(config=cfg)`: the literal -> the keys the script replaces
-    first (as `replaced_keys`; several loads of one literal: the keys all of them replace)."""
-    if b"json" not in data or b"initialize" not in data or b"open(" not in data:
+    json.load(f)`; a YAML file: `yaml.safe_load(open("ds.yaml"))`, `OmegaConf.load("ds.yaml")`) and hands to
+    `deepspeed.initialize(config=cfg)`: the literal -> the keys the script replaces first (as `replaced_keys`;
+    several loads of one literal: the keys all of them replace)."""
+    loads = (b"json" in data and b"open(" in data) or b"yaml" in data or b"OmegaConf" in data
+    if b"initialize" not in data or not loads:
         return {}
     tree = _parse(data)
     if tree is None:
@@ -308,15 +310,19 @@ def _loaded_names(nodes: list[ast.AST], opened: Callable[[ast.expr], bool]) -> d
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             continue
         value = node.value
-        if not (
-            isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Attribute)
-            and isinstance(value.func.value, ast.Name)
-            and value.func.value.id == "json"
-            and value.func.attr in ("load", "loads")
-            and value.args
-        ):
+        wrapped = _is_call(value, "OmegaConf", ("to_container", "to_object")) and bool(value.args)  # type: ignore[attr-defined]
+        if wrapped:
+            value = value.args[0]  # type: ignore[attr-defined]  # OmegaConf.to_container(OmegaConf.load(...))
+        if _loader(value) == "OmegaConf":  # a path; a DictConfig not made a dict is no config initialize takes
+            assert isinstance(value, ast.Call)
+            first = value.args[0]
+            if wrapped and opened(first):
+                path = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
+                loaded[node.targets[0].id] = (node.lineno, path)
             continue
+        if _loader(value) not in ("json", "yaml"):
+            continue
+        assert isinstance(value, ast.Call)
         source = value.args[0]
         if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and source.func.attr == "read":
             source = source.func.value  # json.loads(f.read())
@@ -324,6 +330,29 @@ def _loaded_names(nodes: list[ast.AST], opened: Callable[[ast.expr], bool]) -> d
         if literal is not None:
             loaded[node.targets[0].id] = (node.lineno, literal)
     return loaded
+
+
+# Readers of an opened file (or, for OmegaConf, of a path) whose result is the config dict.
+_LOADERS = {"json": ("load", "loads"), "yaml": ("safe_load", "load", "full_load"), "OmegaConf": ("load",)}
+
+
+def _is_call(value: ast.expr, owner: str, methods: tuple[str, ...]) -> bool:
+    func = value.func if isinstance(value, ast.Call) else None
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == owner
+        and (func.attr in methods)
+    )
+
+
+def _loader(value: ast.expr) -> str | None:
+    """ "json", "yaml" or "OmegaConf" for `json.load(...)`, `yaml.safe_load(...)`, `OmegaConf.load(...)` (the
+    latter only inside `OmegaConf.to_container`: a DictConfig is no dict to initialize)."""
+    for owner, methods in _LOADERS.items():
+        if _is_call(value, owner, methods) and isinstance(value, ast.Call) and value.args:
+            return owner
+    return None
 
 
 def _given_to_initialize(nodes: list[ast.AST], name: str) -> int | None:

@@ -32,6 +32,7 @@ from dslint.model.summary import SummaryStore
 from dslint.model.values import InitSite
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, opened_configs, option_readers, replaced_keys
+from dslint.project.dumped_configs import dumped_config_names
 from dslint.project.inputs import exists, is_file, record
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, config_option, file_names_under, launch_issues
@@ -268,6 +269,8 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
         except (RecursionError, MemoryError):
             index.problems.append("engines were not followed across functions: the code is nested too deeply")
     _record_config_builders(index, sources, store)
+    for path, dumped in dumped_config_names(sources, (launch.config for launch in index.launches)).items():
+        index.files[path] = replace(_facts(index, path), dumped_configs=dumped)
     for path, functions in cuda_parameters(store).items():
         index.files[path] = replace(_facts(index, path), cuda_parameters=functions)
     _record_state_saving_calls(index, store)
@@ -447,7 +450,7 @@ def _opened_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequenc
     """`with open("ds.json") as f: cfg = json.load(f)` ... `initialize(config=cfg)`: that file is read by
     initialize, less the keys the script writes first (`config_readers.opened_configs`)."""
     for literal, keys in opened_configs(data).items():
-        config = _find(literal, path, roots) if literal.endswith(".json") else None
+        config = _find(literal, path, roots) if literal.endswith((".json", ".yaml", ".yml")) else None
         if config is not None:
             index.config_readers.setdefault(config, set()).add("initialize")
             index.config_replaced.setdefault(config, []).append(keys)

@@ -27,6 +27,15 @@ class ReaderCall:
     name: str  # "DeepSpeedStrategy", "TrainingArguments", "initialize", ...
     keyword: str  # the keyword that takes the config
     reader: str  # "initialize", "lightning" or "trainer"
+    keywords: tuple[str, ...] = ()  # every keyword that takes it (initialize: `config`, `config_params`)
+
+    def config_argument(self, call: ast.Call) -> ast.expr | None:
+        """The expression `call` gives the config, by any of its keywords (the first one given wins)."""
+        for keyword in self.keywords or (self.keyword,):
+            value = next((k.value for k in call.keywords if k.arg == keyword), None)
+            if value is not None:
+                return value
+        return None
 
 
 def reader_call(call: ast.Call, *, initialize: bool = True) -> ReaderCall | None:
@@ -50,7 +59,7 @@ def reader_call(call: ast.Call, *, initialize: bool = True) -> ReaderCall | None
             return None
         found = entry
     assert found.reader is not None
-    return ReaderCall(name, found.config[0], found.reader)
+    return ReaderCall(name, found.config[0], found.reader, found.config)
 
 
 def scopes(tree: ast.Module) -> Iterator[ast.AST]:

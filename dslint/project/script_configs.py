@@ -25,6 +25,7 @@ from dslint.project.config_link import (
     returned_configs,
     trainer_configs,
 )
+from dslint.project.dumped_configs import dumped_configs
 from dslint.script.context import ScriptContext
 
 
@@ -65,6 +66,12 @@ def script_configs(context: ScriptContext) -> list[ScriptConfig]:
     for config in returned_configs(context):  # dicts a reader elsewhere receives from this module's builders
         assert config.tree is not None
         found.append(ScriptConfig(context.path, config.tree, config.origin, False, None, config.via[:1]))
+    literals = {c.tree.start for c in found if not c.from_file}
+    for config, launch in dumped_configs(context):  # dicts written with json.dump to the file a launch passes
+        assert config.tree is not None
+        if config.tree.start not in literals:  # not already checked as initialize's own
+            literals.add(config.tree.start)
+            found.append(ScriptConfig(context.path, config.tree, config.origin, False, None, (launch,)))
     return found
 
 

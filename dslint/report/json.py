@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dslint.config.recognition import CONFIG_SUFFIXES
+from dslint.config.yaml_config import YAML_CONFIG_SUFFIXES, is_json_text
 from dslint.diagnostics import Diagnostic, Location
 from dslint.framework.rule_pages import rule_url
 from dslint.lint.suppression import NoqaIndex, admits_comments, scan
@@ -65,7 +66,9 @@ def _noqa_row(diagnostic: Diagnostic, context: ReportContext, indexes: dict[str,
     text = context.source(diagnostic.path) if diagnostic.cell is None else None
     if text is None:
         return None
-    if diagnostic.path.lower().endswith(CONFIG_SUFFIXES):
+    if diagnostic.path.lower().endswith(CONFIG_SUFFIXES) or (
+        diagnostic.path.lower().endswith(YAML_CONFIG_SUFFIXES) and is_json_text(text)
+    ):
         return diagnostic.start.line if admits_comments(diagnostic.path, text) else None
     if diagnostic.path not in indexes:
         indexes[diagnostic.path] = scan(text)
