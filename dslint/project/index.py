@@ -10,29 +10,23 @@ only when they may create an engine (a text test) or when such a module calls in
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import functools
 import gc
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dslint.config import facts as config_facts
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
-from dslint.model.conditions import Guard
-from dslint.model.fixpoint import ProjectModel
-from dslint.model.forwarded_parameters import forwarding_calls
-from dslint.model.inherited_engines import inherited_values
-from dslint.model.state_saving_calls import plugin_site, state_saving_calls
 from dslint.model.summary import SummaryStore
-from dslint.model.values import InitSite
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, opened_configs, option_readers, replaced_keys
 from dslint.project.dumped_configs import dumped_config_names
+from dslint.project.engine_facts import facts_of, follow_engines, record_state_saving_calls
 from dslint.project.inputs import exists, is_file, record
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, config_option, file_names_under, launch_issues
@@ -46,14 +40,12 @@ from dslint.project.launchers import (
     parse_shell,
 )
 from dslint.project.passed_devices import cuda_parameters
-from dslint.project.site_configs import engine_config, shown_path
+from dslint.project.site_configs import shown_path
 from dslint.project.world_size import world_size
 from dslint.script.project_facts import (
     LaunchedConfig,
     LaunchWorldSize,
-    ParameterFact,
     ProjectFacts,
-    ReturnFact,
 )
 
 LAUNCHER_SUFFIXES = (".sh", ".bash", "Makefile", "makefile", ".mk")
@@ -265,7 +257,7 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
         index.presumed_reader = "trainer"
     if producers:
         try:
-            _follow_engines(index, store, producers)
+            index.initialize_sites = follow_engines(index.files, index.config_readers, store, producers)
         except (RecursionError, MemoryError):
             index.problems.append("engines were not followed across functions: the code is nested too deeply")
     _record_config_builders(index, sources, store)
@@ -273,7 +265,7 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
         index.files[path] = replace(_facts(index, path), dumped_configs=dumped)
     for path, functions in cuda_parameters(store).items():
         index.files[path] = replace(_facts(index, path), cuda_parameters=functions)
-    _record_state_saving_calls(index, store)
+    record_state_saving_calls(index.files, store)
     texts = functools.lru_cache(maxsize=None)(lambda path: (_read(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: file_names_under(roots, SKIPPED_DIRECTORIES))
     issues = launch_issues(index.sites, sources, store, texts, names)
@@ -325,16 +317,13 @@ def single_file_facts(path: str, data: bytes) -> ProjectFacts | None:
         return None
     index = ProjectIndex((absolute(Path(path).parent),))
     with contextlib.suppress(RecursionError, MemoryError):  # nested too deeply for the walk: its lint says so
-        _follow_engines(index, SummaryStore({absolute(path): data}, exists), [absolute(path)])
+        store = SummaryStore({absolute(path): data}, exists)
+        index.initialize_sites = follow_engines(index.files, index.config_readers, store, [absolute(path)])
     return index.facts_for(path)
 
 
 def _facts(index: ProjectIndex, path: str) -> ProjectFacts:
-    facts = index.files.get(path)
-    if facts is None:
-        facts = ProjectFacts(parameters={}, returns={}, launches=())
-        index.files[path] = facts
-    return facts
+    return facts_of(index.files, path)
 
 
 def _read_launchers(
@@ -510,108 +499,6 @@ def _launched_config(
                 True if save in ("true", "yes", "on") else False if save in ("", "false", "no", "off") else None,
             )
     return LaunchedConfig(where, None, None, None, options)
-
-
-def _record_state_saving_calls(index: ProjectIndex, store: SummaryStore) -> None:
-    """Calls handing the Accelerator to a project function that reaches `save_state` on it (DSL428)."""
-    if not any(b".save_state(" in data for data in store.sources.values()):
-        return
-    model = ProjectModel(store)
-    plugin = plugin_site(store.sources)
-    built = Related(shown_path(plugin[0]), plugin[1], 1, "DeepSpeedPlugin built here") if plugin else None
-    holders = sorted(p for p, data in store.sources.items() if b"accelerator" in data)
-    for call in state_saving_calls(model, holders):
-        facts = _facts(index, call.path)
-        saves = Related(shown_path(call.saver[0]), call.save_line, 1, f"{call.saver[1]}() calls {call.name}.save_state")
-        calls = {**facts.state_saving_calls, (call.line, call.column): (saves, built)}
-        index.files[call.path] = replace(facts, state_saving_calls=calls)
-
-
-def _follow_engines(index: ProjectIndex, store: SummaryStore, producers: list[str]) -> None:
-    model = ProjectModel(store)
-    model.analyse_all(producers)
-    index.initialize_sites = sorted((site.path, site.line, site.qualname) for site in model.inits.values())
-    for init_site in model.inits.values():  # `initialize(config="ds.json")`: that file is initialize's
-        config = engine_config(index.files, init_site) if isinstance(init_site.config, ast.Constant) else None
-        if config is not None and config.config_path is not None:
-            index.config_readers.setdefault(config.config_path, set()).add("initialize")
-    for (path, function, param), (role, site, init) in model.engine_parameters().items():
-        origin = Related(
-            shown_path(site.caller_path),
-            site.line,
-            site.column,
-            f"{role} from {shown_path(init.path)}:{init.line} passed to {function}()",
-        )
-        facts = _facts(index, path)
-        parameters = {name: dict(values) for name, values in facts.parameters.items()}
-        created = Related(shown_path(init.path), init.line, init.column, "deepspeed.initialize")
-        parameters.setdefault(function, {})[param] = ParameterFact(
-            role, origin, engine_config(index.files, init, store), created
-        )
-        index.files[path] = replace(facts, parameters=parameters)
-    for path, where, value in (*model.instance_values(), *inherited_values(model)):
-        origin = Related(
-            shown_path(value.origin.path),
-            value.origin.line,
-            value.origin.column,
-            f"{value.role} from deepspeed.initialize inside {value.origin.qualname or '<module>'}()",
-        )
-        facts = _facts(index, path)
-        fact = ParameterFact(str(value.role), origin, engine_config(index.files, value.origin, store))
-        index.files[path] = replace(facts, values_at={**facts.values_at, where: fact})
-    engine_files = [p for p, f in index.files.items() if f.receives_engine and b".module" in store.sources.get(p, b"")]
-    for call in forwarding_calls(model, sorted({*engine_files, *(s.path for s in model.inits.values())})):
-        facts = _facts(index, call.path)
-        runs = Related(shown_path(call.callee[0]), call.def_line, 1, f"{call.callee[1]}() calls {call.name}")
-        forwarding = {**facts.forwarding_calls, (call.line, call.column): (call.index, call.name, runs)}
-        index.files[call.path] = replace(facts, forwarding_calls=forwarding)
-    for helper, position, name, unwrapped in model.passthrough_helpers():
-        facts = _facts(index, helper.caller_path)
-        passthrough = {**facts.passthrough, helper.position: (position, name, unwrapped)}
-        index.files[helper.caller_path] = replace(facts, passthrough=passthrough)
-    for helper, roles, is_tuple, keys, init in model.result_helpers():
-        origin = Related(
-            shown_path(init.path), init.line, init.column, f"deepspeed.initialize inside {helper.callee[1]}()"
-        )
-        facts = _facts(index, helper.caller_path)
-        returns = dict(facts.returns)
-        returns[helper.position] = ReturnFact(
-            roles, is_tuple, origin, engine_config(index.files, init, store), keys, helper.text
-        )
-        index.files[helper.caller_path] = replace(facts, returns=returns)
-    for (path, qualname), init in model.model_builders.items():
-        facts = _facts(index, path)
-        origin = Related(
-            shown_path(init.path), init.line, init.column, f"{qualname}() returns the model initialize receives"
-        )
-        index.files[path] = replace(
-            facts, model_builders={**facts.model_builders, qualname: origin}, init_guards=_guards(facts, origin, init)
-        )
-    for helper, position, name, init in model.model_sinks():
-        facts = _facts(index, helper.caller_path)
-        origin = Related(
-            shown_path(init.path), init.line, init.column, f"{helper.text}() hands {name} to deepspeed.initialize"
-        )
-        entry = (position, name, origin, engine_config(index.files, init, store))
-        sinks = {**facts.model_sinks, helper.position: (*facts.model_sinks.get(helper.position, ()), entry)}
-        index.files[helper.caller_path] = replace(facts, model_sinks=sinks, init_guards=_guards(facts, origin, init))
-    for (path, qualname), attribute, until, init in model.attribute_builders():
-        facts = _facts(index, path)
-        origin = Related(
-            shown_path(init.path),
-            init.line,
-            init.column,
-            f"self.{attribute} goes to deepspeed.initialize in {init.qualname}()",
-        )
-        filled = {**facts.model_attributes, qualname: (attribute, until, origin)}
-        index.files[path] = replace(facts, model_attributes=filled, init_guards=_guards(facts, origin, init))
-
-
-def _guards(facts: ProjectFacts, origin: Related, init: InitSite) -> Mapping[tuple[str, int, int], tuple[Guard, ...]]:
-    """The file's initialize guards with those of `init` (named by `origin`) added."""
-    if not init.guards:
-        return facts.init_guards
-    return {**facts.init_guards, (origin.path, origin.line, origin.column): init.guards}
 
 
 def read_near(name: str, near: str, roots: Sequence[str]) -> str | None:

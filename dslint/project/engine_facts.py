@@ -1,0 +1,141 @@
+"""What the project fixpoint (`model/fixpoint.py`) learns, handed to each file as its `ProjectFacts`.
+
+The index (`project/index.py`) runs the fixpoint once over the files that make engines; this module turns its
+answers (engines passed as parameters, returned by helpers, kept in attributes; models headed for an initialize
+elsewhere, with the guards on its path; `x.module` forwarded to a project function; the Accelerator handed to a
+helper that saves its state) into the facts each file's rules read, each with the place it came from.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import replace
+
+from dslint.diagnostics import Related
+from dslint.model.conditions import Guard
+from dslint.model.fixpoint import ProjectModel
+from dslint.model.forwarded_parameters import forwarding_calls
+from dslint.model.inherited_engines import inherited_values
+from dslint.model.state_saving_calls import plugin_site, state_saving_calls
+from dslint.model.summary import SummaryStore
+from dslint.model.values import InitSite
+from dslint.project.site_configs import engine_config, shown_path
+from dslint.script.project_facts import ParameterFact, ProjectFacts, ReturnFact
+
+
+def facts_of(files: dict[str, ProjectFacts], path: str) -> ProjectFacts:
+    """The facts of `path` in `files`, an empty entry made for it first when it has none."""
+    facts = files.get(path)
+    if facts is None:
+        facts = ProjectFacts(parameters={}, returns={}, launches=())
+        files[path] = facts
+    return facts
+
+
+def record_state_saving_calls(files: dict[str, ProjectFacts], store: SummaryStore) -> None:
+    """Calls handing the Accelerator to a project function that reaches `save_state` on it (DSL428)."""
+    if not any(b".save_state(" in data for data in store.sources.values()):
+        return
+    model = ProjectModel(store)
+    plugin = plugin_site(store.sources)
+    built = Related(shown_path(plugin[0]), plugin[1], 1, "DeepSpeedPlugin built here") if plugin else None
+    holders = sorted(p for p, data in store.sources.items() if b"accelerator" in data)
+    for call in state_saving_calls(model, holders):
+        facts = facts_of(files, call.path)
+        saves = Related(shown_path(call.saver[0]), call.save_line, 1, f"{call.saver[1]}() calls {call.name}.save_state")
+        calls = {**facts.state_saving_calls, (call.line, call.column): (saves, built)}
+        files[call.path] = replace(facts, state_saving_calls=calls)
+
+
+def follow_engines(
+    files: dict[str, ProjectFacts], readers: dict[str, set[str]], store: SummaryStore, producers: list[str]
+) -> list[tuple[str, int, str]]:
+    """Run the project fixpoint from the files that make engines (`producers`) and hand each file what it
+    learns (`files`, by absolute path, updated in place); a config file an initialize call names by a literal
+    is recorded as initialize's in `readers`. Returns the initialize sites (path, line, function)."""
+    model = ProjectModel(store)
+    model.analyse_all(producers)
+    sites = sorted((site.path, site.line, site.qualname) for site in model.inits.values())
+    for init_site in model.inits.values():  # `initialize(config="ds.json")`: that file is initialize's
+        config = engine_config(files, init_site) if isinstance(init_site.config, ast.Constant) else None
+        if config is not None and config.config_path is not None:
+            readers.setdefault(config.config_path, set()).add("initialize")
+    for (path, function, param), (role, site, init) in model.engine_parameters().items():
+        origin = Related(
+            shown_path(site.caller_path),
+            site.line,
+            site.column,
+            f"{role} from {shown_path(init.path)}:{init.line} passed to {function}()",
+        )
+        facts = facts_of(files, path)
+        parameters = {name: dict(values) for name, values in facts.parameters.items()}
+        created = Related(shown_path(init.path), init.line, init.column, "deepspeed.initialize")
+        parameters.setdefault(function, {})[param] = ParameterFact(
+            role, origin, engine_config(files, init, store), created
+        )
+        files[path] = replace(facts, parameters=parameters)
+    for path, where, value in (*model.instance_values(), *inherited_values(model)):
+        origin = Related(
+            shown_path(value.origin.path),
+            value.origin.line,
+            value.origin.column,
+            f"{value.role} from deepspeed.initialize inside {value.origin.qualname or '<module>'}()",
+        )
+        facts = facts_of(files, path)
+        fact = ParameterFact(str(value.role), origin, engine_config(files, value.origin, store))
+        files[path] = replace(facts, values_at={**facts.values_at, where: fact})
+    engine_files = [p for p, f in files.items() if f.receives_engine and b".module" in store.sources.get(p, b"")]
+    for call in forwarding_calls(model, sorted({*engine_files, *(s.path for s in model.inits.values())})):
+        facts = facts_of(files, call.path)
+        runs = Related(shown_path(call.callee[0]), call.def_line, 1, f"{call.callee[1]}() calls {call.name}")
+        forwarding = {**facts.forwarding_calls, (call.line, call.column): (call.index, call.name, runs)}
+        files[call.path] = replace(facts, forwarding_calls=forwarding)
+    for helper, position, name, unwrapped in model.passthrough_helpers():
+        facts = facts_of(files, helper.caller_path)
+        passthrough = {**facts.passthrough, helper.position: (position, name, unwrapped)}
+        files[helper.caller_path] = replace(facts, passthrough=passthrough)
+    for helper, roles, is_tuple, keys, init in model.result_helpers():
+        origin = Related(
+            shown_path(init.path), init.line, init.column, f"deepspeed.initialize inside {helper.callee[1]}()"
+        )
+        facts = facts_of(files, helper.caller_path)
+        returns = dict(facts.returns)
+        returns[helper.position] = ReturnFact(
+            roles, is_tuple, origin, engine_config(files, init, store), keys, helper.text
+        )
+        files[helper.caller_path] = replace(facts, returns=returns)
+    for (path, qualname), init in model.model_builders.items():
+        facts = facts_of(files, path)
+        origin = Related(
+            shown_path(init.path), init.line, init.column, f"{qualname}() returns the model initialize receives"
+        )
+        files[path] = replace(
+            facts, model_builders={**facts.model_builders, qualname: origin}, init_guards=_guards(facts, origin, init)
+        )
+    for helper, position, name, init in model.model_sinks():
+        facts = facts_of(files, helper.caller_path)
+        origin = Related(
+            shown_path(init.path), init.line, init.column, f"{helper.text}() hands {name} to deepspeed.initialize"
+        )
+        entry = (position, name, origin, engine_config(files, init, store))
+        sinks = {**facts.model_sinks, helper.position: (*facts.model_sinks.get(helper.position, ()), entry)}
+        files[helper.caller_path] = replace(facts, model_sinks=sinks, init_guards=_guards(facts, origin, init))
+    for (path, qualname), attribute, until, init in model.attribute_builders():
+        facts = facts_of(files, path)
+        origin = Related(
+            shown_path(init.path),
+            init.line,
+            init.column,
+            f"self.{attribute} goes to deepspeed.initialize in {init.qualname}()",
+        )
+        filled = {**facts.model_attributes, qualname: (attribute, until, origin)}
+        files[path] = replace(facts, model_attributes=filled, init_guards=_guards(facts, origin, init))
+    return sites
+
+
+def _guards(facts: ProjectFacts, origin: Related, init: InitSite) -> Mapping[tuple[str, int, int], tuple[Guard, ...]]:
+    """The file's initialize guards with those of `init` (named by `origin`) added."""
+    if not init.guards:
+        return facts.init_guards
+    return {**facts.init_guards, (origin.path, origin.line, origin.column): init.guards}
