@@ -103,7 +103,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL201": Needs((b"deepspeed", b"initialize")),
     "DSL202": Needs((b"deepspeed", b"initialize")),
     "DSL203": Needs((b"deepspeed", b"initialize")),
-    "DSL204": Needs((b"deepspeed", b"initialize"), engine=False, alternatives=((b"Trainer", b"state_dict"),)),
+    "DSL204": Needs((b"deepspeed", b"initialize", b"state_dict"), engine=False, alternatives=((b"Trainer", b"state_dict"),)),
     "DSL205": Needs((b"deepspeed", b"initialize")),
     "DSL206": Needs((b"deepspeed", b"initialize")),
     "DSL207": Needs(
@@ -129,7 +129,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL307": Needs((b"deepspeed", b"initialize")),
     "DSL308": Needs((b"deepspeed", b"initialize")),
     "DSL210": Needs(
-        (b"deepspeed", b"initialize"),
+        (b"deepspeed", b"initialize", b"save"),
         engine=False,
         alternatives=(
             (b"save_model", b"Trainer"),

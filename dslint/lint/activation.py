@@ -57,7 +57,12 @@ def can_fire(needs: Needs, evidence: Evidence) -> bool:
     tokens = (
         evidence.words is None
         or any(has_tokens(evidence.words, tokens) for tokens in needs.token_sets())
-        or (evidence.received and needs.tokens == ENGINE_TOKENS)
+        or (
+            # an engine the project index brings stands in for the engine tokens; the rule's other tokens stay
+            evidence.received
+            and needs.tokens[: len(ENGINE_TOKENS)] == ENGINE_TOKENS
+            and has_tokens(evidence.words, needs.tokens[len(ENGINE_TOKENS) :])
+        )
     )
     return (
         (tokens or inference)

@@ -36,6 +36,8 @@ class Save16bitModelWithoutGather(ScriptRule):
     severity = Severity.ERROR
     # Also the Hugging Face Trainer's save_model and accelerate's, in files that create no engine themselves.
     needs_engine = False
+    # every finding is a `save_16bit_model`, `save_model` or (accelerate) `get_state_dict` call
+    required_tokens = (b"deepspeed", b"initialize", b"save")
     alternative_tokens = (
         (b"save_model", b"Trainer"),
         (b"save_model", b"Accelerator"),

@@ -43,7 +43,8 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
     )
     severity = Severity.ERROR
     needs_engine = False  # the Hugging Face Trainer creates its engine inside `train()`
-    required_tokens = (b"deepspeed", b"initialize")
+    # every finding is a `state_dict()` call (of an engine's model, or of a Trainer's)
+    required_tokens = (b"deepspeed", b"initialize", b"state_dict")
     alternative_tokens = ((b"Trainer", b"state_dict"),)
     docs = RuleDocs(
         what="""

@@ -27,7 +27,7 @@ def is_hf_trainer_class(facts: ScriptFacts, node: cst.BaseExpression) -> bool:
 def trainer_state_dicts_saved(facts: ScriptFacts, module: cst.Module) -> list[cst.Call]:
     """The `<trainer>.model.state_dict()` calls whose result is written to disk in their own function."""
     found: list[cst.Call] = []
-    for call in _calls(module):
+    for call in _calls(facts):
         if method_name(call) != "state_dict" or not isinstance(call.func, cst.Attribute):
             continue
         holder = call.func.value
@@ -115,12 +115,8 @@ def _reads(expr: cst.CSTNode, names: set[str]) -> bool:
     return any(isinstance(n, cst.Name) and n.value in names and id(n) not in not_reads for n in nodes)
 
 
-def _calls(module: cst.Module) -> list[cst.Call]:
-    found: list[cst.Call] = []
-    stack: list[cst.CSTNode] = [module]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Call):
-            found.append(node)
-        stack.extend(node.children)
-    return found
+def _calls(facts: ScriptFacts) -> list[cst.Call]:
+    """Every call of the module, from the facts' one traversal (`scope_of_node` holds each call): walking the tree
+    again through libcst's `children`, which visits each node to list them, cost a third of the lint's CPU time
+    on DeepSpeed's own source."""
+    return [node for node in facts.scope_of_node if isinstance(node, cst.Call)]
