@@ -45,8 +45,9 @@ class CollectiveSaveOnOneRank(ScriptRule):
         what="""
             Flags a save that every rank must call when it runs on one rank only: inside `if rank == 0:` (any
             comparison of a rank with small literals, `args.local_rank in [-1, 0]`), `if
-            accelerator.is_main_process:`, `if trainer.is_world_process_zero():`, `if args.should_save`, or an
-            `and` holding one of them. The saves: `engine.save_checkpoint(...)` on a DeepSpeed engine (any
+            accelerator.is_main_process:`, `if trainer.is_world_process_zero():`, `if args.should_save`, a
+            helper named for rank 0 (`if is_rank_0():`, `if utils.is_rank_zero():`), or an `and` holding one of
+            them. The saves: `engine.save_checkpoint(...)` on a DeepSpeed engine (any
             stage); accelerate's `accelerator.save_state(...)` in a script that runs DeepSpeed through
             accelerate (a `DeepSpeedPlugin` it builds, or an `accelerate launch` with DeepSpeed), also when a
             project function the accelerator is handed to reaches `save_state` (then a `DeepSpeedPlugin` built
@@ -125,6 +126,19 @@ class CollectiveSaveOnOneRank(ScriptRule):
                 accelerator.save_state("state")
             """
         ),
+        # Every rank saves the checkpoint; only the export of the plain module runs under the rank-0 helper.
+        Valid(
+            """
+            import deepspeed
+            from helpers import is_rank_zero
+            net, *_ = deepspeed.initialize(model=net, config={"train_batch_size": 8})
+            for step in range(args.steps):
+                if step % args.every == 0:
+                    net.save_checkpoint(args.ckpt)
+                    if is_rank_zero():
+                        net.module.save_pretrained(args.export)
+            """
+        ),
         # Not the engine: a module's own save_checkpoint.
         Valid(
             """
@@ -144,6 +158,19 @@ class CollectiveSaveOnOneRank(ScriptRule):
                 engine.save_checkpoint(args.output_dir)
             """,
             lines=(5,),
+        ),
+        # A project helper named for rank 0, in an `and` with the save interval.
+        Invalid(
+            """
+            import deepspeed
+            from helpers import is_rank_zero
+            net, *_ = deepspeed.initialize(model=net, config={"train_batch_size": 8})
+            for step in range(args.steps):
+                if step % args.every == 0 and is_rank_zero():
+                    net.save_checkpoint(args.ckpt)
+                    net.module.save_pretrained(args.export)
+            """,
+            lines=(7,),
         ),
         Invalid(
             f"""
