@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from dslint.fix.notebook import write_fixed
-from dslint.lint.notebook import python_lines, read_notebook
+from dslint.lint.ipython_lines import python_lines
+from dslint.lint.notebook import read_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "notebooks"
@@ -201,3 +202,33 @@ def test_an_automagic_cell_is_no_syntax_error(tmp_path: Path) -> None:
     result = run("check", "--isolated", "--select", "DSL001", "magic.ipynb", "broken.ipynb", cwd=tmp_path)
     assert "magic.ipynb" not in result.stdout, result.stdout
     assert "broken.ipynb:cell 1:1:" in result.stdout and "DSL001" in result.stdout, result.stdout
+
+
+DATABRICKS_CELLS = (
+    "# MAGIC %md\n# MAGIC ## Fine-tune\n",
+    "%pip install deepspeed==0.19.8\n",
+    "import deepspeed\nimport torch\n\nmodel = torch.nn.Linear(4, 4)\nmodel.cuda()\n"
+    "engine, *_ = deepspeed.initialize(model=model, config='ds.json')\n",
+    "# MAGIC %sh\n# MAGIC nvidia-smi\n",
+    "!deepspeed --num_gpus 2 \\\n    train.py \\\n    --deepspeed ds.json\n",
+)
+
+
+def _databricks(header: bool, cells: tuple[str, ...] = DATABRICKS_CELLS) -> str:
+    body = "\n# COMMAND ----------\n\n".join(cells)
+    return f"# Databricks notebook source\n{body}" if header else body
+
+
+def test_a_databricks_notebook_source_is_read_as_a_notebook_not_a_syntax_error(tmp_path: Path) -> None:
+    """`%pip`, a `!deepspeed` line with its continuations: a Databricks notebook source runs them; its Python is
+    still checked (the `.cuda()` at line 15) with lines unmoved. The same text without the header is a script
+    with a syntax error, and so is a notebook source whose Python itself is broken."""
+    (tmp_path / "notebook.py").write_text(_databricks(True), encoding="utf-8")
+    (tmp_path / "script.py").write_text(_databricks(False), encoding="utf-8")
+    broken = (*DATABRICKS_CELLS[:2], DATABRICKS_CELLS[2].replace("model.cuda()", "model.cuda("))
+    (tmp_path / "broken.py").write_text(_databricks(True, broken), encoding="utf-8")
+    result = run("check", "--isolated", "--select", "DSL001,DSL101", "notebook.py", "script.py", cwd=tmp_path)
+    found = sorted(line.split(" ")[:2] for line in result.stdout.splitlines() if line.startswith(("n", "s")))
+    assert found == [["notebook.py:15:1:", "DSL101"], ["script.py:6:1:", "DSL001"]], result.stdout
+    broken_result = run("check", "--isolated", "--select", "DSL001", "broken.py", cwd=tmp_path)
+    assert "broken.py:" in broken_result.stdout and "DSL001" in broken_result.stdout, broken_result.stdout

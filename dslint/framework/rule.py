@@ -211,8 +211,11 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
         severity: Severity | None = None,
         imports: Sequence[str] = (),
         related: Sequence[Related] = (),
+        start_at: cst.CSTNode | None = None,
     ) -> None:
         """Report `node`; an empty `edits` means no fix. Nodes in a plain-PyTorch branch are never reported.
+        `start_at`: the part of `node` the finding points at when it sits on a later line than `node` starts
+        (the method name of a call chained onto a constructor spread over several lines: `Net(\n...\n).cuda()`).
 
         `severity` overrides the rule's own for this finding (a rule may be sure of an error in one case and
         only warn in another, e.g. when the ZeRO stage cannot be read). `imports` are statements the fix's code
@@ -226,6 +229,8 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
             if origin is not None:  # the engine (or what initialize returned) comes from another function/module
                 message, related = f"{message} ({origin.message}, {origin.path}:{origin.line})", (origin,)
         start, end = self.context.span(node)
+        if start_at is not None:
+            start = max(start, self.context.span(start_at)[0], key=lambda location: location.line)
         self.context.diagnostics.append(
             Diagnostic(
                 code=self.code,

@@ -17,7 +17,8 @@ from dslint.framework.rule import ScriptRule
 from dslint.limits import Limits
 from dslint.lint.activation import active, in_code, in_facts, in_text
 from dslint.lint.config import check_script_configs
-from dslint.lint.parse_guard import code_facts, compiled, parse_module, too_deep
+from dslint.lint.databricks import python_source
+from dslint.lint.parse_guard import Refusal, code_facts, compiled, parse_module, too_deep
 from dslint.lint.result import FileResult, config_rules, script_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa
 from dslint.script.collect import collect_facts
@@ -84,6 +85,8 @@ def lint_source_unsuppressed(
         result.skipped = True
         return result
     refused, tree = compiled(path, data)
+    if refused is not None and not refused.too_deep:
+        data, refused, tree = _as_notebook_source(path, data, refused, tree)
     if refused is None and use_prefilter and tree is not None:
         in_tree = in_code(code_facts(tree), project)
         rules, configs = active(in_tree, rules, configs)
@@ -131,6 +134,21 @@ def lint_source_unsuppressed(
     )
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
+
+
+def _as_notebook_source(
+    path: str, data: bytes, refused: Refusal, tree: ast.Module | None
+) -> tuple[bytes, Refusal | None, ast.Module | None]:
+    """A Databricks notebook source that CPython refuses as written is read as the notebook it is: its IPython
+    lines (`!cmd`, `%pip`) become `pass` (`dslint.lint.databricks`). When that compiles, its Python is linted;
+    otherwise the original refusal stands."""
+    python = python_source(data)
+    if python is None:
+        return data, refused, tree
+    refused_python, tree_python = compiled(path, python)
+    if refused_python is not None:
+        return data, refused, tree
+    return python, None, tree_python
 
 
 def _decoded(data: bytes, encoding: str) -> str:

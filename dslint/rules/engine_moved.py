@@ -6,10 +6,11 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.context import ScriptContext
 from dslint.script.edits import delete_call_statement
 from dslint.script.facts import Role, method_name
 from dslint.script.inference import inference_engine
-from dslint.script.model_moves import is_cast, is_placement_call, moves_to_cpu
+from dslint.script.model_moves import cast_dtype, is_cast, is_placement_call, moves_to_cpu
 
 
 class EngineMoved(ScriptRule):
@@ -27,7 +28,9 @@ class EngineMoved(ScriptRule):
             `deepspeed.initialize`, or on its `.module`; and `.cuda()` / `.to(<device>)` on the inference engine
             that a tensor-parallel `deepspeed.init_inference` (`mp_size` not the literal 1) returns, unless it is
             given `keep_module_on_host=True` or a config. Without `mp_size` the engine sets no device and leaves
-            its module on the current one, so a move to the rank's GPU may be needed and is not flagged.
+            its module on the current one, so a move to the rank's GPU may be needed and is not flagged. A cast
+            that undoes an earlier cast of the same module to another dtype, in the same function and on a path
+            after it (`.float()` for an export, then `.half()`), is not flagged: the earlier cast is the mistake.
         """,
         why="""
             The engine moves the module to its rank's device and casts it while it is created, and its
@@ -88,8 +91,46 @@ class EngineMoved(ScriptRule):
             engine.cuda()
             """
         ),
+        # the cast at line 8 restores what line 5 changed (a cast to fp32, which this rule leaves to others):
+        # removing line 8 would leave the module in fp32 under an fp16 engine
+        Valid(
+            """
+            import deepspeed
+            def export(model, path):
+                engine, *_ = deepspeed.initialize(model=model, config="fp16.json")
+                state = lora_state(engine.module.float())
+                save(state, path)
+                if half:
+                    engine.module.to(dtype=torch.float16)
+            """,
+        ),
     )
     invalid = (
+        Invalid(
+            """
+            import deepspeed
+            def export(model):
+                engine, *_ = deepspeed.initialize(model=model, config="fp16.json")
+                if lora:
+                    state = lora_state(engine.module.to(torch.float32))
+                    save(state)
+                else:
+                    engine.module.half()
+                    save(engine)
+            """,
+            # the `else:` arm never runs after line 6's cast: its `.half()` restores nothing
+            lines=(6, 9),
+            fixed="""
+            import deepspeed
+            def export(model):
+                engine, *_ = deepspeed.initialize(model=model, config="fp16.json")
+                if lora:
+                    state = lora_state(engine.module.to(torch.float32))
+                    save(state)
+                else:
+                    save(engine)
+            """,
+        ),
         Invalid(
             """
             import deepspeed
@@ -152,8 +193,13 @@ class EngineMoved(ScriptRule):
         ),
     )
 
+    def __init__(self, context: ScriptContext) -> None:
+        super().__init__(context)
+        self._casts: list[tuple[cst.Call, str, str]] = []  # the engine's casts so far: call, receiver, dtype
+
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_placement_call(node):
+        restores = self._restores(node)  # `.float()` too: a cast this rule leaves alone can be undone
+        if not is_placement_call(node) or restores:
             return
         assert isinstance(node.func, cst.Attribute)
         answer = self.facts.role_of(node.func.value, at=node)
@@ -172,6 +218,29 @@ class EngineMoved(ScriptRule):
             applicability=Applicability.UNSAFE,
             fix_message=f"Remove `.{method_name(node)}(...)`",
         )
+
+    def _restores(self, node: cst.Call) -> bool:
+        """Whether `node` casts the engine back from an earlier cast of the same receiver to another dtype, in
+        the same function and on a path that reaches it (`.to(torch.float32)` for an export, then
+        `.to(torch.float16)`): the earlier cast is the one to report; removing this one would leave the module
+        in the wrong precision. Records `node` as a cast for the later calls."""
+        dtype = cast_dtype(node, self.facts.code)
+        if dtype is None or not isinstance(node.func, cst.Attribute):
+            return False
+        answer = self.facts.role_of(node.func.value, at=node)
+        if answer is None or answer.role not in (Role.ENGINE, Role.ENGINE_MODULE):
+            return False
+        receiver = self.facts.code(node.func.value)
+        scope = self.facts.scope_at(node)
+        restores = any(
+            earlier_receiver == receiver
+            and earlier_dtype != dtype
+            and self.facts.scope_at(earlier) is scope
+            and not self.facts.paths.exclusive(earlier, node)
+            for earlier, earlier_receiver, earlier_dtype in self._casts
+        )
+        self._casts.append((node, receiver, dtype))
+        return restores
 
     def _fix(self, node: cst.Call) -> list[Edit]:
         edit = delete_call_statement(self.context, node)

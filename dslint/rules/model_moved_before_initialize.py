@@ -131,6 +131,30 @@ class ModelMovedBeforeInitialize(ScriptRule):
     invalid: ClassVar[Sequence[Invalid]] = (
         Invalid(
             """
+            import deepspeed
+            class Runner:
+                def build(self, config):
+                    self.model = Net(
+                        width=config.width,
+                        depth=config.depth,
+                    ).to(self.device)
+                    self.engine, *_ = deepspeed.initialize(model=self.model, config=config.ds)
+            """,
+            # the finding is where the move is (line 8), not where the constructor call starts (line 5)
+            lines=(8,),
+            fixed="""
+            import deepspeed
+            class Runner:
+                def build(self, config):
+                    self.model = Net(
+                        width=config.width,
+                        depth=config.depth,
+                    )
+                    self.engine, *_ = deepspeed.initialize(model=self.model, config=config.ds)
+            """,
+        ),
+        Invalid(
+            """
             import os
             import deepspeed, torch
             world = int(os.getenv("WORLD_SIZE", "1"))
@@ -227,6 +251,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
                     edits=self._fix(node),
                     applicability=Applicability.UNSAFE,
                     fix_message=f"Remove `.{method_name(node)}(...)`",
+                    start_at=node.func.attr if isinstance(node.func, cst.Attribute) else None,
                 )
             return
         if init is None or is_cast(node) != self.casts:
@@ -242,6 +267,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
             applicability=Applicability.UNSAFE,
             fix_message=f"Remove `.{name}(...)`",
             related=(init.origin,) if init.origin is not None else (),
+            start_at=node.func.attr if isinstance(node.func, cst.Attribute) else None,
         )
 
     def _fix(self, node: cst.Call) -> list[Edit]:

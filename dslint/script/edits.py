@@ -32,10 +32,13 @@ def line_deletion(context: ScriptContext, line: cst.SimpleStatementLine | None) 
 
 
 def unwrap_method_call(context: ScriptContext, call: cst.Call) -> Edit | None:
-    """`receiver.method(...)` -> `receiver` (drop one call from a chain)."""
+    """`receiver.method(...)` -> `receiver` (drop one call from a chain): only the text after the receiver goes,
+    so a receiver spread over lines keeps its own layout."""
     if not isinstance(call.func, cst.Attribute):
         return None
-    return replace_node(context, call, context.code(call.func.value))
+    if call.lpar:  # `(model.cuda())`: the span covers the call's own parentheses, which must stay
+        return replace_node(context, call, context.code(call.func.value))
+    return Edit.deletion(context.span(call.func.value)[1], context.span(call)[1])
 
 
 def delete_call_statement(context: ScriptContext, call: cst.Call) -> Edit | None:

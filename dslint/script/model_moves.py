@@ -6,7 +6,7 @@ DSL103 everything else that uses an un-indexed CUDA device.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -66,6 +66,38 @@ def is_cast(call: cst.Call) -> bool:
             for arg in call.args
         )
     return False
+
+
+# The dtype a cast method gives, and the dtype each name of a `torch.<dtype>` argument means.
+CAST_METHOD_DTYPES = {"half": "float16", "bfloat16": "bfloat16", "float": "float32", "double": "float64"}
+DTYPE_NAMES = {
+    "float16": "float16",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+    "float32": "float32",
+    "float": "float32",
+    "float64": "float64",
+    "double": "float64",
+}
+
+
+def cast_dtype(call: cst.Call, code: Callable[[cst.CSTNode], str]) -> str | None:
+    """The dtype a cast call gives its receiver (`.half()`, `.float()`, `.to(torch.float32)`,
+    `.to(dtype=weight_dtype)`): a canonical name for a torch dtype, the source text (`code`) of another
+    `dtype=` value; None when the call is no cast."""
+    name = method_name(call)
+    if name in CAST_METHOD_DTYPES:
+        return CAST_METHOD_DTYPES[name]
+    if name != "to":
+        return None
+    for arg in call.args:
+        dotted = dotted_name(arg.value) or ""
+        known = DTYPE_NAMES.get(dotted.split(".")[-1]) if dotted.startswith("torch.") else None
+        if known is not None:
+            return known
+        if arg.keyword is not None and arg.keyword.value == "dtype":
+            return code(arg.value)
+    return None
 
 
 @dataclass(eq=False)
