@@ -103,7 +103,9 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL201": Needs((b"deepspeed", b"initialize")),
     "DSL202": Needs((b"deepspeed", b"initialize")),
     "DSL203": Needs((b"deepspeed", b"initialize")),
-    "DSL204": Needs((b"deepspeed", b"initialize", b"state_dict"), engine=False, alternatives=((b"Trainer", b"state_dict"),)),
+    "DSL204": Needs(
+        (b"deepspeed", b"initialize", b"state_dict"), engine=False, alternatives=((b"Trainer", b"state_dict"),)
+    ),
     "DSL205": Needs((b"deepspeed", b"initialize")),
     "DSL206": Needs((b"deepspeed", b"initialize")),
     "DSL207": Needs(
@@ -144,18 +146,23 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         alternatives=((b"generate", b"TrainingArguments"), (b"generate", b"HfArgumentParser")),
     ),
     "DSL425": Needs((b"from_pretrained", b"device_map"), engine=False, several_processes=True),
-    # a save every rank must join: the engine's, accelerate's under DeepSpeed, the ZeRO-3 gathering ones
+    # a save every rank must join (the engine's, accelerate's under DeepSpeed, the ZeRO-3 gathering ones, or a call
+    # handing the accelerator to a helper that saves its state), under a one-rank test (`script/one_rank.py`)
     "DSL428": Needs(
-        (b"save_checkpoint",),
+        (b"save_checkpoint", b"rank"),
         engine=False,
-        alternatives=(
-            (b"save_16bit_model",),
-            (b"save_state", b"main_process"),
-            (b"save_state", b"rank"),
-            (b"accelerator", b"main_process"),
-            (b"save_model",),
-            (b"get_state_dict",),
-        ),
+        alternatives=tuple(
+            (save, test)
+            for save in (
+                b"save_checkpoint",
+                b"save_16bit_model",
+                b"save_state",
+                b"save_model",
+                b"get_state_dict",
+                b"accelerator",
+            )
+            for test in (b"rank", b"main_process", b"process_zero", b"should_save")
+        )[1:],
     ),
     "DSL309": Needs((b"deepspeed", b"initialize")),
     "DSL310": Needs((b"deepspeed", b"initialize")),
