@@ -141,9 +141,13 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     ),
     # ZeRO-3 reaches the file through its own initialize or a Trainer's arguments: never a file without either
     "DSL426": Needs(
-        (b"generate", b"deepspeed"),
+        (b"generate", b"deepspeed", b"rank"),
         engine=False,
-        alternatives=((b"generate", b"TrainingArguments"), (b"generate", b"HfArgumentParser")),
+        alternatives=tuple(
+            (b"generate", source, test)
+            for source in (b"deepspeed", b"TrainingArguments", b"HfArgumentParser")
+            for test in (b"rank", b"main_process", b"process_zero", b"should_save")
+        )[1:],
     ),
     "DSL425": Needs((b"from_pretrained", b"device_map"), engine=False, several_processes=True),
     # a save every rank must join (the engine's, accelerate's under DeepSpeed, the ZeRO-3 gathering ones, or a call
@@ -151,18 +155,14 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL428": Needs(
         (b"save_checkpoint", b"rank"),
         engine=False,
-        alternatives=tuple(
-            (save, test)
-            for save in (
-                b"save_checkpoint",
-                b"save_16bit_model",
-                b"save_state",
-                b"save_model",
-                b"get_state_dict",
-                b"accelerator",
-            )
-            for test in (b"rank", b"main_process", b"process_zero", b"should_save")
-        )[1:],
+        alternatives=(
+            *[
+                (save, test)
+                for save in (b"save_checkpoint", b"save_16bit_model", b"save_state", b"save_model", b"get_state_dict")
+                for test in (b"rank", b"main_process", b"process_zero", b"should_save")
+            ][1:],
+            (b"accelerator", b"main_process"),
+        ),
     ),
     "DSL309": Needs((b"deepspeed", b"initialize")),
     "DSL310": Needs((b"deepspeed", b"initialize")),

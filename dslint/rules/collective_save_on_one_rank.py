@@ -35,18 +35,14 @@ class CollectiveSaveOnOneRank(ScriptRule):
     # Every finding is one of these saves (or the accelerator handed to a helper that saves its state) under a
     # one-rank test, whose words are among these (`script/one_rank.py`: a rank, the main process, process zero).
     required_tokens = (b"save_checkpoint", b"rank")
-    alternative_tokens = tuple(
-        (save, test)
-        for save in (
-            b"save_checkpoint",
-            b"save_16bit_model",
-            b"save_state",
-            b"save_model",
-            b"get_state_dict",
-            b"accelerator",
-        )
-        for test in (b"rank", b"main_process", b"process_zero", b"should_save")
-    )[1:]
+    alternative_tokens = (
+        *[
+            (save, test)
+            for save in (b"save_checkpoint", b"save_16bit_model", b"save_state", b"save_model", b"get_state_dict")
+            for test in (b"rank", b"main_process", b"process_zero", b"should_save")
+        ][1:],
+        (b"accelerator", b"main_process"),
+    )
     docs = RuleDocs(
         what="""
             Flags a save that every rank must call when it runs on one rank only: inside `if rank == 0:` (any

@@ -20,8 +20,13 @@ class Zero3GenerationOnOneRank(ScriptRule):
     message = "under ZeRO-3, generate on one rank hangs: its forward gathers parameters from every rank"
     severity = Severity.ERROR
     needs_engine = False
-    required_tokens = (b"generate", b"deepspeed")
-    alternative_tokens = ((b"generate", b"TrainingArguments"), (b"generate", b"HfArgumentParser"))
+    # `generate`, a way DeepSpeed reaches the file, and a one-rank test's word (`script/one_rank.py`)
+    required_tokens = (b"generate", b"deepspeed", b"rank")
+    alternative_tokens = tuple(
+        (b"generate", source, test)
+        for source in (b"deepspeed", b"TrainingArguments", b"HfArgumentParser")
+        for test in (b"rank", b"main_process", b"process_zero", b"should_save")
+    )[1:]
     docs = RuleDocs(
         what="""
             Flags `model.generate(...)` on the model trained with a ZeRO-3 config (the model given to
