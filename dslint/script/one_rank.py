@@ -1,7 +1,8 @@
 """Which parts of a script run on one rank only: the body of `if rank == 0:` (any comparison of a rank with small
 literals: `args.local_rank in [-1, 0]`, `dist.get_rank() == 0`), of `if accelerator.is_main_process:` or
-`if trainer.is_world_process_zero():`, a project helper named for rank 0 (`if is_rank_0():`), and of `with training_args.main_process_first():` (the main process runs
-it first while the others wait at a barrier). DSL426 (generate) and DSL428 (collective saves) ask it."""
+`if trainer.is_world_process_zero():`, a project helper named for rank 0 (`if is_rank_0():`), and of
+`with training_args.main_process_first():` (the main process runs it first while the others wait at a barrier).
+DSL426 (generate) and DSL428 (collective saves) ask it."""
 
 from __future__ import annotations
 
