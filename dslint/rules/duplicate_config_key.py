@@ -52,14 +52,15 @@ class DuplicateConfigKey(ConfigRule):
     docs = RuleDocs(
         what="""
             Flags the second (and later) occurrence of a key within one object of a config. In a config that
-            reaches DeepSpeed as a dict (a dict literal, YAML read with `yaml.safe_load` or OmegaConf, a file the
-            Hugging Face Trainer loads), a repeat that writes the same value as the one before it is not
-            flagged: the last one wins and nothing changes.
+            reaches DeepSpeed as a dict (a dict literal, YAML read with `yaml.safe_load` or OmegaConf, a file
+            the Hugging Face Trainer or Lightning's strategy loads), a repeat that writes the same value as the
+            one before it is not flagged: the last one wins and nothing changes.
         """,
         why="""
             DeepSpeed reads a config file with `dict_raise_error_on_duplicate_keys` and stops at start-up. In a
-            config given as a dict (a dict literal in a script, or a file the Hugging Face Trainer loads) the
-            last value silently wins, and the first one, which is the one a reader sees first, does nothing.
+            config given as a dict (a dict literal in a script, YAML, or a file the Hugging Face Trainer,
+            accelerate or PyTorch Lightning's `DeepSpeedStrategy` opens with `json.load` and hands on) the last
+            value silently wins, and the first one, which is the one a reader sees first, does nothing.
         """,
         example="""
             {
@@ -99,7 +100,8 @@ class DuplicateConfigKey(ConfigRule):
     )
 
     def check(self) -> None:
-        refused = self.context.from_file and self.context.origin is not Origin.TRAINER
+        # the HF Trainer, accelerate and Lightning's strategy read the file with `json.load` (the last one wins)
+        refused = self.context.from_file and self.context.origin not in (Origin.TRAINER, Origin.LIGHTNING)
         for entry, earlier in duplicates(self.root):
             if refused:
                 self.report_key(
