@@ -216,9 +216,7 @@ class UnknownTopLevelConfigKey(ConfigRule):
         reader: a project's own settings, from which a script may pick DeepSpeed's keys."""
         path = Path(self.context.path)
         return (
-            self.context.origin is Origin.FILE
-            and path.suffix.lower() in CONFIG_SUFFIXES
-            and not is_config_name(path)
+            self.context.origin is Origin.FILE and path.suffix.lower() in CONFIG_SUFFIXES and not is_config_name(path)
         )
 
     def _report_mixed(self, unknown: list[Entry]) -> None:
