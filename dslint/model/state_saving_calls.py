@@ -11,20 +11,22 @@ Whether the call runs on one rank only, and whether accelerate runs DeepSpeed th
 answers, for every call of a project function with an argument named `accelerator` (`accelerator`,
 `self.accelerator`), whether the parameter receiving it reaches a `save_state` call. The callee is found as the
 project model resolves calls (same module, imports, `self.method` along the bases). Also where the project builds
-accelerate's `DeepSpeedPlugin`, the evidence that its accelerate runs may be DeepSpeed runs.
+accelerate's `DeepSpeedPlugin`, the evidence that its accelerate runs may be DeepSpeed runs: for each saving
+call, a plugin its module reaches through the project's imports (`plugin_reaching`).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from dslint.model.evaluate import Callee, Evaluator, FunctionSummary
-from dslint.model.summary import FunctionInfo, ModuleSummary, character_column, own_nodes
+from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore, character_column, own_nodes
 
 MAX_DEPTH = 3
+MAX_IMPORT_DEPTH = 4  # import levels between a saving call's module and the one building the DeepSpeedPlugin
 _PLUGIN = re.compile(rb"\bDeepSpeedPlugin\s*\(")
 
 
@@ -68,13 +70,53 @@ def state_saving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[State
                     yield StateSavingCall(path, call.lineno, column, param, found[0], found[1])
 
 
-def plugin_site(sources: dict[str, bytes]) -> tuple[str, int] | None:
-    """The first project file (by path) that builds accelerate's `DeepSpeedPlugin(...)`, with the line."""
+def plugin_sites(sources: dict[str, bytes]) -> dict[str, int]:
+    """Every project file that builds accelerate's `DeepSpeedPlugin(...)`, with the line of its first."""
+    sites: dict[str, int] = {}
     for path in sorted(sources):
         data = sources[path]
         match = _PLUGIN.search(data)
         if match is not None and b"accelerate" in data:
-            return path, data.count(b"\n", 0, match.start()) + 1
+            sites[path] = data.count(b"\n", 0, match.start()) + 1
+    return sites
+
+
+def plugin_reaching(store: SummaryStore, path: str, sites: dict[str, int]) -> tuple[str, int] | None:
+    """The DeepSpeedPlugin site on one run with `path`: the module itself, one it imports from the project
+    (directly or through other project modules, a few levels, nearest first), or one whose module imports
+    `path`'s (an entry script building the plugin and calling a library's saving helper). A plugin built in an
+    unrelated script of the same repository (a monorepo's other project) is on no run with it."""
+    if not sites:
+        return None
+    found = _imported(store, path, lambda current: current in sites)
+    if found is not None:
+        return found, sites[found]
+    for site in sorted(sites):
+        if _imported(store, site, lambda current: current == path) is not None:
+            return site, sites[site]
+    return None
+
+
+def _imported(store: SummaryStore, path: str, wanted: Callable[[str], bool]) -> str | None:
+    """The nearest module `wanted` among `path` and the project modules it imports (a few levels)."""
+    seen = {path}
+    level = [path]
+    for _ in range(MAX_IMPORT_DEPTH + 1):
+        for current in level:
+            if wanted(current):
+                return current
+        following: list[str] = []
+        for current in level:
+            module = store.get(current)
+            if module is None:
+                continue
+            for dotted in [*module.imports.values(), *module.stars]:
+                for name in (dotted, dotted.rpartition(".")[0]):  # `from m import f`: m.f may be m's
+                    found = store.finder.find(name, current) if name else None
+                    if found is not None and found not in seen:
+                        seen.add(found)
+                        following.append(found)
+        level = sorted(following)
     return None
 
 

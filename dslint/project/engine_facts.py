@@ -17,7 +17,7 @@ from dslint.model.conditions import Guard
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
-from dslint.model.state_saving_calls import plugin_site, state_saving_calls
+from dslint.model.state_saving_calls import plugin_reaching, plugin_sites, state_saving_calls
 from dslint.model.summary import SummaryStore
 from dslint.model.values import InitSite
 from dslint.project.site_configs import engine_config, shown_path
@@ -38,10 +38,16 @@ def record_state_saving_calls(files: dict[str, ProjectFacts], store: SummaryStor
     if not any(b".save_state(" in data for data in store.sources.values()):
         return
     model = ProjectModel(store)
-    plugin = plugin_site(store.sources)
-    built = Related(shown_path(plugin[0]), plugin[1], 1, "DeepSpeedPlugin built here") if plugin else None
+    sites = plugin_sites(store.sources)
+    reaching: dict[str, Related | None] = {}
     holders = sorted(p for p, data in store.sources.items() if b"accelerator" in data)
     for call in state_saving_calls(model, holders):
+        if call.path not in reaching:  # a plugin the calling module imports (not one of another project)
+            plugin = plugin_reaching(store, call.path, sites)
+            reaching[call.path] = (
+                Related(shown_path(plugin[0]), plugin[1], 1, "DeepSpeedPlugin built here") if plugin else None
+            )
+        built = reaching[call.path]
         facts = facts_of(files, call.path)
         saves = Related(shown_path(call.saver[0]), call.save_line, 1, f"{call.saver[1]}() calls {call.name}.save_state")
         calls = {**facts.state_saving_calls, (call.line, call.column): (saves, built)}

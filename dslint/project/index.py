@@ -113,8 +113,9 @@ class ProjectIndex:
     # Per launched config, the world size of each launch passing it whose launcher says how many ranks it starts.
     config_world_sizes: dict[str, list[LaunchWorldSize]] = field(default_factory=dict)
     # "trainer" when no file of the project creates an engine (no deepspeed.initialize, no Lightning strategy)
-    # and its scripts use the Hugging Face integrations, or no code of a checked folder touches DeepSpeed at all:
-    # the reader of a config nothing names.
+    # and its scripts use the Hugging Face integrations, or no code of a checked folder touches DeepSpeed at all;
+    # "lightning" when its only way to DeepSpeed is Lightning's DeepSpeedStrategy given a config dslint does not
+    # follow (no initialize, no Hugging Face reader): the reader of a config nothing names.
     presumed_reader: str | None = None
     # Mistakes of the launch commands themselves, by launcher (absolute): `launch_issues.LaunchIssue`.
     launch_issues: dict[str, list[LaunchIssue]] = field(default_factory=dict)
@@ -255,6 +256,14 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
         )
     ):
         index.presumed_reader = "trainer"
+    elif (
+        not producers
+        and any(_LIGHTNING_IMPORT.search(data) and _LIGHTNING_CONFIG.search(data) for data in sources.values())
+        and not any(any(token in data for token in HF_READER_TOKENS) for data in sources.values())
+    ):
+        # Lightning's DeepSpeedStrategy given a config dslint does not follow (`config=args.ds_config_path`) is
+        # the project's only way to DeepSpeed: a config nothing names is presumed the strategy's.
+        index.presumed_reader = "lightning"
     if producers:
         try:
             index.initialize_sites = follow_engines(index.files, index.config_readers, store, producers)
@@ -398,6 +407,8 @@ def _read_launchers(
                     data = _read(script) if script is not None else None
                     keys = replaced_keys(data, launch.config.option) if data is not None else None
                     index.config_replaced.setdefault(launch.config.config_path, []).append(keys or frozenset())
+            elif script is not None:
+                _other_config_options(index, line, launcher, roots, script)
             if script is not None:
                 facts = _facts(index, script)
                 launches = (*facts.launches, launch.config)
@@ -411,6 +422,10 @@ READER_ORDER = ("initialize", "unlinked", "lightning", "trainer")
 HF_TOKENS = (b"HfArgumentParser", b"TrainingArguments", b"Accelerator(", b"accelerate")
 # A project that builds the HF Trainer's arguments (and creates no engine itself) hands its configs to the Trainer.
 PRESUMED_TRAINER_TOKENS = (b"HfArgumentParser", b"TrainingArguments")
+# Readers of a DeepSpeed config other than Lightning's strategy and initialize (the HF Trainer, accelerate).
+HF_READER_TOKENS = (b"HfArgumentParser", b"TrainingArguments", b"DeepSpeedPlugin", b"HfDeepSpeedConfig")
+_LIGHTNING_CONFIG = re.compile(rb"\bDeepSpeedStrategy\s*\([^)]*?\bconfig\s*=")
+_LIGHTNING_IMPORT = re.compile(rb"^\s*from\s+(?:pytorch_)?lightning[\w.]*\s+import\s[^\n]*\bDeepSpeedStrategy\b", re.M)
 
 
 def _reader(script: str | None, launched: LaunchedConfig) -> str:
@@ -433,6 +448,29 @@ def _reader(script: str | None, launched: LaunchedConfig) -> str:
         return "unlinked"
     readers = option_readers(data, launched.option)
     return next((reader for reader in ("initialize", "lightning", "trainer") if reader in readers), "unlinked")
+
+
+def _other_config_options(
+    index: ProjectIndex, line: LaunchLine, launcher: str, roots: Sequence[str], script: str
+) -> None:
+    """A launch passing no config under a known option name (`--deepspeed_config`...) may pass one under its own
+    (`--strategy_config_path ds.json`): an option whose value is a config file that the script carries into a
+    DeepSpeed reader (`config_readers.option_readers`: `DeepSpeedStrategy(config=args.x)`, `TrainingArguments(
+    deepspeed=...)`, `initialize(config=...)`) tells who reads that file. Only the reader is recorded: the option
+    is not the launch's config for the launch rules."""
+    data = None
+    for option in line.options:
+        value = option.value
+        if value is None or value == UNKNOWN_VALUE or not value.endswith((".json", ".hjson", ".yaml", ".yml")):
+            continue
+        data = _read(script) if data is None else data
+        if data is None:
+            return
+        readers = option_readers(data, option.name)
+        reader = next((r for r in ("initialize", "lightning", "trainer") if r in readers), None)
+        config = _find(value, launcher, roots, line.directory) if reader is not None else None
+        if reader is not None and config is not None:
+            index.config_readers.setdefault(config, set()).add(reader)
 
 
 def _opened_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequence[str]) -> None:

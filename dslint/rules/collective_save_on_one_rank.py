@@ -52,8 +52,10 @@ class CollectiveSaveOnOneRank(ScriptRule):
             them. The saves: `engine.save_checkpoint(...)` on a DeepSpeed engine (any
             stage); accelerate's `accelerator.save_state(...)` in a script that runs DeepSpeed through
             accelerate (a `DeepSpeedPlugin` it builds, or an `accelerate launch` with DeepSpeed), also when a
-            project function the accelerator is handed to reaches `save_state` (then a `DeepSpeedPlugin` built
-            anywhere in the project counts); and, under
+            project function the accelerator is handed to reaches `save_state` (then a `DeepSpeedPlugin` counts
+            when it is on the same run: built in a module the calling module imports, through project modules,
+            or in one that imports the calling module; a plugin of another project in the same repository does
+            not); and, under
             ZeRO-3 only, `engine.save_16bit_model(...)` with the 16-bit gather on, accelerate's
             `get_state_dict` / `save_model`, and the Hugging Face Trainer's `save_model`.
         """,

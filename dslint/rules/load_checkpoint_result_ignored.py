@@ -8,6 +8,7 @@ from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.checked_load import checked_load_edit
 from dslint.script.engine_calls import is_engine_method_call
+from dslint.script.latest_reads import latest_read_after
 
 
 class LoadCheckpointResultIgnored(ScriptRule):
@@ -24,6 +25,10 @@ class LoadCheckpointResultIgnored(ScriptRule):
             string literal or f-string, `str(...)`, a string built with `+` or `%`, `os.path.basename(...)`, a
             name bound to one of these or unpacked from `os.path.split(...)`): with a tag, a missing checkpoint
             raises instead. A tag that may be None (`tag=args.tag`, an option without a default) is flagged.
+            Nor is a load followed in its own block, before anything that may leave it or skip a line (`if`,
+            `try`, a loop), by an `open` of the same directory's `latest` file (`os.path.join(dir, "latest")`):
+            when the checkpoint is missing, that read raises `FileNotFoundError`. A read of another directory's
+            `latest`, or one under an `if`, does not count.
         """,
         why="""
             `load_checkpoint` returns `(load_path, client_state)`. When no tag is given and the directory has
@@ -78,8 +83,49 @@ class LoadCheckpointResultIgnored(ScriptRule):
             engine.load_checkpoint(args.save_dir, tag=name)
             """
         ),
+        Valid(
+            """
+            import os
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            if os.path.isdir(cfg.ckpt_dir):
+                engine.load_checkpoint(f"./{cfg.ckpt_dir}/")
+                marker = os.path.join(f"./{cfg.ckpt_dir}", "latest")
+                with open(marker) as handle:
+                    step = int(handle.read().strip().split("step")[-1])
+            """
+        ),
     )
     invalid = (
+        Invalid(
+            """
+            import os
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            engine.load_checkpoint(args.load_dir)
+            if os.path.exists(os.path.join(args.load_dir, "latest")):
+                step = open(os.path.join(args.load_dir, "latest")).read()
+            engine.load_checkpoint(args.resume_dir)
+            with open(os.path.join(args.save_dir, "latest")) as handle:
+                step = handle.read()
+            """,
+            lines=(5, 8),
+            fixed="""
+            import os
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            load_path, _ = engine.load_checkpoint(args.load_dir)
+            if load_path is None:
+                raise FileNotFoundError(f"no DeepSpeed checkpoint in {args.load_dir}")
+            if os.path.exists(os.path.join(args.load_dir, "latest")):
+                step = open(os.path.join(args.load_dir, "latest")).read()
+            load_path, _ = engine.load_checkpoint(args.resume_dir)
+            if load_path is None:
+                raise FileNotFoundError(f"no DeepSpeed checkpoint in {args.resume_dir}")
+            with open(os.path.join(args.save_dir, "latest")) as handle:
+                step = handle.read()
+            """,
+        ),
         Invalid(
             """
             import deepspeed
@@ -130,6 +176,9 @@ class LoadCheckpointResultIgnored(ScriptRule):
         tag = self._tag(node)
         if tag is not None and self._never_none(tag, node, 0):
             return  # with a tag, a missing checkpoint raises: there is no (None, None)
+        statement = self.facts.statement_of(node)
+        if statement is not None and latest_read_after(self.facts, node, statement):
+            return  # `{dir}/latest` is opened right after: a missing checkpoint raises there
         line = self.facts.lone_expression_statement(node)
         if line is None:
             if self._discarded_into_underscores(node):

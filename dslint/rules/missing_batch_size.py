@@ -23,7 +23,10 @@ class MissingBatchSize(ConfigRule):
             train_micro_batch_size_per_gpu needs to be provided" when the engine is created. Setting all three
             is not required. Not reported under the Hugging Face Trainer, which manages the batch values, nor
             for a config only PyTorch Lightning's `DeepSpeedStrategy` reads (it sets
-            `train_micro_batch_size_per_gpu` from the data loader when the config has no batch size).
+            `train_micro_batch_size_per_gpu` from the data loader when the config has no batch size): a launcher
+            option whose value the script hands to the strategy (whatever the option's name), or, for a file
+            nothing names, a project whose only way to DeepSpeed is that strategy given a config it reads from
+            the command line.
         """,
         example="""
             {

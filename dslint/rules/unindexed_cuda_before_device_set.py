@@ -31,7 +31,9 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
             without an index: `.cuda()`, `.to("cuda")`, `device="cuda"`, `torch.device("cuda")`,
             `get_accelerator().device_name()`, `torch.Generator("cuda")` and names bound to them. Moves of the
             model itself are DSL101. The same holds before a tensor-parallel `deepspeed.init_inference`
-            (`mp_size` not the literal 1), which sets the rank's device from LOCAL_RANK when it runs.
+            (`mp_size` not the literal 1), which sets the rank's device from LOCAL_RANK when it runs. A use on a
+            path that never reaches the `initialize` call (an arm ending in `return` before it, the other arm of
+            `if args.deepspeed:`) is not flagged: no engine comes on that path.
         """,
         why="""
             `"cuda"` means the current device, and each process starts with cuda:0 as its current device.
@@ -122,6 +124,17 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             """
         ),
+        # an arm that returns before initialize: no engine, no DeepSpeed device on that path
+        Valid(
+            """
+            import deepspeed, torch
+            def main(args):
+                if args.single_gpu:
+                    weights = torch.ones(10).cuda()
+                    return train_plain(model, weights)
+                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
         # a loss module without parameters or buffers: moving it allocates nothing on any GPU
         Valid(
             """
@@ -169,6 +182,18 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
             """,
             lines=(7, 8, 9),
         ),
+        # the arm does not end before initialize: its move runs on the DeepSpeed path too
+        Invalid(
+            """
+            import deepspeed, torch
+            def main(args):
+                if args.weighted:
+                    weights = torch.ones(10).cuda()
+                    print("weighted run")
+                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+            lines=(5,),
+        ),
         Invalid(
             """
             import deepspeed
@@ -213,7 +238,7 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
         scope = facts.scope_at(node)
         pos = facts.start(node)
         for init in facts.initialize_calls:
-            if init.scope is scope and pos < init.start:
+            if init.scope is scope and pos < init.start and not facts.paths.exclusive(pos, init.start):
                 if facts.device_set_before(scope, pos) or facts.device_set_elsewhere(scope):
                     return None
                 return init

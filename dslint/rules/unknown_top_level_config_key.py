@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from dslint.config.facts import argument_file, bfloat16_ignored, is_comment_key, mixed_file
+from pathlib import Path
+
+from dslint.config.facts import Origin, argument_file, bfloat16_ignored, is_comment_key, mixed_file
 from dslint.config.key_edits import rename_key, single_close_match
 from dslint.config.key_history import first_release_with_top_level_key
+from dslint.config.recognition import CONFIG_SUFFIXES, is_config_name
 from dslint.config.schema import did_you_mean
 from dslint.config.tree import Entry
 from dslint.diagnostics import Applicability, Fix, Severity
@@ -26,7 +29,11 @@ class UnknownTopLevelConfigKey(ConfigRule):
             Flags a top-level key of a DeepSpeed config that DeepSpeed never reads, with the closest real key
             when there is one. The known keys come from DeepSpeed itself (dslint's schema snapshot records every
             key `DeepSpeedConfig` asks for). Keys starting with `_` (comments) are allowed. A file that mixes
-            many keys of another tool into its DeepSpeed config gets one finding, not one per key; a file whose
+            many keys of another tool into its DeepSpeed config gets one finding, not one per key; none when
+            such a JSON file has no config-like name and nothing hands it to a DeepSpeed reader (a launcher's
+            option that reaches one, a literal path): a project's settings file (even one a launcher passes
+            under an option its script keeps for its own loader) from which a script picks DeepSpeed's keys;
+            a file whose
             foreign keys are mostly hyphenated command-line options (`num-layers`: a GPT-NeoX or Megatron
             argument file) gets none, since that tool's parser reads it and passes DeepSpeed only its own keys.
             In a script, a dict of unknown content (accelerate's live DeepSpeed dict, say) that the script edits
@@ -154,7 +161,9 @@ class UnknownTopLevelConfigKey(ConfigRule):
             if e.key not in known and e.key not in HANDLED_ELSEWHERE and not is_comment_key(e.key)
         ]
         if mixed_file(self.root, self.schema):
-            if not argument_file(self.root, self.schema):  # another tool's file: its parser picks DeepSpeed's keys
+            # another tool's file (its parser picks DeepSpeed's keys), or one nothing shows reaching DeepSpeed
+            # whole (a project's settings from which its script builds the DeepSpeed dict): no finding
+            if not argument_file(self.root, self.schema) and not self._settings_file():
                 self._report_mixed(unknown)
             return
         # a key of a newer DeepSpeed than the project runs: DSL416 says so
@@ -201,6 +210,14 @@ class UnknownTopLevelConfigKey(ConfigRule):
         if edit is None:
             return None
         return Fix((edit,), Applicability.UNSAFE, f"rename `{entry.key}` to `{suggestion}`")
+
+    def _settings_file(self) -> bool:
+        """A JSON file found by its content alone (no config-like name), which nothing hands to a DeepSpeed
+        reader: a project's own settings, from which a script may pick DeepSpeed's keys."""
+        path = Path(self.context.path)
+        return (
+            self.context.origin is Origin.FILE and path.suffix.lower() in CONFIG_SUFFIXES and not is_config_name(path)
+        )
 
     def _report_mixed(self, unknown: list[Entry]) -> None:
         names = ", ".join(f"`{e.key}`" for e in unknown[:2])
