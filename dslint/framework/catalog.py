@@ -118,7 +118,10 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         ),
     ),
     "DSL208": Needs(
-        (b"deepspeed", b"from_pretrained"), engine=False, zero_source=True, alternatives=((b"HfDeepSpeedConfig",),)
+        (b"deepspeed", b"from_pretrained"),
+        engine=False,
+        zero_source=True,
+        alternatives=((b"HfDeepSpeedConfig",), (b"deepspeed", b"TrainingArguments")),
     ),
     "DSL209": Needs((b"deepspeed", b"initialize")),
     "DSL214": Needs((b"DataParallel",)),

@@ -26,7 +26,12 @@ from dslint.model.summary import SummaryStore
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, opened_configs, option_readers, replaced_keys
 from dslint.project.dumped_configs import dumped_config_names
-from dslint.project.engine_facts import facts_of, follow_engines, record_state_saving_calls
+from dslint.project.engine_facts import (
+    facts_of,
+    follow_engines,
+    record_pretrained_loads,
+    record_state_saving_calls,
+)
 from dslint.project.inputs import exists, is_file, record
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, config_option, file_names_under, launch_issues
@@ -266,6 +271,7 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     for path, functions in cuda_parameters(store).items():
         index.files[path] = replace(_facts(index, path), cuda_parameters=functions)
     record_state_saving_calls(index.files, store)
+    record_pretrained_loads(index.files, store)
     texts = functools.lru_cache(maxsize=None)(lambda path: (_read(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: file_names_under(roots, SKIPPED_DIRECTORIES))
     issues = launch_issues(index.sites, sources, store, texts, names)

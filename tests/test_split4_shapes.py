@@ -1,0 +1,44 @@
+"""Facts that live in another function or module (issue #23, split 4's studied misses), each a fixture project
+under fixtures/projects/<name>/ with flagged and silent twins side by side."""
+
+from __future__ import annotations
+
+from test_generalize_shapes import _findings, _match
+
+
+def test_model_built_by_a_helper_before_zero3_training_arguments() -> None:
+    """DSL208: a project helper (another module's, through a further helper; or this module's) returns the model
+    `from_pretrained` builds, called before `TrainingArguments(deepspeed=<stage 3>)`: flagged at the call, naming
+    where the model is loaded. Silent: the arguments first, a stage 2 config, a helper returning only a tokenizer,
+    an HfDeepSpeedConfig kept alive before the call."""
+    found = [f for f in _findings("helper_loads") if f[2] == "DSL208"]
+    where = "fixtures/projects/helper_loads"
+    _match(
+        found,
+        [
+            ("tune_args_late.py", 9, "DSL208", f"causal_lm() ({where}/lm_zoo/building.py:7) "),
+            ("tune_local_loader.py", 14, "DSL208", f"restore() ({where}/tune_local_loader.py:9) "),
+        ],
+    )
+    assert all(
+        f[3].endswith("runs from_pretrained before the ZeRO-3 TrainingArguments exist: create them first")
+        for f in found
+    )
+
+
+def test_helper_load_names_the_load_as_related_location() -> None:
+    from test_generalize_shapes import FIXTURES, FileResult, SettingsResolver, discover, index_project, lint_files
+
+    project = FIXTURES / "projects" / "helper_loads"
+    files = [f for f in discover([str(project)]).files if str(f).endswith("tune_args_late.py")]
+    index = index_project(discover([str(project)]).files, [str(project)])
+    resolver = SettingsResolver()
+    results = lint_files([(f, resolver.for_path(f).selection_for(f)) for f in files], jobs=1, project=index)
+    assert isinstance(results[0], FileResult)
+    (finding,) = [d for d in results[0].diagnostics if d.code == "DSL208"]
+    (related,) = finding.related
+    assert (related.path, related.line, related.message) == (
+        "fixtures/projects/helper_loads/lm_zoo/building.py",
+        7,
+        "causal_lm() loads the model with from_pretrained",
+    )
