@@ -42,3 +42,33 @@ def test_helper_load_names_the_load_as_related_location() -> None:
         7,
         "causal_lm() loads the model with from_pretrained",
     )
+
+
+def test_model_the_trainer_trained_saved_under_zero3() -> None:
+    """DSL204: after `trainer.train()` under a ZeRO-3 launch (srun's own options before `deepspeed`), the model
+    handed to the Trainer (a PEFT adapter, or a wrapper of it bound later) saved with `save_pretrained` or its
+    `state_dict()` written: flagged, naming the launcher and the config. Silent: the Trainer's own save, a save
+    before training, a model loaded again after training, the same script under ZeRO-2."""
+    found = [f for f in _findings("trainer_model_saves") if f[2] == "DSL204"]
+    trained = "ZeRO-3: the model the Trainer trained holds empty parameters; save it with trainer.save_model(dir)"
+    _match(
+        found,
+        [("adapter_saved_raw.py", 13, "DSL204", trained), ("compiled_state_saved.py", 14, "DSL204", trained)],
+    )
+    assert "(ZeRO-3 from fixtures/projects/trainer_model_saves/scripts/slurm_z3.sh:3 -> " in found[0][3]
+
+
+def test_wrapper_options_before_the_launcher() -> None:
+    """`srun`/`mpirun` options (`--nodes=2`, `-N 2`, `-np 4`, `--bind-to none`) are skipped to the launcher; a
+    flag followed by the launcher word keeps it (`--pty python`); a wrapper whose options cannot be told apart
+    from the command is left unread."""
+    from dslint.project.launchers import parse_shell
+
+    text = (
+        "srun --nodes=2 --gpus-per-node=8 deepspeed train.py --deepspeed z3.json\n"
+        "srun -N 2 --pty python train.py\n"
+        "mpirun -np 4 --bind-to none python train.py\n"
+        "srun --nodes 2 ./wrapper.sh train.py\n"
+    )
+    found = [(line.line, line.tool, line.script) for line in parse_shell("run.sh", text)]
+    assert found == [(1, "deepspeed", "train.py"), (2, "python", "train.py"), (3, "python", "train.py")]

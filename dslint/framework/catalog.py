@@ -104,7 +104,9 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL202": Needs((b"deepspeed", b"initialize")),
     "DSL203": Needs((b"deepspeed", b"initialize")),
     "DSL204": Needs(
-        (b"deepspeed", b"initialize", b"state_dict"), engine=False, alternatives=((b"Trainer", b"state_dict"),)
+        (b"deepspeed", b"initialize", b"state_dict"),
+        engine=False,
+        alternatives=((b"Trainer", b"state_dict"), (b"Trainer", b"save_pretrained")),
     ),
     "DSL205": Needs((b"deepspeed", b"initialize")),
     "DSL206": Needs((b"deepspeed", b"initialize")),
