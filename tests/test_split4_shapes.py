@@ -72,3 +72,17 @@ def test_wrapper_options_before_the_launcher() -> None:
     )
     found = [(line.line, line.tool, line.script) for line in parse_shell("run.sh", text)]
     assert found == [(1, "deepspeed", "train.py"), (2, "python", "train.py"), (3, "python", "train.py")]
+
+
+def test_model_moved_before_a_strategy_method_that_runs_initialize() -> None:
+    """DSL101: `strategy.distribute(model=network)` where `strategy` holds an instance of a project class (made
+    directly, or by a factory each of whose returns makes one) whose method hands the model to initialize: a move
+    before it is flagged, naming that initialize. Silent: a strategy class whose method never creates an engine,
+    and a move of another module (a frozen teacher)."""
+    found = [f for f in _findings("backend_helpers") if f[2] == "DSL101"]
+    moved = "model moved to a device before deepspeed.initialize; remove the move: the engine places it"
+    _match(found, [("fit_factory_strategy.py", 11, "DSL101", moved), ("fit_zero_strategy.py", 8, "DSL101", moved)])
+    assert all(f[3].endswith("(the model reaches deepspeed.initialize at " + STRATEGIES + ":12)") for f in found)
+
+
+STRATEGIES = "fixtures/projects/backend_helpers/parallel/strategies.py"
