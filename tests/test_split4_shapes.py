@@ -86,3 +86,20 @@ def test_model_moved_before_a_strategy_method_that_runs_initialize() -> None:
 
 
 STRATEGIES = "fixtures/projects/backend_helpers/parallel/strategies.py"
+
+
+def test_auto_values_of_a_file_an_imported_module_hands_to_initialize() -> None:
+    """DSL405: the launched script never uses `--deepspeed_config` itself; a learner class of a package it imports
+    opens `self.options.deepspeed_config`, fills the batch keys and hands the dict to initialize. The "auto"
+    values it leaves are flagged, naming that module; the batch keys it writes are not. A script whose imports
+    read no config leaves its file's reader unknown: silent."""
+    found = [f for f in _findings("imported_readers") if f[2] == "DSL405"]
+    where = " (initialize reads it: fixtures/projects/imported_readers/learners/sequential.py:14)"
+    _match(
+        found,
+        [
+            ("configs/continual.json", 6, "DSL405", "write a value for `zero_optimization.offload_optimizer.device`"),
+            ("configs/continual.json", 7, "DSL405", "write a value for `zero_optimization.reduce_bucket_size`"),
+        ],
+    )
+    assert all(f[3].endswith('not "auto": DeepSpeed uses the default' + where) for f in found)

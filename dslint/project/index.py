@@ -93,6 +93,9 @@ class ConfigReading:
     replaced: frozenset[str] = frozenset()
     # The world sizes of the launches passing the file, where the launcher says (DSL407 checks each).
     world_sizes: tuple[LaunchWorldSize, ...] = ()
+    # Where a launched script's option reaches initialize in a module the script imports (the script itself
+    # does not use it): `_follow_imported_readers`.
+    read_in: tuple[Related, ...] = ()
 
     @property
     def origin(self) -> config_facts.Origin:
@@ -117,6 +120,9 @@ class ProjectIndex:
     config_replaced: dict[str, list[frozenset[str]]] = field(default_factory=dict)
     # Per launched config, the world size of each launch passing it whose launcher says how many ranks it starts.
     config_world_sizes: dict[str, list[LaunchWorldSize]] = field(default_factory=dict)
+    # Per launched config, where a module imported by the launched script loads it and hands it to initialize,
+    # when the script itself does not use the option (`_follow_imported_readers`).
+    config_read_in: dict[str, list[Related]] = field(default_factory=dict)
     # "trainer" when no file of the project creates an engine (no deepspeed.initialize, no Lightning strategy)
     # and its scripts use the Hugging Face integrations, or no code of a checked folder touches DeepSpeed at all:
     # the reader of a config nothing names.
@@ -143,7 +149,8 @@ class ProjectIndex:
         replaced = self.config_replaced.get(absolute(path), [])
         keys = functools.reduce(frozenset.intersection, replaced) if reader == "initialize" and replaced else None
         worlds = tuple(self.config_world_sizes.get(absolute(path), ()))
-        return ConfigReading(reader, replaced=keys or frozenset(), world_sizes=worlds)
+        read_in = tuple(self.config_read_in.get(absolute(path), ())) if reader == "initialize" else ()
+        return ConfigReading(reader, replaced=keys or frozenset(), world_sizes=worlds, read_in=read_in)
 
     def facts_for(self, path: str | Path) -> ProjectFacts | None:
         return self.files.get(absolute(path))
@@ -245,6 +252,7 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
             producers.append(path)
             _opened_literals(index, path, data, roots)
     store = SummaryStore(sources, exists)
+    _follow_imported_readers(index, store)
     for config, reader, _ in framework_configs(sources, store):
         index.config_readers.setdefault(config, set()).add(reader)
     # A folder whose code never touches DeepSpeed (or holds no code: configs shipped for an upstream script that
@@ -439,6 +447,57 @@ def _reader(script: str | None, launched: LaunchedConfig) -> str:
         return "unlinked"
     readers = option_readers(data, launched.option)
     return next((reader for reader in ("initialize", "lightning", "trainer") if reader in readers), "unlinked")
+
+
+def _follow_imported_readers(index: ProjectIndex, store: SummaryStore) -> None:
+    """A launched script that does not use its config option itself (its reader "unlinked") but imports project
+    modules (to MAX_IMPORT_DEPTH levels) one of which opens `<x>.<option>` (`self.args.deepspeed_config`), loads
+    it and hands the dict to initialize (`config_readers.replaced_keys`): that file is initialize's, less the
+    keys that module replaces first, and where it is read is named (`ConfigReading.read_in`)."""
+    for launch in index.launches:
+        config, script, option = launch.config.config_path, launch.script, launch.config.option
+        if config is None or script is None or option is None or option == "accelerate":
+            continue
+        if _reader(script, launch.config) != "unlinked":
+            continue
+        for module in _imported_modules(store, absolute(script)):
+            data = store.sources.get(module)
+            keys = replaced_keys(data, option) if data is not None else None
+            if keys is None:
+                continue
+            assert data is not None
+            line = data.count(b"\n", 0, max(data.find(b"." + option.encode()), 0)) + 1
+            where = Related(shown_path(module), line, 1, f"{os.path.basename(module)} loads --{option} for initialize")
+            index.config_readers.setdefault(config, set()).add("initialize")
+            index.config_replaced.setdefault(config, []).append(keys)
+            index.config_read_in.setdefault(config, []).append(where)
+            break
+
+
+MAX_IMPORT_DEPTH = 3
+
+
+def _imported_modules(store: SummaryStore, script: str) -> list[str]:
+    """The project modules `script` imports, breadth first, to MAX_IMPORT_DEPTH levels (itself left out)."""
+    seen = {script}
+    found: list[str] = []
+    frontier = [script]
+    for _ in range(MAX_IMPORT_DEPTH):
+        following: list[str] = []
+        for path in frontier:
+            summary = store.get(path)
+            if summary is None:
+                continue
+            names = [*summary.imports.values(), *summary.stars]
+            for name in names:
+                for candidate in (name, name.rpartition(".")[0]):  # `from pkg.mod import f`: pkg.mod
+                    target = store.finder.find(candidate, path) if candidate else None
+                    if target is not None and target not in seen:
+                        seen.add(target)
+                        found.append(target)
+                        following.append(target)
+        frontier = following
+    return found
 
 
 def _opened_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequence[str]) -> None:
