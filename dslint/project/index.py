@@ -454,6 +454,7 @@ def _follow_imported_readers(index: ProjectIndex, store: SummaryStore) -> None:
     modules (to MAX_IMPORT_DEPTH levels) one of which opens `<x>.<option>` (`self.args.deepspeed_config`), loads
     it and hands the dict to initialize (`config_readers.replaced_keys`): that file is initialize's, less the
     keys that module replaces first, and where it is read is named (`ConfigReading.read_in`)."""
+    replaced: dict[tuple[str, str], frozenset[str] | None] = {}  # (module, option) -> its answer, read once
     for launch in index.launches:
         config, script, option = launch.config.config_path, launch.script, launch.config.option
         if config is None or script is None or option is None or option == "accelerate":
@@ -462,7 +463,9 @@ def _follow_imported_readers(index: ProjectIndex, store: SummaryStore) -> None:
             continue
         for module in _imported_modules(store, absolute(script)):
             data = store.sources.get(module)
-            keys = replaced_keys(data, option) if data is not None else None
+            if (module, option) not in replaced:
+                replaced[(module, option)] = replaced_keys(data, option) if data is not None else None
+            keys = replaced[(module, option)]
             if keys is None:
                 continue
             assert data is not None
