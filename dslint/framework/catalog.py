@@ -104,7 +104,9 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL202": Needs((b"deepspeed", b"initialize")),
     "DSL203": Needs((b"deepspeed", b"initialize")),
     "DSL204": Needs(
-        (b"deepspeed", b"initialize", b"state_dict"), engine=False, alternatives=((b"Trainer", b"state_dict"),)
+        (b"deepspeed", b"initialize", b"state_dict"),
+        engine=False,
+        alternatives=((b"Trainer", b"state_dict"), (b"Trainer", b"save_pretrained")),
     ),
     "DSL205": Needs((b"deepspeed", b"initialize")),
     "DSL206": Needs((b"deepspeed", b"initialize")),
@@ -118,7 +120,10 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         ),
     ),
     "DSL208": Needs(
-        (b"deepspeed", b"from_pretrained"), engine=False, zero_source=True, alternatives=((b"HfDeepSpeedConfig",),)
+        (b"deepspeed", b"from_pretrained"),
+        engine=False,
+        zero_source=True,
+        alternatives=((b"HfDeepSpeedConfig",), (b"deepspeed", b"TrainingArguments")),
     ),
     "DSL209": Needs((b"deepspeed", b"initialize")),
     "DSL214": Needs((b"DataParallel",)),

@@ -47,6 +47,9 @@ class ConfigContext:
     # The world sizes of the launches that pass this file (from the project index), each with where it was read;
     # `world_size` (the command line's) takes precedence.
     launch_world_sizes: tuple[LaunchWorldSize, ...] = ()
+    # Where the script a launcher starts hands this file to initialize when that is in another module it imports
+    # (`ConfigReading.read_in`): a finding about what initialize does with it names that place.
+    read_in: tuple[Related, ...] = ()
 
 
 class ConfigRule(Rule):

@@ -12,7 +12,7 @@ from dslint.config.recognition import is_config_name, is_deepspeed_config
 from dslint.config.tree import Object, ParseError, parse_text
 from dslint.config.versions import NewestAdmitted, Version, config_schema, selected_version
 from dslint.config.yaml_config import is_config_yaml_name, read_yaml_config
-from dslint.diagnostics import Diagnostic
+from dslint.diagnostics import Diagnostic, Related
 from dslint.framework.config_rule import ConfigContext, ConfigRule
 from dslint.framework.driver_rules import ConfigSyntaxError
 from dslint.framework.registry import implementation
@@ -69,6 +69,7 @@ def lint_config_source(
     known_config: bool = False,
     replaced_keys: frozenset[str] = frozenset(),
     launch_world_sizes: tuple[LaunchWorldSize, ...] = (),
+    read_in: tuple[Related, ...] = (),
 ) -> FileResult:
     """Lint one config file. `known_config`: a script points at it, so it is a DeepSpeed config whatever its
     name or content; otherwise a file that is not recognisably a DeepSpeed config gets no finding.
@@ -105,6 +106,7 @@ def lint_config_source(
             deepspeed_version=version,
             replaced_keys=replaced_keys,
             launch_world_sizes=launch_world_sizes,
+            read_in=read_in,
         )
 
     version = selected_version(selection.deepspeed_version)
@@ -163,6 +165,7 @@ def lint_yaml_config_source(
             deepspeed_version=at,
             replaced_keys=reading.replaced if reading is not None and config.section is None else frozenset(),
             launch_world_sizes=reading.world_sizes if reading is not None else (),
+            read_in=reading.read_in if reading is not None else (),
         )
 
     newest = NewestAdmitted.of(selection.deepspeed_newest, selection.deepspeed_pin)

@@ -72,6 +72,9 @@ class Evaluator:
         self.instance_reads: dict[tuple[str, int, int, int, int], Item] = {}
         # `obj.x.method(...)` on such an instance: the same position -> (class's path, class, "x")
         self.receivers: dict[tuple[str, int, int, int, int], tuple[str, str, str]] = {}
+        # `obj.method(...)` where `obj` holds an instance of a project class (made here, or by a factory every
+        # return of which makes one): (path, line, column as `ast` gives it) -> the methods it may run
+        self.instance_calls: dict[tuple[str, int, int], list[Callee]] = {}
 
     def module(self, path: str) -> ModuleSummary | None:
         return self.store.get(path)
@@ -213,7 +216,8 @@ class Evaluator:
                 return Results(INITIALIZE.returns, site)
             callee = self.resolve(module, summary, expr.func)
             if callee is None:
-                return None
+                cls = self._project_class(module, expr.func)  # a class without an `__init__` of its own
+                return Returned(cls[0], f"{cls[1]}.__init__") if cls is not None else None
             returned = self._returned_through(callee, self._overrides(module, summary, expr.func))
             if returned is None:
                 return Returned(*callee)
@@ -452,8 +456,13 @@ class Evaluator:
             return
         callee = self.resolve(module, summary, call.func)
         if callee is None:
+            targets = self._instance_methods(values, call.func)
+            if targets:
+                self.instance_calls[(module.path, call.lineno, call.col_offset)] = targets
+        else:
+            targets = [callee, *self._overrides(module, summary, call.func)]
+        if not targets:
             return
-        targets = [callee, *self._overrides(module, summary, call.func)]
         functions = [(target, function) for target in targets if (function := self.function(target)) is not None]
         if not functions:
             return
@@ -473,6 +482,43 @@ class Evaluator:
             arguments: dict[str, Value] = dict(zip(function.positional, positional, strict=False))
             arguments.update(keywords)
             self.calls.append(CallSite(module.path, call.lineno, call.col_offset + 1, target, arguments))
+
+    def _project_class(self, module: ModuleSummary, func: ast.expr) -> tuple[str, str] | None:
+        """The project class a callee names (`Backend`, `backends.Backend`): (its module's path, its name)."""
+        name = dotted(func)
+        if name is None:
+            return None
+        if name in module.classes:
+            return (module.path, name)
+        head, _, rest = name.partition(".")
+        imported = module.imports.get(head)
+        found = self.hierarchy.follow(f"{imported}.{rest}" if rest else imported, module.path) if imported else None
+        return (found[0].path, found[1]) if found is not None and found[1] in found[0].classes else None
+
+    def _instance_methods(self, values: dict[str, Value], func: ast.expr) -> list[Callee]:
+        """`obj.method` where `obj` holds an instance of a project class, or what a project factory returns when
+        each of its returns is such an instance (`backend = backend_from_args(args)`): the method of each class
+        that has one (along its bases)."""
+        if not isinstance(func, ast.Attribute):
+            return []
+        head = dotted(func.value)
+        held = values.get(head) if head is not None else None
+        if not isinstance(held, Returned) or held.via:
+            return []
+        instances = [held]
+        if not held.qualname.endswith(".__init__"):
+            module = self.module(held.path)
+            factory = self.ensure(module, held.qualname) if module is not None else None
+            returns = factory.returns if factory is not None else []
+            instances = [r for r in returns if isinstance(r, Returned) and r.qualname.endswith(".__init__")]
+            if not returns or len(instances) != len(returns):
+                return []
+        found: list[Callee] = []
+        for instance in instances:
+            method = self.hierarchy.method((instance.path, instance.qualname[: -len(".__init__")]), func.attr)
+            if method is not None and method not in found:
+                found.append(method)
+        return found
 
     def argument_for(self, callee: Callee, call: ast.Call, param: str) -> ast.expr | None:
         """The expression a call passes to the callee's parameter `param`."""

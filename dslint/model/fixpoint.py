@@ -261,6 +261,10 @@ class ProjectModel(Evaluator):
                     if callee is not None:
                         column = character_column(lines, call.lineno, call.col_offset) + 1
                         found.append(HelperCall(path, call.lineno, column, text, callee))
+        for (path, line, offset), callees in sorted(self.instance_calls.items()):  # `backend.distribute(...)`
+            lines = self.store.sources.get(path, b"").splitlines()
+            column = character_column(lines, line, offset) + 1
+            found.extend(HelperCall(path, line, column, f"{c[1]}", c) for c in callees)
         self._helpers = found
         return found
 

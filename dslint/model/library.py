@@ -10,7 +10,12 @@ until a second reader needs it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+# transformers' model classes, whose `from_pretrained` builds a model (not a tokenizer or a config): `AutoModel*`,
+# `*Model`, `*For<Task>` (read by `script/hf_models.py` and `model/pretrained_loaders.py`).
+TRANSFORMERS_MODEL_CLASS = re.compile(r"^(AutoModel\w*|\w*Model|\w+For[A-Z]\w*)$")
 
 # The order of deepspeed.initialize's results: (engine, optimizer, training_dataloader, lr_scheduler).
 ENGINE = "engine"

@@ -99,25 +99,7 @@ def plugin_reaching(store: SummaryStore, path: str, sites: dict[str, int]) -> tu
 
 def _imported(store: SummaryStore, path: str, wanted: Callable[[str], bool]) -> str | None:
     """The nearest module `wanted` among `path` and the project modules it imports (a few levels)."""
-    seen = {path}
-    level = [path]
-    for _ in range(MAX_IMPORT_DEPTH + 1):
-        for current in level:
-            if wanted(current):
-                return current
-        following: list[str] = []
-        for current in level:
-            module = store.get(current)
-            if module is None:
-                continue
-            for dotted in [*module.imports.values(), *module.stars]:
-                for name in (dotted, dotted.rpartition(".")[0]):  # `from m import f`: m.f may be m's
-                    found = store.finder.find(name, current) if name else None
-                    if found is not None and found not in seen:
-                        seen.add(found)
-                        following.append(found)
-        level = sorted(following)
-    return None
+    return next((m for m in [path, *store.imported_modules(path, MAX_IMPORT_DEPTH)] if wanted(m)), None)
 
 
 def _saves(

@@ -240,6 +240,29 @@ class SummaryStore:
         self.summaries[path] = summary
         return summary
 
+    def imported_modules(self, path: str, levels: int) -> list[str]:
+        """The project modules `path` imports, directly or through other project modules to `levels` levels,
+        nearest level first (each level sorted), `path` itself left out. `from pkg.mod import f` counts `pkg.mod`
+        (and `pkg.mod.f` where that is a module); star imports count."""
+        seen = {path}
+        found: list[str] = []
+        level = [path]
+        for _ in range(levels):
+            following: list[str] = []
+            for current in level:
+                module = self.get(current)
+                if module is None:
+                    continue
+                for dotted in [*module.imports.values(), *module.stars]:
+                    for name in (dotted, dotted.rpartition(".")[0]):
+                        target = self.finder.find(name, current) if name else None
+                        if target is not None and target not in seen:
+                            seen.add(target)
+                            following.append(target)
+            level = sorted(following)
+            found.extend(level)
+        return found
+
     def _cached(self, path: str, data: bytes) -> ModuleSummary | None:
         key = (path, hashlib.blake2b(data, digest_size=16).digest())
         hit = _CACHE.get(key)

@@ -18,6 +18,7 @@ from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
 from dslint.model.state_saving_calls import plugin_reaching, plugin_sites, state_saving_calls
+from dslint.model.pretrained_loaders import loader_calls
 from dslint.model.summary import SummaryStore
 from dslint.model.values import InitSite
 from dslint.project.site_configs import engine_config, shown_path
@@ -52,6 +53,24 @@ def record_state_saving_calls(files: dict[str, ProjectFacts], store: SummaryStor
         saves = Related(shown_path(call.saver[0]), call.save_line, 1, f"{call.saver[1]}() calls {call.name}.save_state")
         calls = {**facts.state_saving_calls, (call.line, call.column): (saves, built)}
         files[call.path] = replace(facts, state_saving_calls=calls)
+
+
+def record_pretrained_loads(files: dict[str, ProjectFacts], store: SummaryStore) -> None:
+    """Calls, in functions building `*TrainingArguments`, of project functions returning a `from_pretrained`
+    model (DSL208: the model is built before the Trainer's DeepSpeed config exists)."""
+    sources = store.sources
+    if not any(b"from_pretrained(" in data for data in sources.values()):
+        return
+    holders = sorted(p for p, data in sources.items() if b"TrainingArguments(" in data)
+    if not holders:
+        return
+    model = ProjectModel(store)
+    for call in loader_calls(model, holders):
+        facts = facts_of(files, call.path)
+        note = f"{call.load[1]}() loads the model with from_pretrained"
+        load = Related(shown_path(call.load[0]), call.load_line, 1, note)
+        loads = {**facts.pretrained_loads, (call.line, call.column): load}
+        files[call.path] = replace(facts, pretrained_loads=loads)
 
 
 def follow_engines(

@@ -26,7 +26,12 @@ from dslint.model.summary import SummaryStore
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, opened_configs, option_readers, replaced_keys
 from dslint.project.dumped_configs import dumped_config_names
-from dslint.project.engine_facts import facts_of, follow_engines, record_state_saving_calls
+from dslint.project.engine_facts import (
+    facts_of,
+    follow_engines,
+    record_pretrained_loads,
+    record_state_saving_calls,
+)
 from dslint.project.inputs import exists, is_file, record
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, config_option, file_names_under, launch_issues
@@ -88,6 +93,9 @@ class ConfigReading:
     replaced: frozenset[str] = frozenset()
     # The world sizes of the launches passing the file, where the launcher says (DSL407 checks each).
     world_sizes: tuple[LaunchWorldSize, ...] = ()
+    # Where a launched script's option reaches initialize in a module the script imports (the script itself
+    # does not use it): `_follow_imported_readers`.
+    read_in: tuple[Related, ...] = ()
 
     @property
     def origin(self) -> config_facts.Origin:
@@ -112,6 +120,9 @@ class ProjectIndex:
     config_replaced: dict[str, list[frozenset[str]]] = field(default_factory=dict)
     # Per launched config, the world size of each launch passing it whose launcher says how many ranks it starts.
     config_world_sizes: dict[str, list[LaunchWorldSize]] = field(default_factory=dict)
+    # Per launched config, where a module imported by the launched script loads it and hands it to initialize,
+    # when the script itself does not use the option (`_follow_imported_readers`).
+    config_read_in: dict[str, list[Related]] = field(default_factory=dict)
     # "trainer" when no file of the project creates an engine (no deepspeed.initialize, no Lightning strategy)
     # and its scripts use the Hugging Face integrations, or no code of a checked folder touches DeepSpeed at all;
     # "lightning" when its only way to DeepSpeed is Lightning's DeepSpeedStrategy given a config dslint does not
@@ -139,7 +150,8 @@ class ProjectIndex:
         replaced = self.config_replaced.get(absolute(path), [])
         keys = functools.reduce(frozenset.intersection, replaced) if reader == "initialize" and replaced else None
         worlds = tuple(self.config_world_sizes.get(absolute(path), ()))
-        return ConfigReading(reader, replaced=keys or frozenset(), world_sizes=worlds)
+        read_in = tuple(self.config_read_in.get(absolute(path), ())) if reader == "initialize" else ()
+        return ConfigReading(reader, replaced=keys or frozenset(), world_sizes=worlds, read_in=read_in)
 
     def facts_for(self, path: str | Path) -> ProjectFacts | None:
         return self.files.get(absolute(path))
@@ -241,6 +253,7 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
             producers.append(path)
             _opened_literals(index, path, data, roots)
     store = SummaryStore(sources, exists)
+    _follow_imported_readers(index, store)
     for config, reader, _ in framework_configs(sources, store):
         index.config_readers.setdefault(config, set()).add(reader)
     # A folder whose code never touches DeepSpeed (or holds no code: configs shipped for an upstream script that
@@ -275,6 +288,7 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     for path, functions in cuda_parameters(store).items():
         index.files[path] = replace(_facts(index, path), cuda_parameters=functions)
     record_state_saving_calls(index.files, store)
+    record_pretrained_loads(index.files, store)
     texts = functools.lru_cache(maxsize=None)(lambda path: (_read(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: file_names_under(roots, SKIPPED_DIRECTORIES))
     issues = launch_issues(index.sites, sources, store, texts, names)
@@ -471,6 +485,37 @@ def _other_config_options(
         config = _find(value, launcher, roots, line.directory) if reader is not None else None
         if reader is not None and config is not None:
             index.config_readers.setdefault(config, set()).add(reader)
+
+
+def _follow_imported_readers(index: ProjectIndex, store: SummaryStore) -> None:
+    """A launched script that does not use its config option itself (its reader "unlinked") but imports project
+    modules (to MAX_IMPORT_DEPTH levels) one of which opens `<x>.<option>` (`self.args.deepspeed_config`), loads
+    it and hands the dict to initialize (`config_readers.replaced_keys`): that file is initialize's, less the
+    keys that module replaces first, and where it is read is named (`ConfigReading.read_in`)."""
+    replaced: dict[tuple[str, str], frozenset[str] | None] = {}  # (module, option) -> its answer, read once
+    for launch in index.launches:
+        config, script, option = launch.config.config_path, launch.script, launch.config.option
+        if config is None or script is None or option is None or option == "accelerate":
+            continue
+        if _reader(script, launch.config) != "unlinked":
+            continue
+        for module in store.imported_modules(absolute(script), MAX_IMPORT_DEPTH):
+            data = store.sources.get(module)
+            if (module, option) not in replaced:
+                replaced[(module, option)] = replaced_keys(data, option) if data is not None else None
+            keys = replaced[(module, option)]
+            if keys is None:
+                continue
+            assert data is not None
+            line = data.count(b"\n", 0, max(data.find(b"." + option.encode()), 0)) + 1
+            where = Related(shown_path(module), line, 1, f"{os.path.basename(module)} loads --{option} for initialize")
+            index.config_readers.setdefault(config, set()).add("initialize")
+            index.config_replaced.setdefault(config, []).append(keys)
+            index.config_read_in.setdefault(config, []).append(where)
+            break
+
+
+MAX_IMPORT_DEPTH = 3  # import levels between a launched script and the module loading its config
 
 
 def _opened_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequence[str]) -> None:

@@ -372,6 +372,29 @@ def parse_makefile(path: str, text: str) -> list[LaunchLine]:
     return found
 
 
+# Wrappers that take options of their own before the command they run (`srun --nodes=2 -N 2 deepspeed x.py`,
+# `mpirun -np 4 python x.py`).
+_OPTION_WRAPPERS = frozenset({"srun", "mpirun"})
+
+
+def _after_options(words: list[str], index: int) -> int:
+    """The index of the first word after a wrapper's options: `-x`/`--name=value` words, and the separate value
+    of an option without `=` when it is not a launcher word itself (`-N 2`; `--pty python` keeps `python`)."""
+    while index < len(words) and words[index].startswith("-"):
+        option = words[index]
+        index += 1
+        following = words[index] if index < len(words) else None
+        if (
+            "=" not in option
+            and following is not None
+            and not following.startswith("-")
+            and following.rsplit("/", 1)[-1] not in LAUNCHER_WORDS
+            and not following.endswith(".py")
+        ):
+            index += 1
+    return index
+
+
 def _launch_in(
     path: str, number: int, original: str, segment: str, target: str | None, exported: dict[str, str] | None = None
 ) -> LaunchLine | None:
@@ -391,6 +414,8 @@ def _launch_in(
         if equals:
             environment[name] = UNKNOWN_VALUE if UNKNOWN_VALUE in value else value
         index += 1
+        if words[index - 1] in _OPTION_WRAPPERS:
+            index = _after_options(words, index)
     if index >= len(words):
         return None
     head = words[index].rsplit("/", 1)[-1]

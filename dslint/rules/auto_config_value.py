@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dslint.config.facts import Origin, autotuning_enabled, batch_number, is_auto
 from dslint.config.key_edits import remove_entry
-from dslint.config.tree import Array, Entry, Node, Object
+from dslint.config.tree import Array, Entry, Node, Object, to_python
 from dslint.diagnostics import Applicability, Fix, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
@@ -51,7 +51,10 @@ class AutoConfigValue(ConfigRule):
             script loads (named by a launcher option, `open(args.x)`, or opened by a literal path,
             `open("ds_config.json")`), whether written at the top (`cfg["train_batch_size"] = n`), nested
             (`cfg["zero_optimization"]["stage"] = 3`) or through `update` (`cfg.update({...})`,
-            `cfg["bf16"].update({...})`).
+            `cfg["bf16"].update({...})`). An `"auto"` inside a section written `"enabled": false` is never read
+            and is not reported. A launched script that does not use the option itself but imports a
+            project module (to three levels) that opens `<x>.<option>` (`self.args.deepspeed_config`), loads it and
+            hands the dict to `initialize` links the file too; the finding names that module.
 
             accelerate fills fewer keys than the Trainer: from its plugin and launcher settings
             `gradient_accumulation_steps`, `gradient_clipping`, `zero_optimization.stage`, the offload devices
@@ -121,8 +124,38 @@ class AutoConfigValue(ConfigRule):
             """,
             path="train.py",
         ),
+        Valid(
+            """
+            import deepspeed
+            config = {"train_batch_size": 16, "fp16": {"enabled": False, "loss_scale": "auto"}}
+            engine, _, _, _ = deepspeed.initialize(model=model, config=config)
+            """,
+            path="train.py",
+        ),
     )
     invalid = (
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 2, "reduce_bucket_size": "auto"}\n}\n',
+            lines=(3,),
+            files=(
+                ("run.sh", "deepspeed main.py --deepspeed_config ds_config.json\n"),
+                ("main.py", "import argparse\nfrom learner import Learner\nLearner(argparse.Namespace()).run()\n"),
+                (
+                    "learner.py",
+                    """
+                    import json
+                    import deepspeed
+                    class Learner:
+                        def __init__(self, options):
+                            self.options = options
+                        def run(self):
+                            with open(self.options.deepspeed_config) as handle:
+                                settings = json.load(handle)
+                            deepspeed.initialize(model=None, config=settings)
+                    """,
+                ),
+            ),
+        ),
         Invalid(
             '{\n  "train_batch_size": "auto",\n  "zero_optimization": {"stage": "auto"}\n}\n',
             lines=(2, 3),
@@ -190,6 +223,7 @@ class AutoConfigValue(ConfigRule):
             (path, entry)
             for path, entry in auto_entries(self.root)
             if not any(PATH_SEPARATOR.join(path[:end]) in replaced for end in range(1, len(path) + 1))
+            and not (len(path) > 1 and self._disabled(path[0]))
         ]
         for path, entry in found:
             where = ".".join(path)
@@ -206,11 +240,20 @@ class AutoConfigValue(ConfigRule):
                     effect += f" (`{path[0]}` off)"
             else:
                 effect = "DeepSpeed fails where the value is used"
+            read_in = self.context.read_in  # the launched script hands the file on in a module it imports
+            note = f" (initialize reads it: {read_in[0].path}:{read_in[0].line})" if read_in else ""
             self.report_key(
                 entry,
-                f'write a value for `{where}`, not "auto": {effect}',
+                f'write a value for `{where}`, not "auto": {effect}{note}',
                 fix=self._derived(path, entry),
+                related=read_in,
             )
+
+    def _disabled(self, key: str) -> bool:
+        """A section written `"enabled": false` (`fp16`, `bf16`): DeepSpeed reads none of its other values."""
+        section = self.root.get(key)
+        enabled = section.get("enabled") if isinstance(section, Object) else None
+        return enabled is not None and to_python(enabled) is False
 
     def _derived(self, path: tuple[str, ...], entry: Entry) -> Fix | None:
         """A batch key whose value DeepSpeed derives from the other two (runtime/config.py,

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dslint.diagnostics import Severity
+from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import AccelerateRun, accelerate_runs
 from dslint.project.engine_config import ZeroSources
 from dslint.script.hf_models import is_model_from_pretrained
 from dslint.script.model_reach import ModelReach
+
+_LOAD_PAIR = """
+from transformers import AutoModelForCausalLM, AutoTokenizer
+def load_pair(name):
+    model = AutoModelForCausalLM.from_pretrained(name)
+    return model, AutoTokenizer.from_pretrained(name)
+"""
 
 
 class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
@@ -20,6 +27,7 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     elsewhere_template = (
         "a ZeRO-3 engine is made of this model ({where}), but no HfDeepSpeedConfig is alive: create one"
     )
+    helper_template = "{where} runs from_pretrained before the ZeRO-3 TrainingArguments exist: create them first"
     severity = Severity.WARNING
     needs_engine = False
     needs_zero_source = True  # its ZeroSources are all it reads the stage from
@@ -27,7 +35,9 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     # `HfDeepSpeedConfig(...)` whose result is dropped is reported wherever it is, even in a file without the
     # lowercase word `deepspeed` or a `from_pretrained` (the loads it was meant for may be in another module).
     required_tokens = (b"deepspeed", b"from_pretrained")
-    alternative_tokens = ((b"HfDeepSpeedConfig",),)
+    # A file that calls a project helper loading the model (`model.pretrained_loaders`) may not name
+    # `from_pretrained` itself.
+    alternative_tokens = ((b"HfDeepSpeedConfig",), (b"deepspeed", b"TrainingArguments"))
     docs = RuleDocs(
         what="""
             Flags a transformers model's `from_pretrained(...)` that runs before `deepspeed.initialize` (or before
@@ -43,7 +53,11 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             the dict a project helper returns (its `stage` a constant or a parameter's value at the call), and
             this file makes no `HfDeepSpeedConfig` or Trainer config and no accelerate launch may keep one; the
             finding names the `initialize` call and the config's builder. `from_pretrained` of a class of the
-            file deriving from a transformers model class counts as transformers' own.
+            file deriving from a transformers model class counts as transformers' own. A call of a project
+            function that returns a model `from_pretrained` builds (through further project functions, alone or
+            in a returned tuple: `model, tokenizer = load_pair(name)`), made before a ZeRO-3
+            `TrainingArguments(deepspeed=...)` of the same function, is flagged at the call, naming where the
+            model is loaded.
         """,
         why="""
             transformers finds out that ZeRO-3 is on only through a live `HfDeepSpeedConfig`, which it holds by
@@ -95,6 +109,17 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         ),
         Valid(
             """
+            from transformers import Trainer, TrainingArguments
+            from zoo import load_pair
+            def main(name):
+                args = TrainingArguments(output_dir="out", deepspeed={"zero_optimization": {"stage": 3}})
+                model, tokenizer = load_pair(name)
+                Trainer(model=model, args=args).train()
+            """,
+            files=(("zoo.py", _LOAD_PAIR),),
+        ),
+        Valid(
+            """
             import deepspeed
             from transformers import AutoModelForCausalLM, AutoTokenizer
             tokenizer = AutoTokenizer.from_pretrained(name)
@@ -127,16 +152,36 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             """,
             lines=(6, 7),
         ),
+        Invalid(
+            """
+            from transformers import Trainer, TrainingArguments
+            from zoo import load_pair
+            def main(name):
+                model, tokenizer = load_pair(name)
+                args = TrainingArguments(output_dir="out", deepspeed={"zero_optimization": {"stage": 3}})
+                Trainer(model=model, args=args).train()
+            """,
+            lines=(5,),
+            files=(("zoo.py", _LOAD_PAIR),),
+        ),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
         self.sources = ZeroSources(self.context)
         self.loads: list[cst.Call] = []
+        self.helper_loads: list[tuple[cst.Call, Related]] = []
+        project = self.facts.project
+        self.loaders = project.pretrained_loads if project is not None else {}
 
     def visit_Call(self, node: cst.Call) -> None:
         self.sources.consider(node)
         if is_model_from_pretrained(self.context, node):
             self.loads.append(node)
+        elif self.loaders:
+            position = self.facts.call_position(node)
+            load = self.loaders.get(position) if position is not None else None
+            if load is not None:
+                self.helper_loads.append((node, load))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         facts = self.facts
@@ -168,6 +213,28 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
                 if not reach.reaches(node):
                     continue  # a teacher or reference model that never reaches the engine: never partitioned
             self.report(node)
+        for node, load in self.helper_loads:
+            self._helper_load(node, load)
+
+    def _helper_load(self, node: cst.Call, load: Related) -> None:
+        """A project helper returns a model `from_pretrained` builds (`ProjectFacts.pretrained_loads`), called
+        before a ZeRO-3 `TrainingArguments(deepspeed=...)` of the same function, with no live DeepSpeed config
+        for transformers before the call."""
+        facts, sources = self.facts, self.sources
+        scope = facts.scope_at(node)
+        pos = facts.start(node)
+        after = [
+            source
+            for source in sources.of_kind("TrainingArguments")
+            if source.stage == 3 and facts.scope_at(source.call) is scope and pos < facts.start(source.call)
+        ]
+        if not after or any(
+            source.bound and sources.in_scope_before(source, scope, node)
+            for source in sources.of_kind("HfDeepSpeedConfig", "TrainingArguments")
+        ):
+            return
+        where = f"{load.message.partition(' ')[0]} ({load.path}:{load.line})"
+        self.report(node, self.helper_template.format(where=where), related=[load])
 
     def _engine_elsewhere(self, node: cst.Call, reach: ModelReach) -> None:
         """The model goes to an initialize in another function or module whose config is known to be stage 3

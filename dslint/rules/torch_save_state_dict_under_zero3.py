@@ -14,7 +14,7 @@ from dslint.script.facts import BindingKind, Role, method_name
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.names import dotted_name
 from dslint.script.stage_guard import StageGuards
-from dslint.script.trainer_saves import trainer_state_dicts_saved
+from dslint.script.trainer_saves import trainer_models_saved, trainer_state_dicts_saved
 
 TORCH_SAVE = "torch.save"
 TARGETS = (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL)
@@ -41,11 +41,14 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
     trainer_message = (
         "ZeRO-3: trainer.model.state_dict() holds empty tensors; save with trainer.save_model and the gather"
     )
+    trained_model_message = (
+        "ZeRO-3: the model the Trainer trained holds empty parameters; save it with trainer.save_model(dir)"
+    )
     severity = Severity.ERROR
     needs_engine = False  # the Hugging Face Trainer creates its engine inside `train()`
     # every finding is a `state_dict()` call (of an engine's model, or of a Trainer's)
     required_tokens = (b"deepspeed", b"initialize", b"state_dict")
-    alternative_tokens = ((b"Trainer", b"state_dict"),)
+    alternative_tokens = ((b"Trainer", b"state_dict"), (b"Trainer", b"save_pretrained"))
     docs = RuleDocs(
         what="""
             Flags `torch.save(X.state_dict(), ...)` (also inside a dict or list, or through a name bound to
@@ -58,7 +61,10 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             Also flags, as an error, a Hugging Face Trainer's `trainer.model.state_dict()` whose result (or a dict
             made from it) is written in the same function (`torch.save`, `trainer._save(dir, state_dict=...)`,
             `save_pretrained(dir, state_dict=...)`) when a launcher starts the script with a `--deepspeed` config
-            known to be ZeRO-3; with an unknown or lower stage it stays silent.
+            known to be ZeRO-3; with an unknown or lower stage it stays silent. Likewise the model handed to the
+            Trainer (`Trainer(model=model)`, or a wrapper of that name bound later: `model = torch.compile(model)`)
+            saved after `trainer.train()` in the same function, with `model.save_pretrained(dir)` (no
+            `state_dict=`; a PEFT adapter too) or its `state_dict()` written to disk.
         """,
         why="""
             Under ZeRO-3 every parameter is partitioned across ranks and `param.data` is an empty tensor on
@@ -121,8 +127,42 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             torch.save(trainer.model.state_dict(), "model.pt")
             """
         ),
+        Valid(
+            """
+            from transformers import Trainer, TrainingArguments
+            def main(model):
+                args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})
+                trainer = Trainer(model=model, args=args)
+                model.save_pretrained("init")
+                trainer.train()
+                trainer.save_model(args.output_dir)
+            """
+        ),
+        Valid(
+            """
+            from transformers import Trainer, TrainingArguments
+            def main(model):
+                args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 2}})
+                trainer = Trainer(model=model, args=args)
+                trainer.train()
+                model.save_pretrained(args.output_dir)
+            """
+        ),
     )
     invalid = (
+        Invalid(
+            """
+            from peft import get_peft_model
+            from transformers import Trainer, TrainingArguments
+            def main(base, lora):
+                args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})
+                model = get_peft_model(base, lora)
+                trainer = Trainer(model=model, args=args)
+                trainer.train()
+                model.save_pretrained(args.output_dir)
+            """,
+            lines=(9,),
+        ),
         Invalid(
             """
             import torch
@@ -163,6 +203,7 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         self.gathered = GatheredBlocks(self.facts, for_modification=False)
         self.stage_guards = StageGuards()
         self.trainer_saves = set(trainer_state_dicts_saved(self.facts, node))
+        self.trained_saves = set(trainer_models_saved(self.facts))
 
     def visit_If(self, node: cst.If) -> None:
         self.stage_guards.enter(node)
@@ -182,6 +223,9 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         if node in self.trainer_saves:
             self._trainer_model_state(node)
             return
+        if node in self.trained_saves:
+            self._trainer_model_state(node, self.trained_model_message)
+            return
         if self.facts.qualified(node.func) != TORCH_SAVE or not node.args:
             return
         saved = node.args[0]
@@ -197,14 +241,14 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         elif stage is None:
             self.report(node, self.message + found.suffix, severity=Severity.WARNING, related=found.related)
 
-    def _trainer_model_state(self, node: cst.Call) -> None:
+    def _trainer_model_state(self, node: cst.Call, message: str | None = None) -> None:
         """`trainer.model.state_dict()` written to disk, in a script the launchers start with a ZeRO-3 config
         for its Trainer (`--deepspeed ds_z3.json`): only a config known to be stage 3 is reported."""
         stage3 = [config for config in trainer_configs(self.context) if config.zero_stage == 3]
         if not stage3:
             return
         found = config_evidence(stage3)
-        self.report(node, self.trainer_message + found.suffix, related=found.related)
+        self.report(node, (message or self.trainer_message) + found.suffix, related=found.related)
 
     def _saved_model_state(self, value: cst.BaseExpression, at: cst.Call) -> Engine | None:
         facts = self.facts

@@ -9,13 +9,11 @@ builds the model partitioned (`zero.Init`) and refuses a `device_map`
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
+from dslint.model.library import TRANSFORMERS_MODEL_CLASS
 from dslint.script.context import ScriptContext
 
-MODEL_CLASS = re.compile(r"^(AutoModel\w*|\w*Model|\w+For[A-Z]\w*)$")
 TRAINING_ARGUMENTS = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments"})
 
 
@@ -34,7 +32,7 @@ def is_model_from_pretrained(context: ScriptContext, call: cst.Call) -> bool:
         return False
     name = hf_class_name(context, func.value)
     if name is not None:
-        return bool(MODEL_CLASS.match(name))
+        return bool(TRANSFORMERS_MODEL_CLASS.match(name))
     return isinstance(func.value, cst.Name) and func.value.value in _model_subclasses(context)
 
 
@@ -50,7 +48,7 @@ def _model_subclasses(context: ScriptContext) -> set[str]:
             continue
         for base in statement.bases:
             name = hf_class_name(context, base.value)
-            if (name is not None and MODEL_CLASS.match(name)) or (
+            if (name is not None and TRANSFORMERS_MODEL_CLASS.match(name)) or (
                 isinstance(base.value, cst.Name) and base.value.value in found
             ):
                 found.add(statement.name.value)

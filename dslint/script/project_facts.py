@@ -124,6 +124,9 @@ class ProjectFacts:
     # (`model.state_saving_calls`): the call -> (where save_state is called, where the project builds a
     # DeepSpeedPlugin, or None)
     state_saving_calls: Mapping[tuple[int, int], tuple[Related, Related | None]] = field(default_factory=dict)
+    # Calls in this file, in a function building `*TrainingArguments`, of a project function returning a model
+    # that transformers' `from_pretrained` builds (`model.pretrained_loaders`): the call -> where it is loaded
+    pretrained_loads: Mapping[tuple[int, int], Related] = field(default_factory=dict)
     # Files this module opens for writing and `json.dump`s a dict into that a launch passes as the DeepSpeed
     # config (`project.dumped_configs`): the name as written here -> where the launch names the file
     dumped_configs: Mapping[str, Related] = field(default_factory=dict)

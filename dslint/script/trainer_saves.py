@@ -120,3 +120,94 @@ def _calls(facts: ScriptFacts) -> list[cst.Call]:
     again through libcst's `children`, which visits each node to list them, cost a third of the lint's CPU time
     on DeepSpeed's own source."""
     return [node for node in facts.scope_of_node if isinstance(node, cst.Call)]
+
+
+def trainer_models_saved(facts: ScriptFacts) -> list[cst.Call]:
+    """Saves of the model a Hugging Face Trainer trained, made after `trainer.train()` in the same function:
+    `model.save_pretrained(dir)` without `state_dict=`, or `model.state_dict()` written to disk, where `model` is
+    the name handed to the Trainer (`Trainer(model=model, ...)`), or a wrapper of it bound later
+    (`model = torch.compile(model)`). Under ZeRO-3 the Trainer leaves that model's parameters partitioned: each
+    rank holds an empty `param.data`, so what is saved is empty (transformers gathers only in `save_model`)."""
+    found: list[cst.Call] = []
+    trained = _trained_models(facts)
+    if not trained:
+        return found
+    for call in _calls(facts):
+        name = method_name(call)
+        if name not in ("save_pretrained", "state_dict") or not isinstance(call.func, cst.Attribute):
+            continue
+        holder = call.func.value
+        if not isinstance(holder, cst.Name):
+            continue
+        if name == "save_pretrained" and any(
+            a.keyword is not None and a.keyword.value == "state_dict" for a in call.args
+        ):
+            continue  # a state dict given explicitly: where it comes from is another question
+        if name == "state_dict" and not _saved(facts, call):
+            continue
+        if _after_training(facts, holder, call, trained):
+            found.append(call)
+    return found
+
+
+def _trained_models(facts: ScriptFacts) -> list[tuple[cst.Name, int]]:
+    """The model names handed to a Trainer whose `train()` is called later in the same scope, with the position
+    of that `train()` call."""
+    found: list[tuple[cst.Name, int]] = []
+    calls = _calls(facts)
+    for call in calls:
+        if not is_hf_trainer_class(facts, call.func):
+            continue
+        model = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "model"), None)
+        if model is None and call.args and call.args[0].keyword is None and not call.args[0].star:
+            model = call.args[0].value
+        if not isinstance(model, cst.Name):
+            continue
+        for trainer in _bound_names(facts, call):
+            for train in calls:
+                if (
+                    method_name(train) == "train"
+                    and isinstance(train.func, cst.Attribute)
+                    and isinstance(train.func.value, cst.Name)
+                    and train.func.value.value == trainer
+                    and facts.scope_at(train) is facts.scope_at(call)
+                    and facts.start(train) > facts.start(call)
+                ):
+                    found.append((model, facts.start(train)))
+    return found
+
+
+def _bound_names(facts: ScriptFacts, call: cst.Call) -> list[str]:
+    """The name a call's result is assigned to (`trainer = Trainer(...)`)."""
+    small = facts.small_statement_of_call.get(call)
+    if not isinstance(small, cst.Assign) or small.value is not call:
+        return []
+    return [t.target.value for t in small.targets if isinstance(t.target, cst.Name)]
+
+
+def _after_training(facts: ScriptFacts, holder: cst.Name, call: cst.Call, trained: list[tuple[cst.Name, int]]) -> bool:
+    """`holder` at `call` is a model handed to a Trainer trained before `call`: the binding it had when handed
+    over, or later bindings wrapping that name (`model = torch.compile(model)`)."""
+    scope = facts.scope_at(call)
+    at = facts.start(call)
+    for model, train in trained:
+        if model.value != holder.value or facts.scope_at(model) is not scope or not train < at:
+            continue
+        handed = facts.binding_at(model.value, scope, facts.start(model))
+        binding = facts.binding_at(holder.value, scope, at)
+        while binding is not None and binding is not handed:
+            value = binding.value
+            wraps = (
+                binding.kind is BindingKind.OTHER
+                and isinstance(value, cst.Call)
+                and any(isinstance(a.value, cst.Name) and a.value.value == holder.value for a in value.args)
+                and binding.scope is scope
+                and binding.pos > (handed.pos if handed is not None else -1)
+            )
+            earlier = facts.binding_at(holder.value, scope, binding.pos - 1) if wraps else None
+            if earlier is None or earlier is binding:
+                break
+            binding = earlier
+        if binding is not None and binding is handed:
+            return True
+    return False

@@ -1,0 +1,144 @@
+"""Calls of project functions that return a transformers model loaded with `from_pretrained`, directly or through
+further project functions (a few levels), alone or in a returned tuple:
+
+    def load_model(name):
+        return AutoModelForCausalLM.from_pretrained(name)
+
+    def get_model_tokenizer(name):
+        model = load_model(name)
+        return model, AutoTokenizer.from_pretrained(name)
+
+    model, tokenizer = get_model_tokenizer(args.model)   # a loader call: the model is built here
+    training_args = TrainingArguments(output_dir="out", deepspeed="ds_z3.json")
+
+Whether a ZeRO-3 config is alive when the call runs is DSL208's question; this answers, for every call in a
+function that builds `*TrainingArguments` (the only place the answer is asked), whether its callee returns a
+`from_pretrained` model, and where that `from_pretrained` runs. The callee is found as the project model resolves
+calls (same module, imports, `self.method` along the bases). A `from_pretrained` counts when its class is imported
+from transformers and named like a model class (`library.TRANSFORMERS_MODEL_CLASS`), as in one file's facts.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from dslint.model.evaluate import Callee, Evaluator, FunctionSummary
+from dslint.model.library import TRANSFORMERS_MODEL_CLASS
+from dslint.model.summary import ModuleSummary, character_column, dotted, own_nodes
+
+MAX_DEPTH = 3
+Load = tuple[Callee, int]  # the function holding the `from_pretrained` call, and its line
+
+
+@dataclass(frozen=True)
+class LoaderCall:
+    """A call at `line`/`column` (1-based, the column in characters) in `path` of `loader` (path, qualname), which
+    returns the model that `from_pretrained` builds in `load` (path, qualname) at `load_line`."""
+
+    path: str
+    line: int
+    column: int
+    loader: Callee
+    load: Callee
+    load_line: int
+
+
+def loader_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[LoaderCall]:
+    memo: dict[Callee, Load | None] = {}
+    for path in paths:
+        module = model.module(path)
+        if module is None:
+            continue
+        lines = model.store.sources.get(path, b"").splitlines()
+        for qualname, body_calls in module.body_calls():
+            if not any((dotted(c.func) or "").endswith("TrainingArguments") for c in body_calls):
+                continue
+            scope = _scope(module, qualname)
+            for call in body_calls:
+                callee = model.resolve(module, scope, call.func)
+                found = _loads(model, callee, 0, memo) if callee is not None else None
+                if callee is None or found is None:
+                    continue
+                column = character_column(lines, call.lineno, call.col_offset) + 1
+                yield LoaderCall(path, call.lineno, column, callee, found[0], found[1])
+
+
+def _loads(model: Evaluator, callee: Callee, depth: int, memo: dict[Callee, Load | None]) -> Load | None:
+    """Where the model `callee` returns is loaded: a `from_pretrained` of its own, or of a project function whose
+    result it returns (to MAX_DEPTH levels); None when it returns no such model."""
+    if callee in memo:
+        return memo[callee]
+    memo[callee] = None  # a cycle of calls ends here
+    module = model.module(callee[0])
+    function = model.function(callee)
+    if module is None or function is None:
+        return None
+    nodes = list(own_nodes(function.node))
+    bound: dict[str, list[ast.expr]] = {}
+    for node in nodes:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, []).append(node.value)
+    scope = _scope(module, callee[1])
+    found: Load | None = None
+    for node in nodes:
+        if not isinstance(node, ast.Return) or node.value is None:
+            continue
+        for value in _returned(node.value, bound):
+            found = _model_of(model, module, scope, callee, value, depth, memo)
+            if found is not None:
+                break
+        if found is not None:
+            break
+    memo[callee] = found
+    return found
+
+
+def _returned(value: ast.expr, bound: dict[str, list[ast.expr]]) -> Iterator[ast.expr]:
+    """The expressions a returned value may be: a tuple's items, a local name's assigned values."""
+    items = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]
+    for item in items:
+        if isinstance(item, ast.Name):
+            yield from bound.get(item.id, [])
+        else:
+            yield item
+
+
+def _model_of(
+    model: Evaluator,
+    module: ModuleSummary,
+    scope: FunctionSummary,
+    holder: Callee,
+    value: ast.expr,
+    depth: int,
+    memo: dict[Callee, Load | None],
+) -> Load | None:
+    """`Model.from_pretrained(...)` (maybe followed by module methods: `.eval()`, `.half()`), or a call of a
+    project function returning such a model."""
+    while isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr == "from_pretrained":
+            qualified = module.qualified(func.value) or ""
+            last = qualified.rpartition(".")[2]
+            if qualified.startswith("transformers") and TRANSFORMERS_MODEL_CLASS.match(last):
+                return holder, value.lineno
+            return None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+            value = func.value  # `Model.from_pretrained(...).eval()`
+            continue
+        if depth >= MAX_DEPTH:
+            return None
+        callee = model.resolve(module, scope, func)
+        return _loads(model, callee, depth + 1, memo) if callee is not None else None
+    return None
+
+
+def _scope(module: ModuleSummary, qualname: str) -> FunctionSummary:
+    function = module.functions.get(qualname) if qualname else None
+    if function is None:
+        return FunctionSummary(module.path, "", [], False)
+    return FunctionSummary(module.path, qualname, list(function.params), function.is_method)
