@@ -22,6 +22,7 @@ from pathlib import Path
 from dslint.config import facts as config_facts
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
+from dslint.model.star_imports import star_aliases
 from dslint.model.summary import SummaryStore
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, opened_configs, option_readers, replaced_keys
@@ -263,6 +264,10 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     _record_config_builders(index, sources, store)
     for path, dumped in dumped_config_names(sources, (launch.config for launch in index.launches)).items():
         index.files[path] = replace(_facts(index, path), dumped_configs=dumped)
+    for path, data in sources.items():
+        brought = star_aliases(store, path) if b"import *" in data or b"import*" in data else {}
+        if brought:
+            index.files[path] = replace(_facts(index, path), star_imports=brought)
     for path, functions in cuda_parameters(store).items():
         index.files[path] = replace(_facts(index, path), cuda_parameters=functions)
     record_state_saving_calls(index.files, store)
