@@ -130,6 +130,9 @@ class ProjectFacts:
     # Names this module receives only through `from m import *` of a project module that imports them
     # (`model.star_imports`): local name -> the dotted path (`deepspeed` -> "deepspeed")
     star_imports: Mapping[str, str] = field(default_factory=dict)
+    # `torch.load` calls of this module, without a map location, of files that hold GPU tensors
+    # (`model.gpu_saves`): line -> (what the file is, where the project writes it, None for DeepSpeed's own)
+    gpu_loads: Mapping[int, tuple[str, Related | None]] = field(default_factory=dict)
 
     def guards_of(self, origin: Related | None) -> tuple[Guard, ...]:
         """The path conditions of the initialize call `origin` names (none known: empty)."""
