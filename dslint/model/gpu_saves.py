@@ -135,9 +135,10 @@ def _loaded_file(
 # --- saves from an engine's state ----------------------------------------------------------------------------
 
 
-def _engine_names(summary: ModuleSummary) -> set[str]:
-    """The first targets of `deepspeed.initialize(...)` in the module (`engine`, `self.ds_engine`)."""
-    names: set[str] = set()
+def _engine_names(summary: ModuleSummary) -> dict[str, list[tuple[str | None, int]]]:
+    """The first targets of `deepspeed.initialize(...)` in the module (`engine`, `self.ds_engine`), each with
+    where it is assigned (the holding function's qualname, None at module level, and the line)."""
+    names: dict[str, list[tuple[str | None, int]]] = {}
     for node in ast.walk(summary.tree):
         if (
             isinstance(node, ast.Assign)
@@ -148,8 +149,34 @@ def _engine_names(summary: ModuleSummary) -> set[str]:
                 if isinstance(target, (ast.Tuple, ast.List)) and target.elts:
                     first = _dotted(target.elts[0])
                     if first is not None:
-                        names.add(first)
+                        names.setdefault(first, []).append((summary.function_at(node.lineno), node.lineno))
     return names
+
+
+def _engines_at(
+    summary: ModuleSummary, names: dict[str, list[tuple[str | None, int]]], function: ast.AST, line: int
+) -> set[str]:
+    """The engine names that hold the engine at `line`: assigned by initialize earlier in the same function, or,
+    in another function, a name that function never rebinds (a parameter, `self.engine`)."""
+    holder = summary.function_at(line)
+    rebound = {
+        t.id
+        for node in ast.walk(function)
+        if isinstance(node, (ast.Assign, ast.For, ast.With, ast.AnnAssign, ast.AugAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)])
+        if target is not None
+        for t in ast.walk(target)
+        if isinstance(t, ast.Name)
+    }
+    usable: set[str] = set()
+    for name, sites in names.items():
+        here = [site_line for site_holder, site_line in sites if site_holder == holder]
+        if here:
+            if min(here) < line:
+                usable.add(name)
+        elif name.split(".")[0] not in rebound:
+            usable.add(name)
+    return usable
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -182,7 +209,8 @@ def _engine_saves(summary: ModuleSummary) -> list[GpuFile]:
         if len(call.args) < 2:
             continue
         name = _file_name(call.args[1])
-        if name is not None and _from_engine(call.args[0], function, engines, call.lineno):
+        usable = _engines_at(summary, engines, function, call.lineno) if name is not None else set()
+        if name is not None and usable and _from_engine(call.args[0], function, usable, call.lineno):
             found.append(GpuFile(name, summary.path, call.lineno))
     return found
 
