@@ -7,22 +7,28 @@ Two kinds of file hold GPU tensors for certain:
   `E(.module).named_parameters()` / `.state_dict().items()` with the loop's own tensors (no `.cpu()`), where `E`
   is the first target of `deepspeed.initialize(...)` in that module (`engine`, `self.ds_engine`): the engine has
   moved its module to the rank's device;
-- DeepSpeed's own checkpoint files (`*model_states.pt`, `*optim_states.pt`, or the path
+- DeepSpeed's own checkpoint files (`mp_rank_*_model_states.pt`, `*zero_pp_rank_*_optim_states.pt`, or the path
   `deepspeed.utils.zero_to_fp32.get_model_state_file(...)` / `get_optim_files(...)` returns): the engine's
   `save_checkpoint` writes its module's and optimizer's state as they are, on the device.
-A load is matched to a save by the file name its path ends with (a string constant, the last part of an
-`os.path.join(...)`, the literal tail of an f-string or of `a + "/name.pt"`), directly or through a name bound
-to such a path earlier in the load's function. A load with a `map_location` (other than `None`) is not one.
+A load is matched to a save by the last component of its path (a string constant, the last part of an
+`os.path.join(...)`, an f-string or `"...".format(...)` with its values left open, `a + "/name.pt"`), which must
+name the file literally (`"*.pt"` does not), directly or through a name bound to such a path earlier in the
+load's function. A load with a `map_location` (other than `None`) is not one.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from dslint.model.summary import ModuleSummary, SummaryStore
 
-_DS_FILES = ("model_states.pt", "optim_states.pt")
+# The engine's own files, written from the device (`runtime/engine.py: _save_checkpoint` saves the module's
+# state dict as it is; `_save_zero_checkpoint` the optimizer's, whose fp32 partitions live on the GPU unless
+# offloaded). A pipeline module's `layer_NN-model_NN-model_states.pt` files are cloned to the CPU first
+# (`runtime/pipe/module.py: save_state_dict`, `clone_tensors_for_torch_save`): not these.
+_DS_FILES = re.compile(r"^(?:mp_rank_[^/]*_model_states|[^/]*zero_pp_rank_[^/]*_optim_states)\.pt$")
 _DS_PATH_HELPERS = frozenset({"get_model_state_file", "get_model_state_files", "get_optim_files"})
 
 
@@ -50,7 +56,7 @@ def gpu_loads(store: SummaryStore, paths: list[str]) -> dict[str, dict[int, GpuF
     answers: dict[str, dict[int, GpuFile]] = {}
     for path in paths:
         data = store.sources.get(path, b"")
-        if b"load" not in data or not (saved or any(word.encode() in data for word in (*_DS_FILES, "get_"))):
+        if b"load" not in data or not (saved or any(w in data for w in (b"_model_states", b"_optim_states", b"get_"))):
             continue
         summary = store.get(path)
         if summary is None:
@@ -83,16 +89,29 @@ def _has_map_location(call: ast.Call) -> bool:
 
 
 def _file_name(node: ast.AST) -> str | None:
-    """The literal file name a path expression ends with."""
+    """The last component of a path expression, its run-time values as `*` (`f"{d}/step_{n}.pt"` ->
+    "step_*.pt"); None when nothing literal names the file (`"*.pt"`, a name, a call)."""
+    template = _template(node)
+    if template is None:
+        return None
+    tail = template.replace("\\", "/").rsplit("/", 1)[-1]
+    stem = tail.rsplit(".", 1)[0].replace("*", "") if "." in tail else ""
+    return tail if stem else None
+
+
+def _template(node: ast.AST) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        tail = node.value.replace("\\", "/").rsplit("/", 1)[-1]
-        return tail if "." in tail else None
-    if isinstance(node, ast.JoinedStr) and node.values:
-        return _file_name(node.values[-1])
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        parts = [v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "*" for v in node.values]
+        return "".join(parts)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _file_name(node.right)
+        right = _template(node.right)
+        return None if right is None else ("*" if "/" not in right else "") + right
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join" and node.args:
-        return _file_name(node.args[-1])
+        return _template(node.args[-1])
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        return _template(node.func.value)  # "mp_rank_{:02d}_model_states.pt".format(rank)
     return None
 
 
@@ -125,7 +144,7 @@ def _loaded_file(
         name = _file_name(value)
         if name is None:
             continue
-        if name.endswith(_DS_FILES):
+        if _DS_FILES.match(name.replace("*", "0")):
             return GpuFile(name, None, 0)
         if name in saved:
             return saved[name]
