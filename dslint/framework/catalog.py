@@ -89,6 +89,9 @@ class Needs:
     alternatives: tuple[tuple[bytes, ...], ...] = ()
     # The project starts the script as several processes a node (a launch of it says so: `world_size.py`).
     several_processes: bool = False
+    # The rule also runs, engine and tokens or not, where the project index finds a `torch.load` of a file that
+    # holds GPU tensors (`ProjectFacts.gpu_loads`).
+    gpu_loads: bool = False
 
     def token_sets(self) -> tuple[tuple[bytes, ...], ...]:
         return (self.tokens, *self.alternatives)
@@ -101,7 +104,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL103": Needs((b"deepspeed", b"initialize"), inference_engine=True),
     "DSL104": Needs((b"deepspeed", b"initialize")),
     "DSL201": Needs((b"deepspeed", b"initialize")),
-    "DSL202": Needs((b"deepspeed", b"initialize")),
+    "DSL202": Needs((b"deepspeed", b"initialize"), gpu_loads=True),
     "DSL203": Needs((b"deepspeed", b"initialize")),
     "DSL204": Needs(
         (b"deepspeed", b"initialize", b"state_dict"),

@@ -182,6 +182,8 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     needs_zero_source: ClassVar[bool] = False
     # Fires only where a launch of the project starts the script as several processes a node.
     needs_several_processes: ClassVar[bool] = False
+    # Also runs where the project index finds a `torch.load` of a file holding GPU tensors (`Needs.gpu_loads`).
+    runs_on_gpu_loads: ClassVar[bool] = False
 
     @classmethod
     def needs(cls) -> Needs:
@@ -193,6 +195,7 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
             cls.needs_zero_source,
             cls.alternative_tokens,
             cls.needs_several_processes,
+            cls.runs_on_gpu_loads,
         )
 
     def __init__(self, context: ScriptContext) -> None:

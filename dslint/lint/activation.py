@@ -50,9 +50,12 @@ class Evidence:
     zero_source: bool  # the file may hand DeepSpeed a ZeRO config itself
     configs: bool  # a config may reach DeepSpeed through this file (the config rules run)
     several_processes: bool = True  # a launch of the project starts the script as several processes a node
+    gpu_loads: bool = False  # the project index finds a load of a file holding GPU tensors here
 
 
 def can_fire(needs: Needs, evidence: Evidence) -> bool:
+    if needs.gpu_loads and evidence.gpu_loads:
+        return True
     inference = needs.inference_engine and evidence.inference
     tokens = (
         evidence.words is None
@@ -127,6 +130,7 @@ def in_text(data: bytes, project: ProjectFacts | None) -> Evidence:
         zero_source=True,  # read only from the code
         configs=engine or configured or has_tokens(data, TRAINER_CONFIG_TOKENS),
         several_processes=_several_processes(project),
+        gpu_loads=project is not None and bool(project.gpu_loads),
     )
 
 
@@ -141,6 +145,7 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         zero_source=code.calls_initialize or _names_zero_source(code.words) or _zero_from_project(project),
         configs=engine or configured or has_tokens(code.words, TRAINER_CONFIG_TOKENS),
         several_processes=_several_processes(project),
+        gpu_loads=project is not None and bool(project.gpu_loads),
     )
 
 
@@ -152,6 +157,7 @@ def in_facts(facts: ScriptFacts) -> Evidence:
         inference=bool(facts.inference_calls),
         zero_source=True,
         configs=True,  # the configs the script builds or points at decide (dslint.project.script_configs)
+        gpu_loads=facts.project is not None and bool(facts.project.gpu_loads),
     )
 
 

@@ -21,7 +21,7 @@ import io
 import threading
 import tokenize
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import libcst as cst
@@ -96,11 +96,12 @@ class CodeFacts:
     calls_inference: bool = False  # a call that can be `deepspeed.init_inference`
 
 
-def code_facts(tree: ast.Module) -> CodeFacts:
+def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) -> CodeFacts:
     """One walk of `tree`. A call resolves through the file's imports exactly as the script facts resolve it: both
     read them with `dslint.model.summary.module_imports`, so no call the facts would see is missed. Cheaper than libcst
     by far: a file whose only reason to be parsed was text in a docstring, a comment or a message
-    (`deepspeed.initialize()` in DeepSpeed's own source, `from_pretrained` in a model's docs) is settled here."""
+    (`deepspeed.initialize()` in DeepSpeed's own source, `from_pretrained` in a model's docs) is settled here.
+    `star_imports`: the names the project index says reach the module only through `from m import *`."""
     functions: list[ast.expr] = []
     words: list[str] = []
     lone_strings: set[int] = set()
@@ -135,6 +136,8 @@ def code_facts(tree: ast.Module) -> CodeFacts:
             words.append(node.name)
     text = "\n".join(words).encode("utf-8", "surrogatepass")
     imports, _ = module_imports(tree, None)
+    if star_imports:
+        imports = {**star_imports, **imports}
     return CodeFacts(_calls(functions, imports, INITIALIZE), text, _calls(functions, imports, INIT_INFERENCE))
 
 

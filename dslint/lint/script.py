@@ -88,7 +88,7 @@ def lint_source_unsuppressed(
     if refused is not None and not refused.too_deep:
         data, refused, tree = _as_notebook_source(path, data, refused, tree)
     if refused is None and use_prefilter and tree is not None:
-        in_tree = in_code(code_facts(tree), project)
+        in_tree = in_code(code_facts(tree, project.star_imports if project is not None else None), project)
         rules, configs = active(in_tree, rules, configs)
         if not rules and not configs and not (report_deep and any(active(in_tree, *_every_rule()))):
             # the text had the tokens, but only in comments, docstrings or messages: no rule can run, so nothing

@@ -22,6 +22,8 @@ from pathlib import Path
 from dslint.config import facts as config_facts
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
+from dslint.model.gpu_saves import GpuFile, gpu_loads
+from dslint.model.star_imports import star_aliases
 from dslint.model.summary import SummaryStore
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, opened_configs, option_readers, replaced_keys
@@ -285,6 +287,12 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     _record_config_builders(index, sources, store)
     for path, dumped in dumped_config_names(sources, (launch.config for launch in index.launches)).items():
         index.files[path] = replace(_facts(index, path), dumped_configs=dumped)
+    for path, data in sources.items():
+        brought = star_aliases(store, path) if b"import *" in data or b"import*" in data else {}
+        if brought:
+            index.files[path] = replace(_facts(index, path), star_imports=brought)
+    for path, lines in gpu_loads(store, list(sources)).items():
+        index.files[path] = replace(_facts(index, path), gpu_loads={line: _gpu_file(f) for line, f in lines.items()})
     for path, functions in cuda_parameters(store).items():
         index.files[path] = replace(_facts(index, path), cuda_parameters=functions)
     record_state_saving_calls(index.files, store)
@@ -294,6 +302,13 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     issues = launch_issues(index.sites, sources, store, texts, names)
     index.launch_issues, index.sites = {absolute(path): found for path, found in issues.items()}, []
     return index
+
+
+def _gpu_file(found: GpuFile) -> tuple[str, Related | None]:
+    if found.path is None:
+        return f"{found.name}: DeepSpeed's checkpoint file, saved from GPU tensors", None
+    where = Related(shown_path(found.path), found.line, 1, f"torch.save of the engine's state as {found.name}")
+    return f"{found.name} holds the engine's GPU tensors, saved at {where.path}:{where.line}", where
 
 
 def _record_config_builders(index: ProjectIndex, sources: dict[str, bytes], store: SummaryStore) -> None:

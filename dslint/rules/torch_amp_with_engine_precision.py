@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dslint.config import facts as config_facts
+from dslint.config.tree import UNKNOWN, Scalar, node_at
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine
-from dslint.project.config_link import resolve_config
+from dslint.project.config_link import ResolvedConfig, resolve_config
 from dslint.project.evidence import evidence
-from dslint.script.facts import BindingKind, Role, method_name
+from dslint.script.facts import BindingKind, Role, ScriptFacts, method_name
 from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name, literally_enabled
 
@@ -39,8 +41,12 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             Flags `with torch.autocast(...)` (also `torch.cuda.amp.autocast`, `torch.amp.autocast`) whose body
             calls a DeepSpeed engine's forward, and `scaler.scale(loss)` with a torch `GradScaler` on a loss
             computed from an engine's output, when that engine's config is known (a dict literal or a JSON file)
-            and enables `fp16` or `bf16`. An autocast or scaler created with a non-literal `enabled=` is not
-            flagged, nor is anything when the config cannot be read.
+            and enables `fp16` or `bf16`. An autocast switched on by a flag (`enabled=args.fp16`, `amp() if
+            args.fp16 else nullcontext()`, or a name bound to `torch.cuda.amp.autocast if args.fp16 else
+            nullcontext`) is flagged only when a dict written in the same function sets the engine's
+            `fp16`/`bf16` `enabled` to that same flag (same name, same binding): both are then on together.
+            Other flags, a scaler with a non-literal `enabled=`, a config that cannot be read, and a config
+            whose `torch_autocast` section is on (the engine then runs its own autocast) are not flagged.
         """,
         why="""
             With `fp16` or `bf16` enabled, the engine casts the module's parameters itself and, for fp16, scales
@@ -96,6 +102,47 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                 reward = reward_model(batch)
             """
         ),
+        Valid(
+            """
+            import deepspeed
+            import torch
+            cfg = {"train_batch_size": 8, "bf16": {"enabled": True}, "torch_autocast": {"enabled": True}}
+            engine, _, _, _ = deepspeed.initialize(model=model, config=cfg)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = engine(batch)
+            """
+        ),
+        Valid(
+            """
+            import contextlib
+            import deepspeed
+            import torch
+            def train(args, model, loader):
+                cfg = {"train_batch_size": 8, "fp16": {"enabled": args.fp16}}
+                engine, _, _, _ = deepspeed.initialize(model=model, config=cfg)
+                amp = torch.cuda.amp.autocast if args.amp else contextlib.nullcontext
+                for batch in loader:
+                    with torch.autocast("cuda", enabled=args.amp):
+                        loss = engine(batch)
+                    with amp():
+                        loss = engine(batch)
+                    with torch.autocast("cuda", enabled=not args.fp16):
+                        loss = engine(batch)
+            """
+        ),
+        Valid(
+            """
+            import deepspeed
+            import torch
+            def build(args, model):
+                cfg = {"train_batch_size": 8, "fp16": {"enabled": args.fp16}}
+                return deepspeed.initialize(model=model, config=cfg)[0]
+            def train(args, engine, loader):
+                for batch in loader:
+                    with torch.autocast("cuda", enabled=args.fp16):
+                        loss = engine(batch)
+            """
+        ),
     )
     invalid = (
         Invalid(
@@ -127,20 +174,38 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             """,
             lines=(8, 10),
         ),
+        Invalid(
+            """
+            from contextlib import nullcontext
+            import deepspeed
+            import torch
+            def train(args, model, loader):
+                cfg = {"train_batch_size": 8, "fp16": {"enabled": args.use_fp16}}
+                engine, _, _, _ = deepspeed.initialize(model=model, config=cfg)
+                amp = torch.cuda.amp.autocast if args.use_fp16 else nullcontext
+                for batch in loader:
+                    with torch.cuda.amp.autocast(enabled=args.use_fp16):
+                        loss = engine(batch)
+                    with amp():
+                        loss = engine(batch)
+                    with torch.autocast("cuda") if args.use_fp16 else nullcontext():
+                        loss = engine(batch)
+            """,
+            lines=(10, 12, 14),
+        ),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
         self.loop = loop_facts(self.facts)
-        self.precisions: dict[int, str | None] = {}
+        self.precisions: dict[tuple[int, int], str | None] = {}
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
-            call = item.item
-            if not isinstance(call, cst.Call) or self.facts.qualified(call.func) not in AUTOCAST:
+            autocast = self._autocast(item.item)
+            if autocast is None:
                 continue
-            if not literally_enabled(call):
-                continue
-            engine = self._engine_precision_in(node.body)
+            call, condition = autocast
+            engine = self._engine_precision_in(node.body, condition)
             if engine is not None:
                 precision, source = engine
                 found = evidence(self.context, source)  # an engine from another function or module says where
@@ -167,7 +232,38 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                 self.report(node, self.scaler_template.format(precision=precision))
                 return
 
-    def _engine_precision_in(self, body: cst.CSTNode) -> tuple[str, Engine] | None:
+    def _autocast(self, item: cst.BaseExpression) -> tuple[cst.CSTNode, cst.BaseExpression | None] | None:
+        """The autocast a `with` item enters and the expression that switches it on (None: always on):
+        `torch.autocast(...)` (its `enabled=`), `amp() if flag else nullcontext()`, or a call of a name bound
+        to `torch.cuda.amp.autocast if flag else nullcontext` in the same scope."""
+        if isinstance(item, cst.IfExp):
+            if isinstance(item.body, cst.Call) and self.facts.qualified(item.body.func) in AUTOCAST:
+                found = self._autocast(item.body)
+                if found is not None and found[1] is None and _null_context(self.facts, item.orelse):
+                    return item.body, item.test
+            return None
+        if not isinstance(item, cst.Call):
+            return None
+        if self.facts.qualified(item.func) in AUTOCAST:
+            if literally_enabled(item):
+                return item, None
+            enabled = next((a.value for a in item.args if a.keyword is not None and a.keyword.value == "enabled"), None)
+            return (item, enabled) if enabled is not None and dotted_name(enabled) is not None else None
+        if not isinstance(item.func, cst.Name) or any(a.keyword and a.keyword.value == "enabled" for a in item.args):
+            return None
+        binding = self.facts.binding_at(item.func.value, self.facts.scope_at(item.func), self.facts.start(item))
+        chosen = binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
+        if (
+            isinstance(chosen, cst.IfExp)
+            and self.facts.qualified(chosen.body) in AUTOCAST
+            and _null_context(self.facts, chosen.orelse, called=False)
+        ):
+            return item, chosen.test
+        return None
+
+    def _engine_precision_in(
+        self, body: cst.CSTNode, condition: cst.BaseExpression | None
+    ) -> tuple[str, Engine] | None:
         found: list[tuple[str, Engine]] = []
         rule = self
 
@@ -175,7 +271,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             def visit_Call(self, node: cst.Call) -> None:
                 answer = rule.loop.engine_of_forward(node)
                 if answer is not None and answer.role is Role.ENGINE:
-                    precision = rule._precision(answer.engine)
+                    precision = rule._precision(answer.engine, condition)
                     if precision is not None:
                         found.append((precision, answer.engine))
 
@@ -185,15 +281,56 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         body.visit(Calls())
         return found[0] if found else None
 
-    def _precision(self, engine: Engine) -> str | None:
-        """ "fp16" or "bf16" when the engine's config is known to enable it, else None."""
-        if id(engine) not in self.precisions:
+    def _precision(self, engine: Engine, condition: cst.BaseExpression | None = None) -> str | None:
+        """ "fp16" or "bf16" when the engine's config is known to enable it whenever the autocast (or scaler) is
+        on: always (`condition` None), or by the same flag that switches the autocast on; else None. None too
+        when the config's `torch_autocast` section is on: the engine then runs its own autocast, not none."""
+        key = (id(engine), id(condition))
+        if key not in self.precisions:
             config = resolve_config(self.context, engine)
             precision = None
-            if config is not None:
-                if config.fp16_enabled is True:
-                    precision = "fp16"
-                elif config.bf16_enabled is True:
-                    precision = "bf16"
-            self.precisions[id(engine)] = precision
-        return self.precisions[id(engine)]
+            if config is not None and config.get("torch_autocast", "enabled") in (None, False):
+                for name in ("fp16", config_facts.bf16_section(config.tree) if config.tree else "bf16"):
+                    enabled = config.fp16_enabled if name == "fp16" else config.bf16_enabled
+                    on = enabled is True if condition is None else self._same_flag(config, name, condition)
+                    if on:
+                        precision = name
+                        break
+            self.precisions[key] = precision
+        return self.precisions[key]
+
+    def _same_flag(self, config: ResolvedConfig, section: str, condition: cst.BaseExpression) -> bool:
+        """The config, a dict written in this file, sets `section.enabled` to the very value that switches the
+        autocast on: the same name or attribute chain (`args.fp16`), its root bound by the same binding."""
+        node = node_at(config.tree, section, "enabled") if config.path is None and config.tree else None
+        if not isinstance(node, Scalar) or node.value is not UNKNOWN:
+            return False
+        flag = dotted_name(condition)
+        if flag is None:
+            return False
+        written = next(
+            (
+                n
+                for n, r in self.context.positions.items()
+                if isinstance(n, (cst.Name, cst.Attribute))
+                and (r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
+                == (node.start.line, node.start.column, node.end.line, node.end.column)
+            ),
+            None,
+        )
+        if written is None or dotted_name(written) != flag:
+            return False
+        root = flag.split(".")[0]
+        facts = self.facts
+        here = facts.binding_at(root, facts.scope_at(condition), facts.start(condition))
+        there = facts.binding_at(root, facts.scope_at(written), facts.start(written))
+        return here is not None and here is there
+
+
+def _null_context(facts: ScriptFacts, node: cst.BaseExpression, called: bool = True) -> bool:
+    """`contextlib.nullcontext()` (or the name `nullcontext` uncalled, when `called` is False)."""
+    if called:
+        if not isinstance(node, cst.Call) or node.args:
+            return False
+        node = node.func
+    return (facts.qualified(node) or dotted_name(node) or "").split(".")[-1] == "nullcontext"

@@ -21,6 +21,7 @@ class TorchLoadWithoutMapLocation(ScriptRule):
     slug = "torch-load-without-map-location"
     message = 'torch.load without map_location puts tensors back on cuda:0 on every rank; pass map_location="cpu"'
     severity = Severity.WARNING
+    runs_on_gpu_loads = True  # also in a module without an engine, on loads of files saved from GPU tensors
     docs = RuleDocs(
         what="""
             In a script that calls `deepspeed.initialize`, flags `torch.load(...)` calls that give no
@@ -33,6 +34,13 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             wrote earlier with `torch.save` (the same path, f-string values aside, directly or through
             `open(...)`) from a dict it filled only with tensors moved to the CPU (`.cpu()`, `.to("cpu")`), alone
             or in a tuple with plain attributes: such a file holds no GPU tensor to go back to.
+            With the project index, also in a module without an engine (an evaluation or resume helper, a
+            Trainer or Lightning script), a load without `map_location` of a file known to hold GPU tensors:
+            one the project writes with `torch.save` from an engine's state in another module
+            (`engine.module.state_dict()`, or a dict filled from `engine.module.named_parameters()`), matched by
+            the file name its path ends with (a constant, an `os.path.join(...)`, an f-string), or DeepSpeed's
+            own checkpoint file (`*model_states.pt`, `*optim_states.pt`, `zero_to_fp32.get_model_state_file`).
+            The finding names the save.
         """,
         why="""
             Without `map_location`, torch restores every tensor to the device recorded when it was saved, which
@@ -207,6 +215,20 @@ class TorchLoadWithoutMapLocation(ScriptRule):
         if only_restores_rng_state(self.facts, node) or loads_own_cpu_save(self.facts, node):
             return
         edit = cpu_map_location_edit(self.context, node)
+        saved = self._gpu_file(node)
+        if saved is not None:  # a file the project's engine (or DeepSpeed's checkpoint) wrote from GPU tensors
+            what, where = saved
+            self.report(
+                node,
+                f"{self.message} ({what})",
+                related=(where,) if where is not None else (),
+                edits=[edit] if edit is not None else [],
+                applicability=Applicability.SAFE,
+                fix_message='Load to the CPU: add map_location="cpu"',
+            )
+            return
+        if not self.facts.has_engine:
+            return  # reached only for a module the index names for another load (`gpu_loads`)
         origin = self._engine_origin(node)
         self.report(
             node,
@@ -216,6 +238,13 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             applicability=Applicability.SAFE,
             fix_message='Load to the CPU: add map_location="cpu"',
         )
+
+    def _gpu_file(self, node: cst.Call) -> tuple[str, Related | None] | None:
+        """What the project index knows of the file this load reads: written from GPU tensors, and where."""
+        project = self.facts.project
+        if project is None or not project.gpu_loads:
+            return None
+        return project.gpu_loads.get(self.context.span(node)[0].line)
 
     def _engine_origin(self, node: cst.Call) -> Related | None:
         """In a module that creates no engine itself (a helper module), the call that passes the engine in:

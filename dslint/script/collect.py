@@ -394,6 +394,8 @@ def _collected(
     facts = ScriptFacts(module, project)
     if tree is not None:
         facts.imports = ImportTable.of(tree)
+        if project is not None and project.star_imports:  # `from header import *` of a module importing torch
+            facts.imports = ImportTable({**project.star_imports, **facts.imports.aliases})
     if table is not None:
         facts.bindings = table
         facts.module_scope = table.module_scope

@@ -130,6 +130,12 @@ class ProjectFacts:
     # Files this module opens for writing and `json.dump`s a dict into that a launch passes as the DeepSpeed
     # config (`project.dumped_configs`): the name as written here -> where the launch names the file
     dumped_configs: Mapping[str, Related] = field(default_factory=dict)
+    # Names this module receives only through `from m import *` of a project module that imports them
+    # (`model.star_imports`): local name -> the dotted path (`deepspeed` -> "deepspeed")
+    star_imports: Mapping[str, str] = field(default_factory=dict)
+    # `torch.load` calls of this module, without a map location, of files that hold GPU tensors
+    # (`model.gpu_saves`): line -> (what the file is, where the project writes it, None for DeepSpeed's own)
+    gpu_loads: Mapping[int, tuple[str, Related | None]] = field(default_factory=dict)
 
     def guards_of(self, origin: Related | None) -> tuple[Guard, ...]:
         """The path conditions of the initialize call `origin` names (none known: empty)."""
