@@ -42,6 +42,7 @@ from dslint.project.launchers import (
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.site_configs import shown_path
 from dslint.project.world_size import world_size
+from dslint.project.written_configs import written_config_issues
 from dslint.script.project_facts import (
     LaunchedConfig,
     LaunchWorldSize,
@@ -269,7 +270,10 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     texts = functools.lru_cache(maxsize=None)(lambda path: (_read(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: file_names_under(roots, SKIPPED_DIRECTORIES))
     issues = launch_issues(index.sites, sources, store, texts, names)
-    index.launch_issues, index.sites = {absolute(path): found for path, found in issues.items()}, []
+    for path, found in issues.items():
+        index.launch_issues.setdefault(absolute(path), []).extend(found)
+    index.launch_issues = {path: found for path, found in index.launch_issues.items() if found}
+    index.sites = []
     return index
 
 
@@ -360,10 +364,15 @@ def _read_launchers(
             lines = parse_makefile(launcher, text)
         else:
             lines = parse_shell(launcher, text, functools.partial(read_near, near=launcher, roots=roots))
+        scripts: dict[int, str | None] = {}
         for line in lines:
             script = _find(line.script, launcher, roots, line.directory)
+            run_from = None  # a document's command written to be run from its script's folder
             if script is None and document:
                 script = documented_script(line.script, absolute(launcher), by_name)
+                if script is not None:  # the folder the written path is relative to: `train.py` -> its folder
+                    depth = len(os.path.normpath(line.script).lstrip(os.sep).split(os.sep))
+                    run_from = str(Path(script).parents[depth - 1])
             accelerate = None
             if line.accelerate_config is not None:
                 yaml_path = _find(line.accelerate_config, launcher, roots, line.directory)
@@ -376,11 +385,12 @@ def _read_launchers(
                             else None
                         )
                     accelerate = yamls[yaml_path]
-            launched = _launched_config(line, launcher, roots, accelerate)
+            launched = _launched_config(line, launcher, roots, accelerate, run_from)
             world = world_size(line, functools.partial(read_near, near=launcher, roots=roots), accelerate)
             launched = replace(launched, ranks_per_node=world.per_node, ranks=world.ranks, world_source=world.source)
             launch = Launch(line, script, launched, accelerate)
             index.launches.append(launch)
+            scripts[id(line)] = script
             if not launcher.endswith(".ipynb"):  # a notebook's own lint holds its findings
                 option = config_option(line)
                 site = LaunchSite(
@@ -402,6 +412,14 @@ def _read_launchers(
                 facts = _facts(index, script)
                 launches = (*facts.launches, launch.config)
                 index.files[script] = replace(facts, launches=launches)
+        if not document and "akefile" not in name and not name.endswith(".mk") and ("<<" in text or "echo '" in text):
+            written = written_config_issues(text, lines, functools.partial(_launch_reader, scripts))
+            index.launch_issues.setdefault(absolute(launcher), []).extend(written)
+
+
+def _launch_reader(scripts: dict[int, str | None], line: LaunchLine, option: str) -> str:
+    """Who reads the config a launch line passes in `option` (`scripts`: the script each line starts)."""
+    return _reader_of(scripts.get(id(line)), option)
 
 
 # The reader a config is linted for when several read it: initialize first (its findings hold on that path), then
@@ -421,17 +439,22 @@ def _reader(script: str | None, launched: LaunchedConfig) -> str:
     (`config_readers.option_readers`): to `deepspeed.initialize` ("initialize"), to a Trainer or accelerate
     ("trainer"), to Lightning's strategy ("lightning"); a value that goes where dslint does not follow, or a script
     outside the project, leaves the reader unknown ("unlinked")."""
-    if launched.option == "accelerate":
+    return _reader_of(script, launched.option)
+
+
+def _reader_of(script: str | None, option: str | None) -> str:
+    """`_reader` for the config option `option` of a launch of `script`."""
+    if option == "accelerate":
         return "trainer"
     data = _read(script) if script is not None else None
-    if launched.option == "deepspeed":
+    if option == "deepspeed":
         if data is None:
             return "trainer"  # a script outside the project given `--deepspeed x.json`: the HF Trainer's option
         if not creates_engine(data) and (any(token in data for token in HF_TOKENS) or b"deepspeed" not in data):
             return "trainer"
-    if data is None or launched.option is None:
+    if data is None or option is None:
         return "unlinked"
-    readers = option_readers(data, launched.option)
+    readers = option_readers(data, option)
     return next((reader for reader in ("initialize", "lightning", "trainer") if reader in readers), "unlinked")
 
 
@@ -457,8 +480,14 @@ def _trainer_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequen
 
 
 def _launched_config(
-    line: LaunchLine, launcher: str, roots: Sequence[str], accelerate: AccelerateConfig | None
+    line: LaunchLine,
+    launcher: str,
+    roots: Sequence[str],
+    accelerate: AccelerateConfig | None,
+    run_from: str | None = None,
 ) -> LaunchedConfig:
+    """`run_from`: the folder a document's command runs in when its script was found there (`documented_script`):
+    a config path the command writes is read from that folder when it is not found from the document's own."""
     # A script the launcher names from its own folder (`$(dirname "$0")/train.py`) is absolute: shown relative
     script = shown_path(absolute(line.script)) if os.path.isabs(line.script) else line.script
     where = Related(shown_path(absolute(launcher)), line.line, line.column, f"{line.tool} launches {script}")
@@ -470,6 +499,9 @@ def _launched_config(
         if not option.value.endswith((".json", ".hjson", ".yaml", ".yml")) and name == "deepspeed":
             continue  # `--deepspeed` alone is DeepSpeed's own on/off flag
         config_path = _find(option.value, launcher, roots, line.directory)
+        if config_path is None and run_from and not os.path.isabs(option.value):
+            candidate = os.path.join(run_from, option.value)
+            config_path = absolute(candidate) if is_file(candidate) else None
         written = shown_path(absolute(option.value)) if os.path.isabs(option.value) else option.value
         evidence = Related(where.path, option.line, option.column, f"--{name} {written}")
         return LaunchedConfig(where, name, config_path, evidence, options)
