@@ -23,6 +23,7 @@ from dslint.config import facts as config_facts
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
 from dslint.model.summary import SummaryStore
+from dslint.project.chosen_configs import chosen_configs
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, opened_configs, option_readers, replaced_keys
 from dslint.project.dumped_configs import dumped_config_names
@@ -134,11 +135,13 @@ class ProjectIndex:
     def config_reading(self, path: str | Path) -> ConfigReading | None:
         """Who reads the config file `path`, and what the readers change in it; None when nothing is known."""
         reader = self.config_reader(path)
+        worlds = tuple(self.config_world_sizes.get(absolute(path), ()))
+        if reader is None and worlds:  # a launched script picks the file in its code (`chosen_configs.py`)
+            return ConfigReading(self.presumed_reader or "unlinked", world_sizes=worlds)
         if reader is None:
             return ConfigReading(self.presumed_reader, named=False) if self.presumed_reader is not None else None
         replaced = self.config_replaced.get(absolute(path), [])
         keys = functools.reduce(frozenset.intersection, replaced) if reader == "initialize" and replaced else None
-        worlds = tuple(self.config_world_sizes.get(absolute(path), ()))
         return ConfigReading(reader, replaced=keys or frozenset(), world_sizes=worlds)
 
     def facts_for(self, path: str | Path) -> ProjectFacts | None:
@@ -240,6 +243,7 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
         if creates_engine(data):
             producers.append(path)
             _opened_literals(index, path, data, roots)
+    _record_chosen_configs(index, sources, roots)
     store = SummaryStore(sources, exists)
     for config, reader, _ in framework_configs(sources, store):
         index.config_readers.setdefault(config, set()).add(reader)
@@ -275,6 +279,25 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     index.launch_issues = {path: found for path, found in index.launch_issues.items() if found}
     index.sites = []
     return index
+
+
+def _record_chosen_configs(index: ProjectIndex, sources: dict[str, bytes], roots: Sequence[str]) -> None:
+    """A launch that passes no config file, of a script that picks one by a path in its code
+    (`chosen_configs.py`): the launch's world size applies to that config."""
+    for launch in index.launches:
+        config = launch.config
+        if config.option is not None or config.ranks is None or launch.script not in sources:
+            continue
+        script = launch.script
+        for picked in chosen_configs(
+            sources[script],
+            os.path.basename(script),
+            config.options,
+            functools.partial(_find, near=script, roots=roots),
+            _read,
+        ):
+            worlds = index.config_world_sizes.setdefault(picked.path, [])
+            worlds.append(LaunchWorldSize(config.ranks, f"{config.world_source}; {picked.how}", config.launch))
 
 
 def _record_config_builders(index: ProjectIndex, sources: dict[str, bytes], store: SummaryStore) -> None:
