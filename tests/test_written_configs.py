@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fixture_support import FIXTURES
 
-from dslint.lint.batch import index_project
+from dslint.lint.batch import index_project, lint_files
 from dslint.lint.files import discover
 from dslint.lint.launcher import launcher_results
 from dslint.project.launch_issues import _missing
@@ -76,3 +76,25 @@ def test_a_config_the_launcher_writes_is_not_missing() -> None:
     launcher = 'CFG=gen.json\ncat > "$CFG" <<EOF\n{}\nEOF\ndeepspeed t.py --deepspeed_config gen.json\n'
     assert not _missing("gen.json", {}, launcher, lambda: names())
     assert _missing("gen.json", {}, "deepspeed t.py --deepspeed_config gen.json\n", lambda: names())
+
+
+def test_a_config_file_a_launch_hands_to_a_strict_reader_is_parsed_as_json_load_parses_it() -> None:
+    """configs/ds_sft_commented.json goes to the HF Trainer (`--deepspeed`, flagged/sft_file.sh): its comment
+    stops json.load. configs/ds_pretrain_commented.json goes to DeepSpeed itself (`--deepspeed_config` to a script
+    calling initialize, silent/pretrain_file.sh): hjson reads its comment and trailing comma."""
+    files = discover([str(PROJECT)]).files
+    index = index_project(files, [str(PROJECT)])
+    configs = [f for f in files if f.suffix == ".json"]
+    results = lint_files([(f, RuleSelection()) for f in configs], jobs=1, project=index)
+    found = [
+        (os.path.relpath(d.path, PROJECT), d.start.line, d.start.column, d.code, d)
+        for r in results
+        for d in r.diagnostics
+    ]
+    assert [entry[:4] for entry in found] == [("configs/ds_sft_commented.json", 3, 3, "DSL400")]
+    finding = found[0][4]
+    assert finding.message == (
+        "cannot parse this DeepSpeed config: the Hugging Face integration reads it with json.load "
+        "(fixtures/projects/written_configs/flagged/sft_file.sh:2): a comment"
+    )
+    assert [(Path(r.path).name, r.line) for r in finding.related] == [("sft_file.sh", 2)]

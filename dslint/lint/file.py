@@ -86,6 +86,7 @@ def lint_config_file(
         known_config=reading.named or known_config,
         replaced_keys=reading.replaced,
         launch_world_sizes=reading.world_sizes,
+        reader_sites=reading.reader_sites,
     )
 
 

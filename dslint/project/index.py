@@ -90,6 +90,8 @@ class ConfigReading:
     replaced: frozenset[str] = frozenset()
     # The world sizes of the launches passing the file, where the launcher says (DSL407 checks each).
     world_sizes: tuple[LaunchWorldSize, ...] = ()
+    # Where launches hand the file to its reader, when that is the HF integrations or Lightning (strict json.load).
+    reader_sites: tuple[Related, ...] = ()
 
     @property
     def origin(self) -> config_facts.Origin:
@@ -114,6 +116,8 @@ class ProjectIndex:
     config_replaced: dict[str, list[frozenset[str]]] = field(default_factory=dict)
     # Per launched config, the world size of each launch passing it whose launcher says how many ranks it starts.
     config_world_sizes: dict[str, list[LaunchWorldSize]] = field(default_factory=dict)
+    # Per launched config, where a launch hands it to the Hugging Face integrations or Lightning (the option).
+    config_reader_sites: dict[str, list[Related]] = field(default_factory=dict)
     # "trainer" when no file of the project creates an engine (no deepspeed.initialize, no Lightning strategy)
     # and its scripts use the Hugging Face integrations, or no code of a checked folder touches DeepSpeed at all:
     # the reader of a config nothing names.
@@ -142,7 +146,8 @@ class ProjectIndex:
             return ConfigReading(self.presumed_reader, named=False) if self.presumed_reader is not None else None
         replaced = self.config_replaced.get(absolute(path), [])
         keys = functools.reduce(frozenset.intersection, replaced) if reader == "initialize" and replaced else None
-        return ConfigReading(reader, replaced=keys or frozenset(), world_sizes=worlds)
+        sites = tuple(self.config_reader_sites.get(absolute(path), ())) if reader in ("trainer", "lightning") else ()
+        return ConfigReading(reader, replaced=keys or frozenset(), world_sizes=worlds, reader_sites=sites)
 
     def facts_for(self, path: str | Path) -> ProjectFacts | None:
         return self.files.get(absolute(path))
@@ -427,6 +432,9 @@ def _read_launchers(
                     )
                 reader = _reader(script, launch.config)
                 index.config_readers.setdefault(launch.config.config_path, set()).add(reader)
+                if reader in ("trainer", "lightning"):
+                    handed = launch.config.config_evidence or launch.config.launch
+                    index.config_reader_sites.setdefault(launch.config.config_path, []).append(handed)
                 if reader == "initialize" and launch.config.option is not None:
                     data = _read(script) if script is not None else None
                     keys = replaced_keys(data, launch.config.option) if data is not None else None
