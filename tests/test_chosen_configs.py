@@ -60,3 +60,26 @@ def test_what_the_script_picks() -> None:
     assert _picked("import deepspeed\nx = 'c/one.json'\ny = 'c/s_1.json'\n", {}, files) == []
     # a script that does not touch DeepSpeed picks nothing
     assert _picked("x = 'c/one.json'\n", {}, files) == []
+
+
+def test_a_helper_call_handed_to_initialize_is_a_config_builder() -> None:
+    """fixtures/projects/built_offload: `config=offload_config(4)` (the helper's call itself, no name between):
+    its dict's keys are checked where the helper writes them, naming the initialize that receives it; the
+    ZeRO-3 twin is silent."""
+    project = FIXTURES / "projects" / "built_offload"
+    files = discover([str(project)]).files
+    index = index_project(files, [str(project)])
+    results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
+    found = [
+        (os.path.relpath(d.path, project), d.start.line, d.code, d.message) for r in results for d in r.diagnostics
+    ]
+    assert found == [
+        (
+            "train_offload.py",
+            12,
+            "DSL409",
+            "offload_param needs ZeRO stage 3; at stage 2 DeepSpeed ignores it (use offload_optimizer) "
+            "(offload_config() returns the config initialize receives, "
+            "fixtures/projects/built_offload/train_offload.py:20)",
+        )
+    ]
