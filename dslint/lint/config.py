@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -70,10 +71,12 @@ def lint_config_source(
     replaced_keys: frozenset[str] = frozenset(),
     launch_world_sizes: tuple[LaunchWorldSize, ...] = (),
     read_in: tuple[Related, ...] = (),
+    reader_sites: tuple[Related, ...] = (),
 ) -> FileResult:
     """Lint one config file. `known_config`: a script points at it, so it is a DeepSpeed config whatever its
     name or content; otherwise a file that is not recognisably a DeepSpeed config gets no finding.
-    `replaced_keys`: top-level keys the scripts reading the file replace before deepspeed.initialize."""
+    `replaced_keys`: top-level keys the scripts reading the file replace before deepspeed.initialize;
+    `reader_sites`: where launches hand the file to a reader that parses it with the strict `json.load`."""
     selection = selection or RuleSelection()
     result = FileResult(path)
     named = known_config or is_config_name(Path(path))
@@ -94,6 +97,11 @@ def lint_config_source(
         return result
     result.parsed = True
     result.text = text
+    if reader_sites and origin in STRICT_READERS and selection.enabled(_parse_error_rule().code):
+        strict = _strict_json_error(text, STRICT_READERS[origin], reader_sites[0])
+        if strict is not None:
+            finding = _parse_error_rule().from_error(path, strict)
+            result.diagnostics.append(replace(finding, related=reader_sites))
 
     def context_at(version: Version) -> ConfigContext:
         return ConfigContext(
@@ -117,6 +125,32 @@ def lint_config_source(
         suppressed = apply_noqa(path, text, result.diagnostics, selection, config=True)
         result.diagnostics, result.suppressed = suppressed.diagnostics, suppressed.suppressed
     return result
+
+
+# The readers that open a config path with the standard library's strict `json.load` (no trailing comma, no
+# comment), where DeepSpeed's own `hjson.load` takes both: Lightning's `DeepSpeedStrategy._load_config`, and
+# `HfDeepSpeedConfig` (the Hugging Face Trainer's `--deepspeed`, accelerate's `deepspeed_config_file`).
+STRICT_READERS = {Origin.TRAINER: "the Hugging Face integration", Origin.LIGHTNING: "Lightning's DeepSpeedStrategy"}
+
+
+def _strict_json_error(text: str, reader: str, site: Related) -> ParseError | None:
+    """Where `json.load` stops on a config that hjson reads, as a parse error naming the reader; None when the
+    text is strict JSON."""
+    try:
+        json.loads(text)
+        return None
+    except json.JSONDecodeError as error:
+        at, what = error.pos, error.msg
+    before = at - 1
+    while before >= 0 and text[before] in " \t\r\n":
+        before -= 1
+    if before >= 0 and text[before] == "," and at < len(text) and text[at] in "}]":
+        at, what = before, f"a trailing comma before '{text[at]}'"
+    elif text.startswith(("//", "/*", "#"), at):
+        what = "a comment"
+    line = text.count("\n", 0, at) + 1
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    return ParseError(f"{reader} reads it with json.load ({site.path}:{site.line}): {what}", line, column)
 
 
 def lint_yaml_config_source(

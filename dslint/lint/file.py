@@ -87,6 +87,7 @@ def lint_config_file(
         replaced_keys=reading.replaced,
         launch_world_sizes=reading.world_sizes,
         read_in=reading.read_in,
+        reader_sites=reading.reader_sites,
     )
 
 

@@ -36,6 +36,7 @@ def lint_launcher(
     found: list[Diagnostic] = [
         rule().finding(path, issue) for issue in issues for rule in rules if rule.kind == issue.kind
     ]
+    found.extend(_written_config_findings(path, issues, selection))
     if text is None or not path.endswith(COMMENTED):
         return FileResult(path, sorted(found, key=lambda d: d.sort_key), parsed=True)
     kept = apply_noqa(path, text, found, selection, shell=True)
@@ -58,6 +59,22 @@ def launcher_results(
         if result.diagnostics or result.suppressed:
             results.append(result)
     return results
+
+
+def _written_config_findings(path: str, issues: Sequence[LaunchIssue], selection: RuleSelection) -> list[Diagnostic]:
+    """A config the launcher writes that its strict reader cannot parse (`project/written_configs.py`): the config
+    parse error (DSL400), reached through its driver contract, positioned in the launcher."""
+    written = [issue for issue in issues if issue.kind == "written_config"]
+    if not written:
+        return []
+    from dslint.config.tree import ParseError
+    from dslint.framework.driver_rules import ConfigSyntaxError
+    from dslint.framework.registry import implementation
+
+    rule = implementation(ConfigSyntaxError)
+    if not selection.enabled(rule.code):
+        return []
+    return [rule.from_error(path, ParseError(issue.detail, issue.line, issue.column)) for issue in written]
 
 
 @functools.lru_cache(maxsize=64)

@@ -5,8 +5,9 @@
 `DeepSpeedPlugin(hf_ds_config=cfg)` (Hugging Face, which hands it on after filling "auto"): the dict the helper
 returns is a DeepSpeed config, so the keys the helper writes into it are checked as DeepSpeed's
 (`config_link.returned_configs`). The helper is found by its name: defined in the reader's module, or imported
-(`from m import name`, through `from m import *` re-exports). The name must be bound once in the reader's
-function, to the helper's call, or be a parameter of that function (not a method) whose callers in the same
+(`from m import name`, through `from m import *` re-exports). The reader may be given the helper's call
+itself (`config=get_ds_config(args)`); a name must be bound once in the reader's function, to the helper's call,
+or be a parameter of that function (not a method) whose callers in the same
 module pass a name bound once to the helper's call (`cfg = get_ds_config(args); start(model, cfg)`); anything
 else stays unknown. Read with `ast`, only in files that name a reader.
 """
@@ -24,7 +25,7 @@ from dslint.project.reader_calls import ParsedModules, ReaderCall, reader_call, 
 # A text test before parsing: a reader's call, with its config keyword given a name soon after.
 _READER_NAMES = (b"DeepSpeedStrategy", b"TrainingArguments", b"DeepSpeedPlugin", b"initialize")
 _CONFIG_KEYWORD = re.compile(
-    rb"\b(?:config|config_params|deepspeed|hf_ds_config)\s*=\s*([A-Za-z_][A-Za-z0-9_]*)\s*[,)]"
+    rb"\b(?:config|config_params|deepspeed|hf_ds_config)\s*=\s*([A-Za-z_][A-Za-z0-9_]*)\s*([,)(])"
 )
 _WINDOW = 4000
 
@@ -54,6 +55,8 @@ def _may_call_reader(data: bytes) -> bool:
             before = data[at - 1 : at] if at else b" "
             if data[end : end + 1] == b"(" and not (before.isalnum() or before == b"_"):
                 for keyword in _CONFIG_KEYWORD.finditer(data, end, end + _WINDOW):
+                    if keyword.group(2) == b"(":  # the reader is given a plain function's call itself
+                        return True
                     # the name given is bound somewhere to a call of a plain function
                     bound = rb"\b" + re.escape(keyword.group(1)) + rb"\s*=\s*[A-Za-z_][A-Za-z0-9_]*\s*\("
                     if re.search(bound, data):
@@ -82,10 +85,18 @@ def _builders_in(modules: ParsedModules, path: str, scope: ast.AST) -> Iterator[
     bound, readers = _bindings(scope)
     for call, reader in readers:
         value = reader.config_argument(call)
-        if not isinstance(value, ast.Name):
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):  # `config=get_ds_config(args)`
+            helpers = [value.func.id]
+        elif not isinstance(value, ast.Name):
             continue
-        helpers = [helper] if (helper := _helper(bound, value.id)) is not None else []
-        if not helpers and value.id not in bound and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        else:
+            helpers = [helper] if (helper := _helper(bound, value.id)) is not None else []
+        if (
+            not helpers
+            and isinstance(value, ast.Name)
+            and value.id not in bound
+            and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ):
             helpers = _helpers_of_callers(modules.tree(path), scope, value.id)
         for helper in helpers:
             where = modules.function(path, helper)

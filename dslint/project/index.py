@@ -25,6 +25,7 @@ from dslint.limits import Limits, TooLarge, read_capped
 from dslint.model.gpu_saves import GpuFile, gpu_loads
 from dslint.model.star_imports import star_aliases
 from dslint.model.summary import SummaryStore
+from dslint.project.chosen_configs import chosen_configs
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, opened_configs, option_readers, replaced_keys
 from dslint.project.dumped_configs import dumped_config_names
@@ -49,6 +50,7 @@ from dslint.project.launchers import (
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.site_configs import shown_path
 from dslint.project.world_size import world_size
+from dslint.project.written_configs import written_config_issues
 from dslint.script.project_facts import (
     LaunchedConfig,
     LaunchWorldSize,
@@ -98,6 +100,8 @@ class ConfigReading:
     # Where a launched script's option reaches initialize in a module the script imports (the script itself
     # does not use it): `_follow_imported_readers`.
     read_in: tuple[Related, ...] = ()
+    # Where launches hand the file to its reader, when that is the HF integrations or Lightning (strict json.load).
+    reader_sites: tuple[Related, ...] = ()
 
     @property
     def origin(self) -> config_facts.Origin:
@@ -125,6 +129,8 @@ class ProjectIndex:
     # Per launched config, where a module imported by the launched script loads it and hands it to initialize,
     # when the script itself does not use the option (`_follow_imported_readers`).
     config_read_in: dict[str, list[Related]] = field(default_factory=dict)
+    # Per launched config, where a launch hands it to the Hugging Face integrations or Lightning (the option).
+    config_reader_sites: dict[str, list[Related]] = field(default_factory=dict)
     # "trainer" when no file of the project creates an engine (no deepspeed.initialize, no Lightning strategy)
     # and its scripts use the Hugging Face integrations, or no code of a checked folder touches DeepSpeed at all;
     # "lightning" when its only way to DeepSpeed is Lightning's DeepSpeedStrategy given a config dslint does not
@@ -147,13 +153,18 @@ class ProjectIndex:
     def config_reading(self, path: str | Path) -> ConfigReading | None:
         """Who reads the config file `path`, and what the readers change in it; None when nothing is known."""
         reader = self.config_reader(path)
+        worlds = tuple(self.config_world_sizes.get(absolute(path), ()))
+        if reader is None and worlds:  # a launched script picks the file in its code (`chosen_configs.py`)
+            return ConfigReading(self.presumed_reader or "unlinked", world_sizes=worlds)
         if reader is None:
             return ConfigReading(self.presumed_reader, named=False) if self.presumed_reader is not None else None
         replaced = self.config_replaced.get(absolute(path), [])
         keys = functools.reduce(frozenset.intersection, replaced) if reader == "initialize" and replaced else None
-        worlds = tuple(self.config_world_sizes.get(absolute(path), ()))
         read_in = tuple(self.config_read_in.get(absolute(path), ())) if reader == "initialize" else ()
-        return ConfigReading(reader, replaced=keys or frozenset(), world_sizes=worlds, read_in=read_in)
+        sites = tuple(self.config_reader_sites.get(absolute(path), ())) if reader in ("trainer", "lightning") else ()
+        return ConfigReading(
+            reader, replaced=keys or frozenset(), world_sizes=worlds, read_in=read_in, reader_sites=sites
+        )
 
     def facts_for(self, path: str | Path) -> ProjectFacts | None:
         return self.files.get(absolute(path))
@@ -254,6 +265,7 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
         if creates_engine(data):
             producers.append(path)
             _opened_literals(index, path, data, roots)
+    _record_chosen_configs(index, sources, roots)
     store = SummaryStore(sources, exists)
     _follow_imported_readers(index, store)
     for config, reader, _ in framework_configs(sources, store):
@@ -300,7 +312,10 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     texts = functools.lru_cache(maxsize=None)(lambda path: (_read(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: file_names_under(roots, SKIPPED_DIRECTORIES))
     issues = launch_issues(index.sites, sources, store, texts, names)
-    index.launch_issues, index.sites = {absolute(path): found for path, found in issues.items()}, []
+    for path, found in issues.items():
+        index.launch_issues.setdefault(absolute(path), []).extend(found)
+    index.launch_issues = {path: found for path, found in index.launch_issues.items() if found}
+    index.sites = []
     return index
 
 
@@ -309,6 +324,26 @@ def _gpu_file(found: GpuFile) -> tuple[str, Related | None]:
         return f"{found.name}: DeepSpeed's checkpoint file, saved from GPU tensors", None
     where = Related(shown_path(found.path), found.line, 1, f"torch.save of the engine's state as {found.name}")
     return f"{found.name} holds the engine's GPU tensors, saved at {where.path}:{where.line}", where
+
+
+def _record_chosen_configs(index: ProjectIndex, sources: dict[str, bytes], roots: Sequence[str]) -> None:
+    """A launch that passes no config file, of a script that picks one by a path in its code
+    (`chosen_configs.py`): the launch's world size applies to that config."""
+    for launch in index.launches:
+        config = launch.config
+        if config.option is not None or config.ranks is None or launch.script not in sources:
+            continue
+        script = launch.script
+        for picked in chosen_configs(
+            sources[script],
+            os.path.basename(script),
+            config.options,
+            functools.partial(_find, near=script, roots=roots),
+            _read,
+            lambda option: bool(option_readers(sources[script], option)),
+        ):
+            worlds = index.config_world_sizes.setdefault(picked.path, [])
+            worlds.append(LaunchWorldSize(config.ranks, f"{config.world_source}; {picked.how}", config.launch))
 
 
 def _record_config_builders(index: ProjectIndex, sources: dict[str, bytes], store: SummaryStore) -> None:
@@ -398,10 +433,15 @@ def _read_launchers(
             lines = parse_makefile(launcher, text)
         else:
             lines = parse_shell(launcher, text, functools.partial(read_near, near=launcher, roots=roots))
+        scripts: dict[int, str | None] = {}
         for line in lines:
             script = _find(line.script, launcher, roots, line.directory)
+            run_from = None  # a document's command written to be run from its script's folder
             if script is None and document:
                 script = documented_script(line.script, absolute(launcher), by_name)
+                if script is not None:  # the folder the written path is relative to: `train.py` -> its folder
+                    depth = len(os.path.normpath(line.script).lstrip(os.sep).split(os.sep))
+                    run_from = str(Path(script).parents[depth - 1])
             accelerate = None
             if line.accelerate_config is not None:
                 yaml_path = _find(line.accelerate_config, launcher, roots, line.directory)
@@ -414,11 +454,12 @@ def _read_launchers(
                             else None
                         )
                     accelerate = yamls[yaml_path]
-            launched = _launched_config(line, launcher, roots, accelerate)
+            launched = _launched_config(line, launcher, roots, accelerate, run_from)
             world = world_size(line, functools.partial(read_near, near=launcher, roots=roots), accelerate)
             launched = replace(launched, ranks_per_node=world.per_node, ranks=world.ranks, world_source=world.source)
             launch = Launch(line, script, launched, accelerate)
             index.launches.append(launch)
+            scripts[id(line)] = script
             if not launcher.endswith(".ipynb"):  # a notebook's own lint holds its findings
                 option = config_option(line)
                 site = LaunchSite(
@@ -432,6 +473,9 @@ def _read_launchers(
                     )
                 reader = _reader(script, launch.config)
                 index.config_readers.setdefault(launch.config.config_path, set()).add(reader)
+                if reader in ("trainer", "lightning"):
+                    handed = launch.config.config_evidence or launch.config.launch
+                    index.config_reader_sites.setdefault(launch.config.config_path, []).append(handed)
                 if reader == "initialize" and launch.config.option is not None:
                     data = _read(script) if script is not None else None
                     keys = replaced_keys(data, launch.config.option) if data is not None else None
@@ -442,6 +486,14 @@ def _read_launchers(
                 facts = _facts(index, script)
                 launches = (*facts.launches, launch.config)
                 index.files[script] = replace(facts, launches=launches)
+        if not document and "akefile" not in name and not name.endswith(".mk") and ("<<" in text or "echo '" in text):
+            written = written_config_issues(text, lines, functools.partial(_launch_reader, scripts))
+            index.launch_issues.setdefault(absolute(launcher), []).extend(written)
+
+
+def _launch_reader(scripts: dict[int, str | None], line: LaunchLine, option: str) -> str:
+    """Who reads the config a launch line passes in `option` (`scripts`: the script each line starts)."""
+    return _reader_of(scripts.get(id(line)), option)
 
 
 # The reader a config is linted for when several read it: initialize first (its findings hold on that path), then
@@ -465,17 +517,22 @@ def _reader(script: str | None, launched: LaunchedConfig) -> str:
     (`config_readers.option_readers`): to `deepspeed.initialize` ("initialize"), to a Trainer or accelerate
     ("trainer"), to Lightning's strategy ("lightning"); a value that goes where dslint does not follow, or a script
     outside the project, leaves the reader unknown ("unlinked")."""
-    if launched.option == "accelerate":
+    return _reader_of(script, launched.option)
+
+
+def _reader_of(script: str | None, option: str | None) -> str:
+    """`_reader` for the config option `option` of a launch of `script`."""
+    if option == "accelerate":
         return "trainer"
     data = _read(script) if script is not None else None
-    if launched.option == "deepspeed":
+    if option == "deepspeed":
         if data is None:
             return "trainer"  # a script outside the project given `--deepspeed x.json`: the HF Trainer's option
         if not creates_engine(data) and (any(token in data for token in HF_TOKENS) or b"deepspeed" not in data):
             return "trainer"
-    if data is None or launched.option is None:
+    if data is None or option is None:
         return "unlinked"
-    readers = option_readers(data, launched.option)
+    readers = option_readers(data, option)
     return next((reader for reader in ("initialize", "lightning", "trainer") if reader in readers), "unlinked")
 
 
@@ -555,8 +612,14 @@ def _trainer_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequen
 
 
 def _launched_config(
-    line: LaunchLine, launcher: str, roots: Sequence[str], accelerate: AccelerateConfig | None
+    line: LaunchLine,
+    launcher: str,
+    roots: Sequence[str],
+    accelerate: AccelerateConfig | None,
+    run_from: str | None = None,
 ) -> LaunchedConfig:
+    """`run_from`: the folder a document's command runs in when its script was found there (`documented_script`):
+    a config path the command writes is read from that folder when it is not found from the document's own."""
     # A script the launcher names from its own folder (`$(dirname "$0")/train.py`) is absolute: shown relative
     script = shown_path(absolute(line.script)) if os.path.isabs(line.script) else line.script
     where = Related(shown_path(absolute(launcher)), line.line, line.column, f"{line.tool} launches {script}")
@@ -568,6 +631,9 @@ def _launched_config(
         if not option.value.endswith((".json", ".hjson", ".yaml", ".yml")) and name == "deepspeed":
             continue  # `--deepspeed` alone is DeepSpeed's own on/off flag
         config_path = _find(option.value, launcher, roots, line.directory)
+        if config_path is None and run_from and not os.path.isabs(option.value):
+            candidate = os.path.join(run_from, option.value)
+            config_path = absolute(candidate) if is_file(candidate) else None
         written = shown_path(absolute(option.value)) if os.path.isabs(option.value) else option.value
         evidence = Related(where.path, option.line, option.column, f"--{name} {written}")
         return LaunchedConfig(where, name, config_path, evidence, options)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -215,7 +216,8 @@ def _missing(
 ) -> bool:
     """Whether a config path a launch writes names no file of the project, and nothing there writes one: an
     absolute or home path (the user's machine), a file of that name anywhere under the roots, or the name in a
-    Python source or elsewhere in the launcher (a config generated before the launch) answer no."""
+    Python source or elsewhere in the launcher (a config generated before the launch), or a redirection writing
+    the path in the launcher (`cat > ds.json <<EOF`, `echo '{...}' > ds.json`, `tee ds.json`) answer no."""
     if os.path.isabs(written) or written.startswith("~") or UNKNOWN_VALUE in written:
         return False
     name = os.path.basename(written)
@@ -224,7 +226,21 @@ def _missing(
     encoded = name.encode()
     if any(encoded in data for data in sources.values()):
         return False
+    if launcher is not None and _writes(launcher, written):
+        return False
     return launcher is None or launcher.count(name) <= launcher.count(written)
+
+
+def _writes(launcher: str, written: str) -> bool:
+    """Whether the launcher writes the path with a redirection or `tee`, as written or through a variable it
+    assigns that path to (`CONFIG=ds.json` ... `cat > "$CONFIG" <<EOF`)."""
+    names = [re.escape(written)]
+    for variable in re.findall(
+        rf"""^\s*(?:export\s+)?([A-Za-z_]\w*)=["']?{re.escape(written)}["']?\s*$""", launcher, re.M
+    ):
+        names.extend((rf"\${variable}\b", rf"\${{{variable}}}"))
+    target = "|".join(names)
+    return re.search(rf"""(?:>|\btee)\s*["']?(?:{target})["']?(?:\s|$)""", launcher) is not None
 
 
 def _reads_command_line(script: str, store: SummaryStore, sources: dict[str, bytes]) -> bool:

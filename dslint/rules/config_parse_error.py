@@ -17,11 +17,20 @@ class ConfigParseError(ConfigRule, ConfigSyntaxError):
     docs = RuleDocs(
         what="""
             Reports a DeepSpeed config file (named like one, or named by a script) that is not valid JSON or
-            HJSON, with the line and column of the first error.
+            HJSON, with the line and column of the first error; and a config a shell launcher writes itself (a
+            heredoc `cat <<EOF > ds.json`, a one-line `echo '{...}' > ds.json`) that the program reading it
+            cannot parse: Lightning's `DeepSpeedStrategy` (the file in `PL_DEEPSPEED_CONFIG_PATH` under a
+            DeepSpeed strategy) and the Hugging Face integrations (`--deepspeed ds.json`) read it with the strict
+            `json.load`, which refuses a trailing comma; reported in the launcher, on the line json.load stops at.
+            A config file that a launch hands to one of those readers is read as `json.load` reads it too (a
+            comment or a trailing comma stops it), and the finding names the launch.
         """,
         why="""
             DeepSpeed reads config files with `hjson.load`; a file it cannot parse stops the run at start-up,
-            usually after the job has waited in a queue. None of the other config checks could run on it.
+            usually after the job has waited in a queue. None of the other config checks could run on it. hjson
+            accepts trailing commas and comments, `json.load` does not: Lightning (`_load_config`) and
+            `HfDeepSpeedConfig` read the path with `json.load` and hand DeepSpeed a dict, so a text that DeepSpeed
+            alone would take stops their run; a written config that DeepSpeed reads by path is not reported.
         """,
         example="""
             {

@@ -65,7 +65,9 @@ class UnsatisfiableBatchSize(ConfigRule):
             example `train_batch_size` 32 with micro batch 3), or for the world size when it is known: given
             with `--world-size`, or read from each launcher that passes the config (`deepspeed --num_gpus`,
             `--num_nodes`, a hostfile's slots, `--include`, `CUDA_VISIBLE_DEVICES`, `torchrun
-            --nproc_per_node`, `accelerate launch --num_processes`), where the finding names the launch; and
+            --nproc_per_node`, `accelerate launch --num_processes`), or from each launch of a script that
+            picks the config by a path in its code (`f"ds/stage_{args.stage}.json"` read with the launch's
+            `--stage`, or the one literal config path the script writes), where the finding names the launch; and
             batch values that are not positive.
         """,
         why="""

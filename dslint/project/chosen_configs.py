@@ -1,0 +1,123 @@
+"""Config files a launched script picks by a path written in its own code, for the launch's world size (DSL407).
+
+`deepspeed --include localhost:0 train.py --stage 1` with `cfg = f"dsconfig/stage_{args['stage']}.json"` in
+train.py: that launch runs with `dsconfig/stage_1.json`, on one rank. The path is read as the launch gives it:
+an f-string over the script's own options (`args["stage"]`, `args.size`), each part the launch's literal value or,
+when the launch does not give the option, its argparse default; or, when the script builds no such path, the one
+literal config path it writes (`"ds_config.json"`). Several literal paths, a part of unknown value (a variable,
+an option set at run time, no default), or a path naming no DeepSpeed config file of the project: nothing is
+picked, nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from dslint.config.recognition import mentions_strong_key
+from dslint.project.launchers import UNKNOWN_VALUE
+
+CONFIG_SUFFIXES = (".json", ".hjson")
+
+
+@dataclass(frozen=True)
+class ChosenConfig:
+    path: str  # absolute
+    how: str  # "train.py opens dsconfig/stage_1.json (--stage 1)"
+
+
+def _defaults(tree: ast.AST) -> dict[str, str]:
+    """`parser.add_argument("--stage", default=1)`: option name (dashes as underscores) -> default, as text."""
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr != "add_argument" or not node.args:
+            continue
+        first = node.args[0]
+        if not (isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("--")):
+            continue
+        for keyword in node.keywords:
+            if keyword.arg == "default" and isinstance(keyword.value, ast.Constant):
+                value = keyword.value.value
+                if isinstance(value, (str, int)) and not isinstance(value, bool):
+                    found[first.value[2:].replace("-", "_")] = str(value)
+    return found
+
+
+def _option_name(node: ast.expr) -> str | None:
+    """`args["stage"]`, `args.stage`, `self.args['stage']`: the option a formatted part reads."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.slice.value
+    if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Name, ast.Attribute)):
+        return node.attr
+    return None
+
+
+def _formatted(node: ast.JoinedStr, values: Callable[[str], str | None]) -> tuple[str, list[str]] | None:
+    """The path an f-string writes with the launch's option values, and the options it read; None if unknown."""
+    text: list[str] = []
+    used: list[str] = []
+    for part in node.values:
+        if isinstance(part, ast.Constant) and isinstance(part.value, str):
+            text.append(part.value)
+            continue
+        if not isinstance(part, ast.FormattedValue) or part.format_spec is not None or part.conversion != -1:
+            return None
+        name = _option_name(part.value)
+        value = values(name) if name is not None else None
+        if name is None or value is None:
+            return None
+        text.append(value)
+        used.append(name)
+    return "".join(text), used
+
+
+def chosen_configs(
+    source: bytes,
+    script_name: str,
+    options: Mapping[str, str | None],
+    find: Callable[[str], str | None],
+    read: Callable[[str], bytes | None],
+    reaches_reader: Callable[[str], bool] = lambda option: True,
+) -> list[ChosenConfig]:
+    """The DeepSpeed config files the script picks for a launch giving `options` (`--name value`, literal or
+    UNKNOWN_VALUE). `find(path)`: the file a path written in the script names (absolute) or None; `read(path)`:
+    its bytes; `reaches_reader(option)`: whether the script hands that option's value to a DeepSpeed reader (a
+    literal path that is only an option's default, `--settings cfg/run.json` for the script's own loader, is
+    not DeepSpeed's config when that option goes elsewhere)."""
+    if b"deepspeed" not in source or not any(suffix.encode() in source for suffix in CONFIG_SUFFIXES):
+        return []
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    defaults = _defaults(tree)
+
+    def value(name: str) -> str | None:
+        if name in options:
+            given = options[name]
+            return None if given is None or given == UNKNOWN_VALUE else given
+        return defaults.get(name)
+
+    built: dict[str, str] = {}
+    literals: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            formatted = _formatted(node, value)
+            if formatted is not None and formatted[1] and formatted[0].endswith(CONFIG_SUFFIXES):
+                given = ", ".join(f"--{name} {value(name)}" for name in dict.fromkeys(formatted[1]))
+                built.setdefault(formatted[0], f"{script_name} opens {formatted[0]} ({given})")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(CONFIG_SUFFIXES):
+            owners = [name for name, default in defaults.items() if default == node.value]
+            if all(reaches_reader(name) for name in owners):
+                literals.setdefault(node.value, f"{script_name} opens {node.value}")
+    picked = built if built else literals
+    found: list[ChosenConfig] = []
+    for written, how in picked.items():
+        path = find(written)
+        data = read(path) if path is not None else None
+        if path is not None and data is not None and mentions_strong_key(data):
+            found.append(ChosenConfig(path, how))
+    return found if built or len(found) == 1 else []

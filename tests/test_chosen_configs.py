@@ -1,0 +1,85 @@
+"""Configs a launched script picks by a path in its own code (`project/chosen_configs.py`): the launch's world
+size applies to them (DSL407), fixtures/projects/chosen_configs both ways."""
+
+from __future__ import annotations
+
+import os
+
+from fixture_support import FIXTURES
+
+from dslint.lint.batch import index_project, lint_files
+from dslint.lint.files import discover
+from dslint.project.chosen_configs import chosen_configs
+from dslint.selection import RuleSelection
+
+PROJECT = FIXTURES / "projects" / "chosen_configs"
+
+
+def test_the_world_size_of_a_launch_reaches_the_config_its_script_picks() -> None:
+    files = discover([str(PROJECT)]).files
+    index = index_project(files, [str(PROJECT)])
+    results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
+    found = sorted(
+        (os.path.relpath(d.path, PROJECT), d.start.line, d.code, d.message) for r in results for d in r.diagnostics
+    )
+    assert [(path, line, code) for path, line, code, _ in found] == [
+        ("ds/finetune.json", 2, "DSL407"),
+        ("ds/stage_2.json", 2, "DSL407"),
+    ]
+    messages = {path: message for path, _, _, message in found}
+    assert messages["ds/stage_2.json"] == (
+        "batch sizes train 4, micro 2, accumulation 1: train != micro x accumulation x GPUs with world size 1 "
+        "(--include localhost:3; train.py opens ds/stage_2.json (--stage 2): "
+        "fixtures/projects/chosen_configs/scripts/stage2_one_gpu.sh:4)"
+    )
+    assert "(--nproc_per_node 2; finetune.py opens ds/finetune.json:" in messages["ds/finetune.json"]
+    # stage_1.json (the option's default, 4 = 2 x 1 x 2 on two GPUs) and the two configs evaluate.py chooses
+    # between at run time (each 4 = 1 x 1 x 4 on some machine) are silent: the list above is all
+
+
+def _picked(source: str, options: dict[str, str | None], files: dict[str, bytes]) -> list[str]:
+    found = chosen_configs(source.encode(), "t.py", options, lambda p: p if p in files else None, files.get)
+    return [f"{c.path} | {c.how}" for c in found]
+
+
+def test_what_the_script_picks() -> None:
+    config = b'{"train_batch_size": 8}'
+    files = {"c/s_1.json": config, "c/s_2.json": config, "c/one.json": config, "notes.json": b"{}"}
+    script = (
+        "import deepspeed, argparse\np = argparse.ArgumentParser()\np.add_argument('--s', default=1)\n"
+        "a = vars(p.parse_args())\npath = f'c/s_{a[\"s\"]}.json'\n"
+    )
+    assert _picked(script, {}, files) == ["c/s_1.json | t.py opens c/s_1.json (--s 1)"]
+    assert _picked(script, {"s": "2"}, files) == ["c/s_2.json | t.py opens c/s_2.json (--s 2)"]
+    assert _picked(script, {"s": "\x00unknown"}, files) == []  # set at run time
+    assert _picked(script.replace(", default=1", ""), {}, files) == []  # no default, not given
+    # one literal config path; two are ambiguous; a JSON that is no DeepSpeed config is not one
+    assert _picked("import deepspeed\nx = 'c/one.json'\ny = 'notes.json'\n", {}, files) == [
+        "c/one.json | t.py opens c/one.json"
+    ]
+    assert _picked("import deepspeed\nx = 'c/one.json'\ny = 'c/s_1.json'\n", {}, files) == []
+    # a script that does not touch DeepSpeed picks nothing
+    assert _picked("x = 'c/one.json'\n", {}, files) == []
+
+
+def test_a_helper_call_handed_to_initialize_is_a_config_builder() -> None:
+    """fixtures/projects/built_offload: `config=offload_config(4)` (the helper's call itself, no name between):
+    its dict's keys are checked where the helper writes them, naming the initialize that receives it; the
+    ZeRO-3 twin is silent."""
+    project = FIXTURES / "projects" / "built_offload"
+    files = discover([str(project)]).files
+    index = index_project(files, [str(project)])
+    results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
+    found = [
+        (os.path.relpath(d.path, project), d.start.line, d.code, d.message) for r in results for d in r.diagnostics
+    ]
+    assert found == [
+        (
+            "train_offload.py",
+            12,
+            "DSL409",
+            "offload_param needs ZeRO stage 3; at stage 2 DeepSpeed ignores it (use offload_optimizer) "
+            "(offload_config() returns the config initialize receives, "
+            "fixtures/projects/built_offload/train_offload.py:20)",
+        )
+    ]
