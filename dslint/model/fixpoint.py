@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from dslint.model.attribute_models import attribute_builders
-from dslint.model.evaluate import Callee, CallSite, Evaluator, FunctionSummary
+from dslint.model.evaluate import Callee, CallSite, Evaluator, FunctionSummary, scope_of
 from dslint.model.library import ENGINE, ENGINE_MODULE, ENGINE_ONLY_METHODS, INITIALIZE, RESULT_ORDER
 from dslint.model.summary import ModuleSummary, SummaryStore, calls, character_column, dotted, statements
 from dslint.model.values import InitSite, Item, Keyed, Maybe, Param, Results, Returned, Value, is_engine_held
@@ -247,12 +247,7 @@ class ProjectModel(Evaluator):
                 continue
             lines = self.store.sources.get(path, b"").splitlines()
             for qualname, body_calls in module.body_calls():
-                function = module.functions.get(qualname)
-                scope = (
-                    FunctionSummary(path, qualname, list(function.params), function.is_method)
-                    if function is not None
-                    else FunctionSummary(path, "", [], False)
-                )
+                scope = scope_of(module, qualname)
                 for call in body_calls:
                     text = dotted(call.func)
                     if text is None or text not in wanted:

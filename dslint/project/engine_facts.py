@@ -18,7 +18,6 @@ from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
 from dslint.model.state_saving_calls import plugin_site, state_saving_calls
-from dslint.model.summary import SummaryStore
 from dslint.model.values import InitSite
 from dslint.project.site_configs import engine_config, shown_path
 from dslint.script.project_facts import ParameterFact, ProjectFacts, ReturnFact
@@ -33,11 +32,12 @@ def facts_of(files: dict[str, ProjectFacts], path: str) -> ProjectFacts:
     return facts
 
 
-def record_state_saving_calls(files: dict[str, ProjectFacts], store: SummaryStore) -> None:
-    """Calls handing the Accelerator to a project function that reaches `save_state` on it (DSL428)."""
+def record_state_saving_calls(files: dict[str, ProjectFacts], model: ProjectModel) -> None:
+    """Calls handing the Accelerator to a project function that reaches `save_state` on it (DSL428), read from
+    the model the engine fixpoint ran in (`follow_engines`): its resolutions are the same."""
+    store = model.store
     if not any(b".save_state(" in data for data in store.sources.values()):
         return
-    model = ProjectModel(store)
     plugin = plugin_site(store.sources)
     built = Related(shown_path(plugin[0]), plugin[1], 1, "DeepSpeedPlugin built here") if plugin else None
     holders = sorted(p for p, data in store.sources.items() if b"accelerator" in data)
@@ -49,12 +49,12 @@ def record_state_saving_calls(files: dict[str, ProjectFacts], store: SummaryStor
 
 
 def follow_engines(
-    files: dict[str, ProjectFacts], readers: dict[str, set[str]], store: SummaryStore, producers: list[str]
+    files: dict[str, ProjectFacts], readers: dict[str, set[str]], model: ProjectModel, producers: list[str]
 ) -> list[tuple[str, int, str]]:
     """Run the project fixpoint from the files that make engines (`producers`) and hand each file what it
     learns (`files`, by absolute path, updated in place); a config file an initialize call names by a literal
     is recorded as initialize's in `readers`. Returns the initialize sites (path, line, function)."""
-    model = ProjectModel(store)
+    store = model.store
     model.analyse_all(producers)
     sites = sorted((site.path, site.line, site.qualname) for site in model.inits.values())
     for init_site in model.inits.values():  # `initialize(config="ds.json")`: that file is initialize's

@@ -22,6 +22,7 @@ from pathlib import Path
 from dslint.config import facts as config_facts
 from dslint.diagnostics import Related
 from dslint.limits import Limits, TooLarge, read_capped
+from dslint.model.fixpoint import ProjectModel
 from dslint.model.summary import SummaryStore
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, opened_configs, option_readers, replaced_keys
@@ -255,17 +256,18 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
         )
     ):
         index.presumed_reader = "trainer"
+    model = ProjectModel(store)  # one model: the engine fixpoint, then the state-saving calls, read it
     if producers:
         try:
-            index.initialize_sites = follow_engines(index.files, index.config_readers, store, producers)
+            index.initialize_sites = follow_engines(index.files, index.config_readers, model, producers)
         except (RecursionError, MemoryError):
             index.problems.append("engines were not followed across functions: the code is nested too deeply")
     _record_config_builders(index, sources, store)
     for path, dumped in dumped_config_names(sources, (launch.config for launch in index.launches)).items():
-        index.files[path] = replace(_facts(index, path), dumped_configs=dumped)
+        index.files[path] = replace(facts_of(index.files, path), dumped_configs=dumped)
     for path, functions in cuda_parameters(store).items():
-        index.files[path] = replace(_facts(index, path), cuda_parameters=functions)
-    record_state_saving_calls(index.files, store)
+        index.files[path] = replace(facts_of(index.files, path), cuda_parameters=functions)
+    record_state_saving_calls(index.files, model)
     texts = functools.lru_cache(maxsize=None)(lambda path: (_read(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: file_names_under(roots, SKIPPED_DIRECTORIES))
     issues = launch_issues(index.sites, sources, store, texts, names)
@@ -277,7 +279,7 @@ def _record_config_builders(index: ProjectIndex, sources: dict[str, bytes], stor
     for builder in config_builders(sources, store):
         reader = f"{builder.name}() returns the config {builder.reader} receives"
         origin = Related(shown_path(builder.reader_path), builder.line, builder.column, reader)
-        facts = _facts(index, builder.path)
+        facts = facts_of(index.files, builder.path)
         builders = {**facts.config_builders, builder.name: (origin, builder.origin)}
         index.files[builder.path] = replace(facts, config_builders=builders)
 
@@ -317,13 +319,9 @@ def single_file_facts(path: str, data: bytes) -> ProjectFacts | None:
         return None
     index = ProjectIndex((absolute(Path(path).parent),))
     with contextlib.suppress(RecursionError, MemoryError):  # nested too deeply for the walk: its lint says so
-        store = SummaryStore({absolute(path): data}, exists)
-        index.initialize_sites = follow_engines(index.files, index.config_readers, store, [absolute(path)])
+        model = ProjectModel(SummaryStore({absolute(path): data}, exists))
+        index.initialize_sites = follow_engines(index.files, index.config_readers, model, [absolute(path)])
     return index.facts_for(path)
-
-
-def _facts(index: ProjectIndex, path: str) -> ProjectFacts:
-    return facts_of(index.files, path)
 
 
 def _read_launchers(
@@ -399,7 +397,7 @@ def _read_launchers(
                     keys = replaced_keys(data, launch.config.option) if data is not None else None
                     index.config_replaced.setdefault(launch.config.config_path, []).append(keys or frozenset())
             if script is not None:
-                facts = _facts(index, script)
+                facts = facts_of(index.files, script)
                 launches = (*facts.launches, launch.config)
                 index.files[script] = replace(facts, launches=launches)
 
