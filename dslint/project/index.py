@@ -30,9 +30,8 @@ from dslint.project.dumped_configs import dumped_config_names
 from dslint.project.engine_facts import facts_of, follow_engines, record_state_saving_calls
 from dslint.project.inputs import exists, is_file, record
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
-from dslint.project.launch_issues import LaunchIssue, LaunchSite, config_option, file_names_under, launch_issues
+from dslint.project.launch_issues import LaunchIssue, LaunchSite, file_names_under, launch_issues
 from dslint.project.launchers import (
-    CONFIG_OPTIONS,
     UNKNOWN_VALUE,
     AccelerateConfig,
     LaunchLine,
@@ -42,7 +41,7 @@ from dslint.project.launchers import (
 )
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.site_configs import shown_path
-from dslint.project.world_size import world_size
+from dslint.project.world_size import WorldSize, world_size
 from dslint.script.project_facts import (
     LaunchedConfig,
     LaunchWorldSize,
@@ -75,6 +74,11 @@ class Launch:
     script: str | None
     config: LaunchedConfig
     accelerate: AccelerateConfig | None = None
+
+    @property
+    def world(self) -> WorldSize:
+        """The ranks the launch starts, as the index read them once (`world_size.py`)."""
+        return WorldSize(self.config.ranks, self.config.ranks_per_node, self.config.world_source)
 
 
 @dataclass(frozen=True)
@@ -380,9 +384,13 @@ def _read_launchers(
             launch = Launch(line, script, launched, accelerate)
             index.launches.append(launch)
             if not launcher.endswith(".ipynb"):  # a notebook's own lint holds its findings
-                option = config_option(line)
+                option = line.config_option()
                 site = LaunchSite(
-                    line, script, option, launch.config.config_path if option else None, launch.config.launch
+                    line,
+                    script,
+                    option.name if option else None,
+                    launch.config.config_path if option else None,
+                    launch.config.launch,
                 )
                 index.sites.append(site)
             if launch.config.config_path is not None:
@@ -461,16 +469,12 @@ def _launched_config(
     script = shown_path(absolute(line.script)) if os.path.isabs(line.script) else line.script
     where = Related(shown_path(absolute(launcher)), line.line, line.column, f"{line.tool} launches {script}")
     options = {o.name: o.value for o in line.options}
-    for name in CONFIG_OPTIONS:
-        option = line.option(name)
-        if option is None or option.value is None or option.value == UNKNOWN_VALUE:
-            continue
-        if not option.value.endswith((".json", ".hjson", ".yaml", ".yml")) and name == "deepspeed":
-            continue  # `--deepspeed` alone is DeepSpeed's own on/off flag
+    option = line.config_option()
+    if option is not None and option.value is not None:
         config_path = _find(option.value, launcher, roots, line.directory)
         written = shown_path(absolute(option.value)) if os.path.isabs(option.value) else option.value
-        evidence = Related(where.path, option.line, option.column, f"--{name} {written}")
-        return LaunchedConfig(where, name, config_path, evidence, options)
+        evidence = Related(where.path, option.line, option.column, f"--{option.name} {written}")
+        return LaunchedConfig(where, option.name, config_path, evidence, options)
     if accelerate is not None:
         shown = shown_path(accelerate.path)
         if accelerate.deepspeed_config_file:
