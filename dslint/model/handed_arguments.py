@@ -54,11 +54,25 @@ def positional(function: FunctionInfo, index: int | None) -> str | None:
     return function.positional[index]
 
 
-def handed_arguments(
-    model: Evaluator, paths: Iterable[str], selected: Callable[[ast.expr], bool]
-) -> Iterator[HandedArgument]:
-    """Every selected argument handed to a project function the model resolves, in the order of `paths`, each
-    module's bodies and calls; an argument no parameter receives is left out."""
+@dataclass(frozen=True)
+class ResolvedCall:
+    """In `path`, the function `qualname` ("" for module-level code) calls the project function `callee` at
+    `line`/`column` (1-based, the column in characters)."""
+
+    path: str
+    qualname: str
+    call: ast.Call
+    line: int
+    column: int
+    callee: Callee
+
+
+def resolved_calls(
+    model: Evaluator, paths: Iterable[str], selected: Callable[[str, ast.Call], bool]
+) -> Iterator[ResolvedCall]:
+    """Every call in the modules `paths` that is `selected` (by path and call) and names a project function the
+    model resolves (same module, imports, `self.method` along the bases), in the order of `paths`, each module's
+    bodies and calls."""
     for path in paths:
         module = model.module(path)
         if module is None:
@@ -67,18 +81,35 @@ def handed_arguments(
         for qualname, body_calls in module.body_calls():
             scope = scope_of(module, qualname)
             for call in body_calls:
-                passed = arguments_where(call, selected)
-                if not passed:
+                if not selected(path, call):
                     continue
                 callee = model.resolve(module, scope, call.func)
-                function = model.function(callee) if callee is not None else None
-                if callee is None or function is None:
-                    continue
-                for index, keyword in passed:
-                    param = keyword if keyword is not None else positional(function, index)
-                    if param is None:
-                        continue
+                if callee is not None:
                     column = character_column(lines, call.lineno, call.col_offset) + 1
-                    yield HandedArgument(
-                        path, qualname, call, call.lineno, column, callee, function, index, keyword, param
-                    )
+                    yield ResolvedCall(path, qualname, call, call.lineno, column, callee)
+
+
+def handed_arguments(
+    model: Evaluator, paths: Iterable[str], selected: Callable[[ast.expr], bool]
+) -> Iterator[HandedArgument]:
+    """Every selected argument handed to a project function the model resolves, in the order of `paths`, each
+    module's bodies and calls; an argument no parameter receives is left out."""
+    for found in resolved_calls(model, paths, lambda _, call: any(_passed(call, selected))):
+        function = model.function(found.callee)
+        if function is None:
+            continue
+        for index, keyword in arguments_where(found.call, selected):
+            param = keyword if keyword is not None else positional(function, index)
+            if param is not None:
+                yield HandedArgument(
+                    found.path, found.qualname, found.call, found.line, found.column, found.callee, function,
+                    index, keyword, param,
+                )  # fmt: skip
+
+
+def _passed(call: ast.Call, selected: Callable[[ast.expr], bool]) -> Iterator[bool]:
+    for argument in call.args:
+        if isinstance(argument, ast.Starred):
+            return
+        yield selected(argument)
+    yield from (selected(k.value) for k in call.keywords if k.arg is not None)
