@@ -17,24 +17,6 @@ from dslint.model.summary import FunctionInfo, character_column
 Passed = tuple[int | None, str | None]  # (position, None) or (None, keyword)
 
 
-@dataclass(frozen=True)
-class HandedArgument:
-    """In `path`, the function `qualname` ("" for module-level code) calls `callee` at `line`/`column` (1-based,
-    the column in characters) and hands it an argument at position `index` or by `keyword`, which the callee's
-    parameter `param` receives."""
-
-    path: str
-    qualname: str
-    call: ast.Call
-    line: int
-    column: int
-    callee: Callee
-    function: FunctionInfo
-    index: int | None
-    keyword: str | None
-    param: str
-
-
 def arguments_where(call: ast.Call, selected: Callable[[ast.expr], bool]) -> list[Passed]:
     """The arguments of `call` that are `selected`, positional ones before a `*args` and named keywords."""
     found: list[Passed] = []
@@ -67,6 +49,17 @@ class ResolvedCall:
     callee: Callee
 
 
+@dataclass(frozen=True)
+class HandedArgument(ResolvedCall):
+    """A resolved call that hands the callee (`function`) an argument at position `index` or by `keyword`, which
+    the callee's parameter `param` receives."""
+
+    function: FunctionInfo
+    index: int | None
+    keyword: str | None
+    param: str
+
+
 def resolved_calls(
     model: Evaluator, paths: Iterable[str], selected: Callable[[str, ast.Call], bool]
 ) -> Iterator[ResolvedCall]:
@@ -94,22 +87,11 @@ def handed_arguments(
 ) -> Iterator[HandedArgument]:
     """Every selected argument handed to a project function the model resolves, in the order of `paths`, each
     module's bodies and calls; an argument no parameter receives is left out."""
-    for found in resolved_calls(model, paths, lambda _, call: any(_passed(call, selected))):
+    for found in resolved_calls(model, paths, lambda _, call: bool(arguments_where(call, selected))):
         function = model.function(found.callee)
         if function is None:
             continue
         for index, keyword in arguments_where(found.call, selected):
             param = keyword if keyword is not None else positional(function, index)
             if param is not None:
-                yield HandedArgument(
-                    found.path, found.qualname, found.call, found.line, found.column, found.callee, function,
-                    index, keyword, param,
-                )  # fmt: skip
-
-
-def _passed(call: ast.Call, selected: Callable[[ast.expr], bool]) -> Iterator[bool]:
-    for argument in call.args:
-        if isinstance(argument, ast.Starred):
-            return
-        yield selected(argument)
-    yield from (selected(k.value) for k in call.keywords if k.arg is not None)
+                yield HandedArgument(**vars(found), function=function, index=index, keyword=keyword, param=param)
