@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from dslint.project.index import creates_engine
+from dslint.project.config_reading import creates_engine
 from dslint.project.launch_documents import markdown_code_blocks, notebook_shells, rst_code_blocks, shell_texts
 from dslint.project.launchers import (
     UNKNOWN_VALUE,

@@ -86,3 +86,23 @@ def test_the_project_model_reads_the_same_guards() -> None:
     calls, facts = _calls()
     for name in "abcdeghijkl":
         assert guards_of(function.body, by_name[name]) == facts.paths.at(calls[name]), name  # type: ignore[attr-defined]
+
+
+def _two_arms(code: str, tree: ast.Module | None = None) -> bool:
+    module = cst.parse_module(textwrap.dedent(code))
+    facts = collect_facts(module, tree=tree)
+    calls = [node for node in facts.entered if isinstance(node, cst.Call)]
+    return facts.paths.exclusive(calls[0], calls[1])
+
+
+def test_constant_tests_are_subjects() -> None:
+    """`if True:` and its `else:` never both run (CPython's tree reads `True` as libcst's reader did)."""
+    assert _two_arms("if True:\n    a()\nelse:\n    b()\n")
+    assert _two_arms("if cfg[-1] == 'x':\n    a()\nelse:\n    b()\n")
+
+
+def test_guards_come_through_the_statement_pairing() -> None:
+    """The guards are CPython's, laid over libcst's statements: trees that cannot be paired exclude nothing."""
+    code = "if args.deepspeed:\n    a()\nelse:\n    b()\n"
+    assert _two_arms(code)
+    assert not _two_arms(code, tree=ast.parse("pass"))

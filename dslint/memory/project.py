@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import shlex
 from collections.abc import Sequence
@@ -19,9 +18,9 @@ from dslint.lint.script import lint_source
 from dslint.memory.forecast import FINDING_CODES, Overrides, forecast
 from dslint.memory.script_scan import scan
 from dslint.project.config_link import load_config_tree
-from dslint.project.index import ConfigReading, ProjectIndex, read_near
-from dslint.project.launchers import CONFIG_OPTIONS, UNKNOWN_VALUE, parse_shell
-from dslint.project.world_size import WorldSize, world_size
+from dslint.project.index import ConfigReading, ProjectIndex
+from dslint.project.launchers import parse_shell
+from dslint.project.world_size import WorldSize
 from dslint.selection import RuleSelection
 
 BATCH_CODES = ("DSL405", "DSL406", "DSL407")
@@ -63,7 +62,7 @@ def forecast_project(
         if launch.script is None:
             launches.append({**where, "script": line.script, "config": None, "unknown": "the script was not found"})
             continue
-        world = world_size(line, functools.partial(_read_near, near=line.launcher, index=index), launch.accelerate)
+        world = launch.world
         if launch.script not in findings:
             findings[launch.script] = script_findings(launch.script, index, overrides.world_size or world.ranks)
         config = launch.config.config_path
@@ -82,25 +81,17 @@ def _shown(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def _read_near(name: str, near: str, index: ProjectIndex) -> str | None:
-    return read_near(name, near, index.root_paths)
-
-
 def argument_config(script: str, script_args: Sequence[str]) -> str | None:
     """The config file the script's arguments name (`--deepspeed_config ds.json`, `--deepspeed ds.json`), read
     as a launcher's arguments are; relative to the current directory, then to the script's."""
     (line,) = parse_shell(script, shlex.join(["python", os.path.basename(script) or "script.py", *script_args]))
-    for name in CONFIG_OPTIONS:
-        option = line.option(name)
-        if option is None or option.value is None or option.value == UNKNOWN_VALUE:
-            continue
-        if name == "deepspeed" and not option.value.endswith((".json", ".hjson", ".yaml", ".yml")):
-            continue
-        for base in (os.getcwd(), os.path.dirname(script)):
-            candidate = os.path.join(base, option.value)
-            if os.path.isfile(candidate):
-                return os.path.normpath(os.path.abspath(candidate))
+    option = line.config_option()
+    if option is None or option.value is None:
         return None
+    for base in (os.getcwd(), os.path.dirname(script)):
+        candidate = os.path.join(base, option.value)
+        if os.path.isfile(candidate):
+            return os.path.normpath(os.path.abspath(candidate))
     return None
 
 

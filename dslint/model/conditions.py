@@ -8,15 +8,16 @@ test with opposite truth, or one subject equal to two different constants. Tests
 function and in another are taken as the same value: a script that tests one flag in several functions tests
 the same option. Only these simple shapes become guards; any other test (`x > 1`, `f(a)`) tells nothing.
 
-Guards are read from CPython's tree here (the project model's functions) and from libcst's in
-`dslint/script/paths.py`; both give the same `Guard` values, so a fact from another module compares with one of
-this file.
+Guards are read once, from CPython's tree, here: `statement_guards` for every statement of a module (the
+per-file facts look them up by the statement paired with libcst's, `dslint/script/paths.py`), `guards_of` for one
+call of the project model's functions; both read them in one walk (`_walk`), so a fact from another module
+compares with one of this file.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 # The constant's repr for `subject == constant`, or "" for the subject's own truth (`if args.deepspeed:`).
@@ -60,16 +61,19 @@ def constant_guard(subject: str, value: object, truth: bool) -> Guard | None:
 def _subject(node: ast.expr) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
+    if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, bool)):
+        return repr(node.value)  # `if True:` / `else:` never both run
     if isinstance(node, ast.Attribute):
         base = _subject(node.value)
         return f"{base}.{node.attr}" if base is not None else None
     if isinstance(node, ast.Call) and not node.args and not node.keywords:
         base = _subject(node.func)
         return f"{base}()" if base is not None and not base.endswith(")") else None
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+    if isinstance(node, ast.Subscript):
+        key = _constant(node.slice)
         base = _subject(node.value)
-        key = node.slice.value
-        return f"{base}[{key!r}]" if base is not None and isinstance(key, (str, int)) else None
+        if base is not None and isinstance(key, (str, int)) and not isinstance(key, bool):
+            return f"{base}[{key!r}]"
     return None
 
 
@@ -121,37 +125,61 @@ def _holds(node: ast.AST, target: ast.AST) -> bool:
     return start <= (target.lineno, target.col_offset) < end  # type: ignore[attr-defined]
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def statement_guards(body: Sequence[ast.stmt]) -> dict[int, tuple[Guard, ...]]:
+    """The guards of every statement of `body` (a module's), by the statement's id: the one reading of path
+    guards, which the per-file facts (`dslint.script.paths.PathGuards`) lay over libcst's statements. A `def` or
+    `class` statement has the guards of its place; its body starts with none."""
+    found: dict[int, tuple[Guard, ...]] = {}
+
+    def enter(statement: ast.stmt, guards: tuple[Guard, ...]) -> bool:
+        found[id(statement)] = guards
+        return True
+
+    _walk(body, (), enter)
+    return found
+
+
 def guards_of(body: Sequence[ast.stmt], target: ast.AST) -> tuple[Guard, ...]:
-    """The guards on the path to `target` inside `body` (a function's body): the arms of the `if`s holding it,
-    and the `if`s before it in an enclosing block whose arm ends the block (`return`, `raise`, `continue`)."""
-    return _path(body, target, ())
+    """The guards on the path to `target` inside `body` (a function's body): those of the innermost statement
+    holding it, as `statement_guards` reads them; none inside a nested `def` or `class`."""
+    found: tuple[Guard, ...] = ()
+
+    def enter(statement: ast.stmt, guards: tuple[Guard, ...]) -> bool:
+        nonlocal found
+        if not _holds(statement, target):
+            return False
+        found = () if isinstance(statement, _SCOPES) else guards
+        return not isinstance(statement, _SCOPES)
+
+    _walk(body, (), enter)
+    return found
 
 
-def _path(body: Sequence[ast.stmt], target: ast.AST, active: tuple[Guard, ...]) -> tuple[Guard, ...]:
+def _walk(
+    body: Sequence[ast.stmt],
+    active: tuple[Guard, ...],
+    enter: Callable[[ast.stmt, tuple[Guard, ...]], bool],
+) -> None:
+    """Hand `enter` each statement of `body` with the guards on its path (`active`, and the `if`s before it whose
+    arm ends the block: `return`, `raise`, `continue`, `break`); into its blocks when `enter` says so."""
     for statement in body:
-        if _holds(statement, target):
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                return ()
-            if isinstance(statement, ast.If):
-                if statement.body and _holds_any(statement.body, target):
-                    return _path(statement.body, target, active + test_guards(statement.test, True))
-                if statement.orelse and _holds_any(statement.orelse, target):
-                    return _path(statement.orelse, target, active + test_guards(statement.test, False))
-                return active
-            for inner in _blocks(statement):
-                if _holds_any(inner, target):
-                    return _path(inner, target, active)
-            return active
+        if enter(statement, active):
+            if isinstance(statement, _SCOPES):
+                _walk(statement.body, (), enter)
+            elif isinstance(statement, ast.If):
+                _walk(statement.body, active + test_guards(statement.test, True), enter)
+                _walk(statement.orelse, active + test_guards(statement.test, False), enter)  # `elif`s too
+            else:
+                for inner in _blocks(statement):
+                    _walk(inner, active, enter)
         if isinstance(statement, ast.If):
             if _terminates(statement.body) and not _terminates(statement.orelse):
                 active += test_guards(statement.test, False)
             elif statement.orelse and _terminates(statement.orelse) and not _terminates(statement.body):
                 active += test_guards(statement.test, True)
-    return active
-
-
-def _holds_any(body: Sequence[ast.stmt], target: ast.AST) -> bool:
-    return any(_holds(statement, target) for statement in body)
 
 
 def _blocks(statement: ast.stmt) -> list[list[ast.stmt]]:

@@ -25,7 +25,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from dslint.model.evaluate import Callee, Evaluator, FunctionSummary
+from dslint.model.evaluate import Callee, Evaluator, scope_of
 from dslint.model.library import SET_DEVICE_CALLS
 from dslint.model.summary import ModuleSummary, SummaryStore, calls, dotted, statements
 
@@ -102,7 +102,7 @@ class DeviceParameters:
             if module is None:
                 continue
             for holder in module.callers_of(name):
-                scope = _scope(module, holder)
+                scope = scope_of(module, holder)
                 for call in _calls_in(module, holder):
                     written = dotted(call.func)
                     if written is None or written.rpartition(".")[2] != name:
@@ -217,13 +217,6 @@ def _default(function: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> as
         if default is not None:
             defaults[argument.arg] = default
     return defaults.get(param)
-
-
-def _scope(module: ModuleSummary, holder: str) -> FunctionSummary:
-    function = module.functions.get(holder) if holder else None
-    if function is None:
-        return FunctionSummary(module.path, "", [], False)
-    return FunctionSummary(module.path, holder, list(function.params), function.is_method)
 
 
 def _calls_in(module: ModuleSummary, holder: str) -> list[ast.Call]:

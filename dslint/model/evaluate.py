@@ -50,6 +50,15 @@ class FunctionSummary:
     returns: list[Value] = field(default_factory=list)
 
 
+def scope_of(module: ModuleSummary, qualname: str) -> FunctionSummary:
+    """The scope calls in `qualname` of `module` are resolved in (module-level code for "" or a name that is not
+    a function of the module)."""
+    function = module.functions.get(qualname) if qualname else None
+    if function is None:
+        return FunctionSummary(module.path, "", [], False)
+    return FunctionSummary(module.path, qualname, list(function.params), function.is_method)
+
+
 class Evaluator:
     """The state the fixpoint grows, and the reading of one function into it."""
 

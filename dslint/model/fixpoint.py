@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from dslint.model.attribute_models import attribute_builders
 from dslint.model.evaluate import Callee, CallSite, Evaluator, FunctionSummary
+from dslint.model.handed_arguments import resolved_calls
 from dslint.model.library import ENGINE, ENGINE_MODULE, ENGINE_ONLY_METHODS, INITIALIZE, RESULT_ORDER
 from dslint.model.summary import ModuleSummary, SummaryStore, calls, character_column, dotted, statements
 from dslint.model.values import InitSite, Item, Keyed, Maybe, Param, Results, Returned, Value, is_engine_held
@@ -240,27 +241,10 @@ class ProjectModel(Evaluator):
         texts: dict[str, set[str]] = {}
         for path, written in self.call_texts:
             texts.setdefault(path, set()).add(written)
-        found: list[HelperCall] = []
-        for path, wanted in sorted(texts.items()):
-            module = self.module(path)
-            if module is None:
-                continue
-            lines = self.store.sources.get(path, b"").splitlines()
-            for qualname, body_calls in module.body_calls():
-                function = module.functions.get(qualname)
-                scope = (
-                    FunctionSummary(path, qualname, list(function.params), function.is_method)
-                    if function is not None
-                    else FunctionSummary(path, "", [], False)
-                )
-                for call in body_calls:
-                    text = dotted(call.func)
-                    if text is None or text not in wanted:
-                        continue
-                    callee = self._resolve_name(module, scope, text)
-                    if callee is not None:
-                        column = character_column(lines, call.lineno, call.col_offset) + 1
-                        found.append(HelperCall(path, call.lineno, column, text, callee))
+        found = [
+            HelperCall(call.path, call.line, call.column, dotted(call.call.func) or "", call.callee)
+            for call in resolved_calls(self, sorted(texts), lambda path, call: dotted(call.func) in texts[path])
+        ]
         for (path, line, offset), callees in sorted(self.instance_calls.items()):  # `backend.distribute(...)`
             lines = self.store.sources.get(path, b"").splitlines()
             column = character_column(lines, line, offset) + 1

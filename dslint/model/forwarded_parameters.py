@@ -17,8 +17,9 @@ import ast
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from dslint.model.evaluate import Evaluator, FunctionSummary
-from dslint.model.summary import FunctionInfo, ModuleSummary, character_column, own_nodes
+from dslint.model.evaluate import Evaluator
+from dslint.model.handed_arguments import handed_arguments
+from dslint.model.summary import FunctionInfo, ModuleSummary, own_nodes
 
 MAX_BASES = 6
 
@@ -38,32 +39,23 @@ class ForwardingCall:
 
 
 def forwarding_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[ForwardingCall]:
-    for path in paths:
-        module = model.module(path)
-        if module is None:
+    for handed in handed_arguments(model, paths, _unwrapped):
+        if not _forwards(handed.function, handed.param):
             continue
-        lines = model.store.sources.get(path, b"").splitlines()
-        for qualname, body_calls in module.body_calls():
-            scope = _scope(module, qualname)
-            for call in body_calls:
-                passed = _module_arguments(call)
-                if not passed:
-                    continue
-                callee = model.resolve(module, scope, call.func)
-                function = model.function(callee) if callee is not None else None
-                if callee is None or function is None:
-                    continue
-                for index, keyword in passed:
-                    param = keyword if keyword is not None else _positional(function, index)
-                    if param is None or not _forwards(function, param):
-                        continue
-                    argument = call.args[index] if index is not None else _keyword(call, keyword)
-                    if not _trained(model, module, qualname, argument) or _only_run_without_grad(
-                        model, module, qualname
-                    ):
-                        continue
-                    column = character_column(lines, call.lineno, call.col_offset) + 1
-                    yield ForwardingCall(path, call.lineno, column, index, param, callee, function.start)
+        call, index, module = handed.call, handed.index, model.module(handed.path)
+        argument = call.args[index] if index is not None else _keyword(call, handed.keyword)
+        if module is None or not _trained(model, module, handed.qualname, argument):
+            continue
+        if _only_run_without_grad(model, module, handed.qualname):
+            continue
+        yield ForwardingCall(
+            handed.path, handed.line, handed.column, index, handed.param, handed.callee, handed.function.start
+        )
+
+
+def _unwrapped(argument: ast.expr) -> bool:
+    """An argument written `<something>.module`."""
+    return isinstance(argument, ast.Attribute) and argument.attr == "module"
 
 
 def _keyword(call: ast.Call, name: str | None) -> ast.expr | None:
@@ -132,27 +124,6 @@ def _backwards(function: FunctionInfo, is_receiver: Callable[[ast.expr], bool]) 
         and is_receiver(node.func.value)
         for node in own_nodes(function.node)
     )
-
-
-def _module_arguments(call: ast.Call) -> list[tuple[int | None, str | None]]:
-    """The arguments written `<something>.module`: (position, None) or (None, keyword)."""
-    found: list[tuple[int | None, str | None]] = []
-    for index, argument in enumerate(call.args):
-        if isinstance(argument, ast.Starred):
-            break
-        if isinstance(argument, ast.Attribute) and argument.attr == "module":
-            found.append((index, None))
-    for keyword in call.keywords:
-        if keyword.arg is not None and isinstance(keyword.value, ast.Attribute) and keyword.value.attr == "module":
-            found.append((None, keyword.arg))
-    return found
-
-
-def _positional(function: FunctionInfo, index: int | None) -> str | None:
-    """The parameter a positional argument fills (`positional` leaves a method's `self` out)."""
-    if index is None or index >= len(function.positional):
-        return None
-    return function.positional[index]
 
 
 NO_GRAD = frozenset({"no_grad", "inference_mode"})
@@ -244,10 +215,3 @@ def _names_no_grad(expr: ast.expr) -> bool:
     if isinstance(target, ast.Attribute):
         return target.attr in NO_GRAD
     return isinstance(target, ast.Name) and target.id in NO_GRAD
-
-
-def _scope(module: ModuleSummary, qualname: str) -> FunctionSummary:
-    function = module.functions.get(qualname) if qualname else None
-    if function is None:
-        return FunctionSummary(module.path, "", [], False)
-    return FunctionSummary(module.path, qualname, list(function.params), function.is_method)

@@ -22,8 +22,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from dslint.model.evaluate import Callee, Evaluator, FunctionSummary
-from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore, character_column, own_nodes
+from dslint.model.evaluate import Callee, Evaluator, scope_of
+from dslint.model.handed_arguments import arguments_where, handed_arguments, positional
+from dslint.model.summary import FunctionInfo, SummaryStore, own_nodes
 
 MAX_DEPTH = 3
 MAX_IMPORT_DEPTH = 4  # import levels between a saving call's module and the one building the DeepSpeedPlugin
@@ -45,29 +46,10 @@ class StateSavingCall:
 
 def state_saving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[StateSavingCall]:
     memo: dict[tuple[Callee, str], tuple[Callee, int] | None] = {}
-    for path in paths:
-        module = model.module(path)
-        if module is None:
-            continue
-        lines = model.store.sources.get(path, b"").splitlines()
-        for qualname, body_calls in module.body_calls():
-            scope = _scope(module, qualname)
-            for call in body_calls:
-                passed = _accelerator_arguments(call)
-                if not passed:
-                    continue
-                callee = model.resolve(module, scope, call.func)
-                function = model.function(callee) if callee is not None else None
-                if callee is None or function is None:
-                    continue
-                for index, keyword in passed:
-                    param = keyword if keyword is not None else _positional(function, index)
-                    found = _saves(model, callee, function, param, 0, memo) if param is not None else None
-                    if found is None:
-                        continue
-                    column = character_column(lines, call.lineno, call.col_offset) + 1
-                    assert param is not None
-                    yield StateSavingCall(path, call.lineno, column, param, found[0], found[1])
+    for handed in handed_arguments(model, paths, _names_accelerator):
+        found = _saves(model, handed.callee, handed.function, handed.param, 0, memo)
+        if found is not None:
+            yield StateSavingCall(handed.path, handed.line, handed.column, handed.param, found[0], found[1])
 
 
 def plugin_sites(sources: dict[str, bytes]) -> dict[str, int]:
@@ -132,16 +114,16 @@ def _saves(
             break
     if found is None and depth < MAX_DEPTH:
         module = model.module(callee[0])
-        scope = _scope(module, callee[1]) if module is not None else None
+        scope = scope_of(module, callee[1]) if module is not None else None
         for node in nodes:
             if found is not None or module is None or scope is None or not isinstance(node, ast.Call):
                 continue
-            for index, keyword in _passed(node, param):
+            for index, keyword in arguments_where(node, lambda argument: _is_name(argument, param)):
                 inner = model.resolve(module, scope, node.func)
                 inner_function = model.function(inner) if inner is not None else None
                 if inner is None or inner_function is None:
                     break
-                inner_param = keyword if keyword is not None else _positional(inner_function, index)
+                inner_param = keyword if keyword is not None else positional(inner_function, index)
                 if inner_param is not None:
                     found = _saves(model, inner, inner_function, inner_param, depth + 1, memo)
                 if found is not None:
@@ -150,48 +132,12 @@ def _saves(
     return found
 
 
-def _accelerator_arguments(call: ast.Call) -> list[tuple[int | None, str | None]]:
-    """The arguments named `accelerator` (`accelerator`, `self.accelerator`): (position, None) or (None, keyword)."""
-
-    def named(argument: ast.expr) -> bool:
-        if isinstance(argument, ast.Name):
-            return argument.id == "accelerator"
-        return isinstance(argument, ast.Attribute) and argument.attr == "accelerator"
-
-    found: list[tuple[int | None, str | None]] = []
-    for index, argument in enumerate(call.args):
-        if isinstance(argument, ast.Starred):
-            break
-        if named(argument):
-            found.append((index, None))
-    found.extend((None, k.arg) for k in call.keywords if k.arg is not None and named(k.value))
-    return found
+def _names_accelerator(argument: ast.expr) -> bool:
+    """An argument named `accelerator` (`accelerator`, `self.accelerator`)."""
+    if isinstance(argument, ast.Name):
+        return argument.id == "accelerator"
+    return isinstance(argument, ast.Attribute) and argument.attr == "accelerator"
 
 
-def _passed(call: ast.Call, param: str) -> list[tuple[int | None, str | None]]:
-    """Where a call hands on the name `param`: (position, None) or (None, keyword)."""
-    found: list[tuple[int | None, str | None]] = []
-    for index, argument in enumerate(call.args):
-        if isinstance(argument, ast.Starred):
-            break
-        if isinstance(argument, ast.Name) and argument.id == param:
-            found.append((index, None))
-    found.extend(
-        (None, k.arg)
-        for k in call.keywords
-        if k.arg is not None and isinstance(k.value, ast.Name) and k.value.id == param
-    )
-    return found
-
-
-def _positional(function: FunctionInfo, index: int | None) -> str | None:
-    if index is None or index >= len(function.positional):
-        return None
-    return function.positional[index]
-
-
-def _scope(module: ModuleSummary, qualname: str) -> FunctionSummary:
-    function = module.functions.get(qualname) if qualname else None
-    if function is None:
-        return FunctionSummary(module.path, "", [], False)
-    return FunctionSummary(module.path, qualname, list(function.params), function.is_method)
+def _is_name(argument: ast.expr, name: str) -> bool:
+    return isinstance(argument, ast.Name) and argument.id == name

@@ -23,7 +23,7 @@ from dslint.project.reader_calls import ParsedModules, reader_call, scopes
 
 TOKENS = (b"DeepSpeedStrategy", b"DeepSpeedPlugin", b"TrainingArguments")
 # A text test before parsing: a reader call with its config keyword given a name or a call (a literal path is
-# `index._trainer_literals`'s), without a closing parenthesis between them.
+# `config_reading.trainer_literals`'s), without a closing parenthesis between them.
 _CANDIDATE = re.compile(
     rb"(?:DeepSpeedStrategy|DeepSpeedPlugin|TrainingArguments)\s*\([^)]*?\b(?:config|hf_ds_config|deepspeed)\s*=\s*\w"
 )

@@ -17,9 +17,8 @@ from dslint.model.conditions import Guard
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
-from dslint.model.state_saving_calls import plugin_reaching, plugin_sites, state_saving_calls
 from dslint.model.pretrained_loaders import loader_calls
-from dslint.model.summary import SummaryStore
+from dslint.model.state_saving_calls import plugin_reaching, plugin_sites, state_saving_calls
 from dslint.model.values import InitSite
 from dslint.project.site_configs import engine_config, shown_path
 from dslint.script.project_facts import ParameterFact, ProjectFacts, ReturnFact
@@ -34,11 +33,12 @@ def facts_of(files: dict[str, ProjectFacts], path: str) -> ProjectFacts:
     return facts
 
 
-def record_state_saving_calls(files: dict[str, ProjectFacts], store: SummaryStore) -> None:
-    """Calls handing the Accelerator to a project function that reaches `save_state` on it (DSL428)."""
+def record_state_saving_calls(files: dict[str, ProjectFacts], model: ProjectModel) -> None:
+    """Calls handing the Accelerator to a project function that reaches `save_state` on it (DSL428), read from
+    the model the engine fixpoint ran in (`follow_engines`): its resolutions are the same."""
+    store = model.store
     if not any(b".save_state(" in data for data in store.sources.values()):
         return
-    model = ProjectModel(store)
     sites = plugin_sites(store.sources)
     reaching: dict[str, Related | None] = {}
     holders = sorted(p for p, data in store.sources.items() if b"accelerator" in data)
@@ -55,16 +55,15 @@ def record_state_saving_calls(files: dict[str, ProjectFacts], store: SummaryStor
         files[call.path] = replace(facts, state_saving_calls=calls)
 
 
-def record_pretrained_loads(files: dict[str, ProjectFacts], store: SummaryStore) -> None:
+def record_pretrained_loads(files: dict[str, ProjectFacts], model: ProjectModel) -> None:
     """Calls, in functions building `*TrainingArguments`, of project functions returning a `from_pretrained`
     model (DSL208: the model is built before the Trainer's DeepSpeed config exists)."""
-    sources = store.sources
+    sources = model.store.sources
     if not any(b"from_pretrained(" in data for data in sources.values()):
         return
     holders = sorted(p for p, data in sources.items() if b"TrainingArguments(" in data)
     if not holders:
         return
-    model = ProjectModel(store)
     for call in loader_calls(model, holders):
         facts = facts_of(files, call.path)
         note = f"{call.load[1]}() loads the model with from_pretrained"
@@ -74,12 +73,12 @@ def record_pretrained_loads(files: dict[str, ProjectFacts], store: SummaryStore)
 
 
 def follow_engines(
-    files: dict[str, ProjectFacts], readers: dict[str, set[str]], store: SummaryStore, producers: list[str]
+    files: dict[str, ProjectFacts], readers: dict[str, set[str]], model: ProjectModel, producers: list[str]
 ) -> list[tuple[str, int, str]]:
     """Run the project fixpoint from the files that make engines (`producers`) and hand each file what it
     learns (`files`, by absolute path, updated in place); a config file an initialize call names by a literal
     is recorded as initialize's in `readers`. Returns the initialize sites (path, line, function)."""
-    model = ProjectModel(store)
+    store = model.store
     model.analyse_all(producers)
     sites = sorted((site.path, site.line, site.qualname) for site in model.inits.values())
     for init_site in model.inits.values():  # `initialize(config="ds.json")`: that file is initialize's

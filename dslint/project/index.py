@@ -21,13 +21,27 @@ from pathlib import Path
 
 from dslint.config import facts as config_facts
 from dslint.diagnostics import Related
-from dslint.limits import Limits, TooLarge, read_capped
+from dslint.model.fixpoint import ProjectModel
 from dslint.model.gpu_saves import GpuFile, gpu_loads
 from dslint.model.star_imports import star_aliases
 from dslint.model.summary import SummaryStore
-from dslint.project.chosen_configs import chosen_configs
 from dslint.project.config_builders import config_builders
-from dslint.project.config_readers import framework_configs, opened_configs, option_readers, replaced_keys
+from dslint.project.config_readers import framework_configs, replaced_keys
+from dslint.project.config_reading import (
+    HF_READER_TOKENS,
+    LIGHTNING_CONFIG,
+    LIGHTNING_IMPORT,
+    PRESUMED_TRAINER_TOKENS,
+    READER_ORDER,
+    config_reader_of,
+    creates_engine,
+    follow_imported_readers,
+    opened_literals,
+    other_config_options,
+    reader_of,
+    record_chosen_configs,
+    trainer_literals,
+)
 from dslint.project.dumped_configs import dumped_config_names
 from dslint.project.engine_facts import (
     facts_of,
@@ -35,12 +49,11 @@ from dslint.project.engine_facts import (
     record_pretrained_loads,
     record_state_saving_calls,
 )
-from dslint.project.inputs import exists, is_file, record
+from dslint.project.inputs import absolute as absolute
+from dslint.project.inputs import exists, find_written, is_file, read_input
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
-from dslint.project.launch_issues import LaunchIssue, LaunchSite, config_option, file_names_under, launch_issues
+from dslint.project.launch_issues import LaunchIssue, LaunchSite, file_names_under, launch_issues
 from dslint.project.launchers import (
-    CONFIG_OPTIONS,
-    UNKNOWN_VALUE,
     AccelerateConfig,
     LaunchLine,
     parse_accelerate_yaml,
@@ -49,7 +62,7 @@ from dslint.project.launchers import (
 )
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.site_configs import shown_path
-from dslint.project.world_size import world_size
+from dslint.project.world_size import WorldSize, world_size
 from dslint.project.written_configs import written_config_issues
 from dslint.script.project_facts import (
     LaunchedConfig,
@@ -67,12 +80,7 @@ MAX_LAUNCHER_BYTES = 256 * 1024
 _YAML_DEEPSPEED = re.compile(r"^\s*#?\s*deepspeed\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
 # An accelerate config's `deepspeed_config_file:` (its DeepSpeedPlugin reads it, filling "auto"), launched or not.
 _YAML_ACCELERATE_FILE = re.compile(r"^\s+deepspeed_config_file\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
-_TRAINER_LITERAL = re.compile(rb"\b(?:deepspeed|hf_ds_config)\s*=\s*[rR]?['\"]([^'\"\n]+\.json)['\"]")
 SKIPPED_DIRECTORIES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox"})
-
-
-def absolute(path: str | Path) -> str:
-    return os.path.normpath(os.path.abspath(str(path)))
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,11 @@ class Launch:
     script: str | None
     config: LaunchedConfig
     accelerate: AccelerateConfig | None = None
+
+    @property
+    def world(self) -> WorldSize:
+        """The ranks the launch starts, as the index read them once (`world_size.py`)."""
+        return WorldSize(self.config.ranks, self.config.ranks_per_node, self.config.world_source)
 
 
 @dataclass(frozen=True)
@@ -98,7 +111,7 @@ class ConfigReading:
     # The world sizes of the launches passing the file, where the launcher says (DSL407 checks each).
     world_sizes: tuple[LaunchWorldSize, ...] = ()
     # Where a launched script's option reaches initialize in a module the script imports (the script itself
-    # does not use it): `_follow_imported_readers`.
+    # does not use it): `follow_imported_readers`.
     read_in: tuple[Related, ...] = ()
     # Where launches hand the file to its reader, when that is the HF integrations or Lightning (strict json.load).
     reader_sites: tuple[Related, ...] = ()
@@ -127,7 +140,7 @@ class ProjectIndex:
     # Per launched config, the world size of each launch passing it whose launcher says how many ranks it starts.
     config_world_sizes: dict[str, list[LaunchWorldSize]] = field(default_factory=dict)
     # Per launched config, where a module imported by the launched script loads it and hands it to initialize,
-    # when the script itself does not use the option (`_follow_imported_readers`).
+    # when the script itself does not use the option (`follow_imported_readers`).
     config_read_in: dict[str, list[Related]] = field(default_factory=dict)
     # Per launched config, where a launch hands it to the Hugging Face integrations or Lightning (the option).
     config_reader_sites: dict[str, list[Related]] = field(default_factory=dict)
@@ -175,29 +188,6 @@ class ProjectIndex:
         return [path for path in seen if path is not None]
 
 
-def _find(name: str, near: str, roots: Sequence[str], directory: str = "") -> str | None:
-    """A path written in a launcher: the launcher's directory and its parents up to a checked root, then the
-    roots themselves (launchers are run from the repository root or from their own directory). After a `cd`
-    in the launcher (`directory`), the path is read from that directory, itself relative to each of those."""
-    if UNKNOWN_VALUE in name:
-        return None
-    candidate = Path(directory) / name if directory else Path(name)
-    if candidate.is_absolute():
-        return absolute(candidate) if is_file(candidate) else None
-    folder = Path(near).parent
-    tried: list[Path] = []
-    for ancestor in [folder, *folder.parents]:
-        tried.append(ancestor)
-        if any(absolute(ancestor) == root for root in roots) or exists(ancestor / ".git"):
-            break
-    tried.extend(Path(root) for root in roots)
-    for base in tried:
-        path = base / candidate
-        if is_file(path):
-            return absolute(path)
-    return None
-
-
 def _walk_launchers(roots: Sequence[str]) -> list[str]:
     found: list[str] = []
     for root in roots:
@@ -220,16 +210,6 @@ def _walk_launchers(roots: Sequence[str]) -> list[str]:
 def launcher_files(paths: Sequence[str]) -> list[str]:
     """The launchers and documents the index reads under `paths` (the result cache keys the index on them)."""
     return _walk_launchers(paths)
-
-
-def _read(path: str) -> bytes | None:
-    """A file's bytes, or None when it cannot be read or is over the default max-file-size (a device such as
-    /dev/zero never ends; the file's own lint reports it)."""
-    record(path)
-    try:
-        return read_capped(path, Limits().max_file_size, "max-file-size")
-    except (OSError, TooLarge):
-        return None
 
 
 def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]) -> ProjectIndex:
@@ -257,17 +237,17 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     for path in files:
         if not path.endswith(".py"):
             continue
-        data = _read(path)
+        data = read_input(path)
         if data is None:
             continue
         sources[path] = data
-        _trainer_literals(index, path, data, roots)
+        trainer_literals(index, path, data, roots)
         if creates_engine(data):
             producers.append(path)
-            _opened_literals(index, path, data, roots)
-    _record_chosen_configs(index, sources, roots)
+            opened_literals(index, path, data, roots)
+    record_chosen_configs(index, sources, roots)
     store = SummaryStore(sources, exists)
-    _follow_imported_readers(index, store)
+    follow_imported_readers(index, store)
     for config, reader, _ in framework_configs(sources, store):
         index.config_readers.setdefault(config, set()).add(reader)
     # A folder whose code never touches DeepSpeed (or holds no code: configs shipped for an upstream script that
@@ -285,31 +265,33 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
         index.presumed_reader = "trainer"
     elif (
         not producers
-        and any(_LIGHTNING_IMPORT.search(data) and _LIGHTNING_CONFIG.search(data) for data in sources.values())
+        and any(LIGHTNING_IMPORT.search(data) and LIGHTNING_CONFIG.search(data) for data in sources.values())
         and not any(any(token in data for token in HF_READER_TOKENS) for data in sources.values())
     ):
         # Lightning's DeepSpeedStrategy given a config dslint does not follow (`config=args.ds_config_path`) is
         # the project's only way to DeepSpeed: a config nothing names is presumed the strategy's.
         index.presumed_reader = "lightning"
+    model = ProjectModel(store)  # one model: the engine fixpoint, then the state-saving calls, read it
     if producers:
         try:
-            index.initialize_sites = follow_engines(index.files, index.config_readers, store, producers)
+            index.initialize_sites = follow_engines(index.files, index.config_readers, model, producers)
         except (RecursionError, MemoryError):
             index.problems.append("engines were not followed across functions: the code is nested too deeply")
     _record_config_builders(index, sources, store)
     for path, dumped in dumped_config_names(sources, (launch.config for launch in index.launches)).items():
-        index.files[path] = replace(_facts(index, path), dumped_configs=dumped)
+        index.files[path] = replace(facts_of(index.files, path), dumped_configs=dumped)
     for path, data in sources.items():
         brought = star_aliases(store, path) if b"import *" in data or b"import*" in data else {}
         if brought:
-            index.files[path] = replace(_facts(index, path), star_imports=brought)
+            index.files[path] = replace(facts_of(index.files, path), star_imports=brought)
     for path, lines in gpu_loads(store, list(sources)).items():
-        index.files[path] = replace(_facts(index, path), gpu_loads={line: _gpu_file(f) for line, f in lines.items()})
+        gpu = {line: _gpu_file(f) for line, f in lines.items()}
+        index.files[path] = replace(facts_of(index.files, path), gpu_loads=gpu)
     for path, functions in cuda_parameters(store).items():
-        index.files[path] = replace(_facts(index, path), cuda_parameters=functions)
-    record_state_saving_calls(index.files, store)
-    record_pretrained_loads(index.files, store)
-    texts = functools.lru_cache(maxsize=None)(lambda path: (_read(path) or b"").decode("utf-8", errors="replace"))
+        index.files[path] = replace(facts_of(index.files, path), cuda_parameters=functions)
+    record_state_saving_calls(index.files, model)
+    record_pretrained_loads(index.files, model)
+    texts = functools.lru_cache(maxsize=None)(lambda path: (read_input(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: file_names_under(roots, SKIPPED_DIRECTORIES))
     issues = launch_issues(index.sites, sources, store, texts, names)
     for path, found in issues.items():
@@ -326,60 +308,13 @@ def _gpu_file(found: GpuFile) -> tuple[str, Related | None]:
     return f"{found.name} holds the engine's GPU tensors, saved at {where.path}:{where.line}", where
 
 
-def _record_chosen_configs(index: ProjectIndex, sources: dict[str, bytes], roots: Sequence[str]) -> None:
-    """A launch that passes no config file, of a script that picks one by a path in its code
-    (`chosen_configs.py`): the launch's world size applies to that config."""
-    for launch in index.launches:
-        config = launch.config
-        if config.option is not None or config.ranks is None or launch.script not in sources:
-            continue
-        script = launch.script
-        for picked in chosen_configs(
-            sources[script],
-            os.path.basename(script),
-            config.options,
-            functools.partial(_find, near=script, roots=roots),
-            _read,
-            lambda option: bool(option_readers(sources[script], option)),
-        ):
-            worlds = index.config_world_sizes.setdefault(picked.path, [])
-            worlds.append(LaunchWorldSize(config.ranks, f"{config.world_source}; {picked.how}", config.launch))
-
-
 def _record_config_builders(index: ProjectIndex, sources: dict[str, bytes], store: SummaryStore) -> None:
     for builder in config_builders(sources, store):
         reader = f"{builder.name}() returns the config {builder.reader} receives"
         origin = Related(shown_path(builder.reader_path), builder.line, builder.column, reader)
-        facts = _facts(index, builder.path)
+        facts = facts_of(index.files, builder.path)
         builders = {**facts.config_builders, builder.name: (origin, builder.origin)}
         index.files[builder.path] = replace(facts, config_builders=builders)
-
-
-_ALIAS = re.compile(rb"\bimport\s+deepspeed\s+as\s+([A-Za-z_][A-Za-z0-9_]*)")
-_FROM = re.compile(rb"\bfrom\s+deepspeed\s+import\s+(?:\([^)]*|[^\n]*)\binitialize\b")
-
-
-def creates_engine(data: bytes) -> bool:
-    """A text test, narrower than the per-file prefilter: `deepspeed.initialize(` (or `ALIAS.initialize(`
-    after `import deepspeed as ALIAS`, or `initialize(` after `from deepspeed import initialize`) written as
-    code: not after a quote or `#` on its line, not inside a triple-quoted string. The index follows engines
-    from these files only; a file's own engines are still found by its own facts."""
-    if b"initialize" not in data or b"deepspeed" not in data:
-        return False
-    names = [b"deepspeed"]
-    names.extend(_ALIAS.findall(data) if b"import deepspeed as" in data else ())
-    pattern = rb"\b(?:" + b"|".join(re.escape(n) for n in names) + rb")\s*\.\s*initialize\s*\("
-    if b"from deepspeed" in data and _FROM.search(data):
-        pattern += rb"|(?<![.\w])initialize\s*\("
-    for match in re.finditer(pattern, data):
-        line_start = data.rfind(b"\n", 0, match.start()) + 1
-        before = data[line_start : match.start()]
-        if any(mark in before for mark in (b'"', b"'", b"#", b"`")):
-            continue
-        if data.count(b'"""', 0, match.start()) % 2 or data.count(b"'''", 0, match.start()) % 2:
-            continue
-        return True
-    return False
 
 
 def single_file_facts(path: str, data: bytes) -> ProjectFacts | None:
@@ -390,13 +325,9 @@ def single_file_facts(path: str, data: bytes) -> ProjectFacts | None:
         return None
     index = ProjectIndex((absolute(Path(path).parent),))
     with contextlib.suppress(RecursionError, MemoryError):  # nested too deeply for the walk: its lint says so
-        store = SummaryStore({absolute(path): data}, exists)
-        index.initialize_sites = follow_engines(index.files, index.config_readers, store, [absolute(path)])
+        model = ProjectModel(SummaryStore({absolute(path): data}, exists))
+        index.initialize_sites = follow_engines(index.files, index.config_readers, model, [absolute(path)])
     return index.facts_for(path)
-
-
-def _facts(index: ProjectIndex, path: str) -> ProjectFacts:
-    return facts_of(index.files, path)
 
 
 def _read_launchers(
@@ -413,14 +344,14 @@ def _read_launchers(
                 continue  # a data file or a generated document, not a launcher
         except OSError:
             continue
-        data = _read(launcher)
+        data = read_input(launcher)
         if data is None:
             continue
         text = data.decode("utf-8", errors="replace")
         name = os.path.basename(launcher)
         if name.endswith((".yaml", ".yml")):
             for match in (*_YAML_DEEPSPEED.finditer(text), *_YAML_ACCELERATE_FILE.finditer(text)):
-                config = _find(match.group(1), launcher, roots)
+                config = find_written(match.group(1), launcher, roots)
                 if config is not None:
                     index.config_readers.setdefault(config, set()).add("trainer")
             continue
@@ -435,7 +366,7 @@ def _read_launchers(
             lines = parse_shell(launcher, text, functools.partial(read_near, near=launcher, roots=roots))
         scripts: dict[int, str | None] = {}
         for line in lines:
-            script = _find(line.script, launcher, roots, line.directory)
+            script = find_written(line.script, launcher, roots, line.directory)
             run_from = None  # a document's command written to be run from its script's folder
             if script is None and document:
                 script = documented_script(line.script, absolute(launcher), by_name)
@@ -444,10 +375,10 @@ def _read_launchers(
                     run_from = str(Path(script).parents[depth - 1])
             accelerate = None
             if line.accelerate_config is not None:
-                yaml_path = _find(line.accelerate_config, launcher, roots, line.directory)
+                yaml_path = find_written(line.accelerate_config, launcher, roots, line.directory)
                 if yaml_path is not None:
                     if yaml_path not in yamls:
-                        yaml_data = _read(yaml_path)
+                        yaml_data = read_input(yaml_path)
                         yamls[yaml_path] = (
                             parse_accelerate_yaml(yaml_path, yaml_data.decode("utf-8", errors="replace"))
                             if yaml_data is not None
@@ -461,9 +392,13 @@ def _read_launchers(
             index.launches.append(launch)
             scripts[id(line)] = script
             if not launcher.endswith(".ipynb"):  # a notebook's own lint holds its findings
-                option = config_option(line)
+                option = line.config_option()
                 site = LaunchSite(
-                    line, script, option, launch.config.config_path if option else None, launch.config.launch
+                    line,
+                    script,
+                    option.name if option else None,
+                    launch.config.config_path if option else None,
+                    launch.config.launch,
                 )
                 index.sites.append(site)
             if launch.config.config_path is not None:
@@ -471,19 +406,19 @@ def _read_launchers(
                     index.config_world_sizes.setdefault(launch.config.config_path, []).append(
                         LaunchWorldSize(world.ranks, world.source, launch.config.launch)
                     )
-                reader = _reader(script, launch.config)
+                reader = config_reader_of(script, launch.config)
                 index.config_readers.setdefault(launch.config.config_path, set()).add(reader)
                 if reader in ("trainer", "lightning"):
                     handed = launch.config.config_evidence or launch.config.launch
                     index.config_reader_sites.setdefault(launch.config.config_path, []).append(handed)
                 if reader == "initialize" and launch.config.option is not None:
-                    data = _read(script) if script is not None else None
+                    data = read_input(script) if script is not None else None
                     keys = replaced_keys(data, launch.config.option) if data is not None else None
                     index.config_replaced.setdefault(launch.config.config_path, []).append(keys or frozenset())
             elif script is not None:
-                _other_config_options(index, line, launcher, roots, script)
+                other_config_options(index, line, launcher, roots, script)
             if script is not None:
-                facts = _facts(index, script)
+                facts = facts_of(index.files, script)
                 launches = (*facts.launches, launch.config)
                 index.files[script] = replace(facts, launches=launches)
         if not document and "akefile" not in name and not name.endswith(".mk") and ("<<" in text or "echo '" in text):
@@ -493,122 +428,7 @@ def _read_launchers(
 
 def _launch_reader(scripts: dict[int, str | None], line: LaunchLine, option: str) -> str:
     """Who reads the config a launch line passes in `option` (`scripts`: the script each line starts)."""
-    return _reader_of(scripts.get(id(line)), option)
-
-
-# The reader a config is linted for when several read it: initialize first (its findings hold on that path), then
-# a script whose reader is not followed (read as initialize's, but its "auto" is not reported), Lightning, the HF
-# integrations.
-READER_ORDER = ("initialize", "unlinked", "lightning", "trainer")
-HF_TOKENS = (b"HfArgumentParser", b"TrainingArguments", b"Accelerator(", b"accelerate")
-# A project that builds the HF Trainer's arguments (and creates no engine itself) hands its configs to the Trainer.
-PRESUMED_TRAINER_TOKENS = (b"HfArgumentParser", b"TrainingArguments")
-# Readers of a DeepSpeed config other than Lightning's strategy and initialize (the HF Trainer, accelerate).
-HF_READER_TOKENS = (b"HfArgumentParser", b"TrainingArguments", b"DeepSpeedPlugin", b"HfDeepSpeedConfig")
-_LIGHTNING_CONFIG = re.compile(rb"\bDeepSpeedStrategy\s*\([^)]*?\bconfig\s*=")
-_LIGHTNING_IMPORT = re.compile(rb"^\s*from\s+(?:pytorch_)?lightning[\w.]*\s+import\s[^\n]*\bDeepSpeedStrategy\b", re.M)
-
-
-def _reader(script: str | None, launched: LaunchedConfig) -> str:
-    """Who reads a launched config: accelerate's YAML always goes to accelerate; `--deepspeed x.json` (the
-    Hugging Face Trainer's option; DeepSpeed's own `--deepspeed` is an on/off flag) to a script that calls no
-    `initialize(` itself and either builds TrainingArguments or does not touch DeepSpeed at all (a wrapper
-    around a Trainer script) goes to the HF Trainer. Any other option is followed into the script
-    (`config_readers.option_readers`): to `deepspeed.initialize` ("initialize"), to a Trainer or accelerate
-    ("trainer"), to Lightning's strategy ("lightning"); a value that goes where dslint does not follow, or a script
-    outside the project, leaves the reader unknown ("unlinked")."""
-    return _reader_of(script, launched.option)
-
-
-def _reader_of(script: str | None, option: str | None) -> str:
-    """`_reader` for the config option `option` of a launch of `script`."""
-    if option == "accelerate":
-        return "trainer"
-    data = _read(script) if script is not None else None
-    if option == "deepspeed":
-        if data is None:
-            return "trainer"  # a script outside the project given `--deepspeed x.json`: the HF Trainer's option
-        if not creates_engine(data) and (any(token in data for token in HF_TOKENS) or b"deepspeed" not in data):
-            return "trainer"
-    if data is None or option is None:
-        return "unlinked"
-    readers = option_readers(data, option)
-    return next((reader for reader in ("initialize", "lightning", "trainer") if reader in readers), "unlinked")
-
-
-def _other_config_options(
-    index: ProjectIndex, line: LaunchLine, launcher: str, roots: Sequence[str], script: str
-) -> None:
-    """A launch passing no config under a known option name (`--deepspeed_config`...) may pass one under its own
-    (`--strategy_config_path ds.json`): an option whose value is a config file that the script carries into a
-    DeepSpeed reader (`config_readers.option_readers`: `DeepSpeedStrategy(config=args.x)`, `TrainingArguments(
-    deepspeed=...)`, `initialize(config=...)`) tells who reads that file. Only the reader is recorded: the option
-    is not the launch's config for the launch rules."""
-    data = None
-    for option in line.options:
-        value = option.value
-        if value is None or value == UNKNOWN_VALUE or not value.endswith((".json", ".hjson", ".yaml", ".yml")):
-            continue
-        data = _read(script) if data is None else data
-        if data is None:
-            return
-        readers = option_readers(data, option.name)
-        reader = next((r for r in ("initialize", "lightning", "trainer") if r in readers), None)
-        config = _find(value, launcher, roots, line.directory) if reader is not None else None
-        if reader is not None and config is not None:
-            index.config_readers.setdefault(config, set()).add(reader)
-
-
-def _follow_imported_readers(index: ProjectIndex, store: SummaryStore) -> None:
-    """A launched script that does not use its config option itself (its reader "unlinked") but imports project
-    modules (to MAX_IMPORT_DEPTH levels) one of which opens `<x>.<option>` (`self.args.deepspeed_config`), loads
-    it and hands the dict to initialize (`config_readers.replaced_keys`): that file is initialize's, less the
-    keys that module replaces first, and where it is read is named (`ConfigReading.read_in`)."""
-    replaced: dict[tuple[str, str], frozenset[str] | None] = {}  # (module, option) -> its answer, read once
-    for launch in index.launches:
-        config, script, option = launch.config.config_path, launch.script, launch.config.option
-        if config is None or script is None or option is None or option == "accelerate":
-            continue
-        if _reader(script, launch.config) != "unlinked":
-            continue
-        for module in store.imported_modules(absolute(script), MAX_IMPORT_DEPTH):
-            data = store.sources.get(module)
-            if (module, option) not in replaced:
-                replaced[(module, option)] = replaced_keys(data, option) if data is not None else None
-            keys = replaced[(module, option)]
-            if keys is None:
-                continue
-            assert data is not None
-            line = data.count(b"\n", 0, max(data.find(b"." + option.encode()), 0)) + 1
-            where = Related(shown_path(module), line, 1, f"{os.path.basename(module)} loads --{option} for initialize")
-            index.config_readers.setdefault(config, set()).add("initialize")
-            index.config_replaced.setdefault(config, []).append(keys)
-            index.config_read_in.setdefault(config, []).append(where)
-            break
-
-
-MAX_IMPORT_DEPTH = 3  # import levels between a launched script and the module loading its config
-
-
-def _opened_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequence[str]) -> None:
-    """`with open("ds.json") as f: cfg = json.load(f)` ... `initialize(config=cfg)`: that file is read by
-    initialize, less the keys the script writes first (`config_readers.opened_configs`)."""
-    for literal, keys in opened_configs(data).items():
-        config = _find(literal, path, roots) if literal.endswith((".json", ".yaml", ".yml")) else None
-        if config is not None:
-            index.config_readers.setdefault(config, set()).add("initialize")
-            index.config_replaced.setdefault(config, []).append(keys)
-
-
-def _trainer_literals(index: ProjectIndex, path: str, data: bytes, roots: Sequence[str]) -> None:
-    """`TrainingArguments(deepspeed="ds.json")`, `DeepSpeedPlugin(hf_ds_config="ds.json")`: those files are
-    read by the HF Trainer / accelerate."""
-    if b"deepspeed" not in data or not (b"TrainingArguments" in data or b"DeepSpeedPlugin" in data):
-        return
-    for match in _TRAINER_LITERAL.finditer(data):
-        config = _find(match.group(1).decode("utf-8", errors="replace"), path, roots)
-        if config is not None:
-            index.config_readers.setdefault(config, set()).add("trainer")
+    return reader_of(scripts.get(id(line)), option)
 
 
 def _launched_config(
@@ -624,23 +444,19 @@ def _launched_config(
     script = shown_path(absolute(line.script)) if os.path.isabs(line.script) else line.script
     where = Related(shown_path(absolute(launcher)), line.line, line.column, f"{line.tool} launches {script}")
     options = {o.name: o.value for o in line.options}
-    for name in CONFIG_OPTIONS:
-        option = line.option(name)
-        if option is None or option.value is None or option.value == UNKNOWN_VALUE:
-            continue
-        if not option.value.endswith((".json", ".hjson", ".yaml", ".yml")) and name == "deepspeed":
-            continue  # `--deepspeed` alone is DeepSpeed's own on/off flag
-        config_path = _find(option.value, launcher, roots, line.directory)
+    option = line.config_option()
+    if option is not None and option.value is not None:
+        config_path = find_written(option.value, launcher, roots, line.directory)
         if config_path is None and run_from and not os.path.isabs(option.value):
             candidate = os.path.join(run_from, option.value)
             config_path = absolute(candidate) if is_file(candidate) else None
         written = shown_path(absolute(option.value)) if os.path.isabs(option.value) else option.value
-        evidence = Related(where.path, option.line, option.column, f"--{name} {written}")
-        return LaunchedConfig(where, name, config_path, evidence, options)
+        evidence = Related(where.path, option.line, option.column, f"--{option.name} {written}")
+        return LaunchedConfig(where, option.name, config_path, evidence, options)
     if accelerate is not None:
         shown = shown_path(accelerate.path)
         if accelerate.deepspeed_config_file:
-            config_path = _find(accelerate.deepspeed_config_file, accelerate.path, roots)
+            config_path = find_written(accelerate.deepspeed_config_file, accelerate.path, roots)
             evidence = Related(
                 shown,
                 accelerate.deepspeed_config_file_line,
@@ -666,8 +482,8 @@ def _launched_config(
 
 
 def read_near(name: str, near: str, roots: Sequence[str]) -> str | None:
-    """The text of a file a launcher names (a hostfile), found as launchers' paths are (`_find`); None when not
+    """The text of a file a launcher names (a hostfile), found as launchers' paths are (`find_written`); None when not
     found or unreadable."""
-    path = _find(name, near, roots)
-    data = _read(path) if path is not None else None
+    path = find_written(name, near, roots)
+    data = read_input(path) if path is not None else None
     return data.decode("utf-8", errors="replace") if data is not None else None

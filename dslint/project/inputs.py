@@ -9,8 +9,12 @@ today and would change the answer tomorrow is an input as much as one that is re
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
+
+from dslint.limits import Limits, TooLarge, read_capped
+from dslint.project.launchers import UNKNOWN_VALUE
 
 _recorded: list[dict[str, None]] = []  # a stack: nested recordings each see what is read inside them
 
@@ -42,3 +46,40 @@ def recording() -> Iterator[dict[str, None]]:
         yield inputs
     finally:
         del _recorded[next(i for i, held in enumerate(_recorded) if held is inputs)]
+
+
+def absolute(path: str | Path) -> str:
+    return os.path.normpath(os.path.abspath(str(path)))
+
+
+def find_written(name: str, near: str, roots: Sequence[str], directory: str = "") -> str | None:
+    """A path written in a launcher: the launcher's directory and its parents up to a checked root, then the
+    roots themselves (launchers are run from the repository root or from their own directory). After a `cd`
+    in the launcher (`directory`), the path is read from that directory, itself relative to each of those."""
+    if UNKNOWN_VALUE in name:
+        return None
+    candidate = Path(directory) / name if directory else Path(name)
+    if candidate.is_absolute():
+        return absolute(candidate) if is_file(candidate) else None
+    folder = Path(near).parent
+    tried: list[Path] = []
+    for ancestor in [folder, *folder.parents]:
+        tried.append(ancestor)
+        if any(absolute(ancestor) == root for root in roots) or exists(ancestor / ".git"):
+            break
+    tried.extend(Path(root) for root in roots)
+    for base in tried:
+        path = base / candidate
+        if is_file(path):
+            return absolute(path)
+    return None
+
+
+def read_input(path: str) -> bytes | None:
+    """A file's bytes, or None when it cannot be read or is over the default max-file-size (a device such as
+    /dev/zero never ends; the file's own lint reports it)."""
+    record(path)
+    try:
+        return read_capped(path, Limits().max_file_size, "max-file-size")
+    except (OSError, TooLarge):
+        return None

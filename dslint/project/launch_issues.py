@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from dslint.diagnostics import Related
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
-from dslint.project.launchers import CONFIG_OPTIONS, UNKNOWN_VALUE, LaunchLine, ScriptOption
+from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine, ScriptOption
 
 # Words whose presence in a module means it may read the command line (any argument parser, or sys.argv).
 COMMAND_LINE_TOKENS = (
@@ -185,19 +185,6 @@ def _counted(value: str | None) -> bool:
 def _refusal(option: ScriptOption, error: str, pair: tuple[str, str]) -> LaunchIssue:
     end = option.column + len(option.name) + 2
     return LaunchIssue("refused_options", option.line, option.column, end, error, pair)
-
-
-def config_option(line: LaunchLine) -> str | None:
-    """The script option that names a DeepSpeed config file on this line (a literal path), as
-    `index._launched_config` reads it; None when there is none."""
-    for name in CONFIG_OPTIONS:
-        option = line.option(name)
-        if option is None or option.value is None or option.value == UNKNOWN_VALUE:
-            continue
-        if not option.value.endswith((".json", ".hjson", ".yaml", ".yml")) and name == "deepspeed":
-            continue  # `--deepspeed` alone is DeepSpeed's own on/off flag
-        return name
-    return None
 
 
 def _cut(site: LaunchSite, launcher_text: Callable[[str], str | None]) -> LaunchIssue:

@@ -20,6 +20,9 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from dslint.config.tree import Object, ParseError, Scalar
+from dslint.config.yaml_subset import parse_yaml_subset
+
 # The launcher commands dslint follows, by the basename of their first word.
 LAUNCHER_WORDS = frozenset({"deepspeed", "torchrun", "accelerate", "python", "python3"})
 # `python -m X script.py`: the modules that launch a training script.
@@ -95,6 +98,18 @@ class LaunchLine:
             if option.name == name:
                 found = option
         return found
+
+    def config_option(self) -> ScriptOption | None:
+        """The script option that names a DeepSpeed config file by a literal path (the first of CONFIG_OPTIONS
+        given one; `--deepspeed` alone is DeepSpeed's own on/off flag); None when there is none."""
+        for name in CONFIG_OPTIONS:
+            option = self.option(name)
+            if option is None or option.value is None or option.value == UNKNOWN_VALUE:
+                continue
+            if name == "deepspeed" and not option.value.endswith((".json", ".hjson", ".yaml", ".yml")):
+                continue
+            return option
+        return None
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
@@ -509,22 +524,30 @@ class AccelerateConfig:
     zero3_save_16bit_model: str | None = None
 
 
-_YAML_KEY = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*?)\s*$")
-
-
 def parse_accelerate_yaml(path: str, text: str) -> AccelerateConfig | None:
-    """The few keys of accelerate's YAML that matter here (a flat reader: accelerate writes one key a line);
-    None when the file is not an accelerate config."""
+    """The few keys of accelerate's YAML that matter here, read by the one YAML reader (`config/yaml_subset.py`):
+    each key's first occurrence at any depth (accelerate writes each once), with its value as written; None when
+    the file is not an accelerate config, or not YAML that reader places."""
+    try:
+        root = parse_yaml_subset(text)
+    except (ParseError, RecursionError):
+        return None
+    source = text.lstrip("\ufeff").splitlines()
     values: dict[str, str] = {}
     lines: dict[str, int] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        match = _YAML_KEY.match(raw.split(" #", 1)[0])
-        if not match:
-            continue
-        _, key, value = match.groups()
-        value = value.strip().strip("'\"")
-        values.setdefault(key, value)
-        lines.setdefault(key, number)
+
+    def read(mapping: Object) -> None:
+        for entry in mapping.entries:
+            value = entry.value
+            written = ""
+            if isinstance(value, Scalar) and value.start.line == value.end.line <= len(source):
+                written = source[value.start.line - 1][value.start.column - 1 : value.end.column - 1]
+            values.setdefault(entry.key, written.strip().strip("'\""))
+            lines.setdefault(entry.key, entry.key_start.line)
+            if isinstance(value, Object):
+                read(value)
+
+    read(root)
     if "distributed_type" not in values and "deepspeed_config" not in values:
         return None
     stage_text = values.get("zero_stage")

@@ -16,6 +16,35 @@ from dslint.script.loop import loop_facts
 OPTIMIZER_ROLES = (Role.OPTIMIZER, Role.CLIENT_OPTIMIZER)
 SCHEDULER_ROLES = (Role.SCHEDULER, Role.CLIENT_SCHEDULER)
 
+# Two loops the three sibling rules (this one, DSL309 and DSL310, its subclasses) each flag a call of, as cases:
+# the client's optimizer and scheduler stepped after the engine's step in a function, and in a trainer class's
+# method with no engine.step() (so no call can simply go).
+CLIENT_LOOP = """
+    import deepspeed
+    def main():
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4)
+        scheduler = get_linear_schedule_with_warmup(optimizer, 10, 100)
+        model, *_ = deepspeed.initialize(model=net, optimizer=optimizer, lr_scheduler=scheduler, config=cfg)
+        for step, batch in enumerate(loader):
+            loss = model(**batch).loss
+            model.backward(loss)
+            model.step()
+            optimizer.step(); scheduler.step()
+    """
+TRAINER_LOOP = """
+    import deepspeed
+    class Trainer:
+        def setup(self, net, cfg):
+            self.engine, self.optimizer, _, self.lr_scheduler = deepspeed.initialize(model=net, config=cfg)
+        def train(self, batches):
+            for i, batch in enumerate(batches):
+                self.engine.backward(self.engine(batch))
+                if (i + 1) % self.accum == 0:
+                    self.optimizer.step()
+                    self.lr_scheduler.step()
+                    self.optimizer.zero_grad()
+    """
+
 
 class OptimizerSteppedBesideEngine(ScriptRule):
     code = "DSL302"
@@ -142,51 +171,9 @@ class OptimizerSteppedBesideEngine(ScriptRule):
                 scheduler.step()
             """,
         ),
-        Invalid(
-            """
-            import deepspeed
-            def main():
-                optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4)
-                scheduler = get_linear_schedule_with_warmup(optimizer, 10, 100)
-                model, *_ = deepspeed.initialize(model=net, optimizer=optimizer, lr_scheduler=scheduler, config=cfg)
-                for step, batch in enumerate(loader):
-                    loss = model(**batch).loss
-                    model.backward(loss)
-                    model.step()
-                    optimizer.step(); scheduler.step()
-            """,
-            lines=(11,),
-        ),
-        Invalid(
-            """
-            import deepspeed
-            class Trainer:
-                def setup(self, net, cfg):
-                    self.engine, self.optimizer, _, self.lr_scheduler = deepspeed.initialize(model=net, config=cfg)
-                def train(self, batches):
-                    for i, batch in enumerate(batches):
-                        self.engine.backward(self.engine(batch))
-                        if (i + 1) % self.accum == 0:
-                            self.optimizer.step()
-                            self.lr_scheduler.step()
-                            self.optimizer.zero_grad()
-            """,
-            lines=(10,),
-            # Nothing calls engine.step() on every micro-step here, so neither call can simply go (DSL303).
-            fixed="""
-            import deepspeed
-            class Trainer:
-                def setup(self, net, cfg):
-                    self.engine, self.optimizer, _, self.lr_scheduler = deepspeed.initialize(model=net, config=cfg)
-                def train(self, batches):
-                    for i, batch in enumerate(batches):
-                        self.engine.backward(self.engine(batch))
-                        if (i + 1) % self.accum == 0:
-                            self.optimizer.step()
-                            self.lr_scheduler.step()
-                            self.optimizer.zero_grad()
-            """,
-        ),
+        Invalid(CLIENT_LOOP, lines=(11,)),
+        # Nothing calls engine.step() on every micro-step here, so neither call can simply go (DSL303).
+        Invalid(TRAINER_LOOP, lines=(10,), fixed=TRAINER_LOOP),
     )
 
     # Which call this rule reports: "step" (DSL302), "zero_grad" (DSL309) or "scheduler" (DSL310), the latter two

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, Valid
-from dslint.rules.optimizer_stepped_beside_engine import OptimizerSteppedBesideEngine
+from dslint.rules.optimizer_stepped_beside_engine import TRAINER_LOOP, OptimizerSteppedBesideEngine
 
 
 class OptimizerZeroGradBesideEngine(OptimizerSteppedBesideEngine):
@@ -90,32 +90,6 @@ class OptimizerZeroGradBesideEngine(OptimizerSteppedBesideEngine):
                 engine.step()
             """,
         ),
-        Invalid(
-            """
-            import deepspeed
-            class Trainer:
-                def setup(self, net, cfg):
-                    self.engine, self.optimizer, _, _ = deepspeed.initialize(model=net, config=cfg)
-                def train(self, batches):
-                    for i, batch in enumerate(batches):
-                        self.engine.backward(self.engine(batch))
-                        if (i + 1) % self.accum == 0:
-                            self.optimizer.step()
-                            self.optimizer.zero_grad()
-            """,
-            lines=(11,),
-            # Nothing calls engine.step() on every micro-step here, so the call cannot simply go (DSL303).
-            fixed="""
-            import deepspeed
-            class Trainer:
-                def setup(self, net, cfg):
-                    self.engine, self.optimizer, _, _ = deepspeed.initialize(model=net, config=cfg)
-                def train(self, batches):
-                    for i, batch in enumerate(batches):
-                        self.engine.backward(self.engine(batch))
-                        if (i + 1) % self.accum == 0:
-                            self.optimizer.step()
-                            self.optimizer.zero_grad()
-            """,
-        ),
+        # Nothing calls engine.step() on every micro-step here, so the call cannot simply go (DSL303).
+        Invalid(TRAINER_LOOP, lines=(12,), fixed=TRAINER_LOOP),
     )

@@ -402,6 +402,8 @@ def _collected(
     collector = _Collector(facts, table)
     walk(module, collector.on_visit, collector.on_leave)
     collector.place()
+    if table is not None and tree is not None:  # paired (`place`): the path guards are looked up through it
+        facts.statement_pairs = (tree.body, table.statements, collector.statements)
     _resolve_branches(facts, collector.branches)
     facts.collected = True
     return facts

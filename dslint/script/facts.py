@@ -20,8 +20,9 @@ name's role cannot be known, the answer is None and rules stay silent.
 
 from __future__ import annotations
 
+import ast
 import enum
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -140,6 +141,9 @@ class ScriptFacts:
 
         self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
         self._paths: PathGuards | None = None
+        # CPython's module body, its statements and libcst's twins, paired one to one (`collect.py`): the path
+        # guards are read from the first and laid over the last; None when the two trees are not paired
+        self.statement_pairs: tuple[Sequence[ast.stmt], Sequence[ast.stmt], Sequence[cst.CSTNode]] | None = None
         self.collected = False  # the traversal is done: every node has its start and end (`collect_facts`)
 
     @property
@@ -159,7 +163,8 @@ class ScriptFacts:
     def paths(self) -> PathGuards:
         """Which places of this file run on exclusive paths (`script/paths.py`), built on first need."""
         if self._paths is None:
-            self._paths = PathGuards(self.module, self.start, self.end)
+            body, theirs, ours = self.statement_pairs or ((), (), ())
+            self._paths = PathGuards(body, zip(theirs, ours, strict=True), self.start, self.end)
         return self._paths
 
     # --- order ----------------------------------------------------------------------------------------------

@@ -1,0 +1,226 @@
+"""Who reads each DeepSpeed config file of a project, and what they change in it: the reader a launched config
+goes to (`config_reader_of`: initialize, a script whose reader is not followed, Lightning, the Hugging Face
+integrations), configs named under other launch options, loaded in a module the script imports, opened by a
+literal path, named in `TrainingArguments`/`DeepSpeedPlugin`, or picked by a path in the launched script's code.
+The project index (`index.py`) calls these while it reads launchers and sources; they write its reader tables.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Sequence
+from typing import Protocol
+
+from dslint.diagnostics import Related
+from dslint.model.summary import SummaryStore
+from dslint.project.chosen_configs import chosen_configs
+from dslint.project.config_readers import opened_configs, option_readers, replaced_keys
+from dslint.project.inputs import absolute, find_written, read_input
+from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine
+from dslint.project.site_configs import shown_path
+from dslint.script.project_facts import LaunchedConfig, LaunchWorldSize
+
+
+class LaunchView(Protocol):
+    """A launch of the index (`index.Launch`): the script it starts and the config it passes."""
+
+    @property
+    def script(self) -> str | None: ...
+
+    @property
+    def config(self) -> LaunchedConfig: ...
+
+
+class ReaderTables(Protocol):
+    """The project index's tables these functions fill (`index.ProjectIndex`)."""
+
+    config_readers: dict[str, set[str]]
+    config_replaced: dict[str, list[frozenset[str]]]
+    config_world_sizes: dict[str, list[LaunchWorldSize]]
+    config_read_in: dict[str, list[Related]]
+
+    @property
+    def launches(self) -> Sequence[LaunchView]: ...
+
+
+_TRAINER_LITERAL = re.compile(rb"\b(?:deepspeed|hf_ds_config)\s*=\s*[rR]?['\"]([^'\"\n]+\.json)['\"]")
+
+
+def _option_reaches_reader(data: bytes, option: str) -> bool:
+    return bool(option_readers(data, option))
+
+
+def record_chosen_configs(index: ReaderTables, sources: dict[str, bytes], roots: Sequence[str]) -> None:
+    """A launch that passes no config file, of a script that picks one by a path in its code
+    (`chosen_configs.py`): the launch's world size applies to that config."""
+    for launch in index.launches:
+        config = launch.config
+        if config.option is not None or config.ranks is None or launch.script not in sources:
+            continue
+        script = launch.script
+        for picked in chosen_configs(
+            sources[script],
+            os.path.basename(script),
+            config.options,
+            functools.partial(find_written, near=script, roots=roots),
+            read_input,
+            functools.partial(_option_reaches_reader, sources[script]),
+        ):
+            worlds = index.config_world_sizes.setdefault(picked.path, [])
+            worlds.append(LaunchWorldSize(config.ranks, f"{config.world_source}; {picked.how}", config.launch))
+
+
+_ALIAS = re.compile(rb"\bimport\s+deepspeed\s+as\s+([A-Za-z_][A-Za-z0-9_]*)")
+
+
+_FROM = re.compile(rb"\bfrom\s+deepspeed\s+import\s+(?:\([^)]*|[^\n]*)\binitialize\b")
+
+
+def creates_engine(data: bytes) -> bool:
+    """A text test, narrower than the per-file prefilter: `deepspeed.initialize(` (or `ALIAS.initialize(`
+    after `import deepspeed as ALIAS`, or `initialize(` after `from deepspeed import initialize`) written as
+    code: not after a quote or `#` on its line, not inside a triple-quoted string. The index follows engines
+    from these files only; a file's own engines are still found by its own facts."""
+    if b"initialize" not in data or b"deepspeed" not in data:
+        return False
+    names = [b"deepspeed"]
+    names.extend(_ALIAS.findall(data) if b"import deepspeed as" in data else ())
+    pattern = rb"\b(?:" + b"|".join(re.escape(n) for n in names) + rb")\s*\.\s*initialize\s*\("
+    if b"from deepspeed" in data and _FROM.search(data):
+        pattern += rb"|(?<![.\w])initialize\s*\("
+    for match in re.finditer(pattern, data):
+        line_start = data.rfind(b"\n", 0, match.start()) + 1
+        before = data[line_start : match.start()]
+        if any(mark in before for mark in (b'"', b"'", b"#", b"`")):
+            continue
+        if data.count(b'"""', 0, match.start()) % 2 or data.count(b"'''", 0, match.start()) % 2:
+            continue
+        return True
+    return False
+
+
+# The reader a config is linted for when several read it: initialize first (its findings hold on that path), then
+# a script whose reader is not followed (read as initialize's, but its "auto" is not reported), Lightning, the HF
+# integrations.
+READER_ORDER = ("initialize", "unlinked", "lightning", "trainer")
+
+
+HF_TOKENS = (b"HfArgumentParser", b"TrainingArguments", b"Accelerator(", b"accelerate")
+
+
+# A project that builds the HF Trainer's arguments (and creates no engine itself) hands its configs to the Trainer.
+PRESUMED_TRAINER_TOKENS = (b"HfArgumentParser", b"TrainingArguments")
+
+
+# Readers of a DeepSpeed config other than Lightning's strategy and initialize (the HF Trainer, accelerate).
+HF_READER_TOKENS = (b"HfArgumentParser", b"TrainingArguments", b"DeepSpeedPlugin", b"HfDeepSpeedConfig")
+
+
+LIGHTNING_CONFIG = re.compile(rb"\bDeepSpeedStrategy\s*\([^)]*?\bconfig\s*=")
+
+
+LIGHTNING_IMPORT = re.compile(rb"^\s*from\s+(?:pytorch_)?lightning[\w.]*\s+import\s[^\n]*\bDeepSpeedStrategy\b", re.M)
+
+
+def config_reader_of(script: str | None, launched: LaunchedConfig) -> str:
+    """Who reads a launched config: accelerate's YAML always goes to accelerate; `--deepspeed x.json` (the
+    Hugging Face Trainer's option; DeepSpeed's own `--deepspeed` is an on/off flag) to a script that calls no
+    `initialize(` itself and either builds TrainingArguments or does not touch DeepSpeed at all (a wrapper
+    around a Trainer script) goes to the HF Trainer. Any other option is followed into the script
+    (`config_readers.option_readers`): to `deepspeed.initialize` ("initialize"), to a Trainer or accelerate
+    ("trainer"), to Lightning's strategy ("lightning"); a value that goes where dslint does not follow, or a script
+    outside the project, leaves the reader unknown ("unlinked")."""
+    return reader_of(script, launched.option)
+
+
+def reader_of(script: str | None, option: str | None) -> str:
+    """`_reader` for the config option `option` of a launch of `script`."""
+    if option == "accelerate":
+        return "trainer"
+    data = read_input(script) if script is not None else None
+    if option == "deepspeed":
+        if data is None:
+            return "trainer"  # a script outside the project given `--deepspeed x.json`: the HF Trainer's option
+        if not creates_engine(data) and (any(token in data for token in HF_TOKENS) or b"deepspeed" not in data):
+            return "trainer"
+    if data is None or option is None:
+        return "unlinked"
+    readers = option_readers(data, option)
+    return next((reader for reader in ("initialize", "lightning", "trainer") if reader in readers), "unlinked")
+
+
+def other_config_options(
+    index: ReaderTables, line: LaunchLine, launcher: str, roots: Sequence[str], script: str
+) -> None:
+    """A launch passing no config under a known option name (`--deepspeed_config`...) may pass one under its own
+    (`--strategy_config_path ds.json`): an option whose value is a config file that the script carries into a
+    DeepSpeed reader (`config_readers.option_readers`: `DeepSpeedStrategy(config=args.x)`, `TrainingArguments(
+    deepspeed=...)`, `initialize(config=...)`) tells who reads that file. Only the reader is recorded: the option
+    is not the launch's config for the launch rules."""
+    data = None
+    for option in line.options:
+        value = option.value
+        if value is None or value == UNKNOWN_VALUE or not value.endswith((".json", ".hjson", ".yaml", ".yml")):
+            continue
+        data = read_input(script) if data is None else data
+        if data is None:
+            return
+        readers = option_readers(data, option.name)
+        reader = next((r for r in ("initialize", "lightning", "trainer") if r in readers), None)
+        config = find_written(value, launcher, roots, line.directory) if reader is not None else None
+        if reader is not None and config is not None:
+            index.config_readers.setdefault(config, set()).add(reader)
+
+
+def follow_imported_readers(index: ReaderTables, store: SummaryStore) -> None:
+    """A launched script that does not use its config option itself (its reader "unlinked") but imports project
+    modules (to MAX_IMPORT_DEPTH levels) one of which opens `<x>.<option>` (`self.args.deepspeed_config`), loads
+    it and hands the dict to initialize (`config_readers.replaced_keys`): that file is initialize's, less the
+    keys that module replaces first, and where it is read is named (`ConfigReading.read_in`)."""
+    replaced: dict[tuple[str, str], frozenset[str] | None] = {}  # (module, option) -> its answer, read once
+    for launch in index.launches:
+        config, script, option = launch.config.config_path, launch.script, launch.config.option
+        if config is None or script is None or option is None or option == "accelerate":
+            continue
+        if config_reader_of(script, launch.config) != "unlinked":
+            continue
+        for module in store.imported_modules(absolute(script), MAX_IMPORT_DEPTH):
+            data = store.sources.get(module)
+            if (module, option) not in replaced:
+                replaced[(module, option)] = replaced_keys(data, option) if data is not None else None
+            keys = replaced[(module, option)]
+            if keys is None:
+                continue
+            assert data is not None
+            line = data.count(b"\n", 0, max(data.find(b"." + option.encode()), 0)) + 1
+            where = Related(shown_path(module), line, 1, f"{os.path.basename(module)} loads --{option} for initialize")
+            index.config_readers.setdefault(config, set()).add("initialize")
+            index.config_replaced.setdefault(config, []).append(keys)
+            index.config_read_in.setdefault(config, []).append(where)
+            break
+
+
+MAX_IMPORT_DEPTH = 3  # import levels between a launched script and the module loading its config
+
+
+def opened_literals(index: ReaderTables, path: str, data: bytes, roots: Sequence[str]) -> None:
+    """`with open("ds.json") as f: cfg = json.load(f)` ... `initialize(config=cfg)`: that file is read by
+    initialize, less the keys the script writes first (`config_readers.opened_configs`)."""
+    for literal, keys in opened_configs(data).items():
+        config = find_written(literal, path, roots) if literal.endswith((".json", ".yaml", ".yml")) else None
+        if config is not None:
+            index.config_readers.setdefault(config, set()).add("initialize")
+            index.config_replaced.setdefault(config, []).append(keys)
+
+
+def trainer_literals(index: ReaderTables, path: str, data: bytes, roots: Sequence[str]) -> None:
+    """`TrainingArguments(deepspeed="ds.json")`, `DeepSpeedPlugin(hf_ds_config="ds.json")`: those files are
+    read by the HF Trainer / accelerate."""
+    if b"deepspeed" not in data or not (b"TrainingArguments" in data or b"DeepSpeedPlugin" in data):
+        return
+    for match in _TRAINER_LITERAL.finditer(data):
+        config = find_written(match.group(1).decode("utf-8", errors="replace"), path, roots)
+        if config is not None:
+            index.config_readers.setdefault(config, set()).add("trainer")
