@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Related, Severity
-from dslint.framework.catalog import Needs
+from dslint.framework.catalog import Needs, Shape
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -182,6 +182,8 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     needs_zero_source: ClassVar[bool] = False
     # Fires only where a launch of the project starts the script as several processes a node.
     needs_several_processes: ClassVar[bool] = False
+    # The calls at which the rule can report (`catalog.Shape`), tested on CPython's tree before libcst parses.
+    call_shapes: ClassVar[tuple[Shape, ...]] = ()
 
     @classmethod
     def needs(cls) -> Needs:
@@ -193,6 +195,7 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
             cls.needs_zero_source,
             cls.alternative_tokens,
             cls.needs_several_processes,
+            cls.call_shapes,
         )
 
     def __init__(self, context: ScriptContext) -> None:
