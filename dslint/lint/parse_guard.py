@@ -111,40 +111,59 @@ def code_facts(tree: ast.Module) -> CodeFacts:
     lone_strings: set[int] = set()
     blocks: list[ast.If | ast.With | ast.AsyncWith] = []
     keywords: set[str] = set()
-    for node in _nodes(tree):
-        if isinstance(node, ast.Name):
-            words.append(node.id)
-        elif isinstance(node, ast.Attribute):
-            words.append(node.attr)
-        elif isinstance(node, ast.Constant):
-            if isinstance(node.value, str) and id(node) not in lone_strings:
-                words.append(node.value)
-            elif isinstance(node.value, bytes):
-                words.append(node.value.decode("latin-1"))
-        elif isinstance(node, ast.Call):
+    word, AST = words.append, ast.AST
+    stack: list[ast.AST] = [tree]
+    pop, push = stack.pop, stack.append
+    # One loop, each node before its children (as `_nodes`), told apart by its exact type (CPython's parser makes
+    # no subclasses); the load/store contexts, a leaf under every name, are never pushed.
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind is ast.Name:
+            word(node.id)
+        elif kind is ast.Attribute:
+            word(node.attr)
+        elif kind is ast.Constant:
+            if type(node.value) is str and id(node) not in lone_strings:
+                word(node.value)
+            elif type(node.value) is bytes:
+                word(node.value.decode("latin-1"))
+        elif kind is ast.Call:
             functions.append(node.func)
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            lone_strings.add(id(node.value))
-        elif isinstance(node, ast.keyword) and node.arg:
-            words.append(node.arg)
-            keywords.add(node.arg)
-        elif isinstance(node, ast.arg):
-            words.append(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            words.append(node.name)
-        elif isinstance(node, ast.Import):
+        elif kind is ast.Expr:
+            if type(node.value) is ast.Constant:
+                lone_strings.add(id(node.value))
+        elif kind is ast.keyword:
+            if node.arg:
+                word(node.arg)
+                keywords.add(node.arg)
+        elif kind is ast.arg:
+            word(node.arg)
+        elif kind in _DEFINITIONS:
+            word(node.name)
+        elif kind is ast.Import:
             for alias in node.names:
                 words.extend((alias.name, alias.asname or ""))
-        elif isinstance(node, ast.ImportFrom):
-            words.append(node.module or "")
+        elif kind is ast.ImportFrom:
+            word(node.module or "")
             for alias in node.names:
                 words.extend((alias.name, alias.asname or ""))
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+        elif kind is ast.Global or kind is ast.Nonlocal:
             words.extend(node.names)
-        elif hasattr(ast, "MatchAs") and isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-            words.append(node.name)
-        elif isinstance(node, (ast.If, ast.With, ast.AsyncWith)):
+        elif kind in _MATCH_NAMES:
+            if node.name:
+                word(node.name)
+        elif kind in _BLOCKS:
             blocks.append(node)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, AST):
+                if type(value) not in _CONTEXTS:
+                    push(value)
+            elif type(value) is list:
+                for item in value:
+                    if isinstance(item, AST):
+                        push(item)
     text = "\n".join(words).encode("utf-8", "surrogatepass")
     imports, _ = module_imports(tree, None)
     callees = _callees(functions, imports)
@@ -157,6 +176,12 @@ def code_facts(tree: ast.Module) -> CodeFacts:
         _one_rank_methods(blocks),
         frozenset(keywords),
     )
+
+
+_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+_MATCH_NAMES = frozenset({getattr(ast, "MatchAs", ast.Name), getattr(ast, "MatchStar", ast.Name)}) - {ast.Name}
+_BLOCKS = frozenset({ast.If, ast.With, ast.AsyncWith})
+_CONTEXTS = frozenset({ast.Load, ast.Store, ast.Del})
 
 
 def _nodes(tree: ast.AST) -> Iterator[ast.AST]:
