@@ -23,6 +23,7 @@ import tokenize
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import libcst as cst
 
@@ -112,7 +113,7 @@ def code_facts(tree: ast.Module) -> CodeFacts:
     blocks: list[ast.If | ast.With | ast.AsyncWith] = []
     keywords: set[str] = set()
     word, AST = words.append, ast.AST
-    stack: list[ast.AST] = [tree]
+    stack: list[Any] = [tree]  # nodes of every kind, told apart by type below (no narrowing for mypy)
     pop, push = stack.pop, stack.append
     # One loop, each node before its children (as `_nodes`), told apart by its exact type (CPython's parser makes
     # no subclasses); the load/store contexts, a leaf under every name, are never pushed.
