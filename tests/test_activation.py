@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import textwrap
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -20,9 +21,10 @@ from dslint.framework.catalog import SCRIPT_NEEDS
 from dslint.framework.registry import all_rules
 from dslint.framework.rule import ScriptRule
 from dslint.lint.activation import can_fire, certainly_untouched, in_code, in_facts, in_text
+from dslint.lint.batch import index_project
 from dslint.lint.parse_guard import code_facts
 from dslint.lint.script import lint_source
-from dslint.project.index import single_file_facts
+from dslint.project.index import ProjectIndex, single_file_facts
 from dslint.script.collect import collect_facts
 
 SCRIPT_RULES = {rule.code: rule for rule in all_rules() if issubclass(rule, ScriptRule)}
@@ -101,6 +103,17 @@ STATEMENTS = [
     '"""deepspeed.initialize and from_pretrained(device_map=...) in a docstring"""',
     "x = 1  # noqa: DSL101",
     "def broken(:\n    pass",
+    # the calls some rules report at (`Needs.shapes`), inside and outside a one-rank block
+    "if args.local_rank == 0:\n    engine.save_checkpoint('out')",
+    "engine.save_checkpoint('out')",
+    "if accelerator.is_main_process:\n    accelerator.save_state('out')",
+    "if rank == 0:\n    engine.save_16bit_model('out')",
+    "torch.save(engine.module.state_dict(), 'model.pt')",
+    "with args.main_process_first():\n    out = model.generate(x)",
+    "if dist.get_rank() == 0:\n    out = model.generate(x)",
+    "from transformers import Trainer",
+    "trainer = Trainer(model=model, args=args)",
+    "trainer.save_model('out')",
 ]
 
 
@@ -131,3 +144,63 @@ def test_issue_27_examples(lines: list[str]) -> None:
     data = ("\n".join(lines) + "\n").encode()
     _check_every_level("train.py", data)
     assert lint_source("train.py", data).diagnostics, "the finding is kept"
+
+
+# The rules' call shapes (`Needs.shapes`) settle files whose words let a rule through but whose code has no call it
+# could report at: a mention in a string, a save outside any one-rank block, an engine method in a file without one.
+def test_call_shapes_settle_files_without_the_call() -> None:
+    data = textwrap.dedent(
+        """
+        import torch
+        from deepspeed import comm
+        from transformers import Trainer  # no config reaches it: no `deepspeed=`, no launch
+
+        def initialize(engine, rank, trainer: Trainer, accelerator):
+            if rank == 0:
+                trainer.save_model("out")
+                accelerator.save_state("out")
+            torch.save(trainer.model.state_dict(), "model.pt")
+            state = engine.state_dict()  # no torch.save, and no engine here
+            if rank == 0:
+                print("save_checkpoint, save_16bit_model and generate")
+            engine.save_checkpoint("out")  # on every rank
+            engine.save_16bit_model("out")
+            out = engine.generate(x)
+            torch.save(state, "model.pt")
+        """
+    ).encode()
+    project = single_file_facts("train.py", data)
+    evidence = in_code(code_facts(ast.parse(data)), project)
+    for code in ("DSL204", "DSL210", "DSL426", "DSL428"):
+        assert can_fire(SCRIPT_NEEDS[code], in_text(data, project)), f"{code}: its words are in the text"
+        assert not can_fire(SCRIPT_NEEDS[code], evidence), f"{code}: no call of its shape, yet kept"
+    assert lint_source("train.py", data, project=project).parsed is False
+    _check_every_level("train.py", data)
+
+
+PROJECTS = sorted(project for project in (FIXTURES / "projects").iterdir() if project.is_dir())
+PROJECT_SCRIPTS = [(project, path) for project in PROJECTS for path in sorted(project.rglob("*.py"))]
+
+
+@pytest.fixture(scope="module")
+def project_indexes() -> dict[Path, ProjectIndex]:
+    return {}
+
+
+@pytest.mark.parametrize(("project", "path"), PROJECT_SCRIPTS, ids=lambda p: p.name)
+def test_project_fixtures(project: Path, path: Path, project_indexes: dict[Path, ProjectIndex]) -> None:
+    """With what the project index knows (an engine from another module, a helper reaching `save_state`): every
+    rule that reports is kept at the code level, and the driver's skips change nothing."""
+    if project not in project_indexes:
+        project_indexes[project] = index_project(sorted(project.rglob("*.py")), [str(project)])
+    facts = project_indexes[project].facts_for(path)
+    data = path.read_bytes()
+    found = lint_source(str(path), data, use_prefilter=False, project=facts).diagnostics
+    assert lint_source(str(path), data, project=facts).diagnostics == found
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return
+    evidence = in_code(code_facts(tree, facts.star_imports if facts is not None else None), facts)
+    for code in {d.code for d in found if d.path == str(path) and d.code in SCRIPT_RULES}:
+        assert can_fire(SCRIPT_NEEDS[code], evidence), f"{code} reports but the code level drops it"

@@ -70,6 +70,29 @@ CODES: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
+class Shape:
+    """A call at which a rule can report, as CPython's tree shows it (`dslint.lint.parse_guard.CodeFacts` reads
+    the calls; `dslint.lint.activation` compares). Any one of `methods` or `calls` does:
+
+    methods: a call `X.m(...)` whose method m is one of these; calls: a call that resolves through the file's
+    imports to one of these dotted names (`torch.save`); one_rank: the `methods` call sits in the body of an `if`
+    whose test names a rank or the main process, or of a `with X.main_process_first()` (an over-approximation of
+    `dslint.script.one_rank`); words: byte strings among the code's words as well; engine: this shape counts only
+    where an engine may be; configured: only where a DeepSpeed config may reach a Hugging Face reader of the file
+    (a call's `deepspeed=` or `hf_ds_config=`, a `DeepSpeedPlugin`, a launch passing `--deepspeed` or `accelerate
+    launch`: what `project.config_link`'s trainer configs and accelerate runs read); project_saves: instead, a
+    call the project index says reaches accelerate's `save_state` (`ProjectFacts.state_saving_calls`)."""
+
+    methods: tuple[str, ...] = ()
+    calls: tuple[str, ...] = ()
+    one_rank: bool = False
+    words: tuple[bytes, ...] = ()
+    engine: bool = False
+    configured: bool = False
+    project_saves: bool = False
+
+
+@dataclass(frozen=True)
 class Needs:
     """What a script rule needs to possibly fire, as data (`ScriptRule.needs()`); `dslint.lint.activation` answers
     it at each level (the text, CPython's tree, the script's facts).
@@ -92,6 +115,8 @@ class Needs:
     # The rule also runs, engine and tokens or not, where the project index finds a `torch.load` of a file that
     # holds GPU tensors (`ProjectFacts.gpu_loads`).
     gpu_loads: bool = False
+    # Where the code is read (CPython's tree), the rule fires only at one of these calls (none: no such test).
+    shapes: tuple[Shape, ...] = ()
 
     def token_sets(self) -> tuple[tuple[bytes, ...], ...]:
         return (self.tokens, *self.alternatives)
@@ -110,6 +135,10 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         (b"deepspeed", b"initialize", b"state_dict"),
         engine=False,
         alternatives=((b"Trainer", b"state_dict"), (b"Trainer", b"save_pretrained")),
+        shapes=(
+            Shape(calls=("torch.save",), engine=True),
+            Shape(methods=("state_dict", "save_pretrained"), words=(b"Trainer",), configured=True),
+        ),
     ),
     "DSL205": Needs((b"deepspeed", b"initialize")),
     "DSL206": Needs((b"deepspeed", b"initialize")),
@@ -146,6 +175,10 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             (b"save_model", b"Accelerator"),
             (b"get_state_dict", b"Accelerator"),
         ),
+        shapes=(
+            Shape(methods=("save_16bit_model",), engine=True),
+            Shape(methods=("save_model", "get_state_dict"), configured=True),
+        ),
     ),
     # ZeRO-3 reaches the file through its own initialize or a Trainer's arguments: never a file without either
     "DSL426": Needs(
@@ -156,6 +189,10 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             for source in (b"deepspeed", b"TrainingArguments", b"HfArgumentParser")
             for test in (b"rank", b"main_process", b"process_zero", b"should_save")
         )[1:],
+        shapes=(
+            Shape(methods=("generate",), one_rank=True, engine=True),
+            Shape(methods=("generate",), one_rank=True, configured=True),
+        ),
     ),
     "DSL425": Needs((b"from_pretrained", b"device_map"), engine=False, several_processes=True),
     # a save every rank must join (the engine's, accelerate's under DeepSpeed, the ZeRO-3 gathering ones, or a call
@@ -170,6 +207,11 @@ SCRIPT_NEEDS: dict[str, Needs] = {
                 for test in (b"rank", b"main_process", b"process_zero", b"should_save")
             ][1:],
             (b"accelerator", b"main_process"),
+        ),
+        shapes=(
+            Shape(methods=("save_checkpoint", "save_16bit_model"), one_rank=True, engine=True),
+            Shape(methods=("save_state", "save_model", "get_state_dict"), one_rank=True, configured=True),
+            Shape(project_saves=True),
         ),
     ),
     "DSL309": Needs((b"deepspeed", b"initialize")),

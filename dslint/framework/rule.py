@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Related, Severity
-from dslint.framework.catalog import Needs
+from dslint.framework.catalog import Needs, Shape
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -184,6 +184,8 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     needs_several_processes: ClassVar[bool] = False
     # Also runs where the project index finds a `torch.load` of a file holding GPU tensors (`Needs.gpu_loads`).
     runs_on_gpu_loads: ClassVar[bool] = False
+    # The calls at which the rule can report (`catalog.Shape`), tested on CPython's tree before libcst parses.
+    call_shapes: ClassVar[tuple[Shape, ...]] = ()
 
     @classmethod
     def needs(cls) -> Needs:
@@ -196,6 +198,7 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
             cls.alternative_tokens,
             cls.needs_several_processes,
             cls.runs_on_gpu_loads,
+            cls.call_shapes,
         )
 
     def __init__(self, context: ScriptContext) -> None:

@@ -6,7 +6,8 @@ level as the driver learns more.
   possible where the text can call `deepspeed.initialize` (`prefilter.may_create_engine`) or the index brings one.
   `certainly_untouched` asks it for every rule of the catalog, without importing a rule (or libcst).
 - `in_code`: CPython's tree (`parse_guard.CodeFacts`): the tokens must be among the code's words, not only in
-  comments or docstrings; an engine needs a call that can be `deepspeed.initialize`.
+  comments or docstrings; an engine needs a call that can be `deepspeed.initialize`; a rule that declares the
+  calls it reports at (`Needs.shapes`: `X.save_checkpoint(...)` in a one-rank block) needs one of them.
 - `in_facts`: the script facts libcst computed: whether the file has an engine, an inference engine.
 
 Each level only narrows the one before (it knows more, and never less), and a rule is kept where `can_fire` says
@@ -24,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from dslint.framework.catalog import SCRIPT_NEEDS, Needs
+from dslint.framework.catalog import SCRIPT_NEEDS, Needs, Shape
 from dslint.lint.prefilter import (
     ENGINE_TOKENS,
     TRAINER_CONFIG_TOKENS,
@@ -51,6 +52,9 @@ class Evidence:
     configs: bool  # a config may reach DeepSpeed through this file (the config rules run)
     several_processes: bool = True  # a launch of the project starts the script as several processes a node
     gpu_loads: bool = False  # the project index finds a load of a file holding GPU tensors here
+    calls: CodeFacts | None = None  # the code's calls, for the rules' shapes (`Needs.shapes`); None: not read yet
+    project_saves: bool = False  # the project index marks calls of this file that reach accelerate's save_state
+    hf_configured: bool = True  # a DeepSpeed config may reach a Hugging Face reader of the file (`Shape.configured`)
 
 
 def can_fire(needs: Needs, evidence: Evidence) -> bool:
@@ -72,7 +76,21 @@ def can_fire(needs: Needs, evidence: Evidence) -> bool:
         and (evidence.zero_source or not needs.zero_source)
         and (evidence.engine or not needs.engine or inference)
         and (evidence.several_processes or not needs.several_processes)
+        and (evidence.calls is None or not needs.shapes or any(_has_shape(s, evidence) for s in needs.shapes))
     )
+
+
+def _has_shape(shape: Shape, evidence: Evidence) -> bool:
+    """Whether the code holds a call of `shape` (`Needs.shapes`), as far as CPython's tree shows."""
+    calls = evidence.calls
+    if calls is None or (shape.engine and not evidence.engine) or (shape.configured and not evidence.hf_configured):
+        return calls is None
+    if evidence.words is not None and not has_tokens(evidence.words, shape.words):
+        return False
+    if shape.project_saves:
+        return evidence.project_saves
+    methods = calls.one_rank_methods if shape.one_rank else calls.methods
+    return any(method in methods for method in shape.methods) or any(call in calls.calls for call in shape.calls)
 
 
 class _Rule(Protocol):
@@ -146,6 +164,22 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         configs=engine or configured or has_tokens(code.words, TRAINER_CONFIG_TOKENS),
         several_processes=_several_processes(project),
         gpu_loads=project is not None and bool(project.gpu_loads),
+        calls=code,
+        project_saves=project is not None and bool(project.state_saving_calls),
+        hf_configured=_hf_configured(code, project),
+    )
+
+
+def _hf_configured(code: CodeFacts, project: ProjectFacts | None) -> bool:
+    """A DeepSpeed config may reach a Hugging Face reader of the file: a call's `deepspeed=` (`*TrainingArguments`)
+    or `hf_ds_config=` (`DeepSpeedPlugin`), a `DeepSpeedPlugin` the script builds, a launch giving the script
+    `--deepspeed CONFIG` or starting it with `accelerate launch` (`project.config_link.trainer_configs`,
+    `training_arguments_configs`, `accelerate_runs`)."""
+    if "deepspeed" in code.keywords or "hf_ds_config" in code.keywords or b"DeepSpeedPlugin" in code.words:
+        return True
+    launches = project.launches if project is not None else ()
+    return any(
+        launch.option == "accelerate" or (launch.option == "deepspeed" and launch.config_path) for launch in launches
     )
 
 

@@ -23,10 +23,12 @@ import tokenize
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import libcst as cst
 
 from dslint.model.summary import module_imports
+from dslint.script.one_rank import ONE_RANK_FIRST, ONE_RANK_PREDICATES
 
 PARSER_STACK = 256 * 1024 * 1024  # bytes of stack for the parsing thread (virtual memory: touched only as used)
 
@@ -94,6 +96,10 @@ class CodeFacts:
     calls_initialize: bool
     words: bytes
     calls_inference: bool = False  # a call that can be `deepspeed.init_inference`
+    methods: frozenset[str] = frozenset()  # m of every call `X.m(...)`
+    calls: frozenset[str] = frozenset()  # every call's callee resolved through the imports (`torch.save`)
+    one_rank_methods: frozenset[str] = frozenset()  # m of the calls `X.m(...)` in a block that may run on one rank
+    keywords: frozenset[str] = frozenset()  # every call's keyword names (`deepspeed=`)
 
 
 def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) -> CodeFacts:
@@ -105,40 +111,81 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
     functions: list[ast.expr] = []
     words: list[str] = []
     lone_strings: set[int] = set()
-    for node in _nodes(tree):
-        if isinstance(node, ast.Name):
-            words.append(node.id)
-        elif isinstance(node, ast.Attribute):
-            words.append(node.attr)
-        elif isinstance(node, ast.Constant):
-            if isinstance(node.value, str) and id(node) not in lone_strings:
-                words.append(node.value)
-            elif isinstance(node.value, bytes):
-                words.append(node.value.decode("latin-1"))
-        elif isinstance(node, ast.Call):
+    blocks: list[ast.If | ast.With | ast.AsyncWith] = []
+    keywords: set[str] = set()
+    word, AST = words.append, ast.AST
+    stack: list[Any] = [tree]  # nodes of every kind, told apart by type below (no narrowing for mypy)
+    pop, push = stack.pop, stack.append
+    # One loop, each node before its children (as `_nodes`), told apart by its exact type (CPython's parser makes
+    # no subclasses); the load/store contexts, a leaf under every name, are never pushed.
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind is ast.Name:
+            word(node.id)
+        elif kind is ast.Attribute:
+            word(node.attr)
+        elif kind is ast.Constant:
+            if type(node.value) is str and id(node) not in lone_strings:
+                word(node.value)
+            elif type(node.value) is bytes:
+                word(node.value.decode("latin-1"))
+        elif kind is ast.Call:
             functions.append(node.func)
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            lone_strings.add(id(node.value))
-        elif (isinstance(node, ast.keyword) and node.arg) or isinstance(node, ast.arg):
-            words.append(node.arg or "")
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            words.append(node.name)
-        elif isinstance(node, ast.Import):
+        elif kind is ast.Expr:
+            if type(node.value) is ast.Constant:
+                lone_strings.add(id(node.value))
+        elif kind is ast.keyword:
+            if node.arg:
+                word(node.arg)
+                keywords.add(node.arg)
+        elif kind is ast.arg:
+            word(node.arg)
+        elif kind in _DEFINITIONS:
+            word(node.name)
+        elif kind is ast.Import:
             for alias in node.names:
                 words.extend((alias.name, alias.asname or ""))
-        elif isinstance(node, ast.ImportFrom):
-            words.append(node.module or "")
+        elif kind is ast.ImportFrom:
+            word(node.module or "")
             for alias in node.names:
                 words.extend((alias.name, alias.asname or ""))
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+        elif kind is ast.Global or kind is ast.Nonlocal:
             words.extend(node.names)
-        elif hasattr(ast, "MatchAs") and isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-            words.append(node.name)
+        elif kind in _MATCH_NAMES:
+            if node.name:
+                word(node.name)
+        elif kind in _BLOCKS:
+            blocks.append(node)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, AST):
+                if type(value) not in _CONTEXTS:
+                    push(value)
+            elif type(value) is list:
+                for item in value:
+                    if isinstance(item, AST):
+                        push(item)
     text = "\n".join(words).encode("utf-8", "surrogatepass")
     imports, _ = module_imports(tree, None)
     if star_imports:
         imports = {**star_imports, **imports}
-    return CodeFacts(_calls(functions, imports, INITIALIZE), text, _calls(functions, imports, INIT_INFERENCE))
+    callees = _callees(functions, imports)
+    return CodeFacts(
+        INITIALIZE in callees,
+        text,
+        INIT_INFERENCE in callees,
+        frozenset(f.attr for f in functions if isinstance(f, ast.Attribute)),
+        frozenset(callees),
+        _one_rank_methods(blocks),
+        frozenset(keywords),
+    )
+
+
+_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+_MATCH_NAMES = frozenset({getattr(ast, "MatchAs", ast.Name), getattr(ast, "MatchStar", ast.Name)}) - {ast.Name}
+_BLOCKS = frozenset({ast.If, ast.With, ast.AsyncWith})
+_CONTEXTS = frozenset({ast.Load, ast.Store, ast.Del})
 
 
 def _nodes(tree: ast.AST) -> Iterator[ast.AST]:
@@ -159,7 +206,9 @@ def _nodes(tree: ast.AST) -> Iterator[ast.AST]:
                         push(item)
 
 
-def _calls(functions: list[ast.expr], imports: dict[str, str], wanted: str) -> bool:
+def _callees(functions: list[ast.expr], imports: dict[str, str]) -> set[str]:
+    """The dotted names the calls' callees resolve to through the imports (`deepspeed.initialize`)."""
+    found: set[str] = set()
     for function in functions:
         parts: list[str] = []
         while isinstance(function, ast.Attribute):
@@ -167,11 +216,45 @@ def _calls(functions: list[ast.expr], imports: dict[str, str], wanted: str) -> b
             function = function.value
         if not isinstance(function, ast.Name):
             continue
-        rest = "".join(f".{part}" for part in reversed(parts))
         target = imports.get(function.id)
-        if target is not None and f"{target}{rest}" == wanted:
-            return True
-    return False
+        if target is not None:
+            found.add(target + "".join(f".{part}" for part in reversed(parts)))
+    return found
+
+
+def _one_rank_methods(blocks: list[ast.If | ast.With | ast.AsyncWith]) -> frozenset[str]:
+    """The methods called in the body of an `if` whose test names a rank, the main process or process zero, or of
+    a `with X.main_process_first()`: every block `dslint.script.one_rank` accepts, and some more (any word of the
+    test will do, wherever it sits)."""
+    found: set[str] = set()
+    for block in blocks:
+        if isinstance(block, ast.If):
+            tests: list[ast.AST] = [block.test]
+            first = False
+        else:
+            tests = [item.context_expr for item in block.items]
+            first = True
+        if not any(_one_rank_word(word, first) for test in tests for word in _names(test)):
+            continue
+        for statement in block.body:
+            for node in _nodes(statement):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    found.add(node.func.attr)
+    return frozenset(found)
+
+
+def _names(node: ast.AST) -> Iterator[str]:
+    for child in _nodes(node):
+        if isinstance(child, ast.Name):
+            yield child.id
+        elif isinstance(child, ast.Attribute):
+            yield child.attr
+
+
+def _one_rank_word(word: str, first: bool) -> bool:
+    if first:
+        return word.endswith(ONE_RANK_FIRST)
+    return "rank" in word or word in ONE_RANK_PREDICATES
 
 
 # Elements, arguments and subscripts sit one level deeper in libcst's tree than in CPython's: libcst wraps each

@@ -6,6 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Related, Severity
+from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Kind
 from dslint.project.config_link import accelerate_runs, resolve_config, training_arguments_configs
@@ -42,6 +43,13 @@ class CollectiveSaveOnOneRank(ScriptRule):
             for test in (b"rank", b"main_process", b"process_zero", b"should_save")
         ][1:],
         (b"accelerator", b"main_process"),
+    )
+    # each in a one-rank block (`visit_If`): the engine's saves (where an engine may be), accelerate's and a
+    # Trainer's (where a config reaches them), or a call the project index says reaches `save_state`
+    call_shapes = (
+        Shape(methods=("save_checkpoint", "save_16bit_model"), one_rank=True, engine=True),
+        Shape(methods=("save_state", "save_model", "get_state_dict"), one_rank=True, configured=True),
+        Shape(project_saves=True),
     )
     docs = RuleDocs(
         what="""

@@ -9,6 +9,7 @@ import libcst as cst
 from dslint.config.facts import lax_bool
 from dslint.config.tree import UNKNOWN
 from dslint.diagnostics import Severity
+from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import (
     AccelerateRun,
@@ -42,6 +43,12 @@ class Save16bitModelWithoutGather(ScriptRule):
         (b"save_model", b"Trainer"),
         (b"save_model", b"Accelerator"),
         (b"get_state_dict", b"Accelerator"),
+    )
+    # the engine's save_16bit_model (where an engine may be), or a Trainer's or an Accelerator's save (where a
+    # config reaches them: `training_arguments_configs`, `accelerate_runs`)
+    call_shapes = (
+        Shape(methods=("save_16bit_model",), engine=True),
+        Shape(methods=("save_model", "get_state_dict"), configured=True),
     )
     docs = RuleDocs(
         what="""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Severity
+from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine
 from dslint.project.config_link import trainer_configs
@@ -49,6 +50,12 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
     # every finding is a `state_dict()` call (of an engine's model, or of a Trainer's)
     required_tokens = (b"deepspeed", b"initialize", b"state_dict")
     alternative_tokens = ((b"Trainer", b"state_dict"), (b"Trainer", b"save_pretrained"))
+    # a `torch.save` of an engine's model state (where an engine may be), or a Trainer's model saved with
+    # `X.state_dict()` / `X.save_pretrained()` (where a config may reach the Trainer: `trainer_configs`)
+    call_shapes = (
+        Shape(calls=(TORCH_SAVE,), engine=True),
+        Shape(methods=("state_dict", "save_pretrained"), words=(b"Trainer",), configured=True),
+    )
     docs = RuleDocs(
         what="""
             Flags `torch.save(X.state_dict(), ...)` (also inside a dict or list, or through a name bound to

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Severity
+from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import ResolvedConfig, resolve_config, trainer_configs
 from dslint.script.facts import Role
@@ -27,6 +28,12 @@ class Zero3GenerationOnOneRank(ScriptRule):
         for source in (b"deepspeed", b"TrainingArguments", b"HfArgumentParser")
         for test in (b"rank", b"main_process", b"process_zero", b"should_save")
     )[1:]
+    # in a one-rank block (`visit_If`, `visit_With`), where ZeRO-3 can come from (`_zero3`: the file's initialize,
+    # a Trainer's config)
+    call_shapes = (
+        Shape(methods=("generate",), one_rank=True, engine=True),
+        Shape(methods=("generate",), one_rank=True, configured=True),
+    )
     docs = RuleDocs(
         what="""
             Flags `model.generate(...)` on the model trained with a ZeRO-3 config (the model given to
