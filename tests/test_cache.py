@@ -4,7 +4,9 @@ or truncated entry is rebuilt; two runs at once leave a sound cache; `dslint cle
 
 from __future__ import annotations
 
+import functools
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +36,13 @@ def check(cwd: Path, *args: str) -> str:
     return outcome.stdout
 
 
+@functools.cache
+def uncached(cwd: Path, path: str) -> str:
+    """The report without the cache, the reference the cached runs must print: made once per target for all the
+    tests that compare against it (an uncached run reads and writes no cache, so its report never changes)."""
+    return check(cwd, path, "--no-cache")
+
+
 def entries(cache: Path) -> list[Path]:
     return [p for p in cache.rglob("*") if p.is_file() and p.parent != cache and not p.name.startswith(".tmp")]
 
@@ -41,13 +50,13 @@ def entries(cache: Path) -> list[Path]:
 @pytest.mark.parametrize("target", ["fixtures", *sorted(p.name for p in (FIXTURES / "projects").iterdir())])
 def test_a_warm_run_prints_what_a_cold_one_prints(target: str, tmp_path: Path) -> None:
     cwd, path = (REPOSITORY, "fixtures") if target == "fixtures" else (FIXTURES / "projects" / target, ".")
-    uncached = check(cwd, path, "--no-cache")
+    expected = uncached(cwd, path)
     cache = tmp_path / "cache"
     cold = check(cwd, path, "--cache-dir", str(cache))
     assert entries(cache)
     warm = check(cwd, path, "--cache-dir", str(cache))
-    assert cold == uncached
-    assert warm == uncached
+    assert cold == expected
+    assert warm == expected
 
 
 def test_every_diagnostic_field_round_trips() -> None:
@@ -128,12 +137,21 @@ def test_settings_are_part_of_the_key(tmp_path: Path) -> None:
     assert "DSL204" not in check(tmp_path / "p", ".", "--cache-dir", cache, "--ignore", "DSL204")
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "foreign", "empty"])
-def test_a_damaged_entry_is_ignored_and_rebuilt(damage: str, tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    expected = check(REPOSITORY, "fixtures/projects", "--no-cache")
+@pytest.fixture(scope="module")
+def projects_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache that one run over fixtures/projects filled; each damage test damages its own copy."""
+    cache = tmp_path_factory.mktemp("projects") / "cache"
     check(REPOSITORY, "fixtures/projects", "--cache-dir", str(cache))
+    return cache
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "foreign", "empty"])
+def test_a_damaged_entry_is_ignored_and_rebuilt(damage: str, tmp_path: Path, projects_cache: Path) -> None:
+    cache = tmp_path / "cache"
+    expected = uncached(REPOSITORY, "fixtures/projects")
+    shutil.copytree(projects_cache, cache)
     stored = entries(cache)
+    assert stored
     other = stored[0].read_bytes()
     for entry in stored:
         data = entry.read_bytes()
@@ -150,7 +168,7 @@ def test_a_damaged_entry_is_ignored_and_rebuilt(damage: str, tmp_path: Path) -> 
 
 def test_two_runs_at_once_leave_a_sound_cache(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    expected = check(REPOSITORY, "fixtures", "--no-cache")
+    expected = uncached(REPOSITORY, "fixtures")
     env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
     argv = [sys.executable, "-m", "dslint", "check", "-q", "--output-format", "json", "--cache-dir", str(cache)]
     runs = [

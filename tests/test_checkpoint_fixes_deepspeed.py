@@ -13,9 +13,11 @@ load the weights too: this is what `load_optimizer_states=False` in the rewrite 
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -53,13 +55,33 @@ WRITER = textwrap.dedent(
 )
 
 
-def _run(script: Path, *args: str, cwd: Path) -> str:
+def _start(script: Path, *args: str, cwd: Path) -> Callable[[], str]:
+    """Start `python script ARGS` (one process of real DeepSpeed on the CPU); calling the result waits for it,
+    asserts that it succeeded and returns its output. Independent runs overlap: the suite's machine has two cores
+    and pytest uses one."""
     env = single_process_env(PYTHONHASHSEED="0")
-    result = subprocess.run(
-        [sys.executable, str(script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    process = subprocess.Popen(
+        [sys.executable, str(script), *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result.stdout
+
+    def finish() -> str:
+        try:
+            stdout, stderr = process.communicate(timeout=300)
+        finally:
+            process.kill()  # nothing once it has ended
+        assert process.returncode == 0, stdout[-3000:] + stderr[-3000:]
+        return stdout
+
+    return finish
+
+
+def _run(script: Path, *args: str, cwd: Path) -> str:
+    return _start(script, *args, cwd=cwd)()
 
 
 def _value(output: str, label: str) -> float:
@@ -69,30 +91,64 @@ def _value(output: str, label: str) -> float:
     raise AssertionError(f"no {label!r} line in:\n{output}")
 
 
-def test_fixed_scripts_load_the_checkpoint_and_train(tmp_path: Path) -> None:
-    writer = tmp_path / "writer.py"
-    writer.write_text(WRITER, encoding="utf-8")
+@pytest.fixture(scope="module")
+def writers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, tuple[Path, Callable[[], str]]]]:
+    """The writer under ZeRO-2 and under ZeRO-3, both started at once (each test waits for its own): stage ->
+    (its folder, the wait for its output)."""
+    started: dict[int, tuple[Path, Callable[[], str]]] = {}
+    for stage in (2, 3):
+        folder = tmp_path_factory.mktemp(f"zero{stage}")
+        writer = folder / "writer.py"
+        writer.write_text(WRITER, encoding="utf-8")
+        ckpt_dir, weights = folder / "checkpoints", folder / "weights.pt"
+        started[stage] = folder, _once(_start(writer, str(ckpt_dir), str(weights), str(stage), cwd=folder))
+    yield started
+    for _, finish in started.values():
+        with contextlib.suppress(AssertionError):  # reaped; a failure is its test's to report
+            finish()
+
+
+def _once(finish: Callable[[], str]) -> Callable[[], str]:
+    """`finish`, waited for once; later calls give the same output (or raise the same failure)."""
+    outcome: list[str | AssertionError] = []
+
+    def cached() -> str:
+        if not outcome:
+            try:
+                outcome.append(finish())
+            except AssertionError as failure:
+                outcome.append(failure)
+        if isinstance(outcome[0], AssertionError):
+            raise outcome[0]
+        return outcome[0]
+
+    return cached
+
+
+def test_fixed_scripts_load_the_checkpoint_and_train(writers: dict[int, tuple[Path, Callable[[], str]]]) -> None:
+    tmp_path, written = writers[2]
     ckpt_dir, weights = tmp_path / "checkpoints", tmp_path / "weights.pt"
-    saved = _value(_run(writer, str(ckpt_dir), str(weights), "2", cwd=tmp_path), "saved")
+    saved = _value(written(), "saved")
     assert (ckpt_dir / "latest").read_text().strip() == "step1"
     assert (ckpt_dir / "step1" / "mp_rank_00_model_states.pt").is_file()
 
-    from_dir = _run(
+    # the two readers are independent: both start before either is awaited
+    reading_dir = _start(
         FIXTURES / "load_state_dict_checkpoint_dir.out.py", "--ckpt-dir", str(ckpt_dir), "--tag", "step1", cwd=tmp_path
     )
+    reading_file = _start(FIXTURES / "load_state_dict_plain_file.out.py", "--weights", str(weights), cwd=tmp_path)
+    from_dir, from_file = reading_dir(), reading_file()
     assert _value(from_dir, "loaded") == pytest.approx(saved, rel=1e-9, abs=1e-9)
     assert "step" in from_dir
 
-    from_file = _run(FIXTURES / "load_state_dict_plain_file.out.py", "--weights", str(weights), cwd=tmp_path)
     assert _value(from_file, "loaded") == pytest.approx(saved, rel=1e-9, abs=1e-9)
     assert "step" in from_file
 
 
-def test_load_checkpoint_rewrite_loads_weights_under_zero3(tmp_path: Path) -> None:
-    writer = tmp_path / "writer.py"
-    writer.write_text(WRITER, encoding="utf-8")
+def test_load_checkpoint_rewrite_loads_weights_under_zero3(writers: dict[int, tuple[Path, Callable[[], str]]]) -> None:
+    tmp_path, written = writers[3]
     ckpt_dir = tmp_path / "checkpoints"
-    saved = _value(_run(writer, str(ckpt_dir), str(tmp_path / "unused.pt"), "3", cwd=tmp_path), "saved")
+    saved = _value(written(), "saved")
     assert (ckpt_dir / "step1" / "zero_pp_rank_0_mp_rank_00_model_states.pt").is_file()
 
     source = (FIXTURES / "load_state_dict_checkpoint_dir.in.py").read_text(encoding="utf-8")

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,20 +32,37 @@ HF_RESUME = RUNTIME / "hf_resume_after_initialize.py"
 PHASES = ["setup", "init", "load", "step"]
 
 
-def runtime_check(tmp_path: Path, *args: str, timeout: float = 300) -> tuple[subprocess.CompletedProcess[str], Any]:
-    """Run the CLI with its temp files confined to tmp_path/tmp; return the process and the JSON report."""
+def start_runtime_check(
+    tmp_path: Path, *args: str, timeout: float = 300
+) -> Callable[[], tuple[subprocess.CompletedProcess[str], Any]]:
+    """Start the CLI with its temp files confined to tmp_path/tmp; calling the result waits for it and returns the
+    process and the JSON report (and checks that no temporary file is left behind)."""
     temp = tmp_path / "tmp"
     temp.mkdir(exist_ok=True)
     report = tmp_path / "report.json"
     env = dict(os.environ, TMPDIR=str(temp))
-    result = subprocess.run(
-        [sys.executable, "-m", "runtime_check", *args[:1], "--json", str(report), *args[1:]],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False,
+    argv = [sys.executable, "-m", "runtime_check", *args[:1], "--json", str(report), *args[1:]]
+    process = subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )  # fmt: skip
-    data = json.loads(report.read_text(encoding="utf-8")) if report.exists() else None
-    leftovers = [p.name for p in temp.iterdir() if p.name.startswith("runtime_check-")]
-    assert not leftovers, f"temporary files left behind: {leftovers}"
-    return result, data
+
+    def finish() -> tuple[subprocess.CompletedProcess[str], Any]:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        finally:
+            process.kill()  # nothing once it has ended; on a timeout, the run fails with no process left behind
+        result = subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+        data = json.loads(report.read_text(encoding="utf-8")) if report.exists() else None
+        leftovers = [p.name for p in temp.iterdir() if p.name.startswith("runtime_check-")]
+        assert not leftovers, f"temporary files left behind: {leftovers}"
+        return result, data
+
+    return finish
+
+
+def runtime_check(tmp_path: Path, *args: str, timeout: float = 300) -> tuple[subprocess.CompletedProcess[str], Any]:
+    """Run the CLI with its temp files confined to tmp_path/tmp; return the process and the JSON report."""
+    return start_runtime_check(tmp_path, *args, timeout=timeout)()
 
 
 def digest(path: Path) -> str:
@@ -111,11 +129,37 @@ def test_script_that_never_calls_initialize(tmp_path: Path) -> None:
     assert "deepspeed.initialize was never called" in result.stdout
 
 
-def test_script_that_hangs_is_killed_with_its_process_group(tmp_path: Path) -> None:
-    pidfile = tmp_path / "sleeper.pid"
-    result, data = runtime_check(
-        tmp_path, str(MOVED), "--unsafe-fixes", "--timeout", "20", "--", "--hang", str(pidfile)
-    )
+HANG_TEST = "test_script_that_hangs_is_killed_with_its_process_group"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def hang_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[[], tuple[subprocess.CompletedProcess[str], Any, Path]]]:
+    """The hang test's run, started with this module's first test when that test is selected: it waits out two
+    20 s timeouts, mostly idle, while the module's other tests run (its assertions are the hang test's)."""
+    if not any(item.name == HANG_TEST for item in request.session.items):
+        yield lambda: pytest.fail("the hang run was not started")  # never called: its test is not selected
+        return
+    folder = tmp_path_factory.mktemp("hang")
+    pidfile = folder / "sleeper.pid"
+    finish = start_runtime_check(folder, str(MOVED), "--unsafe-fixes", "--timeout", "20", "--", "--hang", str(pidfile))
+    done: list[tuple[subprocess.CompletedProcess[str], Any]] = []
+
+    def wait() -> tuple[subprocess.CompletedProcess[str], Any, Path]:
+        if not done:
+            done.append(finish())
+        return (*done[0], pidfile)
+
+    yield wait
+    if not done:  # the hang test did not run to its wait (it failed first): reap the run
+        finish()
+
+
+def test_script_that_hangs_is_killed_with_its_process_group(
+    hang_run: Callable[[], tuple[subprocess.CompletedProcess[str], Any, Path]],
+) -> None:
+    result, data, pidfile = hang_run()
     assert result.returncode == 1
     for label in ("original", "fixed"):
         assert data[label]["timed_out"]
