@@ -321,12 +321,16 @@ def single_file_facts(path: str, data: bytes) -> ProjectFacts | None:
     """What the index knows about one file read alone (no launchers, no other modules): engines that its own
     helpers return or receive. For adapters that see one file at a time (flake8, the language server), so that
     they report what `dslint check` reports on that file alone."""
-    if not creates_engine(data):
-        return None
     index = ProjectIndex((absolute(Path(path).parent),))
+    store = SummaryStore({absolute(path): data}, exists)
     with contextlib.suppress(RecursionError, MemoryError):  # nested too deeply for the walk: its lint says so
-        model = ProjectModel(SummaryStore({absolute(path): data}, exists))
-        index.initialize_sites = follow_engines(index.files, index.config_readers, model, [absolute(path)])
+        if creates_engine(data):
+            model = ProjectModel(store)
+            index.initialize_sites = follow_engines(index.files, index.config_readers, model, [absolute(path)])
+        # loads of files holding GPU tensors that the file alone shows (DeepSpeed's own checkpoint files)
+        for found, lines in gpu_loads(store, [absolute(path)]).items():
+            gpu = {line: _gpu_file(f) for line, f in lines.items()}
+            index.files[found] = replace(facts_of(index.files, found), gpu_loads=gpu)
     return index.facts_for(path)
 
 
