@@ -157,8 +157,9 @@ def other_config_options(
     """A launch passing no config under a known option name (`--deepspeed_config`...) may pass one under its own
     (`--strategy_config_path ds.json`): an option whose value is a config file that the script carries into a
     DeepSpeed reader (`config_readers.option_readers`: `DeepSpeedStrategy(config=args.x)`, `TrainingArguments(
-    deepspeed=...)`, `initialize(config=...)`) tells who reads that file. Only the reader is recorded: the option
-    is not the launch's config for the launch rules."""
+    deepspeed=...)`, `initialize(config=...)`) tells who reads that file, and, for initialize, which keys the
+    script writes into the loaded dict first (`replaced_keys`). The option is not the launch's config for the
+    launch rules."""
     data = None
     for option in line.options:
         value = option.value
@@ -172,6 +173,8 @@ def other_config_options(
         config = find_written(value, launcher, roots, line.directory) if reader is not None else None
         if reader is not None and config is not None:
             index.config_readers.setdefault(config, set()).add(reader)
+            if reader == "initialize":  # what the script writes into the loaded dict first, as for a known option
+                index.config_replaced.setdefault(config, []).append(replaced_keys(data, option.name) or frozenset())
 
 
 def follow_imported_readers(index: ReaderTables, store: SummaryStore) -> None:
