@@ -185,6 +185,28 @@ def test_the_first_pinning_file_decides_in_the_documented_order(tmp_path: Path) 
     assert pin is not None and pin.version == Version(0, 15, 1) and pin.path.name == "requirements.txt"
 
 
+def test_set_up_folders_pin_when_the_root_does_not(tmp_path: Path) -> None:
+    """`setup/pip-requirements.txt` (or `environments/environment.yaml`, `docker/Dockerfile`) pins the project
+    when no file at the root does; a root file that pins still comes first."""
+    files = {"pyproject.toml": "[project]\nname = 'x'\n", "setup/pip-requirements.txt": "deepspeed==0.6.5\n"}
+    _project(tmp_path, files)
+    pin = find_pin(tmp_path)
+    assert pin is not None and pin.version == Version(0, 6, 5) and pin.path.name == "pip-requirements.txt"
+    _project(tmp_path, {"requirements.txt": "deepspeed==0.15.1\n"})
+    pin = find_pin(tmp_path)
+    assert pin is not None and pin.version == Version(0, 15, 1) and pin.path.name == "requirements.txt"
+
+
+def test_set_up_folders_read_conda_and_docker_files(tmp_path: Path) -> None:
+    _project(tmp_path, {"environments/environment-gpu.yaml": "dependencies:\n  - pip:\n    - deepspeed==0.9.2\n"})
+    pin = find_pin(tmp_path)
+    assert pin is not None and pin.version == Version(0, 9, 2)
+    other = tmp_path / "other"
+    _project(other, {"docker/Dockerfile": "RUN pip install deepspeed==0.12.6\n", "examples/requirements.txt": "x\n"})
+    pin = find_pin(other)
+    assert pin is not None and pin.version == Version(0, 12, 6)
+
+
 @pytest.mark.parametrize(
     ("version", "release"),
     [("0.14.0", "0.14.5"), ("0.18.0", "0.18.2"), ("0.18.5", "0.18.3"), ("0.19.4", "0.19.3"), ("0.30.0", None)],

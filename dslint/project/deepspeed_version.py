@@ -4,8 +4,10 @@ project's own pin, else the newest release dslint knows.
 Pins are read, in this order, from the project root (the directory of the pyproject.toml that holds
 `[tool.dslint]`, else the current directory): `requirements*.txt` (also under `requirements/`), pyproject.toml
 `[project] dependencies` (and optional dependencies), `setup.cfg` and `setup.py` `install_requires`,
-`environment.yml` (conda `deepspeed=0.14` or a `pip:` entry), and the `pip install` lines of a `Dockerfile`.
-The first file that pins `deepspeed` decides; a bare `deepspeed` (no version) pins nothing.
+`environment.yml` (conda `deepspeed=0.14` or a `pip:` entry), and the `pip install` lines of a `Dockerfile`;
+then, as a fallback, other `*requirements*.txt` at the root and the requirement, conda and Docker files of set-up
+folders (`setup/`, `environments/`, `docker/`...). The first file that pins `deepspeed` decides; a bare
+`deepspeed` (no version) pins nothing.
 
 A range resolves to the lowest version it admits, the bound itself (`deepspeed>=0.12,<0.15` is 0.12.0,
 `~=0.14.2` is 0.14.2, `==0.14.*` is 0.14.0): dslint then warns about everything that can go wrong on the
@@ -241,6 +243,35 @@ def _dockerfile_lines(path: Path) -> list[tuple[int, str]]:
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml", ".git")
 
 
+# Folders where projects keep their environment set-up beside the code (`setup/pip-requirements.txt`,
+# `environments/environment.yaml`, `docker/Dockerfile`): read after the root's own files, as a fallback.
+SETUP_FOLDERS = ("setup", "environments", "environment", "env", "envs", "docker")
+
+
+def _setup_folder_files(root: Path) -> list[tuple[Path, list[tuple[int, str]]]]:
+    """Requirement files named `*requirements*.txt` at the root, and the requirement, conda and Docker files of
+    the root's set-up folders (`SETUP_FOLDERS`), each with its lines as the readers above take them."""
+    found: list[tuple[Path, list[tuple[int, str]]]] = []
+    known = set(_requirement_files(root))
+    for path in sorted(root.glob("*requirements*.txt")):
+        if path.is_file() and path not in known:
+            found.append((path, _read_lines(path)))
+    for folder in SETUP_FOLDERS:
+        directory = root / folder
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.glob("*requirements*.txt")):
+            if path.is_file():
+                found.append((path, _read_lines(path)))
+        for path in sorted([*directory.glob("environment*.yml"), *directory.glob("environment*.yaml")]):
+            if path.is_file():
+                found.append((path, _environment_lines(path)))
+        for path in sorted(directory.glob("Dockerfile*")):
+            if path.is_file():
+                found.append((path, _dockerfile_lines(path)))
+    return found
+
+
 def project_root(directory: Path) -> Path | None:
     """The nearest directory at or above `directory` that holds a project file (or requirements, a Dockerfile)."""
     for candidate in (directory, *directory.parents):
@@ -312,6 +343,7 @@ def find_pin(root: Path) -> Pin | None:
     for path in sorted(root.glob("Dockerfile*")):
         if path.is_file():
             candidates.append((path, _dockerfile_lines(path)))
+    candidates.extend(_setup_folder_files(root))
     for path, lines in candidates:
         pin = _scan(path, lines)
         if pin is not None:
