@@ -22,7 +22,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from dslint.model.summary import ModuleSummary, SummaryStore
+from dslint.model.summary import ModuleSummary, SummaryStore, dotted
 
 # The engine's own files, written from the device (`runtime/engine.py: _save_checkpoint` saves the module's
 # state dict as it is; `_save_zero_checkpoint` the optimizer's, whose fp32 partitions live on the GPU unless
@@ -166,7 +166,7 @@ def _engine_names(summary: ModuleSummary) -> dict[str, list[tuple[str | None, in
         ):
             for target in node.targets:
                 if isinstance(target, (ast.Tuple, ast.List)) and target.elts:
-                    first = _dotted(target.elts[0])
+                    first = dotted(target.elts[0])
                     if first is not None:
                         names.setdefault(first, []).append((summary.function_at(node.lineno), node.lineno))
     return names
@@ -198,22 +198,11 @@ def _engines_at(
     return usable
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _engine_state(node: ast.AST, engines: set[str], methods: tuple[str, ...] = ("state_dict",)) -> bool:
     """`E.state_dict()` / `E.module.state_dict()` (or the named method) for an engine name `E`."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in methods):
         return False
-    owner = _dotted(node.func.value)
+    owner = dotted(node.func.value)
     if owner is None:
         return False
     return owner in engines or (owner.endswith(".module") and owner[: -len(".module")] in engines)
@@ -246,7 +235,7 @@ def _from_engine(saved: ast.expr, function: ast.AST, engines: set[str], line: in
     if _engine_state(value, engines):
         return True
     empty = (isinstance(value, ast.Dict) and not value.keys) or (
-        isinstance(value, ast.Call) and not value.args and _dotted(value.func) in ("dict", "OrderedDict")
+        isinstance(value, ast.Call) and not value.args and dotted(value.func) in ("dict", "OrderedDict")
     )
     return empty and _filled_from_engine(function, saved.id, engines, line)
 

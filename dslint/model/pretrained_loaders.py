@@ -24,9 +24,10 @@ import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from dslint.model.evaluate import Callee, Evaluator, FunctionSummary
+from dslint.model.evaluate import Callee, Evaluator, FunctionSummary, scope_of
+from dslint.model.handed_arguments import resolved_calls
 from dslint.model.library import TRANSFORMERS_MODEL_CLASS
-from dslint.model.summary import ModuleSummary, character_column, dotted, own_nodes
+from dslint.model.summary import ModuleSummary, dotted, own_nodes
 
 MAX_DEPTH = 3
 Load = tuple[Callee, int]  # the function holding the `from_pretrained` call, and its line
@@ -47,22 +48,24 @@ class LoaderCall:
 
 def loader_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[LoaderCall]:
     memo: dict[Callee, Load | None] = {}
-    for path in paths:
-        module = model.module(path)
-        if module is None:
-            continue
-        lines = model.store.sources.get(path, b"").splitlines()
-        for qualname, body_calls in module.body_calls():
-            if not any((dotted(c.func) or "").endswith("TrainingArguments") for c in body_calls):
-                continue
-            scope = _scope(module, qualname)
-            for call in body_calls:
-                callee = model.resolve(module, scope, call.func)
-                found = _loads(model, callee, 0, memo) if callee is not None else None
-                if callee is None or found is None:
-                    continue
-                column = character_column(lines, call.lineno, call.col_offset) + 1
-                yield LoaderCall(path, call.lineno, column, callee, found[0], found[1])
+    building: dict[str, set[int]] = {}  # per module: the calls of its bodies that build `*TrainingArguments`
+
+    def in_building_body(path: str, call: ast.Call) -> bool:
+        if path not in building:
+            module = model.module(path)
+            bodies = module.body_calls() if module is not None else []
+            building[path] = {
+                id(c)
+                for _, calls in bodies
+                if any((dotted(each.func) or "").endswith("TrainingArguments") for each in calls)
+                for c in calls
+            }
+        return id(call) in building[path]
+
+    for found in resolved_calls(model, paths, in_building_body):
+        load = _loads(model, found.callee, 0, memo)
+        if load is not None:
+            yield LoaderCall(found.path, found.line, found.column, found.callee, load[0], load[1])
 
 
 def _loads(model: Evaluator, callee: Callee, depth: int, memo: dict[Callee, Load | None]) -> Load | None:
@@ -83,7 +86,7 @@ def _loads(model: Evaluator, callee: Callee, depth: int, memo: dict[Callee, Load
             for target in targets:
                 if isinstance(target, ast.Name):
                     bound.setdefault(target.id, []).append(node.value)
-    scope = _scope(module, callee[1])
+    scope = scope_of(module, callee[1])
     found: Load | None = None
     for node in nodes:
         if not isinstance(node, ast.Return) or node.value is None:
@@ -135,10 +138,3 @@ def _model_of(
         callee = model.resolve(module, scope, func)
         return _loads(model, callee, depth + 1, memo) if callee is not None else None
     return None
-
-
-def _scope(module: ModuleSummary, qualname: str) -> FunctionSummary:
-    function = module.functions.get(qualname) if qualname else None
-    if function is None:
-        return FunctionSummary(module.path, "", [], False)
-    return FunctionSummary(module.path, qualname, list(function.params), function.is_method)
