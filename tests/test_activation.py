@@ -19,7 +19,7 @@ from property_profiles import examples
 
 from dslint.framework.catalog import SCRIPT_NEEDS
 from dslint.framework.registry import all_rules
-from dslint.framework.rule import ScriptRule
+from dslint.framework.rule import Invalid, Rule, ScriptRule, Valid
 from dslint.lint.activation import can_fire, certainly_untouched, in_code, in_facts, in_text
 from dslint.lint.batch import index_project
 from dslint.lint.parse_guard import code_facts
@@ -30,11 +30,16 @@ from dslint.script.collect import collect_facts
 SCRIPT_RULES = {rule.code: rule for rule in all_rules() if issubclass(rule, ScriptRule)}
 DRIVER_CODES = ("DSL001", "DSL002", "DSL010")  # reported by the driver, not by a traversal
 
+
+def _cases(rule: type[Rule]) -> list[Valid | Invalid]:
+    return [*rule.valid, *rule.invalid]
+
+
 CASES = [
     pytest.param(case.path, textwrap.dedent(case.code).encode(), id=f"{rule.code}-{i}")
     for rule in all_rules()
-    for i, case in enumerate([*rule.valid, *rule.invalid])
-    if case.path.endswith(".py")
+    for i, case in enumerate(_cases(rule))
+    if case.path and case.path.endswith(".py")
 ]
 FIXTURE_SCRIPTS = [
     pytest.param(str(path), path.read_bytes(), id=str(path.relative_to(FIXTURES))) for path in FIXTURES.rglob("*.py")
