@@ -26,12 +26,12 @@ from dslint.commands.options import force_exclude_option, make_resolver, setting
 from dslint.commands.stdin import STDIN, fix_stdin
 from dslint.commands.summary import plural
 from dslint.diagnostics import Diagnostic, printable
-from dslint.fix.edits import FixOutcome
+from dslint.fix.edits import FixOutcome, applicable
 from dslint.fix.loop import fix_source
 from dslint.fix.notebook import fix_notebook_text
 from dslint.fix.write import SourceError, read_source
 from dslint.limits import Limits, TooLarge
-from dslint.lint.batch import FileFailure, index_project, lint_files, lint_path
+from dslint.lint.batch import FileFailure, Result, index_project, lint_files, lint_path
 from dslint.lint.file_kinds import NOT_READ, NotAnalysed
 from dslint.lint.files import FileJob, files_to_check
 from dslint.lint.isolation import Crashed, run_guarded
@@ -102,14 +102,14 @@ def remaining_findings(
     project: ProjectIndex,
     skipped: list[NotAnalysed] | None = None,
     resolver: SettingsResolver | None = None,
+    results: list[Result] | None = None,
 ) -> list[Diagnostic]:
     """What `check` reports for the same files as they are now on disk (with `--diff`, as they were): the same
     findings, counted once, so the two commands agree on findings and exit status. `project`: the project index
-    of the files as they are now."""
+    of the files as they are now; `results`: `checked(jobs, project)` when nothing changed since it ran."""
     failed = {message.split(": ", 1)[0] for message in errors}
-    results = lint_files(
-        [(job.path, job.selection) for job in jobs], limits=[job.settings.limits for job in jobs], project=project
-    )
+    if results is None:
+        results = checked(jobs, project)
     if resolver is not None:  # the config's own settings decide on its findings found through a script
         apply_config_ignores(resolver, [r for r in results if isinstance(r, FileResult)])
     own: list[Diagnostic] = []
@@ -126,6 +126,19 @@ def remaining_findings(
         own.extend(d for d in result.diagnostics if d.path == result.path)
         linked.extend(d for d in result.diagnostics if d.path != result.path)
     return one_per_place(own, linked)
+
+
+def checked(jobs: list[FileJob], project: ProjectIndex) -> list[Result]:
+    """What `check` finds in each file as it is on disk (in the worker pool)."""
+    return lint_files(
+        [(job.path, job.selection) for job in jobs], limits=[job.settings.limits for job in jobs], project=project
+    )
+
+
+def nothing_to_fix(result: Result, unsafe: bool) -> bool:
+    """Whether `check`'s result for a script says that `fix_source` would leave it as it is: its first round lints
+    the same text with the same project facts, and stops when no finding has an applicable fix."""
+    return isinstance(result, FileResult) and not any(applicable(d, unsafe) for d in result.diagnostics)
 
 
 @click.command()
@@ -179,7 +192,13 @@ def fix(
         fix_config_file(target, diff=diff, report=report)
     if report.files_changed and not diff:
         project = index_project([job.path for job in jobs], named)  # the stages the fixed configs now give
-    for job in jobs:
+    # One pass of `check` in the worker pool first: a script with no applicable fix there is left alone (no forked
+    # fixer for it), and when no fix writes anything these are also the findings that remain.
+    before = checked(jobs, project)
+    changed_before = report.files_changed
+    for job, result in zip(jobs, before, strict=True):
+        if job.path.suffix == ".py" and nothing_to_fix(result, job.settings.unsafe_fixes):
+            continue
         if job.path.suffix in (".py", NOTEBOOK):
             fix_file(
                 job.path,
@@ -190,10 +209,13 @@ def fix(
                 limits=job.settings.limits,
                 project=project.facts_for(job.path),
             )
-    if report.files_changed and not diff:
+    rewritten = report.files_changed > changed_before and not diff
+    if rewritten:
         project = index_project([job.path for job in jobs], named)  # what the fixes wrote can change its facts
     skipped: list[NotAnalysed] = []
-    report.remaining = remaining_findings(jobs, report.errors, project, skipped, resolver)
+    report.remaining = remaining_findings(
+        jobs, report.errors, project, skipped, resolver, results=None if rewritten else before
+    )
     out = sys.stdout
     if diff:
         for text in report.diffs:
