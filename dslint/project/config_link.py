@@ -47,6 +47,7 @@ from dslint.project.config_edits import (
     tree_from_literal,
 )
 from dslint.project.inputs import record
+from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind, Pos
 from dslint.script.names import dotted_name
 from dslint.script.project_facts import LaunchedConfig
@@ -518,6 +519,9 @@ def _resolve_expression(
             return None
         values = to_python(loaded)
         return ResolvedConfig(values, str(path), path, loaded, origin) if isinstance(values, dict) else None
+    opened = loaded_path(facts, node)  # json.load(open(path)): the file the path names
+    if opened is not None:
+        return _resolve_expression(context, opened, depth + 1, origin)
     key = dotted_name(node)
     if key is None:
         return None
@@ -529,7 +533,9 @@ def _resolve_expression(
     if binding.kind is not BindingKind.OTHER or binding.value is None:
         return None
     resolved = _resolve_expression(context, binding.value, depth + 1, origin)
-    if resolved is None or resolved.tree is None or not isinstance(binding.value, cst.Dict):
+    if resolved is None or resolved.tree is None:
+        return resolved
+    if not isinstance(binding.value, cst.Dict) and loaded_path(facts, binding.value) is None:
         return resolved
     return _with_mutations(context, resolved, key, binding.scope, facts.start(binding.value), facts.start(node))
 
