@@ -43,6 +43,7 @@ def test_precision_device_map_and_overwritten_auto() -> None:
         [
             ("configs/opened.json", 3, "DSL405", 'write a value for `gradient_clipping`, not "auto"'),
             ("distill.py", 12, "DSL207", zero3),
+            ("distill.py", 23, "DSL208", "build_student() (fixtures/projects/precision/distill.py:14) builds"),
             ("hf_teacher.py", 12, "DSL207", zero3),
             ("literal_auto.py", 9, "DSL405", 'write a value for `gradient_accumulation_steps`, not "auto"'),
         ],
@@ -50,7 +51,10 @@ def test_precision_device_map_and_overwritten_auto() -> None:
 
 
 def test_a_teacher_that_never_reaches_initialize_gets_no_hf_deepspeed_config_advice() -> None:
-    assert not [f for f in _findings("precision") if f[2] == "DSL208"]
+    """The teacher and the reference model (distill.py:20, 22) never reach the engine: no advice on them; the
+    student that a helper builds and initialize receives is advised at the helper's call (distill.py:23)."""
+    found = [f[:2] for f in _findings("precision") if f[2] == "DSL208"]
+    assert found == [("distill.py", 23)]
 
 
 def test_loads_into_partitioned_parameters_and_before_the_returned_optimizer_steps() -> None:

@@ -155,7 +155,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         (b"deepspeed", b"from_pretrained"),
         engine=False,
         zero_source=True,
-        alternatives=((b"HfDeepSpeedConfig",), (b"deepspeed", b"TrainingArguments")),
+        alternatives=((b"HfDeepSpeedConfig",), (b"deepspeed", b"TrainingArguments"), (b"deepspeed", b"initialize")),
     ),
     "DSL209": Needs((b"deepspeed", b"initialize")),
     "DSL214": Needs((b"DataParallel",)),

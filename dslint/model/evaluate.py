@@ -8,10 +8,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from dslint.model.classes import Hierarchy
+from dslint.model.classes import ClassRef, Hierarchy
 from dslint.model.conditions import guards_of
 from dslint.model.library import INITIALIZE
-from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore, calls, dotted
+from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore, calls, dotted, own_nodes
 from dslint.model.values import (
     NONE,
     InitSite,
@@ -70,6 +70,7 @@ class Evaluator:
         self.inits: dict[tuple[str, int, int], InitSite] = {}
         self.call_texts: dict[tuple[str, str], Callee] = {}  # (path, callee as written) -> callee
         self.in_progress: set[Callee] = set()
+        self.instances: dict[Callee, dict[str, ClassRef]] = {}  # per body: names holding a project class's instance
         # The model initialize receives: built by a function (its return value), or a parameter of the function
         # holding initialize, filled by its callers.
         self.model_builders: dict[Callee, InitSite] = {}
@@ -431,6 +432,10 @@ class Evaluator:
                 return (module.path, name)
             if name in module.classes and f"{name}.__init__" in module.functions:
                 return (module.path, f"{name}.__init__")
+        if rest and "." not in rest and head not in module.imports:
+            cls = self._instances(module, summary).get(head)
+            if cls is not None:  # `config = ModelConfig(); config.load(...)`: the method of that project class
+                return self.hierarchy.method(cls, rest)
         imported = module.imports.get(head)
         if imported is None and not rest:
             # `from util import *`: the first star-imported project module that defines the name
@@ -443,6 +448,30 @@ class Evaluator:
         if imported is None:
             return None
         return self._follow_import(f"{imported}.{rest}" if rest else imported, module.path)
+
+    def _instances(self, module: ModuleSummary, summary: FunctionSummary) -> dict[str, ClassRef]:
+        """The names that hold an instance of one project class in the caller's own body (or the module's code):
+        every assignment of the name there is `Class(...)` of that class."""
+        key = (module.path, summary.qualname)
+        if key in self.instances:
+            return self.instances[key]
+        function = module.functions.get(summary.qualname) if summary.qualname else None
+        found: dict[str, set[ClassRef | None]] = {}
+        for node in own_nodes(function.node if function is not None else module.tree):
+            if not isinstance(node, ast.Assign):
+                continue
+            written = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
+            cls = self.hierarchy.resolve_class(module, written) if written is not None else None
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    found.setdefault(target.id, set()).add(cls)
+        answer: dict[str, ClassRef] = {}
+        for name, classes in found.items():
+            (cls,) = classes if len(classes) == 1 else (None,)
+            if cls is not None:
+                answer[name] = cls
+        self.instances[key] = answer
+        return answer
 
     def _follow_import(self, dotted_name: str, near: str) -> Callee | None:
         """A project function, or the `__init__` of a project class, that an imported name points at."""

@@ -12,7 +12,7 @@ further project functions (a few levels), alone or in a returned tuple:
     training_args = TrainingArguments(output_dir="out", deepspeed="ds_z3.json")
 
 Whether a ZeRO-3 config is alive when the call runs is DSL208's question; this answers, for every call in a
-function that builds `*TrainingArguments` (the only place the answer is asked), whether its callee returns a
+function that builds `*TrainingArguments` or calls `deepspeed.initialize` (the only places the answer is asked), whether its callee returns a
 `from_pretrained` model, and where that `from_pretrained` runs. The callee is found as the project model resolves
 calls (same module, imports, `self.method` along the bases). A `from_pretrained` counts when its class is imported
 from transformers and named like a model class (`library.TRANSFORMERS_MODEL_CLASS`), as in one file's facts.
@@ -57,7 +57,7 @@ def loader_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[LoaderCall]
             building[path] = {
                 id(c)
                 for _, calls in bodies
-                if any((dotted(each.func) or "").endswith("TrainingArguments") for each in calls)
+                if any(_configures_deepspeed(module, each) for each in calls) and module is not None
                 for c in calls
             }
         return id(call) in building[path]
@@ -66,6 +66,13 @@ def loader_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[LoaderCall]
         load = _loads(model, found.callee, 0, memo)
         if load is not None:
             yield LoaderCall(found.path, found.line, found.column, found.callee, load[0], load[1])
+
+
+def _configures_deepspeed(module: ModuleSummary | None, call: ast.Call) -> bool:
+    """`*TrainingArguments(...)` or `deepspeed.initialize(...)`: where the model's DeepSpeed config is given."""
+    if (dotted(call.func) or "").endswith("TrainingArguments"):
+        return True
+    return module is not None and module.qualified(call.func) == "deepspeed.initialize"
 
 
 def _loads(model: Evaluator, callee: Callee, depth: int, memo: dict[Callee, Load | None]) -> Load | None:

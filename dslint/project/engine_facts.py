@@ -56,12 +56,12 @@ def record_state_saving_calls(files: dict[str, ProjectFacts], model: ProjectMode
 
 
 def record_pretrained_loads(files: dict[str, ProjectFacts], model: ProjectModel) -> None:
-    """Calls, in functions building `*TrainingArguments`, of project functions returning a `from_pretrained`
-    model (DSL208: the model is built before the Trainer's DeepSpeed config exists)."""
+    """Calls, in functions building `*TrainingArguments` or calling `deepspeed.initialize`, of project functions
+    returning a `from_pretrained` model (DSL208: the model is built before the DeepSpeed config exists)."""
     sources = model.store.sources
     if not any(b"from_pretrained(" in data for data in sources.values()):
         return
-    holders = sorted(p for p, data in sources.items() if b"TrainingArguments(" in data)
+    holders = sorted(p for p, data in sources.items() if b"TrainingArguments(" in data or b"initialize(" in data)
     if not holders:
         return
     for call in loader_calls(model, holders):

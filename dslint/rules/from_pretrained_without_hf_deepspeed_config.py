@@ -28,6 +28,7 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         "a ZeRO-3 engine is made of this model ({where}), but no HfDeepSpeedConfig is alive: create one"
     )
     helper_template = "{where} runs from_pretrained before the ZeRO-3 TrainingArguments exist: create them first"
+    helper_engine_template = "{where} builds the model whole for a ZeRO-3 engine: keep an HfDeepSpeedConfig alive first"
     severity = Severity.WARNING
     needs_engine = False
     needs_zero_source = True  # its ZeroSources are all it reads the stage from
@@ -36,8 +37,8 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     # lowercase word `deepspeed` or a `from_pretrained` (the loads it was meant for may be in another module).
     required_tokens = (b"deepspeed", b"from_pretrained")
     # A file that calls a project helper loading the model (`model.pretrained_loaders`) may not name
-    # `from_pretrained` itself.
-    alternative_tokens = ((b"HfDeepSpeedConfig",), (b"deepspeed", b"TrainingArguments"))
+    # `from_pretrained` itself: it hands the model to the Trainer or to initialize.
+    alternative_tokens = ((b"HfDeepSpeedConfig",), (b"deepspeed", b"TrainingArguments"), (b"deepspeed", b"initialize"))
     docs = RuleDocs(
         what="""
             Flags a transformers model's `from_pretrained(...)` that runs before `deepspeed.initialize` (or before
@@ -214,27 +215,33 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
                     continue  # a teacher or reference model that never reaches the engine: never partitioned
             self.report(node)
         for node, load in self.helper_loads:
-            self._helper_load(node, load)
+            if self._helper_load(node, load, "TrainingArguments"):
+                continue
+            reach = reach or ModelReach(facts, original_node)
+            if reach.reaches(node):
+                self._helper_load(node, load, "initialize")
 
-    def _helper_load(self, node: cst.Call, load: Related) -> None:
+    def _helper_load(self, node: cst.Call, load: Related, kind: str) -> bool:
         """A project helper returns a model `from_pretrained` builds (`ProjectFacts.pretrained_loads`), called
-        before a ZeRO-3 `TrainingArguments(deepspeed=...)` of the same function, with no live DeepSpeed config
-        for transformers before the call."""
+        before a ZeRO-3 `TrainingArguments(deepspeed=...)` (`kind`), or before the ZeRO-3 `initialize` the model
+        reaches, of the same function, with no live DeepSpeed config for transformers before the call."""
         facts, sources = self.facts, self.sources
         scope = facts.scope_at(node)
         pos = facts.start(node)
         after = [
             source
-            for source in sources.of_kind("TrainingArguments")
+            for source in sources.of_kind(kind)
             if source.stage == 3 and facts.scope_at(source.call) is scope and pos < facts.start(source.call)
         ]
         if not after or any(
             source.bound and sources.in_scope_before(source, scope, node)
             for source in sources.of_kind("HfDeepSpeedConfig", "TrainingArguments")
         ):
-            return
+            return False
         where = f"{load.message.partition(' ')[0]} ({load.path}:{load.line})"
-        self.report(node, self.helper_template.format(where=where), related=[load])
+        template = self.helper_template if kind == "TrainingArguments" else self.helper_engine_template
+        self.report(node, template.format(where=where), related=[load])
+        return True
 
     def _engine_elsewhere(self, node: cst.Call, reach: ModelReach) -> None:
         """The model goes to an initialize in another function or module whose config is known to be stage 3

@@ -63,6 +63,9 @@ class ModelReach:
             for binding in lineage:
                 if binding.value is not None:
                     reached.update(iter_call_chain(binding.value))
+                elif binding.element is not None and isinstance(binding.statement, cst.Assign):
+                    # `model, tokenizer = load_pair(name)`: the call returning the tuple the model is taken from
+                    reached.update(iter_call_chain(binding.statement.value))
             self.calls |= reached
             for call in reached:
                 self.sinks_of.setdefault(call, []).append(sink)
