@@ -11,11 +11,12 @@ further project functions (a few levels), alone or in a returned tuple:
     model, tokenizer = get_model_tokenizer(args.model)   # a loader call: the model is built here
     training_args = TrainingArguments(output_dir="out", deepspeed="ds_z3.json")
 
-Whether a ZeRO-3 config is alive when the call runs is DSL208's question; this answers, for every call in a
-function that builds `*TrainingArguments` or calls `deepspeed.initialize` (the only places the answer is asked), whether its callee returns a
-`from_pretrained` model, and where that `from_pretrained` runs. The callee is found as the project model resolves
-calls (same module, imports, `self.method` along the bases). A `from_pretrained` counts when its class is imported
-from transformers and named like a model class (`library.TRANSFORMERS_MODEL_CLASS`), as in one file's facts.
+Whether a ZeRO-3 config is alive when the call runs is DSL208's question; this answers, for every call in a function
+that builds `*TrainingArguments` or calls `deepspeed.initialize` (the only places the answer is asked), whether its
+callee returns a `from_pretrained` model, and where that `from_pretrained` runs. The callee is found as the project
+model resolves calls (same module, imports, `self.method` along the bases). A `from_pretrained` counts when its
+class is imported from transformers and named like a model class (`library.TRANSFORMERS_MODEL_CLASS`), as in one
+file's facts.
 """
 
 from __future__ import annotations
