@@ -58,7 +58,9 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             function that returns a model `from_pretrained` builds (through further project functions, alone or
             in a returned tuple: `model, tokenizer = load_pair(name)`), made before a ZeRO-3
             `TrainingArguments(deepspeed=...)` of the same function, is flagged at the call, naming where the
-            model is loaded.
+            model is loaded; so is such a call whose model reaches a ZeRO-3 `initialize` of the same function
+            (`loader = Loader(); model = loader.causal_lm(name)` too). A config the script reads itself
+            (`json.load(open(args.ds_config))`) is the file the path names, as the launchers give it.
         """,
         why="""
             transformers finds out that ZeRO-3 is on only through a live `HfDeepSpeedConfig`, which it holds by

@@ -11,6 +11,7 @@ from dslint.script.torch_load import (
     cpu_map_location_edit,
     has_star_arguments,
     is_torch_load,
+    loads_data_state,
     map_location_argument,
     only_restores_rng_state,
 )
@@ -33,7 +34,9 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             setters (or only tests it: `is None`, `if`, `not`). Nor is a load of a file the same function
             wrote earlier with `torch.save` (the same path, f-string values aside, directly or through
             `open(...)`) from a dict it filled only with tensors moved to the CPU (`.cpu()`, `.to("cpu")`), alone
-            or in a tuple with plain attributes: such a file holds no GPU tensor to go back to.
+            or in a tuple with plain attributes: such a file holds no GPU tensor to go back to. Nor is a load
+            of a sampler's or data loader's own state (bound to a name like `sampler_state_dict`, or handed
+            straight to `train_sampler.load_state_dict(...)`): epochs, offsets and seeds, no GPU tensor.
             With the project index, also in a module without an engine (an evaluation or resume helper, a
             Trainer or Lightning script), a load without `map_location` of a file known to hold GPU tensors:
             one the project writes with `torch.save` from an engine's state in another module
@@ -85,6 +88,16 @@ class TorchLoadWithoutMapLocation(ScriptRule):
         ),
         Valid(
             """
+            import deepspeed, torch
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            def resume(args, build_loader, train_sampler):
+                sampler_state_dict = torch.load(args.sampler_state_path, weights_only=False)
+                train_sampler.load_state_dict(torch.load(args.sampler_file))
+                return build_loader(sampler_state_dict=sampler_state_dict)
+            """
+        ),
+        Valid(
+            """
             import random
             import deepspeed, torch
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
@@ -129,6 +142,23 @@ class TorchLoadWithoutMapLocation(ScriptRule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import deepspeed, torch
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            def resume(args, diffusion):
+                sampler = torch.load(args.sampler_path)
+                diffusion.load_state_dict(torch.load(args.sampler_weights))
+            """,
+            lines=(5, 6),
+            fixed="""
+            import deepspeed, torch
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            def resume(args, diffusion):
+                sampler = torch.load(args.sampler_path, map_location="cpu")
+                diffusion.load_state_dict(torch.load(args.sampler_weights, map_location="cpu"))
+            """,
+        ),
         Invalid(
             """
             import os
@@ -213,6 +243,8 @@ class TorchLoadWithoutMapLocation(ScriptRule):
         if given is not None and not (isinstance(given.value, cst.Name) and given.value.value == "None"):
             return
         if only_restores_rng_state(self.facts, node) or loads_own_cpu_save(self.facts, node):
+            return
+        if loads_data_state(self.facts, node):
             return
         edit = cpu_map_location_edit(self.context, node)
         saved = self._gpu_file(node)

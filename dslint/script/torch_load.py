@@ -3,11 +3,14 @@ make it `"cpu"`. Shared by the checkpoint rules (DSL201, DSL202, DSL203)."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from dslint.diagnostics import Edit, Related
 from dslint.script.context import ScriptContext
-from dslint.script.facts import BindingKind, ScriptFacts
+from dslint.script.facts import BindingKind, ScriptFacts, method_name
+from dslint.script.names import dotted_name
 from dslint.script.value_flow import value_flow
 
 TORCH_LOAD = "torch.load"
@@ -22,6 +25,43 @@ RNG_RESTORERS = frozenset({"set_rng_state", "set_rng_state_all", "setstate", "se
 
 def is_torch_load(facts: ScriptFacts, call: cst.Call) -> bool:
     return facts.qualified(call.func) == TORCH_LOAD
+
+
+# What a sampler or data loader saves of itself (`sampler.state_dict()`: epoch, offsets, seeds as Python values; a
+# generator state as a CPU tensor): names of the loaded state, and of the object that takes it back.
+_DATA_STATE_NAME = re.compile(r"(sampler|loader)_state", re.IGNORECASE)
+_DATA_OBJECT = re.compile(r"(sampler|dataloader|data_loader|loader)$", re.IGNORECASE)
+
+
+def loads_data_state(facts: ScriptFacts, call: cst.Call) -> bool:
+    """The load reads a sampler's or a data loader's own state, which holds no GPU tensor: its result is bound to
+    a name like `sampler_state_dict`, or handed straight to `<sampler or loader>.load_state_dict(...)`."""
+    bound = facts.bound_to_name(call)
+    if bound is not None:
+        return _DATA_STATE_NAME.search(bound[1]) is not None
+    parent = _call_taking(facts.small_statement_of_call.get(call), call)
+    if parent is None or method_name(parent) != "load_state_dict" or len(parent.args) != 1:
+        return False
+    receiver = parent.func.value if isinstance(parent.func, cst.Attribute) else None
+    name = dotted_name(receiver) if receiver is not None else None
+    return name is not None and _DATA_OBJECT.search(name.rpartition(".")[2]) is not None
+
+
+def _call_taking(statement: cst.CSTNode | None, argument: cst.Call) -> cst.Call | None:
+    """The call in `statement` that receives `argument` as one of its arguments."""
+
+    class _Find(cst.CSTVisitor):
+        found: cst.Call | None = None
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if any(arg.value is argument for arg in node.args):
+                self.found = node
+
+    if statement is None:
+        return None
+    finder = _Find()
+    statement.visit(finder)
+    return finder.found
 
 
 def only_restores_rng_state(facts: ScriptFacts, call: cst.Call) -> bool:
