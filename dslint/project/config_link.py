@@ -25,27 +25,13 @@ import libcst as cst
 
 from dslint.config import facts as config_facts
 from dslint.config.facts import Origin, is_auto
-from dslint.config.tree import (
-    UNKNOWN,
-    Array,
-    Node,
-    Object,
-    ParseError,
-    node_at,
-    parse_text,
-    to_python,
-)
+from dslint.config.tree import UNKNOWN, Array, Node, Object, ParseError, node_at, parse_text, to_python
 from dslint.diagnostics import Related
 from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
 from dslint.model.engine import Engine
+from dslint.project.caller_configs import caller_arguments
 from dslint.project.config_access import NotRead, not_a_config_text, refusal
-from dslint.project.config_edits import (
-    apply_mutation,
-    built_trees,
-    copy_tree,
-    module_index,
-    tree_from_literal,
-)
+from dslint.project.config_edits import apply_mutation, built_trees, copy_tree, module_index, tree_from_literal
 from dslint.project.inputs import record
 from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind, Pos
@@ -530,6 +516,10 @@ def _resolve_expression(
         if isinstance(node, cst.Attribute):
             return _resolve_option(context, node.attr.value, node.value, origin)
         return None
+    if binding.kind is BindingKind.PARAMETER:  # what this module's calls of the function pass for it
+        passed = [_resolve_expression(context, v, depth + 1, origin) for v in caller_arguments(context, binding) or ()]
+        known = [r for r in passed if r is not None and r.zero_stage is not None]
+        return max(known, key=lambda r: r.zero_stage or 0) if known and len(known) == len(passed) else None
     if binding.kind is not BindingKind.OTHER or binding.value is None:
         return None
     resolved = _resolve_expression(context, binding.value, depth + 1, origin)

@@ -1,0 +1,50 @@
+"""A config handed to `initialize` through a parameter of the function that holds the call: what this module's
+calls of that function pass for it (by keyword, by position, or the parameter's default where a call leaves it
+out), each then read as a config expression in the caller (`train(model, ds_config=args.ds_config)`: the file the
+launchers give `--ds_config`). A method, a function no call of this module reaches, or a call passing `*args` /
+`**kwargs` gives no answer: what other modules pass is the program model's to follow."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.project.config_edits import module_index
+from dslint.script.context import ScriptContext
+from dslint.script.facts import Binding, BindingKind, ScopeKind
+
+
+def caller_arguments(context: ScriptContext, binding: Binding) -> list[cst.BaseExpression] | None:
+    """The expressions this module's calls of the function pass for the parameter `binding` binds; None when
+    any call's cannot be read or no call is found."""
+    scope = binding.scope
+    function = scope.node
+    if (
+        binding.kind is not BindingKind.PARAMETER
+        or not isinstance(function, cst.FunctionDef)
+        or scope.self_name is not None
+        or (scope.parent is not None and scope.parent.kind is ScopeKind.CLASS)
+    ):
+        return None
+    params = function.params
+    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    declared = [*params.posonly_params, *params.params, *params.kwonly_params]
+    param = next((p for p in declared if p.name.value == binding.key), None)
+    if param is None:
+        return None
+    found: list[cst.BaseExpression] = []
+    for call in module_index(context.module).calls:
+        if not (isinstance(call.func, cst.Name) and call.func.value == function.name.value):
+            continue
+        value: cst.BaseExpression | None = param.default
+        for index, arg in enumerate(call.args):
+            if arg.star:
+                return None
+            if arg.keyword is not None:
+                if arg.keyword.value == binding.key:
+                    value = arg.value
+            elif index < len(positional) and positional[index] == binding.key:
+                value = arg.value
+        if value is None:
+            return None
+        found.append(value)
+    return found or None
