@@ -93,6 +93,18 @@ class ModelMovedBeforeInitialize(ScriptRule):
         ),
         Valid(
             """
+            import deepspeed, torch
+            def main(args, model):
+                if args.offload:
+                    device = torch.device("cpu")
+                else:
+                    device = "cpu"
+                model.to(device)
+                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
+        Valid(
+            """
             import deepspeed
             if args.deepspeed:
                 engine, *_ = deepspeed.initialize(model=model, config="ds.json")
@@ -129,6 +141,28 @@ class ModelMovedBeforeInitialize(ScriptRule):
         ),
     )
     invalid: ClassVar[Sequence[Invalid]] = (
+        Invalid(
+            """
+            import deepspeed, torch
+            def main(args, model, rank):
+                if torch.cuda.is_available():
+                    device = torch.device("cuda", rank)
+                else:
+                    device = torch.device("cpu")
+                model.to(device)
+                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+            lines=(8,),
+            fixed="""
+            import deepspeed, torch
+            def main(args, model, rank):
+                if torch.cuda.is_available():
+                    device = torch.device("cuda", rank)
+                else:
+                    device = torch.device("cpu")
+                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+        ),
         Invalid(
             """
             import deepspeed

@@ -17,6 +17,7 @@ from dslint.model.library import DEVICE_NAME_CALLS, GLOBAL_RANK_CALLS, LOCAL_RAN
 from dslint.model.values import CPU, CURRENT_CUDA, Device, DeviceIndex
 from dslint.script.facts import BindingKind, ScriptFacts
 from dslint.script.names import dotted_name
+from dslint.script.value_flow import value_flow
 
 MAX_DEPTH = 4
 NONE: frozenset[Device] = frozenset()
@@ -41,6 +42,12 @@ def devices_of(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode, de
         return _formatted(facts, expr, at, depth)
     if isinstance(expr, cst.Call):
         return _called(facts, expr, at, depth)
+    reaching = _reaching_values(facts, expr) if isinstance(expr, cst.Name) else None
+    if reaching:  # every assignment that may be the value here (`if cuda: device = ... else: device = "cpu"`)
+        found = NONE
+        for value in reaching:
+            found |= devices_of(facts, value, value, depth + 1)
+        return found
     key = dotted_name(expr)
     if key is None:
         return NONE
@@ -48,6 +55,27 @@ def devices_of(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode, de
     if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
         return NONE
     return devices_of(facts, binding.value, binding.value, depth + 1)
+
+
+def _reaching_values(facts: ScriptFacts, read: cst.Name) -> list[cst.BaseExpression] | None:
+    """The values of the plain assignments `name = value` whose binding may reach `read` in its scope; None when
+    one of them binds otherwise (a loop target, an unpacking) or the scope's flow does not follow the name."""
+    scope = facts.scope_at(read)
+    if scope.node is None:
+        return None
+    definitions = value_flow(facts, scope.node).definitions_reaching(read)
+    if definitions is None:
+        return None
+    values: list[cst.BaseExpression] = []
+    for definition in definitions:
+        if not (
+            isinstance(definition, cst.Assign)
+            and len(definition.targets) == 1
+            and isinstance(definition.targets[0].target, cst.Name)
+        ):
+            return None
+        values.append(definition.value)
+    return values
 
 
 def is_unindexed_cuda(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
