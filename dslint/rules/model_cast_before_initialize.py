@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from dslint.diagnostics import Severity
+import libcst as cst
+
+from dslint.diagnostics import Applicability, Severity
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 from dslint.rules.model_moved_before_initialize import ModelMovedBeforeInitialize
+from dslint.script.parameter_casts import casting_helpers, helper_argument, parameter_loops
 
 
 class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
@@ -19,7 +22,9 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
     docs = RuleDocs(
         what="""
             Flags `.half()`, `.bfloat16()` and `.to(..., dtype=...)` (or `.to(torch.float16)`) on the model that
-            is later given to `deepspeed.initialize(model=...)`, in the same function, before that call. It used to be
+            is later given to `deepspeed.initialize(model=...)`, in the same function, before that call; also a cast
+            one parameter at a time (`for p in model.parameters(): p.data = p.data.half()`), in that function or
+            in a function of the same module it hands the model to (`set_parameter_bf16(model)`). It used to be
             part of DSL101 (`# noqa: DSL101` and `ignore = ["DSL101"]` still cover it, through the redirect).
         """,
         why="""
@@ -76,6 +81,32 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
         ),
         Invalid(
             """
+            import deepspeed, torch
+            def set_parameter_bf16(net):
+                for param in net.parameters():
+                    param.data = param.data.to(torch.bfloat16)
+            def main(cfg):
+                model = Net()
+                set_parameter_bf16(model)
+                for _, p in model.named_parameters():
+                    p.data = p.data.half()
+                engine, *_ = deepspeed.initialize(model=model, config=cfg)
+            """,
+            lines=(8, 10),
+            fixed="""
+            import deepspeed, torch
+            def set_parameter_bf16(net):
+                for param in net.parameters():
+                    param.data = param.data.to(torch.bfloat16)
+            def main(cfg):
+                model = Net()
+                for _, p in model.named_parameters():
+                    p.data = p.data
+                engine, *_ = deepspeed.initialize(model=model, config=cfg)
+            """,
+        ),
+        Invalid(
+            """
             import deepspeed
             class Trainer:
                 def setup(self):
@@ -93,3 +124,28 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
             """,
         ),
     )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        super().visit_Module(node)
+        self.loop_casts = parameter_loops(node)
+        self.casting_helpers = casting_helpers(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
+        model = self.loop_casts.get(node)
+        if model is None:
+            model = helper_argument(node, self.casting_helpers)
+        init = self.moves.initialize_of_model(node, model) if model is not None else None
+        if init is None:
+            return
+        message = self.message
+        if init.origin is not None:
+            message += f" (the model reaches deepspeed.initialize at {init.origin.path}:{init.origin.line})"
+        self.report(
+            node,
+            message,
+            edits=self._fix(node),
+            applicability=Applicability.UNSAFE,
+            fix_message=f"Remove `{node.func.value}(...)`" if isinstance(node.func, cst.Name) else "Remove the cast",
+            related=(init.origin,) if init.origin is not None else (),
+        )

@@ -287,7 +287,12 @@ class ModelMoves:
             sink = self._in_chains[call]
             return None if excluded(self.facts, sink, call) else sink
         assert isinstance(call.func, cst.Attribute)
-        key = dotted_name(call.func.value)
+        return self.initialize_of_model(call, call.func.value)
+
+    def initialize_of_model(self, call: cst.Call, model: cst.BaseExpression) -> ModelSink | None:
+        """Where the model `model` names at `call` leaves for an initialize of the same scope after it, if it
+        does (`set_parameter_bf16(model)`: the model the helper casts)."""
+        key = dotted_name(model)
         if key is None:
             return None
         facts = self.facts
