@@ -124,7 +124,9 @@ class Evaluator:
     ) -> None:
         """Statements in order; after an `if` (or a loop, a `try`), a name keeps its value only when every path
         gives it the same one: `if use_ds: model, *_ = deepspeed.initialize(...)` leaves `model` unknown after
-        the `if`, since the other path keeps the plain model (`values.merge`)."""
+        the `if`, since the other path keeps the plain model (`values.merge`). A name that some path leaves
+        unbound (bound in one arm only, none before) has the value the other paths give: a read after the
+        statement raises on that path."""
         for statement in body:
             self._statement(module, summary, values, statement)
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -151,6 +153,9 @@ class Evaluator:
                 self._block(module, summary, copy, arm)
                 results.append(copy)
             for key in {k for result in results for k in result}:
+                if "." not in key:  # a name some path never bound is unbound there: a read after it raises
+                    values[key] = merge([result[key] for result in results if key in result])
+                    continue
                 # a key one path never bound: `obj.x` read from the instance's class (not `self.x`, which
                 # the other path may have just set)
                 seen = [result[key] if key in result else self._instance_attribute(result, key) for result in results]
