@@ -25,7 +25,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
             Flags a division of the loss by the gradient-accumulation steps (`loss / args.gradient_accumulation_steps`,
             `loss /= accum_steps`, `loss = loss / engine.gradient_accumulation_steps()`) when the result goes into
             `engine.backward(...)`, directly or through the name it is assigned to in the same function. The
-            divisor is recognised by its name (`*accum*`, `gas`, `gradient_accumulation_steps`); a plain number
+            divisor is recognised by its name (`*accum*`, `gas`, `gradient_accumulation_steps`, `update_freq`); a plain number
             is not flagged. `engine.backward(loss, scale_wrt_gas=False)` is never flagged: there the division is
             the caller's job; nor is anything when the engine's config sets `"gradient_accumulation_steps": 1`.
         """,
@@ -125,6 +125,30 @@ class LossDividedByAccumulationSteps(ScriptRule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import deepspeed
+            def train(args, net, loader):
+                model, *_ = deepspeed.initialize(args=args, model=net, model_parameters=net.parameters())
+                update_freq = args.update_freq
+                for batch in loader:
+                    loss = model(batch)
+                    loss /= update_freq
+                    model.backward(loss)
+                    model.step()
+            """,
+            lines=(8,),
+            fixed="""
+            import deepspeed
+            def train(args, net, loader):
+                model, *_ = deepspeed.initialize(args=args, model=net, model_parameters=net.parameters())
+                update_freq = args.update_freq
+                for batch in loader:
+                    loss = model(batch)
+                    model.backward(loss)
+                    model.step()
+            """,
+        ),
         Invalid(
             """
             import deepspeed

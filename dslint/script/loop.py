@@ -220,7 +220,8 @@ def is_accumulation_test(test: cst.BaseExpression) -> bool:
 
 
 ACCUMULATION_WORDS = ("accum", "grad_acc", "gradient_acc")
-ACCUMULATION_NAMES = frozenset({"gas", "ga_steps", "accumulation_steps", "gradient_accumulation_steps"})
+# `update_freq`: fairseq's name for it, kept by the BEiT/MAE family of training scripts.
+ACCUMULATION_NAMES = frozenset({"gas", "ga_steps", "accumulation_steps", "gradient_accumulation_steps", "update_freq"})
 
 
 def is_accumulation_steps(node: cst.BaseExpression) -> bool:
