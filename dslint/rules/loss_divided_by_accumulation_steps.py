@@ -27,7 +27,8 @@ class LossDividedByAccumulationSteps(ScriptRule):
             `engine.backward(...)`, directly or through the name it is assigned to in the same function. The
             divisor is recognised by its name (`*accum*`, `gas`, `gradient_accumulation_steps`, `update_freq`); a
             plain number is not flagged. `engine.backward(loss, scale_wrt_gas=False)` is never flagged: there the
-            division is the caller's job; nor is anything when the engine's config sets `"gradient_accumulation_steps": 1`.
+            division is the caller's job; nor is anything when the engine's config sets
+            `"gradient_accumulation_steps": 1`.
         """,
         why="""
             `DeepSpeedEngine.backward(loss, scale_wrt_gas=True)` computes `loss / gradient_accumulation_steps()`
