@@ -505,6 +505,11 @@ def _resolve_expression(
             return None
         values = to_python(loaded)
         return ResolvedConfig(values, str(path), path, loaded, origin) if isinstance(values, dict) else None
+    if isinstance(node, cst.IfExp):  # `"ds.json" if args.deepspeed else None`: the arms that give a config
+        arms = [a for a in (node.body, node.orelse) if not (isinstance(a, cst.Name) and a.value == "None")]
+        found = [_resolve_expression(context, arm, depth + 1, origin) for arm in arms]
+        known = [r for r in found if r is not None and r.zero_stage is not None]
+        return max(known, key=lambda r: r.zero_stage or 0) if known and len(known) == len(found) else None
     opened = loaded_path(facts, node)  # json.load(open(path)): the file the path names
     if opened is not None:
         return _resolve_expression(context, opened, depth + 1, origin)
