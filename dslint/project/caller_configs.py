@@ -6,6 +6,9 @@ launchers give `--ds_config`). A method, a function no call of this module reach
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
 import libcst as cst
 
 from dslint.project.config_edits import module_index
@@ -48,3 +51,18 @@ def caller_arguments(context: ScriptContext, binding: Binding) -> list[cst.BaseE
             return None
         found.append(value)
     return found or None
+
+
+class _Staged(Protocol):
+    @property
+    def zero_stage(self) -> int | None: ...
+
+
+Staged = TypeVar("Staged", bound=_Staged)
+
+
+def strongest(found: Sequence[Staged | None]) -> Staged | None:
+    """Of the configs a value may be (its callers' arguments, a conditional's arms), the one with the highest ZeRO
+    stage, which stage-aware findings are about; None when one of them cannot be read or none is given."""
+    known = [config for config in found if config is not None and config.zero_stage is not None]
+    return max(known, key=lambda config: config.zero_stage or 0) if known and len(known) == len(found) else None

@@ -18,6 +18,7 @@ from dslint.script.walk import visit_all
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
+    from dslint.script.facts import ScriptFacts
 
 
 def literal_value(node: cst.BaseExpression) -> Any:
@@ -318,3 +319,35 @@ def _own_statements(function: cst.FunctionDef) -> list[cst.BaseSmallStatement]:
         elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             stack.extend(reversed(node.children))
     return found
+
+
+_BRANCHES = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
+
+
+class _Branches(cst.CSTVisitor):
+    """The `if`, loop, `try` and `match` statements of one scope (not of the functions and classes in it)."""
+
+    def __init__(self, scope: cst.CSTNode) -> None:
+        super().__init__()
+        self.scope = scope
+        self.found: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not self.scope:
+            return False
+        if isinstance(node, _BRANCHES):
+            self.found.append(node)
+        return True
+
+
+def conditional(facts: ScriptFacts, scope: cst.CSTNode, node: cst.CSTNode, since: cst.CSTNode) -> bool:
+    """Whether `node` runs under an `if`, a loop, a `try` or a `match` of `scope` that does not also hold `since`
+    (the dict's binding): a write there may or may not have happened (or its twin in another arm did)."""
+    finder = _Branches(scope)
+    scope.visit(finder)
+    start, end = facts.start(node), facts.end(node)
+    for branch in finder.found:
+        holds = facts.start(branch) < start and end < facts.end(branch)
+        if holds and not (facts.start(branch) < facts.start(since) and facts.end(since) < facts.end(branch)):
+            return True
+    return False

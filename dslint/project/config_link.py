@@ -29,9 +29,17 @@ from dslint.config.tree import UNKNOWN, Array, Node, Object, ParseError, node_at
 from dslint.diagnostics import Related
 from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
 from dslint.model.engine import Engine
-from dslint.project.caller_configs import caller_arguments
+from dslint.project.caller_configs import caller_arguments, strongest
 from dslint.project.config_access import NotRead, not_a_config_text, refusal
-from dslint.project.config_edits import apply_mutation, built_trees, copy_tree, module_index, tree_from_literal
+from dslint.project.config_edits import (
+    Mutation,
+    apply_mutation,
+    built_trees,
+    conditional,
+    copy_tree,
+    module_index,
+    tree_from_literal,
+)
 from dslint.project.inputs import record
 from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind, Pos
@@ -281,7 +289,7 @@ def trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
     `--deepspeed ds.json` its launchers give it."""
     found: list[ResolvedConfig] = []
     explicit = False
-    for expression in _trainer_expressions(context):
+    for expression in trainer_expressions(context):
         explicit = True
         resolved = _resolve_expression(context, expression, depth=0, origin=Origin.TRAINER)
         if resolved is not None:
@@ -303,7 +311,7 @@ def training_arguments_configs(context: ScriptContext) -> list[ResolvedConfig] |
     `--deepspeed ds.json` its launchers give. None when one of them cannot be read (the answer would be partial)."""
     found: list[ResolvedConfig] = []
     explicit = False
-    for expression in _trainer_expressions(context, ("deepspeed",)):
+    for expression in trainer_expressions(context, ("deepspeed",)):
         explicit = True
         if isinstance(expression, cst.Name) and expression.value == "None":
             continue
@@ -437,7 +445,7 @@ def _launched_option(
     return ResolvedConfig(first.values, first.source, first.path, first.tree, first.origin, via)
 
 
-def _trainer_expressions(
+def trainer_expressions(
     context: ScriptContext, keywords: tuple[str, ...] = ("deepspeed", "hf_ds_config")
 ) -> Iterator[cst.BaseExpression]:
     for call in _calls(context.module):
@@ -453,26 +461,6 @@ def _trainer_expressions(
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value == keyword:
                 yield arg.value
-
-
-def referenced_config_paths(context: ScriptContext) -> list[tuple[Path, cst.BaseExpression]]:
-    """Every config file path the script's initialize calls and TrainingArguments point at (resolved or not),
-    with the string that names it."""
-    paths: list[tuple[Path, cst.BaseExpression]] = []
-    for expression in _config_expressions(context):
-        value = (
-            expression.evaluated_value if isinstance(expression, (cst.SimpleString, cst.ConcatenatedString)) else None
-        )
-        if isinstance(value, str):
-            paths.append((_config_path(context, value), expression))
-    return paths
-
-
-def _config_expressions(context: ScriptContext) -> Iterator[cst.BaseExpression]:
-    for init in context.facts.initialize_calls:
-        if init.config is not None:
-            yield init.config
-    yield from _trainer_expressions(context)
 
 
 def _calls(module: cst.Module) -> list[cst.Call]:
@@ -499,7 +487,7 @@ def _resolve_expression(
             return None
         if origin is Origin.TRAINER and value == "auto":
             return None
-        path = _config_path(context, value)
+        path = config_path(context, value)
         loaded = load_config_tree(path, context.path)
         if not isinstance(loaded, Object):
             return None
@@ -507,9 +495,7 @@ def _resolve_expression(
         return ResolvedConfig(values, str(path), path, loaded, origin) if isinstance(values, dict) else None
     if isinstance(node, cst.IfExp):  # `"ds.json" if args.deepspeed else None`: the arms that give a config
         arms = [a for a in (node.body, node.orelse) if not (isinstance(a, cst.Name) and a.value == "None")]
-        found = [_resolve_expression(context, arm, depth + 1, origin) for arm in arms]
-        known = [r for r in found if r is not None and r.zero_stage is not None]
-        return max(known, key=lambda r: r.zero_stage or 0) if known and len(known) == len(found) else None
+        return strongest([_resolve_expression(context, arm, depth + 1, origin) for arm in arms])
     opened = loaded_path(facts, node)  # json.load(open(path)): the file the path names
     if opened is not None:
         return _resolve_expression(context, opened, depth + 1, origin)
@@ -522,9 +508,8 @@ def _resolve_expression(
             return _resolve_option(context, node.attr.value, node.value, origin)
         return None
     if binding.kind is BindingKind.PARAMETER:  # what this module's calls of the function pass for it
-        passed = [_resolve_expression(context, v, depth + 1, origin) for v in caller_arguments(context, binding) or ()]
-        known = [r for r in passed if r is not None and r.zero_stage is not None]
-        return max(known, key=lambda r: r.zero_stage or 0) if known and len(known) == len(passed) else None
+        passed = caller_arguments(context, binding) or ()
+        return strongest([_resolve_expression(context, v, depth + 1, origin) for v in passed])
     if binding.kind is not BindingKind.OTHER or binding.value is None:
         return None
     resolved = _resolve_expression(context, binding.value, depth + 1, origin)
@@ -532,10 +517,10 @@ def _resolve_expression(
         return resolved
     if not isinstance(binding.value, cst.Dict) and loaded_path(facts, binding.value) is None:
         return resolved
-    return _with_mutations(context, resolved, key, binding.scope, facts.start(binding.value), facts.start(node))
+    return _with_mutations(context, resolved, key, binding.scope, binding.value, facts.start(node))
 
 
-def _config_path(context: ScriptContext, value: str) -> Path:
+def config_path(context: ScriptContext, value: str) -> Path:
     """A config path as the script names it, relative to the script's directory (normalised)."""
     path = Path(value)
     if not path.is_absolute():
@@ -568,15 +553,17 @@ def _with_mutations(
     context: ScriptContext,
     resolved: ResolvedConfig,
     name: str,
-    scope: object,
-    after: Pos,
+    scope: Any,
+    bound: cst.BaseExpression,
     before: Pos,
 ) -> ResolvedConfig | None:
     """Apply `cfg["a"]["b"] = value` (literal: that value; otherwise UNKNOWN) and `cfg.update(...)` (the whole
-    dict becomes unknown) written between the literal and the use, in the same scope."""
+    dict becomes unknown) written between the literal `bound` and the use, in the same scope; a write under an
+    `if` (a loop, a `try`) that does not hold the literal may or may not have run: its key becomes UNKNOWN."""
     facts = context.facts
+    after = facts.start(bound)
     mutations = [
-        m
+        m if not conditional(facts, scope.node, m.statement, bound) else Mutation(m.statement, m.anchor, m.keys, None)
         for m in module_index(context.module).mutations.get(name, [])
         if facts.scope_at(m.anchor) is scope and after < facts.start(m.anchor) < before
     ]
@@ -586,7 +573,7 @@ def _with_mutations(
     tree = copy_tree(resolved.tree)
     assert isinstance(tree, Object)
     for mutation in mutations:
-        if mutation.keys is None:
+        if mutation.keys is None or (not mutation.keys and mutation.value is None):  # an update, maybe conditional
             return None
         apply_mutation(context, tree, mutation)
     values = to_python(tree)

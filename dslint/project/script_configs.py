@@ -8,9 +8,11 @@ file or literal counts once per script.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import libcst as cst
 
 from dslint.config.facts import Origin
 from dslint.config.tree import Object, ParseError
@@ -18,12 +20,13 @@ from dslint.diagnostics import Related
 from dslint.project.config_access import NotRead
 from dslint.project.config_link import (
     ResolvedConfig,
+    config_path,
     edited_configs,
     load_config_tree,
-    referenced_config_paths,
     resolve_config,
     returned_configs,
     trainer_configs,
+    trainer_expressions,
 )
 from dslint.project.dumped_configs import dumped_configs
 from dslint.script.context import ScriptContext
@@ -82,19 +85,40 @@ def unreadable_configs(context: ScriptContext, known: Collection[str]) -> list[t
     script, so that nothing of the file itself is shown."""
     found: list[tuple[str, ParseError, bool]] = []
     seen = set(known)
-    for config_path, expression in referenced_config_paths(context):
-        loaded = load_config_tree(config_path, context.path)
-        if str(config_path) in seen:
+    for named, expression in referenced_config_paths(context):
+        loaded = load_config_tree(named, context.path)
+        if str(named) in seen:
             continue
         if isinstance(loaded, NotRead):
-            seen.add(str(config_path))
+            seen.add(str(named))
             start, _ = context.span(expression)
             found.append((context.path, ParseError(str(loaded), start.line, start.column), True))
         elif isinstance(loaded, ParseError):
-            seen.add(str(config_path))
-            found.append((shown(config_path), loaded, False))
+            seen.add(str(named))
+            found.append((shown(named), loaded, False))
     return found
 
 
 def shown(path: Path) -> str:
     return os.path.normpath(str(path))
+
+
+def referenced_config_paths(context: ScriptContext) -> list[tuple[Path, cst.BaseExpression]]:
+    """Every config file path the script's initialize calls and TrainingArguments point at (resolved or not),
+    with the string that names it."""
+    paths: list[tuple[Path, cst.BaseExpression]] = []
+    for expression in config_expressions(context):
+        value = (
+            expression.evaluated_value if isinstance(expression, (cst.SimpleString, cst.ConcatenatedString)) else None
+        )
+        if isinstance(value, str):
+            paths.append((config_path(context, value), expression))
+    return paths
+
+
+def config_expressions(context: ScriptContext) -> Iterator[cst.BaseExpression]:
+    """The config expressions of the script's initialize calls and of its TrainingArguments / DeepSpeedPlugin."""
+    for init in context.facts.initialize_calls:
+        if init.config is not None:
+            yield init.config
+    yield from trainer_expressions(context)
