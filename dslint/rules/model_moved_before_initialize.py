@@ -28,7 +28,9 @@ class ModelMovedBeforeInitialize(ScriptRule):
         what="""
             Flags `.cuda()` and `.to(device)` on the model that is later given to
             `deepspeed.initialize(model=...)`, in the same function, before that call. Moves to the CPU and
-            `.to(memory_format=...)` are not flagged; casts (`.half()`, `.to(dtype=...)`) are DSL104. Before
+            `.to(memory_format=...)` are not flagged; casts (`.half()`, `.to(dtype=...)`) are DSL104. Nor is a move
+            before an `initialize` that runs only under a test the move does not share (`if args.deepspeed:
+            initialize(...) else: model = DDP(model)`): the move also serves the path without DeepSpeed. Before
             `deepspeed.init_inference` with tensor parallelism (`mp_size` or `tensor_parallel.tp_size` not the
             literal 1), only a move to the un-indexed CUDA device made while no device is set is flagged; with
             one GPU a move before `init_inference` is harmless.
@@ -89,6 +91,17 @@ class ModelMovedBeforeInitialize(ScriptRule):
             model.to("cpu")
             model.to(torch.device("cpu"))
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """
+        ),
+        Valid(
+            """
+            import deepspeed, torch
+            def main(args, model, rank):
+                model.to(torch.device("cuda", rank))
+                if args.deepspeed:
+                    model, *_ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters())
+                else:
+                    model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])
             """
         ),
         Valid(
@@ -290,6 +303,8 @@ class ModelMovedBeforeInitialize(ScriptRule):
             return
         if init is None or is_cast(node) != self.casts:
             return
+        if not self.casts and init.call is not None and self._serves_another_path(node, init.call):
+            return
         message = self.message
         if init.origin is not None:  # initialize is in another function or module
             message += f" (the model reaches deepspeed.initialize at {init.origin.path}:{init.origin.line})"
@@ -303,6 +318,14 @@ class ModelMovedBeforeInitialize(ScriptRule):
             related=(init.origin,) if init.origin is not None else (),
             start_at=node.func.attr if isinstance(node.func, cst.Attribute) else None,
         )
+
+    def _serves_another_path(self, move: cst.Call, init: cst.Call) -> bool:
+        """`initialize` runs only under a test the move does not share (`if args.deepspeed: initialize(...) else:
+        model = DDP(model)`, or no `else` at all): the move also places the model for the path without DeepSpeed,
+        where it is needed."""
+        paths = self.facts.paths
+        own = set(paths.at(move))
+        return any(guard not in own for guard in paths.at(init))
 
     def _fix(self, node: cst.Call) -> list[Edit]:
         edit = delete_call_statement(self.context, node) or unwrap_method_call(self.context, node)
