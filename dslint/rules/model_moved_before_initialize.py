@@ -12,7 +12,8 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.edits import delete_call_statement, unwrap_method_call
 from dslint.script.facts import method_name
 from dslint.script.inference import InferenceMoves
-from dslint.script.model_moves import ModelMoves, is_cast
+from dslint.script.model_moves import ModelMoves, ModelSink, is_cast
+from dslint.script.names import dotted_name
 
 
 class ModelMovedBeforeInitialize(ScriptRule):
@@ -154,6 +155,28 @@ class ModelMovedBeforeInitialize(ScriptRule):
         ),
     )
     invalid: ClassVar[Sequence[Invalid]] = (
+        Invalid(
+            """
+            import deepspeed
+            def main(args, build):
+                teacher = None
+                if args.distill:
+                    teacher = build()
+                    teacher.cuda()
+                if teacher is not None:
+                    teacher, *_ = deepspeed.initialize(args=args, model=teacher)
+            """,
+            lines=(7,),
+            fixed="""
+            import deepspeed
+            def main(args, build):
+                teacher = None
+                if args.distill:
+                    teacher = build()
+                if teacher is not None:
+                    teacher, *_ = deepspeed.initialize(args=args, model=teacher)
+            """,
+        ),
         Invalid(
             """
             import deepspeed, torch
@@ -303,7 +326,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
             return
         if init is None or is_cast(node) != self.casts:
             return
-        if not self.casts and init.call is not None and self._serves_another_path(node, init.call):
+        if not self.casts and init.call is not None and self._serves_another_path(node, init):
             return
         message = self.message
         if init.origin is not None:  # initialize is in another function or module
@@ -319,13 +342,15 @@ class ModelMovedBeforeInitialize(ScriptRule):
             start_at=node.func.attr if isinstance(node.func, cst.Attribute) else None,
         )
 
-    def _serves_another_path(self, move: cst.Call, init: cst.Call) -> bool:
+    def _serves_another_path(self, move: cst.Call, init: ModelSink) -> bool:
         """`initialize` runs only under a test the move does not share (`if args.deepspeed: initialize(...) else:
         model = DDP(model)`, or no `else` at all): the move also places the model for the path without DeepSpeed,
-        where it is needed."""
+        where it is needed. A test of the model itself (`if teacher is not None:`) leaves no such path."""
         paths = self.facts.paths
         own = set(paths.at(move))
-        return any(guard not in own for guard in paths.at(init))
+        model = dotted_name(init.model) if init.model is not None else None
+        assert init.call is not None
+        return any(guard not in own and guard.subject != model for guard in paths.at(init.call))
 
     def _fix(self, node: cst.Call) -> list[Edit]:
         edit = delete_call_statement(self.context, node) or unwrap_method_call(self.context, node)
