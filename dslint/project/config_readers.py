@@ -13,6 +13,7 @@ by that framework. Only files that exist are recorded; nothing is guessed.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 from collections.abc import Callable
@@ -238,9 +239,10 @@ def _replaced_in(tree: ast.Module, opened: Callable[[ast.expr], bool], by_litera
     """For each load of a file whose `open(...)` argument `opened` accepts and whose dict goes to initialize in
     the same function: the keys written first. Keyed by the literal path (`by_literal`), else by the load."""
     found: dict[str, set[str]] = {}
+    helpers = _loader_helpers(tree)
     for scope in scopes(tree):
         nodes = list(own_nodes(scope))
-        for name, (line, path) in _loaded_names(nodes, opened).items():
+        for name, (line, path) in _loaded_names(nodes, opened, helpers).items():
             given = _given_to_initialize(nodes, name)
             if given is None:
                 continue
@@ -284,20 +286,53 @@ def _written_paths(node: ast.AST, name: str) -> set[str]:
 
 def _opens(node: ast.expr | None, opened: Callable[[ast.expr], bool]) -> str | None:
     """`open(<x>, ...)` whose argument `opened` accepts: that argument's literal ("" when not a literal)."""
-    if not (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "open"
-        and bool(node.args)
-        and opened(node.args[0])
-    ):
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open" and node.args):
         return None
-    first = node.args[0]
+    return _path_literal(node.args[0], opened)
+
+
+def _path_literal(first: ast.expr, opened: Callable[[ast.expr], bool]) -> str | None:
+    """A path expression `opened` accepts: its literal ("" when not a literal). `os.path.join(os.getcwd(), "x")`
+    and `os.path.join(os.path.dirname(__file__), "x")` are the literal "x" (beside the script, where it runs)."""
+    if (
+        isinstance(first, ast.Call)
+        and _last_name(first.func) == "join"
+        and len(first.args) == 2
+        and isinstance(first.args[0], ast.Call)
+        and _last_name(first.args[0].func) in ("getcwd", "dirname")
+        and isinstance(first.args[1], ast.Constant)
+    ):
+        first = first.args[1]
+    if not opened(first):
+        return None
     return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
 
 
-def _loaded_names(nodes: list[ast.AST], opened: Callable[[ast.expr], bool]) -> dict[str, tuple[int, str]]:
-    """Names bound to `json.load(...)` of an opened file: name -> (line of the load, the literal path or "")."""
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _loader_helpers(tree: ast.Module) -> dict[str, str]:
+    """The module's functions that only read a config file from their one parameter and return its dict
+    (`def get_ds_config(path): data = json.load(open(path)); return data`): name -> the parameter."""
+    helpers: dict[str, str] = {}
+    for function in tree.body:
+        if not isinstance(function, ast.FunctionDef) or len(function.args.args) != 1:
+            continue
+        param = function.args.args[0].arg
+        nodes = list(own_nodes(function))
+        loaded = _loaded_names(nodes, functools.partial(_is_name, name=param), {})
+        returns = [n.value for n in nodes if isinstance(n, ast.Return)]
+        if len(returns) == 1 and isinstance(returns[0], ast.Name) and returns[0].id in loaded:
+            helpers[function.name] = param
+    return helpers
+
+
+def _loaded_names(
+    nodes: list[ast.AST], opened: Callable[[ast.expr], bool], helpers: dict[str, str]
+) -> dict[str, tuple[int, str]]:
+    """Names bound to `json.load(...)` of an opened file, or to a call of one of the module's loader `helpers`
+    given the path: name -> (line of the load, the literal path or "")."""
     handles: dict[str, str] = {}
     for node in nodes:
         if isinstance(node, ast.With):
@@ -310,6 +345,11 @@ def _loaded_names(nodes: list[ast.AST], opened: Callable[[ast.expr], bool]) -> d
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             continue
         value = node.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in helpers:
+            literal = _path_literal(value.args[0], opened) if len(value.args) == 1 else None
+            if literal is not None:
+                loaded[node.targets[0].id] = (node.lineno, literal)
+            continue
         wrapped = _is_call(value, "OmegaConf", ("to_container", "to_object")) and bool(value.args)  # type: ignore[attr-defined]
         if wrapped:
             value = value.args[0]  # type: ignore[attr-defined]  # OmegaConf.to_container(OmegaConf.load(...))

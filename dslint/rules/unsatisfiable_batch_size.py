@@ -68,7 +68,8 @@ class UnsatisfiableBatchSize(ConfigRule):
             --nproc_per_node`, `accelerate launch --num_processes`), or from each launch of a script that
             picks the config by a path in its code (`f"ds/stage_{args.stage}.json"` read with the launch's
             `--stage`, or the one literal config path the script writes), where the finding names the launch; and
-            batch values that are not positive.
+            batch values that are not positive. Not when the scripts that load the file set one of the three
+            values in code before `initialize` (`cfg["train_batch_size"] = micro * world * accumulation`).
         """,
         why="""
             DeepSpeed fills in the batch value that is missing and then asserts
@@ -115,6 +116,12 @@ class UnsatisfiableBatchSize(ConfigRule):
             return
         if train is None and micro is None:
             return  # DSL406
+        if self.context.replaced_keys & {
+            "train_batch_size",
+            "train_micro_batch_size_per_gpu",
+            "gradient_accumulation_steps",
+        }:
+            return  # the scripts reading the file set a batch value in code before initialize
         world = self.context.world_size
         related: tuple[Related, ...] = ()
         if world is not None:
