@@ -6,8 +6,8 @@ Pins are read, in this order, from the project root (the directory of the pyproj
 `[project] dependencies` (and optional dependencies), `setup.cfg` and `setup.py` `install_requires`,
 `environment.yml` (conda `deepspeed=0.14` or a `pip:` entry), and the `pip install` lines of a `Dockerfile`;
 then, as a fallback, other `*requirements*.txt` at the root and the requirement, conda and Docker files of set-up
-folders (`setup/`, `environments/`, `docker/`...). The first file that pins `deepspeed` decides; a bare
-`deepspeed` (no version) pins nothing.
+folders (`setup/`, `environments/`, `docker/`...), the `pip install` lines of their shell scripts included. The
+first file that pins `deepspeed` decides; a bare `deepspeed` (no version) pins nothing.
 
 A range resolves to the lowest version it admits, the bound itself (`deepspeed>=0.12,<0.15` is 0.12.0,
 `~=0.14.2` is 0.14.2, `==0.14.*` is 0.14.0): dslint then warns about everything that can go wrong on the
@@ -249,8 +249,9 @@ SETUP_FOLDERS = ("setup", "environments", "environment", "env", "envs", "docker"
 
 
 def _setup_folder_files(root: Path) -> list[tuple[Path, list[tuple[int, str]]]]:
-    """Requirement files named `*requirements*.txt` at the root, and the requirement, conda and Docker files of
-    the root's set-up folders (`SETUP_FOLDERS`), each with its lines as the readers above take them."""
+    """Requirement files named `*requirements*.txt` at the root, and the requirement, conda and Docker files and
+    the shell install scripts of the root's set-up folders (`SETUP_FOLDERS`), each with its lines as the readers
+    above take them."""
     found: list[tuple[Path, list[tuple[int, str]]]] = []
     known = set(_requirement_files(root))
     for path in sorted(root.glob("*requirements*.txt")):
@@ -266,8 +267,8 @@ def _setup_folder_files(root: Path) -> list[tuple[Path, list[tuple[int, str]]]]:
         for path in sorted([*directory.glob("environment*.yml"), *directory.glob("environment*.yaml")]):
             if path.is_file():
                 found.append((path, _environment_lines(path)))
-        for path in sorted(directory.glob("Dockerfile*")):
-            if path.is_file():
+        for path in sorted([*directory.glob("Dockerfile*"), *directory.glob("*.sh")]):
+            if path.is_file():  # `pip install deepspeed==0.17.4` in a Dockerfile or an install script
                 found.append((path, _dockerfile_lines(path)))
     return found
 
