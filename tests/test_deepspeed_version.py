@@ -207,6 +207,18 @@ def test_set_up_folders_read_conda_and_docker_files(tmp_path: Path) -> None:
     assert pin is not None and pin.version == Version(0, 12, 6)
 
 
+def test_set_up_folders_read_the_pip_install_lines_of_shell_scripts(tmp_path: Path) -> None:
+    """`setup/install.sh` running `pip install deepspeed==0.17.4` pins the project; a script that installs
+    deepspeed without a version, or only mentions it, pins nothing."""
+    script = "#!/bin/bash\nconda activate x\nDS_BUILD_CPU_ADAM=1 pip install deepspeed==0.17.4 --no-build-isolation\n"
+    _project(tmp_path, {"setup/install.sh": script})
+    pin = find_pin(tmp_path)
+    assert pin is not None and pin.version == Version(0, 17, 4) and pin.path.name == "install.sh"
+    other = tmp_path / "other"
+    _project(other, {"setup/install.sh": "pip install deepspeed\necho deepspeed==0.3.0 is old\n"})
+    assert find_pin(other) is None
+
+
 @pytest.mark.parametrize(
     ("version", "release"),
     [("0.14.0", "0.14.5"), ("0.18.0", "0.18.2"), ("0.18.5", "0.18.3"), ("0.19.4", "0.19.3"), ("0.30.0", None)],
