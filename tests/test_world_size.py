@@ -43,6 +43,10 @@ def size(command: str, files: dict[str, str] | None = None) -> tuple[int | None,
         ("accelerate launch --num_processes 4 train.py", (4, 4)),
         ("accelerate launch train.py", (None, None)),
         ("python train.py", (1, 1)),
+        ("srun python train.py", (None, None)),  # srun / mpirun start the processes: their counts are not read
+        ("mpirun -np 8 python train.py", (None, None)),
+        ("mpirun -np 8 bash -c 'python train.py --deepspeed_config ds.json'", (None, None)),
+        ("bash -c 'deepspeed --num_gpus 2 train.py'", (2, 2)),
     ],
 )
 def test_world_size(command: str, expected: tuple[int | None, int | None]) -> None:

@@ -59,8 +59,8 @@ def find_written(name: str, near: str, roots: Sequence[str], directory: str = ""
     if UNKNOWN_VALUE in name:
         return None
     candidate = Path(directory) / name if directory else Path(name)
-    if candidate.is_absolute():
-        return absolute(candidate) if is_file(candidate) else None
+    if candidate.is_absolute() and is_file(candidate):
+        return absolute(candidate)
     folder = Path(near).parent
     tried: list[Path] = []
     for ancestor in [folder, *folder.parents]:
@@ -68,10 +68,15 @@ def find_written(name: str, near: str, roots: Sequence[str], directory: str = ""
         if any(absolute(ancestor) == root for root in roots) or exists(ancestor / ".git"):
             break
     tried.extend(Path(root) for root in roots)
-    for base in tried:
-        path = base / candidate
-        if is_file(path):
-            return absolute(path)
+    # An absolute path of another machine (`$ROOT/run/nv/pretrain.py` with ROOT=/work/<user>/<repo>): the project's
+    # own copy, found by the longest tail of two or more parts that the project holds.
+    parts = candidate.parts[1:] if candidate.is_absolute() else ()
+    tails = [Path(*parts[i:]) for i in range(len(parts) - 1)] if parts else [candidate]
+    for tail in tails:
+        for base in tried:
+            path = base / tail
+            if is_file(path):
+                return absolute(path)
     return None
 
 

@@ -82,6 +82,8 @@ class LaunchLine:
     lost_options: tuple[str, ...] = ()
     # The launcher's own short options, as written (`-H`, `-i`): `launcher_options` holds only `--name` ones.
     launcher_short_options: tuple[str, ...] = ()
+    # The wrapper that starts the processes itself (`srun`, `mpirun`), when the command runs under one.
+    spawned_by: str = ""
 
     def launcher_option(self, *names: str) -> ScriptOption | None:
         """The last of the launcher's own options spelt as any of `names` (dashes as underscores)."""
@@ -422,6 +424,7 @@ def _launch_in(
         return None
     index = 0
     environment = dict(exported or {})
+    spawned_by = ""
     while index < len(words) and (
         words[index] in WRAPPERS or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[index]) is not None
     ):
@@ -430,7 +433,14 @@ def _launch_in(
             environment[name] = UNKNOWN_VALUE if UNKNOWN_VALUE in value else value
         index += 1
         if words[index - 1] in _OPTION_WRAPPERS:
+            spawned_by = words[index - 1]
             index = _after_options(words, index)
+    if index + 2 < len(words) and words[index].rsplit("/", 1)[-1] in ("bash", "sh") and words[index + 1] == "-c":
+        try:  # `mpirun -np 8 bash -c 'python x.py ...'`: the command the shell runs, under the same wrappers
+            inner = shlex.split(words[index + 2])
+        except ValueError:
+            return None
+        return _launch_in(path, number, original, shlex.join([*words[:index], *inner]), target, exported)
     if index >= len(words):
         return None
     head = words[index].rsplit("/", 1)[-1]
@@ -478,6 +488,7 @@ def _launch_in(
         launcher_short_options=tuple(
             word.split("=", 1)[0] for word in launcher_words if re.match(r"^-[A-Za-z]", word) is not None
         ),
+        spawned_by=spawned_by,
     )
 
 

@@ -201,6 +201,8 @@ def world_size(
         return _torchrun(line)
     if line.tool in ("accelerate", "accelerate.commands.launch"):
         return _accelerate(line, accelerate)
+    if line.tool in ("python", "python3") and line.spawned_by:
+        return WorldSize(None, None, f"{line.spawned_by} starts the processes")  # its counts are not read
     if line.tool in ("python", "python3"):
         return WorldSize(1, 1, "python starts one process")
     return WorldSize(None, None, f"{line.tool}: not a launcher dslint reads")
