@@ -25,7 +25,8 @@ class ZeroInitWithoutStage3(ScriptRule):
             Flags `deepspeed.zero.Init(...)` (as a context manager or a call) when the ZeRO stage of its config is
             known and is not 3. The config is the one passed as `config_dict_or_path=` (or the deprecated
             `config=`); without one, the configs of the file's `deepspeed.initialize` calls, when all are known
-            and none is stage 3. A `zero.Init` with a non-literal `enabled=` (`enabled=is_zero3`) is not flagged.
+            and none is stage 3. A `zero.Init` with a non-literal `enabled=` (`enabled=is_zero3`) is not flagged,
+            nor one under a test of the stage (`if args.zero_stage == 3:`, `if is_zero3:`).
         """,
         why="""
             `zero.Init` ("Only applicable to training with ZeRO-3", its docstring) partitions each parameter
@@ -51,6 +52,17 @@ class ZeroInitWithoutStage3(ScriptRule):
         """,
     )
     valid = (
+        Valid(
+            """
+            import deepspeed
+            def build(args, make):
+                if args.ds_stage == 3:
+                    with deepspeed.zero.Init():
+                        return make()
+                return make()
+            engine, *_ = deepspeed.initialize(model=build(args, Net), config={"zero_optimization": {"stage": 1}})
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -110,6 +122,8 @@ class ZeroInitWithoutStage3(ScriptRule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.facts.qualified(node.func) not in ZERO_INIT or not literally_enabled(node):
             return
+        if any(_about_the_stage(guard.subject) for guard in self.facts.paths.at(node)):
+            return  # `if ds_stage == 3: with zero.Init():` the script asks for ZeRO-3 itself
         config = next(
             (a.value for a in node.args if a.keyword is not None and a.keyword.value in CONFIG_KEYWORDS), None
         )
@@ -131,3 +145,9 @@ class ZeroInitWithoutStage3(ScriptRule):
             self.file_stage = stages.pop() if len(stages) == 1 else None
             self.file_stage_known = True
         return self.file_stage
+
+
+def _about_the_stage(subject: str) -> bool:
+    """A test of the ZeRO stage: `ds_stage`, `args.zero_stage`, `is_zero3`, `cfg['zero3']`."""
+    lowered = subject.lower()
+    return "stage" in lowered or "zero3" in lowered or "zero_3" in lowered
