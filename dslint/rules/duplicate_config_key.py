@@ -25,6 +25,11 @@ def duplicates(node: Node) -> Iterator[tuple[Entry, Entry]]:
             yield from duplicates(item)
 
 
+def is_comment_key(key: str) -> bool:
+    """A key written as a comment in JSON (`"//"`, `"#"`, `"_comment"`): nothing reads its value."""
+    return key.startswith(("//", "#")) or key.strip("_").lower() in ("comment", "comments", "note", "notes")
+
+
 def same_value(first: Node, second: Node) -> bool:
     """Whether two values are surely the same (same types too: `1` is not `true`); unknown parts are not."""
     if isinstance(first, Scalar) and isinstance(second, Scalar):
@@ -54,7 +59,8 @@ class DuplicateConfigKey(ConfigRule):
             Flags the second (and later) occurrence of a key within one object of a config. In a config that
             reaches DeepSpeed as a dict (a dict literal, YAML read with `yaml.safe_load` or OmegaConf, a file
             the Hugging Face Trainer or Lightning's strategy loads), a repeat that writes the same value as the
-            one before it is not flagged: the last one wins and nothing changes.
+            one before it is not flagged: the last one wins and nothing changes; nor is a repeated comment key
+            (`"//"`, `"_comment"`) there, whose value nothing reads.
         """,
         why="""
             DeepSpeed reads a config file with `dict_raise_error_on_duplicate_keys` and stops at start-up. In a
@@ -84,12 +90,20 @@ class DuplicateConfigKey(ConfigRule):
             "    overlap_comm: true\n    overlap_comm: true\n",
             path="ds_config.yaml",
         ),
+        # comment keys in a dict PyYAML builds: the last comment wins, no setting changes
+        Valid(
+            'deepspeed:\n  "//": batch for 8 GPUs\n  train_batch_size: 8\n  "//": stage 2 saves memory\n'
+            "  zero_optimization:\n    stage: 2\n",
+            path="ds_config.yaml",
+        ),
     )
     invalid = (
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 2, "stage": 3}\n}\n',
             lines=(3,),
         ),
+        # DeepSpeed itself reads the file: a repeated comment key stops it at start-up too
+        Invalid('{\n  "//": "batch",\n  "train_batch_size": 8,\n  "//": "more"\n}\n', lines=(4,)),
         # a repeat with another value: PyYAML keeps the last one, without a word
         Invalid(
             "deepspeed:\n  train_batch_size: 8\n  zero_optimization:\n    stage: 3\n"
@@ -108,7 +122,7 @@ class DuplicateConfigKey(ConfigRule):
                     entry,
                     f"`{entry.key}` is written twice; DeepSpeed refuses a config file with duplicate keys: keep one",
                 )
-            elif not same_value(earlier.value, entry.value):
+            elif not same_value(earlier.value, entry.value) and not is_comment_key(entry.key):
                 self.report_key(
                     entry,
                     f"`{entry.key}` is written twice; the last one silently wins: keep one",
