@@ -6,9 +6,12 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.conditions import TRUTHINESS
 from dslint.script.checked_load import checked_load_edit
 from dslint.script.engine_calls import is_engine_method_call
+from dslint.script.facts import BindingKind
 from dslint.script.latest_reads import latest_read_after
+from dslint.script.names import dotted_name
 
 
 class LoadCheckpointResultIgnored(ScriptRule):
@@ -24,7 +27,9 @@ class LoadCheckpointResultIgnored(ScriptRule):
             `client_state[...]` fails loudly on the `None`.) Nor is a call given a tag that is never None (a
             string literal or f-string, `str(...)`, a string built with `+` or `%`, `os.path.basename(...)`, a
             name bound to one of these or unpacked from `os.path.split(...)`): with a tag, a missing checkpoint
-            raises instead. A tag that may be None (`tag=args.tag`, an option without a default) is flagged.
+            raises instead; nor a tag the call is guarded by (`if tag is not None:`, `if tag:`) or a parameter
+            annotated `str` without a default. A tag that may be None (`tag=args.tag`, an option without a default)
+            is flagged.
             Nor is a load followed in its own block, before anything that may leave it or skip a line (`if`,
             `try`, a loop), by an `open` of the same directory's `latest` file (`os.path.join(dir, "latest")`):
             when the checkpoint is missing, that read raises `FileNotFoundError`. A read of another directory's
@@ -54,6 +59,17 @@ class LoadCheckpointResultIgnored(ScriptRule):
         """,
     )
     valid = (
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            def resume(folder, tag=None, weights_tag: str = "best"):
+                if tag is not None:
+                    engine.load_checkpoint(folder, tag=tag)
+            def load(folder: str, ckpt_id: str):
+                engine.load_checkpoint(folder, ckpt_id)
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -174,7 +190,7 @@ class LoadCheckpointResultIgnored(ScriptRule):
         if not is_engine_method_call(self.facts, node, "load_checkpoint"):
             return
         tag = self._tag(node)
-        if tag is not None and self._never_none(tag, node, 0):
+        if tag is not None and (self._never_none(tag, node, 0) or self._tested_not_none(tag, node)):
             return  # with a tag, a missing checkpoint raises: there is no (None, None)
         statement = self.facts.statement_of(node)
         if statement is not None and latest_read_after(self.facts, node, statement):
@@ -235,6 +251,30 @@ class LoadCheckpointResultIgnored(ScriptRule):
                 and isinstance(statement.value, cst.Call)
                 and facts.qualified(statement.value.func) == "os.path.split"
             )
+        return False
+
+    def _tested_not_none(self, tag: cst.BaseExpression, at: cst.Call) -> bool:
+        """The call runs only where the tag was tested not None (`if tag is not None:`, `if tag:`), or the tag is
+        a parameter annotated `str`."""
+        name = dotted_name(tag)
+        if name is None:
+            return False
+        for guard in self.facts.paths.at(at):
+            if guard.subject == name and (
+                (guard.value == "None" and not guard.truth) or (guard.value == TRUTHINESS and guard.truth)
+            ):
+                return True
+        binding = self.facts.binding_at(name, self.facts.scope_at(at), self.facts.start(at))
+        if binding is None or binding.kind is not BindingKind.PARAMETER:
+            return False
+        function = binding.scope.node
+        if not isinstance(function, cst.FunctionDef):
+            return False
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value == name:
+                annotation = param.annotation
+                return annotation is not None and dotted_name(annotation.annotation) == "str" and param.default is None
         return False
 
     def _discarded_into_underscores(self, node: cst.Call) -> bool:
