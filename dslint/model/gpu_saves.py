@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
@@ -176,7 +177,7 @@ def _engine_names(summary: ModuleSummary) -> dict[str, list[tuple[str | None, in
     """The first targets of `deepspeed.initialize(...)` in the module (`engine`, `self.ds_engine`), each with
     where it is assigned (the holding function's qualname, None at module level, and the line)."""
     names: dict[str, list[tuple[str | None, int]]] = {}
-    for node in ast.walk(summary.tree):
+    for node in _every_statement(summary.tree.body):  # an assignment is a statement: expressions not entered
         if (
             isinstance(node, ast.Assign)
             and isinstance(node.value, ast.Call)
@@ -188,6 +189,19 @@ def _engine_names(summary: ModuleSummary) -> dict[str, list[tuple[str | None, in
                     if first is not None:
                         names.setdefault(first, []).append((summary.function_at(node.lineno), node.lineno))
     return names
+
+
+def _every_statement(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement under `body`, into compound statements (their handlers and cases too) and definitions."""
+    for statement in body:
+        yield statement
+        for _, value in ast.iter_fields(statement):
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.stmt):
+                        yield from _every_statement([item])
+                    elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                        yield from _every_statement(item.body)
 
 
 def _engines_at(
