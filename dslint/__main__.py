@@ -1,4 +1,4 @@
-from dslint.cli import main
+from dslint.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
@@ -48,15 +49,16 @@ def gpu_loads(store: SummaryStore, paths: list[str]) -> dict[str, dict[int, GpuF
     saved: dict[str, GpuFile] = {}
     for path in paths:
         data = store.sources.get(path, b"")
-        if b"initialize" in data and b"save" in data:
+        if b"initialize" in data and b"save" in data and _may_name(data, b"torch") and _may_name(data, b"deepspeed"):
             summary = store.get(path)
             if summary is not None:
                 for found in _engine_saves(summary):
                     saved.setdefault(found.name, found)
+    pieces = [[piece.encode("utf-8") for piece in name.split("*") if piece] for name in saved]
     answers: dict[str, dict[int, GpuFile]] = {}
     for path in paths:
         data = store.sources.get(path, b"")
-        if b"load" not in data or not (saved or any(w in data for w in (b"_model_states", b"_optim_states", b"get_"))):
+        if b"load" not in data or not _may_name(data, b"torch") or not _may_read_gpu_file(data, pieces):
             continue
         summary = store.get(path)
         if summary is None:
@@ -68,6 +70,23 @@ def gpu_loads(store: SummaryStore, paths: list[str]) -> dict[str, dict[int, GpuF
             if read is not None:
                 answers.setdefault(path, {})[call.lineno] = read
     return answers
+
+
+_RELATIVE_IMPORT = re.compile(rb"\bfrom[\s\\]*\.")
+
+
+def _may_name(data: bytes, module: bytes) -> bool:
+    """Whether the text could import `module` (the summary's imports qualify a call only through the module's own
+    import statements: the name written, or a relative import resolved against the package)."""
+    return module in data or _RELATIVE_IMPORT.search(data) is not None
+
+
+def _may_read_gpu_file(data: bytes, saved: list[list[bytes]]) -> bool:
+    """A cheap test before a parse: the text holds what a GPU file's name needs (DeepSpeed's file names or path
+    helpers, or every literal piece of a name the project saves from an engine)."""
+    if any(word in data for word in (b"_model_states", b"_optim_states", b"get_model_state_file", b"get_optim_files")):
+        return True
+    return any(all(piece in data for piece in pieces) for pieces in saved)
 
 
 def _calls_named(summary: ModuleSummary, name: str) -> list[tuple[ast.Call, ast.AST]]:
@@ -158,7 +177,7 @@ def _engine_names(summary: ModuleSummary) -> dict[str, list[tuple[str | None, in
     """The first targets of `deepspeed.initialize(...)` in the module (`engine`, `self.ds_engine`), each with
     where it is assigned (the holding function's qualname, None at module level, and the line)."""
     names: dict[str, list[tuple[str | None, int]]] = {}
-    for node in ast.walk(summary.tree):
+    for node in _every_statement(summary.tree.body):  # an assignment is a statement: expressions not entered
         if (
             isinstance(node, ast.Assign)
             and isinstance(node.value, ast.Call)
@@ -170,6 +189,19 @@ def _engine_names(summary: ModuleSummary) -> dict[str, list[tuple[str | None, in
                     if first is not None:
                         names.setdefault(first, []).append((summary.function_at(node.lineno), node.lineno))
     return names
+
+
+def _every_statement(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement under `body`, into compound statements (their handlers and cases too) and definitions."""
+    for statement in body:
+        yield statement
+        for _, value in ast.iter_fields(statement):
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.stmt):
+                        yield from _every_statement([item])
+                    elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                        yield from _every_statement(item.body)
 
 
 def _engines_at(
