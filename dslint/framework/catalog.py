@@ -66,6 +66,7 @@ CODES: tuple[str, ...] = (
     "DSL426",
     "DSL427",
     "DSL428",
+    "DSL430",
 )
 
 

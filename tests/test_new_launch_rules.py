@@ -1,0 +1,62 @@
+"""The launch rules added for issue #23: DSL430 (a Python interpreter given to the `deepspeed` launcher)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dslint.project.launch_issues import interpreter_given
+from dslint.project.launchers import parse_makefile, parse_shell
+
+
+def _issue(text: str):  # type: ignore[no-untyped-def]
+    lines = parse_shell("run.sh", text)
+    assert len(lines) == 1, lines
+    return interpreter_given(lines[0])
+
+
+@pytest.mark.parametrize(
+    ("text", "word", "line", "column"),
+    [
+        ("deepspeed python train.py\n", "python", 1, 11),
+        ("deepspeed --num_gpus=2 python3 train.py --deepspeed ds.json\n", "python3", 1, 24),
+        ("deepspeed --hostfile hosts --master_port 29501 python train.py\n", "python", 1, 48),
+        ("deepspeed -H hosts -q python train.py\n", "python", 1, 23),
+        ("deepspeed --num_gpus 2 \\\n  --no_ssh_check \\\n  python train.py\n", "python", 3, 3),
+        ("deepspeed --module python3.11 train.py\n", "python3.11", 1, 20),
+        ("python -m deepspeed.launcher.runner python train.py\n", "python", 1, 37),
+    ],
+)
+def test_interpreter_is_found_where_written(text: str, word: str, line: int, column: int) -> None:
+    issue = _issue(text)
+    assert issue is not None
+    assert (issue.kind, issue.detail, issue.line, issue.column, issue.end_column) == (
+        "interpreter",
+        word,
+        line,
+        column,
+        column + len(word),
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "deepspeed train.py --deepspeed ds.json\n",
+        "deepspeed --no_python python train.py\n",
+        "deepspeed --num_gpus 2 train.py python\n",  # after the script: the script's own argument
+        "deepspeed --launcher_args python train.py\n",  # an option's value
+        "deepspeed --include localhost:0 pythonic.py\n",
+        "torchrun --nproc_per_node 2 train.py\n",
+        "accelerate launch --num_processes 2 train.py\n",
+        "deepspeed run_python.py\n",
+    ],
+)
+def test_no_interpreter(text: str) -> None:
+    assert _issue(text) is None
+
+
+def test_makefile_recipe() -> None:
+    lines = parse_makefile("Makefile", "train:\n\tdeepspeed --num_gpus 8 python train.py\n")
+    assert len(lines) == 1
+    issue = interpreter_given(lines[0])
+    assert issue is not None and (issue.line, issue.detail) == (2, "python")
