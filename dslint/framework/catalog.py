@@ -67,6 +67,7 @@ CODES: tuple[str, ...] = (
     "DSL427",
     "DSL428",
     "DSL430",
+    "DSL433",
 )
 
 
@@ -215,6 +216,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             Shape(project_saves=True),
         ),
     ),
+    "DSL433": Needs((b"environ",), engine=False),
     "DSL309": Needs((b"deepspeed", b"initialize")),
     "DSL310": Needs((b"deepspeed", b"initialize")),
 }
