@@ -60,3 +60,44 @@ def test_makefile_recipe() -> None:
     assert len(lines) == 1
     issue = interpreter_given(lines[0])
     assert issue is not None and (issue.line, issue.detail) == (2, "python")
+
+
+# -- DSL433: rank variables overwritten under a launch of several processes -------------------------------------
+
+
+def _launch(ranks_per_node: int | None, source: str):  # type: ignore[no-untyped-def]
+    from dslint.diagnostics import Related
+    from dslint.script.project_facts import LaunchedConfig
+
+    return LaunchedConfig(
+        Related("run.sh", 1, 1, "launch"), None, None, ranks_per_node=ranks_per_node, world_source=source
+    )
+
+
+@pytest.mark.parametrize(
+    ("ranks_per_node", "source", "several"),
+    [
+        (2, "--num_gpus 2, one node (no hostfile)", True),
+        (1, "python starts one process", False),
+        (None, "deepspeed without --num_gpus, --include or a hostfile uses every GPU it finds", True),
+        (None, "--nproc_per_node auto: every GPU of the machine", True),
+        (None, "srun: not a launcher dslint reads", False),
+        (None, "--num_gpus is set at run time", False),
+    ],
+)
+def test_several_processes(ranks_per_node: int | None, source: str, several: bool) -> None:
+    from dslint.rules.rank_environment_overwritten import _several
+
+    assert _several(_launch(ranks_per_node, source)) is several
+
+
+@pytest.mark.parametrize(
+    ("code", "constant"),
+    [('"0"', True), ("0", True), ("str(0)", True), ('str("1")', True), ("str(rank)", False), ("args.rank", False)],
+)
+def test_constant_values(code: str, constant: bool) -> None:
+    import libcst as cst
+
+    from dslint.rules.rank_environment_overwritten import _constant
+
+    assert _constant(cst.parse_expression(code)) is constant
