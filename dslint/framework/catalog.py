@@ -67,6 +67,7 @@ CODES: tuple[str, ...] = (
     "DSL427",
     "DSL428",
     "DSL430",
+    "DSL431",
     "DSL433",
 )
 
@@ -216,6 +217,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             Shape(project_saves=True),
         ),
     ),
+    "DSL431": Needs((b"deepspeed", b"initialize", b"optimizer")),
     "DSL433": Needs((b"environ",), engine=False),
     "DSL309": Needs((b"deepspeed", b"initialize")),
     "DSL310": Needs((b"deepspeed", b"initialize")),
