@@ -101,3 +101,29 @@ def test_constant_values(code: str, constant: bool) -> None:
     from dslint.rules.rank_environment_overwritten import _constant
 
     assert _constant(cst.parse_expression(code)) is constant
+
+
+# -- DSL431: a client optimizer under ZeRO-Offload ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "refused"),
+    [
+        ({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}, True),
+        ({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme"}}}, True),
+        ({"zero_optimization": {"stage": 2, "cpu_offload": True}}, True),
+        ({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "none"}}}, False),
+        ({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}}, False),
+        ({"zero_optimization": {"stage": 2, "cpu_offload": False}}, False),
+        (
+            {"zero_force_ds_cpu_optimizer": False, "zero_optimization": {"offload_optimizer": {"device": "cpu"}}},
+            False,
+        ),
+        ({"optimizer": {"type": "Adam"}, "zero_optimization": {"offload_optimizer": {"device": "cpu"}}}, False),
+        ({"zero_optimization": {"offload_optimizer": {"device": "auto"}}}, False),
+    ],
+)
+def test_offload_refuses_client_optimizer(values: dict[str, object], refused: bool) -> None:
+    from dslint.rules.client_optimizer_with_zero_offload import _offloads_to_cpu
+
+    assert _offloads_to_cpu(values) is refused
