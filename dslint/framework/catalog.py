@@ -66,6 +66,9 @@ CODES: tuple[str, ...] = (
     "DSL426",
     "DSL427",
     "DSL428",
+    "DSL430",
+    "DSL431",
+    "DSL433",
 )
 
 
@@ -214,6 +217,8 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             Shape(project_saves=True),
         ),
     ),
+    "DSL431": Needs((b"deepspeed", b"initialize", b"optimizer")),
+    "DSL433": Needs((b"environ",), engine=False),
     "DSL309": Needs((b"deepspeed", b"initialize")),
     "DSL310": Needs((b"deepspeed", b"initialize")),
 }

@@ -16,6 +16,9 @@ DSL422-DSL424, report them in the launcher):
   exclude_str are mutually exclusive."), and `--num_nodes` (without `--num_gpus` over 0 and without a hostfile)
   on a line that sets `CUDA_VISIBLE_DEVICES`, which the runner turns into `--include` before the same check.
   Each is a ValueError before any process starts.
+- `interpreter`: a Python interpreter written between the `deepspeed` launcher and the script
+  (`deepspeed python train.py`): the runner's first positional word is its user script, so every rank runs
+  `python -u python --local_rank=N train.py` (`launcher/launch.py`), which cannot open a file named `python`.
 
 Each answer is conservative: a path built at run time, an absolute path (the user's machine), a script outside
 the project, a script that imports a module whose source is not in the project and calls an entry function of it
@@ -102,6 +105,9 @@ def launch_issues(
         refused = refused_options(line)
         if refused is not None:
             issues.append(refused)
+        interpreter = interpreter_given(line)
+        if interpreter is not None:
+            issues.append(interpreter)
         if site.script is None or site.config_option is None:
             continue
         option = line.option(site.config_option)
@@ -152,6 +158,48 @@ def refused_options(line: LaunchLine) -> LaunchIssue | None:
         first, second = sorted((include, exclude), key=lambda o: (o.line, o.column))
         return _refusal(second, _EXCLUSIVE_ERROR, (f"--{first.name}", f"--{second.name}"))
     return _visible_devices_refusal(line)
+
+
+# The runner's options that take no value (`store_true`, DeepSpeed 0.19.8's `runner.parse_args`); every other
+# option of it takes one, unless written `--name=value`.
+_RUNNER_FLAGS = frozenset(
+    {
+        "--module",
+        "--no_python",
+        "--no_local_rank",
+        "--no_ssh",
+        "--no_ssh_check",
+        "--force_multi",
+        "--save_pid",
+        "--bind_cores_to_rank",
+        "-q",
+        "--quiet",
+    }
+)
+_INTERPRETER = re.compile(r"^python(?:[23](?:\.\d+)?)?$")
+
+
+def interpreter_given(line: LaunchLine) -> LaunchIssue | None:
+    """`deepspeed python x.py`: the runner's first positional word (its `user_script`) names a Python interpreter.
+    The launch runs `sys.executable -u python ...` on every rank. Nothing when the line runs the user script
+    without Python (`--no_python`: the interpreter is then the program itself), or the word is not known."""
+    if line.tool not in DEEPSPEED_RUNNERS:
+        return None
+    words = line.launcher_words
+    index = 0
+    while index < len(words):
+        word = words[index][0]
+        if word.startswith("-"):
+            if word in ("--no_python",):
+                return None
+            index += 1 if "=" in word or word in _RUNNER_FLAGS else 2
+            continue
+        stem = word.rsplit("/", 1)[-1]
+        if _INTERPRETER.match(stem) is None:
+            return None
+        _, number, column = words[index]
+        return LaunchIssue("interpreter", number, column, column + len(word), word)
+    return None
 
 
 def _visible_devices_refusal(line: LaunchLine) -> LaunchIssue | None:

@@ -82,8 +82,9 @@ class LaunchLine:
     lost_options: tuple[str, ...] = ()
     # The launcher's own short options, as written (`-H`, `-i`): `launcher_options` holds only `--name` ones.
     launcher_short_options: tuple[str, ...] = ()
-    # The wrapper that starts the processes itself (`srun`, `mpirun`), when the command runs under one.
-    spawned_by: str = ""
+    spawned_by: str = ""  # the wrapper that starts the processes itself (`srun`, `mpirun`), if any
+    # Every launcher word before the script, with its line and column (`deepspeed --num_gpus 2 python x.py`).
+    launcher_words: tuple[tuple[str, int, int], ...] = ()
 
     def launcher_option(self, *names: str) -> ScriptOption | None:
         """The last of the launcher's own options spelt as any of `names` (dashes as underscores)."""
@@ -489,7 +490,19 @@ def _launch_in(
             word.split("=", 1)[0] for word in launcher_words if re.match(r"^-[A-Za-z]", word) is not None
         ),
         spawned_by=spawned_by,
+        launcher_words=_positioned(launcher_words, original, words[index], number),
     )
+
+
+def _positioned(words: list[str], original: str, head: str, first_line: int) -> tuple[tuple[str, int, int], ...]:
+    """Each launcher word with its (line, column), searched in order after the launcher's own word."""
+    found: list[tuple[str, int, int]] = []
+    at = original.find(head) + len(head) if head in original else 0
+    for word in words:
+        offset = original.find(word, at)
+        at = offset + len(word) if offset >= 0 else at
+        found.append((word, *_position(original, offset if offset >= 0 else at, first_line)))
+    return tuple(found)
 
 
 def _options(words: list[str], original: str, first_line: int) -> list[ScriptOption]:
