@@ -47,6 +47,7 @@ def _loader_helpers(facts: ScriptFacts) -> frozenset[str]:
     found = _HELPERS.get(facts)
     if found is not None:
         return found
+    _HELPERS[facts] = frozenset()  # while the module's functions are read: a loader's own calls are no loads
     names: set[str] = set()
     for statement in facts.module.body:
         if not isinstance(statement, cst.FunctionDef) or len(statement.params.params) != 1:
