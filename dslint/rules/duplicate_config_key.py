@@ -25,6 +25,13 @@ def duplicates(node: Node) -> Iterator[tuple[Entry, Entry]]:
             yield from duplicates(item)
 
 
+def is_comment_key(key: str) -> bool:
+    """A key JSON has no comments for, written as one (`"//"`, `"#"`, `"_comment"`, `"comment_2"`): nothing reads
+    its value, so which repeat wins changes nothing (DeepSpeed refuses a repeat only in a file it opens itself)."""
+    word = key.strip().lower()
+    return word.startswith(("//", "#")) or word.lstrip("_").startswith("comment")
+
+
 def same_value(first: Node, second: Node) -> bool:
     """Whether two values are surely the same (same types too: `1` is not `true`); unknown parts are not."""
     if isinstance(first, Scalar) and isinstance(second, Scalar):
@@ -84,11 +91,22 @@ class DuplicateConfigKey(ConfigRule):
             "    overlap_comm: true\n    overlap_comm: true\n",
             path="ds_config.yaml",
         ),
+        # comment keys in YAML (a dict to DeepSpeed): nothing reads them, so which one wins changes nothing
+        Valid(
+            "deepspeed:\n  _comment: batch\n  train_batch_size: 8\n  _comment: precision\n  bf16:\n    enabled: true\n",
+            path="ds_config.yaml",
+        ),
     )
     invalid = (
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 2, "stage": 3}\n}\n',
             lines=(3,),
+        ),
+        # comment keys repeated in a file DeepSpeed opens itself: its reader refuses any repeat
+        Invalid(
+            '{\n  "//": "batch",\n  "train_batch_size": 8,\n  "//": "precision",\n  "bf16": {"enabled": true}\n}\n',
+            path="ds_config.json",
+            lines=(4,),
         ),
         # a repeat with another value: PyYAML keeps the last one, without a word
         Invalid(
@@ -108,7 +126,7 @@ class DuplicateConfigKey(ConfigRule):
                     entry,
                     f"`{entry.key}` is written twice; DeepSpeed refuses a config file with duplicate keys: keep one",
                 )
-            elif not same_value(earlier.value, entry.value):
+            elif not same_value(earlier.value, entry.value) and not is_comment_key(entry.key):
                 self.report_key(
                     entry,
                     f"`{entry.key}` is written twice; the last one silently wins: keep one",

@@ -21,8 +21,11 @@ class MissingBatchSize(ConfigRule):
             _set_batch_related_parameters`): from either of these two (with `gradient_accumulation_steps`,
             default 1, and the world size). With neither it asserts "Either train_batch_size or
             train_micro_batch_size_per_gpu needs to be provided" when the engine is created. Setting all three
-            is not required. Not reported under the Hugging Face Trainer, which manages the batch values, nor
-            for a config only PyTorch Lightning's `DeepSpeedStrategy` reads (it sets
+            is not required. Not reported for a config the Hugging Face Trainer reads: it fills only values
+            written as `"auto"` (from `TrainingArguments`, through `fill_match`), never overrides an explicit value
+            (one that disagrees with `TrainingArguments` stops it with a mismatch error) and never adds a key the
+            config lacks, so such a config still meets DeepSpeed's assertion there, a case dslint does not report
+            yet. Nor reported for a config only PyTorch Lightning's `DeepSpeedStrategy` reads (it sets
             `train_micro_batch_size_per_gpu` from the data loader when the config has no batch size): a launcher
             option whose value the script hands to the strategy (whatever the option's name), or, for a file
             nothing names, a project whose only way to DeepSpeed is that strategy given a config it reads from
