@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from fixture_support import FIXTURES
 
+from dslint.config.facts import is_comment_key
 from dslint.lint.batch import index_project, lint_files
 from dslint.lint.file import lint_text
 from dslint.lint.files import discover
 from dslint.lint.result import FileResult
-from dslint.rules.duplicate_config_key import is_comment_key
 from dslint.settings import SettingsResolver
 
 PROJECT = FIXTURES / "projects" / "trainer_configs"
@@ -32,12 +32,14 @@ def _project_messages() -> dict[tuple[str, int, str], str]:
     return found
 
 
-@pytest.mark.parametrize("key", ["//", "// batch", "#", "_comment", "__comment__", "comment", "Comment_2", "_comments"])
+@pytest.mark.parametrize(
+    "key", ["//", "// batch", "#", "_comment", "__comment__", "comment", "Comment_2", "_comments", "description"]
+)
 def test_comment_keys(key: str) -> None:
     assert is_comment_key(key)
 
 
-@pytest.mark.parametrize("key", ["train_batch_size", "stage", "commit", "_stage", "comms_logger", "description"])
+@pytest.mark.parametrize("key", ["train_batch_size", "stage", "commit", "comms_logger", "communication_data_type"])
 def test_keys_that_are_not_comments(key: str) -> None:
     assert not is_comment_key(key)
 
@@ -67,3 +69,31 @@ def test_enabled_amp_block_keeps_deepspeeds_advice(tmp_path: Path) -> None:
     (finding,) = [d for d in lint_text(str(tmp_path / "ds_config.json"), text) if d.code == "DSL402"]
     assert "torch_autocast" in finding.message
     assert finding.fix is None
+
+
+ZERO_TEXT = (
+    '{\n  "train_batch_size": 8,\n'
+    '  "zero_optimization": {"stage": 2, "overlap_comms": true, "compute_grad_norm": 1}\n}\n'
+)
+
+
+def _zero_findings(version: str) -> dict[str, str]:
+    from dslint.selection import RuleSelection
+
+    return {d.code: d.message for d in lint_text("ds_config.json", ZERO_TEXT, RuleSelection(deepspeed_version=version))}
+
+
+def test_pin_before_0_7_reads_zero_optimization_as_a_plain_dict() -> None:
+    found = _zero_findings("0.6.5")
+    assert "DSL403" not in found
+    assert found["DSL420"].endswith(
+        "ignored silently by DeepSpeed 0.6.5 (judged by 0.10.3's schema): did you mean `overlap_comm`?"
+    )
+    assert "DeepSpeed 0.6.5 ignores it silently" in found["DSL416"]
+
+
+def test_pin_from_0_7_refuses_unknown_zero_keys() -> None:
+    found = _zero_findings("0.10.3")
+    assert "stops at start-up" in found["DSL403"]
+    assert "stops at start-up" in found["DSL416"]
+    assert "DSL420" not in found

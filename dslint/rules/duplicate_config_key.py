@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dslint.config.facts import Origin
+from dslint.config.facts import Origin, is_comment_key
 from dslint.config.tree import UNKNOWN, Array, Entry, Node, Object, Scalar
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
@@ -23,13 +23,6 @@ def duplicates(node: Node) -> Iterator[tuple[Entry, Entry]]:
     elif isinstance(node, Array):
         for item in node.items:
             yield from duplicates(item)
-
-
-def is_comment_key(key: str) -> bool:
-    """A key JSON has no comments for, written as one (`"//"`, `"#"`, `"_comment"`, `"comment_2"`): nothing reads
-    its value, so which repeat wins changes nothing (DeepSpeed refuses a repeat only in a file it opens itself)."""
-    word = key.strip().lower()
-    return word.startswith(("//", "#")) or word.lstrip("_").startswith("comment")
 
 
 def same_value(first: Node, second: Node) -> bool:
