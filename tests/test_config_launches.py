@@ -97,3 +97,26 @@ def test_pin_from_0_7_refuses_unknown_zero_keys() -> None:
     assert "stops at start-up" in found["DSL403"]
     assert "stops at start-up" in found["DSL416"]
     assert "DSL420" not in found
+
+
+def test_indented_markdown_code_blocks_are_read_as_launches() -> None:
+    from dslint.project.launch_documents import markdown_code_blocks
+
+    text = (
+        "# Run\n"  # 1
+        "Some text\n"  # 2
+        "    goes on with the paragraph\n"  # 3
+        "\n"  # 4
+        "    deepspeed a.py\n"  # 5
+        "    echo done\n"  # 6
+        "#### after a heading\n"  # 7
+        "    deepspeed b.py\n"  # 8
+        "- an item\n"  # 9
+        "\n"  # 10
+        "    the item's own paragraph\n"  # 11
+        "```bash\n"  # 12
+        "deepspeed c.py\n"  # 13
+        "```\n"  # 14
+    )
+    kept = {n: line for n, line in enumerate(markdown_code_blocks(text).splitlines(), 1) if line}
+    assert kept == {5: "    deepspeed a.py", 6: "    echo done", 8: "    deepspeed b.py", 13: "deepspeed c.py"}
