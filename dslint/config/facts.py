@@ -131,7 +131,10 @@ MIXED_THRESHOLD = 3  # more unknown top-level keys than this, none a near miss: 
 
 
 def is_comment_key(key: str) -> bool:
-    return key.startswith(("_", "//", "#")) or key.lower() in {"comment", "comments", "description", "note"}
+    """A key written as a comment, which JSON lacks (`"//"`, `"#"`, `"_comment"`, `"comment_2"`, `"note"`): no
+    DeepSpeed key starts with `_` or `comment`."""
+    word = key.strip().lower()
+    return word.startswith(("_", "//", "#", "comment")) or word in {"description", "note"}
 
 
 def foreign_keys(root: Object, schema: Schema) -> list[Entry]:

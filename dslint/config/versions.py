@@ -100,3 +100,7 @@ def selected_version(text: str | None) -> Version:
 DIRECT_BACKWARD_SINCE = Version(0, 18, 3)  # a direct loss.backward() is supported (ZeRO, no fp16) from here
 BUFFERS_KEPT_SINCE = Version(0, 19, 2)  # the engine casts only parameters (buffers kept; data_types.buffer_dtype)
 CLIPPING_BY_DEFAULT_SINCE = Version(0, 19, 3)  # gradient_clipping defaults to 1.0 (0.0, no clipping, before)
+# zero_optimization (and its offload blocks) got a pydantic model forbidding unknown keys in 0.7.0; before, it was a
+# plain dict read with `get` (unknown keys ignored silently), and the other sections the oldest known schema
+# validates (comms_logger, hybrid_engine, weight_quantization) did not exist: an older pin refuses no section key
+SECTION_KEYS_VALIDATED_SINCE = Version(0, 7, 0)

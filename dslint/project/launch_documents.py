@@ -1,6 +1,6 @@
 """Launch commands written in documents: a README's or a guide's code blocks and a notebook's shell lines.
 
-Projects document how a script is run as often as they ship a `.sh` for it: a fenced block in Markdown, a
+Projects document how a script is run as often as they ship a `.sh` for it: a fenced or indented block in Markdown, a
 `.. code-block:: bash` or `::` literal block in reStructuredText, a `!deepspeed train.py ...` line or a `%%bash`
 cell in a notebook. Each function here turns such a file into shell text for `launchers.parse_shell`, with every
 other line blanked, so that line numbers still point into the document (for a notebook: the line of the JSON
@@ -16,6 +16,8 @@ import re
 DOCUMENT_LAUNCHER_SUFFIXES = (".md", ".rst", ".ipynb")
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
+_HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(\s|$)")
 _RST_DIRECTIVE = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode|prompt)::")
 _SHELL_MAGIC = re.compile(r"^\s*%%(?:bash|sh|script\s+(?:ba)?sh)\b")
 
@@ -33,15 +35,38 @@ def shell_texts(name: str, text: str) -> list[str]:
 
 
 def markdown_code_blocks(text: str) -> str:
-    """A Markdown file's fenced code blocks, other lines blanked (line numbers kept)."""
+    """A Markdown file's code blocks, other lines blanked (line numbers kept): fenced blocks, and indented ones
+    (CommonMark: lines indented by four spaces or a tab, after a blank line or a heading, that do not go on
+    with a list item; they keep their indentation, which the shell ignores, so columns point into the file)."""
     out: list[str] = []
     inside = False
+    indented = False  # inside an indented code block
+    previous = ""  # the last line outside a code block: blank, a heading, a list item, text
+    in_list = False  # a list item is open: an indented line goes on with it
     for line in text.splitlines():
-        if _FENCE.match(line):
-            inside = not inside
-            out.append("")
-        else:
-            out.append(line if inside else "")
+        if inside or _FENCE.match(line):
+            if _FENCE.match(line):
+                inside, indented, previous = not inside, False, ""
+                out.append("")
+            else:
+                out.append(line)
+            continue
+        code_indent = line.startswith(("    ", "\t")) and bool(line.strip())
+        if indented and (code_indent or not line.strip()):
+            out.append(line)
+            continue
+        indented = False
+        opens = not previous.strip() or _HEADING.match(previous) is not None
+        if code_indent and opens and not in_list:
+            indented = True
+            out.append(line)
+            continue
+        out.append("")
+        if _LIST_ITEM.match(line):
+            in_list = True
+        elif line.strip() and not line.startswith((" ", "\t")):
+            in_list = False
+        previous = line
     return "\n".join(out)
 
 

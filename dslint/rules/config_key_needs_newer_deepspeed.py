@@ -5,6 +5,7 @@ from __future__ import annotations
 from dslint.config.facts import is_auto, is_comment_key
 from dslint.config.key_history import first_release_with_section_key, first_release_with_top_level_key
 from dslint.config.sections import validated_entries
+from dslint.config.versions import SECTION_KEYS_VALIDATED_SINCE
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
@@ -59,6 +60,13 @@ class ConfigKeyNeedsNewerDeepSpeed(ConfigRule):
         Valid('{"train_batch_size": 8, "torch_autocst": {"enabled": false}}\n', path="ds_config.json"),
     )
     invalid = (
+        # a pin older than 0.7.0 read zero_optimization as a plain dict: the newer key is ignored, not refused
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 2, "compute_grad_norm": true}\n}\n',
+            lines=(3,),
+            path="ds_config.json",
+            deepspeed_version="0.6.5",
+        ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "torch_autocast": {"enabled": false}\n}\n',
             lines=(3,),
@@ -94,7 +102,9 @@ class ConfigKeyNeedsNewerDeepSpeed(ConfigRule):
             first = first_release_with_section_key(item.path, version)
             if first is not None:
                 where = ".".join(item.path)
+                # before 0.7.0 the section was a plain dict: the key is ignored, not refused
+                refused = version >= SECTION_KEYS_VALIDATED_SINCE
+                effect = "stops at start-up" if refused else "ignores it silently"
                 self.report_key(
-                    item.entry,
-                    f"`{where}` needs DeepSpeed {first}; DeepSpeed {version} stops at start-up: upgrade or remove it",
+                    item.entry, f"`{where}` needs DeepSpeed {first}; DeepSpeed {version} {effect}: upgrade or remove it"
                 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dslint.config.facts import Origin
+from dslint.config.facts import Origin, is_comment_key
 from dslint.config.tree import UNKNOWN, Array, Entry, Node, Object, Scalar
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
@@ -23,11 +23,6 @@ def duplicates(node: Node) -> Iterator[tuple[Entry, Entry]]:
     elif isinstance(node, Array):
         for item in node.items:
             yield from duplicates(item)
-
-
-def is_comment_key(key: str) -> bool:
-    """A key written as a comment in JSON (`"//"`, `"#"`, `"_comment"`): nothing reads its value."""
-    return key.startswith(("//", "#")) or key.strip("_").lower() in ("comment", "comments", "note", "notes")
 
 
 def same_value(first: Node, second: Node) -> bool:
@@ -59,8 +54,7 @@ class DuplicateConfigKey(ConfigRule):
             Flags the second (and later) occurrence of a key within one object of a config. In a config that
             reaches DeepSpeed as a dict (a dict literal, YAML read with `yaml.safe_load` or OmegaConf, a file
             the Hugging Face Trainer or Lightning's strategy loads), a repeat that writes the same value as the
-            one before it is not flagged: the last one wins and nothing changes; nor is a repeated comment key
-            (`"//"`, `"_comment"`) there, whose value nothing reads.
+            one before it is not flagged: the last one wins and nothing changes.
         """,
         why="""
             DeepSpeed reads a config file with `dict_raise_error_on_duplicate_keys` and stops at start-up. In a
@@ -90,10 +84,9 @@ class DuplicateConfigKey(ConfigRule):
             "    overlap_comm: true\n    overlap_comm: true\n",
             path="ds_config.yaml",
         ),
-        # comment keys in a dict PyYAML builds: the last comment wins, no setting changes
+        # comment keys in YAML (a dict to DeepSpeed): nothing reads them, so which one wins changes nothing
         Valid(
-            'deepspeed:\n  "//": batch for 8 GPUs\n  train_batch_size: 8\n  "//": stage 2 saves memory\n'
-            "  zero_optimization:\n    stage: 2\n",
+            "deepspeed:\n  _comment: batch\n  train_batch_size: 8\n  _comment: precision\n  bf16:\n    enabled: true\n",
             path="ds_config.yaml",
         ),
     )
@@ -102,8 +95,12 @@ class DuplicateConfigKey(ConfigRule):
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 2, "stage": 3}\n}\n',
             lines=(3,),
         ),
-        # DeepSpeed itself reads the file: a repeated comment key stops it at start-up too
-        Invalid('{\n  "//": "batch",\n  "train_batch_size": 8,\n  "//": "more"\n}\n', lines=(4,)),
+        # comment keys repeated in a file DeepSpeed opens itself: its reader refuses any repeat
+        Invalid(
+            '{\n  "//": "batch",\n  "train_batch_size": 8,\n  "//": "precision",\n  "bf16": {"enabled": true}\n}\n',
+            path="ds_config.json",
+            lines=(4,),
+        ),
         # a repeat with another value: PyYAML keeps the last one, without a word
         Invalid(
             "deepspeed:\n  train_batch_size: 8\n  zero_optimization:\n    stage: 3\n"

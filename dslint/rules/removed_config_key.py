@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dslint.config.facts import lax_bool
 from dslint.config.key_edits import remove_entry
-from dslint.config.tree import UNKNOWN, Entry, Object, Scalar
+from dslint.config.tree import UNKNOWN, Entry, Node, Object, Scalar
 from dslint.diagnostics import Applicability, Fix, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
@@ -24,6 +24,14 @@ def _refused(version: object, key: str, reason: str) -> str:
     advice = next((s.strip() for s in reason.split(". ") if s.startswith("Use ")), "")
     advice = advice.split(" See ")[0].rstrip(".")
     return f"DeepSpeed {version} refuses `{key}`; " + (advice[0].lower() + advice[1:] if advice else "remove it")
+
+
+def _is_off(block: Node) -> bool:
+    """A block that is surely off: `"enabled": false`, or no `enabled` (off by default)."""
+    if not isinstance(block, Object) or block.opaque:
+        return False
+    flag = block.get("enabled")
+    return flag is None or (isinstance(flag, Scalar) and flag.value is not UNKNOWN and lax_bool(flag.value) is False)
 
 
 class RemovedConfigKey(ConfigRule):
@@ -102,7 +110,11 @@ class RemovedConfigKey(ConfigRule):
             reason = self.schema.removed_top_level.get(entry.key)
             if reason is not None:
                 fix = self._remove_disabled(self.root, entry) if entry.key in DISABLED_BLOCK_REPLACED else None
-                self.report_key(entry, _refused(self.schema.version, entry.key, reason), fix=fix)
+                message = _refused(self.schema.version, entry.key, reason)
+                if entry.key in DISABLED_BLOCK_REPLACED and _is_off(entry.value):
+                    # a block that is off asks for nothing in its place: DeepSpeed refuses the key itself
+                    message = f"DeepSpeed {self.schema.version} refuses `{entry.key}` even when it is off; remove it"
+                self.report_key(entry, message, fix=fix)
         zero = self.section("zero_optimization")
         for entry in self.entries(zero):
             reason = self.schema.removed_zero.get(entry.key)
@@ -114,13 +126,7 @@ class RemovedConfigKey(ConfigRule):
 
     def _remove_disabled(self, parent: Object, entry: Entry) -> Fix | None:
         """Remove a block that is off (`"enabled": false`, or no `enabled`: off by default)."""
-        block = entry.value
-        if not isinstance(block, Object) or block.opaque:
-            return None
-        flag = block.get("enabled")
-        if flag is not None and (
-            not isinstance(flag, Scalar) or flag.value is UNKNOWN or lax_bool(flag.value) is not False
-        ):
+        if not _is_off(entry.value):
             return None
         return self._remove(parent, entry, Applicability.SAFE, f"remove the disabled `{entry.key}` block")
 

@@ -4,10 +4,11 @@ release reads as a plain dict: the release ignores the key silently."""
 from __future__ import annotations
 
 from dslint.config.facts import bfloat16_ignored, is_auto, is_comment_key
-from dslint.config.key_history import first_release_reading_section_key
+from dslint.config.key_history import first_release_reading_section_key, first_release_with_section_key
 from dslint.config.schema import did_you_mean, load_schema
+from dslint.config.sections import validated_entries
 from dslint.config.tree import Object
-from dslint.config.versions import known_releases
+from dslint.config.versions import SECTION_KEYS_VALIDATED_SINCE, known_releases
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
@@ -52,8 +53,20 @@ class SectionKeyIgnoredByRelease(ConfigRule):
             path="ds_config.json",
             deepspeed_version="0.9.2",
         ),
+        # before 0.7.0 zero_optimization was a plain dict too; a key it has, or one of no release, is not reported
+        Valid(
+            '{"train_batch_size": 8, "zero_optimization": {"stage": 2, "overlap_comm": true, "my_note": 1}}\n',
+            path="ds_config.json",
+            deepspeed_version="0.6.5",
+        ),
     )
     invalid = (
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 2, "overlap_comms": true}\n}\n',
+            lines=(3,),
+            path="ds_config.json",
+            deepspeed_version="0.6.5",
+        ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "bf16": {"enable": true}\n}\n',
             lines=(3,),
@@ -103,3 +116,22 @@ class SectionKeyIgnoredByRelease(ConfigRule):
                     text = f"`{section}.{key}` is ignored silently by {judged}; it does nothing: remove it"
                     severity = Severity.WARNING
                 self.report_key(entry, text, severity)
+        if version < SECTION_KEYS_VALIDATED_SINCE:
+            self._plain_zero_section(judged)
+
+    def _plain_zero_section(self, judged: str) -> None:
+        """Before 0.7.0 `zero_optimization` was a plain dict too: a misspelt key of it (against the oldest
+        schema's fields) is ignored silently; a key of a newer release is DSL416's."""
+        version = self.context.deepspeed_version
+        for item in validated_entries(self.root, self.schema):
+            key = item.entry.key
+            if item.path[:-1] != ("zero_optimization",) or item.field is not None or is_comment_key(key):
+                continue
+            if is_auto(item.entry.value) or first_release_with_section_key(item.path, version) is not None:
+                continue
+            suggestion = did_you_mean(key, item.model.spellings())
+            if suggestion is None:
+                continue  # not a known key misspelt: a key of its own era, or nothing (a miss, never a false alarm)
+            self.report_key(
+                item.entry, f"`zero_optimization.{key}` is ignored silently by {judged}: did you mean `{suggestion}`?"
+            )

@@ -8,6 +8,7 @@ from dslint.config.key_edits import rename_key, single_close_match
 from dslint.config.key_history import first_release_with_section_key
 from dslint.config.schema import did_you_mean
 from dslint.config.sections import SectionEntry, validated_entries
+from dslint.config.versions import SECTION_KEYS_VALIDATED_SINCE
 from dslint.diagnostics import Applicability, Fix, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
@@ -62,6 +63,12 @@ class UnknownConfigSectionKey(ConfigRule):
         """,
     )
     valid = (
+        # before 0.7.0 zero_optimization was a plain dict: an unknown key is ignored (DSL420 says so), not refused
+        Valid(
+            '{"train_batch_size": 8, "zero_optimization": {"stage": 2, "overlap_comms": true}}\n',
+            path="ds_config.json",
+            deepspeed_version="0.6.5",
+        ),
         Valid(
             '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 5e7,'
             ' "offload_param": {"device": "cpu"}}, "activation_checkpointing": {"anything": 1}}\n',
@@ -107,6 +114,8 @@ class UnknownConfigSectionKey(ConfigRule):
     )
 
     def check(self) -> None:
+        if self.context.deepspeed_version < SECTION_KEYS_VALIDATED_SINCE:
+            return  # its sections are plain dicts: an unknown key is ignored silently
         removed_zero = self.schema.removed_zero
         for item in validated_entries(self.root, self.schema):
             if not item.model.forbids_extra:
