@@ -326,7 +326,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
             return
         if init is None or is_cast(node) != self.casts:
             return
-        if not self.casts and init.call is not None and self._serves_another_path(node, init):
+        if not self.casts and self._serves_another_path(node, init):
             return
         message = self.message
         if init.origin is not None:  # initialize is in another function or module
@@ -349,8 +349,9 @@ class ModelMovedBeforeInitialize(ScriptRule):
         paths = self.facts.paths
         own = set(paths.at(move))
         model = dotted_name(init.model) if init.model is not None else None
-        assert init.call is not None
-        return any(guard not in own and guard.subject != model for guard in paths.at(init.call))
+        # initialize here, or the call that hands the model to one elsewhere (`train_deepspeed(model, ...)`)
+        guards = paths.at(init.call) if init.call is not None else paths.at_position(init.start)
+        return any(guard not in own and guard.subject != model for guard in guards)
 
     def _fix(self, node: cst.Call) -> list[Edit]:
         edit = delete_call_statement(self.context, node) or unwrap_method_call(self.context, node)
