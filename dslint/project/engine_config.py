@@ -108,7 +108,8 @@ class ZeroSources:
         if isinstance(expression, cst.Name) and expression.value == "None":
             return
         small = context.facts.small_statement_of_call.get(call)
-        bound = isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is call
+        # kept: bound to a name, or returned (the caller keeps it or not)
+        bound = isinstance(small, (cst.Assign, cst.AnnAssign, cst.Return)) and small.value is call
         self.sources.append(ZeroSource(call, kind, _stage_of(context, expression), bound))
 
     def of_kind(self, *kinds: str) -> Iterator[ZeroSource]:

@@ -219,6 +219,8 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         for node, load in self.helper_loads:
             if self._helper_load(node, load, "TrainingArguments"):
                 continue
+            if any(self.sources.of_kind("HfDeepSpeedConfig")):
+                continue  # one made anywhere in the file may be what a caller keeps alive for this load
             reach = reach or ModelReach(facts, original_node)
             if reach.reaches(node):
                 self._helper_load(node, load, "initialize")
