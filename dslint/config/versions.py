@@ -104,3 +104,16 @@ CLIPPING_BY_DEFAULT_SINCE = Version(0, 19, 3)  # gradient_clipping defaults to 1
 # plain dict read with `get` (unknown keys ignored silently), and the other sections the oldest known schema
 # validates (comms_logger, hybrid_engine, weight_quantization) did not exist: an older pin refuses no section key
 SECTION_KEYS_VALIDATED_SINCE = Version(0, 7, 0)
+# the keys 0.6.x reads from zero_optimization (its zero/constants.py and offload_constants.py, the same list from
+# 0.6.0 to 0.6.7); any other key there is ignored silently
+ZERO_KEYS_BEFORE_0_7 = frozenset(
+    {
+        "allgather_bucket_size", "allgather_partitions", "allgather_size", "contiguous_gradients", "cpu_offload",
+        "cpu_offload_params", "cpu_offload_use_pin_memory", "elastic_checkpoint", "ignore_unused_parameters",
+        "legacy_stage1", "load_from_fp32_weights", "offload_optimizer", "offload_param", "overlap_comm",
+        "reduce_bucket_size", "reduce_scatter", "round_robin_gradients", "stage",
+        "stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save",
+        "stage3_max_live_parameters", "stage3_max_reuse_distance", "stage3_param_persistence_threshold",
+        "stage3_prefetch_bucket_size", "sub_group_size",
+    }
+)  # fmt: skip

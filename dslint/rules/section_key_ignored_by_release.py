@@ -6,9 +6,8 @@ from __future__ import annotations
 from dslint.config.facts import bfloat16_ignored, is_auto, is_comment_key
 from dslint.config.key_history import first_release_reading_section_key, first_release_with_section_key
 from dslint.config.schema import did_you_mean, load_schema
-from dslint.config.sections import validated_entries
 from dslint.config.tree import Object
-from dslint.config.versions import SECTION_KEYS_VALIDATED_SINCE, known_releases
+from dslint.config.versions import SECTION_KEYS_VALIDATED_SINCE, ZERO_KEYS_BEFORE_0_7, known_releases
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
@@ -55,14 +54,14 @@ class SectionKeyIgnoredByRelease(ConfigRule):
         ),
         # before 0.7.0 zero_optimization was a plain dict too; a key it has, or one of no release, is not reported
         Valid(
-            '{"train_batch_size": 8, "zero_optimization": {"stage": 2, "overlap_comm": true, "my_note": 1}}\n',
+            '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "cpu_offload_params": true, "my_note": 1}}\n',
             path="ds_config.json",
             deepspeed_version="0.6.5",
         ),
     )
     invalid = (
         Invalid(
-            '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 2, "overlap_comms": true}\n}\n',
+            '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 3, "cpu_offload_pin_memory": true}\n}\n',
             lines=(3,),
             path="ds_config.json",
             deepspeed_version="0.6.5",
@@ -117,21 +116,25 @@ class SectionKeyIgnoredByRelease(ConfigRule):
                     severity = Severity.WARNING
                 self.report_key(entry, text, severity)
         if version < SECTION_KEYS_VALIDATED_SINCE:
-            self._plain_zero_section(judged)
+            self._plain_zero_section()
 
-    def _plain_zero_section(self, judged: str) -> None:
-        """Before 0.7.0 `zero_optimization` was a plain dict too: a misspelt key of it (against the oldest
-        schema's fields) is ignored silently; a key of a newer release is DSL416's."""
+    def _plain_zero_section(self) -> None:
+        """Before 0.7.0 `zero_optimization` was a plain dict too, read for the keys of `ZERO_KEYS_BEFORE_0_7`: a
+        misspelling of one of them is ignored silently; a key of a newer release is DSL416's."""
         version = self.context.deepspeed_version
-        for item in validated_entries(self.root, self.schema):
-            key = item.entry.key
-            if item.path[:-1] != ("zero_optimization",) or item.field is not None or is_comment_key(key):
+        zero = self.root.get("zero_optimization")
+        if not isinstance(zero, Object) or (zero.opaque and not zero.written):
+            return
+        for entry in zero.last_entries():
+            key = entry.key
+            if key in ZERO_KEYS_BEFORE_0_7 or is_comment_key(key) or is_auto(entry.value):
                 continue
-            if is_auto(item.entry.value) or first_release_with_section_key(item.path, version) is not None:
+            if first_release_with_section_key(("zero_optimization", key), version) is not None:
                 continue
-            suggestion = did_you_mean(key, item.model.spellings())
+            suggestion = did_you_mean(key, sorted(ZERO_KEYS_BEFORE_0_7))
             if suggestion is None:
-                continue  # not a known key misspelt: a key of its own era, or nothing (a miss, never a false alarm)
+                continue  # not a known key misspelt: nothing said (a miss at worst, never a false alarm)
             self.report_key(
-                item.entry, f"`zero_optimization.{key}` is ignored silently by {judged}: did you mean `{suggestion}`?"
+                entry,
+                f"`zero_optimization.{key}` is ignored silently by DeepSpeed {version}: did you mean `{suggestion}`?",
             )
