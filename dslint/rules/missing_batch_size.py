@@ -21,9 +21,11 @@ class MissingBatchSize(ConfigRule):
             _set_batch_related_parameters`): from either of these two (with `gradient_accumulation_steps`,
             default 1, and the world size). With neither it asserts "Either train_batch_size or
             train_micro_batch_size_per_gpu needs to be provided" when the engine is created. Setting all three
-            is not required. The Hugging Face Trainer and accelerate fill only values written as `"auto"`
-            (`fill_match`, `deepspeed_config_process`): a config they read with neither key stops at the same
-            assertion. Not reported for a config only PyTorch Lightning's `DeepSpeedStrategy` reads (it sets
+            is not required. Not reported for a config the Hugging Face Trainer reads: today's transformers and
+            accelerate fill only values written as `"auto"` and never add a missing key, so such a config meets
+            the same assertion there, but transformers before `"auto"` (4.5 and older) set both batch keys
+            itself and refused them in the file; which one a project runs is not read, so dslint stays silent.
+            Nor reported for a config only PyTorch Lightning's `DeepSpeedStrategy` reads (it sets
             `train_micro_batch_size_per_gpu` from the data loader when the config has no batch size): a launcher
             option whose value the script hands to the strategy (whatever the option's name), or, for a file
             nothing names, a project whose only way to DeepSpeed is that strategy given a config it reads from
@@ -63,7 +65,7 @@ class MissingBatchSize(ConfigRule):
     )
 
     def check(self) -> None:
-        if self.context.origin is Origin.LIGHTNING or self.root.opaque:
+        if self.context.origin in (Origin.TRAINER, Origin.LIGHTNING) or self.root.opaque:
             return
         if self.context.replaced_keys & {"train_batch_size", "train_micro_batch_size_per_gpu"}:
             return  # the reading script sets the batch size in code
