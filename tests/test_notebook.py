@@ -232,3 +232,22 @@ def test_a_databricks_notebook_source_is_read_as_a_notebook_not_a_syntax_error(t
     assert found == [["notebook.py:15:1:", "DSL101"], ["script.py:6:1:", "DSL001"]], result.stdout
     broken_result = run("check", "--isolated", "--select", "DSL001", "broken.py", cwd=tmp_path)
     assert "broken.py:" in broken_result.stdout and "DSL001" in broken_result.stdout, broken_result.stdout
+
+
+def test_a_cell_its_editor_marks_as_another_language_is_not_python(tmp_path: Path) -> None:
+    """VS Code keeps a cell's language in `metadata.vscode.languageId`: a "shellscript" cell holds a shell command
+    (`CUDA_VISIBLE_DEVICES=0 \\` ... `--model x`), which is no Python to parse; a Python cell beside it still is."""
+    shell = {
+        "cell_type": "code",
+        "metadata": {"vscode": {"languageId": "shellscript"}},
+        "source": ["CUDA_VISIBLE_DEVICES=0 \\\n", "swift sft \\\n", "    --model Qwen/Qwen2.5-VL-7B-Instruct\n"],
+        "outputs": [],
+        "execution_count": None,
+    }
+    python = {**shell, "metadata": {"vscode": {"languageId": "python"}}, "source": ["x = (\n"]}
+    document = {"cells": [shell, python], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    notebook = read_notebook(path.read_text(encoding="utf-8"))
+    assert [line.strip() for line in notebook.cells[0].python] == ["", "", ""]
+    assert notebook.cells[1].python == ("x = (\n",)

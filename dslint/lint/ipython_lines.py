@@ -198,5 +198,10 @@ def python_lines(lines: Sequence[str], bound: frozenset[str] = frozenset()) -> t
     return tuple(out)
 
 
+def foreign_lines(lines: Sequence[str]) -> tuple[str, ...]:
+    """A cell written in another language (its editor's `languageId` says so): every line blank, numbers kept."""
+    return tuple(_blank(line) for line in lines)
+
+
 def _blank(line: str) -> str:
     return line[len(line.rstrip("\r\n")) :] or ""

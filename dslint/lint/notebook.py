@@ -20,7 +20,7 @@ from typing import Any
 from dslint.config.tree import Array, Object, parse_text
 from dslint.diagnostics import Diagnostic, Edit, Fix, Location
 from dslint.limits import Limits, TooLarge, format_size
-from dslint.lint.ipython_lines import automagic_line, bound_names, python_lines
+from dslint.lint.ipython_lines import automagic_line, bound_names, foreign_lines, python_lines
 from dslint.lint.result import FileResult
 from dslint.selection import RuleSelection
 
@@ -111,6 +111,7 @@ def read_notebook(text: str) -> Notebook:
     notebook = Notebook(text, language=_language(raw))
     starts = _line_starts(text)
     line = 1
+    foreign: set[int] = set()  # cells in another language
     for number, (cell, node) in enumerate(zip(raw["cells"], cells_node.items, strict=True), start=1):
         if not isinstance(cell, dict) or not isinstance(node, Object):
             raise NotebookError(f"not a notebook: cell {number} is not an object (nbformat 4)")
@@ -123,12 +124,26 @@ def read_notebook(text: str) -> Notebook:
         if lines and not lines[-1].endswith(("\n", "\r")):
             lines = (*lines[:-1], lines[-1] + "\n")  # the next cell starts on a new line
         span = (_offset(starts, source_node.start), _offset(starts, source_node.end))
-        notebook.cells.append(Cell(number, lines, python_lines(lines), line, span, isinstance(cell["source"], list)))
+        if _foreign(cell):
+            foreign.add(number)
+        python = foreign_lines(lines) if number in foreign else python_lines(lines)
+        notebook.cells.append(Cell(number, lines, python, line, span, isinstance(cell["source"], list)))
         line += len(lines)
     if any(automagic_line(cell.lines) is not None for cell in notebook.cells):
         bound = bound_names([cell.python for cell in notebook.cells])
-        notebook.cells = [replace(cell, python=python_lines(cell.lines, bound)) for cell in notebook.cells]
+        notebook.cells = [
+            cell if cell.number in foreign else replace(cell, python=python_lines(cell.lines, bound))
+            for cell in notebook.cells
+        ]
     return notebook
+
+
+def _foreign(cell: dict[str, object]) -> bool:
+    """A code cell its editor marks as another language (VS Code's `metadata.vscode.languageId`: "shellscript")."""
+    metadata = cell.get("metadata")
+    editor = metadata.get("vscode") if isinstance(metadata, dict) else None
+    language = editor.get("languageId") if isinstance(editor, dict) else None
+    return isinstance(language, str) and language not in ("python", "python3")
 
 
 def _cell_source(number: int, source: object) -> str:
