@@ -136,5 +136,5 @@ class SectionKeyIgnoredByRelease(ConfigRule):
                 continue  # not a known key misspelt: nothing said (a miss at worst, never a false alarm)
             self.report_key(
                 entry,
-                f"`zero_optimization.{key}` is ignored silently by DeepSpeed {version}: did you mean `{suggestion}`?",
+                f"DeepSpeed {version} ignores `zero_optimization.{key}` silently; did you mean `{suggestion}`?",
             )
