@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -234,8 +236,22 @@ def _watched(paths: tuple[str, ...], force_exclude: bool, params: dict[str, obje
 _RESOLVER_PARAMS = ("select", "ignore", "extend_select", "unsafe_fixes", "config_file", "isolated", "output_format")
 
 
+STOP_GRACE = 5.0  # seconds Ctrl-C leaves `--watch` to unwind before the process ends regardless
+
+
+def _stop_watching(signum: int, frame: object) -> None:
+    """Ctrl-C in `--watch`: unwind as usual, and end the process after STOP_GRACE seconds whatever is still
+    running (a forked parser, a worker pool joining): watching reads files and writes nothing a user waits for."""
+    timer = threading.Timer(STOP_GRACE, os._exit, args=(EXIT_CLEAN,))
+    timer.daemon = True
+    timer.start()
+    raise KeyboardInterrupt
+
+
 def watch_files(run: Callable[[], None], snapshot: Callable[[], dict[str, float]], interval: float = 0.5) -> None:
     """`run`, then again each time `snapshot` (files and their modification times) changes; Ctrl-C stops."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _stop_watching)
     try:
         while True:
             before = snapshot()
