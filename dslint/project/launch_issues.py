@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from dslint.diagnostics import Related
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
-from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine, ScriptOption
+from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine, ScriptOption, written_files
 
 # Words whose presence in a module means it may read the command line (any argument parser, or sys.argv).
 COMMAND_LINE_TOKENS = (
@@ -267,15 +267,9 @@ def _missing(
 
 
 def _writes(launcher: str, written: str) -> bool:
-    """Whether the launcher writes the path with a redirection or `tee`, as written or through a variable it
-    assigns that path to (`CONFIG=ds.json` ... `cat > "$CONFIG" <<EOF`)."""
-    names = [re.escape(written)]
-    for variable in re.findall(
-        rf"""^\s*(?:export\s+)?([A-Za-z_]\w*)=["']?{re.escape(written)}["']?\s*$""", launcher, re.M
-    ):
-        names.extend((rf"\${variable}\b", rf"\${{{variable}}}"))
-    target = "|".join(names)
-    return re.search(rf"""(?:>|\btee)\s*["']?(?:{target})["']?(?:\s|$)""", launcher) is not None
+    """Whether the launcher writes the path with a redirection or `tee`, as written or through its variables
+    (`CONFIG=ds.json` ... `cat > "$CONFIG" <<EOF`; `sed ... > ${config_json}` after `config_json=config_${MODEL}.json`)."""
+    return os.path.normpath(written) in written_files(launcher)
 
 
 def _reads_command_line(script: str, store: SummaryStore, sources: dict[str, bytes]) -> bool:

@@ -213,6 +213,31 @@ def _substitute(text: str, variables: dict[str, str | None]) -> str:
     return _VARIABLE.sub(replace, text)
 
 
+# A file a command writes: `> ds.json`, `>> log`, `tee ds.json`, `tee -a "$CONFIG"` (not `2>&1`, not `<`).
+_REDIRECT = re.compile(r"""(?:>>?|\btee(?:\s+-a)?)\s*(["']?)([^\s;|&<>'"]+)\1""")
+
+
+def written_files(text: str) -> frozenset[str]:
+    """The files a shell script writes by redirection or `tee`, each with the literal variables assigned before
+    its line substituted (`CONFIG=config_${MODEL}.json` ... `sed ... template.json > ${CONFIG}`); a target built
+    at run time is left out."""
+    variables: dict[str, str | None] = {}
+    written: set[str] = set()
+    for _, logical in _logical_lines(text):
+        line = strip_comment(logical)
+        assignment = _ASSIGNMENT.match(line)
+        if assignment and _is_assignment_only(line):
+            name, value = assignment.groups()
+            rest = _literal(_substitute(value, variables))
+            variables[name] = None if rest is None or UNKNOWN_VALUE in rest else rest
+            continue
+        for match in _REDIRECT.finditer(line):
+            target = _substitute(match.group(2), variables)
+            if UNKNOWN_VALUE not in target:
+                written.add(os.path.normpath(target))
+    return frozenset(written)
+
+
 def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None = None) -> list[LaunchLine]:
     """The launch commands of a shell script.
 

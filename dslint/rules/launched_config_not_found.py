@@ -45,9 +45,22 @@ class LaunchedConfigNotFound(LaunchRule):
             files=(*_PROJECT, ("make_config.py", "open('ds_generated.json', 'w').write('{}')\n")),
         ),
         Valid("deepspeed --num_gpus 2 train.py --deepspeed /data/ds_zero1.json\n", files=_PROJECT),
+        # the launcher renders the config from a template just before the launch, into a file named by variables
+        Valid(
+            'MODEL=gpt125m\nCONFIG="ds_${MODEL}.json"\nsed "s/MBS/4/" template.json \\\n'
+            '    | sed "s/GAS/2/" \\\n    > ${CONFIG}\ndeepspeed train.py --deepspeed_config ${CONFIG}\n',
+            files=_PROJECT,
+        ),
     )
     invalid = (
         Invalid("deepspeed --num_gpus 2 train.py --deepspeed configs/ds_zero1.json\n", lines=(1,), files=_PROJECT),
+        # what the launcher writes is another file (its log), not the config it passes
+        Invalid(
+            'MODEL=gpt125m\nCONFIG="ds_${MODEL}.json"\n'
+            'deepspeed train.py --deepspeed_config ${CONFIG} > ${MODEL}.log 2>&1\n',
+            lines=(3,),
+            files=_PROJECT,
+        ),
     )
 
     def message_for(self, issue: LaunchIssue) -> str:
