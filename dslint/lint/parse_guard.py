@@ -111,7 +111,7 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
     functions: list[ast.expr] = []
     words: list[str] = []
     lone_strings: set[int] = set()
-    blocks: list[ast.If | ast.With | ast.AsyncWith] = []
+    blocks: list[ast.AST] = []
     keywords: set[str] = set()
     word, AST = words.append, ast.AST
     stack: list[Any] = [tree]  # nodes of every kind, told apart by type below (no narrowing for mypy)
@@ -143,6 +143,8 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
             word(node.arg)
         elif kind in _DEFINITIONS:
             word(node.name)
+            if kind is not ast.ClassDef and node.decorator_list:
+                blocks.append(node)  # a decorator may run it on one rank (`@rank_zero_only`)
         elif kind is ast.Import:
             for alias in node.names:
                 words.extend((alias.name, alias.asname or ""))
@@ -222,19 +224,22 @@ def _callees(functions: list[ast.expr], imports: dict[str, str]) -> set[str]:
     return found
 
 
-def _one_rank_methods(blocks: list[ast.If | ast.With | ast.AsyncWith]) -> frozenset[str]:
+def _one_rank_methods(blocks: list[ast.AST]) -> frozenset[str]:
     """The methods called in the body of an `if` whose test names a rank, the main process or process zero, or of
-    a `with X.main_process_first()`: every block `dslint.script.one_rank` accepts, and some more (any word of the
-    test will do, wherever it sits)."""
+    a `with X.main_process_first()`, or of a decorated function: every block `dslint.script.one_rank` accepts, and
+    some more (any word of the test will do, wherever it sits; any decorator)."""
     found: set[str] = set()
     for block in blocks:
-        if isinstance(block, ast.If):
+        if isinstance(block, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            tests = []  # any decorated function: its decorator may be a project's own (`one_rank_decorators`)
+            first = False
+        elif isinstance(block, ast.If):
             tests: list[ast.AST] = [block.test]
             first = False
         else:
             tests = [item.context_expr for item in block.items]
             first = True
-        if not any(_one_rank_word(word, first) for test in tests for word in _names(test)):
+        if tests and not any(_one_rank_word(word, first) for test in tests for word in _names(test)):
             continue
         for statement in block.body:
             for node in _nodes(statement):

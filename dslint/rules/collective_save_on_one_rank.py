@@ -14,7 +14,7 @@ from dslint.project.evidence import evidence
 from dslint.script.facts import Role, method_name
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.names import dotted_name
-from dslint.script.one_rank import one_rank_conjunction
+from dslint.script.one_rank import one_rank_conjunction, one_rank_decorators, runs_on_one_rank
 
 _METHODS = frozenset({"save_checkpoint", "save_16bit_model", "save_state", "save_model", "get_state_dict"})
 GATHER_KEYS = (
@@ -160,6 +160,33 @@ class CollectiveSaveOnOneRank(ScriptRule):
                 tokenizer.save_checkpoint(args.output_dir)
             """
         ),
+        # A decorator of the module's own that runs the function on every rank (it only times it).
+        Valid(
+            """
+            import functools
+            import time
+            import deepspeed
+
+            def timed(func):
+                @functools.wraps(func)
+                def wrapper(self, *args, **kwargs):
+                    start = time.time()
+                    result = func(self, *args, **kwargs)
+                    if self.global_rank == 0:
+                        print(time.time() - start)
+                    return result
+                return wrapper
+
+            class Runner:
+                def __init__(self, model, config, global_rank):
+                    self.global_rank = global_rank
+                    self.engine, _, _, _ = deepspeed.initialize(model=model, config=config)
+
+                @timed
+                def save(self, tag):
+                    self.engine.save_checkpoint("ckpt", tag)
+            """
+        ),
     )
     invalid = (
         Invalid(
@@ -206,6 +233,45 @@ class CollectiveSaveOnOneRank(ScriptRule):
         ),
         Invalid(
             """
+            import functools
+            import deepspeed
+
+            def main_rank_only(func):
+                @functools.wraps(func)
+                def wrapper(self, *args, **kwargs):
+                    if self.global_rank == 0:
+                        return func(self, *args, **kwargs)
+                    return None
+                return wrapper
+
+            class Runner:
+                def __init__(self, model, config, global_rank):
+                    self.global_rank = global_rank
+                    self.engine, _, _, _ = deepspeed.initialize(model=model, config=config)
+
+                @main_rank_only
+                def save(self, tag):
+                    self.engine.save_checkpoint("ckpt", tag)
+            """,
+            lines=(20,),
+        ),
+        Invalid(
+            """
+            import deepspeed
+            from lightning.pytorch.utilities import rank_zero_only
+
+            class Runner:
+                def __init__(self, model, config):
+                    self.engine, _, _, _ = deepspeed.initialize(model=model, config=config)
+
+                @rank_zero_only
+                def save(self, path):
+                    self.engine.save_checkpoint(path)
+            """,
+            lines=(11,),
+        ),
+        Invalid(
+            """
             from transformers import Trainer, TrainingArguments
             args = TrainingArguments(output_dir="out", deepspeed={"zero_optimization": {"stage": 3}})
             trainer = Trainer(model=model, args=args)
@@ -222,6 +288,11 @@ class CollectiveSaveOnOneRank(ScriptRule):
         self.regions: list[cst.CSTNode] = []  # bodies that run on one rank only
         self.candidates: list[cst.Call] = []
         self.plugins = False  # the script builds accelerate's DeepSpeedPlugin
+        self.one_rank_decorators = one_rank_decorators(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.decorators and runs_on_one_rank(node, self.one_rank_decorators):
+            self.regions.append(node.body)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.trainers.consider_class(node)

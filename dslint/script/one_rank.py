@@ -1,7 +1,9 @@
 """Which parts of a script run on one rank only: the body of `if rank == 0:` (any comparison of a rank with small
 literals: `args.local_rank in [-1, 0]`, `dist.get_rank() == 0`), of `if accelerator.is_main_process:` or
 `if trainer.is_world_process_zero():`, a project helper named for rank 0 (`if is_rank_0():`), and of
-`with training_args.main_process_first():` (the main process runs it first while the others wait at a barrier).
+`with training_args.main_process_first():` (the main process runs it first while the others wait at a barrier), and
+the body of a function whose decorator runs it on one rank (`@rank_zero_only`, a decorator of the module's own that
+calls the function under such a test).
 DSL426 (generate) and DSL428 (collective saves) ask it."""
 
 from __future__ import annotations
@@ -60,6 +62,67 @@ def one_rank_first(node: cst.With) -> bool:
             if name is not None and name.rsplit(".", 1)[-1].endswith(ONE_RANK_FIRST):
                 return True
     return False
+
+
+# Decorators that run the function they wrap on one rank only: Lightning's `rank_zero_only`, accelerate's
+# `@accelerator.on_main_process` / `on_local_main_process`.
+ONE_RANK_DECORATORS = frozenset({"rank_zero_only", "on_main_process", "on_local_main_process"})
+
+
+def one_rank_decorators(module: cst.Module) -> frozenset[str]:
+    """The module's own decorators that call the function they wrap only under a one-rank test:
+
+        def can_log(func):
+            def wrapper(self, *args, **kwargs):
+                if self.global_rank == 0:
+                    return func(self, *args, **kwargs)
+            return wrapper
+    """
+    found: set[str] = set()
+    for statement in module.body:
+        if not isinstance(statement, cst.FunctionDef) or not statement.params.params:
+            continue
+        wrapped = statement.params.params[0].name.value
+        finder = _GuardedCall(wrapped)
+        statement.body.visit(finder)
+        if finder.found:
+            found.add(statement.name.value)
+    return frozenset(found)
+
+
+def runs_on_one_rank(function: cst.FunctionDef, own: frozenset[str]) -> bool:
+    """Whether a decorator of `function` runs it on one rank only (`@rank_zero_only`, a decorator of
+    `one_rank_decorators`)."""
+    for decorator in function.decorators:
+        expression = decorator.decorator
+        name = dotted_name(expression.func if isinstance(expression, cst.Call) else expression)
+        if name is not None and (name.rsplit(".", 1)[-1] in ONE_RANK_DECORATORS or name in own):
+            return True
+    return False
+
+
+class _GuardedCall(cst.CSTVisitor):
+    """Finds a call of `name` inside the body of a one-rank `if`."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.found = False
+        self.depth = 0
+
+    def visit_If(self, node: cst.If) -> bool:
+        if not one_rank_conjunction(node.test):
+            return True
+        self.depth += 1
+        node.body.visit(self)
+        self.depth -= 1
+        if node.orelse is not None:
+            node.orelse.visit(self)
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.depth and isinstance(node.func, cst.Name) and node.func.value == self.name:
+            self.found = True
 
 
 def _small_literal(node: cst.BaseExpression) -> bool:
