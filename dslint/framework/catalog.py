@@ -188,13 +188,16 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         (b"generate", b"deepspeed", b"rank"),
         engine=False,
         alternatives=tuple(
-            (b"generate", source, test)
+            (generation, source, test)
+            for generation in (b"generate", b"pipeline")
             for source in (b"deepspeed", b"TrainingArguments", b"HfArgumentParser")
             for test in (b"rank", b"main_process", b"process_zero", b"should_save")
         )[1:],
         shapes=(
             Shape(methods=("generate",), one_rank=True, engine=True),
             Shape(methods=("generate",), one_rank=True, configured=True),
+            Shape(calls=("transformers.pipeline",), engine=True),  # a pipeline over the model, in a one-rank block
+            Shape(calls=("transformers.pipeline",), configured=True),
         ),
     ),
     "DSL425": Needs((b"from_pretrained", b"device_map"), engine=False, several_processes=True),

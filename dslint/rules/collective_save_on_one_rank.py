@@ -57,7 +57,9 @@ class CollectiveSaveOnOneRank(ScriptRule):
             comparison of a rank with small literals, `args.local_rank in [-1, 0]`), `if
             accelerator.is_main_process:`, `if trainer.is_world_process_zero():`, `if args.should_save`, a
             helper named for rank 0 (`if is_rank_0():`, `if utils.is_rank_zero():`), or an `and` holding one of
-            them. The saves: `engine.save_checkpoint(...)` on a DeepSpeed engine (any
+            them; or in a function whose decorator runs it on one rank (`@rank_zero_only`,
+            `@accelerator.on_main_process`, a decorator of the module's own that calls the function under such a
+            test). The saves: `engine.save_checkpoint(...)` on a DeepSpeed engine (any
             stage); accelerate's `accelerator.save_state(...)` in a script that runs DeepSpeed through
             accelerate (a `DeepSpeedPlugin` it builds, or an `accelerate launch` with DeepSpeed), also when a
             project function the accelerator is handed to reaches `save_state` (then a `DeepSpeedPlugin` counts

@@ -1,4 +1,5 @@
-"""DSL426: a ZeRO-3 model's `generate` run on one rank only (under `if rank == 0`, in `main_process_first`)."""
+"""DSL426: a ZeRO-3 model's `generate` run on one rank only (under `if rank == 0`, in `main_process_first`, in a
+function a one-rank decorator wraps), directly or through a `transformers.pipeline` over the model."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import ResolvedConfig, resolve_config, trainer_configs
 from dslint.script.facts import Role
 from dslint.script.names import dotted_name
-from dslint.script.one_rank import one_rank_first, one_rank_test
+from dslint.script.one_rank import one_rank_decorators, one_rank_first, one_rank_test, runs_on_one_rank
 
+PIPELINE = "transformers.pipeline"
 _STAGE3 = '{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1}'
 
 
@@ -19,12 +21,14 @@ class Zero3GenerationOnOneRank(ScriptRule):
     code = "DSL426"
     slug = "zero3-generation-on-one-rank"
     message = "under ZeRO-3, generate on one rank hangs: its forward gathers parameters from every rank"
+    pipeline_message = "under ZeRO-3, a pipeline of the model on one rank hangs: its forward gathers from every rank"
     severity = Severity.ERROR
     needs_engine = False
     # `generate`, a way DeepSpeed reaches the file, and a one-rank test's word (`script/one_rank.py`)
     required_tokens = (b"generate", b"deepspeed", b"rank")
     alternative_tokens = tuple(
-        (b"generate", source, test)
+        (generation, source, test)
+        for generation in (b"generate", b"pipeline")
         for source in (b"deepspeed", b"TrainingArguments", b"HfArgumentParser")
         for test in (b"rank", b"main_process", b"process_zero", b"should_save")
     )[1:]
@@ -33,6 +37,8 @@ class Zero3GenerationOnOneRank(ScriptRule):
     call_shapes = (
         Shape(methods=("generate",), one_rank=True, engine=True),
         Shape(methods=("generate",), one_rank=True, configured=True),
+        Shape(calls=(PIPELINE,), engine=True),
+        Shape(calls=(PIPELINE,), configured=True),
     )
     docs = RuleDocs(
         what="""
@@ -40,7 +46,9 @@ class Zero3GenerationOnOneRank(ScriptRule):
             `deepspeed.initialize` or to a trainer as `model=`, the engine, `trainer.model`) when it runs on one
             rank only: inside `if rank == 0:` (any comparison of a rank with literals: `args.local_rank in
             [-1, 0]`, `dist.get_rank() == 0`), under `if accelerator.is_main_process:` or
-            `trainer.is_world_process_zero()`, or inside `with training_args.main_process_first():`. The stage
+            `trainer.is_world_process_zero()`, inside `with training_args.main_process_first():`, or in a function
+            whose decorator runs it on one rank (`@rank_zero_only`). A `transformers.pipeline(...)` built there
+            over that model counts as its generate. The stage
             comes from the file's `initialize` or Trainer config, or the `--deepspeed` config its launchers give.
         """,
         why="""
@@ -64,6 +72,18 @@ class Zero3GenerationOnOneRank(ScriptRule):
         """,
     )
     valid = (
+        # every rank builds and runs the pipeline; rank 0 only prints
+        Valid(
+            f"""
+            import deepspeed
+            from transformers import pipeline
+            engine, *_ = deepspeed.initialize(model=model, config={_STAGE3})
+            generator = pipeline("text-generation", model=engine.module, tokenizer=tokenizer)
+            answers = generator(prompts, max_new_tokens=10)
+            if global_rank == 0:
+                print(answers)
+            """
+        ),
         Valid(
             f"""
             import deepspeed
@@ -83,6 +103,18 @@ class Zero3GenerationOnOneRank(ScriptRule):
         ),
     )
     invalid = (
+        Invalid(
+            f"""
+            import deepspeed
+            from transformers import pipeline
+            engine, *_ = deepspeed.initialize(model=model, config={_STAGE3})
+            if global_rank == 0:
+                model = engine.module
+                generator = pipeline("text-generation", model=model, tokenizer=tokenizer, device="cuda:0")
+                print(generator(prompts, max_new_tokens=10))
+            """,
+            lines=(7,),
+        ),
         Invalid(
             f"""
             import deepspeed
@@ -108,7 +140,13 @@ class Zero3GenerationOnOneRank(ScriptRule):
     def visit_Module(self, node: cst.Module) -> None:
         self.regions: list[cst.CSTNode] = []  # bodies that run on one rank only
         self.candidates: list[cst.Call] = []
+        self.pipelines: list[tuple[cst.Call, cst.BaseExpression]] = []  # `pipeline(..., model=m)` and its m
         self.models: set[str] = set()
+        self.one_rank_decorators = one_rank_decorators(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.decorators and runs_on_one_rank(node, self.one_rank_decorators):
+            self.regions.append(node.body)
 
     def visit_If(self, node: cst.If) -> None:
         if one_rank_test(node.test):
@@ -127,9 +165,13 @@ class Zero3GenerationOnOneRank(ScriptRule):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "generate":
             self.candidates.append(node)  # `synced_gpus=True` does not help: the other ranks never call generate
+        elif self.facts.qualified(func) == PIPELINE:
+            model = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "model"), None)
+            if model is not None:
+                self.pipelines.append((node, model))
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        if not self.candidates or not self.regions:
+        if not (self.candidates or self.pipelines) or not self.regions:
             return
         config = self._zero3()
         if config is None:
@@ -143,6 +185,11 @@ class Zero3GenerationOnOneRank(ScriptRule):
             inside = any(first <= start and end <= last for first, last in spans)
             if inside and self._trained_model(call.func.value, call):
                 self.report(call, message, related=config.via)
+        for call, model in self.pipelines:
+            start, end = self.context.span(call)
+            inside = any(first <= start and end <= last for first, last in spans)
+            if inside and self._trained_model(model, call):
+                self.report(call, self.pipeline_message + where, related=config.via)
 
     def _trained_model(self, receiver: cst.BaseExpression, call: cst.Call) -> bool:
         name = dotted_name(receiver)
