@@ -110,3 +110,15 @@ def test_a_key_an_old_pinned_release_ignores_is_a_finding() -> None:
             ),
         ],
     )
+
+
+def test_a_plain_save_that_a_stage_3_branch_after_its_call_overwrites_stays_silent() -> None:
+    """DeepSpeed-Chat's shape: a helper saves state_dict() (export.py:11) on rank 0, and the caller then writes
+    the gathered weights under `if args.zero_stage == 3:` (finetune.py:22): the author handles stage 3, silent.
+    The same plain save with nothing after its call (snapshot.py, from pretrain.py) is reported."""
+    found = [f for f in _findings("stage_handled_saves") if f[2] == "DSL204"]
+    _match(
+        found,
+        [("snapshot.py", 7, "DSL204", "under ZeRO-3, torch.save of state_dict() writes empty tensors")],
+    )
+    assert "pretrain.py:18" in found[0][3]

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import os
 
+from dslint.project.accelerate_yaml import parse_accelerate_yaml
 from dslint.project.config_reading import creates_engine
 from dslint.project.launch_documents import markdown_code_blocks, notebook_shells, rst_code_blocks, shell_texts
 from dslint.project.launchers import (
     UNKNOWN_VALUE,
-    parse_accelerate_yaml,
     parse_makefile,
     parse_shell,
 )

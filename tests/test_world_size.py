@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dslint.project.launchers import parse_accelerate_yaml, parse_shell
+from dslint.project.accelerate_yaml import parse_accelerate_yaml
+from dslint.project.launchers import parse_shell
 from dslint.project.world_size import world_size
 
 HOSTFILE = "# two nodes\nworker-0 slots=8\nworker-1 slots=8\n"

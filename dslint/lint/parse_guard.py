@@ -230,18 +230,20 @@ def _one_rank_methods(blocks: list[ast.AST]) -> frozenset[str]:
     some more (any word of the test will do, wherever it sits; any decorator)."""
     found: set[str] = set()
     for block in blocks:
+        tests: list[ast.AST] = []
+        body: list[ast.stmt]
+        first = False
         if isinstance(block, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            tests = []  # any decorated function: its decorator may be a project's own (`one_rank_decorators`)
-            first = False
+            body = block.body  # any decorated function: its decorator may be a project's own (`one_rank_decorators`)
         elif isinstance(block, ast.If):
-            tests: list[ast.AST] = [block.test]
-            first = False
+            tests, body = [block.test], block.body
+        elif isinstance(block, (ast.With, ast.AsyncWith)):
+            tests, body, first = [item.context_expr for item in block.items], block.body, True
         else:
-            tests = [item.context_expr for item in block.items]
-            first = True
+            continue
         if tests and not any(_one_rank_word(word, first) for test in tests for word in _names(test)):
             continue
-        for statement in block.body:
+        for statement in body:
             for node in _nodes(statement):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                     found.add(node.func.attr)

@@ -49,6 +49,9 @@ class Engine:
     site: Related | None = None  # elsewhere: where it comes from (None for this file's call)
     created: tuple[str, int, int] | None = None  # elsewhere: the creating call (path, line, column), when known
     config: EngineConfig | None = None  # elsewhere: its config, when the project knows it
+    # from a caller: the call that passes it is followed by an `if` testing the ZeRO stage (the author handles
+    # stage 3 after it: DeepSpeed-Chat's plain save, then a gathering save under `if zero_stage == 3`)
+    caller_tests_stage: bool = False
 
     @property
     def elsewhere(self) -> bool:

@@ -18,6 +18,7 @@ from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
 from dslint.model.pretrained_loaders import loader_calls
+from dslint.model.stage_tests import stage_tested_after
 from dslint.model.state_saving_calls import plugin_reaching, plugin_sites, state_saving_calls
 from dslint.model.values import InitSite
 from dslint.project.site_configs import engine_config, shown_path
@@ -95,8 +96,10 @@ def follow_engines(
         facts = facts_of(files, path)
         parameters = {name: dict(values) for name, values in facts.parameters.items()}
         created = Related(shown_path(init.path), init.line, init.column, "deepspeed.initialize")
+        summary = store.get(site.caller_path)
+        tested = summary is not None and stage_tested_after(summary.tree, site.line)
         parameters.setdefault(function, {})[param] = ParameterFact(
-            role, origin, engine_config(files, init, store), created
+            role, origin, engine_config(files, init, store), created, tested
         )
         files[path] = replace(facts, parameters=parameters)
     for path, where, value in (*model.instance_values(), *inherited_values(model)):

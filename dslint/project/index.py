@@ -25,6 +25,7 @@ from dslint.model.fixpoint import ProjectModel
 from dslint.model.gpu_saves import GpuFile, gpu_loads
 from dslint.model.star_imports import star_aliases
 from dslint.model.summary import SummaryStore
+from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_yaml
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, replaced_keys
 from dslint.project.config_reading import (
@@ -53,13 +54,7 @@ from dslint.project.inputs import absolute as absolute
 from dslint.project.inputs import exists, find_written, is_file, read_input
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, file_names_under, launch_issues
-from dslint.project.launchers import (
-    AccelerateConfig,
-    LaunchLine,
-    parse_accelerate_yaml,
-    parse_makefile,
-    parse_shell,
-)
+from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.site_configs import shown_path
 from dslint.project.world_size import WorldSize, world_size

@@ -268,7 +268,8 @@ def _missing(
 
 def _writes(launcher: str, written: str) -> bool:
     """Whether the launcher writes the path with a redirection or `tee`, as written or through its variables
-    (`CONFIG=ds.json` ... `cat > "$CONFIG" <<EOF`; `sed ... > ${config_json}` after `config_json=config_${MODEL}.json`)."""
+    (`CONFIG=ds.json` ... `cat > "$CONFIG" <<EOF`; `sed ... > ${config_json}` after
+    `config_json=config_${MODEL}.json`)."""
     return os.path.normpath(written) in written_files(launcher)
 
 

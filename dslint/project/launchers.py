@@ -1,5 +1,5 @@
-"""Reading launchers: the shell scripts and Makefile targets that start a training script, and the accelerate
-YAML files they name.
+"""Reading launchers: the shell scripts and Makefile targets that start a training script (the accelerate YAML
+files they name are read by `project/accelerate_yaml.py`).
 
 What a launch line tells: which Python script runs (`deepspeed [--num_gpus N] train.py`, `torchrun ...
 train.py`, `python -m torch.distributed.launch ... train.py`, `accelerate launch --config_file acc.yaml
@@ -8,8 +8,8 @@ train.py`, plain `python train.py`), and the options the script gets (`--deepspe
 `CONFIG := ds.json`) or in a file it sources (`source env.sh`) are substituted, and `${VAR:-default}` gives its
 default where the file leaves VAR unset; a value built at run time (`$(date)`, `$1`, an unknown `$VAR`) stays
 unknown and is never guessed. A comment line inside a backslash continuation ends the command, as in bash: the
-options after it are recorded as lost (`LaunchLine.lost_options`). Nothing here reads the file system except
-`read_accelerate_yaml` (a sourced file is read through `parse_shell`'s `read`).
+options after it are recorded as lost (`LaunchLine.lost_options`). Nothing here reads the file system (a sourced
+file is read through `parse_shell`'s `read`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,7 @@ import os
 import re
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-
-from dslint.config.tree import Object, ParseError, Scalar
-from dslint.config.yaml_subset import parse_yaml_subset
+from dataclasses import dataclass, replace
 
 # The launcher commands dslint follows, by the basename of their first word.
 LAUNCHER_WORDS = frozenset({"deepspeed", "torchrun", "accelerate", "python", "python3"})
@@ -552,74 +549,3 @@ def _options(words: list[str], original: str, first_line: int) -> list[ScriptOpt
         line, column = _position(original, max(original.find("--" + name), 0), first_line)
         options.append(ScriptOption(name.replace("-", "_"), option_value, line, column))
     return options
-
-
-@dataclass(frozen=True)
-class AccelerateConfig:
-    """What an accelerate YAML says about DeepSpeed: its config file, or the inline settings."""
-
-    path: str
-    distributed_type: str | None = None
-    mixed_precision: str | None = None
-    deepspeed_config_file: str | None = None
-    deepspeed_config_file_line: int = 0
-    zero_stage: int | None = None
-    zero_stage_line: int = 0
-    lines: dict[str, int] = field(default_factory=dict)
-    num_processes: int | None = None  # all ranks, over every machine
-    num_machines: int | None = None
-    offload_optimizer_device: str | None = None  # inline DeepSpeed settings (`deepspeed_config:` block)
-    offload_param_device: str | None = None
-    zero3_save_16bit_model: str | None = None
-
-
-def parse_accelerate_yaml(path: str, text: str) -> AccelerateConfig | None:
-    """The few keys of accelerate's YAML that matter here, read by the one YAML reader (`config/yaml_subset.py`):
-    each key's first occurrence at any depth (accelerate writes each once), with its value as written; None when
-    the file is not an accelerate config, or not YAML that reader places."""
-    try:
-        root = parse_yaml_subset(text)
-    except (ParseError, RecursionError):
-        return None
-    source = text.lstrip("\ufeff").splitlines()
-    values: dict[str, str] = {}
-    lines: dict[str, int] = {}
-
-    def read(mapping: Object) -> None:
-        for entry in mapping.entries:
-            value = entry.value
-            written = ""
-            if isinstance(value, Scalar) and value.start.line == value.end.line <= len(source):
-                written = source[value.start.line - 1][value.start.column - 1 : value.end.column - 1]
-            values.setdefault(entry.key, written.strip().strip("'\""))
-            lines.setdefault(entry.key, entry.key_start.line)
-            if isinstance(value, Object):
-                read(value)
-
-    read(root)
-    if "distributed_type" not in values and "deepspeed_config" not in values:
-        return None
-    stage_text = values.get("zero_stage")
-    stage = int(stage_text) if stage_text is not None and stage_text.isdigit() else None
-    config_file = values.get("deepspeed_config_file") or None
-    if config_file in ("null", "none", "None", "~"):
-        config_file = None
-    return AccelerateConfig(
-        path=path,
-        distributed_type=values.get("distributed_type"),
-        mixed_precision=values.get("mixed_precision"),
-        deepspeed_config_file=config_file,
-        deepspeed_config_file_line=lines.get("deepspeed_config_file", 0),
-        zero_stage=stage,
-        zero_stage_line=lines.get("zero_stage", 0),
-        lines=lines,
-        num_processes=_count(values.get("num_processes")),
-        num_machines=_count(values.get("num_machines")),
-        offload_optimizer_device=values.get("offload_optimizer_device"),
-        offload_param_device=values.get("offload_param_device"),
-        zero3_save_16bit_model=values.get("zero3_save_16bit_model"),
-    )
-
-
-def _count(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() and int(text) > 0 else None

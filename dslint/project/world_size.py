@@ -16,7 +16,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dslint.project.launchers import UNKNOWN_VALUE, AccelerateConfig, LaunchLine
+from dslint.project.accelerate_yaml import AccelerateConfig
+from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine
 
 _HOST = re.compile(r"^(\S+)\s+slots=(\d+)")
 

@@ -57,7 +57,7 @@ class LaunchedConfigNotFound(LaunchRule):
         # what the launcher writes is another file (its log), not the config it passes
         Invalid(
             'MODEL=gpt125m\nCONFIG="ds_${MODEL}.json"\n'
-            'deepspeed train.py --deepspeed_config ${CONFIG} > ${MODEL}.log 2>&1\n',
+            "deepspeed train.py --deepspeed_config ${CONFIG} > ${MODEL}.log 2>&1\n",
             lines=(3,),
             files=_PROJECT,
         ),

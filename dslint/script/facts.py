@@ -39,7 +39,7 @@ from dslint.model.bindings import ScopeKind as ScopeKind
 from dslint.model.engine import Engine, EngineConfig, Origin
 from dslint.script.names import ImportTable, dotted_name
 from dslint.script.paths import PathGuards
-from dslint.script.project_facts import ProjectFacts
+from dslint.script.project_facts import ParameterFact, ProjectFacts
 
 # `Pos`: an order index. Nodes are numbered on entry and on exit in one traversal, so `a < b` means "a comes
 # first in the source" without computing line/column positions (which costs a whole code generation pass).
@@ -189,7 +189,8 @@ class ScriptFacts:
         found = self.remote_engines.get(id(fact))
         if found is None:
             where = (created.path, created.line, created.column) if created is not None else None
-            found = Engine(origin, site=site, created=where, config=config)
+            tests_stage = isinstance(fact, ParameterFact) and fact.caller_tests_stage
+            found = Engine(origin, site=site, created=where, config=config, caller_tests_stage=tests_stage)
             self.remote_engines[id(fact)] = found
         return found
 

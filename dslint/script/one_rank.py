@@ -72,11 +72,11 @@ ONE_RANK_DECORATORS = frozenset({"rank_zero_only", "on_main_process", "on_local_
 def one_rank_decorators(module: cst.Module) -> frozenset[str]:
     """The module's own decorators that call the function they wrap only under a one-rank test:
 
-        def can_log(func):
-            def wrapper(self, *args, **kwargs):
-                if self.global_rank == 0:
-                    return func(self, *args, **kwargs)
-            return wrapper
+    def can_log(func):
+        def wrapper(self, *args, **kwargs):
+            if self.global_rank == 0:
+                return func(self, *args, **kwargs)
+        return wrapper
     """
     found: set[str] = set()
     for statement in module.body:

@@ -39,6 +39,9 @@ class ParameterFact:
     origin: Related  # the call that passes it (for an instance's attribute: the initialize call)
     config: EngineConfig | None = None
     created: Related | None = None  # the initialize call that creates the engine
+    # the passing call is followed by an `if` testing the ZeRO stage (`model.stage_tests`): the author handles
+    # stage 3 there
+    caller_tests_stage: bool = False
 
 
 @dataclass(frozen=True)

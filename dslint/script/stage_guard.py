@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-STAGE_WORDS = ("stage", "zero3", "zero_3")
+from dslint.model.stage_tests import STAGE_WORDS
 
 
 class _Names(cst.CSTVisitor):
