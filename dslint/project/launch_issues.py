@@ -30,12 +30,14 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from dslint.diagnostics import Related
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
+from dslint.project.inputs import absolute
 from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine, ScriptOption, written_files
+from dslint.project.site_configs import shown_path
 
 # Words whose presence in a module means it may read the command line (any argument parser, or sys.argv).
 COMMAND_LINE_TOKENS = (
@@ -72,6 +74,9 @@ class LaunchIssue:
     options: tuple[str, ...] = ()  # cut: the options lost; unread_config: the options the script never reads;
     # refused_options: the two options (or the variable and the option) refused together, as written
     related: tuple[Related, ...] = ()
+    # missing_config: the project's files of that name elsewhere (shown paths), when the written path has a
+    # folder that leads nowhere (`configs/ds.json` where only `config/ds.json` exists)
+    elsewhere: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,11 +95,11 @@ def launch_issues(
     sources: dict[str, bytes],
     store: SummaryStore,
     launcher_text: Callable[[str], str | None],
-    file_names: Callable[[], frozenset[str]],
+    file_names: Callable[[], Mapping[str, tuple[str, ...]]],
 ) -> dict[str, list[LaunchIssue]]:
     """The issues of every launch, by launcher (as its `LaunchLine.launcher` says). `launcher_text(path)`: a
-    launcher's text; `file_names()`: the base names of every file under the checked roots (asked only when a
-    config path is missing)."""
+    launcher's text; `file_names()`: every file under the checked roots by base name (asked only when a config
+    path is missing)."""
     found: dict[str, list[LaunchIssue]] = {}
     reads: dict[str, bool] = {}
     for site in sites:
@@ -112,9 +117,14 @@ def launch_issues(
             continue
         option = line.option(site.config_option)
         assert option is not None and option.value is not None
-        if site.config_path is None and _missing(option.value, sources, launcher_text(line.launcher), file_names):
-            end = option.column + len(option.name) + 2
-            issues.append(LaunchIssue("missing_config", option.line, option.column, end, option.value))
+        if site.config_path is None:
+            missing = _missing(option.value, sources, line.launcher, launcher_text(line.launcher), file_names)
+            if missing is not None and not _beside(missing, line.launcher, site.script):
+                end = option.column + len(option.name) + 2
+                shown = tuple(shown_path(path) for path in missing)
+                issues.append(
+                    LaunchIssue("missing_config", option.line, option.column, end, option.value, elsewhere=shown)
+                )
         if site.script.endswith(".py") and site.script in sources:
             if site.script not in reads:
                 reads[site.script] = _reads_command_line(site.script, store, sources)
@@ -247,23 +257,41 @@ def _cut(site: LaunchSite, launcher_text: Callable[[str], str | None]) -> Launch
 
 
 def _missing(
-    written: str, sources: dict[str, bytes], launcher: str | None, file_names: Callable[[], frozenset[str]]
-) -> bool:
-    """Whether a config path a launch writes names no file of the project, and nothing there writes one: an
-    absolute or home path (the user's machine), a file of that name anywhere under the roots, or the name in a
-    Python source or elsewhere in the launcher (a config generated before the launch), or a redirection writing
-    the path in the launcher (`cat > ds.json <<EOF`, `echo '{...}' > ds.json`, `tee ds.json`) answer no."""
+    written: str,
+    sources: dict[str, bytes],
+    launcher_path: str,
+    launcher: str | None,
+    file_names: Callable[[], Mapping[str, tuple[str, ...]]],
+) -> tuple[str, ...] | None:
+    """Whether a config path a launch writes names no file of the project, and nothing there writes one: None
+    when it may exist. An absolute or home path (the user's machine), the name in a Python source other than the
+    launcher or elsewhere in the launcher (a config generated before the launch), or a redirection writing the
+    path in the launcher (`cat > ds.json <<EOF`, `echo '{...}' > ds.json`, `tee ds.json`) answer None. Otherwise
+    the project's files of that name (empty: none anywhere); a file of that name elsewhere counts only when the
+    written path has a folder (`configs/ds.json` where only `config/ds.json` exists: a wrong folder), not for a
+    bare name, which the user may be meant to copy beside the launcher."""
     if os.path.isabs(written) or written.startswith("~") or UNKNOWN_VALUE in written:
-        return False
+        return None
     name = os.path.basename(written)
-    if not name or name in file_names():
-        return False
+    if not name:
+        return None
+    elsewhere = file_names().get(name, ())
+    if elsewhere and os.path.dirname(os.path.normpath(written)) in ("", "."):
+        return None
     encoded = name.encode()
-    if any(encoded in data for data in sources.values()):
-        return False
+    if any(encoded in data for path, data in sources.items() if path != launcher_path):
+        return None
     if launcher is not None and _writes(launcher, written):
-        return False
-    return launcher is None or launcher.count(name) <= launcher.count(written)
+        return None
+    if launcher is not None and launcher.count(name) > launcher.count(written):
+        return None
+    return elsewhere
+
+
+def _beside(elsewhere: tuple[str, ...], launcher: str, script: str | None) -> bool:
+    """A file of the name in the launcher's or the script's own folder: the script may read it from there."""
+    folders = {os.path.dirname(absolute(launcher)), *([os.path.dirname(script)] if script else [])}
+    return any(os.path.dirname(path) in folders for path in elsewhere)
 
 
 def _writes(launcher: str, written: str) -> bool:
@@ -327,11 +355,12 @@ def _calls_outside_entry(summary: ModuleSummary, store: SummaryStore, path: str)
     return False
 
 
-def file_names_under(roots: Sequence[str], skipped: frozenset[str]) -> frozenset[str]:
-    """The base names of every file under `roots` (hidden and tool folders skipped)."""
-    names: set[str] = set()
+def file_names_under(roots: Sequence[str], skipped: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """Every file under `roots` (absolute paths) by base name (hidden and tool folders skipped)."""
+    names: dict[str, list[str]] = {}
     for root in roots:
-        for _, subdirectories, files in os.walk(root):
+        for directory, subdirectories, files in os.walk(root):
             subdirectories[:] = [d for d in subdirectories if d not in skipped and not d.startswith(".")]
-            names.update(files)
-    return frozenset(names)
+            for file in files:
+                names.setdefault(file, []).append(absolute(os.path.join(directory, file)))
+    return {name: tuple(paths) for name, paths in names.items()}

@@ -20,10 +20,13 @@ class LaunchedConfigNotFound(LaunchRule):
         what="""
             Flags the DeepSpeed config option of a launch command (`--deepspeed ds.json`, `--deepspeed_config`)
             when the script is in the project but the config path, read from where the launcher runs (its
-            folder, the repository root, after its `cd`), names no file, no file of that name exists anywhere
-            in the project, and nothing there writes one (the name in no Python file and nowhere else in the
-            launcher). Absolute and home paths (the user's own machine) and paths built at run time are left
-            alone.
+            folder, the repository root, after its `cd`), names no file, and nothing in the project writes one
+            (the name in no Python file other than the launcher, nowhere else in the launcher, no redirection or
+            `tee` writing it). When a file of that name exists elsewhere, only a path with a folder counts
+            (`configs/ds.json` where the project has only `config/ds.json`: the folder is wrong; the message
+            names the file), unless that file sits beside the launcher or the script (which may read it from
+            there); a bare name is left alone (the user may be meant to copy the file beside the launcher).
+            Absolute and home paths (the user's own machine) and paths built at run time are left alone.
         """,
         why="""
             The script opens the config at start-up (DeepSpeed's `DeepSpeedConfig`, or the HF Trainer's
@@ -45,6 +48,16 @@ class LaunchedConfigNotFound(LaunchRule):
             files=(*_PROJECT, ("make_config.py", "open('ds_generated.json', 'w').write('{}')\n")),
         ),
         Valid("deepspeed --num_gpus 2 train.py --deepspeed /data/ds_zero1.json\n", files=_PROJECT),
+        # a bare name whose file lies in another folder: the user may be meant to copy it beside the launcher
+        Valid(
+            "deepspeed --num_gpus 2 train.py --deepspeed ds_zero2.json\n",
+            files=(("train.py", "import argparse\nimport deepspeed\n"), ("configs/ds_zero2.json", "{}\n")),
+        ),
+        # the file of that name lies beside the script, which may read it from its own folder
+        Valid(
+            "deepspeed --num_gpus 2 src/train.py --deepspeed cfg/ds.json\n",
+            files=(("src/train.py", "import argparse\nimport deepspeed\n"), ("src/ds.json", "{}\n")),
+        ),
         # the launcher renders the config from a template just before the launch, into a file named by variables
         Valid(
             'MODEL=gpt125m\nCONFIG="ds_${MODEL}.json"\nsed "s/MBS/4/" template.json \\\n'
@@ -54,6 +67,12 @@ class LaunchedConfigNotFound(LaunchRule):
     )
     invalid = (
         Invalid("deepspeed --num_gpus 2 train.py --deepspeed configs/ds_zero1.json\n", lines=(1,), files=_PROJECT),
+        # a wrong folder: the project has the file under config/, the launch names configs/
+        Invalid(
+            "deepspeed --num_gpus 2 train.py --deepspeed ./configs/ds_zero1.json\n",
+            lines=(1,),
+            files=(("train.py", "import argparse\nimport deepspeed\n"), ("config/ds_zero1.json", "{}\n")),
+        ),
         # what the launcher writes is another file (its log), not the config it passes
         Invalid(
             'MODEL=gpt125m\nCONFIG="ds_${MODEL}.json"\n'
@@ -64,6 +83,9 @@ class LaunchedConfigNotFound(LaunchRule):
     )
 
     def message_for(self, issue: LaunchIssue) -> str:
+        if issue.elsewhere:
+            others = ", ".join(issue.elsewhere[:2]) + (" ..." if len(issue.elsewhere) > 2 else "")
+            return f"{issue.detail}: no such file where this runs (the project has {others}); the script stops there"
         return (
             f"{issue.detail}: no such file in the project, and nothing in it writes one; the script stops where "
             "it opens the DeepSpeed config"
