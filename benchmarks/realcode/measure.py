@@ -183,8 +183,29 @@ def run_dslint(folder: Path, dslint_path: Path | None, min_severity: str = "info
             continue
         filename = Path(item["filename"])
         relative = filename.relative_to(folder) if filename.is_absolute() else filename
-        findings.append(Finding(relative.as_posix(), int(item["location"]["line"]), str(item["code"])))
+        line = int(item["location"]["line"])
+        if "cell" in item:  # a notebook's finding: rows carry the .ipynb file's own line
+            line = notebook_line(folder / relative, int(item["cell"]), line, dslint_path)
+        findings.append(Finding(relative.as_posix(), line, str(item["code"])))
     return findings
+
+
+def notebook_line(path: Path, cell: int, line: int, dslint_path: Path | None) -> int:
+    """The line of the notebook file holding line `line` of cell `cell` (1-based among all cells): the line of
+    that element of the cell's `source` list (a source written as one string: the string's line)."""
+    if dslint_path is not None and str(dslint_path) not in sys.path:
+        sys.path.insert(0, str(dslint_path))
+    from dslint.config.tree import Array, Object, parse_text
+
+    tree = parse_text(path.read_text(encoding="utf-8"))
+    cells = tree.get("cells") if isinstance(tree, Object) else None
+    if not isinstance(cells, Array) or not 0 < cell <= len(cells.items):
+        return line
+    node = cells.items[cell - 1]
+    source = node.get("source") if isinstance(node, Object) else None
+    if isinstance(source, Array) and 0 < line <= len(source.items):
+        return source.items[line - 1].start.line
+    return source.start.line if source is not None else line
 
 
 def read_redirects(dslint_path: Path | None) -> dict[str, tuple[str, ...]]:
