@@ -122,3 +122,13 @@ def test_a_plain_save_that_a_stage_3_branch_after_its_call_overwrites_stays_sile
         [("snapshot.py", 7, "DSL204", "under ZeRO-3, torch.save of state_dict() writes empty tensors")],
     )
     assert "pretrain.py:18" in found[0][3]
+
+
+def test_a_trainer_config_named_in_the_yaml_a_launch_passes() -> None:
+    """`--train_config configs/finetune.yaml` whose `train:` section names a ZeRO-3 config, splatted into
+    `TrainingArguments(**config["train"])`: the model loaded before it is not partitioned (finetune.py:16). Silent
+    when the arguments come first (finetune_ordered.py) or the YAML names a ZeRO-2 config (finetune_small.py)."""
+    _match(
+        _findings("trainer_yaml"),
+        [("finetune.py", 16, "DSL208", "ZeRO-3 is on, but no live HfDeepSpeedConfig exists yet")],
+    )

@@ -158,7 +158,12 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         (b"deepspeed", b"from_pretrained"),
         engine=False,
         zero_source=True,
-        alternatives=((b"HfDeepSpeedConfig",), (b"deepspeed", b"TrainingArguments"), (b"deepspeed", b"initialize")),
+        alternatives=(
+            (b"HfDeepSpeedConfig",),
+            (b"deepspeed", b"TrainingArguments"),
+            (b"deepspeed", b"initialize"),
+            (b"from_pretrained", b"TrainingArguments"),  # a launch gives the Trainer its config
+        ),
     ),
     "DSL209": Needs((b"deepspeed", b"initialize")),
     "DSL214": Needs((b"DataParallel",)),

@@ -33,7 +33,7 @@ from dslint.lint.prefilter import (
     may_create_engine,
     may_create_inference_engine,
 )
-from dslint.script.project_facts import ProjectFacts
+from dslint.script.project_facts import TRAINER_YAML, ProjectFacts
 
 if TYPE_CHECKING:
     from dslint.lint.parse_guard import CodeFacts
@@ -125,10 +125,14 @@ def _names_zero_source(words: bytes) -> bool:
 
 def _zero_from_project(project: ProjectFacts | None) -> bool:
     """The project index gives the script a ZeRO config: `accelerate launch` starts it with a DeepSpeed config
-    (its YAML's stage or config file), or a model of it goes to an initialize elsewhere whose config is known."""
+    (its YAML's stage or config file), a launch gives it a config file for its Trainer (`--deepspeed ds.json`, a
+    YAML naming one), or a model of it goes to an initialize elsewhere whose config is known."""
     if project is None:
         return False
-    if any(launch.option == "accelerate" for launch in project.launches):
+    if any(
+        launch.option == "accelerate" or (launch.option in ("deepspeed", TRAINER_YAML) and launch.config_path)
+        for launch in project.launches
+    ):
         return True
     return any(entry[3] is not None for entries in project.model_sinks.values() for entry in entries)
 
@@ -179,7 +183,8 @@ def _hf_configured(code: CodeFacts, project: ProjectFacts | None) -> bool:
         return True
     launches = project.launches if project is not None else ()
     return any(
-        launch.option == "accelerate" or (launch.option == "deepspeed" and launch.config_path) for launch in launches
+        launch.option == "accelerate" or (launch.option in ("deepspeed", TRAINER_YAML) and launch.config_path)
+        for launch in launches
     )
 
 

@@ -44,7 +44,7 @@ from dslint.project.inputs import record
 from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind, Pos
 from dslint.script.names import dotted_name
-from dslint.script.project_facts import LaunchedConfig
+from dslint.script.project_facts import TRAINER_YAML, LaunchedConfig
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -295,9 +295,9 @@ def trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
         if resolved is not None:
             found.append(resolved)
     project = context.facts.project
-    if not explicit and project is not None and project.launches and _parses_training_arguments(context):
+    if not explicit and project is not None and project.launches:
         for launch in project.launches:
-            if launch.option != "deepspeed" or launch.config_path is None:
+            if not _launched_for_trainer(context, launch) or launch.config_path is None:
                 continue
             resolved = _launched_file(launch.config_path, Origin.TRAINER, (launch.launch, *_evidence(launch)))
             if resolved is not None:
@@ -320,10 +320,10 @@ def training_arguments_configs(context: ScriptContext) -> list[ResolvedConfig] |
             return None
         found.append(resolved)
     project = context.facts.project
-    if explicit or project is None or not _parses_training_arguments(context):
+    if explicit or project is None:
         return found
     for launch in project.launches:
-        if launch.option == "deepspeed" and launch.config_path is not None:
+        if _launched_for_trainer(context, launch) and launch.config_path is not None:
             resolved = _launched_file(launch.config_path, Origin.TRAINER, (launch.launch, *_evidence(launch)))
             if resolved is None:
                 return None
@@ -369,6 +369,26 @@ def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
         else:
             return None
     return runs
+
+
+def _launched_for_trainer(context: ScriptContext, launch: LaunchedConfig) -> bool:
+    """Whether a launch's config reaches this script's `TrainingArguments`: `--deepspeed ds.json` where the script
+    parses its arguments from the command line (`HfArgumentParser`), or a YAML naming it (`TRAINER_YAML`) where
+    the script splats a mapping into `TrainingArguments(**cfg.train)`."""
+    if launch.option == "deepspeed":
+        return _parses_training_arguments(context)
+    return launch.option == TRAINER_YAML and splats_training_arguments(context)
+
+
+def splats_training_arguments(context: ScriptContext) -> bool:
+    """A `*TrainingArguments(**mapping)` call without a `deepspeed=` keyword of its own."""
+    return any(
+        (name := dotted_name(call.func)) is not None
+        and name.split(".")[-1].endswith("TrainingArguments")
+        and any(arg.star == "**" for arg in call.args)
+        and not any(arg.keyword is not None and arg.keyword.value == "deepspeed" for arg in call.args)
+        for call in _calls(context.module)
+    )
 
 
 def _parses_training_arguments(context: ScriptContext) -> bool:

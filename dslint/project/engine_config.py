@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from dslint.model.engine import Engine
-from dslint.project.config_link import resolve_config, resolve_config_expression
+from dslint.project.config_link import resolve_config, resolve_config_expression, training_arguments_configs
 from dslint.script.context import ScriptContext
 from dslint.script.facts import Scope, ScopeKind
 from dslint.script.hf_models import is_hf_deepspeed_config, is_training_arguments
@@ -101,6 +101,9 @@ class ZeroSources:
         elif is_training_arguments(context, call):
             expression = _config_argument(call, "deepspeed")
             kind = "TrainingArguments"
+            if expression is None and any(arg.star == "**" for arg in call.args):
+                self._splatted(call)
+                return
         else:
             return
         if expression is None:
@@ -111,6 +114,17 @@ class ZeroSources:
         # kept: bound to a name, or returned (the caller keeps it or not)
         bound = isinstance(small, (cst.Assign, cst.AnnAssign, cst.Return)) and small.value is call
         self.sources.append(ZeroSource(call, kind, _stage_of(context, expression), bound))
+
+    def _splatted(self, call: cst.Call) -> None:
+        """`TrainingArguments(**cfg.train)`: the configs its launches' YAML files name (`TRAINER_YAML`)."""
+        configs = training_arguments_configs(self.context)
+        if not configs:
+            return
+        stages = {config.zero_stage for config in configs}
+        stage = None if None in stages else max(s for s in stages if s is not None)
+        small = self.context.facts.small_statement_of_call.get(call)
+        bound = isinstance(small, (cst.Assign, cst.AnnAssign, cst.Return)) and small.value is call
+        self.sources.append(ZeroSource(call, "TrainingArguments", stage, bound))
 
     def of_kind(self, *kinds: str) -> Iterator[ZeroSource]:
         return (s for s in self.sources if s.kind in kinds)

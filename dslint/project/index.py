@@ -54,12 +54,13 @@ from dslint.project.inputs import absolute as absolute
 from dslint.project.inputs import exists, find_written, is_file, read_input
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, file_names_under, launch_issues
-from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell
+from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine, parse_makefile, parse_shell
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.site_configs import shown_path
 from dslint.project.world_size import WorldSize, world_size
 from dslint.project.written_configs import written_config_issues
 from dslint.script.project_facts import (
+    TRAINER_YAML,
     LaunchedConfig,
     LaunchWorldSize,
     ProjectFacts,
@@ -477,7 +478,48 @@ def _launched_config(
                 # DeepSpeedPlugin gathers when the value reaches it as "true" (a YAML boolean: true, yes, on)
                 True if save in ("true", "yes", "on") else False if save in ("", "false", "no", "off") else None,
             )
+    found = _trainer_yaml_config(line, launcher, roots, run_from)
+    if found is not None:
+        return LaunchedConfig(where, TRAINER_YAML, found[0], found[1], options)
     return LaunchedConfig(where, None, None, None, options)
+
+
+# A YAML key `deepspeed: ds.json` that is not commented out (a Trainer's arguments written in YAML).
+_YAML_TRAINER_DEEPSPEED = re.compile(r"^[ \t]*deepspeed[ \t]*:[ \t]*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
+
+
+def _trainer_yaml_config(
+    line: LaunchLine, launcher: str, roots: Sequence[str], run_from: str | None
+) -> tuple[str | None, Related] | None:
+    """A YAML file the launch passes (`--train_config configs/train.yaml`) with one `deepspeed: ds.json` key (the
+    Trainer's arguments kept in YAML, splatted into `TrainingArguments(**cfg.train)`): the config file, read from
+    where the command runs as TrainingArguments opens it (None when not found), and where the YAML names it.
+    `run_from`: as for `_launched_config`."""
+
+    def found(value: str) -> str | None:
+        path = find_written(value, launcher, roots, line.directory)
+        if path is None and run_from and not os.path.isabs(value):
+            candidate = os.path.join(run_from, value)
+            path = absolute(candidate) if is_file(candidate) else None
+        return path
+
+    for option in line.options:
+        value = option.value
+        if value is None or UNKNOWN_VALUE in value or not value.endswith((".yaml", ".yml")):
+            continue
+        path = found(value)
+        data = read_input(path) if path is not None else None
+        if path is None or data is None or b"deepspeed" not in data:
+            continue
+        text = data.decode("utf-8", errors="replace")
+        matches = list(_YAML_TRAINER_DEEPSPEED.finditer(text))
+        if len({m.group(1) for m in matches}) != 1:
+            continue
+        match = matches[0]
+        number = text.count("\n", 0, match.start()) + 1
+        evidence = Related(shown_path(path), number, 1, f"deepspeed: {match.group(1)}")
+        return found(match.group(1)), evidence
+    return None
 
 
 def read_near(name: str, near: str, roots: Sequence[str]) -> str | None:

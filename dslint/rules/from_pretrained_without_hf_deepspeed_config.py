@@ -38,7 +38,14 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     required_tokens = (b"deepspeed", b"from_pretrained")
     # A file that calls a project helper loading the model (`model.pretrained_loaders`) may not name
     # `from_pretrained` itself: it hands the model to the Trainer or to initialize.
-    alternative_tokens = ((b"HfDeepSpeedConfig",), (b"deepspeed", b"TrainingArguments"), (b"deepspeed", b"initialize"))
+    # A script whose Trainer gets its config from a launch (`--deepspeed ds.json`, a YAML naming one) may never
+    # write `deepspeed`.
+    alternative_tokens = (
+        (b"HfDeepSpeedConfig",),
+        (b"deepspeed", b"TrainingArguments"),
+        (b"deepspeed", b"initialize"),
+        (b"from_pretrained", b"TrainingArguments"),
+    )
     docs = RuleDocs(
         what="""
             Flags a transformers model's `from_pretrained(...)` that runs before `deepspeed.initialize` (or before

@@ -56,6 +56,11 @@ class ReturnFact:
     callee: str = ""  # the helper as the call writes it (`utils.setup_engine`), for `dslint graph`
 
 
+# LaunchedConfig.option for a launch passing a YAML file (`--train_config train.yaml`) whose `deepspeed:` key names
+# the DeepSpeed config: a script that splats a mapping into `TrainingArguments(**...)` runs with it.
+TRAINER_YAML = "trainer-yaml"
+
+
 @dataclass(frozen=True)
 class LaunchedConfig:
     """One launch of this script, and the DeepSpeed config it names (when it names one)."""
