@@ -66,9 +66,15 @@ def _subject(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute):
         base = _subject(node.value)
         return f"{base}.{node.attr}" if base is not None else None
-    if isinstance(node, ast.Call) and not node.args and not node.keywords:
+    if isinstance(node, ast.Call) and not node.keywords:
         base = _subject(node.func)
-        return f"{base}()" if base is not None and not base.endswith(")") else None
+        if base is None or base.endswith(")"):
+            return None
+        # a test of plain values (`os.path.isdir(ckpt_dir)`, `hasattr(model, "module")`), never of a call's result
+        arguments = [_subject(arg) if not isinstance(arg, ast.Constant) else repr(arg.value) for arg in node.args]
+        if any(argument is None or argument.endswith(")") for argument in arguments):
+            return None
+        return f"{base}({', '.join(a for a in arguments if a is not None)})"
     if isinstance(node, ast.Subscript):
         key = _constant(node.slice)
         base = _subject(node.value)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
@@ -12,6 +14,9 @@ from dslint.script.engine_calls import is_engine_method_call
 from dslint.script.facts import BindingKind
 from dslint.script.latest_reads import latest_read_after
 from dslint.script.names import dotted_name
+
+# A guard's subject that tests a path exists (its truth holding on the call's path).
+_EXISTENCE = re.compile(r"(?:\bexists|\bisdir|\bisfile|\bis_dir|\bis_file|\blexists)\(")
 
 
 class LoadCheckpointResultIgnored(ScriptRule):
@@ -33,7 +38,9 @@ class LoadCheckpointResultIgnored(ScriptRule):
             Nor is a load followed in its own block, before anything that may leave it or skip a line (`if`,
             `try`, a loop), by an `open` of the same directory's `latest` file (`os.path.join(dir, "latest")`):
             when the checkpoint is missing, that read raises `FileNotFoundError`. A read of another directory's
-            `latest`, or one under an `if`, does not count.
+            `latest`, or one under an `if`, does not count. Nor is a load that runs only where its folder was found
+            to exist (`if os.path.isdir(ckpt_dir):`, after `if not os.path.exists(ckpt_dir): ... return`): the
+            script handles the missing checkpoint itself. A test of another path does not count.
         """,
         why="""
             `load_checkpoint` returns `(load_path, client_state)`. When no tag is given and the directory has
@@ -59,6 +66,25 @@ class LoadCheckpointResultIgnored(ScriptRule):
         """,
     )
     valid = (
+        # the folder is tested first, and the fresh start is the script's own choice
+        Valid(
+            """
+            import os
+            import deepspeed
+
+            def resume(engine, ckpt_dir):
+                if not os.path.exists(ckpt_dir):
+                    print("no checkpoint: starting fresh")
+                    return
+                engine.load_checkpoint(ckpt_dir)
+
+            def main(model):
+                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+                if os.path.isdir(args.resume):
+                    engine.load_checkpoint(args.resume)
+                resume(engine, "ckpt")
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -113,6 +139,26 @@ class LoadCheckpointResultIgnored(ScriptRule):
         ),
     )
     invalid = (
+        # the test is of another folder (the logs), not of the checkpoint's
+        Invalid(
+            """
+            import os
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            if os.path.isdir(args.log_dir):
+                engine.load_checkpoint(args.resume)
+            """,
+            lines=(6,),
+            fixed="""
+            import os
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            if os.path.isdir(args.log_dir):
+                load_path, _ = engine.load_checkpoint(args.resume)
+                if load_path is None:
+                    raise FileNotFoundError(f"no DeepSpeed checkpoint in {args.resume}")
+            """,
+        ),
         Invalid(
             """
             import os
@@ -195,6 +241,8 @@ class LoadCheckpointResultIgnored(ScriptRule):
         statement = self.facts.statement_of(node)
         if statement is not None and latest_read_after(self.facts, node, statement):
             return  # `{dir}/latest` is opened right after: a missing checkpoint raises there
+        if self._existence_tested(node):
+            return  # the caller tests that the checkpoint is there first (and says what happens when not)
         line = self.facts.lone_expression_statement(node)
         if line is None:
             if self._discarded_into_underscores(node):
@@ -252,6 +300,21 @@ class LoadCheckpointResultIgnored(ScriptRule):
                 and facts.qualified(statement.value.func) == "os.path.split"
             )
         return False
+
+    def _existence_tested(self, at: cst.Call) -> bool:
+        """The call runs only where its checkpoint folder was found to exist (`if os.path.isdir(ckpt_dir):`, after
+        `if not os.path.exists(ckpt_dir): return`): the folder as the call's first argument names it."""
+        folder = next((a.value for a in at.args if a.keyword is None or a.keyword.value == "load_dir"), None)
+        name = dotted_name(folder) if folder is not None else None
+        if name is None:
+            return False
+        return any(
+            guard.truth
+            and guard.value == TRUTHINESS
+            and _EXISTENCE.search(guard.subject)
+            and f"({name})" in guard.subject
+            for guard in self.facts.paths.at(at)
+        )
 
     def _tested_not_none(self, tag: cst.BaseExpression, at: cst.Call) -> bool:
         """The call runs only where the tag was tested not None (`if tag is not None:`, `if tag:`), or the tag is
