@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dslint.diagnostics import Applicability, Severity
+from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 from dslint.rules.model_moved_before_initialize import ModelMovedBeforeInitialize
-from dslint.script.parameter_casts import casting_helpers, helper_argument, parameter_loops
+from dslint.script.edits import delete_line
+from dslint.script.parameter_casts import cast_loops, casting_helpers, helper_argument, parameter_loops
+from dslint.script.statement_removal import delete_statements
 
 
 class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
@@ -44,7 +46,8 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
         """,
         fix_safety="""
             The fix removes the cast (a lone statement is deleted; in an expression the call is dropped from its
-            chain). It is unsafe: it changes the precision the model trains in unless the config enables it, and
+            chain; a per-parameter cast loses its statement, and the loop goes with it when casting was all it
+            did). It is unsafe: it changes the precision the model trains in unless the config enables it, and
             code between the cast and `initialize` may rely on the dtype.
         """,
     )
@@ -100,8 +103,27 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
                     param.data = param.data.to(torch.bfloat16)
             def main(cfg):
                 model = Net()
-                for _, p in model.named_parameters():
-                    p.data = p.data
+                engine, *_ = deepspeed.initialize(model=model, config=cfg)
+            """,
+        ),
+        # the loop does more than cast: only the cast's statement goes
+        Invalid(
+            """
+            import deepspeed
+            def main(cfg):
+                model = Net()
+                for p in model.parameters():
+                    p.requires_grad = True
+                    p.data = p.data.half()
+                engine, *_ = deepspeed.initialize(model=model, config=cfg)
+            """,
+            lines=(7,),
+            fixed="""
+            import deepspeed
+            def main(cfg):
+                model = Net()
+                for p in model.parameters():
+                    p.requires_grad = True
                 engine, *_ = deepspeed.initialize(model=model, config=cfg)
             """,
         ),
@@ -128,6 +150,7 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
     def visit_Module(self, node: cst.Module) -> None:
         super().visit_Module(node)
         self.loop_casts = parameter_loops(node)
+        self.cast_loops = cast_loops(node)
         self.casting_helpers = casting_helpers(node)
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -144,8 +167,22 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
         self.report(
             node,
             message,
-            edits=self._fix(node),
+            edits=self._loop_fix(node) if node in self.cast_loops else self._fix(node),
             applicability=Applicability.UNSAFE,
             fix_message=f"Remove `{node.func.value}(...)`" if isinstance(node.func, cst.Name) else "Remove the cast",
             related=(init.origin,) if init.origin is not None else (),
         )
+
+    def _loop_fix(self, node: cst.Call) -> list[Edit]:
+        """A per-parameter cast goes with its statement, and the loop goes when that was all it did; never
+        `p.data = p.data`."""
+        loop = self.cast_loops[node]
+        line = self.facts.statement_of(node)
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return []
+        body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ()
+        if loop.orelse is None and list(body) == [line]:
+            edits = delete_statements(self.context, [loop])
+            return edits if edits is not None else []
+        edit = delete_line(self.context, line)
+        return [edit] if edit is not None else []

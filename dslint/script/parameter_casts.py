@@ -21,6 +21,13 @@ def parameter_loops(module: cst.Module) -> dict[cst.Call, cst.BaseExpression]:
     return finder.casts
 
 
+def cast_loops(module: cst.Module) -> dict[cst.Call, cst.For]:
+    """Every such cast -> the innermost `for` loop walking the parameters it casts."""
+    finder = _LoopCasts()
+    module.visit(finder)
+    return finder.loop_of
+
+
 def casting_helpers(module: cst.Module) -> dict[str, tuple[int, str]]:
     """The module's top-level functions that cast every parameter of one of their own parameters to 16 bits in
     such a loop: name -> (the parameter's position, its name)."""
@@ -56,16 +63,20 @@ class _LoopCasts(cst.CSTVisitor):
     def __init__(self) -> None:
         super().__init__()
         self.casts: dict[cst.Call, cst.BaseExpression] = {}
+        self.loop_of: dict[cst.Call, cst.For] = {}
         self.loops: list[tuple[str, cst.BaseExpression]] = []  # (loop variable, the model it walks)
+        self.fors: list[cst.For] = []
 
     def visit_For(self, node: cst.For) -> None:
         walked = _walked_model(node)
         if walked is not None:
             self.loops.append(walked)
+            self.fors.append(node)
 
     def leave_For(self, original_node: cst.For) -> None:
         if _walked_model(original_node) is not None:
             self.loops.pop()
+            self.fors.pop()
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if not self.loops or len(node.targets) != 1 or not isinstance(node.value, cst.Call):
@@ -80,6 +91,7 @@ class _LoopCasts(cst.CSTVisitor):
             and dotted_name(node.value.func.value) == f"{variable}.data"
         ):
             self.casts[node.value] = model
+            self.loop_of[node.value] = self.fors[-1]
 
 
 def _walked_model(node: cst.For) -> tuple[str, cst.BaseExpression] | None:
