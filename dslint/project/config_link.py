@@ -335,12 +335,13 @@ def training_arguments_configs(context: ScriptContext) -> list[ResolvedConfig] |
 class AccelerateRun:
     """One `accelerate launch --config_file` of this script with DeepSpeed: the DeepSpeed config file its YAML names
     (`config`), or the YAML's own `zero_stage` and `zero3_save_16bit_model` (which accelerate writes into
-    `stage3_gather_16bit_weights_on_model_save`)."""
+    `stage3_gather_16bit_weights_on_model_save`), and its `mixed_precision` (the YAML's, or `--mixed_precision`)."""
 
     via: tuple[Related, ...]
     config: ResolvedConfig | None = None
     stage: int | None = None
     save_16bit: bool | None = None
+    mixed_precision: str | None = None
 
 
 def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
@@ -363,9 +364,10 @@ def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
             resolved = _launched_file(launch.config_path, Origin.TRAINER, via)
             if resolved is None:
                 return None
-            runs.append(AccelerateRun(via, config=resolved))
+            runs.append(AccelerateRun(via, config=resolved, mixed_precision=launch.mixed_precision))
         elif launch.inline_stage is not None:
-            runs.append(AccelerateRun(via, stage=launch.inline_stage, save_16bit=launch.inline_save_16bit))
+            stage, save = launch.inline_stage, launch.inline_save_16bit
+            runs.append(AccelerateRun(via, stage=stage, save_16bit=save, mixed_precision=launch.mixed_precision))
         else:
             return None
     return runs
