@@ -125,6 +125,13 @@ class Needs:
         return (self.tokens, *self.alternatives)
 
 
+_CLIP_CALLS = (
+    "torch.nn.utils.clip_grad.clip_grad_norm",
+    "torch.nn.utils.clip_grad.clip_grad_norm_",
+    "torch.nn.utils.clip_grad_norm",
+    "torch.nn.utils.clip_grad_norm_",
+)
+
 # Script rules -> what each needs (DSL001, DSL002 and DSL010 are driver findings, not traversals).
 SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL101": Needs((b"deepspeed", b"initialize"), inference_engine=True),
@@ -166,7 +173,13 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL302": Needs((b"deepspeed", b"initialize")),
     "DSL303": Needs((b"deepspeed", b"initialize")),
     "DSL304": Needs((b"deepspeed", b"initialize")),
-    "DSL305": Needs((b"deepspeed", b"initialize")),
+    # a clip beside this file's engine, or after `accelerator.backward` where DeepSpeed may run through accelerate
+    "DSL305": Needs(
+        (b"deepspeed", b"initialize"),
+        engine=False,
+        alternatives=((b"clip_grad_norm", b"backward", b"prepare"),),
+        shapes=(Shape(calls=_CLIP_CALLS, engine=True), Shape(calls=_CLIP_CALLS, configured=True)),
+    ),
     "DSL306": Needs((b"deepspeed", b"initialize")),
     "DSL307": Needs((b"deepspeed", b"initialize")),
     "DSL308": Needs((b"deepspeed", b"initialize")),
