@@ -132,12 +132,20 @@ _CLIP_CALLS = (
     "torch.nn.utils.clip_grad_norm_",
 )
 
+_CAST_METHODS = ("bfloat16", "half", "to")
+
 # Script rules -> what each needs (DSL001, DSL002 and DSL010 are driver findings, not traversals).
 SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL101": Needs((b"deepspeed", b"initialize"), inference_engine=True),
     "DSL102": Needs((b"deepspeed", b"initialize"), inference_engine=True),
     "DSL103": Needs((b"deepspeed", b"initialize"), inference_engine=True),
-    "DSL104": Needs((b"deepspeed", b"initialize")),
+    # a cast before this file's initialize, or before `accelerator.prepare` where DeepSpeed may run through accelerate
+    "DSL104": Needs(
+        (b"deepspeed", b"initialize"),
+        engine=False,
+        alternatives=((b"prepare", b"half"), (b"prepare", b"float16")),
+        shapes=(Shape(methods=_CAST_METHODS, engine=True), Shape(methods=_CAST_METHODS, configured=True)),
+    ),
     "DSL201": Needs((b"deepspeed", b"initialize")),
     "DSL202": Needs((b"deepspeed", b"initialize"), gpu_loads=True),
     "DSL203": Needs((b"deepspeed", b"initialize")),
