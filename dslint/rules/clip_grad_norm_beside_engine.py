@@ -69,8 +69,9 @@ class ClipGradNormBesideEngine(ScriptRule):
             `.module`, or the model that was given to `deepspeed.initialize` (after the call). In a script that
             runs DeepSpeed through accelerate (a `DeepSpeedPlugin` it builds, or an `accelerate launch` whose YAML
             says `distributed_type: DEEPSPEED`), also `torch.nn.utils.clip_grad_norm_(model.parameters(), ...)`
-            after `accelerator.backward(...)` in the same function, where `model` is what `accelerator.prepare`
-            returned, or the model handed to it and not bound again since. Silent under accelerate without
+            (or `clip_grad_norm_(optimizer.param_groups[0]["params"], ...)`) after `accelerator.backward(...)` in
+            the same function, where `model` (`optimizer`) is what `accelerator.prepare` returned, or what was
+            handed to it and not bound again since. Silent under accelerate without
             DeepSpeed (DDP, FSDP, one process), where torch's clip after `accelerator.backward` is right, and on
             `accelerator.clip_grad_norm_`: under DeepSpeed it clips nothing itself and returns the engine's norm
             (`engine.get_global_grad_norm()`, accelerate 1.8 and later; None before).
@@ -128,6 +129,20 @@ class ClipGradNormBesideEngine(ScriptRule):
         Valid(
             _ACCELERATE_LOOP.replace("torch.nn.utils.clip_grad_norm_", "accelerator.clip_grad_norm_"),
             files=(("run.sh", "accelerate launch --config_file ds.yaml train.py\n"), ("ds.yaml", _DEEPSPEED_YAML)),
+        ),
+        # an optimizer accelerate never prepares (the critic's)
+        Valid(
+            """
+            import torch
+            from accelerate import Accelerator, DeepSpeedPlugin
+            accelerator = Accelerator(deepspeed_plugin=DeepSpeedPlugin(zero_stage=2))
+            model, optimizer = accelerator.prepare(model, optimizer)
+            critic_optimizer = torch.optim.SGD(critic.parameters(), lr=0.1)
+            for batch in loader:
+                accelerator.backward(model(batch))
+                critic(batch).mean().backward()
+                torch.nn.utils.clip_grad_norm_(critic_optimizer.param_groups[0]["params"], 1.0)
+            """
         ),
         # a model accelerate never prepares (a critic trained by hand beside it)
         Valid(
@@ -238,6 +253,31 @@ class ClipGradNormBesideEngine(ScriptRule):
             lines=(10,),
             fixed=_PLUGIN_LOOP.replace("    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", ""),
         ),
+        # the prepared optimizer's parameters, under accelerate's accumulation
+        Invalid(
+            """
+            from accelerate import Accelerator, DeepSpeedPlugin
+            from torch.nn.utils import clip_grad_norm_
+            accelerator = Accelerator(deepspeed_plugin=DeepSpeedPlugin(zero_stage=1, gradient_accumulation_steps=4))
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            for batch in loader:
+                with accelerator.accumulate(model):
+                    accelerator.backward(model(batch))
+                    clip_grad_norm_(optimizer.param_groups[0]["params"], 0.1)
+                    optimizer.step()
+            """,
+            lines=(9,),
+            fixed="""
+            from accelerate import Accelerator, DeepSpeedPlugin
+            from torch.nn.utils import clip_grad_norm_
+            accelerator = Accelerator(deepspeed_plugin=DeepSpeedPlugin(zero_stage=1, gradient_accumulation_steps=4))
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            for batch in loader:
+                with accelerator.accumulate(model):
+                    accelerator.backward(model(batch))
+                    optimizer.step()
+            """,
+        ),
         # the script's own DeepSpeedPlugin; the model handed to prepare is the module the engine wraps
         Invalid(
             """
@@ -276,6 +316,10 @@ class ClipGradNormBesideEngine(ScriptRule):
         first = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "parameters"), None)
         if first is None and node.args[0].keyword is None:
             first = node.args[0].value
+        owner = _param_groups_owner(first)
+        if owner is not None:  # `optimizer.param_groups[0]["params"]`: accelerate's prepared optimizer
+            self.accelerate_clips.append((node, owner))
+            return
         if not isinstance(first, cst.Call) or method_name(first) not in PARAMETER_METHODS:
             return
         assert isinstance(first.func, cst.Attribute)
@@ -338,8 +382,8 @@ class ClipGradNormBesideEngine(ScriptRule):
 
     def _prepared(self, model: cst.BaseExpression, clip: cst.Call, prepares: list[cst.Call]) -> bool:
         """`model` (or its `.module`) at `clip` is what `accelerator.prepare` returned for the model (only a module
-        has `.parameters()`), or the model handed to a `prepare` before it, not bound again since (the engine wraps
-        that very module)."""
+        has `.parameters()`, only an optimizer `.param_groups`), or the model handed to a `prepare` before it, not
+        bound again since (the engine wraps that very module, and steps that very optimizer)."""
         if isinstance(model, cst.Attribute) and model.attr.value == "module":
             model = model.value
         key = dotted_name(model)
@@ -361,3 +405,14 @@ class ClipGradNormBesideEngine(ScriptRule):
             and facts.binding_at(key, scope, facts.start(call)) is binding
             for call in prepares
         )
+
+
+def _param_groups_owner(value: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """`X` of `X.param_groups[i]["params"]` (any subscripts), else None."""
+    if not isinstance(value, cst.Subscript):
+        return None
+    while isinstance(value, cst.Subscript):
+        value = value.value
+    if isinstance(value, cst.Attribute) and value.attr.value == "param_groups":
+        return value.value
+    return None
