@@ -132,3 +132,26 @@ def test_a_trainer_config_named_in_the_yaml_a_launch_passes() -> None:
         _findings("trainer_yaml"),
         [("finetune.py", 16, "DSL208", "ZeRO-3 is on, but no live HfDeepSpeedConfig exists yet")],
     )
+
+
+def test_clips_and_casts_under_deepspeed_through_accelerate() -> None:
+    """accelerate runs DeepSpeed from the launch's YAML: torch's clip after `accelerator.backward` (which already
+    ran engine.step()) is DSL305 at any precision (train.py, pure_half.py), and a 16-bit cast of the model
+    `accelerator.prepare` receives is DSL104 when the run is fp16/bf16 (train.py; finetune.py's parameter loop,
+    fp16 from `--mixed_precision` over the YAML's 'no'). Silent: the frozen teacher and encoder never prepared,
+    `accelerator.clip_grad_norm_`, the cast under `mixed_precision: 'no'` (pure_half.py), and the same loop under
+    a MULTI_GPU YAML whose leftover `deepspeed_config` block accelerate never reads (train_ddp.py)."""
+    clip = "accelerator.backward runs engine.step(), which clips: set gradient_clipping instead"
+    cast = "model cast before accelerator.prepare; remove it: DeepSpeed runs"
+    _match(
+        _findings("accelerate_precision"),
+        [
+            ("finetune.py", 25, "DSL104", f"{cast} fp16 and casts it"),
+            ("pure_half.py", 17, "DSL305", clip),
+            ("train.py", 21, "DSL104", f"{cast} bf16 and casts it"),
+            ("train.py", 30, "DSL305", clip),
+        ],
+    )
+    found = {(path, line): message for path, line, _, message in _findings("accelerate_precision")}
+    assert found[("finetune.py", 25)].endswith("accelerate_precision/configs/zero3_file.yaml:4)")
+    assert found[("train.py", 30)].endswith("accelerate_precision/configs/zero2_bf16.yaml:6)")

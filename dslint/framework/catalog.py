@@ -125,12 +125,27 @@ class Needs:
         return (self.tokens, *self.alternatives)
 
 
+_CLIP_CALLS = (
+    "torch.nn.utils.clip_grad.clip_grad_norm",
+    "torch.nn.utils.clip_grad.clip_grad_norm_",
+    "torch.nn.utils.clip_grad_norm",
+    "torch.nn.utils.clip_grad_norm_",
+)
+
+_CAST_METHODS = ("bfloat16", "half", "to")
+
 # Script rules -> what each needs (DSL001, DSL002 and DSL010 are driver findings, not traversals).
 SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL101": Needs((b"deepspeed", b"initialize"), inference_engine=True),
     "DSL102": Needs((b"deepspeed", b"initialize"), inference_engine=True),
     "DSL103": Needs((b"deepspeed", b"initialize"), inference_engine=True),
-    "DSL104": Needs((b"deepspeed", b"initialize")),
+    # a cast before this file's initialize, or before `accelerator.prepare` where DeepSpeed may run through accelerate
+    "DSL104": Needs(
+        (b"deepspeed", b"initialize"),
+        engine=False,
+        alternatives=((b"prepare", b"half"), (b"prepare", b"float16")),
+        shapes=(Shape(methods=_CAST_METHODS, engine=True), Shape(methods=_CAST_METHODS, configured=True)),
+    ),
     "DSL201": Needs((b"deepspeed", b"initialize")),
     "DSL202": Needs((b"deepspeed", b"initialize"), gpu_loads=True),
     "DSL203": Needs((b"deepspeed", b"initialize")),
@@ -171,7 +186,13 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL302": Needs((b"deepspeed", b"initialize")),
     "DSL303": Needs((b"deepspeed", b"initialize")),
     "DSL304": Needs((b"deepspeed", b"initialize")),
-    "DSL305": Needs((b"deepspeed", b"initialize")),
+    # a clip beside this file's engine, or after `accelerator.backward` where DeepSpeed may run through accelerate
+    "DSL305": Needs(
+        (b"deepspeed", b"initialize"),
+        engine=False,
+        alternatives=((b"clip_grad_norm", b"backward", b"prepare"),),
+        shapes=(Shape(calls=_CLIP_CALLS, engine=True), Shape(calls=_CLIP_CALLS, configured=True)),
+    ),
     "DSL306": Needs((b"deepspeed", b"initialize")),
     "DSL307": Needs((b"deepspeed", b"initialize")),
     "DSL308": Needs((b"deepspeed", b"initialize")),

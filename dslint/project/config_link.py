@@ -41,10 +41,11 @@ from dslint.project.config_edits import (
     tree_from_literal,
 )
 from dslint.project.inputs import record
+from dslint.project.trainer_launches import launched_for_trainer
 from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind, Pos
 from dslint.script.names import dotted_name
-from dslint.script.project_facts import TRAINER_YAML, LaunchedConfig
+from dslint.script.project_facts import LaunchedConfig
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -297,7 +298,7 @@ def trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
     project = context.facts.project
     if not explicit and project is not None and project.launches:
         for launch in project.launches:
-            if not _launched_for_trainer(context, launch) or launch.config_path is None:
+            if not launched_for_trainer(context, launch) or launch.config_path is None:
                 continue
             resolved = _launched_file(launch.config_path, Origin.TRAINER, (launch.launch, *_evidence(launch)))
             if resolved is not None:
@@ -323,7 +324,7 @@ def training_arguments_configs(context: ScriptContext) -> list[ResolvedConfig] |
     if explicit or project is None:
         return found
     for launch in project.launches:
-        if _launched_for_trainer(context, launch) and launch.config_path is not None:
+        if launched_for_trainer(context, launch) and launch.config_path is not None:
             resolved = _launched_file(launch.config_path, Origin.TRAINER, (launch.launch, *_evidence(launch)))
             if resolved is None:
                 return None
@@ -335,12 +336,13 @@ def training_arguments_configs(context: ScriptContext) -> list[ResolvedConfig] |
 class AccelerateRun:
     """One `accelerate launch --config_file` of this script with DeepSpeed: the DeepSpeed config file its YAML names
     (`config`), or the YAML's own `zero_stage` and `zero3_save_16bit_model` (which accelerate writes into
-    `stage3_gather_16bit_weights_on_model_save`)."""
+    `stage3_gather_16bit_weights_on_model_save`), and its `mixed_precision` (the YAML's, or `--mixed_precision`)."""
 
     via: tuple[Related, ...]
     config: ResolvedConfig | None = None
     stage: int | None = None
     save_16bit: bool | None = None
+    mixed_precision: str | None = None
 
 
 def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
@@ -363,48 +365,13 @@ def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
             resolved = _launched_file(launch.config_path, Origin.TRAINER, via)
             if resolved is None:
                 return None
-            runs.append(AccelerateRun(via, config=resolved))
+            runs.append(AccelerateRun(via, config=resolved, mixed_precision=launch.mixed_precision))
         elif launch.inline_stage is not None:
-            runs.append(AccelerateRun(via, stage=launch.inline_stage, save_16bit=launch.inline_save_16bit))
+            stage, save = launch.inline_stage, launch.inline_save_16bit
+            runs.append(AccelerateRun(via, stage=stage, save_16bit=save, mixed_precision=launch.mixed_precision))
         else:
             return None
     return runs
-
-
-def _launched_for_trainer(context: ScriptContext, launch: LaunchedConfig) -> bool:
-    """Whether a launch's config reaches this script's `TrainingArguments`: `--deepspeed ds.json` where the script
-    parses its arguments from the command line (`HfArgumentParser`), or a YAML naming it (`TRAINER_YAML`) where
-    the script splats a mapping into `TrainingArguments(**cfg.train)`."""
-    if launch.option == "deepspeed":
-        return _parses_training_arguments(context)
-    return launch.option == TRAINER_YAML and splats_training_arguments(context)
-
-
-def splats_training_arguments(context: ScriptContext) -> bool:
-    """A `*TrainingArguments(**mapping)` call without a `deepspeed=` keyword of its own."""
-    return any(
-        (name := dotted_name(call.func)) is not None
-        and name.split(".")[-1].endswith("TrainingArguments")
-        and any(arg.star == "**" for arg in call.args)
-        and not any(arg.keyword is not None and arg.keyword.value == "deepspeed" for arg in call.args)
-        for call in _calls(context.module)
-    )
-
-
-def _parses_training_arguments(context: ScriptContext) -> bool:
-    """`HfArgumentParser(...)`, or a parser class of the project given the `*TrainingArguments` class
-    (`ProjectArgumentParser((ModelArguments, TrainingArguments))`, a subclass of HfArgumentParser)."""
-    return any(
-        (name := dotted_name(call.func)) is not None
-        and (name.split(".")[-1] == "HfArgumentParser" or (name.endswith("Parser") and _names_training_arguments(call)))
-        for call in _calls(context.module)
-    )
-
-
-def _names_training_arguments(call: cst.Call) -> bool:
-    values = [arg.value for arg in call.args]
-    values += [e.value for v in values if isinstance(v, (cst.Tuple, cst.List)) for e in v.elements]
-    return any((name := dotted_name(v)) is not None and name.endswith("TrainingArguments") for v in values)
 
 
 def _evidence(launch: LaunchedConfig) -> tuple[Related, ...]:

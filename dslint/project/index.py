@@ -453,8 +453,14 @@ def _launched_config(
         written = shown_path(absolute(option.value)) if os.path.isabs(option.value) else option.value
         evidence = Related(where.path, option.line, option.column, f"--{option.name} {written}")
         return LaunchedConfig(where, option.name, config_path, evidence, options)
-    if accelerate is not None:
+    # accelerate runs DeepSpeed only for `distributed_type: DEEPSPEED` (`launch.py`: `use_deepspeed`); a YAML of
+    # another type may keep a `deepspeed_config` block that nothing reads
+    if accelerate is not None and accelerate.distributed_type in (None, "DEEPSPEED"):
         shown = shown_path(accelerate.path)
+        # `accelerate launch --mixed_precision bf16` overrides the YAML's (a value built at run time: not known)
+        options_given = line.launcher_options
+        given = next((o.value for o in options_given if o.name == "mixed_precision"), accelerate.mixed_precision)
+        mixed_precision = None if given is None or UNKNOWN_VALUE in given else given
         if accelerate.deepspeed_config_file:
             config_path = find_written(accelerate.deepspeed_config_file, accelerate.path, roots)
             evidence = Related(
@@ -463,7 +469,7 @@ def _launched_config(
                 1,
                 f"deepspeed_config_file: {accelerate.deepspeed_config_file}",
             )
-            return LaunchedConfig(where, "accelerate", config_path, evidence, options, None, accelerate.mixed_precision)
+            return LaunchedConfig(where, "accelerate", config_path, evidence, options, None, mixed_precision)
         if accelerate.zero_stage is not None:
             evidence = Related(shown, accelerate.zero_stage_line, 1, f"zero_stage: {accelerate.zero_stage}")
             save = (accelerate.zero3_save_16bit_model or "").lower()
@@ -474,7 +480,7 @@ def _launched_config(
                 evidence,
                 options,
                 accelerate.zero_stage,
-                accelerate.mixed_precision,
+                mixed_precision,
                 # DeepSpeedPlugin gathers when the value reaches it as "true" (a YAML boolean: true, yes, on)
                 True if save in ("true", "yes", "on") else False if save in ("", "false", "no", "off") else None,
             )

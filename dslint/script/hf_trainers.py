@@ -62,3 +62,13 @@ class TrainerNames:
             return False
         assignments = self.accelerators.get(node.value, [])
         return bool(assignments) and all(assignments)
+
+    def names_accelerator(self, node: cst.BaseExpression) -> bool:
+        """`node` holds an `Accelerator` (`holds_accelerator`), or is named for one (`accelerator`,
+        `self.accelerator`)."""
+        if self.holds_accelerator(node):
+            return True
+        if isinstance(node, cst.Attribute):
+            return node.attr.value == "accelerator"
+        # a name the file binds to something else is not one (`accelerator = "gpu"`, Lightning's word)
+        return isinstance(node, cst.Name) and node.value == "accelerator" and node.value not in self.accelerators

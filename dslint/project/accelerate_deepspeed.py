@@ -1,0 +1,133 @@
+"""Whether a script runs DeepSpeed through Hugging Face accelerate, and whether its engine then trains in 16 bits.
+
+accelerate hands the model to `deepspeed.initialize` inside `accelerator.prepare` (`Accelerator._prepare_deepspeed`)
+when the script builds a `DeepSpeedPlugin` (the `Accelerator` then sets ACCELERATE_USE_DEEPSPEED) or when `accelerate
+launch` starts it with a YAML whose `distributed_type` is DEEPSPEED (`config_link.accelerate_runs`). The precision
+(`DeepSpeedPlugin.set_mixed_precision`, called by `AcceleratorState`): the Accelerator's `mixed_precision` (its
+argument, else ACCELERATE_MIXED_PRECISION, which `accelerate launch` sets from the YAML or `--mixed_precision`)
+writes an `fp16` or `bf16` section where the DeepSpeed config has none, and fills an `enabled` written "auto"; an
+`enabled` the config writes as true or false stays. `fp8` runs the engine in bf16.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from dslint.diagnostics import Related
+from dslint.project.config_edits import module_index
+from dslint.project.config_link import (
+    AccelerateRun,
+    ResolvedConfig,
+    accelerate_runs,
+    resolve_config_expression,
+    trainer_expressions,
+)
+from dslint.script.names import dotted_name
+
+if TYPE_CHECKING:
+    from dslint.script.context import ScriptContext
+
+ACCELERATOR = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
+_NOT_KNOWN = "?"  # a `mixed_precision` the script computes
+# The section each `mixed_precision` enables (`set_mixed_precision`: fp16 -> fp16, bf16 and fp8 -> bf16)
+_SECTION_OF = {"fp16": "fp16", "bf16": "bf16", "fp8": "bf16"}
+
+
+@dataclass(frozen=True)
+class AccelerateDeepSpeed:
+    """How one script runs DeepSpeed through accelerate."""
+
+    where: str  # "configs/acc.yaml:4" (the launch's YAML key), or "DeepSpeedPlugin at line 7"
+    related: tuple[Related, ...]  # the launch lines and YAML keys (none for the script's own plugin)
+    half: bool | None  # the engine trains in fp16/bf16 on every run (True), on none (False); None: not known
+    precision: str | None = None  # "fp16" or "bf16" when `half` and every run agrees
+
+
+def accelerate_deepspeed(context: ScriptContext) -> AccelerateDeepSpeed | None:
+    """None when the script is not known to run DeepSpeed through accelerate."""
+    plugin = next(
+        (
+            call
+            for call in module_index(context.module).calls
+            if (name := dotted_name(call.func)) is not None and name.rsplit(".", 1)[-1] == "DeepSpeedPlugin"
+        ),
+        None,
+    )
+    chosen = _script_precision(context)
+    if plugin is not None:
+        where = f"DeepSpeedPlugin at line {context.span(plugin)[0].line}"
+        expressions = list(trainer_expressions(context, ("hf_ds_config",)))
+        if not expressions:
+            return _judged(where, (), [(None, chosen)])
+        configs = [resolve_config_expression(context, expression) for expression in expressions]
+        if any(config is None for config in configs):
+            return AccelerateDeepSpeed(where, (), None)
+        return _judged(where, (), [(config, chosen) for config in configs])
+    runs = accelerate_runs(context)
+    if not runs:
+        return None
+    last = runs[0].via[-1]
+    related = tuple(r for run in runs for r in run.via)
+    return _judged(f"{last.path}:{last.line}", related, [_run_precision(run, chosen) for run in runs])
+
+
+def _run_precision(run: AccelerateRun, chosen: str | None) -> tuple[ResolvedConfig | None, str | None]:
+    return run.config, chosen if chosen is not None else run.mixed_precision
+
+
+def _judged(
+    where: str, related: tuple[Related, ...], runs: list[tuple[ResolvedConfig | None, str | None]]
+) -> AccelerateDeepSpeed:
+    found = [_engine_precision(config, mixed) for config, mixed in runs]
+    names = {p for p in found if isinstance(p, str)}
+    if found and len(names) == len(set(found)):
+        return AccelerateDeepSpeed(where, related, True, names.pop() if len(names) == 1 else None)
+    if found and all(p is False for p in found):
+        return AccelerateDeepSpeed(where, related, False)
+    return AccelerateDeepSpeed(where, related, None)
+
+
+def _engine_precision(config: ResolvedConfig | None, mixed: str | None) -> str | bool | None:
+    """The 16-bit section the engine enables ("fp16", "bf16"), False for fp32, None when not known. `mixed`: the
+    Accelerator's `mixed_precision` (None: not known)."""
+    mixed = mixed.lower() if mixed is not None and mixed != _NOT_KNOWN else None
+    enabled: dict[str, bool | None] = {}
+    for section in ("fp16", "bf16"):
+        value = config.get(section, "enabled") if config is not None else None
+        present = config is not None and config.get(section) is not None
+        if not present or value == "auto":  # accelerate writes it from `mixed_precision`
+            enabled[section] = None if mixed is None else _SECTION_OF.get(mixed) == section
+        elif value is None or value is False:  # a section without `enabled` is off (DeepSpeed's default)
+            enabled[section] = False
+        elif value is True:
+            enabled[section] = True
+        else:
+            enabled[section] = None  # UNKNOWN, or a value that is no boolean
+    on = [section for section, value in enabled.items() if value is True]
+    if on:
+        return on[0]
+    if all(value is False for value in enabled.values()):
+        return False
+    return None
+
+
+def _script_precision(context: ScriptContext) -> str | None:
+    """The `mixed_precision` the script's `Accelerator(...)` calls give (lower case), `_NOT_KNOWN` when one computes
+    it or they disagree, None when none gives it (then ACCELERATE_MIXED_PRECISION, the launch's, decides)."""
+    given: set[str] = set()
+    for call in module_index(context.module).calls:
+        if context.facts.qualified(call.func) not in ACCELERATOR:
+            continue
+        if any(arg.keyword is None for arg in call.args):
+            return _NOT_KNOWN  # `Accelerator(*args)`, or mixed_precision given by position
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "mixed_precision":
+                value = arg.value
+                text = value.evaluated_value if isinstance(value, cst.SimpleString) else None
+                given.add(text.lower() if isinstance(text, str) else _NOT_KNOWN)
+    if not given:
+        return None
+    return given.pop() if len(given) == 1 else _NOT_KNOWN
