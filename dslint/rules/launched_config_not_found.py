@@ -23,7 +23,8 @@ class LaunchedConfigNotFound(LaunchRule):
             folder, the repository root, after its `cd`), names no file, no file of that name exists anywhere
             in the project, and nothing there writes one (the name in no Python file and nowhere else in the
             launcher). Absolute and home paths (the user's own machine) and paths built at run time are left
-            alone.
+            alone, and so is a launch in a Markdown or reST document that writes the config out in a code block
+            for the reader to save (the block is checked as the config instead).
         """,
         why="""
             The script opens the config at start-up (DeepSpeed's `DeepSpeedConfig`, or the HF Trainer's
