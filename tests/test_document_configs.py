@@ -30,10 +30,12 @@ def _findings(path: Path = PROJECT) -> list[Diagnostic]:
 
 
 def test_the_pasted_configs_are_checked_where_the_document_writes_them() -> None:
-    found = [
-        (os.path.relpath(os.path.abspath(d.path), PROJECT), d.start.line, d.start.column, d.code, d.message)
-        for d in _findings()
-    ]
+    found = sorted(  # a config file is checked on its own and through the script it is launched with
+        {
+            (os.path.relpath(os.path.abspath(d.path), PROJECT), d.start.line, d.start.column, d.code, d.message)
+            for d in _findings()
+        }
+    )
     expected = [
         ("QUICKSTART.md", 8, 32, "DSL413", "a fixed fp16 loss scale does not adapt to overflows"),
         ("TUTORIAL.md", 13, 3, "DSL401", "DeepSpeed ignores unknown key `min_lr` silently"),
@@ -44,6 +46,8 @@ def test_the_pasted_configs_are_checked_where_the_document_writes_them() -> None
         ("guide/guide.rst", 22, 15, "DSL408", "fp16 and bf16 are both enabled"),
         # the folder pins DeepSpeed 0.9.2: the misspelt key is ignored there, not refused
         ("legacy/README.md", 8, 12, "DSL420", "`bf16.enable` is ignored silently by DeepSpeed 0.9.2"),
+        # shipped/README.md shows the file: the file is checked, its copies in the document are not
+        ("shipped/ds_zero2.json", 3, 37, "DSL409", "offload_param needs ZeRO stage 3"),
     ]
     assert [f[:4] for f in found] == [e[:4] for e in expected]
     for (*_, message), (*_, start) in zip(found, expected, strict=True):
@@ -57,13 +61,14 @@ def test_nothing_is_offered_to_write_into_a_document() -> None:
 
 def test_a_launch_whose_config_the_document_writes_out_is_not_missing_its_file() -> None:
     """QUICKSTART.md, guide.rst and legacy/README.md launch configs no file of the project holds: their
-    blocks are the files to save (no DSL423); api/README.md's launch names a file that exists."""
+    blocks are the files to save (no DSL423)."""
     assert not [d for d in _findings() if d.code == "DSL423"]
 
 
 def test_json_that_is_no_deepspeed_config_stays_silent() -> None:
-    """api/README.md: a model's config.json, a job record holding `train_batch_size`, the settings a server
-    returns (a JSON name the document gives it); TUTORIAL.md's excerpt ("add this") has no batch key."""
+    """api/README.md: a model's config.json, a job record holding `train_batch_size` (tied by the document's
+    one launch, but no config by its content), the settings a server returns (a JSON name the document gives
+    it); TUTORIAL.md's excerpt ("add this") has no batch key."""
     assert not [d for d in _findings() if d.path.endswith("api/README.md")]
     assert not [d for d in _findings() if d.path.endswith("TUTORIAL.md") and d.start.line > 22]
 
@@ -93,11 +98,16 @@ WHOLE = '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 2}\n}\n'
         ('`ds_config.json`:\n```json\n{"zero_optimization": {"stage": 2}}\n```\n', [], None),
         ('`ds_config.json`:\n```json\n{"train_batch_size": 8, ...}\n```\n', [], None),
         ("`ds_config.json`:\n```json\n" + WHOLE, [], None),
+        # no name, several launched configs, but the text calls it a DeepSpeed config
+        ("## DeepSpeed Configuration\n\n```json\n" + WHOLE + "```\n", ["a.json", "b.json"], ""),
+        ("## Training settings\n\n```json\n" + WHOLE + "```\n", ["a.json", "b.json"], None),
+        # an abridged config: `...` in a comment
+        ("`ds_config.json`:\n```jsonc\n" + WHOLE.replace("}\n}", "}\n  // ...\n}") + "```\n", [], None),
     ],
 )
 def test_which_markdown_blocks_are_configs(text: str, launches: list[str], tied: str | None) -> None:
     found = document_configs("README.md", text, [_launch(name) for name in launches])
-    assert [config.name for config in found] == ([tied] if tied else [])
+    assert [config.name for config in found] == ([tied] if tied is not None else [])
 
 
 def test_a_block_tied_by_its_launch_alone_must_look_like_a_config() -> None:
@@ -106,6 +116,16 @@ def test_a_block_tied_by_its_launch_alone_must_look_like_a_config() -> None:
     settings = '{"train_batch_size": 8, "learning_rate": 0.1, "epochs": 3, "model": "gpt2"}'
     assert document_configs("a.md", f"`ds_config.json`:\n```json\n{settings}\n```\n", [])
     assert not document_configs("a.md", f"Then:\n```json\n{settings}\n```\n", [_launch("ds_config.json")])
+
+
+def test_a_copy_of_a_shipped_config_is_left_to_the_file() -> None:
+    """The file the text names, or the launch passes, is in the project: it is checked itself."""
+    text = "Current config (`configs/ds_config.json`):\n```json\n" + WHOLE + "```\n"
+    assert not document_configs("a.md", text, [], shipped=lambda path: path == "configs/ds_config.json")
+    assert document_configs("a.md", text, [], shipped=lambda path: False)
+    launched = DocumentLaunch("ds.json", "initialize", None, "/project/ds.json")
+    assert not document_configs("a.md", "Then:\n```json\n" + WHOLE + "```\n", [launched])
+    assert document_configs("a.md", "Then:\n```json\n" + WHOLE + "```\n", [_launch("ds.json")])
 
 
 def test_rst_blocks_and_their_positions() -> None:

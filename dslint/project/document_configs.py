@@ -16,21 +16,28 @@ config rules at its own lines of the document, when all of these hold:
      `ds_config*.json`, `zero*.json`, `*deepspeed*.json`, ...);
    - or that text names no `.json`/`.hjson` file, and the launch commands of the document that pass a config
      all pass one file name: the document's one config;
+   - or that text names no `.json`/`.hjson` file, and calls the block a DeepSpeed config ("## DeepSpeed
+     Configuration", "the following DeepSpeed config:");
 4. it is a whole config, recognised as a file would be (`recognition.is_whole_config`): `train_batch_size` or
    `train_micro_batch_size_per_gpu` at its top level, and DeepSpeed's own keys (a name like a config's makes
-   mostly DeepSpeed keys enough; a block tied by the launch alone must look like one by its content).
+   mostly DeepSpeed keys enough; a block tied by the launch alone must look like one by its content), with no
+   `...` (or `…`) anywhere in it, which marks an excerpt even inside a comment (`// ...`);
+5. the file it is tied to is not one the project ships: a launch passing it names no file of the project, and the
+   name the text writes is no file found from the document as launchers' paths are (`inputs.find_written`). A
+   shipped file is checked itself; the block shows it (`### Current config (ds_config.json)`).
 
 Anything else stays silent: a JSON block of an API response or a model's `config.json` (no batch key, no
-DeepSpeed name), an excerpt of a config (no batch key), a block the text ties to another JSON file, a block in a
-document whose launches pass several configs and whose text names none, a block that does not parse, a notebook's
-Markdown cell. Who reads the block is who reads the file it is tied to (`ProjectIndex.document_reading`).
+DeepSpeed name), an excerpt of a config (no batch key, or `...`), a block the text ties to another JSON file, a
+block in a document whose launches pass several configs and whose text names none, a block that does not parse,
+a copy of a shipped config, a notebook's Markdown cell. Who reads the block is who reads the launches of the
+document that pass it (`ProjectIndex.document_reading`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +50,7 @@ DOCUMENT_CONFIG_SUFFIXES = (".md", ".rst")
 JSON_LANGUAGES = frozenset({"", "json", "jsonc", "json5", "hjson"})
 LEAD_LINES = 3  # the lines of text before a block that may name its file
 _JSON_NAME = re.compile(r"[\w.~/-]*\w\.h?json\b", re.IGNORECASE)
+_SAYS_CONFIG = re.compile(r"\bdeepspeed[\s_-]+config", re.IGNORECASE)  # "## DeepSpeed Configuration"
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,6 @@ class DocumentConfig:
     named_like_one: bool  # the document names it like a DeepSpeed config (not only through its launch)
     readers: tuple[str, ...] = ()  # the readers of the document's launches passing `name`
     world_sizes: tuple[LaunchWorldSize, ...] = ()
-    path: str | None = None  # the project's file of that name that a launch passes, when there is one
 
 
 def may_hold_config(data: bytes) -> bool:
@@ -74,9 +81,15 @@ def may_hold_config(data: bytes) -> bool:
     return mentions_strong_key(data)
 
 
-def document_configs(name: str, text: str, launches: Sequence[DocumentLaunch]) -> list[DocumentConfig]:
+def document_configs(
+    name: str,
+    text: str,
+    launches: Sequence[DocumentLaunch],
+    shipped: Callable[[str], bool] = lambda written: False,
+) -> list[DocumentConfig]:
     """The DeepSpeed configs written out in the document `name` (by its suffix: Markdown or reStructuredText),
-    whose `launches` pass config files (see the module's docstring for the rule)."""
+    whose `launches` pass config files (see the module's docstring for the rule); `shipped(path)`: whether a
+    path the text writes names a file of the project."""
     if not name.endswith(DOCUMENT_CONFIG_SUFFIXES):
         return []
     lines = text.splitlines()
@@ -89,14 +102,23 @@ def document_configs(name: str, text: str, launches: Sequence[DocumentLaunch]) -
         body = [line.strip() for line in lines[block.first - 1 : block.last] if line.strip()]
         if block.language not in JSON_LANGUAGES or not body or not body[0].startswith("{"):
             continue
-        name_tied = _tied_name(_lead_names(lines, block, code), launched)
+        if any("..." in line or "\u2026" in line for line in body):
+            continue  # an excerpt
+        lead = _lead(lines, block, code)
+        written = [match.group(0) for text in lead for match in _JSON_NAME.finditer(text)]
+        says = any(_SAYS_CONFIG.search(text) for text in lead)
+        name_tied = _tied_name([os.path.basename(path) for path in written], launched, says)
         if name_tied is None:
             continue
         tied, named_like_one = name_tied
+        passing = [launch for launch in launches if launch.name == tied]
+        if any(launch.path is not None for launch in passing) or any(
+            os.path.basename(path) == tied and shipped(path) for path in written
+        ):
+            continue  # a copy of a file the project ships, which is checked itself
         root = _parse(lines, block.first, block.last)
         if root is None or not is_whole_config(root, named_like_one):
             continue
-        passing = [launch for launch in launches if launch.name == tied]
         found.append(
             DocumentConfig(
                 block.first,
@@ -105,7 +127,6 @@ def document_configs(name: str, text: str, launches: Sequence[DocumentLaunch]) -
                 named_like_one,
                 tuple(dict.fromkeys(launch.reader for launch in passing)),
                 tuple(launch.world for launch in passing if launch.world is not None),
-                next((launch.path for launch in passing if launch.path is not None), None),
             )
         )
     return found
@@ -132,9 +153,10 @@ def _is_fence(lines: list[str], number: int) -> bool:
     return 1 <= number <= len(lines) and lines[number - 1].lstrip().startswith(("```", "~~~"))
 
 
-def _lead_names(lines: list[str], block: CodeBlock, code: set[int]) -> list[str]:
-    """The `.json`/`.hjson` file names the text right before `block` writes (its opening line's own words too:
-    a fence's info string, a directive's options, an reST paragraph ending with `::`)."""
+def _lead(lines: list[str], block: CodeBlock, code: set[int]) -> list[str]:
+    """The text right before `block`, which may name its file: up to LEAD_LINES lines of the paragraph or heading
+    above it, and its opening line's own words (a fence's info string, a directive's options, an reST
+    paragraph ending with `::`)."""
     lead = [block.info]
     if not lines[block.opening - 1].lstrip().startswith(("```", "~~~", "..")):
         lead.append(lines[block.opening - 1])  # "Save it as ds_config.json::"
@@ -146,11 +168,12 @@ def _lead_names(lines: list[str], block: CodeBlock, code: set[int]) -> list[str]
         lead.append(lines[number - 1])
         number -= 1
         taken += 1
-    return [os.path.basename(match.group(0)) for text in lead for match in _JSON_NAME.finditer(text)]
+    return lead
 
 
-def _tied_name(names: list[str], launched: set[str]) -> tuple[str, bool] | None:
-    """The config file a block is tied to, and whether it is named like a DeepSpeed config; None when untied."""
+def _tied_name(names: list[str], launched: set[str], says_config: bool) -> tuple[str, bool] | None:
+    """The config file a block is tied to ("" when the text only calls it a DeepSpeed config), and whether it is
+    named like a DeepSpeed config; None when untied."""
     if names:
         for name in names:
             if name in launched or is_config_name(Path(name)):
@@ -159,4 +182,4 @@ def _tied_name(names: list[str], launched: set[str]) -> tuple[str, bool] | None:
     if len(launched) == 1:
         (name,) = launched
         return name, False
-    return None
+    return ("", False) if says_config else None

@@ -184,11 +184,8 @@ class ProjectIndex:
         )
 
     def document_reading(self, config: DocumentConfig) -> ConfigReading | None:
-        """Who reads a config written out in a document: who reads the project's file its launch passes, when
-        there is one; else the readers of the document's launches passing it; else the reader the project
-        presumes for a config nothing names; None when unknown (as for such a file)."""
-        if config.path is not None:
-            return self.config_reading(config.path)
+        """Who reads a config written out in a document: the readers of the document's launches passing it; else
+        the reader the project presumes for a config nothing names; None when unknown (as for such a file)."""
         if config.readers:
             reader = next(reader for reader in READER_ORDER if reader in config.readers)
             return ConfigReading(reader, world_sizes=config.world_sizes)
@@ -449,7 +446,8 @@ def _read_launchers(
                 launches = (*facts.launches, launch.config)
                 index.files[script] = replace(facts, launches=launches)
         if pasted:
-            found = document_configs(name, text, passed)
+            shipped = functools.partial(_ships, near=launcher, roots=roots)
+            found = document_configs(name, text, passed, shipped)
             if found:
                 index.document_configs[absolute(launcher)] = found
         if not document and "akefile" not in name and not name.endswith(".mk") and ("<<" in text or "echo '" in text):
@@ -465,6 +463,11 @@ def _document_launch(launch: Launch, world: WorldSize) -> list[DocumentLaunch]:
     ranks = LaunchWorldSize(world.ranks, world.source, launch.config.launch) if world.ranks is not None else None
     reader = config_reader_of(launch.script, launch.config)
     return [DocumentLaunch(os.path.basename(option.value), reader, ranks, launch.config.config_path)]
+
+
+def _ships(written: str, near: str, roots: Sequence[str]) -> bool:
+    """Whether a path a document writes names a file of the project (found as launchers' paths are)."""
+    return find_written(written, near, roots) is not None
 
 
 def _launch_reader(scripts: dict[int, str | None], line: LaunchLine, option: str) -> str:
