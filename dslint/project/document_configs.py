@@ -105,8 +105,8 @@ def document_configs(
         if any("..." in line or "\u2026" in line for line in body):
             continue  # an excerpt
         lead = _lead(lines, block, code)
-        written = [match.group(0) for text in lead for match in _JSON_NAME.finditer(text)]
-        says = any(_SAYS_CONFIG.search(text) for text in lead)
+        written = [match.group(0) for said in lead for match in _JSON_NAME.finditer(said)]
+        says = any(_SAYS_CONFIG.search(said) for said in lead)
         name_tied = _tied_name([os.path.basename(path) for path in written], launched, says)
         if name_tied is None:
             continue
