@@ -13,6 +13,7 @@ import pytest
 from fixture_support import FIXTURES, expected_markers
 
 from dslint.lint.batch import index_project, lint_files
+from dslint.lint.document_configs import document_results
 from dslint.lint.files import discover
 from dslint.lint.launcher import launcher_results
 from dslint.lint.result import FileResult as ScriptResult
@@ -29,6 +30,12 @@ def _check(project: Path) -> list[tuple[str, int, int, str]]:
     results = lint_files([(f, resolver.for_path(f).selection_for(f)) for f in files], jobs=1, project=index)
     results += launcher_results(
         index.launch_issues, lambda p: resolver.for_path(p).selection_for(p), lambda p: Path(p).read_text("utf-8")
+    )
+    results += document_results(  # the DeepSpeed configs written out in its documents
+        index.document_configs,
+        index.document_reading,
+        lambda p: resolver.for_path(p).selection_for(p),
+        lambda p: Path(p).read_text("utf-8"),
     )
     found: set[tuple[str, int, int, str]] = set()
     for result in results:

@@ -26,11 +26,13 @@ from dslint.fix.write import SourceError, read_source, write_source
 from dslint.lint.batch import FileFailure, index_project, lint_files
 from dslint.lint.cache import ResultCache, default_directory
 from dslint.lint.cache import clean as clean_cache
+from dslint.lint.document_configs import document_results
 from dslint.lint.file import NOTEBOOK
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.files import files_to_check
 from dslint.lint.launcher import COMMENTED, launcher_results
 from dslint.lint.result import FileResult, one_per_place
+from dslint.project.index import ProjectIndex
 from dslint.project.launch_issues import LaunchIssue
 from dslint.report import renderer
 from dslint.report.colour import coloured_concise, wants_colour
@@ -306,7 +308,9 @@ def run_check(
     finally:
         progress.finish()
     _collect(outcome, linted)
-    launched = launcher_findings(resolver, project.launch_issues)
+    launched = _by_document(
+        [*launcher_findings(resolver, project.launch_issues), *document_findings(resolver, project, world_size)]
+    )
     outcome.results.extend(launched)
     linted_launchers = {os.path.abspath(result.path) for result in launched}
     outcome.skipped = [s for s in outcome.skipped if os.path.abspath(s.path) not in linted_launchers]
@@ -329,6 +333,36 @@ def launcher_findings(resolver: SettingsResolver, issues: dict[str, list[LaunchI
 
     shown = {_relative(path): found for path, found in issues.items()}
     return launcher_results(shown, selection, read)
+
+
+def document_findings(resolver: SettingsResolver, project: ProjectIndex, world_size: int | None) -> list[FileResult]:
+    """The config rules' findings on the DeepSpeed configs written out in documents (shown as launchers are)."""
+    if not project.document_configs:
+        return []
+
+    def selection(path: Path) -> RuleSelection | None:
+        return None if resolver.excluded(path) else resolver.for_path(path).selection_for(path)
+
+    def read(path: str) -> str | None:
+        try:
+            return Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
+    shown = {_relative(path): configs for path, configs in project.document_configs.items()}
+    return document_results(shown, project.document_reading, selection, read, world_size)
+
+
+def _by_document(results: list[FileResult]) -> list[FileResult]:
+    """One result per launcher or document: a document's launch findings and its configs' findings together."""
+    merged: dict[str, FileResult] = {}
+    for result in results:
+        kept = merged.setdefault(result.path, result)
+        if kept is not result:
+            kept.diagnostics = sorted([*kept.diagnostics, *result.diagnostics], key=lambda d: d.sort_key)
+            kept.suppressed += result.suppressed
+            kept.text = kept.text if kept.text is not None else result.text
+    return list(merged.values())
 
 
 def result_is_launcher(path: str) -> bool:

@@ -62,3 +62,15 @@ def is_deepspeed_config(root: Object, named_like_one: bool) -> bool:
             return True
         return any(key in known and isinstance(root.get(key), Object) for key in keys)
     return named_like_one and mostly_deepspeed
+
+
+# The keys without which DeepSpeed refuses to start (or that its launchers fill): a whole config has one.
+BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu")
+
+
+def is_whole_config(root: Object, named_like_one: bool) -> bool:
+    """A config written out in a document (a code block of a tutorial) is checked only when it is a whole
+    DeepSpeed config: one of the batch keys at its top level, and recognised as a config file is
+    (`is_deepspeed_config`). An excerpt ("add this to your config": `{"zero_optimization": {...}}`) lacks the
+    batch keys, and what it leaves out would read as missing."""
+    return any(root.entry(key) is not None for key in BATCH_KEYS) and is_deepspeed_config(root, named_like_one)

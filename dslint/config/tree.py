@@ -315,12 +315,13 @@ class _Reader:
                 raise self.fail("expected ',' or ']' (a comma is missing?)")
 
 
-def parse_text(text: str) -> Node:
-    """Parse JSON (with comments and trailing commas); falls back to HJSON, whose positions are approximate."""
+def parse_text(text: str, *, hjson: bool = True) -> Node:
+    """Parse JSON (with comments and trailing commas); falls back to HJSON, whose positions are approximate
+    (`hjson=False`: JSON only, as for a config pasted into a document)."""
     try:
         return _Reader(text).document()
     except ParseError as error:
-        tree = _parse_hjson(text)
+        tree = _parse_hjson(text) if hjson else None
         if tree is None:
             raise error from None
         return tree

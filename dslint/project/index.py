@@ -43,6 +43,13 @@ from dslint.project.config_reading import (
     record_chosen_configs,
     trainer_literals,
 )
+from dslint.project.document_configs import (
+    DOCUMENT_CONFIG_SUFFIXES,
+    DocumentConfig,
+    DocumentLaunch,
+    document_configs,
+    may_hold_config,
+)
 from dslint.project.dumped_configs import dumped_config_names
 from dslint.project.engine_facts import (
     facts_of,
@@ -147,6 +154,8 @@ class ProjectIndex:
     presumed_reader: str | None = None
     # Mistakes of the launch commands themselves, by launcher (absolute): `launch_issues.LaunchIssue`.
     launch_issues: dict[str, list[LaunchIssue]] = field(default_factory=dict)
+    # DeepSpeed configs written out in documents' code blocks, by document (absolute): `document_configs.py`.
+    document_configs: dict[str, list[DocumentConfig]] = field(default_factory=dict)
     sites: list[LaunchSite] = field(default_factory=list, repr=False, compare=False)
 
     def config_reader(self, path: str | Path) -> str | None:
@@ -174,6 +183,14 @@ class ProjectIndex:
         return ConfigReading(
             reader, replaced=keys or frozenset(), world_sizes=worlds, read_in=read_in, reader_sites=sites
         )
+
+    def document_reading(self, config: DocumentConfig) -> ConfigReading | None:
+        """Who reads a config written out in a document: the readers of the document's launches passing it; else
+        the reader the project presumes for a config nothing names; None when unknown (as for such a file)."""
+        if config.readers:
+            reader = next(reader for reader in READER_ORDER if reader in config.readers)
+            return ConfigReading(reader, world_sizes=config.world_sizes)
+        return ConfigReading(self.presumed_reader, named=False) if self.presumed_reader is not None else None
 
     def facts_for(self, path: str | Path) -> ProjectFacts | None:
         return self.files.get(absolute(path))
@@ -291,6 +308,9 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     names = functools.lru_cache(maxsize=1)(lambda: file_names_under(roots, SKIPPED_DIRECTORIES))
     issues = launch_issues(index.sites, sources, store, texts, names)
     for path, found in issues.items():
+        # a config the document itself writes out for its launch is there to be saved: not a missing file
+        pasted = {config.name for config in index.document_configs.get(absolute(path), ())}
+        found = [i for i in found if i.kind != "missing_config" or os.path.basename(i.detail) not in pasted]
         index.launch_issues.setdefault(absolute(path), []).extend(found)
     index.launch_issues = {path: found for path, found in index.launch_issues.items() if found}
     index.sites = []
@@ -355,9 +375,12 @@ def _read_launchers(
                 if config is not None:
                     index.config_readers.setdefault(config, set()).add("trainer")
             continue
-        if b".py" not in data:
-            continue
         document = name.endswith(DOCUMENT_LAUNCHER_SUFFIXES)
+        # a tutorial's pasted config (`document_configs.py`): a cheap test of the bytes first
+        pasted = name.endswith(DOCUMENT_CONFIG_SUFFIXES) and may_hold_config(data)
+        if b".py" not in data and not pasted:
+            continue
+        passed: list[DocumentLaunch] = []  # the document's launches passing a config file
         if document:
             lines = [line for shell in shell_texts(name, text) for line in parse_shell(launcher, shell)]
         elif "akefile" in name or name.endswith(".mk"):
@@ -390,6 +413,8 @@ def _read_launchers(
             launched = replace(launched, ranks_per_node=world.per_node, ranks=world.ranks, world_source=world.source)
             launch = Launch(line, script, launched, accelerate)
             index.launches.append(launch)
+            if pasted:
+                passed.extend(_document_launch(launch, world))
             scripts[id(line)] = script
             if not launcher.endswith(".ipynb"):  # a notebook's own lint holds its findings
                 option = line.config_option()
@@ -421,9 +446,29 @@ def _read_launchers(
                 facts = facts_of(index.files, script)
                 launches = (*facts.launches, launch.config)
                 index.files[script] = replace(facts, launches=launches)
+        if pasted:
+            shipped = functools.partial(_ships, near=launcher, roots=roots)
+            found = document_configs(name, text, passed, shipped)
+            if found:
+                index.document_configs[absolute(launcher)] = found
         if not document and "akefile" not in name and not name.endswith(".mk") and ("<<" in text or "echo '" in text):
             written = written_config_issues(text, lines, functools.partial(_launch_reader, scripts))
             index.launch_issues.setdefault(absolute(launcher), []).extend(written)
+
+
+def _document_launch(launch: Launch, world: WorldSize) -> list[DocumentLaunch]:
+    """A document's launch, when it passes a config file by a literal path."""
+    option = launch.line.config_option()
+    if option is None or option.value is None:
+        return []
+    ranks = LaunchWorldSize(world.ranks, world.source, launch.config.launch) if world.ranks is not None else None
+    reader = config_reader_of(launch.script, launch.config)
+    return [DocumentLaunch(os.path.basename(option.value), reader, ranks, launch.config.config_path)]
+
+
+def _ships(written: str, near: str, roots: Sequence[str]) -> bool:
+    """Whether a path a document writes names a file of the project (found as launchers' paths are)."""
+    return find_written(written, near, roots) is not None
 
 
 def _launch_reader(scripts: dict[int, str | None], line: LaunchLine, option: str) -> str:

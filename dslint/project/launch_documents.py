@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 
 DOCUMENT_LAUNCHER_SUFFIXES = (".md", ".rst", ".ipynb")
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(\s|$)")
-_RST_DIRECTIVE = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode|prompt)::")
+_RST_DIRECTIVE = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode|prompt)::[ \t]*(\S*)")
 _SHELL_MAGIC = re.compile(r"^\s*%%(?:bash|sh|script\s+(?:ba)?sh)\b")
 
 
@@ -71,12 +72,61 @@ def markdown_code_blocks(text: str) -> str:
 
 
 def rst_code_blocks(text: str) -> str:
-    """A reStructuredText file's literal blocks (after a `::` paragraph or a code directive), other lines blank.
-
-    A block is the indented lines that follow (directive options such as `:linenos:` excluded), up to the first
-    line indented no deeper than the line that opened it."""
+    """A reStructuredText file's literal blocks (after a `::` paragraph or a code directive), other lines blank."""
     lines = text.splitlines()
     out = [""] * len(lines)
+    for block in rst_blocks(text):
+        for number in range(block.first, block.last + 1):
+            out[number - 1] = lines[number - 1]
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class CodeBlock:
+    """A code block of a document, by its line numbers (1-based): the line that opens it (a fence, a code
+    directive, a paragraph ending with `::`), its body (`first` to `last`, inclusive; empty when `first > last`),
+    the language written for it (lower case, "" when none) and what else the opening says (a fence's info string
+    after the language, a directive's options such as `:caption: ds_config.json`)."""
+
+    opening: int
+    first: int
+    last: int
+    language: str = ""
+    info: str = ""
+
+
+def code_blocks(name: str, text: str) -> list[CodeBlock]:
+    """The fenced code blocks of a Markdown document, or the literal blocks of a reStructuredText one (by the
+    suffix of `name`), in order. A fence left open at the end of the document opens no block."""
+    return rst_blocks(text) if name.endswith(".rst") else fenced_blocks(text)
+
+
+def fenced_blocks(text: str) -> list[CodeBlock]:
+    """A Markdown document's fenced blocks (``` or ~~~), toggled by fence lines as `markdown_code_blocks` reads
+    them."""
+    blocks: list[CodeBlock] = []
+    opening: tuple[int, str] | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        fence = _FENCE.match(line)
+        if fence is None:
+            continue
+        if opening is None:
+            opening = number, line[fence.end() :].lstrip("`~").strip()
+            continue
+        start, info = opening
+        words = info.split(maxsplit=1)
+        language = words[0].strip("{}.").lower() if words else ""
+        blocks.append(CodeBlock(start, start + 1, number - 1, language, words[1] if len(words) > 1 else ""))
+        opening = None
+    return blocks
+
+
+def rst_blocks(text: str) -> list[CodeBlock]:
+    """A reStructuredText document's literal blocks: the indented lines after a `::` paragraph or a code
+    directive (its options, the `:name:` lines right after it, excluded), up to the first line indented no
+    deeper than the line that opened it."""
+    lines = text.splitlines()
+    blocks: list[CodeBlock] = []
     index = 0
     while index < len(lines):
         line = lines[index]
@@ -85,17 +135,28 @@ def rst_code_blocks(text: str) -> str:
         index += 1
         if not opens:
             continue
+        opening = index  # its line number
         base = len(line) - len(line.lstrip())
+        options: list[str] = []
+        while directive is not None and index < len(lines) and _is_option(lines[index], base):
+            options.append(lines[index].strip())
+            index += 1
+        first, last = index + 1, index
         while index < len(lines):
             body = lines[index]
             if body.strip():
-                indent = len(body) - len(body.lstrip())
-                if indent <= base:
+                if len(body) - len(body.lstrip()) <= base:
                     break
-                if not (directive is not None and body.lstrip().startswith(":")):
-                    out[index] = body
+                last = index + 1
             index += 1
-    return "\n".join(out)
+        language = directive.group(2).lower() if directive is not None else ""
+        blocks.append(CodeBlock(opening, first, last, language, " ".join(options)))
+    return blocks
+
+
+def _is_option(line: str, base: int) -> bool:
+    """A directive's option line (`:caption: ...`), indented under the directive at `base`."""
+    return line.lstrip().startswith(":") and len(line) - len(line.lstrip()) > base
 
 
 def notebook_shells(text: str) -> list[str]:

@@ -6,7 +6,8 @@ DSL422-DSL424, report them in the launcher):
   those lines as a command of its own (`--lr: command not found`).
 - `missing_config`: the DeepSpeed config path the launch passes (`--deepspeed ds.json`, `--deepspeed_config`) names
   a file that exists nowhere in the project, and nothing in the project writes a file of that name: the shipped
-  launcher stops at start-up where the script opens it.
+  launcher stops at start-up where the script opens it. (A document that writes the config out in a code block,
+  `document_configs.py`, writes it: the project index drops such an issue.)
 - `unread_config`: the launch passes a DeepSpeed config option to a script that never reads its command line (no
   `sys.argv`, no argument parser in it nor in the project modules it imports, no call of an entry function of
   another package that could read it): the run goes on without the config, and nothing says so.

@@ -26,7 +26,9 @@ class LaunchedConfigNotFound(LaunchRule):
             (`configs/ds.json` where the project has only `config/ds.json`: the folder is wrong; the message
             names the file), unless that file sits beside the launcher or the script (which may read it from
             there); a bare name is left alone (the user may be meant to copy the file beside the launcher).
-            Absolute and home paths (the user's own machine) and paths built at run time are left alone.
+            Absolute and home paths (the user's own machine) and paths built at run time are left alone, and so is
+            a launch in a Markdown or reST document that writes the config out in a code block for the reader to save
+            (the block is checked as the config instead).
         """,
         why="""
             The script opens the config at start-up (DeepSpeed's `DeepSpeedConfig`, or the HF Trainer's
