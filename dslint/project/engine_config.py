@@ -10,7 +10,12 @@ from dataclasses import dataclass
 import libcst as cst
 
 from dslint.model.engine import Engine
-from dslint.project.config_link import resolve_config, resolve_config_expression, training_arguments_configs
+from dslint.project.config_link import (
+    ResolvedConfig,
+    resolve_config,
+    resolve_config_expression,
+    training_arguments_configs,
+)
 from dslint.script.context import ScriptContext
 from dslint.script.facts import Scope, ScopeKind
 from dslint.script.hf_models import is_hf_deepspeed_config, is_training_arguments
@@ -63,6 +68,8 @@ class ZeroSource:
     kind: str  # "initialize" | "HfDeepSpeedConfig" | "TrainingArguments"
     stage: int | None  # None: the config cannot be read
     bound: bool  # the call's result is assigned (an HfDeepSpeedConfig that stays alive)
+    # configs from elsewhere (`TrainingArguments(**cfg.train)` given one by a launch's YAML): what the finding names
+    configs: tuple[ResolvedConfig, ...] = ()
 
 
 def _config_argument(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
@@ -124,7 +131,7 @@ class ZeroSources:
         stage = None if None in stages else max(s for s in stages if s is not None)
         small = self.context.facts.small_statement_of_call.get(call)
         bound = isinstance(small, (cst.Assign, cst.AnnAssign, cst.Return)) and small.value is call
-        self.sources.append(ZeroSource(call, "TrainingArguments", stage, bound))
+        self.sources.append(ZeroSource(call, "TrainingArguments", stage, bound, tuple(configs)))
 
     def of_kind(self, *kinds: str) -> Iterator[ZeroSource]:
         return (s for s in self.sources if s.kind in kinds)

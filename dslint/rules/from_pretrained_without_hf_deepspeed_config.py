@@ -8,6 +8,7 @@ from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import AccelerateRun, accelerate_runs
 from dslint.project.engine_config import ZeroSources
+from dslint.project.evidence import config_evidence
 from dslint.script.hf_models import is_model_from_pretrained
 from dslint.script.model_reach import ModelReach
 
@@ -222,7 +223,12 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
                 reach = reach or ModelReach(facts, original_node)
                 if not reach.reaches(node):
                     continue  # a teacher or reference model that never reaches the engine: never partitioned
-            self.report(node)
+            configs = [c for source in zero3_after for c in source.configs if c.zero_stage == 3]
+            found = config_evidence(configs) if configs else None
+            if found is not None and found.related:
+                self.report(node, self.message + found.suffix, related=found.related)
+            else:
+                self.report(node)
         for node, load in self.helper_loads:
             if self._helper_load(node, load, "TrainingArguments"):
                 continue
