@@ -221,7 +221,15 @@ def test_set_up_folders_read_the_pip_install_lines_of_shell_scripts(tmp_path: Pa
 
 @pytest.mark.parametrize(
     ("version", "release"),
-    [("0.14.0", "0.14.5"), ("0.18.0", "0.18.2"), ("0.18.5", "0.18.3"), ("0.19.4", "0.19.3"), ("0.30.0", None)],
+    [
+        ("0.14.2", "0.14.1"),  # 0.14.2 has 0.14.1's schema: the run's first patch stands for it
+        ("0.16.3", "0.16.2"),  # before 0.16.4, which added `tensor_parallel`
+        ("0.18.7", "0.18.6"),
+        ("0.19.5", "0.19.4"),
+        ("0.11.0", "0.11.2"),  # older than every known release of its minor: the oldest of them
+        ("0.9.2", "0.10.0"),  # older than every known release: the oldest
+        ("0.30.0", None),
+    ],
 )
 def test_the_schema_of_the_nearest_known_release_judges(version: str, release: str | None) -> None:
     parsed = Version.parse(version)

@@ -106,7 +106,7 @@ def test_a_key_an_old_pinned_release_ignores_is_a_finding() -> None:
                 "legacy/ds_bf16.json",
                 3,
                 "DSL420",
-                "`bf16.enable` is ignored silently by DeepSpeed 0.9.2 (judged by 0.10.3's schema): did you mean",
+                "`bf16.enable` is ignored silently by DeepSpeed 0.9.2 (judged by 0.10.0's schema): did you mean",
             ),
         ],
     )

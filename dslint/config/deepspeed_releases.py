@@ -19,26 +19,57 @@ import sys
 from pathlib import Path
 
 # Release -> the extra requirements it needs beside the environment's packages (installed into its directory).
-# The latest patch of each minor from 0.10, plus the releases where behaviour dslint knows about moved:
-# 0.18.3 (a direct loss.backward() supported under ZeRO), 0.19.2 (buffers no longer cast), 0.19.3
-# (gradient_clipping defaults to 1.0), 0.19.7 (removed features' keys refused; 0.19.6 the last without),
-# and the first patches of 0.18 and 0.19.
+# Every release from 0.10.0 whose schema differs from the patch before it (the first patch of each run of patches
+# with the same schema: a pin is judged by the newest of these not newer than it, so by its own schema; 0.16.2
+# lacks `tensor_parallel`, which 0.16.4 added), the latest patch of each minor, and the releases where behaviour
+# dslint knows about moved: 0.18.3 (a direct loss.backward() supported under ZeRO), 0.19.2 (buffers no longer
+# cast), 0.19.3 (gradient_clipping defaults to 1.0), 0.19.7 (removed features' keys refused; 0.19.6 the last
+# without). 0.11.0 and 0.11.1 do not build here (their sdists' metadata step fails); 0.11.2 stands for them.
 RELEASES: dict[str, tuple[str, ...]] = {
+    "0.10.0": ("pydantic<2", "numpy<2"),
+    "0.10.1": ("pydantic<2", "numpy<2"),
+    "0.10.2": ("pydantic<2", "numpy<2"),
     "0.10.3": ("pydantic<2", "numpy<2"),
     "0.11.2": ("numpy<2",),
+    "0.12.0": ("numpy<2",),
+    "0.12.3": ("numpy<2",),
+    "0.12.4": ("numpy<2",),
     "0.12.6": ("numpy<2",),
+    "0.13.0": ("numpy<2",),
+    "0.13.2": ("numpy<2",),
+    "0.13.3": ("numpy<2",),
     "0.13.5": ("numpy<2",),
+    "0.14.0": ("numpy<2",),
+    "0.14.1": ("numpy<2",),
+    "0.14.3": ("numpy<2",),
+    "0.14.4": (),
     "0.14.5": (),
+    "0.15.0": (),
     "0.15.4": (),
+    "0.16.0": (),
+    "0.16.2": (),
+    "0.16.4": (),
+    "0.16.5": (),
+    "0.16.6": (),
     "0.16.9": (),
+    "0.17.0": (),
+    "0.17.1": (),
+    "0.17.2": (),
+    "0.17.5": (),
     "0.17.6": (),
+    "0.18.0": (),
+    "0.18.1": (),
     "0.18.2": (),
     "0.18.3": (),
+    "0.18.4": (),
+    "0.18.5": (),
+    "0.18.6": (),
     "0.18.9": (),
     "0.19.0": (),
     "0.19.1": (),
     "0.19.2": (),
     "0.19.3": (),
+    "0.19.4": (),
     "0.19.6": (),
     "0.19.7": (),
     "0.19.8": (),
