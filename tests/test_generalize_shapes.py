@@ -155,3 +155,13 @@ def test_clips_and_casts_under_deepspeed_through_accelerate() -> None:
     found = {(path, line): message for path, line, _, message in _findings("accelerate_precision")}
     assert found[("finetune.py", 25)].endswith("accelerate_precision/configs/zero3_file.yaml:4)")
     assert found[("train.py", 30)].endswith("accelerate_precision/configs/zero2_bf16.yaml:6)")
+
+
+def test_a_move_serving_the_plain_arms_of_a_helper_that_initializes_under_a_test() -> None:
+    """optimizers.build() calls initialize only for `name == "onebit"` beside a plain AdamW arm: the move before
+    it (train.py) places the model for the plain path, silent. wrap() always initializes: the move before it
+    (train_engine.py:15) is the engine's job, reported with the helper's initialize."""
+    _match(
+        _findings("conditional_engine"),
+        [("train_engine.py", 15, "DSL101", "model moved to a device before deepspeed.initialize")],
+    )

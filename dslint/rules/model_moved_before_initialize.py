@@ -155,6 +155,27 @@ class ModelMovedBeforeInitialize(ScriptRule):
         ),
     )
     invalid: ClassVar[Sequence[Invalid]] = (
+        # a check that raises before initialize leaves no path without DeepSpeed: the move is still the engine's
+        Invalid(
+            """
+            import os
+            import deepspeed
+            def main(model, args):
+                model.cuda()
+                if not os.path.exists(args.deepspeed_config):
+                    raise FileNotFoundError(args.deepspeed_config)
+                engine, *_ = deepspeed.initialize(model=model, config=args.deepspeed_config)
+            """,
+            lines=(5,),
+            fixed="""
+            import os
+            import deepspeed
+            def main(model, args):
+                if not os.path.exists(args.deepspeed_config):
+                    raise FileNotFoundError(args.deepspeed_config)
+                engine, *_ = deepspeed.initialize(model=model, config=args.deepspeed_config)
+            """,
+        ),
         Invalid(
             """
             import deepspeed
@@ -344,14 +365,23 @@ class ModelMovedBeforeInitialize(ScriptRule):
 
     def _serves_another_path(self, move: cst.Call, init: ModelSink) -> bool:
         """`initialize` runs only under a test the move does not share (`if args.deepspeed: initialize(...) else:
-        model = DDP(model)`, or no `else` at all): the move also places the model for the path without DeepSpeed,
-        where it is needed. A test of the model itself (`if teacher is not None:`) leaves no such path."""
+        model = DDP(model)`, or no `else` at all), here or in the function elsewhere that calls it: the move also
+        places the model for the path without DeepSpeed, where it is needed. A test of the model itself (`if
+        teacher is not None:`) leaves no such path, nor does a test of a call on values (`os.path.exists(cfg)`)."""
         paths = self.facts.paths
         own = set(paths.at(move))
         model = dotted_name(init.model) if init.model is not None else None
         # initialize here, or the call that hands the model to one elsewhere (`train_deepspeed(model, ...)`)
         guards = paths.at(init.call) if init.call is not None else paths.at_position(init.start)
-        return any(guard not in own and guard.subject != model for guard in guards)
+        if init.origin is not None and self.facts.project is not None:
+            # initialize in another function or module, under a test of its own (`elif optimizer_name ==
+            # ADAM1BIT: initialize(...)` beside plain optimizers): the other arms use the model as moved
+            guards = (*guards, *self.facts.project.guards_of(init.origin))
+        # a test of a call on values (`if not os.path.exists(cfg): raise`) splits no plain-PyTorch path off
+        return any(
+            guard not in own and guard.subject != model and "(" not in guard.subject.replace("()", "")
+            for guard in guards
+        )
 
     def _fix(self, node: cst.Call) -> list[Edit]:
         edit = delete_call_statement(self.context, node) or unwrap_method_call(self.context, node)
