@@ -351,3 +351,27 @@ def test_an_example_requirements_file_without_a_pin_leaves_the_pin_to_the_packag
     (tmp_path / "examples" / "summarize" / ".git").mkdir()  # a repository of its own: the search stops there
     code, output = _check(tmp_path, "--isolated")
     assert "DSL402" in output, output
+
+
+def test_a_readme_code_block_listing_the_environment_pins_as_the_last_fallback(tmp_path: Path) -> None:
+    """The root README's code blocks: a requirement line (`deepspeed == 0.9.2` among the listed packages) or a
+    `pip install` command pins; prose does not; a requirements file, when there is one, comes first."""
+    from dslint.project.deepspeed_version import find_pin
+
+    listed = tmp_path / "listed"
+    listed.mkdir()
+    (listed / "README.md").write_text("Envs:\n```\ntorch==2.0.0\ndeepspeed == 0.9.2\n```\n", encoding="utf-8")
+    pin = find_pin(listed)
+    assert pin is not None and str(pin.version) == "0.9.2" and pin.line == 4
+    installed = tmp_path / "installed"
+    installed.mkdir()
+    (installed / "README.md").write_text("```bash\npip install torch deepspeed==0.12.6\n```\n", encoding="utf-8")
+    pin = find_pin(installed)
+    assert pin is not None and str(pin.version) == "0.12.6"
+    prose = tmp_path / "prose"
+    prose.mkdir()
+    (prose / "README.md").write_text("Tested with deepspeed == 0.9.2 on 8 GPUs.\n", encoding="utf-8")
+    assert find_pin(prose) is None
+    (listed / "requirements.txt").write_text("deepspeed==0.14.5\n", encoding="utf-8")
+    pin = find_pin(listed)
+    assert pin is not None and str(pin.version) == "0.14.5"

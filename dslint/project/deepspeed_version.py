@@ -6,7 +6,8 @@ Pins are read, in this order, from the project root (the directory of the pyproj
 `[project] dependencies` (and optional dependencies), `setup.cfg` and `setup.py` `install_requires`,
 `environment.yml` (conda `deepspeed=0.14` or a `pip:` entry), and the `pip install` lines of a `Dockerfile`;
 then, as a fallback, other `*requirements*.txt` at the root and the requirement, conda and Docker files of set-up
-folders (`setup/`, `environments/`, `docker/`...), the `pip install` lines of their shell scripts included. The
+folders (`setup/`, `environments/`, `docker/`...), the `pip install` lines of their shell scripts included; last,
+the root README's code blocks (a requirement line such as `deepspeed == 0.9.2`, or a `pip install` command). The
 first file that pins `deepspeed` decides; a bare `deepspeed` (no version) pins nothing.
 
 A range resolves to the lowest version it admits, the bound itself (`deepspeed>=0.12,<0.15` is 0.12.0,
@@ -240,6 +241,28 @@ def _dockerfile_lines(path: Path) -> list[tuple[int, str]]:
     return result
 
 
+def _readme_lines(path: Path) -> list[tuple[int, str]]:
+    """The environment a README lists in its code blocks, the last fallback: a requirement line alone
+    (`deepspeed == 0.9.2` in a block of pins) or a `pip install ... deepspeed==X` command. Prose is not read
+    ("tested with DeepSpeed 0.9" pins nothing)."""
+    result: list[tuple[int, str]] = []
+    fenced = False
+    for number, line in _read_lines(path):
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        indented = path.suffix.lower() == ".rst" and line.startswith(("    ", "\t"))
+        if not (fenced or indented):
+            continue
+        if re.match(r"(?i)deepspeed(?:\[[^\]]*\])?\s*(?:===|==|~=|>=|<=|>|<)", stripped):
+            result.append((number, stripped))
+        elif re.search(r"\bpip3?\s+install\b|\buv\s+pip\s+install\b", stripped):
+            for word in re.findall(r"""["']?([^\s"']*deepspeed[^\s"']*)["']?""", stripped, re.I):
+                result.append((number, word))
+    return result
+
+
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml", ".git")
 
 
@@ -345,6 +368,9 @@ def find_pin(root: Path) -> Pin | None:
         if path.is_file():
             candidates.append((path, _dockerfile_lines(path)))
     candidates.extend(_setup_folder_files(root))
+    for path in sorted(root.glob("README*")) + sorted(root.glob("readme*")):
+        if path.is_file() and path.suffix.lower() in (".md", ".rst", ".txt", ""):
+            candidates.append((path, _readme_lines(path)))
     for path, lines in candidates:
         pin = _scan(path, lines)
         if pin is not None:

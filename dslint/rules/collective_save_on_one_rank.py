@@ -162,6 +162,18 @@ class CollectiveSaveOnOneRank(ScriptRule):
                 tokenizer.save_checkpoint(args.output_dir)
             """
         ),
+        # a script's own `should_save` flag (set on every rank) is no rank test, unlike the Trainer's `args.should_save`
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config={"train_batch_size": 8})
+            should_save = False
+            for step, batch in enumerate(loader):
+                should_save = step % 100 == 0
+                if should_save:
+                    engine.save_checkpoint(args.output_dir)
+            """
+        ),
         # A decorator of the module's own that runs the function on every rank (it only times it).
         Valid(
             """

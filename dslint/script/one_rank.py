@@ -33,7 +33,9 @@ def one_rank_test(test: cst.BaseExpression) -> bool:
         test = test.func
     name = dotted_name(test)
     if name is not None and name.rsplit(".", 1)[-1] in ONE_RANK_PREDICATES:
-        return True
+        # `args.should_save` is the Trainer's (true on the main process only); a script's own `should_save`
+        # flag is no rank test
+        return "." in name or name != "should_save"
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return False
     target = test.comparisons[0]
