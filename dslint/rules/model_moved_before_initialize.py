@@ -9,6 +9,7 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.conditions import contradicts
 from dslint.script.edits import delete_call_statement, unwrap_method_call
 from dslint.script.facts import method_name
 from dslint.script.inference import InferenceMoves
@@ -155,6 +156,27 @@ class ModelMovedBeforeInitialize(ScriptRule):
         ),
     )
     invalid: ClassVar[Sequence[Invalid]] = (
+        # both arms initialize (a dict or a path): no path without DeepSpeed needs the move
+        Invalid(
+            """
+            import deepspeed
+            def main(model, args, device, built):
+                model.to(device)
+                if built is not None:
+                    engine, *_ = deepspeed.initialize(args=args, model=model, config_params=built)
+                else:
+                    engine, *_ = deepspeed.initialize(args=args, model=model, config=args.deepspeed_config)
+            """,
+            lines=(4,),
+            fixed="""
+            import deepspeed
+            def main(model, args, device, built):
+                if built is not None:
+                    engine, *_ = deepspeed.initialize(args=args, model=model, config_params=built)
+                else:
+                    engine, *_ = deepspeed.initialize(args=args, model=model, config=args.deepspeed_config)
+            """,
+        ),
         # a check that raises before initialize leaves no path without DeepSpeed: the move is still the engine's
         Invalid(
             """
@@ -377,9 +399,15 @@ class ModelMovedBeforeInitialize(ScriptRule):
             # initialize in another function or module, under a test of its own (`elif optimizer_name ==
             # ADAM1BIT: initialize(...)` beside plain optimizers): the other arms use the model as moved
             guards = (*guards, *self.facts.project.guards_of(init.origin))
+        # the other arm of a test that initializes too (`if cfg is not None: initialize(config_params=cfg) else:
+        # initialize(config=path)`) is no path without DeepSpeed
+        elsewhere = [paths.at(i.call) for i in self.facts.initialize_calls if i.call is not init.call]
         # a test of a call on values (`if not os.path.exists(cfg): raise`) splits no plain-PyTorch path off
         return any(
-            guard not in own and guard.subject != model and "(" not in guard.subject.replace("()", "")
+            guard not in own
+            and guard.subject != model
+            and "(" not in guard.subject.replace("()", "")
+            and not any(contradicts(guard, other) for others in elsewhere for other in others)
             for guard in guards
         )
 
