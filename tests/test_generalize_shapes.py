@@ -165,3 +165,13 @@ def test_a_move_serving_the_plain_arms_of_a_helper_that_initializes_under_a_test
         _findings("conditional_engine"),
         [("train_engine.py", 15, "DSL101", "model moved to a device before deepspeed.initialize")],
     )
+
+
+def test_trl_configs_are_the_trainers_arguments() -> None:
+    """TRL's SFTConfig and DPOConfig subclass TrainingArguments: a model loaded before `SFTConfig(deepspeed=<a
+    ZeRO-3 file>)` is not partitioned (sft.py:8); loaded after the DPOConfig, silent (dpo.py); the file's "auto"
+    values are the Trainer's to fill (no DSL405)."""
+    _match(
+        _findings("trl_configs"),
+        [("sft.py", 8, "DSL208", "ZeRO-3 is on, but no live HfDeepSpeedConfig exists yet")],
+    )

@@ -33,6 +33,7 @@ from dslint.lint.prefilter import (
     may_create_engine,
     may_create_inference_engine,
 )
+from dslint.model.library import TRL_TRAINING_ARGUMENTS
 from dslint.script.project_facts import TRAINER_YAML, ProjectFacts
 
 if TYPE_CHECKING:
@@ -120,7 +121,11 @@ def _project(project: ProjectFacts | None) -> tuple[bool, bool]:
 
 def _names_zero_source(words: bytes) -> bool:
     """`HfDeepSpeedConfig`, or a `*TrainingArguments` with its `deepspeed=` keyword, may be among `words`."""
-    return has_tokens(words, (b"HfDeepSpeedConfig",)) or has_tokens(words, (b"TrainingArguments", b"deepspeed"))
+    return (
+        has_tokens(words, (b"HfDeepSpeedConfig",))
+        or has_tokens(words, (b"TrainingArguments", b"deepspeed"))
+        or any(has_tokens(words, (name.encode(), b"deepspeed")) for name in sorted(TRL_TRAINING_ARGUMENTS))
+    )
 
 
 def _zero_from_project(project: ProjectFacts | None) -> bool:

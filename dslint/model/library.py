@@ -67,11 +67,29 @@ ZERO_INIT = LibraryCall(
     config=("config_dict_or_path", "config"),
     note="a context manager: modules built inside are partitioned at construction (ZeRO-3)",
 )
+# TRL's trainer configs subclass TrainingArguments: their `deepspeed=` is the HF Trainer's. PPOConfig is left out
+# (before TRL 0.12 it was no TrainingArguments and had no `deepspeed`).
+TRL_TRAINING_ARGUMENTS = frozenset(
+    {
+        "SFTConfig", "DPOConfig", "GRPOConfig", "RewardConfig", "ORPOConfig", "KTOConfig", "CPOConfig",
+        "RLOOConfig", "OnlineDPOConfig", "GKDConfig", "PRMConfig", "BCOConfig",
+    }
+)  # fmt: skip
+
+
+def is_training_arguments_name(name: str) -> bool:
+    """`TrainingArguments` and any `*TrainingArguments` (`Seq2SeqTrainingArguments`, a project's subclass named
+    so), or one of TRL's trainer configs (`SFTConfig`, `DPOConfig`, ...), by the name's last part."""
+    last = name.rsplit(".", 1)[-1]
+    return last.endswith("TrainingArguments") or last in TRL_TRAINING_ARGUMENTS
+
+
 TRAINING_ARGUMENTS = LibraryCall(
     "TrainingArguments",
     config=("deepspeed",),
     reader="trainer",
-    note='any `*TrainingArguments`: the Hugging Face Trainer fills the config\'s "auto" values, then initializes',
+    note="any `*TrainingArguments` (and TRL's configs, `is_training_arguments_name`): the Hugging Face Trainer fills "
+    'the config\'s "auto" values, then initializes',
 )
 DEEPSPEED_PLUGIN = LibraryCall(
     "DeepSpeedPlugin",

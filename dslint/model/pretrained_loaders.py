@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from dslint.model.evaluate import Callee, Evaluator, FunctionSummary, scope_of
 from dslint.model.handed_arguments import resolved_calls
-from dslint.model.library import TRANSFORMERS_MODEL_CLASS
+from dslint.model.library import TRANSFORMERS_MODEL_CLASS, is_training_arguments_name
 from dslint.model.summary import ModuleSummary, dotted, own_nodes
 
 MAX_DEPTH = 3
@@ -71,7 +71,7 @@ def loader_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[LoaderCall]
 
 def _configures_deepspeed(module: ModuleSummary | None, call: ast.Call) -> bool:
     """`*TrainingArguments(...)` or `deepspeed.initialize(...)`: where the model's DeepSpeed config is given."""
-    if (dotted(call.func) or "").endswith("TrainingArguments"):
+    if is_training_arguments_name(dotted(call.func) or ""):
         return True
     return module is not None and module.qualified(call.func) == "deepspeed.initialize"
 

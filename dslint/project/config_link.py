@@ -29,6 +29,7 @@ from dslint.config.tree import UNKNOWN, Array, Node, Object, ParseError, node_at
 from dslint.diagnostics import Related
 from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
 from dslint.model.engine import Engine
+from dslint.model.library import is_training_arguments_name
 from dslint.project.caller_configs import caller_arguments, strongest
 from dslint.project.config_access import NotRead, not_a_config_text, refusal
 from dslint.project.config_edits import (
@@ -441,7 +442,7 @@ def trainer_expressions(
             continue
         last = name.split(".")[-1]
         keyword = (
-            "deepspeed" if last.endswith("TrainingArguments") else "hf_ds_config" if last == "DeepSpeedPlugin" else None
+            "deepspeed" if is_training_arguments_name(last) else "hf_ds_config" if last == "DeepSpeedPlugin" else None
         )
         if keyword is None or keyword not in keywords:
             continue

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from dslint.diagnostics import Related
+from dslint.model.library import TRL_TRAINING_ARGUMENTS
 from dslint.model.summary import SummaryStore
 from dslint.project.chosen_configs import chosen_configs
 from dslint.project.config_readers import opened_configs, option_readers, replaced_keys
@@ -219,9 +220,10 @@ def opened_literals(index: ReaderTables, path: str, data: bytes, roots: Sequence
 
 
 def trainer_literals(index: ReaderTables, path: str, data: bytes, roots: Sequence[str]) -> None:
-    """`TrainingArguments(deepspeed="ds.json")`, `DeepSpeedPlugin(hf_ds_config="ds.json")`: those files are
-    read by the HF Trainer / accelerate."""
-    if b"deepspeed" not in data or not (b"TrainingArguments" in data or b"DeepSpeedPlugin" in data):
+    """`TrainingArguments(deepspeed="ds.json")` (TRL's `SFTConfig(...)` too), `DeepSpeedPlugin(hf_ds_config=
+    "ds.json")`: those files are read by the HF Trainer / accelerate."""
+    trainers = (b"TrainingArguments", b"DeepSpeedPlugin", *(name.encode() for name in TRL_TRAINING_ARGUMENTS))
+    if b"deepspeed" not in data or not any(name in data for name in trainers):
         return
     for match in _TRAINER_LITERAL.finditer(data):
         config = find_written(match.group(1).decode("utf-8", errors="replace"), path, roots)

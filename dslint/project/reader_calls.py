@@ -15,7 +15,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from dslint.model.library import READERS_BY_LAST_NAME, TRAINING_ARGUMENTS
+from dslint.model.library import READERS_BY_LAST_NAME, TRAINING_ARGUMENTS, is_training_arguments_name
 from dslint.model.summary import SummaryStore
 from dslint.project.inputs import exists
 
@@ -49,7 +49,7 @@ def reader_call(call: ast.Call, *, initialize: bool = True) -> ReaderCall | None
         name = func.id
     else:
         return None
-    if name.endswith(TRAINING_ARGUMENTS.name):
+    if is_training_arguments_name(name):
         found = TRAINING_ARGUMENTS
     elif name == "initialize" and not initialize:
         return None

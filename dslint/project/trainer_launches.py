@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dslint.model.library import is_training_arguments_name
 from dslint.project.config_edits import module_index
 from dslint.script.context import ScriptContext
 from dslint.script.names import dotted_name
@@ -25,7 +26,7 @@ def splats_training_arguments(context: ScriptContext) -> bool:
     """A `*TrainingArguments(**mapping)` call without a `deepspeed=` keyword of its own."""
     return any(
         (name := dotted_name(call.func)) is not None
-        and name.split(".")[-1].endswith("TrainingArguments")
+        and is_training_arguments_name(name)
         and any(arg.star == "**" for arg in call.args)
         and not any(arg.keyword is not None and arg.keyword.value == "deepspeed" for arg in call.args)
         for call in module_index(context.module).calls
@@ -45,4 +46,4 @@ def _parses_training_arguments(context: ScriptContext) -> bool:
 def _names_training_arguments(call: cst.Call) -> bool:
     values = [arg.value for arg in call.args]
     values += [e.value for v in values if isinstance(v, (cst.Tuple, cst.List)) for e in v.elements]
-    return any((name := dotted_name(v)) is not None and name.endswith("TrainingArguments") for v in values)
+    return any((name := dotted_name(v)) is not None and is_training_arguments_name(name) for v in values)

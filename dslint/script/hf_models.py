@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dslint.model.library import TRANSFORMERS_MODEL_CLASS
+from dslint.model.library import TRANSFORMERS_MODEL_CLASS, TRL_TRAINING_ARGUMENTS
 from dslint.script.context import ScriptContext
 
 TRAINING_ARGUMENTS = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments"})
@@ -61,7 +61,15 @@ def is_hf_deepspeed_config(context: ScriptContext, call: cst.Call) -> bool:
 
 
 def is_training_arguments(context: ScriptContext, call: cst.Call) -> bool:
-    return hf_class_name(context, call.func) in TRAINING_ARGUMENTS
+    """transformers' `TrainingArguments` / `Seq2SeqTrainingArguments`, or one of TRL's configs (`trl.SFTConfig`)."""
+    if hf_class_name(context, call.func) in TRAINING_ARGUMENTS:
+        return True
+    qualified = context.facts.qualified(call.func)
+    return (
+        qualified is not None
+        and qualified.startswith("trl.")
+        and qualified.rsplit(".", 1)[-1] in TRL_TRAINING_ARGUMENTS
+    )
 
 
 def keyword_value(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
