@@ -175,3 +175,13 @@ def test_trl_configs_are_the_trainers_arguments() -> None:
         _findings("trl_configs"),
         [("sft.py", 8, "DSL208", "ZeRO-3 is on, but no live HfDeepSpeedConfig exists yet")],
     )
+
+
+def test_a_move_before_accelerator_prepare_under_deepspeed() -> None:
+    """accelerate launches train.py with a DEEPSPEED YAML: the student's `.cuda()` before `accelerator.prepare`
+    is the engine's job (train.py:10); the frozen teacher, never prepared, keeps its move; the same script under a
+    MULTI_GPU YAML (train_ddp.py) is silent."""
+    _match(
+        _findings("accelerate_moves"),
+        [("train.py", 10, "DSL101", "model moved to a device before accelerator.prepare; remove the move")],
+    )

@@ -133,10 +133,22 @@ _CLIP_CALLS = (
 )
 
 _CAST_METHODS = ("bfloat16", "half", "to")
+_MOVE_METHODS = ("cuda", "to")
 
 # Script rules -> what each needs (DSL001, DSL002 and DSL010 are driver findings, not traversals).
 SCRIPT_NEEDS: dict[str, Needs] = {
-    "DSL101": Needs((b"deepspeed", b"initialize"), inference_engine=True),
+    # a move before this file's initialize, or before `accelerator.prepare` where DeepSpeed may run through accelerate
+    "DSL101": Needs(
+        (b"deepspeed", b"initialize"),
+        engine=False,
+        inference_engine=True,
+        alternatives=((b"prepare", b"cuda"), (b"prepare", b"to")),
+        shapes=(
+            Shape(methods=_MOVE_METHODS, engine=True),
+            Shape(methods=_MOVE_METHODS, configured=True),
+            Shape(calls=("deepspeed.init_inference",)),
+        ),
+    ),
     "DSL102": Needs((b"deepspeed", b"initialize"), inference_engine=True),
     "DSL103": Needs((b"deepspeed", b"initialize"), inference_engine=True),
     # a cast before this file's initialize, or before `accelerator.prepare` where DeepSpeed may run through accelerate

@@ -7,7 +7,7 @@ import libcst as cst
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import AccelerateRun, accelerate_runs
-from dslint.project.engine_config import ZeroSources
+from dslint.project.engine_config import ZeroSource, ZeroSources
 from dslint.script.facts import method_name
 from dslint.script.hf_models import is_model_from_pretrained, is_none, keyword_value
 from dslint.script.hf_trainers import TrainerNames
@@ -58,7 +58,9 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
             DeepSpeed a ZeRO-3 config (`deepspeed.initialize`, `HfDeepSpeedConfig`,
             `TrainingArguments(deepspeed=...)`): an error when the config says stage 3, a warning that says
             "under ZeRO-3" when the config cannot be read. Silent when every config is known to use a lower
-            stage, and in scripts that hand DeepSpeed no config. When the ZeRO-3 config goes only to
+            stage, and in scripts that hand DeepSpeed no config, or only one from a command-line option that no
+            launch of the project gives (`deepspeed=script_args.deepspeed`, never passed: no known run has
+            DeepSpeed there). When the ZeRO-3 config goes only to
             `deepspeed.initialize` (no `HfDeepSpeedConfig`, no `TrainingArguments`), only a model that reaches
             `initialize` is flagged (here, or through a builder's return or a function handing it on, wrapped or
             not, from either arm of an `if`): a frozen teacher or reference model loaded with a device map that
@@ -93,6 +95,14 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         """,
     )
     valid = (
+        # the config comes from an option no launch of the project gives: no known run has DeepSpeed here
+        Valid(
+            """
+            from transformers import LlamaForCausalLM, TrainingArguments
+            args = TrainingArguments(output_dir="out", deepspeed=args.deepspeed)
+            model = LlamaForCausalLM.from_pretrained(path, device_map={"": 0})
+            """
+        ),
         Valid(
             _ACCELERATE_SCRIPT,
             files=(
@@ -168,14 +178,6 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         ),
         Invalid(
             """
-            from transformers import LlamaForCausalLM, TrainingArguments
-            args = TrainingArguments(output_dir="out", deepspeed=args.deepspeed)
-            model = LlamaForCausalLM.from_pretrained(path, device_map={"": 0})
-            """,
-            lines=(4,),
-        ),
-        Invalid(
-            """
             import deepspeed
             from peft import get_peft_model
             from transformers import AutoModelForCausalLM
@@ -239,10 +241,23 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
             if 3 in stages:
                 self.report(node, self.zero3_message)
                 reported.add(node)
-            elif None in stages:
+            elif any(source.stage is None and not self._never_given(source) for source in sources):
                 self.report(node, self.message, severity=Severity.WARNING)
                 reported.add(node)
         return reported
+
+    def _never_given(self, source: ZeroSource) -> bool:
+        """A config read from a command-line option (`deepspeed=script_args.deepspeed`) that no launch of the
+        project gives this script: no known run has DeepSpeed there, so nothing says ZeRO-3 may be on."""
+        if source.kind != "TrainingArguments":
+            return False
+        expression = keyword_value(source.call, "deepspeed")
+        if not isinstance(expression, cst.Attribute):
+            return False
+        option = expression.attr.value
+        project = self.facts.project  # None: the index knows no launch of this file
+        launches = project.launches if project is not None else ()
+        return not any(launch.options.get(option) or launch.config_path for launch in launches)
 
     def _accelerate(self, original_node: cst.Module, candidates: list[cst.Call]) -> None:
         """Models loaded with a device map that reach `accelerator.prepare` in a script `accelerate launch` starts

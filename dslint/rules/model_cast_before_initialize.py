@@ -12,8 +12,6 @@ from dslint.framework.rule import Invalid, RuleDocs, Valid
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.rules.model_moved_before_initialize import ModelMovedBeforeInitialize
 from dslint.script.edits import delete_line
-from dslint.script.facts import method_name
-from dslint.script.hf_trainers import TrainerNames
 from dslint.script.model_moves import ModelMoves, ModelSink, cast_dtype
 from dslint.script.parameter_casts import cast_loops, casting_helpers, helper_argument, parameter_loops
 from dslint.script.statement_removal import delete_statements
@@ -270,8 +268,6 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
         self.loop_casts = parameter_loops(node)
         self.cast_loops = cast_loops(node)
         self.casting_helpers = casting_helpers(node)
-        self.trainers = TrainerNames(self.context)
-        self.prepares: list[cst.Call] = []
         # casts that reach no initialize, for `accelerator.prepare` (the model cast; None: the call's receiver)
         self.unplaced: list[tuple[cst.Call, cst.BaseExpression | None]] = []
 
@@ -279,9 +275,7 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
         self.trainers.consider_assign(node)
 
     def visit_Call(self, node: cst.Call) -> None:
-        super().visit_Call(node)
-        if method_name(node) == "prepare" and isinstance(node.func, cst.Attribute):
-            self.prepares.append(node)
+        super().visit_Call(node)  # collects `self.prepares` too
         model = self.loop_casts.get(node)
         if model is None:
             model = helper_argument(node, self.casting_helpers)

@@ -8,13 +8,18 @@ from typing import ClassVar
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
+from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.conditions import contradicts
+from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.script.edits import delete_call_statement, unwrap_method_call
 from dslint.script.facts import method_name
+from dslint.script.hf_trainers import TrainerNames
 from dslint.script.inference import InferenceMoves
 from dslint.script.model_moves import ModelMoves, ModelSink, is_cast
 from dslint.script.names import dotted_name
+
+MOVE_CALLS = ("cuda", "to")  # every move DSL101 reports is one of these calls
 
 
 class ModelMovedBeforeInitialize(ScriptRule):
@@ -24,8 +29,20 @@ class ModelMovedBeforeInitialize(ScriptRule):
     inference_message = (
         'model moved to "cuda" before deepspeed.init_inference (line {line}) sets the device; remove the move'
     )
+    accelerate_template = (
+        "model moved to a device before accelerator.prepare; remove the move: DeepSpeed places it ({where})"
+    )
     severity = Severity.WARNING
     inference_engine = True
+    # A move before this file's initialize (an engine), or, where DeepSpeed may run through accelerate (a
+    # DeepSpeedPlugin, an accelerate launch: `configured`), before `accelerator.prepare`.
+    needs_engine = False
+    alternative_tokens = ((b"prepare", b"cuda"), (b"prepare", b"to"))
+    call_shapes: ClassVar[tuple[Shape, ...]] = (
+        Shape(methods=MOVE_CALLS, engine=True),
+        Shape(methods=MOVE_CALLS, configured=True),
+        Shape(calls=("deepspeed.init_inference",)),  # a move before a tensor-parallel init_inference
+    )
     docs = RuleDocs(
         what="""
             Flags `.cuda()` and `.to(device)` on the model that is later given to
@@ -35,7 +52,10 @@ class ModelMovedBeforeInitialize(ScriptRule):
             initialize(...) else: model = DDP(model)`): the move also serves the path without DeepSpeed. Before
             `deepspeed.init_inference` with tensor parallelism (`mp_size` or `tensor_parallel.tp_size` not the
             literal 1), only a move to the un-indexed CUDA device made while no device is set is flagged; with
-            one GPU a move before `init_inference` is harmless.
+            one GPU a move before `init_inference` is harmless. In a script that runs DeepSpeed through accelerate
+            (its own `DeepSpeedPlugin`, or an `accelerate launch` whose YAML has `distributed_type: DEEPSPEED`), a
+            move of the model that `accelerator.prepare` receives is flagged the same way: `prepare` hands it to
+            `deepspeed.initialize`.
         """,
         why="""
             `deepspeed.initialize` moves the module to its rank's device itself (DeepSpeedEngine
@@ -351,9 +371,16 @@ class ModelMovedBeforeInitialize(ScriptRule):
     def visit_Module(self, node: cst.Module) -> None:
         self.moves = ModelMoves(self.facts)
         self.inference_moves = InferenceMoves(self.facts)
+        self.trainers = TrainerNames(self.context)
+        self.prepares: list[cst.Call] = []
+        self.unplaced_moves: list[cst.Call] = []  # moves that reach no initialize, for `accelerator.prepare`
 
     def visit_Call(self, node: cst.Call) -> None:
+        if method_name(node) == "prepare" and isinstance(node.func, cst.Attribute):
+            self.prepares.append(node)
         init = self.moves.initialize_for(node)
+        if init is None and not self.casts and method_name(node) in MOVE_CALLS and not is_cast(node):
+            self.unplaced_moves.append(node)
         if init is None and not self.casts:
             inference = self.inference_moves.inference_for(node)
             if inference is not None:
@@ -384,6 +411,42 @@ class ModelMovedBeforeInitialize(ScriptRule):
             related=(init.origin,) if init.origin is not None else (),
             start_at=node.func.attr if isinstance(node.func, cst.Attribute) else None,
         )
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        """Moves of the model `accelerator.prepare` receives, in a script that runs DeepSpeed through accelerate
+        (`project/accelerate_deepspeed.py`): prepare hands it to `deepspeed.initialize`, which places it."""
+        prepares = [
+            call
+            for call in self.prepares
+            if isinstance(call.func, cst.Attribute) and self.trainers.names_accelerator(call.func.value)
+        ]
+        if self.casts or not self.unplaced_moves or not prepares:
+            return
+        run = accelerate_deepspeed(self.context)
+        if run is None:
+            return
+        facts = self.facts
+        sinks = [
+            ModelSink(arg.value, facts.scope_at(call), facts.start(call), None, call)
+            for call in prepares
+            for arg in call.args
+            if arg.keyword is None and not arg.star
+        ]
+        moves = ModelMoves(facts, sinks)
+        message = self.accelerate_template.format(where=run.where)
+        for node in self.unplaced_moves:
+            sink = moves.initialize_for(node)
+            if sink is None or self._serves_another_path(node, sink):
+                continue
+            self.report(
+                node,
+                message,
+                edits=self._fix(node),
+                applicability=Applicability.UNSAFE,
+                fix_message=f"Remove `.{method_name(node)}(...)`",
+                related=run.related,
+                start_at=node.func.attr if isinstance(node.func, cst.Attribute) else None,
+            )
 
     def _serves_another_path(self, move: cst.Call, init: ModelSink) -> bool:
         """`initialize` runs only under a test the move does not share (`if args.deepspeed: initialize(...) else:
