@@ -185,3 +185,12 @@ def test_a_move_before_accelerator_prepare_under_deepspeed() -> None:
         _findings("accelerate_moves"),
         [("train.py", 10, "DSL101", "model moved to a device before accelerator.prepare; remove the move")],
     )
+
+
+def test_a_key_the_script_writes_into_a_loaded_config_is_reported_in_the_script() -> None:
+    """train.py loads ds_config.json and writes a misspelt ZeRO key into it: the finding is at the script's line
+    (train.py:11), not at that line number in the JSON file."""
+    _match(
+        _findings("written_keys"),
+        [("train.py", 11, "DSL403", "`zero_optimization` has no key `overlap_com`")],
+    )

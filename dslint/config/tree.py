@@ -54,6 +54,10 @@ class Entry:
     key_start: Location
     key_end: Location
     value: Node
+    # The file the key and its value are written in, when not the config's own: a key a script writes into a
+    # config it loads from a file (`cfg["zero_optimization"]["mics_shard_size"] = n`); a finding there is the
+    # script's.
+    source: str | None = None
 
 
 @dataclass

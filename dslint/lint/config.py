@@ -10,10 +10,10 @@ from pathlib import Path
 
 from dslint.config.facts import Origin, mixed_file
 from dslint.config.recognition import is_config_name, is_deepspeed_config
-from dslint.config.tree import Object, ParseError, parse_text
+from dslint.config.tree import Array, Node, Object, ParseError, parse_text
 from dslint.config.versions import NewestAdmitted, Version, config_schema, selected_version
 from dslint.config.yaml_config import is_config_yaml_name, read_yaml_config
-from dslint.diagnostics import Diagnostic, Related
+from dslint.diagnostics import Diagnostic, Location, Related
 from dslint.framework.config_rule import ConfigContext, ConfigRule
 from dslint.framework.driver_rules import ConfigSyntaxError
 from dslint.framework.registry import implementation
@@ -240,6 +240,27 @@ def _script_config_context(
     )
 
 
+def _in_their_files(tree: Object, found: list[Diagnostic]) -> list[Diagnostic]:
+    """A finding on a key (or its value) that the script writes into a config loaded from a file is positioned in
+    the script: give it the script's path (`Entry.source`)."""
+    spans: dict[tuple[Location, Location], str] = {}
+    todo: list[tuple[Node, str | None]] = [(tree, None)]
+    while todo:
+        node, source = todo.pop()
+        if isinstance(node, Object):
+            for entry in node.entries:
+                written = entry.source or source
+                if written is not None:
+                    spans[(entry.key_start, entry.key_end)] = written
+                    spans[(entry.value.start, entry.value.end)] = written
+                todo.append((entry.value, written))
+        elif isinstance(node, Array):
+            todo.extend((item, source) for item in node.items)
+    if not spans:
+        return found
+    return [replace(d, path=spans[(d.start, d.end)]) if (d.start, d.end) in spans else d for d in found]
+
+
 def _parse_error_rule() -> type[ConfigSyntaxError]:
     return implementation(ConfigSyntaxError)
 
@@ -259,6 +280,7 @@ def check_script_configs(
         found = run_at_both_ends(context_at, context.deepspeed_version, context.deepspeed_newest, rules)
         if config.from_file:
             found = _without_silenced(config.path, found)
+            found = _in_their_files(config.tree, found)
         for reader in config.reader:  # a builder's dict: name the reader elsewhere that receives it
             where = f" ({reader.message}, {reader.path}:{reader.line})"
             found = [replace(d, message=d.message + where, related=(*d.related, reader)) for d in found]

@@ -186,7 +186,7 @@ def copy_tree(node: Node) -> Node:
         return Object(
             node.start,
             node.end,
-            [Entry(e.key, e.key_start, e.key_end, copy_tree(e.value)) for e in node.entries],
+            [Entry(e.key, e.key_start, e.key_end, copy_tree(e.value), e.source) for e in node.entries],
             node.opaque,
             node.written,
         )
@@ -204,6 +204,8 @@ def apply_mutation(context: ScriptContext, tree: Node, mutation: Mutation) -> No
         if not isinstance(current, Object) or not isinstance(added, Object):
             return
         replaced = {entry.key for entry in added.entries}
+        for written in added.entries:
+            written.source = context.path
         current.entries = [e for e in current.entries if e.key not in replaced] + added.entries
         current.opaque = current.opaque or added.opaque
         return
@@ -227,12 +229,12 @@ def apply_mutation(context: ScriptContext, tree: Node, mutation: Mutation) -> No
             else:
                 value = Scalar(start, end, UNKNOWN)
             current.entries = [e for e in current.entries if e.key != key]
-            current.entries.append(Entry(key, start, end, value))
+            current.entries.append(Entry(key, start, end, value, context.path))
             return
         if entry is None:
             start, end = context.span(key_node)
             created = Object(start, end, [], current.opaque, current.opaque)  # in a dict of unknown content
-            current.entries.append(Entry(key, start, end, created))
+            current.entries.append(Entry(key, start, end, created, context.path))
             current = created
         else:
             current = entry.value
