@@ -194,3 +194,13 @@ def test_a_key_the_script_writes_into_a_loaded_config_is_reported_in_the_script(
         _findings("written_keys"),
         [("train.py", 11, "DSL403", "`zero_optimization` has no key `overlap_com`")],
     )
+
+
+def test_an_absolute_config_path_of_another_machine() -> None:
+    """`deepspeed="/home/someone/work/finetune/configs/zero3.json"`: the project's configs/zero3.json, found by the
+    path's tail, is the config (train.py:7, ZeRO-3); a path of the user's cluster that the project does not hold
+    (cluster.py) is neither read nor reported."""
+    _match(
+        _findings("foreign_paths"),
+        [("train.py", 7, "DSL208", "ZeRO-3 is on, but no live HfDeepSpeedConfig exists yet")],
+    )

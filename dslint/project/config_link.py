@@ -31,7 +31,7 @@ from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
 from dslint.model.engine import Engine
 from dslint.model.library import is_training_arguments_name
 from dslint.project.caller_configs import caller_arguments, strongest
-from dslint.project.config_access import NotRead, not_a_config_text, refusal
+from dslint.project.config_access import NotRead, not_a_config_text, project_top, refusal
 from dslint.project.config_edits import (
     Mutation,
     apply_mutation,
@@ -41,7 +41,7 @@ from dslint.project.config_edits import (
     module_index,
     tree_from_literal,
 )
-from dslint.project.inputs import record
+from dslint.project.inputs import find_written, is_file, record
 from dslint.project.trainer_launches import launched_for_trainer
 from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind, Pos
@@ -509,10 +509,17 @@ def _resolve_expression(
 
 
 def config_path(context: ScriptContext, value: str) -> Path:
-    """A config path as the script names it, relative to the script's directory (normalised)."""
+    """A config path as the script names it, relative to the script's directory (normalised). An absolute path of
+    another machine (`/home/me/repo/configs/ds.json`, no such file here) is the project's own file when the project
+    holds one by its longest tail of two or more parts (`configs/ds.json`), as for launchers."""
     path = Path(value)
     if not path.is_absolute():
-        path = Path(os.path.normpath(Path(context.path).parent / path))
+        return Path(os.path.normpath(Path(context.path).parent / path))
+    if not is_file(path):
+        top = project_top(Path(context.path).parent)
+        found = find_written(value, context.path, [str(top)])
+        if found is not None:
+            return Path(found)
     return path
 
 

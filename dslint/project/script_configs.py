@@ -91,6 +91,8 @@ def unreadable_configs(context: ScriptContext, known: Collection[str]) -> list[t
             continue
         if isinstance(loaded, NotRead):
             seen.add(str(named))
+            if named.is_absolute() and not named.exists():
+                continue  # a path of the user's own machine that the project does not hold: nothing to say
             start, _ = context.span(expression)
             found.append((context.path, ParseError(str(loaded), start.line, start.column), True))
         elif isinstance(loaded, ParseError):
