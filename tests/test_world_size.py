@@ -67,3 +67,18 @@ def test_sources_say_where() -> None:
     assert world_size(line, lambda name: HOSTFILE).source == "hostfile hostfile, --num_gpus 2"
     (line,) = parse_shell("run.sh", "deepspeed train.py")
     assert "every GPU" in world_size(line, lambda name: None).source
+
+
+def test_a_pipeline_script_checks_batches_against_its_data_parallel_ranks() -> None:
+    """DeepSpeed's batch check counts data-parallel ranks: a PipelineModule with a literal `num_stages` divides
+    the launch's ranks; a stage count the script computes leaves them unknown; no PipelineModule, all ranks."""
+    from dslint.project.world_size import data_parallel_ranks
+
+    pipe = b"from deepspeed.pipe import PipelineModule\nnet = PipelineModule(layers=layers, num_stages=2)\n"
+    assert data_parallel_ranks(8, "--num_gpus 8", pipe) == (
+        4,
+        "--num_gpus 8; 2 pipeline stages (PipelineModule num_stages=2)",
+    )
+    computed = b"net = PipelineModule(layers=layers, num_stages=world // 2)\n"
+    assert data_parallel_ranks(8, "--num_gpus 8", computed) == (None, "--num_gpus 8")
+    assert data_parallel_ranks(8, "--num_gpus 8", b"engine = deepspeed.initialize(model=net)\n") == (8, "--num_gpus 8")

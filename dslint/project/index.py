@@ -64,7 +64,7 @@ from dslint.project.launch_issues import LaunchIssue, LaunchSite, file_names_und
 from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine, parse_makefile, parse_shell
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.site_configs import shown_path
-from dslint.project.world_size import WorldSize, world_size
+from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
 from dslint.project.written_configs import written_config_issues
 from dslint.script.project_facts import (
     TRAINER_YAML,
@@ -428,9 +428,12 @@ def _read_launchers(
                 index.sites.append(site)
             if launch.config.config_path is not None:
                 if world.ranks is not None:
-                    index.config_world_sizes.setdefault(launch.config.config_path, []).append(
-                        LaunchWorldSize(world.ranks, world.source, launch.config.launch)
-                    )
+                    data = read_input(script) if script is not None and script.endswith(".py") else None
+                    ranks, how = data_parallel_ranks(world.ranks, world.source, data)
+                    if ranks is not None:
+                        index.config_world_sizes.setdefault(launch.config.config_path, []).append(
+                            LaunchWorldSize(ranks, how, launch.config.launch)
+                        )
                 reader = config_reader_of(script, launch.config)
                 index.config_readers.setdefault(launch.config.config_path, set()).add(reader)
                 if reader in ("trainer", "lightning"):

@@ -212,3 +212,21 @@ def world_size(
 def _shown(path: str) -> str:
     relative = os.path.relpath(path)
     return path if relative.startswith("..") else relative
+
+
+_NUM_STAGES = re.compile(rb"\bnum_stages\s*=\s*(\d+)\b")
+
+
+def data_parallel_ranks(ranks: int, source: str, script: bytes | None) -> tuple[int | None, str]:
+    """The ranks DeepSpeed's batch check counts for a launch of `script` with `ranks` processes: its data-parallel
+    world. A script that builds a `PipelineModule` splits the ranks into pipeline stages (`num_stages`): with one
+    literal stage count the data-parallel world is `ranks // num_stages`; otherwise it is not known (None)."""
+    if script is None or b"PipelineModule" not in script:
+        return ranks, source
+    stages = {int(n) for n in _NUM_STAGES.findall(script)}
+    if len(stages) != 1:
+        return None, source
+    (count,) = stages
+    if count <= 0 or ranks % count:
+        return None, source
+    return ranks // count, f"{source}; {count} pipeline stages (PipelineModule num_stages={count})"
