@@ -142,7 +142,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         (b"deepspeed", b"initialize"),
         engine=False,
         inference_engine=True,
-        alternatives=((b"prepare", b"cuda"), (b"prepare", b"to")),
+        alternatives=((b"prepare", b"cuda", b"Accelerator"), (b"prepare", b"to", b"Accelerator")),
         shapes=(
             Shape(methods=_MOVE_METHODS, engine=True),
             Shape(methods=_MOVE_METHODS, configured=True),
@@ -155,7 +155,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL104": Needs(
         (b"deepspeed", b"initialize"),
         engine=False,
-        alternatives=((b"prepare", b"half"), (b"prepare", b"float16")),
+        alternatives=((b"prepare", b"half", b"Accelerator"), (b"prepare", b"float16", b"Accelerator")),
         shapes=(Shape(methods=_CAST_METHODS, engine=True), Shape(methods=_CAST_METHODS, configured=True)),
     ),
     "DSL201": Needs((b"deepspeed", b"initialize")),

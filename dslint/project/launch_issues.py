@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from dslint.diagnostics import Related
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
 from dslint.project.inputs import absolute
+from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine, ScriptOption, written_files
 from dslint.project.site_configs import shown_path
 
@@ -277,8 +278,15 @@ def _missing(
     if not name:
         return None
     elsewhere = file_names().get(name, ())
-    if elsewhere and os.path.dirname(os.path.normpath(written)) in ("", "."):
-        return None
+    if elsewhere:
+        # a wrong folder only beside the launcher's own (`configs/` written, `config/` there), in a launcher
+        # script: a document's command is often adapted by its reader, a file in another example is another's
+        folder = os.path.dirname(absolute(launcher_path)) + os.sep
+        elsewhere = tuple(path for path in elsewhere if path.startswith(folder))
+        if not elsewhere or launcher_path.endswith(DOCUMENT_LAUNCHER_SUFFIXES):
+            return None
+        if os.path.dirname(os.path.normpath(written)) in ("", "."):
+            return None
     encoded = name.encode()
     if any(encoded in data for path, data in sources.items() if path != launcher_path):
         return None

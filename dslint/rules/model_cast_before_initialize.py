@@ -33,7 +33,7 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
     # A cast before this file's initialize (an engine), or (accelerate, where a DeepSpeedPlugin or an accelerate
     # launch with DeepSpeed may be: `configured`) before `accelerator.prepare`; `float16` is in `bfloat16`.
     needs_engine = False
-    alternative_tokens = ((b"prepare", b"half"), (b"prepare", b"float16"))
+    alternative_tokens = ((b"prepare", b"half", b"Accelerator"), (b"prepare", b"float16", b"Accelerator"))
     call_shapes = (Shape(methods=CAST_CALLS, engine=True), Shape(methods=CAST_CALLS, configured=True))
     casts = True
     docs = RuleDocs(

@@ -37,7 +37,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
     # A move before this file's initialize (an engine), or, where DeepSpeed may run through accelerate (a
     # DeepSpeedPlugin, an accelerate launch: `configured`), before `accelerator.prepare`.
     needs_engine = False
-    alternative_tokens = ((b"prepare", b"cuda"), (b"prepare", b"to"))
+    alternative_tokens = ((b"prepare", b"cuda", b"Accelerator"), (b"prepare", b"to", b"Accelerator"))
     call_shapes: ClassVar[tuple[Shape, ...]] = (
         Shape(methods=MOVE_CALLS, engine=True),
         Shape(methods=MOVE_CALLS, configured=True),
