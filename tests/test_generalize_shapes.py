@@ -160,10 +160,14 @@ def test_clips_and_casts_under_deepspeed_through_accelerate() -> None:
 def test_a_move_serving_the_plain_arms_of_a_helper_that_initializes_under_a_test() -> None:
     """optimizers.build() calls initialize only for `name == "onebit"` beside a plain AdamW arm: the move before
     it (train.py) places the model for the plain path, silent. wrap() always initializes: the move before it
-    (train_engine.py:15) is the engine's job, reported with the helper's initialize."""
+    (train_engine.py:15) is the engine's job, reported with the helper's initialize; so is a move before always(),
+    whose test is of a flag it sets to True itself (train_always.py:10)."""
     _match(
         _findings("conditional_engine"),
-        [("train_engine.py", 15, "DSL101", "model moved to a device before deepspeed.initialize")],
+        [
+            ("train_always.py", 10, "DSL101", "model moved to a device before deepspeed.initialize"),
+            ("train_engine.py", 15, "DSL101", "model moved to a device before deepspeed.initialize"),
+        ],
     )
 
 

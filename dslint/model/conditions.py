@@ -148,6 +148,25 @@ def statement_guards(body: Sequence[ast.stmt]) -> dict[int, tuple[Guard, ...]]:
     return found
 
 
+def _constant_names(body: Sequence[ast.stmt]) -> frozenset[str]:
+    """Names the function binds once, to a constant (`use_deepspeed = True`): a test of one chooses no path."""
+    bound: dict[str, int] = {}
+    constant: set[str] = set()
+    for node in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) or isinstance(node, (ast.For, ast.AsyncFor)):
+            targets = [node.target]
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    bound[name.id] = bound.get(name.id, 0) + 1
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            constant.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return frozenset(name for name in constant if bound.get(name) == 1)
+
+
 def guards_of(body: Sequence[ast.stmt], target: ast.AST) -> tuple[Guard, ...]:
     """The guards on the path to `target` inside `body` (a function's body): those of the innermost statement
     holding it, as `statement_guards` reads them; none inside a nested `def` or `class`."""
@@ -161,7 +180,8 @@ def guards_of(body: Sequence[ast.stmt], target: ast.AST) -> tuple[Guard, ...]:
         return not isinstance(statement, _SCOPES)
 
     _walk(body, (), enter)
-    return found
+    fixed = _constant_names(body)
+    return tuple(guard for guard in found if guard.subject not in fixed)
 
 
 def _walk(
