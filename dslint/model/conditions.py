@@ -156,7 +156,7 @@ def _constant_names(body: Sequence[ast.stmt]) -> frozenset[str]:
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) or isinstance(node, (ast.For, ast.AsyncFor)):
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
             targets = [node.target]
         for target in targets:
             for name in ast.walk(target):
