@@ -72,10 +72,10 @@ def test_heredoc_text_is_what_bash_writes() -> None:
 
 
 def test_a_config_the_launcher_writes_is_not_missing() -> None:
-    names = frozenset[str]
+    """None: the launcher may make the file; a tuple (the project's files of that name, none here): missing."""
     launcher = 'CFG=gen.json\ncat > "$CFG" <<EOF\n{}\nEOF\ndeepspeed t.py --deepspeed_config gen.json\n'
-    assert not _missing("gen.json", {}, launcher, lambda: names())
-    assert _missing("gen.json", {}, "deepspeed t.py --deepspeed_config gen.json\n", lambda: names())
+    assert _missing("gen.json", {}, "run.sh", launcher, dict) is None
+    assert _missing("gen.json", {}, "run.sh", "deepspeed t.py --deepspeed_config gen.json\n", dict) == ()
 
 
 def test_a_config_file_a_launch_hands_to_a_strict_reader_is_parsed_as_json_load_parses_it() -> None:
