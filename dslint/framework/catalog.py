@@ -145,7 +145,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         alternatives=((b"prepare", b"cuda", b"Accelerator"), (b"prepare", b"to", b"Accelerator")),
         shapes=(
             Shape(methods=_MOVE_METHODS, engine=True),
-            Shape(methods=_MOVE_METHODS, configured=True),
+            Shape(methods=_MOVE_METHODS, words=(b"Accelerator",), configured=True),
             Shape(calls=("deepspeed.init_inference",)),
         ),
     ),
@@ -156,7 +156,10 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         (b"deepspeed", b"initialize"),
         engine=False,
         alternatives=((b"prepare", b"half", b"Accelerator"), (b"prepare", b"float16", b"Accelerator")),
-        shapes=(Shape(methods=_CAST_METHODS, engine=True), Shape(methods=_CAST_METHODS, configured=True)),
+        shapes=(
+            Shape(methods=_CAST_METHODS, engine=True),
+            Shape(methods=_CAST_METHODS, words=(b"Accelerator",), configured=True),
+        ),
     ),
     "DSL201": Needs((b"deepspeed", b"initialize")),
     "DSL202": Needs((b"deepspeed", b"initialize"), gpu_loads=True),
@@ -203,7 +206,10 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         (b"deepspeed", b"initialize"),
         engine=False,
         alternatives=((b"clip_grad_norm", b"backward", b"prepare"),),
-        shapes=(Shape(calls=_CLIP_CALLS, engine=True), Shape(calls=_CLIP_CALLS, configured=True)),
+        shapes=(
+            Shape(calls=_CLIP_CALLS, engine=True),
+            Shape(calls=_CLIP_CALLS, words=(b"Accelerator",), configured=True),
+        ),
     ),
     "DSL306": Needs((b"deepspeed", b"initialize")),
     "DSL307": Needs((b"deepspeed", b"initialize")),

@@ -60,7 +60,7 @@ class ClipGradNormBesideEngine(ScriptRule):
     alternative_tokens = ((b"clip_grad_norm", b"backward", b"prepare"),)
     call_shapes = (
         Shape(calls=tuple(sorted(CLIP_FUNCTIONS)), engine=True),
-        Shape(calls=tuple(sorted(CLIP_FUNCTIONS)), configured=True),
+        Shape(calls=tuple(sorted(CLIP_FUNCTIONS)), words=(b"Accelerator",), configured=True),
     )
     deepspeed_versions = "every release (the message gives `gradient_clipping`'s default: 0.0 before 0.19.3, 1.0 since)"
     docs = RuleDocs(

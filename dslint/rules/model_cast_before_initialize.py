@@ -34,7 +34,10 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
     # launch with DeepSpeed may be: `configured`) before `accelerator.prepare`; `float16` is in `bfloat16`.
     needs_engine = False
     alternative_tokens = ((b"prepare", b"half", b"Accelerator"), (b"prepare", b"float16", b"Accelerator"))
-    call_shapes = (Shape(methods=CAST_CALLS, engine=True), Shape(methods=CAST_CALLS, configured=True))
+    call_shapes = (
+        Shape(methods=CAST_CALLS, engine=True),
+        Shape(methods=CAST_CALLS, words=(b"Accelerator",), configured=True),
+    )
     casts = True
     docs = RuleDocs(
         what="""

@@ -40,7 +40,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
     alternative_tokens = ((b"prepare", b"cuda", b"Accelerator"), (b"prepare", b"to", b"Accelerator"))
     call_shapes: ClassVar[tuple[Shape, ...]] = (
         Shape(methods=MOVE_CALLS, engine=True),
-        Shape(methods=MOVE_CALLS, configured=True),
+        Shape(methods=MOVE_CALLS, words=(b"Accelerator",), configured=True),  # accelerate, not a `deepspeed=` kwarg
         Shape(calls=("deepspeed.init_inference",)),  # a move before a tensor-parallel init_inference
     )
     docs = RuleDocs(
