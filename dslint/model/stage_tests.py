@@ -39,16 +39,14 @@ def tests_stage(test: ast.expr) -> bool:
 def stage_tested_after(tree: ast.Module, line: int) -> bool:
     """Whether, in the function holding the statement at `line`, a statement after it (in its block or a block
     around it) is an `if` testing the ZeRO stage."""
-    for function in ast.walk(tree):
-        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and _spans(function, line):
-            inner = [
-                f
-                for f in ast.walk(function)
-                if f is not function and isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and _spans(f, line)
-            ]
-            if not inner:
-                return _tested_after(function.body, line)
-    return _tested_after(tree.body, line)
+    holders = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _spans(node, line)
+    ]
+    # the innermost function holding the line starts last
+    body = max(holders, key=lambda node: node.lineno).body if holders else tree.body
+    return _tested_after(body, line)
 
 
 def _tested_after(body: list[ast.stmt], line: int) -> bool:

@@ -427,9 +427,10 @@ def _read_launchers(
                 )
                 index.sites.append(site)
             if launch.config.config_path is not None:
+                data = read_input(script) if script is not None else None  # read once for what follows
                 if world.ranks is not None:
-                    data = read_input(script) if script is not None and script.endswith(".py") else None
-                    ranks, how = data_parallel_ranks(world.ranks, world.source, data)
+                    source = data if script is not None and script.endswith(".py") else None
+                    ranks, how = data_parallel_ranks(world.ranks, world.source, source)
                     if ranks is not None:
                         index.config_world_sizes.setdefault(launch.config.config_path, []).append(
                             LaunchWorldSize(ranks, how, launch.config.launch)
@@ -440,7 +441,6 @@ def _read_launchers(
                     handed = launch.config.config_evidence or launch.config.launch
                     index.config_reader_sites.setdefault(launch.config.config_path, []).append(handed)
                 if reader == "initialize" and launch.config.option is not None:
-                    data = read_input(script) if script is not None else None
                     keys = replaced_keys(data, launch.config.option) if data is not None else None
                     index.config_replaced.setdefault(launch.config.config_path, []).append(keys or frozenset())
             elif script is not None:
@@ -494,10 +494,7 @@ def _launched_config(
     options = {o.name: o.value for o in line.options}
     option = line.config_option()
     if option is not None and option.value is not None:
-        config_path = find_written(option.value, launcher, roots, line.directory)
-        if config_path is None and run_from and not os.path.isabs(option.value):
-            candidate = os.path.join(run_from, option.value)
-            config_path = absolute(candidate) if is_file(candidate) else None
+        config_path = _run_path(option.value, line, launcher, roots, run_from)
         written = shown_path(absolute(option.value)) if os.path.isabs(option.value) else option.value
         evidence = Related(where.path, option.line, option.column, f"--{option.name} {written}")
         return LaunchedConfig(where, option.name, config_path, evidence, options)
@@ -549,19 +546,11 @@ def _trainer_yaml_config(
     Trainer's arguments kept in YAML, splatted into `TrainingArguments(**cfg.train)`): the config file, read from
     where the command runs as TrainingArguments opens it (None when not found), and where the YAML names it.
     `run_from`: as for `_launched_config`."""
-
-    def found(value: str) -> str | None:
-        path = find_written(value, launcher, roots, line.directory)
-        if path is None and run_from and not os.path.isabs(value):
-            candidate = os.path.join(run_from, value)
-            path = absolute(candidate) if is_file(candidate) else None
-        return path
-
     for option in line.options:
         value = option.value
         if value is None or UNKNOWN_VALUE in value or not value.endswith((".yaml", ".yml")):
             continue
-        path = found(value)
+        path = _run_path(value, line, launcher, roots, run_from)
         data = read_input(path) if path is not None else None
         if path is None or data is None or b"deepspeed" not in data:
             continue
@@ -572,8 +561,18 @@ def _trainer_yaml_config(
         match = matches[0]
         number = text.count("\n", 0, match.start()) + 1
         evidence = Related(shown_path(path), number, 1, f"deepspeed: {match.group(1)}")
-        return found(match.group(1)), evidence
+        return _run_path(match.group(1), line, launcher, roots, run_from), evidence
     return None
+
+
+def _run_path(value: str, line: LaunchLine, launcher: str, roots: Sequence[str], run_from: str | None) -> str | None:
+    """A path a launch command writes, found as launchers' paths are (`find_written`, after the command's `cd`),
+    else, for a document's command that runs from its script's folder (`run_from`), read from that folder."""
+    path = find_written(value, launcher, roots, line.directory)
+    if path is None and run_from and not os.path.isabs(value):
+        candidate = os.path.join(run_from, value)
+        path = absolute(candidate) if is_file(candidate) else None
+    return path
 
 
 def read_near(name: str, near: str, roots: Sequence[str]) -> str | None:

@@ -370,6 +370,7 @@ def file_names_under(roots: Sequence[str], skipped: frozenset[str]) -> dict[str,
     for root in roots:
         for directory, subdirectories, files in os.walk(root):
             subdirectories[:] = [d for d in subdirectories if d not in skipped and not d.startswith(".")]
+            folder = absolute(directory)  # once per folder, not per file
             for file in files:
-                names.setdefault(file, []).append(absolute(os.path.join(directory, file)))
+                names.setdefault(file, []).append(os.path.join(folder, file))
     return {name: tuple(paths) for name, paths in names.items()}

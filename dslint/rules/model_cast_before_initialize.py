@@ -12,7 +12,7 @@ from dslint.framework.rule import Invalid, RuleDocs, Valid
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.rules.model_moved_before_initialize import ModelMovedBeforeInitialize
 from dslint.script.edits import delete_line
-from dslint.script.model_moves import ModelMoves, ModelSink, cast_dtype
+from dslint.script.model_moves import ModelMoves, cast_dtype
 from dslint.script.parameter_casts import cast_loops, casting_helpers, helper_argument, parameter_loops
 from dslint.script.statement_removal import delete_statements
 
@@ -318,24 +318,15 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
     def leave_Module(self, original_node: cst.Module) -> None:
         """Casts to 16 bits of the model `accelerator.prepare` receives, in a script that runs DeepSpeed through
         accelerate in fp16 or bf16 (`project/accelerate_deepspeed.py`)."""
-        prepares = [
-            call
-            for call in self.prepares
-            if isinstance(call.func, cst.Attribute) and self.trainers.names_accelerator(call.func.value)
-        ]
-        if not self.unplaced or not prepares:
+        if not self.unplaced:
+            return
+        sinks = self.prepare_sinks()
+        if not sinks:
             return
         run = accelerate_deepspeed(self.context)
         if run is None or run.half is not True:
             return
-        facts = self.facts
-        sinks = [
-            ModelSink(arg.value, facts.scope_at(call), facts.start(call), None, call)
-            for call in prepares
-            for arg in call.args
-            if arg.keyword is None and not arg.star
-        ]
-        moves = ModelMoves(facts, sinks)
+        moves = ModelMoves(self.facts, sinks)
         message = self.accelerate_template.format(precision=run.precision or "fp16/bf16", where=run.where)
         for node, model in self.unplaced:
             if model is not None:

@@ -415,24 +415,15 @@ class ModelMovedBeforeInitialize(ScriptRule):
     def leave_Module(self, original_node: cst.Module) -> None:
         """Moves of the model `accelerator.prepare` receives, in a script that runs DeepSpeed through accelerate
         (`project/accelerate_deepspeed.py`): prepare hands it to `deepspeed.initialize`, which places it."""
-        prepares = [
-            call
-            for call in self.prepares
-            if isinstance(call.func, cst.Attribute) and self.trainers.names_accelerator(call.func.value)
-        ]
-        if self.casts or not self.unplaced_moves or not prepares:
+        if self.casts or not self.unplaced_moves:
+            return
+        sinks = self.prepare_sinks()
+        if not sinks:
             return
         run = accelerate_deepspeed(self.context)
         if run is None:
             return
-        facts = self.facts
-        sinks = [
-            ModelSink(arg.value, facts.scope_at(call), facts.start(call), None, call)
-            for call in prepares
-            for arg in call.args
-            if arg.keyword is None and not arg.star
-        ]
-        moves = ModelMoves(facts, sinks)
+        moves = ModelMoves(self.facts, sinks)
         message = self.accelerate_template.format(where=run.where)
         for node in self.unplaced_moves:
             sink = moves.initialize_for(node)
@@ -447,6 +438,18 @@ class ModelMovedBeforeInitialize(ScriptRule):
                 related=run.related,
                 start_at=node.func.attr if isinstance(node.func, cst.Attribute) else None,
             )
+
+    def prepare_sinks(self) -> list[ModelSink]:
+        """A sink per positional argument of each `accelerator.prepare(...)` call: where DeepSpeed through
+        accelerate receives a model (DSL101's moves and DSL104's casts are followed to them)."""
+        facts = self.facts
+        return [
+            ModelSink(arg.value, facts.scope_at(call), facts.start(call), None, call)
+            for call in self.prepares
+            if isinstance(call.func, cst.Attribute) and self.trainers.names_accelerator(call.func.value)
+            for arg in call.args
+            if arg.keyword is None and not arg.star
+        ]
 
     def _serves_another_path(self, move: cst.Call, init: ModelSink) -> bool:
         """`initialize` runs only under a test the move does not share (`if args.deepspeed: initialize(...) else:
