@@ -69,6 +69,7 @@ CODES: tuple[str, ...] = (
     "DSL430",
     "DSL431",
     "DSL433",
+    "DSL434",
 )
 
 

@@ -90,7 +90,9 @@ def lint_source_unsuppressed(
     if refused is None and use_prefilter and tree is not None:
         in_tree = in_code(code_facts(tree, project.star_imports if project is not None else None), project)
         rules, configs = active(in_tree, rules, configs)
-        if not rules and not configs:
+        # DSL002 covers the files on which some rule, selected or not, can run (the code's calls included)
+        deep = report_deep and any(active(in_tree, *_every_rule()))
+        if not rules and not configs and not deep:
             # the text had the tokens, but only in comments, docstrings or messages, or no call has a rule's
             # shape: no rule can run, so nothing is parsed and the tree's depth (a walk of its own) does not matter
             result.skipped = True
@@ -104,6 +106,9 @@ def lint_source_unsuppressed(
         elif not refused.too_deep and report_syntax:
             error = SyntaxError(refused.message, (path, refused.line, refused.column, None))
             result.diagnostics.append(_syntax_error_rule().from_error(path, data, error))
+        return result
+    if use_prefilter and not rules and not configs:  # kept only for its depth (DSL002): nothing to run on it
+        result.skipped = True
         return result
     try:
         module = parse_module(data)

@@ -17,6 +17,9 @@ DSL422-DSL424, report them in the launcher):
   exclude_str are mutually exclusive."), and `--num_nodes` (without `--num_gpus` over 0 and without a hostfile)
   on a line that sets `CUDA_VISIBLE_DEVICES`, which the runner turns into `--include` before the same check.
   Each is a ValueError before any process starts.
+- `local_rank_refused`: the `deepspeed` launcher appends `--local_rank=N` to the script's arguments
+  (`launcher/launch.py`, unless `--no_local_rank`), and the script's own `argparse` parser has no such option and
+  parses strictly: every rank stops with "unrecognized arguments" (`dslint.project.local_rank`).
 - `interpreter`: a Python interpreter written between the `deepspeed` launcher and the script
   (`deepspeed python train.py`): the runner's first positional word is its user script, so every rank runs
   `python -u python --local_rank=N train.py` (`launcher/launch.py`), which cannot open a file named `python`.
@@ -39,6 +42,7 @@ from dslint.model.summary import ModuleSummary, SummaryStore, dotted
 from dslint.project.inputs import absolute
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine, ScriptOption, written_files
+from dslint.project.local_rank import refusing_parse
 from dslint.project.site_configs import shown_path
 
 # Words whose presence in a module means it may read the command line (any argument parser, or sys.argv).
@@ -115,6 +119,9 @@ def launch_issues(
         interpreter = interpreter_given(line)
         if interpreter is not None:
             issues.append(interpreter)
+        refusal = _local_rank_refusal(site, store, sources)
+        if refusal is not None:
+            issues.append(refusal)
         if site.script is None or site.config_option is None:
             continue
         option = line.option(site.config_option)
@@ -295,6 +302,32 @@ def _missing(
     if launcher is not None and launcher.count(name) > launcher.count(written):
         return None
     return elsewhere
+
+
+def _local_rank_refusal(site: LaunchSite, store: SummaryStore, sources: dict[str, bytes]) -> LaunchIssue | None:
+    """`deepspeed train.py` where train.py's own parser refuses the `--local_rank=N` the launcher appends
+    (`dslint.project.local_rank`). Only the launches that start each rank through `launcher/launch.py`: the
+    `deepspeed` runner without `--no_local_rank`, with no other multi-node backend (`--launcher openmpi` starts
+    the script itself) and not under a wrapper that starts the processes (`srun`, `mpirun`)."""
+    line, script = site.line, site.script
+    if line.tool not in DEEPSPEED_RUNNERS or script is None or not script.endswith(".py") or line.spawned_by:
+        return None
+    if any(word == "--no_local_rank" for word, _, _ in line.launcher_words):
+        return None
+    backend = line.launcher_option("launcher")
+    if backend is not None and (backend.value or "").lower() != "pdsh":
+        return None
+    data, summary = sources.get(script), store.get(script)
+    if data is None or summary is None:
+        return None
+    parse = refusing_parse(summary, data)
+    if parse is None:
+        return None
+    where = Related(
+        shown_path(script), parse.lineno, parse.col_offset + 1, "parses its command line without --local_rank"
+    )
+    end = line.column + len(line.tool)
+    return LaunchIssue("local_rank_refused", line.line, line.column, end, line.script, related=(where,))
 
 
 def _beside(elsewhere: tuple[str, ...], launcher: str, script: str | None) -> bool:

@@ -1,0 +1,115 @@
+"""Whether a script launched by `deepspeed` refuses the `--local_rank=N` the launcher appends (DSL434).
+
+DeepSpeed's launcher (`launcher/launch.py`, 0.19.8) starts every rank as `python -u script --local_rank=N args...`
+unless the command says `--no_local_rank`. A script whose `argparse` parser has no option that `--local_rank`
+names (exactly, or as an abbreviation argparse accepts) and that parses strictly (`parser.parse_args()`) stops
+on every rank with "unrecognized arguments: --local_rank=N".
+
+The answer is conservative: the parser must be built in the script itself (`argparse.ArgumentParser(...)`, one
+construction), every `add_argument` of the script must name its options by literal strings, the parser must not
+be handed to any function but `deepspeed.add_config_arguments` (which adds only `--deepspeed`, `--deepspeed_config`
+and the old `--deepscale` pair), and the script must not read or edit `sys.argv` (counting it, `len(sys.argv)`,
+is fine: under the launcher it always holds `--local_rank`) or parse with `parse_known_args`. Any
+doubt (a parent parser, subcommands, other prefix characters, options built at run time): no answer.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from dslint.model.summary import ModuleSummary, dotted
+
+LAUNCHER_OPTION = "--local_rank"
+# `deepspeed.add_config_arguments(parser)` adds these options and no other (runtime/config helpers, 0.19.8)
+_CONFIG_ARGUMENTS = "deepspeed.add_config_arguments"
+
+
+def refusing_parse(summary: ModuleSummary, data: bytes) -> ast.Call | None:
+    """The `parser.parse_args()` call of the script that refuses `--local_rank=N`, or None when the script
+    accepts it or its parsing is not known well enough to say."""
+    if b"parse_known_args" in data or b"parse_intermixed" in data:
+        return None
+    tree = summary.tree
+    if b"argv" in data and not _argv_only_counted(tree):
+        return None
+    constructions: list[tuple[str, ast.Call]] = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and _resolved(summary, node.value.func) == "argparse.ArgumentParser"
+        ):
+            if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+                return None
+            constructions.append((node.targets[0].id, node.value))
+    if len(constructions) != 1:
+        return None
+    name, construction = constructions[0]
+    abbreviations = True
+    for keyword in construction.keywords:
+        if keyword.arg in (None, "parents", "prefix_chars", "fromfile_prefix_chars"):
+            return None
+        if keyword.arg == "allow_abbrev":
+            if not isinstance(keyword.value, ast.Constant):
+                return None
+            abbreviations = bool(keyword.value.value)
+    options: list[str] = []
+    parses: list[ast.Call] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            method = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            if method == "add_argument":
+                for argument in node.args:
+                    if not (isinstance(argument, ast.Constant) and isinstance(argument.value, str)):
+                        return None
+                    options.append(argument.value)
+            elif method == "add_subparsers":
+                return None
+            elif method == "parse_args" and _is_name(node.func, name) and not node.args and not node.keywords:
+                parses.append(node)  # not a list of its own (`parse_args(args=[])`)
+            handed = any(_is_name(argument, name) for argument in (*node.args, *(k.value for k in node.keywords)))
+            if handed and _resolved(summary, node.func) != _CONFIG_ARGUMENTS:
+                return None  # the parser goes to a function that may add any option
+        elif isinstance(node, (ast.Return, ast.Yield)) and node.value is not None and _is_name(node.value, name):
+            return None  # the parser itself leaves the function: its caller may add options
+    if not parses or any(_accepts(option, abbreviations) for option in options):
+        return None
+    return parses[0]
+
+
+def _argv_only_counted(tree: ast.Module) -> bool:
+    """Every mention of `argv` is the argument of `len(...)` (`if len(sys.argv) == 1: parse_args(args=[])`): the
+    script counts its arguments but neither reads nor edits them. Under the launcher there is always one."""
+    counted: set[int] = set()
+    mentions: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and node.args:
+            counted.add(id(node.args[0]))
+        if (isinstance(node, ast.Attribute) and node.attr == "argv") or (
+            isinstance(node, ast.Name) and node.id == "argv"
+        ):
+            mentions.append(node)
+    return all(id(node) in counted for node in mentions)
+
+
+def _accepts(option: str, abbreviations: bool) -> bool:
+    if option == LAUNCHER_OPTION:
+        return True
+    return abbreviations and option.startswith(LAUNCHER_OPTION)
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    if isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _resolved(summary: ModuleSummary, function: ast.expr) -> str | None:
+    name = dotted(function)
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    target = summary.imports.get(head)
+    if target is None:
+        return None
+    return f"{target}.{rest}" if rest else target

@@ -1,0 +1,106 @@
+"""DSL434: a script started by the `deepspeed` launcher whose own parser refuses the `--local_rank` it appends."""
+
+from __future__ import annotations
+
+from dslint.diagnostics import Severity
+from dslint.framework.launch_rule import LaunchRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.project.launch_issues import LaunchIssue
+
+_STRICT = """\
+import argparse
+import deepspeed
+
+def parse():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=1)
+    parser = deepspeed.add_config_arguments(parser)
+    return parser.parse_args()
+
+args = parse()
+"""
+_ACCEPTS = _STRICT.replace('"--epochs", type=int, default=1)', '"--local_rank", type=int, default=-1)')
+_KNOWN = _STRICT.replace("parser.parse_args()", "parser.parse_known_args()[0]")
+_DASHED = _STRICT.replace('"--epochs", type=int, default=1)', '"--local-rank", type=int, default=-1)')
+_FOREIGN = _STRICT.replace("parser = deepspeed.add_config_arguments(parser)", "add_model_options(parser)")
+
+
+def _project(script: str) -> tuple[tuple[str, str], ...]:
+    return (("train.py", script), ("ds.json", '{"train_micro_batch_size_per_gpu": 1}\n'))
+
+
+class LocalRankRefused(LaunchRule):
+    code = "DSL434"
+    slug = "local-rank-refused"
+    kind = "local_rank_refused"
+    message = "deepspeed appends --local_rank=N, which this script's parser refuses: every rank stops at start-up"
+    severity = Severity.ERROR
+    docs = RuleDocs(
+        what="""
+            Flags a `deepspeed` launch command (in a shell script, a Makefile recipe, a README's or a guide's
+            code block) whose script, a file of the project, builds its own `argparse.ArgumentParser`, parses the
+            command line strictly (`parser.parse_args()`) and has no option that `--local_rank` names (exactly,
+            or as an abbreviation argparse accepts). The finding points at the script's `parse_args` call.
+            Left alone: a command with `--no_local_rank`, another multi-node backend (`--launcher openmpi`...),
+            a command under `srun`/`mpirun`, and every script whose parsing is not fully known:
+            `parse_known_args`, `sys.argv` read or edited (counting it, `len(sys.argv)`, is not reading it), a
+            parser built elsewhere, handed to another function (other than `deepspeed.add_config_arguments`,
+            which adds only the config options) or returned, options named by variables, parent parsers,
+            subcommands, other prefix characters.
+        """,
+        why="""
+            The runner starts each rank through `deepspeed/launcher/launch.py`, which runs
+            `python -u train.py --local_rank=N <the script's arguments>` unless `--no_local_rank` is given
+            (DeepSpeed 0.19.8; `deepspeed.add_config_arguments` does not add `--local_rank`). argparse stops on
+            the unknown option with "error: unrecognized arguments: --local_rank=0" (exit status 2), on every
+            rank, before any training. Add `parser.add_argument("--local_rank", type=int, default=-1)` (the
+            launcher also sets `LOCAL_RANK` in the environment), or launch with `--no_local_rank`. An option
+            spelt `--local-rank` does not match: argparse tells dashes from underscores.
+        """,
+        example="""
+            deepspeed --num_gpus 2 train.py --deepspeed_config ds.json
+            # train.py: parser = argparse.ArgumentParser(); ...; args = parser.parse_args()
+        """,
+        use_instead="""
+            deepspeed --num_gpus 2 train.py --deepspeed_config ds.json
+            # train.py: parser.add_argument("--local_rank", type=int, default=-1)
+        """,
+    )
+    valid = (
+        Valid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", files=_project(_ACCEPTS)),
+        Valid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", files=_project(_KNOWN)),
+        Valid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", files=_project(_FOREIGN)),
+        Valid("deepspeed --no_local_rank --num_gpus 2 train.py --deepspeed_config ds.json\n", files=_project(_STRICT)),
+        Valid("deepspeed --launcher openmpi train.py --deepspeed_config ds.json\n", files=_project(_STRICT)),
+        Valid("torchrun --nproc_per_node 2 train.py --deepspeed_config ds.json\n", files=_project(_STRICT)),
+        Valid(
+            "deepspeed train.py --deepspeed_config ds.json\n",
+            files=_project(_STRICT.replace("args = parse()", "import sys\nsys.argv = sys.argv[:1]\nargs = parse()")),
+        ),
+    )
+    invalid = (
+        Invalid(
+            "deepspeed train.py --deepspeed_config ds.json\n",
+            lines=(1,),
+            files=_project(
+                _STRICT.replace(
+                    "    return parser.parse_args()",
+                    "    import sys\n    if len(sys.argv) == 1:\n        return parser.parse_args(args=[])\n"
+                    "    return parser.parse_args()",
+                )
+            ),
+        ),
+        Invalid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", lines=(1,), files=_project(_STRICT)),
+        Invalid("deepspeed train.py --deepspeed_config ds.json\n", lines=(1,), files=_project(_DASHED)),
+        Invalid(
+            "export CUDA_VISIBLE_DEVICES=0,1\n\ndeepspeed \\\n  train.py \\\n  --deepspeed_config ds.json\n",
+            lines=(3,),
+            files=_project(_STRICT),
+        ),
+    )
+
+    def message_for(self, issue: LaunchIssue) -> str:
+        return (
+            f"deepspeed appends --local_rank=N to {issue.detail}'s arguments, and its parser has no such option:"
+            " every rank stops at start-up; add --local_rank to the parser or launch with --no_local_rank"
+        )
