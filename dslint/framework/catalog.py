@@ -70,6 +70,7 @@ CODES: tuple[str, ...] = (
     "DSL431",
     "DSL433",
     "DSL434",
+    "DSL435",
 )
 
 
@@ -267,6 +268,12 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     ),
     "DSL431": Needs((b"deepspeed", b"initialize", b"optimizer")),
     "DSL433": Needs((b"environ",), engine=False),
+    # a Trainer's arguments with a config: written in the file, or parsed from a launch's command line
+    "DSL435": Needs(
+        (b"TrainingArguments", b"deepspeed"),
+        engine=False,
+        alternatives=((b"HfArgumentParser",), (b"Config", b"deepspeed")),
+    ),
     "DSL309": Needs((b"deepspeed", b"initialize")),
     "DSL310": Needs((b"deepspeed", b"initialize")),
 }

@@ -148,3 +148,35 @@ LOCAL_RANK_ENV = "LOCAL_RANK"
 GLOBAL_RANK_CALLS = frozenset({"torch.distributed.get_rank", "deepspeed.comm.get_rank", "deepspeed.dist.get_rank"})
 # Top-level packages whose functions the fixpoint never looks for among the project's files.
 LIBRARY_ROOTS = frozenset({"deepspeed", "torch", "transformers"})
+
+
+@dataclass(frozen=True)
+class TrainerMatch:
+    """A DeepSpeed config key that the Hugging Face Trainer compares with its TrainingArguments
+    (`HfTrainerDeepSpeedConfig.trainer_config_process`, transformers 4.x: `fill_match`): "auto" is filled with the
+    arguments' value; any other value that differs (Python's `!=`) is a mismatch, and the Trainer raises
+    "Please correct the following DeepSpeed config values that mismatch TrainingArguments values" when it builds
+    the engine (`trainer_config_finalize`)."""
+
+    key: tuple[str, ...]  # the config key, as a path (`("optimizer", "params", "lr")`)
+    fields: tuple[str, ...]  # the TrainingArguments fields compared: one value, a list of them, or an `or` of flags
+    defaults: tuple[object, ...]  # transformers' defaults of those fields
+    kind: str = "value"  # "value": the field; "list": [the fields]; "any": the fields' `or` (flags)
+
+
+TRAINER_MATCHES = (
+    TrainerMatch(("train_micro_batch_size_per_gpu",), ("per_device_train_batch_size",), (8,)),
+    TrainerMatch(("gradient_accumulation_steps",), ("gradient_accumulation_steps",), (1,)),
+    TrainerMatch(("gradient_clipping",), ("max_grad_norm",), (1.0,)),
+    TrainerMatch(("optimizer", "params", "lr"), ("learning_rate",), (5e-05,)),
+    TrainerMatch(("optimizer", "params", "betas"), ("adam_beta1", "adam_beta2"), (0.9, 0.999), "list"),
+    TrainerMatch(("optimizer", "params", "eps"), ("adam_epsilon",), (1e-08,)),
+    TrainerMatch(("optimizer", "params", "weight_decay"), ("weight_decay",), (0.0,)),
+    TrainerMatch(("scheduler", "params", "warmup_max_lr"), ("learning_rate",), (5e-05,)),
+    # fp16.enabled is matched with `(fp16 or fp16_full_eval) and the amp backend`: a run naming another backend
+    # (`half_precision_backend="apex"`) is left alone by the reader (`trainer_matches.PRECISION_BACKENDS`).
+    TrainerMatch(("fp16", "enabled"), ("fp16", "fp16_full_eval"), (False, False), "any"),
+    TrainerMatch(("bf16", "enabled"), ("bf16", "bf16_full_eval"), (False, False), "any"),
+)
+# The arguments that make the batch-size match a fill only (`auto_find_batch_size=True`).
+TRAINER_BATCH_FILL_ONLY = "auto_find_batch_size"

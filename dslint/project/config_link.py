@@ -333,6 +333,20 @@ def training_arguments_configs(context: ScriptContext) -> list[ResolvedConfig] |
     return found
 
 
+def launched_trainer_configs(context: ScriptContext) -> list[tuple[LaunchedConfig, ResolvedConfig]]:
+    """Each launch that gives this script's Trainer a config file by `--deepspeed ds.json` (the script parses its
+    TrainingArguments from the command line), with that config read."""
+    project = context.facts.project
+    found: list[tuple[LaunchedConfig, ResolvedConfig]] = []
+    for launch in project.launches if project is not None else ():
+        if launch.option != "deepspeed" or launch.config_path is None or not launched_for_trainer(context, launch):
+            continue
+        resolved = _launched_file(launch.config_path, Origin.TRAINER, (launch.launch, *_evidence(launch)))
+        if resolved is not None:
+            found.append((launch, resolved))
+    return found
+
+
 @dataclass(frozen=True)
 class AccelerateRun:
     """One `accelerate launch --config_file` of this script with DeepSpeed: the DeepSpeed config file its YAML names

@@ -1,0 +1,126 @@
+"""Where a DeepSpeed config given to the Hugging Face Trainer contradicts its TrainingArguments (DSL435).
+
+transformers compares the config's batch, clipping, optimizer and precision keys with the TrainingArguments
+(`dslint.model.library.TRAINER_MATCHES`): "auto" is filled in, any other value must be equal, and a difference
+stops the run when the Trainer builds the engine. The arguments' values are known from the script's literal
+keywords (`TrainingArguments(fp16=True, ...)`) or from a launch's literal options (`--bf16`,
+`--per_device_train_batch_size 4`) for a script that parses them (`HfArgumentParser`); a field not given has
+transformers' default only where the class is transformers' own (TRL's configs and project subclasses may change
+the defaults). Anything else (a variable, a splatted mapping, a string value in the config) is not compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dslint.config.tree import UNKNOWN, Node, node_at
+from dslint.model.library import TRAINER_BATCH_FILL_ONLY, TRAINER_MATCHES, TrainerMatch
+from dslint.project.config_link import ResolvedConfig
+
+# Arguments that choose the fp16 backend: fp16.enabled is compared with `fp16 and the amp backend` (not modelled).
+PRECISION_BACKENDS = ("half_precision_backend", "fp16_backend")
+# The TrainingArguments fields the comparison reads (launch options are read for these names only).
+MATCHED_FIELDS = frozenset(
+    {field for match in TRAINER_MATCHES for field in match.fields} | {TRAINER_BATCH_FILL_ONLY, *PRECISION_BACKENDS}
+)
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    key: str  # "fp16.enabled"
+    config_value: Any
+    fields: str  # "fp16|fp16_full_eval", "adam_beta1+adam_beta2"
+    trainer_value: Any
+    given: str | None  # the first compared field the arguments give (None: every one is transformers' default)
+    node: Node | None  # the config's value, positioned in its file (or in the script, for a dict it writes)
+
+    def describe(self) -> str:
+        return f"{self.key}={_shown(self.config_value)} vs {self.fields}={_shown(self.trainer_value)}"
+
+
+def mismatches(config: ResolvedConfig, arguments: Mapping[str, Any], defaults: bool) -> list[Mismatch]:
+    """The config keys the Trainer would find unequal to its arguments. `arguments`: field -> value (UNKNOWN when
+    given but not literal); a field not in it has transformers' default when `defaults`, else is unknown."""
+    found: list[Mismatch] = []
+    for match in TRAINER_MATCHES:
+        if match.key == ("fp16", "enabled") and any(field in arguments for field in PRECISION_BACKENDS):
+            continue  # another fp16 backend may be chosen (apex): not compared
+        batch = match.key == ("train_micro_batch_size_per_gpu",)
+        if batch and _value(arguments, TRAINER_BATCH_FILL_ONLY, defaults, False) is not False:
+            continue  # auto_find_batch_size (or not known): a fill only
+        value = config.get(*match.key)
+        if value is None or value is UNKNOWN or isinstance(value, (str, dict)) or not _literal_list(value):
+            continue  # absent, not literal, "auto" (filled in), or a string the comparison would not settle
+        trainer = _trainer_value(match, arguments, defaults)
+        if trainer is UNKNOWN or value == trainer:
+            continue
+        given = next((f for f in match.fields if f in arguments), None)
+        node = node_at(config.tree, *match.key) if config.tree is not None else None
+        separator = "|" if match.kind == "any" else "+"
+        found.append(Mismatch(".".join(match.key), value, separator.join(match.fields), trainer, given, node))
+    return found
+
+
+def _literal_list(value: Any) -> bool:
+    """Not a list, or a list of numbers only."""
+    return not isinstance(value, list) or all(isinstance(v, (int, float)) for v in value)
+
+
+def _trainer_value(match: TrainerMatch, arguments: Mapping[str, Any], defaults: bool) -> Any:
+    values = [_value(arguments, f, defaults, d) for f, d in zip(match.fields, match.defaults, strict=True)]
+    if any(v is UNKNOWN for v in values):
+        return UNKNOWN
+    if match.kind == "list":
+        return values
+    if match.kind == "any":
+        if any(not isinstance(v, bool) for v in values):
+            return UNKNOWN
+        return any(values)
+    value = values[0]
+    return value if isinstance(value, (int, float)) else UNKNOWN
+
+
+def _value(arguments: Mapping[str, Any], field: str, defaults: bool, default: Any) -> Any:
+    if field in arguments:
+        return arguments[field]
+    return default if defaults else UNKNOWN
+
+
+def launch_arguments(options: Mapping[str, str | None]) -> dict[str, Any]:
+    """The compared fields a launch gives on the command line, as HfArgumentParser reads them: a bare flag is
+    True, `--fp16 false` False (its `string_to_bool`), numbers as numbers; a value built at run time is UNKNOWN."""
+    found: dict[str, Any] = {}
+    for name, text in options.items():
+        if name not in MATCHED_FIELDS:
+            continue
+        found[name] = _parsed(name, text)
+    return found
+
+
+_TRUE = ("yes", "true", "t", "y", "1")
+_FALSE = ("no", "false", "f", "n", "0")
+_FLAGS = frozenset({"fp16", "fp16_full_eval", "bf16", "bf16_full_eval", TRAINER_BATCH_FILL_ONLY})
+
+
+def _parsed(name: str, text: str | None) -> Any:
+    if name in _FLAGS:
+        if text is None:
+            return True
+        lowered = text.lower()
+        return True if lowered in _TRUE else False if lowered in _FALSE else UNKNOWN
+    if text is None:
+        return UNKNOWN
+    if name in PRECISION_BACKENDS:
+        return text
+    try:
+        return int(text) if name in ("per_device_train_batch_size", "gradient_accumulation_steps") else float(text)
+    except ValueError:
+        return UNKNOWN
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    return repr(value) if isinstance(value, str) else str(value)

@@ -1,0 +1,254 @@
+"""DSL435: a DeepSpeed config given to the Hugging Face Trainer contradicts its TrainingArguments."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Related, Severity
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.config_edits import literal_value, module_index
+from dslint.project.config_link import ResolvedConfig, launched_trainer_configs, resolve_config_expression
+from dslint.project.site_configs import shown_path
+from dslint.project.trainer_matches import MATCHED_FIELDS, Mismatch, launch_arguments, mismatches
+from dslint.script.hf_models import TRAINING_ARGUMENTS, hf_class_name, is_training_arguments, keyword_value
+from dslint.script.names import dotted_name
+
+_FP16_FILE = '{"fp16": {"enabled": true}, "train_micro_batch_size_per_gpu": "auto"}\n'
+_AUTO_FILE = '{"fp16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": "auto"}\n'
+_PARSING = """\
+from transformers import HfArgumentParser, Trainer, TrainingArguments
+
+(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+Trainer(model=build(), args=args).train()
+"""
+_PARSING_DATA = """\
+from dataclasses import dataclass
+from transformers import HfArgumentParser, Trainer, TrainingArguments
+
+@dataclass
+class DataTrainingArguments:
+    train_file: str = "train.json"
+
+data, args = HfArgumentParser((DataTrainingArguments, TrainingArguments)).parse_args_into_dataclasses()
+Trainer(model=build(), args=args).train()
+"""
+_PARSING_OWN = _PARSING_DATA.replace("class DataTrainingArguments:", "class DataTrainingArguments(TrainingArguments):")
+
+
+class TrainerConfigMismatch(ScriptRule):
+    code = "DSL435"
+    slug = "trainer-config-mismatch"
+    message = "the Hugging Face Trainer refuses this DeepSpeed config: a value contradicts the TrainingArguments"
+    severity = Severity.ERROR
+    needs_engine = False
+    required_tokens = (b"TrainingArguments", b"deepspeed")
+    alternative_tokens = ((b"HfArgumentParser",), (b"Config", b"deepspeed"))
+    docs = RuleDocs(
+        what="""
+            Flags a `TrainingArguments(deepspeed=...)` (also `Seq2SeqTrainingArguments` and TRL's trainer
+            configs) whose DeepSpeed config, a file or a dict the script writes, sets a key that the Trainer
+            compares with its arguments to another value: `train_micro_batch_size_per_gpu` (with
+            `per_device_train_batch_size`), `gradient_accumulation_steps`, `gradient_clipping` (`max_grad_norm`),
+            the optimizer's `lr`, `betas`, `eps`, `weight_decay`, the scheduler's `warmup_max_lr`
+            (`learning_rate`), `fp16.enabled` (`fp16`/`fp16_full_eval`) and `bf16.enabled` (`bf16`/
+            `bf16_full_eval`). It also flags, at the script's `HfArgumentParser`, a launch that passes
+            `--deepspeed ds.json` with options contradicting that file (`--bf16` beside `"fp16": {"enabled":
+            true}`), naming the launch. The arguments' values are the literal keywords or options; a field not
+            given counts with transformers' default only for transformers' own classes. A value built at run
+            time, a splatted mapping, another fp16 backend (`half_precision_backend`) or `auto_find_batch_size`:
+            not compared.
+        """,
+        why="""
+            transformers reads the config when the TrainingArguments are made
+            (`HfTrainerDeepSpeedConfig.trainer_config_process`, `fill_match`): a value `"auto"` is filled with
+            the arguments' value, any other value must equal it. Each difference is recorded, and when the
+            Trainer builds the engine (`trainer_config_finalize`) it raises "Please correct the following
+            DeepSpeed config values that mismatch TrainingArguments values", after the model is loaded and the
+            data prepared. Write `"auto"` for the key (the Trainer then fills it), or give the same value on
+            both sides.
+        """,
+        example="""
+            # ds.json: {"fp16": {"enabled": true}, "train_micro_batch_size_per_gpu": 4}
+            args = TrainingArguments(output_dir="out", per_device_train_batch_size=8, deepspeed="ds.json")
+        """,
+        use_instead="""
+            # ds.json: {"fp16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": "auto"}
+            args = TrainingArguments(output_dir="out", per_device_train_batch_size=8, fp16=True, deepspeed="ds.json")
+        """,
+    )
+    valid = (
+        Valid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", fp16=True, deepspeed="ds.json")
+            """,
+            files=(("ds.json", _FP16_FILE),),
+        ),
+        Valid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", bf16=True, deepspeed="ds.json")
+            """,
+            files=(("ds.json", _AUTO_FILE),),
+        ),
+        Valid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", **options, deepspeed="ds.json")
+            """,
+            files=(("ds.json", _FP16_FILE),),
+        ),
+        Valid(
+            """
+            from transformers import TrainingArguments
+            ds = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2, "gradient_clipping": 1.0}
+            args = TrainingArguments(
+                output_dir="out", per_device_train_batch_size=4, gradient_accumulation_steps=2, deepspeed=ds
+            )
+            """
+        ),
+        Valid(
+            """
+            from trl import SFTConfig
+            args = SFTConfig(output_dir="out", deepspeed="ds.json")
+            """,
+            files=(("ds.json", _FP16_FILE),),
+        ),
+        Valid(_PARSING, files=(("run.sh", "deepspeed train.py --fp16 --deepspeed ds.json\n"), ("ds.json", _FP16_FILE))),
+        Valid(
+            _PARSING,
+            files=(("run.sh", "deepspeed train.py --fp16 $FP16 --deepspeed ds.json\n"), ("ds.json", _FP16_FILE)),
+        ),
+        Valid(
+            _PARSING_OWN,
+            files=(("run.sh", "deepspeed train.py --deepspeed ds.json\n"), ("ds.json", _FP16_FILE)),
+        ),
+    )
+    invalid = (
+        Invalid(
+            _PARSING_DATA,
+            lines=(8,),
+            files=(("run.sh", "deepspeed train.py --deepspeed ds.json\n"), ("ds.json", _FP16_FILE)),
+        ),
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", deepspeed="ds.json")
+            """,
+            lines=(3,),
+            files=(("ds.json", _FP16_FILE),),
+        ),
+        Invalid(
+            """
+            from transformers import Seq2SeqTrainingArguments
+            args = Seq2SeqTrainingArguments(output_dir="out", fp16=True, bf16=False, deepspeed="ds.json")
+            """,
+            lines=(3,),
+            files=(("ds.json", '{"bf16": {"enabled": true}, "fp16": {"enabled": false}}\n'),),
+        ),
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            ds = {"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "AdamW", "params": {"lr": 3e-5}}}
+            args = TrainingArguments(output_dir="out", per_device_train_batch_size=4, deepspeed=ds)
+            """,
+            lines=(4,),
+        ),
+        Invalid(
+            _PARSING,
+            lines=(3,),
+            files=(
+                ("run.sh", "deepspeed train.py --bf16 --deepspeed ds.json\n"),
+                ("ds.json", _FP16_FILE),
+            ),
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not is_training_arguments(self.context, node):
+            return
+        expression = keyword_value(node, "deepspeed")
+        if expression is None or (isinstance(expression, cst.Name) and expression.value == "None"):
+            return
+        config = resolve_config_expression(self.context, expression)
+        if config is None:
+            return
+        arguments: dict[str, object] = {}
+        spread = False
+        for index, arg in enumerate(node.args):
+            if arg.star or (arg.keyword is None and index > 0):
+                spread = True  # `**options` or positional fields: any field may be set
+            elif arg.keyword is not None and arg.keyword.value in MATCHED_FIELDS:
+                arguments[arg.keyword.value] = literal_value(arg.value)
+        defaults = not spread and hf_class_name(self.context, node.func) in TRAINING_ARGUMENTS
+        found = mismatches(config, arguments, defaults)
+        if found:
+            given = next((m.given for m in found if m.given is not None), None)
+            at = keyword_value(node, given) if given is not None else None
+            self._report(at if at is not None else node.func, found, config, "")
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        parser = self._parser(original_node)
+        if parser is None:
+            return
+        call, defaults = parser
+        for launch, config in launched_trainer_configs(self.context):
+            found = mismatches(config, launch_arguments(launch.options), defaults)
+            if found:
+                where = f" (launched at {launch.launch.path}:{launch.launch.line})"
+                self._report(call, found, config, where, (launch.launch,))
+
+    def _parser(self, module: cst.Module) -> tuple[cst.Call, bool] | None:
+        """The script's `HfArgumentParser(...)` call, and whether every TrainingArguments class it is given is
+        transformers' own (its defaults are then known)."""
+        for call in module_index(module).calls:
+            name = dotted_name(call.func)
+            if name is None or name.rsplit(".", 1)[-1] != "HfArgumentParser" or not call.args:
+                continue
+            first = call.args[0].value
+            classes = [e.value for e in first.elements] if isinstance(first, (cst.Tuple, cst.List)) else [first]
+            names = [hf_class_name(self.context, c) for c in classes]
+            own = any(n in TRAINING_ARGUMENTS for n in names)
+            foreign = any(
+                n is None and self._may_change_defaults(module, c) for n, c in zip(names, classes, strict=True)
+            )
+            return call, own and not foreign
+        return None
+
+    @staticmethod
+    def _may_change_defaults(module: cst.Module, node: cst.BaseExpression) -> bool:
+        """A class handed to the parser that may redefine TrainingArguments' fields: one of this module deriving
+        from a `*TrainingArguments`, or one imported under such a name (`DataTrainingArguments`, a plain
+        dataclass of this module, cannot)."""
+        name = dotted_name(node)
+        if name is None:
+            return True
+        for statement in module.body:
+            if isinstance(statement, cst.ClassDef) and statement.name.value == name:
+                return any(
+                    (base := dotted_name(b.value)) is None or base.endswith("TrainingArguments")
+                    for b in statement.bases
+                )
+        return name.endswith("TrainingArguments")
+
+    def _report(
+        self,
+        node: cst.CSTNode,
+        found: list[Mismatch],
+        config: ResolvedConfig,
+        where: str,
+        related: tuple[Related, ...] = (),
+    ) -> None:
+        shown = "; ".join(m.describe() for m in found)
+        keys = ", ".join(m.key for m in found)
+        message = (
+            f"the Hugging Face Trainer stops on {config.source}{where}: {shown}"
+            f' (config vs TrainingArguments); write "auto" for {keys} or make them agree'
+        )
+        places = list(related)
+        if config.path is not None:
+            for mismatch in found:
+                start = mismatch.node.start if mismatch.node is not None else None
+                line, column = (start.line, start.column) if start is not None else (1, 1)
+                places.append(Related(shown_path(str(config.path)), line, column, mismatch.key))
+        self.report(node, message, related=places)
