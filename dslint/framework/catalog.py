@@ -71,6 +71,7 @@ CODES: tuple[str, ...] = (
     "DSL433",
     "DSL434",
     "DSL435",
+    "DSL436",
 )
 
 
@@ -274,6 +275,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         engine=False,
         alternatives=((b"HfArgumentParser",), (b"Config", b"deepspeed")),
     ),
+    "DSL436": Needs((b"deepspeed", b"grad", b"backward")),
     "DSL309": Needs((b"deepspeed", b"initialize")),
     "DSL310": Needs((b"deepspeed", b"initialize")),
 }

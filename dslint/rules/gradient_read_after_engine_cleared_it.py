@@ -1,0 +1,245 @@
+"""DSL436: `p.grad` of the engine's parameters read where DeepSpeed has already set it to None."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.diagnostics import Severity
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.engine import Engine
+from dslint.project.config_link import resolve_config
+from dslint.project.engine_config import zero_stage
+from dslint.script.facts import Role, method_name
+from dslint.script.loop import ENGINE_ROLES, loop_facts
+
+PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
+
+_LOOP = """
+import deepspeed
+def train(model, loader, config):
+    engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+    for batch in loader:
+        loss = engine(batch)
+        engine.backward(loss)
+        {read}
+        engine.step()
+"""
+_NORM = "norm = sum(p.grad.norm() ** 2 for p in engine.parameters() if p.grad is not None)"
+_STAGE = '{{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {{"stage": {stage}}}}}'
+
+
+def _loop(read: str, stage: int, after_step: bool = False) -> str:
+    code = _LOOP.replace("config=config", f"config={_STAGE.format(stage=stage)}")
+    code = code.replace("{read}", "pass" if after_step else read)
+    if after_step:
+        code = code.replace("        engine.step()\n", f"        engine.step()\n        {read}\n")
+    return code
+
+
+class GradientReadAfterEngineClearedIt(ScriptRule):
+    code = "DSL436"
+    slug = "gradient-read-after-engine-cleared-it"
+    message = (
+        "under ZeRO stage 2 or 3, engine.backward() leaves param.grad None (the gradients live in DeepSpeed's"
+        " partitions): read them with deepspeed.utils.safe_get_full_grad(p)"
+    )
+    step_message = (
+        "engine.step() has set every param.grad to None: read the gradients before the step"
+        " (with deepspeed.utils.safe_get_full_grad(p) under ZeRO)"
+    )
+    severity = Severity.WARNING
+    required_tokens = (b"deepspeed", b"grad", b"backward")
+    docs = RuleDocs(
+        what="""
+            Flags `p.grad` read (not written) for `p` in the engine's parameters (`engine.parameters()`,
+            `engine.module.named_parameters()`, or those of the model given to `deepspeed.initialize`, in a
+            `for` loop or a comprehension) where DeepSpeed has already cleared it: after `engine.backward(...)` of
+            the same function when the engine's config is known to run ZeRO stage 2 or 3, and after
+            `engine.step()` of the same function when the config is known to step every batch (no gradient
+            accumulation). A config that cannot be read, a stage 0 or 1 read between backward and step, or a
+            read on a path the call does not share: nothing is reported.
+        """,
+        why="""
+            Under ZeRO-2 the engine's backward hooks reduce each gradient into DeepSpeed's partitioned buffers and
+            then set `param.grad = None` (`runtime/zero/stage_1_and_2.py`, `clear_grad_attribute`); ZeRO-3 does
+            the same when it partitions the gradients (`runtime/zero/stage3.py`, `partition_grads`). At the
+            accumulation boundary `engine.step()` ends with the optimizer's `zero_grad`, which sets the gradients
+            to None at every stage (`runtime/engine.py`, `_take_model_step`). A gradient norm, a gradient
+            projection or a NaN check over `p.grad` there is skipped silently (`if p.grad is not None`), reads
+            zero, or fails on None. `deepspeed.utils.safe_get_full_grad(p)` assembles a parameter's full
+            gradient between backward and step, at any stage.
+        """,
+        example="""
+            engine.backward(loss)
+            norm = sum(p.grad.norm() ** 2 for p in engine.parameters() if p.grad is not None)  # ZeRO-2: 0
+        """,
+        use_instead="""
+            from deepspeed.utils import safe_get_full_grad
+            engine.backward(loss)
+            norm = sum(safe_get_full_grad(p).norm() ** 2 for p in engine.parameters() if p.requires_grad)
+        """,
+    )
+    valid = (
+        Valid(_loop(_NORM, 1)),
+        Valid(_loop(_NORM, 0)),
+        Valid(_loop("for p in engine.parameters():\n            p.grad = None", 2)),
+        Valid(_loop(_NORM, 2).replace('"stage": 2', '"stage": args.stage')),
+        Valid(
+            _loop(_NORM, 1, after_step=True).replace(
+                '"train_micro_batch_size_per_gpu": 1,', '"gradient_accumulation_steps": 4,'
+            )
+        ),
+        Valid(
+            _loop("for p in teacher.parameters():\n            print(p.grad)", 3),
+        ),
+    )
+    invalid = (
+        Invalid(_loop(_NORM, 2), lines=(8,)),
+        Invalid(
+            _loop("for name, p in engine.module.named_parameters():\n            print(name, p.grad)", 3), lines=(9,)
+        ),
+        Invalid(_loop("grads = [p.grad for p in model.parameters()]", 2), lines=(8,)),
+        Invalid(_loop(_NORM, 0, after_step=True), lines=(10,)),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.loop = loop_facts(self.facts)
+        # the loop variables of the enclosing loops and comprehensions, innermost last: (name, the engine) for those
+        # over the engine's parameters, (names, None) for the others (an inner loop may rebind the name)
+        self.targets: list[tuple[frozenset[str], Engine | None, int]] = []  # the last: the loop's serial number
+        self.reads: list[tuple[cst.Attribute, Engine]] = []
+        self.serial = 0
+        self.loops_read: set[int] = set()  # one finding a loop (`p.grad.norm() for p in ... if p.grad is not None`)
+        self.written: set[int] = set()
+        self.calls: dict[str, list[tuple[cst.Call, Engine]]] = {"backward": [], "step": []}
+
+    # -- the parameters' loop variables ---------------------------------------------------------------------------
+    def _target(
+        self, target: cst.BaseAssignTargetExpression, iterated: cst.BaseExpression
+    ) -> tuple[str, Engine] | None:
+        if not isinstance(iterated, cst.Call) or method_name(iterated) not in PARAMETER_METHODS:
+            return None
+        assert isinstance(iterated.func, cst.Attribute)
+        answer = self.facts.role_of(iterated.func.value, at=iterated)
+        if answer is None:
+            return None
+        if answer.role not in ENGINE_ROLES and not (
+            answer.role is Role.RAW_MODEL and self.loop.after_initialize(answer.engine, iterated)
+        ):
+            return None
+        variable: cst.BaseExpression = target
+        if method_name(iterated) == "named_parameters":
+            if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
+                return None
+            variable = target.elements[1].value
+        return (variable.value, answer.engine) if isinstance(variable, cst.Name) else None
+
+    def visit_For(self, node: cst.For) -> None:
+        self.targets.append(self._bound(node.target, node.iter))
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self.targets.pop()
+
+    # a comprehension's element is visited before its `for` clauses: they are bound when the comprehension starts
+    def _enter_comprehension(self, node: cst.BaseComp | cst.DictComp) -> None:
+        clause: cst.CompFor | None = node.for_in
+        while clause is not None:
+            self.targets.append(self._bound(clause.target, clause.iter))
+            clause = clause.inner_for_in
+
+    def _leave_comprehension(self, node: cst.BaseComp | cst.DictComp) -> None:
+        clause: cst.CompFor | None = node.for_in
+        while clause is not None:
+            self.targets.pop()
+            clause = clause.inner_for_in
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self._enter_comprehension(node)
+
+    def leave_ListComp(self, original_node: cst.ListComp) -> None:
+        self._leave_comprehension(original_node)
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._enter_comprehension(node)
+
+    def leave_SetComp(self, original_node: cst.SetComp) -> None:
+        self._leave_comprehension(original_node)
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self._enter_comprehension(node)
+
+    def leave_GeneratorExp(self, original_node: cst.GeneratorExp) -> None:
+        self._leave_comprehension(original_node)
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._enter_comprehension(node)
+
+    def leave_DictComp(self, original_node: cst.DictComp) -> None:
+        self._leave_comprehension(original_node)
+
+    def _bound(
+        self, target: cst.BaseAssignTargetExpression, iterated: cst.BaseExpression
+    ) -> tuple[frozenset[str], Engine | None, int]:
+        self.serial += 1
+        found = self._target(target, iterated)
+        if found is not None:
+            return frozenset({found[0]}), found[1], self.serial
+        return frozenset(n.value for n in _names(target)), None, self.serial
+
+    # -- reads, writes and the engine's calls ---------------------------------------------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.written.update(id(t.target) for t in node.targets)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.written.add(id(node.target))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value != "grad" or not isinstance(node.value, cst.Name) or id(node) in self.written:
+            return
+        for names, engine, serial in reversed(self.targets):
+            if node.value.value in names:
+                if engine is not None and serial not in self.loops_read:
+                    self.loops_read.add(serial)
+                    self.reads.append((node, engine))
+                return
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = method_name(node)
+        if name in self.calls and isinstance(node.func, cst.Attribute):
+            answer = self.facts.role_of(node.func.value, at=node)
+            if answer is not None and answer.role is Role.ENGINE:
+                self.calls[name].append((node, answer.engine))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for read, engine in self.reads:
+            if self._after("backward", read, engine) and zero_stage(self.context, engine) in (2, 3):
+                self.report(read)
+            elif self._after("step", read, engine) and self._steps_every_batch(engine):
+                self.report(read, self.step_message)
+
+    def _after(self, method: str, read: cst.Attribute, engine: Engine) -> bool:
+        facts = self.facts
+        scope, at = facts.scope_at(read), facts.start(read)
+        return any(
+            other is engine
+            and facts.scope_at(call) is scope
+            and facts.start(call) < at
+            and not facts.paths.exclusive(call, read)
+            for call, other in self.calls[method]
+        )
+
+    def _steps_every_batch(self, engine: Engine) -> bool:
+        """The config is known and asks for no gradient accumulation: every `engine.step()` is a boundary."""
+        config = resolve_config(self.context, engine)
+        if config is None:
+            return False
+        steps, batch = config.get("gradient_accumulation_steps"), config.get("train_batch_size")
+        return steps == 1 or (steps is None and batch is None)
+
+
+def _names(target: cst.CSTNode) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for element in target.elements for n in _names(element.value)]
+    return []
