@@ -432,7 +432,9 @@ def _launched_option(
         if resolved is None:
             return None
         candidates.append((resolved, launch))
-    if len(given) < len(project.launches) and default is not None:
+    no_config = default is None or (isinstance(default, cst.Name) and default.value == "None")
+    if len(given) < len(project.launches) and not no_config:  # (a launch without it and default None: no DeepSpeed)
+        assert default is not None
         fallback = _resolve_expression(context, default, depth=1, origin=origin)
         if fallback is None:
             return None

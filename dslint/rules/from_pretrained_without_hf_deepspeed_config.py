@@ -142,6 +142,27 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     invalid = (
         Invalid(
             """
+            import argparse
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+            def parse():
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--deepspeed", type=str, default=None)
+                return parser.parse_known_args()
+            def training_function(args):
+                model = AutoModelForCausalLM.from_pretrained("gpt2")
+                Trainer(model=model, args=TrainingArguments(output_dir="out", deepspeed=args.deepspeed)).train()
+            args, _ = parse()
+            training_function(args)
+            """,
+            lines=(9,),
+            files=(
+                ("run_plain.sh", "python train.py\n"),
+                ("run_zero3.sh", "deepspeed train.py --deepspeed z3.json\n"),
+                ("z3.json", '{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": "auto"}\n'),
+            ),
+        ),
+        Invalid(
+            """
             import deepspeed
             from transformers import AutoModelForCausalLM
             def main():
