@@ -72,6 +72,7 @@ CODES: tuple[str, ...] = (
     "DSL434",
     "DSL435",
     "DSL436",
+    "DSL437",
 )
 
 
@@ -276,6 +277,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         alternatives=((b"HfArgumentParser",), (b"Config", b"deepspeed")),
     ),
     "DSL436": Needs((b"deepspeed", b"grad", b"backward")),
+    "DSL437": Needs((b"deepspeed", b"initialize", b"lr_scheduler", b"len")),
     "DSL309": Needs((b"deepspeed", b"initialize")),
     "DSL310": Needs((b"deepspeed", b"initialize")),
 }

@@ -268,7 +268,40 @@ def tree_from_literal(context: ScriptContext, node: cst.BaseExpression) -> Node:
     value = literal_value(node)
     if isinstance(value, (dict, list)):
         value = UNKNOWN
+    if value is UNKNOWN:
+        value = command_line_value(context, node)
     return Scalar(start, end, value)
+
+
+def command_line_value(context: ScriptContext, node: cst.BaseExpression) -> Any:
+    """`args.opt` (an argparse option of this script with a literal default) written into a config: the number
+    every launch of the script gives `--opt` (the default where a launch does not give it), when the project has
+    launches of the script and they all agree; otherwise UNKNOWN."""
+    if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)):
+        return UNKNOWN
+    option = node.attr.value
+    default_node = module_index(context.module).option_defaults.get(option)
+    if default_node is None:
+        return UNKNOWN
+    default = literal_value(default_node)
+    project = context.facts.project
+    launches = project.launches if project is not None else ()
+    values = {_number(launch.options[option]) if option in launch.options else default for launch in launches}
+    if len(values) != 1:  # no launch known (the user may give any value), or launches that disagree
+        return UNKNOWN
+    value = values.pop()
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else UNKNOWN
+
+
+def _number(text: str | None) -> Any:
+    if text is None:
+        return UNKNOWN
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return UNKNOWN
 
 
 # --- dicts a builder function writes and returns ----------------------------------------------------------
