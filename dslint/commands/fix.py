@@ -19,7 +19,14 @@ from pathlib import Path
 
 import click
 
-from dslint.commands.check import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, apply_config_ignores
+from dslint.commands.check import (
+    EXIT_CLEAN,
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    apply_config_ignores,
+    document_findings,
+    launcher_findings,
+)
 from dslint.commands.fix_configs import config_targets, fix_config_file
 from dslint.commands.fix_report import FixReport
 from dslint.commands.options import force_exclude_option, make_resolver, settings_options
@@ -110,7 +117,12 @@ def remaining_findings(
     failed = {message.split(": ", 1)[0] for message in errors}
     if results is None:
         results = checked(jobs, project)
-    if resolver is not None:  # the config's own settings decide on its findings found through a script
+    if resolver is not None:
+        # the launch rules' findings in launchers and the configs written out in documents: no fix writes them, and
+        # `check` reports them with the files' own
+        results = [*results, *launcher_findings(resolver, project.launch_issues)]
+        results += document_findings(resolver, project, None)
+        # the config's own settings decide on its findings found through a script
         apply_config_ignores(resolver, [r for r in results if isinstance(r, FileResult)])
     own: list[Diagnostic] = []
     linked: list[Diagnostic] = []

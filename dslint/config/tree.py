@@ -41,6 +41,9 @@ class Node:
 @dataclass
 class Scalar(Node):
     value: Any  # str, int, float, bool, None, or UNKNOWN
+    # Where a value a script writes from its command line comes from: the launches that give it
+    # (`cfg["gradient_accumulation_steps"] = args.gas` under `deepspeed train.py --gas 8`).
+    via: tuple[Any, ...] = field(default=(), compare=False)
 
 
 @dataclass

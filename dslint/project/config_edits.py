@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from dslint.config.tree import UNKNOWN, Array, Entry, Node, Object, Scalar
+from dslint.diagnostics import Related
 from dslint.script.names import dotted_name
 from dslint.script.walk import visit_all
 
@@ -269,28 +270,31 @@ def tree_from_literal(context: ScriptContext, node: cst.BaseExpression) -> Node:
     if isinstance(value, (dict, list)):
         value = UNKNOWN
     if value is UNKNOWN:
-        value = command_line_value(context, node)
+        value, via = command_line_value(context, node)
+        return Scalar(start, end, value, via)
     return Scalar(start, end, value)
 
 
-def command_line_value(context: ScriptContext, node: cst.BaseExpression) -> Any:
+def command_line_value(context: ScriptContext, node: cst.BaseExpression) -> tuple[Any, tuple[Related, ...]]:
     """`args.opt` (an argparse option of this script with a literal default) written into a config: the number
     every launch of the script gives `--opt` (the default where a launch does not give it), when the project has
-    launches of the script and they all agree; otherwise UNKNOWN."""
+    launches of the script and they all agree, with those launch lines; otherwise UNKNOWN."""
     if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)):
-        return UNKNOWN
+        return UNKNOWN, ()
     option = node.attr.value
     default_node = module_index(context.module).option_defaults.get(option)
     if default_node is None:
-        return UNKNOWN
+        return UNKNOWN, ()
     default = literal_value(default_node)
     project = context.facts.project
     launches = project.launches if project is not None else ()
     values = {_number(launch.options[option]) if option in launch.options else default for launch in launches}
     if len(values) != 1:  # no launch known (the user may give any value), or launches that disagree
-        return UNKNOWN
+        return UNKNOWN, ()
     value = values.pop()
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else UNKNOWN
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return UNKNOWN, ()
+    return value, tuple(launch.launch for launch in launches)
 
 
 def _number(text: str | None) -> Any:

@@ -39,14 +39,8 @@ def _loop(read: str, stage: int, after_step: bool = False) -> str:
 class GradientReadAfterEngineClearedIt(ScriptRule):
     code = "DSL436"
     slug = "gradient-read-after-engine-cleared-it"
-    message = (
-        "under ZeRO stage 2 or 3, engine.backward() leaves param.grad None (the gradients live in DeepSpeed's"
-        " partitions): read them with deepspeed.utils.safe_get_full_grad(p)"
-    )
-    step_message = (
-        "engine.step() has set every param.grad to None: read the gradients before the step"
-        " (with deepspeed.utils.safe_get_full_grad(p) under ZeRO)"
-    )
+    message = "under ZeRO-2/3 engine.backward() leaves param.grad None: use deepspeed.utils.safe_get_full_grad(p)"
+    step_message = "engine.step() has set param.grad to None: read the gradients before the step"
     severity = Severity.WARNING
     required_tokens = (b"deepspeed", b"grad", b"backward")
     docs = RuleDocs(

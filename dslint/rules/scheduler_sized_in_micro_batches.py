@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dslint.diagnostics import Severity
+from dslint.config.tree import Scalar, node_at
+from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.config_link import resolve_config
 from dslint.project.engine_config import configured_accumulation_steps
-from dslint.script.facts import BindingKind
+from dslint.project.site_configs import shown_path
+from dslint.script.facts import BindingKind, InitializeCall
 from dslint.script.loop import is_accumulation_steps
 from dslint.script.names import dotted_name
 
@@ -52,10 +55,8 @@ _LAUNCH_1 = ("run_small.sh", "deepspeed train.py --gradient_accumulation_steps 1
 class SchedulerSizedInMicroBatches(ScriptRule):
     code = "DSL437"
     slug = "scheduler-sized-in-micro-batches"
-    message = (
-        "the engine steps this scheduler once per optimizer step, but it is sized in micro-batches (len(...)):"
-        " it runs a fraction of its course; divide by gradient_accumulation_steps"
-    )
+    message = "this scheduler counts micro-batches, but the engine steps it once an optimizer step: size it so"
+    every = "this scheduler counts micro-batches, but the engine steps it once every"
     severity = Severity.WARNING
     required_tokens = (b"deepspeed", b"initialize", b"lr_scheduler", b"len")
     docs = RuleDocs(
@@ -66,8 +67,9 @@ class SchedulerSizedInMicroBatches(ScriptRule):
             (`len(train_loader) * epochs`, through names bound in the same function), with no division anywhere
             in it (by the accumulation steps, or by anything else that may count optimizer steps), and the engine's
             config is known to accumulate gradients
-            (`gradient_accumulation_steps` above 1). A count that cannot be read, or a config that cannot be,
-            is not guessed at.
+            (`gradient_accumulation_steps` above 1: in a file, a dict, or written from a command-line option that
+            every launch of the script gives the same value). The finding names where the steps come from (the
+            launches, the config key). A count that cannot be read, or a config that cannot be, is not guessed at.
         """,
         why="""
             The engine steps the scheduler it was given inside `_take_model_step`, only at the gradient
@@ -126,7 +128,23 @@ class SchedulerSizedInMicroBatches(ScriptRule):
             if steps is None or steps <= 1:
                 continue
             for argument in counted:
-                self.report(argument, f"{self.message} ({steps} micro-batches an optimizer step)")
+                self.report(argument, f"{self.every} {steps}: divide by {steps}", related=self._steps_from(init))
+
+    def _steps_from(self, init: InitializeCall) -> list[Related]:
+        """Where the accumulation steps come from when not from this file: the launchers naming the config file,
+        and the key in it, or the launches giving the option the script writes into the config."""
+        config = resolve_config(self.context, init.engine)
+        if config is None:
+            return []
+        related = list(config.via)
+        node = node_at(config.tree, "gradient_accumulation_steps") if config.tree is not None else None
+        if isinstance(node, Scalar):
+            related.extend(r for r in node.via if isinstance(r, Related))
+        if config.path is not None and node is not None:
+            related.append(
+                Related(shown_path(str(config.path)), node.start.line, node.start.column, "gradient_accumulation_steps")
+            )
+        return list(dict.fromkeys(related))
 
     def _bound_value(self, name: cst.BaseExpression) -> cst.BaseExpression | None:
         """The value a name was last given in its own function, before `name` (one assignment)."""
@@ -138,9 +156,10 @@ class SchedulerSizedInMicroBatches(ScriptRule):
         binding = facts.binding_at(key, scope, facts.start(name))
         if binding is None or binding.kind is not BindingKind.OTHER or binding.scope is not scope:
             return None
-        if not isinstance(binding.statement, (cst.Assign, cst.AnnAssign)):
+        value = binding.value
+        if not isinstance(binding.statement, (cst.Assign, cst.AnnAssign)) or not isinstance(value, cst.BaseExpression):
             return None
-        return binding.value
+        return value
 
     def _micro_batches(self, node: cst.BaseExpression, depth: int) -> bool:
         """A count built from `len(...)` (a loader's or a dataset's length), with nothing in it (or in the names

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import libcst as cst
 
 from dslint.diagnostics import Related, Severity
@@ -195,7 +197,7 @@ class TrainerConfigMismatch(ScriptRule):
         for launch, config in launched_trainer_configs(self.context):
             found = mismatches(config, launch_arguments(launch.options), defaults)
             if found:
-                where = f" (launched at {launch.launch.path}:{launch.launch.line})"
+                where = f" from {os.path.basename(launch.launch.path)}:{launch.launch.line}"
                 self._report(call, found, config, where, (launch.launch,))
 
     def _parser(self, module: cst.Module) -> tuple[cst.Call, bool] | None:
@@ -239,12 +241,9 @@ class TrainerConfigMismatch(ScriptRule):
         where: str,
         related: tuple[Related, ...] = (),
     ) -> None:
-        shown = "; ".join(m.describe() for m in found)
-        keys = ", ".join(m.key for m in found)
-        message = (
-            f"the Hugging Face Trainer stops on {config.source}{where}: {shown}"
-            f' (config vs TrainingArguments); write "auto" for {keys} or make them agree'
-        )
+        name = os.path.basename(str(config.path)) if config.path is not None else "the config dict"
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        message = f'the HF Trainer refuses {name}{where}: {found[0].describe()}{more}; write "auto"'
         places = list(related)
         if config.path is not None:
             for mismatch in found:
