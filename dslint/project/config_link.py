@@ -358,6 +358,7 @@ class AccelerateRun:
     stage: int | None = None
     save_16bit: bool | None = None
     mixed_precision: str | None = None
+    zero3_init: bool | None = None  # the YAML's zero3_init_flag (None: not written)
 
 
 def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
@@ -380,10 +381,22 @@ def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
             resolved = _launched_file(launch.config_path, Origin.TRAINER, via)
             if resolved is None:
                 return None
-            runs.append(AccelerateRun(via, config=resolved, mixed_precision=launch.mixed_precision))
+            runs.append(
+                AccelerateRun(
+                    via, config=resolved, mixed_precision=launch.mixed_precision, zero3_init=launch.zero3_init
+                )
+            )
         elif launch.inline_stage is not None:
             stage, save = launch.inline_stage, launch.inline_save_16bit
-            runs.append(AccelerateRun(via, stage=stage, save_16bit=save, mixed_precision=launch.mixed_precision))
+            runs.append(
+                AccelerateRun(
+                    via,
+                    stage=stage,
+                    save_16bit=save,
+                    mixed_precision=launch.mixed_precision,
+                    zero3_init=launch.zero3_init,
+                )
+            )
         else:
             return None
     return runs
