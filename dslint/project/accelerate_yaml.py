@@ -26,6 +26,7 @@ class AccelerateConfig:
     offload_optimizer_device: str | None = None  # inline DeepSpeed settings (`deepspeed_config:` block)
     offload_param_device: str | None = None
     zero3_save_16bit_model: str | None = None
+    zero3_init_flag: str | None = None
 
 
 def parse_accelerate_yaml(path: str, text: str) -> AccelerateConfig | None:
@@ -73,6 +74,7 @@ def parse_accelerate_yaml(path: str, text: str) -> AccelerateConfig | None:
         offload_optimizer_device=values.get("offload_optimizer_device"),
         offload_param_device=values.get("offload_param_device"),
         zero3_save_16bit_model=values.get("zero3_save_16bit_model"),
+        zero3_init_flag=values.get("zero3_init_flag"),
     )
 
 

@@ -85,6 +85,16 @@ class _Indexer(cst.BatchableCSTVisitor):
     def __init__(self, index: ModuleIndex) -> None:
         super().__init__()
         self.index = index
+        # per function (the module first): a name bound to a literal-keyed part of another dict
+        # (`params = cfg["optimizer"]["params"]`) -> that dict's name and the keys, so that a write through the
+        # name (`params["lr"] = lr`) is a write into the dict
+        self.aliases: list[dict[str, tuple[str, list[cst.BaseExpression]]]] = [{}]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.aliases.append({})
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.aliases.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         self.index.calls.append(node)
@@ -98,6 +108,7 @@ class _Indexer(cst.BatchableCSTVisitor):
                 mutation = Mutation(node, node.func.value, [], _literal_update(node))
                 self.index.mutations.setdefault(owner, []).append(mutation)
             elif method in ("update", "setdefault", "pop", "clear", "popitem") and owner is not None:
+                owner = self.aliases[-1].get(owner, (owner, []))[0]  # a part of a dict: the whole dict is unknown
                 self.index.mutations.setdefault(owner, []).append(Mutation(node, node.func.value, None, None))
             if method == "add_argument":
                 self._option(node)
@@ -149,6 +160,15 @@ class _Indexer(cst.BatchableCSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             self._subscript_target(node, target.target, node.value)
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            name = node.targets[0].target.value
+            part = _literal_part(node.value)
+            if part is not None:
+                root, keys = part
+                owner, prefix = self.aliases[-1].get(root, (root, []))  # a part of a part: the same dict
+                self.aliases[-1][name] = owner, [*prefix, *keys]
+            else:
+                self.aliases[-1].pop(name, None)  # rebound to something else
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._subscript_target(node, node.target, None)
@@ -170,8 +190,24 @@ class _Indexer(cst.BatchableCSTVisitor):
             return
         owner = dotted_name(target)
         if owner is not None:
-            mutation = Mutation(statement, target, list(reversed(keys)), value)
-            self.index.mutations.setdefault(owner, []).append(mutation)
+            root, prefix = self.aliases[-1].get(owner, (owner, []))
+            mutation = Mutation(statement, target, [*prefix, *reversed(keys)], value)
+            self.index.mutations.setdefault(root, []).append(mutation)
+
+
+def _literal_part(value: cst.BaseExpression) -> tuple[str, list[cst.BaseExpression]] | None:
+    """`cfg["optimizer"]["params"]`: ("cfg", the key nodes in order), each key a string literal; else None."""
+    keys: list[cst.BaseExpression] = []
+    while isinstance(value, cst.Subscript):
+        if len(value.slice) != 1 or not isinstance(value.slice[0].slice, cst.Index):
+            return None
+        key = value.slice[0].slice.value
+        if not isinstance(key, cst.SimpleString):
+            return None
+        keys.append(key)
+        value = value.value
+    name = dotted_name(value) if keys else None
+    return (name, list(reversed(keys))) if name is not None else None
 
 
 def _literal_update(call: cst.Call) -> cst.Dict | None:
@@ -194,7 +230,7 @@ def copy_tree(node: Node) -> Node:
     if isinstance(node, Array):
         return Array(node.start, node.end, [copy_tree(i) for i in node.items])
     assert isinstance(node, Scalar)
-    return Scalar(node.start, node.end, node.value)
+    return Scalar(node.start, node.end, node.value, node.via)
 
 
 def apply_mutation(context: ScriptContext, tree: Node, mutation: Mutation) -> None:

@@ -301,7 +301,7 @@ def trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
         for launch in project.launches:
             if not launched_for_trainer(context, launch) or launch.config_path is None:
                 continue
-            resolved = _launched_file(launch.config_path, Origin.TRAINER, (launch.launch, *_evidence(launch)))
+            resolved = launched_file(launch.config_path, Origin.TRAINER, (launch.launch, *launch_evidence(launch)))
             if resolved is not None:
                 found.append(resolved)
     return found
@@ -326,24 +326,10 @@ def training_arguments_configs(context: ScriptContext) -> list[ResolvedConfig] |
         return found
     for launch in project.launches:
         if launched_for_trainer(context, launch) and launch.config_path is not None:
-            resolved = _launched_file(launch.config_path, Origin.TRAINER, (launch.launch, *_evidence(launch)))
+            resolved = launched_file(launch.config_path, Origin.TRAINER, (launch.launch, *launch_evidence(launch)))
             if resolved is None:
                 return None
             found.append(resolved)
-    return found
-
-
-def launched_trainer_configs(context: ScriptContext) -> list[tuple[LaunchedConfig, ResolvedConfig]]:
-    """Each launch that gives this script's Trainer a config file by `--deepspeed ds.json` (the script parses its
-    TrainingArguments from the command line), with that config read."""
-    project = context.facts.project
-    found: list[tuple[LaunchedConfig, ResolvedConfig]] = []
-    for launch in project.launches if project is not None else ():
-        if launch.option != "deepspeed" or launch.config_path is None or not launched_for_trainer(context, launch):
-            continue
-        resolved = _launched_file(launch.config_path, Origin.TRAINER, (launch.launch, *_evidence(launch)))
-        if resolved is not None:
-            found.append((launch, resolved))
     return found
 
 
@@ -358,6 +344,7 @@ class AccelerateRun:
     stage: int | None = None
     save_16bit: bool | None = None
     mixed_precision: str | None = None
+    zero3_init: bool | None = None  # the YAML's zero3_init_flag (None: not written)
 
 
 def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
@@ -375,25 +362,37 @@ def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
     for launch in project.launches:
         if launch.option != "accelerate":
             continue
-        via = (launch.launch, *_evidence(launch))
+        via = (launch.launch, *launch_evidence(launch))
         if launch.config_path is not None:
-            resolved = _launched_file(launch.config_path, Origin.TRAINER, via)
+            resolved = launched_file(launch.config_path, Origin.TRAINER, via)
             if resolved is None:
                 return None
-            runs.append(AccelerateRun(via, config=resolved, mixed_precision=launch.mixed_precision))
+            runs.append(
+                AccelerateRun(
+                    via, config=resolved, mixed_precision=launch.mixed_precision, zero3_init=launch.zero3_init
+                )
+            )
         elif launch.inline_stage is not None:
             stage, save = launch.inline_stage, launch.inline_save_16bit
-            runs.append(AccelerateRun(via, stage=stage, save_16bit=save, mixed_precision=launch.mixed_precision))
+            runs.append(
+                AccelerateRun(
+                    via,
+                    stage=stage,
+                    save_16bit=save,
+                    mixed_precision=launch.mixed_precision,
+                    zero3_init=launch.zero3_init,
+                )
+            )
         else:
             return None
     return runs
 
 
-def _evidence(launch: LaunchedConfig) -> tuple[Related, ...]:
+def launch_evidence(launch: LaunchedConfig) -> tuple[Related, ...]:
     return (launch.config_evidence,) if launch.config_evidence is not None else ()
 
 
-def _launched_file(path: str, origin: Origin, via: tuple[Related, ...]) -> ResolvedConfig | None:
+def launched_file(path: str, origin: Origin, via: tuple[Related, ...]) -> ResolvedConfig | None:
     relative = os.path.relpath(path)
     path = path if relative.startswith("..") else relative  # shown as the file's own findings are
     loaded = load_config_tree(Path(path), via[0].path if via else None)
@@ -409,7 +408,7 @@ def _remote_config(engine: Engine) -> ResolvedConfig | None:
     config = engine.config
     if config is None or config.config_path is None:
         return None
-    return _launched_file(config.config_path, Origin.INITIALIZE, config.evidence)
+    return launched_file(config.config_path, Origin.INITIALIZE, config.evidence)
 
 
 def _launched_option(
@@ -428,7 +427,7 @@ def _launched_option(
     for launch in given:
         if launch.config_path is None:
             return None
-        resolved = _launched_file(launch.config_path, origin, (launch.launch, *_evidence(launch)))
+        resolved = launched_file(launch.config_path, origin, (launch.launch, *launch_evidence(launch)))
         if resolved is None:
             return None
         candidates.append((resolved, launch))

@@ -15,9 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dslint.config.facts import Origin
 from dslint.config.tree import UNKNOWN, Node, node_at
 from dslint.model.library import TRAINER_BATCH_FILL_ONLY, TRAINER_MATCHES, TrainerMatch
-from dslint.project.config_link import ResolvedConfig
+from dslint.project.config_link import ResolvedConfig, launch_evidence, launched_file
+from dslint.project.trainer_launches import launched_for_trainer
+from dslint.script.context import ScriptContext
+from dslint.script.project_facts import LaunchedConfig
 
 # Arguments that choose the fp16 backend: fp16.enabled is compared with `fp16 and the amp backend` (not modelled).
 PRECISION_BACKENDS = ("half_precision_backend", "fp16_backend")
@@ -124,3 +128,17 @@ def _shown(value: Any) -> str:
     if isinstance(value, bool):
         return str(value)
     return repr(value) if isinstance(value, str) else str(value)
+
+
+def launched_trainer_configs(context: ScriptContext) -> list[tuple[LaunchedConfig, ResolvedConfig]]:
+    """Each launch that gives this script's Trainer a config file by `--deepspeed ds.json` (the script parses its
+    TrainingArguments from the command line), with that config read."""
+    project = context.facts.project
+    found: list[tuple[LaunchedConfig, ResolvedConfig]] = []
+    for launch in project.launches if project is not None else ():
+        if launch.option != "deepspeed" or launch.config_path is None or not launched_for_trainer(context, launch):
+            continue
+        resolved = launched_file(launch.config_path, Origin.TRAINER, (launch.launch, *launch_evidence(launch)))
+        if resolved is not None:
+            found.append((launch, resolved))
+    return found

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import libcst as cst
 
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
+from dslint.project.accelerate_yaml import parse_accelerate_yaml
 from dslint.project.config_link import AccelerateRun, accelerate_runs
 from dslint.project.engine_config import ZeroSources
 from dslint.project.evidence import config_evidence
+from dslint.script.facts import ScopeKind
 from dslint.script.hf_models import is_model_from_pretrained
 from dslint.script.model_reach import ModelReach
+
+MAX_BESIDE = 32  # YAML files read beside a script for its accelerate config
+# accelerate's Accelerator, as its own modules export it
+ACCELERATOR_CLASSES = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 
 _LOAD_PAIR = """
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -18,6 +27,23 @@ def load_pair(name):
     model = AutoModelForCausalLM.from_pretrained(name)
     return model, AutoTokenizer.from_pretrained(name)
 """
+
+
+_ACCELERATED = """
+from accelerate import Accelerator
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+accelerator = Accelerator()
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+args = TrainingArguments(output_dir="out", deepspeed="z3.json")
+Trainer(model=model, args=args).train()
+"""
+_Z3 = ("z3.json", '{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": "auto"}\n')
+
+
+def _accelerate_yaml(flag: str) -> str:
+    return (
+        f"distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: z3.json\n  zero3_init_flag: {flag}\n"
+    )
 
 
 class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
@@ -68,7 +94,10 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             `TrainingArguments(deepspeed=...)` of the same function, is flagged at the call, naming where the
             model is loaded; so is such a call whose model reaches a ZeRO-3 `initialize` of the same function
             (`loader = Loader(); model = loader.causal_lm(name)` too). A config the script reads itself
-            (`json.load(open(args.ds_config))`) is the file the path names, as the launchers give it.
+            (`json.load(open(args.ds_config))`) is the file the path names, as the launchers give it. An
+            `Accelerator()` made before the load keeps a config alive when accelerate runs DeepSpeed with
+            `zero3_init_flag` (its plugin's `set_deepspeed_weakref`): under every accelerate launch of the script
+            that sets it, or, when no accelerate launch is found, with such an accelerate YAML beside the script.
         """,
         why="""
             transformers finds out that ZeRO-3 is on only through a live `HfDeepSpeedConfig`, which it holds by
@@ -90,6 +119,17 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         """,
     )
     valid = (
+        # accelerate's DeepSpeedPlugin keeps an HfDeepSpeedConfig alive once `Accelerator()` is made under
+        # zero3_init_flag: the launch's YAML, or, with no launch found, the one beside the script
+        Valid(_ACCELERATED, files=(_Z3, ("acc.yaml", _accelerate_yaml("true")))),
+        Valid(
+            _ACCELERATED,
+            files=(
+                _Z3,
+                ("configs/acc.yaml", _accelerate_yaml("true").replace("z3.json", "../z3.json")),
+                ("run.sh", "accelerate launch --config_file configs/acc.yaml train.py\n"),
+            ),
+        ),
         Valid(
             """
             import deepspeed
@@ -140,6 +180,17 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         ),
     )
     invalid = (
+        Invalid(_ACCELERATED, lines=(5,), files=(_Z3, ("acc.yaml", _accelerate_yaml("false")))),
+        Invalid(
+            _ACCELERATED,
+            lines=(5,),
+            files=(
+                _Z3,
+                ("acc.yaml", _accelerate_yaml("true")),
+                ("acc_plain.yaml", _accelerate_yaml("false")),
+                ("run.sh", "accelerate launch --config_file acc_plain.yaml train.py\n"),
+            ),
+        ),
         Invalid(
             """
             import argparse
@@ -204,9 +255,13 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         self.helper_loads: list[tuple[cst.Call, Related]] = []
         project = self.facts.project
         self.loaders = project.pretrained_loads if project is not None else {}
+        self.accelerators: list[cst.Call] = []  # `Accelerator(...)`: under a zero3_init_flag launch, a live config
+        self.kept_by_accelerate: bool | None = None
 
     def visit_Call(self, node: cst.Call) -> None:
         self.sources.consider(node)
+        if self.facts.qualified(node.func) in ACCELERATOR_CLASSES:
+            self.accelerators.append(node)
         if is_model_from_pretrained(self.context, node):
             self.loads.append(node)
         elif self.loaders:
@@ -234,7 +289,7 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
                 source.bound and sources.in_scope_before(source, scope, node)
                 for source in sources.of_kind("HfDeepSpeedConfig", "TrainingArguments")
             )
-            if live:
+            if live or self._accelerator_keeps_one(node):
                 continue
             if not zero3_after:
                 reach = reach or ModelReach(facts, original_node)
@@ -258,6 +313,27 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             reach = reach or ModelReach(facts, original_node)
             if reach.reaches(node):
                 self._helper_load(node, load, "initialize")
+
+    def _accelerator_keeps_one(self, node: cst.Call) -> bool:
+        """An `Accelerator(...)` made before the load (earlier in its function, or at module level) under
+        accelerate launches that all set `zero3_init_flag`: accelerate's DeepSpeedPlugin then keeps an
+        HfDeepSpeedConfig alive (`set_deepspeed_weakref`), and from_pretrained builds the model partitioned."""
+        facts = self.facts
+        scope, at = facts.scope_at(node), facts.start(node)
+        made_before = any(
+            (facts.scope_at(call) is scope and facts.start(call) < at)
+            or (facts.scope_at(call).kind is ScopeKind.MODULE and scope.kind is not ScopeKind.MODULE)
+            for call in self.accelerators
+        )
+        if not made_before:
+            return False
+        if self.kept_by_accelerate is None:
+            runs = accelerate_runs(self.context)
+            if runs:
+                self.kept_by_accelerate = all(run.zero3_init is True for run in runs)
+            else:  # no accelerate launch found: the accelerate config beside the script is how it is launched
+                self.kept_by_accelerate = runs is None or _zero3_init_beside(self.context.path)
+        return self.kept_by_accelerate
 
     def _helper_load(self, node: cst.Call, load: Related, kind: str) -> bool:
         """A project helper returns a model `from_pretrained` builds (`ProjectFacts.pretrained_loads`), called
@@ -303,3 +379,26 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
 
 def _accelerate_stage(run: AccelerateRun) -> int | None:
     return run.config.zero_stage if run.config is not None else run.stage
+
+
+def _zero3_init_beside(script: str) -> bool:
+    """An accelerate YAML in the script's own folder that runs DeepSpeed with `zero3_init_flag` set: a script
+    that makes an `Accelerator()` there is launched with it (`accelerate launch --config_file`), most likely."""
+    folder = Path(script).parent
+    try:
+        candidates = [p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()]
+    except OSError:
+        return False
+    for candidate in candidates[:MAX_BESIDE]:
+        try:
+            text = read_capped(candidate, DEFAULT_MAX_CONFIG_SIZE, "max-config-size").decode("utf-8", errors="replace")
+        except (OSError, TooLarge):
+            continue
+        config = parse_accelerate_yaml(str(candidate), text)
+        if config is not None and config.distributed_type == "DEEPSPEED" and _yes(config.zero3_init_flag):
+            return True
+    return False
+
+
+def _yes(text: str | None) -> bool:
+    return (text or "").lower() in ("true", "yes", "on")

@@ -23,7 +23,10 @@ class LoadStateDictIntoEngine(ScriptRule):
             (`model, optimizer, _, _ = deepspeed.initialize(model=model, ...)` then
             `model.load_state_dict(state_dict)`). Not flagged: a state dict that comes from an engine's own
             `state_dict()`, whose keys carry the prefix too, or a dict the script fills with keys it prefixes
-            itself (`renamed["module." + key] = value`). `engine.module.load_state_dict(...)` and loads into
+            itself (`renamed["module." + key] = value`), or any load in a script that also takes the engine's own
+            `state_dict()` elsewhere (it saves what it loads back, with the same keys: `save({"model":
+            engine.state_dict()}, path)` ... `engine.load_state_dict(torch.load(path)["model"])`).
+            `engine.module.load_state_dict(...)` and loads into
             the model given to `initialize` are DSL203's.
         """,
         why="""
@@ -61,6 +64,17 @@ class LoadStateDictIntoEngine(ScriptRule):
         """,
     )
     valid = (
+        Valid(
+            """
+            import deepspeed
+            import torch
+            engine, optimizer, _, _ = deepspeed.initialize(model=build_model(), config=cfg)
+            if args.resume:
+                engine.load_state_dict(torch.load(args.ckpt, map_location="cpu")["model"])
+            train(engine)
+            torch.save({"model": engine.state_dict()}, args.ckpt)
+            """
+        ),
         Valid(
             """
             import deepspeed, torch
@@ -162,12 +176,19 @@ class LoadStateDictIntoEngine(ScriptRule):
     def visit_Module(self, node: cst.Module) -> None:
         self.blocks: dict[cst.CSTNode, cst.CSTNode] = {line: node for line in node.body}
         self.pending: list[cst.Call] = []
+        # `engine.state_dict()` calls: a script that saves the engine's own state dict (its keys carry `module.`)
+        # may load that file back into the engine
+        self.engine_states: list[cst.Call] = []
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         for line in node.body:
             self.blocks[line] = node
 
     def visit_Call(self, node: cst.Call) -> None:
+        if method_name(node) == "state_dict" and not node.args and isinstance(node.func, cst.Attribute):
+            answer = self.facts.role_of(node.func.value, at=node)
+            if answer is not None and answer.role is Role.ENGINE:
+                self.engine_states.append(node)
         if method_name(node) != "load_state_dict" or not node.args:
             return
         assert isinstance(node.func, cst.Attribute)
@@ -185,6 +206,8 @@ class LoadStateDictIntoEngine(ScriptRule):
     def leave_Module(self, original_node: cst.Module) -> None:
         loads = StateDictLoads(self.context, self.blocks)
         for node in self.pending:
+            if any(state is not node.args[0].value for state in self.engine_states):
+                continue  # the script saves the engine's own state dict: what it loads back has the same keys
             rewrite = self._rewrite(loads, node)
             self.report(
                 node,

@@ -10,7 +10,7 @@ from dslint.project.engine_config import configured_accumulation_steps
 from dslint.script.divided_loss import only_engine_backward_reads, scales_for_accumulation
 from dslint.script.edits import line_deletion, replace_node
 from dslint.script.facts import BindingKind, Role, method_name
-from dslint.script.loop import divided_by_accumulation, is_accumulation_steps
+from dslint.script.loop import divided_by_accumulation, is_accumulation_steps, loop_facts
 from dslint.script.names import dotted_name
 from dslint.script.value_flow import value_flow
 
@@ -28,7 +28,9 @@ class LossDividedByAccumulationSteps(ScriptRule):
             divisor is recognised by its name (`*accum*`, `gas`, `gradient_accumulation_steps`, `update_freq`); a
             plain number is not flagged. `engine.backward(loss, scale_wrt_gas=False)` is never flagged: there the
             division is the caller's job; nor is anything when the engine's config sets
-            `"gradient_accumulation_steps": 1`.
+            `"gradient_accumulation_steps": 1`, or, when the config cannot be read, when the backward runs in a
+            `for _ in range(<accumulation steps>):` loop whose engine step comes after the loop (an accumulation the
+            script runs itself, one engine step a loop, which works only with the engine's steps at 1).
         """,
         why="""
             `DeepSpeedEngine.backward(loss, scale_wrt_gas=True)` computes `loss / gradient_accumulation_steps()`
@@ -62,6 +64,18 @@ class LossDividedByAccumulationSteps(ScriptRule):
         """,
     )
     valid = (
+        Valid(
+            """
+            import deepspeed
+            def train(model, loader, args):
+                engine, _, _, _ = deepspeed.initialize(model=model, config=args.ds_config)
+                for batch in loader:
+                    for _ in range(args.grad_accum_steps):
+                        loss = engine(batch) / args.grad_accum_steps
+                        engine.backward(loss)
+                    engine.step()
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -126,6 +140,29 @@ class LossDividedByAccumulationSteps(ScriptRule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import deepspeed
+            def train(model, loader, args):
+                engine, _, _, _ = deepspeed.initialize(model=model, config=args.ds_config)
+                for batch in loader:
+                    for _ in range(args.grad_accum_steps):
+                        loss = engine(batch) / args.grad_accum_steps
+                        engine.backward(loss)
+                        engine.step()
+            """,
+            lines=(7,),
+            fixed="""
+            import deepspeed
+            def train(model, loader, args):
+                engine, _, _, _ = deepspeed.initialize(model=model, config=args.ds_config)
+                for batch in loader:
+                    for _ in range(args.grad_accum_steps):
+                        loss = engine(batch)
+                        engine.backward(loss)
+                        engine.step()
+            """,
+        ),
         Invalid(
             """
             import deepspeed
@@ -254,6 +291,34 @@ class LossDividedByAccumulationSteps(ScriptRule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.reported: set[int] = set()
+        self.accumulating: list[cst.For] = []  # the enclosing `for _ in range(<accumulation steps>):` loops
+
+    def visit_For(self, node: cst.For) -> None:
+        iterated = node.iter
+        if (
+            isinstance(iterated, cst.Call)
+            and isinstance(iterated.func, cst.Name)
+            and iterated.func.value == "range"
+            and len(iterated.args) == 1
+            and is_accumulation_steps(iterated.args[0].value)
+        ):
+            self.accumulating.append(node)
+
+    def leave_For(self, original_node: cst.For) -> None:
+        if self.accumulating and self.accumulating[-1] is original_node:
+            self.accumulating.pop()
+
+    def _accumulates_by_hand(self, backward: cst.Call) -> bool:
+        """`for _ in range(accum_steps): ... engine.backward(loss)` with the engine's step after the loop, not in
+        it: the script runs its own accumulation, one engine step per loop, which works only when the engine
+        does not accumulate (gradient_accumulation_steps 1): its backward does not divide, so the script must."""
+        if not self.accumulating:
+            return False
+        start, end = self.context.span(self.accumulating[-1])
+        return not any(
+            method_name(call) == "step" and start <= self.context.span(call)[0] and self.context.span(call)[1] <= end
+            for call in loop_facts(self.facts).calls
+        )
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) != "backward" or not node.args or node.args[0].keyword is not None:
@@ -263,7 +328,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
         if answer is None or answer.role is not Role.ENGINE or not scales_for_accumulation(node):
             return
         steps = configured_accumulation_steps(self.context, answer.engine)
-        if steps == 1:
+        if steps == 1 or (steps is None and self._accumulates_by_hand(node)):
             return  # the engine does not divide; dividing by hand is the caller's own accumulation
         loss = node.args[0].value
         message = self.message.replace("engine.", self.context.code(node.func.value) + ".", 1)

@@ -9,9 +9,15 @@ import libcst as cst
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_edits import literal_value, module_index
-from dslint.project.config_link import ResolvedConfig, launched_trainer_configs, resolve_config_expression
+from dslint.project.config_link import ResolvedConfig, resolve_config_expression
 from dslint.project.site_configs import shown_path
-from dslint.project.trainer_matches import MATCHED_FIELDS, Mismatch, launch_arguments, mismatches
+from dslint.project.trainer_matches import (
+    MATCHED_FIELDS,
+    Mismatch,
+    launch_arguments,
+    launched_trainer_configs,
+    mismatches,
+)
 from dslint.script.hf_models import TRAINING_ARGUMENTS, hf_class_name, is_training_arguments, keyword_value
 from dslint.script.names import dotted_name
 

@@ -74,6 +74,9 @@ class LaunchedConfig:
     mixed_precision: str | None = None  # accelerate's `mixed_precision`
     # accelerate's inline `zero3_save_16bit_model` read as accelerate does (None: not written, or not a yes/no)
     inline_save_16bit: bool | None = None
+    # accelerate's `zero3_init_flag` read as a YAML boolean (None: not written, or not a yes/no): with it the
+    # launch's `Accelerator()` keeps an HfDeepSpeedConfig alive (`DeepSpeedPlugin.set_deepspeed_weakref`)
+    zero3_init: bool | None = None
     # The processes the launch starts on each node and in all, where the launcher says (`world_size.py`), and how
     # it says so; None when unknown.
     ranks_per_node: int | None = None
