@@ -80,3 +80,10 @@ def parse_accelerate_yaml(path: str, text: str) -> AccelerateConfig | None:
 
 def _count(text: str | None) -> int | None:
     return int(text) if text is not None and text.isdigit() and int(text) > 0 else None
+
+
+def yaml_boolean(text: str | None) -> bool | None:
+    """A YAML boolean as accelerate's config reader takes it (true, yes, on; false, no, off); None: not written,
+    or not a yes/no."""
+    lowered = (text or "").lower()
+    return True if lowered in ("true", "yes", "on") else False if lowered in ("false", "no", "off") else None

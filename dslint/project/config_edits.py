@@ -118,15 +118,12 @@ class _Indexer(cst.BatchableCSTVisitor):
         (`cfg["zero_optimization"]["stage"] = 3`); with keywords (`.update(stage=3)`) the dict becomes unknown.
         False when it is not of that shape."""
         assert isinstance(node.func, cst.Attribute)
-        target: cst.BaseExpression = node.func.value
-        keys: list[cst.BaseExpression] = []
-        while isinstance(target, cst.Subscript):
-            if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
-                return False
-            keys.append(target.slice[0].slice.value)
-            target = target.value
+        found = subscripted(node.func.value)
+        if found is None:
+            return False
+        target, path = found
         owner = dotted_name(target)
-        if not keys or owner is None:
+        if not path or owner is None:
             return False
         items: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
         for arg in node.args:
@@ -137,7 +134,6 @@ class _Indexer(cst.BatchableCSTVisitor):
                 items.extend((e.key, e.value) for e in arg.value.elements if isinstance(e, cst.DictElement))
             else:
                 return False
-        path = list(reversed(keys))
         for key, value in items:
             self.index.mutations.setdefault(owner, []).append(Mutation(node, target, [*path, key], value))
         return True
@@ -179,35 +175,36 @@ class _Indexer(cst.BatchableCSTVisitor):
     def _subscript_target(
         self, statement: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression | None
     ) -> None:
-        keys: list[cst.BaseExpression] = []
-        while isinstance(target, cst.Subscript):
-            if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
-                keys = []
-                break
-            keys.append(target.slice[0].slice.value)
-            target = target.value
-        if not keys:
+        found = subscripted(target)
+        if found is None or not found[1]:
             return
+        target, keys = found
         owner = dotted_name(target)
         if owner is not None:
             root, prefix = self.aliases[-1].get(owner, (owner, []))
-            mutation = Mutation(statement, target, [*prefix, *reversed(keys)], value)
+            mutation = Mutation(statement, target, [*prefix, *keys], value)
             self.index.mutations.setdefault(root, []).append(mutation)
+
+
+def subscripted(node: cst.BaseExpression) -> tuple[cst.BaseExpression, list[cst.BaseExpression]] | None:
+    """`cfg["a"]["b"]`: (`cfg`, the key nodes from the outermost in: `"a"`, `"b"`); a node that is no subscript:
+    (it, []); None when a subscript is a slice or holds several indexes."""
+    keys: list[cst.BaseExpression] = []
+    while isinstance(node, cst.Subscript):
+        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+            return None
+        keys.append(node.slice[0].slice.value)
+        node = node.value
+    return node, list(reversed(keys))
 
 
 def _literal_part(value: cst.BaseExpression) -> tuple[str, list[cst.BaseExpression]] | None:
     """`cfg["optimizer"]["params"]`: ("cfg", the key nodes in order), each key a string literal; else None."""
-    keys: list[cst.BaseExpression] = []
-    while isinstance(value, cst.Subscript):
-        if len(value.slice) != 1 or not isinstance(value.slice[0].slice, cst.Index):
-            return None
-        key = value.slice[0].slice.value
-        if not isinstance(key, cst.SimpleString):
-            return None
-        keys.append(key)
-        value = value.value
-    name = dotted_name(value) if keys else None
-    return (name, list(reversed(keys))) if name is not None else None
+    found = subscripted(value)
+    if found is None or not found[1] or not all(isinstance(key, cst.SimpleString) for key in found[1]):
+        return None
+    name = dotted_name(found[0])
+    return (name, found[1]) if name is not None else None
 
 
 def _literal_update(call: cst.Call) -> cst.Dict | None:

@@ -25,7 +25,7 @@ from dslint.model.fixpoint import ProjectModel
 from dslint.model.gpu_saves import GpuFile, gpu_loads
 from dslint.model.star_imports import star_aliases
 from dslint.model.summary import SummaryStore
-from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_yaml
+from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_yaml, yaml_boolean
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, replaced_keys
 from dslint.project.config_reading import (
@@ -515,10 +515,10 @@ def _launched_config(
                 f"deepspeed_config_file: {accelerate.deepspeed_config_file}",
             )
             launched = LaunchedConfig(where, "accelerate", config_path, evidence, options, None, mixed_precision)
-            return replace(launched, zero3_init=_yaml_boolean(accelerate.zero3_init_flag))
+            return replace(launched, zero3_init=yaml_boolean(accelerate.zero3_init_flag))
         if accelerate.zero_stage is not None:
             evidence = Related(shown, accelerate.zero_stage_line, 1, f"zero_stage: {accelerate.zero_stage}")
-            save = (accelerate.zero3_save_16bit_model or "").lower()
+            save = accelerate.zero3_save_16bit_model
             return LaunchedConfig(
                 where,
                 "accelerate",
@@ -528,8 +528,8 @@ def _launched_config(
                 accelerate.zero_stage,
                 mixed_precision,
                 # DeepSpeedPlugin gathers when the value reaches it as "true" (a YAML boolean: true, yes, on)
-                True if save in ("true", "yes", "on") else False if save in ("", "false", "no", "off") else None,
-                _yaml_boolean(accelerate.zero3_init_flag),
+                yaml_boolean(save) if save else False,
+                yaml_boolean(accelerate.zero3_init_flag),
             )
     found = _trainer_yaml_config(line, launcher, roots, run_from)
     if found is not None:
@@ -583,9 +583,3 @@ def read_near(name: str, near: str, roots: Sequence[str]) -> str | None:
     path = find_written(name, near, roots)
     data = read_input(path) if path is not None else None
     return data.decode("utf-8", errors="replace") if data is not None else None
-
-
-def _yaml_boolean(text: str | None) -> bool | None:
-    """A YAML boolean as accelerate's config reader takes it (None: not written, or not a yes/no)."""
-    lowered = (text or "").lower()
-    return True if lowered in ("true", "yes", "on") else False if lowered in ("false", "no", "off") else None

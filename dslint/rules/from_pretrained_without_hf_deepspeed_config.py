@@ -9,7 +9,7 @@ import libcst as cst
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
-from dslint.project.accelerate_yaml import parse_accelerate_yaml
+from dslint.project.accelerate_yaml import parse_accelerate_yaml, yaml_boolean
 from dslint.project.config_link import AccelerateRun, accelerate_runs
 from dslint.project.engine_config import ZeroSources
 from dslint.project.evidence import config_evidence
@@ -395,10 +395,10 @@ def _zero3_init_beside(script: str) -> bool:
         except (OSError, TooLarge):
             continue
         config = parse_accelerate_yaml(str(candidate), text)
-        if config is not None and config.distributed_type == "DEEPSPEED" and _yes(config.zero3_init_flag):
+        if (
+            config is not None
+            and config.distributed_type == "DEEPSPEED"
+            and yaml_boolean(config.zero3_init_flag) is True
+        ):
             return True
     return False
-
-
-def _yes(text: str | None) -> bool:
-    return (text or "").lower() in ("true", "yes", "on")
