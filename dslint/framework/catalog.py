@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dslint.model.library import TRL_TRAINING_ARGUMENTS
+
 CODES: tuple[str, ...] = (
     "DSL001",
     "DSL002",
@@ -274,7 +276,10 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL435": Needs(
         (b"TrainingArguments", b"deepspeed"),
         engine=False,
-        alternatives=((b"HfArgumentParser",), (b"Config", b"deepspeed")),
+        alternatives=(
+            (b"HfArgumentParser",),
+            *((name.encode(), b"deepspeed") for name in sorted(TRL_TRAINING_ARGUMENTS)),
+        ),
     ),
     "DSL436": Needs((b"deepspeed", b"grad", b"backward")),
     "DSL437": Needs((b"deepspeed", b"initialize", b"lr_scheduler", b"len")),

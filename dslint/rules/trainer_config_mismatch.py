@@ -8,6 +8,7 @@ import libcst as cst
 
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.library import TRL_TRAINING_ARGUMENTS
 from dslint.project.config_edits import literal_value, module_index
 from dslint.project.config_link import ResolvedConfig, resolve_config_expression
 from dslint.project.site_configs import shown_path
@@ -50,7 +51,12 @@ class TrainerConfigMismatch(ScriptRule):
     severity = Severity.ERROR
     needs_engine = False
     required_tokens = (b"TrainingArguments", b"deepspeed")
-    alternative_tokens = ((b"HfArgumentParser",), (b"Config", b"deepspeed"))
+    # a Trainer's arguments parsed from a launch, or one of TRL's trainer configs (their names: `Config` alone is in
+    # every DeepSpeed module)
+    alternative_tokens = (
+        (b"HfArgumentParser",),
+        *((name.encode(), b"deepspeed") for name in sorted(TRL_TRAINING_ARGUMENTS)),
+    )
     docs = RuleDocs(
         what="""
             Flags a `TrainingArguments(deepspeed=...)` (also `Seq2SeqTrainingArguments` and TRL's trainer
