@@ -22,6 +22,7 @@ from dslint.diagnostics import Diagnostic, Edit, Fix, Location
 from dslint.lint.parse_guard import parse_module
 from dslint.model.summary import module_imports
 from dslint.script.names import dotted_name
+from dslint.script.walk import visit_tree
 
 MAX_ROUNDS = 10
 PASS_ONLY = "a block would hold only `pass`"
@@ -289,7 +290,7 @@ def pass_only_blocks(text: str) -> int:
     except cst.ParserSyntaxError:
         return 0
     counter = _PassOnlyBlocks()
-    module.visit(counter)
+    visit_tree(module, counter)
     return counter.count
 
 

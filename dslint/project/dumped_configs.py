@@ -21,6 +21,7 @@ from dslint.diagnostics import Related
 from dslint.project.config_link import ResolvedConfig, resolve_config_expression
 from dslint.script.names import dotted_name
 from dslint.script.project_facts import LaunchedConfig
+from dslint.script.walk import visit_tree
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -94,7 +95,7 @@ def _dumps(module: cst.Module, names: Mapping[str, Related]) -> list[tuple[cst.C
             if literal is not None:
                 found.append((node, literal))
 
-    module.visit(_Visitor())
+    visit_tree(module, _Visitor())
     return found
 
 

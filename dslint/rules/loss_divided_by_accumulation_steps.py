@@ -13,6 +13,7 @@ from dslint.script.facts import BindingKind, Role, method_name
 from dslint.script.loop import divided_by_accumulation, is_accumulation_steps, loop_facts
 from dslint.script.names import dotted_name
 from dslint.script.value_flow import value_flow
+from dslint.script.walk import visit_tree
 
 
 class LossDividedByAccumulationSteps(ScriptRule):
@@ -398,6 +399,6 @@ class LossDividedByAccumulationSteps(ScriptRule):
                 def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
                     found.append(node)
 
-            self.context.module.visit(Lines())
+            visit_tree(self.context.module, Lines())
             self._all_lines = found
         return self._all_lines

@@ -24,6 +24,7 @@ import libcst as cst
 from dslint.script.context import ScriptContext
 from dslint.script.facts import Role
 from dslint.script.names import dotted_name
+from dslint.script.walk import visit_tree
 
 MODEL_STATES_FILE = re.compile(r"^(zero_pp_rank_\d+_)?mp_rank_\d+_model_states\.pt$")
 OS_PATH_JOIN = "os.path.join"
@@ -167,7 +168,7 @@ def saved_checkpoint_directories(context: ScriptContext) -> frozenset[str]:
     """The source text of every directory the script passes to `<engine>.save_checkpoint(...)`."""
     # Asked only for a path whose file name is not a literal (rare), so the search is not cached.
     finder = _SaveCheckpointFinder(context)
-    context.module.visit(finder)
+    visit_tree(context.module, finder)
     return frozenset(finder.directories)
 
 

@@ -27,6 +27,7 @@ import libcst as cst
 from dslint.model.engine import Engine
 from dslint.script.facts import BindingKind, Pos, Role, RoleAnswer, ScriptFacts, method_name
 from dslint.script.names import dotted_name
+from dslint.script.walk import visit_tree
 
 if TYPE_CHECKING:
     pass
@@ -336,7 +337,7 @@ def loop_facts(facts: ScriptFacts) -> LoopFacts:
     cached = _CACHE.get(facts)
     if cached is None:
         cached = LoopFacts(facts)
-        facts.module.visit(_Collector(cached))
+        visit_tree(facts.module, _Collector(cached))
         _CACHE[facts] = cached
     return cached
 

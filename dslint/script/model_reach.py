@@ -11,6 +11,7 @@ import libcst as cst
 
 from dslint.script.facts import Binding, ScriptFacts, iter_call_chain
 from dslint.script.model_moves import ModelSink, elsewhere_sinks, model_lineage
+from dslint.script.walk import visit_tree
 
 
 class _Blocks(cst.CSTVisitor):
@@ -49,7 +50,7 @@ class ModelReach:
         """`sinks`: where models leave, when not the initialize calls (`model_sinks`), e.g. `accelerator.prepare`."""
         self.facts = facts
         blocks = _Blocks(module)
-        module.visit(blocks)
+        visit_tree(module, blocks)
         self.block_of = blocks.block_of
         self.calls: set[cst.Call] = set()
         self.sinks_of: dict[cst.Call, list[ModelSink]] = {}

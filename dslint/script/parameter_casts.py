@@ -9,6 +9,7 @@ import libcst as cst
 from dslint.script.facts import method_name
 from dslint.script.model_moves import is_cast
 from dslint.script.names import dotted_name
+from dslint.script.walk import visit_tree
 
 _PARAMETER_ITERATORS = frozenset({"parameters", "named_parameters"})
 
@@ -17,14 +18,14 @@ def parameter_loops(module: cst.Module) -> dict[cst.Call, cst.BaseExpression]:
     """Every 16-bit cast of a loop's parameter (`p.data.half()` in `p.data = p.data.half()` under `for p in
     M.parameters():`) -> the expression `M` whose parameters the loop walks."""
     finder = _LoopCasts()
-    module.visit(finder)
+    visit_tree(module, finder)
     return finder.casts
 
 
 def cast_loops(module: cst.Module) -> dict[cst.Call, cst.For]:
     """Every such cast -> the innermost `for` loop walking the parameters it casts."""
     finder = _LoopCasts()
-    module.visit(finder)
+    visit_tree(module, finder)
     return finder.loop_of
 
 

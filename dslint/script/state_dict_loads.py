@@ -26,6 +26,7 @@ from dslint.script.names import dotted_name
 from dslint.script.statement_removal import delete_statements, is_pure_test, statement_parents
 from dslint.script.torch_load import has_star_arguments, is_torch_load, with_cpu_map_location
 from dslint.script.value_flow import value_flow
+from dslint.script.walk import visit_tree
 
 MODULE_KEYS = frozenset({"module"})
 SAVING_METHODS = frozenset({"save_checkpoint", "save_16bit_model", "save_pretrained", "save"})
@@ -248,7 +249,7 @@ class StateDictLoads:
     def _name_count(self, name: str) -> int:
         if self._name_counts is None:
             counter = _NameCounter()
-            self.context.module.visit(counter)
+            visit_tree(self.context.module, counter)
             self._name_counts = counter.counts
         return self._name_counts.get(name, 0)
 

@@ -124,3 +124,40 @@ def visit_all(module: cst.Module, visitors: Sequence[cst.BatchableCSTVisitor]) -
             method(node)
 
     walk(module, enter, leave)
+
+
+@functools.cache
+def _visitor_hooks(visitor_class: type[cst.CSTVisitor]) -> frozenset[str]:
+    """The visit_*/leave_* methods a visitor class defines (not libcst's empty defaults)."""
+    return frozenset(
+        name
+        for name in dir(visitor_class)
+        if name.startswith(("visit_", "leave_"))
+        and getattr(visitor_class, name) is not getattr(cst.CSTVisitor, name, None)
+    )
+
+
+def visit_tree(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """`node.visit(visitor)` for a visitor that only reads (no transform): its `visit_X` before a node's children
+    (returning False skips them, as libcst does) and its `leave_X` after, in source order, without libcst's
+    rebuilding of every node on the way back (`_visit_and_replace_children`), which costs more than the visit.
+    A visitor overriding `on_visit`/`on_leave` or the attribute hooks is not for this walk."""
+    hooks = _visitor_hooks(type(visitor))
+
+    def go(current: cst.CSTNode) -> None:
+        name = type(current).__name__
+        enter = "visit_" + name
+        if enter not in hooks or getattr(visitor, enter)(current) is not False:
+            for field in child_fields(type(current)):
+                value = getattr(current, field)
+                if isinstance(value, cst.CSTNode):
+                    go(value)
+                elif isinstance(value, (list, tuple)):
+                    for item in value:
+                        if isinstance(item, cst.CSTNode):
+                            go(item)
+        leave = "leave_" + name
+        if leave in hooks:
+            getattr(visitor, leave)(current)
+
+    go(node)
