@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import ast
 import io
+import os
+import queue
 import threading
 import tokenize
 import warnings
@@ -329,27 +331,43 @@ def _string_pieces(lines: list[bytes], node: ast.Constant | ast.JoinedStr) -> in
 
 
 def parse_module(data: bytes | str) -> cst.Module:
-    """`libcst.parse_module(data)` on a thread with `PARSER_STACK` bytes of stack; its exceptions are re-raised."""
-    outcome: list[cst.Module | BaseException] = []
-
-    def parse() -> None:
-        try:
-            outcome.append(cst.parse_module(data))
-        except BaseException as error:  # handed to the caller as is
-            outcome.append(error)
-
-    with _STACK_LOCK:
-        previous = threading.stack_size(PARSER_STACK)
-        try:
-            thread = threading.Thread(target=parse, name="dslint-parse", daemon=True)
-            thread.start()
-        finally:
-            threading.stack_size(previous)
-    thread.join()
-    result = outcome[0] if outcome else RuntimeError("the parser thread ended without a result")
+    """`libcst.parse_module(data)` on a thread with `PARSER_STACK` bytes of stack; its exceptions are re-raised.
+    The thread lives as long as its process (one per process: a forked worker starts its own), so a run that
+    parses thousands of files does not pay a thread's start for each."""
+    with _PARSER_LOCK:
+        requests, replies = _parser_thread()
+        requests.put(data)
+        result = replies.get()
     if isinstance(result, BaseException):
         raise result
     return result
 
 
-_STACK_LOCK = threading.Lock()
+_PARSER_LOCK = threading.Lock()
+_PARSER: tuple[int, threading.Thread, queue.Queue[bytes | str], queue.Queue[cst.Module | BaseException]] | None = None
+
+
+def _parser_thread() -> tuple[queue.Queue[bytes | str], queue.Queue[cst.Module | BaseException]]:
+    """This process's parsing thread (started on first use, and again in a forked child, which has no threads)."""
+    global _PARSER
+    if _PARSER is not None and _PARSER[0] == os.getpid() and _PARSER[1].is_alive():
+        return _PARSER[2], _PARSER[3]
+    requests: queue.Queue[bytes | str] = queue.Queue()
+    replies: queue.Queue[cst.Module | BaseException] = queue.Queue()
+
+    def serve() -> None:
+        while True:
+            data = requests.get()
+            try:
+                replies.put(cst.parse_module(data))
+            except BaseException as error:  # handed to the caller as is
+                replies.put(error)
+
+    previous = threading.stack_size(PARSER_STACK)
+    try:
+        thread = threading.Thread(target=serve, name="dslint-parse", daemon=True)
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    _PARSER = (os.getpid(), thread, requests, replies)
+    return requests, replies
