@@ -21,6 +21,7 @@ from dslint.lint.databricks import python_source
 from dslint.lint.parse_guard import Refusal, code_facts, compiled, parse_module, too_deep
 from dslint.lint.result import FileResult, config_rules, script_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa
+from dslint.model.summary import known_tree
 from dslint.script.collect import collect_facts
 from dslint.script.context import ScriptContext
 from dslint.script.project_facts import ProjectFacts
@@ -84,7 +85,8 @@ def lint_source_unsuppressed(
     if use_prefilter and not rules and not configs and not report_syntax and not report_deep:
         result.skipped = True
         return result
-    refused, tree = compiled(path, data)
+    known = known_tree(path, data)
+    refused, tree = (None, known) if known is not None else compiled(path, data)
     if refused is not None and not refused.too_deep:
         data, refused, tree = _as_notebook_source(path, data, refused, tree)
     if refused is None and use_prefilter and tree is not None:

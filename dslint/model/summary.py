@@ -286,6 +286,14 @@ class SummaryStore:
         return summary
 
 
+def known_tree(path: str, data: bytes) -> ast.Module | None:
+    """CPython's tree of `data` when a summary of exactly these bytes at `path` was made in this process (or in the
+    parent a worker was forked from: the project index summarises the modules before the files are linted), so a
+    file is not compiled a second time; None otherwise."""
+    hit = _CACHE.get((path, hashlib.blake2b(data, digest_size=16).digest()))
+    return hit[0].tree if hit is not None and hit[0] is not None else None
+
+
 def all_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Every statement, into nested definitions too (for imports; expressions are not entered)."""
     for statement in statements(body):
