@@ -13,6 +13,7 @@ from dslint.project.accelerate_yaml import parse_accelerate_yaml, yaml_boolean
 from dslint.project.config_link import AccelerateRun, accelerate_runs
 from dslint.project.engine_config import ZeroSources
 from dslint.project.evidence import config_evidence
+from dslint.project.inputs import record
 from dslint.script.facts import ScopeKind
 from dslint.script.hf_models import is_model_from_pretrained
 from dslint.script.model_reach import ModelReach
@@ -385,11 +386,13 @@ def _zero3_init_beside(script: str) -> bool:
     """An accelerate YAML in the script's own folder that runs DeepSpeed with `zero3_init_flag` set: a script
     that makes an `Accelerator()` there is launched with it (`accelerate launch --config_file`), most likely."""
     folder = Path(script).parent
+    record(folder)
     try:
-        candidates = [p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()]
+        candidates = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
     except OSError:
         return False
     for candidate in candidates[:MAX_BESIDE]:
+        record(candidate)  # an input of this file's result (the result cache)
         try:
             text = read_capped(candidate, DEFAULT_MAX_CONFIG_SIZE, "max-config-size").decode("utf-8", errors="replace")
         except (OSError, TooLarge):
