@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 
-from dslint.model.summary import ModuleSummary, dotted
+from dslint.model.summary import ModuleSummary
 
 LAUNCHER_OPTION = "--local_rank"
 # `deepspeed.add_config_arguments(parser)` adds these options and no other (runtime/config helpers, 0.19.8)
@@ -37,7 +37,7 @@ def refusing_parse(summary: ModuleSummary, data: bytes) -> ast.Call | None:
         if (
             isinstance(node, ast.Assign)
             and isinstance(node.value, ast.Call)
-            and _resolved(summary, node.value.func) == "argparse.ArgumentParser"
+            and summary.qualified(node.value.func) == "argparse.ArgumentParser"
         ):
             if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
                 return None
@@ -68,7 +68,7 @@ def refusing_parse(summary: ModuleSummary, data: bytes) -> ast.Call | None:
             elif method == "parse_args" and _is_name(node.func, name) and not node.args and not node.keywords:
                 parses.append(node)  # not a list of its own (`parse_args(args=[])`)
             handed = any(_is_name(argument, name) for argument in (*node.args, *(k.value for k in node.keywords)))
-            if handed and _resolved(summary, node.func) != _CONFIG_ARGUMENTS:
+            if handed and summary.qualified(node.func) != _CONFIG_ARGUMENTS:
                 return None  # the parser goes to a function that may add any option
         elif isinstance(node, (ast.Return, ast.Yield)) and node.value is not None and _is_name(node.value, name):
             return None  # the parser itself leaves the function: its caller may add options
@@ -102,14 +102,3 @@ def _is_name(node: ast.AST, name: str) -> bool:
     if isinstance(node, ast.Attribute):
         node = node.value
     return isinstance(node, ast.Name) and node.id == name
-
-
-def _resolved(summary: ModuleSummary, function: ast.expr) -> str | None:
-    name = dotted(function)
-    if name is None:
-        return None
-    head, _, rest = name.partition(".")
-    target = summary.imports.get(head)
-    if target is None:
-        return None
-    return f"{target}.{rest}" if rest else target

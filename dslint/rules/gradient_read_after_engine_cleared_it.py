@@ -141,35 +141,14 @@ class GradientReadAfterEngineClearedIt(ScriptRule):
             self.targets.append(self._bound(clause.target, clause.iter))
             clause = clause.inner_for_in
 
-    def _leave_comprehension(self, node: cst.BaseComp | cst.DictComp) -> None:
-        clause: cst.CompFor | None = node.for_in
+    def _leave_comprehension(self, original_node: cst.BaseComp | cst.DictComp) -> None:
+        clause: cst.CompFor | None = original_node.for_in
         while clause is not None:
             self.targets.pop()
             clause = clause.inner_for_in
 
-    def visit_ListComp(self, node: cst.ListComp) -> None:
-        self._enter_comprehension(node)
-
-    def leave_ListComp(self, original_node: cst.ListComp) -> None:
-        self._leave_comprehension(original_node)
-
-    def visit_SetComp(self, node: cst.SetComp) -> None:
-        self._enter_comprehension(node)
-
-    def leave_SetComp(self, original_node: cst.SetComp) -> None:
-        self._leave_comprehension(original_node)
-
-    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
-        self._enter_comprehension(node)
-
-    def leave_GeneratorExp(self, original_node: cst.GeneratorExp) -> None:
-        self._leave_comprehension(original_node)
-
-    def visit_DictComp(self, node: cst.DictComp) -> None:
-        self._enter_comprehension(node)
-
-    def leave_DictComp(self, original_node: cst.DictComp) -> None:
-        self._leave_comprehension(original_node)
+    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _enter_comprehension
+    leave_ListComp = leave_SetComp = leave_GeneratorExp = leave_DictComp = _leave_comprehension
 
     def _bound(
         self, target: cst.BaseAssignTargetExpression, iterated: cst.BaseExpression

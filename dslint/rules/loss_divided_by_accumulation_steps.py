@@ -9,11 +9,26 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.engine_config import configured_accumulation_steps
 from dslint.script.divided_loss import only_engine_backward_reads, scales_for_accumulation
 from dslint.script.edits import line_deletion, replace_node
-from dslint.script.facts import BindingKind, Role, method_name
+from dslint.script.facts import Role, method_name
 from dslint.script.loop import divided_by_accumulation, is_accumulation_steps, loop_facts
 from dslint.script.names import dotted_name
 from dslint.script.value_flow import value_flow
 from dslint.script.walk import visit_tree
+
+
+def _own_accumulation(division: str, step_in_loop: bool) -> str:
+    """A loop over the accumulation steps with an unknown config: the engine's step inside it, or after it."""
+    step = "            engine.step()" if step_in_loop else "        engine.step()"
+    return f"""
+    import deepspeed
+    def train(model, loader, args):
+        engine, _, _, _ = deepspeed.initialize(model=model, config=args.ds_config)
+        for batch in loader:
+            for _ in range(args.grad_accum_steps):
+                loss = engine(batch){division}
+                engine.backward(loss)
+    {step}
+    """
 
 
 class LossDividedByAccumulationSteps(ScriptRule):
@@ -65,18 +80,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
         """,
     )
     valid = (
-        Valid(
-            """
-            import deepspeed
-            def train(model, loader, args):
-                engine, _, _, _ = deepspeed.initialize(model=model, config=args.ds_config)
-                for batch in loader:
-                    for _ in range(args.grad_accum_steps):
-                        loss = engine(batch) / args.grad_accum_steps
-                        engine.backward(loss)
-                    engine.step()
-            """
-        ),
+        Valid(_own_accumulation(" / args.grad_accum_steps", step_in_loop=False)),
         Valid(
             """
             import deepspeed
@@ -142,27 +146,9 @@ class LossDividedByAccumulationSteps(ScriptRule):
     )
     invalid = (
         Invalid(
-            """
-            import deepspeed
-            def train(model, loader, args):
-                engine, _, _, _ = deepspeed.initialize(model=model, config=args.ds_config)
-                for batch in loader:
-                    for _ in range(args.grad_accum_steps):
-                        loss = engine(batch) / args.grad_accum_steps
-                        engine.backward(loss)
-                        engine.step()
-            """,
+            _own_accumulation(" / args.grad_accum_steps", step_in_loop=True),
             lines=(7,),
-            fixed="""
-            import deepspeed
-            def train(model, loader, args):
-                engine, _, _, _ = deepspeed.initialize(model=model, config=args.ds_config)
-                for batch in loader:
-                    for _ in range(args.grad_accum_steps):
-                        loss = engine(batch)
-                        engine.backward(loss)
-                        engine.step()
-            """,
+            fixed=_own_accumulation("", step_in_loop=True),
         ),
         Invalid(
             """
@@ -343,13 +329,10 @@ class LossDividedByAccumulationSteps(ScriptRule):
                 fix_message="Remove the division",
             )
             return
-        key = dotted_name(loss)
-        if key is None:
+        binding = self.facts.local_binding(loss)
+        if binding is None:
             return
-        scope = self.facts.scope_at(loss)
-        binding = self.facts.binding_at(key, scope, self.facts.start(loss))
-        if binding is None or binding.kind is not BindingKind.OTHER or binding.scope is not scope:
-            return
+        scope = binding.scope
         statement = binding.statement
         if statement is None or id(statement) in self.reported:
             return
@@ -370,7 +353,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
             target = statement.targets[0].target if len(statement.targets) == 1 else None
             if not self._removable(statement, target):
                 edits = []
-            elif left == key:
+            elif left == dotted_name(loss):
                 edits = self._delete(statement)
             else:
                 edits = [replace_node(self.context, division, self.context.code(division.left))]

@@ -10,9 +10,8 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import resolve_config
 from dslint.project.engine_config import configured_accumulation_steps
 from dslint.project.site_configs import shown_path
-from dslint.script.facts import BindingKind, InitializeCall
+from dslint.script.facts import InitializeCall
 from dslint.script.loop import is_accumulation_steps
-from dslint.script.names import dotted_name
 
 # The keywords that size a scheduler in steps (torch's OneCycleLR, CosineAnnealingLR, LinearLR, PolynomialLR;
 # transformers' get_*_schedule_with_warmup and get_scheduler; DeepSpeed's WarmupDecayLR).
@@ -148,13 +147,8 @@ class SchedulerSizedInMicroBatches(ScriptRule):
 
     def _bound_value(self, name: cst.BaseExpression) -> cst.BaseExpression | None:
         """The value a name was last given in its own function, before `name` (one assignment)."""
-        facts = self.facts
-        key = dotted_name(name)
-        if key is None:
-            return None
-        scope = facts.scope_at(name)
-        binding = facts.binding_at(key, scope, facts.start(name))
-        if binding is None or binding.kind is not BindingKind.OTHER or binding.scope is not scope:
+        binding = self.facts.local_binding(name)
+        if binding is None:
             return None
         value = binding.value
         if not isinstance(binding.statement, (cst.Assign, cst.AnnAssign)) or not isinstance(value, cst.BaseExpression):

@@ -417,6 +417,19 @@ class ScriptFacts:
     def _usable(self, binding: Binding) -> bool:
         return binding.statement is None or not self.in_plain_branch(binding.statement)
 
+    def local_binding(self, expr: cst.CSTNode) -> Binding | None:
+        """The plain binding (an assignment: not a parameter, an import or an initialize result) of a name or
+        attribute chain that is visible at `expr` and made in `expr`'s own function (or at module level for
+        module code); None otherwise."""
+        key = dotted_name(expr)
+        if key is None:
+            return None
+        scope = self.scope_at(expr)
+        binding = self.binding_at(key, scope, self.start(expr))
+        if binding is None or binding.kind is not BindingKind.OTHER or binding.scope is not scope:
+            return None
+        return binding
+
     def assigned_value(self, expr: cst.CSTNode, at: cst.CSTNode) -> cst.BaseExpression | None:
         """The value a name (or attribute chain) holds at `at`, when a plain assignment bound it there;
         None for parameters, initialize results, unknown names and anything not a name."""

@@ -250,12 +250,8 @@ def scaled_for_accumulation(facts: ScriptFacts, expr: cst.BaseExpression) -> boo
     """Whether `expr` is, or names in its own function, a loss divided by the accumulation steps."""
     if divided_by_accumulation(expr) is not None:
         return True
-    key = dotted_name(expr)
-    if key is None:
-        return False
-    scope = facts.scope_at(expr)
-    binding = facts.binding_at(key, scope, facts.start(expr))
-    if binding is None or binding.kind is not BindingKind.OTHER or binding.scope is not scope:
+    binding = facts.local_binding(expr)
+    if binding is None:
         return False
     statement = binding.statement
     if isinstance(statement, cst.AugAssign):

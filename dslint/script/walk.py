@@ -76,19 +76,20 @@ def child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
 
 def walk(
     node: cst.CSTNode,
-    enter: Callable[[cst.CSTNode], None],
+    enter: Callable[[cst.CSTNode], bool | None],
     leave: Callable[[cst.CSTNode], None],
 ) -> None:
-    """Call `enter` on each node before its children and `leave` after them, in source order."""
-    enter(node)
-    for name in child_fields(type(node)):
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            walk(value, enter, leave)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                if isinstance(item, cst.CSTNode):
-                    walk(item, enter, leave)
+    """Call `enter` on each node before its children (which it skips by returning False) and `leave` after them,
+    in source order."""
+    if enter(node) is not False:
+        for name in child_fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                walk(value, enter, leave)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    if isinstance(item, cst.CSTNode):
+                        walk(item, enter, leave)
     leave(node)
 
 
@@ -96,8 +97,9 @@ VisitorMethod = Callable[[cst.CSTNode], None]
 
 
 @functools.cache
-def _hook_names(rule_class: type[cst.BatchableCSTVisitor]) -> tuple[str, ...]:
-    """The visit_*/leave_* methods a rule class defines (not libcst's empty defaults)."""
+def _hook_names(rule_class: type[cst.BatchableCSTVisitor] | type[cst.CSTVisitor]) -> tuple[str, ...]:
+    """The visit_*/leave_* methods a rule or visitor class defines (not libcst's empty defaults, which the two
+    visitor bases share)."""
     names = []
     for name in dir(rule_class):
         if not name.startswith(("visit_", "leave_")):
@@ -126,38 +128,20 @@ def visit_all(module: cst.Module, visitors: Sequence[cst.BatchableCSTVisitor]) -
     walk(module, enter, leave)
 
 
-@functools.cache
-def _visitor_hooks(visitor_class: type[cst.CSTVisitor]) -> frozenset[str]:
-    """The visit_*/leave_* methods a visitor class defines (not libcst's empty defaults)."""
-    return frozenset(
-        name
-        for name in dir(visitor_class)
-        if name.startswith(("visit_", "leave_"))
-        and getattr(visitor_class, name) is not getattr(cst.CSTVisitor, name, None)
-    )
-
-
 def visit_tree(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """`node.visit(visitor)` for a visitor that only reads (no transform): its `visit_X` before a node's children
     (returning False skips them, as libcst does) and its `leave_X` after, in source order, without libcst's
     rebuilding of every node on the way back (`_visit_and_replace_children`), which costs more than the visit.
     A visitor overriding `on_visit`/`on_leave` or the attribute hooks is not for this walk."""
-    hooks = _visitor_hooks(type(visitor))
+    hooks = frozenset(_hook_names(type(visitor)))
 
-    def go(current: cst.CSTNode) -> None:
-        name = type(current).__name__
-        enter = "visit_" + name
-        if enter not in hooks or getattr(visitor, enter)(current) is not False:
-            for field in child_fields(type(current)):
-                value = getattr(current, field)
-                if isinstance(value, cst.CSTNode):
-                    go(value)
-                elif isinstance(value, (list, tuple)):
-                    for item in value:
-                        if isinstance(item, cst.CSTNode):
-                            go(item)
-        leave = "leave_" + name
-        if leave in hooks:
-            getattr(visitor, leave)(current)
+    def enter(current: cst.CSTNode) -> bool | None:
+        name = "visit_" + type(current).__name__
+        return getattr(visitor, name)(current) if name in hooks else None
 
-    go(node)
+    def leave(current: cst.CSTNode) -> None:
+        name = "leave_" + type(current).__name__
+        if name in hooks:
+            getattr(visitor, name)(current)
+
+    walk(node, enter, leave)
