@@ -4,8 +4,10 @@ follows for them: `${VAR:-default}`, sourced files, comment lines inside a conti
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
+import pytest
 from fixture_support import FIXTURES
 
 from dslint.lint.batch import index_project, lint_files
@@ -85,6 +87,30 @@ def test_a_comment_line_cuts_a_continued_command_only_when_options_follow() -> N
     # a comment after the last line of a command cuts nothing
     (line,) = parse_shell("run.sh", "deepspeed train.py \\\n  --model m\n# the model\necho done\n")
     assert (line.cut_line, line.lost_options) == (0, ())
+
+
+@pytest.mark.parametrize(
+    ("text", "cause"),
+    [
+        ("deepspeed train.py \\\n  --model m \\ \n  --lr 1 \\\n  --deepspeed ds.json\n", "space"),
+        ("deepspeed train.py \\\n  --model m \\   # the model\n  --lr 1\n", "space"),
+        ("deepspeed train.py \\\n  --model m\n  --lr 1 \\\n  --deepspeed ds.json\n", "newline"),
+        ("deepspeed train.py --model m\n  --lr 1 \\\n  --deepspeed ds.json\n", "newline"),
+        ("deepspeed train.py \\\n  # the model\n  --model m\n", "comment"),
+        ("deepspeed train.py \\\n  --model m \\\n  --lr 1\n", ""),
+    ],
+)
+def test_a_command_ends_where_bash_ends_it(tmp_path: Path, text: str, cause: str) -> None:
+    """The options the script gets are those bash gives it (a stand-in `deepspeed` function prints them), and
+    the lost ones are the option lines bash then runs as commands of their own."""
+    (line,) = parse_shell("run.sh", text)
+    script = "deepspeed() { printf '%s\\n' \"$@\" > " + str(tmp_path / "args") + "; }\n" + text
+    subprocess.run(["bash", "-c", script], capture_output=True, check=False)
+    given = [word for word in (tmp_path / "args").read_text().split("\n") if word.startswith("--")]
+    assert [f"--{option.name}" for option in line.options] == given
+    assert line.cut_cause == cause
+    written = [word for word in text.split() if word.startswith("--")]
+    assert list(line.lost_options) == written[len(given) :]
 
 
 def test_noqa_in_a_shell_launcher() -> None:

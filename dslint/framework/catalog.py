@@ -75,6 +75,7 @@ CODES: tuple[str, ...] = (
     "DSL435",
     "DSL436",
     "DSL437",
+    "DSL438",
 )
 
 

@@ -4,6 +4,9 @@ DSL422-DSL424, report them in the launcher):
 - `cut`: a comment line inside a backslash continuation ends the command (bash drops the comment, and the newline
   after it ends the command); the options on the lines after it never reach the script, and bash runs each of
   those lines as a command of its own (`--lr: command not found`).
+- `unjoined`: the command ends at its own last line while option lines follow it: a space or tab after that line's
+  backslash (bash escapes the space, and the newline ends the command), or no backslash at all before a line that
+  starts with `--option`. The options after it are lost as with `cut`.
 - `missing_config`: the DeepSpeed config path the launch passes (`--deepspeed ds.json`, `--deepspeed_config`) names
   a file that exists nowhere in the project, and nothing in the project writes a file of that name: the shipped
   launcher stops at start-up where the script opens it. (A document that writes the config out in a code block,
@@ -41,7 +44,7 @@ from dslint.diagnostics import Related
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
 from dslint.project.inputs import absolute
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
-from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine, ScriptOption, written_files
+from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine, ScriptOption, strip_comment, written_files
 from dslint.project.local_rank import refusing_parse
 from dslint.project.site_configs import shown_path
 
@@ -71,7 +74,7 @@ COMMAND_LINE_TOKENS = (
 class LaunchIssue:
     """One mistake of a launch command, positioned in its launcher."""
 
-    kind: str  # "cut" | "missing_config" | "unread_config" | "refused_options"
+    kind: str  # "cut" | "unjoined" | "missing_config" | "unread_config" | "refused_options" | ...
     line: int
     column: int
     end_column: int
@@ -83,6 +86,7 @@ class LaunchIssue:
     # missing_config: the project's files of that name elsewhere (shown paths), when the written path has a
     # folder that leads nowhere (`configs/ds.json` where only `config/ds.json` exists)
     elsewhere: tuple[str, ...] = ()
+    cause: str = ""  # unjoined: `space` (a space after the last backslash) or `newline` (no backslash)
 
 
 @dataclass(frozen=True)
@@ -112,7 +116,10 @@ def launch_issues(
         line = site.line
         issues = found.setdefault(line.launcher, [])
         if line.cut_line and line.lost_options:
-            issues.append(_cut(site, launcher_text))
+            if line.cut_cause == "comment":
+                issues.append(_cut(site, launcher_text))
+            elif _deepspeed_launch(site, sources):
+                issues.append(_unjoined(site, launcher_text))
         refused = refused_options(line)
         if refused is not None:
             issues.append(refused)
@@ -262,6 +269,31 @@ def _cut(site: LaunchSite, launcher_text: Callable[[str], str | None]) -> Launch
     column = len(raw) - len(raw.lstrip()) + 1
     return LaunchIssue(
         "cut", line.cut_line, column, len(raw.rstrip()) + 1, line.script, line.lost_options, (site.launch,)
+    )
+
+
+def _deepspeed_launch(site: LaunchSite, sources: dict[str, bytes]) -> bool:
+    """A launch that runs DeepSpeed: a distributed launcher, a DeepSpeed option among the options written for
+    it (kept or lost), or a script that names DeepSpeed. A plain `python tool.py` of the project is left alone."""
+    line = site.line
+    if line.tool not in ("python", "python3") or site.config_option is not None:
+        return True
+    written = [option.name for option in line.options] + list(line.lost_options)
+    if any("deepspeed" in name.lower() for name in written):
+        return True
+    return site.script is not None and b"deepspeed" in sources.get(site.script, b"")
+
+
+def _unjoined(site: LaunchSite, launcher_text: Callable[[str], str | None]) -> LaunchIssue:
+    """The command's last line, from its backslash (a space after it) or its first word (no backslash)."""
+    line = site.line
+    physical = (launcher_text(line.launcher) or "").splitlines()
+    raw = physical[line.cut_line - 1] if 0 < line.cut_line <= len(physical) else ""
+    code = strip_comment(raw).rstrip()
+    end = len(code) + 1
+    column = end - 1 if line.cut_cause == "space" else len(raw) - len(raw.lstrip()) + 1
+    return LaunchIssue(
+        "unjoined", line.cut_line, column, end, line.script, line.lost_options, (site.launch,), cause=line.cut_cause
     )
 
 

@@ -7,8 +7,9 @@ train.py`, plain `python train.py`), and the options the script gets (`--deepspe
 `--deepspeed ds_z3.json`, `--zero_stage 3`). Variables assigned a literal in the same file (`ZERO_STAGE=3`,
 `CONFIG := ds.json`) or in a file it sources (`source env.sh`) are substituted, and `${VAR:-default}` gives its
 default where the file leaves VAR unset; a value built at run time (`$(date)`, `$1`, an unknown `$VAR`) stays
-unknown and is never guessed. A comment line inside a backslash continuation ends the command, as in bash: the
-options after it are recorded as lost (`LaunchLine.lost_options`). Nothing here reads the file system (a sourced
+unknown and is never guessed. A command ends where bash ends it (a comment line inside a backslash
+continuation, a space after the last backslash, a missing backslash): the option lines written after it are
+recorded as lost (`LaunchLine.lost_options`). Nothing here reads the file system (a sourced
 file is read through `parse_shell`'s `read`).
 """
 
@@ -72,11 +73,14 @@ class LaunchLine:
     # Where the command runs after the launcher's literal `cd`/`pushd` (relative to the launcher's directory, or
     # absolute); "" when it never changes directory. The script and its options' paths are read from there.
     directory: str = ""
-    # A comment line inside the command's backslash continuation ends the command there (bash drops the comment
-    # and the newline after it ends the command): the line of that comment, and the options written on the
-    # lines after it, which the script never gets (bash runs each of those lines as a command of its own).
+    # A command that bash ends before option lines written for it: the line where it ends, and the options
+    # written on the lines after it, which the script never gets (bash runs each of those lines as a command of
+    # its own). Why it ended (`cut_cause`): `comment`, a comment line inside the backslash continuation (bash
+    # drops the comment, and the newline after it ends the command; `cut_line` is the comment's); `space`, a
+    # space or tab after the last backslash; `newline`, no backslash before an option line.
     cut_line: int = 0
     lost_options: tuple[str, ...] = ()
+    cut_cause: str = ""
     # The launcher's own short options, as written (`-H`, `-i`): `launcher_options` holds only `--name` ones.
     launcher_short_options: tuple[str, ...] = ()
     spawned_by: str = ""  # the wrapper that starts the processes itself (`srun`, `mpirun`), if any
@@ -120,10 +124,11 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     for number, raw in enumerate(text.splitlines(), start=1):
         if not buffer:
             start = number
-        stripped = raw.rstrip()
-        # A backslash inside a comment continues nothing: the shell drops the comment, backslash and all.
-        if stripped.endswith("\\") and strip_comment(stripped) == stripped:
-            buffer.append(stripped[:-1])
+        # A backslash continues the line only as its last character: followed by a space or a tab it escapes
+        # that character, and the newline ends the command (as bash does). Inside a comment it continues
+        # nothing: the shell drops the comment, backslash and all.
+        if raw.endswith("\\") and strip_comment(raw) == raw:
+            buffer.append(raw[:-1])
             continue
         buffer.append(raw)
         result.append((start, "\n".join(buffer)))
@@ -282,7 +287,7 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
             if launch is not None:
                 cut = _cut(logical, number, physical)
                 if cut is not None:
-                    launch = replace(launch, cut_line=cut[0], lost_options=cut[1])
+                    launch = replace(launch, cut_line=cut[0], lost_options=cut[1], cut_cause=cut[2])
                 found.append(launch if not directory else replace(launch, directory=directory))
         if subshell:
             directory = before
@@ -312,17 +317,34 @@ def _read_sourced(
             exported[name] = variables[name] or UNKNOWN_VALUE
 
 
-def _cut(logical: str, first_line: int, physical: list[str]) -> tuple[int, tuple[str, ...]] | None:
-    """(the comment line that ends a continued command, the options written after it) when a comment line
-    inside a backslash continuation cuts the command and option lines follow it; None otherwise."""
+# A line that ends with a backslash and then spaces or tabs: bash escapes the first of them, and the newline
+# ends the command.
+_SPACED_BACKSLASH = re.compile(r"\\[ \t]+$")
+
+
+def _cut(logical: str, first_line: int, physical: list[str]) -> tuple[int, tuple[str, ...], str] | None:
+    """(the line that ends a command early, the options written on the lines after it, why) when option lines
+    follow a command that bash has already ended; None otherwise. Why: `comment` (a comment line inside the
+    backslash continuation), `space` (a space or tab after the line's backslash) or `newline` (no backslash at
+    all, and the next line starts with a `--option`)."""
     parts = logical.split("\n")
-    if len(parts) < 2 or not parts[-1].lstrip().startswith("#"):
+    last = first_line + len(parts) - 1
+    raw_last = physical[last - 1] if 0 < last <= len(physical) else ""
+    after = physical[last] if last < len(physical) else ""
+    if len(parts) >= 2 and parts[-1].lstrip().startswith("#"):
+        cause = "comment"
+    elif _SPACED_BACKSLASH.search(strip_comment(raw_last)):  # `--lr 1e-5 \ ` or `--lr 1e-5 \  # note`
+        cause = "space"
+    elif re.match(r"\s*--[A-Za-z]", after) and (len(parts) >= 2 or after.rstrip().endswith("\\")):
+        # no backslash before an option line, in a command written with continuations (a document that writes
+        # every option on a line of its own without any backslash shows a command to be typed on one line)
+        cause = "newline"
+    else:
         return None
-    comment_line = first_line + len(parts) - 1
     lost: list[str] = []
-    for raw in physical[comment_line:]:  # the lines after the comment (0-based index = its line number)
+    for raw in physical[last:]:  # the lines after the command's last one (0-based index = its line number)
         stripped = raw.strip()
-        if not stripped or stripped.startswith("#"):
+        if cause != "newline" and (not stripped or stripped.startswith("#")):
             continue
         if not stripped.startswith("-"):
             break
@@ -330,7 +352,7 @@ def _cut(logical: str, first_line: int, physical: list[str]) -> tuple[int, tuple
         # a line without a continuation ends the run of lost options
         if not stripped.endswith("\\"):
             break
-    return (comment_line, tuple(lost)) if lost else None
+    return (last, tuple(lost), cause) if lost else None
 
 
 def _own_directory(value: str, here: str) -> str | None:
