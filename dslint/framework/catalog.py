@@ -76,6 +76,7 @@ CODES: tuple[str, ...] = (
     "DSL436",
     "DSL437",
     "DSL438",
+    "DSL439",
 )
 
 

@@ -1,0 +1,85 @@
+"""DSL439: a setting written beside `params` in the `optimizer` or `scheduler` section, which DeepSpeed ignores."""
+
+from __future__ import annotations
+
+from dslint.diagnostics import Severity
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
+
+# The keys DeepSpeed 0.19.8 reads from each section (`runtime/config.py`: `get_optimizer_name`,
+# `get_optimizer_params`, `get_optimizer_legacy_fusion`, `get_scheduler_name`, `get_scheduler_params`).
+READ_KEYS = {"optimizer": frozenset({"type", "params", "legacy_fusion"}), "scheduler": frozenset({"type", "params"})}
+
+
+class OptimizerSettingOutsideParams(ConfigRule):
+    code = "DSL439"
+    slug = "optimizer-setting-outside-params"
+    message = "DeepSpeed reads this section's settings from `params` only; this key is ignored silently"
+    severity = Severity.WARNING
+    docs = RuleDocs(
+        what="""
+            Flags a key of the `optimizer` section other than `type`, `params` and `legacy_fusion`, and a key
+            of the `scheduler` section other than `type` and `params`: a setting such as `weight_decay`, `eps`
+            or `warmup_num_steps` written beside `params` instead of inside it. In JSON files and in config
+            dicts a script hands to DeepSpeed.
+        """,
+        why="""
+            DeepSpeed builds the optimizer from `optimizer.type` and the keyword arguments in
+            `optimizer.params`, and the scheduler from `scheduler.type` and `scheduler.params`
+            (`runtime/config.py`, DeepSpeed 0.19.8); nothing validates the sections, and every other key is
+            ignored without a word. A `weight_decay` beside `params` leaves the optimizer at its default
+            weight decay of 0, an `eps` beside it at 1e-8, a `warmup_num_steps` beside the scheduler's params
+            at the default 1000 steps: the run trains with settings nobody chose. The Hugging Face Trainer
+            fills only the keys inside `params` too.
+        """,
+        example="""
+            {
+              "train_batch_size": 32,
+              "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}, "weight_decay": 0.1}
+            }
+        """,
+        use_instead="""
+            {
+              "train_batch_size": 32,
+              "optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "weight_decay": 0.1}}
+            }
+        """,
+    )
+    valid = (
+        Valid(
+            '{"train_batch_size": 8, "optimizer": {"type": "Adam", "params": {"lr": 1e-4, "eps": 1e-8},'
+            ' "legacy_fusion": false}, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 10}}}\n'
+        ),
+        Valid('{"train_batch_size": 8, "activation_checkpointing": {"weight_decay": 0.1}}\n'),
+    )
+    invalid = (
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "optimizer": {\n    "type": "AdamW",\n    "params": {"lr": 1e-4},\n'
+            '    "weight_decay": 0.1,\n    "eps": 1e-6\n  },\n  "scheduler": {\n    "type": "WarmupLR",\n'
+            '    "warmup_num_steps": 100\n  }\n}\n',
+            lines=(6, 7, 11),
+        ),
+        Invalid(
+            """\
+            import deepspeed
+            config = {
+                "train_batch_size": 8,
+                "optimizer": {"type": "Adam", "params": {"lr": 1e-4}, "betas": [0.9, 0.95]},
+            }
+            engine, _, _, _ = deepspeed.initialize(model=model, config=config)
+            """,
+            lines=(4,),
+            path="train.py",
+        ),
+    )
+
+    def check(self) -> None:
+        for name, read in READ_KEYS.items():
+            section = self.section(name)
+            for entry in self.entries(section):
+                if entry.key not in read:
+                    self.report_key(
+                        entry,
+                        f"the {name} is built from `type` and `params` only: `{entry.key}` is ignored "
+                        "silently; move it into `params`",
+                    )
