@@ -77,6 +77,7 @@ CODES: tuple[str, ...] = (
     "DSL437",
     "DSL438",
     "DSL439",
+    "DSL440",
 )
 
 
@@ -285,6 +286,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     ),
     "DSL436": Needs((b"deepspeed", b"grad", b"backward")),
     "DSL437": Needs((b"deepspeed", b"initialize", b"lr_scheduler", b"len")),
+    "DSL440": Needs((b"deepspeed", b"Trainer"), engine=False),
     "DSL309": Needs((b"deepspeed", b"initialize")),
     "DSL310": Needs((b"deepspeed", b"initialize")),
 }
