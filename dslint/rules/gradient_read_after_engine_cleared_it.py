@@ -10,9 +10,8 @@ from dslint.model.engine import Engine
 from dslint.project.config_link import resolve_config
 from dslint.project.engine_config import zero_stage
 from dslint.script.facts import Role, method_name
-from dslint.script.loop import ENGINE_ROLES, loop_facts
-
-PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
+from dslint.script.loop import loop_facts
+from dslint.script.parameter_loops import EngineParameterLoops
 
 _LOOP = """
 import deepspeed
@@ -36,7 +35,7 @@ def _loop(read: str, stage: int, after_step: bool = False) -> str:
     return code
 
 
-class GradientReadAfterEngineClearedIt(ScriptRule):
+class GradientReadAfterEngineClearedIt(EngineParameterLoops, ScriptRule):
     code = "DSL436"
     slug = "gradient-read-after-engine-cleared-it"
     message = "under ZeRO-2/3 engine.backward() leaves param.grad None: use deepspeed.utils.safe_get_full_grad(p)"
@@ -98,66 +97,12 @@ class GradientReadAfterEngineClearedIt(ScriptRule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.loop = loop_facts(self.facts)
-        # the loop variables of the enclosing loops and comprehensions, innermost last: (name, the engine) for those
-        # over the engine's parameters, (names, None) for the others (an inner loop may rebind the name)
-        self.targets: list[tuple[frozenset[str], Engine | None, int]] = []  # the last: the loop's serial number
-        self.reads: list[tuple[cst.Attribute, Engine]] = []
+        self.targets = []  # the enclosing loops (`EngineParameterLoops`)
         self.serial = 0
+        self.reads: list[tuple[cst.Attribute, Engine]] = []
         self.loops_read: set[int] = set()  # one finding a loop (`p.grad.norm() for p in ... if p.grad is not None`)
         self.written: set[int] = set()
         self.calls: dict[str, list[tuple[cst.Call, Engine]]] = {"backward": [], "step": []}
-
-    # -- the parameters' loop variables ---------------------------------------------------------------------------
-    def _target(
-        self, target: cst.BaseAssignTargetExpression, iterated: cst.BaseExpression
-    ) -> tuple[str, Engine] | None:
-        if not isinstance(iterated, cst.Call) or method_name(iterated) not in PARAMETER_METHODS:
-            return None
-        assert isinstance(iterated.func, cst.Attribute)
-        answer = self.facts.role_of(iterated.func.value, at=iterated)
-        if answer is None:
-            return None
-        if answer.role not in ENGINE_ROLES and not (
-            answer.role is Role.RAW_MODEL and self.loop.after_initialize(answer.engine, iterated)
-        ):
-            return None
-        variable: cst.BaseExpression = target
-        if method_name(iterated) == "named_parameters":
-            if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
-                return None
-            variable = target.elements[1].value
-        return (variable.value, answer.engine) if isinstance(variable, cst.Name) else None
-
-    def visit_For(self, node: cst.For) -> None:
-        self.targets.append(self._bound(node.target, node.iter))
-
-    def leave_For(self, original_node: cst.For) -> None:
-        self.targets.pop()
-
-    # a comprehension's element is visited before its `for` clauses: they are bound when the comprehension starts
-    def _enter_comprehension(self, node: cst.BaseComp | cst.DictComp) -> None:
-        clause: cst.CompFor | None = node.for_in
-        while clause is not None:
-            self.targets.append(self._bound(clause.target, clause.iter))
-            clause = clause.inner_for_in
-
-    def _leave_comprehension(self, original_node: cst.BaseComp | cst.DictComp) -> None:
-        clause: cst.CompFor | None = original_node.for_in
-        while clause is not None:
-            self.targets.pop()
-            clause = clause.inner_for_in
-
-    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _enter_comprehension
-    leave_ListComp = leave_SetComp = leave_GeneratorExp = leave_DictComp = _leave_comprehension
-
-    def _bound(
-        self, target: cst.BaseAssignTargetExpression, iterated: cst.BaseExpression
-    ) -> tuple[frozenset[str], Engine | None, int]:
-        self.serial += 1
-        found = self._target(target, iterated)
-        if found is not None:
-            return frozenset({found[0]}), found[1], self.serial
-        return frozenset(n.value for n in _names(target)), None, self.serial
 
     # -- reads, writes and the engine's calls ---------------------------------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -169,12 +114,10 @@ class GradientReadAfterEngineClearedIt(ScriptRule):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value != "grad" or not isinstance(node.value, cst.Name) or id(node) in self.written:
             return
-        for names, engine, serial in reversed(self.targets):
-            if node.value.value in names:
-                if engine is not None and serial not in self.loops_read:
-                    self.loops_read.add(serial)
-                    self.reads.append((node, engine))
-                return
+        found = self.parameter_loop(node.value)
+        if found is not None and found[1] not in self.loops_read:
+            self.loops_read.add(found[1])
+            self.reads.append((node, found[0]))
 
     def visit_Call(self, node: cst.Call) -> None:
         name = method_name(node)
@@ -209,10 +152,3 @@ class GradientReadAfterEngineClearedIt(ScriptRule):
         steps, batch = config.get("gradient_accumulation_steps"), config.get("train_batch_size")
         return steps == 1 or (steps is None and batch is None)
 
-
-def _names(target: cst.CSTNode) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for element in target.elements for n in _names(element.value)]
-    return []
