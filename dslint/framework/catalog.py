@@ -78,6 +78,7 @@ CODES: tuple[str, ...] = (
     "DSL438",
     "DSL439",
     "DSL440",
+    "DSL441",
 )
 
 
@@ -287,6 +288,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL436": Needs((b"deepspeed", b"grad", b"backward")),
     "DSL437": Needs((b"deepspeed", b"initialize", b"lr_scheduler", b"len")),
     "DSL440": Needs((b"deepspeed", b"Trainer"), engine=False),
+    "DSL441": Needs((b"deepspeed", b"numel"), alternatives=((b"deepspeed", b"nelement"),)),
     "DSL309": Needs((b"deepspeed", b"initialize")),
     "DSL310": Needs((b"deepspeed", b"initialize")),
 }

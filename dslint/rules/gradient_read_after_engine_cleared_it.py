@@ -9,6 +9,7 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine
 from dslint.project.config_link import resolve_config
 from dslint.project.engine_config import zero_stage
+from dslint.project.evidence import evidence
 from dslint.script.facts import Role, method_name
 from dslint.script.loop import loop_facts
 from dslint.script.parameter_loops import EngineParameterLoops
@@ -128,10 +129,11 @@ class GradientReadAfterEngineClearedIt(EngineParameterLoops, ScriptRule):
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for read, engine in self.reads:
+            found = evidence(self.context, engine)  # the launcher and config behind the stage, when elsewhere
             if self._after("backward", read, engine) and zero_stage(self.context, engine) in (2, 3):
-                self.report(read)
+                self.report(read, self.message + found.suffix, related=list(found.related))
             elif self._after("step", read, engine) and self._steps_every_batch(engine):
-                self.report(read, self.step_message)
+                self.report(read, self.step_message + found.suffix, related=list(found.related))
 
     def _after(self, method: str, read: cst.Attribute, engine: Engine) -> bool:
         facts = self.facts
