@@ -94,7 +94,8 @@ class Shape:
     where an engine may be; configured: only where a DeepSpeed config may reach a Hugging Face reader of the file
     (a call's `deepspeed=` or `hf_ds_config=`, a `DeepSpeedPlugin`, a launch passing `--deepspeed` or `accelerate
     launch`: what `project.config_link`'s trainer configs and accelerate runs read); project_saves: instead, a
-    call the project index says reaches accelerate's `save_state` (`ProjectFacts.state_saving_calls`)."""
+    call the project index says reaches accelerate's `save_state` (`ProjectFacts.state_saving_calls`); stored:
+    instead of a call, an assignment to an attribute of one of these names (`args.deepspeed = ...`)."""
 
     methods: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()
@@ -103,6 +104,7 @@ class Shape:
     engine: bool = False
     configured: bool = False
     project_saves: bool = False
+    stored: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -287,7 +289,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     ),
     "DSL436": Needs((b"deepspeed", b"grad", b"backward")),
     "DSL437": Needs((b"deepspeed", b"initialize", b"lr_scheduler", b"len")),
-    "DSL440": Needs((b"deepspeed", b"Trainer"), engine=False),
+    "DSL440": Needs((b"deepspeed", b"Trainer"), engine=False, shapes=(Shape(stored=("deepspeed",)),)),
     "DSL441": Needs((b"deepspeed", b"numel"), alternatives=((b"deepspeed", b"nelement"),)),
     "DSL309": Needs((b"deepspeed", b"initialize")),
     "DSL310": Needs((b"deepspeed", b"initialize")),

@@ -91,7 +91,11 @@ def _has_shape(shape: Shape, evidence: Evidence) -> bool:
     if shape.project_saves:
         return evidence.project_saves
     methods = calls.one_rank_methods if shape.one_rank else calls.methods
-    return any(method in methods for method in shape.methods) or any(call in calls.calls for call in shape.calls)
+    return (
+        any(method in methods for method in shape.methods)
+        or any(call in calls.calls for call in shape.calls)
+        or any(name in calls.stored for name in shape.stored)
+    )
 
 
 class _Rule(Protocol):

@@ -102,6 +102,7 @@ class CodeFacts:
     calls: frozenset[str] = frozenset()  # every call's callee resolved through the imports (`torch.save`)
     one_rank_methods: frozenset[str] = frozenset()  # m of the calls `X.m(...)` in a block that may run on one rank
     keywords: frozenset[str] = frozenset()  # every call's keyword names (`deepspeed=`)
+    stored: frozenset[str] = frozenset()  # the attributes assigned to (`args.deepspeed = ...`: `deepspeed`)
 
 
 def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) -> CodeFacts:
@@ -115,6 +116,7 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
     lone_strings: set[int] = set()
     blocks: list[ast.AST] = []
     keywords: set[str] = set()
+    stored: set[str] = set()
     word, AST = words.append, ast.AST
     stack: list[Any] = [tree]  # nodes of every kind, told apart by type below (no narrowing for mypy)
     pop, push = stack.pop, stack.append
@@ -127,6 +129,8 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
             word(node.id)
         elif kind is ast.Attribute:
             word(node.attr)
+            if type(node.ctx) is ast.Store:
+                stored.add(node.attr)
         elif kind is ast.Constant:
             if type(node.value) is str and id(node) not in lone_strings:
                 word(node.value)
@@ -183,6 +187,7 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
         frozenset(callees),
         _one_rank_methods(blocks),
         frozenset(keywords),
+        frozenset(stored),
     )
 
 

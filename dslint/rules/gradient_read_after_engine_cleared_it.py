@@ -153,4 +153,3 @@ class GradientReadAfterEngineClearedIt(EngineParameterLoops, ScriptRule):
             return False
         steps, batch = config.get("gradient_accumulation_steps"), config.get("train_batch_size")
         return steps == 1 or (steps is None and batch is None)
-

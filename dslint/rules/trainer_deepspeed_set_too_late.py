@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Related, Severity
+from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import is_training_arguments_name
 from dslint.project.config_edits import module_index
@@ -32,6 +33,7 @@ class TrainerDeepspeedSetTooLate(ScriptRule):
     severity = Severity.ERROR
     needs_engine = False
     required_tokens = (b"deepspeed", b"Trainer")
+    call_shapes = (Shape(stored=("deepspeed",)),)  # an assignment `X.deepspeed = ...`
     docs = RuleDocs(
         what="""
             Flags `args.deepspeed = ...` (not `None`) where `args` was built, in the same function, without a
