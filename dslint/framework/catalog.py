@@ -269,6 +269,8 @@ SCRIPT_NEEDS: dict[str, Needs] = {
                 for test in (b"rank", b"main_process", b"process_zero", b"should_save")
             ][1:],
             (b"accelerator", b"main_process"),
+            # a project helper that saves, under a rank test (`ProjectFacts.engine_saving_calls`)
+            *((test,) for test in (b"rank", b"main_process", b"process_zero")),
         ),
         shapes=(
             Shape(methods=("save_checkpoint", "save_16bit_model"), one_rank=True, engine=True),

@@ -178,7 +178,7 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         several_processes=_several_processes(project),
         gpu_loads=project is not None and bool(project.gpu_loads),
         calls=code,
-        project_saves=project is not None and bool(project.state_saving_calls),
+        project_saves=project is not None and bool(project.state_saving_calls or project.engine_saving_calls),
         hf_configured=_hf_configured(code, project),
     )
 

@@ -232,9 +232,10 @@ def _callees(functions: list[ast.expr], imports: dict[str, str]) -> set[str]:
 
 
 def _one_rank_methods(blocks: list[ast.AST]) -> frozenset[str]:
-    """The methods called in the body of an `if` whose test names a rank, the main process or process zero, or of
-    a `with X.main_process_first()`, or of a decorated function: every block `dslint.script.one_rank` accepts, and
-    some more (any word of the test will do, wherever it sits; any decorator)."""
+    """The methods called in the body of an `if` whose test names a rank, the main process or process zero (or is a
+    bare name, which may hold such a test), or of a `with X.main_process_first()`, or of a decorated function:
+    every block `dslint.script.one_rank` accepts, and some more (any word of the test will do, wherever it sits;
+    any decorator)."""
     found: set[str] = set()
     for block in blocks:
         tests: list[ast.AST] = []
@@ -248,7 +249,8 @@ def _one_rank_methods(blocks: list[ast.AST]) -> frozenset[str]:
             tests, body, first = [item.context_expr for item in block.items], block.body, True
         else:
             continue
-        if tests and not any(_one_rank_word(word, first) for test in tests for word in _names(test)):
+        named = any(_one_rank_word(word, first) for test in tests for word in _names(test))
+        if tests and not named and (first or not _may_be_flag(tests[0])):
             continue
         for statement in body:
             for node in _nodes(statement):
@@ -263,6 +265,13 @@ def _names(node: ast.AST) -> Iterator[str]:
             yield child.id
         elif isinstance(child, ast.Attribute):
             yield child.attr
+
+
+def _may_be_flag(test: ast.AST) -> bool:
+    """A bare name, or an `and` holding one: it may hold a one-rank test (`master = rank == 0` ... `if master:`)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_may_be_flag(value) for value in test.values)
+    return isinstance(test, ast.Name)
 
 
 def _one_rank_word(word: str, first: bool) -> bool:

@@ -1,5 +1,6 @@
-"""Calls that hand accelerate's `Accelerator` to a project function that calls `save_state` on it, directly or
-through further project functions (a few levels):
+"""Calls that hand accelerate's `Accelerator` to a project function that calls `save_state` on it, or the engine to
+one that calls `save_checkpoint` on it (collective saves every rank must join), directly or through further project
+functions (a few levels):
 
     def save_state_on_train_end(args, accelerator):
         accelerator.save_state(os.path.join(args.output_dir, "last-state"))
@@ -9,7 +10,9 @@ through further project functions (a few levels):
 
 Whether the call runs on one rank only, and whether accelerate runs DeepSpeed there, is DSL428's question; this
 answers, for every call of a project function with an argument named `accelerator` (`accelerator`,
-`self.accelerator`), whether the parameter receiving it reaches a `save_state` call. The callee is found as the
+`self.accelerator`), whether the parameter receiving it reaches a `save_state` call; and for every call the engine
+fixpoint saw hand the engine (`deepspeed.initialize`'s first result) to a project function, whether the parameter
+receiving it reaches `save_checkpoint`. The callee is found as the
 project model resolves calls (same module, imports, `self.method` along the bases). Also where the project builds
 accelerate's `DeepSpeedPlugin`, the evidence that its accelerate runs may be DeepSpeed runs: for each saving
 call, a plugin its module reaches through the project's imports (`plugin_reaching`).
@@ -24,9 +27,13 @@ from dataclasses import dataclass
 
 from dslint.model.evaluate import Callee, Evaluator, scope_of
 from dslint.model.handed_arguments import arguments_where, handed_arguments, positional
-from dslint.model.summary import FunctionInfo, SummaryStore, own_nodes
+from dslint.model.library import ENGINE
+from dslint.model.summary import FunctionInfo, SummaryStore, character_column, own_nodes
+from dslint.model.values import Item
 
 MAX_DEPTH = 3
+STATE_SAVES = frozenset({"save_state"})  # accelerate's, on the Accelerator
+ENGINE_SAVES = frozenset({"save_checkpoint"})  # DeepSpeed's, on the engine
 MAX_IMPORT_DEPTH = 4  # import levels between a saving call's module and the one building the DeepSpeedPlugin
 _PLUGIN = re.compile(rb"\bDeepSpeedPlugin\s*\(")
 
@@ -47,9 +54,26 @@ class StateSavingCall:
 def state_saving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[StateSavingCall]:
     memo: dict[tuple[Callee, str], tuple[Callee, int] | None] = {}
     for handed in handed_arguments(model, paths, _names_accelerator):
-        found = _saves(model, handed.callee, handed.function, handed.param, 0, memo)
+        found = _saves(model, handed.callee, handed.function, handed.param, 0, memo, STATE_SAVES)
         if found is not None:
             yield StateSavingCall(handed.path, handed.line, handed.column, handed.param, found[0], found[1])
+
+
+def engine_saving_calls(model: Evaluator) -> Iterator[StateSavingCall]:
+    """The calls the model saw hand the engine itself (not a maybe) to a project function whose parameter
+    receiving it reaches `save_checkpoint` (the model must have run: `model.calls` holds what it followed)."""
+    memo: dict[tuple[Callee, str], tuple[Callee, int] | None] = {}
+    for site in model.calls:
+        for param, value in site.arguments.items():
+            function = model.function(site.callee)
+            if not (isinstance(value, Item) and value.role == ENGINE) or function is None:
+                continue
+            found = _saves(model, site.callee, function, param, 0, memo, ENGINE_SAVES)
+            if found is not None:
+                lines = model.store.sources.get(site.caller_path, b"").splitlines()
+                column = character_column(lines, site.line, site.column - 1) + 1
+                yield StateSavingCall(site.caller_path, site.line, column, param, found[0], found[1])
+                break
 
 
 def plugin_sites(sources: dict[str, bytes]) -> dict[str, int]:
@@ -91,9 +115,10 @@ def _saves(
     param: str,
     depth: int,
     memo: dict[tuple[Callee, str], tuple[Callee, int] | None],
+    methods: frozenset[str],
 ) -> tuple[Callee, int] | None:
-    """Where `param` of `function` reaches `save_state(...)`: its own call, or a project function it is handed to
-    (to MAX_DEPTH levels); None when it does not, or when the function rebinds it."""
+    """Where `param` of `function` reaches a call of one of `methods` on it: its own call, or a project function
+    it is handed to (to MAX_DEPTH levels); None when it does not, or when the function rebinds it."""
     key = (callee, param)
     if key in memo:
         return memo[key]
@@ -106,7 +131,7 @@ def _saves(
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "save_state"
+            and node.func.attr in methods
             and isinstance(node.func.value, ast.Name)
             and node.func.value.id == param
         ):
@@ -125,7 +150,7 @@ def _saves(
                     break
                 inner_param = keyword if keyword is not None else positional(inner_function, index)
                 if inner_param is not None:
-                    found = _saves(model, inner, inner_function, inner_param, depth + 1, memo)
+                    found = _saves(model, inner, inner_function, inner_param, depth + 1, memo, methods)
                 if found is not None:
                     break
     memo[key] = found

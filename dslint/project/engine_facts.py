@@ -19,7 +19,7 @@ from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
 from dslint.model.pretrained_loaders import loader_calls
 from dslint.model.stage_tests import stage_tested_after
-from dslint.model.state_saving_calls import plugin_reaching, plugin_sites, state_saving_calls
+from dslint.model.state_saving_calls import engine_saving_calls, plugin_reaching, plugin_sites, state_saving_calls
 from dslint.model.values import InitSite
 from dslint.project.site_configs import engine_config, shown_path
 from dslint.script.project_facts import ParameterFact, ProjectFacts, ReturnFact
@@ -35,9 +35,17 @@ def facts_of(files: dict[str, ProjectFacts], path: str) -> ProjectFacts:
 
 
 def record_state_saving_calls(files: dict[str, ProjectFacts], model: ProjectModel) -> None:
-    """Calls handing the Accelerator to a project function that reaches `save_state` on it (DSL428), read from
-    the model the engine fixpoint ran in (`follow_engines`): its resolutions are the same."""
+    """Calls handing the Accelerator to a project function that reaches `save_state` on it, or the engine to one
+    that reaches `save_checkpoint` (DSL428), read from the model the engine fixpoint ran in (`follow_engines`): its
+    resolutions are the same."""
     store = model.store
+    for call in engine_saving_calls(model):
+        facts = facts_of(files, call.path)
+        note = f"{call.saver[1]}() calls {call.name}.save_checkpoint"
+        saves = Related(shown_path(call.saver[0]), call.save_line, 1, note)
+        files[call.path] = replace(
+            facts, engine_saving_calls={**facts.engine_saving_calls, (call.line, call.column): saves}
+        )
     if not any(b".save_state(" in data for data in store.sources.values()):
         return
     sites = plugin_sites(store.sources)

@@ -27,6 +27,10 @@ _STAGE3_GATHER = (
 )
 
 
+# a project module whose helper saves the engine's checkpoint
+_HELPER = (("checkpointing.py", "def save(engine, out):\n    engine.save_checkpoint(out)\n"),)
+
+
 class CollectiveSaveOnOneRank(ScriptRule):
     code = "DSL428"
     slug = "collective-save-on-one-rank"
@@ -43,6 +47,8 @@ class CollectiveSaveOnOneRank(ScriptRule):
             for test in (b"rank", b"main_process", b"process_zero", b"should_save")
         ][1:],
         (b"accelerator", b"main_process"),
+        # a project helper that saves, under a rank test (`ProjectFacts.engine_saving_calls`)
+        *((test,) for test in (b"rank", b"main_process", b"process_zero")),
     )
     # each in a one-rank block (`visit_If`): the engine's saves (where an engine may be), accelerate's and a
     # Trainer's (where a config reaches them), or a call the project index says reaches `save_state`
@@ -110,6 +116,20 @@ class CollectiveSaveOnOneRank(ScriptRule):
             if torch.distributed.get_rank() == 0:
                 torch.save(state, "model.pt")
             """
+        ),
+        # The helper that saves the checkpoint runs on every rank; only the log is rank 0's.
+        Valid(
+            """
+            import deepspeed
+            from checkpointing import save
+            def train(model, rank):
+                engine, *_ = deepspeed.initialize(model=model, config={"train_batch_size": 8})
+                master = rank == 0
+                save(engine, "out")
+                if master:
+                    print("saved")
+            """,
+            files=_HELPER,
         ),
         # Stage 2: save_16bit_model gathers nothing; rank 0 alone may call it.
         Valid(
@@ -203,6 +223,20 @@ class CollectiveSaveOnOneRank(ScriptRule):
         ),
     )
     invalid = (
+        # A helper reaching the engine's save, called under a flag holding the rank test: reported at the call.
+        Invalid(
+            """
+            import deepspeed
+            from checkpointing import save
+            def train(model, rank):
+                engine, *_ = deepspeed.initialize(model=model, config={"train_batch_size": 8})
+                master = rank == 0
+                if master:
+                    save(engine, "out")
+            """,
+            lines=(8,),
+            files=_HELPER,
+        ),
         Invalid(
             """
             import deepspeed
@@ -315,7 +349,7 @@ class CollectiveSaveOnOneRank(ScriptRule):
         self.trainers.consider_assign(node)
 
     def visit_If(self, node: cst.If) -> None:
-        if one_rank_conjunction(node.test):
+        if one_rank_conjunction(node.test, self.facts):
             self.regions.append(node.body)
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -339,18 +373,25 @@ class CollectiveSaveOnOneRank(ScriptRule):
 
     def _hands_on_state_save(self, node: cst.Call) -> bool:
         project = self.facts.project
-        if project is None or not project.state_saving_calls:
+        if project is None or not (project.state_saving_calls or project.engine_saving_calls):
             return False
         position = self.facts.call_position(node)
-        return position is not None and position in project.state_saving_calls
+        return position is not None and (
+            position in project.state_saving_calls or position in project.engine_saving_calls
+        )
 
     def _helper_save(self, call: cst.Call) -> tuple[str, list[Related]] | None:
-        """A project function reaching `accelerator.save_state` (`ProjectFacts.state_saving_calls`), where the
-        script or the project builds a DeepSpeedPlugin, or an accelerate launch of the script runs DeepSpeed."""
+        """A project function reaching `engine.save_checkpoint` (`ProjectFacts.engine_saving_calls`), or
+        `accelerator.save_state` (`ProjectFacts.state_saving_calls`) where the script or the project builds a
+        DeepSpeedPlugin, or an accelerate launch of the script runs DeepSpeed."""
         project = self.facts.project
         position = self.facts.call_position(call)
         if project is None or position is None:
             return None
+        checkpoint = project.engine_saving_calls.get(position)
+        if checkpoint is not None:
+            message = "save_checkpoint on one rank hangs: every rank must call it, and this call reaches it"
+            return f"{message} ({checkpoint.path}:{checkpoint.line})", [checkpoint]
         saves, plugin = project.state_saving_calls[position]
         message = "under DeepSpeed, save_state on one rank hangs: this call reaches it"
         where = f" ({saves.path}:{saves.line})"

@@ -11,7 +11,13 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import ResolvedConfig, resolve_config, trainer_configs
 from dslint.script.facts import Role
 from dslint.script.names import dotted_name
-from dslint.script.one_rank import one_rank_decorators, one_rank_first, one_rank_test, runs_on_one_rank
+from dslint.script.one_rank import (
+    one_rank_decorators,
+    one_rank_first,
+    one_rank_flag,
+    one_rank_test,
+    runs_on_one_rank,
+)
 
 PIPELINE = "transformers.pipeline"
 _STAGE3 = '{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1}'
@@ -149,7 +155,7 @@ class Zero3GenerationOnOneRank(ScriptRule):
             self.regions.append(node.body)
 
     def visit_If(self, node: cst.If) -> None:
-        if one_rank_test(node.test):
+        if one_rank_test(node.test) or one_rank_flag(self.facts, node.test):
             self.regions.append(node.body)
 
     def visit_With(self, node: cst.With) -> None:

@@ -1,7 +1,8 @@
 """Which parts of a script run on one rank only: the body of `if rank == 0:` (any comparison of a rank with small
 literals: `args.local_rank in [-1, 0]`, `dist.get_rank() == 0`), of `if accelerator.is_main_process:` or
 `if trainer.is_world_process_zero():`, a project helper named for rank 0 (`if is_rank_0():`), and of
-`with training_args.main_process_first():` (the main process runs it first while the others wait at a barrier), and
+`with training_args.main_process_first():` (the main process runs it first while the others wait at a barrier), a
+name bound to one of those tests (`master = rank == 0` ... `if master:`), and
 the body of a function whose decorator runs it on one rank (`@rank_zero_only`, a decorator of the module's own that
 calls the function under such a test).
 DSL426 (generate) and DSL428 (collective saves) ask it."""
@@ -12,6 +13,7 @@ import re
 
 import libcst as cst
 
+from dslint.script.facts import ScriptFacts
 from dslint.script.names import dotted_name
 
 # Predicates that are true on one rank only (accelerate's Accelerator/PartialState, the HF Trainer).
@@ -46,13 +48,23 @@ def one_rank_test(test: cst.BaseExpression) -> bool:
     return subject is not None and "rank" in subject.rsplit(".", 1)[-1] and _small_literal(target.comparator)
 
 
-def one_rank_conjunction(test: cst.BaseExpression) -> bool:
-    """A one-rank test, or an `and` of tests one of which is (`args.should_save and args.local_rank == 0`)."""
+def one_rank_conjunction(test: cst.BaseExpression, facts: ScriptFacts | None = None) -> bool:
+    """A one-rank test, or an `and` of tests one of which is (`args.should_save and args.local_rank == 0`); with
+    `facts`, a name holding one counts too (`one_rank_flag`)."""
     if isinstance(test, cst.BooleanOperation):
         if not isinstance(test.operator, cst.And):
             return False
-        return one_rank_conjunction(test.left) or one_rank_conjunction(test.right)
-    return one_rank_test(test)
+        return one_rank_conjunction(test.left, facts) or one_rank_conjunction(test.right, facts)
+    return one_rank_test(test) or (facts is not None and one_rank_flag(facts, test))
+
+
+def one_rank_flag(facts: ScriptFacts, test: cst.BaseExpression) -> bool:
+    """A name the same function (or module) last bound to a one-rank test before `test`: `master = rank == 0`
+    ... `if master:`."""
+    if not isinstance(test, cst.Name):
+        return False
+    value = facts.assigned_value(test, test)
+    return value is not None and not isinstance(value, cst.Name) and one_rank_test(value)
 
 
 def one_rank_first(node: cst.With) -> bool:

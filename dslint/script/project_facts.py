@@ -135,6 +135,9 @@ class ProjectFacts:
     # (`model.state_saving_calls`): the call -> (where save_state is called, where the project builds a
     # DeepSpeedPlugin, or None)
     state_saving_calls: Mapping[tuple[int, int], tuple[Related, Related | None]] = field(default_factory=dict)
+    # Calls in this file that hand the engine to a project function reaching `save_checkpoint` on it
+    # (`model.state_saving_calls`): the call -> where save_checkpoint is called
+    engine_saving_calls: Mapping[tuple[int, int], Related] = field(default_factory=dict)
     # Calls in this file, in a function building `*TrainingArguments`, of a project function returning a model
     # that transformers' `from_pretrained` builds (`model.pretrained_loaders`): the call -> where it is loaded
     pretrained_loads: Mapping[tuple[int, int], Related] = field(default_factory=dict)
