@@ -154,10 +154,16 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         (b"deepspeed", b"initialize"),
         engine=False,
         inference_engine=True,
-        alternatives=((b"prepare", b"cuda", b"Accelerator"), (b"prepare", b"to", b"Accelerator")),
+        alternatives=(
+            (b"prepare", b"cuda", b"Accelerator"),
+            (b"prepare", b"to", b"Accelerator"),
+            (b"Trainer", b"cuda"),
+            (b"Trainer", b"to"),
+        ),
         shapes=(
             Shape(methods=_MOVE_METHODS, engine=True),
             Shape(methods=_MOVE_METHODS, words=(b"Accelerator",), configured=True),
+            Shape(methods=_MOVE_METHODS, words=(b"Trainer",), configured=True),
             Shape(calls=("deepspeed.init_inference",)),
         ),
     ),

@@ -7,11 +7,12 @@ from typing import ClassVar
 
 import libcst as cst
 
-from dslint.diagnostics import Applicability, Edit, Severity
+from dslint.diagnostics import Applicability, Edit, Related, Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.conditions import contradicts
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
+from dslint.project.config_link import training_arguments_configs
 from dslint.script.edits import delete_call_statement, unwrap_method_call
 from dslint.script.facts import method_name
 from dslint.script.hf_trainers import TrainerNames
@@ -32,15 +33,25 @@ class ModelMovedBeforeInitialize(ScriptRule):
     accelerate_template = (
         "model moved to a device before accelerator.prepare; remove the move: DeepSpeed places it ({where})"
     )
+    trainer_template = (
+        "model moved to a device before the HF Trainer; remove the move: DeepSpeed places it (config: {where})"
+    )
     severity = Severity.WARNING
     inference_engine = True
     # A move before this file's initialize (an engine), or, where DeepSpeed may run through accelerate (a
-    # DeepSpeedPlugin, an accelerate launch: `configured`), before `accelerator.prepare`.
+    # DeepSpeedPlugin, an accelerate launch: `configured`), before `accelerator.prepare`, or where a DeepSpeed config
+    # reaches the Hugging Face Trainer's arguments, before the Trainer.
     needs_engine = False
-    alternative_tokens = ((b"prepare", b"cuda", b"Accelerator"), (b"prepare", b"to", b"Accelerator"))
+    alternative_tokens: ClassVar[tuple[tuple[bytes, ...], ...]] = (
+        (b"prepare", b"cuda", b"Accelerator"),
+        (b"prepare", b"to", b"Accelerator"),
+        (b"Trainer", b"cuda"),
+        (b"Trainer", b"to"),
+    )
     call_shapes: ClassVar[tuple[Shape, ...]] = (
         Shape(methods=MOVE_CALLS, engine=True),
         Shape(methods=MOVE_CALLS, words=(b"Accelerator",), configured=True),  # accelerate, not a `deepspeed=` kwarg
+        Shape(methods=MOVE_CALLS, words=(b"Trainer",), configured=True),  # the Trainer's `deepspeed=`, a launch's
         Shape(calls=("deepspeed.init_inference",)),  # a move before a tensor-parallel init_inference
     )
     docs = RuleDocs(
@@ -55,7 +66,10 @@ class ModelMovedBeforeInitialize(ScriptRule):
             one GPU a move before `init_inference` is harmless. In a script that runs DeepSpeed through accelerate
             (its own `DeepSpeedPlugin`, or an `accelerate launch` whose YAML has `distributed_type: DEEPSPEED`), a
             move of the model that `accelerator.prepare` receives is flagged the same way: `prepare` hands it to
-            `deepspeed.initialize`.
+            `deepspeed.initialize`. So is a move of the model a Hugging Face `*Trainer(model=...)` receives when
+            its TrainingArguments carry a DeepSpeed config (`deepspeed=` in the file, or the `--deepspeed` every
+            launch of a script that parses its arguments gives): the Trainer builds the engine through
+            accelerate.
         """,
         why="""
             `deepspeed.initialize` moves the module to its rank's device itself (DeepSpeedEngine
@@ -84,6 +98,15 @@ class ModelMovedBeforeInitialize(ScriptRule):
         """,
     )
     valid: ClassVar[Sequence[Valid]] = (
+        # the Trainer runs without DeepSpeed: it places the model itself, and the move is the user's choice
+        Valid(
+            """
+            from transformers import Trainer, TrainingArguments
+            model = build_model().to("cuda")
+            args = TrainingArguments(output_dir="out")
+            trainer = Trainer(model=model, args=args)
+            """
+        ),
         Valid(
             """
             import os
@@ -176,6 +199,23 @@ class ModelMovedBeforeInitialize(ScriptRule):
         ),
     )
     invalid: ClassVar[Sequence[Invalid]] = (
+        # the Trainer hands the model to deepspeed.initialize: the move before it is the engine's job
+        Invalid(
+            """
+            from transformers import Trainer, TrainingArguments
+            model = build_model()
+            model.to("cuda")
+            args = TrainingArguments(output_dir="out", deepspeed={"zero_optimization": {"stage": 2}})
+            trainer = Trainer(model=model, args=args)
+            """,
+            lines=(4,),
+            fixed="""
+            from transformers import Trainer, TrainingArguments
+            model = build_model()
+            args = TrainingArguments(output_dir="out", deepspeed={"zero_optimization": {"stage": 2}})
+            trainer = Trainer(model=model, args=args)
+            """,
+        ),
         # both arms initialize (a dict or a path): no path without DeepSpeed needs the move
         Invalid(
             """
@@ -373,11 +413,14 @@ class ModelMovedBeforeInitialize(ScriptRule):
         self.inference_moves = InferenceMoves(self.facts)
         self.trainers = TrainerNames(self.context)
         self.prepares: list[cst.Call] = []
+        self.trainer_calls: list[cst.Call] = []  # `*Trainer(model=...)`
         self.unplaced_moves: list[cst.Call] = []  # moves that reach no initialize, for `accelerator.prepare`
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) == "prepare" and isinstance(node.func, cst.Attribute):
             self.prepares.append(node)
+        elif (dotted_name(node.func) or "").rsplit(".", 1)[-1].endswith("Trainer"):
+            self.trainer_calls.append(node)
         init = self.moves.initialize_for(node)
         if init is None and not self.casts and method_name(node) in MOVE_CALLS and not is_cast(node):
             self.unplaced_moves.append(node)
@@ -414,30 +457,54 @@ class ModelMovedBeforeInitialize(ScriptRule):
 
     def leave_Module(self, original_node: cst.Module) -> None:
         """Moves of the model `accelerator.prepare` receives, in a script that runs DeepSpeed through accelerate
-        (`project/accelerate_deepspeed.py`): prepare hands it to `deepspeed.initialize`, which places it."""
+        (`project/accelerate_deepspeed.py`): prepare hands it to `deepspeed.initialize`, which places it. And moves
+        of the model a Hugging Face Trainer receives when its arguments carry a DeepSpeed config (the file's
+        `*TrainingArguments(deepspeed=...)`, or the `--deepspeed` its launches give): the Trainer hands it to
+        `deepspeed.initialize` through accelerate."""
         if self.casts or not self.unplaced_moves:
             return
+        reported: set[int] = set()
         sinks = self.prepare_sinks()
-        if not sinks:
-            return
-        run = accelerate_deepspeed(self.context)
-        if run is None:
-            return
+        run = accelerate_deepspeed(self.context) if sinks else None
+        if run is not None:
+            self._report_sunk(sinks, self.accelerate_template.format(where=run.where), run.related, reported)
+        sinks = self._trainer_sinks()
+        configs = training_arguments_configs(self.context) if sinks else None
+        if configs:
+            where = ", ".join(dict.fromkeys(config.source for config in configs))
+            related = tuple(dict.fromkeys(r for config in configs for r in config.via))
+            self._report_sunk(sinks, self.trainer_template.format(where=where), related, reported)
+
+    def _report_sunk(
+        self, sinks: list[ModelSink], message: str, related: Sequence[Related], reported: set[int]
+    ) -> None:
         moves = ModelMoves(self.facts, sinks)
-        message = self.accelerate_template.format(where=run.where)
         for node in self.unplaced_moves:
             sink = moves.initialize_for(node)
-            if sink is None or self._serves_another_path(node, sink):
+            if sink is None or id(node) in reported or self._serves_another_path(node, sink):
                 continue
+            reported.add(id(node))
             self.report(
                 node,
                 message,
                 edits=self._fix(node),
                 applicability=Applicability.UNSAFE,
                 fix_message=f"Remove `.{method_name(node)}(...)`",
-                related=run.related,
+                related=related,
                 start_at=node.func.attr if isinstance(node.func, cst.Attribute) else None,
             )
+
+    def _trainer_sinks(self) -> list[ModelSink]:
+        """A sink per `*Trainer(...)` call's model (its `model=`, or its first positional argument)."""
+        facts = self.facts
+        sinks = []
+        for call in self.trainer_calls:
+            model = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "model"), None)
+            if model is None and call.args and call.args[0].keyword is None and not call.args[0].star:
+                model = call.args[0].value
+            if model is not None:
+                sinks.append(ModelSink(model, facts.scope_at(call), facts.start(call), None, call))
+        return sinks
 
     def prepare_sinks(self) -> list[ModelSink]:
         """A sink per positional argument of each `accelerator.prepare(...)` call: where DeepSpeed through
