@@ -79,6 +79,7 @@ CODES: tuple[str, ...] = (
     "DSL439",
     "DSL440",
     "DSL441",
+    "DSL442",
 )
 
 

@@ -23,6 +23,9 @@ DSL422-DSL424, report them in the launcher):
 - `local_rank_refused`: the `deepspeed` launcher appends `--local_rank=N` to the script's arguments
   (`launcher/launch.py`, unless `--no_local_rank`), and the script's own `argparse` parser has no such option and
   parses strictly: every rank stops with "unrecognized arguments" (`dslint.project.local_rank`).
+- `configless_trainer`: the `deepspeed` launcher starts a script whose Hugging Face Trainer no DeepSpeed config
+  reaches (no `deepspeed=`, no `--deepspeed` in the launch for arguments parsed from the command line): it trains
+  as plain DDP (`dslint.project.trainer_without_config`).
 - `interpreter`: a Python interpreter written between the `deepspeed` launcher and the script
   (`deepspeed python train.py`): the runner's first positional word is its user script, so every rank runs
   `python -u python --local_rank=N train.py` (`launcher/launch.py`), which cannot open a file named `python`.
@@ -47,6 +50,7 @@ from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine, ScriptOption, strip_comment, written_files
 from dslint.project.local_rank import refusing_parse
 from dslint.project.site_configs import shown_path
+from dslint.project.trainer_without_config import configless_trainer
 
 # Words whose presence in a module means it may read the command line (any argument parser, or sys.argv).
 COMMAND_LINE_TOKENS = (
@@ -129,6 +133,9 @@ def launch_issues(
         refusal = _local_rank_refusal(site, store, sources)
         if refusal is not None:
             issues.append(refusal)
+        configless = _configless_trainer(site, store)
+        if configless is not None:
+            issues.append(configless)
         if site.script is None or site.config_option is None:
             continue
         option = line.option(site.config_option)
@@ -360,6 +367,25 @@ def _local_rank_refusal(site: LaunchSite, store: SummaryStore, sources: dict[str
     )
     end = line.column + len(line.tool)
     return LaunchIssue("local_rank_refused", line.line, line.column, end, line.script, related=(where,))
+
+
+def _configless_trainer(site: LaunchSite, store: SummaryStore) -> LaunchIssue | None:
+    """`deepspeed train.py` where train.py's Hugging Face Trainer gets no DeepSpeed config from this launch
+    (`dslint.project.trainer_without_config`): it trains as plain DDP."""
+    line, script = site.line, site.script
+    if line.tool not in DEEPSPEED_RUNNERS or script is None or not script.endswith(".py") or line.spawned_by:
+        return None
+    if site.config_option is not None or any("deepspeed" in option for option in line.lost_options):
+        return None  # a config given that the script never reads (`unread_config`), or cut off (`cut`, `unjoined`)
+    summary = store.get(script)
+    if summary is None:
+        return None
+    trainer = configless_trainer(summary, {option.name for option in line.options})
+    if trainer is None:
+        return None
+    where = Related(shown_path(script), trainer.lineno, trainer.col_offset + 1, "builds a Trainer without a config")
+    end = line.column + len(line.tool)
+    return LaunchIssue("configless_trainer", line.line, line.column, end, line.script, related=(where,))
 
 
 def _beside(elsewhere: tuple[str, ...], launcher: str, script: str | None) -> bool:

@@ -1,0 +1,84 @@
+"""DSL442: the `deepspeed` launcher starting a Hugging Face Trainer script that no DeepSpeed config reaches."""
+
+from __future__ import annotations
+
+from dslint.diagnostics import Severity
+from dslint.framework.launch_rule import LaunchRule
+from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.project.launch_issues import LaunchIssue
+
+_PARSING = (
+    "from transformers import HfArgumentParser, Trainer, TrainingArguments\n"
+    "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+    "trainer = Trainer(model=model, args=args)\n"
+    "trainer.train()\n"
+)
+_BUILT = (
+    "from transformers import Trainer, TrainingArguments\n"
+    'args = TrainingArguments(output_dir="out", per_device_train_batch_size=4)\n'
+    "trainer = Trainer(model=model, args=args)\n"
+    "trainer.train()\n"
+)
+
+
+class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
+    code = "DSL442"
+    slug = "deepspeed-launch-without-trainer-config"
+    kind = "configless_trainer"
+    message = "deepspeed starts a Trainer script with no DeepSpeed config: it trains as plain DDP; pass --deepspeed"
+    severity = Severity.WARNING
+    docs = RuleDocs(
+        what="""
+            Flags a `deepspeed` launch command (in a shell script, a Makefile recipe, a README's or a guide's
+            code block) whose script builds a Hugging Face (or TRL) Trainer that no DeepSpeed config reaches:
+            its TrainingArguments are built in the script without `deepspeed=`, or parsed from the command line
+            (`HfArgumentParser`) while the launch passes no `--deepspeed`. A script that hands DeepSpeed a
+            config any other way (a call into `deepspeed`, `HfDeepSpeedConfig`, accelerate's `DeepSpeedPlugin`,
+            arguments read from a file, a `deepspeed` attribute it assigns) is left alone.
+        """,
+        why="""
+            The `deepspeed` launcher only starts the processes: it sets RANK, LOCAL_RANK and WORLD_SIZE and
+            appends `--local_rank=N`, which TrainingArguments accept. transformers enables DeepSpeed only for a
+            config given as `TrainingArguments(deepspeed=...)` or `--deepspeed` (`__post_init__` builds the
+            DeepSpeed plugin from it). Without one the Trainer trains as plain DDP: every rank holds the whole
+            model, its gradients and optimizer states, without the ZeRO stage, offload or precision the project's
+            DeepSpeed configs ask for, and nothing says so.
+        """,
+        example="""
+            deepspeed --num_gpus 4 train.py --output_dir out --per_device_train_batch_size 4
+        """,
+        use_instead="""
+            deepspeed --num_gpus 4 train.py --output_dir out --per_device_train_batch_size 4 \\
+                --deepspeed ds_zero2.json
+        """,
+    )
+    valid = (
+        Valid(
+            "deepspeed --num_gpus 4 train.py --output_dir out --deepspeed ds.json\n",
+            files=(("train.py", _PARSING), ("ds.json", "{}\n")),
+        ),
+        Valid(
+            "deepspeed --num_gpus 4 train.py\n",
+            files=(("train.py", _BUILT.replace('output_dir="out",', 'output_dir="out", deepspeed="ds.json",')),),
+        ),
+        Valid(
+            "deepspeed --num_gpus 4 train.py\n",
+            files=(("train.py", "import deepspeed\n" + _BUILT + "engine = deepspeed.init_inference(model)\n"),),
+        ),
+        Valid("torchrun --nproc_per_node 4 train.py --output_dir out\n", files=(("train.py", _PARSING),)),
+        Valid(
+            "deepspeed --num_gpus 4 train.py\n",
+            files=(("train.py", _BUILT.replace("from transformers import", "from mytrainers import")),),
+        ),
+    )
+    invalid = (
+        Invalid(
+            "deepspeed --num_gpus 4 train.py --output_dir out --per_device_train_batch_size 4\n",
+            lines=(1,),
+            files=(("train.py", _PARSING),),
+        ),
+        Invalid("deepspeed --num_gpus 2 train.py\n", lines=(1,), files=(("train.py", _BUILT),)),
+    )
+
+    def message_for(self, issue: LaunchIssue) -> str:
+        return f"deepspeed starts {issue.detail}, whose Trainer gets no DeepSpeed config: it runs plain DDP"
