@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from dslint.model.engine import Engine
+from dslint.project.config_edits import conditional, literal_value, module_index
 from dslint.project.config_link import (
     ResolvedConfig,
     resolve_config,
@@ -54,10 +55,46 @@ def keeps_master_weights(context: ScriptContext, engine: Engine | None) -> bool 
 
 
 def configured_accumulation_steps(context: ScriptContext, engine: Engine | None) -> int | None:
-    """`gradient_accumulation_steps` as written in the engine's config; None when unknown or derived."""
+    """`gradient_accumulation_steps` as written in the engine's config; None when unknown or derived. A config
+    that cannot be read otherwise (a JSON load of a path built at run time) counts the steps the script writes
+    into it before `initialize` (`written_accumulation_steps`)."""
     config = resolve_config(context, engine) if engine is not None else None
-    steps = config.get("gradient_accumulation_steps") if config is not None else None
+    if config is None:
+        return written_accumulation_steps(context, engine) if engine is not None else None
+    steps = config.get("gradient_accumulation_steps")
     return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
+
+
+def written_accumulation_steps(context: ScriptContext, engine: Engine) -> int | None:
+    """N of `cfg["gradient_accumulation_steps"] = N` (a literal), written into the dict this file's `initialize`
+    receives, in the same function, before the call, on every path to it, and not changed after by another write
+    of the key or a whole-dict update (`cfg.update(...)`); None otherwise."""
+    facts = context.facts
+    init = next((i for i in facts.initialize_calls if i.engine is engine), None)
+    if init is None:
+        return None
+    expression = _config_argument(init.call, "config") or _config_argument(init.call, "config_params")
+    if not isinstance(expression, cst.Name):
+        return None
+    scope, at = facts.scope_at(init.call), facts.start(init.call)
+    mutations = [
+        m
+        for m in module_index(context.module).mutations.get(expression.value, [])
+        if facts.scope_at(m.anchor) is scope and facts.start(m.anchor) < at
+    ]
+    found: int | None = None
+    for mutation in sorted(mutations, key=lambda m: facts.start(m.anchor)):
+        keys = mutation.keys
+        if keys is None:
+            found = None  # the whole dict changed: what it holds is not known
+            continue
+        first = keys[0]
+        if not (isinstance(first, cst.SimpleString) and first.evaluated_value == "gradient_accumulation_steps"):
+            continue
+        value = literal_value(mutation.value) if mutation.value is not None and len(keys) == 1 else None
+        steady = not conditional(facts, scope.node, mutation.statement, init.call)
+        found = value if isinstance(value, int) and not isinstance(value, bool) and steady else None
+    return found
 
 
 @dataclass(frozen=True)

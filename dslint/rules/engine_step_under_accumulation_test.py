@@ -66,6 +66,23 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         """,
     )
     valid = (
+        # the config is a JSON load of a path built at run time, but the script writes its accumulation steps: 1
+        Valid(
+            """
+            import json
+            import deepspeed
+            def train(model, loader, path, accum):
+                with open(path) as handle:
+                    ds_config = json.load(handle)
+                ds_config["gradient_accumulation_steps"] = 1  # the script accumulates itself
+                engine, _, _, _ = deepspeed.initialize(model=model, config=ds_config)
+                for step, batch in enumerate(loader):
+                    loss = engine(batch) / accum
+                    engine.backward(loss)
+                    if (step + 1) % accum == 0:
+                        engine.step()
+            """
+        ),
         # the same `engine.step()` in both arms of the test runs on every micro-step
         Valid(
             """
