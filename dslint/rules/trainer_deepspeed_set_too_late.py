@@ -48,8 +48,9 @@ class TrainerDeepspeedSetTooLate(ScriptRule):
             with, and sets `ACCELERATE_USE_DEEPSPEED`. A value assigned afterwards is stored and never read:
             the Trainer runs plain data-parallel training, every rank holding the whole model, optimizer
             states and gradients, without the ZeRO stage, offload or precision the config asks for, and
-            nothing says so (up to transformers 4.2x the Trainer instead stopped at `train()`, missing the
-            `hf_deepspeed_config` it expects). Give the config when the arguments are built.
+            nothing says so. Give the config when the arguments are built. (Old releases such as transformers
+            4.5 read `deepspeed` only when training started, so there a late value still took effect; dslint
+            reads no transformers pin and judges by the current behaviour.)
         """,
         example="""
             args = TrainingArguments(output_dir="out", per_device_train_batch_size=4)
