@@ -8,7 +8,7 @@ from dslint.diagnostics import Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine
-from dslint.project.config_link import trainer_configs
+from dslint.project.config_link import resolve_config, trainer_configs
 from dslint.project.engine_config import zero_stage
 from dslint.project.evidence import config_evidence, evidence
 from dslint.script.facts import BindingKind, Role, method_name
@@ -60,9 +60,12 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         what="""
             Flags `torch.save(X.state_dict(), ...)` (also inside a dict or list, or through a name bound to
             it) after `deepspeed.initialize`, where X is the engine, `engine.module` or the model given to
-            `initialize`, when the config enables ZeRO-3 (an error) or cannot be read (a warning that says
-            "under ZeRO-3"). Not flagged inside `with deepspeed.zero.GatheredParameters(...)`, where the
-            parameters are whole, nor when the config is known to use a lower stage, nor under an `if` that
+            `initialize`, when the config enables ZeRO-3 (an error) or its stage is not known (a warning that
+            says "under ZeRO-3": a config from the command line, launches that disagree, a stage from an option).
+            A config the script loads itself from a path built at run time, with nothing of it known, is no
+            evidence of a stage: silent.
+            Not flagged inside `with deepspeed.zero.GatheredParameters(...)`, where the parameters are whole,
+            nor when the config is known to use a lower stage, nor under an `if` that
             tests the stage (`if zero_stage != 3:`, either arm): the author handles ZeRO-3 there. The engine may
             come from another function or module (`save_hf_format(engine, ...)`), as the project index follows it.
             Also flags, as an error, a Hugging Face Trainer's `trainer.model.state_dict()` whose result (or a dict
@@ -93,6 +96,19 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         fix_safety="There is no automatic fix: which of the three ways fits depends on what the file is for.",
     )
     valid = (
+        # the script loads its own config from a path built at run time: nothing says which stage it chose
+        Valid(
+            """
+            import json
+            import deepspeed
+            import torch
+            def main(args):
+                with open(args.ds_config) as handle:
+                    config = json.load(handle)
+                model_engine, optimizer, _, _ = deepspeed.initialize(model=net, config=config)
+                torch.save(model_engine.module.state_dict(), args.out)
+            """
+        ),
         Valid(
             """
             import deepspeed, torch
@@ -193,6 +209,7 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             """,
             lines=(6, 7),
         ),
+        # the config comes from the command line (`--deepspeed_config`), no launch found: a warning
         Invalid(
             """
             import deepspeed
@@ -203,6 +220,19 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
                 torch.save(state, args.out)
             """,
             lines=(7,),
+        ),
+        # the stage comes from an option: the config is read, but for its stage (a warning)
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            def main(args):
+                config = {"train_batch_size": 8, "zero_optimization": {"stage": args.zero_stage}}
+                model_engine, optimizer, _, _ = deepspeed.initialize(args=args, model=net, config=config)
+                state = model_engine.state_dict()
+                torch.save(state, args.out)
+            """,
+            lines=(8,),
         ),
     )
 
@@ -245,8 +275,24 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         found = evidence(self.context, engine)
         if stage == 3:
             self.report(node, self.zero3_message + found.suffix, related=found.related)
-        elif stage is None:
+        elif stage is None and not self._reads_own_config(engine):
             self.report(node, self.message + found.suffix, severity=Severity.WARNING, related=found.related)
+
+    def _reads_own_config(self, engine: Engine) -> bool:
+        """This file's `initialize` is handed a config the function builds itself (`config=cfg`, `cfg` bound there)
+        that cannot be read at all (a JSON load of a path built at run time): the script chose its stage, and
+        nothing says which. A config from the command line (`args=args`, `config=args.ds_config`) stays a
+        warning, as does one read but for its stage (launches that disagree, a stage from an option)."""
+        if engine.elsewhere or resolve_config(self.context, engine) is not None:
+            return False
+        init = next((i for i in self.facts.initialize_calls if i.engine is engine), None)
+        if init is None:
+            return False
+        given = [
+            a.value for a in init.call.args if a.keyword is not None and a.keyword.value in ("config", "config_params")
+        ]
+        # a name this function binds (`config = json.load(handle)`), not a path the command line gives (`args.ds`)
+        return any(isinstance(value, cst.Name) and self.facts.local_binding(value) is not None for value in given)
 
     def _trainer_model_state(self, node: cst.Call, message: str | None = None) -> None:
         """`trainer.model.state_dict()` written to disk, in a script the launchers start with a ZeRO-3 config
