@@ -15,6 +15,12 @@ from dslint.framework.rule import Rule
 from dslint.project.launch_issues import LaunchIssue
 
 
+def lost_options_text(lost: tuple[str, ...]) -> str:
+    """`--a, --b, --c and 2 more never reach it`: the options a cut-short command loses (DSL422, DSL438)."""
+    shown = ", ".join(lost[:3]) + (f" and {len(lost) - 3} more" if len(lost) > 3 else "")
+    return f"{shown} {'never reaches' if len(lost) == 1 else 'never reach'} it"
+
+
 class LaunchRule(Rule):
     """A rule over one kind of launch issue; `message_for` words the finding."""
 

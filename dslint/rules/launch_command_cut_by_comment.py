@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dslint.diagnostics import Severity
-from dslint.framework.launch_rule import LaunchRule
+from dslint.framework.launch_rule import LaunchRule, lost_options_text
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 from dslint.project.launch_issues import LaunchIssue
 
@@ -74,7 +74,6 @@ class LaunchCommandCutByComment(LaunchRule):
     )
 
     def message_for(self, issue: LaunchIssue) -> str:
-        lost = issue.options
-        shown = ", ".join(lost[:3]) + (f" and {len(lost) - 3} more" if len(lost) > 3 else "")
-        verb = "never reaches" if len(lost) == 1 else "never reach"
-        return f"this comment line ends the continued command that runs {issue.detail}: {shown} {verb} it"
+        return (
+            f"this comment line ends the continued command that runs {issue.detail}: {lost_options_text(issue.options)}"
+        )

@@ -10,6 +10,7 @@ from dslint.model.engine import Engine
 from dslint.project.engine_config import zero_stage
 from dslint.project.evidence import evidence
 from dslint.script.facts import method_name
+from dslint.script.gathered import GatheredBlocks
 from dslint.script.loop import loop_facts
 from dslint.script.parameter_loops import EngineParameterLoops
 
@@ -95,20 +96,15 @@ class ParameterCountUnderZero3(EngineParameterLoops, ScriptRule):
         self.targets = []  # the enclosing loops (`EngineParameterLoops`)
         self.serial = 0
         self.counted: set[int] = set()  # one finding a loop
-        self.gathered = 0  # depth of `with deepspeed.zero.GatheredParameters(...)` blocks
+        self.gathered = GatheredBlocks(self.facts, for_modification=False)  # parameters whole inside
         self.counts: list[tuple[cst.Call, Engine]] = []
         self.reads_ds_numel = False  # `p.ds_numel`, `getattr(p, "ds_numel", ...)`: the file knows the partitions
 
     def visit_With(self, node: cst.With) -> None:
-        if any(self._gathers(item.item) for item in node.items):
-            self.gathered += 1
+        self.gathered.enter(node)
 
     def leave_With(self, original_node: cst.With) -> None:
-        if any(self._gathers(item.item) for item in original_node.items):
-            self.gathered -= 1
-
-    def _gathers(self, expression: cst.BaseExpression) -> bool:
-        return isinstance(expression, cst.Call) and method_name(expression) == "GatheredParameters"
+        self.gathered.leave(original_node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self.reads_ds_numel = self.reads_ds_numel or node.attr.value == "ds_numel"
@@ -117,7 +113,7 @@ class ParameterCountUnderZero3(EngineParameterLoops, ScriptRule):
         self.reads_ds_numel = self.reads_ds_numel or "ds_numel" in node.value
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.gathered or method_name(node) not in COUNT_METHODS or node.args:
+        if self.gathered.inside or method_name(node) not in COUNT_METHODS or node.args:
             return
         assert isinstance(node.func, cst.Attribute)
         if not isinstance(node.func.value, cst.Name):
