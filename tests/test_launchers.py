@@ -118,6 +118,33 @@ cd ~/elsewhere && deepspeed f.py
     ]
 
 
+def test_cd_into_a_clone_enters_this_repository() -> None:
+    """A README's `git clone URL` then `cd NAME` is the reader entering this repository, not a folder of it."""
+    text = """git clone https://github.com/someone/tiny_trainer.git
+cd tiny_trainer
+accelerate launch --config_file acc.yaml train.py
+cd scripts && deepspeed a.py
+cd /tmp
+git clone --depth 1 -b main git@github.com:someone/other.git renamed && cd renamed/examples
+deepspeed b.py
+cd elsewhere
+deepspeed c.py
+cd /tmp
+git clone https://github.com/NVIDIA/apex
+cd apex && pip install .
+cd ..
+deepspeed d.py
+"""
+    launches = parse_shell("README.md", text)
+    assert [(lnch.script, lnch.directory) for lnch in launches] == [
+        ("train.py", ""),
+        ("a.py", "scripts"),
+        ("b.py", "examples"),  # the clone's folder named by git clone's second argument
+        ("c.py", "examples/elsewhere"),  # a folder that was not cloned stays a folder of this repository
+        ("d.py", "/tmp"),  # out of a dependency's clone: back where it was made
+    ]
+
+
 def test_the_launchers_own_directory_is_known_wherever_it_is_started() -> None:
     text = """HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$0")/..
@@ -191,6 +218,27 @@ def test_notebook_shell_lines_and_bash_cells_at_their_json_lines() -> None:
     assert "a.py" in physical[launches[0].line - 1] and "b.py" in physical[launches[1].line - 1]
     assert launches[0].option("deepspeed_config").value == "ds.json"  # type: ignore[union-attr]
     assert notebook_shells("not json") == [] and notebook_shells("[1, 2]") == []
+
+
+def test_a_notebooks_cd_magic_and_clone_hold_for_its_later_shells() -> None:
+    """`%cd` moves the kernel for every later `!` command; a `%cd` into a folder a `!git clone` made is this
+    repository, as the reader of a Colab notebook has it."""
+    notebook = {
+        "cells": [
+            {"cell_type": "code", "source": ["!git clone https://github.com/someone/tiny_trainer\n"]},
+            {"cell_type": "code", "source": ["%cd tiny_trainer\n", "!deepspeed train.py\n"]},
+            {"cell_type": "code", "source": ["%cd examples\n"]},
+            {"cell_type": "code", "source": ["!deepspeed a.py\n", "!cd sub && deepspeed b.py\n", "!deepspeed c.py\n"]},
+        ]
+    }
+    text = json.dumps(notebook, indent=1)
+    launches = [launch for shell in notebook_shells(text) for launch in parse_shell("nb.ipynb", shell)]
+    assert [(lnch.script, lnch.directory) for lnch in launches] == [
+        ("train.py", ""),
+        ("a.py", "examples"),
+        ("b.py", "examples/sub"),
+        ("c.py", "examples"),  # the `!cd` ended with its own shell
+    ]
 
 
 def test_a_backslash_in_a_comment_continues_nothing() -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from dslint.config.recognition import mentions_strong_key
-from dslint.project.launchers import UNKNOWN_VALUE
+from dslint.project.shell_directories import UNKNOWN_VALUE
 
 CONFIG_SUFFIXES = (".json", ".hjson")
 

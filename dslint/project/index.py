@@ -61,8 +61,9 @@ from dslint.project.inputs import absolute as absolute
 from dslint.project.inputs import exists, find_written, is_file, read_input
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, file_names_under, launch_issues
-from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine, parse_makefile, parse_shell
+from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell
 from dslint.project.passed_devices import cuda_parameters
+from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.site_configs import shown_path
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
 from dslint.project.written_configs import written_config_issues

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dslint.limits import Limits, TooLarge, read_capped
-from dslint.project.launchers import UNKNOWN_VALUE
+from dslint.project.shell_directories import UNKNOWN_VALUE
 
 _recorded: list[dict[str, None]] = []  # a stack: nested recordings each see what is read inside them
 

@@ -14,12 +14,15 @@ import os
 import re
 from dataclasses import dataclass
 
+from dslint.project.shell_directories import cloned_folder
+
 DOCUMENT_LAUNCHER_SUFFIXES = (".md", ".rst", ".ipynb")
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(\s|$)")
 _RST_DIRECTIVE = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode|prompt)::[ \t]*(\S*)")
+_CD_MAGIC = re.compile(r"^%cd\s+(\S.*?)\s*$")
 _SHELL_MAGIC = re.compile(r"^\s*%%(?:bash|sh|script\s+(?:ba)?sh)\b")
 
 
@@ -162,7 +165,9 @@ def _is_option(line: str, base: int) -> bool:
 def notebook_shells(text: str) -> list[str]:
     """A notebook's shell commands: code-cell lines run through the shell (`!cmd`, with its continued lines)
     and whole `%%bash` cells, one text per shell, each command at the line of the notebook file that holds it
-    (nbformat writes one source line per JSON line), other lines blank."""
+    (nbformat writes one source line per JSON line), other lines blank. What holds for every later shell of the
+    kernel comes first in each: a `%cd DIR` magic (the kernel's folder) and a `!git clone` (the folder it made,
+    which a later `%cd` may enter)."""
     try:
         notebook = json.loads(text)
     except ValueError:
@@ -172,6 +177,7 @@ def notebook_shells(text: str) -> list[str]:
         return []
     physical = text.splitlines()
     shells: list[dict[int, str]] = []
+    kept: dict[int, str] = {}  # the lines every later shell starts from
     cursor = 0
     for cell in cells:
         # Each cell's "source" key, in order: a command is looked for after it (not in an earlier cell's outputs).
@@ -188,7 +194,7 @@ def notebook_shells(text: str) -> list[str]:
             continue
         shell_cell = bool(source) and _SHELL_MAGIC.match(source[0]) is not None
         if shell_cell:
-            shells.append({})
+            shells.append(dict(kept))
         continued = False  # the previous `!` line ended with a backslash: this line goes on with it
         for number, part in enumerate(source):
             command = part.rstrip("\n")
@@ -196,10 +202,16 @@ def notebook_shells(text: str) -> list[str]:
                 continue
             if not shell_cell and not continued:
                 stripped = command.lstrip()
+                magic = _CD_MAGIC.match(stripped)
+                if magic is not None:
+                    where = _line_holding(physical, part, cursor)
+                    if where is not None:
+                        cursor, kept[where] = where, "cd " + magic.group(1)
+                    continue
                 if not stripped.startswith("!"):
                     continue
                 command = stripped[1:]
-                shells.append({})
+                shells.append(dict(kept))
             continued = not shell_cell and command.rstrip().endswith("\\")
             where = _line_holding(physical, part, cursor)
             if where is None:
@@ -207,6 +219,8 @@ def notebook_shells(text: str) -> list[str]:
             cursor = where
             # A continued command keeps its backslash: parse_shell joins the following line.
             shells[-1][where] = command
+            if not shell_cell and cloned_folder(command) is not None:
+                kept[where] = command
     return ["\n".join(shell.get(number, "") for number in range(len(physical))) for shell in shells if shell]
 
 

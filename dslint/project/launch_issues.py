@@ -47,8 +47,9 @@ from dslint.diagnostics import Related
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
 from dslint.project.inputs import absolute
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
-from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine, ScriptOption, strip_comment, written_files
+from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment, written_files
 from dslint.project.local_rank import refusing_parse
+from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.site_configs import shown_path
 from dslint.project.trainer_without_config import configless_trainer
 

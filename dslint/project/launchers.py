@@ -21,6 +21,15 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from dslint.project.shell_directories import (
+    UNKNOWN_VALUE,
+    change_directory,
+    cloned_folder,
+    in_clone,
+    own_directory,
+    unquoted,
+)
+
 # The launcher commands dslint follows, by the basename of their first word.
 LAUNCHER_WORDS = frozenset({"deepspeed", "torchrun", "accelerate", "python", "python3"})
 # `python -m X script.py`: the modules that launch a training script.
@@ -31,7 +40,6 @@ LAUNCH_MODULES = frozenset(
 WRAPPERS = frozenset({"nohup", "exec", "time", "env", "srun", "mpirun", "sudo", "CUDA_VISIBLE_DEVICES"})
 # Script options that name the DeepSpeed config file (the option's dest, as argparse spells it).
 CONFIG_OPTIONS = ("deepspeed_config", "deepspeed", "ds_config", "deepspeed_config_file", "ds_config_path")
-UNKNOWN_VALUE = "\x00unknown"
 
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _MAKE_ASSIGNMENT = re.compile(r"^\s*(?:export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(?::=|::=|\?=|=)\s*(.*)$")
@@ -144,14 +152,7 @@ def _position(original: str, offset: int, first_line: int) -> tuple[int, int]:
     return first_line + before.count("\n"), offset - (before.rfind("\n") + 1) + 1
 
 
-# shlex builds its words from a segment's characters less its quotes and backslashes: a word of the split
-# (`cd`, `python`, `x.py`) is a substring of the segment once those are removed
-_QUOTING = str.maketrans("", "", "'\"\\")
 _LAUNCHER_STEMS = ("deepspeed", "torchrun", "accelerate", "python")  # `python3` holds `python`
-
-
-def _unquoted(segment: str) -> str:
-    return segment.translate(_QUOTING)
 
 
 def strip_comment(line: str) -> str:
@@ -243,10 +244,12 @@ def written_files(text: str) -> frozenset[str]:
 def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None = None) -> list[LaunchLine]:
     """The launch commands of a shell script.
 
-    Two facts about where a command runs are followed: a literal `cd DIR` / `pushd DIR` / `popd` before it (in
-    a `( ... )` subshell only for that line), and a variable holding the launcher's own directory
-    (`DIR=$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`, with a literal tail such as `/..`),
-    which is the launcher's folder wherever the launcher is started from.
+    Two facts about where a command runs are followed (`shell_directories.py`): a literal `cd DIR` /
+    `pushd DIR` / `popd` before it (in a `( ... )` subshell only for that line; a `cd` into the folder an
+    earlier `git clone` made, as a README's `git clone URL` then `cd NAME` does, enters this repository), and
+    a variable holding the launcher's own directory (`DIR=$(dirname "$0")`,
+    `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`, with a literal tail such as `/..`), which is the
+    launcher's folder wherever the launcher is started from.
 
     `read`: the text of a file the launcher sources (`source vars.sh`, `. ./env.sh`), by its path as written;
     the literal assignments in it count as the launcher's own. Without it a sourced file is not read."""
@@ -256,6 +259,7 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
     here = os.path.dirname(os.path.abspath(path))
     directory = ""
     pushed: list[str] = []
+    clones: set[str] = set()  # the folders `git clone` made: this repository, as the document's reader has it
     physical = text.splitlines()
     for number, logical in _logical_lines(text):
         line = strip_comment(logical)
@@ -264,7 +268,7 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
             _read_sourced(_substitute(sourced.group(1), variables), read, variables, exported)
             continue
         assignment = _ASSIGNMENT.match(line)
-        own = _own_directory(assignment.group(2), here) if assignment else None
+        own = own_directory(assignment.group(2), here) if assignment else None
         if assignment and (own is not None or _is_assignment_only(line)):
             name, value = assignment.groups()
             rest = own if own is not None else _literal(_substitute(value, variables))
@@ -279,7 +283,11 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
             line = line[:-1] if line.endswith(")") else line
         for segment in re.split(r"&&|\|\||;|\|(?!\|)", line):
             substituted = _substitute(segment, variables)
-            moved = _change_directory(substituted, directory, pushed)
+            cloned = cloned_folder(substituted)
+            if cloned is not None:
+                clones.add(os.path.normpath(os.path.join(directory, cloned)))
+                continue
+            moved = change_directory(substituted, directory, pushed)
             if moved is not None:
                 directory = moved
                 continue
@@ -288,7 +296,8 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
                 cut = _cut(logical, number, physical)
                 if cut is not None:
                     launch = replace(launch, cut_line=cut[0], lost_options=cut[1], cut_cause=cut[2])
-                found.append(launch if not directory else replace(launch, directory=directory))
+                runs_in = in_clone(directory, clones)
+                found.append(launch if not runs_in else replace(launch, directory=runs_in))
         if subshell:
             directory = before
     return found
@@ -355,59 +364,6 @@ def _cut(logical: str, first_line: int, physical: list[str]) -> tuple[int, tuple
     return (last, tuple(lost), cause) if lost else None
 
 
-def _own_directory(value: str, here: str) -> str | None:
-    """The launcher's own directory (absolute) when `value` computes it from `$0` or `BASH_SOURCE`, with a
-    literal path tail appended; None for any other value."""
-    text = value.strip().strip("'\"")
-    if not text.startswith("$("):
-        return None
-    depth, close = 0, -1
-    for index, char in enumerate(text):
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                close = index
-                break
-    if close < 0:
-        return None
-    inner, tail = text[2:close], text[close + 1 :].strip("'\"")
-    if "dirname" not in inner or re.search(r"\$0\b|\$\{0\}|BASH_SOURCE", inner) is None:
-        return None
-    # `$(cd "$(dirname "$0")" && cd .. && pwd)`: each `cd ..` after the dirname climbs one folder.
-    climbs = len(re.findall(r"(?:&&|;)\s*cd\s+\.\.(?=\s|&|;|$)", inner))
-    if inner.count("..") != climbs:
-        return None
-    tail = "/.." * climbs + tail
-    if tail and (not tail.startswith("/") or re.search(r"[$`\s]", tail)):
-        return None
-    return os.path.normpath(here + tail)
-
-
-def _change_directory(segment: str, directory: str, pushed: list[str]) -> str | None:
-    """The directory after `segment` when it is a `cd`/`pushd`/`popd` (relative to the launcher's directory,
-    or absolute); None when the segment is no directory change. A target built at run time leaves the
-    directory as it was: nothing is guessed, and the launcher's own folder stays the place to look."""
-    plain = _unquoted(segment)
-    if "cd" not in plain and "pushd" not in plain and "popd" not in plain:
-        return None  # no word of the segment can be one of them: shlex is not needed
-    try:
-        words = shlex.split(segment)
-    except ValueError:
-        return None
-    if not words or words[0] not in ("cd", "pushd", "popd"):
-        return None
-    if words[0] == "popd":
-        return pushed.pop() if pushed else directory
-    targets = [word for word in words[1:] if not word.startswith("-")]
-    if len(targets) != 1 or UNKNOWN_VALUE in targets[0] or targets[0].startswith("~"):
-        return directory
-    if words[0] == "pushd":
-        pushed.append(directory)
-    return os.path.normpath(os.path.join(directory, targets[0]))
-
-
 def parse_makefile(path: str, text: str) -> list[LaunchLine]:
     """The launch commands in a Makefile's recipes, with `$(VAR)` from literal assignments."""
     variables: dict[str, str | None] = {}
@@ -460,7 +416,7 @@ def _after_options(words: list[str], index: int) -> int:
 def _launch_in(
     path: str, number: int, original: str, segment: str, target: str | None, exported: dict[str, str] | None = None
 ) -> LaunchLine | None:
-    plain = _unquoted(segment)
+    plain = unquoted(segment)
     if ".py" not in plain or not any(word in plain for word in _LAUNCHER_STEMS):
         return None  # no launcher word and script, whatever shlex makes of it: most lines of a shell script
     try:

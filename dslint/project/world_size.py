@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dslint.project.accelerate_yaml import AccelerateConfig
-from dslint.project.launchers import UNKNOWN_VALUE, LaunchLine
+from dslint.project.launchers import LaunchLine
+from dslint.project.shell_directories import UNKNOWN_VALUE
 
 _HOST = re.compile(r"^(\S+)\s+slots=(\d+)")
 

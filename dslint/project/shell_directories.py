@@ -1,0 +1,112 @@
+"""Where a shell command runs, and what the shell leaves unknown: the folder `cd`, `pushd`, `popd` and a
+`git clone` move to, and a variable holding the launcher's own folder (`DIR=$(dirname "$0")`)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+
+# a value the shell computes at run time (`$(date)`, an unset variable): never guessed
+UNKNOWN_VALUE = "\x00unknown"
+
+# shlex builds its words from a segment's characters less its quotes and backslashes: a word of the split
+# (`cd`, `python`, `x.py`) is a substring of the segment once those are removed
+_QUOTING = str.maketrans("", "", "'\"\\")
+
+
+def unquoted(segment: str) -> str:
+    return segment.translate(_QUOTING)
+
+
+def own_directory(value: str, here: str) -> str | None:
+    """The launcher's own directory (absolute) when `value` computes it from `$0` or `BASH_SOURCE`, with a
+    literal path tail appended; None for any other value."""
+    text = value.strip().strip("'\"")
+    if not text.startswith("$("):
+        return None
+    depth, close = 0, -1
+    for index, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                close = index
+                break
+    if close < 0:
+        return None
+    inner, tail = text[2:close], text[close + 1 :].strip("'\"")
+    if "dirname" not in inner or re.search(r"\$0\b|\$\{0\}|BASH_SOURCE", inner) is None:
+        return None
+    # `$(cd "$(dirname "$0")" && cd .. && pwd)`: each `cd ..` after the dirname climbs one folder.
+    climbs = len(re.findall(r"(?:&&|;)\s*cd\s+\.\.(?=\s|&|;|$)", inner))
+    if inner.count("..") != climbs:
+        return None
+    tail = "/.." * climbs + tail
+    if tail and (not tail.startswith("/") or re.search(r"[$`\s]", tail)):
+        return None
+    return os.path.normpath(here + tail)
+
+
+def cloned_folder(segment: str) -> str | None:
+    """The folder a `git clone URL [DIR]` segment makes (DIR, else the URL's last part without `.git`)."""
+    if "clone" not in segment:
+        return None
+    try:
+        words = shlex.split(segment)
+    except ValueError:
+        return None
+    if words[:2] != ["git", "clone"]:
+        return None
+    # git clone's options that take a value (the rest are flags)
+    valued = {"-b", "--branch", "--depth", "-o", "--origin", "-c", "--config", "--reference", "-j", "--jobs"}
+    positional: list[str] = []
+    skip = False
+    for word in words[2:]:
+        if skip:
+            skip = False
+        elif word in valued:
+            skip = True
+        elif not word.startswith("-"):
+            positional.append(word)
+    if not positional or UNKNOWN_VALUE in "".join(positional):
+        return None
+    folder = positional[1] if len(positional) > 1 else positional[0].rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    folder = folder.removesuffix(".git")
+    return os.path.normpath(folder) if folder else None
+
+
+def change_directory(segment: str, directory: str, pushed: list[str]) -> str | None:
+    """The directory after `segment` when it is a `cd`/`pushd`/`popd` (relative to the launcher's directory,
+    or absolute); None when the segment is no directory change. A target built at run time leaves the
+    directory as it was: nothing is guessed, and the launcher's own folder stays the place to look."""
+    plain = unquoted(segment)
+    if "cd" not in plain and "pushd" not in plain and "popd" not in plain:
+        return None  # no word of the segment can be one of them: shlex is not needed
+    try:
+        words = shlex.split(segment)
+    except ValueError:
+        return None
+    if not words or words[0] not in ("cd", "pushd", "popd"):
+        return None
+    if words[0] == "popd":
+        return pushed.pop() if pushed else directory
+    targets = [word for word in words[1:] if not word.startswith("-")]
+    if len(targets) != 1 or UNKNOWN_VALUE in targets[0] or targets[0].startswith("~"):
+        return directory
+    if words[0] == "pushd":
+        pushed.append(directory)
+    return os.path.normpath(os.path.join(directory, targets[0]))
+
+
+def in_clone(directory: str, clones: set[str]) -> str:
+    """Where a command runs in this repository: inside a folder an earlier `git clone` made (`clones`, each
+    where it was made), as a README's `git clone URL` then `cd NAME` has it, the reader is in this repository;
+    a `cd ..` out of the clone (after installing a dependency cloned beside it) is back where it was."""
+    for clone in clones:
+        if directory == clone:
+            return ""
+        if directory.startswith(clone + os.sep):
+            return os.path.relpath(directory, clone)
+    return directory
