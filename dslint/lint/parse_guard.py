@@ -185,7 +185,7 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
         INIT_INFERENCE in callees,
         frozenset(f.attr for f in functions if isinstance(f, ast.Attribute)),
         frozenset(callees),
-        _one_rank_methods(blocks),
+        _one_rank_methods(blocks, functions),
         frozenset(keywords),
         frozenset(stored),
     )
@@ -231,13 +231,16 @@ def _callees(functions: list[ast.expr], imports: dict[str, str]) -> set[str]:
     return found
 
 
-def _one_rank_methods(blocks: list[ast.AST]) -> frozenset[str]:
+def _one_rank_methods(blocks: list[ast.AST], functions: list[ast.expr]) -> frozenset[str]:
     """The methods called in the body of an `if` whose test names a rank, the main process or process zero (or is a
     bare name, which may hold such a test), or of a `with X.main_process_first()`, or of a decorated function:
     every block `dslint.script.one_rank` accepts, and some more (any word of the test will do, wherever it sits;
-    any decorator)."""
+    any decorator). An `if` of that kind that ends in `continue`, `return` or `break` leaves the rest of its
+    block to one rank: then every method called in the file (`functions`) may be."""
     found: set[str] = set()
     for block in blocks:
+        if isinstance(block, ast.If) and _leaves_on_rank(block):
+            return frozenset(f.attr for f in functions if isinstance(f, ast.Attribute))
         tests: list[ast.AST] = []
         body: list[ast.stmt]
         first = False
@@ -257,6 +260,15 @@ def _one_rank_methods(blocks: list[ast.AST]) -> frozenset[str]:
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                     found.add(node.func.attr)
     return frozenset(found)
+
+
+_EXITS = (ast.Continue, ast.Return, ast.Break)
+
+
+def _leaves_on_rank(block: ast.If) -> bool:
+    """`if <a test naming a rank>: ... continue` (or `return`, `break`)."""
+    exits = bool(block.body) and isinstance(block.body[-1], _EXITS)
+    return exits and any(_one_rank_word(word, False) for word in _names(block.test))
 
 
 def _names(node: ast.AST) -> Iterator[str]:

@@ -14,7 +14,7 @@ from dslint.project.evidence import evidence
 from dslint.script.facts import Role, method_name
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.names import dotted_name
-from dslint.script.one_rank import one_rank_conjunction, one_rank_decorators, runs_on_one_rank
+from dslint.script.one_rank import one_rank_conjunction, one_rank_decorators, rest_on_one_rank, runs_on_one_rank
 
 _METHODS = frozenset({"save_checkpoint", "save_16bit_model", "save_state", "save_model", "get_state_dict"})
 GATHER_KEYS = (
@@ -63,7 +63,9 @@ class CollectiveSaveOnOneRank(ScriptRule):
             comparison of a rank with small literals, `args.local_rank in [-1, 0]`), `if
             accelerator.is_main_process:`, `if trainer.is_world_process_zero():`, `if args.should_save`, a
             helper named for rank 0 (`if is_rank_0():`, `if utils.is_rank_zero():`), or an `and` holding one of
-            them; or in a function whose decorator runs it on one rank (`@rank_zero_only`,
+            them; after an `if` that sends every other rank away (`if engine.local_rank != 0: continue`, `if not
+            accelerator.is_main_process: return`: the rest of that block); or in a function whose decorator runs
+            it on one rank (`@rank_zero_only`,
             `@accelerator.on_main_process`, a decorator of the module's own that calls the function under such a
             test). The saves: `engine.save_checkpoint(...)` on a DeepSpeed engine (any
             stage); accelerate's `accelerator.save_state(...)` in a script that runs DeepSpeed through
@@ -99,6 +101,21 @@ class CollectiveSaveOnOneRank(ScriptRule):
         """,
     )
     valid = (
+        # The other ranks leave only after the save; a rank test without an exit leaves nothing to one rank.
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config={"train_batch_size": 8})
+            for step, batch in enumerate(loader):
+                engine.save_checkpoint(args.output_dir)
+                if engine.local_rank != 0:
+                    continue
+                print("saved")
+            if args.local_rank > 0:
+                print("waiting")
+            engine.save_checkpoint(args.output_dir)
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -223,6 +240,21 @@ class CollectiveSaveOnOneRank(ScriptRule):
         ),
     )
     invalid = (
+        # The other local ranks go on to the next batch before the save: the rest of the loop is rank 0's.
+        Invalid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config={"train_batch_size": 8})
+            for step, batch in enumerate(loader):
+                engine.backward(engine(batch))
+                engine.step()
+                if engine.local_rank != 0:
+                    continue
+                if step % 100 == 0:
+                    engine.save_checkpoint(args.output_dir)
+            """,
+            lines=(10,),
+        ),
         # A helper reaching the engine's save, called under a flag holding the rank test: reported at the call.
         Invalid(
             """
@@ -334,6 +366,7 @@ class CollectiveSaveOnOneRank(ScriptRule):
     def visit_Module(self, node: cst.Module) -> None:
         self.trainers = TrainerNames(self.context)
         self.regions: list[cst.CSTNode] = []  # bodies that run on one rank only
+        self.rests: list[tuple[cst.CSTNode, cst.CSTNode]] = []  # statements after the other ranks left
         self.candidates: list[cst.Call] = []
         self.plugins = False  # the script builds accelerate's DeepSpeedPlugin
         self.one_rank_decorators = one_rank_decorators(node)
@@ -348,6 +381,11 @@ class CollectiveSaveOnOneRank(ScriptRule):
     def visit_Assign(self, node: cst.Assign) -> None:
         self.trainers.consider_assign(node)
 
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        rest = rest_on_one_rank(node, self.facts)
+        if rest is not None:
+            self.rests.append(rest)
+
     def visit_If(self, node: cst.If) -> None:
         if one_rank_conjunction(node.test, self.facts):
             self.regions.append(node.body)
@@ -360,9 +398,10 @@ class CollectiveSaveOnOneRank(ScriptRule):
             self.plugins = True
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        if not self.candidates or not self.regions:
+        if not self.candidates or not (self.regions or self.rests):
             return
         spans = [self.context.span(region) for region in self.regions]
+        spans += [(self.context.span(first)[0], self.context.span(last)[1]) for first, last in self.rests]
         for call in self.candidates:
             start, end = self.context.span(call)
             if not any(first <= start and end <= last for first, last in spans):

@@ -16,6 +16,7 @@ from dslint.script.one_rank import (
     one_rank_first,
     one_rank_flag,
     one_rank_test,
+    rest_on_one_rank,
     runs_on_one_rank,
 )
 
@@ -52,8 +53,10 @@ class Zero3GenerationOnOneRank(ScriptRule):
             `deepspeed.initialize` or to a trainer as `model=`, the engine, `trainer.model`) when it runs on one
             rank only: inside `if rank == 0:` (any comparison of a rank with literals: `args.local_rank in
             [-1, 0]`, `dist.get_rank() == 0`), under `if accelerator.is_main_process:` or
-            `trainer.is_world_process_zero()`, inside `with training_args.main_process_first():`, or in a function
-            whose decorator runs it on one rank (`@rank_zero_only`). A `transformers.pipeline(...)` built there
+            `trainer.is_world_process_zero()`, inside `with training_args.main_process_first():`, after an `if`
+            that sends every other rank away (`if rank != 0: return`, `if not accelerator.is_main_process:
+            continue`: the rest of that block), or in a function whose decorator runs it on one rank
+            (`@rank_zero_only`). A `transformers.pipeline(...)` built there
             over that model counts as its generate. The stage
             comes from the file's `initialize` or Trainer config, or the `--deepspeed` config its launchers give.
         """,
@@ -107,8 +110,34 @@ class Zero3GenerationOnOneRank(ScriptRule):
                 sample = model.generate(**inputs)
             """
         ),
+        # Every rank samples; only the printing is left to rank 0 (the others leave after the sample).
+        Valid(
+            f"""
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config={_STAGE3})
+            def sample(engine, rank):
+                out = engine.module.generate(**inputs)
+                if rank != 0:
+                    return out
+                print(out)
+                return out
+            """
+        ),
     )
     invalid = (
+        # The other ranks leave the function before the sample: the rest of it runs on rank 0 only.
+        Invalid(
+            f"""
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config={_STAGE3})
+            def sample(engine, rank):
+                if rank != 0:
+                    return None
+                print("sampling")
+                return engine.module.generate(**inputs)
+            """,
+            lines=(8,),
+        ),
         Invalid(
             f"""
             import deepspeed
@@ -145,6 +174,7 @@ class Zero3GenerationOnOneRank(ScriptRule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.regions: list[cst.CSTNode] = []  # bodies that run on one rank only
+        self.rests: list[tuple[cst.CSTNode, cst.CSTNode]] = []  # statements after the other ranks left
         self.candidates: list[cst.Call] = []
         self.pipelines: list[tuple[cst.Call, cst.BaseExpression]] = []  # `pipeline(..., model=m)` and its m
         self.models: set[str] = set()
@@ -153,6 +183,11 @@ class Zero3GenerationOnOneRank(ScriptRule):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.decorators and runs_on_one_rank(node, self.one_rank_decorators):
             self.regions.append(node.body)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        rest = rest_on_one_rank(node, self.facts)
+        if rest is not None:
+            self.rests.append(rest)
 
     def visit_If(self, node: cst.If) -> None:
         if one_rank_test(node.test) or one_rank_flag(self.facts, node.test):
@@ -177,7 +212,7 @@ class Zero3GenerationOnOneRank(ScriptRule):
                 self.pipelines.append((node, model))
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        if not (self.candidates or self.pipelines) or not self.regions:
+        if not (self.candidates or self.pipelines) or not (self.regions or self.rests):
             return
         config = self._zero3()
         if config is None:
@@ -185,6 +220,7 @@ class Zero3GenerationOnOneRank(ScriptRule):
         where = f" (ZeRO-3 from {config.source})" if config.path is not None else ""
         message = self.message + where
         spans = [self.context.span(region) for region in self.regions]
+        spans += [(self.context.span(first)[0], self.context.span(last)[1]) for first, last in self.rests]
         for call in self.candidates:
             assert isinstance(call.func, cst.Attribute)
             start, end = self.context.span(call)

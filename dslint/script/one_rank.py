@@ -67,6 +67,54 @@ def one_rank_flag(facts: ScriptFacts, test: cst.BaseExpression) -> bool:
     return value is not None and not isinstance(value, cst.Name) and one_rank_test(value)
 
 
+def other_ranks_test(test: cst.BaseExpression, facts: ScriptFacts | None = None) -> bool:
+    """True on every rank but one: `rank != 0`, `args.local_rank not in [-1, 0]`, `rank > 0`,
+    `not accelerator.is_main_process` (the negation of a one-rank test, or of a name holding one)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return one_rank_test(test.expression) or (facts is not None and one_rank_flag(facts, test.expression))
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    left = test.left.func if isinstance(test.left, cst.Call) else test.left
+    subject = dotted_name(left)
+    if subject is None or "rank" not in subject.rsplit(".", 1)[-1]:
+        return False
+    if isinstance(target.operator, (cst.NotEqual, cst.NotIn)):
+        return _small_literal(target.comparator)
+    # `rank > 0`, `rank >= 1`
+    comparator = target.comparator
+    return isinstance(comparator, cst.Integer) and (
+        (isinstance(target.operator, cst.GreaterThan) and comparator.evaluated_value == 0)
+        or (isinstance(target.operator, cst.GreaterThanEqual) and comparator.evaluated_value == 1)
+    )
+
+
+_EXITS = (cst.Continue, cst.Return, cst.Break)
+
+
+def rest_on_one_rank(
+    block: cst.IndentedBlock, facts: ScriptFacts | None = None
+) -> tuple[cst.BaseStatement, cst.BaseStatement] | None:
+    """The statements of `block` (first, last) after an `if` that sends every rank but one away: `if rank != 0:
+    continue` (or `return`, `break`) in a loop or a function, with no `else`. Only the rest of that block: an
+    exit nested deeper leaves more, which is not claimed."""
+    body = block.body
+    for index, statement in enumerate(body[:-1]):
+        if not isinstance(statement, cst.If) or statement.orelse is not None:
+            continue
+        if not other_ranks_test(statement.test, facts):
+            continue
+        inner = statement.body
+        last = inner.body[-1] if isinstance(inner, cst.IndentedBlock) and inner.body else None
+        if isinstance(last, cst.SimpleStatementLine):
+            exits = isinstance(last.body[-1], _EXITS)
+        else:
+            exits = isinstance(inner, cst.SimpleStatementSuite) and isinstance(inner.body[-1], _EXITS)
+        if exits:
+            return body[index + 1], body[-1]
+    return None
+
+
 def one_rank_first(node: cst.With) -> bool:
     """`with x.main_process_first(...):`."""
     for item in node.items:
