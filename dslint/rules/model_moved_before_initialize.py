@@ -200,6 +200,26 @@ class ModelMovedBeforeInitialize(ScriptRule):
     )
     invalid: ClassVar[Sequence[Invalid]] = (
         # the Trainer hands the model to deepspeed.initialize: the move before it is the engine's job
+        # the model moved, then wrapped (with a move of the wrapper chained on): both moves are the engine's job
+        Invalid(
+            """
+            import deepspeed, torch
+            from wrappers import Padded
+            device = torch.device("cuda")
+            net = Net(depth=2).to(device)
+            net = Padded(net, pad=0).to(device)
+            engine, *_ = deepspeed.initialize(model=net, config="ds.json")
+            """,
+            lines=(5, 6),
+            fixed="""
+            import deepspeed, torch
+            from wrappers import Padded
+            device = torch.device("cuda")
+            net = Net(depth=2)
+            net = Padded(net, pad=0)
+            engine, *_ = deepspeed.initialize(model=net, config="ds.json")
+            """,
+        ),
         Invalid(
             """
             from transformers import Trainer, TrainingArguments

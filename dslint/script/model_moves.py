@@ -148,9 +148,12 @@ def model_lineage(facts: ScriptFacts, init: ModelSink) -> list[Binding]:
 
 def _wraps(value: cst.BaseExpression, key: str) -> bool:
     """`model = DDP(model)`, `model = init_compression(model, cfg)`: the model goes on inside the wrapper, so a
-    move of it before still applies to what initialize receives (also when the wrap sits under an `if`)."""
-    if not isinstance(value, cst.Call):
+    move of it before still applies to what initialize receives (also when the wrap sits under an `if`, or a
+    method chain follows it: `model = Wrapper(model).to(device)`)."""
+    calls = list(iter_call_chain(value))
+    if not calls:
         return False
+    value = calls[-1]
     positional = [a for a in value.args if a.keyword is None and not a.star]
     if positional and dotted_name(positional[0].value) == key:
         return True
