@@ -40,7 +40,8 @@ class LocalRankRefused(LaunchRule):
             Flags a `deepspeed` launch command (in a shell script, a Makefile recipe, a README's or a guide's
             code block) whose script, a file of the project, builds its own `argparse.ArgumentParser`, parses the
             command line strictly (`parser.parse_args()`) and has no option that `--local_rank` names (exactly,
-            or as an abbreviation argparse accepts). The finding points at the script's `parse_args` call.
+            or as an abbreviation argparse accepts). The finding is at the launch command, with the script's
+            `parse_args` call as its related location (where the fix goes).
             Left alone: a command with `--no_local_rank`, another multi-node backend (`--launcher openmpi`...),
             a command under `srun`/`mpirun`, and every script whose parsing is not fully known:
             `parse_known_args`, `sys.argv` read or edited (counting it, `len(sys.argv)`, is not reading it), a
