@@ -17,11 +17,26 @@ compares with one of this file.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 # The constant's repr for `subject == constant`, or "" for the subject's own truth (`if args.deepspeed:`).
 TRUTHINESS = ""
+
+# Backend names compared against in `if backend == "...":` that are not DeepSpeed.
+PLAIN_BACKENDS = frozenset({"pytorch", "pytorchddp", "torch", "ddp", "fsdp", "bmtrain", "horovod", "apex", "cpu"})
+
+_FLAG_EXCLUDES = ("zero", "stage", "offload", "fp16", "bf16", "checkpoint")
+
+
+def deepspeed_flag_word(text: str) -> bool:
+    """A name that switches DeepSpeed on or off (`deepspeed`, `use_ds`), not one of its settings (`zero_stage`)."""
+    lowered = text.lower()
+    if any(word in lowered for word in _FLAG_EXCLUDES):
+        return False
+    tokens = set(re.split(r"[^a-z0-9]+", lowered))
+    return "deepspeed" in lowered or bool(tokens & {"ds", "use_ds", "with_ds", "enable_ds", "is_ds"})
 
 
 @dataclass(frozen=True)
@@ -43,6 +58,17 @@ def contradicts(first: Guard, second: Guard) -> bool:
     # `subject` false while `subject == "ddp"` (a true constant) holds, or the reverse
     plain, equal = (first, second) if first.value == TRUTHINESS else (second, first)
     return equal.truth and equal.truthy is not None and equal.truthy != plain.truth
+
+
+def without_deepspeed(guard: Guard) -> bool:
+    """A path DeepSpeed is off on: a DeepSpeed switch false (`else` of `if args.deepspeed:`), a backend other than
+    DeepSpeed chosen (`args.backend == "ddp"`), or DeepSpeed not chosen (`args.backend != "deepspeed"`)."""
+    if guard.value == TRUTHINESS:
+        return not guard.truth and deepspeed_flag_word(guard.subject.rsplit(".", 1)[-1])
+    constant = guard.value.strip("'\"").lower()
+    if constant == "deepspeed":
+        return not guard.truth
+    return guard.truth and constant in PLAIN_BACKENDS
 
 
 def exclusive(first: Iterable[Guard], second: Iterable[Guard]) -> bool:

@@ -12,7 +12,8 @@ Whether the call runs on one rank only, and whether accelerate runs DeepSpeed th
 answers, for every call of a project function with an argument named `accelerator` (`accelerator`,
 `self.accelerator`), whether the parameter receiving it reaches a `save_state` call; and for every call the engine
 fixpoint saw hand the engine (`deepspeed.initialize`'s first result) to a project function, whether the parameter
-receiving it reaches `save_checkpoint`. The callee is found as the
+receiving it reaches `save_checkpoint`; likewise for initialize's optimizer handed to a function reaching
+`.step()` on it (DSL302, at the call: the helper may be right for its other callers). The callee is found as the
 project model resolves calls (same module, imports, `self.method` along the bases). Also where the project builds
 accelerate's `DeepSpeedPlugin`, the evidence that its accelerate runs may be DeepSpeed runs: for each saving
 call, a plugin its module reaches through the project's imports (`plugin_reaching`).
@@ -25,15 +26,17 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from dslint.model.conditions import guards_of, without_deepspeed
 from dslint.model.evaluate import Callee, Evaluator, scope_of
 from dslint.model.handed_arguments import arguments_where, handed_arguments, positional
-from dslint.model.library import ENGINE
+from dslint.model.library import ENGINE, OPTIMIZER
 from dslint.model.summary import FunctionInfo, SummaryStore, character_column, own_nodes
 from dslint.model.values import Item
 
 MAX_DEPTH = 3
 STATE_SAVES = frozenset({"save_state"})  # accelerate's, on the Accelerator
 ENGINE_SAVES = frozenset({"save_checkpoint"})  # DeepSpeed's, on the engine
+OPTIMIZER_STEPS = frozenset({"step"})  # on initialize's optimizer: the engine's job (DSL302)
 MAX_IMPORT_DEPTH = 4  # import levels between a saving call's module and the one building the DeepSpeedPlugin
 _PLUGIN = re.compile(rb"\bDeepSpeedPlugin\s*\(")
 
@@ -62,13 +65,25 @@ def state_saving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[State
 def engine_saving_calls(model: Evaluator) -> Iterator[StateSavingCall]:
     """The calls the model saw hand the engine itself (not a maybe) to a project function whose parameter
     receiving it reaches `save_checkpoint` (the model must have run: `model.calls` holds what it followed)."""
+    return handed_result_calls(model, ENGINE, ENGINE_SAVES)
+
+
+def optimizer_stepping_calls(model: Evaluator) -> Iterator[StateSavingCall]:
+    """The calls the model saw hand initialize's optimizer to a project function whose parameter receiving it
+    reaches `.step()` (a mixed-precision helper's `optimize(opt)`): the optimizer stepped beside the engine."""
+    return handed_result_calls(model, OPTIMIZER, OPTIMIZER_STEPS)
+
+
+def handed_result_calls(model: Evaluator, role: str, methods: frozenset[str]) -> Iterator[StateSavingCall]:
+    """The calls the model saw hand one of initialize's results (`role`, not a maybe) to a project function
+    whose parameter receiving it reaches a call of one of `methods` on it, directly or a few calls deeper."""
     memo: dict[tuple[Callee, str], tuple[Callee, int] | None] = {}
     for site in model.calls:
         for param, value in site.arguments.items():
             function = model.function(site.callee)
-            if not (isinstance(value, Item) and value.role == ENGINE) or function is None:
+            if not (isinstance(value, Item) and value.role == role) or function is None:
                 continue
-            found = _saves(model, site.callee, function, param, 0, memo, ENGINE_SAVES)
+            found = _saves(model, site.callee, function, param, 0, memo, methods)
             if found is not None:
                 lines = model.store.sources.get(site.caller_path, b"").splitlines()
                 column = character_column(lines, site.line, site.column - 1) + 1
@@ -117,8 +132,9 @@ def _saves(
     memo: dict[tuple[Callee, str], tuple[Callee, int] | None],
     methods: frozenset[str],
 ) -> tuple[Callee, int] | None:
-    """Where `param` of `function` reaches a call of one of `methods` on it: its own call, or a project function
-    it is handed to (to MAX_DEPTH levels); None when it does not, or when the function rebinds it."""
+    """Where `param` of `function` reaches a call of one of `methods` on it: its own call (not on a path DeepSpeed
+    is off on: the `else` of `if args.deepspeed:`), or a project function it is handed to (to MAX_DEPTH levels);
+    None when it does not, or when the function rebinds it."""
     key = (callee, param)
     if key in memo:
         return memo[key]
@@ -134,6 +150,7 @@ def _saves(
             and node.func.attr in methods
             and isinstance(node.func.value, ast.Name)
             and node.func.value.id == param
+            and not any(without_deepspeed(guard) for guard in guards_of(function.node.body, node))
         ):
             found = (callee, node.lineno)
             break

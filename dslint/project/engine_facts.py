@@ -17,9 +17,16 @@ from dslint.model.conditions import Guard
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
+from dslint.model.library import OPTIMIZER
 from dslint.model.pretrained_loaders import loader_calls
 from dslint.model.stage_tests import stage_tested_after
-from dslint.model.state_saving_calls import engine_saving_calls, plugin_reaching, plugin_sites, state_saving_calls
+from dslint.model.state_saving_calls import (
+    engine_saving_calls,
+    optimizer_stepping_calls,
+    plugin_reaching,
+    plugin_sites,
+    state_saving_calls,
+)
 from dslint.model.values import InitSite
 from dslint.project.site_configs import engine_config, shown_path
 from dslint.script.project_facts import ParameterFact, ProjectFacts, ReturnFact
@@ -46,6 +53,7 @@ def record_state_saving_calls(files: dict[str, ProjectFacts], model: ProjectMode
         files[call.path] = replace(
             facts, engine_saving_calls={**facts.engine_saving_calls, (call.line, call.column): saves}
         )
+    record_optimizer_stepping_calls(files, model)
     if not any(b".save_state(" in data for data in store.sources.values()):
         return
     sites = plugin_sites(store.sources)
@@ -62,6 +70,23 @@ def record_state_saving_calls(files: dict[str, ProjectFacts], model: ProjectMode
         saves = Related(shown_path(call.saver[0]), call.save_line, 1, f"{call.saver[1]}() calls {call.name}.save_state")
         calls = {**facts.state_saving_calls, (call.line, call.column): (saves, built)}
         files[call.path] = replace(facts, state_saving_calls=calls)
+
+
+def record_optimizer_stepping_calls(files: dict[str, ProjectFacts], model: ProjectModel) -> None:
+    """Calls handing initialize's optimizer to a project function that steps it (DSL302 at the call), unless the
+    function steps a parameter that receives that optimizer at every call: DSL302 reports the step itself."""
+    stepped = {
+        (path, function) for (path, function, _), answer in model.engine_parameters().items() if answer[0] == OPTIMIZER
+    }
+    for call in optimizer_stepping_calls(model):
+        if call.saver in stepped:
+            continue
+        facts = facts_of(files, call.path)
+        steps = Related(
+            shown_path(call.saver[0]), call.save_line, 1, f"{call.saver[1]}() calls .step() on the optimizer"
+        )
+        calls = {**facts.optimizer_stepping_calls, (call.line, call.column): steps}
+        files[call.path] = replace(facts, optimizer_stepping_calls=calls)
 
 
 def record_pretrained_loads(files: dict[str, ProjectFacts], model: ProjectModel) -> None:

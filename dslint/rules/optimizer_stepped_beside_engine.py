@@ -14,6 +14,30 @@ from dslint.script.facts import Role, RoleAnswer, method_name
 from dslint.script.loop import loop_facts
 
 OPTIMIZER_ROLES = (Role.OPTIMIZER, Role.CLIENT_OPTIMIZER)
+
+# a project module: a mixed-precision helper stepping the optimizer it is given
+_MIXED = (
+    (
+        "mixed.py",
+        "class Scaler:\n"
+        "    def __init__(self, model):\n"
+        "        self.model = model\n"
+        "    def optimize(self, opt):\n"
+        "        return self._step(opt)\n"
+        "    def _step(self, opt):\n"
+        "        opt.step()\n"
+        "        return True\n"
+        "def log_lr(opt):\n"
+        "    print(opt.param_groups[0]['lr'])\n"
+        "def update(model, opt, loss, args):\n"
+        "    if args.deepspeed:\n"
+        "        model.backward(loss)\n"
+        "        model.step()\n"
+        "    else:\n"
+        "        loss.backward()\n"
+        "        opt.step()\n",
+    ),
+)
 SCHEDULER_ROLES = (Role.SCHEDULER, Role.CLIENT_SCHEDULER)
 
 # Two loops the three sibling rules (this one, DSL309 and DSL310, its subclasses) each flag a call of, as cases:
@@ -57,6 +81,11 @@ class OptimizerSteppedBesideEngine(ScriptRule):
             Its siblings flag `.zero_grad()` on that optimizer (DSL309) and `.step()` on the LR scheduler returned
             by it or given as `lr_scheduler=` (DSL310); they used to be part of this rule.
 
+            A call that hands that optimizer to a project function stepping it (a mixed-precision helper's
+            `trainer.optimize(optimizer)`, a few calls deep) is reported at the call, with the step as related,
+            when the function is right for another caller that hands it an optimizer of its own; a function
+            whose every caller hands it the engine's optimizer is reported at its step.
+
             Which optimizer and scheduler belong to an engine is decided from the `initialize` call alone: the
             names its results are bound to, and the names passed as its `optimizer` / `lr_scheduler` arguments,
             as long as they are not rebound. Optimizers and schedulers of other models (a discriminator trained
@@ -93,6 +122,21 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         """,
     )
     valid: ClassVar[Sequence[Valid]] = (
+        # the helper is handed the engine's optimizer only to read its learning rate, or steps it only where
+        # DeepSpeed is off
+        Valid(
+            """
+            import deepspeed, torch
+            from mixed import log_lr, update
+            engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            plain = torch.optim.SGD(other.parameters(), lr=0.1)
+            for batch in loader:
+                update(engine, optimizer, engine(batch), args)
+                update(other, plain, other(batch), args)
+                log_lr(optimizer)
+            """,
+            files=_MIXED,
+        ),
         Valid(
             """
             import deepspeed
@@ -148,6 +192,24 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         ),
     )
     invalid: ClassVar[Sequence[Invalid]] = (
+        # the helper steps what it is given: right for the discriminator's optimizer, wrong for the engine's
+        Invalid(
+            """
+            import deepspeed, torch
+            from mixed import Scaler
+            engine, optimizer, _, _ = deepspeed.initialize(model=generator, config="ds.json")
+            d_optimizer = torch.optim.Adam(discriminator.parameters())
+            scaler = Scaler(generator)
+            for batch in loader:
+                discriminator(batch).mean().backward()
+                scaler.optimize(d_optimizer)
+                engine.backward(engine(batch))
+                engine.step()
+                scaler.optimize(optimizer)
+            """,
+            lines=(12,),
+            files=_MIXED,
+        ),
         Invalid(
             """
             import deepspeed
@@ -184,6 +246,8 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         self.loop = loop_facts(self.facts)
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.handles == "step":
+            self._report_stepping_helper(node)
         name = method_name(node)
         if name not in ("step", "zero_grad"):
             return
@@ -202,6 +266,22 @@ class OptimizerSteppedBesideEngine(ScriptRule):
             applicability = Applicability.SAFE if answer.role is Role.SCHEDULER else Applicability.UNSAFE
             message = self._named(self.message, answer, node)
             self._report_removal(node, answer, message, applicability, "Remove `scheduler.step()`")
+
+    def _report_stepping_helper(self, node: cst.Call) -> None:
+        """A call handing initialize's optimizer to a project function that steps it, where that function is
+        right for another caller (`ProjectFacts.optimizer_stepping_calls`): reported here, the step related."""
+        project = self.facts.project
+        if project is None or not project.optimizer_stepping_calls:
+            return
+        position = self.facts.call_position(node)
+        steps = project.optimizer_stepping_calls.get(position) if position is not None else None
+        if steps is not None:
+            where = f"{steps.path}:{steps.line}"
+            self.report(
+                node,
+                f"optimizer stepped beside the engine: this call steps initialize's optimizer ({where})",
+                related=[steps],
+            )
 
     def _named(self, message: str, answer: RoleAnswer, node: cst.Call) -> str:
         engine = self.loop.certain_engine_name(answer.engine, at=node)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 import libcst as cst
 
 from dslint.model.bindings import Binding, BindingKind, Bindings, Pos, Scope, ScopeKind, module_bindings
+from dslint.model.conditions import PLAIN_BACKENDS, deepspeed_flag_word
 from dslint.model.engine import Engine, Origin
 from dslint.model.library import RESULT_ORDER
 from dslint.model.summary import dotted
@@ -38,19 +38,6 @@ from dslint.script.names import ImportTable, dotted_name
 from dslint.script.project_facts import ProjectFacts
 from dslint.script.walk import walk
 
-# Backend names compared against in `if backend == "...":` that are not DeepSpeed.
-PLAIN_BACKENDS = frozenset({"pytorch", "pytorchddp", "torch", "ddp", "fsdp", "bmtrain", "horovod", "apex", "cpu"})
-
-_FLAG_EXCLUDES = ("zero", "stage", "offload", "fp16", "bf16", "checkpoint")
-
-
-def _is_deepspeed_word(text: str) -> bool:
-    lowered = text.lower()
-    if any(word in lowered for word in _FLAG_EXCLUDES):
-        return False
-    tokens = set(re.split(r"[^a-z0-9]+", lowered))
-    return "deepspeed" in lowered or bool(tokens & {"ds", "use_ds", "with_ds", "enable_ds", "is_ds"})
-
 
 def deepspeed_flag_polarity(test: cst.BaseExpression) -> bool | None:
     """For `if <test>:`, True if the body is the DeepSpeed branch, False if the else branch is, None if
@@ -61,7 +48,7 @@ def deepspeed_flag_polarity(test: cst.BaseExpression) -> bool | None:
         test = test.expression
     name = dotted_name(test)
     if name is not None:
-        return positive if _is_deepspeed_word(name.split(".")[-1]) else None
+        return positive if deepspeed_flag_word(name.split(".")[-1]) else None
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         left = dotted_name(test.left)
         target = test.comparisons[0]
@@ -80,7 +67,7 @@ def deepspeed_flag_polarity(test: cst.BaseExpression) -> bool | None:
             and isinstance(operator, cst.Equal)
         ):
             return not positive
-        if left is not None and _is_deepspeed_word(left.split(".")[-1]) and isinstance(right, cst.Name):
+        if left is not None and deepspeed_flag_word(left.split(".")[-1]) and isinstance(right, cst.Name):
             if right.value == "None" and isinstance(operator, cst.IsNot):
                 return positive
             if right.value == "None" and isinstance(operator, cst.Is):

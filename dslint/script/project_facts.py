@@ -138,6 +138,10 @@ class ProjectFacts:
     # Calls in this file that hand the engine to a project function reaching `save_checkpoint` on it
     # (`model.state_saving_calls`): the call -> where save_checkpoint is called
     engine_saving_calls: Mapping[tuple[int, int], Related] = field(default_factory=dict)
+    # Calls in this file that hand initialize's optimizer to a project function reaching `.step()` on it, where
+    # that function is not reported itself (another caller hands it an optimizer of its own): the call -> where
+    # the step is (`model.state_saving_calls.optimizer_stepping_calls`, DSL302)
+    optimizer_stepping_calls: Mapping[tuple[int, int], Related] = field(default_factory=dict)
     # Calls in this file, in a function building `*TrainingArguments`, of a project function returning a model
     # that transformers' `from_pretrained` builds (`model.pretrained_loaders`): the call -> where it is loaded
     pretrained_loads: Mapping[tuple[int, int], Related] = field(default_factory=dict)
