@@ -38,14 +38,16 @@ class TorchAmpWithEnginePrecision(ScriptRule):
     severity = Severity.WARNING
     docs = RuleDocs(
         what="""
-            Flags `with torch.autocast(...)` (also `torch.cuda.amp.autocast`, `torch.amp.autocast`) whose body
+            Flags `with torch.autocast(...)` (also `torch.cuda.amp.autocast`, `torch.amp.autocast`, or a name bound
+            to one: `with ctx:`) whose body
             calls a DeepSpeed engine's forward, and `scaler.scale(loss)` with a torch `GradScaler` on a loss
             computed from an engine's output, when that engine's config is known (a dict literal or a JSON file)
             and enables `fp16` or `bf16`. An autocast switched on by a flag (`enabled=args.fp16`, `amp() if
             args.fp16 else nullcontext()`, or a name bound to `torch.cuda.amp.autocast if args.fp16 else
             nullcontext`) is flagged only when a dict written in the same function sets the engine's
             `fp16`/`bf16` `enabled` to that same flag (same name, same binding): both are then on together.
-            Other flags, a scaler with a non-literal `enabled=`, a config that cannot be read, and a config
+            An autocast chosen by a device test (`nullcontext() if device_type == "cpu" else autocast(...)`) is
+            on for the GPU the engine trains on. Other flags, a scaler with a non-literal `enabled=`, a config that cannot be read, and a config
             whose `torch_autocast` section is on (the engine then runs its own autocast) are not flagged.
         """,
         why="""
@@ -72,6 +74,19 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         """,
     )
     valid = (
+        # the autocast of a name chosen by the device: the config leaves fp16 and bf16 off
+        Valid(
+            """
+            from contextlib import nullcontext
+            import deepspeed, torch
+            device_type = "cuda"
+            ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type)
+            engine, *_ = deepspeed.initialize(model=model, config={"train_batch_size": 8})
+            def evaluate(x):
+                with ctx:
+                    return engine(x)
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -145,6 +160,21 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         ),
     )
     invalid = (
+        # a name bound to the autocast, chosen by a device test that picks it on the GPU the engine trains on
+        Invalid(
+            """
+            from contextlib import nullcontext
+            import deepspeed, torch
+            device_type = "cuda"
+            ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type)
+            config = {"train_batch_size": 8, "fp16": {"enabled": True}}
+            engine, *_ = deepspeed.initialize(model=model, config=config)
+            def evaluate(x):
+                with ctx:
+                    return engine(x)
+            """,
+            lines=(9,),
+        ),
         Invalid(
             """
             import deepspeed
@@ -237,10 +267,24 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         `torch.autocast(...)` (its `enabled=`), `amp() if flag else nullcontext()`, or a call of a name bound
         to `torch.cuda.amp.autocast if flag else nullcontext` in the same scope."""
         if isinstance(item, cst.IfExp):
-            if isinstance(item.body, cst.Call) and self.facts.qualified(item.body.func) in AUTOCAST:
-                found = self._autocast(item.body)
-                if found is not None and found[1] is None and _null_context(self.facts, item.orelse):
-                    return item.body, item.test
+            gpu = _on_gpu(self.facts, item.test)  # `nullcontext() if device_type == "cpu" else autocast(...)`
+            for arm, other, switch in ((item.body, item.orelse, True), (item.orelse, item.body, False)):
+                if not (isinstance(arm, cst.Call) and self.facts.qualified(arm.func) in AUTOCAST):
+                    continue
+                found = self._autocast(arm)
+                if found is None or found[1] is not None or not _null_context(self.facts, other):
+                    continue
+                if gpu is not None:
+                    return (arm, None) if gpu is switch else None
+                return (arm, item.test) if switch else None
+            return None
+        if isinstance(item, cst.Name):
+            # `ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(...)` ... `with ctx:`
+            binding = self.facts.binding_at(item.value, self.facts.scope_at(item), self.facts.start(item))
+            bound = binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
+            if isinstance(bound, (cst.Call, cst.IfExp)):
+                found = self._autocast(bound)
+                return (item, found[1]) if found is not None else None
             return None
         if not isinstance(item, cst.Call):
             return None
@@ -325,6 +369,26 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         here = facts.binding_at(root, facts.scope_at(condition), facts.start(condition))
         there = facts.binding_at(root, facts.scope_at(written), facts.start(written))
         return here is not None and here is there
+
+
+def _on_gpu(facts: ScriptFacts, test: cst.BaseExpression) -> bool | None:
+    """What a device test says on the GPU the engine trains on: `device_type == "cpu"` False, `"cuda" in device`
+    True; None for any other test. The subject must name a device (`device_type`, `args.device`)."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    left, right = test.left, target.comparator
+    operator = target.operator
+    if isinstance(left, cst.SimpleString) and isinstance(operator, (cst.In, cst.NotIn)):
+        subject, constant, equal = right, left.evaluated_value, isinstance(operator, cst.In)
+    elif isinstance(right, cst.SimpleString) and isinstance(operator, (cst.Equal, cst.NotEqual)):
+        subject, constant, equal = left, right.evaluated_value, isinstance(operator, cst.Equal)
+    else:
+        return None
+    name = dotted_name(subject)
+    if name is None or "device" not in name.rsplit(".", 1)[-1].lower() or constant not in ("cpu", "cuda"):
+        return None
+    return (constant == "cuda") is equal
 
 
 def _null_context(facts: ScriptFacts, node: cst.BaseExpression, called: bool = True) -> bool:
