@@ -80,6 +80,7 @@ CODES: tuple[str, ...] = (
     "DSL440",
     "DSL441",
     "DSL442",
+    "DSL443",
 )
 
 

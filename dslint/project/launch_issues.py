@@ -20,9 +20,11 @@ DSL422-DSL424, report them in the launcher):
   exclude_str are mutually exclusive."), and `--num_nodes` (without `--num_gpus` over 0 and without a hostfile)
   on a line that sets `CUDA_VISIBLE_DEVICES`, which the runner turns into `--include` before the same check.
   Each is a ValueError before any process starts.
+- `deepspeed_switch_value`: `--deepspeed ds.json` to a script whose `--deepspeed` is `add_config_arguments`'
+  switch (`action="store_true"`): its strict parser stops on the path, an unrecognized argument.
 - `local_rank_refused`: the `deepspeed` launcher appends `--local_rank=N` to the script's arguments
   (`launcher/launch.py`, unless `--no_local_rank`), and the script's own `argparse` parser has no such option and
-  parses strictly: every rank stops with "unrecognized arguments" (`dslint.project.local_rank`).
+  parses strictly: every rank stops with "unrecognized arguments" (`dslint.project.script_parser`).
 - `configless_trainer`: the `deepspeed` launcher starts a script whose Hugging Face Trainer no DeepSpeed config
   reaches (no `deepspeed=`, no `--deepspeed` in the launch for arguments parsed from the command line): it trains
   as plain DDP (`dslint.project.trainer_without_config`).
@@ -48,7 +50,7 @@ from dslint.model.summary import ModuleSummary, SummaryStore, dotted
 from dslint.project.inputs import absolute
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment, written_files
-from dslint.project.local_rank import refusing_parse
+from dslint.project.script_parser import refusing_parse, switch_only_parse
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.site_configs import shown_path
 from dslint.project.trainer_without_config import configless_trainer
@@ -134,6 +136,9 @@ def launch_issues(
         refusal = _local_rank_refusal(site, store, sources)
         if refusal is not None:
             issues.append(refusal)
+        switch = _switch_given_a_value(site, store, sources)
+        if switch is not None:
+            issues.append(switch)
         configless = _configless_trainer(site, store)
         if configless is not None:
             issues.append(configless)
@@ -346,7 +351,7 @@ def _missing(
 
 def _local_rank_refusal(site: LaunchSite, store: SummaryStore, sources: dict[str, bytes]) -> LaunchIssue | None:
     """`deepspeed train.py` where train.py's own parser refuses the `--local_rank=N` the launcher appends
-    (`dslint.project.local_rank`). Only the launches that start each rank through `launcher/launch.py`: the
+    (`dslint.project.script_parser`). Only the launches that start each rank through `launcher/launch.py`: the
     `deepspeed` runner without `--no_local_rank`, with no other multi-node backend (`--launcher openmpi` starts
     the script itself) and not under a wrapper that starts the processes (`srun`, `mpirun`)."""
     line, script = site.line, site.script
@@ -368,6 +373,31 @@ def _local_rank_refusal(site: LaunchSite, store: SummaryStore, sources: dict[str
     )
     end = line.column + len(line.tool)
     return LaunchIssue("local_rank_refused", line.line, line.column, end, line.script, related=(where,))
+
+
+_FILE_NAME = re.compile(r"[\w./~+-]*\w\.\w+")
+
+
+def _switch_given_a_value(site: LaunchSite, store: SummaryStore, sources: dict[str, bytes]) -> LaunchIssue | None:
+    """`train.py --deepspeed ds.json` where train.py's `--deepspeed` is only the switch
+    `deepspeed.add_config_arguments` adds (`dslint.project.script_parser`): the path is an unrecognized
+    argument, and the config option is `--deepspeed_config`."""
+    script = site.script
+    option = site.line.option("deepspeed")
+    # a file name as written (`ds.json`, `configs/zero2.json`), not `"$@"` or a redirection (`2>&1`)
+    if script is None or option is None or not option.value or not _FILE_NAME.fullmatch(option.value):
+        return None
+    data, summary = sources.get(script), store.get(script)
+    if data is None or summary is None:
+        return None
+    parse = switch_only_parse(summary, data)
+    if parse is None:
+        return None
+    where = Related(
+        shown_path(script), parse.lineno, parse.col_offset + 1, "takes --deepspeed as a switch (add_config_arguments)"
+    )
+    end = option.column + len("--deepspeed")
+    return LaunchIssue("deepspeed_switch_value", option.line, option.column, end, option.value, related=(where,))
 
 
 def _configless_trainer(site: LaunchSite, store: SummaryStore) -> LaunchIssue | None:

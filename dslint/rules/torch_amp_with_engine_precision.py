@@ -39,16 +39,16 @@ class TorchAmpWithEnginePrecision(ScriptRule):
     docs = RuleDocs(
         what="""
             Flags `with torch.autocast(...)` (also `torch.cuda.amp.autocast`, `torch.amp.autocast`, or a name bound
-            to one: `with ctx:`) whose body
-            calls a DeepSpeed engine's forward, and `scaler.scale(loss)` with a torch `GradScaler` on a loss
-            computed from an engine's output, when that engine's config is known (a dict literal or a JSON file)
-            and enables `fp16` or `bf16`. An autocast switched on by a flag (`enabled=args.fp16`, `amp() if
-            args.fp16 else nullcontext()`, or a name bound to `torch.cuda.amp.autocast if args.fp16 else
-            nullcontext`) is flagged only when a dict written in the same function sets the engine's
-            `fp16`/`bf16` `enabled` to that same flag (same name, same binding): both are then on together.
-            An autocast chosen by a device test (`nullcontext() if device_type == "cpu" else autocast(...)`) is
-            on for the GPU the engine trains on. Other flags, a scaler with a non-literal `enabled=`, a config that cannot be read, and a config
-            whose `torch_autocast` section is on (the engine then runs its own autocast) are not flagged.
+            to one: `with ctx:`) whose body calls a DeepSpeed engine's forward, and `scaler.scale(loss)` with a
+            torch `GradScaler` on a loss computed from an engine's output, when that engine's config is known (a
+            dict literal or a JSON file) and enables `fp16` or `bf16`. An autocast switched on by a flag
+            (`enabled=args.fp16`, `amp() if args.fp16 else nullcontext()`, or a name bound to
+            `torch.cuda.amp.autocast if args.fp16 else nullcontext`) is flagged only when a dict written in the
+            same function sets the engine's `fp16`/`bf16` `enabled` to that same flag (same name, same binding):
+            both are then on together. An autocast chosen by a device test (`nullcontext() if device_type ==
+            "cpu" else autocast(...)`) is on for the GPU the engine trains on. Other flags, a scaler with a
+            non-literal `enabled=`, a config that cannot be read, and a config whose `torch_autocast` section is
+            on (the engine then runs its own autocast) are not flagged.
         """,
         why="""
             With `fp16` or `bf16` enabled, the engine casts the module's parameters itself and, for fp16, scales

@@ -1,4 +1,6 @@
-"""Whether a script launched by `deepspeed` refuses the `--local_rank=N` the launcher appends (DSL434).
+"""What a launched script's own `argparse` parser makes of its command line: whether it refuses the
+`--local_rank=N` the `deepspeed` launcher appends (DSL434), and whether it takes `--deepspeed` only as the switch
+`deepspeed.add_config_arguments` adds, so that a path written after it is an unrecognized argument (DSL443).
 
 DeepSpeed's launcher (`launcher/launch.py`, 0.19.8) starts every rank as `python -u script --local_rank=N args...`
 unless the command says `--no_local_rank`. A script whose `argparse` parser has no option that `--local_rank`
@@ -11,11 +13,16 @@ be handed to any function but `deepspeed.add_config_arguments` (which adds only 
 and the old `--deepscale` pair), and the script must not read or edit `sys.argv` (counting it, `len(sys.argv)`,
 is fine: under the launcher it always holds `--local_rank`) or parse with `parse_known_args`. Any
 doubt (a parent parser, subcommands, other prefix characters, options built at run time): no answer.
+
+`add_config_arguments` adds `--deepspeed` as `action="store_true"` (0.19.8): `--deepspeed ds_config.json` leaves
+the path over, and a strict parser with no positional argument stops with "unrecognized arguments:
+ds_config.json" (the config option is `--deepspeed_config`).
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from dslint.model.summary import ModuleSummary
 
@@ -24,9 +31,38 @@ LAUNCHER_OPTION = "--local_rank"
 _CONFIG_ARGUMENTS = "deepspeed.add_config_arguments"
 
 
+@dataclass(frozen=True)
+class StrictParser:
+    """A script's one parser, known whole, that parses its command line strictly."""
+
+    parse: ast.Call  # the first `parser.parse_args()`
+    options: tuple[str, ...]  # every name `add_argument` gives (a positional's has no dash)
+    abbreviations: bool  # `allow_abbrev`
+    config_arguments: bool  # handed to `deepspeed.add_config_arguments`
+
+
 def refusing_parse(summary: ModuleSummary, data: bytes) -> ast.Call | None:
     """The `parser.parse_args()` call of the script that refuses `--local_rank=N`, or None when the script
     accepts it or its parsing is not known well enough to say."""
+    parser = strict_parser(summary, data)
+    if parser is None or any(_accepts(option, parser.abbreviations) for option in parser.options):
+        return None
+    return parser.parse
+
+
+def switch_only_parse(summary: ModuleSummary, data: bytes) -> ast.Call | None:
+    """The `parser.parse_args()` call of a script whose `--deepspeed` is only `add_config_arguments`'s switch
+    and that takes no positional argument: a value written after `--deepspeed` is an unrecognized argument."""
+    parser = strict_parser(summary, data)
+    if parser is None or not parser.config_arguments:
+        return None
+    if any(not option.startswith("-") or option == "--deepspeed" for option in parser.options):
+        return None
+    return parser.parse
+
+
+def strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
+    """The script's parser when it is known whole and parses strictly, else None."""
     if b"parse_known_args" in data or b"parse_intermixed" in data:
         return None
     tree = summary.tree
@@ -55,6 +91,7 @@ def refusing_parse(summary: ModuleSummary, data: bytes) -> ast.Call | None:
             abbreviations = bool(keyword.value.value)
     options: list[str] = []
     parses: list[ast.Call] = []
+    config_arguments = False
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             method = node.func.attr if isinstance(node.func, ast.Attribute) else None
@@ -70,11 +107,12 @@ def refusing_parse(summary: ModuleSummary, data: bytes) -> ast.Call | None:
             handed = any(_is_name(argument, name) for argument in (*node.args, *(k.value for k in node.keywords)))
             if handed and summary.qualified(node.func) != _CONFIG_ARGUMENTS:
                 return None  # the parser goes to a function that may add any option
+            config_arguments = config_arguments or handed
         elif isinstance(node, (ast.Return, ast.Yield)) and node.value is not None and _is_name(node.value, name):
             return None  # the parser itself leaves the function: its caller may add options
-    if not parses or any(_accepts(option, abbreviations) for option in options):
+    if not parses:
         return None
-    return parses[0]
+    return StrictParser(parses[0], tuple(options), abbreviations, config_arguments)
 
 
 def _argv_only_counted(tree: ast.Module) -> bool:
