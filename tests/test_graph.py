@@ -78,3 +78,25 @@ def test_graph_shows_model_builders(monkeypatch: pytest.MonkeyPatch) -> None:
     zoo = os.path.join("nets", "zoo.py")
     assert f"{zoo}:build_classifier() returns the model initialize receives at nested.py:26" in result.output
     assert "build_probe" not in result.output
+
+
+def test_a_module_launch_links_the_projects_module_and_drops_an_installed_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`deepspeed --module src.train` runs src/train.py with its config; `python -m pip` is no launch here."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "__init__.py").write_text("")
+    (tmp_path / "src" / "train.py").write_text(
+        "import deepspeed\nengine, *_ = deepspeed.initialize(model=model, config='ds.json')\n"
+    )
+    (tmp_path / "ds.json").write_text('{"train_batch_size": 8, "zero_optimization": {"stage": 2}}\n')
+    (tmp_path / "run.sh").write_text(
+        "python -m pip install -r requirements.txt\n"
+        "deepspeed --num_gpus=2 --module src.train --deepspeed_config ds.json\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["graph", "."])
+    assert result.exit_code == 0, result.output
+    assert f"run.sh:2: deepspeed -> {os.path.join('src', 'train.py')}" in result.output
+    assert "config ds.json via deepspeed_config: ZeRO stage 2" in result.output
+    assert "pip" not in result.output

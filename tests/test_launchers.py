@@ -36,6 +36,7 @@ echo train.py
         (6, "torch.distributed.launch", "finetune.py"),
         (7, "accelerate", "train_acc.py"),
         (8, "python3", "eval.py"),
+        (9, "python", "pip.py"),  # a module launch: the index drops a module of no file in the project
     ]
     assert launches[0].option("deepspeed_config").value == "ds.json"  # type: ignore[union-attr]
     assert launches[1].option("deepspeed").value == "ds_z3.json"  # type: ignore[union-attr]
@@ -116,6 +117,25 @@ cd ~/elsewhere && deepspeed f.py
         ("e.py", "training"),  # a directory built at run time is not guessed: the last known one stays
         ("f.py", "training"),
     ]
+
+
+def test_a_module_launch_runs_the_modules_file() -> None:
+    text = """python -m pkg.train --epochs 2
+deepspeed --num_gpus=1 --module src.training.train --config configs/train.yaml
+torchrun --nproc_per_node 2 -m tools.finetune
+python -m torch.distributed.launch --nproc_per_node 2 run.py
+python -m pip install -r requirements.txt
+"""
+    launches = parse_shell("run.sh", text)
+    assert [(lnch.tool, lnch.script, lnch.module) for lnch in launches] == [
+        ("python", "pkg/train.py", "pkg.train"),
+        ("deepspeed", "src/training/train.py", "src.training.train"),
+        ("torchrun", "tools/finetune.py", "tools.finetune"),
+        ("torch.distributed.launch", "run.py", ""),
+        ("python", "pip.py", "pip"),  # the index drops a module of no file in the project
+    ]
+    assert launches[0].option("epochs").value == "2"  # type: ignore[union-attr]
+    assert launches[1].launcher_option("num_gpus").value == "1"  # type: ignore[union-attr]
 
 
 def test_cd_into_a_clone_enters_this_repository() -> None:

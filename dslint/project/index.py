@@ -379,7 +379,7 @@ def _read_launchers(
         document = name.endswith(DOCUMENT_LAUNCHER_SUFFIXES)
         # a tutorial's pasted config (`document_configs.py`): a cheap test of the bytes first
         pasted = name.endswith(DOCUMENT_CONFIG_SUFFIXES) and may_hold_config(data)
-        if b".py" not in data and not pasted:
+        if b".py" not in data and b"-m" not in data and not pasted:  # a script, or a module (`-m`, `--module`)
             continue
         passed: list[DocumentLaunch] = []  # the document's launches passing a config file
         if document:
@@ -391,6 +391,8 @@ def _read_launchers(
         scripts: dict[int, str | None] = {}
         for line in lines:
             script = find_written(line.script, launcher, roots, line.directory)
+            if script is None and line.module:
+                continue  # `python -m pip ...`: a module of no file here is an installed one, not the project's
             run_from = None  # a document's command written to be run from its script's folder
             if script is None and document:
                 script = documented_script(line.script, absolute(launcher), by_name)

@@ -92,6 +92,8 @@ class LaunchLine:
     # The launcher's own short options, as written (`-H`, `-i`): `launcher_options` holds only `--name` ones.
     launcher_short_options: tuple[str, ...] = ()
     spawned_by: str = ""  # the wrapper that starts the processes itself (`srun`, `mpirun`), if any
+    # The module a `-m`/`--module` launch runs (`pkg.train`; `script` is then its file, `pkg/train.py`), else ""
+    module: str = ""
     # Every launcher word before the script, with its line and column (`deepspeed --num_gpus 2 python x.py`).
     launcher_words: tuple[tuple[str, int, int], ...] = ()
 
@@ -417,7 +419,7 @@ def _launch_in(
     path: str, number: int, original: str, segment: str, target: str | None, exported: dict[str, str] | None = None
 ) -> LaunchLine | None:
     plain = unquoted(segment)
-    if ".py" not in plain or not any(word in plain for word in _LAUNCHER_STEMS):
+    if (".py" not in plain and "-m" not in plain) or not any(word in plain for word in _LAUNCHER_STEMS):
         return None  # no launcher word and script, whatever shlex makes of it: most lines of a shell script
     try:
         words = shlex.split(segment)
@@ -454,11 +456,17 @@ def _launch_in(
         if not rest or rest[0] != "launch":
             return None
         rest = rest[1:]
-    if head in ("python", "python3") and len(rest) >= 2 and rest[0] == "-m":
-        if rest[1] not in LAUNCH_MODULES:
-            return None
+    if head in ("python", "python3") and len(rest) >= 2 and rest[0] == "-m" and rest[1] in LAUNCH_MODULES:
         tool, rest = rest[1], rest[2:]
-    script_at = next((i for i, word in enumerate(rest) if word.endswith(".py")), None)
+    module_at = _module_at(rest)
+    module = rest[module_at] if module_at is not None else ""
+    if module_at is not None:
+        # `python -m pkg.train`, `deepspeed --module pkg.train`, `torchrun -m pkg.train`: the module's file, as
+        # run from the folder the command runs in
+        rest = [*rest[: module_at - 1], rest[module_at].replace(".", "/") + ".py", *rest[module_at + 1 :]]
+        script_at: int | None = module_at - 1
+    else:
+        script_at = next((i for i, word in enumerate(rest) if word.endswith(".py")), None)
     if script_at is None:
         return None
     launcher_words = rest[:script_at]
@@ -491,7 +499,23 @@ def _launch_in(
         ),
         spawned_by=spawned_by,
         launcher_words=_positioned(launcher_words, original, words[index], number),
+        module=module,
     )
+
+
+_MODULE_FLAGS = ("-m", "--module")
+_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _module_at(rest: list[str]) -> int | None:
+    """Where the module name is in a launch of a module (`-m pkg.train`, `--module pkg.train`): the word right
+    after the flag, before any `.py` script; None for a launch of a file."""
+    for index, word in enumerate(rest):
+        if word.endswith(".py"):
+            return None
+        if word in _MODULE_FLAGS and index + 1 < len(rest) and _MODULE_NAME.fullmatch(rest[index + 1]):
+            return index + 1
+    return None
 
 
 def _positioned(words: list[str], original: str, head: str, first_line: int) -> tuple[tuple[str, int, int], ...]:

@@ -14,7 +14,13 @@ from dslint.project.evidence import evidence
 from dslint.script.facts import Role, method_name
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.names import dotted_name
-from dslint.script.one_rank import one_rank_conjunction, one_rank_decorators, rest_on_one_rank, runs_on_one_rank
+from dslint.script.one_rank import (
+    one_process_launches,
+    one_rank_conjunction,
+    one_rank_decorators,
+    rest_on_one_rank,
+    runs_on_one_rank,
+)
 
 _METHODS = frozenset({"save_checkpoint", "save_16bit_model", "save_state", "save_model", "get_state_dict"})
 GATHER_KEYS = (
@@ -75,7 +81,8 @@ class CollectiveSaveOnOneRank(ScriptRule):
             or in one that imports the calling module; a plugin of another project in the same repository does
             not); and, under
             ZeRO-3 only, `engine.save_16bit_model(...)` with the 16-bit gather on, accelerate's
-            `get_state_dict` / `save_model`, and the Hugging Face Trainer's `save_model`.
+            `get_state_dict` / `save_model`, and the Hugging Face Trainer's `save_model`. Left alone: a script
+            that every launch the project holds starts as one process (`deepspeed --num_gpus=1`).
         """,
         why="""
             `DeepSpeedEngine.save_checkpoint` (`runtime/engine.py`, 0.19.8) starts with `dist.barrier()`,
@@ -101,6 +108,16 @@ class CollectiveSaveOnOneRank(ScriptRule):
         """,
     )
     valid = (
+        # The project starts the script as one process only: rank 0 is every rank.
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            if engine.global_rank == 0:
+                engine.save_checkpoint("out")
+            """,
+            files=(("run.sh", "deepspeed --num_gpus=1 train.py\n"), ("ds.json", '{"train_batch_size": 8}\n')),
+        ),
         # The other ranks leave only after the save; a rank test without an exit leaves nothing to one rank.
         Valid(
             """
@@ -400,6 +417,8 @@ class CollectiveSaveOnOneRank(ScriptRule):
     def leave_Module(self, original_node: cst.Module) -> None:
         if not self.candidates or not (self.regions or self.rests):
             return
+        if one_process_launches(self.facts):
+            return  # the project launches it as one process: rank 0 is every rank
         spans = [self.context.span(region) for region in self.regions]
         spans += [(self.context.span(first)[0], self.context.span(last)[1]) for first, last in self.rests]
         for call in self.candidates:

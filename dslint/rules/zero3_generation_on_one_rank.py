@@ -12,6 +12,7 @@ from dslint.project.config_link import ResolvedConfig, resolve_config, trainer_c
 from dslint.script.facts import Role
 from dslint.script.names import dotted_name
 from dslint.script.one_rank import (
+    one_process_launches,
     one_rank_decorators,
     one_rank_first,
     one_rank_flag,
@@ -56,7 +57,8 @@ class Zero3GenerationOnOneRank(ScriptRule):
             `trainer.is_world_process_zero()`, inside `with training_args.main_process_first():`, after an `if`
             that sends every other rank away (`if rank != 0: return`, `if not accelerator.is_main_process:
             continue`: the rest of that block), or in a function whose decorator runs it on one rank
-            (`@rank_zero_only`). A `transformers.pipeline(...)` built there
+            (`@rank_zero_only`). Left alone: a script that every launch the project holds starts as one process
+            (`deepspeed --num_gpus=1`). A `transformers.pipeline(...)` built there
             over that model counts as its generate. The stage
             comes from the file's `initialize` or Trainer config, or the `--deepspeed` config its launchers give.
         """,
@@ -214,6 +216,8 @@ class Zero3GenerationOnOneRank(ScriptRule):
     def leave_Module(self, original_node: cst.Module) -> None:
         if not (self.candidates or self.pipelines) or not (self.regions or self.rests):
             return
+        if one_process_launches(self.facts):
+            return  # the project launches it as one process: rank 0 is every rank
         config = self._zero3()
         if config is None:
             return

@@ -115,6 +115,13 @@ def rest_on_one_rank(
     return None
 
 
+def one_process_launches(facts: ScriptFacts) -> bool:
+    """Every launch of this script the project holds starts one process in all (`deepspeed --num_gpus=1`): rank 0
+    is the only rank, so a collective it enters alone waits for no one."""
+    project = facts.project
+    return project is not None and bool(project.launches) and all(launch.ranks == 1 for launch in project.launches)
+
+
 def one_rank_first(node: cst.With) -> bool:
     """`with x.main_process_first(...):`."""
     for item in node.items:
