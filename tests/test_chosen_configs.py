@@ -4,6 +4,7 @@ size applies to them (DSL407), fixtures/projects/chosen_configs both ways."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from fixture_support import FIXTURES
 
@@ -83,3 +84,30 @@ def test_a_helper_call_handed_to_initialize_is_a_config_builder() -> None:
             "fixtures/projects/built_offload/train_offload.py:20)",
         )
     ]
+
+
+def test_a_builders_dict_the_caller_edits_is_still_its_config(tmp_path: Path) -> None:
+    """`if ds_config is None: ds_config = get_ds_config()`, then nested item writes into it before initialize:
+    the writes fill the dict (they bind nothing), so the builder's dict is still the config initialize gets."""
+    (tmp_path / "settings.py").write_text(
+        "def get_ds_config():\n"
+        "    return {\n"
+        '        "train_batch_size": 16,\n'
+        '        "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 10}},\n'
+        '        "wandb": {"enabled": True, "project": "p", "name": "run"},\n'
+        "    }\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import deepspeed\n"
+        "from settings import get_ds_config\n"
+        "def train(model, ds_config=None):\n"
+        "    if ds_config is None:\n"
+        "        ds_config = get_ds_config()\n"
+        '    ds_config["scheduler"]["params"]["warmup_num_steps"] = 100\n'
+        "    engine, *_ = deepspeed.initialize(model=model, config=ds_config)\n"
+    )
+    files = discover([str(tmp_path)]).files
+    index = index_project(files, [str(tmp_path)])
+    results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
+    found = [(os.path.basename(d.path), d.start.line, d.code) for r in results for d in r.diagnostics]
+    assert found == [("settings.py", 5, "DSL403")]

@@ -113,7 +113,8 @@ def _bindings(scope: ast.AST) -> tuple[dict[str, list[ast.AST]], list[tuple[ast.
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
+                    # `cfg["scheduler"]["params"]["total_num_steps"] = n` writes into the dict: no new binding
+                    if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
                         bound.setdefault(name.id, []).append(node.value if target is name else target)
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
             targets: list[ast.expr | None] = (
