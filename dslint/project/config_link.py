@@ -30,6 +30,7 @@ from dslint.diagnostics import Related
 from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
 from dslint.model.engine import Engine
 from dslint.model.library import is_training_arguments_name
+from dslint.project.arguments_files import argument_file_configs
 from dslint.project.caller_configs import caller_arguments, strongest
 from dslint.project.config_access import NotRead, not_a_config_text, project_top, refusal
 from dslint.project.config_edits import (
@@ -309,7 +310,8 @@ def trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
 
 def training_arguments_configs(context: ScriptContext) -> list[ResolvedConfig] | None:
     """The DeepSpeed configs the Hugging Face Trainer of this script may run with: every `*TrainingArguments(
-    deepspeed=...)` of the file, or, when it builds none and parses them from the command line, each
+    deepspeed=...)` of the file and the `deepspeed` of each arguments file it parses by a written path
+    (`project.arguments_files`), or, when it has none of those and parses them from the command line, each
     `--deepspeed ds.json` its launchers give. None when one of them cannot be read (the answer would be partial)."""
     found: list[ResolvedConfig] = []
     explicit = False
@@ -318,6 +320,12 @@ def training_arguments_configs(context: ScriptContext) -> list[ResolvedConfig] |
         if isinstance(expression, cst.Name) and expression.value == "None":
             continue
         resolved = _resolve_expression(context, expression, depth=0, origin=Origin.TRAINER)
+        if resolved is None:
+            return None
+        found.append(resolved)
+    for path, named in argument_file_configs(context):  # `parser.parse_json_file("config.json")`
+        explicit = True
+        resolved = launched_file(path, Origin.TRAINER, (named,))
         if resolved is None:
             return None
         found.append(resolved)

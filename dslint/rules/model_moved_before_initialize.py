@@ -67,9 +67,10 @@ class ModelMovedBeforeInitialize(ScriptRule):
             (its own `DeepSpeedPlugin`, or an `accelerate launch` whose YAML has `distributed_type: DEEPSPEED`), a
             move of the model that `accelerator.prepare` receives is flagged the same way: `prepare` hands it to
             `deepspeed.initialize`. So is a move of the model a Hugging Face `*Trainer(model=...)` receives when
-            its TrainingArguments carry a DeepSpeed config (`deepspeed=` in the file, or the `--deepspeed` every
-            launch of a script that parses its arguments gives): the Trainer builds the engine through
-            accelerate.
+            its TrainingArguments carry a DeepSpeed config (`deepspeed=` in the file, the `deepspeed` of an
+            arguments file it parses by a written path, `parser.parse_json_file("args.json")`, or the
+            `--deepspeed` every launch of a script that parses its arguments gives): the Trainer builds the
+            engine through accelerate.
         """,
         why="""
             `deepspeed.initialize` moves the module to its rank's device itself (DeepSpeedEngine
@@ -99,6 +100,19 @@ class ModelMovedBeforeInitialize(ScriptRule):
     )
     valid: ClassVar[Sequence[Valid]] = (
         # the Trainer runs without DeepSpeed: it places the model itself, and the move is the user's choice
+        # an arguments file from the command line only: which config, if any, is not known
+        Valid(
+            """
+            import sys
+            import transformers
+            from transformers import Trainer, TrainingArguments
+            parser = transformers.HfArgumentParser((TrainingArguments,))
+            (training_args,) = parser.parse_json_file(json_file=sys.argv[1])
+            model = build_model().to("cuda")
+            trainer = Trainer(model=model, args=training_args)
+            """,
+            files=(("args.json", '{"output_dir": "out", "deepspeed": "ds.json"}\n'), ("ds.json", "{}\n")),
+        ),
         Valid(
             """
             from transformers import Trainer, TrainingArguments
@@ -201,6 +215,27 @@ class ModelMovedBeforeInitialize(ScriptRule):
     invalid: ClassVar[Sequence[Invalid]] = (
         # the Trainer hands the model to deepspeed.initialize: the move before it is the engine's job
         # the model moved, then wrapped (with a move of the wrapper chained on): both moves are the engine's job
+        # the Trainer's arguments come from a JSON file whose `deepspeed` names the config
+        Invalid(
+            """
+            import transformers
+            from transformers import Trainer, TrainingArguments
+            parser = transformers.HfArgumentParser((TrainingArguments,))
+            (training_args,) = parser.parse_json_file(json_file="args.json")
+            model = build_model().to("cuda")
+            trainer = Trainer(model=model, args=training_args)
+            """,
+            lines=(6,),
+            files=(("args.json", '{"output_dir": "out", "deepspeed": "ds.json"}\n'), ("ds.json", "{}\n")),
+            fixed="""
+            import transformers
+            from transformers import Trainer, TrainingArguments
+            parser = transformers.HfArgumentParser((TrainingArguments,))
+            (training_args,) = parser.parse_json_file(json_file="args.json")
+            model = build_model().to("cuda")
+            trainer = Trainer(model=model, args=training_args)
+            """,
+        ),
         Invalid(
             """
             import deepspeed, torch
