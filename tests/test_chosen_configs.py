@@ -111,3 +111,35 @@ def test_a_builders_dict_the_caller_edits_is_still_its_config(tmp_path: Path) ->
     results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
     found = [(os.path.basename(d.path), d.start.line, d.code) for r in results for d in r.diagnostics]
     assert found == [("settings.py", 5, "DSL403")]
+
+
+def test_a_config_the_launcher_writes_itself_takes_no_world_size_from_it(tmp_path: Path) -> None:
+    """`cat <<EOF > $DS_CONFIG` before the launch: the committed file's batch numbers are not what that launch runs,
+    so its 4 processes say nothing of them; a launch passing the committed file as it is still does."""
+    (tmp_path / "train.py").write_text(
+        "import argparse, deepspeed\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--local_rank', type=int, default=-1)\n"
+        "parser = deepspeed.add_config_arguments(parser)\n"
+        "args = parser.parse_args()\n"
+        "engine, *_ = deepspeed.initialize(args=args, model=model)\n"
+    )
+    (tmp_path / "ds_config.json").write_text('{"train_batch_size": 6, "train_micro_batch_size_per_gpu": 1}\n')
+    writes = (
+        "DS_CONFIG=ds_config.json\n"
+        "cat <<EOT > $DS_CONFIG\n"
+        '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4}\n'
+        "EOT\n"
+        "deepspeed --num_gpus 4 train.py --deepspeed --deepspeed_config $DS_CONFIG\n"
+    )
+
+    def batch_findings() -> list[str]:
+        files = discover([str(tmp_path)]).files
+        index = index_project(files, [str(tmp_path)])
+        results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
+        return [d.code for r in results for d in r.diagnostics if d.code == "DSL407"]
+
+    (tmp_path / "run.sh").write_text(writes)
+    assert batch_findings() == []
+    (tmp_path / "run.sh").write_text(writes.replace("cat <<EOT > $DS_CONFIG", "cat <<EOT > /tmp/other.json"))
+    assert batch_findings() == ["DSL407"]

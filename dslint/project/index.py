@@ -61,7 +61,7 @@ from dslint.project.inputs import absolute as absolute
 from dslint.project.inputs import exists, find_written, is_file, read_input
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, file_names_under, launch_issues
-from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell
+from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, written_files
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.site_configs import shown_path
@@ -431,7 +431,9 @@ def _read_launchers(
                 index.sites.append(site)
             if launch.config.config_path is not None:
                 data = read_input(script) if script is not None else None  # read once for what follows
-                if world.ranks is not None:
+                # a config the launcher writes itself before it starts (`cat <<EOF > $DS_CONFIG`) is not the
+                # committed file's numbers: that launch's world size says nothing of them
+                if world.ranks is not None and not _writes_launched(line, text, document):
                     source = data if script is not None and script.endswith(".py") else None
                     ranks, how = data_parallel_ranks(world.ranks, world.source, source)
                     if ranks is not None:
@@ -460,6 +462,14 @@ def _read_launchers(
         if not document and "akefile" not in name and not name.endswith(".mk") and ("<<" in text or "echo '" in text):
             written = written_config_issues(text, lines, functools.partial(_launch_reader, scripts))
             index.launch_issues.setdefault(absolute(launcher), []).extend(written)
+
+
+def _writes_launched(line: LaunchLine, text: str, document: bool) -> bool:
+    """Whether a shell launcher writes the config file it passes (a heredoc or redirection to the same path)."""
+    option = line.config_option()
+    if document or option is None or not option.value:
+        return False
+    return os.path.normpath(option.value) in written_files(text)
 
 
 def _document_launch(launch: Launch, world: WorldSize) -> list[DocumentLaunch]:
