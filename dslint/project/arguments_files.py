@@ -20,8 +20,7 @@ import libcst as cst
 
 from dslint.diagnostics import Related
 from dslint.project.config_edits import module_index
-from dslint.project.inputs import find_written, read_input
-from dslint.project.site_configs import shown_path
+from dslint.project.inputs import find_written, read_input, shown_path
 from dslint.script.context import ScriptContext
 from dslint.script.facts import BindingKind, method_name
 from dslint.script.names import dotted_name

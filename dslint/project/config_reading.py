@@ -18,10 +18,9 @@ from dslint.model.library import TRL_TRAINING_ARGUMENTS
 from dslint.model.summary import SummaryStore
 from dslint.project.chosen_configs import chosen_configs
 from dslint.project.config_readers import opened_configs, option_readers, replaced_keys
-from dslint.project.inputs import absolute, find_written, read_input
+from dslint.project.inputs import absolute, find_written, read_input, shown_path
 from dslint.project.launchers import LaunchLine
 from dslint.project.shell_directories import UNKNOWN_VALUE
-from dslint.project.site_configs import shown_path
 from dslint.script.project_facts import LaunchedConfig, LaunchWorldSize
 
 

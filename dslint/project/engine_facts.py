@@ -28,7 +28,8 @@ from dslint.model.state_saving_calls import (
     state_saving_calls,
 )
 from dslint.model.values import InitSite
-from dslint.project.site_configs import engine_config, shown_path
+from dslint.project.inputs import shown_path
+from dslint.project.site_configs import engine_config
 from dslint.script.project_facts import ParameterFact, ProjectFacts, ReturnFact
 
 

@@ -58,13 +58,12 @@ from dslint.project.engine_facts import (
     record_state_saving_calls,
 )
 from dslint.project.inputs import absolute as absolute
-from dslint.project.inputs import exists, find_written, is_file, read_input
+from dslint.project.inputs import exists, find_written, is_file, read_input, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, file_names_under, launch_issues
 from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, written_files
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.shell_directories import UNKNOWN_VALUE
-from dslint.project.site_configs import shown_path
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
 from dslint.project.written_configs import written_config_issues
 from dslint.script.project_facts import (

@@ -52,6 +52,12 @@ def absolute(path: str | Path) -> str:
     return os.path.normpath(os.path.abspath(str(path)))
 
 
+def shown_path(path: str) -> str:
+    """A path as findings show it: relative to the current directory when below it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
 def find_written(name: str, near: str, roots: Sequence[str], directory: str = "") -> str | None:
     """A path written in a launcher: the launcher's directory and its parents up to a checked root, then the
     roots themselves (launchers are run from the repository root or from their own directory). After a `cd`

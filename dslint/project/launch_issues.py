@@ -47,12 +47,11 @@ from dataclasses import dataclass
 
 from dslint.diagnostics import Related
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
-from dslint.project.inputs import absolute
+from dslint.project.inputs import absolute, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment, written_files
 from dslint.project.script_parser import refusing_parse, switch_only_parse
 from dslint.project.shell_directories import UNKNOWN_VALUE
-from dslint.project.site_configs import shown_path
 from dslint.project.trainer_without_config import configless_trainer
 
 # Words whose presence in a module means it may read the command line (any argument parser, or sys.argv).

@@ -15,14 +15,8 @@ from dslint.model.engine import EngineConfig
 from dslint.model.summary import SummaryStore
 from dslint.model.values import InitSite
 from dslint.project.built_configs import built_stage
-from dslint.project.inputs import is_file
+from dslint.project.inputs import is_file, shown_path
 from dslint.script.project_facts import LaunchedConfig, ProjectFacts
-
-
-def shown_path(path: str) -> str:
-    """A path as findings show it: relative to the current directory when below it."""
-    relative = os.path.relpath(path)
-    return path if relative.startswith("..") else relative
 
 
 def config_stage(path: str, named_by: str | None = None) -> int | None:

@@ -23,6 +23,17 @@ from dslint.script.names import dotted_name
 MOVE_CALLS = ("cuda", "to")  # every move DSL101 reports is one of these calls
 
 
+# a Trainer whose arguments come from a JSON file naming a DeepSpeed config
+_ARGS_FILE = """
+    import sys
+    from transformers import HfArgumentParser, Trainer, TrainingArguments
+    (training_args,) = HfArgumentParser((TrainingArguments,)).parse_json_file(json_file="args.json")
+    model = build_model().to("cuda")
+    trainer = Trainer(model=model, args=training_args)
+"""
+_ARGS_FILES = (("args.json", '{"output_dir": "out", "deepspeed": "ds.json"}\n'), ("ds.json", "{}\n"))
+
+
 class ModelMovedBeforeInitialize(ScriptRule):
     code = "DSL101"
     slug = "model-moved-before-initialize"
@@ -101,18 +112,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
     valid: ClassVar[Sequence[Valid]] = (
         # the Trainer runs without DeepSpeed: it places the model itself, and the move is the user's choice
         # an arguments file from the command line only: which config, if any, is not known
-        Valid(
-            """
-            import sys
-            import transformers
-            from transformers import Trainer, TrainingArguments
-            parser = transformers.HfArgumentParser((TrainingArguments,))
-            (training_args,) = parser.parse_json_file(json_file=sys.argv[1])
-            model = build_model().to("cuda")
-            trainer = Trainer(model=model, args=training_args)
-            """,
-            files=(("args.json", '{"output_dir": "out", "deepspeed": "ds.json"}\n'), ("ds.json", "{}\n")),
-        ),
+        Valid(_ARGS_FILE.replace('json_file="args.json"', "json_file=sys.argv[1]"), files=_ARGS_FILES),
         Valid(
             """
             from transformers import Trainer, TrainingArguments
@@ -215,27 +215,8 @@ class ModelMovedBeforeInitialize(ScriptRule):
     invalid: ClassVar[Sequence[Invalid]] = (
         # the Trainer hands the model to deepspeed.initialize: the move before it is the engine's job
         # the model moved, then wrapped (with a move of the wrapper chained on): both moves are the engine's job
-        # the Trainer's arguments come from a JSON file whose `deepspeed` names the config
-        Invalid(
-            """
-            import transformers
-            from transformers import Trainer, TrainingArguments
-            parser = transformers.HfArgumentParser((TrainingArguments,))
-            (training_args,) = parser.parse_json_file(json_file="args.json")
-            model = build_model().to("cuda")
-            trainer = Trainer(model=model, args=training_args)
-            """,
-            lines=(6,),
-            files=(("args.json", '{"output_dir": "out", "deepspeed": "ds.json"}\n'), ("ds.json", "{}\n")),
-            fixed="""
-            import transformers
-            from transformers import Trainer, TrainingArguments
-            parser = transformers.HfArgumentParser((TrainingArguments,))
-            (training_args,) = parser.parse_json_file(json_file="args.json")
-            model = build_model().to("cuda")
-            trainer = Trainer(model=model, args=training_args)
-            """,
-        ),
+        # the Trainer's arguments come from a JSON file whose `deepspeed` names the config (no safe fix)
+        Invalid(_ARGS_FILE, lines=(5,), files=_ARGS_FILES, fixed=_ARGS_FILE),
         Invalid(
             """
             import deepspeed, torch

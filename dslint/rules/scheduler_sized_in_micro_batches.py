@@ -9,7 +9,7 @@ from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import resolve_config
 from dslint.project.engine_config import configured_accumulation_steps
-from dslint.project.site_configs import shown_path
+from dslint.project.inputs import shown_path
 from dslint.script.facts import InitializeCall
 from dslint.script.loop import is_accumulation_steps
 

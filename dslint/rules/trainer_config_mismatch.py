@@ -11,7 +11,7 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import TRL_TRAINING_ARGUMENTS
 from dslint.project.config_edits import literal_value, module_index
 from dslint.project.config_link import ResolvedConfig, resolve_config_expression
-from dslint.project.site_configs import shown_path
+from dslint.project.inputs import shown_path
 from dslint.project.trainer_matches import (
     MATCHED_FIELDS,
     Mismatch,
