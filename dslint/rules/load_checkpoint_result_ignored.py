@@ -19,6 +19,10 @@ from dslint.script.names import dotted_name
 _EXISTENCE = re.compile(r"(?:\bexists|\bisdir|\bisfile|\bis_dir|\bis_file|\blexists)\(")
 
 
+# string methods whose result is unpacked into strings, never None
+_SPLITS = frozenset({"split", "rsplit", "partition", "rpartition", "splitlines"})
+
+
 class LoadCheckpointResultIgnored(ScriptRule):
     code = "DSL205"
     slug = "load-checkpoint-result-ignored"
@@ -31,7 +35,8 @@ class LoadCheckpointResultIgnored(ScriptRule):
             (`_, client_state = engine.load_checkpoint(...)` is not flagged: a script that then reads
             `client_state[...]` fails loudly on the `None`.) Nor is a call given a tag that is never None (a
             string literal or f-string, `str(...)`, a string built with `+` or `%`, `os.path.basename(...)`, a
-            name bound to one of these or unpacked from `os.path.split(...)`): with a tag, a missing checkpoint
+            name bound to one of these or unpacked from `os.path.split(...)` or a string's `split(...)`): with a
+            tag, a missing checkpoint
             raises instead; nor a tag the call is guarded by (`if tag is not None:`, `if tag:`) or a parameter
             annotated `str` without a default. A tag that may be None (`tag=args.tag`, an option without a default)
             is flagged.
@@ -123,6 +128,8 @@ class LoadCheckpointResultIgnored(ScriptRule):
             engine.load_checkpoint(args.save_dir, f"global_step{args.step}")
             name = "best"
             engine.load_checkpoint(args.save_dir, tag=name)
+            *parts, last = args.resume_from.split("/")
+            engine.load_checkpoint("/".join(parts), tag=last)
             """
         ),
         Valid(
@@ -269,7 +276,7 @@ class LoadCheckpointResultIgnored(ScriptRule):
     def _never_none(self, value: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:
         """Whether `value` is a string (or number) on every path: literals, f-strings, `str(...)`, strings built
         with `+` or `%`, `os.path.basename(...)`, a name bound to one of these or unpacked from
-        `os.path.split(...)`."""
+        `os.path.split(...)` or a string's `split`/`rsplit`/`partition`."""
         if depth > 4:
             return False
         if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer)):
@@ -294,10 +301,12 @@ class LoadCheckpointResultIgnored(ScriptRule):
             if binding.value is not None:
                 return self._never_none(binding.value, binding.statement or at, depth + 1)
             statement = binding.statement
-            return (
-                isinstance(statement, cst.Assign)
-                and isinstance(statement.value, cst.Call)
-                and facts.qualified(statement.value.func) == "os.path.split"
+            if not (isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call)):
+                return False
+            func = statement.value.func
+            # `head, tag = os.path.split(path)`, `*parts, tag = path.split("/")`: each part is a string
+            return facts.qualified(func) == "os.path.split" or (
+                isinstance(func, cst.Attribute) and func.attr.value in _SPLITS
             )
         return False
 
