@@ -11,6 +11,7 @@ from dslint.script.facts import InitializeCall, ScriptFacts, method_name
 from dslint.script.inference import InferenceMoves, pending_inference
 from dslint.script.model_moves import ModelMoves
 from dslint.script.names import dotted_name
+from dslint.script.one_rank import one_process_launches
 
 TORCH_GENERATOR = "torch.Generator"  # torch.Generator(device="cpu"): the device is the first argument
 
@@ -33,7 +34,9 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
             model itself are DSL101. The same holds before a tensor-parallel `deepspeed.init_inference`
             (`mp_size` not the literal 1), which sets the rank's device from LOCAL_RANK when it runs. A use on a
             path that never reaches the `initialize` call (an arm ending in `return` before it, the other arm of
-            `if args.deepspeed:`) is not flagged: no engine comes on that path.
+            `if args.deepspeed:`) is not flagged: no engine comes on that path. Nor is a script that every launch
+            the project holds starts as one process (`python train.py`, `deepspeed --num_gpus=1`): cuda:0 is then
+            the only rank's own device.
         """,
         why="""
             `"cuda"` means the current device, and each process starts with cuda:0 as its current device.
@@ -56,6 +59,15 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
         fix_safety="There is no automatic fix: where the tensor should live depends on the script.",
     )
     valid = (
+        # the project starts the script as one process only: cuda:0 is its own device
+        Valid(
+            """
+            import deepspeed, torch
+            batch = torch.randn(4, 8).cuda()
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            """,
+            files=(("run.sh", "python train.py\n"), ("ds.json", '{"train_batch_size": 4}\n')),
+        ),
         Valid(
             """
             import deepspeed, torch
@@ -209,8 +221,11 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
     def visit_Module(self, node: cst.Module) -> None:
         self.moves = ModelMoves(self.facts)
         self.inference_moves = InferenceMoves(self.facts)
+        self.one_process = one_process_launches(self.facts)  # cuda:0 is the only rank's own device
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.one_process:
+            return
         message = None
         if self._pending_initialize(node) is None:
             inference = pending_inference(self.facts, node)
