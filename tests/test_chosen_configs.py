@@ -143,3 +143,32 @@ def test_a_config_the_launcher_writes_itself_takes_no_world_size_from_it(tmp_pat
     assert batch_findings() == []
     (tmp_path / "run.sh").write_text(writes.replace("cat <<EOT > $DS_CONFIG", "cat <<EOT > /tmp/other.json"))
     assert batch_findings() == ["DSL407"]
+
+
+def test_a_builders_writes_on_exclusive_paths_are_each_their_own_config(tmp_path: Path) -> None:
+    """`if precision == "fp16": cfg["fp16"] = ... elif precision == "bf16": cfg["bf16"] = ...`: one precision per
+    run, so no config has both; written one after the other, both are on."""
+    builder = (
+        "def get_ds_config(precision):\n"
+        '    cfg = {"train_batch_size": 8}\n'
+        '    if precision == "fp16":\n'
+        '        cfg["fp16"] = {"enabled": True}\n'
+        '    elif precision == "bf16":\n'
+        '        cfg["bf16"] = {"enabled": True}\n'
+        "    return cfg\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import deepspeed\nfrom ds_utils import get_ds_config\n"
+        "engine, *_ = deepspeed.initialize(model=model, config=get_ds_config(args.precision))\n"
+    )
+
+    def codes() -> list[str]:
+        files = discover([str(tmp_path)]).files
+        index = index_project(files, [str(tmp_path)])
+        results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
+        return [d.code for r in results for d in r.diagnostics]
+
+    (tmp_path / "ds_utils.py").write_text(builder)
+    assert codes() == []
+    (tmp_path / "ds_utils.py").write_text(builder.replace('    elif precision == "bf16":\n', "    if True:\n"))
+    assert codes() == ["DSL408"]

@@ -14,6 +14,7 @@ import libcst as cst
 
 from dslint.config.tree import UNKNOWN, Array, Entry, Node, Object, Scalar
 from dslint.diagnostics import Related
+from dslint.model.conditions import exclusive
 from dslint.script.names import dotted_name
 from dslint.script.walk import visit_all
 
@@ -348,8 +349,8 @@ def built_trees(context: ScriptContext, function: cst.FunctionDef, returned: cst
     """The configs a builder returns through `returned` (`return cfg`, `return {...}`): a dict literal returned
     as it is, or each dict literal `cfg` is bound to in `function` (`if stage == 2: cfg = {...} elif ...: cfg =
     {...}`), with the item assignments and literal updates written after that literal and before the next
-    binding of `cfg` (the same arm). A literal followed by a write that cannot be read (`cfg.update(other)`)
-    gives nothing."""
+    binding of `cfg` (the same arm); writes on exclusive paths give one config each (`_arms`). A literal followed
+    by a write that cannot be read (`cfg.update(other)`) gives nothing."""
     if isinstance(returned, cst.Dict):
         tree = tree_from_literal(context, returned)
         return [tree] if isinstance(tree, Object) else []
@@ -374,10 +375,32 @@ def built_trees(context: ScriptContext, function: cst.FunctionDef, returned: cst
         after = [m for m in mutations if starts[position] < facts.start(m.anchor) < end]
         if not isinstance(tree, Object) or any(m.keys is None for m in after):
             continue
-        for mutation in after:
-            apply_mutation(context, tree, mutation)
-        found.append(tree)
+        for number, arm in enumerate(_arms(facts, after)):
+            copy = tree if number == 0 else tree_from_literal(context, binding.value)  # one tree per arm
+            if not isinstance(copy, Object):
+                continue
+            for mutation in arm:
+                apply_mutation(context, copy, mutation)
+            found.append(copy)
     return found
+
+
+def _arms(facts: ScriptFacts, mutations: list[Mutation]) -> list[list[Mutation]]:
+    """The writes that run together: all of them, or, when two are on exclusive paths (`if precision == "fp16":
+    cfg["fp16"] = ... elif precision == "bf16": cfg["bf16"] = ...`), for each write on such a path the writes
+    its path can run with (each arm's config is checked on its own)."""
+    guards = [facts.paths.at(m.anchor) for m in mutations]
+    branching = [
+        i for i in range(len(mutations)) if any(exclusive(guards[i], guards[j]) for j in range(len(mutations)))
+    ]
+    if not branching:
+        return [mutations]
+    arms: list[list[Mutation]] = []
+    for i in branching:
+        arm = [m for j, m in enumerate(mutations) if not exclusive(guards[i], guards[j])]
+        if arm not in arms:
+            arms.append(arm)
+    return arms
 
 
 def _own_statements(function: cst.FunctionDef) -> list[cst.BaseSmallStatement]:
