@@ -61,7 +61,7 @@ from dslint.project.inputs import absolute as absolute
 from dslint.project.inputs import exists, find_written, is_file, read_input, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, file_names_under, launch_issues
-from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, written_files
+from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, writes_passed_config
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
@@ -199,6 +199,10 @@ class ProjectIndex:
         """The config files launchers pass (absolute): DeepSpeed configs whatever their names."""
         seen = dict.fromkeys(launch.config.config_path for launch in self.launches if launch.config.config_path)
         return [path for path in seen if path is not None]
+
+
+# a module launch's flag (`python -m pkg.train`, `deepspeed --module pkg.train`), as a word
+_MODULE_FLAG = re.compile(rb"(?:^|\s)(?:-m|--module)\s")
 
 
 def _walk_launchers(roots: Sequence[str]) -> list[str]:
@@ -378,7 +382,7 @@ def _read_launchers(
         document = name.endswith(DOCUMENT_LAUNCHER_SUFFIXES)
         # a tutorial's pasted config (`document_configs.py`): a cheap test of the bytes first
         pasted = name.endswith(DOCUMENT_CONFIG_SUFFIXES) and may_hold_config(data)
-        if b".py" not in data and b"-m" not in data and not pasted:  # a script, or a module (`-m`, `--module`)
+        if b".py" not in data and not _MODULE_FLAG.search(data) and not pasted:  # a script, or a module
             continue
         passed: list[DocumentLaunch] = []  # the document's launches passing a config file
         if document:
@@ -432,7 +436,7 @@ def _read_launchers(
                 data = read_input(script) if script is not None else None  # read once for what follows
                 # a config the launcher writes itself before it starts (`cat <<EOF > $DS_CONFIG`) is not the
                 # committed file's numbers: that launch's world size says nothing of them
-                if world.ranks is not None and not _writes_launched(line, text, document):
+                if world.ranks is not None and (document or not writes_passed_config(line, text)):
                     source = data if script is not None and script.endswith(".py") else None
                     ranks, how = data_parallel_ranks(world.ranks, world.source, source)
                     if ranks is not None:
@@ -461,14 +465,6 @@ def _read_launchers(
         if not document and "akefile" not in name and not name.endswith(".mk") and ("<<" in text or "echo '" in text):
             written = written_config_issues(text, lines, functools.partial(_launch_reader, scripts))
             index.launch_issues.setdefault(absolute(launcher), []).extend(written)
-
-
-def _writes_launched(line: LaunchLine, text: str, document: bool) -> bool:
-    """Whether a shell launcher writes the config file it passes (a heredoc or redirection to the same path)."""
-    option = line.config_option()
-    if document or option is None or not option.value:
-        return False
-    return os.path.normpath(option.value) in written_files(text)
 
 
 def _document_launch(launch: Launch, world: WorldSize) -> list[DocumentLaunch]:

@@ -243,6 +243,15 @@ def written_files(text: str) -> frozenset[str]:
     return frozenset(written)
 
 
+def writes_passed_config(line: LaunchLine, text: str) -> bool:
+    """Whether the shell script `text` writes the config file its launch `line` passes (a heredoc or a
+    redirection to the same path, `cat <<EOF > $DS_CONFIG`): the committed file is not what that launch runs."""
+    option = line.config_option()
+    if option is None or not option.value:
+        return False
+    return os.path.normpath(option.value) in written_files(text)
+
+
 def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None = None) -> list[LaunchLine]:
     """The launch commands of a shell script.
 
