@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import libcst as cst
 
 from dslint.diagnostics import Related
+from dslint.project.config_access import project_top
 from dslint.project.config_edits import module_index
 from dslint.project.inputs import find_written, read_input, shown_path
 from dslint.script.context import ScriptContext
@@ -40,7 +42,8 @@ def argument_file_configs(context: ScriptContext) -> Iterator[tuple[str, Related
         argument = next((a.value for a in call.args if a.keyword is None), None)
         argument = next((a.value for a in call.args if a.keyword and a.keyword.value == PARSERS[method]), argument)
         written = _written_path(context, argument) if argument is not None else None
-        arguments_file = find_written(written, context.path, ()) if written is not None else None
+        top = (str(project_top(Path(context.path).parent)),)  # never above the project (`config_access`)
+        arguments_file = find_written(written, context.path, top) if written is not None else None
         if arguments_file is None or arguments_file in seen:
             continue
         seen.add(arguments_file)
@@ -48,9 +51,7 @@ def argument_file_configs(context: ScriptContext) -> Iterator[tuple[str, Related
         if found is None:
             continue
         value, line = found
-        config = find_written(value, arguments_file, ())
-        if config is None:
-            config = find_written(value, context.path, ())
+        config = find_written(value, arguments_file, top) or find_written(value, context.path, top)
         if config is not None:
             note = f"the Trainer's arguments (parsed by {method}) name the DeepSpeed config"
             yield config, Related(shown_path(arguments_file), line, 1, note)
