@@ -48,6 +48,9 @@ def size(command: str, files: dict[str, str] | None = None) -> tuple[int | None,
         ("mpirun -np 8 python train.py", (None, None)),
         ("mpirun -np 8 bash -c 'python train.py --deepspeed_config ds.json'", (None, None)),
         ("bash -c 'deepspeed --num_gpus 2 train.py'", (2, 2)),
+        # the launcher's options in a variable built at run time: any of them may be there
+        ('ARGS="--nproc_per_node $GPUS"\ntorchrun $ARGS train.py', (None, None)),
+        ("torchrun --master_port $PORT train.py", (1, 1)),  # a run-time value of a known option hides nothing
     ],
 )
 def test_world_size(command: str, expected: tuple[int | None, int | None]) -> None:

@@ -197,6 +197,8 @@ def world_size(
     line: LaunchLine, read: Callable[[str], str | None], accelerate: AccelerateConfig | None = None
 ) -> WorldSize:
     """`read`: a file named by the line (a hostfile), by its path as written; None when not found."""
+    if _options_unknown(line):
+        return WorldSize(None, None, f"{line.tool}: its options are set at run time")
     if line.tool == "deepspeed" or line.tool == "deepspeed.launcher.runner":
         return _deepspeed(line, read)
     if line.tool in ("torchrun", "torch.distributed.launch", "torch.distributed.run"):
@@ -208,6 +210,17 @@ def world_size(
     if line.tool in ("python", "python3"):
         return WorldSize(1, 1, "python starts one process")
     return WorldSize(None, None, f"{line.tool}: not a launcher dslint reads")
+
+
+def _options_unknown(line: LaunchLine) -> bool:
+    """A launcher word built at run time that is no option's value (`torchrun $DISTRIBUTED_ARGS train.py`): any
+    option may be in it, so an option not seen is not known to be absent."""
+    previous = ""
+    for word, _, _ in line.launcher_words:
+        if UNKNOWN_VALUE in word and not (previous.startswith("-") and "=" not in previous):
+            return True
+        previous = word
+    return False
 
 
 def _shown(path: str) -> str:
