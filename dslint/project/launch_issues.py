@@ -361,17 +361,25 @@ def _local_rank_refusal(site: LaunchSite, store: SummaryStore, sources: dict[str
     backend = line.launcher_option("launcher")
     if backend is not None and (backend.value or "").lower() != "pdsh":
         return None
-    data, summary = sources.get(script), store.get(script)
-    if data is None or summary is None:
+    where = _parse_call(script, store, sources, refusing_parse, "parses its command line without --local_rank")
+    if where is None:
         return None
-    parse = refusing_parse(summary, data)
-    if parse is None:
-        return None
-    where = Related(
-        shown_path(script), parse.lineno, parse.col_offset + 1, "parses its command line without --local_rank"
-    )
     end = line.column + len(line.tool)
     return LaunchIssue("local_rank_refused", line.line, line.column, end, line.script, related=(where,))
+
+
+def _parse_call(
+    script: str,
+    store: SummaryStore,
+    sources: dict[str, bytes],
+    reading: Callable[[ModuleSummary, bytes], ast.Call | None],
+    note: str,
+) -> Related | None:
+    """Where the script parses its command line, when `reading` (`dslint.project.script_parser`) finds the
+    mistake in its parser."""
+    data, summary = sources.get(script), store.get(script)
+    parse = reading(summary, data) if data is not None and summary is not None else None
+    return Related(shown_path(script), parse.lineno, parse.col_offset + 1, note) if parse is not None else None
 
 
 _FILE_NAME = re.compile(r"[\w./~+-]*\w\.\w+")
@@ -386,15 +394,10 @@ def _switch_given_a_value(site: LaunchSite, store: SummaryStore, sources: dict[s
     # a file name as written (`ds.json`, `configs/zero2.json`), not `"$@"` or a redirection (`2>&1`)
     if script is None or option is None or not option.value or not _FILE_NAME.fullmatch(option.value):
         return None
-    data, summary = sources.get(script), store.get(script)
-    if data is None or summary is None:
+    note = "takes --deepspeed as a switch (add_config_arguments)"
+    where = _parse_call(script, store, sources, switch_only_parse, note)
+    if where is None:
         return None
-    parse = switch_only_parse(summary, data)
-    if parse is None:
-        return None
-    where = Related(
-        shown_path(script), parse.lineno, parse.col_offset + 1, "takes --deepspeed as a switch (add_config_arguments)"
-    )
     end = option.column + len("--deepspeed")
     return LaunchIssue("deepspeed_switch_value", option.line, option.column, end, option.value, related=(where,))
 
