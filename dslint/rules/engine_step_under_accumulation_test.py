@@ -13,6 +13,24 @@ from dslint.script.edits import line_deletion, replace_node
 from dslint.script.facts import Role, method_name
 from dslint.script.loop import loop_facts
 
+# A loop that accumulates by itself (the loss divided, `engine.step()` under the modulo test) with a config that is
+# a JSON load of a path built at run time, into which the script writes its accumulation steps: 1. Right for
+# DSL303 and DSL304 alike (DSL304 takes it from here, as DSL309 and DSL310 take DSL302's loops).
+OWN_ACCUMULATION_WRITTEN = """
+    import json
+    import deepspeed
+    def train(model, loader, path, accum):
+        with open(path) as handle:
+            ds_config = json.load(handle)
+        ds_config["gradient_accumulation_steps"] = 1  # the script accumulates itself
+        engine, _, _, _ = deepspeed.initialize(model=model, config=ds_config)
+        for step, batch in enumerate(loader):
+            loss = engine(batch) / accum
+            engine.backward(loss)
+            if (step + 1) % accum == 0:
+                engine.step()
+"""
+
 
 class EngineStepUnderAccumulationTest(ScriptRule):
     code = "DSL303"
@@ -67,22 +85,7 @@ class EngineStepUnderAccumulationTest(ScriptRule):
     )
     valid = (
         # the config is a JSON load of a path built at run time, but the script writes its accumulation steps: 1
-        Valid(
-            """
-            import json
-            import deepspeed
-            def train(model, loader, path, accum):
-                with open(path) as handle:
-                    ds_config = json.load(handle)
-                ds_config["gradient_accumulation_steps"] = 1  # the script accumulates itself
-                engine, _, _, _ = deepspeed.initialize(model=model, config=ds_config)
-                for step, batch in enumerate(loader):
-                    loss = engine(batch) / accum
-                    engine.backward(loss)
-                    if (step + 1) % accum == 0:
-                        engine.step()
-            """
-        ),
+        Valid(OWN_ACCUMULATION_WRITTEN),
         # the same `engine.step()` in both arms of the test runs on every micro-step
         Valid(
             """

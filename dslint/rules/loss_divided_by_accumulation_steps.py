@@ -7,6 +7,7 @@ import libcst as cst
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.engine_config import configured_accumulation_steps
+from dslint.rules.engine_step_under_accumulation_test import OWN_ACCUMULATION_WRITTEN
 from dslint.script.divided_loss import only_engine_backward_reads, scales_for_accumulation
 from dslint.script.edits import line_deletion, replace_node
 from dslint.script.facts import Role, method_name
@@ -81,22 +82,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
     )
     valid = (
         # the config is a JSON load of a path built at run time, but the script writes its accumulation steps: 1
-        Valid(
-            """
-            import json
-            import deepspeed
-            def train(model, loader, path, accum):
-                with open(path) as handle:
-                    ds_config = json.load(handle)
-                ds_config["gradient_accumulation_steps"] = 1  # the script accumulates itself
-                engine, _, _, _ = deepspeed.initialize(model=model, config=ds_config)
-                for step, batch in enumerate(loader):
-                    loss = engine(batch) / accum
-                    engine.backward(loss)
-                    if (step + 1) % accum == 0:
-                        engine.step()
-            """
-        ),
+        Valid(OWN_ACCUMULATION_WRITTEN),
         Valid(_own_accumulation(" / args.grad_accum_steps", step_in_loop=False)),
         Valid(
             """
