@@ -8,12 +8,21 @@ from pathlib import Path
 
 from fixture_support import FIXTURES
 
+from dslint.diagnostics import Diagnostic
 from dslint.lint.batch import index_project, lint_files
 from dslint.lint.files import discover
 from dslint.project.chosen_configs import chosen_configs
 from dslint.selection import RuleSelection
 
 PROJECT = FIXTURES / "projects" / "chosen_configs"
+
+
+def _findings(project: Path) -> list[Diagnostic]:
+    """Every finding of a `dslint check` of the folder, with its project index."""
+    files = discover([str(project)]).files
+    index = index_project(files, [str(project)])
+    results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
+    return [d for r in results for d in r.diagnostics]
 
 
 def test_the_world_size_of_a_launch_reaches_the_config_its_script_picks() -> None:
@@ -68,12 +77,7 @@ def test_a_helper_call_handed_to_initialize_is_a_config_builder() -> None:
     its dict's keys are checked where the helper writes them, naming the initialize that receives it; the
     ZeRO-3 twin is silent."""
     project = FIXTURES / "projects" / "built_offload"
-    files = discover([str(project)]).files
-    index = index_project(files, [str(project)])
-    results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
-    found = [
-        (os.path.relpath(d.path, project), d.start.line, d.code, d.message) for r in results for d in r.diagnostics
-    ]
+    found = [(os.path.relpath(d.path, project), d.start.line, d.code, d.message) for d in _findings(project)]
     assert found == [
         (
             "train_offload.py",
@@ -106,10 +110,7 @@ def test_a_builders_dict_the_caller_edits_is_still_its_config(tmp_path: Path) ->
         '    ds_config["scheduler"]["params"]["warmup_num_steps"] = 100\n'
         "    engine, *_ = deepspeed.initialize(model=model, config=ds_config)\n"
     )
-    files = discover([str(tmp_path)]).files
-    index = index_project(files, [str(tmp_path)])
-    results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
-    found = [(os.path.basename(d.path), d.start.line, d.code) for r in results for d in r.diagnostics]
+    found = [(os.path.basename(d.path), d.start.line, d.code) for d in _findings(tmp_path)]
     assert found == [("settings.py", 5, "DSL403")]
 
 
@@ -134,10 +135,7 @@ def test_a_config_the_launcher_writes_itself_takes_no_world_size_from_it(tmp_pat
     )
 
     def batch_findings() -> list[str]:
-        files = discover([str(tmp_path)]).files
-        index = index_project(files, [str(tmp_path)])
-        results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
-        return [d.code for r in results for d in r.diagnostics if d.code == "DSL407"]
+        return [d.code for d in _findings(tmp_path) if d.code == "DSL407"]
 
     (tmp_path / "run.sh").write_text(writes)
     assert batch_findings() == []
@@ -163,10 +161,7 @@ def test_a_builders_writes_on_exclusive_paths_are_each_their_own_config(tmp_path
     )
 
     def codes() -> list[str]:
-        files = discover([str(tmp_path)]).files
-        index = index_project(files, [str(tmp_path)])
-        results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
-        return [d.code for r in results for d in r.diagnostics]
+        return [d.code for d in _findings(tmp_path)]
 
     (tmp_path / "ds_utils.py").write_text(builder)
     assert codes() == []
