@@ -6,26 +6,17 @@ from dslint.diagnostics import Severity
 from dslint.framework.launch_rule import LaunchRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 from dslint.project.launch_issues import LaunchIssue
+from dslint.rules.local_rank_refused import ACCEPTS_LOCAL_RANK, files_of
 
-_SWITCH = """\
-import argparse
-import deepspeed
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--local_rank", type=int, default=-1)
-parser.add_argument("--epochs", type=int, default=1)
-parser = deepspeed.add_config_arguments(parser)
-args = parser.parse_args()
-"""
+# a strict parser whose --deepspeed comes from add_config_arguments only (DSL434's script that accepts --local_rank)
+_SWITCH = ACCEPTS_LOCAL_RANK
 # the script declares a path option of its own named --deepspeed (an HF-style script): no switch
 _OWN = _SWITCH.replace("parser = deepspeed.add_config_arguments(parser)\n", 'parser.add_argument("--deepspeed")\n')
 # a positional argument takes the path
-_POSITIONAL = _SWITCH.replace('"--epochs", type=int, default=1', '"data"')
+_POSITIONAL = _SWITCH.replace(
+    "    return parser.parse_args()", '    parser.add_argument("data")\n    return parser.parse_args()'
+)
 _KNOWN = _SWITCH.replace("parser.parse_args()", "parser.parse_known_args()[0]")
-
-
-def _project(script: str) -> tuple[tuple[str, str], ...]:
-    return (("train.py", script), ("ds.json", '{"train_micro_batch_size_per_gpu": 1}\n'))
 
 
 class DeepspeedSwitchGivenAPath(LaunchRule):
@@ -61,19 +52,17 @@ class DeepspeedSwitchGivenAPath(LaunchRule):
         """,
     )
     valid = (
-        Valid("deepspeed --num_gpus 2 train.py --deepspeed --deepspeed_config ds.json\n", files=_project(_SWITCH)),
-        Valid("deepspeed --num_gpus 2 train.py --deepspeed ds.json\n", files=_project(_OWN)),
-        Valid("deepspeed --num_gpus 2 train.py --deepspeed ds.json\n", files=_project(_POSITIONAL)),
-        Valid("deepspeed --num_gpus 2 train.py --deepspeed ds.json\n", files=_project(_KNOWN)),
+        Valid("deepspeed --num_gpus 2 train.py --deepspeed --deepspeed_config ds.json\n", files=files_of(_SWITCH)),
+        Valid("deepspeed --num_gpus 2 train.py --deepspeed ds.json\n", files=files_of(_OWN)),
+        Valid("deepspeed --num_gpus 2 train.py --deepspeed ds.json\n", files=files_of(_POSITIONAL)),
+        Valid("deepspeed --num_gpus 2 train.py --deepspeed ds.json\n", files=files_of(_KNOWN)),
     )
     invalid = (
+        Invalid("deepspeed --num_gpus 2 train.py --deepspeed ds.json\n", lines=(1,), files=files_of(_SWITCH)),
         Invalid(
-            "deepspeed --num_gpus 2 train.py --deepspeed ds.json --epochs 2\n", lines=(1,), files=_project(_SWITCH)
-        ),
-        Invalid(
-            "# single GPU\npython train.py \\\n    --epochs 3 \\\n    --deepspeed=ds.json\n",
+            "# single GPU\npython train.py \\\n    --local_rank 0 \\\n    --deepspeed=ds.json\n",
             lines=(4,),
-            files=_project(_SWITCH),
+            files=files_of(_SWITCH),
         ),
     )
 

@@ -19,13 +19,15 @@ def parse():
 
 args = parse()
 """
-_ACCEPTS = _STRICT.replace('"--epochs", type=int, default=1)', '"--local_rank", type=int, default=-1)')
+# a strict parser that declares --local_rank (DSL443 builds its scripts from it)
+ACCEPTS_LOCAL_RANK = _STRICT.replace('"--epochs", type=int, default=1)', '"--local_rank", type=int, default=-1)')
 _KNOWN = _STRICT.replace("parser.parse_args()", "parser.parse_known_args()[0]")
 _DASHED = _STRICT.replace('"--epochs", type=int, default=1)', '"--local-rank", type=int, default=-1)')
 _FOREIGN = _STRICT.replace("parser = deepspeed.add_config_arguments(parser)", "add_model_options(parser)")
 
 
-def _project(script: str) -> tuple[tuple[str, str], ...]:
+def files_of(script: str) -> tuple[tuple[str, str], ...]:
+    """A case's project: `script` as train.py, and the config its launches name."""
     return (("train.py", script), ("ds.json", '{"train_micro_batch_size_per_gpu": 1}\n'))
 
 
@@ -68,22 +70,22 @@ class LocalRankRefused(LaunchRule):
         """,
     )
     valid = (
-        Valid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", files=_project(_ACCEPTS)),
-        Valid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", files=_project(_KNOWN)),
-        Valid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", files=_project(_FOREIGN)),
-        Valid("deepspeed --no_local_rank --num_gpus 2 train.py --deepspeed_config ds.json\n", files=_project(_STRICT)),
-        Valid("deepspeed --launcher openmpi train.py --deepspeed_config ds.json\n", files=_project(_STRICT)),
-        Valid("torchrun --nproc_per_node 2 train.py --deepspeed_config ds.json\n", files=_project(_STRICT)),
+        Valid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", files=files_of(ACCEPTS_LOCAL_RANK)),
+        Valid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", files=files_of(_KNOWN)),
+        Valid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", files=files_of(_FOREIGN)),
+        Valid("deepspeed --no_local_rank --num_gpus 2 train.py --deepspeed_config ds.json\n", files=files_of(_STRICT)),
+        Valid("deepspeed --launcher openmpi train.py --deepspeed_config ds.json\n", files=files_of(_STRICT)),
+        Valid("torchrun --nproc_per_node 2 train.py --deepspeed_config ds.json\n", files=files_of(_STRICT)),
         Valid(
             "deepspeed train.py --deepspeed_config ds.json\n",
-            files=_project(_STRICT.replace("args = parse()", "import sys\nsys.argv = sys.argv[:1]\nargs = parse()")),
+            files=files_of(_STRICT.replace("args = parse()", "import sys\nsys.argv = sys.argv[:1]\nargs = parse()")),
         ),
     )
     invalid = (
         Invalid(
             "deepspeed train.py --deepspeed_config ds.json\n",
             lines=(1,),
-            files=_project(
+            files=files_of(
                 _STRICT.replace(
                     "    return parser.parse_args()",
                     "    import sys\n    if len(sys.argv) == 1:\n        return parser.parse_args(args=[])\n"
@@ -91,12 +93,12 @@ class LocalRankRefused(LaunchRule):
                 )
             ),
         ),
-        Invalid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", lines=(1,), files=_project(_STRICT)),
-        Invalid("deepspeed train.py --deepspeed_config ds.json\n", lines=(1,), files=_project(_DASHED)),
+        Invalid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", lines=(1,), files=files_of(_STRICT)),
+        Invalid("deepspeed train.py --deepspeed_config ds.json\n", lines=(1,), files=files_of(_DASHED)),
         Invalid(
             "export CUDA_VISIBLE_DEVICES=0,1\n\ndeepspeed \\\n  train.py \\\n  --deepspeed_config ds.json\n",
             lines=(3,),
-            files=_project(_STRICT),
+            files=files_of(_STRICT),
         ),
     )
 
