@@ -6,7 +6,20 @@ from pathlib import Path
 
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.summary import SummaryStore
-from dslint.model.values import InitSite, Item, Keyed, Maybe, Param, Results, merge, unwrapped
+from dslint.model.values import (
+    NONE,
+    InitSite,
+    Item,
+    Keyed,
+    LibraryFunction,
+    Maybe,
+    Packed,
+    Param,
+    Results,
+    items,
+    merge,
+    unwrapped,
+)
 
 HELPER = b"""import deepspeed
 
@@ -54,6 +67,12 @@ def test_values_merge_and_unwrap() -> None:
     assert unwrapped(Param("m")) == Param("m", True)
     keyed = Keyed(("engine", "step"), ("engine", None), origin)
     assert keyed.item("engine") == engine and keyed.item("step") is None and keyed.item("other") is None
+    # deepspeed.initialize held as a value: None on the other path leaves it (a call runs where it is held);
+    # where it was taken does not change what it is
+    held = LibraryFunction("deepspeed.initialize", ("a.py", 3))
+    assert merge([held, NONE]) == held and merge([held, LibraryFunction("deepspeed.initialize")]) == held
+    assert merge([held, None]) is None and merge([held, Param("f")]) is None
+    assert items(Packed((None, held)), 2) == [None, held] and items(Packed((None, held)), 3) == [None] * 3
 
 
 def test_answers_are_keyed_by_the_call_position_in_characters(tmp_path: Path) -> None:
@@ -82,3 +101,28 @@ def test_methods_are_found_along_the_bases_and_overrides_in_subclasses(tmp_path:
     assert hierarchy.method((loop, "A"), "missing") is None  # a cycle of bases ends
     assert set(hierarchy.subclasses((loop, "A"))) <= {(loop, "A"), (loop, "B")}  # and the search ends
     assert hierarchy.subclasses((sub, "Sub")) == []
+
+
+def _common_name_project(tmp_path: Path, also: dict[str, bytes]) -> ProjectModel:
+    """loop.main() receives train.py's engine; thirty other modules define and call a `main` of their own, more
+    than the fixpoint reads for one name (MAX_NAME_FILES)."""
+    sources = {
+        str(tmp_path / "train.py"): b"import deepspeed\nfrom loop import main\n\n"
+        b"engine, *_ = deepspeed.initialize(model=object())\nmain(engine)\n",
+        str(tmp_path / "loop.py"): b"def main(engine):\n    engine.step()\n",
+    }
+    for number in range(30):
+        sources[str(tmp_path / f"tool{number}.py")] = b"def main(x):\n    return x\n\n\nmain(1)\n"
+    sources.update({str(tmp_path / name): data for name, data in also.items()})
+    model = ProjectModel(SummaryStore(sources, _exists))
+    model.analyse_all([str(tmp_path / "train.py")])
+    return model
+
+
+def test_a_common_name_is_followed_into_the_files_that_import_its_module(tmp_path: Path) -> None:
+    """`main(` is called in 31 files, but only train.py imports loop: loop.main's parameter is the engine."""
+    found = _common_name_project(tmp_path, {}).engine_parameters()
+    assert set(found) == {(str(tmp_path / "loop.py"), "main", "engine")}
+    # another importer passing something else: every call is seen, and the parameter stays unknown
+    other = _common_name_project(tmp_path, {"check.py": b"from loop import main\n\nmain(None)\n"})
+    assert other.engine_parameters() == {}

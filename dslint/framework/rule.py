@@ -218,10 +218,13 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
         imports: Sequence[str] = (),
         related: Sequence[Related] = (),
         start_at: cst.CSTNode | None = None,
+        about: cst.Call | None = None,
     ) -> None:
         """Report `node`; an empty `edits` means no fix. Nodes in a plain-PyTorch branch are never reported.
         `start_at`: the part of `node` the finding points at when it sits on a later line than `node` starts
         (the method name of a call chained onto a constructor spread over several lines: `Net(\n...\n).cuda()`).
+        `about`: the engine's method call the finding is about when `node` is not it (the division before
+        `engine.backward(loss)`): where that engine comes from is named as for a reported call.
 
         `severity` overrides the rule's own for this finding (a rule may be sure of an error in one case and
         only warn in another, e.g. when the ZeRO stage cannot be read). `imports` are statements the fix's code
@@ -231,7 +234,7 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
         fix = Fix(tuple(edits), applicability, fix_message, tuple(imports)) if edits else None
         message = message or self.message
         if not related and self.facts.project is not None:
-            origin = self._elsewhere(node)
+            origin = self._elsewhere(about or node)
             if origin is not None:  # the engine (or what initialize returned) comes from another function/module
                 message, related = f"{message} ({origin.message}, {origin.path}:{origin.line})", (origin,)
         start, end = self.context.span(node)

@@ -25,8 +25,9 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from dslint.model.evaluate import Callee, Evaluator, scope_of
+from dslint.model.evaluate import Evaluator
 from dslint.model.library import SET_DEVICE_CALLS
+from dslint.model.resolution import Callee, scope_of
 from dslint.model.summary import ModuleSummary, SummaryStore, calls, dotted, statements
 
 MAX_DEPTH = 6

@@ -6,18 +6,20 @@ methods set on `self`, and where the model given to initialize comes from. `fixp
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 
-from dslint.model.classes import ClassRef, Hierarchy
+from dslint.model.classes import ClassRef
 from dslint.model.conditions import guards_of
 from dslint.model.library import INITIALIZE
-from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore, calls, dotted, own_nodes
+from dslint.model.resolution import Callee, CallSite, FunctionSummary, Resolver
+from dslint.model.summary import ModuleSummary, SummaryStore, calls, dotted
 from dslint.model.values import (
     NONE,
     InitSite,
     Item,
     Keyed,
+    LibraryFunction,
     Maybe,
+    Packed,
     Param,
     Results,
     Returned,
@@ -29,42 +31,19 @@ from dslint.model.values import (
     unwrapped,
 )
 
-Callee = tuple[str, str]  # (module path, qualname)
 
-
-@dataclass
-class CallSite:
-    caller_path: str
-    line: int
-    column: int
-    callee: Callee
-    arguments: dict[str, Value]  # callee parameter name -> value passed (None: unknown)
-
-
-@dataclass
-class FunctionSummary:
-    path: str
-    qualname: str
-    params: list[str]
-    is_method: bool
-    returns: list[Value] = field(default_factory=list)
-
-
-def scope_of(module: ModuleSummary, qualname: str) -> FunctionSummary:
-    """The scope calls in `qualname` of `module` are resolved in (module-level code for "" or a name that is not
-    a function of the module)."""
-    function = module.functions.get(qualname) if qualname else None
-    if function is None:
-        return FunctionSummary(module.path, "", [], False)
-    return FunctionSummary(module.path, qualname, list(function.params), function.is_method)
-
-
-class Evaluator:
+class Evaluator(Resolver):
     """The state the fixpoint grows, and the reading of one function into it."""
 
     def __init__(self, store: SummaryStore) -> None:
-        self.store = store
-        self.hierarchy = Hierarchy(store)
+        super().__init__(store)
+        # parameters that hold a library's callable at every call (`def main(args, ds_init)`): (path, function,
+        # parameter) -> that value, which a function read starts with instead of the bare parameter
+        self.parameter_values: dict[tuple[str, str, str], Value] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every function read (the fixpoint starts again when it learns a parameter's value)."""
         self.summaries: dict[Callee, FunctionSummary] = {}
         self.calls: list[CallSite] = []
         self.inits: dict[tuple[str, int, int], InitSite] = {}
@@ -85,15 +64,10 @@ class Evaluator:
         # `obj.method(...)` where `obj` holds an instance of a project class (made here, or by a factory every
         # return of which makes one): (path, line, column as `ast` gives it) -> the methods it may run
         self.instance_calls: dict[tuple[str, int, int], list[Callee]] = {}
+        # calls of deepspeed.initialize through a name holding it (`ds_init(...)`): (path, line, column as `ast`
+        # gives it) -> (the name, the value it holds, the site)
+        self.initialize_aliases: dict[tuple[str, int, int], tuple[str, LibraryFunction, InitSite]] = {}
 
-    def module(self, path: str) -> ModuleSummary | None:
-        return self.store.get(path)
-
-    def function(self, callee: Callee) -> FunctionInfo | None:
-        module = self.module(callee[0])
-        return module.functions.get(callee[1]) if module is not None else None
-
-    # --- one function -------------------------------------------------------------------------------------
     def ensure(self, module: ModuleSummary, qualname: str) -> FunctionSummary | None:
         """The summary of one function (module-level code for ""), read once, on first need."""
         key = (module.path, qualname)
@@ -110,7 +84,9 @@ class Evaluator:
                     return None
                 summary = FunctionSummary(module.path, qualname, list(function.params), function.is_method)
                 body = function.node.body
-            values: dict[str, Value] = {p: Param(p) for p in summary.params}
+            values: dict[str, Value] = {
+                p: self.parameter_values.get((module.path, qualname, p), Param(p)) for p in summary.params
+            }
             if summary.is_method and summary.params:
                 values.pop(summary.params[0], None)
             self._block(module, summary, values, body)
@@ -225,8 +201,12 @@ class Evaluator:
     # --- expressions --------------------------------------------------------------------------------------
     def value(self, module: ModuleSummary, summary: FunctionSummary, values: dict[str, Value], expr: ast.expr) -> Value:
         if isinstance(expr, ast.Call):
-            if module.qualified(expr.func) == INITIALIZE.name:
+            called = self._called_initialize(module, summary, values, expr.func)
+            if called is not None:
                 site = self._init_site(module, summary.qualname, expr)
+                if isinstance(called, LibraryFunction):
+                    name = dotted(expr.func) or ""
+                    self.initialize_aliases[(module.path, expr.lineno, expr.col_offset)] = (name, called, site)
                 self._model_sink(module, summary, values, expr, site)
                 return Results(INITIALIZE.returns, site)
             callee = self.resolve(module, summary, expr.func)
@@ -251,6 +231,8 @@ class Evaluator:
         if isinstance(expr, (ast.Tuple, ast.List)):
             elements = [self.value(module, summary, values, element) for element in expr.elts]
             origins = {element.origin for element in elements if isinstance(element, Item)}
+            if not origins and any(isinstance(element, LibraryFunction) for element in elements):
+                return Packed(tuple(elements))
             if len(origins) != 1 or not any(element is not None for element in elements):
                 return None
             roles = tuple(_first_role(element) for element in elements)
@@ -271,6 +253,9 @@ class Evaluator:
                 return Item(inner.roles[index], inner.origin)
             if isinstance(index, str) and isinstance(inner, Keyed):
                 return inner.item(index)
+            packed = inner.elements if isinstance(inner, Packed) else ()
+            if isinstance(index, int) and -len(packed) <= index < len(packed):
+                return packed[index]
             return None
         if isinstance(expr, ast.Constant) and expr.value is None:
             return NONE
@@ -282,7 +267,23 @@ class Evaluator:
             if isinstance(found, Item) and isinstance(expr, ast.Attribute) and instance:
                 end_line, end_column = expr.end_lineno or expr.lineno, expr.end_col_offset or expr.col_offset
                 self.instance_reads[(module.path, expr.lineno, expr.col_offset, end_line, end_column)] = found
+            if found is None and module.qualified(expr) == INITIALIZE.name:
+                return LibraryFunction(INITIALIZE.name, (module.path, expr.lineno))  # `ds_init = deepspeed.initialize`
             return found
+        return None
+
+    def _called_initialize(
+        self, module: ModuleSummary, summary: FunctionSummary, values: dict[str, Value], func: ast.expr
+    ) -> str | LibraryFunction | None:
+        """Whether a call's callee is deepspeed.initialize: its qualified name, or the value a name holding it
+        has (`ds_init`, bound here or a parameter every caller gives it to)."""
+        if module.qualified(func) == INITIALIZE.name:
+            return INITIALIZE.name
+        key = dotted(func)
+        if key is not None and (key in values or self._self_key(summary, key) is not None):
+            held = self._read(summary, values, key)
+            if isinstance(held, LibraryFunction) and held.name == INITIALIZE.name:
+                return held
         return None
 
     def _keyed(
@@ -410,86 +411,6 @@ class Evaluator:
         return site
 
     # --- calls --------------------------------------------------------------------------------------------
-    def resolve(self, module: ModuleSummary, summary: FunctionSummary, func: ast.expr) -> Callee | None:
-        """The project function a call's callee names (same module, imported, `self.method`)."""
-        name = dotted(func)
-        if name is None:
-            return None
-        found = self._resolve_name(module, summary, name)
-        if found is not None:
-            self.call_texts[(module.path, name)] = found
-        return found
-
-    def _resolve_name(self, module: ModuleSummary, summary: FunctionSummary, name: str) -> Callee | None:
-        head, _, rest = name.partition(".")
-        if summary.is_method and summary.params and head == summary.params[0] and rest and "." not in rest:
-            # the method of this class, or the one it inherits from a project base class
-            return self.hierarchy.method((module.path, summary.qualname.rpartition(".")[0]), rest)
-        if not rest:
-            # A function nested in the caller or in a function around it (`def main(): def training(model):
-            # ...; training(model)`); class bodies are not scopes a method sees.
-            scope = summary.qualname
-            while scope and scope in module.functions:
-                if f"{scope}.{name}" in module.functions:
-                    return (module.path, f"{scope}.{name}")
-                scope = scope.rpartition(".")[0]
-            if name in module.functions:
-                return (module.path, name)
-            if name in module.classes and f"{name}.__init__" in module.functions:
-                return (module.path, f"{name}.__init__")
-        if rest and "." not in rest and head not in module.imports:
-            cls = self._instances(module, summary).get(head)
-            if cls is not None:  # `config = ModelConfig(); config.load(...)`: the method of that project class
-                return self.hierarchy.method(cls, rest)
-        imported = module.imports.get(head)
-        if imported is None and not rest:
-            # `from util import *`: the first star-imported project module that defines the name
-            for star in module.stars:
-                path = self.store.finder.find(star, module.path)
-                target = self.module(path) if path is not None else None
-                if target is not None and name in target.functions:
-                    return (target.path, name)
-            return None
-        if imported is None:
-            return None
-        return self._follow_import(f"{imported}.{rest}" if rest else imported, module.path)
-
-    def _instances(self, module: ModuleSummary, summary: FunctionSummary) -> dict[str, ClassRef]:
-        """The names that hold an instance of one project class in the caller's own body (or the module's code):
-        every assignment of the name there is `Class(...)` of that class."""
-        key = (module.path, summary.qualname)
-        if key in self.instances:
-            return self.instances[key]
-        function = module.functions.get(summary.qualname) if summary.qualname else None
-        found: dict[str, set[ClassRef | None]] = {}
-        for node in own_nodes(function.node if function is not None else module.tree):
-            if not isinstance(node, ast.Assign):
-                continue
-            written = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
-            cls = self.hierarchy.resolve_class(module, written) if written is not None else None
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    found.setdefault(target.id, set()).add(cls)
-        answer: dict[str, ClassRef] = {}
-        for name, classes in found.items():
-            (cls,) = classes if len(classes) == 1 else (None,)
-            if cls is not None:
-                answer[name] = cls
-        self.instances[key] = answer
-        return answer
-
-    def _follow_import(self, dotted_name: str, near: str) -> Callee | None:
-        """A project function, or the `__init__` of a project class, that an imported name points at."""
-        found = self.hierarchy.follow(dotted_name, near)
-        if found is None:
-            return None
-        target, name = found
-        if name in target.functions:
-            return (target.path, name)
-        if name in target.classes and f"{name}.__init__" in target.functions:
-            return (target.path, f"{name}.__init__")
-        return None
-
     def _call(self, module: ModuleSummary, summary: FunctionSummary, values: dict[str, Value], call: ast.Call) -> None:
         """A call of a project function with arguments, recorded with the values it passes; a `self.name(...)`
         call in a method is recorded for every override of `name` in subclasses too (the base class calls them)."""
@@ -526,18 +447,6 @@ class Evaluator:
             arguments.update(keywords)
             self.calls.append(CallSite(module.path, call.lineno, call.col_offset + 1, target, arguments))
 
-    def _project_class(self, module: ModuleSummary, func: ast.expr) -> tuple[str, str] | None:
-        """The project class a callee names (`Backend`, `backends.Backend`): (its module's path, its name)."""
-        name = dotted(func)
-        if name is None:
-            return None
-        if name in module.classes:
-            return (module.path, name)
-        head, _, rest = name.partition(".")
-        imported = module.imports.get(head)
-        found = self.hierarchy.follow(f"{imported}.{rest}" if rest else imported, module.path) if imported else None
-        return (found[0].path, found[1]) if found is not None and found[1] in found[0].classes else None
-
     def _instance_methods(self, values: dict[str, Value], func: ast.expr) -> list[Callee]:
         """`obj.method` where `obj` holds an instance of a project class, or what a project factory returns when
         each of its returns is such an instance (`backend = backend_from_args(args)`): the method of each class
@@ -562,20 +471,6 @@ class Evaluator:
             if method is not None and method not in found:
                 found.append(method)
         return found
-
-    def argument_for(self, callee: Callee, call: ast.Call, param: str) -> ast.expr | None:
-        """The expression a call passes to the callee's parameter `param`."""
-        function = self.function(callee)
-        if function is None:
-            return None
-        for keyword in call.keywords:
-            if keyword.arg == param:
-                return keyword.value
-        index = function.position_of(param)
-        if index is not None and index < len(call.args):
-            argument = call.args[index]
-            return None if isinstance(argument, ast.Starred) else argument
-        return None
 
 
 def _first_role(value: Value) -> str | None:

@@ -13,19 +13,34 @@ Modules are read only when they may create an engine (a text test) or hold a fun
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from dslint.model.attribute_models import attribute_builders
-from dslint.model.evaluate import Callee, CallSite, Evaluator, FunctionSummary
+from dslint.model.evaluate import Evaluator
 from dslint.model.handed_arguments import resolved_calls
 from dslint.model.library import ENGINE, ENGINE_MODULE, ENGINE_ONLY_METHODS, INITIALIZE, RESULT_ORDER
-from dslint.model.summary import ModuleSummary, SummaryStore, calls, character_column, dotted, statements
-from dslint.model.values import InitSite, Item, Keyed, Maybe, Param, Results, Returned, Value, is_engine_held
+from dslint.model.resolution import Callee, CallSite, FunctionSummary
+from dslint.model.summary import ModuleSummary, calls, character_column, dotted, statements
+from dslint.model.values import (
+    InitSite,
+    Item,
+    Keyed,
+    LibraryFunction,
+    Maybe,
+    Param,
+    Results,
+    Returned,
+    Value,
+    holds_library_function,
+    is_engine_held,
+    merge,
+)
 
 MAX_ROUNDS = 6
-# A function name found in more files than this is too common to check every call of it.
+# A function name found in more files than this is too common to read every file calling it (see _possible_callers).
 MAX_NAME_FILES = 24
 
 EngineAnswer = tuple[str, CallSite, InitSite]  # (role, a call that passes it, the initialize it comes from)
@@ -50,9 +65,11 @@ class HelperCall:
 class ProjectModel(Evaluator):
     """The fixpoint (see the module docstring)."""
 
-    def __init__(self, store: SummaryStore) -> None:
-        super().__init__(store)
-        self.unverifiable: set[str] = set()  # names too common to see every call of
+    def reset(self) -> None:
+        super().reset()
+        self.unverifiable_callees: set[Callee] = set()  # functions whose possible callers are too many to read
+        # names whose callers were read only where they can call the definitions met then: name -> definitions
+        self.callers_read_for: dict[str, set[Callee]] = {}
         # (path, function, parameter) -> whether the function calls an engine-only method on the parameter
         self.engine_uses: dict[tuple[str, str, str], bool] = {}
         self._helpers: list[HelperCall] | None = None  # the answers' calls, found once the fixpoint is done
@@ -64,10 +81,28 @@ class ProjectModel(Evaluator):
         until nothing new comes in: the functions an engine (or something holding one) is passed to; and, found
         by a text test for their names, the functions that call a helper returning an engine or a function
         receiving one (so that every call of a receiving function is seen: one call with something else and
-        its parameter stays unknown). A name found in too many files is not followed, and the functions
-        reached through it are left unknown rather than guessed.
+        its parameter stays unknown). A name found in too many files is followed only into the files that can
+        call a definition of it (`_possible_callers`: its module and those importing it); a definition with too
+        many of those, or a method, is left unknown rather than guessed.
+
+        A parameter that receives deepspeed.initialize itself at every call (`main(args, ds_init)` after
+        `ds_init = deepspeed.initialize`) holds it: the fixpoint starts again with that known, so that a call of
+        the parameter creates an engine (rarely more than once: only where such a value was seen).
         """
-        queue: list[Callee] = []
+        producers = list(producers)
+        self._follow(producers)
+        for _ in range(MAX_ROUNDS):
+            learnt = self._parameters_holding_functions()
+            if learnt.keys() <= self.parameter_values.keys():
+                break
+            self.parameter_values.update(learnt)
+            self.reset()
+            self._follow(producers)
+        self._models_through_calls()
+
+    def _follow(self, producers: list[str]) -> None:
+        """One pass of the fixpoint (see `analyse_all`)."""
+        queue: list[Callee] = [(path, qualname) for path, qualname, _ in self.parameter_values]
         for path in producers:
             module = self.module(path)
             if module is not None:
@@ -99,8 +134,7 @@ class ProjectModel(Evaluator):
                 if matched is None:  # not an ASCII name: scan
                     matched = [path for path, data in sources.items() if needle in data]
                 if len(matched) > MAX_NAME_FILES:
-                    self.unverifiable.add(name)
-                    continue
+                    matched = self._possible_callers(name, matched)
                 for path in matched:
                     module = self.module(path)
                     if module is None:
@@ -108,7 +142,55 @@ class ProjectModel(Evaluator):
                     for qualname in self._calling(module, name):
                         if (path, qualname) not in self.summaries:
                             queue.append((path, qualname))
-        self._models_through_calls()
+
+    def _possible_callers(self, name: str, matched: list[str]) -> list[str]:
+        """Of the files calling something named `name` (too many to read them all), those that can call one of
+        the project's own functions of that name the fixpoint met: its module, and the files importing that module
+        (`from train import main`, `import train`); a function nested in another only from its own file. A
+        definition with too many such files, or a method (an instance reaches it from anywhere), is not followed
+        (`unverifiable_callees`)."""
+        defined = {callee for callee in self.summaries if callee[1].rpartition(".")[2] == name}
+        defined.update(site.callee for site in self.calls if site.callee[1].rpartition(".")[2] == name)
+        sources = self.store.sources
+        found: set[str] = set()
+        for path, qualname in sorted(defined):
+            owner = qualname.rpartition(".")[0]
+            module = self.module(path)
+            if owner and (module is None or owner not in module.functions):
+                self.unverifiable_callees.add((path, qualname))  # a method: an instance reaches it from anywhere
+                continue
+            callers = [path] if path in matched else []
+            if not owner:  # its module, or its package (which may re-export it), named in an import
+                stem = os.path.splitext(os.path.basename(path))[0]
+                words = {os.path.basename(os.path.dirname(path)), *([stem] if stem != "__init__" else [])}
+                alternatives = b"|".join(re.escape(word.encode()) for word in sorted(words) if word)
+                importing = re.compile(rb"\b(?:from|import)\b[^\n]*\b(?:" + alternatives + rb")\b")
+                callers.extend(p for p in matched if p != path and importing.search(sources.get(p, b"")))
+            if len(callers) > MAX_NAME_FILES:
+                self.unverifiable_callees.add((path, qualname))
+                continue
+            found.update(callers)
+        self.callers_read_for[name] = defined
+        return [p for p in matched if p in found]
+
+    def verifiable(self, callee: Callee) -> bool:
+        """Whether every call of a function was seen: its name is not too common, or its own possible callers
+        were read."""
+        if callee in self.unverifiable_callees:
+            return False
+        read_for = self.callers_read_for.get(callee[1].rpartition(".")[2])
+        return read_for is None or callee in read_for
+
+    def _parameters_holding_functions(self) -> dict[tuple[str, str, str], Value]:
+        """(path, function, parameter) -> the library callable every call seen passes it (`main(opts, ds_init)`)."""
+        passed: dict[tuple[str, str, str], set[Value]] = {}
+        for site in self.calls:
+            if not self.verifiable(site.callee):
+                continue
+            for param, value in site.arguments.items():
+                passed.setdefault((*site.callee, param), set()).add(value)
+        held = {key: merge(list(values)) for key, values in passed.items()}  # None passed on other paths: fine
+        return {key: value for key, value in held.items() if isinstance(value, LibraryFunction)}
 
     def _models_through_calls(self) -> None:
         """A builder's return value handed straight to a function whose parameter reaches initialize as the
@@ -122,13 +204,14 @@ class ProjectModel(Evaluator):
 
     def _worth(self, summary: FunctionSummary) -> bool:
         """Functions whose callers must be seen: they return an engine, or hand a parameter to initialize."""
-        if any(isinstance(r, (Results, Keyed, Item)) for r in summary.returns):
+        if any(isinstance(r, (Results, Keyed, Item)) or holds_library_function(r) for r in summary.returns):
             return True
         return any(key[:2] == (summary.path, summary.qualname) for key in self.model_parameters)
 
     def _initializing(self, module: ModuleSummary) -> list[str]:
-        """The functions of a module (and "" for module-level code) that call deepspeed.initialize: only the
-        innermost definitions around a line that mentions `initialize` are looked at."""
+        """The functions of a module (and "" for module-level code) that call deepspeed.initialize or hold it as a
+        value (`ds_init = deepspeed.initialize`): only the innermost definitions around a line that mentions
+        `initialize` are looked at."""
         data = self.store.sources.get(module.path, b"")
         lines = {data.count(b"\n", 0, m.start()) + 1 for m in re.finditer(rb"initialize", data)}
         candidates: set[str] = set()
@@ -142,7 +225,10 @@ class ProjectModel(Evaluator):
         for qualname in sorted(candidates):
             body = module.tree.body if not qualname else module.functions[qualname].node.body
             for statement in statements(body):
-                if any(module.qualified(call.func) == INITIALIZE.name for call in calls(statement)):
+                if any(module.qualified(call.func) == INITIALIZE.name for call in calls(statement)) or any(
+                    isinstance(node, (ast.Name, ast.Attribute)) and module.qualified(node) == INITIALIZE.name
+                    for node in ast.walk(statement)
+                ):
                     found.append(qualname)
                     break
         return found
@@ -158,7 +244,7 @@ class ProjectModel(Evaluator):
         parameters that receive the engine (or engine.module) at every call seen."""
         by_param: dict[tuple[str, str, str], list[tuple[Value, CallSite]]] = {}
         for site in self.calls:
-            if site.callee[1].rpartition(".")[2] in self.unverifiable:
+            if not self.verifiable(site.callee):
                 continue
             for param, value in self._confirmed(site).items():
                 by_param.setdefault((*site.callee, param), []).append((value, site))

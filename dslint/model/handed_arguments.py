@@ -11,7 +11,8 @@ import ast
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from dslint.model.evaluate import Callee, Evaluator, scope_of
+from dslint.model.evaluate import Evaluator
+from dslint.model.resolution import Callee, scope_of
 from dslint.model.summary import FunctionInfo, character_column
 
 Passed = tuple[int | None, str | None]  # (position, None) or (None, keyword)

@@ -25,9 +25,10 @@ import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from dslint.model.evaluate import Callee, Evaluator, FunctionSummary, scope_of
+from dslint.model.evaluate import Evaluator
 from dslint.model.handed_arguments import resolved_calls
 from dslint.model.library import TRANSFORMERS_MODEL_CLASS, is_training_arguments_name
+from dslint.model.resolution import Callee, FunctionSummary, scope_of
 from dslint.model.summary import ModuleSummary, dotted, own_nodes
 
 MAX_DEPTH = 3

@@ -27,9 +27,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from dslint.model.conditions import guards_of, without_deepspeed
-from dslint.model.evaluate import Callee, Evaluator, scope_of
+from dslint.model.evaluate import Evaluator
 from dslint.model.handed_arguments import arguments_where, handed_arguments, positional
 from dslint.model.library import ENGINE, OPTIMIZER
+from dslint.model.resolution import Callee, scope_of
 from dslint.model.summary import FunctionInfo, SummaryStore, character_column, own_nodes
 from dslint.model.values import Item
 

@@ -9,6 +9,9 @@
 - `Param`: the value of a parameter of the function being read, maybe unwrapped with `.module`;
 - `Returned`: what a project function returns when nothing more is known of it (a model builder's model);
 - `NONE`: the constant None (an attribute set to None before its real value);
+- `LibraryFunction`: a library's callable held as a value (`ds_init = deepspeed.initialize`): a call of it is a call
+  of the library's function (`ds_init(args=args, model=model)` creates an engine);
+- `Packed`: a tuple or list holding such a value beside others (`return parser.parse_args(), ds_init`);
 - `Device`: a device an expression names (the CPU; CUDA's current device, un-indexed; a CUDA device indexed by a
   constant, the local rank, the global rank, or something else), read by `dslint.script.devices`.
 The engine itself, with its origin, is `dslint.model.engine.Engine`. An unknown value is None. Values are frozen
@@ -98,6 +101,22 @@ class NoneConstant:
 NONE = NoneConstant()
 
 
+@dataclass(frozen=True)
+class LibraryFunction:
+    """A library's callable as a value, by its qualified name (`library.LibraryCall.name`), and where the value
+    was taken (path, line: `ds_init = deepspeed.initialize`), which does not change what it is."""
+
+    name: str
+    taken: tuple[str, int] = field(default=("", 0), compare=False)
+
+
+@dataclass(frozen=True)
+class Packed:
+    """A tuple or list of values, none of them initialize's results, at least one a `LibraryFunction`."""
+
+    elements: tuple[Value, ...]
+
+
 class DeviceIndex(enum.Enum):
     """How a CUDA device is chosen."""
 
@@ -120,7 +139,7 @@ class Device:
 
 CPU = Device(False)
 CURRENT_CUDA = Device(True, DeviceIndex.CURRENT)
-Value = Results | Keyed | Item | Maybe | Param | Returned | NoneConstant | None
+Value = Results | Keyed | Item | Maybe | Param | Returned | NoneConstant | LibraryFunction | Packed | None
 
 
 def is_engine_held(value: Value) -> bool:
@@ -134,6 +153,10 @@ def merge(seen: list[Value]) -> Value:
     that uses its parameter as the engine turns it into a fact (`fixpoint.ProjectModel.engine_parameters`)."""
     if seen and all(v == seen[0] for v in seen):
         return seen[0]
+    functions = {v for v in seen if isinstance(v, LibraryFunction)}
+    if len(functions) == 1 and all(v in functions or v == NONE for v in seen):
+        # `ds_init = deepspeed.initialize` on one path, None on the other: a call of it runs on the first only
+        return functions.pop()
     if any(isinstance(v, Maybe) for v in seen):
         # a name that held initialize's result on some paths, rebound on others: which paths ran initialize
         # is no longer the question this `if` decides
@@ -172,4 +195,13 @@ def items(value: Value, count: int) -> list[Value]:
     """The values of `a, b, c = value`."""
     if isinstance(value, Results) and len(value.roles) == count:
         return [Item(role, value.origin) if role is not None else None for role in value.roles]
+    if isinstance(value, Packed) and len(value.elements) == count:
+        return list(value.elements)
     return [None] * count
+
+
+def holds_library_function(value: Value) -> bool:
+    """A library's callable, alone or in a tuple."""
+    if isinstance(value, Packed):
+        return any(isinstance(element, LibraryFunction) for element in value.elements)
+    return isinstance(value, LibraryFunction)

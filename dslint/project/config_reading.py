@@ -81,14 +81,16 @@ _FROM = re.compile(rb"\bfrom\s+deepspeed\s+import\s+(?:\([^)]*|[^\n]*)\binitiali
 
 def creates_engine(data: bytes) -> bool:
     """A text test, narrower than the per-file prefilter: `deepspeed.initialize(` (or `ALIAS.initialize(`
-    after `import deepspeed as ALIAS`, or `initialize(` after `from deepspeed import initialize`) written as
+    after `import deepspeed as ALIAS`, or `initialize(` after `from deepspeed import initialize`; the first two
+    also as a value, `ds_init = deepspeed.initialize`) written as
     code: not after a quote or `#` on its line, not inside a triple-quoted string. The index follows engines
     from these files only; a file's own engines are still found by its own facts."""
     if b"initialize" not in data or b"deepspeed" not in data:
         return False
     names = [b"deepspeed"]
     names.extend(_ALIAS.findall(data) if b"import deepspeed as" in data else ())
-    pattern = rb"\b(?:" + b"|".join(re.escape(n) for n in names) + rb")\s*\.\s*initialize\s*\("
+    # called, or held as a value (`ds_init = deepspeed.initialize`, called later under another name)
+    pattern = rb"\b(?:" + b"|".join(re.escape(n) for n in names) + rb")\s*\.\s*initialize\b(?!\s*\.)"
     if b"from deepspeed" in data and _FROM.search(data):
         pattern += rb"|(?<![.\w])initialize\s*\("
     for match in re.finditer(pattern, data):

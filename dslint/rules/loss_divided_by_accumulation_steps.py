@@ -330,6 +330,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
                 edits=[replace_node(self.context, division, self.context.code(division.left))],
                 applicability=Applicability.SAFE if steps is not None and steps > 1 else Applicability.UNSAFE,
                 fix_message="Remove the division",
+                about=node,
             )
             return
         binding = self.facts.local_binding(loss)
@@ -347,7 +348,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
         if isinstance(statement, cst.AugAssign):
             if isinstance(statement.operator, cst.DivideAssign) and is_accumulation_steps(statement.value):
                 edits = self._delete(statement) if self._removable(statement, statement.target) else []
-                self.report(statement, message, edits=edits, applicability=Applicability.UNSAFE)
+                self.report(statement, message, edits=edits, applicability=Applicability.UNSAFE, about=node)
         elif isinstance(statement, cst.Assign) and statement.value is binding.value and binding.value is not None:
             division = divided_by_accumulation(binding.value)
             if division is None:
@@ -360,7 +361,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
                 edits = self._delete(statement)
             else:
                 edits = [replace_node(self.context, division, self.context.code(division.left))]
-            self.report(division, message, edits=edits, applicability=Applicability.UNSAFE)
+            self.report(division, message, edits=edits, applicability=Applicability.UNSAFE, about=node)
 
     def _removable(self, statement: cst.CSTNode, target: cst.BaseExpression | None) -> bool:
         """The divided value goes only where engine.backward divides again (not to an fp16 branch's

@@ -1,0 +1,164 @@
+"""Which project function a call names, read from the module summaries: the same module (nested functions
+too), an import (relative, star), `self.method` along the class hierarchy, a method of a project class's instance.
+The evaluator (`model/evaluate.py`) reads functions on top of it."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from dslint.model.classes import ClassRef, Hierarchy
+from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore, dotted, own_nodes
+from dslint.model.values import Value
+
+Callee = tuple[str, str]  # (module path, qualname)
+
+
+@dataclass
+class CallSite:
+    caller_path: str
+    line: int
+    column: int
+    callee: Callee
+    arguments: dict[str, Value]  # callee parameter name -> value passed (None: unknown)
+
+
+@dataclass
+class FunctionSummary:
+    path: str
+    qualname: str
+    params: list[str]
+    is_method: bool
+    returns: list[Value] = field(default_factory=list)
+
+
+def scope_of(module: ModuleSummary, qualname: str) -> FunctionSummary:
+    """The scope calls in `qualname` of `module` are resolved in (module-level code for "" or a name that is not
+    a function of the module)."""
+    function = module.functions.get(qualname) if qualname else None
+    if function is None:
+        return FunctionSummary(module.path, "", [], False)
+    return FunctionSummary(module.path, qualname, list(function.params), function.is_method)
+
+
+class Resolver:
+    """Name resolution over the summaries, with what it found kept for the answers."""
+
+    def __init__(self, store: SummaryStore) -> None:
+        self.store = store
+        self.hierarchy = Hierarchy(store)
+        self.call_texts: dict[tuple[str, str], Callee] = {}  # (path, callee as written) -> callee
+        self.instances: dict[Callee, dict[str, ClassRef]] = {}  # per body: names holding a project class's instance
+
+    def module(self, path: str) -> ModuleSummary | None:
+        return self.store.get(path)
+
+    def function(self, callee: Callee) -> FunctionInfo | None:
+        module = self.module(callee[0])
+        return module.functions.get(callee[1]) if module is not None else None
+
+    def resolve(self, module: ModuleSummary, summary: FunctionSummary, func: ast.expr) -> Callee | None:
+        """The project function a call's callee names (same module, imported, `self.method`)."""
+        name = dotted(func)
+        if name is None:
+            return None
+        found = self._resolve_name(module, summary, name)
+        if found is not None:
+            self.call_texts[(module.path, name)] = found
+        return found
+
+    def _resolve_name(self, module: ModuleSummary, summary: FunctionSummary, name: str) -> Callee | None:
+        head, _, rest = name.partition(".")
+        if summary.is_method and summary.params and head == summary.params[0] and rest and "." not in rest:
+            # the method of this class, or the one it inherits from a project base class
+            return self.hierarchy.method((module.path, summary.qualname.rpartition(".")[0]), rest)
+        if not rest:
+            # A function nested in the caller or in a function around it (`def main(): def training(model):
+            # ...; training(model)`); class bodies are not scopes a method sees.
+            scope = summary.qualname
+            while scope and scope in module.functions:
+                if f"{scope}.{name}" in module.functions:
+                    return (module.path, f"{scope}.{name}")
+                scope = scope.rpartition(".")[0]
+            if name in module.functions:
+                return (module.path, name)
+            if name in module.classes and f"{name}.__init__" in module.functions:
+                return (module.path, f"{name}.__init__")
+        if rest and "." not in rest and head not in module.imports:
+            cls = self._instances(module, summary).get(head)
+            if cls is not None:  # `config = ModelConfig(); config.load(...)`: the method of that project class
+                return self.hierarchy.method(cls, rest)
+        imported = module.imports.get(head)
+        if imported is None and not rest:
+            # `from util import *`: the first star-imported project module that defines the name
+            for star in module.stars:
+                path = self.store.finder.find(star, module.path)
+                target = self.module(path) if path is not None else None
+                if target is not None and name in target.functions:
+                    return (target.path, name)
+            return None
+        if imported is None:
+            return None
+        return self._follow_import(f"{imported}.{rest}" if rest else imported, module.path)
+
+    def _instances(self, module: ModuleSummary, summary: FunctionSummary) -> dict[str, ClassRef]:
+        """The names that hold an instance of one project class in the caller's own body (or the module's code):
+        every assignment of the name there is `Class(...)` of that class."""
+        key = (module.path, summary.qualname)
+        if key in self.instances:
+            return self.instances[key]
+        function = module.functions.get(summary.qualname) if summary.qualname else None
+        found: dict[str, set[ClassRef | None]] = {}
+        for node in own_nodes(function.node if function is not None else module.tree):
+            if not isinstance(node, ast.Assign):
+                continue
+            written = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
+            cls = self.hierarchy.resolve_class(module, written) if written is not None else None
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    found.setdefault(target.id, set()).add(cls)
+        answer: dict[str, ClassRef] = {}
+        for name, classes in found.items():
+            (cls,) = classes if len(classes) == 1 else (None,)
+            if cls is not None:
+                answer[name] = cls
+        self.instances[key] = answer
+        return answer
+
+    def _follow_import(self, dotted_name: str, near: str) -> Callee | None:
+        """A project function, or the `__init__` of a project class, that an imported name points at."""
+        found = self.hierarchy.follow(dotted_name, near)
+        if found is None:
+            return None
+        target, name = found
+        if name in target.functions:
+            return (target.path, name)
+        if name in target.classes and f"{name}.__init__" in target.functions:
+            return (target.path, f"{name}.__init__")
+        return None
+
+    def _project_class(self, module: ModuleSummary, func: ast.expr) -> tuple[str, str] | None:
+        """The project class a callee names (`Backend`, `backends.Backend`): (its module's path, its name)."""
+        name = dotted(func)
+        if name is None:
+            return None
+        if name in module.classes:
+            return (module.path, name)
+        head, _, rest = name.partition(".")
+        imported = module.imports.get(head)
+        found = self.hierarchy.follow(f"{imported}.{rest}" if rest else imported, module.path) if imported else None
+        return (found[0].path, found[1]) if found is not None and found[1] in found[0].classes else None
+
+    def argument_for(self, callee: Callee, call: ast.Call, param: str) -> ast.expr | None:
+        """The expression a call passes to the callee's parameter `param`."""
+        function = self.function(callee)
+        if function is None:
+            return None
+        for keyword in call.keywords:
+            if keyword.arg == param:
+                return keyword.value
+        index = function.position_of(param)
+        if index is not None and index < len(call.args):
+            argument = call.args[index]
+            return None if isinstance(argument, ast.Starred) else argument
+        return None
