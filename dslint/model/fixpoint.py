@@ -73,6 +73,7 @@ class ProjectModel(Evaluator):
         # (path, function, parameter) -> whether the function calls an engine-only method on the parameter
         self.engine_uses: dict[tuple[str, str, str], bool] = {}
         self._helpers: list[HelperCall] | None = None  # the answers' calls, found once the fixpoint is done
+        self._engine_parameters: tuple[int, dict[tuple[str, str, str], EngineAnswer]] | None = None
 
     def analyse_all(self, producers: Iterable[str]) -> None:
         """Follow engines from where they are created, reading only the functions they reach.
@@ -241,7 +242,13 @@ class ProjectModel(Evaluator):
     # --- answers ------------------------------------------------------------------------------------------
     def engine_parameters(self) -> dict[tuple[str, str, str], EngineAnswer]:
         """(path, function, parameter) -> (role, a call that passes it, the initialize it comes from), for
-        parameters that receive the engine (or engine.module) at every call seen."""
+        parameters that receive the engine (or engine.module) at every call seen (worked out again only when
+        a function read since added calls)."""
+        if self._engine_parameters is None or self._engine_parameters[0] != len(self.calls):
+            self._engine_parameters = (len(self.calls), self._find_engine_parameters())
+        return self._engine_parameters[1]
+
+    def _find_engine_parameters(self) -> dict[tuple[str, str, str], EngineAnswer]:
         by_param: dict[tuple[str, str, str], list[tuple[Value, CallSite]]] = {}
         for site in self.calls:
             if not self.verifiable(site.callee):
