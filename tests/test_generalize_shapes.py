@@ -213,10 +213,18 @@ def test_an_absolute_config_path_of_another_machine() -> None:
 def test_initialize_held_as_a_value_and_called_later() -> None:
     """`ds_init = deepspeed.initialize`, returned beside the options and handed to main(), which calls it: the
     loop main() hands the engine to divides by the accumulation steps (loops.py:8); so does fit_steps(), whose
-    engine fit() makes with the `make_engine` every caller gives deepspeed.initialize (loops.py:18). fit_any()'s
-    `make_engine` is the project's own builder at one call: unknown, and fit_either() stays silent."""
+    engine fit() makes with the `make_engine` every caller gives deepspeed.initialize (loops.py:18), and the move
+    before that call is the engine's job (pretrain.py:15). fit_any()'s `make_engine` is the project's own builder
+    at one call: unknown, and its move and fit_either() stay silent."""
     divides = "model.backward(loss) already divides by gradient_accumulation_steps"
-    _match(_findings("initialize_value"), [("loops.py", 8, "DSL304", divides), ("loops.py", 18, "DSL304", divides)])
+    _match(
+        _findings("initialize_value"),
+        [
+            ("loops.py", 8, "DSL304", divides),
+            ("loops.py", 18, "DSL304", divides),
+            ("pretrain.py", 15, "DSL101", "model moved to a device before deepspeed.initialize"),
+        ],
+    )
 
 
 def test_a_call_of_initialize_held_as_a_value_names_where_the_value_was_taken() -> None:
@@ -224,7 +232,7 @@ def test_a_call_of_initialize_held_as_a_value_names_where_the_value_was_taken() 
     index = index_project(discover([str(project)]).files, [str(project)])
     facts = index.facts_for(project / "finetune.py")
     assert facts is not None
-    ((position, fact),) = facts.returns.items()
-    assert position == (28, 34) and fact.callee == "ds_init" and fact.is_tuple
-    assert (fact.origin.line, fact.origin.message) == (19, "ds_init holds deepspeed.initialize, taken here")
-    assert fact.origin.path.endswith("finetune.py")
+    ((position, taken),) = facts.initialize_aliases.items()
+    assert position == (28, 34) and not facts.returns
+    assert (taken.line, taken.message) == (19, "ds_init holds deepspeed.initialize, taken here")
+    assert taken.path.endswith("finetune.py")

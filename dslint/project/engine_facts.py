@@ -17,7 +17,7 @@ from dslint.model.conditions import Guard
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
-from dslint.model.library import OPTIMIZER, RESULT_ORDER
+from dslint.model.library import OPTIMIZER
 from dslint.model.pretrained_loaders import loader_calls
 from dslint.model.stage_tests import stage_tested_after
 from dslint.model.state_saving_calls import (
@@ -167,15 +167,14 @@ def follow_engines(
             roles, is_tuple, origin, engine_config(files, init, store), keys, helper.text
         )
         files[helper.caller_path] = replace(facts, returns=returns)
-    for (path, line, offset), (name, held, init) in sorted(model.initialize_aliases.items()):
-        # `ds_init(args=args, model=model)`: the call is initialize's, its results bound as from a helper
+    for (path, line, offset), (name, held, _) in sorted(model.initialize_aliases.items()):
+        # `ds_init(args=args, model=model)`: an initialize call of that file
         lines = store.sources.get(path, b"").splitlines()
         taken_path, taken_line = held.taken
-        origin = Related(shown_path(taken_path), taken_line, 1, f"{name} holds deepspeed.initialize, taken here")
+        taken = Related(shown_path(taken_path), taken_line, 1, f"{name} holds deepspeed.initialize, taken here")
         facts = facts_of(files, path)
-        called = ReturnFact(RESULT_ORDER, True, origin, engine_config(files, init, store), (), name)
         at = (line, character_column(lines, line, offset) + 1)
-        files[path] = replace(facts, returns={**facts.returns, at: called})
+        files[path] = replace(facts, initialize_aliases={**facts.initialize_aliases, at: taken})
     for (path, qualname), init in model.model_builders.items():
         facts = facts_of(files, path)
         origin = Related(

@@ -193,9 +193,9 @@ class _Collector:
         if self.smalls:
             facts.small_statement_of_call[node] = self.smalls[-1]
         qualified = facts.imports.qualified(node.func)
-        if qualified is None:
+        if qualified is None and not self._aliases_initialize(node):
             return
-        if qualified == INITIALIZE:
+        if qualified == INITIALIZE or qualified is None:
             statement = self.smalls[-1] if self.smalls else (self.lines[-1] if self.lines else node)
             init = InitializeCall(
                 call=node,
@@ -211,6 +211,13 @@ class _Collector:
             facts.device_set_calls.append((self.scope, facts.start(node)))
         elif qualified == INIT_INFERENCE:
             facts.inference_calls.append(node)
+
+    def _aliases_initialize(self, node: cst.Call) -> bool:
+        """`ds_init(...)` where the project model knows `ds_init` holds deepspeed.initialize."""
+        project = self.facts.project
+        if project is None or not project.initialize_aliases:
+            return False
+        return self.facts.call_position(node) in project.initialize_aliases
 
     # --- branches ---------------------------------------------------------------------------------------------
     def visit_If(self, node: cst.If) -> None:

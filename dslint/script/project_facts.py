@@ -154,6 +154,10 @@ class ProjectFacts:
     # `torch.load` calls of this module, without a map location, of files that hold GPU tensors
     # (`model.gpu_saves`): line -> (what the file is, where the project writes it, None for DeepSpeed's own)
     gpu_loads: Mapping[int, tuple[str, Related | None]] = field(default_factory=dict)
+    # Calls in this file of a name holding deepspeed.initialize itself (`ds_init(args=args, model=model)` after
+    # `ds_init = deepspeed.initialize`, here or in a caller): the call -> where the value was taken. The script
+    # facts read each as an initialize call of the file.
+    initialize_aliases: Mapping[tuple[int, int], Related] = field(default_factory=dict)
 
     def guards_of(self, origin: Related | None) -> tuple[Guard, ...]:
         """The path conditions of the initialize call `origin` names (none known: empty)."""
@@ -172,4 +176,5 @@ class ProjectFacts:
             or self.model_sinks
             or self.values_at
             or self.model_attributes
+            or self.initialize_aliases
         )
