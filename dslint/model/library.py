@@ -77,6 +77,15 @@ TRL_TRAINING_ARGUMENTS = frozenset(
 )  # fmt: skip
 
 
+# Packages whose `*Trainer` classes build the engine from TrainingArguments.deepspeed (transformers', TRL's).
+TRAINER_PACKAGES = ("transformers.", "trl.")
+
+
+def is_trainer_class_name(qualified: str) -> bool:
+    """A Hugging Face or TRL trainer class, by its qualified name (`transformers.Trainer`, `trl.SFTTrainer`)."""
+    return qualified.startswith(TRAINER_PACKAGES) and qualified.rsplit(".", 1)[-1].endswith("Trainer")
+
+
 def is_training_arguments_name(name: str) -> bool:
     """`TrainingArguments` and any `*TrainingArguments` (`Seq2SeqTrainingArguments`, a project's subclass named
     so), or one of TRL's trainer configs (`SFTConfig`, `DPOConfig`, ...), by the name's last part."""

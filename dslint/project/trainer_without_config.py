@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import ast
 
-from dslint.model.library import is_training_arguments_name
+from dslint.model.library import is_trainer_class_name, is_training_arguments_name
 from dslint.model.summary import ModuleSummary, dotted
 
-# Modules whose Trainer classes build the engine from TrainingArguments.deepspeed.
-TRAINER_PACKAGES = ("transformers.", "trl.")
 _OTHER_SOURCES = ("HfDeepSpeedConfig", "DeepSpeedPlugin", "deepspeed_plugin", "parse_json_file", "parse_yaml_file")
 
 
@@ -72,9 +70,7 @@ def _trainer_classes(summary: ModuleSummary) -> set[str]:
     """The names this module builds Hugging Face or TRL trainers by: imported ones ending in `Trainer`, and the
     module's own classes deriving from one."""
     names = {
-        local
-        for local, full in summary.imports.items()
-        if full.startswith(TRAINER_PACKAGES) and local.endswith("Trainer")
+        local for local, full in summary.imports.items() if is_trainer_class_name(full) and local.endswith("Trainer")
     }
     for qualname, bases in summary.classes.items():
         if any(base.rsplit(".", 1)[-1] in names for base in bases):

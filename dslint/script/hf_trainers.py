@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from dslint.model.library import is_trainer_class_name
 from dslint.script.context import ScriptContext
 
-_LIBRARIES = ("transformers.", "trl.")
 _SAVING_METHODS = frozenset({"save_model", "_save"})
 _ACCELERATOR = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 
@@ -27,11 +27,7 @@ class TrainerNames:
         if isinstance(node, cst.Name) and node.value in self.local_trainers:
             return True
         qualified = self.context.facts.qualified(node)
-        return (
-            qualified is not None
-            and qualified.startswith(_LIBRARIES)
-            and qualified.rsplit(".", 1)[-1].endswith("Trainer")
-        )
+        return qualified is not None and is_trainer_class_name(qualified)
 
     def consider_class(self, node: cst.ClassDef) -> None:
         methods = {s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)}

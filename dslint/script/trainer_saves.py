@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dslint.model.library import is_trainer_class_name
 from dslint.script.facts import BindingKind, ScriptFacts, method_name
 
-TRAINER_PACKAGES = ("transformers.", "trl.")
 TORCH_SAVE = "torch.save"
 
 
 def is_hf_trainer_class(facts: ScriptFacts, node: cst.BaseExpression) -> bool:
     qualified = facts.qualified(node)
-    return (
-        qualified is not None
-        and qualified.startswith(TRAINER_PACKAGES)
-        and qualified.rsplit(".", 1)[-1].endswith("Trainer")
-    )
+    return qualified is not None and is_trainer_class_name(qualified)
 
 
 def trainer_state_dicts_saved(facts: ScriptFacts, module: cst.Module) -> list[cst.Call]:
