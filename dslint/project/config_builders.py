@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from dslint.model.bindings import BindingKind, Bindings, module_bindings
 from dslint.model.summary import SummaryStore, own_nodes
 from dslint.project.reader_calls import ParsedModules, ReaderCall, reader_call, scopes
 
@@ -76,13 +77,14 @@ def config_builders(sources: dict[str, bytes], store: SummaryStore | None = None
         tree = modules.tree(path)
         if tree is None:
             continue
+        table = module_bindings(tree)
         for scope in scopes(tree):
-            found.extend(_builders_in(modules, path, scope))
+            found.extend(_builders_in(modules, path, scope, table))
     return found
 
 
-def _builders_in(modules: ParsedModules, path: str, scope: ast.AST) -> Iterator[ConfigBuilder]:
-    bound, readers = _bindings(scope)
+def _builders_in(modules: ParsedModules, path: str, scope: ast.AST, table: Bindings) -> Iterator[ConfigBuilder]:
+    bound, readers = _bindings(table, scope)
     for call, reader in readers:
         value = reader.config_argument(call)
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):  # `config=get_ds_config(args)`
@@ -97,7 +99,7 @@ def _builders_in(modules: ParsedModules, path: str, scope: ast.AST) -> Iterator[
             and value.id not in bound
             and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
         ):
-            helpers = _helpers_of_callers(modules.tree(path), scope, value.id)
+            helpers = _helpers_of_callers(modules.tree(path), table, scope, value.id)
         for helper in helpers:
             where = modules.function(path, helper)
             if where is not None:
@@ -105,29 +107,17 @@ def _builders_in(modules: ParsedModules, path: str, scope: ast.AST) -> Iterator[
                 yield ConfigBuilder(where[0], helper, path, call.lineno, column, reader.name, reader.reader)
 
 
-def _bindings(scope: ast.AST) -> tuple[dict[str, list[ast.AST]], list[tuple[ast.Call, ReaderCall]]]:
-    """The names bound in `scope` (name -> every value it is bound to) and the reader calls written there."""
+def _bindings(table: Bindings, scope: ast.AST) -> tuple[dict[str, list[ast.AST]], list[tuple[ast.Call, ReaderCall]]]:
+    """The names bound in `scope` (name -> every value it is bound to: the value of a whole target, else the
+    statement binding it), read from the module's one binding model (parameters are not bound here: their values
+    come from the callers), and the reader calls written there. `cfg["x"] = n` writes into the dict: no binding."""
     bound: dict[str, list[ast.AST]] = {}
-    readers: list[tuple[ast.Call, ReaderCall]] = []
-    for node in own_nodes(scope):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                for name in ast.walk(target):
-                    # `cfg["scheduler"]["params"]["total_num_steps"] = n` writes into the dict: no new binding
-                    if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
-                        bound.setdefault(name.id, []).append(node.value if target is name else target)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
-            targets: list[ast.expr | None] = (
-                [i.optional_vars for i in node.items] if isinstance(node, ast.With) else [node.target]
-            )
-            for written in targets:
-                for name in ast.walk(written) if written is not None else ():
-                    if isinstance(name, ast.Name):
-                        bound.setdefault(name.id, []).append(node)
-        elif isinstance(node, ast.Call):
-            found = reader_call(node)
-            if found is not None:
-                readers.append((node, found))
+    for binding in table.every:
+        if binding.scope.node is scope and binding.kind is not BindingKind.PARAMETER and "." not in binding.key:
+            bound.setdefault(binding.key, []).append(binding.value if binding.value is not None else binding.statement)
+    readers = [
+        (node, found) for node in own_nodes(scope) if isinstance(node, ast.Call) and (found := reader_call(node))
+    ]
     return bound, readers
 
 
@@ -140,7 +130,7 @@ def _helper(bound: dict[str, list[ast.AST]], name: str) -> str | None:
 
 
 def _helpers_of_callers(
-    tree: ast.Module | None, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
+    tree: ast.Module | None, table: Bindings, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
 ) -> list[str]:
     """`def setup(model, cfg): deepspeed.initialize(..., config=cfg)`, called in the same module as
     `cfg = get_ds_config(args); setup(model, cfg)`: the helpers whose result the callers pass as `parameter`
@@ -161,7 +151,7 @@ def _helpers_of_callers(
         ]
         if not calls:
             continue
-        bound, _ = _bindings(scope)
+        bound, _ = _bindings(table, scope)
         for call in calls:
             argument = next((k.value for k in call.keywords if k.arg == parameter), None)
             starred = any(isinstance(a, ast.Starred) for a in call.args[: (index or 0) + 1])
