@@ -213,7 +213,7 @@ def test_an_absolute_config_path_of_another_machine() -> None:
 def test_initialize_held_as_a_value_and_called_later() -> None:
     """`ds_init = deepspeed.initialize`, returned beside the options and handed to main(), which calls it: the
     loop main() hands the engine to divides by the accumulation steps (loops.py:8); so does fit_steps(), whose
-    engine fit() makes with the `make_engine` every caller gives deepspeed.initialize (loops.py:18), and the move
+    engine fit() makes with the `make_engine` every caller gives deepspeed.initialize (loops.py:19), and the move
     before that call is the engine's job (pretrain.py:15). fit_any()'s `make_engine` is the project's own builder
     at one call: unknown, and its move and fit_either() stay silent."""
     divides = "model.backward(loss) already divides by gradient_accumulation_steps"
@@ -221,7 +221,7 @@ def test_initialize_held_as_a_value_and_called_later() -> None:
         _findings("initialize_value"),
         [
             ("loops.py", 8, "DSL304", divides),
-            ("loops.py", 18, "DSL304", divides),
+            ("loops.py", 19, "DSL304", divides),
             ("pretrain.py", 15, "DSL101", "model moved to a device before deepspeed.initialize"),
         ],
     )

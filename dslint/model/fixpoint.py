@@ -74,6 +74,8 @@ class ProjectModel(Evaluator):
         self.engine_uses: dict[tuple[str, str, str], bool] = {}
         self._helpers: list[HelperCall] | None = None  # the answers' calls, found once the fixpoint is done
         self._engine_parameters: tuple[int, dict[tuple[str, str, str], EngineAnswer]] | None = None
+        # engine parameters whose callers pass the engine only on the paths where initialize ran (`_confirmed`)
+        self.conditional_parameters: set[tuple[str, str, str]] = set()
 
     def analyse_all(self, producers: Iterable[str]) -> None:
         """Follow engines from where they are created, reading only the functions they reach.
@@ -250,11 +252,15 @@ class ProjectModel(Evaluator):
 
     def _find_engine_parameters(self) -> dict[tuple[str, str, str], EngineAnswer]:
         by_param: dict[tuple[str, str, str], list[tuple[Value, CallSite]]] = {}
+        self.conditional_parameters = set()
         for site in self.calls:
             if not self.verifiable(site.callee):
                 continue
-            for param, value in self._confirmed(site).items():
+            arguments, confirmed = self._confirmed(site)
+            for param, value in arguments.items():
                 by_param.setdefault((*site.callee, param), []).append((value, site))
+                if param in confirmed:
+                    self.conditional_parameters.add((*site.callee, param))
         resolved: dict[tuple[str, str, str], EngineAnswer] = {}
         for _ in range(MAX_ROUNDS):
             changed = False
@@ -273,27 +279,42 @@ class ProjectModel(Evaluator):
                         origin = found[1]  # the initialize behind the first call, named with that call
                 if len(roles) == 1 and origin is not None:
                     resolved[key] = (roles.pop(), passed[0][1], origin)
+                    if any(self._upstream_conditional(value, site) for value, site in passed):
+                        self.conditional_parameters.add(key)
                     changed = True
             if not changed:
                 break
         return resolved
 
-    def _confirmed(self, site: CallSite) -> dict[str, Value]:
+    def _upstream_conditional(self, value: Value, site: CallSite) -> bool:
+        """A parameter passed on from a caller's own parameter that is conditional (see `_confirmed`)."""
+        if not isinstance(value, Param):
+            return False
+        module = self.module(site.caller_path)
+        caller = module.function_at(site.line) if module is not None else None
+        return caller is not None and (site.caller_path, caller, value.name) in self.conditional_parameters
+
+    def _confirmed(self, site: CallSite) -> tuple[dict[str, Value], set[str]]:
         """A call's arguments, where a value that is initialize's result only on some paths (`Maybe`) counts
         as that result when the callee uses the parameter receiving the engine as an engine
-        (`model.backward(loss)`): the call then runs on the paths where initialize ran, so the other `Maybe`
-        items of that same initialize (its optimizer, its scheduler) are its results too. Other `Maybe`
-        values stay unknown."""
+        (`model.backward(loss)`), and so do the other `Maybe` items of that same initialize (its optimizer, its
+        scheduler); with the names of the parameters so confirmed. Such a parameter is conditional
+        (`conditional_parameters`): the call also runs where initialize did not, so the callee is right to treat
+        it as the engine only where it uses it as one (the arms of an `if` beside such a use are plain PyTorch,
+        `script.collect`). Other `Maybe` values stay unknown."""
         confirmed: set[InitSite] = set()
         for param, value in site.arguments.items():
             if isinstance(value, Maybe) and value.item.role == ENGINE and self._uses_as_engine(site.callee, param):
                 confirmed.add(value.item.origin)
         arguments: dict[str, Value] = {}
+        conditional: set[str] = set()
         for param, value in site.arguments.items():
             if isinstance(value, Maybe):
+                if value.item.origin in confirmed:
+                    conditional.add(param)
                 value = value.item if value.item.origin in confirmed else None
             arguments[param] = value
-        return arguments
+        return arguments, conditional
 
     def _uses_as_engine(self, callee: Callee, param: str) -> bool:
         """Whether a function calls a method only the DeepSpeed engine has on its parameter `param`."""

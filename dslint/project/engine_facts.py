@@ -133,8 +133,9 @@ def follow_engines(
         created = Related(shown_path(init.path), init.line, init.column, "deepspeed.initialize")
         summary = store.get(site.caller_path)
         tested = summary is not None and stage_tested_after(summary.tree, site.line)
+        conditional = (path, function, param) in model.conditional_parameters
         parameters.setdefault(function, {})[param] = ParameterFact(
-            role, origin, engine_config(files, init, store), created, tested
+            role, origin, engine_config(files, init, store), created, tested, conditional
         )
         files[path] = replace(facts, parameters=parameters)
     for path, where, value in (*model.instance_values(), *inherited_values(model)):

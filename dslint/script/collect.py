@@ -21,7 +21,7 @@ import libcst as cst
 from dslint.model.bindings import Binding, BindingKind, Bindings, Pos, Scope, ScopeKind, module_bindings
 from dslint.model.conditions import PLAIN_BACKENDS, deepspeed_flag_word
 from dslint.model.engine import Engine, Origin
-from dslint.model.library import RESULT_ORDER
+from dslint.model.library import ENGINE_ONLY_METHODS, RESULT_ORDER
 from dslint.model.summary import dotted
 from dslint.script.facts import (
     INIT_INFERENCE,
@@ -339,9 +339,11 @@ def _resolve_branches(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool 
     """Mark the plain-PyTorch side of every `if` that chooses between DeepSpeed and plain PyTorch.
 
     An `if` chooses when its test is a DeepSpeed flag, when exactly one side holds a `deepspeed.initialize`
-    call, or when its test reads the same as the test of such an `if`.
+    call or uses a conditional engine parameter as the engine (`ParameterFact.conditional`: `model.backward(loss)`
+    in one arm, the plain model's loss scaler in the other), or when its test reads the same as the test of such
+    an `if`.
     """
-    init_positions = [init.start for init in facts.initialize_calls]
+    init_positions = [init.start for init in facts.initialize_calls] + _conditional_engine_uses(facts)
 
     def holds_init(span: tuple[Pos, Pos] | None) -> bool:
         return span is not None and any(span[0] <= p < span[1] for p in init_positions)
@@ -366,6 +368,29 @@ def _resolve_branches(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool 
         plain_side = orelse if polarity else body
         if plain_side is not None:
             facts.plain_ranges.append(plain_side)
+
+
+def _conditional_engine_uses(facts: ScriptFacts) -> list[Pos]:
+    """Where a method only the engine has (`backward`) is called on a parameter the callers fill with the engine
+    on some of their paths only (`ParameterFact.conditional`)."""
+    project = facts.project
+    if project is None or not any(fact.conditional for found in project.parameters.values() for fact in found.values()):
+        return []
+    uses: list[Pos] = []
+    for call in facts.statement_of_call:
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in ENGINE_ONLY_METHODS):
+            continue
+        if not isinstance(func.value, cst.Name):
+            continue
+        binding = facts.binding_at(func.value.value, facts.scope_at(call), facts.start(call))
+        if binding is None or binding.kind is not BindingKind.PARAMETER:
+            continue
+        function = facts.qualname(binding.scope)
+        fact = project.parameters.get(function, {}).get(binding.key) if function else None
+        if fact is not None and fact.conditional:
+            uses.append(facts.start(call))
+    return uses
 
 
 def collect_facts(

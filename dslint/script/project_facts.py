@@ -42,6 +42,9 @@ class ParameterFact:
     # the passing call is followed by an `if` testing the ZeRO stage (`model.stage_tests`): the author handles
     # stage 3 there
     caller_tests_stage: bool = False
+    # the callers pass the engine only on the paths where initialize ran (an engine on some paths, given because
+    # the function uses the parameter as one): the arms of an `if` beside such a use are plain PyTorch
+    conditional: bool = False
 
 
 @dataclass(frozen=True)
