@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 
-from dslint.model.classes import ClassRef
 from dslint.model.conditions import guards_of
 from dslint.model.library import INITIALIZE
 from dslint.model.resolution import Callee, CallSite, FunctionSummary, Resolver
@@ -49,7 +48,6 @@ class Evaluator(Resolver):
         self.inits: dict[tuple[str, int, int], InitSite] = {}
         self.call_texts: dict[tuple[str, str], Callee] = {}  # (path, callee as written) -> callee
         self.in_progress: set[Callee] = set()
-        self.instances: dict[Callee, dict[str, ClassRef]] = {}  # per body: names holding a project class's instance
         # The model initialize receives: built by a function (its return value), or a parameter of the function
         # holding initialize, filled by its callers.
         self.model_builders: dict[Callee, InitSite] = {}

@@ -70,6 +70,8 @@ class ProjectModel(Evaluator):
         self.unverifiable_callees: set[Callee] = set()  # functions whose possible callers are too many to read
         # names whose callers were read only where they can call the definitions met then: name -> definitions
         self.callers_read_for: dict[str, set[Callee]] = {}
+        self._named: dict[str, set[Callee]] = {}  # last name -> functions met (`_functions_named`)
+        self._named_upto = (0, 0)  # how many summaries and calls are in `_named`
         # (path, function, parameter) -> whether the function calls an engine-only method on the parameter
         self.engine_uses: dict[tuple[str, str, str], bool] = {}
         self._helpers: list[HelperCall] | None = None  # the answers' calls, found once the fixpoint is done
@@ -149,12 +151,11 @@ class ProjectModel(Evaluator):
     def _possible_callers(self, name: str, matched: list[str]) -> list[str]:
         """Of the files calling something named `name` (too many to read them all), those that can call one of
         the project's own functions of that name the fixpoint met: its module, and the files importing that module
-        (`from train import main`, `import train`); a function nested in another only from its own file. A
+        (`from train import main`, `import train`; its package's name too when the package's `__init__.py` names
+        the module); a function nested in another only from its own file. A
         definition with too many such files, or a method (an instance reaches it from anywhere), is not followed
         (`unverifiable_callees`)."""
-        defined = {callee for callee in self.summaries if callee[1].rpartition(".")[2] == name}
-        defined.update(site.callee for site in self.calls if site.callee[1].rpartition(".")[2] == name)
-        sources = self.store.sources
+        defined = set(self._functions_named(name))
         found: set[str] = set()
         for path, qualname in sorted(defined):
             owner = qualname.rpartition(".")[0]
@@ -163,18 +164,30 @@ class ProjectModel(Evaluator):
                 self.unverifiable_callees.add((path, qualname))  # a method: an instance reaches it from anywhere
                 continue
             callers = [path] if path in matched else []
-            if not owner:  # its module, or its package (which may re-export it), named in an import
+            if not owner:  # its module, or its package when that re-exports it, named in an import
+                folder = os.path.dirname(path)
                 stem = os.path.splitext(os.path.basename(path))[0]
-                words = {os.path.basename(os.path.dirname(path)), *([stem] if stem != "__init__" else [])}
-                alternatives = b"|".join(re.escape(word.encode()) for word in sorted(words) if word)
-                importing = re.compile(rb"\b(?:from|import)\b[^\n]*\b(?:" + alternatives + rb")\b")
-                callers.extend(p for p in matched if p != path and importing.search(sources.get(p, b"")))
+                package = self.store.sources.get(os.path.join(folder, "__init__.py"), b"")
+                words = {stem} if stem != "__init__" else set()
+                if stem == "__init__" or stem.encode() in package:
+                    words.add(os.path.basename(folder))
+                importing = {p for word in words if word for p in self.store.words.importing(word)}
+                callers.extend(p for p in matched if p != path and p in importing)
             if len(callers) > MAX_NAME_FILES:
                 self.unverifiable_callees.add((path, qualname))
                 continue
             found.update(callers)
         self.callers_read_for[name] = defined
         return [p for p in matched if p in found]
+
+    def _functions_named(self, name: str) -> set[Callee]:
+        """The functions the fixpoint met (read, or called with arguments) whose last name is `name`: an index
+        kept up with the summaries and calls as they grow."""
+        summaries, calls = list(self.summaries)[self._named_upto[0] :], self.calls[self._named_upto[1] :]
+        for callee in (*summaries, *(site.callee for site in calls)):
+            self._named.setdefault(callee[1].rpartition(".")[2], set()).add(callee)
+        self._named_upto = (len(self.summaries), len(self.calls))
+        return self._named.get(name, set())
 
     def verifiable(self, callee: Callee) -> bool:
         """Whether every call of a function was seen: its name is not too common, or its own possible callers

@@ -8,7 +8,7 @@ import ast
 from dataclasses import dataclass, field
 
 from dslint.model.classes import ClassRef, Hierarchy
-from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore, dotted, own_nodes
+from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore, dotted, statements
 from dslint.model.values import Value
 
 Callee = tuple[str, str]  # (module path, qualname)
@@ -48,7 +48,9 @@ class Resolver:
         self.store = store
         self.hierarchy = Hierarchy(store)
         self.call_texts: dict[tuple[str, str], Callee] = {}  # (path, callee as written) -> callee
-        self.instances: dict[Callee, dict[str, ClassRef]] = {}  # per body: names holding a project class's instance
+        # per body: names holding a project class's instance (read from the code alone: kept when the fixpoint
+        # starts again)
+        self.instances: dict[Callee, dict[str, ClassRef]] = {}
 
     def module(self, path: str) -> ModuleSummary | None:
         return self.store.get(path)
@@ -109,7 +111,7 @@ class Resolver:
             return self.instances[key]
         function = module.functions.get(summary.qualname) if summary.qualname else None
         found: dict[str, set[ClassRef | None]] = {}
-        for node in own_nodes(function.node if function is not None else module.tree):
+        for node in statements(function.node.body if function is not None else module.tree.body):
             if not isinstance(node, ast.Assign):
                 continue
             written = dotted(node.value.func) if isinstance(node.value, ast.Call) else None

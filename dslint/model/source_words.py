@@ -9,7 +9,9 @@ source, and answers exactly what the scan per name answered (same files, in the 
 - `calling(name)`: the files holding the bytes `name(`, i.e. a maximal run of word characters that ends with
   `name` right before a `(` (the run may be longer: `build_name(` holds `name(`);
 - `class_word(name)`: the files where `name` is a whole word inside the parentheses of a `class X(...)` statement
-  (up to its first `)`), or a whole word before `as WORD` (`import Name as Other`).
+  (up to its first `)`), or a whole word before `as WORD` (`import Name as Other`);
+- `importing(word)`: the files where `word` is a whole word of a line starting with `from` or `import`
+  (`from train import main`, `import pkg.train as t`).
 
 Both test ASCII word characters, as the patterns they replace did; a name with other characters is answered by
 the scan (`None`: the caller scans).
@@ -23,6 +25,7 @@ import re
 _CALLED = re.compile(rb"\b(\w+)\(")
 _CLASS_BASES = re.compile(rb"^[ \t]*class\s+\w+\s*\(([^)]*)", re.MULTILINE)
 _WORD = re.compile(rb"\w+")
+_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from|import)\b[^\n]*", re.MULTILINE)
 # `as` between white space and a word: the literal `as` leads the pattern, so the engine skips to each `as`
 # instead of trying a word at every position (the word before it is found backwards: `_renamed`)
 _AS = re.compile(rb"as(?=\s+\w)")
@@ -37,6 +40,7 @@ class SourceWords:
         self._called: dict[bytes, list[int]] | None = None  # word before `(` -> the files (by order) holding it
         self._reversed: list[bytes] = []  # those words reversed, sorted: a suffix is a prefix range
         self._class_words: dict[bytes, list[int]] | None = None
+        self._import_words: dict[bytes, list[int]] | None = None
         self._paths: list[str] = []
 
     def _number(self) -> None:
@@ -86,6 +90,22 @@ class SourceWords:
                     words.setdefault(word, []).append(number)
             self._class_words = words
         return [self._paths[n] for n in self._class_words.get(name.encode(), ())]
+
+    def importing(self, word: str) -> list[str]:
+        """The sources with `word` as a whole word of an import line, in the sources' order."""
+        if self._import_words is None:
+            self._number()
+            words: dict[bytes, list[int]] = {}
+            for number, data in enumerate(self.sources.values()):
+                if b"import" not in data:
+                    continue
+                found: set[bytes] = set()
+                for line in _IMPORT_LINE.findall(data):
+                    found.update(_WORD.findall(line))
+                for found_word in found:
+                    words.setdefault(found_word, []).append(number)
+            self._import_words = words
+        return [self._paths[n] for n in self._import_words.get(word.encode(), ())]
 
 
 def _renamed(data: bytes) -> set[bytes]:
