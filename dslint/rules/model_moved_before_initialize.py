@@ -10,14 +10,13 @@ import libcst as cst
 from dslint.diagnostics import Applicability, Edit, Related, Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.model.conditions import contradicts
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.project.config_link import training_arguments_configs
 from dslint.script.edits import delete_call_statement, unwrap_method_call
 from dslint.script.facts import method_name
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.inference import InferenceMoves
-from dslint.script.model_moves import ModelMoves, ModelSink, is_cast
+from dslint.script.model_moves import ModelMoves, ModelSink, is_cast, serves_another_path
 from dslint.script.names import dotted_name
 
 MOVE_CALLS = ("cuda", "to")  # every move DSL101 reports is one of these calls
@@ -110,6 +109,17 @@ class ModelMovedBeforeInitialize(ScriptRule):
         """,
     )
     valid: ClassVar[Sequence[Valid]] = (
+        # the attribute is bound again between the move and initialize: the moved module is not the one given
+        Valid(
+            """
+            import deepspeed
+            class Runner(BaseRunner):
+                def build(self, config):
+                    self.model.cuda()
+                    self.model = Net()
+                    self.engine, *_ = deepspeed.initialize(model=self.model, config=config.ds)
+            """
+        ),
         # the Trainer runs without DeepSpeed: it places the model itself, and the move is the user's choice
         # an arguments file from the command line only: which config, if any, is not known
         Valid(_ARGS_FILE.replace('json_file="args.json"', "json_file=sys.argv[1]"), files=_ARGS_FILES),
@@ -428,6 +438,23 @@ class ModelMovedBeforeInitialize(ScriptRule):
                     model(x.to(model.device))
             """,
         ),
+        # `self.model`, bound by no method of the file (a base class's constructor): one object at both places
+        Invalid(
+            """
+            import deepspeed
+            class Runner(BaseRunner):
+                def build(self, config):
+                    self.model.cuda()
+                    self.engine, *_ = deepspeed.initialize(model=self.model, config=config.ds)
+            """,
+            lines=(5,),
+            fixed="""
+            import deepspeed
+            class Runner(BaseRunner):
+                def build(self, config):
+                    self.engine, *_ = deepspeed.initialize(model=self.model, config=config.ds)
+            """,
+        ),
         Invalid(
             """
             import deepspeed
@@ -475,7 +502,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
             return
         if init is None or is_cast(node) != self.casts:
             return
-        if not self.casts and self._serves_another_path(node, init):
+        if not self.casts and serves_another_path(self.facts, node, init):
             return
         message = self.message
         if init.origin is not None:  # initialize is in another function or module
@@ -517,7 +544,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
         moves = ModelMoves(self.facts, sinks)
         for node in self.unplaced_moves:
             sink = moves.initialize_for(node)
-            if sink is None or id(node) in reported or self._serves_another_path(node, sink):
+            if sink is None or id(node) in reported or serves_another_path(self.facts, node, sink):
                 continue
             reported.add(id(node))
             self.report(
@@ -553,32 +580,6 @@ class ModelMovedBeforeInitialize(ScriptRule):
             for arg in call.args
             if arg.keyword is None and not arg.star
         ]
-
-    def _serves_another_path(self, move: cst.Call, init: ModelSink) -> bool:
-        """`initialize` runs only under a test the move does not share (`if args.deepspeed: initialize(...) else:
-        model = DDP(model)`, or no `else` at all), here or in the function elsewhere that calls it: the move also
-        places the model for the path without DeepSpeed, where it is needed. A test of the model itself (`if
-        teacher is not None:`) leaves no such path, nor does a test of a call on values (`os.path.exists(cfg)`)."""
-        paths = self.facts.paths
-        own = set(paths.at(move))
-        model = dotted_name(init.model) if init.model is not None else None
-        # initialize here, or the call that hands the model to one elsewhere (`train_deepspeed(model, ...)`)
-        guards = paths.at(init.call) if init.call is not None else paths.at_position(init.start)
-        if init.origin is not None and self.facts.project is not None:
-            # initialize in another function or module, under a test of its own (`elif optimizer_name ==
-            # ADAM1BIT: initialize(...)` beside plain optimizers): the other arms use the model as moved
-            guards = (*guards, *self.facts.project.guards_of(init.origin))
-        # the other arm of a test that initializes too (`if cfg is not None: initialize(config_params=cfg) else:
-        # initialize(config=path)`) is no path without DeepSpeed
-        elsewhere = [paths.at(i.call) for i in self.facts.initialize_calls if i.call is not init.call]
-        # a test of a call on values (`if not os.path.exists(cfg): raise`) splits no plain-PyTorch path off
-        return any(
-            guard not in own
-            and guard.subject != model
-            and "(" not in guard.subject.replace("()", "")
-            and not any(contradicts(guard, other) for others in elsewhere for other in others)
-            for guard in guards
-        )
 
     def _fix(self, node: cst.Call) -> list[Edit]:
         edit = delete_call_statement(self.context, node) or unwrap_method_call(self.context, node)

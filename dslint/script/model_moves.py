@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from dslint.diagnostics import Related
+from dslint.model.conditions import contradicts
 from dslint.model.engine import EngineConfig
 from dslint.script.devices import is_cpu, is_unindexed_cuda
 from dslint.script.facts import (
@@ -305,4 +306,38 @@ class ModelMoves:
         for init, lineage in self._lineages:
             if scope is init.scope and pos < init.start and binding in lineage and not excluded(facts, init, call):
                 return init
+        if binding is None and "." in key:
+            # `self.model.cuda()` then `initialize(model=self.model)`, the attribute bound by no method of the file
+            # (a base class's `__init__`, a property): one object at both places, none rebinding it in between
+            for init, lineage in self._lineages:
+                same = init.model is not None and dotted_name(init.model) == key and not lineage
+                if same and scope is init.scope and pos < init.start and not excluded(facts, init, call):
+                    return init
         return None
+
+
+def serves_another_path(facts: ScriptFacts, move: cst.Call, init: ModelSink) -> bool:
+    """`initialize` runs only under a test the move does not share (`if args.deepspeed: initialize(...) else:
+    model = DDP(model)`, or no `else` at all), here or in the function elsewhere that calls it: the move also
+    places the model for the path without DeepSpeed, where it is needed. A test of the model itself (`if
+    teacher is not None:`) leaves no such path, nor does a test of a call on values (`os.path.exists(cfg)`)."""
+    paths = facts.paths
+    own = set(paths.at(move))
+    model = dotted_name(init.model) if init.model is not None else None
+    # initialize here, or the call that hands the model to one elsewhere (`train_deepspeed(model, ...)`)
+    guards = paths.at(init.call) if init.call is not None else paths.at_position(init.start)
+    if init.origin is not None and facts.project is not None:
+        # initialize in another function or module, under a test of its own (`elif optimizer_name ==
+        # ADAM1BIT: initialize(...)` beside plain optimizers): the other arms use the model as moved
+        guards = (*guards, *facts.project.guards_of(init.origin))
+    # the other arm of a test that initializes too (`if cfg is not None: initialize(config_params=cfg) else:
+    # initialize(config=path)`) is no path without DeepSpeed
+    elsewhere = [paths.at(i.call) for i in facts.initialize_calls if i.call is not init.call]
+    # a test of a call on values (`if not os.path.exists(cfg): raise`) splits no plain-PyTorch path off
+    return any(
+        guard not in own
+        and guard.subject != model
+        and "(" not in guard.subject.replace("()", "")
+        and not any(contradicts(guard, other) for others in elsewhere for other in others)
+        for guard in guards
+    )
