@@ -187,10 +187,16 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL204": Needs(
         (b"deepspeed", b"initialize", b"state_dict"),
         engine=False,
-        alternatives=((b"Trainer", b"state_dict"), (b"Trainer", b"save_pretrained")),
+        alternatives=(
+            (b"Trainer", b"state_dict"),
+            (b"Trainer", b"save_pretrained"),
+            (b"unwrap_model", b"state_dict"),
+            (b"unwrap_model", b"save_pretrained"),
+        ),
         shapes=(
             Shape(calls=("torch.save",), engine=True),
             Shape(methods=("state_dict", "save_pretrained"), words=(b"Trainer",), configured=True),
+            Shape(methods=("state_dict", "save_pretrained"), words=(b"unwrap_model",), configured=True),
         ),
     ),
     "DSL205": Needs((b"deepspeed", b"initialize")),

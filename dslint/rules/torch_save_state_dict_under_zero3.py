@@ -8,14 +8,16 @@ from dslint.diagnostics import Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine
+from dslint.project.accelerate_deepspeed import accelerate_zero3
 from dslint.project.config_link import resolve_config, trainer_configs
 from dslint.project.engine_config import zero_stage
 from dslint.project.evidence import config_evidence, evidence
 from dslint.script.facts import BindingKind, Role, method_name
 from dslint.script.gathered import GatheredBlocks
+from dslint.script.hf_trainers import TrainerNames
 from dslint.script.names import dotted_name
 from dslint.script.stage_guard import StageGuards
-from dslint.script.trainer_saves import trainer_models_saved, trainer_state_dicts_saved
+from dslint.script.trainer_saves import prepared_models_saved, trainer_models_saved, trainer_state_dicts_saved
 
 TORCH_SAVE = "torch.save"
 TARGETS = (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL)
@@ -34,6 +36,24 @@ class _StateDictCalls(cst.CSTVisitor):
         return False
 
 
+_PREPARED = """
+    import torch
+    from accelerate import Accelerator
+    accelerator = Accelerator()
+    model, optimizer = accelerator.prepare(model, optimizer)
+    unwrapped = accelerator.unwrap_model(model)
+    unwrapped.save_pretrained("out")
+    torch.save(accelerator.unwrap_model(model).state_dict(), "model.pt")
+    unwrapped.save_pretrained("out", state_dict=accelerator.get_state_dict(model))
+"""
+
+
+def _accelerate_launch(stage: int) -> tuple[tuple[str, str], ...]:
+    """An `accelerate launch` of train.py with a DeepSpeed YAML at `stage`."""
+    yaml = f"distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: {stage}\nnum_processes: 2\n"
+    return (("run.sh", "accelerate launch --config_file ds.yaml train.py\n"), ("ds.yaml", yaml))
+
+
 class TorchSaveStateDictUnderZero3(ScriptRule):
     code = "DSL204"
     slug = "torch-save-state-dict-under-zero3"
@@ -45,16 +65,25 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
     trained_model_message = (
         "ZeRO-3: the model the Trainer trained holds empty parameters; save it with trainer.save_model(dir)"
     )
+    prepared_message = (
+        "ZeRO-3: the unwrapped model holds empty parameters; save with state_dict=accelerator.get_state_dict(model)"
+    )
     severity = Severity.ERROR
     needs_engine = False  # the Hugging Face Trainer creates its engine inside `train()`
     # every finding is a `state_dict()` call (of an engine's model, or of a Trainer's)
     required_tokens = (b"deepspeed", b"initialize", b"state_dict")
-    alternative_tokens = ((b"Trainer", b"state_dict"), (b"Trainer", b"save_pretrained"))
+    alternative_tokens = (
+        (b"Trainer", b"state_dict"),
+        (b"Trainer", b"save_pretrained"),
+        (b"unwrap_model", b"state_dict"),
+        (b"unwrap_model", b"save_pretrained"),
+    )
     # a `torch.save` of an engine's model state (where an engine may be), or a Trainer's model saved with
     # `X.state_dict()` / `X.save_pretrained()` (where a config may reach the Trainer: `trainer_configs`)
     call_shapes = (
         Shape(calls=(TORCH_SAVE,), engine=True),
         Shape(methods=("state_dict", "save_pretrained"), words=(b"Trainer",), configured=True),
+        Shape(methods=("state_dict", "save_pretrained"), words=(b"unwrap_model",), configured=True),
     )
     docs = RuleDocs(
         what="""
@@ -74,7 +103,12 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             known to be ZeRO-3; with an unknown or lower stage it stays silent. Likewise the model handed to the
             Trainer (`Trainer(model=model)`, or a wrapper of that name bound later: `model = torch.compile(model)`)
             saved after `trainer.train()` in the same function, with `model.save_pretrained(dir)` (no
-            `state_dict=`; a PEFT adapter too) or its `state_dict()` written to disk.
+            `state_dict=`; a PEFT adapter too) or its `state_dict()` written to disk; such a Trainer launched by
+            `accelerate launch` with a ZeRO-3 DeepSpeed YAML (and no config of its own) too. And the model
+            accelerate prepared, unwrapped (`accelerator.unwrap_model(model)`, or a name bound to it) and saved
+            with `save_pretrained(dir)` without `state_dict=`, or its `state_dict()` written to disk, when every way
+            the script runs DeepSpeed through accelerate is ZeRO-3 (its `DeepSpeedPlugin(zero_stage=3)`, every
+            `accelerate launch` YAML): `state_dict=accelerator.get_state_dict(model)` gathers the 16-bit weights.
         """,
         why="""
             Under ZeRO-3 every parameter is partitioned across ranks and `param.data` is an empty tensor on
@@ -96,6 +130,8 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         fix_safety="There is no automatic fix: which of the three ways fits depends on what the file is for.",
     )
     valid = (
+        # below ZeRO-3 the unwrapped model holds whole parameters
+        Valid(_PREPARED, files=_accelerate_launch(2)),
         # the script loads its own config from a path built at run time: nothing says which stage it chose
         Valid(
             """
@@ -173,6 +209,21 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         ),
     )
     invalid = (
+        # under accelerate's ZeRO-3 the unwrapped model's parameters are partitioned: the save with
+        # `state_dict=accelerator.get_state_dict(model)` (line 9) gathers them
+        Invalid(_PREPARED, lines=(7, 8), files=_accelerate_launch(3)),
+        # a Trainer that `accelerate launch` starts with a ZeRO-3 YAML takes up its DeepSpeed plugin
+        Invalid(
+            """
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            trainer = Trainer(model=model, args=TrainingArguments(output_dir="out"), train_dataset=data)
+            trainer.train()
+            model.save_pretrained("out")
+            """,
+            lines=(6,),
+            files=_accelerate_launch(3),
+        ),
         Invalid(
             """
             from peft import get_peft_model
@@ -241,6 +292,21 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         self.stage_guards = StageGuards()
         self.trainer_saves = set(trainer_state_dicts_saved(self.facts, node))
         self.trained_saves = set(trainer_models_saved(self.facts))
+        self.trainers = TrainerNames(self.context)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.trainers.consider_assign(node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        """The model accelerate prepared, unwrapped and saved without a gathered state dict, where every way the
+        script runs DeepSpeed through accelerate is ZeRO-3."""
+        saves = prepared_models_saved(self.facts, self.trainers.names_accelerator)
+        zero3 = accelerate_zero3(self.context) if saves else None
+        if zero3 is None:
+            return
+        where, related = zero3
+        for call in saves:
+            self.report(call, f"{self.prepared_message} (ZeRO-3 from {where})", related=related)
 
     def visit_If(self, node: cst.If) -> None:
         self.stage_guards.enter(node)
@@ -296,12 +362,17 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
 
     def _trainer_model_state(self, node: cst.Call, message: str | None = None) -> None:
         """`trainer.model.state_dict()` written to disk, in a script the launchers start with a ZeRO-3 config
-        for its Trainer (`--deepspeed ds_z3.json`): only a config known to be stage 3 is reported."""
+        for its Trainer (`--deepspeed ds_z3.json`, or `accelerate launch` with a ZeRO-3 YAML, whose plugin the
+        Trainer's arguments take up): only a config known to be stage 3 is reported."""
         stage3 = [config for config in trainer_configs(self.context) if config.zero_stage == 3]
-        if not stage3:
+        if stage3:
+            found = config_evidence(stage3)
+            self.report(node, (message or self.trainer_message) + found.suffix, related=found.related)
             return
-        found = config_evidence(stage3)
-        self.report(node, (message or self.trainer_message) + found.suffix, related=found.related)
+        zero3 = accelerate_zero3(self.context) if not trainer_configs(self.context) else None
+        if zero3 is not None:
+            where, related = zero3
+            self.report(node, f"{message or self.trainer_message} (ZeRO-3 from {where})", related=related)
 
     def _saved_model_state(self, value: cst.BaseExpression, at: cst.Call) -> Engine | None:
         facts = self.facts

@@ -7,6 +7,8 @@ saved tensors are empty; whether ZeRO-3 is on is the rule's question (the config
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from dslint.model.library import is_trainer_class_name
@@ -207,3 +209,39 @@ def _after_training(facts: ScriptFacts, holder: cst.Name, call: cst.Call, traine
         if binding is not None and binding is handed:
             return True
     return False
+
+
+def prepared_models_saved(facts: ScriptFacts, is_accelerator: Callable[[cst.BaseExpression], bool]) -> list[cst.Call]:
+    """Saves of the model accelerate prepared, unwrapped: `accelerator.unwrap_model(m).save_pretrained(dir)`
+    without `state_dict=` (on the call, or on a name every binding of which where it is read is such an unwrap),
+    or its `state_dict()` written to disk. Under ZeRO-3 the unwrapped module's parameters are partitioned, so what
+    it saves is empty; `accelerator.get_state_dict(m)` gathers them (`_zero3_consolidated_16bit_state_dict`)."""
+    found: list[cst.Call] = []
+    for call in _calls(facts):
+        name = method_name(call)
+        if name not in ("save_pretrained", "state_dict") or not isinstance(call.func, cst.Attribute):
+            continue
+        if name == "save_pretrained" and any(
+            a.keyword is not None and a.keyword.value == "state_dict" for a in call.args
+        ):
+            continue
+        if name == "state_dict" and not _saved(facts, call):
+            continue
+        if _unwrapped(facts, call.func.value, call, is_accelerator):
+            found.append(call)
+    return found
+
+
+def _unwrapped(
+    facts: ScriptFacts, holder: cst.BaseExpression, at: cst.Call, is_accelerator: Callable[[cst.BaseExpression], bool]
+) -> bool:
+    """`holder` is `accelerator.unwrap_model(...)`, or a name bound to that where `at` reads it."""
+    if isinstance(holder, cst.Call):
+        func = holder.func
+        return method_name(holder) == "unwrap_model" and isinstance(func, cst.Attribute) and is_accelerator(func.value)
+    if not isinstance(holder, cst.Name):
+        return False
+    binding = facts.binding_at(holder.value, facts.scope_at(at), facts.start(at))
+    if binding is None or binding.kind is not BindingKind.OTHER or not isinstance(binding.value, cst.Call):
+        return False
+    return _unwrapped(facts, binding.value, at, is_accelerator)
