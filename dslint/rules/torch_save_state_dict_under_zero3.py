@@ -48,6 +48,14 @@ _PREPARED = """
 """
 
 
+def _plugin(stage: int) -> str:
+    """_PREPARED with the script's own DeepSpeedPlugin at `stage` (its Accelerator line replaced)."""
+    own = f"accelerator = Accelerator(deepspeed_plugin=DeepSpeedPlugin(zero_stage={stage}))"
+    return _PREPARED.replace("accelerator = Accelerator()", own).replace(
+        "from accelerate import Accelerator", "from accelerate import Accelerator, DeepSpeedPlugin"
+    )
+
+
 def _accelerate_launch(stage: int) -> tuple[tuple[str, str], ...]:
     """An `accelerate launch` of train.py with a DeepSpeed YAML at `stage`."""
     yaml = f"distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: {stage}\nnum_processes: 2\n"
@@ -132,6 +140,7 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
     valid = (
         # below ZeRO-3 the unwrapped model holds whole parameters
         Valid(_PREPARED, files=_accelerate_launch(2)),
+        Valid(_plugin(2)),
         # the script loads its own config from a path built at run time: nothing says which stage it chose
         Valid(
             """
@@ -212,6 +221,7 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         # under accelerate's ZeRO-3 the unwrapped model's parameters are partitioned: the save with
         # `state_dict=accelerator.get_state_dict(model)` (line 9) gathers them
         Invalid(_PREPARED, lines=(7, 8), files=_accelerate_launch(3)),
+        Invalid(_plugin(3), lines=(7, 8)),
         # a Trainer that `accelerate launch` starts with a ZeRO-3 YAML takes up its DeepSpeed plugin
         Invalid(
             """
