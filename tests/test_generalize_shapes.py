@@ -236,3 +236,14 @@ def test_a_call_of_initialize_held_as_a_value_names_where_the_value_was_taken() 
     assert position == (28, 34) and not facts.returns
     assert (taken.line, taken.message) == (19, "ds_init holds deepspeed.initialize, taken here")
     assert taken.path.endswith("finetune.py")
+
+
+def test_a_relative_config_path_of_a_script_run_from_the_repository_root() -> None:
+    """finetuning/train.py names "ds_z3.json", which the project keeps at its root, not beside the script: Python
+    reads it from the working directory, the root, so the Trainer runs ZeRO-3 (train.py:9). A file of that name
+    beside the script is the one read (near.py: stage 2, silent); a name the project holds nowhere is unknown
+    (missing.py, silent)."""
+    _match(
+        _findings("root_relative_configs"),
+        [("finetuning/train.py", 9, "DSL210", "under ZeRO-3, trainer.save_model writes no usable weights")],
+    )

@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 
 from dslint.project.deepspeed_version import project_root
+from dslint.project.inputs import find_written, is_file
 
 CONFIG_FILE_SUFFIXES = (".json", ".hjson", ".jsonc", ".json5")
 _LEADING = re.compile(r"\A(?:\ufeff|\s+|#[^\n]*|//[^\n]*|/\*.*?\*/)*", re.DOTALL)
@@ -69,3 +70,25 @@ def not_a_config_text(path: Path, text: str) -> str | None:
     if rest.startswith("{"):
         return None
     return f"not read: {os.path.normpath(path)} is not a JSON or HJSON file"
+
+
+def config_path(script: str, value: str) -> Path:
+    """A config path as the script at `script` names it, relative to its directory (normalised); when no such file is
+    there, relative to the first of its parents up to the project's top that holds one (Python reads a relative
+    path from the working directory: `finetuning/train.py` naming "ds_config_zero3.json" that the repository keeps
+    at its root is run from the root). An absolute path of another machine (`/home/me/repo/configs/ds.json`, no
+    such file here) is the project's own file when the project holds one by its longest tail of two or more parts
+    (`configs/ds.json`), as for launchers."""
+    path = Path(value)
+    if not path.is_absolute():
+        near = Path(os.path.normpath(Path(script).parent / path))
+        if is_file(near):
+            return near
+        found = find_written(value, script, [str(project_top(Path(script).parent))])
+        return Path(found) if found is not None else near
+    if not is_file(path):
+        top = project_top(Path(script).parent)
+        found = find_written(value, script, [str(top)])
+        if found is not None:
+            return Path(found)
+    return path

@@ -32,7 +32,7 @@ from dslint.model.engine import Engine
 from dslint.model.library import is_training_arguments_name
 from dslint.project.arguments_files import argument_file_configs
 from dslint.project.caller_configs import caller_arguments, strongest
-from dslint.project.config_access import NotRead, not_a_config_text, project_top, refusal
+from dslint.project.config_access import NotRead, config_path, not_a_config_text, refusal
 from dslint.project.config_edits import (
     Mutation,
     apply_mutation,
@@ -42,7 +42,7 @@ from dslint.project.config_edits import (
     module_index,
     tree_from_literal,
 )
-from dslint.project.inputs import find_written, is_file, record
+from dslint.project.inputs import record
 from dslint.project.trainer_launches import launched_for_trainer
 from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind, Pos
@@ -498,7 +498,7 @@ def _resolve_expression(
             return None
         if origin is Origin.TRAINER and value == "auto":
             return None
-        path = config_path(context, value)
+        path = config_path(context.path, value)
         loaded = load_config_tree(path, context.path)
         if not isinstance(loaded, Object):
             return None
@@ -529,21 +529,6 @@ def _resolve_expression(
     if not isinstance(binding.value, cst.Dict) and loaded_path(facts, binding.value) is None:
         return resolved
     return _with_mutations(context, resolved, key, binding.scope, binding.value, facts.start(node))
-
-
-def config_path(context: ScriptContext, value: str) -> Path:
-    """A config path as the script names it, relative to the script's directory (normalised). An absolute path of
-    another machine (`/home/me/repo/configs/ds.json`, no such file here) is the project's own file when the project
-    holds one by its longest tail of two or more parts (`configs/ds.json`), as for launchers."""
-    path = Path(value)
-    if not path.is_absolute():
-        return Path(os.path.normpath(Path(context.path).parent / path))
-    if not is_file(path):
-        top = project_top(Path(context.path).parent)
-        found = find_written(value, context.path, [str(top)])
-        if found is not None:
-            return Path(found)
-    return path
 
 
 # --- argparse defaults -------------------------------------------------------------------------------------

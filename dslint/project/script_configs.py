@@ -17,10 +17,9 @@ import libcst as cst
 from dslint.config.facts import Origin
 from dslint.config.tree import Object, ParseError
 from dslint.diagnostics import Related
-from dslint.project.config_access import NotRead
+from dslint.project.config_access import NotRead, config_path
 from dslint.project.config_link import (
     ResolvedConfig,
-    config_path,
     edited_configs,
     load_config_tree,
     resolve_config,
@@ -114,7 +113,7 @@ def referenced_config_paths(context: ScriptContext) -> list[tuple[Path, cst.Base
             expression.evaluated_value if isinstance(expression, (cst.SimpleString, cst.ConcatenatedString)) else None
         )
         if isinstance(value, str):
-            paths.append((config_path(context, value), expression))
+            paths.append((config_path(context.path, value), expression))
     return paths
 
 
