@@ -247,3 +247,13 @@ def test_a_relative_config_path_of_a_script_run_from_the_repository_root() -> No
         _findings("root_relative_configs"),
         [("finetuning/train.py", 9, "DSL210", "under ZeRO-3, trainer.save_model writes no usable weights")],
     )
+
+
+def test_a_launch_command_a_python_script_runs() -> None:
+    """launch.py builds `deepspeed --num_gpus={args.num_gpus} train.py --deepspeed_config={args.config}` from its
+    parser's defaults and runs it with subprocess: ds_two.json's batch (8 = 8 x 1) cannot hold on its 2 GPUs
+    (the launch named at launch.py:16); launch_one.py's `os.system` runs the same numbers on one GPU: silent."""
+    _match(
+        _findings("python_launchers"),
+        [("ds_two.json", 2, "DSL407", "batch sizes train 8, micro 8, accumulation 1")],
+    )

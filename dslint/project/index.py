@@ -63,6 +63,7 @@ from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, document
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, file_names_under, launch_issues
 from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, writes_passed_config
 from dslint.project.passed_devices import cuda_parameters
+from dslint.project.python_launchers import python_launch_text
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
 from dslint.project.written_configs import written_config_issues
@@ -361,9 +362,8 @@ def _read_launchers(
     by_name: dict[str, list[str]] = {}  # file name -> the Python files of that name, in their order
     for path in python_files:
         by_name.setdefault(os.path.basename(path), []).append(path)
-    for launcher in _walk_launchers(paths):
-        try:
-            # A notebook carries its outputs (images...): only its size limit as a file applies.
+    for launcher in [*_walk_launchers(paths), *(p for p in python_files if p.endswith(".py"))]:
+        try:  # a notebook carries its outputs (images...): only its size limit as a file applies
             if os.path.getsize(launcher) > MAX_LAUNCHER_BYTES and not launcher.endswith(".ipynb"):
                 continue  # a data file or a generated document, not a launcher
         except OSError:
@@ -371,8 +371,10 @@ def _read_launchers(
         data = read_input(launcher)
         if data is None:
             continue
-        text = data.decode("utf-8", errors="replace")
         name = os.path.basename(launcher)
+        text = python_launch_text(data) if name.endswith(".py") else data.decode("utf-8", errors="replace")
+        if text is None:  # a Python file that runs no launch command itself (`project/python_launchers.py`)
+            continue
         if name.endswith((".yaml", ".yml")):
             for match in (*_YAML_DEEPSPEED.finditer(text), *_YAML_ACCELERATE_FILE.finditer(text)):
                 config = find_written(match.group(1), launcher, roots)
@@ -422,7 +424,7 @@ def _read_launchers(
             if pasted:
                 passed.extend(_document_launch(launch, world))
             scripts[id(line)] = script
-            if not launcher.endswith(".ipynb"):  # a notebook's own lint holds its findings
+            if not launcher.endswith((".ipynb", ".py")):  # a notebook's (a script's) own lint holds its findings
                 option = line.config_option()
                 site = LaunchSite(
                     line,
@@ -462,7 +464,12 @@ def _read_launchers(
             found = document_configs(name, text, passed, shipped)
             if found:
                 index.document_configs[absolute(launcher)] = found
-        if not document and "akefile" not in name and not name.endswith(".mk") and ("<<" in text or "echo '" in text):
+        if (
+            not document
+            and not name.endswith((".mk", ".py"))
+            and "akefile" not in name
+            and ("<<" in text or "echo '" in text)
+        ):
             written = written_config_issues(text, lines, functools.partial(_launch_reader, scripts))
             index.launch_issues.setdefault(absolute(launcher), []).extend(written)
 

@@ -1,0 +1,160 @@
+"""Launch commands a Python script builds and runs itself: `subprocess.run(["deepspeed", "--num_gpus=2",
+"train.py", f"--deepspeed_config={args.config}"])`, `os.system(f"torchrun --nproc_per_node {n} train.py")`.
+
+A project's `launch.py` is a launcher as a shell script is: the index reads its commands with the shell parser
+(`launchers.parse_shell`) from a text this module writes, each command on the line of its call, so that launches
+and their evidence point into the Python file. What goes into the text:
+
+- the command: a list or tuple written in the call, or a name the call's function (or the module) binds once to
+  one, with the `.append(x)` / `.extend([...])` / `+= [...]` it receives there (a flag appended under an `if`
+  counts: the launch is read with it);
+- each word: a string constant; an f-string whose holes are the argparse defaults of the module's own parser
+  (`{args.num_gpus}` with `add_argument("--num_gpus", default=2)`), or a constant name; any other value is a
+  run-time value (`shell_directories.UNKNOWN_VALUE`), which the launch readers treat as unknown;
+- only commands whose program is a DeepSpeed, torch or accelerate launcher (`deepspeed`, `torchrun`, `accelerate`,
+  `python -m torch.distributed.run`): other subprocesses are not launches.
+"""
+
+from __future__ import annotations
+
+import ast
+import shlex
+
+from dslint.model.summary import dotted, module_imports, own_nodes
+from dslint.project.reader_calls import scopes
+from dslint.project.shell_directories import UNKNOWN_VALUE
+
+RUNNERS = frozenset({"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output"})
+RUNNERS_OF_TEXT = frozenset({"os.system", "subprocess.Popen", *RUNNERS})
+LAUNCHER_PROGRAMS = frozenset({"deepspeed", "torchrun", "accelerate"})
+
+
+def python_launch_text(data: bytes) -> str | None:
+    """A shell text holding the launch commands `data` runs, each on its call's line; None when it runs none."""
+    if b"subprocess" not in data and b"os.system" not in data:
+        return None
+    if not any(program.encode() in data for program in (*LAUNCHER_PROGRAMS, "torch.distributed.run")):
+        return None
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    imports = module_imports(tree, None)[0]
+    defaults = _argparse_defaults(tree)
+    commands: dict[int, str] = {}
+    for scope in scopes(tree):
+        nodes = list(own_nodes(scope))
+        for call in (n for n in nodes if isinstance(n, ast.Call) and n.args):
+            name = dotted(call.func) or ""
+            head, _, rest = name.partition(".")
+            qualified = f"{imports.get(head, head)}.{rest}" if rest else imports.get(head, head)
+            if qualified not in RUNNERS_OF_TEXT:
+                continue
+            words = _words(call.args[0], nodes, defaults)
+            if words and _is_launch(words):
+                commands[call.lineno] = " ".join(shlex.quote(w) if UNKNOWN_VALUE not in w else w for w in words)
+    if not commands:
+        return None
+    lines = [""] * max(commands)
+    for number, command in commands.items():
+        lines[number - 1] = command
+    return "\n".join(lines) + "\n"
+
+
+def _is_launch(words: list[str]) -> bool:
+    program = words[0].rsplit("/", 1)[-1]
+    if program in LAUNCHER_PROGRAMS:
+        return True
+    return program.startswith("python") and words[1:3] == ["-m", "torch.distributed.run"]
+
+
+def _words(expr: ast.expr, nodes: list[ast.AST], defaults: dict[str, object]) -> list[str] | None:
+    """The words of a command: a list or tuple of words, a name bound once to one (with what it is given later
+    in the same body), or one string split as the shell would."""
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return [_word(element, defaults) for element in expr.elts]
+    if isinstance(expr, ast.Name):
+        bound = [n for n in nodes if isinstance(n, ast.Assign) and any(_named(t, expr.id) for t in n.targets)]
+        if len(bound) != 1 or not isinstance(bound[0].value, (ast.List, ast.Tuple)):
+            return None
+        words = [_word(element, defaults) for element in bound[0].value.elts]
+        for node in nodes:
+            words.extend(_added(node, expr.id, defaults))
+        return words
+    text = _word(expr, defaults)
+    if UNKNOWN_VALUE in text and not isinstance(expr, ast.JoinedStr):
+        return None
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return None
+
+
+def _added(node: ast.AST, name: str, defaults: dict[str, object]) -> list[str]:
+    """Words `node` adds to the list `name`: `name.append(x)`, `name.extend([...])`, `name += [...]`."""
+    if isinstance(node, ast.AugAssign) and _named(node.target, name) and isinstance(node.value, (ast.List, ast.Tuple)):
+        return [_word(element, defaults) for element in node.value.elts]
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args):
+        return []
+    if not _named(node.func.value, name):
+        return []
+    if node.func.attr == "append":
+        return [_word(node.args[0], defaults)]
+    if node.func.attr == "extend" and isinstance(node.args[0], (ast.List, ast.Tuple)):
+        return [_word(element, defaults) for element in node.args[0].elts]
+    return []
+
+
+def _named(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _word(expr: ast.expr, defaults: dict[str, object]) -> str:
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, (str, int, float)):
+        return str(expr.value)
+    if isinstance(expr, ast.JoinedStr):
+        parts: list[str] = []
+        for value in expr.values:
+            if isinstance(value, ast.Constant):
+                parts.append(str(value.value))
+            elif isinstance(value, ast.FormattedValue) and value.format_spec is None:
+                parts.append(_hole(value.value, defaults))
+            else:
+                parts.append(UNKNOWN_VALUE)
+        return "".join(parts)
+    return UNKNOWN_VALUE
+
+
+def _hole(expr: ast.expr, defaults: dict[str, object]) -> str:
+    """An f-string's `{args.x}`: the argparse default of `--x` when the module's parser gives a constant one."""
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.attr in defaults:
+        value = defaults[expr.attr]
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+    return UNKNOWN_VALUE
+
+
+def _argparse_defaults(tree: ast.Module) -> dict[str, object]:
+    """`add_argument("--num-gpus", type=int, default=2)` -> {"num_gpus": 2}, for constant defaults; an option
+    declared twice with different defaults is left out."""
+    found: dict[str, object] = {}
+    clashing: set[str] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr != "add_argument" or not node.args:
+            continue
+        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        keywords = {k.arg: k.value for k in node.keywords if k.arg is not None}
+        default = keywords.get("default")
+        dest = keywords.get("dest")
+        long = next((f for f in flags if f.startswith("--")), None)
+        name = dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else None
+        if name is None and long is not None:
+            name = long[2:].replace("-", "_")
+        if name is None or not isinstance(default, ast.Constant):
+            continue
+        if name in found and found[name] != default.value:
+            clashing.add(name)
+        found[name] = default.value
+    return {name: value for name, value in found.items() if name not in clashing}
