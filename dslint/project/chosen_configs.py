@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from dslint.config.recognition import mentions_strong_key
+from dslint.project.script_parser import argparse_defaults
 from dslint.project.shell_directories import UNKNOWN_VALUE
 
 CONFIG_SUFFIXES = (".json", ".hjson")
@@ -25,25 +26,6 @@ CONFIG_SUFFIXES = (".json", ".hjson")
 class ChosenConfig:
     path: str  # absolute
     how: str  # "train.py opens dsconfig/stage_1.json (--stage 1)"
-
-
-def _defaults(tree: ast.AST) -> dict[str, str]:
-    """`parser.add_argument("--stage", default=1)`: option name (dashes as underscores) -> default, as text."""
-    found: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-            continue
-        if node.func.attr != "add_argument" or not node.args:
-            continue
-        first = node.args[0]
-        if not (isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("--")):
-            continue
-        for keyword in node.keywords:
-            if keyword.arg == "default" and isinstance(keyword.value, ast.Constant):
-                value = keyword.value.value
-                if isinstance(value, (str, int)) and not isinstance(value, bool):
-                    found[first.value[2:].replace("-", "_")] = str(value)
-    return found
 
 
 def _option_name(node: ast.expr) -> str | None:
@@ -93,7 +75,7 @@ def chosen_configs(
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    defaults = _defaults(tree)
+    defaults = argparse_defaults(tree)
 
     def value(name: str) -> str | None:
         if name in options:

@@ -22,6 +22,7 @@ import shlex
 
 from dslint.model.summary import dotted, module_imports, own_nodes
 from dslint.project.reader_calls import scopes
+from dslint.project.script_parser import argparse_defaults
 from dslint.project.shell_directories import UNKNOWN_VALUE
 
 RUNNERS = frozenset({"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output"})
@@ -40,7 +41,7 @@ def python_launch_text(data: bytes) -> str | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     imports = module_imports(tree, None)[0]
-    defaults = _argparse_defaults(tree)
+    defaults = argparse_defaults(tree)
     commands: dict[int, str] = {}
     for scope in scopes(tree):
         nodes = list(own_nodes(scope))
@@ -68,7 +69,7 @@ def _is_launch(words: list[str]) -> bool:
     return program.startswith("python") and words[1:3] == ["-m", "torch.distributed.run"]
 
 
-def _words(expr: ast.expr, nodes: list[ast.AST], defaults: dict[str, object]) -> list[str] | None:
+def _words(expr: ast.expr, nodes: list[ast.AST], defaults: dict[str, str]) -> list[str] | None:
     """The words of a command: a list or tuple of words, a name bound once to one (with what it is given later
     in the same body), or one string split as the shell would."""
     if isinstance(expr, (ast.List, ast.Tuple)):
@@ -90,7 +91,7 @@ def _words(expr: ast.expr, nodes: list[ast.AST], defaults: dict[str, object]) ->
         return None
 
 
-def _added(node: ast.AST, name: str, defaults: dict[str, object]) -> list[str]:
+def _added(node: ast.AST, name: str, defaults: dict[str, str]) -> list[str]:
     """Words `node` adds to the list `name`: `name.append(x)`, `name.extend([...])`, `name += [...]`."""
     if isinstance(node, ast.AugAssign) and _named(node.target, name) and isinstance(node.value, (ast.List, ast.Tuple)):
         return [_word(element, defaults) for element in node.value.elts]
@@ -109,7 +110,7 @@ def _named(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
 
 
-def _word(expr: ast.expr, defaults: dict[str, object]) -> str:
+def _word(expr: ast.expr, defaults: dict[str, str]) -> str:
     if isinstance(expr, ast.Constant) and isinstance(expr.value, (str, int, float)):
         return str(expr.value)
     if isinstance(expr, ast.JoinedStr):
@@ -125,36 +126,8 @@ def _word(expr: ast.expr, defaults: dict[str, object]) -> str:
     return UNKNOWN_VALUE
 
 
-def _hole(expr: ast.expr, defaults: dict[str, object]) -> str:
+def _hole(expr: ast.expr, defaults: dict[str, str]) -> str:
     """An f-string's `{args.x}`: the argparse default of `--x` when the module's parser gives a constant one."""
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.attr in defaults:
-        value = defaults[expr.attr]
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-            return str(value)
+        return defaults[expr.attr]
     return UNKNOWN_VALUE
-
-
-def _argparse_defaults(tree: ast.Module) -> dict[str, object]:
-    """`add_argument("--num-gpus", type=int, default=2)` -> {"num_gpus": 2}, for constant defaults; an option
-    declared twice with different defaults is left out."""
-    found: dict[str, object] = {}
-    clashing: set[str] = set()
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-            continue
-        if node.func.attr != "add_argument" or not node.args:
-            continue
-        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        keywords = {k.arg: k.value for k in node.keywords if k.arg is not None}
-        default = keywords.get("default")
-        dest = keywords.get("dest")
-        long = next((f for f in flags if f.startswith("--")), None)
-        name = dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else None
-        if name is None and long is not None:
-            name = long[2:].replace("-", "_")
-        if name is None or not isinstance(default, ast.Constant):
-            continue
-        if name in found and found[name] != default.value:
-            clashing.add(name)
-        found[name] = default.value
-    return {name: value for name, value in found.items() if name not in clashing}

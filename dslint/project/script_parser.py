@@ -140,3 +140,32 @@ def _is_name(node: ast.AST, name: str) -> bool:
     if isinstance(node, ast.Attribute):
         node = node.value
     return isinstance(node, ast.Name) and node.id == name
+
+
+def argparse_defaults(tree: ast.AST) -> dict[str, str]:
+    """`parser.add_argument("--num-gpus", type=int, default=2)` -> {"num_gpus": "2"}: each option's constant
+    default (a string or a number, not a bool), as text, under its `dest` or its long name (dashes as
+    underscores); an option declared twice with different defaults is left out."""
+    found: dict[str, str] = {}
+    clashing: set[str] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr != "add_argument" or not node.args:
+            continue
+        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        keywords = {k.arg: k.value for k in node.keywords if k.arg is not None}
+        default, dest = keywords.get("default"), keywords.get("dest")
+        long = next((f for f in flags if f.startswith("--")), None)
+        name = dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else None
+        if name is None and long is not None:
+            name = long[2:].replace("-", "_")
+        if name is None or not isinstance(default, ast.Constant):
+            continue
+        value = default.value
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            continue
+        if name in found and found[name] != str(value):
+            clashing.add(name)
+        found[name] = str(value)
+    return {name: value for name, value in found.items() if name not in clashing}
