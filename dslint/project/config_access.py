@@ -85,7 +85,9 @@ def config_path(script: str, value: str) -> Path:
         if is_file(near):
             return near
         found = find_written(value, script, [str(project_top(Path(script).parent))])
-        return Path(found) if found is not None else near
+        if found is None:
+            return near
+        return Path(found) if os.path.isabs(script) else Path(os.path.relpath(found))  # written as the script is
     if not is_file(path):
         top = project_top(Path(script).parent)
         found = find_written(value, script, [str(top)])

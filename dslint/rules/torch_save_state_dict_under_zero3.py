@@ -73,9 +73,7 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
     trained_model_message = (
         "ZeRO-3: the model the Trainer trained holds empty parameters; save it with trainer.save_model(dir)"
     )
-    prepared_message = (
-        "ZeRO-3: the unwrapped model holds empty parameters; save with state_dict=accelerator.get_state_dict(model)"
-    )
+    prepared_message = "ZeRO-3: this saves empty tensors; pass state_dict=accelerator.get_state_dict(model)"
     severity = Severity.ERROR
     needs_engine = False  # the Hugging Face Trainer creates its engine inside `train()`
     # every finding is a `state_dict()` call (of an engine's model, or of a Trainer's)
@@ -316,7 +314,7 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             return
         where, related = zero3
         for call in saves:
-            self.report(call, f"{self.prepared_message} (ZeRO-3 from {where})", related=related)
+            self.report(call, f"{self.prepared_message} (from {where})", related=related)
 
     def visit_If(self, node: cst.If) -> None:
         self.stage_guards.enter(node)
