@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 
 _CALLED = re.compile(rb"\b(\w+)\(")
 _CLASS_BASES = re.compile(rb"^[ \t]*class\s+\w+\s*\(([^)]*)", re.MULTILINE)
@@ -48,20 +49,22 @@ class SourceWords:
             self._paths = list(self.sources)
             self._order = {path: i for i, path in enumerate(self._paths)}
 
+    def _index(self, words_of: Callable[[bytes], set[bytes]]) -> dict[bytes, list[int]]:
+        """word -> the sources (by their order) whose `words_of` holds it: one pass over every source."""
+        self._number()
+        index: dict[bytes, list[int]] = {}
+        for number, data in enumerate(self.sources.values()):
+            for word in words_of(data):
+                index.setdefault(word, []).append(number)
+        return index
+
     def calling(self, name: str) -> list[str] | None:
         """The sources holding `name(` as bytes, in the sources' order (None: not an ASCII name, scan)."""
         if not name.isascii() or not name.isidentifier():
             return None
         if self._called is None:
-            self._number()
-            called: dict[bytes, list[int]] = {}
-            for number, data in enumerate(self.sources.values()):
-                if b"(" not in data:
-                    continue
-                for word in set(_CALLED.findall(data)):
-                    called.setdefault(word, []).append(number)
-            self._called = called
-            self._reversed = sorted(word[::-1] for word in called)
+            self._called = self._index(lambda data: set(_CALLED.findall(data)) if b"(" in data else set())
+            self._reversed = sorted(word[::-1] for word in self._called)
         needle = name.encode()[::-1]
         start = bisect.bisect_left(self._reversed, needle)
         numbers: set[int] = set()
@@ -77,35 +80,34 @@ class SourceWords:
         if not name.isascii() or not name.isidentifier():
             return None
         if self._class_words is None:
-            self._number()
-            words: dict[bytes, list[int]] = {}
-            for number, data in enumerate(self.sources.values()):
-                found: set[bytes] = set()
-                if b"class" in data:
-                    for match in _CLASS_BASES.finditer(data):
-                        found.update(_WORD.findall(match.group(1)))
-                if b"as" in data:
-                    found.update(_renamed(data))
-                for word in found:
-                    words.setdefault(word, []).append(number)
-            self._class_words = words
+            self._class_words = self._index(_class_words)
         return [self._paths[n] for n in self._class_words.get(name.encode(), ())]
 
     def importing(self, word: str) -> list[str]:
         """The sources with `word` as a whole word of an import line, in the sources' order."""
         if self._import_words is None:
-            self._number()
-            words: dict[bytes, list[int]] = {}
-            for number, data in enumerate(self.sources.values()):
-                if b"import" not in data:
-                    continue
-                found: set[bytes] = set()
-                for line in _IMPORT_LINE.findall(data):
-                    found.update(_WORD.findall(line))
-                for found_word in found:
-                    words.setdefault(found_word, []).append(number)
-            self._import_words = words
+            self._import_words = self._index(_import_words)
         return [self._paths[n] for n in self._import_words.get(word.encode(), ())]
+
+
+def _class_words(data: bytes) -> set[bytes]:
+    """The words inside a class statement's bases, and those before `as WORD`."""
+    found: set[bytes] = set()
+    if b"class" in data:
+        for match in _CLASS_BASES.finditer(data):
+            found.update(_WORD.findall(match.group(1)))
+    if b"as" in data:
+        found.update(_renamed(data))
+    return found
+
+
+def _import_words(data: bytes) -> set[bytes]:
+    """The words of the lines starting with `from` or `import`."""
+    found: set[bytes] = set()
+    if b"import" in data:
+        for line in _IMPORT_LINE.findall(data):
+            found.update(_WORD.findall(line))
+    return found
 
 
 def _renamed(data: bytes) -> set[bytes]:
