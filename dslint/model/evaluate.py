@@ -63,8 +63,8 @@ class Evaluator(Resolver):
         # return of which makes one): (path, line, column as `ast` gives it) -> the methods it may run
         self.instance_calls: dict[tuple[str, int, int], list[Callee]] = {}
         # calls of deepspeed.initialize through a name holding it (`ds_init(...)`): (path, line, column as `ast`
-        # gives it) -> (the name, the value it holds, the site)
-        self.initialize_aliases: dict[tuple[str, int, int], tuple[str, LibraryFunction, InitSite]] = {}
+        # gives it) -> (the name, the value it holds)
+        self.initialize_aliases: dict[tuple[str, int, int], tuple[str, LibraryFunction]] = {}
 
     def ensure(self, module: ModuleSummary, qualname: str) -> FunctionSummary | None:
         """The summary of one function (module-level code for ""), read once, on first need."""
@@ -204,7 +204,7 @@ class Evaluator(Resolver):
                 site = self._init_site(module, summary.qualname, expr)
                 if isinstance(called, LibraryFunction):
                     name = dotted(expr.func) or ""
-                    self.initialize_aliases[(module.path, expr.lineno, expr.col_offset)] = (name, called, site)
+                    self.initialize_aliases[(module.path, expr.lineno, expr.col_offset)] = (name, called)
                 self._model_sink(module, summary, values, expr, site)
                 return Results(INITIALIZE.returns, site)
             callee = self.resolve(module, summary, expr.func)

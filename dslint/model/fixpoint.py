@@ -303,9 +303,13 @@ class ProjectModel(Evaluator):
         """A parameter passed on from a caller's own parameter that is conditional (see `_confirmed`)."""
         if not isinstance(value, Param):
             return False
-        module = self.module(site.caller_path)
-        caller = module.function_at(site.line) if module is not None else None
+        caller = self._caller_function(site)
         return caller is not None and (site.caller_path, caller, value.name) in self.conditional_parameters
+
+    def _caller_function(self, site: CallSite) -> str | None:
+        """The function a call is written in (None at module level): whose parameter a `Param` argument is."""
+        module = self.module(site.caller_path)
+        return module.function_at(site.line) if module is not None else None
 
     def _confirmed(self, site: CallSite) -> tuple[dict[str, Value], set[str]]:
         """A call's arguments, where a value that is initialize's result only on some paths (`Maybe`) counts
@@ -352,8 +356,7 @@ class ProjectModel(Evaluator):
                 return str(value.role), value.origin
             return None
         if isinstance(value, Param):
-            module = self.module(site.caller_path)
-            caller = module.function_at(site.line) if module is not None else None
+            caller = self._caller_function(site)
             upstream = resolved.get((site.caller_path, caller, value.name)) if caller is not None else None
             if upstream is None:
                 return None

@@ -168,7 +168,7 @@ def follow_engines(
             roles, is_tuple, origin, engine_config(files, init, store), keys, helper.text
         )
         files[helper.caller_path] = replace(facts, returns=returns)
-    for (path, line, offset), (name, held, _) in sorted(model.initialize_aliases.items()):
+    for (path, line, offset), (name, held) in sorted(model.initialize_aliases.items()):
         # `ds_init(args=args, model=model)`: an initialize call of that file
         lines = store.sources.get(path, b"").splitlines()
         taken_path, taken_line = held.taken
