@@ -384,10 +384,7 @@ def _conditional_engine_uses(facts: ScriptFacts) -> list[Pos]:
         if not isinstance(func.value, cst.Name):
             continue
         binding = facts.binding_at(func.value.value, facts.scope_at(call), facts.start(call))
-        if binding is None or binding.kind is not BindingKind.PARAMETER:
-            continue
-        function = facts.qualname(binding.scope)
-        fact = project.parameters.get(function, {}).get(binding.key) if function else None
+        fact = facts.project_parameter(binding) if binding is not None else None
         if fact is not None and fact.conditional:
             uses.append(facts.start(call))
     return uses

@@ -205,12 +205,16 @@ class ScriptFacts:
         """The names (`engine`, `self.engine`) bound to `engine`'s result of `role` in this file."""
         return [b.key for b in self.result_bindings.get(engine, ()) if result_role(b) is role]
 
-    def parameter_fact(self, binding: Binding) -> RoleAnswer | None:
-        """An engine (or engine.module) the project index sees passed into this parameter at every call."""
+    def project_parameter(self, binding: Binding) -> ParameterFact | None:
+        """What the project index knows this parameter receives at every call (an engine, engine.module...)."""
         if self.project is None or not self.project.parameters or binding.kind is not BindingKind.PARAMETER:
             return None
         function = self.qualname(binding.scope)
-        fact = self.project.parameters.get(function, {}).get(binding.key) if function else None
+        return self.project.parameters.get(function, {}).get(binding.key) if function else None
+
+    def parameter_fact(self, binding: Binding) -> RoleAnswer | None:
+        """An engine (or engine.module) the project index sees passed into this parameter at every call."""
+        fact = self.project_parameter(binding)
         if fact is None:
             return None
         role = next((r for r in Role if r.value == fact.role), None)
