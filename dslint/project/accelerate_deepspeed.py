@@ -48,14 +48,7 @@ class AccelerateDeepSpeed:
 
 def accelerate_deepspeed(context: ScriptContext) -> AccelerateDeepSpeed | None:
     """None when the script is not known to run DeepSpeed through accelerate."""
-    plugin = next(
-        (
-            call
-            for call in module_index(context.module).calls
-            if (name := dotted_name(call.func)) is not None and name.rsplit(".", 1)[-1] == "DeepSpeedPlugin"
-        ),
-        None,
-    )
+    plugin = next(iter(_plugins(context)), None)
     chosen = _script_precision(context)
     if plugin is not None:
         where = f"DeepSpeedPlugin at line {context.span(plugin)[0].line}"
@@ -137,20 +130,18 @@ def accelerate_zero3(context: ScriptContext) -> tuple[str, tuple[Related, ...]] 
     """Where ZeRO-3 comes from when every way the script runs DeepSpeed through accelerate is ZeRO-3: its own
     `DeepSpeedPlugin(zero_stage=3)` (or one whose `hf_ds_config` is a stage-3 config), or every `accelerate launch`
     of it with a YAML (or the DeepSpeed config it names) at stage 3. None otherwise, or when one is not known."""
-    plugins = [
-        call
-        for call in module_index(context.module).calls
-        if (name := dotted_name(call.func)) is not None and name.rsplit(".", 1)[-1] == "DeepSpeedPlugin"
-    ]
+    plugins = _plugins(context)
     if plugins:
+        configs: list[ResolvedConfig | None] | None = None  # the plugins' `hf_ds_config`s, read once when needed
         for plugin in plugins:
             stage = next(
                 (a.value for a in plugin.args if a.keyword is not None and a.keyword.value == "zero_stage"), None
             )
             if isinstance(stage, cst.Integer) and stage.evaluated_value == 3:
                 continue
-            expressions = list(trainer_expressions(context, ("hf_ds_config",)))
-            configs = [resolve_config_expression(context, expression) for expression in expressions]
+            if configs is None:
+                expressions = trainer_expressions(context, ("hf_ds_config",))
+                configs = [resolve_config_expression(context, expression) for expression in expressions]
             if stage is not None or not configs or any(c is None or c.zero_stage != 3 for c in configs):
                 return None
         return f"DeepSpeedPlugin at line {context.span(plugins[0])[0].line}", ()
@@ -159,3 +150,12 @@ def accelerate_zero3(context: ScriptContext) -> tuple[str, tuple[Related, ...]] 
         return None
     last = runs[0].via[-1]
     return f"{last.path}:{last.line}", tuple(r for run in runs for r in run.via)
+
+
+def _plugins(context: ScriptContext) -> list[cst.Call]:
+    """The script's `DeepSpeedPlugin(...)` calls, under any import path."""
+    return [
+        call
+        for call in module_index(context.module).calls
+        if (name := dotted_name(call.func)) is not None and name.rsplit(".", 1)[-1] == "DeepSpeedPlugin"
+    ]

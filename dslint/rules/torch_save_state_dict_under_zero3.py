@@ -372,12 +372,13 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         """`trainer.model.state_dict()` written to disk, in a script the launchers start with a ZeRO-3 config
         for its Trainer (`--deepspeed ds_z3.json`, or `accelerate launch` with a ZeRO-3 YAML, whose plugin the
         Trainer's arguments take up): only a config known to be stage 3 is reported."""
-        stage3 = [config for config in trainer_configs(self.context) if config.zero_stage == 3]
+        configs = trainer_configs(self.context)
+        stage3 = [config for config in configs if config.zero_stage == 3]
         if stage3:
             found = config_evidence(stage3)
             self.report(node, (message or self.trainer_message) + found.suffix, related=found.related)
             return
-        zero3 = accelerate_zero3(self.context) if not trainer_configs(self.context) else None
+        zero3 = accelerate_zero3(self.context) if not configs else None
         if zero3 is not None:
             where, related = zero3
             self.report(node, f"{message or self.trainer_message} (ZeRO-3 from {where})", related=related)
