@@ -7,7 +7,7 @@ saved tensors are empty; whether ZeRO-3 is on is the rule's question (the config
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 
@@ -126,26 +126,30 @@ def trainer_models_saved(facts: ScriptFacts) -> list[cst.Call]:
     the name handed to the Trainer (`Trainer(model=model, ...)`), or a wrapper of it bound later
     (`model = torch.compile(model)`). Under ZeRO-3 the Trainer leaves that model's parameters partitioned: each
     rank holds an empty `param.data`, so what is saved is empty (transformers gathers only in `save_model`)."""
-    found: list[cst.Call] = []
     trained = _trained_models(facts)
     if not trained:
-        return found
+        return []
+    return [
+        call
+        for call, holder in _model_saves(facts)
+        if isinstance(holder, cst.Name) and _after_training(facts, holder, call, trained)
+    ]
+
+
+def _model_saves(facts: ScriptFacts) -> Iterator[tuple[cst.Call, cst.BaseExpression]]:
+    """(the call, the model it saves) for `X.save_pretrained(dir)` without `state_dict=` (a state dict given
+    explicitly: where it comes from is another question) and `X.state_dict()` written to disk."""
     for call in _calls(facts):
         name = method_name(call)
         if name not in ("save_pretrained", "state_dict") or not isinstance(call.func, cst.Attribute):
             continue
-        holder = call.func.value
-        if not isinstance(holder, cst.Name):
-            continue
         if name == "save_pretrained" and any(
             a.keyword is not None and a.keyword.value == "state_dict" for a in call.args
         ):
-            continue  # a state dict given explicitly: where it comes from is another question
+            continue
         if name == "state_dict" and not _saved(facts, call):
             continue
-        if _after_training(facts, holder, call, trained):
-            found.append(call)
-    return found
+        yield call, call.func.value
 
 
 def _trained_models(facts: ScriptFacts) -> list[tuple[cst.Name, int]]:
@@ -216,20 +220,7 @@ def prepared_models_saved(facts: ScriptFacts, is_accelerator: Callable[[cst.Base
     without `state_dict=` (on the call, or on a name every binding of which where it is read is such an unwrap),
     or its `state_dict()` written to disk. Under ZeRO-3 the unwrapped module's parameters are partitioned, so what
     it saves is empty; `accelerator.get_state_dict(m)` gathers them (`_zero3_consolidated_16bit_state_dict`)."""
-    found: list[cst.Call] = []
-    for call in _calls(facts):
-        name = method_name(call)
-        if name not in ("save_pretrained", "state_dict") or not isinstance(call.func, cst.Attribute):
-            continue
-        if name == "save_pretrained" and any(
-            a.keyword is not None and a.keyword.value == "state_dict" for a in call.args
-        ):
-            continue
-        if name == "state_dict" and not _saved(facts, call):
-            continue
-        if _unwrapped(facts, call.func.value, call, is_accelerator):
-            found.append(call)
-    return found
+    return [call for call, holder in _model_saves(facts) if _unwrapped(facts, holder, call, is_accelerator)]
 
 
 def _unwrapped(
