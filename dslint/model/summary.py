@@ -86,14 +86,20 @@ class ModuleSummary:
 
     def qualified(self, node: ast.expr) -> str | None:
         """What a dotted expression names through the module's imports (`ds.initialize` -> `deepspeed.initialize`)."""
-        name = dotted(node)
-        if name is None:
-            return None
-        head, _, rest = name.partition(".")
-        full = self.imports.get(head)
-        if full is None:
-            return None
-        return f"{full}.{rest}" if rest else full
+        return qualified_name(self.imports, node)
+
+
+def qualified_name(imports: dict[str, str], node: ast.expr) -> str | None:
+    """What a dotted expression names through a module's imports (`module_imports`); None when its head is not
+    imported."""
+    name = dotted(node)
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    full = imports.get(head)
+    if full is None:
+        return None
+    return f"{full}.{rest}" if rest else full
 
 
 def dotted(node: ast.AST) -> str | None:

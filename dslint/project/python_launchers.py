@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import shlex
 
-from dslint.model.summary import dotted, module_imports, own_nodes
+from dslint.model.summary import module_imports, own_nodes, qualified_name
 from dslint.project.reader_calls import scopes
 from dslint.project.script_parser import argparse_defaults
 from dslint.project.shell_directories import UNKNOWN_VALUE
@@ -46,10 +46,7 @@ def python_launch_text(data: bytes) -> str | None:
     for scope in scopes(tree):
         nodes = list(own_nodes(scope))
         for call in (n for n in nodes if isinstance(n, ast.Call) and n.args):
-            name = dotted(call.func) or ""
-            head, _, rest = name.partition(".")
-            qualified = f"{imports.get(head, head)}.{rest}" if rest else imports.get(head, head)
-            if qualified not in RUNNERS_OF_TEXT:
+            if qualified_name(imports, call.func) not in RUNNERS_OF_TEXT:
                 continue
             words = _words(call.args[0], nodes, defaults)
             if words and _is_launch(words):
