@@ -15,7 +15,7 @@ import functools
 import gc
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -249,7 +249,6 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     roots = tuple(absolute(p) if os.path.isdir(p) else absolute(Path(p).parent) for p in (paths or ["."]))
     index = ProjectIndex(roots)
     files = [absolute(file) for file in python_files]
-    _read_launchers(index, paths or ["."], roots, files)
     sources: dict[str, bytes] = {}
     producers: list[str] = []
     for path in files:
@@ -263,6 +262,7 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
         if creates_engine(data):
             producers.append(path)
             opened_literals(index, path, data, roots)
+    _read_launchers(index, paths or ["."], roots, {path: sources.get(path) for path in files})  # each file read once
     record_chosen_configs(index, sources, roots)
     store = SummaryStore(sources, exists)
     follow_imported_readers(index, store)
@@ -356,7 +356,7 @@ def single_file_facts(path: str, data: bytes) -> ProjectFacts | None:
 
 
 def _read_launchers(
-    index: ProjectIndex, paths: Sequence[str], roots: Sequence[str], python_files: Sequence[str]
+    index: ProjectIndex, paths: Sequence[str], roots: Sequence[str], python_files: Mapping[str, bytes | None]
 ) -> None:
     yamls: dict[str, AccelerateConfig | None] = {}
     by_name: dict[str, list[str]] = {}  # file name -> the Python files of that name, in their order
@@ -368,7 +368,7 @@ def _read_launchers(
                 continue  # a data file or a generated document, not a launcher
         except OSError:
             continue
-        data = read_input(launcher)
+        data = python_files[launcher] if launcher.endswith(".py") and launcher in python_files else read_input(launcher)
         if data is None:
             continue
         name = os.path.basename(launcher)
