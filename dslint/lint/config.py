@@ -275,7 +275,7 @@ def check_script_configs(
     configs = script_configs(context)
     for config in configs:
         # Fixes only for a dict literal, which is the script's own text; a file is fixed on its own.
-        load_source = None if config.from_file else (lambda: context.module.code)
+        load_source = None if config.from_file else (lambda: context.text)
         context_at = functools.partial(_script_config_context, config, world_size, load_source)
         found = run_at_both_ends(context_at, context.deepspeed_version, context.deepspeed_newest, rules)
         if config.from_file:

@@ -137,6 +137,7 @@ def lint_source_unsuppressed(
             deepspeed_newest=newest,
             project=project,
             tree=tree,
+            text=result.text,
         )
     )
     result.diagnostics.sort(key=lambda d: d.sort_key)
@@ -179,10 +180,17 @@ def lint_module(
     project: ProjectFacts | None = None,
     deepspeed_newest: NewestAdmitted | None = None,
     tree: ast.Module | None = None,
+    text: str | None = None,
 ) -> list[Diagnostic]:
+    """`text`: the source `module` was parsed from, when the caller has it (saves a code generation pass)."""
     facts = collect_facts(module, project, tree)
     context = ScriptContext(
-        path, module, facts, deepspeed_version=deepspeed_version or newest_known(), deepspeed_newest=deepspeed_newest
+        path,
+        module,
+        facts,
+        deepspeed_version=deepspeed_version or newest_known(),
+        deepspeed_newest=deepspeed_newest,
+        _text=text,
     )
     running = [rule(context) for rule in active(in_facts(facts), rules, ())[0]]
     if running:

@@ -16,7 +16,7 @@ from dslint.config.tree import UNKNOWN, Array, Entry, Node, Object, Scalar
 from dslint.diagnostics import Related
 from dslint.model.conditions import exclusive
 from dslint.script.names import dotted_name
-from dslint.script.walk import visit_all
+from dslint.script.walk import children, visit_all, walk
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -412,36 +412,33 @@ def _own_statements(function: cst.FunctionDef) -> list[cst.BaseSmallStatement]:
         if isinstance(node, cst.BaseSmallStatement):
             found.append(node)
         elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(reversed(node.children))
+            stack.extend(reversed(children(node)))
     return found
 
 
 _BRANCHES = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
 
 
-class _Branches(cst.CSTVisitor):
+def _branches(scope: cst.CSTNode) -> list[cst.CSTNode]:
     """The `if`, loop, `try` and `match` statements of one scope (not of the functions and classes in it)."""
+    found: list[cst.CSTNode] = []
 
-    def __init__(self, scope: cst.CSTNode) -> None:
-        super().__init__()
-        self.scope = scope
-        self.found: list[cst.CSTNode] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not self.scope:
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not scope:
             return False
         if isinstance(node, _BRANCHES):
-            self.found.append(node)
+            found.append(node)
         return True
+
+    walk(scope, enter, lambda node: None)
+    return found
 
 
 def conditional(facts: ScriptFacts, scope: cst.CSTNode, node: cst.CSTNode, since: cst.CSTNode) -> bool:
     """Whether `node` runs under an `if`, a loop, a `try` or a `match` of `scope` that does not also hold `since`
     (the dict's binding): a write there may or may not have happened (or its twin in another arm did)."""
-    finder = _Branches(scope)
-    scope.visit(finder)
     start, end = facts.start(node), facts.end(node)
-    for branch in finder.found:
+    for branch in _branches(scope):
         holds = facts.start(branch) < start and end < facts.end(branch)
         if holds and not (facts.start(branch) < facts.start(since) and facts.end(since) < facts.end(branch)):
             return True

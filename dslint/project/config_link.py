@@ -48,6 +48,7 @@ from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind, Pos
 from dslint.script.names import dotted_name
 from dslint.script.project_facts import LaunchedConfig
+from dslint.script.walk import children
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -249,7 +250,7 @@ def _returns(function: cst.FunctionDef) -> list[cst.Return]:
         if isinstance(node, cst.Return):
             found.append(node)
         elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(node.children)
+            stack.extend(children(node))
     return found
 
 

@@ -288,7 +288,7 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         if self.facts.is_only_statement_of_block(line):
             return [replace_node(self.context, test, self.context.code(node))]  # the `if` would be left empty
         start, _ = self.context.span(test)
-        source_line = self.context.module.code.splitlines()[start.line - 1]
+        source_line = self.context.text.splitlines()[start.line - 1]
         indent = source_line[: start.column - 1]
         if indent.strip():
             return []  # the `if` does not start its line (`x = 1; if ...` cannot happen, but stay safe)

@@ -13,6 +13,7 @@ from dslint.script.edits import replace_node
 from dslint.script.facts import InitializeCall, Pos, Role, Scope, ScopeKind
 from dslint.script.loop import GRAPH_CUTTING_METHODS, loop_facts
 from dslint.script.names import dotted_name
+from dslint.script.walk import children
 
 
 class ForwardThroughRawModel(ScriptRule):
@@ -413,7 +414,9 @@ def _reads(scope_node: cst.CSTNode, name: str) -> list[tuple[cst.Name, tuple[cst
     """Every read of `name` in the function (or module) `scope_node`, not in nested functions or classes, with
     its parents (innermost last); assignment targets are left out."""
     found: list[tuple[cst.Name, tuple[cst.CSTNode, ...]]] = []
-    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(child, (scope_node,)) for child in scope_node.children]
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [
+        (child, (scope_node,)) for child in children(scope_node)
+    ]
     while stack:
         node, parents = stack.pop()
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -426,7 +429,7 @@ def _reads(scope_node: cst.CSTNode, name: str) -> list[tuple[cst.Name, tuple[cst
             continue
         if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
             continue
-        stack.extend((child, (*parents, node)) for child in node.children)
+        stack.extend((child, (*parents, node)) for child in children(node))
     return found
 
 

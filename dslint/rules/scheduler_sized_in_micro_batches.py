@@ -12,6 +12,7 @@ from dslint.project.engine_config import configured_accumulation_steps
 from dslint.project.inputs import shown_path
 from dslint.script.facts import InitializeCall
 from dslint.script.loop import is_accumulation_steps
+from dslint.script.walk import children
 
 # The keywords that size a scheduler in steps (torch's OneCycleLR, CosineAnnealingLR, LinearLR, PolynomialLR;
 # transformers' get_*_schedule_with_warmup and get_scheduler; DeepSpeed's WarmupDecayLR).
@@ -188,5 +189,5 @@ def _expressions(node: cst.CSTNode) -> list[cst.CSTNode]:
     while stack:
         current = stack.pop()
         found.append(current)
-        stack.extend(current.children)
+        stack.extend(children(current))
     return found

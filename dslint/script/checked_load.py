@@ -23,7 +23,7 @@ NO_CHECKPOINT = '"no DeepSpeed checkpoint to load"'
 
 def fresh_name(context: ScriptContext, base: str) -> str:
     """`base`, or `base_2`, `base_3`... whichever word the file does not use yet."""
-    code = context.module.code
+    code = context.text
     candidate, number = base, 1
     while re.search(rf"\b{re.escape(candidate)}\b", code):
         number += 1
@@ -38,9 +38,9 @@ def checked_load_edit(context: ScriptContext, line: cst.SimpleStatementLine, cal
     directory in the error message when it is a plain (dotted) name.
     """
     start, end = context.span(line)
-    source_line = context.module.code.splitlines(keepends=True)[end.line - 1]
+    source_line = context.text.splitlines(keepends=True)[end.line - 1]
     comment = source_line[end.column - 1 :].rstrip("\r\n")
-    indent = context.module.code.splitlines(keepends=True)[start.line - 1][: start.column - 1]
+    indent = context.text.splitlines(keepends=True)[start.line - 1][: start.column - 1]
     newline = context.module.default_newline
     result = fresh_name(context, "load_path")
     if DOTTED.fullmatch(directory):

@@ -11,6 +11,7 @@ import libcst as cst
 
 from dslint.script.facts import ScriptFacts
 from dslint.script.names import dotted_name
+from dslint.script.walk import visit_tree
 
 # Readers whose result is the dict in the opened file (`yaml.load` with a Loader gives the same dict).
 _READERS = frozenset({"json.load", "json.loads", "yaml.safe_load", "yaml.load", "yaml.full_load"})
@@ -60,7 +61,7 @@ def _loader_helpers(facts: ScriptFacts) -> frozenset[str]:
             continue
         param = statement.params.params[0].name.value
         finder = _Returns()
-        statement.body.visit(finder)
+        visit_tree(statement.body, finder)
         if len(finder.values) != 1:
             continue
         value = finder.values[0]

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from dslint.config.versions import NewestAdmitted, Version, newest_known
 from dslint.diagnostics import Diagnostic, Location
-from dslint.script.facts import ScriptFacts
+from dslint.script.facts import ScriptFacts, node_positions
 
 
 @dataclass
@@ -23,6 +23,15 @@ class ScriptContext:
     deepspeed_version: Version = field(default_factory=newest_known)  # the DeepSpeed the project runs
     # A newer release the project's pin admits; the script's configs are judged there too.
     deepspeed_newest: NewestAdmitted | None = None
+    _text: str | None = field(default=None, repr=False)  # the source libcst parsed, when the caller has it
+
+    @property
+    def text(self) -> str:
+        """The module's source, as `module.code` gives it: the text that was parsed when the caller passed it
+        (`text=`), else one code generation pass, kept."""
+        if self._text is None:
+            self._text = self.module.code
+        return self._text
 
     @property
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
@@ -31,7 +40,7 @@ class ScriptContext:
             if self.facts.module is self.module:
                 self._positions = self.facts.positions  # one pass for the facts' call keys and the findings
             else:
-                self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+                self._positions = node_positions(self.module)
         return self._positions
 
     def span(self, node: cst.CSTNode) -> tuple[Location, Location]:

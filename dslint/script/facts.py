@@ -115,6 +115,18 @@ class RoleAnswer:
     init: InitializeCall | None = None
 
 
+
+def node_positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
+    """libcst's `PositionProvider` ranges of every node of `module`, from its code generation pass alone: a
+    `MetadataWrapper` then walks the whole tree again (rebuilding each node) only to hand the same table out,
+    which took as long as the pass itself."""
+    provider = PositionProvider()
+    computed = getattr(provider, "_computed", None)
+    if not isinstance(computed, dict):  # a libcst whose provider keeps its table elsewhere
+        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    provider._gen_impl(module)
+    return computed
+
 class ScriptFacts:
     """The facts of one script; built by `collect_facts`."""
 
@@ -151,7 +163,7 @@ class ScriptFacts:
         """Line/column of every node: a whole code generation pass, so computed only when asked (a finding is
         reported, or the project has an answer about a call in this file); shared with the script's context."""
         if self._positions is None:
-            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            self._positions = node_positions(self.module)
         return self._positions
 
     def call_position(self, call: cst.Call) -> tuple[int, int] | None:

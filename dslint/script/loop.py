@@ -27,7 +27,7 @@ import libcst as cst
 from dslint.model.engine import Engine
 from dslint.script.facts import BindingKind, Pos, Role, RoleAnswer, ScriptFacts, method_name
 from dslint.script.names import dotted_name
-from dslint.script.walk import visit_tree
+from dslint.script.walk import children, visit_tree
 
 if TYPE_CHECKING:
     pass
@@ -302,7 +302,7 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             # `outputs.loss`: the base is what holds a value; the attribute name is not a variable.
             stack.append(current.value)
             continue
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(children(current)))
 
 
 class _Collector(cst.CSTVisitor):

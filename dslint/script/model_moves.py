@@ -25,6 +25,7 @@ from dslint.script.facts import (
     method_name,
 )
 from dslint.script.names import dotted_name
+from dslint.script.walk import visit_tree
 
 CAST_METHODS = frozenset({"half", "bfloat16"})
 
@@ -224,7 +225,7 @@ def elsewhere_sinks(facts: ScriptFacts) -> list[ModelSink]:
             if origin is None or not isinstance(scope.node, cst.FunctionDef):
                 continue
             returns = _Returns(scope.node)
-            scope.node.visit(returns)
+            visit_tree(scope.node, returns)
             for statement in returns.found:
                 if statement.value is not None:
                     sinks.append(ModelSink(statement.value, scope, facts.start(statement), origin))

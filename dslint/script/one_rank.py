@@ -15,6 +15,7 @@ import libcst as cst
 
 from dslint.script.facts import ScriptFacts
 from dslint.script.names import dotted_name
+from dslint.script.walk import visit_tree
 
 # Predicates that are true on one rank only (accelerate's Accelerator/PartialState, the HF Trainer).
 ONE_RANK_PREDICATES = frozenset({"is_main_process", "is_local_main_process", "is_world_process_zero", "should_save"})
@@ -153,7 +154,7 @@ def one_rank_decorators(module: cst.Module) -> frozenset[str]:
             continue
         wrapped = statement.params.params[0].name.value
         finder = _GuardedCall(wrapped)
-        statement.body.visit(finder)
+        visit_tree(statement.body, finder)
         if finder.found:
             found.add(statement.name.value)
     return frozenset(found)
@@ -183,10 +184,10 @@ class _GuardedCall(cst.CSTVisitor):
         if not one_rank_conjunction(node.test):
             return True
         self.depth += 1
-        node.body.visit(self)
+        visit_tree(node.body, self)
         self.depth -= 1
         if node.orelse is not None:
-            node.orelse.visit(self)
+            visit_tree(node.orelse, self)
         return False
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -14,6 +14,7 @@ import libcst as cst
 
 from dslint.script.facts import ScriptFacts, method_name
 from dslint.script.names import dotted_name
+from dslint.script.walk import visit_tree
 
 TORCH_SAVE = "torch.save"
 _EMPTY_DICTS = frozenset({"dict", "collections.OrderedDict", "OrderedDict"})
@@ -109,7 +110,7 @@ def loads_own_cpu_save(facts: ScriptFacts, call: cst.Call) -> bool:
     if not isinstance(function, cst.FunctionDef):
         return False
     found = _Function(facts, function)
-    function.visit(found)
+    visit_tree(function, found)
     if not found.saves:
         return False
     module = facts.module

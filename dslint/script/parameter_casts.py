@@ -38,7 +38,7 @@ def casting_helpers(module: cst.Module) -> dict[str, tuple[int, str]]:
             continue
         params = [p.name.value for p in (*statement.params.posonly_params, *statement.params.params)]
         finder = _LoopCasts()
-        statement.body.visit(finder)
+        visit_tree(statement.body, finder)
         walked = {dotted_name(expr) for expr in finder.casts.values()}
         for position, name in enumerate(params):
             if name in walked:

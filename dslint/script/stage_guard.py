@@ -11,6 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.model.stage_tests import STAGE_WORDS
+from dslint.script.walk import visit_tree
 
 
 class _Names(cst.CSTVisitor):
@@ -31,7 +32,7 @@ class _Names(cst.CSTVisitor):
 def tests_stage(test: cst.BaseExpression) -> bool:
     """Whether an `if` test reads the ZeRO stage (a name, attribute or key mentioning it)."""
     names = _Names()
-    test.visit(names)
+    visit_tree(test, names)
     return names.found
 
 

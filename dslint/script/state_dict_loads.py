@@ -56,7 +56,7 @@ class StateDictLoads:
         self.context = context
         self.facts = context.facts
         self.blocks = blocks
-        self._lines = context.module.code.splitlines(keepends=True)
+        self._lines = context.text.splitlines(keepends=True)
         self._name_counts: dict[str, int] | None = None
 
     # --- what is loaded ---------------------------------------------------------------------------------------

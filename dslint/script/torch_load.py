@@ -12,6 +12,7 @@ from dslint.script.context import ScriptContext
 from dslint.script.facts import BindingKind, ScriptFacts, method_name
 from dslint.script.names import dotted_name
 from dslint.script.value_flow import value_flow
+from dslint.script.walk import children, visit_tree
 
 TORCH_LOAD = "torch.load"
 CPU = '"cpu"'
@@ -60,7 +61,7 @@ def _call_taking(statement: cst.CSTNode | None, argument: cst.Call) -> cst.Call 
     if statement is None:
         return None
     finder = _Find()
-    statement.visit(finder)
+    visit_tree(statement, finder)
     return finder.found
 
 
@@ -126,7 +127,7 @@ def _stores_and_tests(scope_node: cst.CSTNode) -> set[int]:
     stack: list[cst.CSTNode] = [scope_node]
     while stack:
         node = stack.pop()
-        stack.extend(node.children)
+        stack.extend(children(node))
         if isinstance(node, cst.Assign):
             found.update(id(target.target) for target in node.targets)
         elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
@@ -154,7 +155,7 @@ def _methods(module: cst.Module) -> list[cst.FunctionDef]:
         node = stack.pop()
         if isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock):
             found.extend(item for item in node.body.body if isinstance(item, cst.FunctionDef))
-        stack.extend(node.children)
+        stack.extend(children(node))
     return found
 
 
@@ -171,7 +172,7 @@ def _attribute_reads(scope_node: cst.CSTNode, receiver: str, attribute: str) -> 
     stack: list[cst.CSTNode] = [scope_node]
     while stack:
         node = stack.pop()
-        stack.extend(node.children)
+        stack.extend(children(node))
         if (
             isinstance(node, cst.Attribute)
             and node.attr.value == attribute
@@ -189,7 +190,7 @@ def _rng_restorer_arguments(scope_node: cst.CSTNode, name: str, receiver: str | 
     stack: list[cst.CSTNode] = [scope_node]
     while stack:
         node = stack.pop()
-        stack.extend(node.children)
+        stack.extend(children(node))
         if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
             continue
         if node.func.attr.value not in RNG_RESTORERS:

@@ -13,6 +13,7 @@ import libcst as cst
 
 from dslint.model.library import is_trainer_class_name
 from dslint.script.facts import BindingKind, ScriptFacts, method_name
+from dslint.script.walk import children
 
 TORCH_SAVE = "torch.save"
 
@@ -89,13 +90,13 @@ def _saved(facts: ScriptFacts, call: cst.Call) -> bool:
 def _walk(root: cst.CSTNode) -> list[cst.CSTNode]:
     """Every node under `root`, nested functions and classes left out (their own scopes)."""
     found: list[cst.CSTNode] = []
-    stack = list(root.children)
+    stack = list(children(root))
     while stack:
         node = stack.pop()
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
         found.append(node)
-        stack.extend(node.children)
+        stack.extend(children(node))
     return found
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from dslint.script.facts import ScriptFacts
+from dslint.script.walk import children
 
 # The definitions that may reach a point, per name: ids of the defining nodes (statements, loop targets...).
 State = dict[str, frozenset[int]]
@@ -87,7 +88,7 @@ class _Analysis:
         if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
             self._capture(node)
             return state
-        for child in node.children:
+        for child in children(node):
             state = self.read(child, state)
         return state
 
@@ -255,7 +256,7 @@ def _names_in(node: cst.CSTNode) -> set[str]:
         current = stack.pop()
         if isinstance(current, cst.Name):
             names.add(current.value)
-        stack.extend(current.children)
+        stack.extend(children(current))
     return names
 
 

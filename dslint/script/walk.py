@@ -74,6 +74,19 @@ def child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
     )
 
 
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`node.children` without its tokens and whitespace, in source order, read from the fields directly:
+    libcst's `children` runs a visitor that rebuilds the node to list them."""
+    found: list[cst.CSTNode] = []
+    for name in child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(item for item in value if isinstance(item, cst.CSTNode))
+    return found
+
+
 def walk(
     node: cst.CSTNode,
     enter: Callable[[cst.CSTNode], bool | None],
