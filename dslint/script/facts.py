@@ -115,7 +115,6 @@ class RoleAnswer:
     init: InitializeCall | None = None
 
 
-
 def node_positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
     """libcst's `PositionProvider` ranges of every node of `module`, from its code generation pass alone: a
     `MetadataWrapper` then walks the whole tree again (rebuilding each node) only to hand the same table out,
@@ -126,6 +125,7 @@ def node_positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
         return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     provider._gen_impl(module)
     return computed
+
 
 class ScriptFacts:
     """The facts of one script; built by `collect_facts`."""
