@@ -81,6 +81,9 @@ CODES: tuple[str, ...] = (
     "DSL441",
     "DSL442",
     "DSL443",
+    "DSL444",
+    "DSL445",
+    "DSL446",
 )
 
 
@@ -307,6 +310,10 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL437": Needs((b"deepspeed", b"initialize", b"lr_scheduler", b"len")),
     "DSL440": Needs((b"deepspeed", b"Trainer"), engine=False, shapes=(Shape(stored=("deepspeed",)),)),
     "DSL441": Needs((b"deepspeed", b"numel"), alternatives=((b"deepspeed", b"nelement"),)),
+    "DSL445": Needs((b"DataLoader", b"backward")),
+    "DSL446": Needs(
+        (b"deepspeed", b"rank"), alternatives=((b"deepspeed", b"main_process"), (b"deepspeed", b"process_zero"))
+    ),
     "DSL309": Needs((b"deepspeed", b"initialize")),
     "DSL310": Needs((b"deepspeed", b"initialize")),
 }

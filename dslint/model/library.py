@@ -189,3 +189,15 @@ TRAINER_MATCHES = (
 )
 # The arguments that make the batch-size match a fill only (`auto_find_batch_size=True`).
 TRAINER_BATCH_FILL_ONLY = "auto_find_batch_size"
+
+# Entry scripts of other projects that launchers start from a checkout of those projects, not from their own
+# repository: Megatron-LM / Megatron-DeepSpeed's `pretrain_*.py` (recognised also by their dashed model options)
+# and the Hugging Face examples' `run_*.py`. A launch of one that the project does not hold is no missing file.
+EXTERNAL_ENTRY_SCRIPTS = re.compile(
+    r"^(pretrain_(gpt|bert|t5|retro|mamba|ict|vlm|gpt_core|vision_\w+)"
+    r"|run_(clm|mlm|plm|glue|xnli|ner|qa|seq2seq_qa|swag|translation|summarization|image_classification"
+    r"|speech_recognition_\w+|audio_classification|clip|mim|fim|wav2vec2_pretraining\w*)(_no_trainer)?)\.py$"
+)
+MEGATRON_OPTIONS = frozenset(
+    {"tensor-model-parallel-size", "pipeline-model-parallel-size", "num-layers", "hidden-size"}
+)

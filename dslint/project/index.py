@@ -311,7 +311,7 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     record_pretrained_loads(index.files, model)
     texts = functools.lru_cache(maxsize=None)(lambda path: (read_input(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: file_names_under(roots, SKIPPED_DIRECTORIES))
-    issues = launch_issues(index.sites, sources, store, texts, names)
+    issues = launch_issues(index.sites, sources, store, texts, names, roots)
     for path, found in issues.items():
         # a config the document itself writes out for its launch is there to be saved: not a missing file
         pasted = {config.name for config in index.document_configs.get(absolute(path), ())}

@@ -9,7 +9,7 @@ today and would change the answer tomorrow is an input as much as one that is re
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -58,14 +58,18 @@ def shown_path(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def find_written(name: str, near: str, roots: Sequence[str], directory: str = "") -> str | None:
+def find_written(
+    name: str, near: str, roots: Sequence[str], directory: str = "", found: Callable[[Path], bool] | None = None
+) -> str | None:
     """A path written in a launcher: the launcher's directory and its parents up to a checked root, then the
     roots themselves (launchers are run from the repository root or from their own directory). After a `cd`
-    in the launcher (`directory`), the path is read from that directory, itself relative to each of those."""
+    in the launcher (`directory`), the path is read from that directory, itself relative to each of those.
+    `found`: what the path must be (default: a file; `os.path.isdir` for a folder)."""
+    found = found or is_file
     if UNKNOWN_VALUE in name:
         return None
     candidate = Path(directory) / name if directory else Path(name)
-    if candidate.is_absolute() and is_file(candidate):
+    if candidate.is_absolute() and found(candidate):
         return absolute(candidate)
     folder = Path(near).parent
     tried: list[Path] = []
@@ -81,7 +85,7 @@ def find_written(name: str, near: str, roots: Sequence[str], directory: str = ""
     for tail in tails:
         for base in tried:
             path = base / tail
-            if is_file(path):
+            if found(path):
                 return absolute(path)
     return None
 

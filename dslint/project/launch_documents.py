@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from dslint.project.shell_directories import cloned_folder
 
 DOCUMENT_LAUNCHER_SUFFIXES = (".md", ".rst", ".ipynb")
+# A paragraph of one launch command written without a code block (`deepspeed --hostfile hf train.py` between
+# blank lines): Markdown shows it as text, and a reader runs it as written.
+_BARE_LAUNCH = re.compile(r"^(deepspeed|torchrun|accelerate\s+launch)\s+(\S+\s+)*\S+\.py(\s|$)")
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
@@ -41,8 +44,11 @@ def shell_texts(name: str, text: str) -> list[str]:
 def markdown_code_blocks(text: str) -> str:
     """A Markdown file's code blocks, other lines blanked (line numbers kept): fenced blocks, and indented ones
     (CommonMark: lines indented by four spaces or a tab, after a blank line or a heading, that do not go on
-    with a list item; they keep their indentation, which the shell ignores, so columns point into the file)."""
+    with a list item; they keep their indentation, which the shell ignores, so columns point into the file). In a
+    document with no fenced block, a paragraph that is a bare launch command (`deepspeed ... train.py ...` starting
+    a line after a blank one) counts too: such a README is a list of commands written as text."""
     out: list[str] = []
+    bare = not any(_FENCE.match(line) for line in text.splitlines())  # no fenced block: commands may be bare
     inside = False
     indented = False  # inside an indented code block
     previous = ""  # the last line outside a code block: blank, a heading, a list item, text
@@ -64,6 +70,10 @@ def markdown_code_blocks(text: str) -> str:
         if code_indent and opens and not in_list:
             indented = True
             out.append(line)
+            continue
+        if bare and not previous.strip() and _BARE_LAUNCH.match(line):  # a README of bare commands
+            out.append(line)
+            previous = line
             continue
         out.append("")
         if _LIST_ITEM.match(line):

@@ -126,7 +126,7 @@ def _deepspeed(line: LaunchLine, read: Callable[[str], str | None]) -> WorldSize
             return WorldSize(None, None, f"--include {include.value}: the slots are the machine's")
         if num_gpus is not None:
             return WorldSize(num_gpus, num_gpus, f"--num_gpus {num_gpus}, one node (no hostfile)")
-        return WorldSize(None, None, "deepspeed without --num_gpus, --include or a hostfile uses every GPU it finds")
+        return WorldSize(None, None, EVERY_GPU_SOURCE)
     kept_pool = _filter(pool, include.value if include else None, exclude.value if exclude else None)
     if kept_pool is None:
         return WorldSize(None, None, f"--include names a host not in {where}")
@@ -191,6 +191,10 @@ def _accelerate(line: LaunchLine, accelerate: AccelerateConfig | None) -> WorldS
         return WorldSize(None, None, "accelerate launch without num_processes uses every GPU it finds")
     machines_count = count or 1
     return WorldSize(total, -(-total // machines_count), where)
+
+
+# How the deepspeed launcher's default reads: one process for each GPU of the node, their count not written.
+EVERY_GPU_SOURCE = "deepspeed without --num_gpus, --include or a hostfile uses every GPU it finds"
 
 
 def world_size(

@@ -3,9 +3,12 @@ function a one-rank decorator wraps), directly or through a `transformers.pipeli
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import ClassVar
+
 import libcst as cst
 
-from dslint.diagnostics import Severity
+from dslint.diagnostics import Location, Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import ResolvedConfig, resolve_config, trainer_configs
@@ -33,8 +36,8 @@ class Zero3GenerationOnOneRank(ScriptRule):
     severity = Severity.ERROR
     needs_engine = False
     # `generate`, a way DeepSpeed reaches the file, and a one-rank test's word (`script/one_rank.py`)
-    required_tokens = (b"generate", b"deepspeed", b"rank")
-    alternative_tokens = tuple(
+    required_tokens: ClassVar[tuple[bytes, ...]] = (b"generate", b"deepspeed", b"rank")
+    alternative_tokens: ClassVar[tuple[tuple[bytes, ...], ...]] = tuple(
         (generation, source, test)
         for generation in (b"generate", b"pipeline")
         for source in (b"deepspeed", b"TrainingArguments", b"HfArgumentParser")
@@ -42,7 +45,7 @@ class Zero3GenerationOnOneRank(ScriptRule):
     )[1:]
     # in a one-rank block (`visit_If`, `visit_With`), where ZeRO-3 can come from (`_zero3`: the file's initialize,
     # a Trainer's config)
-    call_shapes = (
+    call_shapes: ClassVar[tuple[Shape, ...]] = (
         Shape(methods=("generate",), one_rank=True, engine=True),
         Shape(methods=("generate",), one_rank=True, configured=True),
         Shape(calls=(PIPELINE,), engine=True),
@@ -82,7 +85,7 @@ class Zero3GenerationOnOneRank(ScriptRule):
                 print(tokenizer.decode(sample[0]))
         """,
     )
-    valid = (
+    valid: ClassVar[Sequence[Valid]] = (
         # every rank builds and runs the pipeline; rank 0 only prints
         Valid(
             f"""
@@ -126,7 +129,7 @@ class Zero3GenerationOnOneRank(ScriptRule):
             """
         ),
     )
-    invalid = (
+    invalid: ClassVar[Sequence[Invalid]] = (
         # The other ranks leave the function before the sample: the rest of it runs on rank 0 only.
         Invalid(
             f"""
@@ -226,16 +229,16 @@ class Zero3GenerationOnOneRank(ScriptRule):
         spans = [self.context.span(region) for region in self.regions]
         spans += [(self.context.span(first)[0], self.context.span(last)[1]) for first, last in self.rests]
         for call in self.candidates:
-            assert isinstance(call.func, cst.Attribute)
-            start, end = self.context.span(call)
-            inside = any(first <= start and end <= last for first, last in spans)
-            if inside and self._trained_model(call.func.value, call):
+            if _inside(self.context.span(call), spans) and self._runs_trained_model(call):
                 self.report(call, message, related=config.via)
         for call, model in self.pipelines:
-            start, end = self.context.span(call)
-            inside = any(first <= start and end <= last for first, last in spans)
-            if inside and self._trained_model(model, call):
+            if _inside(self.context.span(call), spans) and self._trained_model(model, call):
                 self.report(call, self.pipeline_message + where, related=config.via)
+
+    def _runs_trained_model(self, call: cst.Call) -> bool:
+        """Whether the candidate call runs the trained model (`model.generate(...)` here)."""
+        assert isinstance(call.func, cst.Attribute)
+        return self._trained_model(call.func.value, call)
 
     def _trained_model(self, receiver: cst.BaseExpression, call: cst.Call) -> bool:
         name = dotted_name(receiver)
@@ -251,3 +254,8 @@ class Zero3GenerationOnOneRank(ScriptRule):
             if resolved is not None and resolved.zero_stage == 3:
                 return resolved
         return next((resolved for resolved in trainer_configs(self.context) if resolved.zero_stage == 3), None)
+
+
+def _inside(span: tuple[Location, Location], spans: list[tuple[Location, Location]]) -> bool:
+    start, end = span
+    return any(first <= start and end <= last for first, last in spans)

@@ -1,0 +1,279 @@
+"""DSL445: a plain `DataLoader` (no sampler) feeds the engine's training loop under a launch of several processes."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from dslint.diagnostics import Related, Severity
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.world_size import EVERY_GPU_SOURCE
+from dslint.script.facts import Role
+from dslint.script.names import dotted_name
+from dslint.script.project_facts import LaunchedConfig
+from dslint.script.walk import walk
+
+DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+# Calls a loop may wrap its loader in (`for step, batch in enumerate(tqdm(loader))`).
+_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
+# A file that shards its data some other way, or streams it, is left alone.
+_SHARDED_ELSEWHERE = (
+    b"DistributedSampler",
+    b"split_dataset_by_node",
+    b"IterableDataset",
+    b"streaming",
+    b"num_replicas",
+    b".shard(",
+    b"sampler=",
+)
+# Words in the dataset argument that say it is already this rank's part (`data[rank::world_size]`).
+_RANK_WORDS = re.compile(r"rank|shard|world|split_by|partition", re.IGNORECASE)
+# Words in it that say it is made up (a benchmark's random tensors): the same data on every rank changes nothing.
+_SYNTHETIC = re.compile(r"random|randn|rand\(|synthetic|dummy|fake", re.IGNORECASE)
+
+_SCRIPT = """\
+import deepspeed
+from torch.utils.data import DataLoader
+
+def train(model, dataset, config):
+    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+    loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    for epoch in range(3):
+        for batch in loader:
+            loss = engine(batch)
+            engine.backward(loss)
+            engine.step()
+"""
+_TWO = (("run.sh", "deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n"),)
+
+
+class DataLoaderNotSharded(ScriptRule):
+    code = "DSL445"
+    slug = "data-loader-not-sharded"
+    message = "DataLoader without a DistributedSampler under several processes: every rank trains on the same data"
+    severity = Severity.WARNING
+    required_tokens = (b"DataLoader", b"backward")
+    docs = RuleDocs(
+        what="""
+            Flags `torch.utils.data.DataLoader(dataset, ...)` built without a `sampler=` or `batch_sampler=`
+            when the loop over it (directly, through `enumerate`/`tqdm`/`iter`, through a name, a `self`
+            attribute, or the return value of a function of the same module that builds it) calls the DeepSpeed
+            engine's `backward`, and a launcher of the project starts the script as more than one process
+            (`deepspeed --num_gpus 2`, a hostfile's slots, `torchrun --nproc_per_node 4`, several nodes, or the
+            `deepspeed` launcher with no count, which starts one process for each GPU of the node). The finding
+            names the launch. A file that shards its data another way (`DistributedSampler`,
+            `split_dataset_by_node`, `.shard(`, an `IterableDataset`, streaming) or whose dataset argument names
+            a rank or a world size is left alone, and so is made-up data (`random_dataset(...)`, `dummy`, `fake`:
+            a benchmark's tensors), as is a loader handed to `deepspeed.initialize` as
+            `training_data` (the engine builds its own sampler) or to accelerate's `prepare`.
+        """,
+        why="""
+            DeepSpeed shards data only for the loader it builds itself (`deepspeed.initialize(training_data=...)`
+            or `engine.deepspeed_io(dataset)`, which use a `DistributedSampler` over the data-parallel ranks,
+            `runtime/dataloader.py`). A `DataLoader` of your own is not touched: with `shuffle=True` each
+            process draws the same order (the same default seed), without it the same sequence, so every rank
+            trains on the same batches. The gradients averaged across ranks are then the gradients of one
+            rank's batch: the run does N times the work for the progress of one process, and an epoch is N
+            times longer than it looks.
+        """,
+        example="""
+            # launched with: deepspeed --num_gpus 8 train.py
+            loader = DataLoader(dataset, batch_size=8, shuffle=True)
+            for batch in loader:
+                engine.backward(engine(batch))
+                engine.step()
+        """,
+        use_instead="""
+            sampler = DistributedSampler(dataset, shuffle=True)
+            loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+            for epoch in range(epochs):
+                sampler.set_epoch(epoch)
+                for batch in loader:
+                    ...
+            # or: engine, _, loader, _ = deepspeed.initialize(..., training_data=dataset)
+        """,
+    )
+    valid = (
+        Valid(_SCRIPT.replace("shuffle=True", "sampler=DistributedSampler(dataset)"), files=_TWO),
+        Valid(_SCRIPT, files=(("run.sh", "deepspeed --num_gpus 1 train.py --deepspeed_config ds.json\n"),)),
+        Valid(_SCRIPT),  # no launcher: the number of processes is not known
+        # the loop over the loader is an evaluation: no backward
+        Valid(
+            _SCRIPT.replace(
+                "            engine.backward(loss)\n            engine.step()\n", "            print(loss)\n"
+            ),
+            files=_TWO,
+        ),
+        # the dataset is already this rank's part
+        Valid(_SCRIPT.replace("DataLoader(dataset,", "DataLoader(dataset[rank::world_size],"), files=_TWO),
+    )
+    invalid = (
+        Invalid(_SCRIPT, lines=(6,), files=_TWO),
+        Invalid(_SCRIPT, lines=(6,), files=(("run.sh", "deepspeed train.py --deepspeed_config ds.json\n"),)),
+        # built by a function of the module and looped over where the engine trains
+        Invalid(
+            "import deepspeed\nimport torch\n\n"
+            "def get_loader(data):\n    return torch.utils.data.DataLoader(data, batch_size=4, shuffle=True)\n\n"
+            "def main(model, data, config):\n"
+            "    engine, _, _, _ = deepspeed.initialize(model=model, config=config)\n"
+            "    loader = get_loader(data)\n"
+            "    for step, batch in enumerate(loader):\n"
+            "        engine.backward(engine(batch))\n"
+            "        engine.step()\n",
+            lines=(5,),
+            files=(("run.sh", "torchrun --nproc_per_node 4 train.py\n"),),
+        ),
+        # a trainer class: the loader in one method, the loop in another
+        Invalid(
+            "import deepspeed\nfrom torch.utils.data import DataLoader\n\nclass Trainer:\n"
+            "    def __init__(self, model, data, config):\n"
+            "        self.engine, _, _, _ = deepspeed.initialize(model=model, config=config)\n"
+            "        self.train_loader = DataLoader(data, batch_size=4)\n\n"
+            "    def fit(self):\n"
+            "        for batch in self.train_loader:\n"
+            "            self.engine.backward(self.engine(batch))\n"
+            "            self.engine.step()\n",
+            lines=(7,),
+            files=_TWO,
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._loaders: list[cst.Call] = []
+        self._loops: list[cst.For] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.facts.qualified(node.func) in DATA_LOADERS:
+            self._loaders.append(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._loops.append(node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if (
+            not self._loaders
+            or not self._loops
+            or any(word in self.context.text.encode() for word in _SHARDED_ELSEWHERE)
+        ):
+            return
+        launch = self._several_processes()
+        if launch is None:
+            return
+        training = [loop for loop in self._loops if self._drives_engine(loop)]
+        if not training:
+            return
+        for loader in self._loaders:
+            if not self._unsharded(loader):
+                continue
+            if any(self._iterates(loop, loader) for loop in training):
+                where = launch.launch
+                self.report(
+                    loader,
+                    f"DataLoader without a DistributedSampler: each of the launch's processes trains on the same "
+                    f"batches ({where.path}:{where.line}); pass sampler=DistributedSampler(dataset)",
+                    related=(Related(where.path, where.line, where.column, "the launch of several processes"),),
+                )
+
+    # --- the launch -------------------------------------------------------------------------------------------
+    def _several_processes(self) -> LaunchedConfig | None:
+        project = self.facts.project
+        if project is None:
+            return None
+        for launch in project.launches:
+            if (launch.ranks or 0) > 1 or (launch.ranks_per_node or 0) > 1 or launch.world_source == EVERY_GPU_SOURCE:
+                return launch
+        return None
+
+    # --- the loader -------------------------------------------------------------------------------------------
+    def _unsharded(self, call: cst.Call) -> bool:
+        positional = [arg for arg in call.args if arg.keyword is None]
+        if any(arg.star for arg in call.args) or len(positional) > 3 or (not positional and not call.args):
+            return False
+        if any(arg.keyword is not None and arg.keyword.value in ("sampler", "batch_sampler") for arg in call.args):
+            return False
+        dataset = positional[0].value if positional else None
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "dataset":
+                dataset = arg.value
+        if dataset is None:
+            return False
+        text = self.facts.code(dataset)
+        bound = self.facts.assigned_value(dataset, call) if isinstance(dataset, cst.Name) else None
+        if bound is not None:
+            text += " " + self.facts.code(bound)
+        return not _RANK_WORDS.search(text) and not _SYNTHETIC.search(text)
+
+    # --- the loops --------------------------------------------------------------------------------------------
+    def _drives_engine(self, loop: cst.For) -> bool:
+        found = False
+
+        def enter(node: cst.CSTNode) -> bool:
+            nonlocal found
+            if found:
+                return False
+            call = node if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) else None
+            if call is not None and isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
+                answer = self.facts.role_of(call.func.value, call)
+                found = answer is not None and answer.role is Role.ENGINE
+            return not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+
+        walk(loop.body, enter, lambda node: None)
+        return found
+
+    def _iterates(self, loop: cst.For, loader: cst.Call) -> bool:
+        """Whether `loop` runs over the loader `loader` builds: the call itself, the name or attribute it is
+        bound to (a plain name in the same function), or a call of the module's function that returns it."""
+        source = _unwrapped(loop.iter)
+        if source is loader:
+            return True
+        facts = self.facts
+        small = facts.small_statement_of_call.get(loader)
+        bound = None
+        if isinstance(small, cst.Assign) and small.value is loader and len(small.targets) == 1:
+            target = dotted_name(small.targets[0].target)
+            bound = (small, target) if target is not None else None
+        statement = facts.statement_of(loader)
+        returned = isinstance(statement, cst.SimpleStatementLine) and any(
+            isinstance(small, cst.Return) and small.value is loader for small in statement.body
+        )
+        key = dotted_name(source)
+        if bound is not None and key is not None:
+            _, name = bound
+            if name == key and (name.startswith("self.") or facts.scope_at(source).node is facts.scope_at(loader).node):
+                return True
+            returned = returned or self._returns_name(loader, name)
+        if not returned:
+            return False
+        function = facts.scope_at(loader).node
+        if not isinstance(function, cst.FunctionDef):
+            return False
+        helper = function.name.value
+        if isinstance(source, cst.Call) and dotted_name(source.func) == helper:
+            return True
+        if key is None or "." in key:
+            return False
+        value = facts.assigned_value(source, source)
+        return isinstance(value, cst.Call) and dotted_name(value.func) == helper
+
+    def _returns_name(self, loader: cst.Call, name: str) -> bool:
+        function = self.facts.scope_at(loader).node
+        if not isinstance(function, cst.FunctionDef) or "." in name:
+            return False
+        found = False
+
+        def enter(node: cst.CSTNode) -> bool:
+            nonlocal found
+            if isinstance(node, cst.Return) and isinstance(node.value, cst.Name) and node.value.value == name:
+                found = True
+            return node is function or not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+
+        walk(function, enter, lambda node: None)
+        return found
+
+
+def _unwrapped(expression: cst.BaseExpression) -> cst.BaseExpression:
+    """The loader inside `enumerate(tqdm(loader, ...))`."""
+    while isinstance(expression, cst.Call) and dotted_name(expression.func) in _WRAPPERS and expression.args:
+        expression = expression.args[0].value
+    return expression
