@@ -186,9 +186,9 @@ deepspeed $UP/z.py
 def test_document_code_blocks_keep_their_line_numbers() -> None:
     markdown = "Run:\n\n```bash\ndeepspeed a.py\n```\n\ndeepspeed prose.py\n"
     assert markdown_code_blocks(markdown).split("\n") == ["", "", "", "deepspeed a.py", "", "", ""]
-    # a README written without code blocks: a paragraph that is a launch command is one; prose stays prose
-    bare = "pip install deepspeed\n\ndeepspeed --hostfile hostfile train.py\nDeepSpeed runs train.py on each host.\n"
-    assert markdown_code_blocks(bare).split("\n") == ["", "", "deepspeed --hostfile hostfile train.py", ""]
+    # a README written without code blocks: a line that is a launch command is one; prose stays prose
+    bare = "On two nodes:\ndeepspeed --hostfile hostfile train.py\nDeepSpeed runs train.py on each host.\n"
+    assert markdown_code_blocks(bare).split("\n") == ["", "deepspeed --hostfile hostfile train.py", ""]
     rst = """Guide
 =====
 

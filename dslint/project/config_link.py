@@ -45,7 +45,7 @@ from dslint.project.config_edits import (
 from dslint.project.inputs import record
 from dslint.project.trainer_launches import launched_for_trainer
 from dslint.script.config_loads import loaded_path
-from dslint.script.facts import BindingKind, Pos
+from dslint.script.facts import BindingKind, InitializeCall, Pos
 from dslint.script.names import dotted_name
 from dslint.script.project_facts import LaunchedConfig
 from dslint.script.walk import children
@@ -179,7 +179,7 @@ def resolve_config(context: ScriptContext, engine: Engine) -> ResolvedConfig | N
     Without `config=`, DeepSpeed reads `args.deepspeed_config` from the `args=` it is given; its argparse
     default is followed (`deepspeed.add_config_arguments(parser)` adds the option with no default).
     """
-    init = context.facts.initialize_of(engine)
+    init = context.facts.initialize_of(engine) or _created_here(context, engine)
     if init is None:  # an engine created elsewhere: what the project index knows of its config
         return _remote_config(engine)
     expression = init.config
@@ -411,6 +411,18 @@ def launched_file(path: str, origin: Origin, via: tuple[Related, ...]) -> Resolv
     if not isinstance(values, dict):
         return None
     return ResolvedConfig(values, path, Path(path), loaded, origin, via)
+
+
+def _created_here(context: ScriptContext, engine: Engine) -> InitializeCall | None:
+    """The initialize call of this file that created an engine reaching it from elsewhere (`Trainer(engine)`
+    built in `main()` of the same module): its config is read as the call's own."""
+    if engine.created is None:
+        return None
+    path, line, column = engine.created
+    if os.path.abspath(path) != os.path.abspath(context.path):
+        return None
+    facts = context.facts
+    return next((i for i in facts.initialize_calls if facts.call_position(i.call) == (line, column)), None)
 
 
 def _remote_config(engine: Engine) -> ResolvedConfig | None:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from dslint.project.shell_directories import cloned_folder
 
 DOCUMENT_LAUNCHER_SUFFIXES = (".md", ".rst", ".ipynb")
-# A paragraph of one launch command written without a code block (`deepspeed --hostfile hf train.py` between
-# blank lines): Markdown shows it as text, and a reader runs it as written.
+# A launch command written as a line of text (`deepspeed --hostfile hf train.py` under "On two nodes:") in a
+# document without code blocks: Markdown shows it as text, and a reader runs it as written.
 _BARE_LAUNCH = re.compile(r"^(deepspeed|torchrun|accelerate\s+launch)\s+(\S+\s+)*\S+\.py(\s|$)")
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -45,8 +45,8 @@ def markdown_code_blocks(text: str) -> str:
     """A Markdown file's code blocks, other lines blanked (line numbers kept): fenced blocks, and indented ones
     (CommonMark: lines indented by four spaces or a tab, after a blank line or a heading, that do not go on
     with a list item; they keep their indentation, which the shell ignores, so columns point into the file). In a
-    document with no fenced block, a paragraph that is a bare launch command (`deepspeed ... train.py ...` starting
-    a line after a blank one) counts too: such a README is a list of commands written as text."""
+    document with no fenced block, a line that is a bare launch command (`deepspeed ... train.py ...` from its
+    first column) counts too: such a README is a list of commands written as text."""
     out: list[str] = []
     bare = not any(_FENCE.match(line) for line in text.splitlines())  # no fenced block: commands may be bare
     inside = False
@@ -71,7 +71,7 @@ def markdown_code_blocks(text: str) -> str:
             indented = True
             out.append(line)
             continue
-        if bare and not previous.strip() and _BARE_LAUNCH.match(line):  # a README of bare commands
+        if bare and _BARE_LAUNCH.match(line):  # a README of bare commands, as text lines
             out.append(line)
             previous = line
             continue

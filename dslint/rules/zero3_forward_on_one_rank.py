@@ -8,6 +8,9 @@ from dslint.framework.rule import Invalid, RuleDocs, Valid
 from dslint.project.config_link import ResolvedConfig, resolve_config
 from dslint.rules.zero3_generation_on_one_rank import Zero3GenerationOnOneRank
 from dslint.script.loop import loop_facts
+from dslint.script.names import dotted_name
+from dslint.script.one_rank import one_rank_conjunction
+from dslint.script.walk import walk
 
 _STAGE3 = '{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1}'
 
@@ -28,9 +31,11 @@ class Zero3ForwardOnOneRank(Zero3GenerationOnOneRank):
             `engine.forward(batch)`) whose config is ZeRO stage 3 when it runs on one rank only: inside `if rank
             == 0:` (any comparison of a rank with literals, `dist.get_rank() == 0`, `args.local_rank in [-1,
             0]`), inside `with ...main_process_first():`, after an `if` that sends every other rank away (`if
-            rank != 0: return`), or in a function a one-rank decorator wraps (`@rank_zero_only`). Typically a
-            validation loop or a sample left to rank 0. Left alone: a script that every launch of the project
-            starts as one process, and an engine whose stage is not 3 or not known. `generate` is DSL426's.
+            rank != 0: return`), or in a function a one-rank decorator wraps (`@rank_zero_only`); or a call
+            there of a function or method of the module that runs such a forward (`self.evaluate()`, reported at
+            the call). Typically a validation loop or a sample left to rank 0. Left alone: a script that every
+            launch of the project starts as one process, and an engine whose stage is not 3 or not known.
+            `generate` is DSL426's.
         """,
         why="""
             Under ZeRO-3 each rank holds only its partition of every parameter; before each submodule's forward,
@@ -91,6 +96,26 @@ class Zero3ForwardOnOneRank(Zero3GenerationOnOneRank):
             """,
             lines=(5,),
         ),
+        # the evaluation is a method that the training loop calls on rank 0 only
+        Invalid(
+            f"""
+            import deepspeed
+            class Trainer:
+                def __init__(self, model):
+                    self.engine, *_ = deepspeed.initialize(model=model, config={_STAGE3})
+
+                def evaluate(self, batch):
+                    return self.engine(batch).loss
+
+                def train(self, loader):
+                    for step, batch in enumerate(loader):
+                        self.engine.backward(self.engine(batch).loss)
+                        self.engine.step()
+                        if step % 100 == 0 and self.engine.local_rank == 0:
+                            print(self.evaluate(batch))
+            """,
+            lines=(15,),
+        ),
         Invalid(
             """
             import deepspeed
@@ -107,9 +132,49 @@ class Zero3ForwardOnOneRank(Zero3GenerationOnOneRank):
         ),
     )
 
+    def visit_Module(self, node: cst.Module) -> None:
+        super().visit_Module(node)
+        self.forward_of: dict[cst.Call, cst.Call] = {}  # a candidate -> the engine forward it runs
+        self.functions: dict[str, cst.FunctionDef] = {}  # the module's functions and methods, by name
+        for statement in node.body:
+            body = statement.body.body if isinstance(statement, cst.ClassDef) else (statement,)
+            for member in body:
+                if isinstance(member, cst.FunctionDef):
+                    self.functions.setdefault(member.name.value, member)
+
+    def visit_If(self, node: cst.If) -> None:
+        if one_rank_conjunction(node.test):  # `if step % 100 == 0 and rank == 0:` runs on rank 0 only too
+            self.regions.append(node.body)
+        else:
+            super().visit_If(node)
+
     def visit_Call(self, node: cst.Call) -> None:
         if loop_facts(self.facts).engine_of_forward(node) is not None:
             self.candidates.append(node)
+            self.forward_of[node] = node
+            return
+        name = dotted_name(node.func)  # `self._evaluate()`, `validate(engine)`: a function of this module
+        function = self.functions.get(name.removeprefix("self.")) if name is not None else None
+        if function is not None and name is not None and name.count(".") <= int(name.startswith("self.")):
+            forward = self._forward_in(function)
+            if forward is not None:
+                self.candidates.append(node)
+                self.forward_of[node] = forward
+
+    def _forward_in(self, function: cst.FunctionDef) -> cst.Call | None:
+        """The first engine forward in `function`'s own body (not in functions defined inside it)."""
+        found: list[cst.Call] = []
+        loops = loop_facts(self.facts)
+
+        def enter(node: cst.CSTNode) -> bool:
+            if found:
+                return False
+            if isinstance(node, cst.Call) and loops.engine_of_forward(node) is not None:
+                found.append(node)
+            return node is function or not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+
+        walk(function, enter, lambda node: None)
+        return found[0] if found else None
 
     def _runs_trained_model(self, call: cst.Call) -> bool:
         return self._engine_zero3(call) is not None  # the forward of an engine that runs ZeRO-3
@@ -119,7 +184,7 @@ class Zero3ForwardOnOneRank(Zero3GenerationOnOneRank):
         return next((found for found in map(self._engine_zero3, self.candidates) if found is not None), None)
 
     def _engine_zero3(self, call: cst.Call) -> ResolvedConfig | None:
-        answer = loop_facts(self.facts).engine_of_forward(call)
+        answer = loop_facts(self.facts).engine_of_forward(self.forward_of.get(call, call))
         if answer is None:
             return None
         resolved = resolve_config(self.context, answer.engine)
