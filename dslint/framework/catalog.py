@@ -84,6 +84,7 @@ CODES: tuple[str, ...] = (
     "DSL444",
     "DSL445",
     "DSL446",
+    "DSL447",
 )
 
 
@@ -311,6 +312,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL440": Needs((b"deepspeed", b"Trainer"), engine=False, shapes=(Shape(stored=("deepspeed",)),)),
     "DSL441": Needs((b"deepspeed", b"numel"), alternatives=((b"deepspeed", b"nelement"),)),
     "DSL445": Needs((b"DataLoader", b"backward")),
+    "DSL447": Needs((b"deepspeed",)),
     "DSL446": Needs(
         (b"deepspeed", b"rank"), alternatives=((b"deepspeed", b"main_process"), (b"deepspeed", b"process_zero"))
     ),

@@ -201,3 +201,37 @@ EXTERNAL_ENTRY_SCRIPTS = re.compile(
 MEGATRON_OPTIONS = frozenset(
     {"tensor-model-parallel-size", "pipeline-model-parallel-size", "num-layers", "hidden-size"}
 )
+
+# The keywords DeepSpeed's entry points accept (0.19.8; no release before it had one more): a keyword outside
+# these is a TypeError at the call. `init_inference` takes `**kwargs` (config fields), so it is not here.
+ACCEPTED_KEYWORDS: dict[str, frozenset[str]] = {
+    "initialize": frozenset(
+        {
+            "args",
+            "model",
+            "optimizer",
+            "model_parameters",
+            "training_data",
+            "lr_scheduler",
+            "distributed_port",
+            "mpu",
+            "dist_init_required",
+            "collate_fn",
+            "config",
+            "mesh_param",
+            "config_params",
+        }
+    ),
+    "save_checkpoint": frozenset({"save_dir", "tag", "client_state", "save_latest", "exclude_frozen_parameters"}),
+    "load_checkpoint": frozenset(
+        {
+            "load_dir",
+            "tag",
+            "load_module_strict",
+            "load_optimizer_states",
+            "load_lr_scheduler_states",
+            "load_module_only",
+            "custom_load_fn",
+        }
+    ),
+}
