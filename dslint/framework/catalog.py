@@ -85,6 +85,7 @@ CODES: tuple[str, ...] = (
     "DSL445",
     "DSL446",
     "DSL447",
+    "DSL448",
 )
 
 
@@ -313,6 +314,11 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL441": Needs((b"deepspeed", b"numel"), alternatives=((b"deepspeed", b"nelement"),)),
     "DSL445": Needs((b"DataLoader", b"backward")),
     "DSL447": Needs((b"deepspeed",)),
+    "DSL448": Needs(
+        (b"Trainer", b"rank"),
+        engine=False,
+        alternatives=((b"Trainer", b"main_process"), (b"Trainer", b"process_zero")),
+    ),
     "DSL446": Needs(
         (b"deepspeed", b"rank"), alternatives=((b"deepspeed", b"main_process"), (b"deepspeed", b"process_zero"))
     ),

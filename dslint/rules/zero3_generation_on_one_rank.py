@@ -35,6 +35,7 @@ class Zero3GenerationOnOneRank(ScriptRule):
     pipeline_message = "under ZeRO-3, a pipeline of the model on one rank hangs: its forward gathers from every rank"
     severity = Severity.ERROR
     needs_engine = False
+    config_words = "ZeRO-3"  # what the config found is, in the finding (`(ZeRO-3 from ds.json)`)
     # `generate`, a way DeepSpeed reaches the file, and a one-rank test's word (`script/one_rank.py`)
     required_tokens: ClassVar[tuple[bytes, ...]] = (b"generate", b"deepspeed", b"rank")
     alternative_tokens: ClassVar[tuple[tuple[bytes, ...], ...]] = tuple(
@@ -224,16 +225,18 @@ class Zero3GenerationOnOneRank(ScriptRule):
         config = self._zero3()
         if config is None:
             return
-        where = f" (ZeRO-3 from {config.source})" if config.path is not None else ""
-        message = self.message + where
+        where = f" ({self.config_words} from {config.source})" if config.path is not None else ""
         spans = [self.context.span(region) for region in self.regions]
         spans += [(self.context.span(first)[0], self.context.span(last)[1]) for first, last in self.rests]
         for call in self.candidates:
             if _inside(self.context.span(call), spans) and self._runs_trained_model(call):
-                self.report(call, message, related=config.via)
+                self.report(call, self._message_for(call) + where, related=config.via)
         for call, model in self.pipelines:
             if _inside(self.context.span(call), spans) and self._trained_model(model, call):
                 self.report(call, self.pipeline_message + where, related=config.via)
+
+    def _message_for(self, call: cst.Call) -> str:
+        return self.message
 
     def _runs_trained_model(self, call: cst.Call) -> bool:
         """Whether the candidate call runs the trained model (`model.generate(...)` here)."""
