@@ -276,3 +276,19 @@ deepspeed new.py --deepspeed ds.json \\
     (launch,) = parse_shell("run.sh", text)
     assert (launch.line, launch.script) == (2, "new.py")
     assert [option.name for option in launch.options] == ["deepspeed", "lr"]
+
+
+def test_a_launch_run_in_the_projects_environment() -> None:
+    """`uv run deepspeed ...`, `conda run -n env torchrun ...`: the launcher after the environment runner and its
+    options; `uv pip install` is no launch."""
+    text = (
+        "uv run deepspeed --num_gpus=2 train_ds.py\n"
+        "conda run -n dsenv --no-capture-output torchrun --nproc_per_node 4 train.py --deepspeed ds.json\n"
+        "uv pip install deepspeed\n"
+    )
+    launches = parse_shell("run.sh", text)
+    assert [(launch.tool, launch.script, launch.line) for launch in launches] == [
+        ("deepspeed", "train_ds.py", 1),
+        ("torchrun", "train.py", 2),
+    ]
+    assert launches[1].option("deepspeed") is not None

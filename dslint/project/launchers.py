@@ -38,6 +38,8 @@ LAUNCH_MODULES = frozenset(
 )
 # Words that may come before the launcher on a line (wrappers and environment settings).
 WRAPPERS = frozenset({"nohup", "exec", "time", "env", "srun", "mpirun", "sudo", "CUDA_VISIBLE_DEVICES"})
+# Tools that run a command in a project's environment, as `<tool> run [options] <command>`.
+ENVIRONMENT_RUNNERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "conda", "mamba", "micromamba"})
 # Script options that name the DeepSpeed config file (the option's dest, as argparse spells it).
 CONFIG_OPTIONS = ("deepspeed_config", "deepspeed", "ds_config", "deepspeed_config_file", "ds_config_path")
 
@@ -438,8 +440,13 @@ def _launch_in(
     environment = dict(exported or {})
     spawned_by = ""
     while index < len(words) and (
-        words[index] in WRAPPERS or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[index]) is not None
+        words[index] in WRAPPERS
+        or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[index]) is not None
+        or (words[index] in ENVIRONMENT_RUNNERS and words[index + 1 : index + 2] == ["run"])
     ):
+        if words[index] in ENVIRONMENT_RUNNERS:  # `uv run deepspeed ...`, `conda run -n env torchrun ...`
+            index = _after_options(words, index + 2)
+            continue
         name, equals, value = words[index].partition("=")
         if equals:
             environment[name] = UNKNOWN_VALUE if UNKNOWN_VALUE in value else value
