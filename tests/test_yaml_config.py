@@ -161,6 +161,35 @@ def test_a_builder_reaching_initialize_through_a_parameter_of_a_same_module_func
     ]
 
 
+def test_builders_picked_from_a_module_level_table() -> None:
+    """`ds_config = BUILDERS[args.stage](args)`: each plain function of the table may build the config; a table
+    holding anything else (a lambda) is not followed."""
+    train = textwrap.dedent(
+        """\
+        import deepspeed
+
+        def zero2(args):
+            return {"zero_optimization": {"stage": 2}}
+
+        def zero3(args):
+            return {"zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}}
+
+        BUILDERS = {"2": zero2, "3": zero3}
+        MIXED = {"2": zero2, "3": lambda args: {}}
+
+        def main(model, args):
+            ds_config = BUILDERS[args.stage](args)
+            deepspeed.initialize(model=model, config=ds_config)
+
+        def other(model, args):
+            mixed = MIXED[args.stage](args)
+            deepspeed.initialize(model=model, config=mixed)
+        """
+    )
+    found = config_builders({"/p/train.py": train.encode()})
+    assert sorted((b.name, b.line) for b in found) == [("zero2", 14), ("zero3", 14)]
+
+
 def test_a_parameter_of_a_method_is_not_followed() -> None:
     train = textwrap.dedent(
         """\

@@ -8,8 +8,9 @@ returns is a DeepSpeed config, so the keys the helper writes into it are checked
 (`from m import name`, through `from m import *` re-exports). The reader may be given the helper's call
 itself (`config=get_ds_config(args)`); a name must be bound once in the reader's function, to the helper's call,
 or be a parameter of that function (not a method) whose callers in the same
-module pass a name bound once to the helper's call (`cfg = get_ds_config(args); start(model, cfg)`); anything
-else stays unknown. Read with `ast`, only in files that name a reader.
+module pass a name bound once to the helper's call (`cfg = get_ds_config(args); start(model, cfg)`), or be bound
+once to a call through a module-level dict of plain functions (`cfg = BUILDERS[args.stage](args)`: each of them);
+anything else stays unknown. Read with `ast`, only in files that name a reader.
 """
 
 from __future__ import annotations
@@ -58,8 +59,9 @@ def _may_call_reader(data: bytes) -> bool:
                 for keyword in _CONFIG_KEYWORD.finditer(data, end, end + _WINDOW):
                     if keyword.group(2) == b"(":  # the reader is given a plain function's call itself
                         return True
-                    # the name given is bound somewhere to a call of a plain function
-                    bound = rb"\b" + re.escape(keyword.group(1)) + rb"\s*=\s*[A-Za-z_][A-Za-z0-9_]*\s*\("
+                    # the name given is bound somewhere to a call of a plain function (or of a table's)
+                    called = rb"\s*=\s*[A-Za-z_][A-Za-z0-9_]*\s*(\[[^\]\n]*\]\s*)?\("  # `f(` or `TABLE[key](`
+                    bound = rb"\b" + re.escape(keyword.group(1)) + called
                     if re.search(bound, data):
                         return True
             at = data.find(name, end)
@@ -93,6 +95,7 @@ def _builders_in(modules: ParsedModules, path: str, scope: ast.AST, table: Bindi
             continue
         else:
             helpers = [helper] if (helper := _helper(bound, value.id)) is not None else []
+            helpers = helpers or _dispatched(table, bound, value.id)
         if (
             not helpers
             and isinstance(value, ast.Name)
@@ -127,6 +130,26 @@ def _helper(bound: dict[str, list[ast.AST]], name: str) -> str | None:
     if len(values) != 1 or not isinstance(values[0], ast.Call) or not isinstance(values[0].func, ast.Name):
         return None  # bound more than once, or not to a plain function call: unknown
     return values[0].func.id
+
+
+def _dispatched(table: Bindings, bound: dict[str, list[ast.AST]], name: str) -> list[str]:
+    """`cfg = BUILDERS[args.stage](args)` with `BUILDERS = {"2": zero2_config, "3": zero3_config}` bound once at
+    module level: any of the table's plain functions may build the dict (`name` bound once, to that call)."""
+    values = bound.get(name, [])
+    if len(values) != 1 or not isinstance(values[0], ast.Call) or not isinstance(values[0].func, ast.Subscript):
+        return []
+    table_name = values[0].func.value
+    if not isinstance(table_name, ast.Name):
+        return []
+    found = [
+        b.value
+        for b in table.every
+        if b.scope is table.module_scope and b.key == table_name.id and b.kind is not BindingKind.PARAMETER
+    ]
+    if len(found) != 1 or not isinstance(found[0], ast.Dict):
+        return []
+    functions = [v.id for v in found[0].values if isinstance(v, ast.Name)]
+    return functions if len(functions) == len(found[0].values) else []
 
 
 def _helpers_of_callers(
