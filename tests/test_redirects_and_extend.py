@@ -190,6 +190,22 @@ def test_measure_finds_a_row_of_an_old_code_by_its_successors() -> None:
     assert tallies["overall"].found == 1 and tallies["overall"].unlabelled == 0
 
 
+def test_measure_shows_a_new_row_a_finding_lands_on_without_counting_it() -> None:
+    spec = importlib.util.spec_from_file_location("measure", ROOT / "benchmarks" / "realcode" / "measure.py")
+    assert spec is not None and spec.loader is not None
+    measure = importlib.util.module_from_spec(spec)
+    sys.modules["measure"] = measure
+    spec.loader.exec_module(measure)
+    rows = [
+        measure.Row("o/r", "c", "t.py", 4, 6, "NEW", "flag", 0, "NEW: a plain loader on every rank"),
+        measure.Row("o/r", "c", "t.py", 9, 9, "NEW", "flag", 0, "NEW: something else"),
+    ]
+    findings = {("o/r", "c"): [measure.Finding("t.py", 5, "DSL445")]}
+    tallies = measure.measure(rows, findings)
+    assert tallies["overall"].found == 0 and tallies["NEW"].found == 0
+    assert [(row.first, codes) for row, codes in tallies["NEW"].reached] == [(4, "DSL445")]
+
+
 def test_a_selection_of_new_codes_is_unchanged() -> None:
     assert RuleSelection.from_options(["DSL309"]).enabled("DSL309")
     assert all(code in CODES for code in ("DSL104", "DSL210", "DSL309", "DSL310"))

@@ -67,6 +67,9 @@ class Tally:
     missed: list[Row] = field(default_factory=list)
     alarms: list[Row] = field(default_factory=list)
     others: list[tuple[str, Finding]] = field(default_factory=list)
+    # `NEW` flag rows (a mistake no code covered when labelled) that a finding of some code now lands on: shown
+    # apart, never counted as found (the row's code is NEW; relabelling it after the run would tune to it).
+    reached: list[tuple[Row, str]] = field(default_factory=list)
 
     def figures(self) -> dict[str, float | int | None]:
         return {
@@ -236,6 +239,10 @@ def measure(
         key = (row.repo, row.commit)
         codes = (redirects or {}).get(row.rule, (row.rule,))
         hit = any(f.path == row.path and f.code in codes and row.first <= f.line <= row.last for f in findings[key])
+        if row.rule == "NEW" and row.verdict == "flag":
+            landing = sorted({f.code for f in findings[key] if f.path == row.path and row.first <= f.line <= row.last})
+            if landing:
+                tallies["NEW"].reached.append((row, ",".join(landing)))
         for line in range(row.first, row.last + 1):
             labelled.update((row.repo, row.path, code, line) for code in codes)
         for name in (row.rule, f"group {row.group}", "overall"):
@@ -272,7 +279,13 @@ def print_table(tallies: dict[str, Tally], verbose: bool) -> None:
             f"{figures['clean_rows']:>6} {figures['false_alarms']:>7} {percent(figures['false_alarm_rate']):>6} "
             f"{figures['unlabelled_findings']:>7}"
         )
+    new = tallies.get("NEW")
+    if new is not None and new.flags:
+        shown = f"{len(new.reached)}/{new.flags}"
+        print(f"NEW rows with a finding of some code on their lines (not counted as found): {shown}")
     if verbose:
+        for row, codes in new.reached if new is not None else ():
+            print(f"new reached: {codes} {row.repo} {row.path}:{row.first}-{row.last}")
         overall = tallies.get("overall", Tally())
         for label, listed in (("missed", overall.missed), ("false alarm", overall.alarms)):
             for row in listed:
