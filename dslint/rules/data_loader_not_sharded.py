@@ -105,6 +105,15 @@ class DataLoaderNotSharded(ScriptRule):
             ),
             files=_TWO,
         ),
+        # the name is bound again to the loader initialize builds from the dataset (sharded): the loop runs that
+        Valid(
+            _SCRIPT.replace(
+                "    for epoch in range(3):",
+                "    engine, _, loader, _ = deepspeed.initialize(model=model, training_data=dataset, config=config)\n"
+                "    for epoch in range(3):",
+            ),
+            files=_TWO,
+        ),
         # the dataset is already this rank's part
         Valid(_SCRIPT.replace("DataLoader(dataset,", "DataLoader(dataset[rank::world_size],"), files=_TWO),
     )
@@ -240,7 +249,9 @@ class DataLoaderNotSharded(ScriptRule):
         key = dotted_name(source)
         if bound is not None and key is not None:
             _, name = bound
-            if name == key and (name.startswith("self.") or facts.scope_at(source).node is facts.scope_at(loader).node):
+            if name == key and name.startswith("self."):
+                return self._attribute_bound_once(name)
+            if name == key and facts.assigned_value(source, source) is loader:  # that binding reaches the loop
                 return True
             returned = returned or self._returns_name(loader, name)
         if not returned:
@@ -255,6 +266,26 @@ class DataLoaderNotSharded(ScriptRule):
             return False
         value = facts.assigned_value(source, source)
         return isinstance(value, cst.Call) and dotted_name(value.func) == helper
+
+    def _attribute_bound_once(self, name: str) -> bool:
+        """`self.train_loader` is assigned once in the module (a second assignment, `self.engine, _,
+        self.train_loader, _ = deepspeed.initialize(..., training_data=...)`, may replace the loader)."""
+        count = 0
+
+        def enter(node: cst.CSTNode) -> bool:
+            nonlocal count
+            if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)):
+                targets: list[cst.BaseExpression] = [node.target]
+                while targets:
+                    target = targets.pop()
+                    if isinstance(target, (cst.Tuple, cst.List)):
+                        targets.extend(element.value for element in target.elements)
+                    elif dotted_name(target) == name:
+                        count += 1
+            return True
+
+        walk(self.context.module, enter, lambda node: None)
+        return count == 1
 
     def _returns_name(self, loader: cst.Call, name: str) -> bool:
         function = self.facts.scope_at(loader).node
