@@ -12,6 +12,7 @@ from dslint.project.accelerate_deepspeed import accelerate_zero3
 from dslint.project.config_link import resolve_config, trainer_configs
 from dslint.project.engine_config import zero_stage
 from dslint.project.evidence import config_evidence, evidence
+from dslint.project.shipped_configs import shipped_stages
 from dslint.script.facts import BindingKind, Role, method_name
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.hf_trainers import TrainerNames
@@ -21,6 +22,18 @@ from dslint.script.trainer_saves import prepared_models_saved, trainer_models_sa
 
 TORCH_SAVE = "torch.save"
 TARGETS = (Role.ENGINE, Role.ENGINE_MODULE, Role.RAW_MODEL)
+
+
+_FROM_COMMAND_LINE = """\
+import deepspeed
+import torch
+
+def main(args):
+    model_engine, optimizer, _, _ = deepspeed.initialize(args=args, model=net)
+    state = model_engine.state_dict()
+    torch.save(state, args.out)
+"""
+_STAGE = '{{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {{"stage": {stage}}}}}'
 
 
 class _StateDictCalls(cst.CSTVisitor):
@@ -98,7 +111,9 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             `initialize`, when the config enables ZeRO-3 (an error) or its stage is not known (a warning that
             says "under ZeRO-3": a config from the command line, launches that disagree, a stage from an option).
             A config the script loads itself from a path built at run time, with nothing of it known, is no
-            evidence of a stage: silent.
+            evidence of a stage: silent; so is a config from the command line that no launcher of the project
+            gives when every DeepSpeed config shipped beside the script (its folder, `configs/`...) is below
+            stage 3.
             Not flagged inside `with deepspeed.zero.GatheredParameters(...)`, where the parameters are whole,
             nor when the config is known to use a lower stage, nor under an `if` that
             tests the stage (`if zero_stage != 3:`, either arm): the author handles ZeRO-3 there. The engine may
@@ -138,6 +153,11 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
     valid = (
         # below ZeRO-3 the unwrapped model holds whole parameters
         Valid(_PREPARED, files=_accelerate_launch(2)),
+        # the config comes from the command line, and every config shipped beside the script is ZeRO-2
+        Valid(
+            _FROM_COMMAND_LINE,
+            files=(("ds_config.json", _STAGE.format(stage=2)), ("configs/ds_seq2seq.json", _STAGE.format(stage=1))),
+        ),
         Valid(_plugin(2)),
         # the script loads its own config from a path built at run time: nothing says which stage it chose
         Valid(
@@ -280,6 +300,12 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             """,
             lines=(7,),
         ),
+        # ... also when a config shipped beside the script is ZeRO-3
+        Invalid(
+            _FROM_COMMAND_LINE,
+            lines=(7,),
+            files=(("ds_config.json", _STAGE.format(stage=2)), ("configs/ds_zero3.json", _STAGE.format(stage=3))),
+        ),
         # the stage comes from an option: the config is read, but for its stage (a warning)
         Invalid(
             """
@@ -349,8 +375,17 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         found = evidence(self.context, engine)
         if stage == 3:
             self.report(node, self.zero3_message + found.suffix, related=found.related)
-        elif stage is None and not self._reads_own_config(engine):
+        elif stage is None and not self._reads_own_config(engine) and not self._ships_only_lower_stages(engine):
             self.report(node, self.message + found.suffix, severity=Severity.WARNING, related=found.related)
+
+    def _ships_only_lower_stages(self, engine: Engine) -> bool:
+        """The config comes from the command line, no launcher of the project gives one, and every DeepSpeed
+        config shipped beside the script runs below stage 3 (`project.shipped_configs`): no sign of ZeRO-3."""
+        project = self.facts.project
+        if engine.elsewhere or (project is not None and project.launches):
+            return False
+        stages = shipped_stages(self.context.path)
+        return stages is not None and max(stages) < 3
 
     def _reads_own_config(self, engine: Engine) -> bool:
         """This file's `initialize` is handed a config the function builds itself (`config=cfg`, `cfg` bound there)
