@@ -67,3 +67,15 @@ def test_renamed_words_are_the_pattern_s() -> None:
     ]
     for text in [*texts, *SOURCES.values()]:
         assert _renamed(text) == set(pattern.findall(text)), text
+
+
+def test_aliases_are_the_names_import_lines_rename_a_name_to() -> None:
+    words = SourceWords(
+        {
+            "a.py": b"from x import (\n    main as run_x,\n    other,\n)\nwith open(f) as handle:\n    pass\n",
+            "b.py": b"def f():\n    from y import main as run_y\n    import numpy as np\n",
+        }
+    )
+    assert words.aliases("main") == {"run_x", "run_y"}
+    assert words.aliases("numpy") == {"np"}
+    assert words.aliases("open") == set()  # a `with ... as` is no import

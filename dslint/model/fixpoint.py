@@ -132,7 +132,9 @@ class ProjectModel(Evaluator):
                 owner.rpartition(".")[2] for (_, owner, _), held in self.attributes.items() if is_engine_held(held)
             )
             names.discard("__init__")
-            names.update(alias for name in names - searched for alias in self._aliases(name))
+            # the names a project function is imported under elsewhere (`from train.ds import main as run_ds`):
+            # its calls are written with those, and resolved through that file's imports as any other
+            names.update(alias for name in names - searched for alias in self.store.words.aliases(name))
             for name in sorted(names - searched):
                 searched.add(name)
                 needle = name.encode() + b"("
@@ -148,17 +150,6 @@ class ProjectModel(Evaluator):
                     for qualname in self._calling(module, name):
                         if (path, qualname) not in self.summaries:
                             queue.append((path, qualname))
-
-    def _aliases(self, name: str) -> set[str]:
-        """The names a project function is imported under elsewhere (`from train.ds import main as run_ds`): its
-        calls are written with those (each call is then resolved through that file's imports, as any other)."""
-        if not name.isidentifier():
-            return set()
-        pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s+as\s+([A-Za-z_][A-Za-z0-9_]*)")
-        found: set[str] = set()
-        for path in self.store.words.importing(name):
-            found.update(alias.decode() for alias in pattern.findall(self.store.sources.get(path, b"")))
-        return found
 
     def _possible_callers(self, name: str, matched: list[str]) -> list[str]:
         """Of the files calling something named `name` (too many to read them all), those that can call one of

@@ -11,7 +11,8 @@ source, and answers exactly what the scan per name answered (same files, in the 
 - `class_word(name)`: the files where `name` is a whole word inside the parentheses of a `class X(...)` statement
   (up to its first `)`), or a whole word before `as WORD` (`import Name as Other`);
 - `importing(word)`: the files where `word` is a whole word of a line starting with `from` or `import`
-  (`from train import main`, `import pkg.train as t`).
+  (`from train import main`, `import pkg.train as t`);
+- `aliases(name)`: the words an import line renames `name` to (`from train import main as run_train`).
 
 Both test ASCII word characters, as the patterns they replace did; a name with other characters is answered by
 the scan (`None`: the caller scans).
@@ -30,6 +31,8 @@ _IMPORT_LINE = re.compile(rb"^[ \t]*(?:from|import)\b[^\n]*", re.MULTILINE)
 # `as` between white space and a word: the literal `as` leads the pattern, so the engine skips to each `as`
 # instead of trying a word at every position (the word before it is found backwards: `_renamed`)
 _AS = re.compile(rb"as(?=\s+\w)")
+_IMPORT_ALIAS = re.compile(rb"\b(\w+)\s+as\s+(\w+)")
+_PARENTHESIZED_IMPORT = re.compile(rb"^[ \t]*from\s+[\w.]+\s+import\s*\(([^)]*)\)", re.MULTILINE)
 _WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _SPACE_BYTES = frozenset(b" \t\n\r\f\v")
 
@@ -42,6 +45,7 @@ class SourceWords:
         self._reversed: list[bytes] = []  # those words reversed, sorted: a suffix is a prefix range
         self._class_words: dict[bytes, list[int]] | None = None
         self._import_words: dict[bytes, list[int]] | None = None
+        self._aliases: dict[bytes, set[bytes]] | None = None
         self._paths: list[str] = []
 
     def _number(self) -> None:
@@ -88,6 +92,18 @@ class SourceWords:
         if self._import_words is None:
             self._import_words = self._index(_import_words)
         return [self._paths[n] for n in self._import_words.get(word.encode(), ())]
+
+    def aliases(self, name: str) -> set[str]:
+        """The names import lines of any source rename `name` to (`name as other`), from one pass over them."""
+        if self._aliases is None:
+            self._aliases = {}
+            for data in self.sources.values():
+                if b" as " not in data or b"import" not in data:
+                    continue
+                for line in (*_IMPORT_LINE.findall(data), *_PARENTHESIZED_IMPORT.findall(data)):
+                    for original, alias in _IMPORT_ALIAS.findall(line):
+                        self._aliases.setdefault(original, set()).add(alias)
+        return {alias.decode() for alias in self._aliases.get(name.encode(), ())}
 
 
 def _class_words(data: bytes) -> set[bytes]:
