@@ -318,6 +318,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         (b"Trainer", b"rank"),
         engine=False,
         alternatives=((b"Trainer", b"main_process"), (b"Trainer", b"process_zero")),
+        shapes=(Shape(methods=("evaluate", "predict", "train"), one_rank=True, configured=True),),
     ),
     "DSL446": Needs(
         (b"deepspeed", b"rank"), alternatives=((b"deepspeed", b"main_process"), (b"deepspeed", b"process_zero"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 from dslint.project.config_link import ResolvedConfig, accelerate_runs, trainer_configs
 from dslint.rules.zero3_generation_on_one_rank import Zero3GenerationOnOneRank
@@ -37,7 +38,8 @@ class TrainerLoopOnOneRank(Zero3GenerationOnOneRank):
     config_words = "DeepSpeed config"
     required_tokens = (b"Trainer", b"rank")
     alternative_tokens = ((b"Trainer", b"main_process"), (b"Trainer", b"process_zero"))
-    call_shapes = ()  # `trainer.evaluate()`: any receiver the file binds to a Trainer
+    # a loop method in a one-rank block, where a DeepSpeed config may reach the Trainer (`_zero3`)
+    call_shapes = (Shape(methods=tuple(sorted(TRAINER_LOOPS)), one_rank=True, configured=True),)
     docs = RuleDocs(
         what="""
             Flags `trainer.train()`, `trainer.evaluate()` or `trainer.predict()` on a Hugging Face Trainer
