@@ -16,7 +16,7 @@ from dslint.config.tree import UNKNOWN, Array, Entry, Node, Object, Scalar
 from dslint.diagnostics import Related
 from dslint.model.conditions import exclusive
 from dslint.script.names import dotted_name
-from dslint.script.walk import children, visit_all, walk
+from dslint.script.walk import children, own_nodes, visit_all
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -421,17 +421,7 @@ _BRANCHES = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
 
 def _branches(scope: cst.CSTNode) -> list[cst.CSTNode]:
     """The `if`, loop, `try` and `match` statements of one scope (not of the functions and classes in it)."""
-    found: list[cst.CSTNode] = []
-
-    def enter(node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not scope:
-            return False
-        if isinstance(node, _BRANCHES):
-            found.append(node)
-        return True
-
-    walk(scope, enter, lambda node: None)
-    return found
+    return [node for node in own_nodes(scope) if isinstance(node, _BRANCHES)]
 
 
 def conditional(facts: ScriptFacts, scope: cst.CSTNode, node: cst.CSTNode, since: cst.CSTNode) -> bool:

@@ -48,7 +48,7 @@ from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind, InitializeCall, Pos
 from dslint.script.names import dotted_name
 from dslint.script.project_facts import LaunchedConfig
-from dslint.script.walk import children
+from dslint.script.walk import own_returns
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -221,7 +221,7 @@ def returned_configs(context: ScriptContext) -> list[ResolvedConfig]:
             continue
         reader, who = project.config_builders[statement.name.value]
         origin = Origin.of_reader(who)
-        for returned in _returns(statement):
+        for returned in own_returns(statement):
             if isinstance(returned.value, cst.Name):
                 found.extend(_written_configs(context, returned.value, origin, (reader,)))
             for tree in built_trees(context, statement, returned.value) if returned.value is not None else ():
@@ -240,18 +240,6 @@ def _mark_written(node: Node) -> None:
     elif isinstance(node, Array):
         for item in node.items:
             _mark_written(item)
-
-
-def _returns(function: cst.FunctionDef) -> list[cst.Return]:
-    found: list[cst.Return] = []
-    stack: list[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Return):
-            found.append(node)
-        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(children(node))
-    return found
 
 
 def _written_configs(

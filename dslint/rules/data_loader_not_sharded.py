@@ -12,7 +12,7 @@ from dslint.project.world_size import EVERY_GPU_SOURCE
 from dslint.script.facts import Role
 from dslint.script.names import dotted_name
 from dslint.script.project_facts import LaunchedConfig
-from dslint.script.walk import walk
+from dslint.script.walk import own_nodes, own_returns, walk
 
 DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 # Calls a loop may wrap its loader in (`for step, batch in enumerate(tqdm(loader))`).
@@ -215,20 +215,17 @@ class DataLoaderNotSharded(ScriptRule):
 
     # --- the loops --------------------------------------------------------------------------------------------
     def _drives_engine(self, loop: cst.For) -> bool:
-        found = False
-
-        def enter(node: cst.CSTNode) -> bool:
-            nonlocal found
-            if found:
-                return False
-            call = node if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) else None
-            if call is not None and isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
-                answer = self.facts.role_of(call.func.value, call)
-                found = answer is not None and answer.role is Role.ENGINE
-            return not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
-
-        walk(loop.body, enter, lambda node: None)
-        return found
+        """Whether the loop's own body calls the engine's `backward`."""
+        for node in own_nodes(loop.body):
+            if (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value == "backward"
+            ):
+                answer = self.facts.role_of(node.func.value, node)
+                if answer is not None and answer.role is Role.ENGINE:
+                    return True
+        return False
 
     def _iterates(self, loop: cst.For, loader: cst.Call) -> bool:
         """Whether `loop` runs over the loader `loader` builds: the call itself, the name or attribute it is
@@ -291,16 +288,7 @@ class DataLoaderNotSharded(ScriptRule):
         function = self.facts.scope_at(loader).node
         if not isinstance(function, cst.FunctionDef) or "." in name:
             return False
-        found = False
-
-        def enter(node: cst.CSTNode) -> bool:
-            nonlocal found
-            if isinstance(node, cst.Return) and isinstance(node.value, cst.Name) and node.value.value == name:
-                found = True
-            return node is function or not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
-
-        walk(function, enter, lambda node: None)
-        return found
+        return any(isinstance(r.value, cst.Name) and r.value.value == name for r in own_returns(function))
 
 
 def _unwrapped(expression: cst.BaseExpression) -> cst.BaseExpression:

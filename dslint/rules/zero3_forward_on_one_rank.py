@@ -10,7 +10,7 @@ from dslint.rules.zero3_generation_on_one_rank import Zero3GenerationOnOneRank
 from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name
 from dslint.script.one_rank import one_rank_conjunction
-from dslint.script.walk import walk
+from dslint.script.walk import own_nodes
 
 _STAGE3 = '{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1}'
 
@@ -163,18 +163,11 @@ class Zero3ForwardOnOneRank(Zero3GenerationOnOneRank):
 
     def _forward_in(self, function: cst.FunctionDef) -> cst.Call | None:
         """The first engine forward in `function`'s own body (not in functions defined inside it)."""
-        found: list[cst.Call] = []
         loops = loop_facts(self.facts)
-
-        def enter(node: cst.CSTNode) -> bool:
-            if found:
-                return False
-            if isinstance(node, cst.Call) and loops.engine_of_forward(node) is not None:
-                found.append(node)
-            return node is function or not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
-
-        walk(function, enter, lambda node: None)
-        return found[0] if found else None
+        return next(
+            (n for n in own_nodes(function) if isinstance(n, cst.Call) and loops.engine_of_forward(n) is not None),
+            None,
+        )
 
     def _runs_trained_model(self, call: cst.Call) -> bool:
         return self._engine_zero3(call) is not None  # the forward of an engine that runs ZeRO-3

@@ -11,7 +11,7 @@ import libcst as cst
 
 from dslint.script.facts import ScriptFacts
 from dslint.script.names import dotted_name
-from dslint.script.walk import visit_tree
+from dslint.script.walk import own_returns
 
 # Readers whose result is the dict in the opened file (`yaml.load` with a Loader gives the same dict).
 _READERS = frozenset({"json.load", "json.loads", "yaml.safe_load", "yaml.load", "yaml.full_load"})
@@ -60,11 +60,10 @@ def _loader_helpers(facts: ScriptFacts) -> frozenset[str]:
         ):
             continue
         param = statement.params.params[0].name.value
-        finder = _Returns()
-        visit_tree(statement.body, finder)
-        if len(finder.values) != 1:
+        returns = own_returns(statement)
+        if len(returns) != 1:
             continue
-        value = finder.values[0]
+        value = returns[0].value
         if isinstance(value, cst.Name):  # `data = json.load(open(path)); return data`
             binding = facts.binding_at(value.value, facts.scope_at(value), facts.start(value))
             value = binding.value if binding is not None else None
@@ -76,18 +75,6 @@ def _loader_helpers(facts: ScriptFacts) -> frozenset[str]:
 
 
 _HELPERS: weakref.WeakKeyDictionary[ScriptFacts, frozenset[str]] = weakref.WeakKeyDictionary()
-
-
-class _Returns(cst.CSTVisitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.values: list[cst.BaseExpression | None] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_Return(self, node: cst.Return) -> None:
-        self.values.append(node.value)
 
 
 def _beside_script(path: cst.BaseExpression) -> cst.BaseExpression:

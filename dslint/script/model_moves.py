@@ -25,7 +25,7 @@ from dslint.script.facts import (
     method_name,
 )
 from dslint.script.names import dotted_name
-from dslint.script.walk import visit_tree
+from dslint.script.walk import own_returns
 
 CAST_METHODS = frozenset({"half", "bfloat16"})
 
@@ -185,27 +185,6 @@ def _chain_calls(value: cst.BaseExpression | None) -> Iterator[cst.Call]:
         yield from iter_call_chain(value)
 
 
-class _Returns(cst.CSTVisitor):
-    """The `return` statements of one function (not of functions nested in it)."""
-
-    def __init__(self, function: cst.FunctionDef) -> None:
-        super().__init__()
-        self.function = function
-        self.found: list[cst.Return] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return node is self.function
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Return(self, node: cst.Return) -> None:
-        self.found.append(node)
-
-
 def elsewhere_sinks(facts: ScriptFacts) -> list[ModelSink]:
     """Where a model from this file leaves for an initialize call in another function or module:
     the return value of a model builder (`def get_model(): ...; return model`), or the argument of a call to a
@@ -224,9 +203,7 @@ def elsewhere_sinks(facts: ScriptFacts) -> list[ModelSink]:
             origin = project.model_builders.get(name) if name is not None else None
             if origin is None or not isinstance(scope.node, cst.FunctionDef):
                 continue
-            returns = _Returns(scope.node)
-            visit_tree(scope.node, returns)
-            for statement in returns.found:
+            for statement in own_returns(scope.node):
                 if statement.value is not None:
                     sinks.append(ModelSink(statement.value, scope, facts.start(statement), origin))
     if project.model_sinks:

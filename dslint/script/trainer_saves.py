@@ -13,7 +13,7 @@ import libcst as cst
 
 from dslint.model.library import is_trainer_class_name
 from dslint.script.facts import BindingKind, ScriptFacts, method_name
-from dslint.script.walk import children
+from dslint.script.walk import own_nodes
 
 TORCH_SAVE = "torch.save"
 
@@ -64,7 +64,7 @@ def _saved(facts: ScriptFacts, call: cst.Call) -> bool:
     scope = facts.scope_at(call).node
     body = scope.body if isinstance(scope, cst.FunctionDef) else scope
     tainted: set[str] = set()
-    assigns = [node for node in _walk(body) if isinstance(node, cst.Assign)]
+    assigns = [node for node in own_nodes(body) if isinstance(node, cst.Assign)]
     changed = True
     while changed:
         changed = False
@@ -75,7 +75,7 @@ def _saved(facts: ScriptFacts, call: cst.Call) -> bool:
                 if isinstance(target.target, cst.Name) and target.target.value not in tainted:
                     tainted.add(target.target.value)
                     changed = True
-    for node in _walk(body):
+    for node in own_nodes(body):
         if not isinstance(node, cst.Call):
             continue
         for index, arg in enumerate(node.args):
@@ -87,28 +87,15 @@ def _saved(facts: ScriptFacts, call: cst.Call) -> bool:
     return False
 
 
-def _walk(root: cst.CSTNode) -> list[cst.CSTNode]:
-    """Every node under `root`, nested functions and classes left out (their own scopes)."""
-    found: list[cst.CSTNode] = []
-    stack = list(children(root))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        found.append(node)
-        stack.extend(children(node))
-    return found
-
-
 def _contains(expr: cst.CSTNode, wanted: cst.CSTNode) -> bool:
-    return expr is wanted or any(node is wanted for node in _walk(expr))
+    return expr is wanted or any(node is wanted for node in own_nodes(expr))
 
 
 def _reads(expr: cst.CSTNode, names: set[str]) -> bool:
     """Whether `expr` reads one of `names` (an attribute's name or a keyword is not a read)."""
     if not names:
         return False
-    nodes = [expr, *_walk(expr)]
+    nodes = [expr, *own_nodes(expr)]
     not_reads = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
     not_reads.update(id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None)
     return any(isinstance(n, cst.Name) and n.value in names and id(n) not in not_reads for n in nodes)

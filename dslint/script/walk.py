@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import libcst as cst
 
@@ -85,6 +85,23 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
         elif isinstance(value, (list, tuple)):
             found.extend(item for item in value if isinstance(item, cst.CSTNode))
     return found
+
+
+def own_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node under `root` (not `root` itself), in source order, leaving out the functions, classes and
+    lambdas nested in it (their own scopes: neither the definition nor anything in it)."""
+    stack = list(reversed(children(root)))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        yield node
+        stack.extend(reversed(children(node)))
+
+
+def own_returns(function: cst.FunctionDef) -> list[cst.Return]:
+    """The `return` statements of `function`, not of the functions nested in it, in source order."""
+    return [node for node in own_nodes(function) if isinstance(node, cst.Return)]
 
 
 def walk(
