@@ -244,7 +244,8 @@ class ProjectModel(Evaluator):
         for qualname in sorted(candidates):
             body = module.tree.body if not qualname else module.functions[qualname].node.body
             for statement in statements(body):
-                if any(module.qualified(call.func) == INITIALIZE.name for call in calls(statement)) or any(
+                # a call of it names it too (`deepspeed.initialize(...)`), as a value does (`ds_init = ...`)
+                if any(
                     isinstance(node, (ast.Name, ast.Attribute)) and module.qualified(node) == INITIALIZE.name
                     for node in ast.walk(statement)
                 ):

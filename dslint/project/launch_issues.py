@@ -52,7 +52,7 @@ from pathlib import Path
 from dslint.diagnostics import Related
 from dslint.model.library import EXTERNAL_ENTRY_SCRIPTS, MEGATRON_OPTIONS
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
-from dslint.project.inputs import absolute, find_written, shown_path
+from dslint.project.inputs import absolute, exists, find_written, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment, written_files
 from dslint.project.script_parser import refusing_parse, switch_only_parse
@@ -502,7 +502,7 @@ def _checked_whole(launcher: str, roots: Sequence[str]) -> bool:
     only part of it is checked, the files outside are not known. No `.git` above: the roots are the project."""
     folder = Path(absolute(launcher)).parent
     for ancestor in [folder, *folder.parents]:
-        if os.path.exists(ancestor / ".git"):
+        if exists(ancestor / ".git"):
             top = str(ancestor)
             return any(top == root or top.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
     return True

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 from dslint.diagnostics import Severity
@@ -384,8 +386,13 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         project = self.facts.project
         if engine.elsewhere or (project is not None and project.launches):
             return False
-        stages = shipped_stages(self.context.path)
+        stages = self._shipped_stages
         return stages is not None and max(stages) < 3
+
+    @functools.cached_property
+    def _shipped_stages(self) -> list[int] | None:
+        """The stages of the configs beside the script: listed once per file, at its first save of unknown stage."""
+        return shipped_stages(self.context.path)
 
     def _reads_own_config(self, engine: Engine) -> bool:
         """This file's `initialize` is handed a config the function builds itself (`config=cfg`, `cfg` bound there)
