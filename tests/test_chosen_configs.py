@@ -11,6 +11,7 @@ from fixture_support import FIXTURES
 from dslint.diagnostics import Diagnostic
 from dslint.lint.batch import index_project, lint_files
 from dslint.lint.files import discover
+from dslint.lint.launcher import launcher_results
 from dslint.project.chosen_configs import chosen_configs
 from dslint.selection import RuleSelection
 
@@ -22,29 +23,49 @@ def _findings(project: Path) -> list[Diagnostic]:
     files = discover([str(project)]).files
     index = index_project(files, [str(project)])
     results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
+    results += launcher_results(index.launch_issues, lambda _: RuleSelection(), lambda p: Path(p).read_text("utf-8"))
     return [d for r in results for d in r.diagnostics]
 
 
 def test_the_world_size_of_a_launch_reaches_the_config_its_script_picks() -> None:
+    """Each config holds on some number of GPUs, so the launch whose world size it fails has the finding (at its
+    line, naming the config's batch values), not the config, which the project's other launches may use right."""
     files = discover([str(PROJECT)]).files
     index = index_project(files, [str(PROJECT)])
     results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
+    results += launcher_results(index.launch_issues, lambda _: RuleSelection(), lambda p: Path(p).read_text("utf-8"))
     found = sorted(
-        (os.path.relpath(d.path, PROJECT), d.start.line, d.code, d.message) for r in results for d in r.diagnostics
+        (os.path.relpath(d.path, PROJECT), d.start.line, d.code, d.message, d.related)
+        for r in results
+        for d in r.diagnostics
     )
-    assert [(path, line, code) for path, line, code, _ in found] == [
-        ("ds/finetune.json", 2, "DSL407"),
-        ("ds/stage_2.json", 2, "DSL407"),
+    assert [(path, line, code) for path, line, code, _, _ in found] == [
+        ("scripts/finetune_two.sh", 3, "DSL407"),
+        ("scripts/stage2_one_gpu.sh", 4, "DSL407"),
     ]
-    messages = {path: message for path, _, _, message in found}
-    assert messages["ds/stage_2.json"] == (
-        "batch sizes train 4, micro 2, accumulation 1: train != micro x accumulation x GPUs with world size 1 "
-        "(--include localhost:3; train.py opens ds/stage_2.json (--stage 2): "
-        "fixtures/projects/chosen_configs/scripts/stage2_one_gpu.sh:4)"
+    messages = {path: (message, related) for path, _, _, message, related in found}
+    message, related = messages["scripts/stage2_one_gpu.sh"]
+    assert message == (
+        "this launch starts 1 rank(s) (--include localhost:3; train.py opens ds/stage_2.json (--stage 2)) with "
+        "stage_2.json (train 4, micro 2, accumulation 1): train != micro x accumulation x GPUs; DeepSpeed stops"
     )
-    assert "(--nproc_per_node 2; finetune.py opens ds/finetune.json:" in messages["ds/finetune.json"]
+    assert [(os.path.basename(r.path), r.line, r.column) for r in related] == [("stage_2.json", 2, 3)]
+    assert "(--nproc_per_node 2; finetune.py opens ds/finetune.json)" in messages["scripts/finetune_two.sh"][0]
     # stage_1.json (the option's default, 4 = 2 x 1 x 2 on two GPUs) and the two configs evaluate.py chooses
     # between at run time (each 4 = 1 x 1 x 4 on some machine) are silent: the list above is all
+
+
+def test_values_no_world_size_satisfies_stay_the_configs_finding(tmp_path: Path) -> None:
+    """32 with micro batch 3 holds on no number of GPUs: the config's own mistake, reported in the file alone,
+    whatever launches pass it."""
+    (tmp_path / "ds.json").write_text('{\n  "train_batch_size": 32,\n  "train_micro_batch_size_per_gpu": 3\n}\n')
+    (tmp_path / "train.py").write_text(
+        "import argparse, deepspeed\np = argparse.ArgumentParser()\ndeepspeed.add_config_arguments(p)\n"
+        "args = p.parse_args()\nengine, *_ = deepspeed.initialize(args=args, model=model)\n"
+    )
+    (tmp_path / "run.sh").write_text("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n")
+    found = [(os.path.basename(d.path), d.start.line, d.code) for d in _findings(tmp_path) if d.code == "DSL407"]
+    assert found == [("ds.json", 2, "DSL407")]
 
 
 def _picked(source: str, options: dict[str, str | None], files: dict[str, bytes]) -> list[str]:

@@ -40,13 +40,19 @@ def _lint_launcher(rule: type[Rule], case: Valid | Invalid, text: str) -> list:
             (root / name).write_text(textwrap.dedent(body), encoding="utf-8")
         index = build_project_index(sorted(root.rglob("*.py")), [str(root)])
         only = RuleSelection.from_options([rule.code])
-        if not issubclass(rule, LaunchRule):  # a script or config rule whose case needs its launchers
+        if not _launch_case(rule, case):  # a script or config rule's case that needs its launchers
             path = root / case.path
             reading = index.config_reading(path) if case.path.endswith(CONFIG_SUFFIXES) else None
             project = index.facts_for(path)
             return lint_file(str(path), path.read_bytes(), only, project=project, config_reader=reading).diagnostics
         issues = index.launch_issues.get(str(root / case.path), [])
         return lint_launcher(str(root / case.path), issues, only, text).diagnostics
+
+
+def _launch_case(rule: type[Rule], case: Valid | Invalid) -> bool:
+    """A launcher linted by a launch rule (a rule over configs too, as DSL407, has config cases as well)."""
+    assert case.path is not None
+    return issubclass(rule, LaunchRule) and not case.path.endswith((*CONFIG_SUFFIXES, ".py"))
 
 
 def _lint(rule: type[Rule], path: str, text: str, deepspeed_version: str | None = None) -> list:
@@ -65,7 +71,7 @@ def test_every_rule_has_cases(rule: type[Rule]) -> None:
 @pytest.mark.parametrize(("rule", "case"), CASES)
 def test_case(rule: type[Rule], case: Valid | Invalid) -> None:
     code = textwrap.dedent(case.code)
-    if issubclass(rule, LaunchRule) or case.files:
+    if _launch_case(rule, case) or case.files:
         found = _lint_launcher(rule, case, code)
     else:
         found = _lint(rule, case.path, code, case.deepspeed_version)

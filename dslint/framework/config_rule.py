@@ -47,6 +47,9 @@ class ConfigContext:
     # The world sizes of the launches that pass this file (from the project index), each with where it was read;
     # `world_size` (the command line's) takes precedence.
     launch_world_sizes: tuple[LaunchWorldSize, ...] = ()
+    # A config file: a launch whose world size its batch values fail is reported at the launch
+    # (`project/launch_batches.py`), not in the file.
+    batch_at_launches: bool = False
     # Where the script a launcher starts hands this file to initialize when that is in another module it imports
     # (`ConfigReading.read_in`): a finding about what initialize does with it names that place.
     read_in: tuple[Related, ...] = ()

@@ -27,11 +27,13 @@ class LaunchRule(Rule):
     kind: ClassVar[str]
     case_path: ClassVar[str] = "run.sh"
 
-    def message_for(self, issue: LaunchIssue) -> str:
+    @classmethod
+    def message_for(cls, issue: LaunchIssue) -> str:
         raise NotImplementedError
 
-    def finding(self, path: str, issue: LaunchIssue) -> Diagnostic:
-        diagnostic = self.diagnostic(
-            path, Location(issue.line, issue.column), Location(issue.line, issue.end_column), self.message_for(issue)
+    @classmethod
+    def finding(cls, path: str, issue: LaunchIssue) -> Diagnostic:
+        diagnostic = cls.diagnostic(
+            path, Location(issue.line, issue.column), Location(issue.line, issue.end_column), cls.message_for(issue)
         )
         return Diagnostic(**{**diagnostic.__dict__, "related": issue.related})

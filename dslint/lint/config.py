@@ -114,6 +114,7 @@ def lint_config_source(
             deepspeed_version=version,
             replaced_keys=replaced_keys,
             launch_world_sizes=launch_world_sizes,
+            batch_at_launches=True,
             read_in=read_in,
         )
 
@@ -199,6 +200,7 @@ def lint_yaml_config_source(
             deepspeed_version=at,
             replaced_keys=reading.replaced if reading is not None and config.section is None else frozenset(),
             launch_world_sizes=reading.world_sizes if reading is not None else (),
+            batch_at_launches=True,
             read_in=reading.read_in if reading is not None else (),
         )
 

@@ -34,7 +34,7 @@ def lint_launcher(
     its noqa comments)."""
     rules = _launch_rules(selection)
     found: list[Diagnostic] = [
-        rule().finding(path, issue) for issue in issues for rule in rules if rule.kind == issue.kind
+        rule.finding(path, issue) for issue in issues for rule in rules if rule.kind == issue.kind
     ]
     found.extend(_written_config_findings(path, issues, selection))
     if text is None or not path.endswith(COMMENTED):

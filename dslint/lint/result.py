@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -34,8 +35,9 @@ def one_per_place(own: Iterable[Diagnostic], through_scripts: Iterable[Diagnosti
     hands it to DeepSpeed, which knows the reader. Where both report the same code at the same place, the
     script's finding is kept and the file's own guess dropped; identical findings are reported once."""
     linked = list(through_scripts)
-    places = {(d.path, d.cell, d.start, d.code) for d in linked}
-    kept = [d for d in own if (d.path, d.cell, d.start, d.code) not in places]
+    # the same file may be named two ways: as discovered under an absolute root, and as a script's path shows it
+    places = {(os.path.abspath(d.path), d.cell, d.start, d.code) for d in linked}
+    kept = [d for d in own if (os.path.abspath(d.path), d.cell, d.start, d.code) not in places]
     return list(dict.fromkeys([*kept, *linked]))
 
 

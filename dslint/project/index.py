@@ -51,14 +51,10 @@ from dslint.project.document_configs import (
     may_hold_config,
 )
 from dslint.project.dumped_configs import dumped_config_names
-from dslint.project.engine_facts import (
-    facts_of,
-    follow_engines,
-    record_pretrained_loads,
-    record_state_saving_calls,
-)
+from dslint.project.engine_facts import facts_of, follow_engines, record_pretrained_loads, record_state_saving_calls
 from dslint.project.inputs import absolute as absolute
 from dslint.project.inputs import exists, find_written, is_file, read_input, shown_path
+from dslint.project.launch_batches import batch_issues
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, file_names_under, launch_issues
 from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, writes_passed_config
@@ -67,12 +63,7 @@ from dslint.project.python_launchers import python_launch_text
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
 from dslint.project.written_configs import written_config_issues
-from dslint.script.project_facts import (
-    TRAINER_YAML,
-    LaunchedConfig,
-    LaunchWorldSize,
-    ProjectFacts,
-)
+from dslint.script.project_facts import TRAINER_YAML, LaunchedConfig, LaunchWorldSize, ProjectFacts
 
 LAUNCHER_SUFFIXES = (".sh", ".bash", "Makefile", "makefile", ".mk")
 # Read too: launch commands in documents (Markdown and reStructuredText code blocks, a notebook's `!` lines and
@@ -312,7 +303,8 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     texts = functools.lru_cache(maxsize=None)(lambda path: (read_input(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: file_names_under(roots, SKIPPED_DIRECTORIES))
     issues = launch_issues(index.sites, sources, store, texts, names, roots)
-    for path, found in issues.items():
+    batches = batch_issues(list(index.config_world_sizes), index.config_reading, texts)  # DSL407 at launches
+    for path, found in [*issues.items(), *batches.items()]:
         # a config the document itself writes out for its launch is there to be saved: not a missing file
         pasted = {config.name for config in index.document_configs.get(absolute(path), ())}
         found = [i for i in found if i.kind != "missing_config" or os.path.basename(i.detail) not in pasted]

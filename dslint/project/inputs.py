@@ -62,7 +62,7 @@ def find_written(
     name: str, near: str, roots: Sequence[str], directory: str = "", found: Callable[[Path], bool] | None = None
 ) -> str | None:
     """A path written in a launcher: the launcher's directory and its parents up to a checked root, then the
-    roots themselves (launchers are run from the repository root or from their own directory). After a `cd`
+    roots that hold the launcher (launchers are run from the repository root or from their own directory). After a `cd`
     in the launcher (`directory`), the path is read from that directory, itself relative to each of those.
     `found`: what the path must be (default: a file; `os.path.isdir` for a folder)."""
     found = found or is_file
@@ -77,7 +77,10 @@ def find_written(
         tried.append(ancestor)
         if any(absolute(ancestor) == root for root in roots) or exists(ancestor / ".git"):
             break
-    tried.extend(Path(root) for root in roots)
+    # the roots themselves: those holding the launcher (one project's launcher names its own files, not those of
+    # another project checked in the same run), or every root for a launcher outside them
+    own = [root for root in roots if absolute(near).startswith(root.rstrip(os.sep) + os.sep)]
+    tried.extend(Path(root) for root in own or roots)
     # An absolute path of another machine (`$ROOT/run/nv/pretrain.py` with ROOT=/work/<user>/<repo>): the project's
     # own copy, found by the longest tail of two or more parts that the project holds.
     parts = candidate.parts[1:] if candidate.is_absolute() else ()

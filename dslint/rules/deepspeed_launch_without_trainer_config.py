@@ -80,5 +80,6 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
         Invalid("deepspeed --num_gpus 2 train.py\n", lines=(1,), files=(("train.py", _BUILT),)),
     )
 
-    def message_for(self, issue: LaunchIssue) -> str:
+    @classmethod
+    def message_for(cls, issue: LaunchIssue) -> str:
         return f"deepspeed starts {issue.detail}, whose Trainer gets no DeepSpeed config: it runs plain DDP"

@@ -66,7 +66,8 @@ class DeepspeedSwitchGivenAPath(LaunchRule):
         ),
     )
 
-    def message_for(self, issue: LaunchIssue) -> str:
+    @classmethod
+    def message_for(cls, issue: LaunchIssue) -> str:
         return (
             f"--deepspeed is a switch here (add_config_arguments): {issue.detail} is an unrecognized argument;"
             " use --deepspeed_config"

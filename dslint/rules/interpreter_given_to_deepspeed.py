@@ -55,5 +55,6 @@ class InterpreterGivenToDeepspeed(LaunchRule):
         Invalid("CUDA_VISIBLE_DEVICES=0 deepspeed /usr/bin/python3.10 train.py\n", lines=(1,), files=_PROJECT),
     )
 
-    def message_for(self, issue: LaunchIssue) -> str:
+    @classmethod
+    def message_for(cls, issue: LaunchIssue) -> str:
         return f"deepspeed takes {issue.detail!r} as the script to run (no such file); drop it before the script"

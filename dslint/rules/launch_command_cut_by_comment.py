@@ -73,7 +73,8 @@ class LaunchCommandCutByComment(LaunchRule):
         ),
     )
 
-    def message_for(self, issue: LaunchIssue) -> str:
+    @classmethod
+    def message_for(cls, issue: LaunchIssue) -> str:
         return (
             f"this comment line ends the continued command that runs {issue.detail}: {lost_options_text(issue.options)}"
         )

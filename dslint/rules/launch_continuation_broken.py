@@ -97,6 +97,7 @@ class LaunchContinuationBroken(LaunchRule):
         ),
     )
 
-    def message_for(self, issue: LaunchIssue) -> str:
+    @classmethod
+    def message_for(cls, issue: LaunchIssue) -> str:
         why = "a space after this backslash" if issue.cause == "space" else "this line, without a backslash,"
         return f"{why} ends the command that runs {issue.detail}: {lost_options_text(issue.options)}"

@@ -74,7 +74,8 @@ class LaunchedConfigNeverRead(LaunchRule):
         ),
     )
 
-    def message_for(self, issue: LaunchIssue) -> str:
+    @classmethod
+    def message_for(cls, issue: LaunchIssue) -> str:
         return (
             f"{issue.detail} never reads its command line (no sys.argv, no argument parser in it or the project "
             "modules it imports): the run goes on without this DeepSpeed config, and nothing says so"

@@ -84,7 +84,8 @@ class LaunchedConfigNotFound(LaunchRule):
         ),
     )
 
-    def message_for(self, issue: LaunchIssue) -> str:
+    @classmethod
+    def message_for(cls, issue: LaunchIssue) -> str:
         if issue.elsewhere:
             others = ", ".join(issue.elsewhere[:2]) + (" ..." if len(issue.elsewhere) > 2 else "")
             return f"{issue.detail}: no such file where this runs (the project has {others}); the script stops there"

@@ -83,5 +83,6 @@ class LaunchedScriptNotFound(LaunchRule):
         ),
     )
 
-    def message_for(self, issue: LaunchIssue) -> str:
+    @classmethod
+    def message_for(cls, issue: LaunchIssue) -> str:
         return f"{issue.detail}: no such file in the project, and nothing in it writes one; every rank stops at once"

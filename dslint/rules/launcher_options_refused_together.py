@@ -68,6 +68,7 @@ class LauncherOptionsRefusedTogether(LaunchRule):
         ),
     )
 
-    def message_for(self, issue: LaunchIssue) -> str:
+    @classmethod
+    def message_for(cls, issue: LaunchIssue) -> str:
         first, second = issue.options
         return f"deepspeed refuses {first} with {second} (a ValueError at launch); keep only one of them"

@@ -102,7 +102,8 @@ class LocalRankRefused(LaunchRule):
         ),
     )
 
-    def message_for(self, issue: LaunchIssue) -> str:
+    @classmethod
+    def message_for(cls, issue: LaunchIssue) -> str:
         return (
             f"deepspeed appends --local_rank=N to {issue.detail}'s arguments, and its parser has no such option:"
             " every rank stops at start-up; add --local_rank to the parser or launch with --no_local_rank"

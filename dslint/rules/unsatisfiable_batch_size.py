@@ -2,63 +2,42 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from dslint.config.batch import holds, some_world_size_holds
 from dslint.config.facts import batch_values
 from dslint.config.tree import UNKNOWN
 from dslint.diagnostics import Related, Severity
 from dslint.framework.config_rule import ConfigRule
+from dslint.framework.launch_rule import LaunchRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.project.launch_issues import LaunchIssue
 
-MAX_WORLD_SIZE = 1 << 16
-
-
-Number = int | float
-
-
-def derive(
-    train: Number | None, micro: Number | None, accum: Number | None, world: int
-) -> tuple[Number, Number, Number] | None:
-    """DeepSpeed's `_set_batch_related_parameters` for one world size; None when neither batch value is given."""
-    if train is not None and micro is not None and accum is not None:
-        return train, micro, accum
-    if train is not None and micro is not None:
-        return train, micro, train // micro // world if micro else 0
-    if train is not None and accum is not None:
-        return train, (train // world // accum if accum else 0), accum
-    if micro is not None and accum is not None:
-        return micro * accum * world, micro, accum
-    if train is not None:
-        return train, train // world, 1
-    if micro is not None:
-        return micro * world, micro, 1
-    return None
+# A launch case's project: a script handing its --deepspeed_config to initialize, and a config right on one GPU.
+_PROJECT = (
+    (
+        "train.py",
+        "import argparse, deepspeed\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--local_rank', type=int)\n"
+        "deepspeed.add_config_arguments(p)\n"
+        "args = p.parse_args()\n"
+        "engine, *_ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters())\n",
+    ),
+    ("ds.json", '{"train_batch_size": 32, "train_micro_batch_size_per_gpu": 32}\n'),
+)
 
 
-def holds(train: Number | None, micro: Number | None, accum: Number | None, world: int) -> bool | None:
-    """Whether DeepSpeed's `_batch_assertion` passes for this world size (None: no batch value given)."""
-    derived = derive(train, micro, accum, world)
-    if derived is None:
-        return None
-    t, m, a = derived
-    return t > 0 and m > 0 and a > 0 and t == m * a * world
+class UnsatisfiableBatchSize(ConfigRule, LaunchRule):
+    """A config file's batch values are checked in the file; a launch whose world size they fail, while another
+    world size would hold, is reported at the launch (`project/launch_batches.py`)."""
 
-
-def some_world_size_holds(train: Number | None, micro: Number | None, accum: Number | None) -> bool:
-    limit = (
-        min(MAX_WORLD_SIZE, max(int(train), 1))
-        if train is not None and (isinstance(train, int) or math.isfinite(train))
-        else 1
-    )
-    return any(holds(train, micro, accum, world) for world in range(1, limit + 1))
-
-
-class UnsatisfiableBatchSize(ConfigRule):
     code = "DSL407"
     slug = "unsatisfiable-batch-size"
     message = "train_batch_size must equal micro batch x gradient accumulation x world size; DeepSpeed stops"
     severity = Severity.ERROR
+    kind = "unsatisfiable_batch"
+    case_path = "ds_config.json"
     docs = RuleDocs(
         what="""
             Flags batch values that DeepSpeed's batch assertion rejects for every possible world size (for
@@ -67,9 +46,13 @@ class UnsatisfiableBatchSize(ConfigRule):
             `--num_nodes`, a hostfile's slots, `--include`, `CUDA_VISIBLE_DEVICES`, `torchrun
             --nproc_per_node`, `accelerate launch --num_processes`), or from each launch of a script that
             picks the config by a path in its code (`f"ds/stage_{args.stage}.json"` read with the launch's
-            `--stage`, or the one literal config path the script writes), where the finding names the launch; and
-            batch values that are not positive. Not when the scripts that load the file set one of the three
-            values in code before `initialize` (`cfg["train_batch_size"] = micro * world * accumulation`).
+            `--stage`, or the one literal config path the script writes); and batch values that are not
+            positive. When the values hold for some number of GPUs but not for a launch's, the finding is at that
+            launch's line (a shell script, a Makefile, a README's command), naming the config's batch values: the
+            same file may be right for the project's other launches. Values that hold for no world size, and
+            launches written in a notebook or a Python file, are reported in the config. Not when the scripts
+            that load the file set one of the three values in code before `initialize`
+            (`cfg["train_batch_size"] = micro * world * accumulation`).
         """,
         why="""
             DeepSpeed fills in the batch value that is missing and then asserts
@@ -95,6 +78,8 @@ class UnsatisfiableBatchSize(ConfigRule):
             '{"train_batch_size": 64, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2}\n',
         ),
         Valid('{"train_batch_size": 48, "train_micro_batch_size_per_gpu": 4}\n'),
+        Valid("deepspeed --num_gpus 1 train.py --deepspeed_config ds.json\n", path="run.sh", files=_PROJECT),
+        Valid("CUDA_VISIBLE_DEVICES=0 deepspeed train.py --deepspeed_config ds.json\n", path="run.sh", files=_PROJECT),
     )
     invalid = (
         Invalid(
@@ -107,6 +92,13 @@ class UnsatisfiableBatchSize(ConfigRule):
             lines=(2,),
         ),
         Invalid('{\n  "train_micro_batch_size_per_gpu": 0\n}\n', lines=(2,)),
+        Invalid(
+            "deepspeed --num_gpus 1 train.py --deepspeed_config ds.json\n"
+            "deepspeed --num_gpus 2 train.py \\\n    --deepspeed_config ds.json\n",
+            lines=(2,),
+            path="run.sh",
+            files=_PROJECT,
+        ),
     )
 
     def check(self) -> None:
@@ -129,6 +121,8 @@ class UnsatisfiableBatchSize(ConfigRule):
             detail = f"with world size {world}"
         elif self.context.launch_world_sizes:
             failing = [w for w in self.context.launch_world_sizes if not holds(train, micro, accum, w.ranks)]
+            if self.context.batch_at_launches and some_world_size_holds(train, micro, accum):
+                failing = [w for w in failing if not w.at_launcher]  # the launch's finding (`message_for`)
             ok = not failing
             if failing:
                 first = failing[0]
@@ -158,3 +152,7 @@ class UnsatisfiableBatchSize(ConfigRule):
             f"batch sizes {shown}: train != micro x accumulation x GPUs {detail}",
             related=related,
         )
+
+    @classmethod
+    def message_for(cls, issue: LaunchIssue) -> str:
+        return f"this launch starts {issue.detail}: train != micro x accumulation x GPUs; DeepSpeed stops"

@@ -95,6 +95,12 @@ class LaunchWorldSize:
     source: str  # how the launcher gives it: "--num_gpus 8, one node (no hostfile)"
     launch: Related  # the launch line
 
+    @property
+    def at_launcher(self) -> bool:
+        """Whether the launch is a launcher's (a shell script, a Makefile, a document), whose findings the
+        launcher's lint reports; a notebook's or a Python file's launch is that file's own lint's."""
+        return not self.launch.path.endswith((".py", ".ipynb"))
+
 
 @dataclass(frozen=True)
 class ProjectFacts:
