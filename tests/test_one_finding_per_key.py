@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from dslint.diagnostics import Diagnostic, Location, Severity
@@ -55,3 +56,11 @@ def test_one_per_place_keeps_the_scripts_verdict_and_other_places() -> None:
     elsewhere = _finding("guess", Severity.INFO, line=5)
     assert one_per_place([guess, elsewhere], [known, known]) == [elsewhere, known]
     assert one_per_place([guess, elsewhere], []) == [guess, elsewhere]
+
+
+def test_one_per_place_knows_a_file_by_either_spelling_of_its_path() -> None:
+    """`dslint check /abs/project` from its parent: the config is discovered as an absolute path, and a script's
+    reading of it shows the path relative to the working directory; still one place."""
+    guess = _finding("guess", Severity.INFO)
+    known = replace(_finding("known", Severity.ERROR), path=os.path.abspath("c.json"))
+    assert one_per_place([guess], [known]) == [known]
