@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from dslint.diagnostics import Related
 from dslint.model.engine import Engine
 from dslint.project.config_edits import conditional, literal_value, module_index
 from dslint.project.config_link import (
@@ -17,8 +18,9 @@ from dslint.project.config_link import (
     resolve_config_expression,
     training_arguments_configs,
 )
+from dslint.project.shipped_configs import shipped_zero3
 from dslint.script.context import ScriptContext
-from dslint.script.facts import Scope, ScopeKind
+from dslint.script.facts import BindingKind, Scope, ScopeKind
 from dslint.script.hf_models import is_hf_deepspeed_config, is_training_arguments
 
 
@@ -107,6 +109,16 @@ class ZeroSource:
     bound: bool  # the call's result is assigned (an HfDeepSpeedConfig that stays alive)
     # configs from elsewhere (`TrainingArguments(**cfg.train)` given one by a launch's YAML): what the finding names
     configs: tuple[ResolvedConfig, ...] = ()
+    # A config from outside the script that cannot be read, taken as ZeRO-3 because every DeepSpeed config the
+    # project ships is (`shipped_configs.shipped_zero3`): where each of them sets the stage.
+    presumed: tuple[Related, ...] = ()
+
+    def evidence(self) -> str:
+        """ " (every DeepSpeed config the project ships is ZeRO-3: configs/z3.json and 1 more)", or ""."""
+        if not self.presumed:
+            return ""
+        more = f" and {len(self.presumed) - 1} more" if len(self.presumed) > 1 else ""
+        return f" (every DeepSpeed config the project ships is ZeRO-3: {self.presumed[0].path}{more})"
 
 
 def _config_argument(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
@@ -131,10 +143,14 @@ class ZeroSources:
     def __init__(self, context: ScriptContext) -> None:
         self.context = context
         self.sources: list[ZeroSource] = []
+        self._shipped: tuple[Related, ...] | None = None
         for init in context.facts.initialize_calls:
             config = resolve_config(context, init.engine)
             stage = None if config is None else config.zero_stage
-            self.sources.append(ZeroSource(init.call, "initialize", stage, bound=True))
+            # without config=, DeepSpeed reads the command line's --deepspeed_config from args=
+            command_line = init.config is None and init.argument("args") is not None
+            presumed = self._presumed(init.config, command_line) if config is None else ()
+            self.sources.append(ZeroSource(init.call, "initialize", 3 if presumed else stage, True, presumed=presumed))
 
     def consider(self, call: cst.Call) -> None:
         """Record `call` if it is an HfDeepSpeedConfig or TrainingArguments with a DeepSpeed config."""
@@ -157,7 +173,24 @@ class ZeroSources:
         small = context.facts.small_statement_of_call.get(call)
         # kept: bound to a name, or returned (the caller keeps it or not)
         bound = isinstance(small, (cst.Assign, cst.AnnAssign, cst.Return)) and small.value is call
-        self.sources.append(ZeroSource(call, kind, _stage_of(context, expression), bound))
+        stage = _stage_of(context, expression)
+        # a Trainer whose launches never hand it a DeepSpeed config may run without DeepSpeed: nothing presumed
+        presumed = self._presumed(expression) if stage is None and not self._launched_without_config() else ()
+        self.sources.append(ZeroSource(call, kind, 3 if presumed else stage, bound, presumed=presumed))
+
+    def _launched_without_config(self) -> bool:
+        """Launches of this script are known, and none names a DeepSpeed config (nor an option for one)."""
+        project = self.context.facts.project
+        launches = project.launches if project is not None else ()
+        return bool(launches) and not any(run.option is not None or run.config_path is not None for run in launches)
+
+    def _presumed(self, expression: cst.BaseExpression | None, command_line: bool = False) -> tuple[Related, ...]:
+        """The shipped ZeRO-3 configs standing for an unread config that comes from outside the script."""
+        if not command_line and (expression is None or not from_outside(self.context, expression)):
+            return ()
+        if self._shipped is None:
+            self._shipped = shipped_zero3(self.context.path)
+        return self._shipped
 
     def _splatted(self, call: cst.Call) -> None:
         """`TrainingArguments(**cfg.train)`: the configs its launches' YAML files name (`TRAINER_YAML`)."""
@@ -180,3 +213,26 @@ class ZeroSources:
         if source_scope is scope:
             return facts.start(source.call) < facts.start(call)
         return source_scope.kind is ScopeKind.MODULE and scope.kind is not ScopeKind.MODULE
+
+
+def from_outside(context: ScriptContext, expression: cst.BaseExpression, depth: int = 0) -> bool:
+    """Whether a config expression is handed in from outside the script: an option of its command line or a
+    parameter (`args.deepspeed`, `cfg.ds_config`, a parameter `deepspeed`), a path built from one
+    (`os.path.join(root, args.ds)`, an f-string), or a name bound to such a value; not a dict the script builds
+    or a file it reads itself."""
+    if isinstance(expression, cst.Attribute | cst.FormattedString):
+        return True
+    if isinstance(expression, cst.Call):
+        return context.facts.qualified(expression.func) == "os.path.join" and any(
+            from_outside(context, arg.value, depth + 1) for arg in expression.args
+        )
+    if not isinstance(expression, cst.Name) or depth > 3:
+        return False
+    facts = context.facts
+    binding = facts.binding_at(expression.value, facts.scope_at(expression), facts.start(expression))
+    if binding is None:
+        return False
+    if binding.kind is BindingKind.PARAMETER:
+        return True
+    value = binding.value if binding.kind is BindingKind.OTHER else None
+    return isinstance(value, cst.BaseExpression) and from_outside(context, value, depth + 1)

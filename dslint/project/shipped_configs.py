@@ -2,7 +2,11 @@
 the command line and no launcher of the project gives one (`deepspeed.add_config_arguments`, run by hand).
 
 A rule that would warn "under ZeRO-3" for a stage it cannot read asks whether any config shipped there could be
-ZeRO-3: when every one of them is known to run a lower stage, the warning has nothing to stand on."""
+ZeRO-3: when every one of them is known to run a lower stage, the warning has nothing to stand on
+(`shipped_stages`). The other way round, when the config a script is handed comes from outside it (a command-line
+option, a parameter) and cannot be read, but every DeepSpeed config the project ships, beside the script or in the
+folders above it up to the project's root, runs ZeRO-3, the script runs ZeRO-3 (`shipped_zero3`): there is no
+other config to run it with. A finding resting on that names each of those configs."""
 
 from __future__ import annotations
 
@@ -10,20 +14,50 @@ from pathlib import Path
 
 from dslint.config import facts as config_facts
 from dslint.config.recognition import is_candidate, is_config_name, is_deepspeed_config
-from dslint.config.tree import Object
+from dslint.config.tree import Object, node_at
+from dslint.diagnostics import Related
 from dslint.project.config_link import load_config_tree
+from dslint.project.inputs import exists, record, shown_path
 
 # Folders beside a script where projects keep its configs.
 CONFIG_FOLDERS = ("config", "configs", "ds_config", "ds_configs", "deepspeed", "deepspeed_configs")
 MAX_SHIPPED = 40
+LEVELS_ABOVE = 2  # folders above the script's searched for the project's configs (`src/train.py`, `configs/`)
+# A folder holding one of these is the project's root: the search stops there.
+ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "README.md")
 
 
 def shipped_stages(script: str) -> list[int] | None:
     """The ZeRO stage of each DeepSpeed config file in `script`'s folder and its config folders (`configs/`...);
     None when there is none, too many to say, or one whose stage cannot be read."""
+    found = _shipped(script, [Path(script).parent])
+    return [stage for _, stage, _ in found] if found else None
+
+
+def shipped_zero3(script: str) -> tuple[Related, ...]:
+    """Where each DeepSpeed config the project ships sets stage 3, when every one does (at least one): those of
+    `script`'s folder and of up to LEVELS_ABOVE folders above it (stopping at the project's root), each with its
+    config folders; () when there is none, one runs another stage or cannot be read, or there are too many."""
     folder = Path(script).parent
+    folders = [folder]
+    for _ in range(LEVELS_ABOVE):
+        if any(exists(folders[-1] / marker) for marker in ROOT_MARKERS) or folders[-1].parent == folders[-1]:
+            break
+        folders.append(folders[-1].parent)
+    found = _shipped(script, folders)
+    if not found or any(stage != 3 for _, stage, _ in found):
+        return ()
+    return tuple(
+        Related(shown_path(str(path)), line, column, "zero_optimization.stage 3") for path, _, (line, column) in found
+    )
+
+
+def _shipped(script: str, folders: list[Path]) -> list[tuple[Path, int, tuple[int, int]]] | None:
+    """Each DeepSpeed config file in `folders` and their config folders: its path, ZeRO stage and where the stage is
+    written; None when there is none, too many, or one whose stage cannot be read."""
     candidates: list[Path] = []
-    for place in (folder, *(folder / name for name in CONFIG_FOLDERS)):
+    for place in (place for folder in folders for place in (folder, *(folder / name for name in CONFIG_FOLDERS))):
+        record(str(place))  # the listing is an input of the file's result (the result cache)
         try:
             entries = sorted(place.iterdir()) if place.is_dir() else []
         except OSError:
@@ -31,7 +65,7 @@ def shipped_stages(script: str) -> list[int] | None:
         candidates.extend(entry for entry in entries if entry.is_file() and is_candidate(entry))
     if not candidates or len(candidates) > MAX_SHIPPED:
         return None
-    stages: list[int] = []
+    found: list[tuple[Path, int, tuple[int, int]]] = []
     for path in candidates:
         tree = load_config_tree(path, script)
         if not isinstance(tree, Object) or not is_deepspeed_config(tree, is_config_name(path)):
@@ -39,5 +73,6 @@ def shipped_stages(script: str) -> list[int] | None:
         stage = config_facts.zero_stage(tree)
         if stage is None:
             return None
-        stages.append(stage)
-    return stages or None
+        node = node_at(tree, "zero_optimization", "stage")
+        found.append((path, stage, (node.start.line, node.start.column) if node is not None else (1, 1)))
+    return found or None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from dslint.diagnostics import Severity
@@ -227,6 +229,8 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         sources = self.sources.sources
         if not sources:
             return reported
+        # a stage presumed from the shipped configs is not enough for an error that says transformers raises
+        sources = [replace(source, stage=None) if source.presumed else source for source in sources]
         hf_stages = [source.stage for source in sources if source.kind in HF_KINDS]
         reaching: ModelReach | None = None
         for node in self.candidates:

@@ -41,6 +41,19 @@ Trainer(model=model, args=args).train()
 _Z3 = ("z3.json", '{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": "auto"}\n')
 
 
+# A training function handed its config path by its caller (a command-line option), in a project whose shipped
+# configs are the evidence: every one ZeRO-3 (flagged), or one of them below it (silent).
+_FROM_CALLER = """
+from transformers import Trainer, TrainingArguments
+from zoo import load_pair
+def train(name, deepspeed):
+    model, tokenizer = load_pair(name)
+    args = TrainingArguments(output_dir="out", deepspeed=deepspeed)
+    Trainer(model=model, args=args).train()
+"""
+_STAGE = '{{"zero_optimization": {{"stage": {stage}}}, "train_micro_batch_size_per_gpu": "auto"}}\n'
+
+
 def _accelerate_yaml(flag: str) -> str:
     return (
         f"distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: z3.json\n  zero3_init_flag: {flag}\n"
@@ -95,7 +108,11 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             `TrainingArguments(deepspeed=...)` of the same function, is flagged at the call, naming where the
             model is loaded; so is such a call whose model reaches a ZeRO-3 `initialize` of the same function
             (`loader = Loader(); model = loader.causal_lm(name)` too). A config the script reads itself
-            (`json.load(open(args.ds_config))`) is the file the path names, as the launchers give it. An
+            (`json.load(open(args.ds_config))`) is the file the path names, as the launchers give it. A
+            config handed in from outside the script that cannot be read (a command-line option, a parameter, a
+            path built from one) is ZeRO-3 when every DeepSpeed config the project ships is (beside the script,
+            in its config folders, and up to two folders above it): the finding names them; not for a Trainer
+            whose known launches never give it a config. An
             `Accelerator()` made before the load keeps a config alive when accelerate runs DeepSpeed with
             `zero3_init_flag` (its plugin's `set_deepspeed_weakref`): under every accelerate launch of the script
             that sets it, or, when no accelerate launch is found, with such an accelerate YAML beside the script.
@@ -179,9 +196,39 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             model = AutoModelForCausalLM.from_pretrained(name)
             """
         ),
+        Valid(
+            _FROM_CALLER,
+            files=(
+                ("zoo.py", _LOAD_PAIR),
+                ("configs/a100.json", _STAGE.format(stage=3)),
+                ("configs/t4.json", _STAGE.format(stage=2)),
+            ),
+        ),
+        # a config the script reads itself from a path it builds: not the command line's, nothing presumed
+        Valid(
+            """
+            import json
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+            def train(name, size):
+                model = AutoModelForCausalLM.from_pretrained(name)
+                config = json.load(open(size + ".json"))
+                Trainer(model=model, args=TrainingArguments(output_dir="out", deepspeed=config)).train()
+            """,
+            files=(("configs/a100.json", _STAGE.format(stage=3)),),
+        ),
     )
     invalid = (
         Invalid(_ACCELERATED, lines=(5,), files=(_Z3, ("acc.yaml", _accelerate_yaml("false")))),
+        # every DeepSpeed config the project ships is ZeRO-3: the one handed in by the caller is one of them
+        Invalid(
+            _FROM_CALLER,
+            lines=(5,),
+            files=(
+                ("zoo.py", _LOAD_PAIR),
+                ("configs/a100.json", _STAGE.format(stage=3)),
+                ("configs/v100.json", _STAGE.format(stage=3)),
+            ),
+        ),
         Invalid(
             _ACCELERATED,
             lines=(5,),
@@ -302,8 +349,11 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
                     continue  # a teacher or reference model that never reaches the engine: never partitioned
             configs = [c for source in zero3_after for c in source.configs if c.zero_stage == 3]
             found = config_evidence(configs) if configs else None
+            presumed = next((source for source in zero3_after if source.presumed), None)
             if found is not None and found.related:
                 self.report(node, self.message + found.suffix, related=found.related)
+            elif presumed is not None and all(source.presumed for source in zero3_after):
+                self.report(node, self.message + presumed.evidence(), related=presumed.presumed)
             else:
                 self.report(node)
         for node, load in self.helper_loads:
@@ -355,6 +405,11 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             return False
         where = f"{load.message.partition(' ')[0]} ({load.path}:{load.line})"
         template = self.helper_template if kind == "TrainingArguments" else self.helper_engine_template
+        presumed = next((source for source in after if source.presumed), None)
+        if presumed is not None and not any(source.stage == 3 and not source.presumed for source in after):
+            message = template.format(where=where) + presumed.evidence()
+            self.report(node, message, related=[load, *presumed.presumed])
+            return True
         self.report(node, template.format(where=where), related=[load])
         return True
 
