@@ -101,7 +101,8 @@ class Shape:
     where an engine may be; configured: only where a DeepSpeed config may reach a Hugging Face reader of the file
     (a call's `deepspeed=` or `hf_ds_config=`, a `DeepSpeedPlugin`, a launch passing `--deepspeed` or `accelerate
     launch`: what `project.config_link`'s trainer configs and accelerate runs read); project_saves: instead, a
-    call the project index says reaches accelerate's `save_state` (`ProjectFacts.state_saving_calls`); stored:
+    call the project index says reaches accelerate's `save_state` (`ProjectFacts.state_saving_calls`); project_moves:
+    instead, a call whose argument the project function called moves to a GPU (`ProjectFacts.moving_calls`); stored:
     instead of a call, an assignment to an attribute of one of these names (`args.deepspeed = ...`)."""
 
     methods: tuple[str, ...] = ()
@@ -111,6 +112,7 @@ class Shape:
     engine: bool = False
     configured: bool = False
     project_saves: bool = False
+    project_moves: bool = False
     stored: tuple[str, ...] = ()
 
 
@@ -169,6 +171,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         ),
         shapes=(
             Shape(methods=_MOVE_METHODS, engine=True),
+            Shape(project_moves=True, engine=True),
             Shape(methods=_MOVE_METHODS, words=(b"Accelerator",), configured=True),
             Shape(methods=_MOVE_METHODS, words=(b"Trainer",), configured=True),
             Shape(calls=("deepspeed.init_inference",)),

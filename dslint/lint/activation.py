@@ -55,6 +55,7 @@ class Evidence:
     gpu_loads: bool = False  # the project index finds a load of a file holding GPU tensors here
     calls: CodeFacts | None = None  # the code's calls, for the rules' shapes (`Needs.shapes`); None: not read yet
     project_saves: bool = False  # the project index marks calls of this file that reach accelerate's save_state
+    project_moves: bool = False  # the project index marks calls of this file whose argument the callee moves
     hf_configured: bool = True  # a DeepSpeed config may reach a Hugging Face reader of the file (`Shape.configured`)
 
 
@@ -90,6 +91,8 @@ def _has_shape(shape: Shape, evidence: Evidence) -> bool:
         return False
     if shape.project_saves:
         return evidence.project_saves
+    if shape.project_moves:
+        return evidence.project_moves
     methods = calls.one_rank_methods if shape.one_rank else calls.methods
     return (
         any(method in methods for method in shape.methods)
@@ -179,6 +182,7 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         gpu_loads=project is not None and bool(project.gpu_loads),
         calls=code,
         project_saves=project is not None and bool(project.state_saving_calls or project.engine_saving_calls),
+        project_moves=project is not None and bool(project.moving_calls),
         hf_configured=_hf_configured(code, project),
     )
 

@@ -60,14 +60,32 @@ class Resolver:
         return module.functions.get(callee[1]) if module is not None else None
 
     def resolve(self, module: ModuleSummary, summary: FunctionSummary, func: ast.expr) -> Callee | None:
-        """The project function a call's callee names (same module, imported, `self.method`)."""
+        """The project function a call's callee names (same module, imported, `self.method`, `super().method`)."""
         name = dotted(func)
         if name is None:
-            return None
+            return self._super_method(module, summary, func)
         found = self._resolve_name(module, summary, name)
         if found is not None:
             self.call_texts[(module.path, name)] = found
         return found
+
+    def _super_method(self, module: ModuleSummary, summary: FunctionSummary, func: ast.expr) -> Callee | None:
+        """`super().name` (or `super(Cls, self).name`) in a method: the first of the class's bases' methods."""
+        if not (
+            summary.is_method
+            and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name)
+            and func.value.func.id == "super"
+        ):
+            return None
+        owner = summary.qualname.rpartition(".")[0]
+        for written in module.classes.get(owner, ()):
+            base = self.hierarchy.resolve_class(module, written)
+            found = self.hierarchy.method(base, func.attr) if base is not None else None
+            if found is not None:
+                return found
+        return None
 
     def _resolve_name(self, module: ModuleSummary, summary: FunctionSummary, name: str) -> Callee | None:
         head, _, rest = name.partition(".")

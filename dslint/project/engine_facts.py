@@ -18,6 +18,7 @@ from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
 from dslint.model.library import OPTIMIZER
+from dslint.model.moved_arguments import moving_calls
 from dslint.model.pretrained_loaders import loader_calls
 from dslint.model.stage_tests import stage_tested_after
 from dslint.model.state_saving_calls import (
@@ -31,7 +32,7 @@ from dslint.model.summary import character_column
 from dslint.model.values import InitSite
 from dslint.project.inputs import shown_path
 from dslint.project.site_configs import engine_config
-from dslint.script.project_facts import ParameterFact, ProjectFacts, ReturnFact
+from dslint.script.project_facts import MovedArgument, ParameterFact, ProjectFacts, ReturnFact
 
 
 def facts_of(files: dict[str, ProjectFacts], path: str) -> ProjectFacts:
@@ -154,6 +155,14 @@ def follow_engines(
         runs = Related(shown_path(call.callee[0]), call.def_line, 1, f"{call.callee[1]}() calls {call.name}")
         forwarding = {**facts.forwarding_calls, (call.line, call.column): (call.index, call.name, runs)}
         files[call.path] = replace(facts, forwarding_calls=forwarding)
+    holders = {*(s.path for s in model.inits.values())}
+    holders.update(p for p, f in files.items() if f.model_sinks or f.model_builders or f.model_attributes)
+    for moving in moving_calls(model, sorted(holders)):
+        facts = facts_of(files, moving.path)
+        note = f"{moving.callee}() moves it to a GPU: {moving.move_text}"
+        moved_at = Related(shown_path(moving.move_path), moving.move_line, moving.move_column, note)
+        argument = MovedArgument(moving.index, moving.keyword, moving.stored, moved_at)
+        files[moving.path] = replace(facts, moving_calls={**facts.moving_calls, (moving.line, moving.column): argument})
     for helper, position, name, unwrapped in model.passthrough_helpers():
         facts = facts_of(files, helper.caller_path)
         passthrough = {**facts.passthrough, helper.position: (position, name, unwrapped)}

@@ -12,7 +12,7 @@ from dslint.framework.rule import Invalid, RuleDocs, Valid
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.rules.model_moved_before_initialize import ModelMovedBeforeInitialize
 from dslint.script.edits import delete_line
-from dslint.script.model_moves import ModelMoves, cast_dtype
+from dslint.script.model_moves import ModelMoves, cast_dtype, prepare_sinks
 from dslint.script.parameter_casts import cast_loops, casting_helpers, helper_argument, parameter_loops
 from dslint.script.statement_removal import delete_statements
 
@@ -320,7 +320,7 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
         accelerate in fp16 or bf16 (`project/accelerate_deepspeed.py`)."""
         if not self.unplaced:
             return
-        sinks = self.prepare_sinks()
+        sinks = prepare_sinks(self.facts, self.prepares, self.trainers)
         if not sinks:
             return
         run = accelerate_deepspeed(self.context)

@@ -16,7 +16,14 @@ from dslint.script.edits import delete_call_statement, unwrap_method_call
 from dslint.script.facts import method_name
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.inference import InferenceMoves
-from dslint.script.model_moves import ModelMoves, ModelSink, is_cast, serves_another_path
+from dslint.script.model_moves import (
+    ModelMoves,
+    ModelSink,
+    is_cast,
+    prepare_sinks,
+    serves_another_path,
+    trainer_sinks,
+)
 from dslint.script.names import dotted_name
 
 MOVE_CALLS = ("cuda", "to")  # every move DSL101 reports is one of these calls
@@ -33,6 +40,10 @@ _ARGS_FILE = """
 _ARGS_FILES = (("args.json", '{"output_dir": "out", "deepspeed": "ds.json"}\n'), ("ds.json", "{}\n"))
 
 
+# a project helper that moves its parameter (fixtures/projects/moving_helpers: a base class's constructor too)
+_PLACE = (("helpers.py", "def place(model):\n    model.cuda()\n"),)
+
+
 class ModelMovedBeforeInitialize(ScriptRule):
     code = "DSL101"
     slug = "model-moved-before-initialize"
@@ -46,11 +57,10 @@ class ModelMovedBeforeInitialize(ScriptRule):
     trainer_template = (
         "model moved to a device before the HF Trainer; remove the move: DeepSpeed places it (config: {where})"
     )
+    helper_template = "{callee}() moves the model to a GPU ({where}) before deepspeed.initialize, which places it"
     severity = Severity.WARNING
     inference_engine = True
-    # A move before this file's initialize (an engine), or, where DeepSpeed may run through accelerate (a
-    # DeepSpeedPlugin, an accelerate launch: `configured`), before `accelerator.prepare`, or where a DeepSpeed config
-    # reaches the Hugging Face Trainer's arguments, before the Trainer.
+    # A move before an initialize, `accelerator.prepare` under DeepSpeed, or a Trainer given a DeepSpeed config.
     needs_engine = False
     alternative_tokens: ClassVar[tuple[tuple[bytes, ...], ...]] = (
         (b"prepare", b"cuda", b"Accelerator"),
@@ -60,6 +70,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
     )
     call_shapes: ClassVar[tuple[Shape, ...]] = (
         Shape(methods=MOVE_CALLS, engine=True),
+        Shape(project_moves=True, engine=True),  # a call of a project function that moves its argument
         Shape(methods=MOVE_CALLS, words=(b"Accelerator",), configured=True),  # accelerate, not a `deepspeed=` kwarg
         Shape(methods=MOVE_CALLS, words=(b"Trainer",), configured=True),  # the Trainer's `deepspeed=`, a launch's
         Shape(calls=("deepspeed.init_inference",)),  # a move before a tensor-parallel init_inference
@@ -80,7 +91,9 @@ class ModelMovedBeforeInitialize(ScriptRule):
             its TrainingArguments carry a DeepSpeed config (`deepspeed=` in the file, the `deepspeed` of an
             arguments file it parses by a written path, `parser.parse_json_file("args.json")`, or the
             `--deepspeed` every launch of a script that parses its arguments gives): the Trainer builds the
-            engine through accelerate.
+            engine through accelerate. A call of a project function that moves its argument to a GPU
+            (`place(model)`, `super().__init__(net)` keeping it as `self.net`; a move under an `if` the call's
+            literal arguments rule out does not count) is flagged at the call, naming the move.
         """,
         why="""
             `deepspeed.initialize` moves the module to its rank's device itself (DeepSpeedEngine
@@ -221,6 +234,8 @@ class ModelMovedBeforeInitialize(ScriptRule):
             other = Net().cuda()
             """
         ),
+        # the helper's move serves a plain path: no initialize after the call
+        Valid("from helpers import place\ndef evaluate(model):\n    place(model)\n    return model\n", files=_PLACE),
     )
     invalid: ClassVar[Sequence[Invalid]] = (
         # the Trainer hands the model to deepspeed.initialize: the move before it is the engine's job
@@ -466,6 +481,18 @@ class ModelMovedBeforeInitialize(ScriptRule):
             engine, *_ = deepspeed.initialize(model=model, config=cfg)
             """,
         ),
+        # reported at the call (the helper is right for its plain callers), naming the move
+        Invalid(
+            """
+            import deepspeed
+            from helpers import place
+            def main(args, model):
+                place(model)
+                engine, *_ = deepspeed.initialize(args=args, model=model)
+            """,
+            lines=(5,),
+            files=_PLACE,
+        ),
     )
 
     # Whether this rule reports the casts (DSL104, a subclass) or the moves of the model (DSL101).
@@ -484,6 +511,8 @@ class ModelMovedBeforeInitialize(ScriptRule):
             self.prepares.append(node)
         elif (dotted_name(node.func) or "").rsplit(".", 1)[-1].endswith("Trainer"):
             self.trainer_calls.append(node)
+        if not self.casts and self._helper_moves(node):
+            return
         init = self.moves.initialize_for(node)
         if init is None and not self.casts and method_name(node) in MOVE_CALLS and not is_cast(node):
             self.unplaced_moves.append(node)
@@ -518,20 +547,29 @@ class ModelMovedBeforeInitialize(ScriptRule):
             start_at=node.func.attr if isinstance(node.func, cst.Attribute) else None,
         )
 
+    def _helper_moves(self, node: cst.Call) -> bool:
+        """A call of a project function moving the model to a GPU before initialize (`ModelMoves.helper_move`):
+        reported at the call, naming the move (the function may be right for its other callers)."""
+        found = self.moves.helper_move(node)
+        if found is None or serves_another_path(self.facts, node, found[0]):
+            return False
+        init, moved = found
+        where, callee = f"{moved.where.path}:{moved.where.line}", moved.where.message.partition("(")[0]
+        related = (moved.where, *((init.origin,) if init.origin is not None else ()))
+        self.report(node, self.helper_template.format(callee=callee, where=where), related=related)
+        return True
+
     def leave_Module(self, original_node: cst.Module) -> None:
-        """Moves of the model `accelerator.prepare` receives, in a script that runs DeepSpeed through accelerate
-        (`project/accelerate_deepspeed.py`): prepare hands it to `deepspeed.initialize`, which places it. And moves
-        of the model a Hugging Face Trainer receives when its arguments carry a DeepSpeed config (the file's
-        `*TrainingArguments(deepspeed=...)`, or the `--deepspeed` its launches give): the Trainer hands it to
-        `deepspeed.initialize` through accelerate."""
+        """Moves of the model that `accelerator.prepare` (DeepSpeed through accelerate: `accelerate_deepspeed`) or a
+        Trainer given a DeepSpeed config receives: either hands it to `deepspeed.initialize`, which places it."""
         if self.casts or not self.unplaced_moves:
             return
         reported: set[int] = set()
-        sinks = self.prepare_sinks()
+        sinks = prepare_sinks(self.facts, self.prepares, self.trainers)
         run = accelerate_deepspeed(self.context) if sinks else None
         if run is not None:
             self._report_sunk(sinks, self.accelerate_template.format(where=run.where), run.related, reported)
-        sinks = self._trainer_sinks()
+        sinks = trainer_sinks(self.facts, self.trainer_calls)
         configs = training_arguments_configs(self.context) if sinks else None
         if configs:
             where = ", ".join(dict.fromkeys(config.source for config in configs))
@@ -556,30 +594,6 @@ class ModelMovedBeforeInitialize(ScriptRule):
                 related=related,
                 start_at=node.func.attr if isinstance(node.func, cst.Attribute) else None,
             )
-
-    def _trainer_sinks(self) -> list[ModelSink]:
-        """A sink per `*Trainer(...)` call's model (its `model=`, or its first positional argument)."""
-        facts = self.facts
-        sinks = []
-        for call in self.trainer_calls:
-            model = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "model"), None)
-            if model is None and call.args and call.args[0].keyword is None and not call.args[0].star:
-                model = call.args[0].value
-            if model is not None:
-                sinks.append(ModelSink(model, facts.scope_at(call), facts.start(call), None, call))
-        return sinks
-
-    def prepare_sinks(self) -> list[ModelSink]:
-        """A sink per positional argument of each `accelerator.prepare(...)` call: where DeepSpeed through
-        accelerate receives a model (DSL101's moves and DSL104's casts are followed to them)."""
-        facts = self.facts
-        return [
-            ModelSink(arg.value, facts.scope_at(call), facts.start(call), None, call)
-            for call in self.prepares
-            if isinstance(call.func, cst.Attribute) and self.trainers.names_accelerator(call.func.value)
-            for arg in call.args
-            if arg.keyword is None and not arg.star
-        ]
 
     def _fix(self, node: cst.Call) -> list[Edit]:
         edit = delete_call_statement(self.context, node) or unwrap_method_call(self.context, node)

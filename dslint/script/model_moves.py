@@ -24,7 +24,9 @@ from dslint.script.facts import (
     iter_call_chain,
     method_name,
 )
+from dslint.script.hf_trainers import TrainerNames
 from dslint.script.names import dotted_name
+from dslint.script.project_facts import MovedArgument
 from dslint.script.walk import own_returns
 
 CAST_METHODS = frozenset({"half", "bfloat16"})
@@ -271,6 +273,22 @@ class ModelMoves:
         assert isinstance(call.func, cst.Attribute)
         return self.initialize_of_model(call, call.func.value)
 
+    def helper_move(self, call: cst.Call) -> tuple[ModelSink, MovedArgument] | None:
+        """A call of a project function that moves its argument to a GPU (`ProjectFacts.moving_calls`:
+        `place(model)`, or `super().__init__(net)` keeping it as `self.net`), made on a model before the initialize
+        that receives it: that initialize and what the project index knows of the move."""
+        project = self.facts.project
+        position = self.facts.call_position(call) if project is not None and project.moving_calls else None
+        moved = project.moving_calls.get(position) if project is not None and position is not None else None
+        argument = argument_at(call, moved.index, moved.keyword) if moved is not None else None
+        if moved is None or argument is None:  # `super()` itself starts where `super().__init__(net)` does
+            return None
+        scope = self.facts.scope_at(call)
+        if moved.stored is not None and scope.self_name is not None:
+            argument = cst.Attribute(value=cst.Name(scope.self_name), attr=cst.Name(moved.stored))
+        init = self.initialize_of_model(call, argument)
+        return (init, moved) if init is not None else None
+
     def initialize_of_model(self, call: cst.Call, model: cst.BaseExpression) -> ModelSink | None:
         """Where the model `model` names at `call` leaves for an initialize of the same scope after it, if it
         does (`set_parameter_bf16(model)`: the model the helper casts)."""
@@ -319,3 +337,37 @@ def serves_another_path(facts: ScriptFacts, move: cst.Call, init: ModelSink) -> 
         and not any(contradicts(guard, other) for others in elsewhere for other in others)
         for guard in guards
     )
+
+
+def argument_at(call: cst.Call, index: int | None, keyword: str | None) -> cst.BaseExpression | None:
+    """The argument at positional `index` or by `keyword` (None past a `*args`)."""
+    if keyword is not None:
+        return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == keyword), None)
+    positional = [a for a in call.args if a.keyword is None]
+    if index is None or index >= len(positional) or any(a.star for a in positional[: index + 1]):
+        return None
+    return positional[index].value
+
+
+def trainer_sinks(facts: ScriptFacts, trainer_calls: Sequence[cst.Call]) -> list[ModelSink]:
+    """A sink per `*Trainer(...)` call's model (its `model=`, or its first positional argument)."""
+    sinks = []
+    for call in trainer_calls:
+        model = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "model"), None)
+        if model is None and call.args and call.args[0].keyword is None and not call.args[0].star:
+            model = call.args[0].value
+        if model is not None:
+            sinks.append(ModelSink(model, facts.scope_at(call), facts.start(call), None, call))
+    return sinks
+
+
+def prepare_sinks(facts: ScriptFacts, prepares: Sequence[cst.Call], trainers: TrainerNames) -> list[ModelSink]:
+    """A sink per positional argument of each `accelerator.prepare(...)` call whose receiver holds the
+    Accelerator: where DeepSpeed through accelerate receives a model."""
+    return [
+        ModelSink(arg.value, facts.scope_at(call), facts.start(call), None, call)
+        for call in prepares
+        if isinstance(call.func, cst.Attribute) and trainers.names_accelerator(call.func.value)
+        for arg in call.args
+        if arg.keyword is None and not arg.star
+    ]

@@ -103,6 +103,18 @@ class LaunchWorldSize:
 
 
 @dataclass(frozen=True)
+class MovedArgument:
+    """A call's argument (positional `index`, or `keyword`) that the project function it calls moves to a GPU
+    (`where`); `stored`: the attribute of the caller's own `self` the callee keeps it in (`super().__init__(net)`
+    storing `self.net`), else None."""
+
+    index: int | None
+    keyword: str | None
+    stored: str | None
+    where: Related
+
+
+@dataclass(frozen=True)
 class ProjectFacts:
     """The project's facts for one file."""
 
@@ -134,6 +146,9 @@ class ProjectFacts:
     # Parameters of this file's functions that every caller fills with a CUDA device, read by a `torch.load`'s
     # map_location (`model.device_parameters`): function -> parameter -> where the device is written
     cuda_parameters: Mapping[str, Mapping[str, Related]] = field(default_factory=dict)
+    # Calls in this file whose plain-name argument the project function called moves to a GPU
+    # (`model.moved_arguments`): the call -> the argument and where the callee moves it
+    moving_calls: Mapping[tuple[int, int], MovedArgument] = field(default_factory=dict)
     # Calls in this file that hand `x.module` to a project function calling that parameter (a forward pass):
     # the call -> (positional index or None for a keyword, the parameter's name, the function's definition)
     forwarding_calls: Mapping[tuple[int, int], tuple[int | None, str, Related]] = field(default_factory=dict)

@@ -1,0 +1,252 @@
+"""Calls that move their argument to a GPU inside the project function they call:
+
+    def place(model, device):
+        model.to(device)                       # the parameter itself is moved
+
+    class Base:
+        def __init__(self, net):
+            self.net = net.float().cuda()      # moved, and kept as `self.net`
+
+    place(model, device)                       # a move of `model`, written in another function
+    super().__init__(net)                      # a move of `net`, now `self.net` of this instance
+
+Whether the argument is the model a `deepspeed.initialize` receives afterwards is the rules' question (DSL101 asks
+the script facts); this answers, for every call of a project function with a plain name as an argument, whether
+the callee moves the parameter receiving it in its own body: `.cuda(...)` or `.to(<not a dtype, not the CPU>)` on
+the parameter, or on a name or `self.<attribute>` the body binds to it first (its method chain too:
+`.float().cuda()`). The callee is found as the project model resolves calls (same module, imports, `self.method`
+and `super().method` along the bases).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from dslint.model.evaluate import Evaluator
+from dslint.model.handed_arguments import handed_arguments
+from dslint.model.summary import FunctionInfo, dotted
+
+# `x.to(torch.float16)`: a cast (DSL104's), not a move
+DTYPES = frozenset(
+    {"float", "float16", "half", "bfloat16", "float32", "float64", "double", "int8", "uint8", "int32", "int64"}
+)
+
+
+# `nn.Module` methods that return the module itself: a chain of them is still the parameter
+RETURN_SELF = frozenset(
+    {"cuda", "to", "cpu", "float", "half", "bfloat16", "double", "type", "train", "eval", "requires_grad_"}
+)
+
+
+@dataclass(frozen=True)
+class MovingCall:
+    """The call at `line`/`column` (1-based, the column in characters) in `path` hands its argument number `index`
+    (positional) or keyword `keyword` to a callee that moves it to a GPU at `move_line` of `move_path`
+    (`move_text`, the move as written); `stored`: the attribute of `self` the callee keeps it in, when the callee
+    is a method of the caller's own instance (`super().__init__(net)`, `self.setup(net)`)."""
+
+    path: str
+    line: int
+    column: int
+    index: int | None
+    keyword: str | None
+    stored: str | None
+    callee: str  # the callee's qualname
+    move_path: str
+    move_line: int
+    move_column: int
+    move_text: str
+
+
+def moving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]:
+    """Every call in the modules `paths` whose plain-name argument the callee moves to a GPU."""
+    seen: dict[tuple[str, str, str], tuple[ast.Call, str | None, tuple[Guard, ...]] | None] = {}
+    for handed in handed_arguments(model, paths, lambda argument: isinstance(argument, ast.Name)):
+        key = (*handed.callee, handed.param)
+        if key not in seen:
+            seen[key] = _moved(handed.function, handed.param)
+        found = seen[key]
+        if found is None or _ruled_out(found[2], handed.function, handed.call):
+            continue
+        move, stored, _ = found
+        own_instance = _on_own_instance(handed.call)
+        lines = model.store.sources.get(handed.callee[0], b"").splitlines()
+        text = lines[move.lineno - 1].decode("utf-8", errors="replace").strip() if move.lineno <= len(lines) else ""
+        yield MovingCall(
+            handed.path,
+            handed.line,
+            handed.column,
+            handed.index,
+            handed.keyword,
+            stored if own_instance else None,
+            handed.callee[1],
+            handed.callee[0],
+            move.lineno,
+            move.col_offset + 1,
+            text,
+        )
+
+
+def _on_own_instance(call: ast.Call) -> bool:
+    """`super().method(...)` or `self.method(...)`: the callee's `self` is the caller's."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    receiver = func.value
+    if isinstance(receiver, ast.Call):
+        return isinstance(receiver.func, ast.Name) and receiver.func.id == "super"
+    return isinstance(receiver, ast.Name) and receiver.id == "self"
+
+
+Guard = tuple[ast.expr, bool]  # an `if` test around the move, and whether the move is in its body (not `else`)
+
+
+def _moved(function: FunctionInfo, param: str) -> tuple[ast.Call, str | None, tuple[Guard, ...]] | None:
+    """The first move of the parameter `param` (or of a name or `self.<attribute>` bound to it) to a GPU in the
+    function's own body, the attribute of `self` holding it then (None: not kept in one), and the `if` tests
+    around the move."""
+    me = function.params[0] if function.is_method and function.params else None
+    holders = {param}
+    stored: str | None = None
+    for statement, guards in _guarded_statements(function.node.body, ()):
+        value = statement.value if isinstance(statement, (ast.Assign, ast.Expr, ast.Return)) else None
+        if value is None:
+            continue
+        move = _move_in_chain(value, holders)
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = dotted(statement.targets[0])
+            root = _chain_root(value)
+            if target is not None and root is not None and dotted(root) in holders:
+                holders.add(target)
+                head, _, attribute = target.partition(".")
+                if me is not None and head == me and attribute and "." not in attribute:
+                    stored = attribute
+        if move is not None:
+            return move, stored, guards
+    return None
+
+
+def _guarded_statements(
+    body: list[ast.stmt], guards: tuple[Guard, ...]
+) -> Iterator[tuple[ast.stmt, tuple[Guard, ...]]]:
+    """The statements of a body in source order with the `if` tests around each (not into nested definitions)."""
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield statement, guards
+        if isinstance(statement, ast.If):
+            yield from _guarded_statements(statement.body, (*guards, (statement.test, True)))
+            yield from _guarded_statements(statement.orelse, (*guards, (statement.test, False)))
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, name, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                yield from _guarded_statements(inner, guards)
+        for handler in statement.handlers if isinstance(statement, ast.Try) else ():
+            yield from _guarded_statements(handler.body, guards)
+
+
+def _ruled_out(guards: tuple[Guard, ...], function: FunctionInfo, call: ast.Call) -> bool:
+    """Whether an `if` test around the move is false for this call: the test reads only parameters the call
+    gives a literal (or leaves at a literal default), and evaluates to the other branch (`device == "cuda"` for
+    `device="cpu"`)."""
+    known = _literal_arguments(function, call)
+    for test, in_body in guards:
+        value = _evaluate(test, known)
+        if value is not None and value != in_body:
+            return True
+    return False
+
+
+def _literal_arguments(function: FunctionInfo, call: ast.Call) -> dict[str, object]:
+    """Each parameter the call fills with a literal, or leaves at a literal default."""
+    arguments = function.node.args
+    params = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    defaults = dict(zip(params[len(params) - len(arguments.defaults) :], arguments.defaults, strict=True))
+    defaults.update((a.arg, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d)
+    given: dict[str, ast.expr] = {}
+    positional = params[1:] if function.is_method else params
+    for index, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            return {}  # `*args`: which parameter gets what is unknown
+        if index < len(positional):
+            given[positional[index]] = argument
+    given.update((k.arg, k.value) for k in call.keywords if k.arg is not None)
+    if any(k.arg is None for k in call.keywords):
+        return {}
+    known: dict[str, object] = {}
+    for name in {*params, *(a.arg for a in arguments.kwonlyargs)}:
+        node = given.get(name, defaults.get(name))
+        if isinstance(node, ast.Constant):
+            known[name] = node.value
+    return known
+
+
+def _evaluate(test: ast.expr, known: dict[str, object]) -> bool | None:
+    """A test over literal parameters (`p == "cuda"`, `p != c`, `p is None`, `p`, `not p`, `p in (...)`, `and`,
+    `or`); None when it reads anything else."""
+    if isinstance(test, ast.Name):
+        return bool(known[test.id]) if test.id in known else None
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _evaluate(test.operand, known)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        values = [_evaluate(v, known) for v in test.values]
+        if isinstance(test.op, ast.And):
+            return False if False in values else (None if None in values else True)
+        return True if True in values else (None if None in values else False)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name):
+        if test.left.id not in known:
+            return None
+        left, op, right = known[test.left.id], test.ops[0], test.comparators[0]
+        if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and isinstance(op, (ast.In, ast.NotIn)):
+            if not all(isinstance(e, ast.Constant) for e in right.elts):
+                return None
+            inside = left in [e.value for e in right.elts if isinstance(e, ast.Constant)]
+            return inside if isinstance(op, ast.In) else not inside
+        if not isinstance(right, ast.Constant):
+            return None
+        if isinstance(op, (ast.Eq, ast.Is)):
+            return left == right.value
+        if isinstance(op, (ast.NotEq, ast.IsNot)):
+            return left != right.value
+    return None
+
+
+def _move_in_chain(value: ast.expr, holders: set[str]) -> ast.Call | None:
+    """`h.cuda()`, `h.float().to(device)`: the move in a chain of methods returning the module itself, on a holder
+    of the parameter (`h.get_encoder().cuda()` moves a part of it: not this)."""
+    node: ast.expr = value
+    found: ast.Call | None = None
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RETURN_SELF:
+        if _is_device_move(node):
+            found = node
+        node = node.func.value
+    return found if found is not None and dotted(node) in holders else None
+
+
+def _chain_root(value: ast.expr) -> ast.expr | None:
+    """What a chain of methods returning the module itself (`net.float().cuda()`) is called on."""
+    node: ast.expr = value
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RETURN_SELF:
+        node = node.func.value
+    return node if isinstance(node, (ast.Name, ast.Attribute)) else None
+
+
+def _is_device_move(call: ast.Call) -> bool:
+    """`.cuda(...)`, or `.to(x)` where `x` is not a dtype (`torch.float16`) nor the CPU (`"cpu"`)."""
+    assert isinstance(call.func, ast.Attribute)
+    if call.func.attr == "cuda":
+        return True
+    if call.func.attr != "to":
+        return False
+    first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
+    if first is None:
+        return False
+    if isinstance(first, ast.Constant):
+        return isinstance(first.value, (int, str)) and not (isinstance(first.value, str) and first.value == "cpu")
+    if isinstance(first, ast.Attribute) and first.attr in DTYPES:
+        return False
+    return not (isinstance(first, ast.Name) and "dtype" in first.id.lower())
