@@ -124,7 +124,8 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             made from it) is written in the same function (`torch.save`, `trainer._save(dir, state_dict=...)`,
             `save_pretrained(dir, state_dict=...)`) when a launcher starts the script with a `--deepspeed` config
             known to be ZeRO-3; with an unknown or lower stage it stays silent. Likewise the model handed to the
-            Trainer (`Trainer(model=model)`, or a wrapper of that name bound later: `model = torch.compile(model)`)
+            Trainer (`Trainer(model=model)`, a wrapper of that name bound later: `model = torch.compile(model)`,
+            or the Trainer's own `trainer.model`)
             saved after `trainer.train()` in the same function, with `model.save_pretrained(dir)` (no
             `state_dict=`; a PEFT adapter too) or its `state_dict()` written to disk; such a Trainer launched by
             `accelerate launch` with a ZeRO-3 DeepSpeed YAML (and no config of its own) too. And the model
@@ -234,6 +235,7 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
                 trainer = Trainer(model=model, args=args)
                 trainer.train()
                 model.save_pretrained(args.output_dir)
+                trainer.model.save_pretrained(args.output_dir)
             """
         ),
     )
@@ -278,6 +280,19 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             torch.save({k: v.cpu() for k, v in weights.items()}, "model.pt")
             """,
             lines=(7,),
+        ),
+        # the Trainer's own `trainer.model` (a PEFT adapter too) saved after training
+        Invalid(
+            """
+            from transformers import Trainer, TrainingArguments
+            def main(model):
+                args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})
+                trainer = Trainer(model=model, args=args)
+                trainer.train()
+                if trainer.args.process_index == 0:
+                    trainer.model.save_pretrained(args.output_dir, safe_serialization=True)
+            """,
+            lines=(8,),
         ),
         Invalid(
             """

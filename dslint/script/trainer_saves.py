@@ -111,17 +111,37 @@ def _calls(facts: ScriptFacts) -> list[cst.Call]:
 def trainer_models_saved(facts: ScriptFacts) -> list[cst.Call]:
     """Saves of the model a Hugging Face Trainer trained, made after `trainer.train()` in the same function:
     `model.save_pretrained(dir)` without `state_dict=`, or `model.state_dict()` written to disk, where `model` is
-    the name handed to the Trainer (`Trainer(model=model, ...)`), or a wrapper of it bound later
-    (`model = torch.compile(model)`). Under ZeRO-3 the Trainer leaves that model's parameters partitioned: each
-    rank holds an empty `param.data`, so what is saved is empty (transformers gathers only in `save_model`)."""
+    the name handed to the Trainer (`Trainer(model=model, ...)`), a wrapper of it bound later
+    (`model = torch.compile(model)`), or the Trainer's own `trainer.model`. Under ZeRO-3 the Trainer leaves that
+    model's parameters partitioned: each rank holds an empty `param.data`, so what is saved is empty
+    (transformers gathers only in `save_model`)."""
     trained = _trained_models(facts)
-    if not trained:
-        return []
     return [
         call
         for call, holder in _model_saves(facts)
-        if isinstance(holder, cst.Name) and _after_training(facts, holder, call, trained)
+        if (isinstance(holder, cst.Name) and _after_training(facts, holder, call, trained))
+        or _trainers_model_after_training(facts, holder, call)
     ]
+
+
+def _trainers_model_after_training(facts: ScriptFacts, holder: cst.BaseExpression, call: cst.Call) -> bool:
+    """`trainer.model` saved after `trainer.train()` in the same scope, where `trainer` holds a Trainer: the model
+    the Trainer trained (its `model` attribute; DeepSpeed's engine is `trainer.model_wrapped`)."""
+    if not (isinstance(holder, cst.Attribute) and holder.attr.value == "model" and isinstance(holder.value, cst.Name)):
+        return False
+    trainer = holder.value.value
+    if not _is_trainer(facts, holder.value, call):
+        return False
+    scope, at = facts.scope_at(call), facts.start(call)
+    return any(
+        method_name(train) == "train"
+        and isinstance(train.func, cst.Attribute)
+        and isinstance(train.func.value, cst.Name)
+        and train.func.value.value == trainer
+        and facts.scope_at(train) is scope
+        and facts.start(train) < at
+        for train in _calls(facts)
+    )
 
 
 def _model_saves(facts: ScriptFacts) -> Iterator[tuple[cst.Call, cst.BaseExpression]]:
