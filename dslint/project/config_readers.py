@@ -112,6 +112,7 @@ _PATH_KEEPING_CALLS = frozenset({"abspath", "expanduser", "realpath", "normpath"
 _FILLER_ATTRIBUTES = {"deepspeed": "trainer", "hf_ds_config": "trainer"}
 
 
+@functools.lru_cache(maxsize=1024)  # a script is asked once per launch line and option: the same answer each time
 def option_readers(data: bytes, option: str) -> frozenset[str]:
     """Where a script takes the value of its command-line option `--option` (read as `<x>.<option>`: an argparse
     namespace, or an `HfArgumentParser` dataclass's field): "trainer" when it reaches `*TrainingArguments(
@@ -191,6 +192,7 @@ def _carries(node: ast.expr | None, option: str, carried: set[str]) -> bool:
 PATH_SEPARATOR = "\x1f"  # between the keys of a nested path in `replaced_keys`' answer ("zero_optimization\x1fstage")
 
 
+@functools.lru_cache(maxsize=1024)
 def replaced_keys(data: bytes, option: str) -> frozenset[str] | None:
     """The keys a script replaces in the config file it is given as `--option`, before the dict reaches
     `deepspeed.initialize(config=...)`: the script loads the file itself (`with open(args.<option>) as f:
