@@ -375,3 +375,15 @@ def test_a_readme_code_block_listing_the_environment_pins_as_the_last_fallback(t
     (listed / "requirements.txt").write_text("deepspeed==0.14.5\n", encoding="utf-8")
     pin = find_pin(listed)
     assert pin is not None and str(pin.version) == "0.14.5"
+
+
+def test_the_roots_own_install_script_pins_the_project(tmp_path: Path) -> None:
+    """A `setup.sh` at the root running `pip install "deepspeed==0.17.6" ...` (quoted, beside other packages)
+    pins the project; a root script of another name (`train.sh`) is a launcher, not an install script."""
+    script = '#!/bin/bash\npip install "deepspeed==0.17.6" "transformers==4.44.2" \\\n    "accelerate==1.0.1"\n'
+    _project(tmp_path, {"README.md": "# x\n", "setup.sh": script})
+    pin = find_pin(tmp_path)
+    assert pin is not None and pin.version == Version(0, 17, 6) and pin.path.name == "setup.sh"
+    other = tmp_path / "other"
+    _project(other, {"README.md": "# x\n", "train.sh": script})
+    assert find_pin(other) is None

@@ -21,6 +21,7 @@ from dslint.lint.databricks import python_source
 from dslint.lint.parse_guard import Refusal, code_facts, compiled, parse_module, too_deep
 from dslint.lint.result import FileResult, config_rules, script_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa
+from dslint.lint.unreachable import without_unreachable
 from dslint.model.summary import known_tree
 from dslint.script.collect import collect_facts
 from dslint.script.context import ScriptContext
@@ -140,6 +141,7 @@ def lint_source_unsuppressed(
             text=result.text,
         )
     )
+    result.diagnostics = without_unreachable(path, result.diagnostics, tree)  # code no run reaches
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
 

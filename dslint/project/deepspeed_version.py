@@ -5,8 +5,9 @@ Pins are read, in this order, from the project root (the directory of the pyproj
 `[tool.dslint]`, else the current directory): `requirements*.txt` (also under `requirements/`), pyproject.toml
 `[project] dependencies` (and optional dependencies), `setup.cfg` and `setup.py` `install_requires`,
 `environment.yml` (conda `deepspeed=0.14` or a `pip:` entry), and the `pip install` lines of a `Dockerfile`;
-then, as a fallback, other `*requirements*.txt` at the root and the requirement, conda and Docker files of set-up
-folders (`setup/`, `environments/`, `docker/`...), the `pip install` lines of their shell scripts included; last,
+then, as a fallback, other `*requirements*.txt` at the root, the root's install scripts (`setup.sh`, `install.sh`)
+and the requirement, conda and Docker files of set-up folders (`setup/`, `environments/`, `docker/`...), the
+`pip install` lines of their shell scripts included; last,
 the root README's code blocks (a requirement line such as `deepspeed == 0.9.2`, or a `pip install` command). The
 first file that pins `deepspeed` decides; a bare `deepspeed` (no version) pins nothing.
 
@@ -269,17 +270,24 @@ PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml",
 # Folders where projects keep their environment set-up beside the code (`setup/pip-requirements.txt`,
 # `environments/environment.yaml`, `docker/Dockerfile`): read after the root's own files, as a fallback.
 SETUP_FOLDERS = ("setup", "environments", "environment", "env", "envs", "docker")
+# The root's own install scripts, read with the set-up folders' (their `pip install` lines).
+ROOT_INSTALL_SCRIPTS = ("setup*.sh", "install*.sh", "env*.sh")
 
 
 def _setup_folder_files(root: Path) -> list[tuple[Path, list[tuple[int, str]]]]:
-    """Requirement files named `*requirements*.txt` at the root, and the requirement, conda and Docker files and
-    the shell install scripts of the root's set-up folders (`SETUP_FOLDERS`), each with its lines as the readers
+    """Requirement files named `*requirements*.txt` at the root, its install scripts (`setup.sh`, `install.sh`),
+    and the requirement, conda and Docker files and the shell install scripts of the root's set-up folders
+    (`SETUP_FOLDERS`), each with its lines as the readers
     above take them."""
     found: list[tuple[Path, list[tuple[int, str]]]] = []
     known = set(_requirement_files(root))
     for path in sorted(root.glob("*requirements*.txt")):
         if path.is_file() and path not in known:
             found.append((path, _read_lines(path)))
+    for pattern in ROOT_INSTALL_SCRIPTS:  # `pip install deepspeed==0.17.6` in the root's `setup.sh`
+        for path in sorted(root.glob(pattern)):
+            if path.is_file():
+                found.append((path, _dockerfile_lines(path)))
     for folder in SETUP_FOLDERS:
         directory = root / folder
         if not directory.is_dir():
