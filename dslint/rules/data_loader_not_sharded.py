@@ -25,7 +25,11 @@ _SHARDED_ELSEWHERE = (
     b"streaming",
     b"num_replicas",
     b".shard(",
-    b"sampler=",
+)
+# A sampler of a file's own making may shard (`sampler=make_sampler(ds)`); torch's single-process samplers do not.
+_SAMPLER_GIVEN = re.compile(rb"sampler\s*=\s*(?!(torch\.utils\.data\.)?(RandomSampler|SequentialSampler)\()")
+SINGLE_PROCESS_SAMPLERS = frozenset(
+    f"torch.utils.data{module}.{name}" for module in ("", ".sampler") for name in ("RandomSampler", "SequentialSampler")
 )
 # Words in the dataset argument that say it is already this rank's part (`data[rank::world_size]`).
 _RANK_WORDS = re.compile(r"rank|shard|world|split_by|partition", re.IGNORECASE)
@@ -57,6 +61,7 @@ class DataLoaderNotSharded(ScriptRule):
     docs = RuleDocs(
         what="""
             Flags `torch.utils.data.DataLoader(dataset, ...)` built without a `sampler=` or `batch_sampler=`
+            (or with torch's single-process `RandomSampler`/`SequentialSampler`, which order the whole dataset)
             when the loop over it (directly, through `enumerate`/`tqdm`/`iter`, through a name, a `self`
             attribute, or the return value of a function of the same module that builds it) calls the DeepSpeed
             engine's `backward`, and a launcher of the project starts the script as more than one process
@@ -116,9 +121,22 @@ class DataLoaderNotSharded(ScriptRule):
         ),
         # the dataset is already this rank's part
         Valid(_SCRIPT.replace("DataLoader(dataset,", "DataLoader(dataset[rank::world_size],"), files=_TWO),
+        # a sampler of the project's own making may shard
+        Valid(_SCRIPT.replace("shuffle=True", "sampler=make_sampler(dataset)"), files=_TWO),
     )
     invalid = (
         Invalid(_SCRIPT, lines=(6,), files=_TWO),
+        # torch's single-process sampler orders the whole dataset on every rank; the loop runs over an iterator
+        Invalid(
+            _SCRIPT.replace("shuffle=True", "sampler=RandomSampler(dataset)")
+            .replace("import DataLoader", "import DataLoader, RandomSampler")
+            .replace(
+                "        for batch in loader:",
+                "        batches = iter(loader)\n        for step, batch in enumerate(batches):",
+            ),
+            lines=(6,),
+            files=_TWO,
+        ),
         Invalid(_SCRIPT, lines=(6,), files=(("run.sh", "deepspeed train.py --deepspeed_config ds.json\n"),)),
         # built by a function of the module and looped over where the engine trains
         Invalid(
@@ -164,6 +182,7 @@ class DataLoaderNotSharded(ScriptRule):
             not self._loaders
             or not self._loops
             or any(word in self.context.text.encode() for word in _SHARDED_ELSEWHERE)
+            or _SAMPLER_GIVEN.search(self.context.text.encode())
         ):
             return
         launch = self._several_processes()
@@ -199,7 +218,12 @@ class DataLoaderNotSharded(ScriptRule):
         positional = [arg for arg in call.args if arg.keyword is None]
         if any(arg.star for arg in call.args) or len(positional) > 3 or (not positional and not call.args):
             return False
-        if any(arg.keyword is not None and arg.keyword.value in ("sampler", "batch_sampler") for arg in call.args):
+        if any(
+            arg.keyword is not None
+            and arg.keyword.value in ("sampler", "batch_sampler")
+            and not (arg.keyword.value == "sampler" and self._single_process_sampler(arg.value))
+            for arg in call.args
+        ):
             return False
         dataset = positional[0].value if positional else None
         for arg in call.args:
@@ -212,6 +236,14 @@ class DataLoaderNotSharded(ScriptRule):
         if bound is not None:
             text += " " + self.facts.code(bound)
         return not _RANK_WORDS.search(text) and not _SYNTHETIC.search(text)
+
+    def _single_process_sampler(self, sampler: cst.BaseExpression) -> bool:
+        """torch's `RandomSampler(data)` or `SequentialSampler(data)` (or a name bound to one): they order the whole
+        dataset on every rank."""
+        if isinstance(sampler, cst.Name):
+            bound = self.facts.assigned_value(sampler, sampler)
+            sampler = bound if bound is not None else sampler
+        return isinstance(sampler, cst.Call) and self.facts.qualified(sampler.func) in SINGLE_PROCESS_SAMPLERS
 
     # --- the loops --------------------------------------------------------------------------------------------
     def _drives_engine(self, loop: cst.For) -> bool:
@@ -230,10 +262,14 @@ class DataLoaderNotSharded(ScriptRule):
     def _iterates(self, loop: cst.For, loader: cst.Call) -> bool:
         """Whether `loop` runs over the loader `loader` builds: the call itself, the name or attribute it is
         bound to (a plain name in the same function), or a call of the module's function that returns it."""
+        facts = self.facts
         source = _unwrapped(loop.iter)
+        if isinstance(source, cst.Name):  # `batches = iter(loader)` then `for batch in enumerate(batches)`
+            wrapped = facts.assigned_value(source, source)
+            if isinstance(wrapped, cst.Call) and _unwrapped(wrapped) is not wrapped:
+                source = _unwrapped(wrapped)
         if source is loader:
             return True
-        facts = self.facts
         small = facts.small_statement_of_call.get(loader)
         bound = None
         if isinstance(small, cst.Assign) and small.value is loader and len(small.targets) == 1:
