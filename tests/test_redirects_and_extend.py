@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
@@ -175,12 +176,18 @@ def test_config_on_the_command_line(tmp_path: Path) -> None:
 # -- the benchmark's manifests name old codes --------------------------------------------------------------------
 
 
-def test_measure_finds_a_row_of_an_old_code_by_its_successors() -> None:
+def _measure_module() -> types.ModuleType:
+    """benchmarks/realcode/measure.py, imported as the script it is (not a package module)."""
     spec = importlib.util.spec_from_file_location("measure", ROOT / "benchmarks" / "realcode" / "measure.py")
     assert spec is not None and spec.loader is not None
     measure = importlib.util.module_from_spec(spec)
     sys.modules["measure"] = measure
     spec.loader.exec_module(measure)
+    return measure
+
+
+def test_measure_finds_a_row_of_an_old_code_by_its_successors() -> None:
+    measure = _measure_module()
     row = measure.Row("o/r", "c", "t.py", 4, 4, "DSL302", "flag", 0, "zero_grad beside the engine")
     findings = {("o/r", "c"): [measure.Finding("t.py", 4, "DSL309")]}
     assert measure.measure([row], findings)["overall"].found == 0
@@ -191,11 +198,7 @@ def test_measure_finds_a_row_of_an_old_code_by_its_successors() -> None:
 
 
 def test_measure_shows_a_new_row_a_finding_lands_on_without_counting_it() -> None:
-    spec = importlib.util.spec_from_file_location("measure", ROOT / "benchmarks" / "realcode" / "measure.py")
-    assert spec is not None and spec.loader is not None
-    measure = importlib.util.module_from_spec(spec)
-    sys.modules["measure"] = measure
-    spec.loader.exec_module(measure)
+    measure = _measure_module()
     rows = [
         measure.Row("o/r", "c", "t.py", 4, 6, "NEW", "flag", 0, "NEW: a plain loader on every rank"),
         measure.Row("o/r", "c", "t.py", 9, 9, "NEW", "flag", 0, "NEW: something else"),
