@@ -17,9 +17,11 @@ from typing import Any, Protocol
 
 from dslint.config.batch import holds, some_world_size_holds
 from dslint.config.facts import batch_values
-from dslint.config.tree import UNKNOWN, Node, Object, ParseError, parse_text
-from dslint.config.yaml_config import read_yaml_config
+from dslint.config.tree import UNKNOWN, Node, Object, ParseError
+from dslint.config.yaml_config import YAML_CONFIG_SUFFIXES, read_yaml_config
 from dslint.diagnostics import Location, Related
+from dslint.project.config_access import NotRead
+from dslint.project.config_link import load_config_tree
 from dslint.project.inputs import absolute, read_input, shown_path
 from dslint.project.launch_issues import LaunchIssue
 from dslint.script.project_facts import LaunchWorldSize
@@ -84,20 +86,21 @@ def batch_issues(
 def _batch_of(path: str) -> tuple[tuple[Any, Any, Any], Location, bool] | None:
     """The config file's (train, micro, accumulation), where its first batch key is written, and whether the
     config is the whole file (not a YAML file's `deepspeed:` section); None when the file does not read, a value
-    is not a literal, or no batch value is given."""
-    data = read_input(path)
-    text = data.decode("utf-8-sig", errors="replace") if data is not None else None
-    if text is None:
-        return None
-    root: Node | None
-    try:
-        if path.endswith((".yaml", ".yml")):
+    is not a literal, or no batch value is given. A JSON/HJSON file is read as the scripts' configs are
+    (`config_link.load_config_tree`, parsed once per file)."""
+    root: Node | ParseError | NotRead | None
+    if path.endswith(YAML_CONFIG_SUFFIXES):
+        data = read_input(path)
+        text = data.decode("utf-8-sig", errors="replace") if data is not None else None
+        if text is None:
+            return None
+        try:
             config = read_yaml_config(Path(path), text, known=True)
-            root, whole_file = (config.tree, config.section is None) if config is not None else (None, False)
-        else:
-            root, whole_file = parse_text(text), True
-    except ParseError:
-        return None
+        except ParseError:
+            return None
+        root, whole_file = (config.tree, config.section is None) if config is not None else (None, False)
+    else:
+        root, whole_file = load_config_tree(Path(path), path), True
     if not isinstance(root, Object) or root.opaque:
         return None
     values = batch_values(root)
