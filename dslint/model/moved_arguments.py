@@ -62,18 +62,18 @@ class MovingCall:
 
 def moving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]:
     """Every call in the modules `paths` whose plain-name argument the callee moves to a GPU."""
-    seen: dict[tuple[str, str, str], tuple[ast.Call, str | None, tuple[Guard, ...]] | None] = {}
+    # (callee, parameter) -> the move, the attribute keeping it, the `if` tests around it, the move's line as written
+    seen: dict[tuple[str, str, str], tuple[ast.Call, str | None, tuple[Guard, ...], str] | None] = {}
     for handed in handed_arguments(model, paths, lambda argument: isinstance(argument, ast.Name)):
         key = (*handed.callee, handed.param)
         if key not in seen:
-            seen[key] = _moved(handed.function, handed.param)
+            moved = _moved(handed.function, handed.param)
+            seen[key] = (*moved, _line_text(model, handed.callee[0], moved[0].lineno)) if moved is not None else None
         found = seen[key]
         if found is None or _ruled_out(found[2], handed.function, handed.call):
             continue
-        move, stored, _ = found
+        move, stored, _, text = found
         own_instance = _on_own_instance(handed.call)
-        lines = model.store.sources.get(handed.callee[0], b"").splitlines()
-        text = lines[move.lineno - 1].decode("utf-8", errors="replace").strip() if move.lineno <= len(lines) else ""
         yield MovingCall(
             handed.path,
             handed.line,
@@ -87,6 +87,11 @@ def moving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]
             move.col_offset + 1,
             text,
         )
+
+
+def _line_text(model: Evaluator, path: str, line: int) -> str:
+    lines = model.store.sources.get(path, b"").splitlines()
+    return lines[line - 1].decode("utf-8", errors="replace").strip() if 0 < line <= len(lines) else ""
 
 
 def _on_own_instance(call: ast.Call) -> bool:
