@@ -44,6 +44,7 @@ def _unit(original: str) -> int:
 
 def _indent_of(cell: Cell, notebook_text: str) -> str:
     """The indentation of the items of the cell's `source` list, from the file, else from its key's line."""
+    assert cell.source_span is not None  # read with its spans (`read_notebook`'s default)
     start, end = cell.source_span
     existing = re.search(r"\n([ \t]*)\S", notebook_text[start:end])
     if existing:
@@ -86,6 +87,7 @@ def write_fixed(notebook: Notebook, fixed_python: str) -> CellsFix:
         cell = notebook.cells[index]
         if list(cell.lines) == result[index]:
             continue
+        assert cell.source_span is not None
         start, end = cell.source_span
         source = _cell_source(cell, result[index], _original_source(text[start:end]), notebook.text)
         text = text[:start] + source + text[end:]

@@ -41,7 +41,8 @@ class Cell:
     lines: tuple[str, ...]  # the cell's source lines, each with its line break (the last may lack one)
     python: tuple[str, ...]  # the same lines with IPython syntax replaced by `pass`
     first_line: int  # the 1-based line of the joined text where the cell starts
-    source_span: tuple[int, int]  # offsets of the cell's `source` value in the notebook file
+    # offsets of the cell's `source` value in the notebook file; None when read without them (`read_notebook`)
+    source_span: tuple[int, int] | None
     source_is_list: bool
 
 
@@ -94,8 +95,10 @@ def _offset(starts: list[int], location: Location) -> int:
     return starts[location.line - 1] + location.column - 1
 
 
-def read_notebook(text: str) -> Notebook:
-    """The notebook's code cells; raises NotebookError for a file that is not an nbformat 4 notebook."""
+def read_notebook(text: str, spans: bool = True) -> Notebook:
+    """The notebook's code cells; raises NotebookError for a file that is not an nbformat 4 notebook. `spans`:
+    where each cell's `source` lies in the file (what a fix rewrites), from the positioned JSON parser; a lint
+    reads without them, from `json.loads` alone (the positioned parser walks the outputs too, many times slower)."""
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as error:
@@ -104,26 +107,25 @@ def read_notebook(text: str) -> Notebook:
         ) from error
     if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
         raise NotebookError("not a notebook: no `cells` list at the top level (nbformat 4)")
-    tree = parse_text(text)
-    cells_node = tree.get("cells") if isinstance(tree, Object) else None
-    if not isinstance(cells_node, Array):
-        raise NotebookError("not a notebook: no `cells` list at the top level (nbformat 4)")
+    nodes = _cell_nodes(text) if spans else [None] * len(raw["cells"])
     notebook = Notebook(text, language=_language(raw))
-    starts = _line_starts(text)
+    starts = _line_starts(text) if spans else []
     line = 1
     foreign: set[int] = set()  # cells in another language
-    for number, (cell, node) in enumerate(zip(raw["cells"], cells_node.items, strict=True), start=1):
-        if not isinstance(cell, dict) or not isinstance(node, Object):
+    for number, (cell, node) in enumerate(zip(raw["cells"], nodes, strict=True), start=1):
+        if not isinstance(cell, dict) or (spans and not isinstance(node, Object)):
             raise NotebookError(f"not a notebook: cell {number} is not an object (nbformat 4)")
         if cell.get("cell_type") != "code":
             continue
-        source_node = node.get("source")
         joined = _cell_source(number, cell.get("source"))
-        assert source_node is not None  # `_cell_source` refused a cell without one
         lines = tuple(joined.splitlines(keepends=True)) if joined else ()
         if lines and not lines[-1].endswith(("\n", "\r")):
             lines = (*lines[:-1], lines[-1] + "\n")  # the next cell starts on a new line
-        span = (_offset(starts, source_node.start), _offset(starts, source_node.end))
+        span = None
+        if isinstance(node, Object):
+            source_node = node.get("source")
+            assert source_node is not None  # `_cell_source` refused a cell without one
+            span = (_offset(starts, source_node.start), _offset(starts, source_node.end))
         if _foreign(cell):
             foreign.add(number)
         python = foreign_lines(lines) if number in foreign else python_lines(lines)
@@ -136,6 +138,15 @@ def read_notebook(text: str) -> Notebook:
             for cell in notebook.cells
         ]
     return notebook
+
+
+def _cell_nodes(text: str) -> list[object]:
+    """The positioned nodes of the notebook's cells (the file was already decoded as JSON holding a `cells` list)."""
+    tree = parse_text(text)
+    cells_node = tree.get("cells") if isinstance(tree, Object) else None
+    if not isinstance(cells_node, Array):
+        raise NotebookError("not a notebook: no `cells` list at the top level (nbformat 4)")
+    return list(cells_node.items)
 
 
 def _foreign(cell: dict[str, object]) -> bool:
@@ -210,7 +221,7 @@ def lint_notebook(
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise NotebookError(f"not UTF-8 text (byte {error.start})") from error
-    notebook = read_notebook(text)
+    notebook = read_notebook(text, spans=False)
     if notebook.language not in (None, "python"):
         raise NotPythonNotebook(f"a {notebook.language} notebook (dslint reads Python notebooks only)")
     from dslint.lint.script import lint_source  # libcst, only for a notebook that has code
