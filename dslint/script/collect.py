@@ -79,6 +79,22 @@ class _Misaligned(Exception):
     """libcst's tree and CPython's disagree on where a `def` or `class` is: the bindings cannot be laid over."""
 
 
+_BLOCK, _LINE, _COMPOUND, _SMALL = 1, 2, 4, 8
+
+
+@functools.cache
+def _kind(node_type: type[cst.CSTNode]) -> int:
+    """What the traversal keeps of a node of this type, as flags: a block of statements, a statement line (a simple
+    line or a compound statement), a compound statement, a small statement. Asked once per type: an `isinstance`
+    against libcst's classes runs ABCMeta's Python-level check, and the traversal would ask it of every node."""
+    kind = _BLOCK if issubclass(node_type, (cst.IndentedBlock, cst.Module)) else 0
+    if issubclass(node_type, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        kind |= _LINE | (0 if issubclass(node_type, cst.SimpleStatementLine) else _COMPOUND)
+    elif issubclass(node_type, cst.BaseSmallStatement):
+        kind |= _SMALL
+    return kind
+
+
 class _Collector:
     """The one traversal that fills a ScriptFacts (driven by `dslint.script.walk.walk`); the scopes and bindings are
     the module's (`dslint.model.bindings`), laid over this traversal's nodes."""
@@ -106,15 +122,17 @@ class _Collector:
     def on_visit(self, node: cst.CSTNode) -> None:
         self.counter += 1
         self.facts.entered[node] = self.counter
-        if isinstance(node, (cst.IndentedBlock, cst.Module)):
-            for child in node.body:
-                self.facts.block_size_of_line[child] = len(node.body)
-        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        kind = _kind(type(node))
+        if kind & _BLOCK:
+            body = node.body  # type: ignore[attr-defined]
+            for child in body:
+                self.facts.block_size_of_line[child] = len(body)
+        if kind & _LINE:
             self.lines.append(node)
-            if not isinstance(node, cst.SimpleStatementLine):
+            if kind & _COMPOUND:
                 self.statements.append(node)
-        elif isinstance(node, cst.BaseSmallStatement):
-            self.smalls.append(node)
+        elif kind & _SMALL:
+            self.smalls.append(node)  # type: ignore[arg-type]
             self.statements.append(node)
         handler = self._handlers("visit_", type(node))
         if handler is not None:
@@ -126,9 +144,10 @@ class _Collector:
         handler = self._handlers("leave_", type(original_node))
         if handler is not None:
             handler(self, original_node)
-        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        kind = _kind(type(original_node))
+        if kind & _LINE:
             self.lines.pop()
-        elif isinstance(original_node, cst.BaseSmallStatement):
+        elif kind & _SMALL:
             self.smalls.pop()
         for init in self.pending_ends.pop(original_node, ()):
             init.end = self.counter
