@@ -16,7 +16,10 @@ PACKAGES = ("dslint", "runtime_check")
 # Low to high. `name` is that module only; `name.*` is the package and every module under it. A module takes the
 # most specific pattern that matches it. Keep in step with the table in docs/architecture.md.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("diagnostics", ["dslint", "dslint.diagnostics", "dslint.selection", "dslint.gitignore", "dslint.limits"]),
+    (
+        "diagnostics",
+        ["dslint", "dslint.diagnostics", "dslint.selection", "dslint.gitignore", "dslint.limits", "dslint.collector"],
+    ),
     ("model", ["dslint.model.*"]),
     ("facts", ["dslint.config.*", "dslint.script.*"]),
     ("project", ["dslint.project.*"]),

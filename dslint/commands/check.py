@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from dslint.collector import uncollected
 from dslint.commands.options import cache_dir_option, force_exclude_option, make_resolver, settings_options
 from dslint.commands.progress import Progress
 from dslint.commands.stdin import STDIN, lint_stdin
@@ -300,21 +301,22 @@ def run_check(
     files, errors = files_to_check(resolver, tuple(named), force_exclude, warnings)
     outcome.errors.extend(errors)
     progress = Progress(len(files))
-    try:
-        items = [(job.path, job.selection) for job in files]
-        limits = [job.settings.limits for job in files]
-        project = index_project([job.path for job in files], tuple(named) or (".",), cache)
-        linted = lint_files(items, jobs, world_size, progress.advance, limits, project, cache)
-    finally:
-        progress.finish()
-    _collect(outcome, linted)
-    launched = _by_document(
-        [*launcher_findings(resolver, project.launch_issues), *document_findings(resolver, project, world_size)]
-    )
-    outcome.results.extend(launched)
-    linted_launchers = {os.path.abspath(result.path) for result in launched}
-    outcome.skipped = [s for s in outcome.skipped if os.path.abspath(s.path) not in linted_launchers]
-    apply_config_ignores(resolver, outcome.results)
+    with uncollected():  # what the index makes lives until the run ends: no collection walks it meanwhile
+        try:
+            items = [(job.path, job.selection) for job in files]
+            limits = [job.settings.limits for job in files]
+            project = index_project([job.path for job in files], tuple(named) or (".",), cache)
+            linted = lint_files(items, jobs, world_size, progress.advance, limits, project, cache)
+        finally:
+            progress.finish()
+        _collect(outcome, linted)
+        launched = _by_document(
+            [*launcher_findings(resolver, project.launch_issues), *document_findings(resolver, project, world_size)]
+        )
+        outcome.results.extend(launched)
+        linted_launchers = {os.path.abspath(result.path) for result in launched}
+        outcome.skipped = [s for s in outcome.skipped if os.path.abspath(s.path) not in linted_launchers]
+        apply_config_ignores(resolver, outcome.results)
     return outcome
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from dslint.collector import uncollected
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.limits import NOTEBOOK_FILE_SETTING, Limits, TooLarge, read_capped
 from dslint.lint.cache import ResultCache, code_fingerprint, digest
@@ -285,20 +286,16 @@ def _run(
     from multiprocessing import get_context
 
     results: list[R | None] = [None] * len(work)
-    # What is alive now (the project index, the module summaries it kept) moves out of the collector's sight
-    # before the fork: the workers' collections would walk all of it for every few files, and touching it would
-    # copy the parent's pages into each worker.
-    gc.freeze()
+    # What is alive now moves out of the collector's sight before the fork: the workers' collections would walk all
+    # of it for every few files, and touching it would copy the parent's pages into each worker.
     try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
+        with uncollected(), ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
             for index, result in enumerate(pool.map(function, work, chunksize=_chunksize(len(work), jobs))):
                 results[index] = result
                 if progress is not None:
                     progress(1)
     except BrokenProcessPool:
         pass  # a worker died: the files without a result are retried one process each, below
-    finally:
-        gc.unfreeze()
     finished: list[R] = []
     for index, maybe in enumerate(results):
         if maybe is None:
