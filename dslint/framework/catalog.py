@@ -301,7 +301,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         ),
     ),
     "DSL431": Needs((b"deepspeed", b"initialize", b"optimizer")),
-    "DSL433": Needs((b"environ",), engine=False),
+    "DSL433": Needs((b"environ", b"RANK"), engine=False, alternatives=((b"environ", b"WORLD_SIZE"),)),
     # a Trainer's arguments with a config: written in the file, or parsed from a launch's command line
     "DSL435": Needs(
         (b"TrainingArguments", b"deepspeed"),

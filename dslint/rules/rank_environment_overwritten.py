@@ -27,7 +27,9 @@ class RankEnvironmentOverwritten(ScriptRule):
     message = "a constant rank variable under a multi-process launch: every process takes the same rank; drop it"
     severity = Severity.ERROR
     needs_engine = False
-    required_tokens = (b"environ",)
+    # the variable's name is a string constant of the code: `RANK` is in `LOCAL_RANK` too
+    required_tokens = (b"environ", b"RANK")
+    alternative_tokens = ((b"environ", b"WORLD_SIZE"),)
     docs = RuleDocs(
         what="""
             Flags an assignment of a constant to `os.environ["RANK"]`, `["LOCAL_RANK"]` or `["WORLD_SIZE"]`
