@@ -30,6 +30,7 @@ from dslint.model.values import (
     Keyed,
     LibraryFunction,
     Maybe,
+    NoneConstant,
     Param,
     Results,
     Returned,
@@ -78,6 +79,13 @@ class ProjectModel(Evaluator):
         self._engine_parameters: tuple[int, dict[tuple[str, str, str], EngineAnswer]] | None = None
         # engine parameters whose callers pass the engine only on the paths where initialize ran (`_confirmed`)
         self.conditional_parameters: set[tuple[str, str, str]] = set()
+        # which calls hand a value the fixpoint follows (`_handing_followed`): the parameters some call hands one,
+        # the calls handing a parameter of their own function that none has been handed yet, by that parameter,
+        # the last names of the functions called with one, and how many of `calls` were looked at
+        self._live_parameters: set[tuple[str, str, str]] = set(self.parameter_values)
+        self._waiting: dict[tuple[str, str, str], list[tuple[CallSite, str]]] = {}
+        self._handed_names: set[str] = set()
+        self._handed_upto = 0
 
     def analyse_all(self, producers: Iterable[str]) -> None:
         """Follow engines from where they are created, reading only the functions they reach.
@@ -126,7 +134,7 @@ class ProjectModel(Evaluator):
                     queue.append(site.callee)
             followed = len(self.calls)
             names = {q.rpartition(".")[2] for (_, q), summary in self.summaries.items() if q and self._worth(summary)}
-            names.update(site.callee[1].rpartition(".")[2] for site in self.calls)
+            names.update(self._handing_followed())
             # classes keeping an engine in an attribute: who builds them reads it (`pair = EnginePair(...)`)
             names.update(
                 owner.rpartition(".")[2] for (_, owner, _), held in self.attributes.items() if is_engine_held(held)
@@ -150,6 +158,48 @@ class ProjectModel(Evaluator):
                     for qualname in self._calling(module, name):
                         if (path, qualname) not in self.summaries:
                             queue.append((path, qualname))
+
+    def _handing_followed(self) -> set[str]:
+        """The last names of the functions that some call hands a value the model follows, whose callers must all
+        be read so that every call of them is seen. Followed: every value it knows but None (unknown, or the
+        literal) and a parameter of the calling function that no call seen hands a followed value, to any depth
+        (`def train(cfg): helper(cfg)` is followed once a call of `train` hands `cfg` one). A function only ever
+        handed values that are not followed has no answer to keep sound, and whoever hands it one later is read
+        anyway: the engine reaches that caller first, forward from its initialize."""
+        for site in self.calls[self._handed_upto :]:
+            for param, value in site.arguments.items():
+                if value is None or isinstance(value, NoneConstant):
+                    continue
+                waits_on = self._unhanded_parameter(site, value)
+                if waits_on is None:
+                    self._handed(site, param)
+                else:
+                    self._waiting.setdefault(waits_on, []).append((site, param))
+        self._handed_upto = len(self.calls)
+        return self._handed_names
+
+    def _unhanded_parameter(self, site: CallSite, value: Value) -> tuple[str, str, str] | None:
+        """The calling function's parameter that `value` is, when no call seen hands that parameter a followed
+        value yet; None when `value` is followed now."""
+        if not isinstance(value, Param):
+            return None
+        module = self.module(site.caller_path)
+        holder = module.function_at(site.line) if module is not None else None
+        if holder is None:
+            return None
+        key = (site.caller_path, holder, value.name)
+        return None if key in self._live_parameters else key
+
+    def _handed(self, site: CallSite, param: str) -> None:
+        """`site` hands its callee's `param` a followed value: so does each call waiting on that parameter."""
+        pending = [(site, param)]
+        while pending:
+            site, param = pending.pop()
+            self._handed_names.add(site.callee[1].rpartition(".")[2])
+            key = (*site.callee, param)
+            if key not in self._live_parameters:
+                self._live_parameters.add(key)
+                pending.extend(self._waiting.pop(key, ()))
 
     def _possible_callers(self, name: str, matched: list[str]) -> list[str]:
         """Of the files calling something named `name` (too many to read them all), those that can call one of
