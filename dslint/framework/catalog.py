@@ -134,13 +134,16 @@ class Needs:
     inference_engine: bool = False
     zero_source: bool = False
     alternatives: tuple[tuple[bytes, ...], ...] = ()
-    # The project starts the script as several processes a node (a launch of it says so: `world_size.py`).
+    # The project starts the script as several processes a node, or one a GPU (a launch of it says so:
+    # `world_size.py`).
     several_processes: bool = False
     # The rule also runs, engine and tokens or not, where the project index finds a `torch.load` of a file that
     # holds GPU tensors (`ProjectFacts.gpu_loads`).
     gpu_loads: bool = False
     # Where the code is read (CPython's tree), the rule fires only at one of these calls (none: no such test).
     shapes: tuple[Shape, ...] = ()
+    # A DeepSpeed config may reach a Hugging Face reader of the file (what `Shape.configured` asks, for the file).
+    hf_configured: bool = False
 
     def token_sets(self) -> tuple[tuple[bytes, ...], ...]:
         return (self.tokens, *self.alternatives)
@@ -301,7 +304,9 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         ),
     ),
     "DSL431": Needs((b"deepspeed", b"initialize", b"optimizer")),
-    "DSL433": Needs((b"environ", b"RANK"), engine=False, alternatives=((b"environ", b"WORLD_SIZE"),)),
+    "DSL433": Needs(
+        (b"environ", b"RANK"), engine=False, alternatives=((b"environ", b"WORLD_SIZE"),), several_processes=True
+    ),
     # a Trainer's arguments with a config: written in the file, or parsed from a launch's command line
     "DSL435": Needs(
         (b"TrainingArguments", b"deepspeed"),
@@ -310,6 +315,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             (b"HfArgumentParser",),
             *((name.encode(), b"deepspeed") for name in sorted(TRL_TRAINING_ARGUMENTS)),
         ),
+        hf_configured=True,
     ),
     "DSL436": Needs((b"deepspeed", b"grad", b"backward")),
     "DSL437": Needs((b"deepspeed", b"initialize", b"lr_scheduler", b"len")),

@@ -186,6 +186,8 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     runs_on_gpu_loads: ClassVar[bool] = False
     # The calls at which the rule can report (`catalog.Shape`), tested on CPython's tree before libcst parses.
     call_shapes: ClassVar[tuple[Shape, ...]] = ()
+    # Fires only where a DeepSpeed config may reach a Hugging Face reader of the file (`Needs.hf_configured`).
+    needs_hf_config: ClassVar[bool] = False
 
     @classmethod
     def needs(cls) -> Needs:
@@ -199,6 +201,7 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
             cls.needs_several_processes,
             cls.runs_on_gpu_loads,
             cls.call_shapes,
+            cls.needs_hf_config,
         )
 
     def __init__(self, context: ScriptContext) -> None:

@@ -51,7 +51,8 @@ class Evidence:
     inference: bool  # a `deepspeed.init_inference` call may be here
     zero_source: bool  # the file may hand DeepSpeed a ZeRO config itself
     configs: bool  # a config may reach DeepSpeed through this file (the config rules run)
-    several_processes: bool = True  # a launch of the project starts the script as several processes a node
+    # a launch of the project starts the script as several processes a node, or one a GPU (`one_per_gpu`)
+    several_processes: bool = True
     gpu_loads: bool = False  # the project index finds a load of a file holding GPU tensors here
     calls: CodeFacts | None = None  # the code's calls, for the rules' shapes (`Needs.shapes`); None: not read yet
     project_saves: bool = False  # the project index marks calls of this file that reach accelerate's save_state
@@ -78,6 +79,7 @@ def can_fire(needs: Needs, evidence: Evidence) -> bool:
         and (evidence.zero_source or not needs.zero_source)
         and (evidence.engine or not needs.engine or inference)
         and (evidence.several_processes or not needs.several_processes)
+        and (evidence.hf_configured or not needs.hf_configured)
         and (evidence.calls is None or not needs.shapes or any(_has_shape(s, evidence) for s in needs.shapes))
     )
 
@@ -150,7 +152,9 @@ def _zero_from_project(project: ProjectFacts | None) -> bool:
 
 
 def _several_processes(project: ProjectFacts | None) -> bool:
-    return project is not None and any((launch.ranks_per_node or 0) > 1 for launch in project.launches)
+    return project is not None and any(
+        (launch.ranks_per_node or 0) > 1 or launch.one_per_gpu for launch in project.launches
+    )
 
 
 def in_text(data: bytes, project: ProjectFacts | None) -> Evidence:

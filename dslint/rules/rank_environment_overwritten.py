@@ -30,6 +30,7 @@ class RankEnvironmentOverwritten(ScriptRule):
     # the variable's name is a string constant of the code: `RANK` is in `LOCAL_RANK` too
     required_tokens = (b"environ", b"RANK")
     alternative_tokens = ((b"environ", b"WORLD_SIZE"),)
+    needs_several_processes = True
     docs = RuleDocs(
         what="""
             Flags an assignment of a constant to `os.environ["RANK"]`, `["LOCAL_RANK"]` or `["WORLD_SIZE"]`
@@ -155,9 +156,7 @@ class RankEnvironmentOverwritten(ScriptRule):
 
 def _several(launch: LaunchedConfig) -> bool:
     """A launch that starts several processes a node, or a distributed launcher whose count is the machine's."""
-    if launch.ranks_per_node is not None:
-        return launch.ranks_per_node > 1
-    return "every GPU" in launch.world_source
+    return (launch.ranks_per_node or 0) > 1 or launch.one_per_gpu
 
 
 def _constant(value: cst.BaseExpression) -> bool:

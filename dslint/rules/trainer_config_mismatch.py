@@ -57,6 +57,8 @@ class TrainerConfigMismatch(ScriptRule):
         (b"HfArgumentParser",),
         *((name.encode(), b"deepspeed") for name in sorted(TRL_TRAINING_ARGUMENTS)),
     )
+    # the config comes from the call's `deepspeed=` or from a launch's `--deepspeed CONFIG`
+    needs_hf_config = True
     docs = RuleDocs(
         what="""
             Flags a `TrainingArguments(deepspeed=...)` (also `Seq2SeqTrainingArguments` and TRL's trainer

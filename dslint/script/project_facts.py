@@ -86,6 +86,11 @@ class LaunchedConfig:
     ranks: int | None = None
     world_source: str = ""
 
+    @property
+    def one_per_gpu(self) -> bool:
+        """The launcher starts a process for every GPU it finds (its count is the machine's, unknown here)."""
+        return self.ranks_per_node is None and "every GPU" in self.world_source
+
 
 @dataclass(frozen=True)
 class LaunchWorldSize:
