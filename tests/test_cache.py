@@ -213,3 +213,28 @@ def test_a_state_is_read_once_per_run(tmp_path: Path) -> None:
     assert cache.state(str(path)) == first
     assert ResultCache(tmp_path / "cache").state(str(path)) != first
     assert cache.state(str(tmp_path / "gone.json")) == "-"
+
+
+def test_a_warm_run_without_findings_to_judge_imports_no_libcst(tmp_path: Path) -> None:
+    """Served from the cache, a run parses nothing: neither the index nor the report needs libcst (or the rule
+    modules that import it), so a warm run does not pay for importing it."""
+    (tmp_path / "train.py").write_text(
+        "import deepspeed\nengine, *_ = deepspeed.initialize(model=m, config='c.json')\n"
+    )
+    (tmp_path / "util.py").write_text("def helper(x):\n    return x\n")
+    probe = (
+        "import sys\n"
+        "from dslint.cli import main\n"
+        "try:\n"
+        "    main(['check', '-q', '--exit-zero', '--cache-dir', sys.argv[1], '.'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('libcst' in sys.modules, file=sys.stderr)\n"
+    )
+    cache = str(tmp_path / "cache")
+    runs = [
+        subprocess.run([sys.executable, "-c", probe, cache], cwd=tmp_path, capture_output=True, text=True, check=True)
+        for _ in range(2)
+    ]
+    assert runs[1].stderr.strip().splitlines()[-1] == "False"  # (the cold run parsed in a worker process)
+    assert runs[0].stdout == runs[1].stdout

@@ -27,7 +27,6 @@ from dslint.fix.write import SourceError, read_source, write_source
 from dslint.lint.batch import FileFailure, index_project, lint_files
 from dslint.lint.cache import ResultCache, default_directory
 from dslint.lint.cache import clean as clean_cache
-from dslint.lint.document_configs import document_results
 from dslint.lint.file import NOTEBOOK
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.files import files_to_check
@@ -350,6 +349,8 @@ def document_findings(resolver: SettingsResolver, project: ProjectIndex, world_s
             return Path(path).read_text(encoding="utf-8", errors="replace")
         except OSError:
             return None
+
+    from dslint.lint.document_configs import document_results  # the config rules (libcst): only when there are some
 
     shown = {_relative(path): configs for path, configs in project.document_configs.items()}
     return document_results(shown, project.document_reading, selection, read, world_size)

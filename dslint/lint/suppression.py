@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from dslint.config.tree import ParseError, parse_text, to_python
 from dslint.diagnostics import Diagnostic, Edit, Location
 from dslint.framework.catalog import covers
-from dslint.framework.driver_rules import UnusedNoqaCodes
-from dslint.framework.registry import all_rules, implementation
 from dslint.selection import RuleSelection
 
 # flake8's own pattern (flake8/defaults.py NOQA_INLINE_REGEXP), searched in each comment.
@@ -259,6 +257,10 @@ def unused_noqa_diagnostics(
     diagnostics: Sequence[Diagnostic],
     selection: RuleSelection,
 ) -> list[Diagnostic]:
+    # the rule framework and the registry (every rule module, libcst): imported only where a noqa comment is judged
+    from dslint.framework.driver_rules import UnusedNoqaCodes
+    from dslint.framework.registry import all_rules, implementation
+
     rule = implementation(UnusedNoqaCodes)
     if not selection.enabled(rule.code) or index.file_codes == ():
         return []
@@ -380,6 +382,9 @@ def _config_value(text: str) -> object:
 
 
 def _codes_by_line(index: NoqaIndex, diagnostics: Iterable[Diagnostic]) -> dict[int, list[str]]:
+    from dslint.framework.driver_rules import UnusedNoqaCodes
+    from dslint.framework.registry import implementation
+
     wanted: dict[int, list[str]] = {}
     for diagnostic in diagnostics:
         if diagnostic.code == implementation(UnusedNoqaCodes).code:

@@ -5,7 +5,8 @@
 dict is that run's DeepSpeed config, so its keys are checked where the script writes them. The index pairs the
 two by the file's name (`dumped_config_names`, a text scan of every source against the launches' config paths);
 the script's own lint resolves the dumped expression as a config passed to initialize (`dumped_configs`: a dict
-literal, a name bound to one with its later writes). A dict dumped to any other file is not checked.
+literal, a name bound to one with its later writes). A dict dumped to any other file is not checked. libcst is
+imported by the second half only: the index (and a warm run, which builds no script facts) never needs it.
 """
 
 from __future__ import annotations
@@ -15,15 +16,13 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
 from dslint.diagnostics import Related
-from dslint.project.config_link import ResolvedConfig, resolve_config_expression
-from dslint.script.names import dotted_name
 from dslint.script.project_facts import LaunchedConfig
-from dslint.script.walk import visit_tree
 
 if TYPE_CHECKING:
+    import libcst as cst
+
+    from dslint.project.config_link import ResolvedConfig
     from dslint.script.context import ScriptContext
 
 _OPENED_FOR_WRITING = re.compile(rb"""open\(\s*["']([^"'\n]+\.json)["']\s*,\s*(?:mode\s*=\s*)?["']w""")
@@ -58,6 +57,8 @@ def dumped_configs(context: ScriptContext) -> list[tuple[ResolvedConfig, Related
     """The dicts this module `json.dump`s into a launched config file (`ProjectFacts.dumped_configs`): inside
     `with open(<name>, "w") as f:` as `json.dump(cfg, f)`, or `json.dump(cfg, open(<name>, "w"))`; as far as they
     can be read, each with where the launch names the file."""
+    from dslint.project.config_link import resolve_config_expression  # libcst: the script's lint, not the index
+
     project = context.facts.project
     names = project.dumped_configs if project is not None else {}
     if not names:
@@ -72,6 +73,11 @@ def dumped_configs(context: ScriptContext) -> list[tuple[ResolvedConfig, Related
 
 def _dumps(module: cst.Module, names: Mapping[str, Related]) -> list[tuple[cst.Call, str]]:
     """`json.dump(x, <file>)` calls whose file is opened for writing by a launched name, with that name."""
+    import libcst as cst
+
+    from dslint.script.names import dotted_name
+    from dslint.script.walk import visit_tree
+
     found: list[tuple[cst.Call, str]] = []
     handles: list[dict[str, str]] = [{}]  # the `with ... as f` handles open around the node being visited
 
@@ -100,6 +106,8 @@ def _dumps(module: cst.Module, names: Mapping[str, Related]) -> list[tuple[cst.C
 
 
 def _opened_literal(node: cst.BaseExpression, names: Mapping[str, Related]) -> str | None:
+    import libcst as cst
+
     if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "open"):
         return None
     if not node.args or not isinstance(node.args[0].value, cst.SimpleString):
