@@ -44,7 +44,7 @@ from dslint.memory.model_states import (
 )
 from dslint.memory.params import ParamCount, from_script
 from dslint.memory.script_scan import ABSENT, ScriptMemoryFacts, TorchLoad, scan
-from dslint.project.config_link import load_config_tree
+from dslint.project.config_access import load_config_tree
 from dslint.project.describe import config_summary
 from dslint.project.world_size import WorldSize
 

@@ -17,7 +17,7 @@ from dslint.lint.result import FileResult
 from dslint.lint.script import lint_source
 from dslint.memory.forecast import FINDING_CODES, Overrides, forecast
 from dslint.memory.script_scan import scan
-from dslint.project.config_link import load_config_tree
+from dslint.project.config_access import load_config_tree
 from dslint.project.index import ConfigReading, ProjectIndex
 from dslint.project.launchers import parse_shell
 from dslint.project.world_size import WorldSize

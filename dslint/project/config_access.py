@@ -11,6 +11,9 @@ by the walk is the user's choice and is not judged here.
 A file that is neither named like a JSON/HJSON file nor starts as a JSON object (`{`, after a byte-order mark,
 blank lines and comments) is not taken for a config either: HJSON reads almost any `key: value` text (a passwd
 file, a YAML file) as an object, and its "keys" would be printed as unknown DeepSpeed settings.
+
+`load_config_tree` reads a config under these rules, parsed once per file and version (no libcst: the index reads
+configs too).
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ import os
 import re
 from pathlib import Path
 
+from dslint.config.tree import Node, ParseError, parse_text
+from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
 from dslint.project.deepspeed_version import project_root
-from dslint.project.inputs import find_written, is_file
+from dslint.project.inputs import find_written, is_file, record
 
 CONFIG_FILE_SUFFIXES = (".json", ".hjson", ".jsonc", ".json5")
 _LEADING = re.compile(r"\A(?:\ufeff|\s+|#[^\n]*|//[^\n]*|/\*.*?\*/)*", re.DOTALL)
@@ -94,3 +99,41 @@ def config_path(script: str, value: str) -> Path:
         if found is not None:
             return Path(found)
     return path
+
+
+def load_config_tree(path: Path, named_by: Path | str | None = None) -> Node | ParseError | NotRead | None:
+    """The parsed tree of a config file (cached per file and version), a ParseError, None if unreadable, or
+    NotRead for a file dslint does not read (`config_access`: outside the project of `named_by`, the file that
+    names it, None for the working directory; or not JSON/HJSON)."""
+    record(path)
+    reason = refusal(path, named_by)
+    if reason is not None:
+        return NotRead(reason)
+    try:
+        stat = path.stat()
+        resolved = path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+        return None
+    loaded = _load_tree_cached(str(resolved), stat.st_mtime_ns, stat.st_size)
+    if loaded is _NOT_JSON:
+        return NotRead(f"not read: {os.path.normpath(path)} is not a JSON or HJSON file")
+    return loaded if not isinstance(loaded, NotRead) else None
+
+
+_NOT_JSON = NotRead("not JSON")
+
+
+@functools.lru_cache(maxsize=256)
+def _load_tree_cached(path: str, mtime_ns: int, size: int) -> Node | ParseError | NotRead | None:
+    try:
+        text = read_capped(path, DEFAULT_MAX_CONFIG_SIZE, "max-config-size").decode("utf-8-sig")
+    except TooLarge as error:
+        return ParseError(str(error), 1, 1)
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not_a_config_text(Path(path), text) is not None:
+        return _NOT_JSON
+    try:
+        return parse_text(text)
+    except ParseError as error:
+        return error

@@ -14,7 +14,6 @@ Values that are not literals are `UNKNOWN`; a question whose answer depends on o
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -25,14 +24,13 @@ import libcst as cst
 
 from dslint.config import facts as config_facts
 from dslint.config.facts import Origin, is_auto
-from dslint.config.tree import UNKNOWN, Array, Node, Object, ParseError, node_at, parse_text, to_python
+from dslint.config.tree import UNKNOWN, Array, Node, Object, node_at, to_python
 from dslint.diagnostics import Related
-from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
 from dslint.model.engine import Engine
 from dslint.model.library import is_training_arguments_name
 from dslint.project.arguments_files import argument_file_configs
 from dslint.project.caller_configs import caller_arguments, strongest
-from dslint.project.config_access import NotRead, config_path, not_a_config_text, refusal
+from dslint.project.config_access import config_path, load_config_tree
 from dslint.project.config_edits import (
     Mutation,
     apply_mutation,
@@ -42,7 +40,6 @@ from dslint.project.config_edits import (
     module_index,
     tree_from_literal,
 )
-from dslint.project.inputs import record
 from dslint.project.trainer_launches import launched_for_trainer
 from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind, InitializeCall, Pos
@@ -133,44 +130,6 @@ class ResolvedConfig:
         if enabled is False and self.get("bfloat16") is not None:
             return self._enabled("bfloat16")  # DeepSpeed's older spelling of the section
         return enabled
-
-
-def load_config_tree(path: Path, named_by: Path | str | None = None) -> Node | ParseError | NotRead | None:
-    """The parsed tree of a config file (cached per file and version), a ParseError, None if unreadable, or
-    NotRead for a file dslint does not read (`config_access`: outside the project of `named_by`, the file that
-    names it, None for the working directory; or not JSON/HJSON)."""
-    record(path)
-    reason = refusal(path, named_by)
-    if reason is not None:
-        return NotRead(reason)
-    try:
-        stat = path.stat()
-        resolved = path.resolve()
-    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
-        return None
-    loaded = _load_tree_cached(str(resolved), stat.st_mtime_ns, stat.st_size)
-    if loaded is _NOT_JSON:
-        return NotRead(f"not read: {os.path.normpath(path)} is not a JSON or HJSON file")
-    return loaded if not isinstance(loaded, NotRead) else None
-
-
-_NOT_JSON = NotRead("not JSON")
-
-
-@functools.lru_cache(maxsize=256)
-def _load_tree_cached(path: str, mtime_ns: int, size: int) -> Node | ParseError | NotRead | None:
-    try:
-        text = read_capped(path, DEFAULT_MAX_CONFIG_SIZE, "max-config-size").decode("utf-8-sig")
-    except TooLarge as error:
-        return ParseError(str(error), 1, 1)
-    except (OSError, UnicodeDecodeError):
-        return None
-    if not_a_config_text(Path(path), text) is not None:
-        return _NOT_JSON
-    try:
-        return parse_text(text)
-    except ParseError as error:
-        return error
 
 
 def resolve_config(context: ScriptContext, engine: Engine) -> ResolvedConfig | None:

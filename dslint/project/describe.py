@@ -11,7 +11,7 @@ from typing import Any
 from dslint.config import facts as config_facts
 from dslint.config.facts import is_auto
 from dslint.config.tree import Object, node_at
-from dslint.project.config_link import load_config_tree
+from dslint.project.config_access import load_config_tree
 from dslint.project.index import ProjectIndex
 
 

@@ -20,7 +20,7 @@ from dslint.config.facts import batch_values
 from dslint.config.tree import UNKNOWN, Node, Object, ParseError
 from dslint.config.yaml_config import YAML_CONFIG_SUFFIXES, read_yaml_config
 from dslint.diagnostics import Location, Related
-from dslint.project.config_access import NotRead
+from dslint.project.config_access import NotRead, load_config_tree
 from dslint.project.inputs import absolute, read_input, shown_path
 from dslint.project.launch_issues import LaunchIssue
 from dslint.script.project_facts import LaunchWorldSize
@@ -86,9 +86,7 @@ def _batch_of(path: str) -> tuple[tuple[Any, Any, Any], Location, bool] | None:
     """The config file's (train, micro, accumulation), where its first batch key is written, and whether the
     config is the whole file (not a YAML file's `deepspeed:` section); None when the file does not read, a value
     is not a literal, or no batch value is given. A JSON/HJSON file is read as the scripts' configs are
-    (`config_link.load_config_tree`, parsed once per file)."""
-    from dslint.project.config_link import load_config_tree  # libcst: imported when a config is read
-
+    (`config_access.load_config_tree`, parsed once per file)."""
     root: Node | ParseError | NotRead | None
     if path.endswith(YAML_CONFIG_SUFFIXES):
         data = read_input(path)

@@ -17,11 +17,10 @@ import libcst as cst
 from dslint.config.facts import Origin
 from dslint.config.tree import Object, ParseError
 from dslint.diagnostics import Related
-from dslint.project.config_access import NotRead, config_path
+from dslint.project.config_access import NotRead, config_path, load_config_tree
 from dslint.project.config_link import (
     ResolvedConfig,
     edited_configs,
-    load_config_tree,
     resolve_config,
     returned_configs,
     trainer_configs,

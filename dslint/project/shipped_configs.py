@@ -16,6 +16,7 @@ from dslint.config import facts as config_facts
 from dslint.config.recognition import is_candidate, is_config_name, is_deepspeed_config
 from dslint.config.tree import Object, node_at
 from dslint.diagnostics import Related
+from dslint.project.config_access import load_config_tree
 from dslint.project.inputs import exists, record, shown_path
 
 # Folders beside a script where projects keep its configs.
@@ -54,8 +55,6 @@ def shipped_zero3(script: str) -> tuple[Related, ...]:
 def _shipped(script: str, folders: list[Path]) -> list[tuple[Path, int, tuple[int, int]]] | None:
     """Each DeepSpeed config file in `folders` and their config folders: its path, ZeRO stage and where the stage is
     written; None when there is none, too many, or one whose stage cannot be read."""
-    from dslint.project.config_link import load_config_tree  # libcst: imported when a config is read
-
     candidates: list[Path] = []
     for place in (place for folder in folders for place in (folder, *(folder / name for name in CONFIG_FOLDERS))):
         record(str(place))  # the listing is an input of the file's result (the result cache)

@@ -15,6 +15,7 @@ from dslint.model.engine import EngineConfig
 from dslint.model.summary import SummaryStore
 from dslint.model.values import InitSite
 from dslint.project.built_configs import built_stage
+from dslint.project.config_access import load_config_tree
 from dslint.project.inputs import is_file, shown_path
 from dslint.script.project_facts import LaunchedConfig, ProjectFacts
 
@@ -22,8 +23,6 @@ from dslint.script.project_facts import LaunchedConfig, ProjectFacts
 def config_stage(path: str, named_by: str | None = None) -> int | None:
     """The ZeRO stage a config file sets (0 when absent), or None when unreadable, not literal, or not read
     (`config_access`: outside the project of `named_by`, the file that names it)."""
-    from dslint.project.config_link import load_config_tree  # libcst: imported when a config is read
-
     tree = load_config_tree(Path(path), named_by)
     if not isinstance(tree, Object):
         return None
