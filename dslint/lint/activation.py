@@ -152,9 +152,7 @@ def _zero_from_project(project: ProjectFacts | None) -> bool:
 
 
 def _several_processes(project: ProjectFacts | None) -> bool:
-    return project is not None and any(
-        (launch.ranks_per_node or 0) > 1 or launch.one_per_gpu for launch in project.launches
-    )
+    return project is not None and any(launch.several_a_node for launch in project.launches)
 
 
 def in_text(data: bytes, project: ProjectFacts | None) -> Evidence:

@@ -6,7 +6,6 @@ import libcst as cst
 
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.script.project_facts import LaunchedConfig
 
 # The variables every rank gets from DeepSpeed's launcher (`launcher/launch.py`), torchrun and accelerate launch.
 RANK_VARIABLES = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE"})
@@ -125,7 +124,7 @@ class RankEnvironmentOverwritten(ScriptRule):
         project = self.facts.project
         if project is None:
             return
-        several = [launch for launch in project.launches if _several(launch)]
+        several = [launch for launch in project.launches if launch.several_a_node]
         if not several:
             return
         for target in node.targets:
@@ -152,11 +151,6 @@ class RankEnvironmentOverwritten(ScriptRule):
             return None
         key = element.value.evaluated_value
         return key if isinstance(key, str) and key in RANK_VARIABLES else None
-
-
-def _several(launch: LaunchedConfig) -> bool:
-    """A launch that starts several processes a node, or a distributed launcher whose count is the machine's."""
-    return (launch.ranks_per_node or 0) > 1 or launch.one_per_gpu
 
 
 def _constant(value: cst.BaseExpression) -> bool:

@@ -91,6 +91,11 @@ class LaunchedConfig:
         """The launcher starts a process for every GPU it finds (its count is the machine's, unknown here)."""
         return self.ranks_per_node is None and "every GPU" in self.world_source
 
+    @property
+    def several_a_node(self) -> bool:
+        """The launch starts several processes a node, or one a GPU (`one_per_gpu`)."""
+        return (self.ranks_per_node or 0) > 1 or self.one_per_gpu
+
 
 @dataclass(frozen=True)
 class LaunchWorldSize:
