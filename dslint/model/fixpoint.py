@@ -183,8 +183,7 @@ class ProjectModel(Evaluator):
         value yet; None when `value` is followed now."""
         if not isinstance(value, Param):
             return None
-        module = self.module(site.caller_path)
-        holder = module.function_at(site.line) if module is not None else None
+        holder = self._caller_function(site)
         if holder is None:
             return None
         key = (site.caller_path, holder, value.name)
