@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
+from dslint.model.bindings import Scope
 from dslint.model.library import is_trainer_class_name
 from dslint.script.facts import BindingKind, ScriptFacts, method_name
 from dslint.script.walk import own_nodes
@@ -129,19 +130,10 @@ def _trainers_model_after_training(facts: ScriptFacts, holder: cst.BaseExpressio
     the Trainer trained (its `model` attribute; DeepSpeed's engine is `trainer.model_wrapped`)."""
     if not (isinstance(holder, cst.Attribute) and holder.attr.value == "model" and isinstance(holder.value, cst.Name)):
         return False
-    trainer = holder.value.value
     if not _is_trainer(facts, holder.value, call):
         return False
-    scope, at = facts.scope_at(call), facts.start(call)
-    return any(
-        method_name(train) == "train"
-        and isinstance(train.func, cst.Attribute)
-        and isinstance(train.func.value, cst.Name)
-        and train.func.value.value == trainer
-        and facts.scope_at(train) is scope
-        and facts.start(train) < at
-        for train in _calls(facts)
-    )
+    at = facts.start(call)
+    return any(train < at for train in _trainings(facts, _calls(facts), holder.value.value, facts.scope_at(call)))
 
 
 def _model_saves(facts: ScriptFacts) -> Iterator[tuple[cst.Call, cst.BaseExpression]]:
@@ -173,18 +165,23 @@ def _trained_models(facts: ScriptFacts) -> list[tuple[cst.Name, int]]:
             model = call.args[0].value
         if not isinstance(model, cst.Name):
             continue
+        scope, at = facts.scope_at(call), facts.start(call)
         for trainer in _bound_names(facts, call):
-            for train in calls:
-                if (
-                    method_name(train) == "train"
-                    and isinstance(train.func, cst.Attribute)
-                    and isinstance(train.func.value, cst.Name)
-                    and train.func.value.value == trainer
-                    and facts.scope_at(train) is facts.scope_at(call)
-                    and facts.start(train) > facts.start(call)
-                ):
-                    found.append((model, facts.start(train)))
+            found.extend((model, train) for train in _trainings(facts, calls, trainer, scope) if train > at)
     return found
+
+
+def _trainings(facts: ScriptFacts, calls: list[cst.Call], trainer: str, scope: Scope) -> list[int]:
+    """Where `<trainer>.train()` is called in `scope`, among `calls`."""
+    return [
+        facts.start(train)
+        for train in calls
+        if method_name(train) == "train"
+        and isinstance(train.func, cst.Attribute)
+        and isinstance(train.func.value, cst.Name)
+        and train.func.value.value == trainer
+        and facts.scope_at(train) is scope
+    ]
 
 
 def _bound_names(facts: ScriptFacts, call: cst.Call) -> list[str]:
