@@ -86,9 +86,7 @@ def _launch(ranks_per_node: int | None, source: str):  # type: ignore[no-untyped
     ],
 )
 def test_several_processes(ranks_per_node: int | None, source: str, several: bool) -> None:
-    from dslint.rules.rank_environment_overwritten import _several
-
-    assert _several(_launch(ranks_per_node, source)) is several
+    assert _launch(ranks_per_node, source).several_a_node is several
 
 
 @pytest.mark.parametrize(
