@@ -12,7 +12,7 @@ from property_profiles import examples
 
 from dslint.framework.registry import all_rules
 from dslint.lint.file import certainly_untouched
-from dslint.lint.prefilter import may_create_engine, may_create_inference_engine
+from dslint.lint.prefilter import has_token_set, has_tokens, may_create_engine, may_create_inference_engine
 from dslint.lint.script import lint_source
 from dslint.script.collect import collect_facts
 
@@ -153,3 +153,26 @@ def test_a_zero_source_named_only_in_a_docstring_settles_the_from_pretrained_rul
     )
     found = lint_source("load.py", called.encode())
     assert not found.skipped and [d.code for d in found.diagnostics] == ["DSL207"], found.diagnostics
+
+
+_TOKEN_PIECES = ["SFT", "Config", "save_", "model", "state", "deepspeed", "to", " ", "\n"]
+
+
+@settings(max_examples=examples(300))
+@given(
+    st.lists(st.sampled_from(_TOKEN_PIECES), max_size=12).map("".join),
+    st.lists(
+        st.lists(st.sampled_from([b"SFTConfig", b"Config", b"save_model", b"save_state", b"save_", b"to"]), max_size=3),
+        max_size=3,
+    ),
+)
+@example("SFTConfig", [[b"SFTConfig"]])
+@example("Config save_", [[b"SFTConfig"], [b"save_model"]])
+@example("save_state to", [[b"save_model"], [b"save_state", b"to"]])
+def test_the_token_test_answers_as_plain_substring_tests(text: str, token_sets: list[list[bytes]]) -> None:
+    """The memo and the stems' early answers (`prefilter.STEMS`) change only how fast the token test is."""
+    data = text.encode()
+    expected = any(all(token in data for token in tokens) for tokens in token_sets)
+    assert has_token_set(data, token_sets) is expected
+    for tokens in token_sets:
+        assert has_tokens(data, tokens) is all(token in data for token in tokens)
