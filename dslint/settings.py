@@ -129,10 +129,25 @@ class Settings:
         root = self._resolved_root
         if root is None:
             return None
+        name = path.name
+        if name not in ("", ".", "..") and not os.path.islink(path):
+            # a walk asks about every file of a folder: the folder's own relative path is worked out once
+            folder = self._relative_folders.get(path.parent, False)
+            if folder is False:
+                folder = self._relative_folders[path.parent] = self._relative_to_root(path.parent, root)
+            if folder is not None:
+                return name if folder == "." else f"{folder}/{name}"
+        return self._relative_to_root(path, root)
+
+    def _relative_to_root(self, path: Path, root: Path) -> str | None:
         try:
             return self._resolve(path).relative_to(root).as_posix()
         except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
             return None
+
+    @functools.cached_property
+    def _relative_folders(self) -> dict[Path, str | None]:
+        return {}
 
     def _resolve(self, path: Path) -> Path:
         """`path.resolve()`, with each directory resolved once (a walk asks about every file in it)."""
@@ -396,6 +411,10 @@ class SettingsResolver:
         self._pins = PinFinder()
 
     def for_path(self, path: Path) -> Settings:
+        # a folder asked about again is known without asking the file system whether it is one
+        cached = self._by_directory.get(Path(os.path.abspath(path)))
+        if cached is not None:
+            return cached
         directory = path if path.is_dir() else path.parent
         directory = Path(os.path.abspath(directory))
         cached = self._by_directory.get(directory)

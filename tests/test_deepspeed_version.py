@@ -387,3 +387,26 @@ def test_the_roots_own_install_script_pins_the_project(tmp_path: Path) -> None:
     other = tmp_path / "other"
     _project(other, {"README.md": "# x\n", "train.sh": script})
     assert find_pin(other) is None
+
+
+def test_a_project_root_is_told_by_its_files(tmp_path: Path) -> None:
+    """What makes a folder a project root: a marker that exists past its links, a requirements file (not a folder
+    of that name), a requirements folder of text files, any Dockerfile."""
+    from dslint.project.deepspeed_version import project_root
+
+    def root(*files: str, folders: tuple[str, ...] = (), links: tuple[str, ...] = ()) -> bool:
+        folder = tmp_path / f"case{len(list(tmp_path.iterdir()))}" / "inner"
+        folder.mkdir(parents=True)
+        for name in files:
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text("")
+        for name in folders:
+            (folder / name).mkdir()
+        for name in links:
+            (folder / name).symlink_to(folder / "missing")
+        return project_root(folder) == folder
+
+    assert root("setup.py") and root("pyproject.toml") and root("requirements.txt") and root("requirements-dev.txt")
+    assert root("requirements/base.txt") and root("Dockerfile.gpu") and root(folders=(".git",))
+    assert not root("train.py") and not root("requirements/notes.md") and not root("requirements.in")
+    assert not root(folders=("requirements-dev.txt",)) and not root(links=("setup.py", "requirements.txt"))

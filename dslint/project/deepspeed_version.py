@@ -24,6 +24,7 @@ refuses is reported too, naming the newest release and the pin.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -313,9 +314,21 @@ def project_root(directory: Path) -> Path | None:
 
 
 def _is_project_root(directory: Path) -> bool:
-    if any((directory / name).exists() for name in PROJECT_MARKERS) or _requirement_files(directory):
-        return True
-    return any(directory.glob("Dockerfile*"))
+    """A project file, requirements or a Dockerfile here. Asked of every folder a run walks: its names are listed
+    once, and only those that match are asked further (a marker must exist past its links, a requirements file
+    must be a file), as `_requirement_files` and the globs would."""
+    try:
+        names = os.listdir(directory)
+    except OSError:  # not a readable folder: no file in it can be found either
+        return False
+    for name in names:
+        if name in PROJECT_MARKERS and (directory / name).exists():
+            return True
+        if name.startswith("requirements") and name.endswith(".txt") and (directory / name).is_file():
+            return True
+        if name.startswith("Dockerfile"):
+            return True
+    return "requirements" in names and bool(_requirement_files(directory))
 
 
 class PinFinder:
