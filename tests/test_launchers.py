@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 from dslint.project.accelerate_yaml import parse_accelerate_yaml
 from dslint.project.config_reading import creates_engine
@@ -163,6 +165,26 @@ deepspeed d.py
         ("c.py", "examples/elsewhere"),  # a folder that was not cloned stays a folder of this repository
         ("d.py", "/tmp"),  # out of a dependency's clone: back where it was made
     ]
+
+
+def test_a_clone_inside_a_clone_is_where_its_reader_runs_whatever_the_hash_seed() -> None:
+    """A document that clones the same repository twice in one session (the second time from inside the first
+    clone) has the reader in the inner clone: the answer is the innermost clone's, never the order of a set."""
+    text = """git clone https://github.com/someone/tiny_trainer.git
+cd tiny_trainer
+make
+git clone https://github.com/someone/tiny_trainer.git
+cd tiny_trainer
+deepspeed train.py --deepspeed configs/z2.json
+"""
+    launches = parse_shell("README.md", text)
+    assert [(lnch.script, lnch.directory) for lnch in launches] == [("train.py", "")]
+    for seed in ("1", "2", "3"):
+        code = "from dslint.project.launchers import parse_shell; import sys; "
+        code += "print([l.directory for l in parse_shell('README.md', sys.stdin.read())])"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        shown = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True, text=True, env=env)
+        assert shown.stdout.strip() == "['']", shown.stderr
 
 
 def test_the_launchers_own_directory_is_known_wherever_it_is_started() -> None:

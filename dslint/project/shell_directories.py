@@ -103,8 +103,10 @@ def change_directory(segment: str, directory: str, pushed: list[str]) -> str | N
 def in_clone(directory: str, clones: set[str]) -> str:
     """Where a command runs in this repository: inside a folder an earlier `git clone` made (`clones`, each
     where it was made), as a README's `git clone URL` then `cd NAME` has it, the reader is in this repository;
-    a `cd ..` out of the clone (after installing a dependency cloned beside it) is back where it was."""
-    for clone in clones:
+    a `cd ..` out of the clone (after installing a dependency cloned beside it) is back where it was. Of clones
+    made one inside another (a block run twice clones again inside the first clone), the innermost holding the
+    directory is the one the reader is in: longest first, never the set's order."""
+    for clone in sorted(clones, key=lambda folder: (-len(folder), folder)):
         if directory == clone:
             return ""
         if directory.startswith(clone + os.sep):
