@@ -7,6 +7,7 @@ module only through `from common import *` (DSL201, fixtures/projects/star_modul
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from fixture_support import FIXTURES
 
@@ -85,3 +86,23 @@ def test_names_a_star_import_brings_make_the_modules_initialize_and_loads_known(
     assert [(path, line, code) for path, line, code, *_ in found] == [("agents/delta.py", 18, "DSL201")]
     assert found[0][3].startswith("torch.load with a CUDA map_location puts the whole checkpoint on one GPU")
     # listed/runner.py: exports.py's __all__ leaves deepspeed and torch out, so nothing there is DeepSpeed's
+
+
+def test_a_relative_import_reaches_initialize_and_torch_only_from_inside_their_packages(tmp_path: Path) -> None:
+    """`from . import initialize` is `deepspeed.initialize` only in a file of a folder named `deepspeed` (the
+    package's name is its folders'): there the save is an engine's; the same text in another package is not."""
+    from dslint.model.gpu_saves import gpu_loads
+    from dslint.model.summary import SummaryStore
+
+    save = "import torch\nfrom . import initialize\nengine, *_ = initialize(model=m)\n"
+    save += 'torch.save(engine.state_dict(), "weights.pt")\n'
+    load = 'import torch\nstate = torch.load("weights.pt")\n'
+    for package, expected in (("deepspeed", True), ("trainer", False)):
+        folder = tmp_path / package / package
+        folder.mkdir(parents=True)
+        files = {folder / "__init__.py": "", folder / "train.py": save, tmp_path / package / "load.py": load}
+        for path, text in files.items():
+            path.write_text(text)
+        sources = {str(path): text.encode() for path, text in files.items()}
+        loads = gpu_loads(SummaryStore(sources, Path.exists), list(sources))
+        assert (str(tmp_path / package / "load.py") in loads) is expected

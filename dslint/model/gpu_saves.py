@@ -22,6 +22,7 @@ import ast
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
 
@@ -49,7 +50,8 @@ def gpu_loads(store: SummaryStore, paths: list[str]) -> dict[str, dict[int, GpuF
     saved: dict[str, GpuFile] = {}
     for path in paths:
         data = store.sources.get(path, b"")
-        if b"initialize" in data and b"save" in data and _may_name(data, b"torch") and _may_name(data, b"deepspeed"):
+        engine_text = b"initialize" in data and b"save" in data
+        if engine_text and _may_name(data, "torch", path) and _may_name(data, "deepspeed", path):
             summary = store.get(path)
             if summary is not None:
                 for found in _engine_saves(summary):
@@ -58,7 +60,7 @@ def gpu_loads(store: SummaryStore, paths: list[str]) -> dict[str, dict[int, GpuF
     answers: dict[str, dict[int, GpuFile]] = {}
     for path in paths:
         data = store.sources.get(path, b"")
-        if b"load" not in data or not _may_name(data, b"torch") or not _may_read_gpu_file(data, pieces):
+        if b"load" not in data or not _may_name(data, "torch", path) or not _may_read_gpu_file(data, pieces):
             continue
         summary = store.get(path)
         if summary is None:
@@ -75,10 +77,11 @@ def gpu_loads(store: SummaryStore, paths: list[str]) -> dict[str, dict[int, GpuF
 _RELATIVE_IMPORT = re.compile(rb"\bfrom[\s\\]*\.")
 
 
-def _may_name(data: bytes, module: bytes) -> bool:
+def _may_name(data: bytes, module: str, path: str) -> bool:
     """Whether the text could import `module` (the summary's imports qualify a call only through the module's own
-    import statements: the name written, or a relative import resolved against the package)."""
-    return module in data or _RELATIVE_IMPORT.search(data) is not None
+    import statements: the name written, or a relative import resolved against the package, whose dotted name is
+    made of the folders the file sits in: `module` must be one of them)."""
+    return module.encode() in data or (module in Path(path).parts[:-1] and _RELATIVE_IMPORT.search(data) is not None)
 
 
 def _may_read_gpu_file(data: bytes, saved: list[list[bytes]]) -> bool:
