@@ -133,7 +133,9 @@ class ProjectModel(Evaluator):
                 if any(v is not None for v in site.arguments.values()) and site.callee not in self.summaries:
                     queue.append(site.callee)
             followed = len(self.calls)
-            names = {q.rpartition(".")[2] for (_, q), summary in self.summaries.items() if q and self._worth(summary)}
+            holders = {key[:2] for key in self.model_parameters}  # once a pass, not once a function
+            summaries = self.summaries.items()
+            names = {q.rpartition(".")[2] for (_, q), summary in summaries if q and self._worth(summary, holders)}
             names.update(self._handing_followed())
             # classes keeping an engine in an attribute: who builds them reads it (`pair = EnginePair(...)`)
             names.update(
@@ -270,11 +272,12 @@ class ProjectModel(Evaluator):
                     for builder in value.builders():
                         self.model_builders.setdefault(builder, init)
 
-    def _worth(self, summary: FunctionSummary) -> bool:
-        """Functions whose callers must be seen: they return an engine, or hand a parameter to initialize."""
+    def _worth(self, summary: FunctionSummary, holders: set[tuple[str, str]]) -> bool:
+        """Functions whose callers must be seen: they return an engine, or hand a parameter to initialize (the
+        functions `holders` names: those of `model_parameters`)."""
         if any(isinstance(r, (Results, Keyed, Item)) or holds_library_function(r) for r in summary.returns):
             return True
-        return any(key[:2] == (summary.path, summary.qualname) for key in self.model_parameters)
+        return (summary.path, summary.qualname) in holders
 
     def _initializing(self, module: ModuleSummary) -> list[str]:
         """The functions of a module (and "" for module-level code) that call deepspeed.initialize or hold it as a
