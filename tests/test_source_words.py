@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import re
 
-from dslint.model.source_words import SourceWords, _renamed
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from property_profiles import examples
+
+from dslint.model.source_words import _CLASS_BASES, _IMPORT_LINE, _PARENTHESIZED_IMPORT, SourceWords, _renamed
 from dslint.model.summary import calls
 
 SOURCES = {
@@ -79,3 +83,88 @@ def test_aliases_are_the_names_import_lines_rename_a_name_to() -> None:
     assert words.aliases("main") == {"run_x", "run_y"}
     assert words.aliases("numpy") == {"np"}
     assert words.aliases("open") == set()  # a `with ... as` is no import
+
+
+# Sources built of the pieces the patterns look for (line starts, `class`, `from`/`import`, `as`, parentheses,
+# white space of every kind, non-ASCII bytes), so that the drawn texts hit their edges
+_PIECES = st.sampled_from(
+    [
+        b"class",
+        b"from",
+        b"import",
+        b"as",
+        b"def",
+        b"x",
+        b"Ab",
+        b"_1",
+        b"mod.sub",
+        b"(",
+        b")",
+        b"((",
+        b",",
+        b".",
+        b" ",
+        b"\t",
+        b"\n",
+        b"\r",
+        b"\f",
+        b"\\",
+        b"#",
+        b"'",
+        "\u00e9".encode(),
+    ]
+)
+_TEXTS = st.lists(_PIECES, max_size=40).map(b"".join)
+_OLD_CALLED = re.compile(rb"\b(\w+)\(")
+_OLD_CLASS_BASES = re.compile(rb"^[ \t]*class\s+\w+\s*\(([^)]*)", re.MULTILINE)
+_OLD_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from|import)\b[^\n]*", re.MULTILINE)
+_OLD_PARENTHESIZED_IMPORT = re.compile(rb"^[ \t]*from\s+[\w.]+\s+import\s*\(([^)]*)\)", re.MULTILINE)
+
+
+@given(_TEXTS)
+@example(b"class A(\nclass B(x)")  # a match spanning lines: findall goes on after it, not at the next line
+@example(b"from a import (b,\nfrom c import (d)")
+@example(b"class A(x\n")  # a match ending right after a newline
+@settings(max_examples=examples(400))
+def test_line_start_patterns_find_what_the_multiline_patterns_find(text: bytes) -> None:
+    assert _CLASS_BASES.findall(text) == _OLD_CLASS_BASES.findall(text)
+    assert _IMPORT_LINE.findall(text) == _OLD_IMPORT_LINE.findall(text)
+    assert _PARENTHESIZED_IMPORT.findall(text) == _OLD_PARENTHESIZED_IMPORT.findall(text)
+
+
+@given(st.lists(_TEXTS, min_size=1, max_size=4))
+@example(["a(b(\u00e9(".encode(), b"((x ( y(", b"from m import (f as g,\n h as i)\nimport k as l"])
+@settings(max_examples=examples(200))
+def test_every_index_answers_what_its_pattern_per_source_answers(texts: list[bytes]) -> None:
+    """Each index against the per-source patterns it was first written with, for every word the texts hold."""
+    sources = {f"/p/{i}.py": text for i, text in enumerate(texts)}
+    words = SourceWords(sources)
+    names = {w.decode() for text in texts for w in re.findall(rb"\w+", text)} | {"x", "b", "as"}
+    for name in sorted(names):
+        needle = name.encode()
+        if name.isidentifier():
+            assert words.calling(name) == [p for p, d in sources.items() if needle + b"(" in d], name
+            assert words.calling(name) == [
+                p for p, d in sources.items() if any(w.endswith(needle) for w in _OLD_CALLED.findall(d))
+            ], name
+            assert words.class_word(name) == [
+                p
+                for p, d in sources.items()
+                if any(needle in re.findall(rb"\w+", bases) for bases in _OLD_CLASS_BASES.findall(d))
+                or needle in re.findall(rb"\b(\w+)(?=\s+as\s+\w)", d)
+            ], name
+        assert words.importing(name) == [
+            p
+            for p, d in sources.items()
+            if b"import" in d and any(needle in re.findall(rb"\w+", line) for line in _OLD_IMPORT_LINE.findall(d))
+        ], name
+        old_lines = [
+            line
+            for d in sources.values()
+            if b" as " in d and b"import" in d
+            for line in (*_OLD_IMPORT_LINE.findall(d), *_OLD_PARENTHESIZED_IMPORT.findall(d))
+        ]
+        renamed = {
+            a.decode() for line in old_lines for o, a in re.findall(rb"\b(\w+)\s+as\s+(\w+)", line) if o == needle
+        }
+        assert words.aliases(name) == renamed, name

@@ -16,6 +16,12 @@ source, and answers exactly what the scan per name answered (same files, in the 
 
 Both test ASCII word characters, as the patterns they replace did; a name with other characters is answered by
 the scan (`None`: the caller scans).
+
+The passes are written so that `re` can skip ahead in C instead of trying its pattern at every byte (which cost
+seconds on a large tree): each pattern searched through whole sources leads with a literal. The words before `(`
+are read from the reversed source, where `(` leads (`_CALLED`); a pattern anchored at a line start (`^`) is
+searched from the newline before the line (`_AtLineStart`); `as` leads the search for the words before `as WORD`
+(`_renamed`). The import lines are found once for both `importing` and `aliases`.
 """
 
 from __future__ import annotations
@@ -24,28 +30,57 @@ import bisect
 import re
 from collections.abc import Callable
 
-_CALLED = re.compile(rb"\b(\w+)\(")
-_CLASS_BASES = re.compile(rb"^[ \t]*class\s+\w+\s*\(([^)]*)", re.MULTILINE)
+# A maximal run of word characters right before a `(`, read in the reversed source (`(` first, the run reversed):
+# the same runs as `\b(\w+)\(` in the source, which tries a word at every position
+_CALLED = re.compile(rb"\((\w+)")
 _WORD = re.compile(rb"\w+")
-_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from|import)\b[^\n]*", re.MULTILINE)
 # `as` between white space and a word: the literal `as` leads the pattern, so the engine skips to each `as`
 # instead of trying a word at every position (the word before it is found backwards: `_renamed`)
 _AS = re.compile(rb"as(?=\s+\w)")
 _IMPORT_ALIAS = re.compile(rb"\b(\w+)\s+as\s+(\w+)")
-_PARENTHESIZED_IMPORT = re.compile(rb"^[ \t]*from\s+[\w.]+\s+import\s*\(([^)]*)\)", re.MULTILINE)
 _WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _SPACE_BYTES = frozenset(b" \t\n\r\f\v")
+
+
+class _AtLineStart:
+    """The pattern `^BODY` under re.MULTILINE, searched for as `\\nBODY` (and BODY at the source's start): a
+    leading literal lets `re` skip from newline to newline, where `^` is tried at every position. `findall` gives
+    what `re.compile(b"^" + BODY, re.MULTILINE).findall` gives (BODY holding one group, never matching empty)."""
+
+    def __init__(self, body: bytes) -> None:
+        self.first = re.compile(body)
+        self.after_newline = re.compile(b"\n" + body)
+
+    def findall(self, data: bytes) -> list[bytes]:
+        found: list[bytes] = []
+        end = 0
+        match = self.first.match(data)
+        if match is not None:
+            found.append(match.group(1))
+            end = match.end()
+        # findall goes on where the last match ended: a line start there, or after, is a newline at `end - 1` or
+        # after (a match spanning lines may end right after a newline)
+        while (match := self.after_newline.search(data, max(end - 1, 0))) is not None:
+            found.append(match.group(1))
+            end = match.end()
+        return found
+
+
+_CLASS_BASES = _AtLineStart(rb"[ \t]*class\s+\w+\s*\(([^)]*)")
+_IMPORT_LINE = _AtLineStart(rb"([ \t]*(?:from|import)\b[^\n]*)")
+_PARENTHESIZED_IMPORT = _AtLineStart(rb"[ \t]*from\s+[\w.]+\s+import\s*\(([^)]*)\)")
 
 
 class SourceWords:
     def __init__(self, sources: dict[str, bytes]) -> None:
         self.sources = sources
         self._order: dict[str, int] | None = None
-        self._called: dict[bytes, list[int]] | None = None  # word before `(` -> the files (by order) holding it
-        self._reversed: list[bytes] = []  # those words reversed, sorted: a suffix is a prefix range
+        # the words before `(`, reversed (a suffix is a prefix range of them, sorted) -> the files (by order)
+        self._called: dict[bytes, list[int]] | None = None
+        self._reversed: list[bytes] = []  # those reversed words, sorted
         self._class_words: dict[bytes, list[int]] | None = None
         self._import_words: dict[bytes, list[int]] | None = None
-        self._aliases: dict[bytes, set[bytes]] | None = None
+        self._aliases: dict[bytes, set[bytes]] = {}
         self._paths: list[str] = []
 
     def _number(self) -> None:
@@ -67,15 +102,15 @@ class SourceWords:
         if not name.isascii() or not name.isidentifier():
             return None
         if self._called is None:
-            self._called = self._index(lambda data: set(_CALLED.findall(data)) if b"(" in data else set())
-            self._reversed = sorted(word[::-1] for word in self._called)
+            self._called = self._index(lambda data: set(_CALLED.findall(data[::-1])) if b"(" in data else set())
+            self._reversed = sorted(self._called)
         needle = name.encode()[::-1]
         start = bisect.bisect_left(self._reversed, needle)
         numbers: set[int] = set()
         for reversed_word in self._reversed[start:]:
             if not reversed_word.startswith(needle):
                 break
-            numbers.update(self._called[reversed_word[::-1]])
+            numbers.update(self._called[reversed_word])
         return [self._paths[n] for n in sorted(numbers)]
 
     def class_word(self, name: str) -> list[str] | None:
@@ -89,40 +124,40 @@ class SourceWords:
 
     def importing(self, word: str) -> list[str]:
         """The sources with `word` as a whole word of an import line, in the sources' order."""
-        if self._import_words is None:
-            self._import_words = self._index(_import_words)
+        self._read_imports()
+        assert self._import_words is not None
         return [self._paths[n] for n in self._import_words.get(word.encode(), ())]
 
     def aliases(self, name: str) -> set[str]:
-        """The names import lines of any source rename `name` to (`name as other`), from one pass over them."""
-        if self._aliases is None:
-            self._aliases = {}
-            for data in self.sources.values():
-                if b" as " not in data or b"import" not in data:
-                    continue
-                for line in (*_IMPORT_LINE.findall(data), *_PARENTHESIZED_IMPORT.findall(data)):
+        """The names import lines of any source rename `name` to (`name as other`)."""
+        self._read_imports()
+        return {alias.decode() for alias in self._aliases.get(name.encode(), ())}
+
+    def _read_imports(self) -> None:
+        """The words of every source's import lines and the renamings they write, from one search for them."""
+        if self._import_words is not None:
+            return
+        self._number()
+        self._import_words = {}
+        for number, data in enumerate(self.sources.values()):
+            lines = _IMPORT_LINE.findall(data) if b"import" in data else []
+            # the lines joined by a byte no word holds: their words, from one call
+            for word in set(_WORD.findall(b"\n".join(lines))):
+                self._import_words.setdefault(word, []).append(number)
+            if b" as " in data and b"import" in data:
+                for line in (*lines, *_PARENTHESIZED_IMPORT.findall(data)):
                     for original, alias in _IMPORT_ALIAS.findall(line):
                         self._aliases.setdefault(original, set()).add(alias)
-        return {alias.decode() for alias in self._aliases.get(name.encode(), ())}
 
 
 def _class_words(data: bytes) -> set[bytes]:
     """The words inside a class statement's bases, and those before `as WORD`."""
     found: set[bytes] = set()
     if b"class" in data:
-        for match in _CLASS_BASES.finditer(data):
-            found.update(_WORD.findall(match.group(1)))
+        for bases in _CLASS_BASES.findall(data):
+            found.update(_WORD.findall(bases))
     if b"as" in data:
         found.update(_renamed(data))
-    return found
-
-
-def _import_words(data: bytes) -> set[bytes]:
-    """The words of the lines starting with `from` or `import`."""
-    found: set[bytes] = set()
-    if b"import" in data:
-        for line in _IMPORT_LINE.findall(data):
-            found.update(_WORD.findall(line))
     return found
 
 
