@@ -18,7 +18,15 @@ PACKAGES = ("dslint", "runtime_check")
 LAYERS: list[tuple[str, list[str]]] = [
     (
         "diagnostics",
-        ["dslint", "dslint.diagnostics", "dslint.selection", "dslint.gitignore", "dslint.limits", "dslint.collector"],
+        [
+            "dslint",
+            "dslint.diagnostics",
+            "dslint.selection",
+            "dslint.gitignore",
+            "dslint.limits",
+            "dslint.collector",
+            "dslint.beside",
+        ],
     ),
     ("model", ["dslint.model.*"]),
     ("facts", ["dslint.config.*", "dslint.script.*"]),

@@ -304,7 +304,8 @@ def run_check(
         try:
             items = [(job.path, job.selection) for job in files]
             limits = [job.settings.limits for job in files]
-            project = index_project([job.path for job in files], tuple(named) or (".",), cache)
+            workers = jobs if jobs is not None else (os.cpu_count() or 1)
+            project = index_project([job.path for job in files], tuple(named) or (".",), cache, workers)
             linted = lint_files(items, jobs, world_size, progress.advance, limits, project, cache)
         finally:
             progress.finish()

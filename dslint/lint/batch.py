@@ -44,18 +44,22 @@ class FileFailure:
     message: str
 
 
-def index_project(files: Sequence[Path], paths: Sequence[str], cache: ResultCache | None = None) -> ProjectIndex:
+def index_project(
+    files: Sequence[Path], paths: Sequence[str], cache: ResultCache | None = None, jobs: int | None = None
+) -> ProjectIndex:
     """The project index over the files about to be linted, computed once, before any of them is; from `cache`
-    when it holds one built over the same files, launchers and inputs."""
+    when it holds one built over the same files, launchers and inputs. `jobs`: the processes the run may use
+    (None: one); with two or more, half of the build runs in a forked child beside the other (`beside`)."""
+    beside = jobs is not None and jobs > 1
     if cache is None:
-        return build_project_index(files, paths)
+        return build_project_index(files, paths, beside)
     python = sorted(absolute(f) for f in files if str(f).endswith(".py"))
     key = digest("index", code_fingerprint(), os.getcwd(), tuple(paths), python, launcher_files(paths or ["."]))
     cached = cache.get(key)
     if isinstance(cached, ProjectIndex):
         return cached
     with recording() as inputs:
-        index = build_project_index(files, paths)
+        index = build_project_index(files, paths, beside)
     cache.put(key, index, inputs)
     return index
 

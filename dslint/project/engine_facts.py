@@ -115,8 +115,15 @@ def follow_engines(
     """Run the project fixpoint from the files that make engines (`producers`) and hand each file what it
     learns (`files`, by absolute path, updated in place); a config file an initialize call names by a literal
     is recorded as initialize's in `readers`. Returns the initialize sites (path, line, function)."""
-    store = model.store
     model.analyse_all(producers)
+    return record_engines(files, readers, model)
+
+
+def record_engines(
+    files: dict[str, ProjectFacts], readers: dict[str, set[str]], model: ProjectModel
+) -> list[tuple[str, int, str]]:
+    """`follow_engines` once the fixpoint has run (`ProjectModel.analyse_all`)."""
+    store = model.store
     sites = sorted((site.path, site.line, site.qualname) for site in model.inits.values())
     for init_site in model.inits.values():  # `initialize(config="ds.json")`: that file is initialize's
         config = engine_config(files, init_site) if isinstance(init_site.config, ast.Constant) else None

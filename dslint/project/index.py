@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from dslint.beside import Beside
 from dslint.collector import paused
 from dslint.config import facts as config_facts
 from dslint.diagnostics import Related
@@ -25,7 +26,7 @@ from dslint.model.fixpoint import ProjectModel
 from dslint.model.gpu_saves import GpuFile, gpu_loads
 from dslint.model.star_imports import star_aliases
 from dslint.model.summary import SummaryStore
-from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_yaml, yaml_boolean
+from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_yaml
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import framework_configs, replaced_keys
 from dslint.project.config_reading import (
@@ -51,19 +52,25 @@ from dslint.project.document_configs import (
     may_hold_config,
 )
 from dslint.project.dumped_configs import dumped_config_names
-from dslint.project.engine_facts import facts_of, follow_engines, record_pretrained_loads, record_state_saving_calls
+from dslint.project.engine_facts import (
+    facts_of,
+    follow_engines,
+    record_engines,
+    record_pretrained_loads,
+    record_state_saving_calls,
+)
 from dslint.project.inputs import absolute as absolute
-from dslint.project.inputs import exists, find_written, is_file, read_input, shown_path
+from dslint.project.inputs import exists, find_written, read_input, record, recording, shown_path
 from dslint.project.launch_batches import batch_issues
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import LaunchIssue, LaunchSite, file_names_under, launch_issues
+from dslint.project.launched_configs import launched_config
 from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, writes_passed_config
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.python_launchers import python_launch_text
-from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
 from dslint.project.written_configs import written_config_issues
-from dslint.script.project_facts import TRAINER_YAML, LaunchedConfig, LaunchWorldSize, ProjectFacts
+from dslint.script.project_facts import LaunchedConfig, LaunchWorldSize, ProjectFacts
 
 LAUNCHER_SUFFIXES = (".sh", ".bash", "Makefile", "makefile", ".mk")
 # Read too: launch commands in documents (Markdown and reStructuredText code blocks, a notebook's `!` lines and
@@ -223,20 +230,58 @@ def launcher_files(paths: Sequence[str]) -> list[str]:
     return _walk_launchers(paths)
 
 
-def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]) -> ProjectIndex:
+def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str], beside: bool = False) -> ProjectIndex:
     """The index of the project under `paths` (the paths given on the command line), over `python_files`
     (the Python files discovered there). The cyclic garbage collector is paused meanwhile: the build keeps
     millions of `ast` nodes alive (the module summaries) and makes next to no reference cycles, so its full
     collections, each a walk over every live node, were half the build's CPU time on a large tree and freed
     nothing (the same peak memory without them); inside `dslint.collector.uncollected`, what it made stays out
-    of the collector's sight after it too."""
+    of the collector's sight after it too.
+
+    `beside`: the launchers, and the facts read from the module summaries alone, are read in a forked child while
+    this process runs the engine fixpoint (`dslint.beside`: two halves of one build on two cores); the index is
+    the same either way."""
     with paused():
-        return _build_project_index(python_files, paths)
+        return _build_project_index(python_files, paths, beside)
 
 
-def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]) -> ProjectIndex:
-    roots = tuple(absolute(p) if os.path.isdir(p) else absolute(Path(p).parent) for p in (paths or ["."]))
-    index = ProjectIndex(roots)
+@dataclass
+class _LaunchHalf:
+    """What the build reads without the engine fixpoint: the launchers and the literal configs of the code (in
+    `index`), and the facts of the modules' summaries alone; `inputs`: the files read on the way."""
+
+    index: ProjectIndex
+    star_imports: dict[str, dict[str, str]]
+    gpu_loads: dict[str, dict[int, GpuFile]]
+    cuda_parameters: dict[str, dict[str, dict[str, Related]]]
+    inputs: list[str]
+
+
+def _launch_half(
+    files: list[str], sources: dict[str, bytes], producers: list[str], store: SummaryStore, paths: Sequence[str]
+) -> _LaunchHalf:
+    roots = tuple(absolute(p) if os.path.isdir(p) else absolute(Path(p).parent) for p in paths)
+    with recording() as inputs:
+        index = ProjectIndex(roots)
+        engines = set(producers)
+        for path, data in sources.items():
+            trainer_literals(index, path, data, roots)
+            if path in engines:
+                opened_literals(index, path, data, roots)
+        _read_launchers(index, paths, roots, {path: sources.get(path) for path in files})  # each file read once
+        record_chosen_configs(index, sources, roots)
+        stars = {
+            path: star_aliases(store, path)
+            for path, data in sources.items()
+            if b"import *" in data or b"import*" in data
+        }
+        gpu = gpu_loads(store, list(sources))
+        cuda = cuda_parameters(store)
+    return _LaunchHalf(index, {path: brought for path, brought in stars.items() if brought}, gpu, cuda, list(inputs))
+
+
+def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str], beside: bool) -> ProjectIndex:
+    paths = paths or ["."]
     files = [absolute(file) for file in python_files]
     sources: dict[str, bytes] = {}
     producers: list[str] = []
@@ -247,21 +292,27 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
         if data is None:
             continue
         sources[path] = data
-        trainer_literals(index, path, data, roots)
         if creates_engine(data):
             producers.append(path)
-            opened_literals(index, path, data, roots)
-    _read_launchers(index, paths or ["."], roots, {path: sources.get(path) for path in files})  # each file read once
-    record_chosen_configs(index, sources, roots)
     store = SummaryStore(sources, exists)
+    model = ProjectModel(store)  # one model: the engine fixpoint, then the state-saving calls, read it
+    read_half = functools.partial(_launch_half, files, sources, producers, store, paths)
+    half = Beside(read_half) if beside and producers else None  # without an engine there is no fixpoint to wait on
+    if half is None:
+        launched = read_half()
+    analysed = _analysed(model, producers)
+    if half is not None:
+        launched = half.result()
+        for path in launched.inputs:  # read in the child: inputs of this build all the same
+            record(path)
+    index = launched.index
+    roots = index.root_paths
     follow_imported_readers(index, store)
     for config, reader, _ in framework_configs(sources, store):
         index.config_readers.setdefault(config, set()).add(reader)
     # A folder whose code never touches DeepSpeed (or holds no code: configs shipped for an upstream script that
     # a README runs) hands its configs to the Hugging Face integrations too: "auto" is their convention.
-    no_code_reader = any(os.path.isdir(p) for p in (paths or ["."])) and not any(
-        b"deepspeed" in data for data in sources.values()
-    )
+    no_code_reader = any(os.path.isdir(p) for p in paths) and not any(b"deepspeed" in data for data in sources.values())
     if (
         not producers
         and not any("lightning" in readers for readers in index.config_readers.values())
@@ -278,23 +329,22 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
         # Lightning's DeepSpeedStrategy given a config dslint does not follow (`config=args.ds_config_path`) is
         # the project's only way to DeepSpeed: a config nothing names is presumed the strategy's.
         index.presumed_reader = "lightning"
-    model = ProjectModel(store)  # one model: the engine fixpoint, then the state-saving calls, read it
-    if producers:
+    if producers and not analysed:
+        index.problems.append(_TOO_DEEP)
+    elif producers:
         try:
-            index.initialize_sites = follow_engines(index.files, index.config_readers, model, producers)
+            index.initialize_sites = record_engines(index.files, index.config_readers, model)
         except (RecursionError, MemoryError):
-            index.problems.append("engines were not followed across functions: the code is nested too deeply")
+            index.problems.append(_TOO_DEEP)
     _record_config_builders(index, sources, store)
     for path, dumped in dumped_config_names(sources, (launch.config for launch in index.launches)).items():
         index.files[path] = replace(facts_of(index.files, path), dumped_configs=dumped)
-    for path, data in sources.items():
-        brought = star_aliases(store, path) if b"import *" in data or b"import*" in data else {}
-        if brought:
-            index.files[path] = replace(facts_of(index.files, path), star_imports=brought)
-    for path, lines in gpu_loads(store, list(sources)).items():
+    for path, brought in launched.star_imports.items():
+        index.files[path] = replace(facts_of(index.files, path), star_imports=brought)
+    for path, lines in launched.gpu_loads.items():
         gpu = {line: _gpu_file(f) for line, f in lines.items()}
         index.files[path] = replace(facts_of(index.files, path), gpu_loads=gpu)
-    for path, functions in cuda_parameters(store).items():
+    for path, functions in launched.cuda_parameters.items():
         index.files[path] = replace(facts_of(index.files, path), cuda_parameters=functions)
     record_state_saving_calls(index.files, model)
     record_pretrained_loads(index.files, model)
@@ -310,6 +360,20 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     index.launch_issues = {path: found for path, found in index.launch_issues.items() if found}
     index.sites = []
     return index
+
+
+_TOO_DEEP = "engines were not followed across functions: the code is nested too deeply"
+
+
+def _analysed(model: ProjectModel, producers: list[str]) -> bool:
+    """Run the engine fixpoint from `producers`; False when the code is nested too deeply for it."""
+    if not producers:
+        return True
+    try:
+        model.analyse_all(producers)
+    except (RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _gpu_file(found: GpuFile) -> tuple[str, Related | None]:
@@ -406,7 +470,7 @@ def _read_launchers(
                             else None
                         )
                     accelerate = yamls[yaml_path]
-            launched = _launched_config(line, launcher, roots, accelerate, run_from)
+            launched = launched_config(line, launcher, roots, accelerate, run_from)
             world = world_size(line, functools.partial(read_near, near=launcher, roots=roots), accelerate)
             launched = replace(launched, ranks_per_node=world.per_node, ranks=world.ranks, world_source=world.source)
             launch = Launch(line, script, launched, accelerate)
@@ -482,104 +546,6 @@ def _ships(written: str, near: str, roots: Sequence[str]) -> bool:
 def _launch_reader(scripts: dict[int, str | None], line: LaunchLine, option: str) -> str:
     """Who reads the config a launch line passes in `option` (`scripts`: the script each line starts)."""
     return reader_of(scripts.get(id(line)), option)
-
-
-def _launched_config(
-    line: LaunchLine,
-    launcher: str,
-    roots: Sequence[str],
-    accelerate: AccelerateConfig | None,
-    run_from: str | None = None,
-) -> LaunchedConfig:
-    """`run_from`: the folder a document's command runs in when its script was found there (`documented_script`):
-    a config path the command writes is read from that folder when it is not found from the document's own."""
-    # A script the launcher names from its own folder (`$(dirname "$0")/train.py`) is absolute: shown relative
-    script = shown_path(absolute(line.script)) if os.path.isabs(line.script) else line.script
-    where = Related(shown_path(absolute(launcher)), line.line, line.column, f"{line.tool} launches {script}")
-    options = {o.name: o.value for o in line.options}
-    option = line.config_option()
-    if option is not None and option.value is not None:
-        config_path = _run_path(option.value, line, launcher, roots, run_from)
-        written = shown_path(absolute(option.value)) if os.path.isabs(option.value) else option.value
-        evidence = Related(where.path, option.line, option.column, f"--{option.name} {written}")
-        return LaunchedConfig(where, option.name, config_path, evidence, options)
-    # accelerate runs DeepSpeed only for `distributed_type: DEEPSPEED` (`launch.py`: `use_deepspeed`); a YAML of
-    # another type may keep a `deepspeed_config` block that nothing reads
-    if accelerate is not None and accelerate.distributed_type in (None, "DEEPSPEED"):
-        shown = shown_path(accelerate.path)
-        # `accelerate launch --mixed_precision bf16` overrides the YAML's (a value built at run time: not known)
-        options_given = line.launcher_options
-        given = next((o.value for o in options_given if o.name == "mixed_precision"), accelerate.mixed_precision)
-        mixed_precision = None if given is None or UNKNOWN_VALUE in given else given
-        if accelerate.deepspeed_config_file:
-            config_path = find_written(accelerate.deepspeed_config_file, accelerate.path, roots)
-            evidence = Related(
-                shown,
-                accelerate.deepspeed_config_file_line,
-                1,
-                f"deepspeed_config_file: {accelerate.deepspeed_config_file}",
-            )
-            launched = LaunchedConfig(where, "accelerate", config_path, evidence, options, None, mixed_precision)
-            return replace(launched, zero3_init=yaml_boolean(accelerate.zero3_init_flag))
-        if accelerate.zero_stage is not None:
-            evidence = Related(shown, accelerate.zero_stage_line, 1, f"zero_stage: {accelerate.zero_stage}")
-            save = accelerate.zero3_save_16bit_model
-            return LaunchedConfig(
-                where,
-                "accelerate",
-                None,
-                evidence,
-                options,
-                accelerate.zero_stage,
-                mixed_precision,
-                # DeepSpeedPlugin gathers when the value reaches it as "true" (a YAML boolean: true, yes, on)
-                yaml_boolean(save) if save else False,
-                yaml_boolean(accelerate.zero3_init_flag),
-            )
-    found = _trainer_yaml_config(line, launcher, roots, run_from)
-    if found is not None:
-        return LaunchedConfig(where, TRAINER_YAML, found[0], found[1], options)
-    return LaunchedConfig(where, None, None, None, options)
-
-
-# A YAML key `deepspeed: ds.json` that is not commented out (a Trainer's arguments written in YAML).
-_YAML_TRAINER_DEEPSPEED = re.compile(r"^[ \t]*deepspeed[ \t]*:[ \t]*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
-
-
-def _trainer_yaml_config(
-    line: LaunchLine, launcher: str, roots: Sequence[str], run_from: str | None
-) -> tuple[str | None, Related] | None:
-    """A YAML file the launch passes (`--train_config configs/train.yaml`) with one `deepspeed: ds.json` key (the
-    Trainer's arguments kept in YAML, splatted into `TrainingArguments(**cfg.train)`): the config file, read from
-    where the command runs as TrainingArguments opens it (None when not found), and where the YAML names it.
-    `run_from`: as for `_launched_config`."""
-    for option in line.options:
-        value = option.value
-        if value is None or UNKNOWN_VALUE in value or not value.endswith((".yaml", ".yml")):
-            continue
-        path = _run_path(value, line, launcher, roots, run_from)
-        data = read_input(path) if path is not None else None
-        if path is None or data is None or b"deepspeed" not in data:
-            continue
-        text = data.decode("utf-8", errors="replace")
-        matches = list(_YAML_TRAINER_DEEPSPEED.finditer(text))
-        if len({m.group(1) for m in matches}) != 1:
-            continue
-        match = matches[0]
-        number = text.count("\n", 0, match.start()) + 1
-        evidence = Related(shown_path(path), number, 1, f"deepspeed: {match.group(1)}")
-        return _run_path(match.group(1), line, launcher, roots, run_from), evidence
-    return None
-
-
-def _run_path(value: str, line: LaunchLine, launcher: str, roots: Sequence[str], run_from: str | None) -> str | None:
-    """A path a launch command writes, found as launchers' paths are (`find_written`, after the command's `cd`),
-    else, for a document's command that runs from its script's folder (`run_from`), read from that folder."""
-    path = find_written(value, launcher, roots, line.directory)
-    if path is None and run_from and not os.path.isabs(value):
-        candidate = os.path.join(run_from, value)
-        path = absolute(candidate) if is_file(candidate) else None
-    return path
 
 
 def read_near(name: str, near: str, roots: Sequence[str]) -> str | None:

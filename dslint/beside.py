@@ -1,0 +1,68 @@
+"""One half of a job done in a forked child process while the caller does the other half (a run has a core for
+each: the project index's launchers and code facts beside its engine fixpoint).
+
+`Beside(work)` forks at once; the child computes `work()` and sends the answer back through a pipe (pickled), and
+`result()` waits for it. Where no child can do it (no `fork` on this platform, or the child dies, or `work` raises
+there), `result()` computes `work()` in the caller instead: the answer is the same either way, so `work` must not
+count on changes to the caller's objects (a child's are its own copies): it returns what it makes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+_FAILED = b"failed"
+
+
+class Beside(Generic[T]):
+    def __init__(self, work: Callable[[], T]) -> None:
+        self._work = work
+        self._receiver: Connection | None = None
+        self._process: multiprocessing.process.BaseProcess | None = None
+        if "fork" not in multiprocessing.get_all_start_methods():
+            return
+        context = multiprocessing.get_context("fork")
+        receiver, sender = context.Pipe(duplex=False)
+        try:
+            process = context.Process(target=_send, args=(work, sender), daemon=True)
+            process.start()
+        except OSError:  # no process to be had (limits): the caller does the work
+            receiver.close()
+            sender.close()
+            return
+        sender.close()
+        self._receiver, self._process = receiver, process
+
+    def result(self) -> T:
+        """The child's answer; computed here when the child could not give one."""
+        receiver, process = self._receiver, self._process
+        if receiver is None or process is None:
+            return self._work()
+        try:
+            data: bytes = receiver.recv_bytes()
+        except (EOFError, OSError):  # it died before sending
+            data = _FAILED
+        finally:
+            receiver.close()
+            process.join()
+        if data == _FAILED:
+            return self._work()
+        answer: T = pickle.loads(data)
+        return answer
+
+
+def _send(work: Callable[[], T], sender: Connection) -> None:
+    try:
+        data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
+    except BaseException:  # any failure there is the caller's to redo, never a half answer
+        data = _FAILED
+    sender.send_bytes(data)
+    sender.close()
+    os._exit(0)  # the parent's state (open files, atexit handlers) is not the child's to finish
