@@ -106,3 +106,20 @@ def test_a_relative_import_reaches_initialize_and_torch_only_from_inside_their_p
         sources = {str(path): text.encode() for path, text in files.items()}
         loads = gpu_loads(SummaryStore(sources, Path.exists), list(sources))
         assert (str(tmp_path / package / "load.py") in loads) is expected
+
+
+def test_star_imports_are_read_where_a_rule_may_touch_the_module(tmp_path: Path) -> None:
+    """The names a module receives through `from m import *` are read where the lint's text test lets a rule touch
+    the module (`index_project`), and everywhere when no test is given (`build_project_index`'s default)."""
+    from dslint.lint.batch import index_project
+    from dslint.project.index import build_project_index
+
+    (tmp_path / "common.py").write_text("import torch\nimport deepspeed\n")
+    train = "from common import *\nengine, *_ = deepspeed.initialize(model=net)\nstate = torch.load('c.pt')\n"
+    (tmp_path / "train.py").write_text(train)
+    (tmp_path / "report.py").write_text("from common import *\nprint(json_ready)\n")
+    files = discover([str(tmp_path)]).files
+    read = {p: f.star_imports for p, f in index_project(files, [str(tmp_path)]).files.items() if f.star_imports}
+    assert set(read) == {str(tmp_path / "train.py")} and read[str(tmp_path / "train.py")]["torch"] == "torch"
+    every = build_project_index(files, [str(tmp_path)]).files
+    assert {p for p, f in every.items() if f.star_imports} == {str(tmp_path / "train.py"), str(tmp_path / "report.py")}

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 from dslint.collector import uncollected
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.limits import NOTEBOOK_FILE_SETTING, Limits, TooLarge, read_capped
+from dslint.lint.activation import certainly_untouched
 from dslint.lint.cache import ResultCache, code_fingerprint, digest
 from dslint.lint.file import NOTEBOOK, lint_file
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
@@ -52,16 +53,22 @@ def index_project(
     (None: one); with two or more, half of the build runs in a forked child beside the other (`beside`)."""
     beside = jobs is not None and jobs > 1
     if cache is None:
-        return build_project_index(files, paths, beside)
+        return build_project_index(files, paths, beside, _touched)
     python = sorted(absolute(f) for f in files if str(f).endswith(".py"))
     key = digest("index", code_fingerprint(), os.getcwd(), tuple(paths), python, launcher_files(paths or ["."]))
     cached = cache.get(key)
     if isinstance(cached, ProjectIndex):
         return cached
     with recording() as inputs:
-        index = build_project_index(files, paths, beside)
+        index = build_project_index(files, paths, beside, _touched)
     cache.put(key, index, inputs)
     return index
+
+
+def _touched(data: bytes, facts: ProjectFacts | None) -> bool:
+    """A script some rule may touch, given the facts the index has for it (`lint_file` settles the others from
+    their text alone): the modules whose star imports the index reads."""
+    return not certainly_untouched(data, facts)
 
 
 def lint_path(

@@ -14,7 +14,7 @@ import contextlib
 import functools
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -230,7 +230,12 @@ def launcher_files(paths: Sequence[str]) -> list[str]:
     return _walk_launchers(paths)
 
 
-def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str], beside: bool = False) -> ProjectIndex:
+def build_project_index(
+    python_files: Iterable[Path | str],
+    paths: Sequence[str],
+    beside: bool = False,
+    touched: Callable[[bytes, ProjectFacts | None], bool] | None = None,
+) -> ProjectIndex:
     """The index of the project under `paths` (the paths given on the command line), over `python_files`
     (the Python files discovered there). The cyclic garbage collector is paused meanwhile: the build keeps
     millions of `ast` nodes alive (the module summaries) and makes next to no reference cycles, so its full
@@ -240,9 +245,13 @@ def build_project_index(python_files: Iterable[Path | str], paths: Sequence[str]
 
     `beside`: the launchers, and the facts read from the module summaries alone, are read in a forked child while
     this process runs the engine fixpoint (`dslint.beside`: two halves of one build on two cores); the index is
-    the same either way."""
+    the same either way.
+
+    `touched`: whether a rule may touch a module, given its text and its facts (the lint's activation); the
+    names a module receives through star imports (a read of the modules it star-imports) are worth knowing only
+    there, since no text test asks for them. None: every module's."""
     with paused():
-        return _build_project_index(python_files, paths, beside)
+        return _build_project_index(python_files, paths, beside, touched)
 
 
 @dataclass
@@ -251,7 +260,6 @@ class _LaunchHalf:
     `index`), and the facts of the modules' summaries alone; `inputs`: the files read on the way."""
 
     index: ProjectIndex
-    star_imports: dict[str, dict[str, str]]
     gpu_loads: dict[str, dict[int, GpuFile]]
     cuda_parameters: dict[str, dict[str, dict[str, Related]]]
     inputs: list[str]
@@ -270,17 +278,17 @@ def _launch_half(
                 opened_literals(index, path, data, roots)
         _read_launchers(index, paths, roots, {path: sources.get(path) for path in files})  # each file read once
         record_chosen_configs(index, sources, roots)
-        stars = {
-            path: star_aliases(store, path)
-            for path, data in sources.items()
-            if b"import *" in data or b"import*" in data
-        }
         gpu = gpu_loads(store, list(sources))
         cuda = cuda_parameters(store)
-    return _LaunchHalf(index, {path: brought for path, brought in stars.items() if brought}, gpu, cuda, list(inputs))
+    return _LaunchHalf(index, gpu, cuda, list(inputs))
 
 
-def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str], beside: bool) -> ProjectIndex:
+def _build_project_index(
+    python_files: Iterable[Path | str],
+    paths: Sequence[str],
+    beside: bool,
+    touched: Callable[[bytes, ProjectFacts | None], bool] | None,
+) -> ProjectIndex:
     paths = paths or ["."]
     files = [absolute(file) for file in python_files]
     sources: dict[str, bytes] = {}
@@ -339,11 +347,17 @@ def _build_project_index(python_files: Iterable[Path | str], paths: Sequence[str
     _record_config_builders(index, sources, store)
     for path, dumped in dumped_config_names(sources, (launch.config for launch in index.launches)).items():
         index.files[path] = replace(facts_of(index.files, path), dumped_configs=dumped)
-    for path, brought in launched.star_imports.items():
-        index.files[path] = replace(facts_of(index.files, path), star_imports=brought)
     for path, lines in launched.gpu_loads.items():
         gpu = {line: _gpu_file(f) for line, f in lines.items()}
         index.files[path] = replace(facts_of(index.files, path), gpu_loads=gpu)
+    # after every fact the text test reads (`touched`: an engine received, launches, configs built or dumped, GPU
+    # loads); the facts still to come (cuda parameters, state-saving calls, pretrained loads) are for the code
+    for path, data in sources.items():
+        if b"import *" not in data and b"import*" not in data:
+            continue
+        brought = star_aliases(store, path) if touched is None or touched(data, index.files.get(path)) else {}
+        if brought:
+            index.files[path] = replace(facts_of(index.files, path), star_imports=brought)
     for path, functions in launched.cuda_parameters.items():
         index.files[path] = replace(facts_of(index.files, path), cuda_parameters=functions)
     record_state_saving_calls(index.files, model)
