@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import textwrap
 from pathlib import Path
 
@@ -184,6 +185,19 @@ def test_call_shapes_settle_files_without_the_call() -> None:
         assert not can_fire(SCRIPT_NEEDS[code], evidence), f"{code}: no call of its shape, yet kept"
     assert lint_source("train.py", data, project=project).parsed is False
     _check_every_level("train.py", data)
+
+
+def test_a_rank_variable_read_but_never_assigned_settles_the_file() -> None:
+    """DSL433 reports only at an assignment to `environ["RANK"]` (or `LOCAL_RANK`, `WORLD_SIZE`): a script that
+    reads them, under a launch of several processes, is not parsed for it; one that assigns one is."""
+    reads = b'import os\nrank = int(os.environ["RANK"])\nworld = os.environ.get("WORLD_SIZE", "1")\n'
+    writes = reads + b'os.environ["LOCAL_RANK"] = "0"\n'
+    project = single_file_facts("train.py", reads)
+    several = dataclasses.replace(in_text(reads, project), several_processes=True)
+    assert can_fire(SCRIPT_NEEDS["DSL433"], several)
+    for data, fires in ((reads, False), (writes, True)):
+        evidence = dataclasses.replace(in_code(code_facts(ast.parse(data)), project), several_processes=True)
+        assert can_fire(SCRIPT_NEEDS["DSL433"], evidence) is fires
 
 
 PROJECTS = sorted(project for project in (FIXTURES / "projects").iterdir() if project.is_dir())

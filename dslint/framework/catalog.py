@@ -103,7 +103,8 @@ class Shape:
     launch`: what `project.config_link`'s trainer configs and accelerate runs read); project_saves: instead, a
     call the project index says reaches accelerate's `save_state` (`ProjectFacts.state_saving_calls`); project_moves:
     instead, a call whose argument the project function called moves to a GPU (`ProjectFacts.moving_calls`); stored:
-    instead of a call, an assignment to an attribute of one of these names (`args.deepspeed = ...`)."""
+    instead of a call, an assignment to an attribute of one of these names (`args.deepspeed = ...`); stored_keys:
+    instead of a call, an assignment to a subscript of one of these string keys (`os.environ["RANK"] = ...`)."""
 
     methods: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()
@@ -114,6 +115,7 @@ class Shape:
     project_saves: bool = False
     project_moves: bool = False
     stored: tuple[str, ...] = ()
+    stored_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -304,8 +306,13 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         ),
     ),
     "DSL431": Needs((b"deepspeed", b"initialize", b"optimizer")),
+    # a rank variable assigned (`os.environ["RANK"] = "0"`) where a launch starts several processes
     "DSL433": Needs(
-        (b"environ", b"RANK"), engine=False, alternatives=((b"environ", b"WORLD_SIZE"),), several_processes=True
+        (b"environ", b"RANK"),
+        engine=False,
+        alternatives=((b"environ", b"WORLD_SIZE"),),
+        several_processes=True,
+        shapes=(Shape(stored_keys=("LOCAL_RANK", "RANK", "WORLD_SIZE")),),
     ),
     # a Trainer's arguments with a config: written in the file, or parsed from a launch's command line
     "DSL435": Needs(

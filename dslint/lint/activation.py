@@ -100,6 +100,7 @@ def _has_shape(shape: Shape, evidence: Evidence) -> bool:
         any(method in methods for method in shape.methods)
         or any(call in calls.calls for call in shape.calls)
         or any(name in calls.stored for name in shape.stored)
+        or any(key in calls.stored_keys for key in shape.stored_keys)
     )
 
 

@@ -103,6 +103,7 @@ class CodeFacts:
     one_rank_methods: frozenset[str] = frozenset()  # m of the calls `X.m(...)` in a block that may run on one rank
     keywords: frozenset[str] = frozenset()  # every call's keyword names (`deepspeed=`)
     stored: frozenset[str] = frozenset()  # the attributes assigned to (`args.deepspeed = ...`: `deepspeed`)
+    stored_keys: frozenset[str] = frozenset()  # the string keys assigned to (`os.environ["RANK"] = ...`: `RANK`)
 
 
 def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) -> CodeFacts:
@@ -117,6 +118,7 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
     blocks: list[ast.AST] = []
     keywords: set[str] = set()
     stored: set[str] = set()
+    stored_keys: set[str] = set()
     word, AST = words.append, ast.AST
     stack: list[Any] = [tree]  # nodes of every kind, told apart by type below (no narrowing for mypy)
     pop, push = stack.pop, stack.append
@@ -138,6 +140,10 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
                 word(node.value.decode("latin-1"))
         elif kind is ast.Call:
             functions.append(node.func)
+        elif kind is ast.Subscript:
+            key = node.slice
+            if type(node.ctx) is ast.Store and type(key) is ast.Constant and type(key.value) is str:
+                stored_keys.add(key.value)
         elif kind is ast.Expr:
             if type(node.value) is ast.Constant:
                 lone_strings.add(id(node.value))
@@ -188,6 +194,7 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
         _one_rank_methods(blocks, functions),
         frozenset(keywords),
         frozenset(stored),
+        frozenset(stored_keys),
     )
 
 

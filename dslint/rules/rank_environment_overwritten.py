@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.diagnostics import Related, Severity
+from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 
 # The variables every rank gets from DeepSpeed's launcher (`launcher/launch.py`), torchrun and accelerate launch.
@@ -30,6 +31,8 @@ class RankEnvironmentOverwritten(ScriptRule):
     required_tokens = (b"environ", b"RANK")
     alternative_tokens = ((b"environ", b"WORLD_SIZE"),)
     needs_several_processes = True
+    # it reports only at an assignment to one of these keys (`environ["RANK"] = ...`)
+    call_shapes = (Shape(stored_keys=tuple(sorted(RANK_VARIABLES))),)
     docs = RuleDocs(
         what="""
             Flags an assignment of a constant to `os.environ["RANK"]`, `["LOCAL_RANK"]` or `["WORLD_SIZE"]`
