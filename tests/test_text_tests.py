@@ -9,8 +9,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from property_profiles import examples
 
-from dslint.model.gpu_saves import _RELATIVE_IMPORT
+from dslint.model.gpu_saves import _INITIALIZE_CALLED, _RELATIVE_IMPORT, _engine_names
 from dslint.model.state_saving_calls import plugin_sites
+from dslint.model.summary import summarize
 from dslint.project.index import _MODULE_FLAG
 
 _PIECES = st.sampled_from(
@@ -67,3 +68,37 @@ def test_plugin_sites_are_the_pattern_s(texts: list[bytes]) -> None:
         if match is not None and b"accelerate" in sources[path]:
             expected[path] = sources[path].count(b"\n", 0, match.start()) + 1
     assert plugin_sites(sources) == expected
+
+
+_ENGINE_PIECES = st.sampled_from(
+    [
+        "import deepspeed\n",
+        "from deepspeed import initialize as go\n",
+        "from deepspeed import (\n    initialize  as go)\n",
+        "engine, opt, _, _ = ",
+        "deepspeed.initialize",
+        "(deepspeed.initialize)",
+        "go",
+        "(model=net)\n",
+        " \\\n    (model=net)\n",
+        "  # a comment\n",
+        "x = (deepspeed.initialize  # why\n    (model=net))\n",
+        "initialize weights\n",
+        "\n",
+    ]
+)
+
+
+@given(st.lists(_ENGINE_PIECES, max_size=8).map("".join))
+@example("import deepspeed\nengine, opt, _, _ = deepspeed.initialize \\\n    (model=net)\n")
+@example("from deepspeed import initialize as go\nengine, opt, _, _ = go(model=net)\n")
+@settings(max_examples=examples(300))
+def test_the_initialize_text_test_keeps_every_module_that_assigns_an_engine(text: str) -> None:
+    """`gpu_saves` reads a module for engine saves only when `_INITIALIZE_CALLED` finds its text: never one where
+    `_engine_names` (the summary's assignments from `deepspeed.initialize(...)`) finds an engine."""
+    try:
+        summary = summarize("/p/train.py", text.encode(), lambda: ())
+    except SyntaxError:
+        return
+    if summary is not None and _engine_names(summary):
+        assert _INITIALIZE_CALLED.search(text.encode()) is not None
