@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from dslint.project.python_launchers import python_launch_text
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from property_profiles import examples
+
+from dslint.project.python_launchers import launch_text_of, python_launch_text
 from dslint.project.shell_directories import UNKNOWN_VALUE
 
 
@@ -33,3 +37,26 @@ def test_other_subprocesses_are_no_launches() -> None:
     source = "import subprocess\nsubprocess.run(['git', 'clone', 'https://x/deepspeed.git'])\n"
     assert python_launch_text(source.encode()) is None
     assert python_launch_text(b"import subprocess\nsubprocess.run(['deepspeed', 'train.py'\n") is None  # no parse
+
+
+_PROGRAMS = st.sampled_from(["deepspeed", "torchrun", "accelerate", "/opt/env/bin/deepspeed", "python", "echo"])
+_QUOTES = st.sampled_from(["'", '"', '"""', "f'", 'f"', "b'"])
+
+
+@given(_PROGRAMS, _QUOTES, st.sampled_from(["", " ", "\n"]), st.sampled_from(["list", "string", "default"]))
+@example("/opt/env/bin/deepspeed", "f'", "", "string")
+@example("deepspeed", '"""', "\n", "string")
+@settings(max_examples=examples(200))
+def test_the_text_test_keeps_every_module_that_runs_a_launch(program: str, quote: str, space: str, form: str) -> None:
+    """`python_launch_text` reads only modules whose text holds a launcher as a command's first word: it answers
+    as the parse of every module (`launch_text_of`) does."""
+    close = quote.lstrip("fb")
+    if form == "list":
+        call = f"subprocess.run([{quote}{space}{program}{close}, 'train.py'])"
+    elif form == "string":
+        call = f"os.system({quote}{space}{program} --num_gpus 2 train.py{close})"
+    else:
+        call = f"p.add_argument('--launcher', default={quote}{program}{close})\nos.system(f'{{args.launcher}} x.py')"
+    source = f"import os, subprocess, argparse\np = argparse.ArgumentParser()\nargs = p.parse_args()\n{call}\n"
+    data = source.encode()
+    assert python_launch_text(data) == launch_text_of(data)

@@ -18,6 +18,7 @@ and their evidence point into the Python file. What goes into the text:
 from __future__ import annotations
 
 import ast
+import re
 import shlex
 
 from dslint.model.summary import module_imports, own_nodes, qualified_name
@@ -28,14 +29,24 @@ from dslint.project.shell_directories import UNKNOWN_VALUE
 RUNNERS = frozenset({"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output"})
 RUNNERS_OF_TEXT = frozenset({"os.system", "subprocess.Popen", *RUNNERS})
 LAUNCHER_PROGRAMS = frozenset({"deepspeed", "torchrun", "accelerate"})
+# A command's program is the first word of a string constant or f-string (`_word`; a command string is split as the
+# shell would), its last path component a launcher (`_is_launch`): so the text holds the launcher right after a
+# quote or a `/` (white space between, in a command string), and before a quote or white space; or the module
+# `torch.distributed.run`
+_PROGRAM_WORD = re.compile(rb"""["'/]\s*(?:deepspeed|torchrun|accelerate)["'\s]|torch\.distributed\.run""")
 
 
 def python_launch_text(data: bytes) -> str | None:
     """A shell text holding the launch commands `data` runs, each on its call's line; None when it runs none."""
     if b"subprocess" not in data and b"os.system" not in data:
         return None
-    if not any(program.encode() in data for program in (*LAUNCHER_PROGRAMS, "torch.distributed.run")):
+    if _PROGRAM_WORD.search(data) is None:
         return None
+    return launch_text_of(data)
+
+
+def launch_text_of(data: bytes) -> str | None:
+    """`python_launch_text` without its text test: every module is parsed."""
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
