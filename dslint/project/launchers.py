@@ -27,6 +27,7 @@ from dslint.project.shell_directories import (
     cloned_folder,
     in_clone,
     own_directory,
+    shell_words,
     unquoted,
 )
 
@@ -161,6 +162,8 @@ _LAUNCHER_STEMS = ("deepspeed", "torchrun", "accelerate", "python")  # `python3`
 
 def strip_comment(line: str) -> str:
     """Drop a `#` comment that starts a word outside quotes."""
+    if "#" not in line:
+        return line  # what follows would return it whole
     quote: str | None = None
     previous = " "
     for index, char in enumerate(line):
@@ -181,7 +184,7 @@ def _literal(value: str) -> str | None:
     if not value or "$(" in value or "`" in value:
         return None if value else ""
     try:
-        words = shlex.split(value)
+        words = shell_words(value)
     except ValueError:
         return None
     if len(words) != 1 or "$" in words[0]:
@@ -192,7 +195,7 @@ def _literal(value: str) -> str | None:
 def _is_assignment_only(line: str) -> bool:
     """`NAME=value` (or `export NAME=value`) alone, not `NAME=value command ...` (an environment for a command)."""
     try:
-        words = shlex.split(line)
+        words = shell_words(line)
     except ValueError:
         return False
     if words and words[0] in ("export", "local", "readonly"):
@@ -275,6 +278,8 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
     clones: set[str] = set()  # the folders `git clone` made: this repository, as the document's reader has it
     physical = text.splitlines()
     for number, logical in _logical_lines(text):
+        if _inert(logical):
+            continue  # most lines of a document's code blocks (Python, YAML, output): nothing below uses them
         line = strip_comment(logical)
         sourced = _SOURCE.match(line)
         if sourced is not None:
@@ -314,6 +319,27 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
         if subshell:
             directory = before
     return found
+
+
+# How a line that `_SOURCE` or `_ASSIGNMENT` matches starts (they match the line with its comment stripped, a prefix).
+_SOURCE_OR_ASSIGNMENT = re.compile(r"\s*(?:source|\.|(?:export\s+|local\s+|readonly\s+)?[A-Za-z_][A-Za-z0-9_]*=)")
+# The words one of `parse_shell`'s steps needs in a segment (quotes and backslashes removed) to act on it:
+# `cloned_folder` and `change_directory` one of the first, `_launch_in` one of each of the others.
+_MOVE_WORDS = re.compile("clone|cd|pushd|popd")
+_SCRIPT_WORDS = re.compile(r"\.py|-m")
+_STEM_WORDS = re.compile("|".join(_LAUNCHER_STEMS))
+
+
+def _inert(logical: str) -> bool:
+    """Whether `parse_shell` does nothing with a logical line: true only when no step could use it, tested on
+    the whole line before its comment is stripped (each step reads a piece of it). Without a `$`, `_substitute`
+    leaves every segment as written; a `source` or an assignment in the stripped line starts the line too; and
+    `cloned_folder`, `change_directory` and `_launch_in` each return None for a segment lacking their words,
+    which the line (unquoted, as they read it) then lacks too."""
+    if "$" in logical or _SOURCE_OR_ASSIGNMENT.match(logical):
+        return False
+    plain = unquoted(logical)
+    return not (_MOVE_WORDS.search(plain) or (_SCRIPT_WORDS.search(plain) and _STEM_WORDS.search(plain)))
 
 
 def _read_sourced(
@@ -433,7 +459,7 @@ def _launch_in(
     if (".py" not in plain and "-m" not in plain) or not any(word in plain for word in _LAUNCHER_STEMS):
         return None  # no launcher word and script, whatever shlex makes of it: most lines of a shell script
     try:
-        words = shlex.split(segment)
+        words = shell_words(segment)
     except ValueError:
         return None
     index = 0
@@ -456,7 +482,7 @@ def _launch_in(
             index = _after_options(words, index)
     if index + 2 < len(words) and words[index].rsplit("/", 1)[-1] in ("bash", "sh") and words[index + 1] == "-c":
         try:  # `mpirun -np 8 bash -c 'python x.py ...'`: the command the shell runs, under the same wrappers
-            inner = shlex.split(words[index + 2])
+            inner = shell_words(words[index + 2])
         except ValueError:
             return None
         return _launch_in(path, number, original, shlex.join([*words[:index], *inner]), target, exported)

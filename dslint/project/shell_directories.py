@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -17,6 +18,24 @@ _QUOTING = str.maketrans("", "", "'\"\\")
 
 def unquoted(segment: str) -> str:
     return segment.translate(_QUOTING)
+
+
+# shlex's whitespace (not every Unicode space): outside quotes, the only characters that end a word
+_SHLEX_WORD = re.compile(r"[^ \t\r\n]+")
+
+
+def shell_words(text: str) -> list[str]:
+    """`shlex.split(text)` (raising its ValueError for an open quote), without shlex's reader, which takes a
+    character at a time, where nothing needs it: in a text without quotes or backslashes every word is a run
+    of characters other than shlex's whitespace."""
+    if "'" in text or '"' in text or "\\" in text:
+        return list(_quoted_words(text))
+    return _SHLEX_WORD.findall(text)
+
+
+@functools.lru_cache(maxsize=4096)  # the same quoted text comes back: `X=""` lines, a command copied across scripts
+def _quoted_words(text: str) -> tuple[str, ...]:
+    return tuple(shlex.split(text))
 
 
 def own_directory(value: str, here: str) -> str | None:
@@ -54,7 +73,7 @@ def cloned_folder(segment: str) -> str | None:
     if "clone" not in segment:
         return None
     try:
-        words = shlex.split(segment)
+        words = shell_words(segment)
     except ValueError:
         return None
     if words[:2] != ["git", "clone"]:
@@ -85,7 +104,7 @@ def change_directory(segment: str, directory: str, pushed: list[str]) -> str | N
     if "cd" not in plain and "pushd" not in plain and "popd" not in plain:
         return None  # no word of the segment can be one of them: shlex is not needed
     try:
-        words = shlex.split(segment)
+        words = shell_words(segment)
     except ValueError:
         return None
     if not words or words[0] not in ("cd", "pushd", "popd"):
