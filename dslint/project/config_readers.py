@@ -16,7 +16,7 @@ import ast
 import functools
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from dslint.model.summary import SummaryStore, own_nodes
 from dslint.project.inputs import is_file
@@ -125,12 +125,11 @@ def option_readers(data: bytes, option: str) -> frozenset[str]:
     folder it is joined to): the reader is not known."""
     if option.encode() not in data and not (option == "deepspeed_config" and b"initialize" in data):
         return frozenset()
-    tree = _parse(data)
-    if tree is None:
+    parsed = _parsed(data)
+    if parsed is None:
         return frozenset()
     found: set[str] = set()
-    for scope in scopes(tree):
-        nodes = list(own_nodes(scope))
+    for nodes in parsed[1]:
         carried: set[str] = set()
         changed = True
         while changed:  # names bound to the value, and names bound to those
@@ -202,11 +201,11 @@ def replaced_keys(data: bytes, option: str) -> frozenset[str] | None:
     does not load the file so (DeepSpeed then reads the file as it stands)."""
     if option.encode() not in data or not (b"json" in data or b"yaml" in data or b"OmegaConf" in data):
         return None
-    tree = _parse(data)
-    if tree is None:
+    parsed = _parsed(data)
+    if parsed is None:
         return None
     found: set[str] | None = None
-    for keys in _replaced_in(tree, lambda node: isinstance(node, ast.Attribute) and node.attr == option).values():
+    for keys in _replaced_in(parsed, lambda node: isinstance(node, ast.Attribute) and node.attr == option).values():
         found = set(keys) if found is None else found & keys
     return frozenset(found) if found is not None else None
 
@@ -219,31 +218,38 @@ def opened_configs(data: bytes) -> dict[str, frozenset[str]]:
     loads = (b"json" in data and b"open(" in data) or b"yaml" in data or b"OmegaConf" in data
     if b"initialize" not in data or not loads:
         return {}
-    tree = _parse(data)
-    if tree is None:
+    parsed = _parsed(data)
+    if parsed is None:
         return {}
     return {
         literal: frozenset(keys)
         for literal, keys in _replaced_in(
-            tree, lambda node: isinstance(node, ast.Constant) and isinstance(node.value, str), by_literal=True
+            parsed, lambda node: isinstance(node, ast.Constant) and isinstance(node.value, str), by_literal=True
         ).items()
     }
 
 
-def _parse(data: bytes) -> ast.Module | None:
+# A script's tree, and the nodes of each of its scopes (the module, then every function: `reader_calls.scopes`),
+# each its own (`own_nodes`). Read only, never changed: the answers share them.
+_Parsed = tuple[ast.Module, tuple[tuple[ast.AST, ...], ...]]
+
+
+@functools.lru_cache(maxsize=32)  # a script is asked for each of its options, by option_readers and replaced_keys
+def _parsed(data: bytes) -> _Parsed | None:
     try:
-        return ast.parse(data)
+        tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    return tree, tuple(tuple(own_nodes(scope)) for scope in scopes(tree))
 
 
-def _replaced_in(tree: ast.Module, opened: Callable[[ast.expr], bool], by_literal: bool = False) -> dict[str, set[str]]:
+def _replaced_in(parsed: _Parsed, opened: Callable[[ast.expr], bool], by_literal: bool = False) -> dict[str, set[str]]:
     """For each load of a file whose `open(...)` argument `opened` accepts and whose dict goes to initialize in
     the same function: the keys written first. Keyed by the literal path (`by_literal`), else by the load."""
     found: dict[str, set[str]] = {}
+    tree, scoped = parsed
     helpers = _loader_helpers(tree)
-    for scope in scopes(tree):
-        nodes = list(own_nodes(scope))
+    for nodes in scoped:
         for name, (line, path) in _loaded_names(nodes, opened, helpers).items():
             given = _given_to_initialize(nodes, name)
             if given is None:
@@ -331,7 +337,7 @@ def _loader_helpers(tree: ast.Module) -> dict[str, str]:
 
 
 def _loaded_names(
-    nodes: list[ast.AST], opened: Callable[[ast.expr], bool], helpers: dict[str, str]
+    nodes: Sequence[ast.AST], opened: Callable[[ast.expr], bool], helpers: dict[str, str]
 ) -> dict[str, tuple[int, str]]:
     """Names bound to `json.load(...)` of an opened file, or to a call of one of the module's loader `helpers`
     given the path: name -> (line of the load, the literal path or "")."""
@@ -397,7 +403,7 @@ def _loader(value: ast.expr) -> str | None:
     return None
 
 
-def _given_to_initialize(nodes: list[ast.AST], name: str) -> int | None:
+def _given_to_initialize(nodes: Sequence[ast.AST], name: str) -> int | None:
     """The line of the first `initialize(config=name)` (or `config_params=name`) call; None when there is none."""
     lines = []
     for node in nodes:
