@@ -117,9 +117,11 @@ def test_star_imports_are_read_where_a_rule_may_touch_the_module(tmp_path: Path)
     (tmp_path / "common.py").write_text("import torch\nimport deepspeed\n")
     train = "from common import *\nengine, *_ = deepspeed.initialize(model=net)\nstate = torch.load('c.pt')\n"
     (tmp_path / "train.py").write_text(train)
-    (tmp_path / "report.py").write_text("from common import *\nprint(json_ready)\n")
+    (tmp_path / "report.py").write_text("from common import *\nprint(torch.__version__, json_ready)\n")
     files = discover([str(tmp_path)]).files
     read = {p: f.star_imports for p, f in index_project(files, [str(tmp_path)]).files.items() if f.star_imports}
     assert set(read) == {str(tmp_path / "train.py")} and read[str(tmp_path / "train.py")]["torch"] == "torch"
     every = build_project_index(files, [str(tmp_path)]).files
     assert {p for p, f in every.items() if f.star_imports} == {str(tmp_path / "train.py"), str(tmp_path / "report.py")}
+    # only the names the module writes: report.py never writes `deepspeed`
+    assert every[str(tmp_path / "report.py")].star_imports == {"torch": "torch"}

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from property_profiles import examples
 
 from dslint.model.gpu_saves import _INITIALIZE_CALLED, _RELATIVE_IMPORT, _engine_names
+from dslint.model.star_imports import _may_bring
 from dslint.model.state_saving_calls import plugin_sites
 from dslint.model.summary import summarize
 from dslint.project.index import _MODULE_FLAG
@@ -102,3 +103,43 @@ def test_the_initialize_text_test_keeps_every_module_that_assigns_an_engine(text
         return
     if summary is not None and _engine_names(summary):
         assert _INITIALIZE_CALLED.search(text.encode()) is not None
+
+
+_IMPORT_PIECES = st.sampled_from(
+    [
+        "import a.b\n",
+        "import x as y\n",
+        "from m import k, v\n",
+        "from m import (\n    name,\n    other as alias,\n)\n",
+        "from m import (first,  # a comment (with parentheses)\n    second)\n",
+        "from m import \\\n    continued\n",
+        "from m import \\\n    (late,\n    later)\n",
+        "import os; from m import (semi,\n    colon)\n",
+        "from m import (a,  # x)\n    hidden)\n",
+        "if flag: from m import inline\n",
+        "try:\n    import guarded\nexcept ImportError:\n    pass\n",
+        "def f():\n    import inner\n",
+        "from .sub import *\n",
+        "x = import_count + 1\n",
+        "text = 'import name'\n",
+        "\n",
+    ]
+)
+_NAMES = ["a", "b", "y", "x", "k", "v", "name", "alias", "other", "first", "second", "continued", "inline"]
+_NAMES += ["guarded", "inner", "late", "later", "semi", "colon", "hidden"]
+
+
+@given(st.lists(_IMPORT_PIECES, max_size=6).map("".join), st.sets(st.sampled_from(_NAMES)))
+@example("from m import (first,  # a comment (with parentheses)\n    second)\n", {"second"})
+@example("from m import \\\n    continued\n", {"continued"})
+@example("from m import \\\n    (late,\n    later)\n", {"later"})
+@example("import os; from m import (semi,\n    colon)\n", {"colon"})
+@example("from m import (a,  # x)\n    hidden)\n", {"hidden"})
+@settings(max_examples=examples(300))
+def test_a_module_left_unread_by_a_star_brings_none_of_the_names(text: str, wanted: set[str]) -> None:
+    """`star_imports._may_bring` is False only for a module whose imports (as the summary reads them) bind none of
+    the names, and that has no star import of its own."""
+    summary = summarize("/p/m.py", text.encode(), lambda: ("p",))
+    assert summary is not None
+    if summary.stars or set(summary.imports) & wanted:
+        assert _may_bring(text.encode(), wanted)
