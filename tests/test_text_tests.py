@@ -143,3 +143,12 @@ def test_a_module_left_unread_by_a_star_brings_none_of_the_names(text: str, want
     assert summary is not None
     if summary.stars or set(summary.imports) & wanted:
         assert _may_bring(text.encode(), wanted)
+
+
+def test_the_initialize_text_test_reads_a_line_of_hashes_once() -> None:
+    """A comment line of `#`s after `initialize` (a banner in a docstring or a comment): one way to match it. The
+    first pattern let each `#` start a comment of its own and took exponential time on such a line (a real
+    repository's file hung the index)."""
+    banner = b"    # Weights are set by deepspeed.initialize\n" + b"#" * 60 + b"\nx = 1\n"
+    assert _INITIALIZE_CALLED.search(banner) is None
+    assert _INITIALIZE_CALLED.search(b"engine = (deepspeed.initialize  " + b"#" * 60 + b"\n    (model=m))") is not None

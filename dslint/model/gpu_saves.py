@@ -76,9 +76,10 @@ def gpu_loads(store: SummaryStore, paths: list[str]) -> dict[str, dict[int, GpuF
 
 # What an assignment from `deepspeed.initialize(...)` needs in the text (`_engine_names`: the callee qualified
 # through the imports): `initialize` before the call's parenthesis (after white space, a line continuation, the
-# parenthesis closing a parenthesized callee, or a comment inside brackets), or imported under another name
-# (`from deepspeed import initialize as ds_init`)
-_INITIALIZE_CALLED = re.compile(rb"initialize(?:(?:[\s\\)]|#[^\n]*)*\(|\s+as\b)")
+# parenthesis closing a parenthesized callee, or a comment inside brackets, read to its line's end: one way to match
+# a line of `#`s, never exponentially many), or imported under another name (`from deepspeed import initialize as
+# ds_init`)
+_INITIALIZE_CALLED = re.compile(rb"initialize(?:(?:[\s\\)]|#[^\n]*\n)*\(|\s+as\b)")
 
 # `from` as a word (the look-behind: no word character before it), then `.`: the literal leads so that `re` skips to
 # each `from` instead of trying `\bfrom` at every byte (the same matches)
