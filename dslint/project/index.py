@@ -305,14 +305,15 @@ def _build_project_index(
     store = SummaryStore(sources, exists)
     model = ProjectModel(store)  # one model: the engine fixpoint, then the state-saving calls, read it
     read_half = functools.partial(_launch_half, files, sources, producers, store, paths)
-    half = Beside(read_half) if beside and producers else None  # without an engine there is no fixpoint to wait on
-    if half is None:
-        launched = read_half()
-    analysed = _analysed(model, producers)
-    if half is not None:
+    if beside and producers:  # without an engine there is no fixpoint to run meanwhile
+        half = Beside(read_half)
+        analysed = _analysed(model, producers)
         launched = half.result()
         for path in launched.inputs:  # read in the child: inputs of this build all the same
             record(path)
+    else:
+        launched = read_half()
+        analysed = _analysed(model, producers)
     index = launched.index
     roots = index.root_paths
     follow_imported_readers(index, store)
