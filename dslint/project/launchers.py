@@ -324,10 +324,15 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
 # How a line that `_SOURCE` or `_ASSIGNMENT` matches starts (they match the line with its comment stripped, a prefix).
 _SOURCE_OR_ASSIGNMENT = re.compile(r"\s*(?:source|\.|(?:export\s+|local\s+|readonly\s+)?[A-Za-z_][A-Za-z0-9_]*=)")
 # The words one of `parse_shell`'s steps needs in a segment (quotes and backslashes removed) to act on it:
-# `cloned_folder` and `change_directory` one of the first, `_launch_in` one of each of the others.
+# `cloned_folder` and `change_directory` one of these, `_launch_in` what `_may_launch` asks.
 _MOVE_WORDS = re.compile("clone|cd|pushd|popd")
 _SCRIPT_WORDS = re.compile(r"\.py|-m")
 _STEM_WORDS = re.compile("|".join(_LAUNCHER_STEMS))
+
+
+def _may_launch(plain: str) -> bool:
+    """A script (`.py`) or a module flag, and a launcher's word, in the unquoted text: what a launch needs."""
+    return _SCRIPT_WORDS.search(plain) is not None and _STEM_WORDS.search(plain) is not None
 
 
 def _inert(logical: str) -> bool:
@@ -339,7 +344,7 @@ def _inert(logical: str) -> bool:
     if "$" in logical or _SOURCE_OR_ASSIGNMENT.match(logical):
         return False
     plain = unquoted(logical)
-    return not (_MOVE_WORDS.search(plain) or (_SCRIPT_WORDS.search(plain) and _STEM_WORDS.search(plain)))
+    return _MOVE_WORDS.search(plain) is None and not _may_launch(plain)
 
 
 def _read_sourced(
@@ -456,7 +461,7 @@ def _launch_in(
     path: str, number: int, original: str, segment: str, target: str | None, exported: dict[str, str] | None = None
 ) -> LaunchLine | None:
     plain = unquoted(segment)
-    if (".py" not in plain and "-m" not in plain) or not any(word in plain for word in _LAUNCHER_STEMS):
+    if not _may_launch(plain):
         return None  # no launcher word and script, whatever shlex makes of it: most lines of a shell script
     try:
         words = shell_words(segment)
