@@ -239,6 +239,29 @@ deepspeed prose.py
     ]
 
 
+def test_a_text_file_of_commands_is_read_for_its_bare_launch_lines() -> None:
+    text = (
+        "Training notes\n"
+        "deepspeed train.py --deepspeed_config ds.json \\\n"
+        "    --epochs 3\n"
+        "then evaluate with python eval.py\n"
+        "deepspeed==0.9.2\n"
+        "torchrun --nproc_per_node 2 finetune.py\n"
+    )
+    (shell,) = shell_texts("cmd.txt", text)
+    assert shell.split("\n") == [
+        "",
+        "deepspeed train.py --deepspeed_config ds.json \\",
+        "    --epochs 3",
+        "",
+        "",
+        "torchrun --nproc_per_node 2 finetune.py",
+    ]
+    launches = parse_shell("cmd.txt", shell)
+    assert [(lnch.line, lnch.script) for lnch in launches] == [(2, "train.py"), (6, "finetune.py")]
+    assert launches[0].option("epochs").value == "3"  # type: ignore[union-attr]
+
+
 def test_notebook_shell_lines_and_bash_cells_at_their_json_lines() -> None:
     notebook = {
         "cells": [

@@ -2,9 +2,10 @@
 
 Projects document how a script is run as often as they ship a `.sh` for it: a fenced or indented block in Markdown, a
 `.. code-block:: bash` or `::` literal block in reStructuredText, a `!deepspeed train.py ...` line or a `%%bash`
-cell in a notebook. Each function here turns such a file into shell text for `launchers.parse_shell`, with every
-other line blanked, so that line numbers still point into the document (for a notebook: the line of the JSON
-file that holds the source line). Nothing else in the document is read.
+cell in a notebook, a bare command line in a plain-text file of commands (`cmd.txt`, `notes.txt`). Each function
+here turns such a file into shell text for `launchers.parse_shell`, with every other line blanked, so that line
+numbers still point into the document (for a notebook: the line of the JSON file that holds the source line).
+Nothing else in the document is read.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from dslint.project.shell_directories import cloned_folder
 
-DOCUMENT_LAUNCHER_SUFFIXES = (".md", ".rst", ".ipynb")
+DOCUMENT_LAUNCHER_SUFFIXES = (".md", ".rst", ".ipynb", ".txt")
 # A launch command written as a line of text (`deepspeed --hostfile hf train.py` under "On two nodes:") in a
 # document without code blocks: Markdown shows it as text, and a reader runs it as written.
 _BARE_LAUNCH = re.compile(r"^(deepspeed|torchrun|accelerate\s+launch)\s+(\S+\s+)*\S+\.py(\s|$)")
@@ -38,7 +39,22 @@ def shell_texts(name: str, text: str) -> list[str]:
         return [rst_code_blocks(text)]
     if name.endswith(".ipynb"):
         return notebook_shells(text)
+    if name.endswith(".txt"):
+        return [text_commands(text)]
     return [markdown_code_blocks(text)]
+
+
+def text_commands(text: str) -> str:
+    """A plain-text file's launch commands (`cmd.txt`, `notes.txt`: commands kept to be pasted into a shell),
+    other lines blanked: a line that is a bare launch command from its first column, with the lines its
+    backslashes continue it onto. Nothing else of a text file is read as shell."""
+    out: list[str] = []
+    going_on = False
+    for line in text.splitlines():
+        keep = going_on or _BARE_LAUNCH.match(line) is not None
+        out.append(line if keep else "")
+        going_on = keep and line.rstrip().endswith("\\")
+    return "\n".join(out)
 
 
 def markdown_code_blocks(text: str) -> str:

@@ -8,7 +8,9 @@ import libcst as cst
 
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.bindings import BindingKind
 from dslint.project.world_size import EVERY_GPU_SOURCE
+from dslint.script.engine_calls import argument
 from dslint.script.facts import Role
 from dslint.script.names import dotted_name
 from dslint.script.project_facts import LaunchedConfig
@@ -49,6 +51,22 @@ def train(model, dataset, config):
             engine.backward(loss)
             engine.step()
 """
+_HANDED_ON = """\
+import deepspeed
+from torch.utils.data import DataLoader
+
+def train_epoch(engine, batches):
+    for batch in batches:
+        engine.backward(engine(batch))
+        engine.step()
+
+def main(model, dataset, other, config):
+    params = {"batch_size": 8, "shuffle": True}
+    loader = DataLoader(dataset, **params)
+    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+    for epoch in range(3):
+        train_epoch(engine, loader)
+"""
 _TWO = (("run.sh", "deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n"),)
 
 
@@ -62,9 +80,12 @@ class DataLoaderNotSharded(ScriptRule):
         what="""
             Flags `torch.utils.data.DataLoader(dataset, ...)` built without a `sampler=` or `batch_sampler=`
             (or with torch's single-process `RandomSampler`/`SequentialSampler`, which order the whole dataset)
-            when the loop over it (directly, through `enumerate`/`tqdm`/`iter`, through a name, a `self`
-            attribute, or the return value of a function of the same module that builds it) calls the DeepSpeed
-            engine's `backward`, and a launcher of the project starts the script as more than one process
+            (its keywords may come from a dict literal, `DataLoader(dataset, **params)`) when the loop over it
+            (directly, through `enumerate`/`tqdm`/`iter`, through a name, a `self` attribute, the return value of
+            a function of the same module that builds it, or a parameter of a function of the module that a call
+            hands the loader, up to two calls deep: `train_epoch(engine, loader)`) calls the DeepSpeed engine's
+            `backward`, and a launcher of the project (a script, a Makefile, a document's code block, a
+            plain-text file of commands such as `cmd.txt`) starts the script as more than one process
             (`deepspeed --num_gpus 2`, a hostfile's slots, `torchrun --nproc_per_node 4`, several nodes, or the
             `deepspeed` launcher with no count, which starts one process for each GPU of the node). The finding
             names the launch. A file that shards its data another way (`DistributedSampler`,
@@ -123,6 +144,12 @@ class DataLoaderNotSharded(ScriptRule):
         Valid(_SCRIPT.replace("DataLoader(dataset,", "DataLoader(dataset[rank::world_size],"), files=_TWO),
         # a sampler of the project's own making may shard
         Valid(_SCRIPT.replace("shuffle=True", "sampler=make_sampler(dataset)"), files=_TWO),
+        # the dict of keywords names a sampler; the loader handed to the training function is that one, the
+        # plain one goes to an evaluation with no backward
+        Valid(_HANDED_ON.replace('"shuffle": True', '"sampler": make_sampler(dataset)'), files=_TWO),
+        Valid(_HANDED_ON.replace("train_epoch(engine, loader)", "train_epoch(engine, other)"), files=_TWO),
+        # a line of prose in a text file is no launch
+        Valid(_HANDED_ON, files=(("notes.txt", "we ran it with deepspeed on two GPUs: train.py\n"),)),
     )
     invalid = (
         Invalid(_SCRIPT, lines=(6,), files=_TWO),
@@ -151,6 +178,13 @@ class DataLoaderNotSharded(ScriptRule):
             lines=(5,),
             files=(("run.sh", "torchrun --nproc_per_node 4 train.py\n"),),
         ),
+        # the loop is in a function that gets the loader from its caller; the keywords come from a dict; the
+        # launch is a line of a text file of commands
+        Invalid(
+            _HANDED_ON,
+            lines=(11,),
+            files=(("cmd.txt", "Train on every GPU:\ndeepspeed train.py --deepspeed_config ds.json\n"),),
+        ),
         # a trainer class: the loader in one method, the loop in another
         Invalid(
             "import deepspeed\nfrom torch.utils.data import DataLoader\n\nclass Trainer:\n"
@@ -169,10 +203,13 @@ class DataLoaderNotSharded(ScriptRule):
     def visit_Module(self, node: cst.Module) -> None:
         self._loaders: list[cst.Call] = []
         self._loops: list[cst.For] = []
+        self._calls: list[cst.Call] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.facts.qualified(node.func) in DATA_LOADERS:
             self._loaders.append(node)
+        elif isinstance(node.func, (cst.Name, cst.Attribute)):
+            self._calls.append(node)  # a call that may hand a loader to the function looping over it
 
     def visit_For(self, node: cst.For) -> None:
         self._loops.append(node)
@@ -215,20 +252,20 @@ class DataLoaderNotSharded(ScriptRule):
 
     # --- the loader -------------------------------------------------------------------------------------------
     def _unsharded(self, call: cst.Call) -> bool:
-        positional = [arg for arg in call.args if arg.keyword is None]
-        if any(arg.star for arg in call.args) or len(positional) > 3 or (not positional and not call.args):
+        positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+        keywords = self._keywords(call)
+        if keywords is None or len(positional) > 3 or (not positional and not keywords):
             return False
         if any(
-            arg.keyword is not None
-            and arg.keyword.value in ("sampler", "batch_sampler")
-            and not (arg.keyword.value == "sampler" and self._single_process_sampler(arg.value))
-            for arg in call.args
+            keyword in ("sampler", "batch_sampler")
+            and not (keyword == "sampler" and self._single_process_sampler(value))
+            for keyword, value in keywords
         ):
             return False
         dataset = positional[0].value if positional else None
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == "dataset":
-                dataset = arg.value
+        for keyword, value in keywords:
+            if keyword == "dataset":
+                dataset = value
         if dataset is None:
             return False
         text = self.facts.code(dataset)
@@ -236,6 +273,28 @@ class DataLoaderNotSharded(ScriptRule):
         if bound is not None:
             text += " " + self.facts.code(bound)
         return not _RANK_WORDS.search(text) and not _SYNTHETIC.search(text)
+
+    def _keywords(self, call: cst.Call) -> list[tuple[str, cst.BaseExpression]] | None:
+        """The call's keyword arguments, with those of a `**params` whose name is bound to a dict literal of
+        string keys (`DataLoader(dataset, **train_params)`); None when a starred argument cannot be read."""
+        keywords: list[tuple[str, cst.BaseExpression]] = []
+        for arg in call.args:
+            if arg.star == "*":
+                return None
+            if arg.star == "**":
+                bound = self.facts.assigned_value(arg.value, call) if isinstance(arg.value, cst.Name) else None
+                if not isinstance(bound, cst.Dict):
+                    return None
+                for element in bound.elements:
+                    if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+                        return None
+                    key = element.key.evaluated_value
+                    if not isinstance(key, str):
+                        return None
+                    keywords.append((key, element.value))
+            elif arg.keyword is not None:
+                keywords.append((arg.keyword.value, arg.value))
+        return keywords
 
     def _single_process_sampler(self, sampler: cst.BaseExpression) -> bool:
         """torch's `RandomSampler(data)` or `SequentialSampler(data)` (or a name bound to one): they order the whole
@@ -268,7 +327,7 @@ class DataLoaderNotSharded(ScriptRule):
             wrapped = facts.assigned_value(source, source)
             if isinstance(wrapped, cst.Call) and _unwrapped(wrapped) is not wrapped:
                 source = _unwrapped(wrapped)
-        if source is loader:
+        if source is loader or self._passed_in(source, source, loader, depth=2):
             return True
         small = facts.small_statement_of_call.get(loader)
         bound = None
@@ -299,6 +358,40 @@ class DataLoaderNotSharded(ScriptRule):
             return False
         value = facts.assigned_value(source, source)
         return isinstance(value, cst.Call) and dotted_name(value.func) == helper
+
+    def _passed_in(self, source: cst.BaseExpression, at: cst.CSTNode, loader: cst.Call, depth: int) -> bool:
+        """`source` is a parameter of its function, and a call of that function in this module hands it the
+        loader (the call itself, or a name bound to it), or a parameter of the caller's that a call of its own
+        hands the loader (`depth` calls up): `train_epoch(loader, engine)` looping over its `loader`."""
+        facts = self.facts
+        if depth <= 0 or not isinstance(source, cst.Name):
+            return False
+        scope = facts.scope_at(at)
+        binding = facts.binding_at(source.value, scope, facts.start(at))
+        function = scope.node
+        if binding is None or binding.kind is not BindingKind.PARAMETER or not isinstance(function, cst.FunctionDef):
+            return False
+        parameters = [param.name.value for param in function.params.params]
+        if source.value not in parameters:
+            return False  # keyword-only or starred: not matched by position
+        index = parameters.index(source.value)
+        for call in self._calls:
+            name = dotted_name(call.func)
+            if name == function.name.value:
+                position = index
+            elif name == f"self.{function.name.value}" and parameters[:1] == ["self"]:
+                position = index - 1
+            else:
+                continue
+            arg = argument(call, position, source.value)
+            if arg is None:
+                continue
+            value = arg.value
+            if value is loader or (isinstance(value, cst.Name) and facts.assigned_value(value, call) is loader):
+                return True
+            if self._passed_in(value, call, loader, depth - 1):
+                return True
+        return False
 
     def _attribute_bound_once(self, name: str) -> bool:
         """`self.train_loader` is assigned once in the module (a second assignment, `self.engine, _,
