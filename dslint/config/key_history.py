@@ -56,3 +56,16 @@ def first_release_reading_section_key(section: str, key: str, version: Version) 
         if read is not None and key in read:
             return release
     return None
+
+
+def last_release_reading_section_key(section: str, key: str, version: Version) -> Version | None:
+    """The newest known release older than `version`'s schema that reads `key` in the top-level `section` as a
+    plain dict (a key renamed since: `aio.thread_count`, now `intra_op_parallelism`)."""
+    judged_by = schema_release(version)
+    for release in reversed(known_releases()):
+        if release >= judged_by:
+            continue
+        read = load_release_schema(str(release)).read_section_keys.get(section)
+        if read is not None and key in read:
+            return release
+    return None
