@@ -10,8 +10,10 @@ on every rank with "unrecognized arguments: --local_rank=N".
 The answer is conservative: the parser must be built in the script itself (`argparse.ArgumentParser(...)`, one
 construction), every `add_argument` of the script must name its options by literal strings, the parser must not
 be handed to any function but `deepspeed.add_config_arguments` (which adds only `--deepspeed`, `--deepspeed_config`
-and the old `--deepscale` pair), and the script must not read or edit `sys.argv` (counting it, `len(sys.argv)`,
-is fine: under the launcher it always holds `--local_rank`) or parse with `parse_known_args`. Any
+and the old `--deepscale` pair), and the script must not edit `sys.argv` or read it before the parse (counting
+it, `len(sys.argv)`, is fine: under the launcher it always holds `--local_rank`; so is looking at it,
+`" ".join(sys.argv)`, `"x" in sys.argv`, in a script that never writes `--local_rank`), nor parse with
+`parse_known_args`. Any
 doubt (a parent parser, subcommands, other prefix characters, options built at run time): no answer.
 
 `add_config_arguments` adds `--deepspeed` as `action="store_true"` (0.19.8): `--deepspeed ds_config.json` leaves
@@ -66,8 +68,6 @@ def strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
     if b"parse_known_args" in data or b"parse_intermixed" in data:
         return None
     tree = summary.tree
-    if b"argv" in data and not _argv_only_counted(tree):
-        return None
     constructions: list[tuple[str, ast.Call]] = []
     for node in ast.walk(tree):
         if (
@@ -112,22 +112,49 @@ def strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
             return None  # the parser itself leaves the function: its caller may add options
     if not parses:
         return None
+    manual = LAUNCHER_OPTION.encode() in data and LAUNCHER_OPTION not in options
+    if b"argv" in data and not _argv_left_alone(tree, manual):
+        return None
     return StrictParser(parses[0], tuple(options), abbreviations, config_arguments)
 
 
-def _argv_only_counted(tree: ast.Module) -> bool:
-    """Every mention of `argv` is the argument of `len(...)` (`if len(sys.argv) == 1: parse_args(args=[])`): the
-    script counts its arguments but neither reads nor edits them. Under the launcher there is always one."""
-    counted: set[int] = set()
-    mentions: list[ast.AST] = []
+# Calls that only look at the list they are given (`" ".join(sys.argv)`, `print(sys.argv)`): not an edit.
+_LOOKING = frozenset({"len", "str", "repr", "print", "list", "tuple", "join", "any", "all", "sorted"})
+
+
+def _argv_left_alone(tree: ast.Module, manual: bool) -> bool:
+    """Nothing can change what the parse reads from the command line: every mention of `argv` counts it
+    (`len(sys.argv)`: under the launcher there is always one) or only looks at it (a `len`/`join`/`print`
+    argument, the right side of `in`, a subscript read), and the script does not handle the launcher's option
+    itself (`manual`: the text `--local_rank` is in it, yet no option of the parser). A mention that edits the
+    list or hands it to another function may decide the parse: no answer."""
+    parents: dict[int, ast.AST] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and node.args:
-            counted.add(id(node.args[0]))
-        if (isinstance(node, ast.Attribute) and node.attr == "argv") or (
-            isinstance(node, ast.Name) and node.id == "argv"
-        ):
-            mentions.append(node)
-    return all(id(node) in counted for node in mentions)
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    for node in ast.walk(tree):
+        if not ((isinstance(node, ast.Attribute) and node.attr == "argv") or _is_name(node, "argv")):
+            continue
+        parent = parents.get(id(node))
+        if _counted(node, parent):
+            continue
+        if manual or not isinstance(getattr(node, "ctx", None), ast.Load) or not _looked_at(node, parent):
+            return False
+    return True
+
+
+def _counted(node: ast.AST, parent: ast.AST | None) -> bool:
+    return isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "len"
+
+
+def _looked_at(node: ast.AST, parent: ast.AST | None) -> bool:
+    if isinstance(parent, ast.Call) and node in parent.args:
+        func = parent.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        return name in _LOOKING
+    if isinstance(parent, ast.Compare):
+        return node in parent.comparators and all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
+    return isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load)
 
 
 def _accepts(option: str, abbreviations: bool) -> bool:

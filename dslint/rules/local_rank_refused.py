@@ -46,7 +46,8 @@ class LocalRankRefused(LaunchRule):
             `parse_args` call as its related location (where the fix goes).
             Left alone: a command with `--no_local_rank`, another multi-node backend (`--launcher openmpi`...),
             a command under `srun`/`mpirun`, and every script whose parsing is not fully known:
-            `parse_known_args`, `sys.argv` read or edited (counting it, `len(sys.argv)`, is not reading it), a
+            `parse_known_args`, `sys.argv` edited, handed to a function, or read in a script that writes
+            `--local_rank` itself (counting it, `len(sys.argv)`, or looking at it, `" ".join(sys.argv)`, is fine), a
             parser built elsewhere, handed to another function (other than `deepspeed.add_config_arguments`,
             which adds only the config options) or returned, options named by variables, parent parsers,
             subcommands, other prefix characters.
@@ -80,6 +81,16 @@ class LocalRankRefused(LaunchRule):
             "deepspeed train.py --deepspeed_config ds.json\n",
             files=files_of(_STRICT.replace("args = parse()", "import sys\nsys.argv = sys.argv[:1]\nargs = parse()")),
         ),
+        # the script looks for the launcher's option itself before it parses: it may handle it
+        Valid(
+            "deepspeed train.py --deepspeed_config ds.json\n",
+            files=files_of(
+                _STRICT.replace(
+                    "args = parse()",
+                    "import sys\nif '--local_rank' in ' '.join(sys.argv):\n    raise SystemExit\nargs = parse()",
+                )
+            ),
+        ),
     )
     invalid = (
         Invalid(
@@ -94,6 +105,17 @@ class LocalRankRefused(LaunchRule):
             ),
         ),
         Invalid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", lines=(1,), files=files_of(_STRICT)),
+        # a look at the command line that edits nothing (a warning printed from it) leaves the parse as it is
+        Invalid(
+            "deepspeed train.py --deepspeed_config ds.json\n",
+            lines=(1,),
+            files=files_of(
+                _STRICT.replace(
+                    "args = parse()",
+                    "import sys\nif 'accelerate' not in ' '.join(sys.argv):\n    print('hint')\nargs = parse()",
+                )
+            ),
+        ),
         Invalid("deepspeed train.py --deepspeed_config ds.json\n", lines=(1,), files=files_of(_DASHED)),
         Invalid(
             "export CUDA_VISIBLE_DEVICES=0,1\n\ndeepspeed \\\n  train.py \\\n  --deepspeed_config ds.json\n",
