@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dslint.config.batch import holds, some_world_size_holds
-from dslint.config.facts import batch_values
+from dslint.config.facts import batch_values, is_auto
 from dslint.config.tree import UNKNOWN
 from dslint.diagnostics import Related, Severity
 from dslint.framework.config_rule import ConfigRule
@@ -47,7 +47,9 @@ class UnsatisfiableBatchSize(ConfigRule, LaunchRule):
             --nproc_per_node`, `accelerate launch --num_processes`), or from each launch of a script that
             picks the config by a path in its code (`f"ds/stage_{args.stage}.json"` read with the launch's
             `--stage`, or the one literal config path the script writes); and batch values that are not
-            positive. When the values hold for some number of GPUs but not for a launch's, the finding is at that
+            positive; and a fixed `train_batch_size` that no `"auto"` micro batch or accumulation filled in
+            (by the Hugging Face Trainer or accelerate) can satisfy (`train_batch_size` 4 with accumulation 16).
+            When the values hold for some number of GPUs but not for a launch's, the finding is at that
             launch's line (a shell script, a Makefile, a README's command), naming the config's batch values: the
             same file may be right for the project's other launches. Values that hold for no world size, and
             launches written in a notebook or a Python file, are reported in the config. Not when the scripts
@@ -77,11 +79,24 @@ class UnsatisfiableBatchSize(ConfigRule, LaunchRule):
         Valid(
             '{"train_batch_size": 64, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2}\n',
         ),
+        # "auto" values (the Trainer fills them): some filling holds
+        Valid(
+            '{"train_batch_size": 64, "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": 16}\n'
+        ),
+        Valid(
+            '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto"}\n'
+        ),
         Valid('{"train_batch_size": 48, "train_micro_batch_size_per_gpu": 4}\n'),
         Valid("deepspeed --num_gpus 1 train.py --deepspeed_config ds.json\n", path="run.sh", files=_PROJECT),
         Valid("CUDA_VISIBLE_DEVICES=0 deepspeed train.py --deepspeed_config ds.json\n", path="run.sh", files=_PROJECT),
     )
     invalid = (
+        # no micro batch the Trainer fills in makes 4 a multiple of 16 x GPUs
+        Invalid(
+            '{\n  "gradient_accumulation_steps": 16,\n  "train_batch_size": 4,\n'
+            '  "train_micro_batch_size_per_gpu": "auto"\n}\n',
+            lines=(3,),
+        ),
         Invalid(
             '{\n  "train_batch_size": 32,\n  "train_micro_batch_size_per_gpu": 3\n}\n',
             lines=(2,),
@@ -104,7 +119,10 @@ class UnsatisfiableBatchSize(ConfigRule, LaunchRule):
     def check(self) -> None:
         train, micro, accum = batch_values(self.root)
         values: tuple[Any, ...] = (train, micro, accum)
-        if any(v is UNKNOWN for v in values) or self.root.opaque:
+        if self.root.opaque:
+            return
+        if any(v is UNKNOWN for v in values):
+            self._filled_values(train, micro, accum)
             return
         if train is None and micro is None:
             return  # DSL406
@@ -151,6 +169,37 @@ class UnsatisfiableBatchSize(ConfigRule, LaunchRule):
             anchor,
             f"batch sizes {shown}: train != micro x accumulation x GPUs {detail}",
             related=related,
+        )
+
+    def _filled_values(self, train: Any, micro: Any, accum: Any) -> None:
+        """A fixed `train_batch_size` beside an `"auto"` micro batch or accumulation (the Hugging Face Trainer or
+        accelerate fills them with positive whole numbers): no filling can hold when the train batch is not a
+        multiple of the other fixed value (`train_batch_size` 4 with `gradient_accumulation_steps` 16)."""
+        names = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
+        nodes = [self.root.get(name) for name in names]
+        if not isinstance(train, int) or isinstance(train, bool) or train <= 0:
+            return
+        fixed = [v for v in (micro, accum) if v is not UNKNOWN]
+        filled = [n for n, v in zip(nodes[1:], (micro, accum), strict=True) if v is UNKNOWN]
+        if not filled or not all(n is not None and is_auto(n) for n in filled):
+            return  # a value that is neither a number nor "auto" (a script's expression): not known
+        if any(not isinstance(v, int) or isinstance(v, bool) or v <= 0 for v in fixed if v is not None):
+            return
+        product = 1
+        for value in fixed:
+            product *= value if value is not None else 1
+        if train % product == 0:
+            return  # the "auto" value and the world size can make it hold
+        anchor = self.root.entry("train_batch_size")
+        assert anchor is not None
+        shown = ", ".join(
+            f"{label} {value}"
+            for label, value in zip(("train", "micro", "accumulation"), (train, micro, accum), strict=True)
+            if value is not None and value is not UNKNOWN
+        )
+        self.report_key(
+            anchor,
+            f'batch sizes {shown}: train != micro x accumulation x GPUs, whatever fills "auto" and however many GPUs',
         )
 
     @classmethod
