@@ -8,7 +8,7 @@ from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.context import ScriptContext
 from dslint.script.edits import delete_call_statement
-from dslint.script.facts import Role, method_name
+from dslint.script.facts import Role, RoleAnswer, method_name
 from dslint.script.inference import inference_engine
 from dslint.script.model_moves import cast_dtype, is_cast, is_placement_call, moves_to_cpu
 
@@ -20,12 +20,17 @@ class EngineMoved(ScriptRule):
     inference_message = (
         "the inference engine of deepspeed.init_inference (line {line}) is already placed; remove this move"
     )
+    module_message = (
+        "this model is the engine's module since initialize (line {line}), already placed; remove this move"
+    )
     severity = Severity.WARNING
     inference_engine = True
     docs = RuleDocs(
         what="""
             Flags `.cuda()`, `.to(...)`, `.half()` and `.bfloat16()` called on the engine returned by
-            `deepspeed.initialize`, or on its `.module`; and `.cuda()` / `.to(<device>)` on the inference engine
+            `deepspeed.initialize`, or on its `.module`; `.cuda()` / `.to(<device>)` on the model handed to
+            `initialize`, after that call in the same function (the engine's module); and `.cuda()` /
+            `.to(<device>)` on the inference engine
             that a tensor-parallel `deepspeed.init_inference` (`mp_size` not the literal 1) returns, unless it is
             given `keep_module_on_host=True` or a config. Without `mp_size` the engine sets no device and leaves
             its module on the current one, so a move to the rank's GPU may be needed and is not flagged. A cast
@@ -83,6 +88,21 @@ class EngineMoved(ScriptRule):
                 engine.cuda()
             """
         ),
+        # the model handed to initialize: moved before it (DSL101's), cast or sent to the CPU after training
+        # (an export), or a name bound again to another model
+        Valid(
+            """
+            import deepspeed
+            def train(model, teacher, device, config):
+                model.to(device)
+                engine, *_ = deepspeed.initialize(model=model, config=config)
+                fit(engine)
+                model.half()
+                model.to("cpu")
+                model = teacher
+                model.to(device)
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -106,6 +126,25 @@ class EngineMoved(ScriptRule):
         ),
     )
     invalid = (
+        # the model handed to initialize is the engine's module: the engine placed it
+        Invalid(
+            """
+            import deepspeed
+            def train(model, data, config, rank):
+                engine, _, loader, _ = deepspeed.initialize(model=model, training_data=data, config=config)
+                model.to(torch.device("cuda", rank))
+                for batch in loader:
+                    engine.backward(engine(batch))
+            """,
+            lines=(5,),
+            fixed="""
+            import deepspeed
+            def train(model, data, config, rank):
+                engine, _, loader, _ = deepspeed.initialize(model=model, training_data=data, config=config)
+                for batch in loader:
+                    engine.backward(engine(batch))
+            """,
+        ),
         Invalid(
             """
             import deepspeed
@@ -204,7 +243,12 @@ class EngineMoved(ScriptRule):
         assert isinstance(node.func, cst.Attribute)
         answer = self.facts.role_of(node.func.value, at=node)
         message = None
-        if answer is None or answer.role not in (Role.ENGINE, Role.ENGINE_MODULE):
+        if answer is not None and answer.role is Role.RAW_MODEL:
+            if not self._moved_after_initialize(node, answer):
+                return
+            assert answer.init is not None
+            message = self.module_message.format(line=self.context.span(answer.init.call)[0].line)
+        elif answer is None or answer.role not in (Role.ENGINE, Role.ENGINE_MODULE):
             inference = inference_engine(self.facts, node.func.value, node)
             if inference is None or not (inference.splits and inference.places_module):
                 return
@@ -218,6 +262,14 @@ class EngineMoved(ScriptRule):
             applicability=Applicability.UNSAFE,
             fix_message=f"Remove `.{method_name(node)}(...)`",
         )
+
+    def _moved_after_initialize(self, node: cst.Call, answer: RoleAnswer) -> bool:
+        """`.cuda()` / `.to(<device>)` (not a cast, not to the CPU) of the model handed to a `deepspeed.initialize`
+        of this function, after that call on a path from it: the engine's own module, which it already placed."""
+        facts, init = self.facts, answer.init
+        if init is None or is_cast(node) or moves_to_cpu(facts, node) or facts.scope_at(node) is not init.scope:
+            return False
+        return facts.start(node) > init.end and not facts.paths.exclusive(init.call, node)
 
     def _restores(self, node: cst.Call) -> bool:
         """Whether `node` casts the engine back from an earlier cast of the same receiver to another dtype, in
