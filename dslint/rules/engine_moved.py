@@ -89,7 +89,16 @@ class EngineMoved(ScriptRule):
             """
         ),
         # the model handed to initialize: moved before it (DSL101's), cast or sent to the CPU after training
-        # (an export), or a name bound again to another model
+        # (an export), or a name bound again to another model; a move after an initialize made on one path only
+        Valid(
+            """
+            import deepspeed
+            def train(model, device, config):
+                if config is not None and len(config) > 1:
+                    engine, *_ = deepspeed.initialize(model=model, config=config)
+                model.to(device)
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -269,7 +278,17 @@ class EngineMoved(ScriptRule):
         facts, init = self.facts, answer.init
         if init is None or is_cast(node) or moves_to_cpu(facts, node) or facts.scope_at(node) is not init.scope:
             return False
-        return facts.start(node) > init.end and not facts.paths.exclusive(init.call, node)
+        if facts.start(node) <= init.end or facts.paths.exclusive(init.call, node):
+            return False
+        # the initialize runs wherever the move does: no condition of its path is missing from the move's, and it
+        # is not in a block nested deeper than the move's (`if use_deepspeed: initialize(...)`, then a move for
+        # both paths: needed on the other one)
+        if not set(facts.paths.at(init.call)) <= set(facts.paths.at(node)):
+            return False
+        init_statement, move_statement = facts.statement_of(init.call), facts.statement_of(node)
+        if init_statement is None or move_statement is None:
+            return False
+        return self.context.span(init_statement)[0].column <= self.context.span(move_statement)[0].column
 
     def _restores(self, node: cst.Call) -> bool:
         """Whether `node` casts the engine back from an earlier cast of the same receiver to another dtype, in
