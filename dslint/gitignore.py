@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,13 @@ class IgnoreFile:
                 )
                 continue
             self.patterns.append(_Pattern(regex, negated, directory_only))
+        # one expression per kind of path that no pattern can match unless one of its own does: a path none
+        # matches (most of them) is decided by one match instead of one per pattern
+        self._any = {
+            is_dir: _joined([p.regex for p in self.patterns if is_dir or not p.directory_only])
+            for is_dir in (False, True)
+        }
+        self._prefix = "" if str(base) == "." else os.path.join(str(base), "")  # `Path("./x")` is "x"
 
     @classmethod
     def read(cls, directory: Path) -> IgnoreFile | None:
@@ -90,9 +98,11 @@ class IgnoreFile:
 
     def decision(self, path: Path, is_dir: bool) -> bool | None:
         """True ignored, False re-included, None: this file says nothing about `path`."""
-        try:
-            relative = path.relative_to(self.base).as_posix()
-        except ValueError:
+        text = str(path)
+        if not text.startswith(self._prefix):
+            return None
+        relative = text[len(self._prefix) :].replace(os.sep, "/")
+        if self._any[is_dir].match(relative) is None:
             return None
         verdict: bool | None = None
         for pattern in self.patterns:
@@ -101,6 +111,13 @@ class IgnoreFile:
             if pattern.regex.match(relative):
                 verdict = not pattern.negated
         return verdict
+
+
+def _joined(regexes: list[re.Pattern[str]]) -> re.Pattern[str]:
+    """One expression matching where any of `regexes` (each `^...$`) matches."""
+    if not regexes:
+        return re.compile(r"(?!)")
+    return re.compile("|".join(f"(?:{regex.pattern})" for regex in regexes))
 
 
 def is_ignored(path: Path, is_dir: bool, ignore_files: list[IgnoreFile]) -> bool:

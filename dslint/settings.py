@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -172,7 +173,14 @@ class Settings:
             relative = path.name
         if relative in ("", "."):
             return False
-        return any(glob_matches(pattern, relative) for pattern in self.exclude)
+        return self._excluding.match(relative) is not None
+
+    @functools.cached_property
+    def _excluding(self) -> re.Pattern[str]:
+        """Every `exclude` pattern in one expression (asked for every file and folder discovered)."""
+        if not self.exclude:
+            return re.compile(r"(?!)")
+        return re.compile("|".join(f"(?:{glob_pattern(pattern).pattern})" for pattern in self.exclude))
 
     def selection_for(self, path: Path | None = None) -> RuleSelection:
         """The rules that run on `path`, every layer and `per-file-ignores` applied."""

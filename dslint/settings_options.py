@@ -189,6 +189,7 @@ def redirect_warnings() -> list[str]:
 
 
 @functools.cache
+@functools.lru_cache(maxsize=4096)
 def glob_pattern(pattern: str) -> re.Pattern[str]:
     """A .gitignore-style path pattern as a regular expression over a '/'-separated relative path."""
     body = pattern.strip().rstrip("/")
