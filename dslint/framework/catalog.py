@@ -298,11 +298,15 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             (b"accelerator", b"main_process"),
             # a project helper that saves, under a rank test (`ProjectFacts.engine_saving_calls`)
             *((test,) for test in (b"rank", b"main_process", b"process_zero")),
+            # Lightning Fabric's save under its DeepSpeed strategy (`script/fabric.py`)
+            (b"Fabric", b"is_global_zero"),
         ),
         shapes=(
             Shape(methods=("save_checkpoint", "save_16bit_model"), one_rank=True, engine=True),
             Shape(methods=("save_state", "save_model", "get_state_dict"), one_rank=True, configured=True),
             Shape(project_saves=True),
+            Shape(methods=("save",), one_rank=True, words=(b"Fabric",)),
+            Shape(methods=("save_state", "save_model", "get_state_dict"), one_rank=True, words=(b"Accelerator",)),
         ),
     ),
     "DSL431": Needs((b"deepspeed", b"initialize", b"optimizer")),

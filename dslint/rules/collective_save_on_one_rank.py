@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dslint.config.gather import gathers_16bit
 from dslint.diagnostics import Related, Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.bindings import BindingKind
 from dslint.model.engine import Kind
-from dslint.project.config_link import accelerate_runs, resolve_config, training_arguments_configs
+from dslint.project.config_link import AccelerateRun, accelerate_runs, resolve_config, training_arguments_configs
 from dslint.project.evidence import evidence
-from dslint.script.facts import Role, method_name
+from dslint.project.shipped_accelerate import shipped_accelerate_runs
+from dslint.script.fabric import FabricNames
+from dslint.script.facts import Role, RoleAnswer, method_name
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.names import dotted_name
 from dslint.script.one_rank import (
@@ -23,15 +27,15 @@ from dslint.script.one_rank import (
 )
 
 _METHODS = frozenset({"save_checkpoint", "save_16bit_model", "save_state", "save_model", "get_state_dict"})
-GATHER_KEYS = (
-    "stage3_gather_16bit_weights_on_model_save",
-    "gather_16bit_weights_on_model_save",
-    "stage3_gather_fp16_weights_on_model_save",
-)
 _STAGE3_GATHER = (
     '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": True}}'
 )
 
+
+_FABRIC = (
+    "under Fabric's DeepSpeed strategy, fabric.save on one rank hangs: it calls the engine's save_checkpoint, "
+    "which every rank must join"
+)
 
 # a project module whose helper saves the engine's checkpoint
 _HELPER = (("checkpointing.py", "def save(engine, out):\n    engine.save_checkpoint(out)\n"),)
@@ -55,6 +59,8 @@ class CollectiveSaveOnOneRank(ScriptRule):
         (b"accelerator", b"main_process"),
         # a project helper that saves, under a rank test (`ProjectFacts.engine_saving_calls`)
         *((test,) for test in (b"rank", b"main_process", b"process_zero")),
+        # Lightning Fabric's save under its DeepSpeed strategy (`script/fabric.py`)
+        (b"Fabric", b"is_global_zero"),
     )
     # each in a one-rank block (`visit_If`): the engine's saves (where an engine may be), accelerate's and a
     # Trainer's (where a config reaches them), or a call the project index says reaches `save_state`
@@ -62,27 +68,37 @@ class CollectiveSaveOnOneRank(ScriptRule):
         Shape(methods=("save_checkpoint", "save_16bit_model"), one_rank=True, engine=True),
         Shape(methods=("save_state", "save_model", "get_state_dict"), one_rank=True, configured=True),
         Shape(project_saves=True),
+        Shape(methods=("save",), one_rank=True, words=(b"Fabric",)),
+        # accelerate's saves where no launcher starts the script (the project's accelerate YAMLs decide)
+        Shape(methods=("save_state", "save_model", "get_state_dict"), one_rank=True, words=(b"Accelerator",)),
     )
     docs = RuleDocs(
         what="""
             Flags a save that every rank must call when it runs on one rank only: inside `if rank == 0:` (any
             comparison of a rank with small literals, `args.local_rank in [-1, 0]`), `if
-            accelerator.is_main_process:`, `if trainer.is_world_process_zero():`, `if args.should_save`, a
-            helper named for rank 0 (`if is_rank_0():`, `if utils.is_rank_zero():`), or an `and` holding one of
-            them; after an `if` that sends every other rank away (`if engine.local_rank != 0: continue`, `if not
-            accelerator.is_main_process: return`: the rest of that block); or in a function whose decorator runs
-            it on one rank (`@rank_zero_only`,
-            `@accelerator.on_main_process`, a decorator of the module's own that calls the function under such a
-            test). The saves: `engine.save_checkpoint(...)` on a DeepSpeed engine (any
-            stage); accelerate's `accelerator.save_state(...)` in a script that runs DeepSpeed through
-            accelerate (a `DeepSpeedPlugin` it builds, or an `accelerate launch` with DeepSpeed), also when a
-            project function the accelerator is handed to reaches `save_state` (then a `DeepSpeedPlugin` counts
-            when it is on the same run: built in a module the calling module imports, through project modules,
-            or in one that imports the calling module; a plugin of another project in the same repository does
-            not); and, under
-            ZeRO-3 only, `engine.save_16bit_model(...)` with the 16-bit gather on, accelerate's
-            `get_state_dict` / `save_model`, and the Hugging Face Trainer's `save_model`. Left alone: a script
-            that every launch the project holds starts as one process (`deepspeed --num_gpus=1`).
+            accelerator.is_main_process:`, `if trainer.is_world_process_zero():`, `if args.should_save`, `if
+            fabric.is_global_zero:`, a helper named for rank 0 (`if is_rank_0():`, `if utils.is_rank_zero():`), a
+            name bound to such a test (also when one arm of an `if` binds it so and the arms that exclude that one
+            bind a constant: `else: master = True`), or an `and` holding one of them; after an `if` that sends
+            every other rank away (`if engine.local_rank != 0: continue`, `if not accelerator.is_main_process:
+            return`: the rest of that block); or in a function whose decorator runs it on one rank
+            (`@rank_zero_only`, `@accelerator.on_main_process`, a decorator of the module's own that calls the
+            function under such a test). The saves: `engine.save_checkpoint(...)` on a DeepSpeed engine (any
+            stage; also a name the engine is bound to in the arm of an `if` the call is on, when another arm
+            rebinds it); Lightning Fabric's `fabric.save(...)` with a DeepSpeed strategy (`strategy="deepspeed..."`,
+            `DeepSpeedStrategy(...)`) on more than one device; accelerate's `accelerator.save_state(...)` in a
+            script that runs DeepSpeed through accelerate (a `DeepSpeedPlugin` it builds, or an `accelerate
+            launch` with DeepSpeed; for a script no launcher of the project starts, the accelerate YAMLs shipped
+            beside it or up to two folders above when every one says `distributed_type: DEEPSPEED` on several
+            processes, or, with no accelerate YAML, the DeepSpeed configs shipped there when every one is ZeRO-3
+            and writes "auto"), also when a project function the accelerator is handed to reaches `save_state`
+            (then a `DeepSpeedPlugin` counts when it is on the same run: built in a module the calling module
+            imports, through project modules, or in one that imports the calling module; a plugin of another
+            project in the same repository does not); and, under ZeRO-3 only, `engine.save_16bit_model(...)` with
+            the 16-bit gather on, accelerate's `get_state_dict` / `save_model`, and the Hugging Face Trainer's
+            `save_model`. Left alone: a script that every launch the project holds starts as one process
+            (`deepspeed --num_gpus=1`; for Fabric, which starts its own processes, a plain `python` launch is not
+            one).
         """,
         why="""
             `DeepSpeedEngine.save_checkpoint` (`runtime/engine.py`, 0.19.8) starts with `dist.barrier()`,
@@ -92,7 +108,8 @@ class CollectiveSaveOnOneRank(ScriptRule):
             engine's `save_checkpoint` for every model under DeepSpeed. Under ZeRO-3, `save_16bit_model` (with
             `stage3_gather_16bit_weights_on_model_save`) and accelerate's `get_state_dict` gather the partitioned
             weights with collectives (`_zero3_consolidated_16bit_state_dict`), and the Trainer's `save_model`
-            goes through `get_state_dict` (or falls back to `save_checkpoint`). Called on one rank, rank 0
+            goes through `get_state_dict` (or falls back to `save_checkpoint`). Fabric's DeepSpeed strategy saves by
+            broadcasting the path from rank 0 and calling the engine's `save_checkpoint`. Called on one rank, rank 0
             waits for ranks that never come: the run hangs until the collective times out, and the checkpoint
             is never complete. These calls already write shared files on rank 0 only; call them on every rank.
             A `torch.save` of a state dict gathered on every rank beforehand is right on rank 0 alone.
@@ -387,6 +404,9 @@ class CollectiveSaveOnOneRank(ScriptRule):
         self.candidates: list[cst.Call] = []
         self.plugins = False  # the script builds accelerate's DeepSpeedPlugin
         self.one_rank_decorators = one_rank_decorators(node)
+        self.fabrics = FabricNames(self.facts)
+        self.shipped = False  # the accelerate runs are the configs the project ships, for a script no launcher starts
+        self.shipped_runs: list[AccelerateRun] | None = None
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.decorators and runs_on_one_rank(node, self.one_rank_decorators):
@@ -397,6 +417,7 @@ class CollectiveSaveOnOneRank(ScriptRule):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.trainers.consider_assign(node)
+        self.fabrics.consider_assign(node)
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         rest = rest_on_one_rank(node, self.facts)
@@ -408,7 +429,7 @@ class CollectiveSaveOnOneRank(ScriptRule):
             self.regions.append(node.body)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if method_name(node) in _METHODS or self._hands_on_state_save(node):
+        if method_name(node) in _METHODS or method_name(node) == "save" or self._hands_on_state_save(node):
             self.candidates.append(node)
         name = dotted_name(node.func)
         if name is not None and name.rsplit(".", 1)[-1] == "DeepSpeedPlugin":
@@ -417,13 +438,20 @@ class CollectiveSaveOnOneRank(ScriptRule):
     def leave_Module(self, original_node: cst.Module) -> None:
         if not self.candidates or not (self.regions or self.rests):
             return
-        if one_process_launches(self.facts):
-            return  # the project launches it as one process: rank 0 is every rank
+        one_process = one_process_launches(self.facts)  # rank 0 is every rank
         spans = [self.context.span(region) for region in self.regions]
         spans += [(self.context.span(first)[0], self.context.span(last)[1]) for first, last in self.rests]
         for call in self.candidates:
             start, end = self.context.span(call)
             if not any(first <= start and end <= last for first, last in spans):
+                continue
+            if method_name(call) == "save":
+                fabric = self.fabrics.saving(call)
+                if fabric is not None:
+                    line = self.context.span(fabric.call)[0].line
+                    self.report(call, f"{_FABRIC} (Fabric at line {line})")
+                continue
+            if one_process:
                 continue
             found = self._finding(call)
             if found is not None:
@@ -483,7 +511,7 @@ class CollectiveSaveOnOneRank(ScriptRule):
     def _engine_save(
         self, call: cst.Call, receiver: cst.BaseExpression, method: str
     ) -> tuple[str, list[Related]] | None:
-        answer = self.facts.role_of(receiver, at=call)
+        answer = self.facts.role_of(receiver, at=call) or self._alias_on_path(receiver, call)
         if answer is None or answer.role is not Role.ENGINE or answer.engine is None:
             return None
         if answer.engine.kind is not Kind.TRAINING:
@@ -492,33 +520,61 @@ class CollectiveSaveOnOneRank(ScriptRule):
         if method == "save_checkpoint":
             return self.message, list(found.related)
         config = resolve_config(self.context, answer.engine)
-        if config is None or config.zero_stage != 3 or _gathers(config.get("zero_optimization")) is not True:
+        if config is None or config.zero_stage != 3 or gathers_16bit(config.get("zero_optimization")) is not True:
             return None  # below ZeRO-3, or without the gather: nothing is gathered (DSL210 says the rest)
         message = "under ZeRO-3, save_16bit_model on one rank hangs: it gathers the weights from every rank"
         return message + found.suffix, list(found.related)
+
+    def _alias_on_path(self, receiver: cst.BaseExpression, call: cst.Call) -> RoleAnswer | None:
+        """`model = engine` in the DeepSpeed arm of an `if`, where the arm the call is on excludes a later rebinding
+        (`else: model = DDP(model)`): what the name holds on the call's own path."""
+        key = dotted_name(receiver)
+        if key is None:
+            return None
+        binding = self.facts.binding_at(key, self.facts.scope_at(call), self.facts.start(call), on_path=True)
+        value = binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
+        if not isinstance(value, (cst.Name, cst.Attribute)):
+            return None
+        return self.facts.role_of(value)
 
     def _accelerate_deepspeed(self) -> tuple[str, list[Related]] | None:
         message = "under DeepSpeed, save_state on one rank hangs: it runs every engine's save_checkpoint"
         if self.plugins:
             return message, []  # the script's own DeepSpeedPlugin
-        runs = accelerate_runs(self.context)
+        runs = self._accelerate_runs()
         if runs:
-            where = runs[0].via[-1]
-            return f"{message} ({where.path}:{where.line})", [r for run in runs for r in run.via]
+            return message + self._where(runs), [r for run in runs for r in run.via]
         return None
 
-    def _accelerate_zero3(self, method: str) -> tuple[str, list[Related]] | None:
+    def _where(self, runs: list[AccelerateRun]) -> str:
+        where = runs[0].via[-1]
+        if self.shipped:
+            return (
+                f" ({where.path}:{where.line}, shipped in the project; no launcher of the project starts this script)"
+            )
+        return f" ({where.path}:{where.line})"
+
+    def _accelerate_runs(self) -> list[AccelerateRun] | None:
+        """The accelerate launches of the script with DeepSpeed; for a script no launcher of the project starts,
+        the accelerate YAMLs shipped beside it when each runs DeepSpeed (`project/shipped_accelerate.py`)."""
         runs = accelerate_runs(self.context)
+        project = self.facts.project
+        self.shipped = runs == [] and (project is None or not project.launches) and bool(self.context.path)
+        if self.shipped and self.shipped_runs is None:
+            self.shipped_runs = shipped_accelerate_runs(self.context.path)  # once a file
+        return self.shipped_runs if self.shipped else runs
+
+    def _accelerate_zero3(self, method: str) -> tuple[str, list[Related]] | None:
+        runs = self._accelerate_runs()
         if not runs:
             return None
         for run in runs:
             stage = run.config.zero_stage if run.config is not None else run.stage
-            gather = _gathers(run.config.get("zero_optimization")) if run.config is not None else run.save_16bit
+            gather = gathers_16bit(run.config.get("zero_optimization")) if run.config is not None else run.save_16bit
             if stage != 3 or gather is not True:
                 return None  # below ZeRO-3 nothing is gathered; without the gather it raises (DSL210)
-        where = runs[0].via[-1]
         message = f"under ZeRO-3, accelerator.{method} on one rank hangs: it gathers from every rank"
-        return f"{message} ({where.path}:{where.line})", [r for run in runs for r in run.via]
+        return message + self._where(runs), [r for run in runs for r in run.via]
 
     def _accelerator(self, receiver: cst.BaseExpression) -> bool:
         if self.trainers.holds_accelerator(receiver):
@@ -531,17 +587,3 @@ class CollectiveSaveOnOneRank(ScriptRule):
             return True
         name = dotted_name(receiver)
         return name is not None and name.rsplit(".", 1)[-1] == "trainer"
-
-
-def _gathers(section: object) -> bool | None:
-    """Whether a ZeRO section gathers the 16-bit weights on save (None: not known)."""
-    if not isinstance(section, dict):
-        return None
-    values = [section[key] for key in GATHER_KEYS if key in section]
-    if not values:
-        return False
-    if any(v is True for v in values):
-        return True
-    if all(v is False for v in values):
-        return False
-    return None

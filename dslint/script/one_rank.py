@@ -1,8 +1,9 @@
 """Which parts of a script run on one rank only: the body of `if rank == 0:` (any comparison of a rank with small
 literals: `args.local_rank in [-1, 0]`, `dist.get_rank() == 0`), of `if accelerator.is_main_process:` or
-`if trainer.is_world_process_zero():`, a project helper named for rank 0 (`if is_rank_0():`), and of
-`with training_args.main_process_first():` (the main process runs it first while the others wait at a barrier), a
-name bound to one of those tests (`master = rank == 0` ... `if master:`), and
+`if trainer.is_world_process_zero():` or Lightning's `if fabric.is_global_zero:`, a project helper named for rank 0
+(`if is_rank_0():`), and of `with training_args.main_process_first():` (the main process runs it first while the
+others wait at a barrier), a name bound to one of those tests (`master = rank == 0` ... `if master:`; or bound so
+in one arm of an `if` and to a constant in the arms that exclude it), and
 the body of a function whose decorator runs it on one rank (`@rank_zero_only`, a decorator of the module's own that
 calls the function under such a test).
 DSL426 (generate) and DSL428 (collective saves) ask it."""
@@ -13,12 +14,15 @@ import re
 
 import libcst as cst
 
+from dslint.model.bindings import Binding, BindingKind
 from dslint.script.facts import ScriptFacts
 from dslint.script.names import dotted_name
 from dslint.script.walk import visit_tree
 
-# Predicates that are true on one rank only (accelerate's Accelerator/PartialState, the HF Trainer).
-ONE_RANK_PREDICATES = frozenset({"is_main_process", "is_local_main_process", "is_world_process_zero", "should_save"})
+# Predicates that are true on one rank only (accelerate's Accelerator/PartialState, the HF Trainer, Lightning).
+ONE_RANK_PREDICATES = frozenset(
+    {"is_main_process", "is_local_main_process", "is_world_process_zero", "should_save", "is_global_zero"}
+)
 # Context managers that run their body on the main process first while the others wait at a barrier.
 ONE_RANK_FIRST = ("main_process_first",)
 # Project helpers whose name says "this is rank 0": `is_rank_0()`, `utils.is_rank_zero()`, `is_global_rank_0()`,
@@ -61,11 +65,42 @@ def one_rank_conjunction(test: cst.BaseExpression, facts: ScriptFacts | None = N
 
 def one_rank_flag(facts: ScriptFacts, test: cst.BaseExpression) -> bool:
     """A name the same function (or module) last bound to a one-rank test before `test`: `master = rank == 0`
-    ... `if master:`."""
+    ... `if master:`; or bound so in one arm of an `if` and to a constant in the arms that exclude it (`if
+    distributed: master = rank == 0` / `else: master = True`, the one-process default): on the distributed path
+    the flag is the rank test (`_alternatives`)."""
     if not isinstance(test, cst.Name):
         return False
     value = facts.assigned_value(test, test)
-    return value is not None and not isinstance(value, cst.Name) and one_rank_test(value)
+    if value is not None and not isinstance(value, cst.Name) and one_rank_test(value):
+        return True
+    if not _constant(value):
+        return False
+    values = _alternatives(facts, test)
+    return any(one_rank_test(v) for v in values) and all(one_rank_test(v) or _constant(v) for v in values)
+
+
+def _constant(value: cst.BaseExpression | None) -> bool:
+    return isinstance(value, cst.Name) and value.value in ("True", "False")
+
+
+def _alternatives(facts: ScriptFacts, name: cst.Name) -> list[cst.BaseExpression]:
+    """The values of the bindings of `name` in its own scope before it, latest first, as long as each is made on
+    a path that excludes every later one (the arms of one `if`/`elif`/`else`); [] when one of them is no plain
+    assignment."""
+    scope = facts.scope_at(name)
+    pos = facts.start(name)
+    latest = facts.binding_at(name.value, scope, pos)
+    if latest is None or latest.scope is not scope:
+        return []
+    earlier = [b for b in scope.bindings.get(name.value, ()) if b.pos <= latest.pos and b.statement is not None]
+    chosen: list[Binding] = []
+    for binding in reversed(earlier):
+        if chosen and not all(facts.paths.exclusive(binding.statement, later.statement) for later in chosen):
+            break
+        if binding.kind is not BindingKind.OTHER or binding.value is None:
+            return []
+        chosen.append(binding)
+    return [binding.value for binding in chosen]
 
 
 def other_ranks_test(test: cst.BaseExpression, facts: ScriptFacts | None = None) -> bool:
