@@ -556,7 +556,8 @@ class CollectiveSaveOnOneRank(ScriptRule):
 
     def _accelerate_runs(self) -> list[AccelerateRun] | None:
         """The accelerate launches of the script with DeepSpeed; for a script no launcher of the project starts,
-        the accelerate YAMLs shipped beside it when each runs DeepSpeed (`project/shipped_accelerate.py`)."""
+        the accelerate YAMLs shipped near it when each runs DeepSpeed, or with none, its shipped ZeRO-3 configs
+        that write "auto" (`project/shipped_accelerate.py`)."""
         runs = accelerate_runs(self.context)
         project = self.facts.project
         self.shipped = runs == [] and (project is None or not project.launches) and bool(self.context.path)
