@@ -1,16 +1,39 @@
-"""DSL420: a key inside a section that a newer DeepSpeed validates strictly, but that the project's (older)
-release reads as a plain dict: the release ignores the key silently."""
+"""DSL420: a key inside a section that the project's release reads as a plain dict, key by key (one a newer
+DeepSpeed validates strictly, or one every release reads so), and never asks for: the release ignores it silently."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from dslint.config.facts import bfloat16_ignored, is_auto, is_comment_key
-from dslint.config.key_history import first_release_reading_section_key, first_release_with_section_key
+from dslint.config.key_history import (
+    first_release_reading_section_key,
+    first_release_with_section_key,
+    last_release_reading_section_key,
+)
 from dslint.config.schema import did_you_mean, load_schema
-from dslint.config.tree import Object
+from dslint.config.tree import Entry, Object
 from dslint.config.versions import SECTION_KEYS_VALIDATED_SINCE, ZERO_KEYS_BEFORE_0_7, known_releases
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
+
+# The keys of the `pipeline` section: DeepSpeed copies the section whole over these defaults
+# (`runtime/config.py` `get_pipeline_config`) and the pipeline engine reads only them (`runtime/pipe/engine.py`,
+# `use_reentrant` too); any other key is ignored silently. The schemas cannot list them (the section is read whole).
+PIPELINE_KEYS = frozenset(
+    {
+        "stages",
+        "partition",
+        "seed_layers",
+        "activation_checkpoint_interval",
+        "pipe_partitioned",
+        "grad_partitioned",
+        "use_reentrant",
+    }
+)
+# Plain sections with nested readers of their own (the autotuner, the data-efficiency library): left alone.
+NOT_CHECKED = frozenset({"autotuning", "data_efficiency"})
 
 
 class SectionKeyIgnoredByRelease(ConfigRule):
@@ -30,6 +53,10 @@ class SectionKeyIgnoredByRelease(ConfigRule):
             release reads (`"enable"` for `"enabled"`): the setting the config meant is off; a warning when it
             is not (a key of another section, or one the release does not have): it does nothing. A key a newer
             release reads says which. DSL403 reports unknown keys from the release that validates the section.
+            The sections every release reads key by key (`pipeline`, `activation_checkpointing`,
+            `flops_profiler`, `checkpoint`, `aio`, `data_types`, `timers`, `torch_autocast`) are checked the same
+            way, at any release: the finding says where the key belongs when another section (or the top level)
+            has it, the closest key otherwise, or the releases that read a renamed one (`aio.thread_count`).
         """,
         why="""
             Before a section got its pydantic model, DeepSpeed read it with `dict.get` for the keys it knew and
@@ -47,6 +74,14 @@ class SectionKeyIgnoredByRelease(ConfigRule):
     )
     valid = (
         Valid('{"train_batch_size": 8, "bf16": {"enable": true}}\n', path="ds_config.json"),  # DSL403's
+        # the keys each release reads (`aio.thread_count` until 0.16), comments, and "auto" (DSL405's)
+        Valid(
+            '{"train_batch_size": 8, "aio": {"block_size": 1048576, "thread_count": 2, "_note": "x"},'
+            ' "pipeline": {"stages": 2, "partition": "parameters", "activation_checkpoint_interval": 1},'
+            ' "flops_profiler": {"enabled": true, "profile_step": "auto"}}\n',
+            path="ds_config.json",
+            deepspeed_version="0.14.0",
+        ),
         Valid(
             '{"train_batch_size": 8, "bf16": {"enabled": true}, "fp16": {"enabled": false, "loss_scale_window": 50}}\n',
             path="ds_config.json",
@@ -60,6 +95,13 @@ class SectionKeyIgnoredByRelease(ConfigRule):
         ),
     )
     invalid = (
+        # sections read key by key: a key of another section, a key no section has, a renamed key
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "checkpoint": {"tag_validation": "Warn", "partition_activations": true},\n'
+            '  "pipeline": {"stages": 2, "num_stages": 2},\n  "aio": {"block_size": 1048576, "thread_count": 2}\n}\n',
+            lines=(3, 4, 5),
+            path="ds_config.json",
+        ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 3, "cpu_offload_pin_memory": true}\n}\n',
             lines=(3,),
@@ -91,8 +133,11 @@ class SectionKeyIgnoredByRelease(ConfigRule):
             judged += f" (judged by {oldest}'s schema)"
         for top in self.root.last_entries():
             section = top.key
-            read = schema.read_section_keys.get(section)
-            if read is None or section in schema.sections or section not in strict_later:
+            read = PIPELINE_KEYS if section == "pipeline" else schema.read_section_keys.get(section)
+            if read is None or section in schema.sections or section in NOT_CHECKED:
+                continue
+            if section not in strict_later:  # a section every release reads key by key
+                self._plain_section(top, section, read)
                 continue
             value = top.value
             if not isinstance(value, Object) or (value.opaque and not value.written):
@@ -117,6 +162,52 @@ class SectionKeyIgnoredByRelease(ConfigRule):
                 self.report_key(entry, text, severity)
         if version < SECTION_KEYS_VALIDATED_SINCE:
             self._plain_zero_section()
+
+    def _plain_section(self, top: Entry, section: str, read: Collection[str]) -> None:
+        """A section every release reads key by key (`pipeline`, `activation_checkpointing`, `flops_profiler`,
+        `checkpoint`, `aio`, ...): a key the project's release does not ask for is ignored silently."""
+        value = top.value
+        if not isinstance(value, Object) or (value.opaque and not value.written):
+            return
+        version = self.context.deepspeed_version
+        for entry in value.last_entries():
+            key = entry.key
+            if key in read or is_comment_key(key) or is_auto(entry.value):
+                continue
+            said = f"`{section}.{key}`: DeepSpeed {version} ignores it silently"
+            newer = first_release_reading_section_key(section, key, version)
+            older = last_release_reading_section_key(section, key, version) if newer is None else None
+            home = self._home_of(key, section)
+            suggestion = did_you_mean(key, sorted(read))
+            if newer is not None:
+                self.report_key(entry, f"{said}; {newer} reads it: upgrade or remove it", Severity.WARNING)
+            elif older is not None:
+                self.report_key(entry, f"{said}; releases up to {older} read it (renamed since)", Severity.WARNING)
+            elif home is not None:
+                self.report_key(entry, f"{said}; it belongs in {home}", Severity.ERROR)
+            elif suggestion is not None:
+                self.report_key(entry, f"{said}; did you mean `{suggestion}`?", Severity.ERROR)
+            elif (section, key) == ("activation_checkpointing", "enabled"):
+                note = f"{said}: no switch, the model's deepspeed.checkpointing calls turn it on"
+                self.report_key(entry, note, Severity.WARNING)
+            else:
+                self.report_key(entry, f"{said}; it does nothing: remove it", Severity.WARNING)
+
+    def _home_of(self, key: str, section: str) -> str | None:
+        """Where the project's release has `key`, when not in `section`: the top level, or another section."""
+        schema = self.schema
+        if key in schema.live_top_level_keys:
+            return "the top level"
+        for other, read in sorted(schema.read_section_keys.items()):
+            if other != section and read is not None and key in read:
+                return f"`{other}`"
+        if section != "pipeline" and key in PIPELINE_KEYS:
+            return "`pipeline`"
+        for other in sorted(schema.sections):
+            model = schema.section_model(other)
+            if other != section and model is not None and model.field(key) is not None:
+                return f"`{other}`"
+        return None
 
     def _plain_zero_section(self) -> None:
         """Before 0.7.0 `zero_optimization` was a plain dict too, read for the keys of `ZERO_KEYS_BEFORE_0_7`: a

@@ -3,46 +3,23 @@ that the section does not have; DeepSpeed stops at start-up."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
-from dslint.config.facts import is_auto, is_comment_key
+from dslint.config.facts import is_auto
 from dslint.config.key_edits import rename_key, single_close_match
-from dslint.config.key_history import (
-    first_release_reading_section_key,
-    first_release_with_section_key,
-    last_release_reading_section_key,
-)
-from dslint.config.schema import did_you_mean, load_schema
+from dslint.config.key_history import first_release_with_section_key
+from dslint.config.schema import did_you_mean
 from dslint.config.sections import SectionEntry, validated_entries
-from dslint.config.tree import Object
-from dslint.config.versions import SECTION_KEYS_VALIDATED_SINCE, Version
+from dslint.config.versions import SECTION_KEYS_VALIDATED_SINCE
 from dslint.diagnostics import Applicability, Fix, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 
 HANDLED_ELSEWHERE = frozenset({"ignored_parameters"})  # DSL412 explains it
-# The keys of the `pipeline` section: DeepSpeed copies the section whole over these defaults
-# (`runtime/config.py` `get_pipeline_config`) and the pipeline engine reads only them (`runtime/pipe/engine.py`,
-# `use_reentrant` too); any other key is ignored silently. The schemas cannot list them (the section is read whole).
-PIPELINE_KEYS = frozenset(
-    {
-        "stages",
-        "partition",
-        "seed_layers",
-        "activation_checkpoint_interval",
-        "pipe_partitioned",
-        "grad_partitioned",
-        "use_reentrant",
-    }
-)
-# Plain sections with nested readers of their own (the autotuner, the data-efficiency library): left alone.
-NOT_CHECKED = frozenset({"autotuning", "data_efficiency"})
 
 
 class UnknownConfigSectionKey(ConfigRule):
     code = "DSL403"
     slug = "unknown-config-section-key"
-    message = "this section has no such key: DeepSpeed refuses it at start-up (or ignores it, in a plain section)"
+    message = "this section has no such key; DeepSpeed stops at start-up with a ValidationError"
     severity = Severity.ERROR
     fixable = True
     docs = RuleDocs(
@@ -52,12 +29,7 @@ class UnknownConfigSectionKey(ConfigRule):
             `bf16`, `tensorboard`, `wandb`, `csv_monitor`, `comet`, `comms_logger`, `compile`,
             `hybrid_engine`, `tensor_parallel`, `weight_quantization`. Both a field's name and its alias are
             accepted (`stage3_prefetch_bucket_size` and `prefetch_bucket_size`), but not both at once: pydantic
-            then refuses the name as an extra key. Suggests the closest key. In a section DeepSpeed reads key
-            by key (`pipeline`, `activation_checkpointing`, `flops_profiler`, `checkpoint`, `aio`, `data_types`,
-            `timers`, `torch_autocast`), a key the project's release never asks for is ignored silently: it is
-            reported too, saying where the key belongs when another section (or the top level) has it, the
-            closest key otherwise, or the release that read it when it was renamed (`aio.thread_count`). In a
-            script, keys written into a
+            then refuses the name as an extra key. Suggests the closest key. In a script, keys written into a
             dict of unknown content (a JSON load) are checked too: before `deepspeed.initialize` receives it, or
             when a helper returns it and a reader elsewhere in the project (`DeepSpeedStrategy(config=...)`,
             `TrainingArguments(deepspeed=...)`, `deepspeed.initialize`) receives the result; the finding names
@@ -67,10 +39,9 @@ class UnknownConfigSectionKey(ConfigRule):
             These sections are validated when the engine is created: an unknown key raises a pydantic
             `ValidationError` ("Extra inputs are not permitted") and the job stops, typically after it waited
             for GPUs. Sections that are not validated this way (`activation_checkpointing`, `flops_profiler`,
-            `aio`, `pipeline`, `checkpoint`, `data_types`, ...) are read with `dict.get` for the keys DeepSpeed
-            knows: any other key starts, trains and does nothing (`pipeline.num_stages` sets no stages: the
-            stages are the `PipelineModule`'s). A value of `"auto"` is dropped before validation, so an unknown
-            key whose value is `"auto"` passes (DSL405 reports it).
+            `autotuning`, `aio`, `pipeline`, `checkpoint`, `data_types`, ...) ignore unknown keys; dslint does
+            not flag keys there. A value of `"auto"` is dropped before validation, so an unknown key whose
+            value is `"auto"` passes (DSL405 reports it).
         """,
         example="""
             {
@@ -92,14 +63,6 @@ class UnknownConfigSectionKey(ConfigRule):
         """,
     )
     valid = (
-        # the keys each release reads (`aio.thread_count` until 0.16), comments, and "auto" (DSL405's)
-        Valid(
-            '{"train_batch_size": 8, "aio": {"block_size": 1048576, "thread_count": 2, "_note": "x"},'
-            ' "pipeline": {"stages": 2, "partition": "parameters", "activation_checkpoint_interval": 1},'
-            ' "flops_profiler": {"enabled": true, "profile_step": "auto"}}\n',
-            path="ds_config.json",
-            deepspeed_version="0.14.0",
-        ),
         # before 0.7.0 zero_optimization was a plain dict: an unknown key is ignored (DSL420 says so), not refused
         Valid(
             '{"train_batch_size": 8, "zero_optimization": {"stage": 2, "overlap_comms": true}}\n',
@@ -108,17 +71,10 @@ class UnknownConfigSectionKey(ConfigRule):
         ),
         Valid(
             '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 5e7,'
-            ' "offload_param": {"device": "cpu"}}, "activation_checkpointing": {"partition_activations": true}}\n',
+            ' "offload_param": {"device": "cpu"}}, "activation_checkpointing": {"anything": 1}}\n',
         ),
     )
     invalid = (
-        # sections read key by key: a key of another section, a key no section has, a renamed key
-        Invalid(
-            '{\n  "train_batch_size": 8,\n  "checkpoint": {"tag_validation": "Warn", "partition_activations": true},\n'
-            '  "pipeline": {"stages": 2, "num_stages": 2},\n  "aio": {"block_size": 1048576, "thread_count": 2}\n}\n',
-            lines=(3, 4, 5),
-            path="ds_config.json",
-        ),
         Invalid(
             """
             import json
@@ -158,9 +114,8 @@ class UnknownConfigSectionKey(ConfigRule):
     )
 
     def check(self) -> None:
-        self._plain_sections()
         if self.context.deepspeed_version < SECTION_KEYS_VALIDATED_SINCE:
-            return  # its sections are plain dicts: an unknown key is ignored silently (DSL420)
+            return  # its sections are plain dicts: an unknown key is ignored silently
         removed_zero = self.schema.removed_zero
         for item in validated_entries(self.root, self.schema):
             if not item.model.forbids_extra:
@@ -181,59 +136,6 @@ class UnknownConfigSectionKey(ConfigRule):
                 f"`{where}` has no key `{key}`; DeepSpeed stops at start-up{hint}",
                 fix=self._rename(item, suggestion) if suggestion else None,
             )
-
-    def _plain_sections(self) -> None:
-        """Sections every release reads key by key (`pipeline`, `activation_checkpointing`, `flops_profiler`,
-        `checkpoint`, `aio`, ...): a key the project's release does not ask for is ignored silently."""
-        schema, version = self.schema, self.context.deepspeed_version
-        validated_later = load_schema().sections
-        for top in self.root.last_entries():
-            section = top.key
-            read = PIPELINE_KEYS if section == "pipeline" else schema.read_section_keys.get(section)
-            if read is None or section in validated_later or section in schema.sections or section in NOT_CHECKED:
-                continue  # DSL420 reports the sections a newer release validates
-            value = top.value
-            if not isinstance(value, Object) or (value.opaque and not value.written):
-                continue
-            for entry in value.last_entries():
-                key = entry.key
-                if key in read or is_comment_key(key) or is_auto(entry.value):
-                    continue
-                self.report_key(entry, *self._ignored(section, key, read, version))
-
-    def _ignored(self, section: str, key: str, read: Collection[str], version: Version) -> tuple[str, Severity]:
-        said = f"`{section}.{key}`: DeepSpeed {version} ignores it silently"
-        newer = first_release_reading_section_key(section, key, version)
-        if newer is not None:
-            return f"{said}; {newer} reads it: upgrade or remove it", Severity.WARNING
-        older = last_release_reading_section_key(section, key, version)
-        if older is not None:
-            return f"{said}; releases up to {older} read it (renamed or removed since)", Severity.WARNING
-        home = self._home_of(key, section)
-        if home is not None:
-            return f"{said}; it belongs in {home}", Severity.ERROR
-        suggestion = did_you_mean(key, sorted(read))
-        if suggestion is not None:
-            return f"{said}; did you mean `{suggestion}`?", Severity.ERROR
-        if (section, key) == ("activation_checkpointing", "enabled"):
-            return f"{said}: no switch, the model's deepspeed.checkpointing calls turn it on", Severity.WARNING
-        return f"{said}; it does nothing: remove it", Severity.WARNING
-
-    def _home_of(self, key: str, section: str) -> str | None:
-        """Where the project's release has `key`, when not in `section`: the top level, or another section."""
-        schema = self.schema
-        if key in schema.live_top_level_keys:
-            return "the top level"
-        for other, read in sorted(schema.read_section_keys.items()):
-            if other != section and read is not None and key in read:
-                return f"`{other}`"
-        if section != "pipeline" and key in PIPELINE_KEYS:
-            return "`pipeline`"
-        for other in sorted(schema.sections):
-            model = schema.section_model(other)
-            if other != section and model is not None and model.field(key) is not None:
-                return f"`{other}`"
-        return None
 
     def _rename(self, item: SectionEntry, suggestion: str) -> Fix | None:
         """Rename to the one close match, unless the section already holds that field (by name or alias) or
