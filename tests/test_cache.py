@@ -9,12 +9,14 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from fixture_support import FIXTURES
 
+import dslint.lint.cache as cache_module
 from dslint.cli import main
 from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Related, Severity
 from dslint.lint.cache import DIRECTORY_NAME, ResultCache, decode, default_directory, encode
@@ -238,3 +240,60 @@ def test_a_warm_run_without_findings_to_judge_imports_no_libcst(tmp_path: Path) 
     ]
     assert runs[1].stderr.strip().splitlines()[-1] == "False"  # (the cold run parsed in a worker process)
     assert runs[0].stdout == runs[1].stdout
+
+
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files written by the test count as older than the runs after it: no margin for a coarse clock (a file's
+    change time cannot be put back; the margin itself is `test_a_file_as_new_as_the_run_is_not_kept`'s)."""
+    monkeypatch.setattr(cache_module, "RACY_NS", 0)
+
+
+def _written(path: Path, text: str) -> None:
+    path.write_text(text)
+    time.sleep(0.02)  # the next run starts after the file's times
+
+
+def test_a_kept_hash_is_served_by_stat_and_any_write_reads_the_file_again(tmp_path: Path, settled: None) -> None:
+    """A run keeps the content hashes it read (`keep_states`); the next one serves a file whose stat is the same
+    without reading it. A write that keeps the size and puts the modification time back still changes the change
+    time, which nothing but the kernel sets: the file is read again."""
+    path = tmp_path / "a.py"
+    _written(path, "x = 1\n")
+    first = ResultCache(tmp_path / "cache")
+    hashed = first.state(str(path))
+    first.keep_states()
+    assert (tmp_path / "cache" / "v1" / "states.json").is_file()
+
+    served = ResultCache(tmp_path / "cache")
+    kept = served._kept_states()[os.path.abspath(path)]
+    served._kept = {os.path.abspath(path): [*kept[:4], "f" * 32]}  # a kept hash that reading would not give
+    assert served.state(str(path)) == "f" * 32  # served by stat: the file was not read
+
+    before = os.stat(path)
+    path.write_text("x = 2\n")  # same size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # the modification time put back
+    again = ResultCache(tmp_path / "cache")
+    assert again.state(str(path)) != hashed  # its change time moved: read and hashed again
+
+
+def test_a_file_as_new_as_the_run_is_not_kept(tmp_path: Path) -> None:
+    """A file written in the run's first moments (or in the same timestamp tick as its start) could change again
+    without a visible difference in its times: its hash is not kept."""
+    path = tmp_path / "a.py"
+    path.write_text("x = 1\n")
+    cache = ResultCache(tmp_path / "cache")
+    cache.state(str(path))
+    cache.keep_states()
+    assert not (tmp_path / "cache" / "v1" / "states.json").exists()
+
+
+def test_warm_runs_with_kept_hashes_print_what_a_cold_one_prints(tmp_path: Path, settled: None) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "projects" / sorted(p.name for p in (FIXTURES / "projects").iterdir())[0], project)
+    time.sleep(0.02)
+    cold = check(project, ".", "--no-cache")
+    cache = str(tmp_path / "cache")
+    assert check(project, ".", "--cache-dir", cache) == cold
+    assert (tmp_path / "cache" / "v1" / "states.json").is_file()
+    assert check(project, ".", "--cache-dir", cache) == cold

@@ -153,6 +153,8 @@ def check(
     try:
         cache = None if no_cache or add_noqa else ResultCache(cache_dir or default_directory())
         outcome = run_check(resolver, paths, force_exclude, jobs, world_size, stdin_filename, warnings, cache)
+        if cache is not None:
+            cache.keep_states()  # the content hashes read, for the next run to stat instead of read
         settings = resolver.for_path(Path.cwd())
     except SettingsError as error:
         raise click.UsageError(str(error)) from error

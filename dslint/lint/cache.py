@@ -17,6 +17,13 @@ the launchers found, checked against every file it read or looked for.
 Entries are JSON (never pickle: a cache folder can come from anywhere), one file per key, written to a temporary
 file and moved into place (`os.replace`): concurrent runs write whole entries or nothing. An entry that does
 not parse, is truncated, or is another key's or another format's is ignored and rebuilt.
+
+A file's content hash is itself kept, as git's index keeps it: beside its size, modification and change times
+and inode (`states.json`, written at the end of a run), so that a run over unchanged files stats them instead of
+reading them. A hash is kept only for a file whose times are older than the start of the run that read it, by a
+margin wider than any file system's timestamp granularity: a file written during or after that moment (or in
+the same tick as it) has times no older, so it is read and hashed again, and any later write changes its change
+time, which nothing but the kernel sets.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from stat import S_ISDIR, S_ISREG
@@ -54,6 +62,10 @@ MISSING = "-"
 DIRECTORY = "d"
 NOT_REGULAR = "?"  # a device, a pipe: never read for a state, never served from the cache
 HASHED_BYTES = 64 * 1024 * 1024  # a larger file's state is its size and modification time
+STATES = "states.json"  # the kept content hashes, by path, with the stat they were read under
+MAX_STATES_BYTES = 64 * 1024 * 1024
+MAX_STATES = 200_000  # more kept hashes than this: only the last run's are written
+RACY_NS = 2_000_000_000  # a time this close to the run's start may be the same tick as a later write
 
 
 def default_directory(cwd: Path | None = None) -> Path:
@@ -217,15 +229,70 @@ class ResultCache:
         self._ready = False
         self.hits = 0
         self.misses = 0
+        self._started_ns = time.time_ns()
+        self._kept: dict[str, list[Any]] | None = None  # the last runs' hashes (`STATES`), read when first asked
+        self._keep: dict[str, list[Any]] = {}  # this run's, to write
 
     def state(self, path: str) -> str:
         """A file's content hash, MISSING when it does not exist (or cannot be read), DIRECTORY for a folder."""
         name = os.path.abspath(path)
         known = self._states.get(name)
         if known is None:
-            known = _state(name)
+            known = self._stat_state(name)
             self._states[name] = known
         return known
+
+    def _stat_state(self, name: str) -> str:
+        try:
+            stat = os.stat(name)
+        except OSError:
+            return MISSING
+        if S_ISDIR(stat.st_mode):
+            return DIRECTORY
+        if not S_ISREG(stat.st_mode):
+            return NOT_REGULAR
+        if stat.st_size > HASHED_BYTES:
+            return f"{stat.st_size}:{stat.st_mtime_ns}"
+        stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+        kept = self._kept_states().get(name)
+        if isinstance(kept, list) and len(kept) == 5 and kept[:4] == stamp and isinstance(kept[4], str):
+            known = kept[4]
+        else:
+            try:
+                with os.fdopen(open_regular(name), "rb") as stream:  # a FIFO swapped in since the stat: no hang
+                    known = content_hash(stream.read(HASHED_BYTES + 1))
+            except OSError:
+                return MISSING
+        if max(stat.st_mtime_ns, stat.st_ctime_ns) < self._started_ns - RACY_NS:
+            self._keep[name] = [*stamp, known]  # read before this run began: what was read is what is there
+        return known
+
+    def _kept_states(self) -> dict[str, list[Any]]:
+        if self._kept is None:
+            self._kept = {}
+            try:
+                data = json.loads(read_capped(self.entries / STATES, MAX_STATES_BYTES, "the kept states size limit"))
+                if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("states"), dict):
+                    self._kept = data["states"]
+            except (OSError, TooLarge, ValueError):
+                pass
+        return self._kept
+
+    def keep_states(self) -> None:
+        """Write the content hashes this run read (with those of the last runs it did not look at), for the next
+        run to stat instead of read; a cache that cannot be written is no error."""
+        if not self._keep:
+            return
+        kept = self._kept_states()
+        merged = {**kept, **self._keep} if len(kept) + len(self._keep) <= MAX_STATES else dict(self._keep)
+        if merged == kept:
+            return
+        try:
+            self._prepare()
+            payload = json.dumps({"format": FORMAT, "states": merged}, separators=(",", ":"))
+            _atomic_write(self.entries / STATES, payload.encode("utf-8"))
+        except (OSError, ValueError):
+            return
 
     def remember(self, path: str, data: bytes) -> str:
         """The state of a file whose bytes the caller read (so the file is not read twice)."""
@@ -277,24 +344,6 @@ class ResultCache:
             if not (self.directory / name).exists():
                 _atomic_write(self.directory / name, text.encode())
         self._ready = True
-
-
-def _state(name: str) -> str:
-    try:
-        stat = os.stat(name)
-    except OSError:
-        return MISSING
-    if S_ISDIR(stat.st_mode):
-        return DIRECTORY
-    if not S_ISREG(stat.st_mode):
-        return NOT_REGULAR
-    if stat.st_size > HASHED_BYTES:
-        return f"{stat.st_size}:{stat.st_mtime_ns}"
-    try:
-        with os.fdopen(open_regular(name), "rb") as stream:  # a FIFO swapped in since the stat: no hang
-            return content_hash(stream.read(HASHED_BYTES + 1))
-    except OSError:
-        return MISSING
 
 
 def _atomic_write(target: Path, data: bytes) -> None:
