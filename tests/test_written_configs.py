@@ -11,7 +11,7 @@ from fixture_support import FIXTURES
 from dslint.lint.batch import index_project, lint_files
 from dslint.lint.files import discover
 from dslint.lint.launcher import launcher_results
-from dslint.project.launch_issues import _missing
+from dslint.project.missing_configs import missing_config
 from dslint.project.written_configs import strict_error, written_configs
 from dslint.selection import RuleSelection
 
@@ -74,8 +74,8 @@ def test_heredoc_text_is_what_bash_writes() -> None:
 def test_a_config_the_launcher_writes_is_not_missing() -> None:
     """None: the launcher may make the file; a tuple (the project's files of that name, none here): missing."""
     launcher = 'CFG=gen.json\ncat > "$CFG" <<EOF\n{}\nEOF\ndeepspeed t.py --deepspeed_config gen.json\n'
-    assert _missing("gen.json", {}, "run.sh", launcher, dict) is None
-    assert _missing("gen.json", {}, "run.sh", "deepspeed t.py --deepspeed_config gen.json\n", dict) == ()
+    assert missing_config("gen.json", {}, "run.sh", launcher, dict) is None
+    assert missing_config("gen.json", {}, "run.sh", "deepspeed t.py --deepspeed_config gen.json\n", dict) == ()
 
 
 def test_a_config_file_a_launch_hands_to_a_strict_reader_is_parsed_as_json_load_parses_it() -> None:

@@ -63,14 +63,15 @@ from dslint.project.inputs import absolute as absolute
 from dslint.project.inputs import exists, find_written, read_input, record, recording, shown_path
 from dslint.project.launch_batches import batch_issues
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
-from dslint.project.launch_issues import LaunchIssue, LaunchSite, file_names_under, launch_issues
+from dslint.project.launch_issues import LaunchIssue, LaunchSite, launch_issues
 from dslint.project.launched_configs import launched_config
 from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, writes_passed_config
+from dslint.project.missing_configs import file_names_under
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.python_launchers import python_launch_text
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
 from dslint.project.written_configs import written_config_issues
-from dslint.script.project_facts import LaunchedConfig, LaunchWorldSize, ProjectFacts
+from dslint.script.project_facts import TRAINER_YAML, LaunchedConfig, LaunchWorldSize, ProjectFacts
 
 LAUNCHER_SUFFIXES = (".sh", ".bash", "Makefile", "makefile", ".mk")
 # Read too: launch commands in documents (Markdown and reStructuredText code blocks, a notebook's `!` lines and
@@ -501,6 +502,7 @@ def _read_launchers(
                     option.name if option else None,
                     launch.config.config_path if option else None,
                     launch.config.launch,
+                    _unfound_yaml_config(launch.config),
                 )
                 index.sites.append(site)
             if launch.config.config_path is not None:
@@ -541,6 +543,14 @@ def _read_launchers(
         ):
             written = written_config_issues(text, lines, functools.partial(_launch_reader, scripts))
             index.launch_issues.setdefault(absolute(launcher), []).extend(written)
+
+
+def _unfound_yaml_config(launched: LaunchedConfig) -> tuple[str, int] | None:
+    """The YAML (absolute) and line of a `deepspeed:` key naming a config not found where the launch runs."""
+    evidence = launched.config_evidence
+    if launched.option != TRAINER_YAML or launched.config_path is not None or evidence is None:
+        return None
+    return absolute(evidence.path), evidence.line
 
 
 def _document_launch(launch: Launch, world: WorldSize) -> list[DocumentLaunch]:

@@ -7,10 +7,12 @@ DSL422-DSL424, report them in the launcher):
 - `unjoined`: the command ends at its own last line while option lines follow it: a space or tab after that line's
   backslash (bash escapes the space, and the newline ends the command), or no backslash at all before a line that
   starts with `--option`. The options after it are lost as with `cut`.
-- `missing_config`: the DeepSpeed config path the launch passes (`--deepspeed ds.json`, `--deepspeed_config`) names
-  a file that exists nowhere in the project, and nothing in the project writes a file of that name: the shipped
-  launcher stops at start-up where the script opens it. (A document that writes the config out in a code block,
-  `document_configs.py`, writes it: the project index drops such an issue.)
+- `missing_config`: the DeepSpeed config path the launch passes (`--deepspeed ds.json`, `--deepspeed_config`,
+  `--training_args.deepspeed`) names a file that exists nowhere in the project, and nothing in the project writes
+  a file of that name: the shipped launcher stops at start-up where the script opens it (`missing_configs.py`).
+  The `deepspeed:` key of a YAML of the Trainer's arguments that the launch passes counts too, reported in the
+  YAML. (A document that writes the config out in a code block, `document_configs.py`, writes it: the project
+  index drops such an issue.)
 - `unread_config`: the launch passes a DeepSpeed config option to a script that never reads its command line (no
   `sys.argv`, no argument parser in it nor in the project modules it imports, no call of an entry function of
   another package that could read it): the run goes on without the config, and nothing says so.
@@ -54,7 +56,8 @@ from dslint.model.library import EXTERNAL_ENTRY_SCRIPTS, MEGATRON_OPTIONS
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
 from dslint.project.inputs import absolute, exists, find_written, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
-from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment, written_files
+from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment
+from dslint.project.missing_configs import beside, missing_config, missing_in_yaml, writes
 from dslint.project.script_parser import refusing_parse, switch_only_parse
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.trainer_without_config import configless_trainer
@@ -109,6 +112,9 @@ class LaunchSite:
     config_option: str | None  # the option naming a DeepSpeed config file, when literal
     config_path: str | None
     launch: Related
+    # a YAML file the launch passes whose `deepspeed:` key names the config (`TRAINER_YAML`), when that config is
+    # not found: the YAML (absolute) and the line of the key
+    config_yaml: tuple[str, int] | None = None
 
 
 def launch_issues(
@@ -151,13 +157,21 @@ def launch_issues(
             missing_script = _missing_script(site, sources, launcher_text, file_names, roots)
             if missing_script is not None:
                 issues.append(missing_script)
+        if site.script is not None and site.config_yaml is not None:
+            yaml_path, number = site.config_yaml
+            key = missing_in_yaml(site.script, yaml_path, number, sources, launcher_text, file_names)
+            if key is not None:
+                column, written = key
+                issue = LaunchIssue("missing_config", number, column, column + 9, written, related=(site.launch,))
+                if issue not in found.get(yaml_path, ()):  # one finding for every launch passing the YAML
+                    found.setdefault(yaml_path, []).append(issue)
         if site.script is None or site.config_option is None:
             continue
         option = line.option(site.config_option)
         assert option is not None and option.value is not None
         if site.config_path is None:
-            missing = _missing(option.value, sources, line.launcher, launcher_text(line.launcher), file_names)
-            if missing is not None and not _beside(missing, line.launcher, site.script):
+            missing = missing_config(option.value, sources, line.launcher, launcher_text(line.launcher), file_names)
+            if missing is not None and not beside(missing, line.launcher, site.script, sources):
                 end = option.column + len(option.name) + 2
                 shown = tuple(shown_path(path) for path in missing)
                 issues.append(
@@ -319,45 +333,6 @@ def _unjoined(site: LaunchSite, launcher_text: Callable[[str], str | None]) -> L
     )
 
 
-def _missing(
-    written: str,
-    sources: dict[str, bytes],
-    launcher_path: str,
-    launcher: str | None,
-    file_names: Callable[[], Mapping[str, tuple[str, ...]]],
-) -> tuple[str, ...] | None:
-    """Whether a config path a launch writes names no file of the project, and nothing there writes one: None
-    when it may exist. An absolute or home path (the user's machine), the name in a Python source other than the
-    launcher or elsewhere in the launcher (a config generated before the launch), or a redirection writing the
-    path in the launcher (`cat > ds.json <<EOF`, `echo '{...}' > ds.json`, `tee ds.json`) answer None. Otherwise
-    the project's files of that name (empty: none anywhere); a file of that name elsewhere counts only when the
-    written path has a folder (`configs/ds.json` where only `config/ds.json` exists: a wrong folder), not for a
-    bare name, which the user may be meant to copy beside the launcher."""
-    if os.path.isabs(written) or written.startswith("~") or UNKNOWN_VALUE in written:
-        return None
-    name = os.path.basename(written)
-    if not name:
-        return None
-    elsewhere = file_names().get(name, ())
-    if elsewhere:
-        # a wrong folder only beside the launcher's own (`configs/` written, `config/` there), in a launcher
-        # script: a document's command is often adapted by its reader, a file in another example is another's
-        folder = os.path.dirname(absolute(launcher_path)) + os.sep
-        elsewhere = tuple(path for path in elsewhere if path.startswith(folder))
-        if not elsewhere or launcher_path.endswith(DOCUMENT_LAUNCHER_SUFFIXES):
-            return None
-        if os.path.dirname(os.path.normpath(written)) in ("", "."):
-            return None
-    encoded = name.encode()
-    if any(encoded in data for path, data in sources.items() if path != launcher_path):
-        return None
-    if launcher is not None and _writes(launcher, written):
-        return None
-    if launcher is not None and launcher.count(name) > launcher.count(written):
-        return None
-    return elsewhere
-
-
 def _local_rank_refusal(site: LaunchSite, store: SummaryStore, sources: dict[str, bytes]) -> LaunchIssue | None:
     """`deepspeed train.py` where train.py's own parser refuses the `--local_rank=N` the launcher appends
     (`dslint.project.script_parser`). Only the launches that start each rank through `launcher/launch.py`: the
@@ -473,7 +448,7 @@ def _missing_script(
     if not _checked_whole(line.launcher, roots):
         return None  # the checked folders are part of a repository: the script may be in the rest of it
     text = launcher_text(line.launcher)
-    if text is None or _FETCHES.search(text) or _writes(text, written):
+    if text is None or _FETCHES.search(text) or writes(text, written):
         return None
     word = re.compile(rf"(?<![\w./-]){re.escape(written)}(?![\w.])")
     physical = text.splitlines()
@@ -506,19 +481,6 @@ def _checked_whole(launcher: str, roots: Sequence[str]) -> bool:
             top = str(ancestor)
             return any(top == root or top.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
     return True
-
-
-def _beside(elsewhere: tuple[str, ...], launcher: str, script: str | None) -> bool:
-    """A file of the name in the launcher's or the script's own folder: the script may read it from there."""
-    folders = {os.path.dirname(absolute(launcher)), *([os.path.dirname(script)] if script else [])}
-    return any(os.path.dirname(path) in folders for path in elsewhere)
-
-
-def _writes(launcher: str, written: str) -> bool:
-    """Whether the launcher writes the path with a redirection or `tee`, as written or through its variables
-    (`CONFIG=ds.json` ... `cat > "$CONFIG" <<EOF`; `sed ... > ${config_json}` after
-    `config_json=config_${MODEL}.json`)."""
-    return os.path.normpath(written) in written_files(launcher)
 
 
 def _reads_command_line(script: str, store: SummaryStore, sources: dict[str, bytes]) -> bool:
@@ -573,15 +535,3 @@ def _calls_outside_entry(summary: ModuleSummary, store: SummaryStore, path: str)
             continue  # a class built without arguments (`Config()`): not an entry point
         return True
     return False
-
-
-def file_names_under(roots: Sequence[str], skipped: frozenset[str]) -> dict[str, tuple[str, ...]]:
-    """Every file under `roots` (absolute paths) by base name (hidden and tool folders skipped)."""
-    names: dict[str, list[str]] = {}
-    for root in roots:
-        for directory, subdirectories, files in os.walk(root):
-            subdirectories[:] = [d for d in subdirectories if d not in skipped and not d.startswith(".")]
-            folder = absolute(directory)  # once per folder, not per file
-            for file in files:
-                names.setdefault(file, []).append(os.path.join(folder, file))
-    return {name: tuple(paths) for name, paths in names.items()}

@@ -118,9 +118,9 @@ class LaunchLine:
 
     def config_option(self) -> ScriptOption | None:
         """The script option that names a DeepSpeed config file by a literal path (the first of CONFIG_OPTIONS
-        given one; `--deepspeed` alone is DeepSpeed's own on/off flag); None when there is none."""
+        given one, or nested: `--training_args.deepspeed`; `--deepspeed` alone is DeepSpeed's flag); None if none."""
         for name in CONFIG_OPTIONS:
-            option = self.option(name)
+            option = self.option(name) or next((o for o in self.options[::-1] if o.name.endswith("." + name)), None)
             if option is None or option.value is None or option.value == UNKNOWN_VALUE:
                 continue
             if name == "deepspeed" and not option.value.endswith((".json", ".hjson", ".yaml", ".yml")):

@@ -8,6 +8,15 @@ from dslint.framework.rule import Invalid, RuleDocs, Valid
 from dslint.project.launch_issues import LaunchIssue
 
 _PROJECT = (("train.py", "import argparse\nimport deepspeed\n"), ("configs/ds_zero2.json", "{}\n"))
+# a launcher passing a YAML of the Trainer's arguments to a script that splats them into TrainingArguments
+_PROJECT_YAML = (
+    ("run.sh", "deepspeed --num_gpus 2 train.py --train_config configs/train.yaml\n"),
+    (
+        "train.py",
+        "import sys, yaml\nfrom transformers import TrainingArguments\n"
+        "cfg = yaml.safe_load(open(sys.argv[-1]))\nargs = TrainingArguments(**cfg['train'])\n",
+    ),
+)
 
 
 class LaunchedConfigNotFound(LaunchRule):
@@ -18,17 +27,20 @@ class LaunchedConfigNotFound(LaunchRule):
     severity = Severity.WARNING
     docs = RuleDocs(
         what="""
-            Flags the DeepSpeed config option of a launch command (`--deepspeed ds.json`, `--deepspeed_config`)
-            when the script is in the project but the config path, read from where the launcher runs (its
+            Flags the DeepSpeed config option of a launch command (`--deepspeed ds.json`, `--deepspeed_config`,
+            or nested, `--training_arguments.deepspeed`, for a parser of dotted names) when the script is in the project but the config path, read from where the launcher runs (its
             folder, the repository root, after its `cd`), names no file, and nothing in the project writes one
             (the name in no Python file other than the launcher, nowhere else in the launcher, no redirection or
             `tee` writing it). When a file of that name exists elsewhere, only a path with a folder counts
             (`configs/ds.json` where the project has only `config/ds.json`: the folder is wrong; the message
-            names the file), unless that file sits beside the launcher or the script (which may read it from
-            there); a bare name is left alone (the user may be meant to copy the file beside the launcher).
+            names the file), unless that file sits beside the launcher or the script and the script finds files
+            by its own location (`__file__`: it may read it from there); a bare name is left alone (the user may be meant to copy the file beside the launcher).
             Absolute and home paths (the user's own machine) and paths built at run time are left alone, and so is
             a launch in a Markdown or reST document that writes the config out in a code block for the reader to save
-            (the block is checked as the config instead).
+            (the block is checked as the config instead). The `deepspeed:` key of a YAML of the Trainer's
+            arguments that a launch passes (`--train_config train.yaml`, to a script building
+            `TrainingArguments(**mapping)`) is flagged in the YAML when no file of that name is anywhere in the
+            project.
         """,
         why="""
             The script opens the config at start-up (DeepSpeed's `DeepSpeedConfig`, or the HF Trainer's
@@ -55,10 +67,27 @@ class LaunchedConfigNotFound(LaunchRule):
             "deepspeed --num_gpus 2 train.py --deepspeed ds_zero2.json\n",
             files=(("train.py", "import argparse\nimport deepspeed\n"), ("configs/ds_zero2.json", "{}\n")),
         ),
-        # the file of that name lies beside the script, which may read it from its own folder
+        # the file of that name lies beside the script, which finds files by its own location (`__file__`)
         Valid(
             "deepspeed --num_gpus 2 src/train.py --deepspeed cfg/ds.json\n",
-            files=(("src/train.py", "import argparse\nimport deepspeed\n"), ("src/ds.json", "{}\n")),
+            files=(
+                ("src/train.py", "import argparse, os\nimport deepspeed\nHERE = os.path.dirname(__file__)\n"),
+                ("src/ds.json", "{}\n"),
+            ),
+        ),
+        # a nested option of a parser of dotted names, naming a file the project has
+        Valid("deepspeed train.py --training_arguments.deepspeed configs/ds_zero2.json\n", files=_PROJECT),
+        # the Trainer's arguments in a YAML the launch passes, whose `deepspeed:` file the project has
+        Valid(
+            "train:\n  deepspeed: configs/ds_zero2.json\n",
+            path="configs/train.yaml",
+            files=(*_PROJECT_YAML, ("configs/ds_zero2.json", "{}\n")),
+        ),
+        # ... or has in another folder (the key may be read from elsewhere): no evidence for this shape
+        Valid(
+            "train:\n  deepspeed: ds/ds_zero2.json\n",
+            path="configs/train.yaml",
+            files=(*_PROJECT_YAML, ("configs/ds_zero2.json", "{}\n")),
         ),
         # the launcher renders the config from a template just before the launch, into a file named by variables
         Valid(
@@ -74,6 +103,24 @@ class LaunchedConfigNotFound(LaunchRule):
             "deepspeed --num_gpus 2 train.py --deepspeed ./configs/ds_zero1.json\n",
             lines=(1,),
             files=(("train.py", "import argparse\nimport deepspeed\n"), ("config/ds_zero1.json", "{}\n")),
+        ),
+        # the file of that name lies beside the launcher and the script, but the script opens the path it is given
+        # from where it runs: the folder written leads nowhere
+        Invalid(
+            "deepspeed --num_gpus 2 train.py --deepspeed tests/deepspeed/ds_zero2.json\n",
+            lines=(1,),
+            files=(("train.py", "import argparse\nimport deepspeed\n"), ("ds_zero2.json", "{}\n")),
+        ),
+        # a nested option (`--training_arguments.deepspeed`, jsonargparse or quinine) naming no file
+        Invalid(
+            "deepspeed train.py --training_arguments.deepspeed configs/ds_zero1.json\n", lines=(1,), files=_PROJECT
+        ),
+        # the Trainer's arguments kept in a YAML the launch passes: its `deepspeed:` names no file of the project
+        Invalid(
+            "train:\n  deepspeed: configs/ds_zero1.json\n",
+            lines=(2,),
+            path="configs/train.yaml",
+            files=(*_PROJECT_YAML, ("configs/ds_zero2.json", "{}\n")),
         ),
         # what the launcher writes is another file (its log), not the config it passes
         Invalid(

@@ -1,0 +1,115 @@
+"""A config path a launch names that no file of the project is (`launch_issues.py`'s `missing_config`): where the
+file would be, whether the project has one of that name elsewhere, and whether anything writes one.
+
+Paths are judged as written where the command runs; an absolute or home path (the user's machine), a path built
+at run time, a name any other Python source mentions, and a path the launcher writes itself answer "may exist".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+from dslint.project.inputs import absolute
+from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
+from dslint.project.launchers import written_files
+from dslint.project.shell_directories import UNKNOWN_VALUE
+
+
+def missing_config(
+    written: str,
+    sources: dict[str, bytes],
+    launcher_path: str,
+    launcher: str | None,
+    file_names: Callable[[], Mapping[str, tuple[str, ...]]],
+) -> tuple[str, ...] | None:
+    """Whether a config path a launch writes names no file of the project, and nothing there writes one: None
+    when it may exist. An absolute or home path (the user's machine), the name in a Python source other than the
+    launcher or elsewhere in the launcher (a config generated before the launch), or a redirection writing the
+    path in the launcher (`cat > ds.json <<EOF`, `echo '{...}' > ds.json`, `tee ds.json`) answer None. Otherwise
+    the project's files of that name (empty: none anywhere); a file of that name elsewhere counts only when the
+    written path has a folder (`configs/ds.json` where only `config/ds.json` exists: a wrong folder), not for a
+    bare name, which the user may be meant to copy beside the launcher."""
+    if os.path.isabs(written) or written.startswith("~") or UNKNOWN_VALUE in written:
+        return None
+    name = os.path.basename(written)
+    if not name:
+        return None
+    elsewhere = file_names().get(name, ())
+    if elsewhere:
+        # a wrong folder only beside the launcher's own (`configs/` written, `config/` there), in a launcher
+        # script: a document's command is often adapted by its reader, a file in another example is another's
+        folder = os.path.dirname(absolute(launcher_path)) + os.sep
+        elsewhere = tuple(path for path in elsewhere if path.startswith(folder))
+        if not elsewhere or launcher_path.endswith(DOCUMENT_LAUNCHER_SUFFIXES):
+            return None
+        if os.path.dirname(os.path.normpath(written)) in ("", "."):
+            return None
+    encoded = name.encode()
+    if any(encoded in data for path, data in sources.items() if path != launcher_path):
+        return None
+    if launcher is not None and writes(launcher, written):
+        return None
+    if launcher is not None and launcher.count(name) > launcher.count(written):
+        return None
+    return elsewhere
+
+
+# `TrainingArguments(**cfg["train"])` (a TRL config too): the script builds its Trainer's arguments from a mapping
+_SPLATTED_ARGUMENTS = re.compile(rb"(?:TrainingArguments|\b[A-Z]\w*Config)\s*\(\s*\*\*")
+_YAML_KEY = re.compile(r"^([ \t]*)deepspeed[ \t]*:[ \t]*['\"]?([^'\"\s#]+\.json)")
+
+
+def missing_in_yaml(
+    script: str,
+    yaml_path: str,
+    number: int,
+    sources: dict[str, bytes],
+    launcher_text: Callable[[str], str | None],
+    file_names: Callable[[], Mapping[str, tuple[str, ...]]],
+) -> tuple[int, str] | None:
+    """The `deepspeed: ds.json` key of a YAML the launch passes (the Trainer's arguments kept in YAML), when the
+    script builds `TrainingArguments(**mapping)` and no file of that name is anywhere in the project (nor written
+    by it): the key's column and the path as written."""
+    if _SPLATTED_ARGUMENTS.search(sources.get(script, b"")) is None:
+        return None
+    text = launcher_text(yaml_path) or ""
+    physical = text.splitlines()
+    key = _YAML_KEY.match(physical[number - 1]) if 0 < number <= len(physical) else None
+    if key is None:
+        return None
+    written = key.group(2)
+    if missing_config(written, sources, yaml_path, text, file_names) != ():
+        return None  # a file of the name elsewhere, or one the project writes: not this shape's evidence
+    return len(key.group(1)) + 1, written
+
+
+def beside(elsewhere: tuple[str, ...], launcher: str, script: str | None, sources: dict[str, bytes]) -> bool:
+    """A file of the name in the launcher's or the script's own folder, which a script that finds files by its
+    own location (`__file__`) may read from there. A script that never names `__file__` opens the path it is
+    given from where it runs (`open`, `TrainingArguments(deepspeed=...)`), where the file is not."""
+    data = sources.get(script) if script is not None else None
+    if data is not None and b"__file__" not in data:
+        return False
+    folders = {os.path.dirname(absolute(launcher)), *([os.path.dirname(script)] if script else [])}
+    return any(os.path.dirname(path) in folders for path in elsewhere)
+
+
+def writes(launcher: str, written: str) -> bool:
+    """Whether the launcher writes the path with a redirection or `tee`, as written or through its variables
+    (`CONFIG=ds.json` ... `cat > "$CONFIG" <<EOF`; `sed ... > ${config_json}` after
+    `config_json=config_${MODEL}.json`)."""
+    return os.path.normpath(written) in written_files(launcher)
+
+
+def file_names_under(roots: Sequence[str], skipped: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """Every file under `roots` (absolute paths) by base name (hidden and tool folders skipped)."""
+    names: dict[str, list[str]] = {}
+    for root in roots:
+        for directory, subdirectories, files in os.walk(root):
+            subdirectories[:] = [d for d in subdirectories if d not in skipped and not d.startswith(".")]
+            folder = absolute(directory)  # once per folder, not per file
+            for file in files:
+                names.setdefault(file, []).append(os.path.join(folder, file))
+    return {name: tuple(paths) for name, paths in names.items()}
