@@ -171,7 +171,7 @@ def launch_issues(
         assert option is not None and option.value is not None
         if site.config_path is None:
             missing = missing_config(option.value, sources, line.launcher, launcher_text(line.launcher), file_names)
-            if missing is not None and not beside(missing, line.launcher, site.script, sources):
+            if missing is not None and not beside(missing, line, site.script, sources):
                 end = option.column + len(option.name) + 2
                 shown = tuple(shown_path(path) for path in missing)
                 issues.append(

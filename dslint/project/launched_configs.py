@@ -36,7 +36,8 @@ def launched_config(
         config_path = _run_path(option.value, line, launcher, roots, run_from)
         written = shown_path(absolute(option.value)) if os.path.isabs(option.value) else option.value
         evidence = Related(where.path, option.line, option.column, f"--{option.name} {written}")
-        return LaunchedConfig(where, option.name, config_path, evidence, options)
+        # a nested option (`--training_arguments.deepspeed`) is the Trainer's argument of its last name
+        return LaunchedConfig(where, option.name.rsplit(".", 1)[-1], config_path, evidence, options)
     # accelerate runs DeepSpeed only for `distributed_type: DEEPSPEED` (`launch.py`: `use_deepspeed`); a YAML of
     # another type may keep a `deepspeed_config` block that nothing reads
     if accelerate is not None and accelerate.distributed_type in (None, "DEEPSPEED"):

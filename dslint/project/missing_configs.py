@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from dslint.project.inputs import absolute
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
-from dslint.project.launchers import written_files
+from dslint.project.launchers import LaunchLine, written_files
 from dslint.project.shell_directories import UNKNOWN_VALUE
 
 
@@ -85,14 +85,18 @@ def missing_in_yaml(
     return len(key.group(1)) + 1, written
 
 
-def beside(elsewhere: tuple[str, ...], launcher: str, script: str | None, sources: dict[str, bytes]) -> bool:
-    """A file of the name in the launcher's or the script's own folder, which a script that finds files by its
-    own location (`__file__`) may read from there. A script that never names `__file__` opens the path it is
-    given from where it runs (`open`, `TrainingArguments(deepspeed=...)`), where the file is not."""
+def beside(elsewhere: tuple[str, ...], line: LaunchLine, script: str | None, sources: dict[str, bytes]) -> bool:
+    """Whether the project's file of the name may be the one the launch opens: after a `cd` to a folder outside the
+    project (an absolute path of the user's machine) or built at run time, the written folder cannot be judged;
+    a file in the launcher's or the script's own folder may be read from there by a script that finds files by
+    its own location (`__file__`). A script that never names `__file__` opens the path it is given from where it
+    runs (`open`, `TrainingArguments(deepspeed=...)`), where the file is not."""
+    if elsewhere and (os.path.isabs(line.directory) or UNKNOWN_VALUE in line.directory or "$" in line.directory):
+        return True
     data = sources.get(script) if script is not None else None
     if data is not None and b"__file__" not in data:
         return False
-    folders = {os.path.dirname(absolute(launcher)), *([os.path.dirname(script)] if script else [])}
+    folders = {os.path.dirname(absolute(line.launcher)), *([os.path.dirname(script)] if script else [])}
     return any(os.path.dirname(path) in folders for path in elsewhere)
 
 

@@ -27,20 +27,20 @@ class LaunchedConfigNotFound(LaunchRule):
     severity = Severity.WARNING
     docs = RuleDocs(
         what="""
-            Flags the DeepSpeed config option of a launch command (`--deepspeed ds.json`, `--deepspeed_config`,
-            or nested, `--training_arguments.deepspeed`, for a parser of dotted names) when the script is in the project but the config path, read from where the launcher runs (its
-            folder, the repository root, after its `cd`), names no file, and nothing in the project writes one
-            (the name in no Python file other than the launcher, nowhere else in the launcher, no redirection or
-            `tee` writing it). When a file of that name exists elsewhere, only a path with a folder counts
-            (`configs/ds.json` where the project has only `config/ds.json`: the folder is wrong; the message
-            names the file), unless that file sits beside the launcher or the script and the script finds files
-            by its own location (`__file__`: it may read it from there); a bare name is left alone (the user may be meant to copy the file beside the launcher).
-            Absolute and home paths (the user's own machine) and paths built at run time are left alone, and so is
-            a launch in a Markdown or reST document that writes the config out in a code block for the reader to save
-            (the block is checked as the config instead). The `deepspeed:` key of a YAML of the Trainer's
-            arguments that a launch passes (`--train_config train.yaml`, to a script building
-            `TrainingArguments(**mapping)`) is flagged in the YAML when no file of that name is anywhere in the
-            project.
+            Flags the DeepSpeed config option of a launch command (`--deepspeed ds.json`, `--deepspeed_config`, or
+            nested, `--training_arguments.deepspeed`, for a parser of dotted names) when the script is in the project
+            but the config path, read from where the launcher runs (its folder, the repository root, after its `cd`),
+            names no file, and nothing in the project writes one (the name in no Python file other than the launcher,
+            nowhere else in the launcher, no redirection or `tee` writing it). When a file of that name exists
+            elsewhere, only a path with a folder counts (`configs/ds.json` where the project has only `config/ds.json`:
+            the folder is wrong; the message names the file), unless that file sits beside the launcher or the script
+            and the script finds files by its own location (`__file__`: it may read it from there); a bare name is left
+            alone (the user may be meant to copy the file beside the launcher). Absolute and home paths (the user's own
+            machine), paths built at run time, and a wrong folder after a `cd` out of the project are left alone, and so
+            is a launch in a Markdown or reST document that writes the config out in a code block for the reader to save
+            (the block is checked as the config instead). The `deepspeed:` key of a YAML of the Trainer's arguments that
+            a launch passes (`--train_config train.yaml`, to a script building `TrainingArguments(**mapping)`) is
+            flagged in the YAML when no file of that name is anywhere in the project.
         """,
         why="""
             The script opens the config at start-up (DeepSpeed's `DeepSpeedConfig`, or the HF Trainer's
@@ -74,6 +74,11 @@ class LaunchedConfigNotFound(LaunchRule):
                 ("src/train.py", "import argparse, os\nimport deepspeed\nHERE = os.path.dirname(__file__)\n"),
                 ("src/ds.json", "{}\n"),
             ),
+        ),
+        # after a `cd` to another machine's checkout, the folder written cannot be judged against this project
+        Valid(
+            "cd /home/user/upstream-checkout\ndeepspeed src/train.py --deepspeed scripts/ds_zero2.json\n",
+            files=(("src/train.py", "import argparse\nimport deepspeed\n"), ("ds_zero2.json", "{}\n")),
         ),
         # a nested option of a parser of dotted names, naming a file the project has
         Valid("deepspeed train.py --training_arguments.deepspeed configs/ds_zero2.json\n", files=_PROJECT),
