@@ -170,3 +170,38 @@ def test_refused_launcher_options_follow_the_runner() -> None:
     assert refused("CUDA_VISIBLE_DEVICES=0 deepspeed -H hosts --num_nodes 1 t.py\n") is None
     assert refused("CUDA_VISIBLE_DEVICES=0 deepspeed --num_nodes 2 t.py\n") is None
     assert refused("torchrun --nnodes 1 --nproc_per_node 2 t.py\n") is None
+
+
+def test_a_notebook_launch_is_reported_in_its_cell_beside_the_notebook_own_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `!` launch naming a config the project lacks: one result for the notebook, the finding in the cell that
+    holds the command (its line and column in the cell, past the `!`), as the measure maps cells back to lines."""
+    import json
+
+    from click.testing import CliRunner
+
+    from dslint.cli import main
+
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Train\n"]},
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": ["%%time\n", "  !deepspeed --num_gpus 2 train.py --deepspeed_config ds_zero1.json"],
+        },
+    ]
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "train.ipynb").write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+    (tmp_path / "train.py").write_text("import argparse\nimport deepspeed\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DSLINT_NO_CACHE", "1")
+    result = CliRunner().invoke(
+        main, ["check", "--isolated", "--quiet", "--select", "DSL423", "--output-format", "json", "."]
+    )
+    found = json.loads(result.output)
+    assert [(d["filename"], d["cell"], d["location"]["line"], d["location"]["column"]) for d in found] == [
+        ("train.ipynb", 2, 2, 36)
+    ]

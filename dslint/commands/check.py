@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import click
@@ -315,7 +315,7 @@ def run_check(
         launched = _by_document(
             [*launcher_findings(resolver, project.launch_issues), *document_findings(resolver, project, world_size)]
         )
-        outcome.results.extend(launched)
+        outcome.results.extend(_into_own_results(outcome.results, launched))
         linted_launchers = {os.path.abspath(result.path) for result in launched}
         outcome.skipped = [s for s in outcome.skipped if os.path.abspath(s.path) not in linted_launchers]
         apply_config_ignores(resolver, outcome.results)
@@ -369,6 +369,22 @@ def _by_document(results: list[FileResult]) -> list[FileResult]:
             kept.suppressed += result.suppressed
             kept.text = kept.text if kept.text is not None else result.text
     return list(merged.values())
+
+
+def _into_own_results(results: list[FileResult], launched: list[FileResult]) -> list[FileResult]:
+    """The launch findings of a file that has a result of its own (a notebook's `!` commands) joined to that
+    result; the others, to be added."""
+    own = {os.path.abspath(result.path): result for result in results}
+    added: list[FileResult] = []
+    for result in launched:
+        kept = own.get(os.path.abspath(result.path))
+        if kept is None:
+            added.append(result)
+            continue
+        found = [replace(d, path=kept.path) for d in result.diagnostics]
+        kept.diagnostics = sorted([*kept.diagnostics, *found], key=lambda d: d.sort_key)
+        kept.suppressed += result.suppressed
+    return added
 
 
 def result_is_launcher(path: str) -> bool:

@@ -9,12 +9,13 @@ reads: `per-file-ignores` only. Nothing is ever written into a launcher.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dslint.diagnostics import Diagnostic
+from dslint.diagnostics import Diagnostic, Location
 from dslint.lint.result import FileResult
 from dslint.lint.suppression import apply_noqa
 from dslint.project.launch_issues import LaunchIssue
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # the rules are imported when a launcher has findings to repo
 
 # The launchers whose format has `#` comments that dslint reads as noqa comments.
 COMMENTED = (".sh", ".bash", "Makefile", "makefile", ".mk")
+NOTEBOOK = ".ipynb"
 
 
 def lint_launcher(
@@ -37,6 +39,8 @@ def lint_launcher(
         rule.finding(path, issue) for issue in issues for rule in rules if rule.kind == issue.kind
     ]
     found.extend(_written_config_findings(path, issues, selection))
+    if path.endswith(NOTEBOOK) and text is not None:  # the lines of a notebook's JSON text: lines of its cells
+        found = in_cells(text, found)
     if text is None or not path.endswith(COMMENTED):
         return FileResult(path, sorted(found, key=lambda d: d.sort_key), parsed=True)
     kept = apply_noqa(path, text, found, selection, shell=True)
@@ -55,10 +59,42 @@ def launcher_results(
         selection = selection_for(Path(path))
         if selection is None:
             continue
-        result = lint_launcher(path, found, selection, read(path) if path.endswith(COMMENTED) else None)
+        result = lint_launcher(path, found, selection, read(path) if path.endswith((*COMMENTED, NOTEBOOK)) else None)
         if result.diagnostics or result.suppressed:
             results.append(result)
     return results
+
+
+def in_cells(text: str, found: list[Diagnostic]) -> list[Diagnostic]:
+    """Findings at lines of a notebook's JSON text (a shell command's line: `launch_documents.notebook_shells`,
+    whose columns count in the command, after a `!` and the spaces before it) placed as the notebook's own
+    findings are: in the cell holding the line (`cell`, 1-based among all cells), at the line and column within
+    the cell's source. A finding at no source line keeps the file's line."""
+    from dslint.config.tree import Array, Object, ParseError, Scalar, parse_text
+
+    try:
+        tree = parse_text(text, hjson=False)
+    except ParseError:
+        return found
+    cells = tree.get("cells") if isinstance(tree, Object) else None
+    places: dict[int, tuple[int, int, int]] = {}  # JSON line -> (cell, line in the cell, the command's offset)
+    for number, node in enumerate(cells.items if isinstance(cells, Array) else [], start=1):
+        source = node.get("source") if isinstance(node, Object) else None
+        for index, part in enumerate(source.items if isinstance(source, Array) else []):
+            value = part.value if isinstance(part, Scalar) and isinstance(part.value, str) else ""
+            bang = value.lstrip().startswith("!")
+            offset = len(value) - len(value.lstrip()) + 1 if bang else 0
+            places.setdefault(part.start.line, (number, index + 1, offset))
+    placed: list[Diagnostic] = []
+    for diagnostic in found:
+        place = places.get(diagnostic.start.line)
+        if place is None or diagnostic.end.line != diagnostic.start.line:
+            placed.append(diagnostic)
+            continue
+        cell, line, offset = place
+        start, end = Location(line, diagnostic.start.column + offset), Location(line, diagnostic.end.column + offset)
+        placed.append(dataclasses.replace(diagnostic, cell=cell, start=start, end=end))
+    return placed
 
 
 def _written_config_findings(path: str, issues: Sequence[LaunchIssue], selection: RuleSelection) -> list[Diagnostic]:

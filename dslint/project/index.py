@@ -372,6 +372,8 @@ def _build_project_index(
         # a config the document itself writes out for its launch is there to be saved: not a missing file
         pasted = {config.name for config in index.document_configs.get(absolute(path), ())}
         found = [i for i in found if i.kind != "missing_config" or os.path.basename(i.detail) not in pasted]
+        if path.endswith(".ipynb"):
+            found = [i for i in found if i.kind in NOTEBOOK_ISSUES]
         index.launch_issues.setdefault(absolute(path), []).extend(found)
     index.launch_issues = {path: found for path, found in index.launch_issues.items() if found}
     index.sites = []
@@ -379,6 +381,8 @@ def _build_project_index(
 
 
 _TOO_DEEP = "engines were not followed across functions: the code is nested too deeply"
+# The launch issues a notebook's `!` commands get: a config file the command names that the project lacks.
+NOTEBOOK_ISSUES = frozenset({"missing_config"})
 
 
 def _analysed(model: ProjectModel, producers: list[str]) -> bool:
@@ -494,7 +498,9 @@ def _read_launchers(
             if pasted:
                 passed.extend(_document_launch(launch, world))
             scripts[id(line)] = script
-            if not launcher.endswith((".ipynb", ".py")):  # a notebook's (a script's) own lint holds its findings
+            # a script's own lint holds its launches' findings; a notebook's `!` launch has the launch issues its
+            # cells' Python cannot show (`NOTEBOOK_ISSUES`), reported in its cells
+            if not launcher.endswith(".py"):
                 option = line.config_option()
                 site = LaunchSite(
                     line,

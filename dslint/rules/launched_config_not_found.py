@@ -8,6 +8,17 @@ from dslint.framework.rule import Invalid, RuleDocs, Valid
 from dslint.project.launch_issues import LaunchIssue
 
 _PROJECT = (("train.py", "import argparse\nimport deepspeed\n"), ("configs/ds_zero2.json", "{}\n"))
+
+
+def _notebook(command: str) -> str:
+    """A notebook of one code cell whose first line is the shell command `command`."""
+    return (
+        '{\n "cells": [\n  {\n   "cell_type": "code",\n   "execution_count": null,\n   "metadata": {},\n'
+        f'   "outputs": [],\n   "source": [\n    "{command}"\n   ]\n  }}\n ],\n "metadata": {{}},\n'
+        ' "nbformat": 4,\n "nbformat_minor": 5\n}\n'
+    )
+
+
 # a launcher passing a YAML of the Trainer's arguments to a script that splats them into TrainingArguments
 _PROJECT_YAML = (
     ("run.sh", "deepspeed --num_gpus 2 train.py --train_config configs/train.yaml\n"),
@@ -40,7 +51,8 @@ class LaunchedConfigNotFound(LaunchRule):
             is a launch in a Markdown or reST document that writes the config out in a code block for the reader to save
             (the block is checked as the config instead). The `deepspeed:` key of a YAML of the Trainer's arguments that
             a launch passes (`--train_config train.yaml`, to a script building `TrainingArguments(**mapping)`) is
-            flagged in the YAML when no file of that name is anywhere in the project.
+            flagged in the YAML when no file of that name is anywhere in the project. A notebook's `!` launch is flagged
+            in the cell that holds it.
         """,
         why="""
             The script opens the config at start-up (DeepSpeed's `DeepSpeedConfig`, or the HF Trainer's
@@ -66,6 +78,12 @@ class LaunchedConfigNotFound(LaunchRule):
         Valid(
             "deepspeed --num_gpus 2 train.py --deepspeed ds_zero2.json\n",
             files=(("train.py", "import argparse\nimport deepspeed\n"), ("configs/ds_zero2.json", "{}\n")),
+        ),
+        # a notebook's `!` launch naming a file the project has
+        Valid(
+            _notebook("!deepspeed --num_gpus 2 train.py --deepspeed_config configs/ds_zero2.json"),
+            path="train.ipynb",
+            files=_PROJECT,
         ),
         # the file of that name lies beside the script, which finds files by its own location (`__file__`)
         Valid(
@@ -115,6 +133,13 @@ class LaunchedConfigNotFound(LaunchRule):
             "deepspeed --num_gpus 2 train.py --deepspeed tests/deepspeed/ds_zero2.json\n",
             lines=(1,),
             files=(("train.py", "import argparse\nimport deepspeed\n"), ("ds_zero2.json", "{}\n")),
+        ),
+        # a notebook's `!` launch: reported in its cell (line 1 of cell 1)
+        Invalid(
+            _notebook("!deepspeed --num_gpus 2 train.py --deepspeed_config ds_zero1.json"),
+            lines=(1,),
+            path="train.ipynb",
+            files=_PROJECT,
         ),
         # a nested option (`--training_arguments.deepspeed`, jsonargparse or quinine) naming no file
         Invalid(
