@@ -146,6 +146,9 @@ class Needs:
     shapes: tuple[Shape, ...] = ()
     # A DeepSpeed config may reach a Hugging Face reader of the file (what `Shape.configured` asks, for the file).
     hf_configured: bool = False
+    # The rule also runs, engine and tokens or not, where the project index finds a parameter of the file's
+    # functions that some call passes the engine and others do not (`ProjectFacts.partly_engine`).
+    partly_engine: bool = False
 
     def token_sets(self) -> tuple[tuple[bytes, ...], ...]:
         return (self.tokens, *self.alternatives)
@@ -250,7 +253,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             Shape(calls=_CLIP_CALLS, words=(b"Accelerator",), configured=True),
         ),
     ),
-    "DSL306": Needs((b"deepspeed", b"initialize")),
+    "DSL306": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL307": Needs((b"deepspeed", b"initialize")),
     "DSL308": Needs((b"deepspeed", b"initialize")),
     "DSL210": Needs(

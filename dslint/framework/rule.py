@@ -188,6 +188,8 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     call_shapes: ClassVar[tuple[Shape, ...]] = ()
     # Fires only where a DeepSpeed config may reach a Hugging Face reader of the file (`Needs.hf_configured`).
     needs_hf_config: ClassVar[bool] = False
+    # Also runs where some call passes the engine to a parameter of the file's functions (`Needs.partly_engine`).
+    runs_on_partly_engine: ClassVar[bool] = False
 
     @classmethod
     def needs(cls) -> Needs:
@@ -202,6 +204,7 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
             cls.runs_on_gpu_loads,
             cls.call_shapes,
             cls.needs_hf_config,
+            cls.runs_on_partly_engine,
         )
 
     def __init__(self, context: ScriptContext) -> None:

@@ -58,10 +58,13 @@ class Evidence:
     project_saves: bool = False  # the project index marks calls of this file that reach accelerate's save_state
     project_moves: bool = False  # the project index marks calls of this file whose argument the callee moves
     hf_configured: bool = True  # a DeepSpeed config may reach a Hugging Face reader of the file (`Shape.configured`)
+    partly_engine: bool = False  # some call passes the engine to a parameter of the file's functions, others not
 
 
 def can_fire(needs: Needs, evidence: Evidence) -> bool:
     if needs.gpu_loads and evidence.gpu_loads:
+        return True
+    if needs.partly_engine and evidence.partly_engine:
         return True
     inference = needs.inference_engine and evidence.inference
     tokens = (
@@ -168,6 +171,7 @@ def in_text(data: bytes, project: ProjectFacts | None) -> Evidence:
         configs=engine or configured or has_tokens(data, TRAINER_CONFIG_TOKENS),
         several_processes=_several_processes(project),
         gpu_loads=project is not None and bool(project.gpu_loads),
+        partly_engine=project is not None and bool(project.partly_engine),
     )
 
 
@@ -183,6 +187,7 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         configs=engine or configured or has_tokens(code.words, TRAINER_CONFIG_TOKENS),
         several_processes=_several_processes(project),
         gpu_loads=project is not None and bool(project.gpu_loads),
+        partly_engine=project is not None and bool(project.partly_engine),
         calls=code,
         project_saves=project is not None and bool(project.state_saving_calls or project.engine_saving_calls),
         project_moves=project is not None and bool(project.moving_calls),
@@ -215,6 +220,7 @@ def in_facts(facts: ScriptFacts) -> Evidence:
         zero_source=True,
         configs=True,  # the configs the script builds or points at decide (dslint.project.script_configs)
         gpu_loads=facts.project is not None and bool(facts.project.gpu_loads),
+        partly_engine=facts.project is not None and bool(facts.project.partly_engine),
     )
 
 

@@ -355,6 +355,24 @@ class ProjectModel(Evaluator):
                 break
         return resolved
 
+    def partly_engine_parameters(self) -> dict[tuple[str, str, str], EngineAnswer]:
+        """(path, function, parameter) -> (ENGINE, the call that passes it, the initialize it comes from), for
+        parameters that SOME call seen passes the engine itself (initialize's result on every path of that call)
+        while other calls pass something else: a loop shared by a DeepSpeed script and a plain one. Only what
+        happens to the engine where it is passed may be said of it (a rule asks for it by name; `role_of` never
+        answers it)."""
+        every = self.engine_parameters()
+        found: dict[tuple[str, str, str], EngineAnswer] = {}
+        for site in self.calls:
+            for param, value in site.arguments.items():
+                key = (*site.callee, param)
+                if key in every or key in found:
+                    continue
+                role = self._engine_role(value, site, every) if isinstance(value, (Item, Param)) else None
+                if role is not None and role[0] == ENGINE:
+                    found[key] = (ENGINE, site, role[1])
+        return found
+
     def _upstream_conditional(self, value: Value, site: CallSite) -> bool:
         """A parameter passed on from a caller's own parameter that is conditional (see `_confirmed`)."""
         if not isinstance(value, Param):

@@ -146,6 +146,14 @@ def record_engines(
             role, origin, engine_config(files, init, store), created, tested, conditional
         )
         files[path] = replace(facts, parameters=parameters)
+    for (path, function, param), (role, site, init) in model.partly_engine_parameters().items():
+        note = f"{role} from {shown_path(init.path)}:{init.line} passed to {function}() (other calls pass none)"
+        origin = Related(shown_path(site.caller_path), site.line, site.column, note)
+        created = Related(shown_path(init.path), init.line, init.column, "deepspeed.initialize")
+        facts = facts_of(files, path)
+        partly = {name: dict(values) for name, values in facts.partly_engine.items()}
+        partly.setdefault(function, {})[param] = ParameterFact(role, origin, engine_config(files, init, store), created)
+        files[path] = replace(facts, partly_engine=partly)
     for path, where, value in (*model.instance_values(), *inherited_values(model)):
         origin = Related(
             shown_path(value.origin.path),

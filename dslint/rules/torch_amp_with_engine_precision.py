@@ -8,7 +8,7 @@ from dslint.config import facts as config_facts
 from dslint.config.tree import UNKNOWN, Scalar, node_at
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.model.engine import Engine
+from dslint.model.engine import Engine, Origin
 from dslint.project.config_link import ResolvedConfig, resolve_config
 from dslint.project.evidence import evidence
 from dslint.script.facts import BindingKind, Role, ScriptFacts, method_name
@@ -35,7 +35,9 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         "the config enables {precision}, and DeepSpeed turns this autocast off in engine(...); remove it"
     )
     scaler_template = "the config enables {precision}: the engine scales the loss itself; remove the GradScaler"
+    partly_prefix = "where {site} passes the engine: "
     severity = Severity.WARNING
+    runs_on_partly_engine = True
     docs = RuleDocs(
         what="""
             Flags `with torch.autocast(...)` (also `torch.cuda.amp.autocast`, `torch.amp.autocast`, or a name bound
@@ -48,7 +50,11 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             both are then on together. An autocast chosen by a device test (`nullcontext() if device_type ==
             "cpu" else autocast(...)`) is on for the GPU the engine trains on. Other flags, a scaler with a
             non-literal `enabled=`, a config that cannot be read, and a config whose `torch_autocast` section is
-            on (the engine then runs its own autocast) are not flagged.
+            on (the engine then runs its own autocast) are not flagged. A loop that some call of the project hands
+            the engine and others a plain module (a training function shared by a DeepSpeed script and a plain
+            one) is flagged where that call's engine runs with fp16/bf16, for an always-on autocast around the
+            parameter's own forward and a scaler on its loss, outside any `if` of the function (an arm may be the
+            plain path); the message names the call that passes the engine.
         """,
         why="""
             With `fp16` or `bf16` enabled, the engine casts the module's parameters itself and, for fp16, scales
@@ -228,6 +234,19 @@ class TorchAmpWithEnginePrecision(ScriptRule):
     def visit_Module(self, node: cst.Module) -> None:
         self.loop = loop_facts(self.facts)
         self.precisions: dict[tuple[int, int], str | None] = {}
+        self.branches = [0]  # per function being visited: how many `if`s hold the node visited
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.branches.append(0)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.branches.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self.branches[-1] += 1
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.branches[-1] -= 1
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
@@ -236,12 +255,15 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                 continue
             call, condition = autocast
             engine = self._engine_precision_in(node.body, condition)
+            prefix = ""
+            if engine is None and condition is None and not self.branches[-1]:
+                engine = self._partly_engine_in(node.body)
+                prefix = self._partly_prefix(engine)
             if engine is not None:
                 precision, source = engine
                 found = evidence(self.context, source)  # an engine from another function or module says where
-                self.report(
-                    call, self.autocast_template.format(precision=precision) + found.suffix, related=found.related
-                )
+                message = prefix + self.autocast_template.format(precision=precision)
+                self.report(call, message + found.suffix, related=found.related)
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) != "scale" or len(node.args) != 1:
@@ -261,6 +283,83 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             if precision is not None:
                 self.report(node, self.scaler_template.format(precision=precision))
                 return
+        if not self.branches[-1]:
+            partly = self._partly_source(node.args[0].value, depth=0)
+            if partly is not None:
+                found = evidence(self.context, partly[1])
+                message = self._partly_prefix(partly) + self.scaler_template.format(precision=partly[0])
+                self.report(node, message + found.suffix, related=found.related)
+
+    # --- a parameter some call passes the engine (`ProjectFacts.partly_engine`) --------------------------------
+    def _partly_engine(self, call: cst.Call) -> tuple[str, Engine] | None:
+        """`model(x)` / `model.forward(x)` on a parameter of its function that some call in the project passes
+        the engine (others something else, `ProjectFacts.partly_engine`), never rebound before: that engine and
+        its precision, when its config enables fp16 or bf16."""
+        project = self.facts.project
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+            func = func.value
+        if project is None or not project.partly_engine or not isinstance(func, cst.Name):
+            return None
+        binding = self.facts.binding_at(func.value, self.facts.scope_at(func), self.facts.start(call))
+        if binding is None or binding.kind is not BindingKind.PARAMETER:
+            return None
+        function = self.facts.qualname(binding.scope)
+        fact = project.partly_engine.get(function, {}).get(func.value) if function else None
+        if fact is None:
+            return None
+        engine = self.facts.remote_engine(fact, Origin.CALLER, fact.origin, fact.config, fact.created)
+        precision = self._precision(engine)
+        return (precision, engine) if precision is not None else None
+
+    def _partly_engine_in(self, body: cst.CSTNode) -> tuple[str, Engine] | None:
+        found: list[tuple[str, Engine]] = []
+        rule = self
+
+        class Calls(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                answer = rule._partly_engine(node)
+                if answer is not None:
+                    found.append(answer)
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return False
+
+            def visit_Lambda(self, node: cst.Lambda) -> bool:
+                return False
+
+        body.visit(Calls())
+        return found[0] if found else None
+
+    def _partly_source(self, expr: cst.CSTNode, depth: int) -> tuple[str, Engine] | None:
+        """The engine (partly passed, see `_partly_engine`) whose forward output `expr` is computed from: a call
+        of it in `expr`, or in what a name of `expr` is bound to in the same function."""
+        if depth > 4:
+            return None
+        for node in _own_nodes(expr):
+            if isinstance(node, cst.Call):
+                answer = self._partly_engine(node)
+                if answer is not None:
+                    return answer
+            elif isinstance(node, cst.Name):
+                scope = self.facts.scope_at(node)
+                binding = self.facts.binding_at(node.value, scope, self.facts.start(node))
+                if binding is None or binding.kind is not BindingKind.OTHER or binding.scope is not scope:
+                    continue
+                statement = binding.statement
+                value = binding.value
+                if value is None and isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                    value = statement.value
+                if value is not None and value is not expr:
+                    answer = self._partly_source(value, depth + 1)
+                    if answer is not None:
+                        return answer
+        return None
+
+    @classmethod
+    def _partly_prefix(cls, found: tuple[str, Engine] | None) -> str:
+        site = found[1].site if found is not None and found[1].origin is Origin.CALLER else None
+        return cls.partly_prefix.format(site=f"{site.path}:{site.line}") if site is not None else ""
 
     def _autocast(self, item: cst.BaseExpression) -> tuple[cst.CSTNode, cst.BaseExpression | None] | None:
         """The autocast a `with` item enters and the expression that switches it on (None: always on):
@@ -389,6 +488,22 @@ def _on_gpu(facts: ScriptFacts, test: cst.BaseExpression) -> bool | None:
     if name is None or "device" not in name.rsplit(".", 1)[-1].lower() or constant not in ("cpu", "cuda"):
         return None
     return (constant == "cuda") is equal
+
+
+def _own_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`node` and what it holds, not descending into lambdas, nested definitions, or an attribute's name."""
+    found: list[cst.CSTNode] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        if isinstance(current, (cst.Lambda, cst.FunctionDef, cst.ClassDef)) and current is not node:
+            continue
+        if isinstance(current, cst.Attribute):
+            stack.append(current.value)
+            continue
+        stack.extend(current.children)
+    return found
 
 
 def _null_context(facts: ScriptFacts, node: cst.BaseExpression, called: bool = True) -> bool:

@@ -129,6 +129,10 @@ class ProjectFacts:
     """The project's facts for one file."""
 
     parameters: Mapping[str, Mapping[str, ParameterFact]] = field(default_factory=dict)  # function -> param
+    # Parameters that SOME call in the project passes the engine (initialize's result), others something else (a
+    # loop shared by a DeepSpeed script and a plain one): function -> param -> the fact of that call. Never an
+    # answer of `role_of`; only a rule that asks (DSL306: what that call's engine does with an outer autocast).
+    partly_engine: Mapping[str, Mapping[str, ParameterFact]] = field(default_factory=dict)
     # Answers about calls in this file are keyed by the call's position: (line, column), 1-based, in characters.
     returns: Mapping[tuple[int, int], ReturnFact] = field(default_factory=dict)  # the helper's call -> fact
     launches: tuple[LaunchedConfig, ...] = ()
