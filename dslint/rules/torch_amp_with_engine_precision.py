@@ -11,6 +11,7 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine, Origin
 from dslint.project.config_link import ResolvedConfig, resolve_config
 from dslint.project.evidence import evidence
+from dslint.script.engine_reach import engine_forwarded, on_by_default, partly_engine_sources, partly_engines_in
 from dslint.script.facts import BindingKind, Role, ScriptFacts, method_name
 from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name, literally_enabled
@@ -41,17 +42,20 @@ class TorchAmpWithEnginePrecision(ScriptRule):
     docs = RuleDocs(
         what="""
             Flags `with torch.autocast(...)` (also `torch.cuda.amp.autocast`, `torch.amp.autocast`, or a name bound
-            to one: `with ctx:`) whose body calls a DeepSpeed engine's forward, and `scaler.scale(loss)` with a
-            torch `GradScaler` on a loss computed from an engine's output, when that engine's config is known (a
-            dict literal or a JSON file) and enables `fp16` or `bf16`. An autocast switched on by a flag
-            (`enabled=args.fp16`, `amp() if args.fp16 else nullcontext()`, or a name bound to
-            `torch.cuda.amp.autocast if args.fp16 else nullcontext`) is flagged only when a dict written in the
-            same function sets the engine's `fp16`/`bf16` `enabled` to that same flag (same name, same binding):
-            both are then on together. An autocast chosen by a device test (`nullcontext() if device_type ==
-            "cpu" else autocast(...)`) is on for the GPU the engine trains on. Other flags, a scaler with a
-            non-literal `enabled=`, a config that cannot be read, and a config whose `torch_autocast` section is
-            on (the engine then runs its own autocast) are not flagged. A loop that some call of the project hands
-            the engine and others a plain module (a training function shared by a DeepSpeed script and a plain
+            to one: `with ctx:`) whose body calls a DeepSpeed engine's forward (itself, or by handing the engine to
+            a function of the file, or a method of the class, that calls that parameter outside `no_grad`), and
+            `scaler.scale(loss)` with a torch `GradScaler` on a loss computed from an engine's output, when that
+            engine's config is known (a dict literal or a JSON file) and enables `fp16` or `bf16`. An autocast
+            switched on by a flag (`enabled=args.fp16`, `amp() if args.fp16 else nullcontext()`, or a name bound to
+            `torch.cuda.amp.autocast if args.fp16 else nullcontext`) is flagged only when a dict written in the same
+            function sets the engine's `fp16`/`bf16` `enabled` to that same flag (same name, same binding): both are
+            then on together, or when the flag's attribute is an option of the script's own parser that defaults to
+            `True` and no launch the project knows gives it (`enabled=params.use_fp16` after
+            `add_argument("--use-fp16", default=True)`). An autocast chosen by a device test (`nullcontext() if
+            device_type == "cpu" else autocast(...)`) is on for the GPU the engine trains on. Other flags, a scaler
+            with a non-literal `enabled=`, a config that cannot be read, and a config whose `torch_autocast` section
+            is on (the engine then runs its own autocast) are not flagged. A loop that some call of the project
+            hands the engine and others a plain module (a training function shared by a DeepSpeed script and a plain
             one) is flagged where that call's engine runs with fp16/bf16, for an always-on autocast around the
             parameter's own forward and a scaler on its loss, outside any `if` of the function (an arm may be the
             plain path); the message names the call that passes the engine.
@@ -80,6 +84,48 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         """,
     )
     valid = (
+        # options that default to False, or whose action stores False when given: off as the script is run
+        Valid(
+            """
+            import argparse
+            import deepspeed
+            import torch
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--amp", type=str2bool, default=False)
+            parser.add_argument("--no-amp", dest="keep_amp", action="store_false", default=True)
+            args = parser.parse_args()
+            engine, *_ = deepspeed.initialize(model=net, config={"fp16": {"enabled": True}})
+            for batch in loader:
+                with torch.cuda.amp.autocast(enabled=args.amp):
+                    loss = engine(batch)
+                with torch.cuda.amp.autocast(enabled=args.keep_amp):
+                    loss = engine(batch)
+                engine.backward(loss)
+            """
+        ),
+        # the function the autocast's body hands the engine to runs its sub-modules, or runs it under no_grad
+        Valid(
+            """
+            import deepspeed
+            import torch
+            def compute_loss(model, batch):
+                features = model.encoder(batch)
+                return model.decoder(features).loss
+            @torch.no_grad()
+            def score(model, batch):
+                return model(batch)
+            def rebound(model, batch):
+                model = model.module
+                return model(batch)
+            engine, *_ = deepspeed.initialize(model=net, config={"fp16": {"enabled": True}})
+            for batch in loader:
+                with torch.autocast("cuda"):
+                    loss = compute_loss(engine, batch)
+                    scores = score(engine, batch)
+                    again = rebound(engine, batch)
+                engine.backward(loss)
+            """
+        ),
         # the autocast of a name chosen by the device: the config leaves fp16 and bf16 off
         Valid(
             """
@@ -166,6 +212,48 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         ),
     )
     invalid = (
+        # switched on by an option of the script's parser that defaults to True (no launch gives it)
+        Invalid(
+            """
+            import argparse
+            import deepspeed
+            import torch
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--use-fp16", type=str2bool, default=True)
+            params = Params(vars(parser.parse_args()))
+            engine, *_ = deepspeed.initialize(model=net, config={"fp16": {"enabled": True}})
+            for batch in loader:
+                with torch.cuda.amp.autocast(enabled=params.use_fp16):
+                    loss = engine(batch)
+                engine.backward(loss)
+            """,
+            lines=(10,),
+        ),
+        # the engine's forward inside a function of the file the autocast's body calls with the engine
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            def compute_loss(model, batch, training):
+                with torch.set_grad_enabled(training):
+                    return model(batch).loss
+            class Runner:
+                def step(self, net, batch):
+                    return net.forward(batch).loss
+                def train(self, loader):
+                    self.engine, *_ = deepspeed.initialize(model=net, config={"bf16": {"enabled": True}})
+                    for batch in loader:
+                        with torch.autocast("cuda", dtype=torch.bfloat16):
+                            loss = self.step(self.engine, batch)
+                        self.engine.backward(loss)
+            engine, *_ = deepspeed.initialize(model=net, config={"bf16": {"enabled": True}})
+            for batch in loader:
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    loss = compute_loss(model=engine, batch=batch, training=True)
+                engine.backward(loss)
+            """,
+            lines=(13, 18),
+        ),
         # a name bound to the autocast, chosen by a device test that picks it on the GPU the engine trains on
         Invalid(
             """
@@ -257,7 +345,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             engine = self._engine_precision_in(node.body, condition)
             prefix = ""
             if engine is None and condition is None and not self.branches[-1]:
-                engine = self._partly_engine_in(node.body)
+                engine = self._first_precise(partly_engines_in(self.facts, node.body))
                 prefix = self._partly_prefix(engine)
             if engine is not None:
                 precision, source = engine
@@ -284,76 +372,18 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                 self.report(node, self.scaler_template.format(precision=precision))
                 return
         if not self.branches[-1]:
-            partly = self._partly_source(node.args[0].value, depth=0)
+            partly = self._first_precise(partly_engine_sources(self.facts, node.args[0].value))
             if partly is not None:
                 found = evidence(self.context, partly[1])
                 message = self._partly_prefix(partly) + self.scaler_template.format(precision=partly[0])
                 self.report(node, message + found.suffix, related=found.related)
 
-    # --- a parameter some call passes the engine (`ProjectFacts.partly_engine`) --------------------------------
-    def _partly_engine(self, call: cst.Call) -> tuple[str, Engine] | None:
-        """`model(x)` / `model.forward(x)` on a parameter of its function that some call in the project passes
-        the engine (others something else, `ProjectFacts.partly_engine`), never rebound before: that engine and
-        its precision, when its config enables fp16 or bf16."""
-        project = self.facts.project
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
-            func = func.value
-        if project is None or not project.partly_engine or not isinstance(func, cst.Name):
-            return None
-        binding = self.facts.binding_at(func.value, self.facts.scope_at(func), self.facts.start(call))
-        if binding is None or binding.kind is not BindingKind.PARAMETER:
-            return None
-        function = self.facts.qualname(binding.scope)
-        fact = project.partly_engine.get(function, {}).get(func.value) if function else None
-        if fact is None:
-            return None
-        engine = self.facts.remote_engine(fact, Origin.CALLER, fact.origin, fact.config, fact.created)
-        precision = self._precision(engine)
-        return (precision, engine) if precision is not None else None
-
-    def _partly_engine_in(self, body: cst.CSTNode) -> tuple[str, Engine] | None:
-        found: list[tuple[str, Engine]] = []
-        rule = self
-
-        class Calls(cst.CSTVisitor):
-            def visit_Call(self, node: cst.Call) -> None:
-                answer = rule._partly_engine(node)
-                if answer is not None:
-                    found.append(answer)
-
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return False
-
-            def visit_Lambda(self, node: cst.Lambda) -> bool:
-                return False
-
-        body.visit(Calls())
-        return found[0] if found else None
-
-    def _partly_source(self, expr: cst.CSTNode, depth: int) -> tuple[str, Engine] | None:
-        """The engine (partly passed, see `_partly_engine`) whose forward output `expr` is computed from: a call
-        of it in `expr`, or in what a name of `expr` is bound to in the same function."""
-        if depth > 4:
-            return None
-        for node in _own_nodes(expr):
-            if isinstance(node, cst.Call):
-                answer = self._partly_engine(node)
-                if answer is not None:
-                    return answer
-            elif isinstance(node, cst.Name):
-                scope = self.facts.scope_at(node)
-                binding = self.facts.binding_at(node.value, scope, self.facts.start(node))
-                if binding is None or binding.kind is not BindingKind.OTHER or binding.scope is not scope:
-                    continue
-                statement = binding.statement
-                value = binding.value
-                if value is None and isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-                    value = statement.value
-                if value is not None and value is not expr:
-                    answer = self._partly_source(value, depth + 1)
-                    if answer is not None:
-                        return answer
+    def _first_precise(self, engines: list[Engine]) -> tuple[str, Engine] | None:
+        """The first engine whose config enables fp16 or bf16, with that precision."""
+        for engine in engines:
+            precision = self._precision(engine)
+            if precision is not None:
+                return precision, engine
         return None
 
     @classmethod
@@ -413,6 +443,8 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         class Calls(cst.CSTVisitor):
             def visit_Call(self, node: cst.Call) -> None:
                 answer = rule.loop.engine_of_forward(node)
+                if answer is None:  # `compute_loss(model=engine, ...)`, a function of this file calling `model(...)`
+                    answer = engine_forwarded(rule.facts, rule.context.module, node)
                 if answer is not None and answer.role is Role.ENGINE:
                     precision = rule._precision(answer.engine, condition)
                     if precision is not None:
@@ -435,7 +467,10 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             if config is not None and config.get("torch_autocast", "enabled") in (None, False):
                 for name in ("fp16", config_facts.bf16_section(config.tree) if config.tree else "bf16"):
                     enabled = config.fp16_enabled if name == "fp16" else config.bf16_enabled
-                    on = enabled is True if condition is None else self._same_flag(config, name, condition)
+                    if condition is None or on_by_default(self.facts, self.loop.calls, condition):
+                        on = enabled is True
+                    else:
+                        on = self._same_flag(config, name, condition)
                     if on:
                         precision = name
                         break
@@ -488,22 +523,6 @@ def _on_gpu(facts: ScriptFacts, test: cst.BaseExpression) -> bool | None:
     if name is None or "device" not in name.rsplit(".", 1)[-1].lower() or constant not in ("cpu", "cuda"):
         return None
     return (constant == "cuda") is equal
-
-
-def _own_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """`node` and what it holds, not descending into lambdas, nested definitions, or an attribute's name."""
-    found: list[cst.CSTNode] = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        found.append(current)
-        if isinstance(current, (cst.Lambda, cst.FunctionDef, cst.ClassDef)) and current is not node:
-            continue
-        if isinstance(current, cst.Attribute):
-            stack.append(current.value)
-            continue
-        stack.extend(current.children)
-    return found
 
 
 def _null_context(facts: ScriptFacts, node: cst.BaseExpression, called: bool = True) -> bool:
