@@ -149,9 +149,12 @@ class Needs:
     # The rule also runs, engine and tokens or not, where the project index finds a parameter of the file's
     # functions that some call passes the engine and others do not (`ProjectFacts.partly_engine`).
     partly_engine: bool = False
+    # Token sets with all of any one of which the rule also runs with no engine in sight (a Hugging Face Trainer
+    # builds its engine itself).
+    without_engine: tuple[tuple[bytes, ...], ...] = ()
 
     def token_sets(self) -> tuple[tuple[bytes, ...], ...]:
-        return (self.tokens, *self.alternatives)
+        return (self.tokens, *self.alternatives, *self.without_engine)
 
 
 _CLIP_CALLS = (
@@ -253,7 +256,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             Shape(calls=_CLIP_CALLS, words=(b"Accelerator",), configured=True),
         ),
     ),
-    "DSL306": Needs((b"deepspeed", b"initialize"), partly_engine=True),
+    "DSL306": Needs((b"deepspeed", b"initialize"), partly_engine=True, without_engine=((b"autocast", b"Trainer"),)),
     "DSL307": Needs((b"deepspeed", b"initialize")),
     "DSL308": Needs((b"deepspeed", b"initialize")),
     "DSL210": Needs(

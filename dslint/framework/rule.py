@@ -190,6 +190,8 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     needs_hf_config: ClassVar[bool] = False
     # Also runs where some call passes the engine to a parameter of the file's functions (`Needs.partly_engine`).
     runs_on_partly_engine: ClassVar[bool] = False
+    # Token sets with any of which the rule also runs where no engine is in sight (`Needs.without_engine`).
+    runs_without_engine_on: ClassVar[tuple[tuple[bytes, ...], ...]] = ()
 
     @classmethod
     def needs(cls) -> Needs:
@@ -205,6 +207,7 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
             cls.call_shapes,
             cls.needs_hf_config,
             cls.runs_on_partly_engine,
+            cls.runs_without_engine_on,
         )
 
     def __init__(self, context: ScriptContext) -> None:

@@ -66,6 +66,8 @@ def can_fire(needs: Needs, evidence: Evidence) -> bool:
         return True
     if needs.partly_engine and evidence.partly_engine:
         return True
+    if needs.without_engine and (evidence.words is None or has_token_set(evidence.words, needs.without_engine)):
+        return True  # at the facts level (no words) only rules an earlier level kept are asked
     inference = needs.inference_engine and evidence.inference
     tokens = (
         evidence.words is None

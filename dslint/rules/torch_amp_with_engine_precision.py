@@ -9,10 +9,18 @@ from dslint.config.tree import UNKNOWN, Scalar, node_at
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine, Origin
-from dslint.project.config_link import ResolvedConfig, resolve_config
-from dslint.project.evidence import evidence
-from dslint.script.engine_reach import engine_forwarded, on_by_default, partly_engine_sources, partly_engines_in
+from dslint.project.config_link import ResolvedConfig, resolve_config, training_arguments_configs
+from dslint.project.evidence import config_evidence, evidence
+from dslint.script.engine_reach import (
+    engine_forwarded,
+    on_by_default,
+    on_gpu,
+    partly_engine_sources,
+    partly_engines_in,
+    trainer_runs,
+)
 from dslint.script.facts import BindingKind, Role, ScriptFacts, method_name
+from dslint.script.hf_trainers import TrainerNames
 from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name, literally_enabled
 
@@ -37,8 +45,12 @@ class TorchAmpWithEnginePrecision(ScriptRule):
     )
     scaler_template = "the config enables {precision}: the engine scales the loss itself; remove the GradScaler"
     partly_prefix = "where {site} passes the engine: "
+    trainer_template = (
+        "the Trainer's config enables {precision}, and the engine's forward turns this autocast off; remove it"
+    )
     severity = Severity.WARNING
     runs_on_partly_engine = True
+    runs_without_engine_on = ((b"autocast", b"Trainer"),)  # a Hugging Face Trainer builds the engine itself
     docs = RuleDocs(
         what="""
             Flags `with torch.autocast(...)` (also `torch.cuda.amp.autocast`, `torch.amp.autocast`, or a name bound
@@ -58,7 +70,10 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             hands the engine and others a plain module (a training function shared by a DeepSpeed script and a plain
             one) is flagged where that call's engine runs with fp16/bf16, for an always-on autocast around the
             parameter's own forward and a scaler on its loss, outside any `if` of the function (an arm may be the
-            plain path); the message names the call that passes the engine.
+            plain path); the message names the call that passes the engine. An always-on autocast around
+            `trainer.train()` of a Hugging Face Trainer is flagged when every DeepSpeed config it may run with (its
+            `TrainingArguments(deepspeed=...)`, or the `--deepspeed` its launches give) enables fp16 or bf16
+            literally (not `"auto"`).
         """,
         why="""
             With `fp16` or `bf16` enabled, the engine casts the module's parameters itself and, for fp16, scales
@@ -84,6 +99,21 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         """,
     )
     valid = (
+        # the Trainer's config leaves the precision to its arguments ("auto"), or the autocast is a flag's
+        Valid(
+            """
+            import torch
+            from transformers import Trainer, TrainingArguments
+            ds = {"train_micro_batch_size_per_gpu": "auto", "fp16": {"enabled": "auto"}}
+            trainer = Trainer(model=model, args=TrainingArguments(output_dir="out", deepspeed=ds, fp16=True))
+            with torch.autocast("cuda"):
+                trainer.train()
+            fixed = {"fp16": {"enabled": True}}
+            tuned = Trainer(model=model, args=TrainingArguments(output_dir="out", deepspeed=fixed))
+            with torch.autocast("cuda", enabled=args.amp):
+                tuned.train()
+            """
+        ),
         # options that default to False, or whose action stores False when given: off as the script is run
         Valid(
             """
@@ -212,6 +242,18 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         ),
     )
     invalid = (
+        # the Hugging Face Trainer runs the engine's forward: every config it may get enables a precision
+        Invalid(
+            """
+            import torch
+            from transformers import Trainer, TrainingArguments
+            ds = {"train_micro_batch_size_per_gpu": "auto", "fp16": {"enabled": True}}
+            trainer = Trainer(model=model, args=TrainingArguments(output_dir="out", deepspeed=ds))
+            with torch.autocast("cuda"):
+                trainer.train()
+            """,
+            lines=(6,),
+        ),
         # switched on by an option of the script's parser that defaults to True (no launch gives it)
         Invalid(
             """
@@ -323,6 +365,37 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         self.loop = loop_facts(self.facts)
         self.precisions: dict[tuple[int, int], str | None] = {}
         self.branches = [0]  # per function being visited: how many `if`s hold the node visited
+        self.trainers = TrainerNames(self.context)
+        self.trainer_runs: list[tuple[cst.CSTNode, cst.BaseExpression]] = []  # (autocast, `trainer`) of `.train()`
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.trainers.consider_class(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.trainers.consider_assign(node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        """`with torch.autocast(...): trainer.train()` where every DeepSpeed config the script's Hugging Face
+        Trainer may run with enables fp16 or bf16 (the Trainer runs the engine's forward, which switches the
+        autocast off)."""
+        runs = [(call, name) for call, name in self.trainer_runs if self.trainers.holds_trainer(name)]
+        if not runs:
+            return
+        configs = training_arguments_configs(self.context)
+        if not configs:
+            return
+        precisions = set()
+        for config in configs:
+            if config.get("torch_autocast", "enabled") not in (None, False):
+                return
+            precision = "fp16" if config.fp16_enabled is True else "bf16" if config.bf16_enabled is True else None
+            if precision is None:
+                return
+            precisions.add(precision)
+        found = config_evidence(configs)
+        message = self.trainer_template.format(precision=" or ".join(sorted(precisions)))
+        for call, _ in runs:
+            self.report(call, message + found.suffix, related=found.related)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.branches.append(0)
@@ -352,6 +425,8 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                 found = evidence(self.context, source)  # an engine from another function or module says where
                 message = prefix + self.autocast_template.format(precision=precision)
                 self.report(call, message + found.suffix, related=found.related)
+            elif condition is None:
+                self.trainer_runs.extend((call, name) for name in trainer_runs(node.body))
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) != "scale" or len(node.args) != 1:
@@ -396,7 +471,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         `torch.autocast(...)` (its `enabled=`), `amp() if flag else nullcontext()`, or a call of a name bound
         to `torch.cuda.amp.autocast if flag else nullcontext` in the same scope."""
         if isinstance(item, cst.IfExp):
-            gpu = _on_gpu(self.facts, item.test)  # `nullcontext() if device_type == "cpu" else autocast(...)`
+            gpu = on_gpu(self.facts, item.test)  # `nullcontext() if device_type == "cpu" else autocast(...)`
             for arm, other, switch in ((item.body, item.orelse, True), (item.orelse, item.body, False)):
                 if not (isinstance(arm, cst.Call) and self.facts.qualified(arm.func) in AUTOCAST):
                     continue
@@ -503,26 +578,6 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         here = facts.binding_at(root, facts.scope_at(condition), facts.start(condition))
         there = facts.binding_at(root, facts.scope_at(written), facts.start(written))
         return here is not None and here is there
-
-
-def _on_gpu(facts: ScriptFacts, test: cst.BaseExpression) -> bool | None:
-    """What a device test says on the GPU the engine trains on: `device_type == "cpu"` False, `"cuda" in device`
-    True; None for any other test. The subject must name a device (`device_type`, `args.device`)."""
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return None
-    target = test.comparisons[0]
-    left, right = test.left, target.comparator
-    operator = target.operator
-    if isinstance(left, cst.SimpleString) and isinstance(operator, (cst.In, cst.NotIn)):
-        subject, constant, equal = right, left.evaluated_value, isinstance(operator, cst.In)
-    elif isinstance(right, cst.SimpleString) and isinstance(operator, (cst.Equal, cst.NotEqual)):
-        subject, constant, equal = left, right.evaluated_value, isinstance(operator, cst.Equal)
-    else:
-        return None
-    name = dotted_name(subject)
-    if name is None or "device" not in name.rsplit(".", 1)[-1].lower() or constant not in ("cpu", "cuda"):
-        return None
-    return (constant == "cuda") is equal
 
 
 def _null_context(facts: ScriptFacts, node: cst.BaseExpression, called: bool = True) -> bool:

@@ -7,7 +7,9 @@ a flag is on as the script is run (what DSL306 asks of the code inside an autoca
 - a forward of a parameter that some call in the project passes the engine and others something else
   (`ProjectFacts.partly_engine`: a loop shared by a DeepSpeed script and a plain one): `partly_engine_forward`;
 - an option of the script's own `argparse` parser whose default is `True` and that no launch gives:
-  `on_by_default`.
+  `on_by_default`;
+- the `X.train()` calls of a block (a Hugging Face Trainer runs the engine's forward: the rule checks `X` holds
+  one): `trainer_runs`; what a device test says on the GPU the engine trains on: `on_gpu`.
 """
 
 from __future__ import annotations
@@ -227,3 +229,40 @@ def _option_default(call: cst.Call) -> bool | None:
         return None
     default = keywords.get("default")
     return True if isinstance(default, cst.Name) and default.value == "True" else None
+
+
+# --- the Trainer's run, a device test -------------------------------------------------------------------------------
+def trainer_runs(body: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The receivers of `X.train(...)` calls in `body` (not in nested definitions)."""
+    found: list[cst.BaseExpression] = []
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if method_name(node) == "train" and isinstance(node.func, cst.Attribute):
+                found.append(node.func.value)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+    body.visit(Calls())
+    return found
+
+
+def on_gpu(facts: ScriptFacts, test: cst.BaseExpression) -> bool | None:
+    """What a device test says on the GPU the engine trains on: `device_type == "cpu"` False, `"cuda" in device`
+    True; None for any other test. The subject must name a device (`device_type`, `args.device`)."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    left, right = test.left, target.comparator
+    operator = target.operator
+    if isinstance(left, cst.SimpleString) and isinstance(operator, (cst.In, cst.NotIn)):
+        subject, constant, equal = right, left.evaluated_value, isinstance(operator, cst.In)
+    elif isinstance(right, cst.SimpleString) and isinstance(operator, (cst.Equal, cst.NotEqual)):
+        subject, constant, equal = left, right.evaluated_value, isinstance(operator, cst.Equal)
+    else:
+        return None
+    name = dotted_name(subject)
+    if name is None or "device" not in name.rsplit(".", 1)[-1].lower() or constant not in ("cpu", "cuda"):
+        return None
+    return (constant == "cuda") is equal
