@@ -88,6 +88,17 @@ class EngineMoved(ScriptRule):
                 engine.cuda()
             """
         ),
+        # a move in the fallback of a failed initialize: the model never became the engine's module
+        Valid(
+            """
+            import deepspeed
+            def train(model, device, config):
+                try:
+                    engine, *_ = deepspeed.initialize(model=model, config=config)
+                except RuntimeError:
+                    model.to(device)
+            """
+        ),
         # the model handed to initialize: moved before it (DSL101's), cast or sent to the CPU after training
         # (an export), or a name bound again to another model; a move after an initialize made on one path only
         Valid(
@@ -280,15 +291,11 @@ class EngineMoved(ScriptRule):
             return False
         if facts.start(node) <= init.end or facts.paths.exclusive(init.call, node):
             return False
-        # the initialize runs wherever the move does: no condition of its path is missing from the move's, and it
-        # is not in a block nested deeper than the move's (`if use_deepspeed: initialize(...)`, then a move for
-        # both paths: needed on the other one)
-        if not set(facts.paths.at(init.call)) <= set(facts.paths.at(node)):
-            return False
-        init_statement, move_statement = facts.statement_of(init.call), facts.statement_of(node)
-        if init_statement is None or move_statement is None:
-            return False
-        return self.context.span(init_statement)[0].column <= self.context.span(move_statement)[0].column
+        # the initialize runs wherever the move does: the move is in the block that holds the initialize (or in
+        # one nested in it), not in another arm (`if use_deepspeed: initialize(...)` then a move for both paths;
+        # `try: initialize(...)` / `except: <move for the plain fallback>`)
+        block = _innermost_block(init.scope.node, init.call)
+        return block is not None and _holds(block, node)
 
     def _restores(self, node: cst.Call) -> bool:
         """Whether `node` casts the engine back from an earlier cast of the same receiver to another dtype, in
@@ -316,3 +323,29 @@ class EngineMoved(ScriptRule):
     def _fix(self, node: cst.Call) -> list[Edit]:
         edit = delete_call_statement(self.context, node)
         return [edit] if edit is not None else []
+
+
+def _innermost_block(function: cst.CSTNode, target: cst.CSTNode) -> cst.CSTNode | None:
+    """The innermost block (`IndentedBlock`, or the module) of `function` holding `target`."""
+    found: cst.CSTNode | None = None
+    stack: list[cst.CSTNode] = [function]
+    while stack:
+        node = stack.pop()
+        if not _holds(node, target):
+            continue
+        if isinstance(node, (cst.IndentedBlock, cst.Module)):
+            found = node
+        stack = list(node.children)  # descend into the one child that holds it
+    return found
+
+
+def _holds(node: cst.CSTNode, target: cst.CSTNode) -> bool:
+    if node is target:
+        return True
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        if child is target:
+            return True
+        stack.extend(child.children)
+    return False
