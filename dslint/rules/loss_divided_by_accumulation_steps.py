@@ -42,7 +42,8 @@ class LossDividedByAccumulationSteps(ScriptRule):
             Flags a division of the loss by the gradient-accumulation steps (`loss / args.gradient_accumulation_steps`,
             `loss /= accum_steps`, `loss = loss / engine.gradient_accumulation_steps()`) when the result goes into
             `engine.backward(...)`, directly or through the name it is assigned to in the same function. The
-            divisor is recognised by its name (`*accum*`, `gas`, `gradient_accumulation_steps`, `update_freq`); a
+            divisor is recognised by its name (`*accum*`, `gas`, `gradient_accumulation_steps`, `update_freq`; a
+            mapping's entry so named, `config["gradient_accumulation_steps"]`, too); a
             plain number is not flagged. `engine.backward(loss, scale_wrt_gas=False)` is never flagged: there the
             division is the caller's job; nor is anything when the engine's config sets
             `"gradient_accumulation_steps": 1`, or, when the config cannot be read, when the backward runs in a
@@ -148,6 +149,32 @@ class LossDividedByAccumulationSteps(ScriptRule):
         ),
     )
     invalid = (
+        # the divisor is the config dict's own entry, read where the loop divides
+        Invalid(
+            """
+            import deepspeed
+            def train(model, loader, accumulation):
+                conf = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": accumulation}
+                engine, *_ = deepspeed.initialize(model=model, config=conf, model_parameters=model.parameters())
+                for batch in loader:
+                    loss = engine(batch)
+                    if conf["gradient_accumulation_steps"] > 1:
+                        loss = loss / conf["gradient_accumulation_steps"]
+                    engine.backward(loss)
+                    engine.step()
+            """,
+            lines=(9,),
+            fixed="""
+            import deepspeed
+            def train(model, loader, accumulation):
+                conf = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": accumulation}
+                engine, *_ = deepspeed.initialize(model=model, config=conf, model_parameters=model.parameters())
+                for batch in loader:
+                    loss = engine(batch)
+                    engine.backward(loss)
+                    engine.step()
+            """,
+        ),
         Invalid(
             _own_accumulation(" / args.grad_accum_steps", step_in_loop=True),
             lines=(7,),

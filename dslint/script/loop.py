@@ -226,13 +226,26 @@ ACCUMULATION_NAMES = frozenset({"gas", "ga_steps", "accumulation_steps", "gradie
 
 
 def is_accumulation_steps(node: cst.BaseExpression) -> bool:
-    """`args.gradient_accumulation_steps`, `accum_steps`, `gas`, `engine.gradient_accumulation_steps()`."""
+    """`args.gradient_accumulation_steps`, `accum_steps`, `gas`, `engine.gradient_accumulation_steps()`,
+    `config["gradient_accumulation_steps"]` (a mapping's entry named so)."""
     if isinstance(node, cst.Call) and not node.args:
         node = node.func
+    if (
+        isinstance(node, cst.Subscript)
+        and len(node.slice) == 1
+        and isinstance(node.slice[0].slice, cst.Index)
+        and isinstance(node.slice[0].slice.value, cst.SimpleString)
+    ):
+        key = node.slice[0].slice.value.evaluated_value
+        return isinstance(key, str) and _accumulation_word(key)
     name = dotted_name(node)
     if name is None:
         return False
-    last = name.split(".")[-1].lower()
+    return _accumulation_word(name.split(".")[-1])
+
+
+def _accumulation_word(word: str) -> bool:
+    last = word.lower()
     return last in ACCUMULATION_NAMES or any(word in last for word in ACCUMULATION_WORDS)
 
 
