@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 
 from dslint.model.conditions import guards_of
-from dslint.model.library import INITIALIZE
+from dslint.model.library import ENGINE, ENGINE_MODULE, INITIALIZE, SELF_RETURNING_METHODS
 from dslint.model.resolution import Callee, CallSite, FunctionSummary, Resolver
 from dslint.model.summary import ModuleSummary, SummaryStore, calls, dotted
 from dslint.model.values import (
@@ -207,6 +207,10 @@ class Evaluator(Resolver):
                     self.initialize_aliases[(module.path, expr.lineno, expr.col_offset)] = (name, called)
                 self._model_sink(module, summary, values, expr, site)
                 return Results(INITIALIZE.returns, site)
+            if isinstance(expr.func, ast.Attribute) and expr.func.attr in SELF_RETURNING_METHODS:
+                receiver = self.value(module, summary, values, expr.func.value)
+                if isinstance(receiver, Item) and receiver.role in (ENGINE, ENGINE_MODULE):
+                    return receiver  # `engine = engine.cuda()`: nn.Module's `.cuda()`, `.to()`, `.train()` return it
             callee = self.resolve(module, summary, expr.func)
             if callee is None:
                 cls = self._project_class(module, expr.func)  # a class without an `__init__` of its own
