@@ -257,3 +257,12 @@ def test_a_launch_command_a_python_script_runs() -> None:
         _findings("python_launchers"),
         [("ds_two.json", 2, "DSL407", "batch sizes train 8, micro 8, accumulation 1")],
     )
+
+
+def test_a_move_before_an_initialize_under_a_test_every_launch_settles_or_a_raise_guards() -> None:
+    """fit.py moves the model, then initializes under `if args.use_engine:` (DDP otherwise): every launch passes
+    --use_engine, so the DDP arm never runs and the move is the engine's job; blend.py, launched both ways, stays
+    silent. nets.py: a move before `if not config: raise` (no path goes on without DeepSpeed) is reported; the
+    same move before `if not config: return model` (the caller uses the moved model) is not."""
+    message = "model moved to a device before deepspeed.initialize; remove the move"
+    _match(_findings("settled_moves"), [("fit.py", 18, "DSL101", message), ("nets.py", 15, "DSL101", message)])

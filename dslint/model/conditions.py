@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 # The constant's repr for `subject == constant`, or "" for the subject's own truth (`if args.deepspeed:`).
 TRUTHINESS = ""
@@ -45,6 +45,9 @@ class Guard:
     value: str  # the constant's repr (`'torch_ddp'`, `None`, `3`), or TRUTHINESS
     truth: bool  # whether `subject == value` (or the subject's truth) holds on the path
     truthy: bool | None = None  # the constant's own truth (None for TRUTHINESS)
+    # the guard holds because the other arm raises (`if not os.path.exists(cfg): raise ...`): the path where it
+    # fails ends there, so the test splits off no path that goes on without it (not part of the guard's identity)
+    raised: bool = field(default=False, compare=False)
 
 
 def contradicts(first: Guard, second: Guard) -> bool:
@@ -229,9 +232,14 @@ def _walk(
                     _walk(inner, active, enter)
         if isinstance(statement, ast.If):
             if _terminates(statement.body) and not _terminates(statement.orelse):
-                active += test_guards(statement.test, False)
+                active += _after(test_guards(statement.test, False), statement.body)
             elif statement.orelse and _terminates(statement.orelse) and not _terminates(statement.body):
-                active += test_guards(statement.test, True)
+                active += _after(test_guards(statement.test, True), statement.orelse)
+
+
+def _after(guards: tuple[Guard, ...], ended: Sequence[ast.stmt]) -> tuple[Guard, ...]:
+    """The guards after an `if` whose arm `ended` ends the block: marked `raised` when that arm raises."""
+    return tuple(replace(guard, raised=True) for guard in guards) if isinstance(ended[-1], ast.Raise) else guards
 
 
 def _blocks(statement: ast.stmt) -> list[list[ast.stmt]]:

@@ -28,7 +28,6 @@ from dslint.script.names import dotted_name
 
 MOVE_CALLS = ("cuda", "to")  # every move DSL101 reports is one of these calls
 
-
 # a Trainer whose arguments come from a JSON file naming a DeepSpeed config
 _ARGS_FILE = """
     import sys
@@ -38,7 +37,6 @@ _ARGS_FILE = """
     trainer = Trainer(model=model, args=training_args)
 """
 _ARGS_FILES = (("args.json", '{"output_dir": "out", "deepspeed": "ds.json"}\n'), ("ds.json", "{}\n"))
-
 
 # a project helper that moves its parameter (fixtures/projects/moving_helpers: a base class's constructor too)
 _PLACE = (("helpers.py", "def place(model):\n    model.cuda()\n"),)
@@ -81,7 +79,9 @@ class ModelMovedBeforeInitialize(ScriptRule):
             `deepspeed.initialize(model=...)`, in the same function, before that call. Moves to the CPU and
             `.to(memory_format=...)` are not flagged; casts (`.half()`, `.to(dtype=...)`) are DSL104. Nor is a move
             before an `initialize` that runs only under a test the move does not share (`if args.deepspeed:
-            initialize(...) else: model = DDP(model)`): the move also serves the path without DeepSpeed. Before
+            initialize(...) else: model = DDP(model)`): the move also serves the path without DeepSpeed, unless
+            every launch of the script in the project passes the option tested (`--deepspeed`). A test whose
+            failing arm raises (`if not cfg: raise ...`) leaves no such path. Before
             `deepspeed.init_inference` with tensor parallelism (`mp_size` or `tensor_parallel.tp_size` not the
             literal 1), only a move to the un-indexed CUDA device made while no device is set is flagged; with
             one GPU a move before `init_inference` is harmless. In a script that runs DeepSpeed through accelerate

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from dslint.diagnostics import Related
-from dslint.model.conditions import contradicts
+from dslint.model.conditions import TRUTHINESS, Guard, contradicts
 from dslint.model.engine import EngineConfig
 from dslint.script.devices import is_cpu, is_unindexed_cuda
 from dslint.script.facts import (
@@ -329,14 +329,43 @@ def serves_another_path(facts: ScriptFacts, move: cst.Call, init: ModelSink) -> 
     # the other arm of a test that initializes too (`if cfg is not None: initialize(config_params=cfg) else:
     # initialize(config=path)`) is no path without DeepSpeed
     elsewhere = [paths.at(i.call) for i in facts.initialize_calls if i.call is not init.call]
-    # a test of a call on values (`if not os.path.exists(cfg): raise`) splits no plain-PyTorch path off
+    # a test of a call on values (`if not os.path.exists(cfg): ...`), or one whose failing arm raises, splits no
+    # plain-PyTorch path off; nor does a test of an option every launch of the script gives (`--deepspeed`)
     return any(
         guard not in own
         and guard.subject != model
+        and not guard.raised
         and "(" not in guard.subject.replace("()", "")
         and not any(contradicts(guard, other) for others in elsewhere for other in others)
+        and not launch_settled(facts, guard)
         for guard in guards
     )
+
+
+_FALSE_WORDS = frozenset({"", "0", "false", "no", "off", "none"})
+
+
+def launch_settled(facts: ScriptFacts, guard: Guard) -> bool:
+    """Whether every launch of this script the project holds makes `guard` hold: `args.deepspeed` true when
+    each passes `--deepspeed` (a flag, or a value that is not false), `args.backend == "deepspeed"` when each
+    passes `--backend deepspeed`. The path where the guard fails is then never taken in this project."""
+    launches = facts.project.launches if facts.project is not None else ()
+    head, dot, option = guard.subject.rpartition(".")
+    if not launches or not dot or not head.isidentifier():
+        return False
+    for launch in launches:
+        if option not in launch.options:
+            return False
+        given = launch.options[option]
+        if given is not None and given.startswith("\x00"):  # built at run time (`shell_directories.UNKNOWN_VALUE`)
+            return False
+        if guard.value == TRUTHINESS:
+            holds = (given is None or given.strip("'\"").lower() not in _FALSE_WORDS) == guard.truth
+        else:
+            holds = given is not None and (repr(given) == guard.value) == guard.truth
+        if not holds:
+            return False
+    return True
 
 
 def argument_at(call: cst.Call, index: int | None, keyword: str | None) -> cst.BaseExpression | None:
