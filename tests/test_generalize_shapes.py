@@ -262,7 +262,41 @@ def test_a_launch_command_a_python_script_runs() -> None:
 def test_a_move_before_an_initialize_under_a_test_every_launch_settles_or_a_raise_guards() -> None:
     """fit.py moves the model, then initializes under `if args.use_engine:` (DDP otherwise): every launch passes
     --use_engine, so the DDP arm never runs and the move is the engine's job; blend.py, launched both ways, stays
-    silent. nets.py: a move before `if not config: raise` (no path goes on without DeepSpeed) is reported; the
-    same move before `if not config: return model` (the caller uses the moved model) is not."""
+    silent, and so does probe.py, launched with --use_engine by run.sh but named by README.md for a run the index
+    reads no command of; ema.py too, where a launch passes --ema and `if args.ema:` copies the moved model first.
+    nets.py: a move before `if not config: raise` (no path goes on without DeepSpeed) is reported; the same move
+    before `if not config: return model` (the caller uses the moved model) is not."""
     message = "model moved to a device before deepspeed.initialize; remove the move"
-    _match(_findings("settled_moves"), [("fit.py", 18, "DSL101", message), ("nets.py", 15, "DSL101", message)])
+    _match(_findings("settled_moves"), [("fit.py", 18, "DSL101", message), ("nets.py", 22, "DSL101", message)])
+
+
+def test_a_move_before_a_trainer_whose_config_is_given_but_unread_and_a_move_of_the_base_peft_wraps() -> None:
+    """The Trainer's `deepspeed=` is an option argparse requires (lora_train.py, the launch's file not in the
+    checkout) or a path written for another machine (written.py): DeepSpeed runs, the move is its job; an optional
+    `--deepspeed` no launch gives (optional.py) stays silent. The base model moved before `get_peft_model` wraps it
+    is the model handed on (lora_train.py, distill.py's student); the teacher, wrapped but never handed on, keeps
+    its move."""
+    trainer = "model moved to a device before the HF Trainer; remove the move: DeepSpeed places it (config: "
+    expected = [
+        ("distill.py", 8, "DSL101", "model moved to a device before deepspeed.initialize; remove the move"),
+        ("lora_train.py", 17, "DSL101", trainer + "--deepspeed, required)"),
+        ("written.py", 5, "DSL101", trainer + "/home/someone/ds_zero2.json)"),
+    ]
+    _match(_findings("unread_trainer_configs"), expected)
+
+
+def test_moves_in_overriding_builders_in_an_if_arm_and_in_a_method_of_the_same_instance() -> None:
+    """trainers.py: `setup` hands `self.build()` to initialize and subclasses override `build`: each override's
+    move (ScorerTrainer.build) and the builder the base hands on (nets.make_net, its move in one arm of an `if`)
+    are reported; `reference` never reaches initialize, and make_head binds again on every path after its move.
+    pipelines.py: `super().place(device)` moves `self.net` two classes up before initialize under a run-once
+    latch; under a real switch (`self.use_engine`) the move serves the DDP arm. nets.Tower moves itself in its
+    constructor and TowerTrainer.build returns one: reported; nets.Probe, never handed on, is not."""
+    message = "model moved to a device before deepspeed.initialize; remove the move: the engine places it"
+    expected = [
+        ("nets.py", 8, "DSL101", message),
+        ("nets.py", 35, "DSL101", message),
+        ("pipelines.py", 26, "DSL101", "TorchPipeline.place() moves the model to a GPU ("),
+        ("trainers.py", 26, "DSL101", message),
+    ]
+    _match(_findings("inherited_moves"), expected)

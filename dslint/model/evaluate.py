@@ -215,9 +215,10 @@ class Evaluator(Resolver):
             if callee is None:
                 cls = self._project_class(module, expr.func)  # a class without an `__init__` of its own
                 return Returned(cls[0], f"{cls[1]}.__init__") if cls is not None else None
-            returned = self._returned_through(callee, self._overrides(module, summary, expr.func))
+            overrides = self._overrides(module, summary, expr.func)
+            returned = self._returned_through(callee, overrides)
             if returned is None:
-                return Returned(*callee)
+                return Returned(*callee, self._builders_through(callee, overrides))
             if isinstance(returned, Param):
                 argument = self.argument_for(callee, expr, returned.name)
                 if argument is None:
@@ -365,6 +366,20 @@ class Evaluator(Resolver):
         if not found or any(value is None or value != found[0] for value in found):
             return None
         return found[0]
+
+    def _builders_through(self, callee: Callee, overrides: list[Callee]) -> tuple[Callee, ...]:
+        """`self.get_model()` in a base class whose overrides return different things: every implementation
+        that returns may be the one called, so each builds the value, with the function each hands on
+        (`return get_model(args)`)."""
+        found: list[Callee] = []
+        for implementation in [callee, *overrides]:
+            summary = self._summary_of(implementation) if overrides else None
+            if summary is None or not summary.returns:
+                continue
+            returned = self.returned(implementation)
+            built = returned.builders() if isinstance(returned, Returned) else []
+            found.extend(b for b in (implementation, *built) if b != callee and b not in found)
+        return tuple(found)
 
     def _summary_of(self, callee: Callee) -> FunctionSummary | None:
         module = self.module(callee[0])

@@ -137,6 +137,18 @@ DATA_PARALLEL_WRAPPERS = {
     "apex.parallel.DistributedDataParallel": "apex DistributedDataParallel",
     "apex.parallel.distributed.DistributedDataParallel": "apex DistributedDataParallel",
 }
+# Library calls returning a module that holds the module given first (its parameters are that module's): peft's
+# LoRA model around the base model. A move of the base model before applies to what the wrapper hands on.
+MODULE_WRAPPERS = frozenset(
+    {
+        "peft.get_peft_model",
+        "peft.mapping.get_peft_model",
+        "peft.mapping_func.get_peft_model",
+        "peft.PeftModel.from_pretrained",
+        "peft.peft_model.PeftModel.from_pretrained",
+        "peft.prepare_model_for_kbit_training",
+    }
+)
 # Calls that set the current device.
 SET_DEVICE_CALLS = frozenset(
     {

@@ -25,7 +25,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from dslint.model.evaluate import Evaluator
-from dslint.model.handed_arguments import handed_arguments
+from dslint.model.handed_arguments import handed_arguments, resolved_calls
+from dslint.model.resolution import Callee, scope_of
 from dslint.model.summary import FunctionInfo, dotted
 
 # `x.to(torch.float16)`: a cast (DSL104's), not a move
@@ -87,6 +88,48 @@ def moving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]
             move.col_offset + 1,
             text,
         )
+
+
+def own_moving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]:
+    """Every `super().method(...)` or `self.method(...)` in the modules `paths` whose callee moves an attribute of
+    its own instance (`self.model.to(device)`), which is the caller's: a move of the caller's `self.model`."""
+    for found in resolved_calls(model, paths, lambda _, call: _on_own_instance(call)):
+        function = model.function(found.callee)
+        moved = _own_attribute_move(model, found.callee, 0) if function is not None else None
+        if function is None or moved is None or _ruled_out(moved[2], function, found.call):
+            continue
+        move, attribute, _, where = moved
+        text = _line_text(model, where, move.lineno)
+        yield MovingCall(
+            found.path, found.line, found.column, None, None, attribute, found.callee[1], where,
+            move.lineno, move.col_offset + 1, text,
+        )  # fmt: skip
+
+
+def _own_attribute_move(
+    model: Evaluator, callee: Callee, depth: int
+) -> tuple[ast.Call, str, tuple[Guard, ...], str] | None:
+    """The first move to a GPU of `self.<attribute>` in a method's body (`self.model.float().cuda()`), or in a
+    method of the same instance it calls first (`super().to(device)`, up the bases), with the `if` tests around
+    it in this method and the path of the module holding the move."""
+    function = model.function(callee)
+    me = function.params[0] if function is not None and function.is_method and function.params else None
+    module = model.module(callee[0]) if me is not None else None
+    if function is None or me is None or module is None or depth > 3:
+        return None
+    for statement, guards in _guarded_statements(function.node.body, ()):
+        value = statement.value if isinstance(statement, (ast.Assign, ast.Expr, ast.Return)) else None
+        root = _chain_root(value) if value is not None else None
+        head, _, attribute = ((dotted(root) or "") if root is not None else "").partition(".")
+        move = _move_in_chain(value, {f"{me}.{attribute}"}) if value is not None and head == me else None
+        if move is not None and attribute and "." not in attribute:
+            return move, attribute, guards, callee[0]
+        if isinstance(statement, ast.Expr) and isinstance(value, ast.Call) and _on_own_instance(value):
+            inner = model.resolve(module, scope_of(module, callee[1]), value.func)
+            found = _own_attribute_move(model, inner, depth + 1) if inner is not None else None
+            if found is not None:
+                return found[0], found[1], guards + found[2], found[3]
+    return None
 
 
 def _line_text(model: Evaluator, path: str, line: int) -> str:

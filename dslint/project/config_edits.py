@@ -65,6 +65,7 @@ class ModuleIndex:
     calls: list[cst.Call] = field(default_factory=list)
     mutations: dict[str, list[Mutation]] = field(default_factory=dict)
     option_defaults: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    required_options: set[str] = field(default_factory=set)  # `add_argument("--x", required=True)`
 
 
 _INDEXES: dict[int, tuple[cst.Module, ModuleIndex]] = {}
@@ -145,12 +146,15 @@ class _Indexer(cst.BatchableCSTVisitor):
         ]
         keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
         default = keywords.get("default")
-        if default is None:
-            return
         dest = keywords.get("dest")
         options = [n.lstrip("-").replace("-", "_") for n in names if isinstance(n, str) and n.startswith("--")]
         if isinstance(dest, cst.SimpleString) and isinstance(dest.evaluated_value, str):
             options = [dest.evaluated_value]
+        required = keywords.get("required")
+        if isinstance(required, cst.Name) and required.value == "True":
+            self.index.required_options.update(options)
+        if default is None:
+            return
         for option in options:
             self.index.option_defaults[option] = default
 

@@ -40,6 +40,7 @@ from dslint.project.config_edits import (
     module_index,
     tree_from_literal,
 )
+from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.trainer_launches import launched_for_trainer
 from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind, InitializeCall, Pos
@@ -287,6 +288,45 @@ def training_arguments_configs(context: ScriptContext) -> list[ResolvedConfig] |
                 return None
             found.append(resolved)
     return found
+
+
+def trainer_config_given(context: ScriptContext) -> str | None:
+    """Where every `*TrainingArguments(deepspeed=...)` of this script surely names a DeepSpeed config, though
+    `training_arguments_configs` cannot read it (a path of another machine): a written path or dict, or
+    `args.<option>` that argparse requires (`required=True`) or every launch of the script gives a value. Any
+    `deepspeed=` that may be None or empty (no DeepSpeed on that run): None. Transformers turns DeepSpeed on for
+    any such value (`TrainingArguments.__post_init__`)."""
+    found: list[str] = []
+    for expression in trainer_expressions(context, ("deepspeed",)):
+        facts = context.facts
+        name = expression.value if isinstance(expression, cst.Name) else None
+        binding = facts.binding_at(name, facts.scope_at(expression), facts.start(expression)) if name else None
+        if binding is not None and binding.kind is BindingKind.OTHER and binding.value is not None:
+            expression = binding.value  # `ds_config = "/data/ds.json"` before the call
+        if isinstance(expression, cst.SimpleString) and expression.evaluated_value:
+            found.append(str(expression.evaluated_value))
+        elif isinstance(expression, cst.Dict) and expression.elements:
+            found.append(f"dict at line {context.span(expression)[0].line}")
+        elif isinstance(expression, cst.Attribute) and isinstance(expression.value, cst.Name):
+            option = expression.attr.value
+            if option in module_index(context.module).required_options:
+                found.append(f"--{option}, required")
+            elif _given_on_every_launch(context, option):
+                found.append(f"--{option} on every launch")
+            else:
+                return None
+        else:
+            return None
+    return ", ".join(dict.fromkeys(found)) or None
+
+
+def _given_on_every_launch(context: ScriptContext, option: str) -> bool:
+    """Every launch of the script gives `--option` a value, none built at run time (`UNKNOWN_VALUE`), and no
+    launcher names the script where the index reads no launch of it."""
+    project = context.facts.project
+    if project is None or not project.launches or project.launches_partial:
+        return False
+    return all((given := launch.options.get(option)) and given != UNKNOWN_VALUE for launch in project.launches)
 
 
 @dataclass(frozen=True)

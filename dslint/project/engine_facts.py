@@ -18,7 +18,7 @@ from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
 from dslint.model.library import OPTIMIZER
-from dslint.model.moved_arguments import moving_calls
+from dslint.model.moved_arguments import moving_calls, own_moving_calls
 from dslint.model.pretrained_loaders import loader_calls
 from dslint.model.stage_tests import stage_tested_after
 from dslint.model.state_saving_calls import (
@@ -172,7 +172,7 @@ def record_engines(
         files[call.path] = replace(facts, forwarding_calls=forwarding)
     holders = {*(s.path for s in model.inits.values())}
     holders.update(p for p, f in files.items() if f.model_sinks or f.model_builders or f.model_attributes)
-    for moving in moving_calls(model, sorted(holders)):
+    for moving in (*moving_calls(model, sorted(holders)), *own_moving_calls(model, sorted(holders))):
         facts = facts_of(files, moving.path)
         note = f"{moving.callee}() moves it to a GPU: {moving.move_text}"
         moved_at = Related(shown_path(moving.move_path), moving.move_line, moving.move_column, note)

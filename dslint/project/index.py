@@ -434,6 +434,8 @@ def _read_launchers(
 ) -> None:
     yamls: dict[str, AccelerateConfig | None] = {}
     by_name: dict[str, list[str]] = {}  # file name -> the Python files of that name, in their order
+    read: dict[str, bytes] = {}  # each launcher that may name a script, and the scripts its launches start
+    launched_from: dict[str, set[str]] = {}
     for path in python_files:
         by_name.setdefault(os.path.basename(path), []).append(path)
     for launcher in [*_walk_launchers(paths), *(p for p in python_files if p.endswith(".py"))]:
@@ -460,6 +462,7 @@ def _read_launchers(
         pasted = name.endswith(DOCUMENT_CONFIG_SUFFIXES) and may_hold_config(data)
         if b".py" not in data and not _MODULE_FLAG.search(data) and not pasted:  # a script, or a module
             continue
+        read[launcher] = data
         passed: list[DocumentLaunch] = []  # the document's launches passing a config file
         if document:
             lines = [line for shell in shell_texts(name, text) for line in parse_shell(launcher, shell)]
@@ -536,6 +539,7 @@ def _read_launchers(
                 facts = facts_of(index.files, script)
                 launches = (*facts.launches, launch.config)
                 index.files[script] = replace(facts, launches=launches)
+                launched_from.setdefault(launcher, set()).add(script)
         if pasted:
             shipped = functools.partial(_ships, near=launcher, roots=roots)
             found = document_configs(name, text, passed, shipped)
@@ -549,6 +553,12 @@ def _read_launchers(
         ):
             written = written_config_issues(text, lines, functools.partial(_launch_reader, scripts))
             index.launch_issues.setdefault(absolute(launcher), []).extend(written)
+    # a launcher naming a launched script's file where the index read no launch of it (`srun ... python x.py` in
+    # a form it does not parse, a prose mention): that script's launches are not all known
+    for script, facts in list(index.files.items()):
+        file_name = os.path.basename(script).encode()
+        if facts.launches and any(file_name in t and script not in launched_from.get(at, ()) for at, t in read.items()):
+            index.files[script] = replace(facts, launches_partial=True)
 
 
 def _unfound_yaml_config(launched: LaunchedConfig) -> tuple[str, int] | None:

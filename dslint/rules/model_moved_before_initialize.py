@@ -11,7 +11,7 @@ from dslint.diagnostics import Applicability, Edit, Related, Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
-from dslint.project.config_link import training_arguments_configs
+from dslint.project.config_link import trainer_config_given, training_arguments_configs
 from dslint.script.edits import delete_call_statement, unwrap_method_call
 from dslint.script.facts import method_name
 from dslint.script.hf_trainers import TrainerNames
@@ -75,13 +75,16 @@ class ModelMovedBeforeInitialize(ScriptRule):
     )
     docs = RuleDocs(
         what="""
-            Flags `.cuda()` and `.to(device)` on the model that is later given to
-            `deepspeed.initialize(model=...)`, in the same function, before that call. Moves to the CPU and
-            `.to(memory_format=...)` are not flagged; casts (`.half()`, `.to(dtype=...)`) are DSL104. Nor is a move
-            before an `initialize` that runs only under a test the move does not share (`if args.deepspeed:
-            initialize(...) else: model = DDP(model)`): the move also serves the path without DeepSpeed, unless
-            every launch of the script in the project passes the option tested (`--deepspeed`). A test whose
-            failing arm raises (`if not cfg: raise ...`) leaves no such path. Before
+            Flags `.cuda()` and `.to(device)` on the model that is later given to `deepspeed.initialize(model=...)`,
+            before that call: in its function, or where the project model sees the model come from (a builder's
+            return, each override of a `self.build()` the base class calls, a binding in one arm of an `if`, a
+            constructor's `self.to(device)`). Moves to the CPU and `.to(memory_format=...)` are not flagged; casts
+            (`.half()`, `.to(dtype=...)`) are DSL104. Nor is a move before an `initialize` that runs only under a
+            test the move does not share (`if args.deepspeed: initialize(...) else: model = DDP(model)`): the move
+            also serves the path without DeepSpeed, unless every launch of the script passes the option tested
+            (`--deepspeed`), no launcher names it otherwise and none turns on a use of the moved model before (`if
+            args.ema: ModelEma(model)`). A test whose failing arm raises (`if not cfg: raise ...`), or a run-once
+            latch (`if not self.ready: initialize(...); self.ready = True`), leaves no such path. Before
             `deepspeed.init_inference` with tensor parallelism (`mp_size` or `tensor_parallel.tp_size` not the
             literal 1), only a move to the un-indexed CUDA device made while no device is set is flagged; with
             one GPU a move before `init_inference` is harmless. In a script that runs DeepSpeed through accelerate
@@ -90,10 +93,13 @@ class ModelMovedBeforeInitialize(ScriptRule):
             `deepspeed.initialize`. So is a move of the model a Hugging Face `*Trainer(model=...)` receives when
             its TrainingArguments carry a DeepSpeed config (`deepspeed=` in the file, the `deepspeed` of an
             arguments file it parses by a written path, `parser.parse_json_file("args.json")`, or the
-            `--deepspeed` every launch of a script that parses its arguments gives): the Trainer builds the
-            engine through accelerate. A call of a project function that moves its argument to a GPU
-            (`place(model)`, `super().__init__(net)` keeping it as `self.net`; a move under an `if` the call's
-            literal arguments rule out does not count) is flagged at the call, naming the move.
+            `--deepspeed` every launch of a script that parses its arguments gives; or a config that cannot be read
+            but is surely given: a written path, an option argparse requires or every launch gives a value): the
+            Trainer builds the engine through accelerate. A move of the base model peft wraps (`get_peft_model(base,
+            lora)`) is a move of the model handed on. A call of a project function that moves its argument to a GPU
+            (`place(model)`, `super().__init__(net)` keeping it as `self.net`, `super().to(device)` moving
+            `self.model`; a move under an `if` the call's literal arguments rule out does not count) is flagged at
+            the call, naming the move.
         """,
         why="""
             `deepspeed.initialize` moves the module to its rank's device itself (DeepSpeedEngine
@@ -133,8 +139,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
                     self.engine, *_ = deepspeed.initialize(model=self.model, config=config.ds)
             """
         ),
-        # the Trainer runs without DeepSpeed: it places the model itself, and the move is the user's choice
-        # an arguments file from the command line only: which config, if any, is not known
+        # an arguments file from the command line only (which config, if any, is not known); no DeepSpeed at all
         Valid(_ARGS_FILE.replace('json_file="args.json"', "json_file=sys.argv[1]"), files=_ARGS_FILES),
         Valid(
             """
@@ -162,6 +167,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
             import deepspeed
             model = Net()
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            other = Net().cuda()
             for batch in loader:
                 loss = engine(batch.to(engine.device))
             """
@@ -224,14 +230,6 @@ class ModelMovedBeforeInitialize(ScriptRule):
             def main():
                 model = Net()
                 engine, *_ = deepspeed.initialize(model=model, config="ds.json")
-            """
-        ),
-        Valid(
-            """
-            import deepspeed
-            model = Net()
-            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
-            other = Net().cuda()
             """
         ),
         # the helper's move serves a plain path: no initialize after the call
@@ -575,6 +573,8 @@ class ModelMovedBeforeInitialize(ScriptRule):
             where = ", ".join(dict.fromkeys(config.source for config in configs))
             related = tuple(dict.fromkeys(r for config in configs for r in config.via))
             self._report_sunk(sinks, self.trainer_template.format(where=where), related, reported)
+        elif configs is None and sinks and (given := trainer_config_given(self.context)) is not None:
+            self._report_sunk(sinks, self.trainer_template.format(where=given), (), reported)  # a config not read
 
     def _report_sunk(
         self, sinks: list[ModelSink], message: str, related: Sequence[Related], reported: set[int]

@@ -14,6 +14,7 @@ import libcst as cst
 from dslint.diagnostics import Related
 from dslint.model.conditions import TRUTHINESS, Guard, contradicts
 from dslint.model.engine import EngineConfig
+from dslint.model.library import MODULE_WRAPPERS
 from dslint.script.devices import is_cpu, is_unindexed_cuda
 from dslint.script.facts import (
     Binding,
@@ -131,13 +132,37 @@ def excluded(facts: ScriptFacts, sink: ModelSink, node: cst.CSTNode) -> bool:
 
 def model_lineage(facts: ScriptFacts, init: ModelSink) -> list[Binding]:
     """The bindings the model argument went through: `m = Net(); m = m.to(d); initialize(model=m)` gives
-    both bindings of `m`, newest first."""
+    both bindings of `m`, newest first; and those the other arm of an `if` leaves in place (`if scratch: m =
+    Net().to(d) else: m = load()`: the first reaches initialize on its own path), with theirs."""
     model = init.model
     key = dotted_name(model) if model is not None else None
     if key is None:
         return []
     lineage: list[Binding] = []
-    binding = facts.binding_at(key, init.scope, init.start)
+    _follow(facts, key, facts.binding_at(key, init.scope, init.start), lineage)
+    for binding in lineage:  # grows while it is read: each arm's own lineage is looked at too
+        for other in _other_arms(facts, binding, lineage):
+            _follow(facts, other.key, other, lineage)
+    return lineage
+
+
+def _other_arms(facts: ScriptFacts, binding: Binding, lineage: list[Binding]) -> list[Binding]:
+    """The earlier bindings of the same name in the same scope that `binding` never replaces: each on a path
+    exclusive with it (`model.path_guards`), up to the first that is not."""
+    if binding.statement is None:
+        return []
+    found: list[Binding] = []
+    earlier = [b for b in binding.scope.bindings.get(binding.key, []) if b.pos < binding.pos]
+    for other in sorted(earlier, key=lambda b: b.pos, reverse=True):
+        if other.statement is None or not facts.paths.exclusive(other.statement, binding.statement):
+            break
+        if other not in lineage and not facts.in_plain_branch(other.statement):
+            found.append(other)
+    return found
+
+
+def _follow(facts: ScriptFacts, key: str, binding: Binding | None, lineage: list[Binding]) -> None:
+    """Add `binding` and the bindings its value goes on from (`m = m.to(d)`, a wrapper) to `lineage`."""
     while binding is not None and binding not in lineage:
         lineage.append(binding)
         value = binding.value
@@ -145,9 +170,21 @@ def model_lineage(facts: ScriptFacts, init: ModelSink) -> list[Binding]:
             break
         root = _chain_root(value)
         if (root is None or dotted_name(root) != key) and not _wraps(value, key):
-            break
+            inner = _library_wrapped(facts, value)  # `model = get_peft_model(base, lora)`: on with `base`
+            if inner is None:
+                break
+            key = inner
         binding = facts.binding_at(key, binding.scope, facts.start(value))
-    return lineage
+
+
+def _library_wrapped(facts: ScriptFacts, value: cst.BaseExpression) -> str | None:
+    """The plain name of the module a library wrapper (`library.MODULE_WRAPPERS`: peft's `get_peft_model(base,
+    cfg)`) receives first, whose parameters the returned module holds; None for any other value."""
+    calls = list(iter_call_chain(value))
+    if not calls or facts.qualified(calls[-1].func) not in MODULE_WRAPPERS:
+        return None
+    inner = argument_at(calls[-1], 0, None) or argument_at(calls[-1], None, "model")
+    return inner.value if isinstance(inner, cst.Name) else None
 
 
 def _wraps(value: cst.BaseExpression, key: str) -> bool:
@@ -205,6 +242,9 @@ def elsewhere_sinks(facts: ScriptFacts) -> list[ModelSink]:
             origin = project.model_builders.get(name) if name is not None else None
             if origin is None or not isinstance(scope.node, cst.FunctionDef):
                 continue
+            if name is not None and name.endswith(".__init__") and scope.self_name is not None:
+                # a constructor builds the instance itself: `self.to(device)` in it moves the model handed on
+                sinks.append(ModelSink(cst.Name(scope.self_name), scope, facts.end(scope.node), origin))
             for statement in own_returns(scope.node):
                 if statement.value is not None:
                     sinks.append(ModelSink(statement.value, scope, facts.start(statement), origin))
@@ -281,11 +321,15 @@ class ModelMoves:
         position = self.facts.call_position(call) if project is not None and project.moving_calls else None
         moved = project.moving_calls.get(position) if project is not None and position is not None else None
         argument = argument_at(call, moved.index, moved.keyword) if moved is not None else None
-        if moved is None or argument is None:  # `super()` itself starts where `super().__init__(net)` does
+        # `super()` itself starts where `super().__init__(net)` does; `super().to(d)` moving `self.model`: no argument
+        own = moved is not None and moved.index is None and moved.keyword is None and moved.stored is not None
+        if moved is None or (argument is None and not (own and isinstance(call.func, cst.Attribute))):
             return None
         scope = self.facts.scope_at(call)
         if moved.stored is not None and scope.self_name is not None:
             argument = cst.Attribute(value=cst.Name(scope.self_name), attr=cst.Name(moved.stored))
+        if argument is None:
+            return None
         init = self.initialize_of_model(call, argument)
         return (init, moved) if init is not None else None
 
@@ -337,8 +381,44 @@ def serves_another_path(facts: ScriptFacts, move: cst.Call, init: ModelSink) -> 
         and not guard.raised
         and "(" not in guard.subject.replace("()", "")
         and not any(contradicts(guard, other) for others in elsewhere for other in others)
-        and not launch_settled(facts, guard)
+        and not (launch_settled(facts, guard) and not _launched_use(facts, move, init, model))
+        and not _latched(facts, guard, init)
         for guard in guards
+    )
+
+
+def _launched_use(facts: ScriptFacts, move: cst.Call, init: ModelSink, model: str | None) -> bool:
+    """Between the move and initialize, the model is handed to a call under a test of an option some launch gives
+    (`if args.model_ema: ema = ModelEma(model)`, `--model_ema` on a launch): a use on the GPU the move serves."""
+    launches = facts.project.launches if facts.project is not None else ()
+    given = {option for launch in launches for option in launch.options}
+    after, scope = facts.start(move), facts.scope_at(move)
+    shared = set(facts.paths.at(init.call) if init.call is not None else facts.paths.at_position(init.start))
+    for call in facts.statement_of_call:
+        if not (after < facts.start(call) < init.start) or facts.scope_at(call) is not scope:
+            continue
+        if not any(dotted_name(a.value) == model for a in call.args) or model is None:
+            continue
+        tests = [g for g in facts.paths.at(call) if g.value == TRUTHINESS and g.truth and g not in shared]
+        if any("." in g.subject and g.subject.rpartition(".")[2] in given for g in tests):
+            return True
+    return False
+
+
+def _latched(facts: ScriptFacts, guard: Guard, init: ModelSink) -> bool:
+    """`if not self.started: <initialize>; self.started = True`: the test makes initialize run once, and its
+    other path is a later call (the model already handed on), not one without DeepSpeed."""
+    if guard.value != TRUTHINESS or guard.truth or init.call is None:
+        return False
+    head, dot, rest = guard.subject.partition(".")
+    key = "self" + dot + rest if dot and head == init.scope.self_name else guard.subject
+    return any(
+        binding.pos > init.start
+        and isinstance(binding.value, cst.Name)
+        and binding.value.value == "True"
+        and binding.statement is not None
+        and guard in facts.paths.at(binding.statement)
+        for binding in init.scope.bindings.get(key, ())
     )
 
 
@@ -348,8 +428,10 @@ _FALSE_WORDS = frozenset({"", "0", "false", "no", "off", "none"})
 def launch_settled(facts: ScriptFacts, guard: Guard) -> bool:
     """Whether every launch of this script the project holds makes `guard` hold: `args.deepspeed` true when
     each passes `--deepspeed` (a flag, or a value that is not false), `args.backend == "deepspeed"` when each
-    passes `--backend deepspeed`. The path where the guard fails is then never taken in this project."""
-    launches = facts.project.launches if facts.project is not None else ()
+    passes `--backend deepspeed`, and no launcher names the script where the index reads no launch of it. The path
+    where the guard fails is then never taken in this project."""
+    project = facts.project
+    launches = project.launches if project is not None and not project.launches_partial else ()
     head, dot, option = guard.subject.rpartition(".")
     if not launches or not dot or not head.isidentifier():
         return False

@@ -136,6 +136,8 @@ class ProjectFacts:
     # Answers about calls in this file are keyed by the call's position: (line, column), 1-based, in characters.
     returns: Mapping[tuple[int, int], ReturnFact] = field(default_factory=dict)  # the helper's call -> fact
     launches: tuple[LaunchedConfig, ...] = ()
+    # A launcher names this script where the index reads no launch of it: `launches` may not be all of them
+    launches_partial: bool = False
     # Calls of helpers that return their argument, maybe unwrapped (`_unwrap(m)`: `m.module if hasattr(m,
     # "module") else m`): the call -> (parameter index, parameter name, unwrapped)
     passthrough: Mapping[tuple[int, int], tuple[int, str, bool]] = field(default_factory=dict)
