@@ -68,6 +68,8 @@ def is_cast(call: cst.Call) -> bool:
         return any(
             (arg.keyword is not None and arg.keyword.value == "dtype")
             or (dotted_name(arg.value) or "").split(".")[-1] in ("float16", "half", "bfloat16")
+            # a name holding a dtype (`.to(args.dtype)`, `.to(weight_dtype)`), as `model.moved_arguments` reads it
+            or (arg.keyword is None and "dtype" in (dotted_name(arg.value) or "").split(".")[-1].lower())
             for arg in call.args
         )
     return False
@@ -397,7 +399,7 @@ def _launched_use(facts: ScriptFacts, move: cst.Call, init: ModelSink, model: st
     for call in facts.statement_of_call:
         if not (after < facts.start(call) < init.start) or facts.scope_at(call) is not scope:
             continue
-        if not any(dotted_name(a.value) == model for a in call.args) or model is None:
+        if model is None or not any(dotted_name(a.value) == model for a in call.args):
             continue
         tests = [g for g in facts.paths.at(call) if g.value == TRUTHINESS and g.truth and g not in shared]
         if any("." in g.subject and g.subject.rpartition(".")[2] in given for g in tests):
@@ -443,8 +445,10 @@ def launch_settled(facts: ScriptFacts, guard: Guard) -> bool:
             return False
         if guard.value == TRUTHINESS:
             holds = (given is None or given.strip("'\"").lower() not in _FALSE_WORDS) == guard.truth
+        elif guard.value[:1] in "'\"" and given is not None:  # a string constant: the launch's word is the value
+            holds = (given == guard.value[1:-1]) == guard.truth
         else:
-            holds = given is not None and (repr(given) == guard.value) == guard.truth
+            holds = False
         if not holds:
             return False
     return True
