@@ -291,11 +291,14 @@ def test_moves_in_overriding_builders_in_an_if_arm_and_in_a_method_of_the_same_i
     are reported; `reference` never reaches initialize, and make_head binds again on every path after its move.
     pipelines.py: `super().place(device)` moves `self.net` two classes up before initialize under a run-once
     latch; under a real switch (`self.use_engine`) the move serves the DDP arm. nets.Tower moves itself in its
-    constructor and TowerTrainer.build returns one: reported; nets.Probe, never handed on, is not."""
+    constructor and TowerTrainer.build returns one: reported; nets.Probe, never handed on, is not. make_net's
+    `.half()` in another arm is a cast (DSL104); the same cast under `with init_empty_weights():` sets the dtype
+    of meta parameters a load fills, no weights: silent."""
     message = "model moved to a device before deepspeed.initialize; remove the move: the engine places it"
     expected = [
-        ("nets.py", 8, "DSL101", message),
-        ("nets.py", 35, "DSL101", message),
+        ("nets.py", 9, "DSL101", message),
+        ("nets.py", 15, "DSL104", "model cast before deepspeed.initialize"),
+        ("nets.py", 42, "DSL101", message),
         ("pipelines.py", 26, "DSL101", "TorchPipeline.place() moves the model to a GPU ("),
         ("trainers.py", 26, "DSL101", message),
     ]

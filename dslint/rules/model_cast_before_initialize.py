@@ -45,7 +45,8 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
             is later given to `deepspeed.initialize(model=...)`, in the same function, before that call; also a cast
             one parameter at a time (`for p in model.parameters(): p.data = p.data.half()`), in that function or
             in a function of the same module it hands the model to (`set_parameter_bf16(model)`). It used to be
-            part of DSL101 (`# noqa: DSL101` and `ignore = ["DSL101"]` still cover it, through the redirect).
+            part of DSL101 (`# noqa: DSL101` and `ignore = ["DSL101"]` still cover it, through the redirect). A cast
+            inside `with init_empty_weights():` (meta parameters, no data: the dtype a load fills) is not flagged.
 
             Under accelerate: a cast known to give 16 bits (`.half()`, `.bfloat16()`, `.to(torch.float16)`,
             `.to(device, dtype=torch.bfloat16)`, a parameter loop) on the model that `accelerator.prepare(...)`

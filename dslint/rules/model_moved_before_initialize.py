@@ -76,30 +76,29 @@ class ModelMovedBeforeInitialize(ScriptRule):
     docs = RuleDocs(
         what="""
             Flags `.cuda()` and `.to(device)` on the model that is later given to `deepspeed.initialize(model=...)`,
-            before that call: in its function, or where the project model sees the model come from (a builder's
-            return, each override of a `self.build()` the base class calls, a binding in one arm of an `if`, a
-            constructor's `self.to(device)`). Moves to the CPU and `.to(memory_format=...)` are not flagged; casts
-            (`.half()`, `.to(dtype=...)`) are DSL104. Nor is a move before an `initialize` that runs only under a
-            test the move does not share (`if args.deepspeed: initialize(...) else: model = DDP(model)`): the move
-            also serves the path without DeepSpeed, unless every launch of the script passes the option tested
-            (`--deepspeed`), no launcher names it otherwise and none turns on a use of the moved model before (`if
-            args.ema: ModelEma(model)`). A test whose failing arm raises (`if not cfg: raise ...`), or a run-once
-            latch (`if not self.ready: initialize(...); self.ready = True`), leaves no such path. Before
-            `deepspeed.init_inference` with tensor parallelism (`mp_size` or `tensor_parallel.tp_size` not the
-            literal 1), only a move to the un-indexed CUDA device made while no device is set is flagged; with
-            one GPU a move before `init_inference` is harmless. In a script that runs DeepSpeed through accelerate
-            (its own `DeepSpeedPlugin`, or an `accelerate launch` whose YAML has `distributed_type: DEEPSPEED`), a
-            move of the model that `accelerator.prepare` receives is flagged the same way: `prepare` hands it to
-            `deepspeed.initialize`. So is a move of the model a Hugging Face `*Trainer(model=...)` receives when
-            its TrainingArguments carry a DeepSpeed config (`deepspeed=` in the file, the `deepspeed` of an
-            arguments file it parses by a written path, `parser.parse_json_file("args.json")`, or the
-            `--deepspeed` every launch of a script that parses its arguments gives; or a config that cannot be read
-            but is surely given: a written path, an option argparse requires or every launch gives a value): the
-            Trainer builds the engine through accelerate. A move of the base model peft wraps (`get_peft_model(base,
-            lora)`) is a move of the model handed on. A call of a project function that moves its argument to a GPU
-            (`place(model)`, `super().__init__(net)` keeping it as `self.net`, `super().to(device)` moving
-            `self.model`; a move under an `if` the call's literal arguments rule out does not count) is flagged at
-            the call, naming the move.
+            before that call: in its function, or where the project model sees the model come from (a builder's return,
+            each override of a `self.build()` the base class calls, a binding in one arm of an `if`, a constructor's
+            `self.to(device)`). Moves to the CPU, `.to(memory_format=...)` and calls inside `with init_empty_weights():`
+            (meta parameters, no data) are not flagged; casts (`.half()`, `.to(dtype=...)`, `.to(args.dtype)`) are
+            DSL104. Nor is a move before an `initialize` that runs only under a test the move does not share (`if
+            args.deepspeed: initialize(...) else: model = DDP(model)`): the move also serves the path without DeepSpeed,
+            unless every launch of the script passes the option tested (`--deepspeed`), no launcher names it otherwise
+            and none turns on a use of the moved model before (`if args.ema: ModelEma(model)`). A test whose failing arm
+            raises (`if not cfg: raise ...`), or a run-once latch (`if not self.ready: initialize(...); self.ready =
+            True`), leaves no such path. Before `deepspeed.init_inference` with tensor parallelism (`mp_size` or
+            `tensor_parallel.tp_size` not the literal 1), only a move to the un-indexed CUDA device made while no device
+            is set is flagged; with one GPU a move before `init_inference` is harmless. In a script that runs DeepSpeed
+            through accelerate (its own `DeepSpeedPlugin`, or an `accelerate launch` whose YAML has `distributed_type:
+            DEEPSPEED`), a move of the model that `accelerator.prepare` receives is flagged the same way: `prepare`
+            hands it to `deepspeed.initialize`. So is a move of the model a Hugging Face `*Trainer(model=...)` receives
+            when its TrainingArguments carry a DeepSpeed config (`deepspeed=` in the file, the `deepspeed` of an
+            arguments file it parses by a written path, `parser.parse_json_file("args.json")`, or the `--deepspeed`
+            every launch of a script that parses its arguments gives; or a config that cannot be read but is surely
+            given: a written path, an option argparse requires or every launch gives a value): the Trainer builds the
+            engine through accelerate. A move of the base model peft wraps (`get_peft_model(base, lora)`) is a move of
+            the model handed on. A call of a project function that moves its argument to a GPU (`place(model)`,
+            `super().__init__(net)` keeping it as `self.net`, `super().to(device)` moving `self.model`; a move under an
+            `if` the call's literal arguments rule out does not count) is flagged at the call, naming the move.
         """,
         why="""
             `deepspeed.initialize` moves the module to its rank's device itself (DeepSpeedEngine

@@ -31,6 +31,8 @@ from dslint.script.project_facts import MovedArgument
 from dslint.script.walk import own_returns
 
 CAST_METHODS = frozenset({"half", "bfloat16"})
+# accelerate's context that builds a model's parameters on the meta device (no data)
+EMPTY_WEIGHTS = frozenset({"accelerate.init_empty_weights", "accelerate.big_modeling.init_empty_weights"})
 
 
 def is_placement_call(call: cst.Call) -> bool:
@@ -298,6 +300,7 @@ class ModelMoves:
             sinks = [*here, *elsewhere_sinks(facts)]
         self._lineages = [(sink, model_lineage(facts, sink)) for sink in sinks]
         self._in_chains: dict[cst.Call, ModelSink] = {}
+        self._meta_blocks: list[tuple[Pos, Pos]] | None = None  # `with init_empty_weights():` blocks, when asked
         for sink, lineage in self._lineages:
             for binding in lineage:
                 for call in _chain_calls(binding.value):
@@ -307,13 +310,29 @@ class ModelMoves:
 
     def initialize_for(self, call: cst.Call) -> ModelSink | None:
         """Where the model that `call` moves or casts beforehand leaves for initialize, if anywhere."""
-        if not is_placement_call(call) or moves_to_cpu(self.facts, call):
+        if not is_placement_call(call) or moves_to_cpu(self.facts, call) or self._on_meta_device(call):
             return None
         if call in self._in_chains:
             sink = self._in_chains[call]
             return None if excluded(self.facts, sink, call) else sink
         assert isinstance(call.func, cst.Attribute)
         return self.initialize_of_model(call, call.func.value)
+
+    def _on_meta_device(self, call: cst.Call) -> bool:
+        """`with init_empty_weights(): net = Net(cfg).half()`: accelerate builds the parameters on the meta device,
+        without data; the dtype set there is the one a later load fills, no weights are cast or moved."""
+        if self._meta_blocks is None:
+            self._meta_blocks = [
+                (self.facts.start(node), self.facts.end(node))
+                for node in self.facts.positions
+                if isinstance(node, cst.With)
+                and any(
+                    isinstance(item.item, cst.Call) and (self.facts.qualified(item.item.func) or "") in EMPTY_WEIGHTS
+                    for item in node.items
+                )
+            ]
+        position = self.facts.start(call)
+        return any(start <= position < end for start, end in self._meta_blocks)
 
     def helper_move(self, call: cst.Call) -> tuple[ModelSink, MovedArgument] | None:
         """A call of a project function that moves its argument to a GPU (`ProjectFacts.moving_calls`:
