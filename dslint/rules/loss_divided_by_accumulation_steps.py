@@ -149,34 +149,6 @@ class LossDividedByAccumulationSteps(ScriptRule):
         ),
     )
     invalid = (
-        # the engine reaches the loop through a parameter, after `.cuda()` (which returns the engine itself)
-        Invalid(
-            """
-            import deepspeed
-            def train(args, loader, model):
-                for batch in loader:
-                    loss = model(batch) / args.gradient_accumulation
-                    model.backward(loss)
-                    model.step()
-            def main(args, model, loader):
-                model, _, _, _ = deepspeed.initialize(config="ds.json", model=model)
-                model = model.cuda()
-                train(args, loader, model)
-            """,
-            lines=(5,),
-            fixed="""
-            import deepspeed
-            def train(args, loader, model):
-                for batch in loader:
-                    loss = model(batch)
-                    model.backward(loss)
-                    model.step()
-            def main(args, model, loader):
-                model, _, _, _ = deepspeed.initialize(config="ds.json", model=model)
-                model = model.cuda()
-                train(args, loader, model)
-            """,
-        ),
         # the divisor is the config dict's own entry, read where the loop divides
         Invalid(
             """
