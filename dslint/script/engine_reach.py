@@ -116,10 +116,7 @@ def partly_engine_forward(facts: ScriptFacts, call: cst.Call) -> Engine | None:
     if project is None or not project.partly_engine or not isinstance(func, cst.Name):
         return None
     binding = facts.binding_at(func.value, facts.scope_at(func), facts.start(call))
-    if binding is None or binding.kind is not BindingKind.PARAMETER:
-        return None
-    function = facts.qualname(binding.scope)
-    fact = project.partly_engine.get(function, {}).get(func.value) if function else None
+    fact = facts.parameter_entry(project.partly_engine, binding)
     if fact is None:
         return None
     return facts.remote_engine(fact, Origin.CALLER, fact.origin, fact.config, fact.created)

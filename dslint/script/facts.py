@@ -24,6 +24,7 @@ import ast
 import enum
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -40,6 +41,8 @@ from dslint.model.engine import Engine, EngineConfig, Origin
 from dslint.script.names import ImportTable, dotted_name
 from dslint.script.paths import PathGuards
 from dslint.script.project_facts import ParameterFact, ProjectFacts
+
+Fact = TypeVar("Fact")
 
 # `Pos`: an order index. Nodes are numbered on entry and on exit in one traversal, so `a < b` means "a comes
 # first in the source" without computing line/column positions (which costs a whole code generation pass).
@@ -219,10 +222,16 @@ class ScriptFacts:
 
     def project_parameter(self, binding: Binding) -> ParameterFact | None:
         """What the project index knows this parameter receives at every call (an engine, engine.module...)."""
-        if self.project is None or not self.project.parameters or binding.kind is not BindingKind.PARAMETER:
+        return self.parameter_entry(self.project.parameters, binding) if self.project is not None else None
+
+    def parameter_entry(self, table: Mapping[str, Mapping[str, Fact]], binding: Binding | None) -> Fact | None:
+        """`table[function][parameter]` for a binding of a parameter: a project fact about what this function's
+        callers pass into it (`ProjectFacts.parameters`, `cuda_parameters`, `partly_engine`); None for any other
+        binding."""
+        if binding is None or not table or binding.kind is not BindingKind.PARAMETER:
             return None
         function = self.qualname(binding.scope)
-        return self.project.parameters.get(function, {}).get(binding.key) if function else None
+        return table.get(function, {}).get(binding.key) if function else None
 
     def parameter_fact(self, binding: Binding) -> RoleAnswer | None:
         """An engine (or engine.module) the project index sees passed into this parameter at every call."""

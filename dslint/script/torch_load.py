@@ -9,7 +9,7 @@ import libcst as cst
 
 from dslint.diagnostics import Edit, Related
 from dslint.script.context import ScriptContext
-from dslint.script.facts import BindingKind, ScriptFacts, method_name
+from dslint.script.facts import ScriptFacts, method_name
 from dslint.script.names import dotted_name
 from dslint.script.value_flow import value_flow
 from dslint.script.walk import children, visit_tree
@@ -239,10 +239,7 @@ def passed_cuda_device(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CST
     if project is None or not project.cuda_parameters or not isinstance(expr, cst.Name):
         return None
     binding = facts.binding_at(expr.value, facts.scope_at(at), facts.start(at))
-    if binding is None or binding.kind is not BindingKind.PARAMETER:
-        return None
-    function = facts.qualname(binding.scope)
-    return project.cuda_parameters.get(function, {}).get(expr.value) if function else None
+    return facts.parameter_entry(project.cuda_parameters, binding)
 
 
 def cpu_map_location_edit(context: ScriptContext, call: cst.Call) -> Edit | None:
