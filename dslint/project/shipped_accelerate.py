@@ -17,7 +17,7 @@ from dslint.diagnostics import Related
 from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_yaml, yaml_boolean
 from dslint.project.config_link import AccelerateRun, launched_file
 from dslint.project.inputs import exists, record, shown_path
-from dslint.project.shipped_configs import CONFIG_FOLDERS, LEVELS_ABOVE, ROOT_MARKERS, shipped_zero3
+from dslint.project.shipped_configs import files_near, project_folders, shipped_zero3
 
 MAX_YAML = 40  # YAML files looked at: a folder of many is no project's launch setup
 _MAX_BYTES = 64 * 1024
@@ -26,20 +26,9 @@ _MAX_BYTES = 64 * 1024
 def shipped_accelerate_runs(script: str) -> list[AccelerateRun]:
     """One run per accelerate YAML shipped near `script` when each of them runs DeepSpeed on several processes;
     [] otherwise."""
-    folders = [Path(script).parent]
-    for _ in range(LEVELS_ABOVE):
-        if any(exists(folders[-1] / marker) for marker in ROOT_MARKERS) or folders[-1].parent == folders[-1]:
-            break
-        folders.append(folders[-1].parent)
-    candidates: list[Path] = []
-    for place in (place for folder in folders for place in (folder, *(folder / name for name in CONFIG_FOLDERS))):
-        record(str(place))  # the listing is an input of the file's result (the result cache)
-        try:
-            entries = sorted(place.iterdir()) if place.is_dir() else []
-        except OSError:
-            return []
-        candidates.extend(e for e in entries if e.suffix in (".yaml", ".yml") and e.is_file())
-    if len(candidates) > MAX_YAML:
+    folders = project_folders(script)
+    candidates = files_near(folders, lambda entry: entry.suffix in (".yaml", ".yml") and entry.is_file())
+    if candidates is None or len(candidates) > MAX_YAML:
         return []
     runs: list[AccelerateRun] = []
     for path in candidates:

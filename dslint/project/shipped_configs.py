@@ -10,6 +10,7 @@ other config to run it with. A finding resting on that names each of those confi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from dslint.config import facts as config_facts
@@ -38,13 +39,7 @@ def shipped_zero3(script: str) -> tuple[Related, ...]:
     """Where each DeepSpeed config the project ships sets stage 3, when every one does (at least one): those of
     `script`'s folder and of up to LEVELS_ABOVE folders above it (stopping at the project's root), each with its
     config folders; () when there is none, one runs another stage or cannot be read, or there are too many."""
-    folder = Path(script).parent
-    folders = [folder]
-    for _ in range(LEVELS_ABOVE):
-        if any(exists(folders[-1] / marker) for marker in ROOT_MARKERS) or folders[-1].parent == folders[-1]:
-            break
-        folders.append(folders[-1].parent)
-    found = _shipped(script, folders)
+    found = _shipped(script, project_folders(script))
     if not found or any(stage != 3 for _, stage, _ in found):
         return ()
     return tuple(
@@ -52,17 +47,34 @@ def shipped_zero3(script: str) -> tuple[Related, ...]:
     )
 
 
-def _shipped(script: str, folders: list[Path]) -> list[tuple[Path, int, tuple[int, int]]] | None:
-    """Each DeepSpeed config file in `folders` and their config folders: its path, ZeRO stage and where the stage is
-    written; None when there is none, too many, or one whose stage cannot be read."""
-    candidates: list[Path] = []
+def project_folders(script: str) -> list[Path]:
+    """`script`'s folder and up to LEVELS_ABOVE folders above it, stopping at the project's root."""
+    folders = [Path(script).parent]
+    for _ in range(LEVELS_ABOVE):
+        if any(exists(folders[-1] / marker) for marker in ROOT_MARKERS) or folders[-1].parent == folders[-1]:
+            break
+        folders.append(folders[-1].parent)
+    return folders
+
+
+def files_near(folders: list[Path], keep: Callable[[Path], bool]) -> list[Path] | None:
+    """The files `keep` accepts in `folders` and their config folders (`configs/`...), each listing an input of the
+    file's result (the result cache); None when one cannot be listed."""
+    found: list[Path] = []
     for place in (place for folder in folders for place in (folder, *(folder / name for name in CONFIG_FOLDERS))):
-        record(str(place))  # the listing is an input of the file's result (the result cache)
+        record(str(place))
         try:
             entries = sorted(place.iterdir()) if place.is_dir() else []
         except OSError:
             return None
-        candidates.extend(entry for entry in entries if entry.is_file() and is_candidate(entry))
+        found.extend(entry for entry in entries if keep(entry))
+    return found
+
+
+def _shipped(script: str, folders: list[Path]) -> list[tuple[Path, int, tuple[int, int]]] | None:
+    """Each DeepSpeed config file in `folders` and their config folders: its path, ZeRO stage and where the stage is
+    written; None when there is none, too many, or one whose stage cannot be read."""
+    candidates = files_near(folders, lambda entry: entry.is_file() and is_candidate(entry))
     if not candidates or len(candidates) > MAX_SHIPPED:
         return None
     found: list[tuple[Path, int, tuple[int, int]]] = []
