@@ -8,9 +8,10 @@ from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.context import ScriptContext
 from dslint.script.edits import delete_call_statement
-from dslint.script.facts import Role, RoleAnswer, method_name
+from dslint.script.facts import Role, RoleAnswer, ScriptFacts, method_name
 from dslint.script.inference import inference_engine
 from dslint.script.model_moves import cast_dtype, is_cast, is_placement_call, moves_to_cpu
+from dslint.script.walk import children
 
 
 class EngineMoved(ScriptRule):
@@ -294,8 +295,8 @@ class EngineMoved(ScriptRule):
         # the initialize runs wherever the move does: the move is in the block that holds the initialize (or in
         # one nested in it), not in another arm (`if use_deepspeed: initialize(...)` then a move for both paths;
         # `try: initialize(...)` / `except: <move for the plain fallback>`)
-        block = _innermost_block(init.scope.node, init.call)
-        return block is not None and _holds(block, node)
+        block = _innermost_block(facts, init.scope.node, init.call)
+        return block is not None and _holds(facts, block, node)
 
     def _restores(self, node: cst.Call) -> bool:
         """Whether `node` casts the engine back from an earlier cast of the same receiver to another dtype, in
@@ -325,27 +326,17 @@ class EngineMoved(ScriptRule):
         return [edit] if edit is not None else []
 
 
-def _innermost_block(function: cst.CSTNode, target: cst.CSTNode) -> cst.CSTNode | None:
-    """The innermost block (`IndentedBlock`, or the module) of `function` holding `target`."""
+def _innermost_block(facts: ScriptFacts, function: cst.CSTNode, target: cst.CSTNode) -> cst.CSTNode | None:
+    """The innermost block (`IndentedBlock`, or the module) of `function` holding `target`: down the one child
+    that holds it at each level, by the facts' traversal positions."""
     found: cst.CSTNode | None = None
-    stack: list[cst.CSTNode] = [function]
-    while stack:
-        node = stack.pop()
-        if not _holds(node, target):
-            continue
+    node: cst.CSTNode | None = function
+    while node is not None:
         if isinstance(node, (cst.IndentedBlock, cst.Module)):
             found = node
-        stack = list(node.children)  # descend into the one child that holds it
+        node = next((child for child in children(node) if _holds(facts, child, target)), None)
     return found
 
 
-def _holds(node: cst.CSTNode, target: cst.CSTNode) -> bool:
-    if node is target:
-        return True
-    stack = list(node.children)
-    while stack:
-        child = stack.pop()
-        if child is target:
-            return True
-        stack.extend(child.children)
-    return False
+def _holds(facts: ScriptFacts, node: cst.CSTNode, target: cst.CSTNode) -> bool:
+    return facts.start(node) <= facts.start(target) and facts.end(target) <= facts.end(node)
