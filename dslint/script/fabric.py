@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from dslint.script.facts import ScriptFacts
+from dslint.script.hf_models import keyword_value
 from dslint.script.names import dotted_name
 
 _PACKAGES = ("lightning.", "lightning_fabric.")
@@ -30,10 +31,10 @@ def deepspeed_fabric(facts: ScriptFacts, call: cst.Call) -> DeepSpeedFabric | No
     name = facts.qualified(call.func)
     if name is None or not name.startswith(_PACKAGES) or name.rsplit(".", 1)[-1] != "Fabric":
         return None
-    strategy = _keyword(call, "strategy")
+    strategy = keyword_value(call, "strategy")
     if strategy is None or not _deepspeed_strategy(facts, strategy, 0):
         return None
-    return DeepSpeedFabric(call, _one_device(_keyword(call, "devices")))
+    return DeepSpeedFabric(call, _one_device(keyword_value(call, "devices")))
 
 
 def _deepspeed_strategy(facts: ScriptFacts, value: cst.BaseExpression, depth: int) -> bool:
@@ -58,13 +59,6 @@ def _one_device(value: cst.BaseExpression | None) -> bool:
     if isinstance(value, (cst.List, cst.Tuple)):
         return len(value.elements) == 1
     return False
-
-
-def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
-    for argument in call.args:
-        if argument.keyword is not None and argument.keyword.value == name:
-            return argument.value
-    return None
 
 
 class FabricNames:

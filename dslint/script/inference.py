@@ -23,6 +23,7 @@ import libcst as cst
 
 from dslint.model.engine import Engine, Kind, Origin
 from dslint.script.facts import Pos, Scope, ScriptFacts
+from dslint.script.hf_models import keyword_value
 from dslint.script.model_moves import ModelMoves, ModelSink, moves_to_unindexed_cuda
 
 
@@ -38,10 +39,6 @@ class InferenceCall:
     engine: Engine = field(default_factory=lambda: Engine(Origin.CALL, Kind.INFERENCE), repr=False)
 
 
-def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
-    return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
-
-
 def _is_one(value: cst.BaseExpression) -> bool:
     return isinstance(value, cst.Integer) and value.evaluated_value == 1
 
@@ -49,10 +46,10 @@ def _is_one(value: cst.BaseExpression) -> bool:
 def _splits(call: cst.Call) -> bool:
     """`mp_size=` or `tensor_parallel={"tp_size": ...}` given and not the literal 1 (a run-time world size counts:
     with one process it is 1 and nothing depends on the answer)."""
-    mp_size = _keyword(call, "mp_size")
+    mp_size = keyword_value(call, "mp_size")
     if mp_size is not None and not _is_one(mp_size):
         return True
-    tensor_parallel = _keyword(call, "tensor_parallel")
+    tensor_parallel = keyword_value(call, "tensor_parallel")
     if isinstance(tensor_parallel, cst.Dict):
         for element in tensor_parallel.elements:
             if (
@@ -65,14 +62,14 @@ def _splits(call: cst.Call) -> bool:
 
 
 def _places_module(call: cst.Call) -> bool:
-    if any(a.star for a in call.args) or _keyword(call, "config") is not None:
+    if any(a.star for a in call.args) or keyword_value(call, "config") is not None:
         return False  # a config dict or file may say keep_module_on_host
-    keep = _keyword(call, "keep_module_on_host")
+    keep = keyword_value(call, "keep_module_on_host")
     return keep is None or (isinstance(keep, cst.Name) and keep.value == "False")
 
 
 def _model(call: cst.Call) -> cst.BaseExpression | None:
-    given = _keyword(call, "model")
+    given = keyword_value(call, "model")
     if given is not None:
         return given
     first = call.args[0] if call.args else None
