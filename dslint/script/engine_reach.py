@@ -21,6 +21,7 @@ import libcst as cst
 from dslint.model.engine import Engine, Origin
 from dslint.script.facts import BindingKind, Role, RoleAnswer, ScopeKind, ScriptFacts, method_name
 from dslint.script.names import dotted_name
+from dslint.script.walk import children
 
 NO_GRAD = ("no_grad", "inference_mode")
 
@@ -78,7 +79,7 @@ def runs_forward(function: cst.FunctionDef, param: str) -> bool:
     if any(_no_grad(d.decorator) for d in function.decorators):
         return False
     found = False
-    stack: list[tuple[cst.CSTNode, bool]] = [(child, False) for child in function.body.children]
+    stack: list[tuple[cst.CSTNode, bool]] = [(child, False) for child in children(function.body)]
     while stack:
         node, quiet = stack.pop()
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -94,7 +95,7 @@ def runs_forward(function: cst.FunctionDef, param: str) -> bool:
             if isinstance(func, cst.Attribute) and func.attr.value == "forward":
                 func = func.value
             found = found or (isinstance(func, cst.Name) and func.value == param)
-        stack.extend((child, quiet) for child in node.children)
+        stack.extend((child, quiet) for child in children(node))
     return found
 
 
@@ -179,7 +180,7 @@ def _own_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
         if isinstance(current, cst.Attribute):
             stack.append(current.value)
             continue
-        stack.extend(current.children)
+        stack.extend(children(current))
     return found
 
 
