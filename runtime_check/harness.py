@@ -37,6 +37,7 @@ import importlib.abc
 import importlib.machinery
 import json
 import linecache
+import logging
 import os
 import platform
 import re
@@ -46,7 +47,7 @@ import time
 import traceback
 import types
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 PHASES = ("setup", "init", "load", "step")
 REPORT_VERSION = 1
@@ -567,5 +568,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def exit_without_teardown(status: int) -> NoReturn:
+    """End the process once the report is written, skipping the interpreter's teardown. Under a launcher a rank's
+    teardown runs the process group's and DeepSpeed's C++ destructors, which can abort after a peer has already
+    exited and closed its connections (gloo): the launcher then fails a run in which every rank finished and
+    reported. Nothing the report says depends on the teardown; stragglers are killed with the process group."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_without_teardown(main())

@@ -76,8 +76,8 @@ def rank_error(report: dict[str, Any] | None, result: ChildResult, timeout: floa
         return f"the process ended without finishing (exit status {result.returncode}) in {report.get('current_phase')}"
     if not report.get("initialize_called"):
         return "deepspeed.initialize was never called"
-    if result.returncode not in (0, None):
-        return f"exit status {result.returncode}"
+    if result.returncode not in (0, None):  # the rank finished and reported; the launcher (or a peer) failed after
+        return f"the launcher exited with status {result.returncode} after this rank finished"
     return None
 
 

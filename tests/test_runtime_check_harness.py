@@ -182,6 +182,30 @@ def test_script_calling_sys_exit(tmp_path: Path, code: str, status: str, exit_co
     assert report["status"] == status and report["exit_code"] == exit_code
 
 
+@pytest.mark.parametrize(("ending", "exit_code", "status"), [("", 0, "steps_done"), ("sys.exit(3)", 3, "exit")])
+def test_the_teardown_is_skipped_once_the_report_is_written(
+    tmp_path: Path, ending: str, exit_code: int, status: str
+) -> None:
+    """Under a launcher a rank's teardown (a process group's destructors, its peer gone) can abort after the rank
+    has finished and reported, failing the launch: the harness exits with the script's status before teardown.
+    The stand-in: an exit handler that aborts the process."""
+    script = f"""
+        import atexit, logging, os, sys
+        import deepspeed
+        atexit.register(os.abort)
+        logging.basicConfig(stream=sys.stderr)
+        logging.getLogger("train").warning("logged before the end")
+        {ending}
+        engine, *_ = deepspeed.initialize(model="m")
+        engine(0)
+        engine.step()
+    """
+    result, report = harness(tmp_path, script, "--steps", "1")
+    assert result.returncode == exit_code, result.stderr
+    assert report["status"] == status and report["exit_code"] == exit_code
+    assert "logged before the end" in result.stderr
+
+
 def test_report_is_written_at_each_boundary(tmp_path: Path) -> None:
     """A child killed mid-phase leaves the phases it finished: the report on disk is current at every boundary."""
     script = """
