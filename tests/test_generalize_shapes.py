@@ -303,3 +303,19 @@ def test_moves_in_overriding_builders_in_an_if_arm_and_in_a_method_of_the_same_i
         ("trainers.py", 26, "DSL101", message),
     ]
     _match(_findings("inherited_moves"), expected)
+
+
+def test_the_arm_a_later_read_needs_decides_what_the_loop_gets() -> None:
+    """initialize under `if args.deepspeed:` and the engine read after it on every path (train.py): the loop in
+    another module gets initialize's optimizer (loops.py). Silent where the engine is read only under a later `if`
+    (train_either.py) or bound before the `if` (train_bound_before.py): those paths go on with the plain one."""
+    source = "optimizer from fixtures/projects/required_arms/train.py:22 passed to train_epoch()"
+    found = _findings("required_arms")
+    _match(
+        found,
+        [
+            ("loops.py", 6, "DSL309", "engine.step() already zeroes the gradients"),
+            ("loops.py", 9, "DSL302", "optimizer stepped beside the engine"),
+        ],
+    )
+    assert all(source in message for *_, message in found)

@@ -9,6 +9,7 @@ import ast
 
 from dslint.model.conditions import guards_of
 from dslint.model.library import ENGINE, ENGINE_MODULE, INITIALIZE, SELF_RETURNING_METHODS
+from dslint.model.required_arms import required_arms, scope_stores
 from dslint.model.resolution import Callee, CallSite, FunctionSummary, Resolver
 from dslint.model.summary import ModuleSummary, SummaryStore, calls, dotted
 from dslint.model.values import (
@@ -39,6 +40,8 @@ class Evaluator(Resolver):
         # parameters that hold a library's callable at every call (`def main(args, ds_init)`): (path, function,
         # parameter) -> that value, which a function read starts with instead of the bare parameter
         self.parameter_values: dict[tuple[str, str, str], Value] = {}
+        # every binding of a name in a scope, by (path, function): what `required_arms` reads
+        self.scope_stores: dict[tuple[str, str], dict[str, list[ast.AST]]] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -101,7 +104,7 @@ class Evaluator(Resolver):
         the `if`, since the other path keeps the plain model (`values.merge`). A name that some path leaves
         unbound (bound in one arm only, none before) has the value the other paths give: a read after the
         statement raises on that path."""
-        for statement in body:
+        for index, statement in enumerate(body):
             self._statement(module, summary, values, statement)
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
@@ -126,6 +129,9 @@ class Evaluator(Resolver):
                 copy = dict(values)
                 self._block(module, summary, copy, arm)
                 results.append(copy)
+            needed = required_arms(statement, arms, body[index + 1 :], self._stores(module, summary))
+            if needed is not None:  # the paths past the other arms raise on a name read after the statement
+                results = [results[i] for i in needed]
             for key in {k for result in results for k in result}:
                 if "." not in key:  # a name some path never bound is unbound there: a read after it raises
                     values[key] = merge([result[key] for result in results if key in result])
@@ -134,6 +140,16 @@ class Evaluator(Resolver):
                 # the other path may have just set)
                 seen = [result[key] if key in result else self._instance_attribute(result, key) for result in results]
                 values[key] = merge(seen)
+
+    def _stores(self, module: ModuleSummary, summary: FunctionSummary) -> dict[str, list[ast.AST]]:
+        key = (module.path, summary.qualname)
+        found = self.scope_stores.get(key)
+        if found is None:
+            function = module.functions.get(summary.qualname) if summary.qualname else None
+            body = function.node.body if function is not None else module.tree.body
+            found = scope_stores(body, summary.params, function is None)
+            self.scope_stores[key] = found
+        return found
 
     def _self_key(self, summary: FunctionSummary, key: str) -> tuple[str, str, str] | None:
         if not summary.is_method or not summary.params:
