@@ -30,8 +30,8 @@ from dslint.model.conditions import guards_of, without_deepspeed
 from dslint.model.evaluate import Evaluator
 from dslint.model.handed_arguments import arguments_where, handed_arguments, positional
 from dslint.model.library import ENGINE, OPTIMIZER
-from dslint.model.resolution import Callee, scope_of
-from dslint.model.summary import FunctionInfo, SummaryStore, character_column, own_nodes
+from dslint.model.resolution import Callee, FunctionSummary, scope_of
+from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore, character_column, dotted, own_nodes
 from dslint.model.values import Item
 
 MAX_DEPTH = 3
@@ -144,7 +144,9 @@ def _saves(
         return memo[key]
     memo[key] = None  # a cycle of calls ends here
     nodes = list(own_nodes(function.node))
-    if any(isinstance(n, ast.Name) and n.id == param and isinstance(n.ctx, ast.Store) for n in nodes):
+    if any(
+        isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Store) and dotted(n) == param for n in nodes
+    ):
         return None
     found: tuple[Callee, int] | None = None
     for node in nodes:
@@ -152,8 +154,7 @@ def _saves(
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in methods
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == param
+            and dotted(node.func.value) == param
             and not any(without_deepspeed(guard) for guard in guards_of(function.node.body, node))
         ):
             found = (callee, node.lineno)
@@ -164,7 +165,11 @@ def _saves(
         for node in nodes:
             if found is not None or module is None or scope is None or not isinstance(node, ast.Call):
                 continue
-            for index, keyword in arguments_where(node, lambda argument: _is_name(argument, param)):
+            own = _own_method(model, module, scope, callee, function, node, param)
+            if own is not None:  # `self.other()` reading the same attribute of the same instance
+                found = _saves(model, own[0], own[1], own[2], depth + 1, memo, methods)
+                continue
+            for index, keyword in arguments_where(node, lambda argument: dotted(argument) == param):
                 inner = model.resolve(module, scope, node.func)
                 inner_function = model.function(inner) if inner is not None else None
                 if inner is None or inner_function is None:
@@ -185,5 +190,65 @@ def _names_accelerator(argument: ast.expr) -> bool:
     return isinstance(argument, ast.Attribute) and argument.attr == "accelerator"
 
 
-def _is_name(argument: ast.expr, name: str) -> bool:
-    return isinstance(argument, ast.Name) and argument.id == name
+def _own_method(
+    model: Evaluator,
+    module: ModuleSummary,
+    scope: FunctionSummary,
+    callee: Callee,
+    function: FunctionInfo,
+    call: ast.Call,
+    receiver: str,
+) -> tuple[Callee, FunctionInfo, str] | None:
+    """For a receiver `self.x` of a method, a call `self.other(...)` of a method of the same class: that method,
+    and the receiver under its own first parameter's name."""
+    head, _, attribute = receiver.partition(".")
+    if not attribute or not function.is_method or not function.params or head != function.params[0]:
+        return None
+    if not (isinstance(call.func, ast.Attribute) and dotted(call.func.value) == head):
+        return None
+    inner = model.resolve(module, scope, call.func)
+    inner_function = model.function(inner) if inner is not None else None
+    if inner is None or inner_function is None or not inner_function.is_method or not inner_function.params:
+        return None
+    if inner[0] != callee[0] or inner_function.owner != function.owner:
+        return None
+    return inner, inner_function, f"{inner_function.params[0]}.{attribute}"
+
+
+def engine_attribute_saving_calls(model: Evaluator) -> Iterator[StateSavingCall]:
+    """In a class one attribute of which holds the engine on every path the model saw (`self.model_engine, *_ =
+    deepspeed.initialize(...)` in one method), the calls `self.m(...)` of a method of the class that reaches
+    `self.model_engine.save_checkpoint(...)`, itself or through further methods of the class:
+
+        def save(self, tag):
+            self.model_engine.save_checkpoint(self.output_dir, tag)
+
+        if self.local_rank == 0:
+            self.save("best")
+    """
+    held: dict[tuple[str, str], list[str]] = {}
+    for (path, owner, attribute), value in model.attributes.items():
+        if isinstance(value, Item) and value.role == ENGINE and "." not in attribute:
+            held.setdefault((path, owner), []).append(attribute)
+    memo: dict[tuple[Callee, str], tuple[Callee, int] | None] = {}
+    for (path, owner), attributes in sorted(held.items()):
+        module = model.module(path)
+        if module is None:
+            continue
+        lines = model.store.sources.get(path, b"").splitlines()
+        for qualname, caller in module.functions.items():
+            if caller.owner != owner or not caller.is_method or not caller.params:
+                continue
+            scope = scope_of(module, qualname)
+            for node in own_nodes(caller.node):
+                if not isinstance(node, ast.Call):
+                    continue
+                for attribute in attributes:
+                    receiver = f"{caller.params[0]}.{attribute}"
+                    own = _own_method(model, module, scope, (path, qualname), caller, node, receiver)
+                    found = _saves(model, own[0], own[1], own[2], 0, memo, ENGINE_SAVES) if own else None
+                    if found is not None:
+                        column = character_column(lines, node.lineno, node.col_offset) + 1
+                        name = f"self.{attribute}"
+                        yield StateSavingCall(path, node.lineno, column, name, found[0], found[1])
+                        break

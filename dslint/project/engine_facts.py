@@ -22,6 +22,7 @@ from dslint.model.moved_arguments import moving_calls, own_moving_calls
 from dslint.model.pretrained_loaders import loader_calls
 from dslint.model.stage_tests import stage_tested_after
 from dslint.model.state_saving_calls import (
+    engine_attribute_saving_calls,
     engine_saving_calls,
     optimizer_stepping_calls,
     plugin_reaching,
@@ -49,7 +50,7 @@ def record_state_saving_calls(files: dict[str, ProjectFacts], model: ProjectMode
     that reaches `save_checkpoint` (DSL428), read from the model the engine fixpoint ran in (`follow_engines`): its
     resolutions are the same."""
     store = model.store
-    for call in engine_saving_calls(model):
+    for call in [*engine_saving_calls(model), *engine_attribute_saving_calls(model)]:
         facts = facts_of(files, call.path)
         note = f"{call.saver[1]}() calls {call.name}.save_checkpoint"
         saves = Related(shown_path(call.saver[0]), call.save_line, 1, note)

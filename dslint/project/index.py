@@ -422,6 +422,7 @@ def single_file_facts(path: str, data: bytes) -> ProjectFacts | None:
         if creates_engine(data):
             model = ProjectModel(store)
             index.initialize_sites = follow_engines(index.files, index.config_readers, model, [absolute(path)])
+            record_state_saving_calls(index.files, model)  # its own helpers that save or step initialize's results
         # loads of files holding GPU tensors that the file alone shows (DeepSpeed's own checkpoint files)
         for found, lines in gpu_loads(store, [absolute(path)]).items():
             gpu = {line: _gpu_file(f) for line, f in lines.items()}

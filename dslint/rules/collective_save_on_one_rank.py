@@ -85,8 +85,10 @@ class CollectiveSaveOnOneRank(ScriptRule):
             (`@rank_zero_only`, `@accelerator.on_main_process`, a decorator of the module's own that calls the
             function under such a test). The saves: `engine.save_checkpoint(...)` on a DeepSpeed engine (any
             stage; also a name the engine is bound to in the arm of an `if` the call is on, when another arm
-            rebinds it); Lightning Fabric's `fabric.save(...)` with a DeepSpeed strategy (`strategy="deepspeed..."`,
-            `DeepSpeedStrategy(...)`) on more than one device; accelerate's `accelerator.save_state(...)` in a
+            rebinds it; also a call of a project function the engine is handed to, or of a method of the class
+            holding the engine in an attribute, that reaches `save_checkpoint`); Lightning Fabric's
+            `fabric.save(...)` with a DeepSpeed strategy (`strategy="deepspeed..."`, `DeepSpeedStrategy(...)`) on
+            more than one device; accelerate's `accelerator.save_state(...)` in a
             script that runs DeepSpeed through accelerate (a `DeepSpeedPlugin` it builds, or an `accelerate
             launch` with DeepSpeed; for a script no launcher of the project starts, the accelerate YAMLs shipped
             beside it or up to two folders above when every one says `distributed_type: DEEPSPEED` on several
@@ -125,6 +127,26 @@ class CollectiveSaveOnOneRank(ScriptRule):
         """,
     )
     valid = (
+        # The method saving the engine's checkpoint runs on every rank; rank 0 only logs.
+        Valid(
+            """
+            import deepspeed
+            class Trainer:
+                def __init__(self, model, local_rank):
+                    self.local_rank = local_rank
+                    self.engine, *_ = deepspeed.initialize(model=model, config={"train_batch_size": 8})
+                def save(self, tag):
+                    self.engine.save_checkpoint("out", tag)
+                    if self.local_rank == 0:
+                        print("saved", tag)
+                def train(self, loader):
+                    self.save("last")
+                    if self.local_rank == 0:
+                        self.report()
+                def report(self):
+                    print(self.engine.global_steps)
+            """
+        ),
         # The project starts the script as one process only: rank 0 is every rank.
         Valid(
             """
@@ -274,6 +296,26 @@ class CollectiveSaveOnOneRank(ScriptRule):
         ),
     )
     invalid = (
+        # A method of the class whose attribute holds the engine saves it; called on rank 0 only: reported at the
+        # call (the method's name is the engine's own save's).
+        Invalid(
+            """
+            import deepspeed
+            class Trainer:
+                def __init__(self, model, local_rank):
+                    self.local_rank = local_rank
+                    self.engine, *_ = deepspeed.initialize(model=model, config={"train_batch_size": 8})
+                def save_checkpoint(self, tag):
+                    self.engine.save_checkpoint("out", tag)
+                def train(self, loader):
+                    for step, batch in enumerate(loader):
+                        self.engine.backward(self.engine(batch))
+                        self.engine.step()
+                    if self.local_rank == 0:
+                        self.save_checkpoint(f"step{step}")
+            """,
+            lines=(14,),
+        ),
         # The other local ranks go on to the next batch before the save: the rest of the loop is rank 0's.
         Invalid(
             """
@@ -495,7 +537,10 @@ class CollectiveSaveOnOneRank(ScriptRule):
             return self._helper_save(call)
         receiver, method = call.func.value, call.func.attr.value
         if method in ("save_checkpoint", "save_16bit_model"):
-            return self._engine_save(call, receiver, method)
+            found = self._engine_save(call, receiver, method)
+            if found is None and self._hands_on_state_save(call):  # a method of the project's named like the save
+                return self._helper_save(call)
+            return found
         if method == "save_state" and self._accelerator(receiver):
             return self._accelerate_deepspeed()
         if method in ("save_model", "get_state_dict") and self._accelerator(receiver):
