@@ -309,6 +309,9 @@ class _Collector:
             binding = self.table.binding_at(key, scope, facts.start(value))
             if binding is not None and binding.kind is BindingKind.INIT_TUPLE and binding.engine is not None:
                 return _ResultSource(binding.engine, None, whole=True)
+            if binding is not None and binding.kind is BindingKind.INIT_ITEM and binding.engine is not None:
+                # `self.engine = engine`, `model = engine`: the alias holds the same item
+                return _ResultSource(binding.engine, binding.index, whole=False)
         return None
 
     def _helper_result(self, call: cst.Call) -> _ResultSource | None:
