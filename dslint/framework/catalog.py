@@ -188,7 +188,9 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             Shape(calls=("deepspeed.init_inference",)),
         ),
     ),
-    "DSL102": Needs((b"deepspeed", b"initialize"), inference_engine=True),
+    "DSL102": Needs(
+        (b"deepspeed", b"initialize"), inference_engine=True, without_engine=((b"prepare", b"Accelerator"),)
+    ),
     "DSL103": Needs((b"deepspeed", b"initialize"), inference_engine=True),
     # a cast before this file's initialize, or before `accelerator.prepare` where DeepSpeed may run through accelerate
     "DSL104": Needs(

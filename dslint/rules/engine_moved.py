@@ -6,11 +6,14 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.script.context import ScriptContext
 from dslint.script.edits import delete_call_statement
 from dslint.script.facts import Role, RoleAnswer, ScriptFacts, method_name
+from dslint.script.hf_trainers import TrainerNames
 from dslint.script.inference import inference_engine
 from dslint.script.model_moves import cast_dtype, is_cast, is_placement_call, moves_to_cpu
+from dslint.script.names import dotted_name
 from dslint.script.walk import children
 
 
@@ -24,14 +27,19 @@ class EngineMoved(ScriptRule):
     module_message = (
         "this model is the engine's module since initialize (line {line}), already placed; remove this move"
     )
+    prepared_message = "under DeepSpeed ({where}), prepare returned the engine, already placed; remove this move"
     severity = Severity.WARNING
     inference_engine = True
+    # the model `accelerator.prepare` returns where accelerate runs DeepSpeed: the engine, with no initialize here
+    runs_without_engine_on = ((b"prepare", b"Accelerator"),)
     docs = RuleDocs(
         what="""
             Flags `.cuda()`, `.to(...)`, `.half()` and `.bfloat16()` called on the engine returned by
             `deepspeed.initialize`, or on its `.module`; `.cuda()` / `.to(<device>)` on the model handed to
             `initialize`, after that call in the same function (the engine's module); and `.cuda()` /
-            `.to(<device>)` on the inference engine
+            `.to(<device>)` on what `accelerator.prepare` returned for the model where accelerate runs DeepSpeed (the
+            script's `DeepSpeedPlugin`, or an `accelerate launch` of it with a DeepSpeed YAML: prepare returns the
+            engine); and `.cuda()` / `.to(<device>)` on the inference engine
             that a tensor-parallel `deepspeed.init_inference` (`mp_size` not the literal 1) returns, unless it is
             given `keep_module_on_host=True` or a config. Without `mp_size` the engine sets no device and leaves
             its module on the current one, so a move to the rank's GPU may be needed and is not flagged. A cast
@@ -60,6 +68,36 @@ class EngineMoved(ScriptRule):
         """,
     )
     valid = (
+        # accelerate without DeepSpeed (no plugin, no launch of the script): prepare returns the plain module.
+        Valid(
+            """
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            model.to(accelerator.device)
+            """
+        ),
+        # Under DeepSpeed, a cast of the prepared model is left alone here, and a rebound name is another module.
+        Valid(
+            """
+            from accelerate import Accelerator, DeepSpeedPlugin
+            accelerator = Accelerator(deepspeed_plugin=DeepSpeedPlugin(zero_stage=2))
+            model, optimizer = accelerator.prepare(model, optimizer)
+            model.to(torch.bfloat16)
+            model = load_teacher()
+            model.to(accelerator.device)
+            """
+        ),
+        # The alias is rebound to another module before the move.
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            net = engine
+            net = build_student()
+            net.cuda()
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -230,6 +268,43 @@ class EngineMoved(ScriptRule):
             model = result[0]
             """,
         ),
+        # accelerate runs DeepSpeed (the script's DeepSpeedPlugin): prepare returned the engine, already placed.
+        Invalid(
+            """
+            from accelerate import Accelerator, DeepSpeedPlugin
+            plugin = DeepSpeedPlugin(zero_stage=2, gradient_accumulation_steps=4)
+            accelerator = Accelerator(deepspeed_plugin=plugin)
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            model.to(accelerator.device).train()
+            """,
+            lines=(6,),
+            fixed="""
+            from accelerate import Accelerator, DeepSpeedPlugin
+            plugin = DeepSpeedPlugin(zero_stage=2, gradient_accumulation_steps=4)
+            accelerator = Accelerator(deepspeed_plugin=plugin)
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            model.to(accelerator.device).train()
+            """,
+        ),
+        # The engine kept under another name (an attribute) and moved through it.
+        Invalid(
+            """
+            import deepspeed
+            class Runner:
+                def __init__(self, model, cfg):
+                    engine, optimizer, _, _ = deepspeed.initialize(model=model, config=cfg.ds)
+                    self.engine = engine
+                    self.engine = self.engine.to(cfg.device)
+            """,
+            lines=(7,),
+            fixed="""
+            import deepspeed
+            class Runner:
+                def __init__(self, model, cfg):
+                    engine, optimizer, _, _ = deepspeed.initialize(model=model, config=cfg.ds)
+                    self.engine = engine
+            """,
+        ),
         Invalid(
             """
             import deepspeed
@@ -256,13 +331,26 @@ class EngineMoved(ScriptRule):
     def __init__(self, context: ScriptContext) -> None:
         super().__init__(context)
         self._casts: list[tuple[cst.Call, str, str]] = []  # the engine's casts so far: call, receiver, dtype
+        self.trainers = TrainerNames(context)
+        self._prepares: list[cst.Call] = []  # `X.prepare(...)` calls
+        self._unknown_moves: list[cst.Call] = []  # moves of something the facts do not know (maybe prepared)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.trainers.consider_class(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.trainers.consider_assign(node)
 
     def visit_Call(self, node: cst.Call) -> None:
+        if method_name(node) == "prepare":
+            self._prepares.append(node)
         restores = self._restores(node)  # `.float()` too: a cast this rule leaves alone can be undone
         if not is_placement_call(node) or restores:
             return
         assert isinstance(node.func, cst.Attribute)
         answer = self.facts.role_of(node.func.value, at=node)
+        if answer is None and not is_cast(node) and not moves_to_cpu(self.facts, node):
+            self._unknown_moves.append(node)
         message = None
         if answer is not None and answer.role is Role.RAW_MODEL:
             if not self._moved_after_initialize(node, answer):
@@ -283,6 +371,36 @@ class EngineMoved(ScriptRule):
             applicability=Applicability.UNSAFE,
             fix_message=f"Remove `.{method_name(node)}(...)`",
         )
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        """Under accelerate running DeepSpeed: a move of what `accelerator.prepare` returned for the model (only a
+        module has `.to(device)` / `.cuda()` among what prepare returns), bound by the prepare's assignment."""
+        prepares = [
+            c
+            for c in self._prepares
+            if isinstance(c.func, cst.Attribute) and self.trainers.names_accelerator(c.func.value)
+        ]
+        if not prepares or not self._unknown_moves:
+            return
+        run = accelerate_deepspeed(self.context)
+        if run is None:
+            return
+        facts = self.facts
+        for node in self._unknown_moves:
+            assert isinstance(node.func, cst.Attribute)
+            key = dotted_name(node.func.value)
+            binding = facts.binding_at(key, facts.scope_at(node), facts.start(node), on_path=True) if key else None
+            statement = binding.statement if binding is not None else None
+            if not isinstance(statement, (cst.Assign, cst.AnnAssign)) or statement.value not in prepares:
+                continue
+            self.report(
+                node,
+                self.prepared_message.format(where=run.where),
+                related=run.related,
+                edits=self._fix(node),
+                applicability=Applicability.UNSAFE,
+                fix_message=f"Remove `.{method_name(node)}(...)`",
+            )
 
     def _moved_after_initialize(self, node: cst.Call, answer: RoleAnswer) -> bool:
         """`.cuda()` / `.to(<device>)` (not a cast, not to the CPU) of the model handed to a `deepspeed.initialize`
