@@ -21,6 +21,8 @@ _EXISTENCE = re.compile(r"(?:\bexists|\bisdir|\bisfile|\bis_dir|\bis_file|\blexi
 
 # string methods whose result is unpacked into strings, never None
 _SPLITS = frozenset({"split", "rsplit", "partition", "rpartition", "splitlines"})
+# A string's methods that return a string (`handle.read().strip()`), never None.
+_STRING_METHODS = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "decode"})
 
 
 class LoadCheckpointResultIgnored(ScriptRule):
@@ -35,11 +37,11 @@ class LoadCheckpointResultIgnored(ScriptRule):
             (`_, client_state = engine.load_checkpoint(...)` is not flagged: a script that then reads
             `client_state[...]` fails loudly on the `None`.) Nor is a call given a tag that is never None (a
             string literal or f-string, `str(...)`, a string built with `+` or `%`, `os.path.basename(...)`, a
-            name bound to one of these or unpacked from `os.path.split(...)` or a string's `split(...)`): with a
-            tag, a missing checkpoint
-            raises instead; nor a tag the call is guarded by (`if tag is not None:`, `if tag:`) or a parameter
-            annotated `str` without a default. A tag that may be None (`tag=args.tag`, an option without a default)
-            is flagged.
+            string's own method's result, `handle.read().strip()`, a name bound to one of these or unpacked from
+            `os.path.split(...)` or a string's `split(...)`, or bound where its value was tested not None: the
+            `else` of `if args.tag is None:`): with a tag, a missing checkpoint raises instead; nor a tag the call
+            is guarded by (`if tag is not None:`, `if tag:`) or a parameter annotated `str` without a default. A
+            tag that may be None (`tag=args.tag`, an option without a default) is flagged.
             Nor is a load followed in its own block, before anything that may leave it or skip a line (`if`,
             `try`, a loop), by an `open` of the same directory's `latest` file (`os.path.join(dir, "latest")`):
             when the checkpoint is missing, that read raises `FileNotFoundError`. A read of another directory's
@@ -71,6 +73,20 @@ class LoadCheckpointResultIgnored(ScriptRule):
         """,
     )
     valid = (
+        # the tag is read from the `latest` file (a string's strip()), or is the option tested not None
+        Valid(
+            """
+            import os
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            if args.resume_tag is None:
+                with open(os.path.join(args.load_dir, "latest")) as handle:
+                    tag = handle.read().strip()
+            else:
+                tag = args.resume_tag
+            engine.load_checkpoint(args.load_dir, tag=tag)
+            """
+        ),
         # the folder is tested first, and the fresh start is the script's own choice
         Valid(
             """
@@ -146,6 +162,28 @@ class LoadCheckpointResultIgnored(ScriptRule):
         ),
     )
     invalid = (
+        # the test is of another option than the tag's: the tag may still be None
+        Invalid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            tag = None
+            if args.resume is not None:
+                tag = args.resume_tag
+            engine.load_checkpoint(args.load_dir, tag=tag)
+            """,
+            lines=(7,),
+            fixed="""
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            tag = None
+            if args.resume is not None:
+                tag = args.resume_tag
+            load_path, _ = engine.load_checkpoint(args.load_dir, tag=tag)
+            if load_path is None:
+                raise FileNotFoundError(f"no DeepSpeed checkpoint in {args.load_dir}")
+            """,
+        ),
         # the test is of another folder (the logs), not of the checkpoint's
         Invalid(
             """
@@ -291,6 +329,8 @@ class LoadCheckpointResultIgnored(ScriptRule):
             name = facts.qualified(value.func) or ""
             if name in ("str", "os.path.basename", "builtins.str"):
                 return True
+            if isinstance(value.func, cst.Attribute) and value.func.attr.value in _STRING_METHODS:
+                return True  # `handle.read().strip()`: a string's (or bytes') own method returns one
             return isinstance(value.func, cst.Attribute) and isinstance(
                 value.func.value, (cst.SimpleString, cst.FormattedString)
             )  # `"step{}".format(n)`, `"_".join(parts)`
@@ -299,6 +339,8 @@ class LoadCheckpointResultIgnored(ScriptRule):
             if binding is None:
                 return False
             if binding.value is not None:
+                if binding.statement is not None and self._tested_not_none(binding.value, binding.statement):
+                    return True  # `else: tag = args.tag` after `if args.tag is None:`
                 return self._never_none(binding.value, binding.statement or at, depth + 1)
             statement = binding.statement
             if not (isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call)):
@@ -325,9 +367,10 @@ class LoadCheckpointResultIgnored(ScriptRule):
             for guard in self.facts.paths.at(at)
         )
 
-    def _tested_not_none(self, tag: cst.BaseExpression, at: cst.Call) -> bool:
-        """The call runs only where the tag was tested not None (`if tag is not None:`, `if tag:`), or the tag is
-        a parameter annotated `str`."""
+    def _tested_not_none(self, tag: cst.BaseExpression, at: cst.CSTNode) -> bool:
+        """`at` (the call, or the statement binding the tag's name) runs only where the tag was tested not None
+        (`if tag is not None:`, `if tag:`, the `else` of `if tag is None:`), or the tag is a parameter annotated
+        `str`."""
         name = dotted_name(tag)
         if name is None:
             return False
