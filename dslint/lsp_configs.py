@@ -12,7 +12,7 @@ from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.diagnostics import Diagnostic
 from dslint.lint.file import lint_config_file
 from dslint.lint.script import lint_source
-from dslint.project.index import ConfigReading
+from dslint.project.project_index import ConfigReading
 from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
 

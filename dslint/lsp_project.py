@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dslint.lint.files import discover
-from dslint.project.index import ConfigReading, ProjectIndex, build_project_index, single_file_facts
+from dslint.project.index import build_project_index, single_file_facts
+from dslint.project.project_index import ConfigReading, ProjectIndex
 from dslint.script.project_facts import ProjectFacts
 from dslint.settings import SettingsResolver
 

@@ -25,7 +25,8 @@ from dslint.lint.activation import can_fire, certainly_untouched, in_code, in_fa
 from dslint.lint.batch import index_project
 from dslint.lint.parse_guard import code_facts
 from dslint.lint.script import lint_source
-from dslint.project.index import ProjectIndex, single_file_facts
+from dslint.project.index import single_file_facts
+from dslint.project.project_index import ProjectIndex
 from dslint.script.collect import collect_facts
 
 SCRIPT_RULES = {rule.code: rule for rule in all_rules() if issubclass(rule, ScriptRule)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from dslint.lint.file import lint_file
-from dslint.project.index import ConfigReading
+from dslint.project.project_index import ConfigReading
 
 # A GUI's training settings: its own keys, and three names DeepSpeed also reads (a string `optimizer`).
 APP_SETTINGS = {

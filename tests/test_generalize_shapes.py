@@ -319,3 +319,13 @@ def test_the_arm_a_later_read_needs_decides_what_the_loop_gets() -> None:
         ],
     )
     assert all(source in message for *_, message in found)
+
+
+def test_a_method_saving_the_engine_held_in_an_attribute_called_on_one_rank() -> None:
+    """trainer.py: `self.save_checkpoint(...)` under `if self.local_rank == 0:` reaches `self.engine.save_checkpoint`
+    (the method is named like the engine's own save, its receiver is not the engine): reported at the call, with
+    the save it reaches. every_rank.py: the save runs on every rank, only a report is rank 0's (silent)."""
+    _match(
+        _findings("engine_attribute_saves"),
+        [("trainer.py", 19, "DSL428", "save_checkpoint on one rank hangs: every rank must call it, and this call")],
+    )

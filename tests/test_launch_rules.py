@@ -14,8 +14,8 @@ from dslint.lint.batch import index_project, lint_files
 from dslint.lint.files import discover
 from dslint.lint.launcher import launcher_results, lint_launcher
 from dslint.lint.result import FileResult
-from dslint.project.launch_issues import LaunchIssue
 from dslint.project.launchers import parse_shell
+from dslint.project.project_index import LaunchIssue
 from dslint.selection import RuleSelection
 
 PROJECT = FIXTURES / "projects" / "launch_mistakes"

@@ -14,7 +14,7 @@ from dslint.lint.config import lint_yaml_config_source
 from dslint.lint.file import lint_file
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import opened_configs
-from dslint.project.index import ConfigReading
+from dslint.project.project_index import ConfigReading
 
 SECTION = textwrap.dedent(
     """\

@@ -32,8 +32,7 @@ from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.files import files_to_check
 from dslint.lint.launcher import COMMENTED, launcher_results
 from dslint.lint.result import FileResult, one_per_place
-from dslint.project.index import ProjectIndex
-from dslint.project.launch_issues import LaunchIssue
+from dslint.project.project_index import LaunchIssue, ProjectIndex
 from dslint.report import renderer
 from dslint.report.colour import coloured_concise, wants_colour
 from dslint.report.context import ReportContext

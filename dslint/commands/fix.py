@@ -45,7 +45,7 @@ from dslint.lint.isolation import Crashed, run_guarded
 from dslint.lint.notebook import SUFFIX as NOTEBOOK
 from dslint.lint.notebook import NotebookError, NotPythonNotebook
 from dslint.lint.result import FileResult, one_per_place
-from dslint.project.index import ProjectIndex
+from dslint.project.project_index import ProjectIndex
 from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsError, SettingsResolver

@@ -22,7 +22,7 @@ from dslint.fix.write import SourceError, read_text_source
 from dslint.limits import TooLarge, read_capped
 from dslint.lint.files import FileJob
 from dslint.lint.isolation import Crashed, map_guarded
-from dslint.project.index import ConfigReading, ProjectIndex
+from dslint.project.project_index import ConfigReading, ProjectIndex
 from dslint.selection import RuleSelection
 
 

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from dslint.diagnostics import Diagnostic, Location
 from dslint.framework.rule import Rule
-from dslint.project.launch_issues import LaunchIssue
+from dslint.project.project_index import LaunchIssue
 
 
 def lost_options_text(lost: tuple[str, ...]) -> str:

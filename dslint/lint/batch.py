@@ -20,15 +20,13 @@ from typing import TYPE_CHECKING, TypeVar
 from dslint.collector import uncollected
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.limits import NOTEBOOK_FILE_SETTING, Limits, TooLarge, read_capped
-from dslint.lint.activation import certainly_untouched
 from dslint.lint.cache import ResultCache, code_fingerprint, digest
 from dslint.lint.file import NOTEBOOK, lint_file
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.isolation import Crashed, map_guarded
-from dslint.lint.notebook import NotebookError, NotPythonNotebook
 from dslint.lint.result import FileResult
-from dslint.project.index import ConfigReading, ProjectIndex, absolute, build_project_index, launcher_files
-from dslint.project.inputs import recording
+from dslint.project.inputs import absolute, recording
+from dslint.project.project_index import ConfigReading, ProjectIndex, launcher_files
 from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
 
@@ -53,12 +51,16 @@ def index_project(
     (None: one); with two or more, half of the build runs in a forked child beside the other (`beside`)."""
     beside = jobs is not None and jobs > 1
     if cache is None:
+        from dslint.project.index import build_project_index
+
         return build_project_index(files, paths, beside, _touched)
     python = sorted(absolute(f) for f in files if str(f).endswith(".py"))
     key = digest("index", code_fingerprint(), os.getcwd(), tuple(paths), python, launcher_files(paths or ["."]))
     cached = cache.get(key)
     if isinstance(cached, ProjectIndex):
         return cached
+    from dslint.project.index import build_project_index  # the model and the project readers: not on a hit
+
     with recording() as inputs:
         index = build_project_index(files, paths, beside, _touched)
     cache.put(key, index, inputs)
@@ -68,6 +70,8 @@ def index_project(
 def _touched(data: bytes, facts: ProjectFacts | None) -> bool:
     """A script some rule may touch, given the facts the index has for it (`lint_file` settles the others from
     their text alone): the modules whose star imports the index reads."""
+    from dslint.lint.activation import certainly_untouched
+
     return not certainly_untouched(data, facts)
 
 
@@ -119,6 +123,8 @@ def lint_bytes(
     config_reader: ConfigReading | None = None,
 ) -> FileResult | FileFailure | NotAnalysed:
     """Lint `data` as the contents of `path` (a script, a notebook or a config, by its suffix)."""
+    from dslint.lint.notebook import NotebookError, NotPythonNotebook  # imported when a file is linted
+
     try:
         return lint_file(str(path), data, selection, world_size, limits or Limits(), project, config_reader)
     except NotPythonNotebook as error:

@@ -19,7 +19,7 @@ from dslint.framework.driver_rules import ConfigSyntaxError
 from dslint.framework.registry import implementation
 from dslint.lint.result import FileResult, config_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa, scan
-from dslint.project.index import ConfigReading
+from dslint.project.project_index import ConfigReading
 from dslint.project.script_configs import ScriptConfig, script_configs, unreadable_configs
 from dslint.script.context import ScriptContext
 from dslint.script.project_facts import LaunchWorldSize

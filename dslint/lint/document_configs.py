@@ -22,7 +22,7 @@ from dslint.framework.config_rule import ConfigContext
 from dslint.lint.config import run_at_both_ends
 from dslint.lint.result import FileResult, config_rules
 from dslint.project.document_configs import DocumentConfig, config_tree
-from dslint.project.index import ConfigReading
+from dslint.project.project_index import ConfigReading
 from dslint.selection import RuleSelection
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from dslint.diagnostics import Diagnostic, Location
 from dslint.lint.result import FileResult
 from dslint.lint.suppression import apply_noqa
-from dslint.project.launch_issues import LaunchIssue
+from dslint.project.project_index import LaunchIssue
 from dslint.selection import RuleSelection
 
 if TYPE_CHECKING:  # the rules are imported when a launcher has findings to report

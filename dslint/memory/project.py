@@ -18,8 +18,8 @@ from dslint.lint.script import lint_source
 from dslint.memory.forecast import FINDING_CODES, Overrides, forecast
 from dslint.memory.script_scan import scan
 from dslint.project.config_access import load_config_tree
-from dslint.project.index import ConfigReading, ProjectIndex
 from dslint.project.launchers import parse_shell
+from dslint.project.project_index import ConfigReading, ProjectIndex
 from dslint.project.world_size import WorldSize
 from dslint.selection import RuleSelection
 

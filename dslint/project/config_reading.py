@@ -107,7 +107,6 @@ def creates_engine(data: bytes) -> bool:
 # The reader a config is linted for when several read it: initialize first (its findings hold on that path), then
 # a script whose reader is not followed (read as initialize's, but its "auto" is not reported), Lightning, the HF
 # integrations.
-READER_ORDER = ("initialize", "unlinked", "lightning", "trainer")
 
 
 HF_TOKENS = (b"HfArgumentParser", b"TrainingArguments", b"Accelerator(", b"accelerate")

@@ -12,7 +12,7 @@ from dslint.config import facts as config_facts
 from dslint.config.facts import is_auto
 from dslint.config.tree import Object, node_at
 from dslint.project.config_access import load_config_tree
-from dslint.project.index import ProjectIndex
+from dslint.project.project_index import ProjectIndex
 
 
 def _shown(path: str | None) -> str | None:

@@ -15,12 +15,11 @@ import functools
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dslint.beside import Beside
 from dslint.collector import paused
-from dslint.config import facts as config_facts
 from dslint.diagnostics import Related
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.gpu_saves import GpuFile, gpu_loads
@@ -34,7 +33,6 @@ from dslint.project.config_reading import (
     LIGHTNING_CONFIG,
     LIGHTNING_IMPORT,
     PRESUMED_TRAINER_TOKENS,
-    READER_ORDER,
     config_reader_of,
     creates_engine,
     follow_imported_readers,
@@ -46,7 +44,6 @@ from dslint.project.config_reading import (
 )
 from dslint.project.document_configs import (
     DOCUMENT_CONFIG_SUFFIXES,
-    DocumentConfig,
     DocumentLaunch,
     document_configs,
     may_hold_config,
@@ -63,172 +60,28 @@ from dslint.project.inputs import absolute as absolute
 from dslint.project.inputs import exists, find_written, read_input, record, recording, shown_path
 from dslint.project.launch_batches import batch_issues
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
-from dslint.project.launch_issues import LaunchIssue, LaunchSite, launch_issues
+from dslint.project.launch_issues import launch_issues
 from dslint.project.launched_configs import launched_config
 from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, writes_passed_config
 from dslint.project.missing_configs import file_names_under
 from dslint.project.passed_devices import cuda_parameters
+from dslint.project.project_index import SKIPPED_DIRECTORIES, Launch, LaunchSite, ProjectIndex, launcher_files
 from dslint.project.python_launchers import python_launch_text
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
 from dslint.project.written_configs import written_config_issues
 from dslint.script.project_facts import TRAINER_YAML, LaunchedConfig, LaunchWorldSize, ProjectFacts
 
-LAUNCHER_SUFFIXES = (".sh", ".bash", "Makefile", "makefile", ".mk")
-# Read too: launch commands in documents (Markdown and reStructuredText code blocks, a notebook's `!` lines and
-# `%%bash` cells: dslint.project.launch_documents), and YAML files
-# that name a Trainer's DeepSpeed config (`deepspeed: ds_z3.json` in a fine-tuning YAML, even commented out).
-DOCUMENT_SUFFIXES = (*DOCUMENT_LAUNCHER_SUFFIXES, ".yaml", ".yml")
 MAX_LAUNCHER_BYTES = 256 * 1024
 # Commented out too (`#deepspeed: ds_zero_2.json`): the file is meant as the Trainer's config when enabled.
 _YAML_DEEPSPEED = re.compile(r"^\s*#?\s*deepspeed\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
 # An accelerate config's `deepspeed_config_file:` (its DeepSpeedPlugin reads it, filling "auto"), launched or not.
 _YAML_ACCELERATE_FILE = re.compile(r"^\s+deepspeed_config_file\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
-SKIPPED_DIRECTORIES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox"})
-
-
-@dataclass(frozen=True)
-class Launch:
-    """A launch line linked to the files it names (absolute paths, None when not found)."""
-
-    line: LaunchLine
-    script: str | None
-    config: LaunchedConfig
-    accelerate: AccelerateConfig | None = None
-
-    @property
-    def world(self) -> WorldSize:
-        """The ranks the launch starts, as the index read them once (`world_size.py`)."""
-        return WorldSize(self.config.ranks, self.config.ranks_per_node, self.config.world_source)
-
-
-@dataclass(frozen=True)
-class ConfigReading:
-    """What the index knows about who reads a config file, for that file's own lint."""
-
-    reader: str  # "initialize", "unlinked", "lightning" or "trainer" (see ProjectIndex.config_reader)
-    # A launcher or a script names the file: a DeepSpeed config whatever its name. False: the reader is presumed
-    # (a project whose only DeepSpeed readers are the Hugging Face integrations), for files recognised as configs.
-    named: bool = True
-    # Top-level keys that every script handing the file to deepspeed.initialize replaces in code first.
-    replaced: frozenset[str] = frozenset()
-    # The world sizes of the launches passing the file, where the launcher says (DSL407 checks each).
-    world_sizes: tuple[LaunchWorldSize, ...] = ()
-    # Where a launched script's option reaches initialize in a module the script imports (the script itself
-    # does not use it): `follow_imported_readers`.
-    read_in: tuple[Related, ...] = ()
-    # Where launches hand the file to its reader, when that is the HF integrations or Lightning (strict json.load).
-    reader_sites: tuple[Related, ...] = ()
-
-    @property
-    def origin(self) -> config_facts.Origin:
-        """The reader as the config rules know it."""
-        return config_facts.Origin.of_reader(self.reader)
-
-
-@dataclass
-class ProjectIndex:
-    root_paths: tuple[str, ...]
-    launches: list[Launch] = field(default_factory=list)
-    files: dict[str, ProjectFacts] = field(default_factory=dict)  # absolute path -> its facts
-    # Who reads each launched config: "trainer" (the HF Trainer or accelerate, which fill "auto"),
-    # "lightning" (Lightning's DeepSpeedStrategy, which fills the micro-batch size), "initialize"
-    # (deepspeed.initialize in the script) or "unlinked" (a script whose use of the option is not followed).
-    config_readers: dict[str, set[str]] = field(default_factory=dict)
-    # Every deepspeed.initialize the index followed: (path, line, function holding it)
-    problems: list[str] = field(default_factory=list)
-    initialize_sites: list[tuple[str, int, str]] = field(default_factory=list)
-    # Per launched config, for each launch that gives it to a script calling initialize: the top-level keys
-    # the script replaces in the loaded dict before initialize (`config_readers.replaced_keys`).
-    config_replaced: dict[str, list[frozenset[str]]] = field(default_factory=dict)
-    # Per launched config, the world size of each launch passing it whose launcher says how many ranks it starts.
-    config_world_sizes: dict[str, list[LaunchWorldSize]] = field(default_factory=dict)
-    # Per launched config, where a module imported by the launched script loads it and hands it to initialize,
-    # when the script itself does not use the option (`follow_imported_readers`).
-    config_read_in: dict[str, list[Related]] = field(default_factory=dict)
-    # Per launched config, where a launch hands it to the Hugging Face integrations or Lightning (the option).
-    config_reader_sites: dict[str, list[Related]] = field(default_factory=dict)
-    # "trainer" when no file of the project creates an engine (no deepspeed.initialize, no Lightning strategy)
-    # and its scripts use the Hugging Face integrations, or no code of a checked folder touches DeepSpeed at all;
-    # "lightning" when its only way to DeepSpeed is Lightning's DeepSpeedStrategy given a config dslint does not
-    # follow (no initialize, no Hugging Face reader): the reader of a config nothing names.
-    presumed_reader: str | None = None
-    # Mistakes of the launch commands themselves, by launcher (absolute): `launch_issues.LaunchIssue`.
-    launch_issues: dict[str, list[LaunchIssue]] = field(default_factory=dict)
-    # DeepSpeed configs written out in documents' code blocks, by document (absolute): `document_configs.py`.
-    document_configs: dict[str, list[DocumentConfig]] = field(default_factory=dict)
-    sites: list[LaunchSite] = field(default_factory=list, repr=False, compare=False)
-
-    def config_reader(self, path: str | Path) -> str | None:
-        """ "trainer" when only the Hugging Face Trainer or accelerate read this config, "initialize" when
-        deepspeed.initialize does, "unlinked" when a launcher hands it to a script whose reader is not followed
-        (and initialize reads it nowhere), "lightning" when Lightning's DeepSpeedStrategy does (and neither of
-        those), None when nothing names it."""
-        readers = self.config_readers.get(absolute(path))
-        if not readers:
-            return None
-        return next(reader for reader in READER_ORDER if reader in readers)
-
-    def config_reading(self, path: str | Path) -> ConfigReading | None:
-        """Who reads the config file `path`, and what the readers change in it; None when nothing is known."""
-        reader = self.config_reader(path)
-        worlds = tuple(self.config_world_sizes.get(absolute(path), ()))
-        if reader is None and worlds:  # a launched script picks the file in its code (`chosen_configs.py`)
-            return ConfigReading(self.presumed_reader or "unlinked", world_sizes=worlds)
-        if reader is None:
-            return ConfigReading(self.presumed_reader, named=False) if self.presumed_reader is not None else None
-        replaced = self.config_replaced.get(absolute(path), [])
-        keys = functools.reduce(frozenset.intersection, replaced) if reader == "initialize" and replaced else None
-        read_in = tuple(self.config_read_in.get(absolute(path), ())) if reader == "initialize" else ()
-        sites = tuple(self.config_reader_sites.get(absolute(path), ())) if reader in ("trainer", "lightning") else ()
-        return ConfigReading(
-            reader, replaced=keys or frozenset(), world_sizes=worlds, read_in=read_in, reader_sites=sites
-        )
-
-    def document_reading(self, config: DocumentConfig) -> ConfigReading | None:
-        """Who reads a config written out in a document: the readers of the document's launches passing it; else
-        the reader the project presumes for a config nothing names; None when unknown (as for such a file)."""
-        if config.readers:
-            reader = next(reader for reader in READER_ORDER if reader in config.readers)
-            return ConfigReading(reader, world_sizes=config.world_sizes)
-        return ConfigReading(self.presumed_reader, named=False) if self.presumed_reader is not None else None
-
-    def facts_for(self, path: str | Path) -> ProjectFacts | None:
-        return self.files.get(absolute(path))
-
-    def launched_configs(self) -> list[str]:
-        """The config files launchers pass (absolute): DeepSpeed configs whatever their names."""
-        seen = dict.fromkeys(launch.config.config_path for launch in self.launches if launch.config.config_path)
-        return [path for path in seen if path is not None]
 
 
 # a module launch's flag (`python -m pkg.train`, `deepspeed --module pkg.train`), as a word: at the start or after
 # white space (the look-behind, past the `-`), before white space. The literal `-` leads so that `re` skips to each
 # `-` instead of trying the pattern at every byte (as `(?:^|\s)(?:-m|--module)\s` did: found in the same texts)
 _MODULE_FLAG = re.compile(rb"-(?<!\S-)(?:m|-module)\s")
-
-
-def _walk_launchers(roots: Sequence[str]) -> list[str]:
-    found: list[str] = []
-    for root in roots:
-        if os.path.isfile(root):
-            if root.endswith(LAUNCHER_SUFFIXES):
-                found.append(root)
-            continue
-        for directory, subdirectories, names in os.walk(root):
-            subdirectories[:] = sorted(
-                d for d in subdirectories if d not in SKIPPED_DIRECTORIES and not d.startswith(".")
-            )
-            found.extend(
-                os.path.join(directory, n)
-                for n in sorted(names)
-                if n.endswith(LAUNCHER_SUFFIXES) or n.endswith(DOCUMENT_SUFFIXES)
-            )
-    return found
-
-
-def launcher_files(paths: Sequence[str]) -> list[str]:
-    """The launchers and documents the index reads under `paths` (the result cache keys the index on them)."""
-    return _walk_launchers(paths)
 
 
 def build_project_index(
@@ -439,7 +292,7 @@ def _read_launchers(
     launched_from: dict[str, set[str]] = {}
     for path in python_files:
         by_name.setdefault(os.path.basename(path), []).append(path)
-    for launcher in [*_walk_launchers(paths), *(p for p in python_files if p.endswith(".py"))]:
+    for launcher in [*launcher_files(paths), *(p for p in python_files if p.endswith(".py"))]:
         try:  # a notebook carries its outputs (images...): only its size limit as a file applies
             if os.path.getsize(launcher) > MAX_LAUNCHER_BYTES and not launcher.endswith(".ipynb"):
                 continue  # a data file or a generated document, not a launcher

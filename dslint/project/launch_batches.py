@@ -22,7 +22,7 @@ from dslint.config.yaml_config import YAML_CONFIG_SUFFIXES, read_yaml_config
 from dslint.diagnostics import Location, Related
 from dslint.project.config_access import NotRead, load_config_tree
 from dslint.project.inputs import absolute, read_input, shown_path
-from dslint.project.launch_issues import LaunchIssue
+from dslint.project.project_index import LaunchIssue
 from dslint.script.project_facts import LaunchWorldSize
 
 BATCH_KEYS = frozenset({"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"})

@@ -48,7 +48,6 @@ import ast
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from dslint.diagnostics import Related
@@ -58,6 +57,7 @@ from dslint.project.inputs import absolute, exists, find_written, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment
 from dslint.project.missing_configs import beside, missing_config, missing_in_yaml, writes
+from dslint.project.project_index import LaunchIssue, LaunchSite
 from dslint.project.script_parser import refusing_parse, switch_only_parse
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.trainer_without_config import configless_trainer
@@ -82,39 +82,6 @@ COMMAND_LINE_TOKENS = (
     b"from_cli",
     b"Parser",
 )
-
-
-@dataclass(frozen=True)
-class LaunchIssue:
-    """One mistake of a launch command, positioned in its launcher."""
-
-    kind: str  # "cut" | "unjoined" | "missing_config" | "unread_config" | "refused_options" | ...
-    line: int
-    column: int
-    end_column: int
-    detail: str  # cut: the script; missing_config: the path as written; unread_config: the script as written;
-    # refused_options: the runner's error message
-    options: tuple[str, ...] = ()  # cut: the options lost; unread_config: the options the script never reads;
-    # refused_options: the two options (or the variable and the option) refused together, as written
-    related: tuple[Related, ...] = ()
-    # missing_config: the project's files of that name elsewhere (shown paths), when the written path has a
-    # folder that leads nowhere (`configs/ds.json` where only `config/ds.json` exists)
-    elsewhere: tuple[str, ...] = ()
-    cause: str = ""  # unjoined: `space` (a space after the last backslash) or `newline` (no backslash)
-
-
-@dataclass(frozen=True)
-class LaunchSite:
-    """What the issues need of one launch: its line, the script and config found (absolute, or None)."""
-
-    line: LaunchLine
-    script: str | None
-    config_option: str | None  # the option naming a DeepSpeed config file, when literal
-    config_path: str | None
-    launch: Related
-    # a YAML file the launch passes whose `deepspeed:` key names the config (`TRAINER_YAML`), when that config is
-    # not found: the YAML (absolute) and the line of the key
-    config_yaml: tuple[str, int] | None = None
 
 
 def launch_issues(

@@ -21,8 +21,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from dslint.project.launch_issues import LaunchIssue
 from dslint.project.launchers import CONFIG_OPTIONS, LaunchLine, strip_comment
+from dslint.project.project_index import LaunchIssue
 
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_][A-Za-z0-9_]*)=(\S*)\s*$")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)|\$\(|`")

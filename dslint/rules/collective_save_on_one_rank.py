@@ -127,26 +127,6 @@ class CollectiveSaveOnOneRank(ScriptRule):
         """,
     )
     valid = (
-        # The method saving the engine's checkpoint runs on every rank; rank 0 only logs.
-        Valid(
-            """
-            import deepspeed
-            class Trainer:
-                def __init__(self, model, local_rank):
-                    self.local_rank = local_rank
-                    self.engine, *_ = deepspeed.initialize(model=model, config={"train_batch_size": 8})
-                def save(self, tag):
-                    self.engine.save_checkpoint("out", tag)
-                    if self.local_rank == 0:
-                        print("saved", tag)
-                def train(self, loader):
-                    self.save("last")
-                    if self.local_rank == 0:
-                        self.report()
-                def report(self):
-                    print(self.engine.global_steps)
-            """
-        ),
         # The project starts the script as one process only: rank 0 is every rank.
         Valid(
             """
@@ -296,26 +276,6 @@ class CollectiveSaveOnOneRank(ScriptRule):
         ),
     )
     invalid = (
-        # A method of the class whose attribute holds the engine saves it; called on rank 0 only: reported at the
-        # call (the method's name is the engine's own save's).
-        Invalid(
-            """
-            import deepspeed
-            class Trainer:
-                def __init__(self, model, local_rank):
-                    self.local_rank = local_rank
-                    self.engine, *_ = deepspeed.initialize(model=model, config={"train_batch_size": 8})
-                def save_checkpoint(self, tag):
-                    self.engine.save_checkpoint("out", tag)
-                def train(self, loader):
-                    for step, batch in enumerate(loader):
-                        self.engine.backward(self.engine(batch))
-                        self.engine.step()
-                    if self.local_rank == 0:
-                        self.save_checkpoint(f"step{step}")
-            """,
-            lines=(14,),
-        ),
         # The other local ranks go on to the next batch before the save: the rest of the loop is rank 0's.
         Invalid(
             """

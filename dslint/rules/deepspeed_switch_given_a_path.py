@@ -5,7 +5,7 @@ from __future__ import annotations
 from dslint.diagnostics import Severity
 from dslint.framework.launch_rule import LaunchRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
-from dslint.project.launch_issues import LaunchIssue
+from dslint.project.project_index import LaunchIssue
 from dslint.rules.local_rank_refused import ACCEPTS_LOCAL_RANK, files_of
 
 # a strict parser whose --deepspeed comes from add_config_arguments only (DSL434's script that accepts --local_rank)

@@ -11,7 +11,7 @@ from dslint.diagnostics import Related, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.launch_rule import LaunchRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
-from dslint.project.launch_issues import LaunchIssue
+from dslint.project.project_index import LaunchIssue
 
 # A launch case's project: a script handing its --deepspeed_config to initialize, and a config right on one GPU.
 _PROJECT = (

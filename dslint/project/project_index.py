@@ -1,0 +1,212 @@
+"""What the project index knows, as data: the index itself (`ProjectIndex`), its launches, who reads each config
+(`ConfigReading`) and the mistakes of launch commands (`LaunchIssue`, from the `LaunchSite`s they are read at).
+
+Building the index (`dslint.project.index`) reads the project with the whole program model; this module holds only
+the types it fills, and imports little: a warm run decodes a cached index into these classes (`dslint.lint.cache`
+imports each class's module) without importing the model, the rules or libcst.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dslint.diagnostics import Related
+from dslint.project.accelerate_yaml import AccelerateConfig
+from dslint.project.document_configs import DocumentConfig
+from dslint.project.inputs import absolute
+from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
+from dslint.project.launchers import LaunchLine
+from dslint.project.world_size import WorldSize
+from dslint.script.project_facts import LaunchedConfig, LaunchWorldSize, ProjectFacts
+
+if TYPE_CHECKING:
+    from dslint.config import facts as config_facts
+
+LAUNCHER_SUFFIXES = (".sh", ".bash", "Makefile", "makefile", ".mk")
+# Read too: launch commands in documents (Markdown and reStructuredText code blocks, a notebook's `!` lines and
+# `%%bash` cells: dslint.project.launch_documents), and YAML files
+# that name a Trainer's DeepSpeed config (`deepspeed: ds_z3.json` in a fine-tuning YAML, even commented out).
+DOCUMENT_SUFFIXES = (*DOCUMENT_LAUNCHER_SUFFIXES, ".yaml", ".yml")
+SKIPPED_DIRECTORIES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox"})
+
+# The readers of a config, strongest first: the one that decides what a config's findings say.
+READER_ORDER = ("initialize", "unlinked", "lightning", "trainer")
+
+
+@dataclass(frozen=True)
+class LaunchIssue:
+    """One mistake of a launch command, positioned in its launcher."""
+
+    kind: str  # "cut" | "unjoined" | "missing_config" | "unread_config" | "refused_options" | ...
+    line: int
+    column: int
+    end_column: int
+    detail: str  # cut: the script; missing_config: the path as written; unread_config: the script as written;
+    # refused_options: the runner's error message
+    options: tuple[str, ...] = ()  # cut: the options lost; unread_config: the options the script never reads;
+    # refused_options: the two options (or the variable and the option) refused together, as written
+    related: tuple[Related, ...] = ()
+    # missing_config: the project's files of that name elsewhere (shown paths), when the written path has a
+    # folder that leads nowhere (`configs/ds.json` where only `config/ds.json` exists)
+    elsewhere: tuple[str, ...] = ()
+    cause: str = ""  # unjoined: `space` (a space after the last backslash) or `newline` (no backslash)
+
+
+@dataclass(frozen=True)
+class LaunchSite:
+    """What the issues need of one launch: its line, the script and config found (absolute, or None)."""
+
+    line: LaunchLine
+    script: str | None
+    config_option: str | None  # the option naming a DeepSpeed config file, when literal
+    config_path: str | None
+    launch: Related
+    # a YAML file the launch passes whose `deepspeed:` key names the config (`TRAINER_YAML`), when that config is
+    # not found: the YAML (absolute) and the line of the key
+    config_yaml: tuple[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A launch line linked to the files it names (absolute paths, None when not found)."""
+
+    line: LaunchLine
+    script: str | None
+    config: LaunchedConfig
+    accelerate: AccelerateConfig | None = None
+
+    @property
+    def world(self) -> WorldSize:
+        """The ranks the launch starts, as the index read them once (`world_size.py`)."""
+        return WorldSize(self.config.ranks, self.config.ranks_per_node, self.config.world_source)
+
+
+@dataclass(frozen=True)
+class ConfigReading:
+    """What the index knows about who reads a config file, for that file's own lint."""
+
+    reader: str  # "initialize", "unlinked", "lightning" or "trainer" (see ProjectIndex.config_reader)
+    # A launcher or a script names the file: a DeepSpeed config whatever its name. False: the reader is presumed
+    # (a project whose only DeepSpeed readers are the Hugging Face integrations), for files recognised as configs.
+    named: bool = True
+    # Top-level keys that every script handing the file to deepspeed.initialize replaces in code first.
+    replaced: frozenset[str] = frozenset()
+    # The world sizes of the launches passing the file, where the launcher says (DSL407 checks each).
+    world_sizes: tuple[LaunchWorldSize, ...] = ()
+    # Where a launched script's option reaches initialize in a module the script imports (the script itself
+    # does not use it): `follow_imported_readers`.
+    read_in: tuple[Related, ...] = ()
+    # Where launches hand the file to its reader, when that is the HF integrations or Lightning (strict json.load).
+    reader_sites: tuple[Related, ...] = ()
+
+    @property
+    def origin(self) -> config_facts.Origin:
+        """The reader as the config rules know it."""
+        from dslint.config import facts as config_facts  # the config rules' module: only when a config is linted
+
+        return config_facts.Origin.of_reader(self.reader)
+
+
+@dataclass
+class ProjectIndex:
+    root_paths: tuple[str, ...]
+    launches: list[Launch] = field(default_factory=list)
+    files: dict[str, ProjectFacts] = field(default_factory=dict)  # absolute path -> its facts
+    # Who reads each launched config: "trainer" (the HF Trainer or accelerate, which fill "auto"),
+    # "lightning" (Lightning's DeepSpeedStrategy, which fills the micro-batch size), "initialize"
+    # (deepspeed.initialize in the script) or "unlinked" (a script whose use of the option is not followed).
+    config_readers: dict[str, set[str]] = field(default_factory=dict)
+    # Every deepspeed.initialize the index followed: (path, line, function holding it)
+    problems: list[str] = field(default_factory=list)
+    initialize_sites: list[tuple[str, int, str]] = field(default_factory=list)
+    # Per launched config, for each launch that gives it to a script calling initialize: the top-level keys
+    # the script replaces in the loaded dict before initialize (`config_readers.replaced_keys`).
+    config_replaced: dict[str, list[frozenset[str]]] = field(default_factory=dict)
+    # Per launched config, the world size of each launch passing it whose launcher says how many ranks it starts.
+    config_world_sizes: dict[str, list[LaunchWorldSize]] = field(default_factory=dict)
+    # Per launched config, where a module imported by the launched script loads it and hands it to initialize,
+    # when the script itself does not use the option (`follow_imported_readers`).
+    config_read_in: dict[str, list[Related]] = field(default_factory=dict)
+    # Per launched config, where a launch hands it to the Hugging Face integrations or Lightning (the option).
+    config_reader_sites: dict[str, list[Related]] = field(default_factory=dict)
+    # "trainer" when no file of the project creates an engine (no deepspeed.initialize, no Lightning strategy)
+    # and its scripts use the Hugging Face integrations, or no code of a checked folder touches DeepSpeed at all;
+    # "lightning" when its only way to DeepSpeed is Lightning's DeepSpeedStrategy given a config dslint does not
+    # follow (no initialize, no Hugging Face reader): the reader of a config nothing names.
+    presumed_reader: str | None = None
+    # Mistakes of the launch commands themselves, by launcher (absolute): `launch_issues.LaunchIssue`.
+    launch_issues: dict[str, list[LaunchIssue]] = field(default_factory=dict)
+    # DeepSpeed configs written out in documents' code blocks, by document (absolute): `document_configs.py`.
+    document_configs: dict[str, list[DocumentConfig]] = field(default_factory=dict)
+    sites: list[LaunchSite] = field(default_factory=list, repr=False, compare=False)
+
+    def config_reader(self, path: str | Path) -> str | None:
+        """ "trainer" when only the Hugging Face Trainer or accelerate read this config, "initialize" when
+        deepspeed.initialize does, "unlinked" when a launcher hands it to a script whose reader is not followed
+        (and initialize reads it nowhere), "lightning" when Lightning's DeepSpeedStrategy does (and neither of
+        those), None when nothing names it."""
+        readers = self.config_readers.get(absolute(path))
+        if not readers:
+            return None
+        return next(reader for reader in READER_ORDER if reader in readers)
+
+    def config_reading(self, path: str | Path) -> ConfigReading | None:
+        """Who reads the config file `path`, and what the readers change in it; None when nothing is known."""
+        reader = self.config_reader(path)
+        worlds = tuple(self.config_world_sizes.get(absolute(path), ()))
+        if reader is None and worlds:  # a launched script picks the file in its code (`chosen_configs.py`)
+            return ConfigReading(self.presumed_reader or "unlinked", world_sizes=worlds)
+        if reader is None:
+            return ConfigReading(self.presumed_reader, named=False) if self.presumed_reader is not None else None
+        replaced = self.config_replaced.get(absolute(path), [])
+        keys = functools.reduce(frozenset.intersection, replaced) if reader == "initialize" and replaced else None
+        read_in = tuple(self.config_read_in.get(absolute(path), ())) if reader == "initialize" else ()
+        sites = tuple(self.config_reader_sites.get(absolute(path), ())) if reader in ("trainer", "lightning") else ()
+        return ConfigReading(
+            reader, replaced=keys or frozenset(), world_sizes=worlds, read_in=read_in, reader_sites=sites
+        )
+
+    def document_reading(self, config: DocumentConfig) -> ConfigReading | None:
+        """Who reads a config written out in a document: the readers of the document's launches passing it; else
+        the reader the project presumes for a config nothing names; None when unknown (as for such a file)."""
+        if config.readers:
+            reader = next(reader for reader in READER_ORDER if reader in config.readers)
+            return ConfigReading(reader, world_sizes=config.world_sizes)
+        return ConfigReading(self.presumed_reader, named=False) if self.presumed_reader is not None else None
+
+    def facts_for(self, path: str | Path) -> ProjectFacts | None:
+        return self.files.get(absolute(path))
+
+    def launched_configs(self) -> list[str]:
+        """The config files launchers pass (absolute): DeepSpeed configs whatever their names."""
+        seen = dict.fromkeys(launch.config.config_path for launch in self.launches if launch.config.config_path)
+        return [path for path in seen if path is not None]
+
+
+def _walk_launchers(roots: Sequence[str]) -> list[str]:
+    found: list[str] = []
+    for root in roots:
+        if os.path.isfile(root):
+            if root.endswith(LAUNCHER_SUFFIXES):
+                found.append(root)
+            continue
+        for directory, subdirectories, names in os.walk(root):
+            subdirectories[:] = sorted(
+                d for d in subdirectories if d not in SKIPPED_DIRECTORIES and not d.startswith(".")
+            )
+            found.extend(
+                os.path.join(directory, n)
+                for n in sorted(names)
+                if n.endswith(LAUNCHER_SUFFIXES) or n.endswith(DOCUMENT_SUFFIXES)
+            )
+    return found
+
+
+def launcher_files(paths: Sequence[str]) -> list[str]:
+    """The launchers and documents the index reads under `paths` (the result cache keys the index on them)."""
+    return _walk_launchers(paths)
