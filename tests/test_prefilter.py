@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from property_profiles import examples
 
 from dslint.framework.registry import all_rules
-from dslint.lint.file import certainly_untouched
+from dslint.lint.activation import certainly_untouched
 from dslint.lint.prefilter import has_token_set, has_tokens, may_create_engine, may_create_inference_engine
 from dslint.lint.script import lint_source
 from dslint.script.collect import collect_facts
