@@ -130,12 +130,15 @@ class Settings:
         root = self._resolved_root
         if root is None:
             return None
-        name = path.name
-        if name not in ("", ".", "..") and not os.path.islink(path):
-            # a walk asks about every file of a folder: the folder's own relative path is worked out once
-            folder = self._relative_folders.get(path.parent, False)
+        text = str(path)
+        name = os.path.basename(text)
+        if name not in ("", ".", "..") and not os.path.islink(text):
+            # a walk asks about every file of a folder: the folder's own relative path is worked out once, and
+            # found again by the folder's text (`Path("x").parent` is ".", whose text is "" here)
+            parent = os.path.dirname(text)
+            folder = self._relative_folders.get(parent, False)
             if folder is False:
-                folder = self._relative_folders[path.parent] = self._relative_to_root(path.parent, root)
+                folder = self._relative_folders[parent] = self._relative_to_root(path.parent, root)
             if folder is not None:
                 return name if folder == "." else f"{folder}/{name}"
         return self._relative_to_root(path, root)
@@ -147,7 +150,7 @@ class Settings:
             return None
 
     @functools.cached_property
-    def _relative_folders(self) -> dict[Path, str | None]:
+    def _relative_folders(self) -> dict[str, str | None]:
         return {}
 
     def _resolve(self, path: Path) -> Path:
@@ -412,19 +415,23 @@ class SettingsResolver:
             fixed = read_pyproject(self.overrides.config_file)
             self._fixed = fixed if fixed is not None else ProjectConfig(path=self.overrides.config_file)
         self._by_directory: dict[Path, Settings] = {}
+        self._by_text: dict[str, Settings] = {}  # an absolute path's text (a file or a folder) -> its settings
         # Memos for the walk: the pyproject that governs each directory, each directory's project root, and one
         # Settings per (pyproject, root, pins root), shared by every directory under it.
         self._pyprojects: dict[Path, ProjectConfig | None] = {}
         self._shared: dict[tuple[int, Path, Path | None], Settings] = {}
         self._pins = PinFinder()
 
-    def for_path(self, path: Path) -> Settings:
-        # a folder asked about again is known without asking the file system whether it is one
-        cached = self._by_directory.get(Path(os.path.abspath(path)))
-        if cached is not None:
-            return cached
-        directory = path if path.is_dir() else path.parent
-        directory = Path(os.path.abspath(directory))
+    def for_path(self, path: Path | str) -> Settings:
+        # a path asked about again (a walk asks for each file and each folder) is known by its text, without
+        # asking the file system whether it is a folder
+        text = os.path.abspath(path)
+        cached = self._by_text.get(text)
+        if cached is None:
+            cached = self._by_text[text] = self._for_directory(Path(text) if os.path.isdir(text) else Path(text).parent)
+        return cached
+
+    def _for_directory(self, directory: Path) -> Settings:
         cached = self._by_directory.get(directory)
         if cached is not None:
             return cached
@@ -485,4 +492,6 @@ class SettingsResolver:
         return found
 
     def excluded(self, path: Path) -> bool:
-        return self.for_path(path.parent if path.parent != path else path).is_excluded(path)
+        text = str(path)
+        folder = os.path.dirname(text) or "."  # `Path("train.py").parent` is "."; the root is its own parent
+        return self.for_path(folder).is_excluded(path)
