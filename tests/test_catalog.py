@@ -8,7 +8,8 @@ import textwrap
 import pytest
 
 from dslint.diagnostics import Related
-from dslint.framework.catalog import CODES, SCRIPT_NEEDS
+from dslint.framework.catalog import CODES, LAUNCH_RULE_MODULES, SCRIPT_NEEDS
+from dslint.framework.launch_rule import LaunchRule
 from dslint.framework.registry import all_rules
 from dslint.framework.rule import Invalid, ScriptRule
 from dslint.lint.activation import certainly_untouched
@@ -24,6 +25,12 @@ def test_the_catalog_lists_every_rule_code() -> None:
 def test_the_catalog_has_each_script_rules_needs() -> None:
     needs = {r.code: r.needs() for r in all_rules() if issubclass(r, ScriptRule)}
     assert needs == SCRIPT_NEEDS, f"update dslint/framework/catalog.py: SCRIPT_NEEDS = {needs!r}"
+
+
+def test_the_catalog_names_each_launch_rules_module() -> None:
+    """A run's launch findings import only the modules the catalog names for the launch rules."""
+    modules = {r.code: r.__module__.rpartition(".")[2] for r in all_rules() if issubclass(r, LaunchRule)}
+    assert modules == LAUNCH_RULE_MODULES, f"update dslint/framework/catalog.py: LAUNCH_RULE_MODULES = {modules!r}"
 
 
 def test_every_script_rule_needs_some_token() -> None:

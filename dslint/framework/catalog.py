@@ -356,6 +356,22 @@ SCRIPT_NEEDS: dict[str, Needs] = {
 }
 
 
+# Launch rules -> their module under dslint/rules/: a run's launch findings import only these (the registry imports
+# every rule module, and libcst with them).
+LAUNCH_RULE_MODULES: dict[str, str] = {
+    "DSL407": "unsatisfiable_batch_size",
+    "DSL422": "launch_command_cut_by_comment",
+    "DSL423": "launched_config_not_found",
+    "DSL424": "launched_config_never_read",
+    "DSL427": "launcher_options_refused_together",
+    "DSL430": "interpreter_given_to_deepspeed",
+    "DSL434": "local_rank_refused",
+    "DSL438": "launch_continuation_broken",
+    "DSL442": "deepspeed_launch_without_trainer_config",
+    "DSL443": "deepspeed_switch_given_a_path",
+    "DSL444": "launched_script_not_found",
+}
+
 # -- the rule lifecycle -------------------------------------------------------------------------------------------
 #
 # As ruff's: a rule is `stable` unless listed here. A `preview` rule runs only under `preview = true` (or

@@ -115,7 +115,20 @@ def _written_config_findings(path: str, issues: Sequence[LaunchIssue], selection
 
 @functools.lru_cache(maxsize=64)
 def _launch_rules(selection: RuleSelection) -> tuple[type[LaunchRule], ...]:
-    from dslint.framework.launch_rule import LaunchRule
-    from dslint.framework.registry import all_rules
+    """The enabled launch rules, importing only their modules (`catalog.LAUNCH_RULE_MODULES`)."""
+    import importlib
 
-    return tuple(r for r in all_rules() if issubclass(r, LaunchRule) and selection.enabled(r.code))
+    from dslint.framework.catalog import LAUNCH_RULE_MODULES
+    from dslint.framework.launch_rule import LaunchRule
+
+    found: list[type[LaunchRule]] = []
+    for code, name in LAUNCH_RULE_MODULES.items():
+        if not selection.enabled(code):
+            continue
+        module = importlib.import_module(f"dslint.rules.{name}")
+        found.extend(
+            value
+            for value in vars(module).values()
+            if isinstance(value, type) and issubclass(value, LaunchRule) and vars(value).get("code") == code
+        )
+    return tuple(found)
