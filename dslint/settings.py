@@ -416,6 +416,7 @@ class SettingsResolver:
             self._fixed = fixed if fixed is not None else ProjectConfig(path=self.overrides.config_file)
         self._by_directory: dict[Path, Settings] = {}
         self._by_text: dict[str, Settings] = {}  # an absolute path's text (a file or a folder) -> its settings
+        self._resolved_folders: dict[Path, Path] = {}
         # Memos for the walk: the pyproject that governs each directory, each directory's project root, and one
         # Settings per (pyproject, root, pins root), shared by every directory under it.
         self._pyprojects: dict[Path, ProjectConfig | None] = {}
@@ -470,9 +471,21 @@ class SettingsResolver:
     def _default(self) -> ProjectConfig:
         return ProjectConfig()
 
+    def _resolved(self, directory: Path) -> Path:
+        """`directory.resolve()` for an absolute folder, from its parent's (one `lstat` a folder, not one a part)."""
+        found = self._resolved_folders.get(directory)
+        if found is None:
+            parent = directory.parent
+            if parent == directory or os.path.islink(directory):
+                found = directory.resolve()
+            else:
+                found = self._resolved(parent) / directory.name
+            self._resolved_folders[directory] = found
+        return found
+
     def _find_pyproject(self, directory: Path) -> ProjectConfig | None:
         """`find_pyproject`, remembering the answer for every directory on the way up."""
-        start = directory.resolve()
+        start = self._resolved(directory)
         if not start.is_dir():
             start = start.parent
         passed: list[Path] = []

@@ -170,16 +170,17 @@ def _walk(
     stack: list[tuple[Path, list[IgnoreFile]]] = [(root, inherited)]
     while stack:
         directory, ignore_files = stack.pop()
-        own = IgnoreFile.read(directory)
-        if own is not None:
-            found.warnings.extend(own.problems)
-        active = [*ignore_files, own] if own is not None else ignore_files
         try:
             with os.scandir(directory) as scan:
                 entries = sorted(scan, key=lambda e: e.name)
         except OSError as error:
             found.errors.append(f"{directory}: cannot read directory: {error.strerror or error}")
             continue
+        # the folder's own .gitignore, read only where its listing holds one (no failed open per folder)
+        own = IgnoreFile.read(directory) if any(entry.name == ".gitignore" for entry in entries) else None
+        if own is not None:
+            found.warnings.extend(own.problems)
+        active = [*ignore_files, own] if own is not None else ignore_files
         subdirectories: list[Path] = []
         for entry in entries:
             path = Path(entry.path)
