@@ -432,6 +432,11 @@ class SettingsResolver:
             cached = self._by_text[text] = self._for_directory(Path(text) if os.path.isdir(text) else Path(text).parent)
         return cached
 
+    def for_file(self, path: Path) -> Settings:
+        """`for_path` of a path known to be a file (a walk's): its folder's settings, without asking whether it is
+        a folder."""
+        return self.for_path(os.path.dirname(os.path.abspath(path)))
+
     def _for_directory(self, directory: Path) -> Settings:
         cached = self._by_directory.get(directory)
         if cached is not None:

@@ -23,7 +23,6 @@ from dslint.limits import NOTEBOOK_FILE_SETTING, Limits, TooLarge, read_capped
 from dslint.lint.cache import ResultCache, code_fingerprint, digest
 from dslint.lint.file import NOTEBOOK, lint_file
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
-from dslint.lint.isolation import Crashed, map_guarded
 from dslint.lint.result import FileResult
 from dslint.project.inputs import absolute, recording
 from dslint.project.project_index import ConfigReading, ProjectIndex, launcher_files
@@ -296,6 +295,8 @@ def _run(
     """`function` over `work`, in `jobs` worker processes when there is enough work; a worker that dies is
     retried alone per item (`_isolated`), and `crashed(item, why)` is the result of an item that kills it."""
     if jobs <= 1 or len(work) < PARALLEL_THRESHOLD:  # one forked child: a parser crash is one file's error
+        from dslint.lint.isolation import Crashed, map_guarded  # multiprocessing: when there is work at all
+
         guarded = map_guarded(function, work, progress)
         return [crashed(item, r.why) if isinstance(r, Crashed) else r for item, r in zip(work, guarded, strict=True)]
     from concurrent.futures import ProcessPoolExecutor  # imported when there is work for workers

@@ -48,7 +48,7 @@ def files_to_check(
         warnings.extend(discovery.warnings)
     jobs = []
     for path in discovery.files:
-        settings = resolver.for_path(path)
+        settings = resolver.for_file(path)  # a file the walk found, or one named on the command line
         jobs.append(FileJob(path, settings, settings.selection_for(path)))
     return jobs, list(discovery.errors)
 
