@@ -17,6 +17,7 @@ import functools
 import os
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from dslint.model.summary import SummaryStore, own_nodes
 from dslint.project.inputs import is_file
@@ -249,19 +250,65 @@ def _replaced_in(parsed: _Parsed, opened: Callable[[ast.expr], bool], by_literal
     found: dict[str, set[str]] = {}
     tree, scoped = parsed
     helpers = _loader_helpers(tree)
-    for nodes in scoped:
+    for scope, nodes in zip(scopes(tree), scoped, strict=True):
         for name, (line, path) in _loaded_names(nodes, opened, helpers).items():
             given = _given_to_initialize(nodes, name)
             if given is None:
                 continue
-            keys: set[str] = set()
-            for node in nodes:
-                if getattr(node, "lineno", 0) <= line or getattr(node, "lineno", given) >= given:
-                    continue
-                keys.update(_written_paths(node, name))
+            keys = _always_written(getattr(scope, "body", []), _Between(name, line, given))
             label = path if by_literal else f"{line}"
             found[label] = keys if label not in found else found[label] & keys
     return found
+
+
+@dataclass(frozen=True)
+class _Between:
+    """The dict `name`, loaded at line `loaded` and handed to initialize at line `given`."""
+
+    name: str
+    loaded: int
+    given: int
+
+
+def _always_written(statements: Sequence[ast.stmt], between: _Between) -> set[str]:
+    """The keys written into the dict between its load and initialize on every way through `statements`: a
+    write under an `if` whose test does not read the dict (`if "llama" in args.model: cfg["bf16"]["enabled"] =
+    True`) counts only when every arm writes it (an `else` too); a test that reads the dict (`if
+    cfg.get("lr") == "auto"`) only writes what it finds, and the arm holding the load or initialize is the way
+    taken. Loops, `with` and `try` count as run."""
+    keys: set[str] = set()
+    for statement in statements:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(statement, ast.If):
+            body = _always_written(statement.body, between)
+            orelse = _always_written(statement.orelse, between)
+            taken = (between.loaded, between.given)
+            if _reads(statement.test, between.name) or any(_holds(statement, line) for line in taken):
+                keys |= body | orelse
+            else:
+                keys |= body & orelse
+            continue
+        arms = [getattr(statement, field, None) for field in ("body", "orelse", "finalbody")]
+        arms += [handler.body for handler in getattr(statement, "handlers", ())]
+        arms += [case.body for case in getattr(statement, "cases", ())]
+        blocks = [arm for arm in arms if isinstance(arm, list) and arm and isinstance(arm[0], ast.stmt)]
+        if blocks:
+            for arm in blocks:
+                keys |= _always_written(arm, between)
+            continue
+        for node in ast.walk(statement):
+            if between.loaded < getattr(node, "lineno", 0) < between.given:
+                keys.update(_written_paths(node, between.name))
+    return keys
+
+
+def _reads(test: ast.expr, name: str) -> bool:
+    return any(isinstance(node, ast.Name) and node.id == name for node in ast.walk(test))
+
+
+def _holds(statement: ast.stmt, line: int) -> bool:
+    return statement.lineno <= line <= (statement.end_lineno or statement.lineno)
 
 
 def _subscript_path(node: ast.expr, name: str) -> list[str] | None:

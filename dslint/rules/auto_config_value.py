@@ -51,7 +51,9 @@ class AutoConfigValue(ConfigRule):
             script loads (named by a launcher option, `open(args.x)`, or opened by a literal path,
             `open("ds_config.json")`), whether written at the top (`cfg["train_batch_size"] = n`), nested
             (`cfg["zero_optimization"]["stage"] = 3`) or through `update` (`cfg.update({...})`,
-            `cfg["bf16"].update({...})`). An `"auto"` inside a section written `"enabled": false` is never read
+            `cfg["bf16"].update({...})`); a write under an `if` whose test does not read the dict (`if "llama" in
+            args.model:`) replaces the value only when every arm, an `else` too, writes it (a test of the value
+            itself, `if cfg.get("lr") == "auto":`, replaces what it finds). An `"auto"` inside a section written `"enabled": false` is never read
             and is not reported. A launched script that does not use the option itself but imports a
             project module (to three levels) that opens `<x>.<option>` (`self.args.deepspeed_config`), loads it and
             hands the dict to `initialize` links the file too; the finding names that module.
@@ -132,6 +134,34 @@ class AutoConfigValue(ConfigRule):
             """,
             path="train.py",
         ),
+        Valid(
+            '{\n  "train_batch_size": 16,\n  "bf16": {"enabled": "auto"},\n'
+            '  "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}\n}\n',
+            files=(
+                ("run.sh", "deepspeed train.py --ds_config ds_config.json\n"),
+                (
+                    "train.py",
+                    """
+                    import argparse
+                    import json
+                    import deepspeed
+                    parser = argparse.ArgumentParser()
+                    parser.add_argument("--ds_config")
+                    parser.add_argument("--model")
+                    args = parser.parse_args()
+                    with open(args.ds_config) as handle:
+                        settings = json.load(handle)
+                    if "small" in args.model:
+                        settings["bf16"]["enabled"] = False
+                    else:
+                        settings["bf16"]["enabled"] = True
+                    if settings["optimizer"]["params"].get("lr") == "auto":
+                        settings["optimizer"]["params"]["lr"] = 1e-4
+                    engine, _, _, _ = deepspeed.initialize(model=model, config=settings)
+                    """,
+                ),
+            ),
+        ),
     )
     invalid = (
         Invalid(
@@ -207,6 +237,32 @@ class AutoConfigValue(ConfigRule):
             }
             engine, _, _, _ = deepspeed.initialize(model=model, config=config)
             """,
+        ),
+        Invalid(
+            '{\n  "train_batch_size": 16,\n  "bf16": {"enabled": "auto"}\n}\n',
+            lines=(3,),
+            files=(
+                ("run.sh", "deepspeed train.py --ds_config ds_config.json\n"),
+                (
+                    "train.py",
+                    """
+                    import argparse
+                    import json
+                    import deepspeed
+                    parser = argparse.ArgumentParser()
+                    parser.add_argument("--ds_config")
+                    parser.add_argument("--model")
+                    args = parser.parse_args()
+                    with open(args.ds_config) as handle:
+                        settings = json.load(handle)
+                    if "small" in args.model:
+                        settings["bf16"]["enabled"] = False
+                    elif "tiny" in args.model:
+                        settings["bf16"]["enabled"] = False
+                    engine, _, _, _ = deepspeed.initialize(model=model, config=settings)
+                    """,
+                ),
+            ),
         ),
     )
 
