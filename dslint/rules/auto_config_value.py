@@ -35,28 +35,28 @@ class AutoConfigValue(ConfigRule):
     fixable = True
     docs = RuleDocs(
         what="""
-            Flags `"auto"` values in a config that goes straight to `deepspeed.initialize`, where dslint sees the
-            link: a dict or file the script passes to `initialize`, a file a launcher names with an option whose
-            value the script carries into `initialize` (`config=args.ds_config`, or `args=` for
-            `--deepspeed_config`, which DeepSpeed reads itself), a file opened by a literal path and handed to
-            `initialize`. A config file whose reader dslint cannot determine is not reported at all: a JSON file
-            nothing names, one whose name is joined to a folder or looked up in a table in code, one a launcher
-            hands to a script whose use of the option dslint does not follow (into another module, say). Under
-            the Hugging Face Trainer (`TrainingArguments(deepspeed=...)`, also reached through the option's
-            value: `TrainingArguments(deepspeed=args.ds_config)`, an `HfArgumentParser` dataclass field) and under
-            accelerate (`DeepSpeedPlugin(hf_ds_config=...)`, `Accelerator(deepspeed_plugin=...)`, an accelerate
-            YAML's `deepspeed_config_file:`) `"auto"` is the convention and nothing is reported; nor with
-            `"autotuning": {"enabled": true}`, whose autotuner fills `"auto"` values itself. A value that the
-            script replaces in code before `initialize` is not reported: in a dict literal, and in a file the
-            script loads (named by a launcher option, `open(args.x)`, or opened by a literal path,
-            `open("ds_config.json")`), whether written at the top (`cfg["train_batch_size"] = n`), nested
-            (`cfg["zero_optimization"]["stage"] = 3`) or through `update` (`cfg.update({...})`,
-            `cfg["bf16"].update({...})`); a write under an `if` whose test does not read the dict (`if "llama" in
-            args.model:`) replaces the value only when every arm, an `else` too, writes it (a test of the value
-            itself, `if cfg.get("lr") == "auto":`, replaces what it finds). An `"auto"` inside a section written `"enabled": false` is never read
-            and is not reported. A launched script that does not use the option itself but imports a
-            project module (to three levels) that opens `<x>.<option>` (`self.args.deepspeed_config`), loads it and
-            hands the dict to `initialize` links the file too; the finding names that module.
+            Flags `"auto"` values in a config that goes straight to `deepspeed.initialize`, where dslint sees the link:
+            a dict or file the script passes to `initialize`, a file a launcher names with an option whose value the
+            script carries into `initialize` (`config=args.ds_config`, or `args=` for `--deepspeed_config`, which
+            DeepSpeed reads itself), a file opened by a literal path and handed to `initialize`. A config file whose
+            reader dslint cannot determine is not reported at all: a JSON file nothing names, one whose name is joined
+            to a folder or looked up in a table in code, one a launcher hands to a script whose use of the option dslint
+            does not follow (into another module, say). Under the Hugging Face Trainer
+            (`TrainingArguments(deepspeed=...)`, also reached through the option's value:
+            `TrainingArguments(deepspeed=args.ds_config)`, an `HfArgumentParser` dataclass field) and under accelerate
+            (`DeepSpeedPlugin(hf_ds_config=...)`, `Accelerator(deepspeed_plugin=...)`, an accelerate YAML's
+            `deepspeed_config_file:`) `"auto"` is the convention and nothing is reported; nor with `"autotuning":
+            {"enabled": true}`, whose autotuner fills `"auto"` values itself. A value that the script replaces in code
+            before `initialize` is not reported: in a dict literal, and in a file the script loads (named by a launcher
+            option, `open(args.x)`, or opened by a literal path, `open("ds_config.json")`), whether written at the top
+            (`cfg["train_batch_size"] = n`), nested (`cfg["zero_optimization"]["stage"] = 3`) or through `update`
+            (`cfg.update({...})`, `cfg["bf16"].update({...})`); a write under an `if` whose test does not read the dict
+            (`if "llama" in args.model:`) replaces the value only when every arm, an `else` too, writes it (a test of
+            the value itself, `if cfg.get("lr") == "auto":`, replaces what it finds). An `"auto"` inside a section
+            written `"enabled": false` is never read and is not reported. A launched script that does not use the option
+            itself but imports a project module (to three levels) that opens `<x>.<option>`
+            (`self.args.deepspeed_config`), loads it and hands the dict to `initialize` links the file too; the finding
+            names that module.
 
             accelerate fills fewer keys than the Trainer: from its plugin and launcher settings
             `gradient_accumulation_steps`, `gradient_clipping`, `zero_optimization.stage`, the offload devices
