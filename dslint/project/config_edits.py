@@ -282,9 +282,18 @@ def apply_mutation(context: ScriptContext, tree: Node, mutation: Mutation) -> No
 # --- dict literals as positioned trees ---------------------------------------------------------------------
 
 
-def tree_from_literal(context: ScriptContext, node: cst.BaseExpression) -> Node:
-    """A positioned config tree for a Python expression; what is not a literal becomes an UNKNOWN scalar."""
+_SECTION_DEPTH = 3  # sections bound to names, each inside the last, followed this deep
+
+
+def tree_from_literal(context: ScriptContext, node: cst.BaseExpression, depth: int = 0) -> Node:
+    """A positioned config tree for a Python expression; what is not a literal becomes an UNKNOWN scalar. A
+    dict's value that is a name bound to a dict literal (`"zero_optimization": zero_opt`) is that literal, with
+    the writes into the name (`section`)."""
     start, end = context.span(node)
+    if isinstance(node, cst.Name) and depth < _SECTION_DEPTH:
+        section = _section(context, node, depth)
+        if section is not None:
+            return section
     if isinstance(node, cst.Dict):
         tree = Object(start, end, [])
         for element in node.elements:
@@ -296,7 +305,7 @@ def tree_from_literal(context: ScriptContext, node: cst.BaseExpression) -> Node:
                 tree.opaque = True
                 continue
             key_start, key_end = context.span(element.key)
-            tree.entries.append(Entry(key, key_start, key_end, tree_from_literal(context, element.value)))
+            tree.entries.append(Entry(key, key_start, key_end, tree_from_literal(context, element.value, depth)))
         return tree
     if isinstance(node, (cst.List, cst.Tuple)):
         items = [
@@ -311,6 +320,31 @@ def tree_from_literal(context: ScriptContext, node: cst.BaseExpression) -> Node:
         value, via = command_line_value(context, node)
         return Scalar(start, end, value, via)
     return Scalar(start, end, value)
+
+
+def _section(context: ScriptContext, name: cst.Name, depth: int) -> Object | None:
+    """The dict literal `name` is bound to where it is read, in the same scope (`zero_opt = {...}` ... `return
+    {"zero_optimization": zero_opt}`), with every write into the name after that binding applied (the dict is
+    shared, so a write after the read changes it too); None when a write cannot be read (`zero_opt.update(x)`)."""
+    facts = context.facts
+    scope = facts.scope_at(name)
+    binding = facts.binding_at(name.value, scope, facts.start(name))
+    if binding is None or binding.scope is not scope or not isinstance(binding.value, cst.Dict):
+        return None
+    bound = facts.start(binding.value)
+    mutations = [
+        m
+        for m in module_index(context.module).mutations.get(name.value, [])
+        if facts.scope_at(m.anchor) is scope and facts.start(m.anchor) > bound
+    ]
+    if any(m.keys is None for m in mutations):
+        return None
+    tree = tree_from_literal(context, binding.value, depth + 1)
+    if not isinstance(tree, Object):
+        return None
+    for mutation in mutations:
+        apply_mutation(context, tree, mutation)
+    return tree
 
 
 def command_line_value(context: ScriptContext, node: cst.BaseExpression) -> tuple[Any, tuple[Related, ...]]:

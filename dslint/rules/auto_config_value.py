@@ -38,10 +38,12 @@ class AutoConfigValue(ConfigRule):
             Flags `"auto"` values in a config that goes straight to `deepspeed.initialize`, where dslint sees the link:
             a dict or file the script passes to `initialize`, a file a launcher names with an option whose value the
             script carries into `initialize` (`config=args.ds_config`, or `args=` for `--deepspeed_config`, which
-            DeepSpeed reads itself), a file opened by a literal path and handed to `initialize`. A config file whose
-            reader dslint cannot determine is not reported at all: a JSON file nothing names, one whose name is joined
-            to a folder or looked up in a table in code, one a launcher hands to a script whose use of the option dslint
-            does not follow (into another module, say). Under the Hugging Face Trainer
+            DeepSpeed reads itself), a file opened by a literal path and handed to `initialize`, a dict a project
+            function returns to an `initialize` call elsewhere; a section bound to a name holding a dict literal
+            (`"zero_optimization": zero_opt`) is read as that literal, with the writes into the name. A config file
+            whose reader dslint cannot determine is not reported at all: a JSON file nothing names, one whose name is
+            joined to a folder or looked up in a table in code, one a launcher hands to a script whose use of the option
+            dslint does not follow (into another module, say). Under the Hugging Face Trainer
             (`TrainingArguments(deepspeed=...)`, also reached through the option's value:
             `TrainingArguments(deepspeed=args.ds_config)`, an `HfArgumentParser` dataclass field) and under accelerate
             (`DeepSpeedPlugin(hf_ds_config=...)`, `Accelerator(deepspeed_plugin=...)`, an accelerate YAML's
@@ -162,6 +164,35 @@ class AutoConfigValue(ConfigRule):
                 ),
             ),
         ),
+        Valid(
+            """
+            import deepspeed
+            zero = {"stage": 2, "reduce_bucket_size": "auto"}
+            config = {"train_batch_size": 16, "zero_optimization": zero}
+            zero["reduce_bucket_size"] = 5e8
+            engine, _, _, _ = deepspeed.initialize(model=model, config=config)
+            """,
+            path="train.py",
+        ),
+        Valid(
+            """
+            def zero_section(stage):
+                section = {"stage": stage, "reduce_bucket_size": "auto"}
+                return {"train_batch_size": "auto", "zero_optimization": section}
+            """,
+            path="ds_helpers.py",
+            files=(
+                (
+                    "train.py",
+                    """
+                    from transformers import TrainingArguments
+                    from ds_helpers import zero_section
+                    config = zero_section(3)
+                    args = TrainingArguments(output_dir="out", deepspeed=config)
+                    """,
+                ),
+            ),
+        ),
     )
     invalid = (
         Invalid(
@@ -260,6 +291,32 @@ class AutoConfigValue(ConfigRule):
                     elif "tiny" in args.model:
                         settings["bf16"]["enabled"] = False
                     engine, _, _, _ = deepspeed.initialize(model=model, config=settings)
+                    """,
+                ),
+            ),
+        ),
+        Invalid(
+            """
+            def build_config(stage, offload):
+                zero = {
+                    "stage": stage,
+                    "offload_param": {"device": "cpu" if offload else "none"},
+                    "reduce_bucket_size": "auto",
+                }
+                return {"train_batch_size": 16, "zero_optimization": zero}
+            """,
+            lines=(6,),
+            path="ds_helpers.py",
+            files=(
+                (
+                    "train.py",
+                    """
+                    import deepspeed
+                    from ds_helpers import build_config
+                    class Worker:
+                        def start(self, model):
+                            config = build_config(3, False)
+                            self.engine, _, _, _ = deepspeed.initialize(model=model, config=config)
                     """,
                 ),
             ),
