@@ -5,12 +5,13 @@
 `DeepSpeedPlugin(hf_ds_config=cfg)` (Hugging Face, which hands it on after filling "auto"): the dict the helper
 returns is a DeepSpeed config, so the keys the helper writes into it are checked as DeepSpeed's
 (`config_link.returned_configs`). The helper is found by its name: defined in the reader's module, or imported
-(`from m import name`, through `from m import *` re-exports). The reader may be given the helper's call
-itself (`config=get_ds_config(args)`); a name must be bound once in the reader's function, to the helper's call,
-or be a parameter of that function (not a method) whose callers in the same
-module pass a name bound once to the helper's call (`cfg = get_ds_config(args); start(model, cfg)`), or be bound
-once to a call through a module-level dict of plain functions (`cfg = BUILDERS[args.stage](args)`: each of them);
-anything else stays unknown. Read with `ast`, only in files that name a reader.
+(`from m import name`, through `from m import *` re-exports). The reader may be given the helper's call itself
+(`config=get_ds_config(args)`); a name must be bound once in the reader's function before the reader's call
+(bindings after it are other dicts), to the helper's call, or be a parameter of that function (not a method) whose
+callers in the same module pass a name bound once to the helper's call (`cfg = get_ds_config(args); start(model,
+cfg)`), or be bound once to a call through a module-level dict of plain functions (`cfg =
+BUILDERS[args.stage](args)`: each of them); anything else stays unknown. Read with `ast`, only in files that name a
+reader.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def _builders_in(modules: ParsedModules, path: str, scope: ast.AST, table: Bindi
         elif not isinstance(value, ast.Name):
             continue
         else:
-            helpers = [helper] if (helper := _helper(bound, value.id)) is not None else []
+            helpers = [helper] if (helper := _helper(bound, value.id, call.lineno)) is not None else []
             helpers = helpers or _dispatched(table, bound, value.id)
         if (
             not helpers
@@ -124,9 +125,13 @@ def _bindings(table: Bindings, scope: ast.AST) -> tuple[dict[str, list[ast.AST]]
     return bound, readers
 
 
-def _helper(bound: dict[str, list[ast.AST]], name: str) -> str | None:
-    """The plain function whose call `name` is bound to, when it is bound once, to that call."""
+def _helper(bound: dict[str, list[ast.AST]], name: str, before: int | None = None) -> str | None:
+    """The plain function whose call `name` is bound to, when it is bound once, to that call; with `before` (the
+    reader call's line), once before that line (a binding after the reader, `cfg, ref = get_eval_config()`, is
+    another dict)."""
     values = bound.get(name, [])
+    if before is not None:
+        values = [v for v in values if getattr(v, "lineno", before) < before]
     if len(values) != 1 or not isinstance(values[0], ast.Call) or not isinstance(values[0].func, ast.Name):
         return None  # bound more than once, or not to a plain function call: unknown
     return values[0].func.id

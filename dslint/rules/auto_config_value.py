@@ -193,6 +193,27 @@ class AutoConfigValue(ConfigRule):
                 ),
             ),
         ),
+        Valid(
+            """
+            def build_config():
+                return {"train_batch_size": "auto", "bf16": {"enabled": "auto"}}
+            """,
+            path="ds_helpers.py",
+            files=(
+                (
+                    "train.py",
+                    """
+                    from transformers import TrainingArguments
+                    from ds_helpers import build_config
+                    def main():
+                        config = build_config()
+                        args = TrainingArguments(output_dir="out", deepspeed=config)
+                        config, reference = load_other()
+                        return args, config, reference
+                    """,
+                ),
+            ),
+        ),
     )
     invalid = (
         Invalid(
@@ -317,6 +338,28 @@ class AutoConfigValue(ConfigRule):
                         def start(self, model):
                             config = build_config(3, False)
                             self.engine, _, _, _ = deepspeed.initialize(model=model, config=config)
+                    """,
+                ),
+            ),
+        ),
+        Invalid(
+            """
+            def build_config():
+                return {"train_batch_size": 16, "bf16": {"enabled": "auto"}}
+            """,
+            lines=(3,),
+            path="ds_helpers.py",
+            files=(
+                (
+                    "train.py",
+                    """
+                    import deepspeed
+                    from ds_helpers import build_config
+                    def main(model):
+                        config = build_config()
+                        engine, _, _, _ = deepspeed.initialize(model=model, config=config)
+                        config, reference = load_other()
+                        return engine, config, reference
                     """,
                 ),
             ),
