@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from dslint.model.bindings import BindingKind, Bindings, module_bindings
 from dslint.model.summary import SummaryStore, own_nodes
+from dslint.project.config_readers import written_paths
 from dslint.project.reader_calls import ParsedModules, ReaderCall, reader_call, scopes
 
 # A text test before parsing: a reader's call, with its config keyword given a name soon after.
@@ -42,6 +43,13 @@ class ConfigBuilder:
     column: int
     reader: str  # "DeepSpeedStrategy", "TrainingArguments", ...
     origin: str  # who reads the dict: "initialize", "lightning" or "trainer" (model/library.py)
+    # Keys the reader's function writes into the returned dict before the reader (`cfg["train_batch_size"] = n`:
+    # paths joined by config_readers.PATH_SEPARATOR; UNREAD_WRITE for a write whose keys are not literal).
+    written: frozenset[str] = frozenset()
+
+
+UNREAD_WRITE = "*"  # `cfg.update(other)`, `cfg[key] = v`: a write into the dict whose keys are not known
+_CHANGING_METHODS = frozenset({"update", "setdefault", "pop", "clear", "popitem"})
 
 
 def _may_call_reader(data: bytes) -> bool:
@@ -104,11 +112,46 @@ def _builders_in(modules: ParsedModules, path: str, scope: ast.AST, table: Bindi
             and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
         ):
             helpers = _helpers_of_callers(modules.tree(path), table, scope, value.id)
+        written = _written_before(scope, value.id, bound, call.lineno) if isinstance(value, ast.Name) else frozenset()
         for helper in helpers:
             where = modules.function(path, helper)
             if where is not None:
                 column = call.col_offset + 1
-                yield ConfigBuilder(where[0], helper, path, call.lineno, column, reader.name, reader.reader)
+                yield ConfigBuilder(where[0], helper, path, call.lineno, column, reader.name, reader.reader, written)
+
+
+def _written_before(scope: ast.AST, name: str, bound: dict[str, list[ast.AST]], line: int) -> frozenset[str]:
+    """The keys `scope` writes into the dict `name` after its binding and before `line` (the reader's call)."""
+    starts = [getattr(v, "lineno", line) for v in bound.get(name, ()) if getattr(v, "lineno", line) < line]
+    after = max(starts, default=0)
+    found: set[str] = set()
+    for node in own_nodes(scope):
+        if not after < getattr(node, "lineno", 0) < line:
+            continue
+        paths = written_paths(node, name)
+        found |= paths
+        changing = (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _CHANGING_METHODS
+            and _rooted_at(node.func.value, name)
+        )
+        target_keys = isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)) and any(
+            isinstance(t, ast.Subscript) and _rooted_at(t, name) for t in _targets(node)
+        )
+        if (changing or target_keys) and not paths:
+            found.add(UNREAD_WRITE)
+    return frozenset(found)
+
+
+def _targets(node: ast.Assign | ast.AugAssign | ast.Delete) -> list[ast.expr]:
+    return list(node.targets) if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+
+
+def _rooted_at(node: ast.expr, name: str) -> bool:
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == name
 
 
 def _bindings(table: Bindings, scope: ast.AST) -> tuple[dict[str, list[ast.AST]], list[tuple[ast.Call, ReaderCall]]]:

@@ -15,6 +15,7 @@ import libcst as cst
 from dslint.config.tree import UNKNOWN, Array, Entry, Node, Object, Scalar
 from dslint.diagnostics import Related
 from dslint.model.conditions import exclusive
+from dslint.project.config_readers import PATH_SEPARATOR
 from dslint.script.names import dotted_name
 from dslint.script.walk import children, own_nodes, visit_all
 
@@ -421,6 +422,25 @@ def built_trees(context: ScriptContext, function: cst.FunctionDef, returned: cst
                 apply_mutation(context, copy, mutation)
             found.append(copy)
     return found
+
+
+def completed_by_caller(tree: Object, written: frozenset[str]) -> None:
+    """A builder's returned dict that the reader's function writes into before the reader (`cfg =
+    get_ds_config(); cfg["train_micro_batch_size_per_gpu"] = n`; `written`: the key paths joined by
+    `config_readers.PATH_SEPARATOR`): the builder's entries at those paths are not what the reader receives, and
+    what the tree lacks may have been added (opaque)."""
+    if not written:
+        return
+    tree.opaque = True
+    for joined in written:
+        *parents, last = joined.split(PATH_SEPARATOR)
+        node: Node | None = tree
+        for key in parents:
+            entry = node.entry(key) if isinstance(node, Object) else None
+            node = entry.value if entry is not None else None
+        if isinstance(node, Object):
+            node.opaque = True
+            node.entries = [e for e in node.entries if e.key != last]
 
 
 def _arms(facts: ScriptFacts, mutations: list[Mutation]) -> list[list[Mutation]]:

@@ -35,6 +35,7 @@ from dslint.project.config_edits import (
     Mutation,
     apply_mutation,
     built_trees,
+    completed_by_caller,
     conditional,
     copy_tree,
     module_index,
@@ -179,12 +180,13 @@ def returned_configs(context: ScriptContext) -> list[ResolvedConfig]:
     for statement in context.module.body:
         if not isinstance(statement, cst.FunctionDef) or statement.name.value not in project.config_builders:
             continue
-        reader, who = project.config_builders[statement.name.value]
+        reader, who, written = project.config_builders[statement.name.value]
         origin = Origin.of_reader(who)
         for returned in own_returns(statement):
             if isinstance(returned.value, cst.Name):
                 found.extend(_written_configs(context, returned.value, origin, (reader,)))
             for tree in built_trees(context, statement, returned.value) if returned.value is not None else ():
+                completed_by_caller(tree, written)  # the reader's function writes some keys itself
                 found.append(ResolvedConfig({}, f"dict at line {tree.start.line}", None, tree, origin, (reader,)))
     return found
 

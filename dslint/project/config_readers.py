@@ -299,7 +299,7 @@ def _always_written(statements: Sequence[ast.stmt], between: _Between) -> set[st
             continue
         for node in ast.walk(statement):
             if between.loaded < getattr(node, "lineno", 0) < between.given:
-                keys.update(_written_paths(node, between.name))
+                keys.update(written_paths(node, between.name))
     return keys
 
 
@@ -322,10 +322,10 @@ def _subscript_path(node: ast.expr, name: str) -> list[str] | None:
     return keys[::-1] if isinstance(node, ast.Name) and node.id == name else None
 
 
-def _written_paths(node: ast.AST, name: str) -> set[str]:
-    """The keys `node` writes into the dict `name`: an item assignment, or `update(...)` with a dict literal or
-    keywords (the top keys of the update replace whole entries)."""
-    if isinstance(node, ast.Assign):
+def written_paths(node: ast.AST, name: str) -> set[str]:
+    """The keys `node` writes into the dict `name`: an item assignment or deletion, or `update(...)` with a dict
+    literal or keywords (the top keys of the update replace whole entries)."""
+    if isinstance(node, (ast.Assign, ast.Delete)):  # `del cfg["train_batch_size"]`: gone from the dict too
         paths = (_subscript_path(t, name) for t in node.targets if isinstance(t, ast.Subscript))
         return {PATH_SEPARATOR.join(path) for path in paths if path}
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update"):

@@ -261,7 +261,10 @@ def _record_config_builders(index: ProjectIndex, sources: dict[str, bytes], stor
         reader = f"{builder.name}() returns the config {builder.reader} receives"
         origin = Related(shown_path(builder.reader_path), builder.line, builder.column, reader)
         facts = facts_of(index.files, builder.path)
-        builders = {**facts.config_builders, builder.name: (origin, builder.origin)}
+        written = builder.written
+        if builder.name in facts.config_builders:  # several readers: the keys all of them write
+            written &= facts.config_builders[builder.name][2]
+        builders = {**facts.config_builders, builder.name: (origin, builder.origin, written)}
         index.files[builder.path] = replace(facts, config_builders=builders)
 
 

@@ -39,12 +39,12 @@ class AutoConfigValue(ConfigRule):
             a dict or file the script passes to `initialize`, a file a launcher names with an option whose value the
             script carries into `initialize` (`config=args.ds_config`, or `args=` for `--deepspeed_config`, which
             DeepSpeed reads itself), a file opened by a literal path and handed to `initialize`, a dict a project
-            function returns to an `initialize` call elsewhere; a section bound to a name holding a dict literal
-            (`"zero_optimization": zero_opt`) is read as that literal, with the writes into the name. A config file
-            whose reader dslint cannot determine is not reported at all: a JSON file nothing names, one whose name is
-            joined to a folder or looked up in a table in code, one a launcher hands to a script whose use of the option
-            dslint does not follow (into another module, say). Under the Hugging Face Trainer
-            (`TrainingArguments(deepspeed=...)`, also reached through the option's value:
+            function returns to an `initialize` call elsewhere (less the keys the caller writes into it before the
+            call); a section bound to a name holding a dict literal (`"zero_optimization": zero_opt`) is read as that
+            literal, with the writes into the name. A config file whose reader dslint cannot determine is not reported
+            at all: a JSON file nothing names, one whose name is joined to a folder or looked up in a table in code, one
+            a launcher hands to a script whose use of the option dslint does not follow (into another module, say).
+            Under the Hugging Face Trainer (`TrainingArguments(deepspeed=...)`, also reached through the option's value:
             `TrainingArguments(deepspeed=args.ds_config)`, an `HfArgumentParser` dataclass field) and under accelerate
             (`DeepSpeedPlugin(hf_ds_config=...)`, `Accelerator(deepspeed_plugin=...)`, an accelerate YAML's
             `deepspeed_config_file:`) `"auto"` is the convention and nothing is reported; nor with `"autotuning":
@@ -210,6 +210,26 @@ class AutoConfigValue(ConfigRule):
                         args = TrainingArguments(output_dir="out", deepspeed=config)
                         config, reference = load_other()
                         return args, config, reference
+                    """,
+                ),
+            ),
+        ),
+        Valid(
+            """
+            def build_config():
+                return {"train_batch_size": 16, "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}}
+            """,
+            path="ds_helpers.py",
+            files=(
+                (
+                    "train.py",
+                    """
+                    import deepspeed
+                    from ds_helpers import build_config
+                    def main(model, hidden):
+                        config = build_config()
+                        config["zero_optimization"]["reduce_bucket_size"] = hidden * hidden
+                        return deepspeed.initialize(model=model, config=config)
                     """,
                 ),
             ),

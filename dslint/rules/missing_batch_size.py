@@ -48,6 +48,27 @@ class MissingBatchSize(ConfigRule):
     valid = (
         Valid('{"train_micro_batch_size_per_gpu": 8}\n'),
         Valid('{"train_batch_size": 64, "gradient_accumulation_steps": 2}\n'),
+        # the reader's function writes the batch size into the builder's dict before initialize
+        Valid(
+            """
+            def build_config():
+                return {"zero_optimization": {"stage": 2}}
+            """,
+            path="ds_helpers.py",
+            files=(
+                (
+                    "train.py",
+                    """
+                    import deepspeed
+                    from ds_helpers import build_config
+                    def main(model, micro_batch):
+                        config = build_config()
+                        config["train_micro_batch_size_per_gpu"] = micro_batch
+                        return deepspeed.initialize(model=model, config=config)
+                    """,
+                ),
+            ),
+        ),
     )
     invalid = (
         Invalid(

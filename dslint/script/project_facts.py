@@ -157,8 +157,9 @@ class ProjectFacts:
     # project class's instance (`pair.policy`): (line, column, end line, end column) -> the fact
     values_at: Mapping[tuple[int, int, int, int], ParameterFact] = field(default_factory=dict)
     # Module-level functions of this file whose returned dict a DeepSpeed config reader receives elsewhere:
-    # name -> (the reader's call, who reads it: "initialize" or "trainer")
-    config_builders: Mapping[str, tuple[Related, str]] = field(default_factory=dict)
+    # name -> (the reader's call, who reads it: "initialize" or "trainer", the keys the reader's function writes
+    # into the returned dict before the reader: `config_builders.ConfigBuilder.written`)
+    config_builders: Mapping[str, tuple[Related, str, frozenset[str]]] = field(default_factory=dict)
     # Parameters of this file's functions that every caller fills with a CUDA device, read by a `torch.load`'s
     # map_location (`model.device_parameters`): function -> parameter -> where the device is written
     cuda_parameters: Mapping[str, Mapping[str, Related]] = field(default_factory=dict)
