@@ -39,7 +39,7 @@ def _lint_launcher(rule: type[Rule], case: Valid | Invalid, text: str) -> list:
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             (root / name).write_text(textwrap.dedent(body), encoding="utf-8")
         index = build_project_index(sorted(root.rglob("*.py")), [str(root)])
-        only = RuleSelection.from_options([rule.code])
+        only = replace(RuleSelection.from_options([rule.code]), deepspeed_version=case.deepspeed_version)
         if not _launch_case(rule, case):  # a script or config rule's case that needs its launchers
             path = root / case.path
             reading = index.config_reading(path) if case.path.endswith(CONFIG_SUFFIXES) else None

@@ -326,7 +326,9 @@ def tree_from_literal(context: ScriptContext, node: cst.BaseExpression, depth: i
 def _section(context: ScriptContext, name: cst.Name, depth: int) -> Object | None:
     """The dict literal `name` is bound to where it is read, in the same scope (`zero_opt = {...}` ... `return
     {"zero_optimization": zero_opt}`), with every write into the name after that binding applied (the dict is
-    shared, so a write after the read changes it too); None when a write cannot be read (`zero_opt.update(x)`)."""
+    shared, so a write after the read changes it too); None when a write cannot be read (`zero_opt.update(x)`).
+    A write on a path the binding's does not always take (`if lora: zero_opt["x"] = True`) may or may not happen:
+    that key's value is unknown (gone from the tree, its object opaque)."""
     facts = context.facts
     scope = facts.scope_at(name)
     binding = facts.binding_at(name.value, scope, facts.start(name))
@@ -343,9 +345,36 @@ def _section(context: ScriptContext, name: cst.Name, depth: int) -> Object | Non
     tree = tree_from_literal(context, binding.value, depth + 1)
     if not isinstance(tree, Object):
         return None
+    guards = facts.paths.at(binding.value)
     for mutation in mutations:
-        apply_mutation(context, tree, mutation)
+        if facts.paths.at(mutation.anchor) == guards:
+            apply_mutation(context, tree, mutation)
+        else:
+            _forget(tree, mutation)
     return tree
+
+
+def _forget(tree: Object, mutation: Mutation) -> None:
+    """A write that may not happen: the key it writes is unknown, and so is what its object lacks."""
+    node: Node | None = tree
+    for position, key_node in enumerate(mutation.keys or ()):
+        if not isinstance(node, Object):
+            return
+        node.opaque = True
+        key = literal_value(key_node)
+        if not isinstance(key, str):
+            return
+        if position == len(mutation.keys or ()) - 1:
+            node.entries = [e for e in node.entries if e.key != key]
+            return
+        entry = node.entry(key)
+        node = entry.value if entry is not None else None
+    if isinstance(node, Object):  # `zero_opt.update({...})` under a condition: any top key
+        node.opaque = True
+        added = mutation.value
+        if isinstance(added, cst.Dict):
+            written = {literal_value(e.key) for e in added.elements if isinstance(e, cst.DictElement)}
+            node.entries = [e for e in node.entries if e.key not in written]
 
 
 def command_line_value(context: ScriptContext, node: cst.BaseExpression) -> tuple[Any, tuple[Related, ...]]:

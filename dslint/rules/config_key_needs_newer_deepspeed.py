@@ -58,6 +58,29 @@ class ConfigKeyNeedsNewerDeepSpeed(ConfigRule):
         ),
         Valid('{"train_batch_size": 8, "amp": {"enabled": true}}\n', path="ds_config.json", deepspeed_version="0.14"),
         Valid('{"train_batch_size": 8, "torch_autocst": {"enabled": false}}\n', path="ds_config.json"),
+        # a key a builder adds to its ZeRO section only under a condition: not known to be in the config
+        Valid(
+            """
+            def build_config(stage, quantize=False):
+                zero = {"stage": stage, "overlap_comm": True}
+                if quantize:
+                    zero["zero_quantized_nontrainable_weights"] = True
+                return {"train_batch_size": 32, "zero_optimization": zero}
+            """,
+            path="ds_helpers.py",
+            deepspeed_version="0.10.0",
+            files=(
+                (
+                    "train.py",
+                    """
+                    import deepspeed
+                    from ds_helpers import build_config
+                    def main(model):
+                        return deepspeed.initialize(model=model, config=build_config(3))
+                    """,
+                ),
+            ),
+        ),
     )
     invalid = (
         # a pin older than 0.7.0 read zero_optimization as a plain dict: the newer key is ignored, not refused
