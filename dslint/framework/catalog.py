@@ -237,6 +237,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         zero_source=True,
         alternatives=(
             (b"HfDeepSpeedConfig",),
+            (b"Accelerator",),  # an accelerate launch gives the Accelerator its config
             (b"deepspeed", b"TrainingArguments"),
             (b"deepspeed", b"initialize"),
             (b"from_pretrained", b"TrainingArguments"),  # a launch gives the Trainer its config

@@ -135,9 +135,11 @@ def _project(project: ProjectFacts | None) -> tuple[bool, bool]:
 
 
 def _names_zero_source(words: bytes) -> bool:
-    """`HfDeepSpeedConfig`, or a `*TrainingArguments` with its `deepspeed=` keyword, may be among `words`."""
+    """`HfDeepSpeedConfig`, a `*TrainingArguments` with its `deepspeed=` keyword, or an accelerate `Accelerator`
+    (which hands DeepSpeed the config of an `accelerate launch`) may be among `words`."""
     return (
         has_tokens(words, (b"HfDeepSpeedConfig",))
+        or has_tokens(words, (b"Accelerator",))
         or has_tokens(words, (b"TrainingArguments", b"deepspeed"))
         or any(has_tokens(words, (name.encode(), b"deepspeed")) for name in sorted(TRL_TRAINING_ARGUMENTS))
     )

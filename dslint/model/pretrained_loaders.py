@@ -12,7 +12,8 @@ further project functions (a few levels), alone or in a returned tuple:
     training_args = TrainingArguments(output_dir="out", deepspeed="ds_z3.json")
 
 Whether a ZeRO-3 config is alive when the call runs is DSL208's question; this answers, for every call in a function
-that builds `*TrainingArguments` or calls `deepspeed.initialize` (the only places the answer is asked), whether its
+that builds `*TrainingArguments` (or calls a function of its module returning them), calls `deepspeed.initialize` or
+makes an accelerate `Accelerator` (the only places the answer is asked), whether its
 callee returns a `from_pretrained` model, and where that `from_pretrained` runs. The callee is found as the project
 model resolves calls (same module, imports, `self.method` along the bases). A `from_pretrained` counts when its
 class is imported from transformers and named like a model class (`library.TRANSFORMERS_MODEL_CLASS`), as in one
@@ -32,6 +33,7 @@ from dslint.model.resolution import Callee, FunctionSummary, scope_of
 from dslint.model.summary import ModuleSummary, dotted, own_nodes
 
 MAX_DEPTH = 3
+CONFIGURING = frozenset({"deepspeed.initialize", "accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 Load = tuple[Callee, int]  # the function holding the `from_pretrained` call, and its line
 
 
@@ -56,10 +58,11 @@ def loader_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[LoaderCall]
         if path not in building:
             module = model.module(path)
             bodies = module.body_calls() if module is not None else []
+            makers = _arguments_makers(module) if module is not None else set()
             building[path] = {
                 id(c)
                 for _, calls in bodies
-                if any(_configures_deepspeed(module, each) for each in calls) and module is not None
+                if any(_configures_deepspeed(module, each, makers) for each in calls) and module is not None
                 for c in calls
             }
         return id(call) in building[path]
@@ -70,11 +73,30 @@ def loader_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[LoaderCall]
             yield LoaderCall(found.path, found.line, found.column, found.callee, load[0], load[1])
 
 
-def _configures_deepspeed(module: ModuleSummary | None, call: ast.Call) -> bool:
-    """`*TrainingArguments(...)` or `deepspeed.initialize(...)`: where the model's DeepSpeed config is given."""
+def _configures_deepspeed(module: ModuleSummary | None, call: ast.Call, makers: set[str]) -> bool:
+    """`*TrainingArguments(...)` (or a call of a function of the module returning them, named in `makers`),
+    `deepspeed.initialize(...)` or `Accelerator(...)`: where the model's DeepSpeed config is given."""
     if is_training_arguments_name(dotted(call.func) or ""):
         return True
-    return module is not None and module.qualified(call.func) == "deepspeed.initialize"
+    if isinstance(call.func, ast.Name) and call.func.id in makers:
+        return True
+    return module is not None and module.qualified(call.func) in CONFIGURING
+
+
+def _arguments_makers(module: ModuleSummary) -> set[str]:
+    """The module-level functions of `module` that return the `*TrainingArguments(...)` they build."""
+    return {
+        name
+        for name, function in module.functions.items()
+        if not function.owner
+        and "." not in name
+        and any(
+            isinstance(node, ast.Return)
+            and isinstance(node.value, ast.Call)
+            and is_training_arguments_name(dotted(node.value.func) or "")
+            for node in own_nodes(function.node)
+        )
+    }
 
 
 def _loads(model: Evaluator, callee: Callee, depth: int, memo: dict[Callee, Load | None]) -> Load | None:

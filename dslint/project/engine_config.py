@@ -215,17 +215,24 @@ class ZeroSources:
         return source_scope.kind is ScopeKind.MODULE and scope.kind is not ScopeKind.MODULE
 
 
+ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv"})
+
+
 def from_outside(context: ScriptContext, expression: cst.BaseExpression, depth: int = 0) -> bool:
     """Whether a config expression is handed in from outside the script: an option of its command line or a
-    parameter (`args.deepspeed`, `cfg.ds_config`, a parameter `deepspeed`), a path built from one
-    (`os.path.join(root, args.ds)`, an f-string), or a name bound to such a value; not a dict the script builds
-    or a file it reads itself."""
+    parameter (`args.deepspeed`, `cfg.ds_config`, a parameter `deepspeed`), an item of one (`cfg["ds_config"]`),
+    the launch's environment (`os.environ.get("DS_CONFIG")`), a path built from one (`os.path.join(root,
+    args.ds)`, an f-string), or a name bound to such a value; not a dict the script builds or a file it reads
+    itself."""
     if isinstance(expression, cst.Attribute | cst.FormattedString):
         return True
+    if isinstance(expression, cst.Subscript):  # `cfg["ds_config"]`: an item of a value handed in
+        return depth <= 3 and from_outside(context, expression.value, depth + 1)
     if isinstance(expression, cst.Call):
-        return context.facts.qualified(expression.func) == "os.path.join" and any(
-            from_outside(context, arg.value, depth + 1) for arg in expression.args
-        )
+        name = context.facts.qualified(expression.func)
+        if name in ENVIRONMENT_READERS:  # `os.environ.get("DS_CONFIG")`: the launch's environment
+            return True
+        return name == "os.path.join" and any(from_outside(context, arg.value, depth + 1) for arg in expression.args)
     if not isinstance(expression, cst.Name) or depth > 3:
         return False
     facts = context.facts

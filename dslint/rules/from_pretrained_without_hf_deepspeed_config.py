@@ -11,9 +11,10 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
 from dslint.project.accelerate_yaml import parse_accelerate_yaml, yaml_boolean
 from dslint.project.config_link import AccelerateRun, accelerate_runs
-from dslint.project.engine_config import ZeroSources
+from dslint.project.engine_config import ZeroSource, ZeroSources
 from dslint.project.evidence import config_evidence
 from dslint.project.inputs import record
+from dslint.project.late_zero3 import accelerate_stage3, accelerator_after, handed_on, returned_arguments
 from dslint.script.facts import ScopeKind
 from dslint.script.hf_models import is_model_from_pretrained
 from dslint.script.model_reach import ModelReach
@@ -60,6 +61,42 @@ def _accelerate_yaml(flag: str) -> str:
     )
 
 
+# A Ray-style worker handed its config in a dict of options: an item of a parameter comes from outside the script.
+_WORKER = """
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+def worker(**cfg):
+    model = AutoModelForCausalLM.from_pretrained(cfg["name"])
+    Trainer(model=model, args=TrainingArguments(output_dir="out", deepspeed=cfg["ds_config"])).train()
+"""
+
+_IN_ENVIRONMENT = _WORKER.replace('cfg["ds_config"]', 'os.environ.get("DS_CONFIG")').replace(
+    "from transformers", "import os\nfrom transformers"
+)
+
+# The TrainingArguments come from a function of the script that builds and returns them.
+_MADE_ARGS = """
+from transformers import AutoModelForCausalLM, Seq2SeqTrainingArguments, Trainer
+def make_args():
+    return Seq2SeqTrainingArguments(output_dir="out", deepspeed="z3.json")
+def main(name):
+    {first}
+    {second}
+    Trainer(model=model, args=args).train()
+"""
+_LOAD = "model = AutoModelForCausalLM.from_pretrained(name).half()"
+_ARGS = "args = make_args()"
+
+# accelerate runs the script with the DeepSpeed config of the YAML shipped beside it (no launcher found)
+_PREPARED = """
+from accelerate import Accelerator
+from transformers import AutoModelForCausalLM
+def main(name):
+    {load}
+    accelerator = Accelerator()
+    model = accelerator.prepare(model)
+"""
+
+
 class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     code = "DSL208"
     slug = "from-pretrained-without-hf-deepspeed-config"
@@ -70,6 +107,9 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     )
     helper_template = "{where} runs from_pretrained before the ZeRO-3 TrainingArguments exist: create them first"
     helper_engine_template = "{where} builds the model whole for a ZeRO-3 engine: keep an HfDeepSpeedConfig alive first"
+    accelerate_template = (
+        "{load} before the Accelerator (line {line}), with no HfDeepSpeedConfig alive: the whole model is built"
+    )
     severity = Severity.WARNING
     needs_engine = False
     needs_zero_source = True  # its ZeroSources are all it reads the stage from
@@ -81,8 +121,10 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     # `from_pretrained` itself: it hands the model to the Trainer or to initialize.
     # A script whose Trainer gets its config from a launch (`--deepspeed ds.json`, a YAML naming one) may never
     # write `deepspeed`.
+    # A script run by `accelerate launch` may name neither: it makes an `Accelerator` after loading the model.
     alternative_tokens = (
         (b"HfDeepSpeedConfig",),
+        (b"Accelerator",),
         (b"deepspeed", b"TrainingArguments"),
         (b"deepspeed", b"initialize"),
         (b"from_pretrained", b"TrainingArguments"),
@@ -112,7 +154,12 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             config handed in from outside the script that cannot be read (a command-line option, a parameter, a
             path built from one) is ZeRO-3 when every DeepSpeed config the project ships is (beside the script,
             in its config folders, and up to two folders above it): the finding names them; not for a Trainer
-            whose known launches never give it a config. An
+            whose known launches never give it a config; an item of a parameter (`cfg["ds_config"]`) and the
+            environment (`os.environ.get`) are handed in too. A call of a function of the file returning the
+            `TrainingArguments(deepspeed=...)` it builds stands for them where it is made; a model loaded before
+            it is flagged when handed on as a Trainer's model (not a frozen teacher). A model loaded before the
+            `Accelerator()` of its function and handed to `prepare` or a Trainer is flagged when every accelerate
+            launch of the script, or with no launcher the accelerate setup shipped near it, runs ZeRO-3. An
             `Accelerator()` made before the load keeps a config alive when accelerate runs DeepSpeed with
             `zero3_init_flag` (its plugin's `set_deepspeed_weakref`): under every accelerate launch of the script
             that sets it, or, when no accelerate launch is found, with such an accelerate YAML beside the script.
@@ -137,6 +184,26 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         """,
     )
     valid = (
+        # one of the configs the project ships runs ZeRO-2: the one the environment names may be it
+        Valid(_IN_ENVIRONMENT, files=(_Z3, ("z2.json", _STAGE.format(stage=2)))),
+        Valid(_WORKER, files=(_Z3, ("z2.json", _STAGE.format(stage=2)))),
+        Valid(_MADE_ARGS.format(first=_ARGS, second=_LOAD), files=(_Z3,)),
+        # a frozen teacher loaded before them is right: after them it would be built partitioned
+        Valid(
+            _MADE_ARGS.format(first="teacher = AutoModelForCausalLM.from_pretrained(name)", second=_ARGS).replace(
+                "Trainer(model=model, args=args)", "Trainer(model=load(), teacher_model=teacher, args=args)"
+            ),
+            files=(_Z3,),
+        ),
+        Valid(
+            _PREPARED.format(load="model = AutoModelForCausalLM.from_pretrained(name)"),
+            files=(("z2.json", _STAGE.format(stage=2)), ("acc.yaml", _accelerate_yaml("true").replace("z3", "z2"))),
+        ),
+        # a reference model never prepared is never partitioned
+        Valid(
+            _PREPARED.format(load="reference = AutoModelForCausalLM.from_pretrained(name).eval()"),
+            files=(_Z3, ("acc.yaml", _accelerate_yaml("true"))),
+        ),
         # accelerate's DeepSpeedPlugin keeps an HfDeepSpeedConfig alive once `Accelerator()` is made under
         # zero3_init_flag: the launch's YAML, or, with no launch found, the one beside the script
         Valid(_ACCELERATED, files=(_Z3, ("acc.yaml", _accelerate_yaml("true")))),
@@ -218,6 +285,21 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         ),
     )
     invalid = (
+        Invalid(_WORKER, lines=(4,), files=(_Z3,)),
+        Invalid(_IN_ENVIRONMENT, lines=(5,), files=(_Z3,)),
+        Invalid(_MADE_ARGS.format(first=_LOAD, second=_ARGS), lines=(6,), files=(_Z3,)),
+        Invalid(
+            _MADE_ARGS.format(first="model, tokenizer = load_pair(name)", second=_ARGS).replace(
+                "def make_args", "from zoo import load_pair\ndef make_args"
+            ),
+            lines=(7,),
+            files=(_Z3, ("zoo.py", _LOAD_PAIR)),
+        ),
+        Invalid(
+            _PREPARED.format(load="model = AutoModelForCausalLM.from_pretrained(name)"),
+            lines=(5,),
+            files=(_Z3, ("acc.yaml", _accelerate_yaml("true"))),
+        ),
         Invalid(_ACCELERATED, lines=(5,), files=(_Z3, ("acc.yaml", _accelerate_yaml("false")))),
         # every DeepSpeed config the project ships is ZeRO-3: the one handed in by the caller is one of them
         Invalid(
@@ -304,10 +386,12 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         project = self.facts.project
         self.loaders = project.pretrained_loads if project is not None else {}
         self.accelerators: list[cst.Call] = []  # `Accelerator(...)`: under a zero3_init_flag launch, a live config
+        self.calls: list[cst.Call] = []  # every call: helpers returning TrainingArguments, hand-offs of a model
         self.kept_by_accelerate: bool | None = None
 
     def visit_Call(self, node: cst.Call) -> None:
         self.sources.consider(node)
+        self.calls.append(node)
         if self.facts.qualified(node.func) in ACCELERATOR_CLASSES:
             self.accelerators.append(node)
         if is_model_from_pretrained(self.context, node):
@@ -322,6 +406,9 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         facts = self.facts
         sources = self.sources
         reach: ModelReach | None = None
+        # `args = setup_training_args(...)`: a function of this file returning its ZeRO TrainingArguments
+        self.returned = returned_arguments(self.context, sources, self.calls)
+        sources.sources.extend(self.returned)
         for source in sources.of_kind("HfDeepSpeedConfig"):
             if not source.bound and (source.stage == 3 or source.stage is None):
                 self.report(source.call, self.unbound_message)
@@ -340,8 +427,12 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             if live or self._accelerator_keeps_one(node):
                 continue
             if not zero3_after:
+                if self._before_accelerator(node, "from_pretrained runs", None):
+                    continue
                 reach = reach or ModelReach(facts, original_node)
                 self._engine_elsewhere(node, reach)
+                continue
+            if self._side_model(node, zero3_after):
                 continue
             if all(source.kind == "initialize" for source in zero3_after):
                 reach = reach or ModelReach(facts, original_node)
@@ -361,6 +452,9 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
                 continue
             if any(self.sources.of_kind("HfDeepSpeedConfig")):
                 continue  # one made anywhere in the file may be what a caller keeps alive for this load
+            where = f"{load.message.partition(' ')[0]} ({load.path}:{load.line})"
+            if self._before_accelerator(node, f"{where} runs from_pretrained", load):
+                continue
             reach = reach or ModelReach(facts, original_node)
             if reach.reaches(node):
                 self._helper_load(node, load, "initialize")
@@ -386,6 +480,37 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
                 self.kept_by_accelerate = runs is None or _zero3_init_beside(self.context.path)
         return self.kept_by_accelerate
 
+    def _before_accelerator(self, node: cst.Call, what: str, load: Related | None) -> bool:
+        """Reported: a model (`node`, or the helper call returning it) loaded before the `Accelerator()` made later
+        in its scope, handed on to DeepSpeed there (`prepare`, a Trainer), with no live config before it, while
+        every way the script runs accelerate is ZeRO-3 (`project/late_zero3.py`)."""
+        facts, sources = self.facts, self.sources
+        later = accelerator_after(self.context, self.accelerators, node) if self.accelerators else None
+        if later is None or not handed_on(self.context, node, self.calls):
+            return False
+        scope = facts.scope_at(node)
+        if any(
+            source.bound and sources.in_scope_before(source, scope, node)
+            for source in sources.of_kind("HfDeepSpeedConfig", "TrainingArguments")
+        ):
+            return False
+        zero3 = accelerate_stage3(self.context)
+        if zero3 is None:
+            return False
+        line = self.context.span(later)[0].line
+        message = self.accelerate_template.format(load=what, line=line) + f" (accelerate runs ZeRO-3: {zero3.where})"
+        self.report(node, message, related=[*([load] if load is not None else []), *zero3.related])
+        return True
+
+    def _side_model(self, node: cst.Call, after: list[ZeroSource]) -> bool:
+        """The ZeRO-3 TrainingArguments after the load all come from a function of this file that returns them,
+        and the model is not handed on as a Trainer's model (a teacher, a reference model: one loaded after them
+        would be built partitioned, with nothing to gather it)."""
+        returned = self.returned
+        if not all(any(source is made for made in returned) for source in after):
+            return False
+        return not handed_on(self.context, node, self.calls)
+
     def _helper_load(self, node: cst.Call, load: Related, kind: str) -> bool:
         """A project helper returns a model `from_pretrained` builds (`ProjectFacts.pretrained_loads`), called
         before a ZeRO-3 `TrainingArguments(deepspeed=...)` (`kind`), or before the ZeRO-3 `initialize` the model
@@ -398,9 +523,13 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             for source in sources.of_kind(kind)
             if source.stage == 3 and facts.scope_at(source.call) is scope and pos < facts.start(source.call)
         ]
-        if not after or any(
-            source.bound and sources.in_scope_before(source, scope, node)
-            for source in sources.of_kind("HfDeepSpeedConfig", "TrainingArguments")
+        if (
+            not after
+            or any(
+                source.bound and sources.in_scope_before(source, scope, node)
+                for source in sources.of_kind("HfDeepSpeedConfig", "TrainingArguments")
+            )
+            or self._side_model(node, after)
         ):
             return False
         where = f"{load.message.partition(' ')[0]} ({load.path}:{load.line})"

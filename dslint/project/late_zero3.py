@@ -1,0 +1,150 @@
+"""Where transformers learns of a ZeRO-3 config only after a model is loaded, in shapes a call of the script hides:
+
+- a function of the script that builds and returns the `TrainingArguments(deepspeed=...)` (`def
+  setup_training_args(...): return Seq2SeqTrainingArguments(deepspeed=...)`): its call is where they come to life
+  (`returned_arguments`), before a load when bound to a name there, after it otherwise;
+- an `Accelerator()` made after the load, under accelerate launches that all run ZeRO-3 (`accelerate_zero3`), or,
+  for a script no launcher of the project starts, with the accelerate YAMLs shipped near it (each DeepSpeed on
+  several processes, every one at stage 3) or, with none, its shipped ZeRO-3 DeepSpeed configs that write "auto"
+  (`shipped_accelerate.shipped_accelerate_runs`). accelerate's DeepSpeed plugin keeps an `HfDeepSpeedConfig`
+  alive only from the `Accelerator()` on (`set_deepspeed_weakref`): a model loaded before it is built whole on
+  every rank. Only a model handed on to DeepSpeed counts (`accelerator.prepare(model, ...)`, a Trainer's model):
+  a frozen one never prepared is never partitioned (`handed_on`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import libcst as cst
+
+from dslint.diagnostics import Related
+from dslint.project.accelerate_deepspeed import accelerate_zero3
+from dslint.project.config_link import accelerate_runs
+from dslint.project.engine_config import ZeroSource, ZeroSources
+from dslint.project.shipped_accelerate import shipped_accelerate_runs
+from dslint.script.context import ScriptContext
+from dslint.script.facts import ScopeKind
+
+
+def returned_arguments(context: ScriptContext, sources: ZeroSources, calls: list[cst.Call]) -> list[ZeroSource]:
+    """For each of `calls` (`setup_training_args(...)`) naming a module-level function of this file that returns
+    the `TrainingArguments` it builds: those arguments' source, placed at the call (kept when the call's result is
+    bound to a name or returned)."""
+    facts = context.facts
+    makers: dict[cst.FunctionDef, list[ZeroSource]] = {}
+    for source in sources.of_kind("TrainingArguments"):
+        small = facts.small_statement_of_call.get(source.call)
+        scope = facts.scope_at(source.call)
+        if (
+            isinstance(small, cst.Return)
+            and small.value is source.call
+            and scope.kind is ScopeKind.FUNCTION
+            and scope.parent is not None
+            and scope.parent.kind is ScopeKind.MODULE
+            and isinstance(scope.node, cst.FunctionDef)
+        ):
+            makers.setdefault(scope.node, []).append(source)
+    if not makers:
+        return []
+    names = {node.name.value for node in makers}
+    found: list[ZeroSource] = []
+    for call in calls:
+        if not isinstance(call.func, cst.Name) or call.func.value not in names:
+            continue
+        binding = facts.binding_at(call.func.value, facts.scope_at(call), facts.start(call))
+        made = makers.get(binding.statement) if binding is not None else None
+        if not made:
+            continue
+        small = facts.small_statement_of_call.get(call)
+        bound = isinstance(small, (cst.Assign, cst.AnnAssign, cst.Return)) and small.value is call
+        found.extend(replace(source, call=call, bound=bound) for source in made)
+    return found
+
+
+@dataclass(frozen=True)
+class AccelerateZero3:
+    """Every way the script runs DeepSpeed through accelerate is ZeRO-3: where that is written."""
+
+    where: str
+    related: tuple[Related, ...]
+
+
+def accelerate_stage3(context: ScriptContext) -> AccelerateZero3 | None:
+    """ZeRO-3 through accelerate: the script's own DeepSpeedPlugin or every accelerate launch of it at stage 3;
+    for a script no launcher of the project starts, the accelerate setup shipped near it, every run at stage 3."""
+    found = accelerate_zero3(context)
+    if found is not None:
+        return AccelerateZero3(found[0], found[1])
+    project = context.facts.project
+    if accelerate_runs(context) != [] or (project is not None and project.launches) or not context.path:
+        return None
+    runs = shipped_accelerate_runs(context.path)
+    if not runs or any((run.config.zero_stage if run.config is not None else run.stage) != 3 for run in runs):
+        return None
+    where = runs[0].via[-1]
+    return AccelerateZero3(
+        f"{where.path}:{where.line}, shipped in the project; no launcher of the project starts this script",
+        tuple(r for run in runs for r in run.via),
+    )
+
+
+def accelerator_after(context: ScriptContext, accelerators: list[cst.Call], load: cst.Call) -> cst.Call | None:
+    """The first `Accelerator(...)` made after `load` in its scope, with none before it (there or at module
+    level for a load in a function)."""
+    facts = context.facts
+    scope, at = facts.scope_at(load), facts.start(load)
+    later: cst.Call | None = None
+    for call in accelerators:
+        where = facts.scope_at(call)
+        if where is scope and facts.start(call) > at:
+            later = later if later is not None and facts.start(later) < facts.start(call) else call
+        elif where is scope or (where.kind is ScopeKind.MODULE and scope.kind is not ScopeKind.MODULE):
+            return None  # one made before the load, or at module level: its config is alive already
+    return later
+
+
+def handed_on(context: ScriptContext, load: cst.Call, calls: list[cst.Call]) -> bool:
+    """The model `load` gives (`model = ...`, `model = ....to(device)`, the first name of `model, tokenizer = ...`)
+    is handed, later in the same scope, to an `.prepare(...)` or as the model of a Trainer (`SFTTrainer(model,
+    ...)`, `Trainer(model=model)`)."""
+    facts = context.facts
+    small = facts.small_statement_of_call.get(load)
+    name = _first_name(small.targets[0].target) if isinstance(small, cst.Assign) and _ends(small.value, load) else None
+    if name is None:
+        return False
+    scope, at = facts.scope_at(load), facts.start(load)
+    for call in calls:
+        if facts.scope_at(call) is not scope or facts.start(call) <= at:
+            continue
+        func = call.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if last != "prepare" and not last.endswith("Trainer"):
+            continue
+        # a Trainer's model, not its `teacher_model=` or `ref_model=`; any of prepare's objects
+        args = call.args if last == "prepare" else [a for i, a in enumerate(call.args) if _model_slot(a, i)]
+        if any(isinstance(arg.value, cst.Name) and arg.value.value == name for arg in args):
+            return True
+    return False
+
+
+def _model_slot(arg: cst.Arg, index: int) -> bool:
+    return (arg.keyword.value == "model") if arg.keyword is not None else (index == 0 and not arg.star)
+
+
+def _ends(value: cst.BaseExpression, load: cst.Call) -> bool:
+    """`value` is `load`, maybe followed by method calls (`.half()`, `.to(device)`)."""
+    while value is not load:
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+            return False
+        value = value.func.value
+    return True
+
+
+def _first_name(target: cst.BaseExpression) -> str | None:
+    if isinstance(target, cst.Name):
+        return target.value
+    if isinstance(target, cst.Tuple | cst.List) and target.elements:
+        first = target.elements[0].value
+        return first.value if isinstance(first, cst.Name) else None
+    return None
