@@ -9,22 +9,30 @@
   (`shipped_accelerate.shipped_accelerate_runs`). accelerate's DeepSpeed plugin keeps an `HfDeepSpeedConfig`
   alive only from the `Accelerator()` on (`set_deepspeed_weakref`): a model loaded before it is built whole on
   every rank. Only a model handed on to DeepSpeed counts (`accelerator.prepare(model, ...)`, a Trainer's model):
-  a frozen one never prepared is never partitioned (`handed_on`).
+  a frozen one never prepared is never partitioned (`handed_on`). Where no accelerate launch of the script is
+  found, an accelerate YAML beside it setting `zero3_init_flag` is how it runs: an `Accelerator()` made before
+  the load then keeps the config alive (`zero3_init_beside`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import libcst as cst
 
 from dslint.diagnostics import Related
+from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
 from dslint.project.accelerate_deepspeed import accelerate_zero3
+from dslint.project.accelerate_yaml import parse_accelerate_yaml, yaml_boolean
 from dslint.project.config_link import accelerate_runs
 from dslint.project.engine_config import ZeroSource, ZeroSources
+from dslint.project.inputs import record
 from dslint.project.shipped_accelerate import shipped_accelerate_runs
 from dslint.script.context import ScriptContext
 from dslint.script.facts import ScopeKind
+
+MAX_BESIDE = 32  # YAML files read beside a script for its accelerate config
 
 
 def returned_arguments(context: ScriptContext, sources: ZeroSources, calls: list[cst.Call]) -> list[ZeroSource]:
@@ -72,11 +80,15 @@ class AccelerateZero3:
 
 def accelerate_stage3(context: ScriptContext) -> AccelerateZero3 | None:
     """ZeRO-3 through accelerate: the script's own DeepSpeedPlugin or every accelerate launch of it at stage 3;
-    for a script no launcher of the project starts, the accelerate setup shipped near it, every run at stage 3."""
+    for a script no launcher of the project starts, the accelerate setup shipped near it, every run at stage 3
+    on several processes. None when every accelerate launch of it starts one process."""
+    project = context.facts.project
+    launched = [launch for launch in project.launches if launch.option == "accelerate"] if project else []
+    if launched and all(launch.ranks == 1 for launch in launched):
+        return None  # one process holds the whole model anyway: a partitioned load saves nothing
     found = accelerate_zero3(context)
     if found is not None:
         return AccelerateZero3(found[0], found[1])
-    project = context.facts.project
     if accelerate_runs(context) != [] or (project is not None and project.launches) or not context.path:
         return None
     runs = shipped_accelerate_runs(context.path)
@@ -148,3 +160,28 @@ def _first_name(target: cst.BaseExpression) -> str | None:
         first = target.elements[0].value
         return first.value if isinstance(first, cst.Name) else None
     return None
+
+
+def zero3_init_beside(script: str) -> bool:
+    """An accelerate YAML in the script's own folder that runs DeepSpeed with `zero3_init_flag` set: a script
+    that makes an `Accelerator()` there is launched with it (`accelerate launch --config_file`), most likely."""
+    folder = Path(script).parent
+    record(folder)
+    try:
+        candidates = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    except OSError:
+        return False
+    for candidate in candidates[:MAX_BESIDE]:
+        record(candidate)  # an input of this file's result (the result cache)
+        try:
+            text = read_capped(candidate, DEFAULT_MAX_CONFIG_SIZE, "max-config-size").decode("utf-8", errors="replace")
+        except (OSError, TooLarge):
+            continue
+        config = parse_accelerate_yaml(str(candidate), text)
+        if (
+            config is not None
+            and config.distributed_type == "DEEPSPEED"
+            and yaml_boolean(config.zero3_init_flag) is True
+        ):
+            return True
+    return False

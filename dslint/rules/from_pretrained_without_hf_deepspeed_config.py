@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import libcst as cst
 
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
-from dslint.project.accelerate_yaml import parse_accelerate_yaml, yaml_boolean
 from dslint.project.config_link import AccelerateRun, accelerate_runs
 from dslint.project.engine_config import ZeroSource, ZeroSources
 from dslint.project.evidence import config_evidence
-from dslint.project.inputs import record
-from dslint.project.late_zero3 import accelerate_stage3, accelerator_after, handed_on, returned_arguments
+from dslint.project.late_zero3 import (
+    accelerate_stage3,
+    accelerator_after,
+    handed_on,
+    returned_arguments,
+    zero3_init_beside,
+)
 from dslint.script.facts import ScopeKind
 from dslint.script.hf_models import is_model_from_pretrained
 from dslint.script.model_reach import ModelReach
 
-MAX_BESIDE = 32  # YAML files read beside a script for its accelerate config
 # accelerate's Accelerator, as its own modules export it
 ACCELERATOR_CLASSES = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 
@@ -199,6 +199,15 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             _PREPARED.format(load="model = AutoModelForCausalLM.from_pretrained(name)"),
             files=(("z2.json", _STAGE.format(stage=2)), ("acc.yaml", _accelerate_yaml("true").replace("z3", "z2"))),
         ),
+        # one process (the launch's YAML): it holds the whole model whatever the load
+        Valid(
+            _PREPARED.format(load="model = AutoModelForCausalLM.from_pretrained(name)"),
+            files=(
+                _Z3,
+                ("acc.yaml", _accelerate_yaml("true") + "num_processes: 1\n"),
+                ("run.sh", "accelerate launch --config_file acc.yaml train.py\n"),
+            ),
+        ),
         # a reference model never prepared is never partitioned
         Valid(
             _PREPARED.format(load="reference = AutoModelForCausalLM.from_pretrained(name).eval()"),
@@ -299,6 +308,15 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             _PREPARED.format(load="model = AutoModelForCausalLM.from_pretrained(name)"),
             lines=(5,),
             files=(_Z3, ("acc.yaml", _accelerate_yaml("true"))),
+        ),
+        Invalid(
+            _PREPARED.format(load="model = AutoModelForCausalLM.from_pretrained(name)"),
+            lines=(5,),
+            files=(
+                _Z3,
+                ("acc.yaml", _accelerate_yaml("true") + "num_processes: 4\n"),
+                ("run.sh", "accelerate launch --config_file acc.yaml train.py\n"),
+            ),
         ),
         Invalid(_ACCELERATED, lines=(5,), files=(_Z3, ("acc.yaml", _accelerate_yaml("false")))),
         # every DeepSpeed config the project ships is ZeRO-3: the one handed in by the caller is one of them
@@ -477,7 +495,7 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             if runs:
                 self.kept_by_accelerate = all(run.zero3_init is True for run in runs)
             else:  # no accelerate launch found: the accelerate config beside the script is how it is launched
-                self.kept_by_accelerate = runs is None or _zero3_init_beside(self.context.path)
+                self.kept_by_accelerate = runs is None or zero3_init_beside(self.context.path)
         return self.kept_by_accelerate
 
     def _before_accelerator(self, node: cst.Call, what: str, load: Related | None) -> bool:
@@ -564,28 +582,3 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
 
 def _accelerate_stage(run: AccelerateRun) -> int | None:
     return run.config.zero_stage if run.config is not None else run.stage
-
-
-def _zero3_init_beside(script: str) -> bool:
-    """An accelerate YAML in the script's own folder that runs DeepSpeed with `zero3_init_flag` set: a script
-    that makes an `Accelerator()` there is launched with it (`accelerate launch --config_file`), most likely."""
-    folder = Path(script).parent
-    record(folder)
-    try:
-        candidates = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
-    except OSError:
-        return False
-    for candidate in candidates[:MAX_BESIDE]:
-        record(candidate)  # an input of this file's result (the result cache)
-        try:
-            text = read_capped(candidate, DEFAULT_MAX_CONFIG_SIZE, "max-config-size").decode("utf-8", errors="replace")
-        except (OSError, TooLarge):
-            continue
-        config = parse_accelerate_yaml(str(candidate), text)
-        if (
-            config is not None
-            and config.distributed_type == "DEEPSPEED"
-            and yaml_boolean(config.zero3_init_flag) is True
-        ):
-            return True
-    return False
