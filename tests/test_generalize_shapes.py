@@ -314,7 +314,7 @@ def test_the_arm_a_later_read_needs_decides_what_the_loop_gets() -> None:
     _match(
         found,
         [
-            ("loops.py", 6, "DSL309", "engine.step() already zeroes the gradients"),
+            ("loops.py", 6, "DSL309", "the engine zeroes the gradients in engine.step()"),
             ("loops.py", 9, "DSL302", "optimizer stepped beside the engine"),
         ],
     )

@@ -12,7 +12,7 @@ class OptimizerZeroGradBesideEngine(OptimizerSteppedBesideEngine):
 
     code = "DSL309"
     slug = "optimizer-zero-grad-beside-engine"
-    message = "engine.step() already zeroes the gradients; remove this optimizer.zero_grad()"
+    message = "the engine zeroes the gradients in engine.step(); remove this optimizer.zero_grad()"
     severity = Severity.ERROR
     handles = "zero_grad"
     docs = RuleDocs(
