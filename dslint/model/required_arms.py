@@ -67,11 +67,14 @@ def required_arms(
     every arm may have run (see the module's docstring)."""
     if "*" in stores:
         return None
-    inside = {id(node) for arm in arms for node in _own_nodes(arm)}
-    bound_in = [_bound_names(arm) for arm in arms]
+    # each arm's bindings, at any depth and on any path through it: an arm is taken as not having run only where
+    # it cannot bind the name at all
+    in_arms = [scope_stores(arm, (), False) for arm in arms]
+    bound_in = [set(found) for found in in_arms]
     candidates = set[str]().union(*bound_in) - set[str].intersection(*bound_in)
     needed: set[str] = set()
     for name in candidates:
+        inside = {id(node) for found in in_arms for node in found.get(name, ())}
         if any(id(node) not in inside for node in stores.get(name, ())):
             continue  # bound elsewhere in the scope too (or a parameter, an import, a global)
         if _read_on_every_path(name, rest):
@@ -80,12 +83,6 @@ def required_arms(
         return None
     kept = [index for index, names in enumerate(bound_in) if needed <= names]
     return kept or None
-
-
-def _bound_names(arm: Sequence[ast.stmt]) -> set[str]:
-    """The names an arm binds somewhere (at any depth, on any path through it): an arm is taken as not having run
-    only when it cannot bind the name at all."""
-    return set(scope_stores(arm, (), False))
 
 
 def _read_on_every_path(name: str, rest: Sequence[ast.stmt]) -> bool:
