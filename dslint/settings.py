@@ -75,6 +75,28 @@ def glob_matches(pattern: str, relative: str) -> bool:
     return glob_pattern(pattern).match(relative) is not None
 
 
+class ResolvedFolders:
+    """`folder.resolve()`, each folder resolved from its parent's resolution (one `lstat` a folder, a link resolved
+    in full), kept: a walk asks about every file of every folder. A path with a `..` part is resolved as given."""
+
+    def __init__(self) -> None:
+        self._found: dict[Path, Path] = {}
+
+    def of(self, folder: Path) -> Path:
+        found = self._found.get(folder)
+        if found is None:
+            if ".." in folder.parts:
+                found = folder.resolve()
+            elif not folder.is_absolute():
+                found = self.of(Path(os.path.abspath(folder)))
+            else:
+                parent = folder.parent
+                linked = parent == folder or os.path.islink(folder)  # the root, or a link: resolved in full
+                found = folder.resolve() if linked else self.of(parent) / folder.name
+            self._found[folder] = found
+        return found
+
+
 @dataclass(frozen=True)
 class Settings:
     """The effective settings for the files under one project root."""
@@ -84,6 +106,7 @@ class Settings:
     overrides: Overrides = field(default_factory=Overrides)
     pins_root: Path | None = None  # where the project's DeepSpeed pins are read (default: root)
     pin_finder: PinFinder | None = field(default=None, compare=False, repr=False)  # the resolver's, shared
+    folders: ResolvedFolders = field(default_factory=ResolvedFolders, compare=False, repr=False)  # likewise
 
     @property
     def config_file(self) -> Path | None:
@@ -154,19 +177,10 @@ class Settings:
         return {}
 
     def _resolve(self, path: Path) -> Path:
-        """`path.resolve()`, with each directory resolved once (a walk asks about every file in it)."""
+        """`path.resolve()`, its folder resolved once (`ResolvedFolders`)."""
         if path.name in ("", ".", "..") or os.path.islink(path):
             return path.resolve()
-        parent = path.parent
-        resolved = self._resolved_directories.get(parent)
-        if resolved is None:
-            resolved = parent.resolve()
-            self._resolved_directories[parent] = resolved
-        return resolved / path.name
-
-    @functools.cached_property
-    def _resolved_directories(self) -> dict[Path, Path]:
-        return {}
+        return self.folders.of(path.parent) / path.name
 
     def is_excluded(self, path: Path) -> bool:
         """Whether `path` (a file or directory) or one of its directories below the root matches `exclude`."""
@@ -416,7 +430,7 @@ class SettingsResolver:
             self._fixed = fixed if fixed is not None else ProjectConfig(path=self.overrides.config_file)
         self._by_directory: dict[Path, Settings] = {}
         self._by_text: dict[str, Settings] = {}  # an absolute path's text (a file or a folder) -> its settings
-        self._resolved_folders: dict[Path, Path] = {}
+        self._folders = ResolvedFolders()
         # Memos for the walk: the pyproject that governs each directory, each directory's project root, and one
         # Settings per (pyproject, root, pins root), shared by every directory under it.
         self._pyprojects: dict[Path, ProjectConfig | None] = {}
@@ -456,7 +470,12 @@ class SettingsResolver:
         settings = self._shared.get(key)
         if settings is None:
             settings = Settings(
-                root=root, project=project, overrides=self.overrides, pins_root=pins, pin_finder=self._pins
+                root=root,
+                project=project,
+                overrides=self.overrides,
+                pins_root=pins,
+                pin_finder=self._pins,
+                folders=self._folders,
             )
             self._shared[key] = settings
         self._by_directory[directory] = settings
@@ -476,21 +495,9 @@ class SettingsResolver:
     def _default(self) -> ProjectConfig:
         return ProjectConfig()
 
-    def _resolved(self, directory: Path) -> Path:
-        """`directory.resolve()` for an absolute folder, from its parent's (one `lstat` a folder, not one a part)."""
-        found = self._resolved_folders.get(directory)
-        if found is None:
-            parent = directory.parent
-            if parent == directory or os.path.islink(directory):
-                found = directory.resolve()
-            else:
-                found = self._resolved(parent) / directory.name
-            self._resolved_folders[directory] = found
-        return found
-
     def _find_pyproject(self, directory: Path) -> ProjectConfig | None:
         """`find_pyproject`, remembering the answer for every directory on the way up."""
-        start = self._resolved(directory)
+        start = self._folders.of(directory)
         if not start.is_dir():
             start = start.parent
         passed: list[Path] = []
