@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
-from dslint.diagnostics import Applicability, Edit, Severity
+from dslint.diagnostics import Applicability, Edit, Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.script.context import ScriptContext
@@ -364,9 +366,13 @@ class EngineMoved(ScriptRule):
             if is_cast(node) or moves_to_cpu(self.facts, node):
                 return
             message = self.inference_message.format(line=self.context.span(inference.call)[0].line)
+        self._report_move(node, message)
+
+    def _report_move(self, node: cst.Call, message: str | None, related: Sequence[Related] = ()) -> None:
         self.report(
             node,
             message,
+            related=related,
             edits=self._fix(node),
             applicability=Applicability.UNSAFE,
             fix_message=f"Remove `.{method_name(node)}(...)`",
@@ -393,14 +399,7 @@ class EngineMoved(ScriptRule):
             statement = binding.statement if binding is not None else None
             if not isinstance(statement, (cst.Assign, cst.AnnAssign)) or statement.value not in prepares:
                 continue
-            self.report(
-                node,
-                self.prepared_message.format(where=run.where),
-                related=run.related,
-                edits=self._fix(node),
-                applicability=Applicability.UNSAFE,
-                fix_message=f"Remove `.{method_name(node)}(...)`",
-            )
+            self._report_move(node, self.prepared_message.format(where=run.where), run.related)
 
     def _moved_after_initialize(self, node: cst.Call, answer: RoleAnswer) -> bool:
         """`.cuda()` / `.to(<device>)` (not a cast, not to the CPU) of the model handed to a `deepspeed.initialize`
