@@ -49,17 +49,16 @@ def index_project(
     when it holds one built over the same files, launchers and inputs. `jobs`: the processes the run may use
     (None: one); with two or more, half of the build runs in a forked child beside the other (`beside`)."""
     beside = jobs is not None and jobs > 1
-    if cache is None:
-        from dslint.project.index import build_project_index
-
-        return build_project_index(files, paths, beside, _touched)
-    python = sorted(absolute(f) for f in files if str(f).endswith(".py"))
-    key = digest("index", code_fingerprint(), os.getcwd(), tuple(paths), python, launcher_files(paths or ["."]))
-    cached = cache.get(key)
-    if isinstance(cached, ProjectIndex):
-        return cached
+    if cache is not None:
+        python = sorted(absolute(f) for f in files if str(f).endswith(".py"))
+        key = digest("index", code_fingerprint(), os.getcwd(), tuple(paths), python, launcher_files(paths or ["."]))
+        cached = cache.get(key)
+        if isinstance(cached, ProjectIndex):
+            return cached
     from dslint.project.index import build_project_index  # the model and the project readers: not on a hit
 
+    if cache is None:
+        return build_project_index(files, paths, beside, _touched)
     with recording() as inputs:
         index = build_project_index(files, paths, beside, _touched)
     cache.put(key, index, inputs)
