@@ -188,7 +188,8 @@ class ProjectIndex:
         return [path for path in seen if path is not None]
 
 
-def _walk_launchers(roots: Sequence[str]) -> list[str]:
+def launcher_files(roots: Sequence[str]) -> list[str]:
+    """The launchers and documents the index reads under `roots` (the result cache keys the index on them)."""
     found: list[str] = []
     for root in roots:
         if os.path.isfile(root):
@@ -205,8 +206,3 @@ def _walk_launchers(roots: Sequence[str]) -> list[str]:
                 if n.endswith(LAUNCHER_SUFFIXES) or n.endswith(DOCUMENT_SUFFIXES)
             )
     return found
-
-
-def launcher_files(paths: Sequence[str]) -> list[str]:
-    """The launchers and documents the index reads under `paths` (the result cache keys the index on them)."""
-    return _walk_launchers(paths)
