@@ -337,3 +337,83 @@ def test_a_launch_run_in_the_projects_environment() -> None:
         ("torchrun", "train.py", 2),
     ]
     assert launches[1].option("deepspeed") is not None
+
+
+def test_a_command_and_options_held_in_variables_are_split_where_expanded() -> None:
+    # bash splits an unquoted `$CMD` into words: the launcher, its options, the script's options
+    text = """NUM=$(nvidia-smi -L | wc -l)
+config_json="./ds/zero2.json"
+DS_ARGS=" \\
+    --deepspeed \\
+    --deepspeed_config ${config_json} \\
+    "
+if [ $NODES -gt 1 ]; then
+    CMD="torchrun --nnodes=$NODES --nproc_per_node=$NUM
+    --rdzv_backend=c10d --rdzv_endpoint=$MASTER"
+else
+    CMD="torchrun --nproc_per_node=$NUM --master_port=$PORT"
+fi
+srun $CMD \\
+train.py \\
+--lr=4e-6 \\
+$DS_ARGS \\
+--epochs 2
+"""
+    (launch,) = parse_shell("run.sh", text)
+    assert (launch.line, launch.tool, launch.script) == (13, "torchrun", "train.py")
+    assert launch.option("deepspeed_config").value == "./ds/zero2.json"  # type: ignore[union-attr]
+    assert launch.option("deepspeed").value is None  # type: ignore[union-attr]
+    assert launch.option("epochs").value == "2"  # type: ignore[union-attr]
+    # a part of the command built at run time stays unknown, never guessed
+    assert launch.launcher_option("nproc_per_node").value == UNKNOWN_VALUE  # type: ignore[union-attr]
+    assert launch.lost_options == ()
+
+
+def test_a_variable_holding_a_run_time_word_or_a_stray_quote_stays_unknown() -> None:
+    text = """LAUNCHER="$(which deepspeed) --num_gpus 2"
+$LAUNCHER train.py --deepspeed_config ds.json
+CONFIG="configs/$MODEL.json"
+deepspeed eval.py --deepspeed_config $CONFIG
+NOTE="it's one word
+deepspeed other.py --deepspeed_config other.json
+"""
+    launches = parse_shell("run.sh", text)
+    # the first launcher is built at run time: no launch; the config of the second is unknown as a whole; a quote
+    # that no line closes (a stray one) joins nothing
+    assert [(lnch.line, lnch.script) for lnch in launches] == [(4, "eval.py"), (6, "other.py")]
+    assert launches[0].option("deepspeed_config").value == UNKNOWN_VALUE  # type: ignore[union-attr]
+
+
+def test_a_makefile_variable_of_several_words() -> None:
+    text = """ARGS := --deepspeed --deepspeed_config ds.json
+train:
+\tdeepspeed --num_gpus 2 train.py $(ARGS)
+"""
+    (launch,) = parse_makefile("Makefile", text)
+    assert launch.option("deepspeed_config").value == "ds.json"  # type: ignore[union-attr]
+
+
+def test_arrays_and_appended_words_are_the_commands_words() -> None:
+    text = """ds_args=""
+ds_args=" --deepspeed ${ds_args}"
+ds_args+=" --deepspeed_config=ds.json"
+ARGS=(
+    --lr 1e-5  # the learning rate
+    --epochs "3"
+)
+ARGS+=(--seed 1)
+declare -a LAUNCH=(deepspeed --num_gpus 4)
+"${LAUNCH[@]}" train.py "${ARGS[@]}" $ds_args
+"""
+    (launch,) = parse_shell("run.sh", text)
+    assert (launch.line, launch.tool, launch.script) == (10, "deepspeed", "train.py")
+    assert [(o.name, o.value) for o in launch.options] == [
+        ("lr", "1e-5"),
+        ("epochs", "3"),
+        ("seed", "1"),
+        ("deepspeed", None),
+        ("deepspeed_config", "ds.json"),
+    ]
+    assert launch.launcher_option("num_gpus").value == "4"  # type: ignore[union-attr]
+    # a value that closes its quote a few lines on is one value: bash runs no command of its lines
+    assert parse_shell("run.sh", 'NOTE="first line\ndeepspeed x.py --deepspeed_config a.json\n"\n') == []

@@ -30,6 +30,13 @@ from dslint.project.shell_directories import (
     shell_words,
     unquoted,
 )
+from dslint.project.shell_variables import (
+    assign,
+    assigned_value,
+    assignment_in,
+    quoted_value_end,
+    substitute,
+)
 
 # The launcher commands dslint follows, by the basename of their first word.
 LAUNCHER_WORDS = frozenset({"deepspeed", "torchrun", "accelerate", "python", "python3"})
@@ -38,19 +45,14 @@ LAUNCH_MODULES = frozenset(
     {"torch.distributed.launch", "torch.distributed.run", "deepspeed.launcher.runner", "accelerate.commands.launch"}
 )
 # Words that may come before the launcher on a line (wrappers and environment settings).
-WRAPPERS = frozenset({"nohup", "exec", "time", "env", "srun", "mpirun", "sudo", "CUDA_VISIBLE_DEVICES"})
+WRAPPERS = frozenset({"nohup", "exec", "eval", "time", "env", "srun", "mpirun", "sudo", "CUDA_VISIBLE_DEVICES"})
 # Tools that run a command in a project's environment, as `<tool> run [options] <command>`.
 ENVIRONMENT_RUNNERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "conda", "mamba", "micromamba"})
 # Script options that name the DeepSpeed config file (the option's dest, as argparse spells it).
 CONFIG_OPTIONS = ("deepspeed_config", "deepspeed", "ds_config", "deepspeed_config_file", "ds_config_path")
 
-_ASSIGNMENT = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _MAKE_ASSIGNMENT = re.compile(r"^\s*(?:export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(?::=|::=|\?=|=)\s*(.*)$")
 _MAKE_TARGET = re.compile(r"^([A-Za-z0-9_./%-]+)\s*:(?!=)")
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$([A-Za-z_][A-Za-z0-9_]*)")
-# `${NAME:-default}` / `${NAME-default}` / `${NAME:=default}` (NAME may be a positional parameter: `${1:-8}`):
-# the default when the file leaves NAME unset, as the launcher runs without arguments or an environment.
-_DEFAULTED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(:?[-=])([^}$`]*)\}")
 _SOURCE = re.compile(r"^\s*(?:source|\.)\s+(\S+)\s*$")
 
 
@@ -134,9 +136,23 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     result: list[tuple[int, str]] = []
     buffer: list[str] = []
     start = 1
-    for number, raw in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        raw = lines[index]
+        index += 1
         if not buffer:
-            start = number
+            start = index
+            # a quoted value bash continues over lines (`CMD="torchrun --nnodes=2` ... `--rdzv_id=7"`): one line
+            end = quoted_value_end(lines, index - 1) if "=" in raw else None
+            if end is not None:
+                joined = [line[:-1] if line.endswith("\\") else line for line in lines[index - 1 : end]]
+                joined.append(lines[end])
+                if re.match(r"[^=]*=\(", raw):  # an array: a comment ends each of its lines
+                    joined = [strip_comment(line) for line in joined]
+                result.append((start, "\n".join(joined)))
+                index = end + 1
+                continue
         # A backslash continues the line only as its last character: followed by a space or a tab it escapes
         # that character, and the newline ends the command (as bash does). Inside a comment it continues
         # nothing: the shell drops the comment, backslash and all.
@@ -178,51 +194,6 @@ def strip_comment(line: str) -> str:
     return line
 
 
-def _literal(value: str) -> str | None:
-    """A variable's value when it is a literal (quotes removed); None when built at run time."""
-    value = value.strip()
-    if not value or "$(" in value or "`" in value:
-        return None if value else ""
-    try:
-        words = shell_words(value)
-    except ValueError:
-        return None
-    if len(words) != 1 or "$" in words[0]:
-        return None
-    return words[0]
-
-
-def _is_assignment_only(line: str) -> bool:
-    """`NAME=value` (or `export NAME=value`) alone, not `NAME=value command ...` (an environment for a command)."""
-    try:
-        words = shell_words(line)
-    except ValueError:
-        return False
-    if words and words[0] in ("export", "local", "readonly"):
-        words = words[1:]
-    return len(words) == 1
-
-
-def _substitute(text: str, variables: dict[str, str | None]) -> str:
-    def defaulted(match: re.Match[str]) -> str:
-        name, operator, default = match.groups()
-        if name not in variables:
-            return default.strip("'\"")
-        value = variables[name]
-        if value is None:
-            return UNKNOWN_VALUE
-        return default.strip("'\"") if operator.startswith(":") and value == "" else value
-
-    text = _DEFAULTED.sub(defaulted, text)
-
-    def replace(match: re.Match[str]) -> str:
-        name = match.group(1) or match.group(2) or match.group(3)
-        value = variables.get(name)
-        return value if value is not None else UNKNOWN_VALUE
-
-    return _VARIABLE.sub(replace, text)
-
-
 # A file a command writes: `> ds.json`, `>> log`, `tee ds.json`, `tee -a "$CONFIG"` (not `2>&1`, not `<`).
 _REDIRECT = re.compile(r"""(?:>>?|\btee(?:\s+-a)?)\s*(["']?)([^\s;|&<>'"]+)\1""")
 
@@ -235,14 +206,12 @@ def written_files(text: str) -> frozenset[str]:
     written: set[str] = set()
     for _, logical in _logical_lines(text):
         line = strip_comment(logical)
-        assignment = _ASSIGNMENT.match(line)
-        if assignment and _is_assignment_only(line):
-            name, value = assignment.groups()
-            rest = _literal(_substitute(value, variables))
-            variables[name] = None if rest is None or UNKNOWN_VALUE in rest else rest
+        assignment = assignment_in(line)
+        if assignment is not None:
+            assign(variables, assignment)
             continue
         for match in _REDIRECT.finditer(line):
-            target = _substitute(match.group(2), variables)
+            target = substitute(match.group(2), variables)
             if UNKNOWN_VALUE not in target:
                 written.add(os.path.normpath(target))
     return frozenset(written)
@@ -283,15 +252,18 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
         line = strip_comment(logical)
         sourced = _SOURCE.match(line)
         if sourced is not None:
-            _read_sourced(_substitute(sourced.group(1), variables), read, variables, exported)
+            _read_sourced(substitute(sourced.group(1), variables), read, variables, exported)
             continue
-        assignment = _ASSIGNMENT.match(line)
-        own = own_directory(assignment.group(2), here) if assignment else None
-        if assignment and (own is not None or _is_assignment_only(line)):
-            name, value = assignment.groups()
-            rest = own if own is not None else _literal(_substitute(value, variables))
-            variables[name] = None if rest is None or UNKNOWN_VALUE in rest else rest
-            if line.lstrip().startswith("export ") or name in exported:
+        written = assignment_in(line, alone=False)
+        own = own_directory(written.value, here) if written is not None else None
+        assignment = written if own is not None else assignment_in(line)
+        if assignment is not None:
+            name = assignment.name
+            if own is not None:
+                variables[name] = own
+            else:
+                assign(variables, assignment)
+            if assignment.exported or name in exported:
                 exported[name] = variables[name] or UNKNOWN_VALUE
             continue
         subshell = line.lstrip().startswith("(")
@@ -300,7 +272,7 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
             line = line.strip()[1:]
             line = line[:-1] if line.endswith(")") else line
         for segment in re.split(r"&&|\|\||;|\|(?!\|)", line):
-            substituted = _substitute(segment, variables)
+            substituted = substitute(segment, variables)
             cloned = cloned_folder(substituted)
             if cloned is not None:
                 clones.add(os.path.normpath(os.path.join(directory, cloned)))
@@ -321,8 +293,10 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
     return found
 
 
-# How a line that `_SOURCE` or `_ASSIGNMENT` matches starts (they match the line with its comment stripped, a prefix).
-_SOURCE_OR_ASSIGNMENT = re.compile(r"\s*(?:source|\.|(?:export\s+|local\s+|readonly\s+)?[A-Za-z_][A-Za-z0-9_]*=)")
+# How a line that `_SOURCE` or `assignment_in` matches starts (they match the line with its comment stripped, a prefix).
+_SOURCE_OR_ASSIGNMENT = re.compile(
+    r"\s*(?:source|\.|(?:export\s+|local\s+|readonly\s+|declare\s+(?:-[A-Za-z]+\s+)*)?[A-Za-z_][A-Za-z0-9_]*\+?=)"
+)
 # The words one of `parse_shell`'s steps needs in a segment (quotes and backslashes removed) to act on it:
 # `cloned_folder` and `change_directory` one of these, `_launch_in` what `_may_launch` asks.
 _MOVE_WORDS = re.compile("clone|cd|pushd|popd")
@@ -360,14 +334,12 @@ def _read_sourced(
         return
     for _, logical in _logical_lines(text):
         line = strip_comment(logical)
-        assignment = _ASSIGNMENT.match(line)
-        if assignment is None or not _is_assignment_only(line):
+        assignment = assignment_in(line)
+        if assignment is None:
             continue
-        name, value = assignment.groups()
-        rest = _literal(_substitute(value, variables))
-        variables[name] = None if rest is None or UNKNOWN_VALUE in rest else rest
-        if line.lstrip().startswith("export ") or name in exported:
-            exported[name] = variables[name] or UNKNOWN_VALUE
+        assign(variables, assignment)
+        if assignment.exported or assignment.name in exported:
+            exported[assignment.name] = variables[assignment.name] or UNKNOWN_VALUE
 
 
 # A line that ends with a backslash and then spaces or tabs: bash escapes the first of them, and the newline
@@ -417,7 +389,7 @@ def parse_makefile(path: str, text: str) -> list[LaunchLine]:
         if logical.startswith("\t"):
             line = strip_comment(logical.lstrip("\t").lstrip("@-+"))
             for segment in re.split(r"&&|\|\||;", line):
-                launch = _launch_in(path, number, logical, _substitute(segment, variables), target)
+                launch = _launch_in(path, number, logical, substitute(segment, variables), target)
                 if launch is not None:
                     found.append(launch)
             continue
@@ -425,8 +397,7 @@ def parse_makefile(path: str, text: str) -> list[LaunchLine]:
         assignment = _MAKE_ASSIGNMENT.match(line)
         if assignment:
             name, value = assignment.groups()
-            rest = _literal(_substitute(value, variables))
-            variables[name] = None if rest is None or UNKNOWN_VALUE in rest else rest
+            variables[name] = assigned_value(value, variables)
             continue
         target_match = _MAKE_TARGET.match(line)
         if target_match:

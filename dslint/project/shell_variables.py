@@ -1,0 +1,201 @@
+"""Shell variables in launchers: which lines assign one, what value it holds, and a text with them substituted.
+
+A variable holds what the launcher's text proves: a literal word (`CONFIG=ds.json`), a literal built from other
+variables (`CONFIG=configs/${MODEL}.json` once MODEL is known), or words that the shell splits where the variable
+is expanded unquoted (`CMD="torchrun --nproc_per_node=$GPUS"`, `DS_ARGS="--deepspeed --deepspeed_config
+ds.json"`, a Makefile's `ARGS := --zero_stage 3`). In such words a part built at run time is `UNKNOWN_VALUE`,
+so the expanded command keeps its known words (the launcher, the script, a literal config path) and an option
+whose value is unknown stays unknown. A single word with a part built at run time, a command substitution
+(`$(date)`, backquotes) or quotes inside the words is unknown as a whole (None), and never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from dslint.project.shell_directories import UNKNOWN_VALUE, shell_words
+
+# `NAME=value`, `export NAME=value`, `NAME+=value`, `NAME=(words)`: the value may span lines (a quoted string or
+# an array bash continues over newlines).
+_ASSIGNMENT = re.compile(
+    r"^\s*(export\s+|local\s+|readonly\s+|declare\s+(?:-[A-Za-z]+\s+)*)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.S
+)
+# `NAME="...`, `NAME='...` or `NAME=(...` left open at the end of its line: the value goes on to the line closing it.
+_OPENING_ASSIGNMENT = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+|declare\s+)?[A-Za-z_][A-Za-z0-9_]*\+?=[\"'(]")
+# `"${NAME[@]}"`, `${NAME[*]}`: every word of an array (quoted or not, each stays a word of its own here).
+_ARRAY = re.compile(r"\"?\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}\"?")
+VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$([A-Za-z_][A-Za-z0-9_]*)")
+# `${NAME:-default}` / `${NAME-default}` / `${NAME:=default}` (NAME may be a positional parameter: `${1:-8}`):
+# the default when the file leaves NAME unset, as the launcher runs without arguments or an environment.
+_DEFAULTED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(:?[-=])([^}$`]*)\}")
+# `$1`, `$@`, `$*`, `$#`, `$$`...: set when the launcher runs.
+_SPECIAL_PARAMETER = re.compile(r"\$[0-9@*#?!$-]?")
+# How far a quoted value may run over lines: further, an unclosed quote is a stray one, not a long value.
+_QUOTED_LINES = 60
+
+
+def substitute(text: str, variables: dict[str, str | None]) -> str:
+    """`text` with `$NAME`, `${NAME}`, `$(NAME)` and `${NAME:-default}` replaced by what `variables` holds
+    (UNKNOWN_VALUE for a variable built at run time or never assigned)."""
+
+    def defaulted(match: re.Match[str]) -> str:
+        name, operator, default = match.groups()
+        if name not in variables:
+            return default.strip("'\"")
+        value = variables[name]
+        if value is None:
+            return UNKNOWN_VALUE
+        return default.strip("'\"") if operator.startswith(":") and value == "" else value
+
+    text = _ARRAY.sub(lambda match: variables.get(match.group(1)) or UNKNOWN_VALUE, text)
+    text = _DEFAULTED.sub(defaulted, text)
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2) or match.group(3)
+        value = variables.get(name)
+        return value if value is not None else UNKNOWN_VALUE
+
+    return VARIABLE.sub(replace, text)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """A line that only assigns a variable: `[export] NAME=value`, `NAME+=value`, `NAME=(words)`."""
+
+    name: str
+    value: str  # as written after `=`
+    append: bool  # `+=`
+    exported: bool
+
+
+def assignment_in(line: str, alone: bool = True) -> Assignment | None:
+    """The assignment `line` (a logical line, its comment stripped) makes, or None for any other line (also
+    `NAME=value command ...`, which sets NAME only for that command, unless `alone` is False)."""
+    match = _ASSIGNMENT.match(line)
+    if match is None:
+        return None
+    keyword, name, plus, value = match.groups()
+    if value.lstrip().startswith("("):
+        close = value.rfind(")")
+        if close < 0 or value[close + 1 :].strip():
+            return None
+    elif alone and not is_assignment_only(line):
+        return None
+    return Assignment(name, value, plus == "+", (keyword or "").startswith("export"))
+
+
+def assign(variables: dict[str, str | None], assignment: Assignment) -> None:
+    """Record what the variable holds after `assignment` (`+=` appends to what it held: nothing when unset)."""
+    value = assigned_value(assignment.value, variables)
+    if assignment.append:
+        before = variables.get(assignment.name, "")
+        if before is None or value is None:
+            value = None
+        else:
+            spaced = assignment.value.lstrip().startswith("(") or assignment.value.strip("\"'")[:1].isspace()
+            value = f"{before} {value}".strip() if spaced else before + value
+    variables[assignment.name] = value
+
+
+def is_assignment_only(line: str) -> bool:
+    """`NAME=value` (or `export NAME=value`) alone, not `NAME=value command ...` (an environment for a command)."""
+    try:
+        words = shell_words(line)
+    except ValueError:
+        return False
+    if words and words[0] in ("export", "local", "readonly"):
+        words = words[1:]
+    return len(words) == 1
+
+
+def assigned_value(value: str, variables: dict[str, str | None]) -> str | None:
+    """What a variable assigned `value` (as written after `=`) holds, the variables assigned before it
+    substituted: a literal word; words separated by single spaces (a quoted value holding spaces or newlines,
+    or a Makefile's unquoted words), parts built at run time marked UNKNOWN_VALUE; None when unknown."""
+    value = substitute(value, variables).strip()
+    if not value:
+        return ""
+    if "$(" in value or "`" in value:
+        return None
+    if value.startswith("(") and value.endswith(")"):  # an array: its words
+        try:
+            words = shell_words(value[1:-1])
+        except ValueError:
+            return None
+        if any(not word or word.split(maxsplit=1)[1:] or "$" in word for word in words):
+            return None
+        return " ".join(words)
+    try:
+        words = shell_words(value)
+    except ValueError:
+        return None
+    if len(words) == 1 and not words[0].split(maxsplit=1)[1:]:
+        word = words[0].strip()
+        return None if "$" in word or UNKNOWN_VALUE in word else word
+    if len(words) == 1 and ("'" in words[0] or '"' in words[0] or "\\" in words[0]):
+        # quotes inside the words: kept as written, for the shell that reads the expanded command (`bash -c`)
+        return None if "$" in words[0] or UNKNOWN_VALUE in words[0] else words[0]
+    parts = [_SPECIAL_PARAMETER.sub(UNKNOWN_VALUE, part) for word in words for part in word.split()]
+    if any("'" in part or '"' in part or "\\" in part for part in parts):
+        return None
+    return " ".join(parts)
+
+
+def quoted_value_end(lines: list[str], first: int) -> int | None:
+    """The index of the line that closes a quoted assignment value opened on `lines[first]` and left open there
+    (`DS_ARGS="` then option lines then `"`); None when that line opens no such value, or no line closes it soon."""
+    if _OPENING_ASSIGNMENT.match(lines[first]) is None:
+        return None
+    if re.search(r"=\(", lines[first]):  # an array: the line holding its `)` (outside quotes) ends it
+        depth = 0
+        for index in range(first, min(len(lines), first + _QUOTED_LINES)):
+            depth += _unquoted(lines[index]).count("(") - _unquoted(lines[index]).count(")")
+            if depth <= 0:
+                return index if index > first else None
+        return None
+    quote: str | None = None
+    for index in range(first, min(len(lines), first + _QUOTED_LINES)):
+        quote = _quote_after(lines[index], quote)
+        if quote is None:
+            return index if index > first else None
+    return None
+
+
+def _unquoted(line: str) -> str:
+    """`line` less its quoted parts and its comment."""
+    kept: list[str] = []
+    quote: str | None = None
+    previous = " "
+    for char in line:
+        if quote is not None:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and previous in " \t;":
+            break
+        else:
+            kept.append(char)
+        previous = char
+    return "".join(kept)
+
+
+def _quote_after(line: str, quote: str | None) -> str | None:
+    """The quote still open after `line`, given the one open before it (a comment outside quotes ends the
+    line; a backslash escapes the next character outside single quotes)."""
+    previous = " "
+    escaped = False
+    for char in line:
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif quote is not None:
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and previous in " \t;":
+            break
+        previous = char
+    return quote
