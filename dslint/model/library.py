@@ -127,6 +127,8 @@ ENGINE_ONLY_METHODS = frozenset({"backward", "set_gradient_accumulation_boundary
 SELF_RETURNING_METHODS = frozenset(
     {"cuda", "to", "half", "bfloat16", "float", "double", "cpu", "train", "eval", "requires_grad_", "to_empty"}
 )
+# torch's loss scalers for automatic mixed precision: `scaler.step(optimizer)` steps that optimizer.
+GRAD_SCALERS = frozenset({"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler"})
 # Data-parallel wrappers of a module (torch's and apex's): qualified name -> the short name messages use.
 DATA_PARALLEL_WRAPPERS = {
     "torch.nn.parallel.DistributedDataParallel": "DistributedDataParallel",

@@ -9,9 +9,11 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.library import GRAD_SCALERS
 from dslint.script.edits import line_deletion, replace_node
-from dslint.script.facts import Role, RoleAnswer, method_name
+from dslint.script.facts import BindingKind, Role, RoleAnswer, method_name
 from dslint.script.loop import loop_facts
+from dslint.script.names import dotted_name
 
 OPTIMIZER_ROLES = (Role.OPTIMIZER, Role.CLIENT_OPTIMIZER)
 
@@ -74,10 +76,12 @@ class OptimizerSteppedBesideEngine(ScriptRule):
     code = "DSL302"
     slug = "optimizer-stepped-beside-engine"
     message = "optimizer stepped beside the engine; call engine.step() on every micro-step instead"
+    scaler_message = "this GradScaler steps the engine's optimizer; call engine.step() on every micro-step instead"
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""
-            Flags `.step()` on the optimizer returned by `deepspeed.initialize` or given to it (`optimizer=`).
+            Flags `.step()` on the optimizer returned by `deepspeed.initialize` or given to it (`optimizer=`),
+            and a torch `GradScaler`'s `scaler.step(optimizer)` on that optimizer (it calls `optimizer.step()`).
             Its siblings flag `.zero_grad()` on that optimizer (DSL309) and `.step()` on the LR scheduler returned
             by it or given as `lr_scheduler=` (DSL310); they used to be part of this rule.
 
@@ -192,6 +196,24 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         ),
     )
     invalid: ClassVar[Sequence[Invalid]] = (
+        # an AMP loop ported to DeepSpeed: the GradScaler steps the engine's optimizer (and the discriminator's,
+        # a plain torch optimizer, rightly)
+        Invalid(
+            """
+            import deepspeed
+            from torch.cuda import amp
+            def train(model, optimizer, d_optimizer, loader, args):
+                model, optimizer, _, _ = deepspeed.initialize(args=args, model=model, optimizer=optimizer)
+                scaler = amp.GradScaler(enabled=True)
+                for batch in loader:
+                    loss = model(batch)
+                    scaler.scale(loss).backward()
+                    scaler.step(d_optimizer)
+                    scaler.step(optimizer)
+                    scaler.update()
+            """,
+            lines=(11,),
+        ),
         # the helper steps what it is given: right for the discriminator's optimizer, wrong for the engine's
         Invalid(
             """
@@ -248,6 +270,7 @@ class OptimizerSteppedBesideEngine(ScriptRule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.handles == "step":
             self._report_stepping_helper(node)
+            self._report_scaler_step(node)
         name = method_name(node)
         if name not in ("step", "zero_grad"):
             return
@@ -282,6 +305,21 @@ class OptimizerSteppedBesideEngine(ScriptRule):
                 f"optimizer stepped beside the engine: this call steps initialize's optimizer ({where})",
                 related=[steps],
             )
+
+    def _report_scaler_step(self, node: cst.Call) -> None:
+        """`scaler.step(optimizer)` with a torch GradScaler, on the engine's optimizer after initialize."""
+        if method_name(node) != "step" or not node.args or node.args[0].keyword is not None:
+            return
+        assert isinstance(node.func, cst.Attribute)
+        key = dotted_name(node.func.value)
+        binding = self.facts.binding_at(key, self.facts.scope_at(node), self.facts.start(node)) if key else None
+        scaler = binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
+        if not isinstance(scaler, cst.Call) or self.facts.qualified(scaler.func) not in GRAD_SCALERS:
+            return
+        answer = self.facts.role_of(node.args[0].value, at=node)
+        if answer is None or answer.role not in OPTIMIZER_ROLES or not self.loop.after_initialize(answer.engine, node):
+            return
+        self.report(node, self._named(self.scaler_message, answer, node))
 
     def _named(self, message: str, answer: RoleAnswer, node: cst.Call) -> str:
         engine = self.loop.certain_engine_name(answer.engine, at=node)

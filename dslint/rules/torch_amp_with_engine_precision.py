@@ -8,6 +8,7 @@ from dslint.config import facts as config_facts
 from dslint.config.tree import UNKNOWN, Scalar, node_at
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model import library
 from dslint.model.engine import Engine, Origin
 from dslint.project.config_link import ResolvedConfig, resolve_config, training_arguments_configs
 from dslint.project.evidence import config_evidence, evidence
@@ -33,7 +34,6 @@ AUTOCAST = frozenset(
         "torch.amp.autocast_mode.autocast",
     }
 )
-GRAD_SCALER = frozenset({"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler"})
 
 
 class TorchAmpWithEnginePrecision(ScriptRule):
@@ -437,7 +437,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             return
         binding = self.facts.binding_at(key, self.facts.scope_at(node.func.value), self.facts.start(node))
         value = binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
-        if not isinstance(value, cst.Call) or self.facts.qualified(value.func) not in GRAD_SCALER:
+        if not isinstance(value, cst.Call) or self.facts.qualified(value.func) not in library.GRAD_SCALERS:
             return
         if not literally_enabled(value):
             return
