@@ -41,7 +41,8 @@ class EngineStepUnderAccumulationTest(ScriptRule):
     docs = RuleDocs(
         what="""
             Flags `engine.step()` and `engine.backward(...)` in the body of an `if` whose test is a modulo test
-            such as `if (step + 1) % args.gradient_accumulation_steps == 0:`, on an engine returned by
+            such as `if (step + 1) % args.gradient_accumulation_steps == 0:` (or a name the function bound to one:
+            `should_step = step % accum == 0` ... `if should_step:`), on an engine returned by
             `deepspeed.initialize`. `engine.step()` called on every micro-step is what DeepSpeed expects and is
             never flagged. Nothing is reported when the engine's config is known and sets
             `"managed_gradient_accumulation": false` (then the caller owns the boundary) or
@@ -86,6 +87,19 @@ class EngineStepUnderAccumulationTest(ScriptRule):
     valid = (
         # the config is a JSON load of a path built at run time, but the script writes its accumulation steps: 1
         Valid(OWN_ACCUMULATION_WRITTEN),
+        # the name the `if` tests holds another value by then: the step runs on every micro-step
+        Valid(
+            """
+            import deepspeed
+            engine, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
+            for step, batch in enumerate(loader):
+                should_step = (step + 1) % accum == 0
+                engine.backward(engine(batch))
+                should_step = True
+                if should_step:
+                    engine.step()
+            """
+        ),
         # the same `engine.step()` in both arms of the test runs on every micro-step
         Valid(
             """
@@ -168,6 +182,31 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         ),
     )
     invalid = (
+        # the test bound to a name first (a trainer's `should_step`)
+        Invalid(
+            """
+            import deepspeed
+            class Trainer:
+                def fit(self, model, loader):
+                    model, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
+                    for step, batch in enumerate(loader):
+                        should_step = self.global_step % self.grad_accum_steps == 0
+                        model.backward(model(batch))
+                        if should_step:
+                            model.step()
+            """,
+            lines=(10,),
+            fixed="""
+            import deepspeed
+            class Trainer:
+                def fit(self, model, loader):
+                    model, _, _, _ = deepspeed.initialize(model=model, config="ds.json")
+                    for step, batch in enumerate(loader):
+                        should_step = self.global_step % self.grad_accum_steps == 0
+                        model.backward(model(batch))
+                        model.step()
+            """,
+        ),
         # the else arm does something else: the step still runs on boundary micro-steps only
         Invalid(
             """

@@ -324,7 +324,11 @@ class _Collector(cst.CSTVisitor):
         self.loop = loop
 
     def visit_If(self, node: cst.If) -> None:
-        if is_accumulation_test(node.test):
+        test = node.test
+        if isinstance(test, cst.Name):  # `should_step = step % accum == 0` ... `if should_step:`
+            binding = self.loop.facts.local_binding(test)
+            test = binding.value if binding is not None and binding.value is not None else test
+        if is_accumulation_test(test):
             facts = self.loop.facts
             self.loop.accumulation_ifs.append((node, facts.start(node.body), facts.end(node.body)))
 
