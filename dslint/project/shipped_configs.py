@@ -29,9 +29,10 @@ ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "requirements
 
 
 def shipped_stages(script: str) -> list[int] | None:
-    """The ZeRO stage of each DeepSpeed config file in `script`'s folder and its config folders (`configs/`...);
+    """The ZeRO stage of each DeepSpeed config file the project ships near `script`: in its folder and up to
+    LEVELS_ABOVE folders above it (stopping at the project's root), each with its config folders (`configs/`...);
     None when there is none, too many to say, or one whose stage cannot be read."""
-    found = _shipped(script, [Path(script).parent])
+    found = _shipped(script, project_folders(script))
     return [stage for _, stage, _ in found] if found else None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import libcst as cst
 
@@ -36,6 +37,22 @@ def main(args):
     torch.save(state, args.out)
 """
 _STAGE = '{{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {{"stage": {stage}}}}}'
+# A training function of src/train.py handed the engine by its caller; the config path is read from a settings file,
+# and the README launches the script without a config option.
+_OWN_SETTINGS = """\
+import json
+import deepspeed
+import torch
+def save_portable(engine, path):
+    torch.save(engine.module.state_dict(), path)
+def main(settings):
+    with open(settings.ds_config) as handle:
+        config = json.load(handle)
+    engine, _, _, _ = deepspeed.initialize(model=net, config=config)
+    save_portable(engine, "final.pt")
+"""
+_README = ("README.md", "```bash\ndeepspeed --num_gpus=1 src/train.py --settings settings.yaml\n```\n")
+_REQUIREMENTS = ("requirements.txt", "deepspeed\ntorch\n")
 
 
 class _StateDictCalls(cst.CSTVisitor):
@@ -113,9 +130,10 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             `initialize`, when the config enables ZeRO-3 (an error) or its stage is not known (a warning that
             says "under ZeRO-3": a config from the command line, launches that disagree, a stage from an option).
             A config the script loads itself from a path built at run time, with nothing of it known, is no
-            evidence of a stage: silent; so is a config from the command line that no launcher of the project
-            gives when every DeepSpeed config shipped beside the script (its folder, `configs/`...) is below
-            stage 3.
+            evidence of a stage: silent; so is a config no launch of the script hands it (none is known, or
+            none gives a config: the script finds its own, from an option's default or a settings file) when
+            every DeepSpeed config the project ships near the script (its folder and the two above it, up to
+            the project's root, with their `configs/`...) is below stage 3.
             Not flagged inside `with deepspeed.zero.GatheredParameters(...)`, where the parameters are whole,
             nor when the config is known to use a lower stage, nor under an `if` that
             tests the stage (`if zero_stage != 3:`, either arm): the author handles ZeRO-3 there. The engine may
@@ -162,6 +180,19 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             files=(("ds_config.json", _STAGE.format(stage=2)), ("configs/ds_seq2seq.json", _STAGE.format(stage=1))),
         ),
         Valid(_plugin(2)),
+        # the launch gives the script no config (it reads the path from its settings), and the one config the
+        # project ships, in the folder above the script's, is ZeRO-0
+        Valid(
+            _OWN_SETTINGS,
+            path="src/train.py",
+            files=(_README, _REQUIREMENTS, ("configs/ds_config.json", _STAGE.format(stage=0))),
+        ),
+        # ... and a config from the command line that the project's launch does not give: the same
+        Valid(
+            _FROM_COMMAND_LINE,
+            path="src/train.py",
+            files=(_README, _REQUIREMENTS, ("configs/ds_config.json", _STAGE.format(stage=1))),
+        ),
         # the script loads its own config from a path built at run time: nothing says which stage it chose
         Valid(
             """
@@ -317,6 +348,13 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             """,
             lines=(7,),
         ),
+        # a launch gives the script no config and the one config the project ships is ZeRO-3
+        Invalid(
+            _FROM_COMMAND_LINE,
+            lines=(7,),
+            path="src/train.py",
+            files=(_README, _REQUIREMENTS, ("configs/ds_config.json", _STAGE.format(stage=3))),
+        ),
         # ... also when a config shipped beside the script is ZeRO-3
         Invalid(
             _FROM_COMMAND_LINE,
@@ -396,10 +434,16 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             self.report(node, self.message + found.suffix, severity=Severity.WARNING, related=found.related)
 
     def _ships_only_lower_stages(self, engine: Engine) -> bool:
-        """The config comes from the command line, no launcher of the project gives one, and every DeepSpeed
-        config shipped beside the script runs below stage 3 (`project.shipped_configs`): no sign of ZeRO-3."""
+        """No launch of the script hands it a config (none is known, or they give none: the script finds its
+        config itself), and every DeepSpeed config the project ships near the script runs below stage 3
+        (`shipped_configs.shipped_stages`): no sign of ZeRO-3."""
         project = self.facts.project
-        if engine.elsewhere or (project is not None and project.launches):
+        created_here = engine.created is not None and os.path.abspath(engine.created[0]) == os.path.abspath(
+            self.context.path
+        )
+        if engine.elsewhere and not created_here:
+            return False  # another script's engine: its launches are not this file's
+        if project is not None and any(launch.option is not None for launch in project.launches):
             return False
         stages = self._shipped_stages
         return stages is not None and max(stages) < 3
