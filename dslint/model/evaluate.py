@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 
 from dslint.model.conditions import guards_of
-from dslint.model.library import ENGINE, ENGINE_MODULE, INITIALIZE, SELF_RETURNING_METHODS
+from dslint.model.library import ENGINE, ENGINE_MODULE, INITIALIZE, OPTIMIZER, SCHEDULER, SELF_RETURNING_METHODS
 from dslint.model.required_arms import required_arms, scope_stores
 from dslint.model.resolution import Callee, CallSite, FunctionSummary, Resolver
 from dslint.model.summary import ModuleSummary, SummaryStore, calls, dotted
@@ -166,6 +166,8 @@ class Evaluator(Resolver):
             self._call(module, summary, values, call)
         if isinstance(statement, ast.Assign):
             value = self.value(module, summary, values, statement.value)
+            if isinstance(value, Results) and isinstance(statement.value, ast.Call):
+                self._bind_handed(values, statement.value, value.origin)
             for target in statement.targets:
                 self._bind(summary, values, target, value)
         elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
@@ -180,6 +182,18 @@ class Evaluator(Resolver):
                 held = values.get(name)
                 if held is not None:
                     values[name] = unwrapped(held)
+
+    @staticmethod
+    def _bind_handed(values: dict[str, Value], call: ast.Call, site: InitSite) -> None:
+        """The optimizer and scheduler a name hands initialize (`optimizer=opt`) are the engine's from then on:
+        it wraps that optimizer and steps that scheduler (the names its results are bound to are bound after)."""
+        for role, parameter in ((OPTIMIZER, "optimizer"), (SCHEDULER, "lr_scheduler")):
+            given = next((k.value for k in call.keywords if k.arg == parameter), None)
+            position = INITIALIZE.positional.index(parameter)
+            if given is None and len(call.args) > position:
+                given = call.args[position]
+            if isinstance(given, ast.Name):
+                values[given.id] = Item(role, site)
 
     def _bind(self, summary: FunctionSummary, values: dict[str, Value], target: ast.expr, value: Value) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
