@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from dslint.model.evaluate import Evaluator
 from dslint.model.handed_arguments import handed_arguments
+from dslint.model.library import INITIALIZE
 from dslint.model.summary import FunctionInfo, ModuleSummary, own_nodes
 
 MAX_BASES = 6
@@ -39,18 +40,68 @@ class ForwardingCall:
 
 
 def forwarding_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[ForwardingCall]:
-    for handed in handed_arguments(model, paths, _unwrapped):
+    """`x.module` handed to a function that runs it forward, where `x` is back-propagated through; and, in a
+    function that calls `initialize(model=m)` (its results bound to other names) and back-propagates, `m` itself
+    handed so (`losses(m, batch)` running `m(...)`: the raw module's forward, not the engine's)."""
+    paths = list(paths)
+    raw = _raw_model_names(model, paths)
+    for handed in handed_arguments(model, paths, lambda a: _unwrapped(a) or (isinstance(a, ast.Name) and a.id in raw)):
         if not _forwards(handed.function, handed.param):
             continue
         call, index, module = handed.call, handed.index, model.module(handed.path)
         argument = call.args[index] if index is not None else _keyword(call, handed.keyword)
-        if module is None or not _trained(model, module, handed.qualname, argument):
+        if module is None:
+            continue
+        if isinstance(argument, ast.Name):
+            if not _raw_model_trained(module, handed.qualname, argument.id):
+                continue
+        elif not _trained(model, module, handed.qualname, argument):
             continue
         if _only_run_without_grad(model, module, handed.qualname):
             continue
         yield ForwardingCall(
             handed.path, handed.line, handed.column, index, handed.param, handed.callee, handed.function.start
         )
+
+
+def _raw_model_names(model: Evaluator, paths: list[str]) -> set[str]:
+    """The names handed to `deepspeed.initialize` as its model in the modules `paths` (a first filter)."""
+    names: set[str] = set()
+    for path in paths:
+        module = model.module(path)
+        for node in ast.walk(module.tree) if module is not None else ():
+            given = _initialize_model(module, node) if module is not None else None
+            if given is not None:
+                names.add(given)
+    return names
+
+
+def _initialize_model(module: ModuleSummary, node: ast.AST) -> str | None:
+    """The name `node`, a `deepspeed.initialize(...)` call, is handed as its model, if a plain name."""
+    if not isinstance(node, ast.Call) or module.qualified(node.func) != INITIALIZE.name:
+        return None
+    given = next((k.value for k in node.keywords if k.arg == INITIALIZE.model), None)
+    position = INITIALIZE.positional.index("model")
+    if given is None and len(node.args) > position:
+        given = node.args[position]
+    return given.id if isinstance(given, ast.Name) else None
+
+
+def _raw_model_trained(module: ModuleSummary, qualname: str, name: str) -> bool:
+    """The caller's own body hands `name` to `initialize` as its model, binds none of initialize's results to
+    that name (it stays the raw module), and calls some `.backward(...)`: a training function."""
+    function = module.functions.get(qualname) if qualname else None
+    scope: ast.AST = function.node if function is not None else module.tree
+    handed = backward = False
+    for node in own_nodes(scope):
+        if isinstance(node, ast.Assign) and _initialize_model(module, node.value) == name:
+            stored = {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if name in stored:
+                return False  # `model, *_ = deepspeed.initialize(model=model)`: the name is the engine
+            handed = True
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward":
+            backward = True
+    return handed and backward
 
 
 def _unwrapped(argument: ast.expr) -> bool:

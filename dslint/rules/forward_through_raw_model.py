@@ -33,9 +33,11 @@ class ForwardThroughRawModel(ScriptRule):
             whose result is thrown away (`save_image(preview, ...)`): it cannot reach a backward.
             Flagged are calls in the function that calls `initialize`, after the call, and
             calls through `self.<attribute>` in other methods of a class whose `__init__` calls `initialize`
-            (which has run before any other method). When `initialize`'s result is bound to the model's own
-            name (`model, ... = deepspeed.initialize(model=model)`) the name is the engine and nothing is
-            flagged.
+            (which has run before any other method); and, in the function that calls `initialize` and
+            back-propagates, the model handed to a project function (of any module) that runs that parameter
+            forward with gradients on (`loss = diffusion_loss(model, batch)`). When `initialize`'s result is bound
+            to the model's own name (`model, ... = deepspeed.initialize(model=model)`) the name is the engine and
+            nothing is flagged.
         """,
         why="""
             The engine wraps the model; its parameters are the engine's (cast to fp16/bf16, partitioned under
@@ -150,6 +152,35 @@ class ForwardThroughRawModel(ScriptRule):
         ),
     )
     invalid = (
+        # the raw model handed to a loss function of another module that runs it forward (the scoring function
+        # runs it under no_grad; before initialize the model is not the engine's yet)
+        Invalid(
+            """
+            import deepspeed
+            from losses import denoising_loss, score
+            def train(args, net, loader):
+                warm = denoising_loss(net, next(iter(loader)))
+                engine, _, _, _ = deepspeed.initialize(args=args, model=net)
+                for batch in loader:
+                    loss = denoising_loss(net, batch)
+                    engine.backward(loss)
+                    engine.step()
+                    score(net, batch)
+            """,
+            lines=(8,),
+            files=(
+                (
+                    "losses.py",
+                    "import torch\n"
+                    "def denoising_loss(model, batch):\n"
+                    "    noise = torch.randn_like(batch)\n"
+                    "    return (model(batch + noise) - noise).pow(2).mean()\n"
+                    "@torch.no_grad()\n"
+                    "def score(model, batch):\n"
+                    "    return model(batch).mean()\n",
+                ),
+            ),
+        ),
         # the sample is kept in a list: a later loss may be computed from it
         Invalid(
             """
@@ -347,9 +378,16 @@ class ForwardThroughRawModel(ScriptRule):
         index, name, where = found
         argument = _argument(node, index, name)
         answer = self.facts.role_of(argument, at=node) if argument is not None else None
-        if answer is None or answer.role is not Role.ENGINE_MODULE:
+        if answer is None or answer.role not in (Role.ENGINE_MODULE, Role.RAW_MODEL):
             return
         init = answer.init
+        if answer.role is Role.RAW_MODEL and (
+            init is None
+            or not self.facts.result_keys(init.engine, Role.ENGINE)
+            or self.facts.scope_at(node) is not init.scope
+            or self.facts.start(node) < init.end
+        ):
+            return  # the raw model before initialize, or with no other name holding the engine
         if init is not None and self.facts.scope_at(node) is init.scope and not self._backward_follows(node):
             return  # evaluation next to initialize, not a training step
         found_evidence = evidence(self.context, answer.engine)
