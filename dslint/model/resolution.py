@@ -127,6 +127,7 @@ class Resolver:
         key = (module.path, summary.qualname)
         if key in self.instances:
             return self.instances[key]
+        self.instances[key] = {}  # while the body is read (a factory's name resolved from it): no instance yet
         function = module.functions.get(summary.qualname) if summary.qualname else None
         found: dict[str, set[ClassRef | None]] = {}
         for node in statements(function.node.body if function is not None else module.tree.body):
@@ -134,6 +135,8 @@ class Resolver:
                 continue
             written = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
             cls = self.hierarchy.resolve_class(module, written) if written is not None else None
+            if cls is None and written is not None:
+                cls = self._made_by(self._resolve_name(module, summary, written))
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     found.setdefault(target.id, set()).add(cls)
@@ -144,6 +147,23 @@ class Resolver:
                 answer[name] = cls
         self.instances[key] = answer
         return answer
+
+    def _made_by(self, factory: Callee | None) -> ClassRef | None:
+        """The one project class every `return` of the project function `factory` builds (`return Cls(...)`,
+        `def create_diffusion(...): return SpacedDiffusion(...)`); None otherwise."""
+        function = self.function(factory) if factory is not None else None
+        target = self.module(factory[0]) if factory is not None else None
+        if function is None or target is None or function.is_method:
+            return None
+        made: set[ClassRef | None] = set()
+        for node in ast.walk(function.node):
+            if isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)) and node is not function.node:
+                continue
+            if isinstance(node, ast.Return):
+                written = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
+                made.add(self.hierarchy.resolve_class(target, written) if written is not None else None)
+        (cls,) = made if len(made) == 1 else (None,)
+        return cls
 
     def _follow_import(self, dotted_name: str, near: str) -> Callee | None:
         """A project function, or the `__init__` of a project class, that an imported name points at."""
