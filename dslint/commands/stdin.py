@@ -14,7 +14,6 @@ from dslint.commands.summary import plural
 from dslint.diagnostics import printable
 from dslint.lint.batch import FileFailure, lint_bytes
 from dslint.lint.file_kinds import NotAnalysed
-from dslint.lint.isolation import Crashed, run_guarded
 from dslint.lint.result import FileResult
 from dslint.settings import SettingsResolver
 
@@ -67,6 +66,8 @@ def lint_stdin(
     if stdin_filename and force_exclude and resolver.excluded(path):
         return None
     settings = resolver.for_path(path if stdin_filename else Path.cwd() / "stdin.py")
+    from dslint.lint.isolation import Crashed, run_guarded  # multiprocessing: only for a text on stdin
+
     # in a forked child (dslint.lint.isolation): a parser that aborts is this text's error, one line
     outcome = run_guarded(lint_bytes, path, data, settings.selection_for(path), world_size)
     return FileFailure(str(path), outcome.why) if isinstance(outcome, Crashed) else outcome
@@ -80,6 +81,7 @@ def fix_stdin(resolver: SettingsResolver, stdin_filename: str | None, *, diff: b
     from dslint.fix.loop import fix_source
     from dslint.fix.notebook import fix_notebook_text
     from dslint.fix.write import decode_source
+    from dslint.lint.isolation import Crashed, run_guarded
     from dslint.lint.notebook import NotebookError
 
     path = stdin_path(stdin_filename)
