@@ -246,7 +246,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL209": Needs((b"deepspeed", b"initialize")),
     "DSL214": Needs((b"DataParallel",)),
     "DSL301": Needs((b"deepspeed", b"initialize")),
-    "DSL302": Needs((b"deepspeed", b"initialize")),
+    "DSL302": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL303": Needs((b"deepspeed", b"initialize")),
     "DSL304": Needs((b"deepspeed", b"initialize")),
     # a clip beside this file's engine, or after `accelerator.backward` where DeepSpeed may run through accelerate
@@ -352,8 +352,8 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL446": Needs(
         (b"deepspeed", b"rank"), alternatives=((b"deepspeed", b"main_process"), (b"deepspeed", b"process_zero"))
     ),
-    "DSL309": Needs((b"deepspeed", b"initialize")),
-    "DSL310": Needs((b"deepspeed", b"initialize")),
+    "DSL309": Needs((b"deepspeed", b"initialize"), partly_engine=True),
+    "DSL310": Needs((b"deepspeed", b"initialize"), partly_engine=True),
 }
 
 

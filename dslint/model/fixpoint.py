@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from dslint.model.attribute_models import attribute_builders
 from dslint.model.evaluate import Evaluator
 from dslint.model.handed_arguments import resolved_calls
-from dslint.model.library import ENGINE, ENGINE_MODULE, ENGINE_ONLY_METHODS, INITIALIZE, RESULT_ORDER
+from dslint.model.library import ENGINE, ENGINE_MODULE, ENGINE_ONLY_METHODS, INITIALIZE, OPTIMIZER, RESULT_ORDER
 from dslint.model.resolution import Callee, CallSite, FunctionSummary
 from dslint.model.summary import ModuleSummary, calls, character_column, dotted, statements
 from dslint.model.values import (
@@ -356,11 +356,11 @@ class ProjectModel(Evaluator):
         return resolved
 
     def partly_engine_parameters(self) -> dict[tuple[str, str, str], EngineAnswer]:
-        """(path, function, parameter) -> (ENGINE, the call that passes it, the initialize it comes from), for
-        parameters that SOME call seen passes the engine itself (initialize's result on every path of that call)
-        while other calls pass something else: a loop shared by a DeepSpeed script and a plain one. Only what
-        happens to the engine where it is passed may be said of it (a rule asks for it by name; `role_of` never
-        answers it)."""
+        """(path, function, parameter) -> (ENGINE or OPTIMIZER, the call that passes it, the initialize it comes
+        from), for parameters that SOME call seen passes the engine itself (or its optimizer: initialize's result
+        on every path of that call) while other calls pass something else: a loop shared by a DeepSpeed script
+        and a plain one. Only what happens to the engine where it is passed may be said of it (a rule asks for it
+        by name; `role_of` never answers it)."""
         every = self.engine_parameters()
         found: dict[tuple[str, str, str], EngineAnswer] = {}
         for site in self.calls:
@@ -369,8 +369,8 @@ class ProjectModel(Evaluator):
                 if key in every or key in found:
                     continue
                 role = self._engine_role(value, site, every) if isinstance(value, (Item, Param)) else None
-                if role is not None and role[0] == ENGINE:
-                    found[key] = (ENGINE, site, role[1])
+                if role is not None and role[0] in (ENGINE, OPTIMIZER):
+                    found[key] = (role[0], site, role[1])
         return found
 
     def _upstream_conditional(self, value: Value, site: CallSite) -> bool:

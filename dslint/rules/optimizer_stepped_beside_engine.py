@@ -9,7 +9,9 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.model.library import GRAD_SCALERS
+from dslint.model.engine import Origin
+from dslint.model.library import GRAD_SCALERS, OPTIMIZER
+from dslint.project.evidence import evidence
 from dslint.script.edits import line_deletion, replace_node
 from dslint.script.facts import BindingKind, Role, RoleAnswer, method_name
 from dslint.script.loop import loop_facts
@@ -41,6 +43,28 @@ _MIXED = (
     ),
 )
 SCHEDULER_ROLES = (Role.SCHEDULER, Role.CLIENT_SCHEDULER)
+
+# A training loop (the case file, loop.py) that a DeepSpeed script hands the engine and initialize's optimizer, and a
+# plain script a module and a torch optimizer: DSL302 and DSL309 each flag a call of it (under the `if`: silent).
+SHARED_LOOP = """
+    def train(model, optimizer, loader, log=False):
+        for batch in loader:
+            optimizer.zero_grad()
+            model(batch).mean().backward()
+            optimizer.step()
+            if log:
+                optimizer.zero_grad()
+                optimizer.step()
+    """
+SHARED_LOOP_CALLERS = (
+    (
+        "ds_train.py",
+        "import deepspeed\nfrom loop import train\n"
+        'engine, opt, _, _ = deepspeed.initialize(model=net, config={"train_batch_size": 8})\n'
+        "train(engine, opt, loader)\n",
+    ),
+    ("plain.py", "import torch\nfrom loop import train\nopt = torch.optim.SGD(net.parameters())\ntrain(net, opt, x)\n"),
+)
 
 # Two loops the three sibling rules (this one, DSL309 and DSL310, its subclasses) each flag a call of, as cases:
 # the client's optimizer and scheduler stepped after the engine's step in a function, and in a trainer class's
@@ -82,6 +106,9 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         what="""
             Flags `.step()` on the optimizer returned by `deepspeed.initialize` or given to it (`optimizer=`),
             and a torch `GradScaler`'s `scaler.step(optimizer)` on that optimizer (it calls `optimizer.step()`).
+            In a function that some call of the project hands initialize's optimizer and others a plain one (a
+            loop shared by a DeepSpeed script and a plain one), a step outside any `if` of the function is flagged
+            too, naming the call that passes the engine's optimizer (no fix: the plain callers need it).
             Its siblings flag `.zero_grad()` on that optimizer (DSL309) and `.step()` on the LR scheduler returned
             by it or given as `lr_scheduler=` (DSL310); they used to be part of this rule.
 
@@ -196,6 +223,8 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         ),
     )
     invalid: ClassVar[Sequence[Invalid]] = (
+        # a loop shared by a DeepSpeed script and a plain one: wrong where the engine's optimizer comes in
+        Invalid(SHARED_LOOP, lines=(6,), path="loop.py", files=SHARED_LOOP_CALLERS),
         # an AMP loop ported to DeepSpeed: the GradScaler steps the engine's optimizer (and the discriminator's,
         # a plain torch optimizer, rightly)
         Invalid(
@@ -263,9 +292,24 @@ class OptimizerSteppedBesideEngine(ScriptRule):
     # Which call this rule reports: "step" (DSL302), "zero_grad" (DSL309) or "scheduler" (DSL310), the latter two
     # by subclasses sharing this walk.
     handles: ClassVar[str] = "step"
+    runs_on_partly_engine = True  # a loop some call hands initialize's optimizer, others a plain one
+    partly_prefix = "where {site} passes the engine's optimizer: "
 
     def visit_Module(self, node: cst.Module) -> None:
         self.loop = loop_facts(self.facts)
+        self.branches = [0]  # per function being visited: how many `if`s hold the node visited
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.branches.append(0)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.branches.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self.branches[-1] += 1
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.branches[-1] -= 1
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.handles == "step":
@@ -275,6 +319,8 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         if name not in ("step", "zero_grad"):
             return
         assert isinstance(node.func, cst.Attribute)
+        if self._report_partly(node, node.func.value, name):
+            return
         answer = self.facts.role_of(node.func.value, at=node)
         if answer is None or not self.loop.after_initialize(answer.engine, node):
             return  # a client optimizer used before initialize (plain warm-up steps) is not the engine's yet
@@ -306,6 +352,28 @@ class OptimizerSteppedBesideEngine(ScriptRule):
                 related=[steps],
             )
 
+    def _report_partly(self, node: cst.Call, receiver: cst.BaseExpression, name: str) -> bool:
+        """`optimizer.step()` / `zero_grad()` (DSL302 / DSL309) on a parameter that some call of the project hands
+        initialize's optimizer and others a plain one (a loop shared by a DeepSpeed script and a plain one),
+        outside any `if` of the function (an arm may be the plain path): wrong where that call passes it; the
+        message names the call. No fix: the plain callers need the call."""
+        wanted = {"step": "step", "zero_grad": "zero_grad"}.get(name)
+        project = self.facts.project
+        if wanted != self.handles or project is None or not project.partly_engine or self.branches[-1]:
+            return False
+        if not isinstance(receiver, cst.Name):
+            return False
+        binding = self.facts.binding_at(receiver.value, self.facts.scope_at(receiver), self.facts.start(node))
+        fact = self.facts.parameter_entry(project.partly_engine, binding)
+        if fact is None or fact.role != OPTIMIZER:
+            return False
+        engine = self.facts.remote_engine(fact, Origin.CALLER, fact.origin, fact.config, fact.created)
+        site = engine.site
+        prefix = self.partly_prefix.format(site=f"{site.path}:{site.line}") if site is not None else ""
+        found = evidence(self.context, engine)
+        self.report(node, prefix + self.message + found.suffix, related=found.related)
+        return True
+
     def _report_scaler_step(self, node: cst.Call) -> None:
         """`scaler.step(optimizer)` with a torch GradScaler, on the engine's optimizer after initialize."""
         if method_name(node) != "step" or not node.args or node.args[0].keyword is not None:
@@ -315,6 +383,8 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         binding = self.facts.binding_at(key, self.facts.scope_at(node), self.facts.start(node)) if key else None
         scaler = binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
         if not isinstance(scaler, cst.Call) or self.facts.qualified(scaler.func) not in GRAD_SCALERS:
+            return
+        if self._report_partly(node, node.args[0].value, "step"):
             return
         answer = self.facts.role_of(node.args[0].value, at=node)
         if answer is None or answer.role not in OPTIMIZER_ROLES or not self.loop.after_initialize(answer.engine, node):

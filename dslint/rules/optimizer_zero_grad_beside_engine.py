@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, Valid
-from dslint.rules.optimizer_stepped_beside_engine import TRAINER_LOOP, OptimizerSteppedBesideEngine
+from dslint.rules.optimizer_stepped_beside_engine import (
+    SHARED_LOOP,
+    SHARED_LOOP_CALLERS,
+    TRAINER_LOOP,
+    OptimizerSteppedBesideEngine,
+)
 
 
 class OptimizerZeroGradBesideEngine(OptimizerSteppedBesideEngine):
@@ -18,7 +23,9 @@ class OptimizerZeroGradBesideEngine(OptimizerSteppedBesideEngine):
     docs = RuleDocs(
         what="""
             Flags `.zero_grad()` on the optimizer returned by `deepspeed.initialize` or given to it
-            (`optimizer=`), after that call. It used to be part of DSL302 (`# noqa: DSL302` and
+            (`optimizer=`), after that call; also, outside any `if`, in a function some call of the project hands
+            that optimizer and others a plain one (a shared loop: the message names the call that passes the
+            engine's). It used to be part of DSL302 (`# noqa: DSL302` and
             `ignore = ["DSL302"]` still cover it, through the redirect).
         """,
         why="""
@@ -70,6 +77,7 @@ class OptimizerZeroGradBesideEngine(OptimizerSteppedBesideEngine):
         ),
     )
     invalid = (
+        Invalid(SHARED_LOOP, lines=(4,), path="loop.py", files=SHARED_LOOP_CALLERS),
         Invalid(
             """
             import deepspeed
