@@ -245,7 +245,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     ),
     "DSL209": Needs((b"deepspeed", b"initialize")),
     "DSL214": Needs((b"DataParallel",)),
-    "DSL301": Needs((b"deepspeed", b"initialize")),
+    "DSL301": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL302": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL303": Needs((b"deepspeed", b"initialize")),
     "DSL304": Needs((b"deepspeed", b"initialize")),

@@ -9,8 +9,10 @@ from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine
 from dslint.project.config_link import resolve_config
+from dslint.project.evidence import evidence
 from dslint.script.divided_loss import only_engine_backward_reads
 from dslint.script.edits import replace_node
+from dslint.script.engine_reach import partly_engine_sources
 from dslint.script.facts import Role, method_name
 from dslint.script.loop import divided_by_accumulation, is_accumulation_steps, loop_facts, scaled_for_accumulation
 from dslint.script.names import dotted_name
@@ -34,6 +36,9 @@ class LossBackwardOutsideEngine(ScriptRule):
             Flags `x.backward()` where `x` is computed from the output of a DeepSpeed engine's forward pass
             (`engine(batch)`, `engine.module(batch)`, `engine.forward(batch)`, or a function the engine is passed
             to, such as `compute_loss(engine, batch)`), traced through assignments in the same function.
+            In a function that some call of the project hands the engine and others a plain module (a loop shared
+            by a DeepSpeed script and a plain one), such a call outside any `if` of the function is flagged too,
+            naming the call that passes the engine (no fix: the plain callers need it).
             A loss that does not come from an engine (another model trained with plain PyTorch beside it, or a
             value computed from `output.detach()`) is not flagged, nor is one whose origin cannot be traced (a
             function parameter, another function's result). When the engine's config is known to use ZeRO
@@ -145,6 +150,29 @@ class LossBackwardOutsideEngine(ScriptRule):
         ),
     )
     invalid = (
+        # a loop shared by a DeepSpeed script (ZeRO-0: the direct call is not supported) and a plain one; under the
+        # `if` an arm may be the plain path
+        Invalid(
+            """
+            def train(model, optimizer, loader, plain=False):
+                for batch in loader:
+                    loss = model(batch).mean()
+                    loss.backward()
+                    if plain:
+                        loss.backward()
+            """,
+            lines=(5,),
+            path="loop.py",
+            files=(
+                (
+                    "ds_train.py",
+                    "import deepspeed\nfrom loop import train\n"
+                    'engine, opt, _, _ = deepspeed.initialize(model=net, config={"train_batch_size": 8})\n'
+                    "train(engine, opt, loader)\n",
+                ),
+                ("plain.py", "from loop import train\ntrain(net, opt, x, plain=True)\n"),
+            ),
+        ),
         # a value computed from the engine by a helper (not the engine bound back to its name) is an output
         Invalid(
             """
@@ -293,8 +321,24 @@ class LossBackwardOutsideEngine(ScriptRule):
         ),
     )
 
+    runs_on_partly_engine = True  # a loop some call hands the engine, others a plain module
+    partly_prefix = "where {site} passes the engine: "
+
     def visit_Module(self, node: cst.Module) -> None:
         self.loop = loop_facts(self.facts)
+        self.branches = [0]  # per function being visited: how many `if`s hold the node visited
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.branches.append(0)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.branches.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self.branches[-1] += 1
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.branches[-1] -= 1
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) != "backward":
@@ -307,6 +351,9 @@ class LossBackwardOutsideEngine(ScriptRule):
         sources = self.loop.engine_sources(receiver)
         version = self.context.deepspeed_version
         silently_wrong = version < DIRECT_BACKWARD_SINCE
+        if not sources and not self.branches[-1]:
+            self._report_partly(node, receiver, silently_wrong)
+            return
         if not sources or (not silently_wrong and all(self._direct_backward_supported(use.engine) for use in sources)):
             return
         edits: list[Edit] = []
@@ -329,6 +376,21 @@ class LossBackwardOutsideEngine(ScriptRule):
             fix_message=f"Replace with `{engine}.backward(...)`",
             severity=Severity.ERROR if silently_wrong else None,
         )
+
+    def _report_partly(self, node: cst.Call, receiver: cst.BaseExpression, silently_wrong: bool) -> None:
+        """`loss.backward()` on the output of a parameter that some call of the project hands the engine and
+        others a plain module (a shared training loop), outside any `if` of the function: wrong where that call
+        passes the engine; the message names it. No fix: the plain callers need the call."""
+        engines = partly_engine_sources(self.facts, receiver)
+        if not engines or (not silently_wrong and self._direct_backward_supported(engines[0])):
+            return
+        engine = engines[0]
+        site = engine.site
+        prefix = self.partly_prefix.format(site=f"{site.path}:{site.line}") if site is not None else ""
+        message = self.message if not silently_wrong else SILENTLY_WRONG.format(version=self.context.deepspeed_version)
+        found = evidence(self.context, engine)
+        severity = Severity.ERROR if silently_wrong else None
+        self.report(node, prefix + message + found.suffix, related=found.related, severity=severity)
 
     def _direct_backward_supported(self, engine: Engine) -> bool:
         """ZeRO without fp16, known from the config: `tensor.backward()` works there since DeepSpeed 0.18.3."""
