@@ -189,7 +189,10 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         ),
     ),
     "DSL102": Needs(
-        (b"deepspeed", b"initialize"), inference_engine=True, without_engine=((b"prepare", b"Accelerator"),)
+        (b"deepspeed", b"initialize"),
+        inference_engine=True,
+        partly_engine=True,
+        without_engine=((b"prepare", b"Accelerator"),),
     ),
     "DSL103": Needs((b"deepspeed", b"initialize"), inference_engine=True),
     # a cast before this file's initialize, or before `accelerator.prepare` where DeepSpeed may run through accelerate

@@ -8,7 +8,10 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.engine import Origin
+from dslint.model.library import ENGINE
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
+from dslint.project.evidence import evidence
 from dslint.script.context import ScriptContext
 from dslint.script.edits import delete_call_statement
 from dslint.script.facts import Role, RoleAnswer, ScriptFacts, method_name
@@ -37,8 +40,11 @@ class EngineMoved(ScriptRule):
     docs = RuleDocs(
         what="""
             Flags `.cuda()`, `.to(...)`, `.half()` and `.bfloat16()` called on the engine returned by
-            `deepspeed.initialize`, or on its `.module`; `.cuda()` / `.to(<device>)` on the model handed to
-            `initialize`, after that call in the same function (the engine's module); and `.cuda()` /
+            `deepspeed.initialize`, or on its `.module` (a move outside any `if`, too, in a function that some call
+            of the project hands the engine and others a plain module: a shared training function; the message
+            names the call, and there is no fix, the plain callers need the move); `.cuda()` / `.to(<device>)` on
+            the model handed to `initialize`, after that call in the same function (the engine's module); and
+            `.cuda()` /
             `.to(<device>)` on what `accelerator.prepare` returned for the model where accelerate runs DeepSpeed (the
             script's `DeepSpeedPlugin`, or an `accelerate launch` of it with a DeepSpeed YAML: prepare returns the
             engine); and `.cuda()` / `.to(<device>)` on the inference engine
@@ -187,6 +193,28 @@ class EngineMoved(ScriptRule):
         ),
     )
     invalid = (
+        # a training function a DeepSpeed script hands the engine, and a plain one a module (under the `if`: silent)
+        Invalid(
+            """
+            def train_model(model, loader, device="cuda", first=False):
+                model.to(device)
+                if first:
+                    model.cuda()
+                for batch in loader:
+                    model(batch.to(device)).mean()
+            """,
+            lines=(3,),
+            path="loop.py",
+            files=(
+                (
+                    "ds_train.py",
+                    "import deepspeed\nfrom loop import train_model\n"
+                    'engine, _, _, _ = deepspeed.initialize(model=net, config={"train_batch_size": 8})\n'
+                    "train_model(engine, loader)\n",
+                ),
+                ("plain.py", "from loop import train_model\ntrain_model(net, data, first=True)\n"),
+            ),
+        ),
         # the model handed to initialize is the engine's module: the engine placed it
         Invalid(
             """
@@ -337,6 +365,24 @@ class EngineMoved(ScriptRule):
         self._prepares: list[cst.Call] = []  # `X.prepare(...)` calls
         self._unknown_moves: list[cst.Call] = []  # moves of something the facts do not know (maybe prepared)
 
+    runs_on_partly_engine = True  # a loop some call hands the engine, others a plain module
+    partly_prefix = "where {site} passes the engine: "
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.branches = [0]  # per function being visited: how many `if`s hold the node visited
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.branches.append(0)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.branches.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self.branches[-1] += 1
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.branches[-1] -= 1
+
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.trainers.consider_class(node)
 
@@ -351,6 +397,8 @@ class EngineMoved(ScriptRule):
             return
         assert isinstance(node.func, cst.Attribute)
         answer = self.facts.role_of(node.func.value, at=node)
+        if answer is None and self._report_partly(node):
+            return
         if answer is None and not is_cast(node) and not moves_to_cpu(self.facts, node):
             self._unknown_moves.append(node)
         message = None
@@ -367,6 +415,27 @@ class EngineMoved(ScriptRule):
                 return
             message = self.inference_message.format(line=self.context.span(inference.call)[0].line)
         self._report_move(node, message)
+
+    def _report_partly(self, node: cst.Call) -> bool:
+        """`model.to(device)` / `.cuda()` on a parameter that some call of the project hands the engine and others
+        a plain module (a shared training function), outside any `if` of the function: wrong where that call
+        passes the engine; the message names it. No fix: the plain callers need the move."""
+        project = self.facts.project
+        receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
+        if project is None or not project.partly_engine or self.branches[-1] or not isinstance(receiver, cst.Name):
+            return False
+        if is_cast(node) or moves_to_cpu(self.facts, node):
+            return False
+        binding = self.facts.binding_at(receiver.value, self.facts.scope_at(receiver), self.facts.start(node))
+        fact = self.facts.parameter_entry(project.partly_engine, binding)
+        if fact is None or fact.role != ENGINE:
+            return False
+        engine = self.facts.remote_engine(fact, Origin.CALLER, fact.origin, fact.config, fact.created)
+        site = engine.site
+        prefix = self.partly_prefix.format(site=f"{site.path}:{site.line}") if site is not None else ""
+        found = evidence(self.context, engine)
+        self.report(node, prefix + self.message + found.suffix, related=found.related)
+        return True
 
     def _report_move(self, node: cst.Call, message: str | None, related: Sequence[Related] = ()) -> None:
         self.report(
