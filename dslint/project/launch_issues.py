@@ -136,7 +136,7 @@ def launch_issues(
             continue
         option = line.option(site.config_option)
         assert option is not None and option.value is not None
-        if site.config_path is None:
+        if site.config_path is None and not _tests_existence(sources.get(site.script, b""), site.config_option):
             missing = missing_config(option.value, sources, line.launcher, launcher_text(line.launcher), file_names)
             if missing is not None and not beside(missing, line, site.script, sources):
                 end = option.column + len(option.name) + 2
@@ -154,6 +154,16 @@ def launch_issues(
                     LaunchIssue("unread_config", option.line, option.column, end, line.script, names, (site.launch,))
                 )
     return {launcher: issues for launcher, issues in found.items() if issues}
+
+
+def _tests_existence(source: bytes, option: str) -> bool:
+    """The script tests whether the file its option names exists (`os.path.exists(args.ds_config)`,
+    `Path(args.ds_config).is_file()`) and so goes on without it: a missing file is no stop there."""
+    name = re.escape(option.encode())
+    return (
+        re.search(rb"\b(?:exists|isfile)\(\s*[\w.]*\b" + name + rb"\s*\)", source) is not None
+        or re.search(rb"Path\(\s*[\w.]*\b" + name + rb"\s*\)\.(?:exists|is_file)\(", source) is not None
+    )
 
 
 # `deepspeed` and `python -m deepspeed.launcher.runner`: the launchers whose own options `runner.main` reads.

@@ -47,7 +47,9 @@ class LaunchedConfigNotFound(LaunchRule):
             the folder is wrong; the message names the file), unless that file sits beside the launcher or the script
             and the script finds files by its own location (`__file__`: it may read it from there); a bare name is left
             alone (the user may be meant to copy the file beside the launcher). Absolute and home paths (the user's own
-            machine), paths built at run time, and a wrong folder after a `cd` out of the project are left alone, and so
+            machine), paths built at run time, a script that tests the file's existence first (`if os.path.exists(
+            args.ds_config):`, it goes on without it), and a wrong folder after a `cd` out of the project are left
+            alone, and so
             is a launch in a Markdown or reST document that writes the config out in a code block for the reader to save
             (the block is checked as the config instead). The `deepspeed:` key of a YAML of the Trainer's arguments that
             a launch passes (`--train_config train.yaml`, to a script building `TrainingArguments(**mapping)`) is
@@ -78,6 +80,18 @@ class LaunchedConfigNotFound(LaunchRule):
         Valid(
             "deepspeed --num_gpus 2 train.py --deepspeed ds_zero2.json\n",
             files=(("train.py", "import argparse\nimport deepspeed\n"), ("configs/ds_zero2.json", "{}\n")),
+        ),
+        # the script opens the file only when it exists, and builds its config otherwise
+        Valid(
+            "deepspeed --num_gpus 2 train.py --ds_config deepspeed_config.json\n",
+            files=(
+                (
+                    "train.py",
+                    "import argparse, json, os\nimport deepspeed\n"
+                    "if args.ds_config and os.path.exists(args.ds_config):\n"
+                    "    config = json.load(open(args.ds_config))\n",
+                ),
+            ),
         ),
         # a notebook's `!` launch naming a file the project has
         Valid(
