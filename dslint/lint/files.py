@@ -112,17 +112,17 @@ def discover(
     seen: set[Path] = set()
     folders: dict[Path, Path] = {}  # a folder -> its resolved path: one `resolve` per folder, not per file
 
-    def resolved(path: Path) -> Path:
-        if path.is_symlink():
+    def resolved(path: Path, link: bool | None = None) -> Path:
+        if path.is_symlink() if link is None else link:
             return path.resolve()
         parent = path.parent
         if parent not in folders:
             folders[parent] = parent.resolve()
         return folders[parent] / path.name
 
-    def add(path: Path) -> None:
+    def add(path: Path, link: bool | None = None) -> None:
         try:
-            key = resolved(path)
+            key = resolved(path, link)
         except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
             result.errors.append(f"{path}: cannot read: symbolic link loop")
             return
@@ -143,8 +143,8 @@ def discover(
                 excluded_below: Callable[[Path], bool] | None = None  # named on the command line: walk it
             else:
                 excluded_below = excluded
-            for path in _walk(root, suffixes, configs, excluded_below, result):
-                add(path)
+            for path, link in _walk(root, suffixes, configs, excluded_below, result):
+                add(path, link)
         elif root.exists():  # a device or a pipe named on the command line: its reader says what it is
             add(root)
         elif root.is_symlink():
@@ -160,9 +160,9 @@ def _walk(
     configs: bool = True,
     excluded: Callable[[Path], bool] | None = None,
     found: Discovery | None = None,
-) -> Iterator[Path]:
-    """The files below `root`; a directory that cannot be read is an error in `found`, a bad .gitignore line a
-    warning there."""
+) -> Iterator[tuple[Path, bool]]:
+    """The files below `root`, each with whether it is a symbolic link (its listing says: no `lstat` of its own);
+    a directory that cannot be read is an error in `found`, a bad .gitignore line a warning there."""
     found = found if found is not None else Discovery()
     top = project_top(root)
     inherited = _parent_ignore_files(root)
@@ -196,7 +196,7 @@ def _walk(
                 and not entry.is_symlink()
                 and is_accelerate_file(path)  # an accelerate config that runs DeepSpeed, or a DeepSpeed YAML
             ):
-                yield path
+                yield path, False
             elif (
                 (entry.name.endswith(suffixes) or (configs and entry.name.endswith(CONFIG_SUFFIXES)))
                 and (excluded is None or not excluded(path))
@@ -210,8 +210,9 @@ def _walk(
                     )
                 )
             ):
-                if entry.is_symlink() and os.path.isfile(path) and not _inside(path, top):
+                link = entry.is_symlink()
+                if link and os.path.isfile(path) and not _inside(path, top):
                     found.warnings.append(f"{path}: not read: a symbolic link to a file outside the project ({top})")
                     continue
-                yield path
+                yield path, link
         stack.extend((sub, active) for sub in reversed(subdirectories))
