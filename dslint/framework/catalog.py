@@ -86,6 +86,7 @@ CODES: tuple[str, ...] = (
     "DSL446",
     "DSL447",
     "DSL448",
+    "DSL449",
 )
 
 
@@ -374,6 +375,7 @@ LAUNCH_RULE_MODULES: dict[str, str] = {
     "DSL442": "deepspeed_launch_without_trainer_config",
     "DSL443": "deepspeed_switch_given_a_path",
     "DSL444": "launched_script_not_found",
+    "DSL449": "visible_devices_ignored",
 }
 
 # -- the rule lifecycle -------------------------------------------------------------------------------------------

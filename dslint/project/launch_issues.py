@@ -33,6 +33,8 @@ DSL422-DSL424, report them in the launcher):
 - `missing_script`: the Python script a DeepSpeed launch starts (`deepspeed train_ds.py`, `torchrun`, `accelerate
   launch`) is a file of that name nowhere in the project, and nothing in the project writes or fetches one: every
   rank stops at once ("can't open file"). Often the script was renamed and its launchers were not.
+- `ignored_visible_devices`: `CUDA_VISIBLE_DEVICES` picking GPUs beside `--num_gpus`, which the runner ignores
+  and drops: the ranks run on the first GPUs instead (`dslint.project.visible_devices`).
 - `interpreter`: a Python interpreter written between the `deepspeed` launcher and the script
   (`deepspeed python train.py`): the runner's first positional word is its user script, so every rank runs
   `python -u python --local_rank=N train.py` (`launcher/launch.py`), which cannot open a file named `python`.
@@ -61,6 +63,7 @@ from dslint.project.project_index import LaunchIssue, LaunchSite
 from dslint.project.script_parser import refusing_parse, switch_only_parse
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.trainer_without_config import configless_trainer
+from dslint.project.visible_devices import ignored_visible_devices
 
 # Words whose presence in a module means it may read the command line (any argument parser, or sys.argv).
 COMMAND_LINE_TOKENS = (
@@ -111,6 +114,9 @@ def launch_issues(
         interpreter = interpreter_given(line)
         if interpreter is not None:
             issues.append(interpreter)
+        ignored = ignored_visible_devices(line)
+        if ignored is not None:
+            issues.append(ignored)
         refusal = _local_rank_refusal(site, store, sources)
         if refusal is not None:
             issues.append(refusal)
