@@ -10,7 +10,7 @@ from dslint.diagnostics import Applicability, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.evidence import evidence
 from dslint.script.edits import replace_node
-from dslint.script.facts import InitializeCall, Pos, Role, Scope, ScopeKind
+from dslint.script.facts import InitializeCall, Pos, Role, Scope, ScopeKind, method_name
 from dslint.script.loop import GRAPH_CUTTING_METHODS, loop_facts
 from dslint.script.names import dotted_name
 from dslint.script.walk import children
@@ -35,9 +35,10 @@ class ForwardThroughRawModel(ScriptRule):
             calls through `self.<attribute>` in other methods of a class whose `__init__` calls `initialize`
             (which has run before any other method); and, in the function that calls `initialize` and
             back-propagates, the model handed to a project function (of any module) that runs that parameter
-            forward with gradients on (`loss = diffusion_loss(model, batch)`). When `initialize`'s result is bound
-            to the model's own name (`model, ... = deepspeed.initialize(model=model)`) the name is the engine and
-            nothing is flagged.
+            forward with gradients on, when what the call returns feeds a backward there (`loss =
+            diffusion_loss(model, batch)` ... `engine.backward(loss)`; not `acc = accuracy(model, loader)`). When
+            `initialize`'s result is bound to the model's own name (`model, ... = deepspeed.initialize(model=model)`)
+            the name is the engine and nothing is flagged.
         """,
         why="""
             The engine wraps the model; its parameters are the engine's (cast to fp16/bf16, partitioned under
@@ -69,6 +70,29 @@ class ForwardThroughRawModel(ScriptRule):
         """,
     )
     valid = (
+        # the model handed, after initialize, to an evaluation that runs it forward: its result feeds no backward
+        Valid(
+            """
+            import deepspeed
+            from metrics import accuracy
+            def train(args, net, loader):
+                engine, _, _, _ = deepspeed.initialize(args=args, model=net)
+                for epoch in range(3):
+                    for batch in loader:
+                        engine.backward(engine(batch).mean())
+                        engine.step()
+                    acc = accuracy(net, loader)
+                    print(acc)
+            """,
+            files=(
+                (
+                    "metrics.py",
+                    "def accuracy(model, loader):\n"
+                    "    hits = [model(x).argmax(-1) for x in loader]\n"
+                    "    return sum(h.float().mean().item() for h in hits) / len(hits)\n",
+                ),
+            ),
+        ),
         # a preview from fixed noise, only saved as a picture: it never reaches a backward
         Valid(
             """
@@ -386,8 +410,9 @@ class ForwardThroughRawModel(ScriptRule):
             or not self.facts.result_keys(init.engine, Role.ENGINE)
             or self.facts.scope_at(node) is not init.scope
             or self.facts.start(node) < init.end
+            or not self._feeds_backward(node)
         ):
-            return  # the raw model before initialize, or with no other name holding the engine
+            return  # before initialize, no other name holding the engine, or an evaluation (no backward of it)
         if init is not None and self.facts.scope_at(node) is init.scope and not self._backward_follows(node):
             return  # evaluation next to initialize, not a training step
         found_evidence = evidence(self.context, answer.engine)
@@ -397,6 +422,35 @@ class ForwardThroughRawModel(ScriptRule):
             + found_evidence.suffix,
             related=(where, *found_evidence.related),
         )
+
+    def _feeds_backward(self, node: cst.Call) -> bool:
+        """`loss = f(model, batch)` whose name (or a name computed from it in the same function, one step on) is
+        read by a `backward` call of the function: `engine.backward(loss)`, `loss.backward()`. An evaluation's
+        result (`acc = test(model, loader)`) feeds none."""
+        bound = self.facts.bound_to_name(node)
+        if bound is None:
+            return False
+        scope = self.facts.scope_at(node)
+        names = {bound[1]}
+        backward_reads: set[str] = set()
+        derived: list[tuple[str, set[str]]] = []
+
+        class Reads(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                if method_name(call) == "backward":
+                    backward_reads.update(n.value for n in _names_in(call))
+
+            def visit_Assign(self, assign: cst.Assign) -> None:
+                targets = [t.target.value for t in assign.targets if isinstance(t.target, cst.Name)]
+                read = {n.value for n in _names_in(assign.value)}
+                derived.extend((target, read) for target in targets)
+
+            def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
+                return inner is scope.node
+
+        scope.node.visit(Reads())
+        names |= {target for target, read in derived if read & names}
+        return bool(names & backward_reads)
 
     def _output_discarded(self, node: cst.Call) -> bool:
         """`name = model(x)` whose every read (while this binding holds) cuts the graph (`name.detach()`,
@@ -446,6 +500,26 @@ class ForwardThroughRawModel(ScriptRule):
 
 # Methods that keep their argument (a container that a loss may later be computed from).
 STORING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "put", "push", "register"})
+
+
+def _names_in(node: cst.CSTNode) -> list[cst.Name]:
+    """The names read in `node` (attribute names and keywords left out)."""
+    found: list[cst.Name] = []
+
+    class Names(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            found.append(name)
+
+        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
+            attribute.value.visit(self)
+            return False
+
+        def visit_Arg(self, arg: cst.Arg) -> bool:
+            arg.value.visit(self)
+            return False
+
+    node.visit(Names())
+    return found
 
 
 def _reads(scope_node: cst.CSTNode, name: str) -> list[tuple[cst.Name, tuple[cst.CSTNode, ...]]]:
