@@ -149,13 +149,15 @@ class Settings:
         except (OSError, RuntimeError):
             return None
 
-    def relative(self, path: Path) -> str | None:
+    def relative(self, path: Path, link: bool | None = None) -> str | None:
+        """`path` relative to the project root (as POSIX text), None outside it; `link`: whether `path` is a
+        symbolic link, when the caller knows (a walk's listing), else asked of the file system."""
         root = self._resolved_root
         if root is None:
             return None
         text = str(path)
         name = os.path.basename(text)
-        if name not in ("", ".", "..") and not os.path.islink(text):
+        if name not in ("", ".", "..") and not (os.path.islink(text) if link is None else link):
             # a walk asks about every file of a folder: the folder's own relative path is worked out once, and
             # found again by the folder's text (`Path("x").parent` is ".", whose text is "" here)
             parent = os.path.dirname(text)
@@ -182,9 +184,9 @@ class Settings:
             return path.resolve()
         return self.folders.of(path.parent) / path.name
 
-    def is_excluded(self, path: Path) -> bool:
+    def is_excluded(self, path: Path, link: bool | None = None) -> bool:
         """Whether `path` (a file or directory) or one of its directories below the root matches `exclude`."""
-        relative = self.relative(path)
+        relative = self.relative(path, link)
         if relative is None:
             # outside the project: only name patterns can apply
             relative = path.name
@@ -516,7 +518,7 @@ class SettingsResolver:
             self._pyprojects[candidate] = found
         return found
 
-    def excluded(self, path: Path) -> bool:
+    def excluded(self, path: Path, link: bool | None = None) -> bool:
         text = str(path)
         folder = os.path.dirname(text) or "."  # `Path("train.py").parent` is "."; the root is its own parent
-        return self.for_path(folder).is_excluded(path)
+        return self.for_path(folder).is_excluded(path, link)

@@ -101,7 +101,7 @@ def discover(
     paths: Sequence[str],
     suffixes: tuple[str, ...] = (".py",),
     configs: bool = True,
-    excluded: Callable[[Path], bool] | None = None,
+    excluded: Callable[[Path, bool | None], bool] | None = None,
     force_exclude: bool = False,
 ) -> Discovery:
     """Files named on the command line are checked (unless `force_exclude` and `excluded` says so); directories
@@ -134,13 +134,13 @@ def discover(
         root = Path(raw)
         if root.is_file():
             # `excluded` matches the path relative to its project root, so an excluded directory covers it too
-            if not (force_exclude and excluded is not None and excluded(root)):
+            if not (force_exclude and excluded is not None and excluded(root, None)):
                 add(root)
         elif root.is_dir():
-            if excluded is not None and excluded(root):
+            if excluded is not None and excluded(root, None):
                 if force_exclude:
                     continue
-                excluded_below: Callable[[Path], bool] | None = None  # named on the command line: walk it
+                excluded_below: Callable[[Path, bool | None], bool] | None = None  # named on the command line: walk it
             else:
                 excluded_below = excluded
             for path, link in _walk(root, suffixes, configs, excluded_below, result):
@@ -158,7 +158,7 @@ def _walk(
     root: Path,
     suffixes: tuple[str, ...],
     configs: bool = True,
-    excluded: Callable[[Path], bool] | None = None,
+    excluded: Callable[[Path, bool | None], bool] | None = None,
     found: Discovery | None = None,
 ) -> Iterator[tuple[Path, bool]]:
     """The files below `root`, each with whether it is a symbolic link (its listing says: no `lstat` of its own);
@@ -185,13 +185,13 @@ def _walk(
         for entry in entries:
             path = Path(entry.path)
             if entry.is_dir(follow_symlinks=False):
-                skip = _excluded_dir(path) if excluded is None else excluded(path) or _is_venv(path)
+                skip = _excluded_dir(path) if excluded is None else excluded(path, False) or _is_venv(path)
                 if not skip and not is_ignored(path, True, active):
                     subdirectories.append(path)
             elif (
                 configs
                 and entry.name.endswith(YAML_SUFFIXES)
-                and (excluded is None or not excluded(path))
+                and (excluded is None or not excluded(path, entry.is_symlink()))
                 and not is_ignored(path, False, active)
                 and not entry.is_symlink()
                 and is_accelerate_file(path)  # an accelerate config that runs DeepSpeed, or a DeepSpeed YAML
@@ -199,7 +199,7 @@ def _walk(
                 yield path, False
             elif (
                 (entry.name.endswith(suffixes) or (configs and entry.name.endswith(CONFIG_SUFFIXES)))
-                and (excluded is None or not excluded(path))
+                and (excluded is None or not excluded(path, entry.is_symlink()))
                 and (
                     (entry.name.endswith(suffixes) and not is_ignored(path, False, active))
                     or (
