@@ -157,15 +157,23 @@ class Settings:
             return None
         text = str(path)
         name = os.path.basename(text)
-        if name not in ("", ".", "..") and not (os.path.islink(text) if link is None else link):
+        if link is not None:
+            self._links[text] = link  # what the walk's listing said of it, for the questions after the walk
+        else:
+            link = self._links.get(text)
+            if link is None:
+                link = os.path.islink(text)
+        if name not in ("", ".", "..") and not link:
             # a walk asks about every file of a folder: the folder's own relative path is worked out once, and
-            # found again by the folder's text (`Path("x").parent` is ".", whose text is "" here)
+            # found again by the folder's text (`Path("x").parent` is ".", whose text is "" here); a file that
+            # is no link lies where its folder does, outside the root with it
             parent = os.path.dirname(text)
             folder = self._relative_folders.get(parent, False)
             if folder is False:
                 folder = self._relative_folders[parent] = self._relative_to_root(path.parent, root)
-            if folder is not None:
-                return name if folder == "." else f"{folder}/{name}"
+            if folder is None:
+                return None
+            return name if folder == "." else f"{folder}/{name}"
         return self._relative_to_root(path, root)
 
     def _relative_to_root(self, path: Path, root: Path) -> str | None:
@@ -176,6 +184,11 @@ class Settings:
 
     @functools.cached_property
     def _relative_folders(self) -> dict[str, str | None]:
+        return {}
+
+    @functools.cached_property
+    def _links(self) -> dict[str, bool]:
+        """Whether each file the walk listed is a symbolic link, as its listing said."""
         return {}
 
     def _resolve(self, path: Path) -> Path:
