@@ -8,8 +8,8 @@ the ranks the first N of them (`launcher/launch.py` sets each rank's `CUDA_VISIB
 the job runs on GPUs 0..N-1, not on the ones the variable named, often beside another job on GPU 0.
 
 Read from the launch line alone: the variable set on the line or exported earlier in the launcher with a literal
-list of indices, a literal `--num_gpus` over 0, no hostfile, filter or multi-node count. Indices that are the same
-GPUs as 0..N-1 (in any order) change nothing and are left alone.
+list of indices, a literal `--num_gpus` over 0, no hostfile, filter or multi-node count. When the GPUs 0..N-1 the
+runner takes are all among those the variable names, no GPU it leaves out is used: left alone.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def ignored_visible_devices(line: LaunchLine) -> LaunchIssue | None:
     gpus = line.launcher_option("num_gpus", "num_accelerators")
     if gpus is None or gpus.value is None or not gpus.value.isdigit() or int(gpus.value) == 0:
         return None
-    if {int(part) for part in devices} == set(range(int(gpus.value))):
-        return None  # the same GPUs the runner takes
+    if set(range(int(gpus.value))) <= {int(part) for part in devices}:
+        return None  # the runner takes GPUs the variable allows: no GPU left out is used
     end = gpus.column + len(gpus.name) + 2
     return LaunchIssue("ignored_visible_devices", gpus.line, gpus.column, end, visible, (gpus.value,))

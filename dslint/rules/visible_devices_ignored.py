@@ -20,10 +20,11 @@ class VisibleDevicesIgnored(LaunchRule):
         what="""
             Flags a `deepspeed` launch command (in a shell script, a Makefile recipe, a README's or a guide's
             code block, a notebook's `!` line) that picks GPUs with `CUDA_VISIBLE_DEVICES` (on the line, or
-            exported earlier in the launcher) and gives the launcher `--num_gpus N`, when the GPUs picked are
-            not GPUs 0 to N-1. A hostfile, `--include`/`--exclude`, `--num_nodes` over 1, a value built at run
-            time or GPUs named other than by index are left alone, and so is a variable naming the very GPUs
-            the launcher takes (`CUDA_VISIBLE_DEVICES=0,1` with `--num_gpus 2`).
+            exported earlier in the launcher) and gives the launcher `--num_gpus N`, when GPUs 0 to N-1, which
+            the launcher takes, are not all among those picked. A hostfile, `--include`/`--exclude`,
+            `--num_nodes` over 1, a value built at run time or GPUs named other than by index are left alone, and
+            so is a variable that allows every GPU the launcher takes (`CUDA_VISIBLE_DEVICES=0,1` with
+            `--num_gpus 2` or `--num_gpus 1`).
         """,
         why="""
             The runner (`deepspeed/launcher/runner.py: main`, DeepSpeed 0.19.8, and as far back as 0.10) reads
@@ -44,6 +45,7 @@ class VisibleDevicesIgnored(LaunchRule):
     )
     valid = (
         Valid("CUDA_VISIBLE_DEVICES=0,1 deepspeed --num_gpus 2 train.py --deepspeed ds.json\n", files=_PROJECT),
+        Valid("CUDA_VISIBLE_DEVICES=0,1 deepspeed --num_gpus 1 train.py --deepspeed ds.json\n", files=_PROJECT),
         Valid("CUDA_VISIBLE_DEVICES=6,7 deepspeed train.py --deepspeed ds.json\n", files=_PROJECT),
         Valid("deepspeed --include localhost:6,7 train.py --deepspeed ds.json\n", files=_PROJECT),
         Valid("CUDA_VISIBLE_DEVICES=$GPUS deepspeed --num_gpus 2 train.py --deepspeed ds.json\n", files=_PROJECT),
