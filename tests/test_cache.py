@@ -297,3 +297,28 @@ def test_warm_runs_with_kept_hashes_print_what_a_cold_one_prints(tmp_path: Path,
     assert check(project, ".", "--cache-dir", cache) == cold
     assert (tmp_path / "cache" / "v1" / "states.json").is_file()
     assert check(project, ".", "--cache-dir", cache) == cold
+
+
+def test_the_pack_serves_a_warm_run_and_a_stale_pack_entry_is_rebuilt(tmp_path: Path) -> None:
+    """The entries a run used are packed in one file; the next run is served from it, with no entry file read
+    (they are all gone here); an entry whose input changed is rebuilt, from the pack as from its file."""
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "projects" / "launchers", project)
+    expected = uncached(project, ".")
+    cache = tmp_path / "cache"
+    assert check(project, ".", "--cache-dir", str(cache)) == expected
+    pack = cache / f"v{cache_module.FORMAT}" / cache_module.PACK
+    assert pack.is_file()
+    for entry in entries(cache):
+        if entry.name not in (cache_module.PACK, cache_module.STATES):
+            entry.unlink()
+    assert check(project, ".", "--cache-dir", str(cache)) == expected
+    assert [e.name for e in entries(cache) if e.name not in (cache_module.PACK, cache_module.STATES)] == []
+    script = project / "train.py"
+    script.write_text(script.read_text() + "\n# edited\n")
+    assert check(project, ".", "--cache-dir", str(cache)) == uncached_now(project)
+
+
+def uncached_now(cwd: Path) -> str:
+    """The report without the cache for a project just edited (not memoised)."""
+    return check(cwd, ".", "--no-cache")

@@ -16,7 +16,10 @@ the launchers found, checked against every file it read or looked for.
 
 Entries are JSON (never pickle: a cache folder can come from anywhere), one file per key, written to a temporary
 file and moved into place (`os.replace`): concurrent runs write whole entries or nothing. An entry that does
-not parse, is truncated, or is another key's or another format's is ignored and rebuilt.
+not parse, is truncated, or is another key's or another format's is ignored and rebuilt. At the end of a run the
+entries it served or stored are also written together in one file (`pack.json`, beside the last runs' others
+within `MAX_PACKED`, and only when one of them was not in it as it is): the next run reads the pack once and
+asks an entry's own file only for a key the pack lacks, checking a packed entry exactly as one read from its file.
 
 A file's content hash is itself kept, as git's index keeps it: beside its size, modification and change times
 and inode (`states.json`, written at the end of a run), so that a run over unchanged files stats them instead of
@@ -63,6 +66,9 @@ DIRECTORY = "d"
 NOT_REGULAR = "?"  # a device, a pipe: never read for a state, never served from the cache
 HASHED_BYTES = 64 * 1024 * 1024  # a larger file's state is its size and modification time
 STATES = "states.json"  # the kept content hashes, by path, with the stat they were read under
+PACK = "pack.json"  # the entries the last run served or stored, in one file: one read instead of one per file
+MAX_PACK_BYTES = 256 * 1024 * 1024
+MAX_PACKED = 100_000  # more entries than this: only the last run's are packed
 MAX_STATES_BYTES = 64 * 1024 * 1024
 MAX_STATES = 200_000  # more kept hashes than this: only the last run's are written
 RACY_NS = 2_000_000_000  # a time this close to the run's start may be the same tick as a later write
@@ -232,6 +238,9 @@ class ResultCache:
         self._started_ns = time.time_ns()
         self._kept: dict[str, list[Any]] | None = None  # the last runs' hashes (`STATES`), read when first asked
         self._keep: dict[str, list[Any]] = {}  # this run's, to write
+        self._packed: dict[str, Any] | None = None  # the last run's entries (`PACK`), read when first asked
+        self._used: dict[str, Any] = {}  # the entries this run served or stored, to pack
+        self._pack_stale = False  # an entry came from its own file, or was stored: the pack is written again
 
     def state(self, path: str) -> str:
         """A file's content hash, MISSING when it does not exist (or cannot be read), DIRECTORY for a folder."""
@@ -278,9 +287,22 @@ class ResultCache:
                 pass
         return self._kept
 
+    def _pack(self) -> dict[str, Any]:
+        if self._packed is None:
+            self._packed = {}
+            try:
+                data = json.loads(read_capped(self.entries / PACK, MAX_PACK_BYTES, "the cache pack size limit"))
+                if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("entries"), dict):
+                    self._packed = data["entries"]
+            except (OSError, TooLarge, ValueError):
+                pass
+        return self._packed
+
     def keep_states(self) -> None:
         """Write the content hashes this run read (with those of the last runs it did not look at), for the next
-        run to stat instead of read; a cache that cannot be written is no error."""
+        run to stat instead of read, and the entries it used in one pack; a cache that cannot be written is no
+        error."""
+        self._write_pack()
         if not self._keep:
             return
         kept = self._kept_states()
@@ -291,6 +313,20 @@ class ResultCache:
             self._prepare()
             payload = json.dumps({"format": FORMAT, "states": merged}, separators=(",", ":"))
             _atomic_write(self.entries / STATES, payload.encode("utf-8"))
+        except (OSError, ValueError):
+            return
+
+    def _write_pack(self) -> None:
+        """The entries this run served or stored (with the last pack's others, within MAX_PACKED), when one of
+        them was not in the pack as it is: the next run reads them in one go."""
+        if not self._pack_stale or not self._used:
+            return
+        packed = self._pack()
+        merged = {**packed, **self._used} if len(packed) + len(self._used) <= MAX_PACKED else dict(self._used)
+        try:
+            self._prepare()
+            payload = json.dumps({"format": FORMAT, "entries": merged}, separators=(",", ":"))
+            _atomic_write(self.entries / PACK, payload.encode("ascii"))
         except (OSError, ValueError):
             return
 
@@ -307,18 +343,25 @@ class ResultCache:
         return self.entries / key[:2] / key[2:]
 
     def get(self, key: str) -> Any | None:
-        """The value stored under `key` while every file it depends on is as it was, else None."""
+        """The value stored under `key` while every file it depends on is as it was, else None. The last run's
+        pack is asked first, then the entry's own file."""
         try:
-            raw = read_capped(self._entry(key), MAX_ENTRY_BYTES, "the cache entry size limit")
-            entry = json.loads(raw)
+            entry = self._pack().get(key)
+            packed = isinstance(entry, dict) and entry.get("format") == FORMAT and entry.get("key") == key
+            if not packed:
+                raw = read_capped(self._entry(key), MAX_ENTRY_BYTES, "the cache entry size limit")
+                entry = json.loads(raw)
             if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != key:
                 return None
             for path, state in entry["inputs"]:
                 if self.state(path) != state:
                     return None
-            return decode(entry["value"])
+            value = decode(entry["value"])
         except (OSError, TooLarge, ValueError, TypeError, KeyError, AttributeError, ImportError, RecursionError):
             return None  # missing, truncated, corrupt or foreign: rebuilt
+        self._used[key] = entry
+        self._pack_stale = self._pack_stale or not packed
+        return value
 
     def put(self, key: str, value: Any, inputs: Iterable[str] = ()) -> None:
         """Store `value` under `key`, with the states of the files it was computed from; a cache that cannot be
@@ -328,6 +371,8 @@ class ResultCache:
         except (TypeError, RecursionError):
             return
         entry = {"format": FORMAT, "key": key, "inputs": self.states(inputs), "value": encoded}
+        self._used[key] = entry
+        self._pack_stale = True
         target = self._entry(key)
         try:
             self._prepare()
