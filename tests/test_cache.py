@@ -299,9 +299,13 @@ def test_warm_runs_with_kept_hashes_print_what_a_cold_one_prints(tmp_path: Path,
     assert check(project, ".", "--cache-dir", cache) == cold
 
 
-def test_the_pack_serves_a_warm_run_and_a_stale_pack_entry_is_rebuilt(tmp_path: Path) -> None:
+def test_the_pack_serves_a_warm_run_and_a_stale_pack_entry_is_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The entries a run used are packed in one file; the next run is served from it, with no entry file read
-    (they are all gone here); an entry whose input changed is rebuilt, from the pack as from its file."""
+    (they are all gone here); an entry whose input changed is rebuilt, from the pack as from its file. (The
+    project's few files count as many here.)"""
+    monkeypatch.setattr(cache_module, "PACKED_RUN", 1)
     project = tmp_path / "project"
     shutil.copytree(FIXTURES / "projects" / "launchers", project)
     expected = uncached(project, ".")
@@ -322,3 +326,18 @@ def test_the_pack_serves_a_warm_run_and_a_stale_pack_entry_is_rebuilt(tmp_path: 
 def uncached_now(cwd: Path) -> str:
     """The report without the cache for a project just edited (not memoised)."""
     return check(cwd, ".", "--no-cache")
+
+
+def test_a_run_over_a_few_files_neither_reads_nor_writes_the_pack(tmp_path: Path) -> None:
+    """A pre-commit hook's run over two files: their entries' own files, the whole project's pack left alone."""
+    cache = ResultCache(tmp_path / "cache")
+    cache.expect(2)
+    cache.put("ab" * 32, FileResult("x.py", []), ())
+    assert cache.get("ab" * 32) == FileResult("x.py", [])
+    cache.keep_states()
+    assert not (tmp_path / "cache" / f"v{cache_module.FORMAT}" / cache_module.PACK).exists()
+    many = ResultCache(tmp_path / "cache")
+    many.expect(cache_module.PACKED_RUN)
+    assert many.get("ab" * 32) == FileResult("x.py", [])
+    many.keep_states()
+    assert (tmp_path / "cache" / f"v{cache_module.FORMAT}" / cache_module.PACK).is_file()

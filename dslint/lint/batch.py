@@ -52,6 +52,7 @@ def index_project(
     if cache is not None:
         python = sorted(absolute(f) for f in files if str(f).endswith(".py"))
         key = digest("index", code_fingerprint(), os.getcwd(), tuple(paths), python, launcher_files(paths or ["."]))
+        cache.expect(len(files))
         cached = cache.get(key)
         if isinstance(cached, ProjectIndex):
             return cached
@@ -206,6 +207,7 @@ def _lint_work(
     results: list[Result | None] = [None] * len(work)
     todo: list[tuple[int, str, DataItem]] = []
     uncached: list[int] = []
+    cache.expect(len(work))
     for index, item in enumerate(work):
         keyed = _keyed(item, cache)
         if keyed is None:

@@ -16,10 +16,12 @@ the launchers found, checked against every file it read or looked for.
 
 Entries are JSON (never pickle: a cache folder can come from anywhere), one file per key, written to a temporary
 file and moved into place (`os.replace`): concurrent runs write whole entries or nothing. An entry that does
-not parse, is truncated, or is another key's or another format's is ignored and rebuilt. At the end of a run the
-entries it served or stored are also written together in one file (`pack.json`, beside the last runs' others
-within `MAX_PACKED`, and only when one of them was not in it as it is): the next run reads the pack once and
-asks an entry's own file only for a key the pack lacks, checking a packed entry exactly as one read from its file.
+not parse, is truncated, or is another key's or another format's is ignored and rebuilt. At the end of a run over
+many files the entries it served or stored are also written together in one file (`pack.json`, beside the last
+runs' others within `MAX_PACKED`, and only when one of them was not in it as it is): the next such run reads the
+pack once and asks an entry's own file only for a key the pack lacks, checking a packed entry exactly as one read
+from its file. A run over a few files (`PACKED_RUN`: a pre-commit hook's) reads their own entries and leaves the
+pack alone.
 
 A file's content hash is itself kept, as git's index keeps it: beside its size, modification and change times
 and inode (`states.json`, written at the end of a run), so that a run over unchanged files stats them instead of
@@ -69,6 +71,7 @@ STATES = "states.json"  # the kept content hashes, by path, with the stat they w
 PACK = "pack.json"  # the entries the last run served or stored, in one file: one read instead of one per file
 MAX_PACK_BYTES = 256 * 1024 * 1024
 MAX_PACKED = 100_000  # more entries than this: only the last run's are packed
+PACKED_RUN = 64  # a run looking up fewer entries (a pre-commit hook's few files) reads and writes no pack
 MAX_STATES_BYTES = 64 * 1024 * 1024
 MAX_STATES = 200_000  # more kept hashes than this: only the last run's are written
 RACY_NS = 2_000_000_000  # a time this close to the run's start may be the same tick as a later write
@@ -241,6 +244,7 @@ class ResultCache:
         self._packed: dict[str, Any] | None = None  # the last run's entries (`PACK`), read when first asked
         self._used: dict[str, Any] = {}  # the entries this run served or stored, to pack
         self._pack_stale = False  # an entry came from its own file, or was stored: the pack is written again
+        self._packing = False  # whether this run reads and writes the pack (`expect`)
 
     def state(self, path: str) -> str:
         """A file's content hash, MISSING when it does not exist (or cannot be read), DIRECTORY for a folder."""
@@ -287,7 +291,14 @@ class ResultCache:
                 pass
         return self._kept
 
+    def expect(self, lookups: int) -> None:
+        """How many entries the run is about to look up: a run of fewer than PACKED_RUN reads its entries' own
+        files (the pack of a whole project would cost it more than they do) and leaves the pack as it is."""
+        self._packing = self._packing or lookups >= PACKED_RUN
+
     def _pack(self) -> dict[str, Any]:
+        if not self._packing:
+            return {}
         if self._packed is None:
             self._packed = {}
             try:
@@ -319,7 +330,7 @@ class ResultCache:
     def _write_pack(self) -> None:
         """The entries this run served or stored (with the last pack's others, within MAX_PACKED), when one of
         them was not in the pack as it is: the next run reads them in one go."""
-        if not self._pack_stale or not self._used:
+        if not self._packing or not self._pack_stale or not self._used:
             return
         packed = self._pack()
         merged = {**packed, **self._used} if len(packed) + len(self._used) <= MAX_PACKED else dict(self._used)
@@ -360,7 +371,7 @@ class ResultCache:
         except (OSError, TooLarge, ValueError, TypeError, KeyError, AttributeError, ImportError, RecursionError):
             return None  # missing, truncated, corrupt or foreign: rebuilt
         self._used[key] = entry
-        self._pack_stale = self._pack_stale or not packed
+        self._pack_stale = self._pack_stale or (self._packing and not packed)
         return value
 
     def put(self, key: str, value: Any, inputs: Iterable[str] = ()) -> None:
