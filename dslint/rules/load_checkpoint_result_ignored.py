@@ -47,7 +47,10 @@ class LoadCheckpointResultIgnored(ScriptRule):
             when the checkpoint is missing, that read raises `FileNotFoundError`. A read of another directory's
             `latest`, or one under an `if`, does not count. Nor is a load that runs only where its folder was found
             to exist (`if os.path.isdir(ckpt_dir):`, after `if not os.path.exists(ckpt_dir): ... return`): the
-            script handles the missing checkpoint itself. A test of another path does not count.
+            script handles the missing checkpoint itself. A test of another path does not count. Nor is a load
+            of the folder the script's own engine saves into (`engine.save_checkpoint(...)` given the same folder,
+            written the same way: a literal path or `args.save_dir` anywhere in the file, a plain name later in
+            the same function): resume if present, where the first run's fresh start is the intent.
         """,
         why="""
             `load_checkpoint` returns `(load_path, client_state)`. When no tag is given and the directory has
@@ -73,6 +76,22 @@ class LoadCheckpointResultIgnored(ScriptRule):
         """,
     )
     valid = (
+        # resume if present: the folder is the one the script's engine saves into
+        Valid(
+            """
+            import deepspeed
+            def main(args, net, loader, model_dir):
+                engine, *_ = deepspeed.initialize(args=args, model=net)
+                engine.load_checkpoint("./checkpoints/classifier/")
+                engine.load_checkpoint(args.output_dir)
+                engine.load_checkpoint(model_dir)
+                for epoch in range(3):
+                    train_one(engine, loader)
+                    engine.save_checkpoint(model_dir)
+                engine.save_checkpoint("./checkpoints/classifier/")
+                engine.save_checkpoint(args.output_dir)
+            """
+        ),
         # the tag is read from the `latest` file (a string's strip()), or is the option tested not None
         Valid(
             """
@@ -162,6 +181,32 @@ class LoadCheckpointResultIgnored(ScriptRule):
         ),
     )
     invalid = (
+        # the folder read is not the one saved into (or a plain name saved only before the load)
+        Invalid(
+            """
+            import deepspeed
+            def main(args, net, model_dir):
+                engine, *_ = deepspeed.initialize(args=args, model=net)
+                engine.save_checkpoint(model_dir)
+                engine.load_checkpoint(model_dir)
+                engine.load_checkpoint("./pretrained/")
+                engine.save_checkpoint("./checkpoints/run/")
+            """,
+            lines=(6, 7),
+            fixed="""
+            import deepspeed
+            def main(args, net, model_dir):
+                engine, *_ = deepspeed.initialize(args=args, model=net)
+                engine.save_checkpoint(model_dir)
+                load_path, _ = engine.load_checkpoint(model_dir)
+                if load_path is None:
+                    raise FileNotFoundError(f"no DeepSpeed checkpoint in {model_dir}")
+                load_path, _ = engine.load_checkpoint("./pretrained/")
+                if load_path is None:
+                    raise FileNotFoundError("no DeepSpeed checkpoint to load")
+                engine.save_checkpoint("./checkpoints/run/")
+            """,
+        ),
         # the test is of another option than the tag's: the tag may still be None
         Invalid(
             """
@@ -288,6 +333,8 @@ class LoadCheckpointResultIgnored(ScriptRule):
             return  # `{dir}/latest` is opened right after: a missing checkpoint raises there
         if self._existence_tested(node):
             return  # the caller tests that the checkpoint is there first (and says what happens when not)
+        if self._own_save_directory(node):
+            return  # resume if present: the script saves there itself, and a first run starts fresh by design
         line = self.facts.lone_expression_statement(node)
         if line is None:
             if self._discarded_into_underscores(node):
@@ -350,6 +397,29 @@ class LoadCheckpointResultIgnored(ScriptRule):
             return facts.qualified(func) == "os.path.split" or (
                 isinstance(func, cst.Attribute) and func.attr.value in _SPLITS
             )
+        return False
+
+    def _own_save_directory(self, load: cst.Call) -> bool:
+        """The folder the load reads is one this script's engine saves into (`engine.save_checkpoint(...)` given
+        the same folder, written the same way): a literal path or an attribute chain (`args.save_dir`) anywhere
+        in the file, a plain name in the same function after the load. The load resumes a run when there is one
+        to resume; on the first run the missing checkpoint is the intended fresh start."""
+        folder = next((a.value for a in load.args if a.keyword is None or a.keyword.value == "load_dir"), None)
+        if folder is None:
+            return False
+        text = self.context.code(folder)
+        plain_name = isinstance(folder, cst.Name)
+        if not (plain_name or isinstance(folder, (cst.SimpleString, cst.Attribute))):
+            return False
+        scope, start = self.facts.scope_at(load), self.facts.start(load)
+        for call in self.facts.statement_of_call:
+            if not is_engine_method_call(self.facts, call, "save_checkpoint") or not call.args:
+                continue
+            saved = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "save_dir"), None)
+            if saved is None or self.context.code(saved) != text:
+                continue
+            if not plain_name or (self.facts.scope_at(call) is scope and self.facts.start(call) > start):
+                return True
         return False
 
     def _existence_tested(self, at: cst.Call) -> bool:
