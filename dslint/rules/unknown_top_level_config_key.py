@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dslint.config import facts as config_facts
 from dslint.config.facts import Origin, argument_file, bfloat16_ignored, is_comment_key, mixed_file
 from dslint.config.key_edits import rename_key, single_close_match
 from dslint.config.key_history import first_release_with_top_level_key
 from dslint.config.recognition import CONFIG_SUFFIXES, is_config_name
 from dslint.config.schema import did_you_mean
-from dslint.config.tree import Entry
+from dslint.config.tree import Entry, Scalar
 from dslint.diagnostics import Applicability, Fix, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
@@ -38,7 +39,10 @@ class UnknownTopLevelConfigKey(ConfigRule):
             argument file) gets none, since that tool's parser reads it and passes DeepSpeed only its own keys.
             In a script, a dict of unknown content (accelerate's live DeepSpeed dict, say) that the script edits
             with literal keys (`cfg.update({...})`) before `deepspeed.initialize` receives it is checked for the
-            keys written; a dotted name (`"zero_optimization.reduce_bucket_size"`) is such an unknown key.
+            keys written; a dotted name (`"zero_optimization.reduce_bucket_size"`) is such an unknown key. A key
+            that is no misspelling of a real one and asks for nothing the run misses is left alone: a switch left
+            off (`"gradient_checkpointing": false`, `null`), or a precision the file's own `bf16`/`fp16` section
+            turns on (`"precision": "bf16"` beside `"bf16": {"enabled": true}`).
         """,
         why="""
             DeepSpeed reads the keys it knows and ignores every other top-level key without a word. A misspelt
@@ -68,6 +72,11 @@ class UnknownTopLevelConfigKey(ConfigRule):
         """,
     )
     valid = (
+        # keys that ask for nothing the run misses: a switch left off, a precision the bf16 section turns on
+        Valid(
+            '{\n  "train_batch_size": 8,\n  "gradient_checkpointing": false,\n  "precision": "bf16",\n'
+            '  "bf16": {"enabled": true}\n}\n'
+        ),
         Valid(
             """
             import deepspeed
@@ -99,6 +108,16 @@ class UnknownTopLevelConfigKey(ConfigRule):
         ),
     )
     invalid = (
+        # turned on where DeepSpeed ignores it; a precision no section of the file sets; a misspelt switch off
+        Invalid(
+            '{\n  "train_batch_size": 8,\n  "gradient_checkpointing": true,\n  "precision": "fp16",\n'
+            '  "zero_allow_untested_optimiser": false\n}\n',
+            lines=(3, 4, 5),
+            fixed=(
+                '{\n  "train_batch_size": 8,\n  "gradient_checkpointing": true,\n  "precision": "fp16",\n'
+                '  "zero_allow_untested_optimizer": false\n}\n'
+            ),
+        ),
         Invalid(
             """
             import deepspeed
@@ -175,6 +194,7 @@ class UnknownTopLevelConfigKey(ConfigRule):
                 old_bf16,
                 "DeepSpeed ignores `bfloat16` (the older spelling) beside `bf16`; keep only `bf16`",
             )
+        unknown = [e for e in unknown if not self._nothing_lost(e)]
         suggestions = {e.key: did_you_mean(e.key, self.schema.live_top_level_keys) for e in unknown}
         for entry in unknown:
             suggestion = suggestions[entry.key]
@@ -194,6 +214,25 @@ class UnknownTopLevelConfigKey(ConfigRule):
                 self.report_key(
                     entry, f"DeepSpeed ignores unknown key `{entry.key}` silently; remove it or fix its spelling"
                 )
+
+    def _nothing_lost(self, entry: Entry) -> bool:
+        """An ignored key that asks for nothing the run misses, and is no misspelling of a real key (those are
+        reported whatever their value): a switch left off (`"gradient_checkpointing": false`, `null`), or a
+        precision the file's own `bf16`/`fp16` section already turns on (`"precision": "bf16"` beside
+        `"bf16": {"enabled": true}`)."""
+        value = entry.value
+        if not isinstance(value, Scalar) or did_you_mean(entry.key, self.schema.live_top_level_keys) is not None:
+            return False
+        if value.value is False or value.value is None:
+            return True
+        if not isinstance(value.value, str):
+            return False
+        asked = value.value.lower()
+        if asked in ("bf16", "bfloat16"):
+            return config_facts.enabled(self.root, config_facts.bf16_section(self.root)) is True
+        if asked in ("fp16", "float16", "half"):
+            return config_facts.enabled(self.root, "fp16") is True
+        return False
 
     def _rename(self, entry: Entry, suggestion: str) -> Fix | None:
         """Rename a misspelt key to its one close match, unless that key is already there (or the misspelt key
