@@ -50,7 +50,8 @@ class LoadCheckpointResultIgnored(ScriptRule):
             script handles the missing checkpoint itself. A test of another path does not count. Nor is a load
             of the folder the script's own engine saves into (`engine.save_checkpoint(...)` given the same folder,
             written the same way: a literal path or `args.save_dir` anywhere in the file, a plain name later in
-            the same function): resume if present, where the first run's fresh start is the intent.
+            the same function), run on every path of its function: resume if present, where the first run's fresh
+            start is the intent. Under an `if` that decided there is a run to resume, the load must find it.
         """,
         why="""
             `load_checkpoint` returns `(load_path, client_state)`. When no tag is given and the directory has
@@ -191,8 +192,11 @@ class LoadCheckpointResultIgnored(ScriptRule):
                 engine.load_checkpoint(model_dir)
                 engine.load_checkpoint("./pretrained/")
                 engine.save_checkpoint("./checkpoints/run/")
+                if args.resume_step > 0:
+                    engine.load_checkpoint(args.output_dir)
+                engine.save_checkpoint(args.output_dir)
             """,
-            lines=(6, 7),
+            lines=(6, 7, 10),
             fixed="""
             import deepspeed
             def main(args, net, model_dir):
@@ -205,6 +209,11 @@ class LoadCheckpointResultIgnored(ScriptRule):
                 if load_path is None:
                     raise FileNotFoundError("no DeepSpeed checkpoint to load")
                 engine.save_checkpoint("./checkpoints/run/")
+                if args.resume_step > 0:
+                    load_path, _ = engine.load_checkpoint(args.output_dir)
+                    if load_path is None:
+                        raise FileNotFoundError(f"no DeepSpeed checkpoint in {args.output_dir}")
+                engine.save_checkpoint(args.output_dir)
             """,
         ),
         # the test is of another option than the tag's: the tag may still be None
@@ -400,13 +409,14 @@ class LoadCheckpointResultIgnored(ScriptRule):
         return False
 
     def _own_save_directory(self, load: cst.Call) -> bool:
-        """The folder the load reads is one this script's engine saves into (`engine.save_checkpoint(...)` given
-        the same folder, written the same way): a literal path or an attribute chain (`args.save_dir`) anywhere
-        in the file, a plain name in the same function after the load. The load resumes a run when there is one
-        to resume; on the first run the missing checkpoint is the intended fresh start."""
+        """The load runs on every path of its function (no `if` decided that there is a run to resume) and reads
+        the folder this script's engine saves into (`engine.save_checkpoint(...)` given the same folder, written
+        the same way): a literal path or an attribute chain (`args.save_dir`) anywhere in the file, a plain name
+        in the same function after the load. The load resumes a run when there is one; on the first run the
+        missing checkpoint is the intended fresh start."""
         folder = next((a.value for a in load.args if a.keyword is None or a.keyword.value == "load_dir"), None)
-        if folder is None:
-            return False
+        if folder is None or self._under_if(load):
+            return False  # a load under a test that decided there is a run to resume must find it
         text = self.context.code(folder)
         plain_name = isinstance(folder, cst.Name)
         if not (plain_name or isinstance(folder, (cst.SimpleString, cst.Attribute))):
@@ -421,6 +431,39 @@ class LoadCheckpointResultIgnored(ScriptRule):
             if not plain_name or (self.facts.scope_at(call) is scope and self.facts.start(call) > start):
                 return True
         return False
+
+    def _under_if(self, node: cst.Call) -> bool:
+        """Whether `node` runs under an `if` (or a loop, a `try`) of its own function."""
+        scope = self.facts.scope_at(node)
+        start = self.facts.start(node)
+        facts = self.facts
+        found = False
+
+        class Blocks(cst.CSTVisitor):
+            def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
+                return inner is scope.node
+
+            def visit_ClassDef(self, inner: cst.ClassDef) -> bool:
+                return False
+
+            def _holds(self, block: cst.CSTNode) -> None:
+                nonlocal found
+                found = found or facts.start(block) <= start < facts.end(block)
+
+            def visit_If(self, block: cst.If) -> None:
+                self._holds(block)
+
+            def visit_For(self, block: cst.For) -> None:
+                self._holds(block)
+
+            def visit_While(self, block: cst.While) -> None:
+                self._holds(block)
+
+            def visit_Try(self, block: cst.Try) -> None:
+                self._holds(block)
+
+        scope.node.visit(Blocks())
+        return found
 
     def _existence_tested(self, at: cst.Call) -> bool:
         """The call runs only where its checkpoint folder was found to exist (`if os.path.isdir(ckpt_dir):`, after
