@@ -8,12 +8,12 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.model.engine import Origin
 from dslint.model.library import ENGINE
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.project.evidence import evidence
 from dslint.script.context import ScriptContext
 from dslint.script.edits import delete_call_statement
+from dslint.script.engine_reach import partly_passed, partly_prefix
 from dslint.script.facts import Role, RoleAnswer, ScriptFacts, method_name
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.inference import inference_engine
@@ -366,22 +366,6 @@ class EngineMoved(ScriptRule):
         self._unknown_moves: list[cst.Call] = []  # moves of something the facts do not know (maybe prepared)
 
     runs_on_partly_engine = True  # a loop some call hands the engine, others a plain module
-    partly_prefix = "where {site} passes the engine: "
-
-    def visit_Module(self, node: cst.Module) -> None:
-        self.branches = [0]  # per function being visited: how many `if`s hold the node visited
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.branches.append(0)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.branches.pop()
-
-    def visit_If(self, node: cst.If) -> None:
-        self.branches[-1] += 1
-
-    def leave_If(self, original_node: cst.If) -> None:
-        self.branches[-1] -= 1
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.trainers.consider_class(node)
@@ -420,21 +404,12 @@ class EngineMoved(ScriptRule):
         """`model.to(device)` / `.cuda()` on a parameter that some call of the project hands the engine and others
         a plain module (a shared training function), outside any `if` of the function: wrong where that call
         passes the engine; the message names it. No fix: the plain callers need the move."""
-        project = self.facts.project
-        receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
-        if project is None or not project.partly_engine or self.branches[-1] or not isinstance(receiver, cst.Name):
+        assert isinstance(node.func, cst.Attribute)
+        engine = partly_passed(self.facts, node.func.value, node, ENGINE)
+        if engine is None or self.facts.held_by(node) or is_cast(node) or moves_to_cpu(self.facts, node):
             return False
-        if is_cast(node) or moves_to_cpu(self.facts, node):
-            return False
-        binding = self.facts.binding_at(receiver.value, self.facts.scope_at(receiver), self.facts.start(node))
-        fact = self.facts.parameter_entry(project.partly_engine, binding)
-        if fact is None or fact.role != ENGINE:
-            return False
-        engine = self.facts.remote_engine(fact, Origin.CALLER, fact.origin, fact.config, fact.created)
-        site = engine.site
-        prefix = self.partly_prefix.format(site=f"{site.path}:{site.line}") if site is not None else ""
         found = evidence(self.context, engine)
-        self.report(node, prefix + self.message + found.suffix, related=found.related)
+        self.report(node, partly_prefix(engine) + self.message + found.suffix, related=found.related)
         return True
 
     def _report_move(self, node: cst.Call, message: str | None, related: Sequence[Related] = ()) -> None:

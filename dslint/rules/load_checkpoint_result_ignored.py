@@ -415,7 +415,7 @@ class LoadCheckpointResultIgnored(ScriptRule):
         in the same function after the load. The load resumes a run when there is one; on the first run the
         missing checkpoint is the intended fresh start."""
         folder = next((a.value for a in load.args if a.keyword is None or a.keyword.value == "load_dir"), None)
-        if folder is None or self._under_if(load):
+        if folder is None or self.facts.held_by(load, (cst.If, cst.For, cst.While, cst.Try)):
             return False  # a load under a test that decided there is a run to resume must find it
         text = self.context.code(folder)
         plain_name = isinstance(folder, cst.Name)
@@ -431,39 +431,6 @@ class LoadCheckpointResultIgnored(ScriptRule):
             if not plain_name or (self.facts.scope_at(call) is scope and self.facts.start(call) > start):
                 return True
         return False
-
-    def _under_if(self, node: cst.Call) -> bool:
-        """Whether `node` runs under an `if` (or a loop, a `try`) of its own function."""
-        scope = self.facts.scope_at(node)
-        start = self.facts.start(node)
-        facts = self.facts
-        found = False
-
-        class Blocks(cst.CSTVisitor):
-            def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
-                return inner is scope.node
-
-            def visit_ClassDef(self, inner: cst.ClassDef) -> bool:
-                return False
-
-            def _holds(self, block: cst.CSTNode) -> None:
-                nonlocal found
-                found = found or facts.start(block) <= start < facts.end(block)
-
-            def visit_If(self, block: cst.If) -> None:
-                self._holds(block)
-
-            def visit_For(self, block: cst.For) -> None:
-                self._holds(block)
-
-            def visit_While(self, block: cst.While) -> None:
-                self._holds(block)
-
-            def visit_Try(self, block: cst.Try) -> None:
-                self._holds(block)
-
-        scope.node.visit(Blocks())
-        return found
 
     def _existence_tested(self, at: cst.Call) -> bool:
         """The call runs only where its checkpoint folder was found to exist (`if os.path.isdir(ckpt_dir):`, after

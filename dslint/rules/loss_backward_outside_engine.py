@@ -12,7 +12,7 @@ from dslint.project.config_link import resolve_config
 from dslint.project.evidence import evidence
 from dslint.script.divided_loss import only_engine_backward_reads
 from dslint.script.edits import replace_node
-from dslint.script.engine_reach import partly_engine_sources
+from dslint.script.engine_reach import partly_engine_sources, partly_prefix
 from dslint.script.facts import Role, method_name
 from dslint.script.loop import divided_by_accumulation, is_accumulation_steps, loop_facts, scaled_for_accumulation
 from dslint.script.names import dotted_name
@@ -322,23 +322,9 @@ class LossBackwardOutsideEngine(ScriptRule):
     )
 
     runs_on_partly_engine = True  # a loop some call hands the engine, others a plain module
-    partly_prefix = "where {site} passes the engine: "
 
     def visit_Module(self, node: cst.Module) -> None:
         self.loop = loop_facts(self.facts)
-        self.branches = [0]  # per function being visited: how many `if`s hold the node visited
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.branches.append(0)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.branches.pop()
-
-    def visit_If(self, node: cst.If) -> None:
-        self.branches[-1] += 1
-
-    def leave_If(self, original_node: cst.If) -> None:
-        self.branches[-1] -= 1
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) != "backward":
@@ -351,7 +337,7 @@ class LossBackwardOutsideEngine(ScriptRule):
         sources = self.loop.engine_sources(receiver)
         version = self.context.deepspeed_version
         silently_wrong = version < DIRECT_BACKWARD_SINCE
-        if not sources and not self.branches[-1]:
+        if not sources and not self.facts.held_by(node):
             self._report_partly(node, receiver, silently_wrong)
             return
         if not sources or (not silently_wrong and all(self._direct_backward_supported(use.engine) for use in sources)):
@@ -385,12 +371,10 @@ class LossBackwardOutsideEngine(ScriptRule):
         if not engines or (not silently_wrong and self._direct_backward_supported(engines[0])):
             return
         engine = engines[0]
-        site = engine.site
-        prefix = self.partly_prefix.format(site=f"{site.path}:{site.line}") if site is not None else ""
         message = self.message if not silently_wrong else SILENTLY_WRONG.format(version=self.context.deepspeed_version)
         found = evidence(self.context, engine)
         severity = Severity.ERROR if silently_wrong else None
-        self.report(node, prefix + message + found.suffix, related=found.related, severity=severity)
+        self.report(node, partly_prefix(engine) + message + found.suffix, related=found.related, severity=severity)
 
     def _direct_backward_supported(self, engine: Engine) -> bool:
         """ZeRO without fp16, known from the config: `tensor.backward()` works there since DeepSpeed 0.18.3."""

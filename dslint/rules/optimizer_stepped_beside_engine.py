@@ -9,10 +9,10 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.model.engine import Origin
 from dslint.model.library import GRAD_SCALERS, OPTIMIZER
 from dslint.project.evidence import evidence
 from dslint.script.edits import line_deletion, replace_node
+from dslint.script.engine_reach import partly_passed, partly_prefix
 from dslint.script.facts import BindingKind, Role, RoleAnswer, method_name
 from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name
@@ -293,23 +293,9 @@ class OptimizerSteppedBesideEngine(ScriptRule):
     # by subclasses sharing this walk.
     handles: ClassVar[str] = "step"
     runs_on_partly_engine = True  # a loop some call hands initialize's optimizer, others a plain one
-    partly_prefix = "where {site} passes the engine's optimizer: "
 
     def visit_Module(self, node: cst.Module) -> None:
         self.loop = loop_facts(self.facts)
-        self.branches = [0]  # per function being visited: how many `if`s hold the node visited
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.branches.append(0)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.branches.pop()
-
-    def visit_If(self, node: cst.If) -> None:
-        self.branches[-1] += 1
-
-    def leave_If(self, original_node: cst.If) -> None:
-        self.branches[-1] -= 1
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.handles == "step":
@@ -357,21 +343,15 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         initialize's optimizer and others a plain one (a loop shared by a DeepSpeed script and a plain one),
         outside any `if` of the function (an arm may be the plain path): wrong where that call passes it; the
         message names the call. No fix: the plain callers need the call."""
-        wanted = {"step": "step", "zero_grad": "zero_grad"}.get(name)
-        project = self.facts.project
-        if wanted != self.handles or project is None or not project.partly_engine or self.branches[-1]:
+        if name != self.handles:
             return False
-        if not isinstance(receiver, cst.Name):
+        engine = partly_passed(self.facts, receiver, node, OPTIMIZER)
+        if engine is None or self.facts.held_by(node):
             return False
-        binding = self.facts.binding_at(receiver.value, self.facts.scope_at(receiver), self.facts.start(node))
-        fact = self.facts.parameter_entry(project.partly_engine, binding)
-        if fact is None or fact.role != OPTIMIZER:
-            return False
-        engine = self.facts.remote_engine(fact, Origin.CALLER, fact.origin, fact.config, fact.created)
-        site = engine.site
-        prefix = self.partly_prefix.format(site=f"{site.path}:{site.line}") if site is not None else ""
         found = evidence(self.context, engine)
-        self.report(node, prefix + self.message + found.suffix, related=found.related)
+        self.report(
+            node, partly_prefix(engine, "the engine's optimizer") + self.message + found.suffix, related=found.related
+        )
         return True
 
     def _report_scaler_step(self, node: cst.Call) -> None:

@@ -9,7 +9,7 @@ from dslint.config.tree import UNKNOWN, Scalar, node_at
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model import library
-from dslint.model.engine import Engine, Origin
+from dslint.model.engine import Engine
 from dslint.project.config_link import ResolvedConfig, resolve_config, training_arguments_configs
 from dslint.project.evidence import config_evidence, evidence
 from dslint.script.engine_reach import (
@@ -18,6 +18,7 @@ from dslint.script.engine_reach import (
     on_gpu,
     partly_engine_sources,
     partly_engines_in,
+    partly_prefix,
     trainer_runs,
 )
 from dslint.script.facts import BindingKind, Role, ScriptFacts, method_name
@@ -44,7 +45,6 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         "the config enables {precision}, and DeepSpeed turns this autocast off in engine(...); remove it"
     )
     scaler_template = "the config enables {precision}: the engine scales the loss itself; remove the GradScaler"
-    partly_prefix = "where {site} passes the engine: "
     trainer_template = (
         "the Trainer's config enables {precision}, and the engine's forward turns this autocast off; remove it"
     )
@@ -364,7 +364,6 @@ class TorchAmpWithEnginePrecision(ScriptRule):
     def visit_Module(self, node: cst.Module) -> None:
         self.loop = loop_facts(self.facts)
         self.precisions: dict[tuple[int, int], str | None] = {}
-        self.branches = [0]  # per function being visited: how many `if`s hold the node visited
         self.trainers = TrainerNames(self.context)
         self.trainer_runs: list[tuple[cst.CSTNode, cst.BaseExpression]] = []  # (autocast, `trainer`) of `.train()`
 
@@ -397,18 +396,6 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         for call, _ in runs:
             self.report(call, message + found.suffix, related=found.related)
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.branches.append(0)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.branches.pop()
-
-    def visit_If(self, node: cst.If) -> None:
-        self.branches[-1] += 1
-
-    def leave_If(self, original_node: cst.If) -> None:
-        self.branches[-1] -= 1
-
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
             autocast = self._autocast(item.item)
@@ -417,7 +404,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             call, condition = autocast
             engine = self._engine_precision_in(node.body, condition)
             prefix = ""
-            if engine is None and condition is None and not self.branches[-1]:
+            if engine is None and condition is None and not self.facts.held_by(node):
                 engine = self._first_precise(partly_engines_in(self.facts, node.body))
                 prefix = self._partly_prefix(engine)
             if engine is not None:
@@ -446,7 +433,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             if precision is not None:
                 self.report(node, self.scaler_template.format(precision=precision))
                 return
-        if not self.branches[-1]:
+        if not self.facts.held_by(node):
             partly = self._first_precise(partly_engine_sources(self.facts, node.args[0].value))
             if partly is not None:
                 found = evidence(self.context, partly[1])
@@ -461,10 +448,9 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                 return precision, engine
         return None
 
-    @classmethod
-    def _partly_prefix(cls, found: tuple[str, Engine] | None) -> str:
-        site = found[1].site if found is not None and found[1].origin is Origin.CALLER else None
-        return cls.partly_prefix.format(site=f"{site.path}:{site.line}") if site is not None else ""
+    @staticmethod
+    def _partly_prefix(found: tuple[str, Engine] | None) -> str:
+        return partly_prefix(found[1]) if found is not None else ""
 
     def _autocast(self, item: cst.BaseExpression) -> tuple[cst.CSTNode, cst.BaseExpression | None] | None:
         """The autocast a `with` item enters and the expression that switches it on (None: always on):

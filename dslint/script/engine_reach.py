@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from dslint.model.engine import Engine, Origin
+from dslint.model.library import ENGINE
 from dslint.script.facts import BindingKind, Role, RoleAnswer, ScopeKind, ScriptFacts, method_name
 from dslint.script.names import dotted_name
 from dslint.script.walk import children
@@ -106,21 +107,33 @@ def _no_grad(expr: cst.BaseExpression) -> bool:
 
 
 # --- a parameter some call passes the engine -----------------------------------------------------------------------
-def partly_engine_forward(facts: ScriptFacts, call: cst.Call) -> Engine | None:
-    """`model(x)` / `model.forward(x)` on a parameter of its function that some call in the project passes the
-    engine, and others something else (`ProjectFacts.partly_engine`), not rebound before the call: the engine of
-    that call (its `site` is the call that passes it)."""
+def partly_passed(facts: ScriptFacts, name: cst.BaseExpression, at: cst.CSTNode, role: str) -> Engine | None:
+    """`name`, a parameter of its function not rebound before `at`, that some call in the project passes
+    initialize's `role` (`library.ENGINE`, `library.OPTIMIZER`) and others something else
+    (`ProjectFacts.partly_engine`: a loop shared by a DeepSpeed script and a plain one): the engine of that call
+    (its `site` is the call that passes it)."""
     project = facts.project
+    if project is None or not project.partly_engine or not isinstance(name, cst.Name):
+        return None
+    binding = facts.binding_at(name.value, facts.scope_at(name), facts.start(at))
+    fact = facts.parameter_entry(project.partly_engine, binding)
+    if fact is None or fact.role != role:
+        return None
+    return facts.remote_engine(fact, Origin.CALLER, fact.origin, fact.config, fact.created)
+
+
+def partly_prefix(engine: Engine, what: str = "the engine") -> str:
+    """The start of a message about a partly-passed value: `where train_ds.py:9 passes the engine: `."""
+    site = engine.site if engine.origin is Origin.CALLER else None
+    return f"where {site.path}:{site.line} passes {what}: " if site is not None else ""
+
+
+def partly_engine_forward(facts: ScriptFacts, call: cst.Call) -> Engine | None:
+    """`model(x)` / `model.forward(x)` on a parameter that some call passes the engine (`partly_passed`)."""
     func = call.func
     if isinstance(func, cst.Attribute) and func.attr.value == "forward":
         func = func.value
-    if project is None or not project.partly_engine or not isinstance(func, cst.Name):
-        return None
-    binding = facts.binding_at(func.value, facts.scope_at(func), facts.start(call))
-    fact = facts.parameter_entry(project.partly_engine, binding)
-    if fact is None:
-        return None
-    return facts.remote_engine(fact, Origin.CALLER, fact.origin, fact.config, fact.created)
+    return partly_passed(facts, func, call, ENGINE)
 
 
 def partly_engines_in(facts: ScriptFacts, body: cst.CSTNode) -> list[Engine]:
