@@ -16,10 +16,10 @@ from dslint.project.config_link import resolve_config, trainer_configs
 from dslint.project.engine_config import zero_stage
 from dslint.project.evidence import config_evidence, evidence
 from dslint.project.shipped_configs import shipped_stages
-from dslint.script.facts import BindingKind, Role, method_name
+from dslint.script.facts import Role
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.hf_trainers import TrainerNames
-from dslint.script.names import dotted_name
+from dslint.script.saved_states import saved_state_dict_calls
 from dslint.script.stage_guard import StageGuards
 from dslint.script.trainer_saves import prepared_models_saved, trainer_models_saved, trainer_state_dicts_saved
 
@@ -53,19 +53,6 @@ def main(settings):
 """
 _README = ("README.md", "```bash\ndeepspeed --num_gpus=1 src/train.py --settings settings.yaml\n```\n")
 _REQUIREMENTS = ("requirements.txt", "deepspeed\ntorch\n")
-
-
-class _StateDictCalls(cst.CSTVisitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[cst.Call] = []
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if method_name(node) == "state_dict":
-            self.calls.append(node)
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
 
 
 _PREPARED = """
@@ -486,17 +473,7 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
 
     def _saved_model_state(self, value: cst.BaseExpression, at: cst.Call) -> Engine | None:
         facts = self.facts
-        key = dotted_name(value)
-        if key is not None:
-            binding = facts.binding_at(key, facts.scope_at(at), facts.start(at))
-            if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
-                return None
-            value = binding.value
-            if binding.scope is not facts.scope_at(at):
-                return None
-        finder = _StateDictCalls()
-        value.visit(finder)
-        for call in finder.calls:
+        for call in saved_state_dict_calls(facts, value, at):
             assert isinstance(call.func, cst.Attribute)
             answer = facts.role_of(call.func.value, at=call)
             if answer is None or answer.role not in TARGETS:

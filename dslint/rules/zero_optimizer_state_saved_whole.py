@@ -10,9 +10,9 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine
 from dslint.project.engine_config import zero_stage
 from dslint.project.evidence import evidence
-from dslint.script.facts import BindingKind, Role, method_name
+from dslint.script.facts import Role
 from dslint.script.loop import loop_facts
-from dslint.script.names import dotted_name
+from dslint.script.saved_states import saved_state_dict_calls
 
 TORCH_SAVE = "torch.save"
 
@@ -140,26 +140,7 @@ class ZeroOptimizerStateSavedWhole(ScriptRule):
         """The engine whose optimizer's `state_dict()` `value` is or holds (a dict or list of it, or a name bound
         to one in the same function), called after initialize."""
         facts = self.facts
-        key = dotted_name(value)
-        if key is not None:
-            binding = facts.binding_at(key, facts.scope_at(at), facts.start(at))
-            if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
-                return None
-            if binding.scope is not facts.scope_at(at):
-                return None
-            value = binding.value
-        calls: list[cst.Call] = []
-
-        class StateDictCalls(cst.CSTVisitor):
-            def visit_Call(self, node: cst.Call) -> None:
-                if method_name(node) == "state_dict":
-                    calls.append(node)
-
-            def visit_Lambda(self, node: cst.Lambda) -> bool:
-                return False
-
-        value.visit(StateDictCalls())
-        for call in calls:
+        for call in saved_state_dict_calls(facts, value, at):
             assert isinstance(call.func, cst.Attribute)
             answer = facts.role_of(call.func.value, at=call)
             if answer is None or answer.role not in (Role.OPTIMIZER, Role.CLIENT_OPTIMIZER) or answer.engine is None:
