@@ -150,7 +150,8 @@ def quoted_value_end(lines: list[str], first: int) -> int | None:
     if re.search(r"=\(", lines[first]):  # an array: the line holding its `)` (outside quotes) ends it
         depth = 0
         for index in range(first, min(len(lines), first + _QUOTED_LINES)):
-            depth += _unquoted(lines[index]).count("(") - _unquoted(lines[index]).count(")")
+            outside = _unquoted(lines[index])
+            depth += outside.count("(") - outside.count(")")
             if depth <= 0:
                 return index if index > first else None
         return None
