@@ -8,7 +8,7 @@ import ast
 from dataclasses import dataclass, field
 
 from dslint.model.classes import ClassRef, Hierarchy
-from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore, dotted, statements
+from dslint.model.summary import FunctionInfo, ModuleSummary, SummaryStore, dotted, own_nodes, statements
 from dslint.model.values import Value
 
 Callee = tuple[str, str]  # (module path, qualname)
@@ -156,9 +156,7 @@ class Resolver:
         if function is None or target is None or function.is_method:
             return None
         made: set[ClassRef | None] = set()
-        for node in ast.walk(function.node):
-            if isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)) and node is not function.node:
-                continue
+        for node in own_nodes(function.node):
             if isinstance(node, ast.Return):
                 written = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
                 made.add(self.hierarchy.resolve_class(target, written) if written is not None else None)
