@@ -108,14 +108,15 @@ class UnknownTopLevelConfigKey(ConfigRule):
         ),
     )
     invalid = (
-        # turned on where DeepSpeed ignores it; a precision no section of the file sets; a misspelt switch off
+        # turned on where DeepSpeed ignores it; a precision no section of the file sets; a misspelt switch off; a
+        # dotted name of a real section, off
         Invalid(
             '{\n  "train_batch_size": 8,\n  "gradient_checkpointing": true,\n  "precision": "fp16",\n'
-            '  "zero_allow_untested_optimiser": false\n}\n',
-            lines=(3, 4, 5),
+            '  "zero_allow_untested_optimiser": false,\n  "zero_optimization.overlap_comm": false\n}\n',
+            lines=(3, 4, 5, 6),
             fixed=(
                 '{\n  "train_batch_size": 8,\n  "gradient_checkpointing": true,\n  "precision": "fp16",\n'
-                '  "zero_allow_untested_optimizer": false\n}\n'
+                '  "zero_allow_untested_optimizer": false,\n  "zero_optimization.overlap_comm": false\n}\n'
             ),
         ),
         Invalid(
@@ -194,8 +195,8 @@ class UnknownTopLevelConfigKey(ConfigRule):
                 old_bf16,
                 "DeepSpeed ignores `bfloat16` (the older spelling) beside `bf16`; keep only `bf16`",
             )
-        unknown = [e for e in unknown if not self._nothing_lost(e)]
         suggestions = {e.key: did_you_mean(e.key, self.schema.live_top_level_keys) for e in unknown}
+        unknown = [e for e in unknown if suggestions[e.key] is not None or not self._nothing_lost(e)]
         for entry in unknown:
             suggestion = suggestions[entry.key]
             section, dot, rest = entry.key.partition(".")
@@ -216,13 +217,13 @@ class UnknownTopLevelConfigKey(ConfigRule):
                 )
 
     def _nothing_lost(self, entry: Entry) -> bool:
-        """An ignored key that asks for nothing the run misses, and is no misspelling of a real key (those are
-        reported whatever their value): a switch left off (`"gradient_checkpointing": false`, `null`), or a
+        """An ignored key (no misspelling of a real one: the caller reports those whatever their value) that asks
+        for nothing the run misses: a switch left off (`"gradient_checkpointing": false`, `null`), or a
         precision the file's own `bf16`/`fp16` section already turns on (`"precision": "bf16"` beside
         `"bf16": {"enabled": true}`)."""
         value = entry.value
-        if not isinstance(value, Scalar) or did_you_mean(entry.key, self.schema.live_top_level_keys) is not None:
-            return False
+        if not isinstance(value, Scalar) or entry.key.partition(".")[0] in self.schema.live_top_level_keys:
+            return False  # a dotted name of a real section (`zero_optimization.overlap_comm`) sets that section
         if value.value is False or value.value is None:
             return True
         if not isinstance(value.value, str):
