@@ -282,14 +282,27 @@ class ResultCache:
 
     def _kept_states(self) -> dict[str, list[Any]]:
         if self._kept is None:
-            self._kept = {}
-            try:
-                data = json.loads(read_capped(self.entries / STATES, MAX_STATES_BYTES, "the kept states size limit"))
-                if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("states"), dict):
-                    self._kept = data["states"]
-            except (OSError, TooLarge, ValueError):
-                pass
+            self._kept = self._read_table(STATES, "states", MAX_STATES_BYTES, "the kept states size limit")
         return self._kept
+
+    def _read_table(self, name: str, field: str, limit: int, what: str) -> dict[str, Any]:
+        """The table (`field`) a run wrote in the cache file `name` (`_write_table`); {} when it is missing,
+        too large, damaged or of another format."""
+        try:
+            data = json.loads(read_capped(self.entries / name, limit, what))
+        except (OSError, TooLarge, ValueError):
+            return {}
+        table = data.get(field) if isinstance(data, dict) and data.get("format") == FORMAT else None
+        return table if isinstance(table, dict) else {}
+
+    def _write_table(self, name: str, field: str, table: dict[str, Any]) -> None:
+        """Write `table` as the cache file `name`'s `field`; a cache that cannot be written is no error."""
+        try:
+            self._prepare()
+            payload = json.dumps({"format": FORMAT, field: table}, separators=(",", ":"))
+            _atomic_write(self.entries / name, payload.encode("utf-8"))
+        except (OSError, ValueError):
+            return
 
     def expect(self, lookups: int) -> None:
         """How many entries the run is about to look up: a run of fewer than PACKED_RUN reads its entries' own
@@ -300,13 +313,7 @@ class ResultCache:
         if not self._packing:
             return {}
         if self._packed is None:
-            self._packed = {}
-            try:
-                data = json.loads(read_capped(self.entries / PACK, MAX_PACK_BYTES, "the cache pack size limit"))
-                if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("entries"), dict):
-                    self._packed = data["entries"]
-            except (OSError, TooLarge, ValueError):
-                pass
+            self._packed = self._read_table(PACK, "entries", MAX_PACK_BYTES, "the cache pack size limit")
         return self._packed
 
     def keep_states(self) -> None:
@@ -318,14 +325,8 @@ class ResultCache:
             return
         kept = self._kept_states()
         merged = {**kept, **self._keep} if len(kept) + len(self._keep) <= MAX_STATES else dict(self._keep)
-        if merged == kept:
-            return
-        try:
-            self._prepare()
-            payload = json.dumps({"format": FORMAT, "states": merged}, separators=(",", ":"))
-            _atomic_write(self.entries / STATES, payload.encode("utf-8"))
-        except (OSError, ValueError):
-            return
+        if merged != kept:
+            self._write_table(STATES, "states", merged)
 
     def _write_pack(self) -> None:
         """The entries this run served or stored (with the last pack's others, within MAX_PACKED), when one of
@@ -334,12 +335,7 @@ class ResultCache:
             return
         packed = self._pack()
         merged = {**packed, **self._used} if len(packed) + len(self._used) <= MAX_PACKED else dict(self._used)
-        try:
-            self._prepare()
-            payload = json.dumps({"format": FORMAT, "entries": merged}, separators=(",", ":"))
-            _atomic_write(self.entries / PACK, payload.encode("ascii"))
-        except (OSError, ValueError):
-            return
+        self._write_table(PACK, "entries", merged)
 
     def remember(self, path: str, data: bytes) -> str:
         """The state of a file whose bytes the caller read (so the file is not read twice)."""
