@@ -84,6 +84,12 @@ class LossDividedByAccumulationSteps(ScriptRule):
     valid = (
         # the config is a JSON load of a path built at run time, but the script writes its accumulation steps: 1
         Valid(OWN_ACCUMULATION_WRITTEN),
+        # the same, written through `update` with a literal dict
+        Valid(
+            OWN_ACCUMULATION_WRITTEN.replace(
+                'ds_config["gradient_accumulation_steps"] = 1', 'ds_config.update({"gradient_accumulation_steps": 1})'
+            )
+        ),
         Valid(_own_accumulation(" / args.grad_accum_steps", step_in_loop=False)),
         Valid(
             """
