@@ -16,14 +16,7 @@ from dslint.script.edits import delete_call_statement, unwrap_method_call
 from dslint.script.facts import method_name
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.inference import InferenceMoves
-from dslint.script.model_moves import (
-    ModelMoves,
-    ModelSink,
-    is_cast,
-    prepare_sinks,
-    serves_another_path,
-    trainer_sinks,
-)
+from dslint.script.model_moves import ModelMoves, ModelSink, is_cast, prepare_sinks, serves_another_path, trainer_sinks
 from dslint.script.names import dotted_name
 
 MOVE_CALLS = ("cuda", "to")  # every move DSL101 reports is one of these calls
@@ -83,7 +76,9 @@ class ModelMovedBeforeInitialize(ScriptRule):
             DSL104. Nor is a move before an `initialize` that runs only under a test the move does not share (`if
             args.deepspeed: initialize(...) else: model = DDP(model)`): the move also serves the path without DeepSpeed,
             unless every launch of the script passes the option tested (`--deepspeed`), no launcher names it otherwise
-            and none turns on a use of the moved model before (`if args.ema: ModelEma(model)`). A test whose failing arm
+            and none turns on a use of the moved model before (`if args.ema: ModelEma(model)`). Nor is a move
+            followed, in its function and before `initialize`, by a run of the model (`model(**inputs)`,
+            `model.generate(...)`): the move serves that run. A test whose failing arm
             raises (`if not cfg: raise ...`), or a run-once latch (`if not self.ready: initialize(...); self.ready =
             True`), leaves no such path. Before `deepspeed.init_inference` with tensor parallelism (`mp_size` or
             `tensor_parallel.tp_size` not the literal 1), only a move to the un-indexed CUDA device made while no device
@@ -230,6 +225,11 @@ class ModelMovedBeforeInitialize(ScriptRule):
                 model = Net()
                 engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             """
+        ),
+        # the moved model runs before initialize: the move serves that run
+        Valid(
+            "import deepspeed\ndef main(model, x):\n    model.cuda()\n    loss = model(x.cuda())\n"
+            "    engine, *_ = deepspeed.initialize(model=model, config='ds.json')\n"
         ),
         # the helper's move serves a plain path: no initialize after the call
         Valid("from helpers import place\ndef evaluate(model):\n    place(model)\n    return model\n", files=_PLACE),

@@ -394,6 +394,8 @@ def serves_another_path(facts: ScriptFacts, move: cst.Call, init: ModelSink) -> 
     # the other arm of a test that initializes too (`if cfg is not None: initialize(config_params=cfg) else:
     # initialize(config=path)`) is no path without DeepSpeed
     elsewhere = [paths.at(i.call) for i in facts.initialize_calls if i.call is not init.call]
+    if _run_before(facts, move, init, model):
+        return True
     # a test of a call on values (`if not os.path.exists(cfg): ...`), or one whose failing arm raises, splits no
     # plain-PyTorch path off; nor does a test of an option every launch of the script gives (`--deepspeed`)
     return any(
@@ -406,6 +408,26 @@ def serves_another_path(facts: ScriptFacts, move: cst.Call, init: ModelSink) -> 
         and not _latched(facts, guard, init)
         for guard in guards
     )
+
+
+# Calls that run a model: the model called itself, or these methods of it
+_RUNNING_METHODS = frozenset({"forward", "generate"})
+
+
+def _run_before(facts: ScriptFacts, move: cst.Call, init: ModelSink, model: str | None) -> bool:
+    """The moved model runs on the GPU between the move and `initialize`, in the move's function (`outputs =
+    model(**inputs)`, `model.generate(...)`): the move serves that run, and removing it would break it."""
+    if model is None or init.call is None or facts.scope_at(init.call) is not facts.scope_at(move):
+        return False
+    after, scope = facts.start(move), facts.scope_at(move)
+    for call in facts.statement_of_call:
+        if not (after < facts.start(call) < init.start) or facts.scope_at(call) is not scope:
+            continue
+        called = dotted_name(call.func) or ""
+        head, _, method = called.rpartition(".")
+        if called == model or (head == model and method in _RUNNING_METHODS):
+            return True
+    return False
 
 
 def _launched_use(facts: ScriptFacts, move: cst.Call, init: ModelSink, model: str | None) -> bool:
