@@ -291,11 +291,16 @@ def _cut(site: LaunchSite, launcher_text: Callable[[str], str | None]) -> Launch
     )
 
 
+# Starters of processes that run DeepSpeed only when a DeepSpeed option or the script says so
+_PLAIN_STARTERS = frozenset({"python", "python3", "torchrun", "torch.distributed.launch", "torch.distributed.run"})
+
+
 def _deepspeed_launch(site: LaunchSite, sources: dict[str, bytes]) -> bool:
-    """A launch that runs DeepSpeed: a distributed launcher, a DeepSpeed option among the options written for
-    it (kept or lost), or a script that names DeepSpeed. A plain `python tool.py` of the project is left alone."""
+    """A launch that runs DeepSpeed: the `deepspeed` launcher or accelerate, a DeepSpeed option among the options
+    written for it (kept or lost), or a script that names DeepSpeed. A plain `python tool.py` of the project is
+    left alone, and so is a `torchrun` (or `torch.distributed.launch`/`run`) with no such sign: plain DDP."""
     line = site.line
-    if line.tool not in ("python", "python3") or site.config_option is not None:
+    if line.tool not in _PLAIN_STARTERS or site.config_option is not None:
         return True
     written = [option.name for option in line.options] + list(line.lost_options)
     if any("deepspeed" in name.lower() for name in written):

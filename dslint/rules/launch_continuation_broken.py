@@ -23,8 +23,8 @@ class LaunchContinuationBroken(LaunchRule):
             it that the command was meant to take: the line's backslash has a space or a tab after it, or the
             line has no backslash and the next line starts with `--option` (in a command written with
             backslashes: a document that writes each option on a line of its own without any shows a command
-            to type on one line). A plain `python tool.py` whose script never names DeepSpeed, with no
-            DeepSpeed option, is left alone.
+            to type on one line). A plain `python tool.py` or `torchrun` whose script never names
+            DeepSpeed, with no DeepSpeed option, is left alone.
         """,
         why="""
             A backslash continues a line only as its last character. Followed by a space it escapes that

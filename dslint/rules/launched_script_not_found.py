@@ -18,8 +18,8 @@ class LaunchedScriptNotFound(LaunchRule):
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""
-            Flags the script of a DeepSpeed launch (`deepspeed`, `torchrun`, `accelerate launch`, or `python`
-            with a DeepSpeed option) in a shell script, a Makefile or a Slurm file when no file of that name is
+            Flags the script of a DeepSpeed launch (`deepspeed`, `accelerate launch`, or `torchrun` or `python`
+            with a DeepSpeed option: a plain `torchrun` is a DDP launch) in a shell script, a Makefile or a Slurm file when no file of that name is
             anywhere in the project: not where the launch runs it from (its folder, the repository root, after its
             `cd`), nor in any other folder. A launch is left alone when a file of that name exists elsewhere
             (a path question, not a missing file), when another Python file names the script (it may write it),
@@ -68,6 +68,8 @@ class LaunchedScriptNotFound(LaunchRule):
         Valid("deepspeed pretrain_zeropp.py --tensor-model-parallel-size 2\n", files=_PROJECT),
         # a plain python run of a tool that takes no DeepSpeed option
         Valid("python tools/convert.py --out ckpt\n", files=_PROJECT),
+        # a torchrun with no DeepSpeed option: plain DDP, whatever the missing script was
+        Valid("torchrun --nproc_per_node 4 main_ddp.py --batch_size 8\n", files=_PROJECT),
     )
     invalid = (
         Invalid("deepspeed --num_gpus 2 train_deepspeed.py --deepspeed_config ds.json\n", lines=(1,), files=_PROJECT),
