@@ -115,9 +115,10 @@ def _splatted(update: cst.Dict) -> bool:
 def _updated_value(update: cst.Dict, key: str) -> cst.BaseExpression | None:
     """The value `cfg.update({...})`'s literal dict gives `key` (None when it does not write it)."""
     for element in update.elements:
-        if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
-            if element.key.evaluated_value == key:
-                return element.value
+        if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+            continue
+        if element.key.evaluated_value == key:
+            return element.value
     return None
 
 

@@ -19,14 +19,14 @@ class LaunchedScriptNotFound(LaunchRule):
     docs = RuleDocs(
         what="""
             Flags the script of a DeepSpeed launch (`deepspeed`, `accelerate launch`, or `torchrun` or `python`
-            with a DeepSpeed option: a plain `torchrun` is a DDP launch) in a shell script, a Makefile or a Slurm file when no file of that name is
-            anywhere in the project: not where the launch runs it from (its folder, the repository root, after its
-            `cd`), nor in any other folder. A launch is left alone when a file of that name exists elsewhere
-            (a path question, not a missing file), when another Python file names the script (it may write it),
-            when the launcher writes the file or fetches code first (`git clone`, `wget`, `curl`...), when the
-            path is absolute, under `~`, or built at run time, when the command runs a module (`-m`), and when
-            only part of a repository is checked. A guide's command (Markdown, reST, a notebook) is left alone:
-            it is often a pattern for the reader's own script.
+            with a DeepSpeed option: a plain `torchrun` is a DDP launch) in a shell script, a Makefile or a Slurm
+            file when no file of that name is anywhere in the project: not where the launch runs it from (its
+            folder, the repository root, after its `cd`), nor in any other folder. A launch is left alone when a
+            file of that name exists elsewhere (a path question, not a missing file), when another Python file
+            names the script (it may write it), when the launcher writes the file or fetches code first (`git
+            clone`, `wget`, `curl`...), when the path is absolute, under `~`, or built at run time, when the
+            command runs a module (`-m`), and when only part of a repository is checked. A guide's command
+            (Markdown, reST, a notebook) is left alone: it is often a pattern for the reader's own script.
         """,
         why="""
             Each rank the launcher starts runs `python -u <script> ...` (`deepspeed/launcher/launch.py`, and the
