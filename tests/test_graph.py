@@ -53,7 +53,7 @@ def test_graph_links_launchers_scripts_configs_and_stages(in_project: Path) -> N
     assert readers[os.path.join("configs", "test.json")] == "trainer"
     assert readers[os.path.join("configs", "ds_z3.json")] == "initialize"
     created = {e["created"] for e in data["engines"]}  # type: ignore[attr-defined]
-    assert created == {"train.py:18", "train_small.py:16"}
+    assert created == {"train.py:19", "train_small.py:16"}
 
 
 def test_graph_text_names_each_link(in_project: Path) -> None:

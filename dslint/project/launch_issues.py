@@ -60,7 +60,7 @@ from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment
 from dslint.project.missing_configs import beside, missing_config, missing_in_yaml, writes
 from dslint.project.project_index import LaunchIssue, LaunchSite
-from dslint.project.script_parser import refusing_parse, switch_only_parse
+from dslint.project.script_parser import refusing_parse, switch_only_parse, unknown_options
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.trainer_without_config import configless_trainer
 from dslint.project.visible_devices import ignored_visible_devices
@@ -123,6 +123,9 @@ def launch_issues(
         switch = _switch_given_a_value(site, store, sources)
         if switch is not None:
             issues.append(switch)
+        for unknown in _unknown_options(site, store, sources, launcher_text):
+            if unknown not in issues:
+                issues.append(unknown)
         configless = _configless_trainer(site, store)
         if configless is not None:
             issues.append(configless)
@@ -373,6 +376,44 @@ def _switch_given_a_value(site: LaunchSite, store: SummaryStore, sources: dict[s
         return None
     end = option.column + len("--deepspeed")
     return LaunchIssue("deepspeed_switch_value", option.line, option.column, end, option.value, related=(where,))
+
+
+def _runs_deepspeed(site: LaunchSite) -> bool:
+    """The command itself says it runs DeepSpeed: the `deepspeed` runner, a config option, or an option named for
+    DeepSpeed (a `python tool.py` of a DeepSpeed project, an `accelerate launch` with no such sign: not known)."""
+    line = site.line
+    written = [option.name for option in line.options] + list(line.lost_options)
+    return line.tool in DEEPSPEED_RUNNERS or site.config_option is not None or any("deepspeed" in w for w in written)
+
+
+def _unknown_options(
+    site: LaunchSite, store: SummaryStore, sources: dict[str, bytes], launcher_text: Callable[[str], str | None]
+) -> list[LaunchIssue]:
+    """`deepspeed train.py --max_gpus 4` where train.py's own strict parser has no such option
+    (`dslint.project.script_parser.unknown_options`): argparse stops every rank with "unrecognized arguments"."""
+    line, script = site.line, site.script
+    if script is None or not script.endswith(".py") or line.module or not _runs_deepspeed(site):
+        return []
+    data, summary = sources.get(script), store.get(script)
+    found = unknown_options(summary, data, [o.name for o in line.options]) if data and summary else None
+    if found is None:
+        return []
+    parse, refused = found
+    where = Related(shown_path(script), parse.lineno, parse.col_offset + 1, "parses its command line strictly")
+    physical = (launcher_text(line.launcher) or "").splitlines()
+    issues = []
+    for option in line.options:
+        if option.name not in refused:
+            continue
+        text = physical[option.line - 1][option.column - 1 :] if 0 < option.line <= len(physical) else ""
+        word = re.match(r"--[\w.-]+", text)
+        if word is None or word.group().lstrip("-").replace("-", "_") != option.name:
+            continue  # not where the text says (an option from a variable's value): no position to show
+        end = option.column + len(word.group())
+        issues.append(
+            LaunchIssue("unknown_option", option.line, option.column, end, line.script, (word.group(),), (where,))
+        )
+    return issues
 
 
 def _configless_trainer(site: LaunchSite, store: SummaryStore) -> LaunchIssue | None:

@@ -507,7 +507,7 @@ def _launch_in(
         column=column,
         tool=tool,
         script=script,
-        options=tuple(_options(rest[script_at + 1 :], original, number)),
+        options=tuple(_options(rest[script_at + 1 :], original, number, _after(original, script, words[index]))),
         accelerate_config=accelerate_config,
         target=target,
         launcher_options=tuple(_options(launcher_words, original, number)),
@@ -547,8 +547,18 @@ def _positioned(words: list[str], original: str, head: str, first_line: int) -> 
     return tuple(found)
 
 
-def _options(words: list[str], original: str, first_line: int) -> list[ScriptOption]:
+def _after(original: str, script: str, head: str) -> int:
+    """Where the text after the script starts: its options are looked for from there (`deepspeed --num_gpus 2
+    train.py --num_gpus 2` holds the same option on both sides)."""
+    at = original.find(script, max(original.find(head), 0))
+    return at + len(script) if at >= 0 else 0
+
+
+def _options(words: list[str], original: str, first_line: int, start: int = 0) -> list[ScriptOption]:
+    """The `--name value` options among `words`, positioned in `original` in order from `start` (an option not
+    found there, one a variable's value holds, at its first occurrence anywhere, else the command's start)."""
     options: list[ScriptOption] = []
+    cursor = start
     index = 0
     while index < len(words):
         word = words[index]
@@ -566,6 +576,9 @@ def _options(words: list[str], original: str, first_line: int) -> list[ScriptOpt
             option_value = None
         if option_value is not None and UNKNOWN_VALUE in option_value:
             option_value = UNKNOWN_VALUE
-        line, column = _position(original, max(original.find("--" + name), 0), first_line)
+        offset = original.find("--" + name, cursor)
+        if offset >= 0:
+            cursor = offset + len(name) + 2
+        line, column = _position(original, offset if offset >= 0 else max(original.find("--" + name), 0), first_line)
         options.append(ScriptOption(name.replace("-", "_"), option_value, line, column))
     return options

@@ -24,6 +24,7 @@ ds_config.json" (the config option is `--deepspeed_config`).
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dslint.model.summary import ModuleSummary
@@ -63,6 +64,30 @@ def switch_only_parse(summary: ModuleSummary, data: bytes) -> ast.Call | None:
     return parser.parse
 
 
+# The options `deepspeed.add_config_arguments` adds (0.19.8 `_add_core_arguments`), as argparse stores them
+_CONFIG_ARGUMENT_NAMES = frozenset({"deepspeed", "deepspeed_config", "deepscale", "deepscale_config"})
+
+
+def unknown_options(summary: ModuleSummary, data: bytes, written: Iterable[str]) -> tuple[ast.Call, set[str]] | None:
+    """The options among `written` (names as argparse stores them: `ScriptOption.name`) that the script's strict
+    parser takes under no name, exactly or, with `allow_abbrev`, as the start of one, with its `parse_args` call;
+    None when its parsing is not known whole or it takes them all. Names are compared as stored, so `--max-gpus`
+    matches a declared `--max_gpus` (the lenient side); `--local_rank` is left to `refusing_parse`."""
+    parser = strict_parser(summary, data)
+    if parser is None:
+        return None
+    declared = {option.lstrip("-").replace("-", "_") for option in parser.options if option.startswith("-")}
+    declared |= {"help", *(_CONFIG_ARGUMENT_NAMES if parser.config_arguments else ())}
+    refused = {
+        name
+        for name in written
+        if name != LAUNCHER_OPTION[2:]
+        and name not in declared
+        and not (parser.abbreviations and any(option.startswith(name) for option in declared))
+    }
+    return (parser.parse, refused) if refused else None
+
+
 def strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
     """The script's parser when it is known whole and parses strictly, else None."""
     if b"parse_known_args" in data or b"parse_intermixed" in data:
@@ -100,6 +125,8 @@ def strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
                     if not (isinstance(argument, ast.Constant) and isinstance(argument.value, str)):
                         return None
                     options.append(argument.value)
+                    if _negated(node) and argument.value.startswith("--"):
+                        options.append("--no-" + argument.value[2:])  # `BooleanOptionalAction` adds `--no-x`
             elif method == "add_subparsers":
                 return None
             elif method == "parse_args" and _is_name(node.func, name) and not node.args and not node.keywords:
@@ -116,6 +143,12 @@ def strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
     if b"argv" in data and not _argv_left_alone(tree, manual):
         return None
     return StrictParser(parses[0], tuple(options), abbreviations, config_arguments)
+
+
+def _negated(call: ast.Call) -> bool:
+    """`add_argument(..., action=argparse.BooleanOptionalAction)`, which also declares the `--no-` form."""
+    action = next((k.value for k in call.keywords if k.arg == "action"), None)
+    return action is not None and "BooleanOptionalAction" in ast.dump(action)
 
 
 # Calls that only look at the list they are given (`" ".join(sys.argv)`, `print(sys.argv)`): not an edit.
