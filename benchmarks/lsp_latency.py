@@ -27,7 +27,7 @@ import argparse
 import deepspeed
 import torch
 
-DS_CONFIG = {"train_batch_size": 8, "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
+DS_CONFIG = {"train_batch_size": 8, "optimizer": {"type": "AdamW"}, "zero_optimization": {"stage": 2}}
 
 
 def main() -> None:

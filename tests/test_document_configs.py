@@ -48,6 +48,8 @@ def test_the_pasted_configs_are_checked_where_the_document_writes_them() -> None
         ("legacy/README.md", 8, 12, "DSL420", "`bf16.enable` is ignored silently by DeepSpeed 0.9.2"),
         # shipped/README.md shows the file: the file is checked, its copies in the document are not
         ("shipped/ds_zero2.json", 3, 37, "DSL409", "offload_param needs ZeRO stage 3"),
+        # the shipped ZeRO-2 file names no optimizer, nor does the script's initialize
+        ("shipped/train.py", 13, 23, "DSL452", "ZeRO stage 2 needs an optimizer"),
     ]
     assert [f[:4] for f in found] == [e[:4] for e in expected]
     for (*_, message), (*_, start) in zip(found, expected, strict=True):

@@ -64,13 +64,16 @@ def test_loads_into_partitioned_parameters_and_before_the_returned_optimizer_ste
     partitioned = "load_state_dict into a zero.Init model fails (parameters are empty)"
     stepped = "load_state_dict after deepspeed.initialize is undone by the next optimizer.step()"
     own_step = "optimizer stepped beside the engine; call engine.step()"
+    no_optimizer = "ZeRO stage 2 needs an optimizer"  # the fixture's ZeRO-2 dict names none, nor does the call
     _match(
         _findings("loads"),
         [
             ("partitioned.py", 13, "DSL203", partitioned),
             ("partitioned.py", 20, "DSL203", partitioned),
+            ("stepped.py", 11, "DSL452", no_optimizer),
             ("stepped.py", 12, "DSL203", stepped),
             ("stepped.py", 15, "DSL302", own_step),
+            ("stepped.py", 27, "DSL452", no_optimizer),
             ("stepped.py", 23, "DSL302", own_step),
             ("stepped.py", 30, "DSL302", own_step),
         ],
@@ -102,12 +105,14 @@ def test_a_key_an_old_pinned_release_ignores_is_a_finding() -> None:
         _findings("old_pins"),
         [
             ("current/ds_bf16.json", 3, "DSL403", "`bf16` has no key `enable`; DeepSpeed stops at start-up"),
+            ("current/train.py", 13, "DSL452", "ZeRO stage 2 needs an optimizer"),
             (
                 "legacy/ds_bf16.json",
                 3,
                 "DSL420",
                 "`bf16.enable` is ignored silently by DeepSpeed 0.9.2 (judged by 0.10.0's schema): did you mean",
             ),
+            ("legacy/train.py", 13, "DSL452", "ZeRO stage 2 needs an optimizer"),
         ],
     )
 

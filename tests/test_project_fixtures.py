@@ -92,7 +92,8 @@ def test_without_the_project_index_the_launched_stage_is_unknown() -> None:
     index = index_project([train], [str(project)])
     (result,) = lint_files([(train, RuleSelection())], jobs=1, project=index)
     assert isinstance(result, ScriptResult)
-    assert result.diagnostics == []  # launched only with ZeRO-2 (scripts/run_small.sh)
+    # launched only with ZeRO-2 (scripts/run_small.sh); its config has no optimizer either (DSL452)
+    assert [d.code for d in result.diagnostics] == ["DSL452"]
 
 
 def test_launches_written_in_documents_and_after_cd_name_where_they_are_written() -> None:
@@ -107,6 +108,8 @@ def test_launches_written_in_documents_and_after_cd_name_where_they_are_written(
     for result in results:
         assert isinstance(result, ScriptResult)
         for d in result.diagnostics:
+            if d.code == "DSL452":
+                continue  # the ZeRO-2 scripts' configs give no optimizer: not a question of the stage's source
             where = d.message.rsplit("(ZeRO-3 from ", 1)
             sources[os.path.relpath(os.path.abspath(d.path), project)] = (
                 where[1].split(" -> ")[0].split("doc_launchers/", 1)[1] if len(where) == 2 else "unknown"

@@ -88,6 +88,9 @@ CODES: tuple[str, ...] = (
     "DSL447",
     "DSL448",
     "DSL449",
+    "DSL450",
+    "DSL451",
+    "DSL452",
 )
 
 
@@ -358,6 +361,10 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL446": Needs(
         (b"deepspeed", b"rank"), alternatives=((b"deepspeed", b"main_process"), (b"deepspeed", b"process_zero"))
     ),
+    "DSL451": Needs(
+        (b"deepspeed", b"rank"), alternatives=((b"deepspeed", b"main_process"), (b"deepspeed", b"process_zero"))
+    ),
+    "DSL452": Needs((b"deepspeed", b"initialize")),
     "DSL309": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL310": Needs((b"deepspeed", b"initialize"), partly_engine=True),
 }
@@ -378,6 +385,7 @@ LAUNCH_RULE_MODULES: dict[str, str] = {
     "DSL443": "deepspeed_switch_given_a_path",
     "DSL444": "launched_script_not_found",
     "DSL449": "visible_devices_ignored",
+    "DSL450": "option_unknown_to_script",
 }
 
 # -- the rule lifecycle -------------------------------------------------------------------------------------------
