@@ -18,6 +18,7 @@ from dslint.limits import Limits
 from dslint.lint.activation import active, in_code, in_facts, in_text
 from dslint.lint.config import check_script_configs
 from dslint.lint.databricks import python_source
+from dslint.lint.launch_dead import without_launch_dead
 from dslint.lint.parse_guard import Refusal, code_facts, compiled, parse_module, too_deep
 from dslint.lint.result import FileResult, config_rules, script_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa
@@ -80,7 +81,11 @@ def lint_source_unsuppressed(
     text = in_text(data, project)
     rules, configs = active(text, script_rules(selection), config_rules(selection))
     alone = text if project is None else in_text(data, None)
-    analysed = any(active(alone, *_every_rule()))  # a file dslint would analyse: DSL001/DSL002 apply
+    # a file dslint would analyse (DSL001/DSL002 apply): a rule could run on it, and it mentions DeepSpeed or a
+    # launch of the project starts it; a plain PyTorch file or notebook is not dslint's to judge
+    analysed = any(active(alone, *_every_rule())) and (
+        b"deepspeed" in data.lower() or (project is not None and bool(project.launches))
+    )
     report_syntax = analysed and selection.enabled(_syntax_error_rule().code)
     report_deep = analysed and selection.enabled(_too_deep_rule().code)
     if use_prefilter and not rules and not configs and not report_syntax and not report_deep:
@@ -142,6 +147,7 @@ def lint_source_unsuppressed(
         )
     )
     result.diagnostics = without_unreachable(path, result.diagnostics, tree)  # code no run reaches
+    result.diagnostics = without_launch_dead(path, result.diagnostics, tree, project)  # nor any launch
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 # The constant's repr for `subject == constant`, or "" for the subject's own truth (`if args.deepspeed:`).
@@ -87,6 +87,34 @@ def constant_guard(subject: str, value: object, truth: bool) -> Guard | None:
 
 
 # --- CPython's tree -----------------------------------------------------------------------------------------
+_FALSE_WORDS = frozenset({"", "0", "false", "no", "off", "none"})
+
+
+def settled(launches: Sequence[Mapping[str, str | None]], guard: Guard) -> bool:
+    """Whether every launch (the `--name value` options each gives a script, literal; a value built at run time
+    starts with NUL, `shell_directories.UNKNOWN_VALUE`) makes `guard` hold: `args.deepspeed` true when each passes
+    `--deepspeed` (a flag, or a value that is not false), `args.backend == "deepspeed"` when each passes `--backend
+    deepspeed`. No launch: nothing is settled."""
+    head, dot, option = guard.subject.rpartition(".")
+    if not launches or not dot or not head.isidentifier():
+        return False
+    for options in launches:
+        if option not in options:
+            return False
+        given = options[option]
+        if given is not None and given.startswith("\x00"):  # built at run time
+            return False
+        if guard.value == TRUTHINESS:
+            holds = (given is None or given.strip("'\"").lower() not in _FALSE_WORDS) == guard.truth
+        elif guard.value[:1] in "'\"" and given is not None:  # a string constant: the launch's word is the value
+            holds = (given == guard.value[1:-1]) == guard.truth
+        else:
+            holds = False
+        if not holds:
+            return False
+    return True
+
+
 def _subject(node: ast.expr) -> str | None:
     if isinstance(node, ast.Name):
         return node.id

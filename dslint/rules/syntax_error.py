@@ -18,9 +18,11 @@ class SyntaxErrorRule(ScriptSyntaxError):
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""
-            Reports a Python file that dslint would analyse (it calls `initialize` with DeepSpeed imported, or
-            passes a config to `*TrainingArguments(deepspeed=...)`) but that cannot be parsed, with the
-            position of the error. Files that never mention DeepSpeed are not dslint's to judge.
+            Reports a Python file (or a notebook's code) that dslint would analyse but that cannot be parsed,
+            with the position of the error: one on which a rule could run (its words: `initialize` with DeepSpeed
+            imported, a config passed to `*TrainingArguments(deepspeed=...)`...) and that mentions DeepSpeed, or
+            that a launch of the project starts. Files that never mention DeepSpeed (a plain PyTorch notebook,
+            a template) are not dslint's to judge.
         """,
         why="""
             A file that does not parse cannot be checked: none of dslint's rules ran on it. The other files are

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from dslint.diagnostics import Related
-from dslint.model.conditions import TRUTHINESS, Guard, contradicts
+from dslint.model.conditions import TRUTHINESS, Guard, contradicts, settled
 from dslint.model.engine import EngineConfig
 from dslint.model.library import MODULE_WRAPPERS
 from dslint.script.devices import is_cpu, is_unindexed_cuda
@@ -465,34 +465,13 @@ def _latched(facts: ScriptFacts, guard: Guard, init: ModelSink) -> bool:
     )
 
 
-_FALSE_WORDS = frozenset({"", "0", "false", "no", "off", "none"})
-
-
 def launch_settled(facts: ScriptFacts, guard: Guard) -> bool:
-    """Whether every launch of this script the project holds makes `guard` hold: `args.deepspeed` true when
-    each passes `--deepspeed` (a flag, or a value that is not false), `args.backend == "deepspeed"` when each
-    passes `--backend deepspeed`, and no launcher names the script where the index reads no launch of it. The path
-    where the guard fails is then never taken in this project."""
+    """Whether every launch of this script the project holds makes `guard` hold (`model.conditions.settled`), and
+    no launcher names the script where the index reads no launch of it. The path where the guard fails is then
+    never taken in this project."""
     project = facts.project
     launches = project.launches if project is not None and not project.launches_partial else ()
-    head, dot, option = guard.subject.rpartition(".")
-    if not launches or not dot or not head.isidentifier():
-        return False
-    for launch in launches:
-        if option not in launch.options:
-            return False
-        given = launch.options[option]
-        if given is not None and given.startswith("\x00"):  # built at run time (`shell_directories.UNKNOWN_VALUE`)
-            return False
-        if guard.value == TRUTHINESS:
-            holds = (given is None or given.strip("'\"").lower() not in _FALSE_WORDS) == guard.truth
-        elif guard.value[:1] in "'\"" and given is not None:  # a string constant: the launch's word is the value
-            holds = (given == guard.value[1:-1]) == guard.truth
-        else:
-            holds = False
-        if not holds:
-            return False
-    return True
+    return settled([launch.options for launch in launches], guard)
 
 
 def argument_at(call: cst.Call, index: int | None, keyword: str | None) -> cst.BaseExpression | None:
