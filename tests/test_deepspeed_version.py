@@ -163,6 +163,32 @@ def test_a_finding_at_both_ends_is_reported_once_without_the_note(tmp_path: Path
     assert len(findings) == 1 and "admits" not in findings[0], output
 
 
+def test_a_key_the_lowest_release_ignores_and_the_newest_refuses_is_the_refusal(tmp_path: Path) -> None:
+    """`deepspeed>=0.9.0`: 0.9.0 reads `bf16` key by key and ignores `loss_scale` (DSL420), a fresh install's
+    release refuses it (DSL403): the refusal, naming the pin, is the one finding there."""
+    config = '{\n  "train_batch_size": 8,\n  "bf16": {"enabled": true, "loss_scale": 0}\n}\n'
+    _project(tmp_path, {"requirements.txt": "deepspeed>=0.9.0\n", "ds_config.json": config})
+    _, output = _check(tmp_path)
+    findings = [line for line in output.splitlines() if "ds_config.json:3" in line]
+    assert [("DSL403" in line, "admits" in line) for line in findings] == [(True, True)], output
+
+    (tmp_path / "requirements.txt").write_text("deepspeed==0.9.0\n")
+    _, output = _check(tmp_path)
+    assert "DSL420" in output and "DSL403" not in output, output
+
+
+def test_a_key_only_newer_releases_read_is_no_finding_under_a_range_that_admits_them(tmp_path: Path) -> None:
+    """`torch_autocast` is read from 0.17.2 on: `deepspeed==0.14.5` needs an upgrade (DSL416); `>=0.14.5` installs
+    a release that reads it."""
+    config = '{\n  "train_batch_size": 8,\n  "torch_autocast": {"enabled": true}\n}\n'
+    _project(tmp_path, {"requirements.txt": "deepspeed==0.14.5\n", "ds_config.json": config})
+    _, output = _check(tmp_path)
+    assert "DSL416" in output, output
+    (tmp_path / "requirements.txt").write_text("deepspeed>=0.14.5\n")
+    _, output = _check(tmp_path)
+    assert "DSL416" not in output, output
+
+
 @pytest.mark.parametrize(
     "text",
     [

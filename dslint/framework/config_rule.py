@@ -65,6 +65,12 @@ class ConfigRule(Rule):
     needs_engine: ClassVar[bool] = False
     case_path: ClassVar[str] = "ds_config.json"
     runs_on_mixed_files: ClassVar[bool] = False
+    # Under a pin that admits newer releases (`lint.config.run_at_both_ends`): the codes whose finding at the same
+    # place at the newest admitted release says this one better (a key the lowest ignores and the newest refuses).
+    superseded_at_newest: ClassVar[tuple[str, ...]] = ()
+    # Under such a pin: a finding of the lowest release stands only where the newest admitted one reports it too (a
+    # key "only a newer release reads" is read by the release a fresh install of the pin gets).
+    newest_must_agree: ClassVar[bool] = False
 
     def __init__(self, context: ConfigContext) -> None:
         self.context = context

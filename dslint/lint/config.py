@@ -45,8 +45,20 @@ def run_at_both_ends(
     found = run_config_rules(make_context(version), rules)
     if newest is None or newest.version == version:
         return found
+    at_newest = run_config_rules(make_context(newest.version), rules)
+    # a finding of the lowest release that the newest one's refusal says better (`ConfigRule.superseded_at_newest`),
+    # or that stands only where the newest reports it too (`ConfigRule.newest_must_agree`)
+    superseding = {rule.code: rule.superseded_at_newest for rule in rules if rule.superseded_at_newest}
+    agreeing = {rule.code for rule in rules if rule.newest_must_agree}
+    newest_found = {(d.code, d.start) for d in at_newest}
+    found = [
+        d
+        for d in found
+        if not any((code, d.start) in newest_found for code in superseding.get(d.code, ()))
+        and (d.code not in agreeing or (d.code, d.start) in newest_found)
+    ]
     seen = {(d.code, d.start) for d in found}
-    for diagnostic in run_config_rules(make_context(newest.version), rules):
+    for diagnostic in at_newest:
         if (diagnostic.code, diagnostic.start) not in seen:
             seen.add((diagnostic.code, diagnostic.start))
             found.append(replace(diagnostic, message=f"{diagnostic.message.rstrip('.')}; {newest.note()}"))

@@ -18,6 +18,8 @@ class ConfigKeyNeedsNewerDeepSpeed(ConfigRule):
     slug = "config-key-needs-newer-deepspeed"
     message = "this key needs a newer DeepSpeed than the project runs; upgrade DeepSpeed or remove the key"
     severity = Severity.ERROR
+    # under a range pin, the release a fresh install gets may read the key: only where it does not too
+    newest_must_agree = True
     deepspeed_versions = "older than the newest release dslint knows"
     docs = RuleDocs(
         what="""
@@ -27,7 +29,9 @@ class ConfigKeyNeedsNewerDeepSpeed(ConfigRule):
             from `[tool.dslint] deepspeed-version`, else from its own pins (requirements, pyproject, setup.py,
             environment.yml, Dockerfile; `dslint settings` shows which); the keys each release reads come from
             the schemas dslint generated from each release. On the newest release dslint knows, the rule has
-            nothing to say. Keys that no release reads are typos: DSL401 and DSL403 report those.
+            nothing to say; nor under a range pin (`deepspeed>=0.10`) whose newest admitted release, the one a
+            fresh install gets, reads the key. Keys that no release reads are typos: DSL401 and DSL403 report
+            those.
         """,
         why="""
             A config written for a newer DeepSpeed (copied from current docs or examples) meets an older one:

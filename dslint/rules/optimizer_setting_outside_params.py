@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dslint.config.tree import Array, Node, Scalar
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule import Invalid, RuleDocs, Valid
@@ -9,6 +10,17 @@ from dslint.framework.rule import Invalid, RuleDocs, Valid
 # The keys DeepSpeed 0.19.8 reads from each section (`runtime/config.py`: `get_optimizer_name`,
 # `get_optimizer_params`, `get_optimizer_legacy_fusion`, `get_scheduler_name`, `get_scheduler_params`).
 READ_KEYS = {"optimizer": frozenset({"type", "params", "legacy_fusion"}), "scheduler": frozenset({"type", "params"})}
+# The defaults of the Adam family DeepSpeed builds for `Adam`/`AdamW` (`ops/adam/fused_adam.py` `FusedAdam`,
+# `ops/adam/cpu_adam.py` `DeepSpeedCPUAdam`, 0.19.8): a key beside `params` holding one of them loses nothing.
+ADAM_DEFAULTS = {
+    "eps": 1e-8,
+    "betas": [0.9, 0.999],
+    "weight_decay": 0,
+    "bias_correction": True,
+    "adam_w_mode": True,
+    "amsgrad": False,
+}
+_ADAM_TYPES = frozenset({"adam", "adamw"})
 
 
 class OptimizerSettingOutsideParams(ConfigRule):
@@ -21,7 +33,9 @@ class OptimizerSettingOutsideParams(ConfigRule):
             Flags a key of the `optimizer` section other than `type`, `params` and `legacy_fusion`, and a key
             of the `scheduler` section other than `type` and `params`: a setting such as `weight_decay`, `eps`
             or `warmup_num_steps` written beside `params` instead of inside it. In JSON files and in config
-            dicts a script hands to DeepSpeed.
+            dicts a script hands to DeepSpeed. Beside an `Adam`/`AdamW` optimizer's `params`, a value equal to
+            the optimizer's own default (`eps` 1e-8, `betas` [0.9, 0.999], `weight_decay` 0, `adam_w_mode` true,
+            `bias_correction` true, `amsgrad` false) is left alone: ignored, it loses nothing.
         """,
         why="""
             DeepSpeed builds the optimizer from `optimizer.type` and the keyword arguments in
@@ -51,6 +65,8 @@ class OptimizerSettingOutsideParams(ConfigRule):
             ' "legacy_fusion": false}, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 10}}}\n'
         ),
         Valid('{"train_batch_size": 8, "activation_checkpointing": {"weight_decay": 0.1}}\n'),
+        # the optimizer's own defaults: ignored, and nothing lost
+        Valid('{"optimizer": {"type": "AdamW", "params": {"lr": 1e-4}, "eps": 1e-8, "adam_w_mode": true}}\n'),
     )
     invalid = (
         Invalid(
@@ -76,10 +92,29 @@ class OptimizerSettingOutsideParams(ConfigRule):
     def check(self) -> None:
         for name, read in READ_KEYS.items():
             section = self.section(name)
+            kind = section.get("type") if section is not None else None
+            adam = isinstance(kind, Scalar) and str(kind.value).lower() in _ADAM_TYPES
             for entry in self.entries(section):
+                if adam and entry.key in ADAM_DEFAULTS and _equals(entry.value, ADAM_DEFAULTS[entry.key]):
+                    continue  # the optimizer's own default: ignored, and nothing lost
                 if entry.key not in read:
                     self.report_key(
                         entry,
                         f"the {name} is built from `type` and `params` only: `{entry.key}` is ignored "
                         "silently; move it into `params`",
                     )
+
+
+def _equals(node: Node, default: object) -> bool:
+    """A literal equal to `default` (numbers as numbers: `0` and `0.0`, a list item by item; a bool only to a bool)."""
+    if isinstance(default, list):
+        return (
+            isinstance(node, Array)
+            and len(node.items) == len(default)
+            and all(_equals(item, d) for item, d in zip(node.items, default, strict=True))
+        )
+    if not isinstance(node, Scalar):
+        return False
+    if isinstance(default, bool) or isinstance(node.value, bool):
+        return node.value is default
+    return isinstance(node.value, (int, float)) and node.value == default

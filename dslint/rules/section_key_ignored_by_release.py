@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from dslint.config.facts import bfloat16_ignored, is_auto, is_comment_key
+from dslint.config.facts import Origin, bfloat16_ignored, is_auto, is_comment_key
 from dslint.config.key_history import (
     first_release_reading_section_key,
     first_release_with_section_key,
     last_release_reading_section_key,
 )
 from dslint.config.schema import did_you_mean, load_schema
-from dslint.config.tree import Entry, Object
+from dslint.config.tree import Entry, Object, Scalar
 from dslint.config.versions import SECTION_KEYS_VALIDATED_SINCE, ZERO_KEYS_BEFORE_0_7, known_releases
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
@@ -32,6 +32,13 @@ PIPELINE_KEYS = frozenset(
         "use_reentrant",
     }
 )
+
+
+def _left_off(node: object) -> bool:
+    """A literal false or null: a switch left off."""
+    return isinstance(node, Scalar) and (node.value is False or node.value is None)
+
+
 # Plain sections with nested readers of their own (the autotuner, the data-efficiency library): left alone.
 NOT_CHECKED = frozenset({"autotuning", "data_efficiency"})
 
@@ -42,6 +49,8 @@ class SectionKeyIgnoredByRelease(ConfigRule):
     message = "the project's DeepSpeed reads this section key by key and ignores this one silently"
     severity = Severity.ERROR
     deepspeed_versions = "releases that read the section as a plain dict (fp16 and bf16 before 0.17, ...)"
+    # a key the pin's lowest release ignores but a fresh install's refuses: DSL403 says so, naming the pin
+    superseded_at_newest = ("DSL403",)
     docs = RuleDocs(
         what="""
             Flags a key inside a section the newest DeepSpeed validates with a pydantic model (in practice
@@ -57,6 +66,10 @@ class SectionKeyIgnoredByRelease(ConfigRule):
             `flops_profiler`, `checkpoint`, `aio`, `data_types`, `timers`, `torch_autocast`) are checked the same
             way, at any release: the finding says where the key belongs when another section (or the top level)
             has it, the closest key otherwise, or the releases that read a renamed one (`aio.thread_count`).
+            Not reported there: a key set to false or null (a switch left off loses nothing), a section that says
+            `"enabled": false`, `aio` when nothing is offloaded to NVMe (only the NVMe swapper reads it), and
+            `pipeline` in a config the Hugging Face Trainer reads (it never builds a pipeline engine). Under a
+            pin that admits newer releases, a key the newest of them refuses is DSL403's finding, naming the pin.
         """,
         why="""
             Before a section got its pydantic model, DeepSpeed read it with `dict.get` for the keys it knew and
@@ -87,6 +100,13 @@ class SectionKeyIgnoredByRelease(ConfigRule):
             path="ds_config.json",
             deepspeed_version="0.9.2",
         ),
+        # sections the run never reads (a profiler switched off; aio with nothing on NVMe), and switches left off
+        Valid(
+            '{"train_batch_size": 8, "flops_profiler": {"enabled": false, "end_profile_step": 5},'
+            ' "aio": {"thread_count": 4}, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}},'
+            ' "checkpoint": {"save_optimizer_states": false, "use_node_local_storage": true}}\n',
+            path="ds_config.json",
+        ),
         # before 0.7.0 zero_optimization was a plain dict too; a key it has, or one of no release, is not reported
         Valid(
             '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "cpu_offload_params": true, "my_note": 1}}\n',
@@ -98,7 +118,8 @@ class SectionKeyIgnoredByRelease(ConfigRule):
         # sections read key by key: a key of another section, a key no section has, a renamed key
         Invalid(
             '{\n  "train_batch_size": 8,\n  "checkpoint": {"tag_validation": "Warn", "partition_activations": true},\n'
-            '  "pipeline": {"stages": 2, "num_stages": 2},\n  "aio": {"block_size": 1048576, "thread_count": 2}\n}\n',
+            '  "pipeline": {"stages": 2, "num_stages": 2},\n  "aio": {"block_size": 1048576, "thread_count": 2},\n'
+            '  "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "/local"}}\n}\n',
             lines=(3, 4, 5),
             path="ds_config.json",
         ),
@@ -165,14 +186,15 @@ class SectionKeyIgnoredByRelease(ConfigRule):
 
     def _plain_section(self, top: Entry, section: str, read: Collection[str]) -> None:
         """A section every release reads key by key (`pipeline`, `activation_checkpointing`, `flops_profiler`,
-        `checkpoint`, `aio`, ...): a key the project's release does not ask for is ignored silently."""
+        `checkpoint`, `aio`, ...): a key the project's release does not ask for is ignored silently. Not where the
+        run never uses the section (`_unused`), nor a key set to false or null: a switch left off loses nothing."""
         value = top.value
-        if not isinstance(value, Object) or (value.opaque and not value.written):
+        if not isinstance(value, Object) or (value.opaque and not value.written) or self._unused(section, value):
             return
         version = self.context.deepspeed_version
         for entry in value.last_entries():
             key = entry.key
-            if key in read or is_comment_key(key) or is_auto(entry.value):
+            if key in read or is_comment_key(key) or is_auto(entry.value) or _left_off(entry.value):
                 continue
             said = f"`{section}.{key}`: DeepSpeed {version} ignores it silently"
             newer = first_release_reading_section_key(section, key, version)
@@ -193,9 +215,30 @@ class SectionKeyIgnoredByRelease(ConfigRule):
             else:
                 self.report_key(entry, f"{said}; it does nothing: remove it", Severity.WARNING)
 
+    def _unused(self, section: str, value: Object) -> bool:
+        """The run never reads the section's settings: it says `"enabled": false`; `aio` with nothing offloaded
+        to NVMe (only the NVMe swapper opens an aio handle); `pipeline` under the Hugging Face Trainer, which never
+        hands DeepSpeed a `PipelineModule` (the pipeline engine alone reads the section)."""
+        if _left_off(value.get("enabled")):
+            return True
+        if section == "aio":
+            zero = self.root.get("zero_optimization")
+            devices = (
+                [
+                    offload.get("device") if isinstance(offload, Object) else None
+                    for offload in (zero.get(k) for k in ("offload_optimizer", "offload_param"))
+                ]
+                if isinstance(zero, Object)
+                else []
+            )
+            return not any(isinstance(d, Scalar) and str(d.value).lower() == "nvme" for d in devices)
+        return section == "pipeline" and self.context.origin is Origin.TRAINER
+
     def _home_of(self, key: str, section: str) -> str | None:
         """Where the project's release has `key`, when not in `section`: the top level, or another section."""
         schema = self.schema
+        if key == "enabled":
+            return None  # every switchable section has one: no home of its own
         if key in schema.live_top_level_keys:
             return "the top level"
         for other, read in sorted(schema.read_section_keys.items()):
