@@ -16,6 +16,22 @@ from dslint.script.torch_load import (
     only_restores_rng_state,
 )
 
+# Words of code that runs as several processes (a process group, ranks, a launcher's environment, accelerate, the
+# HF Trainer, Lightning)
+_SEVERAL_PROCESSES = (
+    "init_process_group",
+    "init_distributed",
+    "get_rank",
+    "local_rank",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "torch.distributed",
+    "DistributedDataParallel",
+    "Accelerator(",
+    "Trainer(",
+    "Fabric(",
+)
+
 
 class TorchLoadWithoutMapLocation(ScriptRule):
     code = "DSL202"
@@ -43,7 +59,9 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             (`engine.module.state_dict()`, or a dict filled from `engine.module.named_parameters()`), matched by
             the file name its path ends with (a constant, an `os.path.join(...)`, an f-string), or DeepSpeed's
             own checkpoint file (`*model_states.pt`, `*optim_states.pt`, `zero_to_fp32.get_model_state_file`).
-            The finding names the save.
+            The finding names the save. Not in a program of its own run as one process (every launch of it starts
+            one; or none is known, and its code shows no process group, rank or launcher environment, accelerate
+            or Trainer): the tensors go back to the one GPU it uses.
         """,
         why="""
             Without `map_location`, torch restores every tensor to the device recorded when it was saved, which
@@ -248,6 +266,8 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             return
         edit = cpu_map_location_edit(self.context, node)
         saved = self._gpu_file(node)
+        if saved is not None and not self.facts.has_engine and self._one_process():
+            return  # one process: the file's tensors go back to the GPU it runs on, where the model is
         if saved is not None:  # a file the project's engine (or DeepSpeed's checkpoint) wrote from GPU tensors
             what, where = saved
             self.report(
@@ -270,6 +290,19 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             applicability=Applicability.SAFE,
             fix_message='Load to the CPU: add map_location="cpu"',
         )
+
+    def _one_process(self) -> bool:
+        """The module is a script run as one process: its code shows no sign of several (a process group, a
+        rank, a launcher's environment, accelerate, a Trainer), and every launch of it starts one or, with none
+        known, it is a program of its own (`if __name__ == "__main__":`). A helper module runs in its importers'."""
+        text = self.context.text
+        if any(sign in text for sign in _SEVERAL_PROCESSES):
+            return False  # Lightning's and accelerate's Trainers start their processes themselves
+        project = self.facts.project
+        launches = project.launches if project is not None else ()
+        if launches:
+            return all(launch.ranks == 1 for launch in launches)
+        return "__main__" in text
 
     def _gpu_file(self, node: cst.Call) -> tuple[str, Related | None] | None:
         """What the project index knows of the file this load reads: written from GPU tensors, and where."""
