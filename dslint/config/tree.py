@@ -322,6 +322,10 @@ class _Reader:
                 raise self.fail("expected ',' or ']' (a comma is missing?)")
 
 
+# The first line of a file Git LFS keeps out of the repository: the checkout holds this pointer, not the file
+LFS_POINTER = "version https://git-lfs.github.com/spec/"
+
+
 def parse_text(text: str, *, hjson: bool = True) -> Node:
     """Parse JSON (with comments and trailing commas); falls back to HJSON, whose positions are approximate
     (`hjson=False`: JSON only, as for a config pasted into a document)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dslint.config.facts import Origin, mixed_file
 from dslint.config.recognition import is_config_name, is_deepspeed_config
-from dslint.config.tree import Array, Node, Object, ParseError, parse_text
+from dslint.config.tree import LFS_POINTER, Array, Node, Object, ParseError, parse_text
 from dslint.config.versions import NewestAdmitted, Version, config_schema, selected_version
 from dslint.config.yaml_config import is_config_yaml_name, read_yaml_config
 from dslint.diagnostics import Diagnostic, Location, Related
@@ -92,6 +92,9 @@ def lint_config_source(
     selection = selection or RuleSelection()
     result = FileResult(path)
     named = known_config or is_config_name(Path(path))
+    if data.startswith(LFS_POINTER.encode()):
+        result.skipped = True  # a Git LFS pointer: the config itself is not in the checkout, nothing to read
+        return result
     text = decode(data)
     if text is None:
         if named and selection.enabled(_parse_error_rule().code):

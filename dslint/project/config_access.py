@@ -23,7 +23,7 @@ import os
 import re
 from pathlib import Path
 
-from dslint.config.tree import Node, ParseError, parse_text
+from dslint.config.tree import LFS_POINTER, Node, ParseError, parse_text
 from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
 from dslint.project.deepspeed_version import project_root
 from dslint.project.inputs import find_written, is_file, record
@@ -131,6 +131,8 @@ def _load_tree_cached(path: str, mtime_ns: int, size: int) -> Node | ParseError 
         return ParseError(str(error), 1, 1)
     except (OSError, UnicodeDecodeError):
         return None
+    if text.startswith(LFS_POINTER):
+        return None  # a Git LFS pointer: the file itself is not in the checkout
     if not_a_config_text(Path(path), text) is not None:
         return _NOT_JSON
     try:
