@@ -235,7 +235,8 @@ class CollectiveSaveOnOneRank(ScriptRule):
                 tokenizer.save_checkpoint(args.output_dir)
             """
         ),
-        # a script's own `should_save` flag (set on every rank) is no rank test, unlike the Trainer's `args.should_save`
+        # a script's own `should_save` flag, or the TrainerControl's (set on every rank), is no rank test, unlike
+        # the Trainer's `args.should_save`
         Valid(
             """
             import deepspeed
@@ -244,6 +245,8 @@ class CollectiveSaveOnOneRank(ScriptRule):
             for step, batch in enumerate(loader):
                 should_save = step % 100 == 0
                 if should_save:
+                    engine.save_checkpoint(args.output_dir)
+                if self.control.should_save:
                     engine.save_checkpoint(args.output_dir)
             """
         ),

@@ -32,7 +32,7 @@ class OptionUnknownToScript(LaunchRule):
     code = "DSL450"
     slug = "option-unknown-to-script"
     kind = "unknown_option"
-    message = "the script's parser has no such option: argparse stops every rank with 'unrecognized arguments'"
+    message = "the script's parser has no such option: argparse stops every rank at start-up"
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""
@@ -50,7 +50,8 @@ class OptionUnknownToScript(LaunchRule):
         """,
         why="""
             argparse's `parse_args` stops with "error: unrecognized arguments: --max_gpus 4" (exit status 2) on
-            an option no `add_argument` declares. Under a launcher every rank runs the same command line, so
+            an option no `add_argument` declares (or first with "the following arguments are required" when a
+            required option is missing too). Under a launcher every rank runs the same command line, so
             every rank stops at start-up, after the job has been scheduled and the nodes allocated. Most often
             the option was renamed in the script (or belongs to the launcher: `--num_gpus` written after the
             script) and the launch command was not updated.
@@ -93,4 +94,4 @@ class OptionUnknownToScript(LaunchRule):
     @classmethod
     def message_for(cls, issue: LaunchIssue) -> str:
         option = issue.options[0] if issue.options else "this option"
-        return f"{issue.detail}'s parser has no {option} option: every rank stops with 'unrecognized arguments'"
+        return f"{issue.detail}'s parser has no {option} option: argparse stops every rank at start-up"

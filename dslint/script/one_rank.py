@@ -41,8 +41,8 @@ def one_rank_test(test: cst.BaseExpression) -> bool:
     name = dotted_name(test)
     if name is not None and name.rsplit(".", 1)[-1] in ONE_RANK_PREDICATES:
         # `args.should_save` is the Trainer's (true on the main process only); a script's own `should_save`
-        # flag is no rank test
-        return "." in name or name != "should_save"
+        # flag is no rank test, nor is the TrainerControl's (`self.control.should_save`: every rank sets it alike)
+        return ("." in name or name != "should_save") and not name.endswith("control.should_save")
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return False
     target = test.comparisons[0]
