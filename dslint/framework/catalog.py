@@ -91,6 +91,7 @@ CODES: tuple[str, ...] = (
     "DSL450",
     "DSL451",
     "DSL452",
+    "DSL453",
 )
 
 
@@ -386,6 +387,7 @@ LAUNCH_RULE_MODULES: dict[str, str] = {
     "DSL444": "launched_script_not_found",
     "DSL449": "visible_devices_ignored",
     "DSL450": "option_unknown_to_script",
+    "DSL453": "required_option_not_given",
 }
 
 # -- the rule lifecycle -------------------------------------------------------------------------------------------

@@ -62,14 +62,21 @@ def markdown_code_blocks(text: str) -> str:
     (CommonMark: lines indented by four spaces or a tab, after a blank line or a heading, that do not go on
     with a list item; they keep their indentation, which the shell ignores, so columns point into the file). In a
     document with no fenced block, a line that is a bare launch command (`deepspeed ... train.py ...` from its
-    first column) counts too: such a README is a list of commands written as text."""
+    first column) counts too, with the lines its backslashes continue it onto: such a README is a list of commands
+    written as text."""
     out: list[str] = []
     bare = not any(_FENCE.match(line) for line in text.splitlines())  # no fenced block: commands may be bare
     inside = False
     indented = False  # inside an indented code block
     previous = ""  # the last line outside a code block: blank, a heading, a list item, text
     in_list = False  # a list item is open: an indented line goes on with it
+    going_on = False  # a bare launch command's backslash continues it onto this line
     for line in text.splitlines():
+        if going_on:
+            out.append(line)
+            going_on = line.rstrip().endswith("\\")
+            previous = line
+            continue
         if inside or _FENCE.match(line):
             if _FENCE.match(line):
                 inside, indented, previous = not inside, False, ""
@@ -87,9 +94,10 @@ def markdown_code_blocks(text: str) -> str:
             indented = True
             out.append(line)
             continue
-        if bare and _BARE_LAUNCH.match(line):  # a README of bare commands, as text lines
-            out.append(line)
+        if bare and _BARE_LAUNCH.match(line):  # a README of bare commands, as text lines (with the lines their
+            out.append(line)  # backslashes continue them onto)
             previous = line
+            going_on = line.rstrip().endswith("\\")
             continue
         out.append("")
         if _LIST_ITEM.match(line):

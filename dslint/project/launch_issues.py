@@ -60,7 +60,7 @@ from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment
 from dslint.project.missing_configs import beside, missing_config, missing_in_yaml, writes
 from dslint.project.project_index import LaunchIssue, LaunchSite
-from dslint.project.script_parser import refusing_parse, switch_only_parse, unknown_options
+from dslint.project.script_parser import missing_required, refusing_parse, switch_only_parse, unknown_options
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.trainer_without_config import configless_trainer
 from dslint.project.visible_devices import ignored_visible_devices
@@ -126,6 +126,9 @@ def launch_issues(
         for unknown in _unknown_options(site, store, sources, launcher_text):
             if unknown not in issues:
                 issues.append(unknown)
+        required = _required_not_given(site, store, sources)
+        if required is not None and required not in issues:
+            issues.append(required)
         configless = _configless_trainer(site, store)
         if configless is not None:
             issues.append(configless)
@@ -414,6 +417,28 @@ def _unknown_options(
             LaunchIssue("unknown_option", option.line, option.column, end, line.script, (word.group(),), (where,))
         )
     return issues
+
+
+def _required_not_given(site: LaunchSite, store: SummaryStore, sources: dict[str, bytes]) -> LaunchIssue | None:
+    """`deepspeed train.py --epochs 3` where train.py's strict parser declares `--config` with `required=True` (or a
+    required group none of whose options is given), and every word of the command is known
+    (`dslint.project.script_parser.missing_required`): argparse stops every rank at start-up."""
+    line, script = site.line, site.script
+    if script is None or not script.endswith(".py") or line.module or line.open_words or line.cut_line:
+        return None
+    if not _runs_deepspeed(site):
+        return None
+    data, summary = sources.get(script), store.get(script)
+    missing = missing_required(summary, data, [o.name for o in line.options]) if data and summary else None
+    if not missing:
+        return None
+    names = [" or ".join(group) for group, _ in missing]
+    related = tuple(
+        Related(shown_path(script), call.lineno, call.col_offset + 1, f"requires {' or '.join(group)}")
+        for group, call in missing
+    )
+    end = line.column + len(line.tool)
+    return LaunchIssue("missing_required", line.line, line.column, end, line.script, tuple(names), related)
 
 
 def _configless_trainer(site: LaunchSite, store: SummaryStore) -> LaunchIssue | None:

@@ -101,6 +101,9 @@ class LaunchLine:
     module: str = ""
     # Every launcher word before the script, with its line and column (`deepspeed --num_gpus 2 python x.py`).
     launcher_words: tuple[tuple[str, int, int], ...] = ()
+    # A word after the script is built at run time and may hold options of its own (`"$@"`, `$EXTRA_ARGS`; not
+    # the value of the option before it, `--output_dir $OUT`): the script's options are not all known.
+    open_words: bool = True
 
     def launcher_option(self, *names: str) -> ScriptOption | None:
         """The last of the launcher's own options spelt as any of `names` (dashes as underscores)."""
@@ -518,7 +521,20 @@ def _launch_in(
         spawned_by=spawned_by,
         launcher_words=_positioned(launcher_words, original, words[index], number),
         module=module,
+        open_words=_open_words(rest[script_at + 1 :]),
     )
+
+
+def _open_words(words: list[str]) -> bool:
+    """A word built at run time that is not the value of the option before it (`--output_dir $OUT` is one), or a
+    document's placeholder for more options (`...`, `[options]`, `<args>`)."""
+    for index, word in enumerate(words):
+        before = words[index - 1] if index else ""
+        valued = before.startswith("--") and "=" not in before  # the value of the option before it
+        runtime = (UNKNOWN_VALUE in word or "$" in word or "`" in word) and not word.startswith("--")
+        if word in ("...", "\u2026") or word.startswith(("[", "<")) or (runtime and not valued):
+            return True
+    return False
 
 
 _MODULE_FLAGS = ("-m", "--module")

@@ -42,6 +42,9 @@ class StrictParser:
     options: tuple[str, ...]  # every name `add_argument` gives (a positional's has no dash)
     abbreviations: bool  # `allow_abbrev`
     config_arguments: bool  # handed to `deepspeed.add_config_arguments`
+    # What the command line must give: the names of an option declared `required=True`, or of a mutually
+    # exclusive group made `required=True` (one of them), each with the `add_argument` (or the group's) call
+    required: tuple[tuple[tuple[str, ...], ast.Call], ...] = ()
 
 
 def refusing_parse(summary: ModuleSummary, data: bytes) -> ast.Call | None:
@@ -142,7 +145,60 @@ def strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
     manual = LAUNCHER_OPTION.encode() in data and LAUNCHER_OPTION not in options
     if b"argv" in data and not _argv_left_alone(tree, manual):
         return None
-    return StrictParser(parses[0], tuple(options), abbreviations, config_arguments)
+    return StrictParser(parses[0], tuple(options), abbreviations, config_arguments, _required(tree))
+
+
+def _required(tree: ast.Module) -> tuple[tuple[tuple[str, ...], ast.Call], ...]:
+    """The options the command line must give: `add_argument("--x", required=True)`, and the options of a
+    `group = parser.add_mutually_exclusive_group(required=True)` (one of them)."""
+    groups: dict[str, ast.Call] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            call = node.value
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "add_mutually_exclusive_group"
+                and _is_true(call, "required")
+            ):
+                groups[node.targets[0].id] = call
+    found: list[tuple[tuple[str, ...], ast.Call]] = []
+    members: dict[str, list[str]] = {name: [] for name in groups}
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+        ):
+            continue
+        names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        receiver = node.func.value
+        if isinstance(receiver, ast.Name) and receiver.id in members:
+            members[receiver.id].extend(names)
+        elif _is_true(node, "required") and names and all(name.startswith("-") for name in names):
+            found.append((tuple(names), node))
+    found.extend((tuple(names), groups[group]) for group, names in members.items() if names)
+    return tuple(found)
+
+
+def _is_true(call: ast.Call, keyword: str) -> bool:
+    value = next((k.value for k in call.keywords if k.arg == keyword), None)
+    return isinstance(value, ast.Constant) and value.value is True
+
+
+def missing_required(
+    summary: ModuleSummary, data: bytes, written: Iterable[str]
+) -> list[tuple[tuple[str, ...], ast.Call]] | None:
+    """The required options (or required groups) of the script's strict parser that none of `written` (names as
+    argparse stores them) gives, exactly or as an abbreviation; None when its parsing is not known whole."""
+    parser = strict_parser(summary, data)
+    if parser is None:
+        return None
+    given = set(written)
+
+    def named(option: str) -> bool:
+        stored = option.lstrip("-").replace("-", "_")
+        return stored in given or (parser.abbreviations and any(stored.startswith(g) for g in given))
+
+    return [(names, call) for names, call in parser.required if not any(named(name) for name in names)]
 
 
 def _negated(call: ast.Call) -> bool:
