@@ -16,6 +16,25 @@ from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, written_files
 from dslint.project.shell_directories import UNKNOWN_VALUE
 
+# Signs that a Python source writes a file (a config it generates): a dump, a write, a copy, an open for writing.
+# A source that only names the file (an option's default, a message) does not make it.
+_WRITES = re.compile(
+    rb"json\.dump|yaml\.(?:safe_)?dump|\.write\(|write_text|shutil\.copy|copyfile|open\([^)\n]*['\"][wax]"
+)
+
+
+def _may_write(data: bytes, name: bytes) -> bool:
+    """The source names the file within three lines of a write (`with open("ds.json", "w")`, `path = "ds.json"`
+    then `json.dump(cfg, open(path, "w"))`)."""
+    if name not in data:
+        return False
+    lines = data.splitlines()
+    return any(
+        _WRITES.search(b"\n".join(lines[max(0, i - 3) : i + 4])) is not None
+        for i, line in enumerate(lines)
+        if name in line
+    )
+
 
 def missing_config(
     written: str,
@@ -26,7 +45,8 @@ def missing_config(
 ) -> tuple[str, ...] | None:
     """Whether a config path a launch writes names no file of the project, and nothing there writes one: None
     when it may exist. An absolute or home path (the user's machine), the name in a Python source other than the
-    launcher or elsewhere in the launcher (a config generated before the launch), or a redirection writing the
+    launcher within three lines of a write (a dump, a write, a copy: a config generated before the launch) or
+    elsewhere in the launcher, or a redirection writing the
     path in the launcher (`cat > ds.json <<EOF`, `echo '{...}' > ds.json`, `tee ds.json`) answer None. Otherwise
     the project's files of that name (empty: none anywhere); a file of that name elsewhere counts only when the
     written path has a folder (`configs/ds.json` where only `config/ds.json` exists: a wrong folder), not for a
@@ -47,7 +67,7 @@ def missing_config(
         if os.path.dirname(os.path.normpath(written)) in ("", "."):
             return None
     encoded = name.encode()
-    if any(encoded in data for path, data in sources.items() if path != launcher_path):
+    if any(_may_write(data, encoded) for path, data in sources.items() if path != launcher_path):
         return None
     if launcher is not None and writes(launcher, written):
         return None

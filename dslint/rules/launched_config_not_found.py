@@ -41,8 +41,9 @@ class LaunchedConfigNotFound(LaunchRule):
             Flags the DeepSpeed config option of a launch command (`--deepspeed ds.json`, `--deepspeed_config`, or
             nested, `--training_arguments.deepspeed`, for a parser of dotted names) when the script is in the project
             but the config path, read from where the launcher runs (its folder, the repository root, after its `cd`),
-            names no file, and nothing in the project writes one (the name in no Python file other than the launcher,
-            nowhere else in the launcher, no redirection or `tee` writing it). When a file of that name exists
+            names no file, and nothing in the project writes one (no Python file other than the launcher names it
+            within three lines of a write, a dump or a copy; an option's default naming it writes nothing; nowhere
+            else in the launcher, no redirection or `tee` writing it). When a file of that name exists
             elsewhere, only a path with a folder counts (`configs/ds.json` where the project has only `config/ds.json`:
             the folder is wrong; the message names the file), unless that file sits beside the launcher or the script
             and the script finds files by its own location (`__file__`: it may read it from there); a bare name is left
@@ -135,6 +136,15 @@ class LaunchedConfigNotFound(LaunchRule):
     )
     invalid = (
         Invalid("deepspeed --num_gpus 2 train.py --deepspeed configs/ds_zero1.json\n", lines=(1,), files=_PROJECT),
+        # a source that only names the file (an option's default) does not write it
+        Invalid(
+            "deepspeed --num_gpus 2 train.py --deepspeed_config ds_config.json\n",
+            lines=(1,),
+            files=(
+                ("train.py", "import deepspeed\nfrom config import parse\nlog = open('train.log', 'w')\n"),
+                ("config.py", "def parse(p):\n    p.add_argument('--deepspeed_config', default='ds_config.json')\n"),
+            ),
+        ),
         # a wrong folder: the project has the file under config/, the launch names configs/
         Invalid(
             "deepspeed --num_gpus 2 train.py --deepspeed ./configs/ds_zero1.json\n",
