@@ -25,9 +25,7 @@ class OptimizerZeroGradBesideEngine(OptimizerSteppedBesideEngine):
             Flags `.zero_grad()` on the optimizer returned by `deepspeed.initialize` or given to it
             (`optimizer=`), after that call; also, outside any `if`, in a function some call of the project hands
             that optimizer and others a plain one (a shared loop: the message names the call that passes the
-            engine's). Not in a function that steps that optimizer itself and never calls the engine's `backward`
-            or `step` (a loop over the raw model): nothing else zeroes the gradients there (DSL302 reports the
-            step). It used to be part of DSL302 (`# noqa: DSL302` and
+            engine's). It used to be part of DSL302 (`# noqa: DSL302` and
             `ignore = ["DSL302"]` still cover it, through the redirect).
         """,
         why="""

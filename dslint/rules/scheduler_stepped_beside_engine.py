@@ -18,9 +18,7 @@ class SchedulerSteppedBesideEngine(OptimizerSteppedBesideEngine):
     docs = RuleDocs(
         what="""
             Flags `.step()` on the LR scheduler returned by `deepspeed.initialize` or given to it as
-            `lr_scheduler=`, after that call; not in a function that steps initialize's optimizer itself and never
-            calls the engine's `backward` or `step` (nothing else steps the scheduler there). It used to be part of
-            DSL302 (`# noqa: DSL302` and
+            `lr_scheduler=`, after that call. It used to be part of DSL302 (`# noqa: DSL302` and
             `ignore = ["DSL302"]` still cover it, through the redirect).
         """,
         why="""
