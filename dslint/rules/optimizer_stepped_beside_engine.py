@@ -313,8 +313,6 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         if answer.role in OPTIMIZER_ROLES and name == "step":
             if self.handles == "step":
                 self._report_optimizer_step(node, answer)
-        elif self._bypassed(node):
-            return  # the function steps the optimizer itself and never the engine: DSL302 says so
         elif answer.role in OPTIMIZER_ROLES:
             if self.handles == "zero_grad":
                 message = self._named(self.message, answer, node)
@@ -323,23 +321,6 @@ class OptimizerSteppedBesideEngine(ScriptRule):
             applicability = Applicability.SAFE if answer.role is Role.SCHEDULER else Applicability.UNSAFE
             message = self._named(self.message, answer, node)
             self._report_removal(node, answer, message, applicability, "Remove `scheduler.step()`")
-
-    def _bypassed(self, node: cst.Call) -> bool:
-        """`node`'s function steps initialize's optimizer itself (`optimizer.step()`) and never calls the engine's
-        `backward()` or `step()` (a loop over the raw model, `loss.backward()`): nothing else zeroes the gradients
-        or steps the scheduler there, so removing the call is wrong; the optimizer's step is DSL302's finding."""
-        facts = self.facts
-        scope = facts.scope_at(node)
-        own, engine = False, False
-        for call in facts.statement_of_call:
-            method = method_name(call)
-            if method not in ("step", "backward") or facts.scope_at(call) is not scope:
-                continue
-            assert isinstance(call.func, cst.Attribute)
-            answer = facts.role_of(call.func.value, at=call)
-            own = own or (method == "step" and answer is not None and answer.role in OPTIMIZER_ROLES)
-            engine = engine or (answer is not None and answer.role is Role.ENGINE)
-        return own and not engine
 
     def _report_stepping_helper(self, node: cst.Call) -> None:
         """A call handing initialize's optimizer to a project function that steps it, where that function is

@@ -75,19 +75,6 @@ class OptimizerZeroGradBesideEngine(OptimizerSteppedBesideEngine):
                 d_optimizer.step()
             """
         ),
-        # a loop that never uses the engine (the raw model, `loss.backward()`, its own optimizer step): nothing
-        # else zeroes the gradients there; the optimizer's step is DSL302's finding
-        Valid(
-            """
-            import deepspeed
-            def train(net, loader):
-                engine, optimizer, _, _ = deepspeed.initialize(model=net, config="ds.json")
-                for batch in loader:
-                    net(batch).mean().backward()
-                    optimizer.step()
-                    optimizer.zero_grad()
-            """
-        ),
     )
     invalid = (
         Invalid(SHARED_LOOP, lines=(4,), path="loop.py", files=SHARED_LOOP_CALLERS),
