@@ -61,6 +61,25 @@ class Mutation:
     value: cst.BaseExpression | None
 
 
+def top_level_writes(mutation: Mutation) -> list[tuple[str | None, cst.BaseExpression | None]] | None:
+    """The top-level keys `mutation` writes, each with the value it gives the key whole (None for a write into a
+    part of it, `cfg["zero_optimization"]["stage"] = 3`); a key not written as a literal string is None. None:
+    the dict changes in a way not known (`cfg.update(other)`, a `**other` in the literal given to `update`)."""
+    keys, value = mutation.keys, mutation.value
+    if keys is None:
+        return None
+    if keys:  # `cfg[key] = value`, or `cfg[key][...] = value`
+        return [(_key_text(keys[0]), value if len(keys) == 1 else None)]
+    if not isinstance(value, cst.Dict) or any(isinstance(e, cst.StarredDictElement) for e in value.elements):
+        return None
+    return [(_key_text(e.key), e.value) for e in value.elements if isinstance(e, cst.DictElement)]
+
+
+def _key_text(node: cst.BaseExpression) -> str | None:
+    text = node.evaluated_value if isinstance(node, cst.SimpleString) else None
+    return text if isinstance(text, str) else None
+
+
 @dataclass
 class ModuleIndex:
     calls: list[cst.Call] = field(default_factory=list)

@@ -11,7 +11,7 @@ import libcst as cst
 
 from dslint.diagnostics import Related
 from dslint.model.engine import Engine
-from dslint.project.config_edits import conditional, literal_value, module_index
+from dslint.project.config_edits import conditional, literal_value, module_index, top_level_writes
 from dslint.project.config_link import (
     ResolvedConfig,
     resolve_config,
@@ -86,40 +86,17 @@ def written_accumulation_steps(context: ScriptContext, engine: Engine) -> int | 
     ]
     found: int | None = None
     for mutation in sorted(mutations, key=lambda m: facts.start(m.anchor)):
-        keys = mutation.keys
-        if keys is None:
+        writes = top_level_writes(mutation)
+        if writes is None:
             found = None  # the whole dict changed: what it holds is not known
             continue
-        if not keys:  # `cfg.update({...})`: the key's value among its literal keys, if it is one
-            if not isinstance(mutation.value, cst.Dict) or _splatted(mutation.value):
-                found = None  # `**other` may write it: what the dict holds is not known
-                continue
-            written = _updated_value(mutation.value, "gradient_accumulation_steps")
-            if written is None:
-                continue
-            value = literal_value(written)
-        else:
-            first = keys[0]
-            if not (isinstance(first, cst.SimpleString) and first.evaluated_value == "gradient_accumulation_steps"):
-                continue
-            value = literal_value(mutation.value) if mutation.value is not None and len(keys) == 1 else None
+        written = [value for key, value in writes if key == "gradient_accumulation_steps"]
+        if not written:
+            continue
+        value = literal_value(written[0]) if written[0] is not None else None
         steady = not conditional(facts, scope.node, mutation.statement, init.call)
         found = value if isinstance(value, int) and not isinstance(value, bool) and steady else None
     return found
-
-
-def _splatted(update: cst.Dict) -> bool:
-    return any(isinstance(element, cst.StarredDictElement) for element in update.elements)
-
-
-def _updated_value(update: cst.Dict, key: str) -> cst.BaseExpression | None:
-    """The value `cfg.update({...})`'s literal dict gives `key` (None when it does not write it)."""
-    for element in update.elements:
-        if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
-            continue
-        if element.key.evaluated_value == key:
-            return element.value
-    return None
 
 
 @dataclass(frozen=True)

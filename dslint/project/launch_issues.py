@@ -60,7 +60,13 @@ from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment
 from dslint.project.missing_configs import beside, missing_config, missing_in_yaml, writes
 from dslint.project.project_index import LaunchIssue, LaunchSite
-from dslint.project.script_parser import missing_required, refusing_parse, switch_only_parse, unknown_options
+from dslint.project.script_parser import (
+    missing_required,
+    refusing_parse,
+    stored_name,
+    switch_only_parse,
+    unknown_options,
+)
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.trainer_without_config import configless_trainer
 from dslint.project.visible_devices import ignored_visible_devices
@@ -410,7 +416,7 @@ def _unknown_options(
             continue
         text = physical[option.line - 1][option.column - 1 :] if 0 < option.line <= len(physical) else ""
         word = re.match(r"--[\w.-]+", text)
-        if word is None or word.group().lstrip("-").replace("-", "_") != option.name:
+        if word is None or stored_name(word.group()) != option.name:
             continue  # not where the text says (an option from a variable's value): no position to show
         end = option.column + len(word.group())
         issues.append(

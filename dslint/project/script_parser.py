@@ -67,6 +67,11 @@ def switch_only_parse(summary: ModuleSummary, data: bytes) -> ast.Call | None:
     return parser.parse
 
 
+def stored_name(option: str) -> str:
+    """An option as written (`--max-gpus`) as argparse stores its value (`max_gpus`: `ScriptOption.name`)."""
+    return option.lstrip("-").replace("-", "_")
+
+
 # The options `deepspeed.add_config_arguments` adds (0.19.8 `_add_core_arguments`), as argparse stores them
 _CONFIG_ARGUMENT_NAMES = frozenset({"deepspeed", "deepspeed_config", "deepscale", "deepscale_config"})
 
@@ -79,7 +84,7 @@ def unknown_options(summary: ModuleSummary, data: bytes, written: Iterable[str])
     parser = strict_parser(summary, data)
     if parser is None:
         return None
-    declared = {option.lstrip("-").replace("-", "_") for option in parser.options if option.startswith("-")}
+    declared = {stored_name(option) for option in parser.options if option.startswith("-")}
     declared |= {"help", *(_CONFIG_ARGUMENT_NAMES if parser.config_arguments else ())}
     refused = {
         name
@@ -195,7 +200,7 @@ def missing_required(
     given = set(written)
 
     def named(option: str) -> bool:
-        stored = option.lstrip("-").replace("-", "_")
+        stored = stored_name(option)
         return stored in given or (parser.abbreviations and any(stored.startswith(g) for g in given))
 
     return [(names, call) for names, call in parser.required if not any(named(name) for name in names)]

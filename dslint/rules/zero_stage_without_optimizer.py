@@ -6,7 +6,7 @@ import libcst as cst
 
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.project.config_edits import module_index
+from dslint.project.config_edits import module_index, top_level_writes
 from dslint.project.config_link import resolve_config
 
 _CALL = """
@@ -102,19 +102,7 @@ class ZeroStageWithoutOptimizer(ScriptRule):
         for mutation in module_index(self.context.module).mutations.get(expression.value, []):
             if facts.start(mutation.anchor) >= at:
                 continue
-            keys = mutation.keys
-            if keys is None:
-                return True
-            if not keys:  # `cfg.update({...})` with literal keys
-                value = mutation.value
-                written = value.elements if isinstance(value, cst.Dict) else ()
-                if any(not isinstance(e, cst.DictElement) or _key(e.key) in (None, "optimizer") for e in written):
-                    return True
-            elif _key(keys[0]) in (None, "optimizer"):
+            writes = top_level_writes(mutation)
+            if writes is None or any(key in (None, "optimizer") for key, _ in writes):
                 return True
         return False
-
-
-def _key(node: cst.BaseExpression) -> str | None:
-    value = node.evaluated_value if isinstance(node, cst.SimpleString) else None
-    return value if isinstance(value, str) else None

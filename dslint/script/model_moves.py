@@ -419,10 +419,7 @@ def _run_before(facts: ScriptFacts, move: cst.Call, init: ModelSink, model: str 
     model(**inputs)`, `model.generate(...)`): the move serves that run, and removing it would break it."""
     if model is None or init.call is None or facts.scope_at(init.call) is not facts.scope_at(move):
         return False
-    after, scope = facts.start(move), facts.scope_at(move)
-    for call in facts.statement_of_call:
-        if not (after < facts.start(call) < init.start) or facts.scope_at(call) is not scope:
-            continue
+    for call in _calls_between(facts, move, init):
         called = dotted_name(call.func) or ""
         head, _, method = called.rpartition(".")
         if called == model or (head == model and method in _RUNNING_METHODS):
@@ -430,16 +427,21 @@ def _run_before(facts: ScriptFacts, move: cst.Call, init: ModelSink, model: str 
     return False
 
 
+def _calls_between(facts: ScriptFacts, move: cst.Call, init: ModelSink) -> Iterator[cst.Call]:
+    """The calls of the move's function after the move and before `initialize` (`init.start`)."""
+    after, scope = facts.start(move), facts.scope_at(move)
+    for call in facts.statement_of_call:
+        if after < facts.start(call) < init.start and facts.scope_at(call) is scope:
+            yield call
+
+
 def _launched_use(facts: ScriptFacts, move: cst.Call, init: ModelSink, model: str | None) -> bool:
     """Between the move and initialize, the model is handed to a call under a test of an option some launch gives
     (`if args.model_ema: ema = ModelEma(model)`, `--model_ema` on a launch): a use on the GPU the move serves."""
     launches = facts.project.launches if facts.project is not None else ()
     given = {option for launch in launches for option in launch.options}
-    after, scope = facts.start(move), facts.scope_at(move)
     shared = set(facts.paths.at(init.call) if init.call is not None else facts.paths.at_position(init.start))
-    for call in facts.statement_of_call:
-        if not (after < facts.start(call) < init.start) or facts.scope_at(call) is not scope:
-            continue
+    for call in _calls_between(facts, move, init):
         if model is None or not any(dotted_name(a.value) == model for a in call.args):
             continue
         tests = [g for g in facts.paths.at(call) if g.value == TRUTHINESS and g.truth and g not in shared]
