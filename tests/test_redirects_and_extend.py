@@ -209,6 +209,23 @@ def test_measure_shows_a_new_row_a_finding_lands_on_without_counting_it() -> Non
     assert [(row.first, codes) for row, codes in tallies["NEW"].reached] == [(4, "DSL445")]
 
 
+def test_measure_counts_a_finding_whose_related_location_is_the_row() -> None:
+    """A helper's load reported at the call that runs it (the helper as related location) finds a row on the
+    helper; the same holds for a clean row (a false alarm), and a related location elsewhere finds nothing."""
+    measure = _measure_module()
+    flag = measure.Row("o/r", "c", "helpers.py", 14, 16, "DSL208", "flag", 2, "from_pretrained before the arguments")
+    clean = measure.Row("o/r", "c", "other.py", 3, 3, "DSL208", "clean", 2, "an HfDeepSpeedConfig is kept first")
+    at_call = measure.Finding("train.py", 40, "DSL208", (("helpers.py", 15),))
+    tallies = measure.measure([flag, clean], {("o/r", "c"): [at_call]})
+    assert tallies["overall"].found == 1 and tallies["overall"].false_alarms == 0
+    assert tallies["overall"].unlabelled == 0  # its related location is labelled: not an unread finding
+    elsewhere = measure.Finding("train.py", 40, "DSL208", (("helpers.py", 30), ("other.py", 3)))
+    tallies = measure.measure([flag, clean], {("o/r", "c"): [elsewhere]})
+    assert tallies["overall"].found == 0 and tallies["overall"].false_alarms == 1
+    other_code = measure.Finding("train.py", 40, "DSL435", (("helpers.py", 15),))
+    assert measure.measure([flag], {("o/r", "c"): [other_code]})["overall"].found == 0
+
+
 def test_a_selection_of_new_codes_is_unchanged() -> None:
     assert RuleSelection.from_options(["DSL309"]).enabled("DSL309")
     assert all(code in CODES for code in ("DSL104", "DSL210", "DSL309", "DSL310"))

@@ -11,7 +11,10 @@ each is laid out at the row's commit into --root (a cache folder outside the rep
 snapshot lacks (large data files, images) are skipped. dslint then runs once per repository over the whole
 folder, so launchers and configs are seen, with `--isolated` so a repository's own pyproject.toml cannot change
 the selection. A row is found when dslint reports its code in its file on a line inside its range (or a code
-its code was redirected to, when a rule was split or renamed after the manifest was written: `read_redirects`).
+its code was redirected to, when a rule was split or renamed after the manifest was written: `read_redirects`),
+or names a line inside its range as a related location of the finding (where the finding's fact comes from: the
+helper that loads a model, reported at the call that runs it before the ZeRO-3 arguments exist; the config key a
+launch's arguments contradict, reported where the Trainer reads the config). A clean row is reported the same way.
 
 Printed per rule and overall: flag rows found (recall), clean rows reported (false-alarm rate), and the number of
 findings on lines no row labels (to review precision by hand).
@@ -55,6 +58,13 @@ class Finding:
     path: str
     line: int
     code: str
+    related: tuple[tuple[str, int], ...] = ()  # (path, line) of each related location inside the repository
+
+    def places(self) -> tuple[tuple[str, int], ...]:
+        return ((self.path, self.line), *self.related)
+
+    def lands_in(self, path: str, first: int, last: int) -> bool:
+        return any(where == path and first <= line <= last for where, line in self.places())
 
 
 @dataclass
@@ -189,8 +199,24 @@ def run_dslint(folder: Path, dslint_path: Path | None, min_severity: str = "info
         line = int(item["location"]["line"])
         if "cell" in item:  # a notebook's finding: rows carry the .ipynb file's own line
             line = notebook_line(folder / relative, int(item["cell"]), line, dslint_path)
-        findings.append(Finding(relative.as_posix(), line, str(item["code"])))
+        findings.append(Finding(relative.as_posix(), line, str(item["code"]), _related(folder, item, dslint_path)))
     return findings
+
+
+def _related(folder: Path, item: dict, dslint_path: Path | None) -> tuple[tuple[str, int], ...]:
+    """The finding's related locations inside `folder`, as (relative path, line)."""
+    places = []
+    for related in item.get("related") or ():
+        filename = Path(related["filename"])
+        try:
+            relative = filename.relative_to(folder) if filename.is_absolute() else filename
+        except ValueError:  # a file outside the repository (a config given by an absolute path elsewhere)
+            continue
+        line = int(related["location"]["line"])
+        if "cell" in related:
+            line = notebook_line(folder / relative, int(related["cell"]), line, dslint_path)
+        places.append((relative.as_posix(), line))
+    return tuple(places)
 
 
 def notebook_line(path: Path, cell: int, line: int, dslint_path: Path | None) -> int:
@@ -238,9 +264,9 @@ def measure(
     for row in rows:
         key = (row.repo, row.commit)
         codes = (redirects or {}).get(row.rule, (row.rule,))
-        hit = any(f.path == row.path and f.code in codes and row.first <= f.line <= row.last for f in findings[key])
+        hit = any(f.code in codes and f.lands_in(row.path, row.first, row.last) for f in findings[key])
         if row.rule == "NEW" and row.verdict == "flag":
-            landing = sorted({f.code for f in findings[key] if f.path == row.path and row.first <= f.line <= row.last})
+            landing = sorted({f.code for f in findings[key] if f.lands_in(row.path, row.first, row.last)})
             if landing:
                 tallies["NEW"].reached.append((row, ",".join(landing)))
         for line in range(row.first, row.last + 1):
@@ -259,7 +285,7 @@ def measure(
                     tally.alarms.append(row)
     for (repo, _), found in findings.items():
         for f in found:
-            if (repo, f.path, f.code, f.line) not in labelled:
+            if not any((repo, path, f.code, line) in labelled for path, line in f.places()):
                 tallies[f.code].unlabelled += 1
                 tallies["overall"].unlabelled += 1
                 tallies["overall"].others.append((repo, f))
