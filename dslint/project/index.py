@@ -339,6 +339,7 @@ def _read_launchers(
                     depth = len(os.path.normpath(line.script).lstrip(os.sep).split(os.sep))
                     run_from = str(Path(script).parents[depth - 1])
             accelerate = None
+            yaml_path = None
             if line.accelerate_config is not None:
                 yaml_path = find_written(line.accelerate_config, launcher, roots, line.directory)
                 if yaml_path is not None:
@@ -369,6 +370,7 @@ def _read_launchers(
                     launch.config.config_path if option else None,
                     launch.config.launch,
                     _unfound_yaml_config(launch.config),
+                    yaml_path,
                 )
                 index.sites.append(site)
             if launch.config.config_path is not None:

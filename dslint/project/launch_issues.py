@@ -58,7 +58,7 @@ from dslint.model.summary import ModuleSummary, SummaryStore, dotted
 from dslint.project.inputs import absolute, exists, find_written, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment
-from dslint.project.missing_configs import beside, missing_config, missing_in_yaml, writes
+from dslint.project.missing_configs import beside, missing_accelerate_config, missing_config, missing_in_yaml, writes
 from dslint.project.project_index import LaunchIssue, LaunchSite
 from dslint.project.script_parser import (
     missing_required,
@@ -135,6 +135,9 @@ def launch_issues(
         required = _required_not_given(site, store, sources)
         if required is not None and required not in issues:
             issues.append(required)
+        unfound = missing_accelerate_config(site, sources, launcher_text(line.launcher), file_names)
+        if unfound is not None:
+            issues.append(unfound)
         configless = _configless_trainer(site, store)
         if configless is not None:
             issues.append(configless)

@@ -11,9 +11,10 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from dslint.project.inputs import absolute
+from dslint.project.inputs import absolute, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, written_files
+from dslint.project.project_index import LaunchIssue, LaunchSite
 from dslint.project.shell_directories import UNKNOWN_VALUE
 
 # Signs that a Python source writes a file (a config it generates): a dump, a write, a copy, an open for writing.
@@ -50,12 +51,17 @@ def missing_config(
     path in the launcher (`cat > ds.json <<EOF`, `echo '{...}' > ds.json`, `tee ds.json`) answer None. Otherwise
     the project's files of that name (empty: none anywhere); a file of that name elsewhere counts only when the
     written path has a folder (`configs/ds.json` where only `config/ds.json` exists: a wrong folder), not for a
-    bare name, which the user may be meant to copy beside the launcher."""
+    bare name, which the user may be meant to copy beside the launcher. A project file whose path ends as the
+    written one does but for letter case (`ds.JSON` for `ds.json`, `SFT/` for `sft/`) is what was meant
+    (`case_twins`): file systems on Linux, where DeepSpeed runs, tell them apart."""
     if os.path.isabs(written) or written.startswith("~") or UNKNOWN_VALUE in written:
         return None
     name = os.path.basename(written)
     if not name:
         return None
+    twins = case_twins(written, file_names)
+    if twins:  # the path of a project file but for letter case: no such file on the Linux machines DeepSpeed runs on
+        return twins
     elsewhere = file_names().get(name, ())
     if elsewhere:
         # a wrong folder only beside the launcher's own (`configs/` written, `config/` there), in a launcher
@@ -125,6 +131,61 @@ def writes(launcher: str, written: str) -> bool:
     (`CONFIG=ds.json` ... `cat > "$CONFIG" <<EOF`; `sed ... > ${config_json}` after
     `config_json=config_${MODEL}.json`)."""
     return os.path.normpath(written) in written_files(launcher)
+
+
+def case_twins(written: str, file_names: Callable[[], Mapping[str, tuple[str, ...]]]) -> tuple[str, ...]:
+    """The project's files whose path ends with `written`'s parts when letter case is ignored, though not as
+    written (`configs/ds_z3.JSON` for `configs/ds_z3.json`): a path that names no file on a case-sensitive file
+    system, for a file that is there. A path that climbs (`../x.json`) is not judged."""
+    parts = [part for part in os.path.normpath(written).split(os.sep) if part not in ("", ".")]
+    if not parts or ".." in parts:
+        return ()
+    tail = os.sep + os.sep.join(parts)
+    lowered = parts[-1].lower()
+    twins: list[str] = []
+    for name, paths in file_names().items():
+        if name.lower() != lowered:
+            continue
+        twins.extend(p for p in paths if p.lower().endswith(tail.lower()) and not p.endswith(tail))
+    return tuple(sorted(twins))
+
+
+# A name that says the file sets up DeepSpeed (`deepspeed_zero3.yaml`, `ds_config.json`, `zero2.yaml`)
+_DEEPSPEED_NAME = re.compile(r"deepspeed|zero|(?:^|[^a-z])ds(?:[^a-z]|$)")
+_PLACEHOLDER = re.compile(r"[<>{}*\[\]\s]|\.\.\.|path/to|your|YOUR")
+
+
+def missing_accelerate_config(
+    site: LaunchSite,
+    sources: dict[str, bytes],
+    launcher: str | None,
+    file_names: Callable[[], Mapping[str, tuple[str, ...]]],
+) -> LaunchIssue | None:
+    """The `--config_file` of an `accelerate launch` that names no file of the project (`site.accelerate_config`:
+    the file the index found for it), with the project's files meant instead (`missing_config` judges the path),
+    when the launch is DeepSpeed's: the file's name says so, or the script it starts mentions DeepSpeed.
+    accelerate raises FileNotFoundError for a `--config_file` that is not a file, before any process starts."""
+    line = site.line
+    option = line.launcher_option("config_file")
+    if line.tool != "accelerate" or site.accelerate_config is not None or option is None or not option.value:
+        return None
+    if _PLACEHOLDER.search(option.value) is not None:  # `<CONFIG.yaml>`, `zero{1,2,3}.yaml`, `path/to/...`
+        return None
+    data = sources.get(site.script, b"") if site.script is not None else b""
+    if _DEEPSPEED_NAME.search(os.path.basename(option.value).lower()) is None and b"deepspeed" not in data.lower():
+        return None
+    # a bare name may be the file the reader makes with `accelerate config --config_file NAME`: only a path into
+    # the project's folders (or a project file's path but for case) says the file was meant to ship
+    if os.path.dirname(os.path.normpath(option.value)) in ("", ".") and not case_twins(option.value, file_names):
+        return None
+    missing = missing_config(option.value, sources, line.launcher, launcher, file_names)
+    if missing is None or beside(missing, line, site.script, sources):
+        return None
+    end = option.column + len("--config_file")
+    shown = tuple(shown_path(path) for path in missing)
+    return LaunchIssue(
+        "missing_config", option.line, option.column, end, option.value, ("--config_file",), elsewhere=shown
+    )
 
 
 def file_names_under(roots: Sequence[str], skipped: frozenset[str]) -> dict[str, tuple[str, ...]]:

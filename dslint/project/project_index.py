@@ -69,6 +69,7 @@ class LaunchSite:
     # a YAML file the launch passes whose `deepspeed:` key names the config (`TRAINER_YAML`), when that config is
     # not found: the YAML (absolute) and the line of the key
     config_yaml: tuple[str, int] | None = None
+    accelerate_config: str | None = None  # the file `accelerate launch --config_file X` names, when found
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,13 @@ class LaunchedConfigNotFound(LaunchRule):
             (the block is checked as the config instead). The `deepspeed:` key of a YAML of the Trainer's arguments that
             a launch passes (`--train_config train.yaml`, to a script building `TrainingArguments(**mapping)`) is
             flagged in the YAML when no file of that name is anywhere in the project. A notebook's `!` launch is flagged
-            in the cell that holds it.
+            in the cell that holds it. The `--config_file` of `accelerate launch` is judged the same way, when the
+            launch is DeepSpeed's (the file's name says `deepspeed`, `zero` or `ds`, or the script mentions
+            DeepSpeed) and the path leads into a folder (a bare name may be the file the reader makes with
+            `accelerate config`; placeholders such as `<config.yaml>` are left alone too): accelerate stops with
+            FileNotFoundError before any process starts. A path that names a
+            project file but for letter case (`ds.JSON`, `SFT/` for `sft/`) names no file on Linux: it is flagged,
+            naming the file.
         """,
         why="""
             The script opens the config at start-up (DeepSpeed's `DeepSpeedConfig`, or the HF Trainer's
@@ -127,6 +133,18 @@ class LaunchedConfigNotFound(LaunchRule):
             path="configs/train.yaml",
             files=(*_PROJECT_YAML, ("configs/ds_zero2.json", "{}\n")),
         ),
+        # an accelerate config the project has
+        Valid(
+            "accelerate launch --config_file configs/zero2.yaml train.py\n",
+            files=(*_PROJECT, ("configs/zero2.yaml", "distributed_type: DEEPSPEED\n")),
+        ),
+        # a bare name: the file the reader makes with `accelerate config --config_file ds_zero3.yaml`
+        Valid("accelerate launch --config_file ds_zero3.yaml train.py\n", files=_PROJECT),
+        # a missing accelerate config of a launch that says nothing of DeepSpeed: not this linter's to judge
+        Valid(
+            "accelerate launch --config_file configs/multi_gpu.yaml train.py\n",
+            files=(("train.py", "from accelerate import Accelerator\n"),),
+        ),
         # the launcher renders the config from a template just before the launch, into a file named by variables
         Valid(
             'MODEL=gpt125m\nCONFIG="ds_${MODEL}.json"\nsed "s/MBS/4/" template.json \\\n'
@@ -176,6 +194,18 @@ class LaunchedConfigNotFound(LaunchRule):
             path="configs/train.yaml",
             files=(*_PROJECT_YAML, ("configs/ds_zero2.json", "{}\n")),
         ),
+        # an accelerate config in a folder the project does not have (it has accelerate_configs/, beside it)
+        Invalid(
+            "accelerate launch --config_file=accelerate_config/deepspeed_zero3.json train.py\n",
+            lines=(1,),
+            files=(*_PROJECT, ("accelerate_configs/deepspeed_zero3.yaml", "distributed_type: DEEPSPEED\n")),
+        ),
+        # the config's path but for letter case: no such file on Linux
+        Invalid(
+            "deepspeed --num_gpus 2 train.py --deepspeed configs/DS_zero2.json\n",
+            lines=(1,),
+            files=_PROJECT,
+        ),
         # what the launcher writes is another file (its log), not the config it passes
         Invalid(
             'MODEL=gpt125m\nCONFIG="ds_${MODEL}.json"\n'
@@ -187,6 +217,9 @@ class LaunchedConfigNotFound(LaunchRule):
 
     @classmethod
     def message_for(cls, issue: LaunchIssue) -> str:
+        if issue.options == ("--config_file",):  # an accelerate config
+            meant = f" (the project has {', '.join(issue.elsewhere[:2])})" if issue.elsewhere else ""
+            return f"{issue.detail}: no such accelerate config where this runs{meant}; accelerate launch stops"
         if issue.elsewhere:
             others = ", ".join(issue.elsewhere[:2]) + (" ..." if len(issue.elsewhere) > 2 else "")
             return f"{issue.detail}: no such file where this runs (the project has {others}); the script stops there"
