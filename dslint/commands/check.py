@@ -32,6 +32,7 @@ from dslint.lint.file_kinds import NotAnalysed, not_analysed
 from dslint.lint.files import files_to_check
 from dslint.lint.launcher import COMMENTED, launcher_results
 from dslint.lint.result import FileResult, one_per_place
+from dslint.lint.uncalled import without_uncalled
 from dslint.project.project_index import LaunchIssue, ProjectIndex
 from dslint.report import renderer
 from dslint.report.colour import coloured_concise, wants_colour
@@ -310,6 +311,7 @@ def run_check(
             linted = lint_files(items, jobs, world_size, progress.advance, limits, project, cache)
         finally:
             progress.finish()
+        without_uncalled([r for r in linted if isinstance(r, FileResult)], tuple(named) or (".",))
         _collect(outcome, linted)
         launched = _by_document(
             [*launcher_findings(resolver, project.launch_issues), *document_findings(resolver, project, world_size)]

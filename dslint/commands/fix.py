@@ -15,6 +15,7 @@ what the fixes wrote before the remaining findings are counted.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -45,6 +46,7 @@ from dslint.lint.isolation import Crashed, run_guarded
 from dslint.lint.notebook import SUFFIX as NOTEBOOK
 from dslint.lint.notebook import NotebookError, NotPythonNotebook
 from dslint.lint.result import FileResult, one_per_place
+from dslint.lint.uncalled import uncalled, without_uncalled
 from dslint.project.project_index import ProjectIndex
 from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
@@ -61,9 +63,11 @@ def fix_file(
     report: FixReport,
     limits: Limits | None = None,
     project: ProjectFacts | None = None,
+    uncalled: frozenset[tuple[bytes, bytes]] = frozenset(),
 ) -> None:
     """Fix one file (or compute its diff), adding what happened to `report`. `project`: what the project index
-    knows about the file (as `dslint check` uses it)."""
+    knows about the file (as `dslint check` uses it); `uncalled`: its definitions nothing in the project calls
+    (`dslint.lint.uncalled`), whose findings `check` drops and no fix touches."""
     limits = limits or Limits()
     notebook = path.suffix.lower() == NOTEBOOK
     try:
@@ -77,7 +81,7 @@ def fix_file(
         return
     name = str(path)
     try:  # in a forked child: a parser that aborts is this file's error (dslint.lint.isolation)
-        outcome = run_guarded(_fixed, name, source.text, unsafe, selection, limits, project)
+        outcome = run_guarded(_fixed, name, source.text, unsafe, selection, limits, project, uncalled)
     except (NotPythonNotebook, TooLarge):  # reported as skipped by `remaining_findings`, as `check` does
         return
     except NotebookError as error:
@@ -96,11 +100,17 @@ def fix_file(
 
 
 def _fixed(
-    name: str, text: str, unsafe: bool, selection: RuleSelection, limits: Limits, project: ProjectFacts | None
+    name: str,
+    text: str,
+    unsafe: bool,
+    selection: RuleSelection,
+    limits: Limits,
+    project: ProjectFacts | None,
+    uncalled: frozenset[tuple[bytes, bytes]] = frozenset(),
 ) -> FixOutcome:
     if name.lower().endswith(NOTEBOOK):
         return fix_notebook_text(name, text, unsafe=unsafe, selection=selection, limits=limits)
-    return fix_source(name, text, unsafe=unsafe, selection=selection, limits=limits, project=project)
+    return fix_source(name, text, unsafe=unsafe, selection=selection, limits=limits, project=project, uncalled=uncalled)
 
 
 def remaining_findings(
@@ -110,6 +120,7 @@ def remaining_findings(
     skipped: list[NotAnalysed] | None = None,
     resolver: SettingsResolver | None = None,
     results: list[Result] | None = None,
+    paths: Sequence[str] = (".",),
 ) -> list[Diagnostic]:
     """What `check` reports for the same files as they are now on disk (with `--diff`, as they were): the same
     findings, counted once, so the two commands agree on findings and exit status. `project`: the project index
@@ -117,6 +128,7 @@ def remaining_findings(
     failed = {message.split(": ", 1)[0] for message in errors}
     if results is None:
         results = checked(jobs, project)
+    without_uncalled(results, paths)  # as `check` drops them (`paths`: as named on the command line)
     if resolver is not None:
         # the launch rules' findings in launchers and the configs written out in documents: no fix writes them, and
         # `check` reports them with the files' own
@@ -207,6 +219,7 @@ def fix(
     # One pass of `check` in the worker pool first: a script with no applicable fix there is left alone (no forked
     # fixer for it), and when no fix writes anything these are also the findings that remain.
     before = checked(jobs, project)
+    dead = uncalled(before, named)  # definitions nothing calls: `check` drops their findings, so no fix touches them
     changed_before = report.files_changed
     for job, result in zip(jobs, before, strict=True):
         if job.path.suffix == ".py" and nothing_to_fix(result, job.settings.unsafe_fixes):
@@ -220,13 +233,14 @@ def fix(
                 report=report,
                 limits=job.settings.limits,
                 project=project.facts_for(job.path),
+                uncalled=dead.get(str(job.path), frozenset()),
             )
     rewritten = report.files_changed > changed_before and not diff
     if rewritten:
         project = index_project([job.path for job in jobs], named)  # what the fixes wrote can change its facts
     skipped: list[NotAnalysed] = []
     report.remaining = remaining_findings(
-        jobs, report.errors, project, skipped, resolver, results=None if rewritten else before
+        jobs, report.errors, project, skipped, resolver, results=None if rewritten else before, paths=named
     )
     out = sys.stdout
     if diff:

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from dslint.diagnostics import Diagnostic
 from dslint.fix.edits import FixOutcome, fix_text
 from dslint.limits import Limits
 from dslint.lint.file import lint_text
+from dslint.lint.uncalled import outside
 from dslint.script.project_facts import ProjectFacts
 from dslint.selection import RuleSelection
 
@@ -33,16 +35,22 @@ def fix_source(
     selection: RuleSelection | None = None,
     limits: Limits | None = None,
     project: ProjectFacts | None = None,
+    uncalled: frozenset[tuple[bytes, bytes]] = frozenset(),
 ) -> FixOutcome:
     """Fix `text` (the content of `path`) with the selected rules; safe fixes only unless `unsafe`. `project`:
     what the project index knows about the file from elsewhere (`dslint fix` passes what `dslint check` uses, so
-    a finding that needs another file's fact is fixed too); by default what the file itself says.
+    a finding that needs another file's fact is fixed too); by default what the file itself says. `uncalled`:
+    the file's definitions nothing in the project calls (`dslint.lint.uncalled`): their findings are not fixed.
 
     A file whose lines end in a lone CR (old Mac style; CPython reads it) is fixed as LF text and written back
     with CRs: libcst's parser does not take CR-only newlines, and the positions are the same either way."""
     cr_only = "\r" in text and "\n" not in text
     working = text.replace("\r", "\n") if cr_only else text
-    outcome = fix_text(working, lambda current: lint_text(path, current, selection, limits, project), unsafe=unsafe)
+
+    def findings(current: str) -> list[Diagnostic]:
+        return outside(path, current, lint_text(path, current, selection, limits, project), uncalled)
+
+    outcome = fix_text(working, findings, unsafe=unsafe)
     if not cr_only:
         return outcome
     return dataclasses.replace(outcome, original=text, text=outcome.text.replace("\n", "\r"))

@@ -1,0 +1,382 @@
+"""Code nothing calls: a function of a module, or a method of a class of the project's own, whose name nothing in the
+project names outside its own definition and comments (no call, no reference, no string, no launcher, no config,
+no notebook, no document). A finding there describes a mistake no run of the project makes (a helper whose only
+call was commented out, a copy of a loader left beside the one in use), so `dslint check` drops it, as the
+script's lint drops code after an exit (`unreachable.py`).
+
+Judged from the text of every file under the checked roots, so it holds only for a whole-project check: a file
+linted alone (the editor, flake8) keeps its findings. Left alone, as things something outside the text may call:
+a decorated function (a registration, a command, a route), any function of a test module (`test_*.py`,
+`*_test.py`, `conftest.py`: pytest collects them), a method of a class with a base that is not the file's own
+(a framework's hook: `forward`, `training_step`, `compute_loss`), dunder methods, and every function of a file
+that hands its functions to a command-line builder that exposes them all (`fire.Fire()` with no argument).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from dslint.diagnostics import Diagnostic
+from dslint.lint.result import FileResult
+from dslint.project.project_index import SKIPPED_DIRECTORIES
+
+# Findings about the file as a whole (it does not parse, it is too deep): not about code that runs.
+_FILE_CODES = frozenset({"DSL001", "DSL002"})
+# The files whose text may name a function: code, launchers, configs (hydra `_target_`), notebooks, documents.
+_TEXT_SUFFIXES = (
+    ".py",
+    ".pyi",
+    ".sh",
+    ".bash",
+    ".slurm",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".cfg",
+    ".ini",
+    ".json",
+    ".jsonnet",
+    ".ipynb",
+    ".md",
+    ".rst",
+    ".txt",
+    ".mk",
+)
+_TEXT_NAMES = frozenset({"Makefile", "makefile", "Dockerfile", "Procfile"})
+_MAX_TEXT_BYTES = 4 * 1024 * 1024  # larger files are data, not code that calls a function
+_EXPOSE_ALL = re.compile(rb"\bFire\(\s*\)")
+# Python's comments and string literals, for `_code_text`
+_PYTHON_NOISE = re.compile(
+    rb"(?P<comment>#[^\n]*)"
+    rb"|(?P<string>[rRbBuUfF]{0,2}(?:\'\'\'[\s\S]*?\'\'\'|\"\"\"[\s\S]*?\"\"\"|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"))"
+)
+_PATH_LIKE = re.compile(rb"[A-Za-z_]\w*(?:[.:][A-Za-z_]\w*)*")
+_LOOKUP = re.compile(rb"getattr|hasattr|setattr|__all__|import_module|register")
+
+
+@dataclass(frozen=True)
+class _Definition:
+    name: bytes
+    first: int
+    last: int
+    owner: bytes = b""  # the class of a method (its name), else empty
+    # the module's own name, when the module runs nothing itself: the definition counts as uncalled only where
+    # the project uses the module (names it) but not the definition
+    module: bytes = b""
+
+
+def uncalled(results: Iterable[object], paths: Sequence[str]) -> dict[str, frozenset[tuple[bytes, bytes]]]:
+    """The definitions, by file (as its result names it), that hold a finding of `results` and that nothing in the
+    project calls, as (class, name) pairs (the class empty for a function). The project of each checked path
+    (`paths`, as named on the command line) is the repository holding it (the nearest folder above with `.git`),
+    else the folder itself when a folder was named; a file named alone, outside a repository, shows too little of
+    its project to judge."""
+    roots = _project_roots(paths)
+    if not roots:
+        return {}
+    candidates: dict[str, list[_Definition]] = {}
+    for result in results:
+        if not isinstance(result, FileResult) or not any(_under(result.path, root) for root in roots):
+            continue
+        lines = [d.start.line for d in result.diagnostics if _about_code(result.path, d)]
+        found = _uncalled_here(result.path, lines) if lines else []
+        if found:
+            candidates[result.path] = found
+    if not candidates:
+        return {}
+    names = {n for definitions in candidates.values() for d in definitions for n in (d.name, d.owner) if n}
+    modules = {d.module for definitions in candidates.values() for d in definitions if d.module}
+    named = _named_elsewhere(names, roots)
+    used = _used_modules(modules, roots)
+    dead: dict[str, frozenset[tuple[bytes, bytes]]] = {}
+    for path, definitions in candidates.items():
+        pairs = frozenset(
+            (d.owner, d.name)
+            for d in definitions
+            if (d.name not in named or (d.owner and d.owner not in named)) and (not d.module or d.module in used)
+        )
+        if pairs:
+            dead[path] = pairs
+    return dead
+
+
+def without_uncalled(results: Sequence[object], paths: Sequence[str]) -> int:
+    """Drop, in place, the findings of `results` that lie in a definition nothing in the project calls
+    (`uncalled`); the number dropped."""
+    dropped = 0
+    for path, dead in uncalled(results, paths).items():
+        for result in results:
+            if isinstance(result, FileResult) and result.path == path:
+                kept = outside(path, _source(path), result.diagnostics, dead)
+                dropped += len(result.diagnostics) - len(kept)
+                result.diagnostics = kept
+    return dropped
+
+
+def outside(
+    path: str, source: bytes | str | None, diagnostics: list[Diagnostic], dead: frozenset[tuple[bytes, bytes]]
+) -> list[Diagnostic]:
+    """`diagnostics` less those of `path`'s code inside the definitions `dead` names, found in `source` (the
+    file's text now: after a fix has moved its lines, the definitions are found again by their names)."""
+    if not dead or source is None:
+        return diagnostics
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return diagnostics
+    spans = [(d.first, d.last) for d in _definitions(tree) if (d.owner, d.name) in dead]
+    return [
+        d
+        for d in diagnostics
+        if not (_about_code(path, d) and any(first <= d.start.line <= last for first, last in spans))
+    ]
+
+
+def _source(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _project_roots(paths: Sequence[str]) -> list[str]:
+    roots: list[str] = []
+    for path in paths:
+        absolute = os.path.abspath(path)
+        folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+        repository = next((f for f in [folder, *_parents(folder)] if os.path.exists(os.path.join(f, ".git"))), None)
+        root = repository or (absolute if os.path.isdir(absolute) else None)
+        if root is not None and not any(_under(root, other) for other in roots):
+            roots = [other for other in roots if not _under(other, root)] + [root]
+    return roots
+
+
+def _parents(folder: str) -> Iterator[str]:
+    while True:
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        yield parent
+        folder = parent
+
+
+def _under(path: str, root: str) -> bool:
+    absolute = os.path.abspath(path)
+    return absolute == root or absolute.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _about_code(path: str, diagnostic: Diagnostic) -> bool:
+    return (
+        path.endswith(".py")
+        and diagnostic.cell is None
+        and diagnostic.code not in _FILE_CODES
+        and os.path.abspath(diagnostic.path) == os.path.abspath(path)
+    )
+
+
+def _uncalled_here(path: str, lines: Iterable[int]) -> list[_Definition]:
+    """The definitions of `path` holding one of `lines` whose name the file itself names nowhere else (nor, for a
+    method, its class's name): the candidates to look for in the rest of the project."""
+    base = os.path.basename(path)
+    if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
+        return []
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        tree = ast.parse(data)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    if _EXPOSE_ALL.search(data):
+        return []
+    wanted = sorted(set(lines))
+    found = [d for d in _definitions(tree) if any(d.first <= line <= d.last for line in wanted)]
+    if _packaged(path):  # a library's public functions are its users' to call
+        found = [d for d in found if (d.owner or d.name).startswith(b"_")]
+    text = _code_text(data)
+    found = [d for d in found if not _named(d.name, text) or (d.owner and not _named(d.owner, text))]
+    if found and not _runs(tree):
+        # a module of definitions only: whoever imports it calls them; unless nothing in the project does, in
+        # which case it is no part of any run here that dslint can see (an API, an example to copy): left alone
+        found = [replace(d, module=os.path.splitext(base)[0].encode()) for d in found]
+    return found
+
+
+def _runs(tree: ast.Module) -> bool:
+    """Whether the module runs something when it is run: an `if __name__ == "__main__":` block, or a call at its
+    top level (`main()`, `fire.Fire(train)`)."""
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__name__" in ast.dump(node.test):
+            return True
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            return True
+    return False
+
+
+def _packaged(path: str) -> bool:
+    """Whether `path` is a module of an installable package: its folder holds `__init__.py` and a folder above it
+    up to the repository root holds packaging metadata (`setup.py`, `setup.cfg`, `pyproject.toml`)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.exists(os.path.join(folder, "__init__.py")):
+        return False
+    for above in [folder, *_parents(folder)]:
+        if any(os.path.exists(os.path.join(above, name)) for name in ("setup.py", "setup.cfg", "pyproject.toml")):
+            return True
+        if os.path.exists(os.path.join(above, ".git")):
+            return False
+    return False
+
+
+def _used_modules(modules: set[bytes], roots: Sequence[str]) -> set[bytes]:
+    """The `modules` (by name) that a file under `roots` of another name names: imports them, or names them in a
+    dotted path (`from models.ds_utils import x`, `_target_: models.ds_utils.f`)."""
+    if not modules:
+        return set()
+    used: set[bytes] = set()
+    for path in _text_files(roots):
+        left = [module for module in modules if module not in used]
+        if not left:
+            break
+        try:
+            if os.path.getsize(path) > _MAX_TEXT_BYTES:
+                continue
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        stem = os.path.splitext(os.path.basename(path))[0].encode()
+        present = [m for m in left if m != stem and m in data]
+        if not present:
+            continue
+        python = path.endswith((".py", ".pyi"))
+        text = _code_text(data) if python else data
+        used.update(m for m in present if re.search(_module_mention(m, python), text))
+    return used
+
+
+def _module_mention(module: bytes, python: bool) -> bytes:
+    """A pattern for a mention of `module` as a module: in code an import (`import m`, `from pkg.m import f`,
+    `importlib.import_module("pkg.m")`); elsewhere a dotted path holding it (`_target_: pkg.m.f`, `python -m
+    pkg.m`), not a file's path (`python m.py`, `logs/m.txt`)."""
+    escaped = re.escape(module)
+    if python:  # an import of it (`import pkg.m`, `from pkg.m import f`, `from pkg import m`), or by its name
+        word = rb"(?<![\w])" + escaped + rb"(?![\w])"
+        return rb"(?m)^[ \t]*(?:from|import)[ \t][^\n]*" + word + rb"|import_module\(\s*[^)]*" + word
+    files = rb"(?!(?:py|sh|ya?ml|json|txt|log|md)\b)"
+    return rb"\w\." + escaped + rb"(?![\w/])|(?<![\w/.])" + escaped + rb"\." + files + rb"[A-Za-z_]"
+
+
+def _definitions(tree: ast.Module) -> Iterator[_Definition]:
+    """The module's functions and the methods of its classes whose bases are none or the module's own classes."""
+    own = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if _may_run_unnamed(node):
+                continue
+            yield _Definition(node.name.encode(), node.lineno, node.end_lineno or node.lineno)
+        elif isinstance(node, ast.ClassDef) and not node.decorator_list and not node.keywords:
+            if not all(isinstance(b, ast.Name) and (b.id in own or b.id == "object") for b in node.bases):
+                continue
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _may_run_unnamed(item):
+                    if item.name.startswith("__") and item.name.endswith("__"):
+                        continue
+                    last = item.end_lineno or item.lineno
+                    yield _Definition(item.name.encode(), item.lineno, last, node.name.encode())
+
+
+def _may_run_unnamed(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return bool(node.decorator_list)
+
+
+def _code_text(data: bytes) -> bytes:
+    """Python source with its comments dropped and each string literal reduced to what may name a function: the
+    string itself when it is a name that code looks up (`getattr(module, "main")`, `__all__`), the last part of a
+    dotted path (`"pkg.train.main"`, `"pkg.train:main"`), else nothing (`"test.fasta"`, `split="test"`, a message)."""
+
+    def reduced(match: re.Match[bytes]) -> bytes:
+        if match.group("comment") is not None:
+            return b""
+        literal = match.group("string").lstrip(b"rRbBuUfF")
+        quote = literal[:3] if literal[:3] in (b"'''", b'"""') else literal[:1]
+        body = literal[len(quote) : len(literal) - len(quote)].strip()
+        if _PATH_LIKE.fullmatch(body) is None:
+            return b" "
+        if b"." in body or b":" in body:
+            return b" " + re.split(rb"[.:]", body)[-1] + b" "
+        # a bare word names a function only where code looks a name up by its string (`getattr(module, "main")`,
+        # `__all__`): elsewhere it is data (`split="test"`)
+        line_start = match.string.rfind(b"\n", 0, match.start()) + 1
+        return b" " + body + b" " if _LOOKUP.search(match.string, line_start, match.start()) else b" "
+
+    return _PYTHON_NOISE.sub(reduced, data)
+
+
+def _named(name: bytes, text: bytes, python: bool = True, own: bool = False) -> bool:
+    """Whether `text` names `name` other than where it defines it (`def name`, `class name`). Python text comes
+    through `_code_text`: any mention of the name counts (a call, a reference, an import, a string naming it).
+    Other text (a launcher, a config, a notebook, a document) must call it (`name(`) or end a dotted path with it
+    (`_target_: pkg.mod.name`, `pkg.mod:name`). `own`: the text defines a `name` of its own, so only an attribute
+    (`module.name`) may be another's."""
+    if name not in text:
+        return False
+    escaped = re.escape(name)
+    if own:
+        pattern = rb"\." + escaped + rb"(?!\w)"
+    elif python:
+        pattern = rb"(?<![\w.])" + escaped + rb"(?!\w)|\." + escaped + rb"(?!\w)"
+    else:
+        pattern = rb"(?<![\w.])" + escaped + rb"\s*\(|[\w)\]][.:]" + escaped + rb"(?![\w.])"
+    for match in re.finditer(pattern, text):
+        before = text[max(0, match.start() - 6) : match.start()]
+        if not re.search(rb"(?:def|class)\s+$", before):
+            return True
+    return False
+
+
+def _named_elsewhere(names: set[bytes], roots: Sequence[str]) -> set[bytes]:
+    """The `names` that some text file under `roots` names outside a definition (`_named`)."""
+    named: set[bytes] = set()
+    for path in _text_files(roots):
+        left = [name for name in names if name not in named]
+        if not left:
+            break
+        try:
+            if os.path.getsize(path) > _MAX_TEXT_BYTES:
+                continue
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        present = [name for name in left if name in data]
+        if not present:
+            continue
+        python = path.endswith((".py", ".pyi"))
+        text = _code_text(data) if python else data
+        named.update(name for name in present if _named(name, text, python, python and _own(name, data)))
+    return named
+
+
+def _own(name: bytes, data: bytes) -> bool:
+    """Whether a module defines a function or class `name` of its own, without importing one of that name: its
+    bare mentions of the name are its own definition's (`train(args)` under `def train`), not another module's."""
+    escaped = re.escape(name)
+    if re.search(rb"(?m)^(?:async[ \t]+)?(?:def|class)[ \t]+" + escaped + rb"\b", data) is None:
+        return False
+    return re.search(rb"import[^\n]*\b" + escaped + rb"\b", data) is None
+
+
+def _text_files(roots: Sequence[str]) -> Iterator[str]:
+    for root in roots:
+        if os.path.isfile(root):
+            yield root
+            continue
+        for directory, subdirectories, files in os.walk(root):
+            subdirectories[:] = [d for d in subdirectories if d not in SKIPPED_DIRECTORIES and not d.startswith(".")]
+            for file in files:
+                if file.endswith(_TEXT_SUFFIXES) or file in _TEXT_NAMES:
+                    yield os.path.join(directory, file)
