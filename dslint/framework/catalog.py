@@ -92,6 +92,7 @@ CODES: tuple[str, ...] = (
     "DSL451",
     "DSL452",
     "DSL453",
+    "DSL454",
 )
 
 
@@ -366,6 +367,10 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         (b"deepspeed", b"rank"), alternatives=((b"deepspeed", b"main_process"), (b"deepspeed", b"process_zero"))
     ),
     "DSL452": Needs((b"deepspeed", b"initialize")),
+    # a Trainer's arguments naming a schedule, with a config: in the file, or parsed from a launch's command line
+    "DSL454": Needs(
+        (b"lr_scheduler_type", b"deepspeed"), engine=False, alternatives=((b"HfArgumentParser",),), hf_configured=True
+    ),
     "DSL309": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL310": Needs((b"deepspeed", b"initialize"), partly_engine=True),
 }

@@ -204,6 +204,16 @@ TRAINER_MATCHES = (
 # The arguments that make the batch-size match a fill only (`auto_find_batch_size=True`).
 TRAINER_BATCH_FILL_ONLY = "auto_find_batch_size"
 
+# The DeepSpeed schedule (a config's `scheduler.type`) that does what the Trainer's `lr_scheduler_type` names; the
+# Trainer builds no schedule of its own when the config has a `scheduler` section (transformers'
+# `deepspeed_optim_sched` hands it a `DummyScheduler`), so any other pairing silently runs the config's.
+TRAINER_SCHEDULE_EQUIVALENTS = {
+    "linear": "WarmupDecayLR",
+    "cosine": "WarmupCosineLR",
+    "constant_with_warmup": "WarmupLR",
+    "constant": "WarmupLR",
+}
+
 # Entry scripts of other projects that launchers start from a checkout of those projects, not from their own
 # repository: Megatron-LM / Megatron-DeepSpeed's `pretrain_*.py` (recognised also by their dashed model options)
 # and the Hugging Face examples' `run_*.py`. A launch of one that the project does not hold is no missing file.
