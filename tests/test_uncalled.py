@@ -163,3 +163,21 @@ def test_fix_leaves_what_check_drops_and_fixes_what_it_reports(tmp_path: Path, m
     monkeypatch.chdir(live)
     CliRunner().invoke(main, ["fix", "."])
     assert 'map_location="cpu"' in (live / "pkg" / "helpers.py").read_text()
+
+
+def test_the_cache_sees_a_call_written_since(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _project(tmp_path / "p", "engine = build(object())\n")
+    cache = str(tmp_path / "cache")
+
+    def codes() -> list[str]:
+        monkeypatch.chdir(root)
+        found = CliRunner().invoke(main, ["check", "-j", "1", "--exit-zero", "--cache-dir", cache, "."])
+        return [line.split()[1] for line in found.stdout.splitlines() if "helpers.py" in line]
+
+    assert codes() == [] and codes() == []  # the second run is served from the cache
+    (root / "tools.py").write_text("from pkg.helpers import restore\nrestore(None, 'x')\n")  # a new file calls it
+    assert codes() == ["DSL201"]
+    (root / "tools.py").write_text("x = 1\n")
+    assert codes() == []
+    (root / "train.py").write_text((root / "train.py").read_text() + "from pkg.helpers import restore\n")
+    assert codes() == ["DSL201"]  # an edit of a file that was read

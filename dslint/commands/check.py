@@ -311,7 +311,7 @@ def run_check(
             linted = lint_files(items, jobs, world_size, progress.advance, limits, project, cache)
         finally:
             progress.finish()
-        without_uncalled([r for r in linted if isinstance(r, FileResult)], tuple(named) or (".",))
+        without_uncalled([r for r in linted if isinstance(r, FileResult)], tuple(named) or (".",), cache)
         _collect(outcome, linted)
         launched = _by_document(
             [*launcher_findings(resolver, project.launch_issues), *document_findings(resolver, project, world_size)]

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from dslint.diagnostics import Diagnostic
+from dslint.lint.cache import ResultCache, code_fingerprint, digest
 from dslint.lint.result import FileResult
 from dslint.project.project_index import SKIPPED_DIRECTORIES
 
@@ -69,46 +70,51 @@ class _Definition:
     module: bytes = b""
 
 
-def uncalled(results: Iterable[object], paths: Sequence[str]) -> dict[str, frozenset[tuple[bytes, bytes]]]:
+def uncalled(
+    results: Iterable[object], paths: Sequence[str], cache: ResultCache | None = None
+) -> dict[str, frozenset[tuple[bytes, bytes]]]:
     """The definitions, by file (as its result names it), that hold a finding of `results` and that nothing in the
     project calls, as (class, name) pairs (the class empty for a function). The project of each checked path
     (`paths`, as named on the command line) is the repository holding it (the nearest folder above with `.git`),
     else the folder itself when a folder was named; a file named alone, outside a repository, shows too little of
-    its project to judge."""
+    its project to judge. `cache`: where the scan of the project's text for the names is kept, by the names and
+    the states of the files read (a warm run reads none of them again)."""
     roots = _project_roots(paths)
     if not roots:
         return {}
-    candidates: dict[str, list[_Definition]] = {}
+    by_root: dict[str, dict[str, list[_Definition]]] = {}
     for result in results:
-        if not isinstance(result, FileResult) or not any(_under(result.path, root) for root in roots):
+        if not isinstance(result, FileResult):
             continue
         lines = [d.start.line for d in result.diagnostics if _about_code(result.path, d)]
-        found = _uncalled_here(result.path, lines) if lines else []
-        if found:
-            candidates[result.path] = found
-    if not candidates:
-        return {}
-    names = {n for definitions in candidates.values() for d in definitions for n in (d.name, d.owner) if n}
-    modules = {d.module for definitions in candidates.values() for d in definitions if d.module}
-    named = _named_elsewhere(names, roots)
-    used = _used_modules(modules, roots)
+        if not lines:
+            continue
+        absolute = os.path.abspath(result.path)
+        root = next((r for r in roots if absolute.startswith(r.rstrip(os.sep) + os.sep)), None)
+        found = _uncalled_here_cached(result.path, lines, cache) if root is not None else []
+        if root is not None and found:
+            by_root.setdefault(root, {})[result.path] = found
     dead: dict[str, frozenset[tuple[bytes, bytes]]] = {}
-    for path, definitions in candidates.items():
-        pairs = frozenset(
-            (d.owner, d.name)
-            for d in definitions
-            if (d.name not in named or (d.owner and d.owner not in named)) and (not d.module or d.module in used)
-        )
-        if pairs:
-            dead[path] = pairs
+    for root, candidates in by_root.items():
+        names = {n for definitions in candidates.values() for d in definitions for n in (d.name, d.owner) if n}
+        modules = {d.module for definitions in candidates.values() for d in definitions if d.module}
+        named, used = _mentioned_cached(names, modules, root, cache)
+        for path, definitions in candidates.items():
+            pairs = frozenset(
+                (d.owner, d.name)
+                for d in definitions
+                if (d.name not in named or (d.owner and d.owner not in named)) and (not d.module or d.module in used)
+            )
+            if pairs:
+                dead[path] = pairs
     return dead
 
 
-def without_uncalled(results: Sequence[object], paths: Sequence[str]) -> int:
+def without_uncalled(results: Sequence[object], paths: Sequence[str], cache: ResultCache | None = None) -> int:
     """Drop, in place, the findings of `results` that lie in a definition nothing in the project calls
     (`uncalled`); the number dropped."""
     dropped = 0
-    for path, dead in uncalled(results, paths).items():
+    for path, dead in uncalled(results, paths, cache).items():
         for result in results:
             if isinstance(result, FileResult) and result.path == path:
                 kept = outside(path, _source(path), result.diagnostics, dead)
@@ -179,6 +185,26 @@ def _about_code(path: str, diagnostic: Diagnostic) -> bool:
     )
 
 
+def _uncalled_here_cached(path: str, lines: list[int], cache: ResultCache | None) -> list[_Definition]:
+    """`_uncalled_here`, kept in `cache` by the file's state and the lines asked about."""
+    if cache is None:
+        return _uncalled_here(path, lines)
+    key = digest("uncalled-here", code_fingerprint(), os.path.abspath(path), sorted(set(lines)))
+    hit = cache.get(key)
+    if isinstance(hit, list) and all(isinstance(item, list) and len(item) == 5 for item in hit):
+        return [
+            _Definition(n.encode("latin-1"), first, last, o.encode("latin-1"), m.encode("latin-1"))
+            for n, first, last, o, m in hit
+        ]
+    found = _uncalled_here(path, lines)
+    encoded = [
+        [d.name.decode("latin-1"), d.first, d.last, d.owner.decode("latin-1"), d.module.decode("latin-1")]
+        for d in found
+    ]
+    cache.put(key, encoded, [path])
+    return found
+
+
 def _uncalled_here(path: str, lines: Iterable[int]) -> list[_Definition]:
     """The definitions of `path` holding one of `lines` whose name the file itself names nowhere else (nor, for a
     method, its class's name): the candidates to look for in the rest of the project."""
@@ -229,33 +255,6 @@ def _packaged(path: str) -> bool:
         if os.path.exists(os.path.join(above, ".git")):
             return False
     return False
-
-
-def _used_modules(modules: set[bytes], roots: Sequence[str]) -> set[bytes]:
-    """The `modules` (by name) that a file under `roots` of another name names: imports them, or names them in a
-    dotted path (`from models.ds_utils import x`, `_target_: models.ds_utils.f`)."""
-    if not modules:
-        return set()
-    used: set[bytes] = set()
-    for path in _text_files(roots):
-        left = [module for module in modules if module not in used]
-        if not left:
-            break
-        try:
-            if os.path.getsize(path) > _MAX_TEXT_BYTES:
-                continue
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError:
-            continue
-        stem = os.path.splitext(os.path.basename(path))[0].encode()
-        present = [m for m in left if m != stem and m in data]
-        if not present:
-            continue
-        python = path.endswith((".py", ".pyi"))
-        text = _code_text(data) if python else data
-        used.update(m for m in present if re.search(_module_mention(m, python), text))
-    return used
 
 
 def _module_mention(module: bytes, python: bool) -> bytes:
@@ -338,12 +337,35 @@ def _named(name: bytes, text: bytes, python: bool = True, own: bool = False) -> 
     return False
 
 
-def _named_elsewhere(names: set[bytes], roots: Sequence[str]) -> set[bytes]:
-    """The `names` that some text file under `roots` names outside a definition (`_named`)."""
+def _mentioned_cached(
+    names: set[bytes], modules: set[bytes], root: str, cache: ResultCache | None
+) -> tuple[set[bytes], set[bytes]]:
+    """`_mentioned`, kept in `cache` by the names, the modules and the project's text files (their list in the key,
+    their states as the entry's inputs)."""
+    if cache is None:
+        return _mentioned(names, modules, root)
+    listing = list(_text_files((root,)))
+    key = digest("uncalled", code_fingerprint(), root, sorted(names), sorted(modules), listing)
+    hit = cache.get(key)
+    if isinstance(hit, list) and len(hit) == 2 and all(isinstance(part, list) for part in hit):
+        return {n.encode("latin-1") for n in hit[0]}, {m.encode("latin-1") for m in hit[1]}
+    named, used = _mentioned(names, modules, root, listing)
+    cache.put(key, [sorted(n.decode("latin-1") for n in named), sorted(m.decode("latin-1") for m in used)], listing)
+    return named, used
+
+
+def _mentioned(
+    names: set[bytes], modules: set[bytes], root: str, listing: Iterable[str] | None = None
+) -> tuple[set[bytes], set[bytes]]:
+    """Of `names`, those some text file under `root` names outside a definition (`_named`); of `modules`, those a
+    file of another name mentions as a module (`_module_mention`). Each file is read once, and only while some
+    name or module is still unsettled."""
     named: set[bytes] = set()
-    for path in _text_files(roots):
+    used: set[bytes] = set()
+    for path in listing if listing is not None else _text_files((root,)):
         left = [name for name in names if name not in named]
-        if not left:
+        unused = [module for module in modules if module not in used]
+        if not left and not unused:
             break
         try:
             if os.path.getsize(path) > _MAX_TEXT_BYTES:
@@ -353,12 +375,15 @@ def _named_elsewhere(names: set[bytes], roots: Sequence[str]) -> set[bytes]:
         except OSError:
             continue
         present = [name for name in left if name in data]
-        if not present:
+        stem = os.path.splitext(os.path.basename(path))[0].encode()
+        importing = [module for module in unused if module != stem and module in data]
+        if not present and not importing:
             continue
         python = path.endswith((".py", ".pyi"))
         text = _code_text(data) if python else data
         named.update(name for name in present if _named(name, text, python, python and _own(name, data)))
-    return named
+        used.update(module for module in importing if re.search(_module_mention(module, python), text))
+    return named, used
 
 
 def _own(name: bytes, data: bytes) -> bool:
