@@ -18,6 +18,7 @@ from dslint.limits import Limits
 from dslint.lint.activation import active, in_code, in_facts, in_text
 from dslint.lint.config import check_script_configs
 from dslint.lint.databricks import python_source
+from dslint.lint.engine_branches import without_engine_else
 from dslint.lint.launch_dead import without_launch_dead
 from dslint.lint.parse_guard import Refusal, code_facts, compiled, parse_module, too_deep
 from dslint.lint.result import FileResult, config_rules, script_rules
@@ -147,6 +148,7 @@ def lint_source_unsuppressed(
         )
     )
     result.diagnostics = without_unreachable(path, result.diagnostics, tree)  # code no run reaches
+    result.diagnostics = without_engine_else(path, result.diagnostics, tree)  # the plain path beside the engine's
     result.diagnostics = without_launch_dead(path, result.diagnostics, tree, project)  # nor any launch
     result.diagnostics.sort(key=lambda d: d.sort_key)
     return result
