@@ -199,6 +199,10 @@ def _build_project_index(
             index.initialize_sites = record_engines(index.files, index.config_readers, model)
         except (RecursionError, MemoryError):
             index.problems.append(_TOO_DEEP)
+    if all(launch.config.ranks == 1 for launch in index.launches):  # every script runs as `python x.py`, if at all
+        for path in producers:
+            if path in index.files:
+                index.files[path] = replace(index.files[path], one_process_project=True)
     _record_config_builders(index, sources, store)
     for path, dumped in dumped_config_names(sources, (launch.config for launch in index.launches)).items():
         index.files[path] = replace(facts_of(index.files, path), dumped_configs=dumped)

@@ -6,6 +6,7 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.script.one_rank import SEVERAL_PROCESSES
 from dslint.script.own_saves import loads_own_cpu_save
 from dslint.script.torch_load import (
     cpu_map_location_edit,
@@ -14,22 +15,6 @@ from dslint.script.torch_load import (
     loads_data_state,
     map_location_argument,
     only_restores_rng_state,
-)
-
-# Words of code that runs as several processes (a process group, ranks, a launcher's environment, accelerate, the
-# HF Trainer, Lightning)
-_SEVERAL_PROCESSES = (
-    "init_process_group",
-    "init_distributed",
-    "get_rank",
-    "local_rank",
-    "LOCAL_RANK",
-    "WORLD_SIZE",
-    "torch.distributed",
-    "DistributedDataParallel",
-    "Accelerator(",
-    "Trainer(",
-    "Fabric(",
 )
 
 
@@ -296,7 +281,7 @@ class TorchLoadWithoutMapLocation(ScriptRule):
         rank, a launcher's environment, accelerate, a Trainer), and every launch of it starts one or, with none
         known, it is a program of its own (`if __name__ == "__main__":`). A helper module runs in its importers'."""
         text = self.context.text
-        if any(sign in text for sign in _SEVERAL_PROCESSES):
+        if any(sign in text for sign in SEVERAL_PROCESSES):
             return False  # Lightning's and accelerate's Trainers start their processes themselves
         project = self.facts.project
         launches = project.launches if project is not None else ()

@@ -11,7 +11,7 @@ from dslint.script.facts import InitializeCall, ScriptFacts, method_name
 from dslint.script.inference import InferenceMoves, pending_inference
 from dslint.script.model_moves import ModelMoves
 from dslint.script.names import dotted_name
-from dslint.script.one_rank import one_process_launches
+from dslint.script.one_rank import one_process_launches, presumed_one_process
 
 TORCH_GENERATOR = "torch.Generator"  # torch.Generator(device="cpu"): the device is the first argument
 
@@ -36,7 +36,9 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
             path that never reaches the `initialize` call (an arm ending in `return` before it, the other arm of
             `if args.deepspeed:`) is not flagged: no engine comes on that path. Nor is a script that every launch
             the project holds starts as one process (`python train.py`, `deepspeed --num_gpus=1`): cuda:0 is then
-            the only rank's own device.
+            the only rank's own device; nor, with no launch of it, a script whose project launches nothing as
+            several processes (every launch `python x.py`, or none) and whose code never reads a rank (no process
+            group, rank, `LOCAL_RANK`, `WORLD_SIZE`, accelerate or Trainer).
         """,
         why="""
             `"cuda"` means the current device, and each process starts with cuda:0 as its current device.
@@ -221,7 +223,9 @@ class UnindexedCudaBeforeDeviceSet(ScriptRule):
     def visit_Module(self, node: cst.Module) -> None:
         self.moves = ModelMoves(self.facts)
         self.inference_moves = InferenceMoves(self.facts)
-        self.one_process = one_process_launches(self.facts)  # cuda:0 is the only rank's own device
+        # cuda:0 is the only rank's own device: every launch starts one process, or none exists and nothing in the
+        # script reads a rank
+        self.one_process = one_process_launches(self.facts) or presumed_one_process(self.facts, self.context.text)
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.one_process:

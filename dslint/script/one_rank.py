@@ -151,6 +151,31 @@ def rest_on_one_rank(
     return None
 
 
+# Words of code that runs as several processes (a process group, ranks, a launcher's environment, accelerate, the
+# HF Trainer, Lightning)
+SEVERAL_PROCESSES = (
+    "init_process_group",
+    "init_distributed",
+    "get_rank",
+    "local_rank",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "torch.distributed",
+    "DistributedDataParallel",
+    "Accelerator(",
+    "Trainer(",
+    "Fabric(",
+)
+
+
+def presumed_one_process(facts: ScriptFacts, text: str) -> bool:
+    """The script runs as one process though no launch of it says so: no launch in the project starts several
+    processes (`ProjectFacts.one_process_project`: each is `python x.py`, or there is none), and its code shows no
+    sign of several (`SEVERAL_PROCESSES`)."""
+    project = facts.project
+    return project is not None and project.one_process_project and not any(s in text for s in SEVERAL_PROCESSES)
+
+
 def one_process_launches(facts: ScriptFacts) -> bool:
     """Every launch of this script the project holds starts one process in all (`deepspeed --num_gpus=1`): rank 0
     is the only rank, so a collective it enters alone waits for no one."""

@@ -138,6 +138,9 @@ class ProjectFacts:
     launches: tuple[LaunchedConfig, ...] = ()
     # A launcher names this script where the index reads no launch of it: `launches` may not be all of them
     launches_partial: bool = False
+    # No launch in the project (launcher, document command, notebook `!` line) starts several processes (each is
+    # `python x.py`, or there is none): a program of it runs as one process, unless its own code says otherwise
+    one_process_project: bool = False
     # Calls of helpers that return their argument, maybe unwrapped (`_unwrap(m)`: `m.module if hasattr(m,
     # "module") else m`): the call -> (parameter index, parameter name, unwrapped)
     passthrough: Mapping[tuple[int, int], tuple[int, str, bool]] = field(default_factory=dict)
