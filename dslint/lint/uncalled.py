@@ -27,7 +27,8 @@ from dslint.project.project_index import SKIPPED_DIRECTORIES
 
 # Findings about the file as a whole (it does not parse, it is too deep): not about code that runs.
 _FILE_CODES = frozenset({"DSL001", "DSL002"})
-# The files whose text may name a function: code, launchers, configs (hydra `_target_`), notebooks, documents.
+# The files whose text may name a function: code, launchers, configs (hydra `_target_`), notebooks, documents (not
+# JSON or plain text: a project's data, often thousands of files, names no function).
 _TEXT_SUFFIXES = (
     ".py",
     ".pyi",
@@ -39,12 +40,9 @@ _TEXT_SUFFIXES = (
     ".toml",
     ".cfg",
     ".ini",
-    ".json",
-    ".jsonnet",
     ".ipynb",
     ".md",
     ".rst",
-    ".txt",
     ".mk",
 )
 _TEXT_NAMES = frozenset({"Makefile", "makefile", "Dockerfile", "Procfile"})
