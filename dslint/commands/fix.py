@@ -15,7 +15,7 @@ what the fixes wrote before the remaining findings are counted.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import click
@@ -121,14 +121,16 @@ def remaining_findings(
     resolver: SettingsResolver | None = None,
     results: list[Result] | None = None,
     paths: Sequence[str] = (".",),
+    dead: Mapping[str, frozenset[tuple[bytes, bytes]]] | None = None,
 ) -> list[Diagnostic]:
     """What `check` reports for the same files as they are now on disk (with `--diff`, as they were): the same
     findings, counted once, so the two commands agree on findings and exit status. `project`: the project index
-    of the files as they are now; `results`: `checked(jobs, project)` when nothing changed since it ran."""
+    of the files as they are now; `results`: `checked(jobs, project)` when nothing changed since it ran, and `dead`
+    what `uncalled` answered for them (not asked again)."""
     failed = {message.split(": ", 1)[0] for message in errors}
     if results is None:
-        results = checked(jobs, project)
-    without_uncalled(results, paths)  # as `check` drops them (`paths`: as named on the command line)
+        results, dead = checked(jobs, project), None
+    without_uncalled(results, paths, known=dead)  # as `check` drops them (`paths`: as named on the command line)
     if resolver is not None:
         # the launch rules' findings in launchers and the configs written out in documents: no fix writes them, and
         # `check` reports them with the files' own
@@ -240,7 +242,7 @@ def fix(
         project = index_project([job.path for job in jobs], named)  # what the fixes wrote can change its facts
     skipped: list[NotAnalysed] = []
     report.remaining = remaining_findings(
-        jobs, report.errors, project, skipped, resolver, results=None if rewritten else before, paths=named
+        jobs, report.errors, project, skipped, resolver, results=None if rewritten else before, paths=named, dead=dead
     )
     out = sys.stdout
     if diff:

@@ -17,8 +17,9 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from dslint.diagnostics import Diagnostic
 from dslint.lint.cache import ResultCache, code_fingerprint, digest
@@ -108,11 +109,16 @@ def uncalled(
     return dead
 
 
-def without_uncalled(results: Sequence[object], paths: Sequence[str], cache: ResultCache | None = None) -> int:
+def without_uncalled(
+    results: Sequence[object],
+    paths: Sequence[str],
+    cache: ResultCache | None = None,
+    known: Mapping[str, frozenset[tuple[bytes, bytes]]] | None = None,
+) -> int:
     """Drop, in place, the findings of `results` that lie in a definition nothing in the project calls
-    (`uncalled`); the number dropped."""
+    (`uncalled`, or `known`: what it answered for these same results); the number dropped."""
     dropped = 0
-    for path, dead in uncalled(results, paths, cache).items():
+    for path, dead in (uncalled(results, paths, cache) if known is None else known).items():
         for result in results:
             if isinstance(result, FileResult) and result.path == path:
                 kept = outside(path, _source(path), result.diagnostics, dead)
@@ -153,20 +159,11 @@ def _project_roots(paths: Sequence[str]) -> list[str]:
     for path in paths:
         absolute = os.path.abspath(path)
         folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
-        repository = next((f for f in [folder, *_parents(folder)] if os.path.exists(os.path.join(f, ".git"))), None)
+        repository = next((str(f) for f in [Path(folder), *Path(folder).parents] if (f / ".git").exists()), None)
         root = repository or (absolute if os.path.isdir(absolute) else None)
         if root is not None and not any(_under(root, other) for other in roots):
             roots = [other for other in roots if not _under(other, root)] + [root]
     return roots
-
-
-def _parents(folder: str) -> Iterator[str]:
-    while True:
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return
-        yield parent
-        folder = parent
 
 
 def _under(path: str, root: str) -> bool:
@@ -247,7 +244,7 @@ def _packaged(path: str) -> bool:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.exists(os.path.join(folder, "__init__.py")):
         return False
-    for above in [folder, *_parents(folder)]:
+    for above in [folder, *map(str, Path(folder).parents)]:
         if any(os.path.exists(os.path.join(above, name)) for name in ("setup.py", "setup.cfg", "pyproject.toml")):
             return True
         if os.path.exists(os.path.join(above, ".git")):
