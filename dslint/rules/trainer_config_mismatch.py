@@ -9,12 +9,13 @@ import libcst as cst
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import TRL_TRAINING_ARGUMENTS
-from dslint.project.config_edits import literal_value, module_index
+from dslint.project.config_edits import literal_value
 from dslint.project.config_link import ResolvedConfig, resolve_config_expression
 from dslint.project.inputs import shown_path
 from dslint.project.trainer_matches import (
     MATCHED_FIELDS,
     Mismatch,
+    argument_parsers,
     launch_arguments,
     launched_trainer_configs,
     mismatches,
@@ -217,9 +218,8 @@ class TrainerConfigMismatch(ScriptRule):
     def _parser(self, module: cst.Module) -> tuple[cst.Call, bool] | None:
         """The script's `HfArgumentParser(...)` call, and whether every TrainingArguments class it is given is
         transformers' own (its defaults are then known)."""
-        for call in module_index(module).calls:
-            name = dotted_name(call.func)
-            if name is None or name.rsplit(".", 1)[-1] != "HfArgumentParser" or not call.args:
+        for call in argument_parsers(module):
+            if not call.args:
                 continue
             first = call.args[0].value
             classes = [e.value for e in first.elements] if isinstance(first, (cst.Tuple, cst.List)) else [first]

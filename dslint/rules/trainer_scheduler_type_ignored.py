@@ -10,12 +10,11 @@ from dslint.config.tree import node_at
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import TRAINER_SCHEDULE_EQUIVALENTS
-from dslint.project.config_edits import literal_value, module_index
+from dslint.project.config_edits import literal_value
 from dslint.project.config_link import ResolvedConfig, resolve_config_expression
 from dslint.project.inputs import shown_path
-from dslint.project.trainer_matches import launched_trainer_configs
+from dslint.project.trainer_matches import argument_parsers, launched_trainer_configs
 from dslint.script.hf_models import is_training_arguments, keyword_value
-from dslint.script.names import dotted_name
 
 _WARMUP_DECAY = (
     '{"train_micro_batch_size_per_gpu": "auto",\n'
@@ -147,14 +146,7 @@ class TrainerSchedulerTypeIgnored(ScriptRule):
             self._check(asked, wanted, config, "")
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        parser = next(
-            (
-                call
-                for call in module_index(original_node).calls
-                if (name := dotted_name(call.func)) is not None and name.rsplit(".", 1)[-1] == "HfArgumentParser"
-            ),
-            None,
-        )
+        parser = next(argument_parsers(original_node), None)
         if parser is None:
             return
         for launch, config in launched_trainer_configs(self.context):
