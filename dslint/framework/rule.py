@@ -35,6 +35,11 @@ FAMILIES = {
 }
 
 
+def family_of(code: str) -> str:
+    """The family of a rule code (`DSL3xx`: "training loop"), by its hundreds digit."""
+    return FAMILIES[code[3]]
+
+
 @dataclass(frozen=True)
 class RuleDocs:
     """The user-facing documentation of a rule, in ruff's shape."""
@@ -134,7 +139,7 @@ class Rule:
 
     @classmethod
     def family(cls) -> str:
-        return FAMILIES[cls.code[3]]
+        return family_of(cls.code)
 
     @classmethod
     def diagnostic(

@@ -11,18 +11,19 @@ import ast
 from collections.abc import Iterator, Sequence
 
 from dslint.diagnostics import Diagnostic
+from dslint.framework.rule import family_of
 from dslint.model.summary import dotted
 
 # The classes whose instances are DeepSpeed engines (the last part of the tested name).
 _ENGINE_CLASSES = frozenset({"DeepSpeedEngine", "PipelineEngine", "DeepSpeedHybridEngine"})
 # The findings that assume the object is the engine, or that the loop runs through it.
-_LOOP_FAMILY = "DSL3"
+_LOOP_FAMILY = "training loop"
 
 
 def without_engine_else(path: str, diagnostics: Sequence[Diagnostic], tree: ast.Module | None) -> list[Diagnostic]:
     """`diagnostics` less this file's loop findings (`DSL3xx`) inside an arm that runs only when the tested
     object is no DeepSpeed engine."""
-    if tree is None or not any(d.code.startswith(_LOOP_FAMILY) for d in diagnostics):
+    if tree is None or not any(family_of(d.code) == _LOOP_FAMILY for d in diagnostics):
         return list(diagnostics)
     ranges = list(_not_engine_arms(tree))
     if not ranges:
@@ -32,7 +33,7 @@ def without_engine_else(path: str, diagnostics: Sequence[Diagnostic], tree: ast.
         for d in diagnostics
         if d.path != path
         or d.cell is not None
-        or not d.code.startswith(_LOOP_FAMILY)
+        or family_of(d.code) != _LOOP_FAMILY
         or not any(first <= d.start.line <= last for first, last in ranges)
     ]
 
