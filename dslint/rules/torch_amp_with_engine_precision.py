@@ -63,8 +63,9 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             function sets the engine's `fp16`/`bf16` `enabled` to that same flag (same name, same binding): both are
             then on together, or when the flag's attribute is an option of the script's own parser that defaults to
             `True` and no launch the project knows gives it (`enabled=params.use_fp16` after
-            `add_argument("--use-fp16", default=True)`). An autocast chosen by a device test (`nullcontext() if
-            device_type == "cpu" else autocast(...)`) is on for the GPU the engine trains on. Other flags, a scaler
+            `add_argument("--use-fp16", default=True)`). An autocast chosen or switched by a device test (`nullcontext() if
+            device_type == "cpu" else autocast(...)`, `enabled=(device.type == "cuda")`,
+            `enabled=torch.cuda.is_available()`) is on for the GPU the engine trains on. Other flags, a scaler
             with a non-literal `enabled=`, a config that cannot be read, and a config whose `torch_autocast` section
             is on (the engine then runs its own autocast) are not flagged. A loop that some call of the project
             hands the engine and others a plain module (a training function shared by a DeepSpeed script and a plain
@@ -153,6 +154,19 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                     loss = compute_loss(engine, batch)
                     scores = score(engine, batch)
                     again = rebound(engine, batch)
+                engine.backward(loss)
+            """
+        ),
+        # ... and off for it: the autocast runs only on the CPU, where no engine of this config trains
+        Valid(
+            """
+            import deepspeed, torch
+            device = torch.device("cuda", local_rank)
+            config = {"train_batch_size": 8, "fp16": {"enabled": True}}
+            engine, *_ = deepspeed.initialize(model=model, config=config)
+            for batch in loader:
+                with torch.amp.autocast("cpu", enabled=(device.type == "cpu")):
+                    loss = engine(batch.to(device))
                 engine.backward(loss)
             """
         ),
@@ -295,6 +309,30 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                 engine.backward(loss)
             """,
             lines=(13, 18),
+        ),
+        # `enabled=` a device test: on for the GPU the engine trains on (the kind of a torch.device, CUDA present)
+        Invalid(
+            """
+            import deepspeed, torch
+            device = torch.device("cuda", local_rank)
+            config = {"train_batch_size": 8, "fp16": {"enabled": True}}
+            engine, *_ = deepspeed.initialize(model=model, config=config)
+            for batch in loader:
+                with torch.amp.autocast("cuda", dtype=torch.float16, enabled=(device.type == "cuda")):
+                    loss = engine(batch.to(device))
+                engine.backward(loss)
+            """,
+            lines=(7,),
+        ),
+        Invalid(
+            """
+            import deepspeed, torch
+            config = {"train_batch_size": 8, "bf16": {"enabled": True}}
+            engine, *_ = deepspeed.initialize(model=model, config=config)
+            with torch.autocast("cuda", enabled=torch.cuda.is_available()):
+                score = engine(batch)
+            """,
+            lines=(5,),
         ),
         # a name bound to the autocast, chosen by a device test that picks it on the GPU the engine trains on
         Invalid(
@@ -482,6 +520,8 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             if literally_enabled(item):
                 return item, None
             enabled = next((a.value for a in item.args if a.keyword is not None and a.keyword.value == "enabled"), None)
+            if enabled is not None and (gpu := on_gpu(self.facts, enabled)) is not None:
+                return (item, None) if gpu else None  # `enabled=(device.type == "cuda")`: on where the engine trains
             return (item, enabled) if enabled is not None and dotted_name(enabled) is not None else None
         if not isinstance(item.func, cst.Name) or any(a.keyword and a.keyword.value == "enabled" for a in item.args):
             return None

@@ -261,7 +261,10 @@ def trainer_runs(body: cst.CSTNode) -> list[cst.BaseExpression]:
 
 def on_gpu(facts: ScriptFacts, test: cst.BaseExpression) -> bool | None:
     """What a device test says on the GPU the engine trains on: `device_type == "cpu"` False, `"cuda" in device`
-    True; None for any other test. The subject must name a device (`device_type`, `args.device`)."""
+    True, `device.type == "cuda"` True, `torch.cuda.is_available()` True; None for any other test. The subject
+    must name a device (`device_type`, `args.device`, or the `.type` of one)."""
+    if isinstance(test, cst.Call) and not test.args and facts.qualified(test.func) == "torch.cuda.is_available":
+        return True
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return None
     target = test.comparisons[0]
@@ -274,6 +277,8 @@ def on_gpu(facts: ScriptFacts, test: cst.BaseExpression) -> bool | None:
     else:
         return None
     name = dotted_name(subject)
+    if name is not None and name.endswith(".type"):
+        name = name[: -len(".type")]  # `device.type == "cuda"`: the kind of a torch.device
     if name is None or "device" not in name.rsplit(".", 1)[-1].lower() or constant not in ("cpu", "cuda"):
         return None
     return (constant == "cuda") is equal
