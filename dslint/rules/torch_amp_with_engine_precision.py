@@ -12,29 +12,19 @@ from dslint.model import library
 from dslint.model.engine import Engine
 from dslint.project.config_link import ResolvedConfig, resolve_config, training_arguments_configs
 from dslint.project.evidence import config_evidence, evidence
+from dslint.script.autocasts import autocast_in
 from dslint.script.engine_reach import (
     engine_forwarded,
     on_by_default,
-    on_gpu,
     partly_engine_sources,
     partly_engines_in,
     partly_prefix,
     trainer_runs,
 )
-from dslint.script.facts import BindingKind, Role, ScriptFacts, method_name
+from dslint.script.facts import BindingKind, Role, method_name
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name, literally_enabled
-
-AUTOCAST = frozenset(
-    {
-        "torch.autocast",
-        "torch.amp.autocast",
-        "torch.cuda.amp.autocast",
-        "torch.cpu.amp.autocast",
-        "torch.amp.autocast_mode.autocast",
-    }
-)
 
 
 class TorchAmpWithEnginePrecision(ScriptRule):
@@ -63,8 +53,8 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             function sets the engine's `fp16`/`bf16` `enabled` to that same flag (same name, same binding): both are
             then on together, or when the flag's attribute is an option of the script's own parser that defaults to
             `True` and no launch the project knows gives it (`enabled=params.use_fp16` after
-            `add_argument("--use-fp16", default=True)`). An autocast chosen or switched by a device test (`nullcontext() if
-            device_type == "cpu" else autocast(...)`, `enabled=(device.type == "cuda")`,
+            `add_argument("--use-fp16", default=True)`). An autocast chosen or switched by a device test
+            (`nullcontext() if device_type == "cpu" else autocast(...)`, `enabled=(device.type == "cuda")`,
             `enabled=torch.cuda.is_available()`) is on for the GPU the engine trains on. Other flags, a scaler
             with a non-literal `enabled=`, a config that cannot be read, and a config whose `torch_autocast` section
             is on (the engine then runs its own autocast) are not flagged. A loop that some call of the project
@@ -436,7 +426,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
-            autocast = self._autocast(item.item)
+            autocast = autocast_in(self.facts, item.item)
             if autocast is None:
                 continue
             call, condition = autocast
@@ -489,51 +479,6 @@ class TorchAmpWithEnginePrecision(ScriptRule):
     @staticmethod
     def _partly_prefix(found: tuple[str, Engine] | None) -> str:
         return partly_prefix(found[1]) if found is not None else ""
-
-    def _autocast(self, item: cst.BaseExpression) -> tuple[cst.CSTNode, cst.BaseExpression | None] | None:
-        """The autocast a `with` item enters and the expression that switches it on (None: always on):
-        `torch.autocast(...)` (its `enabled=`), `amp() if flag else nullcontext()`, or a call of a name bound
-        to `torch.cuda.amp.autocast if flag else nullcontext` in the same scope."""
-        if isinstance(item, cst.IfExp):
-            gpu = on_gpu(self.facts, item.test)  # `nullcontext() if device_type == "cpu" else autocast(...)`
-            for arm, other, switch in ((item.body, item.orelse, True), (item.orelse, item.body, False)):
-                if not (isinstance(arm, cst.Call) and self.facts.qualified(arm.func) in AUTOCAST):
-                    continue
-                found = self._autocast(arm)
-                if found is None or found[1] is not None or not _null_context(self.facts, other):
-                    continue
-                if gpu is not None:
-                    return (arm, None) if gpu is switch else None
-                return (arm, item.test) if switch else None
-            return None
-        if isinstance(item, cst.Name):
-            # `ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(...)` ... `with ctx:`
-            binding = self.facts.binding_at(item.value, self.facts.scope_at(item), self.facts.start(item))
-            bound = binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
-            if isinstance(bound, (cst.Call, cst.IfExp)):
-                found = self._autocast(bound)
-                return (item, found[1]) if found is not None else None
-            return None
-        if not isinstance(item, cst.Call):
-            return None
-        if self.facts.qualified(item.func) in AUTOCAST:
-            if literally_enabled(item):
-                return item, None
-            enabled = next((a.value for a in item.args if a.keyword is not None and a.keyword.value == "enabled"), None)
-            if enabled is not None and (gpu := on_gpu(self.facts, enabled)) is not None:
-                return (item, None) if gpu else None  # `enabled=(device.type == "cuda")`: on where the engine trains
-            return (item, enabled) if enabled is not None and dotted_name(enabled) is not None else None
-        if not isinstance(item.func, cst.Name) or any(a.keyword and a.keyword.value == "enabled" for a in item.args):
-            return None
-        binding = self.facts.binding_at(item.func.value, self.facts.scope_at(item.func), self.facts.start(item))
-        chosen = binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
-        if (
-            isinstance(chosen, cst.IfExp)
-            and self.facts.qualified(chosen.body) in AUTOCAST
-            and _null_context(self.facts, chosen.orelse, called=False)
-        ):
-            return item, chosen.test
-        return None
 
     def _engine_precision_in(
         self, body: cst.CSTNode, condition: cst.BaseExpression | None
@@ -604,12 +549,3 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         here = facts.binding_at(root, facts.scope_at(condition), facts.start(condition))
         there = facts.binding_at(root, facts.scope_at(written), facts.start(written))
         return here is not None and here is there
-
-
-def _null_context(facts: ScriptFacts, node: cst.BaseExpression, called: bool = True) -> bool:
-    """`contextlib.nullcontext()` (or the name `nullcontext` uncalled, when `called` is False)."""
-    if called:
-        if not isinstance(node, cst.Call) or node.args:
-            return False
-        node = node.func
-    return (facts.qualified(node) or dotted_name(node) or "").split(".")[-1] == "nullcontext"
