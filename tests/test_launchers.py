@@ -199,10 +199,32 @@ deepspeed $WHERE/y.py
 deepspeed $UP/z.py
 """
     here = os.path.abspath("project/scripts")
-    launch, up = parse_shell("project/scripts/run.sh", text)
+    launch, working, up = parse_shell("project/scripts/run.sh", text)
     assert launch.script == os.path.join(here, "train.py")
+    assert working.script == "./y.py"  # `$(pwd)`: where the command runs, as a relative path is read
     assert up.script == os.path.join(os.path.dirname(here), "z.py")
     assert launch.option("deepspeed_config").value == os.path.join(os.path.dirname(here), "configs/z3.json")  # type: ignore[union-attr]
+
+
+def test_the_working_directory_is_where_the_command_runs_until_a_cd() -> None:
+    """`$PWD`, `$(pwd)` and a backquoted `pwd` are the folder the command runs in ("."; relative paths are read
+    from there); a variable holding it keeps that folder only until the launcher changes directory."""
+    text = """base_dir=`pwd`
+deepspeed ${base_dir}/train.py --deepspeed_config $PWD/configs/ds.json
+ROOT="$(pwd)"
+cd tools
+deepspeed $ROOT/eval.py
+deepspeed $PWD/tool.py
+CURRENT=$(pwd -P)/
+deepspeed ${CURRENT}tune.py
+"""
+    launches = parse_shell("run.sh", text)
+    assert [(lnch.script, lnch.directory) for lnch in launches] == [
+        ("./train.py", ""),
+        ("./tool.py", "tools"),
+        ("./tune.py", "tools"),
+    ]
+    assert launches[0].option("deepspeed_config").value == "./configs/ds.json"  # type: ignore[union-attr]
 
 
 def test_document_code_blocks_keep_their_line_numbers() -> None:
@@ -337,6 +359,29 @@ def test_a_launch_run_in_the_projects_environment() -> None:
         ("torchrun", "train.py", 2),
     ]
     assert launches[1].option("deepspeed") is not None
+
+
+def test_a_launch_run_in_a_container() -> None:
+    """`singularity exec [options] IMAGE cmd`, `apptainer exec`, `docker run [options] IMAGE cmd`: the launcher is
+    the first launcher word after the image (an option's value is never the command); `singularity run` hands its
+    words to the image's runscript, and a container line without a launcher word is no launch."""
+    text = (
+        "srun singularity exec --nv --bind /data:/data --env A=1 image.sif accelerate launch --config_file a.yaml"
+        " train.py --lr 1e-5\n"
+        "apptainer exec ds.sif deepspeed --num_gpus 2 pretrain.py --deepspeed_config ds.json\n"
+        "docker run --gpus all -v $PWD:/w -w /w pytorch/pytorch:2.3 torchrun --nproc_per_node 4 sft.py"
+        " --deepspeed z.json\n"
+        "singularity run image.sif python other.py\n"
+        "docker run --rm busybox ls train.py\n"
+    )
+    launches = parse_shell("job.sh", text)
+    assert [(launch.tool, launch.script, launch.line) for launch in launches] == [
+        ("accelerate", "train.py", 1),
+        ("deepspeed", "pretrain.py", 2),
+        ("torchrun", "sft.py", 3),
+    ]
+    assert launches[0].accelerate_config == "a.yaml"
+    assert launches[0].spawned_by == "srun"
 
 
 def test_a_command_and_options_held_in_variables_are_split_where_expanded() -> None:

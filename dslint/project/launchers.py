@@ -21,6 +21,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from dslint.project.launch_wrappers import LAUNCHER_WORDS, command_start
 from dslint.project.shell_directories import (
     UNKNOWN_VALUE,
     change_directory,
@@ -29,6 +30,7 @@ from dslint.project.shell_directories import (
     own_directory,
     shell_words,
     unquoted,
+    with_working_directory,
 )
 from dslint.project.shell_variables import (
     assign,
@@ -38,16 +40,10 @@ from dslint.project.shell_variables import (
     substitute,
 )
 
-# The launcher commands dslint follows, by the basename of their first word.
-LAUNCHER_WORDS = frozenset({"deepspeed", "torchrun", "accelerate", "python", "python3"})
 # `python -m X script.py`: the modules that launch a training script.
 LAUNCH_MODULES = frozenset(
     {"torch.distributed.launch", "torch.distributed.run", "deepspeed.launcher.runner", "accelerate.commands.launch"}
 )
-# Words that may come before the launcher on a line (wrappers and environment settings).
-WRAPPERS = frozenset({"nohup", "exec", "eval", "time", "env", "srun", "mpirun", "sudo", "CUDA_VISIBLE_DEVICES"})
-# Tools that run a command in a project's environment, as `<tool> run [options] <command>`.
-ENVIRONMENT_RUNNERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "conda", "mamba", "micromamba"})
 # Script options that name the DeepSpeed config file (the option's dest, as argparse spells it).
 CONFIG_OPTIONS = ("deepspeed_config", "deepspeed", "ds_config", "deepspeed_config_file", "ds_config_path")
 
@@ -107,19 +103,11 @@ class LaunchLine:
 
     def launcher_option(self, *names: str) -> ScriptOption | None:
         """The last of the launcher's own options spelt as any of `names` (dashes as underscores)."""
-        found = None
-        for option in self.launcher_options:
-            if option.name in names:
-                found = option
-        return found
+        return next((option for option in reversed(self.launcher_options) if option.name in names), None)
 
     def option(self, name: str) -> ScriptOption | None:
         """The last occurrence of `--name` (argparse keeps the last)."""
-        found = None
-        for option in self.options:
-            if option.name == name:
-                found = option
-        return found
+        return next((option for option in reversed(self.options) if option.name == name), None)
 
     def config_option(self) -> ScriptOption | None:
         """The script option that names a DeepSpeed config file by a literal path (the first of CONFIG_OPTIONS
@@ -237,14 +225,16 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
     earlier `git clone` made, as a README's `git clone URL` then `cd NAME` does, enters this repository), and
     a variable holding the launcher's own directory (`DIR=$(dirname "$0")`,
     `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`, with a literal tail such as `/..`), which is the
-    launcher's folder wherever the launcher is started from.
+    launcher's folder wherever the launcher is started from; `$PWD`, `$(pwd)` is where the command runs (a
+    variable holding it, until the next `cd`).
 
     `read`: the text of a file the launcher sources (`source vars.sh`, `. ./env.sh`), by its path as written;
     the literal assignments in it count as the launcher's own. Without it a sourced file is not read."""
-    variables: dict[str, str | None] = {}
+    variables: dict[str, str | None] = {"PWD": "."}
     exported: dict[str, str] = {}
     found: list[LaunchLine] = []
     here = os.path.dirname(os.path.abspath(path))
+    captured: set[str] = set()  # variables holding the working directory (`ROOT=$(pwd)`): unknown after a `cd`
     directory = ""
     pushed: list[str] = []
     clones: set[str] = set()  # the folders `git clone` made: this repository, as the document's reader has it
@@ -252,7 +242,7 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
     for number, logical in _logical_lines(text):
         if _inert(logical):
             continue  # most lines of a document's code blocks (Python, YAML, output): nothing below uses them
-        line = strip_comment(logical)
+        line, working = with_working_directory(strip_comment(logical))
         sourced = _SOURCE.match(line)
         if sourced is not None:
             _read_sourced(substitute(sourced.group(1), variables), read, variables, exported)
@@ -262,6 +252,7 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
         assignment = written if own is not None else assignment_in(line)
         if assignment is not None:
             name = assignment.name
+            (captured.add if working and own is None else captured.discard)(name)
             if own is not None:
                 variables[name] = own
             else:
@@ -283,6 +274,7 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
             moved = change_directory(substituted, directory, pushed)
             if moved is not None:
                 directory = moved
+                variables.update(dict.fromkeys(captured))
                 continue
             launch = _launch_in(path, number, logical, substituted, None, exported)
             if launch is not None:
@@ -408,29 +400,6 @@ def parse_makefile(path: str, text: str) -> list[LaunchLine]:
     return found
 
 
-# Wrappers that take options of their own before the command they run (`srun --nodes=2 -N 2 deepspeed x.py`,
-# `mpirun -np 4 python x.py`).
-_OPTION_WRAPPERS = frozenset({"srun", "mpirun"})
-
-
-def _after_options(words: list[str], index: int) -> int:
-    """The index of the first word after a wrapper's options: `-x`/`--name=value` words, and the separate value
-    of an option without `=` when it is not a launcher word itself (`-N 2`; `--pty python` keeps `python`)."""
-    while index < len(words) and words[index].startswith("-"):
-        option = words[index]
-        index += 1
-        following = words[index] if index < len(words) else None
-        if (
-            "=" not in option
-            and following is not None
-            and not following.startswith("-")
-            and following.rsplit("/", 1)[-1] not in LAUNCHER_WORDS
-            and not following.endswith(".py")
-        ):
-            index += 1
-    return index
-
-
 def _launch_in(
     path: str, number: int, original: str, segment: str, target: str | None, exported: dict[str, str] | None = None
 ) -> LaunchLine | None:
@@ -441,24 +410,8 @@ def _launch_in(
         words = shell_words(segment)
     except ValueError:
         return None
-    index = 0
     environment = dict(exported or {})
-    spawned_by = ""
-    while index < len(words) and (
-        words[index] in WRAPPERS
-        or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[index]) is not None
-        or (words[index] in ENVIRONMENT_RUNNERS and words[index + 1 : index + 2] == ["run"])
-    ):
-        if words[index] in ENVIRONMENT_RUNNERS:  # `uv run deepspeed ...`, `conda run -n env torchrun ...`
-            index = _after_options(words, index + 2)
-            continue
-        name, equals, value = words[index].partition("=")
-        if equals:
-            environment[name] = UNKNOWN_VALUE if UNKNOWN_VALUE in value else value
-        index += 1
-        if words[index - 1] in _OPTION_WRAPPERS:
-            spawned_by = words[index - 1]
-            index = _after_options(words, index)
+    index, spawned_by = command_start(words, environment)
     if index + 2 < len(words) and words[index].rsplit("/", 1)[-1] in ("bash", "sh") and words[index + 1] == "-c":
         try:  # `mpirun -np 8 bash -c 'python x.py ...'`: the command the shell runs, under the same wrappers
             inner = shell_words(words[index + 2])

@@ -68,6 +68,19 @@ def own_directory(value: str, here: str) -> str | None:
     return os.path.normpath(here + tail)
 
 
+# `$(pwd)`, `` `pwd` `` (also `pwd -L`/`-P`): the folder the shell is in, as `$PWD` holds it
+_PWD_CALL = re.compile(r"\$\(\s*pwd(?:\s+-[LP])?\s*\)|`\s*pwd(?:\s+-[LP])?\s*`")
+_PWD_VARIABLE = re.compile(r"\$\{?PWD\b\}?")
+
+
+def with_working_directory(value: str) -> tuple[str, bool]:
+    """`value` with `$(pwd)` and backquoted `pwd` written as `${PWD}`, and whether it names the working directory.
+    A launcher's `$PWD` is "." (where its relative paths are read from: `find_written` tries the launcher's folder
+    and the repository's top); a variable that holds it is that folder only until the next `cd`."""
+    value = _PWD_CALL.sub("${PWD}", value)
+    return value, _PWD_VARIABLE.search(value) is not None
+
+
 def cloned_folder(segment: str) -> str | None:
     """The folder a `git clone URL [DIR]` segment makes (DIR, else the URL's last part without `.git`)."""
     if "clone" not in segment:
