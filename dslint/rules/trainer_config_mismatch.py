@@ -42,7 +42,22 @@ class DataTrainingArguments:
 data, args = HfArgumentParser((DataTrainingArguments, TrainingArguments)).parse_args_into_dataclasses()
 Trainer(model=build(), args=args).train()
 """
-_PARSING_OWN = _PARSING_DATA.replace("class DataTrainingArguments:", "class DataTrainingArguments(TrainingArguments):")
+_PARSING_OWN = _PARSING_DATA.replace(
+    "class DataTrainingArguments:\n", "class DataTrainingArguments(TrainingArguments):\n    fp16: bool = True\n"
+)
+# a class of the script deriving from transformers' own, adding fields of its own: transformers' defaults hold
+_PARSING_SUBCLASS = """\
+from dataclasses import dataclass
+import transformers
+from transformers import HfArgumentParser, Trainer
+
+@dataclass
+class TrainingArguments(transformers.TrainingArguments):
+    model_max_length: int = 512
+
+(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+Trainer(model=build(), args=args).train()
+"""
 
 
 class TrainerConfigMismatch(ScriptRule):
@@ -71,9 +86,10 @@ class TrainerConfigMismatch(ScriptRule):
             `bf16_full_eval`). It also flags, at the script's `HfArgumentParser`, a launch that passes
             `--deepspeed ds.json` with options contradicting that file (`--bf16` beside `"fp16": {"enabled":
             true}`), naming the launch. The arguments' values are the literal keywords or options; a field not
-            given counts with transformers' default only for transformers' own classes. A value built at run
-            time, a splatted mapping, another fp16 backend (`half_precision_backend`) or `auto_find_batch_size`:
-            not compared.
+            given counts with transformers' default only for transformers' own classes, and for a class of the
+            script deriving from one that redefines no compared field and has no `__post_init__` of its own. A
+            value built at run time, a splatted mapping, another fp16 backend (`half_precision_backend`) or
+            `auto_find_batch_size`: not compared.
         """,
         why="""
             transformers reads the config when the TrainingArguments are made
@@ -140,8 +156,21 @@ class TrainerConfigMismatch(ScriptRule):
             _PARSING_OWN,
             files=(("run.sh", "deepspeed train.py --deepspeed ds.json\n"), ("ds.json", _FP16_FILE)),
         ),
+        Valid(  # a __post_init__ of its own may set any field
+            _PARSING_SUBCLASS.replace(
+                "    model_max_length: int = 512\n",
+                "    model_max_length: int = 512\n\n    def __post_init__(self):\n        self.fp16 = True\n"
+                "        super().__post_init__()\n",
+            ),
+            files=(("run.sh", "deepspeed train.py --deepspeed ds.json\n"), ("ds.json", _FP16_FILE)),
+        ),
     )
     invalid = (
+        Invalid(
+            _PARSING_SUBCLASS,
+            lines=(9,),
+            files=(("run.sh", "deepspeed train.py --deepspeed ds.json\n"), ("ds.json", _FP16_FILE)),
+        ),
         Invalid(
             _PARSING_DATA,
             lines=(8,),
@@ -197,7 +226,7 @@ class TrainerConfigMismatch(ScriptRule):
                 spread = True  # `**options` or positional fields: any field may be set
             elif arg.keyword is not None and arg.keyword.value in MATCHED_FIELDS:
                 arguments[arg.keyword.value] = literal_value(arg.value)
-        defaults = not spread and hf_class_name(self.context, node.func) in TRAINING_ARGUMENTS
+        defaults = not spread and self._keeps_defaults(self.context.module, node.func)
         found = mismatches(config, arguments, defaults)
         if found:
             given = next((m.given for m in found if m.given is not None), None)
@@ -223,29 +252,44 @@ class TrainerConfigMismatch(ScriptRule):
                 continue
             first = call.args[0].value
             classes = [e.value for e in first.elements] if isinstance(first, (cst.Tuple, cst.List)) else [first]
-            names = [hf_class_name(self.context, c) for c in classes]
-            own = any(n in TRAINING_ARGUMENTS for n in names)
-            foreign = any(
-                n is None and self._may_change_defaults(module, c) for n, c in zip(names, classes, strict=True)
-            )
+            own = any(self._keeps_defaults(module, c) for c in classes)
+            foreign = any(self._may_change_defaults(module, c) for c in classes)
             return call, own and not foreign
         return None
 
-    @staticmethod
-    def _may_change_defaults(module: cst.Module, node: cst.BaseExpression) -> bool:
+    def _keeps_defaults(self, module: cst.Module, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """A TrainingArguments class whose compared fields have transformers' defaults: transformers' own, or a
+        class of this module deriving from one that redefines none of them (no field of `MATCHED_FIELDS`, no
+        `__post_init__` of its own: `class TrainingArguments(transformers.TrainingArguments)` adding fields)."""
+        if hf_class_name(self.context, node) in TRAINING_ARGUMENTS:
+            return True
+        found = self._local_class(module, node)
+        if found is None or depth > 4 or not found.bases:
+            return False
+        return not _redefines_fields(found) and all(
+            self._keeps_defaults(module, b.value, depth + 1) for b in found.bases
+        )
+
+    def _may_change_defaults(self, module: cst.Module, node: cst.BaseExpression) -> bool:
         """A class handed to the parser that may redefine TrainingArguments' fields: one of this module deriving
-        from a `*TrainingArguments`, or one imported under such a name (`DataTrainingArguments`, a plain
-        dataclass of this module, cannot)."""
+        from a `*TrainingArguments` that `_keeps_defaults` does not vouch for, or one imported under such a name
+        (`DataTrainingArguments`, a plain dataclass of this module, cannot)."""
+        if hf_class_name(self.context, node) is not None or self._keeps_defaults(module, node):
+            return False
         name = dotted_name(node)
         if name is None:
             return True
-        for statement in module.body:
-            if isinstance(statement, cst.ClassDef) and statement.name.value == name:
-                return any(
-                    (base := dotted_name(b.value)) is None or base.endswith("TrainingArguments")
-                    for b in statement.bases
-                )
+        found = self._local_class(module, node)
+        if found is not None:
+            return any(
+                (base := dotted_name(b.value)) is None or base.endswith("TrainingArguments") for b in found.bases
+            )
         return name.endswith("TrainingArguments")
+
+    @staticmethod
+    def _local_class(module: cst.Module, node: cst.BaseExpression) -> cst.ClassDef | None:
+        name = dotted_name(node)
+        return next((s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value == name), None)
 
     def _report(
         self,
@@ -265,3 +309,17 @@ class TrainerConfigMismatch(ScriptRule):
                 line, column = (start.line, start.column) if start is not None else (1, 1)
                 places.append(Related(shown_path(str(config.path)), line, column, mismatch.key))
         self.report(node, message, related=places)
+
+
+def _redefines_fields(found: cst.ClassDef) -> bool:
+    """Whether a class body writes a compared TrainingArguments field, or a `__post_init__` that may."""
+    for statement in found.body.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == "__post_init__":
+            return True
+        small = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
+        for part in small:
+            targets = [part.target] if isinstance(part, cst.AnnAssign) else []
+            targets += [t.target for t in part.targets] if isinstance(part, cst.Assign) else []
+            if any(isinstance(t, cst.Name) and t.value in MATCHED_FIELDS for t in targets):
+                return True
+    return False
