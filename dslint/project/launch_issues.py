@@ -31,8 +31,9 @@ DSL422-DSL424, report them in the launcher):
   reaches (no `deepspeed=`, no `--deepspeed` in the launch for arguments parsed from the command line): it trains
   as plain DDP (`dslint.project.trainer_without_config`).
 - `missing_script`: the Python script a DeepSpeed launch starts (`deepspeed train_ds.py`, `torchrun`, `accelerate
-  launch`) is a file of that name nowhere in the project, and nothing in the project writes or fetches one: every
-  rank stops at once ("can't open file"). Often the script was renamed and its launchers were not.
+  launch`) is a file of that name nowhere in the project, or names one only when letter case is ignored, and
+  nothing in the project writes or fetches one: every rank stops at once ("can't open file"). Often the script
+  was renamed and its launchers were not (`missing_scripts.py`).
 - `ignored_visible_devices`: `CUDA_VISIBLE_DEVICES` picking GPUs beside `--num_gpus`, which the runner ignores
   and drops: the ranks run on the first GPUs instead (`dslint.project.visible_devices`).
 - `interpreter`: a Python interpreter written between the `deepspeed` launcher and the script
@@ -47,18 +48,15 @@ without arguments (`main()`, `cli.run()`): nothing is reported.
 from __future__ import annotations
 
 import ast
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 
 from dslint.diagnostics import Related
-from dslint.model.library import EXTERNAL_ENTRY_SCRIPTS, MEGATRON_OPTIONS
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
-from dslint.project.inputs import absolute, exists, find_written, shown_path
-from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
+from dslint.project.inputs import shown_path
 from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment
-from dslint.project.missing_configs import beside, missing_accelerate_config, missing_config, missing_in_yaml, writes
+from dslint.project.missing_configs import beside, missing_accelerate_config, missing_config, missing_in_yaml
+from dslint.project.missing_scripts import missing_script_issue
 from dslint.project.project_index import LaunchIssue, LaunchSite
 from dslint.project.script_parser import (
     missing_required,
@@ -142,7 +140,8 @@ def launch_issues(
         if configless is not None:
             issues.append(configless)
         if site.script is None:
-            missing_script = _missing_script(site, sources, launcher_text, file_names, roots)
+            deepspeed = _deepspeed_launch(site, sources)
+            missing_script = missing_script_issue(site, deepspeed, sources, launcher_text, file_names, roots)
             if missing_script is not None:
                 issues.append(missing_script)
         if site.script is not None and site.config_yaml is not None:
@@ -467,83 +466,6 @@ def _configless_trainer(site: LaunchSite, store: SummaryStore) -> LaunchIssue | 
     where = Related(shown_path(script), trainer.lineno, trainer.col_offset + 1, "builds a Trainer without a config")
     end = line.column + len(line.tool)
     return LaunchIssue("configless_trainer", line.line, line.column, end, line.script, related=(where,))
-
-
-# A path the reader is meant to fill in: `your_script.py`, `{path_to_repo}/train.py`, `<script>.py`.
-_PLACEHOLDER = re.compile(r"[{}<>]|\byour|path_to|/path/to", re.IGNORECASE)
-
-# Words of a launcher that bring code from elsewhere before the launch: the script may be one of those files.
-_FETCHES = re.compile(r"\b(git\s+clone|wget|curl|scp|rsync|gsutil|aws\s+s3|hf\s+download|huggingface-cli|unzip|tar)\b")
-
-
-def _missing_script(
-    site: LaunchSite,
-    sources: dict[str, bytes],
-    launcher_text: Callable[[str], str | None],
-    file_names: Callable[[], Mapping[str, tuple[str, ...]]],
-    roots: Sequence[str],
-) -> LaunchIssue | None:
-    """The script of a DeepSpeed launch when no file of its name is anywhere in the project (a path read from the
-    wrong folder is not this: a file of the name elsewhere answers None), no Python line names it while writing or
-    fetching a file (a script generated), and the launcher neither writes it nor fetches code (`git clone`,
-    `wget`...). A path built at run time, an absolute or home path, a `cd` to such a folder, a module
-    (`-m`), and a document's launch (a pattern for the reader's own script, often) are left alone."""
-    line = site.line
-    written = line.script
-    if line.module or not written.endswith(".py") or not _deepspeed_launch(site, sources):
-        return None
-    if os.path.isabs(written) or written.startswith("~") or UNKNOWN_VALUE in written or "$" in written:
-        return None
-    if os.path.isabs(line.directory) or UNKNOWN_VALUE in line.directory or "$" in line.directory:
-        return None
-    if line.launcher.endswith(DOCUMENT_LAUNCHER_SUFFIXES):
-        return None  # a guide's command is often a pattern for the reader's own script, or for another checkout
-    name = os.path.basename(written)
-    if _PLACEHOLDER.search(written) or EXTERNAL_ENTRY_SCRIPTS.match(name):
-        return None
-    if any(option.name.replace("_", "-") in MEGATRON_OPTIONS for option in line.options):
-        return None  # Megatron's own options: its entry script, run from a Megatron checkout
-    folder = os.path.dirname(os.path.normpath(written))
-    if folder not in ("", ".") and find_written(folder, line.launcher, roots, line.directory, os.path.isdir) is None:
-        return None  # the script's folder is not in the project either: a checkout of another project
-    if file_names().get(name) or any(_writes_file(data, name.encode()) for data in sources.values()):
-        return None
-    if not _checked_whole(line.launcher, roots):
-        return None  # the checked folders are part of a repository: the script may be in the rest of it
-    text = launcher_text(line.launcher)
-    if text is None or _FETCHES.search(text) or writes(text, written):
-        return None
-    word = re.compile(rf"(?<![\w./-]){re.escape(written)}(?![\w.])")
-    physical = text.splitlines()
-    last = max(line.line, line.cut_line) if line.cut_line else min(len(physical), line.line + 40)
-    for number in range(line.line, min(last, len(physical)) + 1):
-        match = word.search(physical[number - 1])
-        if match is not None:
-            return LaunchIssue("missing_script", number, match.start() + 1, match.end() + 1, written)
-    return None
-
-
-# What a Python line naming the script must do for the script to be one that the project writes or fetches.
-_WRITING = re.compile(rb"open\(|\.write|copy|move|rename|symlink|download|urlretrieve|render|template", re.IGNORECASE)
-
-
-def _writes_file(source: bytes, name: bytes) -> bool:
-    """Whether a line of `source` names `name` while writing, copying or fetching a file (a mention in a
-    message, a comment or an import is not that)."""
-    if name not in source:
-        return False
-    return any(name in line and _WRITING.search(line) for line in source.splitlines())
-
-
-def _checked_whole(launcher: str, roots: Sequence[str]) -> bool:
-    """Whether the repository holding `launcher` (its nearest folder with `.git`) is inside a checked root: when
-    only part of it is checked, the files outside are not known. No `.git` above: the roots are the project."""
-    folder = Path(absolute(launcher)).parent
-    for ancestor in [folder, *folder.parents]:
-        if exists(ancestor / ".git"):
-            top = str(ancestor)
-            return any(top == root or top.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
-    return True
 
 
 def _reads_command_line(script: str, store: SummaryStore, sources: dict[str, bytes]) -> bool:

@@ -25,7 +25,9 @@ class LaunchedScriptNotFound(LaunchRule):
             file of that name exists elsewhere (a path question, not a missing file), when another Python file
             names the script (it may write it), when the launcher writes the file or fetches code first (`git
             clone`, `wget`, `curl`...), when the path is absolute, under `~`, or built at run time, when the
-            command runs a module (`-m`), and when only part of a repository is checked. A guide's command
+            command runs a module (`-m`), and when only part of a repository is checked. A path that names a
+            project file only when letter case is ignored (`SFT/train.py` for `sft/train.py`) is flagged: Linux,
+            where the ranks run, tells them apart, and the message names the file meant. A guide's command
             (Markdown, reST, a notebook) is left alone: it is often a pattern for the reader's own script.
         """,
         why="""
@@ -78,6 +80,12 @@ class LaunchedScriptNotFound(LaunchRule):
             lines=(3,),
             files=(*_PROJECT, ("scripts/pretrain.py", "import deepspeed\n")),
         ),
+        # a folder named but for letter case: no such file on Linux, though `train.py` exists
+        Invalid(
+            "deepspeed --num_gpus 2 SFT/train.py --deepspeed_config ds.json\n",
+            lines=(1,),
+            files=(("sft/train.py", "import deepspeed\n"), ("ds.json", "{}\n")),
+        ),
         Invalid(
             "accelerate launch --num_processes 2 finetune.py --lr 1e-5\n",
             lines=(1,),
@@ -87,4 +95,6 @@ class LaunchedScriptNotFound(LaunchRule):
 
     @classmethod
     def message_for(cls, issue: LaunchIssue) -> str:
+        if issue.elsewhere:
+            return f"{issue.detail}: no such file on Linux (the project has {issue.elsewhere[0]}); every rank stops"
         return f"{issue.detail}: no such file in the project, and nothing in it writes one; every rank stops at once"
