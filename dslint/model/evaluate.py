@@ -42,6 +42,10 @@ class Evaluator(Resolver):
         self.parameter_values: dict[tuple[str, str, str], Value] = {}
         # every binding of a name in a scope, by (path, function): what `required_arms` reads
         self.scope_stores: dict[tuple[str, str], dict[str, list[ast.AST]]] = {}
+        # `required_arms`' answer for a branching statement (by id, with the statement kept: the summaries keep
+        # every tree alive for the run): it depends on the statement, the block after it and its scope alone, and
+        # the fixpoint reads a function once per round and per call context
+        self.required: dict[int, tuple[ast.stmt, list[int] | None]] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -129,7 +133,10 @@ class Evaluator(Resolver):
                 copy = dict(values)
                 self._block(module, summary, copy, arm)
                 results.append(copy)
-            needed = required_arms(statement, arms, body[index + 1 :], self._stores(module, summary))
+            # arms that leave the same values need no choosing (most do: a log line, a flag set): the walk of
+            # `required_arms` over the arms and the rest of the block is skipped, its answer could change nothing
+            same = all(_same_values(results[0], result) for result in results[1:])
+            needed = None if same else self._required(module, summary, statement, arms, body[index + 1 :])
             if needed is not None:  # the paths past the other arms raise on a name read after the statement
                 results = [results[i] for i in needed]
             for key in {k for result in results for k in result}:
@@ -140,6 +147,20 @@ class Evaluator(Resolver):
                 # the other path may have just set)
                 seen = [result[key] if key in result else self._instance_attribute(result, key) for result in results]
                 values[key] = merge(seen)
+
+    def _required(
+        self,
+        module: ModuleSummary,
+        summary: FunctionSummary,
+        statement: ast.stmt,
+        arms: list[list[ast.stmt]],
+        rest: list[ast.stmt],
+    ) -> list[int] | None:
+        known = self.required.get(id(statement))
+        if known is None or known[0] is not statement:
+            known = (statement, required_arms(statement, arms, rest, self._stores(module, summary)))
+            self.required[id(statement)] = known
+        return known[1]
 
     def _stores(self, module: ModuleSummary, summary: FunctionSummary) -> dict[str, list[ast.AST]]:
         key = (module.path, summary.qualname)
@@ -525,3 +546,13 @@ def _first_role(value: Value) -> str | None:
     if isinstance(value, Item):
         return value.role
     return value.roles[0] if isinstance(value, Results) else None
+
+
+def _same_values(one: dict[str, Value], other: dict[str, Value]) -> bool:
+    """The same names with the same values (the same objects, mostly: each arm starts from a copy)."""
+    return len(one) == len(other) and all(
+        (value := one.get(key, _ABSENT)) is found or value == found for key, found in other.items()
+    )
+
+
+_ABSENT = object()

@@ -67,6 +67,14 @@ def required_arms(
     every arm may have run (see the module's docstring)."""
     if "*" in stores:
         return None
+    # a name that counts is bound only inside the statement, and read after it: both cheap to test first (the
+    # lines of its bindings, before any walk of the arms), and most branches have no such name
+    first, last = statement.lineno, statement.end_lineno or statement.lineno
+    bound_inside = [
+        name for name, nodes in stores.items() if all(first <= getattr(node, "lineno", 0) <= last for node in nodes)
+    ]
+    if not any(_read_on_every_path(name, rest) for name in bound_inside):
+        return None
     # each arm's bindings, at any depth and on any path through it: an arm is taken as not having run only where
     # it cannot bind the name at all
     in_arms = [scope_stores(arm, (), False) for arm in arms]

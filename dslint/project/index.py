@@ -418,10 +418,28 @@ def _read_launchers(
             index.launch_issues.setdefault(absolute(launcher), []).extend(written)
     # a launcher naming a launched script's file where the index read no launch of it (`srun ... python x.py` in
     # a form it does not parse, a prose mention): that script's launches are not all known
-    for script, facts in list(index.files.items()):
-        file_name = os.path.basename(script).encode()
-        if facts.launches and any(file_name in t and script not in launched_from.get(at, ()) for at, t in read.items()):
+    started = {script: facts for script, facts in index.files.items() if facts.launches}
+    holders = _holders(read, {os.path.basename(script).encode() for script in started})
+    for script, facts in started.items():
+        if any(script not in launched_from.get(at, ()) for at in holders[os.path.basename(script).encode()]):
             index.files[script] = replace(facts, launches_partial=True)
+
+
+def _holders(texts: dict[str, bytes], names: set[bytes]) -> dict[bytes, list[str]]:
+    """For each of `names`, the texts holding it (`name in text`), in the texts' order. A name ending in `.py`
+    ends at an occurrence of `.py`: each text is read once, at those occurrences, instead of once per name."""
+    found: dict[bytes, list[str]] = {name: [] for name in names}
+    suffixed = {name for name in names if name.endswith(b".py")}
+    lengths = sorted({len(name) for name in suffixed})
+    for at, text in texts.items():
+        seen: set[bytes] = {name for name in names - suffixed if name in text}
+        end = text.find(b".py") + 3
+        while end > 2:
+            seen.update(piece for k in lengths if k <= end and (piece := text[end - k : end]) in suffixed)
+            end = text.find(b".py", end - 2) + 3
+        for name in seen:
+            found[name].append(at)
+    return found
 
 
 def _unfound_yaml_config(launched: LaunchedConfig) -> tuple[str, int] | None:

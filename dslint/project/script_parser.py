@@ -97,7 +97,24 @@ def unknown_options(summary: ModuleSummary, data: bytes, written: Iterable[str])
 
 
 def strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
-    """The script's parser when it is known whole and parses strictly, else None."""
+    """The script's parser when it is known whole and parses strictly, else None (read once per module and text:
+    four launch questions ask it for each launch of a script)."""
+    known = _STRICT_PARSERS.get(id(summary))
+    if known is not None and known[0] is summary and known[1] is data:
+        return known[2]
+    if len(_STRICT_PARSERS) >= _STRICT_PARSERS_KEPT:
+        _STRICT_PARSERS.clear()
+    # `argparse.ArgumentParser` is written somewhere in a script that builds one (called, imported, aliased)
+    found = _strict_parser(summary, data) if b"ArgumentParser" in data else None
+    _STRICT_PARSERS[id(summary)] = (summary, data, found)
+    return found
+
+
+_STRICT_PARSERS: dict[int, tuple[ModuleSummary, bytes, StrictParser | None]] = {}
+_STRICT_PARSERS_KEPT = 4096
+
+
+def _strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
     if b"parse_known_args" in data or b"parse_intermixed" in data:
         return None
     tree = summary.tree
