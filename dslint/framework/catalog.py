@@ -329,7 +329,12 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             Shape(methods=("save_state", "save_model", "get_state_dict"), one_rank=True, words=(b"Accelerator",)),
         ),
     ),
-    "DSL431": Needs((b"deepspeed", b"initialize", b"optimizer")),
+    "DSL431": Needs(
+        (b"deepspeed", b"initialize", b"optimizer"),
+        engine=False,
+        # a Lightning module's optimizer under an offloading strategy of Lightning's (which calls initialize)
+        alternatives=((b"configure_optimizers", b"deepspeed"), (b"configure_optimizers", b"DeepSpeed")),
+    ),
     # a rank variable assigned (`os.environ["RANK"] = "0"`) where a launch starts several processes
     "DSL433": Needs(
         (b"environ", b"RANK"),

@@ -113,6 +113,17 @@ LIGHTNING_STRATEGY = LibraryCall(
     note="Lightning fills train_micro_batch_size_per_gpu from the data loader, then calls deepspeed.initialize",
 )
 
+# Lightning's registered DeepSpeed strategies that offload the optimizer (`DeepSpeedStrategy.register_strategies`:
+# `offload_optimizer=True`), and the keyword that asks for it on a strategy built by hand. The config Lightning then
+# builds sets no `zero_force_ds_cpu_optimizer`, and its DeepSpeedStrategy hands `configure_optimizers`' optimizer to
+# `deepspeed.initialize` (Fabric's `setup` the one it is given).
+LIGHTNING_OFFLOAD_STRATEGIES = frozenset(
+    {"deepspeed_stage_2_offload", "deepspeed_stage_3_offload", "deepspeed_stage_3_offload_nvme"}
+)
+LIGHTNING_STRATEGY_CLASSES = frozenset({"DeepSpeedStrategy", "DeepSpeedPlugin"})  # the plugin: Lightning < 1.6
+# GPU optimizers that are no CPU optimizer either (ZeRO-Offload refuses them as it does torch's)
+FUSED_ADAMS = frozenset({"apex.optimizers.FusedAdam", "deepspeed.ops.adam.FusedAdam"})
+
 # Config readers found by the callee's last name (`DeepSpeedStrategy(config=...)` under any import path);
 # `initialize` only as `deepspeed.initialize`, any name ending in `TrainingArguments` as TrainingArguments.
 READERS_BY_LAST_NAME: dict[str, LibraryCall] = {

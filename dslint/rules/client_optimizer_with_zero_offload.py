@@ -10,7 +10,9 @@ import libcst as cst
 from dslint.config.facts import Origin
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.library import FUSED_ADAMS, LIGHTNING_OFFLOAD_STRATEGIES, LIGHTNING_STRATEGY_CLASSES
 from dslint.project.config_link import resolve_config
+from dslint.script.names import dotted_name
 
 # Optimizers DeepSpeed's ZeRO-Offload check refuses (any class but DeepSpeedCPUAdam and DeepSpeedCPULion): the
 # plain ones of torch and transformers, named exactly so that a project's own wrapper is never taken for one.
@@ -23,6 +25,16 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 engine, optimizer, _, _ = deepspeed.initialize(model=model, optimizer=optimizer, config=CONFIG)
 """
 _OFFLOAD = '{"train_batch_size": 8, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}'
+_LIGHTNING = """\
+import lightning as L
+import torch
+
+class Net(L.LightningModule):
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=1e-3)
+
+L.Trainer(accelerator="gpu", devices=4, strategy=STRATEGY).fit(Net())
+"""
 
 
 class ClientOptimizerWithZeroOffload(ScriptRule):
@@ -30,7 +42,11 @@ class ClientOptimizerWithZeroOffload(ScriptRule):
     slug = "client-optimizer-with-zero-offload"
     message = "ZeRO-Offload refuses a client torch optimizer (ZeRORuntimeException); use DeepSpeedCPUAdam"
     severity = Severity.ERROR
+    lightning_template = "{strategy} offloads the optimizer: ZeRO-Offload refuses this one (ZeRORuntimeException)"
     required_tokens = (b"deepspeed", b"initialize", b"optimizer")
+    # a Lightning module's optimizer under an offloading strategy of Lightning's (no initialize: Lightning calls it)
+    alternative_tokens = ((b"configure_optimizers", b"deepspeed"), (b"configure_optimizers", b"DeepSpeed"))
+    needs_engine = False
     docs = RuleDocs(
         what="""
             Flags the `optimizer=` of a `deepspeed.initialize` call when it is a plain torch optimizer
@@ -39,7 +55,12 @@ class ClientOptimizerWithZeroOffload(ScriptRule):
             with `"device": "cpu"` or `"nvme"`, or the deprecated `"cpu_offload": true`) without
             `"zero_force_ds_cpu_optimizer": false`. A config that cannot be read, an optimizer of unknown
             class, DeepSpeed's own CPU optimizers and the Hugging Face Trainer (which sets the switch off for
-            its own optimizer) are left alone.
+            its own optimizer) are left alone. Under Lightning, the torch (or fused GPU) optimizer built in a
+            `configure_optimizers` of the file is flagged when every `Trainer`/`Fabric` of the file runs a
+            strategy that offloads the optimizer (`"deepspeed_stage_2_offload"`, `"deepspeed_stage_3_offload"`,
+            `"deepspeed_stage_3_offload_nvme"`, or `DeepSpeedStrategy(offload_optimizer=True)` without a
+            `config` of its own) and the file never mentions `zero_force_ds_cpu_optimizer`: the config
+            Lightning builds leaves the switch on, and Lightning hands that optimizer to `initialize`.
         """,
         why="""
             `DeepSpeedEngine._configure_optimizer` (`runtime/engine.py`, DeepSpeed 0.19.8) raises
@@ -67,8 +88,37 @@ class ClientOptimizerWithZeroOffload(ScriptRule):
         Valid(_SCRIPT.replace("CONFIG", _OFFLOAD.replace('"cpu"', '"none"'))),
         Valid(_SCRIPT.replace("torch.optim.AdamW", "make_optimizer").replace("CONFIG", _OFFLOAD)),
         Valid(_SCRIPT.replace("CONFIG", "args.config")),
+        Valid(_LIGHTNING.replace("STRATEGY", '"deepspeed_stage_3"')),  # no offload
+        Valid(_LIGHTNING.replace("STRATEGY", "args.strategy")),  # a strategy chosen at run time
+        Valid(  # DeepSpeed's own CPU optimizer
+            _LIGHTNING.replace("STRATEGY", '"deepspeed_stage_2_offload"')
+            .replace("torch.optim.Adam(", "deepspeed.ops.adam.DeepSpeedCPUAdam(")
+            .replace("import torch\n", "import deepspeed\nimport torch\n")
+        ),
+        Valid(  # the switch turned off on the strategy's config
+            _LIGHTNING.replace("STRATEGY", "strategy").replace(
+                "L.Trainer(",
+                "strategy = L.pytorch.strategies.DeepSpeedStrategy(offload_optimizer=True)\n"
+                'strategy.config["zero_force_ds_cpu_optimizer"] = False\nL.Trainer(',
+            )
+        ),
+        Valid(  # another Trainer of the file trains without offload: which module goes where is not known
+            _LIGHTNING.replace("STRATEGY", '"deepspeed_stage_2_offload"') + 'L.Trainer(strategy="ddp").fit(Net())\n'
+        ),
+        Valid(_LIGHTNING.replace("STRATEGY", 'DeepSpeedStrategy(offload_optimizer=True, config="ds.json")')),
     )
     invalid = (
+        Invalid(_LIGHTNING.replace("STRATEGY", '"deepspeed_stage_3_offload"'), lines=(6,)),
+        Invalid(
+            _LIGHTNING.replace(
+                "import torch\n", "import torch\nfrom lightning.pytorch.strategies import DeepSpeedStrategy\n"
+            )
+            .replace("return torch.optim.Adam(", "return {'optimizer': torch.optim.SGD(")
+            .replace("lr=1e-3)", "lr=1e-3)}")
+            .replace("strategy=STRATEGY", "strategy=strategy")
+            .replace("L.Trainer(", "strategy = DeepSpeedStrategy(stage=2, offload_optimizer=True)\nL.Trainer("),
+            lines=(7,),
+        ),
         Invalid(_SCRIPT.replace("CONFIG", _OFFLOAD), lines=(4,)),
         Invalid(
             _SCRIPT.replace("CONFIG", '{"zero_optimization": {"stage": 2, "cpu_offload": True}}'),
@@ -88,6 +138,11 @@ class ClientOptimizerWithZeroOffload(ScriptRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.configuring and _refused(self.facts.qualified(node.func)):
+            self.refused.append(node)
+        if (dotted_name(node.func) or "").rpartition(".")[2] in ("Trainer", "Fabric"):
+            chosen = next((a.value for a in node.args if a.keyword and a.keyword.value == "strategy"), None)
+            self.strategies.append(self._offloading(chosen, node) if chosen is not None else None)
         init = self.facts.initialize_call_for(node)
         if init is None:
             return
@@ -98,6 +153,42 @@ class ClientOptimizerWithZeroOffload(ScriptRule):
         if config is None or config.origin is not Origin.INITIALIZE or not _offloads_to_cpu(config.values):
             return
         self.report(argument, self.message + config.evidence())
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.strategies: list[str | None] = []  # each Lightning Trainer/Fabric's offloading strategy, or None
+        self.refused: list[cst.Call] = []  # client optimizers built in a `configure_optimizers`
+        self.configuring = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.configuring += node.name.value == "configure_optimizers"
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.configuring -= original_node.name.value == "configure_optimizers"
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        """A Lightning module's optimizer under offloading strategies of Lightning's, every one the file runs
+        (a Trainer without one, or with one chosen at run time, may be the one that trains the module)."""
+        if not self.strategies or None in self.strategies or "zero_force_ds_cpu_optimizer" in self.context.text:
+            return
+        message = self.lightning_template.format(strategy=self.strategies[0])
+        for call in self.refused:
+            self.report(call, message)
+
+    def _offloading(self, chosen: cst.BaseExpression, at: cst.Call, depth: int = 0) -> str | None:
+        """How the strategy offloads the optimizer (its registered name, or `DeepSpeedStrategy(...)`), or None."""
+        if isinstance(chosen, cst.SimpleString) and chosen.evaluated_value in LIGHTNING_OFFLOAD_STRATEGIES:
+            return f'Lightning\'s "{chosen.evaluated_value}"'
+        if isinstance(chosen, cst.Name) and depth == 0:
+            bound = self.facts.assigned_value(chosen, at)
+            return self._offloading(bound, at, 1) if bound is not None else None
+        if not isinstance(chosen, cst.Call) or (chosen.args and chosen.args[0].keyword is None):
+            return None
+        name = (dotted_name(chosen.func) or "").rpartition(".")[2]
+        keywords = {a.keyword.value: a.value for a in chosen.args if a.keyword is not None}
+        offload = keywords.get("offload_optimizer")
+        if name not in LIGHTNING_STRATEGY_CLASSES or "config" in keywords or not _is_true(offload):
+            return None
+        return f"{name}(offload_optimizer=True)" if not _is_false(keywords.get("zero_optimization")) else None
 
     def _client_optimizer(self, argument: cst.BaseExpression, at: cst.Call) -> bool:
         value: cst.BaseExpression | None = argument
@@ -122,3 +213,15 @@ def _offloads_to_cpu(values: Any) -> bool:
     if isinstance(offload, dict):
         return offload.get("device") in ("cpu", "nvme")
     return offload is None and zero.get("cpu_offload") is True
+
+
+def _refused(qualified: str | None) -> bool:
+    return qualified is not None and (_CLIENT.match(qualified) is not None or qualified in FUSED_ADAMS)
+
+
+def _is_true(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _is_false(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"
