@@ -14,6 +14,7 @@ from dslint.script.engine_calls import is_engine_method_call
 from dslint.script.facts import BindingKind
 from dslint.script.latest_reads import latest_read_after
 from dslint.script.names import dotted_name
+from dslint.script.walk import all_nodes
 
 # A guard's subject that tests a path exists (its truth holding on the call's path).
 _EXISTENCE = re.compile(r"(?:\bexists|\bisdir|\bisfile|\bis_dir|\bis_file|\blexists)\(")
@@ -33,12 +34,13 @@ class LoadCheckpointResultIgnored(ScriptRule):
     docs = RuleDocs(
         what="""
             Flags `engine.load_checkpoint(...)` used as a statement of its own, its result thrown away.
-            Also `_, _ = engine.load_checkpoint(...)` (bound only to throwaway names; no rewrite offered).
-            (`_, client_state = engine.load_checkpoint(...)` is not flagged: a script that then reads
-            `client_state[...]` fails loudly on the `None`.) Nor is a call given a tag that is never None (a
-            string literal or f-string, `str(...)`, a string built with `+` or `%`, `os.path.basename(...)`, a
-            string's own method's result, `handle.read().strip()`, a name bound to one of these or unpacked from
-            `os.path.split(...)` or a string's `split(...)`, or bound where its value was tested not None: the
+            Also `_, _ = engine.load_checkpoint(...)` (bound only to throwaway names; no rewrite offered), and
+            `_, client_state = ...` in a function that never mentions those names again. (A `client_state` the
+            function reads is not flagged: `client_state[...]` fails loudly on the `None`.) Nor is a call given a
+            tag that is never None (a string literal or f-string, `str(...)`, a string built with `+` or `%`,
+            `os.path.basename(...)`, a string's own method's result, `handle.read().strip()`, a name bound to one
+            of these or unpacked from `os.path.split(...)` or a string's `split(...)`, or bound where its value
+            was tested not None: the
             `else` of `if args.tag is None:`): with a tag, a missing checkpoint raises instead; nor a tag the call
             is guarded by (`if tag is not None:`, `if tag:`) or a parameter annotated `str` without a default. A
             tag that may be None (`tag=args.tag`, an option without a default) is flagged.
@@ -77,6 +79,18 @@ class LoadCheckpointResultIgnored(ScriptRule):
         """,
     )
     valid = (
+        # the state it returns is read (a missing checkpoint fails loudly on the None), in a nested function too
+        Valid(
+            """
+            import deepspeed
+            def finetune(args, net):
+                engine, *_ = deepspeed.initialize(args=args, model=net)
+                load_path, client_state = engine.load_checkpoint(args.pretrained_dir)
+                def start():
+                    return client_state["step"]
+                step = start()
+            """
+        ),
         # resume if present: the folder is the one the script's engine saves into
         Valid(
             """
@@ -182,6 +196,19 @@ class LoadCheckpointResultIgnored(ScriptRule):
         ),
     )
     invalid = (
+        # the result bound to names the function never mentions again: thrown away all the same
+        Invalid(
+            """
+            import deepspeed
+            def finetune(args, net):
+                engine, *_ = deepspeed.initialize(args=args, model=net)
+                _, client_state = engine.load_checkpoint(args.pretrained_dir)
+                for batch in loader:
+                    engine.backward(engine(batch))
+                    engine.step()
+            """,
+            lines=(5,),
+        ),
         # the folder read is not the one saved into (or a plain name saved only before the load)
         Invalid(
             """
@@ -309,12 +336,12 @@ class LoadCheckpointResultIgnored(ScriptRule):
                 def resume(self, path):
                     if path:
                         self.engine.load_checkpoint(path + "/ckpt")
-                    _, state = self.engine.load_checkpoint(path)  # not flagged
+                    _, state = self.engine.load_checkpoint(path)  # `state` never read: thrown away too
                     _, _ = self.engine.load_checkpoint(path)
                 def setup(self):
                     self.engine, _, _, _ = deepspeed.initialize(model=self.net, config=self.cfg)
             """,
-            lines=(6, 8),
+            lines=(6, 7, 8),
             fixed="""
             import deepspeed
             class Trainer:
@@ -323,7 +350,7 @@ class LoadCheckpointResultIgnored(ScriptRule):
                         load_path, _ = self.engine.load_checkpoint(path + "/ckpt")
                         if load_path is None:
                             raise FileNotFoundError("no DeepSpeed checkpoint to load")
-                    _, state = self.engine.load_checkpoint(path)  # not flagged
+                    _, state = self.engine.load_checkpoint(path)  # `state` never read: thrown away too
                     _, _ = self.engine.load_checkpoint(path)
                 def setup(self):
                     self.engine, _, _, _ = deepspeed.initialize(model=self.net, config=self.cfg)
@@ -346,7 +373,7 @@ class LoadCheckpointResultIgnored(ScriptRule):
             return  # resume if present: the script saves there itself, and a first run starts fresh by design
         line = self.facts.lone_expression_statement(node)
         if line is None:
-            if self._discarded_into_underscores(node):
+            if self._discarded_into_underscores(node) or self._bound_never_read(node):
                 self.report(node)  # `_, _ = engine.load_checkpoint(...)`: no rewrite offered
             return
         self.report(
@@ -471,6 +498,32 @@ class LoadCheckpointResultIgnored(ScriptRule):
                 annotation = param.annotation
                 return annotation is not None and dotted_name(annotation.annotation) == "str" and param.default is None
         return False
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.functions: list[cst.CSTNode] = [node]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.functions.pop()
+
+    def _bound_never_read(self, node: cst.Call) -> bool:
+        """`_, client_state = engine.load_checkpoint(...)` whose names no code of the function (nested ones
+        included) ever mentions again: the result is thrown away all the same."""
+        statement = self.facts.small_statement_of_call.get(node)
+        if not isinstance(statement, cst.Assign) or statement.value is not node or len(statement.targets) != 1:
+            return False
+        target = statement.targets[0].target
+        elements = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+        if not all(isinstance(e, cst.Name) for e in elements):
+            return False  # `self.client_state = ...`, a starred or nested target: kept somewhere
+        names = {e.value for e in elements if isinstance(e, cst.Name)} - {"_"}
+        scope = self.functions[-1]
+        if not names or isinstance(scope, cst.Module) or "locals()" in self.context.code(scope):
+            return False  # a module-level name may be imported and read elsewhere
+        mentioned = (n for n in all_nodes(scope) if isinstance(n, cst.Name) and n.value in names)
+        return all(any(n is e for e in elements) for n in mentioned)
 
     def _discarded_into_underscores(self, node: cst.Call) -> bool:
         """`_, _ = engine.load_checkpoint(...)` or `_ = ...`: the result is bound only to throwaway names."""

@@ -112,6 +112,15 @@ def own_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(reversed(children(node)))
 
 
+def all_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node under `root` (not `root` itself), nested functions, classes and lambdas included."""
+    stack = list(reversed(children(root)))
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(children(node)))
+
+
 def own_returns(function: cst.FunctionDef) -> list[cst.Return]:
     """The `return` statements of `function`, not of the functions nested in it, in source order."""
     return [node for node in own_nodes(function) if isinstance(node, cst.Return)]
