@@ -1,4 +1,5 @@
-"""Calls that move their argument to a GPU inside the project function they call:
+"""Calls that move their argument to a GPU inside the project function they call (and calls that load a state
+dict into it there, `loading_calls`: the same question for another effect on the parameter):
 
     def place(model, device):
         model.to(device)                       # the parameter itself is moved
@@ -21,7 +22,7 @@ and `super().method` along the bases).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from dslint.model.evaluate import Evaluator
@@ -90,6 +91,25 @@ def moving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]
         )
 
 
+def loading_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]:
+    """Every call in the modules `paths` whose plain-name argument the callee loads a state dict into
+    (`def restore(model, path): model.load_state_dict(torch.load(path))`); the `move_*` fields give the load."""
+    seen: dict[tuple[str, str, str], tuple[ast.Call, str | None, tuple[Guard, ...]] | None] = {}
+    for handed in handed_arguments(model, paths, lambda argument: isinstance(argument, ast.Name)):
+        key = (*handed.callee, handed.param)
+        if key not in seen:
+            seen[key] = _first_effect(handed.function, handed.param, _load_on)
+        found = seen[key]
+        if found is None or _ruled_out(found[2], handed.function, handed.call):
+            continue
+        load = found[0]
+        text = _line_text(model, handed.callee[0], load.lineno)
+        yield MovingCall(
+            handed.path, handed.line, handed.column, handed.index, handed.keyword, None, handed.callee[1],
+            handed.callee[0], load.lineno, load.col_offset + 1, text,
+        )  # fmt: skip
+
+
 def own_moving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]:
     """Every `super().method(...)` or `self.method(...)` in the modules `paths` whose callee moves an attribute of
     its own instance (`self.model.to(device)`), which is the caller's: a move of the caller's `self.model`."""
@@ -155,6 +175,22 @@ def _moved(function: FunctionInfo, param: str) -> tuple[ast.Call, str | None, tu
     """The first move of the parameter `param` (or of a name or `self.<attribute>` bound to it) to a GPU in the
     function's own body, the attribute of `self` holding it then (None: not kept in one), and the `if` tests
     around the move."""
+    return _first_effect(function, param, _move_in_chain)
+
+
+def _load_on(value: ast.expr, holders: set[str]) -> ast.Call | None:
+    """`h.load_state_dict(...)` on a holder of the parameter (its result kept or not)."""
+    node = value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "load_state_dict":
+        return node if dotted(node.func.value) in holders else None
+    return None
+
+
+def _first_effect(
+    function: FunctionInfo, param: str, find: Callable[[ast.expr, set[str]], ast.Call | None]
+) -> tuple[ast.Call, str | None, tuple[Guard, ...]] | None:
+    """The first call `find` finds on the parameter `param` (or on a name or `self.<attribute>` bound to it) in
+    the function's own body, the attribute of `self` holding it then, and the `if` tests around the call."""
     me = function.params[0] if function.is_method and function.params else None
     holders = {param}
     stored: str | None = None
@@ -162,7 +198,7 @@ def _moved(function: FunctionInfo, param: str) -> tuple[ast.Call, str | None, tu
         value = statement.value if isinstance(statement, (ast.Assign, ast.Expr, ast.Return)) else None
         if value is None:
             continue
-        move = _move_in_chain(value, holders)
+        move = find(value, holders)
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
             target = dotted(statement.targets[0])
             root = _chain_root(value)

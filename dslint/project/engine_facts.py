@@ -18,7 +18,7 @@ from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
 from dslint.model.library import OPTIMIZER
-from dslint.model.moved_arguments import moving_calls, own_moving_calls
+from dslint.model.moved_arguments import loading_calls, moving_calls, own_moving_calls
 from dslint.model.pretrained_loaders import loader_calls
 from dslint.model.stage_tests import stage_tested_after
 from dslint.model.state_saving_calls import (
@@ -179,6 +179,13 @@ def record_engines(
         moved_at = Related(shown_path(moving.move_path), moving.move_line, moving.move_column, note)
         argument = MovedArgument(moving.index, moving.keyword, moving.stored, moved_at)
         files[moving.path] = replace(facts, moving_calls={**facts.moving_calls, (moving.line, moving.column): argument})
+    for loading in loading_calls(model, sorted(holders)):
+        facts = facts_of(files, loading.path)
+        note = f"{loading.callee}() loads a state dict into it: {loading.move_text}"
+        loaded_at = Related(shown_path(loading.move_path), loading.move_line, loading.move_column, note)
+        argument = MovedArgument(loading.index, loading.keyword, None, loaded_at)
+        loads = {**facts.loading_calls, (loading.line, loading.column): argument}
+        files[loading.path] = replace(facts, loading_calls=loads)
     for helper, position, name, unwrapped in model.passthrough_helpers():
         facts = facts_of(files, helper.caller_path)
         passthrough = {**facts.passthrough, helper.position: (position, name, unwrapped)}

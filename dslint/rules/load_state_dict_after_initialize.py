@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dslint.diagnostics import Applicability, Severity
+from dslint.diagnostics import Applicability, Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model import library
 from dslint.model.engine import Engine
@@ -13,10 +13,18 @@ from dslint.project.evidence import evidence
 from dslint.script.facts import Role, method_name
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.loop import loop_facts
+from dslint.script.model_moves import argument_at
 from dslint.script.names import dotted_name, literally_enabled
 from dslint.script.state_dict_loads import Rewrite, StateDictLoads
 
 TARGETS = (Role.ENGINE_MODULE, Role.RAW_MODEL)  # the engine object itself: DSL209
+# a project helper that loads a state dict into the module it is handed
+_RESTORE = (
+    (
+        "checkpoints.py",
+        "import torch\ndef restore(net, path):\n    net.load_state_dict(torch.load(path, map_location='cpu'))\n",
+    ),
+)
 ZERO_INIT = library.ZERO_INIT.names
 
 
@@ -45,7 +53,9 @@ class LoadStateDictAfterInitialize(ScriptRule):
             `engine.step()` or `step()` of the optimizer `initialize` returned; a warning when it cannot be read.
             Also flagged, before or after `initialize`: a load into a model built inside an enabled
             `with deepspeed.zero.Init(...)` block (outside `GatheredParameters`), whose parameters are
-            partitioned as they are created.
+            partitioned as they are created. A call of a project function (of any module) that loads a state
+            dict into the model it is handed (`restore(model, path)` running `net.load_state_dict(...)`) counts
+            as the load, reported at the call with the helper's load named (no rewrite offered).
         """,
         why="""
             Under ZeRO-3 the parameters are partitioned and `param.data` is empty on every rank, so the load
@@ -101,6 +111,21 @@ class LoadStateDictAfterInitialize(ScriptRule):
         """,
     )
     valid = (
+        # the same helper before initialize, or given another module
+        Valid(
+            """
+            import deepspeed
+            from checkpoints import restore
+            def main(args, model, teacher):
+                restore(model, args.weights)
+                engine, optimizer, _, _ = deepspeed.initialize(model=model, config={"bf16": {"enabled": True}})
+                restore(teacher, args.teacher_weights)
+                for batch in args.loader:
+                    engine.backward(engine(batch) + teacher(batch))
+                    engine.step()
+            """,
+            files=_RESTORE,
+        ),
         Valid(
             """
             import deepspeed, torch
@@ -146,6 +171,21 @@ class LoadStateDictAfterInitialize(ScriptRule):
         ),
     )
     invalid = (
+        # a project function loads the state into the model it is handed: reported at the call, naming the load
+        Invalid(
+            """
+            import deepspeed
+            from checkpoints import restore
+            def main(args, model):
+                engine, optimizer, _, _ = deepspeed.initialize(model=model, config={"bf16": {"enabled": True}})
+                restore(model, args.weights)
+                for batch in args.loader:
+                    engine.backward(engine(batch))
+                    engine.step()
+            """,
+            lines=(6,),
+            files=_RESTORE,
+        ),
         Invalid(
             """
             import deepspeed
@@ -375,7 +415,8 @@ class LoadStateDictAfterInitialize(ScriptRule):
         self.loop_nodes: list[cst.CSTNode] = []
         self.gathered = GatheredBlocks(self.facts)
         self.blocks: dict[cst.CSTNode, cst.CSTNode] = {line: node for line in node.body}
-        self.pending: list[cst.Call] = []
+        # loads to report: the call, the module loaded into, the helper's load when a project function loads it
+        self.pending: list[tuple[cst.Call, cst.BaseExpression, Related | None]] = []
         self.partitioning: list[cst.With] = []  # `with deepspeed.zero.Init(...)` blocks (enabled)
         self.zero_init_loads: list[cst.Call] = []
 
@@ -394,14 +435,30 @@ class LoadStateDictAfterInitialize(ScriptRule):
         self.gathered.leave(original_node)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if method_name(node) != "load_state_dict" or self.gathered.inside:
+        if self.gathered.inside:
+            return
+        if method_name(node) != "load_state_dict":
+            self._helper_load(node)
             return
         assert isinstance(node.func, cst.Attribute)
-        facts = self.facts
         if self._built_partitioned(node.func.value, node):
             self.zero_init_loads.append(node)
             return
-        answer = facts.role_of(node.func.value, at=node)
+        self._consider(node, node.func.value)
+
+    def _helper_load(self, node: cst.Call) -> None:
+        """A call of a project function that loads a state dict into its argument (`restore(model, path)`:
+        `ProjectFacts.loading_calls`), reported at the call with the helper's load as a related location."""
+        project = self.facts.project
+        position = self.facts.call_position(node) if project is not None and project.loading_calls else None
+        loaded = project.loading_calls.get(position) if project is not None and position is not None else None
+        argument = argument_at(node, loaded.index, loaded.keyword) if loaded is not None else None
+        if loaded is not None and argument is not None:
+            self._consider(node, argument, loaded.where)
+
+    def _consider(self, node: cst.Call, target: cst.BaseExpression, helper: Related | None = None) -> None:
+        facts = self.facts
+        answer = facts.role_of(target, at=node)
         if answer is None or answer.role not in TARGETS:
             return
         init = answer.init  # None for an engine from elsewhere, made before this code runs
@@ -410,7 +467,7 @@ class LoadStateDictAfterInitialize(ScriptRule):
             return
         if answer.role is Role.RAW_MODEL and not same_scope:
             return  # another function may run before initialize
-        self.pending.append(node)
+        self.pending.append((node, target, helper))
 
     def _built_partitioned(self, target: cst.BaseExpression, at: cst.CSTNode) -> bool:
         """Whether `target` (a name or `self.x`) was last bound, in this scope, inside an enabled
@@ -430,9 +487,8 @@ class LoadStateDictAfterInitialize(ScriptRule):
             self.report(node, self.zero_init_message)
         # Rewrites need every block of the file, so they are built once the traversal is done.
         loads = StateDictLoads(self.context, self.blocks)
-        for node in self.pending:
-            assert isinstance(node.func, cst.Attribute)
-            answer = self.facts.role_of(node.func.value, at=node)
+        for node, target, helper in self.pending:
+            answer = self.facts.role_of(target, at=node)
             assert answer is not None
             masters = keeps_master_weights(self.context, answer.engine)
             if masters is False:
@@ -453,12 +509,12 @@ class LoadStateDictAfterInitialize(ScriptRule):
                 )
             else:
                 message, severity = self.message, Severity.WARNING  # the config cannot be read
-            rewrite = self._rewrite(loads, node)
+            rewrite = self._rewrite(loads, node) if helper is None else None
             found = evidence(self.context, answer.engine)
             self.report(
                 node,
                 message + found.suffix,
-                related=found.related,
+                related=(*found.related, *((helper,) if helper is not None else ())),
                 edits=rewrite.edits if rewrite else (),
                 applicability=Applicability.UNSAFE,
                 fix_message=rewrite.message if rewrite else "",

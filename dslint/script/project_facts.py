@@ -115,7 +115,7 @@ class LaunchWorldSize:
 @dataclass(frozen=True)
 class MovedArgument:
     """A call's argument (positional `index`, or `keyword`) that the project function it calls moves to a GPU
-    (`where`); `stored`: the attribute of the caller's own `self` the callee keeps it in (`super().__init__(net)`
+    (`where`; or, in `ProjectFacts.loading_calls`, loads a state dict into); `stored`: the attribute of the caller's own `self` the callee keeps it in (`super().__init__(net)`
     storing `self.net`), else None."""
 
     index: int | None
@@ -169,6 +169,9 @@ class ProjectFacts:
     # Calls in this file whose plain-name argument the project function called moves to a GPU
     # (`model.moved_arguments`): the call -> the argument and where the callee moves it
     moving_calls: Mapping[tuple[int, int], MovedArgument] = field(default_factory=dict)
+    # Calls of this file (by line and column) whose argument the project function called loads a state dict into
+    # (`restore(model, path)` running `model.load_state_dict(...)`); `where` is that load (DSL203 asks)
+    loading_calls: Mapping[tuple[int, int], MovedArgument] = field(default_factory=dict)
     # Calls in this file that hand `x.module` to a project function calling that parameter (a forward pass):
     # the call -> (positional index or None for a keyword, the parameter's name, the function's definition)
     forwarding_calls: Mapping[tuple[int, int], tuple[int | None, str, Related]] = field(default_factory=dict)
