@@ -49,6 +49,7 @@ from dslint.project.document_configs import (
     may_hold_config,
 )
 from dslint.project.dumped_configs import dumped_config_names
+from dslint.project.editor_launches import EDITOR_LAUNCH_FILE, editor_commands
 from dslint.project.engine_facts import (
     facts_of,
     follow_engines,
@@ -329,6 +330,8 @@ def _read_launchers(
             lines = [line for shell in shell_texts(name, text) for line in parse_shell(launcher, shell)]
         elif "akefile" in name or name.endswith(".mk"):
             lines = parse_makefile(launcher, text)
+        elif launcher.endswith(EDITOR_LAUNCH_FILE):
+            lines = parse_shell(launcher, editor_commands(text))
         else:
             lines = parse_shell(launcher, text, functools.partial(read_near, near=launcher, roots=roots))
         scripts: dict[int, str | None] = {}

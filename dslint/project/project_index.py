@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from dslint.diagnostics import Related
 from dslint.project.accelerate_yaml import AccelerateConfig
 from dslint.project.document_configs import DocumentConfig
+from dslint.project.editor_launches import EDITOR_LAUNCH_FILE
 from dslint.project.inputs import absolute
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine
@@ -194,10 +195,12 @@ def launcher_files(roots: Sequence[str]) -> list[str]:
     found: list[str] = []
     for root in roots:
         if os.path.isfile(root):
-            if root.endswith(LAUNCHER_SUFFIXES):
+            if root.endswith((*LAUNCHER_SUFFIXES, EDITOR_LAUNCH_FILE)):
                 found.append(root)
             continue
         for directory, subdirectories, names in os.walk(root):
+            if ".vscode" in subdirectories and os.path.isfile(os.path.join(directory, EDITOR_LAUNCH_FILE)):
+                found.append(os.path.join(directory, EDITOR_LAUNCH_FILE))  # an editor's run configurations
             subdirectories[:] = sorted(
                 d for d in subdirectories if d not in SKIPPED_DIRECTORIES and not d.startswith(".")
             )
