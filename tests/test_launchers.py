@@ -284,6 +284,31 @@ def test_a_text_file_of_commands_is_read_for_its_bare_launch_lines() -> None:
     assert launches[0].option("epochs").value == "3"  # type: ignore[union-attr]
 
 
+def test_notebook_cells_kept_in_a_text_file() -> None:
+    """Colab cells pasted into a text file: `!` commands and the `%cd` magic, read as the shell lines they run (a
+    `%cd` into the folder an earlier `!git clone` made enters this repository; a `!cd` moves nothing after it)."""
+    text = (
+        "!git clone https://github.com/someone/tiny.git\n"
+        "%cd tiny/\n"
+        "!pip install deepspeed\n"
+        "!cd tools\n"
+        "!deepspeed -- ./code/train.py --train_args_file './code/args.json'\n"
+        "!python evaluate.py\n"
+    )
+    (shell,) = shell_texts("notes.txt", text)
+    assert shell.split("\n") == [
+        " git clone https://github.com/someone/tiny.git",
+        " cd tiny/",
+        "",
+        "",
+        " deepspeed -- ./code/train.py --train_args_file './code/args.json'",
+        "",
+    ]
+    (launch,) = parse_shell("notes.txt", shell)
+    assert (launch.line, launch.column, launch.script, launch.directory) == (5, 2, "./code/train.py", "")
+    assert launch.option("train_args_file").value == "./code/args.json"  # type: ignore[union-attr]
+
+
 def test_notebook_shell_lines_and_bash_cells_at_their_json_lines() -> None:
     notebook = {
         "cells": [

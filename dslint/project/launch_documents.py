@@ -47,14 +47,25 @@ def shell_texts(name: str, text: str) -> list[str]:
 def text_commands(text: str) -> str:
     """A plain-text file's launch commands (`cmd.txt`, `notes.txt`: commands kept to be pasted into a shell),
     other lines blanked: a line that is a bare launch command from its first column, with the lines its
-    backslashes continue it onto. Nothing else of a text file is read as shell."""
+    backslashes continue it onto. Notebook cells kept as text (`!deepspeed ...`, `%cd repo`, `!git clone URL`,
+    to be pasted into Colab) count too, their `!` or `%` read as a space (columns kept): the magic `%cd` moves
+    the session, a `!cd` moves only its own shell and is dropped. Nothing else of a text file is read as shell."""
     out: list[str] = []
     going_on = False
     for line in text.splitlines():
-        keep = going_on or _BARE_LAUNCH.match(line) is not None
-        out.append(line if keep else "")
+        cell = " " + line[1:] if line[:1] == "!" and _SHELL_CD.match(line[1:]) is None else None
+        if not going_on and (line.startswith("%cd ") or (cell is not None and _CLONE.match(cell.lstrip()))):
+            out.append(" " + line[1:])
+            continue
+        launch = _BARE_LAUNCH.match(line) is not None or (cell is not None and _BARE_LAUNCH.match(cell[1:]) is not None)
+        keep = going_on or launch
+        out.append((cell if cell is not None and not going_on else line) if keep else "")
         going_on = keep and line.rstrip().endswith("\\")
     return "\n".join(out)
+
+
+_SHELL_CD = re.compile(r"\s*cd\s")
+_CLONE = re.compile(r"git\s+clone\s")
 
 
 def markdown_code_blocks(text: str) -> str:
