@@ -115,8 +115,8 @@ class LaunchWorldSize:
 @dataclass(frozen=True)
 class MovedArgument:
     """A call's argument (positional `index`, or `keyword`) that the project function it calls moves to a GPU
-    (`where`; or, in `ProjectFacts.loading_calls`, loads a state dict into); `stored`: the attribute of the caller's own `self` the callee keeps it in (`super().__init__(net)`
-    storing `self.net`), else None."""
+    (`where`; or, in `ProjectFacts.loading_calls`, loads a state dict into); `stored`: the attribute of the
+    caller's own `self` the callee keeps it in (`super().__init__(net)` storing `self.net`), else None."""
 
     index: int | None
     keyword: str | None
