@@ -331,9 +331,8 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     ),
     "DSL431": Needs(
         (b"deepspeed", b"initialize", b"optimizer"),
-        engine=False,
         # a Lightning module's optimizer under an offloading strategy of Lightning's (which calls initialize)
-        alternatives=((b"configure_optimizers", b"deepspeed"), (b"configure_optimizers", b"DeepSpeed")),
+        without_engine=((b"configure_optimizers", b"_offload"), (b"configure_optimizers", b"offload_optimizer")),
     ),
     # a rank variable assigned (`os.environ["RANK"] = "0"`) where a launch starts several processes
     "DSL433": Needs(

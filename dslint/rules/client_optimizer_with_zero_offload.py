@@ -44,9 +44,9 @@ class ClientOptimizerWithZeroOffload(ScriptRule):
     severity = Severity.ERROR
     lightning_template = "{strategy} offloads the optimizer: ZeRO-Offload refuses this one (ZeRORuntimeException)"
     required_tokens = (b"deepspeed", b"initialize", b"optimizer")
-    # a Lightning module's optimizer under an offloading strategy of Lightning's (no initialize: Lightning calls it)
-    alternative_tokens = ((b"configure_optimizers", b"deepspeed"), (b"configure_optimizers", b"DeepSpeed"))
-    needs_engine = False
+    # a Lightning module's optimizer under an offloading strategy of Lightning's (no initialize: Lightning calls it;
+    # `"deepspeed_stage_2_offload"`, `DeepSpeedStrategy(offload_optimizer=True)`)
+    runs_without_engine_on = ((b"configure_optimizers", b"_offload"), (b"configure_optimizers", b"offload_optimizer"))
     docs = RuleDocs(
         what="""
             Flags the `optimizer=` of a `deepspeed.initialize` call when it is a plain torch optimizer
