@@ -19,6 +19,7 @@ from dslint.framework.driver_rules import ConfigSyntaxError
 from dslint.framework.registry import implementation
 from dslint.lint.result import FileResult, config_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa, scan
+from dslint.project.config_readers import client_sections
 from dslint.project.project_index import ConfigReading
 from dslint.project.script_configs import ScriptConfig, script_configs, unreadable_configs
 from dslint.script.context import ScriptContext
@@ -243,7 +244,11 @@ def _without_silenced(path: str, diagnostics: list[Diagnostic]) -> list[Diagnost
 
 
 def _script_config_context(
-    config: ScriptConfig, world_size: int | None, load_source: Callable[[], str] | None, version: Version
+    config: ScriptConfig,
+    world_size: int | None,
+    load_source: Callable[[], str] | None,
+    clients: frozenset[str],
+    version: Version,
 ) -> ConfigContext:
     return ConfigContext(
         config.path,
@@ -254,6 +259,8 @@ def _script_config_context(
         load_source=load_source,
         schema=config_schema(version),
         deepspeed_version=version,
+        # the sections this script's initialize calls replace with client objects are never built
+        replaced_keys=clients if config.origin is Origin.INITIALIZE else frozenset(),
     )
 
 
@@ -290,10 +297,11 @@ def check_script_configs(
         return []
     diagnostics: list[Diagnostic] = []
     configs = script_configs(context)
+    clients = client_sections(context.text.encode("utf-8", errors="replace")) if configs else frozenset()
     for config in configs:
         # Fixes only for a dict literal, which is the script's own text; a file is fixed on its own.
         load_source = None if config.from_file else (lambda: context.text)
-        context_at = functools.partial(_script_config_context, config, world_size, load_source)
+        context_at = functools.partial(_script_config_context, config, world_size, load_source, clients)
         found = run_at_both_ends(context_at, context.deepspeed_version, context.deepspeed_newest, rules)
         if config.from_file:
             found = _without_silenced(config.path, found)

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from dslint.model.summary import SummaryStore, own_nodes
+from dslint.model.summary import SummaryStore, dotted, own_nodes
 from dslint.project.inputs import is_file
 from dslint.project.reader_calls import ParsedModules, reader_call, scopes
 
@@ -209,6 +209,53 @@ def replaced_keys(data: bytes, option: str) -> frozenset[str] | None:
     for keys in _replaced_in(parsed, lambda node: isinstance(node, ast.Attribute) and node.attr == option).values():
         found = set(keys) if found is None else found & keys
     return frozenset(found) if found is not None else None
+
+
+# `deepspeed.initialize`'s client objects that take the place of a config section: the engine builds the section's
+# optimizer or scheduler only when the call brings none (0.19.8 `_configure_optimizer`, `_configure_lr_scheduler`)
+_CLIENT_SECTIONS = {"optimizer": "optimizer", "lr_scheduler": "scheduler"}
+
+
+def client_sections(data: bytes) -> frozenset[str]:
+    """The config sections (`optimizer`, `scheduler`) that every `deepspeed.initialize(...)` call of a script
+    replaces with a client object it builds (`optimizer=torch.optim.AdamW(...)`, or a name every binding of which
+    in the call's function is such a call): the file's section is never built, its "auto" values never read."""
+    if b"initialize" not in data or b"optimizer" not in data:
+        return frozenset()
+    parsed = _parsed(data)
+    if parsed is None:
+        return frozenset()
+    found: set[str] | None = None
+    for nodes in parsed[1]:
+        for node in nodes:
+            func = node.func if isinstance(node, ast.Call) else None
+            if not (
+                isinstance(func, ast.Attribute) and func.attr == "initialize" and dotted(func.value) == "deepspeed"
+            ):
+                continue
+            assert isinstance(node, ast.Call)
+            before = [n for n in nodes if getattr(n, "lineno", node.lineno) < node.lineno]
+            given = {
+                _CLIENT_SECTIONS[k.arg] for k in node.keywords if k.arg in _CLIENT_SECTIONS and _built(k.value, before)
+            }
+            found = given if found is None else found & given
+    return frozenset(found or ())
+
+
+def _built(value: ast.expr, nodes: Sequence[ast.AST]) -> bool:
+    """A call (a constructor or a builder), or a name whose every binding among `nodes` (those before the call:
+    `engine, optimizer, _, _ = deepspeed.initialize(..., optimizer=optimizer)` rebinds it after) is one."""
+    if isinstance(value, ast.Call):
+        return True
+    if not isinstance(value, ast.Name):
+        return False
+    bound = [n.value for n in nodes if isinstance(n, ast.Assign) and any(_binds(t, value.id) for t in n.targets)]
+    stored = [n for n in nodes if isinstance(n, ast.Name) and n.id == value.id and not isinstance(n.ctx, ast.Load)]
+    return bool(bound) and len(bound) == len(stored) and all(isinstance(b, ast.Call) for b in bound)
+
+
+def _binds(target: ast.expr, name: str) -> bool:
+    return isinstance(target, ast.Name) and target.id == name
 
 
 def opened_configs(data: bytes) -> dict[str, frozenset[str]]:

@@ -17,7 +17,7 @@ from dslint.diagnostics import Related
 from dslint.model.library import TRL_TRAINING_ARGUMENTS
 from dslint.model.summary import SummaryStore
 from dslint.project.chosen_configs import chosen_configs
-from dslint.project.config_readers import opened_configs, option_readers, replaced_keys
+from dslint.project.config_readers import client_sections, opened_configs, option_readers, replaced_keys
 from dslint.project.inputs import absolute, find_written, read_input, shown_path
 from dslint.project.launchers import LaunchLine
 from dslint.project.shell_directories import UNKNOWN_VALUE
@@ -176,7 +176,8 @@ def other_config_options(
         if reader is not None and config is not None:
             index.config_readers.setdefault(config, set()).add(reader)
             if reader == "initialize":  # what the script writes into the loaded dict first, as for a known option
-                index.config_replaced.setdefault(config, []).append(replaced_keys(data, option.name) or frozenset())
+                keys = (replaced_keys(data, option.name) or frozenset()) | client_sections(data)
+                index.config_replaced.setdefault(config, []).append(keys)
 
 
 def follow_imported_readers(index: ReaderTables, store: SummaryStore) -> None:

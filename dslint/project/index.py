@@ -27,7 +27,7 @@ from dslint.model.star_imports import star_aliases
 from dslint.model.summary import SummaryStore
 from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_yaml
 from dslint.project.config_builders import config_builders
-from dslint.project.config_readers import framework_configs, replaced_keys
+from dslint.project.config_readers import client_sections, framework_configs, replaced_keys
 from dslint.project.config_reading import (
     HF_READER_TOKENS,
     LIGHTNING_CONFIG,
@@ -398,7 +398,10 @@ def _read_launchers(
                     index.config_reader_sites.setdefault(launch.config.config_path, []).append(handed)
                 if reader == "initialize" and launch.config.option is not None:
                     keys = replaced_keys(data, launch.config.option) if data is not None else None
-                    index.config_replaced.setdefault(launch.config.config_path, []).append(keys or frozenset())
+                    clients = client_sections(data) if data is not None else frozenset()  # sections never built
+                    index.config_replaced.setdefault(launch.config.config_path, []).append(
+                        (keys or frozenset()) | clients
+                    )
             elif script is not None:
                 other_config_options(index, line, launcher, roots, script)
             if script is not None:

@@ -54,9 +54,12 @@ class AutoConfigValue(ConfigRule):
             (`cfg["train_batch_size"] = n`), nested (`cfg["zero_optimization"]["stage"] = 3`) or through `update`
             (`cfg.update({...})`, `cfg["bf16"].update({...})`); a write under an `if` whose test does not read the dict
             (`if "llama" in args.model:`) replaces the value only when every arm, an `else` too, writes it (a test of
-            the value itself, `if cfg.get("lr") == "auto":`, replaces what it finds). An `"auto"` inside a section
-            written `"enabled": false` is never read and is not reported. A launched script that does not use the option
-            itself but imports a project module (to three levels) that opens `<x>.<option>`
+            the value itself, `if cfg.get("lr") == "auto":`, replaces what it finds). Nor is one in the
+            `optimizer` (or `scheduler`) section of a config every `deepspeed.initialize` of its script hands a
+            client optimizer (or `lr_scheduler`) the script builds: DeepSpeed then never builds that section.
+            An `"auto"` inside a section written `"enabled": false` is never read and is not reported. A launched
+            script that does not use the option itself but imports a project module (to three levels) that opens
+            `<x>.<option>`
             (`self.args.deepspeed_config`), loads it and hands the dict to `initialize` links the file too; the finding
             names that module.
 
@@ -101,6 +104,36 @@ class AutoConfigValue(ConfigRule):
     )
     valid = (
         Valid('{"train_batch_size": 8, "zero_optimization": {"stage": 2}}\n'),
+        # the optimizer and scheduler sections are never built: initialize gets client objects the script builds
+        Valid(
+            '{\n  "train_batch_size": 8,\n  "optimizer": {"type": "AdamW", "params": {"lr": "auto"}},\n'
+            '  "scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": "auto"}}\n}\n',
+            files=(
+                ("run.sh", "deepspeed train.py --deepspeed_config ds_config.json\n"),
+                (
+                    "train.py",
+                    """
+                    import argparse
+                    import deepspeed
+                    import torch
+                    parser = deepspeed.add_config_arguments(argparse.ArgumentParser())
+                    args = parser.parse_args()
+                    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+                    engine, optimizer, _, _ = deepspeed.initialize(
+                        args=args, model=model, optimizer=optimizer, lr_scheduler=make_schedule(optimizer)
+                    )
+                    """,
+                ),
+            ),
+        ),
+        Valid(
+            """
+            import deepspeed, torch
+            config = {"train_batch_size": 16, "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}
+            engine, *_ = deepspeed.initialize(model=model, optimizer=torch.optim.SGD(params, lr=0.1), config=config)
+            """,
+            path="train.py",
+        ),
         # a file nothing names: its reader is not known (it may be a Trainer's or accelerate's)
         Valid('{\n  "train_batch_size": "auto",\n  "zero_optimization": {"stage": "auto"}\n}\n'),
         Valid(
@@ -236,6 +269,19 @@ class AutoConfigValue(ConfigRule):
         ),
     )
     invalid = (
+        # a client optimizer that may be None (bound to None on one path): the config's section may be built
+        Invalid(
+            """
+            import deepspeed, torch
+            config = {"train_batch_size": 16, "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}
+            optimizer = None
+            if args.own_optimizer:
+                optimizer = torch.optim.SGD(params, lr=0.1)
+            engine, _, _, _ = deepspeed.initialize(model=model, optimizer=optimizer, config=config)
+            """,
+            lines=(3,),
+            path="train.py",
+        ),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 2, "reduce_bucket_size": "auto"}\n}\n',
             lines=(3,),
