@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from dslint.project.shell_directories import cloned_folder
+from dslint.project.shell_directories import change_directory, cloned_folder
 
 DOCUMENT_LAUNCHER_SUFFIXES = (".md", ".rst", ".ipynb", ".txt")
 # A launch command written as a line of text (`deepspeed --hostfile hf train.py` under "On two nodes:") in a
@@ -53,19 +53,17 @@ def text_commands(text: str) -> str:
     out: list[str] = []
     going_on = False
     for line in text.splitlines():
-        cell = " " + line[1:] if line[:1] == "!" and _SHELL_CD.match(line[1:]) is None else None
-        if not going_on and (line.startswith("%cd ") or (cell is not None and _CLONE.match(cell.lstrip()))):
+        cell = line[1:] if line[:1] == "!" and not going_on else None
+        if cell is not None and change_directory(cell, "", []) is not None:
+            out.append("")  # `!cd`: its own shell only
+            continue
+        if not going_on and (_CD_MAGIC.match(line) is not None or (cell is not None and cloned_folder(cell))):
             out.append(" " + line[1:])
             continue
-        launch = _BARE_LAUNCH.match(line) is not None or (cell is not None and _BARE_LAUNCH.match(cell[1:]) is not None)
-        keep = going_on or launch
-        out.append((cell if cell is not None and not going_on else line) if keep else "")
+        keep = going_on or _BARE_LAUNCH.match(line if cell is None else cell) is not None
+        out.append((line if cell is None else " " + cell) if keep else "")
         going_on = keep and line.rstrip().endswith("\\")
     return "\n".join(out)
-
-
-_SHELL_CD = re.compile(r"\s*cd\s")
-_CLONE = re.compile(r"git\s+clone\s")
 
 
 def markdown_code_blocks(text: str) -> str:
