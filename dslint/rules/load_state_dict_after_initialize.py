@@ -13,7 +13,7 @@ from dslint.project.evidence import evidence
 from dslint.script.facts import Role, method_name
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.loop import loop_facts
-from dslint.script.model_moves import argument_at
+from dslint.script.model_moves import handed_argument
 from dslint.script.names import dotted_name, literally_enabled
 from dslint.script.state_dict_loads import Rewrite, StateDictLoads
 
@@ -450,9 +450,7 @@ class LoadStateDictAfterInitialize(ScriptRule):
         """A call of a project function that loads a state dict into its argument (`restore(model, path)`:
         `ProjectFacts.loading_calls`), reported at the call with the helper's load as a related location."""
         project = self.facts.project
-        position = self.facts.call_position(node) if project is not None and project.loading_calls else None
-        loaded = project.loading_calls.get(position) if project is not None and position is not None else None
-        argument = argument_at(node, loaded.index, loaded.keyword) if loaded is not None else None
+        loaded, argument = handed_argument(self.facts, node, project.loading_calls if project is not None else {})
         if loaded is not None and argument is not None:
             self._consider(node, argument, loaded.where)
 

@@ -339,9 +339,7 @@ class ModelMoves:
         `place(model)`, or `super().__init__(net)` keeping it as `self.net`), made on a model before the initialize
         that receives it: that initialize and what the project index knows of the move."""
         project = self.facts.project
-        position = self.facts.call_position(call) if project is not None and project.moving_calls else None
-        moved = project.moving_calls.get(position) if project is not None and position is not None else None
-        argument = argument_at(call, moved.index, moved.keyword) if moved is not None else None
+        moved, argument = handed_argument(self.facts, call, project.moving_calls if project is not None else {})
         # `super()` itself starts where `super().__init__(net)` does; `super().to(d)` moving `self.model`: no argument
         own = moved is not None and moved.index is None and moved.keyword is None and moved.stored is not None
         if moved is None or (argument is None and not (own and isinstance(call.func, cst.Attribute))):
@@ -474,6 +472,16 @@ def launch_settled(facts: ScriptFacts, guard: Guard) -> bool:
     project = facts.project
     launches = project.launches if project is not None and not project.launches_partial else ()
     return settled([launch.options for launch in launches], guard)
+
+
+def handed_argument(
+    facts: ScriptFacts, call: cst.Call, calls: Mapping[tuple[int, int], MovedArgument]
+) -> tuple[MovedArgument | None, cst.BaseExpression | None]:
+    """What the project index says the function `call` calls does with an argument (`ProjectFacts.moving_calls`,
+    `loading_calls`), and that argument at the call (None: not handed by position or keyword)."""
+    position = facts.call_position(call) if calls else None
+    handed = calls.get(position) if position is not None else None
+    return handed, argument_at(call, handed.index, handed.keyword) if handed is not None else None
 
 
 def argument_at(call: cst.Call, index: int | None, keyword: str | None) -> cst.BaseExpression | None:
