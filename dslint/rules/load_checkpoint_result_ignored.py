@@ -11,7 +11,7 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.conditions import TRUTHINESS
 from dslint.script.checked_load import checked_load_edit
 from dslint.script.engine_calls import is_engine_method_call
-from dslint.script.facts import BindingKind
+from dslint.script.facts import BindingKind, Scope, ScopeKind
 from dslint.script.latest_reads import latest_read_after
 from dslint.script.names import dotted_name
 from dslint.script.walk import all_nodes
@@ -499,37 +499,39 @@ class LoadCheckpointResultIgnored(ScriptRule):
                 return annotation is not None and dotted_name(annotation.annotation) == "str" and param.default is None
         return False
 
-    def visit_Module(self, node: cst.Module) -> None:
-        self.functions: list[cst.CSTNode] = [node]
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.functions.append(node)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.functions.pop()
-
     def _bound_never_read(self, node: cst.Call) -> bool:
-        """`_, client_state = engine.load_checkpoint(...)` whose names no code of the function (nested ones
+        """`_, client_state = engine.load_checkpoint(...)` whose names no code of its function (nested ones
         included) ever mentions again: the result is thrown away all the same."""
-        statement = self.facts.small_statement_of_call.get(node)
-        if not isinstance(statement, cst.Assign) or statement.value is not node or len(statement.targets) != 1:
-            return False
-        target = statement.targets[0].target
-        elements = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
-        if not all(isinstance(e, cst.Name) for e in elements):
+        bound = self._result_targets(node)
+        if bound is None or len(bound[0].targets) != 1 or not all(isinstance(e, cst.Name) for e in bound[1]):
             return False  # `self.client_state = ...`, a starred or nested target: kept somewhere
+        elements = bound[1]
         names = {e.value for e in elements if isinstance(e, cst.Name)} - {"_"}
-        scope = self.functions[-1]
-        if not names or isinstance(scope, cst.Module) or "locals()" in self.context.code(scope):
+        scope: Scope | None = self.facts.scope_at(node)
+        while scope is not None and scope.kind is ScopeKind.CLASS:
+            scope = scope.parent
+        if (
+            not names
+            or scope is None
+            or scope.kind is not ScopeKind.FUNCTION
+            or "locals()" in self.context.code(scope.node)
+        ):
             return False  # a module-level name may be imported and read elsewhere
-        mentioned = (n for n in all_nodes(scope) if isinstance(n, cst.Name) and n.value in names)
+        mentioned = (n for n in all_nodes(scope.node) if isinstance(n, cst.Name) and n.value in names)
         return all(any(n is e for e in elements) for n in mentioned)
 
     def _discarded_into_underscores(self, node: cst.Call) -> bool:
         """`_, _ = engine.load_checkpoint(...)` or `_ = ...`: the result is bound only to throwaway names."""
+        bound = self._result_targets(node)
+        return (
+            bound is not None and bool(bound[1]) and all(isinstance(n, cst.Name) and n.value == "_" for n in bound[1])
+        )
+
+    def _result_targets(self, node: cst.Call) -> tuple[cst.Assign, list[cst.BaseExpression]] | None:
+        """The assignment `node` is the value of, and what it binds: each target, a tuple's or list's elements."""
         statement = self.facts.small_statement_of_call.get(node)
         if not isinstance(statement, cst.Assign) or statement.value is not node:
-            return False
+            return None
         names: list[cst.BaseExpression] = []
         for target in statement.targets:
             value = target.target
@@ -537,7 +539,7 @@ class LoadCheckpointResultIgnored(ScriptRule):
                 names.extend(element.value for element in value.elements)
             else:
                 names.append(value)
-        return bool(names) and all(isinstance(n, cst.Name) and n.value == "_" for n in names)
+        return statement, names
 
     def _fix(self, node: cst.Call, line: cst.SimpleStatementLine) -> list[Edit]:
         first = node.args[0] if node.args else None
