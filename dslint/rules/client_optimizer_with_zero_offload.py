@@ -11,6 +11,7 @@ from dslint.config.facts import Origin
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import FUSED_ADAMS, LIGHTNING_OFFLOAD_STRATEGIES, LIGHTNING_STRATEGY_CLASSES
+from dslint.project.config_edits import literal_value
 from dslint.project.config_link import resolve_config
 from dslint.script.names import dotted_name
 
@@ -184,11 +185,14 @@ class ClientOptimizerWithZeroOffload(ScriptRule):
         if not isinstance(chosen, cst.Call) or (chosen.args and chosen.args[0].keyword is None):
             return None
         name = (dotted_name(chosen.func) or "").rpartition(".")[2]
-        keywords = {a.keyword.value: a.value for a in chosen.args if a.keyword is not None}
-        offload = keywords.get("offload_optimizer")
-        if name not in LIGHTNING_STRATEGY_CLASSES or "config" in keywords or not _is_true(offload):
+        keywords = {a.keyword.value: literal_value(a.value) for a in chosen.args if a.keyword is not None}
+        if (
+            name not in LIGHTNING_STRATEGY_CLASSES
+            or "config" in keywords
+            or keywords.get("offload_optimizer") is not True
+        ):
             return None
-        return f"{name}(offload_optimizer=True)" if not _is_false(keywords.get("zero_optimization")) else None
+        return f"{name}(offload_optimizer=True)" if keywords.get("zero_optimization") is not False else None
 
     def _client_optimizer(self, argument: cst.BaseExpression, at: cst.Call) -> bool:
         value: cst.BaseExpression | None = argument
@@ -217,11 +221,3 @@ def _offloads_to_cpu(values: Any) -> bool:
 
 def _refused(qualified: str | None) -> bool:
     return qualified is not None and (_CLIENT.match(qualified) is not None or qualified in FUSED_ADAMS)
-
-
-def _is_true(node: cst.BaseExpression | None) -> bool:
-    return isinstance(node, cst.Name) and node.value == "True"
-
-
-def _is_false(node: cst.BaseExpression | None) -> bool:
-    return isinstance(node, cst.Name) and node.value == "False"
