@@ -70,10 +70,12 @@ def required_arms(
     # a name that counts is bound only inside the statement, and read after it: both cheap to test first (the
     # lines of its bindings, before any walk of the arms), and most branches have no such name
     first, last = statement.lineno, statement.end_lineno or statement.lineno
-    bound_inside = [
-        name for name, nodes in stores.items() if all(first <= getattr(node, "lineno", 0) <= last for node in nodes)
-    ]
-    if not any(_read_on_every_path(name, rest) for name in bound_inside):
+    read_after = {
+        name
+        for name, nodes in stores.items()
+        if all(first <= getattr(node, "lineno", 0) <= last for node in nodes) and _read_on_every_path(name, rest)
+    }
+    if not read_after:
         return None
     # each arm's bindings, at any depth and on any path through it: an arm is taken as not having run only where
     # it cannot bind the name at all
@@ -85,7 +87,7 @@ def required_arms(
         inside = {id(node) for found in in_arms for node in found.get(name, ())}
         if any(id(node) not in inside for node in stores.get(name, ())):
             continue  # bound elsewhere in the scope too (or a parameter, an import, a global)
-        if _read_on_every_path(name, rest):
+        if name in read_after:  # a candidate's bindings are all inside the statement: tested above
             needed.add(name)
     if not needed:
         return None
