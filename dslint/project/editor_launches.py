@@ -12,35 +12,38 @@ launcher's own entry script (`/usr/bin/deepspeed`) is that launcher. A value nam
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 
-from dslint.config.tree import Array, Object, ParseError, node_at, parse_text, to_python
-
 EDITOR_LAUNCH_FILE = os.path.join(".vscode", "launch.json")
 
 _WORKSPACE = re.compile(r"\$\{workspaceFolder(?::[^}]*)?\}/?")
+_KEY = re.compile(r'"(?:module|program)"\s*:')
+_TRAILING = re.compile(r",\s*[}\]]")
 
 
 def editor_commands(text: str) -> str:
-    """The shell lines the run configurations of a `launch.json` text run, each at its key's line, others blank
-    (the file read by the config reader, `config.tree`, which takes comments and trailing commas and keeps lines)."""
+    """The shell lines the run configurations of a `launch.json` text run, each at its key's line, others blank."""
+    configurations = _configurations(text)
     lines = [""] * len(text.splitlines())
-    try:
-        configurations = node_at(parse_text(text, hjson=False), "configurations")
-    except ParseError:
-        return "\n".join(lines)
-    for configuration in configurations.items if isinstance(configurations, Array) else ():
-        key = (
-            next((e for e in configuration.entries if e.key in ("module", "program")), None)
-            if isinstance(configuration, Object)
-            else None
-        )
-        command = _command(to_python(configuration)) if key is not None else None
-        if key is not None and command is not None and 0 < key.key_start.line <= len(lines):
-            lines[key.key_start.line - 1] = command
+    keys = [text.count("\n", 0, match.start()) for match in _KEY.finditer(text)]
+    for configuration in configurations:
+        written = [keys.pop(0) for key in ("module", "program") if key in configuration and keys]
+        command = _command(configuration)
+        if command is not None and written and written[0] < len(lines):
+            lines[written[0]] = command
     return "\n".join(lines)
+
+
+def _configurations(text: str) -> list[dict[str, object]]:
+    try:
+        loaded = json.loads(_plain_json(text))
+    except ValueError:
+        return []
+    found = loaded.get("configurations") if isinstance(loaded, dict) else None
+    return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
 
 
 def _command(configuration: dict[str, object]) -> str | None:
@@ -67,3 +70,28 @@ def _command(configuration: dict[str, object]) -> str | None:
         return None
     command = shlex.join([*settings, *words])
     return f"cd {shlex.quote(where)} && {command}" if where not in (None, "", "./", ".") else command
+
+
+def _plain_json(text: str) -> str:
+    """`text` less its `//` and `/* */` comments and trailing commas, outside strings (JSON with comments)."""
+    out: list[str] = []
+    index, length = 0, len(text)
+    while index < length:
+        char = text[index]
+        if char == '"':
+            end = index + 1
+            while end < length and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[index : end + 1])
+            index = end + 1
+        elif text.startswith("//", index):
+            newline = text.find("\n", index)
+            index = length if newline < 0 else newline
+        elif text.startswith("/*", index):
+            close = text.find("*/", index + 2)
+            index = length if close < 0 else close + 2
+        else:
+            if not (char == "," and _TRAILING.match(text, index)):  # a trailing comma is dropped
+                out.append(char)
+            index += 1
+    return "".join(out)
