@@ -91,3 +91,13 @@ def test_an_engine_a_base_class_stores_on_self_reaches_its_subclasses_methods() 
         + _at("trainers/tasks.py:59: PreferenceTrainer.scores() calls model)", "inherited_engines")
         in found[-1][3]
     )
+
+
+def test_a_builders_move_to_a_device_every_caller_fills_with_the_cpu_is_no_move() -> None:
+    found = _findings("cpu_builders", {"DSL101", "DSL104"})
+    assert [(path, line, code) for path, line, code, _ in found] == [
+        ("models.py", 15, "DSL101"),  # build_policy: train_policy.py hands it its rank's GPU
+    ]  # build_student(device=cpu) in train_distill.py and build_student("cpu") in evaluate.py: silent
+    assert found[0][3].endswith(
+        "(the model reaches deepspeed.initialize at " + _at("train_policy.py:9)", "cpu_builders")
+    )

@@ -11,6 +11,9 @@ method of the class sets to a CUDA device.
     def restore(model, path, device):                       # `device` is a CUDA device at every call
         state = torch.load(path, map_location=device)
 
+The same question for the CPU (`cpu_placed_parameters`): a model builder's `.to(device)` whose every caller passes
+`"cpu"` or `torch.device("cpu")` (a name bound to one) moves nothing to a GPU.
+
 What is a CUDA device, written in code: `"cuda"`, `"cuda:N"`, `f"cuda:{rank}"`, `"cuda:{}".format(rank)`,
 `"cuda:%d" % rank`, `torch.device("cuda", ...)`, `torch.device(<an integer>)`, where an integer is a literal,
 `int(...)`, a parameter annotated `int`, or the very expression the same function hands to a current-device setter
@@ -22,7 +25,7 @@ are not followed (their calls cannot all be seen).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from dslint.model.evaluate import Evaluator
@@ -48,10 +51,13 @@ class DeviceOrigin:
 
 
 class DeviceParameters:
-    """Answers "is this parameter a CUDA device at every call?", on demand, cached."""
+    """Answers "is this parameter a CUDA device at every call?" (or, with `cpu`, "the CPU at every call?": a
+    builder's `model.to(device)` that its callers all give `torch.device("cpu")` is no move to a GPU), on demand,
+    cached."""
 
-    def __init__(self, store: SummaryStore) -> None:
+    def __init__(self, store: SummaryStore, cpu: bool = False) -> None:
         self.store = store
+        self._matches = _is_cpu_expression if cpu else _is_cuda_expression
         self.evaluator = Evaluator(store)
         self._answers: dict[tuple[str, str, str], DeviceOrigin | None] = {}
         self._busy: set[tuple[str, str, str]] = set()
@@ -115,17 +121,18 @@ class DeviceParameters:
                         return None
                     if argument is None:  # the parameter's default
                         default = _default(function.node, param)
-                        found = None if default is None else self._cuda(target, qualname, default, depth)
+                        found = None if default is None else self._device(target, qualname, default, depth)
                     else:
-                        found = self._cuda(module, holder, argument, depth)
+                        found = self._device(module, holder, argument, depth)
                     if found is None:
                         return None
                     first = first or found
         return first
 
-    def _cuda(self, module: ModuleSummary, holder: str, expr: ast.expr, depth: int) -> DeviceOrigin | None:
-        """Whether `expr`, read in `holder` of `module`, is a CUDA device (where it is written) or not (None)."""
-        if _is_cuda_expression(module, holder, expr):
+    def _device(self, module: ModuleSummary, holder: str, expr: ast.expr, depth: int) -> DeviceOrigin | None:
+        """Whether `expr`, read in `holder` of `module`, is a device of the kind asked (where it is written) or not
+        (None)."""
+        if self._matches(module, holder, expr):
             return DeviceOrigin(module.path, expr.lineno, expr.col_offset, ast.unparse(expr))
         function = module.functions.get(holder) if holder else None
         if function is None:
@@ -143,7 +150,7 @@ class DeviceParameters:
         if isinstance(expr, ast.Name):
             assigned = _only_assignment(function.node, expr.id)
             if assigned is not None:
-                return self._cuda(module, holder, assigned, depth + 1)
+                return self._device(module, holder, assigned, depth + 1)
         return None
 
     def _attribute(self, module: ModuleSummary, owner: str, attribute: str, depth: int) -> DeviceOrigin | None:
@@ -183,7 +190,7 @@ class DeviceParameters:
                         return None
                     if isinstance(value, ast.Constant) and value.value is None:
                         continue  # a placeholder before the real value
-                    found = self._cuda(reader, qualname, value, depth + 1)
+                    found = self._device(reader, qualname, value, depth + 1)
                     if found is None:
                         return None
                     first = first or found
@@ -288,6 +295,20 @@ def _names_cuda(text: object) -> bool:
     return isinstance(text, str) and (text == "cuda" or text.startswith("cuda:"))
 
 
+def _is_cpu_expression(module: ModuleSummary, holder: str, expr: ast.expr) -> bool:
+    """`"cpu"`, `torch.device("cpu")`."""
+    if isinstance(expr, ast.Constant):
+        return expr.value == "cpu"
+    return (
+        isinstance(expr, ast.Call)
+        and module.qualified(expr.func) == TORCH_DEVICE
+        and len(expr.args) == 1
+        and not expr.keywords
+        and isinstance(expr.args[0], ast.Constant)
+        and expr.args[0].value == "cpu"
+    )
+
+
 def _is_cuda_expression(module: ModuleSummary, holder: str, expr: ast.expr) -> bool:
     if isinstance(expr, ast.Constant):
         return _names_cuda(expr.value)
@@ -347,10 +368,43 @@ def _setter(module: ModuleSummary, call: ast.Call) -> bool:
     return False
 
 
+def cpu_placed_parameters(store: SummaryStore, functions: Iterable[Callee]) -> list[tuple[str, str, str, DeviceOrigin]]:
+    """(path, function, parameter, where the CPU is written) for each parameter that one of `functions` hands to a
+    `.to(...)` (first or `device=`) and every caller fills with the CPU: those moves place nothing on a GPU."""
+    found: list[tuple[str, str, str, DeviceOrigin]] = []
+    answers = DeviceParameters(store, cpu=True)
+    for path, qualname in functions:
+        module = store.get(path)
+        function = module.functions.get(qualname) if module is not None else None
+        if function is None:
+            continue
+        for param in _placement_parameters(function.node, function.params):
+            origin = answers.answer(path, qualname, param)
+            if origin is not None:
+                found.append((path, qualname, param, origin))
+    return found
+
+
+def _placement_parameters(node: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str]) -> list[str]:
+    """The parameters a function's own `.to(<parameter>)` / `.to(device=<parameter>)` calls receive."""
+    found: list[str] = []
+    for statement in statements(node.body):
+        for call in calls(statement):
+            if not (isinstance(call.func, ast.Attribute) and call.func.attr == "to"):
+                continue
+            given = next((k.value for k in call.keywords if k.arg == "device"), None)
+            if given is None and call.args and not isinstance(call.args[0], ast.Starred):
+                given = call.args[0]
+            named = isinstance(given, ast.Name) and given.id in params and given.id not in found
+            if named and isinstance(given, ast.Name) and not _rebound(node, given.id):
+                found.append(given.id)
+    return found
+
+
 def loaded_onto_cuda_parameters(store: SummaryStore) -> list[tuple[str, str, str, DeviceOrigin]]:
     """(path, function, parameter, where the device is written) for the project's `torch.load` calls whose
     `map_location` is a parameter every caller fills with a CUDA device."""
     return list(DeviceParameters(store).loaded_onto_parameters())
 
 
-__all__ = ["Callee", "DeviceOrigin", "DeviceParameters", "loaded_onto_cuda_parameters"]
+__all__ = ["Callee", "DeviceOrigin", "DeviceParameters", "cpu_placed_parameters", "loaded_onto_cuda_parameters"]

@@ -32,6 +32,7 @@ from dslint.model.state_saving_calls import (
 from dslint.model.summary import character_column
 from dslint.model.values import InitSite
 from dslint.project.inputs import shown_path
+from dslint.project.passed_devices import cpu_parameters
 from dslint.project.site_configs import engine_config
 from dslint.script.project_facts import MovedArgument, ParameterFact, ProjectFacts, ReturnFact
 
@@ -216,6 +217,8 @@ def record_engines(
         files[path] = replace(
             facts, model_builders={**facts.model_builders, qualname: origin}, init_guards=_guards(facts, origin, init)
         )
+    for path, functions in cpu_parameters(store, model.model_builders).items():
+        files[path] = replace(facts_of(files, path), cpu_parameters=functions)
     for helper, position, name, init in model.model_sinks():
         facts = facts_of(files, helper.caller_path)
         origin = Related(

@@ -4,7 +4,8 @@ the device is set), DSL201 (`torch.load` to a CUDA device).
 
 Read: `"cpu"`, `"cuda"`, `"cuda:1"`, f-strings and templates (`f"cuda:{rank}"`, `"cuda:{}".format(rank)`,
 `"cuda:%d" % rank`), `torch.device(...)` (a type and an index, or a bare index), `get_accelerator().device_name()`,
-both arms of `a if test else b`, and a name or attribute through its assignment in the same scope. An index is
+both arms of `a if test else b`, a name or attribute through its assignment in the same scope, and a model
+builder's parameter that every caller fills with the CPU (`ProjectFacts.cpu_parameters`). An index is
 classified as a constant, the local rank (`LOCAL_RANK`, `args.local_rank`), the global rank (`dist.get_rank()`,
 `rank`) or another index.
 """
@@ -52,6 +53,9 @@ def devices_of(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode, de
     if key is None:
         return NONE
     binding = facts.binding_at(key, facts.scope_at(at), facts.start(at))
+    project = facts.project
+    if project is not None and facts.parameter_entry(project.cpu_parameters, binding) is not None:
+        return frozenset({CPU})  # a builder's parameter that every caller fills with the CPU
     if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
         return NONE
     return devices_of(facts, binding.value, binding.value, depth + 1)

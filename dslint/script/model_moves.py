@@ -209,9 +209,14 @@ def _wraps(value: cst.BaseExpression, key: str) -> bool:
 
 
 def moves_to_cpu(facts: ScriptFacts, call: cst.Call) -> bool:
-    """`.to(device)` where `device` is the CPU on every path (`torch.device("cpu")`, a name bound to one): not a
-    GPU move."""
-    return method_name(call) == "to" and bool(call.args) and is_cpu(facts, call.args[0].value, call)
+    """`.to(device)` or `.to(device=device)` where `device` is the CPU on every path (`torch.device("cpu")`, a
+    name bound to one, a builder's parameter every caller fills with the CPU): not a GPU move."""
+    if method_name(call) != "to" or not call.args:
+        return False
+    given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+    if given is None and call.args[0].keyword is None and not call.args[0].star:
+        given = call.args[0].value
+    return given is not None and is_cpu(facts, given, call)
 
 
 def _chain_root(node: cst.BaseExpression) -> cst.BaseExpression | None:

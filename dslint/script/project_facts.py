@@ -166,6 +166,9 @@ class ProjectFacts:
     # Parameters of this file's functions that every caller fills with a CUDA device, read by a `torch.load`'s
     # map_location (`model.device_parameters`): function -> parameter -> where the device is written
     cuda_parameters: Mapping[str, Mapping[str, Related]] = field(default_factory=dict)
+    # Parameters of this file's model builders that every caller fills with the CPU, read by a `.to(...)`:
+    # function -> parameter -> where the CPU is written (`devices_of` reads such a parameter as the CPU)
+    cpu_parameters: Mapping[str, Mapping[str, Related]] = field(default_factory=dict)
     # Calls in this file whose plain-name argument the project function called moves to a GPU
     # (`model.moved_arguments`): the call -> the argument and where the callee moves it
     moving_calls: Mapping[tuple[int, int], MovedArgument] = field(default_factory=dict)
