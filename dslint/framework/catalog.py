@@ -109,7 +109,9 @@ class Shape:
     (a call's `deepspeed=` or `hf_ds_config=`, a `DeepSpeedPlugin`, a launch passing `--deepspeed` or `accelerate
     launch`: what `project.config_link`'s trainer configs and accelerate runs read); project_saves: instead, a
     call the project index says reaches accelerate's `save_state` (`ProjectFacts.state_saving_calls`); project_moves:
-    instead, a call whose argument the project function called moves to a GPU (`ProjectFacts.moving_calls`); stored:
+    instead, a call whose argument the project function called moves to a GPU (`ProjectFacts.moving_calls`);
+    project_casts: instead, a call whose argument the project function called casts to 16 bits
+    (`ProjectFacts.casting_calls`); stored:
     instead of a call, an assignment to an attribute of one of these names (`args.deepspeed = ...`); stored_keys:
     instead of a call, an assignment to a subscript of one of these string keys (`os.environ["RANK"] = ...`)."""
 
@@ -121,6 +123,7 @@ class Shape:
     configured: bool = False
     project_saves: bool = False
     project_moves: bool = False
+    project_casts: bool = False
     stored: tuple[str, ...] = ()
     stored_keys: tuple[str, ...] = ()
 
@@ -210,6 +213,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         shapes=(
             Shape(methods=_CAST_METHODS, engine=True),
             Shape(methods=_CAST_METHODS, words=(b"Accelerator",), configured=True),
+            Shape(project_casts=True, engine=True),
         ),
     ),
     "DSL201": Needs((b"deepspeed", b"initialize")),

@@ -57,6 +57,7 @@ class Evidence:
     calls: CodeFacts | None = None  # the code's calls, for the rules' shapes (`Needs.shapes`); None: not read yet
     project_saves: bool = False  # the project index marks calls of this file that reach accelerate's save_state
     project_moves: bool = False  # the project index marks calls of this file whose argument the callee moves
+    project_casts: bool = False  # the project index marks calls of this file whose argument the callee casts
     hf_configured: bool = True  # a DeepSpeed config may reach a Hugging Face reader of the file (`Shape.configured`)
     partly_engine: bool = False  # some call passes the engine to a parameter of the file's functions, others not
 
@@ -100,6 +101,8 @@ def _has_shape(shape: Shape, evidence: Evidence) -> bool:
         return evidence.project_saves
     if shape.project_moves:
         return evidence.project_moves
+    if shape.project_casts:
+        return evidence.project_casts
     methods = calls.one_rank_methods if shape.one_rank else calls.methods
     return (
         any(method in methods for method in shape.methods)
@@ -195,6 +198,7 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         calls=code,
         project_saves=project is not None and bool(project.state_saving_calls or project.engine_saving_calls),
         project_moves=project is not None and bool(project.moving_calls),
+        project_casts=project is not None and bool(project.casting_calls),
         hf_configured=_hf_configured(code, project),
     )
 

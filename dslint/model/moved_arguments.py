@@ -36,6 +36,10 @@ DTYPES = frozenset(
 )
 
 
+# the 16-bit dtypes, as `torch.<name>`
+HALF_DTYPES = frozenset({"float16", "half", "bfloat16"})
+
+
 # `nn.Module` methods that return the module itself: a chain of them is still the parameter
 RETURN_SELF = frozenset(
     {"cuda", "to", "cpu", "float", "half", "bfloat16", "double", "type", "train", "eval", "requires_grad_"}
@@ -64,74 +68,79 @@ class MovingCall:
 
 def moving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]:
     """Every call in the modules `paths` whose plain-name argument the callee moves to a GPU."""
-    # (callee, parameter) -> the move, the attribute keeping it, the `if` tests around it, the move's line as written
-    seen: dict[tuple[str, str, str], tuple[ast.Call, str | None, tuple[Guard, ...], str] | None] = {}
-    for handed in handed_arguments(model, paths, lambda argument: isinstance(argument, ast.Name)):
-        key = (*handed.callee, handed.param)
-        if key not in seen:
-            moved = _moved(handed.function, handed.param)
-            seen[key] = (*moved, _line_text(model, handed.callee[0], moved[0].lineno)) if moved is not None else None
-        found = seen[key]
-        if found is None or _ruled_out(found[2], handed.function, handed.call):
-            continue
-        move, stored, _, text = found
-        own_instance = _on_own_instance(handed.call)
-        yield MovingCall(
-            handed.path,
-            handed.line,
-            handed.column,
-            handed.index,
-            handed.keyword,
-            stored if own_instance else None,
-            handed.callee[1],
-            handed.callee[0],
-            move.lineno,
-            move.col_offset + 1,
-            text,
-        )
+    return _effect_calls(model, paths, _move_in_chain, keep_stored=True)
+
+
+def casting_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]:
+    """Every call in the modules `paths` whose plain-name argument the callee casts to 16 bits (`.half()`,
+    `.bfloat16()`, `.to(torch.float16)`, kept as `self.<attribute>` or not); the `move_*` fields give the cast."""
+    return _effect_calls(model, paths, _cast_in_chain, keep_stored=True)
 
 
 def loading_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]:
     """Every call in the modules `paths` whose plain-name argument the callee loads a state dict into
     (`def restore(model, path): model.load_state_dict(torch.load(path))`); the `move_*` fields give the load."""
-    seen: dict[tuple[str, str, str], tuple[ast.Call, str | None, tuple[Guard, ...]] | None] = {}
+    return _effect_calls(model, paths, _load_on, keep_stored=False)
+
+
+def _effect_calls(
+    model: Evaluator, paths: Iterable[str], find: Callable[[ast.expr, set[str]], ast.Call | None], keep_stored: bool
+) -> Iterator[MovingCall]:
+    """Every call in the modules `paths` whose plain-name argument the callee does `find`'s effect on (the first
+    such call in its body, not ruled out by an `if` over the literals the call passes); `keep_stored`: name the
+    attribute of `self` the callee keeps it in, when the callee is a method of the caller's own instance."""
+    # (callee, parameter) -> the effect, the attribute keeping it, the `if` tests around it, its line as written
+    seen: dict[tuple[str, str, str], tuple[ast.Call, str | None, tuple[Guard, ...], str] | None] = {}
     for handed in handed_arguments(model, paths, lambda argument: isinstance(argument, ast.Name)):
         key = (*handed.callee, handed.param)
         if key not in seen:
-            seen[key] = _first_effect(handed.function, handed.param, _load_on)
+            done = _first_effect(handed.function, handed.param, find)
+            seen[key] = (*done, _line_text(model, handed.callee[0], done[0].lineno)) if done is not None else None
         found = seen[key]
         if found is None or _ruled_out(found[2], handed.function, handed.call):
             continue
-        load = found[0]
-        text = _line_text(model, handed.callee[0], load.lineno)
+        effect, stored, _, text = found
+        own_instance = keep_stored and _on_own_instance(handed.call)
         yield MovingCall(
-            handed.path, handed.line, handed.column, handed.index, handed.keyword, None, handed.callee[1],
-            handed.callee[0], load.lineno, load.col_offset + 1, text,
+            handed.path, handed.line, handed.column, handed.index, handed.keyword, stored if own_instance else None,
+            handed.callee[1], handed.callee[0], effect.lineno, effect.col_offset + 1, text,
         )  # fmt: skip
 
 
 def own_moving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]:
     """Every `super().method(...)` or `self.method(...)` in the modules `paths` whose callee moves an attribute of
     its own instance (`self.model.to(device)`), which is the caller's: a move of the caller's `self.model`."""
+    return _own_effect_calls(model, paths, _move_in_chain)
+
+
+def own_casting_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]:
+    """Every `self.method(...)` or `super().method(...)` in the modules `paths` whose callee casts an attribute
+    of its own instance to 16 bits (`self.model.half()`): a cast of the caller's `self.model`."""
+    return _own_effect_calls(model, paths, _cast_in_chain)
+
+
+def _own_effect_calls(
+    model: Evaluator, paths: Iterable[str], find: Callable[[ast.expr, set[str]], ast.Call | None]
+) -> Iterator[MovingCall]:
     for found in resolved_calls(model, paths, lambda _, call: _on_own_instance(call)):
         function = model.function(found.callee)
-        moved = _own_attribute_move(model, found.callee, 0) if function is not None else None
-        if function is None or moved is None or _ruled_out(moved[2], function, found.call):
+        done = _own_attribute_effect(model, found.callee, 0, find) if function is not None else None
+        if function is None or done is None or _ruled_out(done[2], function, found.call):
             continue
-        move, attribute, _, where = moved
-        text = _line_text(model, where, move.lineno)
+        effect, attribute, _, where = done
+        text = _line_text(model, where, effect.lineno)
         yield MovingCall(
             found.path, found.line, found.column, None, None, attribute, found.callee[1], where,
-            move.lineno, move.col_offset + 1, text,
+            effect.lineno, effect.col_offset + 1, text,
         )  # fmt: skip
 
 
-def _own_attribute_move(
-    model: Evaluator, callee: Callee, depth: int
+def _own_attribute_effect(
+    model: Evaluator, callee: Callee, depth: int, find: Callable[[ast.expr, set[str]], ast.Call | None]
 ) -> tuple[ast.Call, str, tuple[Guard, ...], str] | None:
-    """The first move to a GPU of `self.<attribute>` in a method's body (`self.model.float().cuda()`), or in a
-    method of the same instance it calls first (`super().to(device)`, up the bases), with the `if` tests around
-    it in this method and the path of the module holding the move."""
+    """The first call `find` finds on `self.<attribute>` in a method's body (a move to a GPU:
+    `self.model.float().cuda()`), or in a method of the same instance it calls first (`super().to(device)`, up
+    the bases), with the `if` tests around it in this method and the path of the module holding it."""
     function = model.function(callee)
     me = function.params[0] if function is not None and function.is_method and function.params else None
     module = model.module(callee[0]) if me is not None else None
@@ -141,12 +150,12 @@ def _own_attribute_move(
         value = statement.value if isinstance(statement, (ast.Assign, ast.Expr, ast.Return)) else None
         root = _chain_root(value) if value is not None else None
         head, _, attribute = ((dotted(root) or "") if root is not None else "").partition(".")
-        move = _move_in_chain(value, {f"{me}.{attribute}"}) if value is not None and head == me else None
+        move = find(value, {f"{me}.{attribute}"}) if value is not None and head == me else None
         if move is not None and attribute and "." not in attribute:
             return move, attribute, guards, callee[0]
         if isinstance(statement, ast.Expr) and isinstance(value, ast.Call) and _on_own_instance(value):
             inner = model.resolve(module, scope_of(module, callee[1]), value.func)
-            found = _own_attribute_move(model, inner, depth + 1) if inner is not None else None
+            found = _own_attribute_effect(model, inner, depth + 1, find) if inner is not None else None
             if found is not None:
                 return found[0], found[1], guards + found[2], found[3]
     return None
@@ -169,13 +178,6 @@ def _on_own_instance(call: ast.Call) -> bool:
 
 
 Guard = tuple[ast.expr, bool]  # an `if` test around the move, and whether the move is in its body (not `else`)
-
-
-def _moved(function: FunctionInfo, param: str) -> tuple[ast.Call, str | None, tuple[Guard, ...]] | None:
-    """The first move of the parameter `param` (or of a name or `self.<attribute>` bound to it) to a GPU in the
-    function's own body, the attribute of `self` holding it then (None: not kept in one), and the `if` tests
-    around the move."""
-    return _first_effect(function, param, _move_in_chain)
 
 
 def _load_on(value: ast.expr, holders: set[str]) -> ast.Call | None:
@@ -309,6 +311,29 @@ def _move_in_chain(value: ast.expr, holders: set[str]) -> ast.Call | None:
             found = node
         node = node.func.value
     return found if found is not None and dotted(node) in holders else None
+
+
+def _cast_in_chain(value: ast.expr, holders: set[str]) -> ast.Call | None:
+    """`h.half()`, `h.to(torch.bfloat16)`, `h.cuda().half()`: a cast to 16 bits in a chain of methods returning
+    the module itself, on a holder of the parameter (a dtype the code computes, `h.to(dtype)`, is not known)."""
+    node: ast.expr = value
+    found: ast.Call | None = None
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RETURN_SELF:
+        if _is_half_cast(node):
+            found = node
+        node = node.func.value
+    return found if found is not None and dotted(node) in holders else None
+
+
+def _is_half_cast(call: ast.Call) -> bool:
+    """`.half()`, `.bfloat16()`, `.to(torch.float16)`, `.to(device, dtype=torch.bfloat16)`, `.type(torch.half)`."""
+    assert isinstance(call.func, ast.Attribute)
+    if call.func.attr in ("half", "bfloat16"):
+        return True
+    if call.func.attr not in ("to", "type"):
+        return False
+    given = [*call.args, *(k.value for k in call.keywords if k.arg == "dtype")]
+    return any(isinstance(g, ast.Attribute) and g.attr in HALF_DTYPES for g in given)
 
 
 def _chain_root(value: ast.expr) -> ast.expr | None:

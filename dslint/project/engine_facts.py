@@ -18,7 +18,13 @@ from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
 from dslint.model.library import OPTIMIZER
-from dslint.model.moved_arguments import loading_calls, moving_calls, own_moving_calls
+from dslint.model.moved_arguments import (
+    casting_calls,
+    loading_calls,
+    moving_calls,
+    own_casting_calls,
+    own_moving_calls,
+)
 from dslint.model.pretrained_loaders import loader_calls
 from dslint.model.stage_tests import stage_tested_after
 from dslint.model.state_saving_calls import (
@@ -180,6 +186,13 @@ def record_engines(
         moved_at = Related(shown_path(moving.move_path), moving.move_line, moving.move_column, note)
         argument = MovedArgument(moving.index, moving.keyword, moving.stored, moved_at)
         files[moving.path] = replace(facts, moving_calls={**facts.moving_calls, (moving.line, moving.column): argument})
+    for casting in (*casting_calls(model, sorted(holders)), *own_casting_calls(model, sorted(holders))):
+        facts = facts_of(files, casting.path)
+        note = f"{casting.callee}() casts it to 16 bits: {casting.move_text}"
+        cast_at = Related(shown_path(casting.move_path), casting.move_line, casting.move_column, note)
+        argument = MovedArgument(casting.index, casting.keyword, casting.stored, cast_at)
+        casts = {**facts.casting_calls, (casting.line, casting.column): argument}
+        files[casting.path] = replace(facts, casting_calls=casts)
     for loading in loading_calls(model, sorted(holders)):
         facts = facts_of(files, loading.path)
         note = f"{loading.callee}() loads a state dict into it: {loading.move_text}"

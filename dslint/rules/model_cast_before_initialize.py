@@ -17,6 +17,8 @@ from dslint.script.parameter_casts import cast_loops, casting_helpers, helper_ar
 from dslint.script.statement_removal import delete_statements
 
 CAST_CALLS = ("bfloat16", "half", "to")  # every cast DSL104 reports is one of these calls, or a loop holding one
+# project helpers: one casting the module it is handed to 16 bits, one casting it to fp32 (no DSL104 cast)
+_CASTING = (("nets.py", "def to_half(net):\n    net.half()\n    return net\n\ndef to_full(net):\n    net.float()\n"),)
 
 
 class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
@@ -28,6 +30,9 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
     accelerate_template = (
         "model cast before accelerator.prepare; remove it: DeepSpeed runs {precision} and casts it ({where})"
     )
+    helper_template = (
+        "{callee}() casts the model to 16 bits ({where}) before deepspeed.initialize; set fp16/bf16 in the config"
+    )
     severity = Severity.WARNING
     inference_engine = False
     # A cast before this file's initialize (an engine), or (accelerate, where a DeepSpeedPlugin or an accelerate
@@ -37,6 +42,7 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
     call_shapes = (
         Shape(methods=CAST_CALLS, engine=True),
         Shape(methods=CAST_CALLS, words=(b"Accelerator",), configured=True),
+        Shape(project_casts=True, engine=True),  # a call of a project function that casts its argument
     )
     casts = True
     docs = RuleDocs(
@@ -44,7 +50,10 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
             Flags `.half()`, `.bfloat16()` and `.to(..., dtype=...)` (or `.to(torch.float16)`) on the model that
             is later given to `deepspeed.initialize(model=...)`, in the same function, before that call; also a cast
             one parameter at a time (`for p in model.parameters(): p.data = p.data.half()`), in that function or
-            in a function of the same module it hands the model to (`set_parameter_bf16(model)`). It used to be
+            in a function of the same module it hands the model to (`set_parameter_bf16(model)`). A call of a project
+            function (any module) that casts the model it is handed to 16 bits (`to_half(model)` running
+            `net.half()`), or of a method casting an attribute of its own instance (`self._prepare()` running
+            `self.model.half()`), is reported at the call, naming the cast, without a fix. It used to be
             part of DSL101 (`# noqa: DSL101` and `ignore = ["DSL101"]` still cover it, through the redirect). A cast
             inside `with init_empty_weights():` (meta parameters, no data: the dtype a load fills) is not flagged.
 
@@ -93,6 +102,18 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
         """,
     )
     valid = (
+        # the helper casts another model (a teacher that never reaches initialize), or casts to fp32
+        Valid(
+            """
+            import deepspeed
+            from nets import to_half, to_full
+            def main(args, model, teacher):
+                to_full(model)
+                to_half(teacher)
+                engine, _, _, _ = deepspeed.initialize(model=model, config={"fp16": {"enabled": True}})
+            """,
+            files=_CASTING,
+        ),
         # frozen models cast to half and never prepared (a VAE, a text encoder) stay as the script wants them
         Valid(
             """
@@ -148,6 +169,26 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
         ),
     )
     invalid = (
+        # a project function casts the model it is handed, or a method the attribute of its own instance: reported
+        # at the call, naming the cast (no fix: the function may be right for its other callers)
+        Invalid(
+            """
+            import deepspeed
+            from nets import to_half
+            def main(args, model):
+                to_half(model)
+                engine, _, _, _ = deepspeed.initialize(model=model, config={"fp16": {"enabled": True}})
+            class Runner:
+                def __init__(self, model):
+                    self.model = model
+                    self._prepare()
+                    self.engine, _, _, _ = deepspeed.initialize(model=self.model, config="ds.json")
+                def _prepare(self):
+                    self.model.half()
+            """,
+            lines=(5, 10),
+            files=_CASTING,
+        ),
         Invalid(
             """
             import deepspeed as ds
@@ -280,6 +321,8 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
 
     def visit_Call(self, node: cst.Call) -> None:
         super().visit_Call(node)  # collects `self.prepares` too
+        if self._helper_casts(node):
+            return
         model = self.loop_casts.get(node)
         if model is None:
             model = helper_argument(node, self.casting_helpers)
@@ -301,6 +344,19 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
             fix_message=f"Remove `{node.func.value}(...)`" if isinstance(node.func, cst.Name) else "Remove the cast",
             related=(init.origin,) if init.origin is not None else (),
         )
+
+    def _helper_casts(self, node: cst.Call) -> bool:
+        """A call of a project function (any module) casting the model to 16 bits before initialize
+        (`ModelMoves.helper_move` asked for casts): reported at the call, naming the cast, without a fix (the
+        function may be right for its other callers)."""
+        found = self.moves.helper_move(node, casts=True)
+        if found is None:
+            return False
+        init, cast = found
+        where, callee = f"{cast.where.path}:{cast.where.line}", cast.where.message.partition("(")[0]
+        related = (cast.where, *((init.origin,) if init.origin is not None else ()))
+        self.report(node, self.helper_template.format(callee=callee, where=where), related=related)
+        return True
 
     def _loop_fix(self, node: cst.Call) -> list[Edit]:
         """A per-parameter cast goes with its statement, and the loop goes when that was all it did; never

@@ -339,12 +339,14 @@ class ModelMoves:
         position = self.facts.start(call)
         return any(start <= position < end for start, end in self._meta_blocks)
 
-    def helper_move(self, call: cst.Call) -> tuple[ModelSink, MovedArgument] | None:
+    def helper_move(self, call: cst.Call, casts: bool = False) -> tuple[ModelSink, MovedArgument] | None:
         """A call of a project function that moves its argument to a GPU (`ProjectFacts.moving_calls`:
         `place(model)`, or `super().__init__(net)` keeping it as `self.net`), made on a model before the initialize
-        that receives it: that initialize and what the project index knows of the move."""
+        that receives it: that initialize and what the project index knows of the move. `casts`: the same for a
+        function that casts its argument to 16 bits (`ProjectFacts.casting_calls`, DSL104)."""
         project = self.facts.project
-        moved, argument = handed_argument(self.facts, call, project.moving_calls if project is not None else {})
+        table = (project.casting_calls if casts else project.moving_calls) if project is not None else {}
+        moved, argument = handed_argument(self.facts, call, table)
         # `super()` itself starts where `super().__init__(net)` does; `super().to(d)` moving `self.model`: no argument
         own = moved is not None and moved.index is None and moved.keyword is None and moved.stored is not None
         if moved is None or (argument is None and not (own and isinstance(call.func, cst.Attribute))):
