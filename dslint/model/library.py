@@ -183,6 +183,34 @@ GLOBAL_RANK_CALLS = frozenset({"torch.distributed.get_rank", "deepspeed.comm.get
 # Top-level packages whose functions the fixpoint never looks for among the project's files.
 LIBRARY_ROOTS = frozenset({"deepspeed", "torch", "transformers"})
 
+# Packages none of whose functions reads the command line when called without arguments (`torch.no_grad()`,
+# `np.random.seed()`, `deepspeed.init_distributed()`): such a call is no entry point that may parse the options
+# a launch passes (DSL424 asks; `fire.Fire()`, `main()` from another package may).
+NO_COMMAND_LINE_PACKAGES = frozenset(
+    {
+        *LIBRARY_ROOTS,
+        "accelerate",
+        "datasets",
+        "peft",
+        "trl",
+        "numpy",
+        "tqdm",
+        "os",
+        "math",
+        "random",
+        "time",
+        "json",
+        "logging",
+        "gc",
+        "pathlib",
+        "collections",
+        "itertools",
+        "functools",
+        "warnings",
+        "shutil",
+    }
+)
+
 
 @dataclass(frozen=True)
 class TrainerMatch:

@@ -52,6 +52,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from dslint.diagnostics import Related
+from dslint.model.library import NO_COMMAND_LINE_PACKAGES
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
 from dslint.project.inputs import shown_path
 from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment
@@ -502,7 +503,8 @@ def _project_module(store: SummaryStore, dotted_name: str, near: str) -> str | N
 
 def _calls_outside_entry(summary: ModuleSummary, store: SummaryStore, path: str) -> bool:
     """A call without arguments of a function imported from a module outside the project (`main()`,
-    `cli.run()`): an entry point that may read the command line itself."""
+    `cli.run()`): an entry point that may read the command line itself; not one of a package that never reads
+    it (`torch.no_grad()`: `library.NO_COMMAND_LINE_PACKAGES`)."""
     for node in ast.walk(summary.tree):
         if not isinstance(node, ast.Call) or node.args or node.keywords:
             continue
@@ -514,7 +516,7 @@ def _calls_outside_entry(summary: ModuleSummary, store: SummaryStore, path: str)
         if imported is None:
             continue
         target = imported + name[len(head) :]
-        if _project_module(store, target, path) is not None:
+        if target.split(".", 1)[0] in NO_COMMAND_LINE_PACKAGES or _project_module(store, target, path) is not None:
             continue
         if target.rsplit(".", 1)[-1][:1].isupper():
             continue  # a class built without arguments (`Config()`): not an entry point

@@ -28,7 +28,7 @@ class LaunchedConfigNeverRead(LaunchRule):
             project module it imports (at any depth) mentions `sys.argv` or an argument parser (`argparse`,
             `HfArgumentParser`, `fire`, `click`, `typer`, `hydra`...), and it calls no function of another
             package without arguments (`main()`, `cli.run()`: an entry point that may parse the command line
-            itself).
+            itself; not one of a package that never reads it, such as `torch.no_grad()`).
         """,
         why="""
             The launcher puts the options on the script's command line (`deepspeed` adds `--local_rank` too);
@@ -71,6 +71,15 @@ class LaunchedConfigNeverRead(LaunchRule):
             "deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json\n",
             lines=(1,),
             files=(("train.py", _SILENT_SCRIPT), ("ds_zero2.json", "{}\n")),
+        ),
+        # calls without arguments of packages that never read the command line are no entry points
+        Invalid(
+            "deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json\n",
+            lines=(1,),
+            files=(
+                ("train.py", "import torch\n" + _SILENT_SCRIPT + "with torch.no_grad():\n    evaluate()\n"),
+                ("ds_zero2.json", "{}\n"),
+            ),
         ),
     )
 
