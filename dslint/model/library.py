@@ -17,6 +17,11 @@ from dataclasses import dataclass
 # `*Model`, `*For<Task>` (read by `script/hf_models.py` and `model/pretrained_loaders.py`).
 TRANSFORMERS_MODEL_CLASS = re.compile(r"^(AutoModel\w*|\w*Model|\w+For[A-Z]\w*)$")
 
+# The class methods of transformers' model classes that build the model, each inside `deepspeed.zero.Init` when a
+# live HfDeepSpeedConfig says ZeRO-3 (`PreTrainedModel.from_pretrained`, and `_from_config`, which the Auto
+# classes' `from_config` calls): DSL208 asks.
+HF_MODEL_BUILDS = frozenset({"from_pretrained", "from_config", "_from_config"})
+
 # The order of deepspeed.initialize's results: (engine, optimizer, training_dataloader, lr_scheduler).
 ENGINE = "engine"
 ENGINE_MODULE = "engine.module"

@@ -1,4 +1,5 @@
-"""Calls of project functions that return a transformers model loaded with `from_pretrained`, directly or through
+"""Calls of project functions that return a transformers model loaded with `from_pretrained` (or built with
+`from_config`: `library.HF_MODEL_BUILDS`), directly or through
 further project functions (a few levels), alone or in a returned tuple:
 
     def load_model(name):
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 
 from dslint.model.evaluate import Evaluator
 from dslint.model.handed_arguments import resolved_calls
-from dslint.model.library import TRANSFORMERS_MODEL_CLASS, is_training_arguments_name
+from dslint.model.library import HF_MODEL_BUILDS, TRANSFORMERS_MODEL_CLASS, is_training_arguments_name
 from dslint.model.resolution import Callee, FunctionSummary, scope_of
 from dslint.model.summary import ModuleSummary, dotted, own_nodes
 
@@ -155,7 +156,7 @@ def _model_of(
     project function returning such a model."""
     while isinstance(value, ast.Call):
         func = value.func
-        if isinstance(func, ast.Attribute) and func.attr == "from_pretrained":
+        if isinstance(func, ast.Attribute) and func.attr in HF_MODEL_BUILDS:
             qualified = module.qualified(func.value) or ""
             last = qualified.rpartition(".")[2]
             if qualified.startswith("transformers") and TRANSFORMERS_MODEL_CLASS.match(last):

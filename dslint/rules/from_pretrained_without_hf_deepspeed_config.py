@@ -6,6 +6,7 @@ import libcst as cst
 
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.library import HF_MODEL_BUILDS
 from dslint.project.config_link import AccelerateRun, accelerate_runs
 from dslint.project.engine_config import ZeroSource, ZeroSources
 from dslint.project.evidence import config_evidence
@@ -100,12 +101,12 @@ def main(name):
 class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     code = "DSL208"
     slug = "from-pretrained-without-hf-deepspeed-config"
-    message = "ZeRO-3 is on, but no live HfDeepSpeedConfig exists yet: create one before from_pretrained"
+    message = "ZeRO-3 is on, but no live HfDeepSpeedConfig exists yet: create one before building the model"
     unbound_message = "HfDeepSpeedConfig(...) is not kept (transformers holds a weak reference); bind it to a name"
     elsewhere_template = (
         "a ZeRO-3 engine is made of this model ({where}), but no HfDeepSpeedConfig is alive: create one"
     )
-    helper_template = "{where} runs from_pretrained before the ZeRO-3 TrainingArguments exist: create them first"
+    helper_template = "{where} builds the model before the ZeRO-3 TrainingArguments exist: create them first"
     helper_engine_template = "{where} builds the model whole for a ZeRO-3 engine: keep an HfDeepSpeedConfig alive first"
     accelerate_template = (
         "{load} before the Accelerator (line {line}), with no HfDeepSpeedConfig alive: the whole model is built"
@@ -131,7 +132,8 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     )
     docs = RuleDocs(
         what="""
-            Flags a transformers model's `from_pretrained(...)` that runs before `deepspeed.initialize` (or before
+            Flags a transformers model's `from_pretrained(...)` (or `from_config(...)`, which builds it the same
+            way) that runs before `deepspeed.initialize` (or before
             `TrainingArguments(deepspeed=...)`) with a config known to enable ZeRO-3, when no `HfDeepSpeedConfig`
             (or `TrainingArguments(deepspeed=...)`) bound to a name was created before it, in the same function
             or at module level. An `HfDeepSpeedConfig(...)` whose result is not kept is reported on its own.
@@ -297,6 +299,12 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         Invalid(_WORKER, lines=(4,), files=(_Z3,)),
         Invalid(_IN_ENVIRONMENT, lines=(5,), files=(_Z3,)),
         Invalid(_MADE_ARGS.format(first=_LOAD, second=_ARGS), lines=(6,), files=(_Z3,)),
+        # `from_config` builds the model the same way (`_from_config`: inside zero.Init only under a live config)
+        Invalid(
+            _MADE_ARGS.format(first="model = AutoModelForCausalLM.from_config(cfg)", second=_ARGS),
+            lines=(6,),
+            files=(_Z3,),
+        ),
         Invalid(
             _MADE_ARGS.format(first="model, tokenizer = load_pair(name)", second=_ARGS).replace(
                 "def make_args", "from zoo import load_pair\ndef make_args"
@@ -412,7 +420,7 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         self.calls.append(node)
         if self.facts.qualified(node.func) in ACCELERATOR_CLASSES:
             self.accelerators.append(node)
-        if is_model_from_pretrained(self.context, node):
+        if is_model_from_pretrained(self.context, node, HF_MODEL_BUILDS):
             self.loads.append(node)
         elif self.loaders:
             position = self.facts.call_position(node)
@@ -445,7 +453,8 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             if live or self._accelerator_keeps_one(node):
                 continue
             if not zero3_after:
-                if self._before_accelerator(node, "from_pretrained runs", None):
+                built = node.func.attr.value if isinstance(node.func, cst.Attribute) else "from_pretrained"
+                if self._before_accelerator(node, f"{built} runs", None):
                     continue
                 reach = reach or ModelReach(facts, original_node)
                 self._engine_elsewhere(node, reach)

@@ -25,10 +25,13 @@ def hf_class_name(context: ScriptContext, node: cst.BaseExpression) -> str | Non
     return qualified.rsplit(".", 1)[-1]
 
 
-def is_model_from_pretrained(context: ScriptContext, call: cst.Call) -> bool:
-    """`AutoModelForCausalLM.from_pretrained(...)`, `LlamaForCausalLM.from_pretrained(...)`; not tokenizers."""
+def is_model_from_pretrained(
+    context: ScriptContext, call: cst.Call, methods: frozenset[str] = frozenset({"from_pretrained"})
+) -> bool:
+    """`AutoModelForCausalLM.from_pretrained(...)`, `LlamaForCausalLM.from_pretrained(...)`; not tokenizers.
+    `methods`: the class methods that count (`library.HF_MODEL_BUILDS`: `from_config` too)."""
     func = call.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "from_pretrained"):
+    if not (isinstance(func, cst.Attribute) and func.attr.value in methods):
         return False
     name = hf_class_name(context, func.value)
     if name is not None:
