@@ -21,8 +21,7 @@ def test_model_built_by_a_helper_before_zero3_training_arguments() -> None:
         ],
     )
     assert all(
-        f[3].endswith("builds the model before the ZeRO-3 TrainingArguments exist: create them first")
-        for f in found
+        f[3].endswith("builds the model before the ZeRO-3 TrainingArguments exist: create them first") for f in found
     )
 
 

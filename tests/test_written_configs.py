@@ -98,3 +98,20 @@ def test_a_config_file_a_launch_hands_to_a_strict_reader_is_parsed_as_json_load_
         "(fixtures/projects/written_configs/flagged/sft_file.sh:2): a comment"
     )
     assert [(Path(r.path).name, r.line) for r in finding.related] == [("sft_file.sh", 2)]
+
+
+def test_a_config_a_script_names_for_the_hf_trainer_is_parsed_as_json_load_parses_it() -> None:
+    """`TrainingArguments(deepspeed="ds_trainer.json")` hands the file to transformers' json.load: its comment is
+    an error there, named at the keyword. ds_engine.json goes to `deepspeed.initialize` (hjson): silent."""
+    project = PROJECT.parent / "literal_readers"
+    files = discover([str(project)]).files
+    index = index_project(files, [str(project)])
+    results = lint_files([(f, RuleSelection()) for f in files], jobs=1, project=index)
+    found = [d for r in results for d in r.diagnostics]
+    assert [(os.path.relpath(d.path, project), d.start.line, d.code) for d in found] == [
+        ("ds_trainer.json", 2, "DSL400")
+    ]
+    assert found[0].message.endswith(
+        "reads it with json.load (fixtures/projects/literal_readers/finetune.py:6): a comment"
+    )
+    assert [(Path(r.path).name, r.line, r.column) for r in found[0].related] == [("finetune.py", 6, 48)]

@@ -41,6 +41,7 @@ class ReaderTables(Protocol):
     config_replaced: dict[str, list[frozenset[str]]]
     config_world_sizes: dict[str, list[LaunchWorldSize]]
     config_read_in: dict[str, list[Related]]
+    config_reader_sites: dict[str, list[Related]]
 
     @property
     def launches(self) -> Sequence[LaunchView]: ...
@@ -223,7 +224,8 @@ def opened_literals(index: ReaderTables, path: str, data: bytes, roots: Sequence
 
 def trainer_literals(index: ReaderTables, path: str, data: bytes, roots: Sequence[str]) -> None:
     """`TrainingArguments(deepspeed="ds.json")` (TRL's `SFTConfig(...)` too), `DeepSpeedPlugin(hf_ds_config=
-    "ds.json")`: those files are read by the HF Trainer / accelerate."""
+    "ds.json")`: those files are read by the HF Trainer / accelerate, with `json.load` (the keyword is the
+    reader's site: a config strict JSON does not read fails there)."""
     trainers = (b"TrainingArguments", b"DeepSpeedPlugin", *(name.encode() for name in TRL_TRAINING_ARGUMENTS))
     if b"deepspeed" not in data or not any(name in data for name in trainers):
         return
@@ -231,3 +233,7 @@ def trainer_literals(index: ReaderTables, path: str, data: bytes, roots: Sequenc
         config = find_written(match.group(1).decode("utf-8", errors="replace"), path, roots)
         if config is not None:
             index.config_readers.setdefault(config, set()).add("trainer")
+            line = data.count(b"\n", 0, match.start()) + 1
+            column = len(data[data.rfind(b"\n", 0, match.start()) + 1 : match.start()].decode("utf-8", "replace")) + 1
+            site = Related(shown_path(path), line, column, f"{match.group(0).decode('utf-8', 'replace')} names it")
+            index.config_reader_sites.setdefault(config, []).append(site)

@@ -22,8 +22,10 @@ class ConfigParseError(ConfigRule, ConfigSyntaxError):
             cannot parse: Lightning's `DeepSpeedStrategy` (the file in `PL_DEEPSPEED_CONFIG_PATH` under a
             DeepSpeed strategy) and the Hugging Face integrations (`--deepspeed ds.json`) read it with the strict
             `json.load`, which refuses a trailing comma; reported in the launcher, on the line json.load stops at.
-            A config file that a launch hands to one of those readers is read as `json.load` reads it too (a
-            comment or a trailing comma stops it), and the finding names the launch.
+            A config file that a launch hands to one of those readers, or that a script names for them
+            (`TrainingArguments(deepspeed="ds.json")`, `DeepSpeedPlugin(hf_ds_config="ds.json")`), is read as
+            `json.load` reads it too (a comment or a trailing comma stops it), and the finding names the launch
+            or the keyword.
         """,
         why="""
             DeepSpeed reads config files with `hjson.load`; a file it cannot parse stops the run at start-up,
