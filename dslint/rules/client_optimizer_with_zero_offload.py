@@ -14,6 +14,7 @@ from dslint.model.library import FUSED_ADAMS, LIGHTNING_OFFLOAD_STRATEGIES, LIGH
 from dslint.project.config_edits import literal_value
 from dslint.project.config_link import resolve_config
 from dslint.script.names import dotted_name
+from dslint.script.walk import own_returns
 
 # Optimizers DeepSpeed's ZeRO-Offload check refuses (any class but DeepSpeedCPUAdam and DeepSpeedCPULion): the
 # plain ones of torch and transformers, named exactly so that a project's own wrapper is never taken for one.
@@ -51,17 +52,18 @@ class ClientOptimizerWithZeroOffload(ScriptRule):
     docs = RuleDocs(
         what="""
             Flags the `optimizer=` of a `deepspeed.initialize` call when it is a plain torch optimizer
-            (`torch.optim.AdamW(...)`, `transformers.AdamW(...)`, directly or through a name bound to one)
-            and the config the call runs with offloads the optimizer (`zero_optimization.offload_optimizer`
-            with `"device": "cpu"` or `"nvme"`, or the deprecated `"cpu_offload": true`) without
-            `"zero_force_ds_cpu_optimizer": false`. A config that cannot be read, an optimizer of unknown
-            class, DeepSpeed's own CPU optimizers and the Hugging Face Trainer (which sets the switch off for
-            its own optimizer) are left alone. Under Lightning, the torch (or fused GPU) optimizer built in a
-            `configure_optimizers` of the file is flagged when every `Trainer`/`Fabric` of the file runs a
-            strategy that offloads the optimizer (`"deepspeed_stage_2_offload"`, `"deepspeed_stage_3_offload"`,
-            `"deepspeed_stage_3_offload_nvme"`, or `DeepSpeedStrategy(offload_optimizer=True)` without a
-            `config` of its own) and the file never mentions `zero_force_ds_cpu_optimizer`: the config
-            Lightning builds leaves the switch on, and Lightning hands that optimizer to `initialize`.
+            (`torch.optim.AdamW(...)`, `transformers.AdamW(...)`, directly, through a name bound to one, or returned
+            by every `return` of a function of the module) and the config the call runs with offloads the optimizer
+            (`zero_optimization.offload_optimizer` with `"device": "cpu"` or `"nvme"`, or the deprecated
+            `"cpu_offload": true`) without `"zero_force_ds_cpu_optimizer": false` (an `optimizer` section of the
+            config is not built: the client optimizer overrides it). A config that cannot be read, an optimizer of
+            unknown class, DeepSpeed's own CPU optimizers and the Hugging Face Trainer (which sets the switch off
+            for its own optimizer) are left alone. Under Lightning, the torch (or fused GPU) optimizer built in a
+            `configure_optimizers` of the file is flagged when every `Trainer`/`Fabric` of the file runs a strategy
+            that offloads the optimizer (`"deepspeed_stage_2_offload"`, `"deepspeed_stage_3_offload"`,
+            `"deepspeed_stage_3_offload_nvme"`, or `DeepSpeedStrategy(offload_optimizer=True)` without a `config` of
+            its own) and the file never mentions `zero_force_ds_cpu_optimizer`: the config Lightning builds leaves
+            the switch on, and Lightning hands that optimizer to `initialize`.
         """,
         why="""
             `DeepSpeedEngine._configure_optimizer` (`runtime/engine.py`, DeepSpeed 0.19.8) raises
@@ -85,7 +87,6 @@ class ClientOptimizerWithZeroOffload(ScriptRule):
         Valid(_SCRIPT.replace("CONFIG", '{"zero_optimization": {"stage": 2}}')),
         Valid(_SCRIPT.replace("torch.optim.AdamW", "deepspeed.ops.adam.DeepSpeedCPUAdam").replace("CONFIG", _OFFLOAD)),
         Valid(_SCRIPT.replace("CONFIG", _OFFLOAD.replace('{"train', '{"zero_force_ds_cpu_optimizer": False, "train'))),
-        Valid(_SCRIPT.replace("CONFIG", _OFFLOAD.replace('{"train', '{"optimizer": {"type": "Adam"}, "train'))),
         Valid(_SCRIPT.replace("CONFIG", _OFFLOAD.replace('"cpu"', '"none"'))),
         Valid(_SCRIPT.replace("torch.optim.AdamW", "make_optimizer").replace("CONFIG", _OFFLOAD)),
         Valid(_SCRIPT.replace("CONFIG", "args.config")),
@@ -121,6 +122,18 @@ class ClientOptimizerWithZeroOffload(ScriptRule):
             lines=(7,),
         ),
         Invalid(_SCRIPT.replace("CONFIG", _OFFLOAD), lines=(4,)),
+        # the config's optimizer section is not built: the client optimizer overrides it, and is refused
+        Invalid(
+            _SCRIPT.replace("CONFIG", _OFFLOAD.replace('{"train', '{"optimizer": {"type": "Adam"}, "train')), lines=(4,)
+        ),
+        # an optimizer factory of the module
+        Invalid(
+            _SCRIPT.replace("CONFIG", _OFFLOAD).replace(
+                "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)",
+                "def make(model):\n    return torch.optim.AdamW(model.parameters(), lr=1e-4)\noptimizer = make(model)",
+            ),
+            lines=(6,),
+        ),
         Invalid(
             _SCRIPT.replace("CONFIG", '{"zero_optimization": {"stage": 2, "cpu_offload": True}}'),
             lines=(4,),
@@ -156,6 +169,8 @@ class ClientOptimizerWithZeroOffload(ScriptRule):
         self.report(argument, self.message + config.evidence())
 
     def visit_Module(self, node: cst.Module) -> None:
+        # the module's own functions, by name (an optimizer factory: `def create_optimizer(...): return AdamW(...)`)
+        self._factories = {s.name.value: s for s in node.body if isinstance(s, cst.FunctionDef)}
         self.strategies: list[str | None] = []  # each Lightning Trainer/Fabric's offloading strategy, or None
         self.refused: list[cst.Call] = []  # client optimizers built in a `configure_optimizers`
         self.configuring = 0
@@ -194,20 +209,27 @@ class ClientOptimizerWithZeroOffload(ScriptRule):
             return None
         return f"{name}(offload_optimizer=True)" if keywords.get("zero_optimization") is not False else None
 
-    def _client_optimizer(self, argument: cst.BaseExpression, at: cst.Call) -> bool:
+    def _client_optimizer(self, argument: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> bool:
+        """A plain torch optimizer: built here, bound to a name, or returned by every `return` of a function of
+        this module (`optimizer = create_optimizer(model, args)`)."""
         value: cst.BaseExpression | None = argument
         if isinstance(argument, (cst.Name, cst.Attribute)):
             value = self.facts.assigned_value(argument, at)
         if not isinstance(value, cst.Call):
             return False
         qualified = self.facts.qualified(value.func)
-        return qualified is not None and _CLIENT.match(qualified) is not None
+        if qualified is not None and _CLIENT.match(qualified) is not None:
+            return True
+        factory = self._factories.get(value.func.value) if isinstance(value.func, cst.Name) and depth < 2 else None
+        returns = [r.value for r in own_returns(factory)] if factory is not None else []
+        return bool(returns) and all(r is not None and self._client_optimizer(r, r, depth + 1) for r in returns)
 
 
 def _offloads_to_cpu(values: Any) -> bool:
-    """The engine's `zero_use_cpu_optimizer()` with `zero_force_ds_cpu_optimizer` on, read from the config."""
-    if not isinstance(values, dict) or "optimizer" in values:
-        return False  # the config builds its own optimizer: another mistake, not this one
+    """The engine's `zero_use_cpu_optimizer()` with `zero_force_ds_cpu_optimizer` on, read from the config (its
+    `optimizer` section, if any, is not built: the client optimizer given to `initialize` overrides it)."""
+    if not isinstance(values, dict):
+        return False
     if values.get("zero_force_ds_cpu_optimizer", True) is not True:
         return False
     zero = values.get("zero_optimization")
