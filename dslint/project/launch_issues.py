@@ -48,8 +48,11 @@ without arguments (`main()`, `cli.run()`): nothing is reported.
 from __future__ import annotations
 
 import ast
+import functools
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from dslint.diagnostics import Related
 from dslint.model.library import NO_COMMAND_LINE_PACKAGES
@@ -63,6 +66,7 @@ from dslint.project.script_parser import (
     missing_required,
     refusing_parse,
     stored_name,
+    strict_parser,
     switch_only_parse,
     unknown_options,
 )
@@ -122,6 +126,16 @@ def launch_issues(
         ignored = ignored_visible_devices(line)
         if ignored is not None:
             issues.append(ignored)
+        if site.script is None:
+            deepspeed = _deepspeed_launch(site, sources)
+            takes = functools.partial(_takes_every_option, site, store, sources)
+            missing_script = missing_script_issue(site, deepspeed, sources, launcher_text, file_names, roots, takes)
+            if missing_script is not None:
+                issues.append(missing_script)
+            if missing_script is not None and missing_script.cause == "moved":
+                # the script the launch means, moved since: what it does with this launch is checked too
+                (moved,) = file_names()[os.path.basename(line.script)]
+                site = replace(site, script=moved)
         refusal = _local_rank_refusal(site, store, sources)
         if refusal is not None:
             issues.append(refusal)
@@ -140,11 +154,6 @@ def launch_issues(
         configless = _configless_trainer(site, store)
         if configless is not None:
             issues.append(configless)
-        if site.script is None:
-            deepspeed = _deepspeed_launch(site, sources)
-            missing_script = missing_script_issue(site, deepspeed, sources, launcher_text, file_names, roots)
-            if missing_script is not None:
-                issues.append(missing_script)
         if site.script is not None and site.config_yaml is not None:
             yaml_path, number = site.config_yaml
             key = missing_in_yaml(site.script, yaml_path, number, sources, launcher_text, file_names)
@@ -448,6 +457,15 @@ def _required_not_given(site: LaunchSite, store: SummaryStore, sources: dict[str
     )
     end = line.column + len(line.tool)
     return LaunchIssue("missing_required", line.line, line.column, end, line.script, tuple(names), related)
+
+
+def _takes_every_option(site: LaunchSite, store: SummaryStore, sources: dict[str, bytes], path: str) -> bool:
+    """Whether the project file `path` parses its command line strictly and takes every option `site` passes
+    (the script the launch means, moved since: DSL444 names it)."""
+    data, summary = sources.get(path), store.get(path)
+    if data is None or summary is None or strict_parser(summary, data) is None:
+        return False
+    return unknown_options(summary, data, [option.name for option in site.line.options]) is None
 
 
 def _configless_trainer(site: LaunchSite, store: SummaryStore) -> LaunchIssue | None:

@@ -11,7 +11,7 @@ from os.path import isdir
 from pathlib import Path
 
 from dslint.model.library import EXTERNAL_ENTRY_SCRIPTS, MEGATRON_OPTIONS
-from dslint.project.inputs import absolute, exists, find_written
+from dslint.project.inputs import absolute, exists, find_written, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.missing_configs import case_twins, writes
 from dslint.project.project_index import LaunchIssue, LaunchSite
@@ -31,6 +31,7 @@ def missing_script_issue(
     launcher_text: Callable[[str], str | None],
     file_names: Callable[[], Mapping[str, tuple[str, ...]]],
     roots: Sequence[str],
+    takes_options: Callable[[str], bool] = lambda _: False,
 ) -> LaunchIssue | None:
     """The script of a DeepSpeed launch when no file of its name is anywhere in the project (a path read from the
     wrong folder is not this: a file of the name elsewhere answers None), no Python line names it while writing or
@@ -38,7 +39,10 @@ def missing_script_issue(
     `wget`...). A path built at run time, an absolute or home path, a `cd` to such a folder, a module
     (`-m`), and a document's launch (a pattern for the reader's own script, often) are left alone. A path that
     names a project file but for letter case (`SFT/train.py` where the project has `sft/train.py`) is missing
-    on Linux whatever else has the name: the issue then carries those files (`elsewhere`)."""
+    on Linux whatever else has the name: the issue then carries those files (`elsewhere`). A path whose folder
+    is nowhere in the project (`src/train.py` with no `src/`) is a checkout of another project, unless the
+    project has exactly one file of that name and `takes_options` says its strict parser takes every option of
+    the launch (the script moved, the launcher did not follow): the issue carries it (`cause` "moved")."""
     line = site.line
     written = line.script
     if line.module or not written.endswith(".py") or not deepspeed:
@@ -57,8 +61,13 @@ def missing_script_issue(
     # the path of a project file but for letter case (`SFT/train.py` for `sft/train.py`): none on Linux
     twins = case_twins(written, file_names) if not find_written(written, line.launcher, roots, line.directory) else ()
     folder = os.path.dirname(os.path.normpath(written))
+    cause = ""
     if not twins and folder not in ("", ".") and not find_written(folder, line.launcher, roots, line.directory, isdir):
-        return None  # the script's folder is not in the project either: a checkout of another project
+        # the script's folder is not in the project either: a checkout of another project, or a script moved
+        named = file_names().get(name, ())
+        if len(named) != 1 or not line.options or not takes_options(named[0]):
+            return None
+        twins, cause = named, "moved"
     if not twins and (file_names().get(name) or any(_writes_file(data, name.encode()) for data in sources.values())):
         return None
     if not _checked_whole(line.launcher, roots):
@@ -72,7 +81,9 @@ def missing_script_issue(
     for number in range(line.line, min(last, len(physical)) + 1):
         match = word.search(physical[number - 1])
         if match is not None:
-            return LaunchIssue("missing_script", number, match.start() + 1, match.end() + 1, written, elsewhere=twins)
+            start, end = match.start() + 1, match.end() + 1
+            shown = tuple(shown_path(twin) for twin in twins)
+            return LaunchIssue("missing_script", number, start, end, written, elsewhere=shown, cause=cause)
     return None
 
 

@@ -10,6 +10,13 @@ from dslint.project.project_index import LaunchIssue
 _PROJECT = (("train.py", "import argparse\nimport deepspeed\n"), ("ds.json", "{}\n"))
 
 
+# a script that parses its command line strictly (`--lr`, `--deepspeed`, `--local_rank`)
+_MOVED = (
+    "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--lr', type=float)\n"
+    "parser.add_argument('--deepspeed')\nparser.add_argument('--local_rank', type=int)\nargs = parser.parse_args()\n"
+)
+
+
 class LaunchedScriptNotFound(LaunchRule):
     code = "DSL444"
     slug = "launched-script-not-found"
@@ -18,17 +25,20 @@ class LaunchedScriptNotFound(LaunchRule):
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""
-            Flags the script of a DeepSpeed launch (`deepspeed`, `accelerate launch`, or `torchrun` or `python`
-            with a DeepSpeed option: a plain `torchrun` is a DDP launch) in a shell script, a Makefile or a Slurm
-            file when no file of that name is anywhere in the project: not where the launch runs it from (its
-            folder, the repository root, after its `cd`), nor in any other folder. A launch is left alone when a
-            file of that name exists elsewhere (a path question, not a missing file), when another Python file
-            names the script (it may write it), when the launcher writes the file or fetches code first (`git
-            clone`, `wget`, `curl`...), when the path is absolute, under `~`, or built at run time, when the
-            command runs a module (`-m`), and when only part of a repository is checked. A path that names a
-            project file only when letter case is ignored (`SFT/train.py` for `sft/train.py`) is flagged: Linux,
-            where the ranks run, tells them apart, and the message names the file meant. A guide's command
-            (Markdown, reST, a notebook) is left alone: it is often a pattern for the reader's own script.
+            Flags the script of a DeepSpeed launch (`deepspeed`, `accelerate launch`, or `torchrun` or `python` with
+            a DeepSpeed option: a plain `torchrun` is a DDP launch) in a shell script, a Makefile or a Slurm file
+            when no file of that name is anywhere in the project: not where the launch runs it from (its folder, the
+            repository root, after its `cd`), nor in any other folder. A launch is left alone when a file of that
+            name exists elsewhere (a path question, not a missing file), when another Python file names the script
+            (it may write it), when the launcher writes the file or fetches code first (`git clone`, `wget`,
+            `curl`...), when the path is absolute, under `~`, or built at run time, when the command runs a module
+            (`-m`), and when only part of a repository is checked. A path that names a project file only when letter
+            case is ignored (`SFT/train.py` for `sft/train.py`) is flagged: Linux, where the ranks run, tells them
+            apart, and the message names the file meant. So is a path whose folder is nowhere in the project
+            (`src/train.py`, no `src/`) when the project has exactly one file of that name and its strict parser
+            takes every option of the launch: the script moved and the launcher did not follow (the message names
+            it, and the launch's other checks read that script). A guide's command (Markdown, reST, a notebook) is
+            left alone: it is often a pattern for the reader's own script.
         """,
         why="""
             Each rank the launcher starts runs `python -u <script> ...` (`deepspeed/launcher/launch.py`, and the
@@ -64,6 +74,8 @@ class LaunchedScriptNotFound(LaunchRule):
         Valid("deepspeed --num_gpus 2 --module pkg.train_ds --deepspeed_config ds.json\n", files=_PROJECT),
         # the script's folder is not in the project either: a checkout of another project
         Valid("deepspeed --num_gpus 2 transformers/examples/run_ds.py --deepspeed ds.json\n", files=_PROJECT),
+        # ... whose `train.py` is not this project's one, which takes no `--epochs`
+        Valid("deepspeed --num_gpus 2 src/train.py --epochs 3 --deepspeed ds.json\n", files=(("train.py", _MOVED),)),
         Valid("deepspeed --num_gpus 2 your_train_script.py --deepspeed ds.json\n", files=_PROJECT),
         # Megatron's entry script, recognised by its name or by its options
         Valid("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 24\n", files=_PROJECT),
@@ -80,6 +92,12 @@ class LaunchedScriptNotFound(LaunchRule):
             lines=(3,),
             files=(*_PROJECT, ("scripts/pretrain.py", "import deepspeed\n")),
         ),
+        # a folder that is nowhere, while the project's one `train.py` takes every option: the script moved
+        Invalid(
+            "deepspeed --num_gpus 2 src/train.py --lr 1e-5 --deepspeed ds.json\n",
+            lines=(1,),
+            files=(("train.py", _MOVED), ("ds.json", "{}\n")),
+        ),
         # a folder named but for letter case: no such file on Linux, though `train.py` exists
         Invalid(
             "deepspeed --num_gpus 2 SFT/train.py --deepspeed_config ds.json\n",
@@ -95,6 +113,9 @@ class LaunchedScriptNotFound(LaunchRule):
 
     @classmethod
     def message_for(cls, issue: LaunchIssue) -> str:
+        if issue.cause == "moved":
+            moved = issue.elsewhere[0]
+            return f"{issue.detail}: no such file (the project's {moved} takes its options); every rank stops"
         if issue.elsewhere:
             return f"{issue.detail}: no such file on Linux (the project has {issue.elsewhere[0]}); every rank stops"
         return f"{issue.detail}: no such file in the project, and nothing in it writes one; every rank stops at once"
