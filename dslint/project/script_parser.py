@@ -128,6 +128,14 @@ def _strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
             if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
                 return None
             constructions.append((node.targets[0].id, node.value))
+    root: ast.AST = tree
+    if len(constructions) > 1:
+        # several parsers: the one the entry function builds and parses first decides (argparse exits there)
+        first = _first_parsing_function(tree, constructions)
+        if first is None:
+            return None
+        root, construction = first
+        constructions = [(n, c) for n, c in constructions if c is construction]
     if len(constructions) != 1:
         return None
     name, construction = constructions[0]
@@ -142,7 +150,7 @@ def _strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
     options: list[str] = []
     parses: list[ast.Call] = []
     config_arguments = False
-    for node in ast.walk(tree):
+    for node in ast.walk(root):
         if isinstance(node, ast.Call):
             method = node.func.attr if isinstance(node.func, ast.Attribute) else None
             if method == "add_argument":
@@ -167,10 +175,50 @@ def _strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
     manual = LAUNCHER_OPTION.encode() in data and LAUNCHER_OPTION not in options
     if b"argv" in data and not _argv_left_alone(tree, manual):
         return None
-    return StrictParser(parses[0], tuple(options), abbreviations, config_arguments, _required(tree))
+    return StrictParser(parses[0], tuple(options), abbreviations, config_arguments, _required(root))
 
 
-def _required(tree: ast.Module) -> tuple[tuple[tuple[str, ...], ast.Call], ...]:
+def _first_parsing_function(
+    tree: ast.Module, constructions: list[tuple[str, ast.Call]]
+) -> tuple[ast.FunctionDef, ast.Call] | None:
+    """The function the script's `if __name__ == "__main__":` block calls first, with the parser it builds, when
+    its statements parse that parser (`parser.parse_args()`) before they call any other function of the module
+    (which may build and parse a parser of its own first); None when that order cannot be read."""
+    functions = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef)}
+    entry = next((s for s in tree.body if isinstance(s, ast.If) and _is_main_test(s.test)), None)
+    first = entry.body[0] if entry is not None and entry.body else None
+    value = first.value if isinstance(first, (ast.Expr, ast.Assign)) else None
+    called = value.func.id if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) else None
+    function = functions.get(called) if called is not None else None
+    if function is None:
+        return None
+    built = {id(c): (n, c) for n, c in constructions}
+    own = [built[id(s.value)] for s in function.body if isinstance(s, ast.Assign) and id(s.value) in built]
+    if len(own) != 1:
+        return None
+    name, construction = own[0]
+    for statement in function.body:
+        for node in ast.walk(statement):
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "parse_args" and _is_name(node.func, name):
+                return function, construction
+            if isinstance(node.func, ast.Name) and node.func.id in functions:
+                return None  # another function of the module runs first
+    return None
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    """`__name__ == "__main__"` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return any(_is_name(side, "__name__") for side in sides) and any(
+        isinstance(side, ast.Constant) and side.value == "__main__" for side in sides
+    )
+
+
+def _required(tree: ast.AST) -> tuple[tuple[tuple[str, ...], ast.Call], ...]:
     """The options the command line must give: `add_argument("--x", required=True)`, and the options of a
     `group = parser.add_mutually_exclusive_group(required=True)` (one of them)."""
     groups: dict[str, ast.Call] = {}

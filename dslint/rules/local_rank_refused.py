@@ -23,6 +23,26 @@ args = parse()
 ACCEPTS_LOCAL_RANK = _STRICT.replace('"--epochs", type=int, default=1)', '"--local_rank", type=int, default=-1)')
 _KNOWN = _STRICT.replace("parser.parse_args()", "parser.parse_known_args()[0]")
 _DASHED = _STRICT.replace('"--epochs", type=int, default=1)', '"--local-rank", type=int, default=-1)')
+# two parsers: the entry function parses its own strict one (no --local_rank) before the DeepSpeed one is built
+_TWO_PARSERS = """\
+import argparse
+import deepspeed
+
+def deepspeed_arguments():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--local_rank", type=int, default=-1)
+    parser = deepspeed.add_config_arguments(parser)
+    return parser.parse_args()
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=1)
+    args = parser.parse_args()
+    ds_args = deepspeed_arguments()
+
+if __name__ == "__main__":
+    main()
+"""
 _FOREIGN = _STRICT.replace("parser = deepspeed.add_config_arguments(parser)", "add_model_options(parser)")
 
 
@@ -39,18 +59,19 @@ class LocalRankRefused(LaunchRule):
     severity = Severity.ERROR
     docs = RuleDocs(
         what="""
-            Flags a `deepspeed` launch command (in a shell script, a Makefile recipe, a README's or a guide's
-            code block) whose script, a file of the project, builds its own `argparse.ArgumentParser`, parses the
-            command line strictly (`parser.parse_args()`) and has no option that `--local_rank` names (exactly,
-            or as an abbreviation argparse accepts). The finding is at the launch command, with the script's
-            `parse_args` call as its related location (where the fix goes).
-            Left alone: a command with `--no_local_rank`, another multi-node backend (`--launcher openmpi`...),
-            a command under `srun`/`mpirun`, and every script whose parsing is not fully known:
-            `parse_known_args`, `sys.argv` edited, handed to a function, or read in a script that writes
-            `--local_rank` itself (counting it, `len(sys.argv)`, or looking at it, `" ".join(sys.argv)`, is fine), a
-            parser built elsewhere, handed to another function (other than `deepspeed.add_config_arguments`,
-            which adds only the config options) or returned, options named by variables, parent parsers,
-            subcommands, other prefix characters.
+            Flags a `deepspeed` launch command (in a shell script, a Makefile recipe, a README's or a guide's code
+            block) whose script, a file of the project, builds its own `argparse.ArgumentParser`, parses the command
+            line strictly (`parser.parse_args()`) and has no option that `--local_rank` names (exactly, or as an
+            abbreviation argparse accepts). The finding is at the launch command, with the script's `parse_args`
+            call as its related location (where the fix goes). Of several parsers, the one the `if __name__ ==
+            "__main__":` block's first call builds and parses before it calls any other function of the module is
+            judged (argparse stops the run there). Left alone: a command with `--no_local_rank`, another multi-node
+            backend (`--launcher openmpi`...), a command under `srun`/`mpirun`, and every script whose parsing is
+            not fully known: `parse_known_args`, `sys.argv` edited, handed to a function, or read in a script that
+            writes `--local_rank` itself (counting it, `len(sys.argv)`, or looking at it, `" ".join(sys.argv)`, is
+            fine), a parser built elsewhere, handed to another function (other than
+            `deepspeed.add_config_arguments`, which adds only the config options) or returned, options named by
+            variables, parent parsers, subcommands, other prefix characters.
         """,
         why="""
             The runner starts each rank through `deepspeed/launcher/launch.py`, which runs
@@ -71,6 +92,16 @@ class LocalRankRefused(LaunchRule):
         """,
     )
     valid = (
+        # the DeepSpeed parser is built and parsed first: which parse stops the run is not known
+        Valid(
+            "deepspeed train.py --deepspeed_config ds.json\n",
+            files=files_of(
+                _TWO_PARSERS.replace(
+                    "    args = parser.parse_args()\n    ds_args = deepspeed_arguments()",
+                    "    ds_args = deepspeed_arguments()\n    args = parser.parse_args()",
+                )
+            ),
+        ),
         Valid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", files=files_of(ACCEPTS_LOCAL_RANK)),
         Valid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", files=files_of(_KNOWN)),
         Valid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", files=files_of(_FOREIGN)),
@@ -93,6 +124,7 @@ class LocalRankRefused(LaunchRule):
         ),
     )
     invalid = (
+        Invalid("deepspeed train.py --deepspeed_config ds.json\n", lines=(1,), files=files_of(_TWO_PARSERS)),
         Invalid(
             "deepspeed train.py --deepspeed_config ds.json\n",
             lines=(1,),
