@@ -487,3 +487,17 @@ declare -a LAUNCH=(deepspeed --num_gpus 4)
     assert launch.launcher_option("num_gpus").value == "4"  # type: ignore[union-attr]
     # a value that closes its quote a few lines on is one value: bash runs no command of its lines
     assert parse_shell("run.sh", 'NOTE="first line\ndeepspeed x.py --deepspeed_config a.json\n"\n') == []
+
+
+def test_a_cd_to_a_folder_of_another_machine_is_the_launchers_deployed_copy(tmp_path) -> None:
+    """`cd /scratch/<user>/<repo>` (no such folder here) then `deepspeed train.py`: the path is read as if there
+    were no `cd`; after a `cd` to a folder this machine has (`/tmp`), it is read there only."""
+    from dslint.project.inputs import absolute, find_written
+
+    (tmp_path / "train.py").write_text("import deepspeed\n")
+    launcher = str(tmp_path / "run.sh")
+    roots = [absolute(tmp_path)]
+    elsewhere = "/scratch/someone/pretrain/param-7b"
+    assert find_written("train.py", launcher, roots, elsewhere) == absolute(tmp_path / "train.py")
+    assert find_written("missing.py", launcher, roots, elsewhere) is None
+    assert find_written("train.py", launcher, roots, str(tmp_path.parent)) is None

@@ -63,7 +63,9 @@ def find_written(
 ) -> str | None:
     """A path written in a launcher: the launcher's directory and its parents up to a checked root, then the
     roots that hold the launcher (launchers are run from the repository root or from their own directory). After a `cd`
-    in the launcher (`directory`), the path is read from that directory, itself relative to each of those.
+    in the launcher (`directory`), the path is read from that directory, itself relative to each of those; after a
+    `cd` to an absolute folder of another machine (none of that name here), a relative path is also read as if
+    there were no `cd`.
     `found`: what the path must be (default: a file; `os.path.isdir` for a folder)."""
     found = found or is_file
     if UNKNOWN_VALUE in name:
@@ -85,6 +87,10 @@ def find_written(
     # own copy, found by the longest tail of two or more parts that the project holds.
     parts = candidate.parts[1:] if candidate.is_absolute() else ()
     tails = [Path(*parts[i:]) for i in range(len(parts) - 1)] if parts else [candidate]
+    if parts and os.path.isabs(directory) and not os.path.isabs(name) and not os.path.isdir(directory):
+        # `cd /scratch/<user>/<repo>` then `deepspeed train.py`: a folder of the machine the launcher was written
+        # for (none here) is its deployed copy, so the relative path is read as if there were no `cd`
+        tails.append(Path(name))
     for tail in tails:
         for base in tried:
             path = base / tail
