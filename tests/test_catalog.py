@@ -65,11 +65,19 @@ def test_tokens_are_in_every_file_the_rule_fires_on(rule: type[ScriptRule], case
     # or, for a rule that runs on a loop some call hands the engine's optimizer (`runs_on_partly_engine`), a case
     # whose other files hold that call: the project's facts say so, and the skip must not settle the file
     partly = rule.runs_on_partly_engine and bool(case.files) and b"initialize" not in data
-    assert not missing or inference or alternative or partly, f"{rule.code} fires on a file without {missing!r}"
+    # or, for a rule that runs on a call returning a plain DataLoader from another module (`runs_on_returned_loaders`),
+    # a case whose other files hold that function
+    remote = rule.runs_on_returned_loaders and bool(case.files) and b"DataLoader" not in data
+    assert not missing or inference or alternative or partly or remote, (
+        f"{rule.code} fires on a file without {missing!r}"
+    )
     # a rule that needs a launch of several processes a node gets it from the project (its case's launcher)
     several = LaunchedConfig(Related("run.sh", 1, 1, "launch"), None, None, ranks_per_node=2, ranks=2)
     project = ProjectFacts(parameters={}, returns={}, launches=(several,)) if rule.needs().several_processes else None
     if partly:
         passed = ParameterFact("optimizer", Related("ds_train.py", 4, 1, "call"))
         project = ProjectFacts(parameters={}, returns={}, partly_engine={"train": {"optimizer": passed}})
+    if remote:
+        returned = ((0, Related("data.py", 4, 13, "get_loaders() returns a DataLoader without a sampler")),)
+        project = ProjectFacts(parameters={}, returns={}, launches=(several,), returned_loaders={(6, 32): returned})
     assert not certainly_untouched(data, project)

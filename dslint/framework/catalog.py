@@ -162,6 +162,9 @@ class Needs:
     # Token sets with all of any one of which the rule also runs with no engine in sight (a Hugging Face Trainer
     # builds its engine itself).
     without_engine: tuple[tuple[bytes, ...], ...] = ()
+    # The rule also runs, tokens or not, where the project index finds a call of a project function returning a
+    # plain DataLoader in a file that back-propagates through an engine (`ProjectFacts.returned_loaders`).
+    returned_loaders: bool = False
 
     def token_sets(self) -> tuple[tuple[bytes, ...], ...]:
         return (self.tokens, *self.alternatives, *self.without_engine)
@@ -360,7 +363,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL437": Needs((b"deepspeed", b"initialize", b"lr_scheduler", b"len")),
     "DSL440": Needs((b"deepspeed", b"Trainer"), engine=False, shapes=(Shape(stored=("deepspeed",)),)),
     "DSL441": Needs((b"deepspeed", b"numel"), alternatives=((b"deepspeed", b"nelement"),)),
-    "DSL445": Needs((b"DataLoader", b"backward")),
+    "DSL445": Needs((b"DataLoader", b"backward"), returned_loaders=True),
     "DSL447": Needs((b"deepspeed",)),
     "DSL448": Needs(
         (b"Trainer", b"rank"),

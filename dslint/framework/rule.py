@@ -197,6 +197,8 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     runs_on_partly_engine: ClassVar[bool] = False
     # Token sets with any of which the rule also runs where no engine is in sight (`Needs.without_engine`).
     runs_without_engine_on: ClassVar[tuple[tuple[bytes, ...], ...]] = ()
+    # Also runs where the project index finds a call returning a plain DataLoader (`Needs.returned_loaders`).
+    runs_on_returned_loaders: ClassVar[bool] = False
 
     @classmethod
     def needs(cls) -> Needs:
@@ -213,6 +215,7 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
             cls.needs_hf_config,
             cls.runs_on_partly_engine,
             cls.runs_without_engine_on,
+            cls.runs_on_returned_loaders,
         )
 
     def __init__(self, context: ScriptContext) -> None:

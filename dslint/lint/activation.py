@@ -60,12 +60,15 @@ class Evidence:
     project_casts: bool = False  # the project index marks calls of this file whose argument the callee casts
     hf_configured: bool = True  # a DeepSpeed config may reach a Hugging Face reader of the file (`Shape.configured`)
     partly_engine: bool = False  # some call passes the engine to a parameter of the file's functions, others not
+    returned_loaders: bool = False  # the project index finds a call here returning a plain DataLoader
 
 
 def can_fire(needs: Needs, evidence: Evidence) -> bool:
     if needs.gpu_loads and evidence.gpu_loads:
         return True
     if needs.partly_engine and evidence.partly_engine:
+        return True
+    if needs.returned_loaders and evidence.returned_loaders:
         return True
     if needs.without_engine and (evidence.words is None or has_token_set(evidence.words, needs.without_engine)):
         return True  # at the facts level (no words) only rules an earlier level kept are asked
@@ -179,6 +182,7 @@ def in_text(data: bytes, project: ProjectFacts | None) -> Evidence:
         several_processes=_several_processes(project),
         gpu_loads=project is not None and bool(project.gpu_loads),
         partly_engine=project is not None and bool(project.partly_engine),
+        returned_loaders=project is not None and bool(project.returned_loaders),
     )
 
 
@@ -195,6 +199,7 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         several_processes=_several_processes(project),
         gpu_loads=project is not None and bool(project.gpu_loads),
         partly_engine=project is not None and bool(project.partly_engine),
+        returned_loaders=project is not None and bool(project.returned_loaders),
         calls=code,
         project_saves=project is not None and bool(project.state_saving_calls or project.engine_saving_calls),
         project_moves=project is not None and bool(project.moving_calls),
@@ -229,6 +234,7 @@ def in_facts(facts: ScriptFacts) -> Evidence:
         configs=True,  # the configs the script builds or points at decide (dslint.project.script_configs)
         gpu_loads=facts.project is not None and bool(facts.project.gpu_loads),
         partly_engine=facts.project is not None and bool(facts.project.partly_engine),
+        returned_loaders=facts.project is not None and bool(facts.project.returned_loaders),
     )
 
 

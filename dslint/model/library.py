@@ -188,6 +188,28 @@ GLOBAL_RANK_CALLS = frozenset({"torch.distributed.get_rank", "deepspeed.comm.get
 # Top-level packages whose functions the fixpoint never looks for among the project's files.
 LIBRARY_ROOTS = frozenset({"deepspeed", "torch", "transformers"})
 
+# torch's data loader, and how a script shards (or does not shard) what it feeds each rank (DSL445 asks, in a file
+# and in the project functions that return loaders: `model.returned_loaders`).
+DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+# A file that shards its data some other way, or streams it, is left alone.
+SHARDED_ELSEWHERE = (
+    b"DistributedSampler",
+    b"split_dataset_by_node",
+    b"IterableDataset",
+    b"streaming",
+    b"num_replicas",
+    b".shard(",
+)
+# A sampler of a file's own making may shard (`sampler=make_sampler(ds)`); torch's single-process samplers do not.
+SAMPLER_GIVEN = re.compile(rb"sampler\s*=\s*(?!(torch\.utils\.data\.)?(RandomSampler|SequentialSampler)\()")
+SINGLE_PROCESS_SAMPLERS = frozenset(
+    f"torch.utils.data{module}.{name}" for module in ("", ".sampler") for name in ("RandomSampler", "SequentialSampler")
+)
+# Words in the dataset argument that say it is already this rank's part (`data[rank::world_size]`).
+RANK_WORDS = re.compile(r"rank|shard|world|split_by|partition", re.IGNORECASE)
+# Words in it that say it is made up (a benchmark's random tensors): the same data on every rank changes nothing.
+SYNTHETIC_DATA = re.compile(r"random|randn|rand\(|synthetic|dummy|fake", re.IGNORECASE)
+
 # Packages none of whose functions reads the command line when called without arguments (`torch.no_grad()`,
 # `np.random.seed()`, `deepspeed.init_distributed()`): such a call is no entry point that may parse the options
 # a launch passes (DSL424 asks; `fire.Fire()`, `main()` from another package may).

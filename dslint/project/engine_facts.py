@@ -26,6 +26,7 @@ from dslint.model.moved_arguments import (
     own_moving_calls,
 )
 from dslint.model.pretrained_loaders import loader_calls
+from dslint.model.returned_loaders import loader_calls as returned_loader_calls
 from dslint.model.stage_tests import stage_tested_after
 from dslint.model.state_saving_calls import (
     engine_attribute_saving_calls,
@@ -200,6 +201,17 @@ def record_engines(
         argument = MovedArgument(loading.index, loading.keyword, None, loaded_at)
         loads = {**facts.loading_calls, (loading.line, loading.column): argument}
         files[loading.path] = replace(facts, loading_calls=loads)
+    trainers = {*(s.path for s in model.inits.values()), *(p for p, f in files.items() if f.receives_engine)}
+    for loader in returned_loader_calls(model, sorted(p for p in trainers if b"backward" in store.sources.get(p, b""))):
+        facts = facts_of(files, loader.path)
+        path, line, column = loader.built
+        item = "its result" if loader.index is None else f"item {loader.index} of its result"
+        note = f"{loader.callee[1]}() returns a DataLoader without a sampler ({item})"
+        lines = store.sources.get(path, b"").splitlines()
+        built = Related(shown_path(path), line, character_column(lines, line, column) + 1, note)
+        loaders = {**facts.returned_loaders}
+        loaders[(loader.line, loader.column)] = (*loaders.get((loader.line, loader.column), ()), (loader.index, built))
+        files[loader.path] = replace(facts, returned_loaders=loaders)
     for helper, position, name, unwrapped in model.passthrough_helpers():
         facts = facts_of(files, helper.caller_path)
         passthrough = {**facts.passthrough, helper.position: (position, name, unwrapped)}

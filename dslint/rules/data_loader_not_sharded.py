@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-import re
+import os
+from collections.abc import Mapping
 
 import libcst as cst
 
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.bindings import BindingKind
+from dslint.model.library import (
+    DATA_LOADERS,
+    RANK_WORDS,
+    SAMPLER_GIVEN,
+    SHARDED_ELSEWHERE,
+    SINGLE_PROCESS_SAMPLERS,
+    SYNTHETIC_DATA,
+)
 from dslint.project.world_size import EVERY_GPU_SOURCE
 from dslint.script.engine_calls import argument
 from dslint.script.facts import Role
@@ -16,27 +25,8 @@ from dslint.script.names import dotted_name
 from dslint.script.project_facts import LaunchedConfig
 from dslint.script.walk import own_nodes, own_returns, walk
 
-DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 # Calls a loop may wrap its loader in (`for step, batch in enumerate(tqdm(loader))`).
 _WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
-# A file that shards its data some other way, or streams it, is left alone.
-_SHARDED_ELSEWHERE = (
-    b"DistributedSampler",
-    b"split_dataset_by_node",
-    b"IterableDataset",
-    b"streaming",
-    b"num_replicas",
-    b".shard(",
-)
-# A sampler of a file's own making may shard (`sampler=make_sampler(ds)`); torch's single-process samplers do not.
-_SAMPLER_GIVEN = re.compile(rb"sampler\s*=\s*(?!(torch\.utils\.data\.)?(RandomSampler|SequentialSampler)\()")
-SINGLE_PROCESS_SAMPLERS = frozenset(
-    f"torch.utils.data{module}.{name}" for module in ("", ".sampler") for name in ("RandomSampler", "SequentialSampler")
-)
-# Words in the dataset argument that say it is already this rank's part (`data[rank::world_size]`).
-_RANK_WORDS = re.compile(r"rank|shard|world|split_by|partition", re.IGNORECASE)
-# Words in it that say it is made up (a benchmark's random tensors): the same data on every rank changes nothing.
-_SYNTHETIC = re.compile(r"random|randn|rand\(|synthetic|dummy|fake", re.IGNORECASE)
 
 _SCRIPT = """\
 import deepspeed
@@ -68,6 +58,25 @@ def main(model, dataset, other, config):
         train_epoch(engine, loader)
 """
 _TWO = (("run.sh", "deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n"),)
+# a module of the project returning two plain loaders, and a script looping over one of them where the engine trains
+_LOADERS = (
+    "data.py",
+    "from torch.utils.data import DataLoader\n\n"
+    "def get_loaders(data, batch_size):\n"
+    "    train = DataLoader(data['train'], batch_size=batch_size, shuffle=True)\n"
+    "    return train, DataLoader(data['val'], batch_size=batch_size)\n",
+)
+_FROM_HELPER = """\
+import deepspeed
+from data import get_loaders
+
+def main(model, data, config):
+    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+    train_loader, val_loader = get_loaders(data, 8)
+    for batch in train_loader:
+        engine.backward(engine(batch))
+        engine.step()
+"""
 
 
 class DataLoaderNotSharded(ScriptRule):
@@ -76,23 +85,26 @@ class DataLoaderNotSharded(ScriptRule):
     message = "DataLoader without a DistributedSampler under several processes: every rank trains on the same data"
     severity = Severity.WARNING
     required_tokens = (b"DataLoader", b"backward")
+    # a call of a project function returning a plain DataLoader (`ProjectFacts.returned_loaders`): no DataLoader here
+    runs_on_returned_loaders = True
     docs = RuleDocs(
         what="""
-            Flags `torch.utils.data.DataLoader(dataset, ...)` built without a `sampler=` or `batch_sampler=`
-            (or with torch's single-process `RandomSampler`/`SequentialSampler`, which order the whole dataset)
-            (its keywords may come from a dict literal, `DataLoader(dataset, **params)`) when the loop over it
-            (directly, through `enumerate`/`tqdm`/`iter`, through a name, a `self` attribute, the return value of
-            a function of the same module that builds it, or a parameter of a function of the module that a call
-            hands the loader, up to two calls deep: `train_epoch(engine, loader)`) calls the DeepSpeed engine's
-            `backward`, and a launcher of the project (a script, a Makefile, a document's code block, a
-            plain-text file of commands such as `cmd.txt`) starts the script as more than one process
-            (`deepspeed --num_gpus 2`, a hostfile's slots, `torchrun --nproc_per_node 4`, several nodes, or the
-            `deepspeed` launcher with no count, which starts one process for each GPU of the node). The finding
-            names the launch. A file that shards its data another way (`DistributedSampler`,
-            `split_dataset_by_node`, `.shard(`, an `IterableDataset`, streaming) or whose dataset argument names
-            a rank or a world size is left alone, and so is made-up data (`random_dataset(...)`, `dummy`, `fake`:
-            a benchmark's tensors), as is a loader handed to `deepspeed.initialize` as
-            `training_data` (the engine builds its own sampler) or to accelerate's `prepare`.
+            Flags `torch.utils.data.DataLoader(dataset, ...)` built without a `sampler=` or `batch_sampler=` (or
+            with torch's single-process `RandomSampler`/`SequentialSampler`, which order the whole dataset) (its
+            keywords may come from a dict literal, `DataLoader(dataset, **params)`) when the loop over it (directly,
+            through `enumerate`/`tqdm`/`iter`, through a name, a `self` attribute, the return value of a function of
+            the same module that builds it, or a parameter of a function of the module that a call hands the loader,
+            up to two calls deep: `train_epoch(engine, loader)`; or a project function of any module returning it,
+            alone or as an item of its result, reported at that call) calls the DeepSpeed engine's `backward`, and a
+            launcher of the project (a script, a Makefile, a document's code block, a plain-text file of commands
+            such as `cmd.txt`) starts the script as more than one process (`deepspeed --num_gpus 2`, a hostfile's
+            slots, `torchrun --nproc_per_node 4`, several nodes, or the `deepspeed` launcher with no count, which
+            starts one process for each GPU of the node). The finding names the launch. A file that shards its data
+            another way (`DistributedSampler`, `split_dataset_by_node`, `.shard(`, an `IterableDataset`, streaming)
+            or whose dataset argument names a rank or a world size is left alone, and so is made-up data
+            (`random_dataset(...)`, `dummy`, `fake`: a benchmark's tensors), as is a loader handed to
+            `deepspeed.initialize` as `training_data` (the engine builds its own sampler) or to accelerate's
+            `prepare`.
         """,
         why="""
             DeepSpeed shards data only for the loader it builds itself (`deepspeed.initialize(training_data=...)`
@@ -121,6 +133,12 @@ class DataLoaderNotSharded(ScriptRule):
         """,
     )
     valid = (
+        # the loop runs over the other item, or the helper's module shards its data
+        Valid(_FROM_HELPER.replace("in train_loader", "in sharded(val_loader)"), files=(*_TWO, _LOADERS)),
+        Valid(
+            _FROM_HELPER,
+            files=(*_TWO, (_LOADERS[0], _LOADERS[1].replace("shuffle=True", "sampler=DistributedSampler(data)"))),
+        ),
         Valid(_SCRIPT.replace("shuffle=True", "sampler=DistributedSampler(dataset)"), files=_TWO),
         Valid(_SCRIPT, files=(("run.sh", "deepspeed --num_gpus 1 train.py --deepspeed_config ds.json\n"),)),
         Valid(_SCRIPT),  # no launcher: the number of processes is not known
@@ -153,6 +171,8 @@ class DataLoaderNotSharded(ScriptRule):
     )
     invalid = (
         Invalid(_SCRIPT, lines=(6,), files=_TWO),
+        # a project function of another module returns it (an item of its result): reported at the call
+        Invalid(_FROM_HELPER, lines=(6,), files=(*_TWO, _LOADERS)),
         # torch's single-process sampler orders the whole dataset on every rank; the loop runs over an iterator
         Invalid(
             _SCRIPT.replace("shuffle=True", "sampler=RandomSampler(dataset)")
@@ -215,11 +235,13 @@ class DataLoaderNotSharded(ScriptRule):
         self._loops.append(node)
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        project = self.facts.project
+        remote = project.returned_loaders if project is not None else {}
         if (
-            not self._loaders
+            not (self._loaders or remote)
             or not self._loops
-            or any(word in self.context.text.encode() for word in _SHARDED_ELSEWHERE)
-            or _SAMPLER_GIVEN.search(self.context.text.encode())
+            or any(word in self.context.text.encode() for word in SHARDED_ELSEWHERE)
+            or SAMPLER_GIVEN.search(self.context.text.encode())
         ):
             return
         launch = self._several_processes()
@@ -228,6 +250,7 @@ class DataLoaderNotSharded(ScriptRule):
         training = [loop for loop in self._loops if self._drives_engine(loop)]
         if not training:
             return
+        self._remote_loaders(remote, training, launch)
         for loader in self._loaders:
             if not self._unsharded(loader):
                 continue
@@ -239,6 +262,55 @@ class DataLoaderNotSharded(ScriptRule):
                     f"batches ({where.path}:{where.line}); pass sampler=DistributedSampler(dataset)",
                     related=(Related(where.path, where.line, where.column, "the launch of several processes"),),
                 )
+
+    def _remote_loaders(
+        self, remote: Mapping[tuple[int, int], tuple[tuple[int | None, Related], ...]], training: list[cst.For],
+        launch: LaunchedConfig,
+    ) -> None:  # fmt: skip
+        """A call of a project function returning a plain DataLoader (`ProjectFacts.returned_loaders`), alone or
+        as an item of its result, whose loader a training loop runs over: reported at the call, naming the
+        loader."""
+        where = launch.launch
+        for call in self._calls if remote else ():
+            position = self.facts.call_position(call)
+            for index, built in remote.get(position, ()) if position is not None else ():
+                if os.path.abspath(built.path) == os.path.abspath(self.context.path):
+                    continue  # built in this file: reported where it is built
+                loop = next((loop for loop in training if self._iterates_item(loop, call, index)), None)
+                if loop is None:
+                    continue
+                callee = built.message.partition("(")[0]
+                start = self.context.span(loop)[0]
+                self.report(
+                    call,
+                    f"{callee}() returns a DataLoader without a DistributedSampler ({built.path}:{built.line}): "
+                    f"each process of the launch ({where.path}:{where.line}) trains on the same batches",
+                    related=(
+                        built,
+                        Related(self.context.path, start.line, start.column, "the training loop over it"),
+                        Related(where.path, where.line, where.column, "the launch of several processes"),
+                    ),
+                )
+                break
+
+    def _iterates_item(self, loop: cst.For, call: cst.Call, index: int | None) -> bool:
+        """Whether `loop` runs over the result of `call` (`index` None) or item `index` of it, through a name of
+        the same function bound to it (`train_loader, val_loader = get_loaders(...)`)."""
+        facts = self.facts
+        source = _unwrapped(loop.iter)
+        if index is None and source is call:
+            return True
+        if not isinstance(source, cst.Name):
+            return False
+        binding = facts.binding_at(source.value, facts.scope_at(source), facts.start(source))
+        if binding is None or binding.kind is not BindingKind.OTHER:
+            return False
+        statement = binding.statement
+        if not isinstance(statement, cst.Assign) or statement.value is not call:
+            return False
+        if index is None:
+            return binding.element is None
+        return binding.element is not None and binding.element[0] == index and binding.element[2] is None
 
     # --- the launch -------------------------------------------------------------------------------------------
     def _several_processes(self) -> LaunchedConfig | None:
@@ -272,7 +344,7 @@ class DataLoaderNotSharded(ScriptRule):
         bound = self.facts.assigned_value(dataset, call) if isinstance(dataset, cst.Name) else None
         if bound is not None:
             text += " " + self.facts.code(bound)
-        return not _RANK_WORDS.search(text) and not _SYNTHETIC.search(text)
+        return not RANK_WORDS.search(text) and not SYNTHETIC_DATA.search(text)
 
     def _keywords(self, call: cst.Call) -> list[tuple[str, cst.BaseExpression]] | None:
         """The call's keyword arguments, with those of a `**params` whose name is bound to a dict literal of

@@ -172,6 +172,9 @@ class ProjectFacts:
     # Calls in this file whose plain-name argument the project function called moves to a GPU
     # (`model.moved_arguments`): the call -> the argument and where the callee moves it
     moving_calls: Mapping[tuple[int, int], MovedArgument] = field(default_factory=dict)
+    # Calls of this file (by line and column) of project functions returning plain DataLoaders
+    # (`model.returned_loaders`): the item of the result (None: the result itself) and where each is built
+    returned_loaders: Mapping[tuple[int, int], tuple[tuple[int | None, Related], ...]] = field(default_factory=dict)
     # Calls in this file whose plain-name argument (or, for `self.method()`, an attribute of the instance) the
     # project function called casts to 16 bits (`model.moved_arguments`, DSL104 asks)
     casting_calls: Mapping[tuple[int, int], MovedArgument] = field(default_factory=dict)
