@@ -126,3 +126,18 @@ def test_a_common_name_is_followed_into_the_files_that_import_its_module(tmp_pat
     # another importer passing something else: every call is seen, and the parameter stays unknown
     other = _common_name_project(tmp_path, {"check.py": b"from loop import main\n\nmain(None)\n"})
     assert other.engine_parameters() == {}
+
+
+def test_an_import_resolves_to_the_module_beside_the_importing_script_first() -> None:
+    """Three copies of `engines/engine.py` (a project and two older copies of it in sub-folders): each script's
+    `import engines.engine` is the copy under its own folder, as `sys.path[0]` makes it; a module found nowhere
+    there is the nearest copy."""
+    from dslint.model.summary import ModuleFinder
+
+    copies = ["/p/slr/code/engines/engine.py", "/p/code/engines/engine.py", "/p/engines/engine.py"]
+    finder = ModuleFinder([*copies, "/p/code/utils/__init__.py", "/p/utils/__init__.py"])
+    assert finder.find("engines.engine", "/p/run.py") == "/p/engines/engine.py"
+    assert finder.find("engines.engine", "/p/code/run.py") == "/p/code/engines/engine.py"
+    assert finder.find("engines.engine", "/p/slr/code/run.py") == "/p/slr/code/engines/engine.py"
+    assert finder.find("utils", "/p/code/run.py") == "/p/code/utils/__init__.py"
+    assert finder.find("engines.engine", "/p/slr/tools/x.py") == "/p/slr/code/engines/engine.py"  # nearest

@@ -192,7 +192,8 @@ def _collect(module: ModuleSummary, body: list[ast.stmt], prefix: str, owner: st
 
 
 class ModuleFinder:
-    """Dotted module names -> files of the project (by path suffix; the nearest file wins)."""
+    """Dotted module names -> files of the project (by path suffix): the one under the importing file's folder,
+    else the nearest file."""
 
     def __init__(self, files: Iterable[str]) -> None:
         self.by_stem: dict[str, list[tuple[str, tuple[str, ...]]]] = {}  # with each file's dotted pieces
@@ -219,6 +220,11 @@ class ModuleFinder:
         candidates = [path for path, pieces in files if pieces[-len(parts) :] == parts]
         if not candidates:
             return None
+        # Python's own answer first: the module under the importing file's folder (`sys.path[0]` for a script)
+        here = os.path.join(os.path.dirname(near), *parts)
+        for candidate in candidates:
+            if candidate in (here + ".py", os.path.join(here, "__init__.py")):
+                return candidate
         return max(candidates, key=lambda c: len(os.path.commonpath([c, near])))
 
 
