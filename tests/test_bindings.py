@@ -55,6 +55,28 @@ def test_latest_binding_before_the_place_read() -> None:
     assert table.binding_at("model", table.module_scope, line(1)) is None
 
 
+def test_an_except_handlers_fallback_gives_way_to_the_try_after_the_handler() -> None:
+    """`try: engine = initialize(...)` / `except: engine = model`: in the handler the fallback is the name's value;
+    after it, the `try`'s binding (the path where initialize succeeded). A name only the handler binds keeps it."""
+    _, table = placed(
+        """\
+        try:
+            engine = initialize(model)
+        except Exception:
+            engine = model
+            note = "plain"
+            use(engine)
+        use(engine, note)
+        """
+    )
+    inside = table.binding_at("engine", table.module_scope, line(6))
+    after = table.binding_at("engine", table.module_scope, line(7))
+    assert inside is not None and ast.unparse(inside.value) == "model"
+    assert after is not None and ast.unparse(after.value) == "initialize(model)"
+    note = table.binding_at("note", table.module_scope, line(7))
+    assert note is not None and ast.unparse(note.value) == "'plain'"
+
+
 def test_global_sends_the_binding_to_the_module() -> None:
     _, table = placed(
         """\

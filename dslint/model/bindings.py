@@ -6,7 +6,9 @@ whatever its first parameter is called): assignment targets (tuple unpacking and
 element), annotated and augmented assignments, walrus targets, `for` targets, `with ... as` names, `except ... as`
 names, parameters, and the names of `def` and `class` statements; `global` and `nonlocal` send a later binding of
 the name to the module. Each binding keeps the node it holds from (`anchor`: from its start, or from its end when
-`from_end`), the statement (or walrus, `with` item, handler) that makes it and the value it is given.
+`from_end`), the statement (or walrus, `with` item, handler) that makes it and the value it is given. A binding an
+`except` handler makes of a name its `try` body binds too is a fallback: read after the handler, the `try`'s
+binding stands (the path where the `try` succeeded is the one a finding is about).
 
 The table is laid over another tree of the same code by `place`: the per-file script facts
 (`dslint.script.collect`) lay it over libcst's nodes, numbered in their one traversal, so that rules read the
@@ -73,6 +75,11 @@ class Binding:
     element: tuple[int, int, int | None] | None = None
     home: Scope | None = field(default=None, repr=False)  # the scope that holds it (the module's for a `global`)
     pos: Pos = 0  # set by `place`
+    # A binding an `except` handler makes of a name its `try` body binds too (`try: engine, *_ =
+    # deepspeed.initialize(...)` / `except Exception: engine = model`): the failure path's value. Read after the
+    # handler (past `fallback_end`, set by `place`), the `try`'s binding stands for the name.
+    fallback: Any = field(default=None, repr=False)
+    fallback_end: Pos | None = None
     # What the per-file facts add: whose initialize results an INIT_ITEM / INIT_TUPLE holds, and which item.
     engine: Any = field(default=None, repr=False)
     index: int | None = None
@@ -128,6 +135,8 @@ class Bindings:
                 continue  # not in the other tree
             binding.pos = end(anchor) if binding.from_end else start(anchor)
             binding.anchor, binding.statement = anchor, statement
+            handler = nodes(binding.fallback) if binding.fallback is not None else None
+            binding.fallback, binding.fallback_end = handler, end(handler) if handler is not None else None
             binding.value = value_of(statement) if binding.value is not None else None
             kept.append(binding)
         # in the order they hold from (stable: the bindings of one statement keep theirs)
@@ -191,6 +200,8 @@ def _latest(bindings: Sequence[Binding] | None, pos: Pos, usable: Callable[[Bind
         return None
     found = None
     for binding in bindings:
+        if binding.fallback_end is not None and pos > binding.fallback_end:
+            continue  # an `except` handler's fallback, read after it: the `try`'s binding stands
         if usable(binding) and binding.pos <= pos:
             found = binding
     return found
@@ -293,14 +304,20 @@ class _Reader:
             self.expressions([node])
 
     def tried(self, node: ast.Try, *, star: bool) -> None:
+        before = len(self.table.every)
         self.block(node.body)
+        tried = {(b.key, id(b.scope)) for b in self.table.every[before:]}
         for handler in node.handlers:
             self.table.handlers.append(handler)
             # `except* E as e` binds nothing here, as the script facts read it
             if handler.name is not None and not star:
                 self.bind(handler.name, BindingKind.OTHER, handler, False, handler)
             self.expressions([handler.type])
+            start = len(self.table.every)
             self.block(handler.body)
+            for binding in self.table.every[start:]:
+                if (binding.key, id(binding.scope)) in tried:
+                    binding.fallback = handler  # `except: engine = model` after the `try` bound `engine`
         self.block(node.orelse)
         self.block(node.finalbody)
 

@@ -171,6 +171,15 @@ class DataLoaderNotSharded(ScriptRule):
     )
     invalid = (
         Invalid(_SCRIPT, lines=(6,), files=_TWO),
+        # initialize in a `try` whose `except` falls back to the plain model: where DeepSpeed runs, it is the engine
+        Invalid(
+            _SCRIPT.replace(
+                "    engine, _, _, _ = deepspeed.initialize(",
+                "    try:\n        engine, _, _, _ = deepspeed.initialize(",
+            ).replace("config=config)\n", "config=config)\n    except Exception:\n        engine = model\n"),
+            lines=(9,),
+            files=_TWO,
+        ),
         # a project function of another module returns it (an item of its result): reported at the call
         Invalid(_FROM_HELPER, lines=(6,), files=(*_TWO, _LOADERS)),
         # torch's single-process sampler orders the whole dataset on every rank; the loop runs over an iterator
