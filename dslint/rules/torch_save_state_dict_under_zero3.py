@@ -274,6 +274,22 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             lines=(6,),
             files=_accelerate_launch(3),
         ),
+        # a Trainer class of the script that keeps transformers' saving (no save_model/_save of its own)
+        Invalid(
+            """
+            from trl import SFTTrainer
+            from transformers import TrainingArguments
+            class NoShuffleTrainer(SFTTrainer):
+                def _get_train_sampler(self, *args):
+                    return None
+            def main(model):
+                args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})
+                trainer = NoShuffleTrainer(model=model, args=args)
+                trainer.train()
+                model.save_pretrained(args.output_dir)
+            """,
+            lines=(11,),
+        ),
         Invalid(
             """
             from peft import get_peft_model

@@ -5,6 +5,7 @@ assignment to it in the file builds one."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -14,6 +15,34 @@ from dslint.script.context import ScriptContext
 
 _SAVING_METHODS = frozenset({"save_model", "_save"})
 _ACCELERATOR = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
+
+
+def local_trainer_classes(
+    module: cst.Module, qualified: Callable[[cst.BaseExpression], str | None]
+) -> frozenset[str]:
+    """The module-level classes of the script that derive (at any depth, in source order) from a transformers or
+    trl `*Trainer` and keep its own saving (no `save_model`, no `_save`): they save as the Trainer does.
+    `qualified`: what a name or attribute names through the script's imports."""
+    found: set[str] = set()
+    for statement in module.body:
+        if isinstance(statement, cst.ClassDef) and _derives_keeping_saves(statement, found, qualified):
+            found.add(statement.name.value)
+    return frozenset(found)
+
+
+def _derives_keeping_saves(
+    node: cst.ClassDef, local: set[str], qualified: Callable[[cst.BaseExpression], str | None]
+) -> bool:
+    methods = {s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)}
+    if methods & _SAVING_METHODS:
+        return False
+    for base in node.bases:
+        if isinstance(base.value, cst.Name) and base.value.value in local:
+            return True
+        name = qualified(base.value)
+        if name is not None and is_trainer_class_name(name):
+            return True
+    return False
 
 
 @dataclass
@@ -30,10 +59,7 @@ class TrainerNames:
         return qualified is not None and is_trainer_class_name(qualified)
 
     def consider_class(self, node: cst.ClassDef) -> None:
-        methods = {s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)}
-        if methods & _SAVING_METHODS:
-            return
-        if any(self.is_trainer_class(base.value) for base in node.bases):
+        if _derives_keeping_saves(node, self.local_trainers, self.context.facts.qualified):
             self.local_trainers.add(node.name.value)
 
     def consider_assign(self, node: cst.Assign) -> None:

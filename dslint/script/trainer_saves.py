@@ -1,8 +1,8 @@
 """State dicts taken from a Hugging Face Trainer's model and written to disk: `trainer.model.state_dict()` whose
 result (or a dict made from it: `{k: v.cpu() for k, v in state.items()}`) reaches `torch.save(...)` or a
 `state_dict=` argument (`trainer._save(out, state_dict=...)`, `model.save_pretrained(out, state_dict=...)`) in the
-same function. The Trainer is a name bound to a `transformers.*Trainer(...)` / `trl.*Trainer(...)` call, or a
-parameter annotated with such a class. Under ZeRO-3 the Trainer's model holds partitioned parameters, so the
+same function. The Trainer is a name bound to a `transformers.*Trainer(...)` / `trl.*Trainer(...)` call (or of a
+class of the script deriving from one that keeps its saving), or a parameter annotated with such a class. Under ZeRO-3 the Trainer's model holds partitioned parameters, so the
 saved tensors are empty; whether ZeRO-3 is on is the rule's question (the configs the script is launched with)."""
 
 from __future__ import annotations
@@ -14,14 +14,34 @@ import libcst as cst
 from dslint.model.bindings import Scope
 from dslint.model.library import is_trainer_class_name
 from dslint.script.facts import BindingKind, ScriptFacts, method_name
+from dslint.script.hf_trainers import local_trainer_classes
 from dslint.script.walk import own_nodes
 
 TORCH_SAVE = "torch.save"
 
 
 def is_hf_trainer_class(facts: ScriptFacts, node: cst.BaseExpression) -> bool:
+    """A transformers or trl `*Trainer` class, or a class of the script deriving from one that keeps its saving
+    (`class NoShuffleTrainer(SFTTrainer)`: `hf_trainers.local_trainer_classes`)."""
+    if isinstance(node, cst.Name) and node.value in _local_trainers(facts):
+        return True
     qualified = facts.qualified(node)
     return qualified is not None and is_trainer_class_name(qualified)
+
+
+_LOCAL_TRAINERS: dict[int, tuple[cst.Module, frozenset[str]]] = {}
+
+
+def _local_trainers(facts: ScriptFacts) -> frozenset[str]:
+    """The script's own Trainer classes, read once per module."""
+    known = _LOCAL_TRAINERS.get(id(facts.module))
+    if known is not None and known[0] is facts.module:
+        return known[1]
+    if len(_LOCAL_TRAINERS) > 64:
+        _LOCAL_TRAINERS.clear()
+    found = local_trainer_classes(facts.module, facts.qualified)
+    _LOCAL_TRAINERS[id(facts.module)] = (facts.module, found)
+    return found
 
 
 def trainer_state_dicts_saved(facts: ScriptFacts, module: cst.Module) -> list[cst.Call]:
