@@ -17,9 +17,7 @@ _SAVING_METHODS = frozenset({"save_model", "_save"})
 _ACCELERATOR = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 
 
-def local_trainer_classes(
-    module: cst.Module, qualified: Callable[[cst.BaseExpression], str | None]
-) -> frozenset[str]:
+def local_trainer_classes(module: cst.Module, qualified: Callable[[cst.BaseExpression], str | None]) -> frozenset[str]:
     """The module-level classes of the script that derive (at any depth, in source order) from a transformers or
     trl `*Trainer` and keep its own saving (no `save_model`, no `_save`): they save as the Trainer does.
     `qualified`: what a name or attribute names through the script's imports."""

@@ -1,9 +1,10 @@
-"""State dicts taken from a Hugging Face Trainer's model and written to disk: `trainer.model.state_dict()` whose
-result (or a dict made from it: `{k: v.cpu() for k, v in state.items()}`) reaches `torch.save(...)` or a
-`state_dict=` argument (`trainer._save(out, state_dict=...)`, `model.save_pretrained(out, state_dict=...)`) in the
-same function. The Trainer is a name bound to a `transformers.*Trainer(...)` / `trl.*Trainer(...)` call (or of a
-class of the script deriving from one that keeps its saving), or a parameter annotated with such a class. Under ZeRO-3 the Trainer's model holds partitioned parameters, so the
-saved tensors are empty; whether ZeRO-3 is on is the rule's question (the configs the script is launched with)."""
+"""State dicts taken from a Hugging Face Trainer's model and written to disk: `trainer.model.state_dict()` whose result
+(or a dict made from it: `{k: v.cpu() for k, v in state.items()}`) reaches `torch.save(...)` or a `state_dict=`
+argument (`trainer._save(out, state_dict=...)`, `model.save_pretrained(out, state_dict=...)`) in the same function.
+The Trainer is a name bound to a `transformers.*Trainer(...)` / `trl.*Trainer(...)` call (or of a class of the
+script deriving from one that keeps its saving), or a parameter annotated with such a class. Under ZeRO-3 the
+Trainer's model holds partitioned parameters, so the saved tensors are empty; whether ZeRO-3 is on is the rule's
+question (the configs the script is launched with)."""
 
 from __future__ import annotations
 
