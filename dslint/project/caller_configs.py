@@ -1,8 +1,9 @@
 """A config handed to `initialize` through a parameter of the function that holds the call: what this module's
 calls of that function pass for it (by keyword, by position, or the parameter's default where a call leaves it
 out), each then read as a config expression in the caller (`train(model, ds_config=args.ds_config)`: the file the
-launchers give `--ds_config`). A method, a function no call of this module reaches, or a call passing `*args` /
-`**kwargs` gives no answer: what other modules pass is the program model's to follow."""
+launchers give `--ds_config`); a parameter of a module-level class's `__init__` is what this module's calls of
+the class pass (`Trainer(model, deepspeed_config=cfg)`). Another method, a function no call of this module reaches,
+or a call passing `*args` / `**kwargs` gives no answer: what other modules pass is the program model's to follow."""
 
 from __future__ import annotations
 
@@ -21,22 +22,25 @@ def caller_arguments(context: ScriptContext, binding: Binding) -> list[cst.BaseE
     any call's cannot be read or no call is found."""
     scope = binding.scope
     function = scope.node
-    if (
-        binding.kind is not BindingKind.PARAMETER
-        or not isinstance(function, cst.FunctionDef)
-        or scope.self_name is not None
-        or (scope.parent is not None and scope.parent.kind is ScopeKind.CLASS)
-    ):
+    if binding.kind is not BindingKind.PARAMETER or not isinstance(function, cst.FunctionDef):
         return None
     params = function.params
     positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    called = function.name.value
+    owner = scope.parent if scope.parent is not None and scope.parent.kind is ScopeKind.CLASS else None
+    if owner is not None or scope.self_name is not None:
+        # a constructor of a module-level class: `Trainer(model, deepspeed_config=cfg)` fills its parameters
+        cls = owner.node if owner is not None else None
+        if called != "__init__" or not isinstance(cls, cst.ClassDef) or cls not in context.module.body:
+            return None
+        called, positional = cls.name.value, positional[1:]
     declared = [*params.posonly_params, *params.params, *params.kwonly_params]
     param = next((p for p in declared if p.name.value == binding.key), None)
     if param is None:
         return None
     found: list[cst.BaseExpression] = []
     for call in module_index(context.module).calls:
-        if not (isinstance(call.func, cst.Name) and call.func.value == function.name.value):
+        if not (isinstance(call.func, cst.Name) and call.func.value == called):
             continue
         value: cst.BaseExpression | None = param.default
         for index, arg in enumerate(call.args):
