@@ -177,13 +177,20 @@ def launch_issues(
         if site.script.endswith(".py") and site.script in sources:
             if site.script not in reads:
                 reads[site.script] = _reads_command_line(site.script, store, sources)
-            if not reads[site.script]:
+            named = os.path.basename(site.config_path or option.value)
+            if not reads[site.script] and not _names_file(sources[site.script], named):
                 end = option.column + len(option.name) + 2
                 names = tuple(f"--{o.name}" for o in line.options)
                 issues.append(
                     LaunchIssue("unread_config", option.line, option.column, end, line.script, names, (site.launch,))
                 )
     return {launcher: issues for launcher, issues in found.items() if issues}
+
+
+def _names_file(source: bytes, name: str) -> bool:
+    """The script names the file `name` in a string of its own (`TrainingArguments(deepspeed="ds_config.json")`,
+    a default `config_path="ds_config.json"`): the config the launch passes is read all the same."""
+    return bool(name) and re.search(rb"['\"/]" + re.escape(name.encode()) + rb"['\"]", source) is not None
 
 
 def _tests_existence(source: bytes, option: str) -> bool:

@@ -23,12 +23,13 @@ class LaunchedConfigNeverRead(LaunchRule):
     severity = Severity.WARNING
     docs = RuleDocs(
         what="""
-            Flags the DeepSpeed config option of a launch command (`--deepspeed ds.json`, `--deepspeed_config`)
-            when the script it runs, a file of the project, never reads its command line: neither it nor a
-            project module it imports (at any depth) mentions `sys.argv` or an argument parser (`argparse`,
-            `HfArgumentParser`, `fire`, `click`, `typer`, `hydra`...), and it calls no function of another
-            package without arguments (`main()`, `cli.run()`: an entry point that may parse the command line
-            itself; not one of a package that never reads it, such as `torch.no_grad()`).
+            Flags the DeepSpeed config option of a launch command (`--deepspeed ds.json`, `--deepspeed_config`) when
+            the script it runs, a file of the project, never reads its command line: neither it nor a project module
+            it imports (at any depth) mentions `sys.argv` or an argument parser (`argparse`, `HfArgumentParser`,
+            `fire`, `click`, `typer`, `hydra`...), and it calls no function of another package without arguments
+            (`main()`, `cli.run()`: an entry point that may parse the command line itself; not one of a package that
+            never reads it, such as `torch.no_grad()`). A script that names the config's file in a string of its own
+            (`TrainingArguments(deepspeed="ds_zero2.json")`) reads it all the same: left alone.
         """,
         why="""
             The launcher puts the options on the script's command line (`deepspeed` adds `--local_rank` too);
@@ -64,6 +65,17 @@ class LaunchedConfigNeverRead(LaunchRule):
         Valid(
             "deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json\n",
             files=(("train.py", "from some_package.cli import main\nmain()\n"), ("ds_zero2.json", "{}\n")),
+        ),
+        # the script names the same file itself: the option is not read, but the config is
+        Valid(
+            "deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json\n",
+            files=(
+                (
+                    "train.py",
+                    _SILENT_SCRIPT.replace('output_dir="out",', 'output_dir="out", deepspeed="ds_zero2.json",'),
+                ),
+                ("ds_zero2.json", "{}\n"),
+            ),
         ),
     )
     invalid = (
