@@ -304,22 +304,22 @@ def _evaluate(test: ast.expr, known: dict[str, object]) -> bool | None:
 def _move_in_chain(value: ast.expr, holders: set[str]) -> ast.Call | None:
     """`h.cuda()`, `h.float().to(device)`: the move in a chain of methods returning the module itself, on a holder
     of the parameter (`h.get_encoder().cuda()` moves a part of it: not this)."""
-    node: ast.expr = value
-    found: ast.Call | None = None
-    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RETURN_SELF:
-        if _is_device_move(node):
-            found = node
-        node = node.func.value
-    return found if found is not None and dotted(node) in holders else None
+    return _in_chain(value, holders, _is_device_move)
 
 
 def _cast_in_chain(value: ast.expr, holders: set[str]) -> ast.Call | None:
     """`h.half()`, `h.to(torch.bfloat16)`, `h.cuda().half()`: a cast to 16 bits in a chain of methods returning
     the module itself, on a holder of the parameter (a dtype the code computes, `h.to(dtype)`, is not known)."""
+    return _in_chain(value, holders, _is_half_cast)
+
+
+def _in_chain(value: ast.expr, holders: set[str], effect: Callable[[ast.Call], bool]) -> ast.Call | None:
+    """The last call of a chain of methods returning the module itself that has `effect`, when the chain starts
+    at a holder of the parameter."""
     node: ast.expr = value
     found: ast.Call | None = None
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RETURN_SELF:
-        if _is_half_cast(node):
+        if effect(node):
             found = node
         node = node.func.value
     return found if found is not None and dotted(node) in holders else None

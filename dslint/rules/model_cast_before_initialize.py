@@ -321,7 +321,7 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
 
     def visit_Call(self, node: cst.Call) -> None:
         super().visit_Call(node)  # collects `self.prepares` too
-        if self._helper_casts(node):
+        if self._helper_moves(node):  # a project function casting the model: reported at the call
             return
         model = self.loop_casts.get(node)
         if model is None:
@@ -344,19 +344,6 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
             fix_message=f"Remove `{node.func.value}(...)`" if isinstance(node.func, cst.Name) else "Remove the cast",
             related=(init.origin,) if init.origin is not None else (),
         )
-
-    def _helper_casts(self, node: cst.Call) -> bool:
-        """A call of a project function (any module) casting the model to 16 bits before initialize
-        (`ModelMoves.helper_move` asked for casts): reported at the call, naming the cast, without a fix (the
-        function may be right for its other callers)."""
-        found = self.moves.helper_move(node, casts=True)
-        if found is None:
-            return False
-        init, cast = found
-        where, callee = f"{cast.where.path}:{cast.where.line}", cast.where.message.partition("(")[0]
-        related = (cast.where, *((init.origin,) if init.origin is not None else ()))
-        self.report(node, self.helper_template.format(callee=callee, where=where), related=related)
-        return True
 
     def _loop_fix(self, node: cst.Call) -> list[Edit]:
         """A per-parameter cast goes with its statement, and the loop goes when that was all it did; never

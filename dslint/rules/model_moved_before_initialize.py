@@ -545,10 +545,11 @@ class ModelMovedBeforeInitialize(ScriptRule):
         )
 
     def _helper_moves(self, node: cst.Call) -> bool:
-        """A call of a project function moving the model to a GPU before initialize (`ModelMoves.helper_move`):
-        reported at the call, naming the move (the function may be right for its other callers)."""
-        found = self.moves.helper_move(node)
-        if found is None or serves_another_path(self.facts, node, found[0]):
+        """A call of a project function moving the model to a GPU (casting it to 16 bits: DSL104) before
+        initialize (`ModelMoves.helper_move`): reported at the call, naming the move, without a fix (the function
+        may be right for its other callers)."""
+        found = self.moves.helper_move(node, casts=self.casts)
+        if found is None or (not self.casts and serves_another_path(self.facts, node, found[0])):
             return False
         init, moved = found
         where, callee = f"{moved.where.path}:{moved.where.line}", moved.where.message.partition("(")[0]
