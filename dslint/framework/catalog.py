@@ -93,6 +93,7 @@ CODES: tuple[str, ...] = (
     "DSL452",
     "DSL453",
     "DSL454",
+    "DSL455",
 )
 
 

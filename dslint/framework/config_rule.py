@@ -53,6 +53,9 @@ class ConfigContext:
     # Where the script a launcher starts hands this file to initialize when that is in another module it imports
     # (`ConfigReading.read_in`): a finding about what initialize does with it names that place.
     read_in: tuple[Related, ...] = ()
+    # Some code of the project may apply the `activation_checkpointing` section (`ConfigReading`); True when the
+    # project is not known (a config linted alone).
+    checkpointing_configured: bool = True
 
 
 class ConfigRule(Rule):

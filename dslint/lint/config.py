@@ -19,6 +19,7 @@ from dslint.framework.driver_rules import ConfigSyntaxError
 from dslint.framework.registry import implementation
 from dslint.lint.result import FileResult, config_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa, scan
+from dslint.model.library import CHECKPOINTING_CONFIGURED
 from dslint.project.config_readers import client_sections
 from dslint.project.project_index import ConfigReading
 from dslint.project.script_configs import ScriptConfig, script_configs, unreadable_configs
@@ -85,6 +86,7 @@ def lint_config_source(
     launch_world_sizes: tuple[LaunchWorldSize, ...] = (),
     read_in: tuple[Related, ...] = (),
     reader_sites: tuple[Related, ...] = (),
+    checkpointing_configured: bool = True,
 ) -> FileResult:
     """Lint one config file. `known_config`: a script points at it, so it is a DeepSpeed config whatever its
     name or content; otherwise a file that is not recognisably a DeepSpeed config gets no finding.
@@ -132,6 +134,7 @@ def lint_config_source(
             launch_world_sizes=launch_world_sizes,
             batch_at_launches=True,
             read_in=read_in,
+            checkpointing_configured=checkpointing_configured,
         )
 
     version = selected_version(selection.deepspeed_version)
@@ -218,6 +221,7 @@ def lint_yaml_config_source(
             launch_world_sizes=reading.world_sizes if reading is not None else (),
             batch_at_launches=True,
             read_in=reading.read_in if reading is not None else (),
+            checkpointing_configured=reading.checkpointing_configured if reading is not None else True,
         )
 
     newest = NewestAdmitted.of(selection.deepspeed_newest, selection.deepspeed_pin)
@@ -248,6 +252,7 @@ def _script_config_context(
     world_size: int | None,
     load_source: Callable[[], str] | None,
     clients: frozenset[str],
+    applied: bool,
     version: Version,
 ) -> ConfigContext:
     return ConfigContext(
@@ -261,6 +266,7 @@ def _script_config_context(
         deepspeed_version=version,
         # the sections this script's initialize calls replace with client objects are never built
         replaced_keys=clients if config.origin is Origin.INITIALIZE else frozenset(),
+        checkpointing_configured=applied,
     )
 
 
@@ -297,11 +303,16 @@ def check_script_configs(
         return []
     diagnostics: list[Diagnostic] = []
     configs = script_configs(context)
-    clients = client_sections(context.text.encode("utf-8", errors="replace")) if configs else frozenset()
+    encoded = context.text.encode("utf-8", errors="replace")
+    clients = client_sections(encoded) if configs else frozenset()
+    project = context.facts.project
+    applied = project.checkpointing_applied if project is not None else None
+    if applied is None:  # the script's own text: it calls `deepspeed.checkpointing.configure`, or brings Megatron
+        applied = any(token in encoded for token in CHECKPOINTING_CONFIGURED)
     for config in configs:
         # Fixes only for a dict literal, which is the script's own text; a file is fixed on its own.
         load_source = None if config.from_file else (lambda: context.text)
-        context_at = functools.partial(_script_config_context, config, world_size, load_source, clients)
+        context_at = functools.partial(_script_config_context, config, world_size, load_source, clients, applied)
         found = run_at_both_ends(context_at, context.deepspeed_version, context.deepspeed_newest, rules)
         if config.from_file:
             found = _without_silenced(config.path, found)

@@ -89,6 +89,7 @@ def lint_config_file(
         launch_world_sizes=reading.world_sizes,
         read_in=reading.read_in,
         reader_sites=reading.reader_sites,
+        checkpointing_configured=reading.checkpointing_configured,
     )
 
 

@@ -210,6 +210,11 @@ RANK_WORDS = re.compile(r"rank|shard|world|split_by|partition", re.IGNORECASE)
 # Words in it that say it is made up (a benchmark's random tensors): the same data on every rank changes nothing.
 SYNTHETIC_DATA = re.compile(r"random|randn|rand\(|synthetic|dummy|fake", re.IGNORECASE)
 
+# Words of a Python file that may apply a DeepSpeed config's `activation_checkpointing` section: the engine never
+# reads it; only `deepspeed.checkpointing.configure(..., deepspeed_config=...)` does (called by Megatron-DeepSpeed
+# and GPT-NeoX themselves, and by Lightning's DeepSpeedStrategy, whose configs are not this question's).
+CHECKPOINTING_CONFIGURED = (b"checkpointing.configure", b"checkpointing import configure", b"megatron", b"neox")
+
 # Packages none of whose functions reads the command line when called without arguments (`torch.no_grad()`,
 # `np.random.seed()`, `deepspeed.init_distributed()`): such a call is no entry point that may parse the options
 # a launch passes (DSL424 asks; `fire.Fire()`, `main()` from another package may).

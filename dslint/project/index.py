@@ -23,6 +23,7 @@ from dslint.collector import paused
 from dslint.diagnostics import Related
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.gpu_saves import GpuFile, gpu_loads
+from dslint.model.library import CHECKPOINTING_CONFIGURED
 from dslint.model.star_imports import star_aliases
 from dslint.model.summary import SummaryStore
 from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_yaml
@@ -118,6 +119,34 @@ class _LaunchHalf:
     gpu_loads: dict[str, dict[int, GpuFile]]
     cuda_parameters: dict[str, dict[str, dict[str, Related]]]
     inputs: list[str]
+
+
+def _checkpointing_unapplied(
+    sites: list[LaunchSite], sources: dict[str, bytes], store: SummaryStore, applies: dict[str, bool]
+) -> set[str]:
+    """The launched configs whose every launch starts a script that may not apply an `activation_checkpointing`
+    section (`_applies_checkpointing`); and, when no file of the project may, "" (every config its readers
+    take)."""
+    passed: dict[str, list[str | None]] = {}
+    for site in sites:
+        if site.config_path is not None:
+            passed.setdefault(site.config_path, []).append(site.script)
+    return {
+        config
+        for config, scripts in passed.items()
+        if all(script is not None and not _applies_checkpointing(script, sources, store, applies) for script in scripts)
+    }
+
+
+def _applies_checkpointing(path: str, sources: dict[str, bytes], store: SummaryStore, applies: dict[str, bool]) -> bool:
+    """Whether the script `path`, or a project module it imports (two levels), may apply an
+    `activation_checkpointing` section (`library.CHECKPOINTING_CONFIGURED`); a file that is not a project module
+    may."""
+    if path not in applies:
+        modules = [path, *store.imported_modules(path, 2)] if path in sources else []
+        texts = [sources.get(module, b"") for module in modules]
+        applies[path] = not modules or any(token in text for text in texts for token in CHECKPOINTING_CONFIGURED)
+    return applies[path]
 
 
 def _launch_half(
@@ -224,6 +253,13 @@ def _build_project_index(
     record_pretrained_loads(index.files, model)
     texts = functools.lru_cache(maxsize=None)(lambda path: (read_input(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: file_names_under(roots, SKIPPED_DIRECTORIES))
+    applies: dict[str, bool] = {}
+    index.checkpointing_unapplied = _checkpointing_unapplied(index.sites, sources, store, applies)
+    if not any(token in data for data in sources.values() for token in CHECKPOINTING_CONFIGURED):
+        index.checkpointing_unapplied.add("")  # nothing in the project applies a section: any config read
+    for path in {*producers, *(p for p, data in sources.items() if b"activation_checkpointing" in data)}:
+        applied = _applies_checkpointing(path, sources, store, applies)  # for the configs the script builds
+        index.files[path] = replace(facts_of(index.files, path), checkpointing_applied=applied)
     issues = launch_issues(index.sites, sources, store, texts, names, roots)
     batches = batch_issues(list(index.config_world_sizes), index.config_reading, texts)  # DSL407 at launches
     for path, found in [*issues.items(), *batches.items()]:

@@ -105,6 +105,9 @@ class ConfigReading:
     read_in: tuple[Related, ...] = ()
     # Where launches hand the file to its reader, when that is the HF integrations or Lightning (strict json.load).
     reader_sites: tuple[Related, ...] = ()
+    # Some code that reads the config may apply its `activation_checkpointing` section (it calls
+    # `deepspeed.checkpointing.configure`, or brings Megatron, which does): `ProjectIndex.checkpointing_unapplied`.
+    checkpointing_configured: bool = True
 
     @property
     def origin(self) -> config_facts.Origin:
@@ -141,6 +144,10 @@ class ProjectIndex:
     # "lightning" when its only way to DeepSpeed is Lightning's DeepSpeedStrategy given a config dslint does not
     # follow (no initialize, no Hugging Face reader): the reader of a config nothing names.
     presumed_reader: str | None = None
+    # Launched configs whose every launch starts a script that neither calls `deepspeed.checkpointing.configure`
+    # (the only reader of a config's `activation_checkpointing` section) nor brings Megatron, which calls it, in it
+    # or a module it imports (`library.CHECKPOINTING_CONFIGURED`); "" when no file of the project may (any config).
+    checkpointing_unapplied: set[str] = field(default_factory=set)
     # Mistakes of the launch commands themselves, by launcher (absolute): `launch_issues.LaunchIssue`.
     launch_issues: dict[str, list[LaunchIssue]] = field(default_factory=dict)
     # DeepSpeed configs written out in documents' code blocks, by document (absolute): `document_configs.py`.
@@ -170,7 +177,12 @@ class ProjectIndex:
         read_in = tuple(self.config_read_in.get(absolute(path), ())) if reader == "initialize" else ()
         sites = tuple(self.config_reader_sites.get(absolute(path), ())) if reader in ("trainer", "lightning") else ()
         return ConfigReading(
-            reader, replaced=keys or frozenset(), world_sizes=worlds, read_in=read_in, reader_sites=sites
+            reader,
+            replaced=keys or frozenset(),
+            world_sizes=worlds,
+            read_in=read_in,
+            reader_sites=sites,
+            checkpointing_configured=not ({absolute(path), ""} & self.checkpointing_unapplied),
         )
 
     def document_reading(self, config: DocumentConfig) -> ConfigReading | None:

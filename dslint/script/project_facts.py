@@ -172,6 +172,10 @@ class ProjectFacts:
     # Calls in this file whose plain-name argument the project function called moves to a GPU
     # (`model.moved_arguments`): the call -> the argument and where the callee moves it
     moving_calls: Mapping[tuple[int, int], MovedArgument] = field(default_factory=dict)
+    # Whether this script, or a project module it imports, may apply a config's `activation_checkpointing`
+    # section (it calls `deepspeed.checkpointing.configure` or brings Megatron): DSL455 on the configs it builds;
+    # None when not read (the script's own text decides)
+    checkpointing_applied: bool | None = None
     # Calls of this file (by line and column) of project functions returning plain DataLoaders
     # (`model.returned_loaders`): the item of the result (None: the result itself) and where each is built
     returned_loaders: Mapping[tuple[int, int], tuple[tuple[int | None, Related], ...]] = field(default_factory=dict)
