@@ -94,6 +94,7 @@ CODES: tuple[str, ...] = (
     "DSL453",
     "DSL454",
     "DSL455",
+    "DSL456",
 )
 
 
@@ -405,6 +406,7 @@ LAUNCH_RULE_MODULES: dict[str, str] = {
     "DSL449": "visible_devices_ignored",
     "DSL450": "option_unknown_to_script",
     "DSL453": "required_option_not_given",
+    "DSL456": "initialize_config_not_given",
 }
 
 # -- the rule lifecycle -------------------------------------------------------------------------------------------

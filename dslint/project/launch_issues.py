@@ -57,6 +57,7 @@ from dataclasses import replace
 from dslint.diagnostics import Related
 from dslint.model.library import NO_COMMAND_LINE_PACKAGES
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
+from dslint.project.configless_initialize import configless_initialize
 from dslint.project.inputs import shown_path
 from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment
 from dslint.project.missing_configs import beside, missing_accelerate_config, missing_config, missing_in_yaml
@@ -148,6 +149,9 @@ def launch_issues(
         required = _required_not_given(site, store, sources)
         if required is not None and required not in issues:
             issues.append(required)
+        configless_init = configless_initialize(site, store, sources) if _runs_deepspeed(site) else None
+        if configless_init is not None and configless_init not in issues:
+            issues.append(configless_init)
         unfound = missing_accelerate_config(site, sources, launcher_text(line.launcher), file_names)
         if unfound is not None:
             issues.append(unfound)

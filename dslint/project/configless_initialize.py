@@ -1,0 +1,82 @@
+"""DSL456's question: a launch that gives its script no DeepSpeed config, where every `deepspeed.initialize` of the
+script leaves its config to the command line (no `config=`/`config_params=`: DeepSpeed reads
+`args.deepspeed_config`), so `initialize` stops with "DeepSpeed requires --deepspeed_config to specify
+configuration file" (`deepspeed/__init__.py`, 0.19.8) on every rank.
+
+Judged only where everything is known: the script's own parser, known whole and strict (as DSL434 and DSL450
+read it), gives `deepspeed_config` no default (`deepspeed.add_config_arguments` defaults it to None, or the parser
+does not declare it), the script sets no `deepspeed_config` of its own (`args.deepspeed_config = ...`), every
+word of the command is known (no `"$@"`), and the `initialize` calls are in the launched script itself, none
+under an `if` or a `try` (the command may not take that path).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from dslint.diagnostics import Related
+from dslint.model.library import INITIALIZE
+from dslint.model.summary import SummaryStore
+from dslint.project.inputs import shown_path
+from dslint.project.project_index import LaunchIssue, LaunchSite
+from dslint.project.script_parser import argparse_defaults, strict_parser
+
+CONFIG_OPTIONS = frozenset({"deepspeed_config", "deepscale_config"})
+# `initialize`'s positional slot of `config` (args, model, optimizer, model_parameters, training_data, lr_scheduler,
+# distributed_port, mpu, dist_init_required, collate_fn, config)
+_CONFIG_POSITION = 10
+
+
+def configless_initialize(site: LaunchSite, store: SummaryStore, sources: dict[str, bytes]) -> LaunchIssue | None:
+    """The launch's issue when its script's `initialize` calls take their config from a command line that has
+    none (see the module's docstring); None otherwise."""
+    line, script = site.line, site.script
+    if script is None or not script.endswith(".py") or line.module or line.open_words or line.cut_line:
+        return None
+    given = {option.name for option in line.options} | set(line.lost_options)
+    if given & CONFIG_OPTIONS:
+        return None  # (a `--deepspeed ds.json` of the script's own goes to `args.deepspeed`, not to initialize)
+    data, summary = sources.get(script), store.get(script)
+    if not data or summary is None or b"deepspeed_config" in data.replace(b"--deepspeed_config", b""):
+        return None  # the script names the option's value itself (`args.deepspeed_config = path`)
+    calls = [
+        node
+        for node in ast.walk(summary.tree)
+        if isinstance(node, ast.Call) and summary.qualified(node.func) in (INITIALIZE.name, *INITIALIZE.aliases)
+    ]
+    if not calls or any(_gives_config(call) for call in calls) or _conditional(summary.tree, calls):
+        return None
+    parser = strict_parser(summary, data)
+    if parser is None or argparse_defaults(summary.tree).keys() & CONFIG_OPTIONS:
+        return None
+    first = calls[0]
+    where = Related(shown_path(script), first.lineno, first.col_offset + 1, "deepspeed.initialize gets no config=")
+    end = line.column + len(line.tool)
+    return LaunchIssue("configless_initialize", line.line, line.column, end, line.script, related=(where,))
+
+
+def _conditional(tree: ast.Module, calls: list[ast.Call]) -> bool:
+    """Whether a call sits under an `if` (other than `if __name__ == "__main__":`) or a `try`: the command may
+    not take that path (`if args.deepspeed:`), or the script may go on without DeepSpeed."""
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    for call in calls:
+        above = parents.get(id(call))
+        while above is not None:
+            if isinstance(above, (ast.Try, ast.IfExp)) or (isinstance(above, ast.If) and not _main_test(above.test)):
+                return True
+            above = parents.get(id(above))
+    return False
+
+
+def _main_test(test: ast.expr) -> bool:
+    return "__main__" in ast.unparse(test) and "__name__" in ast.unparse(test)
+
+
+def _gives_config(call: ast.Call) -> bool:
+    """`config=`/`config_params=`, `**kwargs` (anything), or a positional argument in `config`'s slot."""
+    if any(k.arg is None or k.arg in INITIALIZE.config for k in call.keywords):
+        return True
+    return len(call.args) > _CONFIG_POSITION or any(isinstance(a, ast.Starred) for a in call.args)
