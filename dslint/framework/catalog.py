@@ -95,6 +95,7 @@ CODES: tuple[str, ...] = (
     "DSL454",
     "DSL455",
     "DSL456",
+    "DSL457",
 )
 
 

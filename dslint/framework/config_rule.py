@@ -56,6 +56,9 @@ class ConfigContext:
     # Some code of the project may apply the `activation_checkpointing` section (`ConfigReading`); True when the
     # project is not known (a config linted alone).
     checkpointing_configured: bool = True
+    # The sections (`optimizer`, `scheduler`) every initialize reading this config replaces with a client object
+    # (`optimizer=`, `lr_scheduler=`): never built (`ConfigReading.client_sections`).
+    client_sections: frozenset[str] = frozenset()
 
 
 class ConfigRule(Rule):

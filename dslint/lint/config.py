@@ -87,6 +87,7 @@ def lint_config_source(
     read_in: tuple[Related, ...] = (),
     reader_sites: tuple[Related, ...] = (),
     checkpointing_configured: bool = True,
+    client_sections: frozenset[str] = frozenset(),
 ) -> FileResult:
     """Lint one config file. `known_config`: a script points at it, so it is a DeepSpeed config whatever its
     name or content; otherwise a file that is not recognisably a DeepSpeed config gets no finding.
@@ -135,6 +136,7 @@ def lint_config_source(
             batch_at_launches=True,
             read_in=read_in,
             checkpointing_configured=checkpointing_configured,
+            client_sections=client_sections,
         )
 
     version = selected_version(selection.deepspeed_version)
@@ -222,6 +224,7 @@ def lint_yaml_config_source(
             batch_at_launches=True,
             read_in=reading.read_in if reading is not None else (),
             checkpointing_configured=reading.checkpointing_configured if reading is not None else True,
+            client_sections=reading.client_sections if reading is not None else frozenset(),
         )
 
     newest = NewestAdmitted.of(selection.deepspeed_newest, selection.deepspeed_pin)
@@ -267,6 +270,7 @@ def _script_config_context(
         # the sections this script's initialize calls replace with client objects are never built
         replaced_keys=clients if config.origin is Origin.INITIALIZE else frozenset(),
         checkpointing_configured=applied,
+        client_sections=clients if config.origin is Origin.INITIALIZE else frozenset(),
     )
 
 

@@ -90,6 +90,7 @@ def lint_config_file(
         read_in=reading.read_in,
         reader_sites=reading.reader_sites,
         checkpointing_configured=reading.checkpointing_configured,
+        client_sections=reading.client_sections,
     )
 
 

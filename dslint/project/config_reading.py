@@ -39,6 +39,7 @@ class ReaderTables(Protocol):
 
     config_readers: dict[str, set[str]]
     config_replaced: dict[str, list[frozenset[str]]]
+    config_clients: dict[str, list[frozenset[str]]]
     config_world_sizes: dict[str, list[LaunchWorldSize]]
     config_read_in: dict[str, list[Related]]
     config_reader_sites: dict[str, list[Related]]
@@ -177,8 +178,11 @@ def other_config_options(
         if reader is not None and config is not None:
             index.config_readers.setdefault(config, set()).add(reader)
             if reader == "initialize":  # what the script writes into the loaded dict first, as for a known option
-                keys = (replaced_keys(data, option.name) or frozenset()) | client_sections(data)
-                index.config_replaced.setdefault(config, []).append(keys)
+                clients = client_sections(data)
+                index.config_replaced.setdefault(config, []).append(
+                    (replaced_keys(data, option.name) or frozenset()) | clients
+                )
+                index.config_clients.setdefault(config, []).append(clients)
 
 
 def follow_imported_readers(index: ReaderTables, store: SummaryStore) -> None:
@@ -220,6 +224,7 @@ def opened_literals(index: ReaderTables, path: str, data: bytes, roots: Sequence
         if config is not None:
             index.config_readers.setdefault(config, set()).add("initialize")
             index.config_replaced.setdefault(config, []).append(keys)
+            index.config_clients.setdefault(config, []).append(client_sections(data))
 
 
 def trainer_literals(index: ReaderTables, path: str, data: bytes, roots: Sequence[str]) -> None:

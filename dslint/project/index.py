@@ -438,6 +438,7 @@ def _read_launchers(
                     index.config_replaced.setdefault(launch.config.config_path, []).append(
                         (keys or frozenset()) | clients
                     )
+                    index.config_clients.setdefault(launch.config.config_path, []).append(clients)
             elif script is not None:
                 other_config_options(index, line, launcher, roots, script)
             if script is not None:

@@ -108,6 +108,9 @@ class ConfigReading:
     # Some code that reads the config may apply its `activation_checkpointing` section (it calls
     # `deepspeed.checkpointing.configure`, or brings Megatron, which does): `ProjectIndex.checkpointing_unapplied`.
     checkpointing_configured: bool = True
+    # The sections every initialize reading the file replaces with a client object it is handed (`optimizer=`,
+    # `lr_scheduler=`): the file's section is never built.
+    client_sections: frozenset[str] = frozenset()
 
     @property
     def origin(self) -> config_facts.Origin:
@@ -132,6 +135,9 @@ class ProjectIndex:
     # Per launched config, for each launch that gives it to a script calling initialize: the top-level keys
     # the script replaces in the loaded dict before initialize (`config_readers.replaced_keys`).
     config_replaced: dict[str, list[frozenset[str]]] = field(default_factory=dict)
+    # Per config file, for each script handing it to initialize: the sections (`optimizer`, `scheduler`) its
+    # initialize calls replace with a client object (`config_readers.client_sections`).
+    config_clients: dict[str, list[frozenset[str]]] = field(default_factory=dict)
     # Per launched config, the world size of each launch passing it whose launcher says how many ranks it starts.
     config_world_sizes: dict[str, list[LaunchWorldSize]] = field(default_factory=dict)
     # Per launched config, where a module imported by the launched script loads it and hands it to initialize,
@@ -176,9 +182,16 @@ class ProjectIndex:
         keys = functools.reduce(frozenset.intersection, replaced) if reader == "initialize" and replaced else None
         read_in = tuple(self.config_read_in.get(absolute(path), ())) if reader == "initialize" else ()
         sites = tuple(self.config_reader_sites.get(absolute(path), ())) if reader in ("trainer", "lightning") else ()
+        clients = self.config_clients.get(absolute(path), [])
+        never_built = (
+            functools.reduce(frozenset.intersection, clients)
+            if reader == "initialize" and clients and len(clients) == len(replaced)
+            else frozenset()
+        )
         return ConfigReading(
             reader,
             replaced=keys or frozenset(),
+            client_sections=never_built,
             world_sizes=worlds,
             read_in=read_in,
             reader_sites=sites,
