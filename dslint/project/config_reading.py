@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from dslint.diagnostics import Related
@@ -231,14 +231,23 @@ def trainer_literals(index: ReaderTables, path: str, data: bytes, roots: Sequenc
     """`TrainingArguments(deepspeed="ds.json")` (TRL's `SFTConfig(...)` too), `DeepSpeedPlugin(hf_ds_config=
     "ds.json")`: those files are read by the HF Trainer / accelerate, with `json.load` (the keyword is the
     reader's site: a config strict JSON does not read fails there)."""
+    for written, keyword, line, column in trainer_literal_configs(data):
+        config = find_written(written, path, roots)
+        if config is not None:
+            index.config_readers.setdefault(config, set()).add("trainer")
+            site = Related(shown_path(path), line, column, f"{keyword} names it")
+            index.config_reader_sites.setdefault(config, []).append(site)
+
+
+def trainer_literal_configs(data: bytes) -> Iterator[tuple[str, str, int, int]]:
+    """The config paths a script writes for the HF Trainer or accelerate (`TrainingArguments(deepspeed="x.json")`,
+    `DeepSpeedPlugin(hf_ds_config="x.json")`): the path, the keyword as written, and the keyword's line and
+    (1-based, in characters) column."""
     trainers = (b"TrainingArguments", b"DeepSpeedPlugin", *(name.encode() for name in TRL_TRAINING_ARGUMENTS))
     if b"deepspeed" not in data or not any(name in data for name in trainers):
         return
     for match in _TRAINER_LITERAL.finditer(data):
-        config = find_written(match.group(1).decode("utf-8", errors="replace"), path, roots)
-        if config is not None:
-            index.config_readers.setdefault(config, set()).add("trainer")
-            line = data.count(b"\n", 0, match.start()) + 1
-            column = len(data[data.rfind(b"\n", 0, match.start()) + 1 : match.start()].decode("utf-8", "replace")) + 1
-            site = Related(shown_path(path), line, column, f"{match.group(0).decode('utf-8', 'replace')} names it")
-            index.config_reader_sites.setdefault(config, []).append(site)
+        line = data.count(b"\n", 0, match.start()) + 1
+        column = len(data[data.rfind(b"\n", 0, match.start()) + 1 : match.start()].decode("utf-8", "replace")) + 1
+        decoded = match.group(1).decode("utf-8", errors="replace")
+        yield decoded, match.group(0).decode("utf-8", "replace"), line, column

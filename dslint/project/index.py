@@ -65,7 +65,7 @@ from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, document
 from dslint.project.launch_issues import launch_issues
 from dslint.project.launched_configs import launched_config
 from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, writes_passed_config
-from dslint.project.missing_configs import file_names_under
+from dslint.project.missing_configs import file_names_under, missing_trainer_configs
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.project_index import SKIPPED_DIRECTORIES, Launch, LaunchSite, ProjectIndex, launcher_files
 from dslint.project.python_launchers import python_launch_text
@@ -261,6 +261,8 @@ def _build_project_index(
         applied = _applies_checkpointing(path, sources, store, applies)  # for the configs the script builds
         index.files[path] = replace(facts_of(index.files, path), checkpointing_applied=applied)
     issues = launch_issues(index.sites, sources, store, texts, names, roots)
+    for path, missing in missing_trainer_configs(sources, roots, names).items():  # DSL423 in the script
+        issues.setdefault(path, []).extend(missing)
     batches = batch_issues(list(index.config_world_sizes), index.config_reading, texts)  # DSL407 at launches
     for path, found in [*issues.items(), *batches.items()]:
         # a config the document itself writes out for its launch is there to be saved: not a missing file

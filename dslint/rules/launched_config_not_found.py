@@ -39,29 +39,31 @@ class LaunchedConfigNotFound(LaunchRule):
     docs = RuleDocs(
         what="""
             Flags the DeepSpeed config option of a launch command (`--deepspeed ds.json`, `--deepspeed_config`, or
-            nested, `--training_arguments.deepspeed`, for a parser of dotted names) when the script is in the project
-            but the config path, read from where the launcher runs (its folder, the repository root, after its `cd`),
-            names no file, and nothing in the project writes one (no Python file other than the launcher names it
-            within three lines of a write, a dump or a copy; an option's default naming it writes nothing; nowhere
-            else in the launcher, no redirection or `tee` writing it). When a file of that name exists
-            elsewhere, only a path with a folder counts (`configs/ds.json` where the project has only `config/ds.json`:
-            the folder is wrong; the message names the file), unless that file sits beside the launcher or the script
-            and the script finds files by its own location (`__file__`: it may read it from there); a bare name is left
-            alone (the user may be meant to copy the file beside the launcher). Absolute and home paths (the user's own
-            machine), paths built at run time, a script that tests the file's existence first (`if os.path.exists(
-            args.ds_config):`, it goes on without it), and a wrong folder after a `cd` out of the project are left
-            alone, and so
-            is a launch in a Markdown or reST document that writes the config out in a code block for the reader to save
-            (the block is checked as the config instead). The `deepspeed:` key of a YAML of the Trainer's arguments that
-            a launch passes (`--train_config train.yaml`, to a script building `TrainingArguments(**mapping)`) is
-            flagged in the YAML when no file of that name is anywhere in the project. A notebook's `!` launch is flagged
-            in the cell that holds it. The `--config_file` of `accelerate launch` is judged the same way, when the
-            launch is DeepSpeed's (the file's name says `deepspeed`, `zero` or `ds`, or the script mentions
-            DeepSpeed) and the path leads into a folder (a bare name may be the file the reader makes with
-            `accelerate config`; placeholders such as `<config.yaml>` are left alone too): accelerate stops with
-            FileNotFoundError before any process starts. A path that names a
-            project file but for letter case (`ds.JSON`, `SFT/` for `sft/`) names no file on Linux: it is flagged,
-            naming the file.
+            nested, `--training_arguments.deepspeed`, for a parser of dotted names) when the script is in the
+            project but the config path, read from where the launcher runs (its folder, the repository root, after
+            its `cd`), names no file, and nothing in the project writes one (no Python file other than the launcher
+            names it within three lines of a write, a dump or a copy; an option's default naming it writes nothing;
+            nowhere else in the launcher, no redirection or `tee` writing it). When a file of that name exists
+            elsewhere, only a path with a folder counts (`configs/ds.json` where the project has only
+            `config/ds.json`: the folder is wrong; the message names the file), unless that file sits beside the
+            launcher or the script and the script finds files by its own location (`__file__`: it may read it from
+            there); a bare name is left alone (the user may be meant to copy the file beside the launcher). Absolute
+            and home paths (the user's own machine), paths built at run time, a script that tests the file's
+            existence first (`if os.path.exists( args.ds_config):`, it goes on without it), and a wrong folder after
+            a `cd` out of the project are left alone, and so is a launch in a Markdown or reST document that writes
+            the config out in a code block for the reader to save (the block is checked as the config instead). The
+            `deepspeed:` key of a YAML of the Trainer's arguments that a launch passes (`--train_config train.yaml`,
+            to a script building `TrainingArguments(**mapping)`) is flagged in the YAML when no file of that name is
+            anywhere in the project. A notebook's `!` launch is flagged in the cell that holds it. The
+            `--config_file` of `accelerate launch` is judged the same way, when the launch is DeepSpeed's (the
+            file's name says `deepspeed`, `zero` or `ds`, or the script mentions DeepSpeed) and the path leads into
+            a folder (a bare name may be the file the reader makes with `accelerate config`; placeholders such as
+            `<config.yaml>` are left alone too): accelerate stops with FileNotFoundError before any process starts.
+            A path that names a project file but for letter case (`ds.JSON`, `SFT/` for `sft/`) names no file on
+            Linux: it is flagged, naming the file. A path a script writes itself for the Trainer or accelerate
+            (`TrainingArguments(deepspeed="ds.json")`, `DeepSpeedPlugin(hf_ds_config="ds.json")`) is judged the same
+            way, read from the script's folder up to the project root (the script's own writes count), and flagged
+            at the keyword.
         """,
         why="""
             The script opens the config at start-up (DeepSpeed's `DeepSpeedConfig`, or the HF Trainer's
