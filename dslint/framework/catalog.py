@@ -96,6 +96,7 @@ CODES: tuple[str, ...] = (
     "DSL455",
     "DSL456",
     "DSL457",
+    "DSL458",
 )
 
 
@@ -382,6 +383,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     ),
     "DSL452": Needs((b"deepspeed", b"initialize")),
     # a Trainer's arguments naming a schedule, with a config: in the file, or parsed from a launch's command line
+    "DSL458": Needs((b"DataParallel",)),
     "DSL454": Needs(
         (b"lr_scheduler_type", b"deepspeed"), engine=False, alternatives=((b"HfArgumentParser",),), hf_configured=True
     ),
