@@ -141,3 +141,23 @@ def test_an_import_resolves_to_the_module_beside_the_importing_script_first() ->
     assert finder.find("engines.engine", "/p/slr/code/run.py") == "/p/slr/code/engines/engine.py"
     assert finder.find("utils", "/p/code/run.py") == "/p/code/utils/__init__.py"
     assert finder.find("engines.engine", "/p/slr/tools/x.py") == "/p/slr/code/engines/engine.py"  # nearest
+
+
+def test_a_name_a_package_star_imports_from_its_module_is_that_modules(tmp_path: Path) -> None:
+    """`from pkg import load` where `pkg/__init__.py` does `from .loaders import *`: the function of
+    pkg/loaders.py; a name the star-imported module does not define is not followed anywhere."""
+    from dslint.model.evaluate import Evaluator
+    from dslint.project.inputs import exists
+
+    (tmp_path / "pkg").mkdir()
+    files = {
+        tmp_path / "pkg" / "__init__.py": "from .loaders import *\n",
+        tmp_path / "pkg" / "loaders.py": "def load(name):\n    return name\n",
+        tmp_path / "train.py": "from pkg import load\n",
+    }
+    for path, text in files.items():
+        path.write_text(text)
+    store = SummaryStore({str(p): t.encode() for p, t in files.items()}, exists)
+    found = Evaluator(store).hierarchy.follow("pkg.load", str(tmp_path / "train.py"))
+    assert found is not None and (found[0].path, found[1]) == (str(tmp_path / "pkg" / "loaders.py"), "load")
+    assert Evaluator(store).hierarchy.follow("pkg.missing", str(tmp_path / "train.py")) is None

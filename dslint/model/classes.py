@@ -24,7 +24,7 @@ class Hierarchy:
 
     def follow(self, dotted_name: str, near: str) -> tuple[ModuleSummary, str] | None:
         """The project module defining the top-level name `dotted_name` points at (`pkg.mod.Name`), through
-        re-exports in packages' `__init__.py`; with the name there."""
+        re-exports in packages' `__init__.py` (`from .mod import Name`, `from .mod import *`); with the name there."""
         for _ in range(MAX_REEXPORTS + 1):
             module_name, _, name = dotted_name.rpartition(".")
             if not module_name or module_name.split(".")[0] in LIBRARY_ROOTS:
@@ -36,10 +36,18 @@ class Hierarchy:
             if name in target.functions or name in target.classes:
                 return target, name
             reexported = target.imports.get(name)
+            if reexported is None:  # `from .loaders import *` in a package's `__init__.py`
+                reexported = next((f"{star}.{name}" for star in target.stars if self._names(star, name, target)), None)
             if reexported is None or reexported == dotted_name:
                 return None
             dotted_name, near = reexported, target.path
         return None
+
+    def _names(self, star: str, name: str, importer: ModuleSummary) -> bool:
+        """Whether the project module `star` (star-imported by `importer`) defines or imports `name`."""
+        path = self.store.finder.find(star, importer.path)
+        module = self.store.get(path) if path is not None and path != importer.path else None
+        return module is not None and (name in module.functions or name in module.classes or name in module.imports)
 
     def resolve_class(self, module: ModuleSummary, written: str) -> ClassRef | None:
         """The project class a base written in `module` names (`Base`, `base.Base`, `from .base import Base`)."""
