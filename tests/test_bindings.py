@@ -57,24 +57,35 @@ def test_latest_binding_before_the_place_read() -> None:
 
 def test_an_except_handlers_fallback_gives_way_to_the_try_after_the_handler() -> None:
     """`try: engine = initialize(...)` / `except: engine = model`: in the handler the fallback is the name's value;
-    after it, the `try`'s binding (the path where initialize succeeded). A name only the handler binds keeps it."""
+    after it, the `try`'s binding (the path where initialize succeeded). A name the `try` binds to something else
+    keeps the handler's value after it (`except: tag = 0`)."""
     _, table = placed(
         """\
         try:
-            engine = initialize(model)
+            tag = latest()
         except Exception:
-            engine = model
-            note = "plain"
-            use(engine)
-        use(engine, note)
+            tag = 0
+            use(tag)
+        use(tag)
         """
     )
-    inside = table.binding_at("engine", table.module_scope, line(6))
-    after = table.binding_at("engine", table.module_scope, line(7))
-    assert inside is not None and ast.unparse(inside.value) == "model"
-    assert after is not None and ast.unparse(after.value) == "initialize(model)"
-    note = table.binding_at("note", table.module_scope, line(7))
-    assert note is not None and ast.unparse(note.value) == "'plain'"
+    after = table.binding_at("tag", table.module_scope, line(6))
+    assert after is not None and ast.unparse(after.value) == "0"
+    facts = facts_of(
+        """\
+        import deepspeed
+        try:
+            engine, _, _, _ = deepspeed.initialize(model=model, config=config)
+        except Exception:
+            engine = model
+            engine.train()
+        engine.train()
+        """
+    )
+    inside, after_handler = names(facts, "engine")[-2:]
+    assert facts.role_of(inside) is None or facts.role_of(inside).role is not Role.ENGINE
+    answer = facts.role_of(after_handler)
+    assert answer is not None and answer.role is Role.ENGINE
 
 
 def test_global_sends_the_binding_to_the_module() -> None:

@@ -46,6 +46,7 @@ def _codes(loop: str) -> list[tuple[str, int]]:
         "isinstance(model, deepspeed.DeepSpeedEngine)",
         "not plain and isinstance(model, deepspeed.DeepSpeedEngine)",
         "isinstance(model, (deepspeed.DeepSpeedEngine, deepspeed.PipelineEngine))",
+        "hasattr(model, 'backward')",  # a method only the engine has
     ],
 )
 def test_the_arm_for_objects_that_are_no_engine_is_not_the_engines_loop(test: str) -> None:
@@ -66,6 +67,7 @@ def test_the_body_of_a_negated_engine_test_is_not_the_engines_loop() -> None:
         "plain",  # any other test: both arms may run under DeepSpeed
         "isinstance(model, (deepspeed.DeepSpeedEngine, DDP))",  # holds for objects that are no engine too
         "plain or isinstance(model, deepspeed.DeepSpeedEngine)",
+        "hasattr(model, 'forward')",  # every module has it
     ],
 )
 def test_other_tests_keep_the_findings(test: str) -> None:

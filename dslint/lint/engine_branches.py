@@ -1,5 +1,6 @@
 """Code the engine never runs through: the arm of an `if` that tests whether an object is a DeepSpeed engine
-(`isinstance(model, deepspeed.DeepSpeedEngine)`, alone or as one condition of an `and`) which runs only when it is
+(`isinstance(model, deepspeed.DeepSpeedEngine)`, `hasattr(model, "backward")`, alone or as one condition of an
+`and`) which runs only when it is
 not one, the plain PyTorch path of a script that supports both. A finding there that speaks of the engine's loop
 (the DSL3xx family: a `loss.backward()`, an `optimizer.step()`, a `zero_grad()` beside the engine) describes a
 mistake the DeepSpeed run never makes, so the script's lint drops it, as it drops code after an exit
@@ -12,6 +13,7 @@ from collections.abc import Iterator, Sequence
 
 from dslint.diagnostics import Diagnostic
 from dslint.framework.rule import family_of
+from dslint.model.library import ENGINE_ONLY_METHODS
 from dslint.model.summary import dotted
 
 # The classes whose instances are DeepSpeed engines (the last part of the tested name).
@@ -60,6 +62,16 @@ def _requires_engine(test: ast.expr) -> bool:
 
 
 def _is_engine_test(test: ast.expr) -> bool:
+    """`isinstance(x, DeepSpeedEngine)`, or `hasattr(x, "backward")` (a method only an engine has among the
+    objects a training loop holds: `library.ENGINE_ONLY_METHODS`)."""
+    if (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "hasattr"
+        and len(test.args) == 2
+        and isinstance(test.args[1], ast.Constant)
+    ):
+        return test.args[1].value in ENGINE_ONLY_METHODS
     if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"):
         return False
     if len(test.args) != 2:

@@ -7,8 +7,8 @@ element), annotated and augmented assignments, walrus targets, `for` targets, `w
 names, parameters, and the names of `def` and `class` statements; `global` and `nonlocal` send a later binding of
 the name to the module. Each binding keeps the node it holds from (`anchor`: from its start, or from its end when
 `from_end`), the statement (or walrus, `with` item, handler) that makes it and the value it is given. A binding an
-`except` handler makes of a name its `try` body binds too is a fallback: read after the handler, the `try`'s
-binding stands (the path where the `try` succeeded is the one a finding is about).
+`except` handler makes of a name its `try` body binds to an initialize result is a fallback: read after the
+handler, the `try`'s binding stands (the path where DeepSpeed runs is the one a finding is about).
 
 The table is laid over another tree of the same code by `place`: the per-file script facts
 (`dslint.script.collect`) lay it over libcst's nodes, numbered in their one traversal, so that rules read the
@@ -80,6 +80,7 @@ class Binding:
     # handler (past `fallback_end`, set by `place`), the `try`'s binding stands for the name.
     fallback: Any = field(default=None, repr=False)
     fallback_end: Pos | None = None
+    fallback_of: tuple[Binding, ...] = field(default=(), repr=False)  # the `try`'s bindings of the name
     # What the per-file facts add: whose initialize results an INIT_ITEM / INIT_TUPLE holds, and which item.
     engine: Any = field(default=None, repr=False)
     index: int | None = None
@@ -200,11 +201,18 @@ def _latest(bindings: Sequence[Binding] | None, pos: Pos, usable: Callable[[Bind
         return None
     found = None
     for binding in bindings:
-        if binding.fallback_end is not None and pos > binding.fallback_end:
-            continue  # an `except` handler's fallback, read after it: the `try`'s binding stands
+        if binding.fallback_end is not None and pos > binding.fallback_end and _tried_engine(binding):
+            continue  # an `except` handler's fallback for the engine, read after it: the `try`'s binding stands
         if usable(binding) and binding.pos <= pos:
             found = binding
     return found
+
+
+def _tried_engine(fallback: Binding) -> bool:
+    """The `try` the handler falls back from bound the name to an initialize result (the engine, its optimizer...):
+    where DeepSpeed runs, that is the name's value. Other names keep both values (`try: tag = latest()` / `except:
+    tag = 0`: the fallback is a value the code may well run with)."""
+    return any(binding.result_slot is not None for binding in fallback.fallback_of)
 
 
 def _summary(bindings: Sequence[Binding] | None, usable: Callable[[Binding], bool]) -> Binding | None:
@@ -306,7 +314,9 @@ class _Reader:
     def tried(self, node: ast.Try, *, star: bool) -> None:
         before = len(self.table.every)
         self.block(node.body)
-        tried = {(b.key, id(b.scope)) for b in self.table.every[before:]}
+        tried: dict[tuple[str, int], list[Binding]] = {}
+        for binding in self.table.every[before:]:
+            tried.setdefault((binding.key, id(binding.scope)), []).append(binding)
         for handler in node.handlers:
             self.table.handlers.append(handler)
             # `except* E as e` binds nothing here, as the script facts read it
@@ -316,8 +326,9 @@ class _Reader:
             start = len(self.table.every)
             self.block(handler.body)
             for binding in self.table.every[start:]:
-                if (binding.key, id(binding.scope)) in tried:
-                    binding.fallback = handler  # `except: engine = model` after the `try` bound `engine`
+                shadowed = tried.get((binding.key, id(binding.scope)))
+                if shadowed:  # `except: engine = model` after the `try` bound `engine`
+                    binding.fallback, binding.fallback_of = handler, tuple(shadowed)
         self.block(node.orelse)
         self.block(node.finalbody)
 

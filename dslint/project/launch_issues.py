@@ -149,7 +149,8 @@ def launch_issues(
         required = _required_not_given(site, store, sources)
         if required is not None and required not in issues:
             issues.append(required)
-        configless_init = configless_initialize(site, store, sources) if _runs_deepspeed(site) else None
+        # (a config path given to add_config_arguments' `--deepspeed` switch is that config, misplaced: DSL443's)
+        configless_init = configless_initialize(site, store, sources) if _runs_deepspeed(site) and not switch else None
         if configless_init is not None and configless_init not in issues:
             issues.append(configless_init)
         unfound = missing_accelerate_config(site, sources, launcher_text(line.launcher), file_names)
@@ -181,8 +182,7 @@ def launch_issues(
         if site.script.endswith(".py") and site.script in sources:
             if site.script not in reads:
                 reads[site.script] = _reads_command_line(site.script, store, sources)
-            named = os.path.basename(site.config_path or option.value)
-            if not reads[site.script] and not _names_file(sources[site.script], named):
+            if not reads[site.script] and not _names_file(sources[site.script], option.value):
                 end = option.column + len(option.name) + 2
                 names = tuple(f"--{o.name}" for o in line.options)
                 issues.append(
@@ -191,10 +191,12 @@ def launch_issues(
     return {launcher: issues for launcher, issues in found.items() if issues}
 
 
-def _names_file(source: bytes, name: str) -> bool:
-    """The script names the file `name` in a string of its own (`TrainingArguments(deepspeed="ds_config.json")`,
-    a default `config_path="ds_config.json"`): the config the launch passes is read all the same."""
-    return bool(name) and re.search(rb"['\"/]" + re.escape(name.encode()) + rb"['\"]", source) is not None
+def _names_file(source: bytes, written: str) -> bool:
+    """The script names the path the launch writes in a string of its own, as written (`./` aside:
+    `TrainingArguments(deepspeed="ds_config.json")`, a default `config_path="ds_config.json"`): the config the
+    launch passes is read all the same (`/tmp/ds_config.json` is another file)."""
+    path = written.removeprefix("./")
+    return bool(path) and re.search(rb"['\"](\./)?" + re.escape(path.encode()) + rb"['\"]", source) is not None
 
 
 def _tests_existence(source: bytes, option: str) -> bool:
