@@ -212,8 +212,9 @@ SYNTHETIC_DATA = re.compile(r"random|randn|rand\(|synthetic|dummy|fake", re.IGNO
 
 # Words of a Python file that may apply a DeepSpeed config's `activation_checkpointing` section: the engine never
 # reads it; only `deepspeed.checkpointing.configure(..., deepspeed_config=...)` does (called by Megatron-DeepSpeed
-# and GPT-NeoX themselves, and by Lightning's DeepSpeedStrategy, whose configs are not this question's).
-CHECKPOINTING_CONFIGURED = (b"checkpointing.configure", b"checkpointing import configure", b"megatron", b"neox")
+# and GPT-NeoX, whose code imports `megatron`, and by Lightning's DeepSpeedStrategy, whose configs are not this
+# question's).
+CHECKPOINTING_CONFIGURED = (b"checkpointing.configure", b"checkpointing import configure", b"megatron")
 
 # Packages none of whose functions reads the command line when called without arguments (`torch.no_grad()`,
 # `np.random.seed()`, `deepspeed.init_distributed()`): such a call is no entry point that may parse the options

@@ -139,11 +139,10 @@ def _checkpointing_unapplied(
 
 
 def _applies_checkpointing(path: str, sources: dict[str, bytes], store: SummaryStore, applies: dict[str, bool]) -> bool:
-    """Whether the script `path`, or a project module it imports (two levels), may apply an
-    `activation_checkpointing` section (`library.CHECKPOINTING_CONFIGURED`); a file that is not a project module
-    may."""
+    """Whether the script `path`, or a project module it imports, may apply an `activation_checkpointing` section
+    (`library.CHECKPOINTING_CONFIGURED`); a file that is not a project module may."""
     if path not in applies:
-        modules = [path, *store.imported_modules(path, 2)] if path in sources else []
+        modules = [path, *store.imported_modules(path, 1)] if path in sources else []
         texts = [sources.get(module, b"") for module in modules]
         applies[path] = not modules or any(token in text for text in texts for token in CHECKPOINTING_CONFIGURED)
     return applies[path]
@@ -253,9 +252,12 @@ def _build_project_index(
     record_pretrained_loads(index.files, model)
     texts = functools.lru_cache(maxsize=None)(lambda path: (read_input(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: file_names_under(roots, SKIPPED_DIRECTORIES))
-    applies: dict[str, bool] = {}
+    # which scripts may apply an `activation_checkpointing` section (read only where some file of the project may:
+    # the imports are followed then); DSL455
+    applying = any(token in data for data in sources.values() for token in CHECKPOINTING_CONFIGURED)
+    applies: dict[str, bool] = {} if applying else dict.fromkeys(sources, False)
     index.checkpointing_unapplied = _checkpointing_unapplied(index.sites, sources, store, applies)
-    if not any(token in data for data in sources.values() for token in CHECKPOINTING_CONFIGURED):
+    if not applying:
         index.checkpointing_unapplied.add("")  # nothing in the project applies a section: any config read
     for path in {*producers, *(p for p, data in sources.items() if b"activation_checkpointing" in data)}:
         applied = _applies_checkpointing(path, sources, store, applies)  # for the configs the script builds

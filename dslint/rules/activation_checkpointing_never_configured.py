@@ -47,8 +47,8 @@ class ActivationCheckpointingNeverConfigured(ConfigRule):
             (`partition_activations`, `cpu_checkpointing`, `contiguous_memory_optimization`,
             `synchronize_checkpoint_boundary`, `profile`) and no Python file of the project calls
             `deepspeed.checkpointing.configure` (nor brings Megatron-DeepSpeed or GPT-NeoX, which call it
-            themselves). Reported at the first switch that is on. Left alone: a config no known reader takes (a
-            file linted alone), Lightning's strategy (it applies the section itself), and switches set to false.
+            themselves). Reported at the first switch that is on. Left alone: a config no known reader takes (a file
+            linted alone), Lightning's strategy (it applies the section itself), and switches set to false.
         """,
         why="""
             The engine never reads the section: DeepSpeed 0.19.8 parses it into
