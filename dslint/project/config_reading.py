@@ -48,6 +48,7 @@ class ReaderTables(Protocol):
     def launches(self) -> Sequence[LaunchView]: ...
 
 
+_TRAINER_WORDS = (b"TrainingArguments", b"DeepSpeedPlugin", *(name.encode() for name in TRL_TRAINING_ARGUMENTS))
 _TRAINER_LITERAL = re.compile(rb"\b(?:deepspeed|hf_ds_config)\s*=\s*[rR]?['\"]([^'\"\n]+\.json)['\"]")
 
 
@@ -243,8 +244,7 @@ def trainer_literal_configs(data: bytes) -> Iterator[tuple[str, str, int, int]]:
     """The config paths a script writes for the HF Trainer or accelerate (`TrainingArguments(deepspeed="x.json")`,
     `DeepSpeedPlugin(hf_ds_config="x.json")`): the path, the keyword as written, and the keyword's line and
     (1-based, in characters) column."""
-    trainers = (b"TrainingArguments", b"DeepSpeedPlugin", *(name.encode() for name in TRL_TRAINING_ARGUMENTS))
-    if b"deepspeed" not in data or not any(name in data for name in trainers):
+    if b".json" not in data or b"deepspeed" not in data or not any(name in data for name in _TRAINER_WORDS):
         return
     for match in _TRAINER_LITERAL.finditer(data):
         line = data.count(b"\n", 0, match.start()) + 1
