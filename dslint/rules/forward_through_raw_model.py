@@ -38,7 +38,8 @@ class ForwardThroughRawModel(ScriptRule):
             forward with gradients on, when what the call returns feeds a backward there (`loss =
             diffusion_loss(model, batch)` ... `engine.backward(loss)`; not `acc = accuracy(model, loader)`). When
             `initialize`'s result is bound to the model's own name (`model, ... = deepspeed.initialize(model=model)`)
-            the name is the engine and nothing is flagged.
+            the name is the engine and nothing is flagged. `engine.module(...)` (or `.forward(...)`) whose output
+            feeds a `backward` of its function is flagged the same way, wherever the engine comes from.
         """,
         why="""
             The engine wraps the model; its parameters are the engine's (cast to fp16/bf16, partitioned under
@@ -368,6 +369,15 @@ class ForwardThroughRawModel(ScriptRule):
         if key is None:
             return
         answer = self.facts.role_of(target, at=node)
+        if answer is not None and answer.role is Role.ENGINE_MODULE and isinstance(target, cst.Attribute):
+            # `engine.module(batch)` feeding `engine.backward`: the same forward without the engine
+            if not self.no_grad_depth and self._feeds_backward(node) and not self._output_discarded(node):
+                engine = dotted_name(target.value)
+                edits = [replace_node(self.context, node.func, engine)] if engine is not None else []
+                fix = f"Call `{engine}` instead"
+                message = self.named_template.format(engine=engine) if engine else self.message
+                self.report(node, message, edits=edits, applicability=Applicability.UNSAFE, fix_message=fix)
+            return
         if answer is None or answer.role is not Role.RAW_MODEL or answer.init is None:
             return
         init = answer.init
