@@ -241,6 +241,21 @@ NO_COMMAND_LINE_PACKAGES = frozenset(
         "functools",
         "warnings",
         "shutil",
+        "platform",
+        "sys",
+        "socket",
+        "datetime",
+        "glob",
+        "re",
+        "subprocess",
+        "uuid",
+        "hashlib",
+        "pickle",
+        "tempfile",
+        "threading",
+        "multiprocessing",
+        "inspect",
+        "traceback",
     }
 )
 

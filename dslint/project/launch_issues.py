@@ -79,7 +79,7 @@ from dslint.project.visible_devices import ignored_visible_devices
 COMMAND_LINE_TOKENS = (
     b"argv",
     b"argparse",
-    b"ArgumentParser",
+    b"ArgumentParser(",  # built (`HfArgumentParser((...))`), not only imported
     b"parse_args",
     b"parse_known_args",
     b"fire",
@@ -93,7 +93,7 @@ COMMAND_LINE_TOKENS = (
     b"jsonargparse",
     b"simple_parsing",
     b"from_cli",
-    b"Parser",
+    b"Parser(",  # a parser of the project's own, built (an import alone reads nothing)
 )
 
 
@@ -188,15 +188,21 @@ def launch_issues(
                 issues.append(
                     LaunchIssue("unread_config", option.line, option.column, end, line.script, names, (site.launch,))
                 )
+                configless = _configless_trainer(site, store, unread=True)  # and the Trainer gets none in code
+                if configless is not None:
+                    issues.append(configless)
     return {launcher: issues for launcher, issues in found.items() if issues}
 
 
 def _names_file(source: bytes, written: str) -> bool:
     """The script names the path the launch writes in a string of its own, as written (`./` aside:
-    `TrainingArguments(deepspeed="ds_config.json")`, a default `config_path="ds_config.json"`): the config the
-    launch passes is read all the same (`/tmp/ds_config.json` is another file)."""
+    `TrainingArguments(deepspeed="ds_config.json")`, a default `config_path="ds_config.json"`), outside a comment:
+    the config the launch passes is read all the same (`/tmp/ds_config.json` is another file)."""
     path = written.removeprefix("./")
-    return bool(path) and re.search(rb"['\"](\./)?" + re.escape(path.encode()) + rb"['\"]", source) is not None
+    pattern = re.compile(rb"['\"](\./)?" + re.escape(path.encode()) + rb"['\"]")
+    return bool(path) and any(
+        pattern.search(line) for line in source.splitlines() if not line.lstrip().startswith(b"#")
+    )
 
 
 def _tests_existence(source: bytes, option: str) -> bool:
@@ -481,14 +487,15 @@ def _takes_every_option(site: LaunchSite, store: SummaryStore, sources: dict[str
     return unknown_options(summary, data, [option.name for option in site.line.options]) is None
 
 
-def _configless_trainer(site: LaunchSite, store: SummaryStore) -> LaunchIssue | None:
+def _configless_trainer(site: LaunchSite, store: SummaryStore, unread: bool = False) -> LaunchIssue | None:
     """`deepspeed train.py` where train.py's Hugging Face Trainer gets no DeepSpeed config from this launch
-    (`dslint.project.trainer_without_config`): it trains as plain DDP."""
+    (`dslint.project.trainer_without_config`): it trains as plain DDP. `unread`: the launch gives a config the
+    script never reads (`unread_config`): the issue says so (`options`)."""
     line, script = site.line, site.script
     if line.tool not in DEEPSPEED_RUNNERS or script is None or not script.endswith(".py") or line.spawned_by:
         return None
-    if site.config_option is not None or any("deepspeed" in option for option in line.lost_options):
-        return None  # a config given that the script never reads (`unread_config`), or cut off (`cut`, `unjoined`)
+    if (site.config_option is not None and not unread) or any("deepspeed" in option for option in line.lost_options):
+        return None  # a config given (read: `unread_config` asks), or cut off (`cut`, `unjoined`)
     summary = store.get(script)
     if summary is None:
         return None
@@ -497,7 +504,8 @@ def _configless_trainer(site: LaunchSite, store: SummaryStore) -> LaunchIssue | 
         return None
     where = Related(shown_path(script), trainer.lineno, trainer.col_offset + 1, "builds a Trainer without a config")
     end = line.column + len(line.tool)
-    return LaunchIssue("configless_trainer", line.line, line.column, end, line.script, related=(where,))
+    given = ("unread",) if unread else ()
+    return LaunchIssue("configless_trainer", line.line, line.column, end, line.script, given, related=(where,))
 
 
 def _reads_command_line(script: str, store: SummaryStore, sources: dict[str, bytes]) -> bool:

@@ -29,12 +29,13 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
     severity = Severity.WARNING
     docs = RuleDocs(
         what="""
-            Flags a `deepspeed` launch command (in a shell script, a Makefile recipe, a README's or a guide's
-            code block) whose script builds a Hugging Face (or TRL) Trainer that no DeepSpeed config reaches:
-            its TrainingArguments are built in the script without `deepspeed=`, or parsed from the command line
-            (`HfArgumentParser`) while the launch passes no `--deepspeed`. A script that hands DeepSpeed a
-            config any other way (a call into `deepspeed`, `HfDeepSpeedConfig`, accelerate's `DeepSpeedPlugin`,
-            arguments read from a file, a `deepspeed` attribute it assigns) is left alone.
+            Flags a `deepspeed` launch command (in a shell script, a Makefile recipe, a README's or a guide's code
+            block) whose script builds a Hugging Face (or TRL) Trainer that no DeepSpeed config reaches: its
+            TrainingArguments are built in the script without `deepspeed=`, or parsed from the command line
+            (`HfArgumentParser`) while the launch passes no `--deepspeed`. A script that hands DeepSpeed a config
+            any other way (a call into `deepspeed`, `HfDeepSpeedConfig`, accelerate's `DeepSpeedPlugin`, arguments
+            read from a file, a `deepspeed` attribute it assigns) is left alone. A launch that gives a config option
+            the script never reads (DSL424's finding at the option) is flagged too.
         """,
         why="""
             The `deepspeed` launcher only starts the processes: it sets RANK, LOCAL_RANK and WORLD_SIZE and
@@ -78,8 +79,16 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
             files=(("train.py", _PARSING),),
         ),
         Invalid("deepspeed --num_gpus 2 train.py\n", lines=(1,), files=(("train.py", _BUILT),)),
+        # a config given that the script never reads (DSL424 at the option): the Trainer still gets none
+        Invalid(
+            "deepspeed --num_gpus 2 train.py --deepspeed ds.json\n",
+            lines=(1,),
+            files=(("train.py", "import platform\nplatform.system()\n" + _BUILT), ("ds.json", "{}\n")),
+        ),
     )
 
     @classmethod
     def message_for(cls, issue: LaunchIssue) -> str:
+        if "unread" in issue.options:  # the config option given is never read (DSL424 at the option)
+            return f"deepspeed starts {issue.detail}, whose Trainer is built without the config given: plain DDP"
         return f"deepspeed starts {issue.detail}, whose Trainer gets no DeepSpeed config: it runs plain DDP"

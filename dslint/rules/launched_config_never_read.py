@@ -25,11 +25,11 @@ class LaunchedConfigNeverRead(LaunchRule):
         what="""
             Flags the DeepSpeed config option of a launch command (`--deepspeed ds.json`, `--deepspeed_config`) when
             the script it runs, a file of the project, never reads its command line: neither it nor a project module
-            it imports (at any depth) mentions `sys.argv` or an argument parser (`argparse`, `HfArgumentParser`,
-            `fire`, `click`, `typer`, `hydra`...), and it calls no function of another package without arguments
-            (`main()`, `cli.run()`: an entry point that may parse the command line itself; not one of a package that
-            never reads it, such as `torch.no_grad()`). A script that names the config's file in a string of its own
-            (`TrainingArguments(deepspeed="ds_zero2.json")`) reads it all the same: left alone.
+            it imports (at any depth) mentions `sys.argv` or builds an argument parser (`argparse`,
+            `HfArgumentParser`, `fire`, `click`, `typer`, `hydra`...), and it calls no function of another package
+            without arguments (`main()`, `cli.run()`: an entry point that may parse the command line itself; not one
+            of a package that never reads it, such as `torch.no_grad()`). A script that names the config's file in a
+            string of its own (`TrainingArguments(deepspeed="ds_zero2.json")`) reads it all the same: left alone.
         """,
         why="""
             The launcher puts the options on the script's command line (`deepspeed` adds `--local_rank` too);
@@ -50,7 +50,11 @@ class LaunchedConfigNeverRead(LaunchRule):
         Valid(
             "deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json\n",
             files=(
-                ("train.py", "from transformers import HfArgumentParser, TrainingArguments\n"),
+                (
+                    "train.py",
+                    "from transformers import HfArgumentParser, TrainingArguments\n"
+                    "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n",
+                ),
                 ("ds_zero2.json", "{}\n"),
             ),
         ),
@@ -83,6 +87,18 @@ class LaunchedConfigNeverRead(LaunchRule):
             "deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json\n",
             lines=(1,),
             files=(("train.py", _SILENT_SCRIPT), ("ds_zero2.json", "{}\n")),
+        ),
+        # a parser imported and never built reads nothing; nor does a commented-out mention of the file
+        Invalid(
+            "deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json\n",
+            lines=(1,),
+            files=(
+                (
+                    "train.py",
+                    "from transformers import HfArgumentParser\n# deepspeed='ds_zero2.json'\n" + _SILENT_SCRIPT,
+                ),
+                ("ds_zero2.json", "{}\n"),
+            ),
         ),
         # calls without arguments of packages that never read the command line are no entry points
         Invalid(
