@@ -84,3 +84,31 @@ def test_the_questions_the_rules_ask() -> None:
     assert is_unindexed_cuda(facts, a, a) and is_cuda_device(facts, a, a) and not is_cpu(facts, a, a)
     assert is_cpu(facts, b, b) and not is_cuda_device(facts, b, b)
     assert is_unindexed_cuda(facts, c, c) and not is_cpu(facts, c, c)  # on one path
+
+
+def test_an_attribute_set_in_another_method_names_every_device_its_assignments_name() -> None:
+    """`self.device` set in `__init__` to the rank's GPU when CUDA is there, else the CPU: a CUDA device on some
+    path where another method reads it; one assignment the reader cannot know leaves nothing known."""
+    code = textwrap.dedent(
+        """
+        import torch
+        class Trainer:
+            def __init__(self, rank, other):
+                if torch.cuda.is_available():
+                    self.device = torch.device(f"cuda:{rank}")
+                else:
+                    self.device = torch.device("cpu")
+                self.spare = other
+            def load(self, path):
+                return torch.load(path, map_location=self.device), self.spare
+        """
+    )
+    module = cst.parse_module(code)
+    facts = collect_facts(module)
+    load = module.body[-1].body.body[1]  # the `load` method
+    statement = load.body.body[0]
+    returned = statement.body[0].value
+    loaded, spare = (element.value for element in returned.elements)
+    device = next(a.value for a in loaded.args if a.keyword is not None and a.keyword.value == "map_location")
+    assert is_cuda_device(facts, device, loaded) and not is_cpu(facts, device, loaded)
+    assert devices_of(facts, spare, spare) == frozenset()

@@ -4,7 +4,8 @@ the device is set), DSL201 (`torch.load` to a CUDA device).
 
 Read: `"cpu"`, `"cuda"`, `"cuda:1"`, f-strings and templates (`f"cuda:{rank}"`, `"cuda:{}".format(rank)`,
 `"cuda:%d" % rank`), `torch.device(...)` (a type and an index, or a bare index), `get_accelerator().device_name()`,
-both arms of `a if test else b`, a name or attribute through its assignment in the same scope, and a model
+both arms of `a if test else b`, a name or attribute through its assignment in the same scope, `self.<attr>` through
+every assignment of it in the class's other methods, and a model
 builder's parameter that every caller fills with the CPU (`ProjectFacts.cpu_parameters`). An index is
 classified as a constant, the local rank (`LOCAL_RANK`, `args.local_rank`), the global rank (`dist.get_rank()`,
 `rank`) or another index.
@@ -16,7 +17,7 @@ import libcst as cst
 
 from dslint.model.library import DEVICE_NAME_CALLS, GLOBAL_RANK_CALLS, LOCAL_RANK_ENV, TORCH_DEVICE
 from dslint.model.values import CPU, CURRENT_CUDA, Device, DeviceIndex
-from dslint.script.facts import BindingKind, ScriptFacts
+from dslint.script.facts import BindingKind, Scope, ScriptFacts
 from dslint.script.names import dotted_name
 from dslint.script.value_flow import value_flow
 
@@ -52,13 +53,35 @@ def devices_of(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode, de
     key = dotted_name(expr)
     if key is None:
         return NONE
-    binding = facts.binding_at(key, facts.scope_at(at), facts.start(at))
+    scope = facts.scope_at(at)
+    binding = facts.binding_at(key, scope, facts.start(at))
+    if binding is None and scope.self_name is not None and key.startswith(scope.self_name + "."):
+        return _attribute_devices(facts, scope, "self" + key[len(scope.self_name) :], depth)
     project = facts.project
     if project is not None and facts.parameter_entry(project.cpu_parameters, binding) is not None:
         return frozenset({CPU})  # a builder's parameter that every caller fills with the CPU
     if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
         return NONE
     return devices_of(facts, binding.value, binding.value, depth + 1)
+
+
+def _attribute_devices(facts: ScriptFacts, scope: Scope, key: str, depth: int) -> frozenset[Device]:
+    """`self.device` read in a method, bound in other methods of the class (`__init__`: `torch.device(f"cuda:
+    {rank}")` if CUDA is there, else the CPU): every device its plain assignments there may name; empty when one
+    of them binds it otherwise (an unpacking, a parameter) or names no device that can be known."""
+    owner = scope.enclosing_class()
+    bindings = owner.attribute_bindings.get(key, []) if owner is not None else []
+    found = NONE
+    for binding in bindings:
+        if binding.scope is scope:
+            continue
+        if binding.kind is not BindingKind.OTHER or binding.value is None:
+            return NONE
+        named = devices_of(facts, binding.value, binding.value, depth + 1)
+        if not named:
+            return NONE
+        found |= named
+    return found
 
 
 def _reaching_values(facts: ScriptFacts, read: cst.Name) -> list[cst.BaseExpression] | None:
