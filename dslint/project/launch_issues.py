@@ -499,7 +499,7 @@ def _configless_trainer(site: LaunchSite, store: SummaryStore, unread: bool = Fa
     summary = store.get(script)
     if summary is None:
         return None
-    trainer = configless_trainer(summary, {option.name for option in line.options})
+    trainer = configless_trainer(summary, {option.name for option in line.options}, store)
     if trainer is None:
         return None
     where = Related(shown_path(script), trainer.lineno, trainer.col_offset + 1, "builds a Trainer without a config")

@@ -8,8 +8,10 @@ Trainer trains as plain data-parallel DDP: every rank holds the whole model, its
 
 The answer is conservative, read from the script's own module: the Trainer is transformers' or TRL's (imported, or
 a class of the module deriving from one); its arguments are built in the module by a `*TrainingArguments(...)` call
-without `deepspeed=` or a `**` mapping, or parsed from the command line by `HfArgumentParser` (then the launch must
-not pass `--deepspeed`); and nothing else in the module may hand DeepSpeed a config (a call into `deepspeed`, a
+without `deepspeed=` or a `**` mapping (a project subclass of those or of a TRL config too), or parsed from the
+command line by `HfArgumentParser` (then the launch must not pass `--deepspeed`), or an argparse parser whose
+`--deepspeed` the script never reads (no `args.deepspeed`, no `vars(args)`); the Trainer class may be a project
+one imported from another module; and nothing else in the module may hand DeepSpeed a config (a call into `deepspeed`, a
 `deepspeed=` keyword, an attribute named `deepspeed` assigned, `HfDeepSpeedConfig`, accelerate's
 `DeepSpeedPlugin`, a parse of arguments from a file or a dict). Any doubt: no answer.
 """
@@ -17,18 +19,29 @@ not pass `--deepspeed`); and nothing else in the module may hand DeepSpeed a con
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
-from dslint.model.library import is_trainer_class_name, is_training_arguments_name
-from dslint.model.summary import ModuleSummary, dotted
+from dslint.model.library import TRAINER_PACKAGES, is_trainer_class_name, is_training_arguments_name
+from dslint.model.summary import ModuleSummary, SummaryStore, dotted
 
 _OTHER_SOURCES = ("HfDeepSpeedConfig", "DeepSpeedPlugin", "deepspeed_plugin", "parse_json_file", "parse_yaml_file")
 
 
-def configless_trainer(summary: ModuleSummary, launch_options: set[str]) -> ast.Call | None:
+def configless_trainer(
+    summary: ModuleSummary, launch_options: set[str], store: SummaryStore | None = None
+) -> ast.Call | None:
     """The Trainer construction of a script whose Trainer gets no DeepSpeed config under a launch giving
-    `launch_options` (option names, dashes as underscores), or None when one may reach it or it is not known."""
+    `launch_options` (option names, dashes as underscores), or None when one may reach it or it is not known.
+    `store`: the project's modules, whose Trainer and TrainingArguments subclasses the script may import."""
     tree = summary.tree
-    trainer_classes = _trainer_classes(summary)
+    trainer_classes = _trainer_classes(summary, store)
+    arguments_classes = _arguments_classes(summary, store)
+    # an argparse `--deepspeed` the script never reads (no `args.deepspeed`, no `vars(args)`): dropped on the way
+    options_read = any(
+        (isinstance(n, ast.Attribute) and n.attr == "deepspeed" and isinstance(n.ctx, ast.Load))
+        or (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "vars")
+        for n in ast.walk(tree)
+    )
     trainers: list[ast.Call] = []
     parses = arguments_built = 0
     for node in ast.walk(tree):
@@ -49,7 +62,7 @@ def configless_trainer(summary: ModuleSummary, launch_options: set[str]) -> ast.
         last = node.func.attr if isinstance(node.func, ast.Attribute) else name.rsplit(".", 1)[-1]
         if last in trainer_classes:
             trainers.append(node)
-        elif is_training_arguments_name(name):
+        elif is_training_arguments_name(name) or last in arguments_classes:
             if any(keyword.arg is None for keyword in node.keywords) or any(
                 isinstance(a, ast.Starred) for a in node.args
             ):
@@ -57,7 +70,7 @@ def configless_trainer(summary: ModuleSummary, launch_options: set[str]) -> ast.
             arguments_built += 1
         elif last == "parse_args_into_dataclasses" and not node.args:
             parses += 1
-        elif last in ("parse_dict", "parse_args"):
+        elif last == "parse_dict" or (last == "parse_args" and options_read):
             return None
     if not trainers or arguments_built + parses == 0:
         return None
@@ -66,13 +79,47 @@ def configless_trainer(summary: ModuleSummary, launch_options: set[str]) -> ast.
     return trainers[0]
 
 
-def _trainer_classes(summary: ModuleSummary) -> set[str]:
-    """The names this module builds Hugging Face or TRL trainers by: imported ones ending in `Trainer`, and the
-    module's own classes deriving from one."""
+def _trainer_classes(summary: ModuleSummary, store: SummaryStore | None) -> set[str]:
+    """The names this module builds Hugging Face or TRL trainers by: imported ones ending in `Trainer`, the
+    module's own classes deriving from one, and classes of a project module it imports deriving from one."""
     names = {
         local for local, full in summary.imports.items() if is_trainer_class_name(full) and local.endswith("Trainer")
     }
+    return _derived(summary, store, names, lambda full: is_trainer_class_name(full))
+
+
+def _arguments_classes(summary: ModuleSummary, store: SummaryStore | None) -> set[str]:
+    """Classes (of the module, or of a project module it imports) deriving from a `*TrainingArguments` or a TRL
+    config (`class CoCoSConfig(OnPolicyConfig)`): building one builds the Trainer's arguments."""
+    return _derived(
+        summary,
+        store,
+        set(),
+        lambda full: is_training_arguments_name(full) or (full.startswith("trl.") and full.endswith("Config")),
+    )
+
+
+def _derived(
+    summary: ModuleSummary, store: SummaryStore | None, names: set[str], library: Callable[[str], bool]
+) -> set[str]:
+    """`names` with the module's classes deriving from one of them or from a library class `library` accepts,
+    and the imported classes of project modules that do (one module away)."""
     for qualname, bases in summary.classes.items():
-        if any(base.rsplit(".", 1)[-1] in names for base in bases):
+        if any(base.rsplit(".", 1)[-1] in names or _library_base(summary, base, library) for base in bases):
             names.add(qualname.rsplit(".", 1)[-1])
+    for local, full in summary.imports.items() if store is not None else ():
+        module_name, _, cls = full.rpartition(".")
+        path = store.finder.find(module_name, summary.path) if store is not None and module_name else None
+        other = store.get(path) if store is not None and path is not None and path != summary.path else None
+        bases = other.classes.get(cls, []) if other is not None else []
+        if any(_library_base(other, base, library) for base in bases if other is not None):
+            names.add(local)
     return names
+
+
+def _library_base(summary: ModuleSummary, base: str, library: Callable[[str], bool]) -> bool:
+    """A base written in `summary` that names a transformers/TRL class `library` accepts, through the imports."""
+    head, _, rest = base.partition(".")
+    full = summary.imports.get(head)
+    qualified = f"{full}.{rest}" if full and rest else full
+    return qualified is not None and qualified.startswith(TRAINER_PACKAGES) and library(qualified)

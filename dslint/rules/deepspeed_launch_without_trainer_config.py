@@ -54,6 +54,19 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
         """,
     )
     valid = (
+        # the same script handing args.deepspeed to its config: read
+        Valid(
+            "deepspeed --num_gpus 2 train.py --deepspeed $DS_CONFIG\n",
+            files=(
+                (
+                    "train.py",
+                    "import argparse\nfrom trl import SFTTrainer, SFTConfig\n"
+                    "parser = argparse.ArgumentParser()\nparser.add_argument('--deepspeed')\n"
+                    "args = parser.parse_args()\nconfig = SFTConfig(output_dir='out')\n"
+                    "config.deepspeed = args.deepspeed\nSFTTrainer(model=model, args=config).train()\n",
+                ),
+            ),
+        ),
         Valid(
             "deepspeed --num_gpus 4 train.py --output_dir out --deepspeed ds.json\n",
             files=(("train.py", _PARSING), ("ds.json", "{}\n")),
@@ -79,6 +92,21 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
             files=(("train.py", _PARSING),),
         ),
         Invalid("deepspeed --num_gpus 2 train.py\n", lines=(1,), files=(("train.py", _BUILT),)),
+        # the script's own argparse takes --deepspeed and never reads it; the arguments class is a TRL config's
+        # project subclass, built without deepspeed=
+        Invalid(
+            "deepspeed --num_gpus 2 train.py --deepspeed $DS_CONFIG\n",
+            lines=(1,),
+            files=(
+                (
+                    "train.py",
+                    "import argparse\nfrom trl import SFTTrainer, SFTConfig\n"
+                    "class MyConfig(SFTConfig):\n    pass\n"
+                    "parser = argparse.ArgumentParser()\nparser.add_argument('--deepspeed')\n"
+                    "args = parser.parse_args()\nSFTTrainer(model=model, args=MyConfig(output_dir='out')).train()\n",
+                ),
+            ),
+        ),
         # a config given that the script never reads (DSL424 at the option): the Trainer still gets none
         Invalid(
             "deepspeed --num_gpus 2 train.py --deepspeed ds.json\n",
