@@ -501,3 +501,21 @@ def test_a_cd_to_a_folder_of_another_machine_is_the_launchers_deployed_copy(tmp_
     assert find_written("train.py", launcher, roots, elsewhere) == absolute(tmp_path / "train.py")
     assert find_written("missing.py", launcher, roots, elsewhere) is None
     assert find_written("train.py", launcher, roots, str(tmp_path.parent)) is None
+
+
+def test_accelerate_flags_say_deepspeed_without_a_yaml(tmp_path) -> None:
+    """`accelerate launch --use_deepspeed --deepspeed_config_file ds.json` (no YAML): the config accelerate hands
+    DeepSpeed; `--zero_stage 2`: the stage; without `--use_deepspeed` nothing is DeepSpeed's."""
+    from dslint.project.inputs import absolute
+    from dslint.project.launched_configs import launched_config
+
+    (tmp_path / "ds.json").write_text("{}\n")
+    launcher = str(tmp_path / "run.sh")
+    roots = [absolute(tmp_path)]
+    (given,) = parse_shell("run.sh", "accelerate launch --use_deepspeed --deepspeed_config_file ds.json train.py\n")
+    config = launched_config(given, launcher, roots, None)
+    assert (config.option, config.config_path) == ("accelerate", absolute(tmp_path / "ds.json"))
+    (staged,) = parse_shell("run.sh", "accelerate launch --use_deepspeed --zero_stage 2 train.py\n")
+    assert launched_config(staged, launcher, roots, None).inline_stage == 2
+    (plain,) = parse_shell("run.sh", "accelerate launch --deepspeed_config_file ds.json train.py\n")
+    assert launched_config(plain, launcher, roots, None).option is None

@@ -1,7 +1,8 @@
 """Which DeepSpeed config a launch command hands its script, and how: a config option (`--deepspeed ds.json`,
 `--deepspeed_config`), the accelerate YAML it is started with (`deepspeed_config_file`, or a `zero_stage` of its
-own), or a YAML of the Trainer's arguments the command passes whose `deepspeed:` key names one. Paths are read
-from where the command runs (`find_written`, after its `cd`), as the script will open them."""
+own) or accelerate's own flags (`--use_deepspeed --deepspeed_config_file ds.json`, `--zero_stage 2`), or a YAML of
+the Trainer's arguments the command passes whose `deepspeed:` key names one. Paths are read from where the command
+runs (`find_written`, after its `cd`), as the script will open them."""
 
 from __future__ import annotations
 
@@ -71,10 +72,40 @@ def launched_config(
                 yaml_boolean(save) if save else False,
                 yaml_boolean(accelerate.zero3_init_flag),
             )
+    flags = _accelerate_flags(line, launcher, roots, run_from, where, options) if accelerate is None else None
+    if flags is not None:
+        return flags
     found = _trainer_yaml_config(line, launcher, roots, run_from)
     if found is not None:
         return LaunchedConfig(where, TRAINER_YAML, found[0], found[1], options)
     return LaunchedConfig(where, None, None, None, options)
+
+
+def _accelerate_flags(
+    line: LaunchLine,
+    launcher: str,
+    roots: Sequence[str],
+    run_from: str | None,
+    where: Related,
+    options: dict[str, str | None],
+) -> LaunchedConfig | None:
+    """`accelerate launch --use_deepspeed --deepspeed_config_file ds.json` (or `--zero_stage 2`) with no YAML:
+    accelerate's DeepSpeed from its own command-line flags (`launch.py`: `use_deepspeed`, the DeepSpeed
+    arguments)."""
+    if line.tool != "accelerate" or line.launcher_option("use_deepspeed") is None:
+        return None
+    given = line.launcher_option("mixed_precision")
+    mixed_precision = given.value if given is not None and given.value and UNKNOWN_VALUE not in given.value else None
+    config = line.launcher_option("deepspeed_config_file")
+    if config is not None and config.value and UNKNOWN_VALUE not in config.value:
+        path = _run_path(config.value, line, launcher, roots, run_from)
+        evidence = Related(where.path, config.line, config.column, f"--deepspeed_config_file {config.value}")
+        return LaunchedConfig(where, "accelerate", path, evidence, options, None, mixed_precision)
+    stage = line.launcher_option("zero_stage")
+    if stage is not None and stage.value is not None and stage.value.isdigit():
+        evidence = Related(where.path, stage.line, stage.column, f"--zero_stage {stage.value}")
+        return LaunchedConfig(where, "accelerate", None, evidence, options, int(stage.value), mixed_precision)
+    return None
 
 
 # A YAML key `deepspeed: ds.json` that is not commented out (a Trainer's arguments written in YAML).
