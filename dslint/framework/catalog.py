@@ -237,6 +237,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         ),
         shapes=(
             Shape(calls=("torch.save",), engine=True),
+            Shape(project_saves=True, engine=True),
             Shape(methods=("state_dict", "save_pretrained"), words=(b"Trainer",), configured=True),
             Shape(methods=("state_dict", "save_pretrained"), words=(b"unwrap_model",), configured=True),
         ),

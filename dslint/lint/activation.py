@@ -55,7 +55,7 @@ class Evidence:
     several_processes: bool = True
     gpu_loads: bool = False  # the project index finds a load of a file holding GPU tensors here
     calls: CodeFacts | None = None  # the code's calls, for the rules' shapes (`Needs.shapes`); None: not read yet
-    project_saves: bool = False  # the project index marks calls of this file that reach accelerate's save_state
+    project_saves: bool = False  # calls of this file the project index says reach a save (save_state, torch.save...)
     project_moves: bool = False  # the project index marks calls of this file whose argument the callee moves
     project_casts: bool = False  # the project index marks calls of this file whose argument the callee casts
     hf_configured: bool = True  # a DeepSpeed config may reach a Hugging Face reader of the file (`Shape.configured`)
@@ -201,7 +201,8 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         partly_engine=project is not None and bool(project.partly_engine),
         returned_loaders=project is not None and bool(project.returned_loaders),
         calls=code,
-        project_saves=project is not None and bool(project.state_saving_calls or project.engine_saving_calls),
+        project_saves=project is not None
+        and bool(project.state_saving_calls or project.engine_saving_calls or project.dict_saving_calls),
         project_moves=project is not None and bool(project.moving_calls),
         project_casts=project is not None and bool(project.casting_calls),
         hf_configured=_hf_configured(code, project),

@@ -83,15 +83,26 @@ def loading_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall
     return _effect_calls(model, paths, _load_on, keep_stored=False)
 
 
+def dict_saving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]:
+    """Every call in the modules `paths` handing `x.state_dict()` to a project function that writes that
+    parameter with `torch.save` (`save_process(engine.state_dict(), path)`); the `move_*` fields give the save."""
+    return _effect_calls(model, paths, _saved_whole, keep_stored=False, selected=_is_state_dict_call)
+
+
 def _effect_calls(
-    model: Evaluator, paths: Iterable[str], find: Callable[[ast.expr, set[str]], ast.Call | None], keep_stored: bool
+    model: Evaluator,
+    paths: Iterable[str],
+    find: Callable[[ast.expr, set[str]], ast.Call | None],
+    keep_stored: bool,
+    selected: Callable[[ast.expr], bool] = lambda argument: isinstance(argument, ast.Name),
 ) -> Iterator[MovingCall]:
-    """Every call in the modules `paths` whose plain-name argument the callee does `find`'s effect on (the first
-    such call in its body, not ruled out by an `if` over the literals the call passes); `keep_stored`: name the
-    attribute of `self` the callee keeps it in, when the callee is a method of the caller's own instance."""
+    """Every call in the modules `paths` whose argument (a plain name, or what `selected` takes) the callee does
+    `find`'s effect on (the first such call in its body, not ruled out by an `if` over the literals the call
+    passes); `keep_stored`: name the attribute of `self` the callee keeps it in, when the callee is a method of the
+    caller's own instance."""
     # (callee, parameter) -> the effect, the attribute keeping it, the `if` tests around it, its line as written
     seen: dict[tuple[str, str, str], tuple[ast.Call, str | None, tuple[Guard, ...], str] | None] = {}
-    for handed in handed_arguments(model, paths, lambda argument: isinstance(argument, ast.Name)):
+    for handed in handed_arguments(model, paths, selected):
         key = (*handed.callee, handed.param)
         if key not in seen:
             done = _first_effect(handed.function, handed.param, find)
@@ -178,6 +189,23 @@ def _on_own_instance(call: ast.Call) -> bool:
 
 
 Guard = tuple[ast.expr, bool]  # an `if` test around the move, and whether the move is in its body (not `else`)
+
+
+def _is_state_dict_call(argument: ast.expr) -> bool:
+    """`x.state_dict()`."""
+    return (
+        isinstance(argument, ast.Call)
+        and isinstance(argument.func, ast.Attribute)
+        and argument.func.attr == "state_dict"
+        and not argument.args
+    )
+
+
+def _saved_whole(value: ast.expr, holders: set[str]) -> ast.Call | None:
+    """`torch.save(h, path)` on a holder of the parameter."""
+    if isinstance(value, ast.Call) and dotted(value.func) == "torch.save" and value.args:
+        return value if dotted(value.args[0]) in holders else None
+    return None
 
 
 def _load_on(value: ast.expr, holders: set[str]) -> ast.Call | None:

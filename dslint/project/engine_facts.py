@@ -20,6 +20,7 @@ from dslint.model.inherited_engines import inherited_values
 from dslint.model.library import OPTIMIZER
 from dslint.model.moved_arguments import (
     casting_calls,
+    dict_saving_calls,
     loading_calls,
     moving_calls,
     own_casting_calls,
@@ -194,6 +195,14 @@ def record_engines(
         argument = MovedArgument(casting.index, casting.keyword, casting.stored, cast_at)
         casts = {**facts.casting_calls, (casting.line, casting.column): argument}
         files[casting.path] = replace(facts, casting_calls=casts)
+    for saving in dict_saving_calls(model, sorted(holders)):
+        facts = facts_of(files, saving.path)
+        note = f"{saving.callee}() writes it with torch.save: {saving.move_text}"
+        saved_at = Related(shown_path(saving.move_path), saving.move_line, saving.move_column, note)
+        argument = MovedArgument(saving.index, saving.keyword, None, saved_at)
+        files[saving.path] = replace(
+            facts, dict_saving_calls={**facts.dict_saving_calls, (saving.line, saving.column): argument}
+        )
     for loading in loading_calls(model, sorted(holders)):
         facts = facts_of(files, loading.path)
         note = f"{loading.callee}() loads a state dict into it: {loading.move_text}"

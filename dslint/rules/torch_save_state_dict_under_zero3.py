@@ -19,6 +19,7 @@ from dslint.project.shipped_configs import shipped_stages
 from dslint.script.facts import Role
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.hf_trainers import TrainerNames
+from dslint.script.model_moves import handed_argument
 from dslint.script.saved_states import saved_state_dict_calls
 from dslint.script.stage_guard import StageGuards
 from dslint.script.trainer_saves import prepared_models_saved, trainer_models_saved, trainer_state_dicts_saved
@@ -107,37 +108,38 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
     # `X.state_dict()` / `X.save_pretrained()` (where a config may reach the Trainer: `trainer_configs`)
     call_shapes = (
         Shape(calls=(TORCH_SAVE,), engine=True),
+        Shape(project_saves=True, engine=True),  # `x.state_dict()` handed to a project function that saves it
         Shape(methods=("state_dict", "save_pretrained"), words=(b"Trainer",), configured=True),
         Shape(methods=("state_dict", "save_pretrained"), words=(b"unwrap_model",), configured=True),
     )
     docs = RuleDocs(
         what="""
-            Flags `torch.save(X.state_dict(), ...)` (also inside a dict or list, or through a name bound to
-            it) after `deepspeed.initialize`, where X is the engine, `engine.module` or the model given to
-            `initialize`, when the config enables ZeRO-3 (an error) or its stage is not known (a warning that
-            says "under ZeRO-3": a config from the command line, launches that disagree, a stage from an option).
-            A config the script loads itself from a path built at run time, with nothing of it known, is no
-            evidence of a stage: silent; so is a config no launch of the script hands it (none is known, or
-            none gives a config: the script finds its own, from an option's default or a settings file) when
-            every DeepSpeed config the project ships near the script (its folder and the two above it, up to
-            the project's root, with their `configs/`...) is below stage 3.
-            Not flagged inside `with deepspeed.zero.GatheredParameters(...)`, where the parameters are whole,
-            nor when the config is known to use a lower stage, nor under an `if` that
-            tests the stage (`if zero_stage != 3:`, either arm): the author handles ZeRO-3 there. The engine may
-            come from another function or module (`save_hf_format(engine, ...)`), as the project index follows it.
-            Also flags, as an error, a Hugging Face Trainer's `trainer.model.state_dict()` whose result (or a dict
-            made from it) is written in the same function (`torch.save`, `trainer._save(dir, state_dict=...)`,
-            `save_pretrained(dir, state_dict=...)`) when a launcher starts the script with a `--deepspeed` config
-            known to be ZeRO-3; with an unknown or lower stage it stays silent. Likewise the model handed to the
-            Trainer (`Trainer(model=model)`, a wrapper of that name bound later: `model = torch.compile(model)`,
-            or the Trainer's own `trainer.model`)
-            saved after `trainer.train()` in the same function, with `model.save_pretrained(dir)` (no
-            `state_dict=`; a PEFT adapter too) or its `state_dict()` written to disk; such a Trainer launched by
-            `accelerate launch` with a ZeRO-3 DeepSpeed YAML (and no config of its own) too. And the model
-            accelerate prepared, unwrapped (`accelerator.unwrap_model(model)`, or a name bound to it) and saved
-            with `save_pretrained(dir)` without `state_dict=`, or its `state_dict()` written to disk, when every way
-            the script runs DeepSpeed through accelerate is ZeRO-3 (its `DeepSpeedPlugin(zero_stage=3)`, every
-            `accelerate launch` YAML): `state_dict=accelerator.get_state_dict(model)` gathers the 16-bit weights.
+            Flags `torch.save(X.state_dict(), ...)` (also inside a dict or list, or through a name bound to it)
+            after `deepspeed.initialize`, where X is the engine, `engine.module` or the model given to `initialize`,
+            when the config enables ZeRO-3 (an error) or its stage is not known (a warning that says "under ZeRO-3":
+            a config from the command line, launches that disagree, a stage from an option). A config the script
+            loads itself from a path built at run time, with nothing of it known, is no evidence of a stage: silent;
+            so is a config no launch of the script hands it (none is known, or none gives a config: the script finds
+            its own, from an option's default or a settings file) when every DeepSpeed config the project ships near
+            the script (its folder and the two above it, up to the project's root, with their `configs/`...) is
+            below stage 3. Not flagged inside `with deepspeed.zero.GatheredParameters(...)`, where the parameters
+            are whole, nor when the config is known to use a lower stage, nor under an `if` that tests the stage
+            (`if zero_stage != 3:`, either arm): the author handles ZeRO-3 there. The engine may come from another
+            function or module (`save_hf_format(engine, ...)`), as the project index follows it; and
+            `X.state_dict()` handed to a project function (any module) that writes that parameter with `torch.save`
+            is flagged at the call, naming the save. Also flags, as an error, a Hugging Face Trainer's
+            `trainer.model.state_dict()` whose result (or a dict made from it) is written in the same function
+            (`torch.save`, `trainer._save(dir, state_dict=...)`, `save_pretrained(dir, state_dict=...)`) when a
+            launcher starts the script with a `--deepspeed` config known to be ZeRO-3; with an unknown or lower
+            stage it stays silent. Likewise the model handed to the Trainer (`Trainer(model=model)`, a wrapper of
+            that name bound later: `model = torch.compile(model)`, or the Trainer's own `trainer.model`) saved after
+            `trainer.train()` in the same function, with `model.save_pretrained(dir)` (no `state_dict=`; a PEFT
+            adapter too) or its `state_dict()` written to disk; such a Trainer launched by `accelerate launch` with
+            a ZeRO-3 DeepSpeed YAML (and no config of its own) too. And the model accelerate prepared, unwrapped
+            (`accelerator.unwrap_model(model)`, or a name bound to it) and saved with `save_pretrained(dir)` without
+            `state_dict=`, or its `state_dict()` written to disk, when every way the script runs DeepSpeed through
+            accelerate is ZeRO-3 (its `DeepSpeedPlugin(zero_stage=3)`, every `accelerate launch` YAML):
+            `state_dict=accelerator.get_state_dict(model)` gathers the 16-bit weights.
         """,
         why="""
             Under ZeRO-3 every parameter is partitioned across ranks and `param.data` is an empty tensor on
@@ -258,6 +260,14 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         ),
     )
     invalid = (
+        # the state dict handed to a project function that writes it with torch.save
+        Invalid(
+            "import deepspeed\nfrom savers import write\n"
+            'engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 3}})\n'
+            'write(engine.state_dict(), "model.pt")\n',
+            lines=(4,),
+            files=(("savers.py", "import torch\ndef write(state, path):\n    torch.save(state, path)\n"),),
+        ),
         # under accelerate's ZeRO-3 the unwrapped model's parameters are partitioned: the save with
         # `state_dict=accelerator.get_state_dict(model)` (line 9) gathers them
         Invalid(_PREPARED, lines=(7, 8), files=_accelerate_launch(3)),
@@ -421,20 +431,27 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         if node in self.trained_saves:
             self._trainer_model_state(node, self.trained_model_message)
             return
-        if self.facts.qualified(node.func) != TORCH_SAVE or not node.args:
+        project = self.facts.project
+        handed, argument = handed_argument(self.facts, node, project.dict_saving_calls if project is not None else {})
+        if handed is not None and argument is not None:
+            saved_value: cst.BaseExpression = argument  # `save_process(engine.state_dict(), path)`: a helper's save
+        elif self.facts.qualified(node.func) != TORCH_SAVE or not node.args:
             return
-        saved = node.args[0]
-        if saved.star or (saved.keyword is not None and saved.keyword.value != "obj"):
-            return
-        engine = self._saved_model_state(saved.value, node)
+        else:
+            saved = node.args[0]
+            if saved.star or (saved.keyword is not None and saved.keyword.value != "obj"):
+                return
+            saved_value = saved.value
+        engine = self._saved_model_state(saved_value, node)
         if engine is None or engine.caller_tests_stage:
             return  # the caller handles stage 3 after this save (a gathering save under `if zero_stage == 3`)
         stage = zero_stage(self.context, engine)
         found = evidence(self.context, engine)
+        helper = (handed.where,) if handed is not None else ()
         if stage == 3:
-            self.report(node, self.zero3_message + found.suffix, related=found.related)
+            self.report(node, self.zero3_message + found.suffix, related=(*found.related, *helper))
         elif stage is None and not self._reads_own_config(engine) and not self._ships_only_lower_stages(engine):
-            self.report(node, self.message + found.suffix, severity=Severity.WARNING, related=found.related)
+            self.report(node, self.message + found.suffix, severity=Severity.WARNING, related=(*found.related, *helper))
 
     def _ships_only_lower_stages(self, engine: Engine) -> bool:
         """No launch of the script hands it a config (none is known, or they give none: the script finds its

@@ -182,6 +182,9 @@ class ProjectFacts:
     # Calls in this file whose plain-name argument (or, for `self.method()`, an attribute of the instance) the
     # project function called casts to 16 bits (`model.moved_arguments`, DSL104 asks)
     casting_calls: Mapping[tuple[int, int], MovedArgument] = field(default_factory=dict)
+    # Calls of this file (by line and column) handing `x.state_dict()` to a project function that writes it with
+    # `torch.save` (`model.moved_arguments.dict_saving_calls`; DSL204 asks)
+    dict_saving_calls: Mapping[tuple[int, int], MovedArgument] = field(default_factory=dict)
     # Calls of this file (by line and column) whose argument the project function called loads a state dict into
     # (`restore(model, path)` running `model.load_state_dict(...)`); `where` is that load (DSL203 asks)
     loading_calls: Mapping[tuple[int, int], MovedArgument] = field(default_factory=dict)
