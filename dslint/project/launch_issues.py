@@ -172,7 +172,8 @@ def launch_issues(
         option = line.option(site.config_option)
         assert option is not None and option.value is not None
         if site.config_path is None and not _tests_existence(sources.get(site.script, b""), site.config_option):
-            missing = missing_config(option.value, sources, line.launcher, launcher_text(line.launcher), file_names)
+            text = launcher_text(line.launcher)
+            missing = missing_config(option.value, sources, line.launcher, text, file_names, roots)
             if missing is not None and not beside(missing, line, site.script, sources):
                 end = option.column + len(option.name) + 2
                 shown = tuple(shown_path(path) for path in missing)

@@ -44,6 +44,7 @@ def missing_config(
     launcher_path: str,
     launcher: str | None,
     file_names: Callable[[], Mapping[str, tuple[str, ...]]],
+    roots: Sequence[str] = (),
 ) -> tuple[str, ...] | None:
     """Whether a config path a launch writes names no file of the project, and nothing there writes one: None
     when it may exist. An absolute or home path (the user's machine), the name in a Python source other than the
@@ -55,6 +56,10 @@ def missing_config(
     bare name, which the user may be meant to copy beside the launcher. A project file whose path ends as the
     written one does but for letter case (`ds.JSON` for `ds.json`, `SFT/` for `sft/`) is what was meant
     (`case_twins`): file systems on Linux, where DeepSpeed runs, tell them apart."""
+    if os.path.isabs(written) and roots:
+        # another machine's checkout (`/home/<user>/<repo>/scripts/ds_z2.json` from scripts/run.sh): the path
+        # within it is the launcher's own folder and a DeepSpeed config's name; judged as that relative path
+        written = _within_checkout(written, launcher_path, roots) or written
     if os.path.isabs(written) or written.startswith("~") or UNKNOWN_VALUE in written:
         return None
     name = os.path.basename(written)
@@ -172,6 +177,21 @@ def case_twins(written: str, file_names: Callable[[], Mapping[str, tuple[str, ..
             continue
         twins.extend(p for p in paths if p.lower().endswith(tail.lower()) and not p.endswith(tail))
     return tuple(sorted(twins))
+
+
+def _within_checkout(written: str, launcher_path: str, roots: Sequence[str]) -> str | None:
+    """The path below a checkout that an absolute path of another machine names, when it ends with the launcher's
+    own folder (relative to the checked root holding it, not the root itself) and a DeepSpeed config's name:
+    `scripts/ds_config_zero2.json` for `/data/u/repo/scripts/ds_config_zero2.json` written in scripts/run.sh.
+    None otherwise (any other absolute path is the user's machine)."""
+    folder = absolute(os.path.dirname(absolute(launcher_path)))
+    root = next((r for r in roots if folder.startswith(r.rstrip(os.sep) + os.sep)), None)
+    name = os.path.basename(written)
+    if root is None or _DEEPSPEED_NAME.search(name.lower()) is None or os.path.isdir(os.path.dirname(written)):
+        return None
+    relative = os.path.relpath(folder, root)
+    tail = os.sep + os.path.join(relative, name)
+    return os.path.join(relative, name) if relative != "." and written.endswith(tail) else None
 
 
 # A name that says the file sets up DeepSpeed (`deepspeed_zero3.yaml`, `ds_config.json`, `zero2.yaml`)

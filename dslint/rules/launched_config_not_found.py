@@ -48,7 +48,9 @@ class LaunchedConfigNotFound(LaunchRule):
             `config/ds.json`: the folder is wrong; the message names the file), unless that file sits beside the
             launcher or the script and the script finds files by its own location (`__file__`: it may read it from
             there); a bare name is left alone (the user may be meant to copy the file beside the launcher). Absolute
-            and home paths (the user's own machine), paths built at run time, a script that tests the file's
+            and home paths (the user's own machine; but a path of another machine's checkout that ends with the
+            launcher's own folder and a DeepSpeed config's name, `/home/u/repo/configs/ds_z3.json` in
+            configs/run.sh, is read as that folder's file), paths built at run time, a script that tests the file's
             existence first (`if os.path.exists( args.ds_config):`, it goes on without it), and a wrong folder after
             a `cd` out of the project are left alone, and so is a launch in a Markdown or reST document that writes
             the config out in a code block for the reader to save (the block is checked as the config instead). The
@@ -79,6 +81,13 @@ class LaunchedConfigNotFound(LaunchRule):
         """,
     )
     valid = (
+        # the same path of another machine, whose file the checkout holds
+        Valid(
+            "cd /home/someone/repo\n"
+            "deepspeed --num_gpus 2 train.py --deepspeed /home/someone/repo/configs/ds_zero2.json\n",
+            path="configs/run.sh",
+            files=_PROJECT,
+        ),
         Valid("deepspeed --num_gpus 2 train.py --deepspeed configs/ds_zero2.json\n", files=_PROJECT),
         Valid(
             "python make_config.py\ndeepspeed --num_gpus 2 train.py --deepspeed ds_generated.json\n",
@@ -156,6 +165,14 @@ class LaunchedConfigNotFound(LaunchRule):
     )
     invalid = (
         Invalid("deepspeed --num_gpus 2 train.py --deepspeed configs/ds_zero1.json\n", lines=(1,), files=_PROJECT),
+        # another machine's checkout: the path within it is this launcher's folder, and no such config is there
+        Invalid(
+            "cd /home/someone/repo\n"
+            "deepspeed --num_gpus 2 train.py --deepspeed /home/someone/repo/configs/ds_z3.json\n",
+            lines=(2,),
+            path="configs/run.sh",
+            files=_PROJECT,
+        ),
         # a source that only names the file (an option's default) does not write it
         Invalid(
             "deepspeed --num_gpus 2 train.py --deepspeed_config ds_config.json\n",
