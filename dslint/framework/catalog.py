@@ -97,6 +97,7 @@ CODES: tuple[str, ...] = (
     "DSL456",
     "DSL457",
     "DSL458",
+    "DSL459",
 )
 
 
