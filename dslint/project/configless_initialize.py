@@ -19,7 +19,7 @@ from dslint.model.library import INITIALIZE
 from dslint.model.summary import SummaryStore
 from dslint.project.inputs import shown_path
 from dslint.project.project_index import LaunchIssue, LaunchSite
-from dslint.project.script_parser import argparse_defaults, strict_parser
+from dslint.project.script_parser import argparse_defaults, is_main_test, strict_parser
 
 CONFIG_OPTIONS = frozenset({"deepspeed_config", "deepscale_config"})
 # `initialize`'s positional slot of `config` (args, model, optimizer, model_parameters, training_data, lr_scheduler,
@@ -65,14 +65,10 @@ def _conditional(tree: ast.Module, calls: list[ast.Call]) -> bool:
     for call in calls:
         above = parents.get(id(call))
         while above is not None:
-            if isinstance(above, (ast.Try, ast.IfExp)) or (isinstance(above, ast.If) and not _main_test(above.test)):
+            if isinstance(above, (ast.Try, ast.IfExp)) or (isinstance(above, ast.If) and not is_main_test(above.test)):
                 return True
             above = parents.get(id(above))
     return False
-
-
-def _main_test(test: ast.expr) -> bool:
-    return "__main__" in ast.unparse(test) and "__name__" in ast.unparse(test)
 
 
 def _gives_config(call: ast.Call) -> bool:

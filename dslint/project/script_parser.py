@@ -185,7 +185,7 @@ def _first_parsing_function(
     its statements parse that parser (`parser.parse_args()`) before they call any other function of the module
     (which may build and parse a parser of its own first); None when that order cannot be read."""
     functions = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef)}
-    entry = next((s for s in tree.body if isinstance(s, ast.If) and _is_main_test(s.test)), None)
+    entry = next((s for s in tree.body if isinstance(s, ast.If) and is_main_test(s.test)), None)
     first = entry.body[0] if entry is not None and entry.body else None
     value = first.value if isinstance(first, (ast.Expr, ast.Assign)) else None
     called = value.func.id if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) else None
@@ -208,7 +208,7 @@ def _first_parsing_function(
     return None
 
 
-def _is_main_test(test: ast.expr) -> bool:
+def is_main_test(test: ast.expr) -> bool:
     """`__name__ == "__main__"` (either way round)."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
         return False
