@@ -15,11 +15,12 @@ from typing import Protocol
 
 from dslint.diagnostics import Related
 from dslint.model.library import TRL_TRAINING_ARGUMENTS
-from dslint.model.summary import SummaryStore
+from dslint.model.summary import SummaryStore, character_column
 from dslint.project.chosen_configs import chosen_configs
 from dslint.project.config_readers import client_sections, opened_configs, option_readers, replaced_keys
 from dslint.project.inputs import absolute, find_written, read_input, shown_path
 from dslint.project.launchers import LaunchLine
+from dslint.project.project_index import TrainerLiteral
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.script.project_facts import LaunchedConfig, LaunchWorldSize
 
@@ -43,6 +44,7 @@ class ReaderTables(Protocol):
     config_world_sizes: dict[str, list[LaunchWorldSize]]
     config_read_in: dict[str, list[Related]]
     config_reader_sites: dict[str, list[Related]]
+    unfound_trainer_configs: list[TrainerLiteral]
 
     @property
     def launches(self) -> Sequence[LaunchView]: ...
@@ -231,23 +233,24 @@ def opened_literals(index: ReaderTables, path: str, data: bytes, roots: Sequence
 def trainer_literals(index: ReaderTables, path: str, data: bytes, roots: Sequence[str]) -> None:
     """`TrainingArguments(deepspeed="ds.json")` (TRL's `SFTConfig(...)` too), `DeepSpeedPlugin(hf_ds_config=
     "ds.json")`: those files are read by the HF Trainer / accelerate, with `json.load` (the keyword is the
-    reader's site: a config strict JSON does not read fails there)."""
-    for written, keyword, line, column in trainer_literal_configs(data):
-        config = find_written(written, path, roots)
-        if config is not None:
-            index.config_readers.setdefault(config, set()).add("trainer")
-            site = Related(shown_path(path), line, column, f"{keyword} names it")
-            index.config_reader_sites.setdefault(config, []).append(site)
+    reader's site: a config strict JSON does not read fails there). A path that names no file is kept
+    (`unfound_trainer_configs`: DSL423's question, `missing_configs.missing_trainer_configs`)."""
+    for literal in _trainer_literal_configs(path, data):
+        config = find_written(literal.written, path, roots)
+        if config is None:
+            index.unfound_trainer_configs.append(literal)
+            continue
+        index.config_readers.setdefault(config, set()).add("trainer")
+        site = Related(shown_path(path), literal.line, literal.column, f"{literal.keyword} names it")
+        index.config_reader_sites.setdefault(config, []).append(site)
 
 
-def trainer_literal_configs(data: bytes) -> Iterator[tuple[str, str, int, int]]:
-    """The config paths a script writes for the HF Trainer or accelerate (`TrainingArguments(deepspeed="x.json")`,
-    `DeepSpeedPlugin(hf_ds_config="x.json")`): the path, the keyword as written, and the keyword's line and
-    (1-based, in characters) column."""
+def _trainer_literal_configs(path: str, data: bytes) -> Iterator[TrainerLiteral]:
     if b".json" not in data or b"deepspeed" not in data or not any(name in data for name in _TRAINER_WORDS):
         return
+    lines = data.split(b"\n")  # as the line count below reads them
     for match in _TRAINER_LITERAL.finditer(data):
         line = data.count(b"\n", 0, match.start()) + 1
-        column = len(data[data.rfind(b"\n", 0, match.start()) + 1 : match.start()].decode("utf-8", "replace")) + 1
-        decoded = match.group(1).decode("utf-8", errors="replace")
-        yield decoded, match.group(0).decode("utf-8", "replace"), line, column
+        column = character_column(lines, line, match.start() - (data.rfind(b"\n", 0, match.start()) + 1)) + 1
+        written = match.group(1).decode("utf-8", errors="replace")
+        yield TrainerLiteral(path, written, match.group(0).decode("utf-8", "replace"), line, column)

@@ -263,7 +263,7 @@ def _build_project_index(
         applied = _applies_checkpointing(path, sources, store, applies)  # for the configs the script builds
         index.files[path] = replace(facts_of(index.files, path), checkpointing_applied=applied)
     issues = launch_issues(index.sites, sources, store, texts, names, roots)
-    for path, missing in missing_trainer_configs(sources, roots, names).items():  # DSL423 in the script
+    for path, missing in missing_trainer_configs(index.unfound_trainer_configs, sources, names).items():  # DSL423
         issues.setdefault(path, []).extend(missing)
     batches = batch_issues(list(index.config_world_sizes), index.config_reading, texts)  # DSL407 at launches
     for path, found in [*issues.items(), *batches.items()]:

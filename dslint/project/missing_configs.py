@@ -11,11 +11,10 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from dslint.project.config_reading import trainer_literal_configs
-from dslint.project.inputs import absolute, find_written, shown_path
+from dslint.project.inputs import absolute, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, written_files
-from dslint.project.project_index import LaunchIssue, LaunchSite
+from dslint.project.project_index import LaunchIssue, LaunchSite, TrainerLiteral
 from dslint.project.shell_directories import UNKNOWN_VALUE
 
 # Signs that a Python source writes a file (a config it generates): a dump, a write, a copy, an open for writing.
@@ -89,25 +88,27 @@ def missing_config(
 
 
 def missing_trainer_configs(
-    sources: dict[str, bytes], roots: Sequence[str], file_names: Callable[[], Mapping[str, tuple[str, ...]]]
+    unfound: Sequence[TrainerLiteral],
+    sources: dict[str, bytes],
+    file_names: Callable[[], Mapping[str, tuple[str, ...]]],
 ) -> dict[str, list[LaunchIssue]]:
-    """A config path a script writes for the HF Trainer or accelerate (`TrainingArguments(deepspeed="ds.json")`)
-    that names no file (from the script's folder up to the project root, as `find_written` reads it) and that
-    nothing writes (`missing_config`, with the script as the launcher; the script's own writes count): by
-    script, the issue at the keyword. `TrainingArguments.__post_init__` opens the file: every rank stops."""
+    """The config paths scripts write for the HF Trainer or accelerate (`TrainingArguments(deepspeed="ds.json")`)
+    that name no file (`unfound`: from the script's folder up to the project root, as `config_reading.
+    trainer_literals` read them) and that nothing writes (`missing_config`, with the script as the launcher; the
+    script's own writes count): by script, the issue at the keyword. `TrainingArguments.__post_init__` opens the
+    file: every rank stops."""
     found: dict[str, list[LaunchIssue]] = {}
-    for path, data in sources.items():
-        for written, keyword, line, column in trainer_literal_configs(data):
-            if find_written(written, path, roots) is not None or _may_write(data, os.path.basename(written).encode()):
-                continue
-            text = data.decode("utf-8", errors="replace")
-            missing = missing_config(written, sources, path, text, file_names)
-            if missing is not None:
-                shown = tuple(shown_path(other) for other in missing)
-                end = column + len(keyword)
-                found.setdefault(path, []).append(
-                    LaunchIssue("missing_config", line, column, end, written, elsewhere=shown)
-                )
+    for literal in unfound:
+        data = sources.get(literal.path, b"")
+        if _may_write(data, os.path.basename(literal.written).encode()):
+            continue
+        text = data.decode("utf-8", errors="replace")
+        missing = missing_config(literal.written, sources, literal.path, text, file_names)
+        if missing is not None:
+            shown = tuple(shown_path(other) for other in missing)
+            end = literal.column + len(literal.keyword)
+            issue = LaunchIssue("missing_config", literal.line, literal.column, end, literal.written, elsewhere=shown)
+            found.setdefault(literal.path, []).append(issue)
     return found
 
 

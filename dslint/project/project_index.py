@@ -40,6 +40,19 @@ READER_ORDER = ("initialize", "unlinked", "lightning", "trainer")
 
 
 @dataclass(frozen=True)
+class TrainerLiteral:
+    """A config path a script writes for the HF Trainer or accelerate (`TrainingArguments(deepspeed="x.json")`,
+    `DeepSpeedPlugin(hf_ds_config="x.json")`) in `path`: the path, the keyword as written, and the keyword's line
+    and (1-based, in characters) column."""
+
+    path: str
+    written: str
+    keyword: str
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
 class LaunchIssue:
     """One mistake of a launch command, positioned in its launcher."""
 
@@ -145,6 +158,9 @@ class ProjectIndex:
     config_read_in: dict[str, list[Related]] = field(default_factory=dict)
     # Per launched config, where a launch hands it to the Hugging Face integrations or Lightning (the option).
     config_reader_sites: dict[str, list[Related]] = field(default_factory=dict)
+    # The config paths scripts write for the HF Trainer or accelerate that name no file (`config_reading.
+    # trainer_literals`): DSL423's question in the script (`missing_configs.missing_trainer_configs`).
+    unfound_trainer_configs: list[TrainerLiteral] = field(default_factory=list)
     # "trainer" when no file of the project creates an engine (no deepspeed.initialize, no Lightning strategy)
     # and its scripts use the Hugging Face integrations, or no code of a checked folder touches DeepSpeed at all;
     # "lightning" when its only way to DeepSpeed is Lightning's DeepSpeedStrategy given a config dslint does not
