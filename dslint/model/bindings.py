@@ -61,6 +61,11 @@ class Scope:
             return self.parent
         return None
 
+    def bindings_in_other_methods(self, key: str) -> list[Binding]:
+        """In a method: the bindings of `self.x` (`key`, as stored) that the class's other methods make."""
+        owner = self.enclosing_class()
+        return [b for b in owner.attribute_bindings.get(key, ()) if b.scope is not self] if owner is not None else []
+
 
 @dataclass(eq=False)
 class Binding:
@@ -167,11 +172,9 @@ class Bindings:
             local = _latest(scope.bindings.get(canonical), pos, usable)
             if local is not None:
                 return local
-            owner = scope.enclosing_class()
-            if owner is None:
+            if scope.enclosing_class() is None:
                 return None
-            elsewhere = [b for b in owner.attribute_bindings.get(canonical, ()) if b.scope is not scope]
-            return _summary(elsewhere, usable)
+            return _summary(scope.bindings_in_other_methods(canonical), usable)
         if dot:
             # Other attribute chains (`args.model`, `trainer.engine`): only what this scope itself bound.
             return _latest(scope.bindings.get(key), pos, usable)

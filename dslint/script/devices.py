@@ -69,12 +69,8 @@ def _attribute_devices(facts: ScriptFacts, scope: Scope, key: str, depth: int) -
     """`self.device` read in a method, bound in other methods of the class (`__init__`: `torch.device(f"cuda:
     {rank}")` if CUDA is there, else the CPU): every device its plain assignments there may name; empty when one
     of them binds it otherwise (an unpacking, a parameter) or names no device that can be known."""
-    owner = scope.enclosing_class()
-    bindings = owner.attribute_bindings.get(key, []) if owner is not None else []
     found = NONE
-    for binding in bindings:
-        if binding.scope is scope:
-            continue
+    for binding in scope.bindings_in_other_methods(key):
         if binding.kind is not BindingKind.OTHER or binding.value is None:
             return NONE
         named = devices_of(facts, binding.value, binding.value, depth + 1)
