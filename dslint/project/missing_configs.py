@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from dslint.project.inputs import absolute, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
-from dslint.project.launchers import LaunchLine, written_files
+from dslint.project.launchers import LaunchLine, tested_files, written_files
 from dslint.project.project_index import LaunchIssue, LaunchSite, TrainerLiteral
 from dslint.project.shell_directories import UNKNOWN_VALUE
 
@@ -48,8 +48,9 @@ def missing_config(
     """Whether a config path a launch writes names no file of the project, and nothing there writes one: None
     when it may exist. An absolute or home path (the user's machine), the name in a Python source other than the
     launcher within three lines of a write (a dump, a write, a copy: a config generated before the launch) or
-    elsewhere in the launcher, or a redirection writing the
-    path in the launcher (`cat > ds.json <<EOF`, `echo '{...}' > ds.json`, `tee ds.json`) answer None. Otherwise
+    elsewhere in the launcher, a redirection writing the path in the launcher (`cat > ds.json <<EOF`,
+    `echo '{...}' > ds.json`, `tee ds.json`), or a test of its existence there (`[ -f "$DS_CONFIG" ] || exit 1`:
+    the launcher expects it may be absent and says so itself) answer None. Otherwise
     the project's files of that name (empty: none anywhere); a file of that name elsewhere counts only when the
     written path has a folder (`configs/ds.json` where only `config/ds.json` exists: a wrong folder), not for a
     bare name, which the user may be meant to copy beside the launcher. A project file whose path ends as the
@@ -80,7 +81,7 @@ def missing_config(
     encoded = name.encode()
     if any(_may_write(data, encoded) for path, data in sources.items() if path != launcher_path):
         return None
-    if launcher is not None and writes(launcher, written):
+    if launcher is not None and (writes(launcher, written) or tests(launcher, written)):
         return None
     if launcher is not None and launcher.count(name) > launcher.count(written):
         return None
@@ -161,6 +162,12 @@ def writes(launcher: str, written: str) -> bool:
     (`CONFIG=ds.json` ... `cat > "$CONFIG" <<EOF`; `sed ... > ${config_json}` after
     `config_json=config_${MODEL}.json`)."""
     return os.path.normpath(written) in written_files(launcher)
+
+
+def tests(launcher: str, written: str) -> bool:
+    """Whether the launcher tests that the path exists (`[ ! -f "$DS_CONFIG" ]`, `test -e ds.json`), as written
+    or through its variables."""
+    return os.path.normpath(written) in tested_files(launcher)
 
 
 def case_twins(written: str, file_names: Callable[[], Mapping[str, tuple[str, ...]]]) -> tuple[str, ...]:

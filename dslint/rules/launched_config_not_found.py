@@ -65,7 +65,8 @@ class LaunchedConfigNotFound(LaunchRule):
             Linux: it is flagged, naming the file. A path a script writes itself for the Trainer or accelerate
             (`TrainingArguments(deepspeed="ds.json")`, `DeepSpeedPlugin(hf_ds_config="ds.json")`) is judged the same
             way, read from the script's folder up to the project root (the script's own writes count), and flagged
-            at the keyword.
+            at the keyword. A launcher that tests the file's existence itself (`[ ! -f "$DS_CONFIG" ] && exit 1`,
+            for every value it gives that variable) expects it may be absent, and says so: left alone.
         """,
         why="""
             The script opens the config at start-up (DeepSpeed's `DeepSpeedConfig`, or the HF Trainer's
@@ -155,6 +156,14 @@ class LaunchedConfigNotFound(LaunchRule):
         Valid(
             "accelerate launch --config_file configs/multi_gpu.yaml train.py\n",
             files=(("train.py", "from accelerate import Accelerator\n"),),
+        ),
+        # the launcher tests the config it chose itself, and stops with its own message when it is absent
+        Valid(
+            'if [ "$STAGE" -eq 3 ]; then\n    DS_CONFIG=configs/ds_zero3.json\nelse\n'
+            "    DS_CONFIG=configs/ds_zero1.json\nfi\n"
+            'if [ ! -f "$DS_CONFIG" ]; then\n    echo "no config: $DS_CONFIG"\n    exit 1\nfi\n'
+            "deepspeed --num_gpus 2 train.py --deepspeed $DS_CONFIG\n",
+            files=_PROJECT,
         ),
         # the launcher renders the config from a template just before the launch, into a file named by variables
         Valid(
