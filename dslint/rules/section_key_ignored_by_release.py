@@ -3,6 +3,7 @@ DeepSpeed validates strictly, or one every release reads so), and never asks for
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 
 from dslint.config.facts import Origin, bfloat16_ignored, is_auto, is_comment_key
@@ -32,6 +33,15 @@ PIPELINE_KEYS = frozenset(
         "use_reentrant",
     }
 )
+
+
+# Keys of a `pipeline` section whose wish the run grants without them: the section is read only when the model
+# handed to `initialize` is a `PipelineModule`, which is then pipelined (a switch turning it on asks for nothing
+# more) over the stages its own `num_stages` argument sets (a stage count here repeats the code's).
+_GRANTED_PIPELINE_KEYS = frozenset(
+    {"enable", "enabled", "num_stages", "pipeline_stages", "num_pipeline_stages", "pp_size", "pipeline_parallel_size"}
+)
+_MICRO_BATCHES = re.compile(r"micro_?batch", re.IGNORECASE)
 
 
 def _left_off(node: object) -> bool:
@@ -68,7 +78,12 @@ class SectionKeyIgnoredByRelease(ConfigRule):
             has it, the closest key otherwise, or the releases that read a renamed one (`aio.thread_count`).
             Not reported there: a key set to false or null (a switch left off loses nothing), a section that says
             `"enabled": false`, `aio` when nothing is offloaded to NVMe (only the NVMe swapper reads it), and
-            `pipeline` in a config the Hugging Face Trainer reads (it never builds a pipeline engine). Under a
+            `pipeline` in a config the Hugging Face Trainer reads (it never builds a pipeline engine). In `pipeline`,
+            keys whose wish the run grants without them are left alone: the section is read only when the model is a
+            `PipelineModule`, which is then pipelined (`"enabled": true` asks for nothing more) over the stages its
+            own `num_stages` argument sets (`"num_stages"`); a micro-batch count (`"num_microbatches"`) equal to
+            `gradient_accumulation_steps` is what the pipeline engine runs, and one that differs is an error naming
+            that number. Under a
             pin that admits newer releases, a key the newest of them refuses is DSL403's finding, naming the pin.
         """,
         why="""
@@ -107,6 +122,13 @@ class SectionKeyIgnoredByRelease(ConfigRule):
             ' "checkpoint": {"save_optimizer_states": false, "use_node_local_storage": true}}\n',
             path="ds_config.json",
         ),
+        # a pipeline section's keys the PipelineModule grants (a switch on, its stage count), and a micro-batch
+        # count equal to gradient_accumulation_steps, which is what the pipeline engine runs
+        Valid(
+            '{"train_batch_size": 8, "gradient_accumulation_steps": 4,'
+            ' "pipeline": {"enabled": true, "num_stages": 2, "num_microbatches": 4}}\n',
+            path="ds_config.json",
+        ),
         # before 0.7.0 zero_optimization was a plain dict too; a key it has, or one of no release, is not reported
         Valid(
             '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "cpu_offload_params": true, "my_note": 1}}\n',
@@ -115,10 +137,17 @@ class SectionKeyIgnoredByRelease(ConfigRule):
         ),
     )
     invalid = (
+        # a micro-batch count the pipeline engine never reads, unlike gradient_accumulation_steps
+        Invalid(
+            '{\n  "train_batch_size": 32,\n  "gradient_accumulation_steps": 1,\n'
+            '  "pipeline": {"enabled": true, "micro_batches": 8}\n}\n',
+            lines=(4,),
+            path="ds_config.json",
+        ),
         # sections read key by key: a key of another section, a key no section has, a renamed key
         Invalid(
             '{\n  "train_batch_size": 8,\n  "checkpoint": {"tag_validation": "Warn", "partition_activations": true},\n'
-            '  "pipeline": {"stages": 2, "num_stages": 2},\n  "aio": {"block_size": 1048576, "thread_count": 2},\n'
+            '  "pipeline": {"stages": 2, "schedule": "gpipe"},\n  "aio": {"block_size": 1048576, "thread_count": 2},\n'
             '  "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "/local"}}\n}\n',
             lines=(3, 4, 5),
             path="ds_config.json",
@@ -197,6 +226,17 @@ class SectionKeyIgnoredByRelease(ConfigRule):
             if key in read or is_comment_key(key) or is_auto(entry.value) or _left_off(entry.value):
                 continue
             said = f"`{section}.{key}`: DeepSpeed {version} ignores it silently"
+            if section == "pipeline" and key.lower() in _GRANTED_PIPELINE_KEYS:
+                continue
+            if section == "pipeline" and _MICRO_BATCHES.search(key):
+                steps = self._accumulation_steps()
+                wanted = entry.value.value if isinstance(entry.value, Scalar) else None
+                if steps is not None and wanted == steps:
+                    continue  # the pipeline engine runs gradient_accumulation_steps micro-batches: the same number
+                if steps is not None and isinstance(wanted, int) and not isinstance(wanted, bool):
+                    note = f"`pipeline.{key}` is never read: the pipeline engine runs gradient_accumulation_steps"
+                    self.report_key(entry, f"{note} ({steps}) micro-batches, not {wanted}", Severity.ERROR)
+                    continue
             newer = first_release_reading_section_key(section, key, version)
             older = last_release_reading_section_key(section, key, version) if newer is None else None
             home = self._home_of(key, section)
@@ -214,6 +254,16 @@ class SectionKeyIgnoredByRelease(ConfigRule):
                 self.report_key(entry, note, Severity.WARNING)
             else:
                 self.report_key(entry, f"{said}; it does nothing: remove it", Severity.WARNING)
+
+    def _accumulation_steps(self) -> int | None:
+        """The micro-batches the pipeline engine runs a step: the config's `gradient_accumulation_steps` as written,
+        1 when neither it nor `train_batch_size` is there (DeepSpeed's default); None when the world size decides
+        it (derived from the batch sizes) or it is not a literal."""
+        steps = self.root.get("gradient_accumulation_steps")
+        if steps is None:
+            return 1 if self.root.get("train_batch_size") is None else None
+        value = steps.value if isinstance(steps, Scalar) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     def _unused(self, section: str, value: Object) -> bool:
         """The run never reads the section's settings: it says `"enabled": false`; `aio` with nothing offloaded
