@@ -4,7 +4,7 @@ own fp32 copy of the weights, the gradient accumulation steps, and every place a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -213,6 +213,24 @@ class ZeroSources:
         if source_scope is scope:
             return facts.start(source.call) < facts.start(call)
         return source_scope.kind is ScopeKind.MODULE and scope.kind is not ScopeKind.MODULE
+
+    def runs_after(self, source: ZeroSource, load: cst.Call, calls: Sequence[cst.Call]) -> bool:
+        """Whether `source` surely runs after `load` (`calls`: every call of the file): later in the same scope,
+        or `load` is in a function of the module that is called only in `source`'s scope, before it
+        (`model = load_model(...)` then `TrainingArguments(deepspeed=...)`)."""
+        facts = self.context.facts
+        load_scope = facts.scope_at(load)
+        source_scope = facts.scope_at(source.call)
+        if source_scope is load_scope:
+            return facts.start(load) < facts.start(source.call)
+        home = load_scope.node
+        if load_scope.parent is not facts.module_scope or not isinstance(home, cst.FunctionDef):
+            return False
+        name = home.name.value
+        callers = [call for call in calls if isinstance(call.func, cst.Name) and call.func.value == name]
+        return bool(callers) and all(
+            facts.scope_at(call) is source_scope and facts.start(call) < facts.start(source.call) for call in callers
+        )
 
 
 ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv"})

@@ -62,7 +62,9 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
             "under ZeRO-3" when the config cannot be read. Silent when every config is known to use a lower
             stage, and in scripts that hand DeepSpeed no config, or only one from a command-line option that no
             launch of the project gives (`deepspeed=script_args.deepspeed`, never passed: no known run has
-            DeepSpeed there). When the ZeRO-3 config goes only to
+            DeepSpeed there), and where every `HfDeepSpeedConfig` or `TrainingArguments` is made after the load
+            (later in its function, or after the call of the function that loads): nothing is alive to raise,
+            and the load before them is DSL208's finding. When the ZeRO-3 config goes only to
             `deepspeed.initialize` (no `HfDeepSpeedConfig`, no `TrainingArguments`), only a model that reaches
             `initialize` is flagged (here, or through a builder's return or a function handing it on, wrapped or
             not, from either arm of an `if`): a frozen teacher or reference model loaded with a device map that
@@ -97,6 +99,19 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         """,
     )
     valid = (
+        # the ZeRO-3 TrainingArguments are made after the load (in a helper main calls first): nothing raises
+        # (loading before them is DSL208's finding)
+        Valid(
+            """
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+            def load(name):
+                return AutoModelForCausalLM.from_pretrained(name, device_map="auto")
+            def main(name):
+                model = load(name)
+                args = TrainingArguments(output_dir="out", deepspeed={"zero_optimization": {"stage": 3}})
+                Trainer(model=model, args=args).train()
+            """
+        ),
         # the config comes from an option no launch of the project gives: no known run has DeepSpeed here
         Valid(
             """
@@ -161,6 +176,19 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         ),
     )
     invalid = (
+        # ... but called again once they exist, the helper's load raises
+        Invalid(
+            """
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+            def load(name):
+                return AutoModelForCausalLM.from_pretrained(name, device_map="auto")
+            def main(name):
+                model = load(name)
+                args = TrainingArguments(output_dir="out", deepspeed={"zero_optimization": {"stage": 3}})
+                Trainer(model=model, args=args, ref_model=load(name)).train()
+            """,
+            lines=(4,),
+        ),
         Invalid(
             _ACCELERATE_SCRIPT,
             lines=(5,),
@@ -205,12 +233,14 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         self.candidates: list[cst.Call] = []
         self.trainers = TrainerNames(self.context)
         self.prepares: list[cst.Call] = []
+        self.calls: list[cst.Call] = []
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.trainers.consider_assign(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         self.sources.consider(node)
+        self.calls.append(node)
         if method_name(node) == "prepare" and isinstance(node.func, cst.Attribute):
             self.prepares.append(node)
         if not is_model_from_pretrained(self.context, node):
@@ -231,21 +261,27 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
             return reported
         # a stage presumed from the shipped configs is not enough for an error that says transformers raises
         sources = [replace(source, stage=None) if source.presumed else source for source in sources]
-        hf_stages = [source.stage for source in sources if source.kind in HF_KINDS]
         reaching: ModelReach | None = None
         for node in self.candidates:
+            # transformers knows of ZeRO-3 only through a config alive at the load: one made after it (the model
+            # loaded, then `TrainingArguments(deepspeed=...)`) raises nothing; that load is DSL208's
+            hf_sources = [source for source in sources if source.kind in HF_KINDS]
+            live = [source for source in hf_sources if not self.sources.runs_after(source, node, self.calls)]
+            if hf_sources and not live and not any(source.kind not in HF_KINDS for source in sources):
+                continue
+            hf_stages = [source.stage for source in live]
             if 3 in hf_stages or None in hf_stages:
-                stages = [source.stage for source in sources]  # transformers raises for any model
+                considered = [s for s in sources if s.kind not in HF_KINDS or s in live]  # it raises for any model
             else:
                 if reaching is None:
                     reaching = ModelReach(self.facts, original_node)
                 if not reaching.reaches(node):
                     continue  # a model that never reaches the engine (a teacher, a reference model)
-                stages = [source.stage for source in sources if source.kind not in HF_KINDS]
-            if 3 in stages:
+                considered = [source for source in sources if source.kind not in HF_KINDS]
+            if 3 in [source.stage for source in considered]:
                 self.report(node, self.zero3_message)
                 reported.add(node)
-            elif any(source.stage is None and not self._never_given(source) for source in sources):
+            elif any(source.stage is None and not self._never_given(source) for source in considered):
                 self.report(node, self.message, severity=Severity.WARNING)
                 reported.add(node)
         return reported

@@ -20,6 +20,7 @@ from dslint.project.late_zero3 import (
 from dslint.script.facts import ScopeKind
 from dslint.script.hf_models import is_model_from_pretrained
 from dslint.script.model_reach import ModelReach
+from dslint.script.one_rank import one_process_launches
 
 # accelerate's Accelerator, as its own modules export it
 ACCELERATOR_CLASSES = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
@@ -132,39 +133,38 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     )
     docs = RuleDocs(
         what="""
-            Flags a transformers model's `from_pretrained(...)` (or `from_config(...)`, which builds it the same
-            way) that runs before `deepspeed.initialize` (or before
-            `TrainingArguments(deepspeed=...)`) with a config known to enable ZeRO-3, when no `HfDeepSpeedConfig`
-            (or `TrainingArguments(deepspeed=...)`) bound to a name was created before it, in the same function
-            or at module level. An `HfDeepSpeedConfig(...)` whose result is not kept is reported on its own.
-            Configs that cannot be read are not guessed at: the rule stays silent then. When the ZeRO-3 config
-            goes only to `deepspeed.initialize`, only a model that reaches `initialize` is flagged: a frozen
-            teacher or reference model that never reaches the engine is never partitioned (and under an
-            `HfDeepSpeedConfig` it would be built partitioned, with nothing to gather its parameters). A model
-            handed to an `initialize` in another function or module (a constructor or function whose parameter
-            goes to it) is flagged when that call's config is known to be stage 3: a file, a dict literal, or
-            the dict a project helper returns (its `stage` a constant or a parameter's value at the call), and
-            this file makes no `HfDeepSpeedConfig` or Trainer config and no accelerate launch may keep one; the
-            finding names the `initialize` call and the config's builder. `from_pretrained` of a class of the
-            file deriving from a transformers model class counts as transformers' own. A call of a project
-            function that returns a model `from_pretrained` builds (through further project functions, alone or
-            in a returned tuple: `model, tokenizer = load_pair(name)`), made before a ZeRO-3
-            `TrainingArguments(deepspeed=...)` of the same function, is flagged at the call, naming where the
-            model is loaded; so is such a call whose model reaches a ZeRO-3 `initialize` of the same function
-            (`loader = Loader(); model = loader.causal_lm(name)` too). A config the script reads itself
-            (`json.load(open(args.ds_config))`) is the file the path names, as the launchers give it. A
-            config handed in from outside the script that cannot be read (a command-line option, a parameter, a
-            path built from one) is ZeRO-3 when every DeepSpeed config the project ships is (beside the script,
-            in its config folders, and up to two folders above it): the finding names them; not for a Trainer
-            whose known launches never give it a config; an item of a parameter (`cfg["ds_config"]`) and the
-            environment (`os.environ.get`) are handed in too. A call of a function of the file returning the
-            `TrainingArguments(deepspeed=...)` it builds stands for them where it is made; a model loaded before
-            it is flagged when handed on as a Trainer's model (not a frozen teacher). A model loaded before the
-            `Accelerator()` of its function and handed to `prepare` or a Trainer is flagged when every accelerate
-            launch of the script, or with no launcher the accelerate setup shipped near it, runs ZeRO-3. An
-            `Accelerator()` made before the load keeps a config alive when accelerate runs DeepSpeed with
-            `zero3_init_flag` (its plugin's `set_deepspeed_weakref`): under every accelerate launch of the script
-            that sets it, or, when no accelerate launch is found, with such an accelerate YAML beside the script.
+            Flags a transformers model's `from_pretrained(...)` (or `from_config(...)`, which builds it the same way)
+            that runs before `deepspeed.initialize` (or before `TrainingArguments(deepspeed=...)`) with a config known
+            to enable ZeRO-3, when no `HfDeepSpeedConfig` (or `TrainingArguments(deepspeed=...)`) bound to a name was
+            created before it, in the same function or at module level. An `HfDeepSpeedConfig(...)` whose result is not
+            kept is reported on its own. Configs that cannot be read are not guessed at: the rule stays silent then, and
+            where every launch of the script the project holds starts one process (one copy of the model to hold). When
+            the ZeRO-3 config goes only to `deepspeed.initialize`, only a model that reaches `initialize` is flagged: a
+            frozen teacher or reference model that never reaches the engine is never partitioned (and under an
+            `HfDeepSpeedConfig` it would be built partitioned, with nothing to gather its parameters). A model handed to
+            an `initialize` in another function or module (a constructor or function whose parameter goes to it) is
+            flagged when that call's config is known to be stage 3: a file, a dict literal, or the dict a project helper
+            returns (its `stage` a constant or a parameter's value at the call), and this file makes no
+            `HfDeepSpeedConfig` or Trainer config and no accelerate launch may keep one; the finding names the
+            `initialize` call and the config's builder. `from_pretrained` of a class of the file deriving from a
+            transformers model class counts as transformers' own. A call of a project function that returns a model
+            `from_pretrained` builds (through further project functions, alone or in a returned tuple: `model, tokenizer
+            = load_pair(name)`), made before a ZeRO-3 `TrainingArguments(deepspeed=...)` of the same function, is
+            flagged at the call, naming where the model is loaded; so is such a call whose model reaches a ZeRO-3
+            `initialize` of the same function (`loader = Loader(); model = loader.causal_lm(name)` too). A config the
+            script reads itself (`json.load(open(args.ds_config))`) is the file the path names, as the launchers give
+            it. A config handed in from outside the script that cannot be read (a command-line option, a parameter, a
+            path built from one) is ZeRO-3 when every DeepSpeed config the project ships is (beside the script, in its
+            config folders, and up to two folders above it): the finding names them; not for a Trainer whose known
+            launches never give it a config; an item of a parameter (`cfg["ds_config"]`) and the environment
+            (`os.environ.get`) are handed in too. A call of a function of the file returning the
+            `TrainingArguments(deepspeed=...)` it builds stands for them where it is made; a model loaded before it is
+            flagged when handed on as a Trainer's model (not a frozen teacher). A model loaded before the
+            `Accelerator()` of its function and handed to `prepare` or a Trainer is flagged when every accelerate launch
+            of the script, or with no launcher the accelerate setup shipped near it, runs ZeRO-3. An `Accelerator()`
+            made before the load keeps a config alive when accelerate runs DeepSpeed with `zero3_init_flag` (its
+            plugin's `set_deepspeed_weakref`): under every accelerate launch of the script that sets it, or, when no
+            accelerate launch is found, with such an accelerate YAML beside the script.
         """,
         why="""
             transformers finds out that ZeRO-3 is on only through a live `HfDeepSpeedConfig`, which it holds by
@@ -200,6 +200,10 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         Valid(
             _PREPARED.format(load="model = AutoModelForCausalLM.from_pretrained(name)"),
             files=(("z2.json", _STAGE.format(stage=2)), ("acc.yaml", _accelerate_yaml("true").replace("z3", "z2"))),
+        ),
+        # every launch starts one process: there is one copy of the model to hold, whatever the load
+        Valid(
+            _MADE_ARGS.format(first=_LOAD, second=_ARGS), files=(_Z3, ("run.sh", "deepspeed --num_gpus 1 train.py\n"))
         ),
         # one process (the launch's YAML): it holds the whole model whatever the load
         Valid(
@@ -438,6 +442,8 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         for source in sources.of_kind("HfDeepSpeedConfig"):
             if not source.bound and (source.stage == 3 or source.stage is None):
                 self.report(source.call, self.unbound_message)
+        if one_process_launches(facts):
+            return  # every launch starts one process: it holds the one copy of the model, whatever the load
         for node in self.loads:
             scope = facts.scope_at(node)
             pos = facts.start(node)
