@@ -519,3 +519,22 @@ def test_accelerate_flags_say_deepspeed_without_a_yaml(tmp_path) -> None:
     assert launched_config(staged, launcher, roots, None).inline_stage == 2
     (plain,) = parse_shell("run.sh", "accelerate launch --deepspeed_config_file ds.json train.py\n")
     assert launched_config(plain, launcher, roots, None).option is None
+
+
+def test_a_wrapper_forwarding_its_arguments_is_its_launcher() -> None:
+    # `ds_wrapper.sh` sets up the environment, then runs deepspeed with every argument it is given
+    wrappers = {
+        "ds_wrapper.sh": 'export DS_BUILD_OPS=0\n# deepspeed "$@" in a comment\nexec deepspeed "$@"\n',
+        "env_only.sh": "export CUDA_HOME=/usr/local/cuda\n",  # forwards nothing: no launch
+        "two.sh": 'if [ -n "$A" ]; then\n  deepspeed --num_gpus 2 "$@"\nelse\n  torchrun "$@"\nfi\n',
+        "built.sh": 'deepspeed --num_gpus $NGPU "$@"\n',  # a word built at run time: not guessed
+    }
+    text = (
+        "bash ds_wrapper.sh --num_gpus=1 finetune.py \\\n  --deepspeed_config ds_zero3.json\n"
+        "./env_only.sh train.py\nsh two.sh train.py\nbash built.sh train.py\n"
+    )
+    (launch,) = parse_shell("README.sh", text, wrappers.get)
+    assert (launch.line, launch.tool, launch.script) == (1, "deepspeed", "finetune.py")
+    assert launch.option("deepspeed_config").value == "ds_zero3.json"  # type: ignore[union-attr]
+    assert [(option.name, option.value) for option in launch.launcher_options] == [("num_gpus", "1")]
+    assert parse_shell("README.sh", text) == []  # without a reader no wrapper is opened

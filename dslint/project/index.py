@@ -366,14 +366,15 @@ def _read_launchers(
             continue
         read[launcher] = data
         passed: list[DocumentLaunch] = []  # the document's launches passing a config file
+        wrapper = functools.partial(read_near, near=launcher, roots=roots)  # a sourced file, a forwarding wrapper
         if document:
-            lines = [line for shell in shell_texts(name, text) for line in parse_shell(launcher, shell)]
+            lines = [line for shell in shell_texts(name, text) for line in parse_shell(launcher, shell, wrapper)]
         elif "akefile" in name or name.endswith(".mk"):
             lines = parse_makefile(launcher, text)
         elif launcher.endswith(EDITOR_LAUNCH_FILE):
             lines = parse_shell(launcher, editor_commands(text))
         else:
-            lines = parse_shell(launcher, text, functools.partial(read_near, near=launcher, roots=roots))
+            lines = parse_shell(launcher, text, wrapper)
         scripts: dict[int, str | None] = {}
         for line in lines:
             script = find_written(line.script, launcher, roots, line.directory)

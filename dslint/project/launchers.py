@@ -21,6 +21,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from dslint.project.forwarding_wrappers import through_wrapper
 from dslint.project.launch_wrappers import LAUNCHER_WORDS, command_start
 from dslint.project.shell_directories import (
     UNKNOWN_VALUE,
@@ -260,7 +261,7 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
     clones: set[str] = set()  # the folders `git clone` made: this repository, as the document's reader has it
     physical = text.splitlines()
     for number, logical in _logical_lines(text):
-        if _inert(logical):
+        if _inert(logical, wrappers=read is not None):
             continue  # most lines of a document's code blocks (Python, YAML, output): nothing below uses them
         line, working = with_working_directory(strip_comment(logical))
         sourced = _SOURCE.match(line)
@@ -297,6 +298,11 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
                 variables.update(dict.fromkeys(captured))
                 continue
             launch = _launch_in(path, number, logical, substituted, None, exported)
+            forwarded = through_wrapper(substituted, read) if launch is None and read is not None else None
+            if forwarded is not None:  # a project script running a launcher with its arguments (`"$@"`)
+                launch = _launch_in(path, number, logical, forwarded[0], None, exported)
+                at = _position(logical, max(logical.find(forwarded[1]), 0), number)
+                launch = replace(launch, line=at[0], column=at[1]) if launch is not None else None
             if launch is not None:
                 cut = _cut(logical, number, physical)
                 if cut is not None:
@@ -324,15 +330,18 @@ def _may_launch(plain: str) -> bool:
     return _SCRIPT_WORDS.search(plain) is not None and _STEM_WORDS.search(plain) is not None
 
 
-def _inert(logical: str) -> bool:
+def _inert(logical: str, wrappers: bool = False) -> bool:
     """Whether `parse_shell` does nothing with a logical line: true only when no step could use it, tested on
     the whole line before its comment is stripped (each step reads a piece of it). Without a `$`, `_substitute`
     leaves every segment as written; a `source` or an assignment in the stripped line starts the line too; and
     `cloned_folder`, `change_directory` and `_launch_in` each return None for a segment lacking their words,
-    which the line (unquoted, as they read it) then lacks too."""
+    which the line (unquoted, as they read it) then lacks too. `wrappers`: a line naming a shell script and a
+    Python one may start a wrapper forwarding them to a launcher (`forwarding_wrappers.py`)."""
     if "$" in logical or _SOURCE_OR_ASSIGNMENT.match(logical):
         return False
     plain = unquoted(logical)
+    if wrappers and ".sh" in plain and _SCRIPT_WORDS.search(plain) is not None:
+        return False
     return _MOVE_WORDS.search(plain) is None and not _may_launch(plain)
 
 
