@@ -68,7 +68,10 @@ def test_tokens_are_in_every_file_the_rule_fires_on(rule: type[ScriptRule], case
     # or, for a rule that runs on a call returning a plain DataLoader from another module (`runs_on_returned_loaders`),
     # a case whose other files hold that function
     remote = rule.runs_on_returned_loaders and bool(case.files) and b"DataLoader" not in data
-    assert not missing or inference or alternative or partly or remote, (
+    # or, for a rule that runs on a call of a project function loading a pretrained model (`runs_on_pretrained_loads`),
+    # a case whose other files hold that function
+    loaded = rule.runs_on_pretrained_loads and bool(case.files) and b"from_pretrained" not in data
+    assert not missing or inference or alternative or partly or remote or loaded, (
         f"{rule.code} fires on a file without {missing!r}"
     )
     # a rule that needs a launch of several processes a node gets it from the project (its case's launcher)
@@ -80,4 +83,7 @@ def test_tokens_are_in_every_file_the_rule_fires_on(rule: type[ScriptRule], case
     if remote:
         returned = ((0, Related("data.py", 4, 13, "get_loaders() returns a DataLoader without a sampler")),)
         project = ProjectFacts(parameters={}, returns={}, launches=(several,), returned_loaders={(6, 32): returned})
+    if loaded:
+        load = Related("zoo.py", 4, 13, "load_pair() loads the model with from_pretrained")
+        project = ProjectFacts(parameters={}, returns={}, pretrained_loads={(5, 22): load})
     assert not certainly_untouched(data, project)

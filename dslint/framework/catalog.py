@@ -170,6 +170,9 @@ class Needs:
     # The rule also runs, tokens or not, where the project index finds a call of a project function returning a
     # plain DataLoader in a file that back-propagates through an engine (`ProjectFacts.returned_loaders`).
     returned_loaders: bool = False
+    # The project index finds a call here of a project function loading a pretrained model
+    # (`ProjectFacts.pretrained_loads`): it does as well as a token set.
+    pretrained_loads: bool = False
 
     def token_sets(self) -> tuple[tuple[bytes, ...], ...]:
         return (self.tokens, *self.alternatives, *self.without_engine)
@@ -260,11 +263,13 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         zero_source=True,
         alternatives=(
             (b"HfDeepSpeedConfig",),
-            (b"Accelerator",),  # an accelerate launch gives the Accelerator its config
-            (b"deepspeed", b"TrainingArguments"),
-            (b"deepspeed", b"initialize"),
-            (b"from_pretrained", b"TrainingArguments"),  # a launch gives the Trainer its config
+            (b"deepspeed", b"from_config"),
+            (b"Accelerator", b"from_pretrained"),
+            (b"Accelerator", b"from_config"),
+            (b"from_pretrained", b"TrainingArguments"),
+            (b"from_config", b"TrainingArguments"),
         ),
+        pretrained_loads=True,
     ),
     "DSL209": Needs((b"deepspeed", b"initialize")),
     "DSL211": Needs((b"deepspeed", b"initialize", b"state_dict"), shapes=(Shape(calls=("torch.save",), engine=True),)),

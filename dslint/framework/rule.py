@@ -199,6 +199,9 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     runs_without_engine_on: ClassVar[tuple[tuple[bytes, ...], ...]] = ()
     # Also runs where the project index finds a call returning a plain DataLoader (`Needs.returned_loaders`).
     runs_on_returned_loaders: ClassVar[bool] = False
+    # Also runs where the project index finds a call of a project function loading a pretrained model
+    # (`Needs.pretrained_loads`).
+    runs_on_pretrained_loads: ClassVar[bool] = False
 
     @classmethod
     def needs(cls) -> Needs:
@@ -216,6 +219,7 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
             cls.runs_on_partly_engine,
             cls.runs_without_engine_on,
             cls.runs_on_returned_loaders,
+            cls.runs_on_pretrained_loads,
         )
 
     def __init__(self, context: ScriptContext) -> None:

@@ -61,6 +61,7 @@ class Evidence:
     hf_configured: bool = True  # a DeepSpeed config may reach a Hugging Face reader of the file (`Shape.configured`)
     partly_engine: bool = False  # some call passes the engine to a parameter of the file's functions, others not
     returned_loaders: bool = False  # the project index finds a call here returning a plain DataLoader
+    pretrained_loads: bool = False  # the project index finds a call here of a project function loading a model
 
 
 def can_fire(needs: Needs, evidence: Evidence) -> bool:
@@ -75,6 +76,7 @@ def can_fire(needs: Needs, evidence: Evidence) -> bool:
     inference = needs.inference_engine and evidence.inference
     tokens = (
         evidence.words is None
+        or (needs.pretrained_loads and evidence.pretrained_loads)
         or has_token_set(evidence.words, needs.token_sets())
         or (
             # an engine the project index brings stands in for the engine tokens; the rule's other tokens stay
@@ -183,6 +185,7 @@ def in_text(data: bytes, project: ProjectFacts | None) -> Evidence:
         gpu_loads=project is not None and bool(project.gpu_loads),
         partly_engine=project is not None and bool(project.partly_engine),
         returned_loaders=project is not None and bool(project.returned_loaders),
+        pretrained_loads=project is not None and bool(project.pretrained_loads),
     )
 
 
@@ -200,6 +203,7 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         gpu_loads=project is not None and bool(project.gpu_loads),
         partly_engine=project is not None and bool(project.partly_engine),
         returned_loaders=project is not None and bool(project.returned_loaders),
+        pretrained_loads=project is not None and bool(project.pretrained_loads),
         calls=code,
         project_saves=project is not None
         and bool(project.state_saving_calls or project.engine_saving_calls or project.dict_saving_calls),

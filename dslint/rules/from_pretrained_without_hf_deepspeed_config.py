@@ -115,22 +115,21 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
     severity = Severity.WARNING
     needs_engine = False
     needs_zero_source = True  # its ZeroSources are all it reads the stage from
-    # Prefilter tokens (dslint.lint.prefilter): HF scripts configure DeepSpeed without calling initialize. An
-    # `HfDeepSpeedConfig(...)` whose result is dropped is reported wherever it is, even in a file without the
-    # lowercase word `deepspeed` or a `from_pretrained` (the loads it was meant for may be in another module).
+    # Prefilter tokens (dslint.lint.prefilter): HF scripts configure DeepSpeed without calling initialize. The rule
+    # reports at a model's `from_pretrained`/`from_config`, at a call of a project helper loading one (the project
+    # index's `pretrained_loads`: the file need not name `from_pretrained`), and at an `HfDeepSpeedConfig(...)`
+    # whose result is dropped (wherever it is: the loads it was meant for may be in another module). A Trainer
+    # whose config comes from a launch may never write `deepspeed`, nor a script `accelerate launch` runs.
     required_tokens = (b"deepspeed", b"from_pretrained")
-    # A file that calls a project helper loading the model (`model.pretrained_loaders`) may not name
-    # `from_pretrained` itself: it hands the model to the Trainer or to initialize.
-    # A script whose Trainer gets its config from a launch (`--deepspeed ds.json`, a YAML naming one) may never
-    # write `deepspeed`.
-    # A script run by `accelerate launch` may name neither: it makes an `Accelerator` after loading the model.
     alternative_tokens = (
         (b"HfDeepSpeedConfig",),
-        (b"Accelerator",),
-        (b"deepspeed", b"TrainingArguments"),
-        (b"deepspeed", b"initialize"),
+        (b"deepspeed", b"from_config"),
+        (b"Accelerator", b"from_pretrained"),
+        (b"Accelerator", b"from_config"),
         (b"from_pretrained", b"TrainingArguments"),
+        (b"from_config", b"TrainingArguments"),
     )
+    runs_on_pretrained_loads = True
     docs = RuleDocs(
         what="""
             Flags a transformers model's `from_pretrained(...)` (or `from_config(...)`, which builds it the same way)
