@@ -201,6 +201,34 @@ def test_a_rank_variable_read_but_never_assigned_settles_the_file() -> None:
         assert can_fire(SCRIPT_NEEDS["DSL433"], evidence) is fires
 
 
+def test_arguments_read_from_a_command_line_file_reach_no_known_config(tmp_path: Path) -> None:
+    """An example script parsing its arguments from the JSON file its command line names (`sys.argv[1]`) hands its
+    Trainer no config dslint can read: the Trainer rules (DSL435, DSL454) do not parse it for that; a script
+    naming its arguments file, or one a launch gives `--deepspeed`, is parsed."""
+    script = """
+        import os, sys
+        from transformers import HfArgumentParser, TrainingArguments
+        parser = HfArgumentParser((TrainingArguments,))
+        if len(sys.argv) == 2 and sys.argv[1].endswith(".json"):
+            (training_args,) = parser.parse_json_file(json_file={path})
+        else:
+            (training_args,) = parser.parse_args_into_dataclasses()
+        """
+    cases = (("os.path.abspath(sys.argv[1])", False), ('os.path.abspath("train_args.json")', True), ("ARGS", True))
+    for path, fires in cases:
+        data = textwrap.dedent(script.format(path=path)).encode()
+        evidence = in_code(code_facts(ast.parse(data)), single_file_facts("train.py", data))
+        for code in ("DSL435", "DSL454"):
+            assert can_fire(SCRIPT_NEEDS[code], evidence) is fires, (code, path)
+    script_path = tmp_path / "train.py"
+    script_path.write_text(textwrap.dedent(script.format(path="os.path.abspath(sys.argv[1])")))
+    (tmp_path / "run.sh").write_text("deepspeed train.py --deepspeed ds.json\n")
+    (tmp_path / "ds.json").write_text('{"train_micro_batch_size_per_gpu": 2}\n')
+    facts = index_project([script_path], [str(tmp_path)]).facts_for(script_path)
+    evidence = in_code(code_facts(ast.parse(script_path.read_bytes())), facts)
+    assert can_fire(SCRIPT_NEEDS["DSL435"], evidence), "a launch gives its Trainer a config"
+
+
 PROJECTS = sorted(project for project in (FIXTURES / "projects").iterdir() if project.is_dir())
 PROJECT_SCRIPTS = [(project, path) for project in PROJECTS for path in sorted(project.rglob("*.py"))]
 

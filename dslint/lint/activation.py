@@ -220,8 +220,8 @@ def _hf_configured(code: CodeFacts, project: ProjectFacts | None) -> bool:
     `training_arguments_configs`, `accelerate_runs`)."""
     if "deepspeed" in code.keywords or "hf_ds_config" in code.keywords or b"DeepSpeedPlugin" in code.words:
         return True
-    if b"parse_json_file" in code.words or b"parse_yaml_file" in code.words:
-        return True  # training arguments from a file, which may name a DeepSpeed config (`arguments_files`)
+    if code.arguments_file:
+        return True  # training arguments from a file the script names, which may name a DeepSpeed config
     launches = project.launches if project is not None else ()
     return any(
         launch.option == "accelerate" or (launch.option in ("deepspeed", TRAINER_YAML) and launch.config_path)

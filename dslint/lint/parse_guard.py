@@ -104,6 +104,9 @@ class CodeFacts:
     keywords: frozenset[str] = frozenset()  # every call's keyword names (`deepspeed=`)
     stored: frozenset[str] = frozenset()  # the attributes assigned to (`args.deepspeed = ...`: `deepspeed`)
     stored_keys: frozenset[str] = frozenset()  # the string keys assigned to (`os.environ["RANK"] = ...`: `RANK`)
+    # a `parse_json_file`/`parse_yaml_file` call whose path may be written in the script (a string in it, or a
+    # name): training arguments from a file `project.arguments_files` can follow (not `sys.argv[1]`)
+    arguments_file: bool = False
 
 
 def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) -> CodeFacts:
@@ -119,6 +122,7 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
     keywords: set[str] = set()
     stored: set[str] = set()
     stored_keys: set[str] = set()
+    parsers: list[ast.Call] = []
     word, AST = words.append, ast.AST
     stack: list[Any] = [tree]  # nodes of every kind, told apart by type below (no narrowing for mypy)
     pop, push = stack.pop, stack.append
@@ -140,6 +144,8 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
                 word(node.value.decode("latin-1"))
         elif kind is ast.Call:
             functions.append(node.func)
+            if type(node.func) is ast.Attribute and node.func.attr in _ARGUMENTS_PARSERS:
+                parsers.append(node)
         elif kind is ast.Subscript:
             key = node.slice
             if type(node.ctx) is ast.Store and type(key) is ast.Constant and type(key.value) is str:
@@ -195,6 +201,24 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
         frozenset(keywords),
         frozenset(stored),
         frozenset(stored_keys),
+        any(_may_name_a_file(call) for call in parsers),
+    )
+
+
+# HfArgumentParser's readers of an arguments file, by the keyword of the path (`project/arguments_files.py`)
+_ARGUMENTS_PARSERS = {"parse_json_file": "json_file", "parse_yaml_file": "yaml_file"}
+
+
+def _may_name_a_file(call: ast.Call) -> bool:
+    """Whether the path a `parse_json_file(...)` call reads may be written in the script: a string in the argument
+    (`"args.json"`, `os.path.abspath("args.json")`) or a name (bound to one elsewhere); not `sys.argv[1]`."""
+    assert isinstance(call.func, ast.Attribute)
+    keyword = _ARGUMENTS_PARSERS[call.func.attr]
+    argument = next((k.value for k in call.keywords if k.arg == keyword), call.args[0] if call.args else None)
+    if argument is None:
+        return any(k.arg is None for k in call.keywords)  # `**kwargs`: not known
+    return type(argument) is ast.Name or any(
+        type(node) is ast.Constant and type(node.value) is str for node in ast.walk(argument)
     )
 
 
