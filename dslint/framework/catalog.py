@@ -187,6 +187,7 @@ _CLIP_CALLS = (
 
 _CAST_METHODS = ("bfloat16", "half", "to")
 _MOVE_METHODS = ("cuda", "to")
+_PLACEMENT_METHODS = ("bfloat16", "cuda", "half", "to")
 
 # Script rules -> what each needs (DSL001, DSL002 and DSL010 are driver findings, not traversals).
 SCRIPT_NEEDS: dict[str, Needs] = {
@@ -209,11 +210,17 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             Shape(calls=("deepspeed.init_inference",)),
         ),
     ),
+    # a placement call on the engine or its module, on what prepare returns under DeepSpeed, on an inference engine
     "DSL102": Needs(
         (b"deepspeed", b"initialize"),
         inference_engine=True,
         partly_engine=True,
         without_engine=((b"prepare", b"Accelerator"),),
+        shapes=(
+            Shape(methods=_PLACEMENT_METHODS, engine=True),
+            Shape(methods=_PLACEMENT_METHODS, words=(b"Accelerator",), configured=True),
+            Shape(methods=_PLACEMENT_METHODS, words=(b"init_inference",)),
+        ),
     ),
     "DSL103": Needs((b"deepspeed", b"initialize"), inference_engine=True),
     # a cast before this file's initialize, or before `accelerator.prepare` where DeepSpeed may run through accelerate

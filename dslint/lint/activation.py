@@ -72,7 +72,8 @@ def can_fire(needs: Needs, evidence: Evidence) -> bool:
     if needs.returned_loaders and evidence.returned_loaders:
         return True
     if needs.without_engine and (evidence.words is None or has_token_set(evidence.words, needs.without_engine)):
-        return True  # at the facts level (no words) only rules an earlier level kept are asked
+        # at the facts level (no words) only rules an earlier level kept are asked; the rule's calls still count
+        return evidence.calls is None or not needs.shapes or any(_has_shape(s, evidence) for s in needs.shapes)
     inference = needs.inference_engine and evidence.inference
     tokens = (
         evidence.words is None

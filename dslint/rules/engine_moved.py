@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Related, Severity
+from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import ENGINE
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
@@ -17,7 +18,7 @@ from dslint.script.engine_reach import partly_passed, partly_prefix
 from dslint.script.facts import Role, RoleAnswer, ScriptFacts, method_name
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.inference import inference_engine
-from dslint.script.model_moves import cast_dtype, is_cast, is_placement_call, moves_to_cpu
+from dslint.script.model_moves import PLACEMENT_METHODS, cast_dtype, is_cast, is_placement_call, moves_to_cpu
 from dslint.script.names import dotted_name
 from dslint.script.walk import children
 
@@ -37,6 +38,11 @@ class EngineMoved(ScriptRule):
     inference_engine = True
     # the model `accelerator.prepare` returns where accelerate runs DeepSpeed: the engine, with no initialize here
     runs_without_engine_on = ((b"prepare", b"Accelerator"),)
+    call_shapes = (
+        Shape(methods=PLACEMENT_METHODS, engine=True),  # the engine, its module, the model after initialize
+        Shape(methods=PLACEMENT_METHODS, words=(b"Accelerator",), configured=True),  # where accelerate runs DeepSpeed
+        Shape(methods=PLACEMENT_METHODS, words=(b"init_inference",)),  # a tensor-parallel inference engine
+    )
     docs = RuleDocs(
         what="""
             Flags `.cuda()`, `.to(...)`, `.half()` and `.bfloat16()` called on the engine returned by

@@ -31,6 +31,8 @@ from dslint.script.project_facts import MovedArgument
 from dslint.script.walk import own_returns
 
 CAST_METHODS = frozenset({"half", "bfloat16"})
+# the methods of `is_placement_call`, for the rules' call shapes (`catalog.Shape`)
+PLACEMENT_METHODS = ("bfloat16", "cuda", "half", "to")
 # accelerate's context that builds a model's parameters on the meta device (no data)
 EMPTY_WEIGHTS = frozenset({"accelerate.init_empty_weights", "accelerate.big_modeling.init_empty_weights"})
 
