@@ -80,6 +80,8 @@ class _Misaligned(Exception):
 
 
 _BLOCK, _LINE, _COMPOUND, _SMALL = 1, 2, 4, 8
+# The compound statements `ScriptFacts.held_by` asks about, each kept with the innermost function holding it.
+_HOLDERS = frozenset({cst.FunctionDef, cst.If, cst.For, cst.While, cst.Try})
 
 
 @functools.cache
@@ -113,6 +115,8 @@ class _Collector:
         self.handlers: list[cst.CSTNode] = []
         self.items: list[cst.WithItem] = []
         self.walruses: list[cst.NamedExpr] = []
+        self.functions: list[cst.FunctionDef | None] = [None]  # the innermost `def` around the node (`held_by`)
+        facts.blocks = []
 
     @property
     def scope(self) -> Scope:
@@ -131,6 +135,8 @@ class _Collector:
             self.lines.append(node)
             if kind & _COMPOUND:
                 self.statements.append(node)
+                if type(node) in _HOLDERS:
+                    self.facts.blocks.append((node, self.functions[-1]))  # type: ignore[union-attr]
         elif kind & _SMALL:
             self.smalls.append(node)  # type: ignore[arg-type]
             self.statements.append(node)
@@ -178,9 +184,11 @@ class _Collector:
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._enter_scope(node, ScopeKind.FUNCTION)
+        self.functions.append(node)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.scopes.pop()
+        self.functions.pop()
 
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
         self.handlers.append(node)

@@ -156,7 +156,9 @@ class ScriptFacts:
 
         self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
         self._paths: PathGuards | None = None
-        self._blocks: list[tuple[cst.CSTNode, cst.CSTNode | None]] | None = None  # compound statements, owner
+        # the functions and `if`, loop and `try` statements, in source order, each with the innermost function
+        # holding it (None at module level): filled by the traversal (`collect.py`)
+        self.blocks: list[tuple[cst.CSTNode, cst.CSTNode | None]] | None = None
         # CPython's module body, its statements and libcst's twins, paired one to one (`collect.py`): the path
         # guards are read from the first and laid over the last; None when the two trees are not paired
         self.statement_pairs: tuple[Sequence[ast.stmt], Sequence[ast.stmt], Sequence[cst.CSTNode]] | None = None
@@ -187,16 +189,15 @@ class ScriptFacts:
     def held_by(self, node: cst.CSTNode, kinds: tuple[type[cst.CSTNode], ...] = (cst.If,)) -> bool:
         """Whether `node` runs inside a statement of one of `kinds` (an `if`; a loop, a `try`) of its own
         function: one around the `def` (or the class) holding the function does not count."""
-        if self._blocks is None:
-            self._blocks = _compound_blocks(self.module)
+        assert self.blocks is not None, "held_by asks the facts of a traversal (collect_facts)"
         at = self.start(node)
         owner = None
-        for block, _ in self._blocks:
+        for block, _ in self.blocks:
             if isinstance(block, cst.FunctionDef) and self.start(block) <= at < self.end(block):
                 owner = block  # the blocks come in source order: the last holding `node` is the innermost
         return any(
             isinstance(block, kinds) and holder is owner and self.start(block) <= at < self.end(block)
-            for block, holder in self._blocks
+            for block, holder in self.blocks
         )
 
     def start(self, node: cst.CSTNode) -> Pos:
@@ -572,26 +573,3 @@ def iter_call_chain(node: cst.BaseExpression) -> Iterator[cst.Call]:
 def method_name(call: cst.Call) -> str | None:
     """`x.cuda()` -> "cuda"; a plain function call -> None."""
     return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
-
-
-def _compound_blocks(module: cst.Module) -> list[tuple[cst.CSTNode, cst.CSTNode | None]]:
-    """Every function definition and `if`, loop and `try` statement of `module`, in source order, each with the
-    innermost function holding it (None at module level)."""
-    found: list[tuple[cst.CSTNode, cst.CSTNode | None]] = []
-    functions: list[cst.CSTNode | None] = [None]
-
-    class Blocks(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-            found.append((node, functions[-1]))
-            functions.append(node)
-
-        def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-            functions.pop()
-
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if isinstance(node, (cst.If, cst.For, cst.While, cst.Try)):
-                found.append((node, functions[-1]))
-            return super().on_visit(node)
-
-    module.visit(Blocks())
-    return found
