@@ -426,8 +426,7 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         if is_model_from_pretrained(self.context, node, HF_MODEL_BUILDS):
             self.loads.append(node)
         elif self.loaders:
-            position = self.facts.call_position(node)
-            load = self.loaders.get(position) if position is not None else None
+            load = self.facts.call_fact(node, self.loaders)
             if load is not None:
                 self.helper_loads.append((node, load))
 

@@ -244,7 +244,9 @@ class _Collector:
         project = self.facts.project
         if project is None or not project.initialize_aliases:
             return False
-        return self.facts.call_position(node) in project.initialize_aliases
+        return self.facts.may_be_at(node, project.initialize_aliases) and (
+            self.facts.call_position(node) in project.initialize_aliases
+        )
 
     # --- branches ---------------------------------------------------------------------------------------------
     def visit_If(self, node: cst.If) -> None:
@@ -328,7 +330,7 @@ class _Collector:
         project = self.facts.project
         if project is None or not project.returns:
             return None
-        fact = project.returns.get(self.facts.call_position(call) or (0, 0))
+        fact = self.facts.call_fact(call, project.returns)
         if fact is None or fact.keys:
             return None  # a dict of results is read by key (`ScriptFacts._keyed_role`)
         engine = self.facts.remote_engine(fact, Origin.RETURN, fact.origin, fact.config, fact.origin)

@@ -21,8 +21,9 @@ name's role cannot be known, the answer is None and rules stay silent.
 from __future__ import annotations
 
 import ast
+import bisect
 import enum
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -159,6 +160,8 @@ class ScriptFacts:
         # the functions and `if`, loop and `try` statements, in source order, each with the innermost function
         # holding it (None at module level): filled by the traversal (`collect.py`)
         self.blocks: list[tuple[cst.CSTNode, cst.CSTNode | None]] | None = None
+        self._twins: dict[int, ast.stmt] | None = None  # libcst's statements -> CPython's (`statement_pairs`)
+        self._key_lines: dict[int, tuple[object, list[int]]] = {}  # a project table -> the lines of its keys
         # CPython's module body, its statements and libcst's twins, paired one to one (`collect.py`): the path
         # guards are read from the first and laid over the last; None when the two trees are not paired
         self.statement_pairs: tuple[Sequence[ast.stmt], Sequence[ast.stmt], Sequence[cst.CSTNode]] | None = None
@@ -176,6 +179,38 @@ class ScriptFacts:
         """Where a call starts, 1-based, in characters: the key of the project's answers about it."""
         found = self.positions.get(call)
         return (found.start.line, found.start.column + 1) if found is not None else None
+
+    def call_fact(self, call: cst.Call, table: Mapping[tuple[int, int], Fact]) -> Fact | None:
+        """The project's answer about `call` in `table` (keyed by where calls start, `call_position`)."""
+        position = self.call_position(call) if self.may_be_at(call, table) else None
+        return table.get(position) if position is not None else None
+
+    def may_be_at(self, call: cst.Call, positions: Collection[tuple[int, int]]) -> bool:
+        """Whether one of `positions` (where calls start, as the project's answers are keyed) may be `call`'s:
+        false when none lies within the lines of the statement holding it, as CPython's twin of that statement
+        gives them, so that libcst's positions (a code generation of the whole module) are computed only then."""
+        if not positions:
+            return False
+        lines = self._statement_lines(call)
+        if lines is None:
+            return True
+        keys = self._key_lines.get(id(positions))
+        if keys is None or keys[0] is not positions:
+            keys = self._key_lines[id(positions)] = (positions, sorted({line for line, _ in positions}))
+        at = bisect.bisect_left(keys[1], lines[0])
+        return at < len(keys[1]) and keys[1][at] <= lines[1]
+
+    def _statement_lines(self, call: cst.Call) -> tuple[int, int] | None:
+        """The first and last line of the statement holding `call`, from its CPython twin; None when unpaired."""
+        if self._twins is None:
+            pairs = self.statement_pairs
+            self._twins = {id(ours): theirs for theirs, ours in zip(pairs[1], pairs[2], strict=True)} if pairs else {}
+        statement = self.small_statement_of_call.get(call) or self.statement_of_call.get(call)
+        twin = self._twins.get(id(statement)) if statement is not None else None
+        if twin is None or twin.end_lineno is None:
+            return None
+        decorators = getattr(twin, "decorator_list", None)  # a `def`'s line is after its decorators'
+        return min([twin.lineno, *(d.lineno for d in decorators or ())]), twin.end_lineno
 
     @property
     def paths(self) -> PathGuards:
@@ -374,7 +409,7 @@ class ScriptFacts:
             call = binding.value
         if not isinstance(call, cst.Call):
             return None
-        fact = self.project.returns.get(self.call_position(call) or (0, 0))
+        fact = self.call_fact(call, self.project.returns)
         if fact is None or key not in fact.keys:
             return None
         role = next((r for r in Role if r.value == fact.roles[fact.keys.index(key)]), None)
@@ -400,7 +435,7 @@ class ScriptFacts:
 
     def _remote_role(self, expr: cst.BaseExpression, scope: Scope, pos: Pos, depth: int) -> RoleAnswer | None:
         if isinstance(expr, cst.Call) and self.project is not None and self.project.passthrough:
-            passed = self.project.passthrough.get(self.call_position(expr) or (0, 0))
+            passed = self.call_fact(expr, self.project.passthrough)
             if passed is None:
                 return None
             position, name, unwrapped = passed

@@ -261,7 +261,7 @@ def elsewhere_sinks(facts: ScriptFacts) -> list[ModelSink]:
                     sinks.append(ModelSink(statement.value, scope, facts.start(statement), origin))
     if project.model_sinks:
         for call in facts.statement_of_call:
-            for position, name, origin, config in project.model_sinks.get(facts.call_position(call) or (0, 0), ()):
+            for position, name, origin, config in facts.call_fact(call, project.model_sinks) or ():
                 argument = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
                 positional = [a for a in call.args if a.keyword is None]
                 if argument is None and position < len(positional) and not positional[position].star:
@@ -331,8 +331,8 @@ class ModelMoves:
         if self._meta_blocks is None:
             self._meta_blocks = [
                 (self.facts.start(node), self.facts.end(node))
-                for node in self.facts.positions
-                if isinstance(node, cst.With)
+                for node in self.facts.entered  # every node the traversal met, in source order
+                if type(node) is cst.With
                 and any(
                     isinstance(item.item, cst.Call) and (self.facts.qualified(item.item.func) or "") in EMPTY_WEIGHTS
                     for item in node.items
@@ -488,8 +488,7 @@ def handed_argument(
 ) -> tuple[MovedArgument | None, cst.BaseExpression | None]:
     """What the project index says the function `call` calls does with an argument (`ProjectFacts.moving_calls`,
     `loading_calls`), and that argument at the call (None: not handed by position or keyword)."""
-    position = facts.call_position(call) if calls else None
-    handed = calls.get(position) if position is not None else None
+    handed = facts.call_fact(call, calls)
     return handed, argument_at(call, handed.index, handed.keyword) if handed is not None else None
 
 
