@@ -51,7 +51,7 @@ def gpu_loads(store: SummaryStore, paths: list[str]) -> dict[str, dict[int, GpuF
     for path in paths:
         data = store.sources.get(path, b"")
         engine_text = b"initialize" in data and b"save" in data and _INITIALIZE_CALLED.search(data) is not None
-        if engine_text and _may_name(data, "torch", path) and _may_name(data, "deepspeed", path):
+        if engine_text and may_name(data, "torch", path) and may_name(data, "deepspeed", path):
             summary = store.get(path)
             if summary is not None:
                 for found in _engine_saves(summary):
@@ -60,13 +60,13 @@ def gpu_loads(store: SummaryStore, paths: list[str]) -> dict[str, dict[int, GpuF
     answers: dict[str, dict[int, GpuFile]] = {}
     for path in paths:
         data = store.sources.get(path, b"")
-        if b"load" not in data or not _may_name(data, "torch", path) or not _may_read_gpu_file(data, pieces):
+        if b"load" not in data or not may_name(data, "torch", path) or not _may_read_gpu_file(data, pieces):
             continue
         summary = store.get(path)
         if summary is None:
             continue
-        for call, function in _calls_named(summary, "torch.load"):
-            if not call.args or _has_map_location(call) or any(isinstance(a, ast.Starred) for a in call.args):
+        for call, function in calls_named(summary, "torch.load"):
+            if not call.args or has_map_location(call) or any(isinstance(a, ast.Starred) for a in call.args):
                 continue
             read = _loaded_file(summary, call.args[0], function, saved)
             if read is not None:
@@ -86,7 +86,7 @@ _INITIALIZE_CALLED = re.compile(rb"initialize(?:(?:[\s\\)]|#[^\n]*\n)*\(|\s+as\b
 _RELATIVE_IMPORT = re.compile(rb"from(?<!\wfrom)[\s\\]*\.")
 
 
-def _may_name(data: bytes, module: str, path: str) -> bool:
+def may_name(data: bytes, module: str, path: str) -> bool:
     """Whether the text could import `module` (the summary's imports qualify a call only through the module's own
     import statements: the name written, or a relative import resolved against the package, whose dotted name is
     made of the folders the file sits in: `module` must be one of them)."""
@@ -101,7 +101,7 @@ def _may_read_gpu_file(data: bytes, saved: list[list[bytes]]) -> bool:
     return any(all(piece in data for piece in pieces) for pieces in saved)
 
 
-def _calls_named(summary: ModuleSummary, name: str) -> list[tuple[ast.Call, ast.AST]]:
+def calls_named(summary: ModuleSummary, name: str) -> list[tuple[ast.Call, ast.AST]]:
     """Calls of `name` (through the module's imports), each with the body it sits in (a function, or the module)."""
     found: list[tuple[ast.Call, ast.AST]] = []
     for qualname, calls in summary.body_calls():
@@ -110,7 +110,7 @@ def _calls_named(summary: ModuleSummary, name: str) -> list[tuple[ast.Call, ast.
     return found
 
 
-def _has_map_location(call: ast.Call) -> bool:
+def has_map_location(call: ast.Call) -> bool:
     given = next((k.value for k in call.keywords if k.arg == "map_location"), None)
     if given is None and len(call.args) >= 2:
         given = call.args[1]
@@ -119,7 +119,7 @@ def _has_map_location(call: ast.Call) -> bool:
     return given is not None and not (isinstance(given, ast.Constant) and given.value is None)
 
 
-def _file_name(node: ast.AST) -> str | None:
+def file_name(node: ast.AST) -> str | None:
     """The last component of a path expression, its run-time values as `*` (`f"{d}/step_{n}.pt"` ->
     "step_*.pt"); None when nothing literal names the file (`"*.pt"`, a name, a call)."""
     template = _template(node)
@@ -146,7 +146,7 @@ def _template(node: ast.AST) -> str | None:
     return None
 
 
-def _bound_values(function: ast.AST, name: str, before: int) -> list[ast.expr]:
+def bound_values(function: ast.AST, name: str, before: int) -> list[ast.expr]:
     """What `name` is assigned in `function`'s own statements before line `before`."""
     values: list[ast.expr] = []
     for node in ast.walk(function):
@@ -164,7 +164,7 @@ def _loaded_file(
 ) -> GpuFile | None:
     candidates = [target]
     if isinstance(target, ast.Name):
-        candidates = _bound_values(function, target.id, target.lineno)
+        candidates = bound_values(function, target.id, target.lineno)
         if len(candidates) != 1:
             return None
     for value in candidates:
@@ -172,7 +172,7 @@ def _loaded_file(
             callee = summary.qualified(value.func) or ""
             if callee.rpartition(".")[2] in _DS_PATH_HELPERS and "zero_to_fp32" in callee:
                 return GpuFile(callee.rpartition(".")[2] + "()", None, 0)
-        name = _file_name(value)
+        name = file_name(value)
         if name is None:
             continue
         if _DS_FILES.match(name.replace("*", "0")):
@@ -257,10 +257,10 @@ def _engine_saves(summary: ModuleSummary) -> list[GpuFile]:
     if not engines:
         return []
     found: list[GpuFile] = []
-    for call, function in _calls_named(summary, "torch.save"):
+    for call, function in calls_named(summary, "torch.save"):
         if len(call.args) < 2:
             continue
-        name = _file_name(call.args[1])
+        name = file_name(call.args[1])
         usable = _engines_at(summary, engines, function, call.lineno) if name is not None else set()
         if name is not None and usable and _from_engine(call.args[0], function, usable, call.lineno):
             found.append(GpuFile(name, summary.path, call.lineno))
@@ -272,7 +272,7 @@ def _from_engine(saved: ast.expr, function: ast.AST, engines: set[str], line: in
         return True
     if not isinstance(saved, ast.Name):
         return False
-    values = _bound_values(function, saved.id, line)
+    values = bound_values(function, saved.id, line)
     if len(values) != 1:
         return False
     value = values[0]

@@ -21,6 +21,7 @@ from pathlib import Path
 from dslint.beside import Beside
 from dslint.collector import paused
 from dslint.diagnostics import Related
+from dslint.model.cpu_saves import CpuFile, cpu_loads
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.gpu_saves import GpuFile, gpu_loads
 from dslint.model.library import CHECKPOINTING_CONFIGURED
@@ -117,6 +118,7 @@ class _LaunchHalf:
 
     index: ProjectIndex
     gpu_loads: dict[str, dict[int, GpuFile]]
+    cpu_loads: dict[str, dict[int, CpuFile]]
     cuda_parameters: dict[str, dict[str, dict[str, Related]]]
     inputs: list[str]
 
@@ -162,8 +164,9 @@ def _launch_half(
         _read_launchers(index, paths, roots, {path: sources.get(path) for path in files})  # each file read once
         record_chosen_configs(index, sources, roots)
         gpu = gpu_loads(store, list(sources))
+        cpu = cpu_loads(store, list(sources))
         cuda = cuda_parameters(store)
-    return _LaunchHalf(index, gpu, cuda, list(inputs))
+    return _LaunchHalf(index, gpu, cpu, cuda, list(inputs))
 
 
 def _build_project_index(
@@ -238,6 +241,12 @@ def _build_project_index(
     for path, lines in launched.gpu_loads.items():
         gpu = {line: _gpu_file(f) for line, f in lines.items()}
         index.files[path] = replace(facts_of(index.files, path), gpu_loads=gpu)
+    for path, written in launched.cpu_loads.items():
+        cpu = {
+            line: Related(shown_path(f.path), f.line, 1, f"torch.save of CPU data as {f.name}")
+            for line, f in written.items()
+        }
+        index.files[path] = replace(facts_of(index.files, path), cpu_loads=cpu)
     # after every fact the text test reads (`touched`: an engine received, launches, configs built or dumped, GPU
     # loads); the facts still to come (cuda parameters, state-saving calls, pretrained loads) are for the code
     for path, data in sources.items():

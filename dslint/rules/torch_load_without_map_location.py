@@ -37,7 +37,10 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             `open(...)`) from a dict it filled only with tensors moved to the CPU (`.cpu()`, `.to("cpu")`), alone
             or in a tuple with plain attributes: such a file holds no GPU tensor to go back to. Nor is a load
             of a sampler's or data loader's own state (bound to a name like `sampler_state_dict`, or handed
-            straight to `train_sampler.load_state_dict(...)`): epochs, offsets and seeds, no GPU tensor.
+            straight to `train_sampler.load_state_dict(...)`): epochs, offsets and seeds, no GPU tensor. Nor is
+            a load of a file every `torch.save` of the project writing its name fills with CPU data only
+            (`.item()`, `.cpu()`, numbers, a dict or attribute filled with them: `model/cpu_saves.py`), matched by
+            the file name.
             With the project index, also in a module without an engine (an evaluation or resume helper, a
             Trainer or Lightning script), a load without `map_location` of a file known to hold GPU tensors:
             one the project writes with `torch.save` from an engine's state in another module
@@ -247,6 +250,9 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             return
         if only_restores_rng_state(self.facts, node) or loads_own_cpu_save(self.facts, node):
             return
+        project = self.facts.project
+        if project is not None and self.context.span(node)[0].line in project.cpu_loads:
+            return  # every save of the project writing that file saves CPU data only
         if loads_data_state(self.facts, node):
             return
         edit = cpu_map_location_edit(self.context, node)

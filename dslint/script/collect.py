@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,7 @@ from dslint.script.facts import (
 )
 from dslint.script.names import ImportTable, dotted_name
 from dslint.script.project_facts import ProjectFacts
+from dslint.script.statement_lines import StatementLines
 from dslint.script.walk import walk
 
 
@@ -116,6 +117,7 @@ class _Collector:
         self.items: list[cst.WithItem] = []
         self.walruses: list[cst.NamedExpr] = []
         self.functions: list[cst.FunctionDef | None] = [None]  # the innermost `def` around the node (`held_by`)
+        self.statement_lines: StatementLines | None = None  # the paired statements' lines, once the walk is done
         facts.blocks = []
 
     @property
@@ -244,9 +246,7 @@ class _Collector:
         project = self.facts.project
         if project is None or not project.initialize_aliases:
             return False
-        return self.facts.may_be_at(node, project.initialize_aliases) and (
-            self.facts.call_position(node) in project.initialize_aliases
-        )
+        return self.facts.call_position(node) in project.initialize_aliases
 
     # --- branches ---------------------------------------------------------------------------------------------
     def visit_If(self, node: cst.If) -> None:
@@ -324,13 +324,29 @@ class _Collector:
                 return _ResultSource(binding.engine, binding.index, whole=False)
         return None
 
+    def _may_be_at(self, call: cst.Call, positions: Collection[tuple[int, int]]) -> bool:
+        """`ScriptFacts.may_be_at` once the traversal is done and before the facts are, with the statements it
+        paired (`place`); true where they are not paired."""
+        if self.table is None or len(self.table.statements) != len(self.statements):
+            return True
+        if self.statement_lines is None:
+            facts = self.facts
+            self.statement_lines = StatementLines(
+                self.table.statements, self.statements, facts.statement_of_call, facts.small_statement_of_call
+            )
+        return self.statement_lines.may_hold(call, positions)
+
     def _helper_result(self, call: cst.Call) -> _ResultSource | None:
         """`engine, opt, sched = setup_engine(...)`: a helper the project index knows returns initialize's
         results (in its own order)."""
         project = self.facts.project
         if project is None or not project.returns:
             return None
-        fact = self.facts.call_fact(call, project.returns)
+        fact = (
+            project.returns.get(self.facts.call_position(call) or (0, 0))
+            if self._may_be_at(call, project.returns)
+            else None
+        )
         if fact is None or fact.keys:
             return None  # a dict of results is read by key (`ScriptFacts._keyed_role`)
         engine = self.facts.remote_engine(fact, Origin.RETURN, fact.origin, fact.config, fact.origin)

@@ -21,7 +21,6 @@ name's role cannot be known, the answer is None and rules stay silent.
 from __future__ import annotations
 
 import ast
-import bisect
 import enum
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from dslint.model.engine import Engine, EngineConfig, Origin
 from dslint.script.names import ImportTable, dotted_name
 from dslint.script.paths import PathGuards
 from dslint.script.project_facts import ParameterFact, ProjectFacts
+from dslint.script.statement_lines import StatementLines
 
 Fact = TypeVar("Fact")
 
@@ -160,8 +160,7 @@ class ScriptFacts:
         # the functions and `if`, loop and `try` statements, in source order, each with the innermost function
         # holding it (None at module level): filled by the traversal (`collect.py`)
         self.blocks: list[tuple[cst.CSTNode, cst.CSTNode | None]] | None = None
-        self._twins: dict[int, ast.stmt] | None = None  # libcst's statements -> CPython's (`statement_pairs`)
-        self._key_lines: dict[int, tuple[object, list[int]]] = {}  # a project table -> the lines of its keys
+        self._lines: StatementLines | None = None
         # CPython's module body, its statements and libcst's twins, paired one to one (`collect.py`): the path
         # guards are read from the first and laid over the last; None when the two trees are not paired
         self.statement_pairs: tuple[Sequence[ast.stmt], Sequence[ast.stmt], Sequence[cst.CSTNode]] | None = None
@@ -186,31 +185,16 @@ class ScriptFacts:
         return table.get(position) if position is not None else None
 
     def may_be_at(self, call: cst.Call, positions: Collection[tuple[int, int]]) -> bool:
-        """Whether one of `positions` (where calls start, as the project's answers are keyed) may be `call`'s:
-        false when none lies within the lines of the statement holding it, as CPython's twin of that statement
-        gives them, so that libcst's positions (a code generation of the whole module) are computed only then."""
+        """Whether one of `positions` (where calls start, as the project's answers are keyed) may be `call`'s, as
+        the lines of its statement say (`statement_lines.py`): libcst's positions are computed only then."""
         if not positions:
             return False
-        lines = self._statement_lines(call)
-        if lines is None:
+        if not self.collected:  # during the traversal the collector asks with the statement it is in
             return True
-        keys = self._key_lines.get(id(positions))
-        if keys is None or keys[0] is not positions:
-            keys = self._key_lines[id(positions)] = (positions, sorted({line for line, _ in positions}))
-        at = bisect.bisect_left(keys[1], lines[0])
-        return at < len(keys[1]) and keys[1][at] <= lines[1]
-
-    def _statement_lines(self, call: cst.Call) -> tuple[int, int] | None:
-        """The first and last line of the statement holding `call`, from its CPython twin; None when unpaired."""
-        if self._twins is None:
-            pairs = self.statement_pairs
-            self._twins = {id(ours): theirs for theirs, ours in zip(pairs[1], pairs[2], strict=True)} if pairs else {}
-        statement = self.small_statement_of_call.get(call) or self.statement_of_call.get(call)
-        twin = self._twins.get(id(statement)) if statement is not None else None
-        if twin is None or twin.end_lineno is None:
-            return None
-        decorators = getattr(twin, "decorator_list", None)  # a `def`'s line is after its decorators'
-        return min([twin.lineno, *(d.lineno for d in decorators or ())]), twin.end_lineno
+        if self._lines is None:
+            _, theirs, ours = self.statement_pairs or ((), (), ())
+            self._lines = StatementLines(theirs, ours, self.statement_of_call, self.small_statement_of_call)
+        return self._lines.may_hold(call, positions)
 
     @property
     def paths(self) -> PathGuards:

@@ -217,6 +217,9 @@ class ProjectFacts:
     # `torch.load` calls of this module, without a map location, of files that hold GPU tensors
     # (`model.gpu_saves`): line -> (what the file is, where the project writes it, None for DeepSpeed's own)
     gpu_loads: Mapping[int, tuple[str, Related | None]] = field(default_factory=dict)
+    # line of a `torch.load` without a map location -> where the project writes the file it reads from CPU
+    # data only (`model/cpu_saves.py`): nothing goes back to a GPU
+    cpu_loads: Mapping[int, Related] = field(default_factory=dict)
     # Calls in this file of a name holding deepspeed.initialize itself (`ds_init(args=args, model=model)` after
     # `ds_init = deepspeed.initialize`, here or in a caller): the call -> where the value was taken. The script
     # facts read each as an initialize call of the file.
