@@ -46,6 +46,7 @@ from dslint.project.trainer_launches import launched_for_trainer
 from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind, InitializeCall, Pos
 from dslint.script.names import dotted_name
+from dslint.script.path_values import path_value
 from dslint.script.project_facts import LaunchedConfig
 from dslint.script.walk import own_returns
 
@@ -494,18 +495,18 @@ def _resolve_expression(
         if not isinstance(values, dict):
             return None
         return ResolvedConfig(values, f"dict literal at line {context.span(node)[0].line}", None, tree, origin)
-    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-        value = node.evaluated_value
-        if not isinstance(value, str):
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Call, cst.BinaryOperation, cst.Attribute)):
+        # a literal path, or one built from literals and the script's location (`Path(__file__).parent / "x"`)
+        value = path_value(facts, node, context.path)
+        if value is not None and origin is Origin.TRAINER and value == "auto":
             return None
-        if origin is Origin.TRAINER and value == "auto":
-            return None
-        path = config_path(context.path, value)
-        loaded = load_config_tree(path, context.path)
-        if not isinstance(loaded, Object):
-            return None
-        values = to_python(loaded)
-        return ResolvedConfig(values, str(path), path, loaded, origin) if isinstance(values, dict) else None
+        if value is not None:
+            path = config_path(context.path, value)
+            loaded = load_config_tree(path, context.path)
+            if not isinstance(loaded, Object):
+                return None
+            values = to_python(loaded)
+            return ResolvedConfig(values, str(path), path, loaded, origin) if isinstance(values, dict) else None
     if isinstance(node, cst.IfExp):  # `"ds.json" if args.deepspeed else None`: the arms that give a config
         arms = [a for a in (node.body, node.orelse) if not (isinstance(a, cst.Name) and a.value == "None")]
         return strongest([_resolve_expression(context, arm, depth + 1, origin) for arm in arms])

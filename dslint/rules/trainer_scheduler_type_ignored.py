@@ -115,6 +115,17 @@ class TrainerSchedulerTypeIgnored(ScriptRule):
             lines=(3,),
             files=(("ds.json", _WARMUP),),
         ),
+        # the config's path built from the script's own location
+        Invalid(
+            """
+            from pathlib import Path
+            from transformers import TrainingArguments
+            CONFIG = Path(__file__).resolve().parent / "configs" / "ds.json"
+            args = TrainingArguments(output_dir="out", lr_scheduler_type="cosine", deepspeed=str(CONFIG))
+            """,
+            lines=(5,),
+            files=(("configs/ds.json", _WARMUP),),
+        ),
         Invalid(
             """
             from trl import SFTConfig

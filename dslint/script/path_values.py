@@ -1,0 +1,84 @@
+"""The path a script builds from literals and its own location, as the script's folder sees it:
+`Path(__file__).parent.parent / "configs" / "ds.json"` -> "../configs/ds.json" (from `pkg/train/train.py`),
+`os.path.join(os.path.dirname(os.path.abspath(__file__)), "ds.json")` -> "ds.json", `str(path)`, a name bound to
+one of these. Anything read at run time (an option, the working directory, an environment variable) is None: not
+guessed. The answer is relative to the folder holding the script (`config_access.config_path` reads it so), or
+absolute when a literal part is."""
+
+from __future__ import annotations
+
+import posixpath
+
+import libcst as cst
+
+from dslint.script.facts import BindingKind, ScriptFacts
+from dslint.script.names import dotted_name
+
+# Calls that hand back the path they are given (as a string or a `Path`), by their last dotted part.
+_SAME_PATH = frozenset({"str", "fspath", "Path", "PurePath", "PosixPath", "abspath", "realpath", "normpath"})
+_SAME_PATH_METHODS = frozenset({"resolve", "absolute"})
+_DEPTH = 16  # nested parts and names followed, at most
+
+
+def path_value(facts: ScriptFacts, node: cst.BaseExpression, script: str, depth: int = 0) -> str | None:
+    """The path `node` evaluates to, relative to the folder of the script at `script` (see the module's docstring);
+    None when any part of it is not known before the run."""
+    if depth > _DEPTH:
+        return None
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    if isinstance(node, cst.Name):
+        if node.value == "__file__":
+            return posixpath.basename(script.replace("\\", "/"))
+        binding = facts.binding_at(node.value, facts.scope_at(node), facts.start(node))
+        if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
+            return None
+        return path_value(facts, binding.value, script, depth + 1)
+    if isinstance(node, cst.Attribute) and node.attr.value == "parent":
+        inner = path_value(facts, node.value, script, depth + 1)
+        return _parent(inner) if inner is not None else None
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        return _joined([path_value(facts, side, script, depth + 1) for side in (node.left, node.right)])
+    if isinstance(node, cst.Call):
+        return _called(facts, node, script, depth)
+    return None
+
+
+def _called(facts: ScriptFacts, node: cst.Call, script: str, depth: int) -> str | None:
+    if any(arg.keyword is not None or arg.star for arg in node.args):
+        return None
+    args = [arg.value for arg in node.args]
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value in _SAME_PATH_METHODS and not args:
+        return path_value(facts, node.func.value, script, depth + 1)  # `Path(__file__).resolve()`
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value == "joinpath":
+        parts = [node.func.value, *args]
+        return _joined([path_value(facts, part, script, depth + 1) for part in parts])
+    name = dotted_name(node.func) or ""
+    last = name.rpartition(".")[2]
+    if last in _SAME_PATH and len(args) == 1:
+        return path_value(facts, args[0], script, depth + 1)
+    if last == "dirname" and len(args) == 1:
+        inner = path_value(facts, args[0], script, depth + 1)
+        return _parent(inner) if inner is not None else None
+    if name in ("os.path.join", "path.join", "osp.join", "join") and args:
+        return _joined([path_value(facts, arg, script, depth + 1) for arg in args])
+    return None
+
+
+def _parent(path: str) -> str:
+    """The folder holding `path` (relative paths stay relative: the script's folder is ".", above it "..")."""
+    normal = posixpath.normpath(path)
+    if normal == ".":
+        return ".."
+    if normal == ".." or normal.endswith("/.."):
+        return posixpath.join(normal, "..")
+    head = posixpath.dirname(normal)
+    return head or "."
+
+
+def _joined(parts: list[str | None]) -> str | None:
+    if any(part is None for part in parts):
+        return None
+    known = [part for part in parts if part is not None]
+    return posixpath.normpath(posixpath.join(*known)) if known else None
