@@ -500,7 +500,11 @@ def _configless_trainer(site: LaunchSite, store: SummaryStore, unread: bool = Fa
     summary = store.get(script)
     if summary is None:
         return None
-    trainer = configless_trainer(summary, {option.name for option in line.options}, store)
+    backend = line.launcher_option("launcher")  # only launch.py (pdsh, one node) appends `--local_rank=N`
+    rank_first = not any(word == "--no_local_rank" for word, _, _ in line.launcher_words) and (
+        backend is None or (backend.value or "").lower() == "pdsh"
+    )
+    trainer = configless_trainer(summary, {option.name for option in line.options}, store, rank_first)
     if trainer is None:
         return None
     where = Related(shown_path(script), trainer.lineno, trainer.col_offset + 1, "builds a Trainer without a config")

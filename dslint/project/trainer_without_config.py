@@ -28,12 +28,15 @@ _OTHER_SOURCES = ("HfDeepSpeedConfig", "DeepSpeedPlugin", "deepspeed_plugin", "p
 
 
 def configless_trainer(
-    summary: ModuleSummary, launch_options: set[str], store: SummaryStore | None = None
+    summary: ModuleSummary, launch_options: set[str], store: SummaryStore | None = None, rank_first: bool = False
 ) -> ast.Call | None:
     """The Trainer construction of a script whose Trainer gets no DeepSpeed config under a launch giving
     `launch_options` (option names, dashes as underscores), or None when one may reach it or it is not known.
-    `store`: the project's modules, whose Trainer and TrainingArguments subclasses the script may import."""
+    `store`: the project's modules, whose Trainer and TrainingArguments subclasses the script may import.
+    `rank_first`: the launcher puts `--local_rank=N` first on the script's command line, so an arguments file
+    read only when `sys.argv[1].endswith(".json")` (the Hugging Face examples' idiom) is never read."""
     tree = summary.tree
+    unread = _argv_file_arms(tree) if rank_first else set()
     trainer_classes = _trainer_classes(summary, store)
     arguments_classes = _arguments_classes(summary, store)
     # an argparse `--deepspeed` the script never reads (no `args.deepspeed`, no `vars(args)`): dropped on the way
@@ -49,7 +52,7 @@ def configless_trainer(
             return None
         if isinstance(node, (ast.Name, ast.Attribute)):
             name = node.id if isinstance(node, ast.Name) else node.attr
-            if name in _OTHER_SOURCES:
+            if name in _OTHER_SOURCES and id(node) not in unread:
                 return None
         if not isinstance(node, ast.Call):
             continue
@@ -123,3 +126,29 @@ def _library_base(summary: ModuleSummary, base: str, library: Callable[[str], bo
     full = summary.imports.get(head)
     qualified = f"{full}.{rest}" if full and rest else full
     return qualified is not None and qualified.startswith(TRAINER_PACKAGES) and library(qualified)
+
+
+def _argv_file_arms(tree: ast.Module) -> set[int]:
+    """The nodes in the body of an `if` one of whose conjuncts is `sys.argv[1].endswith(...)`: under a launcher
+    that puts `--local_rank=N` first on the command line, that arm never runs."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            test = node.test
+            conjuncts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+            if any(_first_argument_suffix(c) for c in conjuncts):
+                found.update(id(inner) for statement in node.body for inner in ast.walk(statement))
+    return found
+
+
+def _first_argument_suffix(node: ast.expr) -> bool:
+    """`sys.argv[1].endswith(...)`."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "endswith"):
+        return False
+    item = node.func.value
+    return (
+        isinstance(item, ast.Subscript)
+        and dotted(item.value) == "sys.argv"
+        and isinstance(item.slice, ast.Constant)
+        and item.slice.value == 1
+    )

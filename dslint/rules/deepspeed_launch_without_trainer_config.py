@@ -13,6 +13,15 @@ _PARSING = (
     "trainer = Trainer(model=model, args=args)\n"
     "trainer.train()\n"
 )
+# the Hugging Face examples' idiom: an arguments file when it is the one argument, else the command line
+_EXAMPLE = (
+    "import os, sys\nfrom transformers import HfArgumentParser, Trainer, TrainingArguments\n"
+    "parser = HfArgumentParser(TrainingArguments)\n"
+    'if len(sys.argv) == 2 and sys.argv[1].endswith(".json"):\n'
+    "    (args,) = parser.parse_json_file(json_file=os.path.abspath(sys.argv[1]))\n"
+    "else:\n    (args,) = parser.parse_args_into_dataclasses()\n"
+    "Trainer(model=model, args=args).train()\n"
+)
 _BUILT = (
     "from transformers import Trainer, TrainingArguments\n"
     'args = TrainingArguments(output_dir="out", per_device_train_batch_size=4)\n'
@@ -34,8 +43,10 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
             TrainingArguments are built in the script without `deepspeed=`, or parsed from the command line
             (`HfArgumentParser`) while the launch passes no `--deepspeed`. A script that hands DeepSpeed a config
             any other way (a call into `deepspeed`, `HfDeepSpeedConfig`, accelerate's `DeepSpeedPlugin`, arguments
-            read from a file, a `deepspeed` attribute it assigns) is left alone. A launch that gives a config option
-            the script never reads (DSL424's finding at the option) is flagged too.
+            read from a file, a `deepspeed` attribute it assigns) is left alone; but not for an arguments file read
+            only when `sys.argv[1].endswith(".json")` (the Hugging Face examples' idiom) under a launch that puts
+            `--local_rank=N` first on the command line (no `--no_local_rank`): that arm never runs. A launch that
+            gives a config option the script never reads (DSL424's finding at the option) is flagged too.
         """,
         why="""
             The `deepspeed` launcher only starts the processes: it sets RANK, LOCAL_RANK and WORLD_SIZE and
@@ -80,6 +91,8 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
             files=(("train.py", "import deepspeed\n" + _BUILT + "engine = deepspeed.init_inference(model)\n"),),
         ),
         Valid("torchrun --nproc_per_node 4 train.py --output_dir out\n", files=(("train.py", _PARSING),)),
+        # without --local_rank first, the one argument may be an arguments file naming a config
+        Valid("deepspeed --no_local_rank --num_gpus 2 train.py args.json\n", files=(("train.py", _EXAMPLE),)),
         Valid(
             "deepspeed --num_gpus 4 train.py\n",
             files=(("train.py", _BUILT.replace("from transformers import", "from mytrainers import")),),
@@ -92,6 +105,8 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
             files=(("train.py", _PARSING),),
         ),
         Invalid("deepspeed --num_gpus 2 train.py\n", lines=(1,), files=(("train.py", _BUILT),)),
+        # the runner puts --local_rank=N first: the arguments-file arm of the examples' idiom never runs
+        Invalid("deepspeed --num_gpus 2 train.py --output_dir out\n", lines=(1,), files=(("train.py", _EXAMPLE),)),
         # the script's own argparse takes --deepspeed and never reads it; the arguments class is a TRL config's
         # project subclass, built without deepspeed=
         Invalid(
