@@ -6,13 +6,15 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from dslint.config.versions import BUFFERS_KEPT_SINCE
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
+from dslint.project.config_link import resolve_config_expression
 from dslint.rules.model_moved_before_initialize import ModelMovedBeforeInitialize
 from dslint.script.edits import delete_line
-from dslint.script.model_moves import ModelMoves, cast_dtype, prepare_sinks
+from dslint.script.model_moves import ModelMoves, ModelSink, cast_dtype, prepare_sinks
 from dslint.script.parameter_casts import cast_loops, casting_helpers, helper_argument, parameter_loops
 from dslint.script.statement_removal import delete_statements
 
@@ -55,7 +57,9 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
             `net.half()`), or of a method casting an attribute of its own instance (`self._prepare()` running
             `self.model.half()`), is reported at the call, naming the cast, without a fix. It used to be
             part of DSL101 (`# noqa: DSL101` and `ignore = ["DSL101"]` still cover it, through the redirect). A cast
-            inside `with init_empty_weights():` (meta parameters, no data: the dtype a load fills) is not flagged.
+            inside `with init_empty_weights():` (meta parameters, no data: the dtype a load fills) is not flagged,
+            nor, under a DeepSpeed before 0.19.2 (which casts the whole module, buffers too), a cast to the one half
+            type the config of this file's `initialize` enables: the engine would do the same.
 
             Under accelerate: a cast known to give 16 bits (`.half()`, `.bfloat16()`, `.to(torch.float16)`,
             `.to(device, dtype=torch.bfloat16)`, a parameter loop) on the model that `accelerator.prepare(...)`
@@ -102,6 +106,16 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
         """,
     )
     valid = (
+        # before 0.19.2 the engine casts the whole module to the enabled half type itself: the same cast by hand
+        # changes nothing
+        Valid(
+            """
+            import deepspeed
+            model = model.half().cuda()
+            engine, *_ = deepspeed.initialize(model=model, config={"fp16": {"enabled": True}, "steps": args.steps})
+            """,
+            deepspeed_version="0.9.2",
+        ),
         # the helper casts another model (a teacher that never reaches initialize), or casts to fp32
         Valid(
             """
@@ -169,6 +183,34 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
         ),
     )
     invalid = (
+        # ... but not to another type than the config enables, nor since 0.19.2 (the engine keeps buffers in fp32)
+        Invalid(
+            """
+            import deepspeed
+            model = model.half().cuda()
+            engine, *_ = deepspeed.initialize(model=model, config={"bf16": {"enabled": True}})
+            """,
+            lines=(3,),
+            deepspeed_version="0.9.2",
+            fixed="""
+            import deepspeed
+            model = model.cuda()
+            engine, *_ = deepspeed.initialize(model=model, config={"bf16": {"enabled": True}})
+            """,
+        ),
+        Invalid(
+            """
+            import deepspeed
+            model = model.half().cuda()
+            engine, *_ = deepspeed.initialize(model=model, config={"fp16": {"enabled": True}})
+            """,
+            lines=(3,),
+            fixed="""
+            import deepspeed
+            model = model.cuda()
+            engine, *_ = deepspeed.initialize(model=model, config={"fp16": {"enabled": True}})
+            """,
+        ),
         # a project function casts the model it is handed, or a method the attribute of its own instance: reported
         # at the call, naming the cast (no fix: the function may be right for its other callers)
         Invalid(
@@ -333,6 +375,8 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
             elif _half_cast(node, self.context.code) and self.moves.initialize_for(node) is None:
                 self.unplaced.append((node, None))
             return
+        if self._changes_nothing(node, init):
+            return
         message = self.message
         if init.origin is not None:
             message += f" (the model reaches deepspeed.initialize at {init.origin.path}:{init.origin.line})"
@@ -344,6 +388,23 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
             fix_message=f"Remove `{node.func.value}(...)`" if isinstance(node.func, cst.Name) else "Remove the cast",
             related=(init.origin,) if init.origin is not None else (),
         )
+
+    def _changes_nothing(self, node: cst.Call, sink: ModelSink) -> bool:
+        """Before 0.19.2 the engine casts the whole module, buffers too, to the half type its config enables, and
+        builds its fp32 master weights from the cast parameters: a hand cast to that same type, before this file's
+        `initialize` of a config read here, changes nothing (since 0.19.2 the engine keeps the buffers in fp32)."""
+        if not self.context.deepspeed_version < BUFFERS_KEPT_SINCE or sink.call is None:
+            return False
+        init = self.facts.initialize_call_for(sink.call)
+        resolved = resolve_config_expression(self.context, init.config) if init and init.config else None
+        if resolved is None:
+            return False
+        enabled = [
+            dtype
+            for section, dtype in (("fp16", "float16"), ("bf16", "bfloat16"), ("bfloat16", "bfloat16"))
+            if isinstance(part := resolved.values.get(section), dict) and part.get("enabled") is True
+        ]
+        return len(enabled) == 1 and cast_dtype(node, self.context.code) == enabled[0]
 
     def _loop_fix(self, node: cst.Call) -> list[Edit]:
         """A per-parameter cast goes with its statement, and the loop goes when that was all it did; never

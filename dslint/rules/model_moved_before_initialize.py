@@ -503,6 +503,10 @@ class ModelMovedBeforeInitialize(ScriptRule):
         self.trainer_calls: list[cst.Call] = []  # `*Trainer(model=...)`
         self.unplaced_moves: list[cst.Call] = []  # moves that reach no initialize, for `accelerator.prepare`
 
+    def _changes_nothing(self, node: cst.Call, init: ModelSink) -> bool:
+        """Whether the engine `init` leads to would do what the call does anyway (a subclass's question)."""
+        return False
+
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) == "prepare" and isinstance(node.func, cst.Attribute):
             self.prepares.append(node)
@@ -526,7 +530,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
                     start_at=node.func.attr if isinstance(node.func, cst.Attribute) else None,
                 )
             return
-        if init is None or is_cast(node) != self.casts:
+        if init is None or is_cast(node) != self.casts or self._changes_nothing(node, init):
             return
         if not self.casts and serves_another_path(self.facts, node, init):
             return
