@@ -6,15 +6,14 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from dslint.config.versions import BUFFERS_KEPT_SINCE
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, Valid
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
-from dslint.project.config_link import resolve_config_expression
+from dslint.project.hand_casts import engine_casts_alike
 from dslint.rules.model_moved_before_initialize import ModelMovedBeforeInitialize
 from dslint.script.edits import delete_line
-from dslint.script.model_moves import ModelMoves, ModelSink, cast_dtype, prepare_sinks
+from dslint.script.model_moves import ModelMoves, cast_dtype, prepare_sinks
 from dslint.script.parameter_casts import cast_loops, casting_helpers, helper_argument, parameter_loops
 from dslint.script.statement_removal import delete_statements
 
@@ -375,7 +374,7 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
             elif _half_cast(node, self.context.code) and self.moves.initialize_for(node) is None:
                 self.unplaced.append((node, None))
             return
-        if self._changes_nothing(node, init):
+        if engine_casts_alike(self.context, node, init):
             return
         message = self.message
         if init.origin is not None:
@@ -388,23 +387,6 @@ class ModelCastBeforeInitialize(ModelMovedBeforeInitialize):
             fix_message=f"Remove `{node.func.value}(...)`" if isinstance(node.func, cst.Name) else "Remove the cast",
             related=(init.origin,) if init.origin is not None else (),
         )
-
-    def _changes_nothing(self, node: cst.Call, sink: ModelSink) -> bool:
-        """Before 0.19.2 the engine casts the whole module, buffers too, to the half type its config enables, and
-        builds its fp32 master weights from the cast parameters: a hand cast to that same type, before this file's
-        `initialize` of a config read here, changes nothing (since 0.19.2 the engine keeps the buffers in fp32)."""
-        if not self.context.deepspeed_version < BUFFERS_KEPT_SINCE or sink.call is None:
-            return False
-        init = self.facts.initialize_call_for(sink.call)
-        resolved = resolve_config_expression(self.context, init.config) if init and init.config else None
-        if resolved is None:
-            return False
-        enabled = [
-            dtype
-            for section, dtype in (("fp16", "float16"), ("bf16", "bfloat16"), ("bfloat16", "bfloat16"))
-            if isinstance(part := resolved.values.get(section), dict) and part.get("enabled") is True
-        ]
-        return len(enabled) == 1 and cast_dtype(node, self.context.code) == enabled[0]
 
     def _loop_fix(self, node: cst.Call) -> list[Edit]:
         """A per-parameter cast goes with its statement, and the loop goes when that was all it did; never

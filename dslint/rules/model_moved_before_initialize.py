@@ -12,6 +12,7 @@ from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.project.config_link import trainer_config_given, training_arguments_configs
+from dslint.project.hand_casts import engine_casts_alike
 from dslint.script.edits import delete_call_statement, unwrap_method_call
 from dslint.script.facts import method_name
 from dslint.script.hf_trainers import TrainerNames
@@ -492,8 +493,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
         ),
     )
 
-    # Whether this rule reports the casts (DSL104, a subclass) or the moves of the model (DSL101).
-    casts: ClassVar[bool] = False
+    casts: ClassVar[bool] = False  # this rule reports the casts (DSL104, a subclass), not the moves (DSL101)
 
     def visit_Module(self, node: cst.Module) -> None:
         self.moves = ModelMoves(self.facts)
@@ -502,10 +502,6 @@ class ModelMovedBeforeInitialize(ScriptRule):
         self.prepares: list[cst.Call] = []
         self.trainer_calls: list[cst.Call] = []  # `*Trainer(model=...)`
         self.unplaced_moves: list[cst.Call] = []  # moves that reach no initialize, for `accelerator.prepare`
-
-    def _changes_nothing(self, node: cst.Call, init: ModelSink) -> bool:
-        """Whether the engine `init` leads to would do what the call does anyway (a subclass's question)."""
-        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) == "prepare" and isinstance(node.func, cst.Attribute):
@@ -530,7 +526,7 @@ class ModelMovedBeforeInitialize(ScriptRule):
                     start_at=node.func.attr if isinstance(node.func, cst.Attribute) else None,
                 )
             return
-        if init is None or is_cast(node) != self.casts or self._changes_nothing(node, init):
+        if init is None or is_cast(node) != self.casts or (self.casts and engine_casts_alike(self.context, node, init)):
             return
         if not self.casts and serves_another_path(self.facts, node, init):
             return
