@@ -123,6 +123,17 @@ def _subject(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute):
         base = _subject(node.value)
         return f"{base}.{node.attr}" if base is not None else None
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and len(node.args) in (1, 2)
+        and not node.keywords
+        and isinstance(key := _constant(node.args[0]), str)
+        and (len(node.args) == 1 or _constant(node.args[1]) is None)
+    ):
+        base = _subject(node.func.value)  # `cfg.get("k")` is true exactly where `cfg["k"]` is there and true
+        return f"{base}[{key!r}]" if base is not None else None
     if isinstance(node, ast.Call) and not node.keywords:
         base = _subject(node.func)
         if base is None or base.endswith(")"):

@@ -42,7 +42,8 @@ class LoadCheckpointResultIgnored(ScriptRule):
             of these or unpacked from `os.path.split(...)` or a string's `split(...)`, or bound where its value
             was tested not None: the
             `else` of `if args.tag is None:`): with a tag, a missing checkpoint raises instead; nor a tag the call
-            is guarded by (`if tag is not None:`, `if tag:`) or a parameter annotated `str` without a default. A
+            is guarded by (`if tag is not None:`, `if tag:`, `if cfg.get("tag"):` for `cfg["tag"]`) or a parameter
+            annotated `str` without a default. A
             tag that may be None (`tag=args.tag`, an option without a default) is flagged.
             Nor is a load followed in its own block, before anything that may leave it or skip a line (`if`,
             `try`, a loop), by an `open` of the same directory's `latest` file (`os.path.join(dir, "latest")`):
@@ -149,6 +150,10 @@ class LoadCheckpointResultIgnored(ScriptRule):
                     engine.load_checkpoint(folder, tag=tag)
             def load(folder: str, ckpt_id: str):
                 engine.load_checkpoint(folder, ckpt_id)
+            def from_settings(folder, cfg):
+                if cfg.get("resume_tag"):  # the item tested, then read
+                    tag = cfg["resume_tag"]
+                    engine.load_checkpoint(folder, tag=tag)
             """
         ),
         Valid(
@@ -478,7 +483,7 @@ class LoadCheckpointResultIgnored(ScriptRule):
         """`at` (the call, or the statement binding the tag's name) runs only where the tag was tested not None
         (`if tag is not None:`, `if tag:`, the `else` of `if tag is None:`), or the tag is a parameter annotated
         `str`."""
-        name = dotted_name(tag)
+        name = dotted_name(tag) or _item_subject(tag)
         if name is None:
             return False
         for guard in self.facts.paths.at(at):
@@ -545,3 +550,19 @@ class LoadCheckpointResultIgnored(ScriptRule):
         first = node.args[0] if node.args else None
         directory = self.context.code(first.value) if first is not None and not first.star else ""
         return [checked_load_edit(self.context, line, self.context.code(node), directory)]
+
+
+def _item_subject(node: cst.BaseExpression) -> str | None:
+    """`cfg["k"]` (or `cfg.get("k")`) as the path guards name it: "cfg['k']"."""
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        index = node.slice[0].slice
+        key = index.value if isinstance(index, cst.Index) else None
+    elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get":
+        key = node.args[0].value if len(node.args) == 1 and node.args[0].keyword is None else None
+        node = node.func
+    else:
+        return None
+    base = dotted_name(node.value) if isinstance(node, (cst.Subscript, cst.Attribute)) else None
+    if base is None or not isinstance(key, cst.SimpleString) or not isinstance(key.evaluated_value, str):
+        return None
+    return f"{base}[{key.evaluated_value!r}]"
