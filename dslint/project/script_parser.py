@@ -24,6 +24,7 @@ ds_config.json" (the config option is `--deepspeed_config`).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -48,12 +49,40 @@ class StrictParser:
 
 
 def refusing_parse(summary: ModuleSummary, data: bytes) -> ast.Call | None:
-    """The `parser.parse_args()` call of the script that refuses `--local_rank=N`, or None when the script
-    accepts it or its parsing is not known well enough to say."""
+    """The `parser.parse_args()` call of the script that refuses `--local_rank=N` (or the call of its Hydra
+    entry: `hydra_entry`), or None when the script accepts it or its parsing is not known well enough to say."""
     parser = strict_parser(summary, data)
-    if parser is None or any(_accepts(option, parser.abbreviations) for option in parser.options):
+    if parser is None:
+        return hydra_entry(summary, data)
+    if any(_accepts(option, parser.abbreviations) for option in parser.options):
         return None
     return parser.parse
+
+
+# The script may rewrite its command line before a parser reads it (`sys.argv = [...]`, `sys.argv.pop(1)`).
+_ARGV_EDITED = re.compile(rb"sys\.argv\s*(?:=(?!=)|\[|\.)|del\s+sys\.argv")
+
+
+def hydra_entry(summary: ModuleSummary, data: bytes) -> ast.Call | None:
+    """The call of a `@hydra.main` function of the script (`main()` under `if __name__ == "__main__":`): Hydra's
+    parser takes `key=value` overrides and its own options, and stops at any other option ("unrecognized
+    arguments: --local_rank=0"). None where the script names that option (to drop it, say) or may edit `sys.argv`
+    first."""
+    if b"hydra" not in data or b"--local" in data or _ARGV_EDITED.search(data):
+        return None
+    entries = {
+        node.name
+        for node in summary.tree.body
+        if isinstance(node, ast.FunctionDef)
+        and any(
+            summary.qualified(d.func if isinstance(d, ast.Call) else d) == "hydra.main" for d in node.decorator_list
+        )
+    }
+    for node in ast.walk(summary.tree) if entries else ():
+        called = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in entries
+        if called and isinstance(node, ast.Call) and not node.args and not node.keywords:
+            return node  # the entry Hydra runs with the command line
+    return None
 
 
 def switch_only_parse(summary: ModuleSummary, data: bytes) -> ast.Call | None:

@@ -46,6 +46,19 @@ if __name__ == "__main__":
 _FOREIGN = _STRICT.replace("parser = deepspeed.add_config_arguments(parser)", "add_model_options(parser)")
 
 
+# a Hydra app: its parser takes `key=value` overrides and its own options, nothing else
+_HYDRA = """\
+import hydra
+
+@hydra.main(config_path="configs", config_name="train", version_base=None)
+def main(cfg):
+    print(cfg.lr)
+
+if __name__ == "__main__":
+    main()
+"""
+
+
 def files_of(script: str) -> tuple[tuple[str, str], ...]:
     """A case's project: `script` as train.py, and the config its launches name."""
     return (("train.py", script), ("ds.json", '{"train_micro_batch_size_per_gpu": 1}\n'))
@@ -71,7 +84,9 @@ class LocalRankRefused(LaunchRule):
             writes `--local_rank` itself (counting it, `len(sys.argv)`, or looking at it, `" ".join(sys.argv)`, is
             fine), a parser built elsewhere, handed to another function (other than
             `deepspeed.add_config_arguments`, which adds only the config options) or returned, options named by
-            variables, parent parsers, subcommands, other prefix characters.
+            variables, parent parsers, subcommands, other prefix characters. A script whose command line Hydra
+            parses (a `@hydra.main` function it calls: Hydra takes `key=value` overrides and its own options only)
+            is flagged the same way, unless it names `--local_rank` or may edit `sys.argv` first.
         """,
         why="""
             The runner starts each rank through `deepspeed/launcher/launch.py`, which runs
@@ -92,6 +107,17 @@ class LocalRankRefused(LaunchRule):
         """,
     )
     valid = (
+        # a Hydra app that drops the launcher's option from the command line first
+        Valid(
+            "deepspeed --num_gpus 2 train.py --config-name small\n",
+            files=files_of(
+                _HYDRA.replace(
+                    'if __name__ == "__main__":\n',
+                    'if __name__ == "__main__":\n    import sys\n'
+                    '    sys.argv = [a for a in sys.argv if not a.startswith("--local_rank")]\n',
+                )
+            ),
+        ),
         # the DeepSpeed parser is built and parsed first: which parse stops the run is not known
         Valid(
             "deepspeed train.py --deepspeed_config ds.json\n",
@@ -125,6 +151,7 @@ class LocalRankRefused(LaunchRule):
     )
     invalid = (
         Invalid("deepspeed train.py --deepspeed_config ds.json\n", lines=(1,), files=files_of(_TWO_PARSERS)),
+        Invalid("deepspeed --num_gpus 2 train.py --config-name small\n", lines=(1,), files=files_of(_HYDRA)),
         Invalid(
             "deepspeed train.py --deepspeed_config ds.json\n",
             lines=(1,),
