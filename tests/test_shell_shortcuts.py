@@ -66,7 +66,7 @@ def test_skipped_lines_change_nothing(text: str) -> None:
     """Every line `_inert` lets `parse_shell` skip is one the full reading does nothing with: the launches found
     (scripts, options, environments, directories) are the same as when no line is skipped."""
     found = parse_shell("/p/run.sh", text, _read)
-    with mock.patch.object(launchers, "_inert", lambda logical: False):
+    with mock.patch.object(launchers, "_inert", lambda logical, wrappers=False: False):
         assert found == parse_shell("/p/run.sh", text, _read)
 
 
