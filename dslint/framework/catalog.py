@@ -98,6 +98,7 @@ CODES: tuple[str, ...] = (
     "DSL457",
     "DSL458",
     "DSL459",
+    "DSL460",
 )
 
 
@@ -400,6 +401,13 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL458": Needs((b"DataParallel",)),
     "DSL454": Needs(
         (b"lr_scheduler_type", b"deepspeed"), engine=False, alternatives=((b"HfArgumentParser",),), hf_configured=True
+    ),
+    # a Trainer's arguments beside a config with no key for them: in the file, or parsed from a launch's command line
+    "DSL460": Needs(
+        (b"TrainingArguments", b"deepspeed"),
+        engine=False,
+        alternatives=((b"HfArgumentParser",), (b"Config", b"deepspeed")),
+        hf_configured=True,
     ),
     "DSL309": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL310": Needs((b"deepspeed", b"initialize"), partly_engine=True),

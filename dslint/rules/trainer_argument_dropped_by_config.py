@@ -1,0 +1,194 @@
+"""DSL460: a Trainer argument the DeepSpeed config has no key for is dropped (the engine or its optimizer decides)."""
+
+from __future__ import annotations
+
+import os
+
+import libcst as cst
+
+from dslint.config.versions import CLIPPING_BY_DEFAULT_SINCE
+from dslint.diagnostics import Related, Severity
+from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.config_edits import literal_value
+from dslint.project.config_link import ResolvedConfig, resolve_config_expression
+from dslint.project.trainer_matches import argument_parsers, launched_trainer_configs
+from dslint.script.hf_models import is_training_arguments, keyword_value
+
+_OPTIMIZER = '{"train_micro_batch_size_per_gpu": "auto", "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}\n'
+_FILLED = (
+    '{"train_micro_batch_size_per_gpu": "auto", "gradient_clipping": "auto",\n'
+    ' "optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": "auto"}}}\n'
+)
+_PARSING = """\
+from transformers import HfArgumentParser, Trainer, TrainingArguments
+
+(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+Trainer(model=build(), args=args).train()
+"""
+
+# TrainingArguments' optimizer settings that transformers copies into the config's `optimizer.params` key of
+# that name only where it says "auto" (`HfTrainerDeepSpeedConfig.trainer_config_process`).
+_OPTIMIZER_PARAMETERS = {"weight_decay": "weight_decay", "adam_epsilon": "eps"}
+
+
+class TrainerArgumentDroppedByConfig(ScriptRule):
+    code = "DSL460"
+    slug = "trainer-argument-dropped-by-config"
+    message = "the DeepSpeed config has no key for this Trainer argument, so the argument is dropped"
+    severity = Severity.WARNING
+    needs_engine = False
+    required_tokens = (b"TrainingArguments", b"deepspeed")
+    alternative_tokens = ((b"HfArgumentParser",), (b"Config", b"deepspeed"))
+    needs_hf_config = True
+    docs = RuleDocs(
+        what="""
+            Flags a Trainer argument written beside a DeepSpeed config that has no key for it, in
+            `TrainingArguments(..., deepspeed=...)` (also `Seq2SeqTrainingArguments` and TRL's trainer configs),
+            or in a launch that passes it beside `--deepspeed ds.json` (at the script's `HfArgumentParser`, naming
+            the launch): `max_grad_norm` when the config has no `gradient_clipping` and the value differs from the
+            engine's default (1.0 since DeepSpeed 0.19.3, 0.0 before); `optim` when the config has an
+            `optimizer` section; `weight_decay` and `adam_epsilon` when the config's `optimizer` section has no
+            `weight_decay` or `eps` in its `params`. Values built at run time, and a config that cannot be read,
+            are not judged; a key written with another value is DSL435's finding, a missing `lr` DSL459's.
+        """,
+        why="""
+            The Trainer hands its arguments to DeepSpeed only through the config: it fills the keys that say
+            `"auto"` and compares those written (transformers' `HfTrainerDeepSpeedConfig.fill_match`); a key that
+            is absent is neither. Without `gradient_clipping`, the engine clips at its own default and the
+            Trainer's clipping call only reads the norm (accelerate's `clip_grad_norm_` under DeepSpeed). With an
+            `optimizer` section, `deepspeed_optim_sched` hands the Trainer a `DummyOptim` and DeepSpeed builds the
+            section's optimizer: `optim` is never read, and a parameter the section's `params` lack takes the
+            optimizer's own default. Nothing is logged; the run trains with other settings than it asked for.
+        """,
+        example="""
+            # ds.json: {"optimizer": {"type": "AdamW", "params": {"lr": "auto"}}, ...}
+            args = TrainingArguments(output_dir="out", weight_decay=0.1, max_grad_norm=0.3, deepspeed="ds.json")
+        """,
+        use_instead="""
+            # ds.json: {"gradient_clipping": "auto",
+            #           "optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": "auto"}}, ...}
+            args = TrainingArguments(output_dir="out", weight_decay=0.1, max_grad_norm=0.3, deepspeed="ds.json")
+        """,
+    )
+    valid = (
+        # the config's "auto" keys take the arguments
+        Valid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", weight_decay=0.1, max_grad_norm=0.3, deepspeed="ds.json")
+            """,
+            files=(("ds.json", _FILLED),),
+        ),
+        # no optimizer section: the Trainer builds its own optimizer from the arguments; the engine's default
+        # clipping (1.0 since 0.19.3) is the value asked for
+        Valid(
+            """
+            from transformers import TrainingArguments
+            ds = {"train_micro_batch_size_per_gpu": "auto"}
+            args = TrainingArguments(output_dir="out", optim="adamw_bnb_8bit", weight_decay=0.1, max_grad_norm=1.0,
+                                     deepspeed=ds)
+            """
+        ),
+        # values read at run time are not judged
+        Valid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", weight_decay=opts.wd, deepspeed="ds.json")
+            """,
+            files=(("ds.json", _OPTIMIZER),),
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", optim="adafactor", weight_decay=0.1, max_grad_norm=0.3,
+                                     deepspeed="ds.json")
+            """,
+            lines=(3, 3, 3),
+            files=(("ds.json", _OPTIMIZER),),
+        ),
+        # before 0.19.3 the engine does not clip by default: the Trainer's default asks for 1.0, an explicit one too
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", max_grad_norm=1.0, deepspeed="ds.json")
+            """,
+            lines=(3,),
+            files=(("ds.json", '{"train_micro_batch_size_per_gpu": "auto"}\n'),),
+            deepspeed_version="0.14.4",
+        ),
+        Invalid(
+            _PARSING,
+            lines=(3,),
+            files=(
+                ("run.sh", "deepspeed train.py --output_dir out --weight_decay 0.05 --deepspeed ds.json\n"),
+                ("ds.json", _OPTIMIZER),
+            ),
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not is_training_arguments(self.context, node):
+            return
+        expression = keyword_value(node, "deepspeed")
+        if expression is None or (isinstance(expression, cst.Name) and expression.value == "None"):
+            return
+        given = {}
+        for name in ("max_grad_norm", "optim", *_OPTIMIZER_PARAMETERS):
+            value = keyword_value(node, name)
+            if value is not None:
+                given[name] = (value, literal_value(value))
+        config = resolve_config_expression(self.context, expression) if given else None
+        if config is None:
+            return
+        for name, (at, value) in given.items():
+            self._check(at, name, value, config, "")
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        parser = next(argument_parsers(original_node), None)
+        if parser is None:
+            return
+        for launch, config in launched_trainer_configs(self.context):
+            for name in ("max_grad_norm", "optim", *_OPTIMIZER_PARAMETERS):
+                written = launch.options.get(name)
+                value = _number(written) if name != "optim" else written
+                self._check(parser, name, value, config, " from the launch", (launch.launch,))
+
+    def _check(
+        self,
+        node: cst.CSTNode,
+        name: str,
+        value: object,
+        config: ResolvedConfig,
+        where: str,
+        related: tuple[Related, ...] = (),
+    ) -> None:
+        if value is None or isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            return
+        file = os.path.basename(str(config.path)) if config.path is not None else "the config dict"
+        optimizer = config.values.get("optimizer")
+        if name == "max_grad_norm":
+            default = 1.0 if not self.context.deepspeed_version < CLIPPING_BY_DEFAULT_SINCE else 0.0
+            if "gradient_clipping" in config.values or not isinstance(value, (int, float)) or value == default:
+                return
+            text = f"max_grad_norm={value}{where} is dropped: {file} has no gradient_clipping (the engine clips at"
+            text += f' {default}); set it to "auto"'
+        elif not isinstance(optimizer, dict):
+            return
+        elif name == "optim":
+            text = f"optim={value!r}{where} is not used: the optimizer section of {file} builds the optimizer"
+        else:
+            params = optimizer.get("params")
+            key = _OPTIMIZER_PARAMETERS[name]
+            if (isinstance(params, dict) and key in params) or not isinstance(value, (int, float)):
+                return
+            text = f'{name}={value}{where} is dropped: the optimizer of {file} has no {key}; set it to "auto"'
+        self.report(node, text, related=related)
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
