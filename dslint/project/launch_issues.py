@@ -504,7 +504,8 @@ def _configless_trainer(site: LaunchSite, store: SummaryStore, unread: bool = Fa
     rank_first = not any(word == "--no_local_rank" for word, _, _ in line.launcher_words) and (
         backend is None or (backend.value or "").lower() == "pdsh"
     )
-    trainer = configless_trainer(summary, {option.name for option in line.options}, store, rank_first)
+    options = {option.name for option in line.options} | ({"*"} if line.open_words else set())
+    trainer = configless_trainer(summary, options, store, rank_first)
     if trainer is None:
         return None
     where = Related(shown_path(script), trainer.lineno, trainer.col_offset + 1, "builds a Trainer without a config")

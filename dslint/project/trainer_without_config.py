@@ -31,7 +31,8 @@ def configless_trainer(
     summary: ModuleSummary, launch_options: set[str], store: SummaryStore | None = None, rank_first: bool = False
 ) -> ast.Call | None:
     """The Trainer construction of a script whose Trainer gets no DeepSpeed config under a launch giving
-    `launch_options` (option names, dashes as underscores), or None when one may reach it or it is not known.
+    `launch_options` (option names, dashes as underscores; "*": more, given at run time or elided), or None when
+    one may reach it or it is not known.
     `store`: the project's modules, whose Trainer and TrainingArguments subclasses the script may import.
     `rank_first`: the launcher puts `--local_rank=N` first on the script's command line, so an arguments file
     read only when `sys.argv[1].endswith(".json")` (the Hugging Face examples' idiom) is never read."""
@@ -77,8 +78,8 @@ def configless_trainer(
             return None
     if not trainers or arguments_built + parses == 0:
         return None
-    if parses and "deepspeed" in launch_options:
-        return None
+    if parses and ("deepspeed" in launch_options or "*" in launch_options):
+        return None  # `--deepspeed` given, or maybe among options given at run time (`"$@"`, a document's `...`)
     return trainers[0]
 
 

@@ -41,7 +41,8 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
             Flags a `deepspeed` launch command (in a shell script, a Makefile recipe, a README's or a guide's code
             block) whose script builds a Hugging Face (or TRL) Trainer that no DeepSpeed config reaches: its
             TrainingArguments are built in the script without `deepspeed=`, or parsed from the command line
-            (`HfArgumentParser`) while the launch passes no `--deepspeed`. A script that hands DeepSpeed a config
+            (`HfArgumentParser`) while the launch passes no `--deepspeed` (and leaves no option open: `"$@"`, a
+            document's `...`). A script that hands DeepSpeed a config
             any other way (a call into `deepspeed`, `HfDeepSpeedConfig`, accelerate's `DeepSpeedPlugin`, arguments
             read from a file, a `deepspeed` attribute it assigns) is left alone; but not for an arguments file read
             only when `sys.argv[1].endswith(".json")` (the Hugging Face examples' idiom) under a launch that puts
@@ -91,6 +92,8 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
             files=(("train.py", "import deepspeed\n" + _BUILT + "engine = deepspeed.init_inference(model)\n"),),
         ),
         Valid("torchrun --nproc_per_node 4 train.py --output_dir out\n", files=(("train.py", _PARSING),)),
+        # a document's command whose other options are left to the reader: --deepspeed may be among them
+        Valid("deepspeed --num_gpus 2 train.py ...\n", files=(("train.py", _EXAMPLE),)),
         # without --local_rank first, the one argument may be an arguments file naming a config
         Valid("deepspeed --no_local_rank --num_gpus 2 train.py args.json\n", files=(("train.py", _EXAMPLE),)),
         Valid(
