@@ -9,7 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from property_profiles import examples
 
-from dslint.model.gpu_saves import _INITIALIZE_CALLED, _RELATIVE_IMPORT, _engine_names
+from dslint.model.gpu_saves import _RELATIVE_IMPORT, INITIALIZE_CALLED, _engine_names
 from dslint.model.star_imports import _may_bring
 from dslint.model.state_saving_calls import plugin_sites
 from dslint.model.summary import summarize
@@ -95,14 +95,14 @@ _ENGINE_PIECES = st.sampled_from(
 @example("from deepspeed import initialize as go\nengine, opt, _, _ = go(model=net)\n")
 @settings(max_examples=examples(300))
 def test_the_initialize_text_test_keeps_every_module_that_assigns_an_engine(text: str) -> None:
-    """`gpu_saves` reads a module for engine saves only when `_INITIALIZE_CALLED` finds its text: never one where
+    """`gpu_saves` reads a module for engine saves only when `INITIALIZE_CALLED` finds its text: never one where
     `_engine_names` (the summary's assignments from `deepspeed.initialize(...)`) finds an engine."""
     try:
         summary = summarize("/p/train.py", text.encode(), lambda: ())
     except SyntaxError:
         return
     if summary is not None and _engine_names(summary):
-        assert _INITIALIZE_CALLED.search(text.encode()) is not None
+        assert INITIALIZE_CALLED.search(text.encode()) is not None
 
 
 _IMPORT_PIECES = st.sampled_from(
@@ -150,5 +150,5 @@ def test_the_initialize_text_test_reads_a_line_of_hashes_once() -> None:
     first pattern let each `#` start a comment of its own and took exponential time on such a line (a real
     repository's file hung the index)."""
     banner = b"    # Weights are set by deepspeed.initialize\n" + b"#" * 60 + b"\nx = 1\n"
-    assert _INITIALIZE_CALLED.search(banner) is None
-    assert _INITIALIZE_CALLED.search(b"engine = (deepspeed.initialize  " + b"#" * 60 + b"\n    (model=m))") is not None
+    assert INITIALIZE_CALLED.search(banner) is None
+    assert INITIALIZE_CALLED.search(b"engine = (deepspeed.initialize  " + b"#" * 60 + b"\n    (model=m))") is not None

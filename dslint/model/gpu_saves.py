@@ -50,7 +50,7 @@ def gpu_loads(store: SummaryStore, paths: list[str]) -> dict[str, dict[int, GpuF
     saved: dict[str, GpuFile] = {}
     for path in paths:
         data = store.sources.get(path, b"")
-        engine_text = b"initialize" in data and b"save" in data and _INITIALIZE_CALLED.search(data) is not None
+        engine_text = b"initialize" in data and b"save" in data and INITIALIZE_CALLED.search(data) is not None
         if engine_text and may_name(data, "torch", path) and may_name(data, "deepspeed", path):
             summary = store.get(path)
             if summary is not None:
@@ -79,7 +79,7 @@ def gpu_loads(store: SummaryStore, paths: list[str]) -> dict[str, dict[int, GpuF
 # parenthesis closing a parenthesized callee, or a comment inside brackets, read to its line's end: one way to match
 # a line of `#`s, never exponentially many), or imported under another name (`from deepspeed import initialize as
 # ds_init`)
-_INITIALIZE_CALLED = re.compile(rb"initialize(?:(?:[\s\\)]|#[^\n]*\n)*\(|\s+as\b)")
+INITIALIZE_CALLED = re.compile(rb"initialize(?:(?:[\s\\)]|#[^\n]*\n)*\(|\s+as\b)")
 
 # `from` as a word (the look-behind: no word character before it), then `.`: the literal leads so that `re` skips to
 # each `from` instead of trying `\bfrom` at every byte (the same matches)
