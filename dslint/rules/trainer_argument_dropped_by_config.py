@@ -12,7 +12,7 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_edits import literal_value
 from dslint.project.config_link import ResolvedConfig, resolve_config_expression
 from dslint.project.trainer_matches import argument_parsers, launched_trainer_configs
-from dslint.script.hf_models import is_training_arguments, keyword_value
+from dslint.script.hf_models import keyword_value, trainer_config_argument
 
 _OPTIMIZER = '{"train_micro_batch_size_per_gpu": "auto", "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}\n'
 _FILLED = (
@@ -129,10 +129,8 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_training_arguments(self.context, node):
-            return
-        expression = keyword_value(node, "deepspeed")
-        if expression is None or (isinstance(expression, cst.Name) and expression.value == "None"):
+        expression = trainer_config_argument(self.context, node)
+        if expression is None:
             return
         given = {}
         for name in ("max_grad_norm", "optim", *_OPTIMIZER_PARAMETERS):

@@ -20,7 +20,12 @@ from dslint.project.trainer_matches import (
     launched_trainer_configs,
     mismatches,
 )
-from dslint.script.hf_models import TRAINING_ARGUMENTS, hf_class_name, is_training_arguments, keyword_value
+from dslint.script.hf_models import (
+    TRAINING_ARGUMENTS,
+    hf_class_name,
+    keyword_value,
+    trainer_config_argument,
+)
 from dslint.script.names import dotted_name
 
 _FP16_FILE = '{"fp16": {"enabled": true}, "train_micro_batch_size_per_gpu": "auto"}\n'
@@ -211,10 +216,8 @@ class TrainerConfigMismatch(ScriptRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_training_arguments(self.context, node):
-            return
-        expression = keyword_value(node, "deepspeed")
-        if expression is None or (isinstance(expression, cst.Name) and expression.value == "None"):
+        expression = trainer_config_argument(self.context, node)
+        if expression is None:
             return
         config = resolve_config_expression(self.context, expression)
         if config is None:

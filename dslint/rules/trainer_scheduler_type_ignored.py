@@ -14,7 +14,7 @@ from dslint.project.config_edits import literal_value
 from dslint.project.config_link import ResolvedConfig, resolve_config_expression
 from dslint.project.inputs import shown_path
 from dslint.project.trainer_matches import argument_parsers, launched_trainer_configs
-from dslint.script.hf_models import is_training_arguments, keyword_value
+from dslint.script.hf_models import keyword_value, trainer_config_argument
 
 _WARMUP_DECAY = (
     '{"train_micro_batch_size_per_gpu": "auto",\n'
@@ -145,11 +145,9 @@ class TrainerSchedulerTypeIgnored(ScriptRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_training_arguments(self.context, node):
-            return
-        asked = keyword_value(node, "lr_scheduler_type")
-        expression = keyword_value(node, "deepspeed")
-        if asked is None or expression is None or (isinstance(expression, cst.Name) and expression.value == "None"):
+        expression = trainer_config_argument(self.context, node)
+        asked = keyword_value(node, "lr_scheduler_type") if expression is not None else None
+        if asked is None or expression is None:
             return
         wanted = _schedule_name(literal_value(asked))
         config = resolve_config_expression(self.context, expression)

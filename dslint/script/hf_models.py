@@ -84,3 +84,12 @@ def keyword_value(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
 
 def is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
+
+
+def trainer_config_argument(context: ScriptContext, call: cst.Call) -> cst.BaseExpression | None:
+    """The `deepspeed=` of a `*TrainingArguments(...)` call (TRL's configs too): the DeepSpeed config its Trainer
+    runs with; None for any other call, or `deepspeed=None`."""
+    if not is_training_arguments(context, call):
+        return None
+    expression = keyword_value(call, "deepspeed")
+    return expression if expression is not None and not is_none(expression) else None
