@@ -6,7 +6,9 @@ tensors moved to the CPU (`.cpu()`, `.to("cpu")`), Python values taken out of te
 `.numpy()`), numbers, strings and the containers of them (a dict, list or tuple literal, a comprehension,
 `dict(zip(...))`), or a name or attribute every value stored in which is such data (`stats[k] = loss.item()` in the
 function; `self.fisher[n] = grad.pow(2).mean().item()` anywhere in the module, where `fisher` is the attribute's
-name). A value read back from the same file (`fisher = torch.load("fisher.pt")`) adds nothing. Loads and saves are
+name), what a function of the module returns (`return {"loss": loss.item()}`), and a parameter of a private
+function (or of a script's helper it calls at its top level) that every call in the module fills so. A value read
+back from the same file (`fisher = torch.load("fisher.pt")`) adds nothing. Loads and saves are
 matched by the file name their paths end with, as `gpu_saves.py` matches them; a name the project also writes from
 an engine's state, or one with no save in the project (a publisher's checkpoint), is not such a file.
 """
@@ -113,7 +115,9 @@ def _cpu_data(node: ast.expr, function: ast.AST, summary: ModuleSummary, file: s
         return _cpu_call(node, function, summary, file, depth)
     if isinstance(node, ast.Name):
         values = list(_name_values(function, node.id, node.lineno))
-        return bool(values) and all(_stored_cpu(v, function, summary, file, depth - 1) for v in values)
+        if not values:
+            return _passed_cpu(function, node.id, summary, file, depth - 1)
+        return all(_stored_cpu(v, function, summary, file, depth - 1) for v in values)
     if isinstance(node, ast.Attribute):
         if node.attr in _METADATA:
             return True
@@ -134,7 +138,40 @@ def _cpu_call(node: ast.Call, function: ast.AST, summary: ModuleSummary, file: s
     builder = dotted(node.func)
     if builder in _PLAIN_BUILDERS:
         return all(_cpu_data(a, function, summary, file, depth) for a in node.args) and not node.keywords
-    return False
+    callee = summary.functions.get(builder) if builder is not None else None
+    if callee is None or callee.is_method:
+        return False
+    # a function of the module (`td = collect(batch)`): what each of its own `return`s gives back
+    returned = [r.value for r in ast.walk(callee.node) if isinstance(r, ast.Return)]
+    return bool(returned) and all(
+        value is not None and _cpu_data(value, callee.node, summary, file, depth - 1) for value in returned
+    )
+
+
+def _passed_cpu(function: ast.AST, name: str, summary: ModuleSummary, file: str, depth: int) -> bool:
+    """A parameter `name` of a function of the module that stores nothing else in it (`def _write(record): torch.
+    save(record, "r.pt")`): what every call of the function in the module passes for it (at least one)."""
+    if depth < 0 or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    info = summary.functions.get(function.name)
+    if info is None or info.node is not function or info.is_method or name not in info.params:
+        return False
+    index = info.positional.index(name) if name in info.positional else None
+    calls = [c for c in ast.walk(summary.tree) if isinstance(c, ast.Call) and dotted(c.func) == function.name]
+    # other modules may call it too, with other data: only a private function, or a script's own helper (called
+    # at its top level), is judged by the calls here
+    if not function.name.startswith("_") and all(summary.function_at(c.lineno) is not None for c in calls):
+        return False
+    passed: list[tuple[ast.expr, ast.AST]] = []
+    for call in calls:
+        given = next((k.value for k in call.keywords if k.arg == name), None)
+        if given is None and index is not None and index < len(call.args):
+            given = call.args[index]
+        if given is None or any(isinstance(a, ast.Starred) for a in call.args):
+            return False
+        holder = summary.function_at(call.lineno)
+        passed.append((given, summary.functions[holder].node if holder else summary.tree))
+    return bool(passed) and all(_cpu_data(value, holder, summary, file, depth) for value, holder in passed)
 
 
 def _stored_cpu(value: ast.expr, function: ast.AST, summary: ModuleSummary, file: str, depth: int) -> bool:
