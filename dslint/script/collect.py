@@ -118,7 +118,8 @@ class _Collector:
         self.walruses: list[cst.NamedExpr] = []
         self.functions: list[cst.FunctionDef | None] = [None]  # the innermost `def` around the node (`held_by`)
         self.statement_lines: StatementLines | None = None  # the paired statements' lines, once the walk is done
-        facts.blocks = []
+        self.blocks: list[tuple[cst.CSTNode, cst.CSTNode | None]] = []  # `ScriptFacts.blocks`, filled on the way
+        facts.blocks = self.blocks
 
     @property
     def scope(self) -> Scope:
@@ -138,7 +139,7 @@ class _Collector:
             if kind & _COMPOUND:
                 self.statements.append(node)
                 if type(node) in _HOLDERS:
-                    self.facts.blocks.append((node, self.functions[-1]))  # type: ignore[union-attr]
+                    self.blocks.append((node, self.functions[-1]))
         elif kind & _SMALL:
             self.smalls.append(node)  # type: ignore[arg-type]
             self.statements.append(node)
