@@ -144,11 +144,12 @@ def _project(project: ProjectFacts | None) -> tuple[bool, bool]:
 
 
 def _names_zero_source(words: bytes) -> bool:
-    """`HfDeepSpeedConfig`, a `*TrainingArguments` with its `deepspeed=` keyword, or an accelerate `Accelerator`
-    (which hands DeepSpeed the config of an `accelerate launch`) may be among `words`."""
+    """`HfDeepSpeedConfig`, a `*TrainingArguments` with its `deepspeed=` keyword, or accelerate's `DeepSpeedPlugin`
+    may be among `words` (an `Accelerator` runs DeepSpeed only under an `accelerate launch` or the setup shipped
+    near a script no launcher starts: `_zero_from_project`)."""
     return (
         has_tokens(words, (b"HfDeepSpeedConfig",))
-        or has_tokens(words, (b"Accelerator",))
+        or has_tokens(words, (b"DeepSpeedPlugin",))
         or has_tokens(words, (b"TrainingArguments", b"deepspeed"))
         or any(has_tokens(words, (name.encode(), b"deepspeed")) for name in sorted(TRL_TRAINING_ARGUMENTS))
     )
@@ -164,6 +165,8 @@ def _zero_from_project(project: ProjectFacts | None) -> bool:
         launch.option == "accelerate" or (launch.option in ("deepspeed", TRAINER_YAML) and launch.config_path)
         for launch in project.launches
     ):
+        return True
+    if project.accelerate_shipped:  # no launcher: the accelerate setup shipped near the script runs it
         return True
     return any(entry[3] is not None for entries in project.model_sinks.values() for entry in entries)
 
@@ -198,7 +201,10 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         engine=engine,
         received=received,
         inference=code.calls_inference,
-        zero_source=code.calls_initialize or _names_zero_source(code.words) or _zero_from_project(project),
+        zero_source=code.calls_initialize
+        or _names_zero_source(code.words)
+        or _zero_from_project(project)
+        or (project is None and has_tokens(code.words, (b"Accelerator",))),  # no index: the rule looks on disk
         configs=engine or configured or has_tokens(code.words, TRAINER_CONFIG_TOKENS),
         several_processes=_several_processes(project),
         gpu_loads=project is not None and bool(project.gpu_loads),

@@ -70,6 +70,7 @@ from dslint.project.missing_configs import file_names_under, missing_trainer_con
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.project_index import SKIPPED_DIRECTORIES, Launch, LaunchSite, ProjectIndex, launcher_files
 from dslint.project.python_launchers import python_launch_text
+from dslint.project.shipped_accelerate import shipped_accelerate_runs
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
 from dslint.project.written_configs import written_config_issues
 from dslint.script.project_facts import TRAINER_YAML, LaunchedConfig, LaunchWorldSize, ProjectFacts
@@ -163,6 +164,8 @@ def _launch_half(
                 opened_literals(index, path, data, roots)
         _read_launchers(index, paths, roots, {path: sources.get(path) for path in files})  # each file read once
         record_chosen_configs(index, sources, roots)
+        for path, data in sources.items():
+            _record_shipped_accelerate(index, path, data)
         gpu = gpu_loads(store, list(sources))
         cpu = cpu_loads(store, list(sources))
         cuda = cuda_parameters(store)
@@ -337,7 +340,17 @@ def single_file_facts(path: str, data: bytes) -> ProjectFacts | None:
         for found, lines in gpu_loads(store, [absolute(path)]).items():
             gpu = {line: _gpu_file(f) for line, f in lines.items()}
             index.files[found] = replace(facts_of(index.files, found), gpu_loads=gpu)
+        _record_shipped_accelerate(index, absolute(path), data)
     return index.facts_for(path)
+
+
+def _record_shipped_accelerate(index: ProjectIndex, path: str, data: bytes | None) -> None:
+    """A script that makes an `Accelerator` and loads a model, that no launch of the project starts, with an
+    accelerate (or "auto" ZeRO-3 DeepSpeed) setup shipped near it: `ProjectFacts.accelerate_shipped`."""
+    if data is None or b"Accelerator" not in data or b"from_" not in data or facts_of(index.files, path).launches:
+        return
+    if shipped_accelerate_runs(path):
+        index.files[path] = replace(facts_of(index.files, path), accelerate_shipped=True)
 
 
 def _read_launchers(

@@ -141,6 +141,9 @@ class ProjectFacts:
     # No launch in the project (launcher, document command, notebook `!` line) starts several processes (each is
     # `python x.py`, or there is none): a program of it runs as one process, unless its own code says otherwise
     one_process_project: bool = False
+    # No launch of the project starts this script, and an accelerate (or "auto" ZeRO-3 DeepSpeed) setup is shipped
+    # near it (`project/shipped_accelerate.py`): how `accelerate launch` would run its `Accelerator`
+    accelerate_shipped: bool = False
     # Calls of helpers that return their argument, maybe unwrapped (`_unwrap(m)`: `m.module if hasattr(m,
     # "module") else m`): the call -> (parameter index, parameter name, unwrapped)
     passthrough: Mapping[tuple[int, int], tuple[int, str, bool]] = field(default_factory=dict)
