@@ -197,3 +197,40 @@ def test_a_builders_writes_on_exclusive_paths_are_each_their_own_config(tmp_path
     assert codes() == []
     (tmp_path / "ds_utils.py").write_text(builder.replace('    elif precision == "bf16":\n', "    if True:\n"))
     assert codes() == ["DSL408"]
+
+
+def test_a_section_key_picked_per_branch_gives_one_config_per_branch(tmp_path: Path) -> None:
+    """`data_type: dtype_config`, each bound per precision branch (the DeepSpeed-Chat builder): each branch's
+    section is checked as written, at its own lines; a key bound twice on one path, or a value written into
+    later, leaves the section unknown (silent)."""
+    builder = (
+        "def get_train_ds_config(dtype):\n"
+        '    if dtype == "fp16":\n'
+        '        data_type = "fp16"\n'
+        '        dtype_config = {"enabled": True, "loss_scale_windows": 100}\n'
+        '    elif dtype == "bf16":\n'
+        '        data_type = "bfloat16"\n'
+        '        dtype_config = {"enabled": True}\n'
+        '    return {"train_micro_batch_size_per_gpu": 2, data_type: dtype_config}\n'
+    )
+    (tmp_path / "train.py").write_text(
+        "import deepspeed\nfrom ds_utils import get_train_ds_config\n"
+        "engine, *_ = deepspeed.initialize(model=model, config=get_train_ds_config(args.dtype))\n"
+    )
+
+    def found() -> list[tuple[str, int, str]]:
+        return sorted((os.path.basename(d.path), d.start.line, d.code) for d in _findings(tmp_path))
+
+    (tmp_path / "ds_utils.py").write_text(builder)
+    assert found() == [("ds_utils.py", 4, "DSL403")]
+    bound_first = builder.replace('    if dtype == "fp16":\n', '    data_type = "fp16"\n    if dtype == "fp16":\n')
+    (tmp_path / "ds_utils.py").write_text(bound_first)
+    assert found() == []
+    later_write = builder.replace("    return", '    dtype_config["x"] = 1\n    return')
+    (tmp_path / "ds_utils.py").write_text(later_write)
+    assert found() == []
+    (tmp_path / "ds_utils.py").write_text(builder.replace('"loss_scale_windows"', '"loss_scale_window"'))
+    assert found() == []
+    misspelt_bf16 = builder.replace('{"enabled": True}\n', '{"enable": True}\n')  # the "bfloat16" section's
+    (tmp_path / "ds_utils.py").write_text(misspelt_bf16.replace("loss_scale_windows", "loss_scale_window"))
+    assert found() == [("ds_utils.py", 7, "DSL403")]

@@ -436,3 +436,27 @@ def test_a_project_root_is_told_by_its_files(tmp_path: Path) -> None:
     assert root("requirements/base.txt") and root("Dockerfile.gpu") and root(folders=(".git",))
     assert not root("train.py") and not root("requirements/notes.md") and not root("requirements.in")
     assert not root(folders=("requirements-dev.txt",)) and not root(links=("setup.py", "requirements.txt"))
+
+
+def test_a_nested_range_gives_way_to_an_exact_pin_above_that_it_admits(tmp_path: Path) -> None:
+    """A vendored package's `deepspeed>=0.9.0` under a repository pinning `deepspeed==0.9.3`: an install of the
+    repository gets 0.9.3, which satisfies both, so the files there are judged at 0.9.3, not at 0.9.0 and the
+    newest release. An exact pin the range refuses, an exact nested pin, or a repository top between them leave
+    the nearest pin deciding."""
+    from dslint.project.deepspeed_version import PinFinder
+
+    nested = tmp_path / "chat" / "training"
+    nested.mkdir(parents=True)
+    (tmp_path / "requirements.txt").write_text("torch\ndeepspeed==0.9.3\n", encoding="utf-8")
+    (tmp_path / "chat" / "requirements.txt").write_text("deepspeed>=0.9.0\n", encoding="utf-8")
+    assert PinFinder().pins_root(nested) == tmp_path
+    (tmp_path / "requirements.txt").write_text("deepspeed==0.8.3\n", encoding="utf-8")
+    assert PinFinder().pins_root(nested) == tmp_path / "chat"
+    (tmp_path / "requirements.txt").write_text("deepspeed>=0.9.3\n", encoding="utf-8")
+    assert PinFinder().pins_root(nested) == tmp_path / "chat"
+    (tmp_path / "requirements.txt").write_text("deepspeed==0.9.3\n", encoding="utf-8")
+    (tmp_path / "chat" / "requirements.txt").write_text("deepspeed==0.10.0\n", encoding="utf-8")
+    assert PinFinder().pins_root(nested) == tmp_path / "chat"
+    (tmp_path / "chat" / "requirements.txt").write_text("deepspeed>=0.9.0\n", encoding="utf-8")
+    (tmp_path / "chat" / ".git").mkdir()
+    assert PinFinder().pins_root(nested) == tmp_path / "chat"

@@ -8,7 +8,7 @@ resolves a config through them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import libcst as cst
 
@@ -305,10 +305,13 @@ def apply_mutation(context: ScriptContext, tree: Node, mutation: Mutation) -> No
 _SECTION_DEPTH = 3  # sections bound to names, each inside the last, followed this deep
 
 
-def tree_from_literal(context: ScriptContext, node: cst.BaseExpression, depth: int = 0) -> Node:
+def tree_from_literal(
+    context: ScriptContext, node: cst.BaseExpression, depth: int = 0, named: NamedKeys | None = None
+) -> Node:
     """A positioned config tree for a Python expression; what is not a literal becomes an UNKNOWN scalar. A
     dict's value that is a name bound to a dict literal (`"zero_optimization": zero_opt`) is that literal, with
-    the writes into the name (`section`)."""
+    the writes into the name (`section`). `named`: for the top dict, a key that is a name, with the string it holds
+    and the value its entry then has on one path (`named_key_arms`)."""
     start, end = context.span(node)
     if isinstance(node, cst.Name) and depth < _SECTION_DEPTH:
         section = _section(context, node, depth)
@@ -321,11 +324,14 @@ def tree_from_literal(context: ScriptContext, node: cst.BaseExpression, depth: i
                 tree.opaque = True  # `**other`
                 continue
             key = literal_value(element.key)
+            value = element.value
+            if named is not None and isinstance(element.key, cst.Name) and element.key.value in named:
+                key, value = named[element.key.value]
             if not isinstance(key, str):
                 tree.opaque = True
                 continue
             key_start, key_end = context.span(element.key)
-            tree.entries.append(Entry(key, key_start, key_end, tree_from_literal(context, element.value, depth)))
+            tree.entries.append(Entry(key, key_start, key_end, tree_from_literal(context, value, depth)))
         return tree
     if isinstance(node, (cst.List, cst.Tuple)):
         items = [
@@ -439,8 +445,8 @@ def built_trees(context: ScriptContext, function: cst.FunctionDef, returned: cst
     binding of `cfg` (the same arm); writes on exclusive paths give one config each (`_arms`). A literal followed
     by a write that cannot be read (`cfg.update(other)`) gives nothing."""
     if isinstance(returned, cst.Dict):
-        tree = tree_from_literal(context, returned)
-        return [tree] if isinstance(tree, Object) else []
+        trees = [tree_from_literal(context, returned, named=arm) for arm in named_key_arms(context, function, returned)]
+        return [tree for tree in trees if isinstance(tree, Object)]
     if not isinstance(returned, cst.Name):
         return []
     facts, name = context.facts, returned.value
@@ -457,19 +463,70 @@ def built_trees(context: ScriptContext, function: cst.FunctionDef, returned: cst
     for position, binding in enumerate(bindings):
         if not isinstance(binding.value, cst.Dict) or len(binding.targets) != 1:
             continue
-        tree = tree_from_literal(context, binding.value)
         end = starts[position + 1] if position + 1 < len(starts) else facts.start(returned)
         after = [m for m in mutations if starts[position] < facts.start(m.anchor) < end]
-        if not isinstance(tree, Object) or any(m.keys is None for m in after):
+        if any(m.keys is None for m in after):
             continue
-        for number, arm in enumerate(_arms(facts, after)):
-            copy = tree if number == 0 else tree_from_literal(context, binding.value)  # one tree per arm
-            if not isinstance(copy, Object):
-                continue
-            for mutation in arm:
-                apply_mutation(context, copy, mutation)
-            found.append(copy)
+        for named in named_key_arms(context, function, binding.value):
+            for arm in _arms(facts, after):
+                tree = tree_from_literal(context, binding.value, named=named)  # one tree per arm
+                if not isinstance(tree, Object):
+                    continue
+                for mutation in arm:
+                    apply_mutation(context, tree, mutation)
+                found.append(tree)
     return found
+
+
+# A dict key that is a name: the name, and on one path the string it holds and the expression of the entry's value.
+NamedKeys = dict[str, tuple[str, cst.BaseExpression]]
+
+
+def named_key_arms(context: ScriptContext, function: cst.FunctionDef, literal: cst.Dict) -> list[NamedKeys | None]:
+    """A builder that picks a section's key per branch (`if dtype == "fp16": data_type = "fp16"; dtype_config =
+    {...} elif dtype == "bf16": data_type = "bfloat16"; dtype_config = {...}` ... `{data_type: dtype_config}`):
+    one mapping per branch, the key's string with the value bound on the same branch, each checked as its own
+    config. The key's bindings must all be string literals on paths that exclude each other, and a value that
+    is a name must have a literal on each of them and no other write; else the key stays unknown (the dict is
+    opaque), as does a dict with two such keys. `[None]` when no key is a name."""
+    keys = [e for e in literal.elements if isinstance(e, cst.DictElement) and isinstance(e.key, cst.Name)]
+    if len(keys) != 1:
+        return [None]
+    key_name, value = cast(cst.Name, keys[0].key).value, keys[0].value
+    facts = context.facts
+    statements = _own_statements(function)
+    bound = _assigned(statements, key_name)
+    if not bound or not all(isinstance(literal_value(v), str) for v in bound.values()):
+        return [None]
+    arms = list(bound)
+    if any(not facts.paths.exclusive(a, b) for i, a in enumerate(arms) for b in arms[i + 1 :]):
+        return [None]
+    values = _assigned(statements, value.value) if isinstance(value, cst.Name) else {}
+    if isinstance(value, cst.Name) and module_index(context.module).mutations.get(value.value):
+        return [None]
+    found: list[NamedKeys | None] = []
+    for statement, key in bound.items():
+        picked: cst.BaseExpression | None = value
+        if isinstance(value, cst.Name):
+            guards = facts.paths.at(statement)
+            same = [v for s, v in values.items() if facts.paths.at(s) == guards]
+            picked = same[0] if len(same) == 1 else None
+        if picked is None:
+            return [None]
+        found.append({key_name: (cast(str, literal_value(key)), picked)})
+    return found
+
+
+def _assigned(statements: list[cst.BaseSmallStatement], name: str) -> dict[cst.Assign, cst.BaseExpression]:
+    """The plain `name = value` statements among `statements`, with their values."""
+    return {
+        s: s.value
+        for s in statements
+        if isinstance(s, cst.Assign)
+        and len(s.targets) == 1
+        and isinstance(s.targets[0].target, cst.Name)
+        and s.targets[0].target.value == name
+    }
 
 
 def completed_by_caller(tree: Object, written: frozenset[str]) -> None:

@@ -28,6 +28,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from dslint.config.versions import Version, known_releases, newest_known
 from dslint.limits import TooLarge, read_small_text
@@ -358,16 +359,38 @@ class PinFinder:
         """Where the pins of files in `directory` are read: the nearest directory at or above it that looks
         like a project root and pins deepspeed, not going above a repository's top (a directory holding
         `.git`); an example's own requirements.txt that does not pin deepspeed leaves the question to the
-        package above it. Without any pin, the nearest project root (its files then say the default)."""
+        package above it. A range there (`deepspeed>=0.9.0`, often a vendored package's own file) gives way to
+        an exact pin above it that the range admits (`deepspeed==0.9.3` at the repository's root): that release
+        is what an install of the repository gets, and it satisfies both. Without any pin, the nearest project
+        root (its files then say the default)."""
         nearest = self.project_root(directory)
+        found: Path | None = None
         candidate = nearest
         while candidate is not None:
-            if self.find_pin(candidate) is not None:
+            pin = self.find_pin(candidate)
+            if pin is not None and found is None:
+                if pin.newest is None:
+                    return candidate
+                found = candidate  # a range: an exact pin above that it admits says which release installs
+            elif (
+                pin is not None and _exact(pin) and _admitted(cast(Pin, self.find_pin(cast(Path, found))), pin.version)
+            ):
                 return candidate
             if (candidate / ".git").exists() or candidate.parent == candidate:
                 break
             candidate = self.project_root(candidate.parent)
-        return nearest
+        return found if found is not None else nearest
+
+
+def _exact(pin: Pin) -> bool:
+    """`deepspeed==0.9.3`: one release, no wildcard."""
+    clauses = _CLAUSE.findall(pin.written)
+    return len(clauses) == 1 and clauses[0][0] in ("==", "===") and "*" not in clauses[0][1]
+
+
+def _admitted(pin: Pin, version: Version) -> bool:
+    """Whether `version` satisfies every clause of `pin`'s specifier."""
+    return all(_admits(operator, raw, version) for operator, raw in _CLAUSE.findall(pin.written))
 
 
 def find_pin(root: Path) -> Pin | None:
