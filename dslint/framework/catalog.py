@@ -406,7 +406,11 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL460": Needs(
         (b"TrainingArguments", b"deepspeed"),
         engine=False,
-        alternatives=((b"HfArgumentParser",), (b"Config", b"deepspeed")),
+        # TRL's trainer configs by name: `Config` alone is in nearly every file of a library's source
+        alternatives=(
+            (b"HfArgumentParser",),
+            *((name.encode(), b"deepspeed") for name in sorted(TRL_TRAINING_ARGUMENTS)),
+        ),
         hf_configured=True,
     ),
     "DSL309": Needs((b"deepspeed", b"initialize"), partly_engine=True),

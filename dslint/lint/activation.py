@@ -4,6 +4,9 @@ level as the driver learns more.
 
 - `in_text`: the file's bytes and what the project index knows (`ProjectFacts`). Nothing is parsed; an engine is
   possible where the text can call `deepspeed.initialize` (`prefilter.may_create_engine`) or the index brings one.
+  A rule that declares the calls it reports at (`Needs.shapes`) needs one whose engine, words and called names
+  (a method's name, a dotted call's last part) the text can hold: a library's source names `initialize` and
+  `rank` everywhere, but seldom with an engine and a `save_checkpoint` under a rank test.
   `certainly_untouched` asks it for every rule of the catalog, without importing a rule (or libcst).
 - `in_code`: CPython's tree (`parse_guard.CodeFacts`): the tokens must be among the code's words, not only in
   comments or docstrings; an engine needs a call that can be `deepspeed.initialize`; a rule that declares the
@@ -73,7 +76,7 @@ def can_fire(needs: Needs, evidence: Evidence) -> bool:
         return True
     if needs.without_engine and (evidence.words is None or has_token_set(evidence.words, needs.without_engine)):
         # at the facts level (no words) only rules an earlier level kept are asked; the rule's calls still count
-        return evidence.calls is None or not needs.shapes or any(_has_shape(s, evidence) for s in needs.shapes)
+        return not needs.shapes or any(_has_shape(s, evidence) for s in needs.shapes)
     inference = needs.inference_engine and evidence.inference
     tokens = (
         evidence.words is None
@@ -92,15 +95,17 @@ def can_fire(needs: Needs, evidence: Evidence) -> bool:
         and (evidence.engine or not needs.engine or inference)
         and (evidence.several_processes or not needs.several_processes)
         and (evidence.hf_configured or not needs.hf_configured)
-        and (evidence.calls is None or not needs.shapes or any(_has_shape(s, evidence) for s in needs.shapes))
+        and (not needs.shapes or any(_has_shape(s, evidence) for s in needs.shapes))
     )
 
 
 def _has_shape(shape: Shape, evidence: Evidence) -> bool:
     """Whether the code holds a call of `shape` (`Needs.shapes`), as far as CPython's tree shows."""
     calls = evidence.calls
-    if calls is None or (shape.engine and not evidence.engine) or (shape.configured and not evidence.hf_configured):
-        return calls is None
+    if calls is None and evidence.words is None:  # the facts level asks only rules the code level kept
+        return True
+    if (shape.engine and not evidence.engine) or (shape.configured and not evidence.hf_configured):
+        return False
     if evidence.words is not None and not has_tokens(evidence.words, shape.words):
         return False
     if shape.project_saves:
@@ -109,6 +114,8 @@ def _has_shape(shape: Shape, evidence: Evidence) -> bool:
         return evidence.project_moves
     if shape.project_casts:
         return evidence.project_casts
+    if calls is None:  # the text level: the shape's engine, its words and the names it calls must be there
+        return _names_in(shape, evidence.words)
     methods = calls.one_rank_methods if shape.one_rank else calls.methods
     return (
         any(method in methods for method in shape.methods)
@@ -116,6 +123,15 @@ def _has_shape(shape: Shape, evidence: Evidence) -> bool:
         or any(name in calls.stored for name in shape.stored)
         or any(key in calls.stored_keys for key in shape.stored_keys)
     )
+
+
+def _names_in(shape: Shape, text: bytes | None) -> bool:
+    """Whether `text` holds a name the shape's calls need: a method's name, the last part of a call's dotted name
+    (an import may alias the call, never without naming it), an attribute or a key it stores to."""
+    if text is None:
+        return True
+    names = (*shape.methods, *(call.rsplit(".", 1)[-1] for call in shape.calls), *shape.stored, *shape.stored_keys)
+    return any(name.encode() in text for name in names)
 
 
 class _Rule(Protocol):
@@ -190,7 +206,18 @@ def in_text(data: bytes, project: ProjectFacts | None) -> Evidence:
         partly_engine=project is not None and bool(project.partly_engine),
         returned_loaders=project is not None and bool(project.returned_loaders),
         pretrained_loads=project is not None and bool(project.pretrained_loads),
+        **_project_calls(project),
     )
+
+
+def _project_calls(project: ProjectFacts | None) -> dict[str, bool]:
+    """What the project index says of the file's calls (the same at every level)."""
+    return {
+        "project_saves": project is not None
+        and bool(project.state_saving_calls or project.engine_saving_calls or project.dict_saving_calls),
+        "project_moves": project is not None and bool(project.moving_calls),
+        "project_casts": project is not None and bool(project.casting_calls),
+    }
 
 
 def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
@@ -212,10 +239,7 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         returned_loaders=project is not None and bool(project.returned_loaders),
         pretrained_loads=project is not None and bool(project.pretrained_loads),
         calls=code,
-        project_saves=project is not None
-        and bool(project.state_saving_calls or project.engine_saving_calls or project.dict_saving_calls),
-        project_moves=project is not None and bool(project.moving_calls),
-        project_casts=project is not None and bool(project.casting_calls),
+        **_project_calls(project),
         hf_configured=_hf_configured(code, project),
     )
 

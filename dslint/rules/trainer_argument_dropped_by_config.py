@@ -9,6 +9,7 @@ import libcst as cst
 from dslint.config.versions import CLIPPING_BY_DEFAULT_SINCE
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.library import TRL_TRAINING_ARGUMENTS
 from dslint.project.config_edits import literal_value
 from dslint.project.config_link import ResolvedConfig, resolve_config_expression
 from dslint.project.trainer_matches import argument_parsers, launched_trainer_configs
@@ -38,7 +39,10 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
     severity = Severity.WARNING
     needs_engine = False
     required_tokens = (b"TrainingArguments", b"deepspeed")
-    alternative_tokens = ((b"HfArgumentParser",), (b"Config", b"deepspeed"))
+    alternative_tokens = (
+        (b"HfArgumentParser",),
+        *((name.encode(), b"deepspeed") for name in sorted(TRL_TRAINING_ARGUMENTS)),
+    )
     needs_hf_config = True
     docs = RuleDocs(
         what="""
