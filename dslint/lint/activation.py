@@ -193,6 +193,7 @@ def _several_processes(project: ProjectFacts | None) -> bool:
 
 def in_text(data: bytes, project: ProjectFacts | None) -> Evidence:
     received, configured = _project(project)
+    saves, moves, casts = _project_calls(project)
     engine = received or may_create_engine(data)
     return Evidence(
         words=data,
@@ -206,22 +207,24 @@ def in_text(data: bytes, project: ProjectFacts | None) -> Evidence:
         partly_engine=project is not None and bool(project.partly_engine),
         returned_loaders=project is not None and bool(project.returned_loaders),
         pretrained_loads=project is not None and bool(project.pretrained_loads),
-        **_project_calls(project),
+        project_saves=saves,
+        project_moves=moves,
+        project_casts=casts,
     )
 
 
-def _project_calls(project: ProjectFacts | None) -> dict[str, bool]:
-    """What the project index says of the file's calls (the same at every level)."""
-    return {
-        "project_saves": project is not None
-        and bool(project.state_saving_calls or project.engine_saving_calls or project.dict_saving_calls),
-        "project_moves": project is not None and bool(project.moving_calls),
-        "project_casts": project is not None and bool(project.casting_calls),
-    }
+def _project_calls(project: ProjectFacts | None) -> tuple[bool, bool, bool]:
+    """What the project index says of the file's calls (the same at every level): calls reaching a save, calls
+    whose argument the callee moves, calls whose argument it casts."""
+    if project is None:
+        return False, False, False
+    saves = project.state_saving_calls or project.engine_saving_calls or project.dict_saving_calls
+    return bool(saves), bool(project.moving_calls), bool(project.casting_calls)
 
 
 def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
     received, configured = _project(project)
+    saves, moves, casts = _project_calls(project)
     engine = received or code.calls_initialize
     return Evidence(
         words=code.words,
@@ -239,7 +242,9 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         returned_loaders=project is not None and bool(project.returned_loaders),
         pretrained_loads=project is not None and bool(project.pretrained_loads),
         calls=code,
-        **_project_calls(project),
+        project_saves=saves,
+        project_moves=moves,
+        project_casts=casts,
         hf_configured=_hf_configured(code, project),
     )
 
