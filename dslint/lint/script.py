@@ -194,6 +194,7 @@ def lint_module(
 ) -> list[Diagnostic]:
     """`text`: the source `module` was parsed from, when the caller has it (saves a code generation pass)."""
     facts = collect_facts(module, project, tree)
+    facts.text = text
     context = ScriptContext(
         path,
         module,

@@ -38,6 +38,7 @@ from dslint.model.bindings import Pos as Pos
 from dslint.model.bindings import Scope as Scope
 from dslint.model.bindings import ScopeKind as ScopeKind
 from dslint.model.engine import Engine, EngineConfig, Origin
+from dslint.script.local_positions import NodePositions
 from dslint.script.names import ImportTable, dotted_name
 from dslint.script.paths import PathGuards
 from dslint.script.project_facts import ParameterFact, ProjectFacts
@@ -155,7 +156,8 @@ class ScriptFacts:
         self.device_set_calls: list[tuple[Scope, Pos]] = []
         self.plain_ranges: list[tuple[Pos, Pos]] = []
 
-        self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
+        self._positions: NodePositions | None = None
+        self.text: str | None = None  # the source, when the linter has it: positions from one statement's code
         self._paths: PathGuards | None = None
         # the functions and `if`, loop and `try` statements, in source order, each with the innermost function
         # holding it (None at module level): filled by the traversal (`collect.py`)
@@ -171,7 +173,7 @@ class ScriptFacts:
         """Line/column of every node: a whole code generation pass, so computed only when asked (a finding is
         reported, or the project has an answer about a call in this file); shared with the script's context."""
         if self._positions is None:
-            self._positions = node_positions(self.module)
+            self._positions = NodePositions(self, lambda: node_positions(self.module))
         return self._positions
 
     def call_position(self, call: cst.Call) -> tuple[int, int] | None:
