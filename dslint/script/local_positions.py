@@ -17,8 +17,8 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Protocol
 
 import libcst as cst
 from libcst.metadata import CodeRange, PositionProvider
@@ -28,8 +28,18 @@ try:
 except ImportError:  # a libcst that keeps it elsewhere: every lookup takes the whole pass
     PositionProvidingCodegenState = None  # type: ignore[assignment,misc]
 
-if TYPE_CHECKING:
-    from dslint.script.facts import ScriptFacts
+
+class StatementFacts(Protocol):
+    """What the lookups read of the script's facts (`ScriptFacts`)."""
+
+    module: cst.Module
+    text: str | None
+    collected: bool
+    small_statement_of_call: dict[cst.Call, cst.BaseSmallStatement]
+    statement_pairs: tuple[Sequence[ast.stmt], Sequence[ast.stmt], Sequence[cst.CSTNode]] | None
+    entered: dict[cst.CSTNode, int]
+    exited: dict[cst.CSTNode, int]
+
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # how CPython and libcst count lines
 
@@ -38,7 +48,7 @@ class NodePositions(Mapping[cst.CSTNode, CodeRange]):
     """The facts' positions: a node's range from its small statement's table when it can be, else from the
     whole module's (`whole`, computed once, on the first lookup that needs it)."""
 
-    def __init__(self, facts: ScriptFacts, whole: Callable[[], Mapping[cst.CSTNode, CodeRange]]) -> None:
+    def __init__(self, facts: StatementFacts, whole: Callable[[], Mapping[cst.CSTNode, CodeRange]]) -> None:
         self._facts = facts
         self._compute_whole = whole
         self._whole: Mapping[cst.CSTNode, CodeRange] | None = None
