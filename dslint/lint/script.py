@@ -193,8 +193,7 @@ def lint_module(
     text: str | None = None,
 ) -> list[Diagnostic]:
     """`text`: the source `module` was parsed from, when the caller has it (saves a code generation pass)."""
-    facts = collect_facts(module, project, tree)
-    facts.text = text
+    facts = collect_facts(module, project, tree, text)
     context = ScriptContext(
         path,
         module,

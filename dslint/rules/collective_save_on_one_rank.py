@@ -24,6 +24,7 @@ from dslint.script.one_rank import (
     one_rank_decorators,
     rest_on_one_rank,
     runs_on_one_rank,
+    within_one_rank,
 )
 
 _METHODS = frozenset({"save_checkpoint", "save_16bit_model", "save_state", "save_model", "get_state_dict"})
@@ -444,11 +445,8 @@ class CollectiveSaveOnOneRank(ScriptRule):
         if not self.candidates or not (self.regions or self.rests):
             return
         one_process = one_process_launches(self.facts)  # rank 0 is every rank
-        spans = [self.context.span(region) for region in self.regions]
-        spans += [(self.context.span(first)[0], self.context.span(last)[1]) for first, last in self.rests]
         for call in self.candidates:
-            start, end = self.context.span(call)
-            if not any(first <= start and end <= last for first, last in spans):
+            if not within_one_rank(self.facts, call, self.regions, self.rests):
                 continue
             if method_name(call) == "save":
                 fabric = self.fabrics.saving(call)

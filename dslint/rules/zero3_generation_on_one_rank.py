@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import libcst as cst
 
-from dslint.diagnostics import Location, Severity
+from dslint.diagnostics import Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import ResolvedConfig, resolve_config, trainer_configs
@@ -22,6 +22,7 @@ from dslint.script.one_rank import (
     one_rank_test,
     rest_on_one_rank,
     runs_on_one_rank,
+    within_one_rank,
 )
 
 PIPELINE = "transformers.pipeline"
@@ -226,13 +227,11 @@ class Zero3GenerationOnOneRank(ScriptRule):
         if config is None:
             return
         where = f" ({self.config_words} from {config.source})" if config.path is not None else ""
-        spans = [self.context.span(region) for region in self.regions]
-        spans += [(self.context.span(first)[0], self.context.span(last)[1]) for first, last in self.rests]
         for call in self.candidates:
-            if _inside(self.context.span(call), spans) and self._runs_trained_model(call):
+            if within_one_rank(self.facts, call, self.regions, self.rests) and self._runs_trained_model(call):
                 self.report(call, self._message_for(call) + where, related=config.via)
         for call, model in self.pipelines:
-            if _inside(self.context.span(call), spans) and self._trained_model(model, call):
+            if within_one_rank(self.facts, call, self.regions, self.rests) and self._trained_model(model, call):
                 self.report(call, self.pipeline_message + where, related=config.via)
 
     def _message_for(self, call: cst.Call) -> str:
@@ -257,8 +256,3 @@ class Zero3GenerationOnOneRank(ScriptRule):
             if resolved is not None and resolved.zero_stage == 3:
                 return resolved
         return next((resolved for resolved in trainer_configs(self.context) if resolved.zero_stage == 3), None)
-
-
-def _inside(span: tuple[Location, Location], spans: list[tuple[Location, Location]]) -> bool:
-    start, end = span
-    return any(first <= start and end <= last for first, last in spans)

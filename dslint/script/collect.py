@@ -440,23 +440,29 @@ def _conditional_engine_uses(facts: ScriptFacts) -> list[Pos]:
 
 
 def collect_facts(
-    module: cst.Module, project: ProjectFacts | None = None, tree: ast.Module | None = None
+    module: cst.Module, project: ProjectFacts | None = None, tree: ast.Module | None = None, text: str | None = None
 ) -> ScriptFacts:
     """The facts of `module`; `tree`: CPython's tree of the same code, when the caller has it (its imports and its
-    bindings are read from it, as the project model reads them; without it the code is parsed again for them)."""
+    bindings are read from it, as the project model reads them; without it the code is parsed again for them);
+    `text`: the source `module` was parsed from (positions are then read from one statement's code)."""
     if tree is None:
         tree = _python_tree(module)
     try:
-        return _collected(module, project, tree, module_bindings(tree) if tree is not None else None)
+        return _collected(module, project, tree, module_bindings(tree) if tree is not None else None, text)
     except _Misaligned:
         # the two trees disagree (never seen on real code): the facts hold scopes and no binding
-        return _collected(module, project, tree, None)
+        return _collected(module, project, tree, None, text)
 
 
 def _collected(
-    module: cst.Module, project: ProjectFacts | None, tree: ast.Module | None, table: Bindings | None
+    module: cst.Module,
+    project: ProjectFacts | None,
+    tree: ast.Module | None,
+    table: Bindings | None,
+    text: str | None = None,
 ) -> ScriptFacts:
     facts = ScriptFacts(module, project)
+    facts.text = text
     if tree is not None:
         facts.imports = ImportTable.of(tree)
         if project is not None and project.star_imports:  # `from header import *` of a module importing torch
@@ -466,6 +472,8 @@ def _collected(
         facts.module_scope = table.module_scope
     collector = _Collector(facts, table)
     walk(module, collector.on_visit, collector.on_leave)
+    if table is not None and len(table.statements) == len(collector.statements):
+        facts.statement_twins = (table.statements, collector.statements)  # positions from one statement's code
     collector.place()
     if table is not None and tree is not None:  # paired (`place`): the path guards are looked up through it
         facts.statement_pairs = (tree.body, table.statements, collector.statements)

@@ -167,6 +167,8 @@ class ScriptFacts:
         # guards are read from the first and laid over the last; None when the two trees are not paired
         self.statement_pairs: tuple[Sequence[ast.stmt], Sequence[ast.stmt], Sequence[cst.CSTNode]] | None = None
         self.collected = False  # the traversal is done: every node has its start and end (`collect_facts`)
+        # CPython's statements and libcst's twins, once the traversal has paired them (before the facts are done)
+        self.statement_twins: tuple[Sequence[ast.stmt], Sequence[cst.CSTNode]] | None = None
 
     @property
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:

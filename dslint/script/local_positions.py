@@ -6,7 +6,7 @@ answers about it) or one finding's span. A small statement (`x = f(a)`, `engine.
 the line and column where it begins, with its block's indentation (what precedes it on its line, where it starts
 the line: the continuation lines of its brackets repeat it), its code generation gives its nodes the same ranges
 the whole pass would. Where it begins is read from CPython's twin of the statement
-(`ScriptFacts.statement_pairs`; the column converted from UTF-8 bytes to characters with the source's line), and
+(`ScriptFacts.statement_twins`; the column converted from UTF-8 bytes to characters with the source's line), and
 the statement's own range is checked against the twin's end too: a statement whose ranges disagree, one that does
 not start its line (after a `;`), a node outside any small statement (a `def`, an `if`'s test), or iterating the
 table falls back to the whole pass.
@@ -34,9 +34,8 @@ class StatementFacts(Protocol):
 
     module: cst.Module
     text: str | None
-    collected: bool
     small_statement_of_call: dict[cst.Call, cst.BaseSmallStatement]
-    statement_pairs: tuple[Sequence[ast.stmt], Sequence[ast.stmt], Sequence[cst.CSTNode]] | None
+    statement_twins: tuple[Sequence[ast.stmt], Sequence[cst.CSTNode]] | None
     entered: dict[cst.CSTNode, int]
     exited: dict[cst.CSTNode, int]
 
@@ -79,8 +78,8 @@ class NodePositions(Mapping[cst.CSTNode, CodeRange]):
 
     def _local(self, node: cst.CSTNode) -> CodeRange | None:
         facts = self._facts
-        if facts.text is None or PositionProvidingCodegenState is None or not facts.collected:
-            return None
+        if facts.text is None or PositionProvidingCodegenState is None or facts.statement_twins is None:
+            return None  # no source, or the traversal has not paired the statements yet
         statement = facts.small_statement_of_call.get(node) if isinstance(node, cst.Call) else None
         if statement is None:
             statement = self._small_statement(node)
@@ -96,7 +95,7 @@ class NodePositions(Mapping[cst.CSTNode, CodeRange]):
         """The small statement holding `node` (or `node` itself), by the traversal's order of entering nodes."""
         facts = self._facts
         if self._smalls is None:
-            _, _, ours = facts.statement_pairs or ((), (), ())
+            _, ours = facts.statement_twins or ((), ())
             self._smalls = [s for s in ours if isinstance(s, cst.BaseSmallStatement)]
             self._starts = [facts.entered[s] for s in self._smalls]
         entered, exited = facts.entered.get(node), facts.exited.get(node)
@@ -142,7 +141,7 @@ class NodePositions(Mapping[cst.CSTNode, CodeRange]):
 
     def _twin(self, statement: cst.CSTNode) -> ast.stmt | None:
         if self._twins is None:
-            _, theirs, ours = self._facts.statement_pairs or ((), (), ())
+            theirs, ours = self._facts.statement_twins or ((), ())
             self._twins = {id(node): twin for twin, node in zip(theirs, ours, strict=True)}
         return self._twins.get(id(statement))
 

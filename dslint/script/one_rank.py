@@ -168,6 +168,21 @@ SEVERAL_PROCESSES = (
 )
 
 
+def within_one_rank(
+    facts: ScriptFacts,
+    node: cst.CSTNode,
+    regions: list[cst.CSTNode],
+    rests: list[tuple[cst.CSTNode, cst.CSTNode]],
+) -> bool:
+    """Whether `node` lies in one of `regions` (an `if` body under a one-rank test) or `rests` (the statements
+    from `first` to `last` after an early return of the other ranks), by the traversal's order of entering and
+    leaving nodes (no positions needed)."""
+    start, end = facts.start(node), facts.end(node)
+    return any(facts.start(region) <= start and end <= facts.end(region) for region in regions) or any(
+        facts.start(first) <= start and end <= facts.end(last) for first, last in rests
+    )
+
+
 def presumed_one_process(facts: ScriptFacts, text: str) -> bool:
     """The script runs as one process though no launch of it says so: no launch in the project starts several
     processes (`ProjectFacts.one_process_project`: each is `python x.py`, or there is none), and its code shows no
