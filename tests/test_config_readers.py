@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from dslint.cli import main
 from dslint.project.config_readers import framework_configs, replaced_keys
 
 LOADS_AND_EDITS = b"""
@@ -45,3 +49,34 @@ def test_a_strategy_config_from_an_imported_loader(tmp_path: Path) -> None:
     sources = {str(p): p.read_bytes() for p in (loader, fit)}
     found = framework_configs(sources)
     assert [(Path(c).name, reader) for c, reader, _ in found] == [("ds.json", "lightning")]
+
+
+def test_lightnings_old_deepspeed_plugin_is_lightnings_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`from pytorch_lightning.plugins import DeepSpeedPlugin` (Lightning before 1.6) with `config=`: the
+    strategy's old name, which fills the micro batch itself, not accelerate's class of that name (which takes
+    `hf_ds_config=`): a config without batch keys that only it can read is not DSL406's."""
+    (tmp_path / "molbart").mkdir()
+    util = (
+        "import pytorch_lightning as pl\nfrom pytorch_lightning.plugins import DeepSpeedPlugin\n"
+        'DEFAULT_CONFIG = "ds_config.json"\n'
+        "def build_trainer(args):\n"
+        "    return pl.Trainer(plugins=[DeepSpeedPlugin(config=args.deepspeed_config_path)])\n"
+    )
+    (tmp_path / "molbart" / "train.py").write_text(
+        "import argparse\nfrom molbart import util\n"
+        "parser = argparse.ArgumentParser()\n"
+        'parser.add_argument("--deepspeed_config_path", default=util.DEFAULT_CONFIG)\n'
+        "util.build_trainer(parser.parse_args()).fit(None)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "ds_config.json").write_text('{"zero_optimization": {"stage": 2}}\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+
+    def codes() -> str:
+        return CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--exit-zero", "."]).output
+
+    (tmp_path / "molbart" / "util.py").write_text(util, encoding="utf-8")
+    assert "DSL406" not in codes()
+    accelerate = util.replace("from pytorch_lightning.plugins import", "from accelerate import")
+    (tmp_path / "molbart" / "util.py").write_text(accelerate.replace("config=", "hf_ds_config="), encoding="utf-8")
+    assert "DSL406" in codes()

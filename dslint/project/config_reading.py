@@ -125,10 +125,22 @@ PRESUMED_TRAINER_TOKENS = (b"HfArgumentParser", b"TrainingArguments")
 HF_READER_TOKENS = (b"HfArgumentParser", b"TrainingArguments", b"DeepSpeedPlugin", b"HfDeepSpeedConfig")
 
 
-LIGHTNING_CONFIG = re.compile(rb"\bDeepSpeedStrategy\s*\([^)]*?\bconfig\s*=")
+# Lightning's strategy given a config; `DeepSpeedPlugin` is its name before Lightning 1.6, and accelerate's class
+# of that name takes `hf_ds_config=`, never `config=`
+LIGHTNING_CONFIG = re.compile(rb"\bDeepSpeed(?:Strategy|Plugin)\s*\([^)]*?\bconfig\s*=")
 
 
-LIGHTNING_IMPORT = re.compile(rb"^\s*from\s+(?:pytorch_)?lightning[\w.]*\s+import\s[^\n]*\bDeepSpeedStrategy\b", re.M)
+LIGHTNING_IMPORT = re.compile(
+    rb"^\s*from\s+(?:pytorch_)?lightning[\w.]*\s+import\s[^\n]*\bDeepSpeed(?:Strategy|Plugin)\b", re.M
+)
+
+
+def hf_reader_text(data: bytes) -> bool:
+    """Whether a source may hand a config to the Hugging Face Trainer or accelerate (`HF_READER_TOKENS`); a
+    `DeepSpeedPlugin` imported from Lightning is Lightning's."""
+    if any(token in data for token in HF_READER_TOKENS if token != b"DeepSpeedPlugin"):
+        return True
+    return b"DeepSpeedPlugin" in data and not (LIGHTNING_IMPORT.search(data) and LIGHTNING_CONFIG.search(data))
 
 
 def config_reader_of(script: str | None, launched: LaunchedConfig) -> str:

@@ -31,13 +31,13 @@ from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_ya
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import client_sections, framework_configs, replaced_keys
 from dslint.project.config_reading import (
-    HF_READER_TOKENS,
     LIGHTNING_CONFIG,
     LIGHTNING_IMPORT,
     PRESUMED_TRAINER_TOKENS,
     config_reader_of,
     creates_engine,
     follow_imported_readers,
+    hf_reader_text,
     opened_literals,
     other_config_options,
     reader_of,
@@ -222,7 +222,7 @@ def _build_project_index(
     elif (
         not producers
         and any(LIGHTNING_IMPORT.search(data) and LIGHTNING_CONFIG.search(data) for data in sources.values())
-        and not any(any(token in data for token in HF_READER_TOKENS) for data in sources.values())
+        and not any(hf_reader_text(data) for data in sources.values())
     ):
         # Lightning's DeepSpeedStrategy given a config dslint does not follow (`config=args.ds_config_path`) is
         # the project's only way to DeepSpeed: a config nothing names is presumed the strategy's.
