@@ -31,6 +31,33 @@ Trainer(model=build(), args=args).train()
 # that name only where it says "auto" (`HfTrainerDeepSpeedConfig.trainer_config_process`).
 _OPTIMIZER_PARAMETERS = {"weight_decay": "weight_decay", "adam_epsilon": "eps"}
 
+# The Trainer's `optim` values that name torch's AdamW algorithm (decoupled weight decay, full-precision states):
+# the same algorithm as a config section of type AdamW, or Adam with `adam_w_mode` on (its default).
+_ADAMW_OPTIMS = frozenset({"adamw_torch", "adamw_torch_fused", "adamw_hf", "adamw_apex_fused", "adamw_torch_npu_fused"})
+
+
+def _section_is_adamw(optimizer: dict[str, object]) -> bool:
+    """Whether DeepSpeed builds an AdamW (decoupled weight decay) from the config's optimizer section
+    (`_configure_basic_optimizer`: type AdamW, or Adam unless `adam_w_mode` is false)."""
+    kind = str(optimizer.get("type", "")).lower()
+    params = optimizer.get("params")
+    mode = params.get("adam_w_mode", True) if isinstance(params, dict) else True
+    return kind == "adamw" or (kind == "adam" and mode is not False)
+
+
+def _built_default(optimizer: dict[str, object], key: str) -> float | None:
+    """The `weight_decay` or `eps` of the optimizer DeepSpeed 0.19.8 builds from a section whose `params` lack it:
+    FusedAdam, DeepSpeedCPUAdam and FusedLamb take 0 and 1e-8, torch's AdamW (`torch_adam`) a weight decay of
+    0.01, torch's Adam 0; None for another type (not judged)."""
+    kind = str(optimizer.get("type", "")).lower()
+    params = optimizer.get("params")
+    torch_adam = isinstance(params, dict) and params.get("torch_adam") is True
+    if kind not in ("adam", "adamw", "lamb"):
+        return None
+    if key == "eps":
+        return 1e-8
+    return 0.01 if torch_adam and _section_is_adamw(optimizer) else 0.0
+
 
 class TrainerArgumentDroppedByConfig(ScriptRule):
     code = "DSL460"
@@ -51,8 +78,11 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             or in a launch that passes it beside `--deepspeed ds.json` (at the script's `HfArgumentParser`, naming
             the launch): `max_grad_norm` when the config has no `gradient_clipping` and the value differs from the
             engine's default (1.0 since DeepSpeed 0.19.3, 0.0 before); `optim` when the config has an
-            `optimizer` section; `weight_decay` and `adam_epsilon` when the config's `optimizer` section has no
-            `weight_decay` or `eps` in its `params`. Values built at run time, and a config that cannot be read,
+            `optimizer` section of another algorithm (`adafactor`, 8-bit or paged AdamW, `sgd`...; `adamw_torch`
+            beside an `AdamW` section is the same optimizer); `weight_decay` and `adam_epsilon` when the config's
+            `Adam`, `AdamW` or `Lamb` section has no `weight_decay` or `eps` in its `params` and the value differs
+            from what the optimizer DeepSpeed builds takes without it (0 and 1e-8; a weight decay of 0.01 for
+            torch's AdamW, `torch_adam`). Values built at run time, and a config that cannot be read,
             are not judged; a key written with another value is DSL435's finding, a missing `lr` DSL459's.
         """,
         why="""
@@ -93,6 +123,15 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
                                      deepspeed=ds)
             """
         ),
+        # torch's AdamW asked for beside an AdamW section: the same optimizer; a weight decay of 0 is what the
+        # FusedAdam DeepSpeed builds takes without one
+        Valid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", optim="adamw_torch", weight_decay=0.0, deepspeed="ds.json")
+            """,
+            files=(("ds.json", _OPTIMIZER),),
+        ),
         # values read at run time are not judged
         Valid(
             """
@@ -121,6 +160,15 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             lines=(3,),
             files=(("ds.json", '{"train_micro_batch_size_per_gpu": "auto"}\n'),),
             deepspeed_version="0.14.4",
+        ),
+        # torch's AdamW (`torch_adam`) decays by 0.01 unless told: the Trainer's 0 is dropped
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", weight_decay=0.0, deepspeed="ds.json")
+            """,
+            lines=(3,),
+            files=(("ds.json", _OPTIMIZER.replace('"lr": "auto"', '"lr": "auto", "torch_adam": true')),),
         ),
         Invalid(
             _PARSING,
@@ -179,12 +227,16 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
         elif not isinstance(optimizer, dict):
             return
         elif name == "optim":
+            if value in _ADAMW_OPTIMS and _section_is_adamw(optimizer):
+                return  # the section builds the algorithm asked for
             text = f"optim={value!r}{where} is not used: the optimizer section of {file} builds the optimizer"
         else:
             params = optimizer.get("params")
             key = _OPTIMIZER_PARAMETERS[name]
             if (isinstance(params, dict) and key in params) or not isinstance(value, (int, float)):
                 return
+            if value == _built_default(optimizer, key) or _built_default(optimizer, key) is None:
+                return  # the optimizer DeepSpeed builds takes that value anyway, or its default is not known
             text = f'{name}={value}{where} is dropped: the optimizer of {file} has no {key}; set it to "auto"'
         self.report(node, text, related=related)
 
