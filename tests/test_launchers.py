@@ -66,6 +66,21 @@ deepspeed \\
     assert launch.option("run").value == UNKNOWN_VALUE  # type: ignore[union-attr]
 
 
+def test_shell_arithmetic_over_known_integers() -> None:
+    """`$(( ))` over integers and variables holding them is bash's integer arithmetic (truncating division,
+    `%`, parentheses, names with or without `$`); over a value built at run time it stays unknown."""
+    text = """TOTAL=128
+GPUS=2
+PER=1
+ACC=$(($TOTAL/$GPUS/$PER))
+deepspeed train.py --gradient_accumulation_steps $ACC --steps $(( (TOTAL - 1) % GPUS * 7 )) --seed $((RANDOM+1))
+"""
+    (launch,) = parse_shell("run.sh", text)
+    assert launch.option("gradient_accumulation_steps").value == "64"  # type: ignore[union-attr]
+    assert launch.option("steps").value == "7"  # type: ignore[union-attr]
+    assert launch.option("seed").value == UNKNOWN_VALUE  # type: ignore[union-attr]
+
+
 def test_makefile_targets_and_variables() -> None:
     text = (
         "CONFIG := ds_z2.json\n\ntrain:\n\tdeepspeed train.py --deepspeed_config $(CONFIG)\n\nlint:\n\truff check .\n"

@@ -56,7 +56,69 @@ def substitute(text: str, variables: dict[str, str | None]) -> str:
         value = variables.get(name)
         return value if value is not None else UNKNOWN_VALUE
 
-    return VARIABLE.sub(replace, text)
+    text = VARIABLE.sub(replace, text)
+    return _ARITHMETIC.sub(lambda match: _arithmetic(match.group(1), variables), text) if "$((" in text else text
+
+
+# `$(( expression ))`: integers, names, + - * / % and parentheses (bash's integer arithmetic)
+_ARITHMETIC = re.compile(r"\$\(\(((?:[^()]|\([^()]*\))*)\)\)")
+_ARITHMETIC_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|([-+*/%()]))")
+
+
+def _arithmetic(expression: str, variables: dict[str, str | None]) -> str:
+    """The value of a shell arithmetic expansion whose operands are integers or variables holding integers;
+    UNKNOWN_VALUE for anything else (a variable built at run time, an operator it does not read)."""
+    tokens: list[str] = []
+    position = 0
+    while position < len(expression.rstrip()):
+        match = _ARITHMETIC_TOKEN.match(expression, position)
+        if match is None:
+            return UNKNOWN_VALUE
+        number, name, operator = match.groups()
+        if name is not None:
+            held = variables.get(name)
+            if held is None or not held.strip().lstrip("-").isdigit():
+                return UNKNOWN_VALUE
+            number = held.strip()
+        tokens.append(number if number is not None else operator)
+        position = match.end()
+    try:
+        value, rest = _sum(tokens)
+    except (IndexError, ValueError, ZeroDivisionError):
+        return UNKNOWN_VALUE
+    return str(value) if not rest else UNKNOWN_VALUE
+
+
+def _sum(tokens: list[str]) -> tuple[int, list[str]]:
+    value, tokens = _product(tokens)
+    while tokens and tokens[0] in "+-":
+        operator, (right, tokens) = tokens[0], _product(tokens[1:])
+        value = value + right if operator == "+" else value - right
+    return value, tokens
+
+
+def _product(tokens: list[str]) -> tuple[int, list[str]]:
+    value, tokens = _unit(tokens)
+    while tokens and tokens[0] in "*/%":
+        operator, (right, tokens) = tokens[0], _unit(tokens[1:])
+        if operator == "*":
+            value *= right
+        else:  # bash truncates toward zero
+            quotient = abs(value) // abs(right) * (1 if (value >= 0) == (right > 0) else -1)
+            value = quotient if operator == "/" else value - right * quotient
+    return value, tokens
+
+
+def _unit(tokens: list[str]) -> tuple[int, list[str]]:
+    if tokens[0] == "(":
+        value, rest = _sum(tokens[1:])
+        if not rest or rest[0] != ")":
+            raise ValueError("unclosed parenthesis")
+        return value, rest[1:]
+    if tokens[0] == "-":
+        value, rest = _unit(tokens[1:])
+        return -value, rest
+    return int(tokens[0]), tokens[1:]
 
 
 @dataclass(frozen=True)

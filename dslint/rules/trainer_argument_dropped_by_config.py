@@ -30,6 +30,7 @@ Trainer(model=build(), args=args).train()
 # TrainingArguments' optimizer settings that transformers copies into the config's `optimizer.params` key of
 # that name only where it says "auto" (`HfTrainerDeepSpeedConfig.trainer_config_process`).
 _OPTIMIZER_PARAMETERS = {"weight_decay": "weight_decay", "adam_epsilon": "eps"}
+_ARGUMENTS = ("max_grad_norm", "gradient_accumulation_steps", "optim", *_OPTIMIZER_PARAMETERS)
 
 # The Trainer's `optim` values that name torch's AdamW algorithm (decoupled weight decay, full-precision states):
 # the same algorithm as a config section of type AdamW, or Adam with `adam_w_mode` on (its default).
@@ -82,8 +83,10 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             beside an `AdamW` section is the same optimizer); `weight_decay` and `adam_epsilon` when the config's
             `Adam`, `AdamW` or `Lamb` section has no `weight_decay` or `eps` in its `params` and the value differs
             from what the optimizer DeepSpeed builds takes without it (0 and 1e-8; a weight decay of 0.01 for
-            torch's AdamW, `torch_adam`). Values built at run time, and a config that cannot be read,
-            are not judged; a key written with another value is DSL435's finding, a missing `lr` DSL459's.
+            torch's AdamW, `torch_adam`); `gradient_accumulation_steps` above 1 when the config has no such key
+            and no total batch (`train_batch_size` absent or `"auto"`). Values built at run time, and a config
+            that cannot be read (or whole), are not judged; a key written with another value is DSL435's finding, a
+            missing `lr` DSL459's.
         """,
         why="""
             The Trainer hands its arguments to DeepSpeed only through the config: it fills the keys that say
@@ -92,7 +95,10 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             Trainer's clipping call only reads the norm (accelerate's `clip_grad_norm_` under DeepSpeed). With an
             `optimizer` section, `deepspeed_optim_sched` hands the Trainer a `DummyOptim` and DeepSpeed builds the
             section's optimizer: `optim` is never read, and a parameter the section's `params` lack takes the
-            optimizer's own default. Nothing is logged; the run trains with other settings than it asked for.
+            optimizer's own default. Without `gradient_accumulation_steps`, accelerate's `DeepSpeedPlugin` writes
+            1 into the config and prefers it to the Trainer's (a warning at most), and accelerate's engine
+            wrapper calls `engine.step()` after every backward: the optimizer steps on every micro-batch, the
+            larger batch never forms. Nothing else is logged; the run trains with other settings than it asked for.
         """,
         example="""
             # ds.json: {"optimizer": {"type": "AdamW", "params": {"lr": "auto"}}, ...}
@@ -132,6 +138,21 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             """,
             files=(("ds.json", _OPTIMIZER),),
         ),
+        # accumulation the config receives ("auto"), or settles with a written total batch (DSL407's arithmetic)
+        Valid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", gradient_accumulation_steps=8, deepspeed="ds.json")
+            """,
+            files=(("ds.json", '{"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto"}\n'),),
+        ),
+        Valid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", gradient_accumulation_steps=8, deepspeed="ds.json")
+            """,
+            files=(("ds.json", '{"train_batch_size": 64, "train_micro_batch_size_per_gpu": "auto"}\n'),),
+        ),
         # values read at run time are not judged
         Valid(
             """
@@ -161,6 +182,15 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             files=(("ds.json", '{"train_micro_batch_size_per_gpu": "auto"}\n'),),
             deepspeed_version="0.14.4",
         ),
+        # no accumulation key: accelerate sets 1 and the engine steps the optimizer on every micro-batch
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", gradient_accumulation_steps=8, deepspeed="ds.json")
+            """,
+            lines=(3,),
+            files=(("ds.json", '{"train_micro_batch_size_per_gpu": "auto", "train_batch_size": "auto"}\n'),),
+        ),
         # torch's AdamW (`torch_adam`) decays by 0.01 unless told: the Trainer's 0 is dropped
         Invalid(
             """
@@ -185,7 +215,7 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
         if expression is None:
             return
         given = {}
-        for name in ("max_grad_norm", "optim", *_OPTIMIZER_PARAMETERS):
+        for name in _ARGUMENTS:
             value = keyword_value(node, name)
             if value is not None:
                 given[name] = (value, literal_value(value))
@@ -200,7 +230,7 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
         if parser is None:
             return
         for launch, config in launched_trainer_configs(self.context):
-            for name in ("max_grad_norm", "optim", *_OPTIMIZER_PARAMETERS):
+            for name in _ARGUMENTS:
                 written = launch.options.get(name)
                 value = _number(written) if name != "optim" else written
                 self._check(parser, name, value, config, " from the launch", (launch.launch,))
@@ -218,12 +248,22 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             return
         file = os.path.basename(str(config.path)) if config.path is not None else "the config dict"
         optimizer = config.values.get("optimizer")
+        opaque = config.tree is not None and config.tree.opaque  # keys dslint cannot read may be there
         if name == "max_grad_norm":
             default = 1.0 if not self.context.deepspeed_version < CLIPPING_BY_DEFAULT_SINCE else 0.0
-            if "gradient_clipping" in config.values or not isinstance(value, (int, float)) or value == default:
+            if "gradient_clipping" in config.values or opaque or not isinstance(value, (int, float)):
+                return
+            if value == default:
                 return
             text = f"max_grad_norm={value}{where} is dropped: {file} has no gradient_clipping (the engine clips at"
             text += f' {default}); set it to "auto"'
+        elif name == "gradient_accumulation_steps":
+            if "gradient_accumulation_steps" in config.values or opaque or not isinstance(value, (int, float)):
+                return
+            if value == 1 or config.values.get("train_batch_size", "auto") != "auto":
+                return  # a written total batch settles the accumulation with the micro batch (DSL407's arithmetic)
+            text = f"gradient_accumulation_steps={value:g}{where} is dropped: {file} has no such key, so the engine"
+            text += ' steps every micro-batch; set it to "auto"'
         elif not isinstance(optimizer, dict):
             return
         elif name == "optim":
