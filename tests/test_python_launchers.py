@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from click.testing import CliRunner
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from property_profiles import examples
 
+from dslint.cli import main
 from dslint.project.python_launchers import launch_text_of, python_launch_text
 from dslint.project.shell_directories import UNKNOWN_VALUE
 
@@ -60,3 +64,50 @@ def test_the_text_test_keeps_every_module_that_runs_a_launch(program: str, quote
     source = f"import os, subprocess, argparse\np = argparse.ArgumentParser()\nargs = p.parse_args()\n{call}\n"
     data = source.encode()
     assert python_launch_text(data) == launch_text_of(data)
+
+
+def test_a_comment_telling_how_to_run_the_file_itself() -> None:
+    """`# deepspeed ... train.py ...` in train.py is its documented launch, at its line and columns (a backslash
+    carries it onto the next comment line); a command for another script, or a commented-out line of code, is
+    not."""
+    source = (
+        "import torch\n"
+        "## deepspeed --num_gpus=4 train.py | always the first four GPUs\n"
+        "#   deepspeed --include localhost:1 train.py \\\n"
+        "#       --deepspeed ds.json\n"
+        "# deepspeed other.py --deepspeed ds.json\n"
+        "# model = model.cuda()\n"
+        "x = 1  # deepspeed train.py\n"
+    )
+    text = python_launch_text(source.encode(), "train.py")
+    lines = {n: line for n, line in enumerate((text or "").splitlines(), start=1) if line}
+    assert lines == {
+        2: "   deepspeed --num_gpus=4 train.py | always the first four GPUs",
+        3: "    deepspeed --include localhost:1 train.py \\",
+        4: "        --deepspeed ds.json",
+    }
+    assert python_launch_text(source.encode(), "other_name.py") is None
+
+
+def test_a_commented_launch_is_checked_as_a_documented_one(tmp_path: Path) -> None:
+    """DSL442 at the comment of a training script whose Trainer gets no DeepSpeed config; an evaluation script
+    (no `.train(...)`) is left alone."""
+    script = (
+        "from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments\n"
+        "args = Seq2SeqTrainingArguments(output_dir='out')\n"
+        "trainer = Seq2SeqTrainer(model=None, args=args)\n"
+        "trainer.train()\n"
+        "\n"
+        "# deepspeed --include localhost:1,2 train.py\n"
+    )
+    (tmp_path / "train.py").write_text(script, encoding="utf-8")
+
+    def found() -> list[tuple[int, str]]:
+        result = CliRunner().invoke(
+            main, ["check", "--isolated", "--no-cache", "--output-format", "concise", str(tmp_path)]
+        )
+        return [(int(line.split(":")[1]), line.split()[1]) for line in result.output.splitlines() if ": DSL" in line]
+
+    assert found() == [(6, "DSL442")]
+    (tmp_path / "train.py").write_text(script.replace("trainer.train()", "trainer.evaluate()"), encoding="utf-8")
+    assert found() == []

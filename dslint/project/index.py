@@ -69,7 +69,7 @@ from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, wr
 from dslint.project.missing_configs import file_names_under, missing_trainer_configs
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.project_index import SKIPPED_DIRECTORIES, Launch, LaunchSite, ProjectIndex, launcher_files
-from dslint.project.python_launchers import python_launch_text
+from dslint.project.python_launchers import comment_launches, python_launch_text
 from dslint.project.shipped_accelerate import shipped_accelerate_runs
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
 from dslint.project.written_configs import written_config_issues
@@ -372,7 +372,7 @@ def _read_launchers(
         if data is None:
             continue
         name = os.path.basename(launcher)
-        text = python_launch_text(data) if name.endswith(".py") else data.decode("utf-8", errors="replace")
+        text = python_launch_text(data, name) if name.endswith(".py") else data.decode("utf-8", errors="replace")
         if text is None:  # a Python file that runs no launch command itself (`project/python_launchers.py`)
             continue
         if name.endswith((".yaml", ".yml")):
@@ -398,6 +398,7 @@ def _read_launchers(
         else:
             lines = parse_shell(launcher, text, wrapper)
         scripts: dict[int, str | None] = {}
+        commented = comment_launches(data, name) if name.endswith(".py") else {}
         for line in lines:
             script = find_written(line.script, launcher, roots, line.directory)
             if script is None and line.module:
@@ -429,9 +430,10 @@ def _read_launchers(
             if pasted:
                 passed.extend(_document_launch(launch, world))
             scripts[id(line)] = script
-            # a script's own lint holds its launches' findings; a notebook's `!` launch has the launch issues its
-            # cells' Python cannot show (`NOTEBOOK_ISSUES`), reported in its cells
-            if not launcher.endswith(".py"):
+            # a script's own lint holds its launches' findings, but for the commands its comments document (a
+            # README's, written in the file); a notebook's `!` launch has the launch issues its cells' Python cannot
+            # show (`NOTEBOOK_ISSUES`), reported in its cells
+            if not launcher.endswith(".py") or line.line in commented:
                 option = line.config_option()
                 site = LaunchSite(
                     line,

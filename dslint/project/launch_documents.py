@@ -20,7 +20,7 @@ from dslint.project.shell_directories import change_directory, cloned_folder
 DOCUMENT_LAUNCHER_SUFFIXES = (".md", ".rst", ".ipynb", ".txt")
 # A launch command written as a line of text (`deepspeed --hostfile hf train.py` under "On two nodes:") in a
 # document without code blocks: Markdown shows it as text, and a reader runs it as written.
-_BARE_LAUNCH = re.compile(r"^(deepspeed|torchrun|accelerate\s+launch)\s+(\S+\s+)*\S+\.py(\s|$)")
+BARE_LAUNCH = re.compile(r"^(deepspeed|torchrun|accelerate\s+launch)\s+(\S+\s+)*\S+\.py(\s|$)")
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
@@ -60,7 +60,7 @@ def text_commands(text: str) -> str:
         if not going_on and (_CD_MAGIC.match(line) is not None or (cell is not None and cloned_folder(cell))):
             out.append(" " + line[1:])
             continue
-        keep = going_on or _BARE_LAUNCH.match(line if cell is None else cell) is not None
+        keep = going_on or BARE_LAUNCH.match(line if cell is None else cell) is not None
         out.append((line if cell is None else " " + cell) if keep else "")
         going_on = keep and line.rstrip().endswith("\\")
     return "\n".join(out)
@@ -103,7 +103,7 @@ def markdown_code_blocks(text: str) -> str:
             indented = True
             out.append(line)
             continue
-        if bare and _BARE_LAUNCH.match(line):  # a README of bare commands, as text lines (with the lines their
+        if bare and BARE_LAUNCH.match(line):  # a README of bare commands, as text lines (with the lines their
             out.append(line)  # backslashes continue them onto)
             previous = line
             going_on = line.rstrip().endswith("\\")

@@ -13,6 +13,9 @@ and their evidence point into the Python file. What goes into the text:
   run-time value (`shell_directories.UNKNOWN_VALUE`), which the launch readers treat as unknown;
 - only commands whose program is a DeepSpeed, torch or accelerate launcher (`deepspeed`, `torchrun`, `accelerate`,
   `python -m torch.distributed.run`): other subprocesses are not launches.
+
+A script's comments that say how to run it (`# deepspeed --include localhost:0,1 train.py --deepspeed ds.json` in
+train.py, a command of the file's own name) are its documented launches, read as a README's commands are.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import re
 import shlex
 
 from dslint.model.summary import module_imports, own_nodes, qualified_name
+from dslint.project.launch_documents import BARE_LAUNCH
 from dslint.project.reader_calls import scopes
 from dslint.project.script_parser import argparse_defaults
 from dslint.project.shell_directories import UNKNOWN_VALUE
@@ -36,21 +40,77 @@ LAUNCHER_PROGRAMS = frozenset({"deepspeed", "torchrun", "accelerate"})
 _PROGRAM_WORD = re.compile(rb"""["'/]\s*(?:deepspeed|torchrun|accelerate)["'\s]|torch\.distributed\.run""")
 
 
-def python_launch_text(data: bytes) -> str | None:
-    """A shell text holding the launch commands `data` runs, each on its call's line; None when it runs none."""
-    if b"subprocess" not in data and b"os.system" not in data:
-        return None
-    if _PROGRAM_WORD.search(data) is None:
-        return None
-    return launch_text_of(data)
+def python_launch_text(data: bytes, name: str = "") -> str | None:
+    """A shell text holding the launch commands `data` runs, each on its call's line, and the commands its
+    comments give for running the file itself (`name`, its file name); None when it has none."""
+    commands = comment_launches(data, name) if name else {}
+    if (b"subprocess" in data or b"os.system" in data) and _PROGRAM_WORD.search(data) is not None:
+        commands.update(_run_commands(data))
+    return _text(commands)
 
 
 def launch_text_of(data: bytes) -> str | None:
-    """`python_launch_text` without its text test: every module is parsed."""
+    """The commands `data` runs, without `python_launch_text`'s text test: every module is parsed."""
+    return _text(_run_commands(data))
+
+
+def _text(commands: dict[int, str]) -> str | None:
+    if not commands:
+        return None
+    lines = [""] * max(commands)
+    for number, command in commands.items():
+        lines[number - 1] = command
+    return "\n".join(lines) + "\n"
+
+
+# A comment that says how to run the file: `# deepspeed --num_gpus=4 train.py --deepspeed ds.json` in train.py
+_COMMENT_LAUNCH = re.compile(rb"#[#\s]*(?:deepspeed|torchrun|accelerate\s+launch)\s")
+
+
+def comment_launches(data: bytes, name: str) -> dict[int, str]:
+    """The launch commands `#` comments of the file write for the file itself (its own name is the script: a
+    note on how to run it, as a README's command is; a command for another script is not this file's to tell),
+    each at its line and columns, the comment lines a backslash continues it onto included."""
+    if name.encode() not in data or _COMMENT_LAUNCH.search(data) is None:
+        return {}
+    found: dict[int, str] = {}
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    number = 0
+    while number < len(lines):
+        body = _comment_body(lines[number])
+        if body is not None and BARE_LAUNCH.match(body.lstrip()) and _runs(body, name):
+            found[number + 1] = body
+            while body.rstrip().endswith("\\") and number + 1 < len(lines):
+                following = _comment_body(lines[number + 1])
+                if following is None:
+                    break
+                number, body = number + 1, following
+                found[number + 1] = body
+        number += 1
+    return found
+
+
+def _comment_body(line: str) -> str | None:
+    """A comment line's text after its `#`s, the columns before it blank; None for a line of code."""
+    stripped = line.lstrip()
+    if not stripped.startswith("#"):
+        return None
+    text = stripped.lstrip("#")
+    return " " * (len(line) - len(text)) + text
+
+
+def _runs(command: str, name: str) -> bool:
+    """Whether the command's script (its first word naming a `.py` file) is the file `name`."""
+    script = next((word for word in command.split() if word.endswith(".py")), None)
+    return script is not None and script.rsplit("/", 1)[-1] == name
+
+
+def _run_commands(data: bytes) -> dict[int, str]:
+    """The launch commands the module's subprocess calls run, each at its call's line."""
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+        return {}
     imports = module_imports(tree, None)[0]
     defaults = argparse_defaults(tree)
     commands: dict[int, str] = {}
@@ -62,12 +122,7 @@ def launch_text_of(data: bytes) -> str | None:
             words = _words(call.args[0], nodes, defaults)
             if words and _is_launch(words):
                 commands[call.lineno] = " ".join(shlex.quote(w) if UNKNOWN_VALUE not in w else w for w in words)
-    if not commands:
-        return None
-    lines = [""] * max(commands)
-    for number, command in commands.items():
-        lines[number - 1] = command
-    return "\n".join(lines) + "\n"
+    return commands
 
 
 def _is_launch(words: list[str]) -> bool:

@@ -13,7 +13,8 @@ command line by `HfArgumentParser` (then the launch must not pass `--deepspeed`)
 `--deepspeed` the script never reads (no `args.deepspeed`, no `vars(args)`); the Trainer class may be a project
 one imported from another module; and nothing else in the module may hand DeepSpeed a config (a call into `deepspeed`, a
 `deepspeed=` keyword, an attribute named `deepspeed` assigned, `HfDeepSpeedConfig`, accelerate's
-`DeepSpeedPlugin`, a parse of arguments from a file or a dict). Any doubt: no answer.
+`DeepSpeedPlugin`, a parse of arguments from a file or a dict); and the module trains (a `.train(...)` call: a
+script that only evaluates or predicts keeps no optimizer states for a config to shard). Any doubt: no answer.
 """
 
 from __future__ import annotations
@@ -48,7 +49,10 @@ def configless_trainer(
     )
     trainers: list[ast.Call] = []
     parses = arguments_built = 0
+    trains = False  # a `.train(...)` call: what a DeepSpeed config changes (evaluate/predict alone hold no states)
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "train":
+            trains = True
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr == "deepspeed":
             return None
         if isinstance(node, (ast.Name, ast.Attribute)):
@@ -76,8 +80,8 @@ def configless_trainer(
             parses += 1
         elif last == "parse_dict" or (last == "parse_args" and options_read):
             return None
-    if not trainers or arguments_built + parses == 0:
-        return None
+    if not trainers or arguments_built + parses == 0 or not trains:
+        return None  # no Trainer, no arguments built here, or the script never trains (an evaluation run)
     if parses and ("deepspeed" in launch_options or "*" in launch_options):
         return None  # `--deepspeed` given, or maybe among options given at run time (`"$@"`, a document's `...`)
     return trainers[0]

@@ -39,7 +39,8 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
     docs = RuleDocs(
         what="""
             Flags a `deepspeed` launch command (in a shell script, a Makefile recipe, a README's or a guide's code
-            block) whose script builds a Hugging Face (or TRL) Trainer that no DeepSpeed config reaches: its
+            block, a comment of the script telling how to run it) whose script trains (a `.train(...)` call; an
+            evaluation script is left alone) with a Hugging Face (or TRL) Trainer that no DeepSpeed config reaches: its
             TrainingArguments are built in the script without `deepspeed=`, or parsed from the command line
             (`HfArgumentParser`) while the launch passes no `--deepspeed` (and leaves no option open: `"$@"`, a
             document's `...`). A script that hands DeepSpeed a config
