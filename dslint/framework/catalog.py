@@ -99,6 +99,7 @@ CODES: tuple[str, ...] = (
     "DSL458",
     "DSL459",
     "DSL460",
+    "DSL461",
 )
 
 
