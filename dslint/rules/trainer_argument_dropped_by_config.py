@@ -6,13 +6,15 @@ import os
 
 import libcst as cst
 
+from dslint.config.tree import UNKNOWN
 from dslint.config.versions import CLIPPING_BY_DEFAULT_SINCE
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import TRL_TRAINING_ARGUMENTS
-from dslint.project.config_edits import literal_value
+from dslint.project.config_edits import command_line_value, literal_value
 from dslint.project.config_link import ResolvedConfig, resolve_config_expression
 from dslint.project.trainer_matches import argument_parsers, launched_trainer_configs
+from dslint.script.context import ScriptContext
 from dslint.script.hf_models import keyword_value, trainer_config_argument
 
 _OPTIMIZER = '{"train_micro_batch_size_per_gpu": "auto", "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}\n'
@@ -29,6 +31,14 @@ Trainer(model=build(), args=args).train()
 
 # TrainingArguments' optimizer settings that transformers copies into the config's `optimizer.params` key of
 # that name only where it says "auto" (`HfTrainerDeepSpeedConfig.trainer_config_process`).
+_OPTION_DEFAULT = """
+import argparse
+from transformers import TrainingArguments
+parser = argparse.ArgumentParser()
+parser.add_argument("--max_grad_norm", type=float, default=0.5)
+opts = parser.parse_args()
+args = TrainingArguments(output_dir="out", max_grad_norm=opts.max_grad_norm, deepspeed="ds.json")
+"""
 _OPTIMIZER_PARAMETERS = {"weight_decay": "weight_decay", "adam_epsilon": "eps"}
 _ARGUMENTS = ("max_grad_norm", "gradient_accumulation_steps", "optim", *_OPTIMIZER_PARAMETERS)
 
@@ -84,9 +94,10 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             `Adam`, `AdamW` or `Lamb` section has no `weight_decay` or `eps` in its `params` and the value differs
             from what the optimizer DeepSpeed builds takes without it (0 and 1e-8; a weight decay of 0.01 for
             torch's AdamW, `torch_adam`); `gradient_accumulation_steps` above 1 when the config has no such key
-            and no total batch (`train_batch_size` absent or `"auto"`). Values built at run time, and a config
-            that cannot be read (or whole), are not judged; a key written with another value is DSL435's finding, a
-            missing `lr` DSL459's.
+            and no total batch (`train_batch_size` absent or `"auto"`). The script's own option
+            (`args.max_grad_norm`, its parser's literal default) counts with the value every launch of the script
+            gives it (naming them); other values built at run time, and a config that cannot be read (or whole),
+            are not judged; a key written with another value is DSL435's finding, a missing `lr` DSL459's.
         """,
         why="""
             The Trainer hands its arguments to DeepSpeed only through the config: it fills the keys that say
@@ -153,6 +164,14 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             """,
             files=(("ds.json", '{"train_batch_size": 64, "train_micro_batch_size_per_gpu": "auto"}\n'),),
         ),
+        # launches that give the option other values: which one runs is not known
+        Valid(
+            _OPTION_DEFAULT,
+            files=(
+                ("run.sh", "deepspeed train.py\ndeepspeed train.py --max_grad_norm 1.0\n"),
+                ("ds.json", '{"train_micro_batch_size_per_gpu": "auto"}\n'),
+            ),
+        ),
         # values read at run time are not judged
         Valid(
             """
@@ -181,6 +200,12 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             lines=(3,),
             files=(("ds.json", '{"train_micro_batch_size_per_gpu": "auto"}\n'),),
             deepspeed_version="0.14.4",
+        ),
+        # the script's own option, at its default under every launch of the script
+        Invalid(
+            _OPTION_DEFAULT,
+            lines=(7,),
+            files=(("run.sh", "deepspeed train.py\n"), ("ds.json", '{"train_micro_batch_size_per_gpu": "auto"}\n')),
         ),
         # no accumulation key: accelerate sets 1 and the engine steps the optimizer on every micro-batch
         Invalid(
@@ -214,16 +239,16 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
         expression = trainer_config_argument(self.context, node)
         if expression is None:
             return
-        given = {}
+        given: dict[str, tuple[cst.BaseExpression, object, tuple[Related, ...]]] = {}
         for name in _ARGUMENTS:
-            value = keyword_value(node, name)
-            if value is not None:
-                given[name] = (value, literal_value(value))
+            written = keyword_value(node, name)
+            if written is not None:
+                given[name] = (written, *_argument(self.context, written))
         config = resolve_config_expression(self.context, expression) if given else None
         if config is None:
             return
-        for name, (at, value) in given.items():
-            self._check(at, name, value, config, "")
+        for name, (at, value, via) in given.items():
+            self._check(at, name, value, config, "", via)
 
     def leave_Module(self, original_node: cst.Module) -> None:
         parser = next(argument_parsers(original_node), None)
@@ -279,6 +304,13 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
                 return  # the optimizer DeepSpeed builds takes that value anyway, or its default is not known
             text = f'{name}={value}{where} is dropped: the optimizer of {file} has no {key}; set it to "auto"'
         self.report(node, text, related=related)
+
+
+def _argument(context: ScriptContext, value: cst.BaseExpression) -> tuple[object, tuple[Related, ...]]:
+    """A Trainer keyword's value: a literal, or `args.opt` of the script's own parser with a literal default when
+    every launch of the script agrees on it (`command_line_value`, naming those launches); else UNKNOWN."""
+    literal = literal_value(value)
+    return (literal, ()) if literal is not UNKNOWN else command_line_value(context, value)
 
 
 def _number(text: str | None) -> float | None:

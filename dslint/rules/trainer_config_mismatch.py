@@ -6,10 +6,11 @@ import os
 
 import libcst as cst
 
+from dslint.config.tree import UNKNOWN
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import TRL_TRAINING_ARGUMENTS
-from dslint.project.config_edits import literal_value
+from dslint.project.config_edits import command_line_value, literal_value
 from dslint.project.config_link import ResolvedConfig, resolve_config_expression
 from dslint.project.inputs import shown_path
 from dslint.project.trainer_matches import (
@@ -228,7 +229,10 @@ class TrainerConfigMismatch(ScriptRule):
             if arg.star or (arg.keyword is None and index > 0):
                 spread = True  # `**options` or positional fields: any field may be set
             elif arg.keyword is not None and arg.keyword.value in MATCHED_FIELDS:
-                arguments[arg.keyword.value] = literal_value(arg.value)
+                value = literal_value(arg.value)
+                if value is UNKNOWN:  # the script's own option at the value every launch gives it
+                    value = command_line_value(self.context, arg.value)[0]
+                arguments[arg.keyword.value] = value
         defaults = not spread and self._keeps_defaults(self.context.module, node.func)
         found = mismatches(config, arguments, defaults)
         if found:
