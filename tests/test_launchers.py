@@ -81,6 +81,19 @@ deepspeed train.py --gradient_accumulation_steps $ACC --steps $(( (TOTAL - 1) % 
     assert launch.option("seed").value == UNKNOWN_VALUE  # type: ignore[union-attr]
 
 
+def test_null_command_defaults() -> None:
+    """`: "${NAME:=value}"` assigns NAME where the file left it unset (or empty), not over a value it set."""
+    text = """: "${SCRIPT:=train.py}"
+: ${CFG:=ds.json}
+OTHER=a.json
+: "${OTHER:=b.json}"
+deepspeed $SCRIPT --deepspeed_config $CFG --other $OTHER
+"""
+    (launch,) = parse_shell("run.sh", text)
+    assert launch.script == "train.py"
+    assert [(o.name, o.value) for o in launch.options] == [("deepspeed_config", "ds.json"), ("other", "a.json")]
+
+
 def test_makefile_targets_and_variables() -> None:
     text = (
         "CONFIG := ds_z2.json\n\ntrain:\n\tdeepspeed train.py --deepspeed_config $(CONFIG)\n\nlint:\n\truff check .\n"

@@ -129,11 +129,19 @@ class Assignment:
     value: str  # as written after `=`
     append: bool  # `+=`
     exported: bool
+    unset_only: bool = False  # `: "${NAME:=value}"`: assigns only where NAME is unset (or empty)
+
+
+# `: "${NAME:=value}"` (or `${NAME=value}`): the null command, run for the default it assigns to an unset NAME
+_NULL_DEFAULT = re.compile(r"""^\s*:\s+(["']?)\$\{([A-Za-z_][A-Za-z0-9_]*):?=([^}$`]*)\}\1\s*$""")
 
 
 def assignment_in(line: str, alone: bool = True) -> Assignment | None:
     """The assignment `line` (a logical line, its comment stripped) makes, or None for any other line (also
     `NAME=value command ...`, which sets NAME only for that command, unless `alone` is False)."""
+    null = _NULL_DEFAULT.match(line)
+    if null is not None:
+        return Assignment(null.group(2), null.group(3), False, False, unset_only=True)
     match = _ASSIGNMENT.match(line)
     if match is None:
         return None
@@ -148,7 +156,10 @@ def assignment_in(line: str, alone: bool = True) -> Assignment | None:
 
 
 def assign(variables: dict[str, str | None], assignment: Assignment) -> None:
-    """Record what the variable holds after `assignment` (`+=` appends to what it held: nothing when unset)."""
+    """Record what the variable holds after `assignment` (`+=` appends to what it held: nothing when unset; a
+    null command's default only where the file has not set it, or set it empty)."""
+    if assignment.unset_only and assignment.name in variables and variables[assignment.name] != "":
+        return
     value = assigned_value(assignment.value, variables)
     if assignment.append:
         before = variables.get(assignment.name, "")
