@@ -3,7 +3,8 @@
 
 A file holds no GPU tensor when every `torch.save` of the project that writes its name saves CPU data only:
 tensors moved to the CPU (`.cpu()`, `.to("cpu")`), Python values taken out of tensors (`.item()`, `.tolist()`,
-`.numpy()`), numbers, strings and the containers of them (a dict, list or tuple literal, a comprehension,
+`.numpy()`), a learning-rate scheduler's `state_dict()` (a name with `sched` in it), `time.time()`, numbers,
+strings, either arm of a conditional value, and the containers of them (a dict, list or tuple literal, a comprehension,
 `dict(zip(...))`), or a name or attribute every value stored in which is such data (`stats[k] = loss.item()` in the
 function; `self.fisher[n] = grad.pow(2).mean().item()` anywhere in the module, where `fisher` is the attribute's
 name), what a function of the module returns (`return {"loss": loss.item()}`), and a parameter of a private
@@ -23,13 +24,21 @@ from dslint.model.gpu_saves import INITIALIZE_CALLED, bound_values, calls_named,
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
 
 # Methods whose result is CPU data whatever the tensor was on.
-_TO_CPU_METHODS = frozenset({"cpu", "item", "tolist", "numpy", "keys"})
+_TO_CPU_METHODS = frozenset({"cpu", "item", "tolist", "numpy", "keys", "to_dict"})
 # Builtins whose result is CPU data when their arguments are.
 _PLAIN_BUILDERS = frozenset({"float", "int", "str", "bool", "len", "round", "dict", "list", "tuple", "zip", "sorted"})
 _EMPTY = frozenset({"dict", "list", "OrderedDict", "defaultdict"})
 # A tensor's attributes that are plain metadata (`list(param.shape)`).
 _METADATA = frozenset({"shape", "dtype", "ndim", "requires_grad"})
 _DEPTH = 4  # names and attributes followed through one another at most this deep
+# Library calls whose result is a Python number or string.
+_CPU_FUNCTIONS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "os.getpid", "socket.gethostname"})
+
+
+def _names_scheduler(value: ast.expr) -> bool:
+    """`lr_scheduler`, `self.scheduler`, `sched`: a learning-rate scheduler by its name."""
+    name = dotted(value)
+    return name is not None and "sched" in name.rsplit(".", 1)[-1].lower()
 
 
 @dataclass(frozen=True)
@@ -111,6 +120,10 @@ def _cpu_data(node: ast.expr, function: ast.AST, summary: ModuleSummary, file: s
         return _cpu_data(node.value, function, summary, file, depth)
     if isinstance(node, ast.UnaryOp):
         return _cpu_data(node.operand, function, summary, file, depth)
+    if isinstance(node, ast.IfExp):  # `s.state_dict() if s is not None else None`: each arm
+        return _cpu_data(node.body, function, summary, file, depth) and _cpu_data(
+            node.orelse, function, summary, file, depth
+        )
     if isinstance(node, ast.Call):
         return _cpu_call(node, function, summary, file, depth)
     if isinstance(node, ast.Name):
@@ -127,10 +140,14 @@ def _cpu_data(node: ast.expr, function: ast.AST, summary: ModuleSummary, file: s
 
 
 def _cpu_call(node: ast.Call, function: ast.AST, summary: ModuleSummary, file: str, depth: int) -> bool:
+    if summary.qualified(node.func) in _CPU_FUNCTIONS:
+        return True
     if isinstance(node.func, ast.Attribute):
         method = node.func.attr
         if method in _TO_CPU_METHODS:
             return True
+        if method == "state_dict" and not node.args and _names_scheduler(node.func.value):
+            return True  # a learning-rate scheduler's state: its step counts and rates, Python numbers
         if method == "to":
             device = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "device"), None)
             return isinstance(device, ast.Constant) and device.value == "cpu"

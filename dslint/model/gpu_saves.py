@@ -139,6 +139,9 @@ def _template(node: ast.AST) -> str | None:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         right = _template(node.right)
         return None if right is None else ("*" if "/" not in right else "") + right
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):  # `Path(d) / "metadata.pt"`: a component
+        right = _template(node.right)
+        return None if right is None else "/" + right
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join" and node.args:
         return _template(node.args[-1])
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
