@@ -379,7 +379,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         ),
         hf_configured=True,
     ),
-    "DSL436": Needs((b"deepspeed", b"grad", b"backward")),
+    "DSL436": Needs((b"deepspeed", b"initialize", b"grad")),
     "DSL437": Needs((b"deepspeed", b"initialize", b"lr_scheduler", b"len")),
     "DSL440": Needs((b"deepspeed", b"Trainer"), engine=False, shapes=(Shape(stored=("deepspeed",)),)),
     "DSL441": Needs((b"deepspeed", b"numel"), alternatives=((b"deepspeed", b"nelement"),)),

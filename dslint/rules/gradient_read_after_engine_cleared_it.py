@@ -42,7 +42,7 @@ class GradientReadAfterEngineClearedIt(EngineParameterLoops, ScriptRule):
     message = "under ZeRO-2/3 engine.backward() leaves param.grad None: use deepspeed.utils.safe_get_full_grad(p)"
     step_message = "engine.step() has set param.grad to None: read the gradients before the step"
     severity = Severity.WARNING
-    required_tokens = (b"deepspeed", b"grad", b"backward")
+    required_tokens = (b"deepspeed", b"initialize", b"grad")  # an engine here, or one a helper is handed
     docs = RuleDocs(
         what="""
             Flags `p.grad` read (not written) for `p` in the engine's parameters (`engine.parameters()`,
@@ -50,8 +50,10 @@ class GradientReadAfterEngineClearedIt(EngineParameterLoops, ScriptRule):
             `for` loop or a comprehension) where DeepSpeed has already cleared it: after `engine.backward(...)` of
             the same function when the engine's config is known to run ZeRO stage 2 or 3, and after
             `engine.step()` of the same function when the config is known to step every batch (no gradient
-            accumulation). A config that cannot be read, a stage 0 or 1 read between backward and step, or a
-            read on a path the call does not share: nothing is reported.
+            accumulation); and anywhere in a helper handed an engine from elsewhere (a parameter its callers
+            fill, a return, an attribute) that neither backs through nor steps it, when that engine runs ZeRO-2
+            or 3 (no `p.grad` of it is whole at any point). A config that cannot be read, a stage 0 or 1 read
+            between backward and step, or a read on a path the call does not share: nothing is reported.
         """,
         why="""
             Under ZeRO-2 the engine's backward hooks reduce each gradient into DeepSpeed's partitioned buffers and
@@ -130,7 +132,8 @@ class GradientReadAfterEngineClearedIt(EngineParameterLoops, ScriptRule):
     def leave_Module(self, original_node: cst.Module) -> None:
         for read, engine in self.reads:
             found = evidence(self.context, engine)  # the launcher and config behind the stage, when elsewhere
-            if self._after("backward", read, engine) and zero_stage(self.context, engine) in (2, 3):
+            cleared = self._after("backward", read, engine) or self._handed(read, engine)
+            if cleared and zero_stage(self.context, engine) in (2, 3):
                 self.report(read, self.message + found.suffix, related=list(found.related))
             elif self._after("step", read, engine) and self._steps_every_batch(engine):
                 self.report(read, self.step_message + found.suffix, related=list(found.related))
@@ -144,6 +147,20 @@ class GradientReadAfterEngineClearedIt(EngineParameterLoops, ScriptRule):
             and facts.start(call) < at
             and not facts.paths.exclusive(call, read)
             for call, other in self.calls[method]
+        )
+
+    def _handed(self, read: cst.Attribute, engine: Engine) -> bool:
+        """A helper handed an engine from elsewhere (a parameter, a return, an attribute) that neither backs
+        through nor steps it itself: under ZeRO-2/3 no `p.grad` of the engine is ever whole where it may run
+        (None before the first backward and after each, the gradients living in DeepSpeed's partitions), so the
+        order of its calls does not matter."""
+        if not engine.elsewhere:
+            return False
+        scope = self.facts.scope_at(read)
+        return not any(
+            other is engine and self.facts.scope_at(call) is scope
+            for calls in self.calls.values()
+            for call, other in calls
         )
 
     def _steps_every_batch(self, engine: Engine) -> bool:
