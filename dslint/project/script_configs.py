@@ -38,23 +38,26 @@ class ScriptConfig:
     from_file: bool  # read from a file (DeepSpeed then refuses duplicate keys), not a dict literal
     key: str | None  # the file as the script names it; None for a dict literal
     reader: tuple[Related, ...] = ()  # a config builder's dict: the reader elsewhere that receives it
+    read_by: Related | None = None  # a file: the script's call that hands it to DeepSpeed (its findings name it)
 
 
 def script_configs(context: ScriptContext) -> list[ScriptConfig]:
     """The readable configs of `context`'s initialize calls (outside plain-PyTorch branches) and Trainers."""
-    resolved: list[ResolvedConfig] = []
+    resolved: list[tuple[ResolvedConfig, Related | None]] = []
     for init in context.facts.initialize_calls:
         if context.facts.in_plain_branch(init.call):
             continue
         config = resolve_config(context, init.engine)
+        start, _ = context.span(init.config if init.config is not None else init.call)
+        reads = Related(context.path, start.line, start.column, "deepspeed.initialize reads it")
         if config is not None:
-            resolved.append(config)
+            resolved.append((config, reads))
         else:
-            resolved.extend(edited_configs(context, init.engine))
-    resolved.extend(trainer_configs(context))
+            resolved.extend((edited, reads) for edited in edited_configs(context, init.engine))
+    resolved.extend((config, None) for config in trainer_configs(context))
     found: list[ScriptConfig] = []
     seen: set[object] = set()
-    for config in resolved:
+    for config, site in resolved:
         if config.tree is None:
             continue
         key: object = str(config.path) if config.path is not None else id(config.tree)
@@ -63,7 +66,8 @@ def script_configs(context: ScriptContext) -> list[ScriptConfig]:
         seen.add(key)
         path = shown(config.path) if config.path is not None else context.path
         named = str(config.path) if config.path is not None else None
-        found.append(ScriptConfig(path, config.tree, config.origin, config.path is not None, named))
+        read_by = site if config.path is not None else None
+        found.append(ScriptConfig(path, config.tree, config.origin, config.path is not None, named, read_by=read_by))
     for config in returned_configs(context):  # dicts a reader elsewhere receives from this module's builders
         assert config.tree is not None
         found.append(ScriptConfig(context.path, config.tree, config.origin, False, None, config.via[:1]))
