@@ -168,3 +168,20 @@ def test_every_index_answers_what_its_pattern_per_source_answers(texts: list[byt
             a.decode() for line in old_lines for o, a in re.findall(rb"\b(\w+)\s+as\s+(\w+)", line) if o == needle
         }
         assert words.aliases(name) == renamed, name
+
+
+def test_definitions_at_the_top_level_and_indented() -> None:
+    """`def name(` at a line's start (`async` too) is a module's function; indented, a method or a nested one;
+    a `def` in a comment counts as indented (it only widens the callers' search)."""
+    from dslint.model.source_words import SourceWords
+
+    sources = {
+        "a.py": b"def export(x):\n    return x\nasync def fetch(y):\n    pass\n",
+        "b.py": b"class K:\n    def fetch(self):\n        pass\n",
+        "c.py": b"# def note(\nx = export(1)\n",
+    }
+    words = SourceWords(sources)
+    assert words.definitions("export") == (["a.py"], False)
+    assert words.definitions("fetch") == (["a.py"], True)
+    assert words.definitions("note") == ([], True)
+    assert words.definitions("missing") == ([], False)

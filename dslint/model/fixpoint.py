@@ -153,6 +153,8 @@ class ProjectModel(Evaluator):
                     matched = [path for path, data in sources.items() if needle in data]
                 if len(matched) > MAX_NAME_FILES:
                     matched = self._possible_callers(name, matched)
+                elif len(matched) > 1:
+                    matched = self._importing_callers(name, matched)
                 for path in matched:
                     module = self.module(path)
                     if module is None:
@@ -202,6 +204,32 @@ class ProjectModel(Evaluator):
                 self._live_parameters.add(key)
                 pending.extend(self._waiting.pop(key, ()))
 
+    def _importing_callers(self, name: str, matched: list[str]) -> list[str]:
+        """Of a few files calling something named `name`, those that can call a function of that name the project
+        defines, when every such definition is at a module's top level (a method, or a nested function, is reached
+        from anywhere: every file stays; so is a name no `def` gives, a class or an alias): the defining modules,
+        the files importing one of them (`_module_importers`), and those importing the name itself (`from x import
+        name`, a re-export's importers too). Read from the text of every source, so the answer does not depend on
+        what the fixpoint met first; a file that calls the name without any such import calls another function."""
+        definers, nested = self.store.words.definitions(name)
+        if nested or not definers:
+            return matched
+        found = set(definers).union(self.store.words.importing(name))
+        for path in definers:
+            found.update(self._module_importers(path))
+        return [p for p in matched if p in found]
+
+    def _module_importers(self, path: str) -> set[str]:
+        """The files whose import lines name the module at `path` (its file's stem), or its package when the
+        package's `__init__.py` names the module (it re-exports it)."""
+        folder = os.path.dirname(path)
+        stem = os.path.splitext(os.path.basename(path))[0]
+        package = self.store.sources.get(os.path.join(folder, "__init__.py"), b"")
+        words = {stem} if stem != "__init__" else set()
+        if stem == "__init__" or stem.encode() in package:
+            words.add(os.path.basename(folder))
+        return {p for word in words if word for p in self.store.words.importing(word)}
+
     def _possible_callers(self, name: str, matched: list[str]) -> list[str]:
         """Of the files calling something named `name` (too many to read them all), those that can call one of
         the project's own functions of that name the fixpoint met: its module, and the files importing that module
@@ -219,13 +247,7 @@ class ProjectModel(Evaluator):
                 continue
             callers = [path] if path in matched else []
             if not owner:  # its module, or its package when that re-exports it, named in an import
-                folder = os.path.dirname(path)
-                stem = os.path.splitext(os.path.basename(path))[0]
-                package = self.store.sources.get(os.path.join(folder, "__init__.py"), b"")
-                words = {stem} if stem != "__init__" else set()
-                if stem == "__init__" or stem.encode() in package:
-                    words.add(os.path.basename(folder))
-                importing = {p for word in words if word for p in self.store.words.importing(word)}
+                importing = self._module_importers(path)
                 callers.extend(p for p in matched if p != path and p in importing)
             if len(callers) > MAX_NAME_FILES:
                 self.unverifiable_callees.add((path, qualname))

@@ -66,6 +66,25 @@ class _AtLineStart:
         return found
 
 
+_DEF = re.compile(rb"def[ \t]+(\w+)[ \t]*\(")
+
+
+def _definitions(data: bytes) -> list[tuple[bytes, bool]]:
+    """`def NAME(` at a line's start (after `async `: False) or after indentation (True); any other `def` (in a
+    comment, a string) is read as indented: it only ever makes the callers' search wider."""
+    found: list[tuple[bytes, bool]] = []
+    for match in _DEF.finditer(data):
+        start = match.start()
+        line = data.rfind(b"\n", 0, start) + 1
+        prefix = data[line:start]
+        if prefix.startswith(b"async"):
+            prefix = prefix[5:].lstrip(b" \t") if prefix[5:6] in (b" ", b"\t") else b"x"
+        if start > 0 and data[start - 1 : start] not in (b"\n", b" ", b"\t") and prefix:
+            continue  # `undef(`, `_def x(`: not the keyword
+        found.append((match.group(1), bool(prefix)))
+    return found
+
+
 _CLASS_BASES = _AtLineStart(rb"[ \t]*class\s+\w+\s*\(([^)]*)")
 _IMPORT_LINE = _AtLineStart(rb"([ \t]*(?:from|import)\b[^\n]*)")
 _PARENTHESIZED_IMPORT = _AtLineStart(rb"[ \t]*from\s+[\w.]+\s+import\s*\(([^)]*)\)")
@@ -81,6 +100,7 @@ class SourceWords:
         self._class_words: dict[bytes, list[int]] | None = None
         self._import_words: dict[bytes, list[int]] | None = None
         self._aliases: dict[bytes, set[bytes]] = {}
+        self._definitions: dict[bytes, tuple[list[int], bool]] | None = None
         self._paths: list[str] = []
 
     def _number(self) -> None:
@@ -121,6 +141,22 @@ class SourceWords:
         if self._class_words is None:
             self._class_words = self._index(_class_words)
         return [self._paths[n] for n in self._class_words.get(name.encode(), ())]
+
+    def definitions(self, name: str) -> tuple[list[str], bool]:
+        """The sources defining a function `name` at their top level (`def name(` at a line's start, `async` too),
+        in the sources' order, and whether any source defines one indented (a method, a nested function)."""
+        if self._definitions is None:
+            self._number()
+            found: dict[bytes, tuple[list[int], bool]] = {}
+            for number, data in enumerate(self.sources.values()):
+                for word, indented in _definitions(data) if b"def" in data else ():
+                    numbers, nested = found.get(word, ([], False))
+                    if not indented and (not numbers or numbers[-1] != number):
+                        numbers.append(number)
+                    found[word] = (numbers, nested or indented)
+            self._definitions = found
+        numbers, nested = self._definitions.get(name.encode(), ([], False))
+        return [self._paths[n] for n in numbers], nested
 
     def importing(self, word: str) -> list[str]:
         """The sources with `word` as a whole word of an import line, in the sources' order."""

@@ -52,6 +52,18 @@ def is_placement_call(call: cst.Call) -> bool:
     return not (isinstance(first, cst.SimpleString) and first.evaluated_value == "cpu")
 
 
+def to_full_precision(call: cst.Call) -> bool:
+    """`.to(torch.float32)` (or `dtype=torch.float32`, `torch.float64`): a cast to full precision, nothing else."""
+    given = [arg.value for arg in call.args if arg.keyword is None or arg.keyword.value == "dtype"]
+    return method_name(call) == "to" and bool(given) and all(_full_precision(value) for value in given)
+
+
+def _full_precision(value: cst.BaseExpression) -> bool:
+    """`torch.float32`, `torch.float`, `torch.float64`, `torch.double`."""
+    dotted = dotted_name(value) or ""
+    return dotted.startswith("torch.") and dotted.split(".")[-1] in ("float32", "float", "float64", "double")
+
+
 def moves_to_unindexed_cuda(facts: ScriptFacts, call: cst.Call) -> bool:
     """`.cuda()` without an index, or `.to(<an un-indexed CUDA device>)`."""
     name = method_name(call)
@@ -318,6 +330,8 @@ class ModelMoves:
     def initialize_for(self, call: cst.Call) -> ModelSink | None:
         """Where the model that `call` moves or casts beforehand leaves for initialize, if anywhere."""
         if not is_placement_call(call) or moves_to_cpu(self.facts, call) or self._on_meta_device(call):
+            return None
+        if to_full_precision(call):  # before initialize: neither a move (DSL101) nor a 16-bit cast (DSL104)
             return None
         if call in self._in_chains:
             sink = self._in_chains[call]
