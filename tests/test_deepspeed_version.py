@@ -460,3 +460,14 @@ def test_a_nested_range_gives_way_to_an_exact_pin_above_that_it_admits(tmp_path:
     (tmp_path / "chat" / "requirements.txt").write_text("deepspeed>=0.9.0\n", encoding="utf-8")
     (tmp_path / "chat" / ".git").mkdir()
     assert PinFinder().pins_root(nested) == tmp_path / "chat"
+
+
+def test_a_singular_requirement_file_pins(tmp_path: Path) -> None:
+    """`requirement.txt` (a common spelling) pins as `requirements.txt` does, and marks a project root."""
+    from dslint.project.deepspeed_version import PinFinder, find_pin
+
+    (tmp_path / "requirement.txt").write_text("torch\ndeepspeed==0.6.1\n", encoding="utf-8")
+    pin = find_pin(tmp_path)
+    assert pin is not None and str(pin.version) == "0.6.1" and pin.line == 2
+    (tmp_path / "src").mkdir()
+    assert PinFinder().pins_root(tmp_path / "src") == tmp_path

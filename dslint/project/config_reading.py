@@ -262,6 +262,9 @@ def _trainer_literal_configs(path: str, data: bytes) -> Iterator[TrainerLiteral]
         return
     lines = data.split(b"\n")  # as the line count below reads them
     for match in _TRAINER_LITERAL.finditer(data):
+        start_of_line = data.rfind(b"\n", 0, match.start()) + 1
+        if b"#" in data[start_of_line : match.start()]:
+            continue  # `#deepspeed="ds.json",`: a keyword commented out (or a comment that names one)
         line = data.count(b"\n", 0, match.start()) + 1
         column = character_column(lines, line, match.start() - (data.rfind(b"\n", 0, match.start()) + 1)) + 1
         written = match.group(1).decode("utf-8", errors="replace")

@@ -1,15 +1,15 @@
 """Which DeepSpeed a project runs, as ruff has `target-version`: `[tool.dslint] deepspeed-version`, else the
 project's own pin, else the newest release dslint knows.
 
-Pins are read, in this order, from the project root (the directory of the pyproject.toml that holds
-`[tool.dslint]`, else the current directory): `requirements*.txt` (also under `requirements/`), pyproject.toml
+Pins are read, in this order, from the project root (the directory of the pyproject.toml that holds `[tool.dslint]`,
+else the current directory): `requirements*.txt` (`requirement.txt` too; also under `requirements/`), pyproject.toml
 `[project] dependencies` (and optional dependencies), `setup.cfg` and `setup.py` `install_requires`,
-`environment.yml` (conda `deepspeed=0.14` or a `pip:` entry), and the `pip install` lines of a `Dockerfile`;
-then, as a fallback, other `*requirements*.txt` at the root, the root's install scripts (`setup.sh`, `install.sh`)
-and the requirement, conda and Docker files of set-up folders (`setup/`, `environments/`, `docker/`...), the
-`pip install` lines of their shell scripts included; last,
-the root README's code blocks (a requirement line such as `deepspeed == 0.9.2`, or a `pip install` command). The
-first file that pins `deepspeed` decides; a bare `deepspeed` (no version) pins nothing.
+`environment.yml` (conda `deepspeed=0.14` or a `pip:` entry), and the `pip install` lines of a `Dockerfile`; then,
+as a fallback, other `*requirements*.txt` at the root, the root's install scripts (`setup.sh`, `install.sh`) and the
+requirement, conda and Docker files of set-up folders (`setup/`, `environments/`, `docker/`...), the `pip install`
+lines of their shell scripts included; last, the root README's code blocks (a requirement line such as `deepspeed ==
+0.9.2`, or a `pip install` command). The first file that pins `deepspeed` decides; a bare `deepspeed` (no version)
+pins nothing.
 
 A range resolves to the lowest version it admits, the bound itself (`deepspeed>=0.12,<0.15` is 0.12.0,
 `~=0.14.2` is 0.14.2, `==0.14.*` is 0.14.0): dslint then warns about everything that can go wrong on the
@@ -177,7 +177,7 @@ def _read_lines(path: Path) -> list[tuple[int, str]]:
 
 
 def _requirement_files(root: Path) -> list[Path]:
-    found = sorted(root.glob("requirements*.txt")) + sorted((root / "requirements").glob("*.txt"))
+    found = sorted(root.glob("requirement*.txt")) + sorted((root / "requirements").glob("*.txt"))
     return [p for p in found if p.is_file()]
 
 
@@ -325,7 +325,7 @@ def _is_project_root(directory: Path) -> bool:
     for name in names:
         if name in PROJECT_MARKERS and (directory / name).exists():
             return True
-        if name.startswith("requirements") and name.endswith(".txt") and (directory / name).is_file():
+        if name.startswith("requirement") and name.endswith(".txt") and (directory / name).is_file():
             return True
         if name.startswith("Dockerfile"):
             return True
