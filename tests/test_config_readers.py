@@ -80,3 +80,23 @@ def test_lightnings_old_deepspeed_plugin_is_lightnings_reader(tmp_path: Path, mo
     accelerate = util.replace("from pytorch_lightning.plugins import", "from accelerate import")
     (tmp_path / "molbart" / "util.py").write_text(accelerate.replace("config=", "hf_ds_config="), encoding="utf-8")
     assert "DSL406" in codes()
+
+
+def test_a_commented_out_trainer_config_names_no_file(tmp_path: Path) -> None:
+    """`#deepspeed="ds.json",` inside TrainingArguments is no config the Trainer reads: a missing file there is not
+    DSL423's; written, it is."""
+    script = (
+        "from transformers import TrainingArguments\n"
+        "args = TrainingArguments(\n"
+        '    output_dir="out",\n'
+        '    #deepspeed="configs/ds.json",\n'
+        ")\n"
+    )
+    (tmp_path / "train.py").write_text(script, encoding="utf-8")
+
+    def codes() -> str:
+        return CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--exit-zero", str(tmp_path)]).output
+
+    assert "DSL423" not in codes()
+    (tmp_path / "train.py").write_text(script.replace("#deepspeed", "deepspeed"), encoding="utf-8")
+    assert "DSL423" in codes()
