@@ -8,8 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from fixture_support import FIXTURES
 
+from dslint.cli import main
 from dslint.lint.batch import index_project, lint_files
 from dslint.lint.files import discover
 from dslint.lint.launcher import launcher_results, lint_launcher
@@ -207,3 +209,22 @@ def test_a_notebook_launch_is_reported_in_its_cell_beside_the_notebook_own_findi
     assert [(d["filename"], d["cell"], d["location"]["line"], d["location"]["column"]) for d in found] == [
         ("train.ipynb", 2, 2, 36)
     ]
+
+
+def test_a_missing_script_named_by_a_variable_is_reported_at_its_command(tmp_path: Path) -> None:
+    """`deepspeed $SCRIPT` with SCRIPT naming no file: the command is the finding's place, not a comment that
+    happens to hold the name (nor is a finding dropped when only a comment does)."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport deepspeed\np = argparse.ArgumentParser()\np.add_argument('--local_rank', type=int)\n"
+        "p.add_argument('--deepspeed_config')\nengine, *_ = deepspeed.initialize(args=p.parse_args(), model=net)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "ds.json").write_text('{"train_batch_size": 8}\n', encoding="utf-8")
+    (tmp_path / "run.sh").write_text(
+        "SCRIPT=train_v2.py\nsrun deepspeed --num_gpus 2 $SCRIPT \\\n    --deepspeed_config ds.json  # train_v2.py: new\n",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--exit-zero", str(tmp_path)])
+    found = [line for line in result.output.splitlines() if "DSL444" in line]
+    assert len(found) == 1 and found[0].split(":")[1:3] == ["2", "6"], result.output

@@ -78,13 +78,19 @@ def missing_script_issue(
     word = re.compile(rf"(?<![\w./-]){re.escape(written)}(?![\w.])")
     physical = text.splitlines()
     last = max(line.line, line.cut_line) if line.cut_line else min(len(physical), line.line + 40)
+    shown = tuple(shown_path(twin) for twin in twins)
     for number in range(line.line, min(last, len(physical)) + 1):
-        match = word.search(physical[number - 1])
+        match = word.search(_COMMENT.sub("", physical[number - 1]))  # a comment's text is not the command's
         if match is not None:
             start, end = match.start() + 1, match.end() + 1
-            shown = tuple(shown_path(twin) for twin in twins)
             return LaunchIssue("missing_script", number, start, end, written, elsewhere=shown, cause=cause)
-    return None
+    # the script named through a variable (`deepspeed $TRAINING_SCRIPT`): the command itself
+    end = line.column + len(line.tool)
+    return LaunchIssue("missing_script", line.line, line.column, end, written, elsewhere=shown, cause=cause)
+
+
+# A shell comment: `#` at a line's start or after white space, to the line's end.
+_COMMENT = re.compile(r"(?:^|(?<=\s))#.*$")
 
 
 # What a Python line naming the script must do for the script to be one that the project writes or fetches.
