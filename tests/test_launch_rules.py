@@ -222,7 +222,8 @@ def test_a_missing_script_named_by_a_variable_is_reported_at_its_command(tmp_pat
     )
     (tmp_path / "ds.json").write_text('{"train_batch_size": 8}\n', encoding="utf-8")
     (tmp_path / "run.sh").write_text(
-        "SCRIPT=train_v2.py\nsrun deepspeed --num_gpus 2 $SCRIPT \\\n    --deepspeed_config ds.json  # train_v2.py: new\n",
+        "SCRIPT=train_v2.py\nsrun deepspeed --num_gpus 2 $SCRIPT \\\n"
+        "    --deepspeed_config ds.json  # train_v2.py: new\n",
         encoding="utf-8",
     )
     result = CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--exit-zero", str(tmp_path)])
