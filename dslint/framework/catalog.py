@@ -100,6 +100,7 @@ CODES: tuple[str, ...] = (
     "DSL459",
     "DSL460",
     "DSL461",
+    "DSL462",
 )
 
 
