@@ -229,3 +229,25 @@ def test_a_missing_script_named_by_a_variable_is_reported_at_its_command(tmp_pat
     result = CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--exit-zero", str(tmp_path)])
     found = [line for line in result.output.splitlines() if "DSL444" in line]
     assert len(found) == 1 and found[0].split(":")[1:3] == ["2", "6"], result.output
+
+
+def test_a_launch_stopped_by_its_options_has_no_batch_finding(tmp_path: Path) -> None:
+    """A command whose `--deepspeed ds.json` the script refuses (DSL443) never reaches DeepSpeed's batch check: its
+    world size against the config is not reported; the same launch passing `--deepspeed_config` is (DSL407)."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport deepspeed\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--local_rank', type=int, default=-1)\nparser = deepspeed.add_config_arguments(parser)\n"
+        "args = parser.parse_args()\nengine, *_ = deepspeed.initialize(args=args, model=model)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "ds_config.json").write_text(
+        '{"train_batch_size": 48, "train_micro_batch_size_per_gpu": 16, "gradient_accumulation_steps": 1}\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "good.sh").write_text("deepspeed --num_gpus 4 train.py --deepspeed_config ds_config.json\n")
+    (tmp_path / "bad.sh").write_text("deepspeed --num_gpus 4 train.py --deepspeed ds_config.json\n")
+    result = CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--exit-zero", str(tmp_path)])
+    lines = [line for line in result.output.splitlines() if ": DSL" in line]
+    found = sorted((line.split(":")[0].rsplit("/", 1)[-1], line.split()[1]) for line in lines)
+    assert found == [("bad.sh", "DSL443"), ("good.sh", "DSL407")], result.output

@@ -68,7 +68,14 @@ from dslint.project.launched_configs import launched_config
 from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, writes_passed_config
 from dslint.project.missing_configs import file_names_under, missing_trainer_configs
 from dslint.project.passed_devices import cuda_parameters
-from dslint.project.project_index import SKIPPED_DIRECTORIES, Launch, LaunchSite, ProjectIndex, launcher_files
+from dslint.project.project_index import (
+    SKIPPED_DIRECTORIES,
+    Launch,
+    LaunchIssue,
+    LaunchSite,
+    ProjectIndex,
+    launcher_files,
+)
 from dslint.project.python_launchers import comment_launches, python_launch_text
 from dslint.project.shipped_accelerate import shipped_accelerate_runs
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
@@ -278,6 +285,8 @@ def _build_project_index(
     for path, missing in missing_trainer_configs(index.unfound_trainer_configs, sources, names).items():  # DSL423
         issues.setdefault(path, []).extend(missing)
     batches = batch_issues(list(index.config_world_sizes), index.config_reading, texts)  # DSL407 at launches
+    stopped = _stopped_launches(index.sites, issues)
+    batches = {path: [i for i in found if (absolute(path), i.line) not in stopped] for path, found in batches.items()}
     for path, found in [*issues.items(), *batches.items()]:
         # a config the document itself writes out for its launch is there to be saved: not a missing file
         pasted = {config.name for config in index.document_configs.get(absolute(path), ())}
@@ -351,6 +360,26 @@ def _record_shipped_accelerate(index: ProjectIndex, path: str, data: bytes | Non
         return
     if shipped_accelerate_runs(path):
         index.files[path] = replace(facts_of(index.files, path), accelerate_shipped=True)
+
+
+# Launch issues that stop the command before DeepSpeed reads a config: a later finding of the same command (its
+# batch arithmetic, DSL407) describes a failure the run never reaches.
+_STOPPING = frozenset(
+    {"deepspeed_switch_value", "missing_script", "refused_options", "local_rank_refused", "unknown_option"}
+)
+
+
+def _stopped_launches(sites: Sequence[LaunchSite], issues: Mapping[str, list[LaunchIssue]]) -> set[tuple[str, int]]:
+    """(launcher, the command's first line) of every launch an issue stops first, found by the lines the command
+    spans (its first line to its last option's)."""
+    stopped: set[tuple[str, int]] = set()
+    for site in sites:
+        line = site.line
+        last = max([line.line, *(option.line for option in line.options)])
+        found = issues.get(line.launcher, ())
+        if any(i.kind in _STOPPING and line.line <= i.line <= last for i in found):
+            stopped.add((absolute(line.launcher), line.line))
+    return stopped
 
 
 def _read_launchers(
