@@ -51,7 +51,9 @@ class UnsatisfiableBatchSize(ConfigRule, LaunchRule):
             (by the Hugging Face Trainer or accelerate) can satisfy (`train_batch_size` 4 with accumulation 16).
             When the values hold for some number of GPUs but not for a launch's, the finding is at that
             launch's line (a shell script, a Makefile, a README's command), naming the config's batch values: the
-            same file may be right for the project's other launches. Values that hold for no world size, and
+            same file may be right for the project's other launches; not at a launch that an earlier refusal
+            stops (DSL443, DSL444, DSL427, DSL450, DSL434: it never reaches the batch check). Values that hold for
+            no world size, and
             launches written in a notebook or a Python file, are reported in the config. Not when the scripts
             that load the file set one of the three values in code before `initialize`
             (`cfg["train_batch_size"] = micro * world * accumulation`).
