@@ -7,6 +7,7 @@ import libcst as cst
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.hf_models import is_model_from_pretrained, keyword_value
+from dslint.script.one_rank import one_rank_conjunction, rest_on_one_rank, within_one_rank
 
 # accelerate's device-map strategies: each spreads the model over every GPU the process sees.
 SPREADING = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
@@ -33,7 +34,8 @@ class DeviceMapUnderMultiprocessLaunch(ScriptRule):
             more than one process on a node (`deepspeed --num_gpus 2`, `--include localhost:0,1`, a hostfile's
             slots, `torchrun --nproc_per_node 4`, `accelerate launch --num_processes 4`). The finding names the
             launch. A script started only as one process (`python train.py`) is model-parallel by design and
-            left alone, as is a device map given as a variable.
+            left alone, as is a device map given as a variable, and a load under a one-rank test (`if
+            local_rank == 0:`, or after the other ranks returned): one process loads that copy.
         """,
         why="""
             A device map of this kind is accelerate's `infer_auto_device_map` over `get_max_memory()`, which
@@ -54,6 +56,11 @@ class DeviceMapUnderMultiprocessLaunch(ScriptRule):
         """,
     )
     valid = (
+        # one rank loads the evaluation copy
+        Valid(
+            _SCRIPT.replace("model = ", "if args.local_rank == 0:\n    model = "),
+            files=(("run.sh", "deepspeed --num_gpus 2 train.py\n"),),
+        ),
         Valid(_SCRIPT, files=(("run.sh", "python train.py\n"),)),
         Valid(
             _SCRIPT.replace('device_map="auto"', "device_map={'': local_rank}"),
@@ -61,6 +68,25 @@ class DeviceMapUnderMultiprocessLaunch(ScriptRule):
         ),
     )
     invalid = (Invalid(_SCRIPT, lines=(3,), files=(("run.sh", "deepspeed --num_gpus 2 train.py\n"),)),)  # the keyword
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.regions: list[cst.CSTNode] = []  # bodies that run on one rank only
+        self.rests: list[tuple[cst.CSTNode, cst.CSTNode]] = []  # statements after the other ranks left
+        self.found: list[tuple[cst.Call, cst.Arg, str, tuple[Related, ...]]] = []
+
+    def visit_If(self, node: cst.If) -> None:
+        if one_rank_conjunction(node.test, self.facts):
+            self.regions.append(node.body)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        rest = rest_on_one_rank(node, self.facts)
+        if rest is not None:
+            self.rests.append(rest)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for call, argument, message, related in self.found:
+            if not within_one_rank(self.facts, call, self.regions, self.rests):  # one process loads it there
+                self.report(argument, message, related=related)
 
     def visit_Call(self, node: cst.Call) -> None:
         project = self.facts.project
@@ -81,4 +107,4 @@ class DeviceMapUnderMultiprocessLaunch(ScriptRule):
         )
         related = tuple(Related(s.launch.path, s.launch.line, s.launch.column, s.world_source) for s in several)
         argument = next(a for a in node.args if a.keyword is not None and a.keyword.value == "device_map")
-        self.report(argument, message, related=related)
+        self.found.append((node, argument, message, related))
