@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dslint.config.facts import Origin, autotuning_enabled, batch_number, is_auto
+from dslint.config.facts import Origin, autotuning_enabled, batch_number, is_auto, zero_stage
 from dslint.config.key_edits import remove_entry
 from dslint.config.tree import Array, Entry, Node, Object, to_python
 from dslint.diagnostics import Applicability, Fix, Severity
@@ -57,7 +57,8 @@ class AutoConfigValue(ConfigRule):
             the value itself, `if cfg.get("lr") == "auto":`, replaces what it finds). Nor is one in the
             `optimizer` (or `scheduler`) section of a config every `deepspeed.initialize` of its script hands a
             client optimizer (or `lr_scheduler`) the script builds: DeepSpeed then never builds that section.
-            An `"auto"` inside a section written `"enabled": false` is never read and is not reported. A launched
+            An `"auto"` inside a section written `"enabled": false` is never read and is not reported, nor is a
+            `zero_optimization.stage3_*` one of a config whose ZeRO stage is known to be below 3. A launched
             script that does not use the option itself but imports a project module (to three levels) that opens
             `<x>.<option>`
             (`self.args.deepspeed_config`), loads it and hands the dict to `initialize` links the file too; the finding
@@ -103,6 +104,15 @@ class AutoConfigValue(ConfigRule):
         """,
     )
     valid = (
+        # ZeRO-3 settings of a stage-2 config are never read: "auto" there changes nothing
+        Valid(
+            """
+            import deepspeed
+            config = {"train_batch_size": 8, "zero_optimization": {"stage": 2, "stage3_prefetch_bucket_size": "auto"}}
+            engine, *_ = deepspeed.initialize(model=model, config=config)
+            """,
+            path="train.py",
+        ),
         Valid('{"train_batch_size": 8, "zero_optimization": {"stage": 2}}\n'),
         # the optimizer and scheduler sections are never built: initialize gets client objects the script builds
         Valid(
@@ -441,11 +451,22 @@ class AutoConfigValue(ConfigRule):
             return
         # a value the reading script replaces before initialize (it or a section holding it) never reaches DeepSpeed
         replaced = self.context.replaced_keys
+        written = {"zero_optimization", PATH_SEPARATOR.join(("zero_optimization", "stage"))} & replaced
+        stage = zero_stage(self.root) if not written else None  # the script may set another stage in code
         found = [
             (path, entry)
             for path, entry in auto_entries(self.root)
             if not any(PATH_SEPARATOR.join(path[:end]) in replaced for end in range(1, len(path) + 1))
             and not (len(path) > 1 and self._disabled(path[0]))
+            # a ZeRO-3 setting of a config at stage 0-2: never read, its default changes nothing
+            and not (
+                stage is not None
+                and stage < 3
+                and path[0] == "zero_optimization"
+                and path[1:2] != ("stage",)
+                and len(path) > 1
+                and path[1].startswith("stage3_")
+            )
         ]
         for path, entry in found:
             where = ".".join(path)
