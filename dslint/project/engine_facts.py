@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from dslint.diagnostics import Related
-from dslint.model.conditions import Guard
+from dslint.model.conditions import Guard, guards_of
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
@@ -37,7 +37,7 @@ from dslint.model.state_saving_calls import (
     plugin_sites,
     state_saving_calls,
 )
-from dslint.model.summary import character_column
+from dslint.model.summary import SummaryStore, character_column
 from dslint.model.values import InitSite
 from dslint.project.inputs import shown_path
 from dslint.project.passed_devices import cpu_parameters
@@ -249,7 +249,9 @@ def record_engines(
             shown_path(init.path), init.line, init.column, f"{qualname}() returns the model initialize receives"
         )
         files[path] = replace(
-            facts, model_builders={**facts.model_builders, qualname: origin}, init_guards=_guards(facts, origin, init)
+            facts,
+            model_builders={**facts.model_builders, qualname: origin},
+            init_guards=_guards(facts, origin, init, store),
         )
     for path, functions in cpu_parameters(store, model.model_builders).items():
         files[path] = replace(facts_of(files, path), cpu_parameters=functions)
@@ -260,7 +262,7 @@ def record_engines(
         )
         entry = (position, name, origin, engine_config(files, init, store))
         sinks = {**facts.model_sinks, helper.position: (*facts.model_sinks.get(helper.position, ()), entry)}
-        files[helper.caller_path] = replace(facts, model_sinks=sinks, init_guards=_guards(facts, origin, init))
+        files[helper.caller_path] = replace(facts, model_sinks=sinks, init_guards=_guards(facts, origin, init, store))
     for (path, qualname), attribute, until, init in model.attribute_builders():
         facts = facts_of(files, path)
         origin = Related(
@@ -270,12 +272,48 @@ def record_engines(
             f"self.{attribute} goes to deepspeed.initialize in {init.qualname}()",
         )
         filled = {**facts.model_attributes, qualname: (attribute, until, origin)}
-        files[path] = replace(facts, model_attributes=filled, init_guards=_guards(facts, origin, init))
+        files[path] = replace(facts, model_attributes=filled, init_guards=_guards(facts, origin, init, store))
     return sites
 
 
-def _guards(facts: ProjectFacts, origin: Related, init: InitSite) -> Mapping[tuple[str, int, int], tuple[Guard, ...]]:
-    """The file's initialize guards with those of `init` (named by `origin`) added."""
-    if not init.guards:
+def _guards(
+    facts: ProjectFacts, origin: Related, init: InitSite, store: SummaryStore | None = None
+) -> Mapping[tuple[str, int, int], tuple[Guard, ...]]:
+    """The file's initialize guards with those of `init` (named by `origin`) added: the tests on its path in its
+    function, and those every call of that function in its module shares (`load(): self.build(); if
+    cfg.deepspeed: self.init_engine()`)."""
+    guards = (*init.guards, *(_call_site_guards(store, init) if store is not None else ()))
+    if not guards:
         return facts.init_guards
-    return {**facts.init_guards, (origin.path, origin.line, origin.column): init.guards}
+    return {**facts.init_guards, (origin.path, origin.line, origin.column): guards}
+
+
+def _call_site_guards(store: SummaryStore, init: InitSite) -> tuple[Guard, ...]:
+    """The guards every call of the function holding `init` has in its module (`self.name()` for a method,
+    `name()` for a function), in the function holding that call; none when a call is unguarded or none is seen.
+    A guard only ever silences a move that serves another path (DSL101): a call elsewhere left unseen costs a
+    finding, never adds one."""
+    summary = store.get(init.path)
+    if summary is None or not init.qualname:
+        return ()
+    owner, _, name = init.qualname.rpartition(".")
+    common: set[Guard] | None = None
+    for function in ast.walk(summary.tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.name == name:
+            continue
+        for call in ast.walk(function):
+            if not isinstance(call, ast.Call):
+                continue
+            target = call.func
+            own = (
+                isinstance(target, ast.Attribute)
+                and target.attr == name
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+                if owner
+                else isinstance(target, ast.Name) and target.id == name
+            )
+            if own:
+                found = set(guards_of(function.body, call))
+                common = found if common is None else common & found
+    return tuple(common or ())
