@@ -287,7 +287,16 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL301": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL302": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL303": Needs((b"deepspeed", b"initialize")),
-    "DSL304": Needs((b"deepspeed", b"initialize")),
+    # a division before this file's engine's backward, or `accelerator.backward` where accelerate runs DeepSpeed
+    "DSL304": Needs(
+        (b"deepspeed", b"initialize"),
+        engine=False,
+        alternatives=((b"backward", b"Accelerator"),),
+        shapes=(
+            Shape(methods=("backward",), engine=True),
+            Shape(methods=("backward",), words=(b"Accelerator",), configured=True),
+        ),
+    ),
     # a clip beside this file's engine, or after `accelerator.backward` where DeepSpeed may run through accelerate
     "DSL305": Needs(
         (b"deepspeed", b"initialize"),

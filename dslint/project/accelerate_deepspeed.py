@@ -152,6 +152,48 @@ def accelerate_zero3(context: ScriptContext) -> tuple[str, tuple[Related, ...]] 
     return f"{last.path}:{last.line}", tuple(r for run in runs for r in run.via)
 
 
+def accelerate_accumulation(context: ScriptContext) -> tuple[int, str, tuple[Related, ...]] | None:
+    """The gradient accumulation steps the engine accelerate builds runs with, when every way the script runs
+    DeepSpeed through accelerate gives a number above 1: its own `DeepSpeedPlugin(gradient_accumulation_steps=N)`
+    (or the `gradient_accumulation_steps` of the config its `hf_ds_config` names), or the config file every
+    `accelerate launch` of it names; with where that is. None otherwise ("auto", a YAML's own setting, not known)."""
+    plugins = _plugins(context)
+    found: list[object] = []
+    related: tuple[Related, ...] = ()
+    if plugins:
+        for plugin in plugins:
+            given = next(
+                (
+                    a.value
+                    for a in plugin.args
+                    if a.keyword is not None and a.keyword.value == "gradient_accumulation_steps"
+                ),
+                None,
+            )
+            found.append(given.evaluated_value if isinstance(given, cst.Integer) else None if given else _FROM_CONFIG)
+        if _FROM_CONFIG in found:
+            configs = [resolve_config_expression(context, e) for e in trainer_expressions(context, ("hf_ds_config",))]
+            found = [f for f in found if f is not _FROM_CONFIG]
+            found += [c.values.get("gradient_accumulation_steps") if c is not None else None for c in configs] or [None]
+        where = f"DeepSpeedPlugin at line {context.span(plugins[0])[0].line}"
+    else:
+        runs = accelerate_runs(context)
+        if not runs:
+            return None
+        found = [
+            run.config.values.get("gradient_accumulation_steps") if run.config is not None else None for run in runs
+        ]
+        last = runs[0].via[-1]
+        where, related = f"{last.path}:{last.line}", tuple(r for run in runs for r in run.via)
+    steps = [f for f in found if isinstance(f, int) and not isinstance(f, bool)]
+    if not found or len(steps) != len(found) or min(steps) < 2:
+        return None
+    return min(steps), where, related
+
+
+_FROM_CONFIG = object()  # a plugin that leaves the accumulation to the config its `hf_ds_config` names
+
+
 def _plugins(context: ScriptContext) -> list[cst.Call]:
     """The script's `DeepSpeedPlugin(...)` calls, under any import path."""
     return [

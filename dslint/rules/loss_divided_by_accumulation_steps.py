@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dslint.diagnostics import Applicability, Edit, Severity
+from dslint.diagnostics import Applicability, Edit, Related, Severity
+from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.accelerate_deepspeed import accelerate_accumulation
 from dslint.project.engine_config import configured_accumulation_steps
 from dslint.rules.engine_step_under_accumulation_test import OWN_ACCUMULATION_WRITTEN
 from dslint.script.divided_loss import only_engine_backward_reads, scales_for_accumulation
 from dslint.script.edits import line_deletion, replace_node
 from dslint.script.facts import Role, method_name
+from dslint.script.hf_trainers import TrainerNames
 from dslint.script.loop import divided_by_accumulation, is_accumulation_steps, loop_facts
 from dslint.script.names import dotted_name
 from dslint.script.value_flow import value_flow
@@ -32,11 +35,29 @@ def _own_accumulation(division: str, step_in_loop: bool) -> str:
     """
 
 
+_ACCELERATE = """
+from accelerate import Accelerator, DeepSpeedPlugin
+accelerator = Accelerator(deepspeed_plugin=DeepSpeedPlugin(zero_stage=2, gradient_accumulation_steps=4))
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for batch in loader:
+    accelerator.backward(model(batch) / args.accumulation_steps)
+    optimizer.step()
+"""
+
+
 class LossDividedByAccumulationSteps(ScriptRule):
     code = "DSL304"
     slug = "loss-divided-by-accumulation-steps"
     message = "engine.backward(loss) already divides by gradient_accumulation_steps; remove this division"
+    accelerate_template = "accelerator.backward runs engine.backward, which divides by {steps} ({where}); remove this"
     severity = Severity.ERROR
+    # this file's engine, or `accelerator.backward` where DeepSpeed runs through accelerate (`configured`)
+    needs_engine = False
+    alternative_tokens = ((b"backward", b"Accelerator"),)
+    call_shapes = (
+        Shape(methods=("backward",), engine=True),
+        Shape(methods=("backward",), words=(b"Accelerator",), configured=True),
+    )
     docs = RuleDocs(
         what="""
             Flags a division of the loss by the gradient-accumulation steps (`loss / args.gradient_accumulation_steps`,
@@ -48,7 +69,11 @@ class LossDividedByAccumulationSteps(ScriptRule):
             division is the caller's job; nor is anything when the engine's config sets
             `"gradient_accumulation_steps": 1`, or, when the config cannot be read, when the backward runs in a
             `for _ in range(<accumulation steps>):` loop whose engine step comes after the loop (an accumulation the
-            script runs itself, one engine step a loop, which works only with the engine's steps at 1).
+            script runs itself, one engine step a loop, which works only with the engine's steps at 1). Where
+            the script runs DeepSpeed through accelerate, a division before `accelerator.backward(...)` too, when
+            the engine's accumulation steps are known above 1 (the script's `DeepSpeedPlugin(gradient_
+            accumulation_steps=N)`, or the config its plugin or every `accelerate launch` of it names):
+            accelerate's backward calls the engine's, which divides.
         """,
         why="""
             `DeepSpeedEngine.backward(loss, scale_wrt_gas=True)` computes `loss / gradient_accumulation_steps()`
@@ -82,6 +107,9 @@ class LossDividedByAccumulationSteps(ScriptRule):
         """,
     )
     valid = (
+        # accelerate without DeepSpeed, or with the engine's accumulation at 1: no second division
+        Valid(_ACCELERATE.replace("deepspeed_plugin=DeepSpeedPlugin(zero_stage=2, gradient_accumulation_steps=4)", "")),
+        Valid(_ACCELERATE.replace("gradient_accumulation_steps=4", "gradient_accumulation_steps=1")),
         # the config is a JSON load of a path built at run time, but the script writes its accumulation steps: 1
         Valid(OWN_ACCUMULATION_WRITTEN),
         # the same, written through `update` with a literal dict
@@ -155,6 +183,8 @@ class LossDividedByAccumulationSteps(ScriptRule):
         ),
     )
     invalid = (
+        # accelerate's backward runs the engine's, which divides by the plugin's 4 steps
+        Invalid(_ACCELERATE, lines=(6,), fixed=_ACCELERATE.replace(" / args.accumulation_steps", "")),
         # the divisor is the config dict's own entry, read where the loop divides
         Invalid(
             """
@@ -313,6 +343,8 @@ class LossDividedByAccumulationSteps(ScriptRule):
     )
 
     def visit_Module(self, node: cst.Module) -> None:
+        self.trainers = TrainerNames(self.context)
+        self.accumulation: tuple[int, str, tuple[Related, ...]] | bool | None = False  # not read yet
         self.reported: set[int] = set()
         self.accumulating: list[cst.For] = []  # the enclosing `for _ in range(<accumulation steps>):` loops
 
@@ -348,13 +380,21 @@ class LossDividedByAccumulationSteps(ScriptRule):
             return
         assert isinstance(node.func, cst.Attribute)
         answer = self.facts.role_of(node.func.value, at=node)
-        if answer is None or answer.role is not Role.ENGINE or not scales_for_accumulation(node):
+        related: tuple[Related, ...] = ()
+        if answer is not None and answer.role is Role.ENGINE and scales_for_accumulation(node):
+            steps = configured_accumulation_steps(self.context, answer.engine)
+            if steps == 1 or (steps is None and self._accumulates_by_hand(node)):
+                return  # the engine does not divide; dividing by hand is the caller's own accumulation
+            message = self.message.replace("engine.", self.context.code(node.func.value) + ".", 1)
+        elif answer is None and len(node.args) == 1 and self.trainers.names_accelerator(node.func.value):
+            accumulation = self._accelerate_accumulation()
+            if accumulation is None:
+                return  # accelerate without DeepSpeed divides itself; with it, the steps must be known above 1
+            steps, where, related = accumulation
+            message = self.accelerate_template.format(steps=steps, where=where)
+        else:
             return
-        steps = configured_accumulation_steps(self.context, answer.engine)
-        if steps == 1 or (steps is None and self._accumulates_by_hand(node)):
-            return  # the engine does not divide; dividing by hand is the caller's own accumulation
         loss = node.args[0].value
-        message = self.message.replace("engine.", self.context.code(node.func.value) + ".", 1)
         division = divided_by_accumulation(loss)
         if division is not None:
             self.report(
@@ -364,6 +404,7 @@ class LossDividedByAccumulationSteps(ScriptRule):
                 applicability=Applicability.SAFE if steps is not None and steps > 1 else Applicability.UNSAFE,
                 fix_message="Remove the division",
                 about=node,
+                related=related,
             )
             return
         binding = self.facts.local_binding(loss)
@@ -381,7 +422,9 @@ class LossDividedByAccumulationSteps(ScriptRule):
         if isinstance(statement, cst.AugAssign):
             if isinstance(statement.operator, cst.DivideAssign) and is_accumulation_steps(statement.value):
                 edits = self._delete(statement) if self._removable(statement, statement.target) else []
-                self.report(statement, message, edits=edits, applicability=Applicability.UNSAFE, about=node)
+                self.report(
+                    statement, message, edits=edits, applicability=Applicability.UNSAFE, about=node, related=related
+                )
         elif isinstance(statement, cst.Assign) and statement.value is binding.value and binding.value is not None:
             division = divided_by_accumulation(binding.value)
             if division is None:
@@ -394,7 +437,13 @@ class LossDividedByAccumulationSteps(ScriptRule):
                 edits = self._delete(statement)
             else:
                 edits = [replace_node(self.context, division, self.context.code(division.left))]
-            self.report(division, message, edits=edits, applicability=Applicability.UNSAFE, about=node)
+            self.report(division, message, edits=edits, applicability=Applicability.UNSAFE, about=node, related=related)
+
+    def _accelerate_accumulation(self) -> tuple[int, str, tuple[Related, ...]] | None:
+        """The accumulation steps of the engine accelerate builds for this script, read once."""
+        if self.accumulation is False:
+            self.accumulation = accelerate_accumulation(self.context)
+        return self.accumulation if not isinstance(self.accumulation, bool) else None
 
     def _removable(self, statement: cst.CSTNode, target: cst.BaseExpression | None) -> bool:
         """The divided value goes only where engine.backward divides again (not to an fp16 branch's
