@@ -467,9 +467,8 @@ def trainer_expressions(
         if name is None:
             continue
         last = name.split(".")[-1]
-        keyword = (
-            "deepspeed" if is_training_arguments_name(last) else "hf_ds_config" if last == "DeepSpeedPlugin" else None
-        )
+        arguments = is_training_arguments_name(last) or last in _project_arguments(context)
+        keyword = "deepspeed" if arguments else "hf_ds_config" if last == "DeepSpeedPlugin" else None
         if keyword is None or keyword not in keywords:
             continue
         for arg in call.args:
@@ -586,3 +585,9 @@ def _with_mutations(
     if not isinstance(values, dict):
         return None
     return ResolvedConfig(values, resolved.source, resolved.path, tree, resolved.origin)
+
+
+def _project_arguments(context: ScriptContext) -> frozenset[str]:
+    """The project's own Trainer argument classes this script names (`ProjectFacts.arguments_classes`)."""
+    project = context.facts.project
+    return project.arguments_classes if project is not None else frozenset()

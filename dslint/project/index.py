@@ -28,6 +28,7 @@ from dslint.model.library import CHECKPOINTING_CONFIGURED
 from dslint.model.star_imports import star_aliases
 from dslint.model.summary import SummaryStore
 from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_yaml
+from dslint.project.arguments_classes import arguments_classes
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import client_sections, framework_configs, replaced_keys
 from dslint.project.config_reading import (
@@ -265,6 +266,11 @@ def _build_project_index(
         brought = star_aliases(store, path) if touched is None or touched(data, index.files.get(path)) else {}
         if brought:
             index.files[path] = replace(facts_of(index.files, path), star_imports=brought)
+    classes = arguments_classes(sources)  # the project's own Trainer argument classes, for the files naming one
+    for path, data in sources.items() if classes else ():
+        named = frozenset(name for name in classes if name.encode() in data)
+        if named:
+            index.files[path] = replace(facts_of(index.files, path), arguments_classes=named)
     for path, functions in launched.cuda_parameters.items():
         index.files[path] = replace(facts_of(index.files, path), cuda_parameters=functions)
     record_state_saving_calls(index.files, model)

@@ -190,7 +190,9 @@ class TrainerDeepspeedSetTooLate(ScriptRule):
         if not 0 <= index < len(classes):
             return False
         name = dotted_name(classes[index])
-        return name is not None and is_training_arguments_name(name)
+        project = self.facts.project
+        own = project.arguments_classes if project is not None else frozenset()
+        return name is not None and (is_training_arguments_name(name) or name.rsplit(".", 1)[-1] in own)
 
     def _given_to_trainer(self, target: cst.Attribute, assignment: cst.Assign) -> bool:
         """A `*Trainer(...)` call after the assignment, in the same function, given the arguments (`target`'s

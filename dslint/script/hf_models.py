@@ -13,6 +13,7 @@ import libcst as cst
 
 from dslint.model.library import TRANSFORMERS_MODEL_CLASS, TRL_TRAINING_ARGUMENTS
 from dslint.script.context import ScriptContext
+from dslint.script.names import dotted_name
 
 TRAINING_ARGUMENTS = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments"})
 
@@ -64,9 +65,15 @@ def is_hf_deepspeed_config(context: ScriptContext, call: cst.Call) -> bool:
 
 
 def is_training_arguments(context: ScriptContext, call: cst.Call) -> bool:
-    """transformers' `TrainingArguments` / `Seq2SeqTrainingArguments`, or one of TRL's configs (`trl.SFTConfig`)."""
+    """transformers' `TrainingArguments` / `Seq2SeqTrainingArguments`, one of TRL's configs (`trl.SFTConfig`), or a
+    project class deriving from one (`ProjectFacts.arguments_classes`)."""
     if hf_class_name(context, call.func) in TRAINING_ARGUMENTS:
         return True
+    project = context.facts.project
+    if project is not None and project.arguments_classes:  # a project class deriving from one
+        name = dotted_name(call.func)
+        if name is not None and name.rsplit(".", 1)[-1] in project.arguments_classes:
+            return True
     qualified = context.facts.qualified(call.func)
     return (
         qualified is not None

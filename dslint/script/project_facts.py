@@ -197,6 +197,8 @@ class ProjectFacts:
     # What holds on the path to each initialize call a model of this file reaches elsewhere (the `if`s around it
     # in its function, `model/conditions.py`): (path as shown, line, column) of the call -> its guards
     init_guards: Mapping[tuple[str, int, int], tuple[Guard, ...]] = field(default_factory=dict)
+    # The project's own Trainer argument classes this file names (`project/arguments_classes.py`): last names
+    arguments_classes: frozenset[str] = frozenset()
     # Calls in this file that hand accelerate's Accelerator to a project function reaching `save_state` on it
     # (`model.state_saving_calls`): the call -> (where save_state is called, where the project builds a
     # DeepSpeedPlugin, or None)
