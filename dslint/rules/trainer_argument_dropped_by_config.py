@@ -39,7 +39,12 @@ parser.add_argument("--max_grad_norm", type=float, default=0.5)
 opts = parser.parse_args()
 args = TrainingArguments(output_dir="out", max_grad_norm=opts.max_grad_norm, deepspeed="ds.json")
 """
-_OPTIMIZER_PARAMETERS = {"weight_decay": "weight_decay", "adam_epsilon": "eps"}
+_OPTIMIZER_PARAMETERS = {
+    "weight_decay": "weight_decay",
+    "adam_epsilon": "eps",
+    "adam_beta1": "betas",
+    "adam_beta2": "betas",
+}
 _ARGUMENTS = ("max_grad_norm", "gradient_accumulation_steps", "optim", *_OPTIMIZER_PARAMETERS)
 
 # The Trainer's `optim` values that name torch's AdamW algorithm (decoupled weight decay, full-precision states):
@@ -67,7 +72,13 @@ def _built_default(optimizer: dict[str, object], key: str) -> float | None:
         return None
     if key == "eps":
         return 1e-8
+    if key in _BETAS:  # the Adam family's and Lamb's (0.9, 0.999)
+        return _BETAS[key]
     return 0.01 if torch_adam and _section_is_adamw(optimizer) else 0.0
+
+
+# the default of each beta of the optimizers DeepSpeed builds, by the Trainer argument's position in `betas`
+_BETAS = {"adam_beta1": 0.9, "adam_beta2": 0.999}
 
 
 class TrainerArgumentDroppedByConfig(ScriptRule):
@@ -93,7 +104,8 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             beside an `AdamW` section is the same optimizer); `weight_decay` and `adam_epsilon` when the config's
             `Adam`, `AdamW` or `Lamb` section has no `weight_decay` or `eps` in its `params` and the value differs
             from what the optimizer DeepSpeed builds takes without it (0 and 1e-8; a weight decay of 0.01 for
-            torch's AdamW, `torch_adam`); `gradient_accumulation_steps` above 1 when the config has no such key
+            torch's AdamW, `torch_adam`), and `adam_beta1`/`adam_beta2` when it has no `betas` and the value is not
+            the default (0.9, 0.999); `gradient_accumulation_steps` above 1 when the config has no such key
             and no total batch (`train_batch_size` absent or `"auto"`). The script's own option
             (`args.max_grad_norm`, its parser's literal default) counts with the value every launch of the script
             gives it (naming them); other values built at run time, and a config that cannot be read (or whole),
@@ -207,6 +219,15 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             lines=(7,),
             files=(("run.sh", "deepspeed train.py\n"), ("ds.json", '{"train_micro_batch_size_per_gpu": "auto"}\n')),
         ),
+        # no betas in the optimizer's params: DeepSpeed builds it with (0.9, 0.999), not the Trainer's 0.95
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", adam_beta2=0.95, deepspeed="ds.json")
+            """,
+            lines=(3,),
+            files=(("ds.json", _OPTIMIZER),),
+        ),
         # no accumulation key: accelerate sets 1 and the engine steps the optimizer on every micro-batch
         Invalid(
             """
@@ -300,7 +321,8 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             key = _OPTIMIZER_PARAMETERS[name]
             if (isinstance(params, dict) and key in params) or not isinstance(value, (int, float)):
                 return
-            if value == _built_default(optimizer, key) or _built_default(optimizer, key) is None:
+            built = _built_default(optimizer, name if key == "betas" else key)
+            if value == built or built is None:
                 return  # the optimizer DeepSpeed builds takes that value anyway, or its default is not known
             text = f'{name}={value}{where} is dropped: the optimizer of {file} has no {key}; set it to "auto"'
         self.report(node, text, related=related)
