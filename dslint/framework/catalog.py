@@ -417,10 +417,12 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL460": Needs(
         (b"TrainingArguments", b"deepspeed"),
         engine=False,
-        # TRL's trainer configs by name: `Config` alone is in nearly every file of a library's source
+        # TRL's trainer configs by name (`Config` alone is in nearly every file of a library's source); without
+        # `deepspeed` for a config an accelerate launch gives arguments that name none
         alternatives=(
             (b"HfArgumentParser",),
-            *((name.encode(), b"deepspeed") for name in sorted(TRL_TRAINING_ARGUMENTS)),
+            (b"TrainingArguments",),
+            *((name.encode(),) for name in sorted(TRL_TRAINING_ARGUMENTS)),
         ),
         hf_configured=True,
     ),

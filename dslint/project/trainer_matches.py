@@ -148,6 +148,22 @@ def launched_trainer_configs(context: ScriptContext) -> list[tuple[LaunchedConfi
     return found
 
 
+def accelerate_trainer_configs(context: ScriptContext) -> list[tuple[LaunchedConfig, ResolvedConfig]]:
+    """Each `accelerate launch` of this script whose YAML runs DeepSpeed with a config file, with that config read:
+    a Trainer whose `TrainingArguments` name no config of their own builds its plugin from it (transformers'
+    `TrainingArguments.__post_init__` under ACCELERATE_USE_DEEPSPEED) and fills and compares it as it would a
+    `deepspeed=` one (`Trainer.propagate_args_to_deepspeed`)."""
+    project = context.facts.project
+    found: list[tuple[LaunchedConfig, ResolvedConfig]] = []
+    for launch in project.launches if project is not None else ():
+        if launch.option != "accelerate" or launch.config_path is None:
+            continue
+        resolved = launched_file(launch.config_path, Origin.TRAINER, (launch.launch, *launch_evidence(launch)))
+        if resolved is not None:
+            found.append((launch, resolved))
+    return found
+
+
 def argument_parsers(module: cst.Module) -> Iterator[cst.Call]:
     """The script's `HfArgumentParser(...)` calls, in source order: where it parses a launch's options into its
     TrainingArguments."""

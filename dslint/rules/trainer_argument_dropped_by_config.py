@@ -13,9 +13,9 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import TRL_TRAINING_ARGUMENTS
 from dslint.project.config_edits import command_line_value, literal_value
 from dslint.project.config_link import ResolvedConfig, resolve_config_expression
-from dslint.project.trainer_matches import argument_parsers, launched_trainer_configs
+from dslint.project.trainer_matches import accelerate_trainer_configs, argument_parsers, launched_trainer_configs
 from dslint.script.context import ScriptContext
-from dslint.script.hf_models import keyword_value, trainer_config_argument
+from dslint.script.hf_models import is_training_arguments, keyword_value, trainer_config_argument
 
 _OPTIMIZER = '{"train_micro_batch_size_per_gpu": "auto", "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}\n'
 _FILLED = (
@@ -88,28 +88,33 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
     severity = Severity.WARNING
     needs_engine = False
     required_tokens = (b"TrainingArguments", b"deepspeed")
+    # (an accelerate launch's config reaches arguments that name none: no `deepspeed` in the script's text then)
     alternative_tokens = (
         (b"HfArgumentParser",),
-        *((name.encode(), b"deepspeed") for name in sorted(TRL_TRAINING_ARGUMENTS)),
+        (b"TrainingArguments",),
+        *((name.encode(),) for name in sorted(TRL_TRAINING_ARGUMENTS)),
     )
     needs_hf_config = True
     docs = RuleDocs(
         what="""
             Flags a Trainer argument written beside a DeepSpeed config that has no key for it, in
-            `TrainingArguments(..., deepspeed=...)` (also `Seq2SeqTrainingArguments` and TRL's trainer configs),
-            or in a launch that passes it beside `--deepspeed ds.json` (at the script's `HfArgumentParser`, naming
-            the launch): `max_grad_norm` when the config has no `gradient_clipping` and the value differs from the
+            `TrainingArguments(..., deepspeed=...)` (also `Seq2SeqTrainingArguments` and TRL's trainer
+            configs), or in a launch that passes it beside `--deepspeed ds.json` (at the script's
+            `HfArgumentParser`, naming the launch), or in arguments naming no config of their own under an
+            `accelerate launch` whose YAML runs DeepSpeed with a config file (the Trainer then takes that
+            one): `max_grad_norm` when the config has no `gradient_clipping` and the value differs from the
             engine's default (1.0 since DeepSpeed 0.19.3, 0.0 before); `optim` when the config has an
-            `optimizer` section of another algorithm (`adafactor`, 8-bit or paged AdamW, `sgd`...; `adamw_torch`
-            beside an `AdamW` section is the same optimizer); `weight_decay` and `adam_epsilon` when the config's
-            `Adam`, `AdamW` or `Lamb` section has no `weight_decay` or `eps` in its `params` and the value differs
-            from what the optimizer DeepSpeed builds takes without it (0 and 1e-8; a weight decay of 0.01 for
-            torch's AdamW, `torch_adam`), and `adam_beta1`/`adam_beta2` when it has no `betas` and the value is not
-            the default (0.9, 0.999); `gradient_accumulation_steps` above 1 when the config has no such key
-            and no total batch (`train_batch_size` absent or `"auto"`). The script's own option
-            (`args.max_grad_norm`, its parser's literal default) counts with the value every launch of the script
-            gives it (naming them); other values built at run time, and a config that cannot be read (or whole),
-            are not judged; a key written with another value is DSL435's finding, a missing `lr` DSL459's.
+            `optimizer` section of another algorithm (`adafactor`, 8-bit or paged AdamW, `sgd`...;
+            `adamw_torch` beside an `AdamW` section is the same optimizer); `weight_decay` and
+            `adam_epsilon` when the config's `Adam`, `AdamW` or `Lamb` section has no `weight_decay` or
+            `eps` in its `params` and the value differs from what the optimizer DeepSpeed builds takes
+            without it (0 and 1e-8; a weight decay of 0.01 for torch's AdamW, `torch_adam`), and
+            `adam_beta1`/`adam_beta2` when it has no `betas` and the value is not the default (0.9, 0.999);
+            `gradient_accumulation_steps` above 1 when the config has no such key and no total batch
+            (`train_batch_size` absent or `"auto"`). The script's own option (`args.max_grad_norm`, its
+            parser's literal default) counts with the value every launch of the script gives it (naming
+            them); other values built at run time, and a config that cannot be read (or whole), are not
+            judged; a key written with another value is DSL435's finding, a missing `lr` DSL459's.
         """,
         why="""
             The Trainer hands its arguments to DeepSpeed only through the config: it fills the keys that say
@@ -219,6 +224,23 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             lines=(7,),
             files=(("run.sh", "deepspeed train.py\n"), ("ds.json", '{"train_micro_batch_size_per_gpu": "auto"}\n')),
         ),
+        # arguments naming no config, under an accelerate launch whose YAML runs DeepSpeed with a config file
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", max_grad_norm=0.3)
+            """,
+            lines=(3,),
+            files=(
+                ("run.sh", "accelerate launch --config_file acc.yaml train.py\n"),
+                (
+                    "acc.yaml",
+                    "distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: ds.json\n"
+                    "num_processes: 2\n",
+                ),
+                ("ds.json", '{"train_micro_batch_size_per_gpu": "auto"}\n'),
+            ),
+        ),
         # no betas in the optimizer's params: DeepSpeed builds it with (0.9, 0.999), not the Trainer's 0.95
         Invalid(
             """
@@ -258,18 +280,30 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         expression = trainer_config_argument(self.context, node)
-        if expression is None:
+        accelerated = (
+            expression is None
+            and is_training_arguments(self.context, node)
+            and keyword_value(node, "deepspeed") is None
+            and not any(arg.star for arg in node.args)
+        )
+        if expression is None and not accelerated:
             return
         given: dict[str, tuple[cst.BaseExpression, object, tuple[Related, ...]]] = {}
         for name in _ARGUMENTS:
             written = keyword_value(node, name)
             if written is not None:
                 given[name] = (written, *_argument(self.context, written))
-        config = resolve_config_expression(self.context, expression) if given else None
-        if config is None:
+        if not given:
             return
-        for name, (at, value, via) in given.items():
-            self._check(at, name, value, config, "", via)
+        if expression is not None:
+            config = resolve_config_expression(self.context, expression)
+            if config is not None:
+                for name, (at, value, via) in given.items():
+                    self._check(at, name, value, config, "", via)
+            return
+        for launch, launched in accelerate_trainer_configs(self.context):  # the accelerate launch's config
+            for name, (at, value, via) in given.items():
+                self._check(at, name, value, launched, " under accelerate launch", (launch.launch, *via))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         parser = next(argument_parsers(original_node), None)
