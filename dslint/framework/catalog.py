@@ -385,7 +385,8 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         engine=False,
         alternatives=(
             (b"HfArgumentParser",),
-            *((name.encode(), b"deepspeed") for name in sorted(TRL_TRAINING_ARGUMENTS)),
+            (b"TrainingArguments",),
+            *((name.encode(),) for name in sorted(TRL_TRAINING_ARGUMENTS)),
         ),
         hf_configured=True,
     ),

@@ -16,6 +16,7 @@ from dslint.project.inputs import shown_path
 from dslint.project.trainer_matches import (
     MATCHED_FIELDS,
     Mismatch,
+    accelerate_trainer_configs,
     argument_parsers,
     launch_arguments,
     launched_trainer_configs,
@@ -24,6 +25,7 @@ from dslint.project.trainer_matches import (
 from dslint.script.hf_models import (
     TRAINING_ARGUMENTS,
     hf_class_name,
+    is_training_arguments,
     keyword_value,
     trainer_config_argument,
 )
@@ -77,7 +79,8 @@ class TrainerConfigMismatch(ScriptRule):
     # every DeepSpeed module)
     alternative_tokens = (
         (b"HfArgumentParser",),
-        *((name.encode(), b"deepspeed") for name in sorted(TRL_TRAINING_ARGUMENTS)),
+        (b"TrainingArguments",),  # under an accelerate launch whose YAML names the config: no `deepspeed` here
+        *((name.encode(),) for name in sorted(TRL_TRAINING_ARGUMENTS)),
     )
     # the config comes from the call's `deepspeed=` or from a launch's `--deepspeed CONFIG`
     needs_hf_config = True
@@ -91,7 +94,8 @@ class TrainerConfigMismatch(ScriptRule):
             (`learning_rate`), `fp16.enabled` (`fp16`/`fp16_full_eval`) and `bf16.enabled` (`bf16`/
             `bf16_full_eval`). It also flags, at the script's `HfArgumentParser`, a launch that passes
             `--deepspeed ds.json` with options contradicting that file (`--bf16` beside `"fp16": {"enabled":
-            true}`), naming the launch. The arguments' values are the literal keywords or options; a field not
+            true}`), naming the launch; and arguments that name no config under an `accelerate launch` whose YAML
+            runs DeepSpeed with a config file (the Trainer compares that one). The arguments' values are the literal keywords or options; a field not
             given counts with transformers' default only for transformers' own classes, and for a class of the
             script deriving from one that redefines no compared field and has no `__post_init__` of its own. A
             value built at run time, a splatted mapping, another fp16 backend (`half_precision_backend`) or
@@ -172,6 +176,23 @@ class TrainerConfigMismatch(ScriptRule):
         ),
     )
     invalid = (
+        # arguments that name no config, under an accelerate launch whose YAML runs DeepSpeed with a config file
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", learning_rate=5e-5)
+            """,
+            lines=(3,),
+            files=(
+                ("run.sh", "accelerate launch --config_file acc.yaml train.py\n"),
+                (
+                    "acc.yaml",
+                    "distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: ds.json\n"
+                    "num_processes: 2\n",
+                ),
+                ("ds.json", '{"optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}}\n'),
+            ),
+        ),
         Invalid(
             _PARSING_SUBCLASS,
             lines=(9,),
@@ -218,11 +239,15 @@ class TrainerConfigMismatch(ScriptRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         expression = trainer_config_argument(self.context, node)
-        if expression is None:
-            return
-        config = resolve_config_expression(self.context, expression)
-        if config is None:
-            return
+        if expression is not None:
+            config = resolve_config_expression(self.context, expression)
+            if config is not None:
+                self._check_call(node, config, "", ())
+        elif is_training_arguments(self.context, node) and keyword_value(node, "deepspeed") is None:
+            for launch, launched in accelerate_trainer_configs(self.context):  # the accelerate launch's config
+                self._check_call(node, launched, " under accelerate launch", (launch.launch,))
+
+    def _check_call(self, node: cst.Call, config: ResolvedConfig, where: str, related: tuple[Related, ...]) -> None:
         arguments: dict[str, object] = {}
         spread = False
         for index, arg in enumerate(node.args):
@@ -238,7 +263,7 @@ class TrainerConfigMismatch(ScriptRule):
         if found:
             given = next((m.given for m in found if m.given is not None), None)
             at = keyword_value(node, given) if given is not None else None
-            self._report(at if at is not None else node.func, found, config, "")
+            self._report(at if at is not None else node.func, found, config, where, related)
 
     def leave_Module(self, original_node: cst.Module) -> None:
         parser = self._parser(original_node)
