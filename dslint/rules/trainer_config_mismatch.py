@@ -89,16 +89,17 @@ class TrainerConfigMismatch(ScriptRule):
             Flags a `TrainingArguments(deepspeed=...)` (also `Seq2SeqTrainingArguments` and TRL's trainer
             configs) whose DeepSpeed config, a file or a dict the script writes, sets a key that the Trainer
             compares with its arguments to another value: `train_micro_batch_size_per_gpu` (with
-            `per_device_train_batch_size`), `gradient_accumulation_steps`, `gradient_clipping` (`max_grad_norm`),
-            the optimizer's `lr`, `betas`, `eps`, `weight_decay`, the scheduler's `warmup_max_lr`
-            (`learning_rate`), `fp16.enabled` (`fp16`/`fp16_full_eval`) and `bf16.enabled` (`bf16`/
-            `bf16_full_eval`). It also flags, at the script's `HfArgumentParser`, a launch that passes
-            `--deepspeed ds.json` with options contradicting that file (`--bf16` beside `"fp16": {"enabled":
-            true}`), naming the launch; and arguments that name no config under an `accelerate launch` whose YAML
-            runs DeepSpeed with a config file (the Trainer compares that one). The arguments' values are the literal keywords or options; a field not
-            given counts with transformers' default only for transformers' own classes, and for a class of the
-            script deriving from one that redefines no compared field and has no `__post_init__` of its own. A
-            value built at run time, a splatted mapping, another fp16 backend (`half_precision_backend`) or
+            `per_device_train_batch_size`), `gradient_accumulation_steps`, `gradient_clipping`
+            (`max_grad_norm`), the optimizer's `lr`, `betas`, `eps`, `weight_decay`, the scheduler's
+            `warmup_max_lr` (`learning_rate`), `fp16.enabled` (`fp16`/`fp16_full_eval`) and `bf16.enabled`
+            (`bf16`/ `bf16_full_eval`). It also flags, at the script's `HfArgumentParser`, a launch that
+            passes `--deepspeed ds.json` with options contradicting that file (`--bf16` beside `"fp16":
+            {"enabled": true}`), naming the launch; and arguments that name no config under an `accelerate
+            launch` whose YAML runs DeepSpeed with a config file (the Trainer compares that one). The
+            arguments' values are the literal keywords or options; a field not given counts with
+            transformers' default only for transformers' own classes, and for a class of the script deriving
+            from one that redefines no compared field and has no `__post_init__` of its own. A value built
+            at run time, a splatted mapping, another fp16 backend (`half_precision_backend`) or
             `auto_find_batch_size`: not compared.
         """,
         why="""
