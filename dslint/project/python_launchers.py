@@ -21,6 +21,7 @@ train.py, a command of the file's own name) are its documented launches, read as
 from __future__ import annotations
 
 import ast
+import os
 import re
 import shlex
 
@@ -71,7 +72,7 @@ def comment_launches(data: bytes, name: str) -> dict[int, str]:
     """The launch commands `#` comments of the file write for the file itself (its own name is the script: a
     note on how to run it, as a README's command is; a command for another script is not this file's to tell),
     each at its line and columns, the comment lines a backslash continues it onto included."""
-    if name.encode() not in data or _COMMENT_LAUNCH.search(data) is None:
+    if os.fsencode(name) not in data or _COMMENT_LAUNCH.search(data) is None:
         return {}
     found: dict[int, str] = {}
     lines = data.decode("utf-8", errors="replace").splitlines()
