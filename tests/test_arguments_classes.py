@@ -45,3 +45,32 @@ def test_a_deepspeed_config_set_after_a_project_subclass_is_built(tmp_path: Path
         encoding="utf-8",
     )
     assert "DSL440" not in codes()
+
+
+def test_a_helper_load_before_a_trl_config(tmp_path: Path) -> None:
+    """DSL208 at the call of a project helper that loads the model before TRL's `DPOConfig(deepspeed=...)` of a
+    ZeRO-3 config, as before `TrainingArguments(deepspeed=...)`; silent when the config is built first."""
+    (tmp_path / "modeling.py").write_text(
+        "from transformers import AutoModelForCausalLM\n\n"
+        "def load_policy(name):\n    return AutoModelForCausalLM.from_pretrained(name)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "ds_zero3.json").write_text('{"zero_optimization": {"stage": 3}}\n', encoding="utf-8")
+    script = (
+        "from trl import DPOConfig, DPOTrainer\nfrom modeling import load_policy\n\n"
+        "def main():\n"
+        '    model = load_policy("base")\n'
+        '    args = DPOConfig(output_dir="out", deepspeed="ds_zero3.json")\n'
+        "    DPOTrainer(model=model, args=args).train()\n"
+    )
+    (tmp_path / "train_dpo.py").write_text(script, encoding="utf-8")
+
+    def codes() -> str:
+        return CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--exit-zero", str(tmp_path)]).output
+
+    assert "train_dpo.py:5" in codes() and "DSL208" in codes()
+    first = script.replace('    model = load_policy("base")\n', "").replace(
+        "    DPOTrainer(", '    model = load_policy("base")\n    DPOTrainer('
+    )
+    (tmp_path / "train_dpo.py").write_text(first, encoding="utf-8")
+    assert "DSL208" not in codes()

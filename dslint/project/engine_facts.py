@@ -17,7 +17,7 @@ from dslint.model.conditions import Guard, guards_of
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
-from dslint.model.library import OPTIMIZER
+from dslint.model.library import OPTIMIZER, TRL_TRAINING_ARGUMENTS
 from dslint.model.moved_arguments import (
     casting_calls,
     dict_saving_calls,
@@ -102,13 +102,21 @@ def record_optimizer_stepping_calls(files: dict[str, ProjectFacts], model: Proje
         files[call.path] = replace(facts, optimizer_stepping_calls=calls)
 
 
+# The calls that build a Trainer's arguments, as text: `*TrainingArguments(`, TRL's configs (`DPOConfig(`...)
+_ARGUMENTS_CALLS = (b"TrainingArguments(", *(name.encode() + b"(" for name in sorted(TRL_TRAINING_ARGUMENTS)))
+
+
+def _builds_arguments(data: bytes) -> bool:
+    return any(call in data for call in _ARGUMENTS_CALLS)
+
+
 def record_pretrained_loads(files: dict[str, ProjectFacts], model: ProjectModel) -> None:
     """Calls, in functions building `*TrainingArguments` or calling `deepspeed.initialize`, of project functions
     returning a `from_pretrained` model (DSL208: the model is built before the DeepSpeed config exists)."""
     sources = model.store.sources
     if not any(b"from_pretrained(" in data for data in sources.values()):
         return
-    holders = sorted(p for p, data in sources.items() if b"TrainingArguments(" in data or b"initialize(" in data)
+    holders = sorted(p for p, data in sources.items() if _builds_arguments(data) or b"initialize(" in data)
     if not holders:
         return
     for call in loader_calls(model, holders):
