@@ -52,3 +52,31 @@ def test_the_launcher_that_names_the_config_is_in_the_message(findings: dict[str
 @pytest.mark.parametrize("name", ["finetune_full.py", "reward_literal_gather.py"])
 def test_the_twins_that_gather_stay_silent(findings: dict[str, list[tuple[int, str, str]]], name: str) -> None:
     assert findings[name] == []
+
+
+def test_a_trainer_under_an_accelerate_launch_of_a_zero3_config_file(tmp_path: Path) -> None:
+    """TrainingArguments naming no config, under an `accelerate launch` whose YAML names a ZeRO-3 config file: the
+    Trainer runs that config (DSL210 at its save); a YAML without a config file (its own settings) is not read as
+    a whole config."""
+    from click.testing import CliRunner
+
+    from dslint.cli import main
+
+    (tmp_path / "train.py").write_text(
+        "from transformers import Trainer, TrainingArguments\n\n"
+        'args = TrainingArguments(output_dir="out")\n'
+        "trainer = Trainer(model=model, args=args)\ntrainer.train()\n"
+        'trainer.save_model("out")\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "ds_z3.json").write_text('{"zero_optimization": {"stage": 3}}\n', encoding="utf-8")
+    (tmp_path / "run.sh").write_text("accelerate launch --config_file acc.yaml train.py\n", encoding="utf-8")
+    yaml = "distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: ds_z3.json\nnum_processes: 2\n"
+    (tmp_path / "acc.yaml").write_text(yaml, encoding="utf-8")
+
+    def codes() -> str:
+        return CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--exit-zero", str(tmp_path)]).output
+
+    assert "DSL210" in codes()
+    (tmp_path / "acc.yaml").write_text(yaml.replace("  deepspeed_config_file: ds_z3.json\n", "  zero_stage: 2\n"))
+    assert "DSL210" not in codes()
