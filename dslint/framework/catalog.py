@@ -101,6 +101,7 @@ CODES: tuple[str, ...] = (
     "DSL460",
     "DSL461",
     "DSL462",
+    "DSL463",
 )
 
 
