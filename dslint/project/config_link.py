@@ -42,7 +42,7 @@ from dslint.project.config_edits import (
     tree_from_literal,
 )
 from dslint.project.shell_directories import UNKNOWN_VALUE
-from dslint.project.trainer_launches import launched_for_trainer
+from dslint.project.trainer_launches import builds_training_arguments, launched_for_trainer
 from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind, InitializeCall, Pos
 from dslint.script.names import dotted_name
@@ -290,7 +290,7 @@ def training_arguments_configs(context: ScriptContext) -> list[ResolvedConfig] |
             if resolved is None:
                 return None
             found.append(resolved)
-    if not found and trainer_expressions_built(context):
+    if not found and builds_training_arguments(context):
         # arguments that name no config, under `accelerate launch`es whose YAML runs DeepSpeed: the Trainer builds
         # its plugin from the YAML (`TrainingArguments.__post_init__` under ACCELERATE_USE_DEEPSPEED); only where
         # every such launch names a config file (a YAML's own settings are no whole config)
@@ -298,15 +298,6 @@ def training_arguments_configs(context: ScriptContext) -> list[ResolvedConfig] |
         if runs and all(run.config is not None for run in runs):
             found.extend(run.config for run in runs if run.config is not None)
     return found
-
-
-def trainer_expressions_built(context: ScriptContext) -> bool:
-    """Whether the script builds a Trainer's arguments (`*TrainingArguments(...)`, TRL's configs)."""
-    for call in _calls(context.module):
-        name = dotted_name(call.func)
-        if name is not None and is_training_arguments_name(name.rsplit(".", 1)[-1]):
-            return True
-    return False
 
 
 def trainer_config_given(context: ScriptContext) -> str | None:

@@ -47,3 +47,11 @@ def _names_training_arguments(call: cst.Call) -> bool:
     values = [arg.value for arg in call.args]
     values += [e.value for v in values if isinstance(v, (cst.Tuple, cst.List)) for e in v.elements]
     return any((name := dotted_name(v)) is not None and is_training_arguments_name(name) for v in values)
+
+
+def builds_training_arguments(context: ScriptContext) -> bool:
+    """Whether the script builds a Trainer's arguments (`*TrainingArguments(...)`, TRL's configs)."""
+    return any(
+        (name := dotted_name(call.func)) is not None and is_training_arguments_name(name.rsplit(".", 1)[-1])
+        for call in module_index(context.module).calls
+    )
