@@ -18,6 +18,8 @@ from dslint.framework.rule import Rule
 class AccelerateContext:
     path: str
     config: AccelerateDeepSpeed
+    # every launch passing the file gives `--mixed_precision` itself (the project index says so)
+    precision_on_command_line: bool = False
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 

@@ -12,7 +12,10 @@ from dslint.lint.suppression import apply_noqa, might_have_noqa
 from dslint.selection import RuleSelection
 
 
-def lint_accelerate_source(path: str, data: bytes, selection: RuleSelection | None = None) -> FileResult:
+def lint_accelerate_source(
+    path: str, data: bytes, selection: RuleSelection | None = None, precision_on_command_line: bool = False
+) -> FileResult:
+    """`precision_on_command_line`: every launch passing the file gives `--mixed_precision` (the project index)."""
     selection = selection or RuleSelection()
     result = FileResult(path)
     try:
@@ -27,7 +30,7 @@ def lint_accelerate_source(path: str, data: bytes, selection: RuleSelection | No
         return result
     result.parsed = True
     result.text = text
-    context = AccelerateContext(path, config)
+    context = AccelerateContext(path, config, precision_on_command_line)
     for rule in accelerate_rules(selection):
         rule(context).check()
     result.diagnostics = sorted(context.diagnostics, key=lambda d: d.sort_key)

@@ -42,7 +42,8 @@ def lint_file(
     if Path(path).suffix.lower() in YAML_SUFFIXES:  # an accelerate config, or a DeepSpeed config in YAML
         from dslint.lint.accelerate import lint_accelerate_source
 
-        result = lint_accelerate_source(path, data, selection)
+        given = config_reader is not None and config_reader.precision_on_command_line
+        result = lint_accelerate_source(path, data, selection, precision_on_command_line=given)
         if not result.skipped:
             return result
         from dslint.lint.config import lint_yaml_config_source

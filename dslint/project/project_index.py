@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -124,6 +124,9 @@ class ConfigReading:
     # The sections every initialize reading the file replaces with a client object it is handed (`optimizer=`,
     # `lr_scheduler=`): the file's section is never built.
     client_sections: frozenset[str] = frozenset()
+    # An accelerate YAML every launch passing it gives `--mixed_precision` on its command line: accelerate then
+    # takes the precision from there, not from the file (DSL463).
+    precision_on_command_line: bool = False
 
     @property
     def origin(self) -> config_facts.Origin:
@@ -188,6 +191,22 @@ class ProjectIndex:
 
     def config_reading(self, path: str | Path) -> ConfigReading | None:
         """Who reads the config file `path`, and what the readers change in it; None when nothing is known."""
+        reading = self._config_reading(path)
+        if not self._precision_on_command_line(path):
+            return reading
+        if reading is None:
+            return ConfigReading("unlinked", named=False, precision_on_command_line=True)
+        return replace(reading, precision_on_command_line=True)
+
+    def _precision_on_command_line(self, path: str | Path) -> bool:
+        """Some launch passes the accelerate YAML `path`, and each one gives `--mixed_precision` itself."""
+        if not str(path).endswith((".yaml", ".yml")):
+            return False
+        wanted = absolute(path)
+        passing = [launch for launch in self.launches if launch.accelerate and launch.accelerate.path == wanted]
+        return bool(passing) and all(launch.line.launcher_option("mixed_precision") for launch in passing)
+
+    def _config_reading(self, path: str | Path) -> ConfigReading | None:
         reader = self.config_reader(path)
         worlds = tuple(self.config_world_sizes.get(absolute(path), ()))
         if reader is None and worlds:  # a launched script picks the file in its code (`chosen_configs.py`)

@@ -31,7 +31,7 @@ class AccelerateSettingsBesideConfigFile(AccelerateRule):
             `deepspeed_config_file:`), the settings accelerate takes from that file instead:
             `gradient_accumulation_steps`, `gradient_clipping`, `zero_stage`, the offload devices and NVMe paths
             and `zero3_save_16bit_model` in `deepspeed_config:`, and a top-level `mixed_precision` (whatever its
-            value, `'no'` too).
+            value, `'no'` too) unless every launch of the file in the project gives `--mixed_precision` itself.
         """,
         why="""
             `accelerate launch` passes the names of the `deepspeed_config:` keys (and `mixed_precision` when the
@@ -83,7 +83,8 @@ class AccelerateSettingsBesideConfigFile(AccelerateRule):
                     entry, f"{key} beside deepspeed_config_file: accelerate stops at start-up; set it there"
                 )
         mixed = self.config.root.entry("mixed_precision")
-        if mixed is not None:
+        # accelerate passes the file's precision on only when the command line gives none
+        if mixed is not None and not self.context.precision_on_command_line:
             self.report_key(
                 mixed,
                 "mixed_precision beside deepspeed_config_file: accelerate stops at start-up; use the file's fp16/bf16",
