@@ -102,6 +102,7 @@ CODES: tuple[str, ...] = (
     "DSL461",
     "DSL462",
     "DSL463",
+    "DSL464",
 )
 
 

@@ -72,8 +72,8 @@ class AutoConfigValue(ConfigRule):
             `stage3_param_persistence_threshold`, from `model.config`), the optimizer's `lr` and `weight_decay`
             only with its `DummyOptim`, the scheduler's `warmup_min_lr`, `warmup_max_lr`, `warmup_num_steps` and
             `total_num_steps` only with its `DummyScheduler`. Any other `"auto"` makes accelerate's `prepare`
-            raise a ValueError ("not found in kwargs") unless a Trainer filled it first; dslint does not report
-            that case (a Trainer script launched by accelerate fills the rest).
+            raise a ValueError ("not found in kwargs") unless a Trainer filled it first: DSL464 reports an
+            `"auto"` that neither fills, in a config they read.
         """,
         why="""
             `"auto"` is a convention of the Hugging Face integrations: the Trainer (and accelerate, for its keys)
