@@ -103,6 +103,7 @@ CODES: tuple[str, ...] = (
     "DSL462",
     "DSL463",
     "DSL464",
+    "DSL465",
 )
 
 
@@ -452,6 +453,7 @@ LAUNCH_RULE_MODULES: dict[str, str] = {
     "DSL450": "option_unknown_to_script",
     "DSL453": "required_option_not_given",
     "DSL456": "initialize_config_not_given",
+    "DSL465": "accelerate_deepspeed_never_on",
 }
 
 # -- the rule lifecycle -------------------------------------------------------------------------------------------

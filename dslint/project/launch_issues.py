@@ -39,6 +39,9 @@ DSL422-DSL424, report them in the launcher):
 - `interpreter`: a Python interpreter written between the `deepspeed` launcher and the script
   (`deepspeed python train.py`): the runner's first positional word is its user script, so every rank runs
   `python -u python --local_rank=N train.py` (`launcher/launch.py`), which cannot open a file named `python`.
+- `deepspeed_never_on`: `accelerate launch` given DeepSpeed settings (`--deepspeed_config_file`, `--zero_stage`)
+  without `--use_deepspeed`, under `--multi_gpu`, a config file of another type, or none (the machine's default
+  decides): the settings are never read (`accelerate_deepspeed_off.py`).
 
 Each answer is conservative: a path built at run time, an absolute path (the user's machine), a script outside
 the project, a script that imports a module whose source is not in the project and calls an entry function of it
@@ -57,6 +60,7 @@ from dataclasses import replace
 from dslint.diagnostics import Related
 from dslint.model.library import NO_COMMAND_LINE_PACKAGES
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
+from dslint.project.accelerate_deepspeed_off import deepspeed_never_on
 from dslint.project.configless_initialize import configless_initialize
 from dslint.project.inputs import shown_path
 from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment
@@ -127,6 +131,9 @@ def launch_issues(
         ignored = ignored_visible_devices(line)
         if ignored is not None:
             issues.append(ignored)
+        never_on = deepspeed_never_on(site, sources, launcher_text)
+        if never_on is not None:
+            issues.append(never_on)
         if site.script is None:
             deepspeed = _deepspeed_launch(site, sources)
             takes = functools.partial(_takes_every_option, site, store, sources)

@@ -1,0 +1,72 @@
+"""`accelerate launch` given DeepSpeed settings on its command line (`--deepspeed_config_file ds.json`,
+`--zero_stage 3`, ...) that never turns DeepSpeed on (DSL465): without `--use_deepspeed`, accelerate runs
+DeepSpeed only when the config file it reads says `distributed_type: DEEPSPEED` (`launch.py`,
+`_validate_launch_command`, accelerate 0.2x to 1.16). With `--multi_gpu` (or `--use_fsdp`, `--cpu`...) or a
+`--config_file` of another type, it never does: the run is plain DDP and the settings are never read. With
+neither, the machine's own default config (`accelerate config`, outside the project) decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from dslint.project.accelerate_yaml import parse_accelerate_yaml
+from dslint.project.inputs import read_input
+from dslint.project.project_index import LaunchIssue, LaunchSite
+from dslint.project.shell_directories import UNKNOWN_VALUE
+
+# The launch options accelerate reads only for a DeepSpeed launch ("DeepSpeed Arguments" of `launch.py`).
+DEEPSPEED_ONLY_OPTIONS = (
+    "deepspeed_config_file",
+    "zero_stage",
+    "offload_optimizer_device",
+    "offload_param_device",
+    "offload_optimizer_nvme_path",
+    "offload_param_nvme_path",
+    "zero3_init_flag",
+    "zero3_save_16bit_model",
+    "deepspeed_hostfile",
+    "deepspeed_exclusion_filter",
+    "deepspeed_inclusion_filter",
+    "deepspeed_multinode_launcher",
+)
+# Each picks another launcher, and keeps the config file's type from deciding.
+OTHER_BACKENDS = ("multi_gpu", "use_fsdp", "cpu", "tpu", "use_megatron_lm")
+MACHINE_DEFAULT = ""  # `LaunchIssue.detail` when the machine's default accelerate config decides
+
+
+def deepspeed_never_on(
+    site: LaunchSite, sources: Mapping[str, bytes], launcher_text: Callable[[str], str | None]
+) -> LaunchIssue | None:
+    """The issue of an `accelerate launch` whose DeepSpeed options never take effect; its `detail` says what runs
+    instead (`--multi_gpu`, `distributed_type: MULTI_GPU`) or is MACHINE_DEFAULT."""
+    line = site.line
+    if line.tool != "accelerate" or line.launcher_option("use_deepspeed") is not None:
+        return None
+    given = next((o for o in line.launcher_options if o.name in DEEPSPEED_ONLY_OPTIONS), None)
+    if given is None:
+        return None
+    script = sources.get(site.script) if site.script is not None else None
+    if script is not None and b"DeepSpeedPlugin" in script:
+        return None  # the script builds its own plugin, which turns DeepSpeed on whatever the launch says
+    other = line.launcher_option(*OTHER_BACKENDS)
+    if other is not None:
+        if other.value is not None and other.value.lower() in ("false", "0", UNKNOWN_VALUE.lower()):
+            return None
+        detail = f"--{other.name}"
+    elif line.accelerate_config is not None or line.launcher_option("config_file") is not None:
+        if site.accelerate_config is None:
+            return None  # a file not found: what it says is not known
+        data = read_input(site.accelerate_config)
+        parsed = parse_accelerate_yaml(site.accelerate_config, data.decode("utf-8", "replace")) if data else None
+        kind = parsed.distributed_type if parsed is not None else None
+        if kind is None or kind == "DEEPSPEED" or UNKNOWN_VALUE in kind:
+            return None
+        detail = f"distributed_type: {kind}"
+    else:
+        text = launcher_text(line.launcher) or ""
+        if "accelerate config" in text or "default_config" in text:
+            return None  # the launcher writes the machine's default config itself
+        detail = MACHINE_DEFAULT
+    end = given.column + len(given.name) + 2
+    return LaunchIssue("deepspeed_never_on", given.line, given.column, end, detail, (f"--{given.name}",))
