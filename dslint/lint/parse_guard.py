@@ -20,6 +20,8 @@ import ast
 import io
 import os
 import queue
+import re
+import sys
 import threading
 import tokenize
 import warnings
@@ -74,6 +76,41 @@ def compiled(path: str, data: bytes) -> tuple[Refusal | None, ast.Module | None]
     except MemoryError:
         return Refusal("CPython cannot compile it: out of memory (nested too deeply?)"), None
     return None, tree if isinstance(tree, ast.Module) else None
+
+
+# an f-string's opening quote (`f"`, `rf'`, `F"""`): where Python 3.12's grammar (PEP 701) differs from older ones
+_FSTRING_START = re.compile(rb"(?<![\w'\"])(?:[fF][rR]?|[rR][fF])['\"]")
+
+
+def newer_python_syntax(data: bytes, refused: Refusal) -> bool:
+    """CPython before 3.12 refuses f-strings that reuse their quotes or hold a backslash inside (PEP 701), valid
+    from 3.12: a file whose refused line holds an f-string and that libcst (which reads 3.12's grammar) parses is
+    valid Python, to be read with libcst alone, not a syntax error."""
+    if sys.version_info >= (3, 12) or refused.too_deep or len(data) > 2_000_000:
+        return False
+    lines = data.splitlines()
+    if not 1 <= refused.line <= len(lines) or _FSTRING_START.search(lines[refused.line - 1]) is None:
+        return False
+    if _bracket_depth(data) > _NEWER_SYNTAX_DEPTH:  # no tree to measure: libcst is not handed deep nesting
+        return False
+    try:
+        cst.parse_module(data)
+    except (cst.ParserSyntaxError, ValueError, UnicodeDecodeError, SyntaxError, RecursionError):
+        return False
+    return True
+
+
+_NEWER_SYNTAX_DEPTH = 40
+_BRACKETS = re.compile(rb"[\[\](){}]")
+
+
+def _bracket_depth(data: bytes) -> int:
+    """The deepest bracket nesting of the bytes, strings and comments counted too (an upper bound's stand-in)."""
+    depth = deepest = 0
+    for match in _BRACKETS.finditer(data):
+        depth = depth + 1 if match.group() in b"([{" else max(depth - 1, 0)
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def too_deep(tree: ast.AST, data: bytes, max_nesting: int) -> Refusal | None:

@@ -20,7 +20,7 @@ from dslint.lint.config import check_script_configs
 from dslint.lint.databricks import python_source
 from dslint.lint.engine_branches import without_engine_else
 from dslint.lint.launch_dead import without_launch_dead
-from dslint.lint.parse_guard import Refusal, code_facts, compiled, parse_module, too_deep
+from dslint.lint.parse_guard import Refusal, code_facts, compiled, newer_python_syntax, parse_module, too_deep
 from dslint.lint.result import FileResult, config_rules, script_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa
 from dslint.lint.unreachable import without_unreachable
@@ -94,6 +94,11 @@ def lint_source_unsuppressed(
         return result
     known = known_tree(path, data)
     refused, tree = (None, known) if known is not None else compiled(path, data)
+    if refused is not None and newer_python_syntax(data, refused):
+        # valid Python 3.12 that this interpreter's compiler refuses: no syntax error to report, and the facts
+        # read with `ast` (the module summaries) cannot be had, so the file is left alone
+        result.skipped = True
+        return result
     if refused is not None and not refused.too_deep:
         data, refused, tree = _as_notebook_source(path, data, refused, tree)
     if refused is None and use_prefilter and tree is not None:
