@@ -270,7 +270,9 @@ def _script_config_context(
         # the sections this script's initialize calls replace with client objects are never built
         replaced_keys=clients if config.origin is Origin.INITIALIZE else frozenset(),
         checkpointing_configured=applied,
-        client_sections=clients if config.origin is Origin.INITIALIZE else frozenset(),
+        # a file other scripts may read too: whether every reader replaces a section is the project index's
+        # answer (`ConfigReading.client_sections`, over all of them), given when the file itself is linted
+        client_sections=clients if config.origin is Origin.INITIALIZE and not config.from_file else frozenset(),
     )
 
 
