@@ -38,7 +38,9 @@ class ConfigSectionOverriddenByClient(ConfigRule):
             name bound to such a call): the section's type and parameters are never used. Reported at the
             section's key, naming the keyword. Left alone: a config whose reader is not `initialize` (the Hugging
             Face Trainer builds from the section), a callable handed in (`optimizer=lambda params: ...`), and
-            configs some reader hands no object.
+            configs some reader hands no object. A file is judged over every reader the project index links to it
+            (its launches, literal paths), not by one script that names it in an option's default: another script
+            may read the same file and build the section.
         """,
         why="""
             `DeepSpeedEngine._configure_optimizer` (DeepSpeed 0.19.8) uses the client optimizer when one is given
