@@ -254,7 +254,7 @@ def _hf_configured(code: CodeFacts, project: ProjectFacts | None) -> bool:
     or `hf_ds_config=` (`DeepSpeedPlugin`), a `DeepSpeedPlugin` the script builds, a launch giving the script
     `--deepspeed CONFIG` or starting it with `accelerate launch` (`project.config_link.trainer_configs`,
     `training_arguments_configs`, `accelerate_runs`)."""
-    if "deepspeed" in code.keywords or "hf_ds_config" in code.keywords or b"DeepSpeedPlugin" in code.words:
+    if {"deepspeed", "hf_ds_config"} & (code.keywords | code.stored_keys) or b"DeepSpeedPlugin" in code.words:
         return True
     if code.arguments_file:
         return True  # training arguments from a file the script names, which may name a DeepSpeed config

@@ -138,7 +138,8 @@ class CodeFacts:
     methods: frozenset[str] = frozenset()  # m of every call `X.m(...)`
     calls: frozenset[str] = frozenset()  # every call's callee resolved through the imports (`torch.save`)
     one_rank_methods: frozenset[str] = frozenset()  # m of the calls `X.m(...)` in a block that may run on one rank
-    keywords: frozenset[str] = frozenset()  # every call's keyword names (`deepspeed=`)
+    # every call's keyword names (`deepspeed=`), and a dict display's identifier keys (`{"deepspeed": path}`)
+    keywords: frozenset[str] = frozenset()
     stored: frozenset[str] = frozenset()  # the attributes assigned to (`args.deepspeed = ...`: `deepspeed`)
     stored_keys: frozenset[str] = frozenset()  # the string keys assigned to (`os.environ["RANK"] = ...`: `RANK`)
     # a `parse_json_file`/`parse_yaml_file` call whose path may be written in the script (a string in it, or a
@@ -194,6 +195,11 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
             if node.arg:
                 word(node.arg)
                 keywords.add(node.arg)
+        elif kind is ast.Dict:
+            # a dict display's string keys may reach a call as keywords (`TrainingArguments(**settings)`)
+            for key in node.keys:
+                if type(key) is ast.Constant and type(key.value) is str and key.value.isidentifier():
+                    keywords.add(key.value)
         elif kind is ast.arg:
             word(node.arg)
         elif kind in _DEFINITIONS:

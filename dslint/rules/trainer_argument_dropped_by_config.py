@@ -13,9 +13,10 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import TRL_TRAINING_ARGUMENTS
 from dslint.project.config_edits import command_line_value, literal_value
 from dslint.project.config_link import ResolvedConfig, resolve_config_expression
+from dslint.project.splatted_arguments import call_argument, known_arguments, trainer_config_expression
 from dslint.project.trainer_matches import accelerate_trainer_configs, argument_parsers, launched_trainer_configs
 from dslint.script.context import ScriptContext
-from dslint.script.hf_models import is_training_arguments, keyword_value, trainer_config_argument
+from dslint.script.hf_models import is_training_arguments
 
 _OPTIMIZER = '{"train_micro_batch_size_per_gpu": "auto", "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}\n'
 _FILLED = (
@@ -100,7 +101,9 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             Flags a Trainer argument written beside a DeepSpeed config that has no key for it, in
             `TrainingArguments(..., deepspeed=...)` (also `Seq2SeqTrainingArguments` and TRL's trainer
             configs), or in a launch that passes it beside `--deepspeed ds.json` (at the script's
-            `HfArgumentParser`, naming the launch), or in arguments naming no config of their own under an
+            `HfArgumentParser`, naming the launch), or in a dict splatted into the call (`**settings`, a dict
+            display or `dict(...)` the scope binds, with the keys written into it before the call; a key
+            written only under a condition is not known), or in arguments naming no config of their own under an
             `accelerate launch` whose YAML runs DeepSpeed with a config file (the Trainer then takes that
             one): `max_grad_norm` when the config has no `gradient_clipping` and the value differs from the
             engine's default (1.0 since DeepSpeed 0.19.3, 0.0 before); `optim` when the config has an
@@ -139,6 +142,27 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
         """,
     )
     valid = (
+        # a key written into the splatted dict only under a condition: its value is not known
+        Valid(
+            """
+            import sys
+            from transformers import TrainingArguments
+            settings = dict(output_dir="out", deepspeed="ds.json")
+            if len(sys.argv) > 2:
+                settings["weight_decay"] = 0.05
+            args = TrainingArguments(**settings)
+            """,
+            files=(("ds.json", _OPTIMIZER),),
+        ),
+        # a dict the script does not build: its keys are not known
+        Valid(
+            """
+            from transformers import TrainingArguments
+            def build(settings):
+                return TrainingArguments(deepspeed="ds.json", **settings)
+            """,
+            files=(("ds.json", _OPTIMIZER),),
+        ),
         # the config's "auto" keys take the arguments
         Valid(
             """
@@ -206,6 +230,21 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
                                      deepspeed="ds.json")
             """,
             lines=(3, 3, 3),
+            files=(("ds.json", _OPTIMIZER),),
+        ),
+        # the keywords in a dict splatted into the call, one written into it before the call
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            settings = {
+                "output_dir": "out",
+                "weight_decay": 0.05,
+                "deepspeed": "ds.json",
+            }
+            settings["max_grad_norm"] = 0.5
+            args = TrainingArguments(**settings)
+            """,
+            lines=(5, 8),
             files=(("ds.json", _OPTIMIZER),),
         ),
         # before 0.19.3 the engine does not clip by default: the Trainer's default asks for 1.0, an explicit one too
@@ -279,18 +318,19 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        expression = trainer_config_argument(self.context, node)
+        expression = trainer_config_expression(self.context, node)
+        passed = known_arguments(self.context, node) if expression is None else None
         accelerated = (
             expression is None
             and is_training_arguments(self.context, node)
-            and keyword_value(node, "deepspeed") is None
-            and not any(arg.star for arg in node.args)
+            and passed is not None
+            and "deepspeed" not in passed
         )
         if expression is None and not accelerated:
             return
         given: dict[str, tuple[cst.BaseExpression, object, tuple[Related, ...]]] = {}
         for name in _ARGUMENTS:
-            written = keyword_value(node, name)
+            written = call_argument(self.context, node, name)
             if written is not None:
                 given[name] = (written, *_argument(self.context, written))
         if not given:

@@ -13,6 +13,7 @@ from dslint.model.library import TRL_TRAINING_ARGUMENTS
 from dslint.project.config_edits import command_line_value, literal_value
 from dslint.project.config_link import ResolvedConfig, resolve_config_expression
 from dslint.project.inputs import shown_path
+from dslint.project.splatted_arguments import known_arguments, trainer_config_expression
 from dslint.project.trainer_matches import (
     MATCHED_FIELDS,
     Mismatch,
@@ -22,13 +23,8 @@ from dslint.project.trainer_matches import (
     launched_trainer_configs,
     mismatches,
 )
-from dslint.script.hf_models import (
-    TRAINING_ARGUMENTS,
-    hf_class_name,
-    is_training_arguments,
-    keyword_value,
-    trainer_config_argument,
-)
+from dslint.script.context import ScriptContext
+from dslint.script.hf_models import TRAINING_ARGUMENTS, hf_class_name, is_training_arguments
 from dslint.script.names import dotted_name
 
 _FP16_FILE = '{"fp16": {"enabled": true}, "train_micro_batch_size_per_gpu": "auto"}\n'
@@ -239,31 +235,40 @@ class TrainerConfigMismatch(ScriptRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        expression = trainer_config_argument(self.context, node)
+        expression = trainer_config_expression(self.context, node)
         if expression is not None:
             config = resolve_config_expression(self.context, expression)
             if config is not None:
                 self._check_call(node, config, "", ())
-        elif is_training_arguments(self.context, node) and keyword_value(node, "deepspeed") is None:
+        elif is_training_arguments(self.context, node) and not _may_pass_deepspeed(self.context, node):
             for launch, launched in accelerate_trainer_configs(self.context):  # the accelerate launch's config
                 self._check_call(node, launched, " under accelerate launch", (launch.launch,))
 
     def _check_call(self, node: cst.Call, config: ResolvedConfig, where: str, related: tuple[Related, ...]) -> None:
         arguments: dict[str, object] = {}
-        spread = False
-        for index, arg in enumerate(node.args):
-            if arg.star or (arg.keyword is None and index > 0):
-                spread = True  # `**options` or positional fields: any field may be set
-            elif arg.keyword is not None and arg.keyword.value in MATCHED_FIELDS:
-                value = literal_value(arg.value)
+        # the keywords, with the dicts splatted into the call; None: `**options` or positional fields not known
+        # (any field may be set)
+        passed = known_arguments(self.context, node, positional=1)  # `output_dir` may come first
+        for name, written in (passed or {}).items():
+            if name in MATCHED_FIELDS:
+                value = literal_value(written)
                 if value is UNKNOWN:  # the script's own option at the value every launch gives it
-                    value = command_line_value(self.context, arg.value)[0]
-                arguments[arg.keyword.value] = value
-        defaults = not spread and self._keeps_defaults(self.context.module, node.func)
+                    value = command_line_value(self.context, written)[0]
+                arguments[name] = value
+        if passed is None:  # the keywords written, as before
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value in MATCHED_FIELDS:
+                    value = literal_value(arg.value)
+                    if value is UNKNOWN:
+                        value = command_line_value(self.context, arg.value)[0]
+                    arguments[arg.keyword.value] = value
+        defaults = passed is not None and self._keeps_defaults(self.context.module, node.func)
         found = mismatches(config, arguments, defaults)
         if found:
             given = next((m.given for m in found if m.given is not None), None)
-            at = keyword_value(node, given) if given is not None else None
+            at = (passed or {}).get(given) if given is not None else None
+            if at is None and given is not None:
+                at = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == given), None)
             self._report(at if at is not None else node.func, found, config, where, related)
 
     def leave_Module(self, original_node: cst.Module) -> None:
@@ -356,3 +361,11 @@ def _redefines_fields(found: cst.ClassDef) -> bool:
             if any(isinstance(t, cst.Name) and t.value in MATCHED_FIELDS for t in targets):
                 return True
     return False
+
+
+def _may_pass_deepspeed(context: ScriptContext, call: cst.Call) -> bool:
+    """The call is given a `deepspeed` keyword, or a splatted dict that holds one or is not known."""
+    if any(arg.keyword is not None and arg.keyword.value == "deepspeed" for arg in call.args):
+        return True
+    passed = known_arguments(context, call, positional=len(call.args))
+    return passed is None or "deepspeed" in passed

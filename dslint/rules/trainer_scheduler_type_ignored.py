@@ -13,8 +13,8 @@ from dslint.model.library import TRAINER_SCHEDULE_EQUIVALENTS
 from dslint.project.config_edits import literal_value
 from dslint.project.config_link import ResolvedConfig, resolve_config_expression
 from dslint.project.inputs import shown_path
+from dslint.project.splatted_arguments import call_argument, trainer_config_expression
 from dslint.project.trainer_matches import argument_parsers, launched_trainer_configs
-from dslint.script.hf_models import keyword_value, trainer_config_argument
 
 _WARMUP_DECAY = (
     '{"train_micro_batch_size_per_gpu": "auto",\n'
@@ -145,8 +145,8 @@ class TrainerSchedulerTypeIgnored(ScriptRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        expression = trainer_config_argument(self.context, node)
-        asked = keyword_value(node, "lr_scheduler_type") if expression is not None else None
+        expression = trainer_config_expression(self.context, node)
+        asked = call_argument(self.context, node, "lr_scheduler_type") if expression is not None else None
         if asked is None or expression is None:
             return
         wanted = _schedule_name(literal_value(asked))
