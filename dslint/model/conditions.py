@@ -139,8 +139,9 @@ def _subject(node: ast.expr) -> str | None:
         if base is None or base.endswith(")"):
             return None
         # a test of plain values (`os.path.isdir(ckpt_dir)`, `hasattr(model, "module")`), never of a call's result
+        # but a pure path join of plain values (`os.path.isfile(os.path.join(ckpt_dir, "latest"))`)
         arguments = [_subject(arg) if not isinstance(arg, ast.Constant) else repr(arg.value) for arg in node.args]
-        if any(argument is None or argument.endswith(")") for argument in arguments):
+        if any(argument is None or (argument.endswith(")") and not _path_join(argument)) for argument in arguments):
             return None
         return f"{base}({', '.join(a for a in arguments if a is not None)})"
     if isinstance(node, ast.Subscript):
@@ -149,6 +150,14 @@ def _subject(node: ast.expr) -> str | None:
         if base is not None and isinstance(key, (str, int)) and not isinstance(key, bool):
             return f"{base}[{key!r}]"
     return None
+
+
+_PATH_JOINS = ("os.path.join(", "osp.join(", "path.join(", "join(")
+
+
+def _path_join(subject: str) -> bool:
+    """A subject that is a join of plain values (`os.path.join(d, 'latest')`): a pure function of them."""
+    return subject.startswith(_PATH_JOINS) and subject.count("(") == 1
 
 
 _UNKNOWN = object()

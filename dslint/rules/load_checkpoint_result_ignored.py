@@ -80,6 +80,17 @@ class LoadCheckpointResultIgnored(ScriptRule):
         """,
     )
     valid = (
+        # the `latest` file a load without a tag reads is tested first
+        Valid(
+            """
+            import os
+            import deepspeed
+            def resume(args, net):
+                engine, *_ = deepspeed.initialize(args=args, model=net)
+                if os.path.isfile(os.path.join(args.ckpt_dir, "latest")):
+                    engine.load_checkpoint(args.ckpt_dir)
+            """
+        ),
         # the state it returns is read (a missing checkpoint fails loudly on the None), in a nested function too
         Valid(
             """
@@ -475,7 +486,8 @@ class LoadCheckpointResultIgnored(ScriptRule):
             guard.truth
             and guard.value == TRUTHINESS
             and _EXISTENCE.search(guard.subject)
-            and f"({name})" in guard.subject
+            # the folder itself, or the `latest` file in it that a load without a tag reads
+            and (f"({name})" in guard.subject or f"join({name}, 'latest')" in guard.subject)
             for guard in self.facts.paths.at(at)
         )
 
