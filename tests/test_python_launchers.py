@@ -111,3 +111,37 @@ def test_a_commented_launch_is_checked_as_a_documented_one(tmp_path: Path) -> No
     assert found() == [(6, "DSL442")]
     (tmp_path / "train.py").write_text(script.replace("trainer.train()", "trainer.evaluate()"), encoding="utf-8")
     assert found() == []
+
+
+def test_a_usage_note_in_the_module_docstring() -> None:
+    """The module docstring's lines are usage notes too: a label (`Usage:`, a full-width colon) and a `$ ` prompt
+    are dropped, a backslash continues the command; a command for another script, or a docstring below the first
+    statement, is not this file's launch."""
+    source = (
+        "#!/usr/bin/env python\n"
+        '"""Pretraining.\n'
+        "\n"
+        "用法\uff1a deepspeed --num_gpus=2 train.py\n"
+        "Usage:\n"
+        "    $ deepspeed train.py --deepspeed ds.json \\\n"
+        "        --lr 1e-4\n"
+        "    deepspeed other.py --deepspeed ds.json\n"
+        '"""\n'
+        "import torch\n"
+        "def f():\n"
+        '    """deepspeed --num_gpus=8 train.py"""\n'
+    )
+    text = python_launch_text(source.encode(), "train.py")
+    lines = {n: line.strip() for n, line in enumerate((text or "").splitlines(), start=1) if line}
+    assert lines == {
+        4: "deepspeed --num_gpus=2 train.py",
+        6: "deepspeed train.py --deepspeed ds.json \\",
+        7: "--lr 1e-4",
+    }
+    assert (
+        python_launch_text(
+            source.replace('"""Pretraining.', "x = 1\n'''Pretraining.").replace('"""\nimport', "'''\nimport").encode(),
+            "train.py",
+        )
+        is None
+    )

@@ -71,24 +71,66 @@ _COMMENT_LAUNCH = re.compile(rb"#[#\s]*(?:deepspeed|torchrun|accelerate\s+launch
 def comment_launches(data: bytes, name: str) -> dict[int, str]:
     """The launch commands `#` comments of the file write for the file itself (its own name is the script: a
     note on how to run it, as a README's command is; a command for another script is not this file's to tell),
-    each at its line and columns, the comment lines a backslash continues it onto included."""
-    if os.fsencode(name) not in data or _COMMENT_LAUNCH.search(data) is None:
+    and the lines of its module docstring (a usage note: `Usage: deepspeed --num_gpus=2 train.py`, the label
+    and a `$ ` prompt dropped), each at its line and columns, the lines a backslash continues it onto included."""
+    if os.fsencode(name) not in data or _LAUNCH_WORD.search(data) is None:
         return {}
-    found: dict[int, str] = {}
     lines = data.decode("utf-8", errors="replace").splitlines()
+    docstring = _docstring_lines(lines)
+    if not docstring and _COMMENT_LAUNCH.search(data) is None:
+        return {}
+
+    def body_of(number: int) -> str | None:
+        return _usage_body(lines[number]) if number in docstring else _comment_body(lines[number])
+
+    found: dict[int, str] = {}
     number = 0
     while number < len(lines):
-        body = _comment_body(lines[number])
+        body = body_of(number)
         if body is not None and BARE_LAUNCH.match(body.lstrip()) and _runs(body, name):
             found[number + 1] = body
             while body.rstrip().endswith("\\") and number + 1 < len(lines):
-                following = _comment_body(lines[number + 1])
+                following = body_of(number + 1)
                 if following is None:
                     break
                 number, body = number + 1, following
                 found[number + 1] = body
         number += 1
     return found
+
+
+_LAUNCH_WORD = re.compile(rb"(?:deepspeed|torchrun|accelerate\s+launch)\s")
+_DOCSTRING_START = re.compile(r"^[rRuU]?(\"\"\"|\'\'\')")
+# a usage line's label (`Usage:`, `Example run:`, a full-width colon too) and a shell prompt, before the command
+_USAGE_LABEL = re.compile("^(\\s*(?:[^\\s:\uff1a][^:\uff1a]{0,23}[:\uff1a])?\\s*(?:\\$\\s+)?)(.*)$")
+
+
+def _docstring_lines(lines: list[str]) -> range:
+    """The 0-based numbers of the module docstring's lines (its first statement, a triple-quoted string after
+    comments and blank lines only); empty when there is none."""
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        start = _DOCSTRING_START.match(stripped)
+        if start is None:
+            return range(0)
+        quote = start.group(1)
+        rest = stripped[start.end() :]
+        if quote in rest:
+            return range(number, number + 1)
+        for end in range(number + 1, len(lines)):
+            if quote in lines[end]:
+                return range(number, end + 1)
+        return range(0)
+    return range(0)
+
+
+def _usage_body(line: str) -> str:
+    """A docstring line's command text, its label and prompt blanked (the columns kept)."""
+    match = _USAGE_LABEL.match(line)
+    assert match is not None  # the pattern matches any line
+    return " " * len(match.group(1)) + match.group(2).replace('"""', "   ").replace("'''", "   ")
 
 
 def _comment_body(line: str) -> str | None:

@@ -43,7 +43,8 @@ class ActivationCheckpointingNeverConfigured(ConfigRule):
     docs = RuleDocs(
         what="""
             Flags the `activation_checkpointing` section of a DeepSpeed config that `deepspeed.initialize` or the
-            Hugging Face Trainer (or accelerate) reads, when it turns on one of its switches
+            Hugging Face Trainer (or accelerate) reads, or a launch hands to a script whose use of it is not
+            followed, when it turns on one of its switches
             (`partition_activations`, `cpu_checkpointing`, `contiguous_memory_optimization`,
             `synchronize_checkpoint_boundary`, `profile`) and no Python file of the project calls
             `deepspeed.checkpointing.configure` (nor brings Megatron-DeepSpeed or GPT-NeoX, which call it
@@ -82,6 +83,12 @@ class ActivationCheckpointingNeverConfigured(ConfigRule):
         Invalid(
             _SECTION.format(partition="false", cpu="true"), lines=(6,), files=(("run.sh", _RUN), ("train.py", _ENGINE))
         ),
+        # launched to a script whose use of the option is not followed: DeepSpeed's all the same, never configured
+        Invalid(
+            _SECTION.format(partition="true", cpu="false"),
+            lines=(5,),
+            files=(("run.sh", _RUN), ("train.py", "import sys\nimport trainer_lib\ntrainer_lib.run(sys.argv)\n")),
+        ),
         # a Megatron script of the project applies its own configs; the launched script does not
         Invalid(
             _SECTION.format(partition="true", cpu="false"),
@@ -92,7 +99,12 @@ class ActivationCheckpointingNeverConfigured(ConfigRule):
 
     def check(self) -> None:
         context = self.context
-        if context.checkpointing_configured or context.origin not in (Origin.INITIALIZE, Origin.TRAINER):
+        # a launched file whose reader is not followed (UNLINKED) is still DeepSpeed's, and nothing configures it
+        if context.checkpointing_configured or context.origin not in (
+            Origin.INITIALIZE,
+            Origin.TRAINER,
+            Origin.UNLINKED,
+        ):
             return
         section = self.section("activation_checkpointing")
         if not isinstance(section, Object):
