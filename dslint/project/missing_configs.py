@@ -53,7 +53,9 @@ def missing_config(
     the launcher expects it may be absent and says so itself) answer None. Otherwise
     the project's files of that name (empty: none anywhere); a file of that name elsewhere counts only when the
     written path has a folder (`configs/ds.json` where only `config/ds.json` exists: a wrong folder), not for a
-    bare name, which the user may be meant to copy beside the launcher. A project file whose path ends as the
+    bare name, which the user may be meant to copy beside the launcher; for a launcher script, only a file beside
+    its own folder; for a document's command, which its reader may run from any folder, only where no file of
+    the project lies at a path ending as the written one does. A project file whose path ends as the
     written one does but for letter case (`ds.JSON` for `ds.json`, `SFT/` for `sft/`) is what was meant
     (`case_twins`): file systems on Linux, where DeepSpeed runs, tell them apart."""
     if os.path.isabs(written) and roots:
@@ -69,12 +71,19 @@ def missing_config(
     if twins:  # the path of a project file but for letter case: no such file on the Linux machines DeepSpeed runs on
         return twins
     elsewhere = file_names().get(name, ())
-    if elsewhere:
+    if elsewhere and launcher_path.endswith(DOCUMENT_LAUNCHER_SUFFIXES):
+        # a document's command is often adapted by its reader (run from another folder): a wrong folder only
+        # where no file of the project lies at the path written, from any folder (`configs/ds.json` written, the
+        # project's one file of that name at the top)
+        tail = os.sep + os.path.normpath(written).removeprefix("." + os.sep)
+        if os.path.dirname(os.path.normpath(written)) in ("", ".") or any(p.endswith(tail) for p in elsewhere):
+            return None
+    elif elsewhere:
         # a wrong folder only beside the launcher's own (`configs/` written, `config/` there), in a launcher
-        # script: a document's command is often adapted by its reader, a file in another example is another's
+        # script: a file in another example is another's
         folder = os.path.dirname(absolute(launcher_path)) + os.sep
         elsewhere = tuple(path for path in elsewhere if path.startswith(folder))
-        if not elsewhere or launcher_path.endswith(DOCUMENT_LAUNCHER_SUFFIXES):
+        if not elsewhere:
             return None
         if os.path.dirname(os.path.normpath(written)) in ("", "."):
             return None

@@ -82,6 +82,15 @@ class LaunchedConfigNotFound(LaunchRule):
         """,
     )
     valid = (
+        # a README's command, read from the folder of the example that holds the file
+        Valid(
+            "# Train\n\n```bash\ndeepspeed train.py --deepspeed configs/ds_zero2.json\n```\n",
+            path="README.md",
+            files=(
+                ("examples/sft/train.py", "import deepspeed\n"),
+                ("examples/sft/configs/ds_zero2.json", '{"train_batch_size": 8}\n'),
+            ),
+        ),
         # the same path of another machine, whose file the checkout holds
         Valid(
             "cd /home/someone/repo\n"
@@ -174,6 +183,13 @@ class LaunchedConfigNotFound(LaunchRule):
     )
     invalid = (
         Invalid("deepspeed --num_gpus 2 train.py --deepspeed configs/ds_zero1.json\n", lines=(1,), files=_PROJECT),
+        # a README's command naming a folder no file of that name lies in, from any folder
+        Invalid(
+            "# Train\n\n```bash\ndeepspeed train.py --deepspeed configs/ds_zero2.json\n```\n",
+            lines=(4,),
+            path="README.md",
+            files=(("train.py", "import deepspeed\n"), ("ds_zero2.json", '{"train_batch_size": 8}\n')),
+        ),
         # another machine's checkout: the path within it is this launcher's folder, and no such config is there
         Invalid(
             "cd /home/someone/repo\n"
