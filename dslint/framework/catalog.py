@@ -104,6 +104,7 @@ CODES: tuple[str, ...] = (
     "DSL463",
     "DSL464",
     "DSL465",
+    "DSL466",
 )
 
 
@@ -432,6 +433,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     ),
     "DSL309": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL310": Needs((b"deepspeed", b"initialize"), partly_engine=True),
+    "DSL466": Needs((b"deepspeed", b"initialize", b"load_checkpoint", b"save_latest")),
 }
 
 
