@@ -27,11 +27,11 @@ from dslint.model.library import (
     DATA_LOADERS,
     RANK_WORDS,
     SAMPLER_GIVEN,
-    SHARDED_ELSEWHERE,
     SINGLE_PROCESS_SAMPLERS,
     SYNTHETIC_DATA,
 )
 from dslint.model.resolution import Callee, scope_of
+from dslint.model.sharding import shards_elsewhere
 from dslint.model.summary import ModuleSummary, own_nodes
 
 MAX_DEPTH = 2
@@ -72,11 +72,7 @@ def _returned_loaders(model: Evaluator, callee: Callee, depth: int, memo: dict[C
     memo[callee] = {}  # a cycle of calls ends here
     module = model.module(callee[0])
     function = model.function(callee)
-    if (
-        module is None
-        or function is None
-        or any(w in model.store.sources.get(callee[0], b"") for w in SHARDED_ELSEWHERE)
-    ):
+    if module is None or function is None or shards_elsewhere(model.store.sources.get(callee[0], b""), module.tree):
         return {}
     if SAMPLER_GIVEN.search(model.store.sources.get(callee[0], b"")):
         return {}

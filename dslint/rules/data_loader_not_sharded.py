@@ -14,10 +14,10 @@ from dslint.model.library import (
     DATA_LOADERS,
     RANK_WORDS,
     SAMPLER_GIVEN,
-    SHARDED_ELSEWHERE,
     SINGLE_PROCESS_SAMPLERS,
     SYNTHETIC_DATA,
 )
+from dslint.model.sharding import shards_elsewhere
 from dslint.project.world_size import EVERY_GPU_SOURCE
 from dslint.script.engine_calls import argument
 from dslint.script.facts import Role
@@ -171,6 +171,13 @@ class DataLoaderNotSharded(ScriptRule):
     )
     invalid = (
         Invalid(_SCRIPT, lines=(6,), files=_TWO),
+        # a sampler imported but never used, and streaming only in the docstring: the code shards nothing
+        Invalid(
+            '"""Tokenization with streaming processing."""\n'
+            + _SCRIPT.replace("import DataLoader", "import DataLoader, DistributedSampler"),
+            lines=(7,),
+            files=_TWO,
+        ),
         # initialize in a `try` whose `except` falls back to the plain model: where DeepSpeed runs, it is the engine
         Invalid(
             _SCRIPT.replace(
@@ -249,7 +256,7 @@ class DataLoaderNotSharded(ScriptRule):
         if (
             not (self._loaders or remote)
             or not self._loops
-            or any(word in self.context.text.encode() for word in SHARDED_ELSEWHERE)
+            or shards_elsewhere(self.context.text.encode())
             or SAMPLER_GIVEN.search(self.context.text.encode())
         ):
             return

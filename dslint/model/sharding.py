@@ -1,0 +1,36 @@
+"""Whether a module's code shards its data some way other than a `DistributedSampler` given to each loader, or
+streams it (`library.SHARDED_ELSEWHERE`): the words must be used by its code, as a name, an attribute, a keyword
+or a base class. An import left unused, a docstring ("streaming processing") or a comment says nothing (DSL445,
+`returned_loaders`)."""
+
+from __future__ import annotations
+
+import ast
+
+from dslint.model.library import SHARDED_ELSEWHERE
+
+_WORDS = frozenset(word.strip(b".(").decode() for word in SHARDED_ELSEWHERE)
+
+
+def shards_elsewhere(source: bytes, tree: ast.Module | None = None) -> bool:
+    """The byte test first (cheap); then CPython's tree (`tree`, when the caller has it), where a word must be the
+    code's own. A module that does not compile is judged by its bytes."""
+    if not any(word in source for word in SHARDED_ELSEWHERE):
+        return False
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            word = node.id
+        elif isinstance(node, ast.Attribute):
+            word = node.attr
+        elif isinstance(node, ast.keyword):
+            word = node.arg or ""
+        else:
+            continue
+        if word in _WORDS:
+            return True
+    return False
