@@ -215,13 +215,17 @@ def follow_imported_readers(index: ReaderTables, store: SummaryStore) -> None:
         for module in store.imported_modules(absolute(script), MAX_IMPORT_DEPTH):
             data = store.sources.get(module)
             if (module, option) not in replaced:
-                replaced[(module, option)] = replaced_keys(data, option) if data is not None else None
+                replaced[(module, option)] = _imported_reading(data, option) if data is not None else None
             keys = replaced[(module, option)]
             if keys is None:
                 continue
             assert data is not None
-            line = data.count(b"\n", 0, max(data.find(b"." + option.encode()), 0)) + 1
-            where = Related(shown_path(module), line, 1, f"{os.path.basename(module)} loads --{option} for initialize")
+            loaded = data.find(b"." + option.encode())
+            if loaded >= 0:
+                line, what = data.count(b"\n", 0, loaded) + 1, f"loads --{option} for initialize"
+            else:  # `initialize(args=...)`: DeepSpeed reads `args.deepspeed_config` itself
+                line, what = data.count(b"\n", 0, max(data.find(b"initialize("), 0)) + 1, "hands initialize args="
+            where = Related(shown_path(module), line, 1, f"{os.path.basename(module)} {what}")
             index.config_readers.setdefault(config, set()).add("initialize")
             index.config_replaced.setdefault(config, []).append(keys)
             index.config_read_in.setdefault(config, []).append(where)
@@ -229,6 +233,16 @@ def follow_imported_readers(index: ReaderTables, store: SummaryStore) -> None:
 
 
 MAX_IMPORT_DEPTH = 3  # import levels between a launched script and the module loading its config
+
+
+def _imported_reading(data: bytes, option: str) -> frozenset[str] | None:
+    """The keys an imported module replaces in the config of `--option` before its `initialize` (`replaced_keys`);
+    none for `--deepspeed_config` when the module hands `initialize` an `args=` and no config (DeepSpeed reads
+    `args.deepspeed_config` itself); None when the module reads the option neither way."""
+    keys = replaced_keys(data, option)
+    if keys is None and option == "deepspeed_config" and "initialize" in option_readers(data, option):
+        return frozenset()
+    return keys
 
 
 def opened_literals(index: ReaderTables, path: str, data: bytes, roots: Sequence[str]) -> None:
