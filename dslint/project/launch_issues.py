@@ -63,6 +63,7 @@ from dslint.model.summary import ModuleSummary, SummaryStore, dotted
 from dslint.project.accelerate_deepspeed_off import deepspeed_never_on
 from dslint.project.configless_initialize import configless_initialize
 from dslint.project.inputs import shown_path
+from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment
 from dslint.project.missing_configs import beside, missing_accelerate_config, missing_config, missing_in_yaml
 from dslint.project.missing_scripts import missing_script_issue
@@ -120,7 +121,7 @@ def launch_issues(
         if line.cut_line and line.lost_options:
             if line.cut_cause == "comment":
                 issues.append(_cut(site, launcher_text))
-            elif _deepspeed_launch(site, sources):
+            elif _deepspeed_launch(site, sources) and not _annotated_listing(site, launcher_text):
                 issues.append(_unjoined(site, launcher_text))
         refused = refused_options(line)
         if refused is not None:
@@ -357,6 +358,20 @@ def _deepspeed_launch(site: LaunchSite, sources: dict[str, bytes]) -> bool:
     if any("deepspeed" in name.lower() for name in written):
         return True
     return site.script is not None and b"deepspeed" in sources.get(site.script, b"")
+
+
+def _annotated_listing(site: LaunchSite, launcher_text: Callable[[str], str | None]) -> bool:
+    """A document's command whose lines each end in a backslash and a note (`--lr 1e-5 \\ # the peak rate`): a
+    listing that explains its options, not a command to paste (a launcher script's is run, and stays reported)."""
+    line = site.line
+    if not line.launcher.endswith(DOCUMENT_LAUNCHER_SUFFIXES) or line.cut_cause != "space":
+        return False
+    physical = (launcher_text(line.launcher) or "").splitlines()
+    raw = physical[line.cut_line - 1] if 0 < line.cut_line <= len(physical) else ""
+    return _NOTED_BACKSLASH.search(raw) is not None
+
+
+_NOTED_BACKSLASH = re.compile(r"\\[ \t]+#")
 
 
 def _unjoined(site: LaunchSite, launcher_text: Callable[[str], str | None]) -> LaunchIssue:

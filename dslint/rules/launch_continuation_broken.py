@@ -24,7 +24,8 @@ class LaunchContinuationBroken(LaunchRule):
             line has no backslash and the next line starts with `--option` (in a command written with
             backslashes: a document that writes each option on a line of its own without any shows a command
             to type on one line). A plain `python tool.py` or `torchrun` whose script never names
-            DeepSpeed, with no DeepSpeed option, is left alone.
+            DeepSpeed, with no DeepSpeed option, is left alone, and so is a document's listing that notes each
+            option after its backslash (`--lr 1e-5 \\ # the peak rate`): it explains a command, not one to paste.
         """,
         why="""
             A backslash continues a line only as its last character. Followed by a space it escapes that
@@ -46,6 +47,14 @@ class LaunchContinuationBroken(LaunchRule):
         """,
     )
     valid = (
+        # a README listing that explains each option after its backslash: not a command to paste
+        Valid(
+            "# Options\n\n```\ndeepspeed --num_gpus 2 train.py \\\n"
+            "    --model_name_or_path base-model \\ # the model to tune\n"
+            "    --deepspeed ds_config.json \\ # ZeRO-2\n```\n",
+            path="README.md",
+            files=_PROJECT,
+        ),
         Valid(
             """\
             deepspeed --num_gpus 2 train.py \\
@@ -80,6 +89,13 @@ class LaunchContinuationBroken(LaunchRule):
         ),
     )
     invalid = (
+        # a launcher script runs the command: a note after a backslash cuts it there too
+        Invalid(
+            "deepspeed --num_gpus 2 train.py \\\n    --model_name_or_path base-model \\ # the base\n"
+            "    --deepspeed ds_config.json\n",
+            lines=(2,),
+            files=_PROJECT,
+        ),
         Invalid(
             """\
             deepspeed --num_gpus 2 train.py \\
