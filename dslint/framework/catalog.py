@@ -105,6 +105,7 @@ CODES: tuple[str, ...] = (
     "DSL464",
     "DSL465",
     "DSL466",
+    "DSL467",
 )
 
 
@@ -434,6 +435,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL309": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL310": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL466": Needs((b"deepspeed", b"initialize", b"load_checkpoint", b"save_latest")),
+    "DSL467": Needs((b"deepspeed", b"initialize", b"Trainer")),
 }
 
 
