@@ -145,3 +145,26 @@ def test_a_usage_note_in_the_module_docstring() -> None:
         )
         is None
     )
+
+
+def test_a_command_built_in_the_arms_of_an_if() -> None:
+    """`cmd` bound in both arms of an `if` (a plain run for one GPU, the DeepSpeed launcher for several): the arm
+    that launches is the command; the launcher's own `--script` at its default; a count it tests stays unknown."""
+    source = (
+        "import argparse, subprocess, sys\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--gpus', type=int, default=1)\n"
+        "parser.add_argument('--script', default='train.py')\n"
+        "args = parser.parse_args()\n"
+        "if args.gpus == 1:\n"
+        "    cmd = [sys.executable, args.script]\n"
+        "else:\n"
+        "    cmd = ['deepspeed', '--num_gpus', str(args.gpus), args.script, '--deepspeed_config', 'ds.json']\n"
+        "subprocess.run(cmd, check=True)\n"
+    )
+    text = python_launch_text(source.encode(), "launch.py")
+    lines = [line for line in (text or "").splitlines() if line]
+    assert len(lines) == 1
+    words = lines[0].split()
+    assert words[0] == "deepspeed" and words[1] == "--num_gpus" and UNKNOWN_VALUE in words[2]
+    assert words[3:] == ["train.py", "--deepspeed_config", "ds.json"]

@@ -182,9 +182,17 @@ def _words(expr: ast.expr, nodes: list[ast.AST], defaults: dict[str, str]) -> li
         return [_word(element, defaults) for element in expr.elts]
     if isinstance(expr, ast.Name):
         bound = [n for n in nodes if isinstance(n, ast.Assign) and any(_named(t, expr.id) for t in n.targets)]
-        if len(bound) != 1 or not isinstance(bound[0].value, (ast.List, ast.Tuple)):
+        if not bound or not all(isinstance(b.value, (ast.List, ast.Tuple)) for b in bound):
             return None
-        words = [_word(element, defaults) for element in bound[0].value.elts]
+        # bound once, or in the arms of an `if` of which one builds a launch (`[sys.executable, script]` for one
+        # GPU, `["deepspeed", "--num_gpus", ...]` for several): that one is the launch the call may run
+        lists = [
+            [_word(e, defaults) for e in b.value.elts] for b in bound if isinstance(b.value, (ast.List, ast.Tuple))
+        ]
+        launches = [words for words in lists if words and _is_launch(words)]
+        if len(lists) != 1 and len(launches) != 1:
+            return None
+        words = lists[0] if len(lists) == 1 else launches[0]
         for node in nodes:
             words.extend(_added(node, expr.id, defaults))
         return words
@@ -219,6 +227,11 @@ def _named(node: ast.AST, name: str) -> bool:
 def _word(expr: ast.expr, defaults: dict[str, str]) -> str:
     if isinstance(expr, ast.Constant) and isinstance(expr.value, (str, int, float)):
         return str(expr.value)
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        # `args.script`: the launcher's own option at its default, when a path or a word (a count the launcher
+        # tests, `if args.gpus == 1: ... else: [..., str(args.gpus)]`, is not known from its default)
+        default = _hole(expr, defaults)
+        return default if not default.replace(".", "", 1).isdigit() else UNKNOWN_VALUE
     if isinstance(expr, ast.JoinedStr):
         parts: list[str] = []
         for value in expr.values:
