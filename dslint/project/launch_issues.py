@@ -69,6 +69,7 @@ from dslint.project.missing_configs import beside, missing_accelerate_config, mi
 from dslint.project.missing_scripts import missing_script_issue
 from dslint.project.project_index import LaunchIssue, LaunchSite
 from dslint.project.script_parser import (
+    bare_abbreviations,
     missing_required,
     refusing_parse,
     stored_name,
@@ -459,9 +460,13 @@ def _unknown_options(
         return []
     data, summary = sources.get(script), store.get(script)
     found = unknown_options(summary, data, [o.name for o in line.options]) if data and summary else None
-    if found is None:
+    bare = bare_abbreviations(summary, data, [o.name for o in line.options if o.value is None]) if data else {}
+    parser = strict_parser(summary, data) if bare and data and summary else None
+    if found is None and parser is None:
         return []
-    parse, refused = found
+    parse, refused = found or (parser.parse if parser else None, set())
+    assert parse is not None
+    refused = {*refused, *bare}
     where = Related(shown_path(script), parse.lineno, parse.col_offset + 1, "parses its command line strictly")
     physical = (launcher_text(line.launcher) or "").splitlines()
     issues = []
@@ -473,9 +478,8 @@ def _unknown_options(
         if word is None or stored_name(word.group()) != option.name:
             continue  # not where the text says (an option from a variable's value): no position to show
         end = option.column + len(word.group())
-        issues.append(
-            LaunchIssue("unknown_option", option.line, option.column, end, line.script, (word.group(),), (where,))
-        )
+        given = (word.group(), bare[option.name]) if option.name in bare else (word.group(),)
+        issues.append(LaunchIssue("unknown_option", option.line, option.column, end, line.script, given, (where,)))
     return issues
 
 

@@ -46,6 +46,9 @@ class StrictParser:
     # What the command line must give: the names of an option declared `required=True`, or of a mutually
     # exclusive group made `required=True` (one of them), each with the `add_argument` (or the group's) call
     required: tuple[tuple[tuple[str, ...], ast.Call], ...] = ()
+    # the dashed names of the options that take exactly one value (no `action` that stores a constant, no
+    # optional `nargs`): a bare `--x` there stops argparse ("expected one argument")
+    valued: frozenset[str] = frozenset()
 
 
 def refusing_parse(summary: ModuleSummary, data: bytes) -> ast.Call | None:
@@ -177,6 +180,7 @@ def _strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
                 return None
             abbreviations = bool(keyword.value.value)
     options: list[str] = []
+    valued: list[str] = []
     parses: list[ast.Call] = []
     config_arguments = False
     for node in ast.walk(root):
@@ -187,6 +191,8 @@ def _strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
                     if not (isinstance(argument, ast.Constant) and isinstance(argument.value, str)):
                         return None
                     options.append(argument.value)
+                    if _takes_a_value(node) and argument.value.startswith("-"):
+                        valued.append(argument.value)
                     if _negated(node) and argument.value.startswith("--"):
                         options.append("--no-" + argument.value[2:])  # `BooleanOptionalAction` adds `--no-x`
             elif method == "add_subparsers":
@@ -204,7 +210,8 @@ def _strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
     manual = LAUNCHER_OPTION.encode() in data and LAUNCHER_OPTION not in options
     if b"argv" in data and not _argv_left_alone(tree, manual):
         return None
-    return StrictParser(parses[0], tuple(options), abbreviations, config_arguments, _required(root))
+    required = _required(root)
+    return StrictParser(parses[0], tuple(options), abbreviations, config_arguments, required, frozenset(valued))
 
 
 def _first_parsing_function(
@@ -298,6 +305,44 @@ def missing_required(
         return stored in given or (parser.abbreviations and any(stored.startswith(g) for g in given))
 
     return [(names, call) for names, call in parser.required if not any(named(name) for name in names)]
+
+
+# `add_argument` actions that take no value from the command line
+_NO_VALUE_ACTIONS = frozenset(
+    {"store_true", "store_false", "store_const", "append_const", "count", "help", "version", "extend_const"}
+)
+
+
+def _takes_a_value(call: ast.Call) -> bool:
+    """The option needs exactly one value after it: the default `store` (or `append`) action, no `nargs` other than
+    1 or none (`nargs="?"`/`"*"` make it optional; a non-constant keyword is not known)."""
+    keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+    action, nargs = keywords.get("action"), keywords.get("nargs")
+    if action is not None and not (isinstance(action, ast.Constant) and action.value in ("store", "append")):
+        return False
+    return nargs is None or (isinstance(nargs, ast.Constant) and nargs.value in (1, None))
+
+
+def bare_abbreviations(summary: ModuleSummary, data: bytes, bare: Iterable[str]) -> dict[str, str]:
+    """The options given without a value (`bare`, names as stored) that the script's strict parser takes as the
+    one option they abbreviate (`allow_abbrev`, no option of exactly that name), where that option needs a value:
+    each with the option's full name (`--deepspeed` -> `--deepspeed_config`). argparse then stops every rank
+    with "expected one argument"."""
+    parser = strict_parser(summary, data)
+    if parser is None or not parser.abbreviations:
+        return {}
+    declared = {stored_name(option) for option in parser.options if option.startswith("-")}
+    declared |= {"help", *(_CONFIG_ARGUMENT_NAMES if parser.config_arguments else ())}
+    found: dict[str, str] = {}
+    for name in bare:
+        if name in declared:
+            continue
+        matches = {
+            option for option in parser.options if option.startswith("--") and stored_name(option).startswith(name)
+        }
+        if len(matches) == 1 and matches <= parser.valued:
+            found[name] = next(iter(matches))
+    return found
 
 
 def _negated(call: ast.Call) -> bool:

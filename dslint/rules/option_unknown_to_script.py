@@ -21,6 +21,7 @@ args = parser.parse_args()
 _KNOWN = _STRICT.replace("parser.parse_args()", "parser.parse_known_args()[0]")
 _FOREIGN = _STRICT.replace("parser = deepspeed.add_config_arguments(parser)", "add_model_options(parser)")
 _NO_ABBREVIATIONS = _STRICT.replace("ArgumentParser()", "ArgumentParser(allow_abbrev=False)")
+_DS_FILE = 'parser.add_argument("--ds_file", "--deepspeed_file")\n'
 _PLAIN = 'import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument("--epochs")\nparser.parse_args()\n'
 
 
@@ -41,7 +42,9 @@ class OptionUnknownToScript(LaunchRule):
             block) that the launched script, a file of the project, has no option for, when the script builds
             its own `argparse.ArgumentParser` and parses strictly (`parser.parse_args()`): no `add_argument` names
             it, exactly or, unless `allow_abbrev=False`, as the start of a longer option, and it is none of the
-            options `deepspeed.add_config_arguments` adds. Names are compared as argparse stores them (dashes as
+            options `deepspeed.add_config_arguments` adds; also a flag given without a value that abbreviates
+            the one option of that start, which needs a value (`--deepspeed` for a declared
+            `--deepspeed_config`: "expected one argument"). Names are compared as argparse stores them (dashes as
             underscores), so `--learning-rate` against a declared `--learning_rate` is not reported. The finding
             names the script's `parse_args` call. Left alone, as for DSL434: every script whose parsing is not
             fully known (`parse_known_args`, `sys.argv` edited or handed on, a parser handed to a function other
@@ -65,6 +68,8 @@ class OptionUnknownToScript(LaunchRule):
         """,
     )
     valid = (
+        # `--deepspeed` is add_config_arguments' own switch: an exact name, no abbreviation
+        Valid("deepspeed train.py --deepspeed --deepspeed_config ds.json\n", files=_files(_STRICT)),
         Valid("deepspeed --num_gpus 2 train.py --epochs 3 --deepspeed_config ds.json\n", files=_files(_STRICT)),
         # a prefix of a declared option, which argparse takes as its abbreviation; dashes as underscores
         Valid("deepspeed train.py --epo 3 --learning_rate 1e-5 --deepspeed\n", files=_files(_STRICT)),
@@ -88,10 +93,19 @@ class OptionUnknownToScript(LaunchRule):
             files=_files(_STRICT),
         ),
         Invalid("deepspeed train.py --epo 3 --deepspeed_config ds.json\n", lines=(1,), files=_files(_NO_ABBREVIATIONS)),
+        # a bare flag that abbreviates the one option that needs a value: "expected one argument"
+        Invalid(
+            "deepspeed train.py \\\n    --deepspeed \\\n    --ds_file ds.json\n",
+            lines=(2,),
+            files=_files(_STRICT.replace("parser = deepspeed.add_config_arguments(parser)\n", _DS_FILE)),
+        ),
         Invalid("torchrun --nproc_per_node 2 train.py --max_epochs 3 --deepspeed\n", lines=(1,), files=_files(_STRICT)),
     )
 
     @classmethod
     def message_for(cls, issue: LaunchIssue) -> str:
         option = issue.options[0] if issue.options else "this option"
+        if len(issue.options) == 2:  # a bare abbreviation of an option that needs a value
+            taken = issue.options[1]
+            return f"{issue.detail}'s parser takes {option} as {taken}, which needs a value: argparse stops every rank"
         return f"{issue.detail}'s parser has no {option} option: argparse stops every rank at start-up"
