@@ -91,14 +91,19 @@ def test_auto_values_of_a_file_an_imported_module_hands_to_initialize() -> None:
     """DSL405: the launched script never uses `--deepspeed_config` itself; a learner class of a package it imports
     opens `self.options.deepspeed_config`, fills the batch keys and hands the dict to initialize. The "auto"
     values it leaves are flagged, naming that module; the batch keys it writes are not. A script whose imports
-    read no config leaves its file's reader unknown: silent."""
+    read no config leaves its file's reader unknown: silent. A module that hands initialize `args=` and no config
+    reads `--deepspeed_config` too (DeepSpeed reads it from the args): args_read.json, naming that module."""
     found = [f for f in _findings("imported_readers") if f[2] == "DSL405"]
     where = " (initialize reads it: fixtures/projects/imported_readers/learners/sequential.py:14)"
     _match(
         found,
         [
+            ("configs/args_read.json", 3, "DSL405", "write a value for `zero_optimization.allgather_bucket_size`"),
             ("configs/continual.json", 6, "DSL405", "write a value for `zero_optimization.offload_optimizer.device`"),
             ("configs/continual.json", 7, "DSL405", "write a value for `zero_optimization.reduce_bucket_size`"),
         ],
     )
-    assert all(f[3].endswith('not "auto": DeepSpeed uses the default' + where) for f in found)
+    continual = [f for f in found if f[0] == "configs/continual.json"]
+    assert all(f[3].endswith('not "auto": DeepSpeed uses the default' + where) for f in continual)
+    (args_read,) = [f for f in found if f[0] == "configs/args_read.json"]
+    assert args_read[3].endswith("(initialize reads it: fixtures/projects/imported_readers/learners/direct.py:9)")
