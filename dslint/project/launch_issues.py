@@ -362,14 +362,15 @@ def _deepspeed_launch(site: LaunchSite, sources: dict[str, bytes]) -> bool:
 
 
 def _annotated_listing(site: LaunchSite, launcher_text: Callable[[str], str | None]) -> bool:
-    """A document's command whose lines each end in a backslash and a note (`--lr 1e-5 \\ # the peak rate`): a
-    listing that explains its options, not a command to paste (a launcher script's is run, and stays reported)."""
+    """A document's command whose lines each end in a backslash and a note (`--lr 1e-5 \\ # the peak rate`), the
+    one after the cut too: a listing that explains its options, not a command to paste (one note in a command
+    meant to be pasted, or a launcher script's, stays reported)."""
     line = site.line
     if not line.launcher.endswith(DOCUMENT_LAUNCHER_SUFFIXES) or line.cut_cause != "space":
         return False
     physical = (launcher_text(line.launcher) or "").splitlines()
-    raw = physical[line.cut_line - 1] if 0 < line.cut_line <= len(physical) else ""
-    return _NOTED_BACKSLASH.search(raw) is not None
+    noted = [_NOTED_BACKSLASH.search(raw) is not None for raw in physical[line.cut_line - 1 : line.cut_line + 1]]
+    return noted == [True, True]
 
 
 _NOTED_BACKSLASH = re.compile(r"\\[ \t]+#")

@@ -89,6 +89,14 @@ class LaunchContinuationBroken(LaunchRule):
         ),
     )
     invalid = (
+        # one note after a backslash in a README's command meant to be pasted: the lines after it are lost
+        Invalid(
+            "```bash\ndeepspeed --num_gpus 2 train.py \\\n    --model_name_or_path base-model \\ # the base\n"
+            "    --deepspeed ds_config.json \\\n    --epochs 1\n```\n",
+            lines=(3,),
+            path="README.md",
+            files=_PROJECT,
+        ),
         # a launcher script runs the command: a note after a backslash cuts it there too
         Invalid(
             "deepspeed --num_gpus 2 train.py \\\n    --model_name_or_path base-model \\ # the base\n"
