@@ -111,6 +111,25 @@ class LoadStateDictAfterInitialize(ScriptRule):
         """,
     )
     valid = (
+        # a switch derived from a file (`use_deepspeed` when a config exists): the `else` arm is plain PyTorch
+        Valid(
+            """
+            import os
+            import deepspeed
+            import torch
+            def main(model, loader, folder):
+                engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 1}})
+                files = os.listdir(folder)
+                use_deepspeed = os.path.exists(folder)
+                if use_deepspeed:
+                    engine.load_checkpoint(folder)
+                else:
+                    engine.module.load_state_dict(torch.load(os.path.join(folder, "model.bin"), map_location="cpu"))
+                for batch in loader:
+                    engine.backward(engine(batch))
+                    engine.step()
+            """
+        ),
         # the same helper before initialize, or given another module
         Valid(
             """
@@ -171,6 +190,26 @@ class LoadStateDictAfterInitialize(ScriptRule):
         ),
     )
     invalid = (
+        # `has_deepspeed` says what the folder holds, not whether DeepSpeed runs: the `else` arm is the engine's too
+        Invalid(
+            """
+            import os
+            import deepspeed
+            import torch
+            def main(model, loader, folder):
+                engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 1}})
+                files = os.listdir(folder)
+                has_deepspeed = "latest" in files
+                if has_deepspeed:
+                    engine.load_checkpoint(folder)
+                else:
+                    engine.module.load_state_dict(torch.load(os.path.join(folder, "model.bin"), map_location="cpu"))
+                for batch in loader:
+                    engine.backward(engine(batch))
+                    engine.step()
+            """,
+            lines=(12,),
+        ),
         # a project function loads the state into the model it is handed: reported at the call, naming the load
         Invalid(
             """

@@ -7,6 +7,7 @@ import libcst as cst
 from dslint.diagnostics import Applicability, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.facts import BindingKind, Role, method_name
+from dslint.script.names import dotted_name
 from dslint.script.state_dict_loads import Rewrite, StateDictLoads
 
 
@@ -64,6 +65,20 @@ class LoadStateDictIntoEngine(ScriptRule):
         """,
     )
     valid = (
+        # the `else` of `hasattr(engine, "module")` never runs for an engine
+        Valid(
+            """
+            import deepspeed
+            import torch
+            def resume(args, net, path):
+                engine, *_ = deepspeed.initialize(args=args, model=net)
+                state = torch.load(path, map_location="cpu")
+                if hasattr(engine, "module"):
+                    engine.module.load_state_dict(state)
+                else:
+                    engine.load_state_dict(state)
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -201,7 +216,18 @@ class LoadStateDictIntoEngine(ScriptRule):
             return
         if self._engine_state_dict(node.args[0].value, node):
             return
+        if self._without_module(node):
+            return  # `if hasattr(engine, "module"): ... else: engine.load_state_dict(...)`: never runs for an engine
         self.pending.append(node)
+
+    def _without_module(self, node: cst.Call) -> bool:
+        """The load runs only where its receiver has no `module` attribute, which an engine always has."""
+        assert isinstance(node.func, cst.Attribute)
+        receiver = dotted_name(node.func.value)
+        wanted = f"hasattr({receiver}, 'module')"
+        return receiver is not None and any(
+            guard.subject == wanted and not guard.truth for guard in self.facts.paths.at(node)
+        )
 
     def leave_Module(self, original_node: cst.Module) -> None:
         loads = StateDictLoads(self.context, self.blocks)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import warnings
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -384,6 +385,50 @@ def _initialize_arguments(call: cst.Call) -> dict[str, cst.BaseExpression]:
     return found
 
 
+# calls whose result says what files there are, not which backend runs (`has_deepspeed = "latest" in os.listdir(d)`)
+_FILE_FACTS = frozenset({"listdir", "exists", "isfile", "isdir", "glob", "iterdir", "scandir", "walk"})
+# a flag's name that says what is there, not what to use
+_HOLDING_WORDS = re.compile(r"^(has|have|found)_|_(found|exists?|present|files?|ckpt|checkpoint)$")
+
+
+def _fact_about_files(facts: ScriptFacts, test: cst.BaseExpression) -> bool:
+    """The test is a name that says what a folder holds (`has_deepspeed`, `ds_ckpt_found`: not `use_deepspeed`)
+    bound in its scope from a look at the file system (directly, or through a name its value reads: `files =
+    os.listdir(d)`, `has_deepspeed = "latest" in files`): a fact about a checkpoint folder, not a DeepSpeed on/off
+    switch (`use_ds = os.path.exists(ds_config)` stays one)."""
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    if not isinstance(test, cst.Name) or not _HOLDING_WORDS.search(test.value.lower()):
+        return False
+    value = facts.assigned_value(test, test)
+    if value is None:
+        return False
+    calls, names = _calls_and_names(value)
+    if calls & _FILE_FACTS:
+        return True
+    for name in names[:8]:  # one level: the names the value reads
+        read = facts.assigned_value(name, name) if name.value != test.value and name in facts.entered else None
+        if read is not None and _calls_and_names(read)[0] & _FILE_FACTS:
+            return True
+    return False
+
+
+def _calls_and_names(value: cst.CSTNode) -> tuple[set[str], list[cst.Name]]:
+    """The last names of the calls in `value`, and the names it reads."""
+    calls: set[str] = set()
+    names: list[cst.Name] = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Call):
+            calls.add((dotted_name(node.func) or "").rsplit(".", 1)[-1])
+        elif isinstance(node, cst.Name):
+            names.append(node)
+        return True
+
+    walk(value, enter, lambda node: None)
+    return calls, names
+
+
 def _resolve_branches(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool | None]]) -> None:
     """Mark the plain-PyTorch side of every `if` that chooses between DeepSpeed and plain PyTorch.
 
@@ -400,6 +445,8 @@ def _resolve_branches(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool 
     sides: list[tuple[cst.If, tuple[Pos, Pos], tuple[Pos, Pos] | None, bool | None]] = []
     guards: list[tuple[cst.BaseExpression, bool]] = []
     for node, polarity in branches:
+        if polarity is not None and _fact_about_files(facts, node.test):
+            polarity = None
         body = (facts.start(node.body), facts.end(node.body))
         orelse = (facts.start(node.orelse), facts.end(node.orelse)) if node.orelse is not None else None
         if polarity is None and init_positions:
