@@ -461,7 +461,9 @@ def _unknown_options(
         return []
     data, summary = sources.get(script), store.get(script)
     found = unknown_options(summary, data, [o.name for o in line.options]) if data and summary else None
-    bare = bare_abbreviations(summary, data, [o.name for o in line.options if o.value is None]) if data else {}
+    bare = (
+        bare_abbreviations(summary, data, [o.name for o in line.options if o.value is None]) if data and summary else {}
+    )
     parser = strict_parser(summary, data) if bare and data and summary else None
     if found is None and parser is None:
         return []
