@@ -17,6 +17,21 @@ def shards_elsewhere(source: bytes, tree: ast.Module | None = None) -> bool:
     code's own. A module that does not compile is judged by its bytes."""
     if not any(word in source for word in SHARDED_ELSEWHERE):
         return False
+    known = _ANSWERS.get(id(tree)) if tree is not None else None
+    if known is not None and known[0] is tree:
+        return known[1]
+    answer = _in_code(source, tree)
+    if tree is not None:
+        if len(_ANSWERS) > 256:
+            _ANSWERS.clear()
+        _ANSWERS[id(tree)] = (tree, answer)
+    return answer
+
+
+_ANSWERS: dict[int, tuple[ast.Module, bool]] = {}  # a module's answer, asked once per callee of it
+
+
+def _in_code(source: bytes, tree: ast.Module | None) -> bool:
     if tree is None:
         try:
             tree = ast.parse(source)

@@ -19,28 +19,32 @@ _BASE = re.compile(rb"[\w.]+")
 
 def arguments_classes(sources: Mapping[str, bytes]) -> frozenset[str]:
     """The last names of the project's classes deriving from a Trainer argument class (not those whose own name
-    already says so: `*TrainingArguments`). Read level by level: the classes whose bases name a library argument
-    class, then those whose bases name a class found, so that a large tree's classes are read only where they
-    may matter."""
+    already says so: `*TrainingArguments`). First the classes whose bases name a library argument class (one
+    regex over the sources, in C); only when some are found, every class statement, read once, for the classes
+    deriving from those, level by level."""
     found: set[str] = set()
-    frontier: set[str] = set()
-    first = True
-    while first or frontier:
-        names = frontier
-        frontier = set()
-        for data in sources.values():
-            if b"class" not in data or (not first and not any(name.encode() in data for name in names)):
-                continue
-            for name, written in _classes(data, _LIBRARY_BASED if first else _CLASS):
-                own = name.decode()
-                if own in found or is_training_arguments_name(own):
-                    continue
-                parents = {word.decode().rsplit(".", 1)[-1] for word in _BASE.findall(written)}
-                if any(is_training_arguments_name(parent) or parent in found for parent in parents):
-                    found.add(own)
-                    frontier.add(own)
-        first = False
+    for data in sources.values():
+        if b"class" in data:
+            _take(_classes(data, _LIBRARY_BASED), found)
+    if not found:
+        return frozenset()
+    every = [entry for data in sources.values() if b"class" in data for entry in _classes(data, _CLASS)]
+    while _take(every, found):
+        pass
     return frozenset(found)
+
+
+def _take(classes: list[tuple[bytes, bytes]], found: set[str]) -> bool:
+    """Add to `found` the classes deriving from a library argument class or from one found; whether any was."""
+    before = len(found)
+    for name, written in classes:
+        own = name.decode()
+        if own in found or is_training_arguments_name(own):
+            continue
+        parents = {word.decode().rsplit(".", 1)[-1] for word in _BASE.findall(written)}
+        if any(is_training_arguments_name(parent) or parent in found for parent in parents):
+            found.add(own)
+    return len(found) > before
 
 
 def _classes(data: bytes, pattern: re.Pattern[bytes]) -> list[tuple[bytes, bytes]]:

@@ -240,7 +240,8 @@ def _imported_reading(data: bytes, option: str) -> frozenset[str] | None:
     none for `--deepspeed_config` when the module hands `initialize` an `args=` and no config (DeepSpeed reads
     `args.deepspeed_config` itself); None when the module reads the option neither way."""
     keys = replaced_keys(data, option)
-    if keys is None and option == "deepspeed_config" and "initialize" in option_readers(data, option):
+    asks = keys is None and option == "deepspeed_config" and b"args=" in data and b"initialize(" in data
+    if asks and "initialize" in option_readers(data, option):
         return frozenset()
     return keys
 

@@ -107,7 +107,8 @@ _ARGUMENTS_CALLS = (b"TrainingArguments(", *(name.encode() + b"(" for name in so
 
 
 def _builds_arguments(data: bytes) -> bool:
-    return any(call in data for call in _ARGUMENTS_CALLS)
+    # every call of `_ARGUMENTS_CALLS` ends in one of the two: a first scan settles most files
+    return (b"Arguments(" in data or b"Config(" in data) and any(call in data for call in _ARGUMENTS_CALLS)
 
 
 def record_pretrained_loads(files: dict[str, ProjectFacts], model: ProjectModel) -> None:
@@ -116,7 +117,7 @@ def record_pretrained_loads(files: dict[str, ProjectFacts], model: ProjectModel)
     sources = model.store.sources
     if not any(b"from_pretrained(" in data for data in sources.values()):
         return
-    holders = sorted(p for p, data in sources.items() if _builds_arguments(data) or b"initialize(" in data)
+    holders = sorted(p for p, data in sources.items() if b"initialize(" in data or _builds_arguments(data))
     if not holders:
         return
     for call in loader_calls(model, holders):

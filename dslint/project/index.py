@@ -266,11 +266,15 @@ def _build_project_index(
         brought = star_aliases(store, path) if touched is None or touched(data, index.files.get(path)) else {}
         if brought:
             index.files[path] = replace(facts_of(index.files, path), star_imports=brought)
-    classes = arguments_classes(sources)  # the project's own Trainer argument classes, for the files naming one
-    for path, data in sources.items() if classes else ():
-        named = frozenset(name for name in classes if name.encode() in data)
-        if named:
-            index.files[path] = replace(facts_of(index.files, path), arguments_classes=named)
+    # the project's own Trainer argument classes, for the files calling one (the only way the rules ask of them:
+    # `hf_models.is_training_arguments`), from the sources' index of calls
+    calling: dict[str, set[str]] = {}
+    for name in arguments_classes(sources):
+        callers = store.words.calling(name)
+        for path in callers if callers is not None else [p for p, d in sources.items() if name.encode() in d]:
+            calling.setdefault(path, set()).add(name)
+    for path, named in calling.items():
+        index.files[path] = replace(facts_of(index.files, path), arguments_classes=frozenset(named))
     for path, functions in launched.cuda_parameters.items():
         index.files[path] = replace(facts_of(index.files, path), cuda_parameters=functions)
     record_state_saving_calls(index.files, model)
