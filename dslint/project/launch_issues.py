@@ -58,9 +58,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from dslint.diagnostics import Related
-from dslint.model.library import NO_COMMAND_LINE_PACKAGES
-from dslint.model.summary import ModuleSummary, SummaryStore, dotted
+from dslint.model.summary import ModuleSummary, SummaryStore
 from dslint.project.accelerate_deepspeed_off import deepspeed_never_on
+from dslint.project.command_line_readers import reads_command_line
 from dslint.project.configless_initialize import configless_initialize
 from dslint.project.inputs import shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
@@ -80,27 +80,6 @@ from dslint.project.script_parser import (
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.trainer_without_config import configless_trainer
 from dslint.project.visible_devices import ignored_visible_devices
-
-# Words whose presence in a module means it may read the command line (any argument parser, or sys.argv).
-COMMAND_LINE_TOKENS = (
-    b"argv",
-    b"argparse",
-    b"ArgumentParser(",  # built (`HfArgumentParser((...))`), not only imported
-    b"parse_args",
-    b"parse_known_args",
-    b"fire",
-    b"click",
-    b"typer",
-    b"hydra",
-    b"tyro",
-    b"absl",
-    b"docopt",
-    b"getopt",
-    b"jsonargparse",
-    b"simple_parsing",
-    b"from_cli",
-    b"Parser(",  # a parser of the project's own, built (an import alone reads nothing)
-)
 
 
 def launch_issues(
@@ -191,7 +170,7 @@ def launch_issues(
                 )
         if site.script.endswith(".py") and site.script in sources:
             if site.script not in reads:
-                reads[site.script] = _reads_command_line(site.script, store, sources)
+                reads[site.script] = reads_command_line(site.script, store, sources)
             if not reads[site.script] and not _names_file(sources[site.script], option.value):
                 end = option.column + len(option.name) + 2
                 names = tuple(f"--{o.name}" for o in line.options)
@@ -496,7 +475,12 @@ def _required_not_given(site: LaunchSite, store: SummaryStore, sources: dict[str
     if not _runs_deepspeed(site):
         return None
     data, summary = sources.get(script), store.get(script)
-    missing = missing_required(summary, data, [o.name for o in line.options]) if data and summary else None
+    written = [o.name for o in line.options]
+    if line.tool in {*DEEPSPEED_RUNNERS, "torch.distributed.launch"} and not any(
+        word == "--no_local_rank" for word, _, _ in line.launcher_words
+    ):
+        written.append("local_rank")  # the launcher appends `--local_rank=N` to every rank's command line
+    missing = missing_required(summary, data, written) if data and summary else None
     if not missing:
         return None
     names = [" or ".join(group) for group, _ in missing]
@@ -541,58 +525,3 @@ def _configless_trainer(site: LaunchSite, store: SummaryStore, unread: bool = Fa
     end = line.column + len(line.tool)
     given = ("unread",) if unread else ()
     return LaunchIssue("configless_trainer", line.line, line.column, end, line.script, given, related=(where,))
-
-
-def _reads_command_line(script: str, store: SummaryStore, sources: dict[str, bytes]) -> bool:
-    """Whether `script`, or a project module it imports (at any depth), may read the command line."""
-    seen: set[str] = set()
-    todo = [script]
-    while todo:
-        path = todo.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        data = sources.get(path)
-        if data is None or any(token in data for token in COMMAND_LINE_TOKENS):
-            return True
-        summary = store.get(path)
-        if summary is None:
-            return True  # a module that does not parse: nothing is known
-        for imported in set(summary.imports.values()) | set(summary.stars):
-            found = _project_module(store, imported, path)
-            if found is not None:
-                todo.append(found)
-        if _calls_outside_entry(summary, store, path):
-            return True
-    return False
-
-
-def _project_module(store: SummaryStore, dotted_name: str, near: str) -> str | None:
-    """The project file of an imported name: the module itself, or the module holding the imported name."""
-    found = store.finder.find(dotted_name, near)
-    if found is None and "." in dotted_name:
-        found = store.finder.find(dotted_name.rsplit(".", 1)[0], near)
-    return found
-
-
-def _calls_outside_entry(summary: ModuleSummary, store: SummaryStore, path: str) -> bool:
-    """A call without arguments of a function imported from a module outside the project (`main()`,
-    `cli.run()`): an entry point that may read the command line itself; not one of a package that never reads
-    it (`torch.no_grad()`: `library.NO_COMMAND_LINE_PACKAGES`)."""
-    for node in ast.walk(summary.tree):
-        if not isinstance(node, ast.Call) or node.args or node.keywords:
-            continue
-        name = dotted(node.func)
-        if name is None:
-            continue
-        head = name.split(".", 1)[0]
-        imported = summary.imports.get(head)
-        if imported is None:
-            continue
-        target = imported + name[len(head) :]
-        if target.split(".", 1)[0] in NO_COMMAND_LINE_PACKAGES or _project_module(store, target, path) is not None:
-            continue
-        if target.rsplit(".", 1)[-1][:1].isupper():
-            continue  # a class built without arguments (`Config()`): not an entry point
-        return True
-    return False

@@ -28,8 +28,10 @@ class LaunchedConfigNeverRead(LaunchRule):
             it imports (at any depth) mentions `sys.argv` or builds an argument parser (`argparse`,
             `HfArgumentParser`, `fire`, `click`, `typer`, `hydra`...), and it calls no function of another package
             without arguments (`main()`, `cli.run()`: an entry point that may parse the command line itself; not one
-            of a package that never reads it, such as `torch.no_grad()`). A script that names the config's file in a
-            string of its own (`TrainingArguments(deepspeed="ds_zero2.json")`) reads it all the same: left alone.
+            of a package that never reads it, such as `torch.no_grad()`) and hands its run to none (a call whose
+            result the module's own code drops, `run_training(precision="bf16")` under `__main__`). A script that
+            names the config's file in a string of its own (`TrainingArguments(deepspeed="ds_zero2.json")`) reads
+            it all the same: left alone.
         """,
         why="""
             The launcher puts the options on the script's command line (`deepspeed` adds `--local_rank` too);
@@ -70,6 +72,18 @@ class LaunchedConfigNeverRead(LaunchRule):
             "deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json\n",
             files=(("train.py", "from some_package.cli import main\nmain()\n"), ("ds_zero2.json", "{}\n")),
         ),
+        # the run handed to an installed package's function, its result dropped: it may parse the command line
+        Valid(
+            "deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json\n",
+            files=(
+                (
+                    "train.py",
+                    "from vendor_kit.runner import run_training\n\n"
+                    'if __name__ == "__main__":\n    run_training(precision="bf16")\n',
+                ),
+                ("ds_zero2.json", "{}\n"),
+            ),
+        ),
         # the script names the same file itself: the option is not read, but the config is
         Valid(
             "deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json\n",
@@ -96,6 +110,18 @@ class LaunchedConfigNeverRead(LaunchRule):
                 (
                     "train.py",
                     "from transformers import HfArgumentParser\n# deepspeed='ds_zero2.json'\n" + _SILENT_SCRIPT,
+                ),
+                ("ds_zero2.json", "{}\n"),
+            ),
+        ),
+        # an installed package's function whose result the script keeps builds something: no entry point
+        Invalid(
+            "deepspeed --num_gpus 4 train.py --deepspeed ds_zero2.json\n",
+            lines=(1,),
+            files=(
+                (
+                    "train.py",
+                    'from vendor_kit.models import make_net\nnet = make_net(size="small")\n' + _SILENT_SCRIPT,
                 ),
                 ("ds_zero2.json", "{}\n"),
             ),
