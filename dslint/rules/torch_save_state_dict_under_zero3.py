@@ -161,6 +161,18 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         fix_safety="There is no automatic fix: which of the three ways fits depends on what the file is for.",
     )
     valid = (
+        # the plain state_dict only on the side a DeepSpeed flag rules out (a conditional expression)
+        Valid(
+            """
+            from transformers import Trainer, TrainingArguments
+            args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})
+            trainer = Trainer(model=model, args=args)
+            trainer.train()
+            gathered = trainer.model_wrapped._zero3_consolidated_16bit_state_dict
+            weights = gathered() if trainer.is_deepspeed_enabled else trainer.model.state_dict()
+            trainer._save("out", state_dict=weights)
+            """
+        ),
         # below ZeRO-3 the unwrapped model holds whole parameters
         Valid(_PREPARED, files=_accelerate_launch(2)),
         # the config comes from the command line, and every config shipped beside the script is ZeRO-2

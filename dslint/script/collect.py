@@ -110,6 +110,7 @@ class _Collector:
         self.lines: list[cst.CSTNode] = []
         self.smalls: list[cst.BaseSmallStatement] = []
         self.branches: list[tuple[cst.If, bool | None]] = []
+        self.flag_expressions: list[tuple[cst.IfExp, bool]] = []  # conditional expressions testing a DeepSpeed flag
         self.counter = 0
         self.pending_ends: dict[cst.CSTNode, list[InitializeCall]] = {}
         # the nodes the model's bindings hang on, each kind in source order (`Bindings.place`)
@@ -253,6 +254,12 @@ class _Collector:
     # --- branches ---------------------------------------------------------------------------------------------
     def visit_If(self, node: cst.If) -> None:
         self.branches.append((node, deepspeed_flag_polarity(node.test)))
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        """`a if trainer.is_deepspeed_enabled else b`: the side a DeepSpeed flag rules out is plain PyTorch."""
+        polarity = deepspeed_flag_polarity(node.test)
+        if polarity is not None:
+            self.flag_expressions.append((node, polarity))
 
     # --- bindings: the model's, laid over this traversal ------------------------------------------------------
     def place(self) -> None:
@@ -429,8 +436,13 @@ def _calls_and_names(value: cst.CSTNode) -> tuple[set[str], list[cst.Name]]:
     return calls, names
 
 
-def _resolve_branches(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool | None]]) -> None:
-    """Mark the plain-PyTorch side of every `if` that chooses between DeepSpeed and plain PyTorch.
+def _resolve_branches(
+    facts: ScriptFacts,
+    branches: Sequence[tuple[cst.If, bool | None]],
+    expressions: Sequence[tuple[cst.IfExp, bool]] = (),
+) -> None:
+    """Mark the plain-PyTorch side of every `if` that chooses between DeepSpeed and plain PyTorch, and of every
+    conditional expression whose test is a DeepSpeed flag (`expressions`, with the flag's polarity).
 
     An `if` chooses when its test is a DeepSpeed flag, when exactly one side holds a `deepspeed.initialize`
     call or uses a conditional engine parameter as the engine (`ParameterFact.conditional`: `model.backward(loss)`
@@ -455,6 +467,10 @@ def _resolve_branches(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool 
                 polarity = in_body
                 guards.append((node.test, polarity))
         sides.append((node, body, orelse, polarity))
+    for expression, positive in expressions:
+        if not _fact_about_files(facts, expression.test):
+            plain = expression.orelse if positive else expression.body
+            facts.plain_ranges.append((facts.start(plain), facts.end(plain)))
     for node, body, orelse, polarity in sides:
         if polarity is None and guards:
             # Code generation is costly: compare tests only where an initialize guard exists.
@@ -524,7 +540,7 @@ def _collected(
     collector.place()
     if table is not None and tree is not None:  # paired (`place`): the path guards are looked up through it
         facts.statement_pairs = (tree.body, table.statements, collector.statements)
-    _resolve_branches(facts, collector.branches)
+    _resolve_branches(facts, collector.branches, collector.flag_expressions)
     facts.collected = True
     return facts
 
