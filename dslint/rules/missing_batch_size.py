@@ -25,7 +25,10 @@ class MissingBatchSize(ConfigRule):
             accelerate fill only values written as `"auto"` and never add a missing key, so such a config meets
             the same assertion there, but transformers before `"auto"` (4.5 and older) set both batch keys
             itself and refused them in the file; which one a project runs is not read, so dslint stays silent.
-            Nor reported for a config only PyTorch Lightning's `DeepSpeedStrategy` reads (it sets
+            Nor reported for a config that writes a batch key as `null`: DeepSpeed reads null as absent, so the
+            key is a placeholder for the code that loads the file to fill (`cfg["train_batch_size"] = ...` in a
+            helper of another module, which dslint does not always follow); unfilled, the same assertion stops
+            the run at once. Nor reported for a config only PyTorch Lightning's `DeepSpeedStrategy` reads (it sets
             `train_micro_batch_size_per_gpu` from the data loader when the config has no batch size): a launcher
             option whose value the script hands to the strategy (whatever the option's name), or, for a file
             nothing names, a project whose only way to DeepSpeed is that strategy given a config it reads from
@@ -48,6 +51,8 @@ class MissingBatchSize(ConfigRule):
     valid = (
         Valid('{"train_micro_batch_size_per_gpu": 8}\n'),
         Valid('{"train_batch_size": 64, "gradient_accumulation_steps": 2}\n'),
+        # null placeholders the loading code fills
+        Valid('{"train_batch_size": null, "train_micro_batch_size_per_gpu": null, "gradient_clipping": 1.0}\n'),
         # the reader's function writes the batch size into the builder's dict before initialize
         Valid(
             """
@@ -90,9 +95,8 @@ class MissingBatchSize(ConfigRule):
             return
         if self.context.replaced_keys & {"train_batch_size", "train_micro_batch_size_per_gpu"}:
             return  # the reading script sets the batch size in code
-        # DeepSpeed reads a null value as absent.
-        if (
-            scalar(self.root.get("train_batch_size")) is None
-            and scalar(self.root.get("train_micro_batch_size_per_gpu")) is None
-        ):
+        keys = ("train_batch_size", "train_micro_batch_size_per_gpu")
+        if any(self.root.get(key) is not None for key in keys) and all(scalar(self.root.get(k)) is None for k in keys):
+            return  # written as null: a placeholder the reading code fills (DeepSpeed reads null as absent)
+        if all(scalar(self.root.get(key)) is None for key in keys):
             self.report_at(self.root.start, self.root.start)
