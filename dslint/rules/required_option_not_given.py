@@ -40,7 +40,9 @@ class RequiredOptionNotGiven(LaunchRule):
             mutually exclusive group made `required=True`, when the script parses strictly and its parser is
             known whole (as for DSL434 and DSL450), and every word of the command is known: a word built at run
             time that may hold options (`"$@"`, `$EXTRA_ARGS`), or a document's placeholder for more (`...`,
-            `[options]`), leaves it alone; the value of the option before it (`--output_dir $OUT`) does not. The
+            `[options]`), leaves it alone; the value of the option before it (`--output_dir $OUT`) does not. A required
+            `--local_rank` is given by the `deepspeed` runner (unless `--no_local_rank`) and by
+            `torch.distributed.launch`, which append it to every rank's command line. The
             finding is at the command, with the `add_argument` (or the group) as related location. A command cut
             short by a broken continuation is DSL422's or DSL438's.
         """,
@@ -68,8 +70,19 @@ class RequiredOptionNotGiven(LaunchRule):
         Valid("deepspeed train.py --cuda --deepspeed_config ds.json\n", files=_files(_KNOWN)),
         # no DeepSpeed in the command line: a tool of the project
         Valid("python train.py --cuda\n", files=_files(_STRICT)),
+        # a required --local_rank: the runner appends it to every rank's command line
+        Valid(
+            "deepspeed train.py --data d.jsonl --rocm --deepspeed_config ds.json\n",
+            files=_files(_STRICT.replace("default=-1)", "required=True)")),
+        ),
     )
     invalid = (
+        # ... but not where the runner is told not to
+        Invalid(
+            "deepspeed --no_local_rank train.py --data d.jsonl --rocm --deepspeed_config ds.json\n",
+            lines=(1,),
+            files=_files(_STRICT.replace("default=-1)", "required=True)")),
+        ),
         Invalid(
             "deepspeed --num_gpus 2 train.py --cuda --deepspeed_config ds.json\n", lines=(1,), files=_files(_STRICT)
         ),
