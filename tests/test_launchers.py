@@ -531,6 +531,28 @@ def test_a_cd_to_a_folder_of_another_machine_is_the_launchers_deployed_copy(tmp_
     assert find_written("train.py", launcher, roots, str(tmp_path.parent)) is None
 
 
+def test_a_config_path_of_another_machine_is_the_projects_only_config_of_that_name(tmp_path) -> None:
+    """`deepspeed train.py --deepspeed /nas/me/exp/zero3.json`: no tail of two parts is here, but the project's
+    one `zero3.json` is a DeepSpeed config: that file. Two of that name, or one that is no DeepSpeed config: not
+    known."""
+    from dslint.project.inputs import absolute, forget_file_names
+    from dslint.project.launched_configs import launched_config
+
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "zero3.json").write_text('{"zero_optimization": {"stage": 3}}\n')
+    (tmp_path / "notes.json").write_text('{"title": "run notes"}\n')
+    launcher = str(tmp_path / "run.sh")
+    roots = [absolute(tmp_path)]
+    forget_file_names()
+    (given,) = parse_shell("run.sh", "deepspeed train.py --deepspeed /nas/me/exp/zero3.json\n")
+    assert launched_config(given, launcher, roots, None).config_path == absolute(tmp_path / "configs" / "zero3.json")
+    (other,) = parse_shell("run.sh", "deepspeed train.py --deepspeed /nas/me/exp/notes.json\n")
+    assert launched_config(other, launcher, roots, None).config_path is None
+    (tmp_path / "zero3.json").write_text('{"zero_optimization": {"stage": 2}}\n')
+    forget_file_names()
+    assert launched_config(given, launcher, roots, None).config_path is None
+
+
 def test_accelerate_flags_say_deepspeed_without_a_yaml(tmp_path) -> None:
     """`accelerate launch --use_deepspeed --deepspeed_config_file ds.json` (no YAML): the config accelerate hands
     DeepSpeed; `--zero_stage 2`: the stage; without `--use_deepspeed` nothing is DeepSpeed's."""

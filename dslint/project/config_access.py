@@ -26,7 +26,7 @@ from pathlib import Path
 from dslint.config.tree import LFS_POINTER, Node, ParseError, parse_text
 from dslint.limits import DEFAULT_MAX_CONFIG_SIZE, TooLarge, read_capped
 from dslint.project.deepspeed_version import project_root
-from dslint.project.inputs import find_written, is_file, record
+from dslint.project.inputs import find_written, is_file, read_input, record
 
 CONFIG_FILE_SUFFIXES = (".json", ".hjson", ".jsonc", ".json5")
 _LEADING = re.compile(r"\A(?:\ufeff|\s+|#[^\n]*|//[^\n]*|/\*.*?\*/)*", re.DOTALL)
@@ -83,7 +83,8 @@ def config_path(script: str, value: str) -> Path:
     path from the working directory: `finetuning/train.py` naming "ds_config_zero3.json" that the repository keeps
     at its root is run from the root). An absolute path of another machine (`/home/me/repo/configs/ds.json`, no
     such file here) is the project's own file when the project holds one by its longest tail of two or more parts
-    (`configs/ds.json`), as for launchers."""
+    (`configs/ds.json`), as for launchers, or by its base name alone where the project holds exactly one file of
+    that name and it reads as a DeepSpeed config (`deepspeed_config_text`)."""
     path = Path(value)
     if not path.is_absolute():
         near = Path(os.path.normpath(Path(script).parent / path))
@@ -95,9 +96,9 @@ def config_path(script: str, value: str) -> Path:
         return Path(found) if os.path.isabs(script) else Path(os.path.relpath(found))  # written as the script is
     if not is_file(path):
         top = project_top(Path(script).parent)
-        found = find_written(value, script, [str(top)])
+        found = find_written(value, script, [str(top)], by_name=deepspeed_config_text)
         if found is not None:
-            return Path(found)
+            return Path(found) if os.path.isabs(script) else Path(os.path.relpath(found))  # written as the script is
     return path
 
 
@@ -139,3 +140,16 @@ def _load_tree_cached(path: str, mtime_ns: int, size: int) -> Node | ParseError 
         return parse_text(text)
     except ParseError as error:
         return error
+
+
+# keys only a DeepSpeed config holds (a base-name match of another machine's path must be one)
+_DEEPSPEED_KEYS = (b'"zero_optimization"', b'"train_micro_batch_size_per_gpu"', b'"train_batch_size"')
+
+
+def deepspeed_config_text(path: str) -> bool:
+    """Whether the file at `path` reads as a DeepSpeed config: a JSON-like text naming a key only such a config
+    has (`zero_optimization`, a batch size)."""
+    if Path(path).suffix.lower() not in CONFIG_FILE_SUFFIXES:
+        return False
+    data = read_input(path)
+    return data is not None and any(key in data for key in _DEEPSPEED_KEYS)

@@ -61,7 +61,7 @@ from dslint.project.engine_facts import (
     record_state_saving_calls,
 )
 from dslint.project.inputs import absolute as absolute
-from dslint.project.inputs import exists, find_written, read_input, record, recording, shown_path
+from dslint.project.inputs import exists, find_written, forget_file_names, read_input, record, recording, shown_path
 from dslint.project.launch_batches import batch_issues
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import launch_issues
@@ -187,6 +187,7 @@ def _build_project_index(
     touched: Callable[[bytes, ProjectFacts | None], bool] | None,
 ) -> ProjectIndex:
     paths = paths or ["."]
+    forget_file_names()
     files = [absolute(file) for file in python_files]
     sources: dict[str, bytes] = {}
     producers: list[str] = []

@@ -59,14 +59,22 @@ def shown_path(path: str) -> str:
 
 
 def find_written(
-    name: str, near: str, roots: Sequence[str], directory: str = "", found: Callable[[Path], bool] | None = None
+    name: str,
+    near: str,
+    roots: Sequence[str],
+    directory: str = "",
+    found: Callable[[Path], bool] | None = None,
+    by_name: Callable[[str], bool] | None = None,
 ) -> str | None:
     """A path written in a launcher: the launcher's directory and its parents up to a checked root, then the
     roots that hold the launcher (launchers are run from the repository root or from their own directory). After a `cd`
     in the launcher (`directory`), the path is read from that directory, itself relative to each of those; after a
     `cd` to an absolute folder of another machine (none of that name here), a relative path is also read as if
     there were no `cd`.
-    `found`: what the path must be (default: a file; `os.path.isdir` for a folder)."""
+    `found`: what the path must be (default: a file; `os.path.isdir` for a folder). `by_name`: for an absolute path
+    of another machine that no tail of two or more parts finds, the project's only file of that base name is it,
+    when `by_name` accepts that file (a DeepSpeed config's text: `/nas/me/exp/zero3.json` is the project's one
+    `zero3.json`)."""
     found = found or is_file
     if UNKNOWN_VALUE in name:
         return None
@@ -96,7 +104,39 @@ def find_written(
             path = base / tail
             if found(path):
                 return absolute(path)
+    if by_name is not None and len(parts) >= 2:
+        named = [path for root in own or roots for path in _files_named(root).get(candidate.name, ())]
+        if len(named) == 1 and by_name(named[0]):
+            record(named[0])
+            return named[0]
     return None
+
+
+_NAMES: dict[str, dict[str, list[str]]] = {}  # a root's files by base name, walked once per project index
+
+
+def forget_file_names() -> None:
+    """Walk the roots again when next asked (a new project index: files may have come or gone)."""
+    _NAMES.clear()
+
+
+_UNWALKED = frozenset({"node_modules", "__pycache__", "site-packages", "venv", ".venv"})
+
+
+def _files_named(root: str) -> dict[str, list[str]]:
+    """Every file under `root` by base name (hidden and tool folders skipped); the root itself recorded as an
+    input (a file added beside it changes the answer)."""
+    key = absolute(root)
+    known = _NAMES.get(key)
+    if known is None:
+        record(key)
+        known = {}
+        for directory, subdirectories, files in os.walk(key):
+            subdirectories[:] = [d for d in subdirectories if d not in _UNWALKED and not d.startswith(".")]
+            for file in files:
+                known.setdefault(file, []).append(os.path.join(directory, file))
+        _NAMES[key] = known
+    return known
 
 
 def read_input(path: str) -> bytes | None:

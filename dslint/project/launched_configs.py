@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from dslint.diagnostics import Related
 from dslint.project.accelerate_yaml import AccelerateConfig, yaml_boolean
+from dslint.project.config_access import deepspeed_config_text
 from dslint.project.inputs import absolute, find_written, is_file, read_input, shown_path
 from dslint.project.launchers import LaunchLine
 from dslint.project.shell_directories import UNKNOWN_VALUE
@@ -141,7 +142,7 @@ def _trainer_yaml_config(
 def _run_path(value: str, line: LaunchLine, launcher: str, roots: Sequence[str], run_from: str | None) -> str | None:
     """A path a launch command writes, found as launchers' paths are (`find_written`, after the command's `cd`),
     else, for a document's command that runs from its script's folder (`run_from`), read from that folder."""
-    path = find_written(value, launcher, roots, line.directory)
+    path = find_written(value, launcher, roots, line.directory, by_name=deepspeed_config_text)
     if path is None and run_from and not os.path.isabs(value):
         candidate = os.path.join(run_from, value)
         path = absolute(candidate) if is_file(candidate) else None
