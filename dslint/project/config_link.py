@@ -42,6 +42,7 @@ from dslint.project.config_edits import (
     tree_from_literal,
 )
 from dslint.project.shell_directories import UNKNOWN_VALUE
+from dslint.project.splatted_arguments import call_argument
 from dslint.project.trainer_launches import builds_training_arguments, launched_for_trainer
 from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind, InitializeCall, Pos
@@ -478,9 +479,9 @@ def trainer_expressions(
         keyword = "deepspeed" if arguments else "hf_ds_config" if last == "DeepSpeedPlugin" else None
         if keyword is None or keyword not in keywords:
             continue
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == keyword:
-                yield arg.value
+        expression = call_argument(context, call, keyword)  # its keyword, or an entry of a dict splatted into it
+        if expression is not None:
+            yield expression
 
 
 def _calls(module: cst.Module) -> list[cst.Call]:

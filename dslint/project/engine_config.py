@@ -19,6 +19,7 @@ from dslint.project.config_link import (
     training_arguments_configs,
 )
 from dslint.project.shipped_configs import shipped_zero3
+from dslint.project.splatted_arguments import call_argument
 from dslint.script.context import ScriptContext
 from dslint.script.facts import BindingKind, Scope, ScopeKind
 from dslint.script.hf_models import is_hf_deepspeed_config, is_training_arguments
@@ -159,7 +160,7 @@ class ZeroSources:
             expression = _config_argument(call, "config_file_or_dict")
             kind = "HfDeepSpeedConfig"
         elif is_training_arguments(context, call):
-            expression = _config_argument(call, "deepspeed")
+            expression = call_argument(context, call, "deepspeed")  # a keyword, or a splatted dict's entry
             kind = "TrainingArguments"
             if expression is None and any(arg.star == "**" for arg in call.args):
                 self._splatted(call)
