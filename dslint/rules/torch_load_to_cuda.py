@@ -6,7 +6,10 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.bindings import ScopeKind
+from dslint.project.config_edits import module_index
 from dslint.script.devices import is_cuda_device
+from dslint.script.names import dotted_name
 from dslint.script.torch_load import (
     cpu_map_location_edit,
     is_torch_load,
@@ -51,6 +54,21 @@ class TorchLoadToCuda(ScriptRule):
         """,
     )
     valid = (
+        # the engine is built only on the other arm: no process running the load has one
+        Valid(
+            """
+            import deepspeed
+            import torch
+            def pretrain(model, args):
+                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+                return engine
+            def main(model, args):
+                if args.skip_pretrain:
+                    model.load_state_dict(torch.load(args.ckpt, map_location=f"cuda:{args.local_rank}"))
+                else:
+                    model = pretrain(model, args)
+            """
+        ),
         Valid(
             """
             import deepspeed, torch
@@ -86,6 +104,32 @@ class TorchLoadToCuda(ScriptRule):
         ),
     )
     invalid = (
+        # the load's path builds the engine too
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            def pretrain(model, args):
+                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+                return engine
+            def main(model, args):
+                if args.resume:
+                    model.load_state_dict(torch.load(args.ckpt, map_location="cuda"))
+                model = pretrain(model, args)
+            """,
+            lines=(9,),
+            fixed="""
+            import deepspeed
+            import torch
+            def pretrain(model, args):
+                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+                return engine
+            def main(model, args):
+                if args.resume:
+                    model.load_state_dict(torch.load(args.ckpt, map_location="cpu"))
+                model = pretrain(model, args)
+            """,
+        ),
         Invalid(
             """
             import os
@@ -158,6 +202,8 @@ class TorchLoadToCuda(ScriptRule):
             passed = passed_cuda_device(self.facts, argument.value, node)
             if passed is None:
                 return
+        if self._no_engine_on_its_paths(node):
+            return
         edit = cpu_map_location_edit(self.context, node)
         self.report(
             argument.value,
@@ -167,3 +213,35 @@ class TorchLoadToCuda(ScriptRule):
             applicability=Applicability.SAFE,
             fix_message='Load to the CPU: map_location="cpu"',
         )
+
+    def _no_engine_on_its_paths(self, load: cst.Call) -> bool:
+        """The load sits in a function that builds no engine itself and reaches the file's functions that do only
+        on paths the load's never takes (`if args.skip_pretrain: ... torch.load(...)` / `else: pretrain()`),
+        where the module's own code builds none and none of those functions calls the load's: no process running
+        the load has an engine."""
+        facts = self.facts
+        scope = facts.scope_at(load)
+        if scope.kind is not ScopeKind.FUNCTION or not facts.initialize_calls:
+            return False
+        builders: set[str] = set()
+        for init in facts.initialize_calls:
+            holder = facts.scope_at(init.call)
+            if holder is scope or holder.kind is not ScopeKind.FUNCTION:
+                return False
+            builders.add(holder.node.name.value)
+        own = scope.node.name.value
+        reached = False
+        for call in module_index(self.context.module).calls:
+            name = dotted_name(call.func)
+            if name is None:
+                continue
+            name = name.rpartition(".")[2]  # `self.pretrain()` calls the method `pretrain`
+            if name == own and facts.scope_at(call).kind is ScopeKind.FUNCTION:
+                caller = facts.scope_at(call).node.name.value
+                if caller in builders:
+                    return False  # a function building an engine runs the load's function
+            if name in builders and facts.scope_at(call) is scope:
+                if not facts.paths.exclusive(call, load):
+                    return False
+                reached = True
+        return reached
