@@ -33,7 +33,9 @@ class TorchLoadToCuda(ScriptRule):
             DSL101 and DSL103 share). With the project index, also a parameter that every caller in the project
             fills with such a device, through any number of functions that pass their own parameter on, or from
             `self.device` that the class sets to one (`torch.device(self.local_rank)` beside
-            `torch.cuda.set_device(self.local_rank)`).
+            `torch.cuda.set_device(self.local_rank)`). Not a load in a function that builds no engine and reaches
+            the file's functions that do only on paths the load never takes (`if args.skip_pretrain:` loads,
+            `else:` pretrains): no process running it has an engine.
         """,
         why="""
             The whole checkpoint lands on a GPU: after `initialize` on the rank's current device, before it on
