@@ -8,6 +8,7 @@ as reading it."""
 from __future__ import annotations
 
 import ast
+import re
 
 from dslint.model.library import NO_COMMAND_LINE_PACKAGES
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
@@ -101,4 +102,43 @@ def _module_code(body: list[ast.stmt]) -> list[ast.stmt]:
         if isinstance(statement, (ast.If, ast.Try, ast.With)):
             for inner in (statement.body, getattr(statement, "orelse", []), getattr(statement, "finalbody", [])):
                 found.extend(_module_code(inner))
+    return found
+
+
+# Ways the parsed namespace is read whole (every option's value with it): `vars(args)`, `args.__dict__`, a
+# `getattr(args, name)`, or `deepspeed.initialize(args=args)`, which reads `args.deepspeed_config` itself.
+_WHOLE_NAMESPACE = (b"vars(", b"__dict__", b"getattr(", b"initialize(", b"add_config_arguments")
+
+
+def option_never_used(script: str, option: str, store: SummaryStore, sources: dict[str, bytes]) -> bool:
+    """Whether the launch's `--option` is declared by the project's own parser (`add_argument("--option", ...)` in
+    `script` or a project module it imports, at any depth) and its value is read nowhere there: no `.option`
+    attribute read, and the namespace never handed on whole (`_WHOLE_NAMESPACE`) by the script or the module
+    declaring the option. The option then configures
+    nothing (`--deepspeed_config ds.json` accepted by a TRL script that never hands it to its Trainer)."""
+    dest = re.escape(option.lstrip("-").replace("-", "_").encode())
+    declared = re.compile(
+        rb"add_argument\(\s*(?:['\"]-\w+['\"]\s*,\s*)?['\"]--" + re.escape(option.lstrip("-").encode()) + rb"['\"]"
+    )
+    read = re.compile(rb"\.\s*" + dest + rb"\b|['\"]" + dest + rb"['\"]\s*\]")
+    seen: set[str] = set()
+    todo = [script]
+    found = False
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        data = sources.get(path)
+        summary = store.get(path)
+        if data is None or summary is None:
+            return False  # a module not read: nothing is known
+        declares = declared.search(data) is not None
+        if read.search(data) or ((path == script or declares) and any(token in data for token in _WHOLE_NAMESPACE)):
+            return False  # read, or the namespace handed on whole where it is made or parsed
+        found = found or declares
+        for imported in set(summary.imports.values()) | set(summary.stars):
+            module = _project_module(store, imported, path)
+            if module is not None:
+                todo.append(module)
     return found

@@ -60,7 +60,7 @@ from dataclasses import replace
 from dslint.diagnostics import Related
 from dslint.model.summary import ModuleSummary, SummaryStore
 from dslint.project.accelerate_deepspeed_off import deepspeed_never_on
-from dslint.project.command_line_readers import reads_command_line
+from dslint.project.command_line_readers import option_never_used, reads_command_line
 from dslint.project.configless_initialize import configless_initialize
 from dslint.project.inputs import shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
@@ -144,7 +144,7 @@ def launch_issues(
         unfound = missing_accelerate_config(site, sources, launcher_text(line.launcher), file_names)
         if unfound is not None:
             issues.append(unfound)
-        configless = _configless_trainer(site, store)
+        configless = _configless_trainer(site, store, sources)
         if configless is not None:
             issues.append(configless)
         if site.script is not None and site.config_yaml is not None:
@@ -177,7 +177,7 @@ def launch_issues(
                 issues.append(
                     LaunchIssue("unread_config", option.line, option.column, end, line.script, names, (site.launch,))
                 )
-                configless = _configless_trainer(site, store, unread=True)  # and the Trainer gets none in code
+                configless = _configless_trainer(site, store, sources, unread=True)  # and the Trainer gets none in code
                 if configless is not None:
                     issues.append(configless)
     return {launcher: issues for launcher, issues in found.items() if issues}
@@ -501,14 +501,23 @@ def _takes_every_option(site: LaunchSite, store: SummaryStore, sources: dict[str
     return unknown_options(summary, data, [option.name for option in site.line.options]) is None
 
 
-def _configless_trainer(site: LaunchSite, store: SummaryStore, unread: bool = False) -> LaunchIssue | None:
+def _configless_trainer(
+    site: LaunchSite, store: SummaryStore, sources: dict[str, bytes], unread: bool = False
+) -> LaunchIssue | None:
     """`deepspeed train.py` where train.py's Hugging Face Trainer gets no DeepSpeed config from this launch
     (`dslint.project.trainer_without_config`): it trains as plain DDP. `unread`: the launch gives a config the
     script never reads (`unread_config`): the issue says so (`options`)."""
     line, script = site.line, site.script
     if line.tool not in DEEPSPEED_RUNNERS or script is None or not script.endswith(".py") or line.spawned_by:
         return None
-    if (site.config_option is not None and not unread) or any("deepspeed" in option for option in line.lost_options):
+    config_given, unused = site.config_option is not None and not unread, None
+    if (
+        site.config_option is not None
+        and config_given
+        and option_never_used(script, site.config_option, store, sources)
+    ):
+        config_given, unused = False, site.config_option  # declared by the script's parser, read nowhere
+    if config_given or any("deepspeed" in option for option in line.lost_options):
         return None  # a config given (read: `unread_config` asks), or cut off (`cut`, `unjoined`)
     summary = store.get(script)
     if summary is None:
@@ -523,5 +532,5 @@ def _configless_trainer(site: LaunchSite, store: SummaryStore, unread: bool = Fa
         return None
     where = Related(shown_path(script), trainer.lineno, trainer.col_offset + 1, "builds a Trainer without a config")
     end = line.column + len(line.tool)
-    given = ("unread",) if unread else ()
+    given = ("unread",) if unread else (f"unused:--{unused}",) if unused is not None else ()
     return LaunchIssue("configless_trainer", line.line, line.column, end, line.script, given, related=(where,))

@@ -22,6 +22,16 @@ _EXAMPLE = (
     "else:\n    (args,) = parser.parse_args_into_dataclasses()\n"
     "Trainer(model=model, args=args).train()\n"
 )
+# a TRL script whose options module declares --deepspeed_config; the config it builds names none
+_OPTIONS = (
+    "options.py",
+    "import argparse\ndef get_parser():\n    parser = argparse.ArgumentParser()\n"
+    "    parser.add_argument('--deepspeed_config', type=str, default=None)\n    return parser\n",
+)
+_TRL = (
+    "from trl import GRPOConfig, GRPOTrainer\nfrom options import get_parser\nargs = get_parser().parse_args()\n"
+    "GRPOTrainer(model=model, args=GRPOConfig(output_dir='out')).train()\n"
+)
 _BUILT = (
     "from transformers import Trainer, TrainingArguments\n"
     'args = TrainingArguments(output_dir="out", per_device_train_batch_size=4)\n'
@@ -93,6 +103,11 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
             files=(("train.py", "import deepspeed\n" + _BUILT + "engine = deepspeed.init_inference(model)\n"),),
         ),
         Valid("torchrun --nproc_per_node 4 train.py --output_dir out\n", files=(("train.py", _PARSING),)),
+        # ... read somewhere (here only printed: whether it reaches DeepSpeed is not followed)
+        Valid(
+            "deepspeed --num_gpus 4 train.py --deepspeed_config ds.json\n",
+            files=(("train.py", _TRL + "print(args.deepspeed_config)\n"), _OPTIONS, ("ds.json", "{}\n")),
+        ),
         # a document's command whose other options are left to the reader: --deepspeed may be among them
         Valid("deepspeed --num_gpus 2 train.py ...\n", files=(("train.py", _EXAMPLE),)),
         # without --local_rank first, the one argument may be an arguments file naming a config
@@ -126,6 +141,12 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
                 ),
             ),
         ),
+        # the script's parser takes --deepspeed_config and nothing reads its value
+        Invalid(
+            "deepspeed --num_gpus 4 train.py --deepspeed_config ds.json\n",
+            lines=(1,),
+            files=(("train.py", _TRL), _OPTIONS, ("ds.json", "{}\n")),
+        ),
         # a config given that the script never reads (DSL424 at the option): the Trainer still gets none
         Invalid(
             "deepspeed --num_gpus 2 train.py --deepspeed ds.json\n",
@@ -138,4 +159,10 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
     def message_for(cls, issue: LaunchIssue) -> str:
         if "unread" in issue.options:  # the config option given is never read (DSL424 at the option)
             return f"deepspeed starts {issue.detail}, whose Trainer is built without the config given: plain DDP"
+        unused = next((o.partition(":")[2] for o in issue.options if o.startswith("unused:")), None)
+        if unused is not None:  # the script's own parser takes the option and nothing reads its value
+            return (
+                f"deepspeed starts {issue.detail}, whose parser takes {unused} and uses it nowhere: its Trainer "
+                "gets no DeepSpeed config, plain DDP"
+            )
         return f"deepspeed starts {issue.detail}, whose Trainer gets no DeepSpeed config: it runs plain DDP"
