@@ -31,12 +31,21 @@ class BuiltStage:
     helper: str
     path: str
     line: int
+    options: tuple[tuple[str, object], ...] = ()  # the command-line options' values the stage is reached with
 
 
 def built_stage(
-    store: SummaryStore, path: str, qualname: str, config: ast.expr | None, depth: int = 0
+    store: SummaryStore,
+    path: str,
+    qualname: str,
+    config: ast.expr | None,
+    depth: int = 0,
+    options: Mapping[str, tuple[object, ...]] | None = None,
 ) -> BuiltStage | None:
-    """The stage of `config`, an expression of function `qualname` (module level: "") in module `path`."""
+    """The stage of `config`, an expression of function `qualname` (module level: "") in module `path`.
+    `options`: the values each command-line option (`args.zero_stage`) takes across the script's launches (the
+    value given, else the parser's default); a helper handed one is read with each, and the highest stage is
+    the answer (the run that reaches it is one of those launches)."""
     if config is None or depth > _MAX_DEPTH:
         return None
     module = store.get(path)
@@ -58,10 +67,44 @@ def built_stage(
         if found is None:
             return None
         helper_path, helper = found
-        stage = _returned_stage(helper, _arguments(helper, value))
-        if isinstance(stage, int):
-            return BuiltStage(stage, value.func.id, helper_path, helper.lineno)
+        read = [
+            (_returned_stage(helper, known), chosen) for known, chosen in _argument_sets(helper, value, options or {})
+        ]
+        if read and all(isinstance(stage, int) for stage, _ in read):
+            stage, chosen = max(read, key=lambda found: found[0] or 0)
+            assert stage is not None
+            return BuiltStage(stage, value.func.id, helper_path, helper.lineno, chosen)
     return None
+
+
+_MAX_COMBINATIONS = 16
+
+
+def _argument_sets(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, options: Mapping[str, tuple[object, ...]]
+) -> list[tuple[dict[str, object], tuple[tuple[str, object], ...]]]:
+    """Each parameter's value at `call` (`_arguments`), once for every combination of the values of the
+    command-line options it is handed (`stage=args.zero_stage`), with the options' values of that combination;
+    [] when there are too many."""
+    base = _arguments(function, call)
+    positional = [*function.args.posonlyargs, *function.args.args]
+    handed: dict[str, tuple[str, tuple[object, ...]]] = {}
+    given = [*zip(positional, call.args, strict=False), *((k, k.value) for k in call.keywords if k.arg is not None)]
+    for parameter, expression in given:
+        name = parameter.arg if isinstance(parameter, (ast.arg, ast.keyword)) else None
+        if (
+            name is not None
+            and isinstance(expression, ast.Attribute)
+            and isinstance(expression.value, ast.Name)
+            and expression.attr in options
+        ):
+            handed[name] = (expression.attr, options[expression.attr])
+    sets: list[tuple[dict[str, object], tuple[tuple[str, object], ...]]] = [(base, ())]
+    for name, (option, values) in handed.items():
+        sets = [({**known, name: value}, (*chosen, (option, value))) for known, chosen in sets for value in values]
+        if len(sets) > _MAX_COMBINATIONS:
+            return []
+    return sets
 
 
 def _has_star(call: ast.Call) -> bool:

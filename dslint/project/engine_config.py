@@ -30,6 +30,8 @@ def zero_stage(context: ScriptContext, engine: Engine | None) -> int | None:
     if engine is None:
         return None
     config = resolve_config(context, engine)
+    if config is None and engine.config is not None:
+        return engine.config.zero_stage  # what the project index read: a project helper's dict, per launch
     return None if config is None else config.zero_stage
 
 

@@ -41,6 +41,14 @@ def evidence(context: ScriptContext, engine: Engine | None) -> Evidence:
         part, config_related = _config_chain(config)
         related.extend(config_related)
         parts.append(part)
+    elif config is None and engine.config is not None and engine.config.zero_stage is not None:
+        # what the project index read: a project helper's dict (`make_config() returns a stage 3 config`), with
+        # the launches giving the options it is built from
+        built = [r for r in engine.config.evidence if r.message != "deepspeed.initialize"]
+        if built:
+            related.extend(built)
+            chain = ", ".join(dict.fromkeys(f"{r.path}:{r.line}" for r in built))
+            parts.append(f"ZeRO-{engine.config.zero_stage} from {chain}")
     if not related:
         return NONE
     return Evidence(f" ({'; '.join(parts)})", tuple(dict.fromkeys(related)))

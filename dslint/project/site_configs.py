@@ -17,6 +17,7 @@ from dslint.model.values import InitSite
 from dslint.project.built_configs import built_stage
 from dslint.project.config_access import load_config_tree
 from dslint.project.inputs import is_file, shown_path
+from dslint.project.script_parser import argparse_defaults
 from dslint.script.project_facts import LaunchedConfig, ProjectFacts
 
 
@@ -44,13 +45,17 @@ def engine_config(
             written = Related(shown_path(site.path), site.line, site.column, f"config {config.value}")
             return EngineConfig(stage, (written,), path)
         return None
-    built = built_stage(store, site.path, site.qualname, config) if store is not None else None
+    built = (
+        built_stage(store, site.path, site.qualname, config, options=launch_option_values(files, store, site.path))
+        if store is not None
+        else None
+    )
     if built is not None:
         where = Related(shown_path(site.path), site.line, site.column, "deepspeed.initialize")
         stage = built.stage
         what = f"{built.helper}() returns a stage {stage} config" if built.helper else f"a stage {stage} dict"
         how = Related(shown_path(built.path), built.line, 1, what)
-        return EngineConfig(built.stage, (where, how))
+        return EngineConfig(built.stage, (where, how, *_launches_giving(files, site.path, built.options)))
     facts = files.get(site.path)
     if facts is None or not facts.launches:
         return None
@@ -75,3 +80,48 @@ def engine_config(
         if launch.config_evidence is not None:
             chain.append(launch.config_evidence)
     return EngineConfig(stage, tuple(chain), stages[stage][0][1])
+
+
+def launch_option_values(
+    files: Mapping[str, ProjectFacts], store: SummaryStore, script: str
+) -> dict[str, tuple[object, ...]]:
+    """The values each command-line option of `script` takes across its launches: the literal a launch gives, else
+    the default its parser declares (`argparse_defaults`); numbers as numbers. An option some launch gives no
+    literal for, and none declared with a default, is left out; none at all without a launch."""
+    facts = files.get(script)
+    if facts is None or not facts.launches:
+        return {}
+    module = store.get(script)
+    defaults = argparse_defaults(module.tree) if module is not None else {}
+    given = [{name.replace("-", "_"): value for name, value in launch.options.items()} for launch in facts.launches]
+    found: dict[str, tuple[object, ...]] = {}
+    for name in {*defaults, *(n for options in given for n in options)}:
+        values: list[object] = []
+        for options in given:
+            value = options[name] if name in options else defaults.get(name)
+            if value is None:
+                break
+            values.append(int(value) if value.isdigit() else value)
+        else:
+            found[name] = tuple(dict.fromkeys(values))
+    return found
+
+
+def _launches_giving(
+    files: Mapping[str, ProjectFacts], script: str, chosen: tuple[tuple[str, object], ...]
+) -> tuple[Related, ...]:
+    """The launches of `script` that give its options the values a built config's stage was read with (the
+    highest stage's launches: where a finding about that stage applies)."""
+    facts = files.get(script)
+    if not chosen or facts is None:
+        return ()
+    wanted = {name: str(value) for name, value in chosen}
+    found = [
+        launch.launch
+        for launch in facts.launches
+        if all(
+            {n.replace("-", "_"): v for n, v in launch.options.items()}.get(name) == value
+            for name, value in wanted.items()
+        )
+    ]
+    return tuple(found[:3])

@@ -82,6 +82,35 @@ def _accelerate_launch(stage: int) -> tuple[tuple[str, str], ...]:
     return (("run.sh", "accelerate launch --config_file ds.yaml train.py\n"), ("ds.yaml", yaml))
 
 
+# A config a project helper builds from the script's --zero_stage option: its stage per launch.
+_STAGE_HELPER = (
+    "ds_utils.py",
+    "def make_config(stage):\n"
+    '    return {"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": stage}}\n',
+)
+_STAGED_SCRIPT = """
+import argparse
+import deepspeed
+import torch
+from ds_utils import make_config
+def train(engine, loader, out):
+    for batch in loader:
+        engine.backward(engine(batch))
+        engine.step()
+    torch.save(engine.module.state_dict(), out)
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--zero_stage", type=int, default=0)
+    parser.add_argument("--local_rank", type=int, default=-1)
+    args = parser.parse_args()
+    config = make_config(stage=args.zero_stage)
+    engine, _, loader, _ = deepspeed.initialize(model=build(), config=config, training_data=data())
+    train(engine, loader, "model.pt")
+main()
+"""
+_LOWER_LAUNCHES = "deepspeed --num_gpus 2 train.py --zero_stage 2\ndeepspeed --num_gpus 1 train.py\n"
+
+
 class TorchSaveStateDictUnderZero3(ScriptRule):
     code = "DSL204"
     slug = "torch-save-state-dict-under-zero3"
@@ -161,6 +190,8 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         fix_safety="There is no automatic fix: which of the three ways fits depends on what the file is for.",
     )
     valid = (
+        # every launch gives the helper's stage option a value below 3 (or leaves its default, 0)
+        Valid(_STAGED_SCRIPT, files=(_STAGE_HELPER, ("run.sh", _LOWER_LAUNCHES))),
         # the plain state_dict only on the side a DeepSpeed flag rules out (a conditional expression)
         Valid(
             """
@@ -272,6 +303,12 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         ),
     )
     invalid = (
+        # one launch gives it 3
+        Invalid(
+            _STAGED_SCRIPT,
+            lines=(10,),
+            files=(_STAGE_HELPER, ("run.sh", _LOWER_LAUNCHES + "deepspeed --num_gpus 2 train.py --zero_stage 3\n")),
+        ),
         # the state dict handed to a project function that writes it with torch.save
         Invalid(
             "import deepspeed\nfrom savers import write\n"
