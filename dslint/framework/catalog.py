@@ -399,7 +399,9 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL437": Needs((b"deepspeed", b"initialize", b"lr_scheduler", b"len")),
     "DSL440": Needs((b"deepspeed", b"Trainer"), engine=False, shapes=(Shape(stored=("deepspeed",)),)),
     "DSL441": Needs((b"deepspeed", b"numel"), alternatives=((b"deepspeed", b"nelement"),)),
-    "DSL445": Needs((b"DataLoader", b"backward"), returned_loaders=True),
+    "DSL445": Needs(
+        (b"DataLoader", b"backward"), without_engine=((b"DataLoader", b"get_train_dataloader"),), returned_loaders=True
+    ),
     "DSL447": Needs((b"deepspeed",)),
     "DSL448": Needs(
         (b"Trainer", b"rank"),

@@ -79,12 +79,29 @@ def main(model, data, config):
 """
 
 
+# a Trainer subclass returning its own loader (a Hugging Face Trainer script started as several processes)
+_OVERRIDE = """\
+from torch.utils.data import DataLoader
+from transformers import HfArgumentParser, Trainer, TrainingArguments
+
+class PackedTrainer(Trainer):
+    def get_train_dataloader(self):
+        loader = DataLoader(self.train_dataset, batch_size=self.args.per_device_train_batch_size, shuffle=True)
+        return loader
+
+(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+PackedTrainer(model=build(), args=args, train_dataset=data()).train()
+"""
+_HF_TWO = (("run.sh", "deepspeed --num_gpus 4 train.py --deepspeed ds.json --output_dir out\n"), ("ds.json", "{}\n"))
+
+
 class DataLoaderNotSharded(ScriptRule):
     code = "DSL445"
     slug = "data-loader-not-sharded"
     message = "DataLoader without a DistributedSampler under several processes: every rank trains on the same data"
     severity = Severity.WARNING
     required_tokens = (b"DataLoader", b"backward")
+    runs_without_engine_on = ((b"DataLoader", b"get_train_dataloader"),)  # a Trainer's own loader, overridden
     # a call of a project function returning a plain DataLoader (`ProjectFacts.returned_loaders`): no DataLoader here
     runs_on_returned_loaders = True
     docs = RuleDocs(
@@ -104,7 +121,10 @@ class DataLoaderNotSharded(ScriptRule):
             or whose dataset argument names a rank or a world size is left alone, and so is made-up data
             (`random_dataset(...)`, `dummy`, `fake`: a benchmark's tensors), as is a loader handed to
             `deepspeed.initialize` as `training_data` (the engine builds its own sampler) or to accelerate's
-            `prepare`.
+            `prepare`. Also a Hugging Face `Trainer` subclass's `get_train_dataloader` returning such a loader (or a
+            name bound to it) without `self.accelerator.prepare` (the Trainer's own method prepares its loader,
+            which is what shards it; its training loop does not prepare the one the override returns), under the
+            same launches.
         """,
         why="""
             DeepSpeed shards data only for the loader it builds itself (`deepspeed.initialize(training_data=...)`
@@ -133,6 +153,9 @@ class DataLoaderNotSharded(ScriptRule):
         """,
     )
     valid = (
+        # the override prepares its loader, or the launch is one process
+        Valid(_OVERRIDE.replace("return loader", "return self.accelerator.prepare(loader)"), files=_HF_TWO),
+        Valid(_OVERRIDE, files=(("run.sh", "deepspeed --num_gpus 1 train.py --deepspeed ds.json\n"), _HF_TWO[1])),
         # the loop runs over the other item, or the helper's module shards its data
         Valid(_FROM_HELPER.replace("in train_loader", "in sharded(val_loader)"), files=(*_TWO, _LOADERS)),
         Valid(
@@ -170,6 +193,7 @@ class DataLoaderNotSharded(ScriptRule):
         Valid(_HANDED_ON, files=(("notes.txt", "we ran it with deepspeed on two GPUs: train.py\n"),)),
     )
     invalid = (
+        Invalid(_OVERRIDE, lines=(6,), files=_HF_TWO),
         Invalid(_SCRIPT, lines=(6,), files=_TWO),
         # a sampler imported but never used, and streaming only in the docstring: the code shards nothing
         Invalid(
@@ -240,6 +264,7 @@ class DataLoaderNotSharded(ScriptRule):
         self._loaders: list[cst.Call] = []
         self._loops: list[cst.For] = []
         self._calls: list[cst.Call] = []
+        self._overrides: list[cst.FunctionDef] = []  # `get_train_dataloader` methods of Trainer subclasses
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.facts.qualified(node.func) in DATA_LOADERS:
@@ -250,7 +275,17 @@ class DataLoaderNotSharded(ScriptRule):
     def visit_For(self, node: cst.For) -> None:
         self._loops.append(node)
 
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        """A Trainer subclass (a base whose last name ends in `Trainer`) overriding `get_train_dataloader`."""
+        if not any((dotted_name(base.value) or "").rpartition(".")[2].endswith("Trainer") for base in node.bases):
+            return
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+        for statement in body:
+            if isinstance(statement, cst.FunctionDef) and statement.name.value == "get_train_dataloader":
+                self._overrides.append(statement)
+
     def leave_Module(self, original_node: cst.Module) -> None:
+        self._trainer_overrides()
         project = self.facts.project
         remote = project.returned_loaders if project is not None else {}
         if (
@@ -327,6 +362,45 @@ class DataLoaderNotSharded(ScriptRule):
         if index is None:
             return binding.element is None
         return binding.element is not None and binding.element[0] == index and binding.element[2] is None
+
+    def _trainer_overrides(self) -> None:
+        """A Trainer subclass's `get_train_dataloader` returning a plain DataLoader it never hands to
+        `self.accelerator.prepare` (which is what shards the Trainer's own loader per process), under a launch of
+        several processes: every rank iterates the whole dataset."""
+        if not self._overrides or shards_elsewhere(self.context.text.encode()):
+            return
+        launch = self._several_processes()
+        if launch is None:
+            return
+        for method in self._overrides:
+            nodes = list(own_nodes(method))
+            if any(isinstance(n, cst.Attribute) and n.attr.value in ("prepare", "get_train_dataloader") for n in nodes):
+                continue  # prepared, or the Trainer's own loader asked for (`super().get_train_dataloader()`)
+            for loader in (n for n in nodes if isinstance(n, cst.Call) and n in self._loaders):
+                if not self._unsharded(loader) or not self._returned_from(method, loader):
+                    continue
+                where = launch.launch
+                self.report(
+                    loader,
+                    "the Trainer's get_train_dataloader is overridden with a DataLoader that accelerator.prepare never "
+                    f"shards: each of the launch's processes trains on the same batches ({where.path}:{where.line}); "
+                    "return self.accelerator.prepare(loader)",
+                    related=(Related(where.path, where.line, where.column, "the launch of several processes"),),
+                )
+
+    def _returned_from(self, method: cst.FunctionDef, loader: cst.Call) -> bool:
+        """`return DataLoader(...)`, or the return of a name bound to it."""
+        for returned in own_returns(method):
+            value = returned.value
+            if value is loader or (isinstance(value, cst.Name) and self._bound_to(value, loader)):
+                return True
+        return False
+
+    def _bound_to(self, name: cst.Name, loader: cst.Call) -> bool:
+        facts = self.facts
+        binding = facts.binding_at(name.value, facts.scope_at(name), facts.start(name))
+        statement = binding.statement if binding is not None else None
+        return isinstance(statement, cst.Assign) and statement.value is loader
 
     # --- the launch -------------------------------------------------------------------------------------------
     def _several_processes(self) -> LaunchedConfig | None:
