@@ -391,15 +391,26 @@ _LEAVES = frozenset(
 )
 
 
-def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a function (or module) body, not those of functions, lambdas or classes nested in it."""
+def own_nodes(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of a function (or module) body, not those of functions, lambdas or classes nested in it; walked
+    once per scope node and kept on it (the model's passes ask of the same functions again and again)."""
+    cached: list[ast.AST] | None = getattr(scope, _OWN_MEMO, None)
+    if cached is not None:
+        return cached
+    found: list[ast.AST] = []
     stack = list(ast.iter_child_nodes(scope))
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        if isinstance(node, _NESTED_SCOPES):
             continue
-        yield node
+        found.append(node)
         stack.extend(ast.iter_child_nodes(node))
+    setattr(scope, _OWN_MEMO, found)
+    return found
+
+
+_OWN_MEMO = "_dslint_own_nodes"  # the attribute of a scope node holding its own nodes
+_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def character_column(lines: list[bytes], line: int, offset: int) -> int:
