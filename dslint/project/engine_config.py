@@ -135,11 +135,6 @@ def _config_argument(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
     return None
 
 
-def _stage_of(context: ScriptContext, expression: cst.BaseExpression) -> int | None:
-    config = resolve_config_expression(context, expression)
-    return None if config is None else config.zero_stage
-
-
 class ZeroSources:
     """Every ZeRO config source of one file, collected on demand from the calls a rule visits."""
 
@@ -176,10 +171,12 @@ class ZeroSources:
         small = context.facts.small_statement_of_call.get(call)
         # kept: bound to a name, or returned (the caller keeps it or not)
         bound = isinstance(small, (cst.Assign, cst.AnnAssign, cst.Return)) and small.value is call
-        stage = _stage_of(context, expression)
+        config = resolve_config_expression(context, expression)
+        stage = None if config is None else config.zero_stage
         # a Trainer whose launches never hand it a DeepSpeed config may run without DeepSpeed: nothing presumed
         presumed = self._presumed(expression) if stage is None and not self._launched_without_config() else ()
-        self.sources.append(ZeroSource(call, kind, 3 if presumed else stage, bound, presumed=presumed))
+        files = (config,) if config is not None and config.path is not None else ()  # the file the stage is from
+        self.sources.append(ZeroSource(call, kind, 3 if presumed else stage, bound, files, presumed=presumed))
 
     def _launched_without_config(self) -> bool:
         """Launches of this script are known, and none names a DeepSpeed config (nor an option for one)."""

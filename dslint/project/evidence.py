@@ -54,9 +54,11 @@ def evidence(context: ScriptContext, engine: Engine | None) -> Evidence:
     return Evidence(f" ({'; '.join(parts)})", tuple(dict.fromkeys(related)))
 
 
-def config_evidence(configs: list[ResolvedConfig]) -> Evidence:
+def config_evidence(configs: list[ResolvedConfig], files: bool = False) -> Evidence:
     """The launchers and config files behind configs a script is started with (the Hugging Face Trainer's
-    `--deepspeed ds.json`), as `evidence` writes them; empty for configs written in the script itself."""
+    `--deepspeed ds.json`), as `evidence` writes them; empty for configs written in the script itself.
+    `files`: a config file the script names itself is named too ("ZeRO-3 in configs/zero3.json:23"): the
+    stage is that file's fact, not the script's."""
     parts: list[str] = []
     related: list[Related] = []
     for config in configs:
@@ -64,6 +66,13 @@ def config_evidence(configs: list[ResolvedConfig]) -> Evidence:
             part, found = _config_chain(config)
             parts.append(part)
             related.extend(found)
+        elif files and config.path is not None:
+            shown = os.path.relpath(config.path)
+            shown = str(config.path) if shown.startswith("..") else shown
+            stage = node_at(config.tree, "zero_optimization", "stage") if config.tree is not None else None
+            line, column = (stage.start.line, stage.start.column) if stage is not None else (1, 1)
+            related.append(Related(shown, line, column, "zero_optimization.stage"))
+            parts.append(f"ZeRO-{config.zero_stage} in {shown}:{line}")
     if not related:
         return NONE
     return Evidence(f" ({'; '.join(dict.fromkeys(parts))})", tuple(dict.fromkeys(related)))

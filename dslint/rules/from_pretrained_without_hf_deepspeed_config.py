@@ -481,7 +481,7 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
                 if not reach.reaches(node):
                     continue  # a teacher or reference model that never reaches the engine: never partitioned
             configs = [c for source in zero3_after for c in source.configs if c.zero_stage == 3]
-            found = config_evidence(configs) if configs else None
+            found = config_evidence(configs, files=True) if configs else None
             presumed = next((source for source in zero3_after if source.presumed), None)
             if found is not None and found.related:
                 self.report(node, self.message + found.suffix, related=found.related)
