@@ -81,6 +81,7 @@ from dslint.project.python_launchers import comment_launches, python_launch_text
 from dslint.project.shipped_accelerate import shipped_accelerate_runs
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
 from dslint.project.written_configs import written_config_issues
+from dslint.project.yaml_commands import yaml_shell_text
 from dslint.script.project_facts import TRAINER_YAML, LaunchedConfig, LaunchWorldSize, ProjectFacts
 
 MAX_LAUNCHER_BYTES = 256 * 1024
@@ -420,7 +421,10 @@ def _read_launchers(
                 config = find_written(match.group(1), launcher, roots)
                 if config is not None:
                     index.config_readers.setdefault(config, set()).add("trainer")
-            continue
+            commands = yaml_shell_text(text) if b".py" in data or _MODULE_FLAG.search(data) else None
+            if commands is None:
+                continue
+            text = commands  # a job spec's launch commands (`project/yaml_commands.py`), read as a shell script
         document = name.endswith(DOCUMENT_LAUNCHER_SUFFIXES)
         # a tutorial's pasted config (`document_configs.py`): a cheap test of the bytes first
         pasted = name.endswith(DOCUMENT_CONFIG_SUFFIXES) and may_hold_config(data)

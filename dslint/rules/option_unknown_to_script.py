@@ -68,6 +68,13 @@ class OptionUnknownToScript(LaunchRule):
         """,
     )
     valid = (
+        # the same job spec giving only options the parser takes
+        Valid(
+            "jobs:\n  - name: sweep-{lr}\n    command:\n"
+            "      - deepspeed --num_gpus 2 train.py --epochs={epochs} --deepspeed_config ds.json\n",
+            path="job.yaml",
+            files=_files(_STRICT),
+        ),
         # `--deepspeed` is add_config_arguments' own switch: an exact name, no abbreviation
         Valid("deepspeed train.py --deepspeed --deepspeed_config ds.json\n", files=_files(_STRICT)),
         Valid("deepspeed --num_gpus 2 train.py --epochs 3 --deepspeed_config ds.json\n", files=_files(_STRICT)),
@@ -81,6 +88,14 @@ class OptionUnknownToScript(LaunchRule):
         Valid("python train.py --max_epochs 3\n", files=_files(_STRICT)),
     )
     invalid = (
+        # a job spec's command list (Azure ML / amlt): the grid's placeholders are values not known here
+        Invalid(
+            "jobs:\n  - name: sweep-{lr}\n    command:\n"
+            "      - deepspeed --num_gpus 2 train.py --epochs={epochs} --max_epochs 3 --deepspeed_config ds.json\n",
+            lines=(4,),
+            path="job.yaml",
+            files=_files(_STRICT),
+        ),
         Invalid(
             "deepspeed --num_gpus 2 train.py --max_epochs 3 --deepspeed_config ds.json\n",
             lines=(1,),
