@@ -471,11 +471,8 @@ def trainer_expressions(
     context: ScriptContext, keywords: tuple[str, ...] = ("deepspeed", "hf_ds_config")
 ) -> Iterator[cst.BaseExpression]:
     for call in _calls(context.module):
-        name = dotted_name(call.func)
-        if name is None:
-            continue
-        last = name.split(".")[-1]
-        arguments = is_training_arguments_name(last) or last in _project_arguments(context)
+        last = (dotted_name(call.func) or "").split(".")[-1]
+        arguments = bool(last) and (is_training_arguments_name(last) or last in _project_arguments(context))
         keyword = "deepspeed" if arguments else "hf_ds_config" if last == "DeepSpeedPlugin" else None
         if keyword is None or keyword not in keywords:
             continue

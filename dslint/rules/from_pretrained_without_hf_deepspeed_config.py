@@ -185,11 +185,6 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         """,
     )
     valid = (
-        # a path of the author's machine whose base name two files of the project share: not known which
-        Valid(
-            _MADE_ARGS.format(first=_LOAD, second=_ARGS).replace('"z3.json"', '"/nas/team/runs/exp7/z3.json"'),
-            files=(("configs/a/z3.json", _Z3[1]), ("configs/b/z3.json", _STAGE.format(stage=2))),
-        ),
         # one of the configs the project ships runs ZeRO-2: the one the environment names may be it
         Valid(_IN_ENVIRONMENT, files=(_Z3, ("z2.json", _STAGE.format(stage=2)))),
         Valid(_WORKER, files=(_Z3, ("z2.json", _STAGE.format(stage=2)))),
@@ -307,12 +302,6 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         Invalid(_WORKER, lines=(4,), files=(_Z3,)),
         Invalid(_IN_ENVIRONMENT, lines=(5,), files=(_Z3,)),
         Invalid(_MADE_ARGS.format(first=_LOAD, second=_ARGS), lines=(6,), files=(_Z3,)),
-        # a path of the author's machine: the project's one DeepSpeed config of that name
-        Invalid(
-            _MADE_ARGS.format(first=_LOAD, second=_ARGS).replace('"z3.json"', '"/nas/team/runs/exp7/z3.json"'),
-            lines=(6,),
-            files=(("configs/z3.json", _Z3[1]),),
-        ),
         # `from_config` builds the model the same way (`_from_config`: inside zero.Init only under a live config)
         Invalid(
             _MADE_ARGS.format(first="model = AutoModelForCausalLM.from_config(cfg)", second=_ARGS),

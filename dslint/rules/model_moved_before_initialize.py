@@ -144,15 +144,6 @@ class ModelMovedBeforeInitialize(ScriptRule):
             trainer = Trainer(model=model, args=args)
             """
         ),
-        # the arguments splatted from a dict that names no DeepSpeed config
-        Valid(
-            """
-            from transformers import Trainer, TrainingArguments
-            model = build_model().to("cuda")
-            settings = {"output_dir": "out", "num_train_epochs": 2}
-            trainer = Trainer(model=model, args=TrainingArguments(**settings))
-            """
-        ),
         Valid(
             """
             import os
@@ -282,22 +273,6 @@ class ModelMovedBeforeInitialize(ScriptRule):
             model = build_model()
             args = TrainingArguments(output_dir="out", deepspeed={"zero_optimization": {"stage": 2}})
             trainer = Trainer(model=model, args=args)
-            """,
-        ),
-        # the config an entry of a dict splatted into the arguments
-        Invalid(
-            """
-            from transformers import Trainer, TrainingArguments
-            model = build_model().to("cuda")
-            settings = {"output_dir": "out", "deepspeed": {"zero_optimization": {"stage": 2}}}
-            trainer = Trainer(model=model, args=TrainingArguments(**settings))
-            """,
-            lines=(3,),
-            fixed="""
-            from transformers import Trainer, TrainingArguments
-            model = build_model()
-            settings = {"output_dir": "out", "deepspeed": {"zero_optimization": {"stage": 2}}}
-            trainer = Trainer(model=model, args=TrainingArguments(**settings))
             """,
         ),
         # both arms initialize (a dict or a path): no path without DeepSpeed needs the move
