@@ -214,8 +214,10 @@ def _qualified(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
+@functools.lru_cache(maxsize=None)
 def _class(name: str) -> Any:
-    """A class of dslint's own, by `module:qualname`; nothing outside the package is ever imported."""
+    """A class of dslint's own, by `module:qualname`; nothing outside the package is ever imported. Looked up once
+    per name (a warm run decodes tens of thousands of cached findings and facts)."""
     module_name, _, qualname = name.partition(":")
     if not (module_name == "dslint" or module_name.startswith("dslint.")) or not qualname:
         raise ValueError(f"not a dslint class: {name}")
