@@ -106,6 +106,7 @@ CODES: tuple[str, ...] = (
     "DSL465",
     "DSL466",
     "DSL467",
+    "DSL468",
 )
 
 
@@ -460,6 +461,7 @@ LAUNCH_RULE_MODULES: dict[str, str] = {
     "DSL453": "required_option_not_given",
     "DSL456": "initialize_config_not_given",
     "DSL465": "accelerate_deepspeed_never_on",
+    "DSL468": "config_given_twice",
 }
 
 # -- the rule lifecycle -------------------------------------------------------------------------------------------

@@ -214,7 +214,7 @@ def _qualified(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _class(name: str) -> Any:
     """A class of dslint's own, by `module:qualname`; nothing outside the package is ever imported. Looked up once
     per name (a warm run decodes tens of thousands of cached findings and facts)."""

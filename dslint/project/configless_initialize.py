@@ -44,7 +44,7 @@ def configless_initialize(site: LaunchSite, store: SummaryStore, sources: dict[s
         for node in ast.walk(summary.tree)
         if isinstance(node, ast.Call) and summary.qualified(node.func) in (INITIALIZE.name, *INITIALIZE.aliases)
     ]
-    if not calls or any(_gives_config(call) for call in calls) or _conditional(summary.tree, calls):
+    if not calls or any(_gives_config(call) for call in calls) or conditional_calls(summary.tree, calls):
         return None
     parser = strict_parser(summary, data)
     if parser is None or argparse_defaults(summary.tree).keys() & CONFIG_OPTIONS:
@@ -55,7 +55,7 @@ def configless_initialize(site: LaunchSite, store: SummaryStore, sources: dict[s
     return LaunchIssue("configless_initialize", line.line, line.column, end, line.script, related=(where,))
 
 
-def _conditional(tree: ast.Module, calls: list[ast.Call]) -> bool:
+def conditional_calls(tree: ast.Module, calls: list[ast.Call]) -> bool:
     """Whether a call sits under an `if` (other than `if __name__ == "__main__":`) or a `try`: the command may
     not take that path (`if args.deepspeed:`), or the script may go on without DeepSpeed."""
     parents: dict[int, ast.AST] = {}

@@ -61,6 +61,7 @@ from dslint.diagnostics import Related
 from dslint.model.summary import ModuleSummary, SummaryStore
 from dslint.project.accelerate_deepspeed_off import deepspeed_never_on
 from dslint.project.command_line_readers import option_never_used, reads_command_line
+from dslint.project.config_given_twice import config_given_twice
 from dslint.project.configless_initialize import configless_initialize
 from dslint.project.inputs import shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
@@ -141,6 +142,9 @@ def launch_issues(
         configless_init = configless_initialize(site, store, sources) if _runs_deepspeed(site) and not switch else None
         if configless_init is not None and configless_init not in issues:
             issues.append(configless_init)
+        twice = config_given_twice(site, store, sources) if _runs_deepspeed(site) else None
+        if twice is not None and twice not in issues:
+            issues.append(twice)  # (the file the option names is never opened: no missing-config finding below)
         unfound = missing_accelerate_config(site, sources, launcher_text(line.launcher), file_names)
         if unfound is not None:
             issues.append(unfound)
@@ -159,7 +163,11 @@ def launch_issues(
             continue
         option = line.option(site.config_option)
         assert option is not None and option.value is not None
-        if site.config_path is None and not _tests_existence(sources.get(site.script, b""), site.config_option):
+        if (
+            twice is None
+            and site.config_path is None
+            and not _tests_existence(sources.get(site.script, b""), site.config_option)
+        ):
             text = launcher_text(line.launcher)
             missing = missing_config(option.value, sources, line.launcher, text, file_names, roots)
             if missing is not None and not beside(missing, line, site.script, sources):
