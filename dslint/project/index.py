@@ -27,6 +27,7 @@ from dslint.model.gpu_saves import GpuFile, gpu_loads
 from dslint.model.library import CHECKPOINTING_CONFIGURED
 from dslint.model.star_imports import star_aliases
 from dslint.model.summary import SummaryStore
+from dslint.project import inputs
 from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_yaml
 from dslint.project.arguments_classes import arguments_classes
 from dslint.project.config_builders import config_builders
@@ -61,13 +62,13 @@ from dslint.project.engine_facts import (
     record_state_saving_calls,
 )
 from dslint.project.inputs import absolute as absolute
-from dslint.project.inputs import exists, find_written, forget_file_names, read_input, record, recording, shown_path
+from dslint.project.inputs import exists, find_written, read_input, record, recording, shown_path
 from dslint.project.launch_batches import batch_issues
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
 from dslint.project.launch_issues import launch_issues
 from dslint.project.launched_configs import launched_config
 from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, writes_passed_config
-from dslint.project.missing_configs import file_names_under, missing_trainer_configs
+from dslint.project.missing_configs import missing_trainer_configs
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.project_index import (
     SKIPPED_DIRECTORIES,
@@ -188,7 +189,7 @@ def _build_project_index(
     touched: Callable[[bytes, ProjectFacts | None], bool] | None,
 ) -> ProjectIndex:
     paths = paths or ["."]
-    forget_file_names()
+    inputs.forget_file_names()
     files = [absolute(file) for file in python_files]
     sources: dict[str, bytes] = {}
     producers: list[str] = []
@@ -282,7 +283,7 @@ def _build_project_index(
     record_state_saving_calls(index.files, model)
     record_pretrained_loads(index.files, model)
     texts = functools.lru_cache(maxsize=None)(lambda path: (read_input(path) or b"").decode("utf-8", errors="replace"))
-    names = functools.lru_cache(maxsize=1)(lambda: file_names_under(roots, SKIPPED_DIRECTORIES))
+    names = functools.lru_cache(maxsize=1)(lambda: inputs.file_names_under(roots, SKIPPED_DIRECTORIES))
     # which scripts may apply an `activation_checkpointing` section (read only where some file of the project may:
     # the imports are followed then); DSL455
     applying = any(token in data for data in sources.values() for token in CHECKPOINTING_CONFIGURED)

@@ -112,7 +112,9 @@ def find_written(
     return None
 
 
-_NAMES: dict[str, dict[str, list[str]]] = {}  # a root's files by base name, walked once per project index
+_NAMES: dict[str, dict[str, tuple[str, ...]]] = {}  # a root's files by base name, walked once per project index
+# what the base-name search leaves out besides hidden folders: tool and environment folders
+_UNWALKED = frozenset({"node_modules", "__pycache__", "site-packages", "venv", ".venv"})
 
 
 def forget_file_names() -> None:
@@ -120,23 +122,27 @@ def forget_file_names() -> None:
     _NAMES.clear()
 
 
-_UNWALKED = frozenset({"node_modules", "__pycache__", "site-packages", "venv", ".venv"})
-
-
-def _files_named(root: str) -> dict[str, list[str]]:
-    """Every file under `root` by base name (hidden and tool folders skipped); the root itself recorded as an
-    input (a file added beside it changes the answer)."""
+def _files_named(root: str) -> dict[str, tuple[str, ...]]:
+    """Every file under `root` by base name (`file_names_under`), walked once per project index; the root itself
+    recorded as an input (a file added beside it changes the answer)."""
     key = absolute(root)
     known = _NAMES.get(key)
     if known is None:
         record(key)
-        known = {}
-        for directory, subdirectories, files in os.walk(key):
-            subdirectories[:] = [d for d in subdirectories if d not in _UNWALKED and not d.startswith(".")]
-            for file in files:
-                known.setdefault(file, []).append(os.path.join(directory, file))
-        _NAMES[key] = known
+        known = _NAMES[key] = file_names_under([key], _UNWALKED)
     return known
+
+
+def file_names_under(roots: Sequence[str], skipped: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """Every file under `roots` (absolute paths) by base name (hidden and tool folders skipped)."""
+    names: dict[str, list[str]] = {}
+    for root in roots:
+        for directory, subdirectories, files in os.walk(root):
+            subdirectories[:] = [d for d in subdirectories if d not in skipped and not d.startswith(".")]
+            folder = absolute(directory)  # once per folder, not per file
+            for file in files:
+                names.setdefault(file, []).append(os.path.join(folder, file))
+    return {name: tuple(paths) for name, paths in names.items()}
 
 
 def read_input(path: str) -> bytes | None:

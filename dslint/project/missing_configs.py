@@ -247,15 +247,3 @@ def missing_accelerate_config(
     return LaunchIssue(
         "missing_config", option.line, option.column, end, option.value, ("--config_file",), elsewhere=shown
     )
-
-
-def file_names_under(roots: Sequence[str], skipped: frozenset[str]) -> dict[str, tuple[str, ...]]:
-    """Every file under `roots` (absolute paths) by base name (hidden and tool folders skipped)."""
-    names: dict[str, list[str]] = {}
-    for root in roots:
-        for directory, subdirectories, files in os.walk(root):
-            subdirectories[:] = [d for d in subdirectories if d not in skipped and not d.startswith(".")]
-            folder = absolute(directory)  # once per folder, not per file
-            for file in files:
-                names.setdefault(file, []).append(os.path.join(folder, file))
-    return {name: tuple(paths) for name, paths in names.items()}
