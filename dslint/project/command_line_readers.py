@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 
 from dslint.model.library import NO_COMMAND_LINE_PACKAGES
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
@@ -37,6 +38,20 @@ COMMAND_LINE_TOKENS = (
 
 def reads_command_line(script: str, store: SummaryStore, sources: dict[str, bytes]) -> bool:
     """Whether `script`, or a project module it imports (at any depth), may read the command line."""
+    for path, data in _import_closure(script, store, sources):
+        if data is None or any(token in data for token in COMMAND_LINE_TOKENS):
+            return True
+        summary = store.get(path)
+        if summary is None:
+            return True  # a module that does not parse: nothing is known
+        if _calls_outside_entry(summary, store, path):
+            return True
+    return False
+
+
+def _import_closure(script: str, store: SummaryStore, sources: dict[str, bytes]) -> Iterator[tuple[str, bytes | None]]:
+    """`script` and the project modules it imports (relative, star), at any depth, each once, with its text (None:
+    not read). A module's imports are read when the caller goes on past it (it may stop there)."""
     seen: set[str] = set()
     todo = [script]
     while todo:
@@ -44,19 +59,14 @@ def reads_command_line(script: str, store: SummaryStore, sources: dict[str, byte
         if path in seen:
             continue
         seen.add(path)
-        data = sources.get(path)
-        if data is None or any(token in data for token in COMMAND_LINE_TOKENS):
-            return True
+        yield path, sources.get(path)
         summary = store.get(path)
         if summary is None:
-            return True  # a module that does not parse: nothing is known
+            continue
         for imported in set(summary.imports.values()) | set(summary.stars):
             found = _project_module(store, imported, path)
             if found is not None:
                 todo.append(found)
-        if _calls_outside_entry(summary, store, path):
-            return True
-    return False
 
 
 def _project_module(store: SummaryStore, dotted_name: str, near: str) -> str | None:
@@ -114,31 +124,19 @@ def option_never_used(script: str, option: str, store: SummaryStore, sources: di
     """Whether the launch's `--option` is declared by the project's own parser (`add_argument("--option", ...)` in
     `script` or a project module it imports, at any depth) and its value is read nowhere there: no `.option`
     attribute read, and the namespace never handed on whole (`_WHOLE_NAMESPACE`) by the script or the module
-    declaring the option. The option then configures
-    nothing (`--deepspeed_config ds.json` accepted by a TRL script that never hands it to its Trainer)."""
+    declaring the option. The option then configures nothing (`--deepspeed_config ds.json` accepted by a TRL
+    script that never hands it to its Trainer)."""
     dest = re.escape(option.lstrip("-").replace("-", "_").encode())
     declared = re.compile(
         rb"add_argument\(\s*(?:['\"]-\w+['\"]\s*,\s*)?['\"]--" + re.escape(option.lstrip("-").encode()) + rb"['\"]"
     )
     read = re.compile(rb"\.\s*" + dest + rb"\b|['\"]" + dest + rb"['\"]\s*\]")
-    seen: set[str] = set()
-    todo = [script]
     found = False
-    while todo:
-        path = todo.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        data = sources.get(path)
-        summary = store.get(path)
-        if data is None or summary is None:
+    for path, data in _import_closure(script, store, sources):
+        if data is None or store.get(path) is None:
             return False  # a module not read: nothing is known
         declares = declared.search(data) is not None
         if read.search(data) or ((path == script or declares) and any(token in data for token in _WHOLE_NAMESPACE)):
             return False  # read, or the namespace handed on whole where it is made or parsed
         found = found or declares
-        for imported in set(summary.imports.values()) | set(summary.stars):
-            module = _project_module(store, imported, path)
-            if module is not None:
-                todo.append(module)
     return found
