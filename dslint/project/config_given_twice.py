@@ -18,7 +18,12 @@ import ast
 from dslint.diagnostics import Related
 from dslint.model.library import INITIALIZE
 from dslint.model.summary import SummaryStore
-from dslint.project.configless_initialize import CONFIG_OPTIONS, conditional_calls
+from dslint.project.configless_initialize import (
+    CONFIG_OPTIONS,
+    conditional_calls,
+    initialize_calls,
+    names_config_option,
+)
 from dslint.project.inputs import shown_path
 from dslint.project.project_index import LaunchIssue, LaunchSite
 from dslint.project.script_parser import strict_parser
@@ -34,15 +39,11 @@ def config_given_twice(site: LaunchSite, store: SummaryStore, sources: dict[str,
     if option is None:
         return None
     data, summary = sources.get(script), store.get(script)
-    if not data or summary is None or b"deepspeed_config" in data.replace(b"--deepspeed_config", b""):
+    if not data or summary is None or names_config_option(data):
         return None  # the script handles the option's value itself (`args.deepspeed_config = None`)
     if b"add_config_arguments" not in data and b"--deepspeed_config" not in data:
         return None  # the parser does not declare it: argparse refuses the option (DSL450's)
-    calls = [
-        node
-        for node in ast.walk(summary.tree)
-        if isinstance(node, ast.Call) and summary.qualified(node.func) in (INITIALIZE.name, *INITIALIZE.aliases)
-    ]
+    calls = initialize_calls(summary)
     if not calls or not all(_both(call) for call in calls) or conditional_calls(summary.tree, calls):
         return None
     if strict_parser(summary, data) is None:

@@ -16,7 +16,7 @@ import ast
 
 from dslint.diagnostics import Related
 from dslint.model.library import INITIALIZE
-from dslint.model.summary import SummaryStore
+from dslint.model.summary import ModuleSummary, SummaryStore
 from dslint.project.inputs import shown_path
 from dslint.project.project_index import LaunchIssue, LaunchSite
 from dslint.project.script_parser import argparse_defaults, is_main_test, strict_parser
@@ -37,13 +37,9 @@ def configless_initialize(site: LaunchSite, store: SummaryStore, sources: dict[s
     if given & CONFIG_OPTIONS:
         return None  # (a `--deepspeed ds.json` of the script's own goes to `args.deepspeed`, not to initialize)
     data, summary = sources.get(script), store.get(script)
-    if not data or summary is None or b"deepspeed_config" in data.replace(b"--deepspeed_config", b""):
+    if not data or summary is None or names_config_option(data):
         return None  # the script names the option's value itself (`args.deepspeed_config = path`)
-    calls = [
-        node
-        for node in ast.walk(summary.tree)
-        if isinstance(node, ast.Call) and summary.qualified(node.func) in (INITIALIZE.name, *INITIALIZE.aliases)
-    ]
+    calls = initialize_calls(summary)
     if not calls or any(_gives_config(call) for call in calls) or conditional_calls(summary.tree, calls):
         return None
     parser = strict_parser(summary, data)
@@ -53,6 +49,20 @@ def configless_initialize(site: LaunchSite, store: SummaryStore, sources: dict[s
     where = Related(shown_path(script), first.lineno, first.col_offset + 1, "deepspeed.initialize gets no config=")
     end = line.column + len(line.tool)
     return LaunchIssue("configless_initialize", line.line, line.column, end, line.script, related=(where,))
+
+
+def names_config_option(data: bytes) -> bool:
+    """The script's text names `deepspeed_config` other than as the option itself (`args.deepspeed_config = ...`)."""
+    return b"deepspeed_config" in data.replace(b"--deepspeed_config", b"")
+
+
+def initialize_calls(summary: ModuleSummary) -> list[ast.Call]:
+    """Every `deepspeed.initialize(...)` call of the module, as its imports name it."""
+    return [
+        node
+        for node in ast.walk(summary.tree)
+        if isinstance(node, ast.Call) and summary.qualified(node.func) in (INITIALIZE.name, *INITIALIZE.aliases)
+    ]
 
 
 def conditional_calls(tree: ast.Module, calls: list[ast.Call]) -> bool:
