@@ -67,12 +67,9 @@ def config_evidence(configs: list[ResolvedConfig], files: bool = False) -> Evide
             parts.append(part)
             related.extend(found)
         elif files and config.path is not None:
-            shown = os.path.relpath(config.path)
-            shown = str(config.path) if shown.startswith("..") else shown
-            stage = node_at(config.tree, "zero_optimization", "stage") if config.tree is not None else None
-            line, column = (stage.start.line, stage.start.column) if stage is not None else (1, 1)
-            related.append(Related(shown, line, column, "zero_optimization.stage"))
-            parts.append(f"ZeRO-{config.zero_stage} in {shown}:{line}")
+            place = _stage_place(config)
+            related.append(place)
+            parts.append(f"ZeRO-{config.zero_stage} in {place.path}:{place.line}")
     if not related:
         return NONE
     return Evidence(f" ({'; '.join(dict.fromkeys(parts))})", tuple(dict.fromkeys(related)))
@@ -84,13 +81,20 @@ def _config_chain(config: ResolvedConfig) -> tuple[str, list[Related]]:
     # the option or YAML key naming the file where there is one, else the launch line
     links = [r for r in config.via if " launches " not in r.message] or list(config.via)
     chain = ", ".join(dict.fromkeys(f"{r.path}:{r.line}" for r in links))
-    stage_node = node_at(config.tree, "zero_optimization", "stage") if config.tree is not None else None
     if config.path is not None:
-        shown = os.path.relpath(config.path)
-        shown = str(config.path) if shown.startswith("..") else shown
-        line = stage_node.start.line if stage_node is not None else 1
-        column = stage_node.start.column if stage_node is not None else 1
-        related.append(Related(shown, line, column, "zero_optimization.stage"))
-        chain += f" -> {shown}:{line}"
+        place = _stage_place(config)
+        related.append(place)
+        chain += f" -> {place.path}:{place.line}"
     stage = config.zero_stage
     return f"{'config' if stage is None else f'ZeRO-{stage}'} from {chain}", related
+
+
+def _stage_place(config: ResolvedConfig) -> Related:
+    """Where the config's file sets `zero_optimization.stage` (its first line when it does not), the path as
+    findings show it (relative to the current directory when below it)."""
+    assert config.path is not None
+    shown = os.path.relpath(config.path)
+    shown = str(config.path) if shown.startswith("..") else shown
+    stage = node_at(config.tree, "zero_optimization", "stage") if config.tree is not None else None
+    line, column = (stage.start.line, stage.start.column) if stage is not None else (1, 1)
+    return Related(shown, line, column, "zero_optimization.stage")
