@@ -384,7 +384,7 @@ def _local_rank_refusal(site: LaunchSite, store: SummaryStore, sources: dict[str
     line, script = site.line, site.script
     if line.tool not in DEEPSPEED_RUNNERS or script is None or not script.endswith(".py") or line.spawned_by:
         return None
-    if any(word == "--no_local_rank" for word, _, _ in line.launcher_words):
+    if _no_local_rank(line):
         return None
     backend = line.launcher_option("launcher")
     if backend is not None and (backend.value or "").lower() != "pdsh":
@@ -394,6 +394,11 @@ def _local_rank_refusal(site: LaunchSite, store: SummaryStore, sources: dict[str
         return None
     end = line.column + len(line.tool)
     return LaunchIssue("local_rank_refused", line.line, line.column, end, line.script, related=(where,))
+
+
+def _no_local_rank(line: LaunchLine) -> bool:
+    """The runner is told not to append `--local_rank=N` (`deepspeed --no_local_rank`)."""
+    return any(word == "--no_local_rank" for word, _, _ in line.launcher_words)
 
 
 def _parse_call(
@@ -484,9 +489,7 @@ def _required_not_given(site: LaunchSite, store: SummaryStore, sources: dict[str
         return None
     data, summary = sources.get(script), store.get(script)
     written = [o.name for o in line.options]
-    if line.tool in {*DEEPSPEED_RUNNERS, "torch.distributed.launch"} and not any(
-        word == "--no_local_rank" for word, _, _ in line.launcher_words
-    ):
+    if line.tool in {*DEEPSPEED_RUNNERS, "torch.distributed.launch"} and not _no_local_rank(line):
         written.append("local_rank")  # the launcher appends `--local_rank=N` to every rank's command line
     missing = missing_required(summary, data, written) if data and summary else None
     if not missing:
@@ -531,9 +534,7 @@ def _configless_trainer(
     if summary is None:
         return None
     backend = line.launcher_option("launcher")  # only launch.py (pdsh, one node) appends `--local_rank=N`
-    rank_first = not any(word == "--no_local_rank" for word, _, _ in line.launcher_words) and (
-        backend is None or (backend.value or "").lower() == "pdsh"
-    )
+    rank_first = not _no_local_rank(line) and (backend is None or (backend.value or "").lower() == "pdsh")
     options = {option.name for option in line.options} | ({"*"} if line.open_words else set())
     trainer = configless_trainer(summary, options, store, rank_first)
     if trainer is None:
