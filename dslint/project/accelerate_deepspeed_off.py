@@ -10,25 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from dslint.config.accelerate import DEEPSPEED_KEYS
 from dslint.project.accelerate_yaml import parse_accelerate_yaml
 from dslint.project.inputs import read_input
 from dslint.project.project_index import LaunchIssue, LaunchSite
 from dslint.project.shell_directories import UNKNOWN_VALUE
 
-# The launch options accelerate reads only for a DeepSpeed launch ("DeepSpeed Arguments" of `launch.py`).
-DEEPSPEED_ONLY_OPTIONS = (
-    "deepspeed_config_file",
-    "zero_stage",
-    "offload_optimizer_device",
-    "offload_param_device",
-    "offload_optimizer_nvme_path",
-    "offload_param_nvme_path",
-    "zero3_init_flag",
-    "zero3_save_16bit_model",
-    "deepspeed_hostfile",
-    "deepspeed_exclusion_filter",
-    "deepspeed_inclusion_filter",
-    "deepspeed_multinode_launcher",
+# The launch options accelerate reads only for a DeepSpeed launch ("DeepSpeed Arguments" of `launch.py`) that say
+# a DeepSpeed run is meant: all of them but the accumulation and clipping a plain run's command may carry too, and
+# the MoE layer classes (a model's setting).
+DEEPSPEED_ONLY_OPTIONS = tuple(
+    key
+    for key in DEEPSPEED_KEYS
+    if key not in ("gradient_accumulation_steps", "gradient_clipping", "deepspeed_moe_layer_cls_names")
 )
 # Each picks another launcher, and keeps the config file's type from deciding.
 OTHER_BACKENDS = ("multi_gpu", "use_fsdp", "cpu", "tpu", "use_megatron_lm")
