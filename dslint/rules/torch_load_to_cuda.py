@@ -17,6 +17,21 @@ from dslint.script.torch_load import (
     passed_cuda_device,
 )
 
+# A function building the engine, and a caller whose load may run on its path (see `_no_engine_on_its_paths`).
+_PRETRAIN = """
+import deepspeed
+import torch
+def pretrain(model, args):
+    engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+    return engine
+def main(model, args):
+"""
+_RESUMED = (
+    _PRETRAIN
+    + "    if args.resume:\n        model.load_state_dict(torch.load(args.ckpt, map_location={location}))\n"
+    + "    model = pretrain(model, args)\n"
+)
+
 
 class TorchLoadToCuda(ScriptRule):
     code = "DSL201"
@@ -58,18 +73,10 @@ class TorchLoadToCuda(ScriptRule):
     valid = (
         # the engine is built only on the other arm: no process running the load has one
         Valid(
-            """
-            import deepspeed
-            import torch
-            def pretrain(model, args):
-                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
-                return engine
-            def main(model, args):
-                if args.skip_pretrain:
-                    model.load_state_dict(torch.load(args.ckpt, map_location=f"cuda:{args.local_rank}"))
-                else:
-                    model = pretrain(model, args)
-            """
+            _PRETRAIN
+            + "    if args.skip_pretrain:\n"
+            + '        model.load_state_dict(torch.load(args.ckpt, map_location=f"cuda:{args.local_rank}"))\n'
+            + "    else:\n        model = pretrain(model, args)\n"
         ),
         Valid(
             """
@@ -107,31 +114,7 @@ class TorchLoadToCuda(ScriptRule):
     )
     invalid = (
         # the load's path builds the engine too
-        Invalid(
-            """
-            import deepspeed
-            import torch
-            def pretrain(model, args):
-                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
-                return engine
-            def main(model, args):
-                if args.resume:
-                    model.load_state_dict(torch.load(args.ckpt, map_location="cuda"))
-                model = pretrain(model, args)
-            """,
-            lines=(9,),
-            fixed="""
-            import deepspeed
-            import torch
-            def pretrain(model, args):
-                engine, *_ = deepspeed.initialize(model=model, config="ds.json")
-                return engine
-            def main(model, args):
-                if args.resume:
-                    model.load_state_dict(torch.load(args.ckpt, map_location="cpu"))
-                model = pretrain(model, args)
-            """,
-        ),
+        Invalid(_RESUMED.format(location='"cuda"'), lines=(9,), fixed=_RESUMED.format(location='"cpu"')),
         Invalid(
             """
             import os
