@@ -164,7 +164,13 @@ def encode(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return {"E": _qualified(type(value)), "v": value.value}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        # a field holding its default is left out (the class gives it back): most of a launch's or a finding's
+        # fields do, and a warm run reads and decodes every entry it serves
+        fields = {
+            name: encode(item)
+            for name, default in _init_fields(type(value))
+            if not (type(item := getattr(value, name)) is type(default) and item == default)
+        }
         return {"D": _qualified(type(value)), "f": fields}
     if isinstance(value, tuple):
         return {"T": [encode(item) for item in value]}
@@ -177,6 +183,28 @@ def encode(value: Any) -> Any:
     if isinstance(value, Path):
         return {"P": str(value)}
     raise TypeError(f"cannot cache a {type(value).__name__}")
+
+
+class _Required:
+    """The default of a field that has none (never equal to a value)."""
+
+
+@functools.cache
+def _init_fields(cls: type) -> tuple[tuple[str, Any], ...]:
+    """A dataclass's fields that `__init__` takes, each with its default (a factory's product, made once, only
+    compared with), or `_Required`."""
+    found: list[tuple[str, Any]] = []
+    for item in dataclasses.fields(cls):
+        if not item.init:
+            continue
+        if item.default is not dataclasses.MISSING:
+            default: Any = item.default
+        elif item.default_factory is not dataclasses.MISSING:
+            default = item.default_factory()
+        else:
+            default = _Required
+        found.append((item.name, default))
+    return tuple(found)
 
 
 def decode(value: Any) -> Any:
