@@ -18,7 +18,7 @@ def launched_for_trainer(context: ScriptContext, launch: LaunchedConfig) -> bool
     parses its arguments from the command line (`HfArgumentParser`), or a YAML naming it (`TRAINER_YAML`) where
     the script splats a mapping into `TrainingArguments(**cfg.train)`."""
     if launch.option == "deepspeed":
-        return _parses_training_arguments(context)
+        return parses_training_arguments(context)
     return launch.option == TRAINER_YAML and splats_training_arguments(context)
 
 
@@ -33,7 +33,7 @@ def splats_training_arguments(context: ScriptContext) -> bool:
     )
 
 
-def _parses_training_arguments(context: ScriptContext) -> bool:
+def parses_training_arguments(context: ScriptContext) -> bool:
     """`HfArgumentParser(...)`, or a parser class of the project given the `*TrainingArguments` class
     (`ProjectArgumentParser((ModelArguments, TrainingArguments))`, a subclass of HfArgumentParser)."""
     return any(

@@ -35,9 +35,14 @@ class EngineParameterLoops:
                 return (engine, serial) if engine is not None else None
         return None
 
-    def _parameters_of(
-        self, target: cst.BaseAssignTargetExpression, iterated: cst.BaseExpression
-    ) -> tuple[str, Engine] | None:
+    def _parameters_of(self, target: cst.BaseExpression, iterated: cst.BaseExpression) -> tuple[str, Engine] | None:
+        zipped = _zipped(target, iterated)  # `for shadow, p in zip(ema.parameters(), engine.parameters())`
+        if zipped is not None:
+            for element, items in zipped:
+                found = self._parameters_of(element, items)
+                if found is not None:
+                    return found
+            return None
         if not isinstance(iterated, cst.Call) or method_name(iterated) not in PARAMETER_METHODS:
             return None
         assert isinstance(iterated.func, cst.Attribute)
@@ -85,6 +90,19 @@ class EngineParameterLoops:
 
     visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _enter_comprehension
     leave_ListComp = leave_SetComp = leave_GeneratorExp = leave_DictComp = _leave_comprehension
+
+
+def _zipped(
+    target: cst.BaseExpression, iterated: cst.BaseExpression
+) -> list[tuple[cst.BaseExpression, cst.BaseExpression]] | None:
+    """`zip(a, b)` unpacked into as many targets: each target with what it runs over; None for anything else."""
+    if not (isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Name) and iterated.func.value == "zip"):
+        return None
+    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(iterated.args):
+        return None
+    if any(arg.star or arg.keyword is not None for arg in iterated.args):
+        return None
+    return [(element.value, arg.value) for element, arg in zip(target.elements, iterated.args, strict=True)]
 
 
 def _names(target: cst.CSTNode) -> list[cst.Name]:
