@@ -108,6 +108,7 @@ CODES: tuple[str, ...] = (
     "DSL466",
     "DSL467",
     "DSL468",
+    "DSL469",
 )
 
 
@@ -469,6 +470,7 @@ LAUNCH_RULE_MODULES: dict[str, str] = {
     "DSL456": "initialize_config_not_given",
     "DSL465": "accelerate_deepspeed_never_on",
     "DSL468": "config_given_twice",
+    "DSL469": "srun_launcher_layout",
 }
 
 # -- the rule lifecycle -------------------------------------------------------------------------------------------

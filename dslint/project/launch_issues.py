@@ -79,6 +79,7 @@ from dslint.project.script_parser import (
     unknown_options,
 )
 from dslint.project.shell_directories import UNKNOWN_VALUE
+from dslint.project.slurm_layouts import srun_layout
 from dslint.project.trainer_without_config import configless_trainer
 from dslint.project.visible_devices import ignored_visible_devices
 
@@ -113,6 +114,9 @@ def launch_issues(
         ignored = ignored_visible_devices(line)
         if ignored is not None:
             issues.append(ignored)
+        layout = srun_layout(line, launcher_text(line.launcher))
+        if layout is not None:
+            issues.append(layout)
         never_on = deepspeed_never_on(site, sources, launcher_text)
         if never_on is not None:
             issues.append(never_on)
