@@ -109,6 +109,7 @@ CODES: tuple[str, ...] = (
     "DSL467",
     "DSL468",
     "DSL469",
+    "DSL470",
 )
 
 
@@ -471,6 +472,7 @@ LAUNCH_RULE_MODULES: dict[str, str] = {
     "DSL465": "accelerate_deepspeed_never_on",
     "DSL468": "config_given_twice",
     "DSL469": "srun_launcher_layout",
+    "DSL470": "master_port_not_passed",
 }
 
 # -- the rule lifecycle -------------------------------------------------------------------------------------------

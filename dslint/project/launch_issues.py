@@ -66,6 +66,7 @@ from dslint.project.configless_initialize import configless_initialize
 from dslint.project.inputs import shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment
+from dslint.project.master_port import master_port_unused
 from dslint.project.missing_configs import beside, missing_accelerate_config, missing_config, missing_in_yaml
 from dslint.project.missing_scripts import missing_script_issue
 from dslint.project.project_index import LaunchIssue, LaunchSite
@@ -114,6 +115,9 @@ def launch_issues(
         ignored = ignored_visible_devices(line)
         if ignored is not None:
             issues.append(ignored)
+        port = master_port_unused(line)
+        if port is not None:
+            issues.append(port)
         layout = srun_layout(line, launcher_text(line.launcher))
         if layout is not None:
             issues.append(layout)
