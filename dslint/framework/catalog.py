@@ -110,6 +110,7 @@ CODES: tuple[str, ...] = (
     "DSL468",
     "DSL469",
     "DSL470",
+    "DSL471",
 )
 
 
@@ -448,6 +449,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL310": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL466": Needs((b"deepspeed", b"initialize", b"load_checkpoint", b"save_latest")),
     "DSL467": Needs((b"deepspeed", b"initialize", b"Trainer")),
+    "DSL471": Needs((b"DeepSpeedStrategy", b"config"), engine=False, alternatives=((b"DeepSpeedPlugin", b"config"),)),
 }
 
 
