@@ -111,6 +111,7 @@ CODES: tuple[str, ...] = (
     "DSL469",
     "DSL470",
     "DSL471",
+    "DSL472",
 )
 
 
@@ -449,6 +450,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL310": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL466": Needs((b"deepspeed", b"initialize", b"load_checkpoint", b"save_latest")),
     "DSL467": Needs((b"deepspeed", b"initialize", b"Trainer")),
+    "DSL472": Needs((b"deepspeed", b"initialize", b"DataLoader", b"batch_size")),
     "DSL471": Needs((b"DeepSpeedStrategy", b"config"), engine=False, alternatives=((b"DeepSpeedPlugin", b"config"),)),
 }
 

@@ -68,7 +68,4 @@ class MasterPortNotPassed(LaunchRule):
     @classmethod
     def message_for(cls, issue: LaunchIssue) -> str:
         port = "the port it sets" if UNKNOWN_VALUE in issue.detail else f"MASTER_PORT={issue.detail}"
-        return (
-            f"deepspeed never hands {port} to the ranks: each gets --master_port (29500 by default); pass "
-            "--master_port to the launcher instead"
-        )
+        return f"deepspeed never hands {port} to the ranks: they get its --master_port (29500 by default)"

@@ -75,10 +75,7 @@ def _files(stage: int) -> tuple[tuple[str, str], ...]:
 class PartitionedParameterData(EngineParameterLoops, ScriptRule):
     code = "DSL212"
     slug = "partitioned-parameter-data"
-    message = (
-        "ZeRO-3 has partitioned this parameter: its .data is an empty tensor here (reads see nothing, writes are "
-        "lost); use it inside deepspeed.zero.GatheredParameters(..., modifier_rank=0)"
-    )
+    message = "ZeRO-3 has partitioned this parameter: .data is empty here; use it inside zero.GatheredParameters"
     severity = Severity.WARNING
     needs_engine = False
     # the stage comes from this file's initialize, TrainingArguments or HfDeepSpeedConfig, or from the launches

@@ -100,12 +100,5 @@ class SrunLauncherLayout(LaunchRule):
     def message_for(cls, issue: LaunchIssue) -> str:
         (count,) = issue.options
         if issue.detail == "tasks":
-            return (
-                f"srun starts {count} copies of this launcher on each node, each forking its own world on the same "
-                "GPUs; run one task a node (--ntasks-per-node=1)"
-            )
-        return (
-            f"srun starts this launcher on {count} nodes told nothing of each other: each node trains its own "
-            "world; give the launcher the node count and a rendezvous (torchrun --nnodes --rdzv_endpoint, or a "
-            "deepspeed hostfile)"
-        )
+            return f"srun starts {count} of this launcher a node, each its own world on the same GPUs; use one a node"
+        return f"srun starts this launcher on {count} nodes that never join: each trains alone; give it the nodes"

@@ -141,8 +141,7 @@ class StrategySettingsBesideConfig(ScriptRule):
             written = self.facts.code(arg.value)
             self.report(
                 arg,
-                f"DeepSpeedStrategy drops {arg.keyword.value}={written}: given config=, it builds nothing from its "
-                f"keyword settings; set {key} in the config",
+                f"DeepSpeedStrategy drops {arg.keyword.value}={written} beside config=; set {key} there",
             )
 
 
