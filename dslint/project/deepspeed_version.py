@@ -339,6 +339,7 @@ class PinFinder:
     def __init__(self) -> None:
         self._roots: dict[Path, Path | None] = {}
         self._pins: dict[Path, Pin | None] = {}
+        self._answers: dict[Path | None, Path | None] = {}  # `pins_root`, by the nearest project root
 
     def project_root(self, directory: Path) -> Path | None:
         """`project_root`, with the answer for each directory on the way up kept."""
@@ -364,6 +365,13 @@ class PinFinder:
         is what an install of the repository gets, and it satisfies both. Without any pin, the nearest project
         root (its files then say the default)."""
         nearest = self.project_root(directory)
+        # the answer depends on the nearest root alone: asked once per root, not once per folder under it
+        if nearest in self._answers:
+            return self._answers[nearest]
+        answer = self._answers[nearest] = self._pins_root_from(nearest)
+        return answer
+
+    def _pins_root_from(self, nearest: Path | None) -> Path | None:
         found: Path | None = None
         candidate = nearest
         while candidate is not None:
