@@ -295,10 +295,16 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL209": Needs((b"deepspeed", b"initialize")),
     "DSL211": Needs((b"deepspeed", b"initialize", b"state_dict"), shapes=(Shape(calls=("torch.save",), engine=True),)),
     "DSL212": Needs(
-        (b"data", b"get_input_embeddings"),
-        engine=False,
-        zero_source=True,
-        alternatives=((b"data", b"get_output_embeddings"), (b"deepspeed", b"data", b"parameters")),
+        (b"deepspeed", b"data"),
+        without_engine=tuple(
+            (getter, b"data", source)
+            for getter in (b"get_input_embeddings", b"get_output_embeddings")
+            for source in (b"TrainingArguments", b"HfArgumentParser", b"HfDeepSpeedConfig")
+        ),
+        shapes=(
+            Shape(methods=("get_input_embeddings", "get_output_embeddings")),
+            Shape(methods=("named_parameters", "parameters"), engine=True),
+        ),
     ),
     "DSL214": Needs((b"DataParallel",)),
     "DSL301": Needs((b"deepspeed", b"initialize"), partly_engine=True),

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 from dslint.diagnostics import Related, Severity
+from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.bindings import BindingKind
 from dslint.model.engine import Engine
@@ -15,7 +18,7 @@ from dslint.project.trainer_launches import parses_training_arguments
 from dslint.script.facts import Role, method_name
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.hf_models import is_model_from_pretrained
-from dslint.script.loop import ENGINE_ROLES, loop_facts
+from dslint.script.loop import ENGINE_ROLES, LoopFacts, loop_facts
 from dslint.script.parameter_loops import EngineParameterLoops
 
 # `model.get_input_embeddings().weight.data`: the embedding tables a script edits by hand after adding tokens
@@ -77,12 +80,20 @@ class PartitionedParameterData(EngineParameterLoops, ScriptRule):
     slug = "partitioned-parameter-data"
     message = "ZeRO-3 has partitioned this parameter: .data is empty here; use it inside zero.GatheredParameters"
     severity = Severity.WARNING
-    needs_engine = False
-    # the stage comes from this file's initialize, TrainingArguments or HfDeepSpeedConfig, or from the launches
-    # that give the script's Trainer its config (the project index)
-    needs_zero_source = True
-    required_tokens = (b"data", b"get_input_embeddings")
-    alternative_tokens = ((b"data", b"get_output_embeddings"), (b"deepspeed", b"data", b"parameters"))
+    # The engine's parameters (a loop over them, or its embeddings) need an engine in the file; a model that
+    # transformers builds partitioned needs none, only its arguments or an HfDeepSpeedConfig in the file (a
+    # modelling file of transformers itself names the embedding getters and `.data`, never those).
+    required_tokens = (b"deepspeed", b"data")
+    runs_without_engine_on = tuple(
+        (getter, b"data", source)
+        for getter in (b"get_input_embeddings", b"get_output_embeddings")
+        for source in (b"TrainingArguments", b"HfArgumentParser", b"HfDeepSpeedConfig")
+    )
+    # where the code is read: an embedding getter called, or a parameter loop where an engine may be
+    call_shapes = (
+        Shape(methods=tuple(sorted(EMBEDDING_GETTERS))),
+        Shape(methods=("named_parameters", "parameters"), engine=True),
+    )
     docs = RuleDocs(
         what="""
             Flags `.data` of a parameter that ZeRO-3 has partitioned, outside a
@@ -164,12 +175,23 @@ class PartitionedParameterData(EngineParameterLoops, ScriptRule):
         ),
     )
 
+    @functools.cached_property
+    def loop(self) -> LoopFacts:  # type: ignore[override]
+        """The file's loop facts, built only when a loop over parameters asks (`EngineParameterLoops`)."""
+        return loop_facts(self.facts)
+
+    @functools.cached_property
+    def sources(self) -> ZeroSources:
+        """The file's ZeRO sources, read from its calls only when a candidate asks (a large file seldom does)."""
+        sources = ZeroSources(self.context)
+        for call in self.calls:
+            sources.consider(call)
+        return sources
+
     def visit_Module(self, node: cst.Module) -> None:
-        self.loop = loop_facts(self.facts)
         self.targets = []  # the enclosing loops (`EngineParameterLoops`)
         self.serial = 0
         self.gathered = GatheredBlocks(self.facts, for_modification=False)
-        self.sources = ZeroSources(self.context)
         self.calls: list[cst.Call] = []
         self.embeddings: list[tuple[cst.Attribute, cst.BaseExpression]] = []  # `.data`, the model it is of
         self.looped: list[tuple[cst.Attribute, Engine]] = []  # `p.data` over an engine's parameters
@@ -182,7 +204,6 @@ class PartitionedParameterData(EngineParameterLoops, ScriptRule):
         self.gathered.leave(original_node)
 
     def visit_Call(self, node: cst.Call) -> None:
-        self.sources.consider(node)
         self.calls.append(node)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
