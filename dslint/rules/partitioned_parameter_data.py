@@ -20,10 +20,15 @@ from dslint.script.gathered import GatheredBlocks
 from dslint.script.hf_models import is_model_from_pretrained
 from dslint.script.loop import ENGINE_ROLES, LoopFacts, loop_facts
 from dslint.script.parameter_loops import EngineParameterLoops
+from dslint.script.walk import own_nodes
 
 # `model.get_input_embeddings().weight.data`: the embedding tables a script edits by hand after adding tokens
 EMBEDDING_GETTERS = frozenset({"get_input_embeddings", "get_output_embeddings"})
 WEIGHTS = frozenset({"weight", "bias"})
+# Special tokens the common tokenizers already hold (Llama's and Mistral's `</s>`, `<s>`, `<unk>`; GPT-2's
+# `<|endoftext|>`), and a tokenizer's own token attributes: adding them adds nothing.
+EXISTING_TOKENS = frozenset({"</s>", "<s>", "<unk>", "<|endoftext|>"})
+TOKENIZER_OWN_TOKENS = frozenset({"eos_token", "bos_token", "unk_token"})
 # HfArgumentParser's methods that build the TrainingArguments (and with them, transformers' DeepSpeed config)
 PARSE_METHODS = frozenset({"parse_args_into_dataclasses", "parse_json_file", "parse_yaml_file", "parse_dict"})
 HF_KINDS = ("HfDeepSpeedConfig", "TrainingArguments")
@@ -154,6 +159,16 @@ class PartitionedParameterData(EngineParameterLoops, ScriptRule):
             files=(("ds_z.json", _STAGE.format(stage=3)),),
         ),
         Valid(_PARSED, files=_files(2)),
+        Valid(  # the pad token added is one the tokenizer has: nothing is added, the rows are never edited
+            _RESIZE.format(config=repr("ds_z.json"))
+            .replace("def add_tokens(tokenizer, model, new):", "def add_tokens(tokens, tokenizer, model):")
+            .replace(
+                "    model.resize_token_embeddings(len(tokenizer))\n",
+                "    new = tokenizer.add_special_tokens(tokens)\n    model.resize_token_embeddings(len(tokenizer))\n",
+            )
+            .replace("add_tokens(tokenizer, model, 2)", 'add_tokens(dict(pad_token="</s>"), tokenizer, model)'),
+            files=(("ds_z.json", _STAGE.format(stage=3)),),
+        ),
         Valid(_PARSED),  # no launch gives the Trainer a config: nothing says DeepSpeed runs
         Valid(_ENGINE.format(config=_STAGE.format(stage=2))),
         Valid(_ENGINE.format(config=_STAGE.format(stage=3)).replace("p.data", "getattr(p, 'ds_tensor', p.data)")),
@@ -279,7 +294,7 @@ class PartitionedParameterData(EngineParameterLoops, ScriptRule):
             if not (isinstance(call.func, cst.Name) and call.func.value == function.name.value):
                 continue
             argument = _argument(call, position, name)
-            if not isinstance(argument, cst.Name):
+            if not isinstance(argument, cst.Name) or self._adds_no_token(function, call):
                 continue
             value = facts.assigned_value(argument, call)
             shown = self._partitioned_load(value) if isinstance(value, cst.Call) else None
@@ -291,6 +306,45 @@ class PartitionedParameterData(EngineParameterLoops, ScriptRule):
             suffix = suffix or shown.suffix
         if related:
             self.report(node, self.message + suffix, related=list(dict.fromkeys(related)))
+
+    def _adds_no_token(self, function: cst.FunctionDef, call: cst.Call) -> bool:
+        """The helper adds the special tokens a parameter holds (`tokenizer.add_special_tokens(tokens)`), and this
+        call hands it only tokens every common tokenizer already has (`dict(pad_token="</s>")`, the tokenizer's own
+        `eos_token`): nothing is added, and the rows it would edit never are."""
+        for node in own_nodes(function.body):
+            if not (isinstance(node, cst.Call) and method_name(node) == "add_special_tokens" and node.args):
+                continue
+            given = node.args[0].value
+            position = _parameter_index(function, given.value) if isinstance(given, cst.Name) else None
+            if position is None:
+                return False
+            assert isinstance(given, cst.Name)
+            tokens = _argument(call, position, given.value)
+            values = self._token_values(tokens, call) if tokens is not None else None
+            return bool(values) and all(self._existing_token(value, call) for value in values or ())
+        return False
+
+    def _token_values(self, tokens: cst.BaseExpression, at: cst.CSTNode) -> list[cst.BaseExpression] | None:
+        if isinstance(tokens, cst.Name):
+            bound = self.facts.assigned_value(tokens, at)
+            tokens = bound if bound is not None else tokens
+        if isinstance(tokens, cst.Call) and isinstance(tokens.func, cst.Name) and tokens.func.value == "dict":
+            if any(arg.keyword is None for arg in tokens.args):
+                return None
+            return [arg.value for arg in tokens.args]
+        if isinstance(tokens, cst.Dict):
+            if any(not isinstance(element, cst.DictElement) for element in tokens.elements):
+                return None
+            return [element.value for element in tokens.elements]
+        return None
+
+    def _existing_token(self, value: cst.BaseExpression, at: cst.CSTNode) -> bool:
+        if isinstance(value, cst.Attribute):
+            return value.attr.value in TOKENIZER_OWN_TOKENS
+        if isinstance(value, cst.Name):
+            bound = self.facts.assigned_value(value, at)
+            value = bound if bound is not None else value
+        return isinstance(value, cst.SimpleString) and value.evaluated_value in EXISTING_TOKENS
 
     def _partitioned_load(self, load: cst.Call) -> Evidence | None:
         """Where `load` is a `from_pretrained` under a ZeRO-3 config transformers already knows (so the model is
