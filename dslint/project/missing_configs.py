@@ -55,9 +55,10 @@ def missing_config(
     written path has a folder (`configs/ds.json` where only `config/ds.json` exists: a wrong folder), not for a
     bare name, which the user may be meant to copy beside the launcher; for a launcher script, only a file beside
     its own folder; for a document's command, which its reader may run from any folder, only where no file of
-    the project lies at a path ending as the written one does. A project file whose path ends as the
-    written one does but for letter case (`ds.JSON` for `ds.json`, `SFT/` for `sft/`) is what was meant
-    (`case_twins`): file systems on Linux, where DeepSpeed runs, tell them apart."""
+    the project lies at a path ending as the written one does, nor at the written path from the document's own
+    folder (`../configs/x.yaml` in `sub/README.md`, whatever an earlier section's `cd` entered). A project file
+    whose path ends as the written one does but for letter case (`ds.JSON` for `ds.json`, `SFT/` for `sft/`) is
+    what was meant (`case_twins`): file systems on Linux, where DeepSpeed runs, tell them apart."""
     if os.path.isabs(written) and roots:
         # another machine's checkout (`/home/<user>/<repo>/scripts/ds_z2.json` from scripts/run.sh): the path
         # within it is the launcher's own folder and a DeepSpeed config's name; judged as that relative path
@@ -71,7 +72,10 @@ def missing_config(
     if twins:  # the path of a project file but for letter case: no such file on the Linux machines DeepSpeed runs on
         return twins
     elsewhere = file_names().get(name, ())
-    if elsewhere and launcher_path.endswith(DOCUMENT_LAUNCHER_SUFFIXES):
+    document = launcher_path.endswith(DOCUMENT_LAUNCHER_SUFFIXES)
+    if document and os.path.normpath(os.path.join(os.path.dirname(absolute(launcher_path)), written)) in elsewhere:
+        return None  # a document's command run from the document's own folder (`../configs/x.yaml` from `sub/`)
+    if elsewhere and document:
         # a document's command is often adapted by its reader (run from another folder): a wrong folder only
         # where no file of the project lies at the path written, from any folder (`configs/ds.json` written, the
         # project's one file of that name at the top)

@@ -159,6 +159,17 @@ class LaunchedConfigNotFound(LaunchRule):
             "accelerate launch --config_file configs/zero2.yaml train.py\n",
             files=(*_PROJECT, ("configs/zero2.yaml", "distributed_type: DEEPSPEED\n")),
         ),
+        # a sub-project's README, whose commands its reader runs from its own folder: `../` reaches the shared
+        # configs there, whatever folder an earlier section's `cd` entered
+        Valid(
+            "# Evaluate\n\n```\ncd evaluation\n```\n\n# Fine-tune\n\n```\n"
+            "accelerate launch --config_file ../accelerate_configs/deepspeed_zero2.yaml tune.py\n```\n",
+            path="sub/README.md",
+            files=(
+                ("sub/train.py", "import deepspeed\n"),
+                ("accelerate_configs/deepspeed_zero2.yaml", "distributed_type: DEEPSPEED\n"),
+            ),
+        ),
         # a bare name: the file the reader makes with `accelerate config --config_file ds_zero3.yaml`
         Valid("accelerate launch --config_file ds_zero3.yaml train.py\n", files=_PROJECT),
         # a missing accelerate config of a launch that says nothing of DeepSpeed: not this linter's to judge
