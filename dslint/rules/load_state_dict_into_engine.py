@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from dslint.diagnostics import Applicability, Severity
@@ -126,6 +128,29 @@ class LoadStateDictIntoEngine(ScriptRule):
             engine.load_state_dict(renamed, strict=False)
             """
         ),
+        Valid(  # the prefix added through a name of its own
+            """
+            import deepspeed
+            import torch
+            engine, *_ = deepspeed.initialize(model=net, config="ds.json")
+            best = torch.load("best.bin", map_location="cpu")
+            renamed = {}
+            for key, value in best.items():
+                new_key = "module." + key
+                renamed[new_key] = value
+            engine.load_state_dict(renamed)
+            """
+        ),
+        Valid(  # the prefix added by a comprehension, into a checkpoint's entry
+            """
+            import deepspeed
+            import torch
+            engine, *_ = deepspeed.initialize(model=net, config="ds.json")
+            ckpt = torch.load("best.bin", map_location="cpu")
+            ckpt["model"] = {f"module.{k}": v for k, v in ckpt["model"].items()}
+            engine.load_state_dict(ckpt["model"])
+            """
+        ),
     )
     invalid = (
         Invalid(
@@ -245,7 +270,9 @@ class LoadStateDictIntoEngine(ScriptRule):
     def _engine_state_dict(self, value: cst.BaseExpression, at: cst.CSTNode) -> bool:
         """`engine.state_dict()`, or a name bound to it in the same scope: keys with the `module.` prefix."""
         facts = self.facts
-        if isinstance(value, cst.Name) and _prefixed_keys(facts.scope_at(at).node, value.value):
+        if isinstance(value, (cst.Name, cst.Subscript)) and _prefixed_keys(
+            facts.scope_at(at).node, facts.code(value), facts.code
+        ):
             return True
         if isinstance(value, cst.Name):
             binding = facts.binding_at(value.value, facts.scope_at(at), facts.start(at))
@@ -268,37 +295,54 @@ class LoadStateDictIntoEngine(ScriptRule):
 
 
 class _PrefixedKeys(cst.CSTVisitor):
-    """`name["module." + key] = value` (or `name[f"module.{key}"] = value`) in one scope."""
+    """The state dict `name` (a name, or a subscript such as `ckpt["model"]`, by its code) filled in one scope
+    with keys that carry the engine's `module.` prefix: `name["module." + key] = value`, `name[f"module.{key}"]
+    = value`, `name[new_key] = value` after `new_key = "module." + key`, or `name = {"module." + k: v for ...}`."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, code: Callable[[cst.CSTNode], str]) -> None:
         super().__init__()
         self.name = name
+        self.code = code
         self.found = False
+        self.prefixed_names: set[str] = set()  # `new_key = "module." + key`
+        self.key_names: set[str] = set()  # `name[new_key] = ...`
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
-            subscript = target.target
+            written = target.target
+            if isinstance(written, cst.Name) and _prefixed(node.value):
+                self.prefixed_names.add(written.value)
+            if self.code(written) == self.name and isinstance(node.value, cst.DictComp) and _prefixed(node.value.key):
+                self.found = True
             if not (
-                isinstance(subscript, cst.Subscript)
-                and isinstance(subscript.value, cst.Name)
-                and subscript.value.value == self.name
-                and len(subscript.slice) == 1
-                and isinstance(subscript.slice[0].slice, cst.Index)
+                isinstance(written, cst.Subscript)
+                and self.code(written.value) == self.name
+                and len(written.slice) == 1
+                and isinstance(written.slice[0].slice, cst.Index)
             ):
                 continue
-            key = subscript.slice[0].slice.value
-            if isinstance(key, cst.BinaryOperation) and isinstance(key.operator, cst.Add):
-                key = key.left
-            if isinstance(key, cst.SimpleString) and key.evaluated_value == "module.":
+            key = written.slice[0].slice.value
+            if _prefixed(key):
                 self.found = True
-            elif isinstance(key, cst.FormattedString) and key.parts:
-                first = key.parts[0]
-                if isinstance(first, cst.FormattedStringText) and first.value.startswith("module."):
-                    self.found = True
+            elif isinstance(key, cst.Name):
+                self.key_names.add(key.value)
 
 
-def _prefixed_keys(scope: cst.CSTNode, name: str) -> bool:
+def _prefixed(key: cst.BaseExpression) -> bool:
+    """`"module." + key`, or `f"module.{key}"`."""
+    if isinstance(key, cst.BinaryOperation) and isinstance(key.operator, cst.Add):
+        key = key.left
+    if isinstance(key, cst.SimpleString):
+        return key.evaluated_value == "module."
+    if isinstance(key, cst.FormattedString) and key.parts:
+        first = key.parts[0]
+        return isinstance(first, cst.FormattedStringText) and first.value.startswith("module.")
+    return False
+
+
+def _prefixed_keys(scope: cst.CSTNode, name: str, code: Callable[[cst.CSTNode], str]) -> bool:
     """Whether `name` is filled, in this scope, with keys that carry the engine's `module.` prefix."""
-    finder = _PrefixedKeys(name)
+    finder = _PrefixedKeys(name, code)
     scope.visit(finder)
+    finder.found = finder.found or bool(finder.key_names & finder.prefixed_names)
     return finder.found
