@@ -123,7 +123,7 @@ class LaunchLine:
         return None
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
+def logical_lines(text: str) -> list[tuple[int, str]]:
     """Lines with backslash continuations joined, each with the number of its first physical line."""
     result: list[tuple[int, str]] = []
     buffer: list[str] = []
@@ -200,7 +200,7 @@ def _files_named(text: str, pattern: re.Pattern[str], every_value: bool = False)
     variables: dict[str, str | None] = {}
     values: dict[str, set[str]] = {}
     named: list[str] = []
-    for _, logical in _logical_lines(text):
+    for _, logical in logical_lines(text):
         line = strip_comment(logical)
         assignment = assignment_in(line)
         if assignment is not None:
@@ -260,7 +260,7 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
     pushed: list[str] = []
     clones: set[str] = set()  # the folders `git clone` made: this repository, as the document's reader has it
     physical = text.splitlines()
-    for number, logical in _logical_lines(text):
+    for number, logical in logical_lines(text):
         if _inert(logical, wrappers=read is not None):
             continue  # most lines of a document's code blocks (Python, YAML, output): nothing below uses them
         line, working = with_working_directory(strip_comment(logical))
@@ -356,7 +356,7 @@ def _read_sourced(
     text = read(name.strip("'\"")) if read is not None and UNKNOWN_VALUE not in name else None
     if text is None:
         return
-    for _, logical in _logical_lines(text):
+    for _, logical in logical_lines(text):
         line = strip_comment(logical)
         assignment = assignment_in(line)
         if assignment is None:
@@ -409,7 +409,7 @@ def parse_makefile(path: str, text: str) -> list[LaunchLine]:
     variables: dict[str, str | None] = {}
     target: str | None = None
     found: list[LaunchLine] = []
-    for number, logical in _logical_lines(text):
+    for number, logical in logical_lines(text):
         if logical.startswith("\t"):
             line = strip_comment(logical.lstrip("\t").lstrip("@-+"))
             for segment in re.split(r"&&|\|\||;", line):

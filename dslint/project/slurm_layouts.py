@@ -24,7 +24,7 @@ import re
 import shlex
 
 from dslint.project.launch_wrappers import LAUNCHER_WORDS
-from dslint.project.launchers import LaunchLine
+from dslint.project.launchers import LaunchLine, logical_lines
 from dslint.project.project_index import LaunchIssue
 
 # The launchers that fork the processes of a node themselves, as `LaunchLine.tool` names them.
@@ -50,9 +50,8 @@ def srun_layout(line: LaunchLine, text: str | None) -> LaunchIssue | None:
     breaks the job; `detail` says which ("tasks" or "nodes"), `options` the counts read."""
     if line.spawned_by != "srun" or line.tool not in NODE_LAUNCHERS or text is None:
         return None
-    lines = text.splitlines()
-    counts = _sbatch_counts(lines)
-    words = _command_words(lines, line.line)
+    counts = _sbatch_counts(text.splitlines())
+    words = _command_words(text, line.line)
     if words is None or "srun" not in words:
         return None
     given = _option_counts(words[words.index("srun") + 1 : _launcher_index(words)])
@@ -109,19 +108,13 @@ def _launcher_index(words: list[str]) -> int:
     return len(words)
 
 
-def _command_words(lines: list[str], number: int) -> list[str] | None:
-    """The words of the command whose launcher word is on line `number`, its continued lines joined (the `srun`
-    may be on a line above, ending in a backslash)."""
-    if not 1 <= number <= len(lines):
-        return None
-    first = number - 1
-    while first > 0 and lines[first - 1].rstrip().endswith("\\"):
-        first -= 1
-    last = number - 1
-    while last < len(lines) - 1 and lines[last].rstrip().endswith("\\"):
-        last += 1
-    joined = " ".join(line.rstrip().removesuffix("\\") for line in lines[first : last + 1])
-    return _split(joined)
+def _command_words(text: str, number: int) -> list[str] | None:
+    """The words of the command whose launcher word is on line `number` (`launchers.logical_lines`: continued lines
+    joined, so the `srun` may be on a line above, ending in a backslash)."""
+    for first, logical in logical_lines(text):
+        if first <= number <= first + logical.count("\n"):
+            return _split(logical)
+    return None
 
 
 def _split(text: str) -> list[str] | None:
