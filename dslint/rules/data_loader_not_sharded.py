@@ -21,12 +21,12 @@ from dslint.model.sharding import shards_elsewhere
 from dslint.project.world_size import EVERY_GPU_SOURCE
 from dslint.script.engine_calls import argument
 from dslint.script.facts import Role
+from dslint.script.loop import unwrapped_loader
 from dslint.script.names import dotted_name
 from dslint.script.project_facts import LaunchedConfig
 from dslint.script.walk import own_nodes, own_returns, walk
 
 # Calls a loop may wrap its loader in (`for step, batch in enumerate(tqdm(loader))`).
-_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
 
 _SCRIPT = """\
 import deepspeed
@@ -348,7 +348,7 @@ class DataLoaderNotSharded(ScriptRule):
         """Whether `loop` runs over the result of `call` (`index` None) or item `index` of it, through a name of
         the same function bound to it (`train_loader, val_loader = get_loaders(...)`)."""
         facts = self.facts
-        source = _unwrapped(loop.iter)
+        source = unwrapped_loader(loop.iter)
         if index is None and source is call:
             return True
         if not isinstance(source, cst.Name):
@@ -484,11 +484,11 @@ class DataLoaderNotSharded(ScriptRule):
         """Whether `loop` runs over the loader `loader` builds: the call itself, the name or attribute it is
         bound to (a plain name in the same function), or a call of the module's function that returns it."""
         facts = self.facts
-        source = _unwrapped(loop.iter)
+        source = unwrapped_loader(loop.iter)
         if isinstance(source, cst.Name):  # `batches = iter(loader)` then `for batch in enumerate(batches)`
             wrapped = facts.assigned_value(source, source)
-            if isinstance(wrapped, cst.Call) and _unwrapped(wrapped) is not wrapped:
-                source = _unwrapped(wrapped)
+            if isinstance(wrapped, cst.Call) and unwrapped_loader(wrapped) is not wrapped:
+                source = unwrapped_loader(wrapped)
         if source is loader or self._passed_in(source, source, loader, depth=2):
             return True
         small = facts.small_statement_of_call.get(loader)
@@ -580,10 +580,3 @@ class DataLoaderNotSharded(ScriptRule):
         if not isinstance(function, cst.FunctionDef) or "." in name:
             return False
         return any(isinstance(r.value, cst.Name) and r.value.value == name for r in own_returns(function))
-
-
-def _unwrapped(expression: cst.BaseExpression) -> cst.BaseExpression:
-    """The loader inside `enumerate(tqdm(loader, ...))`."""
-    while isinstance(expression, cst.Call) and dotted_name(expression.func) in _WRAPPERS and expression.args:
-        expression = expression.args[0].value
-    return expression

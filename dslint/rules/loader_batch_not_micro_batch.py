@@ -17,13 +17,11 @@ from dslint.project.evidence import evidence
 from dslint.project.inputs import shown_path
 from dslint.project.script_parser import argparse_defaults
 from dslint.script.facts import Role
-from dslint.script.names import dotted_name
+from dslint.script.loop import unwrapped_loader
 from dslint.script.project_facts import LaunchedConfig
 from dslint.script.walk import own_nodes
 
 MICRO = "train_micro_batch_size_per_gpu"
-# what a training loop wraps its loader in (`enumerate(tqdm(loader))`)
-_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
 
 _SCRIPT = """
 import deepspeed
@@ -147,7 +145,7 @@ class LoaderBatchNotMicroBatch(ScriptRule):
             return
         scope = facts.scope_at(loader)
         for loop in self.loops:
-            source = _unwrapped(loop.iter)
+            source = unwrapped_loader(loop.iter)
             if not (isinstance(source, cst.Name) and source.value == target.value):
                 continue
             if facts.scope_at(source) is not scope or facts.start(source) < facts.start(loader):
@@ -244,10 +242,3 @@ class LoaderBatchNotMicroBatch(ScriptRule):
             "use engine.train_micro_batch_size_per_gpu()",
             related=list(dict.fromkeys(related)),
         )
-
-
-def _unwrapped(expression: cst.BaseExpression) -> cst.BaseExpression:
-    """The loader inside `enumerate(tqdm(loader, ...))`."""
-    while isinstance(expression, cst.Call) and dotted_name(expression.func) in _WRAPPERS and expression.args:
-        expression = expression.args[0].value
-    return expression

@@ -363,3 +363,14 @@ def _block_lines(block: cst.BaseSuite) -> list[cst.CSTNode]:
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node).strip()
+
+
+# what a training loop wraps its loader in (`enumerate(tqdm(loader))`)
+LOADER_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
+
+
+def unwrapped_loader(expression: cst.BaseExpression) -> cst.BaseExpression:
+    """The loader inside `enumerate(tqdm(loader, ...))` (the expression itself when it wraps nothing)."""
+    while isinstance(expression, cst.Call) and dotted_name(expression.func) in LOADER_WRAPPERS and expression.args:
+        expression = expression.args[0].value
+    return expression
