@@ -102,6 +102,10 @@ def written_accumulation_steps(context: ScriptContext, engine: Engine) -> int | 
     return found
 
 
+# the sources transformers itself reads (a config alive at `from_pretrained` builds the model partitioned)
+HF_KINDS = ("HfDeepSpeedConfig", "TrainingArguments")
+
+
 @dataclass(frozen=True)
 class ZeroSource:
     """A place where the script hands DeepSpeed a config: initialize, HfDeepSpeedConfig, TrainingArguments."""

@@ -12,9 +12,10 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.bindings import BindingKind
 from dslint.model.engine import Engine
 from dslint.project.config_link import trainer_configs
-from dslint.project.engine_config import ZeroSource, ZeroSources, zero_stage
+from dslint.project.engine_config import HF_KINDS, ZeroSource, ZeroSources, zero_stage
 from dslint.project.evidence import Evidence, config_evidence, evidence
 from dslint.project.trainer_launches import parses_training_arguments
+from dslint.script.engine_calls import argument
 from dslint.script.facts import Role, method_name
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.hf_models import is_model_from_pretrained
@@ -31,7 +32,6 @@ EXISTING_TOKENS = frozenset({"</s>", "<s>", "<unk>", "<|endoftext|>"})
 TOKENIZER_OWN_TOKENS = frozenset({"eos_token", "bos_token", "unk_token"})
 # HfArgumentParser's methods that build the TrainingArguments (and with them, transformers' DeepSpeed config)
 PARSE_METHODS = frozenset({"parse_args_into_dataclasses", "parse_json_file", "parse_yaml_file", "parse_dict"})
-HF_KINDS = ("HfDeepSpeedConfig", "TrainingArguments")
 # a file that reads these knows the parameters are partitioned (`p.ds_numel`, `p.ds_shape`, `p.ds_tensor`)
 PARTITION_WORDS = ("ds_numel", "ds_shape", "ds_tensor", "ds_id", "ds_status")
 
@@ -293,7 +293,7 @@ class PartitionedParameterData(EngineParameterLoops, ScriptRule):
         for call in self.calls:
             if not (isinstance(call.func, cst.Name) and call.func.value == function.name.value):
                 continue
-            argument = _argument(call, position, name)
+            argument = _argument_value(call, position, name)
             if not isinstance(argument, cst.Name) or self._adds_no_token(function, call):
                 continue
             value = facts.assigned_value(argument, call)
@@ -319,7 +319,7 @@ class PartitionedParameterData(EngineParameterLoops, ScriptRule):
             if position is None:
                 return False
             assert isinstance(given, cst.Name)
-            tokens = _argument(call, position, given.value)
+            tokens = _argument_value(call, position, given.value)
             values = self._token_values(tokens, call) if tokens is not None else None
             return bool(values) and all(self._existing_token(value, call) for value in values or ())
         return False
@@ -399,13 +399,6 @@ def _parameter_index(function: cst.FunctionDef, name: str) -> int | None:
     return -1 if any(p.name.value == name for p in function.params.kwonly_params) else None
 
 
-def _argument(call: cst.Call, position: int, name: str) -> cst.BaseExpression | None:
-    for index, arg in enumerate(call.args):
-        if arg.star:
-            return None
-        if arg.keyword is not None:
-            if arg.keyword.value == name:
-                return arg.value
-        elif index == position:
-            return arg.value
-    return None
+def _argument_value(call: cst.Call, position: int, name: str) -> cst.BaseExpression | None:
+    found = argument(call, position, name)
+    return found.value if found is not None else None
