@@ -8,10 +8,12 @@ from typing import Any
 
 import libcst as cst
 
-from dslint.diagnostics import Severity
+from dslint.config.tree import node_at
+from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import LIGHTNING_STRATEGY_CLASSES
 from dslint.project.config_link import ResolvedConfig, resolve_config_expression
+from dslint.project.inputs import shown_path
 from dslint.script.names import dotted_name
 
 _OFFLOAD_OFF = (None, "none")
@@ -139,10 +141,24 @@ class StrategySettingsBesideConfig(ScriptRule):
             if same(config, value):
                 continue
             written = self.facts.code(arg.value)
+            place = _place(config, key)
             self.report(
                 arg,
-                f"DeepSpeedStrategy drops {arg.keyword.value}={written} beside config=; set {key} there",
+                f"DeepSpeedStrategy drops {arg.keyword.value}={written} beside config=; set {key} there"
+                + (f" ({place.path}:{place.line})" if place is not None else ""),
+                related=[place] if place is not None else [],
             )
+
+
+def _place(config: ResolvedConfig, key: str) -> Related | None:
+    """Where a config file the strategy reads says otherwise (the key, else its section, else the file's top): the
+    fact the finding rests on, named when it lives in another file."""
+    if config.path is None or config.tree is None:
+        return None
+    parts = key.split(".")
+    node = node_at(config.tree, *parts) or node_at(config.tree, parts[0])
+    line, column = (node.start.line, node.start.column) if node is not None else (1, 1)
+    return Related(shown_path(str(config.path)), line, column, key)
 
 
 def _literal(value: cst.BaseExpression) -> Any:
