@@ -4,7 +4,8 @@
 
 Inside a dict, `"zero_optimization"` may be a literal or a name bound once to one, and `"stage"` a constant or a
 parameter of the helper: the argument the call gives it (a constant) or the parameter's default. A dict whose
-name is written after it is built (`cfg["zero_optimization"]["stage"] = s`, `cfg.update(...)`, `cfg |= ...`) or
+name is written after it is built (`cfg["zero_optimization"]["stage"] = s`, `cfg.update(...)`, `cfg |= ...`;
+a write of another literal key, `cfg["train_batch_size"] = n`, leaves the stage as it was) or
 handed to another call is not read: its stage is unknown (None), as is anything else that is not a literal. A
 helper with several `return`s has a stage only when every one gives the same.
 """
@@ -12,7 +13,7 @@ helper with several `return`s has a stage only when every one gives the same.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from dslint.model.summary import SummaryStore, own_nodes
@@ -58,12 +59,13 @@ def built_stage(
         scope: ast.AST = function.node
     else:
         scope = module.tree
-    value = _bound_value(scope, config)
+    modules = ParsedModules(store.sources, store)
+    value = _bound_value(scope, config, lambda call, name: _only_reads(modules, path, call, name))
     if isinstance(value, ast.Dict):
         stage = _dict_stage(scope, value, {})
         return BuiltStage(stage, "", path, value.lineno) if isinstance(stage, int) else None
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and not _has_star(value):
-        found = ParsedModules(store.sources, store).function(path, value.func.id)
+        found = modules.function(path, value.func.id)
         if found is None:
             return None
         helper_path, helper = found
@@ -111,9 +113,12 @@ def _has_star(call: ast.Call) -> bool:
     return any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
 
 
-def _bound_value(scope: ast.AST, expression: ast.expr) -> ast.expr | None:
+def _bound_value(
+    scope: ast.AST, expression: ast.expr, reads: Callable[[ast.Call, str], bool] | None = None
+) -> ast.expr | None:
     """`expression` itself, or the one value its name is bound to in `scope` when the name is never written
-    after (an item or attribute write, a method call on it, or a call it is handed to, other than initialize's)."""
+    after (an item or attribute write, a method call on it, or a call it is handed to, other than initialize's
+    and those `reads` says only read it)."""
     if not isinstance(expression, ast.Name):
         return expression
     name = expression.id
@@ -123,6 +128,8 @@ def _bound_value(scope: ast.AST, expression: ast.expr) -> ast.expr | None:
             for target in node.targets:
                 if isinstance(target, ast.Name) and target.id == name:
                     values.append(node.value)
+                elif _other_key(target, name):
+                    continue  # `cfg["train_batch_size"] = n`: no key the stage is read from
                 elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
                     return None  # `cfg["x"] = ...`, `cfg, other = ...`
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr, ast.Delete)):
@@ -135,11 +142,78 @@ def _bound_value(scope: ast.AST, expression: ast.expr) -> ast.expr | None:
             func = node.func
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == name:
                 return None  # `cfg.update(...)`
-            if not _is_initialize(node) and any(
-                isinstance(a, ast.Name) and a.id == name for a in [*node.args, *(k.value for k in node.keywords)]
+            if (
+                not _is_initialize(node)
+                and any(
+                    isinstance(a, ast.Name) and a.id == name for a in [*node.args, *(k.value for k in node.keywords)]
+                )
+                and not (reads is not None and reads(node, name))
             ):
                 return None  # handed to a call that may fill it
     return values[0] if len(values) == 1 else None
+
+
+_STAGE_KEYS = frozenset({"zero_optimization", "stage"})
+
+
+def _other_key(target: ast.expr, name: str) -> bool:
+    """`name["train_batch_size"] = ...`: a write of one literal key the stage is not read from (the stage lives
+    under "zero_optimization", as "stage")."""
+    return (
+        isinstance(target, ast.Subscript)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == name
+        and isinstance(target.slice, ast.Constant)
+        and isinstance(target.slice.value, str)
+        and target.slice.value not in _STAGE_KEYS
+    )
+
+
+# What a function may do with a dict it is handed and still leave it as it was
+_READING_METHODS = frozenset({"get", "keys", "items", "values", "copy", "__getitem__"})
+_READING_CALLS = frozenset({"HfDeepSpeedConfig", "print", "dumps", "dump", "deepcopy", "copy", "len", "str", "dict"})
+
+
+def _only_reads(modules: ParsedModules, path: str, call: ast.Call, name: str) -> bool:
+    """`helper(..., cfg, ...)` where `helper` is a project function that only reads the parameter `cfg` reaches
+    (`create_hf_model(..., ds_config)` testing its stage): no item or attribute write into it, no method of it
+    but reading ones, handed on only to calls that read (`HfDeepSpeedConfig(cfg)`, `json.dumps(cfg)`)."""
+    if not isinstance(call.func, ast.Name) or _has_star(call):
+        return False
+    found = modules.function(path, call.func.id)
+    if found is None:
+        return False
+    function = found[1]
+    positional = [*function.args.posonlyargs, *function.args.args]
+    given = [p.arg for p, a in zip(positional, call.args, strict=False) if isinstance(a, ast.Name) and a.id == name]
+    given += [
+        k.arg for k in call.keywords if k.arg is not None and isinstance(k.value, ast.Name) and k.value.id == name
+    ]
+    return bool(given) and all(_reads_parameter(function, parameter) for parameter in given)
+
+
+def _reads_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str) -> bool:
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and node.id == parameter and not isinstance(node.ctx, ast.Load):
+            return False  # bound again, or deleted
+        if isinstance(node, (ast.Subscript, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
+            root = node.value
+            while isinstance(root, (ast.Subscript, ast.Attribute)):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id == parameter:
+                return False  # `cfg["x"] = ...`, `cfg["zero_optimization"]["stage"] = ...`
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == parameter:
+                if func.attr not in _READING_METHODS:
+                    return False  # `cfg.update(...)`
+            elif any(
+                isinstance(a, ast.Name) and a.id == parameter for a in [*node.args, *(k.value for k in node.keywords)]
+            ):
+                called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                if called not in _READING_CALLS:
+                    return False  # handed on to a call that may fill it
+    return True
 
 
 def _is_initialize(call: ast.Call) -> bool:
@@ -199,11 +273,15 @@ def _dict_stage(scope: ast.AST, config: ast.Dict, arguments: Mapping[str, object
 
 def _entry(config: ast.Dict, key: str) -> ast.expr | object | None:
     """The value under constant `key`; `_ABSENT` when the literal surely lacks it; None when it cannot be told
-    (a `**other` unpacked into it, a key that is not a constant string)."""
+    (a `**other` unpacked into it; a key that is not a constant string, unless `key` is written as one: a
+    `dtype: {...}` entry beside `"zero_optimization": {...}` is another section)."""
     found: ast.expr | object = _ABSENT
+    unsure = False
     for written, value in zip(config.keys, config.values, strict=True):
-        if written is None or not (isinstance(written, ast.Constant) and isinstance(written.value, str)):
+        if written is None:
             return None
-        if written.value == key:
+        if not (isinstance(written, ast.Constant) and isinstance(written.value, str)):
+            unsure = True
+        elif written.value == key:
             found = value
-    return found
+    return None if unsure and found is _ABSENT else found

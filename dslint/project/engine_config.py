@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from dslint.diagnostics import Related
-from dslint.model.engine import Engine
+from dslint.model.engine import Engine, EngineConfig
 from dslint.project.config_edits import conditional, literal_value, module_index, top_level_writes
 from dslint.project.config_link import (
     ResolvedConfig,
@@ -30,9 +30,22 @@ def zero_stage(context: ScriptContext, engine: Engine | None) -> int | None:
     if engine is None:
         return None
     config = resolve_config(context, engine)
-    if config is None and engine.config is not None:
-        return engine.config.zero_stage  # what the project index read: a project helper's dict, per launch
-    return None if config is None else config.zero_stage
+    if config is None:
+        known = known_config(context, engine)  # what the project index read: a project helper's dict, per launch
+        return known.zero_stage if known is not None else None
+    return config.zero_stage
+
+
+def known_config(context: ScriptContext, engine: Engine) -> EngineConfig | None:
+    """What the project index read of the config `engine` runs with: an engine's from elsewhere, or, for an
+    initialize call of this file, the dict a project function builds for it (`ProjectFacts.built_configs`)."""
+    if engine.config is not None:
+        return engine.config
+    init = context.facts.initialize_of(engine)
+    project = context.facts.project
+    if init is None or project is None or not project.built_configs:
+        return None
+    return context.facts.call_fact(init.call, project.built_configs)
 
 
 def keeps_master_weights(context: ScriptContext, engine: Engine | None) -> bool | None:
@@ -45,7 +58,8 @@ def keeps_master_weights(context: ScriptContext, engine: Engine | None) -> bool 
         return None
     config = resolve_config(context, engine)
     if config is None:
-        return None
+        known = known_config(context, engine)
+        return True if known is not None and known.zero_stage else None
     stage = config.zero_stage
     if stage is None:
         return None
@@ -119,6 +133,8 @@ class ZeroSource:
     # A config from outside the script that cannot be read, taken as ZeRO-3 because every DeepSpeed config the
     # project ships is (`shipped_configs.shipped_zero3`): where each of them sets the stage.
     presumed: tuple[Related, ...] = ()
+    # the dict a project function builds, as the project index read it (`known_config`)
+    built: EngineConfig | None = None
 
     def evidence(self) -> str:
         """ " (every DeepSpeed config the project ships is ZeRO-3: configs/z3.json and 1 more)", or ""."""
@@ -149,6 +165,10 @@ class ZeroSources:
         for init in context.facts.initialize_calls:
             config = resolve_config(context, init.engine)
             stage = None if config is None else config.zero_stage
+            built = known_config(context, init.engine) if config is None else None
+            if built is not None and built.zero_stage is not None:
+                self.sources.append(ZeroSource(init.call, "initialize", built.zero_stage, True, built=built))
+                continue
             # without config=, DeepSpeed reads the command line's --deepspeed_config from args=
             command_line = init.config is None and init.argument("args") is not None
             presumed = self._presumed(init.config, command_line) if config is None else ()

@@ -41,7 +41,7 @@ from dslint.model.summary import SummaryStore, character_column
 from dslint.model.values import InitSite
 from dslint.project.inputs import shown_path
 from dslint.project.passed_devices import cpu_parameters
-from dslint.project.site_configs import engine_config
+from dslint.project.site_configs import built_engine_config, engine_config
 from dslint.script.project_facts import MovedArgument, ParameterFact, ProjectFacts, ReturnFact
 
 
@@ -138,6 +138,18 @@ def follow_engines(
     return record_engines(files, readers, model)
 
 
+def _record_built(files: dict[str, ProjectFacts], site: InitSite, store: SummaryStore) -> None:
+    """The stage of the dict a project function builds for `site`'s config, with the launches' option values
+    (`site_configs.engine_config`), for the file's own rules (`ProjectFacts.built_configs`)."""
+    config = built_engine_config(files, site, store)
+    if config is None or config.zero_stage is None:
+        return
+    facts = facts_of(files, site.path)
+    lines = store.sources.get(site.path, b"").splitlines()
+    at = (site.line, character_column(lines, site.line, site.column - 1) + 1)
+    files[site.path] = replace(facts, built_configs={**facts.built_configs, at: config})
+
+
 def record_engines(
     files: dict[str, ProjectFacts], readers: dict[str, set[str]], model: ProjectModel
 ) -> list[tuple[str, int, str]]:
@@ -148,6 +160,8 @@ def record_engines(
         config = engine_config(files, init_site) if isinstance(init_site.config, ast.Constant) else None
         if config is not None and config.config_path is not None:
             readers.setdefault(config.config_path, set()).add("initialize")
+        if isinstance(init_site.config, (ast.Name, ast.Call)):  # a dict a project function may build
+            _record_built(files, init_site, store)
     for (path, function, param), (role, site, init) in model.engine_parameters().items():
         origin = Related(
             shown_path(site.caller_path),

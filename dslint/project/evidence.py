@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from dslint.config.tree import node_at
 from dslint.diagnostics import Related
-from dslint.model.engine import Engine
+from dslint.model.engine import Engine, EngineConfig
 from dslint.project.config_link import ResolvedConfig, resolve_config
+from dslint.project.engine_config import known_config
 from dslint.script.context import ScriptContext
 
 
@@ -41,17 +42,26 @@ def evidence(context: ScriptContext, engine: Engine | None) -> Evidence:
         part, config_related = _config_chain(config)
         related.extend(config_related)
         parts.append(part)
-    elif config is None and engine.config is not None and engine.config.zero_stage is not None:
+    elif config is None:
         # what the project index read: a project helper's dict (`make_config() returns a stage 3 config`), with
         # the launches giving the options it is built from
-        built = [r for r in engine.config.evidence if r.message != "deepspeed.initialize"]
-        if built:
-            related.extend(built)
-            chain = ", ".join(dict.fromkeys(f"{r.path}:{r.line}" for r in built))
-            parts.append(f"ZeRO-{engine.config.zero_stage} from {chain}")
+        part, built = built_evidence(known_config(context, engine))
+        related.extend(built)
+        parts.extend([part] if part else [])
     if not related:
         return NONE
     return Evidence(f" ({'; '.join(parts)})", tuple(dict.fromkeys(related)))
+
+
+def built_evidence(config: EngineConfig | None) -> tuple[str, list[Related]]:
+    """ "ZeRO-3 from train.py:12, run.sh:3" and its locations, for a config the project index read as a project
+    function's dict (`engine_config.known_config`); ("", []) for none."""
+    if config is None or config.zero_stage is None:
+        return "", []
+    built = [r for r in config.evidence if r.message != "deepspeed.initialize"]
+    if not built:
+        return "", []
+    return f"ZeRO-{config.zero_stage} from {', '.join(dict.fromkeys(f'{r.path}:{r.line}' for r in built))}", built
 
 
 def config_evidence(configs: list[ResolvedConfig], files: bool = False) -> Evidence:

@@ -45,17 +45,9 @@ def engine_config(
             written = Related(shown_path(site.path), site.line, site.column, f"config {config.value}")
             return EngineConfig(stage, (written,), path)
         return None
-    built = (
-        built_stage(store, site.path, site.qualname, config, options=launch_option_values(files, store, site.path))
-        if store is not None
-        else None
-    )
+    built = built_engine_config(files, site, store) if store is not None else None
     if built is not None:
-        where = Related(shown_path(site.path), site.line, site.column, "deepspeed.initialize")
-        stage = built.stage
-        what = f"{built.helper}() returns a stage {stage} config" if built.helper else f"a stage {stage} dict"
-        how = Related(shown_path(built.path), built.line, 1, what)
-        return EngineConfig(built.stage, (where, how, *_launches_giving(files, site.path, built.options)))
+        return built
     facts = files.get(site.path)
     if facts is None or not facts.launches:
         return None
@@ -80,6 +72,21 @@ def engine_config(
         if launch.config_evidence is not None:
             chain.append(launch.config_evidence)
     return EngineConfig(stage, tuple(chain), stages[stage][0][1])
+
+
+def built_engine_config(files: Mapping[str, ProjectFacts], site: InitSite, store: SummaryStore) -> EngineConfig | None:
+    """The stage of the dict an initialize call's config is built as in code: a literal, or what a project
+    function returns, read with each value its script's launches give the options it is handed."""
+    built = built_stage(
+        store, site.path, site.qualname, site.config, options=launch_option_values(files, store, site.path)
+    )
+    if built is None:
+        return None
+    where = Related(shown_path(site.path), site.line, site.column, "deepspeed.initialize")
+    stage = built.stage
+    what = f"{built.helper}() returns a stage {stage} config" if built.helper else f"a stage {stage} dict"
+    how = Related(shown_path(built.path), built.line, 1, what)
+    return EngineConfig(built.stage, (where, how, *_launches_giving(files, site.path, built.options)))
 
 
 def launch_option_values(

@@ -162,6 +162,9 @@ class ProjectFacts:
     # Expressions of this file that read an engine (or another of initialize's results) kept in an attribute of a
     # project class's instance (`pair.policy`): (line, column, end line, end column) -> the fact
     values_at: Mapping[tuple[int, int, int, int], ParameterFact] = field(default_factory=dict)
+    # This file's initialize calls whose config is a dict a project function builds (`get_ds_config(stage=
+    # args.zero_stage)`, read per launch: `built_configs.built_stage`): the call -> the stage and its evidence
+    built_configs: Mapping[tuple[int, int], EngineConfig] = field(default_factory=dict)
     # Module-level functions of this file whose returned dict a DeepSpeed config reader receives elsewhere:
     # name -> (the reader's call, who reads it: "initialize" or "trainer", the keys the reader's function writes
     # into the returned dict before the reader: `config_builders.ConfigBuilder.written`)
