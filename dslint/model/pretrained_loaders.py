@@ -18,7 +18,8 @@ makes an accelerate `Accelerator` (the only places the answer is asked), whether
 callee returns a `from_pretrained` model, and where that `from_pretrained` runs. The callee is found as the project
 model resolves calls (same module, imports, `self.method` along the bases). A `from_pretrained` counts when its
 class is imported from transformers and named like a model class (`library.TRANSFORMERS_MODEL_CLASS`), as in one
-file's facts.
+file's facts, or is a parameter of the helper that the call fills with such a class
+(`create_hf_model(AutoModelForCausalLM, name)`: `_class_handed_in`).
 """
 
 from __future__ import annotations
@@ -60,18 +61,66 @@ def loader_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[LoaderCall]
             module = model.module(path)
             bodies = module.body_calls() if module is not None else []
             makers = _arguments_makers(module) if module is not None else set()
-            building[path] = {
-                id(c)
-                for _, calls in bodies
-                if any(_configures_deepspeed(module, each, makers) for each in calls) and module is not None
-                for c in calls
+            configuring = {
+                qualname for qualname, calls in bodies if any(_configures_deepspeed(module, c, makers) for c in calls)
             }
+            if configuring and module is not None:
+                configuring.add("")  # module-level code runs before the functions that configure DeepSpeed
+            building[path] = {id(c) for qualname, calls in bodies if qualname in configuring for c in calls}
         return id(call) in building[path]
 
     for found in resolved_calls(model, paths, in_building_body):
-        load = _loads(model, found.callee, 0, memo)
+        load = _loads(model, found.callee, 0, memo) or _class_handed_in(model, found.path, found.call, found.callee)
         if load is not None:
             yield LoaderCall(found.path, found.line, found.column, found.callee, load[0], load[1])
+
+
+def _class_handed_in(model: Evaluator, path: str, call: ast.Call, callee: Callee) -> Load | None:
+    """`create_hf_model(AutoModelForCausalLM, name, ...)` where the helper returns `model_class.from_pretrained(...)`
+    (or `from_config`) of the parameter this call fills with a transformers model class."""
+    module, function = model.module(path), model.function(callee)
+    if module is None or function is None:
+        return None
+    arguments = function.node.args
+    positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    if positional and positional[0] in ("self", "cls") and "." in callee[1]:
+        positional = positional[1:]
+    handed = {name: value for name, value in zip(positional, call.args, strict=False)}
+    handed.update((k.arg, k.value) for k in call.keywords if k.arg is not None)
+    classes = {
+        name
+        for name, value in handed.items()
+        if not isinstance(value, ast.Starred)
+        and (module.qualified(value) or "").startswith("transformers")
+        and TRANSFORMERS_MODEL_CLASS.match((module.qualified(value) or "").rpartition(".")[2])
+    }
+    if not classes or _makes_hf_config(function.node):
+        return None
+    bound: dict[str, list[ast.expr]] = {}
+    nodes = list(own_nodes(function.node))
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, []).append(node.value)
+    for node in nodes:
+        if isinstance(node, ast.Return) and node.value is not None:
+            for value in _returned(node.value, bound):
+                while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+                    func = value.func
+                    if func.attr in HF_MODEL_BUILDS and isinstance(func.value, ast.Name) and func.value.id in classes:
+                        return callee, value.lineno
+                    value = func.value  # `model_class.from_pretrained(...).eval()`
+    return None
+
+
+def _makes_hf_config(function: ast.AST) -> bool:
+    """The function makes an `HfDeepSpeedConfig` itself (DeepSpeed-Chat's `dschf = HfDeepSpeedConfig(ds_config)`
+    under ZeRO-3): its own loads are built partitioned, whatever its callers hold."""
+    return any(
+        isinstance(node, ast.Call) and (dotted(node.func) or "").rpartition(".")[2] == "HfDeepSpeedConfig"
+        for node in own_nodes(function)
+    )
 
 
 def _configures_deepspeed(module: ModuleSummary | None, call: ast.Call, makers: set[str]) -> bool:
@@ -108,7 +157,7 @@ def _loads(model: Evaluator, callee: Callee, depth: int, memo: dict[Callee, Load
     memo[callee] = None  # a cycle of calls ends here
     module = model.module(callee[0])
     function = model.function(callee)
-    if module is None or function is None:
+    if module is None or function is None or _makes_hf_config(function.node):
         return None
     nodes = list(own_nodes(function.node))
     bound: dict[str, list[ast.expr]] = {}

@@ -11,7 +11,9 @@
   every rank. Only a model handed on to DeepSpeed counts (`accelerator.prepare(model, ...)`, a Trainer's model):
   a frozen one never prepared is never partitioned (`handed_on`). Where no accelerate launch of the script is
   found, an accelerate YAML beside it setting `zero3_init_flag` is how it runs: an `Accelerator()` made before
-  the load then keeps the config alive (`zero3_init_beside`).
+  the load then keeps the config alive (`zero3_init_beside`);
+- a model loaded at module level, and the config made inside a function of the module that uses the model
+  (`main()` building the `TrainingArguments`): module code runs first (`module_load_runs_first`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,68 @@ from dslint.script.context import ScriptContext
 from dslint.script.facts import ScopeKind
 
 MAX_BESIDE = 32  # YAML files read beside a script for its accelerate config
+
+
+def zero3_made_after(
+    context: ScriptContext,
+    sources: ZeroSources,
+    load: cst.Call,
+    kinds: tuple[str, ...] = ("initialize", "TrainingArguments"),
+) -> list[ZeroSource]:
+    """The ZeRO-3 `initialize` and `TrainingArguments` sources made after `load` runs: later in its scope, or
+    inside a function using the model loaded at module level (`module_load_runs_first`)."""
+    facts = context.facts
+    scope, pos = facts.scope_at(load), facts.start(load)
+    return [
+        source
+        for source in sources.of_kind(*kinds)
+        if source.stage == 3
+        and (
+            (facts.scope_at(source.call) is scope and pos < facts.start(source.call))
+            or module_load_runs_first(context, load, source)
+        )
+    ]
+
+
+def module_load_runs_first(context: ScriptContext, load: cst.Call, source: ZeroSource) -> bool:
+    """`model = from_pretrained(...)` at module level, and `source` (a ZeRO-3 `TrainingArguments`, an
+    initialize) inside a module-level function of the file that reads `model`: the module's code runs before any
+    of its functions is called, unless one is called at module level before the load (then nothing is said)."""
+    facts = context.facts
+    if facts.scope_at(load).kind is not ScopeKind.MODULE:
+        return False
+    small = facts.small_statement_of_call.get(load)
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+        return False
+    target = small.targets[0].target
+    if not isinstance(target, cst.Name):
+        return False
+    scope = facts.scope_at(source.call)
+    while scope.parent is not None and scope.parent.kind is not ScopeKind.MODULE:
+        scope = scope.parent
+    function = scope.node
+    if scope.kind is not ScopeKind.FUNCTION or not isinstance(function, cst.FunctionDef):
+        return False
+    if not any(isinstance(node, cst.Name) and node.value == target.value for node in _names(function.body)):
+        return False  # the function does not use the model loaded at module level
+    loaded_at = facts.start(load)
+    module_calls = (
+        call
+        for call in facts.small_statement_of_call
+        if facts.scope_at(call).kind is ScopeKind.MODULE and facts.start(call) < loaded_at
+    )
+    return not any(isinstance(call.func, cst.Name) and call.func.value == function.name.value for call in module_calls)
+
+
+def _names(node: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class _Names(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            found.append(name)
+
+    node.visit(_Names())
+    return found
 
 
 def returned_arguments(context: ScriptContext, sources: ZeroSources, calls: list[cst.Call]) -> list[ZeroSource]:

@@ -9,13 +9,14 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import HF_MODEL_BUILDS
 from dslint.project.config_link import AccelerateRun, accelerate_runs
 from dslint.project.engine_config import ZeroSource, ZeroSources
-from dslint.project.evidence import config_evidence
+from dslint.project.evidence import built_evidence, config_evidence
 from dslint.project.late_zero3 import (
     accelerate_stage3,
     accelerator_after,
     handed_on,
     returned_arguments,
     zero3_init_beside,
+    zero3_made_after,
 )
 from dslint.script.facts import ScopeKind
 from dslint.script.hf_models import is_model_from_pretrained
@@ -150,7 +151,12 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             `from_pretrained` builds (through further project functions, alone or in a returned tuple: `model, tokenizer
             = load_pair(name)`), made before a ZeRO-3 `TrainingArguments(deepspeed=...)` of the same function, is
             flagged at the call, naming where the model is loaded; so is such a call whose model reaches a ZeRO-3
-            `initialize` of the same function (`loader = Loader(); model = loader.causal_lm(name)` too). A config the
+            `initialize` of the same function (`loader = Loader(); model = loader.causal_lm(name)` too; a helper
+            loading the class its caller hands it, `create_hf_model(AutoModelForCausalLM, ...)`; not one making its
+            own `HfDeepSpeedConfig`). A load at module level comes before a ZeRO-3 config made in a function of the
+            module that uses the model. An initialize's config may be a project function's dict whose stage is
+            the caller's argument: an option read per launch (`get_train_ds_config(stage=args.zero_stage)` under
+            `--zero_stage 3`), as the finding names. A config the
             script reads itself (`json.load(open(args.ds_config))`) is the file the path names, as the launchers give
             it. A config handed in from outside the script that cannot be read (a command-line option, a parameter, a
             path built from one) is ZeRO-3 when every DeepSpeed config the project ships is (beside the script, in its
@@ -444,12 +450,7 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             return  # every launch starts one process: it holds the one copy of the model, whatever the load
         for node in self.loads:
             scope = facts.scope_at(node)
-            pos = facts.start(node)
-            zero3_after = [
-                source
-                for source in sources.of_kind("initialize", "TrainingArguments")
-                if source.stage == 3 and facts.scope_at(source.call) is scope and pos < facts.start(source.call)
-            ]
+            zero3_after = zero3_made_after(self.context, sources, node)
             live = any(
                 source.bound and sources.in_scope_before(source, scope, node)
                 for source in sources.of_kind("HfDeepSpeedConfig", "TrainingArguments")
@@ -472,8 +473,11 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             configs = [c for source in zero3_after for c in source.configs if c.zero_stage == 3]
             found = config_evidence(configs, files=True) if configs else None
             presumed = next((source for source in zero3_after if source.presumed), None)
+            built, built_related = built_evidence(next((s.built for s in zero3_after if s.built), None))
             if found is not None and found.related:
                 self.report(node, self.message + found.suffix, related=found.related)
+            elif built:
+                self.report(node, f"{self.message} ({built})", related=tuple(built_related))
             elif presumed is not None and all(source.presumed for source in zero3_after):
                 self.report(node, self.message + presumed.evidence(), related=presumed.presumed)
             else:
@@ -548,12 +552,7 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         reaches, of the same function, with no live DeepSpeed config for transformers before the call."""
         facts, sources = self.facts, self.sources
         scope = facts.scope_at(node)
-        pos = facts.start(node)
-        after = [
-            source
-            for source in sources.of_kind(kind)
-            if source.stage == 3 and facts.scope_at(source.call) is scope and pos < facts.start(source.call)
-        ]
+        after = zero3_made_after(self.context, sources, node, (kind,))
         if (
             not after
             or any(
