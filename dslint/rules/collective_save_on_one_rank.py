@@ -11,6 +11,7 @@ from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.bindings import BindingKind
 from dslint.model.engine import Kind
+from dslint.project.accelerate_deepspeed import accelerate_zero3
 from dslint.project.config_link import AccelerateRun, accelerate_runs, resolve_config, training_arguments_configs
 from dslint.project.evidence import evidence
 from dslint.project.shipped_accelerate import shipped_accelerate_runs
@@ -99,7 +100,8 @@ class CollectiveSaveOnOneRank(ScriptRule):
             imports, through project modules, or in one that imports the calling module; a plugin of another
             project in the same repository does not); and, under ZeRO-3 only, `engine.save_16bit_model(...)` with
             the 16-bit gather on, accelerate's `get_state_dict` / `save_model`, and the Hugging Face Trainer's
-            `save_model`. Left alone: a script that every launch the project holds starts as one process
+            `save_model` (ZeRO-3 from its config, or with none, the accelerate YAML of every launch: with or without
+            the gather it is collective). Left alone: a script that every launch the project holds starts as one process
             (`deepspeed --num_gpus=1`; for Fabric, which starts its own processes, a plain `python` launch is not
             one).
         """,
@@ -506,13 +508,18 @@ class CollectiveSaveOnOneRank(ScriptRule):
             return self._accelerate_deepspeed()
         if method in ("save_model", "get_state_dict") and self._accelerator(receiver):
             return self._accelerate_zero3(method)
-        if method == "save_model" and self._trainer(receiver):
-            configs = training_arguments_configs(self.context)
-            if configs and all(c.zero_stage == 3 for c in configs):
-                sources = ", ".join(dict.fromkeys(c.source for c in configs))
-                message = f"under ZeRO-3, trainer.save_model on one rank hangs: it gathers from every rank ({sources})"
-                return message, [r for c in configs for r in c.via]
-        return None
+        return self._trainer_zero3() if method == "save_model" and self._trainer(receiver) else None
+
+    def _trainer_zero3(self) -> tuple[str, list[Related]] | None:
+        """The Trainer's `save_model` gathers under ZeRO-3 (without the gather it runs `save_checkpoint`): its
+        configs say so, or with none of its own, the accelerate plugin or launches (`accelerate_zero3`)."""
+        configs = training_arguments_configs(self.context)
+        zero3 = accelerate_zero3(self.context) if configs == [] else None
+        if zero3 is None and (not configs or any(c.zero_stage != 3 for c in configs)):
+            return None
+        where, related = zero3 or (", ".join(dict.fromkeys(c.source for c in configs or ())), ())
+        related = related or tuple(r for c in configs or () for r in c.via)
+        return f"under ZeRO-3, trainer.save_model on one rank hangs: it gathers from every rank ({where})", [*related]
 
     def _engine_save(
         self, call: cst.Call, receiver: cst.BaseExpression, method: str
@@ -553,12 +560,8 @@ class CollectiveSaveOnOneRank(ScriptRule):
         return None
 
     def _where(self, runs: list[AccelerateRun]) -> str:
-        where = runs[0].via[-1]
-        if self.shipped:
-            return (
-                f" ({where.path}:{where.line}, shipped in the project; no launcher of the project starts this script)"
-            )
-        return f" ({where.path}:{where.line})"
+        where, shipped = runs[0].via[-1], ", shipped in the project; no launcher of the project starts this script"
+        return f" ({where.path}:{where.line}{shipped if self.shipped else ''})"
 
     def _accelerate_runs(self) -> list[AccelerateRun] | None:
         """The accelerate launches of the script with DeepSpeed; for a script no launcher of the project starts,
