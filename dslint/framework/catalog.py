@@ -307,7 +307,17 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         ),
     ),
     "DSL214": Needs((b"DataParallel",)),
-    "DSL301": Needs((b"deepspeed", b"initialize"), partly_engine=True),
+    # this file's engine's output, or, where accelerate runs DeepSpeed, the output of the model `prepare` returned
+    "DSL301": Needs(
+        (b"deepspeed", b"initialize"),
+        engine=False,
+        alternatives=((b"backward", b"prepare", b"Accelerator"),),
+        shapes=(
+            Shape(methods=("backward",), engine=True),
+            Shape(methods=("backward",), words=(b"prepare", b"Accelerator"), configured=True),
+        ),
+        partly_engine=True,
+    ),
     "DSL302": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL303": Needs((b"deepspeed", b"initialize")),
     # a division before this file's engine's backward, or `accelerator.backward` where accelerate runs DeepSpeed

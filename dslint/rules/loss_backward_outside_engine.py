@@ -6,14 +6,17 @@ import libcst as cst
 
 from dslint.config.versions import DIRECT_BACKWARD_SINCE
 from dslint.diagnostics import Applicability, Edit, Severity
+from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine
+from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.project.config_link import resolve_config
 from dslint.project.evidence import evidence
 from dslint.script.divided_loss import only_engine_backward_reads
 from dslint.script.edits import replace_node
 from dslint.script.engine_reach import partly_engine_sources, partly_prefix
 from dslint.script.facts import Role, method_name
+from dslint.script.hf_trainers import TrainerNames
 from dslint.script.loop import divided_by_accumulation, is_accumulation_steps, loop_facts, scaled_for_accumulation
 from dslint.script.names import dotted_name
 from dslint.script.value_flow import value_flow
@@ -27,6 +30,7 @@ class LossBackwardOutsideEngine(ScriptRule):
     slug = "loss-backward-outside-engine"
     message = "call engine.backward(loss), not loss.backward(): the engine scales and reduces gradients"
     severity = Severity.WARNING
+    accelerate_message = "accelerate runs DeepSpeed: only accelerator.backward(loss) steps the engine, not this"
     deepspeed_versions = (
         "every release: an error before 0.18.3 (the direct call is silently wrong there, whatever the config); "
         "from 0.18.3 a warning, and silent for configs known to use ZeRO without fp16"
@@ -45,6 +49,10 @@ class LossBackwardOutsideEngine(ScriptRule):
             (stage 1 to 3) without fp16, where DeepSpeed >= 0.18.3 supports the direct call, nothing is reported.
             On a project that runs DeepSpeed before 0.18.3 (`deepspeed-version`, or its pins) every such call is
             an error, whatever the config: the direct call is silently wrong there.
+            Where accelerate runs DeepSpeed (the script's `DeepSpeedPlugin`, or `accelerate launch` with a
+            DEEPSPEED YAML), `loss.backward()` (`scaler.scale(loss).backward()`) on the output of a model
+            `accelerator.prepare` returned is an error in every release: the engine accelerate built steps
+            only inside `accelerator.backward(loss)`, and the prepared optimizer's `step()` does nothing.
         """,
         why="""
             `DeepSpeedEngine.backward(loss)` divides the loss by `gradient_accumulation_steps`, applies the fp16
@@ -78,6 +86,26 @@ class LossBackwardOutsideEngine(ScriptRule):
         """,
     )
     valid = (
+        Valid(  # accelerate without DeepSpeed: the prepared model is a plain (or DDP) module
+            """
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            for batch in loader:
+                model(batch).mean().backward()
+                optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            from accelerate import Accelerator, DeepSpeedPlugin
+            accelerator = Accelerator(deepspeed_plugin=DeepSpeedPlugin(zero_stage=2))
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            for batch in loader:
+                accelerator.backward(model(batch).mean())
+                optimizer.step()
+            """
+        ),
         # the engine rebound to its own name through a conversion helper is still the engine; so is a name that
         # initialize binds in both arms of an `if`
         Valid(
@@ -150,6 +178,20 @@ class LossBackwardOutsideEngine(ScriptRule):
         ),
     )
     invalid = (
+        Invalid(  # the engine accelerate builds steps only in accelerator.backward
+            """
+            import torch
+            from accelerate import Accelerator, DeepSpeedPlugin
+            accelerator = Accelerator(deepspeed_plugin=DeepSpeedPlugin(zero_stage=2))
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            scaler = torch.cuda.amp.GradScaler()
+            for batch in loader:
+                loss = model(batch).mean()
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+            """,
+            lines=(9,),
+        ),
         # a loop shared by a DeepSpeed script (ZeRO-0: the direct call is not supported) and a plain one; under the
         # `if` an arm may be the plain path
         Invalid(
@@ -322,9 +364,20 @@ class LossBackwardOutsideEngine(ScriptRule):
     )
 
     runs_on_partly_engine = True  # a loop some call hands the engine, others a plain module
+    needs_engine = False  # also the engine accelerate builds in `prepare` (no initialize in the file)
+    alternative_tokens = ((b"backward", b"prepare", b"Accelerator"),)
+    call_shapes = (
+        Shape(methods=("backward",), engine=True),
+        Shape(methods=("backward",), words=(b"prepare", b"Accelerator"), configured=True),
+    )
 
     def visit_Module(self, node: cst.Module) -> None:
         self.loop = loop_facts(self.facts)
+        self.trainers = TrainerNames(self.context)
+        self.untraced: list[cst.Call] = []  # backward calls on no engine's output: maybe a prepared model's
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.trainers.consider_assign(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) != "backward":
@@ -337,6 +390,8 @@ class LossBackwardOutsideEngine(ScriptRule):
         sources = self.loop.engine_sources(receiver)
         version = self.context.deepspeed_version
         silently_wrong = version < DIRECT_BACKWARD_SINCE
+        if not sources:
+            self.untraced.append(node)
         if not sources and not self.facts.held_by(node):
             self._report_partly(node, receiver, silently_wrong)
             return
@@ -361,6 +416,35 @@ class LossBackwardOutsideEngine(ScriptRule):
             applicability=Applicability.UNSAFE if scaled else Applicability.SAFE,
             fix_message=f"Replace with `{engine}.backward(...)`",
             severity=Severity.ERROR if silently_wrong else None,
+        )
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        """Under accelerate with DeepSpeed: `loss.backward()` on the output of a model `accelerator.prepare`
+        returned (the engine accelerate built): only `accelerator.backward(loss)` runs the engine's backward and
+        step; the prepared optimizer's `step()` does nothing (`DeepSpeedOptimizerWrapper`)."""
+        if not self.untraced or "prepare" not in self.context.text:
+            return
+        candidates = [c for c in self.untraced if self.loop.derived_from(c.func, self._prepared_forward)]
+        run = accelerate_deepspeed(self.context) if candidates else None
+        if run is None:
+            return
+        for node in candidates:
+            self.report(node, f"{self.accelerate_message} ({run.where})", related=run.related, severity=Severity.ERROR)
+
+    def _prepared_forward(self, call: cst.Call) -> bool:
+        """`model(x)` (`model.forward(x)`) where `model` is bound to what `accelerator.prepare(...)` returned."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+            func = func.value
+        key = dotted_name(func)
+        binding = self.facts.binding_at(key, self.facts.scope_at(call), self.facts.start(call)) if key else None
+        statement = binding.statement if binding is not None else None
+        value = statement.value if isinstance(statement, (cst.Assign, cst.AnnAssign)) else None
+        return (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "prepare"
+            and self.trainers.names_accelerator(value.func.value)
         )
 
     def _report_partly(self, node: cst.Call, receiver: cst.BaseExpression, silently_wrong: bool) -> None:

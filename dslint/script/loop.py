@@ -18,13 +18,13 @@ Everything here is derived from the module and the `ScriptFacts`, computed lazil
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from dslint.model.engine import Engine
+from dslint.model.engine import Engine, Origin
 from dslint.script.facts import BindingKind, Pos, Role, RoleAnswer, ScriptFacts, method_name
 from dslint.script.names import dotted_name
 from dslint.script.walk import children, visit_tree
@@ -36,6 +36,7 @@ ENGINE_ROLES = (Role.ENGINE, Role.ENGINE_MODULE)
 # Methods whose result no longer carries the autograd graph of their receiver.
 GRAPH_CUTTING_METHODS = frozenset({"detach", "detach_", "item", "tolist", "numpy"})
 MAX_DEPTH = 6
+_PICKED = Engine(Origin.CALL)  # stands for the model a `derived_from` call picks: no engine of this file's
 
 
 @dataclass(frozen=True)
@@ -75,11 +76,29 @@ class LoopFacts:
             unique.setdefault(use.key, use)
         return list(unique.values())
 
-    def _sources(self, expr: cst.CSTNode, found: list[EngineUse], depth: int, seen: set[int]) -> None:
+    def derived_from(self, expr: cst.CSTNode, forward: Callable[[cst.Call], bool]) -> bool:
+        """Whether `expr` is computed from the output of a call `forward` picks (the forward of a model accelerate
+        prepared), traced as `engine_sources` traces an engine's output."""
+        found: list[EngineUse] = []
+        self._sources(expr, found, depth=0, seen=set(), forward=forward)
+        return bool(found)
+
+    def _sources(
+        self,
+        expr: cst.CSTNode,
+        found: list[EngineUse],
+        depth: int,
+        seen: set[int],
+        forward: Callable[[cst.Call], bool] | None = None,
+    ) -> None:
         if depth > MAX_DEPTH:
             return
         for node in _walk(expr):
             if isinstance(node, cst.Call):
+                if forward is not None:
+                    if forward(node):
+                        found.append(EngineUse(_engine_key(node), _PICKED))
+                    continue
                 answer = self.engine_of_forward(node)
                 if answer is not None:
                     found.append(EngineUse(_engine_key(node), answer.engine))
@@ -92,9 +111,17 @@ class LoopFacts:
                 key = dotted_name(node)
                 if key is None:
                     continue
-                self._sources_of_key(key, node, found, depth, seen)
+                self._sources_of_key(key, node, found, depth, seen, forward)
 
-    def _sources_of_key(self, key: str, node: cst.CSTNode, found: list[EngineUse], depth: int, seen: set[int]) -> None:
+    def _sources_of_key(
+        self,
+        key: str,
+        node: cst.CSTNode,
+        found: list[EngineUse],
+        depth: int,
+        seen: set[int],
+        forward: Callable[[cst.Call], bool] | None = None,
+    ) -> None:
         facts = self.facts
         scope = facts.scope_at(node)
         binding = facts.binding_at(key, scope, facts.start(node))
@@ -106,9 +133,9 @@ class LoopFacts:
         value = _bound_value(binding.statement, binding.value)
         if value is None:
             return
-        if self._engine_rebound(key, value):
+        if forward is None and self._engine_rebound(key, value):
             return  # `model = convert(model, ...)` on the engine: the name still holds the engine, not its output
-        self._sources(value, found, depth + 1, seen)
+        self._sources(value, found, depth + 1, seen, forward)
 
     def _engine_rebound(self, key: str, value: cst.CSTNode) -> bool:
         """`key = helper(key, ...)` where `key` holds an engine before: the engine passed through a conversion
