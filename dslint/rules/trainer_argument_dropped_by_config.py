@@ -114,10 +114,12 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             without it (0 and 1e-8; a weight decay of 0.01 for torch's AdamW, `torch_adam`), and
             `adam_beta1`/`adam_beta2` when it has no `betas` and the value is not the default (0.9, 0.999);
             `gradient_accumulation_steps` above 1 when the config has no such key and no total batch
-            (`train_batch_size` absent or `"auto"`). The script's own option (`args.max_grad_norm`, its
-            parser's literal default) counts with the value every launch of the script gives it (naming
-            them); other values built at run time, and a config that cannot be read (or whole), are not
-            judged; a key written with another value is DSL435's finding, a missing `lr` DSL459's.
+            (`train_batch_size` absent or `"auto"`); where the project runs DeepSpeed before 0.19.3, a call
+            writing no `max_grad_norm` too (the Trainer's default 1.0). The script's own option
+            (`args.max_grad_norm`, its parser's literal default) counts with the value every launch of the
+            script gives it (naming them); other values built at run time, and a config that cannot be read
+            (or whole), are not judged; a key written with another value is DSL435's finding, a missing `lr`
+            DSL459's.
         """,
         why="""
             The Trainer hands its arguments to DeepSpeed only through the config: it fills the keys that say
@@ -257,6 +259,15 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             files=(("ds.json", '{"train_micro_batch_size_per_gpu": "auto"}\n'),),
             deepspeed_version="0.14.4",
         ),
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", learning_rate=1e-5, deepspeed="ds.json")
+            """,
+            lines=(3,),
+            files=(("ds.json", '{"train_micro_batch_size_per_gpu": "auto"}\n'),),
+            deepspeed_version="0.14.4",
+        ),
         # the script's own option, at its default under every launch of the script
         Invalid(
             _OPTION_DEFAULT,
@@ -333,17 +344,23 @@ class TrainerArgumentDroppedByConfig(ScriptRule):
             written = call_argument(self.context, node, name)
             if written is not None:
                 given[name] = (written, *_argument(self.context, written))
+        default = ""
+        if "max_grad_norm" not in given and self.context.deepspeed_version < CLIPPING_BY_DEFAULT_SINCE:
+            passed = passed if expression is None else known_arguments(self.context, node)
+            if passed is not None and "max_grad_norm" not in passed:  # the Trainer's own 1.0, dropped the same way
+                given["max_grad_norm"], default = (node, 1.0, ()), " (the Trainer's default)"
         if not given:
             return
         if expression is not None:
             config = resolve_config_expression(self.context, expression)
             if config is not None:
                 for name, (at, value, via) in given.items():
-                    self._check(at, name, value, config, "", via)
+                    self._check(at, name, value, config, default if at is node else "", via)
             return
         for launch, launched in accelerate_trainer_configs(self.context):  # the accelerate launch's config
             for name, (at, value, via) in given.items():
-                self._check(at, name, value, launched, " under accelerate launch", (launch.launch, *via))
+                where = f"{default if at is node else ''} under accelerate launch"
+                self._check(at, name, value, launched, where, (launch.launch, *via))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         parser = next(argument_parsers(original_node), None)
