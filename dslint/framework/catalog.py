@@ -318,7 +318,9 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         ),
         partly_engine=True,
     ),
-    "DSL302": Needs((b"deepspeed", b"initialize"), partly_engine=True),
+    "DSL302": Needs(
+        (b"deepspeed", b"initialize"), partly_engine=True, without_engine=((b"GradScaler", b"prepare", b"Accelerator"),)
+    ),
     "DSL303": Needs((b"deepspeed", b"initialize")),
     # a division before this file's engine's backward, or `accelerator.backward` where accelerate runs DeepSpeed
     "DSL304": Needs(
@@ -340,7 +342,11 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             Shape(calls=_CLIP_CALLS, words=(b"Accelerator",), configured=True),
         ),
     ),
-    "DSL306": Needs((b"deepspeed", b"initialize"), partly_engine=True, without_engine=((b"autocast", b"Trainer"),)),
+    "DSL306": Needs(
+        (b"deepspeed", b"initialize"),
+        partly_engine=True,
+        without_engine=((b"autocast", b"Trainer"), (b"autocast", b"prepare", b"Accelerator")),
+    ),
     "DSL307": Needs((b"deepspeed", b"initialize")),
     "DSL308": Needs((b"deepspeed", b"initialize")),
     "DSL210": Needs(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 from dslint.config.versions import DIRECT_BACKWARD_SINCE
@@ -12,6 +14,7 @@ from dslint.model.engine import Engine
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.project.config_link import resolve_config
 from dslint.project.evidence import evidence
+from dslint.script.accelerate_prepared import prepared_forward
 from dslint.script.divided_loss import only_engine_backward_reads
 from dslint.script.edits import replace_node
 from dslint.script.engine_reach import partly_engine_sources, partly_prefix
@@ -424,28 +427,13 @@ class LossBackwardOutsideEngine(ScriptRule):
         step; the prepared optimizer's `step()` does nothing (`DeepSpeedOptimizerWrapper`)."""
         if not self.untraced or "prepare" not in self.context.text:
             return
-        candidates = [c for c in self.untraced if self.loop.derived_from(c.func, self._prepared_forward)]
+        forward = functools.partial(prepared_forward, self.facts, self.trainers)
+        candidates = [c for c in self.untraced if self.loop.derived_from(c.func, forward)]
         run = accelerate_deepspeed(self.context) if candidates else None
         if run is None:
             return
         for node in candidates:
             self.report(node, f"{self.accelerate_message} ({run.where})", related=run.related, severity=Severity.ERROR)
-
-    def _prepared_forward(self, call: cst.Call) -> bool:
-        """`model(x)` (`model.forward(x)`) where `model` is bound to what `accelerator.prepare(...)` returned."""
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
-            func = func.value
-        key = dotted_name(func)
-        binding = self.facts.binding_at(key, self.facts.scope_at(call), self.facts.start(call)) if key else None
-        statement = binding.statement if binding is not None else None
-        value = statement.value if isinstance(statement, (cst.Assign, cst.AnnAssign)) else None
-        return (
-            isinstance(value, cst.Call)
-            and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value == "prepare"
-            and self.trainers.names_accelerator(value.func.value)
-        )
 
     def _report_partly(self, node: cst.Call, receiver: cst.BaseExpression, silently_wrong: bool) -> None:
         """`loss.backward()` on the output of a parameter that some call of the project hands the engine and

@@ -9,11 +9,15 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.model.library import GRAD_SCALERS, OPTIMIZER
+from dslint.model.library import OPTIMIZER
+from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.project.evidence import evidence
+from dslint.script.accelerate_prepared import prepared
+from dslint.script.autocasts import grad_scaler
 from dslint.script.edits import line_deletion, replace_node
 from dslint.script.engine_reach import partly_passed, partly_prefix
 from dslint.script.facts import BindingKind, Role, RoleAnswer, method_name
+from dslint.script.hf_trainers import TrainerNames
 from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name
 
@@ -102,10 +106,13 @@ class OptimizerSteppedBesideEngine(ScriptRule):
     message = "optimizer stepped beside the engine; call engine.step() on every micro-step instead"
     scaler_message = "this GradScaler steps the engine's optimizer; call engine.step() on every micro-step instead"
     severity = Severity.ERROR
+    accelerate_message = "accelerate runs DeepSpeed: this step does nothing; only accelerator.backward(loss) steps"
     docs = RuleDocs(
         what="""
             Flags `.step()` on the optimizer returned by `deepspeed.initialize` or given to it (`optimizer=`),
-            and a torch `GradScaler`'s `scaler.step(optimizer)` on that optimizer (it calls `optimizer.step()`).
+            and a torch `GradScaler`'s `scaler.step(optimizer)` on that optimizer (it calls `optimizer.step()`);
+            where accelerate runs DeepSpeed, `scaler.step(optimizer)` on the optimizer `accelerator.prepare`
+            returned (a wrapper whose `step()` does nothing: only `accelerator.backward(loss)` steps the engine).
             In a function that some call of the project hands initialize's optimizer and others a plain one (a
             loop shared by a DeepSpeed script and a plain one), a step outside any `if` of the function is flagged
             too, naming the call that passes the engine's optimizer (no fix: the plain callers need it).
@@ -223,6 +230,20 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         ),
     )
     invalid: ClassVar[Sequence[Invalid]] = (
+        Invalid(  # the optimizer accelerate prepared for its engine: its step does nothing
+            """
+            import torch
+            from accelerate import Accelerator, DeepSpeedPlugin
+            accelerator = Accelerator(deepspeed_plugin=DeepSpeedPlugin(zero_stage=2))
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            scaler = torch.cuda.amp.GradScaler()
+            for batch in loader:
+                scaler.scale(model(batch).mean()).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            """,
+            lines=(9,),
+        ),
         # a loop shared by a DeepSpeed script and a plain one: wrong where the engine's optimizer comes in
         Invalid(SHARED_LOOP, lines=(6,), path="loop.py", files=SHARED_LOOP_CALLERS),
         # an AMP loop ported to DeepSpeed: the GradScaler steps the engine's optimizer (and the discriminator's,
@@ -293,9 +314,27 @@ class OptimizerSteppedBesideEngine(ScriptRule):
     # by subclasses sharing this walk.
     handles: ClassVar[str] = "step"
     runs_on_partly_engine = True  # a loop some call hands initialize's optimizer, others a plain one
+    # a GradScaler stepping the optimizer accelerate prepared for the engine it built
+    runs_without_engine_on: ClassVar[tuple[tuple[bytes, ...], ...]] = ((b"GradScaler", b"prepare", b"Accelerator"),)
 
     def visit_Module(self, node: cst.Module) -> None:
         self.loop = loop_facts(self.facts)
+        self.trainers = TrainerNames(self.context)
+        self.prepared_steps: list[cst.Call] = []  # `scaler.step(optimizer)` on what `accelerator.prepare` returned
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.trainers.consider_assign(node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        """`scaler.step(optimizer)` on the optimizer `accelerator.prepare` returned, where accelerate runs
+        DeepSpeed: a `DeepSpeedOptimizerWrapper`, whose `step()` does nothing (only `accelerator.backward(loss)`
+        steps the engine)."""
+        run = accelerate_deepspeed(self.context) if self.prepared_steps else None
+        if run is None:
+            return
+        for node in self.prepared_steps:
+            message = f"{self.accelerate_message} ({run.where})"
+            self.report(node, message, related=run.related)
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.handles == "step":
@@ -361,12 +400,16 @@ class OptimizerSteppedBesideEngine(ScriptRule):
         assert isinstance(node.func, cst.Attribute)
         key = dotted_name(node.func.value)
         binding = self.facts.binding_at(key, self.facts.scope_at(node), self.facts.start(node)) if key else None
-        scaler = binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
-        if not isinstance(scaler, cst.Call) or self.facts.qualified(scaler.func) not in GRAD_SCALERS:
+        scaler = grad_scaler(
+            self.facts, binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
+        )
+        if scaler is None:
             return
         if self._report_partly(node, node.args[0].value, "step"):
             return
         answer = self.facts.role_of(node.args[0].value, at=node)
+        if answer is None and prepared(self.facts, self.trainers, node.args[0].value, node):
+            self.prepared_steps.append(node)
         if answer is None or answer.role not in OPTIMIZER_ROLES or not self.loop.after_initialize(answer.engine, node):
             return
         self.report(node, self._named(self.scaler_message, answer, node))

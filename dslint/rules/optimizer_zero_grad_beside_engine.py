@@ -20,6 +20,7 @@ class OptimizerZeroGradBesideEngine(OptimizerSteppedBesideEngine):
     message = "the engine zeroes the gradients in engine.step(); remove this optimizer.zero_grad()"
     severity = Severity.ERROR
     handles = "zero_grad"
+    runs_without_engine_on = ()  # no accelerate counterpart: the prepared optimizer's are no-ops too
     docs = RuleDocs(
         what="""
             Flags `.zero_grad()` on the optimizer returned by `deepspeed.initialize` or given to it

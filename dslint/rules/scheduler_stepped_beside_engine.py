@@ -15,6 +15,7 @@ class SchedulerSteppedBesideEngine(OptimizerSteppedBesideEngine):
     message = "engine.step() already steps this LR scheduler; remove this scheduler.step()"
     severity = Severity.ERROR
     handles = "scheduler"
+    runs_without_engine_on = ()  # no accelerate counterpart: the prepared optimizer's are no-ops too
     docs = RuleDocs(
         what="""
             Flags `.step()` on the LR scheduler returned by `deepspeed.initialize` or given to it as

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 from dslint.config import facts as config_facts
 from dslint.config.tree import UNKNOWN, Scalar, node_at
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.model import library
 from dslint.model.engine import Engine
+from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.project.config_link import ResolvedConfig, resolve_config, training_arguments_configs
 from dslint.project.evidence import config_evidence, evidence
-from dslint.script.autocasts import autocast_in
+from dslint.script.accelerate_prepared import prepared_forward, prepared_forward_in
+from dslint.script.autocasts import autocast_in, grad_scaler
 from dslint.script.engine_reach import (
     engine_forwarded,
     on_by_default,
@@ -40,7 +43,8 @@ class TorchAmpWithEnginePrecision(ScriptRule):
     )
     severity = Severity.WARNING
     runs_on_partly_engine = True
-    runs_without_engine_on = ((b"autocast", b"Trainer"),)  # a Hugging Face Trainer builds the engine itself
+    # a Hugging Face Trainer, or accelerate's `prepare`, builds the engine itself
+    runs_without_engine_on = ((b"autocast", b"Trainer"), (b"autocast", b"prepare", b"Accelerator"))
     docs = RuleDocs(
         what="""
             Flags `with torch.autocast(...)` (also `torch.cuda.amp.autocast`, `torch.amp.autocast`, or a name bound
@@ -64,7 +68,10 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             plain path); the message names the call that passes the engine. An always-on autocast around
             `trainer.train()` of a Hugging Face Trainer is flagged when every DeepSpeed config it may run with (its
             `TrainingArguments(deepspeed=...)`, or the `--deepspeed` its launches give) enables fp16 or bf16
-            literally (not `"auto"`).
+            literally (not `"auto"`). Where accelerate runs DeepSpeed in fp16 or bf16 on every run (the script's
+            `DeepSpeedPlugin` and its precision, or the YAML of every `accelerate launch`), an always-on autocast
+            around the forward of a model `accelerator.prepare` returned, and a GradScaler on its loss, are
+            flagged the same way (the model is the engine accelerate built).
         """,
         why="""
             With `fp16` or `bf16` enabled, the engine casts the module's parameters itself and, for fp16, scales
@@ -246,6 +253,20 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         ),
     )
     invalid = (
+        Invalid(  # the model accelerate prepared is the engine; its plugin runs bf16
+            """
+            import torch
+            from accelerate import Accelerator, DeepSpeedPlugin
+            plugin = DeepSpeedPlugin(zero_stage=2)
+            accelerator = Accelerator(mixed_precision="bf16", deepspeed_plugin=plugin)
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            for batch in loader:
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = model(batch).mean()
+                accelerator.backward(loss)
+            """,
+            lines=(8,),
+        ),
         # the Hugging Face Trainer runs the engine's forward: every config it may get enables a precision
         Invalid(
             """
@@ -394,6 +415,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         self.precisions: dict[tuple[int, int], str | None] = {}
         self.trainers = TrainerNames(self.context)
         self.trainer_runs: list[tuple[cst.CSTNode, cst.BaseExpression]] = []  # (autocast, `trainer`) of `.train()`
+        self.accelerated: list[tuple[cst.CSTNode, str]] = []  # autocasts and scalers around a prepared model
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.trainers.consider_class(node)
@@ -402,6 +424,22 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         self.trainers.consider_assign(node)
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        self._report_accelerated()
+        self._report_trainer_runs()
+
+    def _report_accelerated(self) -> None:
+        """An autocast around the forward of a model `accelerator.prepare` returned, or a GradScaler on its loss,
+        where accelerate runs DeepSpeed in fp16 or bf16 on every run (`accelerate_deepspeed`): the engine it built
+        sets the precision and scales the loss itself."""
+        run = accelerate_deepspeed(self.context) if self.accelerated else None
+        if run is None or run.half is not True or run.precision is None:
+            return
+        for node, kind in self.accelerated:
+            what = "turns this autocast off in the engine" if kind == "autocast" else "handles loss scaling itself"
+            message = f"accelerate's DeepSpeed runs {run.precision} and {what}; remove it ({run.where})"
+            self.report(node, message, related=run.related)
+
+    def _report_trainer_runs(self) -> None:
         """`with torch.autocast(...): trainer.train()` where every DeepSpeed config the script's Hugging Face
         Trainer may run with enables fp16 or bf16 (the Trainer runs the engine's forward, which switches the
         autocast off)."""
@@ -442,6 +480,8 @@ class TorchAmpWithEnginePrecision(ScriptRule):
                 self.report(call, message + found.suffix, related=found.related)
             elif condition is None:
                 self.trainer_runs.extend((call, name) for name in trainer_runs(node.body))
+                if "prepare" in self.context.text and prepared_forward_in(self.facts, self.trainers, node.body):
+                    self.accelerated.append((call, "autocast"))
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) != "scale" or len(node.args) != 1:
@@ -451,16 +491,22 @@ class TorchAmpWithEnginePrecision(ScriptRule):
         if key is None:
             return
         binding = self.facts.binding_at(key, self.facts.scope_at(node.func.value), self.facts.start(node))
-        value = binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
-        if not isinstance(value, cst.Call) or self.facts.qualified(value.func) not in library.GRAD_SCALERS:
+        value = grad_scaler(
+            self.facts, binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
+        )
+        if value is None:
             return
         if not literally_enabled(value):
             return
-        for use in self.loop.engine_sources(node.args[0].value):
+        sources = self.loop.engine_sources(node.args[0].value)
+        for use in sources:
             precision = self._precision(use.engine)
             if precision is not None:
                 self.report(node, self.scaler_template.format(precision=precision))
                 return
+        forward = functools.partial(prepared_forward, self.facts, self.trainers)
+        if not sources and self.loop.derived_from(node.args[0].value, forward):
+            self.accelerated.append((node, "scaler"))
         if not self.facts.held_by(node):
             partly = self._first_precise(partly_engine_sources(self.facts, node.args[0].value))
             if partly is not None:

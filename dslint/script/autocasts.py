@@ -73,3 +73,14 @@ def _null_context(facts: ScriptFacts, node: cst.BaseExpression, called: bool = T
             return False
         node = node.func
     return (facts.qualified(node) or dotted_name(node) or "").split(".")[-1] == "nullcontext"
+
+
+def grad_scaler(facts: ScriptFacts, value: cst.BaseExpression | None) -> cst.Call | None:
+    """The torch `GradScaler(...)` call a name is bound to: the call itself, or its arm of `GradScaler(...) if
+    flag else None` (where the name is used as a scaler, the flag was on)."""
+    from dslint.model.library import GRAD_SCALERS
+
+    if isinstance(value, cst.IfExp):
+        arms = [a for a in (value.body, value.orelse) if not (isinstance(a, cst.Name) and a.value == "None")]
+        value = arms[0] if len(arms) == 1 else None
+    return value if isinstance(value, cst.Call) and facts.qualified(value.func) in GRAD_SCALERS else None

@@ -1,0 +1,52 @@
+"""What `accelerator.prepare(...)` returned, in one script: under accelerate with DeepSpeed, the model it returns
+is the engine accelerate built (`Accelerator._prepare_deepspeed` hands the model to `deepspeed.initialize`) and the
+optimizer a `DeepSpeedOptimizerWrapper`, whose `step()` and `zero_grad()` do nothing: only
+`accelerator.backward(loss)` runs the engine's backward and step. Whether accelerate runs DeepSpeed is the
+project's question (`project/accelerate_deepspeed.py`); this says which names hold what `prepare` returned."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.script.facts import ScriptFacts
+from dslint.script.hf_trainers import TrainerNames
+from dslint.script.names import dotted_name
+
+
+def prepared(facts: ScriptFacts, trainers: TrainerNames, value: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """`value` at `at` is a name bound to what `accelerator.prepare(...)` returned (`model, optimizer, loader =
+    accelerator.prepare(...)`, `self.model = accelerator.prepare(model)`)."""
+    key = dotted_name(value)
+    binding = facts.binding_at(key, facts.scope_at(at), facts.start(at)) if key else None
+    statement = binding.statement if binding is not None else None
+    bound = statement.value if isinstance(statement, (cst.Assign, cst.AnnAssign)) else None
+    return (
+        isinstance(bound, cst.Call)
+        and isinstance(bound.func, cst.Attribute)
+        and bound.func.attr.value == "prepare"
+        and trainers.names_accelerator(bound.func.value)
+    )
+
+
+def prepared_forward(facts: ScriptFacts, trainers: TrainerNames, call: cst.Call) -> bool:
+    """`model(x)` (`model.forward(x)`) where `model` holds what `accelerator.prepare(...)` returned."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+        func = func.value
+    return prepared(facts, trainers, func, call)
+
+
+def prepared_forward_in(facts: ScriptFacts, trainers: TrainerNames, body: cst.CSTNode) -> bool:
+    """A call in `body` (not in a nested def) of the forward of a model `accelerator.prepare` returned."""
+    found = False
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            found = found or prepared_forward(facts, trainers, node)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+    body.visit(Calls())
+    return found
