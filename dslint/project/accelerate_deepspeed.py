@@ -152,6 +152,39 @@ def accelerate_zero3(context: ScriptContext) -> tuple[str, tuple[Related, ...]] 
     return f"{last.path}:{last.line}", tuple(r for run in runs for r in run.via)
 
 
+def accelerate_stage(context: ScriptContext) -> tuple[int, str, tuple[Related, ...]] | None:
+    """The lowest ZeRO stage of every way the script runs DeepSpeed through accelerate, with where it is written:
+    each `DeepSpeedPlugin(zero_stage=N)`, or the stage of the config its `hf_ds_config` names, or, with neither,
+    accelerate's default 2 (`DeepSpeedPlugin.__post_init__`); else every `accelerate launch` of it with DeepSpeed
+    (the YAML's `zero_stage` or the config file it names). None when one of them is not known."""
+    plugins = _plugins(context)
+    if plugins:
+        stages: list[int] = []
+        configs = [resolve_config_expression(context, e) for e in trainer_expressions(context, ("hf_ds_config",))]
+        for plugin in plugins:
+            written = next(
+                (a.value for a in plugin.args if a.keyword is not None and a.keyword.value == "zero_stage"), None
+            )
+            from_config = [c.zero_stage for c in configs if c is not None and isinstance(c.zero_stage, int)]
+            if isinstance(written, cst.Integer) and not configs:
+                stages.append(int(written.evaluated_value))
+            elif configs and len(from_config) == len(configs):
+                stages.extend(from_config)
+            elif written is None and not configs and not any(a.keyword is None for a in plugin.args):
+                stages.append(2)  # accelerate's default (ACCELERATE_DEEPSPEED_ZERO_STAGE unset)
+            else:
+                return None
+        return min(stages), f"DeepSpeedPlugin at line {context.span(plugins[0])[0].line}", ()
+    runs = accelerate_runs(context)
+    if not runs:
+        return None
+    found = [run.config.zero_stage if run.config is not None else run.stage for run in runs]
+    if any(not isinstance(stage, int) for stage in found):
+        return None
+    last = runs[0].via[-1]
+    return min(s for s in found if s is not None), f"{last.path}:{last.line}", tuple(r for run in runs for r in run.via)
+
+
 def accelerate_accumulation(context: ScriptContext) -> tuple[int, str, tuple[Related, ...]] | None:
     """The gradient accumulation steps the engine accelerate builds runs with, when every way the script runs
     DeepSpeed through accelerate gives a number above 1: its own `DeepSpeedPlugin(gradient_accumulation_steps=N)`

@@ -8,10 +8,14 @@ from dslint.diagnostics import Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine
+from dslint.project.accelerate_deepspeed import accelerate_stage
 from dslint.project.engine_config import zero_stage
 from dslint.project.evidence import evidence
-from dslint.script.facts import Role
+from dslint.script.accelerate_prepared import prepared_argument
+from dslint.script.facts import BindingKind, Role
+from dslint.script.hf_trainers import TrainerNames
 from dslint.script.loop import loop_facts
+from dslint.script.names import dotted_name
 from dslint.script.saved_states import saved_state_dict_calls
 
 TORCH_SAVE = "torch.save"
@@ -22,9 +26,17 @@ class ZeroOptimizerStateSavedWhole(ScriptRule):
     slug = "zero-optimizer-state-saved-whole"
     message = "under ZeRO this optimizer state_dict() is one rank's partition; use engine.save_checkpoint(dir)"
     template = "under ZeRO-{stage} this optimizer state_dict() is one rank's partition; use engine.save_checkpoint(dir)"
+    accelerate_template = (
+        "ZeRO-{stage}: this optimizer state_dict() is one rank's partition; use accelerator.save_state"
+    )
     severity = Severity.ERROR
     required_tokens = (b"deepspeed", b"initialize", b"state_dict")
-    call_shapes = (Shape(calls=(TORCH_SAVE,), engine=True),)
+    # the optimizer accelerate prepared for the engine it built
+    runs_without_engine_on = ((b"state_dict", b"prepare", b"Accelerator"),)
+    call_shapes = (
+        Shape(calls=(TORCH_SAVE,), engine=True),
+        Shape(calls=(TORCH_SAVE,), words=(b"prepare", b"Accelerator")),
+    )
     docs = RuleDocs(
         what="""
             Flags `torch.save(optimizer.state_dict(), path)` (also inside a dict or list, or through a name bound
@@ -34,6 +46,8 @@ class ZeroOptimizerStateSavedWhole(ScriptRule):
             that names the rank (`f"optim_rank{rank}.pt"`, `args.local_rank` in it: a file per rank, which can be
             loaded back by the same ranks) and a project whose every launch starts one process (one partition is
             the whole state) are left alone, and so is a config without ZeRO or one whose stage is not known.
+            Where accelerate runs DeepSpeed with ZeRO (its `DeepSpeedPlugin`, stage 2 unless told, or the YAML of
+            every `accelerate launch`), the optimizer `accelerator.prepare` returned is flagged the same way.
         """,
         why="""
             Under ZeRO the optimizer `initialize` returns partitions the optimizer state across the
@@ -57,6 +71,16 @@ class ZeroOptimizerStateSavedWhole(ScriptRule):
         """,
     )
     valid = (
+        Valid(  # accelerate without DeepSpeed: a whole torch optimizer
+            """
+            import torch
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            model, optimizer = accelerator.prepare(model, optimizer)
+            if accelerator.is_main_process:
+                torch.save(optimizer.state_dict(), "optimizer.pt")
+            """
+        ),
         # no ZeRO: the optimizer's state is whole on every rank
         Valid(
             """
@@ -86,6 +110,18 @@ class ZeroOptimizerStateSavedWhole(ScriptRule):
         ),
     )
     invalid = (
+        Invalid(  # accelerate's DeepSpeedPlugin runs ZeRO-2 by default: the prepared optimizer wraps a ZeRO one
+            """
+            import torch
+            from accelerate import Accelerator, DeepSpeedPlugin
+            accelerator = Accelerator(deepspeed_plugin=DeepSpeedPlugin())
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+            model, optimizer = accelerator.prepare(model, optimizer)
+            if accelerator.is_main_process:
+                torch.save(optimizer.state_dict(), "optimizer.pt")
+            """,
+            lines=(8,),
+        ),
         Invalid(
             """
             import deepspeed, torch
@@ -106,6 +142,21 @@ class ZeroOptimizerStateSavedWhole(ScriptRule):
     def visit_Module(self, node: cst.Module) -> None:
         self.loop = loop_facts(self.facts)
         self.stages: dict[int, int | None] = {}
+        self.trainers = TrainerNames(self.context)
+        self.prepared_saves: list[cst.Call] = []  # saves of the optimizer accelerate prepared
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.trainers.consider_assign(node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        """The optimizer `accelerator.prepare` returned, where accelerate runs DeepSpeed with ZeRO: a wrapper of the
+        ZeRO optimizer, whose `state_dict()` is this rank's partition."""
+        found = accelerate_stage(self.context) if self.prepared_saves and not self._one_process() else None
+        if found is None or found[0] < 1:
+            return
+        stage, where, related = found
+        for node in self.prepared_saves:
+            self.report(node, f"{self.accelerate_template.format(stage=stage)} ({where})", related=related)
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.facts.qualified(node.func) != TORCH_SAVE or not node.args:
@@ -118,12 +169,29 @@ class ZeroOptimizerStateSavedWhole(ScriptRule):
             return  # a file per rank
         engine = self._saved_optimizer_state(saved.value, node)
         if engine is None:
+            if any(
+                isinstance(call.func, cst.Attribute) and self._prepared_optimizer(call.func.value, call)
+                for call in saved_state_dict_calls(self.facts, saved.value, node)
+            ):
+                self.prepared_saves.append(node)
             return
         stage = self._stage(engine)
         if stage is None or stage < 1 or self._one_process():
             return
         found = evidence(self.context, engine)
         self.report(node, self.template.format(stage=stage) + found.suffix, related=found.related)
+
+    def _prepared_optimizer(self, value: cst.BaseExpression, at: cst.Call) -> bool:
+        """`value` holds what `accelerator.prepare` returned for a torch optimizer built in the file (`opt =
+        torch.optim.AdamW(...)` handed to it), not a model, a loader or a scheduler."""
+        handed = prepared_argument(self.facts, self.trainers, value, at)
+        if handed is None:
+            return False
+        key = dotted_name(handed)
+        binding = self.facts.binding_at(key, self.facts.scope_at(at), self.facts.start(handed)) if key else None
+        built = binding.value if binding is not None and binding.kind is BindingKind.OTHER else handed
+        name = self.facts.qualified(built.func) if isinstance(built, cst.Call) else None
+        return name is not None and name.startswith("torch.optim.") and ".lr_scheduler." not in name
 
     def _stage(self, engine: Engine) -> int | None:
         if id(engine) not in self.stages:

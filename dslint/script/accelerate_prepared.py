@@ -50,3 +50,26 @@ def prepared_forward_in(facts: ScriptFacts, trainers: TrainerNames, body: cst.CS
 
     body.visit(Calls())
     return found
+
+
+def prepared_argument(
+    facts: ScriptFacts, trainers: TrainerNames, value: cst.BaseExpression, at: cst.CSTNode
+) -> cst.BaseExpression | None:
+    """What was handed to `accelerator.prepare(...)` for the object `value` holds at `at`: the argument at the
+    position of `value`'s name among the assignment's targets (`model, optimizer = accelerator.prepare(net, opt)`:
+    `opt` for `optimizer`), or the one argument of a single target; None when it cannot be told."""
+    key = dotted_name(value)
+    binding = facts.binding_at(key, facts.scope_at(at), facts.start(at)) if key else None
+    statement = binding.statement if binding is not None else None
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1 or not prepared(facts, trainers, value, at):
+        return None
+    call = statement.value
+    assert isinstance(call, cst.Call)
+    arguments = [a.value for a in call.args]
+    if any(a.star or a.keyword is not None for a in call.args):
+        return None
+    target = statement.targets[0].target
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names = [dotted_name(e.value) for e in target.elements]
+        return arguments[names.index(key)] if key in names and len(names) == len(arguments) else None
+    return arguments[0] if len(arguments) == 1 else None
