@@ -8,11 +8,13 @@ neither, the machine's own default config (`accelerate config`, outside the proj
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 
 from dslint.config.accelerate import DEEPSPEED_KEYS
 from dslint.project.accelerate_yaml import parse_accelerate_yaml
 from dslint.project.inputs import read_input
+from dslint.project.launchers import LaunchLine, ScriptOption
 from dslint.project.project_index import LaunchIssue, LaunchSite
 from dslint.project.shell_directories import UNKNOWN_VALUE
 
@@ -38,15 +40,13 @@ def deepspeed_never_on(
     if line.tool != "accelerate" or line.launcher_option("use_deepspeed") is not None:
         return None
     given = next((o for o in line.launcher_options if o.name in DEEPSPEED_ONLY_OPTIONS), None)
-    if given is None:
-        return None
     script = sources.get(site.script) if site.script is not None else None
     if script is not None and b"DeepSpeedPlugin" in script:
         return None  # the script builds its own plugin, which turns DeepSpeed on whatever the launch says
-    other = line.launcher_option(*OTHER_BACKENDS)
+    other = other_backend(line)
+    if given is None:
+        return _deepspeed_file_overridden(site, other)
     if other is not None:
-        if other.value is not None and other.value.lower() in ("false", "0", UNKNOWN_VALUE.lower()):
-            return None
         detail = f"--{other.name}"
     elif line.accelerate_config is not None or line.launcher_option("config_file") is not None:
         if site.accelerate_config is None:
@@ -64,3 +64,26 @@ def deepspeed_never_on(
         detail = MACHINE_DEFAULT
     end = given.column + len(given.name) + 2
     return LaunchIssue("deepspeed_never_on", given.line, given.column, end, detail, (f"--{given.name}",))
+
+
+def other_backend(line: LaunchLine) -> ScriptOption | None:
+    """`--multi_gpu` (or `--use_fsdp`, `--cpu`...) switched on in an `accelerate launch`: it picks its launcher, and
+    the config file's `distributed_type` no longer decides (`_validate_launch_command`)."""
+    other = line.launcher_option(*OTHER_BACKENDS)
+    if other is not None and other.value is not None and other.value.lower() in ("false", "0", UNKNOWN_VALUE.lower()):
+        return None
+    return other
+
+
+def _deepspeed_file_overridden(site: LaunchSite, other: ScriptOption | None) -> LaunchIssue | None:
+    """`accelerate launch --config_file ds.yaml --multi_gpu`, the YAML saying `distributed_type: DEEPSPEED`: the
+    command line's backend wins, and none of the YAML's DeepSpeed settings is read."""
+    if other is None or site.accelerate_config is None:
+        return None
+    data = read_input(site.accelerate_config)
+    parsed = parse_accelerate_yaml(site.accelerate_config, data.decode("utf-8", "replace")) if data else None
+    if parsed is None or parsed.distributed_type != "DEEPSPEED":
+        return None
+    end = other.column + len(other.name) + 2
+    shown = os.path.basename(site.accelerate_config)
+    return LaunchIssue("deepspeed_never_on", other.line, other.column, end, f"--{other.name}", ("--config_file", shown))

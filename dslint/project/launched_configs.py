@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from dslint.diagnostics import Related
+from dslint.project.accelerate_deepspeed_off import other_backend
 from dslint.project.accelerate_yaml import AccelerateConfig, yaml_boolean
 from dslint.project.config_access import deepspeed_config_text
 from dslint.project.inputs import absolute, find_written, is_file, read_input, shown_path
@@ -42,7 +43,8 @@ def launched_config(
         return LaunchedConfig(where, option.name.rsplit(".", 1)[-1], config_path, evidence, options)
     # accelerate runs DeepSpeed only for `distributed_type: DEEPSPEED` (`launch.py`: `use_deepspeed`); a YAML of
     # another type may keep a `deepspeed_config` block that nothing reads
-    if accelerate is not None and accelerate.distributed_type in (None, "DEEPSPEED"):
+    # (`--multi_gpu` on the command line picks its own launcher: the YAML's type no longer decides)
+    if accelerate is not None and accelerate.distributed_type in (None, "DEEPSPEED") and other_backend(line) is None:
         shown = shown_path(accelerate.path)
         # `accelerate launch --mixed_precision bf16` overrides the YAML's (a value built at run time: not known)
         options_given = line.launcher_options

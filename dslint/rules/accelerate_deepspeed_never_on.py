@@ -36,6 +36,9 @@ class AccelerateDeepSpeedNeverOn(LaunchRule):
             warning when it passes no config file, so that only the machine's own default accelerate config
             (written by `accelerate config`, outside the project) could turn DeepSpeed on. Silent when the
             started script builds its own `DeepSpeedPlugin`, or the launcher writes the default config itself.
+            Also an error: `--multi_gpu` (or `--use_fsdp`, `--cpu`, `--tpu`) beside a `--config_file` whose
+            `distributed_type` is `DEEPSPEED`: the command line picks the launcher, and the YAML's DeepSpeed
+            settings are never read (the project then reads that launch as one without DeepSpeed).
         """,
         why="""
             accelerate picks its launcher from `--use_deepspeed`, `--multi_gpu`... or, when none is given, from the
@@ -77,6 +80,11 @@ class AccelerateDeepSpeedNeverOn(LaunchRule):
         ),
     )
     invalid = (
+        Invalid(  # the command line's backend wins over the YAML's DEEPSPEED
+            "accelerate launch --config_file ds.yaml --multi_gpu train.py\n",
+            lines=(1,),
+            files=(*_PROJECT, ("ds.yaml", "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n")),
+        ),
         Invalid(
             "accelerate launch --multi_gpu --num_processes 4 \\\n  --deepspeed_config_file ds_zero3.json train.py\n",
             lines=(2,),
@@ -96,6 +104,9 @@ class AccelerateDeepSpeedNeverOn(LaunchRule):
 
     @classmethod
     def message_for(cls, issue: LaunchIssue) -> str:
+        if len(issue.options) == 2:  # the config file's DEEPSPEED, overridden by the command line's backend
+            shown = issue.options[1]
+            return f"{issue.detail} overrides {shown}'s DEEPSPEED: DeepSpeed never runs; drop {issue.detail}"
         (option,) = issue.options
         if issue.detail == MACHINE_DEFAULT:
             return f"{option} without --use_deepspeed: DeepSpeed runs only if this machine's accelerate config says so"
