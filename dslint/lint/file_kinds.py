@@ -23,6 +23,12 @@ NOT_READ = {
     ".txt": "a text file",
     ".sh": "a shell script",
     ".bash": "a shell script",
+    ".slurm": "a shell script",
+    ".sbatch": "a shell script",
+    ".lsf": "a shell script",
+    ".bsub": "a shell script",
+    ".pbs": "a shell script",
+    ".qsub": "a shell script",
     ".cfg": "an INI file",
     ".ini": "an INI file",
 }

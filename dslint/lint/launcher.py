@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING
 from dslint.diagnostics import Diagnostic, Location
 from dslint.lint.result import FileResult
 from dslint.lint.suppression import apply_noqa
-from dslint.project.project_index import LaunchIssue
+from dslint.project.project_index import LAUNCHER_SUFFIXES, LaunchIssue
 from dslint.selection import RuleSelection
 
 if TYPE_CHECKING:  # the rules are imported when a launcher has findings to report
     from dslint.framework.launch_rule import LaunchRule
 
 # The launchers whose format has `#` comments that dslint reads as noqa comments.
-COMMENTED = (".sh", ".bash", "Makefile", "makefile", ".mk")
+COMMENTED = LAUNCHER_SUFFIXES
 NOTEBOOK = ".ipynb"
 
 

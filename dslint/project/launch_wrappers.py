@@ -12,7 +12,9 @@ from dslint.project.shell_directories import UNKNOWN_VALUE
 # The launcher commands dslint follows, by the basename of their first word.
 LAUNCHER_WORDS = frozenset({"deepspeed", "torchrun", "accelerate", "python", "python3"})
 # Words that may come before the launcher on a line (wrappers and environment settings).
-WRAPPERS = frozenset({"nohup", "exec", "eval", "time", "env", "srun", "mpirun", "sudo", "CUDA_VISIBLE_DEVICES"})
+WRAPPERS = frozenset(
+    {"nohup", "exec", "eval", "time", "env", "sudo", "CUDA_VISIBLE_DEVICES", "srun", "mpirun", "mpiexec", "jsrun"}
+)
 # Tools that run a command in a project's environment, as `<tool> run [options] <command>`.
 ENVIRONMENT_RUNNERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "conda", "mamba", "micromamba"})
 # Container tools that run a command in an image, as `<tool> <sub> [options] IMAGE <command>`, by their
@@ -23,9 +25,9 @@ CONTAINER_RUNNERS = {
     "docker": ("run", "exec"),
     "podman": ("run", "exec"),
 }
-# Wrappers that take options of their own before the command they run (`srun --nodes=2 -N 2 deepspeed x.py`,
-# `mpirun -np 4 python x.py`).
-_OPTION_WRAPPERS = frozenset({"srun", "mpirun"})
+# Wrappers that take options of their own before the command they run and start its processes (`srun --nodes=2 -N 2
+# deepspeed x.py`, `mpirun -np 4 python x.py`, LSF's `jsrun -r 1 -g 6 -a 6 python x.py`).
+_OPTION_WRAPPERS = frozenset({"srun", "mpirun", "mpiexec", "jsrun"})
 
 
 def command_start(words: list[str], environment: dict[str, str]) -> tuple[int, str]:

@@ -28,7 +28,9 @@ from dslint.script.project_facts import LaunchedConfig, LaunchWorldSize, Project
 if TYPE_CHECKING:
     from dslint.config import facts as config_facts
 
-LAUNCHER_SUFFIXES = (".sh", ".bash", "Makefile", "makefile", ".mk")
+# Batch systems' job scripts are shell scripts under another name (Slurm's `sbatch`, LSF's `bsub`, PBS's `qsub`)
+JOB_SCRIPT_SUFFIXES = (".slurm", ".sbatch", ".lsf", ".bsub", ".pbs", ".qsub")
+LAUNCHER_SUFFIXES = (".sh", ".bash", *JOB_SCRIPT_SUFFIXES, "Makefile", "makefile", ".mk")
 # Read too: launch commands in documents (Markdown and reStructuredText code blocks, a notebook's `!` lines and
 # `%%bash` cells: dslint.project.launch_documents), and YAML files
 # that name a Trainer's DeepSpeed config (`deepspeed: ds_z3.json` in a fine-tuning YAML, even commented out).
