@@ -293,7 +293,14 @@ SCRIPT_NEEDS: dict[str, Needs] = {
         pretrained_loads=True,
     ),
     "DSL209": Needs((b"deepspeed", b"initialize")),
-    "DSL211": Needs((b"deepspeed", b"initialize", b"state_dict"), shapes=(Shape(calls=("torch.save",), engine=True),)),
+    "DSL211": Needs(
+        (b"deepspeed", b"initialize", b"state_dict"),
+        without_engine=((b"state_dict", b"prepare", b"Accelerator"),),
+        shapes=(
+            Shape(calls=("torch.save",), engine=True),
+            Shape(calls=("torch.save",), words=(b"prepare", b"Accelerator")),
+        ),
+    ),
     "DSL212": Needs(
         (b"deepspeed", b"data"),
         without_engine=tuple(
