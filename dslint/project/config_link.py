@@ -41,6 +41,7 @@ from dslint.project.config_edits import (
     module_index,
     tree_from_literal,
 )
+from dslint.project.config_writers import written_argument
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.splatted_arguments import call_argument
 from dslint.project.trainer_launches import builds_training_arguments, launched_for_trainer
@@ -167,9 +168,7 @@ def edited_configs(context: ScriptContext, engine: Engine) -> list[ResolvedConfi
     does not show may be there."""
     init = context.facts.initialize_of(engine)
     expression = init.config if init is not None else None
-    if expression is None or not isinstance(expression, cst.Name):
-        return []
-    return _written_configs(context, expression, Origin.INITIALIZE, ())
+    return _written_configs(context, expression, Origin.INITIALIZE, ()) if isinstance(expression, cst.Name) else []
 
 
 def returned_configs(context: ScriptContext) -> list[ResolvedConfig]:
@@ -499,6 +498,9 @@ def _resolve_expression(
         if not isinstance(values, dict):
             return None
         return ResolvedConfig(values, f"dict literal at line {context.span(node)[0].line}", None, tree, origin)
+    written = written_argument(context, node) if isinstance(node, cst.Call) else None
+    if written is not None:  # `save_ds_config(cfg, "ds.json")`: the dict the project function writes
+        return _resolve_expression(context, written, depth + 1, origin)
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Call, cst.BinaryOperation, cst.Attribute)):
         # a literal path, or one built from literals and the script's location (`Path(__file__).parent / "x"`)
         value = path_value(facts, node, context.path)

@@ -46,6 +46,7 @@ from dslint.project.config_reading import (
     record_chosen_configs,
     trainer_literals,
 )
+from dslint.project.config_writers import config_writer_calls
 from dslint.project.document_configs import (
     DOCUMENT_CONFIG_SUFFIXES,
     DocumentLaunch,
@@ -250,6 +251,8 @@ def _build_project_index(
             if path in index.files:
                 index.files[path] = replace(index.files[path], one_process_project=True)
     _record_config_builders(index, sources, store)
+    for path, calls in config_writer_calls(sources, store).items():
+        index.files[path] = replace(facts_of(index.files, path), config_writers=calls)
     for path, dumped in dumped_config_names(sources, (launch.config for launch in index.launches)).items():
         index.files[path] = replace(facts_of(index.files, path), dumped_configs=dumped)
     for path, lines in launched.gpu_loads.items():

@@ -162,6 +162,9 @@ class ProjectFacts:
     # Expressions of this file that read an engine (or another of initialize's results) kept in an attribute of a
     # project class's instance (`pair.policy`): (line, column, end line, end column) -> the fact
     values_at: Mapping[tuple[int, int, int, int], ParameterFact] = field(default_factory=dict)
+    # Calls in this file of a project function that writes a dict argument to a JSON file and returns its path
+    # (`project/config_writers.py`): the call -> the dumped argument's position and name, and the writer
+    config_writers: Mapping[tuple[int, int], tuple[int, str, Related]] = field(default_factory=dict)
     # This file's initialize calls whose config is a dict a project function builds (`get_ds_config(stage=
     # args.zero_stage)`, read per launch: `built_configs.built_stage`): the call -> the stage and its evidence
     built_configs: Mapping[tuple[int, int], EngineConfig] = field(default_factory=dict)
