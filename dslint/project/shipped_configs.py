@@ -36,6 +36,24 @@ def shipped_stages(script: str) -> list[int] | None:
     return [stage for _, stage, _ in found] if found else None
 
 
+def shipped_single_steps(script: str) -> bool:
+    """Every DeepSpeed config the project ships near `script` (as `shipped_stages` finds them) writes
+    `gradient_accumulation_steps` 1 (at least one config; none "auto", absent or another value)."""
+    candidates = files_near(project_folders(script), lambda entry: entry.is_file() and is_candidate(entry))
+    if not candidates or len(candidates) > MAX_SHIPPED:
+        return False
+    found = 0
+    for path in candidates:
+        tree = load_config_tree(path, script)
+        if not isinstance(tree, Object) or not is_deepspeed_config(tree, is_config_name(path)):
+            continue
+        steps = node_at(tree, "gradient_accumulation_steps")
+        if steps is None or getattr(steps, "value", None) != 1:
+            return False
+        found += 1
+    return found > 0
+
+
 def shipped_zero3(script: str) -> tuple[Related, ...]:
     """Where each DeepSpeed config the project ships sets stage 3, when every one does (at least one): those of
     `script`'s folder and of up to LEVELS_ABOVE folders above it (stopping at the project's root), each with its

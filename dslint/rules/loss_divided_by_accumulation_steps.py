@@ -9,6 +9,7 @@ from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.accelerate_deepspeed import accelerate_accumulation
 from dslint.project.engine_config import configured_accumulation_steps
+from dslint.project.shipped_configs import shipped_single_steps
 from dslint.rules.engine_step_under_accumulation_test import OWN_ACCUMULATION_WRITTEN
 from dslint.script.divided_loss import only_engine_backward_reads, scales_for_accumulation
 from dslint.script.edits import line_deletion, replace_node
@@ -69,7 +70,8 @@ class LossDividedByAccumulationSteps(ScriptRule):
             division is the caller's job; nor is anything when the engine's config sets
             `"gradient_accumulation_steps": 1`, or, when the config cannot be read, when the backward runs in a
             `for _ in range(<accumulation steps>):` loop whose engine step comes after the loop (an accumulation the
-            script runs itself, one engine step a loop, which works only with the engine's steps at 1). Where
+            script runs itself, one engine step a loop, which works only with the engine's steps at 1), or when
+            every DeepSpeed config the project ships near the script writes 1 (no other config to run it with). Where
             the script runs DeepSpeed through accelerate, a division before `accelerator.backward(...)` too, when
             the engine's accumulation steps are known above 1 (the script's `DeepSpeedPlugin(gradient_
             accumulation_steps=N)`, or the config its plugin or every `accelerate launch` of it names):
@@ -107,6 +109,16 @@ class LossDividedByAccumulationSteps(ScriptRule):
         """,
     )
     valid = (
+        Valid(  # a config from the command line, and the only one the project ships steps every micro-batch
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters())
+            for batch in loader:
+                engine.backward(engine(batch) / args.gradient_accumulation_steps)
+                engine.step()
+            """,
+            files=(("ds_config.json", '{"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}\n'),),
+        ),
         # accelerate without DeepSpeed, or with the engine's accumulation at 1: no second division
         Valid(_ACCELERATE.replace("deepspeed_plugin=DeepSpeedPlugin(zero_stage=2, gradient_accumulation_steps=4)", "")),
         Valid(_ACCELERATE.replace("gradient_accumulation_steps=4", "gradient_accumulation_steps=1")),
@@ -385,6 +397,9 @@ class LossDividedByAccumulationSteps(ScriptRule):
             steps = configured_accumulation_steps(self.context, answer.engine)
             if steps == 1 or (steps is None and self._accumulates_by_hand(node)):
                 return  # the engine does not divide; dividing by hand is the caller's own accumulation
+            local = answer.engine is not None and not answer.engine.elsewhere and bool(self.context.path)
+            if steps is None and local and shipped_single_steps(self.context.path):
+                return  # every config the project ships steps each micro-batch: the engine divides by 1
             message = self.message.replace("engine.", self.context.code(node.func.value) + ".", 1)
         elif answer is None and len(node.args) == 1 and self.trainers.names_accelerator(node.func.value):
             accumulation = self._accelerate_accumulation()
