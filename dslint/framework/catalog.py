@@ -112,6 +112,7 @@ CODES: tuple[str, ...] = (
     "DSL470",
     "DSL471",
     "DSL472",
+    "DSL473",
 )
 
 
@@ -506,6 +507,7 @@ LAUNCH_RULE_MODULES: dict[str, str] = {
     "DSL468": "config_given_twice",
     "DSL469": "srun_launcher_layout",
     "DSL470": "master_port_not_passed",
+    "DSL473": "visible_devices_not_exported",
 }
 
 # -- the rule lifecycle -------------------------------------------------------------------------------------------

@@ -82,6 +82,7 @@ from dslint.project.script_parser import (
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.slurm_layouts import srun_layout
 from dslint.project.trainer_without_config import configless_trainer
+from dslint.project.unexported_devices import unexported_devices
 from dslint.project.visible_devices import ignored_visible_devices
 
 
@@ -118,6 +119,9 @@ def launch_issues(
         port = master_port_unused(line)
         if port is not None:
             issues.append(port)
+        unexported = unexported_devices(line, launcher_text(line.launcher))
+        if unexported is not None:
+            issues.append(unexported)
         layout = srun_layout(line, launcher_text(line.launcher))
         if layout is not None:
             issues.append(layout)
