@@ -52,7 +52,7 @@ class LoaderCall:
     load_line: int
 
 
-def loader_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[LoaderCall]:
+def loader_calls(model: Evaluator, paths: Iterable[str], classes: frozenset[str] = frozenset()) -> Iterator[LoaderCall]:
     memo: dict[Callee, Load | None] = {}
     building: dict[str, set[int]] = {}  # per module: the calls of its bodies that build `*TrainingArguments`
 
@@ -70,7 +70,9 @@ def loader_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[LoaderCall]
         return id(call) in building[path]
 
     for found in resolved_calls(model, paths, in_building_body):
-        load = _loads(model, found.callee, 0, memo) or _class_handed_in(model, found.path, found.call, found.callee)
+        load = _loads(model, found.callee, 0, memo, classes) or _class_handed_in(
+            model, found.path, found.call, found.callee
+        )
         if load is not None:
             yield LoaderCall(found.path, found.line, found.column, found.callee, load[0], load[1])
 
@@ -149,7 +151,9 @@ def _arguments_makers(module: ModuleSummary) -> set[str]:
     }
 
 
-def _loads(model: Evaluator, callee: Callee, depth: int, memo: dict[Callee, Load | None]) -> Load | None:
+def _loads(
+    model: Evaluator, callee: Callee, depth: int, memo: dict[Callee, Load | None], classes: frozenset[str] = frozenset()
+) -> Load | None:
     """Where the model `callee` returns is loaded: a `from_pretrained` of its own, or of a project function whose
     result it returns (to MAX_DEPTH levels); None when it returns no such model."""
     if callee in memo:
@@ -173,7 +177,7 @@ def _loads(model: Evaluator, callee: Callee, depth: int, memo: dict[Callee, Load
         if not isinstance(node, ast.Return) or node.value is None:
             continue
         for value in _returned(node.value, bound):
-            found = _model_of(model, module, scope, callee, value, depth, memo)
+            found = _model_of(model, module, scope, callee, value, depth, memo, classes)
             if found is not None:
                 break
         if found is not None:
@@ -200,15 +204,18 @@ def _model_of(
     value: ast.expr,
     depth: int,
     memo: dict[Callee, Load | None],
+    classes: frozenset[str] = frozenset(),
 ) -> Load | None:
-    """`Model.from_pretrained(...)` (maybe followed by module methods: `.eval()`, `.half()`), or a call of a
-    project function returning such a model."""
+    """`Model.from_pretrained(...)` (maybe followed by module methods: `.eval()`, `.half()`), of a transformers
+    model class or one of the project's (`classes`), or a call of a project function returning such a model."""
     while isinstance(value, ast.Call):
         func = value.func
         if isinstance(func, ast.Attribute) and func.attr in HF_MODEL_BUILDS:
             qualified = module.qualified(func.value) or ""
             last = qualified.rpartition(".")[2]
             if qualified.startswith("transformers") and TRANSFORMERS_MODEL_CLASS.match(last):
+                return holder, value.lineno
+            if isinstance(func.value, ast.Name) and func.value.id in classes:
                 return holder, value.lineno
             return None
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
@@ -217,5 +224,5 @@ def _model_of(
         if depth >= MAX_DEPTH:
             return None
         callee = model.resolve(module, scope, func)
-        return _loads(model, callee, depth + 1, memo) if callee is not None else None
+        return _loads(model, callee, depth + 1, memo, classes) if callee is not None else None
     return None

@@ -39,6 +39,7 @@ from dslint.model.state_saving_calls import (
 )
 from dslint.model.summary import SummaryStore, character_column
 from dslint.model.values import InitSite
+from dslint.project.arguments_classes import model_classes
 from dslint.project.inputs import shown_path
 from dslint.project.passed_devices import cpu_parameters
 from dslint.project.site_configs import built_engine_config, engine_config
@@ -120,7 +121,7 @@ def record_pretrained_loads(files: dict[str, ProjectFacts], model: ProjectModel)
     holders = sorted(p for p, data in sources.items() if b"initialize(" in data or _builds_arguments(data))
     if not holders:
         return
-    for call in loader_calls(model, holders):
+    for call in loader_calls(model, holders, model_classes(sources)):
         facts = facts_of(files, call.path)
         note = f"{call.load[1]}() loads the model with from_pretrained"
         load = Related(shown_path(call.load[0]), call.load_line, 1, note)

@@ -29,7 +29,7 @@ from dslint.model.star_imports import star_aliases
 from dslint.model.summary import SummaryStore
 from dslint.project import inputs
 from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_yaml
-from dslint.project.arguments_classes import arguments_classes
+from dslint.project.arguments_classes import arguments_classes, model_classes, named_by
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import client_sections, framework_configs, replaced_keys
 from dslint.project.config_reading import (
@@ -274,13 +274,10 @@ def _build_project_index(
             index.files[path] = replace(facts_of(index.files, path), star_imports=brought)
     # the project's own Trainer argument classes, for the files calling one (the only way the rules ask of them:
     # `hf_models.is_training_arguments`), from the sources' index of calls
-    calling: dict[str, set[str]] = {}
-    for name in arguments_classes(sources):
-        callers = store.words.calling(name)
-        for path in callers if callers is not None else [p for p, d in sources.items() if name.encode() in d]:
-            calling.setdefault(path, set()).add(name)
-    for path, named in calling.items():
+    for path, named in named_by(arguments_classes(sources), sources, store).items():
         index.files[path] = replace(facts_of(index.files, path), arguments_classes=frozenset(named))
+    for path, named in named_by(model_classes(sources), sources, store, called=False).items():
+        index.files[path] = replace(facts_of(index.files, path), model_classes=frozenset(named))
     for path, functions in launched.cuda_parameters.items():
         index.files[path] = replace(facts_of(index.files, path), cuda_parameters=functions)
     record_state_saving_calls(index.files, model)

@@ -146,10 +146,11 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             flagged when that call's config is known to be stage 3: a file, a dict literal, or the dict a project helper
             returns (its `stage` a constant or a parameter's value at the call), and this file makes no
             `HfDeepSpeedConfig` or Trainer config and no accelerate launch may keep one; the finding names the
-            `initialize` call and the config's builder. `from_pretrained` of a class of the file deriving from a
-            transformers model class counts as transformers' own. A call of a project function that returns a model
-            `from_pretrained` builds (through further project functions, alone or in a returned tuple: `model, tokenizer
-            = load_pair(name)`), made before a ZeRO-3 `TrainingArguments(deepspeed=...)` of the same function, is
+            `initialize` call and the config's builder. `from_pretrained` of a class of the file, or of another
+            module of the project, deriving from a transformers model class counts as transformers' own. A call of
+            a project function that returns a model `from_pretrained` builds (through further project functions,
+            alone or in a returned tuple: `model, tokenizer = load_pair(name)`), made before a ZeRO-3
+            `TrainingArguments(deepspeed=...)` of the same function, is
             flagged at the call, naming where the model is loaded; so is such a call whose model reaches a ZeRO-3
             `initialize` of the same function (`loader = Loader(); model = loader.causal_lm(name)` too; a helper
             loading the class its caller hands it, `create_hf_model(AutoModelForCausalLM, ...)`; not one making its

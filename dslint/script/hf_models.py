@@ -37,7 +37,12 @@ def is_model_from_pretrained(
     name = hf_class_name(context, func.value)
     if name is not None:
         return bool(TRANSFORMERS_MODEL_CLASS.match(name))
-    return isinstance(func.value, cst.Name) and func.value.value in _model_subclasses(context)
+    if not isinstance(func.value, cst.Name):
+        return False
+    project = context.facts.project
+    return func.value.value in _model_subclasses(context) or (
+        project is not None and func.value.value in project.model_classes  # a model class of another module
+    )
 
 
 def _model_subclasses(context: ScriptContext) -> set[str]:
