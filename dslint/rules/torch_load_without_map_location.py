@@ -36,8 +36,9 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             wrote earlier with `torch.save` (the same path, f-string values aside, directly or through
             `open(...)`) from a dict it filled only with tensors moved to the CPU (`.cpu()`, `.to("cpu")`), alone
             or in a tuple with plain attributes: such a file holds no GPU tensor to go back to. Nor is a load
-            of a sampler's or data loader's own state (bound to a name like `sampler_state_dict`, or handed
-            straight to `train_sampler.load_state_dict(...)`): epochs, offsets and seeds, no GPU tensor. Nor is
+            of a sampler's, data loader's, LR scheduler's or GradScaler's own state (bound to a name like
+            `sampler_state_dict`, or handed straight to `train_sampler.load_state_dict(...)`,
+            `lr_scheduler.load_state_dict(...)`): epochs, offsets, seeds and scales, no GPU tensor. Nor is
             a load of a file every `torch.save` of the project writing its name fills with CPU data only
             (`.item()`, `.cpu()`, numbers, a dict or attribute filled with them: `model/cpu_saves.py`), matched by
             the file name.
@@ -69,6 +70,15 @@ class TorchLoadWithoutMapLocation(ScriptRule):
         """,
     )
     valid = (
+        Valid(  # an LR scheduler's and a GradScaler's states hold numbers only
+            """
+            import deepspeed
+            import torch
+            engine, optimizer, _, lr_scheduler = deepspeed.initialize(model=model, config="ds.json")
+            lr_scheduler.load_state_dict(torch.load("ckpt/scheduler.pt"))
+            scaler.load_state_dict(torch.load("ckpt/scaler.pt"))
+            """
+        ),
         Valid(
             """
             import deepspeed, torch

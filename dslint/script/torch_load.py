@@ -29,14 +29,17 @@ def is_torch_load(facts: ScriptFacts, call: cst.Call) -> bool:
 
 
 # What a sampler or data loader saves of itself (`sampler.state_dict()`: epoch, offsets, seeds as Python values; a
-# generator state as a CPU tensor): names of the loaded state, and of the object that takes it back.
-_DATA_STATE_NAME = re.compile(r"(sampler|loader)_state", re.IGNORECASE)
-_DATA_OBJECT = re.compile(r"(sampler|dataloader|data_loader|loader)$", re.IGNORECASE)
+# generator state as a CPU tensor): names of the loaded state, and of the object that takes it back. Likewise
+# objects whose state holds numbers, never a GPU tensor: a sampler's or loader's (epochs, offsets, seeds), an LR
+# scheduler's (`last_epoch`, `base_lrs`), a GradScaler's (`scale` as a float, `_growth_tracker` as an int)
+_DATA_STATE_NAME = re.compile(r"(sampler|loader|scheduler|scaler)_state", re.IGNORECASE)
+_DATA_OBJECT = re.compile(r"(sampler|dataloader|data_loader|loader|scheduler|scaler)$", re.IGNORECASE)
 
 
 def loads_data_state(facts: ScriptFacts, call: cst.Call) -> bool:
-    """The load reads a sampler's or a data loader's own state, which holds no GPU tensor: its result is bound to
-    a name like `sampler_state_dict`, or handed straight to `<sampler or loader>.load_state_dict(...)`."""
+    """The load reads a sampler's, a data loader's, an LR scheduler's or a GradScaler's own state, which holds no
+    GPU tensor: its result is bound to a name like `sampler_state_dict` (`scheduler_state`), or handed straight
+    to `<sampler, loader, scheduler or scaler>.load_state_dict(...)`."""
     bound = facts.bound_to_name(call)
     if bound is not None:
         return _DATA_STATE_NAME.search(bound[1]) is not None
