@@ -86,6 +86,17 @@ from dslint.project.unexported_devices import unexported_devices
 from dslint.project.visible_devices import ignored_visible_devices
 
 
+def _read_somewhere(name: str, sources: Mapping[str, bytes]) -> bool:
+    """Some source of the project may read the option `name` (`args.<name>`, `cfg["<name>"]`, `getattr(args,
+    "<name>")`): one declared and never read names no file anyone opens. DeepSpeed's and the Trainer's own
+    options (`--deepspeed`, `--deepspeed_config`) are read by the libraries."""
+    name = name.rsplit(".", 1)[-1]  # a nested option (`--training_arguments.deepspeed`): the field's own name
+    if name in ("deepspeed", "deepspeed_config"):
+        return True
+    pattern = re.compile(rb"\.%s\b|['\"]%s['\"]" % (re.escape(name.encode()), re.escape(name.encode())))
+    return any(name.encode() in data and pattern.search(data) for data in sources.values())
+
+
 def launch_issues(
     sites: Iterable[LaunchSite],
     sources: dict[str, bytes],
@@ -179,6 +190,7 @@ def launch_issues(
             twice is None
             and site.config_path is None
             and not _tests_existence(sources.get(site.script, b""), site.config_option)
+            and _read_somewhere(option.name, sources)
         ):
             text = launcher_text(line.launcher)
             missing = missing_config(option.value, sources, line.launcher, text, file_names, roots)

@@ -66,7 +66,9 @@ class LaunchedConfigNotFound(LaunchRule):
             (`TrainingArguments(deepspeed="ds.json")`, `DeepSpeedPlugin(hf_ds_config="ds.json")`) is judged the same
             way, read from the script's folder up to the project root (the script's own writes count), and flagged
             at the keyword. A launcher that tests the file's existence itself (`[ ! -f "$DS_CONFIG" ] && exit 1`,
-            for every value it gives that variable) expects it may be absent, and says so: left alone.
+            for every value it gives that variable) expects it may be absent, and says so: left alone. So is an
+            option of the script's own (not DeepSpeed's `--deepspeed_config` nor the Trainer's `--deepspeed`) that
+            no source of the project reads (`args.<option>`, `cfg["<option>"]`): nothing opens the file.
         """,
         why="""
             The script opens the config at start-up (DeepSpeed's `DeepSpeedConfig`, or the HF Trainer's
@@ -82,6 +84,16 @@ class LaunchedConfigNotFound(LaunchRule):
         """,
     )
     valid = (
+        Valid(  # an option the script declares but never reads: no one opens the file
+            "deepspeed train.py --deepspeed_config_file configs/ds_zero1.json\n",
+            files=(
+                (
+                    "train.py",
+                    "import argparse\nimport deepspeed\nparser = argparse.ArgumentParser()\n"
+                    "parser.add_argument('--deepspeed_config_file')\nargs = parser.parse_args()\n",
+                ),
+            ),
+        ),
         # a README's command, read from the folder of the example that holds the file
         Valid(
             "# Train\n\n```bash\ndeepspeed train.py --deepspeed configs/ds_zero2.json\n```\n",
