@@ -5,6 +5,7 @@ the Trainer runs with, as `is_training_arguments_name` says of the library's own
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Iterable, Mapping
 
@@ -42,7 +43,8 @@ def arguments_classes(sources: Mapping[str, bytes]) -> frozenset[str]:
 def model_classes(sources: Mapping[str, bytes]) -> frozenset[str]:
     """The last names of the project's model classes: deriving from a transformers model class the defining file
     imports from transformers (`class CcubedPreTrainedModel(PreTrainedModel)`), then, to any depth, from those
-    (`class CcubedForConditionalGeneration(CcubedPreTrainedModel)`): their `from_pretrained` is transformers'."""
+    (`class CcubedForConditionalGeneration(CcubedPreTrainedModel)`): their `from_pretrained` is transformers'.
+    Not one defining `from_pretrained` or `from_config` itself."""
     found: set[str] = set()
     for data in sources.values():
         if b"class" in data and b"transformers" in data:
@@ -57,7 +59,26 @@ def model_classes(sources: Mapping[str, bytes]) -> frozenset[str]:
     every = [entry for data in sources.values() if b"class" in data for entry in _classes(data, _CLASS)]
     while _take(every, found, _is_model):
         pass
-    return frozenset(found)
+    return frozenset(found - _own_builders(sources))
+
+
+def _own_builders(sources: Mapping[str, bytes]) -> set[str]:
+    """Classes that define `from_pretrained` or `from_config` themselves (`return cls(config)`: no `zero.Init`)."""
+    found: set[str] = set()
+    for data in sources.values():
+        if b"def from_pretrained" not in data and b"def from_config" not in data:
+            continue
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in ("from_pretrained", "from_config")
+                for f in node.body
+            ):
+                found.add(node.name)
+    return found
 
 
 def _is_model(name: str) -> bool:

@@ -15,6 +15,7 @@ from dslint.script.hf_models import is_model_from_pretrained, is_none, keyword_v
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.model_moves import ModelSink
 from dslint.script.model_reach import ModelReach
+from dslint.script.stage_guard import StageGuards
 
 _ACCELERATE_SCRIPT = """
 from accelerate import Accelerator
@@ -70,7 +71,8 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
             launch` starts with a DeepSpeed config at stage 3 (the YAML's `zero_stage`, or the stage of its
             `deepspeed_config_file`) is flagged where a model loaded with a device map reaches
             `accelerator.prepare(...)`, whatever `zero3_init_flag` says; the finding names the launcher and the
-            config.
+            config. A load inside an `if` that tests the ZeRO stage (the `else` of `if stage == 3:`) is the
+            author's handling of the stage: left alone.
         """,
         why="""
             When transformers knows that ZeRO-3 is on (a live `HfDeepSpeedConfig`, or
@@ -97,6 +99,18 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         """,
     )
     valid = (
+        Valid(  # the author handles the stage: the device map only below stage 3
+            """
+            import deepspeed
+            from transformers import AutoModelForCausalLM
+            ds_config = {"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1}
+            if ds_config["zero_optimization"]["stage"] == 3:
+                model = AutoModelForCausalLM.from_pretrained("gpt2")
+            else:
+                model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="cuda:0")
+            engine, *_ = deepspeed.initialize(model=model, config=ds_config)
+            """
+        ),
         # the ZeRO-3 TrainingArguments are made after the load (in a helper main calls first): nothing raises
         # (loading before them is DSL208's finding)
         Valid(
@@ -232,9 +246,16 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         self.trainers = TrainerNames(self.context)
         self.prepares: list[cst.Call] = []
         self.calls: list[cst.Call] = []
+        self.stage_guards = StageGuards()  # under `if zero_stage == 3: ... else:` the author handles the stage
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.trainers.consider_assign(node)
+
+    def visit_If(self, node: cst.If) -> None:
+        self.stage_guards.enter(node)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.stage_guards.leave()
 
     def visit_Call(self, node: cst.Call) -> None:
         self.sources.consider(node)
@@ -244,7 +265,7 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         if not is_model_from_pretrained(self.context, node):
             return
         device_map = keyword_value(node, "device_map")
-        if device_map is not None and not is_none(device_map):
+        if device_map is not None and not is_none(device_map) and not self.stage_guards.inside:
             self.candidates.append(node)
 
     def leave_Module(self, original_node: cst.Module) -> None:
