@@ -17,6 +17,7 @@ the argument the function dumps (`ProjectFacts.config_writers`, per call of the 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,33 @@ if TYPE_CHECKING:
 # What may wrap the path parameter in the returned value
 _PATH_WRAPPERS = frozenset({"str", "Path", "abspath", "realpath", "normpath", "expanduser", "fspath"})
 _WRITES = frozenset({"write", "write_text", "open"})
+_DEF = re.compile(rb"^def[ \t]+(\w+)[ \t]*\(", re.M)  # a module-level function
+
+
+# each led by a literal, so that `re` skips to it (`config` covers `config_params=` and `hf_ds_config=` too)
+_KEYWORD_VALUES = (
+    re.compile(rb"deepspeed\s*=\s*(\w+)\s*(\()?"),
+    re.compile(rb"config(?:_params)?\s*=\s*(\w+)\s*(\()?"),
+)
+
+
+def _handed_calls(data: bytes) -> set[bytes]:
+    """The functions whose result a config keyword receives: called there (`deepspeed=save(cfg, p)`), or bound to
+    the name it receives (`DS = save(cfg, p)` ... `deepspeed=DS`)."""
+    found: set[bytes] = set()
+    for value, called in (pair for pattern in _KEYWORD_VALUES for pair in pattern.findall(data)):
+        if called:
+            found.add(value)
+        else:
+            bound = re.compile(rb"\b" + re.escape(value) + rb"\s*=\s*(\w+)\s*\(")
+            found.update(bound.findall(data))
+    return found
+
+
+def _may_hand_config(data: bytes) -> bool:
+    """The text may hand DeepSpeed a config: it says DeepSpeed and gives one of its readers' config keywords."""
+    return (b"eepspeed" in data or b"eepSpeed" in data) and any(p.search(data) for p in _KEYWORD_VALUES)
+
 
 Writer = tuple[int, str]  # the dumped parameter's position and name
 
@@ -43,12 +71,24 @@ def config_writer_calls(
     """For each module: its calls of project config writers, by (line, 1-based column in characters), with the
     dumped parameter's position and name and where the writer is defined."""
     modules = ParsedModules(dict(sources), store)
+    candidates = [
+        (path, data)
+        for path, data in sources.items()
+        if b"json.dump" in data and b"return" in data and (b"write" in data or b"open(" in data)
+    ]
+    if not candidates:
+        return {}
+    # only modules defining a function that a file which may hand DeepSpeed a config calls by name are parsed
+    named = {name for data in sources.values() if _may_hand_config(data) for name in _handed_calls(data)}
     writers: dict[tuple[str, str], Writer] = {}
-    for path, data in sources.items():
-        if b"json" not in data or b"dump" not in data or b"return" not in data:
+    for path, data in candidates:
+        called = set(_DEF.findall(data)) & named
+        if not called:
             continue
         summary = store.get(path)
         for name, function in summary.functions.items() if summary is not None else ():
+            if name.encode() not in called:
+                continue
             if not function.owner and "." not in name and isinstance(function.node, ast.FunctionDef):
                 writer_of = _writer(function.node)
                 if writer_of is not None:

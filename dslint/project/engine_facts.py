@@ -39,7 +39,6 @@ from dslint.model.state_saving_calls import (
 )
 from dslint.model.summary import SummaryStore, character_column
 from dslint.model.values import InitSite
-from dslint.project.arguments_classes import model_classes
 from dslint.project.inputs import shown_path
 from dslint.project.passed_devices import cpu_parameters
 from dslint.project.site_configs import built_engine_config, engine_config
@@ -112,7 +111,9 @@ def _builds_arguments(data: bytes) -> bool:
     return (b"Arguments(" in data or b"Config(" in data) and any(call in data for call in _ARGUMENTS_CALLS)
 
 
-def record_pretrained_loads(files: dict[str, ProjectFacts], model: ProjectModel) -> None:
+def record_pretrained_loads(
+    files: dict[str, ProjectFacts], model: ProjectModel, classes: frozenset[str] = frozenset()
+) -> None:
     """Calls, in functions building `*TrainingArguments` or calling `deepspeed.initialize`, of project functions
     returning a `from_pretrained` model (DSL208: the model is built before the DeepSpeed config exists)."""
     sources = model.store.sources
@@ -121,7 +122,7 @@ def record_pretrained_loads(files: dict[str, ProjectFacts], model: ProjectModel)
     holders = sorted(p for p, data in sources.items() if b"initialize(" in data or _builds_arguments(data))
     if not holders:
         return
-    for call in loader_calls(model, holders, model_classes(sources)):
+    for call in loader_calls(model, holders, classes):
         facts = facts_of(files, call.path)
         note = f"{call.load[1]}() loads the model with from_pretrained"
         load = Related(shown_path(call.load[0]), call.load_line, 1, note)

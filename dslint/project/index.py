@@ -29,7 +29,7 @@ from dslint.model.star_imports import star_aliases
 from dslint.model.summary import SummaryStore
 from dslint.project import inputs
 from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_yaml
-from dslint.project.arguments_classes import arguments_classes, model_classes, named_by
+from dslint.project.arguments_classes import arguments_classes, named_by
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import client_sections, framework_configs, replaced_keys
 from dslint.project.config_reading import (
@@ -70,6 +70,7 @@ from dslint.project.launch_issues import launch_issues
 from dslint.project.launched_configs import launched_config
 from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, writes_passed_config
 from dslint.project.missing_configs import missing_trainer_configs
+from dslint.project.model_classes import loaded_model_classes
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.project_index import (
     SKIPPED_DIRECTORIES,
@@ -276,12 +277,14 @@ def _build_project_index(
     # `hf_models.is_training_arguments`), from the sources' index of calls
     for path, named in named_by(arguments_classes(sources), sources, store).items():
         index.files[path] = replace(facts_of(index.files, path), arguments_classes=frozenset(named))
-    for path, named in named_by(model_classes(sources), sources, store, called=False).items():
+    loaded_models = loaded_model_classes(sources)
+    for path, named in loaded_models.items():
         index.files[path] = replace(facts_of(index.files, path), model_classes=frozenset(named))
+    own_models = frozenset(name for names in loaded_models.values() for name in names)
     for path, functions in launched.cuda_parameters.items():
         index.files[path] = replace(facts_of(index.files, path), cuda_parameters=functions)
     record_state_saving_calls(index.files, model)
-    record_pretrained_loads(index.files, model)
+    record_pretrained_loads(index.files, model, own_models)
     texts = functools.lru_cache(maxsize=None)(lambda path: (read_input(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: inputs.file_names_under(roots, SKIPPED_DIRECTORIES))
     # which scripts may apply an `activation_checkpointing` section (read only where some file of the project may:

@@ -39,7 +39,9 @@ _CHOOSES = {
 def unexported_devices(line: LaunchLine, text: str | None) -> LaunchIssue | None:
     """The launch's command (positioned at its first word) when an earlier line of its launcher assigns
     `CUDA_VISIBLE_DEVICES` without exporting it; `detail` is the line of that assignment, `options` its value."""
-    if text is None or line.launcher.lower().endswith(DOCUMENT_LAUNCHER_SUFFIXES) or line.spawned_by:
+    if text is None or VARIABLE not in text or line.launcher.lower().endswith(DOCUMENT_LAUNCHER_SUFFIXES):
+        return None
+    if line.spawned_by:
         return None
     if VARIABLE in dict(line.environment) or _ALL_EXPORTED.search(text) or _SCHEDULED.search(text):
         return None

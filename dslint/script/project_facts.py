@@ -205,7 +205,7 @@ class ProjectFacts:
     init_guards: Mapping[tuple[str, int, int], tuple[Guard, ...]] = field(default_factory=dict)
     # The project's own Trainer argument classes this file names (`project/arguments_classes.py`): last names
     arguments_classes: frozenset[str] = frozenset()
-    # The project's own transformers model classes this file names (`arguments_classes.model_classes`): last names
+    # The project's own transformers model classes this file loads (`project/model_classes.py`): last names
     model_classes: frozenset[str] = frozenset()
     # Calls in this file that hand accelerate's Accelerator to a project function reaching `save_state` on it
     # (`model.state_saving_calls`): the call -> (where save_state is called, where the project builds a
