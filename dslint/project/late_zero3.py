@@ -33,6 +33,7 @@ from dslint.project.inputs import record
 from dslint.project.shipped_accelerate import shipped_accelerate_runs
 from dslint.script.context import ScriptContext
 from dslint.script.facts import ScopeKind
+from dslint.script.walk import all_nodes
 
 MAX_BESIDE = 32  # YAML files read beside a script for its accelerate config
 
@@ -77,7 +78,7 @@ def module_load_runs_first(context: ScriptContext, load: cst.Call, source: ZeroS
     function = scope.node
     if scope.kind is not ScopeKind.FUNCTION or not isinstance(function, cst.FunctionDef):
         return False
-    if not any(isinstance(node, cst.Name) and node.value == target.value for node in _names(function.body)):
+    if not any(isinstance(node, cst.Name) and node.value == target.value for node in all_nodes(function.body)):
         return False  # the function does not use the model loaded at module level
     loaded_at = facts.start(load)
     module_calls = (
@@ -86,17 +87,6 @@ def module_load_runs_first(context: ScriptContext, load: cst.Call, source: ZeroS
         if facts.scope_at(call).kind is ScopeKind.MODULE and facts.start(call) < loaded_at
     )
     return not any(isinstance(call.func, cst.Name) and call.func.value == function.name.value for call in module_calls)
-
-
-def _names(node: cst.CSTNode) -> list[cst.Name]:
-    found: list[cst.Name] = []
-
-    class _Names(cst.CSTVisitor):
-        def visit_Name(self, name: cst.Name) -> None:
-            found.append(name)
-
-    node.visit(_Names())
-    return found
 
 
 def returned_arguments(context: ScriptContext, sources: ZeroSources, calls: list[cst.Call]) -> list[ZeroSource]:

@@ -16,16 +16,26 @@ from dslint.script.names import dotted_name
 def prepared(facts: ScriptFacts, trainers: TrainerNames, value: cst.BaseExpression, at: cst.CSTNode) -> bool:
     """`value` at `at` is a name bound to what `accelerator.prepare(...)` returned (`model, optimizer, loader =
     accelerator.prepare(...)`, `self.model = accelerator.prepare(model)`)."""
+    return _preparing(facts, trainers, value, at) is not None
+
+
+def _preparing(
+    facts: ScriptFacts, trainers: TrainerNames, value: cst.BaseExpression, at: cst.CSTNode
+) -> cst.Assign | cst.AnnAssign | None:
+    """The assignment binding `value`'s name at `at` to an `accelerator.prepare(...)` call, else None."""
     key = dotted_name(value)
     binding = facts.binding_at(key, facts.scope_at(at), facts.start(at)) if key else None
     statement = binding.statement if binding is not None else None
     bound = statement.value if isinstance(statement, (cst.Assign, cst.AnnAssign)) else None
-    return (
+    if (
         isinstance(bound, cst.Call)
         and isinstance(bound.func, cst.Attribute)
         and bound.func.attr.value == "prepare"
         and trainers.names_accelerator(bound.func.value)
-    )
+    ):
+        assert isinstance(statement, (cst.Assign, cst.AnnAssign))
+        return statement
+    return None
 
 
 def prepared_forward(facts: ScriptFacts, trainers: TrainerNames, call: cst.Call) -> bool:
@@ -58,11 +68,10 @@ def prepared_argument(
     """What was handed to `accelerator.prepare(...)` for the object `value` holds at `at`: the argument at the
     position of `value`'s name among the assignment's targets (`model, optimizer = accelerator.prepare(net, opt)`:
     `opt` for `optimizer`), or the one argument of a single target; None when it cannot be told."""
-    key = dotted_name(value)
-    binding = facts.binding_at(key, facts.scope_at(at), facts.start(at)) if key else None
-    statement = binding.statement if binding is not None else None
-    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1 or not prepared(facts, trainers, value, at):
+    statement = _preparing(facts, trainers, value, at)
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
         return None
+    key = dotted_name(value)
     call = statement.value
     assert isinstance(call, cst.Call)
     arguments = [a.value for a in call.args]
