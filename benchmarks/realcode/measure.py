@@ -143,7 +143,8 @@ def folder_of(repo: str, commit: str, root: Path) -> Path:
 
 
 def lay_out(mirror: Path, commit: str, target: Path) -> None:
-    """Write every blob of `commit` that the mirror holds into `target` (missing large blobs are skipped)."""
+    """Write every blob of `commit` that the mirror holds into `target` (missing large blobs are skipped, and
+    files whose names the file system refuses)."""
     done = target / ".laid-out"
     if done.is_file():
         return
@@ -168,8 +169,11 @@ def lay_out(mirror: Path, commit: str, target: Path) -> None:
             continue
         size = int(header[2])
         path = target / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(batch[position : position + size])
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(batch[position : position + size])
+        except OSError as error:  # a name this file system refuses (too long): skipped, as a missing blob is
+            print(f"not laid out: {path} ({error.strerror})", file=sys.stderr)
         position += size + 1
     done.write_text(commit + "\n", encoding="utf-8")
 
