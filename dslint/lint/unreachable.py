@@ -9,10 +9,8 @@ import bisect
 from collections.abc import Iterator, Sequence
 
 from dslint.diagnostics import Diagnostic
+from dslint.model.library import PROCESS_EXITS
 from dslint.model.summary import dotted
-
-# Calls that end the process: what follows them in their block never runs.
-EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 
 
 def unreachable_ranges(tree: ast.Module) -> list[tuple[int, int]]:
@@ -60,5 +58,5 @@ def _leaves(statement: ast.stmt) -> bool:
     if isinstance(statement, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
         return True
     if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-        return dotted(statement.value.func) in EXITS
+        return dotted(statement.value.func) in PROCESS_EXITS
     return False

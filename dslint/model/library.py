@@ -210,6 +210,10 @@ RANK_WORDS = re.compile(r"rank|shard|world|split_by|partition", re.IGNORECASE)
 # Words in it that say it is made up (a benchmark's random tensors): the same data on every rank changes nothing.
 SYNTHETIC_DATA = re.compile(r"random|randn|rand\(|synthetic|dummy|fake", re.IGNORECASE)
 
+# Calls that end the process: what follows them in their block never runs (`lint/unreachable.py`), and an arm
+# ending in one leaves its block (`script/branches.py`).
+PROCESS_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+
 # Words of a Python file that may apply a DeepSpeed config's `activation_checkpointing` section: the engine never
 # reads it; only `deepspeed.checkpointing.configure(..., deepspeed_config=...)` does (called by Megatron-DeepSpeed
 # and GPT-NeoX, whose code imports `megatron`, and by Lightning's DeepSpeedStrategy, whose configs are not this

@@ -1,8 +1,8 @@
-"""The one traversal that fills a `ScriptFacts` (`collect_facts`), and the plain-PyTorch branches it marks.
+"""The one traversal that fills a `ScriptFacts` (`collect_facts`).
 
 It records imports, the scope of every name, attribute, subscript and call, every `deepspeed.initialize(...)` call
-with its arguments, the calls that set the device, and the `else:` of `if args.deepspeed:` (and the other side of
-an `if` that holds initialize on one side only), where no rule reports. The scopes and bindings are the module's
+with its arguments, the calls that set the device, and the `if`s whose plain-PyTorch side `script/branches.py`
+marks once the walk is done (where no rule reports). The scopes and bindings are the module's
 (`dslint.model.bindings`, read from CPython's tree): the traversal lays them over libcst's nodes and marks the
 bindings that hold initialize's results (here, or from a helper the project model knows returns them).
 """
@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import ast
 import functools
-import re
 import warnings
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
 
-from dslint.model.bindings import Binding, BindingKind, Bindings, Pos, Scope, ScopeKind, module_bindings
-from dslint.model.conditions import PLAIN_BACKENDS, deepspeed_flag_word
+from dslint.model.bindings import Binding, BindingKind, Bindings, Scope, ScopeKind, module_bindings
 from dslint.model.engine import Engine, Origin
-from dslint.model.library import ENGINE_ONLY_METHODS, RESULT_ORDER
+from dslint.model.library import RESULT_ORDER
 from dslint.model.summary import dotted
+from dslint.script.branches import deepspeed_flag_polarity, resolve_branches
 from dslint.script.facts import (
     INIT_INFERENCE,
     INITIALIZE,
@@ -39,42 +38,6 @@ from dslint.script.names import ImportTable, dotted_name
 from dslint.script.project_facts import ProjectFacts
 from dslint.script.statement_lines import StatementLines
 from dslint.script.walk import walk
-
-
-def deepspeed_flag_polarity(test: cst.BaseExpression) -> bool | None:
-    """For `if <test>:`, True if the body is the DeepSpeed branch, False if the else branch is, None if
-    `<test>` is not a DeepSpeed on/off flag (`args.deepspeed`, `not use_ds`, `args.backend == "deepspeed"`)."""
-    positive = True
-    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        positive = not positive
-        test = test.expression
-    name = dotted_name(test)
-    if name is not None:
-        return positive if deepspeed_flag_word(name.split(".")[-1]) else None
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        left = dotted_name(test.left)
-        target = test.comparisons[0]
-        operator = target.operator
-        right = target.comparator
-        if left is not None and isinstance(right, cst.SimpleString) and right.evaluated_value == "deepspeed":
-            if isinstance(operator, cst.Equal):
-                return positive
-            if isinstance(operator, cst.NotEqual):
-                return not positive
-        # `if env_type == "pytorchDDP":` selects another backend: its body is plain PyTorch
-        if (
-            left is not None
-            and isinstance(right, cst.SimpleString)
-            and str(right.evaluated_value).lower() in PLAIN_BACKENDS
-            and isinstance(operator, cst.Equal)
-        ):
-            return not positive
-        if left is not None and deepspeed_flag_word(left.split(".")[-1]) and isinstance(right, cst.Name):
-            if right.value == "None" and isinstance(operator, cst.IsNot):
-                return positive
-            if right.value == "None" and isinstance(operator, cst.Is):
-                return not positive
-    return None
 
 
 class _Misaligned(Exception):
@@ -110,6 +73,7 @@ class _Collector:
         self.lines: list[cst.CSTNode] = []
         self.smalls: list[cst.BaseSmallStatement] = []
         self.branches: list[tuple[cst.If, bool | None]] = []
+        self.if_blocks: dict[cst.If, cst.IndentedBlock | cst.Module] = {}  # each `if` statement's own block
         self.flag_expressions: list[tuple[cst.IfExp, bool]] = []  # conditional expressions testing a DeepSpeed flag
         self.counter = 0
         self.pending_ends: dict[cst.CSTNode, list[InitializeCall]] = {}
@@ -136,6 +100,8 @@ class _Collector:
             body = node.body  # type: ignore[attr-defined]
             for child in body:
                 self.facts.block_size_of_line[child] = len(body)
+                if type(child) is cst.If:
+                    self.if_blocks[child] = node  # type: ignore[assignment]
         if kind & _LINE:
             self.lines.append(node)
             if kind & _COMPOUND:
@@ -392,116 +358,6 @@ def _initialize_arguments(call: cst.Call) -> dict[str, cst.BaseExpression]:
     return found
 
 
-# calls whose result says what files there are, not which backend runs (`has_deepspeed = "latest" in os.listdir(d)`)
-_FILE_FACTS = frozenset({"listdir", "exists", "isfile", "isdir", "glob", "iterdir", "scandir", "walk"})
-# a flag's name that says what is there, not what to use
-_HOLDING_WORDS = re.compile(r"^(has|have|found)_|_(found|exists?|present|files?|ckpt|checkpoint)$")
-
-
-def _fact_about_files(facts: ScriptFacts, test: cst.BaseExpression) -> bool:
-    """The test is a name that says what a folder holds (`has_deepspeed`, `ds_ckpt_found`: not `use_deepspeed`)
-    bound in its scope from a look at the file system (directly, or through a name its value reads: `files =
-    os.listdir(d)`, `has_deepspeed = "latest" in files`): a fact about a checkpoint folder, not a DeepSpeed on/off
-    switch (`use_ds = os.path.exists(ds_config)` stays one)."""
-    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        test = test.expression
-    if not isinstance(test, cst.Name) or not _HOLDING_WORDS.search(test.value.lower()):
-        return False
-    value = facts.assigned_value(test, test)
-    if value is None:
-        return False
-    calls, names = _calls_and_names(value)
-    if calls & _FILE_FACTS:
-        return True
-    for name in names[:8]:  # one level: the names the value reads
-        read = facts.assigned_value(name, name) if name.value != test.value and name in facts.entered else None
-        if read is not None and _calls_and_names(read)[0] & _FILE_FACTS:
-            return True
-    return False
-
-
-def _calls_and_names(value: cst.CSTNode) -> tuple[set[str], list[cst.Name]]:
-    """The last names of the calls in `value`, and the names it reads."""
-    calls: set[str] = set()
-    names: list[cst.Name] = []
-
-    def enter(node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.Call):
-            calls.add((dotted_name(node.func) or "").rsplit(".", 1)[-1])
-        elif isinstance(node, cst.Name):
-            names.append(node)
-        return True
-
-    walk(value, enter, lambda node: None)
-    return calls, names
-
-
-def _resolve_branches(
-    facts: ScriptFacts,
-    branches: Sequence[tuple[cst.If, bool | None]],
-    expressions: Sequence[tuple[cst.IfExp, bool]] = (),
-) -> None:
-    """Mark the plain-PyTorch side of every `if` that chooses between DeepSpeed and plain PyTorch, and of every
-    conditional expression whose test is a DeepSpeed flag (`expressions`, with the flag's polarity).
-
-    An `if` chooses when its test is a DeepSpeed flag, when exactly one side holds a `deepspeed.initialize`
-    call or uses a conditional engine parameter as the engine (`ParameterFact.conditional`: `model.backward(loss)`
-    in one arm, the plain model's loss scaler in the other), or when its test reads the same as the test of such
-    an `if`.
-    """
-    init_positions = [init.start for init in facts.initialize_calls] + _conditional_engine_uses(facts)
-
-    def holds_init(span: tuple[Pos, Pos] | None) -> bool:
-        return span is not None and any(span[0] <= p < span[1] for p in init_positions)
-
-    sides: list[tuple[cst.If, tuple[Pos, Pos], tuple[Pos, Pos] | None, bool | None]] = []
-    guards: list[tuple[cst.BaseExpression, bool]] = []
-    for node, polarity in branches:
-        if polarity is not None and _fact_about_files(facts, node.test):
-            polarity = None
-        body = (facts.start(node.body), facts.end(node.body))
-        orelse = (facts.start(node.orelse), facts.end(node.orelse)) if node.orelse is not None else None
-        if polarity is None and init_positions:
-            in_body, in_else = holds_init(body), holds_init(orelse)
-            if in_body != in_else:
-                polarity = in_body
-                guards.append((node.test, polarity))
-        sides.append((node, body, orelse, polarity))
-    for expression, positive in expressions:
-        if not _fact_about_files(facts, expression.test):
-            plain = expression.orelse if positive else expression.body
-            facts.plain_ranges.append((facts.start(plain), facts.end(plain)))
-    for node, body, orelse, polarity in sides:
-        if polarity is None and guards:
-            # Code generation is costly: compare tests only where an initialize guard exists.
-            polarity = next((p for test, p in guards if test.deep_equals(node.test)), None)
-        if polarity is None:
-            continue
-        plain_side = orelse if polarity else body
-        if plain_side is not None:
-            facts.plain_ranges.append(plain_side)
-
-
-def _conditional_engine_uses(facts: ScriptFacts) -> list[Pos]:
-    """Where a method only the engine has (`backward`) is called on a parameter the callers fill with the engine
-    on some of their paths only (`ParameterFact.conditional`)."""
-    project = facts.project
-    if project is None or not any(fact.conditional for found in project.parameters.values() for fact in found.values()):
-        return []
-    uses: list[Pos] = []
-    for call in facts.statement_of_call:
-        func = call.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value in ENGINE_ONLY_METHODS):
-            continue
-        if not isinstance(func.value, cst.Name):
-            continue
-        binding = facts.binding_at(func.value.value, facts.scope_at(call), facts.start(call))
-        fact = facts.project_parameter(binding) if binding is not None else None
-        if fact is not None and fact.conditional:
-            uses.append(facts.start(call))
-    return uses
-
-
 def collect_facts(
     module: cst.Module, project: ProjectFacts | None = None, tree: ast.Module | None = None, text: str | None = None
 ) -> ScriptFacts:
@@ -540,7 +396,7 @@ def _collected(
     collector.place()
     if table is not None and tree is not None:  # paired (`place`): the path guards are looked up through it
         facts.statement_pairs = (tree.body, table.statements, collector.statements)
-    _resolve_branches(facts, collector.branches, collector.flag_expressions)
+    resolve_branches(facts, collector.branches, collector.flag_expressions, collector.if_blocks)
     facts.collected = True
     return facts
 
