@@ -30,6 +30,7 @@ from dslint.model.summary import SummaryStore
 from dslint.project import inputs
 from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_yaml
 from dslint.project.arguments_classes import arguments_classes, named_by
+from dslint.project.checkpointing_applied import applies_checkpointing, checkpointing_unapplied
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import client_sections, framework_configs, replaced_keys
 from dslint.project.config_reading import (
@@ -134,33 +135,6 @@ class _LaunchHalf:
     cpu_loads: dict[str, dict[int, CpuFile]]
     cuda_parameters: dict[str, dict[str, dict[str, Related]]]
     inputs: list[str]
-
-
-def _checkpointing_unapplied(
-    sites: list[LaunchSite], sources: dict[str, bytes], store: SummaryStore, applies: dict[str, bool]
-) -> set[str]:
-    """The launched configs whose every launch starts a script that may not apply an `activation_checkpointing`
-    section (`_applies_checkpointing`); and, when no file of the project may, "" (every config its readers
-    take)."""
-    passed: dict[str, list[str | None]] = {}
-    for site in sites:
-        if site.config_path is not None:
-            passed.setdefault(site.config_path, []).append(site.script)
-    return {
-        config
-        for config, scripts in passed.items()
-        if all(script is not None and not _applies_checkpointing(script, sources, store, applies) for script in scripts)
-    }
-
-
-def _applies_checkpointing(path: str, sources: dict[str, bytes], store: SummaryStore, applies: dict[str, bool]) -> bool:
-    """Whether the script `path`, or a project module it imports, may apply an `activation_checkpointing` section
-    (`library.CHECKPOINTING_CONFIGURED`); a file that is not a project module may."""
-    if path not in applies:
-        modules = [path, *store.imported_modules(path, 1)] if path in sources else []
-        texts = [sources.get(module, b"") for module in modules]
-        applies[path] = not modules or any(token in text for text in texts for token in CHECKPOINTING_CONFIGURED)
-    return applies[path]
 
 
 def _launch_half(
@@ -291,11 +265,11 @@ def _build_project_index(
     # the imports are followed then); DSL455
     applying = any(token in data for data in sources.values() for token in CHECKPOINTING_CONFIGURED)
     applies: dict[str, bool] = {} if applying else dict.fromkeys(sources, False)
-    index.checkpointing_unapplied = _checkpointing_unapplied(index.sites, sources, store, applies)
+    index.checkpointing_unapplied = checkpointing_unapplied(index.sites, sources, store, applies)
     if not applying:
         index.checkpointing_unapplied.add("")  # nothing in the project applies a section: any config read
     for path in {*producers, *(p for p, data in sources.items() if b"activation_checkpointing" in data)}:
-        applied = _applies_checkpointing(path, sources, store, applies)  # for the configs the script builds
+        applied = applies_checkpointing(path, sources, store, applies)  # for the configs the script builds
         index.files[path] = replace(facts_of(index.files, path), checkpointing_applied=applied)
     issues = launch_issues(index.sites, sources, store, texts, names, roots)
     for path, missing in missing_trainer_configs(index.unfound_trainer_configs, sources, names).items():  # DSL423
