@@ -63,6 +63,7 @@ from dslint.project.engine_facts import (
     record_pretrained_loads,
     record_state_saving_calls,
 )
+from dslint.project.importer_launches import record_importer_launches
 from dslint.project.inputs import absolute as absolute
 from dslint.project.inputs import exists, find_written, read_input, record, recording, shown_path
 from dslint.project.launch_batches import batch_issues
@@ -225,6 +226,9 @@ def _build_project_index(
         for path in producers:
             if path in index.files:
                 index.files[path] = replace(index.files[path], one_process_project=True)
+    # a module that makes or receives the engine runs under the launches of the launched scripts importing it
+    receivers = [path for path, facts in index.files.items() if facts.parameters]
+    record_importer_launches(index.files, {*producers, *receivers}, store)
     _record_config_builders(index, sources, store)
     for path, calls in config_writer_calls(sources, store).items():
         index.files[path] = replace(facts_of(index.files, path), config_writers=calls)

@@ -18,9 +18,12 @@ from dataclasses import dataclass
 from dslint.project.shell_directories import change_directory, cloned_folder
 
 DOCUMENT_LAUNCHER_SUFFIXES = (".md", ".rst", ".ipynb", ".txt")
-# A launch command written as a line of text (`deepspeed --hostfile hf train.py` under "On two nodes:") in a
-# document without code blocks: Markdown shows it as text, and a reader runs it as written.
-BARE_LAUNCH = re.compile(r"^(deepspeed|torchrun|accelerate\s+launch)\s+(\S+\s+)*\S+\.py(\s|$)")
+# A launch command written as a line of text (`deepspeed --hostfile hf train.py` under "On two nodes:", or of a
+# module: `deepspeed --module scripts.train`) in a document without code blocks: Markdown shows it as text, and a
+# reader runs it as written.
+BARE_LAUNCH = re.compile(
+    r"^(deepspeed|torchrun|accelerate\s+launch)\s+(\S+\s+)*(\S+\.py|(--module|-m)\s+[A-Za-z_][\w.]*)(\s|$)"
+)
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")

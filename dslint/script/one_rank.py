@@ -192,10 +192,14 @@ def presumed_one_process(facts: ScriptFacts, text: str) -> bool:
 
 
 def one_process_launches(facts: ScriptFacts) -> bool:
-    """Every launch of this script the project holds starts one process in all (`deepspeed --num_gpus=1`): rank 0
-    is the only rank, so a collective it enters alone waits for no one."""
+    """Every launch of this script the project holds starts one process in all (`deepspeed --num_gpus=1`), or, for
+    a module no launch starts, every launch of the scripts importing it (`importer_launches`): rank 0 is the only
+    rank, so a collective it enters alone waits for no one."""
     project = facts.project
-    return project is not None and bool(project.launches) and all(launch.ranks == 1 for launch in project.launches)
+    if project is None:
+        return False
+    launches = project.launches or project.importer_launches
+    return bool(launches) and not project.launches_partial and all(launch.ranks == 1 for launch in launches)
 
 
 def one_rank_first(node: cst.With) -> bool:

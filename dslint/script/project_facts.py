@@ -138,6 +138,9 @@ class ProjectFacts:
     launches: tuple[LaunchedConfig, ...] = ()
     # A launcher names this script where the index reads no launch of it: `launches` may not be all of them
     launches_partial: bool = False
+    # The launches of the launched scripts that import this module (three imports deep at most), for a module no
+    # launch starts itself: its code runs in their processes (`project/importer_launches.py`)
+    importer_launches: tuple[LaunchedConfig, ...] = ()
     # No launch in the project (launcher, document command, notebook `!` line) starts several processes (each is
     # `python x.py`, or there is none): a program of it runs as one process, unless its own code says otherwise
     one_process_project: bool = False

@@ -1,0 +1,38 @@
+"""The launches a module runs under without being launched itself: those of the launched scripts that import it.
+
+A trainer class in `pkg/engine/trainer.py` that calls `deepspeed.initialize` runs in the processes of the script
+that imports it (`scripts/train.py`, started by `deepspeed --num_gpus=1 --module scripts.train`); a question about
+its ranks (`script/one_rank.one_process_launches`: is rank 0 every rank?) reads those launches. Asked only for the
+modules the rank questions concern: those that call `initialize` or receive its engine (`targets`), and followed
+three imports deep from each launched script (`SummaryStore.imported_modules`), so a project's whole import graph
+is not parsed for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, MutableMapping
+from dataclasses import replace
+
+from dslint.model.summary import SummaryStore
+from dslint.script.project_facts import LaunchedConfig, ProjectFacts
+
+# How many imports deep a launched script's modules are followed.
+IMPORT_LEVELS = 3
+
+
+def record_importer_launches(
+    files: MutableMapping[str, ProjectFacts], targets: Collection[str], store: SummaryStore
+) -> None:
+    """Give each module of `targets` that no launch starts the launches of the launched scripts importing it."""
+    unlaunched = {path for path in targets if not (path in files and files[path].launches)}
+    if not unlaunched:
+        return
+    inherited: dict[str, list[LaunchedConfig]] = {}
+    for script, facts in list(files.items()):
+        if not facts.launches or store.get(script) is None:
+            continue
+        for module in store.imported_modules(script, IMPORT_LEVELS):
+            if module in unlaunched:
+                inherited.setdefault(module, []).extend(facts.launches)
+    for module, launches in inherited.items():
+        files[module] = replace(files.get(module, ProjectFacts()), importer_launches=tuple(launches))
