@@ -23,16 +23,22 @@ IMPORT_LEVELS = 3
 def record_importer_launches(
     files: MutableMapping[str, ProjectFacts], targets: Collection[str], store: SummaryStore
 ) -> None:
-    """Give each module of `targets` that no launch starts the launches of the launched scripts importing it."""
+    """Give each module of `targets` that no launch starts the launches of the launched scripts importing it; none
+    where one of those scripts is named by a launcher whose launch is not read (`launches_partial`): its launches
+    may not be all."""
     unlaunched = {path for path in targets if not (path in files and files[path].launches)}
     if not unlaunched:
         return
     inherited: dict[str, list[LaunchedConfig]] = {}
+    partial: set[str] = set()
     for script, facts in list(files.items()):
         if not facts.launches or store.get(script) is None:
             continue
         for module in store.imported_modules(script, IMPORT_LEVELS):
             if module in unlaunched:
                 inherited.setdefault(module, []).extend(facts.launches)
+                if facts.launches_partial:
+                    partial.add(module)
     for module, launches in inherited.items():
-        files[module] = replace(files.get(module, ProjectFacts()), importer_launches=tuple(launches))
+        if module not in partial:
+            files[module] = replace(files.get(module, ProjectFacts()), importer_launches=tuple(launches))

@@ -194,7 +194,8 @@ def presumed_one_process(facts: ScriptFacts, text: str) -> bool:
 def one_process_launches(facts: ScriptFacts) -> bool:
     """Every launch of this script the project holds starts one process in all (`deepspeed --num_gpus=1`), or, for
     a module no launch starts, every launch of the scripts importing it (`importer_launches`): rank 0 is the only
-    rank, so a collective it enters alone waits for no one."""
+    rank, so a collective it enters alone waits for no one. Not where a launcher names the script in a launch the
+    index does not read (`launches_partial`): the launches read may not be all."""
     project = facts.project
     if project is None:
         return False
