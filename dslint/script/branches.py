@@ -172,22 +172,28 @@ def _mark_plain_functions(facts: ScriptFacts, holds_init: Callable[[tuple[Pos, P
     """A function of the file that the file calls only from plain code (`self._setup_training()` in the `else` of
     `if args.deepspeed:`, a method reached only past the DeepSpeed arm's `exit(0)`) is plain code too, to any
     depth. Only where the file names it solely in calls (no reference handed on, no decorator), none of them in
-    the function itself, no project caller hands it the engine (`ProjectFacts.parameters`) and it makes no engine."""
+    the function itself, no project caller hands it the engine (`ProjectFacts.parameters`), it makes no engine and
+    it is no method of a class deriving from another module's (whose base may call it: `_framework_hooks`)."""
     functions: dict[str, list[cst.FunctionDef]] = {}
     references: dict[str, list[cst.CSTNode]] = {}
     called: set[cst.CSTNode] = set()
+    classes: list[cst.ClassDef] = []
     for node in all_nodes(facts.module):
         if isinstance(node, cst.FunctionDef):
             functions.setdefault(node.name.value, []).append(node)
+        elif isinstance(node, cst.ClassDef):
+            classes.append(node)
         elif isinstance(node, cst.Call):
             called.add(node.func.attr if isinstance(node.func, cst.Attribute) else node.func)
         elif isinstance(node, cst.Name):  # an attribute's name too (`self.setup`: its `attr`)
             references.setdefault(node.value, []).append(node)
     engine_parameters = facts.project.parameters if facts.project is not None else {}
+    hooks = _framework_hooks(classes)
     candidates = {
         name: defs[0]
         for name, defs in functions.items()
         if len(defs) == 1
+        and defs[0] not in hooks
         and not defs[0].decorators
         and not name.startswith("__")
         and not any(qualified.rsplit(".", 1)[-1] == name for qualified in engine_parameters)
@@ -208,6 +214,19 @@ def _mark_plain_functions(facts: ScriptFacts, holds_init: Callable[[tuple[Pos, P
                 facts.plain_ranges.append((facts.start(function.body), span[1]))
                 del candidates[name]
                 changed = True
+
+
+def _framework_hooks(classes: Sequence[cst.ClassDef]) -> set[cst.FunctionDef]:
+    """The methods of the classes with a base that is not the file's own (a Trainer's `training_step`, a Lightning
+    module's `configure_optimizers`): the base class may call them on any path, unseen in this file."""
+    own = {cls.name.value for cls in classes}
+    hooks: set[cst.FunctionDef] = set()
+    for cls in classes:
+        bases = [dotted_name(base.value) for base in cls.bases]
+        if cls.keywords or any(base is None or (base not in own and base != "object") for base in bases):
+            body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+            hooks.update(item for item in body if isinstance(item, cst.FunctionDef))
+    return hooks
 
 
 def _requires_deepspeed_off(facts: ScriptFacts, test: cst.BaseExpression) -> bool:
