@@ -60,7 +60,7 @@ else:
     import libcst
     from dslint.fix.loop import fix_source
     from dslint.lint.result import config_rules, script_rules
-    from dslint.lint.script import lint_module
+    from dslint.lint.parsed_script import lint_module
     from dslint.limits import Limits
     from dslint.selection import RuleSelection
     selection = RuleSelection()

@@ -8,9 +8,19 @@ import textwrap
 import pytest
 
 from dslint.diagnostics import Related
-from dslint.framework.catalog import CODES, LAUNCH_RULE_MODULES, SCRIPT_NEEDS
+from dslint.framework.catalog import (
+    CODES,
+    CONFIG_CODES,
+    CONFIG_RULE_MODULES,
+    LAUNCH_RULE_MODULES,
+    SCRIPT_NEEDS,
+    SYNTAX_ERROR_CODE,
+    TOO_DEEP_CODE,
+)
+from dslint.framework.config_rule import ConfigRule
+from dslint.framework.driver_rules import ScriptSyntaxError, ScriptTooDeep
 from dslint.framework.launch_rule import LaunchRule
-from dslint.framework.registry import all_rules
+from dslint.framework.registry import all_rules, implementation
 from dslint.framework.rule import Invalid, ScriptRule
 from dslint.lint.activation import certainly_untouched
 from dslint.lint.prefilter import INFERENCE_TOKENS, has_tokens
@@ -25,6 +35,19 @@ def test_the_catalog_lists_every_rule_code() -> None:
 def test_the_catalog_has_each_script_rules_needs() -> None:
     needs = {r.code: r.needs() for r in all_rules() if issubclass(r, ScriptRule)}
     assert needs == SCRIPT_NEEDS, f"update dslint/framework/catalog.py: SCRIPT_NEEDS = {needs!r}"
+
+
+def test_the_catalog_names_each_config_rules_module_in_the_registrys_order() -> None:
+    """The script driver selects config rules by these codes before it imports any rule, and a config file's lint
+    imports only these modules."""
+    modules = {r.code: r.__module__.rpartition(".")[2] for r in all_rules() if issubclass(r, ConfigRule)}
+    assert modules == CONFIG_RULE_MODULES, f"update dslint/framework/catalog.py: CONFIG_RULE_MODULES = {modules!r}"
+    assert tuple(r.code for r in all_rules() if issubclass(r, ConfigRule)) == CONFIG_CODES
+
+
+def test_the_catalog_names_the_script_drivers_findings() -> None:
+    assert implementation(ScriptSyntaxError).code == SYNTAX_ERROR_CODE
+    assert implementation(ScriptTooDeep).code == TOO_DEEP_CODE
 
 
 def test_the_catalog_names_each_launch_rules_module() -> None:

@@ -8,8 +8,10 @@ from pathlib import Path
 import libcst as cst
 
 from dslint.config.facts import Origin
+from dslint.config.tree import UNKNOWN
 from dslint.lint.script import lint_source
-from dslint.project.config_link import UNKNOWN, ResolvedConfig, resolve_config, trainer_configs
+from dslint.project.config_link import resolve_config, trainer_configs
+from dslint.project.resolved_configs import ResolvedConfig
 from dslint.script.collect import collect_facts
 from dslint.script.context import ScriptContext
 

@@ -485,6 +485,29 @@ SCRIPT_NEEDS: dict[str, Needs] = {
 }
 
 
+# The driver findings of a script that does not parse (DSL001) and of one nested too deeply to parse (DSL002): the
+# script driver asks whether they are selected for every file it reads, before it imports any rule.
+SYNTAX_ERROR_CODE = "DSL001"
+TOO_DEEP_CODE = "DSL002"
+
+# Config rules -> their module under dslint/rules/, in code order (the registry's): the script driver's text and code
+# levels decide from these codes and `SCRIPT_NEEDS` alone, and a config file's lint imports only these modules,
+# whose rules build on `framework/rule_base.py`: linting configs never imports libcst (nor the script rules).
+CONFIG_RULE_MODULES: dict[str, str] = {
+    "DSL400": "config_parse_error", "DSL401": "unknown_top_level_config_key", "DSL402": "removed_config_key",
+    "DSL403": "unknown_config_section_key", "DSL404": "invalid_config_value", "DSL405": "auto_config_value",
+    "DSL406": "missing_batch_size", "DSL407": "unsatisfiable_batch_size", "DSL408": "fp16_and_bf16_enabled",
+    "DSL409": "offload_param_below_stage_3", "DSL410": "partial_offload_below_stage_3",
+    "DSL411": "zero_stage_missing", "DSL412": "ignored_parameters_config_key", "DSL413": "fixed_loss_scale",
+    "DSL414": "duplicate_config_key", "DSL416": "config_key_needs_newer_deepspeed",
+    "DSL420": "section_key_ignored_by_release", "DSL439": "optimizer_setting_outside_params",
+    "DSL455": "activation_checkpointing_never_configured", "DSL457": "config_section_overridden_by_client",
+    "DSL459": "trainer_optimizer_without_lr", "DSL461": "old_key_beside_its_replacement",
+    "DSL462": "scheduler_param_not_taken", "DSL464": "auto_value_nothing_fills",
+}  # fmt: skip
+CONFIG_CODES: tuple[str, ...] = tuple(CONFIG_RULE_MODULES)
+
+
 # Launch rules -> their module under dslint/rules/: a run's launch findings import only these (the registry imports
 # every rule module, and libcst with them).
 LAUNCH_RULE_MODULES: dict[str, str] = {

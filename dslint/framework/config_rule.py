@@ -17,7 +17,7 @@ from dslint.config.schema import Schema, load_schema
 from dslint.config.tree import Entry, Node, Object
 from dslint.config.versions import Version, newest_known
 from dslint.diagnostics import Diagnostic, Fix, Location, Related, Severity
-from dslint.framework.rule import Rule
+from dslint.framework.rule_base import Rule
 from dslint.script.project_facts import LaunchWorldSize
 
 

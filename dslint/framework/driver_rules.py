@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from dslint.config.tree import ParseError
 from dslint.diagnostics import Diagnostic, Edit
-from dslint.framework.rule import Rule
+from dslint.framework.rule_base import Rule
 
 
 class ScriptSyntaxError(Rule):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from dslint.diagnostics import Diagnostic, Location
-from dslint.framework.rule import Rule
+from dslint.framework.rule_base import Rule
 from dslint.project.project_index import LaunchIssue
 
 

@@ -8,7 +8,7 @@ import pkgutil
 from typing import TypeVar
 
 from dslint import rules as rules_package
-from dslint.framework.rule import CODE_PATTERN, SLUG_PATTERN, Rule
+from dslint.framework.rule_base import CODE_PATTERN, SLUG_PATTERN, Rule
 
 R = TypeVar("R", bound=Rule)
 

@@ -150,6 +150,13 @@ def active(
     return [rule for rule in rules if can_fire(rule.needs(), evidence)], list(configs) if evidence.configs else []
 
 
+def active_codes(evidence: Evidence, codes: Iterable[str], config_codes: Sequence[str]) -> tuple[list[str], list[str]]:
+    """`active` over the catalog's codes (`SCRIPT_NEEDS`): the same answer, without importing a rule (or libcst)."""
+    return [code for code in codes if can_fire(SCRIPT_NEEDS[code], evidence)], list(
+        config_codes
+    ) if evidence.configs else []
+
+
 def _project(project: ProjectFacts | None) -> tuple[bool, bool]:
     """(the index brings an engine, a config reaches DeepSpeed from elsewhere: a launcher, a reader of a dict
     this file returns, a launch of the file this one json.dumps a dict into)"""

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dslint.config.facts import Origin, mixed_file
 from dslint.config.recognition import is_config_name, is_deepspeed_config
@@ -22,10 +23,12 @@ from dslint.lint.suppression import apply_noqa, might_have_noqa, scan
 from dslint.model.library import CHECKPOINTING_CONFIGURED
 from dslint.project.config_readers import client_sections
 from dslint.project.project_index import ConfigReading
-from dslint.project.script_configs import ScriptConfig, script_configs, unreadable_configs
-from dslint.script.context import ScriptContext
 from dslint.script.project_facts import LaunchWorldSize
 from dslint.selection import RuleSelection
+
+if TYPE_CHECKING:  # the script's side (libcst): imported by `check_script_configs`, never for a config file
+    from dslint.project.script_configs import ScriptConfig
+    from dslint.script.context import ScriptContext
 
 
 def run_config_rules(context: ConfigContext, rules: Sequence[type[ConfigRule]]) -> list[Diagnostic]:
@@ -307,6 +310,8 @@ def check_script_configs(
     """The config rules' findings on the configs `context`'s script builds or points at (each once)."""
     if not rules:
         return []
+    from dslint.project.script_configs import script_configs, unreadable_configs
+
     diagnostics: list[Diagnostic] = []
     configs = script_configs(context)
     encoded = context.text.encode("utf-8", errors="replace")

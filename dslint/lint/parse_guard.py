@@ -27,12 +27,13 @@ import tokenize
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import libcst as cst
-
+from dslint.model.library import ONE_RANK_FIRST, ONE_RANK_PREDICATES
 from dslint.model.summary import module_imports
-from dslint.script.one_rank import ONE_RANK_FIRST, ONE_RANK_PREDICATES
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 PARSER_STACK = 256 * 1024 * 1024  # bytes of stack for the parsing thread (virtual memory: touched only as used)
 
@@ -93,6 +94,8 @@ def newer_python_syntax(data: bytes, refused: Refusal) -> bool:
         return False
     if _bracket_depth(data) > _NEWER_SYNTAX_DEPTH:  # no tree to measure: libcst is not handed deep nesting
         return False
+    import libcst as cst  # only here and for the files some rule parses: a run that parses none never imports it
+
     try:
         cst.parse_module(data)
     except (cst.ParserSyntaxError, ValueError, UnicodeDecodeError, SyntaxError, RecursionError):
@@ -433,7 +436,10 @@ def _string_pieces(lines: list[bytes], node: ast.Constant | ast.JoinedStr) -> in
 def parse_module(data: bytes | str) -> cst.Module:
     """`libcst.parse_module(data)` on a thread with `PARSER_STACK` bytes of stack; its exceptions are re-raised.
     The thread lives as long as its process (one per process: a forked worker starts its own), so a run that
-    parses thousands of files does not pay a thread's start for each."""
+    parses thousands of files does not pay a thread's start for each. libcst is imported on the first parse (here,
+    not on the parsing thread): a run whose files are all settled on CPython's tree never imports it."""
+    import libcst  # noqa: F401  (imported by the caller's thread, so the parsing thread finds it loaded)
+
     with _PARSER_LOCK:
         requests, replies = _parser_thread()
         requests.put(data)
@@ -456,6 +462,8 @@ def _parser_thread() -> tuple[queue.Queue[bytes | str], queue.Queue[cst.Module |
     replies: queue.Queue[cst.Module | BaseException] = queue.Queue()
 
     def serve() -> None:
+        import libcst as cst
+
         while True:
             data = requests.get()
             try:

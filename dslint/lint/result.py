@@ -49,6 +49,22 @@ def config_rules(selection: RuleSelection) -> list[type[ConfigRule]]:
     return list(_config_rules(selection))
 
 
+@functools.lru_cache(maxsize=64)
+def script_codes(selection: RuleSelection) -> tuple[str, ...]:
+    """The codes of `script_rules(selection)`, in the same order, from the catalog: no rule (nor libcst) imported."""
+    from dslint.framework.catalog import CODES, SCRIPT_NEEDS
+
+    return tuple(code for code in CODES if code in SCRIPT_NEEDS and selection.enabled(code))
+
+
+@functools.lru_cache(maxsize=64)
+def config_codes(selection: RuleSelection) -> tuple[str, ...]:
+    """The codes of `config_rules(selection)`, in the same order, from the catalog."""
+    from dslint.framework.catalog import CONFIG_CODES
+
+    return tuple(code for code in CONFIG_CODES if selection.enabled(code))
+
+
 # A run asks for the same few selections once per file: each answer is kept (a selection is a frozen value).
 @functools.lru_cache(maxsize=64)
 def _script_rules(selection: RuleSelection) -> tuple[type[ScriptRule], ...]:
@@ -60,7 +76,21 @@ def _script_rules(selection: RuleSelection) -> tuple[type[ScriptRule], ...]:
 
 @functools.lru_cache(maxsize=64)
 def _config_rules(selection: RuleSelection) -> tuple[type[ConfigRule], ...]:
-    from dslint.framework.config_rule import ConfigRule
-    from dslint.framework.registry import all_rules
+    """The enabled config rules in the registry's order, importing only their modules (`CONFIG_RULE_MODULES`): a
+    run that lints configs and no script libcst parses never imports libcst or the script rules."""
+    import importlib
 
-    return tuple(r for r in all_rules() if issubclass(r, ConfigRule) and selection.enabled(r.code))
+    from dslint.framework.catalog import CONFIG_RULE_MODULES
+    from dslint.framework.config_rule import ConfigRule
+
+    found: list[type[ConfigRule]] = []
+    for code, name in CONFIG_RULE_MODULES.items():
+        if not selection.enabled(code):
+            continue
+        module = importlib.import_module(f"dslint.rules.{name}")
+        found.extend(
+            value
+            for value in vars(module).values()
+            if isinstance(value, type) and issubclass(value, ConfigRule) and vars(value).get("code") == code
+        )
+    return tuple(found)

@@ -1,35 +1,29 @@
 """Lint one script: prefilter, parse once, compute facts once, run every selected rule in one traversal. Which
-rules can fire is asked of `dslint.lint.activation` at each step (the text, CPython's tree, the facts)."""
+rules can fire is asked of `dslint.lint.activation` at each step (the text, CPython's tree, the facts).
+
+The steps before libcst (the text, CPython's tree) decide from the catalog's codes and needs alone
+(`framework/catalog.py`); the rule modules and libcst are imported by `dslint.lint.parsed_script`, only for a file
+some rule may fire on. Most files of a large tree are settled before that (every file of DeepSpeed's own source):
+such a run never pays for importing libcst and the rules (about 0.25 s of CPU, in each worker process)."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import libcst as cst
-
-from dslint.config.versions import NewestAdmitted, Version, newest_known, selected_version
-from dslint.diagnostics import Diagnostic
-from dslint.framework.config_rule import ConfigRule
-from dslint.framework.driver_rules import ScriptSyntaxError, ScriptTooDeep
-from dslint.framework.registry import implementation
-from dslint.framework.rule import ScriptRule
+from dslint.framework.catalog import SYNTAX_ERROR_CODE, TOO_DEEP_CODE
 from dslint.limits import Limits
-from dslint.lint.activation import active, in_code, in_facts, in_text
-from dslint.lint.config import check_script_configs
+from dslint.lint.activation import active_codes, in_code, in_text
 from dslint.lint.databricks import python_source
-from dslint.lint.engine_branches import without_engine_else
-from dslint.lint.launch_dead import without_launch_dead
-from dslint.lint.parse_guard import Refusal, code_facts, compiled, newer_python_syntax, parse_module, too_deep
-from dslint.lint.result import FileResult, config_rules, script_rules
+from dslint.lint.parse_guard import Refusal, code_facts, compiled, newer_python_syntax, too_deep
+from dslint.lint.result import FileResult, config_codes, script_codes
 from dslint.lint.suppression import apply_noqa, might_have_noqa
-from dslint.lint.unreachable import without_unreachable
 from dslint.model.summary import known_tree
-from dslint.script.collect import collect_facts
-from dslint.script.context import ScriptContext
 from dslint.script.project_facts import ProjectFacts
-from dslint.script.walk import visit_all
 from dslint.selection import RuleSelection
+
+if TYPE_CHECKING:
+    from dslint.framework.driver_rules import ScriptSyntaxError, ScriptTooDeep
 
 
 def lint_source(
@@ -80,15 +74,15 @@ def lint_source_unsuppressed(
     selection = selection or RuleSelection()
     result = FileResult(path)
     text = in_text(data, project)
-    rules, configs = active(text, script_rules(selection), config_rules(selection))
+    rules, configs = active_codes(text, script_codes(selection), config_codes(selection))
     alone = text if project is None else in_text(data, None)
     # a file dslint would analyse (DSL001/DSL002 apply): a rule could run on it, and it mentions DeepSpeed or a
     # launch of the project starts it; a plain PyTorch file or notebook is not dslint's to judge
-    analysed = any(active(alone, *_every_rule())) and (
+    analysed = any(active_codes(alone, *_every_rule())) and (
         b"deepspeed" in data.lower() or (project is not None and bool(project.launches))
     )
-    report_syntax = analysed and selection.enabled(_syntax_error_rule().code)
-    report_deep = analysed and selection.enabled(_too_deep_rule().code)
+    report_syntax = analysed and selection.enabled(SYNTAX_ERROR_CODE)
+    report_deep = analysed and selection.enabled(TOO_DEEP_CODE)
     if use_prefilter and not rules and not configs and not report_syntax and not report_deep:
         result.skipped = True
         return result
@@ -103,9 +97,9 @@ def lint_source_unsuppressed(
         data, refused, tree = _as_notebook_source(path, data, refused, tree)
     if refused is None and use_prefilter and tree is not None:
         in_tree = in_code(code_facts(tree, project.star_imports if project is not None else None), project)
-        rules, configs = active(in_tree, rules, configs)
+        rules, configs = active_codes(in_tree, rules, configs)
         # DSL002 covers the files on which some rule, selected or not, can run (the code's calls included)
-        deep = report_deep and any(active(in_tree, *_every_rule()))
+        deep = report_deep and any(active_codes(in_tree, *_every_rule()))
         if not rules and not configs and not deep:
             # the text had the tokens, but only in comments, docstrings or messages, or no call has a rule's
             # shape: no rule can run, so nothing is parsed and the tree's depth (a walk of its own) does not matter
@@ -124,39 +118,9 @@ def lint_source_unsuppressed(
     if use_prefilter and not rules and not configs:  # kept only for its depth (DSL002): nothing to run on it
         result.skipped = True
         return result
-    try:
-        module = parse_module(data)
-    except (cst.ParserSyntaxError, ValueError, UnicodeDecodeError, SyntaxError) as error:
-        # DSL001 covers the files dslint would analyse; others are not dslint's to judge.
-        if report_syntax:
-            result.diagnostics.append(_syntax_error_rule().from_error(path, data, error))
-        return result
-    if not use_prefilter:
-        rules, configs = script_rules(selection), config_rules(selection)
-    result.parsed = True
-    result.text = _decoded(data, module.encoding)
-    result.encoding = module.encoding
-    version = selected_version(selection.deepspeed_version)
-    newest = NewestAdmitted.of(selection.deepspeed_newest, selection.deepspeed_pin)
-    result.diagnostics.extend(
-        lint_module(
-            path,
-            module,
-            rules,
-            configs,
-            world_size=world_size,
-            deepspeed_version=version,
-            deepspeed_newest=newest,
-            project=project,
-            tree=tree,
-            text=result.text,
-        )
-    )
-    result.diagnostics = without_unreachable(path, result.diagnostics, tree)  # code no run reaches
-    result.diagnostics = without_engine_else(path, result.diagnostics, tree)  # the plain path beside the engine's
-    result.diagnostics = without_launch_dead(path, result.diagnostics, tree, project)  # nor any launch
-    result.diagnostics.sort(key=lambda d: d.sort_key)
-    return result
+    from dslint.lint.parsed_script import lint_parsed  # the rules and libcst: only for a file some rule may fire on
+
+    return lint_parsed(result, data, selection, world_size, rules, configs, use_prefilter, project, tree, report_syntax)
 
 
 def _as_notebook_source(
@@ -174,50 +138,20 @@ def _as_notebook_source(
     return python, None, tree_python
 
 
-def _decoded(data: bytes, encoding: str) -> str:
-    """The text libcst parsed, as `module.code` would give it, without a whole code generation pass."""
-    text = data.decode(encoding)
-    return text[1:] if text.startswith("\ufeff") else text
-
-
-def _every_rule() -> tuple[list[type[ScriptRule]], list[type[ConfigRule]]]:
+def _every_rule() -> tuple[tuple[str, ...], tuple[str, ...]]:
     everything = RuleSelection.from_options(["ALL"])
-    return script_rules(everything), config_rules(everything)
-
-
-def lint_module(
-    path: str,
-    module: cst.Module,
-    rules: Sequence[type[ScriptRule]],
-    config_rules: Sequence[type[ConfigRule]] = (),
-    world_size: int | None = None,
-    deepspeed_version: Version | None = None,
-    project: ProjectFacts | None = None,
-    deepspeed_newest: NewestAdmitted | None = None,
-    tree: ast.Module | None = None,
-    text: str | None = None,
-) -> list[Diagnostic]:
-    """`text`: the source `module` was parsed from, when the caller has it (saves a code generation pass)."""
-    facts = collect_facts(module, project, tree, text)
-    context = ScriptContext(
-        path,
-        module,
-        facts,
-        deepspeed_version=deepspeed_version or newest_known(),
-        deepspeed_newest=deepspeed_newest,
-        _text=text,
-    )
-    running = [rule(context) for rule in active(in_facts(facts), rules, ())[0]]
-    if running:
-        visit_all(module, running)
-    if config_rules:  # the configs the script builds or points at (dslint.project.script_configs)
-        context.diagnostics.extend(check_script_configs(context, config_rules, world_size))
-    return context.diagnostics
+    return script_codes(everything), config_codes(everything)
 
 
 def _syntax_error_rule() -> type[ScriptSyntaxError]:
+    from dslint.framework.driver_rules import ScriptSyntaxError
+    from dslint.framework.registry import implementation  # every rule module: only for a finding
+
     return implementation(ScriptSyntaxError)
 
 
 def _too_deep_rule() -> type[ScriptTooDeep]:
+    from dslint.framework.driver_rules import ScriptTooDeep
+    from dslint.framework.registry import implementation
+
     return implementation(ScriptTooDeep)

@@ -72,6 +72,12 @@ ZERO_INIT = LibraryCall(
     config=("config_dict_or_path", "config"),
     note="a context manager: modules built inside are partitioned at construction (ZeRO-3)",
 )
+# Predicates that are true on one rank only (accelerate's Accelerator/PartialState, the HF Trainer, Lightning).
+ONE_RANK_PREDICATES = frozenset(
+    {"is_main_process", "is_local_main_process", "is_world_process_zero", "should_save", "is_global_zero"}
+)
+# Context managers that run their body on the main process first while the others wait at a barrier.
+ONE_RANK_FIRST = ("main_process_first",)
 # TRL's trainer configs subclass TrainingArguments: their `deepspeed=` is the HF Trainer's. PPOConfig is left out
 # (before TRL 0.12 it was no TrainingArguments and had no `deepspeed`).
 TRL_TRAINING_ARGUMENTS = frozenset(

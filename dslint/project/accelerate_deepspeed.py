@@ -18,13 +18,8 @@ import libcst as cst
 
 from dslint.diagnostics import Related
 from dslint.project.config_edits import module_index
-from dslint.project.config_link import (
-    AccelerateRun,
-    ResolvedConfig,
-    accelerate_runs,
-    resolve_config_expression,
-    trainer_expressions,
-)
+from dslint.project.config_link import accelerate_runs, resolve_config_expression, trainer_expressions
+from dslint.project.resolved_configs import AccelerateRun, ResolvedConfig
 from dslint.script.names import dotted_name
 
 if TYPE_CHECKING:

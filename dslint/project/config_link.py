@@ -15,16 +15,13 @@ Values that are not literals are `UNKNOWN`; a question whose answer depends on o
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from dslint.config import facts as config_facts
-from dslint.config.facts import Origin, is_auto
-from dslint.config.tree import UNKNOWN, Array, Node, Object, node_at, to_python
+from dslint.config.facts import Origin
+from dslint.config.tree import Array, Node, Object, to_python
 from dslint.diagnostics import Related
 from dslint.model.engine import Engine
 from dslint.model.library import is_training_arguments_name
@@ -42,6 +39,7 @@ from dslint.project.config_edits import (
     tree_from_literal,
 )
 from dslint.project.config_writers import written_argument
+from dslint.project.resolved_configs import AccelerateRun, ResolvedConfig, launch_evidence, launched_file
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.splatted_arguments import call_argument
 from dslint.project.trainer_launches import builds_training_arguments, launched_for_trainer
@@ -54,87 +52,6 @@ from dslint.script.walk import own_returns
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
-
-
-@dataclass(frozen=True)
-class ResolvedConfig:
-    """A DeepSpeed config as far as it can be read without running anything."""
-
-    values: Mapping[str, Any]
-    source: str  # a file path, or "dict literal at line N"
-    path: Path | None = None
-    # The positioned tree the config rules check (positions in the JSON file, or in the script for a literal),
-    # and who reads the config: deepspeed.initialize, or the Hugging Face Trainer (which fills "auto").
-    tree: Object | None = field(default=None, compare=False)
-    origin: Origin = Origin.INITIALIZE
-    # Where the link to this config comes from when it is not in the script itself: the launcher line(s) and
-    # the option or YAML key naming the file ("ZeRO-3 from train_z3.sh:14 -> ds_z3.json").
-    via: tuple[Related, ...] = field(default=(), compare=False)
-
-    def evidence(self) -> str:
-        """ " (from run_z3.sh:4 --deepspeed_config ds_z3.json)" for a config a launcher names; "" otherwise."""
-        if not self.via:
-            return ""
-        shown = ", ".join(f"{r.path}:{r.line} {r.message}" for r in self.via if r.message.startswith("-"))
-        return f" (from {shown or ', '.join(f'{r.path}:{r.line}' for r in self.via)})"
-
-    def get(self, *keys: str) -> Any:
-        """`get("zero_optimization", "stage")`; None when absent, UNKNOWN when not a literal."""
-        current: Any = self.values
-        for key in keys:
-            if current is UNKNOWN:
-                return UNKNOWN
-            if not isinstance(current, Mapping):
-                return None
-            if key not in current:
-                return None
-            current = current[key]
-        return current
-
-    @property
-    def zero_stage(self) -> int | None:
-        """The stage DeepSpeed will run: absent section or key means 0; "auto" is dropped (0) by
-        deepspeed.initialize, but the HF Trainer fills it, so there "auto" is unknown (None), as are non-literal
-        values. Read as DeepSpeed reads it: `"3"` is 3, the old `"zero_optimization": true` is 1."""
-        if self.tree is not None:
-            if self.origin is Origin.TRAINER and is_auto(node_at(self.tree, "zero_optimization", "stage")):
-                return None
-            return config_facts.zero_stage(self.tree)
-        section = self.get("zero_optimization")
-        if section is None:
-            return 0
-        if not isinstance(section, Mapping):
-            return None
-        stage = section.get("stage", 0)
-        if isinstance(stage, bool) or not isinstance(stage, int):
-            return None
-        return stage
-
-    def _enabled(self, section_name: str) -> bool | None:
-        if self.tree is not None:
-            if self.origin is Origin.TRAINER and is_auto(node_at(self.tree, section_name, "enabled")):
-                return None
-            return config_facts.enabled(self.tree, section_name)
-        section = self.get(section_name)
-        if section is None:
-            return False
-        if not isinstance(section, Mapping):
-            return None
-        enabled = section.get("enabled", False)
-        return enabled if isinstance(enabled, bool) else None
-
-    @property
-    def fp16_enabled(self) -> bool | None:
-        return self._enabled("fp16")
-
-    @property
-    def bf16_enabled(self) -> bool | None:
-        if self.tree is not None:  # DeepSpeed reads `bfloat16` only when `bf16` is absent
-            return self._enabled(config_facts.bf16_section(self.tree))
-        enabled = self._enabled("bf16")
-        if enabled is False and self.get("bfloat16") is not None:
-            return self._enabled("bfloat16")  # DeepSpeed's older spelling of the section
-        return enabled
 
 
 def resolve_config(context: ScriptContext, engine: Engine) -> ResolvedConfig | None:
@@ -339,20 +256,6 @@ def _given_on_every_launch(context: ScriptContext, option: str) -> bool:
     return all((given := launch.options.get(option)) and given != UNKNOWN_VALUE for launch in project.launches)
 
 
-@dataclass(frozen=True)
-class AccelerateRun:
-    """One `accelerate launch --config_file` of this script with DeepSpeed: the DeepSpeed config file its YAML names
-    (`config`), or the YAML's own `zero_stage` and `zero3_save_16bit_model` (which accelerate writes into
-    `stage3_gather_16bit_weights_on_model_save`), and its `mixed_precision` (the YAML's, or `--mixed_precision`)."""
-
-    via: tuple[Related, ...]
-    config: ResolvedConfig | None = None
-    stage: int | None = None
-    save_16bit: bool | None = None
-    mixed_precision: str | None = None
-    zero3_init: bool | None = None  # the YAML's zero3_init_flag (None: not written)
-
-
 def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
     """How the accelerate launches of this script run DeepSpeed; None when one of them cannot be read, or the script
     builds its own `DeepSpeedPlugin` (which replaces what the launcher passes)."""
@@ -392,22 +295,6 @@ def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
         else:
             return None
     return runs
-
-
-def launch_evidence(launch: LaunchedConfig) -> tuple[Related, ...]:
-    return (launch.config_evidence,) if launch.config_evidence is not None else ()
-
-
-def launched_file(path: str, origin: Origin, via: tuple[Related, ...]) -> ResolvedConfig | None:
-    relative = os.path.relpath(path)
-    path = path if relative.startswith("..") else relative  # shown as the file's own findings are
-    loaded = load_config_tree(Path(path), via[0].path if via else None)
-    if not isinstance(loaded, Object):
-        return None
-    values = to_python(loaded)
-    if not isinstance(values, dict):
-        return None
-    return ResolvedConfig(values, path, Path(path), loaded, origin, via)
 
 
 def _created_here(context: ScriptContext, engine: Engine) -> InitializeCall | None:

@@ -21,14 +21,14 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
 from dslint.diagnostics import Related
 from dslint.model.summary import SummaryStore, character_column, own_nodes
 from dslint.project.inputs import shown_path
 from dslint.project.reader_calls import ParsedModules
 
 if TYPE_CHECKING:
+    import libcst as cst  # only the lint's side (`written_argument`) holds libcst nodes: the index never imports it
+
     from dslint.script.context import ScriptContext
 
 # What may wrap the path parameter in the returned value

@@ -22,7 +22,7 @@ from dslint.script.project_facts import LaunchedConfig
 if TYPE_CHECKING:
     import libcst as cst
 
-    from dslint.project.config_link import ResolvedConfig
+    from dslint.project.resolved_configs import ResolvedConfig
     from dslint.script.context import ScriptContext
 
 _OPENED_FOR_WRITING = re.compile(rb"""open\(\s*["']([^"'\n]+\.json)["']\s*,\s*(?:mode\s*=\s*)?["']w""")

@@ -12,12 +12,8 @@ import libcst as cst
 from dslint.diagnostics import Related
 from dslint.model.engine import Engine, EngineConfig
 from dslint.project.config_edits import conditional, literal_value, module_index, top_level_writes
-from dslint.project.config_link import (
-    ResolvedConfig,
-    resolve_config,
-    resolve_config_expression,
-    training_arguments_configs,
-)
+from dslint.project.config_link import resolve_config, resolve_config_expression, training_arguments_configs
+from dslint.project.resolved_configs import ResolvedConfig
 from dslint.project.shipped_configs import shipped_zero3
 from dslint.project.splatted_arguments import call_argument
 from dslint.script.context import ScriptContext

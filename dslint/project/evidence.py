@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from dslint.config.tree import node_at
 from dslint.diagnostics import Related
 from dslint.model.engine import Engine, EngineConfig
-from dslint.project.config_link import ResolvedConfig, resolve_config
+from dslint.project.config_link import resolve_config
 from dslint.project.engine_config import known_config
+from dslint.project.resolved_configs import ResolvedConfig
 from dslint.script.context import ScriptContext
 
 

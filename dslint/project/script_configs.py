@@ -19,7 +19,6 @@ from dslint.config.tree import Object, ParseError
 from dslint.diagnostics import Related
 from dslint.project.config_access import NotRead, config_path, load_config_tree
 from dslint.project.config_link import (
-    ResolvedConfig,
     edited_configs,
     resolve_config,
     returned_configs,
@@ -27,6 +26,7 @@ from dslint.project.config_link import (
     trainer_expressions,
 )
 from dslint.project.dumped_configs import dumped_configs
+from dslint.project.resolved_configs import ResolvedConfig
 from dslint.script.context import ScriptContext
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from dslint.config.facts import Origin
 from dslint.diagnostics import Related
 from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_yaml, yaml_boolean
-from dslint.project.config_link import AccelerateRun, launched_file
 from dslint.project.inputs import exists, record, shown_path
+from dslint.project.resolved_configs import AccelerateRun, launched_file
 from dslint.project.shipped_configs import files_near, project_folders, shipped_zero3
 
 MAX_YAML = 40  # YAML files looked at: a folder of many is no project's launch setup

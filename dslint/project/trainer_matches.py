@@ -21,7 +21,7 @@ from dslint.config.facts import Origin
 from dslint.config.tree import UNKNOWN, Node, node_at
 from dslint.model.library import TRAINER_BATCH_FILL_ONLY, TRAINER_MATCHES, TrainerMatch
 from dslint.project.config_edits import module_index
-from dslint.project.config_link import ResolvedConfig, launch_evidence, launched_file
+from dslint.project.resolved_configs import ResolvedConfig, launch_evidence, launched_file
 from dslint.project.trainer_launches import launched_for_trainer
 from dslint.script.context import ScriptContext
 from dslint.script.names import dotted_name

@@ -6,7 +6,7 @@ from dslint.config.facts import Origin
 from dslint.config.tree import Object, Scalar
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 # The section's switches that change what activation checkpointing does (`checkpointing.configure` reads them).
 SWITCHES = (

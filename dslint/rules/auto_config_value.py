@@ -9,7 +9,7 @@ from dslint.config.key_edits import remove_entry
 from dslint.config.tree import Array, Entry, Node, Object, to_python
 from dslint.diagnostics import Applicability, Fix, Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 from dslint.project.config_readers import PATH_SEPARATOR
 
 BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")

@@ -8,7 +8,7 @@ from dslint.config.facts import Origin, is_auto
 from dslint.config.tree import Entry, Node, Object
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 # The dotted keys an "auto" may sit on in a config the HF Trainer or accelerate reads: those the Trainer fills
 # (transformers' `HfTrainerDeepSpeedConfig.trainer_config_process` and `trainer_config_finalize`, 4.46 and 5.25;

@@ -12,8 +12,9 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.bindings import BindingKind
 from dslint.model.engine import Kind
 from dslint.project.accelerate_deepspeed import accelerate_zero3
-from dslint.project.config_link import AccelerateRun, accelerate_runs, resolve_config, training_arguments_configs
+from dslint.project.config_link import accelerate_runs, resolve_config, training_arguments_configs
 from dslint.project.evidence import evidence
+from dslint.project.resolved_configs import AccelerateRun
 from dslint.project.shipped_accelerate import shipped_accelerate_runs
 from dslint.script.fabric import FabricNames
 from dslint.script.facts import Role, RoleAnswer, method_name

@@ -8,7 +8,7 @@ from dslint.config.sections import validated_entries
 from dslint.config.versions import SECTION_KEYS_VALIDATED_SINCE
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 HANDLED_ELSEWHERE = frozenset({"ignored_parameters"})  # DSL412 explains it
 

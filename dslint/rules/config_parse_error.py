@@ -6,7 +6,7 @@ from dslint.config.tree import ParseError
 from dslint.diagnostics import Diagnostic, Location, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.driver_rules import ConfigSyntaxError
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 
 class ConfigParseError(ConfigRule, ConfigSyntaxError):

@@ -6,7 +6,7 @@ from dslint.config.facts import Origin
 from dslint.config.tree import Object
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 # The sections a client object replaces, and the keyword of `initialize` that hands that object.
 SECTIONS = {"optimizer": "optimizer", "scheduler": "lr_scheduler"}

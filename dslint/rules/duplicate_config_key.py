@@ -8,7 +8,7 @@ from dslint.config.facts import Origin, is_comment_key
 from dslint.config.tree import UNKNOWN, Array, Entry, Node, Object, Scalar
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 
 def duplicates(node: Node) -> Iterator[tuple[Entry, Entry]]:

@@ -8,7 +8,7 @@ from dslint.config.facts import enabled
 from dslint.config.tree import Scalar
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 
 class FixedLossScale(ConfigRule):

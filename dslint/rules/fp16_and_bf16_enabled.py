@@ -6,7 +6,7 @@ from dslint.config.facts import bf16_section, enabled
 from dslint.config.tree import Object
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 
 class Fp16AndBf16Enabled(ConfigRule):

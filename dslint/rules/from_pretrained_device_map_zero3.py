@@ -8,8 +8,9 @@ import libcst as cst
 
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.project.config_link import AccelerateRun, accelerate_runs
+from dslint.project.config_link import accelerate_runs
 from dslint.project.engine_config import HF_KINDS, ZeroSource, ZeroSources
+from dslint.project.resolved_configs import AccelerateRun
 from dslint.script.facts import method_name
 from dslint.script.hf_models import is_model_from_pretrained, is_none, keyword_value
 from dslint.script.hf_trainers import TrainerNames

@@ -7,7 +7,7 @@ import libcst as cst
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import HF_MODEL_BUILDS
-from dslint.project.config_link import AccelerateRun, accelerate_runs
+from dslint.project.config_link import accelerate_runs
 from dslint.project.engine_config import ZeroSource, ZeroSources
 from dslint.project.evidence import built_evidence, config_evidence
 from dslint.project.late_zero3 import (
@@ -18,6 +18,7 @@ from dslint.project.late_zero3 import (
     zero3_init_beside,
     zero3_made_after,
 )
+from dslint.project.resolved_configs import AccelerateRun
 from dslint.script.facts import ScopeKind
 from dslint.script.hf_models import is_model_from_pretrained
 from dslint.script.model_reach import ModelReach

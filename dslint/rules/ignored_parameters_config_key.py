@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 KEY = "ignored_parameters"
 

@@ -14,7 +14,7 @@ from dslint.config.tree import UNKNOWN, Array, Node, Object, Scalar, node_at, sc
 from dslint.config.versions import Version
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 # Field validators DeepSpeed adds beyond the field types (runtime/precision_config.py: DeepSpeedFP16Config).
 FP16_INTEGER_FIELDS = ("loss_scale_window", "min_loss_scale")

@@ -12,9 +12,10 @@ from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine
 from dslint.model.library import DATA_LOADERS
-from dslint.project.config_link import ResolvedConfig, resolve_config, resolve_config_expression
+from dslint.project.config_link import resolve_config, resolve_config_expression
 from dslint.project.evidence import evidence
 from dslint.project.inputs import shown_path
+from dslint.project.resolved_configs import ResolvedConfig
 from dslint.project.script_parser import argparse_defaults
 from dslint.script.facts import Role
 from dslint.script.loop import unwrapped_loader

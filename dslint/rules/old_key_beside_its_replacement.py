@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dslint.config.schema import Field
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 
 class DeprecatedKeyBesideReplacement(ConfigRule):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dslint.config.tree import Array, Node, Scalar
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 # The keys DeepSpeed 0.19.8 reads from each section (`runtime/config.py`: `get_optimizer_name`,
 # `get_optimizer_params`, `get_optimizer_legacy_fusion`, `get_scheduler_name`, `get_scheduler_params`).

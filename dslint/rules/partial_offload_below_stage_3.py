@@ -6,7 +6,7 @@ from dslint.config.facts import offload_ratio, zero_stage
 from dslint.config.versions import Version
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 # DeepSpeed 0.14's root validator did `getattr(values, "offload_optimizer", {})` on a dict: always {}.
 REFUSED_SINCE = Version(0, 15, 0)

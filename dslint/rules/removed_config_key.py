@@ -7,7 +7,7 @@ from dslint.config.key_edits import remove_entry
 from dslint.config.tree import UNKNOWN, Entry, Node, Object, Scalar
 from dslint.diagnostics import Applicability, Fix, Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 # Removed features whose replacement DeepSpeed's own message names, when the block is disabled: the replacement
 # of a disabled block is no block (its new home, `data_efficiency.data_sampling.curriculum_learning`, takes

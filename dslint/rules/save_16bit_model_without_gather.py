@@ -11,14 +11,9 @@ from dslint.config.tree import UNKNOWN
 from dslint.diagnostics import Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.project.config_link import (
-    AccelerateRun,
-    ResolvedConfig,
-    accelerate_runs,
-    resolve_config,
-    training_arguments_configs,
-)
+from dslint.project.config_link import accelerate_runs, resolve_config, training_arguments_configs
 from dslint.project.evidence import evidence
+from dslint.project.resolved_configs import AccelerateRun, ResolvedConfig
 from dslint.script.facts import Role, method_name
 from dslint.script.hf_trainers import TrainerNames
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dslint.config.tree import Object, Scalar
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 # The keyword arguments of DeepSpeed's schedulers (`runtime/lr_schedules.py`, 0.19.8: each `__init__` after
 # `optimizer`), which `DeepSpeedEngine._configure_lr_scheduler` calls as `scheduler(optimizer, **params)`.

@@ -17,7 +17,7 @@ from dslint.config.tree import Entry, Object, Scalar
 from dslint.config.versions import SECTION_KEYS_VALIDATED_SINCE, ZERO_KEYS_BEFORE_0_7, known_releases
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 # The keys of the `pipeline` section: DeepSpeed copies the section whole over these defaults
 # (`runtime/config.py` `get_pipeline_config`) and the pipeline engine reads only them (`runtime/pipe/engine.py`,

@@ -12,8 +12,9 @@ from dslint.config.tree import node_at
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import LIGHTNING_STRATEGY_CLASSES
-from dslint.project.config_link import ResolvedConfig, resolve_config_expression
+from dslint.project.config_link import resolve_config_expression
 from dslint.project.inputs import shown_path
+from dslint.project.resolved_configs import ResolvedConfig
 from dslint.script.names import dotted_name
 
 _OFFLOAD_OFF = (None, "none")

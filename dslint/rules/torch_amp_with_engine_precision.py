@@ -12,8 +12,9 @@ from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
-from dslint.project.config_link import ResolvedConfig, resolve_config, training_arguments_configs
+from dslint.project.config_link import resolve_config, training_arguments_configs
 from dslint.project.evidence import config_evidence, evidence
+from dslint.project.resolved_configs import ResolvedConfig
 from dslint.script.accelerate_prepared import prepared_forward, prepared_forward_in
 from dslint.script.autocasts import autocast_in, grad_scaler
 from dslint.script.engine_reach import (

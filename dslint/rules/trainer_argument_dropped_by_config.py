@@ -12,7 +12,8 @@ from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import TRL_TRAINING_ARGUMENTS
 from dslint.project.config_edits import command_line_value, literal_value
-from dslint.project.config_link import ResolvedConfig, resolve_config_expression
+from dslint.project.config_link import resolve_config_expression
+from dslint.project.resolved_configs import ResolvedConfig
 from dslint.project.splatted_arguments import call_argument, known_arguments, trainer_config_expression
 from dslint.project.trainer_matches import accelerate_trainer_configs, argument_parsers, launched_trainer_configs
 from dslint.script.context import ScriptContext

@@ -6,7 +6,8 @@ import libcst as cst
 
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, Valid
-from dslint.project.config_link import ResolvedConfig, accelerate_runs, trainer_configs
+from dslint.project.config_link import accelerate_runs, trainer_configs
+from dslint.project.resolved_configs import ResolvedConfig
 from dslint.rules.zero3_generation_on_one_rank import Zero3GenerationOnOneRank
 from dslint.script.facts import method_name
 from dslint.script.hf_trainers import TrainerNames

@@ -6,7 +6,7 @@ from dslint.config.facts import Origin
 from dslint.config.tree import Object
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 _LAUNCH = ("run.sh", "deepspeed --num_gpus 2 train.py --deepspeed ds_config.json\n")
 _TRAINER = (

@@ -11,8 +11,9 @@ from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import TRAINER_SCHEDULE_EQUIVALENTS
 from dslint.project.config_edits import literal_value
-from dslint.project.config_link import ResolvedConfig, resolve_config_expression
+from dslint.project.config_link import resolve_config_expression
 from dslint.project.inputs import shown_path
+from dslint.project.resolved_configs import ResolvedConfig
 from dslint.project.splatted_arguments import call_argument, trainer_config_expression
 from dslint.project.trainer_matches import argument_parsers, launched_trainer_configs
 

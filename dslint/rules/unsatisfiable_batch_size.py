@@ -10,7 +10,7 @@ from dslint.config.tree import UNKNOWN
 from dslint.diagnostics import Related, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.launch_rule import LaunchRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 from dslint.project.project_index import LaunchIssue
 
 # A launch case's project: a script handing its --deepspeed_config to initialize, and a config right on one GPU.

@@ -11,7 +11,8 @@ import libcst as cst
 from dslint.diagnostics import Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.project.config_link import ResolvedConfig, resolve_config, trainer_configs
+from dslint.project.config_link import resolve_config, trainer_configs
+from dslint.project.resolved_configs import ResolvedConfig
 from dslint.script.facts import Role
 from dslint.script.names import dotted_name
 from dslint.script.one_rank import (

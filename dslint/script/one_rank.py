@@ -15,16 +15,11 @@ import re
 import libcst as cst
 
 from dslint.model.bindings import Binding, BindingKind
+from dslint.model.library import ONE_RANK_FIRST, ONE_RANK_PREDICATES  # the table's: CPython's tree reads them too
 from dslint.script.facts import ScriptFacts
 from dslint.script.names import dotted_name
 from dslint.script.walk import visit_tree
 
-# Predicates that are true on one rank only (accelerate's Accelerator/PartialState, the HF Trainer, Lightning).
-ONE_RANK_PREDICATES = frozenset(
-    {"is_main_process", "is_local_main_process", "is_world_process_zero", "should_save", "is_global_zero"}
-)
-# Context managers that run their body on the main process first while the others wait at a barrier.
-ONE_RANK_FIRST = ("main_process_first",)
 # Project helpers whose name says "this is rank 0": `is_rank_0()`, `utils.is_rank_zero()`, `is_global_rank_0()`,
 # `is_local_rank0()`. Only called in a test (`if is_rank_0():`); a bare name or a getter (`get_rank`) is no test.
 _RANK_ZERO_HELPER = re.compile(r"is_(?:global_|local_)?rank_?(?:0|zero)")
