@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 
 from dslint.model.summary import ModuleSummary, SummaryStore
 
@@ -27,56 +28,110 @@ def star_aliases(store: SummaryStore, path: str) -> dict[str, str]:
     summary = store.get(path)
     if summary is None or not summary.stars:
         return {}
-    wanted = {node.id for node in ast.walk(summary.tree) if isinstance(node, ast.Name)} - summary.imports.keys()
+    wanted = _names(summary.tree) - summary.imports.keys()
     if not wanted:
         return {}
-    brought = _through_stars(store, summary, _DEPTH, {path}, wanted)
+    encoded = {name.encode() for name in wanted} if all(name.isascii() for name in wanted) else None
+    brought = _through_stars(store, summary, _DEPTH, {path}, encoded)
     return {name: target for name, target in brought.items() if name in wanted}
+
+
+def _names(tree: ast.Module) -> set[str]:
+    """The identifiers of every `ast.Name` in `tree`: what `ast.walk` finds, walked by hand (`ast.walk` makes a
+    generator per node, and a module that star-imports is often a large one)."""
+    found: set[str] = set()
+    AST, Name = ast.AST, ast.Name
+    stack: list[ast.AST] = [tree]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node = pop()
+        if type(node) is Name:
+            found.add(node.id)
+            continue  # its only child is its context
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, AST):
+                push(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, AST):
+                        push(item)
+    return found
 
 
 _STAR_IMPORT = re.compile(rb"import[\s\\]*\*")
 # what follows the word `import`, with the lines a backslash continues (a `from` import's names, or the modules of
 # a plain import: the names either binds are among these words)
-_IMPORTED = re.compile(rb"\bimport\b((?:[^\n\\]|\\[\s\S])*)")
+_IMPORTED = re.compile(rb"import\b((?:[^\n\\]|\\[\s\S])*)")  # led by the literal: `re` skips to each `import`
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _WORD = re.compile(rb"\w+")
 
 
 def _may_bring(data: bytes, wanted: set[str]) -> bool:
     """Whether the module `data` may bring one of the names `wanted` to a star import of it: a star import of its
-    own, or one of the names among the words of its import statements (a name it imports is written there: `import
-    a.b` binds `a`, `import x as y` and `from m import x as y` bind `y`), read from each `import` to the end of its
-    line and the lines a backslash continues, and on to the `)` of a parenthesized list (a comment there might
-    hold one: then it may). Cheaper than the parse it saves."""
+    own, or one of the names among the words of its import statements (`_import_words`). Cheaper than the parse it
+    saves."""
+    return _brings(data, {name.encode() for name in wanted})
+
+
+def _brings(data: bytes, wanted: set[bytes]) -> bool:
+    """`_may_bring` with the names encoded once per question (a package's `__init__.py` asks it of hundreds of
+    modules)."""
+    words = _import_words(data)
+    return words is None or not words.isdisjoint(wanted)
+
+
+def _import_words(data: bytes) -> frozenset[bytes] | None:
+    """The words of the module's import statements (a name it imports is written there: `import a.b` binds `a`,
+    `import x as y` and `from m import x as y` bind `y`), read from each `import` to the end of its line and the
+    lines a backslash continues, and on to the `)` of a parenthesized list; None when it may bring any name (a star
+    import of its own, or a comment inside a parenthesized list, which might hold the `)`)."""
     if _STAR_IMPORT.search(data):
-        return True
+        return None
     words: set[bytes] = set()
-    for match in _IMPORTED.finditer(data):
+    for match in _imports(data):
         rest = match.group(1)
         if b"(" in rest:
             if b"#" in rest:
-                return True  # a comment might hold the `)`
+                return None  # a comment might hold the `)`
             if rest.count(b"(") > rest.count(b")"):  # a parenthesized list goes on: to its `)`
                 close = data.find(b")", match.end(1))
                 more = data[match.end(1) : close if close >= 0 else len(data)]
                 if b"#" in more:
-                    return True
+                    return None
                 rest += more
         words.update(_WORD.findall(rest))
-    return any(name.encode() in words for name in wanted)
+    return frozenset(words)
+
+
+def _imports(data: bytes) -> Iterator[re.Match[bytes]]:
+    """The matches of `\bimport\b(...)` that `finditer` would give, found by the literal-led `_IMPORTED`: a pattern
+    that starts with `\b` is tried at every byte, many times slower on the megabytes a package's star imports
+    reach. An `import` inside a longer word (`reimport`) is no match, and the search goes on right after its start,
+    as `finditer` would."""
+    at = 0
+    while (match := _IMPORTED.search(data, at)) is not None:
+        start = match.start()
+        if start > 0 and data[start - 1] in _WORD_BYTES:
+            at = start + 1
+            continue
+        yield match
+        at = match.end()
 
 
 def _through_stars(
-    store: SummaryStore, summary: ModuleSummary, depth: int, seen: set[str], wanted: set[str]
+    store: SummaryStore, summary: ModuleSummary, depth: int, seen: set[str], wanted: set[bytes] | None
 ) -> dict[str, str]:
+    """`wanted`: the names, encoded, when all are ASCII (the same bytes in a source of any encoding); None: every
+    module a star reaches is read."""
     found: dict[str, str] = {}
     if depth == 0:
         return found
-    ascii_names = all(name.isascii() for name in wanted)  # the same bytes in a source of any encoding
     for star in summary.stars:
         target_path = store.finder.find(star, summary.path)
         if target_path is None or target_path in seen:
             continue
-        if ascii_names and not _may_bring(store.sources.get(target_path, b""), wanted):
+        if wanted is not None and not _brings(store.sources.get(target_path, b""), wanted):
             continue
         target = store.get(target_path)
         if target is None:
