@@ -48,10 +48,12 @@ def _handed_calls(data: bytes) -> set[bytes]:
     """The functions whose result a config keyword receives: called there (`deepspeed=save(cfg, p)`), or bound to
     the name it receives (`DS = save(cfg, p)` ... `deepspeed=DS`)."""
     found: set[bytes] = set()
+    searched: set[bytes] = set()  # a name handed many times (`config=config` in every layer of a model) read once
     for value, called in (pair for pattern in _KEYWORD_VALUES for pair in pattern.findall(data)):
         if called:
             found.add(value)
-        else:
+        elif value not in searched:
+            searched.add(value)
             bound = re.compile(rb"\b" + re.escape(value) + rb"\s*=\s*(\w+)\s*\(")
             found.update(bound.findall(data))
     return found
