@@ -203,7 +203,7 @@ def _lint_work(
     work: list[Item], jobs: int, progress: Callable[[int], None] | None, cache: ResultCache | None
 ) -> list[Result]:
     if cache is None:
-        return _run(_lint_item, work, jobs, progress, _crashed)
+        return _run(_lint_item, work, jobs, progress, _crashed, _item_size)
     results: list[Result | None] = [None] * len(work)
     todo: list[tuple[int, str, DataItem]] = []
     uncached: list[int] = []
@@ -231,15 +231,29 @@ def _lint_work(
         cache.misses += 1
         todo.append((index, key, (item[0], data, *item[1:])))
     for index, done in zip(
-        uncached, _run(_lint_item, [work[i] for i in uncached], jobs, progress, _crashed), strict=True
+        uncached, _run(_lint_item, [work[i] for i in uncached], jobs, progress, _crashed, _item_size), strict=True
     ):
         results[index] = done
-    fresh = _run(_lint_data_item, [data_item for _, _, data_item in todo], jobs, progress, _crashed_recorded)
+    fresh = _run(
+        _lint_data_item, [data_item for _, _, data_item in todo], jobs, progress, _crashed_recorded, _data_size
+    )
     for (index, key, _), (result, inputs) in zip(todo, fresh, strict=True):
         results[index] = result
         if isinstance(result, (FileResult, NotAnalysed)):
             cache.put(key, result, inputs)
     return [result for result in results if result is not None]
+
+
+def _item_size(item: Item) -> int:
+    """The file's size, the cost guess `_run` orders the work by (0 when it cannot be read: an error, at once)."""
+    try:
+        return os.stat(item[0]).st_size
+    except OSError:
+        return 0
+
+
+def _data_size(item: DataItem) -> int:
+    return len(item[1])
 
 
 def _file_key(item: Item, state: str) -> str:
@@ -292,9 +306,12 @@ def _run(
     jobs: int,
     progress: Callable[[int], None] | None,
     crashed: Callable[[T, str], R],
+    weight: Callable[[T], int] | None = None,
 ) -> list[R]:
     """`function` over `work`, in `jobs` worker processes when there is enough work; a worker that dies is
-    retried alone per item (`_isolated`), and `crashed(item, why)` is the result of an item that kills it."""
+    retried alone per item (`_isolated`), and `crashed(item, why)` is the result of an item that kills it.
+    `weight`: a guess at an item's cost (its size); the workers take the heaviest items first, so that one large
+    file met last does not keep one worker busy while the others idle (the results keep `work`'s order)."""
     if jobs <= 1 or len(work) < PARALLEL_THRESHOLD:  # one forked child: a parser crash is one file's error
         from dslint.lint.isolation import Crashed, map_guarded  # multiprocessing: when there is work at all
 
@@ -305,11 +322,17 @@ def _run(
     from multiprocessing import get_context
 
     results: list[R | None] = [None] * len(work)
+    order = list(range(len(work)))
+    if weight is not None:
+        weights = [weight(item) for item in work]
+        order.sort(key=lambda index: -weights[index])  # stable: equal weights keep their order
     # What is alive now moves out of the collector's sight before the fork: the workers' collections would walk all
     # of it for every few files, and touching it would copy the parent's pages into each worker.
     try:
         with uncollected(), ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
-            for index, result in enumerate(pool.map(function, work, chunksize=_chunksize(len(work), jobs))):
+            ordered = [work[index] for index in order]
+            done = pool.map(function, ordered, chunksize=_chunksize(len(work), jobs))
+            for index, result in zip(order, done, strict=True):
                 results[index] = result
                 if progress is not None:
                     progress(1)
