@@ -54,8 +54,27 @@ def _handed_calls(data: bytes) -> set[bytes]:
             found.add(value)
         elif value not in searched:
             searched.add(value)
-            bound = re.compile(rb"\b" + re.escape(value) + rb"\s*=\s*(\w+)\s*\(")
-            found.update(bound.findall(data))
+            found.update(_bound_calls(data, value))
+    return found
+
+
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _bound_calls(data: bytes, name: bytes) -> list[bytes]:
+    """What `re.findall(rb"\\bNAME\\s*=\\s*(\\w+)\\s*\\(", data)` gives, searched with the pattern led by the name
+    itself (a pattern that starts with `\\b` is tried at every byte of the file); a match inside a longer word is
+    skipped and the search goes on right after its start, as `findall` would."""
+    bound = re.compile(re.escape(name) + rb"\s*=\s*(\w+)\s*\(")
+    found: list[bytes] = []
+    at = 0
+    while (match := bound.search(data, at)) is not None:
+        start = match.start()
+        if start > 0 and data[start - 1] in _WORD_BYTES:
+            at = start + 1
+            continue
+        found.append(match.group(1))
+        at = match.end()
     return found
 
 
