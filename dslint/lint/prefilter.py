@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from dslint.model.source_words import matches_from
+
 ENGINE_TOKENS = (b"deepspeed", b"initialize")
 INFERENCE_TOKENS = (b"deepspeed", b"init_inference")
 TRAINER_CONFIG_TOKENS = (b"deepspeed", b"TrainingArguments")
@@ -91,20 +93,44 @@ def may_create_engine(data: bytes) -> bool:
     imported as it. Strings and comments are not told apart: it over-approximates, so it never hides an engine
     that the facts would find.
     """
+    global _ENGINE_MEMO
+    for text, answer in _ENGINE_MEMO:  # the driver asks it of the same text at each level
+        if text is data:
+            return answer
+    answer = _may_create_engine(data)
+    _ENGINE_MEMO = [(data, answer), *_ENGINE_MEMO[: _MEMO_TEXTS - 1]]
+    return answer
+
+
+_ENGINE_MEMO: list[tuple[bytes, bool]] = []
+
+
+def _may_create_engine(data: bytes) -> bool:
+    # The patterns lead with `\b`, which `re` tries at every byte: `matches_from` tries them where their first
+    # literal occurs (the same matches).
     if not has_tokens(data, ENGINE_TOKENS) or not _calls_initialize(data):
         return False
-    names = [b"deepspeed", *_DEEPSPEED_ALIAS.findall(data)] if b"as" in data else [b"deepspeed"]
+    aliases = [m.group(1) for m in matches_from(_DEEPSPEED_ALIAS, data, (b"deepspeed",))] if b"as" in data else []
+    names = [b"deepspeed", *aliases]
     attribute = rb"\b(?:" + b"|".join(re.escape(name) for name in names) + rb")[\s\\]*\.[\s\\]*initialize\b"
-    if re.search(attribute, data):
+    if _first(re.compile(attribute), data, names):
         return True
-    return b"from" in data and _FROM_DEEPSPEED_INITIALIZE.search(data) is not None
+    return b"from" in data and _first(_FROM_DEEPSPEED_INITIALIZE, data, (b"from",))
+
+
+def _first(pattern: re.Pattern[bytes], data: bytes, starts: Iterable[bytes]) -> bool:
+    """`pattern.search(data) is not None`, for a pattern whose matches begin with one of `starts`."""
+    return next(matches_from(pattern, data, starts), None) is not None
 
 
 def _calls_initialize(data: bytes) -> bool:
     """Text that can be a call of `initialize`, or of a name imported `as` an alias of it."""
-    if _CALLED_INITIALIZE.search(data):
+    if _first(_CALLED_INITIALIZE, data, (b"initialize",)):
         return True
-    return any(re.search(rb"\b" + re.escape(alias) + rb"[\s\\]*\(", data) for alias in _INITIALIZE_ALIAS.findall(data))
+    return any(
+        _first(re.compile(rb"\b" + re.escape(alias) + rb"[\s\\]*\("), data, (alias,))
+        for alias in (m.group(1) for m in matches_from(_INITIALIZE_ALIAS, data, (b"initialize",)))
+    )
 
 
 def may_create_inference_engine(data: bytes) -> bool:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 # A maximal run of word characters right before a `(`, read in the reversed source (`(` first, the run reversed):
 # the same runs as `\b(\w+)\(` in the source, which tries a word at every position
@@ -214,3 +214,24 @@ def _renamed(data: bytes) -> set[bytes]:
         if start < space:
             words.add(data[start:space])
     return words
+
+
+def matches_from(pattern: re.Pattern[bytes], data: bytes, starts: Iterable[bytes]) -> Iterator[re.Match[bytes]]:
+    """The matches `pattern.finditer(data)` gives, for a pattern each match of which begins with one of the literals
+    `starts` (after zero-width tests only: `\\b`, a lookbehind), tried only where one of them occurs. A pattern that
+    leads with `\\b` or a lookbehind is tried by `re` at every byte of the source; this skips to the literals in C.
+    `pattern.match` at a position sees the bytes before it, so `\\b` and lookbehinds answer as in `finditer`."""
+    positions: set[int] = set()
+    for literal in starts:
+        at = data.find(literal)
+        while at >= 0:
+            positions.add(at)
+            at = data.find(literal, at + 1)
+    end = 0
+    for position in sorted(positions):
+        if position < end:
+            continue  # inside the last match: `finditer` goes on after it
+        match = pattern.match(data, position)
+        if match is not None:
+            yield match
+            end = max(match.end(), position + 1)

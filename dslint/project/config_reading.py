@@ -15,6 +15,7 @@ from typing import Protocol
 
 from dslint.diagnostics import Related
 from dslint.model.library import TRL_TRAINING_ARGUMENTS
+from dslint.model.source_words import matches_from
 from dslint.model.summary import SummaryStore, character_column
 from dslint.project.chosen_configs import chosen_configs
 from dslint.project.config_readers import client_sections, opened_configs, option_readers, replaced_keys
@@ -96,9 +97,11 @@ def creates_engine(data: bytes) -> bool:
     names.extend(_ALIAS.findall(data) if b"import deepspeed as" in data else ())
     # called, or held as a value (`ds_init = deepspeed.initialize`, called later under another name)
     pattern = rb"\b(?:" + b"|".join(re.escape(n) for n in names) + rb")\s*\.\s*initialize\b(?!\s*\.)"
+    starts = list(names)  # where a match can begin: `re` is not led by a literal here (`matches_from`)
     if b"from deepspeed" in data and _FROM.search(data):
         pattern += rb"|(?<![.\w])initialize\s*\("
-    for match in re.finditer(pattern, data):
+        starts.append(b"initialize")
+    for match in matches_from(re.compile(pattern), data, starts):
         line_start = data.rfind(b"\n", 0, match.start()) + 1
         before = data[line_start : match.start()]
         if any(mark in before for mark in (b'"', b"'", b"#", b"`")):
