@@ -10,7 +10,7 @@ import ast
 import hashlib
 import os
 import warnings
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -399,14 +399,36 @@ def own_nodes(scope: ast.AST) -> list[ast.AST]:
         return cached
     found: list[ast.AST] = []
     stack = list(ast.iter_child_nodes(scope))
+    pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
-        node = stack.pop()
+        node = pop()
         if isinstance(node, _NESTED_SCOPES):
             continue
         found.append(node)
-        stack.extend(ast.iter_child_nodes(node))
+        for name in node._fields:  # `ast.iter_child_nodes`, inline (a generator per node): the same children
+            child = getattr(node, name, None)
+            if isinstance(child, _AST):
+                push(child)
+            elif isinstance(child, list):
+                extend([item for item in child if isinstance(item, _AST)])
     setattr(scope, _OWN_MEMO, found)
     return found
+
+
+def walk(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node of `tree` in `ast.walk`'s order (breadth first), without its generator per node: the index's
+    passes over whole modules (the functions of a module, its argparse options) ask it of large files."""
+    todo = deque([tree])
+    popleft, push, extend = todo.popleft, todo.append, todo.extend
+    while todo:
+        node = popleft()
+        for name in node._fields:
+            child = getattr(node, name, None)
+            if isinstance(child, _AST):
+                push(child)
+            elif isinstance(child, list):
+                extend([item for item in child if isinstance(item, _AST)])
+        yield node
 
 
 _OWN_MEMO = "_dslint_own_nodes"  # the attribute of a scope node holding its own nodes

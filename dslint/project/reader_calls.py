@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dslint.model.library import READERS_BY_LAST_NAME, TRAINING_ARGUMENTS, is_training_arguments_name
-from dslint.model.summary import SummaryStore
+from dslint.model.summary import SummaryStore, walk
 from dslint.project.inputs import exists
 
 _MAX_DEPTH = 4
@@ -65,7 +65,7 @@ def reader_call(call: ast.Call, *, initialize: bool = True) -> ReaderCall | None
 def scopes(tree: ast.Module) -> Iterator[ast.AST]:
     """The module and every function in it."""
     yield tree
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield node
 

@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dslint.model.summary import ModuleSummary
+from dslint.model.summary import ModuleSummary, walk
 
 LAUNCHER_OPTION = "--local_rank"
 # `deepspeed.add_config_arguments(parser)` adds these options and no other (runtime/config helpers, 0.19.8)
@@ -408,7 +408,7 @@ def argparse_defaults(tree: ast.AST) -> dict[str, str]:
     underscores); an option declared twice with different defaults is left out."""
     found: dict[str, str] = {}
     clashing: set[str] = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         if node.func.attr != "add_argument" or not node.args:
