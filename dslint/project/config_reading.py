@@ -138,12 +138,24 @@ LIGHTNING_IMPORT = re.compile(
 )
 
 
+def lightning_configured(data: bytes) -> bool:
+    """The text imports Lightning's DeepSpeed strategy and gives one a config (`LIGHTNING_IMPORT` and
+    `LIGHTNING_CONFIG`). Both patterns need `DeepSpeed`, the first `lightning`: the text is tested for those first,
+    since a pattern led by `^` (or `\\b`) is tried at every line (or byte) of every source of the project."""
+    return (
+        b"lightning" in data
+        and b"DeepSpeed" in data
+        and LIGHTNING_IMPORT.search(data) is not None
+        and LIGHTNING_CONFIG.search(data) is not None
+    )
+
+
 def hf_reader_text(data: bytes) -> bool:
     """Whether a source may hand a config to the Hugging Face Trainer or accelerate (`HF_READER_TOKENS`); a
     `DeepSpeedPlugin` imported from Lightning is Lightning's."""
     if any(token in data for token in HF_READER_TOKENS if token != b"DeepSpeedPlugin"):
         return True
-    return b"DeepSpeedPlugin" in data and not (LIGHTNING_IMPORT.search(data) and LIGHTNING_CONFIG.search(data))
+    return b"DeepSpeedPlugin" in data and not lightning_configured(data)
 
 
 def config_reader_of(script: str | None, launched: LaunchedConfig) -> str:

@@ -34,13 +34,12 @@ from dslint.project.checkpointing_applied import applies_checkpointing, checkpoi
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import client_sections, framework_configs, replaced_keys
 from dslint.project.config_reading import (
-    LIGHTNING_CONFIG,
-    LIGHTNING_IMPORT,
     PRESUMED_TRAINER_TOKENS,
     config_reader_of,
     creates_engine,
     follow_imported_readers,
     hf_reader_text,
+    lightning_configured,
     opened_literals,
     other_config_options,
     reader_of,
@@ -209,7 +208,7 @@ def _build_project_index(
         index.presumed_reader = "trainer"
     elif (
         not producers
-        and any(LIGHTNING_IMPORT.search(data) and LIGHTNING_CONFIG.search(data) for data in sources.values())
+        and any(lightning_configured(data) for data in sources.values())
         and not any(hf_reader_text(data) for data in sources.values())
     ):
         # Lightning's DeepSpeedStrategy given a config dslint does not follow (`config=args.ds_config_path`) is
