@@ -1,15 +1,16 @@
 """Which scripts may apply a config's `activation_checkpointing` section (DSL455): only
 `deepspeed.checkpointing.configure` reads it (or Megatron, which calls it), in the script or in a project module
-it imports at any depth; and which launched configs no launch of theirs applies
+it imports (six imports deep); and which launched configs no launch of theirs applies
 (`ProjectIndex.checkpointing_unapplied`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from dslint.model.library import CHECKPOINTING_CONFIGURED
 from dslint.model.summary import SummaryStore
 from dslint.project.project_index import LaunchSite
+
+# How many imports deep a script's modules are read for a call that applies the section.
+IMPORT_LEVELS = 6
 
 
 def checkpointing_unapplied(
@@ -30,35 +31,31 @@ def checkpointing_unapplied(
 
 
 def applies_checkpointing(path: str, sources: dict[str, bytes], store: SummaryStore, applies: dict[str, bool]) -> bool:
-    """Whether the script `path`, or a project module it imports at any depth, may apply an
-    `activation_checkpointing` section (`library.CHECKPOINTING_CONFIGURED`); a file that is not a project module
-    may. `applies` holds the answers, filled for the whole project on the first question (`_applying_modules`)."""
-    if not applies:
-        applies.update(dict.fromkeys(sources, False))
-        applies.update(dict.fromkeys(_applying_modules(sources, store), True))
-    return applies.get(path, True)  # not a project module: it may
+    """Whether the script `path`, or a project module it imports (`IMPORT_LEVELS` imports deep, package
+    `__init__` re-exports included), may apply an `activation_checkpointing` section
+    (`library.CHECKPOINTING_CONFIGURED`); a file that is not a project module may. Read level by level from the
+    script, stopping at the first module that may (a project's own initializer four imports away is reached
+    without parsing the rest of its import graph); `applies` keeps the answers by script."""
+    if path not in applies:
+        applies[path] = _reaches_applying(path, sources, store) if path in sources else True
+    return applies[path]
 
 
-def _applying_modules(sources: dict[str, bytes], store: SummaryStore) -> set[str]:
-    """The project modules that hold a call applying the section, and those importing one of them, at any depth
-    (through package `__init__` re-exports too). Read backwards from the few modules that hold the call: a module
-    is parsed only where its text names the module it would import."""
-    found = {path for path, data in sources.items() if any(token in data for token in CHECKPOINTING_CONFIGURED)}
-    frontier = set(found)
-    while frontier:
-        words = {_module_word(path) for path in frontier}
-        following: set[str] = set()
-        for path, data in sources.items():
-            if path in found or not any(word in data for word in words):
-                continue
-            if frontier & set(store.imported_modules(path, 1)):
-                following.add(path)
-        found |= following
-        frontier = following
-    return found
-
-
-def _module_word(path: str) -> bytes:
-    """The name an import of the module at `path` spells: its file's stem, or its package's for `__init__.py`."""
-    file = Path(path)
-    return (file.parent.name if file.stem == "__init__" else file.stem).encode()
+def _reaches_applying(path: str, sources: dict[str, bytes], store: SummaryStore) -> bool:
+    seen = {path}
+    level = [path]
+    for depth in range(IMPORT_LEVELS + 1):
+        if any(token in sources.get(module, b"") for module in level for token in CHECKPOINTING_CONFIGURED):
+            return True
+        if depth == IMPORT_LEVELS:
+            break
+        following = []
+        for module in level:
+            for imported in store.imported_modules(module, 1):
+                if imported not in seen:
+                    seen.add(imported)
+                    following.append(imported)
+        level = following
+        if not level:
+            break
+    return False
