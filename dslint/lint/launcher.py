@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dslint.diagnostics import Diagnostic, Location
-from dslint.lint.result import FileResult
+from dslint.lint.result import FileResult, rules_in_modules
 from dslint.lint.suppression import apply_noqa
 from dslint.project.project_index import LAUNCHER_SUFFIXES, LaunchIssue
 from dslint.selection import RuleSelection
@@ -116,19 +116,7 @@ def _written_config_findings(path: str, issues: Sequence[LaunchIssue], selection
 @functools.lru_cache(maxsize=64)
 def _launch_rules(selection: RuleSelection) -> tuple[type[LaunchRule], ...]:
     """The enabled launch rules, importing only their modules (`catalog.LAUNCH_RULE_MODULES`)."""
-    import importlib
-
     from dslint.framework.catalog import LAUNCH_RULE_MODULES
     from dslint.framework.launch_rule import LaunchRule
 
-    found: list[type[LaunchRule]] = []
-    for code, name in LAUNCH_RULE_MODULES.items():
-        if not selection.enabled(code):
-            continue
-        module = importlib.import_module(f"dslint.rules.{name}")
-        found.extend(
-            value
-            for value in vars(module).values()
-            if isinstance(value, type) and issubclass(value, LaunchRule) and vars(value).get("code") == code
-        )
-    return tuple(found)
+    return rules_in_modules(LAUNCH_RULE_MODULES, LaunchRule, selection)

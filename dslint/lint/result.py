@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from dslint.diagnostics import Diagnostic
 from dslint.selection import RuleSelection
+
+R = TypeVar("R")
 
 if TYPE_CHECKING:  # the rules are imported when a file needs them (they bring libcst)
     from dslint.framework.config_rule import ConfigRule
@@ -78,19 +80,25 @@ def _script_rules(selection: RuleSelection) -> tuple[type[ScriptRule], ...]:
 def _config_rules(selection: RuleSelection) -> tuple[type[ConfigRule], ...]:
     """The enabled config rules in the registry's order, importing only their modules (`CONFIG_RULE_MODULES`): a
     run that lints configs and no script libcst parses never imports libcst or the script rules."""
-    import importlib
-
     from dslint.framework.catalog import CONFIG_RULE_MODULES
     from dslint.framework.config_rule import ConfigRule
 
-    found: list[type[ConfigRule]] = []
-    for code, name in CONFIG_RULE_MODULES.items():
+    return rules_in_modules(CONFIG_RULE_MODULES, ConfigRule, selection)
+
+
+def rules_in_modules(modules: Mapping[str, str], base: type[R], selection: RuleSelection) -> tuple[type[R], ...]:
+    """The enabled rules of `modules` (code -> module name under `dslint.rules`, the catalog's order) that derive
+    from `base`, importing only those modules (config rules here, launch rules in `lint/launcher.py`)."""
+    import importlib
+
+    found: list[type[R]] = []
+    for code, name in modules.items():
         if not selection.enabled(code):
             continue
         module = importlib.import_module(f"dslint.rules.{name}")
         found.extend(
             value
             for value in vars(module).values()
-            if isinstance(value, type) and issubclass(value, ConfigRule) and vars(value).get("code") == code
+            if isinstance(value, type) and issubclass(value, base) and vars(value).get("code") == code
         )
     return tuple(found)
