@@ -181,3 +181,53 @@ def test_the_cache_sees_a_call_written_since(tmp_path: Path, monkeypatch: pytest
     assert codes() == []
     (root / "train.py").write_text((root / "train.py").read_text() + "from pkg.helpers import restore\n")
     assert codes() == ["DSL201"]  # an edit of a file that was read
+
+
+COPIED_TRAINER = textwrap.dedent(
+    """\
+    import deepspeed
+    from transformers import Trainer
+
+
+    class CopiedTrainer(Trainer):
+        def _prepare_deepspeed(self, model):
+            config = {"train_micro_batch_size_per_gpu": 1, "zero_optimisation": {"stage": 3}}
+            engine, *_ = deepspeed.initialize(model=model, config=config)
+            return engine
+    """
+)
+
+
+def _codes_in(root: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[str, int]]:
+    monkeypatch.chdir(root)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "-j", "1", "--exit-zero", "--output-format", "json", "."])
+    assert result.exit_code == 0, result.output
+    return sorted(
+        (item["code"], item["location"]["line"]) for item in json.loads(result.stdout) if item["filename"] == name
+    )
+
+
+def test_a_framework_subclass_in_a_module_nothing_mentions_loses_its_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _project(tmp_path, "engine = build(object())\n", extra={"copied_trainer.py": COPIED_TRAINER})
+    assert _codes_in(root, monkeypatch, "copied_trainer.py") == []
+
+
+def test_a_framework_subclass_in_an_imported_module_keeps_its_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caller = "from copied_trainer import CopiedTrainer\nengine = build(object())\nCopiedTrainer(model=engine).train()\n"
+    root = _project(tmp_path, caller, extra={"copied_trainer.py": COPIED_TRAINER})
+    assert _codes_in(root, monkeypatch, "copied_trainer.py") == [("DSL401", 7)]
+
+
+def test_a_framework_subclass_of_a_module_that_runs_or_is_packaged_keeps_its_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = COPIED_TRAINER + '\n\nif __name__ == "__main__":\n    CopiedTrainer().train()\n'
+    packaged = {"setup.py": "from setuptools import setup\nsetup(name='lib')\n", "lib/__init__.py": ""}
+    extra = {"runs_trainer.py": runs, "lib/copied_trainer.py": COPIED_TRAINER, **packaged}
+    root = _project(tmp_path, "engine = build(object())\n", extra=extra)
+    assert _codes_in(root, monkeypatch, "runs_trainer.py") == [("DSL401", 7)]
+    assert _codes_in(root, monkeypatch, "lib/copied_trainer.py") == [("DSL401", 7)]

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeGuard
 
 from dslint.diagnostics import Diagnostic
 from dslint.lint.cache import ResultCache, code_fingerprint, digest
@@ -72,6 +73,9 @@ class _Definition:
     # the module's own name, when the module runs nothing itself: the definition counts as uncalled only where
     # the project uses the module (names it) but not the definition
     module: bytes = b""
+    # a definition of a module that runs nothing and is no installable package's: uncalled when nothing in the
+    # project mentions the module at all (a copy of a library's trainer left beside the one in use)
+    orphan: bool = False
 
 
 def uncalled(
@@ -107,7 +111,12 @@ def uncalled(
             pairs = frozenset(
                 (d.owner, d.name)
                 for d in definitions
-                if (d.name not in named or (d.owner and d.owner not in named)) and (not d.module or d.module in used)
+                if (d.orphan and d.module not in used)
+                or (
+                    not d.orphan
+                    and (d.name not in named or (d.owner and d.owner not in named))
+                    and (not d.module or d.module in used)
+                )
             )
             if pairs:
                 dead[path] = pairs
@@ -143,7 +152,8 @@ def outside(
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return diagnostics
-    spans = [(d.first, d.last) for d in _definitions(tree) if (d.owner, d.name) in dead]
+    top = [_Definition(n.name.encode(), n.lineno, n.end_lineno or n.lineno) for n in tree.body if _defines(n)]
+    spans = [(d.first, d.last) for d in [*_definitions(tree), *top] if (d.owner, d.name) in dead]
     return [
         d
         for d in diagnostics
@@ -191,14 +201,14 @@ def _uncalled_here_cached(path: str, lines: list[int], cache: ResultCache | None
         return _uncalled_here(path, lines)
     key = digest("uncalled-here", code_fingerprint(), os.path.abspath(path), sorted(set(lines)))
     hit = cache.get(key)
-    if isinstance(hit, list) and all(isinstance(item, list) and len(item) == 5 for item in hit):
+    if isinstance(hit, list) and all(isinstance(item, list) and len(item) == 6 for item in hit):
         return [
-            _Definition(n.encode("latin-1"), first, last, o.encode("latin-1"), m.encode("latin-1"))
-            for n, first, last, o, m in hit
+            _Definition(n.encode("latin-1"), first, last, o.encode("latin-1"), m.encode("latin-1"), orphan)
+            for n, first, last, o, m, orphan in hit
         ]
     found = _uncalled_here(path, lines)
     encoded = [
-        [d.name.decode("latin-1"), d.first, d.last, d.owner.decode("latin-1"), d.module.decode("latin-1")]
+        [d.name.decode("latin-1"), d.first, d.last, d.owner.decode("latin-1"), d.module.decode("latin-1"), d.orphan]
         for d in found
     ]
     cache.put(key, encoded, [path])
@@ -220,6 +230,7 @@ def _uncalled_here(path: str, lines: Iterable[int]) -> list[_Definition]:
     if _EXPOSE_ALL.search(data):
         return []
     wanted = sorted(set(lines))
+    orphans = [] if _runs(tree) or _runs_own_code(tree) else _orphan_definitions(path, tree, wanted)
     found = [d for d in _definitions(tree) if any(d.first <= line <= d.last for line in wanted)]
     if _packaged(path):  # a library's public functions are its users' to call
         found = [d for d in found if (d.owner or d.name).startswith(b"_")]
@@ -228,8 +239,28 @@ def _uncalled_here(path: str, lines: Iterable[int]) -> list[_Definition]:
     if found and not _runs(tree):
         # a module of definitions only: whoever imports it calls them; unless nothing in the project does, in
         # which case it is no part of any run here that dslint can see (an API, an example to copy): left alone
-        found = [replace(d, module=os.path.splitext(base)[0].encode()) for d in found]
-    return found
+        found = [replace(d, module=os.fsencode(os.path.splitext(base)[0])) for d in found]
+    return found + orphans
+
+
+def _orphan_definitions(path: str, tree: ast.Module, lines: list[int]) -> list[_Definition]:
+    """The classes deriving from another module's class (a framework's subclass, whole) of a module that runs
+    nothing and is no installable package's, holding one of `lines`: the framework calls their methods by name, so
+    they are no definitions nothing calls, but no run of the project reaches them unless some file mentions the
+    module (an import, `python -m`, a hydra `_target_`): a copy of a library's trainer left beside the one in use.
+    A package's `__init__` (imported under the package's name) is left alone."""
+    base = os.path.basename(path)
+    if base in ("__init__.py", "__main__.py") or _packaged(path):
+        return []
+    module = os.fsencode(os.path.splitext(base)[0])
+    own = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    return [
+        _Definition(node.name.encode(), node.lineno, node.end_lineno or node.lineno, module=module, orphan=True)
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        and _derives_from_another_module(node, own)
+        and any(node.lineno <= line <= (node.end_lineno or node.lineno) for line in lines)
+    ]
 
 
 def _runs(tree: ast.Module) -> bool:
@@ -241,6 +272,31 @@ def _runs(tree: ast.Module) -> bool:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             return True
     return False
+
+
+def _derives_from_another_module(node: ast.ClassDef, own: set[str]) -> bool:
+    """A class with a base that is not the module's own: a framework's subclass (a copied `DPOTrainer(Trainer)`),
+    whose methods the framework calls by their names."""
+    return any(not (isinstance(b, ast.Name) and (b.id in own or b.id == "object")) for b in node.bases)
+
+
+def _runs_own_code(tree: ast.Module) -> bool:
+    """Whether top-level code beyond imports and definitions may run the module's own code: a loop or a `with`
+    block, or a statement calling a function or class the module defines (`result = train()`)."""
+    own = {node.name for node in tree.body if _defines(node)}
+    for node in tree.body:
+        if _defines(node) or isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)):
+            return True
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in own:
+                return True
+    return False
+
+
+def _defines(node: ast.stmt) -> TypeGuard[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]:
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
 
 
 def _packaged(path: str) -> bool:

@@ -18,7 +18,12 @@ import libcst as cst
 
 from dslint.diagnostics import Related
 from dslint.project.config_edits import module_index
-from dslint.project.config_link import accelerate_runs, resolve_config_expression, trainer_expressions
+from dslint.project.config_link import (
+    accelerate_runs,
+    resolve_config_expression,
+    trainer_expressions,
+    training_arguments_configs,
+)
 from dslint.project.resolved_configs import AccelerateRun, ResolvedConfig
 from dslint.script.names import dotted_name
 
@@ -121,6 +126,18 @@ def _script_precision(context: ScriptContext) -> str | None:
     return given.pop() if len(given) == 1 else _NOT_KNOWN
 
 
+def trainer_zero3(context: ScriptContext) -> tuple[str, tuple[Related, ...]] | None:
+    """Where ZeRO-3 comes from when the script's Hugging Face Trainer runs it on every config it may take: its
+    TrainingArguments' configs, each at stage 3, or with none of its own, the accelerate plugin or launches
+    (`accelerate_zero3`). None otherwise, or when one is not known."""
+    configs = training_arguments_configs(context)
+    zero3 = accelerate_zero3(context) if configs == [] else None
+    if zero3 is None and (not configs or any(c.zero_stage != 3 for c in configs)):
+        return None
+    where, related = zero3 or (", ".join(dict.fromkeys(c.source for c in configs or ())), ())
+    return where, related or tuple(r for c in configs or () for r in c.via)
+
+
 def accelerate_zero3(context: ScriptContext) -> tuple[str, tuple[Related, ...]] | None:
     """Where ZeRO-3 comes from when every way the script runs DeepSpeed through accelerate is ZeRO-3: its own
     `DeepSpeedPlugin(zero_stage=3)` (or one whose `hf_ds_config` is a stage-3 config), or every `accelerate launch`
@@ -148,7 +165,14 @@ def accelerate_zero3(context: ScriptContext) -> tuple[str, tuple[Related, ...]] 
 
 
 def accelerate_stage(context: ScriptContext) -> tuple[int, str, tuple[Related, ...]] | None:
-    """The lowest ZeRO stage of every way the script runs DeepSpeed through accelerate, with where it is written:
+    """The lowest ZeRO stage of every way the script runs DeepSpeed through accelerate (`accelerate_stages`), with
+    where it is written. None when one of them is not known."""
+    found = accelerate_stages(context)
+    return (min(found[0]), found[1], found[2]) if found is not None else None
+
+
+def accelerate_stages(context: ScriptContext) -> tuple[list[int], str, tuple[Related, ...]] | None:
+    """The ZeRO stage of every way the script runs DeepSpeed through accelerate, with where it is written:
     each `DeepSpeedPlugin(zero_stage=N)`, or the stage of the config its `hf_ds_config` names, or, with neither,
     accelerate's default 2 (`DeepSpeedPlugin.__post_init__`); else every `accelerate launch` of it with DeepSpeed
     (the YAML's `zero_stage` or the config file it names). None when one of them is not known."""
@@ -169,7 +193,7 @@ def accelerate_stage(context: ScriptContext) -> tuple[int, str, tuple[Related, .
                 stages.append(2)  # accelerate's default (ACCELERATE_DEEPSPEED_ZERO_STAGE unset)
             else:
                 return None
-        return min(stages), f"DeepSpeedPlugin at line {context.span(plugins[0])[0].line}", ()
+        return stages, f"DeepSpeedPlugin at line {context.span(plugins[0])[0].line}", ()
     runs = accelerate_runs(context)
     if not runs:
         return None
@@ -177,7 +201,8 @@ def accelerate_stage(context: ScriptContext) -> tuple[int, str, tuple[Related, .
     if any(not isinstance(stage, int) for stage in found):
         return None
     last = runs[0].via[-1]
-    return min(s for s in found if s is not None), f"{last.path}:{last.line}", tuple(r for run in runs for r in run.via)
+    stages = [s for s in found if isinstance(s, int)]
+    return stages, f"{last.path}:{last.line}", tuple(r for run in runs for r in run.via)
 
 
 def accelerate_accumulation(context: ScriptContext) -> tuple[int, str, tuple[Related, ...]] | None:

@@ -7,17 +7,17 @@ from typing import ClassVar
 
 import libcst as cst
 
-from dslint.diagnostics import Applicability, Edit, Related, Severity
+from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.project.accelerate_deepspeed import accelerate_deepspeed
-from dslint.project.config_link import trainer_config_given, training_arguments_configs
 from dslint.project.hand_casts import engine_casts_alike
+from dslint.project.handed_on_moves import HandedOn, handed_on
+from dslint.project.redundant_moves import redundant_move, sink_stages
 from dslint.script.edits import delete_call_statement, unwrap_method_call
 from dslint.script.facts import method_name
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.inference import InferenceMoves
-from dslint.script.model_moves import ModelMoves, ModelSink, is_cast, prepare_sinks, serves_another_path, trainer_sinks
+from dslint.script.model_moves import ModelMoves, is_cast, serves_another_path
 from dslint.script.names import dotted_name
 
 MOVE_CALLS = ("cuda", "to")  # every move DSL101 reports is one of these calls
@@ -74,9 +74,12 @@ class ModelMovedBeforeInitialize(ScriptRule):
             each override of a `self.build()` the base class calls, a binding in one arm of an `if`, a constructor's
             `self.to(device)`). Moves to the CPU, `.to(memory_format=...)` and calls inside `with init_empty_weights():`
             (meta parameters, no data) are not flagged; casts (`.half()`, `.to(dtype=...)`, `.to(args.dtype)`) are
-            DSL104. Nor is a move before an `initialize` that runs only under a test the move does not share (`if
-            args.deepspeed: initialize(...) else: model = DDP(model)`): the move also serves the path without DeepSpeed,
-            unless every launch of the script passes the option tested (`--deepspeed`), no launcher names it otherwise
+            DSL104; nor is a move to the rank's own GPU (`cuda:{local_rank}`, `accelerator.device`,
+            `training_args.device`, `.cuda()` after `set_device`) before an engine whose every config is known to
+            run ZeRO stage 0, 1 or 2, which puts the module there itself and partitions nothing. Nor is a move
+            before an `initialize` that runs only under a test the move does not share (`if args.deepspeed:
+            initialize(...) else: model = DDP(model)`): the move also serves the path without DeepSpeed, unless
+            every launch of the script passes the option tested (`--deepspeed`), no launcher names it otherwise
             and none turns on a use of the moved model before (`if args.ema: ModelEma(model)`). Nor is a move
             followed, in its function and before `initialize`, by a run of the model (`model(**inputs)`,
             `model.generate(...)`): the move serves that run. A test whose failing arm
@@ -530,6 +533,8 @@ class ModelMovedBeforeInitialize(ScriptRule):
             return
         if not self.casts and serves_another_path(self.facts, node, init):
             return
+        if not self.casts and redundant_move(self.context, node, sink_stages(self.context, init)):
+            return
         message = self.message
         if init.origin is not None:  # initialize is in another function or module
             message += f" (the model reaches deepspeed.initialize at {init.origin.path}:{init.origin.line})"
@@ -563,26 +568,20 @@ class ModelMovedBeforeInitialize(ScriptRule):
         if self.casts or not self.unplaced_moves:
             return
         reported: set[int] = set()
-        sinks = prepare_sinks(self.facts, self.prepares, self.trainers)
-        run = accelerate_deepspeed(self.context) if sinks else None
-        if run is not None:
-            self._report_sunk(sinks, self.accelerate_template.format(where=run.where), run.related, reported)
-        sinks = trainer_sinks(self.facts, self.trainer_calls)
-        configs = training_arguments_configs(self.context) if sinks else None
-        if configs:
-            where = ", ".join(dict.fromkeys(config.source for config in configs))
-            related = tuple(dict.fromkeys(r for config in configs for r in config.via))
-            self._report_sunk(sinks, self.trainer_template.format(where=where), related, reported)
-        elif configs is None and sinks and (given := trainer_config_given(self.context)) is not None:
-            self._report_sunk(sinks, self.trainer_template.format(where=given), (), reported)  # a config not read
+        for found in handed_on(self.context, self.prepares, self.trainer_calls, self.trainers):
+            self._report_handed_on(found, reported)
 
-    def _report_sunk(
-        self, sinks: list[ModelSink], message: str, related: Sequence[Related], reported: set[int]
-    ) -> None:
-        moves = ModelMoves(self.facts, sinks)
+    def _report_handed_on(self, found: HandedOn, reported: set[int]) -> None:
+        """Moves before the engine `found` builds; one to the rank's own GPU before an engine that keeps every
+        parameter whole is left alone (`redundant_moves`)."""
+        template = self.accelerate_template if found.accelerate else self.trainer_template
+        message, related = template.format(where=found.where), found.related
+        moves = ModelMoves(self.facts, found.sinks)
         for node in self.unplaced_moves:
             sink = moves.initialize_for(node)
             if sink is None or id(node) in reported or serves_another_path(self.facts, node, sink):
+                continue
+            if redundant_move(self.context, node, found.stages):
                 continue
             reported.add(id(node))
             self.report(
