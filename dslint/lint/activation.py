@@ -225,7 +225,12 @@ def _project_calls(project: ProjectFacts | None) -> tuple[bool, bool, bool]:
     whose argument the callee moves, calls whose argument it casts."""
     if project is None:
         return False, False, False
-    saves = project.state_saving_calls or project.engine_saving_calls or project.dict_saving_calls
+    saves = (
+        project.state_saving_calls
+        or project.engine_saving_calls
+        or project.trainer_gathering_calls
+        or project.dict_saving_calls
+    )
     return bool(saves), bool(project.moving_calls), bool(project.casting_calls)
 
 

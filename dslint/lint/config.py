@@ -22,6 +22,7 @@ from dslint.lint.result import FileResult, config_rules
 from dslint.lint.suppression import apply_noqa, might_have_noqa, scan
 from dslint.model.library import CHECKPOINTING_CONFIGURED
 from dslint.project.config_readers import client_sections
+from dslint.project.inputs import shown_path
 from dslint.project.project_index import ConfigReading
 from dslint.script.project_facts import LaunchWorldSize
 from dslint.selection import RuleSelection
@@ -259,6 +260,7 @@ def _script_config_context(
     load_source: Callable[[], str] | None,
     clients: frozenset[str],
     applied: bool,
+    read_in: tuple[Related, ...],
     version: Version,
 ) -> ConfigContext:
     return ConfigContext(
@@ -273,6 +275,7 @@ def _script_config_context(
         # the sections this script's initialize calls replace with client objects are never built
         replaced_keys=clients if config.origin is Origin.INITIALIZE else frozenset(),
         checkpointing_configured=applied,
+        read_in=read_in,
         # a file other scripts may read too: whether every reader replaces a section is the project index's
         # answer (`ConfigReading.client_sections`, over all of them), given when the file itself is linted
         client_sections=clients if config.origin is Origin.INITIALIZE and not config.from_file else frozenset(),
@@ -323,7 +326,13 @@ def check_script_configs(
     for config in configs:
         # Fixes only for a dict literal, which is the script's own text; a file is fixed on its own.
         load_source = None if config.from_file else (lambda: context.text)
-        context_at = functools.partial(_script_config_context, config, world_size, load_source, clients, applied)
+        # a module no launch starts, reading the file its importer's launch names: DeepSpeed reads it there
+        imported = project is not None and not project.launches and bool(project.importer_launches)
+        read_by = config.read_by
+        read_in = (replace(read_by, path=shown_path(read_by.path)),) if imported and read_by is not None else ()
+        context_at = functools.partial(
+            _script_config_context, config, world_size, load_source, clients, applied, read_in
+        )
         found = run_at_both_ends(context_at, context.deepspeed_version, context.deepspeed_newest, rules)
         if config.from_file:
             found = _without_silenced(config.path, found)

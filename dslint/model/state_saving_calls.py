@@ -38,6 +38,10 @@ MAX_DEPTH = 3
 STATE_SAVES = frozenset({"save_state"})  # accelerate's, on the Accelerator
 ENGINE_SAVES = frozenset({"save_checkpoint"})  # DeepSpeed's, on the engine
 OPTIMIZER_STEPS = frozenset({"step"})  # on initialize's optimizer: the engine's job (DSL302)
+# a Hugging Face Trainer's calls that gather the ZeRO-3 weights from every rank: its `save_model`, and the engine's
+# `_zero3_consolidated_16bit_state_dict()` reached through the attributes where the Trainer keeps the engine
+TRAINER_GATHERS = frozenset({"save_model", "_zero3_consolidated_16bit_state_dict"})
+TRAINER_ENGINE_ATTRIBUTES = ("model_wrapped", "deepspeed")
 MAX_IMPORT_DEPTH = 4  # import levels between a saving call's module and the one building the DeepSpeedPlugin
 _PLUGIN = re.compile(rb"\bDeepSpeedPlugin\s*\(")
 
@@ -59,6 +63,20 @@ def state_saving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[State
     memo: dict[tuple[Callee, str], tuple[Callee, int] | None] = {}
     for handed in handed_arguments(model, paths, _names_accelerator):
         found = _saves(model, handed.callee, handed.function, handed.param, 0, memo, STATE_SAVES)
+        if found is not None:
+            yield StateSavingCall(handed.path, handed.line, handed.column, handed.param, found[0], found[1])
+
+
+def trainer_gathering_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[StateSavingCall]:
+    """Calls handing a Hugging Face Trainer (an argument named `trainer`, `self.trainer`, `dpo_trainer`) to a
+    project function whose parameter receiving it reaches `trainer.save_model(...)`, or the engine's
+    `_zero3_consolidated_16bit_state_dict()` through `trainer.model_wrapped` / `trainer.deepspeed` (the helper many
+    projects copy as `safe_save_model_for_hf_trainer`): under ZeRO-3 both gather from every rank."""
+    memo: dict[tuple[Callee, str], tuple[Callee, int] | None] = {}
+    for handed in handed_arguments(model, paths, _names_trainer):
+        found = _saves(
+            model, handed.callee, handed.function, handed.param, 0, memo, TRAINER_GATHERS, TRAINER_ENGINE_ATTRIBUTES
+        )
         if found is not None:
             yield StateSavingCall(handed.path, handed.line, handed.column, handed.param, found[0], found[1])
 
@@ -135,10 +153,12 @@ def _saves(
     depth: int,
     memo: dict[tuple[Callee, str], tuple[Callee, int] | None],
     methods: frozenset[str],
+    through: tuple[str, ...] = (),
 ) -> tuple[Callee, int] | None:
-    """Where `param` of `function` reaches a call of one of `methods` on it: its own call (not on a path DeepSpeed
-    is off on: the `else` of `if args.deepspeed:`), or a project function it is handed to (to MAX_DEPTH levels);
-    None when it does not, or when the function rebinds it."""
+    """Where `param` of `function` reaches a call of one of `methods` on it (or on one of its attributes
+    `through`): its own call (not on a path DeepSpeed is off on: the `else` of `if args.deepspeed:`), or a
+    project function it is handed to (to MAX_DEPTH levels); None when it does not, or when the function rebinds
+    it."""
     key = (callee, param)
     if key in memo:
         return memo[key]
@@ -149,12 +169,13 @@ def _saves(
     ):
         return None
     found: tuple[Callee, int] | None = None
+    receivers = {param, *(f"{param}.{attribute}" for attribute in through)}
     for node in nodes:
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in methods
-            and dotted(node.func.value) == param
+            and dotted(node.func.value) in receivers
             and not any(without_deepspeed(guard) for guard in guards_of(function.node.body, node))
         ):
             found = (callee, node.lineno)
@@ -167,7 +188,7 @@ def _saves(
                 continue
             own = _own_method(model, module, scope, callee, function, node, param)
             if own is not None:  # `self.other()` reading the same attribute of the same instance
-                found = _saves(model, own[0], own[1], own[2], depth + 1, memo, methods)
+                found = _saves(model, own[0], own[1], own[2], depth + 1, memo, methods, through)
                 continue
             for index, keyword in arguments_where(node, lambda argument: dotted(argument) == param):
                 inner = model.resolve(module, scope, node.func)
@@ -176,7 +197,7 @@ def _saves(
                     break
                 inner_param = keyword if keyword is not None else positional(inner_function, index)
                 if inner_param is not None:
-                    found = _saves(model, inner, inner_function, inner_param, depth + 1, memo, methods)
+                    found = _saves(model, inner, inner_function, inner_param, depth + 1, memo, methods, through)
                 if found is not None:
                     break
     memo[key] = found
@@ -188,6 +209,14 @@ def _names_accelerator(argument: ast.expr) -> bool:
     if isinstance(argument, ast.Name):
         return argument.id == "accelerator"
     return isinstance(argument, ast.Attribute) and argument.attr == "accelerator"
+
+
+def _names_trainer(argument: ast.expr) -> bool:
+    """An argument named for a Hugging Face Trainer (`trainer`, `self.trainer`, `dpo_trainer`)."""
+    name = (
+        argument.id if isinstance(argument, ast.Name) else argument.attr if isinstance(argument, ast.Attribute) else ""
+    )
+    return name.lower().endswith("trainer")
 
 
 def _own_method(

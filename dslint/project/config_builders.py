@@ -46,6 +46,7 @@ class ConfigBuilder:
     # Keys the reader's function writes into the returned dict before the reader (`cfg["train_batch_size"] = n`:
     # paths joined by config_readers.PATH_SEPARATOR; UNREAD_WRITE for a write whose keys are not literal).
     written: frozenset[str] = frozenset()
+    constant: bool = False  # a module-level dict (`DS_CONFIG = {...}`), not a function returning one
 
 
 UNREAD_WRITE = "*"  # `cfg.update(other)`, `cfg[key] = v`: a write into the dict whose keys are not known
@@ -73,8 +74,19 @@ def _may_call_reader(data: bytes) -> bool:
                     bound = rb"\b" + re.escape(keyword.group(1)) + called
                     if re.search(bound, data):
                         return True
+                    if _names_constant(data, keyword.group(1)):
+                        return True
             at = data.find(name, end)
     return False
+
+
+def _names_constant(data: bytes, name: bytes) -> bool:
+    """`name` may stand for another module's dict: imported under that name, or bound to a copy of a name
+    (`cfg = DS_CONFIG.copy()`, `cfg = DS_CONFIG`)."""
+    escaped = re.escape(name)
+    if re.search(rb"import[^\n]*\b" + escaped + rb"\b", data):
+        return True
+    return re.search(rb"\b" + escaped + rb"\s*=\s*[A-Za-z_]\w*(?:\.copy\(\))?\s*(?:#[^\n]*)?$", data, re.M) is not None
 
 
 def config_builders(sources: dict[str, bytes], store: SummaryStore | None = None) -> list[ConfigBuilder]:
@@ -113,6 +125,13 @@ def _builders_in(modules: ParsedModules, path: str, scope: ast.AST, table: Bindi
         ):
             helpers = _helpers_of_callers(modules.tree(path), table, scope, value.id)
         written = _written_before(scope, value.id, bound, call.lineno) if isinstance(value, ast.Name) else frozenset()
+        constant = _copied_constant(bound, value.id, call.lineno) if isinstance(value, ast.Name) else None
+        defined = modules.constant(path, constant) if constant is not None and not helpers else None
+        if constant is not None and defined is not None and defined != path:  # another module's dict: checked there
+            column = call.col_offset + 1
+            yield ConfigBuilder(
+                defined, constant, path, call.lineno, column, reader.name, reader.reader, written, constant=True
+            )
         for helper in helpers:
             where = modules.function(path, helper)
             if where is not None:
@@ -178,6 +197,24 @@ def _helper(bound: dict[str, list[ast.AST]], name: str, before: int | None = Non
     if len(values) != 1 or not isinstance(values[0], ast.Call) or not isinstance(values[0].func, ast.Name):
         return None  # bound more than once, or not to a plain function call: unknown
     return values[0].func.id
+
+
+def _copied_constant(bound: dict[str, list[ast.AST]], name: str, before: int) -> str | None:
+    """The module-level dict `name` stands for at the reader: itself when the scope does not bind it, or the one
+    it is bound to once before the reader, whole or copied (`cfg = DS_CONFIG`, `DS_CONFIG.copy()`,
+    `dict(DS_CONFIG)`, `copy.deepcopy(DS_CONFIG)`)."""
+    values = [v for v in bound.get(name, []) if getattr(v, "lineno", before) < before]
+    if name not in bound:
+        return name
+    if len(values) != 1:
+        return None
+    value = values[0]
+    if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+        called = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", None)
+        value = value.args[0] if called in ("dict", "deepcopy", "copy") else value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "copy":
+        value = value.func.value  # `DS_CONFIG.copy()`
+    return value.id if isinstance(value, ast.Name) else None
 
 
 def _dispatched(table: Bindings, bound: dict[str, list[ast.AST]], name: str) -> list[str]:

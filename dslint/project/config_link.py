@@ -96,6 +96,16 @@ def returned_configs(context: ScriptContext) -> list[ResolvedConfig]:
         return []
     found: list[ResolvedConfig] = []
     for statement in context.module.body:
+        constant = _module_dict(statement)
+        if constant is not None and constant[0] in project.config_builders:  # `DS_CONFIG = {...}` a reader imports
+            reader, who, written = project.config_builders[constant[0]]
+            tree = tree_from_literal(context, constant[1])
+            if isinstance(tree, Object) and not tree.opaque:
+                completed_by_caller(tree, written)
+                found.append(
+                    ResolvedConfig({}, f"dict at line {tree.start.line}", None, tree, Origin.of_reader(who), (reader,))
+                )
+            continue
         if not isinstance(statement, cst.FunctionDef) or statement.name.value not in project.config_builders:
             continue
         reader, who, written = project.config_builders[statement.name.value]
@@ -107,6 +117,17 @@ def returned_configs(context: ScriptContext) -> list[ResolvedConfig]:
                 completed_by_caller(tree, written)  # the reader's function writes some keys itself
                 found.append(ResolvedConfig({}, f"dict at line {tree.start.line}", None, tree, origin, (reader,)))
     return found
+
+
+def _module_dict(statement: cst.CSTNode) -> tuple[str, cst.Dict] | None:
+    """`NAME = {...}` at module level: the name and the dict."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    assign = statement.body[0]
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.value, cst.Dict):
+        return None
+    target = assign.targets[0].target
+    return (target.value, assign.value) if isinstance(target, cst.Name) else None
 
 
 def _mark_written(node: Node) -> None:
@@ -323,9 +344,14 @@ def _launched_option(
     (stage-aware findings name the launchers where it applies). False when no launcher gives the option; None
     when one gives a value that cannot be read (a path built at run time, a file not found)."""
     project = context.facts.project
-    if project is None or not project.launches:
+    if project is None:
         return False
-    given = [launch for launch in project.launches if launch.option == option]
+    # a module no launch starts reads the options of the launched scripts that import it (the namespace its caller
+    # parsed and handed on: `llama_finetune(args)`)
+    launches = project.launches or project.importer_launches
+    if not launches:
+        return False
+    given = [launch for launch in launches if launch.option == option]
     if not given:
         return False
     candidates: list[tuple[ResolvedConfig, LaunchedConfig | None]] = []
@@ -337,7 +363,7 @@ def _launched_option(
             return None
         candidates.append((resolved, launch))
     no_config = default is None or (isinstance(default, cst.Name) and default.value == "None")
-    if len(given) < len(project.launches) and not no_config:  # (a launch without it and default None: no DeepSpeed)
+    if len(given) < len(launches) and not no_config:  # (a launch without it and default None: no DeepSpeed)
         assert default is not None
         fallback = _resolve_expression(context, default, depth=1, origin=origin)
         if fallback is None:

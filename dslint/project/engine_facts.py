@@ -30,12 +30,14 @@ from dslint.model.pretrained_loaders import loader_calls
 from dslint.model.returned_loaders import loader_calls as returned_loader_calls
 from dslint.model.stage_tests import stage_tested_after
 from dslint.model.state_saving_calls import (
+    StateSavingCall,
     engine_attribute_saving_calls,
     engine_saving_calls,
     optimizer_stepping_calls,
     plugin_reaching,
     plugin_sites,
     state_saving_calls,
+    trainer_gathering_calls,
 )
 from dslint.model.summary import SummaryStore, character_column
 from dslint.model.values import InitSite
@@ -67,6 +69,13 @@ def record_state_saving_calls(files: dict[str, ProjectFacts], model: ProjectMode
             facts, engine_saving_calls={**facts.engine_saving_calls, (call.line, call.column): saves}
         )
     record_optimizer_stepping_calls(files, model)
+    gathering = any(b"_zero3_consolidated" in data or b".save_model(" in data for data in store.sources.values())
+    trainers = sorted(p for p, data in store.sources.items() if b"trainer" in data) if gathering else []
+    for call in trainer_gathering_calls(model, trainers):
+        facts = facts_of(files, call.path)
+        note = f"{call.saver[1]}() gathers through {call.name}"
+        gathers = {**facts.trainer_gathering_calls, (call.line, call.column): Related(*_site(call), note)}
+        files[call.path] = replace(facts, trainer_gathering_calls=gathers)
     if not any(b".save_state(" in data for data in store.sources.values()):
         return
     sites = plugin_sites(store.sources)
@@ -83,6 +92,10 @@ def record_state_saving_calls(files: dict[str, ProjectFacts], model: ProjectMode
         saves = Related(shown_path(call.saver[0]), call.save_line, 1, f"{call.saver[1]}() calls {call.name}.save_state")
         calls = {**facts.state_saving_calls, (call.line, call.column): (saves, built)}
         files[call.path] = replace(facts, state_saving_calls=calls)
+
+
+def _site(call: StateSavingCall) -> tuple[str, int, int]:
+    return shown_path(call.saver[0]), call.save_line, 1
 
 
 def record_optimizer_stepping_calls(files: dict[str, ProjectFacts], model: ProjectModel) -> None:

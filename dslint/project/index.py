@@ -83,6 +83,7 @@ from dslint.project.project_index import (
 )
 from dslint.project.python_launchers import comment_launches, python_launch_text
 from dslint.project.shipped_accelerate import shipped_accelerate_runs
+from dslint.project.trainer_classes import imported_trainer_classes
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
 from dslint.project.written_configs import written_config_issues
 from dslint.project.yaml_commands import yaml_shell_text
@@ -225,9 +226,11 @@ def _build_project_index(
         for path in producers:
             if path in index.files:
                 index.files[path] = replace(index.files[path], one_process_project=True)
-    # a module that makes or receives the engine runs under the launches of the launched scripts importing it
+    # a module that makes or receives the engine, or builds the Trainer's arguments from options its caller parsed,
+    # runs under the launches of the launched scripts importing it
     receivers = [path for path, facts in index.files.items() if facts.parameters]
-    record_importer_launches(index.files, {*producers, *receivers}, store)
+    trainers = [path for path, data in sources.items() if b"TrainingArguments" in data and b"deepspeed" in data]
+    record_importer_launches(index.files, {*producers, *receivers, *trainers}, store)
     _record_config_builders(index, sources, store)
     for path, calls in config_writer_calls(sources, store).items():
         index.files[path] = replace(facts_of(index.files, path), config_writers=calls)
@@ -258,6 +261,12 @@ def _build_project_index(
     for path, named in loaded_models.items():
         index.files[path] = replace(facts_of(index.files, path), model_classes=frozenset(named))
     own_models = frozenset(name for names in loaded_models.values() for name in names)
+    # the project's own Trainer classes a file imports from another module (`class LOGOTrainer(SimPOTrainer)`)
+    for path, data in sources.items():
+        summary = store.get(path) if b"Trainer" in data else None
+        imported = imported_trainer_classes(summary, model.hierarchy) if summary is not None else None
+        if imported:
+            index.files[path] = replace(facts_of(index.files, path), trainer_classes=imported)
     for path, functions in launched.cuda_parameters.items():
         index.files[path] = replace(facts_of(index.files, path), cuda_parameters=functions)
     record_state_saving_calls(index.files, model)
@@ -317,7 +326,8 @@ def _gpu_file(found: GpuFile) -> tuple[str, Related | None]:
 
 def _record_config_builders(index: ProjectIndex, sources: dict[str, bytes], store: SummaryStore) -> None:
     for builder in config_builders(sources, store):
-        reader = f"{builder.name}() returns the config {builder.reader} receives"
+        made = f"{builder.name} is" if builder.constant else f"{builder.name}() returns"
+        reader = f"{made} the config {builder.reader} receives"
         origin = Related(shown_path(builder.reader_path), builder.line, builder.column, reader)
         facts = facts_of(index.files, builder.path)
         written = builder.written

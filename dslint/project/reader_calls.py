@@ -87,6 +87,28 @@ class ParsedModules:
         summary = self.store.get(path)
         return summary.tree if summary is not None else None
 
+    def constant(self, path: str, name: str, depth: int = 0) -> str | None:
+        """The module defining the module-level dict `name` means in module `path` (`DS_CONFIG = {...}`, assigned
+        there once), through its imports as `function` follows them."""
+        assert self.store is not None
+        module = self.store.get(path)
+        if module is None or depth > _MAX_DEPTH:
+            return None
+        assigned = [
+            node.value
+            for node in module.tree.body
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+        ]
+        if assigned:
+            return path if len(assigned) == 1 and isinstance(assigned[0], ast.Dict) else None
+        for dotted_name in [module.imports.get(name), *(f"{star}.{name}" for star in module.stars)]:
+            source, _, imported = (dotted_name or "").rpartition(".")
+            target = self.store.finder.find(source, path) if source else None
+            found = self.constant(target, imported, depth + 1) if target is not None and target != path else None
+            if found is not None:
+                return found
+        return None
+
     def function(
         self, path: str, name: str, depth: int = 0
     ) -> tuple[str, ast.FunctionDef | ast.AsyncFunctionDef] | None:

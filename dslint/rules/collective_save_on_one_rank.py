@@ -11,8 +11,8 @@ from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.bindings import BindingKind
 from dslint.model.engine import Kind
-from dslint.project.accelerate_deepspeed import accelerate_zero3
-from dslint.project.config_link import accelerate_runs, resolve_config, training_arguments_configs
+from dslint.project.accelerate_deepspeed import trainer_zero3
+from dslint.project.config_link import accelerate_runs, resolve_config
 from dslint.project.evidence import evidence
 from dslint.project.resolved_configs import AccelerateRun
 from dslint.project.shipped_accelerate import shipped_accelerate_runs
@@ -102,9 +102,11 @@ class CollectiveSaveOnOneRank(ScriptRule):
             project in the same repository does not); and, under ZeRO-3 only, `engine.save_16bit_model(...)` with
             the 16-bit gather on, accelerate's `get_state_dict` / `save_model`, and the Hugging Face Trainer's
             `save_model` (ZeRO-3 from its config, or with none, the accelerate YAML of every launch: with or without
-            the gather it is collective). Left alone: a script that every launch the project holds starts as one process
-            (`deepspeed --num_gpus=1`; for Fabric, which starts its own processes, a plain `python` launch is not
-            one).
+            the gather it is collective), also where the Trainer is handed to a project function that reaches its
+            `save_model` or the engine's `_zero3_consolidated_16bit_state_dict()` through `trainer.model_wrapped` or
+            `trainer.deepspeed` (the `safe_save_model_for_hf_trainer` helper many projects copy). Left alone: a
+            script that every launch the project holds starts as one process (`deepspeed --num_gpus=1`; for
+            Fabric, which starts its own processes, a plain `python` launch is not one).
         """,
         why="""
             `DeepSpeedEngine.save_checkpoint` (`runtime/engine.py`, 0.19.8) starts with `dist.barrier()`,
@@ -464,13 +466,8 @@ class CollectiveSaveOnOneRank(ScriptRule):
                 self.report(call, found[0], related=found[1])
 
     def _hands_on_state_save(self, node: cst.Call) -> bool:
-        project = self.facts.project
-        if project is None or not (project.state_saving_calls or project.engine_saving_calls):
-            return False
-        position = self.facts.call_position(node)
-        return position is not None and (
-            position in project.state_saving_calls or position in project.engine_saving_calls
-        )
+        project, position = self.facts.project, self.facts.call_position(node)
+        return project is not None and position is not None and project.reaches_collective_save(position)
 
     def _helper_save(self, call: cst.Call) -> tuple[str, list[Related]] | None:
         """A project function reaching `engine.save_checkpoint` (`ProjectFacts.engine_saving_calls`), or
@@ -480,6 +477,9 @@ class CollectiveSaveOnOneRank(ScriptRule):
         position = self.facts.call_position(call)
         if project is None or position is None:
             return None
+        gathers = project.trainer_gathering_calls.get(position)
+        if gathers is not None:  # a helper handed the Trainer gathers through it (`safe_save_model_for_hf_trainer`)
+            return self._trainer_zero3(gathers.message.split(" ", 1)[0], gathers)  # "save_model_for_trainer()"
         checkpoint = project.engine_saving_calls.get(position)
         if checkpoint is not None:
             message = "save_checkpoint on one rank hangs: every rank must call it, and this call reaches it"
@@ -511,16 +511,16 @@ class CollectiveSaveOnOneRank(ScriptRule):
             return self._accelerate_zero3(method)
         return self._trainer_zero3() if method == "save_model" and self._trainer(receiver) else None
 
-    def _trainer_zero3(self) -> tuple[str, list[Related]] | None:
-        """The Trainer's `save_model` gathers under ZeRO-3 (without the gather it runs `save_checkpoint`): its
-        configs say so, or with none of its own, the accelerate plugin or launches (`accelerate_zero3`)."""
-        configs = training_arguments_configs(self.context)
-        zero3 = accelerate_zero3(self.context) if configs == [] else None
-        if zero3 is None and (not configs or any(c.zero_stage != 3 for c in configs)):
+    def _trainer_zero3(
+        self, subject: str = "trainer.save_model", helper: Related | None = None
+    ) -> tuple[str, list[Related]] | None:
+        """The Trainer's `save_model` gathers under ZeRO-3 (without the gather it runs `save_checkpoint`), as does a
+        helper reaching it or the engine's gather through the Trainer (`helper`)."""
+        found = trainer_zero3(self.context)
+        if found is None:
             return None
-        where, related = zero3 or (", ".join(dict.fromkeys(c.source for c in configs or ())), ())
-        related = related or tuple(r for c in configs or () for r in c.via)
-        return f"under ZeRO-3, trainer.save_model on one rank hangs: it gathers from every rank ({where})", [*related]
+        where, related = found if helper is None else (f"{helper.path}:{helper.line}; {found[0]}", (helper, *found[1]))
+        return f"under ZeRO-3, {subject} on one rank hangs: it gathers from every rank ({where})", [*related]
 
     def _engine_save(
         self, call: cst.Call, receiver: cst.BaseExpression, method: str

@@ -84,6 +84,8 @@ class EngineGivenToTrainer(ScriptRule):
             if isinstance(s, cst.ClassDef)
             and any(is_trainer_class_name(self.facts.qualified(base.value) or "") for base in s.bases)
         }
+        if self.facts.project is not None:  # the project's own Trainer classes it imports
+            self.local_trainers |= self.facts.project.trainer_classes
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.facts.qualified(node.func) or ""

@@ -17,11 +17,14 @@ _SAVING_METHODS = frozenset({"save_model", "_save"})
 _ACCELERATOR = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 
 
-def local_trainer_classes(module: cst.Module, qualified: Callable[[cst.BaseExpression], str | None]) -> frozenset[str]:
+def local_trainer_classes(
+    module: cst.Module, qualified: Callable[[cst.BaseExpression], str | None], imported: frozenset[str] = frozenset()
+) -> frozenset[str]:
     """The module-level classes of the script that derive (at any depth, in source order) from a transformers or
-    trl `*Trainer` and keep its own saving (no `save_model`, no `_save`): they save as the Trainer does.
-    `qualified`: what a name or attribute names through the script's imports."""
-    found: set[str] = set()
+    trl `*Trainer` and keep its own saving (no `save_model`, no `_save`): they save as the Trainer does; with the
+    project's own such classes the script imports (`imported`: `ProjectFacts.trainer_classes`), which they may
+    derive from. `qualified`: what a name or attribute names through the script's imports."""
+    found: set[str] = set(imported)
     for statement in module.body:
         if isinstance(statement, cst.ClassDef) and _derives_keeping_saves(statement, found, qualified):
             found.add(statement.name.value)
@@ -49,6 +52,11 @@ class TrainerNames:
     local_trainers: set[str] = field(default_factory=set)  # classes of the script that save as the Trainer does
     built: dict[str, list[bool]] = field(default_factory=dict)  # name -> for each assignment: builds a Trainer
     accelerators: dict[str, list[bool]] = field(default_factory=dict)  # the same for Accelerator
+
+    def __post_init__(self) -> None:
+        project = self.context.facts.project
+        if project is not None:  # the project's own Trainer classes it imports (`project/trainer_classes.py`)
+            self.local_trainers |= project.trainer_classes
 
     def is_trainer_class(self, node: cst.BaseExpression) -> bool:
         if isinstance(node, cst.Name) and node.value in self.local_trainers:

@@ -210,6 +210,9 @@ class ProjectFacts:
     arguments_classes: frozenset[str] = frozenset()
     # The project's own transformers model classes this file loads (`project/model_classes.py`): last names
     model_classes: frozenset[str] = frozenset()
+    # The project's own Hugging Face Trainer classes this file imports from another module
+    # (`project/trainer_classes.py`): local names
+    trainer_classes: frozenset[str] = frozenset()
     # Calls in this file that hand accelerate's Accelerator to a project function reaching `save_state` on it
     # (`model.state_saving_calls`): the call -> (where save_state is called, where the project builds a
     # DeepSpeedPlugin, or None)
@@ -217,6 +220,9 @@ class ProjectFacts:
     # Calls in this file that hand the engine to a project function reaching `save_checkpoint` on it
     # (`model.state_saving_calls`): the call -> where save_checkpoint is called
     engine_saving_calls: Mapping[tuple[int, int], Related] = field(default_factory=dict)
+    # Calls handing a Hugging Face Trainer to a project function that gathers the ZeRO-3 weights through it
+    # (`model.state_saving_calls.trainer_gathering_calls`): the call -> where it gathers
+    trainer_gathering_calls: Mapping[tuple[int, int], Related] = field(default_factory=dict)
     # Calls in this file that hand initialize's optimizer to a project function reaching `.step()` on it, where
     # that function is not reported itself (another caller hands it an optimizer of its own): the call -> where
     # the step is (`model.state_saving_calls.optimizer_stepping_calls`, DSL302)
@@ -259,4 +265,12 @@ class ProjectFacts:
             or self.values_at
             or self.model_attributes
             or self.initialize_aliases
+        )
+
+    def reaches_collective_save(self, position: tuple[int, int]) -> bool:
+        """The call at `position` hands on what a project function saves or gathers with on every rank: the
+        Accelerator (`save_state`), the engine (`save_checkpoint`) or a Trainer (its ZeRO-3 gather)."""
+        return any(
+            position in calls
+            for calls in (self.state_saving_calls, self.engine_saving_calls, self.trainer_gathering_calls)
         )

@@ -40,7 +40,8 @@ def _local_trainers(facts: ScriptFacts) -> frozenset[str]:
         return known[1]
     if len(_LOCAL_TRAINERS) > 64:
         _LOCAL_TRAINERS.clear()
-    found = local_trainer_classes(facts.module, facts.qualified)
+    imported = facts.project.trainer_classes if facts.project is not None else frozenset()
+    found = local_trainer_classes(facts.module, facts.qualified, imported)
     _LOCAL_TRAINERS[id(facts.module)] = (facts.module, found)
     return found
 
