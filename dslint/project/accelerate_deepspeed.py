@@ -25,6 +25,7 @@ from dslint.project.config_link import (
     training_arguments_configs,
 )
 from dslint.project.resolved_configs import AccelerateRun, ResolvedConfig
+from dslint.project.shipped_configs import shipped_zero3
 from dslint.script.names import dotted_name
 
 if TYPE_CHECKING:
@@ -132,10 +133,23 @@ def trainer_zero3(context: ScriptContext) -> tuple[str, tuple[Related, ...]] | N
     (`accelerate_zero3`). None otherwise, or when one is not known."""
     configs = training_arguments_configs(context)
     zero3 = accelerate_zero3(context) if configs == [] else None
+    if zero3 is None and configs == [] and _arguments_from_command_line(context):
+        shipped = shipped_zero3(context.path)  # no launch gives one: the project's configs are all ZeRO-3
+        if shipped:
+            return f"every DeepSpeed config the project ships is ZeRO-3: {shipped[0].path}", shipped
     if zero3 is None and (not configs or any(c.zero_stage != 3 for c in configs)):
         return None
     where, related = zero3 or (", ".join(dict.fromkeys(c.source for c in configs or ())), ())
     return where, related or tuple(r for c in configs or () for r in c.via)
+
+
+def _arguments_from_command_line(context: ScriptContext) -> bool:
+    """The script parses its Trainer's arguments from a command line no launch of the project gives: the
+    `--deepspeed` config, if any, is the user's."""
+    project = context.facts.project
+    if project is not None and (project.launches or project.importer_launches):
+        return False
+    return "parse_args_into_dataclasses" in context.text and "HfArgumentParser" in context.text
 
 
 def accelerate_zero3(context: ScriptContext) -> tuple[str, tuple[Related, ...]] | None:

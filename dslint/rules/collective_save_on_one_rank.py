@@ -101,12 +101,13 @@ class CollectiveSaveOnOneRank(ScriptRule):
             imports, through project modules, or in one that imports the calling module; a plugin of another
             project in the same repository does not); and, under ZeRO-3 only, `engine.save_16bit_model(...)` with
             the 16-bit gather on, accelerate's `get_state_dict` / `save_model`, and the Hugging Face Trainer's
-            `save_model` (ZeRO-3 from its config, or with none, the accelerate YAML of every launch: with or without
-            the gather it is collective), also where the Trainer is handed to a project function that reaches its
-            `save_model` or the engine's `_zero3_consolidated_16bit_state_dict()` through `trainer.model_wrapped` or
-            `trainer.deepspeed` (the `safe_save_model_for_hf_trainer` helper many projects copy). Left alone: a
-            script that every launch the project holds starts as one process (`deepspeed --num_gpus=1`; for
-            Fabric, which starts its own processes, a plain `python` launch is not one).
+            `save_model` (ZeRO-3 from its config, or with none, the accelerate YAML of every launch, or, for a script
+            no launch starts that parses its arguments from the command line, every DeepSpeed config the project
+            ships: with or without the gather it is collective), also where the Trainer is handed to a project
+            function reaching its `save_model` or the engine's `_zero3_consolidated_16bit_state_dict()` through
+            `trainer.model_wrapped` / `trainer.deepspeed` (the `safe_save_model_for_hf_trainer` helper). Left
+            alone: a script that every launch the project holds starts as one process (`deepspeed --num_gpus=1`;
+            for Fabric, which starts its own processes, a plain `python` launch is not one).
         """,
         why="""
             `DeepSpeedEngine.save_checkpoint` (`runtime/engine.py`, 0.19.8) starts with `dist.barrier()`,
@@ -542,8 +543,7 @@ class CollectiveSaveOnOneRank(ScriptRule):
     def _alias_on_path(self, receiver: cst.BaseExpression, call: cst.Call) -> RoleAnswer | None:
         """`model = engine` in the DeepSpeed arm of an `if`, where the arm the call is on excludes a later rebinding
         (`else: model = DDP(model)`): what the name holds on the call's own path."""
-        key = dotted_name(receiver)
-        if key is None:
+        if (key := dotted_name(receiver)) is None:
             return None
         binding = self.facts.binding_at(key, self.facts.scope_at(call), self.facts.start(call), on_path=True)
         value = binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
