@@ -10,8 +10,10 @@ returns is a DeepSpeed config, so the keys the helper writes into it are checked
 (bindings after it are other dicts), to the helper's call, or be a parameter of that function (not a method) whose
 callers in the same module pass a name bound once to the helper's call (`cfg = get_ds_config(args); start(model,
 cfg)`), or be bound once to a call through a module-level dict of plain functions (`cfg =
-BUILDERS[args.stage](args)`: each of them); anything else stays unknown. Read with `ast`, only in files that name a
-reader.
+BUILDERS[args.stage](args)`: each of them); anything else stays unknown. In a method, a name bound on some path
+before the reader to `self.method(...)` of the same class is that method's dict (`Class.method`). Another module's
+module-level dict the reader is given, whole or copied (`cfg = DS_CONFIG.copy()`), is a builder too (`constant`).
+Read with `ast`, only in files that name a reader.
 """
 
 from __future__ import annotations
@@ -70,7 +72,9 @@ def _may_call_reader(data: bytes) -> bool:
                     if keyword.group(2) == b"(":  # the reader is given a plain function's call itself
                         return True
                     # the name given is bound somewhere to a call of a plain function (or of a table's)
-                    called = rb"\s*=\s*[A-Za-z_][A-Za-z0-9_]*\s*(\[[^\]\n]*\]\s*)?\("  # `f(` or `TABLE[key](`
+                    called = (
+                        rb"\s*=\s*(?:self\.)?[A-Za-z_][A-Za-z0-9_]*\s*(\[[^\]\n]*\]\s*)?\("  # `f(`, `self.f(`, `T[k](`
+                    )
                     bound = rb"\b" + re.escape(keyword.group(1)) + called
                     if re.search(bound, data):
                         return True
@@ -124,6 +128,13 @@ def _builders_in(modules: ParsedModules, path: str, scope: ast.AST, table: Bindi
             and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
         ):
             helpers = _helpers_of_callers(modules.tree(path), table, scope, value.id)
+        if isinstance(value, ast.Name) and not helpers and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            method = _own_method_builder(modules.tree(path), scope, bound.get(value.id, []), call.lineno)
+            if method is not None:  # `cfg = self._ds_config(n)` in a method: the class's method builds it
+                written = _written_before(scope, value.id, bound, call.lineno)
+                column = call.col_offset + 1
+                yield ConfigBuilder(path, method, path, call.lineno, column, reader.name, reader.reader, written)
+                continue
         written = _written_before(scope, value.id, bound, call.lineno) if isinstance(value, ast.Name) else frozenset()
         constant = _copied_constant(bound, value.id, call.lineno) if isinstance(value, ast.Name) else None
         defined = modules.constant(path, constant) if constant is not None and not helpers else None
@@ -197,6 +208,29 @@ def _helper(bound: dict[str, list[ast.AST]], name: str, before: int | None = Non
     if len(values) != 1 or not isinstance(values[0], ast.Call) or not isinstance(values[0].func, ast.Name):
         return None  # bound more than once, or not to a plain function call: unknown
     return values[0].func.id
+
+
+def _own_method_builder(
+    tree: ast.Module | None, scope: ast.FunctionDef | ast.AsyncFunctionDef, values: list[ast.AST], before: int
+) -> str | None:
+    """`Class.method` when the name handed to the reader is bound, before the reader and on some path (`if path:
+    cfg = json.load(...) else: cfg = self._ds_config(n)`), to a call `self.method(...)` of a method of the class
+    defining `scope` (its first parameter is `self`): that method's returned dict reaches the reader there."""
+    if tree is None or not scope.args.args:
+        return None
+    owner = next((n for n in tree.body if isinstance(n, ast.ClassDef) and scope in n.body), None)
+    receiver = scope.args.args[0].arg
+    for value in values:
+        if getattr(value, "lineno", before) >= before or not isinstance(value, ast.Call):
+            continue
+        func = value.func
+        if owner is None or not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+            continue
+        if func.value.id == receiver and any(
+            isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == func.attr for n in owner.body
+        ):
+            return f"{owner.name}.{func.attr}"
+    return None
 
 
 def _copied_constant(bound: dict[str, list[ast.AST]], name: str, before: int) -> str | None:

@@ -15,7 +15,7 @@ Values that are not literals are `UNKNOWN`; a question whose answer depends on o
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -106,16 +106,35 @@ def returned_configs(context: ScriptContext) -> list[ResolvedConfig]:
                     ResolvedConfig({}, f"dict at line {tree.start.line}", None, tree, Origin.of_reader(who), (reader,))
                 )
             continue
-        if not isinstance(statement, cst.FunctionDef) or statement.name.value not in project.config_builders:
-            continue
-        reader, who, written = project.config_builders[statement.name.value]
-        origin = Origin.of_reader(who)
-        for returned in own_returns(statement):
-            if isinstance(returned.value, cst.Name):
-                found.extend(_written_configs(context, returned.value, origin, (reader,)))
-            for tree in built_trees(context, statement, returned.value) if returned.value is not None else ():
-                completed_by_caller(tree, written)  # the reader's function writes some keys itself
-                found.append(ResolvedConfig({}, f"dict at line {tree.start.line}", None, tree, origin, (reader,)))
+        for function, name in _builder_functions(statement, project.config_builders):
+            found.extend(_built_by(context, function, project.config_builders[name]))
+    return found
+
+
+def _builder_functions(statement: cst.CSTNode, builders: Mapping[str, object]) -> Iterator[tuple[cst.FunctionDef, str]]:
+    """A module-level function, or a method of a module-level class (`Class.method`), that is a config builder."""
+    if isinstance(statement, cst.FunctionDef) and statement.name.value in builders:
+        yield statement, statement.name.value
+    elif isinstance(statement, cst.ClassDef):
+        for inner in statement.body.body:
+            name = f"{statement.name.value}.{inner.name.value}" if isinstance(inner, cst.FunctionDef) else ""
+            if isinstance(inner, cst.FunctionDef) and name in builders:
+                yield inner, name
+
+
+def _built_by(
+    context: ScriptContext, statement: cst.FunctionDef, builder: tuple[Related, str, frozenset[str]]
+) -> list[ResolvedConfig]:
+    """The dicts the builder function `statement` returns, as far as it writes them."""
+    found: list[ResolvedConfig] = []
+    reader, who, written = builder
+    origin = Origin.of_reader(who)
+    for returned in own_returns(statement):
+        if isinstance(returned.value, cst.Name):
+            found.extend(_written_configs(context, returned.value, origin, (reader,)))
+        for tree in built_trees(context, statement, returned.value) if returned.value is not None else ():
+            completed_by_caller(tree, written)  # the reader's function writes some keys itself
+            found.append(ResolvedConfig({}, f"dict at line {tree.start.line}", None, tree, origin, (reader,)))
     return found
 
 
