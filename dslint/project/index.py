@@ -90,6 +90,11 @@ from dslint.project.yaml_commands import yaml_shell_text
 from dslint.script.project_facts import TRAINER_YAML, LaunchedConfig, LaunchWorldSize, ProjectFacts
 
 MAX_LAUNCHER_BYTES = 256 * 1024
+# an import of a `*Trainer` name from a module that is not transformers' or TRL's (`from simpo_trainer import
+# SimPOTrainer`): the files whose imports `trainer_classes.py` follows
+_PROJECT_TRAINER_IMPORT = re.compile(
+    rb"(?m)^[ \t]*from[ \t]+(?!transformers\b|trl\b)\.*[\w.]*[ \t]+import[ \t]+(?:\([^)]*?|[^\n(]*?)Trainer\b"
+)
 # Commented out too (`#deepspeed: ds_zero_2.json`): the file is meant as the Trainer's config when enabled.
 _YAML_DEEPSPEED = re.compile(r"^\s*#?\s*deepspeed\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
 # An accelerate config's `deepspeed_config_file:` (its DeepSpeedPlugin reads it, filling "auto"), launched or not.
@@ -263,7 +268,7 @@ def _build_project_index(
     own_models = frozenset(name for names in loaded_models.values() for name in names)
     # the project's own Trainer classes a file imports from another module (`class LOGOTrainer(SimPOTrainer)`)
     for path, data in sources.items():
-        summary = store.get(path) if b"Trainer" in data else None
+        summary = store.get(path) if b"Trainer" in data and _PROJECT_TRAINER_IMPORT.search(data) else None
         imported = imported_trainer_classes(summary, model.hierarchy) if summary is not None else None
         if imported:
             index.files[path] = replace(facts_of(index.files, path), trainer_classes=imported)
