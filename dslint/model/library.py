@@ -29,6 +29,9 @@ OPTIMIZER = "optimizer"
 DATALOADER = "dataloader"
 SCHEDULER = "scheduler"
 RESULT_ORDER = (ENGINE, OPTIMIZER, DATALOADER, SCHEDULER)
+# The engine's attributes that hold what initialize returned beside it (`runtime/engine.py`: `self.module`,
+# `self.optimizer`, the optimizer initialize's second result is; `self.lr_scheduler`, its fourth).
+ENGINE_ATTRIBUTES = {"module": ENGINE_MODULE, "optimizer": OPTIMIZER, "lr_scheduler": SCHEDULER}
 
 
 @dataclass(frozen=True)

@@ -109,10 +109,11 @@ class OptimizerSteppedBesideEngine(ScriptRule):
     accelerate_message = "accelerate runs DeepSpeed: this step does nothing; only accelerator.backward(loss) steps"
     docs = RuleDocs(
         what="""
-            Flags `.step()` on the optimizer returned by `deepspeed.initialize` or given to it (`optimizer=`),
-            and a torch `GradScaler`'s `scaler.step(optimizer)` on that optimizer (it calls `optimizer.step()`);
-            where accelerate runs DeepSpeed, `scaler.step(optimizer)` on the optimizer `accelerator.prepare`
-            returned (a wrapper whose `step()` does nothing: only `accelerator.backward(loss)` steps the engine).
+            Flags `.step()` on the optimizer returned by `deepspeed.initialize` (or `engine.optimizer`, the same
+            object) or given to it (`optimizer=`), and a torch `GradScaler`'s `scaler.step(optimizer)` on that
+            optimizer (it calls `optimizer.step()`); where accelerate runs DeepSpeed, `scaler.step(optimizer)` on
+            the optimizer `accelerator.prepare` returned (a wrapper whose `step()` does nothing: only
+            `accelerator.backward(loss)` steps the engine).
             In a function that some call of the project hands initialize's optimizer and others a plain one (a
             loop shared by a DeepSpeed script and a plain one), a step outside any `if` of the function is flagged
             too, naming the call that passes the engine's optimizer (no fix: the plain callers need it).

@@ -23,7 +23,8 @@ class OptimizerZeroGradBesideEngine(OptimizerSteppedBesideEngine):
     runs_without_engine_on = ()  # no accelerate counterpart: the prepared optimizer's are no-ops too
     docs = RuleDocs(
         what="""
-            Flags `.zero_grad()` on the optimizer returned by `deepspeed.initialize` or given to it
+            Flags `.zero_grad()` on the optimizer returned by `deepspeed.initialize` (or the engine's own
+            `engine.optimizer`, the same object) or given to it
             (`optimizer=`), after that call; also, outside any `if`, in a function some call of the project hands
             that optimizer and others a plain one (a shared loop: the message names the call that passes the
             engine's). It used to be part of DSL302 (`# noqa: DSL302` and

@@ -18,7 +18,8 @@ class SchedulerSteppedBesideEngine(OptimizerSteppedBesideEngine):
     runs_without_engine_on = ()  # no accelerate counterpart: the prepared optimizer's are no-ops too
     docs = RuleDocs(
         what="""
-            Flags `.step()` on the LR scheduler returned by `deepspeed.initialize` or given to it as
+            Flags `.step()` on the LR scheduler returned by `deepspeed.initialize` (or `engine.lr_scheduler`, the same
+            object) or given to it as
             `lr_scheduler=`, after that call. It used to be part of DSL302 (`# noqa: DSL302` and
             `ignore = ["DSL302"]` still cover it, through the redirect).
         """,

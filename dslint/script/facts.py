@@ -354,10 +354,12 @@ class ScriptFacts:
         key = dotted_name(expr)
         if key is None:
             return None
-        if key.endswith(".module"):
-            base = self.role_of_key(key[: -len(".module")], scope, pos)
+        head, _, attribute = key.rpartition(".")
+        held = library.ENGINE_ATTRIBUTES.get(attribute) if head else None
+        if held is not None:  # `engine.module`, `engine.optimizer`, `engine.lr_scheduler`
+            base = self.role_of_key(head, scope, pos)
             if base is not None and base.role is Role.ENGINE:
-                return RoleAnswer(Role.ENGINE_MODULE, base.engine, base.init)
+                return RoleAnswer(Role(held), base.engine, base.init)
         return self.role_of_key(key, scope, pos)
 
     def role_of_key(self, key: str, scope: Scope, pos: Pos, depth: int = 0) -> RoleAnswer | None:
