@@ -9,7 +9,9 @@ linted alone (the editor, flake8) keeps its findings. Left alone, as things some
 a decorated function (a registration, a command, a route), any function of a test module (`test_*.py`,
 `*_test.py`, `conftest.py`: pytest collects them), a method of a class with a base that is not the file's own
 (a framework's hook: `forward`, `training_step`, `compute_loss`), dunder methods, and every function of a file
-that hands its functions to a command-line builder that exposes them all (`fire.Fire()` with no argument).
+that hands its functions to a command-line builder that exposes them all (`fire.Fire()` with no argument). A class
+deriving from another module's class (a framework's hook holder: a copied `DPOTrainer(Trainer)`) is dropped whole
+only where its module runs nothing, belongs to no installable package and no file of the project mentions it.
 """
 
 from __future__ import annotations

@@ -217,6 +217,11 @@ def _number(expr: cst.BaseExpression) -> int | None:
     return int(expr.value, 0) if isinstance(expr, cst.Integer) else None
 
 
+def device_index(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode) -> DeviceIndex:
+    """Where a device index `expr` comes from (`.to(local_rank)`, `.cuda(args.local_rank)`)."""
+    return _index(facts, expr, at)
+
+
 def _index(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> DeviceIndex:
     """Where a device index comes from: a constant, the local rank, the global rank, or something else."""
     if depth > MAX_DEPTH:

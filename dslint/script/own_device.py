@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.model.values import CURRENT_CUDA, Device, DeviceIndex
-from dslint.script.devices import devices_of
+from dslint.script.devices import device_index, devices_of
 from dslint.script.facts import ScriptFacts, method_name
 from dslint.script.inference import device_set_before
 from dslint.script.names import dotted_name
@@ -44,8 +44,8 @@ def moves_to_own_device(facts: ScriptFacts, call: cst.Call) -> bool:
     if _names_own_device(target):
         return True
     found = devices_of(facts, target, call)
-    if not found:
-        return False
+    if not found:  # a bare index (`.to(local_rank)`, `.cuda(args.local_rank)`): a CUDA device of that index
+        return device_index(facts, target, call) is DeviceIndex.LOCAL_RANK
     return all(device == _OWN or (device == CURRENT_CUDA and _current_is_own(facts, call)) for device in found)
 
 
