@@ -256,16 +256,10 @@ def _never_on_sides(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool | 
     """The side of an `if` that a switch of the script's parser no launch turns on rules out (`if args.use_amp:`
     with `--use_amp` off by default and on no launch, `ProjectFacts.switches_never_on`): no run the project holds
     takes it, so nothing there is reported, as on the plain-PyTorch side."""
-    switches = frozenset(
-        name
-        for name in (facts.project.switches_never_on if facts.project is not None else ())
-        if "deepspeed" not in name and "zero" not in name  # what turns DeepSpeed or ZeRO on is kept
-    )
+    switches = facts.project.switches_never_on if facts.project is not None else frozenset()
     if not switches:
         return
-    for node, polarity in branches:
-        if polarity is not None:
-            continue  # a DeepSpeed switch (`--deepspeed`): a run the project documents without it is not all runs
+    for node, _ in branches:
         test, positive = _unnegated(node.test)
         conjuncts = _conjuncts(test) if positive else [test]
         if not any(isinstance(c, cst.Attribute) and c.attr.value in switches for c in conjuncts):
