@@ -82,7 +82,6 @@ from dslint.project.project_index import (
     launcher_files,
 )
 from dslint.project.python_launchers import comment_launches, python_launch_text
-from dslint.project.script_parser import off_switches
 from dslint.project.shipped_accelerate import shipped_accelerate_runs
 from dslint.project.trainer_classes import imported_trainer_classes
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
@@ -156,7 +155,6 @@ def _launch_half(
             if path in engines:
                 opened_literals(index, path, data, roots)
         _read_launchers(index, paths, roots, {path: sources.get(path) for path in files})  # each file read once
-        _record_switches_never_on(index, store)
         record_chosen_configs(index, sources, roots)
         for path, data in sources.items():
             _record_shipped_accelerate(index, path, data)
@@ -515,9 +513,7 @@ def _read_launchers(
             if script is not None:
                 facts = facts_of(index.files, script)
                 launches = (*facts.launches, launch.config)
-                index.files[script] = replace(
-                    facts, launches=launches, launches_open=facts.launches_open or line.open_words
-                )
+                index.files[script] = replace(facts, launches=launches)
                 launched_from.setdefault(launcher, set()).add(script)
         if pasted:
             shipped = functools.partial(_ships, near=launcher, roots=roots)
@@ -539,21 +535,6 @@ def _read_launchers(
     for script, facts in started.items():
         if any(script not in launched_from.get(at, ()) for at in holders[os.path.basename(script).encode()]):
             index.files[script] = replace(facts, launches_partial=True)
-
-
-def _record_switches_never_on(index: ProjectIndex, store: SummaryStore) -> None:
-    """The switches of each launched script's parser (`store_true`, off by default) that none of its launches
-    turns on, where every launch of it is known and written out (`ProjectFacts.switches_never_on`)."""
-    for script, facts in list(index.files.items()):
-        if not facts.launches or facts.launches_partial or facts.launches_open:
-            continue
-        summary = store.get(script) if b"store_true" in store.sources.get(script, b"") else None
-        if summary is None:
-            continue
-        given = {name for launch in facts.launches for name in launch.options}
-        off = off_switches(summary.tree) - given
-        if off:
-            index.files[script] = replace(facts, switches_never_on=frozenset(off))
 
 
 def _holders(texts: dict[str, bytes], names: set[bytes]) -> dict[bytes, list[str]]:
