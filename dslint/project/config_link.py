@@ -133,6 +133,8 @@ def _built_by(
         if isinstance(returned.value, cst.Name):
             found.extend(_written_configs(context, returned.value, origin, (reader,)))
         for tree in built_trees(context, statement, returned.value) if returned.value is not None else ():
+            if isinstance(tree, Object) and not tree.entries:
+                continue  # `return {}`: a fallback that writes nothing, no config to check
             completed_by_caller(tree, written)  # the reader's function writes some keys itself
             found.append(ResolvedConfig({}, f"dict at line {tree.start.line}", None, tree, origin, (reader,)))
     return found
