@@ -9,6 +9,7 @@ helper that saves its state) into the facts each file's rules read, each with th
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -70,7 +71,8 @@ def record_state_saving_calls(files: dict[str, ProjectFacts], model: ProjectMode
         )
     record_optimizer_stepping_calls(files, model)
     gathering = any(b"_zero3_consolidated" in data or b".save_model(" in data for data in store.sources.values())
-    trainers = sorted(p for p, data in store.sources.items() if b"trainer" in data) if gathering else []
+    trainers = sorted(p for p, data in store.sources.items() if b"trainer" in data and _HANDS_TRAINER.search(data))
+    trainers = trainers if gathering else []
     for call in trainer_gathering_calls(model, trainers):
         facts = facts_of(files, call.path)
         note = f"{call.saver[1]}() gathers through {call.name}"
@@ -92,6 +94,10 @@ def record_state_saving_calls(files: dict[str, ProjectFacts], model: ProjectMode
         saves = Related(shown_path(call.saver[0]), call.save_line, 1, f"{call.saver[1]}() calls {call.name}.save_state")
         calls = {**facts.state_saving_calls, (call.line, call.column): (saves, built)}
         files[call.path] = replace(facts, state_saving_calls=calls)
+
+
+# a call handing on an argument named for a Trainer (`save(trainer, out)`, `f(trainer=self.trainer)`)
+_HANDS_TRAINER = re.compile(rb"[(,=]\s*(?:self\.)?\w*trainer\s*[,)]")
 
 
 def _site(call: StateSavingCall) -> tuple[str, int, int]:

@@ -34,7 +34,6 @@ _STAGE3_GATHER = (
     '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": True}}'
 )
 
-
 _FABRIC = (
     "under Fabric's DeepSpeed strategy, fabric.save on one rank hangs: it calls the engine's save_checkpoint, "
     "which every rank must join"
@@ -467,8 +466,9 @@ class CollectiveSaveOnOneRank(ScriptRule):
                 self.report(call, found[0], related=found[1])
 
     def _hands_on_state_save(self, node: cst.Call) -> bool:
-        project, position = self.facts.project, self.facts.call_position(node)
-        return project is not None and position is not None and project.reaches_collective_save(position)
+        project = self.facts.project  # a position is costly: asked only where a call of the file may reach a save
+        position = self.facts.call_position(node) if project is not None and project.collective_saving_calls else None
+        return position is not None and project is not None and project.reaches_collective_save(position)
 
     def _helper_save(self, call: cst.Call) -> tuple[str, list[Related]] | None:
         """A project function reaching `engine.save_checkpoint` (`ProjectFacts.engine_saving_calls`), or

@@ -267,6 +267,11 @@ class ProjectFacts:
             or self.initialize_aliases
         )
 
+    @property
+    def collective_saving_calls(self) -> bool:
+        """Whether any call of this file hands on what a project function saves or gathers with on every rank."""
+        return bool(self.state_saving_calls or self.engine_saving_calls or self.trainer_gathering_calls)
+
     def reaches_collective_save(self, position: tuple[int, int]) -> bool:
         """The call at `position` hands on what a project function saves or gathers with on every rank: the
         Accelerator (`save_state`), the engine (`save_checkpoint`) or a Trainer (its ZeRO-3 gather)."""
