@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dslint.model.library import ONE_RANK_FIRST, ONE_RANK_PREDICATES
-from dslint.model.summary import module_imports
+from dslint.model.summary import module_imports, walk
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -274,24 +274,6 @@ _BLOCKS = frozenset({ast.If, ast.With, ast.AsyncWith})
 _CONTEXTS = frozenset({ast.Load, ast.Store, ast.Del})
 
 
-def _nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node of `tree`, each before its children (as `ast.walk`, which is slower: a generator per node)."""
-    AST = ast.AST
-    stack: list[ast.AST] = [tree]
-    pop, push = stack.pop, stack.append
-    while stack:
-        node = pop()
-        yield node
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if isinstance(value, AST):
-                push(value)
-            elif isinstance(value, list):
-                for item in value:
-                    if isinstance(item, AST):
-                        push(item)
-
-
 def _callees(functions: list[ast.expr], imports: dict[str, str]) -> set[str]:
     """The dotted names the calls' callees resolve to through the imports (`deepspeed.initialize`)."""
     found: set[str] = set()
@@ -333,7 +315,7 @@ def _one_rank_methods(blocks: list[ast.AST], functions: list[ast.expr]) -> froze
         if tests and not named and (first or not _may_be_flag(tests[0])):
             continue
         for statement in body:
-            for node in _nodes(statement):
+            for node in walk(statement):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                     found.add(node.func.attr)
     return frozenset(found)
@@ -349,7 +331,7 @@ def _leaves_on_rank(block: ast.If) -> bool:
 
 
 def _names(node: ast.AST) -> Iterator[str]:
-    for child in _nodes(node):
+    for child in walk(node):
         if isinstance(child, ast.Name):
             yield child.id
         elif isinstance(child, ast.Attribute):

@@ -14,7 +14,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from dslint.model.summary import ModuleSummary, SummaryStore
+from dslint.model.summary import ModuleSummary, SummaryStore, walk
 
 _DEPTH = 4  # star imports of star imports followed this far
 
@@ -37,26 +37,8 @@ def star_aliases(store: SummaryStore, path: str) -> dict[str, str]:
 
 
 def _names(tree: ast.Module) -> set[str]:
-    """The identifiers of every `ast.Name` in `tree`: what `ast.walk` finds, walked by hand (`ast.walk` makes a
-    generator per node, and a module that star-imports is often a large one)."""
-    found: set[str] = set()
-    AST, Name = ast.AST, ast.Name
-    stack: list[ast.AST] = [tree]
-    pop, push = stack.pop, stack.append
-    while stack:
-        node = pop()
-        if type(node) is Name:
-            found.add(node.id)
-            continue  # its only child is its context
-        for field in node._fields:
-            value = getattr(node, field, None)
-            if isinstance(value, AST):
-                push(value)
-            elif isinstance(value, list):
-                for item in value:
-                    if isinstance(item, AST):
-                        push(item)
-    return found
+    """The identifiers of every `ast.Name` in `tree` (the model's one hand-written walk, `summary.walk`)."""
+    return {node.id for node in walk(tree) if type(node) is ast.Name}
 
 
 _STAR_IMPORT = re.compile(rb"import[\s\\]*\*")

@@ -11,7 +11,7 @@ import hashlib
 import os
 import warnings
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,8 +96,12 @@ def qualified_name(imports: dict[str, str], node: ast.expr) -> str | None:
     """What a dotted expression names through a module's imports (`module_imports`); None when its head is not
     imported."""
     name = dotted(node)
-    if name is None:
-        return None
+    return qualified_dotted(imports, name) if name is not None else None
+
+
+def qualified_dotted(imports: Mapping[str, str], name: str) -> str | None:
+    """What a dotted name written in a module (`nn.Module`, a class statement's base) names through its imports;
+    None when its head is not imported."""
     head, _, rest = name.partition(".")
     full = imports.get(head)
     if full is None:

@@ -12,14 +12,16 @@ function defined in the calling module, or imported (`from m import name`, throu
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from dslint.model.library import READERS_BY_LAST_NAME, TRAINING_ARGUMENTS, is_training_arguments_name
 from dslint.model.summary import SummaryStore, walk
 from dslint.project.inputs import exists
 
 _MAX_DEPTH = 4
+_Found = TypeVar("_Found")
 
 
 @dataclass(frozen=True)
@@ -101,13 +103,7 @@ class ParsedModules:
         ]
         if assigned:
             return path if len(assigned) == 1 and isinstance(assigned[0], ast.Dict) else None
-        for dotted_name in [module.imports.get(name), *(f"{star}.{name}" for star in module.stars)]:
-            source, _, imported = (dotted_name or "").rpartition(".")
-            target = self.store.finder.find(source, path) if source else None
-            found = self.constant(target, imported, depth + 1) if target is not None and target != path else None
-            if found is not None:
-                return found
-        return None
+        return self._imported(path, name, lambda target, imported: self.constant(target, imported, depth + 1))
 
     def function(
         self, path: str, name: str, depth: int = 0
@@ -122,12 +118,19 @@ class ParsedModules:
         defined = module.functions.get(name)
         if defined is not None and not defined.owner and "." not in name:
             return path, defined.node
+        return self._imported(path, name, lambda target, imported: self.function(target, imported, depth + 1))
+
+    def _imported(self, path: str, name: str, lookup: Callable[[str, str], _Found | None]) -> _Found | None:
+        """`lookup(module, name there)` in the project module `name` is imported from in module `path` (`from m
+        import name`, `from .m import name`, or through `from m import *`), the first that answers."""
+        assert self.store is not None
+        module = self.store.get(path)
+        if module is None:
+            return None
         for dotted_name in [module.imports.get(name), *(f"{star}.{name}" for star in module.stars)]:
             source, _, imported = (dotted_name or "").rpartition(".")
             target = self.store.finder.find(source, path) if source else None
-            if target is None or target == path:
-                continue
-            found = self.function(target, imported, depth + 1)
+            found = lookup(target, imported) if target is not None and target != path else None
             if found is not None:
                 return found
         return None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dslint.model.classes import MAX_DEPTH, ClassRef, Hierarchy
 from dslint.model.library import is_trainer_class_name
-from dslint.model.summary import ModuleSummary
+from dslint.model.summary import ModuleSummary, qualified_dotted
 
 _SAVING_METHODS = ("save_model", "_save")
 
@@ -50,9 +50,7 @@ def _trainer(hierarchy: Hierarchy, cls: ClassRef, memo: dict[ClassRef, bool], de
         return False
     answer = False
     for written in module.classes.get(cls[1], ()):
-        head, _, rest = written.partition(".")
-        imported = module.imports.get(head)
-        library = (f"{imported}.{rest}" if rest else imported) if imported is not None else None
+        library = qualified_dotted(module.imports, written)
         if library is not None and is_trainer_class_name(library):
             answer = True
             break

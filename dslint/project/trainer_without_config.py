@@ -23,7 +23,7 @@ import ast
 from collections.abc import Callable
 
 from dslint.model.library import TRAINER_PACKAGES, is_trainer_class_name, is_training_arguments_name
-from dslint.model.summary import ModuleSummary, SummaryStore, dotted
+from dslint.model.summary import ModuleSummary, SummaryStore, dotted, qualified_dotted
 
 _OTHER_SOURCES = ("HfDeepSpeedConfig", "DeepSpeedPlugin", "deepspeed_plugin", "parse_json_file", "parse_yaml_file")
 
@@ -127,9 +127,7 @@ def _derived(
 
 def _library_base(summary: ModuleSummary, base: str, library: Callable[[str], bool]) -> bool:
     """A base written in `summary` that names a transformers/TRL class `library` accepts, through the imports."""
-    head, _, rest = base.partition(".")
-    full = summary.imports.get(head)
-    qualified = f"{full}.{rest}" if full and rest else full
+    qualified = qualified_dotted(summary.imports, base)
     return qualified is not None and qualified.startswith(TRAINER_PACKAGES) and library(qualified)
 
 
