@@ -216,6 +216,20 @@ def _renamed(data: bytes) -> set[bytes]:
     return words
 
 
+def word_led_matches(pattern: re.Pattern[bytes], data: bytes) -> Iterator[re.Match[bytes]]:
+    """The matches `\\b` + `pattern` would give with `finditer`, for a pattern led by a word's literal (`import`,
+    a name): a match inside a longer word is skipped and the search goes on right after its start. A pattern that
+    starts with `\\b` is tried at every byte of the source; the literal-led one skips to the literal in C."""
+    at = 0
+    while (match := pattern.search(data, at)) is not None:
+        start = match.start()
+        if start > 0 and data[start - 1] in _WORD_BYTES:
+            at = start + 1
+            continue
+        yield match
+        at = match.end()
+
+
 def matches_from(pattern: re.Pattern[bytes], data: bytes, starts: Iterable[bytes]) -> Iterator[re.Match[bytes]]:
     """The matches `pattern.finditer(data)` gives, for a pattern each match of which begins with one of the literals
     `starts` (after zero-width tests only: `\\b`, a lookbehind), tried only where one of them occurs. A pattern that

@@ -14,6 +14,7 @@ import ast
 import re
 from collections.abc import Iterator
 
+from dslint.model.source_words import word_led_matches
 from dslint.model.summary import ModuleSummary, SummaryStore, walk
 
 _DEPTH = 4  # star imports of star imports followed this far
@@ -45,7 +46,6 @@ _STAR_IMPORT = re.compile(rb"import[\s\\]*\*")
 # what follows the word `import`, with the lines a backslash continues (a `from` import's names, or the modules of
 # a plain import: the names either binds are among these words)
 _IMPORTED = re.compile(rb"import\b((?:[^\n\\]|\\[\s\S])*)")  # led by the literal: `re` skips to each `import`
-_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _WORD = re.compile(rb"\w+")
 
 
@@ -91,14 +91,7 @@ def _imports(data: bytes) -> Iterator[re.Match[bytes]]:
     that starts with `\b` is tried at every byte, many times slower on the megabytes a package's star imports
     reach. An `import` inside a longer word (`reimport`) is no match, and the search goes on right after its start,
     as `finditer` would."""
-    at = 0
-    while (match := _IMPORTED.search(data, at)) is not None:
-        start = match.start()
-        if start > 0 and data[start - 1] in _WORD_BYTES:
-            at = start + 1
-            continue
-        yield match
-        at = match.end()
+    return word_led_matches(_IMPORTED, data)
 
 
 def _through_stars(

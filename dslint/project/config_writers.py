@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from dslint.diagnostics import Related
+from dslint.model.source_words import word_led_matches
 from dslint.model.summary import SummaryStore, character_column, own_nodes
 from dslint.project.inputs import shown_path
 from dslint.project.reader_calls import ParsedModules
@@ -58,24 +59,12 @@ def _handed_calls(data: bytes) -> set[bytes]:
     return found
 
 
-_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-
-
 def _bound_calls(data: bytes, name: bytes) -> list[bytes]:
     """What `re.findall(rb"\\bNAME\\s*=\\s*(\\w+)\\s*\\(", data)` gives, searched with the pattern led by the name
     itself (a pattern that starts with `\\b` is tried at every byte of the file); a match inside a longer word is
     skipped and the search goes on right after its start, as `findall` would."""
     bound = re.compile(re.escape(name) + rb"\s*=\s*(\w+)\s*\(")
-    found: list[bytes] = []
-    at = 0
-    while (match := bound.search(data, at)) is not None:
-        start = match.start()
-        if start > 0 and data[start - 1] in _WORD_BYTES:
-            at = start + 1
-            continue
-        found.append(match.group(1))
-        at = match.end()
-    return found
+    return [match.group(1) for match in word_led_matches(bound, data)]
 
 
 def _may_hand_config(data: bytes) -> bool:
