@@ -508,11 +508,17 @@ def _with_mutations(
     `if` (a loop, a `try`) that does not hold the literal may or may not have run: its key becomes UNKNOWN."""
     facts = context.facts
     after = facts.start(bound)
-    mutations = [
-        m if not conditional(facts, scope.node, m.statement, bound) else Mutation(m.statement, m.anchor, m.keys, None)
+    placed = [
+        (facts.start(m.anchor), m if not conditional(facts, scope.node, m.statement, bound) else _unsure(m))
         for m in module_index(context.module).mutations.get(name, [])
         if facts.scope_at(m.anchor) is scope and after < facts.start(m.anchor) < before
     ]
+    for call in module_index(context.module).calls:  # a function of the module the dict is handed to
+        if facts.scope_at(call) is scope and after < facts.start(call) < before:
+            handed = _handed_mutations(context, call, name, 0)
+            unsure = conditional(facts, scope.node, call, bound)
+            placed.extend((facts.start(call), _unsure(m) if unsure else m) for m in handed)
+    mutations = [m for _, m in sorted(placed, key=lambda pair: pair[0])]
     if not mutations:
         return resolved
     assert resolved.tree is not None
@@ -526,6 +532,58 @@ def _with_mutations(
     if not isinstance(values, dict):
         return None
     return ResolvedConfig(values, resolved.source, resolved.path, tree, resolved.origin)
+
+
+_HELPER_DEPTH = 3  # a helper handing the dict on to another: followed to this many functions in
+
+
+def _handed_mutations(context: ScriptContext, call: cst.Call, name: str, depth: int) -> list[Mutation]:
+    """The writes a function of this module makes into the dict `name` that `call` hands it (`fill(cfg, args)`
+    with `def fill(config, args): config["lr"] = args.lr`), into its parameter while the parameter still holds
+    it (not after `config = copy.deepcopy(config)`), and into the dicts it hands on; a write under a branch of
+    the function gives its key an unknown value. As `config_readers.replaced_keys` reads them for a file."""
+    if depth >= _HELPER_DEPTH or not isinstance(call.func, cst.Name):
+        return []
+    function = next(
+        (
+            s
+            for s in context.module.body
+            if isinstance(s, cst.FunctionDef) and s.name.value == call.func.value and not s.decorators
+        ),
+        None,
+    )
+    if function is None:
+        return []
+    params = function.params
+    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    named = {p.name.value for p in (*params.params, *params.kwonly_params)}
+    receivers: list[str] = []
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            return []  # the positions after it are not known
+        handed = isinstance(arg.value, cst.Name) and arg.value.value == name
+        if handed and arg.keyword is not None and arg.keyword.value in named:
+            receivers.append(arg.keyword.value)
+        elif handed and arg.keyword is None and index < len(positional):
+            receivers.append(positional[index])
+    facts = context.facts
+    found: list[Mutation] = []
+    for parameter in receivers:
+        for m in module_index(context.module).mutations.get(parameter, []):
+            scope = facts.scope_at(m.anchor)
+            binding = facts.binding_at(parameter, scope, facts.start(m.anchor))
+            if scope.node is not function or binding is None or binding.kind is not BindingKind.PARAMETER:
+                continue
+            found.append(_unsure(m) if conditional(facts, function, m.statement, function.name) else m)
+        for inner in module_index(context.module).calls:
+            if facts.scope_at(inner).node is function:
+                found.extend(_handed_mutations(context, inner, parameter, depth + 1))
+    return found
+
+
+def _unsure(mutation: Mutation) -> Mutation:
+    """`mutation` where it may or may not have run: the key it writes takes an unknown value."""
+    return Mutation(mutation.statement, mutation.anchor, mutation.keys, None)
 
 
 def _project_arguments(context: ScriptContext) -> frozenset[str]:

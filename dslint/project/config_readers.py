@@ -16,8 +16,8 @@ import ast
 import functools
 import os
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from dslint.model.summary import SummaryStore, dotted, own_nodes
 from dslint.project.inputs import is_file
@@ -297,12 +297,13 @@ def _replaced_in(parsed: _Parsed, opened: Callable[[ast.expr], bool], by_literal
     found: dict[str, set[str]] = {}
     tree, scoped = parsed
     helpers = _loader_helpers(tree)
+    functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef) and not f.decorator_list}
     for scope, nodes in zip(scopes(tree), scoped, strict=True):
         for name, (line, path) in _loaded_names(nodes, opened, helpers).items():
             given = _given_to_initialize(nodes, name)
             if given is None:
                 continue
-            keys = _always_written(getattr(scope, "body", []), _Between(name, line, given))
+            keys = _always_written(getattr(scope, "body", []), _Between(name, line, given, functions))
             label = path if by_literal else f"{line}"
             found[label] = keys if label not in found else found[label] & keys
     return found
@@ -310,11 +311,14 @@ def _replaced_in(parsed: _Parsed, opened: Callable[[ast.expr], bool], by_literal
 
 @dataclass(frozen=True)
 class _Between:
-    """The dict `name`, loaded at line `loaded` and handed to initialize at line `given`."""
+    """The dict `name`, loaded at line `loaded` and handed to initialize at line `given`; the module's own
+    functions (`functions`) that a call between may hand it to, `depth` helpers in."""
 
     name: str
     loaded: int
     given: int
+    functions: Mapping[str, ast.FunctionDef] = field(default_factory=dict)
+    depth: int = 0
 
 
 def _always_written(statements: Sequence[ast.stmt], between: _Between) -> set[str]:
@@ -347,6 +351,42 @@ def _always_written(statements: Sequence[ast.stmt], between: _Between) -> set[st
         for node in ast.walk(statement):
             if between.loaded < getattr(node, "lineno", 0) < between.given:
                 keys.update(written_paths(node, between.name))
+                if type(node) is ast.Call:
+                    keys.update(_helper_writes(node, between))
+    return keys
+
+
+_HELPER_DEPTH = 3  # a helper that hands the dict on to another: followed to this many functions in
+
+
+def _helper_writes(call: ast.Call, between: _Between) -> set[str]:
+    """The keys a function of the module writes into the dict a call hands it (`fill(cfg, args)` with `def
+    fill(config, args): config["train_micro_batch_size_per_gpu"] = 1`): its parameter, read as the dict over the
+    whole body, with the same rule for branches; a parameter the function binds anew (`config =
+    copy.deepcopy(config)`) holds another dict, whose writes the caller's never sees."""
+    function = between.functions.get(call.func.id) if isinstance(call.func, ast.Name) else None
+    if function is None or between.depth >= _HELPER_DEPTH:
+        return set()
+    arguments = function.args
+    positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    named = {a.arg for a in (*arguments.args, *arguments.kwonlyargs)}
+    receivers: list[str] = []
+    for index, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            return set()  # the positions after it are not known
+        if _is_name(argument, between.name) and index < len(positional):
+            receivers.append(positional[index])
+    receivers += [k.arg for k in call.keywords if k.arg in named and _is_name(k.value, between.name)]
+    keys: set[str] = set()
+    for parameter in receivers:
+        rebound = any(
+            isinstance(node, ast.Name) and node.id == parameter and not isinstance(node.ctx, ast.Load)
+            for node in ast.walk(function)
+        )
+        if not rebound:
+            end = (function.end_lineno or function.lineno) + 1
+            inner = _Between(parameter, function.lineno, end, between.functions, between.depth + 1)
+            keys |= _always_written(function.body, inner)
     return keys
 
 
