@@ -113,6 +113,7 @@ CODES: tuple[str, ...] = (
     "DSL471",
     "DSL472",
     "DSL473",
+    "DSL474",
 )
 
 
@@ -531,6 +532,7 @@ LAUNCH_RULE_MODULES: dict[str, str] = {
     "DSL469": "srun_launcher_layout",
     "DSL470": "master_port_not_passed",
     "DSL473": "visible_devices_not_exported",
+    "DSL474": "accelerate_precision_contradicts_config",
 }
 
 # -- the rule lifecycle -------------------------------------------------------------------------------------------

@@ -60,6 +60,7 @@ from dataclasses import replace
 from dslint.diagnostics import Related
 from dslint.model.summary import ModuleSummary, SummaryStore
 from dslint.project.accelerate_deepspeed_off import deepspeed_never_on
+from dslint.project.accelerate_precision_conflict import precision_conflict
 from dslint.project.command_line_readers import option_never_used, reads_command_line
 from dslint.project.config_given_twice import config_given_twice
 from dslint.project.configless_initialize import configless_initialize
@@ -139,6 +140,9 @@ def launch_issues(
         never_on = deepspeed_never_on(site, sources, launcher_text)
         if never_on is not None:
             issues.append(never_on)
+        conflict = precision_conflict(site, sources, store, tuple(roots))
+        if conflict is not None and conflict not in issues:
+            issues.append(conflict)
         if site.script is None:
             deepspeed = _deepspeed_launch(site, sources)
             takes = functools.partial(_takes_every_option, site, store, sources)
