@@ -20,6 +20,9 @@ class AccelerateContext:
     config: AccelerateDeepSpeed
     # every launch passing the file gives `--mixed_precision` itself (the project index says so)
     precision_on_command_line: bool = False
+    # the `deepspeed_config:` fields the script of every launch passing the file gives its own DeepSpeedPlugin in
+    # code (`project.plugin_fields`): the plugin reads the YAML's only for a field left None
+    given_in_code: frozenset[str] = frozenset()
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
@@ -34,6 +37,12 @@ class AccelerateRule(Rule):
 
     def check(self) -> None:
         raise NotImplementedError
+
+    def overridden(self, key: str, stage_dependent: bool = True) -> bool:
+        """Whether the run never takes the section's `key` (or, for a finding that depends on the ZeRO stage, the
+        section's stage) from this file: the launched scripts' own DeepSpeedPlugin gives it in code."""
+        given = self.context.given_in_code
+        return key in given or (stage_dependent and "zero_stage" in given)
 
     def stage_source(self, stage: int) -> tuple[str, tuple[Related, ...]]:
         """Where the section's ZeRO stage comes from, for a message ("stage 2", or accelerate's default when no

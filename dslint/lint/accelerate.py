@@ -13,9 +13,14 @@ from dslint.selection import RuleSelection
 
 
 def lint_accelerate_source(
-    path: str, data: bytes, selection: RuleSelection | None = None, precision_on_command_line: bool = False
+    path: str,
+    data: bytes,
+    selection: RuleSelection | None = None,
+    precision_on_command_line: bool = False,
+    given_in_code: frozenset[str] = frozenset(),
 ) -> FileResult:
-    """`precision_on_command_line`: every launch passing the file gives `--mixed_precision` (the project index)."""
+    """`precision_on_command_line`: every launch passing the file gives `--mixed_precision`; `given_in_code`: the
+    fields the script of every launch passing it gives its own DeepSpeedPlugin (both from the project index)."""
     selection = selection or RuleSelection()
     result = FileResult(path)
     try:
@@ -30,7 +35,7 @@ def lint_accelerate_source(
         return result
     result.parsed = True
     result.text = text
-    context = AccelerateContext(path, config, precision_on_command_line)
+    context = AccelerateContext(path, config, precision_on_command_line, given_in_code)
     for rule in accelerate_rules(selection):
         rule(context).check()
     result.diagnostics = sorted(context.diagnostics, key=lambda d: d.sort_key)

@@ -43,7 +43,8 @@ def lint_file(
         from dslint.lint.accelerate import lint_accelerate_source
 
         given = config_reader is not None and config_reader.precision_on_command_line
-        result = lint_accelerate_source(path, data, selection, precision_on_command_line=given)
+        in_code = config_reader.given_in_code if config_reader is not None else frozenset()
+        result = lint_accelerate_source(path, data, selection, precision_on_command_line=given, given_in_code=in_code)
         if not result.skipped:
             return result
         from dslint.lint.config import lint_yaml_config_source

@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping
 from dslint.model.summary import SummaryStore
 from dslint.project.accelerate_yaml import parse_accelerate_yaml
 from dslint.project.inputs import find_written, read_input
+from dslint.project.plugin_fields import PLUGINS
 from dslint.project.project_index import LaunchIssue, LaunchSite
 
-_PLUGINS = frozenset({"accelerate.DeepSpeedPlugin", "accelerate.utils.DeepSpeedPlugin"})
 _ACCELERATORS = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 # `set_mixed_precision`: the section that must not be on for each launch precision
 _OTHER_SECTION = {"bf16": "fp16", "fp16": "bf16"}
@@ -74,7 +74,7 @@ def _plugin_config(store: SummaryStore, path: str) -> str | None:
     for _, calls in summary.body_calls():
         for call in calls:
             name = summary.qualified(call.func)
-            if name in _PLUGINS:
+            if name in PLUGINS:
                 plugins.append(call)
             elif name in _ACCELERATORS:
                 accelerators.append(call)

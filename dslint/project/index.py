@@ -73,6 +73,7 @@ from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, wr
 from dslint.project.missing_configs import missing_trainer_configs
 from dslint.project.model_classes import loaded_model_classes
 from dslint.project.passed_devices import cuda_parameters
+from dslint.project.plugin_fields import record_plugin_fields
 from dslint.project.project_index import (
     SKIPPED_DIRECTORIES,
     Launch,
@@ -236,6 +237,7 @@ def _build_project_index(
     receivers = [path for path, facts in index.files.items() if facts.parameters]
     trainers = [path for path, data in sources.items() if b"TrainingArguments" in data and b"deepspeed" in data]
     record_importer_launches(index.files, {*producers, *receivers, *trainers}, store)
+    record_plugin_fields(index, store)
     _record_config_builders(index, sources, store)
     for path, calls in config_writer_calls(sources, store).items():
         index.files[path] = replace(facts_of(index.files, path), config_writers=calls)

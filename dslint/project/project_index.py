@@ -129,6 +129,9 @@ class ConfigReading:
     # An accelerate YAML every launch passing it gives `--mixed_precision` on its command line: accelerate then
     # takes the precision from there, not from the file (DSL463).
     precision_on_command_line: bool = False
+    # An accelerate YAML: the `deepspeed_config:` fields the script of every launch passing it gives its own
+    # DeepSpeedPlugin in code, which then never reads the YAML's (`plugin_fields.py`).
+    given_in_code: frozenset[str] = frozenset()
 
     @property
     def origin(self) -> config_facts.Origin:
@@ -180,6 +183,8 @@ class ProjectIndex:
     # DeepSpeed configs written out in documents' code blocks, by document (absolute): `document_configs.py`.
     document_configs: dict[str, list[DocumentConfig]] = field(default_factory=dict)
     sites: list[LaunchSite] = field(default_factory=list, repr=False, compare=False)
+    # Per accelerate YAML, for each launch passing it: the fields its script's DeepSpeedPlugin gives in code.
+    plugin_fields: dict[str, list[frozenset[str]]] = field(default_factory=dict)
 
     def config_reader(self, path: str | Path) -> str | None:
         """ "trainer" when only the Hugging Face Trainer or accelerate read this config, "initialize" when
@@ -194,11 +199,14 @@ class ProjectIndex:
     def config_reading(self, path: str | Path) -> ConfigReading | None:
         """Who reads the config file `path`, and what the readers change in it; None when nothing is known."""
         reading = self._config_reading(path)
-        if not self._precision_on_command_line(path):
+        on_command_line = self._precision_on_command_line(path)
+        given = self.plugin_fields.get(absolute(path), [])
+        in_code = functools.reduce(frozenset.intersection, given) if given else frozenset()
+        if not on_command_line and not in_code:
             return reading
         if reading is None:
-            return ConfigReading("unlinked", named=False, precision_on_command_line=True)
-        return replace(reading, precision_on_command_line=True)
+            reading = ConfigReading("unlinked", named=False)
+        return replace(reading, precision_on_command_line=on_command_line, given_in_code=in_code)
 
     def _precision_on_command_line(self, path: str | Path) -> bool:
         """Some launch passes the accelerate YAML `path`, and each one gives `--mixed_precision` itself."""

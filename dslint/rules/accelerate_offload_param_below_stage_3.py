@@ -17,7 +17,9 @@ class AccelerateOffloadParamBelowStage3(AccelerateRule):
             Flags `offload_param_device: cpu` (or `nvme`) in the `deepspeed_config:` section of an accelerate
             config when the ZeRO stage accelerate builds the DeepSpeed config with is below 3: `zero_stage`, or
             accelerate's default 2 when it is missing. A section that names a `deepspeed_config_file` is left to
-            that file (DSL409 checks it).
+            that file (DSL409 checks it). Left alone too: a file whose every launch starts a script that gives
+            its own `DeepSpeedPlugin(...)` the stage or the device in code (`DeepSpeedPlugin(zero_stage=3)`):
+            the plugin reads the launch's settings only for the fields it is not given.
         """,
         why="""
             Without a DeepSpeed config file, accelerate's `DeepSpeedPlugin` writes `offload_param_device` into
@@ -60,6 +62,8 @@ class AccelerateOffloadParamBelowStage3(AccelerateRule):
     )
 
     def check(self) -> None:
+        if self.overridden("offload_param_device"):
+            return  # the launched scripts' own DeepSpeedPlugin sets it (or the stage) in code
         stage = self.config.stage()
         entry = self.config.entry("offload_param_device")
         device = self.config.offload_device("offload_param_device")

@@ -16,7 +16,9 @@ class AccelerateZero3InitWithoutStage3(AccelerateRule):
         what="""
             Flags `zero3_init_flag: true` in the `deepspeed_config:` section of an accelerate config when the ZeRO
             stage there is below 3 (`zero_stage`, or accelerate's default 2 when it is missing). A section that
-            names a `deepspeed_config_file` is left alone: its stage is in that file.
+            names a `deepspeed_config_file` is left alone: its stage is in that file; so is a file whose every
+            launch starts a script that gives its own `DeepSpeedPlugin(...)` the stage or the flag in code (the
+            plugin reads the launch's settings only for the fields it is not given).
         """,
         why="""
             `deepspeed.zero.Init` partitions parameters as the model is built, which only ZeRO-3 can use.
@@ -61,6 +63,8 @@ class AccelerateZero3InitWithoutStage3(AccelerateRule):
     )
 
     def check(self) -> None:
+        if self.overridden("zero3_init_flag"):
+            return  # the launched scripts' own DeepSpeedPlugin sets it (or the stage) in code
         stage = self.config.stage()
         entry = self.config.entry("zero3_init_flag")
         if stage is None or stage >= 3 or entry is None or self.config.flag("zero3_init_flag") is not True:
