@@ -383,8 +383,13 @@ def _launched_option(
         if resolved is None:
             return None
         candidates.append((resolved, launch))
-    no_config = default is None or (isinstance(default, cst.Name) and default.value == "None")
-    if len(given) < len(launches) and not no_config:  # (a launch without it and default None: no DeepSpeed)
+    # a launch without it and a default of None or "" (`if args.deepspeed else None`): no DeepSpeed for that one
+    no_config = (
+        default is None
+        or (isinstance(default, cst.Name) and default.value == "None")
+        or (isinstance(default, cst.SimpleString) and default.evaluated_value == "")
+    )
+    if len(given) < len(launches) and not no_config:
         assert default is not None
         fallback = _resolve_expression(context, default, depth=1, origin=origin)
         if fallback is None:
