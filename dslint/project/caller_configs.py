@@ -70,3 +70,32 @@ def strongest(found: Sequence[Staged | None]) -> Staged | None:
     stage, which stage-aware findings are about; None when one of them cannot be read or none is given."""
     known = [config for config in found if config is not None and config.zero_stage is not None]
     return max(known, key=lambda config: config.zero_stage or 0) if known and len(known) == len(found) else None
+
+
+def splatted_options(context: ScriptContext, binding: Binding) -> bool:
+    """Every call of this module's function holding the parameter `binding` binds is `f(**vars(args))` (or
+    `f(**options)` with `options = vars(...)` bound before it), and the module's parser declares an option of the
+    parameter's name: the parameter is that parsed option (`main(**vars(parser.parse_args()))`)."""
+    scope = binding.scope
+    function = scope.node
+    if binding.kind is not BindingKind.PARAMETER or not isinstance(function, cst.FunctionDef):
+        return False
+    if scope.parent is None or scope.parent.kind is not ScopeKind.MODULE:
+        return False
+    index = module_index(context.module)
+    if binding.key not in index.option_defaults and binding.key not in index.required_options:
+        return False
+    called = function.name.value
+    calls = [call for call in index.calls if isinstance(call.func, cst.Name) and call.func.value == called]
+    return bool(calls) and all(_splats_namespace(context, call) for call in calls)
+
+
+def _splats_namespace(context: ScriptContext, call: cst.Call) -> bool:
+    if len(call.args) != 1 or call.args[0].star != "**":
+        return False
+    value: cst.BaseExpression | None = call.args[0].value
+    if isinstance(value, cst.Name):
+        facts = context.facts
+        bound = facts.binding_at(value.value, facts.scope_at(call), facts.start(call))
+        value = bound.value if bound is not None and bound.kind is BindingKind.OTHER else None
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "vars"

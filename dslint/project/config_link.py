@@ -26,7 +26,7 @@ from dslint.diagnostics import Related
 from dslint.model.engine import Engine
 from dslint.model.library import is_training_arguments_name
 from dslint.project.arguments_files import argument_file_configs
-from dslint.project.caller_configs import caller_arguments, strongest
+from dslint.project.caller_configs import caller_arguments, splatted_options, strongest
 from dslint.project.config_access import config_path, load_config_tree
 from dslint.project.config_edits import (
     Mutation,
@@ -467,8 +467,10 @@ def _resolve_expression(
             return _resolve_option(context, node.attr.value, node.value, origin)
         return None
     if binding.kind is BindingKind.PARAMETER:  # what this module's calls of the function pass for it
-        passed = caller_arguments(context, binding) or ()
-        return strongest([_resolve_expression(context, v, depth + 1, origin) for v in passed])
+        passed = caller_arguments(context, binding)
+        if passed is None and splatted_options(context, binding):  # `main(**vars(args))`: the parsed option
+            return _resolve_option(context, binding.key, cst.Name("args"), origin)
+        return strongest([_resolve_expression(context, v, depth + 1, origin) for v in passed or ()])
     if binding.kind is not BindingKind.OTHER or binding.value is None:
         return None
     resolved = _resolve_expression(context, binding.value, depth + 1, origin)
