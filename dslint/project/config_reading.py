@@ -187,32 +187,36 @@ def reader_of(script: str | None, option: str | None) -> str:
 
 def other_config_options(
     index: ReaderTables, line: LaunchLine, launcher: str, roots: Sequence[str], script: str
-) -> None:
+) -> tuple[str, str] | None:
     """A launch passing no config under a known option name (`--deepspeed_config`...) may pass one under its own
     (`--strategy_config_path ds.json`): an option whose value is a config file that the script carries into a
     DeepSpeed reader (`config_readers.option_readers`: `DeepSpeedStrategy(config=args.x)`, `TrainingArguments(
     deepspeed=...)`, `initialize(config=...)`) tells who reads that file, and, for initialize, which keys the
     script writes into the loaded dict first (`replaced_keys`). The option is not the launch's config for the
-    launch rules."""
+    launch rules; the first such option and its file are returned, for the script's own view of the launch (the
+    script reads `args.<option>`)."""
     data = None
+    linked: tuple[str, str] | None = None
     for option in line.options:
         value = option.value
         if value is None or value == UNKNOWN_VALUE or not value.endswith((".json", ".hjson", ".yaml", ".yml")):
             continue
         data = read_input(script) if data is None else data
         if data is None:
-            return
+            return None
         readers = option_readers(data, option.name)
         reader = next((r for r in ("initialize", "lightning", "trainer") if r in readers), None)
         config = find_written(value, launcher, roots, line.directory) if reader is not None else None
         if reader is not None and config is not None:
             index.config_readers.setdefault(config, set()).add(reader)
+            linked = linked or (option.name, config)
             if reader == "initialize":  # what the script writes into the loaded dict first, as for a known option
                 clients = client_sections(data)
                 index.config_replaced.setdefault(config, []).append(
                     (replaced_keys(data, option.name) or frozenset()) | clients
                 )
                 index.config_clients.setdefault(config, []).append(clients)
+    return linked
 
 
 def follow_imported_readers(index: ReaderTables, store: SummaryStore) -> None:

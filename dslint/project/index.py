@@ -510,8 +510,9 @@ def _read_launchers(
                         (keys or frozenset()) | clients
                     )
                     index.config_clients.setdefault(launch.config.config_path, []).append(clients)
-            elif script is not None:
-                other_config_options(index, line, launcher, roots, script)
+            elif script is not None and (linked := other_config_options(index, line, launcher, roots, script)):
+                # the script's own option naming the file it hands a reader (`--ds_file`): its view of the launch
+                launch = replace(launch, config=replace(launch.config, option=linked[0], config_path=linked[1]))
             if script is not None:
                 facts = facts_of(index.files, script)
                 launches = (*facts.launches, launch.config)
