@@ -189,6 +189,8 @@ class Needs:
     # The project index finds a call here of a project function loading a pretrained model
     # (`ProjectFacts.pretrained_loads`): it does as well as a token set.
     pretrained_loads: bool = False
+    # a call here hands an object to a project function torch-saving its state (`ProjectFacts.state_saving_helpers`)
+    state_saving_helpers: bool = False
 
     def token_sets(self) -> tuple[tuple[bytes, ...], ...]:
         return (self.tokens, *self.alternatives, *self.without_engine)
@@ -256,6 +258,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL204": Needs(
         (b"deepspeed", b"initialize", b"state_dict"),
         engine=False,
+        state_saving_helpers=True,
         alternatives=(
             (b"Trainer", b"state_dict"),
             (b"Trainer", b"save_pretrained"),
@@ -298,8 +301,10 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL211": Needs(
         (b"deepspeed", b"initialize", b"state_dict"),
         without_engine=((b"state_dict", b"prepare", b"Accelerator"),),
+        state_saving_helpers=True,
         shapes=(
             Shape(calls=("torch.save",), engine=True),
+            Shape(project_saves=True, engine=True),
             Shape(calls=("torch.save",), words=(b"prepare", b"Accelerator")),
         ),
     ),

@@ -69,6 +69,9 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
     # Also runs where the project index finds a call of a project function loading a pretrained model
     # (`Needs.pretrained_loads`).
     runs_on_pretrained_loads: ClassVar[bool] = False
+    # Also runs where the project index finds a call handing an object to a project function that torch-saves its
+    # `state_dict()` (`Needs.state_saving_helpers`).
+    runs_on_state_saving_helpers: ClassVar[bool] = False
 
     @classmethod
     def needs(cls) -> Needs:
@@ -87,6 +90,7 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
             cls.runs_without_engine_on,
             cls.runs_on_returned_loaders,
             cls.runs_on_pretrained_loads,
+            cls.runs_on_state_saving_helpers,
         )
 
     def __init__(self, context: ScriptContext) -> None:

@@ -65,6 +65,8 @@ class Evidence:
     partly_engine: bool = False  # some call passes the engine to a parameter of the file's functions, others not
     returned_loaders: bool = False  # the project index finds a call here returning a plain DataLoader
     pretrained_loads: bool = False  # the project index finds a call here of a project function loading a model
+    # the project index finds a call here handing an object to a project function that torch-saves its state_dict
+    state_saving_helpers: bool = False
 
 
 def can_fire(needs: Needs, evidence: Evidence) -> bool:
@@ -81,6 +83,7 @@ def can_fire(needs: Needs, evidence: Evidence) -> bool:
     tokens = (
         evidence.words is None
         or (needs.pretrained_loads and evidence.pretrained_loads)
+        or (needs.state_saving_helpers and evidence.state_saving_helpers)
         or has_token_set(evidence.words, needs.token_sets())
         or (
             # an engine the project index brings stands in for the engine tokens; the rule's other tokens stay
@@ -214,6 +217,7 @@ def in_text(data: bytes, project: ProjectFacts | None) -> Evidence:
         partly_engine=project is not None and bool(project.partly_engine),
         returned_loaders=project is not None and bool(project.returned_loaders),
         pretrained_loads=project is not None and bool(project.pretrained_loads),
+        state_saving_helpers=project is not None and bool(project.state_saving_helpers),
         project_saves=saves,
         project_moves=moves,
         project_casts=casts,
@@ -230,6 +234,7 @@ def _project_calls(project: ProjectFacts | None) -> tuple[bool, bool, bool]:
         or project.engine_saving_calls
         or project.trainer_gathering_calls
         or project.dict_saving_calls
+        or project.state_saving_helpers
     )
     return bool(saves), bool(project.moving_calls), bool(project.casting_calls)
 
@@ -253,6 +258,7 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
         partly_engine=project is not None and bool(project.partly_engine),
         returned_loaders=project is not None and bool(project.returned_loaders),
         pretrained_loads=project is not None and bool(project.pretrained_loads),
+        state_saving_helpers=project is not None and bool(project.state_saving_helpers),
         calls=code,
         project_saves=saves,
         project_moves=moves,

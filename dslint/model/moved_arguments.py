@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from dslint.model.evaluate import Evaluator
-from dslint.model.handed_arguments import handed_arguments, resolved_calls
+from dslint.model.handed_arguments import arguments_where, handed_arguments, positional, resolved_calls
 from dslint.model.resolution import Callee, scope_of
 from dslint.model.summary import FunctionInfo, dotted
 
@@ -64,6 +64,8 @@ class MovingCall:
     move_line: int
     move_column: int
     move_text: str
+    callee_path: str = ""  # the module defining the callee (`state_saving_helper_calls` fills it)
+    param: str = ""  # the callee's parameter receiving the argument (the same)
 
 
 def moving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]:
@@ -87,6 +89,113 @@ def dict_saving_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[Moving
     """Every call in the modules `paths` handing `x.state_dict()` to a project function that writes that
     parameter with `torch.save` (`save_process(engine.state_dict(), path)`); the `move_*` fields give the save."""
     return _effect_calls(model, paths, _saved_whole, keep_stored=False, selected=_is_state_dict_call)
+
+
+def state_saving_helper_calls(model: Evaluator, paths: Iterable[str]) -> Iterator[MovingCall]:
+    """Every call in the modules `paths` handing an object (a name, `self.optimizer`) to a project function that
+    writes the object's `state_dict()` with `torch.save` (`save_optimizer(optimizer, path)` with
+    `torch.save({"optimizer": opt.state_dict()}, path)`; `model.module` or an `if hasattr(model, "module")`
+    unwrapping of it too; or hands the state on to a project function that saves what it gets, one call deeper);
+    a save to a path that names the rank (a file per rank) is not one. The `move_*` fields give the save; which
+    object it is, and whether its state is one rank's, are the rules' questions."""
+    seen: dict[tuple[str, str, str], tuple[ast.Call, tuple[Guard, ...], str, str] | None] = {}
+    for handed in handed_arguments(model, paths, _is_named):
+        key = (*handed.callee, handed.param)
+        if key not in seen:
+            done = _state_saved(model, handed.callee, handed.function, handed.param)
+            seen[key] = (*done, _line_text(model, done[2], done[0].lineno)) if done is not None else None
+        found = seen[key]
+        if found is None or _ruled_out(found[1], handed.function, handed.call):
+            continue
+        save, _, where, text = found
+        yield MovingCall(
+            handed.path, handed.line, handed.column, handed.index, handed.keyword, None,
+            handed.callee[1], where, save.lineno, save.col_offset + 1, text, handed.callee[0], handed.param,
+        )  # fmt: skip
+
+
+def _is_named(argument: ast.expr) -> bool:
+    return isinstance(argument, (ast.Name, ast.Attribute)) and dotted(argument) is not None
+
+
+def _state_saved(
+    model: Evaluator, callee: Callee, function: FunctionInfo, param: str
+) -> tuple[ast.Call, tuple[Guard, ...], str] | None:
+    """The first `torch.save` of the parameter's `state_dict()` (in a dict or list, or through a name bound to it)
+    in the function's own body, the `if` tests around it and the module holding the save; names bound to the
+    parameter, its `.module`, or either of the two by a conditional (`m = model.module if hasattr(model,
+    "module") else model`) hold it too; a state handed to a project function that saves its parameter whole
+    (`save_ckpt.save(state, out)`) is saved there."""
+    holders, states = {param}, set[str]()
+    for statement, guards in _guarded_statements(function.node.body, ()):
+        value = statement.value if isinstance(statement, (ast.Assign, ast.Expr, ast.Return)) else None
+        if value is None:
+            continue
+        if isinstance(value, ast.Call) and dotted(value.func) == "torch.save" and value.args:
+            path = (
+                value.args[1] if len(value.args) > 1 else next((k.value for k in value.keywords if k.arg == "f"), None)
+            )
+            per_rank = path is not None and "rank" in ast.unparse(path).lower()  # a file per rank
+            if _holds_state(value.args[0], holders, states) and not per_rank:
+                return value, guards, callee[0]
+        elif isinstance(value, ast.Call):
+            handed = _handed_state(model, callee, value, lambda a: _holds_state(a, holders, states))
+            if handed is not None:
+                return handed[0], guards, handed[1]
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = dotted(statement.targets[0])
+            if target is None:
+                continue
+            holders.discard(target)
+            states.discard(target)
+            if _holds_object(value, holders):
+                holders.add(target)
+            elif _holds_state(value, holders, states):
+                states.add(target)
+    return None
+
+
+def _handed_state(
+    model: Evaluator, callee: Callee, call: ast.Call, holds: Callable[[ast.expr], bool]
+) -> tuple[ast.Call, str] | None:
+    """The `torch.save` of the project function `call` calls, of the parameter receiving an argument `holds`
+    accepts (a state dict), and the module holding it."""
+    passed = arguments_where(call, holds)
+    module = model.module(callee[0]) if passed else None
+    scope = scope_of(module, callee[1]) if module is not None else None
+    inner = model.resolve(module, scope, call.func) if module is not None and scope is not None else None
+    function = model.function(inner) if inner is not None else None
+    if inner is None or function is None:
+        return None
+    for index, keyword in passed:
+        param = keyword if keyword is not None else positional(function, index)
+        done = _first_effect(function, param, _saved_whole) if param is not None else None
+        if done is not None:
+            return done[0], inner[0]
+    return None
+
+
+def _holds_object(value: ast.expr, holders: set[str]) -> bool:
+    """A holder, its `.module`, a chain of methods returning it, or a conditional whose arms are all one of these."""
+    if isinstance(value, ast.IfExp):
+        return _holds_object(value.body, holders) and _holds_object(value.orelse, holders)
+    root = _chain_root(value)
+    if isinstance(root, ast.Attribute) and root.attr == "module":
+        root = root.value
+    return root is not None and dotted(root) in holders
+
+
+def _holds_state(value: ast.expr, holders: set[str], states: set[str]) -> bool:
+    """`h.state_dict()` of a holder, a name bound to one, or a dict, list or tuple holding one."""
+    if isinstance(value, ast.Name):
+        return value.id in states
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "state_dict":
+        return _holds_object(value.func.value, holders)
+    if isinstance(value, ast.Dict):
+        return any(_holds_state(v, holders, states) for v in value.values)
+    if isinstance(value, (ast.List, ast.Tuple)):
+        return any(_holds_state(v, holders, states) for v in value.elts)
+    return False
 
 
 def _effect_calls(

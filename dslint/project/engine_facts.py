@@ -20,12 +20,14 @@ from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
 from dslint.model.library import OPTIMIZER, TRL_TRAINING_ARGUMENTS
 from dslint.model.moved_arguments import (
+    MovingCall,
     casting_calls,
     dict_saving_calls,
     loading_calls,
     moving_calls,
     own_casting_calls,
     own_moving_calls,
+    state_saving_helper_calls,
 )
 from dslint.model.pretrained_loaders import loader_calls
 from dslint.model.returned_loaders import loader_calls as returned_loader_calls
@@ -102,6 +104,22 @@ _HANDS_TRAINER = re.compile(rb"[(,=]\s*(?:self\.)?\w*trainer\s*[,)]")
 
 def _site(call: StateSavingCall) -> tuple[str, int, int]:
     return shown_path(call.saver[0]), call.save_line, 1
+
+
+def _told_at_the_call(savings: list[MovingCall], model: ProjectModel) -> list[MovingCall]:
+    """The saving-helper calls the rules judge at the call: all but those handing a helper that saves in its own
+    body and whose parameter receives the engine (or its optimizer) at every call, all from one module (one
+    engine): the helper's own save is judged then, with that engine."""
+    every = model.engine_parameters()
+    callers: dict[tuple[str, str, str], set[str]] = {}
+    for saving in savings:
+        callers.setdefault((saving.callee_path, saving.callee, saving.param), set()).add(saving.path)
+
+    def judged_in_helper(saving: MovingCall) -> bool:
+        key = (saving.callee_path, saving.callee, saving.param)
+        return saving.move_path == saving.callee_path and key in every and len(callers[key]) == 1
+
+    return [saving for saving in savings if not judged_in_helper(saving)]
 
 
 def record_optimizer_stepping_calls(files: dict[str, ProjectFacts], model: ProjectModel) -> None:
@@ -247,6 +265,14 @@ def record_engines(
         files[saving.path] = replace(
             facts, dict_saving_calls={**facts.dict_saving_calls, (saving.line, saving.column): argument}
         )
+    savings = list(state_saving_helper_calls(model, sorted(holders)))
+    for saving in _told_at_the_call(savings, model):
+        facts = facts_of(files, saving.path)
+        note = f"{saving.callee}() writes its state_dict() with torch.save: {saving.move_text}"
+        saved_at = Related(shown_path(saving.move_path), saving.move_line, saving.move_column, note)
+        argument = MovedArgument(saving.index, saving.keyword, None, saved_at)
+        helpers = {**facts.state_saving_helpers, (saving.line, saving.column): argument}
+        files[saving.path] = replace(facts, state_saving_helpers=helpers)
     for loading in loading_calls(model, sorted(holders)):
         facts = facts_of(files, loading.path)
         note = f"{loading.callee}() loads a state dict into it: {loading.move_text}"

@@ -20,6 +20,7 @@ from dslint.script.facts import Role
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.model_moves import handed_argument
+from dslint.script.project_facts import MovedArgument
 from dslint.script.saved_states import saved_state_dict_calls
 from dslint.script.stage_guard import StageGuards
 from dslint.script.trainer_saves import prepared_models_saved, trainer_models_saved, trainer_state_dicts_saved
@@ -116,6 +117,9 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
     slug = "torch-save-state-dict-under-zero3"
     message = "under ZeRO-3, torch.save of state_dict() writes empty tensors; use engine.save_checkpoint(dir)"
     zero3_message = "ZeRO-3 is on: torch.save of state_dict() writes empty tensors; use engine.save_checkpoint(dir)"
+    helper_message = "ZeRO-3 is on: this call torch-saves the model's state_dict() ({where}), empty tensors; use " + (
+        "engine.save_checkpoint(dir)"
+    )
     trainer_message = (
         "ZeRO-3: trainer.model.state_dict() holds empty tensors; save with trainer.save_model and the gather"
     )
@@ -135,36 +139,42 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
     )
     # a `torch.save` of an engine's model state (where an engine may be), or a Trainer's model saved with
     # `X.state_dict()` / `X.save_pretrained()` (where a config may reach the Trainer: `trainer_configs`)
+    # the engine (or its model) handed to a project function that torch-saves its state_dict()
+    runs_on_state_saving_helpers = True
     call_shapes = (
         Shape(calls=(TORCH_SAVE,), engine=True),
-        Shape(project_saves=True, engine=True),  # `x.state_dict()` handed to a project function that saves it
+        # `x.state_dict()`, or `x`, handed to a project function that saves it
+        Shape(project_saves=True, engine=True),
         Shape(methods=("state_dict", "save_pretrained"), words=(b"Trainer",), configured=True),
         Shape(methods=("state_dict", "save_pretrained"), words=(b"unwrap_model",), configured=True),
     )
     docs = RuleDocs(
         what="""
-            Flags `torch.save(X.state_dict(), ...)` (also inside a dict or list, or through a name bound to it)
-            after `deepspeed.initialize`, where X is the engine, `engine.module` or the model given to `initialize`,
-            when the config enables ZeRO-3 (an error) or its stage is not known (a warning that says "under ZeRO-3":
-            a config from the command line, launches that disagree, a stage from an option). A config the script
-            loads itself from a path built at run time, with nothing of it known, is no evidence of a stage: silent;
-            so is a config no launch of the script hands it (none is known, or none gives a config: the script finds
-            its own, from an option's default or a settings file) when every DeepSpeed config the project ships near
-            the script (its folder and the two above it, up to the project's root, with their `configs/`...) is
-            below stage 3. Not flagged inside `with deepspeed.zero.GatheredParameters(...)`, where the parameters
-            are whole, nor when the config is known to use a lower stage, nor under an `if` that tests the stage
-            (`if zero_stage != 3:`, either arm): the author handles ZeRO-3 there. The engine may come from another
-            function or module (`save_hf_format(engine, ...)`), as the project index follows it; and
-            `X.state_dict()` handed to a project function (any module) that writes that parameter with `torch.save`
-            is flagged at the call, naming the save. Also flags, as an error, a Hugging Face Trainer's
+            Flags `torch.save(X.state_dict(), ...)` (also inside a dict or list, or through a name bound to it) after
+            `deepspeed.initialize`, where X is the engine, `engine.module` or the model given to `initialize`, when the
+            config enables ZeRO-3 (an error) or its stage is not known (a warning that says "under ZeRO-3": a config
+            from the command line, launches that disagree, a stage from an option). A config the script loads itself
+            from a path built at run time, with nothing of it known, is no evidence of a stage: silent; so is a config
+            no launch of the script hands it (none is known, or none gives a config: the script finds its own, from an
+            option's default or a settings file) when every DeepSpeed config the project ships near the script (its
+            folder and the two above it, up to the project's root, with their `configs/`...) is below stage 3. Not
+            flagged inside `with deepspeed.zero.GatheredParameters(...)`, where the parameters are whole, nor when the
+            config is known to use a lower stage, nor under an `if` that tests the stage (`if zero_stage != 3:`, either
+            arm): the author handles ZeRO-3 there. The engine may come from another function or module
+            (`save_hf_format(engine, ...)`), as the project index follows it; and `X.state_dict()` handed to a project
+            function (any module) that writes that parameter with `torch.save` is flagged at the call, naming the save;
+            so is the engine (or its model) itself handed to a project function that torch-saves its `state_dict()` (its
+            `.module`, unwrapped or not, in a dict, or handed on to a function saving what it gets), when the engine is
+            known to run ZeRO-3 and the function is not judged on its own (other modules hand it other engines or
+            models: it may be right for them). Also flags, as an error, a Hugging Face Trainer's
             `trainer.model.state_dict()` whose result (or a dict made from it) is written in the same function
-            (`torch.save`, `trainer._save(dir, state_dict=...)`, `save_pretrained(dir, state_dict=...)`) when a
-            launcher starts the script with a `--deepspeed` config known to be ZeRO-3; with an unknown or lower
-            stage it stays silent. Likewise the model handed to the Trainer (`Trainer(model=model)`, a wrapper of
-            that name bound later: `model = torch.compile(model)`, or the Trainer's own `trainer.model`) saved after
-            `trainer.train()` in the same function, with `model.save_pretrained(dir)` (no `state_dict=`; a PEFT
-            adapter too) or its `state_dict()` written to disk; such a Trainer launched by `accelerate launch` with
-            a ZeRO-3 DeepSpeed YAML (and no config of its own) too. And the model accelerate prepared, unwrapped
+            (`torch.save`, `trainer._save(dir, state_dict=...)`, `save_pretrained(dir, state_dict=...)`) when a launcher
+            starts the script with a `--deepspeed` config known to be ZeRO-3; with an unknown or lower stage it stays
+            silent. Likewise the model handed to the Trainer (`Trainer(model=model)`, a wrapper of that name bound
+            later: `model = torch.compile(model)`, or the Trainer's own `trainer.model`) saved after `trainer.train()`
+            in the same function, with `model.save_pretrained(dir)` (no `state_dict=`; a PEFT adapter too) or its
+            `state_dict()` written to disk; such a Trainer launched by `accelerate launch` with a ZeRO-3 DeepSpeed YAML
+            (and no config of its own) too. And the model accelerate prepared, unwrapped
             (`accelerator.unwrap_model(model)`, or a name bound to it) and saved with `save_pretrained(dir)` without
             `state_dict=`, or its `state_dict()` written to disk, when every way the script runs DeepSpeed through
             accelerate is ZeRO-3 (its `DeepSpeedPlugin(zero_stage=3)`, every `accelerate launch` YAML):
@@ -482,22 +492,29 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             return
         project = self.facts.project
         handed, argument = handed_argument(self.facts, node, project.dict_saving_calls if project is not None else {})
+        saver = self._state_saving_helper(node) if handed is None or argument is None else None
         if handed is not None and argument is not None:
-            saved_value: cst.BaseExpression = argument  # `save_process(engine.state_dict(), path)`: a helper's save
+            engine = self._saved_model_state(argument, node)  # `save_process(engine.state_dict(), path)`
+        elif saver is not None:
+            handed, engine = saver  # `save_model(engine, path)`: the helper saves the state_dict() of what it gets
+            if zero_stage(self.context, engine) != 3:
+                return  # right for this caller, or not known to be wrong: the helper's own finding, if any, says
         elif self.facts.qualified(node.func) != TORCH_SAVE or not node.args:
             return
         else:
             saved = node.args[0]
             if saved.star or (saved.keyword is not None and saved.keyword.value != "obj"):
                 return
-            saved_value = saved.value
-        engine = self._saved_model_state(saved_value, node)
+            engine = self._saved_model_state(saved.value, node)
         if engine is None or engine.caller_tests_stage:
             return  # the caller handles stage 3 after this save (a gathering save under `if zero_stage == 3`)
         stage = zero_stage(self.context, engine)
         found = evidence(self.context, engine)
         helper = (handed.where,) if handed is not None else ()
-        if stage == 3:
+        if stage == 3 and saver is not None and handed is not None:
+            where = f"{handed.where.path}:{handed.where.line}"
+            self.report(node, self.helper_message.format(where=where) + found.suffix, related=(*found.related, *helper))
+        elif stage == 3:
             self.report(node, self.zero3_message + found.suffix, related=(*found.related, *helper))
         elif stage is None and not self._reads_own_config(engine) and not self._ships_only_lower_stages(engine):
             self.report(node, self.message + found.suffix, severity=Severity.WARNING, related=(*found.related, *helper))
@@ -553,11 +570,24 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             where, related = zero3
             self.report(node, f"{message or self.trainer_message} (ZeRO-3 from {where})", related=related)
 
-    def _saved_model_state(self, value: cst.BaseExpression, at: cst.Call) -> Engine | None:
+    def _state_saving_helper(self, node: cst.Call) -> tuple[MovedArgument, Engine] | None:
+        """A call handing the engine (or its model) to a project function that torch-saves its `state_dict()`
+        (`ProjectFacts.state_saving_helpers`), with that engine."""
+        saving = self.facts.project.state_saving_helpers if self.facts.project is not None else {}
+        handed, argument = handed_argument(self.facts, node, saving) if saving else (None, None)
+        engine = self._saved_model_state(argument, node, whole=True) if argument is not None else None
+        return (handed, engine) if handed is not None and engine is not None else None
+
+    def _saved_model_state(self, value: cst.BaseExpression, at: cst.Call, whole: bool = False) -> Engine | None:
+        """The engine whose model's `state_dict()` `value` is or holds; `whole`: `value` is the object itself, whose
+        `state_dict()` a helper saves."""
         facts = self.facts
-        for call in saved_state_dict_calls(facts, value, at):
+        holders = [(value, at)] if whole else []
+        for call in saved_state_dict_calls(facts, value, at) if not whole else ():
             assert isinstance(call.func, cst.Attribute)
-            answer = facts.role_of(call.func.value, at=call)
+            holders.append((call.func.value, call))
+        for holder, call in holders:
+            answer = facts.role_of(holder, at=call)
             if answer is None or answer.role not in TARGETS:
                 continue
             init = answer.init

@@ -15,6 +15,7 @@ from dslint.script.accelerate_prepared import prepared_argument
 from dslint.script.facts import BindingKind, Role
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.loop import loop_facts
+from dslint.script.model_moves import handed_argument
 from dslint.script.names import dotted_name
 from dslint.script.saved_states import saved_state_dict_calls
 
@@ -26,6 +27,10 @@ class ZeroOptimizerStateSavedWhole(ScriptRule):
     slug = "zero-optimizer-state-saved-whole"
     message = "under ZeRO this optimizer state_dict() is one rank's partition; use engine.save_checkpoint(dir)"
     template = "under ZeRO-{stage} this optimizer state_dict() is one rank's partition; use engine.save_checkpoint(dir)"
+    helper_template = (
+        "under ZeRO-{stage} this call saves the optimizer's state_dict() ({where}), one rank's partition; use"
+        " engine.save_checkpoint(dir)"
+    )
     accelerate_template = (
         "ZeRO-{stage}: this optimizer state_dict() is one rank's partition; use accelerator.save_state"
     )
@@ -33,8 +38,11 @@ class ZeroOptimizerStateSavedWhole(ScriptRule):
     required_tokens = (b"deepspeed", b"initialize", b"state_dict")
     # the optimizer accelerate prepared for the engine it built
     runs_without_engine_on = ((b"state_dict", b"prepare", b"Accelerator"),)
+    # initialize's optimizer handed to a project function that torch-saves its state_dict()
+    runs_on_state_saving_helpers = True
     call_shapes = (
         Shape(calls=(TORCH_SAVE,), engine=True),
+        Shape(project_saves=True, engine=True),
         Shape(calls=(TORCH_SAVE,), words=(b"prepare", b"Accelerator")),
     )
     docs = RuleDocs(
@@ -47,7 +55,10 @@ class ZeroOptimizerStateSavedWhole(ScriptRule):
             loaded back by the same ranks) and a project whose every launch starts one process (one partition is
             the whole state) are left alone, and so is a config without ZeRO or one whose stage is not known.
             Where accelerate runs DeepSpeed with ZeRO (its `DeepSpeedPlugin`, stage 2 unless told, or the YAML of
-            every `accelerate launch`), the optimizer `accelerator.prepare` returned is flagged the same way.
+            every `accelerate launch`), the optimizer `accelerator.prepare` returned is flagged the same way. A call
+            handing initialize's optimizer to a project function that torch-saves its `state_dict()` (in a dict,
+            or handed on to a function saving what it gets; not to a path naming the rank) is flagged at the call,
+            the save related: the function may be right for its other callers.
         """,
         why="""
             Under ZeRO the optimizer `initialize` returns partitions the optimizer state across the
@@ -159,6 +170,7 @@ class ZeroOptimizerStateSavedWhole(ScriptRule):
             self.report(node, f"{self.accelerate_template.format(stage=stage)} ({where})", related=related)
 
     def visit_Call(self, node: cst.Call) -> None:
+        self._saving_helper(node)
         if self.facts.qualified(node.func) != TORCH_SAVE or not node.args:
             return
         saved = node.args[0]
@@ -180,6 +192,25 @@ class ZeroOptimizerStateSavedWhole(ScriptRule):
             return
         found = evidence(self.context, engine)
         self.report(node, self.template.format(stage=stage) + found.suffix, related=found.related)
+
+    def _saving_helper(self, node: cst.Call) -> None:
+        """A call handing initialize's optimizer to a project function that torch-saves its `state_dict()`
+        (`ProjectFacts.state_saving_helpers`): reported at the call (the helper may be right for other callers),
+        the save related."""
+        project = self.facts.project
+        if project is None or not project.state_saving_helpers:
+            return
+        handed, argument = handed_argument(self.facts, node, project.state_saving_helpers)
+        answer = self.facts.role_of(argument, at=node) if handed is not None and argument is not None else None
+        if answer is None or answer.role not in (Role.OPTIMIZER, Role.CLIENT_OPTIMIZER) or answer.engine is None:
+            return
+        stage = self._stage(answer.engine) if self.loop.after_initialize(answer.engine, node) else None
+        if handed is None or stage is None or stage < 1 or self._one_process():
+            return
+        found = evidence(self.context, answer.engine)
+        where = f"{handed.where.path}:{handed.where.line}"
+        message = self.helper_template.format(stage=stage, where=where)
+        self.report(node, message + found.suffix, related=(*found.related, handed.where))
 
     def _prepared_optimizer(self, value: cst.BaseExpression, at: cst.Call) -> bool:
         """`value` holds what `accelerator.prepare` returned for a torch optimizer built in the file (`opt =

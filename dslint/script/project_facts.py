@@ -197,6 +197,10 @@ class ProjectFacts:
     # Calls of this file (by line and column) handing `x.state_dict()` to a project function that writes it with
     # `torch.save` (`model.moved_arguments.dict_saving_calls`; DSL204 asks)
     dict_saving_calls: Mapping[tuple[int, int], MovedArgument] = field(default_factory=dict)
+    # Calls of this file (by line and column) handing an object to a project function that writes the object's
+    # `state_dict()` with `torch.save` (`model.moved_arguments.state_saving_helper_calls`; DSL204 for an engine,
+    # DSL211 for initialize's optimizer)
+    state_saving_helpers: Mapping[tuple[int, int], MovedArgument] = field(default_factory=dict)
     # Calls of this file (by line and column) whose argument the project function called loads a state dict into
     # (`restore(model, path)` running `model.load_state_dict(...)`); `where` is that load (DSL203 asks)
     loading_calls: Mapping[tuple[int, int], MovedArgument] = field(default_factory=dict)
