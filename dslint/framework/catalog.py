@@ -114,6 +114,7 @@ CODES: tuple[str, ...] = (
     "DSL472",
     "DSL473",
     "DSL474",
+    "DSL475",
 )
 
 
@@ -203,6 +204,7 @@ _CLIP_CALLS = (
     "torch.nn.utils.clip_grad_norm_",
 )
 
+_PLUGIN_CALLS = ("accelerate.DeepSpeedPlugin", "accelerate.utils.DeepSpeedPlugin")
 _CAST_METHODS = ("bfloat16", "half", "to")
 _MOVE_METHODS = ("cuda", "to")
 _PLACEMENT_METHODS = ("bfloat16", "cuda", "half", "to")
@@ -488,6 +490,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL467": Needs((b"deepspeed", b"initialize", b"Trainer")),
     "DSL472": Needs((b"deepspeed", b"initialize", b"DataLoader", b"batch_size")),
     "DSL471": Needs((b"DeepSpeedStrategy", b"config"), engine=False, alternatives=((b"DeepSpeedPlugin", b"config"),)),
+    "DSL475": Needs((b"DeepSpeedPlugin", b"zero_stage"), engine=False, shapes=(Shape(calls=_PLUGIN_CALLS),)),
 }
 
 

@@ -19,7 +19,8 @@ class AccelerateOffloadParamBelowStage3(AccelerateRule):
             accelerate's default 2 when it is missing. A section that names a `deepspeed_config_file` is left to
             that file (DSL409 checks it). Left alone too: a file whose every launch starts a script that gives
             its own `DeepSpeedPlugin(...)` the stage or the device in code (`DeepSpeedPlugin(zero_stage=3)`):
-            the plugin reads the launch's settings only for the fields it is not given.
+            the plugin reads the launch's settings only for the fields it is not given; DSL475 checks the
+            plugin's own settings.
         """,
         why="""
             Without a DeepSpeed config file, accelerate's `DeepSpeedPlugin` writes `offload_param_device` into

@@ -18,7 +18,8 @@ class AccelerateZero3InitWithoutStage3(AccelerateRule):
             stage there is below 3 (`zero_stage`, or accelerate's default 2 when it is missing). A section that
             names a `deepspeed_config_file` is left alone: its stage is in that file; so is a file whose every
             launch starts a script that gives its own `DeepSpeedPlugin(...)` the stage or the flag in code (the
-            plugin reads the launch's settings only for the fields it is not given).
+            plugin reads the launch's settings only for the fields it is not given); DSL475 checks the plugin's
+            own settings.
         """,
         why="""
             `deepspeed.zero.Init` partitions parameters as the model is built, which only ZeRO-3 can use.
