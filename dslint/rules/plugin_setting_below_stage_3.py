@@ -112,9 +112,9 @@ class PluginSettingBelowStage3(ScriptRule):
         device = given.get("offload_param_device")
         shown = device.evaluated_value if isinstance(device, cst.SimpleString) else None
         if device is not None and isinstance(shown, str) and shown.lower() in ("cpu", "nvme"):
-            message = f"offload_param_device={shown!r} works only with ZeRO stage 3; at zero_stage={stage.value}"
-            self.report(device, message + " DeepSpeed ignores it silently and the parameters stay on the GPU")
+            message = f"offload_param_device={shown!r} needs ZeRO-3: at zero_stage={stage.value} DeepSpeed ignores it"
+            self.report(device, message + " silently (params stay on the GPU)")
         flag = given.get("zero3_init_flag")
         if isinstance(flag, cst.Name) and flag.value == "True":
-            message = f"zero3_init_flag has no effect at zero_stage={stage.value}: accelerate sets it to False"
-            self.report(flag, message + " below ZeRO-3 and the model is built whole on every rank")
+            message = f"zero3_init_flag has no effect at zero_stage={stage.value}: accelerate turns it off below"
+            self.report(flag, message + " ZeRO-3, every rank builds the whole model")

@@ -117,9 +117,7 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
     slug = "torch-save-state-dict-under-zero3"
     message = "under ZeRO-3, torch.save of state_dict() writes empty tensors; use engine.save_checkpoint(dir)"
     zero3_message = "ZeRO-3 is on: torch.save of state_dict() writes empty tensors; use engine.save_checkpoint(dir)"
-    helper_message = "ZeRO-3 is on: this call torch-saves the model's state_dict() ({where}), empty tensors; use " + (
-        "engine.save_checkpoint(dir)"
-    )
+    helper_message = "ZeRO-3 is on: this call saves state_dict() ({where}), empty tensors; use engine.save_checkpoint"
     trainer_message = (
         "ZeRO-3: trainer.model.state_dict() holds empty tensors; save with trainer.save_model and the gather"
     )

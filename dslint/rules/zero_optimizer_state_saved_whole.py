@@ -27,10 +27,7 @@ class ZeroOptimizerStateSavedWhole(ScriptRule):
     slug = "zero-optimizer-state-saved-whole"
     message = "under ZeRO this optimizer state_dict() is one rank's partition; use engine.save_checkpoint(dir)"
     template = "under ZeRO-{stage} this optimizer state_dict() is one rank's partition; use engine.save_checkpoint(dir)"
-    helper_template = (
-        "under ZeRO-{stage} this call saves the optimizer's state_dict() ({where}), one rank's partition; use"
-        " engine.save_checkpoint(dir)"
-    )
+    helper_template = "ZeRO-{stage}: this call saves optimizer state_dict() ({where}), one rank's; use save_checkpoint"
     accelerate_template = (
         "ZeRO-{stage}: this optimizer state_dict() is one rank's partition; use accelerator.save_state"
     )
