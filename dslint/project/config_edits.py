@@ -403,25 +403,26 @@ def _forget(tree: Object, mutation: Mutation) -> None:
 
 
 def command_line_value(context: ScriptContext, node: cst.BaseExpression) -> tuple[Any, tuple[Related, ...]]:
-    """`args.opt` (an argparse option of this script with a literal default) written into a config: the number
-    every launch of the script gives `--opt` (the default where a launch does not give it), when the project has
-    launches of the script and they all agree, with those launch lines; otherwise UNKNOWN."""
+    """`args.opt` (an argparse option of this script with a literal default, or, in a module no launch starts, of
+    the parsers of the launched scripts importing it) written into a config: the number every launch gives `--opt`
+    (the default where a launch does not give it), when the project has launches of the script (or of its
+    importers) and they all agree, with those launch lines; otherwise UNKNOWN."""
     if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)):
         return UNKNOWN, ()
     option = node.attr.value
     default_node = module_index(context.module).option_defaults.get(option)
-    if default_node is None:
-        return UNKNOWN, ()
-    default = literal_value(default_node)
     project = context.facts.project
     launches = project.launches if project is not None else ()
+    if default_node is not None:
+        default = literal_value(default_node)
+    elif project is not None and not launches and option in project.importer_defaults:  # `train(args)`
+        default, launches = _number(project.importer_defaults[option]), project.importer_launches
+    else:
+        return UNKNOWN, ()
     values = {_number(launch.options[option]) if option in launch.options else default for launch in launches}
-    if len(values) != 1:  # no launch known (the user may give any value), or launches that disagree
-        return UNKNOWN, ()
-    value = values.pop()
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return UNKNOWN, ()
-    return value, tuple(launch.launch for launch in launches)
+    value = values.pop() if len(values) == 1 else UNKNOWN  # none known (any value may be given), or they disagree
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return (value, tuple(launch.launch for launch in launches)) if numeric else (UNKNOWN, ())
 
 
 def _number(text: str | None) -> Any:

@@ -14,6 +14,7 @@ from collections.abc import Collection, MutableMapping
 from dataclasses import replace
 
 from dslint.model.summary import SummaryStore
+from dslint.project.script_parser import argparse_defaults
 from dslint.script.project_facts import LaunchedConfig, ProjectFacts
 
 # How many imports deep a launched script's modules are followed.
@@ -30,15 +31,32 @@ def record_importer_launches(
     if not unlaunched:
         return
     inherited: dict[str, list[LaunchedConfig]] = {}
+    defaults: dict[str, list[dict[str, str]]] = {}  # each importer's parser defaults
     partial: set[str] = set()
     for script, facts in list(files.items()):
-        if not facts.launches or store.get(script) is None:
+        summary = store.get(script) if facts.launches else None
+        if summary is None:
             continue
         for module in store.imported_modules(script, IMPORT_LEVELS):
             if module in unlaunched:
                 inherited.setdefault(module, []).extend(facts.launches)
+                defaults.setdefault(module, []).append(argparse_defaults(summary.tree))
                 if facts.launches_partial:
                     partial.add(module)
     for module, launches in inherited.items():
         if module not in partial:
-            files[module] = replace(files.get(module, ProjectFacts()), importer_launches=tuple(launches))
+            agreed = _agreed(defaults[module])
+            files[module] = replace(
+                files.get(module, ProjectFacts()), importer_launches=tuple(launches), importer_defaults=agreed
+            )
+
+
+def _agreed(defaults: list[dict[str, str]]) -> dict[str, str]:
+    """The option defaults every importing script's parser that declares the option gives alike."""
+    agreed: dict[str, str] = {}
+    clashing: set[str] = set()
+    for found in defaults:
+        for option, value in found.items():
+            if agreed.setdefault(option, value) != value:
+                clashing.add(option)
+    return {option: value for option, value in agreed.items() if option not in clashing}

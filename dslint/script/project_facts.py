@@ -141,6 +141,8 @@ class ProjectFacts:
     # The launches of the launched scripts that import this module (three imports deep at most), for a module no
     # launch starts itself: its code runs in their processes (`project/importer_launches.py`)
     importer_launches: tuple[LaunchedConfig, ...] = ()
+    # the option defaults of those importers' parsers (alike in all that declare one), for `args.<opt>` read here
+    importer_defaults: Mapping[str, str] = field(default_factory=dict)
     # No launch in the project (launcher, document command, notebook `!` line) starts several processes (each is
     # `python x.py`, or there is none): a program of it runs as one process, unless its own code says otherwise
     one_process_project: bool = False
