@@ -37,10 +37,12 @@ def record_importer_launches(
         summary = store.get(script) if facts.launches else None
         if summary is None:
             continue
+        parsed: dict[str, str] | None = None  # the script's parser defaults, read once
         for module in store.imported_modules(script, IMPORT_LEVELS):
             if module in unlaunched:
                 inherited.setdefault(module, []).extend(facts.launches)
-                defaults.setdefault(module, []).append(argparse_defaults(summary.tree))
+                parsed = argparse_defaults(summary.tree) if parsed is None else parsed
+                defaults.setdefault(module, []).append(parsed)
                 if facts.launches_partial:
                     partial.add(module)
     for module, launches in inherited.items():

@@ -47,6 +47,7 @@ from dslint.project.config_reading import (
     trainer_literals,
 )
 from dslint.project.config_writers import config_writer_calls
+from dslint.project.dataclass_defaults import record_class_defaults
 from dslint.project.document_configs import (
     DOCUMENT_CONFIG_SUFFIXES,
     DocumentLaunch,
@@ -238,6 +239,7 @@ def _build_project_index(
     trainers = [path for path, data in sources.items() if b"TrainingArguments" in data and b"deepspeed" in data]
     record_importer_launches(index.files, {*producers, *receivers, *trainers}, store)
     record_plugin_fields(index, store)
+    record_class_defaults(index.files, sorted({*producers, *trainers}), store)
     _record_config_builders(index, sources, store)
     for path, calls in config_writer_calls(sources, store).items():
         index.files[path] = replace(facts_of(index.files, path), config_writers=calls)

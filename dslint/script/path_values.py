@@ -38,6 +38,8 @@ def path_value(facts: ScriptFacts, node: cst.BaseExpression, script: str, depth:
     if isinstance(node, cst.Attribute) and node.attr.value == "parent":
         inner = path_value(facts, node.value, script, depth + 1)
         return _parent(inner) if inner is not None else None
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+        return _field_default(facts, node.value, node.attr.value)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
         return _joined([path_value(facts, side, script, depth + 1) for side in (node.left, node.right)])
     if isinstance(node, cst.Call):
@@ -64,6 +66,21 @@ def _called(facts: ScriptFacts, node: cst.Call, script: str, depth: int) -> str 
     if name in ("os.path.join", "path.join", "osp.join", "join") and args:
         return _joined([path_value(facts, arg, script, depth + 1) for arg in args])
     return None
+
+
+def _field_default(facts: ScriptFacts, owner: cst.Name, field: str) -> str | None:
+    """`cfg.<field>` of `cfg = Cfg()` (a dataclass of the project, built without that field and never given it
+    afterwards): the field's literal default (`ProjectFacts.class_defaults`)."""
+    project = facts.project
+    binding = facts.binding_at(owner.value, facts.scope_at(owner), facts.start(owner))
+    built = binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
+    if project is None or binding is None or not isinstance(built, cst.Call) or not isinstance(built.func, cst.Name):
+        return None
+    if any(arg.star or arg.keyword is None or arg.keyword.value == field for arg in built.args):
+        return None
+    if facts.binding_at(f"{owner.value}.{field}", binding.scope, facts.start(owner)) is not None:
+        return None  # `cfg.ds_config_path = args.x` before the use
+    return project.class_defaults.get(built.func.value, {}).get(field)
 
 
 def _parent(path: str) -> str:

@@ -1,0 +1,83 @@
+"""The literal string defaults of the project's dataclass fields, as a script names the classes.
+
+    @dataclass
+    class TrainerConfig:                       # config/training_config.py
+        ds_config_path: str = "config/ds_config.json"
+
+    train_cfg = TrainerConfig()                # train.py
+    ds_config_path = os.path.join(here, train_cfg.ds_config_path)
+
+`train_cfg.ds_config_path` is "config/ds_config.json" when the object is built with no argument for the field and
+the script never assigns the attribute (`script.path_values` asks, `ProjectFacts.class_defaults`). Classes of the
+script itself count too; a class is found through the script's imports (re-exports followed by the project model's
+module finder), and must be decorated `@dataclass` (`dataclasses.dataclass`, with or without arguments).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, MutableMapping
+from dataclasses import replace
+
+from dslint.model.summary import ModuleSummary, SummaryStore
+from dslint.script.project_facts import ProjectFacts
+
+
+def record_class_defaults(files: MutableMapping[str, ProjectFacts], paths: Iterable[str], store: SummaryStore) -> None:
+    """`ProjectFacts.class_defaults` of each module of `paths` that builds a dataclass of the project."""
+    for path in paths:
+        data = store.sources.get(path, b"")
+        if b"(" not in data or (b"_path" not in data and b"config" not in data.lower()):
+            continue
+        summary = store.get(path)
+        if summary is None:
+            continue
+        found: dict[str, dict[str, str]] = {}
+        for name in _called_names(summary.tree):
+            defaults = _defaults_of(store, summary, path, name)
+            if defaults:
+                found[name] = defaults
+        if found:
+            files[path] = replace(files.get(path, ProjectFacts()), class_defaults=found)
+
+
+def _called_names(tree: ast.Module) -> set[str]:
+    """The plain names the module calls with no positional argument (`TrainerConfig()`, `Cfg(lr=1e-4)`)."""
+    return {
+        node.func.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and not node.args
+        and node.func.id[:1].isupper()
+    }
+
+
+def _defaults_of(store: SummaryStore, summary: ModuleSummary, path: str, name: str) -> dict[str, str]:
+    """The literal string defaults of the dataclass `name` names in the module (its own, or imported)."""
+    holder: ModuleSummary | None = summary
+    class_name = name
+    if name in summary.imports:
+        module, _, class_name = summary.imports[name].rpartition(".")
+        target = store.finder.find(module, path) if module else None
+        holder = store.get(target) if target is not None else None
+    if holder is None:
+        return {}
+    node = next((n for n in holder.tree.body if isinstance(n, ast.ClassDef) and n.name == class_name), None)
+    if node is None or not any(_is_dataclass(decorator) for decorator in node.decorator_list):
+        return {}
+    return {
+        statement.target.id: statement.value.value
+        for statement in node.body
+        if isinstance(statement, ast.AnnAssign)
+        and isinstance(statement.target, ast.Name)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    }
+
+
+def _is_dataclass(decorator: ast.expr) -> bool:
+    called = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (isinstance(called, ast.Name) and called.id == "dataclass") or (
+        isinstance(called, ast.Attribute) and called.attr == "dataclass"
+    )
