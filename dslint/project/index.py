@@ -67,8 +67,9 @@ from dslint.project.importer_launches import record_importer_launches
 from dslint.project.inputs import absolute as absolute
 from dslint.project.inputs import exists, find_written, read_input, record, recording, shown_path
 from dslint.project.launch_batches import batch_issues
-from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts
+from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, may_launch, shell_texts
 from dslint.project.launch_issues import launch_issues
+from dslint.project.launch_switches import record_switches_never_on
 from dslint.project.launched_configs import launched_config
 from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, writes_passed_config
 from dslint.project.missing_configs import missing_trainer_configs
@@ -157,6 +158,7 @@ def _launch_half(
             if path in engines:
                 opened_literals(index, path, data, roots)
         _read_launchers(index, paths, roots, {path: sources.get(path) for path in files})  # each file read once
+        record_switches_never_on(index.files, store)
         record_chosen_configs(index, sources, roots)
         for path, data in sources.items():
             _record_shipped_accelerate(index, path, data)
@@ -518,7 +520,9 @@ def _read_launchers(
             if script is not None:
                 facts = facts_of(index.files, script)
                 launches = (*facts.launches, launch.config)
-                index.files[script] = replace(facts, launches=launches)
+                index.files[script] = replace(
+                    facts, launches=launches, launches_open=facts.launches_open or line.open_words
+                )
                 launched_from.setdefault(launcher, set()).add(script)
         if pasted:
             shipped = functools.partial(_ships, near=launcher, roots=roots)
@@ -538,7 +542,8 @@ def _read_launchers(
     started = {script: facts for script, facts in index.files.items() if facts.launches}
     holders = _holders(read, {os.path.basename(script).encode() for script in started})
     for script, facts in started.items():
-        if any(script not in launched_from.get(at, ()) for at in holders[os.path.basename(script).encode()]):
+        file = os.path.basename(script).encode()
+        if any(script not in launched_from.get(at, ()) and may_launch(at, read[at], file) for at in holders[file]):
             index.files[script] = replace(facts, launches_partial=True)
 
 

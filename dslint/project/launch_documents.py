@@ -296,3 +296,16 @@ def documented_script(script: str, document: str, by_name: dict[str, list[str]])
     named = by_name.get(os.path.basename(written), ())
     found = [path for path in named if path.startswith(folder) and path.endswith(tail)]
     return found[0] if len(found) == 1 else None
+
+
+# Words of a line that may run a script: a launcher, an interpreter, a shell running a file.
+_COMMAND_WORDS = (b"python", b"deepspeed", b"torchrun", b"accelerate", b"srun", b"mpirun", b"bash", b"sh ", b"./")
+
+
+def may_launch(path: str, text: bytes, name: bytes) -> bool:
+    """Whether a launcher's mention of the script file `name` may be a launch: in a document, only on a line that
+    holds a command word (`python train.py`, `bash run.sh`); a prose mention ("see `train.py` for the options") is
+    none. Any mention in a shell script, a Makefile or a YAML may be."""
+    if not path.endswith(DOCUMENT_LAUNCHER_SUFFIXES):
+        return True
+    return any(name in line and any(word in line.lower() for word in _COMMAND_WORDS) for line in text.splitlines())

@@ -429,3 +429,32 @@ def argparse_defaults(tree: ast.AST) -> dict[str, str]:
             clashing.add(name)
         found[name] = str(value)
     return {name: value for name, value in found.items() if name not in clashing}
+
+
+def off_switches(tree: ast.AST) -> set[str]:
+    """The options a script's parser declares off unless the command line turns them on: `action="store_true"`
+    without a default or with a false one, under their `dest` or long name (dashes as underscores); an option
+    declared twice is left out."""
+    found: set[str] = set()
+    seen: set[str] = set()
+    for node in walk(tree):
+        if not (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+        ):
+            continue
+        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        keywords = {k.arg: k.value for k in node.keywords if k.arg is not None}
+        dest, long = keywords.get("dest"), next((f for f in flags if f.startswith("--")), None)
+        name = dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else None
+        name = name or (long[2:].replace("-", "_") if long is not None else None)
+        if name is None:
+            continue
+        if name in seen:
+            found.discard(name)
+            continue
+        seen.add(name)
+        action, default = keywords.get("action"), keywords.get("default")
+        switch = isinstance(action, ast.Constant) and action.value == "store_true"
+        if switch and (default is None or (isinstance(default, ast.Constant) and not default.value)):
+            found.add(name)
+    return found

@@ -1,5 +1,7 @@
 """The plain-PyTorch side of the `if`s that choose between DeepSpeed and plain PyTorch, where no rule reports
-(`ScriptFacts.plain_ranges`, read by `ScriptFacts.in_plain_branch`).
+(`ScriptFacts.plain_ranges`, read by `ScriptFacts.in_plain_branch`); and, the same way, the side of an `if` that a
+switch of the script's parser no launch turns on rules out (`if args.use_amp:`, `--use_amp` off by default and on
+no launch the project holds: `ProjectFacts.switches_never_on`).
 
 An `if` chooses when its test is a DeepSpeed flag (`args.deepspeed`, `backend == "ddp"`), when it tests the engine
 itself (`if self.engine:`, `if model_engine is None:`), when exactly one side holds a `deepspeed.initialize` call, or
@@ -118,6 +120,7 @@ def resolve_branches(
     or when its test reads the same as the test of such an `if` with an `else` (`not` in front of it turns the
     sides); the body of an `and` one of whose conditions rules DeepSpeed out is plain.
     """
+    _never_on_sides(facts, branches)
     init_positions = [init.start for init in facts.initialize_calls] + _conditional_engine_uses(facts)
 
     def holds_init(span: tuple[Pos, Pos] | None) -> bool:
@@ -247,6 +250,36 @@ def _requires_deepspeed_off(facts: ScriptFacts, test: cst.BaseExpression) -> boo
         if polarity is False:
             return True
     return False
+
+
+def _never_on_sides(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool | None]]) -> None:
+    """The side of an `if` that a switch of the script's parser no launch turns on rules out (`if args.use_amp:`
+    with `--use_amp` off by default and on no launch, `ProjectFacts.switches_never_on`): no run the project holds
+    takes it, so nothing there is reported, as on the plain-PyTorch side."""
+    switches = frozenset(
+        name
+        for name in (facts.project.switches_never_on if facts.project is not None else ())
+        if "deepspeed" not in name and "zero" not in name  # what turns DeepSpeed or ZeRO on is kept
+    )
+    if not switches:
+        return
+    for node, polarity in branches:
+        if polarity is not None:
+            continue  # a DeepSpeed switch (`--deepspeed`): a run the project documents without it is not all runs
+        test, positive = _unnegated(node.test)
+        conjuncts = _conjuncts(test) if positive else [test]
+        if not any(isinstance(c, cst.Attribute) and c.attr.value in switches for c in conjuncts):
+            continue
+        never = node.body if positive else node.orelse
+        if never is not None:
+            facts.plain_ranges.append((facts.start(never), facts.end(never)))
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`a and b and c`: each of them; any other test: itself."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
 
 
 def _unnegated(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:

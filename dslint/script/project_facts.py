@@ -138,6 +138,11 @@ class ProjectFacts:
     launches: tuple[LaunchedConfig, ...] = ()
     # A launcher names this script where the index reads no launch of it: `launches` may not be all of them
     launches_partial: bool = False
+    launches_open: bool = False  # a launch of it gives options built at run time (`"$@"`, `$EXTRA`) or elided (`...`)
+    # The script's own switches (`add_argument("--use_amp", action="store_true")`, off by default) that no launch of
+    # it turns on, every launch known and written out (`project/script_parser.off_switches`): code under `if
+    # args.use_amp:` runs in no run the project holds
+    switches_never_on: frozenset[str] = frozenset()
     # The launches of the launched scripts that import this module (three imports deep at most), for a module no
     # launch starts itself: its code runs in their processes (`project/importer_launches.py`)
     importer_launches: tuple[LaunchedConfig, ...] = ()
