@@ -298,8 +298,10 @@ def documented_script(script: str, document: str, by_name: dict[str, list[str]])
     return found[0] if len(found) == 1 else None
 
 
-# Words of a line that may run a script: a launcher, an interpreter, a shell running a file.
-_COMMAND_WORDS = (b"python", b"deepspeed", b"torchrun", b"accelerate", b"srun", b"mpirun", b"bash", b"sh ", b"./")
+# A word of a line that may run a script: a launcher, an interpreter, a shell running a file (`./run.sh`).
+_COMMAND_WORD = re.compile(
+    rb"(?:^|[\s`$(!])(?:python[0-9.]*|deepspeed|torchrun|accelerate|srun|mpirun|bash|sh)\s|(?:^|\s)\./", re.IGNORECASE
+)
 
 
 def may_launch(path: str, text: bytes, name: bytes) -> bool:
@@ -308,4 +310,4 @@ def may_launch(path: str, text: bytes, name: bytes) -> bool:
     none. Any mention in a shell script, a Makefile or a YAML may be."""
     if not path.endswith(DOCUMENT_LAUNCHER_SUFFIXES):
         return True
-    return any(name in line and any(word in line.lower() for word in _COMMAND_WORDS) for line in text.splitlines())
+    return any(name in line and _COMMAND_WORD.search(line) is not None for line in text.splitlines())
