@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from dslint.diagnostics import Related
 from dslint.model.conditions import Guard, guards_of
@@ -104,6 +105,18 @@ _HANDS_TRAINER = re.compile(rb"[(,=]\s*(?:self\.)?\w*trainer\s*[,)]")
 
 def _site(call: StateSavingCall) -> tuple[str, int, int]:
     return shown_path(call.saver[0]), call.save_line, 1
+
+
+def _record_effect(files: dict[str, ProjectFacts], name: str, call: MovingCall, what: str, stored: bool) -> None:
+    """Record in the caller's `ProjectFacts.<name>` (keyed by the call's position) what the callee does with the
+    argument, with where it does it; `stored`: keep the attribute of `self` the callee keeps it in."""
+    facts = facts_of(files, call.path)
+    where = Related(
+        shown_path(call.move_path), call.move_line, call.move_column, f"{call.callee}() {what}: {call.move_text}"
+    )
+    argument = MovedArgument(call.index, call.keyword, call.stored if stored else None, where)
+    changed: dict[str, Any] = {name: {**getattr(facts, name), (call.line, call.column): argument}}
+    files[call.path] = replace(facts, **changed)
 
 
 def _told_at_the_call(savings: list[MovingCall], model: ProjectModel) -> list[MovingCall]:
@@ -244,42 +257,27 @@ def record_engines(
         files[call.path] = replace(facts, forwarding_calls=forwarding)
     holders = {*(s.path for s in model.inits.values())}
     holders.update(p for p, f in files.items() if f.model_sinks or f.model_builders or f.model_attributes)
-    for moving in (*moving_calls(model, sorted(holders)), *own_moving_calls(model, sorted(holders))):
-        facts = facts_of(files, moving.path)
-        note = f"{moving.callee}() moves it to a GPU: {moving.move_text}"
-        moved_at = Related(shown_path(moving.move_path), moving.move_line, moving.move_column, note)
-        argument = MovedArgument(moving.index, moving.keyword, moving.stored, moved_at)
-        files[moving.path] = replace(facts, moving_calls={**facts.moving_calls, (moving.line, moving.column): argument})
-    for casting in (*casting_calls(model, sorted(holders)), *own_casting_calls(model, sorted(holders))):
-        facts = facts_of(files, casting.path)
-        note = f"{casting.callee}() casts it to 16 bits: {casting.move_text}"
-        cast_at = Related(shown_path(casting.move_path), casting.move_line, casting.move_column, note)
-        argument = MovedArgument(casting.index, casting.keyword, casting.stored, cast_at)
-        casts = {**facts.casting_calls, (casting.line, casting.column): argument}
-        files[casting.path] = replace(facts, casting_calls=casts)
-    for saving in dict_saving_calls(model, sorted(holders)):
-        facts = facts_of(files, saving.path)
-        note = f"{saving.callee}() writes it with torch.save: {saving.move_text}"
-        saved_at = Related(shown_path(saving.move_path), saving.move_line, saving.move_column, note)
-        argument = MovedArgument(saving.index, saving.keyword, None, saved_at)
-        files[saving.path] = replace(
-            facts, dict_saving_calls={**facts.dict_saving_calls, (saving.line, saving.column): argument}
-        )
-    savings = list(state_saving_helper_calls(model, sorted(holders)))
-    for saving in _told_at_the_call(savings, model):
-        facts = facts_of(files, saving.path)
-        note = f"{saving.callee}() writes its state_dict() with torch.save: {saving.move_text}"
-        saved_at = Related(shown_path(saving.move_path), saving.move_line, saving.move_column, note)
-        argument = MovedArgument(saving.index, saving.keyword, None, saved_at)
-        helpers = {**facts.state_saving_helpers, (saving.line, saving.column): argument}
-        files[saving.path] = replace(facts, state_saving_helpers=helpers)
-    for loading in loading_calls(model, sorted(holders)):
-        facts = facts_of(files, loading.path)
-        note = f"{loading.callee}() loads a state dict into it: {loading.move_text}"
-        loaded_at = Related(shown_path(loading.move_path), loading.move_line, loading.move_column, note)
-        argument = MovedArgument(loading.index, loading.keyword, None, loaded_at)
-        loads = {**facts.loading_calls, (loading.line, loading.column): argument}
-        files[loading.path] = replace(facts, loading_calls=loads)
+    ordered = sorted(holders)
+    effects: tuple[tuple[str, Iterable[MovingCall], str, bool], ...] = (
+        ("moving_calls", (*moving_calls(model, ordered), *own_moving_calls(model, ordered)), "moves it to a GPU", True),
+        (
+            "casting_calls",
+            (*casting_calls(model, ordered), *own_casting_calls(model, ordered)),
+            "casts it to 16 bits",
+            True,
+        ),
+        ("dict_saving_calls", dict_saving_calls(model, ordered), "writes it with torch.save", False),
+        (
+            "state_saving_helpers",
+            _told_at_the_call(list(state_saving_helper_calls(model, ordered)), model),
+            "writes its state_dict() with torch.save",
+            False,
+        ),
+        ("loading_calls", loading_calls(model, ordered), "loads a state dict into it", False),
+    )
+    for name, done, what, stored in effects:
+        for effect in done:
+            _record_effect(files, name, effect, what, stored)
     trainers = {*(s.path for s in model.inits.values()), *(p for p, f in files.items() if f.receives_engine)}
     for loader in returned_loader_calls(model, sorted(p for p in trainers if b"backward" in store.sources.get(p, b""))):
         facts = facts_of(files, loader.path)
