@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dslint.model.library import TRL_TRAINING_ARGUMENTS
+from dslint.model.library import DEEPSPEED_PLUGIN_CALLS, TRL_TRAINING_ARGUMENTS
 
 CODES: tuple[str, ...] = (
     "DSL001",
@@ -204,7 +204,7 @@ _CLIP_CALLS = (
     "torch.nn.utils.clip_grad_norm_",
 )
 
-_PLUGIN_CALLS = ("accelerate.DeepSpeedPlugin", "accelerate.utils.DeepSpeedPlugin")
+_PLUGIN_CALLS = tuple(sorted(DEEPSPEED_PLUGIN_CALLS))
 _CAST_METHODS = ("bfloat16", "half", "to")
 _MOVE_METHODS = ("cuda", "to")
 _PLACEMENT_METHODS = ("bfloat16", "cuda", "half", "to")

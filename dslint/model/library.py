@@ -114,6 +114,9 @@ TRAINING_ARGUMENTS = LibraryCall(
     note="any `*TrainingArguments` (and TRL's configs, `is_training_arguments_name`): the Hugging Face Trainer fills "
     'the config\'s "auto" values, then initializes',
 )
+# accelerate's Accelerator and DeepSpeed plugin, by the dotted names a call resolves to through the imports
+ACCELERATOR_CALLS = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
+DEEPSPEED_PLUGIN_CALLS = frozenset({"accelerate.DeepSpeedPlugin", "accelerate.utils.DeepSpeedPlugin"})
 DEEPSPEED_PLUGIN = LibraryCall(
     "DeepSpeedPlugin",
     config=("hf_ds_config",),

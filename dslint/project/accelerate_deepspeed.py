@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from dslint.diagnostics import Related
+from dslint.model.library import ACCELERATOR_CALLS
 from dslint.project.config_edits import module_index
 from dslint.project.config_link import (
     accelerate_runs,
@@ -31,7 +32,6 @@ from dslint.script.names import dotted_name
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
 
-ACCELERATOR = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 _NOT_KNOWN = "?"  # a `mixed_precision` the script computes
 # The section each `mixed_precision` enables (`set_mixed_precision`: fp16 -> fp16, bf16 and fp8 -> bf16)
 _SECTION_OF = {"fp16": "fp16", "bf16": "bf16", "fp8": "bf16"}
@@ -113,7 +113,7 @@ def _script_precision(context: ScriptContext) -> str | None:
     it or they disagree, None when none gives it (then ACCELERATE_MIXED_PRECISION, the launch's, decides)."""
     given: set[str] = set()
     for call in module_index(context.module).calls:
-        if context.facts.qualified(call.func) not in ACCELERATOR:
+        if context.facts.qualified(call.func) not in ACCELERATOR_CALLS:
             continue
         if any(arg.keyword is None for arg in call.args):
             return _NOT_KNOWN  # `Accelerator(*args)`, or mixed_precision given by position

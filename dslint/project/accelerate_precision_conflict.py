@@ -20,13 +20,12 @@ import json
 import os
 from collections.abc import Callable, Mapping
 
+from dslint.model.library import ACCELERATOR_CALLS, DEEPSPEED_PLUGIN_CALLS
 from dslint.model.summary import SummaryStore
 from dslint.project.accelerate_yaml import parse_accelerate_yaml
 from dslint.project.inputs import find_written, read_input
-from dslint.project.plugin_fields import PLUGINS
 from dslint.project.project_index import LaunchIssue, LaunchSite
 
-_ACCELERATORS = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 # `set_mixed_precision`: the section that must not be on for each launch precision
 _OTHER_SECTION = {"bf16": "fp16", "fp16": "bf16"}
 
@@ -74,9 +73,9 @@ def _plugin_config(store: SummaryStore, path: str) -> str | None:
     for _, calls in summary.body_calls():
         for call in calls:
             name = summary.qualified(call.func)
-            if name in PLUGINS:
+            if name in DEEPSPEED_PLUGIN_CALLS:
                 plugins.append(call)
-            elif name in _ACCELERATORS:
+            elif name in ACCELERATOR_CALLS:
                 accelerators.append(call)
     if len(plugins) != 1 or not any(k.arg == "deepspeed_plugin" for c in accelerators for k in c.keywords):
         return None

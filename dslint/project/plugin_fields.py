@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import ast
 
+from dslint.model.library import DEEPSPEED_PLUGIN_CALLS
 from dslint.model.summary import SummaryStore
 from dslint.project.project_index import ProjectIndex
-
-PLUGINS = frozenset({"accelerate.DeepSpeedPlugin", "accelerate.utils.DeepSpeedPlugin"})
 
 
 def plugin_fields(store: SummaryStore, script: str) -> frozenset[str]:
@@ -29,7 +28,7 @@ def plugin_fields(store: SummaryStore, script: str) -> frozenset[str]:
     given: frozenset[str] | None = None
     for _, calls in summary.body_calls():
         for call in calls:
-            if summary.qualified(call.func) not in PLUGINS:
+            if summary.qualified(call.func) not in DEEPSPEED_PLUGIN_CALLS:
                 continue
             if call.args or any(k.arg is None for k in call.keywords):
                 return frozenset()  # fields given by position or through **kwargs: not known

@@ -8,7 +8,7 @@ import libcst as cst
 from dslint.diagnostics import Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.project.plugin_fields import PLUGINS
+from dslint.model.library import DEEPSPEED_PLUGIN_CALLS
 
 
 class PluginSettingBelowStage3(ScriptRule):
@@ -18,7 +18,7 @@ class PluginSettingBelowStage3(ScriptRule):
     severity = Severity.ERROR
     needs_engine = False
     required_tokens = (b"DeepSpeedPlugin", b"zero_stage")
-    call_shapes = (Shape(calls=tuple(sorted(PLUGINS))),)
+    call_shapes = (Shape(calls=tuple(sorted(DEEPSPEED_PLUGIN_CALLS))),)
     docs = RuleDocs(
         what="""
             Flags, in accelerate's `DeepSpeedPlugin(...)` built in code with a literal `zero_stage` below 3 and no
@@ -103,7 +103,7 @@ class PluginSettingBelowStage3(ScriptRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.facts.qualified(node.func) not in PLUGINS or any(arg.star for arg in node.args):
+        if self.facts.qualified(node.func) not in DEEPSPEED_PLUGIN_CALLS or any(arg.star for arg in node.args):
             return
         given = {arg.keyword.value: arg.value for arg in node.args if arg.keyword is not None}
         stage = given.get("zero_stage")

@@ -10,11 +10,10 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from dslint.model.library import is_trainer_class_name
+from dslint.model.library import ACCELERATOR_CALLS, is_trainer_class_name
 from dslint.script.context import ScriptContext
 
 _SAVING_METHODS = frozenset({"save_model", "_save"})
-_ACCELERATOR = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 
 
 def local_trainer_classes(
@@ -74,7 +73,7 @@ class TrainerNames:
                 call = node.value if isinstance(node.value, cst.Call) else None
                 builds = call is not None and self.is_trainer_class(call.func)
                 self.built.setdefault(target.target.value, []).append(builds)
-                accelerator = call is not None and self.context.facts.qualified(call.func) in _ACCELERATOR
+                accelerator = call is not None and self.context.facts.qualified(call.func) in ACCELERATOR_CALLS
                 self.accelerators.setdefault(target.target.value, []).append(accelerator)
 
     def holds_trainer(self, node: cst.BaseExpression) -> bool:
