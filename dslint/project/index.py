@@ -67,7 +67,7 @@ from dslint.project.importer_launches import record_importer_launches
 from dslint.project.inputs import absolute as absolute
 from dslint.project.inputs import exists, find_written, read_input, record, recording, shown_path
 from dslint.project.launch_batches import batch_issues
-from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, may_launch, shell_texts
+from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts, unread_mention
 from dslint.project.launch_issues import launch_issues
 from dslint.project.launch_switches import record_switches_never_on
 from dslint.project.launched_configs import launched_config
@@ -543,7 +543,7 @@ def _read_launchers(
     holders = _holders(read, {os.path.basename(script).encode() for script in started})
     for script, facts in started.items():
         file = os.path.basename(script).encode()
-        if any(script not in launched_from.get(at, ()) and may_launch(at, read[at], file) for at in holders[file]):
+        if any(unread_mention(script, at, read[at], launched_from.get(at, ())) for at in holders[file]):
             index.files[script] = replace(facts, launches_partial=True)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from dslint.project.shell_directories import change_directory, cloned_folder
@@ -304,10 +305,16 @@ _COMMAND_WORD = re.compile(
 )
 
 
-def may_launch(path: str, text: bytes, name: bytes) -> bool:
-    """Whether a launcher's mention of the script file `name` may be a launch: in a document, only on a line that
-    holds a command word (`python train.py`, `bash run.sh`); a prose mention ("see `train.py` for the options") is
-    none. Any mention in a shell script, a Makefile or a YAML may be."""
+def unread_mention(script: str, path: str, text: bytes, launched: Collection[str]) -> bool:
+    """Whether the launcher `path` names the launched script's file (`text` holds its base name) where the index read
+    no launch of it: not when a launch it holds starts the script, or another file of that name (a copy of the
+    project in a subfolder, launched from there); in a document, only on a line that holds a command word
+    (`python train.py`, `bash run.sh`): a prose mention ("see `train.py` for the options") is none. Any other mention
+    in a shell script, a Makefile or a YAML may be a launch the index did not read."""
+    name = os.path.basename(script)
+    if script in launched or any(os.path.basename(other) == name for other in launched):
+        return False
     if not path.endswith(DOCUMENT_LAUNCHER_SUFFIXES):
         return True
-    return any(name in line and _COMMAND_WORD.search(line) is not None for line in text.splitlines())
+    file = name.encode()
+    return any(file in line and _COMMAND_WORD.search(line) is not None for line in text.splitlines())
