@@ -521,8 +521,8 @@ def _with_mutations(
         if facts.scope_at(m.anchor) is scope and after < facts.start(m.anchor) < before
     ]
     for call in module_index(context.module).calls:  # a function of the module the dict is handed to
-        if facts.scope_at(call) is scope and after < facts.start(call) < before:
-            handed = _handed_mutations(context, call, name, 0)
+        handed = _handed_mutations(context, call, name, 0) if _hands(call, name) else []
+        if handed and facts.scope_at(call) is scope and after < facts.start(call) < before:
             unsure = conditional(facts, scope.node, call, bound)
             placed.extend((facts.start(call), _unsure(m) if unsure else m) for m in handed)
     mutations = [m for _, m in sorted(placed, key=lambda pair: pair[0])]
@@ -544,6 +544,13 @@ def _with_mutations(
 _HELPER_DEPTH = 3  # a helper handing the dict on to another: followed to this many functions in
 
 
+def _hands(call: cst.Call, name: str) -> bool:
+    """`call` of a plain name hands it the name `name` (`fill(cfg, args)`)."""
+    return isinstance(call.func, cst.Name) and any(
+        isinstance(arg.value, cst.Name) and arg.value.value == name for arg in call.args
+    )
+
+
 def _handed_mutations(context: ScriptContext, call: cst.Call, name: str, depth: int) -> list[Mutation]:
     """The writes a function of this module makes into the dict `name` that `call` hands it (`fill(cfg, args)`
     with `def fill(config, args): config["lr"] = args.lr`), into its parameter while the parameter still holds
@@ -551,14 +558,8 @@ def _handed_mutations(context: ScriptContext, call: cst.Call, name: str, depth: 
     the function gives its key an unknown value. As `config_readers.replaced_keys` reads them for a file."""
     if depth >= _HELPER_DEPTH or not isinstance(call.func, cst.Name):
         return []
-    function = next(
-        (
-            s
-            for s in context.module.body
-            if isinstance(s, cst.FunctionDef) and s.name.value == call.func.value and not s.decorators
-        ),
-        None,
-    )
+    defined = (s for s in context.module.body if isinstance(s, cst.FunctionDef) and not s.decorators)
+    function = next((s for s in defined if s.name.value == call.func.value), None)
     if function is None:
         return []
     params = function.params
@@ -583,7 +584,7 @@ def _handed_mutations(context: ScriptContext, call: cst.Call, name: str, depth: 
                 continue
             found.append(_unsure(m) if conditional(facts, function, m.statement, function.name) else m)
         for inner in module_index(context.module).calls:
-            if facts.scope_at(inner).node is function:
+            if _hands(inner, parameter) and facts.scope_at(inner).node is function:
                 found.extend(_handed_mutations(context, inner, parameter, depth + 1))
     return found
 
