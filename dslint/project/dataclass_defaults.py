@@ -9,8 +9,8 @@
 
 `train_cfg.ds_config_path` is "config/ds_config.json" when the object is built with no argument for the field and
 the script never assigns the attribute (`script.path_values` asks, `ProjectFacts.class_defaults`). Classes of the
-script itself count too; a class is found through the script's imports (re-exports followed by the project model's
-module finder), and must be decorated `@dataclass` (`dataclasses.dataclass`, with or without arguments).
+script itself count too; a class is found as the project model's `Hierarchy.resolve_class` finds a base (imports,
+re-exports, star imports), and must be decorated `@dataclass` (`dataclasses.dataclass`, with or without arguments).
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ import ast
 from collections.abc import Iterable, MutableMapping
 from dataclasses import replace
 
+from dslint.model.classes import Hierarchy
 from dslint.model.summary import ModuleSummary, SummaryStore
 from dslint.script.project_facts import ProjectFacts
 
 
 def record_class_defaults(files: MutableMapping[str, ProjectFacts], paths: Iterable[str], store: SummaryStore) -> None:
     """`ProjectFacts.class_defaults` of each module of `paths` that builds a dataclass of the project."""
+    hierarchy = Hierarchy(store)
     for path in paths:
         data = store.sources.get(path, b"")
         if b"(" not in data or (b"_path" not in data and b"config" not in data.lower()):
@@ -34,7 +36,7 @@ def record_class_defaults(files: MutableMapping[str, ProjectFacts], paths: Itera
             continue
         found: dict[str, dict[str, str]] = {}
         for name in _called_names(summary.tree):
-            defaults = _defaults_of(store, summary, path, name)
+            defaults = _defaults_of(hierarchy, summary, name)
             if defaults:
                 found[name] = defaults
         if found:
@@ -53,17 +55,13 @@ def _called_names(tree: ast.Module) -> set[str]:
     }
 
 
-def _defaults_of(store: SummaryStore, summary: ModuleSummary, path: str, name: str) -> dict[str, str]:
+def _defaults_of(hierarchy: Hierarchy, summary: ModuleSummary, name: str) -> dict[str, str]:
     """The literal string defaults of the dataclass `name` names in the module (its own, or imported)."""
-    holder: ModuleSummary | None = summary
-    class_name = name
-    if name in summary.imports:
-        module, _, class_name = summary.imports[name].rpartition(".")
-        target = store.finder.find(module, path) if module else None
-        holder = store.get(target) if target is not None else None
-    if holder is None:
+    found = hierarchy.resolve_class(summary, name)
+    holder = hierarchy.store.get(found[0]) if found is not None else None
+    if holder is None or found is None:
         return {}
-    node = next((n for n in holder.tree.body if isinstance(n, ast.ClassDef) and n.name == class_name), None)
+    node = next((n for n in holder.tree.body if isinstance(n, ast.ClassDef) and n.name == found[1]), None)
     if node is None or not any(_is_dataclass(decorator) for decorator in node.decorator_list):
         return {}
     return {
