@@ -16,13 +16,15 @@ over the launch's); `fp8` (which newer releases run in bf16) is not judged.
 from __future__ import annotations
 
 import ast
-import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from pathlib import Path
 
+from dslint.config.tree import Object, to_python
 from dslint.model.library import ACCELERATOR_CALLS, DEEPSPEED_PLUGIN_CALLS
 from dslint.model.summary import SummaryStore
 from dslint.project.accelerate_yaml import parse_accelerate_yaml
+from dslint.project.config_access import load_config_tree
 from dslint.project.inputs import find_written, read_input
 from dslint.project.project_index import LaunchIssue, LaunchSite
 
@@ -54,7 +56,7 @@ def precision_conflict(
     if written is None:
         return None
     config = find_written(written, line.launcher, roots, line.directory)
-    if config is None or not _enabled(config, other):
+    if config is None or not _enabled(config, other, line.launcher):
         return None
     end = where.column + len(where.name) + 2
     script = os.path.basename(site.script)
@@ -100,13 +102,11 @@ def _bound_once(tree: ast.Module, name: str) -> ast.expr | None:
     return bound[0] if len(bound) == 1 and len(stored) == 1 else None
 
 
-def _enabled(path: str, section: str, read: Callable[[str], bytes | None] = read_input) -> bool:
-    """The config's `section` says `"enabled": true` (or the string "true", which accelerate reads the same)."""
-    data = read(path)
-    try:
-        values = json.loads(data) if data is not None else None
-    except (ValueError, RecursionError):
-        return False
-    part = values.get(section) if isinstance(values, dict) else None
-    enabled = part.get("enabled") if isinstance(part, dict) else None
+def _enabled(path: str, section: str, named_by: str) -> bool:
+    """The config's `section` says `"enabled": true` (or the string "true", which accelerate reads the same), as
+    the project reads config files (`config_access.load_config_tree`: cached, within the project of `named_by`)."""
+    tree = load_config_tree(Path(path), named_by)
+    part = tree.get(section) if isinstance(tree, Object) else None
+    value = part.get("enabled") if isinstance(part, Object) else None
+    enabled = to_python(value) if value is not None else None
     return enabled is True or (isinstance(enabled, str) and enabled.lower() == "true")
