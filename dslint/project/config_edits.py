@@ -107,9 +107,8 @@ class _Indexer(cst.BatchableCSTVisitor):
     def __init__(self, index: ModuleIndex) -> None:
         super().__init__()
         self.index = index
-        # per function (the module first): a name bound to a literal-keyed part of another dict
-        # (`params = cfg["optimizer"]["params"]`) -> that dict's name and the keys, so that a write through the
-        # name (`params["lr"] = lr`) is a write into the dict
+        # per function (the module first): a name bound to a literal-keyed part of another dict (`params =
+        # cfg["optimizer"]["params"]`) -> that dict's name and the keys: a write through the name writes into it
         self.aliases: list[dict[str, tuple[str, list[cst.BaseExpression]]]] = [{}]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -413,16 +412,18 @@ def command_line_value(context: ScriptContext, node: cst.BaseExpression) -> tupl
     default_node = module_index(context.module).option_defaults.get(option)
     project = context.facts.project
     launches = project.launches if project is not None else ()
+    declared: tuple[Related, ...] = ()  # where an importer's parser declares the option's default
     if default_node is not None:
         default = literal_value(default_node)
     elif project is not None and not launches and option in project.importer_defaults:  # `train(args)`
-        default, launches = _number(project.importer_defaults[option]), project.importer_launches
+        (text, where), launches = project.importer_defaults[option], project.importer_launches
+        default, declared = _number(text), (where,)
     else:
         return UNKNOWN, ()
     values = {_number(launch.options[option]) if option in launch.options else default for launch in launches}
     value = values.pop() if len(values) == 1 else UNKNOWN  # none known (any value may be given), or they disagree
     numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return (value, tuple(launch.launch for launch in launches)) if numeric else (UNKNOWN, ())
+    return (value, (*(launch.launch for launch in launches), *declared)) if numeric else (UNKNOWN, ())
 
 
 def _number(text: str | None) -> Any:

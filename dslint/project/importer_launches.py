@@ -10,10 +10,14 @@ is not parsed for it.
 
 from __future__ import annotations
 
+import ast
+import os
 from collections.abc import Collection, MutableMapping
 from dataclasses import replace
 
-from dslint.model.summary import SummaryStore
+from dslint.diagnostics import Related
+from dslint.model.summary import SummaryStore, walk
+from dslint.project.inputs import shown_path
 from dslint.project.script_parser import argparse_defaults
 from dslint.script.project_facts import LaunchedConfig, ProjectFacts
 
@@ -31,7 +35,7 @@ def record_importer_launches(
     if not unlaunched:
         return
     inherited: dict[str, list[LaunchedConfig]] = {}
-    defaults: dict[str, list[dict[str, str]]] = {}  # each importer's parser defaults
+    defaults: dict[str, list[tuple[str, ast.Module, dict[str, str]]]] = {}  # each importer's parser defaults
     partial: set[str] = set()
     for script, facts in list(files.items()):
         summary = store.get(script) if facts.launches else None
@@ -42,7 +46,7 @@ def record_importer_launches(
             if module in unlaunched:
                 inherited.setdefault(module, []).extend(facts.launches)
                 parsed = argparse_defaults(summary.tree) if parsed is None else parsed
-                defaults.setdefault(module, []).append(parsed)
+                defaults.setdefault(module, []).append((script, summary.tree, parsed))
                 if facts.launches_partial:
                     partial.add(module)
     for module, launches in inherited.items():
@@ -53,12 +57,32 @@ def record_importer_launches(
             )
 
 
-def _agreed(defaults: list[dict[str, str]]) -> dict[str, str]:
-    """The option defaults every importing script's parser that declares the option gives alike."""
-    agreed: dict[str, str] = {}
+def _agreed(defaults: list[tuple[str, ast.Module, dict[str, str]]]) -> dict[str, tuple[str, Related]]:
+    """The option defaults every importing script's parser that declares the option gives alike, each with where
+    the first of them declares it."""
+    agreed: dict[str, tuple[str, Related]] = {}
     clashing: set[str] = set()
-    for found in defaults:
+    for script, tree, found in defaults:
         for option, value in found.items():
-            if agreed.setdefault(option, value) != value:
-                clashing.add(option)
-    return {option: value for option, value in agreed.items() if option not in clashing}
+            if option in agreed:
+                clashing.update([option] if agreed[option][0] != value else [])
+                continue
+            line = _declared_at(tree, option)
+            note = f"{os.path.basename(script)} declares --{option} (default {value})"
+            agreed[option] = (value, Related(shown_path(script), line, 1, note))
+    return {option: found for option, found in agreed.items() if option not in clashing}
+
+
+def _declared_at(tree: ast.Module, option: str) -> int:
+    """The line of the `add_argument(...)` declaring `option` (its `dest`, or its long flag, dashes as underscores)."""
+    for node in walk(tree):
+        if not (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+        ):
+            continue
+        written = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        names = {flag[2:].replace("-", "_") for flag in written if flag.startswith("--")}
+        names |= {str(k.value.value) for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)}
+        if option in names:
+            return node.lineno
+    return 1

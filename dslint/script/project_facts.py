@@ -147,7 +147,7 @@ class ProjectFacts:
     # launch starts itself: its code runs in their processes (`project/importer_launches.py`)
     importer_launches: tuple[LaunchedConfig, ...] = ()
     # the option defaults of those importers' parsers (alike in all that declare one), for `args.<opt>` read here
-    importer_defaults: Mapping[str, str] = field(default_factory=dict)
+    importer_defaults: Mapping[str, tuple[str, Related]] = field(default_factory=dict)  # (default, where declared)
     # The project dataclasses this module builds, by the name it calls: each field's literal string default
     # (`project/dataclass_defaults.py`; `script/path_values.py` reads `cfg.ds_config_path` of `cfg = Cfg()`)
     class_defaults: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
