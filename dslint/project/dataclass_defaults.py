@@ -8,9 +8,12 @@
     ds_config_path = os.path.join(here, train_cfg.ds_config_path)
 
 `train_cfg.ds_config_path` is "config/ds_config.json" when the object is built with no argument for the field and
-the script never assigns the attribute (`script.path_values` asks, `ProjectFacts.class_defaults`). Classes of the
-script itself count too; a class is found as the project model's `Hierarchy.resolve_class` finds a base (imports,
-re-exports, star imports), and must be decorated `@dataclass` (`dataclasses.dataclass`, with or without arguments).
+the script never assigns the attribute; a default written `field(default="config/ds_config.json")` counts the same.
+A class handed to `HfArgumentParser` is built from the command line by `parse_args_into_dataclasses()`: its field
+holds the default where no launch of the script gives the field's option (`script.path_values` asks,
+`ProjectFacts.class_defaults`). Classes of the script itself count too; a class is found as the project model's
+`Hierarchy.resolve_class` finds a base (imports, re-exports, star imports), and must be decorated `@dataclass`
+(`dataclasses.dataclass`, with or without arguments).
 """
 
 from __future__ import annotations
@@ -44,15 +47,21 @@ def record_class_defaults(files: MutableMapping[str, ProjectFacts], paths: Itera
 
 
 def _called_names(tree: ast.Module) -> set[str]:
-    """The plain names the module calls with no positional argument (`TrainerConfig()`, `Cfg(lr=1e-4)`)."""
-    return {
-        node.func.id
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and not node.args
-        and node.func.id[:1].isupper()
-    }
+    """The plain names the module calls with no positional argument (`TrainerConfig()`, `Cfg(lr=1e-4)`), and the
+    classes it hands `HfArgumentParser` (`HfArgumentParser((ModelArgs, TrainArgs))`, whose
+    `parse_args_into_dataclasses()` builds them from the command line, defaults where no option is given)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
+            continue
+        called = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+        if isinstance(node.func, ast.Name) and not node.args and called[:1].isupper():
+            found.add(called)
+        elif called == "HfArgumentParser" and node.args:
+            handed = node.args[0]
+            elements = handed.elts if isinstance(handed, (ast.Tuple, ast.List)) else [handed]
+            found.update(element.id for element in elements if isinstance(element, ast.Name))
+    return found
 
 
 def _defaults_of(hierarchy: Hierarchy, summary: ModuleSummary, name: str) -> dict[str, str]:
@@ -64,14 +73,25 @@ def _defaults_of(hierarchy: Hierarchy, summary: ModuleSummary, name: str) -> dic
     node = next((n for n in holder.tree.body if isinstance(n, ast.ClassDef) and n.name == found[1]), None)
     if node is None or not any(_is_dataclass(decorator) for decorator in node.decorator_list):
         return {}
-    return {
-        statement.target.id: statement.value.value
-        for statement in node.body
-        if isinstance(statement, ast.AnnAssign)
-        and isinstance(statement.target, ast.Name)
-        and isinstance(statement.value, ast.Constant)
-        and isinstance(statement.value.value, str)
-    }
+    defaults: dict[str, str] = {}
+    for statement in node.body:
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            default = _literal_default(statement.value)
+            if default is not None:
+                defaults[statement.target.id] = default
+    return defaults
+
+
+def _literal_default(value: ast.expr | None) -> str | None:
+    """A field's literal string default: `= "ds.json"`, or `= field(default="ds.json", ...)`."""
+    if isinstance(value, ast.Call) and (
+        (isinstance(value.func, ast.Name) and value.func.id == "field")
+        or (isinstance(value.func, ast.Attribute) and value.func.attr == "field")
+    ):
+        value = next((k.value for k in value.keywords if k.arg == "default"), None)
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        return value.value
+    return None
 
 
 def _is_dataclass(decorator: ast.expr) -> bool:

@@ -11,6 +11,7 @@ import posixpath
 
 import libcst as cst
 
+from dslint.model.bindings import Binding
 from dslint.script.facts import BindingKind, ScriptFacts
 from dslint.script.names import dotted_name
 
@@ -73,14 +74,51 @@ def _field_default(facts: ScriptFacts, owner: cst.Name, field: str) -> str | Non
     afterwards): the field's literal default (`ProjectFacts.class_defaults`)."""
     project = facts.project
     binding = facts.binding_at(owner.value, facts.scope_at(owner), facts.start(owner))
-    built = binding.value if binding is not None and binding.kind is BindingKind.OTHER else None
-    if project is None or binding is None or not isinstance(built, cst.Call) or not isinstance(built.func, cst.Name):
+    if project is None or binding is None or binding.kind is not BindingKind.OTHER:
         return None
-    if any(arg.star or arg.keyword is None or arg.keyword.value == field for arg in built.args):
-        return None
-    if facts.binding_at(f"{owner.value}.{field}", binding.scope, facts.start(owner)) is not None:
+    built = binding.value
+    if isinstance(built, cst.Call) and isinstance(built.func, cst.Name):
+        if any(arg.star or arg.keyword is None or arg.keyword.value == field for arg in built.args):
+            return None
+        name: str | None = built.func.value
+    else:
+        name = _parsed_dataclass(facts, binding)
+        options = {option for launch in project.launches for option in launch.options}
+        if field in options or field.replace("_", "-") in options:
+            return None  # `--ds_config_path x` on a launch of the script
+    if name is None or facts.binding_at(f"{owner.value}.{field}", binding.scope, facts.start(owner)) is not None:
         return None  # `cfg.ds_config_path = args.x` before the use
-    return project.class_defaults.get(built.func.value, {}).get(field)
+    return project.class_defaults.get(name, {}).get(field)
+
+
+def _parsed_dataclass(facts: ScriptFacts, binding: Binding) -> str | None:
+    """The dataclass an element of `a, b = parser.parse_args_into_dataclasses()` holds, `parser` bound to
+    `HfArgumentParser((A, B))` (or the call made in place): the class at the element's index."""
+    statement, element = binding.statement, binding.element
+    if element is None or element[2] is not None or not isinstance(statement, cst.Assign):
+        return None
+    call = statement.value
+    if not (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "parse_args_into_dataclasses"
+        and not any(arg.keyword is None or arg.keyword.value == "args" for arg in call.args)
+    ):
+        return None
+    parser: cst.BaseExpression | None = call.func.value
+    if isinstance(parser, cst.Name):
+        bound = facts.binding_at(parser.value, binding.scope, facts.start(parser))
+        parser = bound.value if bound is not None and bound.kind is BindingKind.OTHER else None
+    if not isinstance(parser, cst.Call) or (dotted_name(parser.func) or "").rpartition(".")[2] != "HfArgumentParser":
+        return None
+    handed = parser.args[0].value if parser.args and parser.args[0].keyword is None else None
+    classes = handed.elements if isinstance(handed, (cst.Tuple, cst.List)) else [handed] if handed else []
+    index, count, _ = element
+    if len(classes) not in (count, count - 1) or index >= len(classes):
+        return None  # `count - 1`: `return_remaining_strings=True` adds the strings last
+    chosen = classes[index]
+    value = chosen.value if isinstance(chosen, cst.Element) else chosen
+    return value.value if isinstance(value, cst.Name) else None
 
 
 def _parent(path: str) -> str:
