@@ -96,7 +96,7 @@ MAX_LAUNCHER_BYTES = 256 * 1024
 # an import of a `*Trainer` name from a module that is not transformers' or TRL's (`from simpo_trainer import
 # SimPOTrainer`): the files whose imports `trainer_classes.py` follows
 _PROJECT_TRAINER_IMPORT = re.compile(
-    rb"(?m)^[ \t]*from[ \t]+(?!transformers\b|trl\b)\.*[\w.]*[ \t]+import[ \t]+(?:\([^)]*?|[^\n(]*?)Trainer\b"
+    rb"(?m)^[ \t]*from[ \t]+(?!transformers\b|trl\b)\.*[\w.]*[ \t]+import[ \t]+(?:\([^)]*?|[^\n(]*?)Trainer"
 )
 # Commented out too (`#deepspeed: ds_zero_2.json`): the file is meant as the Trainer's config when enabled.
 _YAML_DEEPSPEED = re.compile(r"^\s*#?\s*deepspeed\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
