@@ -1,5 +1,5 @@
 """DeepSpeed configs in YAML files (`dslint.config.yaml_config`, `lint_yaml_config_source`) and configs built by
-a helper that reaches initialize through a parameter (`project.config_builders`, `config_edits.built_trees`)."""
+a helper that reaches initialize through a parameter (`project.config_builders`, `builder_dicts.built_trees`)."""
 
 from __future__ import annotations
 

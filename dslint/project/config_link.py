@@ -26,13 +26,12 @@ from dslint.diagnostics import Related
 from dslint.model.engine import Engine
 from dslint.model.library import is_training_arguments_name
 from dslint.project.arguments_files import argument_file_configs
+from dslint.project.builder_dicts import built_trees, completed_by_caller
 from dslint.project.caller_configs import caller_arguments, splatted_options, strongest
 from dslint.project.config_access import config_path, load_config_tree
 from dslint.project.config_edits import (
     Mutation,
     apply_mutation,
-    built_trees,
-    completed_by_caller,
     conditional,
     copy_tree,
     module_index,
