@@ -77,6 +77,13 @@ DEFAULT_EXCLUDE = (
     ".hypothesis",
     ".ipynb_checkpoints",
     "__pypackages__",
+    # a library's unpacked source kept in the project (`third_party/deepspeed-0.14.5/`): its templates, tests and
+    # examples are the library's, not the project's training code
+    "deepspeed-[0-9]*",
+    "transformers-[0-9]*",
+    "accelerate-[0-9]*",
+    "peft-[0-9]*",
+    "trl-[0-9]*",
 )
 
 

@@ -129,6 +129,22 @@ def test_discovery_skips_excluded_and_gitignored(tmp_path: Path) -> None:
     assert reported == ["kept/keep.generated.py", "kept/train.py"]
 
 
+def test_discovery_skips_a_libraries_unpacked_source(tmp_path: Path) -> None:
+    """`third_party/deepspeed-0.14.5/` (a library's sdist, unpacked): its files are the library's, not the
+    project's; a folder merely named after the library is the project's own, and `exclude = []` walks all."""
+    for folder in ("third_party/deepspeed-0.14.5/deepspeed", "transformers-4.56.2/tests", "deepspeed", "trl-tools"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "train.py").write_text(BAD)
+    result = run("check", "-q", str(tmp_path))
+    reported = sorted(
+        {Path(line.split(":")[0]).relative_to(tmp_path).as_posix() for line in result.stdout.splitlines()}
+    )
+    assert reported == ["deepspeed/train.py", "trl-tools/train.py"]
+    (tmp_path / "pyproject.toml").write_text("[tool.dslint]\nexclude = []\n")
+    result = run("check", "-q", str(tmp_path))
+    assert len({line.split(":")[0] for line in result.stdout.splitlines()}) == 4
+
+
 def test_explicitly_named_file_is_checked_even_if_ignored(tmp_path: Path) -> None:
     (tmp_path / ".gitignore").write_text("*.py\n")
     (tmp_path / "train.py").write_text(BAD)

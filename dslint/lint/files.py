@@ -10,6 +10,7 @@ for job in jobs:
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -53,8 +54,9 @@ def files_to_check(
     return jobs, list(discovery.errors)
 
 
-# The directory names skipped by default: the settings' default `exclude`, without its glob patterns.
+# The directory names skipped by default: the settings' default `exclude`, its glob patterns apart.
 DEFAULT_EXCLUDES = frozenset(pattern for pattern in DEFAULT_EXCLUDE if "*" not in pattern)
+DEFAULT_EXCLUDE_GLOBS = tuple(pattern for pattern in DEFAULT_EXCLUDE if "*" in pattern)
 
 
 @dataclass
@@ -66,7 +68,11 @@ class Discovery:
 
 def _excluded_dir(directory: Path) -> bool:
     name = directory.name
-    return name in DEFAULT_EXCLUDES or name.endswith(".egg-info") or _is_venv(directory)
+    return (
+        name in DEFAULT_EXCLUDES
+        or any(fnmatch.fnmatchcase(name, pattern) for pattern in DEFAULT_EXCLUDE_GLOBS)
+        or _is_venv(directory)
+    )
 
 
 def _is_venv(directory: Path) -> bool:

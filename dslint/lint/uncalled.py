@@ -27,7 +27,7 @@ from typing import TypeGuard
 from dslint.diagnostics import Diagnostic
 from dslint.lint.cache import ResultCache, code_fingerprint, digest
 from dslint.lint.result import FileResult
-from dslint.project.project_index import SKIPPED_DIRECTORIES
+from dslint.project.project_index import skipped_directory
 
 # Findings about the file as a whole (it does not parse, it is too deep): not about code that runs.
 _FILE_CODES = frozenset({"DSL001", "DSL002"})
@@ -459,7 +459,7 @@ def _text_files(roots: Sequence[str]) -> Iterator[str]:
             yield root
             continue
         for directory, subdirectories, files in os.walk(root):
-            subdirectories[:] = [d for d in subdirectories if d not in SKIPPED_DIRECTORIES and not d.startswith(".")]
+            subdirectories[:] = [d for d in subdirectories if not skipped_directory(d)]
             for file in files:
                 if file.endswith(_TEXT_SUFFIXES) or file in _TEXT_NAMES:
                     yield os.path.join(directory, file)

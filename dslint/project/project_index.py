@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,6 +37,15 @@ LAUNCHER_SUFFIXES = (".sh", ".bash", *JOB_SCRIPT_SUFFIXES, "Makefile", "makefile
 # that name a Trainer's DeepSpeed config (`deepspeed: ds_z3.json` in a fine-tuning YAML, even commented out).
 DOCUMENT_SUFFIXES = (*DOCUMENT_LAUNCHER_SUFFIXES, ".yaml", ".yml")
 SKIPPED_DIRECTORIES = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox"})
+# A library's unpacked source kept in the project (`third_party/deepspeed-0.14.5/`): its launchers and documents are
+# the library's own (the default `exclude` leaves its files unchecked too: `settings_options.DEFAULT_EXCLUDE`)
+UNPACKED_LIBRARY = re.compile(r"(?:deepspeed|transformers|accelerate|peft|trl)-[0-9]")
+
+
+def skipped_directory(name: str) -> bool:
+    """A folder the index's walks leave out: a tool's, a hidden one, or a library's unpacked source."""
+    return name in SKIPPED_DIRECTORIES or name.startswith(".") or UNPACKED_LIBRARY.match(name) is not None
+
 
 # The readers of a config, strongest first: the one that decides what a config's findings say.
 READER_ORDER = ("initialize", "unlinked", "lightning", "trainer")
@@ -271,9 +281,7 @@ def launcher_files(roots: Sequence[str]) -> list[str]:
         for directory, subdirectories, names in os.walk(root):
             if ".vscode" in subdirectories and os.path.isfile(os.path.join(directory, EDITOR_LAUNCH_FILE)):
                 found.append(os.path.join(directory, EDITOR_LAUNCH_FILE))  # an editor's run configurations
-            subdirectories[:] = sorted(
-                d for d in subdirectories if d not in SKIPPED_DIRECTORIES and not d.startswith(".")
-            )
+            subdirectories[:] = sorted(d for d in subdirectories if not skipped_directory(d))
             found.extend(
                 os.path.join(directory, n)
                 for n in sorted(names)
