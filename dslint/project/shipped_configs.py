@@ -10,7 +10,7 @@ other config to run it with. A finding resting on that names each of those confi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from dslint.config import facts as config_facts
@@ -19,13 +19,17 @@ from dslint.config.tree import Object, node_at
 from dslint.diagnostics import Related
 from dslint.project.config_access import load_config_tree
 from dslint.project.inputs import exists, record, shown_path
+from dslint.script.project_facts import LaunchedConfig
 
 # Folders beside a script where projects keep its configs.
 CONFIG_FOLDERS = ("config", "configs", "ds_config", "ds_configs", "deepspeed", "deepspeed_configs")
 MAX_SHIPPED = 40
 LEVELS_ABOVE = 2  # folders above the script's searched for the project's configs (`src/train.py`, `configs/`)
 # A folder holding one of these is the project's root: the search stops there.
-ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "README.md")
+ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+# ... and one holding one of these, unless it is a package of the project (`mlops/infra/README.md` beside an
+# `__init__.py`: a package's notes, the project's configs above it)
+LOOSE_ROOT_MARKERS = ("requirements.txt", "README.md")
 
 
 def shipped_stages(script: str) -> list[int] | None:
@@ -34,6 +38,16 @@ def shipped_stages(script: str) -> list[int] | None:
     None when there is none, too many to say, or one whose stage cannot be read."""
     found = _shipped(script, project_folders(script))
     return [stage for _, stage, _ in found] if found else None
+
+
+def ships_only_lower_stages(script: str, launches: Iterable[LaunchedConfig]) -> bool:
+    """No launch of `script` hands it a config (none is known, or they give none: the script finds its config
+    itself), and every DeepSpeed config the project ships near it runs below stage 3 (`shipped_stages`): a
+    config the script is handed but dslint cannot read shows no sign of ZeRO-3."""
+    if any(launch.option is not None for launch in launches):
+        return False
+    stages = shipped_stages(script)
+    return stages is not None and max(stages) < 3
 
 
 def shipped_single_steps(script: str) -> bool:
@@ -70,10 +84,16 @@ def project_folders(script: str) -> list[Path]:
     """`script`'s folder and up to LEVELS_ABOVE folders above it, stopping at the project's root."""
     folders = [Path(script).parent]
     for _ in range(LEVELS_ABOVE):
-        if any(exists(folders[-1] / marker) for marker in ROOT_MARKERS) or folders[-1].parent == folders[-1]:
+        if _is_root(folders[-1]) or folders[-1].parent == folders[-1]:
             break
         folders.append(folders[-1].parent)
     return folders
+
+
+def _is_root(folder: Path) -> bool:
+    if any(exists(folder / marker) for marker in ROOT_MARKERS):
+        return True
+    return any(exists(folder / marker) for marker in LOOSE_ROOT_MARKERS) and not exists(folder / "__init__.py")
 
 
 def files_near(folders: list[Path], keep: Callable[[Path], bool]) -> list[Path] | None:

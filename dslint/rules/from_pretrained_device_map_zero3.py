@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import libcst as cst
@@ -11,6 +12,7 @@ from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import accelerate_runs
 from dslint.project.engine_config import HF_KINDS, ZeroSource, ZeroSources
 from dslint.project.resolved_configs import AccelerateRun
+from dslint.project.shipped_configs import ships_only_lower_stages
 from dslint.script.facts import method_name
 from dslint.script.hf_models import is_model_from_pretrained, is_none, keyword_value
 from dslint.script.hf_trainers import TrainerNames
@@ -59,7 +61,9 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
             Flags `from_pretrained(..., device_map=...)` on a transformers model class in a script that hands
             DeepSpeed a ZeRO-3 config (`deepspeed.initialize`, `HfDeepSpeedConfig`,
             `TrainingArguments(deepspeed=...)`): an error when the config says stage 3, a warning that says
-            "under ZeRO-3" when the config cannot be read. Silent when every config is known to use a lower
+            "under ZeRO-3" when the config cannot be read, unless no launch gives the script a config and every
+            DeepSpeed config the project ships near it (its folder and two above, a package's own README not
+            ending the search) is below stage 3. Silent when every config is known to use a lower
             stage, and in scripts that hand DeepSpeed no config, or only one from a command-line option that no
             launch of the project gives (`deepspeed=script_args.deepspeed`, never passed: no known run has
             DeepSpeed there), and where every `HfDeepSpeedConfig` or `TrainingArguments` is made after the load
@@ -301,10 +305,20 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
             if 3 in [source.stage for source in considered]:
                 self.report(node, self.zero3_message)
                 reported.add(node)
-            elif any(source.stage is None and not self._never_given(source) for source in considered):
+            elif (
+                any(source.stage is None and not self._never_given(source) for source in considered)
+                and not self._lower_stages_shipped
+            ):
                 self.report(node, self.message, severity=Severity.WARNING)
                 reported.add(node)
         return reported
+
+    @functools.cached_property
+    def _lower_stages_shipped(self) -> bool:
+        """A config of unknown stage, where no launch gives the script one and every config the project ships near
+        it is below stage 3 (`shipped_configs.ships_only_lower_stages`): no sign of ZeRO-3."""
+        project = self.facts.project
+        return ships_only_lower_stages(self.context.path, project.launches if project is not None else ())
 
     def _never_given(self, source: ZeroSource) -> bool:
         """A config read from a command-line option (`deepspeed=script_args.deepspeed`) that no launch of the

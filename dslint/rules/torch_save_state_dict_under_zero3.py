@@ -15,7 +15,7 @@ from dslint.project.accelerate_deepspeed import accelerate_zero3
 from dslint.project.config_link import resolve_config, trainer_configs
 from dslint.project.engine_config import zero_stage
 from dslint.project.evidence import config_evidence, evidence
-from dslint.project.shipped_configs import shipped_stages
+from dslint.project.shipped_configs import ships_only_lower_stages
 from dslint.script.facts import Role
 from dslint.script.gathered import GatheredBlocks
 from dslint.script.hf_trainers import TrainerNames
@@ -521,21 +521,18 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         """No launch of the script hands it a config (none is known, or they give none: the script finds its
         config itself), and every DeepSpeed config the project ships near the script runs below stage 3
         (`shipped_configs.shipped_stages`): no sign of ZeRO-3."""
-        project = self.facts.project
         created_here = engine.created is not None and os.path.abspath(engine.created[0]) == os.path.abspath(
             self.context.path
         )
         if engine.elsewhere and not created_here:
             return False  # another script's engine: its launches are not this file's
-        if project is not None and any(launch.option is not None for launch in project.launches):
-            return False
-        stages = self._shipped_stages
-        return stages is not None and max(stages) < 3
+        return self._lower_stages_shipped
 
     @functools.cached_property
-    def _shipped_stages(self) -> list[int] | None:
-        """The stages of the configs beside the script: listed once per file, at its first save of unknown stage."""
-        return shipped_stages(self.context.path)
+    def _lower_stages_shipped(self) -> bool:
+        """Asked once per file, at its first save of unknown stage."""
+        project = self.facts.project
+        return ships_only_lower_stages(self.context.path, project.launches if project is not None else ())
 
     def _reads_own_config(self, engine: Engine) -> bool:
         """This file's `initialize` is handed a config the function builds itself (`config=cfg`, `cfg` bound there)
