@@ -114,6 +114,31 @@ TRAINING_ARGUMENTS = LibraryCall(
     note="any `*TrainingArguments` (and TRL's configs, `is_training_arguments_name`): the Hugging Face Trainer fills "
     'the config\'s "auto" values, then initializes',
 )
+
+
+@dataclass(frozen=True)
+class CallbackRunner:
+    """A library call that calls a function it is handed, in each process it starts: `function` is the
+    parameter (position 0, or this keyword) taking the function; the function gets `leading` arguments of its own
+    first (the process index of `mp.spawn`: not known here), then, from `handed` (a keyword, or position 1), one
+    argument (`unpacked` False: Ray's `train_loop_config` dict) or each item of a tuple (`args=(cfg, model)`)."""
+
+    function: str
+    handed: str
+    unpacked: bool
+    leading: int = 0
+
+
+CALLBACK_RUNNERS = {
+    # ray.train.torch.TorchTrainer(train_loop_per_worker, train_loop_config=...): `train_loop_per_worker(config)`
+    "TorchTrainer": CallbackRunner("train_loop_per_worker", "train_loop_config", unpacked=False),
+    "TransformersTrainer": CallbackRunner("train_loop_per_worker", "train_loop_config", unpacked=False),
+    # torch.multiprocessing.spawn(fn, args=(...)): `fn(process_index, *args)`
+    "spawn": CallbackRunner("fn", "args", unpacked=True, leading=1),
+    # accelerate.notebook_launcher(function, args=(...)): `function(*args)`
+    "notebook_launcher": CallbackRunner("function", "args", unpacked=True),
+}
+
 # accelerate's Accelerator and DeepSpeed plugin, by the dotted names a call resolves to through the imports
 ACCELERATOR_CALLS = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 DEEPSPEED_PLUGIN_CALLS = frozenset({"accelerate.DeepSpeedPlugin", "accelerate.utils.DeepSpeedPlugin"})

@@ -12,9 +12,11 @@ from typing import Protocol, TypeVar
 
 import libcst as cst
 
+from dslint.model.library import CALLBACK_RUNNERS
 from dslint.project.config_edits import module_index
 from dslint.script.context import ScriptContext
 from dslint.script.facts import Binding, BindingKind, ScopeKind
+from dslint.script.names import dotted_name
 
 
 def caller_arguments(context: ScriptContext, binding: Binding) -> list[cst.BaseExpression] | None:
@@ -40,6 +42,14 @@ def caller_arguments(context: ScriptContext, binding: Binding) -> list[cst.BaseE
         return None
     found: list[cst.BaseExpression] = []
     for call in module_index(context.module).calls:
+        if owner is None and scope.self_name is None:
+            run = _run_by_library(call, called, positional, binding.key)
+            if run is not _NOT_RUN:
+                given = run if run is not None else param.default
+                if given is None:
+                    return None
+                found.append(given)
+                continue
         if not (isinstance(call.func, cst.Name) and call.func.value == called):
             continue
         value: cst.BaseExpression | None = param.default
@@ -55,6 +65,67 @@ def caller_arguments(context: ScriptContext, binding: Binding) -> list[cst.BaseE
             return None
         found.append(value)
     return found or None
+
+
+def caller_items(context: ScriptContext, node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """`config["ds_config"]`, `config` a parameter: the entry for that literal key of the dict literal each of this
+    module's calls passes (`caller_arguments`, library runners too); None when a call's is not such a dict."""
+    if not (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and len(node.slice) == 1):
+        return None
+    index = node.slice[0].slice
+    key = (
+        index.value.evaluated_value
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString)
+        else None
+    )
+    facts = context.facts
+    binding = facts.binding_at(node.value.value, facts.scope_at(node), facts.start(node))
+    passed = caller_arguments(context, binding) if isinstance(key, str) and binding is not None else None
+    found: list[cst.BaseExpression] = []
+    for value in passed or ():
+        entries = value.elements if isinstance(value, cst.Dict) else ()
+        item = next(
+            (e.value for e in entries if isinstance(e, cst.DictElement) and _literal_key(e.key) == key),
+            None,
+        )
+        if item is None or any(isinstance(e, cst.StarredDictElement) for e in entries):
+            return None
+        found.append(item)
+    return found or None
+
+
+def _literal_key(node: cst.BaseExpression) -> object:
+    return node.evaluated_value if isinstance(node, cst.SimpleString) else None
+
+
+_NOT_RUN = cst.Name("_")  # the call does not run the function
+
+
+def _run_by_library(call: cst.Call, called: str, positional: list[str], parameter: str) -> cst.BaseExpression | None:
+    """What a library call that runs the function `called` (`library.CALLBACK_RUNNERS`: Ray's
+    `TorchTrainer(train_loop_per_worker=train, train_loop_config=cfg)`, `mp.spawn(train, args=(cfg,))`) passes
+    for `parameter`: `_NOT_RUN` when it does not run it, None when what it passes is not known."""
+    last = (dotted_name(call.func) or "").rpartition(".")[2]
+    runner = CALLBACK_RUNNERS.get(last)
+    if runner is None:
+        return _NOT_RUN
+    given = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+    plain = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    function = given.get(runner.function, plain[0] if plain else None)
+    if not (isinstance(function, cst.Name) and function.value == called):
+        return _NOT_RUN
+    if any(arg.star for arg in call.args) or parameter not in positional:
+        return None
+    index = positional.index(parameter) - runner.leading
+    handed = given.get(runner.handed, plain[1] if len(plain) > 1 else None)
+    if index < 0 or handed is None:
+        return None
+    if not runner.unpacked:
+        return handed if index == 0 else None
+    items = handed.elements if isinstance(handed, (cst.Tuple, cst.List)) else None
+    if items is None or index >= len(items) or not isinstance(items[index], cst.Element):
+        return None
+    return items[index].value
 
 
 class _Staged(Protocol):

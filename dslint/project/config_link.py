@@ -1,15 +1,14 @@
 """The link from a script's `deepspeed.initialize(...)` call to the DeepSpeed config it uses.
 
 Rules of every family that depend on the ZeRO stage or the precision ask `resolve_config(context, engine)`.
-What is resolved statically: a dict literal passed as `config=` / `config_params=` (directly or through a name
-bound to one, with the item assignments written after it: `cfg["zero_optimization"]["stage"] = args.stage`
-makes that value UNKNOWN, `cfg.update(...)` the whole config), a string path to a JSON/HJSON file (relative to
-the script, parsed once per file version), `args.<option>` through its argparse default (and `args=` alone: the
-`--deepspeed_config` option DeepSpeed reads), and `TrainingArguments(deepspeed=...)` for the Hugging Face
-Trainer, or accelerate's `DeepSpeedPlugin(hf_ds_config=...)` (`trainer_configs`; both fill "auto" values).
-Values that are not literals are `UNKNOWN`; a question whose answer depends on one gets None, and rules then say
-"under ZeRO-3" rather than guess. Each resolved config carries a positioned tree
-(`dslint.config.tree`) on which the config rules (DSL4xx) run, with positions in the script or in the file.
+Resolved statically: a dict literal as `config=` / `config_params=` (or a name bound to one, with the writes after
+it: `cfg["zero_optimization"]["stage"] = args.stage` makes that value UNKNOWN, `cfg.update(other)` the whole
+config), a path to a JSON/HJSON file (relative to the script, parsed once per file version), `args.<option>` by
+its argparse default (`args=` alone: the `--deepspeed_config` DeepSpeed reads), a parameter (or its dict's item)
+by what the module's callers pass, and `TrainingArguments(deepspeed=...)` or accelerate's
+`DeepSpeedPlugin(hf_ds_config=...)` (`trainer_configs`; both fill "auto"). A question whose answer depends on an
+UNKNOWN value gets None, and rules say "under ZeRO-3" rather than guess. Each resolved config carries a
+positioned tree (`dslint.config.tree`) on which the config rules (DSL4xx) run.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from dslint.model.engine import Engine
 from dslint.model.library import is_training_arguments_name
 from dslint.project.arguments_files import argument_file_configs
 from dslint.project.builder_dicts import built_trees, completed_by_caller
-from dslint.project.caller_configs import caller_arguments, splatted_options, strongest
+from dslint.project.caller_configs import caller_arguments, caller_items, splatted_options, strongest
 from dslint.project.config_access import config_path, load_config_tree
 from dslint.project.config_edits import (
     Mutation,
@@ -457,6 +456,9 @@ def _resolve_expression(
     opened = loaded_path(facts, node)  # json.load(open(path)): the file the path names
     if opened is not None:
         return _resolve_expression(context, opened, depth + 1, origin)
+    items = caller_items(context, node)  # `config["ds_config"]` of a parameter: the entry its callers' dicts give
+    if items is not None:
+        return strongest([_resolve_expression(context, item, depth + 1, origin) for item in items])
     key = dotted_name(node)
     if key is None:
         return None
@@ -595,5 +597,4 @@ def _unsure(mutation: Mutation) -> Mutation:
 
 def _project_arguments(context: ScriptContext) -> frozenset[str]:
     """The project's own Trainer argument classes this script names (`ProjectFacts.arguments_classes`)."""
-    project = context.facts.project
-    return project.arguments_classes if project is not None else frozenset()
+    return context.facts.project.arguments_classes if context.facts.project is not None else frozenset()
