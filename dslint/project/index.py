@@ -74,6 +74,7 @@ from dslint.project.launched_configs import launched_config
 from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, writes_passed_config
 from dslint.project.missing_configs import missing_trainer_configs
 from dslint.project.model_classes import loaded_model_classes
+from dslint.project.parameter_paths import record_parameter_paths
 from dslint.project.passed_devices import cuda_parameters
 from dslint.project.plugin_fields import record_plugin_fields
 from dslint.project.project_index import (
@@ -104,9 +105,8 @@ _YAML_DEEPSPEED = re.compile(r"^\s*#?\s*deepspeed\s*:\s*['\"]?([^'\"\s#]+\.json)
 _YAML_ACCELERATE_FILE = re.compile(r"^\s+deepspeed_config_file\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
 
 
-# a module launch's flag (`python -m pkg.train`, `deepspeed --module pkg.train`), as a word: at the start or after
-# white space (the look-behind, past the `-`), before white space. The literal `-` leads so that `re` skips to each
-# `-` instead of trying the pattern at every byte (as `(?:^|\s)(?:-m|--module)\s` did: found in the same texts)
+# a module launch's flag (`python -m pkg.train`, `deepspeed --module pkg.train`) as a word; the literal `-` leads so
+# that `re` skips to each `-` instead of trying the pattern at every byte
 _MODULE_FLAG = re.compile(rb"-(?<!\S-)(?:m|-module)\s")
 
 
@@ -264,8 +264,7 @@ def _build_project_index(
         brought = star_aliases(store, path) if touched is None or touched(data, index.files.get(path)) else {}
         if brought:
             index.files[path] = replace(facts_of(index.files, path), star_imports=brought)
-    # the project's own Trainer argument classes, for the files calling one (the only way the rules ask of them:
-    # `hf_models.is_training_arguments`), from the sources' index of calls
+    # the project's own Trainer argument classes, for the files calling one (`hf_models.is_training_arguments`)
     for path, named in named_by(arguments_classes(sources), sources, store).items():
         index.files[path] = replace(facts_of(index.files, path), arguments_classes=frozenset(named))
     loaded_models = loaded_model_classes(sources)
@@ -281,6 +280,7 @@ def _build_project_index(
     for path, functions in launched.cuda_parameters.items():
         index.files[path] = replace(facts_of(index.files, path), cuda_parameters=functions)
     record_state_saving_calls(index.files, model)
+    record_parameter_paths(index.files, model, sorted({*producers, *trainers}))
     record_pretrained_loads(index.files, model, own_models)
     texts = functools.lru_cache(maxsize=None)(lambda path: (read_input(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: inputs.file_names_under(roots, SKIPPED_DIRECTORIES))

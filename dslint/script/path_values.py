@@ -7,6 +7,7 @@ absolute when a literal part is."""
 
 from __future__ import annotations
 
+import os
 import posixpath
 
 import libcst as cst
@@ -33,9 +34,14 @@ def path_value(facts: ScriptFacts, node: cst.BaseExpression, script: str, depth:
         if node.value == "__file__":
             return posixpath.basename(script.replace("\\", "/"))
         binding = facts.binding_at(node.value, facts.scope_at(node), facts.start(node))
+        if binding is not None and binding.kind is BindingKind.PARAMETER:
+            return _parameter_path(facts, binding, script)
         if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
             return None
         return path_value(facts, binding.value, script, depth + 1)
+    stored = _stored_by_another_method(facts, node)  # `self.ds_config_path`, set in `__init__`
+    if stored is not None:
+        return path_value(facts, stored, script, depth + 1)
     if isinstance(node, cst.Attribute) and node.attr.value == "parent":
         inner = path_value(facts, node.value, script, depth + 1)
         return _parent(inner) if inner is not None else None
@@ -67,6 +73,32 @@ def _called(facts: ScriptFacts, node: cst.Call, script: str, depth: int) -> str 
     if name in ("os.path.join", "path.join", "osp.join", "join") and args:
         return _joined([path_value(facts, arg, script, depth + 1) for arg in args])
     return None
+
+
+def _parameter_path(facts: ScriptFacts, binding: Binding, script: str) -> str | None:
+    """The file every call of the project passes for the parameter (`ProjectFacts.parameter_paths`), from the
+    script's folder."""
+    function = facts.qualname(binding.scope)
+    project = facts.project
+    found = project.parameter_paths.get(function, {}).get(binding.key) if function and project else None
+    return os.path.relpath(found, os.path.dirname(os.path.abspath(script))) if found is not None else None
+
+
+def _stored_by_another_method(facts: ScriptFacts, node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`self.x` read in a method that does not bind it: the name another method of the class (its only binding of
+    `self.x`) stores there (`self.x = x` in `__init__`)."""
+    if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)):
+        return None
+    scope = facts.scope_at(node)
+    if scope.self_name != node.value.value:
+        return None
+    key = f"self.{node.attr.value}"
+    others = scope.bindings_in_other_methods(key)
+    if len(others) != 1 or others[0].kind is not BindingKind.OTHER or not isinstance(others[0].value, cst.Name):
+        return None
+    if facts.binding_at(key, scope, facts.start(node)) is not others[0]:
+        return None  # this method binds it too
+    return others[0].value
 
 
 def _field_default(facts: ScriptFacts, owner: cst.Name, field: str) -> str | None:

@@ -151,6 +151,9 @@ class ProjectFacts:
     # The project dataclasses this module builds, by the name it calls: each field's literal string default
     # (`project/dataclass_defaults.py`; `script/path_values.py` reads `cfg.ds_config_path` of `cfg = Cfg()`)
     class_defaults: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # The file each path-like parameter of this module's functions names at every call of the project (absolute):
+    # qualname -> parameter -> path (`project/parameter_paths.py`; `script/path_values.py` reads it)
+    parameter_paths: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # No launch in the project (launcher, document command, notebook `!` line) starts several processes (each is
     # `python x.py`, or there is none): a program of it runs as one process, unless its own code says otherwise
     one_process_project: bool = False
