@@ -20,10 +20,13 @@ script that only evaluates or predicts keeps no optimizer states for a config to
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Callable
 
 from dslint.model.library import TRAINER_PACKAGES, is_trainer_class_name, is_training_arguments_name
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted, qualified_dotted
+from dslint.project.config_access import config_path
+from dslint.project.inputs import is_file, read_input
 
 _OTHER_SOURCES = ("HfDeepSpeedConfig", "DeepSpeedPlugin", "deepspeed_plugin", "parse_json_file", "parse_yaml_file")
 
@@ -39,6 +42,7 @@ def configless_trainer(
     read only when `sys.argv[1].endswith(".json")` (the Hugging Face examples' idiom) is never read."""
     tree = summary.tree
     unread = _argv_file_arms(tree) if rank_first else set()
+    without_deepspeed = _files_without_deepspeed(summary)  # `parse_json_file("hf_config.json")`, no `deepspeed`
     trainer_classes = _trainer_classes(summary, store)
     arguments_classes = _arguments_classes(summary, store)
     # an argparse `--deepspeed` the script never reads (no `args.deepspeed`, no `vars(args)`): dropped on the way
@@ -57,7 +61,7 @@ def configless_trainer(
             return None
         if isinstance(node, (ast.Name, ast.Attribute)):
             name = node.id if isinstance(node, ast.Name) else node.attr
-            if name in _OTHER_SOURCES and id(node) not in unread:
+            if name in _OTHER_SOURCES and id(node) not in unread and id(node) not in without_deepspeed:
                 return None
         if not isinstance(node, ast.Call):
             continue
@@ -78,6 +82,8 @@ def configless_trainer(
             arguments_built += 1
         elif last == "parse_args_into_dataclasses" and not node.args:
             parses += 1
+        elif id(node.func) in without_deepspeed:
+            arguments_built += 1  # from a file, whatever the command line says
         elif last == "parse_dict" or (last == "parse_args" and options_read):
             return None
     if not trainers or arguments_built + parses == 0 or not trains:
@@ -85,6 +91,29 @@ def configless_trainer(
     if parses and ("deepspeed" in launch_options or "*" in launch_options):
         return None  # `--deepspeed` given, or maybe among options given at run time (`"$@"`, a document's `...`)
     return trainers[0]
+
+
+def _files_without_deepspeed(summary: ModuleSummary) -> set[int]:
+    """The `parse_json_file(...)` calls (their `func` nodes) that read the Trainer's arguments from a JSON file the
+    project holds by a literal path (beside the script, or in a folder above it), with no `deepspeed` key."""
+    found: set[int] = set()
+    for node in ast.walk(summary.tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr != "parse_json_file":
+            continue
+        given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "json_file"), None)
+        if not (isinstance(given, ast.Constant) and isinstance(given.value, str)):
+            continue
+        path = config_path(summary.path, given.value)
+        data = read_input(str(path)) if is_file(str(path)) else None
+        try:
+            arguments = json.loads(data) if data is not None else None
+        except ValueError:
+            continue
+        if isinstance(arguments, dict) and not any("deepspeed" in str(key) for key in arguments):
+            found.add(id(node.func))
+    return found
 
 
 def _trainer_classes(summary: ModuleSummary, store: SummaryStore | None) -> set[str]:

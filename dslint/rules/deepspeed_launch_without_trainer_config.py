@@ -51,12 +51,12 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
             Flags a `deepspeed` launch command (in a shell script, a Makefile recipe, a README's or a guide's code
             block, a comment of the script telling how to run it) whose script trains (a `.train(...)` call; an
             evaluation script is left alone) with a Hugging Face (or TRL) Trainer that no DeepSpeed config reaches: its
-            TrainingArguments are built in the script without `deepspeed=`, or parsed from the command line
+            TrainingArguments are built in the script without `deepspeed=`, or read by `parse_json_file` from a
+            JSON file the project holds by a written path with no `deepspeed` key, or parsed from the command line
             (`HfArgumentParser`) while the launch passes no `--deepspeed` (and leaves no option open: `"$@"`, a
-            document's `...`). A script that hands DeepSpeed a config
-            any other way (a call into `deepspeed`, `HfDeepSpeedConfig`, accelerate's `DeepSpeedPlugin`, arguments
-            read from a file, a `deepspeed` attribute it assigns) is left alone; but not for an arguments file read
-            only when `sys.argv[1].endswith(".json")` (the Hugging Face examples' idiom) under a launch that puts
+            document's `...`). A script that hands DeepSpeed a config any other way (a call into `deepspeed`,
+            `HfDeepSpeedConfig`, accelerate's `DeepSpeedPlugin`, arguments read from another file, a `deepspeed`
+            attribute it assigns) is left alone; but not for an arguments file read only when `sys.argv[1].endswith(".json")` (the Hugging Face examples' idiom) under a launch that puts
             `--local_rank=N` first on the command line (no `--no_local_rank`): that arm never runs. A launch that
             gives a config option the script never reads (DSL424's finding at the option) is flagged too.
         """,
