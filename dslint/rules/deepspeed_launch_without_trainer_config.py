@@ -56,7 +56,8 @@ class DeepspeedLaunchWithoutTrainerConfig(LaunchRule):
             (`HfArgumentParser`) while the launch passes no `--deepspeed` (and leaves no option open: `"$@"`, a
             document's `...`). A script that hands DeepSpeed a config any other way (a call into `deepspeed`,
             `HfDeepSpeedConfig`, accelerate's `DeepSpeedPlugin`, arguments read from another file, a `deepspeed`
-            attribute it assigns) is left alone; but not for an arguments file read only when `sys.argv[1].endswith(".json")` (the Hugging Face examples' idiom) under a launch that puts
+            attribute it assigns) is left alone; but not for an arguments file read only when
+            `sys.argv[1].endswith(".json")` (the Hugging Face examples' idiom) under a launch that puts
             `--local_rank=N` first on the command line (no `--no_local_rank`): that arm never runs. A launch that
             gives a config option the script never reads (DSL424's finding at the option) is flagged too.
         """,
