@@ -59,6 +59,10 @@ class Mutation:
     value: cst.BaseExpression | None
     keywords: tuple[cst.Arg, ...] = ()  # `cfg.update(max_steps=20)` (keys [], value None): each top-level key written
 
+    def unsure(self) -> Mutation:
+        """The mutation where it may or may not have run: the key it writes takes an unknown value."""
+        return Mutation(self.statement, self.anchor, self.keys, None)
+
 
 def top_level_writes(mutation: Mutation) -> list[tuple[str | None, cst.BaseExpression | None]] | None:
     """The top-level keys `mutation` writes, each with the value it gives the key whole (None for a write into a

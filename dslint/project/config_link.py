@@ -38,6 +38,7 @@ from dslint.project.config_edits import (
 )
 from dslint.project.config_writers import written_argument
 from dslint.project.resolved_configs import AccelerateRun, ResolvedConfig, launch_evidence, launched_file
+from dslint.project.settings_entries import settings_entry
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.splatted_arguments import call_argument
 from dslint.project.trainer_launches import builds_training_arguments, launched_for_trainer
@@ -438,9 +439,9 @@ def _resolve_expression(
     written = written_argument(context, node) if isinstance(node, cst.Call) else None
     if written is not None:  # `save_ds_config(cfg, "ds.json")`: the dict the project function writes
         return _resolve_expression(context, written, depth + 1, origin)
-    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Call, cst.BinaryOperation, cst.Attribute)):
+    if isinstance(node, _PATH_EXPRESSIONS):
         # a literal path, or one built from literals and the script's location (`Path(__file__).parent / "x"`)
-        value = path_value(facts, node, context.path)
+        value = path_value(facts, node, context.path) or settings_entry(context, node)
         if value is not None and origin is Origin.TRAINER and value == "auto":
             return None
         if value is not None:
@@ -517,7 +518,7 @@ def _with_mutations(
     facts = context.facts
     after = facts.start(bound)
     placed = [
-        (facts.start(m.anchor), m if not conditional(facts, scope.node, m.statement, bound) else _unsure(m))
+        (facts.start(m.anchor), m if not conditional(facts, scope.node, m.statement, bound) else m.unsure())
         for m in module_index(context.module).mutations.get(name, [])
         if facts.scope_at(m.anchor) is scope and after < facts.start(m.anchor) < before
     ]
@@ -525,7 +526,7 @@ def _with_mutations(
         handed = _handed_mutations(context, call, name, 0) if _hands(call, name) else []
         if handed and facts.scope_at(call) is scope and after < facts.start(call) < before:
             unsure = conditional(facts, scope.node, call, bound)
-            placed.extend((facts.start(call), _unsure(m) if unsure else m) for m in handed)
+            placed.extend((facts.start(call), m.unsure() if unsure else m) for m in handed)
     mutations = [m for _, m in sorted(placed, key=lambda pair: pair[0])]
     if not mutations:
         return resolved
@@ -542,6 +543,9 @@ def _with_mutations(
     return ResolvedConfig(values, resolved.source, resolved.path, tree, resolved.origin)
 
 
+# what `path_values.path_value` reads a path from (a settings file's entry: `cfg["ds_config"]`, `cfg.get(...)`)
+_PATH_EXPRESSIONS: tuple[type, ...] = (cst.SimpleString, cst.ConcatenatedString, cst.Call, cst.BinaryOperation)
+_PATH_EXPRESSIONS += (cst.Attribute, cst.Subscript)
 _HELPER_DEPTH = 3  # a helper handing the dict on to another: followed to this many functions in
 
 
@@ -583,16 +587,11 @@ def _handed_mutations(context: ScriptContext, call: cst.Call, name: str, depth: 
             binding = facts.binding_at(parameter, scope, facts.start(m.anchor))
             if scope.node is not function or binding is None or binding.kind is not BindingKind.PARAMETER:
                 continue
-            found.append(_unsure(m) if conditional(facts, function, m.statement, function.name) else m)
+            found.append(m.unsure() if conditional(facts, function, m.statement, function.name) else m)
         for inner in module_index(context.module).calls:
             if _hands(inner, parameter) and facts.scope_at(inner).node is function:
                 found.extend(_handed_mutations(context, inner, parameter, depth + 1))
     return found
-
-
-def _unsure(mutation: Mutation) -> Mutation:
-    """`mutation` where it may or may not have run: the key it writes takes an unknown value."""
-    return Mutation(mutation.statement, mutation.anchor, mutation.keys, None)
 
 
 def _project_arguments(context: ScriptContext) -> frozenset[str]:

@@ -142,7 +142,7 @@ def trainer_models_saved(facts: ScriptFacts) -> list[cst.Call]:
     return [
         call
         for call, holder in _model_saves(facts)
-        if (isinstance(holder, cst.Name) and _after_training(facts, holder, call, trained))
+        if (_own_model(holder) is not None and _after_training(facts, holder, call, trained))
         or _trainers_model_after_training(facts, holder, call)
     ]
 
@@ -174,10 +174,19 @@ def _model_saves(facts: ScriptFacts) -> Iterator[tuple[cst.Call, cst.BaseExpress
         yield call, call.func.value
 
 
-def _trained_models(facts: ScriptFacts) -> list[tuple[cst.Name, int]]:
-    """The model names handed to a Trainer whose `train()` is called later in the same scope, with the position
-    of that `train()` call."""
-    found: list[tuple[cst.Name, int]] = []
+def _own_model(node: cst.BaseExpression) -> str | None:
+    """A name (`model`), or an attribute of the method's own instance (`self.model`), as a binding key."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return f"self.{node.attr.value}"
+    return None
+
+
+def _trained_models(facts: ScriptFacts) -> list[tuple[cst.BaseExpression, int]]:
+    """The models (names, `self.model`) handed to a Trainer whose `train()` is called later in the same scope,
+    with the position of that `train()` call."""
+    found: list[tuple[cst.BaseExpression, int]] = []
     calls = _calls(facts)
     for call in calls:
         if not is_hf_trainer_class(facts, call.func):
@@ -185,7 +194,7 @@ def _trained_models(facts: ScriptFacts) -> list[tuple[cst.Name, int]]:
         model = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "model"), None)
         if model is None and call.args and call.args[0].keyword is None and not call.args[0].star:
             model = call.args[0].value
-        if not isinstance(model, cst.Name):
+        if model is None or _own_model(model) is None:
             continue
         scope, at = facts.scope_at(call), facts.start(call)
         for trainer in _bound_names(facts, call):
@@ -214,31 +223,36 @@ def _bound_names(facts: ScriptFacts, call: cst.Call) -> list[str]:
     return [t.target.value for t in small.targets if isinstance(t.target, cst.Name)]
 
 
-def _after_training(facts: ScriptFacts, holder: cst.Name, call: cst.Call, trained: list[tuple[cst.Name, int]]) -> bool:
+def _after_training(
+    facts: ScriptFacts, holder: cst.BaseExpression, call: cst.Call, trained: list[tuple[cst.BaseExpression, int]]
+) -> bool:
     """`holder` at `call` is a model handed to a Trainer trained before `call`: the binding it had when handed
     over, or later bindings wrapping that name (`model = torch.compile(model)`)."""
     scope = facts.scope_at(call)
     at = facts.start(call)
+    key = _own_model(holder)
     for model, train in trained:
-        if model.value != holder.value or facts.scope_at(model) is not scope or not train < at:
+        if _own_model(model) != key or key is None or facts.scope_at(model) is not scope or not train < at:
             continue
-        handed = facts.binding_at(model.value, scope, facts.start(model))
-        binding = facts.binding_at(holder.value, scope, at)
+        handed = facts.binding_at(key, scope, facts.start(model))
+        binding = facts.binding_at(key, scope, at)
         while binding is not None and binding is not handed:
             value = binding.value
             wraps = (
                 binding.kind is BindingKind.OTHER
                 and isinstance(value, cst.Call)
-                and any(isinstance(a.value, cst.Name) and a.value.value == holder.value for a in value.args)
+                and any(_own_model(a.value) == key for a in value.args)
                 and binding.scope is scope
                 and binding.pos > (handed.pos if handed is not None else -1)
             )
-            earlier = facts.binding_at(holder.value, scope, binding.pos - 1) if wraps else None
+            earlier = facts.binding_at(key, scope, binding.pos - 1) if wraps else None
             if earlier is None or earlier is binding:
                 break
             binding = earlier
         if binding is not None and binding is handed:
             return True
+        if binding is None and handed is None and key.startswith("self."):
+            return True  # `self.model`, set by other methods and not by this one: the same object at both
     return False
 
 

@@ -1,0 +1,106 @@
+"""An entry of a settings file the script reads by a written path: the DeepSpeed config path a project keeps in its
+own YAML or JSON settings.
+
+    with open("configs/sft_config.yaml") as f:
+        sft_conf = yaml.safe_load(f)["sft"]
+    TrainingArguments(..., deepspeed=sft_conf.get("deepspeed"))      # "configs/ds_config.json", from the YAML
+
+The chain is read back from the expression: `x["key"]` and `x.get("key")` / `x.get("key", default)` (the entry
+when the file has it, else a literal default), names bound once to such an expression or to a load
+(`yaml.safe_load`, `json.load` of an `open(...)` of a path `path_values` reads). A settings dict the script writes
+into, or an entry that is not a string, gives no answer. `config_link` asks where a config expression is no path
+of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from dslint.config.tree import Object, ParseError, to_python
+from dslint.config.yaml_subset import parse_yaml_subset
+from dslint.project.config_access import config_path
+from dslint.project.config_edits import module_index
+from dslint.project.inputs import is_file, read_input
+from dslint.script.config_loads import loaded_path
+from dslint.script.facts import BindingKind
+from dslint.script.path_values import path_value
+
+if TYPE_CHECKING:
+    from dslint.script.context import ScriptContext
+
+_DEPTH = 8  # entries and names followed, at most
+_ABSENT = object()
+
+
+def settings_entry(context: ScriptContext, node: cst.BaseExpression) -> str | None:
+    """The string `node` reads from a settings file (see the module's docstring), or None."""
+    if not isinstance(node, (cst.Subscript, cst.Call)):
+        return None
+    value = _entry(context, node, 0)
+    return value if isinstance(value, str) and value else None
+
+
+def _entry(context: ScriptContext, node: cst.BaseExpression, depth: int) -> object:
+    if depth > _DEPTH:
+        return _ABSENT
+    facts = context.facts
+    key, default, base = _keyed(node)
+    if base is not None:
+        mapping = _entry(context, base, depth + 1)
+        if not isinstance(mapping, dict):
+            return _ABSENT
+        return mapping.get(key, default) if isinstance(key, str) else _ABSENT
+    if isinstance(node, cst.Name):
+        binding = facts.binding_at(node.value, facts.scope_at(node), facts.start(node))
+        if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
+            return _ABSENT
+        if module_index(context.module).mutations.get(node.value):
+            return _ABSENT  # the script writes into it
+        return _entry(context, binding.value, depth + 1)
+    opened = loaded_path(facts, node)
+    written = path_value(facts, opened, context.path) if opened is not None else None
+    return _read(config_path(context.path, written)) if written else _ABSENT
+
+
+def _keyed(node: cst.BaseExpression) -> tuple[object, object, cst.BaseExpression | None]:
+    """(key, default, the mapping read) for `x["key"]` and `x.get("key"[, default])`; base None for neither."""
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        index = node.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            return index.value.evaluated_value, _ABSENT, node.value
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "get"
+        and 1 <= len(node.args) <= 2
+        and all(arg.keyword is None and not arg.star for arg in node.args)
+        and isinstance(node.args[0].value, cst.SimpleString)
+    ):
+        default: object = None
+        if len(node.args) == 2:
+            given = node.args[1].value
+            default = given.evaluated_value if isinstance(given, cst.SimpleString) else _ABSENT
+            default = None if isinstance(given, cst.Name) and given.value == "None" else default
+        return node.args[0].value.evaluated_value, default, node.func.value
+    return None, None, None
+
+
+def _read(path: Path) -> object:
+    """A JSON or YAML settings file's content, as plain values."""
+    if not is_file(str(path)) or path.suffix not in (".json", ".yaml", ".yml"):
+        return _ABSENT
+    data = read_input(str(path))
+    if data is None:
+        return _ABSENT
+    text = data.decode("utf-8", errors="replace")
+    try:
+        if path.suffix == ".json":
+            return json.loads(text)
+        tree = parse_yaml_subset(text)
+    except (ValueError, ParseError):
+        return _ABSENT
+    return to_python(tree) if isinstance(tree, Object) else _ABSENT
