@@ -4,8 +4,9 @@ them alone.
 A move to the rank's own GPU (`script/own_device.py`: `cuda:{local_rank}`, `accelerator.device`, the Trainer's
 `training_args.device`, `.cuda()` after `set_device`) before an engine whose every config is known to run ZeRO
 stage 0, 1 or 2: `deepspeed.initialize` moves the module to that same device (`_configure_distributed_model`), and
-every rank keeps all of its parameters there. Under ZeRO-3, or where a config cannot be read, the move stays a
-finding.
+every rank keeps all of its parameters there. Under ZeRO-3 the move stays a finding; where a config cannot be
+read, too, unless no launch gives the script one and every DeepSpeed config the project ships near it is below
+stage 3 (`shipped_configs.ships_only_lower_stages`, as DSL204 and DSL207 ask).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterable
 import libcst as cst
 
 from dslint.project.engine_config import zero_stage
+from dslint.project.shipped_configs import ships_only_lower_stages
 from dslint.script.context import ScriptContext
 from dslint.script.model_moves import ModelSink
 from dslint.script.own_device import moves_to_own_device
@@ -37,4 +39,12 @@ def sink_stages(context: ScriptContext, sink: ModelSink) -> list[int | None]:
 
 def redundant_move(context: ScriptContext, call: cst.Call, stages: Iterable[int | None]) -> bool:
     """`call` moves the model to the rank's own GPU, before an engine that keeps every parameter whole there."""
-    return moves_to_own_device(context.facts, call) and below_zero3(stages)
+    if not moves_to_own_device(context.facts, call):
+        return False
+    known = list(stages)
+    if below_zero3(known):
+        return True
+    if any(stage == 3 for stage in known):
+        return False
+    project = context.facts.project
+    return ships_only_lower_stages(context.path, project.launches if project is not None else ())
