@@ -6,8 +6,11 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.project.config_access import config_path
+from dslint.project.shipped_archives import holds_no_cuda_tensors
 from dslint.script.one_rank import SEVERAL_PROCESSES
 from dslint.script.own_saves import loads_own_cpu_save
+from dslint.script.path_values import path_value
 from dslint.script.torch_load import (
     cpu_map_location_edit,
     has_star_arguments,
@@ -41,7 +44,8 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             `lr_scheduler.load_state_dict(...)`): epochs, offsets, seeds and scales, no GPU tensor. Nor is
             a load of a file every `torch.save` of the project writing its name fills with CPU data only
             (`.item()`, `.cpu()`, numbers, a dict or attribute filled with them: `model/cpu_saves.py`), matched by
-            the file name.
+            the file name; nor of a `torch.save` archive the project ships, named by a written path, whose pickle
+            (read, never run) names no CUDA location (`project/shipped_archives.py`).
             With the project index, also in a module without an engine (an evaluation or resume helper, a
             Trainer or Lightning script), a load without `map_location` of a file known to hold GPU tensors:
             one the project writes with `torch.save` from an engine's state in another module
@@ -263,7 +267,7 @@ class TorchLoadWithoutMapLocation(ScriptRule):
         project = self.facts.project
         if project is not None and self.context.span(node)[0].line in project.cpu_loads:
             return  # every save of the project writing that file saves CPU data only
-        if loads_data_state(self.facts, node):
+        if loads_data_state(self.facts, node) or self._ships_cpu_archive(node):
             return
         edit = cpu_map_location_edit(self.context, node)
         saved = self._gpu_file(node)
@@ -291,6 +295,12 @@ class TorchLoadWithoutMapLocation(ScriptRule):
             applicability=Applicability.SAFE,
             fix_message='Load to the CPU: add map_location="cpu"',
         )
+
+    def _ships_cpu_archive(self, node: cst.Call) -> bool:
+        """The load reads, by a written path, a `torch.save` archive the project ships that holds no CUDA tensor
+        (`shipped_archives`)."""
+        written = path_value(self.facts, node.args[0].value, self.context.path)
+        return written is not None and holds_no_cuda_tensors(str(config_path(self.context.path, written)))
 
     def _one_process(self) -> bool:
         """The module is a script run as one process: its code shows no sign of several (a process group, a
