@@ -60,6 +60,12 @@ SCHEDULER_PARAMETERS = {
         }
     ),
 }
+# The parameters each takes with no default: a `params` without one fails the same way.
+REQUIRED_PARAMETERS = {
+    "WarmupDecayLR": ("total_num_steps",),
+    "WarmupCosineLR": ("total_num_steps",),
+    "OneCycle": ("cycle_min_lr", "cycle_max_lr"),
+}
 # The increasing functions `WarmupLR` (and the schedulers built on it) know; any other is replaced by "log".
 WARMUP_TYPES = frozenset({"log", "linear"})
 
@@ -74,16 +80,20 @@ class SchedulerParamNotTaken(ConfigRule):
             Flags a key of a `scheduler` section's `params` that the scheduler `type` names does not take, for
             DeepSpeed's own schedulers (`WarmupLR`, `WarmupDecayLR`, `WarmupCosineLR`, `OneCycle`,
             `LRRangeTest`): `warmup_max_lr` for `WarmupCosineLR` (which takes ratios, `warmup_min_ratio` and
-            `cos_min_ratio`), `max_lr` for `WarmupLR`. Also, as a warning, a `warmup_type` other than `log` or
-            `linear`. Not where every script handing the config to `deepspeed.initialize` also hands it its own
-            `lr_scheduler` (the section is then never built: DSL457), nor for another scheduler type.
+            `cos_min_ratio`), `max_lr` for `WarmupLR`; and a `params` without a parameter the class requires
+            (`total_num_steps` of `WarmupDecayLR` and `WarmupCosineLR`, `cycle_min_lr` and `cycle_max_lr` of
+            `OneCycle`: nothing fills a key that is not written, not the Trainer's "auto" either). Also, as a
+            warning, a `warmup_type` other than `log` or `linear`. Not where every script handing the config to
+            `deepspeed.initialize` also hands it its own `lr_scheduler` (the section is then never built:
+            DSL457), nor for another scheduler type.
         """,
         why="""
             `DeepSpeedEngine._configure_lr_scheduler` builds the section's scheduler as
             `scheduler(optimizer, **params)` (`runtime/engine.py`, 0.19.8), under `deepspeed.initialize` and
             under the Hugging Face Trainer or accelerate alike (their `DummyScheduler` defers to it): a key the
             class does not take raises `TypeError: __init__() got an unexpected keyword argument` when the
-            engine is built, after the model was loaded. An unknown `warmup_type` is only logged: `WarmupLR`
+            engine is built, after the model was loaded, and a required one left out `missing 1 required
+            positional argument`. An unknown `warmup_type` is only logged: `WarmupLR`
             falls back to the `log` warmup (`runtime/lr_schedules.py`), not the curve the config asks for.
         """,
         example="""
@@ -101,6 +111,11 @@ class SchedulerParamNotTaken(ConfigRule):
             '{"train_batch_size": 8, "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0,'
             ' "warmup_max_lr": "auto", "warmup_num_steps": 100, "warmup_type": "linear"}}}\n'
         ),
+        # the required step count written ("auto": the Hugging Face Trainer fills it)
+        Valid(
+            '{"train_batch_size": 8, "scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": "auto",'
+            ' "warmup_num_steps": 100}}}\n'
+        ),
         # a scheduler type that is not DeepSpeed's own: its parameters are not known here
         Valid('{"train_batch_size": 8, "scheduler": {"type": "CosineAnnealing", "params": {"t_max": 100}}}\n'),
     )
@@ -113,6 +128,12 @@ class SchedulerParamNotTaken(ConfigRule):
         Invalid(
             '{"train_batch_size": 8,\n "scheduler": {"type": "WarmupLR", "params": {"warmup_type": "cosine"}}}\n',
             lines=(2,),
+        ),
+        # no total_num_steps: WarmupDecayLR(optimizer, **params) misses its one required argument
+        Invalid(
+            '{"train_batch_size": 8,\n "scheduler": {"type": "WarmupDecayLR",\n'
+            '  "params": {"warmup_min_lr": 0, "warmup_max_lr": 1e-4, "warmup_num_steps": 100}}}\n',
+            lines=(3,),
         ),
     )
 
@@ -127,6 +148,10 @@ class SchedulerParamNotTaken(ConfigRule):
         taken = SCHEDULER_PARAMETERS.get(kind.value)
         if taken is None or not isinstance(params.value, Object) or params.value.opaque:
             return
+        missing = [key for key in REQUIRED_PARAMETERS.get(kind.value, ()) if params.value.entry(key) is None]
+        if missing:
+            needed = " and ".join(f"`{key}`" for key in missing)
+            self.report_key(params, f"{kind.value} needs {needed}: initialize fails (TypeError)")
         for entry in params.value.entries:
             if entry.key not in taken:
                 self.report_key(entry, f"{kind.value} takes no `{entry.key}`: initialize fails (TypeError)")
