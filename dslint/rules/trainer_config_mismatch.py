@@ -9,7 +9,7 @@ import libcst as cst
 from dslint.config.tree import UNKNOWN
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.model.library import TRL_TRAINING_ARGUMENTS
+from dslint.model.library import TRAINER_BATCH_FILL_ONLY, TRL_TRAINING_ARGUMENTS
 from dslint.project.config_edits import command_line_value, literal_value
 from dslint.project.config_link import resolve_config_expression
 from dslint.project.inputs import shown_path
@@ -191,6 +191,15 @@ class TrainerConfigMismatch(ScriptRule):
                 ("ds.json", '{"optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}}\n'),
             ),
         ),
+        # a TRL config leaves `auto_find_batch_size` off as transformers does: the batch sizes are compared
+        Invalid(
+            """
+            from trl import SFTConfig
+            args = SFTConfig(output_dir="out", per_device_train_batch_size=4, deepspeed="ds.json")
+            """,
+            lines=(3,),
+            files=(("ds.json", '{"train_micro_batch_size_per_gpu": 2}\n'),),
+        ),
         Invalid(
             _PARSING_SUBCLASS,
             lines=(9,),
@@ -264,6 +273,8 @@ class TrainerConfigMismatch(ScriptRule):
                         value = command_line_value(self.context, arg.value)[0]
                     arguments[arg.keyword.value] = value
         defaults = passed is not None and self._keeps_defaults(self.context.module, node.func)
+        if not defaults and passed is not None and _trl_config(node.func):
+            arguments.setdefault(TRAINER_BATCH_FILL_ONLY, False)  # no TRL config changes transformers' default
         found = mismatches(config, arguments, defaults)
         if found:
             given = next((m.given for m in found if m.given is not None), None)
@@ -370,3 +381,8 @@ def _may_pass_deepspeed(context: ScriptContext, call: cst.Call) -> bool:
         return True
     passed = known_arguments(context, call, positional=len(call.args))
     return passed is None or "deepspeed" in passed
+
+
+def _trl_config(func: cst.BaseExpression) -> bool:
+    name = dotted_name(func) or ""
+    return name.rsplit(".", 1)[-1] in TRL_TRAINING_ARGUMENTS
