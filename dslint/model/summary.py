@@ -14,6 +14,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from dslint.model.source_words import SourceWords
 
@@ -435,6 +436,28 @@ def walk(tree: ast.AST) -> Iterator[ast.AST]:
         yield node
 
 
+N = TypeVar("N", bound=ast.AST)
+
+
+def nodes_of(tree: ast.AST, kind: type[N]) -> list[N]:
+    """The nodes of `tree` (itself included) of exactly the type `kind`, in `walk`'s order: one walk sorts all of
+    a tree's nodes by type, kept on the tree (CPython's parser makes no subclasses, and a parsed tree is never
+    changed), so that the whole-module questions the index asks of one module (its argparse options, its calls,
+    per launch of a script) do not walk it again each. The list is shared: never change it."""
+    kinds: dict[type, list[ast.AST]] | None = getattr(tree, _KINDS_MEMO, None)
+    if kinds is None:
+        kinds = {}
+        for node in walk(tree):
+            found = kinds.get(type(node))
+            if found is None:
+                kinds[type(node)] = [node]
+            else:
+                found.append(node)
+        setattr(tree, _KINDS_MEMO, kinds)
+    return kinds.get(kind, [])  # type: ignore[return-value]
+
+
+_KINDS_MEMO = "_dslint_nodes_by_kind"  # the attribute of a tree holding its nodes by type
 _OWN_MEMO = "_dslint_own_nodes"  # the attribute of a scope node holding its own nodes
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 

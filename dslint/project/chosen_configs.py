@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from dslint.config.recognition import mentions_strong_key
+from dslint.model.summary import nodes_of
 from dslint.project.script_parser import argparse_defaults
 from dslint.project.shell_directories import UNKNOWN_VALUE
 
@@ -56,6 +57,46 @@ def _formatted(node: ast.JoinedStr, values: Callable[[str], str | None]) -> tupl
     return "".join(text), used
 
 
+@dataclass(frozen=True)
+class ScriptPaths:
+    """What a script's code writes that may pick a config, whatever the launch: its argparse defaults, its
+    f-strings (read per launch) and the literal config paths no option's default hands elsewhere."""
+
+    defaults: dict[str, str]
+    formatted: list[ast.JoinedStr]
+    literals: dict[str, str]  # path -> how
+
+
+def may_pick(source: bytes) -> bool:
+    """The text test before any parse: `deepspeed` and a config suffix written somewhere in the script."""
+    return b"deepspeed" in source and any(suffix.encode() in source for suffix in CONFIG_SUFFIXES)
+
+
+def script_paths(
+    source: bytes,
+    script_name: str,
+    reaches_reader: Callable[[str], bool] = lambda option: True,
+    tree: ast.Module | None = None,
+) -> ScriptPaths | None:
+    """The launch-independent half of `chosen_configs` (None: the script picks nothing); `tree`: CPython's tree of
+    `source` when the caller has it (the project's module summary), else `source` is parsed."""
+    if not may_pick(source):
+        return None
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+    defaults = argparse_defaults(tree)
+    literals: dict[str, str] = {}
+    for node in nodes_of(tree, ast.Constant):
+        if isinstance(node.value, str) and node.value.endswith(CONFIG_SUFFIXES):
+            owners = [name for name, default in defaults.items() if default == node.value]
+            if all(reaches_reader(name) for name in owners):
+                literals.setdefault(node.value, f"{script_name} opens {node.value}")
+    return ScriptPaths(defaults, nodes_of(tree, ast.JoinedStr), literals)
+
+
 def chosen_configs(
     source: bytes,
     script_name: str,
@@ -63,19 +104,18 @@ def chosen_configs(
     find: Callable[[str], str | None],
     read: Callable[[str], bytes | None],
     reaches_reader: Callable[[str], bool] = lambda option: True,
+    paths: ScriptPaths | None = None,
 ) -> list[ChosenConfig]:
     """The DeepSpeed config files the script picks for a launch giving `options` (`--name value`, literal or
     UNKNOWN_VALUE). `find(path)`: the file a path written in the script names (absolute) or None; `read(path)`:
     its bytes; `reaches_reader(option)`: whether the script hands that option's value to a DeepSpeed reader (a
     literal path that is only an option's default, `--settings cfg/run.json` for the script's own loader, is
-    not DeepSpeed's config when that option goes elsewhere)."""
-    if b"deepspeed" not in source or not any(suffix.encode() in source for suffix in CONFIG_SUFFIXES):
+    not DeepSpeed's config when that option goes elsewhere). `paths`: `script_paths` of the same script, source
+    and `reaches_reader`, when the caller keeps it for the script's launches (else it is read here)."""
+    written = paths if paths is not None else script_paths(source, script_name, reaches_reader)
+    if written is None:
         return []
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    defaults = argparse_defaults(tree)
+    defaults = written.defaults
 
     def value(name: str) -> str | None:
         if name in options:
@@ -84,21 +124,15 @@ def chosen_configs(
         return defaults.get(name)
 
     built: dict[str, str] = {}
-    literals: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.JoinedStr):
-            formatted = _formatted(node, value)
-            if formatted is not None and formatted[1] and formatted[0].endswith(CONFIG_SUFFIXES):
-                given = ", ".join(f"--{name} {value(name)}" for name in dict.fromkeys(formatted[1]))
-                built.setdefault(formatted[0], f"{script_name} opens {formatted[0]} ({given})")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(CONFIG_SUFFIXES):
-            owners = [name for name, default in defaults.items() if default == node.value]
-            if all(reaches_reader(name) for name in owners):
-                literals.setdefault(node.value, f"{script_name} opens {node.value}")
-    picked = built if built else literals
+    for node in written.formatted:
+        formatted = _formatted(node, value)
+        if formatted is not None and formatted[1] and formatted[0].endswith(CONFIG_SUFFIXES):
+            given = ", ".join(f"--{name} {value(name)}" for name in dict.fromkeys(formatted[1]))
+            built.setdefault(formatted[0], f"{script_name} opens {formatted[0]} ({given})")
+    picked = built if built else written.literals
     found: list[ChosenConfig] = []
-    for written, how in picked.items():
-        path = find(written)
+    for written_path, how in picked.items():
+        path = find(written_path)
         data = read(path) if path is not None else None
         if path is not None and data is not None and mentions_strong_key(data):
             found.append(ChosenConfig(path, how))

@@ -17,7 +17,7 @@ from dslint.diagnostics import Related
 from dslint.model.library import TRL_TRAINING_ARGUMENTS
 from dslint.model.source_words import matches_from
 from dslint.model.summary import SummaryStore, character_column
-from dslint.project.chosen_configs import chosen_configs
+from dslint.project.chosen_configs import ScriptPaths, chosen_configs, may_pick, script_paths
 from dslint.project.config_readers import client_sections, opened_configs, option_readers, replaced_keys
 from dslint.project.inputs import absolute, find_written, read_input, shown_path
 from dslint.project.launchers import LaunchLine
@@ -59,21 +59,37 @@ def _option_reaches_reader(data: bytes, option: str) -> bool:
     return bool(option_readers(data, option))
 
 
-def record_chosen_configs(index: ReaderTables, sources: dict[str, bytes], roots: Sequence[str]) -> None:
+def record_chosen_configs(
+    index: ReaderTables, sources: dict[str, bytes], roots: Sequence[str], store: SummaryStore | None = None
+) -> None:
     """A launch that passes no config file, of a script that picks one by a path in its code
-    (`chosen_configs.py`): the launch's world size applies to that config."""
+    (`chosen_configs.py`): the launch's world size applies to that config. What a script writes is read once for
+    all its launches, from the tree of its summary in `store` when given (the module is not parsed again)."""
+    written: dict[str, ScriptPaths | None] = {}
     for launch in index.launches:
         config = launch.config
         if config.option is not None or config.ranks is None or launch.script not in sources:
             continue
         script = launch.script
+        reaches = functools.partial(_option_reaches_reader, sources[script])
+        if script not in written:
+            data, name = sources[script], os.path.basename(script)
+            summary = store.get(script) if store is not None and may_pick(data) else None
+            if store is None or summary is not None:
+                written[script] = script_paths(data, name, reaches, summary.tree if summary is not None else None)
+            else:
+                written[script] = None  # no path in the text, or CPython refuses it: nothing is picked
+        paths = written[script]
+        if paths is None:
+            continue
         for picked in chosen_configs(
             sources[script],
             os.path.basename(script),
             config.options,
             functools.partial(find_written, near=script, roots=roots),
             read_input,
-            functools.partial(_option_reaches_reader, sources[script]),
+            reaches,
+            paths,
         ):
             worlds = index.config_world_sizes.setdefault(picked.path, [])
             worlds.append(LaunchWorldSize(config.ranks, f"{config.world_source}; {picked.how}", config.launch))

@@ -16,7 +16,7 @@ import ast
 
 from dslint.diagnostics import Related
 from dslint.model.library import INITIALIZE
-from dslint.model.summary import ModuleSummary, SummaryStore
+from dslint.model.summary import ModuleSummary, SummaryStore, nodes_of
 from dslint.project.inputs import shown_path
 from dslint.project.project_index import LaunchIssue, LaunchSite
 from dslint.project.script_parser import argparse_defaults, is_main_test, strict_parser
@@ -60,8 +60,8 @@ def initialize_calls(summary: ModuleSummary) -> list[ast.Call]:
     """Every `deepspeed.initialize(...)` call of the module, as its imports name it."""
     return [
         node
-        for node in ast.walk(summary.tree)
-        if isinstance(node, ast.Call) and summary.qualified(node.func) in (INITIALIZE.name, *INITIALIZE.aliases)
+        for node in nodes_of(summary.tree, ast.Call)
+        if summary.qualified(node.func) in (INITIALIZE.name, *INITIALIZE.aliases)
     ]
 
 

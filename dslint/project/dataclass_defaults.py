@@ -23,7 +23,7 @@ from collections.abc import Iterable, MutableMapping
 from dataclasses import replace
 
 from dslint.model.classes import Hierarchy
-from dslint.model.summary import ModuleSummary, SummaryStore
+from dslint.model.summary import ModuleSummary, SummaryStore, nodes_of
 from dslint.script.project_facts import ProjectFacts
 
 
@@ -51,8 +51,8 @@ def _called_names(tree: ast.Module) -> set[str]:
     classes it hands `HfArgumentParser` (`HfArgumentParser((ModelArgs, TrainArgs))`, whose
     `parse_args_into_dataclasses()` builds them from the command line, defaults where no option is given)."""
     found: set[str] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
+    for node in nodes_of(tree, ast.Call):
+        if not isinstance(node.func, (ast.Name, ast.Attribute)):
             continue
         called = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
         if isinstance(node.func, ast.Name) and not node.args and called[:1].isupper():

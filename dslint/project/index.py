@@ -159,7 +159,7 @@ def _launch_half(
                 opened_literals(index, path, data, roots)
         _read_launchers(index, paths, roots, {path: sources.get(path) for path in files})  # each file read once
         record_switches_never_on(index.files, store)
-        record_chosen_configs(index, sources, roots)
+        record_chosen_configs(index, sources, roots, store)
         for path, data in sources.items():
             _record_shipped_accelerate(index, path, data)
         gpu = gpu_loads(store, list(sources))

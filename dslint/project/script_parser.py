@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dslint.model.summary import ModuleSummary, walk
+from dslint.model.summary import ModuleSummary, nodes_of
 
 LAUNCHER_OPTION = "--local_rank"
 # `deepspeed.add_config_arguments(parser)` adds these options and no other (runtime/config helpers, 0.19.8)
@@ -81,9 +81,9 @@ def hydra_entry(summary: ModuleSummary, data: bytes) -> ast.Call | None:
             summary.qualified(d.func if isinstance(d, ast.Call) else d) == "hydra.main" for d in node.decorator_list
         )
     }
-    for node in ast.walk(summary.tree) if entries else ():
-        called = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in entries
-        if called and isinstance(node, ast.Call) and not node.args and not node.keywords:
+    for node in nodes_of(summary.tree, ast.Call) if entries else ():
+        called = isinstance(node.func, ast.Name) and node.func.id in entries
+        if called and not node.args and not node.keywords:
             return node  # the entry Hydra runs with the command line
     return None
 
@@ -151,15 +151,11 @@ def _strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
         return None
     tree = summary.tree
     constructions: list[tuple[str, ast.Call]] = []
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Call)
-            and summary.qualified(node.value.func) == "argparse.ArgumentParser"
-        ):
-            if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+    for assign in nodes_of(tree, ast.Assign):
+        if isinstance(assign.value, ast.Call) and summary.qualified(assign.value.func) == "argparse.ArgumentParser":
+            if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name):
                 return None
-            constructions.append((node.targets[0].id, node.value))
+            constructions.append((assign.targets[0].id, assign.value))
     root: ast.AST = tree
     if len(constructions) > 1:
         # several parsers: the one the entry function builds and parses first decides (argparse exits there)
@@ -258,22 +254,20 @@ def _required(tree: ast.AST) -> tuple[tuple[tuple[str, ...], ast.Call], ...]:
     """The options the command line must give: `add_argument("--x", required=True)`, and the options of a
     `group = parser.add_mutually_exclusive_group(required=True)` (one of them)."""
     groups: dict[str, ast.Call] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            call = node.value
+    for assign in nodes_of(tree, ast.Assign):
+        if len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Name):
+            call = assign.value
             if (
                 isinstance(call, ast.Call)
                 and isinstance(call.func, ast.Attribute)
                 and call.func.attr == "add_mutually_exclusive_group"
                 and _is_true(call, "required")
             ):
-                groups[node.targets[0].id] = call
+                groups[assign.targets[0].id] = call
     found: list[tuple[tuple[str, ...], ast.Call]] = []
     members: dict[str, list[str]] = {name: [] for name in groups}
-    for node in ast.walk(tree):
-        if not (
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
-        ):
+    for node in nodes_of(tree, ast.Call):
+        if not (isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
             continue
         names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         receiver = node.func.value
@@ -405,11 +399,23 @@ def _is_name(node: ast.AST, name: str) -> bool:
 def argparse_defaults(tree: ast.AST) -> dict[str, str]:
     """`parser.add_argument("--num-gpus", type=int, default=2)` -> {"num_gpus": "2"}: each option's constant
     default (a string or a number, not a bool), as text, under its `dest` or its long name (dashes as
-    underscores); an option declared twice with different defaults is left out."""
+    underscores); an option declared twice with different defaults is left out. Read once per tree (kept on it:
+    every launch of a script asks), a new dict each call."""
+    known: dict[str, str] | None = getattr(tree, _DEFAULTS_MEMO, None)
+    if known is None:
+        known = _argparse_defaults(tree)
+        setattr(tree, _DEFAULTS_MEMO, known)
+    return dict(known)
+
+
+_DEFAULTS_MEMO = "_dslint_argparse_defaults"  # the attribute of a tree holding its `argparse_defaults`
+
+
+def _argparse_defaults(tree: ast.AST) -> dict[str, str]:
     found: dict[str, str] = {}
     clashing: set[str] = set()
-    for node in walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+    for node in nodes_of(tree, ast.Call):
+        if not isinstance(node.func, ast.Attribute):
             continue
         if node.func.attr != "add_argument" or not node.args:
             continue
@@ -437,10 +443,8 @@ def off_switches(tree: ast.AST) -> set[str]:
     declared twice is left out."""
     found: set[str] = set()
     seen: set[str] = set()
-    for node in walk(tree):
-        if not (
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
-        ):
+    for node in nodes_of(tree, ast.Call):
+        if not (isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
             continue
         flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         keywords = {k.arg: k.value for k in node.keywords if k.arg is not None}
