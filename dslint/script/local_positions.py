@@ -9,7 +9,8 @@ the whole pass would. Where it begins is read from CPython's twin of the stateme
 (`ScriptFacts.statement_twins`; the column converted from UTF-8 bytes to characters with the source's line), and
 the statement's own range is checked against the twin's end too: a statement whose ranges disagree, one that does
 not start its line (after a `;`), a node outside any small statement (a `def`, an `if`'s test), or iterating the
-table falls back to the whole pass.
+table falls back to the whole pass. A statement line (`SimpleStatementLine`, the span a fix deletes) is read from
+its first and last small statements.
 """
 
 from __future__ import annotations
@@ -65,10 +66,19 @@ class NodePositions(Mapping[cst.CSTNode, CodeRange]):
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         if self._whole is None:
-            found = self._local(node)
+            found = self._line(node) if isinstance(node, cst.SimpleStatementLine) else self._local(node)
             if found is not None:
                 return found
         return self.whole[node]
+
+    def _line(self, line: cst.SimpleStatementLine) -> CodeRange | None:
+        """A statement line's range from its first and last small statements' tables: libcst records the line from
+        where its first statement's code starts (after the indentation) to where its last one ends (`end_node`),
+        and a first statement's table is kept only when it starts where its code generation started."""
+        if not line.body:
+            return None
+        first, last = self._local(line.body[0]), self._local(line.body[-1])
+        return CodeRange(first.start, last.end) if first is not None and last is not None else None
 
     def __iter__(self) -> Iterator[cst.CSTNode]:
         return iter(self.whole)
