@@ -223,10 +223,13 @@ def _uncalled_here(path: str, lines: Iterable[int]) -> list[_Definition]:
     base = os.path.basename(path)
     if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
         return []
+    from dslint.model.summary import known_tree  # the project model's: not imported by a run the cache serves
+
     try:
         with open(path, "rb") as handle:
             data = handle.read()
-        tree = ast.parse(data)
+        # the tree the project index made of these bytes, in this process, when it summarised the module
+        tree = known_tree(path, data) or ast.parse(data)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     if _EXPOSE_ALL.search(data):
