@@ -174,16 +174,44 @@ def visit_all(module: cst.Module, visitors: Sequence[cst.BatchableCSTVisitor]) -
             table.setdefault(name, []).append(getattr(visitor, name))
     if not table:
         return
+    _dispatch(module, table, {})
 
-    def enter(node: cst.CSTNode) -> None:
-        for method in table.get("visit_" + type(node).__name__, ()):
-            method(node)
 
-    def leave(node: cst.CSTNode) -> None:
-        for method in table.get("leave_" + type(node).__name__, ()):
-            method(node)
+# per node type: the visitors' `visit_X` methods, their `leave_X` methods, and the type's child fields
+_Hooks = tuple[tuple[VisitorMethod, ...], tuple[VisitorMethod, ...], tuple[str, ...]]
 
-    walk(module, enter, leave)
+
+def _dispatch(node: cst.CSTNode, table: dict[str, list[VisitorMethod]], hooks: dict[type, _Hooks]) -> None:
+    """`walk` with `visit_all`'s enter and leave inlined: each node type's methods are looked up once per walk
+    (`hooks`), not by name at every node; every node's children are walked (a visit's result is not read)."""
+    node_type = type(node)
+    found = hooks.get(node_type)
+    if found is None:
+        name = node_type.__name__
+        found = hooks[node_type] = (
+            tuple(table.get("visit_" + name, ())),
+            tuple(table.get("leave_" + name, ())),
+            child_fields(node_type),
+        )
+    visits, leaves, fields = found
+    for method in visits:
+        method(node)
+    node_types = _NODE_TYPES
+    for name in fields:
+        value = getattr(node, name)
+        value_type = type(value)
+        if value_type is tuple or value_type is list:
+            for item in value:
+                item_type = type(item)
+                known = node_types.get(item_type)
+                if known or (known is None and _is_node_type(item_type)):
+                    _dispatch(item, table, hooks)
+            continue
+        known = node_types.get(value_type)
+        if known or (known is None and _is_node_type(value_type)):
+            _dispatch(value, table, hooks)
+    for method in leaves:
+        method(node)
 
 
 def visit_tree(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
