@@ -5,6 +5,11 @@ each: the project index's launchers and code facts beside its engine fixpoint).
 `result()` waits for it. Where no child can do it (no `fork` on this platform, or the child dies, or `work` raises
 there), `result()` computes `work()` in the caller instead: the answer is the same either way, so `work` must not
 count on changes to the caller's objects (a child's are its own copies): it returns what it makes.
+
+`Claim()`: a piece of work either side may do, taken once (by whichever side reaches it first, the child near the
+end of its half or the caller done early with its own), so that the halves even out whichever is longer. The side
+that does not get it skips it; the caller still computes it after `result()` if the child's answer lacks it (a
+child that died after taking it).
 """
 
 from __future__ import annotations
@@ -56,6 +61,26 @@ class Beside(Generic[T]):
             return self._work()
         answer: T = pickle.loads(data)
         return answer
+
+
+class Claim:
+    def __init__(self) -> None:
+        self._taken = None
+        if "fork" in multiprocessing.get_all_start_methods():
+            self._taken = multiprocessing.get_context("fork").Value("b", 0)  # shared with a child forked after
+        self._here = False  # without a shared flag (no fork, so no child): this process's own
+
+    def take(self) -> bool:
+        """True for the first side asking, False for any later ask."""
+        taken = self._taken
+        if taken is None:
+            first, self._here = not self._here, True
+            return first
+        with taken.get_lock():
+            if taken.value:
+                return False
+            taken.value = 1
+            return True
 
 
 def _send(work: Callable[[], T], sender: Connection) -> None:

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from dslint.beside import Beside
+from dslint.beside import Beside, Claim
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 
@@ -51,6 +51,17 @@ def test_an_error_in_the_caller_is_the_callers() -> None:
         Beside(work).result()
 
 
+def test_a_claim_goes_to_one_side_only() -> None:
+    """The child takes it first: the caller does not get it; the caller takes it first: the child does not."""
+    first = Claim()
+    assert Beside(first.take).result() is True
+    assert first.take() is False
+    second = Claim()
+    assert second.take() is True
+    assert Beside(second.take).result() is False
+    assert second.take() is False
+
+
 def test_the_project_index_built_beside_is_the_one_built_in_one_process() -> None:
     """The launchers and the summary-only facts read in a forked child (`build_project_index(beside=True)`) give
     the index one process gives, and the files read in the child are the build's inputs all the same (the result
@@ -70,3 +81,4 @@ def test_the_project_index_built_beside_is_the_one_built_in_one_process() -> Non
     assert alone.initialize_sites and alone.launches  # the fixtures make engines and launch them
     assert beside == alone
     assert set(beside_inputs) == set(alone_inputs)
+    assert any(facts.gpu_loads or facts.cuda_parameters for facts in alone.files.values())

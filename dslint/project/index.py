@@ -18,12 +18,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dslint.beside import Beside
+from dslint.beside import Beside, Claim
 from dslint.collector import paused
 from dslint.diagnostics import Related
-from dslint.model.cpu_saves import CpuFile, cpu_loads
 from dslint.model.fixpoint import ProjectModel
-from dslint.model.gpu_saves import GpuFile, gpu_loads
+from dslint.model.gpu_saves import gpu_loads
 from dslint.model.library import CHECKPOINTING_CONFIGURED
 from dslint.model.star_imports import star_aliases
 from dslint.model.summary import SummaryStore
@@ -75,7 +74,6 @@ from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, wr
 from dslint.project.missing_configs import missing_trainer_configs
 from dslint.project.model_classes import loaded_model_classes
 from dslint.project.parameter_paths import record_parameter_paths
-from dslint.project.passed_devices import cuda_parameters
 from dslint.project.plugin_fields import record_plugin_fields
 from dslint.project.project_index import (
     SKIPPED_DIRECTORIES,
@@ -87,6 +85,7 @@ from dslint.project.project_index import (
 )
 from dslint.project.python_launchers import comment_launches, python_launch_text
 from dslint.project.shipped_accelerate import shipped_accelerate_runs
+from dslint.project.summary_facts import SummaryFacts, gpu_file, summary_facts
 from dslint.project.trainer_classes import imported_trainer_classes
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
 from dslint.project.written_configs import written_config_issues
@@ -140,14 +139,17 @@ class _LaunchHalf:
     `index`), and the facts of the modules' summaries alone; `inputs`: the files read on the way."""
 
     index: ProjectIndex
-    gpu_loads: dict[str, dict[int, GpuFile]]
-    cpu_loads: dict[str, dict[int, CpuFile]]
-    cuda_parameters: dict[str, dict[str, dict[str, Related]]]
+    code: SummaryFacts | None  # None: the caller took them (`beside.Claim`)
     inputs: list[str]
 
 
 def _launch_half(
-    files: list[str], sources: dict[str, bytes], producers: list[str], store: SummaryStore, paths: Sequence[str]
+    files: list[str],
+    sources: dict[str, bytes],
+    producers: list[str],
+    store: SummaryStore,
+    paths: Sequence[str],
+    claim: Claim,
 ) -> _LaunchHalf:
     roots = tuple(absolute(p) if os.path.isdir(p) else absolute(Path(p).parent) for p in paths)
     with recording() as inputs:
@@ -162,10 +164,8 @@ def _launch_half(
         record_chosen_configs(index, sources, roots, store)
         for path, data in sources.items():
             _record_shipped_accelerate(index, path, data)
-        gpu = gpu_loads(store, list(sources))
-        cpu = cpu_loads(store, list(sources))
-        cuda = cuda_parameters(store)
-    return _LaunchHalf(index, gpu, cpu, cuda, list(inputs))
+        code = summary_facts(store) if claim.take() else None
+    return _LaunchHalf(index, code, list(inputs))
 
 
 def _build_project_index(
@@ -190,17 +190,20 @@ def _build_project_index(
             producers.append(path)
     store = SummaryStore(sources, exists)
     model = ProjectModel(store)  # one model: the engine fixpoint, then the state-saving calls, read it
-    read_half = functools.partial(_launch_half, files, sources, producers, store, paths)
+    claim = Claim()  # the facts of the summaries alone: the child's at the end of its half, or ours if done first
+    read_half = functools.partial(_launch_half, files, sources, producers, store, paths, claim)
     if beside and producers:  # without an engine there is no fixpoint to run meanwhile
         half = Beside(read_half)
         analysed = _analysed(model, producers)
+        early = summary_facts(store) if claim.take() else None
         launched = half.result()
         for path in launched.inputs:  # read in the child: inputs of this build all the same
             record(path)
     else:
-        launched = read_half()
+        launched, early = read_half(), None
         analysed = _analysed(model, producers)
     index = launched.index
+    code = launched.code or early or summary_facts(store)  # (a child that died after taking them: read here)
     roots = index.root_paths
     follow_imported_readers(index, store)
     for config, reader, _ in framework_configs(sources, store):
@@ -247,10 +250,10 @@ def _build_project_index(
         index.files[path] = replace(facts_of(index.files, path), config_writers=calls)
     for path, dumped in dumped_config_names(sources, (launch.config for launch in index.launches)).items():
         index.files[path] = replace(facts_of(index.files, path), dumped_configs=dumped)
-    for path, lines in launched.gpu_loads.items():
-        gpu = {line: _gpu_file(f) for line, f in lines.items()}
+    for path, lines in code.gpu_loads.items():
+        gpu = {line: gpu_file(f) for line, f in lines.items()}
         index.files[path] = replace(facts_of(index.files, path), gpu_loads=gpu)
-    for path, written in launched.cpu_loads.items():
+    for path, written in code.cpu_loads.items():
         cpu = {
             line: Related(shown_path(f.path), f.line, 1, f"torch.save of CPU data as {f.name}")
             for line, f in written.items()
@@ -277,7 +280,7 @@ def _build_project_index(
         imported = imported_trainer_classes(summary, model.hierarchy) if summary is not None else None
         if imported:
             index.files[path] = replace(facts_of(index.files, path), trainer_classes=imported)
-    for path, functions in launched.cuda_parameters.items():
+    for path, functions in code.cuda_parameters.items():
         index.files[path] = replace(facts_of(index.files, path), cuda_parameters=functions)
     record_state_saving_calls(index.files, model)
     record_parameter_paths(index.files, model, sorted({*producers, *trainers}))
@@ -328,13 +331,6 @@ def _analysed(model: ProjectModel, producers: list[str]) -> bool:
     return True
 
 
-def _gpu_file(found: GpuFile) -> tuple[str, Related | None]:
-    if found.path is None:
-        return f"{found.name}: DeepSpeed's checkpoint file, saved from GPU tensors", None
-    where = Related(shown_path(found.path), found.line, 1, f"torch.save of the engine's state as {found.name}")
-    return f"{found.name} holds the engine's GPU tensors, saved at {where.path}:{where.line}", where
-
-
 def _record_config_builders(index: ProjectIndex, sources: dict[str, bytes], store: SummaryStore) -> None:
     for builder in config_builders(sources, store):
         made = f"{builder.name} is" if builder.constant else f"{builder.name}() returns"
@@ -361,7 +357,7 @@ def single_file_facts(path: str, data: bytes) -> ProjectFacts | None:
             record_state_saving_calls(index.files, model)  # its own helpers that save or step initialize's results
         # loads of files holding GPU tensors that the file alone shows (DeepSpeed's own checkpoint files)
         for found, lines in gpu_loads(store, [absolute(path)]).items():
-            gpu = {line: _gpu_file(f) for line, f in lines.items()}
+            gpu = {line: gpu_file(f) for line, f in lines.items()}
             index.files[found] = replace(facts_of(index.files, found), gpu_loads=gpu)
         _record_shipped_accelerate(index, absolute(path), data)
     return index.facts_for(path)
