@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from dslint.model.summary import dotted
+from dslint.model.summary import dotted, nodes_of
 
 # Order positions: numbers that grow along the source (a traversal's entry and exit counters once placed).
 Pos = int
@@ -249,6 +249,8 @@ class _Reader:
         module = Scope(ScopeKind.MODULE, tree, None)
         self.table = Bindings(module, {}, [], [], [], [], [])
         self.scopes = [module]
+        # a module without a walrus anywhere (most): no expression is searched for one (`expressions`)
+        self.walrus = bool(nodes_of(tree, ast.NamedExpr))
 
     @property
     def scope(self) -> Scope:
@@ -356,6 +358,8 @@ class _Reader:
 
     def expressions(self, nodes: Sequence[ast.AST | None]) -> None:
         """Walrus targets in expressions (at any depth, lambdas and comprehensions included)."""
+        if not self.walrus:
+            return
         for node in nodes:
             if node is None:
                 continue
