@@ -1,8 +1,8 @@
 """Positions from one statement's code generation (`dslint/script/local_positions.py`) are libcst's own: on every
 fixture script and on shapes that move columns (a tab, non-ASCII text before a node, bracket continuation lines
-inside an indented block, a `;`, a one-line suite, a string spanning lines, a CRLF file), every node a statement's
-table answers (a statement line's from its first and last statements') has the range the whole module's pass gives
-it, and the shapes it cannot place fall back."""
+inside an indented block, a `;`, a one-line suite, a string spanning lines, a CRLF file, compound statements'
+headers), every node a statement's table answers (a statement line's from its first and last statements') has the
+range the whole module's pass gives it, and the shapes it cannot place fall back."""
 
 from __future__ import annotations
 
@@ -29,6 +29,11 @@ SHAPES = {
     "strings": 'def f():\n    s = """one\n    two"""; t = u(s)\n    v = (w(1)\n         + w(2))\n',
     "crlf": "def f():\r\n    a = g(1,\r\n          2)\r\n    return a\r\n",
     "backslash": "x = a + \\\n    b(1)\nif y:\n    z = c(\\\n        2)\n",
+    "compound_headers": (
+        "# lead\n\nif f(1):  # c\n    # d\n    x = 1\nelif g(2):\n    y = 2\nelse:\n    pass\n"
+        "def run():\n    for i in h(3):\n        while k(4):\n            break\n    with m(5) as n, (o(6)):\n"
+        "        pass\n    try:\n        p()\n    except q(7):\n        pass\n"
+    ),
 }
 
 
@@ -56,6 +61,33 @@ def _compare(source: str) -> tuple[int, int]:
 def test_shapes_that_move_columns(name: str) -> None:
     answered, _ = _compare(SHAPES[name])
     assert answered > 0
+
+
+def test_a_compound_statements_header_is_read_from_its_own_table() -> None:
+    """The calls in an `if`'s test, a `for`'s iterable, a `with`'s items, an `except`'s type: from the table of the
+    compound statement holding them (its own comment lines counted before it); an `elif` (written `if` alone)
+    falls back."""
+    source = SHAPES["compound_headers"]
+    module = cst.parse_module(source)
+    facts = collect_facts(module, None, ast.parse(source))
+    facts.text = source
+    whole = node_positions(module)
+    local = NodePositions(facts, lambda: pytest.fail("a lookup asked for the whole pass"))
+    calls = {cst.ensure_type(c.func, cst.Name).value: c for c in _calls(module)}
+    for name in ("f", "h", "k", "m", "o", "q"):
+        assert local._local(calls[name]) == whole[calls[name]], name
+    assert local._local(calls["g"]) is None
+
+
+def _calls(module: cst.Module) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            found.append(node)
+
+    module.visit(Calls())
+    return found
 
 
 def test_every_fixture_script() -> None:

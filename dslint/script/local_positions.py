@@ -10,7 +10,9 @@ the whole pass would. Where it begins is read from CPython's twin of the stateme
 the statement's own range is checked against the twin's end too: a statement whose ranges disagree, one that does
 not start its line (after a `;`), a node outside any small statement (a `def`, an `if`'s test), or iterating the
 table falls back to the whole pass. A statement line (`SimpleStatementLine`, the span a fix deletes) is read from
-its first and last small statements.
+its first and last small statements; a node of a compound statement's header (an `if`'s test, a `for`'s iterable)
+from the code generation of the innermost compound statement holding it, started at the first of its own leading
+comment and blank lines (not a `def` or `class`, whose decorators come first, nor an `elif`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class NodePositions(Mapping[cst.CSTNode, CodeRange]):
         self._lines: list[str] | None = None
         self._smalls: list[cst.BaseSmallStatement] | None = None
         self._starts: list[int] = []
+        self._compounds: list[cst.BaseCompoundStatement] | None = None
+        self._compound_starts: list[int] = []
         self._twins: dict[int, ast.stmt] | None = None
 
     @property
@@ -90,9 +94,11 @@ class NodePositions(Mapping[cst.CSTNode, CodeRange]):
         facts = self._facts
         if facts.text is None or PositionProvidingCodegenState is None or facts.statement_twins is None:
             return None  # no source, or the traversal has not paired the statements yet
-        statement = facts.small_statement_of_call.get(node) if isinstance(node, cst.Call) else None
+        statement: cst.CSTNode | None = facts.small_statement_of_call.get(node) if isinstance(node, cst.Call) else None
         if statement is None:
             statement = self._small_statement(node)
+        if statement is None:
+            statement = self._compound_statement(node)
         if statement is None:
             return None
         key = id(statement)
@@ -117,9 +123,29 @@ class NodePositions(Mapping[cst.CSTNode, CodeRange]):
         statement = self._smalls[at]
         return statement if exited <= facts.exited[statement] else None
 
-    def _table(self, statement: cst.BaseSmallStatement) -> Mapping[cst.CSTNode, CodeRange] | None:
-        """The ranges of `statement`'s nodes, from its code generation started where its twin starts; None when
-        it has no twin or the ranges disagree with the twin's."""
+    def _compound_statement(self, node: cst.CSTNode) -> cst.BaseCompoundStatement | None:
+        """The innermost compound statement holding `node` (an `if`'s test, a `for`'s iterable), by the traversal's
+        order of entering and leaving nodes; not a `def` or `class` (its decorators come before its twin's line)."""
+        facts = self._facts
+        if self._compounds is None:
+            _, ours = facts.statement_twins or ((), ())
+            self._compounds = [s for s in ours if isinstance(s, cst.BaseCompoundStatement)]
+            self._compound_starts = [facts.entered[s] for s in self._compounds]
+        entered, exited = facts.entered.get(node), facts.exited.get(node)
+        if entered is None or exited is None:
+            return None
+        at = bisect.bisect_right(self._compound_starts, entered) - 1
+        while at >= 0:  # back from the last one entered before it: the first one it is inside holds it innermost
+            statement = self._compounds[at]
+            if exited <= facts.exited[statement]:
+                return None if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) else statement
+            at -= 1
+        return None
+
+    def _table(self, statement: cst.CSTNode) -> Mapping[cst.CSTNode, CodeRange] | None:
+        """The ranges of `statement`'s nodes, from its code generation started where its twin starts (a compound
+        statement's from the first of the comment and blank lines it owns before it, one line each); None when it
+        has no twin, is an `elif` (written `if` on its own), or the ranges disagree with the twin's."""
         twin = self._twin(statement)
         if twin is None or twin.end_lineno is None or twin.end_col_offset is None:
             return None
@@ -130,6 +156,10 @@ class NodePositions(Mapping[cst.CSTNode, CodeRange]):
         indent = self._source_line(start[0])[: start[1]]
         if indent.strip():  # after a `;` or a compound statement's colon: its block's indentation is not at hand
             return None
+        compound = isinstance(statement, cst.BaseCompoundStatement)
+        if compound and self._source_line(start[0])[start[1] :].startswith("elif"):
+            return None
+        owned = len(getattr(statement, "leading_lines", ())) if compound else 0
         module = self._facts.module
         provider = PositionProvider()
         computed = getattr(provider, "_computed", None)
@@ -140,8 +170,8 @@ class NodePositions(Mapping[cst.CSTNode, CodeRange]):
             default_newline=module.default_newline,
             provider=provider,
             indent_tokens=[indent] if indent else [],
-            line=start[0],
-            column=start[1],
+            line=start[0] - owned,
+            column=0 if compound else start[1],
         )
         statement._codegen(state)
         own = computed.get(statement)
