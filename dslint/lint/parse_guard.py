@@ -354,6 +354,7 @@ def _one_rank_word(word: str, first: bool) -> bool:
 # Elements, arguments and subscripts sit one level deeper in libcst's tree than in CPython's: libcst wraps each
 # in a node of its own (Element, DictElement, Arg, SubscriptElement).
 _CONTAINERS = (ast.List, ast.Tuple, ast.Set, ast.Dict)
+_CONTAINER_TYPES = frozenset(_CONTAINERS)
 _LONG_STRING = 200  # characters: a shorter string constant cannot hold many implicitly concatenated pieces
 
 
@@ -365,22 +366,25 @@ def tree_depth(tree: ast.AST, data: bytes = b"") -> tuple[int, int]:
     this walk runs on every file libcst will parse)."""
     deepest, deepest_line = 0, 1
     lines: list[bytes] | None = None
-    stack: list[tuple[ast.AST, int]] = [(tree, 1)]
+    stack: list[tuple[Any, int]] = [(tree, 1)]  # nodes of every kind, told apart by type below
     push = stack.append
     AST, Call, Subscript, BoolOp = ast.AST, ast.Call, ast.Subscript, ast.BoolOp
+    Constant, JoinedStr = ast.Constant, ast.JoinedStr
+    # exact types (CPython's parser makes no subclasses): the same answers as `isinstance`, cheaper per node
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, BoolOp):
+        kind = type(node)
+        if kind is BoolOp:
             depth += len(node.values) - 2
-        elif isinstance(node, (ast.Constant, ast.JoinedStr)) and _may_be_concatenated(node):
+        elif (kind is Constant or kind is JoinedStr) and _may_be_concatenated(node):
             lines = lines if lines is not None else data.splitlines(keepends=True)
             depth += _string_pieces(lines, node) - 1
         if depth > deepest:
             deepest, deepest_line = depth, getattr(node, "lineno", deepest_line)
         # one level more for a child, two below a container, a call's arguments and a subscript's slice
-        below = depth + (2 if isinstance(node, _CONTAINERS) else 1)
-        func = node.func if isinstance(node, Call) else None
-        index = node.slice if isinstance(node, Subscript) else None
+        below = depth + (2 if kind in _CONTAINER_TYPES else 1)
+        func = node.func if kind is Call else None
+        index = node.slice if kind is Subscript else None
         for name in node._fields:
             value = getattr(node, name, None)
             if isinstance(value, AST):
@@ -388,7 +392,7 @@ def tree_depth(tree: ast.AST, data: bytes = b"") -> tuple[int, int]:
                     push((value, depth + 2))
                 else:
                     push((value, below))
-            elif isinstance(value, list):
+            elif type(value) is list:
                 for item in value:
                     if isinstance(item, AST):
                         push((item, depth + 2 if func is not None else below))
