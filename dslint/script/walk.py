@@ -220,14 +220,26 @@ def visit_tree(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     rebuilding of every node on the way back (`_visit_and_replace_children`), which costs more than the visit.
     A visitor overriding `on_visit`/`on_leave` or the attribute hooks is not for this walk."""
     hooks = frozenset(_hook_names(type(visitor)))
+    # per node type: the visitor's visit_X and leave_X (None where it has none), looked up once per walk
+    methods: dict[type, tuple[Callable[[cst.CSTNode], bool | None] | None, VisitorMethod | None]] = {}
+
+    def of(node_type: type) -> tuple[Callable[[cst.CSTNode], bool | None] | None, VisitorMethod | None]:
+        found = methods.get(node_type)
+        if found is None:
+            visit, leave = "visit_" + node_type.__name__, "leave_" + node_type.__name__
+            found = methods[node_type] = (
+                getattr(visitor, visit) if visit in hooks else None,
+                getattr(visitor, leave) if leave in hooks else None,
+            )
+        return found
 
     def enter(current: cst.CSTNode) -> bool | None:
-        name = "visit_" + type(current).__name__
-        return getattr(visitor, name)(current) if name in hooks else None
+        visit = of(type(current))[0]
+        return visit(current) if visit is not None else None
 
     def leave(current: cst.CSTNode) -> None:
-        name = "leave_" + type(current).__name__
-        if name in hooks:
-            getattr(visitor, name)(current)
+        method = of(type(current))[1]
+        if method is not None:
+            method(current)
 
     walk(node, enter, leave)
