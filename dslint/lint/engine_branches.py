@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dslint.diagnostics import Diagnostic
 from dslint.framework.rule import family_of
 from dslint.model.library import ENGINE_ONLY_METHODS
-from dslint.model.summary import dotted
+from dslint.model.summary import dotted, nodes_of
 
 # The classes whose instances are DeepSpeed engines (the last part of the tested name).
 _ENGINE_CLASSES = frozenset({"DeepSpeedEngine", "PipelineEngine", "DeepSpeedHybridEngine"})
@@ -41,9 +41,7 @@ def without_engine_else(path: str, diagnostics: Sequence[Diagnostic], tree: ast.
 
 
 def _not_engine_arms(tree: ast.Module) -> Iterator[tuple[int, int]]:
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.If):
-            continue
+    for node in nodes_of(tree, ast.If):
         if _requires_engine(node.test) and node.orelse:
             yield node.orelse[0].lineno, max(s.end_lineno or s.lineno for s in node.orelse)
         elif (

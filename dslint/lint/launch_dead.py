@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from dslint.diagnostics import Diagnostic
 from dslint.model.conditions import Guard, settled, test_guards
+from dslint.model.summary import nodes_of
 from dslint.script.project_facts import ProjectFacts
 
 # Methods whose result is the command line parsed (argparse, transformers' HfArgumentParser)
@@ -33,9 +34,7 @@ def without_launch_dead(
     launches = [launch.options for launch in project.launches]
     parsed = _parsed_names(tree)
     ranges: list[tuple[int, int]] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.If):
-            continue
+    for node in nodes_of(tree, ast.If):
         for truth, block in ((True, node.body), (False, node.orelse)):
             if block and any(_never(launches, guard, parsed) for guard in test_guards(node.test, truth)):
                 ranges.append((block[0].lineno, block[-1].end_lineno or block[-1].lineno))
@@ -57,8 +56,8 @@ def _never(launches: Sequence[Mapping[str, str | None]], guard: Guard, parsed: f
 def _parsed_names(tree: ast.Module) -> frozenset[str]:
     """`args` and the names the module binds to its parsed command line."""
     found = {"args"}
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+    for node in nodes_of(tree, ast.Assign):
+        if not isinstance(node.value, ast.Call):
             continue
         func = node.value.func
         if not (isinstance(func, ast.Attribute) and func.attr in _PARSES):

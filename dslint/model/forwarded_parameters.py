@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from dslint.model.evaluate import Evaluator
 from dslint.model.handed_arguments import handed_arguments
 from dslint.model.library import INITIALIZE
-from dslint.model.summary import FunctionInfo, ModuleSummary, own_nodes
+from dslint.model.summary import FunctionInfo, ModuleSummary, nodes_of, own_nodes
 
 MAX_BASES = 6
 
@@ -69,7 +69,7 @@ def _raw_model_names(model: Evaluator, paths: list[str]) -> set[str]:
     names: set[str] = set()
     for path in paths:
         module = model.module(path)
-        for node in ast.walk(module.tree) if module is not None else ():
+        for node in nodes_of(module.tree, ast.Call) if module is not None else ():
             given = _initialize_model(module, node) if module is not None else None
             if given is not None:
                 names.add(given)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 
 from dslint.model.library import SHARDED_ELSEWHERE
+from dslint.model.summary import nodes_of
 
 _WORDS = frozenset(word.strip(b".(").decode() for word in SHARDED_ELSEWHERE)
 
@@ -37,15 +38,9 @@ def _in_code(source: bytes, tree: ast.Module | None) -> bool:
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return True
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            word = node.id
-        elif isinstance(node, ast.Attribute):
-            word = node.attr
-        elif isinstance(node, ast.keyword):
-            word = node.arg or ""
-        else:
-            continue
-        if word in _WORDS:
-            return True
-    return False
+    # a name, an attribute or a keyword of the code (its nodes by type: `nodes_of`, shared with the other questions)
+    return (
+        any(node.id in _WORDS for node in nodes_of(tree, ast.Name))
+        or any(node.attr in _WORDS for node in nodes_of(tree, ast.Attribute))
+        or any((node.arg or "") in _WORDS for node in nodes_of(tree, ast.keyword))
+    )

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from dslint.model.summary import nodes_of
+
 # Words of a name or key that reads the ZeRO stage (`args.zero_stage`, `is_zero3`, `ds_config["zero_stage"]`).
 STAGE_WORDS = ("stage", "zero3", "zero_3")
 
@@ -39,11 +41,11 @@ def tests_stage(test: ast.expr) -> bool:
 def stage_tested_after(tree: ast.Module, line: int) -> bool:
     """Whether, in the function holding the statement at `line`, a statement after it (in its block or a block
     around it) is an `if` testing the ZeRO stage."""
-    holders = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _spans(node, line)
+    functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
+        *nodes_of(tree, ast.FunctionDef),
+        *nodes_of(tree, ast.AsyncFunctionDef),
     ]
+    holders = [node for node in functions if _spans(node, line)]
     # the innermost function holding the line starts last
     body = max(holders, key=lambda node: node.lineno).body if holders else tree.body
     return _tested_after(body, line)
