@@ -14,7 +14,8 @@ plain too (its `else` runs on both paths).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import libcst as cst
 
@@ -181,14 +182,16 @@ def _mark_plain_functions(facts: ScriptFacts, holds_init: Callable[[tuple[Pos, P
     references: dict[str, list[cst.CSTNode]] = {}
     called: set[cst.CSTNode] = set()
     classes: list[cst.ClassDef] = []
-    for node in all_nodes(facts.module):
-        if isinstance(node, cst.FunctionDef):
+    nodes: Iterator[Any] = all_nodes(facts.module)  # told apart by exact type: libcst's classes have no subclasses
+    for node in nodes:
+        kind = type(node)
+        if kind is cst.FunctionDef:
             functions.setdefault(node.name.value, []).append(node)
-        elif isinstance(node, cst.ClassDef):
+        elif kind is cst.ClassDef:
             classes.append(node)
-        elif isinstance(node, cst.Call):
-            called.add(node.func.attr if isinstance(node.func, cst.Attribute) else node.func)
-        elif isinstance(node, cst.Name):  # an attribute's name too (`self.setup`: its `attr`)
+        elif kind is cst.Call:
+            called.add(node.func.attr if type(node.func) is cst.Attribute else node.func)
+        elif kind is cst.Name:  # an attribute's name too (`self.setup`: its `attr`)
             references.setdefault(node.value, []).append(node)
     engine_parameters = facts.project.parameters if facts.project is not None else {}
     hooks = _framework_hooks(classes)

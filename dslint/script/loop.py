@@ -333,10 +333,11 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, cst.Call) and method_name(current) in GRAPH_CUTTING_METHODS:
+        kind = type(current)  # exact types: libcst's classes have no subclasses (no ABCMeta check per node)
+        if type(current) is cst.Call and method_name(current) in GRAPH_CUTTING_METHODS:
             continue  # `fake.detach()`: a value computed from it is no longer the engine's output
         yield current
-        if isinstance(current, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+        if kind is cst.Lambda or kind is cst.FunctionDef or kind is cst.ClassDef:
             continue
         if isinstance(current, cst.Attribute):
             # `outputs.loss`: the base is what holds a value; the attribute name is not a variable.

@@ -15,14 +15,18 @@ import libcst as cst
 
 from dslint.model.summary import module_imports
 
+# libcst's node classes have no subclasses: a node's exact type answers `isinstance`, without ABCMeta's Python-level
+# check (these two functions run on every name and attribute the rules and the facts resolve)
+_ATTRIBUTE, _CALL, _NAME = cst.Attribute, cst.Call, cst.Name
+
 
 def dotted_name(node: cst.CSTNode) -> str | None:
     """`a` -> "a", `a.b.c` -> "a.b.c"; anything else (calls, subscripts) -> None."""
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is _ATTRIBUTE:
         parts.append(node.attr.value)
         node = node.value
-    if not isinstance(node, cst.Name):
+    if type(node) is not _NAME:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
@@ -46,14 +50,15 @@ class ImportTable:
         `get_accelerator().set_device` resolves to "deepspeed.accelerator.get_accelerator().set_device": a call
         in the middle of a chain is kept as "()".
         """
-        if isinstance(node, cst.Attribute):
-            base = self.qualified(node.value)
-            return None if base is None else f"{base}.{node.attr.value}"
-        if isinstance(node, cst.Call):
-            base = self.qualified(node.func)
+        kind = type(node)
+        if kind is _ATTRIBUTE:
+            base = self.qualified(node.value)  # type: ignore[attr-defined]
+            return None if base is None else f"{base}.{node.attr.value}"  # type: ignore[attr-defined]
+        if kind is _CALL:
+            base = self.qualified(node.func)  # type: ignore[attr-defined]
             return None if base is None else f"{base}()"
-        if isinstance(node, cst.Name):
-            return self.aliases.get(node.value)
+        if kind is _NAME:
+            return self.aliases.get(node.value)  # type: ignore[attr-defined]
         return None
 
 

@@ -91,12 +91,20 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """`node.children` without its tokens and whitespace, in source order, read from the fields directly:
     libcst's `children` runs a visitor that rebuilds the node to list them."""
     found: list[cst.CSTNode] = []
+    node_types = _NODE_TYPES
     for name in child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        value_type = type(value)
+        if value_type is tuple or value_type is list:
+            for item in value:
+                item_type = type(item)
+                known = node_types.get(item_type)
+                if known or (known is None and _is_node_type(item_type)):
+                    found.append(item)
+            continue
+        known = node_types.get(value_type)
+        if known or (known is None and _is_node_type(value_type)):
             found.append(value)
-        elif isinstance(value, (list, tuple)):
-            found.extend(item for item in value if isinstance(item, cst.CSTNode))
     return found
 
 
@@ -106,10 +114,14 @@ def own_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = list(reversed(children(root)))
     while stack:
         node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if type(node) in _OWN_SCOPES:
             continue
         yield node
         stack.extend(reversed(children(node)))
+
+
+# libcst's node classes have no subclasses: the exact type answers `isinstance`, without ABCMeta's check
+_OWN_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
 
 
 def all_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
