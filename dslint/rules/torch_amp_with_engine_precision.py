@@ -29,6 +29,7 @@ from dslint.script.facts import BindingKind, Role, method_name
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name, literally_enabled
+from dslint.script.walk import visit_tree
 
 
 class TorchAmpWithEnginePrecision(ScriptRule):
@@ -546,7 +547,7 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
                 return False
 
-        body.visit(Calls())
+        visit_tree(body, Calls())  # read only: without libcst's rebuilding of every node
         return found[0] if found else None
 
     def _precision(self, engine: Engine, condition: cst.BaseExpression | None = None) -> str | None:

@@ -11,6 +11,7 @@ import libcst as cst
 from dslint.script.facts import ScriptFacts
 from dslint.script.hf_trainers import TrainerNames
 from dslint.script.names import dotted_name
+from dslint.script.walk import visit_tree
 
 
 def prepared(facts: ScriptFacts, trainers: TrainerNames, value: cst.BaseExpression, at: cst.CSTNode) -> bool:
@@ -58,7 +59,7 @@ def prepared_forward_in(facts: ScriptFacts, trainers: TrainerNames, body: cst.CS
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return False
 
-    body.visit(Calls())
+    visit_tree(body, Calls())  # read only: without libcst's rebuilding of every node
     return found
 
 

@@ -22,7 +22,7 @@ from dslint.model.engine import Engine, Origin
 from dslint.model.library import ENGINE
 from dslint.script.facts import BindingKind, Role, RoleAnswer, ScopeKind, ScriptFacts, method_name
 from dslint.script.names import dotted_name
-from dslint.script.walk import children
+from dslint.script.walk import children, visit_tree
 
 NO_GRAD = ("no_grad", "inference_mode")
 
@@ -152,7 +152,7 @@ def partly_engines_in(facts: ScriptFacts, body: cst.CSTNode) -> list[Engine]:
         def visit_Lambda(self, node: cst.Lambda) -> bool:
             return False
 
-    body.visit(Calls())
+    visit_tree(body, Calls())  # read only: without libcst's rebuilding of every node
     return found
 
 
@@ -255,7 +255,7 @@ def trainer_runs(body: cst.CSTNode) -> list[cst.BaseExpression]:
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return False
 
-    body.visit(Calls())
+    visit_tree(body, Calls())  # read only: without libcst's rebuilding of every node
     return found
 
 
