@@ -154,8 +154,21 @@ def _reads(name: str, node: ast.AST) -> bool:
         if isinstance(current, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             stack.append(current.generators[0].iter)
             continue
-        stack.extend(ast.iter_child_nodes(current))
+        _push_children(stack, current)
     return False
+
+
+def _push_children(stack: list[ast.AST], node: ast.AST) -> None:
+    """`stack.extend(ast.iter_child_nodes(node))` without a generator per node: the same children, same order."""
+    for name in node._fields:
+        child = getattr(node, name, None)
+        if isinstance(child, _AST):
+            stack.append(child)
+        elif type(child) is list:
+            stack.extend([item for item in child if isinstance(item, _AST)])
+
+
+_AST = ast.AST
 
 
 def _own_nodes(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
@@ -168,4 +181,4 @@ def _own_nodes(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
             if not isinstance(node, ast.Lambda):
                 stack.extend(node.decorator_list)
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        _push_children(stack, node)
