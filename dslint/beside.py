@@ -14,12 +14,13 @@ child that died after taking it).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -65,13 +66,17 @@ class Beside(Generic[T]):
 
 class Claim:
     def __init__(self) -> None:
-        self._taken = None
+        self._taken: Any = None
         if "fork" in multiprocessing.get_all_start_methods():
-            self._taken = multiprocessing.get_context("fork").Value("b", 0)  # shared with a child forked after
-        self._here = False  # without a shared flag (no fork, so no child): this process's own
+            # shared with a child forked after; its lock needs the platform's semaphores, and without them (no
+            # /dev/shm) each process asks its own flag: both sides may take it, which costs time, never a different
+            # answer (the work is the same either side)
+            with contextlib.suppress(OSError, ImportError):
+                self._taken = multiprocessing.get_context("fork").Value("b", 0)
+        self._here = False  # without a shared flag: this process's own
 
     def take(self) -> bool:
-        """True for the first side asking, False for any later ask."""
+        """True for the first side asking, False for any later ask (in this process, without a shared flag)."""
         taken = self._taken
         if taken is None:
             first, self._here = not self._here, True
