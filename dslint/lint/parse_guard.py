@@ -174,15 +174,19 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
         kind = type(node)
         if kind is ast.Name:
             word(node.id)
-        elif kind is ast.Attribute:
-            word(node.attr)
-            if type(node.ctx) is ast.Store:
-                stored.add(node.attr)
-        elif kind is ast.Constant:
+            continue  # its one child is its context, never pushed
+        if kind is ast.Constant:
             if type(node.value) is str and id(node) not in lone_strings:
                 word(node.value)
             elif type(node.value) is bytes:
                 word(node.value.decode("latin-1"))
+            continue  # no child
+        if kind not in _READ_KINDS:
+            pass  # most nodes (an assignment, an operator, a comparison...): only their children are read
+        elif kind is ast.Attribute:
+            word(node.attr)
+            if type(node.ctx) is ast.Store:
+                stored.add(node.attr)
         elif kind is ast.Call:
             functions.append(node.func)
             if type(node.func) is ast.Attribute and node.func.attr in _ARGUMENTS_PARSERS:
@@ -271,6 +275,11 @@ def _may_name_a_file(call: ast.Call) -> bool:
 _DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 _MATCH_NAMES = frozenset({getattr(ast, "MatchAs", ast.Name), getattr(ast, "MatchStar", ast.Name)}) - {ast.Name}
 _BLOCKS = frozenset({ast.If, ast.With, ast.AsyncWith})
+# the types `code_facts` reads beyond their children (a name and a constant come first, on their own)
+_READ_KINDS = frozenset(
+    {ast.Attribute, ast.Call, ast.Subscript, ast.Expr, ast.keyword, ast.Dict, ast.arg, ast.Import, ast.ImportFrom}
+    | {ast.Global, ast.Nonlocal, *_DEFINITIONS, *_MATCH_NAMES, *_BLOCKS}
+)
 _CONTEXTS = frozenset({ast.Load, ast.Store, ast.Del})
 
 
