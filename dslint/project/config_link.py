@@ -441,7 +441,8 @@ def _resolve_expression(
         return _resolve_expression(context, written, depth + 1, origin)
     if isinstance(node, _PATH_EXPRESSIONS):
         # a literal path, or one built from literals and the script's location (`Path(__file__).parent / "x"`)
-        value = path_value(facts, node, context.path) or settings_entry(context, node)
+        entry = settings_entry(context, node) if (value := path_value(facts, node, context.path)) is None else None
+        value, via = (entry[0], (entry[1],) if entry[1] else ()) if entry else (value, ())  # a settings file's entry
         if value is not None and origin is Origin.TRAINER and value == "auto":
             return None
         if value is not None:
@@ -450,7 +451,7 @@ def _resolve_expression(
             if not isinstance(loaded, Object):
                 return None
             values = to_python(loaded)
-            return ResolvedConfig(values, str(path), path, loaded, origin) if isinstance(values, dict) else None
+            return ResolvedConfig(values, str(path), path, loaded, origin, via) if isinstance(values, dict) else None
     if isinstance(node, cst.IfExp):  # `"ds.json" if args.deepspeed else None`: the arms that give a config
         arms = [a for a in (node.body, node.orelse) if not (isinstance(a, cst.Name) and a.value == "None")]
         return strongest([_resolve_expression(context, arm, depth + 1, origin) for arm in arms])

@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from dslint.config.tree import Object, ParseError, to_python
+from dslint.config.tree import Node, Object, ParseError, Scalar, to_python
 from dslint.config.yaml_subset import parse_yaml_subset
+from dslint.diagnostics import Location, Related
 from dslint.project.config_access import config_path
 from dslint.project.config_edits import module_index
-from dslint.project.inputs import is_file, read_input
+from dslint.project.inputs import is_file, read_input, shown_path
 from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind
 from dslint.script.path_values import path_value
@@ -36,21 +37,43 @@ _DEPTH = 8  # entries and names followed, at most
 _ABSENT = object()
 
 
-def settings_entry(context: ScriptContext, node: cst.BaseExpression) -> str | None:
-    """The string `node` reads from a settings file (see the module's docstring), or None."""
+def settings_entry(context: ScriptContext, node: cst.BaseExpression) -> tuple[str, Related | None] | None:
+    """The string `node` reads from a settings file (see the module's docstring), with where the file writes it
+    (the entry of that key holding that string, when one is found), or None."""
     if not isinstance(node, (cst.Subscript, cst.Call)):
         return None
-    value = _entry(context, node, 0)
-    return value if isinstance(value, str) and value else None
+    read: list[tuple[Path, Object]] = []
+    value = _entry(context, node, 0, read)
+    if not isinstance(value, str) or not value:
+        return None
+    key = _keyed(node)[0]
+    for path, tree in read:
+        written = _written(tree, key, value)
+        if written is not None:
+            return value, Related(shown_path(str(path)), written.line, written.column, f"{key}: {value}")
+    return value, None
 
 
-def _entry(context: ScriptContext, node: cst.BaseExpression, depth: int) -> object:
+def _written(node: Node, key: object, value: str) -> Location | None:
+    """Where an entry `key` holding the string `value` is written in a settings tree."""
+    if not isinstance(node, Object):
+        return None
+    for entry in node.entries:
+        if entry.key == key and isinstance(entry.value, Scalar) and entry.value.value == value:
+            return entry.key_start
+        found = _written(entry.value, key, value)
+        if found is not None:
+            return found
+    return None
+
+
+def _entry(context: ScriptContext, node: cst.BaseExpression, depth: int, read: list[tuple[Path, Object]]) -> object:
     if depth > _DEPTH:
         return _ABSENT
     facts = context.facts
     key, default, base = _keyed(node)
     if base is not None:
-        mapping = _entry(context, base, depth + 1)
+        mapping = _entry(context, base, depth + 1, read)
         if not isinstance(mapping, dict):
             return _ABSENT
         return mapping.get(key, default) if isinstance(key, str) else _ABSENT
@@ -60,10 +83,10 @@ def _entry(context: ScriptContext, node: cst.BaseExpression, depth: int) -> obje
             return _ABSENT
         if module_index(context.module).mutations.get(node.value):
             return _ABSENT  # the script writes into it
-        return _entry(context, binding.value, depth + 1)
+        return _entry(context, binding.value, depth + 1, read)
     opened = loaded_path(facts, node)
     written = path_value(facts, opened, context.path) if opened is not None else None
-    return _read(config_path(context.path, written)) if written else _ABSENT
+    return _read(config_path(context.path, written), read) if written else _ABSENT
 
 
 def _keyed(node: cst.BaseExpression) -> tuple[object, object, cst.BaseExpression | None]:
@@ -89,7 +112,7 @@ def _keyed(node: cst.BaseExpression) -> tuple[object, object, cst.BaseExpression
     return None, None, None
 
 
-def _read(path: Path) -> object:
+def _read(path: Path, read: list[tuple[Path, Object]]) -> object:
     """A JSON or YAML settings file's content, as plain values."""
     if not is_file(str(path)) or path.suffix not in (".json", ".yaml", ".yml"):
         return _ABSENT
@@ -103,4 +126,5 @@ def _read(path: Path) -> object:
         tree = parse_yaml_subset(text)
     except (ValueError, ParseError):
         return _ABSENT
-    return to_python(tree) if isinstance(tree, Object) else _ABSENT
+    read.append((path, tree))
+    return to_python(tree)
