@@ -146,20 +146,8 @@ def walk(
     """Call `enter` on each node before its children (which it skips by returning False) and `leave` after them,
     in source order."""
     if enter(node) is not False:
-        node_types = _NODE_TYPES
-        for name in child_fields(type(node)):
-            value = getattr(node, name)
-            value_type = type(value)
-            if value_type is tuple or value_type is list:
-                for item in value:
-                    item_type = type(item)
-                    known = node_types.get(item_type)
-                    if known or (known is None and _is_node_type(item_type)):
-                        walk(item, enter, leave)
-                continue
-            known = node_types.get(value_type)
-            if known or (known is None and _is_node_type(value_type)):
-                walk(value, enter, leave)
+        for child in children(node):
+            walk(child, enter, leave)
     leave(node)
 
 
@@ -189,8 +177,8 @@ def visit_all(module: cst.Module, visitors: Sequence[cst.BatchableCSTVisitor]) -
     _dispatch(module, table, {})
 
 
-# per node type: the visitors' `visit_X` methods, their `leave_X` methods, and the type's child fields
-_Hooks = tuple[tuple[VisitorMethod, ...], tuple[VisitorMethod, ...], tuple[str, ...]]
+# per node type: the visitors' `visit_X` methods and their `leave_X` methods
+_Hooks = tuple[tuple[VisitorMethod, ...], tuple[VisitorMethod, ...]]
 
 
 def _dispatch(node: cst.CSTNode, table: dict[str, list[VisitorMethod]], hooks: dict[type, _Hooks]) -> None:
@@ -200,28 +188,12 @@ def _dispatch(node: cst.CSTNode, table: dict[str, list[VisitorMethod]], hooks: d
     found = hooks.get(node_type)
     if found is None:
         name = node_type.__name__
-        found = hooks[node_type] = (
-            tuple(table.get("visit_" + name, ())),
-            tuple(table.get("leave_" + name, ())),
-            child_fields(node_type),
-        )
-    visits, leaves, fields = found
+        found = hooks[node_type] = (tuple(table.get("visit_" + name, ())), tuple(table.get("leave_" + name, ())))
+    visits, leaves = found
     for method in visits:
         method(node)
-    node_types = _NODE_TYPES
-    for name in fields:
-        value = getattr(node, name)
-        value_type = type(value)
-        if value_type is tuple or value_type is list:
-            for item in value:
-                item_type = type(item)
-                known = node_types.get(item_type)
-                if known or (known is None and _is_node_type(item_type)):
-                    _dispatch(item, table, hooks)
-            continue
-        known = node_types.get(value_type)
-        if known or (known is None and _is_node_type(value_type)):
-            _dispatch(value, table, hooks)
+    for child in children(node):
+        _dispatch(child, table, hooks)
     for method in leaves:
         method(node)
 
