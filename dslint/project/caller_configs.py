@@ -13,7 +13,7 @@ from typing import Protocol, TypeVar
 import libcst as cst
 
 from dslint.model.library import CALLBACK_RUNNERS
-from dslint.project.config_edits import module_index
+from dslint.project.config_edits import literal_value, module_index, subscripted
 from dslint.script.context import ScriptContext
 from dslint.script.facts import Binding, BindingKind, ScopeKind
 from dslint.script.names import dotted_name
@@ -70,32 +70,24 @@ def caller_arguments(context: ScriptContext, binding: Binding) -> list[cst.BaseE
 def caller_items(context: ScriptContext, node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
     """`config["ds_config"]`, `config` a parameter: the entry for that literal key of the dict literal each of this
     module's calls passes (`caller_arguments`, library runners too); None when a call's is not such a dict."""
-    if not (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and len(node.slice) == 1):
+    chain = subscripted(node) if isinstance(node, cst.Subscript) else None
+    if chain is None or not isinstance(chain[0], cst.Name) or len(chain[1]) != 1:
         return None
-    index = node.slice[0].slice
-    key = (
-        index.value.evaluated_value
-        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString)
-        else None
-    )
+    name, key = chain[0], literal_value(chain[1][0])
     facts = context.facts
-    binding = facts.binding_at(node.value.value, facts.scope_at(node), facts.start(node))
+    binding = facts.binding_at(name.value, facts.scope_at(node), facts.start(node))
     passed = caller_arguments(context, binding) if isinstance(key, str) and binding is not None else None
     found: list[cst.BaseExpression] = []
     for value in passed or ():
         entries = value.elements if isinstance(value, cst.Dict) else ()
         item = next(
-            (e.value for e in entries if isinstance(e, cst.DictElement) and _literal_key(e.key) == key),
+            (e.value for e in entries if isinstance(e, cst.DictElement) and literal_value(e.key) == key),
             None,
         )
         if item is None or any(isinstance(e, cst.StarredDictElement) for e in entries):
             return None
         found.append(item)
     return found or None
-
-
-def _literal_key(node: cst.BaseExpression) -> object:
-    return node.evaluated_value if isinstance(node, cst.SimpleString) else None
 
 
 _NOT_RUN = cst.Name("_")  # the call does not run the function

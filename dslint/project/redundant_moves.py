@@ -46,5 +46,4 @@ def redundant_move(context: ScriptContext, call: cst.Call, stages: Iterable[int 
         return True
     if any(stage == 3 for stage in known):
         return False
-    project = context.facts.project
-    return ships_only_lower_stages(context.path, project.launches if project is not None else ())
+    return ships_only_lower_stages(context)

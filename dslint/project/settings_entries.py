@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from dslint.config.tree import Node, Object, ParseError, Scalar, to_python
+from dslint.config.tree import UNKNOWN, Node, Object, ParseError, Scalar, to_python
 from dslint.config.yaml_subset import parse_yaml_subset
 from dslint.diagnostics import Location, Related
 from dslint.project.config_access import config_path
-from dslint.project.config_edits import module_index
+from dslint.project.config_edits import literal_value, module_index
 from dslint.project.inputs import is_file, read_input, shown_path
 from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind
@@ -91,24 +91,17 @@ def _entry(context: ScriptContext, node: cst.BaseExpression, depth: int, read: l
 
 def _keyed(node: cst.BaseExpression) -> tuple[object, object, cst.BaseExpression | None]:
     """(key, default, the mapping read) for `x["key"]` and `x.get("key"[, default])`; base None for neither."""
-    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
-        index = node.slice[0].slice
-        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
-            return index.value.evaluated_value, _ABSENT, node.value
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        return literal_value(node.slice[0].slice.value), _ABSENT, node.value
     if (
         isinstance(node, cst.Call)
         and isinstance(node.func, cst.Attribute)
         and node.func.attr.value == "get"
         and 1 <= len(node.args) <= 2
         and all(arg.keyword is None and not arg.star for arg in node.args)
-        and isinstance(node.args[0].value, cst.SimpleString)
     ):
-        default: object = None
-        if len(node.args) == 2:
-            given = node.args[1].value
-            default = given.evaluated_value if isinstance(given, cst.SimpleString) else _ABSENT
-            default = None if isinstance(given, cst.Name) and given.value == "None" else default
-        return node.args[0].value.evaluated_value, default, node.func.value
+        default = literal_value(node.args[1].value) if len(node.args) == 2 else None
+        return literal_value(node.args[0].value), _ABSENT if default is UNKNOWN else default, node.func.value
     return None, None, None
 
 

@@ -10,8 +10,9 @@ other config to run it with. A finding resting on that names each of those confi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dslint.config import facts as config_facts
 from dslint.config.recognition import is_candidate, is_config_name, is_deepspeed_config
@@ -19,7 +20,9 @@ from dslint.config.tree import Object, node_at
 from dslint.diagnostics import Related
 from dslint.project.config_access import load_config_tree
 from dslint.project.inputs import exists, record, shown_path
-from dslint.script.project_facts import LaunchedConfig
+
+if TYPE_CHECKING:
+    from dslint.script.context import ScriptContext
 
 # Folders beside a script where projects keep its configs.
 CONFIG_FOLDERS = ("config", "configs", "ds_config", "ds_configs", "deepspeed", "deepspeed_configs")
@@ -40,13 +43,14 @@ def shipped_stages(script: str) -> list[int] | None:
     return [stage for _, stage, _ in found] if found else None
 
 
-def ships_only_lower_stages(script: str, launches: Iterable[LaunchedConfig]) -> bool:
-    """No launch of `script` hands it a config (none is known, or they give none: the script finds its config
+def ships_only_lower_stages(context: ScriptContext) -> bool:
+    """No launch of the script hands it a config (none is known, or they give none: the script finds its config
     itself), and every DeepSpeed config the project ships near it runs below stage 3 (`shipped_stages`): a
     config the script is handed but dslint cannot read shows no sign of ZeRO-3."""
-    if any(launch.option is not None for launch in launches):
+    project = context.facts.project
+    if project is not None and any(launch.option is not None for launch in project.launches):
         return False
-    stages = shipped_stages(script)
+    stages = shipped_stages(context.path)
     return stages is not None and max(stages) < 3
 
 

@@ -317,8 +317,7 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
     def _lower_stages_shipped(self) -> bool:
         """A config of unknown stage, where no launch gives the script one and every config the project ships near
         it is below stage 3 (`shipped_configs.ships_only_lower_stages`): no sign of ZeRO-3."""
-        project = self.facts.project
-        return ships_only_lower_stages(self.context.path, project.launches if project is not None else ())
+        return ships_only_lower_stages(self.context)
 
     def _never_given(self, source: ZeroSource) -> bool:
         """A config read from a command-line option (`deepspeed=script_args.deepspeed`) that no launch of the

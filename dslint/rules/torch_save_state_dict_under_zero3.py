@@ -531,8 +531,7 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
     @functools.cached_property
     def _lower_stages_shipped(self) -> bool:
         """Asked once per file, at its first save of unknown stage."""
-        project = self.facts.project
-        return ships_only_lower_stages(self.context.path, project.launches if project is not None else ())
+        return ships_only_lower_stages(self.context)
 
     def _reads_own_config(self, engine: Engine) -> bool:
         """This file's `initialize` is handed a config the function builds itself (`config=cfg`, `cfg` bound there)
