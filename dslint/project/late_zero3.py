@@ -13,7 +13,11 @@
   found, an accelerate YAML beside it setting `zero3_init_flag` is how it runs: an `Accelerator()` made before
   the load then keeps the config alive (`zero3_init_beside`);
 - a model loaded at module level, and the config made inside a function of the module that uses the model
-  (`main()` building the `TrainingArguments`): module code runs first (`module_load_runs_first`).
+  (`main()` building the `TrainingArguments`): module code runs first (`module_load_runs_first`);
+- a model a class's constructor loads into `self.model` (itself or through a method it calls), and the config made
+  in another method of the class that hands `self.model` on (`def train(self): args = TrainingArguments(...);
+  Trainer(model=self.model, args=args)`): an instance is constructed before its other methods run
+  (`constructor_load_runs_first`).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ def zero3_made_after(
         and (
             (facts.scope_at(source.call) is scope and pos < facts.start(source.call))
             or module_load_runs_first(context, load, source)
+            or constructor_load_runs_first(context, load, source)
         )
     ]
 
@@ -87,6 +92,107 @@ def module_load_runs_first(context: ScriptContext, load: cst.Call, source: ZeroS
         if facts.scope_at(call).kind is ScopeKind.MODULE and facts.start(call) < loaded_at
     )
     return not any(isinstance(call.func, cst.Name) and call.func.value == function.name.value for call in module_calls)
+
+
+def constructor_load_runs_first(context: ScriptContext, load: cst.Call, source: ZeroSource) -> bool:
+    """`self.model = from_pretrained(...)` (or a local name the method then stores in `self.model`) in a class's
+    `__init__`, or in a method `__init__` calls as `self.<method>()`; and `source` in another method of the class
+    (not the constructor, nor one it calls before the load) that hands `self.model` on as a Trainer's model or
+    initialize's `model=`: the constructor has run before any other method of the instance can."""
+    facts = context.facts
+    scope = facts.scope_at(load)
+    owner = scope.enclosing_class()
+    where = facts.scope_at(source.call)
+    if (
+        owner is None
+        or scope.self_name is None
+        or where is scope
+        or where.enclosing_class() is not owner
+        or where.self_name is None
+        or not isinstance(scope.node, cst.FunctionDef)
+        or not isinstance(where.node, cst.FunctionDef)
+        or not isinstance(owner.node, cst.ClassDef)
+    ):
+        return False
+    constructor = next(
+        (node for node in owner.node.body.body if isinstance(node, cst.FunctionDef) and node.name.value == "__init__"),
+        None,
+    )
+    if constructor is None or where.node is constructor:
+        return False
+    loading, runs = scope.node.name.value, where.node.name.value
+    called = _self_calls(constructor, scope.self_name)
+    if loading != "__init__" and (loading not in called or runs in called):
+        return False  # the loading method may not run first; or the constructor runs the config's method too
+    if loading == "__init__" and any(facts.start(call) < facts.start(load) for call in called.get(runs, ())):
+        return False  # the constructor runs the config's method before the load
+    attributes = _stored_attributes(context, load, scope.node, scope.self_name)
+    return bool(attributes) and _hands_attribute(where.node, where.self_name, attributes)
+
+
+def _self_calls(function: cst.FunctionDef, self_name: str) -> dict[str, list[cst.Call]]:
+    """The methods `function` calls on its instance (`self.setup()`), with the calls."""
+    found: dict[str, list[cst.Call]] = {}
+    for node in all_nodes(function.body):
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and isinstance(node.func.value, cst.Name)
+            and node.func.value.value == self_name
+        ):
+            found.setdefault(node.func.attr.value, []).append(node)
+    return found
+
+
+def _stored_attributes(context: ScriptContext, load: cst.Call, method: cst.FunctionDef, self_name: str) -> set[str]:
+    """The `self.<attribute>` names the loaded model is stored in: the load's own target, or attributes a later
+    statement of the method assigns from the local name it was bound to (`self.model = get_peft_model(model, c)`)."""
+    small = context.facts.small_statement_of_call.get(load)
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not _ends(small.value, load):
+        return set()
+    target = small.targets[0].target
+    if _is_self_attribute(target, self_name):
+        assert isinstance(target, cst.Attribute)
+        return {target.attr.value}
+    name = _first_name(target)
+    if name is None:
+        return set()
+    found: set[str] = set()
+    for node in all_nodes(method.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            stored = node.targets[0].target
+            if _is_self_attribute(stored, self_name) and any(
+                isinstance(n, cst.Name) and n.value == name for n in (node.value, *all_nodes(node.value))
+            ):
+                assert isinstance(stored, cst.Attribute)
+                found.add(stored.attr.value)
+    return found
+
+
+def _hands_attribute(method: cst.FunctionDef, self_name: str, attributes: set[str]) -> bool:
+    """`method` hands `self.<attribute>` on as a Trainer's model (`Trainer(model=self.model)`, `SFTTrainer(
+    self.model, ...)`) or as initialize's `model=`."""
+    for node in all_nodes(method.body):
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if last.endswith("Trainer"):
+            args = [a for i, a in enumerate(node.args) if _model_slot(a, i)]
+        elif last == "initialize":
+            args = [a for a in node.args if a.keyword is not None and a.keyword.value == "model"]
+        else:
+            continue
+        if any(
+            _is_self_attribute(arg.value, self_name) and arg.value.attr.value in attributes  # type: ignore[attr-defined]
+            for arg in args
+        ):
+            return True
+    return False
+
+
+def _is_self_attribute(node: cst.BaseExpression, self_name: str) -> bool:
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self_name
 
 
 def returned_arguments(context: ScriptContext, sources: ZeroSources, calls: list[cst.Call]) -> list[ZeroSource]:
