@@ -29,7 +29,20 @@ def launched_config(
     run_from: str | None = None,
 ) -> LaunchedConfig:
     """`run_from`: the folder a document's command runs in when its script was found there (`documented_script`):
-    a config path the command writes is read from that folder when it is not found from the document's own."""
+    a config path the command writes is read from that folder when it is not found from the document's own. The
+    launch keeps where each of the script's options is written (`option_places`)."""
+    launched = _launched_config(line, launcher, roots, accelerate, run_from)
+    places = {o.name: (o.line, o.column) for o in line.options}
+    return replace(launched, option_places=places) if places else launched
+
+
+def _launched_config(
+    line: LaunchLine,
+    launcher: str,
+    roots: Sequence[str],
+    accelerate: AccelerateConfig | None,
+    run_from: str | None,
+) -> LaunchedConfig:
     # A script the launcher names from its own folder (`$(dirname "$0")/train.py`) is absolute: shown relative
     script = shown_path(absolute(line.script)) if os.path.isabs(line.script) else line.script
     where = Related(shown_path(absolute(launcher)), line.line, line.column, f"{line.tool} launches {script}")

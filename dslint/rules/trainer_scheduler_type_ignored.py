@@ -162,7 +162,8 @@ class TrainerSchedulerTypeIgnored(ScriptRule):
         for launch, config in launched_trainer_configs(self.context):
             wanted = _schedule_name(launch.options.get("lr_scheduler_type"))
             if wanted is not None:
-                self._check(parser, wanted, config, " from the launch", (launch.launch,))
+                where = launch.option_evidence("lr_scheduler_type")
+                self._check(parser, wanted, config, " from the launch", tuple(dict.fromkeys((launch.launch, where))))
 
     def _check(
         self,

@@ -85,6 +85,15 @@ class LaunchedConfig:
     ranks_per_node: int | None = None
     ranks: int | None = None
     world_source: str = ""
+    option_places: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # (line, column) of each option
+
+    def option_evidence(self, name: str) -> Related:
+        """Where the launch writes `--name` (its value shown), or the launch line when not known."""
+        place = self.option_places.get(name)
+        if place is None:
+            return self.launch
+        value = self.options.get(name)
+        return Related(self.launch.path, place[0], place[1], f"--{name}" + (f" {value}" if value is not None else ""))
 
     @property
     def one_per_gpu(self) -> bool:
