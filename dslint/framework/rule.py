@@ -132,19 +132,25 @@ class ScriptRule(Rule, cst.BatchableCSTVisitor):
         start, end = self.context.span(node)
         if start_at is not None:
             start = max(start, self.context.span(start_at)[0], key=lambda location: location.line)
-        self.context.diagnostics.append(
-            Diagnostic(
-                code=self.code,
-                slug=self.slug,
-                message=message,
-                severity=severity or self.severity,
-                path=self.context.path,
-                start=start,
-                end=end,
-                fix=fix,
-                related=tuple(related),
-            )
+        found = Diagnostic(
+            code=self.code,
+            slug=self.slug,
+            message=message,
+            severity=severity or self.severity,
+            path=self.context.path,
+            start=start,
+            end=end,
+            fix=fix,
+            related=tuple(related),
         )
+        diagnostics = self.context.diagnostics
+        same = next((i for i, d in enumerate(diagnostics) if d == found), None)
+        if same is None:
+            diagnostics.append(found)
+        elif related:  # the same finding from another fact (another launch): one finding naming every place
+            earlier = diagnostics[same]
+            merged = tuple(dict.fromkeys((*earlier.related, *found.related)))
+            diagnostics[same] = Diagnostic(**{**earlier.__dict__, "related": merged})
 
     def _elsewhere(self, node: cst.CSTNode) -> Related | None:
         """Where the engine (or scheduler, optimizer) a reported method call acts on was created or passed in,

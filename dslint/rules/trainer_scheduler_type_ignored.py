@@ -47,7 +47,7 @@ class TrainerSchedulerTypeIgnored(ScriptRule):
             section of another shape than the type asked for: `linear` is DeepSpeed's `WarmupDecayLR`, `cosine`
             its `WarmupCosineLR`, `constant_with_warmup` and `constant` its `WarmupLR`; any other type has no
             DeepSpeed twin. It also flags, at the script's `HfArgumentParser`, a launch that passes
-            `--lr_scheduler_type` beside `--deepspeed ds.json` with such a section, naming the launch. A type
+            `--lr_scheduler_type` beside `--deepspeed ds.json` with such a section, naming every such launch. A type
             built at run time, or a scheduler section whose type is not a literal, is not compared; a type left
             to its default is no choice and is not flagged.
         """,
@@ -159,11 +159,16 @@ class TrainerSchedulerTypeIgnored(ScriptRule):
         parser = next(argument_parsers(original_node), None)
         if parser is None:
             return
+        # launches asking the same type beside the same config make one finding, naming each launch
+        launches: dict[tuple[str, object], tuple[ResolvedConfig, list[Related]]] = {}
         for launch, config in launched_trainer_configs(self.context):
             wanted = _schedule_name(launch.options.get("lr_scheduler_type"))
             if wanted is not None:
-                where = launch.option_evidence("lr_scheduler_type")
-                self._check(parser, wanted, config, " from the launch", tuple(dict.fromkeys((launch.launch, where))))
+                _, places = launches.setdefault((wanted, config.path), (config, []))
+                places.extend((launch.launch, launch.option_evidence("lr_scheduler_type")))
+        for (wanted, _), (config, places) in launches.items():
+            where = " from the launch" if len(places) <= 2 else f" from {len(places) // 2} launches"
+            self._check(parser, wanted, config, where, tuple(dict.fromkeys(places)))
 
     def _check(
         self,
