@@ -462,3 +462,9 @@ def off_switches(tree: ast.AST) -> set[str]:
         if switch and (default is None or (isinstance(default, ast.Constant) and not default.value)):
             found.add(name)
     return found
+
+
+def assigned_attributes(tree: ast.AST) -> set[str]:
+    """The attribute names the script assigns on any object (`args.use_amp = True`): an option of that name may
+    hold what the code set, not what the command line gave (read conservatively, whatever the object)."""
+    return {node.attr for node in nodes_of(tree, ast.Attribute) if isinstance(node.ctx, ast.Store)}
