@@ -7,7 +7,9 @@ What is read: JSON/HJSON text (`config.tree`), else the YAML subset of `config.y
 sequences, plain and quoted scalars, comments; a flow collection with content, an anchor, an alias, a tag or a
 block scalar is kept as a value of unknown content). A line beyond that subset is a ParseError with its line and
 column. A scalar written like `1e-8` or `5e8` is UNKNOWN here: `yaml.safe_load` reads it as a string but
-OmegaConf's loader as a number, so its type depends on a reader the file does not name.
+OmegaConf's loader as a number, so its type depends on a reader the file does not name. So is a scalar holding an
+OmegaConf interpolation (`${learning_rate}`, `${oc.env:LR}`, Hydra's configs under `conf/deepspeed/`): OmegaConf
+puts the value it names there before the dict reaches DeepSpeed.
 
 A YAML file is taken for a DeepSpeed config only by its shape, never for one DeepSpeed-like key: the mapping
 (the whole file, or its `deepspeed:` section) must hold a key only DeepSpeed reads at the top level
@@ -32,6 +34,7 @@ YAML_CONFIG_SUFFIXES = (".yaml", ".yml")
 SECTION = "deepspeed"  # the top-level key of a project's YAML that holds the DeepSpeed config
 _LEADING = re.compile(r"\A(?:\ufeff|\s+|#[^\n]*)*")
 _EXPONENT = re.compile(r"[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?[eE][-+]?[0-9]+")
+_INTERPOLATION = re.compile(r"\$\{[^}]*\}")
 _STRONG_LINE = re.compile(
     rb"""(?:^|[{,])[ \t]*["']?(?:""" + b"|".join(k.encode() for k in STRONG_KEYS) + rb""")["']?[ \t]*:""", re.MULTILINE
 )
@@ -72,7 +75,7 @@ def read_yaml_config(path: Path, text: str, known: bool = False, schema: Schema 
             return YamlConfig(root, None, True)
         return None  # another tool's argument file in JSON style (GPT-NeoX's), DeepSpeed keys among its own
     root = parse_yaml_subset(text)
-    _unread_exponents(root)
+    _unread_scalars(root)
     section = root.get(SECTION)
     if isinstance(section, Object) and has_config_shape(section, schema):
         return YamlConfig(section, SECTION, False)
@@ -89,15 +92,20 @@ def has_config_shape(node: Object, schema: Schema) -> bool:
     return sum(1 for key in keys if key in schema.top_level_keys) * 2 >= len(keys)
 
 
-def _unread_exponents(node: Node) -> None:
-    """`1e-8`, `5e8`: a string to `yaml.safe_load`, a number to OmegaConf; unknown here."""
+def _unread_scalars(node: Node) -> None:
+    """`1e-8`, `5e8`: a string to `yaml.safe_load`, a number to OmegaConf; `${name}`: the value OmegaConf
+    resolves it to; unknown here."""
     if isinstance(node, Object):
         for entry in node.entries:
-            _unread_exponents(entry.value)
+            _unread_scalars(entry.value)
     elif isinstance(node, Array):
         for item in node.items:
-            _unread_exponents(item)
-    elif isinstance(node, Scalar) and isinstance(node.value, str) and _EXPONENT.fullmatch(node.value):
+            _unread_scalars(item)
+    elif (
+        isinstance(node, Scalar)
+        and isinstance(node.value, str)
+        and (_EXPONENT.fullmatch(node.value) or _INTERPOLATION.search(node.value))
+    ):
         node.value = UNKNOWN
 
 
