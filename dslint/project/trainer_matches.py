@@ -19,6 +19,7 @@ import libcst as cst
 
 from dslint.config.facts import Origin
 from dslint.config.tree import UNKNOWN, Node, node_at
+from dslint.diagnostics import Related
 from dslint.model.library import TRAINER_BATCH_FILL_ONLY, TRAINER_MATCHES, TrainerMatch
 from dslint.project.config_edits import module_index
 from dslint.project.resolved_configs import ResolvedConfig, launch_evidence, launched_file
@@ -146,6 +147,34 @@ def launched_trainer_configs(context: ScriptContext) -> list[tuple[LaunchedConfi
         if resolved is not None:
             found.append((launch, resolved))
     return found
+
+
+def launched_precisions(context: ScriptContext, config: ResolvedConfig) -> tuple[set[str], list[Related]] | None:
+    """The half precisions (`"fp16"`, `"bf16"`) a Trainer config with `"enabled": "auto"` runs in under the
+    launches handing it to this script: the Trainer fills each from its `--fp16`/`--bf16` argument
+    (`HfTrainerDeepSpeedConfig.trainer_config_process`). None unless every launch giving this config turns one
+    on (a launch leaving both off runs it in fp32), with where each launch says so."""
+    auto = [name for name in ("fp16", "bf16") if config.get(name, "enabled") == "auto"]
+    launches = [launch for launch, found in launched_trainer_configs(context) if found.path == config.path]
+    if not auto or not launches or config.path is None:
+        return None
+    precisions: set[str] = set()
+    places: list[Related] = []
+    for launch in launches:
+        on = [name for name in auto if _switched_on(launch.options, name)]
+        if len(on) != 1:
+            return None
+        precisions.add(on[0])
+        places.append(launch.option_evidence(on[0]))
+    return precisions, places
+
+
+def _switched_on(options: Mapping[str, str | None], name: str) -> bool:
+    """`--bf16`, `--bf16 True`: a boolean field of the Trainer's arguments given as on."""
+    if name not in options:
+        return False
+    value = options[name]
+    return value is None or value.strip("'\"").lower() in ("true", "1", "yes")
 
 
 def accelerate_trainer_configs(context: ScriptContext) -> list[tuple[LaunchedConfig, ResolvedConfig]]:

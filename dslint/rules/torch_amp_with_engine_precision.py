@@ -8,13 +8,14 @@ import libcst as cst
 
 from dslint.config import facts as config_facts
 from dslint.config.tree import UNKNOWN, Scalar, node_at
-from dslint.diagnostics import Severity
+from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.project.config_link import resolve_config, training_arguments_configs
 from dslint.project.evidence import config_evidence, evidence
 from dslint.project.resolved_configs import ResolvedConfig
+from dslint.project.trainer_matches import launched_precisions
 from dslint.script.accelerate_prepared import prepared_forward, prepared_forward_in
 from dslint.script.autocasts import autocast_in, grad_scaler
 from dslint.script.engine_reach import (
@@ -70,10 +71,11 @@ class TorchAmpWithEnginePrecision(ScriptRule):
             plain path); the message names the call that passes the engine. An always-on autocast around
             `trainer.train()` of a Hugging Face Trainer is flagged when every DeepSpeed config it may run with (its
             `TrainingArguments(deepspeed=...)`, or the `--deepspeed` its launches give) enables fp16 or bf16
-            literally (not `"auto"`). Where accelerate runs DeepSpeed in fp16 or bf16 on every run (the script's
-            `DeepSpeedPlugin` and its precision, or the YAML of every `accelerate launch`), an always-on autocast
-            around the forward of a model `accelerator.prepare` returned, and a GradScaler on its loss, are
-            flagged the same way (the model is the engine accelerate built).
+            literally, or writes `"auto"` there and every launch giving it passes `--bf16` or `--fp16`. Where
+            accelerate runs DeepSpeed in fp16 or bf16 on every run (the script's `DeepSpeedPlugin` and its precision,
+            or the YAML of every `accelerate launch`), an always-on autocast around the forward of a model
+            `accelerator.prepare` returned, and a GradScaler on its loss, are flagged the same way (the model is the
+            engine accelerate built).
         """,
         why="""
             With `fp16` or `bf16` enabled, the engine casts the module's parameters itself and, for fp16, scales
@@ -443,26 +445,26 @@ class TorchAmpWithEnginePrecision(ScriptRule):
 
     def _report_trainer_runs(self) -> None:
         """`with torch.autocast(...): trainer.train()` where every DeepSpeed config the script's Hugging Face
-        Trainer may run with enables fp16 or bf16 (the Trainer runs the engine's forward, which switches the
-        autocast off)."""
+        Trainer may run with enables fp16 or bf16, or has them "auto" and every launch giving it turns one on
+        (`launched_precisions`): the Trainer runs the engine's forward, which switches the autocast off."""
         runs = [(call, name) for call, name in self.trainer_runs if self.trainers.holds_trainer(name)]
-        if not runs:
-            return
-        configs = training_arguments_configs(self.context)
+        configs = training_arguments_configs(self.context) if runs else []
         if not configs:
             return
-        precisions = set()
+        precisions: set[str] = set()
+        filled: list[Related] = []  # `"enabled": "auto"`: where the launches' --fp16/--bf16 fill it
         for config in configs:
             if config.get("torch_autocast", "enabled") not in (None, False):
                 return
             precision = "fp16" if config.fp16_enabled is True else "bf16" if config.bf16_enabled is True else None
-            if precision is None:
+            launched = launched_precisions(self.context, config) if precision is None else ({precision}, [])
+            if launched is None:
                 return
-            precisions.add(precision)
+            precisions, filled = precisions | launched[0], filled + launched[1]
         found = config_evidence(configs)
         message = self.trainer_template.format(precision=" or ".join(sorted(precisions)))
         for call, _ in runs:
-            self.report(call, message + found.suffix, related=found.related)
+            self.report(call, message + found.suffix, related=(*found.related, *dict.fromkeys(filled)))
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
@@ -518,11 +520,8 @@ class TorchAmpWithEnginePrecision(ScriptRule):
 
     def _first_precise(self, engines: list[Engine]) -> tuple[str, Engine] | None:
         """The first engine whose config enables fp16 or bf16, with that precision."""
-        for engine in engines:
-            precision = self._precision(engine)
-            if precision is not None:
-                return precision, engine
-        return None
+        found = ((self._precision(engine), engine) for engine in engines)
+        return next(((precision, engine) for precision, engine in found if precision is not None), None)
 
     @staticmethod
     def _partly_prefix(found: tuple[str, Engine] | None) -> str:
