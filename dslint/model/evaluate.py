@@ -8,7 +8,15 @@ from __future__ import annotations
 import ast
 
 from dslint.model.conditions import guards_of
-from dslint.model.library import ENGINE, ENGINE_MODULE, INITIALIZE, OPTIMIZER, SCHEDULER, SELF_RETURNING_METHODS
+from dslint.model.library import (
+    ENGINE,
+    ENGINE_MODULE,
+    FORWARDING_WRAPPERS,
+    INITIALIZE,
+    OPTIMIZER,
+    SCHEDULER,
+    SELF_RETURNING_METHODS,
+)
 from dslint.model.required_arms import required_arms, scope_stores
 from dslint.model.resolution import Callee, CallSite, FunctionSummary, Resolver
 from dslint.model.summary import ModuleSummary, SummaryStore, calls, dotted
@@ -262,6 +270,10 @@ class Evaluator(Resolver):
                 receiver = self.value(module, summary, values, expr.func.value)
                 if isinstance(receiver, Item) and receiver.role in (ENGINE, ENGINE_MODULE):
                     return receiver  # `engine = engine.cuda()`: nn.Module's `.cuda()`, `.to()`, `.train()` return it
+            if expr.args and module.qualified(expr.func) in FORWARDING_WRAPPERS:
+                wrapped = self.value(module, summary, values, expr.args[0])
+                if isinstance(wrapped, Item) and wrapped.role in (ENGINE, ENGINE_MODULE):
+                    return wrapped  # `engine = torch.compile(engine)`: the wrapper forwards to the engine
             callee = self.resolve(module, summary, expr.func)
             if callee is None:
                 cls = self._project_class(module, expr.func)  # a class without an `__init__` of its own

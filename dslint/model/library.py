@@ -180,6 +180,10 @@ ENGINE_ONLY_METHODS = frozenset({"backward", "set_gradient_accumulation_boundary
 SELF_RETURNING_METHODS = frozenset(
     {"cuda", "to", "half", "bfloat16", "float", "double", "cpu", "train", "eval", "requires_grad_", "to_empty"}
 )
+# Calls returning a wrapper of the module they are given whose attribute reads reach that module: torch.compile's
+# `OptimizedModule.__getattr__` falls back to `_orig_mod`, so `engine = torch.compile(engine)` keeps the engine's
+# methods (`engine.load_checkpoint`, `engine.backward`) callable on the wrapper.
+FORWARDING_WRAPPERS = frozenset({"torch.compile"})
 # torch's loss scalers for automatic mixed precision: `scaler.step(optimizer)` steps that optimizer.
 GRAD_SCALERS = frozenset({"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler"})
 # Data-parallel wrappers of a module (torch's and apex's): qualified name -> the short name messages use.

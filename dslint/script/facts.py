@@ -54,11 +54,9 @@ INITIALIZE = library.INITIALIZE.name
 INIT_INFERENCE = library.INIT_INFERENCE.name  # returns an InferenceEngine (dslint.script.inference)
 # deepspeed.initialize(args, model, optimizer, model_parameters, training_data, lr_scheduler, ...)
 INITIALIZE_POSITIONAL = library.INITIALIZE.positional
-# deepspeed.initialize returns (engine, optimizer, training_dataloader, lr_scheduler).
-RESULT_ARITY = len(library.INITIALIZE.returns)
+RESULT_ARITY = len(library.INITIALIZE.returns)  # (engine, optimizer, training_dataloader, lr_scheduler)
 SET_DEVICE_CALLS = library.SET_DEVICE_CALLS
-# nn.Module methods that return the module itself.
-SELF_RETURNING_METHODS = library.SELF_RETURNING_METHODS
+SELF_RETURNING_METHODS = library.SELF_RETURNING_METHODS  # nn.Module methods that return the module itself
 
 
 class Role(enum.Enum):
@@ -81,9 +79,7 @@ RESULT_ROLES = (Role.ENGINE, Role.OPTIMIZER, Role.DATALOADER, Role.SCHEDULER)
 def result_role(binding: Binding) -> Role | None:
     """Which of initialize's results a binding holds (the whole tuple: INIT_RESULT)."""
     slot = binding.result_slot
-    if slot is None:
-        return None
-    return Role.INIT_RESULT if slot < 0 else RESULT_ROLES[slot]
+    return None if slot is None else Role.INIT_RESULT if slot < 0 else RESULT_ROLES[slot]
 
 
 @dataclass(eq=False)
@@ -453,16 +449,20 @@ class ScriptFacts:
         return found if found is not None and _is_remote(found) else None
 
     def _through_self_returning(self, binding: Binding | None) -> Binding | None:
-        """`m = m.cuda()` keeps what `m` was: nn.Module's `.cuda()`, `.to()`, `.train()`... return the module."""
+        """`m = m.cuda()` keeps what `m` was: nn.Module's `.cuda()`, `.to()`, `.train()`... return the module; so
+        does `m = torch.compile(m)`, whose wrapper forwards attribute reads to `m` (`library.FORWARDING_WRAPPERS`)."""
         seen = 0
         while binding is not None and binding.kind is BindingKind.OTHER and binding.value is not None and seen < 8:
             value = binding.value
-            calls = list(iter_call_chain(value))
-            if not calls or any(method_name(c) not in SELF_RETURNING_METHODS for c in calls):
-                return binding
-            root = calls[-1].func
-            assert isinstance(root, cst.Attribute)
-            if dotted_name(root.value) != binding.key:
+            if isinstance(value, cst.Call) and value.args and self.qualified(value.func) in library.FORWARDING_WRAPPERS:
+                root: cst.BaseExpression = value.args[0].value
+            else:
+                calls = list(iter_call_chain(value))
+                if not calls or any(method_name(c) not in SELF_RETURNING_METHODS for c in calls):
+                    return binding
+                assert isinstance(calls[-1].func, cst.Attribute)
+                root = calls[-1].func.value
+            if dotted_name(root) != binding.key:
                 return binding
             binding = self.binding_at(binding.key, binding.scope, self.start(value))
             seen += 1
