@@ -6,11 +6,8 @@ lint drops it, as it drops code after a `return` (`dslint.lint.unreachable`).
 Only tests of what the command line sets are read: an attribute of a name bound to the script's parse
 (`args = parser.parse_args()`, `model_args, training_args = parser.parse_args_into_dataclasses()`) or of a
 parameter named `args`, compared as `model.conditions.settled` reads a launch (the option given by every launch,
-literally). An option a launch does not give has the constant default the script's own parser declares for it
-(`project.script_parser.argparse_defaults`; a `store_true` switch no launch turns on is `ProjectFacts.
-switches_never_on`, read by the rules themselves), unless some launch gives options built at run time (`"$@"`)
-or the script assigns that attribute itself. A script that no launcher
-starts, or one a launcher names where the index reads no launch of it, keeps every finding.
+literally). A script that no launcher starts, or one a launcher names where the index reads no launch of it, keeps
+every finding.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ from dataclasses import replace
 from dslint.diagnostics import Diagnostic
 from dslint.model.conditions import Guard, settled, test_guards
 from dslint.model.summary import nodes_of
-from dslint.project.script_parser import argparse_defaults, assigned_attributes
 from dslint.script.project_facts import ProjectFacts
 
 # Methods whose result is the command line parsed (argparse, transformers' HfArgumentParser)
@@ -35,10 +31,8 @@ def without_launch_dead(
     """`diagnostics` less the findings of this file (`path`) that start in an arm no launch of it runs."""
     if tree is None or project is None or project.launches_partial or not project.launches or not diagnostics:
         return list(diagnostics)
-    parsed = _parsed_names(tree)
     launches = [launch.options for launch in project.launches]
-    if not project.launches_open:
-        launches = _with_defaults(launches, tree)
+    parsed = _parsed_names(tree)
     ranges: list[tuple[int, int]] = []
     for node in nodes_of(tree, ast.If):
         for truth, block in ((True, node.body), (False, node.orelse)):
@@ -57,24 +51,6 @@ def _never(launches: Sequence[Mapping[str, str | None]], guard: Guard, parsed: f
     """Every launch makes `guard` fail (its opposite holds), for a test of the parsed command line."""
     head = guard.subject.rpartition(".")[0]
     return head in parsed and settled(launches, replace(guard, truth=not guard.truth))
-
-
-def _with_defaults(launches: list[Mapping[str, str | None]], tree: ast.Module) -> list[Mapping[str, str | None]]:
-    """Each launch's options, with the parser's constant default for each option it does not give; not for an
-    attribute the script sets itself (`args.clip = 1.0`)."""
-    assigned = assigned_attributes(tree)
-    defaults = {name: _as_word(value) for name, value in argparse_defaults(tree).items() if name not in assigned}
-    if not defaults:
-        return launches
-    return [{**defaults, **options} for options in launches]
-
-
-def _as_word(default: str) -> str:
-    """A numeric default as a launch would spell its truth: `0.0` is as false as `0`."""
-    try:
-        return "0" if float(default) == 0 else default
-    except ValueError:
-        return default
 
 
 def _parsed_names(tree: ast.Module) -> frozenset[str]:

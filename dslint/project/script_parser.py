@@ -465,6 +465,15 @@ def off_switches(tree: ast.AST) -> set[str]:
 
 
 def assigned_attributes(tree: ast.AST) -> set[str]:
-    """The attribute names the script assigns on any object (`args.use_amp = True`): an option of that name may
-    hold what the code set, not what the command line gave (read conservatively, whatever the object)."""
-    return {node.attr for node in nodes_of(tree, ast.Attribute) if isinstance(node.ctx, ast.Store)}
+    """The attribute names the script assigns something other than a false constant on any object (`args.use_amp =
+    torch.cuda.is_available()`): an option of that name may hold what the code set, not what the command line gave
+    (read conservatively, whatever the object); `args.use_amp = False` keeps a switch off."""
+    found: set[str] = set()
+    for node in nodes_of(tree, ast.Assign):
+        if isinstance(node.value, ast.Constant) and not node.value.value:
+            continue
+        found.update(target.attr for target in node.targets if isinstance(target, ast.Attribute))
+    targets: list[ast.expr] = [n.target for n in nodes_of(tree, ast.AugAssign)]
+    targets += [n.target for n in nodes_of(tree, ast.AnnAssign)]
+    found.update(target.attr for target in targets if isinstance(target, ast.Attribute))
+    return found
