@@ -16,6 +16,7 @@ from dslint.project.launchers import (
     parse_makefile,
     parse_shell,
 )
+from dslint.project.shell_directories import command_segments
 
 
 def test_deepspeed_torchrun_python_m_and_accelerate_shapes() -> None:
@@ -588,3 +589,18 @@ def test_a_wrapper_forwarding_its_arguments_is_its_launcher() -> None:
     assert launch.option("deepspeed_config").value == "ds_zero3.json"  # type: ignore[union-attr]
     assert [(option.name, option.value) for option in launch.launcher_options] == [("num_gpus", "1")]
     assert parse_shell("README.sh", text) == []  # without a reader no wrapper is opened
+
+
+def test_command_segments_split_outside_quotes_only() -> None:
+    """A regex option's `|` inside quotes (`--lora_target_modules '...(q_proj|v_proj)'`) is not a pipe: the
+    launch command stays whole, where splitting there lost the command (its options after the quote)."""
+    line = "torchrun train.py --targets 'layers\\.(q_proj|v_proj)' --deepspeed ds.json | tee log && echo done"
+    assert command_segments(line) == [
+        "torchrun train.py --targets 'layers\\.(q_proj|v_proj)' --deepspeed ds.json ",
+        " tee log ",
+        " echo done",
+    ]
+    assert command_segments('python x.py --sep "a;b" ; echo "x||y"') == ['python x.py --sep "a;b" ', ' echo "x||y"']
+    assert command_segments("python x.py --sep a\\|b | cat") == ["python x.py --sep a\\|b ", " cat"]
+    assert command_segments("python x.py | tee log && make", pipes=False) == ["python x.py | tee log ", " make"]
+    assert command_segments("python x.py --name 'open | quote") == ["python x.py --name 'open | quote"]

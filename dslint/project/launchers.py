@@ -27,6 +27,7 @@ from dslint.project.shell_directories import (
     UNKNOWN_VALUE,
     change_directory,
     cloned_folder,
+    command_segments,
     in_clone,
     own_directory,
     shell_words,
@@ -286,7 +287,7 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
         if subshell:
             line = line.strip()[1:]
             line = line[:-1] if line.endswith(")") else line
-        for segment in re.split(r"&&|\|\||;|\|(?!\|)", line):
+        for segment in command_segments(line):
             substituted = substitute(segment, variables)
             cloned = cloned_folder(substituted)
             if cloned is not None:
@@ -412,7 +413,7 @@ def parse_makefile(path: str, text: str) -> list[LaunchLine]:
     for number, logical in logical_lines(text):
         if logical.startswith("\t"):
             line = strip_comment(logical.lstrip("\t").lstrip("@-+"))
-            for segment in re.split(r"&&|\|\||;", line):
+            for segment in command_segments(line, pipes=False):
                 launch = _launch_in(path, number, logical, substitute(segment, variables), target)
                 if launch is not None:
                     found.append(launch)

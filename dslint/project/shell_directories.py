@@ -20,6 +20,42 @@ def unquoted(segment: str) -> str:
     return segment.translate(_QUOTING)
 
 
+_OPERATORS = re.compile(r"&&|\|\||;|\|")
+_PIPES = re.compile(r"&&|\|\||;")  # a Makefile recipe's separators: a pipe's right side is not split off
+
+
+def command_segments(line: str, pipes: bool = True) -> list[str]:
+    """The commands of a shell line split at `&&`, `||`, `;` and (with `pipes`) `|`, outside quotes and not
+    escaped: `--target 'layers\\.(q_proj|v_proj)'` stays one word of its command. An unclosed quote leaves the
+    rest of the line in its last segment (the command is then refused by `shell_words`, as before)."""
+    pattern = _OPERATORS if pipes else _PIPES
+    if "'" not in line and '"' not in line and "\\" not in line:
+        return pattern.split(line)
+    segments: list[str] = []
+    start = index = 0
+    quote: str | None = None
+    while index < len(line):
+        char = line[index]
+        if quote is not None:
+            if char == quote:
+                quote = None
+            elif char == "\\" and quote == '"':
+                index += 1
+        elif char in "'\"":
+            quote = char
+        elif char == "\\":
+            index += 1
+        else:
+            found = pattern.match(line, index)
+            if found is not None:
+                segments.append(line[start:index])
+                start = index = found.end()
+                continue
+        index += 1
+    segments.append(line[start:])
+    return segments
+
+
 # shlex's whitespace (not every Unicode space): outside quotes, the only characters that end a word
 _SHLEX_WORD = re.compile(r"[^ \t\r\n]+")
 
