@@ -16,6 +16,7 @@ from typing import Any
 
 from dslint.diagnostics import Related
 from dslint.model.conditions import Guard, guards_of
+from dslint.model.device_setters import device_setting_calls
 from dslint.model.fixpoint import ProjectModel
 from dslint.model.forwarded_parameters import forwarding_calls
 from dslint.model.inherited_engines import inherited_values
@@ -159,6 +160,12 @@ _ARGUMENTS_CALLS = (b"TrainingArguments(", *(name.encode() + b"(" for name in so
 def _builds_arguments(data: bytes) -> bool:
     # every call of `_ARGUMENTS_CALLS` ends in one of the two: a first scan settles most files
     return (b"Arguments(" in data or b"Config(" in data) and any(call in data for call in _ARGUMENTS_CALLS)
+
+
+def record_device_setters(files: dict[str, ProjectFacts], model: ProjectModel) -> None:
+    """The calls of project functions that set the current device (`model/device_setters.py`)."""
+    for path, calls in device_setting_calls(model, sorted(model.store.sources)).items():
+        files[path] = replace(facts_of(files, path), device_setting_calls=frozenset(calls))
 
 
 def record_pretrained_loads(

@@ -58,6 +58,7 @@ from dslint.project.editor_launches import EDITOR_LAUNCH_FILE, editor_commands
 from dslint.project.engine_facts import (
     facts_of,
     follow_engines,
+    record_device_setters,
     record_engines,
     record_pretrained_loads,
     record_state_saving_calls,
@@ -285,6 +286,7 @@ def _build_project_index(
     record_state_saving_calls(index.files, model)
     record_parameter_paths(index.files, model, sorted({*producers, *trainers}))
     record_pretrained_loads(index.files, model, own_models)
+    record_device_setters(index.files, model)
     texts = functools.lru_cache(maxsize=None)(lambda path: (read_input(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: inputs.file_names_under(roots, SKIPPED_DIRECTORIES))
     # which scripts may apply an `activation_checkpointing` section (read only where some file of the project may:

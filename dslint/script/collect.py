@@ -205,10 +205,15 @@ class _Collector:
             facts.initialize_calls.append(init)
             facts.calls_of_engine[init.engine] = init
             self.pending_ends.setdefault(statement, []).append(init)
-        elif qualified in SET_DEVICE_CALLS:
+        elif qualified in SET_DEVICE_CALLS or self._sets_device(node):
             facts.device_set_calls.append((self.scope, facts.start(node)))
         elif qualified == INIT_INFERENCE:
             facts.inference_calls.append(node)
+
+    def _sets_device(self, node: cst.Call) -> bool:
+        """`init_distributed_mode(args)`: a project function that sets the current device (`device_setting_calls`)."""
+        setting = self.facts.project.device_setting_calls if self.facts.project is not None else ()
+        return bool(setting) and self.facts.may_be_at(node, setting) and self.facts.call_position(node) in setting
 
     def _aliases_initialize(self, node: cst.Call) -> bool:
         """`ds_init(...)` where the project model knows `ds_init` holds deepspeed.initialize."""

@@ -210,6 +210,9 @@ class ProjectFacts:
     # section (it calls `deepspeed.checkpointing.configure` or brings Megatron): DSL455 on the configs it builds;
     # None when not read (the script's own text decides)
     checkpointing_applied: bool | None = None
+    # Calls in this file of project functions that set the current CUDA device (`model/device_setters.py`): the
+    # call's position, 1-based, in characters
+    device_setting_calls: frozenset[tuple[int, int]] = frozenset()
     # Calls of this file (by line and column) of project functions returning plain DataLoaders
     # (`model.returned_loaders`): the item of the result (None: the result itself) and where each is built
     returned_loaders: Mapping[tuple[int, int], tuple[tuple[int | None, Related], ...]] = field(default_factory=dict)
