@@ -3,50 +3,55 @@
 `utils.init_distributed_mode(args)` in the timm-style scripts sets the rank's device before the script's own
 `model.to("cuda")`. A call of one, where a file makes it, sets the device as a `set_device` of its own would
 (`ProjectFacts.device_setting_calls`, read by `script/collect.py`).
+
+Asked from the files that may move a model before DeepSpeed gets it (the callers given), down the calls they make:
+only the functions those calls reach are read, never the whole project.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from dslint.model.evaluate import Evaluator
 from dslint.model.handed_arguments import resolved_calls
 from dslint.model.library import SET_DEVICE_CALLS
-from dslint.model.resolution import Callee
+from dslint.model.resolution import Callee, scope_of
 from dslint.model.summary import ModuleSummary
 
 DEPTH = 4  # calls between the file's call and the function calling set_device
 
 
-def device_setting_calls(model: Evaluator, paths: Iterable[str]) -> dict[str, set[tuple[int, int]]]:
-    """For each module of `paths`, where (line, column: 1-based, in characters) it calls a project function that
+def device_setting_calls(model: Evaluator, callers: Iterable[str]) -> dict[str, set[tuple[int, int]]]:
+    """For each module of `callers`, where (line, column: 1-based, in characters) it calls a project function that
     sets the current device."""
-    sources = model.store.sources
-    setters: set[Callee] = set()
-    for path in paths:
-        module = model.module(path) if b"set_device" in sources.get(path, b"") else None
-        if module is None:
-            continue
-        for qualname, body in module.body_calls():
-            if qualname and any(_called_name(module, call.func) in SET_DEVICE_CALLS for call in body):
-                setters.add((path, qualname))
+    memo: dict[Callee, bool] = {}
     found: dict[str, set[tuple[int, int]]] = {}
-    for _ in range(DEPTH):
-        if not setters:
-            break
-        names = frozenset(qualname.rpartition(".")[2] for _, qualname in setters)
-        callers = [p for p in paths if any(name.encode() in sources.get(p, b"") for name in names)]
-        added: set[Callee] = set()
-        for call in resolved_calls(model, callers, _named(names)):
-            if call.callee in setters:
-                found.setdefault(call.path, set()).add((call.line, call.column))
-                if call.qualname and (call.path, call.qualname) not in setters:
-                    added.add((call.path, call.qualname))
-        if not added:
-            break
-        setters |= added
+    for call in resolved_calls(model, callers, lambda _, node: True):
+        if _sets_device(model, call.callee, 1, memo):
+            found.setdefault(call.path, set()).add((call.line, call.column))
     return found
+
+
+def _sets_device(model: Evaluator, callee: Callee, depth: int, memo: dict[Callee, bool]) -> bool:
+    if callee in memo:
+        return memo[callee]
+    memo[callee] = False  # a call cycle is no evidence
+    path, qualname = callee
+    module = model.module(path)
+    body = next((calls for name, calls in module.body_calls() if name == qualname), []) if module else []
+    if module is None or not body:
+        return False
+    if any(_called_name(module, call.func) in SET_DEVICE_CALLS for call in body):
+        memo[callee] = True
+    elif depth < DEPTH:
+        scope = scope_of(module, qualname)
+        memo[callee] = any(
+            (inner := model.resolve(module, scope, call.func)) is not None
+            and _sets_device(model, inner, depth + 1, memo)
+            for call in body
+        )
+    return memo[callee]
 
 
 def _called_name(module: ModuleSummary, func: ast.expr) -> str:
@@ -56,13 +61,3 @@ def _called_name(module: ModuleSummary, func: ast.expr) -> str:
         head = module.qualified(func.value.func)
         return f"{head}().{func.attr}" if head is not None else ""
     return module.qualified(func) or ""
-
-
-def _named(names: frozenset[str]) -> Callable[[str, ast.Call], bool]:
-    return lambda _, call: _last_name(call.func) in names
-
-
-def _last_name(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else None

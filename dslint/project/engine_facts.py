@@ -163,9 +163,18 @@ def _builds_arguments(data: bytes) -> bool:
 
 
 def record_device_setters(files: dict[str, ProjectFacts], model: ProjectModel) -> None:
-    """The calls of project functions that set the current device (`model/device_setters.py`)."""
-    for path, calls in device_setting_calls(model, sorted(model.store.sources)).items():
+    """The calls of project functions that set the current device (`model/device_setters.py`), in the files that
+    may move a model before DeepSpeed takes it (a `.cuda(`/`.to(` beside an engine, a Trainer or `prepare`)."""
+    sources = model.store.sources
+    movers = sorted(p for p, data in sources.items() if _may_move_before_deepspeed(data))
+    for path, calls in device_setting_calls(model, movers).items():
         files[path] = replace(facts_of(files, path), device_setting_calls=frozenset(calls))
+
+
+def _may_move_before_deepspeed(data: bytes) -> bool:
+    return (b".cuda(" in data or b".to(" in data) and (
+        b"initialize(" in data or b"Trainer(" in data or b"prepare(" in data or b"init_inference(" in data
+    )
 
 
 def record_pretrained_loads(
