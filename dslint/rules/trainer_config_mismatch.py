@@ -353,11 +353,12 @@ class TrainerConfigMismatch(ScriptRule):
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         message = f'the HF Trainer refuses {name}{where}: {found[0].describe()}{more}; write "auto"'
         places = list(related)
-        if config.path is not None:
-            for mismatch in found:
-                start = mismatch.node.start if mismatch.node is not None else None
+        for mismatch in found:  # each value where it is written: the config file, or the dict the script writes
+            start = mismatch.node.start if mismatch.node is not None else None
+            if config.path is not None or start is not None:
                 line, column = (start.line, start.column) if start is not None else (1, 1)
-                places.append(Related(shown_path(str(config.path)), line, column, mismatch.key))
+                written = shown_path(str(config.path)) if config.path is not None else self.context.path
+                places.append(Related(written, line, column, mismatch.key))
         self.report(node, message, related=places)
 
 
