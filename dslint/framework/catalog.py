@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dslint.model.library import DEEPSPEED_PLUGIN_CALLS, TRL_TRAINING_ARGUMENTS
+from dslint.model.library import DEEPSPEED_PLUGIN_CALLS, TORCH_CLIP_FUNCTIONS, TRL_TRAINING_ARGUMENTS
 
 CODES: tuple[str, ...] = (
     "DSL001",
@@ -115,6 +115,7 @@ CODES: tuple[str, ...] = (
     "DSL473",
     "DSL474",
     "DSL475",
+    "DSL476",
 )
 
 
@@ -197,12 +198,8 @@ class Needs:
         return (self.tokens, *self.alternatives, *self.without_engine)
 
 
-_CLIP_CALLS = (
-    "torch.nn.utils.clip_grad.clip_grad_norm",
-    "torch.nn.utils.clip_grad.clip_grad_norm_",
-    "torch.nn.utils.clip_grad_norm",
-    "torch.nn.utils.clip_grad_norm_",
-)
+_CLIP_CALLS = tuple(sorted(TORCH_CLIP_FUNCTIONS))
+_ACCELERATE_CLIP = Shape(methods=("clip_grad_norm_",), configured=True)  # accelerate's, beside a DeepSpeed config
 
 _PLUGIN_CALLS = tuple(sorted(DEEPSPEED_PLUGIN_CALLS))
 _CAST_METHODS = ("bfloat16", "half", "to")
@@ -491,6 +488,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL472": Needs((b"deepspeed", b"initialize", b"DataLoader", b"batch_size")),
     "DSL471": Needs((b"DeepSpeedStrategy", b"config"), engine=False, alternatives=((b"DeepSpeedPlugin", b"config"),)),
     "DSL475": Needs((b"DeepSpeedPlugin", b"zero_stage"), engine=False, shapes=(Shape(calls=_PLUGIN_CALLS),)),
+    "DSL476": Needs((b"clip_grad_norm_",), engine=False, shapes=(_ACCELERATE_CLIP,)),
 }
 
 

@@ -184,6 +184,15 @@ SELF_RETURNING_METHODS = frozenset(
 # `OptimizedModule.__getattr__` falls back to `_orig_mod`, so `engine = torch.compile(engine)` keeps the engine's
 # methods (`engine.load_checkpoint`, `engine.backward`) callable on the wrapper.
 FORWARDING_WRAPPERS = frozenset({"torch.compile"})
+# torch's gradient-norm clipping functions, every spelling (DSL305: beside an engine that clips itself).
+TORCH_CLIP_FUNCTIONS = frozenset(
+    {
+        "torch.nn.utils.clip_grad_norm_",
+        "torch.nn.utils.clip_grad_norm",
+        "torch.nn.utils.clip_grad.clip_grad_norm_",
+        "torch.nn.utils.clip_grad.clip_grad_norm",
+    }
+)
 # torch's loss scalers for automatic mixed precision: `scaler.step(optimizer)` steps that optimizer.
 GRAD_SCALERS = frozenset({"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler"})
 # Data-parallel wrappers of a module (torch's and apex's): qualified name -> the short name messages use.

@@ -11,14 +11,16 @@ writes an `fp16` or `bf16` section where the DeepSpeed config has none, and fill
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from dslint.config.versions import CLIPPING_BY_DEFAULT_SINCE
 from dslint.diagnostics import Related
 from dslint.model.library import ACCELERATOR_CALLS
-from dslint.project.config_edits import module_index
+from dslint.project.config_edits import literal_value, module_index
 from dslint.project.config_link import (
     accelerate_runs,
     resolve_config_expression,
@@ -259,6 +261,60 @@ def accelerate_accumulation(context: ScriptContext) -> tuple[int, str, tuple[Rel
 
 
 _FROM_CONFIG = object()  # a plugin that leaves the accumulation to the config its `hf_ds_config` names
+
+
+def accelerate_clipping(context: ScriptContext) -> tuple[float, str, tuple[Related, ...]] | None:
+    """The `gradient_clipping` the engine accelerate builds clips at, when every way the script runs DeepSpeed
+    through accelerate gives the same known value, with why and where that is decided. Its own `DeepSpeedPlugin`
+    with an `hf_ds_config` file: the file's value, its `"auto"` filled with the plugin's `gradient_clipping=` or,
+    without one, the 1.0 that `prepare` writes (`_prepare_deepspeed`'s `config_kwargs`); without a file: the
+    plugin's `gradient_clipping=`, or 1.0 (its own config holds `"auto"`). A config file every `accelerate
+    launch` of it names: its literal value (`"auto"` may be filled from the launch's `--gradient_clipping`: not
+    known). A config with no such key: DeepSpeed's default (1.0 since 0.19.3, 0.0 before). None otherwise (a
+    YAML's inline settings, a value built at run time)."""
+    default = 0.0 if context.deepspeed_version < CLIPPING_BY_DEFAULT_SINCE else 1.0
+    found: list[tuple[float | None, str]] = []
+    related: tuple[Related, ...] = ()
+    plugins = _plugins(context)
+    if plugins:
+        plugin_at = f"DeepSpeedPlugin at line {context.span(plugins[0])[0].line}"
+        configs = [resolve_config_expression(context, e) for e in trainer_expressions(context, ("hf_ds_config",))]
+        for plugin in plugins:
+            given = next((a.value for a in plugin.args if a.keyword and a.keyword.value == "gradient_clipping"), None)
+            keyword = _number(literal_value(given)) if given is not None else 1.0  # no keyword: "auto", then 1.0
+            if configs:  # the file's value; its "auto" filled with the keyword's (`fill_match`)
+                found += [_engine_clipping(c, default, keyword) if c else (None, "") for c in configs]
+            elif keyword:  # the plugin's own config: the keyword's value, or the "auto" accelerate fills with 1.0
+                found.append((keyword, plugin_at if given is not None else f'{plugin_at}, for its "auto"'))
+            else:  # a false (or unknown) value leaves the key out
+                found.append((default if keyword is not None else None, f"{plugin_at}: DeepSpeed's default"))
+    else:
+        runs = accelerate_runs(context)
+        if not runs:
+            return None
+        found = [_engine_clipping(run.config, default, None) if run.config else (None, "") for run in runs]
+        related = tuple(r for run in runs for r in run.via)
+    values = {value for value, _ in found}
+    if not found or None in values or len(values) != 1:
+        return None
+    value, why = found[0]
+    assert value is not None
+    return value, why, related
+
+
+def _engine_clipping(config: ResolvedConfig, default: float, auto: float | None) -> tuple[float | None, str]:
+    """The value a config file gives (`auto`: what fills its `"auto"`), and why."""
+    name = os.path.basename(str(config.path)) if config.path is not None else "the config"
+    written = config.get("gradient_clipping")
+    if written is None:
+        return default, f"{name} sets none: DeepSpeed's default"
+    if written == "auto":
+        return auto, f'{name}\'s "auto", filled by accelerate'
+    return _number(written), name
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _plugins(context: ScriptContext) -> list[cst.Call]:

@@ -8,6 +8,7 @@ from dslint.config.versions import CLIPPING_BY_DEFAULT_SINCE, Version
 from dslint.diagnostics import Applicability, Severity
 from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
+from dslint.model.library import TORCH_CLIP_FUNCTIONS
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.project.evidence import evidence
 from dslint.script.edits import line_deletion
@@ -16,14 +17,7 @@ from dslint.script.hf_trainers import TrainerNames
 from dslint.script.loop import loop_facts
 from dslint.script.names import dotted_name
 
-CLIP_FUNCTIONS = frozenset(
-    {
-        "torch.nn.utils.clip_grad_norm_",
-        "torch.nn.utils.clip_grad_norm",
-        "torch.nn.utils.clip_grad.clip_grad_norm_",
-        "torch.nn.utils.clip_grad.clip_grad_norm",
-    }
-)
+CLIP_FUNCTIONS = TORCH_CLIP_FUNCTIONS
 PARAMETER_METHODS = frozenset({"parameters"})
 
 _ACCELERATE_LOOP = """
