@@ -270,8 +270,8 @@ def accelerate_clipping(context: ScriptContext) -> tuple[float, str, tuple[Relat
     without one, the 1.0 that `prepare` writes (`_prepare_deepspeed`'s `config_kwargs`); without a file: the
     plugin's `gradient_clipping=`, or 1.0 (its own config holds `"auto"`). A config file every `accelerate
     launch` of it names: its literal value (`"auto"` may be filled from the launch's `--gradient_clipping`: not
-    known). A config with no such key: DeepSpeed's default (1.0 since 0.19.3, 0.0 before). None otherwise (a
-    YAML's inline settings, a value built at run time)."""
+    known). A config with no such key: DeepSpeed's default (1.0 since 0.19.3, 0.0 before). An accelerate YAML's
+    inline settings: its `gradient_clipping` (or the launch's `--gradient_clipping`), else 1.0. None otherwise."""
     default = 0.0 if context.deepspeed_version < CLIPPING_BY_DEFAULT_SINCE else 1.0
     found: list[tuple[float | None, str]] = []
     related: tuple[Related, ...] = ()
@@ -292,7 +292,7 @@ def accelerate_clipping(context: ScriptContext) -> tuple[float, str, tuple[Relat
         runs = accelerate_runs(context)
         if not runs:
             return None
-        found = [_engine_clipping(run.config, default, None) if run.config else (None, "") for run in runs]
+        found = [_engine_clipping(run.config, default, None) if run.config else _inline_clipping(run) for run in runs]
         related = tuple(r for run in runs for r in run.via)
     values = {value for value, _ in found}
     if not found or None in values or len(values) != 1:
@@ -311,6 +311,20 @@ def _engine_clipping(config: ResolvedConfig, default: float, auto: float | None)
     if written == "auto":
         return auto, f'{name}\'s "auto", filled by accelerate'
     return _number(written), name
+
+
+def _inline_clipping(run: AccelerateRun) -> tuple[float | None, str]:
+    """An accelerate YAML's inline DeepSpeed settings: its `gradient_clipping` (or the launch's flag); without
+    one the plugin's `"auto"`, which `prepare` fills with 1.0."""
+    name = os.path.basename(run.via[-1].path)
+    if run.stage is None:
+        return None, ""
+    if run.clipping is None:
+        return 1.0, f"{name} sets none: accelerate's 1.0"
+    try:
+        return float(run.clipping), f"{name}'s gradient_clipping"
+    except ValueError:
+        return None, ""
 
 
 def _number(value: object) -> float | None:

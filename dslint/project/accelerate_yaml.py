@@ -27,6 +27,7 @@ class AccelerateConfig:
     offload_param_device: str | None = None
     zero3_save_16bit_model: str | None = None
     zero3_init_flag: str | None = None
+    gradient_clipping: str | None = None  # as written (accelerate reads it as a float)
 
 
 def parse_accelerate_yaml(path: str, text: str) -> AccelerateConfig | None:
@@ -75,6 +76,7 @@ def parse_accelerate_yaml(path: str, text: str) -> AccelerateConfig | None:
         offload_param_device=values.get("offload_param_device"),
         zero3_save_16bit_model=values.get("zero3_save_16bit_model"),
         zero3_init_flag=values.get("zero3_init_flag"),
+        gradient_clipping=values.get("gradient_clipping"),
     )
 
 

@@ -323,14 +323,14 @@ def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
                 )
             )
         elif launch.inline_stage is not None:
-            stage, save = launch.inline_stage, launch.inline_save_16bit
             runs.append(
                 AccelerateRun(
                     via,
-                    stage=stage,
-                    save_16bit=save,
+                    stage=launch.inline_stage,
+                    save_16bit=launch.inline_save_16bit,
                     mixed_precision=launch.mixed_precision,
                     zero3_init=launch.zero3_init,
+                    clipping=launch.inline_clipping,
                 )
             )
         else:

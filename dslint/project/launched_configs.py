@@ -76,7 +76,8 @@ def _launched_config(
         if accelerate.zero_stage is not None:
             evidence = Related(shown, accelerate.zero_stage_line, 1, f"zero_stage: {accelerate.zero_stage}")
             save = accelerate.zero3_save_16bit_model
-            return LaunchedConfig(
+            clipping = next((o.value for o in options_given if o.name == "gradient_clipping"), None)
+            launched = LaunchedConfig(
                 where,
                 "accelerate",
                 None,
@@ -88,6 +89,7 @@ def _launched_config(
                 yaml_boolean(save) if save else False,
                 yaml_boolean(accelerate.zero3_init_flag),
             )
+            return replace(launched, inline_clipping=clipping or accelerate.gradient_clipping)
     flags = _accelerate_flags(line, launcher, roots, run_from, where, options) if accelerate is None else None
     if flags is not None:
         return flags

@@ -116,6 +116,7 @@ class AccelerateRun:
     save_16bit: bool | None = None
     mixed_precision: str | None = None
     zero3_init: bool | None = None  # the YAML's zero3_init_flag (None: not written)
+    clipping: str | None = None  # inline settings: the YAML's (or the launch's) gradient_clipping, as written
 
 
 def launch_evidence(launch: LaunchedConfig) -> tuple[Related, ...]:

@@ -41,9 +41,10 @@ class AccelerateClipNotApplied(ScriptRule):
             accelerate gives that value: its own `DeepSpeedPlugin` (its `gradient_clipping=`, or the value of the
             `hf_ds_config` file it reads, whose `"auto"` accelerate fills with the plugin's value or 1.0), or the
             DeepSpeed config file of every `accelerate launch` of it (a literal value; no key: DeepSpeed's default,
-            1.0 since 0.19.3, 0.0 before). `max_norm` may be a literal or the script's option at the value every
-            launch gives it. Silent when the two agree, when the value cannot be known (an `"auto"` a launch may
-            fill from `--gradient_clipping`, an accelerate YAML's inline settings), and without DeepSpeed.
+            1.0 since 0.19.3, 0.0 before), or the inline DeepSpeed settings of its accelerate YAML (`gradient_clipping`
+            or the launch's `--gradient_clipping`; none: 1.0). `max_norm` may be a literal or the script's option at
+            the value every launch gives it. Silent when the two agree, when the value cannot be known (an `"auto"`
+            in a launch's config file, which `--gradient_clipping` may fill), and without DeepSpeed.
         """,
         why="""
             Under DeepSpeed, accelerate's `clip_grad_norm_` does not clip: the engine owns the gradients (ZeRO
