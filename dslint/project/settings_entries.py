@@ -14,6 +14,7 @@ of its own.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -106,18 +107,26 @@ def _keyed(node: cst.BaseExpression) -> tuple[object, object, cst.BaseExpression
 
 
 def _read(path: Path, read: list[tuple[Path, Object]]) -> object:
-    """A JSON or YAML settings file's content, as plain values."""
+    """A JSON or YAML settings file's content, as plain values (each file parsed once per content: a script asks
+    for every entry it reads, `_parsed`)."""
     if not is_file(str(path)) or path.suffix not in (".json", ".yaml", ".yml"):
         return _ABSENT
     data = read_input(str(path))
     if data is None:
         return _ABSENT
+    parsed = _parsed(data, path.suffix == ".json")
+    if not isinstance(parsed, Node):
+        return parsed
+    if isinstance(parsed, Object):
+        read.append((path, parsed))
+    return to_python(parsed)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(data: bytes, is_json: bool) -> object:
+    """The JSON value, or the YAML tree (`Object`, never changed by its readers), of a settings file's bytes."""
     text = data.decode("utf-8", errors="replace")
     try:
-        if path.suffix == ".json":
-            return json.loads(text)
-        tree = parse_yaml_subset(text)
+        return json.loads(text) if is_json else parse_yaml_subset(text)
     except (ValueError, ParseError):
         return _ABSENT
-    read.append((path, tree))
-    return to_python(tree)
