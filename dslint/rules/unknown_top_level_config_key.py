@@ -11,7 +11,7 @@ from dslint.config.key_history import first_release_with_top_level_key
 from dslint.config.recognition import CONFIG_SUFFIXES, is_config_name
 from dslint.config.schema import did_you_mean
 from dslint.config.tree import Entry, Scalar
-from dslint.diagnostics import Applicability, Fix, Severity
+from dslint.diagnostics import Applicability, Fix, Related, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
@@ -260,8 +260,13 @@ class UnknownTopLevelConfigKey(ConfigRule):
         )
 
     def _report_mixed(self, unknown: list[Entry]) -> None:
+        """One finding for a file mixing another tool's keys in, at the first; each other key a related place."""
         names = ", ".join(f"`{e.key}`" for e in unknown[:2])
+        others = tuple(
+            Related(self.context.path, e.key_start.line, e.key_start.column, f"`{e.key}`") for e in unknown[1:]
+        )
         self.report_key(
             unknown[0],
             f"{len(unknown)} top-level keys are not DeepSpeed's ({names}, ...); give DeepSpeed its own config",
+            related=others,
         )
