@@ -338,7 +338,8 @@ def check_script_configs(
             found = _without_silenced(config.path, found)
             found = _in_their_files(config.tree, found)
             if config.read_by is not None:  # a finding in the file names the call that makes it DeepSpeed's
-                found = [d if d.related else replace(d, related=(config.read_by,)) for d in found]
+                by = config.read_by
+                found = [d if by in d.related else replace(d, related=(*d.related, by)) for d in found]
         for reader in config.reader:  # a builder's dict: name the reader elsewhere that receives it
             where = f" ({reader.message}, {reader.path}:{reader.line})"
             found = [replace(d, message=d.message + where, related=(*d.related, reader)) for d in found]
