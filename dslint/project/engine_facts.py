@@ -164,16 +164,23 @@ def _builds_arguments(data: bytes) -> bool:
 
 def record_device_setters(files: dict[str, ProjectFacts], model: ProjectModel) -> None:
     """The calls of project functions that set the current device (`model/device_setters.py`), in the files that
-    may move a model before DeepSpeed takes it (a `.cuda(`/`.to(` beside an engine, a Trainer or `prepare`)."""
+    may move a model before DeepSpeed takes it (`_may_move_before_deepspeed`)."""
     sources = model.store.sources
-    movers = sorted(p for p, data in sources.items() if _may_move_before_deepspeed(data))
+    handing = {p for p, f in files.items() if f.model_sinks or f.model_builders or f.model_attributes}
+    movers = sorted(p for p, data in sources.items() if _may_move_before_deepspeed(data, p in handing))
     for path, calls in device_setting_calls(model, movers).items():
         files[path] = replace(facts_of(files, path), device_setting_calls=frozenset(calls))
 
 
-def _may_move_before_deepspeed(data: bytes) -> bool:
+def _may_move_before_deepspeed(data: bytes, hands_model_on: bool) -> bool:
+    """A `.cuda(`/`.to(` in a file that makes an engine, a Trainer or `prepare`s, or hands its model to a project
+    function that does (`init_deepspeed(args, model)`)."""
     return (b".cuda(" in data or b".to(" in data) and (
-        b"initialize(" in data or b"Trainer(" in data or b"prepare(" in data or b"init_inference(" in data
+        hands_model_on
+        or b"initialize(" in data
+        or b"Trainer(" in data
+        or b"prepare(" in data
+        or b"init_inference(" in data
     )
 
 
