@@ -4,7 +4,9 @@ shares a few key names with DeepSpeed is not one; a framework config carrying De
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from dslint.config.recognition import is_config_name
 from dslint.lint.file import lint_file
 from dslint.project.project_index import ConfigReading
 
@@ -44,3 +46,12 @@ def test_a_file_named_like_a_config_or_mostly_deepspeed_keys_is_a_config() -> No
     assert "DSL401" in _codes("ds_config.json", APP_SETTINGS)
     small = {"train_batch_size": 8, "gradient_accumulation_steps": 2, "trian_micro_batch": 4}
     assert _codes("settings.json", small) == ["DSL401"]
+
+
+def test_config_names_and_look_alikes() -> None:
+    """A name says DeepSpeed config by its ZeRO or DeepSpeed prefix; a zero-shot evaluation set only shares the
+    word (`zero_shot_mmlu_val.json`, JSON lines that are no config: no parse error is owed for it)."""
+    for name in ("zero2.json", "zero3_offload.json", "zero_stage2.json", "ds_config.json", "deepspeed.json"):
+        assert is_config_name(Path(name)), name
+    for name in ("zero_shot_mmlu_val.json", "zeroshot_results.json", "zero-shot.json", "results.json"):
+        assert not is_config_name(Path(name)), name

@@ -12,7 +12,8 @@ from dslint.config.tree import Object
 from dslint.limits import TooLarge, read_capped
 
 CONFIG_SUFFIXES = (".json", ".hjson")
-NAME_PATTERN = re.compile(r"(^ds[_-]|^zero|deepspeed|^ds_?z\d|^z[0-3][_.-])", re.IGNORECASE)
+# `zero2.json`, `zero3_offload.json`, `zero_stage2.json`: not `zero_shot_mmlu_val.json` (an evaluation set)
+NAME_PATTERN = re.compile(r"(^ds[_-]|^zero(?![_-]?shot)|deepspeed|^ds_?z\d|^z[0-3][_.-])", re.IGNORECASE)
 # Keys no other common tool writes at the top level of a JSON file: enough to recognise a config by content.
 STRONG_KEYS = (
     "train_micro_batch_size_per_gpu",
