@@ -197,7 +197,9 @@ def launch_issues(
             and _read_somewhere(option.name, sources)
         ):
             text = launcher_text(line.launcher)
-            missing = missing_config(option.value, sources, line.launcher, text, file_names, roots)
+            # the HF Trainer's `--deepspeed`, parsed somewhere in the project (`train_mem.py` calls `train.train()`)
+            opened = option.name == "deepspeed" and any(b"HfArgumentParser" in data for data in sources.values())
+            missing = missing_config(option.value, sources, line.launcher, text, file_names, roots, opened)
             if missing is not None and not beside(missing, line, site.script, sources):
                 end = option.column + len(option.name) + 2
                 shown = tuple(shown_path(path) for path in missing)

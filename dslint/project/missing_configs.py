@@ -44,6 +44,7 @@ def missing_config(
     launcher: str | None,
     file_names: Callable[[], Mapping[str, tuple[str, ...]]],
     roots: Sequence[str] = (),
+    opened: bool = False,
 ) -> tuple[str, ...] | None:
     """Whether a config path a launch writes names no file of the project, and nothing there writes one: None
     when it may exist. An absolute or home path (the user's machine), the name in a Python source other than the
@@ -58,7 +59,10 @@ def missing_config(
     the project lies at a path ending as the written one does, nor at the written path from the document's own
     folder (`../configs/x.yaml` in `sub/README.md`, whatever an earlier section's `cd` entered). A project file
     whose path ends as the written one does but for letter case (`ds.JSON` for `ds.json`, `SFT/` for `sft/`) is
-    what was meant (`case_twins`): file systems on Linux, where DeepSpeed runs, tell them apart."""
+    what was meant (`case_twins`): file systems on Linux, where DeepSpeed runs, tell them apart. `opened`: the
+    launched script surely opens the path (the HF Trainer's `--deepspeed`): then a launcher's path with a folder
+    (`./scripts/zero2.json`) that reaches no file is missing even when a file of that name lies in another folder
+    of the project (`./zero2.json`), named as where that one is."""
     if os.path.isabs(written) and roots:
         # another machine's checkout (`/home/<user>/<repo>/scripts/ds_z2.json` from scripts/run.sh): the path
         # within it is the launcher's own folder and a DeepSpeed config's name; judged as that relative path
@@ -86,10 +90,12 @@ def missing_config(
         # a wrong folder only beside the launcher's own (`configs/` written, `config/` there), in a launcher
         # script: a file in another example is another's
         folder = os.path.dirname(absolute(launcher_path)) + os.sep
-        elsewhere = tuple(path for path in elsewhere if path.startswith(folder))
-        if not elsewhere:
-            return None
+        near = tuple(path for path in elsewhere if path.startswith(folder))
         if os.path.dirname(os.path.normpath(written)) in ("", "."):
+            return None
+        if near or not opened:
+            elsewhere = near
+        if not elsewhere:
             return None
     encoded = name.encode()
     if any(_may_write(data, encoded) for path, data in sources.items() if path != launcher_path):

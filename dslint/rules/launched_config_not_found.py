@@ -45,7 +45,9 @@ class LaunchedConfigNotFound(LaunchRule):
             names it within three lines of a write, a dump or a copy; an option's default naming it writes nothing;
             nowhere else in the launcher, no redirection or `tee` writing it). When a file of that name exists
             elsewhere, only a path with a folder counts (`configs/ds.json` where the project has only
-            `config/ds.json`: the folder is wrong; the message names the file), unless that file sits beside the
+            `config/ds.json`: the folder is wrong; the message names the file; in a launcher script, a file in its
+            own folder, or anywhere in the project for the Trainer's `--deepspeed`, which surely opens it, not one
+            of another example a custom option may never open), unless that file sits beside the
             launcher or the script and the script finds files by its own location (`__file__`: it may read it from
             there); a bare name is left alone (the user may be meant to copy the file beside the launcher). Absolute
             and home paths (the user's own machine; but a path of another machine's checkout that ends with the
