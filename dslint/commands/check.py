@@ -24,7 +24,7 @@ from dslint.config.yaml_config import YAML_CONFIG_SUFFIXES as YAML_SUFFIXES
 from dslint.config.yaml_config import is_json_text
 from dslint.diagnostics import Diagnostic, Severity, printable
 from dslint.fix.write import SourceError, read_source, write_source
-from dslint.lint.batch import FileFailure, index_project, lint_files
+from dslint.lint.batch import FileFailure, index_project, lint_ahead, lint_files
 from dslint.lint.cache import ResultCache, default_directory
 from dslint.lint.cache import clean as clean_cache
 from dslint.lint.file import NOTEBOOK
@@ -307,8 +307,14 @@ def run_check(
             items = [(job.path, job.selection) for job in files]
             limits = [job.settings.limits for job in files]
             workers = jobs if jobs is not None else (os.cpu_count() or 1)
-            project = index_project([job.path for job in files], tuple(named) or (".",), cache, workers)
-            linted = lint_files(items, jobs, world_size, progress.advance, limits, project, cache)
+            # without a cache, the files are linted ahead in a child while the index is built (`lint_ahead`)
+            ahead = lint_ahead(items, workers, world_size, limits) if cache is None else None
+            try:
+                project = index_project([job.path for job in files], tuple(named) or (".",), cache, workers)
+                linted = lint_files(items, jobs, world_size, progress.advance, limits, project, cache, ahead)
+            finally:
+                if ahead is not None:
+                    ahead.close()
         finally:
             progress.finish()
         without_uncalled([r for r in linted if isinstance(r, FileResult)], tuple(named) or (".",), cache)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 from dslint.collector import uncollected
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.limits import NOTEBOOK_FILE_SETTING, Limits, TooLarge, read_capped
+from dslint.lint.ahead import Ahead
 from dslint.lint.cache import ResultCache, code_fingerprint, digest
 from dslint.lint.file import NOTEBOOK, lint_file
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
@@ -164,11 +165,13 @@ def lint_files(
     limits: Limits | Sequence[Limits] | None = None,
     project: ProjectIndex | None = None,
     cache: ResultCache | None = None,
+    ahead: Ahead[Item, Result] | None = None,
 ) -> list[Result]:
     """Lint each (file, selection its settings give it); `world_size`, when known, makes the config batch check
     (DSL407) exact; `progress(1)` is called as each file is done; `limits`: one for every file, or one per item;
     `project` (see `index_project`) gives each file what is known about it from elsewhere; `cache`: results
-    are served from it when their keys match, and stored in it (`dslint.lint.cache`)."""
+    are served from it when their keys match, and stored in it (`dslint.lint.cache`); `ahead` (`lint_ahead`, started
+    before the index): the results it linted ahead, where they stand."""
     each = [limits or Limits()] * len(items) if limits is None or isinstance(limits, Limits) else list(limits)
     work: list[Item] = [
         (
@@ -183,7 +186,75 @@ def lint_files(
     ]
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     with _fewer_collections():
+        if ahead is not None and cache is None:
+            return _lint_with_ahead(work, jobs, progress, ahead)
+        if ahead is not None:
+            ahead.close()
         return _lint_work(work, jobs, progress, cache)
+
+
+def lint_ahead(
+    items: Sequence[tuple[Path, RuleSelection]],
+    jobs: int | None = None,
+    world_size: int | None = None,
+    limits: Sequence[Limits] | None = None,
+) -> Ahead[Item, Result] | None:
+    """Start linting `items` in a forked child before the project index is built (`dslint.lint.ahead`), each as
+    if the index knew nothing of it; None where that cannot pay: one process, or too few files for workers.
+    `lint_files(..., ahead=)` keeps the child's results of the files the index indeed knows nothing of."""
+    jobs = jobs if jobs is not None else (os.cpu_count() or 1)
+    if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:
+        return None
+    each = list(limits) if limits is not None else [Limits()] * len(items)
+    work: list[Item] = [
+        (path, selection, world_size, limit, None, None) for (path, selection), limit in zip(items, each, strict=True)
+    ]
+    return Ahead(_lint_item, work, _likely_known, YOUNG_OBJECTS)
+
+
+def _likely_known(item: Item) -> bool:
+    """A script naming DeepSpeed: the index is likely to know something of it (its result ahead would be redone),
+    so the child takes it last."""
+    path = item[0]
+    if path.suffix.lower() != ".py":
+        return False
+    try:
+        with open(path, "rb") as handle:
+            return b"deepspeed" in handle.read().lower()
+    except OSError:
+        return False
+
+
+def _lint_with_ahead(
+    work: list[Item], jobs: int, progress: Callable[[int], None] | None, ahead: Ahead[Item, Result]
+) -> list[Result]:
+    """`_run` over `work`, less the files the child linted ahead that the index knows nothing of (no facts, no
+    config reading: the child's result is the one `_lint_item` gives here)."""
+    done = ahead.stop()
+    kept = {index: result for index, result in done.items() if work[index][4] is None and work[index][5] is None}
+    rest = [index for index in range(len(work)) if index not in kept]
+    results: list[Result | None] = [None] * len(work)
+    for index, result in kept.items():
+        results[index] = result
+        if progress is not None:
+            progress(1)
+    # what is left after a child that got far is mostly the costly files (those the index knows): one at a time,
+    # so that none waits behind another in a worker's share while the other worker idles
+    _run_into(results, work, rest, jobs, progress, chunksize=1 if len(rest) * 4 <= len(work) else None)
+    return [result for result in results if result is not None]
+
+
+def _run_into(
+    results: list[Result | None],
+    work: list[Item],
+    indexes: list[int],
+    jobs: int,
+    progress: Callable[[int], None] | None,
+    chunksize: int | None = None,
+) -> None:
+    done = _run(_lint_item, [work[index] for index in indexes], jobs, progress, _crashed, _item_size, chunksize)
+    for index, result in zip(indexes, done, strict=True):
+        results[index] = result
 
 
 @contextlib.contextmanager
@@ -307,11 +378,13 @@ def _run(
     progress: Callable[[int], None] | None,
     crashed: Callable[[T, str], R],
     weight: Callable[[T], int] | None = None,
+    chunksize: int | None = None,
 ) -> list[R]:
     """`function` over `work`, in `jobs` worker processes when there is enough work; a worker that dies is
     retried alone per item (`_isolated`), and `crashed(item, why)` is the result of an item that kills it.
     `weight`: a guess at an item's cost (its size); the workers take the heaviest items first, so that one large
-    file met last does not keep one worker busy while the others idle (the results keep `work`'s order)."""
+    file met last does not keep one worker busy while the others idle (the results keep `work`'s order);
+    `chunksize`: the items a worker takes at a time (default: a few, fewer for little work)."""
     if jobs <= 1 or len(work) < PARALLEL_THRESHOLD:  # one forked child: a parser crash is one file's error
         from dslint.lint.isolation import Crashed, map_guarded  # multiprocessing: when there is work at all
 
@@ -331,7 +404,7 @@ def _run(
     try:
         with uncollected(), ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
             ordered = [work[index] for index in order]
-            done = pool.map(function, ordered, chunksize=_chunksize(len(work), jobs))
+            done = pool.map(function, ordered, chunksize=chunksize or _chunksize(len(work), jobs))
             for index, result in zip(order, done, strict=True):
                 results[index] = result
                 if progress is not None:
