@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections.abc import Iterable, MutableMapping
 from dataclasses import replace
 
@@ -45,7 +46,8 @@ def record_parameter_paths(files: MutableMapping[str, ProjectFacts], model: Eval
         return
     answers: dict[tuple[str, str], dict[str, set[str | None]]] = {}
     options: dict[str, dict[str, tuple[object, ...]]] = {}
-    for found in resolved_calls(model, sorted(store.sources), lambda _, call: _called_name(call) in names):
+    calling = _calling(store.sources, names)
+    for found in resolved_calls(model, calling, lambda _, call: _called_name(call) in names):
         function = model.function(found.callee)
         if function is None:
             continue
@@ -87,6 +89,20 @@ def _callee_names(model: Evaluator, readers: Iterable[str]) -> frozenset[str]:
                 parts = qualname.split(".")
                 found.add(parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1])
     return frozenset(found)
+
+
+def _calling(sources: dict[str, bytes], names: frozenset[str]) -> list[str]:
+    """The modules, in path order, that may call one of `names`: an ASCII source must hold one of them followed by
+    a `(` (white space, line continuations, a comment to its line's end or a `)` between: `(f)(x)` calls `f`),
+    since a call of `f` or `x.f` writes its callee's last name so; any other source may (an identifier there may be
+    written other than in its ASCII bytes). The others are not parsed for calls none of which is selected."""
+    patterns = [(name.encode(), re.compile(re.escape(name.encode()) + rb"(?:[\s\\)]|#[^\n]*\n)*\(")) for name in names]
+    return [
+        path
+        for path in sorted(sources)
+        if not sources[path].isascii()
+        or any(name in sources[path] and pattern.search(sources[path]) for name, pattern in patterns)
+    ]
 
 
 def _path_like(name: str) -> bool:
