@@ -9,9 +9,10 @@ their index in `work`. The caller keeps an answer only where the index indeed kn
 answer is then the one it would compute itself), and computes the others, and everything the child did not
 finish, as before.
 
-The child runs at the lowest priority (`os.nice`): it takes a core only where neither the index nor anything else
-wants it. Where there is no `fork`, no shared memory for the flags, or the child dies or fails, its answers are
-simply missing: the caller computes them itself, so the answers are the same either way.
+The child runs at the lowest priority (`os.nice`): it takes a core only where neither the index (which every file
+waits for, in one process or two) nor anything else wants it. Where there is no `fork`, no shared memory for the
+flags, or the child dies or fails, its answers are simply missing: the caller computes them itself, so the answers
+are the same either way.
 """
 
 from __future__ import annotations

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, TypeVar
 from dslint.collector import uncollected
 from dslint.config.recognition import CONFIG_SUFFIXES
 from dslint.limits import NOTEBOOK_FILE_SETTING, Limits, TooLarge, read_capped
-from dslint.lint.ahead import Ahead
 from dslint.lint.cache import ResultCache, code_fingerprint, digest
 from dslint.lint.file import NOTEBOOK, lint_file
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
+from dslint.lint.prefilter import may_create_engine
 from dslint.lint.result import FileResult
 from dslint.project.inputs import absolute, recording
 from dslint.project.project_index import ConfigReading, ProjectIndex, launcher_files
@@ -32,6 +32,8 @@ from dslint.selection import RuleSelection
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
+
+    from dslint.lint.ahead import Ahead
 
 PARALLEL_THRESHOLD = 16
 YOUNG_OBJECTS = 50_000  # the collector's first threshold while files are linted (`_fewer_collections`)
@@ -209,20 +211,26 @@ def lint_ahead(
     work: list[Item] = [
         (path, selection, world_size, limit, None, None) for (path, selection), limit in zip(items, each, strict=True)
     ]
+    from dslint.lint.ahead import Ahead  # multiprocessing and a temporary file: not for a run the cache serves
+
     return Ahead(_lint_item, work, _likely_known, YOUNG_OBJECTS)
 
 
 def _likely_known(item: Item) -> bool:
-    """A script naming DeepSpeed: the index is likely to know something of it (its result ahead would be redone),
-    so the child takes it last."""
+    """A script the index is likely to know something of, so that the child's result would be redone (the child
+    takes it last): one that may be run (`__main__`), make an engine, or hold a Trainer or an Accelerator."""
     path = item[0]
     if path.suffix.lower() != ".py":
         return False
     try:
         with open(path, "rb") as handle:
-            return b"deepspeed" in handle.read().lower()
+            data = handle.read()
     except OSError:
         return False
+    return any(word in data for word in _LIKELY_KNOWN) or may_create_engine(data)
+
+
+_LIKELY_KNOWN = (b"__main__", b"Trainer", b"Accelerator")
 
 
 def _lint_with_ahead(
