@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import mmap
 import multiprocessing
 import os
 import pickle
@@ -26,13 +27,13 @@ import signal
 import struct
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from typing import IO, Any, Generic, TypeVar
+from typing import IO, Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 NICE = 19  # the child's priority: idle cores only
-_FREE, _TAKEN, _DONE = 0, 1, 2  # an item's flag; the last flag of the array is "stop"
+_FREE, _TAKEN, _DONE = 0, 1, 2  # an item's flag; the last byte of the flags is "stop"
 _HEADER = struct.Struct("<iq")  # an answer in the file: its item's index, the length of its pickle
 
 
@@ -45,15 +46,15 @@ class Ahead(Generic[T, R]):
         young_objects: int = 0,
     ) -> None:
         self._process: multiprocessing.process.BaseProcess | None = None
-        self._flags: Any = None
+        self._flags: mmap.mmap | None = None
         self._answers: IO[bytes] | None = None
         if not work or "fork" not in multiprocessing.get_all_start_methods():
             return
         context = multiprocessing.get_context("fork")
-        try:  # shared flags; their lock needs the platform's semaphores
-            flags = context.Array("b", len(work) + 1)
+        try:  # the flags, in memory the child shares (anonymous: no file); the answers, in a file it shares
+            flags = mmap.mmap(-1, len(work) + 1)
             answers = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `stop`)
-        except (OSError, ImportError):
+        except OSError:
             return
         process = context.Process(
             target=_run_ahead, args=(function, work, deferred, flags, answers, young_objects), daemon=True
@@ -71,13 +72,15 @@ class Ahead(Generic[T, R]):
         if process is None or flags is None or answers is None:
             return {}
         self._process = self._flags = self._answers = None
-        with flags.get_lock():
-            flags[len(flags) - 1] = 1
-            done = {index for index, flag in enumerate(flags[:-1]) if flag == _DONE}
+        # The child marks an item done after its answer is whole in the file, and takes no item after it sees
+        # "stop": an item done after this read is not counted (its answer is left unread). No lock is needed.
+        flags[len(flags) - 1] = 1
+        done = {index for index, flag in enumerate(flags[: len(flags) - 1]) if flag == _DONE}
         if process.pid is not None:
             with contextlib.suppress(OSError):
                 os.kill(process.pid, signal.SIGKILL)  # what it still works on is redone by the caller
         process.join()
+        flags.close()
         found: dict[int, R] = {}
         try:
             with answers:
@@ -104,7 +107,7 @@ def _run_ahead(
     function: Callable[[T], R],
     work: Sequence[T],
     deferred: Callable[[T], bool],
-    flags: Any,
+    flags: mmap.mmap,
     answers: IO[bytes],
     young_objects: int,
 ) -> None:
@@ -118,17 +121,15 @@ def _run_ahead(
             gc.set_threshold(max(first, young_objects), *older)
         descriptor = answers.fileno()
         for item in _in_order(work, deferred):
-            with flags.get_lock():
-                if flags[stop]:
-                    break
-                flags[item] = _TAKEN
+            if flags[stop]:
+                break
+            flags[item] = _TAKEN
             answer = pickle.dumps(function(work[item]), protocol=pickle.HIGHEST_PROTOCOL)
             record = _HEADER.pack(item, len(answer)) + answer
             written = 0
             while written < len(record):
                 written += os.write(descriptor, record[written:])
-            with flags.get_lock():
-                flags[item] = _DONE  # after its answer is whole in the file
+            flags[item] = _DONE  # after its answer is whole in the file
     os._exit(0)  # the parent's state (open files, atexit handlers) is not the child's to finish
 
 
