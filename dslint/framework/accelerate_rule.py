@@ -11,7 +11,7 @@ from typing import ClassVar
 from dslint.config.accelerate import DEFAULT_STAGE, AccelerateDeepSpeed
 from dslint.config.tree import Entry
 from dslint.diagnostics import Diagnostic, Related, Severity
-from dslint.framework.rule import Rule
+from dslint.framework.rule_base import Rule
 
 
 @dataclass

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from dslint.diagnostics import Diagnostic, Severity
 from dslint.framework.launch_rule import LaunchRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 from dslint.project.accelerate_deepspeed_off import MACHINE_DEFAULT
 from dslint.project.project_index import LaunchIssue
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dslint.diagnostics import Severity
 from dslint.framework.accelerate_rule import AccelerateRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 # The `deepspeed_config:` keys accelerate's `DeepSpeedPlugin._deepspeed_config_checks` refuses beside a config file
 # (accelerate 1.10, `utils/dataclasses.py`): the values the file itself must give.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dslint.diagnostics import Severity
 from dslint.framework.accelerate_rule import AccelerateRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 
 class AccelerateZero3InitWithoutStage3(AccelerateRule):

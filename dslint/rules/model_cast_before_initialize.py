@@ -8,7 +8,7 @@ import libcst as cst
 
 from dslint.diagnostics import Applicability, Edit, Severity
 from dslint.framework.catalog import Shape
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 from dslint.project.accelerate_deepspeed import accelerate_deepspeed
 from dslint.project.hand_casts import engine_casts_alike
 from dslint.rules.model_moved_before_initialize import ModelMovedBeforeInitialize

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dslint.diagnostics import Diagnostic, Location, Severity
 from dslint.framework.driver_rules import ScriptTooDeep
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 _HEADER = "import deepspeed\nengine, *_ = deepspeed.initialize(model=model)\n"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dslint.diagnostics import Severity
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 from dslint.rules.optimizer_stepped_beside_engine import (
     SHARED_LOOP,
     SHARED_LOOP_CALLERS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dslint.diagnostics import Severity
 from dslint.framework.launch_rule import LaunchRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 from dslint.project.project_index import LaunchIssue
 
 _PROJECT = (("train.py", "import argparse\nimport deepspeed\n"), ("ds.json", "{}\n"))

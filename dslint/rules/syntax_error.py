@@ -8,7 +8,7 @@ import libcst as cst
 
 from dslint.diagnostics import Diagnostic, Location, Severity
 from dslint.framework.driver_rules import ScriptSyntaxError
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 
 class SyntaxErrorRule(ScriptSyntaxError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.framework.catalog import Shape
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 from dslint.project.config_link import accelerate_runs, trainer_configs
 from dslint.project.resolved_configs import ResolvedConfig
 from dslint.rules.zero3_generation_on_one_rank import Zero3GenerationOnOneRank

@@ -6,7 +6,7 @@ from dslint.config.accelerate import DEFAULT_STAGE, is_launch_option, suggestion
 from dslint.config.schema import load_schema
 from dslint.diagnostics import Severity
 from dslint.framework.accelerate_rule import AccelerateRule
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 
 class UnknownAccelerateDeepSpeedKey(AccelerateRule):

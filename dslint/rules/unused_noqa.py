@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from dslint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 from dslint.framework.driver_rules import UnusedNoqaCodes
-from dslint.framework.rule import Invalid, RuleDocs, Valid
+from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 
 
 class UnusedNoqa(UnusedNoqaCodes):
