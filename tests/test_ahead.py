@@ -114,3 +114,15 @@ def test_a_file_that_kills_the_child_is_that_files_error(tmp_path: Path, monkeyp
     assert [(Path(f.path).name, f.message) for f in failures] == [
         ("f05.py", "internal error: dslint's parser crashed on this file (SIGSEGV)")
     ]
+
+
+def test_the_child_never_reads_what_is_no_regular_file(tmp_path: Path) -> None:
+    from dslint.limits import Limits
+    from dslint.lint.batch import _likely_known
+
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)  # opened for reading, a FIFO with no writer would wait forever
+    script = tmp_path / "train.py"
+    script.write_text("if __name__ == '__main__':\n    main()\n", encoding="utf-8")
+    assert not _likely_known((fifo, RuleSelection(), None, Limits(), None, None))
+    assert _likely_known((script, RuleSelection(), None, Limits(), None, None))

@@ -222,10 +222,9 @@ def _likely_known(item: Item) -> bool:
     path = item[0]
     if path.suffix.lower() != ".py":
         return False
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
+    try:  # as the lint reads it: a regular file, within its size limit (a FIFO or /dev/zero is never read)
+        data = _read_capped(path, item[3])
+    except (OSError, TooLarge):
         return False
     return any(word in data for word in _LIKELY_KNOWN) or may_create_engine(data)
 
