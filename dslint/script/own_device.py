@@ -26,8 +26,7 @@ _OWN = Device(True, DeviceIndex.LOCAL_RANK)
 
 
 def moves_to_own_device(facts: ScriptFacts, call: cst.Call) -> bool:
-    """`call` (`.cuda(...)` or `.to(...)`) moves to the rank's own GPU on every path that moves to a GPU (a device
-    that may also be the CPU, where CUDA is missing, counts)."""
+    """`call` (`.cuda(...)` or `.to(...)`) moves to the rank's own GPU on every path."""
     name = method_name(call)
     if name == "cuda":
         if not call.args:
@@ -47,11 +46,7 @@ def moves_to_own_device(facts: ScriptFacts, call: cst.Call) -> bool:
     found = devices_of(facts, target, call)
     if not found:  # a bare index (`.to(local_rank)`, `.cuda(args.local_rank)`): a CUDA device of that index
         return device_index(facts, target, call) is DeviceIndex.LOCAL_RANK
-    # `torch.device("cuda" if torch.cuda.is_available() else "cpu")`: the CPU arm, where it runs, moves nothing
-    # onto a GPU
-    gpus = [device for device in found if device.cuda]
-    own = [device == _OWN or (device == CURRENT_CUDA and _current_is_own(facts, call)) for device in gpus]
-    return bool(own) and all(own)
+    return all(device == _OWN or (device == CURRENT_CUDA and _current_is_own(facts, call)) for device in found)
 
 
 def _names_own_device(expr: cst.BaseExpression) -> bool:
