@@ -206,7 +206,7 @@ class _Collector:
             facts.calls_of_engine[init.engine] = init
             self.pending_ends.setdefault(statement, []).append(init)
         elif qualified in SET_DEVICE_CALLS or self._sets_device(node):
-            facts.device_set_calls.append((self.scope, facts.start(node), node))
+            facts.device_set_calls.append((self.scope, facts.start(node)))
         elif qualified == INIT_INFERENCE:
             facts.inference_calls.append(node)
 

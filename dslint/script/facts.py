@@ -149,7 +149,7 @@ class ScriptFacts:
         self.statement_of_call: dict[cst.Call, cst.CSTNode] = {}
         self.small_statement_of_call: dict[cst.Call, cst.BaseSmallStatement] = {}
         self.block_size_of_line: dict[cst.CSTNode, int] = {}
-        self.device_set_calls: list[tuple[Scope, Pos, cst.Call]] = []
+        self.device_set_calls: list[tuple[Scope, Pos]] = []
         self.plain_ranges: list[tuple[Pos, Pos]] = []
 
         self._positions: NodePositions | None = None
@@ -511,13 +511,13 @@ class ScriptFacts:
 
     def device_set_before(self, scope: Scope, pos: Pos) -> bool:
         """Whether the current device is set (explicitly, or by initialize) before `pos` in `scope`."""
-        if any(s is scope and p <= pos for s, p, _ in self.device_set_calls):
+        if any(s is scope and p <= pos for s, p in self.device_set_calls):
             return True
         return any(init.scope is scope and init.end <= pos for init in self.initialize_calls)
 
     def device_set_elsewhere(self, scope: Scope) -> bool:
         """Whether a device is set in another scope, which may run first: order cannot be known then."""
-        return any(s is not scope for s, _, _ in self.device_set_calls)
+        return any(s is not scope for s, _ in self.device_set_calls)
 
     def statement_of(self, call: cst.Call) -> cst.CSTNode | None:
         return self.statement_of_call.get(call)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dslint.model.values import CURRENT_CUDA, Device, DeviceIndex
-from dslint.script.devices import device_index, devices_of, reaching_values
+from dslint.script.devices import device_index, devices_of
 from dslint.script.facts import ScriptFacts, method_name
 from dslint.script.inference import device_set_before
 from dslint.script.names import dotted_name
@@ -26,7 +26,7 @@ _OWN = Device(True, DeviceIndex.LOCAL_RANK)
 
 
 def moves_to_own_device(facts: ScriptFacts, call: cst.Call) -> bool:
-    """`call` (`.cuda(...)` or `.to(...)`) moves to the rank's own GPU on every path that moves to a GPU."""
+    """`call` (`.cuda(...)` or `.to(...)`) moves to the rank's own GPU on every path."""
     name = method_name(call)
     if name == "cuda":
         if not call.args:
@@ -46,32 +46,7 @@ def moves_to_own_device(facts: ScriptFacts, call: cst.Call) -> bool:
     found = devices_of(facts, target, call)
     if not found:  # a bare index (`.to(local_rank)`, `.cuda(args.local_rank)`): a CUDA device of that index
         return device_index(facts, target, call) is DeviceIndex.LOCAL_RANK
-    if all(device == _OWN or (device == CURRENT_CUDA and _current_is_own(facts, call)) for device in found):
-        return True
-    # `torch.device("cuda" if torch.cuda.is_available() else "cpu")`: the CPU arm moves nothing onto a GPU, when
-    # the current device is set on the path of every binding naming the un-indexed one
-    gpus = [device for device in found if device.cuda]
-    return (
-        len(gpus) < len(found)
-        and all(device in (_OWN, CURRENT_CUDA) for device in gpus)
-        and (CURRENT_CUDA not in gpus or _set_on_every_path(facts, call, target))
-    )
-
-
-def _set_on_every_path(facts: ScriptFacts, call: cst.Call, target: cst.BaseExpression) -> bool:
-    """Every assignment of the device name `target` that may reach `call` and names the un-indexed CUDA device
-    runs on a path where this scope's own `set_device(...)` ran before `call` (not in an arm exclusive with it:
-    `if local_rank == -1: device = ... else: torch.cuda.set_device(local_rank)` sets nothing for the first)."""
-    values = reaching_values(facts, target) if isinstance(target, cst.Name) else None
-    if not values:
-        return False
-    scope, at = facts.scope_at(call), facts.start(call)
-    setting = [node for where, pos, node in facts.device_set_calls if where is scope and pos < at]
-    return all(
-        CURRENT_CUDA not in devices_of(facts, value, value)
-        or any(not facts.paths.exclusive(node, value) for node in setting)
-        for value in values
-    )
+    return all(device == _OWN or (device == CURRENT_CUDA and _current_is_own(facts, call)) for device in found)
 
 
 def _names_own_device(expr: cst.BaseExpression) -> bool:
