@@ -54,7 +54,7 @@ def accelerate_deepspeed(context: ScriptContext) -> AccelerateDeepSpeed | None:
     plugin = next(iter(_plugins(context)), None)
     chosen = _script_precision(context)
     if plugin is not None:
-        where = f"DeepSpeedPlugin at line {context.span(plugin)[0].line}"
+        where = _plugin_place(context, plugin)
         expressions = list(trainer_expressions(context, ("hf_ds_config",)))
         if not expressions:
             return _judged(where, (), [(None, chosen)])
@@ -162,9 +162,7 @@ def accelerate_zero3(context: ScriptContext) -> tuple[str, tuple[Related, ...]] 
     if plugins:
         configs: list[ResolvedConfig | None] | None = None  # the plugins' `hf_ds_config`s, read once when needed
         for plugin in plugins:
-            stage = next(
-                (a.value for a in plugin.args if a.keyword is not None and a.keyword.value == "zero_stage"), None
-            )
+            stage = _keyword(plugin, "zero_stage")
             if isinstance(stage, cst.Integer) and stage.evaluated_value == 3:
                 continue
             if configs is None:
@@ -172,7 +170,7 @@ def accelerate_zero3(context: ScriptContext) -> tuple[str, tuple[Related, ...]] 
                 configs = [resolve_config_expression(context, expression) for expression in expressions]
             if stage is not None or not configs or any(c is None or c.zero_stage != 3 for c in configs):
                 return None
-        return f"DeepSpeedPlugin at line {context.span(plugins[0])[0].line}", ()
+        return _plugin_place(context, plugins[0]), ()
     runs = accelerate_runs(context)
     if not runs or any((run.config.zero_stage if run.config is not None else run.stage) != 3 for run in runs):
         return None
@@ -197,9 +195,7 @@ def accelerate_stages(context: ScriptContext) -> tuple[list[int], str, tuple[Rel
         stages: list[int] = []
         configs = [resolve_config_expression(context, e) for e in trainer_expressions(context, ("hf_ds_config",))]
         for plugin in plugins:
-            written = next(
-                (a.value for a in plugin.args if a.keyword is not None and a.keyword.value == "zero_stage"), None
-            )
+            written = _keyword(plugin, "zero_stage")
             from_config = [c.zero_stage for c in configs if c is not None and isinstance(c.zero_stage, int)]
             if isinstance(written, cst.Integer) and not configs:
                 stages.append(int(written.evaluated_value))
@@ -209,7 +205,7 @@ def accelerate_stages(context: ScriptContext) -> tuple[list[int], str, tuple[Rel
                 stages.append(2)  # accelerate's default (ACCELERATE_DEEPSPEED_ZERO_STAGE unset)
             else:
                 return None
-        return stages, f"DeepSpeedPlugin at line {context.span(plugins[0])[0].line}", ()
+        return stages, _plugin_place(context, plugins[0]), ()
     runs = accelerate_runs(context)
     if not runs:
         return None
@@ -231,20 +227,13 @@ def accelerate_accumulation(context: ScriptContext) -> tuple[int, str, tuple[Rel
     related: tuple[Related, ...] = ()
     if plugins:
         for plugin in plugins:
-            given = next(
-                (
-                    a.value
-                    for a in plugin.args
-                    if a.keyword is not None and a.keyword.value == "gradient_accumulation_steps"
-                ),
-                None,
-            )
+            given = _keyword(plugin, "gradient_accumulation_steps")
             found.append(given.evaluated_value if isinstance(given, cst.Integer) else None if given else _FROM_CONFIG)
         if _FROM_CONFIG in found:
             configs = [resolve_config_expression(context, e) for e in trainer_expressions(context, ("hf_ds_config",))]
             found = [f for f in found if f is not _FROM_CONFIG]
             found += [c.values.get("gradient_accumulation_steps") if c is not None else None for c in configs] or [None]
-        where = f"DeepSpeedPlugin at line {context.span(plugins[0])[0].line}"
+        where = _plugin_place(context, plugins[0])
     else:
         runs = accelerate_runs(context)
         if not runs:
@@ -277,10 +266,10 @@ def accelerate_clipping(context: ScriptContext) -> tuple[float, str, tuple[Relat
     related: tuple[Related, ...] = ()
     plugins = _plugins(context)
     if plugins:
-        plugin_at = f"DeepSpeedPlugin at line {context.span(plugins[0])[0].line}"
+        plugin_at = _plugin_place(context, plugins[0])
         configs = [resolve_config_expression(context, e) for e in trainer_expressions(context, ("hf_ds_config",))]
         for plugin in plugins:
-            given = next((a.value for a in plugin.args if a.keyword and a.keyword.value == "gradient_clipping"), None)
+            given = _keyword(plugin, "gradient_clipping")
             keyword = _number(literal_value(given)) if given is not None else 1.0  # no keyword: "auto", then 1.0
             if configs:  # the file's value; its "auto" filled with the keyword's (`fill_match`)
                 found += [_engine_clipping(c, default, keyword) if c else (None, "") for c in configs]
@@ -329,6 +318,16 @@ def _inline_clipping(run: AccelerateRun) -> tuple[float | None, str]:
 
 def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _plugin_place(context: ScriptContext, plugin: cst.Call) -> str:
+    """How a finding names the script's own plugin as where accelerate's DeepSpeed settings are decided."""
+    return f"DeepSpeedPlugin at line {context.span(plugin)[0].line}"
+
+
+def _keyword(plugin: cst.Call, name: str) -> cst.BaseExpression | None:
+    """The value a `DeepSpeedPlugin(...)` call gives keyword `name`, written as a keyword."""
+    return next((a.value for a in plugin.args if a.keyword is not None and a.keyword.value == name), None)
 
 
 def _plugins(context: ScriptContext) -> list[cst.Call]:
