@@ -352,12 +352,12 @@ def _is_integer(module: ModuleSummary, holder: str, expr: ast.expr) -> bool:
         return False
     for statement in statements(function.node.body):
         for call in calls(statement):
-            if _setter(module, call) and len(call.args) == 1 and dotted(call.args[0]) == text:
+            if is_device_setter(module, call) and len(call.args) == 1 and dotted(call.args[0]) == text:
                 return True
     return False
 
 
-def _setter(module: ModuleSummary, call: ast.Call) -> bool:
+def is_device_setter(module: ModuleSummary, call: ast.Call) -> bool:
     """`torch.cuda.set_device(...)`, `get_accelerator().set_device(...)` (the library's current-device setters)."""
     if module.qualified(call.func) in SET_DEVICE_CALLS:
         return True

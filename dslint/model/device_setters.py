@@ -10,14 +10,12 @@ only the functions those calls reach are read, never the whole project.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterable
 
+from dslint.model.device_parameters import is_device_setter
 from dslint.model.evaluate import Evaluator
 from dslint.model.handed_arguments import resolved_calls
-from dslint.model.library import SET_DEVICE_CALLS
 from dslint.model.resolution import Callee, scope_of
-from dslint.model.summary import ModuleSummary
 
 DEPTH = 4  # calls between the file's call and the function calling set_device
 
@@ -42,7 +40,7 @@ def _sets_device(model: Evaluator, callee: Callee, depth: int, memo: dict[Callee
     body = next((calls for name, calls in module.body_calls() if name == qualname), []) if module else []
     if module is None or not body:
         return False
-    if any(_called_name(module, call.func) in SET_DEVICE_CALLS for call in body):
+    if any(is_device_setter(module, call) for call in body):
         memo[callee] = True
     elif depth < DEPTH:
         scope = scope_of(module, qualname)
@@ -52,12 +50,3 @@ def _sets_device(model: Evaluator, callee: Callee, depth: int, memo: dict[Callee
             for call in body
         )
     return memo[callee]
-
-
-def _called_name(module: ModuleSummary, func: ast.expr) -> str:
-    """`torch.cuda.set_device`, or through a call in the chain `deepspeed.accelerator.get_accelerator().set_device`
-    (as `library.SET_DEVICE_CALLS` writes it)."""
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
-        head = module.qualified(func.value.func)
-        return f"{head}().{func.attr}" if head is not None else ""
-    return module.qualified(func) or ""
