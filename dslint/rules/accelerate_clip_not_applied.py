@@ -11,6 +11,7 @@ from dslint.framework.catalog import Shape
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.accelerate_deepspeed import accelerate_clipping
 from dslint.project.config_edits import command_line_value, literal_value
+from dslint.script.engine_calls import argument
 from dslint.script.hf_trainers import TrainerNames
 
 _LOOP = """
@@ -140,15 +141,12 @@ def train(model, optimizer, loader):"""
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "clip_grad_norm_"):
             return
-        given = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "max_norm"), None)
-        positional = [a for a in node.args if a.keyword is None]
-        if given is None and len(positional) >= 2 and not positional[1].star:
-            given = positional[1].value
+        given = argument(node, 1, "max_norm")  # clip_grad_norm_(parameters, max_norm, ...)
         if given is None:
             return
-        value = literal_value(given)
+        value = literal_value(given.value)
         if value is UNKNOWN:
-            value = command_line_value(self.context, given)[0]
+            value = command_line_value(self.context, given.value)[0]
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             self.clips.append((node, float(value)))
 
