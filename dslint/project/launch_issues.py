@@ -111,6 +111,9 @@ def launch_issues(
     path is missing)."""
     found: dict[str, list[LaunchIssue]] = {}
     reads: dict[str, bool] = {}
+    # the HF Trainer's `--deepspeed` is opened wherever the project parses its arguments (`train_mem.py` calling
+    # `train.train()`): read once, not per launch
+    trainer_parsed = any(b"HfArgumentParser" in data for data in sources.values())
     for site in sites:
         line = site.line
         issues = found.setdefault(line.launcher, [])
@@ -197,8 +200,7 @@ def launch_issues(
             and _read_somewhere(option.name, sources)
         ):
             text = launcher_text(line.launcher)
-            # the HF Trainer's `--deepspeed`, parsed somewhere in the project (`train_mem.py` calls `train.train()`)
-            opened = option.name == "deepspeed" and any(b"HfArgumentParser" in data for data in sources.values())
+            opened = option.name == "deepspeed" and trainer_parsed
             missing = missing_config(option.value, sources, line.launcher, text, file_names, roots, opened)
             if missing is not None and not beside(missing, line, site.script, sources):
                 end = option.column + len(option.name) + 2
