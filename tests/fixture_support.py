@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 from pathlib import Path
+
+import pytest
 
 from dslint.fix.edits import FixOutcome
 from dslint.fix.loop import fix_source
 from dslint.lint.file import lint_text
 
-__all__ = ["FIXTURES", "ROOT", "expected_markers", "fix_file_text", "lint_text"]
+__all__ = ["FIXTURES", "ROOT", "crash_on", "expected_markers", "fix_file_text", "lint_text"]
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -30,3 +34,18 @@ def expected_markers(text: str) -> list[tuple[int, str]]:
 def fix_file_text(path: str, text: str) -> FixOutcome:
     unsafe = UNSAFE_MARKER in text
     return fix_source(path, text, unsafe=unsafe)
+
+
+def crash_on(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Make the process that lints the file called `name` die of SIGSEGV (as a parser crash would), whatever
+    process it is: a pool worker, or the lint-ahead child."""
+    import dslint.lint.batch as batch
+
+    real = batch.lint_path
+
+    def crashing(path: Path, *args: object, **kwargs: object) -> object:
+        if path.name == name:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(batch, "lint_path", crashing)

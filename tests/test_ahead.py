@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fixture_support import crash_on
 
 from dslint.lint.ahead import Ahead
 from dslint.lint.batch import FileFailure, index_project, lint_ahead, lint_files
@@ -99,16 +100,7 @@ def test_a_check_gives_the_same_results_with_the_child_as_without(tmp_path: Path
 
 
 def test_a_file_that_kills_the_child_is_that_files_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import dslint.lint.batch as batch
-
-    real = batch.lint_path
-
-    def crashing(path: Path, *args: object, **kwargs: object) -> FileResult | FileFailure:
-        if path.name == "f05.py":
-            os.kill(os.getpid(), signal.SIGSEGV)
-        return real(path, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(batch, "lint_path", crashing)
+    crash_on(monkeypatch, "f05.py")
     results = _check(_project(tmp_path), tmp_path, ahead=True)
     failures = [r for r in results if isinstance(r, FileFailure)]
     assert [(Path(f.path).name, f.message) for f in failures] == [

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fixture_support import crash_on
 
 from dslint.cli import main
 from dslint.limits import Limits, parse_size, read_capped
@@ -397,16 +397,7 @@ def test_a_bad_glob_range_in_gitignore_is_skipped_as_git_does(project: Path) -> 
 
 
 def test_a_worker_that_dies_is_that_files_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import dslint.lint.batch as batch
-
-    real = batch.lint_path
-
-    def crashing(path: Path, *args: object, **kwargs: object) -> FileResult | FileFailure:
-        if path.name == "crash.py":
-            os.kill(os.getpid(), signal.SIGSEGV)
-        return real(path, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(batch, "lint_path", crashing)
+    crash_on(monkeypatch, "crash.py")
     paths = []
     for index in range(20):
         path = tmp_path / ("crash.py" if index == 7 else f"f{index:02}.py")
