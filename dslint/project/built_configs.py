@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from dslint.model.summary import SummaryStore, own_nodes
 from dslint.project.reader_calls import ParsedModules
+from dslint.project.script_parser import click_option_name
 
 _MAX_DEPTH = 3
 _ABSENT = object()
@@ -62,8 +63,7 @@ def built_stage(
     modules = ParsedModules(store.sources, store)
     value = _bound_value(scope, config, lambda call, name: _only_reads(modules, path, call, name))
     if isinstance(value, ast.Dict):
-        stage = _dict_stage(scope, value, {})
-        return BuiltStage(stage, "", path, value.lineno) if isinstance(stage, int) else None
+        return _literal_stage(scope, value, path, options or {})
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and not _has_star(value):
         found = modules.function(path, value.func.id)
         if found is None:
@@ -76,6 +76,40 @@ def built_stage(
             stage, chosen = max(read, key=lambda found: found[0] or 0)
             assert stage is not None
             return BuiltStage(stage, value.func.id, helper_path, helper.lineno, chosen)
+    return None
+
+
+def _literal_stage(
+    scope: ast.AST, config: ast.Dict, path: str, options: Mapping[str, tuple[object, ...]]
+) -> BuiltStage | None:
+    """The stage of a dict literal: a constant, or a command-line option's value (`"stage": args.zero_stage`, or
+    the parameter a click option fills) read with each value the script's launches give it, the highest."""
+    stage = _dict_stage(scope, config, {})
+    if isinstance(stage, int):
+        return BuiltStage(stage, "", path, config.lineno)
+    option = _stage_option(scope, config)
+    values = options.get(option, ()) if option is not None else ()
+    stages = [value for value in values if isinstance(value, int) and not isinstance(value, bool)]
+    if not stages or len(stages) != len(values):
+        return None
+    highest = max(stages)
+    assert option is not None
+    return BuiltStage(highest, "", path, config.lineno, ((option, highest),))
+
+
+def _stage_option(scope: ast.AST, config: ast.Dict) -> str | None:
+    """The command-line option a dict's `"stage"` is written as: `args.<option>`, or a parameter of `scope` that a
+    click option of its decorators declares (`@click.option("--zero_stage", default=2)`)."""
+    section = _entry(config, "zero_optimization")
+    if not isinstance(section, ast.expr):
+        return None
+    section = _bound_value(scope, section)
+    stage = _entry(section, "stage") if isinstance(section, ast.Dict) else None
+    if isinstance(stage, ast.Attribute) and isinstance(stage.value, ast.Name):
+        return stage.attr
+    if isinstance(stage, ast.Name) and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        declared = {click_option_name(d) for d in scope.decorator_list if isinstance(d, ast.Call)}
+        return stage.id if stage.id in declared else None
     return None
 
 

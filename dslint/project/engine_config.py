@@ -26,8 +26,9 @@ def zero_stage(context: ScriptContext, engine: Engine | None) -> int | None:
     if engine is None:
         return None
     config = resolve_config(context, engine)
-    if config is None:
-        known = known_config(context, engine)  # what the project index read: a project helper's dict, per launch
+    if config is None or config.zero_stage is None:
+        # what the project index read: a project helper's dict, or a stage written as an option, per launch
+        known = known_config(context, engine)
         return known.zero_stage if known is not None else None
     return config.zero_stage
 

@@ -417,15 +417,19 @@ def _argparse_defaults(tree: ast.AST) -> dict[str, str]:
     for node in nodes_of(tree, ast.Call):
         if not isinstance(node.func, ast.Attribute):
             continue
-        if node.func.attr != "add_argument" or not node.args:
-            continue
-        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         keywords = {k.arg: k.value for k in node.keywords if k.arg is not None}
-        default, dest = keywords.get("default"), keywords.get("dest")
-        long = next((f for f in flags if f.startswith("--")), None)
-        name = dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else None
-        if name is None and long is not None:
-            name = long[2:].replace("-", "_")
+        default = keywords.get("default")
+        if node.func.attr == "option":
+            name = click_option_name(node)
+        elif node.func.attr == "add_argument" and node.args:
+            flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            dest = keywords.get("dest")
+            long = next((f for f in flags if f.startswith("--")), None)
+            name = dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else None
+            if name is None and long is not None:
+                name = long[2:].replace("-", "_")
+        else:
+            continue
         if name is None or not isinstance(default, ast.Constant):
             continue
         value = default.value
@@ -435,6 +439,20 @@ def _argparse_defaults(tree: ast.AST) -> dict[str, str]:
             clashing.add(name)
         found[name] = str(value)
     return {name: value for name, value in found.items() if name not in clashing}
+
+
+def click_option_name(call: ast.Call) -> str | None:
+    """The parameter a `@click.option(...)` fills: its name given without dashes (`"--stage", "zero_stage"`), else
+    its long flag with dashes as underscores; None for another call."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "option"):
+        return None
+    if not (isinstance(func.value, ast.Name) and func.value.id == "click"):
+        return None
+    flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    named = next((f for f in flags if f.isidentifier()), None)
+    long = next((f for f in flags if f.startswith("--")), None)
+    return named or (long[2:].replace("-", "_") if long is not None else None)
 
 
 def off_switches(tree: ast.AST) -> set[str]:

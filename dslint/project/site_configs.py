@@ -5,7 +5,7 @@ index asks this for every initialize site the program model finds."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from dslint.config import facts as config_facts
@@ -16,6 +16,7 @@ from dslint.model.summary import SummaryStore
 from dslint.model.values import InitSite
 from dslint.project.built_configs import built_stage
 from dslint.project.config_access import load_config_tree
+from dslint.project.importer_launches import IMPORT_LEVELS
 from dslint.project.inputs import is_file, shown_path
 from dslint.project.script_parser import argparse_defaults
 from dslint.script.project_facts import LaunchedConfig, ProjectFacts
@@ -93,14 +94,28 @@ def launch_option_values(
     files: Mapping[str, ProjectFacts], store: SummaryStore, script: str
 ) -> dict[str, tuple[object, ...]]:
     """The values each command-line option of `script` takes across its launches: the literal a launch gives, else
-    the default its parser declares (`argparse_defaults`); numbers as numbers. An option some launch gives no
-    literal for, and none declared with a default, is left out; none at all without a launch."""
+    the default its parser declares (`argparse_defaults`, click's too); numbers as numbers. An option some launch
+    gives no literal for, and none declared with a default, is left out. A module no launch starts runs under the
+    launches of the launched scripts importing it (`importer_launches`), with their parsers' defaults beside its
+    own. None at all where no launch reaches the script: run by hand, it may be given any value."""
     facts = files.get(script)
-    if facts is None or not facts.launches:
-        return {}
     module = store.get(script)
     defaults = argparse_defaults(module.tree) if module is not None else {}
-    given = [{name.replace("-", "_"): value for name, value in launch.options.items()} for launch in facts.launches]
+    launches: Sequence[LaunchedConfig] = facts.launches if facts is not None else ()
+    if facts is not None and facts.launches_partial:
+        return {}  # a launcher whose launch is not read may give any value
+    if not launches:
+        importers = _importers(files, store, script)
+        if importers is None:
+            return {}
+        launches, inherited = importers
+        for name, default in inherited.items():
+            if defaults.setdefault(name, default) != default:
+                defaults[name] = ""  # declared twice with different defaults: neither is known
+        defaults = {name: default for name, default in defaults.items() if default}
+    if not launches:
+        return {}
+    given = [{name.replace("-", "_"): value for name, value in launch.options.items()} for launch in launches]
     found: dict[str, tuple[object, ...]] = {}
     for name in {*defaults, *(n for options in given for n in options)}:
         values: list[object] = []
@@ -112,6 +127,27 @@ def launch_option_values(
         else:
             found[name] = tuple(dict.fromkeys(values))
     return found
+
+
+def _importers(
+    files: Mapping[str, ProjectFacts], store: SummaryStore, module: str
+) -> tuple[list[LaunchedConfig], dict[str, str]] | None:
+    """The launches of the launched scripts that import `module` (`IMPORT_LEVELS` deep), and their parsers'
+    defaults (an option the scripts default differently is left out); None when one of those scripts is named by a
+    launch that is not read."""
+    launches: list[LaunchedConfig] = []
+    defaults: dict[str, str] = {}
+    for script, facts in files.items():
+        if not facts.launches or module not in store.imported_modules(script, IMPORT_LEVELS):
+            continue
+        if facts.launches_partial:
+            return None
+        launches.extend(facts.launches)
+        summary = store.get(script)
+        for name, value in (argparse_defaults(summary.tree) if summary is not None else {}).items():
+            if defaults.setdefault(name, value) != value:
+                defaults[name] = ""
+    return launches, {name: value for name, value in defaults.items() if value}
 
 
 def _launches_giving(
