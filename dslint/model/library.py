@@ -325,7 +325,8 @@ class TrainerMatch:
     key: tuple[str, ...]  # the config key, as a path (`("optimizer", "params", "lr")`)
     fields: tuple[str, ...]  # the TrainingArguments fields compared: one value, a list of them, or an `or` of flags
     defaults: tuple[object, ...]  # transformers' defaults of those fields
-    kind: str = "value"  # "value": the field; "list": [the fields]; "any": the fields' `or` (flags)
+    # "value": the field; "list": [the fields]; "any": the fields' `or` (flags); "steps", "warmup": the schedule's
+    kind: str = "value"
 
 
 TRAINER_MATCHES = (
@@ -337,6 +338,16 @@ TRAINER_MATCHES = (
     TrainerMatch(("optimizer", "params", "eps"), ("adam_epsilon",), (1e-08,)),
     TrainerMatch(("optimizer", "params", "weight_decay"), ("weight_decay",), (0.0,)),
     TrainerMatch(("scheduler", "params", "warmup_max_lr"), ("learning_rate",), (5e-05,)),
+    # The schedule's steps, compared when `train()` builds the engine (`trainer_config_finalize`): the total with the
+    # optimizer steps the Trainer computes (`max_steps` when positive, else counted from the data: "steps"), the
+    # warmup with `get_warmup_steps` (`warmup_steps` when at least 1, else the ratio of that total: "warmup")
+    TrainerMatch(("scheduler", "params", "total_num_steps"), ("max_steps",), (-1,), "steps"),
+    TrainerMatch(
+        ("scheduler", "params", "warmup_num_steps"),
+        ("warmup_steps", "warmup_ratio", "max_steps"),
+        (0, 0.0, -1),
+        "warmup",
+    ),
     # fp16.enabled is matched with `(fp16 or fp16_full_eval) and the amp backend`: a run naming another backend
     # (`half_precision_backend="apex"`) is left alone by the reader (`trainer_matches.PRECISION_BACKENDS`).
     TrainerMatch(("fp16", "enabled"), ("fp16", "fp16_full_eval"), (False, False), "any"),

@@ -11,6 +11,7 @@ the defaults). Anything else (a variable, a splatted mapping, a string value in 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +47,8 @@ class Mismatch:
     node: Node | None  # the config's value, positioned in its file (or in the script, for a dict it writes)
 
     def describe(self) -> str:
+        if self.trainer_value is COUNTED:
+            return f"{self.key}={_shown(self.config_value)} vs {COUNTED}"
         return f"{self.key}={_shown(self.config_value)} vs {self.fields}={_shown(self.trainer_value)}"
 
 
@@ -68,7 +71,8 @@ def mismatches(config: ResolvedConfig, arguments: Mapping[str, Any], defaults: b
         given = next((f for f in match.fields if f in arguments), None)
         node = node_at(config.tree, *match.key) if config.tree is not None else None
         separator = "|" if match.kind == "any" else "+"
-        found.append(Mismatch(".".join(match.key), value, separator.join(match.fields), trainer, given, node))
+        fields = match.fields[0] if match.kind in ("steps", "warmup") else separator.join(match.fields)
+        found.append(Mismatch(".".join(match.key), value, fields, trainer, given, node))
     return found
 
 
@@ -81,6 +85,8 @@ def _trainer_value(match: TrainerMatch, arguments: Mapping[str, Any], defaults: 
     values = [_value(arguments, f, defaults, d) for f, d in zip(match.fields, match.defaults, strict=True)]
     if any(v is UNKNOWN for v in values):
         return UNKNOWN
+    if match.kind in ("steps", "warmup"):
+        return _schedule_steps(match.kind, values)
     if match.kind == "list":
         return values
     if match.kind == "any":
@@ -89,6 +95,28 @@ def _trainer_value(match: TrainerMatch, arguments: Mapping[str, Any], defaults: 
         return any(values)
     value = values[0]
     return value if isinstance(value, (int, float)) else UNKNOWN
+
+
+# The optimizer steps of a run without `max_steps`: counted from the data when `train()` starts
+COUNTED = "the steps it counts"
+
+
+def _schedule_steps(kind: str, values: list[Any]) -> Any:
+    """The Trainer's value for the schedule's total ("steps": `max_steps`) or warmup ("warmup": `warmup_steps`,
+    `warmup_ratio`, `max_steps`), as `get_warmup_steps` computes it; `COUNTED` for a total counted from the data
+    (any literal total contradicts it but by chance), UNKNOWN for a warmup that is a ratio of such a total."""
+    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
+        return UNKNOWN
+    total = values[-1]
+    counted = total <= 0
+    if kind == "steps":
+        return COUNTED if counted else int(total)
+    steps, ratio = values[0], values[1]
+    if steps >= 1:
+        return int(steps)
+    if steps > 0 or ratio > 0:  # a ratio (newer releases read a `warmup_steps` below 1 as one) of the total
+        return UNKNOWN if counted else math.ceil(total * (steps or ratio))
+    return 0
 
 
 def _value(arguments: Mapping[str, Any], field: str, defaults: bool, default: Any) -> Any:
@@ -113,6 +141,9 @@ _FALSE = ("no", "false", "f", "n", "0")
 _FLAGS = frozenset({"fp16", "fp16_full_eval", "bf16", "bf16_full_eval", TRAINER_BATCH_FILL_ONLY})
 
 
+_COUNTS = frozenset({"per_device_train_batch_size", "gradient_accumulation_steps", "max_steps"})
+
+
 def _parsed(name: str, text: str | None) -> Any:
     if name in _FLAGS:
         if text is None:
@@ -124,13 +155,13 @@ def _parsed(name: str, text: str | None) -> Any:
     if name in PRECISION_BACKENDS:
         return text
     try:
-        return int(text) if name in ("per_device_train_batch_size", "gradient_accumulation_steps") else float(text)
+        return int(text) if name in _COUNTS else float(text)
     except ValueError:
         return UNKNOWN
 
 
 def _shown(value: Any) -> str:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or value is COUNTED:
         return str(value)
     return repr(value) if isinstance(value, str) else str(value)
 

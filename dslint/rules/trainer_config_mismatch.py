@@ -65,6 +65,12 @@ Trainer(model=build(), args=args).train()
 """
 
 
+_SCHEDULE = (
+    '{{"scheduler": {{"type": "WarmupDecayLR", '
+    '"params": {{"warmup_num_steps": {warmup}, "total_num_steps": {total}}}}}}}\n'
+)
+
+
 class TrainerConfigMismatch(ScriptRule):
     code = "DSL435"
     slug = "trainer-config-mismatch"
@@ -89,10 +95,14 @@ class TrainerConfigMismatch(ScriptRule):
             `per_device_train_batch_size`), `gradient_accumulation_steps`, `gradient_clipping`
             (`max_grad_norm`), the optimizer's `lr`, `betas`, `eps`, `weight_decay`, the scheduler's
             `warmup_max_lr` (`learning_rate`), `fp16.enabled` (`fp16`/`fp16_full_eval`) and `bf16.enabled`
-            (`bf16`/ `bf16_full_eval`). It also flags, at the script's `HfArgumentParser`, a launch that
-            passes `--deepspeed ds.json` with options contradicting that file (`--bf16` beside `"fp16":
-            {"enabled": true}`), naming the launch; and arguments that name no config under an `accelerate
-            launch` whose YAML runs DeepSpeed with a config file (the Trainer compares that one). The
+            (`bf16`/ `bf16_full_eval`); and, compared when `train()` builds the engine, the scheduler's
+            `total_num_steps` (the optimizer steps: `max_steps`, or without it a count of the data that a
+            written number matches only by chance) and `warmup_num_steps` (`warmup_steps`, or the share
+            `warmup_ratio` of a known total; 0 when neither is given). It also flags, at the script's
+            `HfArgumentParser`, a launch that passes `--deepspeed ds.json` with options contradicting that
+            file (`--bf16` beside `"fp16": {"enabled": true}`), naming the launch; and arguments that name no
+            config under an `accelerate launch` whose YAML runs DeepSpeed with a config file (the Trainer
+            compares that one). The
             arguments' values are the literal keywords or options; a field not given counts with
             transformers' default only for transformers' own classes, and for a class of the script deriving
             from one that redefines no compared field and has no `__post_init__` of its own. A value built
@@ -164,6 +174,19 @@ class TrainerConfigMismatch(ScriptRule):
             _PARSING_OWN,
             files=(("run.sh", "deepspeed train.py --deepspeed ds.json\n"), ("ds.json", _FP16_FILE)),
         ),
+        Valid(  # the schedule's steps: "auto", the given max_steps and warmup_steps, a ratio of a counted total
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", max_steps=500, warmup_steps=50, deepspeed="ds.json")
+            ratio = TrainingArguments(output_dir="out", warmup_ratio=0.1, deepspeed="ratio.json")
+            counted = TrainingArguments(output_dir="out", warmup_steps=50, deepspeed="auto.json")
+            """,
+            files=(
+                ("ds.json", _SCHEDULE.format(warmup=50, total=500)),
+                ("ratio.json", _SCHEDULE.format(warmup=40, total='"auto"')),
+                ("auto.json", _SCHEDULE.format(warmup='"auto"', total='"auto"')),
+            ),
+        ),
         Valid(  # a __post_init__ of its own may set any field
             _PARSING_SUBCLASS.replace(
                 "    model_max_length: int = 512\n",
@@ -174,6 +197,22 @@ class TrainerConfigMismatch(ScriptRule):
         ),
     )
     invalid = (
+        # a written total the Trainer counts from the data; a warmup where no warmup is asked for (0); the share
+        # of a known total
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", deepspeed="ds.json")
+            warm = TrainingArguments(output_dir="out", deepspeed="warm.json")
+            share = TrainingArguments(output_dir="out", max_steps=1000, warmup_ratio=0.1, deepspeed="share.json")
+            """,
+            lines=(3, 4, 5),
+            files=(
+                ("ds.json", _SCHEDULE.format(warmup='"auto"', total=1000)),
+                ("warm.json", _SCHEDULE.format(warmup=100, total='"auto"')),
+                ("share.json", _SCHEDULE.format(warmup=10, total=1000)),
+            ),
+        ),
         # arguments that name no config, under an accelerate launch whose YAML runs DeepSpeed with a config file
         Invalid(
             """
