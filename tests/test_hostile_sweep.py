@@ -151,6 +151,37 @@ def test_a_config_outside_the_project_is_never_read(tmp_path: Path, config: str,
         )
 
 
+def _unversioned_project(tmp_path: Path) -> Path:
+    """A project without `.git` whose launcher, in a subfolder, names the config at the project's top (`$PWD`: the
+    command runs from there), with a secret beside the project."""
+    top = tmp_path / "project"
+    (top / "scripts").mkdir(parents=True)
+    (top / "train.py").write_text(
+        "from accelerate import Accelerator\naccelerator = Accelerator(gradient_accumulation_steps=2)\n", "utf-8"
+    )
+    (top / "z.yaml").write_text("distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: ds.json\n")
+    (top / "ds.json").write_text('{"gradient_accumulation_steps": 1, "zero_optimization": {"stage": 2}}\n')
+    launch = 'RUN_DIR="$PWD"\naccelerate launch --config_file ${RUN_DIR}/z.yaml ${RUN_DIR}/train.py\n'
+    (top / "scripts" / "run.sh").write_text(launch, encoding="utf-8")
+    (tmp_path / "secret.json").write_text('{"hunter2_user": "hash"}\n', encoding="utf-8")
+    return top
+
+
+@pytest.mark.parametrize("cwd", ["scripts", ".", ".."])
+def test_outside_a_repository_the_checked_folder_is_the_project(tmp_path: Path, cwd: str) -> None:
+    """Without `.git`, the folder given to `check` bounds what configs may be read, wherever dslint runs from: the
+    launcher in `scripts/` names the top's config (read from every working directory), never a file above it."""
+    top = _unversioned_project(tmp_path)
+    result = dslint((top / cwd).resolve(), "check", "--isolated", "--no-cache", str(top))
+    assert "DSL477" in result.stdout and result.returncode == 1, result.stdout + result.stderr
+    (top / "scripts" / "run.sh").write_text("accelerate launch --config_file ../z.yaml ../train.py\n")
+    (top / "z.yaml").write_text(
+        "distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: ../secret.json\n"
+    )
+    result = dslint((top / cwd).resolve(), "check", "--isolated", "--no-cache", str(top))
+    assert "hunter2" not in result.stdout + result.stderr and "DSL477" not in result.stdout, result.stdout
+
+
 def test_a_config_that_is_not_json_is_not_taken_for_keys(project: Path) -> None:
     (project / "settings.txt").write_text("root: 1\nalice: 2\ntrain_batch_size: 8\n", encoding="utf-8")
     (project / "train.py").write_text(

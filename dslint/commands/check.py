@@ -33,6 +33,7 @@ from dslint.lint.files import files_to_check
 from dslint.lint.launcher import COMMENTED, launcher_results
 from dslint.lint.result import FileResult, one_per_place
 from dslint.lint.uncalled import without_uncalled
+from dslint.project.config_access import set_checked_roots
 from dslint.project.project_index import LaunchIssue, ProjectIndex
 from dslint.report import renderer
 from dslint.report.colour import coloured_concise, wants_colour
@@ -299,6 +300,7 @@ def run_check(
         _collect(outcome, [found] if found is not None else [])
         if not named:
             return outcome
+    set_checked_roots(named or ["."])  # what configs the files may name (`config_access`)
     files, errors = files_to_check(resolver, tuple(named), force_exclude, warnings)
     outcome.errors.extend(errors)
     progress = Progress(len(files))

@@ -4,7 +4,8 @@ A hostile repository checked in CI must not make dslint print a file of the mach
 (`deepspeed.initialize(config="/etc/shadow")`, or a `ds.json` that is a symlink to it): a config a script, a
 launcher or another module names is read only when its real path (symlinks followed) lies in the project of the
 file that names it. The project is the repository that file is in (the nearest directory above it holding `.git`),
-else the working directory when the file is under it, else the file's nearest project root
+else the folder the user asked to check that holds it (`set_checked_roots`: the outermost), else the working
+directory when the file is under it, else the file's nearest project root
 (`deepspeed_version.project_root`), else its directory. A config named on the command line (`--config`) or met
 by the walk is the user's choice and is not judged here.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from dslint.config.tree import LFS_POINTER, Node, ParseError, parse_text
@@ -36,17 +38,31 @@ class NotRead(Exception):
     """A config dslint refuses to read; the message says why ("not read: ... is outside the project ...")."""
 
 
+_CHECKED: tuple[str, ...] = ()  # the folders `dslint check` was given, outermost first (`set_checked_roots`)
+
+
+def set_checked_roots(paths: Sequence[str]) -> None:
+    """The folders the user asked to check: a project outside a repository is the one of them holding a file, so
+    that what a launcher in a subfolder names beside it does not depend on where dslint runs from."""
+    global _CHECKED
+    folders = {os.path.realpath(path) for path in paths if os.path.isdir(path)}
+    _CHECKED = tuple(sorted(folders, key=len))
+
+
 def project_top(directory: Path) -> Path:
     """The directory a file in `directory` may name configs under (see the module's docs)."""
-    return _project_top(str(directory), os.getcwd())
+    return _project_top(str(directory), os.getcwd(), _CHECKED)
 
 
 @functools.lru_cache(maxsize=256)
-def _project_top(directory: str, cwd: str) -> Path:
+def _project_top(directory: str, cwd: str, checked: tuple[str, ...]) -> Path:
     start = Path(os.path.realpath(directory))
     for candidate in (start, *start.parents):
         if (candidate / ".git").exists():
             return candidate
+    for folder in map(Path, checked):
+        if start == folder or folder in start.parents:
+            return folder
     here = Path(os.path.realpath(cwd))
     if start == here or here in start.parents:
         return here
