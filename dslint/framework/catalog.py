@@ -12,110 +12,22 @@ from dataclasses import dataclass
 
 from dslint.model.library import DEEPSPEED_PLUGIN_CALLS, TORCH_CLIP_FUNCTIONS, TRL_TRAINING_ARGUMENTS
 
-CODES: tuple[str, ...] = (
-    "DSL001",
-    "DSL002",
-    "DSL010",
-    "DSL101",
-    "DSL102",
-    "DSL103",
-    "DSL104",
-    "DSL201",
-    "DSL202",
-    "DSL203",
-    "DSL204",
-    "DSL205",
-    "DSL206",
-    "DSL207",
-    "DSL208",
-    "DSL209",
-    "DSL210",
-    "DSL211",
-    "DSL212",
-    "DSL214",
-    "DSL301",
-    "DSL302",
-    "DSL303",
-    "DSL304",
-    "DSL305",
-    "DSL306",
-    "DSL307",
-    "DSL308",
-    "DSL309",
-    "DSL310",
-    "DSL400",
-    "DSL401",
-    "DSL402",
-    "DSL403",
-    "DSL404",
-    "DSL405",
-    "DSL406",
-    "DSL407",
-    "DSL408",
-    "DSL409",
-    "DSL410",
-    "DSL411",
-    "DSL412",
-    "DSL413",
-    "DSL414",
-    "DSL416",
-    "DSL417",
-    "DSL418",
-    "DSL419",
-    "DSL420",
-    "DSL422",
-    "DSL423",
-    "DSL424",
-    "DSL425",
-    "DSL426",
-    "DSL427",
-    "DSL428",
-    "DSL430",
-    "DSL431",
-    "DSL433",
-    "DSL434",
-    "DSL435",
-    "DSL436",
-    "DSL437",
-    "DSL438",
-    "DSL439",
-    "DSL440",
-    "DSL441",
-    "DSL442",
-    "DSL443",
-    "DSL444",
-    "DSL445",
-    "DSL446",
-    "DSL447",
-    "DSL448",
-    "DSL449",
-    "DSL450",
-    "DSL451",
-    "DSL452",
-    "DSL453",
-    "DSL454",
-    "DSL455",
-    "DSL456",
-    "DSL457",
-    "DSL458",
-    "DSL459",
-    "DSL460",
-    "DSL461",
-    "DSL462",
-    "DSL463",
-    "DSL464",
-    "DSL465",
-    "DSL466",
-    "DSL467",
-    "DSL468",
-    "DSL469",
-    "DSL470",
-    "DSL471",
-    "DSL472",
-    "DSL473",
-    "DSL474",
-    "DSL475",
-    "DSL476",
+# Every rule code, by family (`dslint.rules` holds one module a code)
+CODES: tuple[str, ...] = tuple(
+    """
+    DSL001 DSL002 DSL010
+    DSL101 DSL102 DSL103 DSL104
+    DSL201 DSL202 DSL203 DSL204 DSL205 DSL206 DSL207 DSL208 DSL209 DSL210 DSL211 DSL212
+    DSL214
+    DSL301 DSL302 DSL303 DSL304 DSL305 DSL306 DSL307 DSL308 DSL309 DSL310
+    DSL400 DSL401 DSL402 DSL403 DSL404 DSL405 DSL406 DSL407 DSL408 DSL409 DSL410 DSL411
+    DSL412 DSL413 DSL414 DSL416 DSL417 DSL418 DSL419 DSL420 DSL422 DSL423 DSL424 DSL425
+    DSL426 DSL427 DSL428 DSL430 DSL431 DSL433 DSL434 DSL435 DSL436 DSL437 DSL438 DSL439
+    DSL440 DSL441 DSL442 DSL443 DSL444 DSL445 DSL446 DSL447 DSL448 DSL449 DSL450 DSL451
+    DSL452 DSL453 DSL454 DSL455 DSL456 DSL457 DSL458 DSL459 DSL460 DSL461 DSL462 DSL463
+    DSL464 DSL465 DSL466 DSL467 DSL468 DSL469 DSL470 DSL471 DSL472 DSL473 DSL474 DSL475
+    DSL476 DSL477 DSL478
+    """.split()  # noqa: SIM905 (one line a family, not one a code)
 )
 
 
@@ -200,6 +112,10 @@ class Needs:
 
 _CLIP_CALLS = tuple(sorted(TORCH_CLIP_FUNCTIONS))
 _ACCELERATE_CLIP = Shape(methods=("clip_grad_norm_",), configured=True)  # accelerate's, beside a DeepSpeed config
+_ACCELERATOR, _PREPARE = (
+    Shape(calls=("accelerate.Accelerator",), configured=True),
+    Shape(methods=("prepare",), configured=True),
+)
 
 _PLUGIN_CALLS = tuple(sorted(DEEPSPEED_PLUGIN_CALLS))
 _CAST_METHODS = ("bfloat16", "half", "to")
@@ -489,6 +405,8 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     "DSL471": Needs((b"DeepSpeedStrategy", b"config"), engine=False, alternatives=((b"DeepSpeedPlugin", b"config"),)),
     "DSL475": Needs((b"DeepSpeedPlugin", b"zero_stage"), engine=False, shapes=(Shape(calls=_PLUGIN_CALLS),)),
     "DSL476": Needs((b"clip_grad_norm_",), engine=False, shapes=(_ACCELERATE_CLIP,)),
+    "DSL477": Needs((b"Accelerator", b"gradient_accumulation_steps"), engine=False, shapes=(_ACCELERATOR,)),
+    "DSL478": Needs((b"prepare", b"Accelerator"), engine=False, shapes=(_PREPARE,)),
 }
 
 

@@ -142,6 +142,32 @@ CALLBACK_RUNNERS = {
 # accelerate's Accelerator and DeepSpeed plugin, by the dotted names a call resolves to through the imports
 ACCELERATOR_CALLS = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 DEEPSPEED_PLUGIN_CALLS = frozenset({"accelerate.DeepSpeedPlugin", "accelerate.utils.DeepSpeedPlugin"})
+# What builds an optimizer or a learning-rate schedule object of the script's own, as `accelerator.prepare` tells
+# them from accelerate's placeholders (`DummyOptim`, `DummyScheduler`): torch's optimizers and schedules by module,
+# transformers' and bitsandbytes' by name (read through the file's imports; `_prepare_deepspeed` raises when the
+# DeepSpeed config has the same section).
+OPTIMIZER_MODULES = ("torch.optim.", "bitsandbytes.optim.")
+OPTIMIZER_CALLS = frozenset(
+    {f"transformers.{name}" for name in ("AdamW", "Adafactor", "optimization.AdamW", "optimization.Adafactor")}
+)
+SCHEDULE_MODULES = ("torch.optim.lr_scheduler.",)  # before OPTIMIZER_MODULES: it is under torch.optim
+SCHEDULE_CALLS = frozenset(
+    {
+        f"transformers.{module}{name}"
+        for module in ("", "optimization.")
+        for name in (
+            "get_scheduler",
+            "get_linear_schedule_with_warmup",
+            "get_cosine_schedule_with_warmup",
+            "get_cosine_with_hard_restarts_schedule_with_warmup",
+            "get_constant_schedule",
+            "get_constant_schedule_with_warmup",
+            "get_polynomial_decay_schedule_with_warmup",
+            "get_inverse_sqrt_schedule",
+        )
+    }
+    | {"diffusers.optimization.get_scheduler"}
+)
 DEEPSPEED_PLUGIN = LibraryCall(
     "DeepSpeedPlugin",
     config=("hf_ds_config",),

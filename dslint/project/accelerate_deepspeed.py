@@ -219,13 +219,26 @@ def accelerate_stages(context: ScriptContext) -> tuple[list[int], str, tuple[Rel
 
 def accelerate_accumulation(context: ScriptContext) -> tuple[int, str, tuple[Related, ...]] | None:
     """The gradient accumulation steps the engine accelerate builds runs with, when every way the script runs
-    DeepSpeed through accelerate gives a number above 1: its own `DeepSpeedPlugin(gradient_accumulation_steps=N)`
-    (or the `gradient_accumulation_steps` of the config its `hf_ds_config` names), or the config file every
-    `accelerate launch` of it names; with where that is. None otherwise ("auto", a YAML's own setting, not known)."""
+    DeepSpeed through accelerate gives a number above 1 (`configured_accumulation`: the fewest); with where that is.
+    None otherwise."""
+    found = configured_accumulation(context)
+    if found is None or min(found[0]) < 2:
+        return None
+    steps, where, related = found
+    return min(steps), where, related
+
+
+def configured_accumulation(context: ScriptContext) -> tuple[list[int], str, tuple[Related, ...]] | None:
+    """The gradient accumulation steps each way the script runs DeepSpeed through accelerate writes into the
+    engine's config: its own `DeepSpeedPlugin(gradient_accumulation_steps=N)` (or the `gradient_accumulation_steps`
+    of the config its `hf_ds_config` names), or the config file every `accelerate launch` of it names; with where
+    that is. None unless every one is a number ("auto", a YAML's own setting, not known)."""
     plugins = _plugins(context)
     found: list[object] = []
     related: tuple[Related, ...] = ()
     if plugins:
+        if not _plugin_handed_on(context):
+            return None
         for plugin in plugins:
             given = _keyword(plugin, "gradient_accumulation_steps")
             found.append(given.evaluated_value if isinstance(given, cst.Integer) else None if given else _FROM_CONFIG)
@@ -238,18 +251,45 @@ def accelerate_accumulation(context: ScriptContext) -> tuple[int, str, tuple[Rel
         runs = accelerate_runs(context)
         if not runs:
             return None
+        # a config file's number, or the inline one `accelerate launch` also exports for `Accelerator()` to read
+        # (ACCELERATE_GRADIENT_ACCUMULATION_STEPS); none written: "auto", filled with the Accelerator's
         found = [
-            run.config.values.get("gradient_accumulation_steps") if run.config is not None else None for run in runs
+            run.config.values.get("gradient_accumulation_steps")
+            if run.config is not None
+            else _inline(run.accumulation)
+            for run in runs
         ]
         last = runs[0].via[-1]
         where, related = f"{last.path}:{last.line}", tuple(r for run in runs for r in run.via)
     steps = [f for f in found if isinstance(f, int) and not isinstance(f, bool)]
-    if not found or len(steps) != len(found) or min(steps) < 2:
+    if not found or len(steps) != len(found):
         return None
-    return min(steps), where, related
+    return steps, where, related
 
 
 _FROM_CONFIG = object()  # a plugin that leaves the accumulation to the config its `hf_ds_config` names
+
+
+def accelerate_config_files(context: ScriptContext) -> tuple[list[ResolvedConfig], tuple[Related, ...]] | None:
+    """The DeepSpeed config file of every way the script runs DeepSpeed through accelerate: the `hf_ds_config` of
+    each of its own `DeepSpeedPlugin`s, or the file every `accelerate launch` of it names; with the launches. None
+    when one way has no file (a plugin's or a YAML's own settings) or one cannot be read."""
+    plugins = _plugins(context)
+    if plugins:
+        if any(_keyword(plugin, "hf_ds_config") is None for plugin in plugins) or not _plugin_handed_on(context):
+            return None
+        configs = [resolve_config_expression(context, e) for e in trainer_expressions(context, ("hf_ds_config",))]
+        related: tuple[Related, ...] = ()
+    else:
+        runs = accelerate_runs(context) or []
+        configs = [run.config for run in runs]
+        related = tuple(r for run in runs for r in run.via)
+    known = [config for config in configs if config is not None]
+    return (known, related) if known and len(known) == len(configs) else None
+
+
+def _inline(written: str | None) -> int | None:
+    return int(written) if written is not None and written.isdigit() else None
 
 
 def accelerate_clipping(context: ScriptContext) -> tuple[float, str, tuple[Related, ...]] | None:
@@ -328,6 +368,18 @@ def _plugin_place(context: ScriptContext, plugin: cst.Call) -> str:
 def _keyword(plugin: cst.Call, name: str) -> cst.BaseExpression | None:
     """The value a `DeepSpeedPlugin(...)` call gives keyword `name`, written as a keyword."""
     return next((a.value for a in plugin.args if a.keyword is not None and a.keyword.value == name), None)
+
+
+def _plugin_handed_on(context: ScriptContext) -> bool:
+    """An `Accelerator(...)` of the script is given `deepspeed_plugin=` (not the literal None): a plugin built and
+    then dropped (`plugin = None`) runs nothing."""
+    for call in module_index(context.module).calls:
+        name = dotted_name(call.func)
+        if name is not None and name.rsplit(".", 1)[-1] == "Accelerator":
+            given = _keyword(call, "deepspeed_plugin")
+            if given is not None and not (isinstance(given, cst.Name) and given.value == "None"):
+                return True
+    return False
 
 
 def _plugins(context: ScriptContext) -> list[cst.Call]:

@@ -28,6 +28,7 @@ class AccelerateConfig:
     zero3_save_16bit_model: str | None = None
     zero3_init_flag: str | None = None
     gradient_clipping: str | None = None  # as written (accelerate reads it as a float)
+    gradient_accumulation_steps: str | None = None  # as written
 
 
 def parse_accelerate_yaml(path: str, text: str) -> AccelerateConfig | None:
@@ -77,6 +78,7 @@ def parse_accelerate_yaml(path: str, text: str) -> AccelerateConfig | None:
         zero3_save_16bit_model=values.get("zero3_save_16bit_model"),
         zero3_init_flag=values.get("zero3_init_flag"),
         gradient_clipping=values.get("gradient_clipping"),
+        gradient_accumulation_steps=values.get("gradient_accumulation_steps"),
     )
 
 

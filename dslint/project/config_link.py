@@ -331,6 +331,7 @@ def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:
                     mixed_precision=launch.mixed_precision,
                     zero3_init=launch.zero3_init,
                     clipping=launch.inline_clipping,
+                    accumulation=launch.inline_accumulation,
                 )
             )
         else:
@@ -366,8 +367,7 @@ def _launched_option(
     project = context.facts.project
     if project is None:
         return False
-    # a module no launch starts reads the options of the launched scripts that import it (the namespace its caller
-    # parsed and handed on: `llama_finetune(args)`)
+    # a module no launch starts reads the options of the launched scripts importing it (`llama_finetune(args)`)
     launches = project.launches or project.importer_launches
     if not launches:
         return False

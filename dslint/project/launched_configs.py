@@ -89,7 +89,12 @@ def _launched_config(
                 yaml_boolean(save) if save else False,
                 yaml_boolean(accelerate.zero3_init_flag),
             )
-            return replace(launched, inline_clipping=clipping or accelerate.gradient_clipping)
+            accumulation = next((o.value for o in options_given if o.name == "gradient_accumulation_steps"), None)
+            return replace(
+                launched,
+                inline_clipping=clipping or accelerate.gradient_clipping,
+                inline_accumulation=accumulation or accelerate.gradient_accumulation_steps,
+            )
     flags = _accelerate_flags(line, launcher, roots, run_from, where, options) if accelerate is None else None
     if flags is not None:
         return flags

@@ -117,6 +117,7 @@ class AccelerateRun:
     mixed_precision: str | None = None
     zero3_init: bool | None = None  # the YAML's zero3_init_flag (None: not written)
     clipping: str | None = None  # inline settings: the YAML's (or the launch's) gradient_clipping, as written
+    accumulation: str | None = None  # and its gradient_accumulation_steps
 
 
 def launch_evidence(launch: LaunchedConfig) -> tuple[Related, ...]:

@@ -88,6 +88,7 @@ class LaunchedConfig:
     option_places: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # (line, column) of each option
     # accelerate's inline `gradient_clipping` (the YAML's, or `--gradient_clipping`), as written; None: not given
     inline_clipping: str | None = None
+    inline_accumulation: str | None = None  # the same of its `gradient_accumulation_steps`
 
     def option_evidence(self, name: str) -> Related:
         """Where the launch writes `--name` (its value shown), or the launch line when not known."""
