@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dslint.config.accelerate import DEFAULT_STAGE, is_launch_option, suggestion
 from dslint.config.schema import load_schema
+from dslint.config.tree import Object
 from dslint.diagnostics import Severity
 from dslint.framework.accelerate_rule import AccelerateRule
 from dslint.framework.rule_base import Invalid, RuleDocs, Valid
@@ -17,7 +18,9 @@ class UnknownAccelerateDeepSpeedKey(AccelerateRule):
     docs = RuleDocs(
         what="""
             Flags a key of the `deepspeed_config:` section of an accelerate config file (`distributed_type:
-            DEEPSPEED`) that is no option of `accelerate launch`, with the DeepSpeed key it most resembles.
+            DEEPSPEED`) that is no option of `accelerate launch`, with the DeepSpeed key it most resembles. A key
+            naming an option some release had is read, unless it holds a mapping that no option takes: the
+            DeepSpeed config's section of that name pasted in (`fp16: {enabled: auto}`, where `--fp16` was a flag).
         """,
         why="""
             `accelerate launch --config_file` copies each key of `deepspeed_config:` onto its own options and
@@ -59,6 +62,8 @@ class UnknownAccelerateDeepSpeedKey(AccelerateRule):
         Valid("distributed_type: MULTI_GPU\ndeepspeed_config:\n  zero_stge: 3\n"),
         # A key naming another launch option sets it (it is read).
         Valid("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n  num_processes: 4\n"),
+        # the old launch flag `--fp16` with a flag's value
+        Valid("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n  fp16: true\n"),
     )
     invalid = (
         Invalid(
@@ -76,6 +81,11 @@ class UnknownAccelerateDeepSpeedKey(AccelerateRule):
             "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n  communication_data_type: bf16\n",
             lines=(4,),
         ),
+        # A DeepSpeed section under the name of an old launch flag (`--fp16`): no value of the flag
+        Invalid(
+            "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n  fp16:\n    enabled: auto\n",
+            lines=(4,),
+        ),
     )
 
     def check(self) -> None:
@@ -83,7 +93,10 @@ class UnknownAccelerateDeepSpeedKey(AccelerateRule):
         if section is None:
             return
         for entry in section.last_entries():
-            if is_launch_option(entry.key):
+            # a key naming an option accelerate launch once had (`fp16`, a flag) that holds a mapping is the
+            # DeepSpeed config's section of that name pasted in (`fp16: {enabled: auto}`), no value of the flag
+            pasted = isinstance(entry.value, Object) and entry.key in load_schema().top_level_keys
+            if is_launch_option(entry.key) and not pasted:
                 continue
             near = suggestion(entry.key)
             if near is None and entry.key in load_schema().top_level_keys:
