@@ -153,7 +153,7 @@ def config_comments(text: str) -> list[_Comment]:
 
 def shell_comments(text: str) -> list[_Comment]:
     """The `#` comments of a shell script or Makefile (a `#` that starts a word outside quotes), each line alone."""
-    from dslint.project.launchers import strip_comment
+    from dslint.project.launch_cuts import strip_comment
 
     comments: list[_Comment] = []
     for number, line in enumerate(text.splitlines(), start=1):

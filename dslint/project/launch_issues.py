@@ -65,8 +65,9 @@ from dslint.project.command_line_readers import option_never_used, reads_command
 from dslint.project.config_given_twice import config_given_twice
 from dslint.project.configless_initialize import configless_initialize
 from dslint.project.inputs import shown_path
+from dslint.project.launch_cuts import strip_comment
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
-from dslint.project.launchers import LaunchLine, ScriptOption, strip_comment
+from dslint.project.launchers import LaunchLine, ScriptOption
 from dslint.project.master_port import master_port_unused
 from dslint.project.missing_configs import beside, missing_accelerate_config, missing_config, missing_in_yaml
 from dslint.project.missing_scripts import missing_script_issue

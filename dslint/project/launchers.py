@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from dslint.project.forwarding_wrappers import through_wrapper
+from dslint.project.launch_cuts import cut_short, spaced_launcher, strip_comment
 from dslint.project.launch_wrappers import LAUNCHER_WORDS, command_start
 from dslint.project.shell_directories import (
     UNKNOWN_VALUE,
@@ -169,24 +170,6 @@ def _position(original: str, offset: int, first_line: int) -> tuple[int, int]:
 _LAUNCHER_STEMS = ("deepspeed", "torchrun", "accelerate", "python")  # `python3` holds `python`
 
 
-def strip_comment(line: str) -> str:
-    """Drop a `#` comment that starts a word outside quotes."""
-    if "#" not in line:
-        return line  # what follows would return it whole
-    quote: str | None = None
-    previous = " "
-    for index, char in enumerate(line):
-        if quote is not None:
-            if char == quote:
-                quote = None
-        elif char in "'\"":
-            quote = char
-        elif char == "#" and previous in " \t;":
-            return line[:index]
-        previous = char
-    return line
-
-
 # A file a command writes: `> ds.json`, `>> log`, `tee ds.json`, `tee -a "$CONFIG"` (not `2>&1`, not `<`).
 _REDIRECT = re.compile(r"""(?:>>?|\btee(?:\s+-a)?)\s*(["']?)([^\s;|&<>'"]+)\1""")
 # A file a shell test asks about: `[ -f ds.json ]`, `[[ ! -e "$CONFIG" ]]`, `test -s $DS_CONFIG`.
@@ -262,7 +245,7 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
     clones: set[str] = set()  # the folders `git clone` made: this repository, as the document's reader has it
     physical = text.splitlines()
     for number, logical in logical_lines(text):
-        if _inert(logical, wrappers=read is not None):
+        if _inert(logical, wrappers=read is not None) and not spaced_launcher(logical, number, physical, _STEM_WORDS):
             continue  # most lines of a document's code blocks (Python, YAML, output): nothing below uses them
         line, working = with_working_directory(strip_comment(logical))
         sourced = _SOURCE.match(line)
@@ -299,13 +282,15 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
                 variables.update(dict.fromkeys(captured))
                 continue
             launch = _launch_in(path, number, logical, substituted, None, exported)
+            if launch is None:  # `deepspeed \  # a note`: bash ended the command before its script
+                launch = _cut_before_script(path, number, logical, substituted, physical, exported)
             forwarded = through_wrapper(substituted, read) if launch is None and read is not None else None
             if forwarded is not None:  # a project script running a launcher with its arguments (`"$@"`)
                 launch = _launch_in(path, number, logical, forwarded[0], None, exported)
                 at = _position(logical, max(logical.find(forwarded[1]), 0), number)
                 launch = replace(launch, line=at[0], column=at[1]) if launch is not None else None
             if launch is not None:
-                cut = _cut(logical, number, physical)
+                cut = cut_short(logical, number, physical)
                 if cut is not None:
                     launch = replace(launch, cut_line=cut[0], lost_options=cut[1], cut_cause=cut[2])
                 runs_in = in_clone(directory, clones)
@@ -367,42 +352,25 @@ def _read_sourced(
             exported[assignment.name] = variables[assignment.name] or UNKNOWN_VALUE
 
 
-# A line that ends with a backslash and then spaces or tabs: bash escapes the first of them, and the newline
-# ends the command.
-_SPACED_BACKSLASH = re.compile(r"\\[ \t]+$")
-
-
-def _cut(logical: str, first_line: int, physical: list[str]) -> tuple[int, tuple[str, ...], str] | None:
-    """(the line that ends a command early, the options written on the lines after it, why) when option lines
-    follow a command that bash has already ended; None otherwise. Why: `comment` (a comment line inside the
-    backslash continuation), `space` (a space or tab after the line's backslash) or `newline` (no backslash at
-    all, and the next line starts with a `--option`)."""
-    parts = logical.split("\n")
-    last = first_line + len(parts) - 1
-    raw_last = physical[last - 1] if 0 < last <= len(physical) else ""
-    after = physical[last] if last < len(physical) else ""
-    if len(parts) >= 2 and parts[-1].lstrip().startswith("#"):
-        cause = "comment"
-    elif _SPACED_BACKSLASH.search(strip_comment(raw_last)):  # `--lr 1e-5 \ ` or `--lr 1e-5 \  # note`
-        cause = "space"
-    elif re.match(r"\s*--[A-Za-z]", after) and (len(parts) >= 2 or after.rstrip().endswith("\\")):
-        # no backslash before an option line, in a command written with continuations (a document that writes
-        # every option on a line of its own without any backslash shows a command to be typed on one line)
-        cause = "newline"
-    else:
+def _cut_before_script(
+    path: str, number: int, logical: str, segment: str, physical: list[str], exported: dict[str, str]
+) -> LaunchLine | None:
+    """A launcher word alone (`deepspeed`, `torchrun`, `accelerate launch`) whose line's backslash has a space
+    after it: the command as written, its script and options read from the lines after (`_cut` then says what bash
+    lost: all of them)."""
+    if not spaced_launcher(logical, number, physical, _STEM_WORDS):
         return None
-    lost: list[str] = []
-    for raw in physical[last:]:  # the lines after the command's last one (0-based index = its line number)
-        stripped = raw.strip()
-        if cause != "newline" and (not stripped or stripped.startswith("#")):
+    last = number + logical.count("\n")
+    segment = segment.rstrip().rstrip("\\")
+    pieces: list[str] = []
+    for following in physical[last:]:
+        stripped = strip_comment(following).rstrip()
+        if not stripped:
             continue
-        if not stripped.startswith("-"):
-            break
-        lost.append(stripped.split()[0].split("=", 1)[0])
-        # a line without a continuation ends the run of lost options
+        pieces.append(stripped.rstrip("\\").strip())
         if not stripped.endswith("\\"):
             break
-    return (last, tuple(lost), cause) if lost else None
+    return _launch_in(path, number, logical, " ".join([segment, *pieces]), None, exported)
 
 
 def parse_makefile(path: str, text: str) -> list[LaunchLine]:

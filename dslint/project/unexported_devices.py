@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import re
 
+from dslint.project.launch_cuts import strip_comment
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
-from dslint.project.launchers import LaunchLine, logical_lines, strip_comment
+from dslint.project.launchers import LaunchLine, logical_lines
 from dslint.project.project_index import LaunchIssue
 from dslint.project.shell_variables import assignment_in
 

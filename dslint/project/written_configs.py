@@ -21,7 +21,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from dslint.project.launchers import CONFIG_OPTIONS, LaunchLine, strip_comment
+from dslint.project.launch_cuts import strip_comment
+from dslint.project.launchers import CONFIG_OPTIONS, LaunchLine
 from dslint.project.project_index import LaunchIssue
 
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_][A-Za-z0-9_]*)=(\S*)\s*$")

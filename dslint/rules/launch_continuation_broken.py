@@ -20,10 +20,12 @@ class LaunchContinuationBroken(LaunchRule):
         what="""
             Flags the last line of a launch command (`deepspeed`, `torchrun`, `accelerate launch`, `python`)
             in a shell script, a notebook's `%%bash` cell or a README's code block, when option lines follow
-            it that the command was meant to take: the line's backslash has a space or a tab after it, or the
-            line has no backslash and the next line starts with `--option` (in a command written with
-            backslashes: a document that writes each option on a line of its own without any shows a command
-            to type on one line). A plain `python tool.py` or `torchrun` whose script never names
+            it that the command was meant to take: the line's backslash has a space or a tab after it (the
+            launcher's own line too, `deepspeed \\  # note`: bash then runs the launcher without its script,
+            read from the lines after), or the line has no backslash and the next line starts with `--option`
+            (in a command written with backslashes: a document that writes each option on a line of its own
+            without any shows a command to type on one line). A plain `python tool.py` or `torchrun` whose
+            script never names
             DeepSpeed, with no DeepSpeed option, is left alone, and so is a document's listing that notes each
             option after its backslash (`--lr 1e-5 \\ # the peak rate`): it explains a command, not one to paste.
         """,
@@ -117,6 +119,13 @@ class LaunchContinuationBroken(LaunchRule):
             "deepspeed --num_gpus 2 train.py \\\n    --model_name_or_path base-model \\ \n"
             "    --learning_rate 1e-5 \\\n    --deepspeed ds_config.json\n",
             lines=(2,),
+            files=_PROJECT,
+        ),
+        # a note after the launcher's own backslash: bash runs `deepspeed` alone, the script never starts
+        Invalid(
+            "deepspeed \\    # the launcher\n    --num_gpus=2 \\  # two GPUs\n    train.py \\    # the script\n"
+            "    --deepspeed ds_config.json\n",
+            lines=(1,),
             files=_PROJECT,
         ),
     )
