@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from os.path import isdir
 from pathlib import Path
 
+from dslint.diagnostics import Related
 from dslint.model.library import EXTERNAL_ENTRY_SCRIPTS, MEGATRON_OPTIONS
 from dslint.project.inputs import absolute, exists, find_written, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
@@ -83,7 +84,12 @@ def missing_script_issue(
         match = word.search(_COMMENT.sub("", physical[number - 1]))  # a comment's text is not the command's
         if match is not None:
             start, end = match.start() + 1, match.end() + 1
-            return LaunchIssue("missing_script", number, start, end, written, elsewhere=shown, cause=cause)
+            # on a continuation line: where the command starts, too
+            command = Related(shown_path(absolute(line.launcher)), line.line, line.column, f"the {line.tool} command")
+            related = (command,) if number != line.line else ()
+            return LaunchIssue(
+                "missing_script", number, start, end, written, related=related, elsewhere=shown, cause=cause
+            )
     # the script named through a variable (`deepspeed $TRAINING_SCRIPT`): the command itself
     end = line.column + len(line.tool)
     return LaunchIssue("missing_script", line.line, line.column, end, written, elsewhere=shown, cause=cause)
