@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from dslint.config.facts import Origin
-from dslint.config.tree import Array, Node, Object, to_python
+from dslint.config.tree import Object, to_python
 from dslint.diagnostics import Related
 from dslint.model.engine import Engine
 from dslint.model.library import is_training_arguments_name
@@ -37,6 +37,7 @@ from dslint.project.config_edits import (
     tree_from_literal,
 )
 from dslint.project.config_writers import written_argument
+from dslint.project.edited_dicts import written_dict_configs
 from dslint.project.resolved_configs import AccelerateRun, ResolvedConfig, launch_evidence, launched_file
 from dslint.project.settings_entries import settings_entry
 from dslint.project.shell_directories import UNKNOWN_VALUE
@@ -84,7 +85,7 @@ def edited_configs(context: ScriptContext, engine: Engine) -> list[ResolvedConfi
     does not show may be there."""
     init = context.facts.initialize_of(engine)
     expression = init.config if init is not None else None
-    return _written_configs(context, expression, Origin.INITIALIZE, ()) if isinstance(expression, cst.Name) else []
+    return written_dict_configs(context, expression, Origin.INITIALIZE, ()) if isinstance(expression, cst.Name) else []
 
 
 def returned_configs(context: ScriptContext) -> list[ResolvedConfig]:
@@ -130,7 +131,7 @@ def _built_by(
     origin = Origin.of_reader(who)
     for returned in own_returns(statement):
         if isinstance(returned.value, cst.Name):
-            found.extend(_written_configs(context, returned.value, origin, (reader,)))
+            found.extend(written_dict_configs(context, returned.value, origin, (reader,)))
         for tree in built_trees(context, statement, returned.value) if returned.value is not None else ():
             if isinstance(tree, Object) and not tree.entries:
                 continue  # `return {}`: a fallback that writes nothing, no config to check
@@ -148,51 +149,6 @@ def _module_dict(statement: cst.CSTNode) -> tuple[str, cst.Dict] | None:
         return None
     target = assign.targets[0].target
     return (target.value, assign.value) if isinstance(target, cst.Name) else None
-
-
-def _mark_written(node: Node) -> None:
-    """Every object of a one-write tree: what it shows is there, but other writes (before or after, in other
-    branches) may add to it, so nothing may be read from what it lacks (a section without `stage` is not
-    stage 0)."""
-    if isinstance(node, Object):
-        node.opaque = node.written = True
-        for entry in node.entries:
-            _mark_written(entry.value)
-    elif isinstance(node, Array):
-        for item in node.items:
-            _mark_written(item)
-
-
-def _written_configs(
-    context: ScriptContext, name: cst.Name, origin: Origin, via: tuple[Related, ...]
-) -> list[ResolvedConfig]:
-    """`name` bound to a dict of unknown content (a JSON load, another tool's dict: not a literal), then written
-    with literal keys before `name` is read here: one config per write, on a root that is opaque (every other
-    key unknown), so that writes in exclusive branches (`if bf16: cfg["bf16"] = ... else: ...`) are each
-    checked. None when a write cannot be read (`cfg.update(other)`)."""
-    facts = context.facts
-    binding = facts.binding_at(name.value, facts.scope_at(name), facts.start(name))
-    if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
-        return []
-    if isinstance(binding.value, (cst.Dict, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-        return []  # a literal: resolve_config reads it whole, or it is not a dict
-    after, before = facts.start(binding.value), facts.start(name)
-    mutations = [
-        m
-        for m in module_index(context.module).mutations.get(name.value, [])
-        if facts.scope_at(m.anchor) is binding.scope and after < facts.start(m.anchor) < before
-    ]
-    if any(m.keys is None for m in mutations):
-        return []
-    found: list[ResolvedConfig] = []
-    for mutation in mutations:
-        start, end = context.span(mutation.anchor)
-        tree = Object(start, end, [], True, True)
-        apply_mutation(context, tree, mutation)
-        _mark_written(tree)
-        if tree.entries:
-            found.append(ResolvedConfig({}, f"dict written at line {start.line}", None, tree, origin, via))
-    return found
 
 
 def trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:

@@ -1,0 +1,77 @@
+"""A dict of unknown content (a JSON load, accelerate's live DeepSpeed dict) that a script edits with literal keys
+before DeepSpeed reads it: each write checked on its own by the config rules (`config_link.edited_configs`), where
+what the dict holds otherwise cannot be known.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dslint.config.facts import Origin
+from dslint.config.tree import Array, Node, Object
+from dslint.diagnostics import Related
+from dslint.project.config_edits import apply_mutation, module_index
+from dslint.project.resolved_configs import ResolvedConfig
+from dslint.script.context import ScriptContext
+from dslint.script.facts import BindingKind
+from dslint.script.value_flow import value_flow
+
+_LITERALS = (cst.Dict, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+
+
+def mark_written(node: Node) -> None:
+    """Every object of a one-write tree: what it shows is there, but other writes (before or after, in other
+    branches) may add to it, so nothing may be read from what it lacks (a section without `stage` is not
+    stage 0)."""
+    if isinstance(node, Object):
+        node.opaque = node.written = True
+        for entry in node.entries:
+            mark_written(entry.value)
+    elif isinstance(node, Array):
+        for item in node.items:
+            mark_written(item)
+
+
+def written_dict_configs(
+    context: ScriptContext, name: cst.Name, origin: Origin, via: tuple[Related, ...]
+) -> list[ResolvedConfig]:
+    """`name` bound to a dict of unknown content (a JSON load, another tool's dict: not a literal), then written
+    with literal keys before `name` is read here: one config per write, on a root that is opaque (every other
+    key unknown), so that writes in exclusive branches (`if bf16: cfg["bf16"] = ... else: ...`) are each
+    checked. None when a write cannot be read (`cfg.update(other)`)."""
+    facts = context.facts
+    binding = facts.binding_at(name.value, facts.scope_at(name), facts.start(name))
+    if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
+        return []
+    values = [binding.value]
+    if isinstance(binding.value, _LITERALS):
+        # a literal: resolve_config reads it whole, or it is not a dict; unless another value may reach the read
+        # (`cfg = plugin.deepspeed_config` then, in one arm, `cfg = {...}`): the writes after that one
+        values = [v for v in _reaching_values(context, name) if not isinstance(v, _LITERALS)]
+        if not values:
+            return []
+    after, before = min(facts.start(v) for v in values), facts.start(name)
+    mutations = [
+        m
+        for m in module_index(context.module).mutations.get(name.value, [])
+        if facts.scope_at(m.anchor) is binding.scope and after < facts.start(m.anchor) < before
+    ]
+    if any(m.keys is None for m in mutations):
+        return []
+    found: list[ResolvedConfig] = []
+    for mutation in mutations:
+        start, end = context.span(mutation.anchor)
+        tree = Object(start, end, [], True, True)
+        apply_mutation(context, tree, mutation)
+        mark_written(tree)
+        if tree.entries:
+            found.append(ResolvedConfig({}, f"dict written at line {start.line}", None, tree, origin, via))
+    return found
+
+
+def _reaching_values(context: ScriptContext, name: cst.Name) -> list[cst.BaseExpression]:
+    """The values of the plain assignments to `name` that may reach it; [] when the flow is not followed."""
+    facts = context.facts
+    scope = facts.scope_at(name).node
+    definitions = value_flow(facts, scope).definitions_reaching(name) if scope is not None else None
+    return [d.value for d in definitions or () if isinstance(d, cst.Assign) and len(d.targets) == 1]
