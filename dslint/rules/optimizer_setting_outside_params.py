@@ -21,6 +21,8 @@ ADAM_DEFAULTS = {
     "amsgrad": False,
 }
 _ADAM_TYPES = frozenset({"adam", "adamw"})
+# Each default's key as written without underscores, in any case: `adamw_mode` asks for `adam_w_mode`
+_ADAM_SPELLINGS = {key.replace("_", "").lower(): key for key in ADAM_DEFAULTS}
 
 
 class OptimizerSettingOutsideParams(ConfigRule):
@@ -67,8 +69,12 @@ class OptimizerSettingOutsideParams(ConfigRule):
         Valid('{"train_batch_size": 8, "activation_checkpointing": {"weight_decay": 0.1}}\n'),
         # the optimizer's own defaults: ignored, and nothing lost
         Valid('{"optimizer": {"type": "AdamW", "params": {"lr": 1e-4}, "eps": 1e-8, "adam_w_mode": true}}\n'),
+        # a spelling of `adam_w_mode` asking for its default: nothing lost
+        Valid('{"optimizer": {"type": "Adam", "params": {"lr": 1e-4}, "adamw_mode": true}}\n'),
     )
     invalid = (
+        # a spelling of `adam_w_mode` asking for plain Adam: lost (and `params` takes it by its own name only)
+        Invalid('{"optimizer": {"type": "Adam", "params": {"lr": 1e-4}, "adamw_mode": false}}\n', lines=(1,)),
         Invalid(
             '{\n  "train_batch_size": 8,\n  "optimizer": {\n    "type": "AdamW",\n    "params": {"lr": 1e-4},\n'
             '    "weight_decay": 0.1,\n    "eps": 1e-6\n  },\n  "scheduler": {\n    "type": "WarmupLR",\n'
@@ -95,13 +101,15 @@ class OptimizerSettingOutsideParams(ConfigRule):
             kind = section.get("type") if section is not None else None
             adam = isinstance(kind, Scalar) and str(kind.value).lower() in _ADAM_TYPES
             for entry in self.entries(section):
-                if adam and entry.key in ADAM_DEFAULTS and _equals(entry.value, ADAM_DEFAULTS[entry.key]):
+                default = _ADAM_SPELLINGS.get(entry.key.replace("_", "").lower())  # `adamw_mode` too
+                if adam and default is not None and _equals(entry.value, ADAM_DEFAULTS[default]):
                     continue  # the optimizer's own default: ignored, and nothing lost
                 if entry.key not in read:
+                    named = f" as `{default}`" if adam and default is not None and default != entry.key else ""
                     self.report_key(
                         entry,
-                        f"the {name} is built from `type` and `params` only: `{entry.key}` is ignored "
-                        "silently; move it into `params`",
+                        f"the {name} is built from `type` and `params` only: `{entry.key}` is ignored; "
+                        f"move it into `params`{named}",
                     )
 
 
