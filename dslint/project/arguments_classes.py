@@ -19,8 +19,9 @@ _BASE = re.compile(rb"[\w.]+")
 
 
 def arguments_classes(sources: Mapping[str, bytes]) -> frozenset[str]:
-    """The last names of the project's classes deriving from a Trainer argument class (not those whose own name
-    already says so: `*TrainingArguments`). First the classes whose bases name a library argument class (one
+    """The last names of the project's classes deriving from a Trainer argument class, those named as the library's
+    own too (`class TrainingArguments(transformers.TrainingArguments)`: a call of it is no call of transformers'
+    class, which `hf_class_name` knows by its import). First the classes whose bases name a library argument class (one
     regex over the sources, in C); only when some are found, every class statement, read once, for the classes
     deriving from those, level by level."""
     found: set[str] = set()
@@ -40,7 +41,7 @@ def _take(classes: list[tuple[bytes, bytes]], found: set[str]) -> bool:
     before = len(found)
     for name, written in classes:
         own = name.decode()
-        if own in found or is_training_arguments_name(own):
+        if own in found:
             continue
         parents = {word.decode().rsplit(".", 1)[-1] for word in _BASE.findall(written)}
         if any(is_training_arguments_name(parent) or parent in found for parent in parents):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dslint.model.library import TRANSFORMERS_MODEL_CLASS, TRL_TRAINING_ARGUMENTS
+from dslint.model.library import TRANSFORMERS_MODEL_CLASS, TRL_TRAINING_ARGUMENTS, is_training_arguments_name
 from dslint.script.context import ScriptContext
 from dslint.script.names import dotted_name
 
@@ -77,6 +77,10 @@ def is_training_arguments(context: ScriptContext, call: cst.Call) -> bool:
     project = context.facts.project
     if project is not None and project.arguments_classes:  # a project class deriving from one
         name = dotted_name(call.func)
+        local = _module_class(context.module, name) if name is not None else None
+        if local is not None:  # this module's own class of that name: its bases decide
+            bases = {(dotted_name(base.value) or "").rsplit(".", 1)[-1] for base in local.bases}
+            return any(is_training_arguments_name(b) or b in project.arguments_classes for b in bases)
         if name is not None and name.rsplit(".", 1)[-1] in project.arguments_classes:
             return True
     qualified = context.facts.qualified(call.func)
@@ -85,6 +89,18 @@ def is_training_arguments(context: ScriptContext, call: cst.Call) -> bool:
         and qualified.startswith("trl.")
         and qualified.rsplit(".", 1)[-1] in TRL_TRAINING_ARGUMENTS
     )
+
+
+def _module_class(module: cst.Module, name: str) -> cst.ClassDef | None:
+    """The class statement of that name at the module's top level (or inside an `if` there)."""
+    for statement in module.body:
+        found = [statement] if isinstance(statement, cst.ClassDef) else []
+        if isinstance(statement, cst.If):
+            found = [s for s in statement.body.body if isinstance(s, cst.ClassDef)]
+        for node in found:
+            if node.name.value == name:
+                return node
+    return None
 
 
 def keyword_value(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
