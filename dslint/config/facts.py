@@ -173,3 +173,19 @@ def autotuning_enabled(root: Object) -> bool:
 
 def is_auto(node: Node | None) -> bool:
     return isinstance(node, Scalar) and node.value == "auto"
+
+
+# The top-level DeepSpeed switches and the value DeepSpeed takes when a config leaves them out (`runtime/constants.py`,
+# 0.19.8): a key written with that value changes nothing, wherever it is read or dropped.
+TOP_LEVEL_SWITCH_DEFAULTS = {
+    "zero_allow_untested_optimizer": False,
+    "zero_force_ds_cpu_optimizer": True,
+    "prescale_gradients": False,
+    "disable_allgather": False,
+    "dump_state": False,
+    "wall_clock_breakdown": False,
+    "memory_breakdown": False,
+    "load_universal": False,
+    "dataloader_drop_last": False,
+    "use_data_before_expert_parallelism": False,
+}

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dslint.config.accelerate import DEFAULT_STAGE, is_launch_option, suggestion
+from dslint.config.facts import TOP_LEVEL_SWITCH_DEFAULTS
 from dslint.config.schema import load_schema
-from dslint.config.tree import Object
+from dslint.config.tree import Entry, Object, Scalar
 from dslint.diagnostics import Severity
 from dslint.framework.accelerate_rule import AccelerateRule
 from dslint.framework.rule_base import Invalid, RuleDocs, Valid
@@ -21,6 +22,8 @@ class UnknownAccelerateDeepSpeedKey(AccelerateRule):
             DEEPSPEED`) that is no option of `accelerate launch`, with the DeepSpeed key it most resembles. A key
             naming an option some release had is read, unless it holds a mapping that no option takes: the
             DeepSpeed config's section of that name pasted in (`fp16: {enabled: auto}`, where `--fp16` was a flag).
+            A DeepSpeed switch written at the value DeepSpeed takes without it (`wall_clock_breakdown: false`) is
+            dropped with nothing lost: not reported.
         """,
         why="""
             `accelerate launch --config_file` copies each key of `deepspeed_config:` onto its own options and
@@ -62,6 +65,8 @@ class UnknownAccelerateDeepSpeedKey(AccelerateRule):
         Valid("distributed_type: MULTI_GPU\ndeepspeed_config:\n  zero_stge: 3\n"),
         # A key naming another launch option sets it (it is read).
         Valid("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n  num_processes: 4\n"),
+        # a DeepSpeed switch at its default: dropped, nothing lost
+        Valid("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n  wall_clock_breakdown: false\n"),
         # the old launch flag `--fp16` with a flag's value
         Valid("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n  fp16: true\n"),
     )
@@ -79,6 +84,11 @@ class UnknownAccelerateDeepSpeedKey(AccelerateRule):
         # A DeepSpeed config key pasted into the section.
         Invalid(
             "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n  communication_data_type: bf16\n",
+            lines=(4,),
+        ),
+        # the same switch turned on: lost
+        Invalid(
+            "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n  wall_clock_breakdown: true\n",
             lines=(4,),
         ),
         # A DeepSpeed section under the name of an old launch flag (`--fp16`): no value of the flag
@@ -99,6 +109,8 @@ class UnknownAccelerateDeepSpeedKey(AccelerateRule):
             if is_launch_option(entry.key) and not pasted:
                 continue
             near = suggestion(entry.key)
+            if _default_switch(entry):
+                continue  # a DeepSpeed switch written at its default: dropped, and nothing lost
             if near is None and entry.key in load_schema().top_level_keys:
                 self.report_key(
                     entry,
@@ -117,3 +129,9 @@ class UnknownAccelerateDeepSpeedKey(AccelerateRule):
                 entry,
                 f"`{entry.key}` is ignored by accelerate launch: did you mean `{near}`?{consequence}",
             )
+
+
+def _default_switch(entry: Entry) -> bool:
+    """A top-level DeepSpeed switch written at the value DeepSpeed takes without it (`wall_clock_breakdown: false`)."""
+    default = TOP_LEVEL_SWITCH_DEFAULTS.get(entry.key)
+    return default is not None and isinstance(entry.value, Scalar) and entry.value.value is default
