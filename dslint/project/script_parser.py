@@ -149,6 +149,9 @@ _STRICT_PARSERS_KEPT = 4096
 def _strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
     if b"parse_known_args" in data or b"parse_intermixed" in data:
         return None
+    if b"HfArgumentParser" in data:
+        return None  # a second parser, of dataclass fields, that may be the one the script runs (an argparse kept
+        # in a function nothing calls, the dataclasses parsed in `main`)
     tree = summary.tree
     constructions: list[tuple[str, ast.Call]] = []
     for assign in nodes_of(tree, ast.Assign):

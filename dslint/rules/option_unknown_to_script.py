@@ -19,6 +19,17 @@ parser = deepspeed.add_config_arguments(parser)
 args = parser.parse_args()
 """
 _KNOWN = _STRICT.replace("parser.parse_args()", "parser.parse_known_args()[0]")
+_HF_BESIDE = """\
+import argparse
+from transformers import HfArgumentParser, TrainingArguments
+def old_parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=1)
+    return parser.parse_args()
+def main():
+    return HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+main()
+"""
 _FOREIGN = _STRICT.replace("parser = deepspeed.add_config_arguments(parser)", "add_model_options(parser)")
 _NO_ABBREVIATIONS = _STRICT.replace("ArgumentParser()", "ArgumentParser(allow_abbrev=False)")
 _DS_FILE = 'parser.add_argument("--ds_file", "--deepspeed_file")\n'
@@ -82,6 +93,8 @@ class OptionUnknownToScript(LaunchRule):
         Valid("deepspeed train.py --epo 3 --learning_rate 1e-5 --deepspeed\n", files=_files(_STRICT)),
         Valid("deepspeed train.py --no-use-vllm --deepspeed_config ds.json\n", files=_files(_STRICT)),
         Valid("deepspeed train.py --max_epochs 3 --deepspeed_config ds.json\n", files=_files(_KNOWN)),
+        # an HfArgumentParser of dataclass fields beside the argparse one (kept in a function nothing calls)
+        Valid("deepspeed train.py --max_epochs 3 --deepspeed_config ds.json\n", files=_files(_HF_BESIDE)),
         Valid("deepspeed train.py --max_epochs 3 --deepspeed_config ds.json\n", files=_files(_FOREIGN)),
         # a plain run with no DeepSpeed in its command line (a tool of a DeepSpeed project)
         Valid("torchrun --nproc_per_node 2 eval.py --max_epochs 3\n", files=(("eval.py", _PLAIN),)),
