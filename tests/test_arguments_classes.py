@@ -17,8 +17,10 @@ def test_classes_deriving_from_trainer_arguments_by_name() -> None:
         "b.py": b"from a import SimPOConfig\nclass Extended(a.SimPOConfig):\n    pass\nclass Other(Base):\n    pass\n",
         "c.py": b"from trl import DPOConfig\nclass MyDPO(DPOConfig, Mixin):\n    pass\n",
         "d.py": b"class MyTrainingArguments(TrainingArguments):\n    pass\n",
+        "e.py": b"class TrainingArguments:\n    pass\n",  # a plain dataclass of that name derives from nothing
     }
-    assert arguments_classes(sources) == {"SimPOConfig", "Extended", "MyDPO"}
+    # a class named as the library's is kept too: a call of it is no call of the library's class
+    assert arguments_classes(sources) == {"SimPOConfig", "Extended", "MyDPO", "MyTrainingArguments"}
 
 
 def test_a_deepspeed_config_set_after_a_project_subclass_is_built(tmp_path: Path) -> None:
