@@ -233,6 +233,19 @@ def test_set_up_folders_read_conda_and_docker_files(tmp_path: Path) -> None:
     assert pin is not None and pin.version == Version(0, 12, 6)
 
 
+def test_a_set_up_folder_s_own_folders_pin_too(tmp_path: Path) -> None:
+    """`docker/cu124/requirements.txt` (an image a CUDA release) pins the project; a folder two levels down or
+    outside the set-up folders does not."""
+    _project(tmp_path, {"docker/cu124/requirements.txt": "torch\ndeepspeed==0.15.0\n"})
+    pin = find_pin(tmp_path)
+    assert pin is not None and pin.version == Version(0, 15, 0) and pin.path.parent.name == "cu124"
+    other = tmp_path / "other"
+    _project(
+        other, {"docker/a/b/requirements.txt": "deepspeed==0.9.0\n", "src/cu124/requirements.txt": "deepspeed==0.9.0\n"}
+    )
+    assert find_pin(other) is None
+
+
 def test_set_up_folders_read_the_pip_install_lines_of_shell_scripts(tmp_path: Path) -> None:
     """`setup/install.sh` running `pip install deepspeed==0.17.4` pins the project; a script that installs
     deepspeed without a version, or only mentions it, pins nothing."""

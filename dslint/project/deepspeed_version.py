@@ -270,7 +270,8 @@ PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml",
 
 
 # Folders where projects keep their environment set-up beside the code (`setup/pip-requirements.txt`,
-# `environments/environment.yaml`, `docker/Dockerfile`): read after the root's own files, as a fallback.
+# `environments/environment.yaml`, `docker/Dockerfile`, one level deeper too: `docker/cu124/requirements.txt`): read
+# after the root's own files, as a fallback.
 SETUP_FOLDERS = ("setup", "environments", "environment", "env", "envs", "docker")
 # The root's own install scripts, read with the set-up folders' (their `pip install` lines).
 ROOT_INSTALL_SCRIPTS = ("setup*.sh", "install*.sh", "env*.sh")
@@ -290,10 +291,7 @@ def _setup_folder_files(root: Path) -> list[tuple[Path, list[tuple[int, str]]]]:
         for path in sorted(root.glob(pattern)):
             if path.is_file():
                 found.append((path, _dockerfile_lines(path)))
-    for folder in SETUP_FOLDERS:
-        directory = root / folder
-        if not directory.is_dir():
-            continue
+    for directory in _setup_directories(root):
         for path in sorted(directory.glob("*requirements*.txt")):
             if path.is_file():
                 found.append((path, _read_lines(path)))
@@ -303,6 +301,18 @@ def _setup_folder_files(root: Path) -> list[tuple[Path, list[tuple[int, str]]]]:
         for path in sorted([*directory.glob("Dockerfile*"), *directory.glob("*.sh")]):
             if path.is_file():  # `pip install deepspeed==0.17.4` in a Dockerfile or an install script
                 found.append((path, _dockerfile_lines(path)))
+    return found
+
+
+def _setup_directories(root: Path) -> list[Path]:
+    """The root's set-up folders, each followed by its own folders, one level (`docker/cu124/`: an image a CUDA
+    release)."""
+    found: list[Path] = []
+    for folder in SETUP_FOLDERS:
+        directory = root / folder
+        if directory.is_dir():
+            found.append(directory)
+            found.extend(sorted(child for child in directory.iterdir() if child.is_dir()))
     return found
 
 
