@@ -15,8 +15,8 @@ from dslint.model.library import OPTIMIZER_CALLS, OPTIMIZER_MODULES, SCHEDULE_CA
 from dslint.project.accelerate_deepspeed import accelerate_config_files
 from dslint.project.inputs import shown_path
 from dslint.project.resolved_configs import ResolvedConfig
+from dslint.script.devices import reaching_values
 from dslint.script.hf_trainers import TrainerNames
-from dslint.script.value_flow import value_flow
 
 _IMPORTS = "import torch\nfrom accelerate import Accelerator, DeepSpeedPlugin\n"
 _PREPARE = """
@@ -155,18 +155,8 @@ def main(model, loader):
             return self._kind(value)
         if not isinstance(value, cst.Name):
             return None
-        facts = self.context.facts
-        scope = facts.scope_at(value)
-        definitions = value_flow(facts, scope.node).definitions_reaching(value) if scope.node is not None else None
-        kinds: set[str | None] = set()
-        for definition in definitions or ():
-            simple = (
-                isinstance(definition, cst.Assign)
-                and len(definition.targets) == 1
-                and isinstance(definition.targets[0].target, cst.Name)
-            )
-            bound = getattr(definition, "value", None) if simple else None
-            kinds.add(self._kind(bound) if isinstance(bound, cst.Call) else None)
+        values = reaching_values(self.context.facts, value) or ()  # None: a binding that is no plain assignment
+        kinds = {self._kind(bound) if isinstance(bound, cst.Call) else None for bound in values}
         return kinds.pop() if len(kinds) == 1 else None
 
     def _kind(self, call: cst.Call) -> str | None:

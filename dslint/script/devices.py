@@ -44,7 +44,7 @@ def devices_of(facts: ScriptFacts, expr: cst.BaseExpression, at: cst.CSTNode, de
         return _formatted(facts, expr, at, depth)
     if isinstance(expr, cst.Call):
         return _called(facts, expr, at, depth)
-    reaching = _reaching_values(facts, expr) if isinstance(expr, cst.Name) else None
+    reaching = reaching_values(facts, expr) if isinstance(expr, cst.Name) else None
     if reaching:  # every assignment that may be the value here (`if cuda: device = ... else: device = "cpu"`)
         found = NONE
         for value in reaching:
@@ -80,7 +80,7 @@ def _attribute_devices(facts: ScriptFacts, scope: Scope, key: str, depth: int) -
     return found
 
 
-def _reaching_values(facts: ScriptFacts, read: cst.Name) -> list[cst.BaseExpression] | None:
+def reaching_values(facts: ScriptFacts, read: cst.Name) -> list[cst.BaseExpression] | None:
     """The values of the plain assignments `name = value` whose binding may reach `read` in its scope; None when
     one of them binds otherwise (a loop target, an unpacking) or the scope's flow does not follow the name."""
     scope = facts.scope_at(read)
