@@ -210,6 +210,9 @@ SELF_RETURNING_METHODS = frozenset(
 # `OptimizedModule.__getattr__` falls back to `_orig_mod`, so `engine = torch.compile(engine)` keeps the engine's
 # methods (`engine.load_checkpoint`, `engine.backward`) callable on the wrapper.
 FORWARDING_WRAPPERS = frozenset({"torch.compile"})
+# PEFT methods returning the base model under the adapter, holding the same parameter objects (merged in place):
+# `model = model.merge_and_unload()` keeps a ZeRO-3 model's partitioned parameters.
+BASE_MODEL_METHODS = frozenset({"merge_and_unload", "unload", "get_base_model"})
 # torch's gradient-norm clipping functions, every spelling (DSL305: beside an engine that clips itself).
 TORCH_CLIP_FUNCTIONS = frozenset(
     {

@@ -169,9 +169,10 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             (`torch.save`, `trainer._save(dir, state_dict=...)`, `save_pretrained(dir, state_dict=...)`) when a launcher
             starts the script with a `--deepspeed` config known to be ZeRO-3; with an unknown or lower stage it stays
             silent. Likewise the model handed to the Trainer (`Trainer(model=model)`, a wrapper of that name bound
-            later: `model = torch.compile(model)`, or the Trainer's own `trainer.model`) saved after `trainer.train()`
-            in the same function, with `model.save_pretrained(dir)` (no `state_dict=`; a PEFT adapter too) or its
-            `state_dict()` written to disk; such a Trainer launched by `accelerate launch` with a ZeRO-3 DeepSpeed YAML
+            later: `model = torch.compile(model)`, the base model `model = model.merge_and_unload()` returns with the
+            same parameters, or the Trainer's own `trainer.model`) saved after `trainer.train()` in the same function,
+            with `model.save_pretrained(dir)` (no `state_dict=`; a PEFT adapter too) or its `state_dict()` written to
+            disk; such a Trainer launched by `accelerate launch` with a ZeRO-3 DeepSpeed YAML
             (and no config of its own) too. And the model accelerate prepared, unwrapped
             (`accelerator.unwrap_model(model)`, or a name bound to it) and saved with `save_pretrained(dir)` without
             `state_dict=`, or its `state_dict()` written to disk, when every way the script runs DeepSpeed through
@@ -556,7 +557,7 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
         configs = trainer_configs(self.context)
         stage3 = [config for config in configs if config.zero_stage == 3]
         if stage3:
-            found = config_evidence(stage3)
+            found = config_evidence(stage3, files=True)
             self.report(node, (message or self.trainer_message) + found.suffix, related=found.related)
             return
         zero3 = accelerate_zero3(self.context) if not configs else None

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from dslint.model.bindings import Scope
-from dslint.model.library import is_trainer_class_name
+from dslint.model.library import BASE_MODEL_METHODS, SELF_RETURNING_METHODS, is_trainer_class_name
 from dslint.script.facts import BindingKind, ScriptFacts, method_name
 from dslint.script.hf_trainers import local_trainer_classes
 from dslint.script.walk import own_nodes
@@ -241,7 +241,7 @@ def _after_training(
             wraps = (
                 binding.kind is BindingKind.OTHER
                 and isinstance(value, cst.Call)
-                and any(_own_model(a.value) == key for a in value.args)
+                and _wraps(value, key)
                 and binding.scope is scope
                 and binding.pos > (handed.pos if handed is not None else -1)
             )
@@ -254,6 +254,20 @@ def _after_training(
         if binding is None and handed is None and key.startswith("self."):
             return True  # `self.model`, set by other methods and not by this one: the same object at both
     return False
+
+
+def _wraps(call: cst.Call, key: str) -> bool:
+    """`call` returns the model `key` names, or a wrapper holding its parameters: the model is an argument
+    (`torch.compile(model)`, `get_peft_model(model, lora)`), or the call is one of its methods returning itself
+    or the base model under an adapter (`model.half()`, `model.merge_and_unload()`)."""
+    if any(_own_model(a.value) == key for a in call.args):
+        return True
+    func = call.func
+    return (
+        isinstance(func, cst.Attribute)
+        and _own_model(func.value) == key
+        and func.attr.value in SELF_RETURNING_METHODS | BASE_MODEL_METHODS
+    )
 
 
 def prepared_models_saved(facts: ScriptFacts, is_accelerator: Callable[[cst.BaseExpression], bool]) -> list[cst.Call]:
