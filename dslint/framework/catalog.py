@@ -26,7 +26,7 @@ CODES: tuple[str, ...] = tuple(
     DSL440 DSL441 DSL442 DSL443 DSL444 DSL445 DSL446 DSL447 DSL448 DSL449 DSL450 DSL451
     DSL452 DSL453 DSL454 DSL455 DSL456 DSL457 DSL458 DSL459 DSL460 DSL461 DSL462 DSL463
     DSL464 DSL465 DSL466 DSL467 DSL468 DSL469 DSL470 DSL471 DSL472 DSL473 DSL474 DSL475
-    DSL476 DSL477 DSL478
+    DSL476 DSL477 DSL478 DSL479
     """.split()  # noqa: SIM905 (one line a family, not one a code)
 )
 
@@ -457,6 +457,7 @@ LAUNCH_RULE_MODULES: dict[str, str] = {
     "DSL470": "master_port_not_passed",
     "DSL473": "visible_devices_not_exported",
     "DSL474": "accelerate_precision_contradicts_config",
+    "DSL479": "deepspeed_config_as_accelerate_config",
 }
 
 # -- the rule lifecycle -------------------------------------------------------------------------------------------

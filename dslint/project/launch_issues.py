@@ -42,6 +42,8 @@ DSL422-DSL424, report them in the launcher):
 - `deepspeed_never_on`: `accelerate launch` given DeepSpeed settings (`--deepspeed_config_file`, `--zero_stage`)
   without `--use_deepspeed`, under `--multi_gpu`, a config file of another type, or none (the machine's default
   decides): the settings are never read (`accelerate_deepspeed_off.py`).
+- `deepspeed_config_as_accelerate_config`: `accelerate launch --config_file ds.json` naming a DeepSpeed config,
+  which accelerate reads as its own and refuses before any process starts (`accelerate_config_refused.py`).
 
 Each answer is conservative: a path built at run time, an absolute path (the user's machine), a script outside
 the project, a script that imports a module whose source is not in the project and calls an entry function of it
@@ -59,6 +61,7 @@ from dataclasses import replace
 
 from dslint.diagnostics import Related
 from dslint.model.summary import ModuleSummary, SummaryStore
+from dslint.project.accelerate_config_refused import deepspeed_config_as_accelerate_config
 from dslint.project.accelerate_deepspeed_off import deepspeed_never_on
 from dslint.project.accelerate_precision_conflict import precision_conflict
 from dslint.project.command_line_readers import option_never_used, reads_command_line
@@ -141,7 +144,10 @@ def launch_issues(
         layout = srun_layout(line, launcher_text(line.launcher))
         if layout is not None:
             issues.append(layout)
-        never_on = deepspeed_never_on(site, sources, launcher_text)
+        refused_file = deepspeed_config_as_accelerate_config(site)
+        if refused_file is not None:
+            issues.append(refused_file)
+        never_on = deepspeed_never_on(site, sources, launcher_text) if refused_file is None else None
         if never_on is not None:
             issues.append(never_on)
         conflict = precision_conflict(site, sources, store, tuple(roots))
