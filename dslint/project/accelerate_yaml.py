@@ -1,11 +1,12 @@
 """Reading the accelerate YAML a launch names (`accelerate launch --config_file acc.yaml train.py`): the few keys
-that matter to DeepSpeed, through the one YAML reader (`config/yaml_subset.py`)."""
+that matter to DeepSpeed, through the one YAML reader (`config/yaml_subset.py`); a `.json` config file (which
+accelerate reads with `json.load`) through the JSON reader (`config/tree.py`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dslint.config.tree import Object, ParseError, Scalar
+from dslint.config.tree import Object, ParseError, Scalar, parse_text
 from dslint.config.yaml_subset import parse_yaml_subset
 
 
@@ -35,9 +36,11 @@ def parse_accelerate_yaml(path: str, text: str) -> AccelerateConfig | None:
     """The few keys of accelerate's YAML that matter here, read by the one YAML reader (`config/yaml_subset.py`):
     each key's first occurrence at any depth (accelerate writes each once), with its value as written; None when
     the file is not an accelerate config, or not YAML that reader places."""
-    try:
-        root = parse_yaml_subset(text)
+    try:  # accelerate reads a `.json` config file with `json.load`, any other as YAML (`load_config_from_file`)
+        root = parse_text(text, hjson=False) if path.lower().endswith(".json") else parse_yaml_subset(text)
     except (ParseError, RecursionError):
+        return None
+    if not isinstance(root, Object):
         return None
     source = text.lstrip("\ufeff").splitlines()
     values: dict[str, str] = {}
