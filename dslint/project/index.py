@@ -63,6 +63,7 @@ from dslint.project.engine_facts import (
     record_pretrained_loads,
     record_state_saving_calls,
 )
+from dslint.project.folder_readers import command_line_readers
 from dslint.project.importer_launches import record_importer_launches
 from dslint.project.inputs import absolute as absolute
 from dslint.project.inputs import exists, find_written, read_input, record, recording, shown_path
@@ -233,6 +234,7 @@ def _build_project_index(
     elif producers:
         try:
             index.initialize_sites = record_engines(index.files, index.config_readers, model)
+            index.folder_readers = command_line_readers(model.inits.values(), sources, index.config_readers)
         except (RecursionError, MemoryError):
             index.problems.append(_TOO_DEEP)
     if all(launch.config.ranks == 1 for launch in index.launches):  # every script runs as `python x.py`, if at all

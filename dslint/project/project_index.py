@@ -184,6 +184,9 @@ class ProjectIndex:
     # "lightning" when its only way to DeepSpeed is Lightning's DeepSpeedStrategy given a config dslint does not
     # follow (no initialize, no Hugging Face reader): the reader of a config nothing names.
     presumed_reader: str | None = None
+    # By folder (absolute): the `initialize(args=...)` presumed to read the configs there that nothing names
+    # (`folder_readers.command_line_readers`).
+    folder_readers: dict[str, Related] = field(default_factory=dict)
     # Launched configs whose every launch starts a script that neither calls `deepspeed.checkpointing.configure`
     # (the only reader of a config's `activation_checkpointing` section) nor brings Megatron, which calls it, in it
     # or a module it imports (`library.CHECKPOINTING_CONFIGURED`); "" when no file of the project may (any config).
@@ -231,6 +234,9 @@ class ProjectIndex:
         worlds = tuple(self.config_world_sizes.get(absolute(path), ()))
         if reader is None and worlds:  # a launched script picks the file in its code (`chosen_configs.py`)
             return ConfigReading(self.presumed_reader or "unlinked", world_sizes=worlds)
+        beside = self.folder_readers.get(os.path.dirname(absolute(path))) if reader is None else None
+        if beside is not None:  # DeepSpeed opens the file itself: nothing replaces its values first
+            return ConfigReading("initialize", named=False, read_in=(beside,))
         if reader is None:
             return ConfigReading(self.presumed_reader, named=False) if self.presumed_reader is not None else None
         replaced = self.config_replaced.get(absolute(path), [])

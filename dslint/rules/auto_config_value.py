@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 from dslint.config.facts import Origin, autotuning_enabled, batch_number, is_auto, zero_stage
@@ -11,6 +12,7 @@ from dslint.diagnostics import Applicability, Fix, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule_base import Invalid, RuleDocs, Valid
 from dslint.project.config_readers import PATH_SEPARATOR
+from dslint.project.folder_readers import PRESUMED
 
 BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
 
@@ -41,9 +43,13 @@ class AutoConfigValue(ConfigRule):
             DeepSpeed reads itself), a file opened by a literal path and handed to `initialize`, a dict a project
             function returns to an `initialize` call elsewhere (less the keys the caller writes into it before the
             call); a section bound to a name holding a dict literal (`"zero_optimization": zero_opt`) is read as that
-            literal, with the writes into the name. A config file whose reader dslint cannot determine is not reported
-            at all: a JSON file nothing names, one whose name is joined to a folder or looked up in a table in code, one
-            a launcher hands to a script whose use of the option dslint does not follow (into another module, say).
+            literal, with the writes into the name. A config file nothing names is read as the `initialize(args=...)`
+            of the scripts beside it (DeepSpeed opens `--deepspeed_config` itself) when that is the only way its folder
+            reads a config: no initialize there is given a config of its own, no script there uses the Hugging Face
+            integrations, accelerate or Lightning; the finding names that initialize. Any other config file whose
+            reader dslint cannot determine is not reported at all: a JSON file nothing names, one whose name is joined
+            to a folder or looked up in a table in code, one a launcher hands to a script whose use of the option
+            dslint does not follow (into another module, say).
             Under the Hugging Face Trainer (`TrainingArguments(deepspeed=...)`, also reached through the option's value:
             `TrainingArguments(deepspeed=args.ds_config)`, an `HfArgumentParser` dataclass field) and under accelerate
             (`DeepSpeedPlugin(hf_ds_config=...)`, `Accelerator(deepspeed_plugin=...)`, an accelerate YAML's
@@ -485,6 +491,9 @@ class AutoConfigValue(ConfigRule):
                 effect = "DeepSpeed fails where the value is used"
             read_in = self.context.read_in  # the launched script hands the file on in a module it imports
             note = f" (initialize reads it: {read_in[0].path}:{read_in[0].line})" if read_in else ""
+            if read_in and read_in[0].message == PRESUMED:
+                beside = f"{os.path.basename(read_in[0].path)}:{read_in[0].line}"
+                note = f" (nothing names it: read as {beside}'s initialize args=)"
             self.report_key(
                 entry,
                 f'write a value for `{where}`, not "auto": {effect}{note}',
