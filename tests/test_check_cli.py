@@ -129,6 +129,19 @@ def test_discovery_skips_excluded_and_gitignored(tmp_path: Path) -> None:
     assert reported == ["kept/keep.generated.py", "kept/train.py"]
 
 
+def test_discovery_reads_a_script_without_a_suffix_by_its_python_shebang(tmp_path: Path) -> None:
+    """`./train` run as a program: a file without a suffix whose first line is a Python shebang is a script;
+    one with another interpreter's shebang, a file with another suffix, or one ignored, is not read."""
+    (tmp_path / "train").write_text("#!/usr/bin/env python3\n" + BAD)
+    (tmp_path / "run").write_text("#!/bin/bash\n" + BAD)
+    (tmp_path / "train.txt").write_text("#!/usr/bin/env python3\n" + BAD)
+    (tmp_path / "old").write_text("#!/usr/bin/python\n" + BAD)
+    (tmp_path / ".gitignore").write_text("old\n")
+    result = run("check", "-q", str(tmp_path))
+    reported = {Path(line.split(":")[0]).relative_to(tmp_path).as_posix() for line in result.stdout.splitlines()}
+    assert reported == {"train"}, result.stdout
+
+
 def test_discovery_skips_a_libraries_unpacked_source(tmp_path: Path) -> None:
     """`third_party/deepspeed-0.14.5/` (a library's sdist, unpacked): its files are the library's, not the
     project's; a folder merely named after the library is the project's own, and `exclude = []` walks all."""

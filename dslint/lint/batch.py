@@ -53,7 +53,7 @@ def index_project(
     (None: one); with two or more, half of the build runs in a forked child beside the other (`beside`)."""
     beside = jobs is not None and jobs > 1
     if cache is not None:
-        python = sorted(absolute(f) for f in files if str(f).endswith(".py"))
+        python = sorted(absolute(f) for f in files if str(f).endswith(".py") or "." not in Path(f).name)
         key = digest("index", code_fingerprint(), os.getcwd(), tuple(paths), python, launcher_files(paths or ["."]))
         cache.expect(len(files))
         cached = cache.get(key)

@@ -22,6 +22,7 @@ from dslint.gitignore import IgnoreFile, is_ignored
 from dslint.lint.file_kinds import is_accelerate_file
 from dslint.lint.notebook import SUFFIX as NOTEBOOK
 from dslint.project.config_access import project_top
+from dslint.project.inputs import has_python_shebang
 from dslint.selection import RuleSelection
 from dslint.settings import DEFAULT_EXCLUDE, Settings, SettingsResolver
 
@@ -201,6 +202,14 @@ def _walk(
                 and not is_ignored(path, False, active)
                 and not entry.is_symlink()
                 and is_accelerate_file(path)  # an accelerate config that runs DeepSpeed, or a DeepSpeed YAML
+            ) or (
+                ".py" in suffixes
+                and "." not in entry.name
+                and not entry.is_symlink()
+                and entry.is_file(follow_symlinks=False)
+                and (excluded is None or not excluded(path, False))
+                and not is_ignored(path, False, active)
+                and has_python_shebang(path)  # a script run as `./train`: `#!/usr/bin/env python3`
             ):
                 yield path, False
             elif (

@@ -66,7 +66,7 @@ from dslint.project.engine_facts import (
 from dslint.project.folder_readers import command_line_readers
 from dslint.project.importer_launches import record_importer_launches
 from dslint.project.inputs import absolute as absolute
-from dslint.project.inputs import exists, find_written, read_input, record, recording, shown_path
+from dslint.project.inputs import exists, find_written, is_python_script, read_input, record, recording, shown_path
 from dslint.project.launch_batches import batch_issues
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts, unread_mention
 from dslint.project.launch_issues import launch_issues
@@ -182,10 +182,8 @@ def _build_project_index(
     sources: dict[str, bytes] = {}
     producers: list[str] = []
     for path in files:
-        if not path.endswith(".py"):
-            continue
-        data = read_input(path)
-        if data is None:
+        data = read_input(path) if path.endswith(".py") or "." not in os.path.basename(path) else None
+        if data is None or not is_python_script(path, data):
             continue
         sources[path] = data
         if creates_engine(data):

@@ -19,6 +19,29 @@ from dslint.project.shell_directories import UNKNOWN_VALUE
 _recorded: list[dict[str, None]] = []  # a stack: nested recordings each see what is read inside them
 
 
+def is_python_script(path: str, data: bytes) -> bool:
+    """A Python source: a `.py` file, or a file without a suffix whose first line is a Python shebang
+    (`#!/usr/bin/env python3`: a script run as `./train`)."""
+    if path.endswith(".py"):
+        return True
+    if "." in os.path.basename(path) or not data.startswith(b"#!"):
+        return False
+    first = data[: data.find(b"\n")] if b"\n" in data[:256] else data[:256]
+    return b"python" in first
+
+
+def has_python_shebang(path: str | os.PathLike[str]) -> bool:
+    """A file without a suffix that starts with a Python shebang (its first 256 bytes read; unreadable: False)."""
+    if "." in os.path.basename(path):
+        return False
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return False
+    return is_python_script(os.fspath(path), head)
+
+
 def record(path: str | os.PathLike[str]) -> None:
     """`path` (a file, or a directory probed for existence) is an input of what is being computed."""
     if _recorded:
