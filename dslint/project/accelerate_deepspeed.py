@@ -154,10 +154,12 @@ def _arguments_from_command_line(context: ScriptContext) -> bool:
     return "parse_args_into_dataclasses" in context.text and "HfArgumentParser" in context.text
 
 
-def accelerate_zero3(context: ScriptContext) -> tuple[str, tuple[Related, ...]] | None:
+def accelerate_zero3(context: ScriptContext, any_launch: bool = False) -> tuple[str, tuple[Related, ...]] | None:
     """Where ZeRO-3 comes from when every way the script runs DeepSpeed through accelerate is ZeRO-3: its own
     `DeepSpeedPlugin(zero_stage=3)` (or one whose `hf_ds_config` is a stage-3 config), or every `accelerate launch`
-    of it with a YAML (or the DeepSpeed config it names) at stage 3. None otherwise, or when one is not known."""
+    of it with a YAML (or the DeepSpeed config it names) at stage 3. None otherwise, or when one is not known.
+    `any_launch`: without a plugin, the launches at stage 3 when at least one is (`run_zero3.sh` beside
+    `run_zero2.sh`: that run is ZeRO-3), as the Trainer's `--deepspeed` configs are read."""
     plugins = _plugins(context)
     if plugins:
         configs: list[ResolvedConfig | None] | None = None  # the plugins' `hf_ds_config`s, read once when needed
@@ -172,6 +174,8 @@ def accelerate_zero3(context: ScriptContext) -> tuple[str, tuple[Related, ...]] 
                 return None
         return _plugin_place(context, plugins[0]), ()
     runs = accelerate_runs(context)
+    if any_launch and runs:
+        runs = [run for run in runs if (run.config.zero_stage if run.config is not None else run.stage) == 3]
     if not runs or any((run.config.zero_stage if run.config is not None else run.stage) != 3 for run in runs):
         return None
     last = runs[0].via[-1]

@@ -115,9 +115,11 @@ def find_written(
     own = [root for root in roots if absolute(near).startswith(root.rstrip(os.sep) + os.sep)]
     tried.extend(Path(root) for root in own or roots)
     # An absolute path of another machine (`$ROOT/run/nv/pretrain.py` with ROOT=/work/<user>/<repo>): the project's
-    # own copy, found by the longest tail of two or more parts that the project holds.
+    # own copy, found by the longest tail of two or more parts that the project holds; a file at the filesystem's
+    # root (`/acc_zero3.yaml`, `//ds.json`: a prefix left out, or the image's copy of the project's file) is the
+    # project's file of that name beside the launcher or at a root.
     parts = candidate.parts[1:] if candidate.is_absolute() else ()
-    tails = [Path(*parts[i:]) for i in range(len(parts) - 1)] if parts else [candidate]
+    tails = [Path(*parts[i:]) for i in range(max(len(parts) - 1, 1))] if parts else [candidate]
     if parts and os.path.isabs(directory) and not os.path.isabs(name) and not os.path.isdir(directory):
         # `cd /scratch/<user>/<repo>` then `deepspeed train.py`: a folder of the machine the launcher was written
         # for (none here) is its deployed copy, so the relative path is read as if there were no `cd`

@@ -172,11 +172,11 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             later: `model = torch.compile(model)`, the base model `model = model.merge_and_unload()` returns with the
             same parameters, or the Trainer's own `trainer.model`) saved after `trainer.train()` in the same function,
             with `model.save_pretrained(dir)` (no `state_dict=`; a PEFT adapter too) or its `state_dict()` written to
-            disk; such a Trainer launched by `accelerate launch` with a ZeRO-3 DeepSpeed YAML
-            (and no config of its own) too. And the model accelerate prepared, unwrapped
-            (`accelerator.unwrap_model(model)`, or a name bound to it) and saved with `save_pretrained(dir)` without
-            `state_dict=`, or its `state_dict()` written to disk, when every way the script runs DeepSpeed through
-            accelerate is ZeRO-3 (its `DeepSpeedPlugin(zero_stage=3)`, every `accelerate launch` YAML):
+            disk; such a Trainer launched by `accelerate launch` with a ZeRO-3 DeepSpeed YAML (and no config of its
+            own) too, one such launch being enough, as one `--deepspeed` ZeRO-3 config is. And the model accelerate
+            prepared, unwrapped (`accelerator.unwrap_model(model)`, or a name bound to it) and saved with
+            `save_pretrained(dir)` without `state_dict=`, or its `state_dict()` written to disk, when every way the
+            script runs DeepSpeed through accelerate is ZeRO-3 (its `DeepSpeedPlugin(zero_stage=3)`, every `accelerate launch` YAML):
             `state_dict=accelerator.get_state_dict(model)` gathers the 16-bit weights.
         """,
         why="""
@@ -560,7 +560,7 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             found = config_evidence(stage3, files=True)
             self.report(node, (message or self.trainer_message) + found.suffix, related=found.related)
             return
-        zero3 = accelerate_zero3(self.context) if not configs else None
+        zero3 = accelerate_zero3(self.context, any_launch=True) if not configs else None
         if zero3 is not None:
             where, related = zero3
             self.report(node, f"{message or self.trainer_message} (ZeRO-3 from {where})", related=related)
