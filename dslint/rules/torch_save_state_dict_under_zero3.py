@@ -176,8 +176,8 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             own) too, one such launch being enough, as one `--deepspeed` ZeRO-3 config is. And the model accelerate
             prepared, unwrapped (`accelerator.unwrap_model(model)`, or a name bound to it) and saved with
             `save_pretrained(dir)` without `state_dict=`, or its `state_dict()` written to disk, when every way the
-            script runs DeepSpeed through accelerate is ZeRO-3 (its `DeepSpeedPlugin(zero_stage=3)`, every `accelerate launch` YAML):
-            `state_dict=accelerator.get_state_dict(model)` gathers the 16-bit weights.
+            script runs DeepSpeed through accelerate is ZeRO-3 (its `DeepSpeedPlugin(zero_stage=3)`, every
+            `accelerate launch` YAML): `state_dict=accelerator.get_state_dict(model)` gathers the 16-bit weights.
         """,
         why="""
             Under ZeRO-3 every parameter is partitioned across ranks and `param.data` is an empty tensor on
