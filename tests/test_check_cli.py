@@ -142,6 +142,23 @@ def test_discovery_reads_a_script_without_a_suffix_by_its_python_shebang(tmp_pat
     assert reported == {"train"}, result.stdout
 
 
+def test_a_gitignored_config_that_a_launcher_names_is_checked(tmp_path: Path) -> None:
+    """`*.json` in .gitignore, the config committed all the same: the config a launcher passes is the run's and is
+    checked (shown as the walk shows files); an ignored config nothing names, and one in an excluded folder, are
+    not."""
+    (tmp_path / ".gitignore").write_text("*.json\n")
+    (tmp_path / "train.py").write_text(GOOD)
+    bad = '{"train_batch_size": 8, "zero_optimisation": {"stage": 2}}\n'
+    for name in ("ds.json", "ds_other.json", "build/ds_built.json"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(bad)
+    (tmp_path / "run.sh").write_text(
+        "deepspeed train.py --deepspeed_config ds.json\ndeepspeed train.py --deepspeed_config build/ds_built.json\n"
+    )
+    result = run("check", "-q", "--select", "DSL401", ".", cwd=tmp_path)
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["ds.json"], result.stdout
+
+
 def test_discovery_skips_a_libraries_unpacked_source(tmp_path: Path) -> None:
     """`third_party/deepspeed-0.14.5/` (a library's sdist, unpacked): its files are the library's, not the
     project's; a folder merely named after the library is the project's own, and `exclude = []` walks all."""

@@ -29,7 +29,7 @@ from dslint.lint.cache import ResultCache, default_directory
 from dslint.lint.cache import clean as clean_cache
 from dslint.lint.file import NOTEBOOK
 from dslint.lint.file_kinds import NotAnalysed, not_analysed
-from dslint.lint.files import files_to_check
+from dslint.lint.files import files_to_check, named_configs_left_out
 from dslint.lint.launcher import COMMENTED, launcher_results
 from dslint.lint.result import FileResult, one_per_place
 from dslint.lint.uncalled import without_uncalled
@@ -313,6 +313,10 @@ def run_check(
             ahead = lint_ahead(items, workers, world_size, limits) if cache is None else None
             try:
                 project = index_project([job.path for job in files], tuple(named) or (".",), cache, workers)
+                # configs the run reads that a .gitignore kept from the walk (committed all the same)
+                left_out = named_configs_left_out(resolver, files, project.config_readers, tuple(named))
+                items += [(job.path, job.selection) for job in left_out]
+                limits += [job.settings.limits for job in left_out]
                 linted = lint_files(items, jobs, world_size, progress.advance, limits, project, cache, ahead)
             finally:
                 if ahead is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +53,38 @@ def files_to_check(
         settings = resolver.for_file(path)  # a file the walk found, or one named on the command line
         jobs.append(FileJob(path, settings, settings.selection_for(path)))
     return jobs, list(discovery.errors)
+
+
+def named_configs_left_out(
+    resolver: SettingsResolver, jobs: Sequence[FileJob], named: Iterable[str], paths: Sequence[str]
+) -> list[FileJob]:
+    """The DeepSpeed configs the project index found read (`named`: a launcher, an accelerate YAML or code names
+    them; absolute paths) that the walk left out only because a .gitignore matches them (`*.json` ignored, the
+    config committed all the same): under a checked folder, not excluded by the settings nor in a folder the walk
+    skips. The run reads them, so their findings are the project's."""
+    walked = {os.path.abspath(job.path) for job in jobs}
+    roots = [os.path.abspath(path) for path in paths or (".",) if os.path.isdir(path)]
+    found = []
+    for config in sorted(set(named)):
+        path = Path(config)
+        if config in walked or not path.name.endswith(CONFIG_SUFFIXES) or not path.is_file():
+            continue
+        inside = [root for root in roots if config.startswith(root.rstrip(os.sep) + os.sep)]
+        if not inside or resolver.excluded(path):
+            continue
+        folders = Path(os.path.relpath(path.parent, inside[0])).parts
+        if any(
+            part in DEFAULT_EXCLUDES
+            or part.startswith(".")
+            or any(fnmatch.fnmatchcase(part, g) for g in DEFAULT_EXCLUDE_GLOBS)
+            for part in folders
+        ):
+            continue
+        relative = os.path.relpath(config)
+        path = path if relative.startswith("..") else Path(relative)  # shown as the walk's files are
+        settings = resolver.for_file(path)
+        found.append(FileJob(path, settings, settings.selection_for(path)))
+    return found
 
 
 # The directory names skipped by default: the settings' default `exclude`, its glob patterns apart.
