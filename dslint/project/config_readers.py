@@ -243,19 +243,26 @@ def client_sections(data: bytes) -> frozenset[str]:
 
 
 def _built(value: ast.expr, nodes: Sequence[ast.AST]) -> bool:
-    """A call (a constructor or a builder), or a name whose every binding among `nodes` (those before the call:
+    """A call (a constructor or a builder), or a name (or an attribute chain: `self.optimizer`) whose every binding
+    among `nodes` (those before the call:
     `engine, optimizer, _, _ = deepspeed.initialize(..., optimizer=optimizer)` rebinds it after) is one."""
     if isinstance(value, ast.Call):
         return True
-    if not isinstance(value, ast.Name):
+    name = dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+    if name is None:
         return False
-    bound = [n.value for n in nodes if isinstance(n, ast.Assign) and any(_binds(t, value.id) for t in n.targets)]
-    stored = [n for n in nodes if isinstance(n, ast.Name) and n.id == value.id and not isinstance(n.ctx, ast.Load)]
+    bound = [n.value for n in nodes if isinstance(n, ast.Assign) and any(_binds(t, name) for t in n.targets)]
+    stored = [
+        n
+        for n in nodes
+        if isinstance(n, (ast.Name, ast.Attribute)) and not isinstance(n.ctx, ast.Load) and dotted(n) == name
+    ]
     return bool(bound) and len(bound) == len(stored) and all(isinstance(b, ast.Call) for b in bound)
 
 
 def _binds(target: ast.expr, name: str) -> bool:
-    return isinstance(target, ast.Name) and target.id == name
+    """`target` stores `name`: a name, or an attribute chain of the function's (`self.optimizer`)."""
+    return isinstance(target, (ast.Name, ast.Attribute)) and dotted(target) == name
 
 
 def opened_configs(data: bytes) -> dict[str, frozenset[str]]:
