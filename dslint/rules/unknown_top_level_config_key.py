@@ -10,7 +10,7 @@ from dslint.config.key_edits import rename_key, single_close_match
 from dslint.config.key_history import first_release_with_top_level_key
 from dslint.config.recognition import CONFIG_SUFFIXES, is_config_name
 from dslint.config.schema import did_you_mean
-from dslint.config.tree import Entry, Object, Scalar, scalar
+from dslint.config.tree import Entry, Scalar
 from dslint.diagnostics import Applicability, Fix, Related, Severity
 from dslint.framework.config_rule import ConfigRule
 from dslint.framework.rule_base import Invalid, RuleDocs, Valid
@@ -41,10 +41,8 @@ class UnknownTopLevelConfigKey(ConfigRule):
             with literal keys (`cfg.update({...})`) before `deepspeed.initialize` receives it is checked for the
             keys written; a dotted name (`"zero_optimization.reduce_bucket_size"`) is such an unknown key. A key
             that is no misspelling of a real one and asks for nothing the run misses is left alone: a switch left
-            off (`"gradient_checkpointing": false`, `null`), a precision the file's own `bf16`/`fp16` section
-            turns on (`"precision": "bf16"` beside `"bf16": {"enabled": true}`), or a setting of what DeepSpeed
-            does anyway (`"distributed_backend": "nccl"`, `"logging": {"level": "info"}`, `"fp32": {"enabled":
-            true}` with neither fp16 nor bf16 on).
+            off (`"gradient_checkpointing": false`, `null`), or a precision the file's own `bf16`/`fp16` section
+            turns on (`"precision": "bf16"` beside `"bf16": {"enabled": true}`).
         """,
         why="""
             DeepSpeed reads the keys it knows and ignores every other top-level key without a word. A misspelt
@@ -79,11 +77,6 @@ class UnknownTopLevelConfigKey(ConfigRule):
             '{\n  "train_batch_size": 8,\n  "gradient_checkpointing": false,\n  "precision": "bf16",\n'
             '  "bf16": {"enabled": true}\n}\n'
         ),
-        # what DeepSpeed does anyway: the NCCL backend, INFO logs, fp32 with neither fp16 nor bf16 on
-        Valid(
-            '{\n  "train_batch_size": 8,\n  "distributed_training": {"backend": "nccl"},\n'
-            '  "logging": {"level": "info"},\n  "fp32": {"enabled": true}\n}\n'
-        ),
         Valid(
             """
             import deepspeed
@@ -115,12 +108,6 @@ class UnknownTopLevelConfigKey(ConfigRule):
         ),
     )
     invalid = (
-        # another backend, fp32 beside bf16 (which DeepSpeed runs)
-        Invalid(
-            '{\n  "train_batch_size": 8,\n  "bf16": {"enabled": true},\n  "fp32": {"enabled": true},\n'
-            '  "distributed_training": {"backend": "gloo"}\n}\n',
-            lines=(4, 5),
-        ),
         # turned on where DeepSpeed ignores it; a precision no section of the file sets; a misspelt switch off; a
         # dotted name of a real section, off
         Invalid(
@@ -229,33 +216,14 @@ class UnknownTopLevelConfigKey(ConfigRule):
                     entry, f"DeepSpeed ignores unknown key `{entry.key}` silently; remove it or fix its spelling"
                 )
 
-    def _asks_defaults(self, key: str, section: Object) -> bool:
-        """A section of another tool whose every setting asks for what DeepSpeed does anyway: the NCCL backend
-        (`"distributed_training": {"backend": "nccl"}`), INFO logs (`"logging": {"level": "info"}`), or
-        `"fp32": {"enabled": true}` in a file turning on neither fp16 nor bf16."""
-        leaves = [(entry.key, entry.value) for entry in section.entries if not is_comment_key(entry.key)]
-        if not leaves or not all(isinstance(node, Scalar) for _, node in leaves):
-            return False
-        if key.lower() in ("fp32", "float32") and [name for name, _ in leaves] == ["enabled"]:
-            sixteen = config_facts.enabled(self.root, config_facts.bf16_section(self.root)) is True
-            on = scalar(section.get("enabled")) is True
-            return on and not sixteen and config_facts.enabled(self.root, "fp16") is not True
-        return all(_default_asked(name, node.value) for name, node in leaves if isinstance(node, Scalar))
-
     def _nothing_lost(self, entry: Entry) -> bool:
         """An ignored key (no misspelling of a real one: the caller reports those whatever their value) that asks
         for nothing the run misses: a switch left off (`"gradient_checkpointing": false`, `null`), or a
         precision the file's own `bf16`/`fp16` section already turns on (`"precision": "bf16"` beside
         `"bf16": {"enabled": true}`)."""
         value = entry.value
-        if entry.key.partition(".")[0] in self.schema.live_top_level_keys:
+        if not isinstance(value, Scalar) or entry.key.partition(".")[0] in self.schema.live_top_level_keys:
             return False  # a dotted name of a real section (`zero_optimization.overlap_comm`) sets that section
-        if isinstance(value, Object):
-            return self._asks_defaults(entry.key, value)
-        if not isinstance(value, Scalar):
-            return False
-        if _default_asked(entry.key, value.value):
-            return True
         if value.value is False or value.value is None:
             return True
         if not isinstance(value.value, str):
@@ -302,13 +270,3 @@ class UnknownTopLevelConfigKey(ConfigRule):
             f"{len(unknown)} top-level keys are not DeepSpeed's ({names}, ...); give DeepSpeed its own config",
             related=others,
         )
-
-
-def _default_asked(key: str, value: object) -> bool:
-    """A setting of another tool that asks for what DeepSpeed does anyway: the NCCL backend (DeepSpeed's on
-    CUDA, `get_accelerator().communication_backend_name()`), or INFO logs (its logger's default level)."""
-    name = key.lower()
-    asked = value.lower() if isinstance(value, str) else None
-    if asked == "nccl" and "backend" in name:
-        return True
-    return asked == "info" and any(word in name for word in ("level", "verbosity", "logging"))
