@@ -234,3 +234,22 @@ def test_a_section_key_picked_per_branch_gives_one_config_per_branch(tmp_path: P
     misspelt_bf16 = builder.replace('{"enabled": True}\n', '{"enable": True}\n')  # the "bfloat16" section's
     (tmp_path / "ds_utils.py").write_text(misspelt_bf16.replace("loss_scale_windows", "loss_scale_window"))
     assert found() == [("ds_utils.py", 7, "DSL403")]
+
+
+def test_a_picked_config_is_read_without_the_launchs_world_size(tmp_path: Path) -> None:
+    """`deepspeed train.py --stage 1` (no GPU count: the world size is not known) with `f"ds/stage_{args.stage}.json"`
+    in train.py: stage_1.json is read all the same, so a section nothing applies is reported (DSL455); stage_2.json,
+    which no launch picks, and a config nothing names stay unread."""
+    (tmp_path / "ds").mkdir()
+    section = '"activation_checkpointing": {"partition_activations": true, "cpu_checkpointing": true}'
+    for name in ("stage_1.json", "stage_2.json", "spare.json"):
+        (tmp_path / "ds" / name).write_text(f'{{"train_batch_size": 8, {section}}}\n')
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport deepspeed\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--stage', type=int, default=1)\n"
+        "args = parser.parse_args()\n"
+        "engine, *_ = deepspeed.initialize(model=net, config=f'ds/stage_{args.stage}.json')\n"
+    )
+    (tmp_path / "run.sh").write_text("deepspeed --master_port 29500 train.py --stage 1\n")
+    found = {(os.path.basename(d.path), d.code) for d in _findings(tmp_path) if d.code == "DSL455"}
+    assert found == {("stage_1.json", "DSL455")}

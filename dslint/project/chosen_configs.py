@@ -1,4 +1,6 @@
-"""Config files a launched script picks by a path written in its own code, for the launch's world size (DSL407).
+"""Config files a launched script picks by a path written in its own code: read by that script (the config rules
+check them as a launched file's, `ProjectIndex.config_chosen`), with the launch's world size where the launcher
+says it (DSL407).
 
 `deepspeed --include localhost:0 train.py --stage 1` with `cfg = f"dsconfig/stage_{args['stage']}.json"` in
 train.py: that launch runs with `dsconfig/stage_1.json`, on one rank. The path is read as the launch gives it:

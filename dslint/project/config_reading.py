@@ -43,6 +43,7 @@ class ReaderTables(Protocol):
     config_replaced: dict[str, list[frozenset[str]]]
     config_clients: dict[str, list[frozenset[str]]]
     config_world_sizes: dict[str, list[LaunchWorldSize]]
+    config_chosen: set[str]
     config_read_in: dict[str, list[Related]]
     config_reader_sites: dict[str, list[Related]]
     unfound_trainer_configs: list[TrainerLiteral]
@@ -63,12 +64,13 @@ def record_chosen_configs(
     index: ReaderTables, sources: dict[str, bytes], roots: Sequence[str], store: SummaryStore | None = None
 ) -> None:
     """A launch that passes no config file, of a script that picks one by a path in its code
-    (`chosen_configs.py`): the launch's world size applies to that config. What a script writes is read once for
-    all its launches, from the tree of its summary in `store` when given (the module is not parsed again)."""
+    (`chosen_configs.py`): that config is read (`config_chosen`), and the launch's world size, where the launcher
+    says it, applies to it. What a script writes is read once for all its launches, from the tree of its summary in
+    `store` when given (the module is not parsed again)."""
     written: dict[str, ScriptPaths | None] = {}
     for launch in index.launches:
         config = launch.config
-        if config.option is not None or config.ranks is None or launch.script not in sources:
+        if config.option is not None or launch.script not in sources:
             continue
         script = launch.script
         reaches = functools.partial(_option_reaches_reader, sources[script])
@@ -91,8 +93,10 @@ def record_chosen_configs(
             reaches,
             paths,
         ):
-            worlds = index.config_world_sizes.setdefault(picked.path, [])
-            worlds.append(LaunchWorldSize(config.ranks, f"{config.world_source}; {picked.how}", config.launch))
+            index.config_chosen.add(picked.path)
+            if config.ranks is not None:
+                worlds = index.config_world_sizes.setdefault(picked.path, [])
+                worlds.append(LaunchWorldSize(config.ranks, f"{config.world_source}; {picked.how}", config.launch))
 
 
 _ALIAS = re.compile(rb"\bimport\s+deepspeed\s+as\s+([A-Za-z_][A-Za-z0-9_]*)")

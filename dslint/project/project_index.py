@@ -171,6 +171,8 @@ class ProjectIndex:
     config_clients: dict[str, list[frozenset[str]]] = field(default_factory=dict)
     # Per launched config, the world size of each launch passing it whose launcher says how many ranks it starts.
     config_world_sizes: dict[str, list[LaunchWorldSize]] = field(default_factory=dict)
+    # The config files a launched script picks by a path in its own code (`chosen_configs.py`), absolute.
+    config_chosen: set[str] = field(default_factory=set)
     # Per launched config, where a module imported by the launched script loads it and hands it to initialize,
     # when the script itself does not use the option (`follow_imported_readers`).
     config_read_in: dict[str, list[Related]] = field(default_factory=dict)
@@ -232,8 +234,11 @@ class ProjectIndex:
     def _config_reading(self, path: str | Path) -> ConfigReading | None:
         reader = self.config_reader(path)
         worlds = tuple(self.config_world_sizes.get(absolute(path), ()))
-        if reader is None and worlds:  # a launched script picks the file in its code (`chosen_configs.py`)
-            return ConfigReading(self.presumed_reader or "unlinked", world_sizes=worlds)
+        unapplied = bool({absolute(path), ""} & self.checkpointing_unapplied)
+        if reader is None and (worlds or absolute(path) in self.config_chosen):  # a launched script picks it
+            return ConfigReading(
+                self.presumed_reader or "unlinked", world_sizes=worlds, checkpointing_configured=not unapplied
+            )
         beside = self.folder_readers.get(os.path.dirname(absolute(path))) if reader is None else None
         if beside is not None:  # DeepSpeed opens the file itself: nothing replaces its values first
             return ConfigReading("initialize", named=False, read_in=(beside,))
@@ -256,7 +261,7 @@ class ProjectIndex:
             world_sizes=worlds,
             read_in=read_in,
             reader_sites=sites,
-            checkpointing_configured=not ({absolute(path), ""} & self.checkpointing_unapplied),
+            checkpointing_configured=not unapplied,
         )
 
     def document_reading(self, config: DocumentConfig) -> ConfigReading | None:
