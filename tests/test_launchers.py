@@ -67,6 +67,31 @@ deepspeed \\
     assert launch.option("run").value == UNKNOWN_VALUE  # type: ignore[union-attr]
 
 
+def test_values_set_only_by_the_launchers_own_argument_parsing_keep_their_defaults() -> None:
+    """`--deepspeed) shift; DS=$1 ;;` in a `case "$1"` (or `case $key` after `key="$1"`, `case $opt` under
+    getopts) runs only when the launcher is given that argument: as written, run without arguments, the launch
+    gets the value set before. An assignment from `$1` outside any such `case` is the argument itself: unknown."""
+    parsing = {
+        "while": 'while [[ "$1" != "" ]]; do\n  case $1 in\n    --deepspeed ) shift\n      DS=$1\n      ;;\n'
+        "    --fp16 ) PREC=fp16 ;;\n  esac\n  shift\ndone\n",
+        "key": 'while [[ $# -gt 0 ]]; do\n  key="$1"\n  case $key in\n    -c|--config) DS="$2"; shift ;;\n'
+        "  esac\n  shift\ndone\n",
+        "getopts": 'while getopts "c:" opt; do\n  case "$opt" in\n    c) DS=$OPTARG ;;\n  esac\ndone\n',
+    }
+    for name, block in parsing.items():
+        text = f"DS=configs/ds_z2.json\n{block}deepspeed train.py --deepspeed_config $DS\n"
+        (launch,) = parse_shell("run.sh", text)
+        config = launch.option("deepspeed_config")
+        assert config is not None and config.value == "configs/ds_z2.json", name
+    (launch,) = parse_shell("run.sh", "DS=configs/ds_z2.json\nDS=$1\ndeepspeed train.py --deepspeed_config $DS\n")
+    assert launch.option("deepspeed_config").value == UNKNOWN_VALUE  # type: ignore[union-attr]
+    text = (
+        'DS=a.json\ncase "$MODE" in\n  big)\n    DS=b.json\n    ;;\nesac\ndeepspeed train.py --deepspeed_config $DS\n'
+    )
+    (launch,) = parse_shell("run.sh", text)  # a case on another variable: its arm's assignment is read as before
+    assert launch.option("deepspeed_config").value == "b.json"  # type: ignore[union-attr]
+
+
 def test_shell_arithmetic_over_known_integers() -> None:
     """`$(( ))` over integers and variables holding them is bash's integer arithmetic (truncating division,
     `%`, parentheses, names with or without `$`); over a value built at run time it stays unknown."""

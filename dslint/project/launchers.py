@@ -36,6 +36,7 @@ from dslint.project.shell_directories import (
     with_working_directory,
 )
 from dslint.project.shell_variables import (
+    ArgumentCases,
     assign,
     assigned_value,
     assignment_in,
@@ -244,7 +245,9 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
     pushed: list[str] = []
     clones: set[str] = set()  # the folders `git clone` made: this repository, as the document's reader has it
     physical = text.splitlines()
+    arguments = ArgumentCases()  # the launcher's own argument parsing: not run as the launcher is written
     for number, logical in logical_lines(text):
+        arguments.read(strip_comment(logical), assignment_in(strip_comment(logical)))
         if _inert(logical, wrappers=read is not None) and not spaced_launcher(logical, number, physical, _STEM_WORDS):
             continue  # most lines of a document's code blocks (Python, YAML, output): nothing below uses them
         line, working = with_working_directory(strip_comment(logical))
@@ -255,6 +258,8 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
         written = assignment_in(line, alone=False)
         own = own_directory(written.value, here) if written is not None else None
         assignment = written if own is not None else assignment_in(line)
+        if assignment is not None and arguments.inside:
+            continue  # set only when the launcher is given that argument
         if assignment is not None:
             name = assignment.name
             (captured.add if working and own is None else captured.discard)(name)

@@ -275,3 +275,38 @@ def _quote_after(line: str, quote: str | None) -> str | None:
             break
         previous = char
     return quote
+
+
+_CASE = re.compile(r"^\s*case\s+\"?\$\{?([1-9@*]|[A-Za-z_][A-Za-z0-9_]*)\}?\"?\s+in\b")
+_ESAC = re.compile(r"(?:^|;)\s*esac\b")
+_GETOPTS = re.compile(r"\bgetopts\s+\S+\s+([A-Za-z_][A-Za-z0-9_]*)")
+_POSITIONAL = re.compile(r"^\s*\"?\$\{?[1-9]\}?\"?\s*$")
+
+
+class ArgumentCases:
+    """Where a launcher parses its own arguments: in a `case "$1" in ... esac` (or `case $key in` after
+    `key="$1"`, `case $opt in` under `while getopts ... opt`) an assignment runs only when that argument is given,
+    so the launcher as written, run without arguments, keeps what the variable held before (`DS_CONFIG=ds.json`
+    above `--deepspeed) shift; DS_CONFIG=$1 ;;`)."""
+
+    def __init__(self) -> None:
+        self._cases: list[bool] = []  # each open `case`: whether an argument's (or inside one)
+        self._arguments: set[str] = set()  # variables holding an argument: `key="$1"`, getopts' name
+
+    def read(self, line: str, assignment: Assignment | None) -> None:
+        """Follow `line` (a logical line, comment stripped) and the assignment it makes, if any."""
+        getopts = _GETOPTS.search(line)
+        if getopts is not None:
+            self._arguments.add(getopts.group(1))
+        if assignment is not None and _POSITIONAL.match(assignment.value) and not self.inside:
+            self._arguments.add(assignment.name)
+        case = _CASE.match(line)
+        if case is not None:
+            subject = case.group(1)
+            self._cases.append(self.inside or not subject.isidentifier() or subject in self._arguments)
+        elif _ESAC.search(line) and self._cases:
+            self._cases.pop()
+
+    @property
+    def inside(self) -> bool:
+        return bool(self._cases) and self._cases[-1]
