@@ -17,6 +17,7 @@ from typing import Any
 
 from dslint.config import facts as config_facts
 from dslint.config.facts import Origin, is_auto
+from dslint.config.gather import gathers_16bit
 from dslint.config.tree import UNKNOWN, Object, node_at, to_python
 from dslint.diagnostics import Related
 from dslint.project.config_access import load_config_tree
@@ -118,6 +119,14 @@ class AccelerateRun:
     zero3_init: bool | None = None  # the YAML's zero3_init_flag (None: not written)
     clipping: str | None = None  # inline settings: the YAML's (or the launch's) gradient_clipping, as written
     accumulation: str | None = None  # and its gradient_accumulation_steps
+
+    def gathers_at_zero3(self) -> bool:
+        """ZeRO-3 with the 16-bit gather on save (`stage3_gather_16bit_weights_on_model_save`, the YAML's
+        `zero3_save_16bit_model`)."""
+        config = self.config
+        stage = config.zero_stage if config is not None else self.stage
+        gather = gathers_16bit(config.get("zero_optimization")) if config is not None else self.save_16bit
+        return stage == 3 and gather is True
 
 
 def launch_evidence(launch: LaunchedConfig) -> tuple[Related, ...]:

@@ -28,16 +28,15 @@ from dslint.script.one_rank import (
     runs_on_one_rank,
     within_one_rank,
 )
+from dslint.script.stage_guard import tests_zero3
 
 _METHODS = frozenset({"save_checkpoint", "save_16bit_model", "save_state", "save_model", "get_state_dict"})
 _STAGE3_GATHER = (
     '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": True}}'
 )
 
-_FABRIC = (
-    "under Fabric's DeepSpeed strategy, fabric.save on one rank hangs: it calls the engine's save_checkpoint, "
-    "which every rank must join"
-)
+_FABRIC = "under Fabric's DeepSpeed strategy, fabric.save on one rank hangs: it calls the engine's save_checkpoint, "
+_FABRIC += "which every rank must join"
 
 # a project module whose helper saves the engine's checkpoint
 _HELPER = (("checkpointing.py", "def save(engine, out):\n    engine.save_checkpoint(out)\n"),)
@@ -76,37 +75,36 @@ class CollectiveSaveOnOneRank(ScriptRule):
     )
     docs = RuleDocs(
         what="""
-            Flags a save that every rank must call when it runs on one rank only: inside `if rank == 0:` (any
-            comparison of a rank with small literals, `args.local_rank in [-1, 0]`), `if
-            accelerator.is_main_process:`, `if trainer.is_world_process_zero():`, `if args.should_save`, `if
-            fabric.is_global_zero:`, a helper named for rank 0 (`if is_rank_0():`, `if utils.is_rank_zero():`), a
-            name bound to such a test (also when one arm of an `if` binds it so and the arms that exclude that one
-            bind a constant: `else: master = True`), or an `and` holding one of them; after an `if` that sends
-            every other rank away (`if engine.local_rank != 0: continue`, `if not accelerator.is_main_process:
-            return`: the rest of that block); or in a function whose decorator runs it on one rank
-            (`@rank_zero_only`, `@accelerator.on_main_process`, a decorator of the module's own that calls the
-            function under such a test). The saves: `engine.save_checkpoint(...)` on a DeepSpeed engine (any
-            stage; also a name the engine is bound to in the arm of an `if` the call is on, when another arm
-            rebinds it; also a call of a project function the engine is handed to, or of a method of the class
-            holding the engine in an attribute, that reaches `save_checkpoint`); Lightning Fabric's
-            `fabric.save(...)` with a DeepSpeed strategy (`strategy="deepspeed..."`, `DeepSpeedStrategy(...)`) on
-            more than one device; accelerate's `accelerator.save_state(...)` in a
-            script that runs DeepSpeed through accelerate (a `DeepSpeedPlugin` it builds, or an `accelerate
-            launch` with DeepSpeed; for a script no launcher of the project starts, the accelerate YAMLs shipped
-            beside it or up to two folders above when every one says `distributed_type: DEEPSPEED` on several
-            processes, or, with no accelerate YAML, the DeepSpeed configs shipped there when every one is ZeRO-3
-            and writes "auto"), also when a project function the accelerator is handed to reaches `save_state`
-            (then a `DeepSpeedPlugin` counts when it is on the same run: built in a module the calling module
-            imports, through project modules, or in one that imports the calling module; a plugin of another
-            project in the same repository does not); and, under ZeRO-3 only, `engine.save_16bit_model(...)` with
-            the 16-bit gather on, accelerate's `get_state_dict` / `save_model`, and the Hugging Face Trainer's
-            `save_model` (ZeRO-3 from its config, or with none, the accelerate YAML of every launch, or, for a script
-            no launch starts that parses its arguments from the command line, every DeepSpeed config the project
-            ships: with or without the gather it is collective), also where the Trainer is handed to a project
-            function reaching its `save_model` or the engine's `_zero3_consolidated_16bit_state_dict()` through
-            `trainer.model_wrapped` / `trainer.deepspeed` (the `safe_save_model_for_hf_trainer` helper). Left
-            alone: a script that every launch the project holds starts as one process (`deepspeed --num_gpus=1`;
-            for Fabric, which starts its own processes, a plain `python` launch is not one).
+            Flags a save that every rank must call when it runs on one rank only: inside `if rank == 0:` (any comparison
+            of a rank with small literals, `args.local_rank in [-1, 0]`), `if accelerator.is_main_process:`, `if
+            trainer.is_world_process_zero():`, `if args.should_save`, `if fabric.is_global_zero:`, a helper named for
+            rank 0 (`if is_rank_0():`, `if utils.is_rank_zero():`), a name bound to such a test (also when one arm of an
+            `if` binds it so and the arms that exclude that one bind a constant: `else: master = True`), or an `and`
+            holding one of them; after an `if` that sends every other rank away (`if engine.local_rank != 0: continue`,
+            `if not accelerator.is_main_process: return`: the rest of that block); or in a function whose decorator runs
+            it on one rank (`@rank_zero_only`, `@accelerator.on_main_process`, a decorator of the module's own that
+            calls the function under such a test). The saves: `engine.save_checkpoint(...)` on a DeepSpeed engine (any
+            stage; also a name the engine is bound to in the arm of an `if` the call is on, when another arm rebinds it;
+            also a call of a project function the engine is handed to, or of a method of the class holding the engine in
+            an attribute, that reaches `save_checkpoint`); Lightning Fabric's `fabric.save(...)` with a DeepSpeed
+            strategy (`strategy="deepspeed..."`, `DeepSpeedStrategy(...)`) on more than one device; accelerate's
+            `accelerator.save_state(...)` in a script that runs DeepSpeed through accelerate (a `DeepSpeedPlugin` it
+            builds, or an `accelerate launch` with DeepSpeed; for a script no launcher of the project starts, the
+            accelerate YAMLs shipped beside it or up to two folders above when every one says `distributed_type:
+            DEEPSPEED` on several processes, or, with no accelerate YAML, the DeepSpeed configs shipped there when every
+            one is ZeRO-3 and writes "auto"), also when a project function the accelerator is handed to reaches
+            `save_state` (then a `DeepSpeedPlugin` counts when it is on the same run: built in a module the calling
+            module imports, through project modules, or in one that imports the calling module; a plugin of another
+            project in the same repository does not); and, under ZeRO-3 only, `engine.save_16bit_model(...)` with the
+            16-bit gather on, accelerate's `get_state_dict` / `save_model`, and the Hugging Face Trainer's `save_model`
+            (ZeRO-3 from its config, or with none, the accelerate YAML of every launch, or, for a script no launch
+            starts that parses its arguments from the command line, every DeepSpeed config the project ships, or an
+            enclosing `if is_deepspeed_zero3_enabled():`: with or without the gather it is collective), also where the
+            Trainer is handed to a project function reaching its `save_model` or the engine's
+            `_zero3_consolidated_16bit_state_dict()` through `trainer.model_wrapped` / `trainer.deepspeed` (the
+            `safe_save_model_for_hf_trainer` helper). Left alone: a script that every launch the project holds starts as
+            one process (`deepspeed --num_gpus=1`; for Fabric, which starts its own processes, a plain `python` launch
+            is not one).
         """,
         why="""
             `DeepSpeedEngine.save_checkpoint` (`runtime/engine.py`, 0.19.8) starts with `dist.barrier()`,
@@ -418,6 +416,8 @@ class CollectiveSaveOnOneRank(ScriptRule):
         self.fabrics = FabricNames(self.facts)
         self.shipped = False  # the accelerate runs are the configs the project ships, for a script no launcher starts
         self.shipped_runs: list[AccelerateRun] | None = None
+        self.zero3_arms: list[cst.CSTNode] = []  # bodies of tests that hold only under ZeRO-3
+        self.in_zero3_arm = False  # the candidate judged now lies in one
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.decorators and runs_on_one_rank(node, self.one_rank_decorators):
@@ -438,6 +438,8 @@ class CollectiveSaveOnOneRank(ScriptRule):
     def visit_If(self, node: cst.If) -> None:
         if one_rank_conjunction(node.test, self.facts):
             self.regions.append(node.body)
+        if tests_zero3(node.test):  # `if is_deepspeed_zero3_enabled():` runs only under ZeRO-3
+            self.zero3_arms.append(node.body)
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) in _METHODS or method_name(node) == "save" or self._hands_on_state_save(node):
@@ -461,6 +463,7 @@ class CollectiveSaveOnOneRank(ScriptRule):
                 continue
             if one_process:
                 continue
+            self.in_zero3_arm = within_one_rank(self.facts, call, self.zero3_arms, [])
             found = self._finding(call)
             if found is not None:
                 self.report(call, found[0], related=found[1])
@@ -516,8 +519,9 @@ class CollectiveSaveOnOneRank(ScriptRule):
         self, subject: str = "trainer.save_model", helper: Related | None = None
     ) -> tuple[str, list[Related]] | None:
         """The Trainer's `save_model` gathers under ZeRO-3 (without the gather it runs `save_checkpoint`), as does a
-        helper reaching it or the engine's gather through the Trainer (`helper`)."""
-        found = trainer_zero3(self.context)
+        helper reaching it or the engine's gather through the Trainer (`helper`); in the body of a ZeRO-3 test
+        (`if is_deepspeed_zero3_enabled():`) the test says the stage where no config does."""
+        found = trainer_zero3(self.context) or (("the enclosing ZeRO-3 test", ()) if self.in_zero3_arm else None)
         if found is None:
             return None
         where, related = found if helper is None else (f"{helper.path}:{helper.line}; {found[0]}", (helper, *found[1]))
@@ -577,13 +581,8 @@ class CollectiveSaveOnOneRank(ScriptRule):
 
     def _accelerate_zero3(self, method: str) -> tuple[str, list[Related]] | None:
         runs = self._accelerate_runs()
-        if not runs:
-            return None
-        for run in runs:
-            stage = run.config.zero_stage if run.config is not None else run.stage
-            gather = gathers_16bit(run.config.get("zero_optimization")) if run.config is not None else run.save_16bit
-            if stage != 3 or gather is not True:
-                return None  # below ZeRO-3 nothing is gathered; without the gather it raises (DSL210)
+        if not runs or not all(run.gathers_at_zero3() for run in runs):
+            return None  # below ZeRO-3 nothing is gathered; without the gather it raises (DSL210)
         message = f"under ZeRO-3, accelerator.{method} on one rank hangs: it gathers from every rank"
         return message + self._where(runs), [r for run in runs for r in run.via]
 

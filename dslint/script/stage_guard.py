@@ -54,3 +54,17 @@ class StageGuards:
     @property
     def inside(self) -> bool:
         return self.depth > 0
+
+
+def tests_zero3(test: cst.BaseExpression) -> bool:
+    """Whether an `if` test holds only under ZeRO-3: transformers' `is_deepspeed_zero3_enabled()` (any import
+    path), or a stage compared equal to 3 (`args.zero_stage == 3`). Its body runs only under ZeRO-3."""
+    if isinstance(test, cst.Call):
+        func = test.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        return name == "is_deepspeed_zero3_enabled" and not test.args
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        three = isinstance(target.comparator, cst.Integer) and target.comparator.value == "3"
+        return isinstance(target.operator, cst.Equal) and three and tests_stage(test.left)
+    return False
