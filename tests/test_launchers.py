@@ -92,6 +92,16 @@ def test_values_set_only_by_the_launchers_own_argument_parsing_keep_their_defaul
     assert launch.option("deepspeed_config").value == "b.json"  # type: ignore[union-attr]
 
 
+def test_the_launchers_own_arguments_are_unknown_values_not_text() -> None:
+    """`./configs/$3.json` (the launcher's third argument) names no file: a value known only when the launcher runs,
+    never the literal text `$3`; a default written for one (`${2:-ds.json}`) is read."""
+    text = "deepspeed train.py --deepspeed_config ./configs/$3.json --output_dir ${1} --extra ${2:-ds.json}\n"
+    (launch,) = parse_shell("run.sh", text)
+    assert UNKNOWN_VALUE in launch.option("deepspeed_config").value  # type: ignore[union-attr,operator]
+    assert launch.option("output_dir").value == UNKNOWN_VALUE  # type: ignore[union-attr]
+    assert launch.option("extra").value == "ds.json"  # type: ignore[union-attr]
+
+
 def test_shell_arithmetic_over_known_integers() -> None:
     """`$(( ))` over integers and variables holding them is bash's integer arithmetic (truncating division,
     `%`, parentheses, names with or without `$`); over a value built at run time it stays unknown."""

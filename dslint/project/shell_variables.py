@@ -29,6 +29,8 @@ VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$\(([A-Za-z_][A-Za-z0-9_
 # `${NAME:-default}` / `${NAME-default}` / `${NAME:=default}` (NAME may be a positional parameter: `${1:-8}`):
 # the default when the file leaves NAME unset, as the launcher runs without arguments or an environment.
 _DEFAULTED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(:?[-=])([^}$`]*)\}")
+# `$1`, `${2}` (not `${1:-8}`, whose default `_DEFAULTED` reads): an argument of the launcher, set when it runs.
+_POSITIONAL_PARAMETER = re.compile(r"\$\{[0-9]+\}|\$[0-9]")
 # `$1`, `$@`, `$*`, `$#`, `$$`...: set when the launcher runs.
 _SPECIAL_PARAMETER = re.compile(r"\$[0-9@*#?!$-]?")
 # How far a quoted value may run over lines: further, an unclosed quote is a stray one, not a long value.
@@ -37,7 +39,7 @@ _QUOTED_LINES = 60
 
 def substitute(text: str, variables: dict[str, str | None]) -> str:
     """`text` with `$NAME`, `${NAME}`, `$(NAME)` and `${NAME:-default}` replaced by what `variables` holds
-    (UNKNOWN_VALUE for a variable built at run time or never assigned)."""
+    (UNKNOWN_VALUE for a variable built at run time or never assigned, and for the launcher's arguments: `$3`)."""
 
     def defaulted(match: re.Match[str]) -> str:
         name, operator, default = match.groups()
@@ -57,6 +59,7 @@ def substitute(text: str, variables: dict[str, str | None]) -> str:
         return value if value is not None else UNKNOWN_VALUE
 
     text = VARIABLE.sub(replace, text)
+    text = _POSITIONAL_PARAMETER.sub(UNKNOWN_VALUE, text)  # `$3`, `${1}`: the launcher's arguments, set when it runs
     return _ARITHMETIC.sub(lambda match: _arithmetic(match.group(1), variables), text) if "$((" in text else text
 
 
