@@ -170,6 +170,11 @@ def _strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
     if len(constructions) != 1:
         return None
     name, construction = constructions[0]
+    if root is tree:
+        builder = _building_function(tree, construction)
+        if builder is not None and not _called(tree, builder.name):
+            return None  # a parser in a function nothing calls (`main` parses another, imported one): not the run's
+        root = builder or tree  # its own `parse_args()`, not another function's `parser` of the same name
     abbreviations = True
     for keyword in construction.keywords:
         if keyword.arg in (None, "parents", "prefix_chars", "fromfile_prefix_chars"):
@@ -211,6 +216,22 @@ def _strict_parser(summary: ModuleSummary, data: bytes) -> StrictParser | None:
         return None
     required = _required(root)
     return StrictParser(parses[0], tuple(options), abbreviations, config_arguments, required, frozenset(valued))
+
+
+def _building_function(tree: ast.Module, construction: ast.Call) -> ast.FunctionDef | None:
+    """The module-level function whose body builds the parser `construction`, if any."""
+    for statement in tree.body:
+        if isinstance(statement, ast.FunctionDef) and any(node is construction for node in ast.walk(statement)):
+            return statement
+    return None
+
+
+def _called(tree: ast.Module, name: str) -> bool:
+    """Whether the module calls its function `name` (or hands it on: `main(parse_args)`, `fire.Fire(name)`)."""
+    return any(
+        isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+        for node in nodes_of(tree, ast.Name)
+    )
 
 
 def _first_parsing_function(

@@ -19,6 +19,11 @@ def parse():
 
 args = parse()
 """
+# a parser a project module builds with --local_rank, for a script to parse
+_IMPORTED_PARSER = (
+    "import argparse\ndef build():\n    parser = argparse.ArgumentParser()\n"
+    "    parser.add_argument('--local_rank', type=int)\n    return parser\n"
+)
 # a strict parser that declares --local_rank (DSL443 builds its scripts from it)
 ACCEPTS_LOCAL_RANK = _STRICT.replace('"--epochs", type=int, default=1)', '"--local_rank", type=int, default=-1)')
 _KNOWN = _STRICT.replace("parser.parse_args()", "parser.parse_known_args()[0]")
@@ -129,6 +134,21 @@ class LocalRankRefused(LaunchRule):
             ),
         ),
         Valid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", files=files_of(ACCEPTS_LOCAL_RANK)),
+        # the strict parser sits in a function nothing calls; the run parses an imported one, of the same name
+        Valid(
+            "deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n",
+            files=(
+                *files_of(
+                    _STRICT.replace(
+                        "args = parse()", "from common import build\nparser = build()\nargs = parser.parse_args()"
+                    )
+                ),
+                (
+                    "common.py",
+                    _IMPORTED_PARSER,
+                ),
+            ),
+        ),
         Valid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", files=files_of(_KNOWN)),
         Valid("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n", files=files_of(_FOREIGN)),
         Valid("deepspeed --no_local_rank --num_gpus 2 train.py --deepspeed_config ds.json\n", files=files_of(_STRICT)),
