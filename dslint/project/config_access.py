@@ -169,3 +169,19 @@ def deepspeed_config_text(path: str) -> bool:
         return False
     data = read_input(path)
     return data is not None and any(key in data for key in _DEEPSPEED_KEYS)
+
+
+def vendored_package(path: str, package: str) -> Path | None:
+    """The project's own copy of `package` that the script at `path` may import instead of the installed one: a
+    `<package>/__init__.py` in the script's folder or a folder above it, up to the project's top (`project_top`),
+    where Python finds it first when the script runs from there (a modified DeepSpeed shipped in the repository,
+    whose functions take keywords of their own)."""
+    start = Path(os.path.realpath(path)).parent
+    top = project_top(start)
+    for folder in (start, *start.parents):
+        candidate = folder / package / "__init__.py"
+        if candidate.is_file():
+            return candidate
+        if folder == top:
+            break
+    return None

@@ -10,6 +10,7 @@ from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Kind
 from dslint.model.library import ACCEPTED_KEYWORDS
+from dslint.project.config_access import vendored_package
 from dslint.script.facts import Role
 
 # What the keyword was most likely meant for, where no accepted keyword is close to it.
@@ -47,7 +48,9 @@ class KeywordRefusedByDeepspeed(ScriptRule):
             earlier release exceeded (`initialize`: `args`, `model`, `optimizer`, `model_parameters`,
             `training_data`, `lr_scheduler`, `distributed_port`, `mpu`, `dist_init_required`, `collate_fn`,
             `config`, `mesh_param`, `config_params`). The message names the nearest accepted keyword, or where
-            the value belongs (`lr=`: the config's optimizer params).
+            the value belongs (`lr=`: the config's optimizer params). Left alone: a script that may import a
+            DeepSpeed of the project's own (a `deepspeed/__init__.py` in its folder or one above it, within the
+            project: a modified DeepSpeed shipped in the repository takes keywords of its own).
         """,
         why="""
             None of these functions takes `**kwargs` (`deepspeed/__init__.py: initialize`, `runtime/engine.py:
@@ -83,8 +86,12 @@ class KeywordRefusedByDeepspeed(ScriptRule):
         ),
     )
 
+    def visit_Module(self, node: cst.Module) -> None:
+        # a DeepSpeed of the project's own (modified, shipped in the repository) that the script may import
+        self.vendored = bool(self.context.path) and vendored_package(self.context.path, "deepspeed") is not None
+
     def visit_Call(self, node: cst.Call) -> None:
-        name = self._entry(node)
+        name = self._entry(node) if not self.vendored else None
         if name is None:
             return
         accepted = ACCEPTED_KEYWORDS[name]
