@@ -138,7 +138,7 @@ def launch_issues(
         port = master_port_unused(line)
         if port is not None:
             issues.append(port)
-        unexported = unexported_devices(line, launcher_text(line.launcher))
+        unexported = unexported_devices(line, launcher_text(line.launcher), _spreads(site, sources))
         if unexported is not None:
             issues.append(unexported)
         layout = srun_layout(line, launcher_text(line.launcher))
@@ -582,3 +582,15 @@ def _configless_trainer(
     end = line.column + len(line.tool)
     given = ("unread",) if unread else (f"unused:--{unused}",) if unused is not None else ()
     return LaunchIssue("configless_trainer", line.line, line.column, end, line.script, given, related=(where,))
+
+
+def _spreads(site: LaunchSite, sources: Mapping[str, bytes]) -> bool:
+    """The launched script's folder holds code that may use every GPU it sees (`device_map`, `device_count()`), or
+    the script is not known."""
+    if site.script is None:
+        return True
+    folder = os.path.dirname(site.script)
+    return any(
+        os.path.dirname(path) == folder and (b"device_map" in data or b"device_count()" in data)
+        for path, data in sources.items()
+    )

@@ -7,7 +7,10 @@ A shell variable reaches the processes a command starts only when it is exported
 runs there, while the GPUs meant for it stay idle.
 
 Read from the launcher file, before the launch's line: the last line assigning the variable alone, not exported
-then nor by an `export` naming it later. Left alone: launches that pick their GPUs themselves (`--include`,
+then nor by an `export` naming it later. Left alone: a value listing the machine's first GPUs in order for as many
+processes as the launch starts on the node (`CUDA_VISIBLE_DEVICES=0,1` before `torchrun --nproc_per_node 2`:
+the ranks take GPUs 0 and 1 all the same, unless the launched script's folder holds code that uses every GPU it
+sees: `device_map`, `cuda.device_count()`), launches that pick their GPUs themselves (`--include`,
 `--exclude`, a hostfile, `--num_gpus`, `--num_nodes` for `deepspeed`: DSL449's ground; `--gpu_ids` for
 `accelerate launch`), a launcher that reads the variable itself (`gpu_list=$CUDA_VISIBLE_DEVICES`), one
 with `set -a` (every assignment exported), job scripts of a batch system
@@ -37,9 +40,11 @@ _CHOOSES = {
 }
 
 
-def unexported_devices(line: LaunchLine, text: str | None) -> LaunchIssue | None:
+def unexported_devices(line: LaunchLine, text: str | None, spreads: bool = True) -> LaunchIssue | None:
     """The launch's command (positioned at its first word) when an earlier line of its launcher assigns
-    `CUDA_VISIBLE_DEVICES` without exporting it; `detail` is the line of that assignment, `options` its value."""
+    `CUDA_VISIBLE_DEVICES` without exporting it; `detail` is the line of that assignment, `options` its value.
+    `spreads`: the launched code may use every GPU it sees (`device_map`, `cuda.device_count()`), not only its
+    rank's."""
     if text is None or VARIABLE not in text or line.launcher.lower().endswith(DOCUMENT_LAUNCHER_SUFFIXES):
         return None
     if line.spawned_by:
@@ -64,6 +69,29 @@ def unexported_devices(line: LaunchLine, text: str | None) -> LaunchIssue | None
     if assigned is None:
         return None
     number, value = assigned
+    if not spreads and _first_devices(value) is not None and _first_devices(value) == _processes_per_node(line):
+        return None  # `0,1` for two processes, each on its rank's GPU: they take GPUs 0 and 1 all the same
     return LaunchIssue(
         "visible_devices_unexported", line.line, line.column, line.column + len(line.tool), str(number), (value,)
     )
+
+
+def _first_devices(value: str) -> int | None:
+    """N when the value lists the machine's first N GPUs in order (`0,1`, `"0,1,2,3"`), else None."""
+    ids = value.strip("'\"").split(",")
+    return len(ids) if ids == [str(index) for index in range(len(ids))] else None
+
+
+def _processes_per_node(line: LaunchLine) -> int | None:
+    """The processes a launch starts on its node, where its command says: `torchrun --nproc_per_node N`,
+    `accelerate launch --num_processes N` (one machine), one for `python`."""
+    if line.tool == "python":
+        return 1
+    per_node = ("nproc_per_node", "nproc-per-node")
+    option = {"accelerate": ("num_processes",)}.get(line.tool, per_node if "torch" in line.tool else None)
+    given = line.launcher_option(*option) if option is not None else None
+    if given is None or given.value is None or not given.value.isdigit():
+        return None
+    if line.tool == "accelerate" and line.launcher_option("num_machines") is not None:
+        return None
+    return int(given.value)

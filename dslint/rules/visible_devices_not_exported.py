@@ -26,7 +26,11 @@ class VisibleDevicesNotExported(LaunchRule):
             `accelerate launch --gpu_ids`), a launcher that reads the variable itself (`$CUDA_VISIBLE_DEVICES`
             anywhere in it: a list it splits, an `--include` it builds), one with `set -a`, job scripts of a
             batch system (`#SBATCH`, `#BSUB`, `#PBS`, `srun`: the scheduler exports the variable to the job, so
-            assigning it changes what the job's commands get), and commands in documents (separate snippets).
+            assigning it changes what the job's commands get), commands in documents (separate snippets), and
+            the machine's first GPUs in order for as many processes as the launch starts on the node
+            (`CUDA_VISIBLE_DEVICES=0,1` before `torchrun --nproc_per_node 2`: each rank takes its own of GPUs 0
+            and 1 all the same) unless code in the script's folder uses every GPU it sees (`device_map`,
+            `torch.cuda.device_count()`).
         """,
         why="""
             A shell variable reaches a command's processes only when it is exported or set on the command line:
@@ -45,6 +49,8 @@ class VisibleDevicesNotExported(LaunchRule):
         """,
     )
     valid = (
+        # the first two GPUs for two processes, each on its rank's GPU: the same GPUs whether exported or not
+        Valid("CUDA_VISIBLE_DEVICES=0,1\ntorchrun --nproc_per_node 2 train.py\n", files=_PROJECT),
         Valid("export CUDA_VISIBLE_DEVICES=4,5\ndeepspeed train.py --deepspeed ds.json\n", files=_PROJECT),
         Valid(
             "CUDA_VISIBLE_DEVICES=4,5\nexport CUDA_VISIBLE_DEVICES\ntorchrun train.py --deepspeed ds.json\n",
@@ -64,6 +70,12 @@ class VisibleDevicesNotExported(LaunchRule):
     )
     invalid = (
         Invalid("CUDA_VISIBLE_DEVICES=4,5,6,7\ndeepspeed train.py --deepspeed ds.json\n", lines=(2,), files=_PROJECT),
+        # the first two GPUs for two processes, but the script spreads its model over every GPU it sees
+        Invalid(
+            "CUDA_VISIBLE_DEVICES=0,1\ntorchrun --nproc_per_node 2 train.py\n",
+            lines=(2,),
+            files=(("train.py", "model = AutoModel.from_pretrained(name, device_map='auto')\n"),),
+        ),
         Invalid(
             "GPUS=2,3\nCUDA_VISIBLE_DEVICES=$GPUS  # the free ones\ntorchrun --nproc_per_node 2 train.py\n",
             lines=(3,),
