@@ -13,6 +13,7 @@ positioned tree (`dslint.config.tree`) on which the config rules (DSL4xx) run.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -85,7 +86,9 @@ def edited_configs(context: ScriptContext, engine: Engine) -> list[ResolvedConfi
     does not show may be there."""
     init = context.facts.initialize_of(engine)
     expression = init.config if init is not None else None
-    return written_dict_configs(context, expression, Origin.INITIALIZE, ()) if isinstance(expression, cst.Name) else []
+    if not isinstance(expression, cst.Name):
+        return []
+    return written_dict_configs(context, expression, Origin.INITIALIZE, (), lambda: stages_below_zero3(context))
 
 
 def returned_configs(context: ScriptContext) -> list[ResolvedConfig]:
@@ -131,7 +134,8 @@ def _built_by(
     origin = Origin.of_reader(who)
     for returned in own_returns(statement):
         if isinstance(returned.value, cst.Name):
-            found.extend(written_dict_configs(context, returned.value, origin, (reader,)))
+            below = functools.partial(stages_below_zero3, context)
+            found.extend(written_dict_configs(context, returned.value, origin, (reader,), below))
         for tree in built_trees(context, statement, returned.value) if returned.value is not None else ():
             if isinstance(tree, Object) and not tree.entries:
                 continue  # `return {}`: a fallback that writes nothing, no config to check
@@ -251,6 +255,17 @@ def _given_on_every_launch(context: ScriptContext, option: str) -> bool:
     if project is None or not project.launches or project.launches_partial:
         return False
     return all((given := launch.options.get(option)) and given != UNKNOWN_VALUE for launch in project.launches)
+
+
+def stages_below_zero3(context: ScriptContext) -> bool:
+    """Every config this script's run may take is known below ZeRO-3: its Trainer's (`TrainingArguments(
+    deepspeed=...)`, the launches' `--deepspeed`), else those of its accelerate launches."""
+    configs = training_arguments_configs(context)
+    if configs:
+        return all(config.zero_stage is not None and config.zero_stage < 3 for config in configs)
+    runs = accelerate_runs(context) or []
+    stages = [run.config.zero_stage if run.config is not None else run.stage for run in runs]
+    return bool(stages) and all(stage is not None and stage < 3 for stage in stages)
 
 
 def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:

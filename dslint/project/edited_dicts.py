@@ -5,6 +5,8 @@ what the dict holds otherwise cannot be known.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from dslint.config.facts import Origin
@@ -14,6 +16,7 @@ from dslint.project.config_edits import apply_mutation, module_index
 from dslint.project.resolved_configs import ResolvedConfig
 from dslint.script.context import ScriptContext
 from dslint.script.facts import BindingKind
+from dslint.script.stage_guard import in_zero3_arm
 from dslint.script.value_flow import value_flow
 
 _LITERALS = (cst.Dict, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
@@ -33,12 +36,18 @@ def mark_written(node: Node) -> None:
 
 
 def written_dict_configs(
-    context: ScriptContext, name: cst.Name, origin: Origin, via: tuple[Related, ...]
+    context: ScriptContext,
+    name: cst.Name,
+    origin: Origin,
+    via: tuple[Related, ...],
+    below_zero3: Callable[[], bool] = lambda: False,
 ) -> list[ResolvedConfig]:
     """`name` bound to a dict of unknown content (a JSON load, another tool's dict: not a literal), then written
     with literal keys before `name` is read here: one config per write, on a root that is opaque (every other
     key unknown), so that writes in exclusive branches (`if bf16: cfg["bf16"] = ... else: ...`) are each
-    checked. None when a write cannot be read (`cfg.update(other)`)."""
+    checked. None when a write cannot be read (`cfg.update(other)`). A write in the body of a ZeRO-3 test
+    (`if cfg["zero_optimization"]["stage"] == 3:`) is left out when `below_zero3()` says every config the run may
+    take is below ZeRO-3: that arm never runs."""
     facts = context.facts
     binding = facts.binding_at(name.value, facts.scope_at(name), facts.start(name))
     if binding is None or binding.kind is not BindingKind.OTHER or binding.value is None:
@@ -59,7 +68,13 @@ def written_dict_configs(
     if any(m.keys is None for m in mutations):
         return []
     found: list[ResolvedConfig] = []
+    scope = binding.scope.node
+    lower: bool | None = None  # every config the run may take is below ZeRO-3: asked once, where a write needs it
     for mutation in mutations:
+        if scope is not None and in_zero3_arm(scope, mutation.anchor, facts.start, facts.end):
+            lower = below_zero3() if lower is None else lower
+            if lower:
+                continue  # written only under ZeRO-3, which no run of the script takes
         start, end = context.span(mutation.anchor)
         tree = Object(start, end, [], True, True)
         apply_mutation(context, tree, mutation)

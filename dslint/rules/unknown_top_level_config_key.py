@@ -39,7 +39,9 @@ class UnknownTopLevelConfigKey(ConfigRule):
             argument file) gets none, since that tool's parser reads it and passes DeepSpeed only its own keys.
             In a script, a dict of unknown content (accelerate's live DeepSpeed dict, say) that the script edits
             with literal keys (`cfg.update({...})`) before `deepspeed.initialize` receives it is checked for the
-            keys written; a dotted name (`"zero_optimization.reduce_bucket_size"`) is such an unknown key. A key
+            keys written; a dotted name (`"zero_optimization.reduce_bucket_size"`) is such an unknown key (not a
+            write in the body of a ZeRO-3 test, `if cfg["zero_optimization"]["stage"] == 3:`, when every config
+            the script's Trainer or accelerate launches take is known below ZeRO-3: that arm never runs). A key
             that is no misspelling of a real one and asks for nothing the run misses is left alone: a switch left
             off (`"gradient_checkpointing": false`, `null`), or a precision the file's own `bf16`/`fp16` section
             turns on (`"precision": "bf16"` beside `"bf16": {"enabled": true}`).

@@ -8,10 +8,12 @@ the one the author already wrote for stage 3.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from dslint.model.stage_tests import STAGE_WORDS
-from dslint.script.walk import visit_tree
+from dslint.script.walk import own_nodes, visit_tree
 
 
 class _Names(cst.CSTVisitor):
@@ -58,7 +60,10 @@ class StageGuards:
 
 def tests_zero3(test: cst.BaseExpression) -> bool:
     """Whether an `if` test holds only under ZeRO-3: transformers' `is_deepspeed_zero3_enabled()` (any import
-    path), or a stage compared equal to 3 (`args.zero_stage == 3`). Its body runs only under ZeRO-3."""
+    path), or a stage compared equal to 3 (`args.zero_stage == 3`), or an `and` holding one. Its body runs only
+    under ZeRO-3."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return tests_zero3(test.left) or tests_zero3(test.right)
     if isinstance(test, cst.Call):
         func = test.func
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
@@ -68,3 +73,17 @@ def tests_zero3(test: cst.BaseExpression) -> bool:
         three = isinstance(target.comparator, cst.Integer) and target.comparator.value == "3"
         return isinstance(target.operator, cst.Equal) and three and tests_stage(test.left)
     return False
+
+
+def in_zero3_arm(
+    scope: cst.CSTNode, node: cst.CSTNode, start: Callable[[cst.CSTNode], int], end: Callable[[cst.CSTNode], int]
+) -> bool:
+    """Whether `node` lies in the body of an `if` of `scope` (its own statements, not nested functions) whose test
+    holds only under ZeRO-3 (`tests_zero3`); `start`/`end` order nodes as the traversal entered and left them."""
+    return any(
+        isinstance(other, cst.If)
+        and tests_zero3(other.test)
+        and start(other.body) <= start(node)
+        and end(node) <= end(other.body)
+        for other in own_nodes(scope)
+    )
