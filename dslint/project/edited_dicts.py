@@ -12,7 +12,7 @@ import libcst as cst
 from dslint.config.facts import Origin
 from dslint.config.tree import Array, Node, Object
 from dslint.diagnostics import Related
-from dslint.project.config_edits import apply_mutation, module_index
+from dslint.project.config_edits import Mutation, apply_mutation, module_index, top_level_writes
 from dslint.project.resolved_configs import ResolvedConfig
 from dslint.script.context import ScriptContext
 from dslint.script.facts import BindingKind
@@ -65,8 +65,10 @@ def written_dict_configs(
         for m in module_index(context.module).mutations.get(name.value, [])
         if facts.scope_at(m.anchor) is binding.scope and after < facts.start(m.anchor) < before
     ]
-    if any(m.keys is None for m in mutations):
-        return []
+    popped = {_popped_key(m) for m in mutations} - {None}
+    if popped & _written_keys(mutations) or any(m.keys is None and _popped_key(m) is None for m in mutations):
+        return []  # a write undone, or a change not known (`cfg.update(other)`)
+    mutations = [m for m in mutations if _popped_key(m) is None]  # `cfg.pop("optimizer")` removes another key
     found: list[ResolvedConfig] = []
     scope = binding.scope.node
     lower: bool | None = None  # every config the run may take is below ZeRO-3: asked once, where a write needs it
@@ -90,3 +92,17 @@ def _reaching_values(context: ScriptContext, name: cst.Name) -> list[cst.BaseExp
     scope = facts.scope_at(name).node
     definitions = value_flow(facts, scope).definitions_reaching(name) if scope is not None else None
     return [d.value for d in definitions or () if isinstance(d, cst.Assign) and len(d.targets) == 1]
+
+
+def _popped_key(mutation: Mutation) -> str | None:
+    """The literal key a `cfg.pop("key")` (`cfg.pop("key", None)`) removes; None for any other change."""
+    call = mutation.statement
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "pop"):
+        return None
+    first = call.args[0].value if call.args and call.args[0].keyword is None else None
+    return first.evaluated_value if isinstance(first, cst.SimpleString) else None  # type: ignore[return-value]
+
+
+def _written_keys(mutations: list[Mutation]) -> set[str | None]:
+    """The top-level keys the mutations write (None for one not written as a literal)."""
+    return {key for m in mutations if m.keys is not None for key, _ in (top_level_writes(m) or [(None, None)])}
