@@ -175,8 +175,8 @@ def accelerate_zero3(context: ScriptContext, any_launch: bool = False) -> tuple[
         return _plugin_place(context, plugins[0]), ()
     runs = accelerate_runs(context)
     if any_launch and runs:
-        runs = [run for run in runs if (run.config.zero_stage if run.config is not None else run.stage) == 3]
-    if not runs or any((run.config.zero_stage if run.config is not None else run.stage) != 3 for run in runs):
+        runs = [run for run in runs if run.zero_stage == 3]
+    if not runs or any(run.zero_stage != 3 for run in runs):
         return None
     last = runs[0].via[-1]
     return f"{last.path}:{last.line}", tuple(r for run in runs for r in run.via)
@@ -213,7 +213,7 @@ def accelerate_stages(context: ScriptContext) -> tuple[list[int], str, tuple[Rel
     runs = accelerate_runs(context)
     if not runs:
         return None
-    found = [run.config.zero_stage if run.config is not None else run.stage for run in runs]
+    found = [run.zero_stage for run in runs]
     if any(not isinstance(stage, int) for stage in found):
         return None
     last = runs[0].via[-1]

@@ -88,7 +88,8 @@ def edited_configs(context: ScriptContext, engine: Engine) -> list[ResolvedConfi
     expression = init.config if init is not None else None
     if not isinstance(expression, cst.Name):
         return []
-    return written_dict_configs(context, expression, Origin.INITIALIZE, (), lambda: stages_below_zero3(context))
+    below = functools.partial(stages_below_zero3, context)
+    return written_dict_configs(context, expression, Origin.INITIALIZE, (), below)
 
 
 def returned_configs(context: ScriptContext) -> list[ResolvedConfig]:
@@ -264,7 +265,7 @@ def stages_below_zero3(context: ScriptContext) -> bool:
     if configs:
         return all(config.zero_stage is not None and config.zero_stage < 3 for config in configs)
     runs = accelerate_runs(context) or []
-    stages = [run.config.zero_stage if run.config is not None else run.stage for run in runs]
+    stages = [run.zero_stage for run in runs]
     return bool(stages) and all(stage is not None and stage < 3 for stage in stages)
 
 

@@ -252,7 +252,7 @@ def accelerate_stage3(context: ScriptContext) -> AccelerateZero3 | None:
     if accelerate_runs(context) != [] or (project is not None and project.launches) or not context.path:
         return None
     runs = shipped_accelerate_runs(context.path)
-    if not runs or any((run.config.zero_stage if run.config is not None else run.stage) != 3 for run in runs):
+    if not runs or any(run.zero_stage != 3 for run in runs):
         return None
     where = runs[0].via[-1]
     return AccelerateZero3(

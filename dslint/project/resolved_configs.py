@@ -120,13 +120,17 @@ class AccelerateRun:
     clipping: str | None = None  # inline settings: the YAML's (or the launch's) gradient_clipping, as written
     accumulation: str | None = None  # and its gradient_accumulation_steps
 
+    @property
+    def zero_stage(self) -> int | None:
+        """The stage the run takes: its DeepSpeed config file's, else the YAML's own `zero_stage`."""
+        return self.config.zero_stage if self.config is not None else self.stage
+
     def gathers_at_zero3(self) -> bool:
         """ZeRO-3 with the 16-bit gather on save (`stage3_gather_16bit_weights_on_model_save`, the YAML's
         `zero3_save_16bit_model`)."""
         config = self.config
-        stage = config.zero_stage if config is not None else self.stage
         gather = gathers_16bit(config.get("zero_optimization")) if config is not None else self.save_16bit
-        return stage == 3 and gather is True
+        return self.zero_stage == 3 and gather is True
 
 
 def launch_evidence(launch: LaunchedConfig) -> tuple[Related, ...]:

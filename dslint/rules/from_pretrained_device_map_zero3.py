@@ -11,7 +11,6 @@ from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.project.config_link import accelerate_runs
 from dslint.project.engine_config import HF_KINDS, ZeroSource, ZeroSources
-from dslint.project.resolved_configs import AccelerateRun
 from dslint.project.shipped_configs import ships_only_lower_stages
 from dslint.script.facts import method_name
 from dslint.script.hf_models import is_model_from_pretrained, is_none, keyword_value
@@ -342,7 +341,7 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         ]
         if not candidates or not prepares:
             return
-        runs = [run for run in accelerate_runs(self.context) or () if _stage(run) == 3]
+        runs = [run for run in accelerate_runs(self.context) or () if run.zero_stage == 3]
         if not runs:
             return
         facts = self.facts
@@ -358,7 +357,3 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         for node in candidates:
             if reach.reaches(node):
                 self.report(node, self.accelerate_template.format(where=where), related=related)
-
-
-def _stage(run: AccelerateRun) -> int | None:
-    return run.config.zero_stage if run.config is not None else run.stage

@@ -18,7 +18,6 @@ from dslint.project.late_zero3 import (
     zero3_init_beside,
     zero3_made_after,
 )
-from dslint.project.resolved_configs import AccelerateRun
 from dslint.script.facts import ScopeKind
 from dslint.script.hf_models import is_model_from_pretrained
 from dslint.script.model_reach import ModelReach
@@ -589,12 +588,8 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         if not sinks or any(self.sources.of_kind("HfDeepSpeedConfig", "TrainingArguments")):
             return
         runs = accelerate_runs(self.context)
-        if runs is None or any(_accelerate_stage(run) not in (0, 1, 2) for run in runs):
+        if runs is None or any(run.zero_stage not in (0, 1, 2) for run in runs):
             return
         where = ", ".join(dict.fromkeys(f"{s.origin.path}:{s.origin.line}" for s in sinks if s.origin is not None))
         related = [r for s in sinks for r in (s.origin, *(s.config.evidence if s.config else ())) if r is not None]
         self.report(node, self.elsewhere_template.format(where=where), related=list(dict.fromkeys(related)))
-
-
-def _accelerate_stage(run: AccelerateRun) -> int | None:
-    return run.config.zero_stage if run.config is not None else run.stage
