@@ -60,8 +60,9 @@ def named_configs_left_out(
 ) -> list[FileJob]:
     """The DeepSpeed configs the project index found read (`named`: a launcher, an accelerate YAML or code names
     them; absolute paths) that the walk left out only because a .gitignore matches them (`*.json` ignored, the
-    config committed all the same): under a checked folder, not excluded by the settings nor in a folder the walk
-    skips. The run reads them, so their findings are the project's."""
+    config committed all the same): under a checked folder, neither excluded by the settings (their `exclude`, the
+    folders the walk skips: `resolver.excluded`) nor under a hidden folder. The run reads them, so their findings
+    are the project's."""
     walked = {os.path.abspath(job.path) for job in jobs}
     roots = [os.path.abspath(path) for path in paths or (".",) if os.path.isdir(path)]
     found = []
@@ -72,13 +73,7 @@ def named_configs_left_out(
         inside = [root for root in roots if config.startswith(root.rstrip(os.sep) + os.sep)]
         if not inside or resolver.excluded(path):
             continue
-        folders = Path(os.path.relpath(path.parent, inside[0])).parts
-        if any(
-            part in DEFAULT_EXCLUDES
-            or part.startswith(".")
-            or any(fnmatch.fnmatchcase(part, g) for g in DEFAULT_EXCLUDE_GLOBS)
-            for part in folders
-        ):
+        if any(part.startswith(".") for part in Path(os.path.relpath(path.parent, inside[0])).parts):
             continue
         relative = os.path.relpath(config)
         path = path if relative.startswith("..") else Path(relative)  # shown as the walk's files are
