@@ -247,10 +247,11 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
     physical = text.splitlines()
     arguments = ArgumentCases()  # the launcher's own argument parsing: not run as the launcher is written
     for number, logical in logical_lines(text):
-        arguments.read(strip_comment(logical), assignment_in(strip_comment(logical)))
+        uncommented = strip_comment(logical)
+        arguments.read(uncommented)
         if _inert(logical, wrappers=read is not None) and not spaced_launcher(logical, number, physical, _STEM_WORDS):
             continue  # most lines of a document's code blocks (Python, YAML, output): nothing below uses them
-        line, working = with_working_directory(strip_comment(logical))
+        line, working = with_working_directory(uncommented)
         sourced = _SOURCE.match(line)
         if sourced is not None:
             _read_sourced(substitute(sourced.group(1), variables), read, variables, exported)

@@ -29,8 +29,10 @@ VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$\(([A-Za-z_][A-Za-z0-9_
 # `${NAME:-default}` / `${NAME-default}` / `${NAME:=default}` (NAME may be a positional parameter: `${1:-8}`):
 # the default when the file leaves NAME unset, as the launcher runs without arguments or an environment.
 _DEFAULTED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(:?[-=])([^}$`]*)\}")
-# `$1`, `${2}` (not `${1:-8}`, whose default `_DEFAULTED` reads): an argument of the launcher, set when it runs.
-_POSITIONAL_PARAMETER = re.compile(r"\$\{[0-9]+\}|\$[0-9]")
+# `$1`, `${2}` (not `${1:-8}`, whose default `_DEFAULTED` reads; not `$0`, the launcher's own path): an argument of
+# the launcher, set when it runs.
+_ARGUMENT = r"\$\{[1-9][0-9]*\}|\$[1-9]"
+_POSITIONAL_PARAMETER = re.compile(_ARGUMENT)
 # `$1`, `$@`, `$*`, `$#`, `$$`...: set when the launcher runs.
 _SPECIAL_PARAMETER = re.compile(r"\$[0-9@*#?!$-]?")
 # How far a quoted value may run over lines: further, an unclosed quote is a stray one, not a long value.
@@ -283,7 +285,7 @@ def _quote_after(line: str, quote: str | None) -> str | None:
 _CASE = re.compile(r"^\s*case\s+\"?\$\{?([1-9@*]|[A-Za-z_][A-Za-z0-9_]*)\}?\"?\s+in\b")
 _ESAC = re.compile(r"(?:^|;)\s*esac\b")
 _GETOPTS = re.compile(r"\bgetopts\s+\S+\s+([A-Za-z_][A-Za-z0-9_]*)")
-_POSITIONAL = re.compile(r"^\s*\"?\$\{?[1-9]\}?\"?\s*$")
+_POSITIONAL = re.compile(rf"^\s*\"?(?:{_ARGUMENT})\"?\s*$")  # a value that is one argument: `"$1"`
 
 
 class ArgumentCases:
@@ -296,13 +298,15 @@ class ArgumentCases:
         self._cases: list[bool] = []  # each open `case`: whether an argument's (or inside one)
         self._arguments: set[str] = set()  # variables holding an argument: `key="$1"`, getopts' name
 
-    def read(self, line: str, assignment: Assignment | None) -> None:
-        """Follow `line` (a logical line, comment stripped) and the assignment it makes, if any."""
-        getopts = _GETOPTS.search(line)
-        if getopts is not None:
-            self._arguments.add(getopts.group(1))
-        if assignment is not None and _POSITIONAL.match(assignment.value) and not self.inside:
-            self._arguments.add(assignment.name)
+    def read(self, line: str) -> None:
+        """Follow `line` (a logical line, comment stripped)."""
+        if "$" in line:  # an argument read into a variable: `key="$1"`, `while getopts "c:" opt`
+            getopts = _GETOPTS.search(line)
+            if getopts is not None:
+                self._arguments.add(getopts.group(1))
+            assignment = assignment_in(line) if not self.inside else None
+            if assignment is not None and _POSITIONAL.match(assignment.value):
+                self._arguments.add(assignment.name)
         case = _CASE.match(line)
         if case is not None:
             subject = case.group(1)
