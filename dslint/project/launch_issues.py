@@ -138,7 +138,7 @@ def launch_issues(
         port = master_port_unused(line)
         if port is not None:
             issues.append(port)
-        unexported = unexported_devices(line, launcher_text(line.launcher), _spreads(site, sources))
+        unexported = unexported_devices(line, launcher_text(line.launcher), functools.partial(_spreads, site, sources))
         if unexported is not None:
             issues.append(unexported)
         layout = srun_layout(line, launcher_text(line.launcher))

@@ -21,6 +21,7 @@ exported value), and commands in documents (README code blocks are separate snip
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from dslint.project.launch_cuts import strip_comment
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
@@ -40,11 +41,13 @@ _CHOOSES = {
 }
 
 
-def unexported_devices(line: LaunchLine, text: str | None, spreads: bool = True) -> LaunchIssue | None:
+def unexported_devices(
+    line: LaunchLine, text: str | None, spreads: Callable[[], bool] = lambda: True
+) -> LaunchIssue | None:
     """The launch's command (positioned at its first word) when an earlier line of its launcher assigns
     `CUDA_VISIBLE_DEVICES` without exporting it; `detail` is the line of that assignment, `options` its value.
-    `spreads`: the launched code may use every GPU it sees (`device_map`, `cuda.device_count()`), not only its
-    rank's."""
+    `spreads()`: the launched code may use every GPU it sees (`device_map`, `cuda.device_count()`), not only its
+    rank's (asked only where the value lists the first GPUs for as many processes)."""
     if text is None or VARIABLE not in text or line.launcher.lower().endswith(DOCUMENT_LAUNCHER_SUFFIXES):
         return None
     if line.spawned_by:
@@ -69,7 +72,8 @@ def unexported_devices(line: LaunchLine, text: str | None, spreads: bool = True)
     if assigned is None:
         return None
     number, value = assigned
-    if not spreads and _first_devices(value) is not None and _first_devices(value) == _processes_per_node(line):
+    first = _first_devices(value)
+    if first is not None and first == _processes_per_node(line) and not spreads():
         return None  # `0,1` for two processes, each on its rank's GPU: they take GPUs 0 and 1 all the same
     return LaunchIssue(
         "visible_devices_unexported", line.line, line.column, line.column + len(line.tool), str(number), (value,)
