@@ -87,11 +87,10 @@ class KeywordRefusedByDeepspeed(ScriptRule):
     )
 
     def visit_Module(self, node: cst.Module) -> None:
-        # a DeepSpeed of the project's own (modified, shipped in the repository) that the script may import
-        self.vendored = bool(self.context.path) and vendored_package(self.context.path, "deepspeed") is not None
+        self.vendored: bool | None = None  # looked for at the first keyword to report (`_vendored`)
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self._entry(node) if not self.vendored else None
+        name = self._entry(node)
         if name is None:
             return
         accepted = ACCEPTED_KEYWORDS[name]
@@ -99,11 +98,20 @@ class KeywordRefusedByDeepspeed(ScriptRule):
             keyword = argument.keyword
             if keyword is None or keyword.value in accepted:
                 continue
+            if self._vendored():
+                return
             close = difflib.get_close_matches(keyword.value, sorted(accepted), n=1, cutoff=0.6)
             hint = _WHERE_INSTEAD.get(keyword.value) or (f"did you mean {close[0]}=?" if close else "")
             shown = "deepspeed.initialize" if name == "initialize" else f"engine.{name}"
             message = f"{shown}() takes no keyword {keyword.value!r} (a TypeError here)"
             self.report(keyword, f"{message}; {hint}" if hint else message)
+
+    def _vendored(self) -> bool:
+        """A DeepSpeed of the project's own (modified, shipped in the repository) that the script may import: its
+        signatures are its own. Looked for once a file, on the file system, only where a keyword would be reported."""
+        if self.vendored is None:
+            self.vendored = bool(self.context.path) and vendored_package(self.context.path, "deepspeed") is not None
+        return self.vendored
 
     def _entry(self, call: cst.Call) -> str | None:
         """Which accepted-keyword entry `call` is: this file's `initialize` (or a name bound to it), an engine's
