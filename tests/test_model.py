@@ -8,6 +8,7 @@ from dslint.model.fixpoint import ProjectModel
 from dslint.model.summary import SummaryStore
 from dslint.model.values import (
     NONE,
+    Either,
     InitSite,
     Item,
     Keyed,
@@ -16,6 +17,7 @@ from dslint.model.values import (
     Packed,
     Param,
     Results,
+    Returned,
     items,
     merge,
     unwrapped,
@@ -73,6 +75,14 @@ def test_values_merge_and_unwrap() -> None:
     assert merge([held, NONE]) == held and merge([held, LibraryFunction("deepspeed.initialize")]) == held
     assert merge([held, None]) is None and merge([held, Param("f")]) is None
     assert items(Packed((None, held)), 2) == [None, held] and items(Packed((None, held)), 3) == [None] * 3
+    # builders' returns bound on different paths: each may be the value (`Either`), a parameter kept on another
+    # path among the options; a constant or an unknown value on a path is no option, and nothing but those is one
+    wide, deep = Returned("m.py", "build_wide"), Returned("m.py", "build_deep")
+    assert merge([wide, deep]) == Either((wide, deep)) and merge([wide, Param("model")]) == Either(
+        (wide, Param("model"))
+    )
+    assert merge([Either((wide, deep)), NONE, deep, None]) == Either((wide, deep))
+    assert merge([Param("a"), Param("b")]) is None and merge([engine, wide]) == Maybe(engine)
 
 
 def test_answers_are_keyed_by_the_call_position_in_characters(tmp_path: Path) -> None:
@@ -161,3 +171,37 @@ def test_a_name_a_package_star_imports_from_its_module_is_that_modules(tmp_path:
     found = Evaluator(store).hierarchy.follow("pkg.load", str(tmp_path / "train.py"))
     assert found is not None and (found[0].path, found[1]) == (str(tmp_path / "pkg" / "loaders.py"), "load")
     assert Evaluator(store).hierarchy.follow("pkg.missing", str(tmp_path / "train.py")) is None
+
+
+def test_a_parameter_annotated_with_a_project_class_holds_its_instance(tmp_path: Path) -> None:
+    holders = b"""import deepspeed
+
+class Pair:
+    def __init__(self, args, net):
+        self.engine, _, _, _ = deepspeed.initialize(args=args, model=net)
+"""
+    users = b"""import typing
+from holders import Pair
+
+def plain(pair: Pair):
+    return pair.engine
+
+def optional(pair: typing.Optional[Pair] = None):
+    return pair.engine
+
+def union(pair: "Pair | None"):
+    return pair.engine
+
+def other(pair: int, extra: "Pair[", unknown: Missing):
+    return pair.engine
+"""
+    holder, user = str(tmp_path / "holders.py"), str(tmp_path / "users.py")
+    model = ProjectModel(SummaryStore({holder: holders, user: users}, _exists))
+    model.analyse_all([holder])
+    module = model.module(user)
+    assert module is not None
+    for name in ("plain", "optional", "union"):
+        assert model.annotated_classes(module, name) == {"pair": (holder, "Pair")}
+        assert isinstance(model.returned((user, name)), Item)  # read once the class keeps an engine
+    assert model.annotated_classes(module, "other") == {}
+    assert model.returned((user, "other")) is None

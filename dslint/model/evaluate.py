@@ -22,6 +22,7 @@ from dslint.model.resolution import Callee, CallSite, FunctionSummary, Resolver
 from dslint.model.summary import ModuleSummary, SummaryStore, calls, dotted
 from dslint.model.values import (
     NONE,
+    Either,
     InitSite,
     Item,
     Keyed,
@@ -33,8 +34,10 @@ from dslint.model.values import (
     Returned,
     Value,
     base,
+    instance_class,
     items,
     merge,
+    options,
     roles_of,
     unwrapped,
 )
@@ -97,8 +100,10 @@ class Evaluator(Resolver):
                     return None
                 summary = FunctionSummary(module.path, qualname, list(function.params), function.is_method)
                 body = function.node.body
+            annotated = self.annotated_classes(module, qualname)
             values: dict[str, Value] = {
-                p: self.parameter_values.get((module.path, qualname, p), Param(p)) for p in summary.params
+                p: self.parameter_values.get((module.path, qualname, p), Param(p, instance_of=annotated.get(p)))
+                for p in summary.params
             }
             if summary.is_method and summary.params:
                 values.pop(summary.params[0], None)
@@ -291,6 +296,9 @@ class Evaluator(Resolver):
             if isinstance(returned, Returned):
                 # the callee hands on another function's result: it builds that value too
                 return Returned(returned.path, returned.qualname, (*returned.via, callee))
+            if isinstance(returned, Either):
+                # the callee returns one of several builders' results, or a parameter: each, through the callee
+                return merge([self._through(module, summary, values, callee, expr, o) for o in returned.options])
             return returned
         if isinstance(expr, ast.Dict):
             return self._keyed(module, summary, values, expr)
@@ -378,30 +386,45 @@ class Evaluator(Resolver):
             return self.attributes.get(attribute)
         return self._instance_attribute(values, key)
 
+    def _through(
+        self,
+        module: ModuleSummary,
+        summary: FunctionSummary,
+        values: dict[str, Value],
+        callee: Callee,
+        call: ast.Call,
+        option: Returned | Param,
+    ) -> Value:
+        """One option of what `callee` returns, as its caller's `call` sees it: a builder's return handed on
+        through the callee, or the argument the call gives the parameter it returns."""
+        if isinstance(option, Returned):
+            return Returned(option.path, option.qualname, (*option.via, callee))
+        argument = self.argument_for(callee, call, option.name)
+        inner = self.value(module, summary, values, argument) if argument is not None else None
+        return unwrapped(inner) if option.unwrapped else inner
+
     def _receiver(self, module: ModuleSummary, values: dict[str, Value], expr: ast.Attribute) -> None:
         """`pair.policy.step()` where `pair` holds an instance of a project class: kept, to be answered once the
         fixpoint is done from what the class's methods are then known to set (no method is read for it)."""
         head = dotted(expr.value)
-        held = values.get(head) if head is not None else None
-        if isinstance(held, Returned) and held.qualname.endswith(".__init__"):
+        cls = instance_class(values.get(head)) if head is not None else None
+        if cls is not None:
             end_line, end_column = expr.end_lineno or expr.lineno, expr.end_col_offset or expr.col_offset
             where = (module.path, expr.lineno, expr.col_offset, end_line, end_column)
-            self.receivers[where] = (held.path, held.qualname[: -len(".__init__")], expr.attr)
+            self.receivers[where] = (*cls, expr.attr)
 
     def _instance_attribute(self, values: dict[str, Value], key: str) -> Value:
         """`obj.x` where `obj` holds an instance of a project class whose methods set `self.x` to one of
         initialize's results."""
         head, _, attr = key.rpartition(".")
-        held = values.get(head) if head else None
-        if not isinstance(held, Returned) or not held.qualname.endswith(".__init__"):
+        cls = instance_class(values.get(head)) if head else None
+        module = self.module(cls[0]) if cls is not None else None
+        if cls is None or module is None:
             return None
-        owner = held.qualname[: -len(".__init__")]
-        module = self.module(held.path)
-        if module is None:
-            return None
+        path, owner = cls
         for function in [f for f in module.functions.values() if f.qualname.rpartition(".")[0] == owner]:
             self.ensure(module, function.qualname)
-        found = self.attributes.get((held.path, owner, attr))
+        found = self.attributes.get((path, owner, attr))
         # only initialize's results: a parameter of the class's method means nothing here
         return found if isinstance(found, (Results, Keyed, Item, Maybe)) else None
 
@@ -469,12 +492,12 @@ class Evaluator(Resolver):
             model = call.args[position]
         if model is None:
             return
-        held = self.value(module, summary, values, model)
-        if isinstance(held, Returned):
-            for builder in held.builders():
-                self.model_builders.setdefault(builder, site)
-        elif isinstance(held, Param) and not held.unwrapped and summary.qualname:
-            self.model_parameters.setdefault((summary.path, summary.qualname, held.name), site)
+        for held in options(self.value(module, summary, values, model)):  # each path's model (`Either`)
+            if isinstance(held, Returned):
+                for builder in held.builders():
+                    self.model_builders.setdefault(builder, site)
+            elif isinstance(held, Param) and not held.unwrapped and summary.qualname:
+                self.model_parameters.setdefault((summary.path, summary.qualname, held.name), site)
 
     def _init_site(self, module: ModuleSummary, qualname: str, call: ast.Call) -> InitSite:
         key = (module.path, call.lineno, call.col_offset)
@@ -535,6 +558,10 @@ class Evaluator(Resolver):
             return []
         head = dotted(func.value)
         held = values.get(head) if head is not None else None
+        annotated = held.instance_of if isinstance(held, Param) else None
+        if annotated is not None:  # a parameter annotated with a project class
+            method = self.hierarchy.method(annotated, func.attr)
+            return [method] if method is not None else []
         if not isinstance(held, Returned) or held.via:
             return []
         instances = [held]

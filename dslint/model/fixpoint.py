@@ -38,6 +38,7 @@ from dslint.model.values import (
     holds_library_function,
     is_engine_held,
     merge,
+    options,
 )
 
 MAX_ROUNDS = 6
@@ -142,6 +143,7 @@ class ProjectModel(Evaluator):
                 owner.rpartition(".")[2] for (_, owner, _), held in self.attributes.items() if is_engine_held(held)
             )
             names.discard("__init__")
+            queue.extend(self._annotated_holders(searched))
             # the names a project function is imported under elsewhere (`from train.ds import main as run_ds`):
             # its calls are written with those, and resolved through that file's imports as any other
             names.update(alias for name in names - searched for alias in self.store.words.aliases(name))
@@ -162,6 +164,30 @@ class ProjectModel(Evaluator):
                     for qualname in self._calling(module, name):
                         if (path, qualname) not in self.summaries:
                             queue.append((path, qualname))
+
+    def _annotated_holders(self, searched: set[str]) -> list[Callee]:
+        """The functions not read yet with a parameter annotated with a project class keeping an engine in an
+        attribute (`def __init__(self, engine: RLHFEngine): self.actor = engine.actor`), however the instance
+        reaches them (a config-driven factory, `instantiate(cfg.trainer, engine)`): searched once per class, in
+        the files holding its name."""
+        classes = {(path, owner) for (path, owner, _), held in self.attributes.items() if is_engine_held(held)}
+        found: list[Callee] = []
+        for path, owner in sorted(classes):
+            key = f"annotated:{path}:{owner}"
+            if key in searched:
+                continue
+            searched.add(key)
+            needle = owner.rpartition(".")[2].encode()
+            matched = [p for p, data in self.store.sources.items() if needle in data]
+            for module in map(self.module, matched[: MAX_NAME_FILES * 4]):
+                if module is None:
+                    continue
+                for qualname in module.functions:
+                    if (module.path, qualname) in self.summaries:
+                        continue
+                    if (path, owner) in self.annotated_classes(module, qualname).values():
+                        found.append((module.path, qualname))
+        return found
 
     def _handing_followed(self) -> set[str]:
         """The last names of the functions that some call hands a value the model follows, whose callers must all
@@ -290,8 +316,10 @@ class ProjectModel(Evaluator):
         for site in self.calls:
             for param, value in site.arguments.items():
                 init = self.model_parameters.get((*site.callee, param))
-                if init is not None and isinstance(value, Returned):
-                    for builder in value.builders():
+                if init is None:
+                    continue
+                for option in options(value):
+                    for builder in option.builders() if isinstance(option, Returned) else ():
                         self.model_builders.setdefault(builder, init)
 
     def _worth(self, summary: FunctionSummary, holders: set[tuple[str, str]]) -> bool:

@@ -175,6 +175,21 @@ class Resolver:
             return (target.path, f"{name}.__init__")
         return None
 
+    def annotated_classes(self, module: ModuleSummary, qualname: str) -> dict[str, ClassRef]:
+        """The parameters of a function whose annotation names a project class (`engine: RLHFEngine`,
+        `Optional[RLHFEngine]`, `RLHFEngine | None`, `"RLHFEngine"`): parameter -> the class."""
+        function = module.functions.get(qualname) if qualname else None
+        if function is None:
+            return {}
+        args = function.node.args
+        found: dict[str, ClassRef] = {}
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+            written = _annotated_name(arg.annotation) if arg.annotation is not None else None
+            cls = self._project_class(module, written) if written is not None else None
+            if cls is not None:
+                found[arg.arg] = cls
+        return found
+
     def _project_class(self, module: ModuleSummary, func: ast.expr) -> tuple[str, str] | None:
         """The project class a callee names (`Backend`, `backends.Backend`): (its module's path, its name)."""
         name = dotted(func)
@@ -200,3 +215,22 @@ class Resolver:
             argument = call.args[index]
             return None if isinstance(argument, ast.Starred) else argument
         return None
+
+
+def _annotated_name(annotation: ast.expr) -> ast.expr | None:
+    """The class an annotation names, as an expression: `X`, `mod.X`, `Optional[X]`, `X | None`, `"X"`."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value.strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError):
+            return None
+    if isinstance(annotation, ast.Subscript) and dotted(annotation.value) in ("Optional", "typing.Optional"):
+        annotation = annotation.slice
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [side for side in (annotation.left, annotation.right) if not _is_none(side)]
+        annotation = sides[0] if len(sides) == 1 else annotation
+    return annotation if isinstance(annotation, (ast.Name, ast.Attribute)) else None
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None

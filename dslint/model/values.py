@@ -6,8 +6,12 @@
 - `Item`: one of those results alone: the engine, `engine.module`, the optimizer, the dataloader or the
   scheduler initialize returns (`library.RESULT_ORDER`, `library.ENGINE_MODULE`), with its origin;
 - `Maybe`: an `Item` on some paths only (`if use_ds: model, *_ = deepspeed.initialize(...)`);
-- `Param`: the value of a parameter of the function being read, maybe unwrapped with `.module`;
+- `Param`: the value of a parameter of the function being read, maybe unwrapped with `.module`, with the project
+  class its annotation names;
 - `Returned`: what a project function returns when nothing more is known of it (a model builder's model);
+- `Either`: a name that paths bound differently, some of them to a project function's return and the others to a
+  parameter or to such returns (`model = build_a()` in one arm, `build_b()` in the other; or the parameter kept):
+  each option may be the value, nothing is asserted of the value itself;
 - `NONE`: the constant None (an attribute set to None before its real value);
 - `LibraryFunction`: a library's callable held as a value (`ds_init = deepspeed.initialize`): a call of it is a call
   of the library's function (`ds_init(args=args, model=model)` creates an engine);
@@ -75,8 +79,12 @@ class Maybe:
 
 @dataclass(frozen=True)
 class Param:
+    """A parameter's value; `instance_of`: the project class its annotation names (`engine: RLHFEngine`), whose
+    instance it then holds (what its attributes and methods are), which does not change what it is."""
+
     name: str
     unwrapped: bool = False
+    instance_of: tuple[str, str] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,15 @@ class Returned:
 
     def builders(self) -> list[tuple[str, str]]:
         return [(self.path, self.qualname), *self.via]
+
+
+@dataclass(frozen=True)
+class Either:
+    """The options of a name after paths that bound it differently, each a project function's return or a parameter
+    (at least one a return): any of them may be what the name holds. Only the model's way to initialize reads it
+    (each builder's return may be the model handed to it); everything else reads it as unknown."""
+
+    options: tuple[Returned | Param, ...]
 
 
 @dataclass(frozen=True)
@@ -139,7 +156,7 @@ class Device:
 
 CPU = Device(False)
 CURRENT_CUDA = Device(True, DeviceIndex.CURRENT)
-Value = Results | Keyed | Item | Maybe | Param | Returned | NoneConstant | LibraryFunction | Packed | None
+Value = Results | Keyed | Item | Maybe | Param | Returned | Either | NoneConstant | LibraryFunction | Packed | None
 
 
 def is_engine_held(value: Value) -> bool:
@@ -162,10 +179,38 @@ def merge(seen: list[Value]) -> Value:
         # is no longer the question this `if` decides
         return None
     found = {v for v in seen if isinstance(v, (Results, Item))}
+    if not found:
+        return _either(seen)
     if len(found) != 1:
         return None
     (result,) = found
     return Maybe(result) if isinstance(result, Item) else None
+
+
+def _either(seen: list[Value]) -> Value:
+    """Paths that hold no initialize result: the project functions' returns and parameters they bind, as
+    options, when one at least is a return; anything else on a path (a constant, an unknown value) is no option."""
+    options: list[Returned | Param] = []
+    for value in seen:
+        for option in value.options if isinstance(value, Either) else (value,):
+            if isinstance(option, (Returned, Param)) and option not in options:
+                options.append(option)
+    if not any(isinstance(option, Returned) for option in options):
+        return None
+    return Either(tuple(options))
+
+
+def options(value: Value) -> tuple[Value, ...]:
+    """What a value may be: an `Either`'s options, or the value itself."""
+    return value.options if isinstance(value, Either) else (value,)
+
+
+def instance_class(value: Value) -> tuple[str, str] | None:
+    """The project class (module path, qualname) whose instance a value holds: a constructor's result
+    (`RLHFEngine(...)`), or a parameter annotated with the class."""
+    if isinstance(value, Returned) and value.qualname.endswith(".__init__"):
+        return (value.path, value.qualname[: -len(".__init__")])
+    return value.instance_of if isinstance(value, Param) else None
 
 
 def base(value: Value) -> object:
