@@ -89,6 +89,9 @@ class Binding:
     # What the per-file facts add: whose initialize results an INIT_ITEM / INIT_TUPLE holds, and which item.
     engine: Any = field(default=None, repr=False)
     index: int | None = None
+    # `self.x = ...` straight in a constructor's own body (no `if`, loop, `try` or `with` around it): once the
+    # instance exists, the last of those holds unless another method binds it
+    constructor_body: bool = False
 
     @property
     def result_slot(self) -> int | None:
@@ -222,7 +225,9 @@ def _summary(bindings: Sequence[Binding] | None, usable: Callable[[Binding], boo
     """The binding a name has when read from a function that runs later (positions do not apply).
 
     Setup code binds the engine once; other functions read it afterwards. So an initialize result wins when all
-    such results agree; a single plain binding stands for itself; anything else is unknown.
+    such results agree; a single plain binding stands for itself, and so does the last of an attribute's bindings
+    when every one is made straight in the constructor's body (`self.model = Net()`, then `self.model, self.opt =
+    accelerator.prepare(self.model, self.opt)`: what the other methods see); anything else is unknown.
     """
     if not bindings:
         return None
@@ -231,6 +236,8 @@ def _summary(bindings: Sequence[Binding] | None, usable: Callable[[Binding], boo
     if results:
         slots = {b.result_slot for b in results}
         return results[-1] if len(slots) == 1 else None
+    if len(kept) > 1 and all(b.constructor_body and b.scope is kept[0].scope for b in kept):
+        return kept[-1]
     return kept[0] if len(kept) == 1 else None
 
 
@@ -412,6 +419,8 @@ class _Reader:
         target_scope = self.table.module_scope if (not dot and key in scope.global_names) else scope
         binding = Binding(key, scope, kind, anchor, from_end, statement, value=value, element=element)
         binding.home = target_scope
+        if dot and key.startswith("self.") and getattr(scope.node, "name", None) == "__init__":
+            binding.constructor_body = any(statement is line for line in scope.node.body)
         self.table.every.append(binding)
 
 

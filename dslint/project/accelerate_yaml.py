@@ -30,6 +30,9 @@ class AccelerateConfig:
     zero3_init_flag: str | None = None
     gradient_clipping: str | None = None  # as written (accelerate reads it as a float)
     gradient_accumulation_steps: str | None = None  # as written
+    # read for an `accelerate launch` that names no config file: the one YAML beside it, presumed its default
+    # (`default_accelerate.presumed_default_config`)
+    presumed: bool = False
 
 
 def parse_accelerate_yaml(path: str, text: str) -> AccelerateConfig | None:

@@ -47,6 +47,7 @@ from dslint.project.config_reading import (
 )
 from dslint.project.config_writers import config_writer_calls
 from dslint.project.dataclass_defaults import record_class_defaults
+from dslint.project.default_accelerate import presumed_default_config
 from dslint.project.document_configs import (
     DOCUMENT_CONFIG_SUFFIXES,
     DocumentLaunch,
@@ -457,15 +458,16 @@ def _read_launchers(
             yaml_path = None
             if line.accelerate_config is not None:
                 yaml_path = find_written(line.accelerate_config, launcher, roots, line.directory)
-                if yaml_path is not None:
-                    if yaml_path not in yamls:
-                        yaml_data = read_input(yaml_path)
-                        yamls[yaml_path] = (
-                            parse_accelerate_yaml(yaml_path, yaml_data.decode("utf-8", errors="replace"))
-                            if yaml_data is not None
-                            else None
-                        )
-                    accelerate = yamls[yaml_path]
+            presumed = presumed_default_config(line, launcher, script) if yaml_path is None else None
+            if yaml_path is not None or presumed is not None:
+                read_path = yaml_path or presumed or ""
+                if read_path not in yamls:
+                    yaml_data = read_input(read_path)
+                    decoded = yaml_data.decode("utf-8", errors="replace") if yaml_data is not None else None
+                    yamls[read_path] = parse_accelerate_yaml(read_path, decoded) if decoded is not None else None
+                accelerate = yamls[read_path]
+                if accelerate is not None and presumed is not None:
+                    accelerate = replace(accelerate, presumed=True)
             launched = launched_config(line, launcher, roots, accelerate, run_from)
             world = world_size(line, functools.partial(read_near, near=launcher, roots=roots), accelerate)
             launched = replace(launched, ranks_per_node=world.per_node, ranks=world.ranks, world_source=world.source)

@@ -69,12 +69,13 @@ def _launched_config(
                 shown,
                 accelerate.deepspeed_config_file_line,
                 1,
-                f"deepspeed_config_file: {accelerate.deepspeed_config_file}",
+                f"deepspeed_config_file: {accelerate.deepspeed_config_file}" + _presumed(accelerate),
             )
             launched = LaunchedConfig(where, "accelerate", config_path, evidence, options, None, mixed_precision)
             return replace(launched, zero3_init=yaml_boolean(accelerate.zero3_init_flag))
         if accelerate.zero_stage is not None:
-            evidence = Related(shown, accelerate.zero_stage_line, 1, f"zero_stage: {accelerate.zero_stage}")
+            written = f"zero_stage: {accelerate.zero_stage}" + _presumed(accelerate)
+            evidence = Related(shown, accelerate.zero_stage_line, 1, written)
             save = accelerate.zero3_save_16bit_model
             clipping = next((o.value for o in options_given if o.name == "gradient_clipping"), None)
             launched = LaunchedConfig(
@@ -102,6 +103,12 @@ def _launched_config(
     if found is not None:
         return LaunchedConfig(where, TRAINER_YAML, found[0], found[1], options)
     return LaunchedConfig(where, None, None, None, options)
+
+
+def _presumed(accelerate: AccelerateConfig) -> str:
+    return " (the launch names no config file: the accelerate config beside it, presumed its default)" * (
+        accelerate.presumed
+    )
 
 
 def _accelerate_flags(
