@@ -19,7 +19,7 @@ CODES: tuple[str, ...] = tuple(
     DSL101 DSL102 DSL103 DSL104
     DSL201 DSL202 DSL203 DSL204 DSL205 DSL206 DSL207 DSL208 DSL209 DSL210 DSL211 DSL212
     DSL214
-    DSL301 DSL302 DSL303 DSL304 DSL305 DSL306 DSL307 DSL308 DSL309 DSL310
+    DSL301 DSL302 DSL303 DSL304 DSL305 DSL306 DSL307 DSL308 DSL309 DSL310 DSL311
     DSL400 DSL401 DSL402 DSL403 DSL404 DSL405 DSL406 DSL407 DSL408 DSL409 DSL410 DSL411
     DSL412 DSL413 DSL414 DSL416 DSL417 DSL418 DSL419 DSL420 DSL422 DSL423 DSL424 DSL425
     DSL426 DSL427 DSL428 DSL430 DSL431 DSL433 DSL434 DSL435 DSL436 DSL437 DSL438 DSL439
@@ -399,6 +399,12 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     ),
     "DSL309": Needs((b"deepspeed", b"initialize"), partly_engine=True),
     "DSL310": Needs((b"deepspeed", b"initialize"), partly_engine=True),
+    # `optimizer.step()` after `accelerator.backward` where DeepSpeed may run through accelerate
+    "DSL311": Needs(
+        (b"backward", b"prepare", b"step"),
+        engine=False,
+        shapes=(Shape(methods=("step",), words=(b"Accelerator",), configured=True),),
+    ),
     "DSL466": Needs((b"deepspeed", b"initialize", b"load_checkpoint", b"save_latest")),
     "DSL467": Needs((b"deepspeed", b"initialize", b"Trainer")),
     "DSL472": Needs((b"deepspeed", b"initialize", b"DataLoader", b"batch_size")),

@@ -274,6 +274,62 @@ def configured_accumulation(context: ScriptContext) -> tuple[list[int], str, tup
 _FROM_CONFIG = object()  # a plugin that leaves the accumulation to the config its `hf_ds_config` names
 
 
+def engine_accumulation(context: ScriptContext) -> tuple[list[int], str, tuple[Related, ...]] | None:
+    """The gradient accumulation steps the engine accelerate builds runs with, for each way the script runs DeepSpeed
+    through accelerate, as accelerate fills them: a config file without the key gets 1 (`DeepSpeedPlugin`, accelerate
+    1.16 `dataclasses.py`), and `"auto"`, a YAML without the setting or a plugin without the keyword get the
+    Accelerator's (1 unless the script's `Accelerator(...)` asks another: then not known); with where that is. None
+    when one is not known."""
+    plugins = _plugins(context)
+    asked = _accelerator_accumulation(context)
+    found: list[object] = []
+    related: tuple[Related, ...] = ()
+    if plugins:
+        if not _plugin_handed_on(context):
+            return None
+        for plugin in plugins:
+            given = _keyword(plugin, "gradient_accumulation_steps")
+            found.append(given.evaluated_value if isinstance(given, cst.Integer) else None if given else _FROM_CONFIG)
+        if _FROM_CONFIG in found:
+            configs = [resolve_config_expression(context, e) for e in trainer_expressions(context, ("hf_ds_config",))]
+            found = [f for f in found if f is not _FROM_CONFIG]
+            found += [c.values.get("gradient_accumulation_steps", 1) if c is not None else None for c in configs] or [
+                "auto"
+            ]
+        where = _plugin_place(context, plugins[0])
+    else:
+        runs = accelerate_runs(context)
+        if not runs:
+            return None
+        found = [
+            run.config.values.get("gradient_accumulation_steps", 1)
+            if run.config is not None
+            else _inline(run.accumulation) or "auto"
+            for run in runs
+        ]
+        last = runs[0].via[-1]
+        where, related = f"{last.path}:{last.line}", tuple(r for run in runs for r in run.via)
+    steps = [asked if f == "auto" else f for f in found]
+    if any(not isinstance(f, int) or isinstance(f, bool) for f in steps):
+        return None
+    return [int(f) for f in steps if isinstance(f, int)], where, related
+
+
+def _accelerator_accumulation(context: ScriptContext) -> int | None:
+    """The accumulation the script's `Accelerator(...)` asks: 1 when none asks (accelerate's default), None when one
+    passes `gradient_accumulation_steps` or a plugin (or the file makes none it can be read from)."""
+    for call in module_index(context.module).calls:
+        name = dotted_name(call.func)
+        if name is None or name.rsplit(".", 1)[-1] != "Accelerator":
+            continue
+        for argument in call.args:
+            if argument.keyword is None and argument.star:
+                return None
+            if argument.keyword is not None and argument.keyword.value.startswith("gradient_accumulation"):
+                return None
+    return 1
+
+
 def accelerate_config_files(context: ScriptContext) -> tuple[list[ResolvedConfig], tuple[Related, ...]] | None:
     """The DeepSpeed config file of every way the script runs DeepSpeed through accelerate: the `hf_ds_config` of
     each of its own `DeepSpeedPlugin`s, or the file every `accelerate launch` of it names; with the launches. None
