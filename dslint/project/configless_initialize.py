@@ -13,6 +13,7 @@ under an `if` or a `try` (the command may not take that path).
 from __future__ import annotations
 
 import ast
+import re
 
 from dslint.diagnostics import Related
 from dslint.model.library import INITIALIZE
@@ -51,9 +52,18 @@ def configless_initialize(site: LaunchSite, store: SummaryStore, sources: dict[s
     return LaunchIssue("configless_initialize", line.line, line.column, end, line.script, related=(where,))
 
 
+# Ways a script may set the option's value itself: an assignment or a keyword (`args.deepspeed_config = path`,
+# `parser.set_defaults(deepspeed_config=...)`), the name as a string (`setattr(args, "deepspeed_config", ...)`,
+# `vars(args)["deepspeed_config"]`), or a `del`. A read (`open(args.deepspeed_config)`) changes nothing.
+_CONFIG_OPTION_WRITTEN = re.compile(
+    rb"deepspeed_config\s*(?:=(?!=)|\+=)|[\'\"]deepspeed_config[\'\"]|\bdel\b[^\n]*deepspeed_config"
+)
+
+
 def names_config_option(data: bytes) -> bool:
-    """The script's text names `deepspeed_config` other than as the option itself (`args.deepspeed_config = ...`)."""
-    return b"deepspeed_config" in data.replace(b"--deepspeed_config", b"")
+    """The script may set `deepspeed_config` itself (`args.deepspeed_config = ...`, a keyword, the name as a string,
+    a `del`): not the option itself, nor a read of its value."""
+    return _CONFIG_OPTION_WRITTEN.search(data.replace(b"--deepspeed_config", b"")) is not None
 
 
 def initialize_calls(summary: ModuleSummary) -> list[ast.Call]:

@@ -450,7 +450,7 @@ def _read_launchers(
                 continue  # `python -m pip ...`: a module of no file here is an installed one, not the project's
             run_from = None  # a document's command written to be run from its script's folder
             if script is None and document:
-                script = documented_script(line.script, absolute(launcher), by_name)
+                script = documented_script(line, absolute(launcher), by_name, read_input)
                 if script is not None:  # the folder the written path is relative to: `train.py` -> its folder
                     depth = len(os.path.normpath(line.script).lstrip(os.sep).split(os.sep))
                     run_from = str(Path(script).parents[depth - 1])

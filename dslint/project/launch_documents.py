@@ -13,10 +13,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dslint.project.shell_directories import change_directory, cloned_folder
+
+if TYPE_CHECKING:
+    from dslint.project.launchers import LaunchLine
 
 DOCUMENT_LAUNCHER_SUFFIXES = (".md", ".rst", ".ipynb", ".txt")
 # A launch command written as a line of text (`deepspeed --hostfile hf train.py` under "On two nodes:", or of a
@@ -27,6 +31,9 @@ BARE_LAUNCH = re.compile(
 )
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
+_QUOTE = re.compile(r"^ {0,3}> ?")
+# A script that uses DeepSpeed: imports it, or passes or parses a `deepspeed` setting (`deepspeed=...`, `--deepspeed`)
+_USES_DEEPSPEED = re.compile(rb"^[ \t]*(?:import|from)[ \t]+deepspeed\b|\bdeepspeed\s*=|--deepspeed", re.MULTILINE)
 _HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(\s|$)")
 _RST_DIRECTIVE = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode|prompt)::[ \t]*(\S*)")
@@ -75,8 +82,8 @@ def markdown_code_blocks(text: str) -> str:
     (CommonMark: lines indented by four spaces or a tab, after a blank line or a heading, that do not go on
     with a list item; they keep their indentation, which the shell ignores, so columns point into the file). In a
     document with no fenced block, a line that is a bare launch command (`deepspeed ... train.py ...` from its
-    first column) counts too, with the lines its backslashes continue it onto: such a README is a list of commands
-    written as text."""
+    first column, or after a block quote's `>`) counts too, with the lines its backslashes continue it onto: such a
+    README is a list of commands written as text."""
     out: list[str] = []
     bare = not any(_FENCE.match(line) for line in text.splitlines())  # no fenced block: commands may be bare
     inside = False
@@ -107,9 +114,11 @@ def markdown_code_blocks(text: str) -> str:
             indented = True
             out.append(line)
             continue
-        if bare and BARE_LAUNCH.match(line):  # a README of bare commands, as text lines (with the lines their
-            out.append(line)  # backslashes continue them onto)
-            previous = line
+        quote = _QUOTE.match(line)  # a command written as a block quote (`> deepspeed train.py ...`): the same
+        command = " " * quote.end() + line[quote.end() :] if quote is not None else line  # columns kept
+        if bare and BARE_LAUNCH.match(command.lstrip() if quote is not None else command):
+            out.append(command)  # a README of bare commands, as text lines (with the lines their backslashes
+            previous = line  # continue them onto)
             going_on = line.rstrip().endswith("\\")
             continue
         out.append("")
@@ -283,19 +292,26 @@ def _line_holding(physical: list[str], part: str, start: int, encode: bool = Tru
     return None
 
 
-def documented_script(script: str, document: str, by_name: dict[str, list[str]]) -> str | None:
+def documented_script(
+    line: LaunchLine, document: str, by_name: dict[str, list[str]], read: Callable[[str], bytes | None]
+) -> str | None:
     """The script a document's command names, when the command is written to be run from elsewhere (a README
     that says to copy the script into another project first, or to run it from a folder it does not say): the
-    one Python file under the document's folder whose path ends with the written path. None when there is no
-    such file or several (nothing is guessed). `by_name`: the project's Python files by file name (a path ending
-    with the written one has its file name); `document` is absolute."""
-    written = os.path.normpath(script).lstrip(os.sep)
+    one Python file under the document's folder whose path ends with the written path; of several, for a
+    DeepSpeed command (the `deepspeed` launcher, or a DeepSpeed config option), the only one that uses DeepSpeed
+    (imports it, or passes or parses a `deepspeed` setting: `deepspeed/train.py` beside `colossalai/train.py`).
+    None when there is no such file or no one of several (nothing is guessed). `by_name`: the project's Python
+    files by file name (a path ending with the written one has its file name); `document` is absolute; `read`:
+    a file's bytes."""
+    written = os.path.normpath(line.script).lstrip(os.sep)
     if written.startswith(".."):
         return None
     folder = os.path.dirname(document) + os.sep
     tail = os.sep + written
     named = by_name.get(os.path.basename(written), ())
     found = [path for path in named if path.startswith(folder) and path.endswith(tail)]
+    if len(found) > 1 and (line.tool == "deepspeed" or line.config_option() is not None):
+        found = [path for path in found if _USES_DEEPSPEED.search(read(path) or b"") is not None]
     return found[0] if len(found) == 1 else None
 
 

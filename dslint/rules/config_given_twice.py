@@ -36,7 +36,8 @@ class ConfigGivenTwice(LaunchRule):
             which then carries the option's value) and a config of its own (`config=`/`config_params=`, not
             `None`). Only where all is known: the script's own argparse parser is known whole and parses strictly
             and declares the option (`deepspeed.add_config_arguments`, or `--deepspeed_config` itself), the script
-            never names `deepspeed_config` otherwise (`args.deepspeed_config = None` before the call), and the
+            never sets `deepspeed_config` itself (`args.deepspeed_config = None` before the call; reading the file
+            it names does not change it), and the
             `initialize` calls are in the script, none under an `if` or a `try`. The finding is at the option,
             with the first `initialize` call as related location; the missing-file finding (DSL423) is not made
             for that option, since the file is never opened.
@@ -85,6 +86,20 @@ class ConfigGivenTwice(LaunchRule):
             "deepspeed --num_gpus 2 train.py --deepspeed_config ds_config.json\n",
             lines=(1,),
             files=(("train.py", _SCRIPT), _CONFIG),
+        ),
+        # the script reads the file the option names itself: the parsed arguments still carry the option
+        Invalid(
+            "deepspeed --num_gpus 2 train.py --deepspeed_config ds_config.json\n",
+            lines=(1,),
+            files=(
+                (
+                    "train.py",
+                    _SCRIPT.replace(
+                        "settings = {", "import json\nsettings = json.load(open(args.deepspeed_config))\nignored = {"
+                    ),
+                ),
+                _CONFIG,
+            ),
         ),
         # a config file the project lacks: the assertion comes first, and only it is reported
         Invalid(
