@@ -51,3 +51,40 @@ def test_unindexed_cuda_in_a_one_process_project(
     if launcher is not None:
         (tmp_path / "run.sh").write_text(launcher)
     assert ("DSL103" in _codes(tmp_path, monkeypatch)) is flagged
+
+
+MOVED = """\
+import deepspeed
+import torch
+
+
+def main():
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = torch.nn.Linear(4, 4).to(device)
+    engine, *_ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config="ds_stage0.json")
+    return engine
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize(
+    ("launcher", "stage", "flagged"),
+    [
+        (None, 0, False),  # `python train.py`: cuda:0 is the one rank's own GPU, where the engine puts the model
+        ("python train.py\n", 1, False),
+        ("deepspeed --num_gpus 2 train.py\n", 0, True),  # both ranks' models on cuda:0 first
+        (None, 3, True),  # ZeRO-3 partitions: the whole model on the GPU first
+    ],
+)
+def test_a_move_to_the_current_device_of_a_one_process_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launcher: str | None, stage: int, flagged: bool
+) -> None:
+    (tmp_path / "train.py").write_text(MOVED)
+    config = {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "Adam"}, "zero_optimization": {"stage": stage}}
+    (tmp_path / "ds_stage0.json").write_text(json.dumps(config))
+    if launcher is not None:
+        (tmp_path / "run.sh").write_text(launcher)
+    assert ("DSL101" in _codes(tmp_path, monkeypatch)) is flagged

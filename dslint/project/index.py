@@ -238,8 +238,7 @@ def _build_project_index(
             index.problems.append(_TOO_DEEP)
     if all(launch.config.ranks == 1 for launch in index.launches):  # every script runs as `python x.py`, if at all
         for path in producers:
-            if path in index.files:
-                index.files[path] = replace(index.files[path], one_process_project=True)
+            index.files[path] = replace(facts_of(index.files, path), one_process_project=True)
     # a module that makes or receives the engine, or builds the Trainer's arguments from options its caller parsed,
     # runs under the launches of the launched scripts importing it
     receivers = [path for path, facts in index.files.items() if facts.parameters]

@@ -7,6 +7,7 @@ import libcst as cst
 from dslint.diagnostics import Applicability, Edit, Location, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.engine import Engine
+from dslint.project.config_edits import command_line_value
 from dslint.project.config_link import resolve_config
 from dslint.project.engine_config import configured_accumulation_steps
 from dslint.script.edits import line_deletion, replace_node
@@ -31,6 +32,20 @@ OWN_ACCUMULATION_WRITTEN = """
                 engine.step()
 """
 
+# The divisor of the test is an option of the script, which the launches give.
+_LAUNCH_DIVISOR = """
+import argparse
+import deepspeed
+parser = argparse.ArgumentParser()
+parser.add_argument("--accum", type=int, default=4)
+args = parser.parse_args()
+engine, _, _, _ = deepspeed.initialize(args=args, model=model, config="ds.json")
+for step, batch in enumerate(loader):
+    engine.backward(engine(batch))
+    if (step + 1) % args.accum == 0:
+        engine.step()
+"""
+
 
 class EngineStepUnderAccumulationTest(ScriptRule):
     code = "DSL303"
@@ -46,7 +61,9 @@ class EngineStepUnderAccumulationTest(ScriptRule):
             `deepspeed.initialize`. `engine.step()` called on every micro-step is what DeepSpeed expects and is
             never flagged. Nothing is reported when the engine's config is known and sets
             `"managed_gradient_accumulation": false` (then the caller owns the boundary) or
-            `"gradient_accumulation_steps": 1`, and no `engine.step()` is reported in a function that sets the
+            `"gradient_accumulation_steps": 1`, or when the test's divisor is an option of the script that every
+            launch of the project gives 1 (or leaves at a default of 1), and no `engine.step()` is reported in a
+            function that sets the
             boundary itself with `engine.set_gradient_accumulation_boundary(...)` (DeepSpeed documents that
             style: the caller then calls `engine.step()` once after the accumulation passes).
         """,
@@ -87,6 +104,8 @@ class EngineStepUnderAccumulationTest(ScriptRule):
     valid = (
         # the config is a JSON load of a path built at run time, but the script writes its accumulation steps: 1
         Valid(OWN_ACCUMULATION_WRITTEN),
+        # every launch gives the divisor's option 1: the test holds on every micro-step
+        Valid(_LAUNCH_DIVISOR, files=(("run.sh", "deepspeed train.py --accum 1\n"),)),
         # the name the `if` tests holds another value by then: the step runs on every micro-step
         Valid(
             """
@@ -182,6 +201,16 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         ),
     )
     invalid = (
+        # every launch gives the divisor's option 4
+        Invalid(
+            _LAUNCH_DIVISOR,
+            lines=(11,),
+            files=(("run.sh", "deepspeed train.py --accum 4\n"),),
+            fixed=_LAUNCH_DIVISOR.replace(
+                "    if (step + 1) % args.accum == 0:\n        engine.step()\n",
+                "    engine.step()\n",
+            ),
+        ),
         # the test bound to a name first (a trainer's `should_step`)
         Invalid(
             """
@@ -303,7 +332,7 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         if answer is None or answer.role is not Role.ENGINE:
             return
         test = self.loop.accumulation_test(node)
-        if test is None or self._caller_owns_boundary(answer.engine):
+        if test is None or self._caller_owns_boundary(answer.engine) or self._every_launch_divides_by_one(test):
             return
         if name == "step" and (id(self.facts.scope_at(node)), self.context.code(node.func.value)) in (
             self.owned_boundaries
@@ -339,6 +368,15 @@ class EngineStepUnderAccumulationTest(ScriptRule):
         lo, hi = self.facts.start(test.body), self.facts.end(test.body)
         return any(method_name(call) == "backward" and lo <= self.facts.start(call) < hi for call in self.loop.calls)
 
+    def _every_launch_divides_by_one(self, test: cst.If) -> bool:
+        """The test's divisor is an option of the script (`args.accum_iter`, or a name bound to it) that every
+        launch of the project gives 1 (or leaves at its default of 1): `i % 1 == 0` holds on every micro-step."""
+        for node in _modulo_divisors(test.test):
+            divisor = self.facts.assigned_value(node, node) if isinstance(node, cst.Name) else node
+            if divisor is not None and command_line_value(self.context, divisor)[0] == 1:
+                return True
+        return False
+
     def _caller_owns_boundary(self, engine: Engine) -> bool:
         """Known configs where stepping on some micro-steps only is not compounding accumulation."""
         if id(engine) not in self.silent:
@@ -347,3 +385,16 @@ class EngineStepUnderAccumulationTest(ScriptRule):
             steps = configured_accumulation_steps(self.context, engine)
             self.silent[id(engine)] = managed is False or steps == 1
         return self.silent[id(engine)]
+
+
+def _modulo_divisors(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The right operands of the `%` operations in an accumulation test."""
+    found: list[cst.BaseExpression] = []
+
+    class Modulos(cst.CSTVisitor):
+        def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+            if isinstance(node.operator, cst.Modulo):
+                found.append(node.right)
+
+    test.visit(Modulos())
+    return found

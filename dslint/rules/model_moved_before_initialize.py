@@ -75,19 +75,20 @@ class ModelMovedBeforeInitialize(ScriptRule):
             `self.to(device)`). Moves to the CPU, `.to(memory_format=...)` and calls inside `with init_empty_weights():`
             (meta parameters, no data) are not flagged; casts (`.half()`, `.to(dtype=...)`, `.to(args.dtype)`) are
             DSL104; nor is a move to the rank's own GPU (`cuda:{local_rank}`, `accelerator.device`,
-            `training_args.device`, `.cuda()` after `set_device`) before an engine whose every config is known to
-            run ZeRO stage 0, 1 or 2 (or cannot be read, no launch giving one, and every config the project ships
-            near the script is below stage 3), which puts the module there itself and partitions nothing. Nor is a move
+            `training_args.device`, `.cuda()` after `set_device`, or the un-indexed CUDA device in a script that
+            runs as one process) before an engine whose every config is known to run ZeRO stage 0, 1 or 2 (or
+            cannot be read, no launch giving one, and every config the project ships near the script is below
+            stage 3), which puts the module there itself and partitions nothing. Nor is a move
             before an `initialize` that runs only under a test the move does not share (`if args.deepspeed:
             initialize(...) else: model = DDP(model)`): the move also serves the path without DeepSpeed, unless
             every launch of the script passes the option tested (`--deepspeed`), no launcher names it otherwise
             and none turns on a use of the moved model before (`if args.ema: ModelEma(model)`). Nor is a move
             followed, in its function and before `initialize`, by a run of the model (`model(**inputs)`,
-            `model.generate(...)`): the move serves that run. A test whose failing arm
-            raises (`if not cfg: raise ...`), or a run-once latch (`if not self.ready: initialize(...); self.ready =
-            True`), leaves no such path. Before `deepspeed.init_inference` with tensor parallelism (`mp_size` or
-            `tensor_parallel.tp_size` not the literal 1), only a move to the un-indexed CUDA device made while no device
-            is set is flagged; with one GPU a move before `init_inference` is harmless. In a script that runs DeepSpeed
+            `model.generate(...)`): the move serves that run. A test whose failing arm raises (`if not cfg: raise
+            ...`), or a run-once latch (`if not self.ready: initialize(...); self.ready = True`), leaves no such path.
+            Before `deepspeed.init_inference` with tensor parallelism (`mp_size` or `tensor_parallel.tp_size` not the
+            literal 1), only a move to the un-indexed CUDA device made while no device is set is flagged; with one GPU
+            a move before `init_inference` is harmless. In a script that runs DeepSpeed
             through accelerate (its own `DeepSpeedPlugin`, or an `accelerate launch` whose YAML has `distributed_type:
             DEEPSPEED`), a move of the model that `accelerator.prepare` receives is flagged the same way: `prepare`
             hands it to `deepspeed.initialize`. So is a move of the model a Hugging Face `*Trainer(model=...)` receives
@@ -108,9 +109,8 @@ class ModelMovedBeforeInitialize(ScriptRule):
             ZeRO-3 then first holds the whole model on every GPU before it partitions it.
 
             `deepspeed.init_inference` with `mp_size` above 1 sets the rank's device from LOCAL_RANK, splits the
-            module, then moves the rank's share to that device (`inference/engine.py`); a `"cuda"` move before it
-            puts the whole model on cuda:0 in every rank.
-        """,
+            module, then moves the rank's share to that device (`inference/engine.py`); a `"cuda"` move before it puts
+            the whole model on cuda:0 in every rank.""",
         example="""
             model = Net()
             model.cuda()

@@ -6,18 +6,20 @@ to that same device (`cuda:{local_rank}`, `accelerator.device`, the Trainer's `t
 `torch.cuda.set_device(local_rank)`) lands where the engine would put the module; under a config known to run
 ZeRO stage 0, 1 or 2 every rank holds the whole model on its GPU anyway, so the move is redundant, not a mistake
 that costs memory. Under ZeRO-3 (parameters partitioned), a stage that cannot be read, or a move to the un-indexed
-device before any device is set (cuda:0 on every rank), the move stays a finding.
+device before any device is set (cuda:0 on every rank) in a script that may run as several processes, the move
+stays a finding.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
-from dslint.model.values import CURRENT_CUDA, Device, DeviceIndex
+from dslint.model.values import CPU, CURRENT_CUDA, Device, DeviceIndex
 from dslint.script.devices import device_index, devices_of
 from dslint.script.facts import ScriptFacts, method_name
 from dslint.script.inference import device_set_before
 from dslint.script.names import dotted_name
+from dslint.script.one_rank import one_process_launches, presumed_one_process
 
 # `<arguments>.device` of a Hugging Face TrainingArguments: the rank's own GPU (`_setup_devices` sets it from
 # LOCAL_RANK)
@@ -46,7 +48,8 @@ def moves_to_own_device(facts: ScriptFacts, call: cst.Call) -> bool:
     found = devices_of(facts, target, call)
     if not found:  # a bare index (`.to(local_rank)`, `.cuda(args.local_rank)`): a CUDA device of that index
         return device_index(facts, target, call) is DeviceIndex.LOCAL_RANK
-    return all(device == _OWN or (device == CURRENT_CUDA and _current_is_own(facts, call)) for device in found)
+    # the CPU on another path (`"cuda" if torch.cuda.is_available() else "cpu"`) is no move DSL101 reports either
+    return all(device in (_OWN, CPU) or (device == CURRENT_CUDA and _current_is_own(facts, call)) for device in found)
 
 
 def _names_own_device(expr: cst.BaseExpression) -> bool:
@@ -62,5 +65,8 @@ def _names_own_device(expr: cst.BaseExpression) -> bool:
 
 def _current_is_own(facts: ScriptFacts, call: cst.Call) -> bool:
     """The current device is set (`torch.cuda.set_device(...)`) before `call`: the un-indexed device is then the
-    rank's own."""
-    return device_set_before(facts, facts.scope_at(call), facts.start(call))
+    rank's own; or the script runs as one process (every launch of it starts one, or none starts several and its
+    code reads no rank: `one_rank.presumed_one_process`), whose GPU is cuda:0, the current device."""
+    if device_set_before(facts, facts.scope_at(call), facts.start(call)):
+        return True
+    return one_process_launches(facts) or (facts.text is not None and presumed_one_process(facts, facts.text))
