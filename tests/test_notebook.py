@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dslint.fix.notebook import write_fixed
+from dslint.lint.file import lint_file
 from dslint.lint.ipython_lines import python_lines
 from dslint.lint.notebook import read_notebook
 
@@ -85,7 +86,7 @@ def test_a_fix_across_lines_is_written_back_and_one_touching_a_magic_or_two_cell
     notebook = read_notebook(json.dumps(two, indent=1))
     assert notebook.python_text == "pass\na = 1\nb = 2\n"
     assert write_fixed(notebook, "x = 1\na = 1\nb = 2\n").error == (
-        "a fix would change a magic or shell line; not fixed"
+        "a fix would change a magic or shell line, or a cell IPython dedents; not fixed"
     )
     assert write_fixed(notebook, "pass\na = 3\nb = 3\n").error == "a fix would span two cells; not fixed"
     kept = write_fixed(notebook, "pass\na = 1\nb = 4\n").text
@@ -176,7 +177,7 @@ def _notebook(*sources: str) -> str:
     [
         # IPython runs a one-line cell whose first word is a line magic as that magic (automagic)
         (("pip install --upgrade peft\n",), "pass\n"),
-        (("\n  cd /data\n",), "\n  pass\n"),
+        (("\n  cd /data\n",), "\npass\n"),  # IPython takes the first line's indentation off the cell first
         (("pip install x",), "pass\n"),
         # not one line (a trailing blank line or a comment counts): IPython applies no automagic; a syntax error
         (("pip install x\n\n",), "pip install x\n\n"),
@@ -251,3 +252,17 @@ def test_a_cell_its_editor_marks_as_another_language_is_not_python(tmp_path: Pat
     notebook = read_notebook(path.read_text(encoding="utf-8"))
     assert [line.strip() for line in notebook.cells[0].python] == ["", "", ""]
     assert notebook.cells[1].python == ("x = (\n",)
+
+
+def test_a_cell_indented_as_a_whole_is_read_as_ipython_reads_it(tmp_path: Path) -> None:
+    """IPython takes the first non-blank line's indentation off every line of a cell that starts with it before it
+    compiles the cell (`leading_indent`): such a cell is no syntax error, and findings in it keep its own columns."""
+    notebook = tmp_path / "indented.ipynb"
+    cell = (
+        "\n  import deepspeed\n  import torch\n  model = torch.nn.Linear(2, 2)\n  model.cuda()\n"
+        "  engine, *_ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config='ds.json')\n"
+    )
+    notebook.write_text(json.dumps({"cells": [{"cell_type": "code", "source": cell}]}))
+    result = lint_file(str(notebook), notebook.read_bytes())
+    codes = [(d.code, d.cell, d.start.line, d.start.column, d.fix) for d in result.diagnostics]
+    assert codes == [("DSL101", 1, 5, 3, None)]  # the move at its column in the cell; no fix in such a cell

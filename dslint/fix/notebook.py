@@ -77,10 +77,12 @@ def write_fixed(notebook: Notebook, fixed_python: str) -> CellsFix:
             continue
         cells = {owner[i] for i in range(a1, a2)}
         if any(old[i] != originals[i] for i in range(a1, a2)):
-            return CellsFix(None, "a fix would change a magic or shell line; not fixed")
+            return CellsFix(None, "a fix would change a magic or shell line, or a cell IPython dedents; not fixed")
         if len(cells) > 1:
             return CellsFix(None, "a fix would span two cells; not fixed")
         target = cells.pop() if cells else _insertion_cell(owner, a1)
+        if notebook.cells[target].indent:
+            return CellsFix(None, "a fix would change a cell IPython dedents; not fixed")
         result[target].extend(new[b1:b2])
     text = notebook.text
     for index in reversed(range(len(notebook.cells))):

@@ -4,7 +4,9 @@ The code cells are joined in order into one Python text (a later cell sees the e
 each cell starting on a new line. IPython syntax that is not Python - line magics (`%time ...`), cell magics
 (`%%bash`: the whole cell), shell lines (`!pip ...`, `files = !ls`), help lines (`obj?`) and a one-line cell that
 IPython's automagic runs as a line magic (`pip install x`: `automagic_line`) - becomes `pass` at the same
-indentation, so no line moves and no finding points at them. Findings are reported as
+indentation, so no line moves and no finding points at them. A cell indented as a whole is read as IPython compiles
+it: its first non-blank line's indentation taken off every line that starts with it (`leading_indent`); findings
+there keep the cell's own columns, and no fix is written into it. Findings are reported as
 `proto.ipynb:cell 2:3:5: ...` (the cell's 1-based number among all cells, then the line within the cell), as ruff
 reports notebooks.
 
@@ -44,6 +46,9 @@ class Cell:
     # offsets of the cell's `source` value in the notebook file; None when read without them (`read_notebook`)
     source_span: tuple[int, int] | None
     source_is_list: bool
+    # the indentation IPython removes from the cell before it compiles it (its first non-blank line's, taken off
+    # every line that starts with it: `leading_indent`), which the joined text leaves out too
+    indent: str = ""
 
 
 @dataclass
@@ -71,12 +76,27 @@ class Notebook:
             return diagnostic
         shift = cell.first_line - 1
         fix = diagnostic.fix
+        if fix is not None and cell.indent:
+            fix = None  # an edit of the dedented text is not one of the cell's own
         if fix is not None:
             edits = tuple(Edit(_up(e.start, shift), _up(e.end, shift), e.content) for e in fix.edits)
             fix = Fix(edits, fix.applicability, fix.message, fix.imports)
-        return replace(
-            diagnostic, start=_up(diagnostic.start, shift), end=_up(diagnostic.end, shift), fix=fix, cell=cell.number
-        )
+        start, end = _up(diagnostic.start, shift), _up(diagnostic.end, shift)
+        if cell.indent:  # the columns of the cell's own lines, its removed indentation put back
+            start, end = _indented(cell, start), _indented(cell, end)
+        return replace(diagnostic, start=start, end=end, fix=fix, cell=cell.number)
+
+
+def _indented(cell: Cell, location: Location) -> Location:
+    line = cell.lines[location.line - 1] if location.line <= len(cell.lines) else ""
+    return replace(location, column=location.column + len(cell.indent)) if line.startswith(cell.indent) else location
+
+
+def leading_indent(lines: tuple[str, ...]) -> str:
+    """The indentation IPython takes off a cell before compiling it (`inputtransformer2`: `leading_empty_lines`,
+    then `leading_indent`): its first non-blank line's leading spaces and tabs."""
+    first = next((line for line in lines if line.strip()), "")
+    return first[: len(first) - len(first.lstrip(" \t"))]
 
 
 def _up(location: Location, shift: int) -> Location:
@@ -128,16 +148,22 @@ def read_notebook(text: str, spans: bool = True) -> Notebook:
             span = (_offset(starts, source_node.start), _offset(starts, source_node.end))
         if _foreign(cell):
             foreign.add(number)
-        python = foreign_lines(lines) if number in foreign else python_lines(lines)
-        notebook.cells.append(Cell(number, lines, python, line, span, isinstance(cell["source"], list)))
+        indent = "" if number in foreign else leading_indent(lines)
+        code = tuple(part[len(indent) :] if part.startswith(indent) else part for part in lines) if indent else lines
+        python = foreign_lines(lines) if number in foreign else python_lines(code)
+        notebook.cells.append(Cell(number, lines, python, line, span, isinstance(cell["source"], list), indent))
         line += len(lines)
     if any(automagic_line(cell.lines) is not None for cell in notebook.cells):
         bound = bound_names([cell.python for cell in notebook.cells])
         notebook.cells = [
-            cell if cell.number in foreign else replace(cell, python=python_lines(cell.lines, bound))
+            cell if cell.number in foreign else replace(cell, python=python_lines(_dedented(cell), bound))
             for cell in notebook.cells
         ]
     return notebook
+
+
+def _dedented(cell: Cell) -> tuple[str, ...]:
+    return tuple(line[len(cell.indent) :] if line.startswith(cell.indent) else line for line in cell.lines)
 
 
 def _cell_nodes(text: str) -> list[object]:
