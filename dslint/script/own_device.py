@@ -48,8 +48,14 @@ def moves_to_own_device(facts: ScriptFacts, call: cst.Call) -> bool:
     found = devices_of(facts, target, call)
     if not found:  # a bare index (`.to(local_rank)`, `.cuda(args.local_rank)`): a CUDA device of that index
         return device_index(facts, target, call) is DeviceIndex.LOCAL_RANK
-    # the CPU on another path (`"cuda" if torch.cuda.is_available() else "cpu"`) is no move DSL101 reports either
-    return all(device in (_OWN, CPU) or (device == CURRENT_CUDA and _current_is_own(facts, call)) for device in found)
+    # in a script that runs as one process, the CPU on another path (`"cuda" if torch.cuda.is_available() else
+    # "cpu"`) is where DeepSpeed's accelerator puts the module there too
+    return all(
+        device == _OWN
+        or (device == CURRENT_CUDA and _current_is_own(facts, call))
+        or (device == CPU and _one_process(facts))
+        for device in found
+    )
 
 
 def _names_own_device(expr: cst.BaseExpression) -> bool:
@@ -67,6 +73,9 @@ def _current_is_own(facts: ScriptFacts, call: cst.Call) -> bool:
     """The current device is set (`torch.cuda.set_device(...)`) before `call`: the un-indexed device is then the
     rank's own; or the script runs as one process (every launch of it starts one, or none starts several and its
     code reads no rank: `one_rank.presumed_one_process`), whose GPU is cuda:0, the current device."""
-    if device_set_before(facts, facts.scope_at(call), facts.start(call)):
-        return True
+    return device_set_before(facts, facts.scope_at(call), facts.start(call)) or _one_process(facts)
+
+
+def _one_process(facts: ScriptFacts) -> bool:
+    """Every launch of the script starts one process, or none starts several and its code reads no rank."""
     return one_process_launches(facts) or (facts.text is not None and presumed_one_process(facts, facts.text))
