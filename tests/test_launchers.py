@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from dslint.project.accelerate_yaml import parse_accelerate_yaml
 from dslint.project.config_reading import creates_engine
 from dslint.project.launch_documents import markdown_code_blocks, notebook_shells, rst_code_blocks, shell_texts
@@ -639,3 +641,11 @@ def test_command_segments_split_outside_quotes_only() -> None:
     assert command_segments("python x.py --sep a\\|b | cat") == ["python x.py --sep a\\|b ", " cat"]
     assert command_segments("python x.py | tee log && make", pipes=False) == ["python x.py | tee log ", " make"]
     assert command_segments("python x.py --name 'open | quote") == ["python x.py --name 'open | quote"]
+
+
+@pytest.mark.parametrize("forwarded", ['"$@"', "$@", "$*", '"${@}"'])
+def test_the_scripts_own_arguments_are_never_an_options_value(forwarded: str) -> None:
+    """`--deepspeed "$@"`: the switch takes no value from the words the launcher forwards (zero or more of them),
+    and those words may be any option: the command is open."""
+    (line,) = parse_shell("/tmp/run.sh", f"deepspeed train.py --deepspeed {forwarded}\n")
+    assert line.open_words and [(o.name, o.value) for o in line.options] == [("deepspeed", None)]

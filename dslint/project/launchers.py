@@ -482,12 +482,17 @@ def _launch_in(
     )
 
 
+# The words that expand to all of a shell script's arguments: zero or more words, never an option's value.
+ALL_ARGUMENTS = frozenset({"$@", "$*", "${@}", "${*}"})
+
+
 def _open_words(words: list[str]) -> bool:
     """A word built at run time that is not the value of the option before it (`--output_dir $OUT` is one), or a
     document's placeholder for more options (`...`, `[options]`, `<args>`)."""
     for index, word in enumerate(words):
         before = words[index - 1] if index else ""
-        valued = before.startswith("--") and "=" not in before  # the value of the option before it
+        # the value of the option before it (`"$@"`, zero or more words, is never one)
+        valued = before.startswith("--") and "=" not in before and word not in ALL_ARGUMENTS
         runtime = (UNKNOWN_VALUE in word or "$" in word or "`" in word) and not word.startswith("--")
         if word in ("...", "\u2026") or word.startswith(("[", "<")) or (runtime and not valued):
             return True
@@ -542,7 +547,7 @@ def _options(words: list[str], original: str, first_line: int, start: int = 0) -
         option_value: str | None
         if equals:
             option_value = value
-        elif index < len(words) and not words[index].startswith("--"):
+        elif index < len(words) and not words[index].startswith("--") and words[index] not in ALL_ARGUMENTS:
             option_value = words[index]
             index += 1
         else:
