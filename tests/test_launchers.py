@@ -649,3 +649,11 @@ def test_the_scripts_own_arguments_are_never_an_options_value(forwarded: str) ->
     and those words may be any option: the command is open."""
     (line,) = parse_shell("/tmp/run.sh", f"deepspeed train.py --deepspeed {forwarded}\n")
     assert line.open_words and [(o.name, o.value) for o in line.options] == [("deepspeed", None)]
+
+
+def test_a_fence_naming_a_language_inside_a_block_does_not_close_it() -> None:
+    """A README whose block is left open before the next one (```bash ... ```bash): CommonMark reads the second
+    fence as the first block's text (a closing fence has no info string), and the command after it is code."""
+    text = "```bash\nconda activate rl\n\n2. Then run\n```bash\ndeepspeed train.py --deepspeed ds.json\n```\nAfter.\n"
+    code = markdown_code_blocks(text).split("\n")
+    assert code[5] == "deepspeed train.py --deepspeed ds.json" and code[7] == ""

@@ -98,7 +98,7 @@ def markdown_code_blocks(text: str) -> str:
             previous = line
             continue
         if inside or _FENCE.match(line):
-            if _FENCE.match(line):
+            if closes_fence(line) if inside else True:
                 inside, indented, previous = not inside, False, ""
                 out.append("")
             else:
@@ -160,6 +160,13 @@ def code_blocks(name: str, text: str) -> list[CodeBlock]:
     return rst_blocks(text) if name.endswith(".rst") else fenced_blocks(text)
 
 
+def closes_fence(line: str) -> bool:
+    """A fence line that can close a fenced block: nothing but spaces after the backticks or tildes (CommonMark: a
+    closing fence has no info string, so a fence line naming a language inside a block is the block's text)."""
+    fence = _FENCE.match(line)
+    return fence is not None and not line[fence.end() :].lstrip("`~").strip()
+
+
 def fenced_blocks(text: str) -> list[CodeBlock]:
     """A Markdown document's fenced blocks (``` or ~~~), toggled by fence lines as `markdown_code_blocks` reads
     them."""
@@ -172,6 +179,8 @@ def fenced_blocks(text: str) -> list[CodeBlock]:
         if opening is None:
             opening = number, line[fence.end() :].lstrip("`~").strip()
             continue
+        if not closes_fence(line):
+            continue  # ```bash inside a block: its text, not its end
         start, info = opening
         words = info.split(maxsplit=1)
         language = words[0].strip("{}.").lower() if words else ""
