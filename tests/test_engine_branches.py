@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from dslint.lint.file import lint_text
+from dslint.model.conditions import deepspeed_flag_word
 
 HEAD = textwrap.dedent(
     """\
@@ -72,3 +73,39 @@ def test_the_body_of_a_negated_engine_test_is_not_the_engines_loop() -> None:
 )
 def test_other_tests_keep_the_findings(test: str) -> None:
     assert [code for code, _ in _codes(BOTH_ARMS.format(test=test))] == ["DSL301", "DSL302"]
+
+
+@pytest.mark.parametrize(
+    ("name", "switch"),
+    [
+        ("deepspeed", True),
+        ("use_ds", True),
+        ("zero_stage", False),
+        ("generate_ds_config", False),  # a utility mode that writes the config and stops
+        ("dump_deepspeed_config", False),
+    ],
+)
+def test_names_that_switch_deepspeed_on_or_off(name: str, switch: bool) -> None:
+    assert deepspeed_flag_word(name) is switch
+
+
+def test_a_utility_mode_that_returns_early_leaves_the_training_code_after_it_checked() -> None:
+    """`if args.generate_ds_config: write it; return` is no choice between DeepSpeed and plain PyTorch: the training
+    code after it (here a late `deepspeed` on built arguments, DSL440) is not the plain path."""
+    source = textwrap.dedent(
+        """
+        from transformers import TrainingArguments
+
+        def get_arguments(config):
+            args = TrainingArguments(output_dir="out")
+            args.deepspeed = "ds.json"
+            return args
+
+        def main(args, config):
+            if args.generate_ds_config:
+                write_config(config)
+                return
+            arguments = get_arguments(config)
+        """
+    )
+    assert [d.code for d in lint_text("train.py", source)] == ["DSL440"]

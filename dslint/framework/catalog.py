@@ -360,7 +360,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     ),
     "DSL436": Needs((b"deepspeed", b"initialize", b"grad")),
     "DSL437": Needs((b"deepspeed", b"initialize", b"lr_scheduler", b"len")),
-    "DSL440": Needs((b"deepspeed", b"Trainer"), engine=False, shapes=(Shape(stored=("deepspeed",)),)),
+    "DSL440": Needs((b"deepspeed", b"Train"), engine=False, shapes=(Shape(stored=("deepspeed",)),)),
     "DSL441": Needs((b"deepspeed", b"numel"), alternatives=((b"deepspeed", b"nelement"),)),
     "DSL445": Needs(
         (b"DataLoader", b"backward"), without_engine=((b"DataLoader", b"get_train_dataloader"),), returned_loaders=True

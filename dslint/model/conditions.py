@@ -28,12 +28,15 @@ TRUTHINESS = ""
 PLAIN_BACKENDS = frozenset({"pytorch", "pytorchddp", "torch", "ddp", "fsdp", "bmtrain", "horovod", "apex", "cpu"})
 
 _FLAG_EXCLUDES = ("zero", "stage", "offload", "fp16", "bf16", "checkpoint")
+# Words of a utility mode that does something with a DeepSpeed config and stops (`--generate_ds_config`,
+# `--dump_ds_config`), not a switch that runs training with DeepSpeed or without.
+_UTILITY_MODES = ("generate", "dump", "export", "convert", "print", "show", "write", "save")
 
 
 def deepspeed_flag_word(text: str) -> bool:
     """A name that switches DeepSpeed on or off (`deepspeed`, `use_ds`), not one of its settings (`zero_stage`)."""
     lowered = text.lower()
-    if any(word in lowered for word in _FLAG_EXCLUDES):
+    if any(word in lowered for word in (*_FLAG_EXCLUDES, *_UTILITY_MODES)):
         return False
     tokens = set(re.split(r"[^a-z0-9]+", lowered))
     return "deepspeed" in lowered or bool(tokens & {"ds", "use_ds", "with_ds", "enable_ds", "is_ds"})

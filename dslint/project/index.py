@@ -29,6 +29,7 @@ from dslint.model.summary import SummaryStore
 from dslint.project import inputs
 from dslint.project.accelerate_yaml import AccelerateConfig, parse_accelerate_yaml
 from dslint.project.arguments_classes import arguments_classes, named_by
+from dslint.project.built_arguments import record_built_arguments
 from dslint.project.checkpointing_applied import applies_checkpointing, checkpointing_unapplied
 from dslint.project.config_builders import config_builders
 from dslint.project.config_readers import client_sections, framework_configs, replaced_keys
@@ -105,7 +106,6 @@ _PROJECT_TRAINER_IMPORT = re.compile(
 _YAML_DEEPSPEED = re.compile(r"^\s*#?\s*deepspeed\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
 # An accelerate config's `deepspeed_config_file:` (its DeepSpeedPlugin reads it, filling "auto"), launched or not.
 _YAML_ACCELERATE_FILE = re.compile(r"^\s+deepspeed_config_file\s*:\s*['\"]?([^'\"\s#]+\.json)", re.MULTILINE)
-
 
 # a module launch's flag (`python -m pkg.train`, `deepspeed --module pkg.train`) as a word; the literal `-` leads so
 # that `re` skips to each `-` instead of trying the pattern at every byte
@@ -287,6 +287,7 @@ def _build_project_index(
     record_parameter_paths(index.files, model, sorted({*producers, *trainers}))
     record_pretrained_loads(index.files, model, own_models)
     record_device_setters(index.files, model)
+    record_built_arguments(index.files, model)
     texts = functools.lru_cache(maxsize=None)(lambda path: (read_input(path) or b"").decode("utf-8", errors="replace"))
     names = functools.lru_cache(maxsize=1)(lambda: inputs.file_names_under(roots, SKIPPED_DIRECTORIES))
     # which scripts may apply an `activation_checkpointing` section (read only where some file of the project may:

@@ -25,6 +25,15 @@ training_args.deepspeed = "ds_config.json"
 trainer = Trainer(model=model, args=training_args)
 """
 
+_BUILT_ELSEWHERE = """
+from helpers import get_arguments
+from transformers import Trainer
+args = get_arguments("out")
+args.deepspeed = "ds.json"
+trainer = Trainer(model=model, args=args)
+"""
+_HELPER = "import argparse\nfrom transformers import TrainingArguments\ndef get_arguments(path):\n    return {made}\n"
+
 
 class TrainerDeepspeedSetTooLate(ScriptRule):
     code = "DSL440"
@@ -32,7 +41,7 @@ class TrainerDeepspeedSetTooLate(ScriptRule):
     message = "TrainingArguments set DeepSpeed up when they were built: this later `deepspeed` is never applied"
     severity = Severity.ERROR
     needs_engine = False
-    required_tokens = (b"deepspeed", b"Trainer")
+    required_tokens = (b"deepspeed", b"Train")  # a `*Trainer`, or `*TrainingArguments` a function returns
     call_shapes = (Shape(stored=("deepspeed",)),)  # an assignment `X.deepspeed = ...`
     docs = RuleDocs(
         what="""
@@ -40,7 +49,9 @@ class TrainerDeepspeedSetTooLate(ScriptRule):
             DeepSpeed config: by a `*TrainingArguments(...)` call (or one of TRL's configs) with no
             `deepspeed=` and no `**` mapping, by `HfArgumentParser.parse_args_into_dataclasses()` in a script
             whose every launch the project ships passes no `--deepspeed`, or by `parse_dict` of a dict literal
-            without the key; and the arguments then go to a `*Trainer(args=...)` in that function.
+            without the key; or by a call of a project function that returns the `*TrainingArguments(...)` it
+            builds (any of them: they have been through `__post_init__`); and the arguments then go to a
+            `*Trainer(args=...)` in that function, or the function returns them.
         """,
         why="""
             transformers reads `deepspeed` once, in `TrainingArguments.__post_init__`: there it builds the
@@ -63,6 +74,8 @@ class TrainerDeepspeedSetTooLate(ScriptRule):
         """,
     )
     valid = (
+        # a project function of another module returns something else than Trainer arguments
+        Valid(_BUILT_ELSEWHERE, files=(("helpers.py", _HELPER.format(made="argparse.Namespace(output_dir=path)")),)),
         Valid(
             """
             from transformers import Trainer, TrainingArguments
@@ -99,6 +112,24 @@ class TrainerDeepspeedSetTooLate(ScriptRule):
         Valid(_PARSED.replace("parse_args_into_dataclasses()", 'parse_dict({"deepspeed": "a.json", **extra})')),
     )
     invalid = (
+        # built with `deepspeed=None` in a function that returns them
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            def build_arguments(config):
+                args = TrainingArguments(output_dir="out", deepspeed=None)
+                if config.use_deepspeed:
+                    args.deepspeed = "ds.json"
+                return args
+            """,
+            lines=(6,),
+        ),
+        # built by a project function of another module
+        Invalid(
+            _BUILT_ELSEWHERE,
+            lines=(5,),
+            files=(("helpers.py", _HELPER.format(made="TrainingArguments(output_dir=path)")),),
+        ),
         Invalid(
             """
             from transformers import Trainer, TrainingArguments
@@ -136,9 +167,25 @@ class TrainerDeepspeedSetTooLate(ScriptRule):
         if binding is None or not isinstance(binding.statement, cst.Assign):
             return
         built = self._built_without_deepspeed(binding.statement.value, binding.element)
-        if built is None or not self._given_to_trainer(target, node):
+        if built is None:
             return
-        self.report(node, related=built)
+        if self._given_to_trainer(target, node):
+            self.report(node, related=built)
+        else:  # reported at the end if the function returns them after this
+            self.pending.append((node, target, built))
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.pending: list[tuple[cst.Assign, cst.Attribute, tuple[Related, ...]]] = []
+        self.returns: list[cst.Return] = []
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None and self.pending:
+            self.returns.append(node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for assignment, target, built in self.pending:
+            if self._returned(target, assignment):
+                self.report(assignment, related=built)
 
     def _built_without_deepspeed(
         self, value: cst.BaseExpression, element: tuple[int, int, int | None] | None
@@ -147,8 +194,13 @@ class TrainerDeepspeedSetTooLate(ScriptRule):
         value is TrainingArguments built without a DeepSpeed config; None when they may hold one."""
         if not isinstance(value, cst.Call):
             return None
+        project = self.facts.project
+        built = self.facts.call_fact(value, project.built_arguments) if project is not None else None
+        if element is None and built is not None:
+            return (built,)  # a project function built them: through `__post_init__` already
         if element is None and is_training_arguments(self.context, value):
-            if keyword_value(value, "deepspeed") is not None or any(arg.star for arg in value.args):
+            given = keyword_value(value, "deepspeed")  # `deepspeed=None` gives none
+            if (given is not None and not _is_none(given)) or any(arg.star for arg in value.args):
                 return None
             return ()
         func = value.func
@@ -194,6 +246,20 @@ class TrainerDeepspeedSetTooLate(ScriptRule):
         own = project.arguments_classes if project is not None else frozenset()
         return name is not None and (is_training_arguments_name(name) or name.rsplit(".", 1)[-1] in own)
 
+    def _returned(self, target: cst.Attribute, assignment: cst.Assign) -> bool:
+        """The function returns the arguments (`target`'s object) after the assignment: whoever receives them gets
+        arguments whose `__post_init__` has run."""
+        key = dotted_name(target.value)
+        scope = self.facts.scope_at(target)
+        after = self.facts.start(assignment)
+        return any(
+            r.value is not None
+            and dotted_name(r.value) == key
+            and self.facts.scope_at(r.value) is scope
+            and self.facts.start(r.value) > after
+            for r in self.returns
+        )
+
     def _given_to_trainer(self, target: cst.Attribute, assignment: cst.Assign) -> bool:
         """A `*Trainer(...)` call after the assignment, in the same function, given the arguments (`target`'s
         object) as `args=` or as its second positional argument."""
@@ -213,3 +279,7 @@ class TrainerDeepspeedSetTooLate(ScriptRule):
             if given is not None and dotted_name(given) == key:
                 return True
         return False
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"

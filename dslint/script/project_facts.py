@@ -278,6 +278,9 @@ class ProjectFacts:
     # `ds_init = deepspeed.initialize`, here or in a caller): the call -> where the value was taken. The script
     # facts read each as an initialize call of the file.
     initialize_aliases: Mapping[tuple[int, int], Related] = field(default_factory=dict)
+    # Calls in this file of a project function that returns the Trainer arguments it builds
+    # (`project/built_arguments.py`): the call -> where it builds them
+    built_arguments: Mapping[tuple[int, int], Related] = field(default_factory=dict)
 
     def guards_of(self, origin: Related | None) -> tuple[Guard, ...]:
         """The path conditions of the initialize call `origin` names (none known: empty)."""
