@@ -80,3 +80,28 @@ def test_a_trainer_under_an_accelerate_launch_of_a_zero3_config_file(tmp_path: P
     assert "DSL210" in codes()
     (tmp_path / "acc.yaml").write_text(yaml.replace("  deepspeed_config_file: ds_z3.json\n", "  zero_stage: 2\n"))
     assert "DSL210" not in codes()
+
+
+@pytest.mark.parametrize(("saved", "flagged"), [("model", True), ("peft_model", True), ("reference", False)])
+def test_either_arm_of_the_trainers_conditional_model_is_a_trained_model(
+    tmp_path: Path, saved: str, flagged: bool
+) -> None:
+    """`Trainer(model=peft_model if args.lora else model)`: each arm is the model trained on its path (and under a
+    PEFT wrap the base's parameters are the ones partitioned), so saving either after `train()` under ZeRO-3 writes
+    empty tensors (DSL204); another model is no trained one."""
+    from click.testing import CliRunner
+
+    from dslint.cli import main
+
+    (tmp_path / "train.py").write_text(
+        "from transformers import Trainer, TrainingArguments\n\n"
+        "def main(args, model, peft_model, reference):\n"
+        '    training_args = TrainingArguments(output_dir="out", deepspeed="ds_z3.json")\n'
+        "    trainer = Trainer(model=peft_model if args.lora else model, args=training_args)\n"
+        "    trainer.train()\n"
+        f'    {saved}.save_pretrained("out")\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "ds_z3.json").write_text('{"zero_optimization": {"stage": 3}}\n', encoding="utf-8")
+    output = CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--exit-zero", str(tmp_path)]).output
+    assert ("DSL204" in output) is flagged

@@ -194,11 +194,12 @@ def _trained_models(facts: ScriptFacts) -> list[tuple[cst.BaseExpression, int]]:
         model = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "model"), None)
         if model is None and call.args and call.args[0].keyword is None and not call.args[0].star:
             model = call.args[0].value
-        if model is None or _own_model(model) is None:
-            continue
+        # `model=peft_model if args.lora else model`: each arm is the model trained on its path
+        models = [model.body, model.orelse] if isinstance(model, cst.IfExp) else [model] if model is not None else []
         scope, at = facts.scope_at(call), facts.start(call)
         for trainer in _bound_names(facts, call):
-            found.extend((model, train) for train in _trainings(facts, calls, trainer, scope) if train > at)
+            trainings = [train for train in _trainings(facts, calls, trainer, scope) if train > at]
+            found.extend((handed, train) for handed in models if _own_model(handed) is not None for train in trainings)
     return found
 
 
