@@ -105,3 +105,29 @@ def test_either_arm_of_the_trainers_conditional_model_is_a_trained_model(
     (tmp_path / "ds_z3.json").write_text('{"zero_optimization": {"stage": 3}}\n', encoding="utf-8")
     output = CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--exit-zero", str(tmp_path)]).output
     assert ("DSL204" in output) is flagged
+
+
+@pytest.mark.parametrize(("saved", "flagged"), [("model", True), ("reference", False)])
+def test_a_model_a_helper_of_the_file_trains_is_a_trained_model(tmp_path: Path, saved: str, flagged: bool) -> None:
+    """`train_model(model, args)` where the file's `train_model` builds a Trainer on its parameter and trains it:
+    the model passed is trained at that call, and saving it afterwards under ZeRO-3 writes empty tensors."""
+    from click.testing import CliRunner
+
+    from dslint.cli import main
+
+    (tmp_path / "train.py").write_text(
+        "from transformers import Trainer, TrainingArguments\n\n"
+        "def train_model(model, training_args):\n"
+        "    trainer = Trainer(model=model, args=training_args)\n"
+        "    trainer.train()\n\n"
+        "def main(model, reference):\n"
+        '    training_args = TrainingArguments(output_dir="out", deepspeed="ds_z3.json")\n'
+        "    train_model(model, training_args)\n"
+        f'    {saved}.save_pretrained("out")\n\n'
+        'if __name__ == "__main__":\n'
+        "    main(None, None)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "ds_z3.json").write_text('{"zero_optimization": {"stage": 3}}\n', encoding="utf-8")
+    output = CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--exit-zero", str(tmp_path)]).output
+    assert ("DSL204" in output) is flagged

@@ -169,7 +169,7 @@ class TorchSaveStateDictUnderZero3(ScriptRule):
             (`torch.save`, `trainer._save(dir, state_dict=...)`, `save_pretrained(dir, state_dict=...)`) when a launcher
             starts the script with a `--deepspeed` config known to be ZeRO-3; with an unknown or lower stage it stays
             silent. Likewise the model handed to the Trainer (`Trainer(model=model)`, either arm of `model=a if c else
-            b`, a wrapper of that name bound
+            b`, the model a function of the file that trains its parameter is called with, a wrapper of that name bound
             later: `model = torch.compile(model)`, the base model `model = model.merge_and_unload()` returns with the
             same parameters, or the Trainer's own `trainer.model`) saved after `trainer.train()` in the same function,
             with `model.save_pretrained(dir)` (no `state_dict=`; a PEFT adapter too) or its `state_dict()` written to

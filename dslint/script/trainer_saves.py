@@ -187,6 +187,7 @@ def _trained_models(facts: ScriptFacts) -> list[tuple[cst.BaseExpression, int]]:
     """The models (names, `self.model`) handed to a Trainer whose `train()` is called later in the same scope,
     with the position of that `train()` call."""
     found: list[tuple[cst.BaseExpression, int]] = []
+    helpers: dict[str, tuple[int, str]] = {}  # module-level functions training a parameter: its position, name
     calls = _calls(facts)
     for call in calls:
         if not is_hf_trainer_class(facts, call.func):
@@ -200,6 +201,33 @@ def _trained_models(facts: ScriptFacts) -> list[tuple[cst.BaseExpression, int]]:
         for trainer in _bound_names(facts, call):
             trainings = [train for train in _trainings(facts, calls, trainer, scope) if train > at]
             found.extend((handed, train) for handed in models if _own_model(handed) is not None for train in trainings)
+            if trainings and isinstance(scope.node, cst.FunctionDef) and scope.parent is facts.module_scope:
+                names = [param.name.value for param in scope.node.params.params]
+                helpers.update(
+                    (scope.node.name.value, (names.index(h.value), h.value))
+                    for h in models
+                    if isinstance(h, cst.Name) and h.value in names
+                )
+    return found + _trained_by_helpers(facts, calls, helpers)
+
+
+def _trained_by_helpers(
+    facts: ScriptFacts, calls: list[cst.Call], helpers: dict[str, tuple[int, str]]
+) -> list[tuple[cst.BaseExpression, int]]:
+    """A module-level function of this file that trains a model it receives (`def train_model(model, ...):
+    Trainer(model=model, ...).train()`; `helpers`: its name -> the parameter's position and name): the model each
+    call of it in this file passes, trained at the call."""
+    found: list[tuple[cst.BaseExpression, int]] = []
+    for call in calls if helpers else ():
+        if not isinstance(call.func, cst.Name) or call.func.value not in helpers:
+            continue
+        index, name = helpers[call.func.value]
+        given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if given is None and index < len(positional) and not any(a.star for a in call.args[:index]):
+            given = positional[index]
+        if given is not None and _own_model(given) is not None:
+            found.append((given, facts.start(call)))
     return found
 
 
