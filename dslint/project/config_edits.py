@@ -14,6 +14,7 @@ import libcst as cst
 
 from dslint.config.tree import UNKNOWN, Array, Entry, Node, Object, Scalar
 from dslint.diagnostics import Related
+from dslint.model.bindings import Binding, BindingKind, ScopeKind
 from dslint.script.names import dotted_name
 from dslint.script.walk import own_nodes, visit_all
 
@@ -429,11 +430,31 @@ def _forget(tree: Object, mutation: Mutation) -> None:
             node.entries = [e for e in node.entries if e.key not in written]
 
 
+def fire_parameter(context: ScriptContext, binding: Binding) -> bool:
+    """The parameter `binding` binds is an option of the command line: its module-level function is the one
+    `fire.Fire(function)` runs (Python Fire makes each parameter a `--name` flag, its default the signature's)."""
+    scope = binding.scope
+    function = scope.node
+    if binding.kind is not BindingKind.PARAMETER or not isinstance(function, cst.FunctionDef):
+        return False
+    if scope.parent is None or scope.parent.kind is not ScopeKind.MODULE:
+        return False
+    return any(
+        context.facts.qualified(call.func) == "fire.Fire"
+        and call.args
+        and isinstance(call.args[0].value, cst.Name)
+        and call.args[0].value.value == function.name.value
+        for call in module_index(context.module).calls
+    )
+
+
 def command_line_value(context: ScriptContext, node: cst.BaseExpression) -> tuple[Any, tuple[Related, ...]]:
     """`args.opt` (an argparse option of this script with a literal default, or, in a module no launch starts, of
     the parsers of the launched scripts importing it) written into a config: the number every launch gives `--opt`
     (the default where a launch does not give it), when the project has launches of the script (or of its
     importers) and they all agree, with those launch lines; otherwise UNKNOWN."""
+    if isinstance(node, cst.Name):  # a parameter of the function `fire.Fire` runs: the option of its name
+        return _fire_value(context, node)
     if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)):
         return UNKNOWN, ()
     option = node.attr.value
@@ -452,6 +473,25 @@ def command_line_value(context: ScriptContext, node: cst.BaseExpression) -> tupl
     value = values.pop() if len(values) == 1 else UNKNOWN  # none known (any value may be given), or they disagree
     numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
     return (value, (*(launch.launch for launch in launches), *declared)) if numeric else (UNKNOWN, ())
+
+
+def _fire_value(context: ScriptContext, node: cst.Name) -> tuple[Any, tuple[Related, ...]]:
+    """A parameter of the function `fire.Fire` runs: the number every launch gives `--<name>` (the signature's
+    default where a launch does not give it), when the project has launches of the script and they agree."""
+    facts = context.facts
+    binding = facts.binding_at(node.value, facts.scope_at(node), facts.start(node))
+    if binding is None or not fire_parameter(context, binding) or not isinstance(binding.scope.node, cst.FunctionDef):
+        return UNKNOWN, ()
+    params = binding.scope.node.params
+    param = next((p for p in (*params.params, *params.kwonly_params) if p.name.value == node.value), None)
+    default = literal_value(param.default) if param is not None and param.default is not None else UNKNOWN
+    launches = facts.project.launches if facts.project is not None else ()
+    if not launches:
+        return UNKNOWN, ()
+    values = {_number(launch.options[node.value]) if node.value in launch.options else default for launch in launches}
+    value = values.pop() if len(values) == 1 else UNKNOWN
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return (value, tuple(launch.launch for launch in launches)) if numeric else (UNKNOWN, ())
 
 
 def _number(text: str | None) -> Any:

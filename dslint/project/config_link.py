@@ -27,13 +27,19 @@ from dslint.model.engine import Engine
 from dslint.model.library import is_training_arguments_name
 from dslint.project.arguments_files import argument_file_configs
 from dslint.project.builder_dicts import built_trees, completed_by_caller
-from dslint.project.caller_configs import caller_arguments, caller_items, splatted_options, strongest
+from dslint.project.caller_configs import (
+    caller_arguments,
+    caller_items,
+    splatted_options,
+    strongest,
+)
 from dslint.project.config_access import config_path, load_config_tree
 from dslint.project.config_edits import (
     Mutation,
     apply_mutation,
     conditional,
     copy_tree,
+    fire_parameter,
     module_index,
     tree_from_literal,
 )
@@ -443,7 +449,8 @@ def _resolve_expression(
         return None
     if binding.kind is BindingKind.PARAMETER:  # what this module's calls of the function pass for it
         passed = caller_arguments(context, binding)
-        if passed is None and splatted_options(context, binding):  # `main(**vars(args))`: the parsed option
+        # `main(**vars(args))`, or `fire.Fire(main)`: the parameter is the command line's option of its name
+        if passed is None and (splatted_options(context, binding) or fire_parameter(context, binding)):
             return _resolve_option(context, binding.key, cst.Name("args"), origin)
         return strongest([_resolve_expression(context, v, depth + 1, origin) for v in passed or ()])
     if binding.kind is not BindingKind.OTHER or binding.value is None:

@@ -49,7 +49,15 @@ LAUNCH_MODULES = frozenset(
     {"torch.distributed.launch", "torch.distributed.run", "deepspeed.launcher.runner", "accelerate.commands.launch"}
 )
 # Script options that name the DeepSpeed config file (the option's dest, as argparse spells it).
-CONFIG_OPTIONS = ("deepspeed_config", "deepspeed", "ds_config", "deepspeed_config_file", "ds_config_path")
+CONFIG_OPTIONS = (
+    "deepspeed_config",
+    "deepspeed",
+    "ds_config",
+    "deepspeed_config_file",
+    "ds_config_path",
+    "ds_config_file",
+    "deepspeed_config_path",
+)
 
 _MAKE_ASSIGNMENT = re.compile(r"^\s*(?:export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(?::=|::=|\?=|=)\s*(.*)$")
 _MAKE_TARGET = re.compile(r"^([A-Za-z0-9_./%-]+)\s*:(?!=)")
