@@ -657,3 +657,12 @@ def test_a_fence_naming_a_language_inside_a_block_does_not_close_it() -> None:
     text = "```bash\nconda activate rl\n\n2. Then run\n```bash\ndeepspeed train.py --deepspeed ds.json\n```\nAfter.\n"
     code = markdown_code_blocks(text).split("\n")
     assert code[5] == "deepspeed train.py --deepspeed ds.json" and code[7] == ""
+
+
+def test_a_script_under_a_folder_built_at_run_time_keeps_its_known_tail() -> None:
+    """`RUN_PY="$(dirname "$(pwd)")/src/train.py"`: the folder is known only when the launcher runs, the script's
+    folder and name are not; a bare `$DIR/train.py` (no folder of its own) stays unknown."""
+    text = 'ROOT="$(dirname "$(pwd)")"\nRUN_PY="${ROOT}/src/train.py"\ndeepspeed "${RUN_PY}" --deepspeed ds.json\n'
+    (line,) = parse_shell("/tmp/run.sh", text)
+    assert (line.script, line.script_root_unknown) == ("src/train.py", True)
+    assert parse_shell("/tmp/run.sh", 'deepspeed "${DIR}/train.py" --deepspeed ds.json\n') == []

@@ -74,6 +74,9 @@ class DocumentConfig:
     named_like_one: bool  # the document names it like a DeepSpeed config (not only through its launch)
     readers: tuple[str, ...] = ()  # the readers of the document's launches passing `name`
     world_sizes: tuple[LaunchWorldSize, ...] = ()
+    # the lines as they are written to the file, where they differ from the document's (a shell launcher's heredoc
+    # with its variables expanded: `written_configs.written_config_documents`); empty: the document's own lines
+    text_lines: tuple[str, ...] = ()
 
 
 def may_hold_config(data: bytes) -> bool:
@@ -134,7 +137,10 @@ def document_configs(
 
 def config_tree(text: str, config: DocumentConfig) -> Object | None:
     """The config's tree, positioned at the document's own lines and columns (None when the block no longer
-    parses: the document changed)."""
+    parses: the document changed); a heredoc's lines as the shell writes them, at their launcher lines."""
+    if config.text_lines:
+        lines = [""] * (config.first - 1) + list(config.text_lines)
+        return _parse(lines, config.first, config.first + len(config.text_lines) - 1)
     return _parse(text.splitlines(), config.first, config.last)
 
 

@@ -92,7 +92,7 @@ from dslint.project.shipped_accelerate import shipped_accelerate_runs
 from dslint.project.summary_facts import SummaryFacts, gpu_file, summary_facts
 from dslint.project.trainer_classes import imported_trainer_classes
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
-from dslint.project.written_configs import written_config_issues
+from dslint.project.written_configs import record_written_configs
 from dslint.project.yaml_commands import yaml_shell_text
 from dslint.script.project_facts import TRAINER_YAML, LaunchedConfig, LaunchWorldSize, ProjectFacts
 
@@ -535,8 +535,7 @@ def _read_launchers(
             and "akefile" not in name
             and ("<<" in text or "echo '" in text)
         ):
-            written = written_config_issues(text, lines, functools.partial(_launch_reader, scripts))
-            index.launch_issues.setdefault(absolute(launcher), []).extend(written)
+            record_written_configs(index, absolute(launcher), text, lines, functools.partial(_launch_reader, scripts))
     # a launcher naming a launched script's file where the index read no launch of it (`srun ... python x.py` in
     # a form it does not parse, a prose mention): that script's launches are not all known
     started = {script: facts for script, facts in index.files.items() if facts.launches}

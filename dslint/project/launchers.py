@@ -20,6 +20,7 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from dslint.project.forwarding_wrappers import through_wrapper
 from dslint.project.launch_cuts import cut_short, spaced_launcher, strip_comment
@@ -112,6 +113,8 @@ class LaunchLine:
     # A word after the script is built at run time and may hold options of its own (`"$@"`, `$EXTRA_ARGS`; not
     # the value of the option before it, `--output_dir $OUT`): the script's options are not all known.
     open_words: bool = True
+    # The script's path was written under a folder built at run time: `script` is its known part (`src/train.py`)
+    script_root_unknown: bool = False
 
     def launcher_option(self, *names: str) -> ScriptOption | None:
         """The last of the launcher's own options spelt as any of `names` (dashes as underscores)."""
@@ -463,7 +466,7 @@ def _launch_in(
             accelerate_config = launcher_words[i + 1]
         elif word.startswith(("--config_file=", "--config-file=")):
             accelerate_config = word.split("=", 1)[1]
-    script = rest[script_at]
+    script, unknown_root = _known_tail(rest[script_at])
     if UNKNOWN_VALUE in script:
         return None
     if accelerate_config is not None and UNKNOWN_VALUE in accelerate_config:
@@ -487,7 +490,19 @@ def _launch_in(
         launcher_words=_positioned(launcher_words, original, words[index], number),
         module=module,
         open_words=_open_words(rest[script_at + 1 :]),
+        script_root_unknown=unknown_root,
     )
+
+
+def _known_tail(script: str) -> tuple[str, bool]:
+    """A script path under a folder built at run time (`${PROJECT_DIR}/src/train.py` after `PROJECT_DIR=$(dirname
+    "$(pwd)")`): the known part when it names a folder and a file, read as a path from wherever the launcher runs
+    (True); any other path as it is (False)."""
+    head, unknown, tail = script.partition(UNKNOWN_VALUE)
+    tail = tail.lstrip("/")
+    if not unknown or head or UNKNOWN_VALUE in tail or "$" in tail or len(Path(tail).parts) < 2:
+        return script, False
+    return tail, True
 
 
 # The words that expand to all of a shell script's arguments: zero or more words, never an option's value.

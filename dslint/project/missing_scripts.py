@@ -46,7 +46,7 @@ def missing_script_issue(
     the launch (the script moved, the launcher did not follow): the issue carries it (`cause` "moved")."""
     line = site.line
     written = line.script
-    if line.module or not written.endswith(".py") or not deepspeed:
+    if line.module or not written.endswith(".py") or not deepspeed or line.script_root_unknown:
         return None
     if os.path.isabs(written) or written.startswith("~") or UNKNOWN_VALUE in written or "$" in written:
         return None

@@ -212,6 +212,8 @@ def assigned_value(value: str, variables: dict[str, str | None]) -> str | None:
         return None
     if len(words) == 1 and not words[0].split(maxsplit=1)[1:]:
         word = words[0].strip()
+        if word.startswith(UNKNOWN_VALUE + "/") and "$" not in word and UNKNOWN_VALUE not in word[1:]:
+            return word  # a path under a folder built at run time (`$(dirname "$(pwd)")/src/train.py`): its tail
         return None if "$" in word or UNKNOWN_VALUE in word else word
     if len(words) == 1 and ("'" in words[0] or '"' in words[0] or "\\" in words[0]):
         # quotes inside the words: kept as written, for the shell that reads the expanded command (`bash -c`)

@@ -17,13 +17,15 @@ missing piece), and the reader must be strict and known.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from dslint.project.document_configs import DocumentConfig
 from dslint.project.launch_cuts import strip_comment
 from dslint.project.launchers import CONFIG_OPTIONS, LaunchLine
-from dslint.project.project_index import LaunchIssue
+from dslint.project.project_index import LaunchIssue, ProjectIndex
 
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_][A-Za-z0-9_]*)=(\S*)\s*$")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)|\$\(|`")
@@ -155,15 +157,49 @@ def _lightning_reads(text: str, target: str) -> bool:
 
 
 def _option_places(text: str, target: str) -> set[tuple[int, str]]:
-    """(line, option name) of every `--<config option> <target>` written in the launcher."""
+    """(line, option name) of every `--<config option> <target>` written in the launcher (the target as written, or
+    a variable's value as assigned: `DS_CONFIG="$DIR/ds.json"` ... `--deepspeed "$DIR/ds.json"`)."""
     names = "|".join(re.escape(name).replace("_", "[_-]") for name in CONFIG_OPTIONS)
     pattern = re.compile(rf"--({names})(?:=|\s+)({_TARGET})")
+    spellings = {target}
+    for raw in text.splitlines():
+        assignment = _ASSIGNMENT.match(strip_comment(raw))
+        if assignment is not None and target in (f"${assignment.group(1)}",):
+            spellings.add(_normal(assignment.group(2)))
     places: set[tuple[int, str]] = set()
     for number, raw in enumerate(text.splitlines(), start=1):
         for match in pattern.finditer(strip_comment(raw)):
-            if _normal(match.group(2)) == target:
+            if _normal(match.group(2)) in spellings:
                 places.add((number, match.group(1).replace("-", "_")))
     return places
+
+
+def written_config_documents(
+    text: str, lines: Sequence[LaunchLine], reader_of: Callable[[LaunchLine, str], str | None]
+) -> list[DocumentConfig]:
+    """The configs this shell launcher writes with a heredoc and hands to a launch of its own, each to be checked by
+    the config rules at the launcher's lines as the file it writes (`DocumentConfig.text_lines`: its variables
+    expanded), read by the launch's reader. Only where every value written is known (a literal assigned earlier in
+    the launcher): an unknown one could be anything."""
+    found: list[DocumentConfig] = []
+    for config in written_configs(text):
+        if len(config.lines) < 2 or any(unknown for *_, unknown in config.lines):
+            continue  # (a one-line `echo` keeps the shell's quoting around it: its text is left to strict_error)
+        places = _option_places(text, config.target)
+        readers = {
+            reader_of(launch, name)
+            for launch in lines
+            for name in CONFIG_OPTIONS
+            if (option := launch.option(name)) is not None and (option.line, name) in places
+        }
+        if not readers:
+            continue  # written for no launch of this launcher that is known
+        written = tuple(line for _, _, line, _ in config.lines)
+        first, last = config.lines[0][0], config.lines[-1][0]
+        known = tuple(sorted(reader for reader in readers if reader is not None))
+        name = os.path.basename(config.target)
+        found.append(DocumentConfig(first, last, name, True, known, text_lines=written))
+    return found
 
 
 def written_config_issues(
@@ -194,3 +230,18 @@ def written_config_issues(
         detail = f"{STRICT_READERS[reader]} reads {config.target} with json.load: {what}"
         issues.append(LaunchIssue("written_config", line, column, column + 1, detail))
     return issues
+
+
+def record_written_configs(
+    index: ProjectIndex,
+    launcher: str,
+    text: str,
+    lines: Sequence[LaunchLine],
+    reader_of: Callable[[LaunchLine, str], str | None],
+) -> None:
+    """The launch issues of the configs this shell launcher writes (`written_config_issues`) and the configs to check
+    at its lines (`written_config_documents`), recorded in the index under the launcher (absolute)."""
+    index.launch_issues.setdefault(launcher, []).extend(written_config_issues(text, lines, reader_of))
+    documents = written_config_documents(text, lines, reader_of)
+    if documents:
+        index.document_configs.setdefault(launcher, []).extend(documents)
