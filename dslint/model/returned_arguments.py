@@ -24,7 +24,7 @@ from dslint.model.evaluate import Evaluator
 from dslint.model.handed_arguments import resolved_calls
 from dslint.model.library import is_training_arguments_name
 from dslint.model.resolution import Callee
-from dslint.model.summary import ModuleSummary, dotted, own_nodes
+from dslint.model.summary import ModuleSummary, dotted, named_values_and_returns
 
 
 @dataclass(frozen=True)
@@ -56,15 +56,11 @@ def _built(model: Evaluator, callee: Callee) -> tuple[str, int, int] | None:
     function = model.function(callee)
     if module is None or function is None:
         return None
-    nodes = list(own_nodes(function.node))
-    bound: dict[str, list[ast.expr]] = {}
-    for node in nodes:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            bound.setdefault(node.targets[0].id, []).append(node.value)
-    returns = [node.value for node in nodes if isinstance(node, ast.Return)]
-    if not returns or any(value is None for value in returns):
+    found = named_values_and_returns(function.node)
+    if found is None:
         return None
-    made = [_construction(module, value, bound) for value in returns if value is not None]
+    bound, returns = found
+    made = [_construction(module, value, bound) for value in returns]
     return made[0] if all(m is not None for m in made) else None
 
 

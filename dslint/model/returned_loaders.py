@@ -32,7 +32,7 @@ from dslint.model.library import (
 )
 from dslint.model.resolution import Callee, scope_of
 from dslint.model.sharding import shards_elsewhere
-from dslint.model.summary import ModuleSummary, own_nodes
+from dslint.model.summary import ModuleSummary, named_values_and_returns
 
 MAX_DEPTH = 2
 Built = tuple[str, int, int]  # where the loader is built: path, line, column (`ast`'s, 0-based)
@@ -76,15 +76,11 @@ def _returned_loaders(model: Evaluator, callee: Callee, depth: int, memo: dict[C
         return {}
     if SAMPLER_GIVEN.search(model.store.sources.get(callee[0], b"")):
         return {}
-    nodes = list(own_nodes(function.node))
-    bound: dict[str, list[ast.expr]] = {}
-    for node in nodes:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            bound.setdefault(node.targets[0].id, []).append(node.value)
-    returns = [node.value for node in nodes if isinstance(node, ast.Return)]
-    if not returns or any(value is None for value in returns):
+    found = named_values_and_returns(function.node)
+    if found is None:
         return {}
-    answers = [_items(model, module, callee, value, bound, depth, memo) for value in returns if value is not None]
+    bound, returns = found
+    answers = [_items(model, module, callee, value, bound, depth, memo) for value in returns]
     common = {index: built for index, built in answers[0].items() if all(index in other for other in answers[1:])}
     memo[callee] = common
     return common

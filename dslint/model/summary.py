@@ -396,6 +396,20 @@ _LEAVES = frozenset(
 )
 
 
+def named_values_and_returns(function: ast.AST) -> tuple[dict[str, list[ast.expr]], list[ast.expr]] | None:
+    """What a function's own body binds to plain names (`x = value`, every value by name) and what each of its
+    `return` statements returns; None when it has no `return` or a bare one (it may return None)."""
+    nodes = own_nodes(function)
+    bound: dict[str, list[ast.expr]] = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            bound.setdefault(node.targets[0].id, []).append(node.value)
+    returns = [node.value for node in nodes if isinstance(node, ast.Return)]
+    if not returns or any(value is None for value in returns):
+        return None
+    return bound, [value for value in returns if value is not None]
+
+
 def own_nodes(scope: ast.AST) -> list[ast.AST]:
     """The nodes of a function (or module) body, not those of functions, lambdas or classes nested in it; walked
     once per scope node and kept on it (the model's passes ask of the same functions again and again)."""

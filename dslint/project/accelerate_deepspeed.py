@@ -237,41 +237,7 @@ def configured_accumulation(context: ScriptContext) -> tuple[list[int], str, tup
     engine's config: its own `DeepSpeedPlugin(gradient_accumulation_steps=N)` (or the `gradient_accumulation_steps`
     of the config its `hf_ds_config` names), or the config file every `accelerate launch` of it names; with where
     that is. None unless every one is a number ("auto", a YAML's own setting, not known)."""
-    plugins = _plugins(context)
-    found: list[object] = []
-    related: tuple[Related, ...] = ()
-    if plugins:
-        if not _plugin_handed_on(context):
-            return None
-        for plugin in plugins:
-            given = _keyword(plugin, "gradient_accumulation_steps")
-            found.append(given.evaluated_value if isinstance(given, cst.Integer) else None if given else _FROM_CONFIG)
-        if _FROM_CONFIG in found:
-            configs = [resolve_config_expression(context, e) for e in trainer_expressions(context, ("hf_ds_config",))]
-            found = [f for f in found if f is not _FROM_CONFIG]
-            found += [c.values.get("gradient_accumulation_steps") if c is not None else None for c in configs] or [None]
-        where = _plugin_place(context, plugins[0])
-    else:
-        runs = accelerate_runs(context)
-        if not runs:
-            return None
-        # a config file's number, or the inline one `accelerate launch` also exports for `Accelerator()` to read
-        # (ACCELERATE_GRADIENT_ACCUMULATION_STEPS); none written: "auto", filled with the Accelerator's
-        found = [
-            run.config.values.get("gradient_accumulation_steps")
-            if run.config is not None
-            else _inline(run.accumulation)
-            for run in runs
-        ]
-        last = runs[0].via[-1]
-        where, related = f"{last.path}:{last.line}", tuple(r for run in runs for r in run.via)
-    steps = [f for f in found if isinstance(f, int) and not isinstance(f, bool)]
-    if not found or len(steps) != len(found):
-        return None
-    return steps, where, related
-
-
-_FROM_CONFIG = object()  # a plugin that leaves the accumulation to the config its `hf_ds_config` names
+    return _numbers(_accumulations(context, filled=False), None)
 
 
 def engine_accumulation(context: ScriptContext) -> tuple[list[int], str, tuple[Related, ...]] | None:
@@ -280,8 +246,13 @@ def engine_accumulation(context: ScriptContext) -> tuple[list[int], str, tuple[R
     1.16 `dataclasses.py`), and `"auto"`, a YAML without the setting or a plugin without the keyword get the
     Accelerator's (1 unless the script's `Accelerator(...)` asks another: then not known); with where that is. None
     when one is not known."""
+    return _numbers(_accumulations(context, filled=True), _accelerator_accumulation(context))
+
+
+def _accumulations(context: ScriptContext, filled: bool) -> tuple[list[object], str, tuple[Related, ...]] | None:
+    """Each way's accumulation as written (`filled`: as accelerate fills what is not: a config file without the key
+    1, no number at all "auto"), with where that is; None when no way, or a plugin not handed on."""
     plugins = _plugins(context)
-    asked = _accelerator_accumulation(context)
     found: list[object] = []
     related: tuple[Related, ...] = ()
     if plugins:
@@ -293,26 +264,42 @@ def engine_accumulation(context: ScriptContext) -> tuple[list[int], str, tuple[R
         if _FROM_CONFIG in found:
             configs = [resolve_config_expression(context, e) for e in trainer_expressions(context, ("hf_ds_config",))]
             found = [f for f in found if f is not _FROM_CONFIG]
-            found += [c.values.get("gradient_accumulation_steps", 1) if c is not None else None for c in configs] or [
-                "auto"
-            ]
+            absent = 1 if filled else None
+            found += [c.values.get("gradient_accumulation_steps", absent) if c is not None else None for c in configs]
+            found = found or ["auto" if filled else None]
         where = _plugin_place(context, plugins[0])
     else:
         runs = accelerate_runs(context)
         if not runs:
             return None
+        # a config file's number, or the inline one `accelerate launch` also exports for `Accelerator()` to read
+        # (ACCELERATE_GRADIENT_ACCUMULATION_STEPS); none written: "auto", filled with the Accelerator's
         found = [
-            run.config.values.get("gradient_accumulation_steps", 1)
+            run.config.values.get("gradient_accumulation_steps", 1 if filled else None)
             if run.config is not None
-            else _inline(run.accumulation) or "auto"
+            else _inline(run.accumulation) or ("auto" if filled else None)
             for run in runs
         ]
         last = runs[0].via[-1]
         where, related = f"{last.path}:{last.line}", tuple(r for run in runs for r in run.via)
-    steps = [asked if f == "auto" else f for f in found]
-    if any(not isinstance(f, int) or isinstance(f, bool) for f in steps):
+    return found, where, related
+
+
+def _numbers(
+    found: tuple[list[object], str, tuple[Related, ...]] | None, auto: int | None
+) -> tuple[list[int], str, tuple[Related, ...]] | None:
+    """The accumulations when every one is a number (`"auto"` read as `auto`); None otherwise."""
+    if found is None:
         return None
-    return [int(f) for f in steps if isinstance(f, int)], where, related
+    values, where, related = found
+    steps = [auto if value == "auto" else value for value in values]
+    numbers = [value for value in steps if isinstance(value, int) and not isinstance(value, bool)]
+    if not values or len(numbers) != len(values):
+        return None
+    return numbers, where, related
+
+
+_FROM_CONFIG = object()  # a plugin that leaves the accumulation to the config its `hf_ds_config` names
 
 
 def _accelerator_accumulation(context: ScriptContext) -> int | None:

@@ -13,7 +13,7 @@ from typing import Protocol, TypeVar
 import libcst as cst
 
 from dslint.model.library import CALLBACK_RUNNERS
-from dslint.project.config_edits import literal_value, module_index, subscripted
+from dslint.project.config_edits import literal_value, module_index, parameter_function, subscripted
 from dslint.script.context import ScriptContext
 from dslint.script.facts import Binding, BindingKind, ScopeKind
 from dslint.script.names import dotted_name
@@ -139,11 +139,8 @@ def splatted_options(context: ScriptContext, binding: Binding) -> bool:
     """Every call of this module's function holding the parameter `binding` binds is `f(**vars(args))` (or
     `f(**options)` with `options = vars(...)` bound before it), and the module's parser declares an option of the
     parameter's name: the parameter is that parsed option (`main(**vars(parser.parse_args()))`)."""
-    scope = binding.scope
-    function = scope.node
-    if binding.kind is not BindingKind.PARAMETER or not isinstance(function, cst.FunctionDef):
-        return False
-    if scope.parent is None or scope.parent.kind is not ScopeKind.MODULE:
+    function = parameter_function(binding)
+    if function is None:
         return False
     index = module_index(context.module)
     if binding.key not in index.option_defaults and binding.key not in index.required_options:

@@ -430,14 +430,20 @@ def _forget(tree: Object, mutation: Mutation) -> None:
             node.entries = [e for e in node.entries if e.key not in written]
 
 
-def fire_parameter(context: ScriptContext, binding: Binding) -> bool:
-    """The parameter `binding` binds is an option of the command line: its module-level function is the one
-    `fire.Fire(function)` runs (Python Fire makes each parameter a `--name` flag, its default the signature's)."""
+def parameter_function(binding: Binding) -> cst.FunctionDef | None:
+    """The module-level function whose parameter `binding` binds; None for any other binding."""
     scope = binding.scope
     function = scope.node
     if binding.kind is not BindingKind.PARAMETER or not isinstance(function, cst.FunctionDef):
-        return False
-    if scope.parent is None or scope.parent.kind is not ScopeKind.MODULE:
+        return None
+    return function if scope.parent is not None and scope.parent.kind is ScopeKind.MODULE else None
+
+
+def fire_parameter(context: ScriptContext, binding: Binding) -> bool:
+    """The parameter `binding` binds is an option of the command line: its module-level function is the one
+    `fire.Fire(function)` runs (Python Fire makes each parameter a `--name` flag, its default the signature's)."""
+    function = parameter_function(binding)
+    if function is None:
         return False
     return any(
         context.facts.qualified(call.func) == "fire.Fire"

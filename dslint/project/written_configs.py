@@ -174,6 +174,19 @@ def _option_places(text: str, target: str) -> set[tuple[int, str]]:
     return places
 
 
+def _readers(
+    text: str, target: str, lines: Sequence[LaunchLine], reader_of: Callable[[LaunchLine, str], str | None]
+) -> set[str | None]:
+    """Who reads the config written to `target`: the reader of each launch line of the launcher that passes it."""
+    places = _option_places(text, target)
+    return {
+        reader_of(launch, name)
+        for launch in lines
+        for name in CONFIG_OPTIONS
+        if (option := launch.option(name)) is not None and (option.line, name) in places
+    }
+
+
 def written_config_documents(
     text: str, lines: Sequence[LaunchLine], reader_of: Callable[[LaunchLine, str], str | None]
 ) -> list[DocumentConfig]:
@@ -185,13 +198,7 @@ def written_config_documents(
     for config in written_configs(text):
         if len(config.lines) < 2 or any(unknown for *_, unknown in config.lines):
             continue  # (a one-line `echo` keeps the shell's quoting around it: its text is left to strict_error)
-        places = _option_places(text, config.target)
-        readers = {
-            reader_of(launch, name)
-            for launch in lines
-            for name in CONFIG_OPTIONS
-            if (option := launch.option(name)) is not None and (option.line, name) in places
-        }
+        readers = _readers(text, config.target, lines, reader_of)
         if not readers:
             continue  # written for no launch of this launcher that is known
         written = tuple(line for _, _, line, _ in config.lines)
@@ -215,13 +222,7 @@ def written_config_issues(
             continue
         reader = "lightning" if _lightning_reads(text, config.target) else None
         if reader is None:
-            places = _option_places(text, config.target)
-            readers = {
-                reader_of(launch, name)
-                for launch in lines
-                for name in CONFIG_OPTIONS
-                if (option := launch.option(name)) is not None and (option.line, name) in places
-            }
+            readers = _readers(text, config.target, lines, reader_of)
             strict = {found for found in readers if found in STRICT_READERS}
             reader = next(iter(strict)) if strict and strict == readers else None
         if reader is None:
