@@ -73,8 +73,9 @@ if __name__ == "__main__":
 @pytest.mark.parametrize(
     ("launcher", "stage", "flagged"),
     [
-        (None, 0, False),  # `python train.py`: cuda:0 is the one rank's own GPU, where the engine puts the model
-        ("python train.py\n", 1, False),
+        ("python train.py\n", 0, False),  # cuda:0 is the one rank's own GPU, where the engine puts the model
+        ("deepspeed --num_gpus 1 train.py\n", 1, False),
+        (None, 0, True),  # no launch in the project: the deepspeed launcher on every GPU is how it is run
         ("deepspeed --num_gpus 2 train.py\n", 0, True),  # both ranks' models on cuda:0 first
         (None, 3, True),  # ZeRO-3 partitions: the whole model on the GPU first
     ],

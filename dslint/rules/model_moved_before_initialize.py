@@ -75,10 +75,10 @@ class ModelMovedBeforeInitialize(ScriptRule):
             `self.to(device)`). Moves to the CPU, `.to(memory_format=...)` and calls inside `with init_empty_weights():`
             (meta parameters, no data) are not flagged; casts (`.half()`, `.to(dtype=...)`, `.to(args.dtype)`) are
             DSL104; nor is a move to the rank's own GPU (`cuda:{local_rank}`, `accelerator.device`,
-            `training_args.device`, `.cuda()` after `set_device`, or the un-indexed CUDA device in a script that
-            runs as one process) before an engine whose every config is known to run ZeRO stage 0, 1 or 2 (or
-            cannot be read, no launch giving one, and every config the project ships near the script is below
-            stage 3), which puts the module there itself and partitions nothing. Nor is a move
+            `training_args.device`, `.cuda()` after `set_device`, or the un-indexed CUDA device in a script every
+            launch of which starts one process) before an engine whose every config is known to run ZeRO stage 0,
+            1 or 2 (or cannot be read, no launch giving one, and every config the project ships near the script is
+            below stage 3), which puts the module there itself and partitions nothing. Nor is a move
             before an `initialize` that runs only under a test the move does not share (`if args.deepspeed:
             initialize(...) else: model = DDP(model)`): the move also serves the path without DeepSpeed, unless
             every launch of the script passes the option tested (`--deepspeed`), no launcher names it otherwise

@@ -19,7 +19,7 @@ from dslint.script.devices import device_index, devices_of
 from dslint.script.facts import ScriptFacts, method_name
 from dslint.script.inference import device_set_before
 from dslint.script.names import dotted_name
-from dslint.script.one_rank import one_process_launches, presumed_one_process
+from dslint.script.one_rank import one_process_launches
 
 # `<arguments>.device` of a Hugging Face TrainingArguments: the rank's own GPU (`_setup_devices` sets it from
 # LOCAL_RANK)
@@ -71,11 +71,12 @@ def _names_own_device(expr: cst.BaseExpression) -> bool:
 
 def _current_is_own(facts: ScriptFacts, call: cst.Call) -> bool:
     """The current device is set (`torch.cuda.set_device(...)`) before `call`: the un-indexed device is then the
-    rank's own; or the script runs as one process (every launch of it starts one, or none starts several and its
-    code reads no rank: `one_rank.presumed_one_process`), whose GPU is cuda:0, the current device."""
+    rank's own; or every launch of the script starts one process, whose GPU is cuda:0, the current device."""
     return device_set_before(facts, facts.scope_at(call), facts.start(call)) or _one_process(facts)
 
 
 def _one_process(facts: ScriptFacts) -> bool:
-    """Every launch of the script starts one process, or none starts several and its code reads no rank."""
-    return one_process_launches(facts) or (facts.text is not None and presumed_one_process(facts, facts.text))
+    """Every launch of the script the project holds starts one process (`deepspeed --num_gpus 1`, `torchrun
+    --nproc_per_node 1`, `python x.py`). A script no launch of the project starts is not presumed to run alone: the
+    `deepspeed` launcher on every GPU is how such scripts are run."""
+    return one_process_launches(facts)
