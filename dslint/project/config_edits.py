@@ -7,6 +7,7 @@ resolves a config through them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from dslint.script.walk import own_nodes, visit_all
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
     from dslint.script.facts import ScriptFacts
+    from dslint.script.project_facts import LaunchedConfig
 
 
 def literal_value(node: cst.BaseExpression) -> Any:
@@ -475,10 +477,7 @@ def command_line_value(context: ScriptContext, node: cst.BaseExpression) -> tupl
         default, declared = _number(text), (where,)
     else:
         return UNKNOWN, ()
-    values = {_number(launch.options[option]) if option in launch.options else default for launch in launches}
-    value = values.pop() if len(values) == 1 else UNKNOWN  # none known (any value may be given), or they disagree
-    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return (value, (*(launch.launch for launch in launches), *declared)) if numeric else (UNKNOWN, ())
+    return _agreed_number(launches, option, default, declared)
 
 
 def _fire_value(context: ScriptContext, node: cst.Name) -> tuple[Any, tuple[Related, ...]]:
@@ -486,18 +485,24 @@ def _fire_value(context: ScriptContext, node: cst.Name) -> tuple[Any, tuple[Rela
     default where a launch does not give it), when the project has launches of the script and they agree."""
     facts = context.facts
     binding = facts.binding_at(node.value, facts.scope_at(node), facts.start(node))
-    if binding is None or not fire_parameter(context, binding) or not isinstance(binding.scope.node, cst.FunctionDef):
+    function = parameter_function(binding) if binding is not None and fire_parameter(context, binding) else None
+    if function is None:
         return UNKNOWN, ()
-    params = binding.scope.node.params
+    params = function.params
     param = next((p for p in (*params.params, *params.kwonly_params) if p.name.value == node.value), None)
     default = literal_value(param.default) if param is not None and param.default is not None else UNKNOWN
-    launches = facts.project.launches if facts.project is not None else ()
-    if not launches:
-        return UNKNOWN, ()
-    values = {_number(launch.options[node.value]) if node.value in launch.options else default for launch in launches}
-    value = values.pop() if len(values) == 1 else UNKNOWN
+    return _agreed_number(facts.project.launches if facts.project is not None else (), node.value, default, ())
+
+
+def _agreed_number(
+    launches: Sequence[LaunchedConfig], option: str, default: Any, declared: tuple[Related, ...]
+) -> tuple[Any, tuple[Related, ...]]:
+    """The number every launch gives `--option` (`default` where one does not), with the launch lines and
+    `declared`; UNKNOWN when there is no launch, one gives no number, or they disagree."""
+    values = {_number(launch.options[option]) if option in launch.options else default for launch in launches}
+    value = values.pop() if len(values) == 1 else UNKNOWN  # none known (any value may be given), or they disagree
     numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return (value, tuple(launch.launch for launch in launches)) if numeric else (UNKNOWN, ())
+    return (value, (*(launch.launch for launch in launches), *declared)) if numeric else (UNKNOWN, ())
 
 
 def _number(text: str | None) -> Any:

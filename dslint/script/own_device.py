@@ -48,12 +48,13 @@ def moves_to_own_device(facts: ScriptFacts, call: cst.Call) -> bool:
     found = devices_of(facts, target, call)
     if not found:  # a bare index (`.to(local_rank)`, `.cuda(args.local_rank)`): a CUDA device of that index
         return device_index(facts, target, call) is DeviceIndex.LOCAL_RANK
-    # in a script that runs as one process, the CPU on another path (`"cuda" if torch.cuda.is_available() else
-    # "cpu"`) is where DeepSpeed's accelerator puts the module there too
+    # in a script every launch of which starts one process, the CPU on another path (`"cuda" if
+    # torch.cuda.is_available() else "cpu"`) is where DeepSpeed's accelerator puts the module there too (a script no
+    # launch of the project starts is not presumed to run alone: the deepspeed launcher on every GPU runs such one)
     return all(
         device == _OWN
         or (device == CURRENT_CUDA and _current_is_own(facts, call))
-        or (device == CPU and _one_process(facts))
+        or (device == CPU and one_process_launches(facts))
         for device in found
     )
 
@@ -72,11 +73,4 @@ def _names_own_device(expr: cst.BaseExpression) -> bool:
 def _current_is_own(facts: ScriptFacts, call: cst.Call) -> bool:
     """The current device is set (`torch.cuda.set_device(...)`) before `call`: the un-indexed device is then the
     rank's own; or every launch of the script starts one process, whose GPU is cuda:0, the current device."""
-    return device_set_before(facts, facts.scope_at(call), facts.start(call)) or _one_process(facts)
-
-
-def _one_process(facts: ScriptFacts) -> bool:
-    """Every launch of the script the project holds starts one process (`deepspeed --num_gpus 1`, `torchrun
-    --nproc_per_node 1`, `python x.py`). A script no launch of the project starts is not presumed to run alone: the
-    `deepspeed` launcher on every GPU is how such scripts are run."""
-    return one_process_launches(facts)
+    return device_set_before(facts, facts.scope_at(call), facts.start(call)) or one_process_launches(facts)

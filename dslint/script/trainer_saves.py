@@ -16,6 +16,7 @@ from dslint.model.bindings import Scope
 from dslint.model.library import BASE_MODEL_METHODS, SELF_RETURNING_METHODS, is_trainer_class_name
 from dslint.script.facts import BindingKind, ScriptFacts, method_name
 from dslint.script.hf_trainers import local_trainer_classes
+from dslint.script.model_moves import argument_at
 from dslint.script.walk import own_nodes
 
 TORCH_SAVE = "torch.save"
@@ -222,10 +223,7 @@ def _trained_by_helpers(
         if not isinstance(call.func, cst.Name) or call.func.value not in helpers:
             continue
         index, name = helpers[call.func.value]
-        given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
-        positional = [a.value for a in call.args if a.keyword is None and not a.star]
-        if given is None and index < len(positional) and not any(a.star for a in call.args[:index]):
-            given = positional[index]
+        given = argument_at(call, None, name) or argument_at(call, index, None)
         if given is not None and _own_model(given) is not None:
             found.append((given, facts.start(call)))
     return found
