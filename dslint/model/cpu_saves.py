@@ -20,7 +20,7 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from dslint.model.gpu_saves import INITIALIZE_CALLED, bound_values, calls_named, file_name, has_map_location, may_name
+from dslint.model.gpu_saves import INITIALIZE_CALLED, bound_values, calls_named, file_name, has_map_location, may_call
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted
 
 # Methods whose result is CPU data whatever the tensor was on.
@@ -57,7 +57,7 @@ def cpu_loads(store: SummaryStore, paths: list[str]) -> dict[str, dict[int, CpuF
     for path in paths:
         data = store.sources.get(path, b"")
         # DSL202 reads every load of a module that creates an engine: only those are asked about (a text test)
-        if b"load(" not in data or INITIALIZE_CALLED.search(data) is None or not may_name(data, "torch", path):
+        if b"load(" not in data or INITIALIZE_CALLED.search(data) is None or not may_call(data, "torch", "load", path):
             continue
         summary = store.get(path)
         for call, function in calls_named(summary, "torch.load") if summary is not None else ():

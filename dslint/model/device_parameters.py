@@ -25,10 +25,12 @@ are not followed (their calls cannot all be seen).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from dslint.model.evaluate import Evaluator
+from dslint.model.gpu_saves import may_call
 from dslint.model.library import SET_DEVICE_CALLS
 from dslint.model.resolution import Callee, scope_of
 from dslint.model.summary import ModuleSummary, SummaryStore, calls, dotted, statements
@@ -37,6 +39,11 @@ MAX_DEPTH = 6
 MAX_NAME_FILES = 24
 TORCH_LOAD = "torch.load"
 TORCH_DEVICE = "torch.device"
+# a `map_location` given a bare name, what `_map_location_parameters` reads: by keyword (`map_location=device,`), or
+# as the second argument after a first one without brackets or commas (`torch.load(path, device)`)
+_NAME_AS_MAP_LOCATION = re.compile(
+    rb"map_location\s*=\s*[A-Za-z_]\w*\s*[,)#]|load\s*\([^(),\[\]{}]+,\s*[A-Za-z_]\w*\s*[,)#]"
+)
 
 
 @dataclass(frozen=True)
@@ -66,7 +73,7 @@ class DeviceParameters:
         """(path, function, parameter, where the device is written) for every `torch.load(...,
         map_location=<parameter>)` of the project whose parameter is a CUDA device at every call."""
         for path, data in sorted(self.store.sources.items()):
-            if b"map_location" not in data:
+            if _NAME_AS_MAP_LOCATION.search(data) is None or not may_call(data, "torch", "load", path):
                 continue
             module = self.store.get(path)
             if module is None:

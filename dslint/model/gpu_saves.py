@@ -50,8 +50,8 @@ def gpu_loads(store: SummaryStore, paths: list[str]) -> dict[str, dict[int, GpuF
     saved: dict[str, GpuFile] = {}
     for path in paths:
         data = store.sources.get(path, b"")
-        engine_text = b"initialize" in data and b"save" in data and INITIALIZE_CALLED.search(data) is not None
-        if engine_text and may_name(data, "torch", path) and may_name(data, "deepspeed", path):
+        engine_text = b"initialize" in data and b"save" in data and ENGINE_ASSIGNED.search(data) is not None
+        if engine_text and may_call(data, "torch", "save", path) and may_name(data, "deepspeed", path):
             summary = store.get(path)
             if summary is not None:
                 for found in _engine_saves(summary):
@@ -60,7 +60,7 @@ def gpu_loads(store: SummaryStore, paths: list[str]) -> dict[str, dict[int, GpuF
     answers: dict[str, dict[int, GpuFile]] = {}
     for path in paths:
         data = store.sources.get(path, b"")
-        if b"load" not in data or not may_name(data, "torch", path) or not _may_read_gpu_file(data, pieces):
+        if b"load" not in data or not may_call(data, "torch", "load", path) or not _may_read_gpu_file(data, pieces):
             continue
         summary = store.get(path)
         if summary is None:
@@ -80,6 +80,12 @@ def gpu_loads(store: SummaryStore, paths: list[str]) -> dict[str, dict[int, GpuF
 # a line of `#`s, never exponentially many), or imported under another name (`from deepspeed import initialize as
 # ds_init`)
 INITIALIZE_CALLED = re.compile(rb"initialize(?:(?:[\s\\)]|#[^\n]*\n)*\(|\s+as\b)")
+# The same, as the value of an assignment (`engine, *_ = deepspeed.initialize(`: `_engine_names` reads nothing
+# else): `=`, then the callee's words, dots, white space, opening parentheses and comments, then the call; or the
+# import under another name. A mention in prose (`"...after deepspeed.initialize()."`) is no such text.
+ENGINE_ASSIGNED = re.compile(
+    rb"=(?:[\w.\s\\(]|#[^\n]*\n)*initialize(?:(?:[\s\\)]|#[^\n]*\n)*\(|\s+as\b)|initialize\s+as\b"
+)
 
 # `from` as a word (the look-behind: no word character before it), then `.`: the literal leads so that `re` skips to
 # each `from` instead of trying `\bfrom` at every byte (the same matches)
@@ -91,6 +97,24 @@ def may_name(data: bytes, module: str, path: str) -> bool:
     import statements: the name written, or a relative import resolved against the package, whose dotted name is
     made of the folders the file sits in: `module` must be one of them)."""
     return module.encode() in data or (module in Path(path).parts[:-1] and _RELATIVE_IMPORT.search(data) is not None)
+
+
+def may_call(data: bytes, module: str, attribute: str, path: str) -> bool:
+    """Whether the text could call `module.attribute` as the summary qualifies a callee: written so (`torch.load`,
+    white space around the dot allowed), through the module imported under another name (`import torch as th`),
+    or through the attribute imported by name (`from torch import load`, in parentheses or not); inside the
+    module's own package (relative imports), whenever `may_name` allows."""
+    if module in Path(path).parts[:-1]:
+        return may_name(data, module, path)
+    name, attr = module.encode(), attribute.encode()
+    if name not in data or attr not in data:
+        return False
+    name, attr = re.escape(name), re.escape(attr)  # each pattern leads with a literal: `re` skips to it
+    return (
+        re.search(name + rb"\s*\.\s*" + attr + rb"\b", data) is not None
+        or re.search(name + rb"\s+as\b", data) is not None
+        or re.search(rb"from\s+" + name + rb"\s+import\b[^;]*?\b" + attr + rb"\b", data) is not None
+    )
 
 
 def _may_read_gpu_file(data: bytes, saved: list[list[bytes]]) -> bool:
