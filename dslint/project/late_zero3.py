@@ -36,7 +36,7 @@ from dslint.project.engine_config import ZeroSource, ZeroSources
 from dslint.project.inputs import record
 from dslint.project.shipped_accelerate import shipped_accelerate_runs
 from dslint.script.context import ScriptContext
-from dslint.script.facts import ScopeKind
+from dslint.script.facts import ScopeKind, ScriptFacts
 from dslint.script.walk import all_nodes
 
 MAX_BESIDE = 32  # YAML files read beside a script for its accelerate config
@@ -118,16 +118,45 @@ def constructor_load_runs_first(context: ScriptContext, load: cst.Call, source: 
         (node for node in owner.node.body.body if isinstance(node, cst.FunctionDef) and node.name.value == "__init__"),
         None,
     )
-    if constructor is None or where.node is constructor:
+    if where.node is constructor:
         return False
     loading, runs = scope.node.name.value, where.node.name.value
-    called = _self_calls(constructor, scope.self_name)
-    if loading != "__init__" and (loading not in called or runs in called):
-        return False  # the loading method may not run first; or the constructor runs the config's method too
+    called = _self_calls(constructor, scope.self_name) if constructor is not None else {}
     if loading == "__init__" and any(facts.start(call) < facts.start(load) for call in called.get(runs, ())):
         return False  # the constructor runs the config's method before the load
+    if (
+        loading != "__init__"
+        and (loading not in called or runs in called)
+        and (runs in called or not _sequenced(facts, owner.node, loading, runs))
+    ):
+        return False  # the loading method may not run first; or the constructor runs the config's method too
     attributes = _stored_attributes(context, load, scope.node, scope.self_name)
     return bool(attributes) and _hands_attribute(where.node, where.self_name, attributes)
+
+
+def _sequenced(facts: ScriptFacts, owner: cst.ClassDef, loading: str, runs: str) -> bool:
+    """Whether a method of `owner` runs `self.<loading>()` before `self.<runs>()` (`def run(self):
+    self.load_model(); ...; self.train()`), and no method of it calls `runs` otherwise: first in its body, or
+    without `loading` (then the instance may make the config before any load)."""
+    ordered = False
+    for method in owner.body.body:
+        if not isinstance(method, cst.FunctionDef) or method.name.value in (loading, runs):
+            continue
+        first = _first_parameter(method)
+        called = _self_calls(method, first) if first is not None else {}
+        if runs not in called:
+            continue
+        if loading not in called:
+            return False
+        if facts.start(called[runs][0]) < facts.start(called[loading][0]):
+            return False
+        ordered = True
+    return ordered
+
+
+def _first_parameter(function: cst.FunctionDef) -> str | None:
+    params = function.params.params
+    return params[0].name.value if params else None
 
 
 def _self_calls(function: cst.FunctionDef, self_name: str) -> dict[str, list[cst.Call]]:

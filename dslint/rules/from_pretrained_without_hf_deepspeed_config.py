@@ -156,10 +156,11 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             loading the class its caller hands it, `create_hf_model(AutoModelForCausalLM, ...)`; not one making its
             own `HfDeepSpeedConfig`). A load at module level comes before a ZeRO-3 config made in a function of the
             module that uses the model; a load a class's constructor stores in `self.model` (itself or through a
-            method it calls) comes before a ZeRO-3 config made in another method that hands `self.model` on as a
-            Trainer's model or initialize's. An initialize's config may be a project function's dict whose stage is
-            the caller's argument: an option read per launch (`get_train_ds_config(stage=args.zero_stage)` under
-            `--zero_stage 3`), as the finding names. A config the
+            method it calls), or a method the class's driver calls first (`self.load_model(); self.train()`, no
+            method of it making the config before the load), comes before a ZeRO-3 config made in another method that
+            hands `self.model` on as a Trainer's model or initialize's. An initialize's config may be a project
+            function's dict whose stage is the caller's argument: an option read per launch
+            (`get_train_ds_config(stage=args.zero_stage)` under `--zero_stage 3`), as the finding names. A config the
             script reads itself (`json.load(open(args.ds_config))`) is the file the path names, as the launchers give
             it. A config handed in from outside the script that cannot be read (a command-line option, a parameter, a
             path built from one) is ZeRO-3 when every DeepSpeed config the project ships is (beside the script, in its
