@@ -72,7 +72,7 @@ from dslint.project.launch_cuts import strip_comment
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, ScriptOption
 from dslint.project.master_port import master_port_unused
-from dslint.project.missing_configs import beside, missing_accelerate_config, missing_config, missing_in_yaml
+from dslint.project.missing_configs import beside, missing_accelerate_config, missing_config, missing_in_configs
 from dslint.project.missing_scripts import missing_script_issue
 from dslint.project.project_index import LaunchIssue, LaunchSite
 from dslint.project.script_parser import (
@@ -188,14 +188,11 @@ def launch_issues(
         configless = _configless_trainer(site, store, sources)
         if configless is not None:
             issues.append(configless)
-        if site.script is not None and site.config_yaml is not None:
-            yaml_path, number = site.config_yaml
-            key = missing_in_yaml(site.script, yaml_path, number, sources, launcher_text, file_names)
-            if key is not None:
-                column, written = key
-                issue = LaunchIssue("missing_config", number, column, column + 9, written, related=(site.launch,))
-                if issue not in found.get(yaml_path, ()):  # one finding for every launch passing the YAML
-                    found.setdefault(yaml_path, []).append(issue)
+        for yaml_path, issue in missing_in_configs(site, sources, launcher_text, file_names):
+            if not any(
+                (i.kind, i.line, i.column) == (issue.kind, issue.line, issue.column) for i in found.get(yaml_path, ())
+            ):
+                found.setdefault(yaml_path, []).append(issue)  # one finding for every launch passing the YAML
         if site.script is None or site.config_option is None:
             continue
         option = line.option(site.config_option)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
+from dslint.project.accelerate_yaml import parse_accelerate_yaml
 from dslint.project.inputs import absolute, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, tested_files, written_files
@@ -257,3 +259,56 @@ def missing_accelerate_config(
     return LaunchIssue(
         "missing_config", option.line, option.column, end, option.value, ("--config_file",), elsewhere=shown
     )
+
+
+def missing_in_configs(
+    site: LaunchSite,
+    sources: dict[str, bytes],
+    launcher_text: Callable[[str], str | None],
+    file_names: Callable[[], Mapping[str, tuple[str, ...]]],
+) -> list[tuple[str, LaunchIssue]]:
+    """The config paths named inside the files a launch passes that name no file: the `deepspeed:` key of the
+    Trainer's YAML (`missing_in_yaml`), the `deepspeed_config_file:` of the accelerate config
+    (`missing_plugin_config`); each with its file, related to the launch."""
+    found: list[tuple[str, LaunchIssue]] = []
+    if site.script is not None and site.config_yaml is not None:
+        yaml_path, number = site.config_yaml
+        key = missing_in_yaml(site.script, yaml_path, number, sources, launcher_text, file_names)
+        if key is not None:
+            column, written = key
+            found.append((yaml_path, LaunchIssue("missing_config", number, column, column + 9, written)))
+    plugin = missing_plugin_config(site, sources, launcher_text, file_names)
+    if plugin is not None:
+        found.append(plugin)
+    return [(path, replace(issue, related=(site.launch,))) for path, issue in found]
+
+
+def missing_plugin_config(
+    site: LaunchSite,
+    sources: dict[str, bytes],
+    launcher_text: Callable[[str], str | None],
+    file_names: Callable[[], Mapping[str, tuple[str, ...]]],
+) -> tuple[str, LaunchIssue] | None:
+    """The `deepspeed_config_file:` of the accelerate config an `accelerate launch` passes (`site.
+    accelerate_config`, found), under `distributed_type: DEEPSPEED`, when no file of that name is anywhere in the
+    project and nothing writes one (`missing_config`; an absolute or placeholder path is the user's to make): the
+    YAML and the issue at its key. Every process's `DeepSpeedPlugin` hands the path to `HfDeepSpeedConfig`, which
+    raises ValueError for a path that is no file, before training starts."""
+    yaml_path = site.accelerate_config
+    if site.line.tool != "accelerate" or yaml_path is None:
+        return None
+    text = launcher_text(yaml_path)
+    parsed = parse_accelerate_yaml(yaml_path, text) if text is not None else None
+    if parsed is None or text is None or (parsed.distributed_type or "").upper() != "DEEPSPEED":
+        return None
+    written, number = parsed.deepspeed_config_file, parsed.deepspeed_config_file_line
+    if not written or not number or os.path.isabs(written) or written.startswith(("~", "$")):
+        return None
+    if _PLACEHOLDER.search(written) is not None or not written.lower().endswith(".json"):
+        return None
+    if missing_config(written, sources, yaml_path, text, file_names) != ():
+        return None  # a file of the name elsewhere (where accelerate is started from may hold it), or written
+    line = text.splitlines()[number - 1]
+    column = line.find("deepspeed_config_file") + 1
+    end = column + len("deepspeed_config_file")
+    return yaml_path, LaunchIssue("missing_config", number, column, end, written, ("deepspeed_config_file",))

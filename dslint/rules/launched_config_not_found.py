@@ -63,6 +63,9 @@ class LaunchedConfigNotFound(LaunchRule):
             file's name says `deepspeed`, `zero` or `ds`, or the script mentions DeepSpeed) and the path leads into
             a folder (a bare name may be the file the reader makes with `accelerate config`; placeholders such as
             `<config.yaml>` are left alone too): accelerate stops with FileNotFoundError before any process starts.
+            The `deepspeed_config_file:` of such an accelerate config (`distributed_type: DEEPSPEED`) is flagged in
+            the YAML when no file of that name is anywhere in the project and nothing writes one: every process's
+            DeepSpeed plugin hands it to `HfDeepSpeedConfig`, which raises ValueError for a path that is no file.
             A path that names a project file but for letter case (`ds.JSON`, `SFT/` for `sft/`) names no file on
             Linux: it is flagged, naming the file. A path a script writes itself for the Trainer or accelerate
             (`TrainingArguments(deepspeed="ds.json")`, `DeepSpeedPlugin(hf_ds_config="ds.json")`) is judged the same
@@ -184,6 +187,17 @@ class LaunchedConfigNotFound(LaunchRule):
                 ("accelerate_configs/deepspeed_zero2.yaml", "distributed_type: DEEPSPEED\n"),
             ),
         ),
+        # the DeepSpeed config an accelerate config names is in the project; under MULTI_GPU it is never read
+        Valid(
+            "deepspeed_config:\n  deepspeed_config_file: configs/ds_zero2.json\ndistributed_type: DEEPSPEED\n",
+            path="accelerate_ds.yaml",
+            files=(*_PROJECT, ("run.sh", "accelerate launch --config_file accelerate_ds.yaml train.py\n")),
+        ),
+        Valid(
+            "deepspeed_config:\n  deepspeed_config_file: configs/ds_zero3.json\ndistributed_type: MULTI_GPU\n",
+            path="accelerate_ds.yaml",
+            files=(*_PROJECT, ("run.sh", "accelerate launch --config_file accelerate_ds.yaml train.py\n")),
+        ),
         # a bare name: the file the reader makes with `accelerate config --config_file ds_zero3.yaml`
         Valid("accelerate launch --config_file ds_zero3.yaml train.py\n", files=_PROJECT),
         # a missing accelerate config of a launch that says nothing of DeepSpeed: not this linter's to judge
@@ -269,6 +283,13 @@ class LaunchedConfigNotFound(LaunchRule):
             lines=(1,),
             files=(*_PROJECT, ("accelerate_configs/deepspeed_zero3.yaml", "distributed_type: DEEPSPEED\n")),
         ),
+        # the accelerate config a launch passes names a DeepSpeed config the project lacks
+        Invalid(
+            "deepspeed_config:\n  deepspeed_config_file: configs/ds_zero3.json\ndistributed_type: DEEPSPEED\n",
+            lines=(2,),
+            path="accelerate_ds.yaml",
+            files=(*_PROJECT, ("run.sh", "accelerate launch --config_file accelerate_ds.yaml train.py\n")),
+        ),
         # the config's path but for letter case: no such file on Linux
         Invalid(
             "deepspeed --num_gpus 2 train.py --deepspeed configs/DS_zero2.json\n",
@@ -286,6 +307,11 @@ class LaunchedConfigNotFound(LaunchRule):
 
     @classmethod
     def message_for(cls, issue: LaunchIssue) -> str:
+        if issue.options == ("deepspeed_config_file",):  # the DeepSpeed config an accelerate config names
+            return (
+                f"{issue.detail}: no such file in the project, and nothing in it writes one; accelerate's DeepSpeed "
+                "plugin stops every process"
+            )
         if issue.options == ("--config_file",):  # an accelerate config
             meant = f" (the project has {', '.join(issue.elsewhere[:2])})" if issue.elsewhere else ""
             return f"{issue.detail}: no such accelerate config where this runs{meant}; accelerate launch stops"
