@@ -494,6 +494,20 @@ def _fire_value(context: ScriptContext, node: cst.Name) -> tuple[Any, tuple[Rela
     return _agreed_number(facts.project.launches if facts.project is not None else (), node.value, default, ())
 
 
+def fire_given_text(context: ScriptContext, node: cst.Name) -> tuple[str | None, tuple[Related, ...]]:
+    """A parameter of the function `fire.Fire` runs that every launch of the script gives as `--<name>`, all with
+    one value: that text, with the launch lines; None when a launch leaves it to its default (no choice made),
+    there is no launch, or they disagree."""
+    facts = context.facts
+    binding = facts.binding_at(node.value, facts.scope_at(node), facts.start(node))
+    if binding is None or not fire_parameter(context, binding):
+        return None, ()
+    launches = facts.project.launches if facts.project is not None else ()
+    values = {launch.options.get(node.value) for launch in launches}
+    given = values.pop() if len(values) == 1 else None
+    return (given, tuple(launch.launch for launch in launches)) if given else (None, ())
+
+
 def _agreed_number(
     launches: Sequence[LaunchedConfig], option: str, default: Any, declared: tuple[Related, ...]
 ) -> tuple[Any, tuple[Related, ...]]:

@@ -10,7 +10,7 @@ from dslint.config.tree import node_at
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.model.library import TRAINER_SCHEDULE_EQUIVALENTS
-from dslint.project.config_edits import literal_value
+from dslint.project.config_edits import fire_given_text, literal_value
 from dslint.project.config_link import resolve_config_expression
 from dslint.project.inputs import shown_path
 from dslint.project.resolved_configs import ResolvedConfig
@@ -23,6 +23,18 @@ _WARMUP_DECAY = (
 )
 _WARMUP = '{"train_micro_batch_size_per_gpu": "auto", "scheduler": {"type": "WarmupLR"}}\n'
 _NO_SCHEDULER = '{"train_micro_batch_size_per_gpu": "auto"}\n'
+# a Python Fire script: each parameter of the function it runs is a `--name` option
+_FIRE = """\
+import fire
+from transformers import Trainer, TrainingArguments
+
+def train(lr_scheduler_type: str = "cosine", ds_config: str = "ds.json"):
+    args = TrainingArguments(output_dir="out", lr_scheduler_type=lr_scheduler_type, deepspeed=ds_config)
+    Trainer(model=build(), args=args).train()
+
+if __name__ == "__main__":
+    fire.Fire(train)
+"""
 _PARSING = """\
 from transformers import HfArgumentParser, Trainer, TrainingArguments
 
@@ -49,7 +61,8 @@ class TrainerSchedulerTypeIgnored(ScriptRule):
             DeepSpeed twin. It also flags, at the script's `HfArgumentParser`, a launch that passes
             `--lr_scheduler_type` beside `--deepspeed ds.json` with such a section, naming every such launch. A type
             built at run time, or a scheduler section whose type is not a literal, is not compared; a type left
-            to its default is no choice and is not flagged.
+            to its default is no choice and is not flagged. A parameter of the function Python Fire runs is the
+            option of its name: flagged when every launch of the script gives it, with one value.
         """,
         why="""
             When the config has a `scheduler` section, transformers does not build the scheduler the arguments
@@ -106,6 +119,11 @@ class TrainerSchedulerTypeIgnored(ScriptRule):
                 ("ds.json", _NO_SCHEDULER),
             ),
         ),
+        # a Fire parameter the launch leaves to its default: no choice made
+        Valid(
+            _FIRE,
+            files=(("run.sh", "deepspeed train.py --ds_config ds.json\n"), ("ds.json", _WARMUP_DECAY)),
+        ),
     )
     invalid = (
         Invalid(
@@ -135,6 +153,15 @@ class TrainerSchedulerTypeIgnored(ScriptRule):
             """,
             lines=(4,),
         ),
+        # a Fire parameter every launch gives
+        Invalid(
+            _FIRE,
+            lines=(5,),
+            files=(
+                ("run.sh", "deepspeed train.py --lr_scheduler_type cosine --ds_config ds.json\n"),
+                ("ds.json", _WARMUP_DECAY),
+            ),
+        ),
         Invalid(
             _PARSING,
             lines=(3,),
@@ -151,9 +178,14 @@ class TrainerSchedulerTypeIgnored(ScriptRule):
         if asked is None or expression is None:
             return
         wanted = _schedule_name(literal_value(asked))
+        where = ""
+        related: tuple[Related, ...] = ()
+        if wanted is None and isinstance(asked, cst.Name):  # a Fire parameter every launch gives (`--name cosine`)
+            given, related = fire_given_text(self.context, asked)
+            wanted, where = _schedule_name(given), " from the launch" if len(related) == 1 else " from the launches"
         config = resolve_config_expression(self.context, expression)
         if wanted is not None and config is not None:
-            self._check(asked, wanted, config, "")
+            self._check(asked, wanted, config, where, related)
 
     def leave_Module(self, original_node: cst.Module) -> None:
         parser = next(argument_parsers(original_node), None)
