@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Collection, MutableMapping
+from collections.abc import Collection, Mapping, MutableMapping
 from dataclasses import replace
 
 from dslint.diagnostics import Related
@@ -25,13 +25,25 @@ from dslint.script.project_facts import LaunchedConfig, ProjectFacts
 IMPORT_LEVELS = 3
 
 
+def trainer_modules(sources: Mapping[str, bytes]) -> list[str]:
+    """The modules building a Trainer's arguments that may run DeepSpeed: they name it, or parse the arguments from
+    the command line (`HfArgumentParser`), where a launch's `--deepspeed ds.json` turns it on."""
+    return [
+        path
+        for path, data in sources.items()
+        if b"TrainingArguments" in data and (b"deepspeed" in data or b"HfArgumentParser" in data)
+    ]
+
+
 def record_importer_launches(
     files: MutableMapping[str, ProjectFacts], targets: Collection[str], store: SummaryStore
 ) -> None:
-    """Give each module of `targets` that no launch starts the launches of the launched scripts importing it; none
+    """Give each module of `targets` the launches of the launched scripts importing it (a module a launch also starts
+    itself keeps its own in `launches`: the questions of where it runs read those first, `launches or
+    importer_launches`; a parser of the Trainer's arguments it holds reads its importers' command lines too); none
     where one of those scripts is named by a launcher whose launch is not read (`launches_partial`): its launches
     may not be all."""
-    unlaunched = {path for path in targets if not (path in files and files[path].launches)}
+    unlaunched = set(targets)
     if not unlaunched:
         return
     inherited: dict[str, list[LaunchedConfig]] = {}

@@ -66,11 +66,17 @@ from dslint.project.engine_facts import (
     record_state_saving_calls,
 )
 from dslint.project.folder_readers import command_line_readers
-from dslint.project.importer_launches import record_importer_launches
+from dslint.project.importer_launches import record_importer_launches, trainer_modules
 from dslint.project.inputs import absolute as absolute
 from dslint.project.inputs import exists, find_written, is_python_script, read_input, record, recording, shown_path
 from dslint.project.launch_batches import batch_issues
-from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES, documented_script, shell_texts, unread_mention
+from dslint.project.launch_documents import (
+    DOCUMENT_LAUNCHER_SUFFIXES,
+    documented_script,
+    mention_holders,
+    shell_texts,
+    unread_mention,
+)
 from dslint.project.launch_issues import launch_issues
 from dslint.project.launch_switches import record_switches_never_on
 from dslint.project.launched_configs import launched_config
@@ -242,7 +248,7 @@ def _build_project_index(
     # a module that makes or receives the engine, or builds the Trainer's arguments from options its caller parsed,
     # runs under the launches of the launched scripts importing it
     receivers = [path for path, facts in index.files.items() if facts.parameters]
-    trainers = [path for path, data in sources.items() if b"TrainingArguments" in data and b"deepspeed" in data]
+    trainers = trainer_modules(sources)
     record_importer_launches(index.files, {*producers, *receivers, *trainers}, store)
     record_plugin_fields(index, store)
     record_class_defaults(index.files, sorted({*producers, *trainers}), store)
@@ -539,28 +545,11 @@ def _read_launchers(
     # a launcher naming a launched script's file where the index read no launch of it (`srun ... python x.py` in
     # a form it does not parse, a prose mention): that script's launches are not all known
     started = {script: facts for script, facts in index.files.items() if facts.launches}
-    holders = _holders(read, {os.path.basename(script).encode() for script in started})
+    holders = mention_holders(read, {os.path.basename(script).encode() for script in started})
     for script, facts in started.items():
         file = os.path.basename(script).encode()
         if any(unread_mention(script, at, read[at], launched_from.get(at, ())) for at in holders[file]):
             index.files[script] = replace(facts, launches_partial=True)
-
-
-def _holders(texts: dict[str, bytes], names: set[bytes]) -> dict[bytes, list[str]]:
-    """For each of `names`, the texts holding it (`name in text`), in the texts' order. A name ending in `.py`
-    ends at an occurrence of `.py`: each text is read once, at those occurrences, instead of once per name."""
-    found: dict[bytes, list[str]] = {name: [] for name in names}
-    suffixed = {name for name in names if name.endswith(b".py")}
-    lengths = sorted({len(name) for name in suffixed})
-    for at, text in texts.items():
-        seen: set[bytes] = {name for name in names - suffixed if name in text}
-        end = text.find(b".py") + 3
-        while end > 2:
-            seen.update(piece for k in lengths if k <= end and (piece := text[end - k : end]) in suffixed)
-            end = text.find(b".py", end - 2) + 3
-        for name in seen:
-            found[name].append(at)
-    return found
 
 
 def _unfound_yaml_config(launched: LaunchedConfig) -> tuple[str, int] | None:

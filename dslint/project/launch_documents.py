@@ -343,3 +343,33 @@ def unread_mention(script: str, path: str, text: bytes, launched: Collection[str
         return True
     file = name.encode()
     return any(file in line and _COMMAND_WORD.search(line) is not None for line in text.splitlines())
+
+
+_NAMED = frozenset(bytes([c]) for c in b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+def mention_holders(texts: dict[str, bytes], names: set[bytes]) -> dict[bytes, list[str]]:
+    """For each of `names`, the texts holding it (`name in text`), in the texts' order. A name ending in `.py`
+    ends at an occurrence of `.py`, and starts where no file name's character comes before it (`trainer_main.py`
+    is no mention of `main.py`): each text is read once, at those occurrences, instead of once per name."""
+    found: dict[bytes, list[str]] = {name: [] for name in names}
+    suffixed = {name for name in names if name.endswith(b".py")}
+    lengths = sorted({len(name) for name in suffixed})
+    for at, text in texts.items():
+        seen: set[bytes] = {name for name in names - suffixed if name in text}
+        end = text.find(b".py") + 3
+        while end > 2:
+            seen.update(
+                piece
+                for k in lengths
+                if k <= end and (piece := text[end - k : end]) in suffixed and _starts(text, end - k, piece)
+            )
+            end = text.find(b".py", end - 2) + 3
+        for name in seen:
+            found[name].append(at)
+    return found
+
+
+def _starts(text: bytes, at: int, name: bytes) -> bool:
+    """Whether `name` found at `at` starts there: no file name's character before a name starting with one."""
+    return name[:1] not in _NAMED or text[at - 1 : at] not in _NAMED
