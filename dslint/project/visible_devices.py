@@ -8,7 +8,8 @@ the ranks the first N of them (`launcher/launch.py` sets each rank's `CUDA_VISIB
 the job runs on GPUs 0..N-1, not on the ones the variable named, often beside another job on GPU 0.
 
 Read from the launch line alone: the variable set on the line or exported earlier in the launcher with a literal
-list of indices, a literal `--num_gpus` over 0, no hostfile, filter or multi-node count. When the GPUs 0..N-1 the
+list of indices, a literal `--num_gpus` over 0 (or one built at run time, when the variable leaves GPU 0 out: every
+count takes GPU 0), no hostfile, filter or multi-node count. When the GPUs 0..N-1 the
 runner takes are all among those the variable names, no GPU it leaves out is used: left alone.
 """
 
@@ -38,9 +39,17 @@ def ignored_visible_devices(line: LaunchLine) -> LaunchIssue | None:
     if nodes is not None and (nodes.value is None or not nodes.value.isdigit() or int(nodes.value) > 1):
         return None
     gpus = line.launcher_option("num_gpus", "num_accelerators")
-    if gpus is None or gpus.value is None or not gpus.value.isdigit() or int(gpus.value) == 0:
+    if gpus is None or not gpus.value:
         return None
-    if set(range(int(gpus.value))) <= {int(part) for part in devices}:
+    picked = {int(part) for part in devices}
+    if not gpus.value.isdigit():
+        # a count built at run time (`--num_gpus=$NUM_DEVICES`, counted from the same list): every count the runner
+        # takes starts at GPU 0, so a variable leaving GPU 0 out is ignored whatever the count
+        if UNKNOWN_VALUE not in gpus.value and not gpus.value.startswith("$") or 0 in picked:
+            return None
+        end = gpus.column + len(gpus.name) + 2
+        return LaunchIssue("ignored_visible_devices", gpus.line, gpus.column, end, visible, ("",))
+    if int(gpus.value) == 0 or set(range(int(gpus.value))) <= picked:
         return None  # the runner takes GPUs the variable allows: no GPU left out is used
     end = gpus.column + len(gpus.name) + 2
     return LaunchIssue("ignored_visible_devices", gpus.line, gpus.column, end, visible, (gpus.value,))

@@ -22,9 +22,10 @@ class VisibleDevicesIgnored(LaunchRule):
             code block, a notebook's `!` line) that picks GPUs with `CUDA_VISIBLE_DEVICES` (on the line, or
             exported earlier in the launcher) and gives the launcher `--num_gpus N`, when GPUs 0 to N-1, which
             the launcher takes, are not all among those picked. A hostfile, `--include`/`--exclude`,
-            `--num_nodes` over 1, a value built at run time or GPUs named other than by index are left alone, and
-            so is a variable that allows every GPU the launcher takes (`CUDA_VISIBLE_DEVICES=0,1` with
-            `--num_gpus 2` or `--num_gpus 1`).
+            `--num_nodes` over 1, a variable's value built at run time or GPUs named other than by index are left
+            alone, and so is a variable that allows every GPU the launcher takes (`CUDA_VISIBLE_DEVICES=0,1` with
+            `--num_gpus 2` or `--num_gpus 1`). A GPU count built at run time (`--num_gpus=$N`, counted from the
+            same list) is judged for GPU 0, which every count takes: flagged when the variable leaves it out.
         """,
         why="""
             The runner (`deepspeed/launcher/runner.py: main`, DeepSpeed 0.19.8, and as far back as 0.10) reads
@@ -54,6 +55,12 @@ class VisibleDevicesIgnored(LaunchRule):
             files=_PROJECT,
         ),
         Valid("CUDA_VISIBLE_DEVICES=6,7 torchrun --nproc_per_node 2 train.py --deepspeed ds.json\n", files=_PROJECT),
+        # a count built at run time beside a variable holding GPU 0: the runner may take only GPUs it allows
+        Valid(
+            'GPU_IDS=${GPU_IDS:-"0,1"}\nexport CUDA_VISIBLE_DEVICES=$GPU_IDS\n'
+            'N=$(echo "$GPU_IDS" | tr "," "\\n" | wc -l)\ndeepspeed --num_gpus=$N train.py --deepspeed ds.json\n',
+            files=_PROJECT,
+        ),
     )
     invalid = (
         Invalid(
@@ -66,6 +73,13 @@ class VisibleDevicesIgnored(LaunchRule):
             lines=(2,),
             files=_PROJECT,
         ),
+        # a count built at run time: whatever it is, the runner starts at GPU 0, which the variable leaves out
+        Invalid(
+            'GPU_IDS=${GPU_IDS:-"1"}\nexport CUDA_VISIBLE_DEVICES=$GPU_IDS\n'
+            'N=$(echo "$GPU_IDS" | tr "," "\\n" | wc -l)\ndeepspeed --num_gpus=$N train.py --deepspeed ds.json\n',
+            lines=(4,),
+            files=_PROJECT,
+        ),
         Invalid(
             "CUDA_VISIBLE_DEVICES=0 deepspeed --num_gpus 2 train.py --deepspeed ds.json\n",
             lines=(1,),
@@ -76,6 +90,11 @@ class VisibleDevicesIgnored(LaunchRule):
     @classmethod
     def message_for(cls, issue: LaunchIssue) -> str:
         (count,) = issue.options
+        if not count:  # a count built at run time: whatever it is, the runner starts at GPU 0
+            return (
+                f"deepspeed ignores CUDA_VISIBLE_DEVICES={issue.detail} beside --num_gpus and runs from GPU 0, which "
+                f"it leaves out; pass --include localhost:{issue.detail} in its place"
+            )
         first = "GPU 0" if count == "1" else f"GPUs 0-{int(count) - 1}"
         return (
             f"deepspeed ignores CUDA_VISIBLE_DEVICES={issue.detail} beside --num_gpus {count} and runs on {first}; "
