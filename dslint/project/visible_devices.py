@@ -45,7 +45,7 @@ def ignored_visible_devices(line: LaunchLine) -> LaunchIssue | None:
     if not gpus.value.isdigit():
         # a count built at run time (`--num_gpus=$NUM_DEVICES`, counted from the same list): every count the runner
         # takes starts at GPU 0, so a variable leaving GPU 0 out is ignored whatever the count
-        if UNKNOWN_VALUE not in gpus.value and not gpus.value.startswith("$") or 0 in picked:
+        if (UNKNOWN_VALUE not in gpus.value and not gpus.value.startswith("$")) or 0 in picked:
             return None
         end = gpus.column + len(gpus.name) + 2
         return LaunchIssue("ignored_visible_devices", gpus.line, gpus.column, end, visible, ("",))
