@@ -54,7 +54,9 @@ class Save16bitModelWithoutGather(ScriptRule):
             its `TrainingArguments(deepspeed=...)` (or the `--deepspeed` its launchers give) can run with is
             ZeRO-3 without that flag; and `accelerator.get_state_dict(...)` / `accelerator.save_model(...)` on an
             accelerate `Accelerator` when every `accelerate launch --config_file` of the script runs ZeRO-3 without
-            it (the YAML's `zero3_save_16bit_model`, or the DeepSpeed file its `deepspeed_config_file` names).
+            it (the YAML's `zero3_save_16bit_model`, or the DeepSpeed file its `deepspeed_config_file` names);
+            so is a Trainer's `save_model` when its arguments carry no DeepSpeed config of their own and every such
+            launch runs ZeRO-3 without it (the Trainer runs the launch's DeepSpeed plugin).
         """,
         why="""
             Under ZeRO-3 each rank holds only a shard of every parameter. `save_16bit_model` gathers the full
@@ -229,17 +231,17 @@ class Save16bitModelWithoutGather(ScriptRule):
             if name == "save_model" and self.trainers.holds_trainer(receiver)
         ]
         accelerator = [call for call, receiver, _ in self.saves if self.trainers.holds_accelerator(receiver)]
-        if trainer:
-            configs = training_arguments_configs(self.context)
-            if configs and all(
-                c.zero_stage == 3 and self._gathers(c.get("zero_optimization"), filled=True) is False for c in configs
-            ):
-                for call in trainer:
-                    self.report(call, self._trainer_message(configs), related=[r for c in configs for r in c.via])
-        if accelerator:
+        configs = training_arguments_configs(self.context) if trainer else []
+        if configs and all(
+            c.zero_stage == 3 and self._gathers(c.get("zero_optimization"), filled=True) is False for c in configs
+        ):
+            for call in trainer:
+                self.report(call, self._trainer_message(configs), related=[r for c in configs for r in c.via])
+        # a Trainer given no config of its own runs the DeepSpeed plugin of its accelerate launch
+        if accelerator or (trainer and not configs):
             runs = accelerate_runs(self.context)
             if runs and all(self._accelerate_stage_and_gather(run) == (3, False) for run in runs):
-                for call in accelerator:
+                for call in accelerator or trainer:
                     self.report(
                         call, self._accelerate_message(call, runs), related=[r for run in runs for r in run.via]
                     )
@@ -249,11 +251,12 @@ class Save16bitModelWithoutGather(ScriptRule):
             return run.config.zero_stage, self._gathers(run.config.get("zero_optimization"), filled=True)
         return run.stage, run.save_16bit
 
-    @staticmethod
-    def _accelerate_message(call: cst.Call, runs: list[AccelerateRun]) -> str:
+    def _accelerate_message(self, call: cst.Call, runs: list[AccelerateRun]) -> str:
         method = method_name(call)
         how = "raises" if method == "get_state_dict" else "raises in get_state_dict"
         where = ", ".join(dict.fromkeys(f"{r.path}:{r.line} {r.message}" for run in runs for r in run.via[-1:]))
+        if isinstance(call.func, cst.Attribute) and self.trainers.holds_trainer(call.func.value):
+            return f"under ZeRO-3, trainer.save_model writes no usable weights: set zero3_save_16bit_model ({where})"
         return (
             f"under ZeRO-3, accelerator.{method} {how} without the 16-bit gather: set zero3_save_16bit_model ({where})"
         )
