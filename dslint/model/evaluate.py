@@ -523,7 +523,7 @@ class Evaluator(Resolver):
             return
         callee = self.resolve(module, summary, call.func)
         if callee is None:
-            targets = self._instance_methods(values, call.func)
+            targets = self._instance_methods(values, call.func) or self.aliased_constructors(module, summary, call.func)
             if targets:
                 self.instance_calls[(module.path, call.lineno, call.col_offset)] = targets
         else:

@@ -36,6 +36,7 @@ from dslint.model.values import (
     Returned,
     Value,
     holds_library_function,
+    instance_class,
     is_engine_held,
     merge,
     options,
@@ -300,7 +301,8 @@ class ProjectModel(Evaluator):
         return read_for is None or callee in read_for
 
     def _parameters_holding_functions(self) -> dict[tuple[str, str, str], Value]:
-        """(path, function, parameter) -> the library callable every call seen passes it (`main(opts, ds_init)`)."""
+        """(path, function, parameter) -> the library callable every call seen passes it (`main(opts, ds_init)`), or
+        the instance of a project class keeping an engine that every call seen passes it."""
         passed: dict[tuple[str, str, str], set[Value]] = {}
         for site in self.calls:
             if not self.verifiable(site.callee):
@@ -308,7 +310,18 @@ class ProjectModel(Evaluator):
             for param, value in site.arguments.items():
                 passed.setdefault((*site.callee, param), set()).add(value)
         held = {key: merge(list(values)) for key, values in passed.items()}  # None passed on other paths: fine
-        return {key: value for key, value in held.items() if isinstance(value, LibraryFunction)}
+        learnt: dict[tuple[str, str, str], Value] = {
+            key: value for key, value in held.items() if isinstance(value, LibraryFunction)
+        }
+        # an instance of a project class keeping an engine in an attribute, the same class at every call seen
+        # (`trainer = PPOTrainer(rlhf_engine, args)` after `rlhf_engine = RLHFEngine(...)`): the parameter holds
+        # one, as an annotation with the class would say (`Param.instance_of`)
+        keeping = {(path, owner) for (path, owner, _), value in self.attributes.items() if is_engine_held(value)}
+        for key, values in passed.items():
+            classes = {instance_class(value) if value is not None else None for value in values}
+            if key not in learnt and len(classes) == 1 and (cls := classes.pop()) in keeping:
+                learnt[key] = Param(key[2], instance_of=cls)
+        return learnt
 
     def _models_through_calls(self) -> None:
         """A builder's return value handed straight to a function whose parameter reaches initialize as the

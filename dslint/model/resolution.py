@@ -148,6 +148,28 @@ class Resolver:
         self.instances[key] = answer
         return answer
 
+    def aliased_constructors(self, module: ModuleSummary, summary: FunctionSummary, func: ast.expr) -> list[Callee]:
+        """`cls(...)` where every assignment of the name `cls` in the caller's own body names project classes
+        (`trainer_cls = PPOTrainerUnsupervised if unsupervised else PPOTrainer`): each one's constructor."""
+        if not isinstance(func, ast.Name):
+            return []
+        function = module.functions.get(summary.qualname) if summary.qualname else None
+        found: list[Callee] = []
+        for node in statements(function.node.body if function is not None else module.tree.body):
+            if not (
+                isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == func.id for t in node.targets)
+            ):
+                continue
+            arms = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
+            for arm in arms:
+                written = dotted(arm)
+                cls = self.hierarchy.resolve_class(module, written) if written is not None else None
+                constructor = self.hierarchy.method(cls, "__init__") if cls is not None else None
+                if constructor is None:
+                    return []  # an arm that is no project class (with a constructor): the call is not known
+                found.append(constructor)
+        return list(dict.fromkeys(found))
+
     def _made_by(self, factory: Callee | None) -> ClassRef | None:
         """The one project class every `return` of the project function `factory` builds (`return Cls(...)`,
         `def create_diffusion(...): return SpacedDiffusion(...)`); None otherwise."""
