@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import re
 
+# The documents whose code blocks hold launch commands (Markdown, reST, notebooks, plain-text command notes).
+DOCUMENT_LAUNCHER_SUFFIXES = (".md", ".rst", ".ipynb", ".txt")
+
 
 def strip_comment(line: str) -> str:
     """Drop a `#` comment that starts a word outside quotes."""
@@ -38,11 +41,15 @@ def spaced_launcher(logical: str, number: int, physical: list[str], stems: re.Pa
     return _SPACED_BACKSLASH.search(strip_comment(raw)) is not None and stems.search(logical) is not None
 
 
-def cut_short(logical: str, first_line: int, physical: list[str]) -> tuple[int, tuple[str, ...], str] | None:
+def cut_short(
+    logical: str, first_line: int, physical: list[str], document: bool = False
+) -> tuple[int, tuple[str, ...], str] | None:
     """(the line that ends a command early, the options written on the lines after it, why) when option lines
     follow a command that bash has already ended; None otherwise. Why: `comment` (a comment line inside the
     backslash continuation), `space` (a space or tab after the line's backslash) or `newline` (no backslash at
-    all, and the next line starts with a `--option`)."""
+    all, and the next line starts with a `--option`). `document`: the lines are a document's code blocks, other
+    lines blank: a blank line ends the block, and what follows it is another block's (`# ... other options`
+    closing a snippet cuts nothing)."""
     parts = logical.split("\n")
     last = first_line + len(parts) - 1
     raw_last = physical[last - 1] if 0 < last <= len(physical) else ""
@@ -60,6 +67,8 @@ def cut_short(logical: str, first_line: int, physical: list[str]) -> tuple[int, 
     lost: list[str] = []
     for raw in physical[last:]:  # the lines after the command's last one (0-based index = its line number)
         stripped = strip_comment(raw).strip() if cause == "space" else raw.strip()
+        if document and not raw.strip():
+            break
         if cause != "newline" and (not stripped or stripped.startswith("#")):
             continue
         if not stripped.startswith("-"):

@@ -17,12 +17,12 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from dslint.project.launch_cuts import DOCUMENT_LAUNCHER_SUFFIXES as DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.shell_directories import change_directory, cloned_folder
 
 if TYPE_CHECKING:
     from dslint.project.launchers import LaunchLine
 
-DOCUMENT_LAUNCHER_SUFFIXES = (".md", ".rst", ".ipynb", ".txt")
 # A launch command written as a line of text (`deepspeed --hostfile hf train.py` under "On two nodes:", or of a
 # module: `deepspeed --module scripts.train`) in a document without code blocks: Markdown shows it as text, and a
 # reader runs it as written.

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dslint.project.forwarding_wrappers import through_wrapper
-from dslint.project.launch_cuts import cut_short, spaced_launcher, strip_comment
+from dslint.project.launch_cuts import DOCUMENT_LAUNCHER_SUFFIXES, cut_short, spaced_launcher, strip_comment
 from dslint.project.launch_wrappers import LAUNCHER_WORDS, command_start
 from dslint.project.shell_directories import (
     UNKNOWN_VALUE,
@@ -307,7 +307,7 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
                 at = _position(logical, max(logical.find(forwarded[1]), 0), number)
                 launch = replace(launch, line=at[0], column=at[1]) if launch is not None else None
             if launch is not None:
-                cut = cut_short(logical, number, physical)
+                cut = cut_short(logical, number, physical, path.endswith(DOCUMENT_LAUNCHER_SUFFIXES))
                 if cut is not None:
                     launch = replace(launch, cut_line=cut[0], lost_options=cut[1], cut_cause=cut[2])
                 runs_in = in_clone(directory, clones)
@@ -511,13 +511,13 @@ ALL_ARGUMENTS = frozenset({"$@", "$*", "${@}", "${*}"})
 
 def _open_words(words: list[str]) -> bool:
     """A word built at run time that is not the value of the option before it (`--output_dir $OUT` is one), or a
-    document's placeholder for more options (`...`, `[options]`, `<args>`)."""
+    document's placeholder for more options (`...`, `...(append your options)`, `[options]`, `<args>`)."""
     for index, word in enumerate(words):
         before = words[index - 1] if index else ""
         # the value of the option before it (`"$@"`, zero or more words, is never one)
         valued = before.startswith("--") and "=" not in before and word not in ALL_ARGUMENTS
         runtime = (UNKNOWN_VALUE in word or "$" in word or "`" in word) and not word.startswith("--")
-        if word in ("...", "\u2026") or word.startswith(("[", "<")) or (runtime and not valued):
+        if word.startswith(("...", "\u2026", "[", "<")) or (runtime and not valued):
             return True
     return False
 

@@ -59,6 +59,14 @@ class LaunchCommandCutByComment(LaunchRule):
             """,
             files=(("train.py", "import argparse\n"), ("ds_config.json", "{}\n")),
         ),
+        # a document's snippet closed by a placeholder comment: the options after it are another block's
+        Valid(
+            "```bash\ndeepspeed --num_gpus 2 train.py \\\n    --deepspeed ds_config.json \\\n"
+            "    # ... other options ...\n```\n\nThe options it adds:\n\n"
+            "```bash\n--lora_r 8 \\\n--lora_alpha 16\n```\n",
+            path="README.md",
+            files=(("train.py", "import argparse\n"), ("ds_config.json", "{}\n")),
+        ),
     )
     invalid = (
         Invalid(

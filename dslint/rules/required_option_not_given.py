@@ -67,6 +67,10 @@ class RequiredOptionNotGiven(LaunchRule):
         # the rest of the command is built at run time: it may give them
         Valid('deepspeed train.py --deepspeed_config ds.json "$@"\n', files=_files(_STRICT)),
         Valid("deepspeed train.py --deepspeed_config ds.json ...\n", files=_files(_STRICT)),
+        Valid(
+            "deepspeed train.py --deepspeed_config ds.json \\\n   ...(append your options here)\n",
+            files=_files(_STRICT),
+        ),
         Valid("deepspeed train.py --cuda --deepspeed_config ds.json\n", files=_files(_KNOWN)),
         # no DeepSpeed in the command line: a tool of the project
         Valid("python train.py --cuda\n", files=_files(_STRICT)),
