@@ -107,7 +107,8 @@ def test_decorated_functions_and_framework_hooks_are_left_alone(
                 self.load_state_dict(torch.load(path, map_location="cuda"))
         """
     )
-    root = _project(tmp_path, "engine = build(object())\n", helpers=helpers)
+    caller = "from pkg.helpers import Module\nengine = build(Module())\n"  # the framework calls the used class's hook
+    root = _project(tmp_path, caller, helpers=helpers)
     assert [code for code, _ in _codes(root, monkeypatch)] == ["DSL201", "DSL201"]
 
 
@@ -231,3 +232,16 @@ def test_a_framework_subclass_of_a_module_that_runs_or_is_packaged_keeps_its_fin
     root = _project(tmp_path, "engine = build(object())\n", extra=extra)
     assert _codes_in(root, monkeypatch, "runs_trainer.py") == [("DSL401", 7)]
     assert _codes_in(root, monkeypatch, "lib/copied_trainer.py") == [("DSL401", 7)]
+
+
+def test_a_framework_subclass_nothing_names_loses_its_findings_in_a_module_in_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the module is imported (for another class), but nothing names this trainer: no instance of it is ever made
+    unused = COPIED_TRAINER.replace("CopiedTrainer", "OfflineTrainer") + "\n\nclass UsedTrainer(Trainer):\n    pass\n"
+    caller = "from copied_trainer import UsedTrainer\nengine = build(object())\nUsedTrainer(model=engine).train()\n"
+    root = _project(tmp_path, caller, extra={"copied_trainer.py": unused})
+    assert _codes_in(root, monkeypatch, "copied_trainer.py") == []
+    named = unused + "\n\nTRAINERS = {'offline': OfflineTrainer}\n"  # a registry names it: it may be made
+    root = _project(tmp_path / "named", caller, extra={"copied_trainer.py": named})
+    assert _codes_in(root, monkeypatch, "copied_trainer.py") == [("DSL401", 7)]

@@ -8,7 +8,8 @@ Judged from the text of every file under the checked roots, so it holds only for
 linted alone (the editor, flake8) keeps its findings. Left alone, as things something outside the text may call:
 a decorated function (a registration, a command, a route), any function of a test module (`test_*.py`,
 `*_test.py`, `conftest.py`: pytest collects them), a method of a class with a base that is not the file's own
-(a framework's hook: `forward`, `training_step`, `compute_loss`), dunder methods, and every function of a file
+(a framework's hook: `forward`, `training_step`, `compute_loss`; but such a class nothing names at all, whole:
+no instance of it is made), dunder methods, and every function of a file
 that hands its functions to a command-line builder that exposes them all (`fire.Fire()` with no argument). A class
 deriving from another module's class (a framework's hook holder: a copied `DPOTrainer(Trainer)`) is dropped whole
 only where its module runs nothing, belongs to no installable package and no file of the project mentions it.
@@ -331,7 +332,9 @@ def _module_mention(module: bytes, python: bool) -> bytes:
 
 
 def _definitions(tree: ast.Module) -> Iterator[_Definition]:
-    """The module's functions and the methods of its classes whose bases are none or the module's own classes."""
+    """The module's functions and the methods of its classes whose bases are none or the module's own classes; a
+    class deriving from another module's class, whole (a framework calls its methods by name, but only on an
+    instance: a class nothing names is never made one)."""
     own = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -340,6 +343,7 @@ def _definitions(tree: ast.Module) -> Iterator[_Definition]:
             yield _Definition(node.name.encode(), node.lineno, node.end_lineno or node.lineno)
         elif isinstance(node, ast.ClassDef) and not node.decorator_list and not node.keywords:
             if not all(isinstance(b, ast.Name) and (b.id in own or b.id == "object") for b in node.bases):
+                yield _Definition(node.name.encode(), node.lineno, node.end_lineno or node.lineno)
                 continue
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _may_run_unnamed(item):
