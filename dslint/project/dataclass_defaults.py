@@ -99,3 +99,49 @@ def _is_dataclass(decorator: ast.expr) -> bool:
     return (isinstance(called, ast.Name) and called.id == "dataclass") or (
         isinstance(called, ast.Attribute) and called.attr == "dataclass"
     )
+
+
+def parsed_switches(tree: ast.Module, summary: ModuleSummary, hierarchy: Hierarchy) -> dict[str, bool]:
+    """The boolean fields (`use_peft: bool = True`, `field(default=False)`) of the dataclasses the module hands
+    `HfArgumentParser`, with their defaults; a field two classes declare is left out."""
+    found: dict[str, bool] = {}
+    twice: set[str] = set()
+    for name in _parsed_names(tree):
+        for field_name, default in _bool_defaults(hierarchy, summary, name).items():
+            if field_name in found:
+                twice.add(field_name)
+            found[field_name] = default
+    return {name: default for name, default in found.items() if name not in twice}
+
+
+def _parsed_names(tree: ast.Module) -> set[str]:
+    found: set[str] = set()
+    for node in nodes_of(tree, ast.Call):
+        called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+        if called == "HfArgumentParser" and node.args:
+            handed = node.args[0]
+            elements = handed.elts if isinstance(handed, (ast.Tuple, ast.List)) else [handed]
+            found.update(element.id for element in elements if isinstance(element, ast.Name))
+    return found
+
+
+def _bool_defaults(hierarchy: Hierarchy, summary: ModuleSummary, name: str) -> dict[str, bool]:
+    found = hierarchy.resolve_class(summary, name)
+    holder = hierarchy.store.get(found[0]) if found is not None else None
+    node = None
+    if holder is not None and found is not None:
+        node = next((n for n in holder.tree.body if isinstance(n, ast.ClassDef) and n.name == found[1]), None)
+    if node is None or not any(_is_dataclass(decorator) for decorator in node.decorator_list):
+        return {}
+    defaults: dict[str, bool] = {}
+    for statement in node.body:
+        if not (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)):
+            continue
+        if not (isinstance(statement.annotation, ast.Name) and statement.annotation.id == "bool"):
+            continue
+        value = statement.value
+        if isinstance(value, ast.Call):
+            value = next((k.value for k in value.keywords if k.arg == "default"), None)
+        if isinstance(value, ast.Constant) and isinstance(value.value, bool):
+            defaults[statement.target.id] = value.value
+    return defaults

@@ -256,26 +256,54 @@ def _requires_deepspeed_off(facts: ScriptFacts, test: cst.BaseExpression) -> boo
 
 
 def _never_on_sides(facts: ScriptFacts, branches: Sequence[tuple[cst.If, bool | None]]) -> None:
-    """The side of an `if` that a switch of the script's parser no launch turns on rules out (`if args.use_amp:`
-    with `--use_amp` off by default and on no launch, `ProjectFacts.switches_never_on`): no run the project holds
-    takes it, so nothing there is reported, as on the plain-PyTorch side."""
-    switches = frozenset(
-        name
-        for name in (facts.project.switches_never_on if facts.project is not None else ())
-        if "deepspeed" not in name and "zero" not in name  # what turns DeepSpeed or ZeRO on is kept
-    )
-    if not switches:
+    """The side of an `if` that a switch of the script's parser rules out: one no launch turns on (`if
+    args.use_amp:` with `--use_amp` off by default and on no launch, `ProjectFacts.switches_never_on`), or one every
+    launch leaves on (the `else` of `if args.use_peft:`, `switches_always_on`); a test may compare the switch with
+    `True` or `False` (`== True`, `is False`). No run the project holds takes that side, so nothing there is
+    reported, as on the plain-PyTorch side."""
+    project = facts.project
+    never = _kept(project.switches_never_on) if project is not None else frozenset()
+    always = _kept(project.switches_always_on) if project is not None else frozenset()
+    if not never and not always:
         return
     for node, polarity in branches:
         if polarity is not None:
             continue  # a DeepSpeed switch (`--deepspeed`): a run the project documents without it is not all runs
         test, positive = _unnegated(node.test)
-        conjuncts = _conjuncts(test) if positive else [test]
-        if not any(isinstance(c, cst.Attribute) and c.attr.value in switches for c in conjuncts):
-            continue
-        never = node.body if positive else node.orelse
-        if never is not None:
-            facts.plain_ranges.append((facts.start(never), facts.end(never)))
+        values = [_switch_value(c, never, always) for c in (_conjuncts(test) if positive else [test])]
+        if positive:
+            dead = node.body if False in values else node.orelse if values and None not in values else None
+        else:
+            dead = node.body if values[0] is True else node.orelse if values[0] is False else None
+        if dead is not None:
+            facts.plain_ranges.append((facts.start(dead), facts.end(dead)))
+
+
+def _kept(names: frozenset[str]) -> frozenset[str]:
+    """The switches that decide nothing about DeepSpeed itself: what turns DeepSpeed or ZeRO on is kept out."""
+    return frozenset(name for name in names if "deepspeed" not in name and "zero" not in name)
+
+
+def _switch_value(test: cst.BaseExpression, never: frozenset[str], always: frozenset[str]) -> bool | None:
+    """What `test` is on every launch: a switch (`args.use_amp`), or one compared with `True`/`False` (`==`, `!=`,
+    `is`, `is not`); None when not known."""
+    if isinstance(test, cst.Attribute):
+        name = test.attr.value
+        return False if name in never else True if name in always else None
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    target = test.comparisons[0]
+    constant = target.comparator.value if isinstance(target.comparator, cst.Name) else None
+    if constant not in ("True", "False"):
+        return None
+    value = _switch_value(test.left, never, always) if isinstance(test.left, cst.Attribute) else None
+    if value is None:
+        return None
+    if isinstance(target.operator, (cst.Equal, cst.Is)):
+        return value == (constant == "True")
+    if isinstance(target.operator, (cst.NotEqual, cst.IsNot)):
+        return value != (constant == "True")
+    return None
 
 
 def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -155,6 +155,9 @@ class ProjectFacts:
     # it turns on, every launch known and written out (`project/script_parser.off_switches`): code under `if
     # args.use_amp:` runs in no run the project holds
     switches_never_on: frozenset[str] = frozenset()
+    # The boolean fields of the dataclasses the script's `HfArgumentParser` builds that every launch leaves on (on
+    # by default and given no false value, or given a true one): code under their `else` runs in no run
+    switches_always_on: frozenset[str] = frozenset()
     # The launches of the launched scripts that import this module (three imports deep at most), for a module no
     # launch starts itself: its code runs in their processes (`project/importer_launches.py`)
     importer_launches: tuple[LaunchedConfig, ...] = ()
