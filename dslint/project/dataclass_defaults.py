@@ -48,38 +48,34 @@ def record_class_defaults(files: MutableMapping[str, ProjectFacts], paths: Itera
 
 def _called_names(tree: ast.Module) -> set[str]:
     """The plain names the module calls with no positional argument (`TrainerConfig()`, `Cfg(lr=1e-4)`), and the
-    classes it hands `HfArgumentParser` (`HfArgumentParser((ModelArgs, TrainArgs))`, whose
-    `parse_args_into_dataclasses()` builds them from the command line, defaults where no option is given)."""
-    found: set[str] = set()
+    classes it hands `HfArgumentParser` (`_parsed_names`)."""
+    found = _parsed_names(tree)
     for node in nodes_of(tree, ast.Call):
-        if not isinstance(node.func, (ast.Name, ast.Attribute)):
-            continue
-        called = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
-        if isinstance(node.func, ast.Name) and not node.args and called[:1].isupper():
-            found.add(called)
-        elif called == "HfArgumentParser" and node.args:
-            handed = node.args[0]
-            elements = handed.elts if isinstance(handed, (ast.Tuple, ast.List)) else [handed]
-            found.update(element.id for element in elements if isinstance(element, ast.Name))
+        if isinstance(node.func, ast.Name) and not node.args and node.func.id[:1].isupper():
+            found.add(node.func.id)
     return found
 
 
 def _defaults_of(hierarchy: Hierarchy, summary: ModuleSummary, name: str) -> dict[str, str]:
     """The literal string defaults of the dataclass `name` names in the module (its own, or imported)."""
-    found = hierarchy.resolve_class(summary, name)
-    holder = hierarchy.store.get(found[0]) if found is not None else None
-    if holder is None or found is None:
-        return {}
-    node = next((n for n in holder.tree.body if isinstance(n, ast.ClassDef) and n.name == found[1]), None)
-    if node is None or not any(_is_dataclass(decorator) for decorator in node.decorator_list):
-        return {}
+    node = _dataclass(hierarchy, summary, name)
     defaults: dict[str, str] = {}
-    for statement in node.body:
+    for statement in node.body if node is not None else ():
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
             default = _literal_default(statement.value)
             if default is not None:
                 defaults[statement.target.id] = default
     return defaults
+
+
+def _dataclass(hierarchy: Hierarchy, summary: ModuleSummary, name: str) -> ast.ClassDef | None:
+    """The `@dataclass` class `name` names in the module (its own, or imported)."""
+    found = hierarchy.resolve_class(summary, name)
+    holder = hierarchy.store.get(found[0]) if found is not None else None
+    if holder is None or found is None:
+        return None
+    node = next((n for n in holder.tree.body if isinstance(n, ast.ClassDef) and n.name == found[1]), None)
+    return node if node is not None and any(_is_dataclass(d) for d in node.decorator_list) else None
 
 
 def _literal_default(value: ast.expr | None) -> str | None:
@@ -115,6 +111,8 @@ def parsed_switches(tree: ast.Module, summary: ModuleSummary, hierarchy: Hierarc
 
 
 def _parsed_names(tree: ast.Module) -> set[str]:
+    """The classes the module hands `HfArgumentParser` (`HfArgumentParser((ModelArgs, TrainArgs))`, whose
+    `parse_args_into_dataclasses()` builds them from the command line, defaults where no option is given)."""
     found: set[str] = set()
     for node in nodes_of(tree, ast.Call):
         called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
@@ -126,15 +124,9 @@ def _parsed_names(tree: ast.Module) -> set[str]:
 
 
 def _bool_defaults(hierarchy: Hierarchy, summary: ModuleSummary, name: str) -> dict[str, bool]:
-    found = hierarchy.resolve_class(summary, name)
-    holder = hierarchy.store.get(found[0]) if found is not None else None
-    node = None
-    if holder is not None and found is not None:
-        node = next((n for n in holder.tree.body if isinstance(n, ast.ClassDef) and n.name == found[1]), None)
-    if node is None or not any(_is_dataclass(decorator) for decorator in node.decorator_list):
-        return {}
+    node = _dataclass(hierarchy, summary, name)
     defaults: dict[str, bool] = {}
-    for statement in node.body:
+    for statement in node.body if node is not None else ():
         if not (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)):
             continue
         if not (isinstance(statement.annotation, ast.Name) and statement.annotation.id == "bool"):
