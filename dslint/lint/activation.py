@@ -270,13 +270,13 @@ def in_code(code: CodeFacts, project: ProjectFacts | None) -> Evidence:
 def _hf_configured(code: CodeFacts, project: ProjectFacts | None) -> bool:
     """A DeepSpeed config may reach a Hugging Face reader of the file: a call's `deepspeed=` (`*TrainingArguments`)
     or `hf_ds_config=` (`DeepSpeedPlugin`), a `DeepSpeedPlugin` the script builds, a launch giving the script
-    `--deepspeed CONFIG` (or a launch of a script importing it) or starting it with `accelerate launch`
+    `--deepspeed CONFIG` (or a launch of a script calling its parser) or starting it with `accelerate launch`
     (`project.config_link.trainer_configs`, `training_arguments_configs`, `accelerate_runs`)."""
     if {"deepspeed", "hf_ds_config"} & (code.keywords | code.stored_keys) or b"DeepSpeedPlugin" in code.words:
         return True
     if code.arguments_file:
         return True  # training arguments from a file the script names, which may name a DeepSpeed config
-    launches = (*project.launches, *project.importer_launches) if project is not None else ()  # (importers' too)
+    launches = (*project.launches, *project.parser_launches) if project is not None else ()
     return any(
         launch.option == "accelerate" or (launch.option in ("deepspeed", TRAINER_YAML) and launch.config_path)
         for launch in launches

@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, MutableMapping
 from dataclasses import replace
 
 from dslint.diagnostics import Related
-from dslint.model.summary import SummaryStore, walk
+from dslint.model.summary import SummaryStore, dotted, walk
 from dslint.project.inputs import shown_path
 from dslint.project.script_parser import argparse_defaults
 from dslint.script.project_facts import LaunchedConfig, ProjectFacts
@@ -38,13 +38,15 @@ def trainer_modules(sources: Mapping[str, bytes]) -> list[str]:
 def record_importer_launches(
     files: MutableMapping[str, ProjectFacts], targets: Collection[str], store: SummaryStore
 ) -> None:
-    """Give each module of `targets` the launches of the launched scripts importing it (a module a launch also starts
-    itself keeps its own in `launches`: the questions of where it runs read those first, `launches or
-    importer_launches`; a parser of the Trainer's arguments it holds reads its importers' command lines too); none
-    where one of those scripts is named by a launcher whose launch is not read (`launches_partial`): its launches
-    may not be all."""
-    unlaunched = set(targets)
-    if not unlaunched:
+    """Give each module of `targets` that no launch starts the launches of the launched scripts importing it; and
+    each module holding a parser of the Trainer's arguments in a function that a launched script importing it
+    calls (`train()` of `train.py`, from `train_mem.py`), launched itself or not, those scripts' launches
+    (`parser_launches`: the command lines its parser reads); none where one of those scripts is named by a
+    launcher whose launch is not read (`launches_partial`): its launches may not be all."""
+    unlaunched = {path for path in targets if not (path in files and files[path].launches)}
+    parsers = {path for path in targets if b"HfArgumentParser" in store.sources.get(path, b"")}
+    parsing: dict[str, list[LaunchedConfig]] = {}  # the launches whose command line a module's parser reads
+    if not unlaunched and not parsers:
         return
     inherited: dict[str, list[LaunchedConfig]] = {}
     defaults: dict[str, list[tuple[str, ast.Module, dict[str, str]]]] = {}  # each importer's parser defaults
@@ -55,18 +57,47 @@ def record_importer_launches(
             continue
         parsed: dict[str, str] | None = None  # the script's parser defaults, read once
         for module in store.imported_modules(script, IMPORT_LEVELS):
+            if module in parsers and _calls_parser_of(store, script, module):
+                parsing.setdefault(module, []).extend(facts.launches)
             if module in unlaunched:
                 inherited.setdefault(module, []).extend(facts.launches)
                 parsed = argparse_defaults(summary.tree) if parsed is None else parsed
                 defaults.setdefault(module, []).append((script, summary.tree, parsed))
                 if facts.launches_partial:
                     partial.add(module)
+    for module, launches in parsing.items():
+        if module not in partial:
+            files[module] = replace(files.get(module, ProjectFacts()), parser_launches=tuple(launches))
     for module, launches in inherited.items():
         if module not in partial:
             agreed = _agreed(defaults[module])
             files[module] = replace(
                 files.get(module, ProjectFacts()), importer_launches=tuple(launches), importer_defaults=agreed
             )
+
+
+def _calls_parser_of(store: SummaryStore, script: str, module: str) -> bool:
+    """Whether the launched `script` calls a function of `module` that parses the Trainer's arguments from the
+    command line (`from pkg.train import train` ... `train()`, `train` holding `HfArgumentParser(...)`): a module
+    launched itself too reads its importer's command line only through such a call (an importer with a parser of
+    its own, taking only the module's argument classes, reads its own)."""
+    target, importer = store.get(module), store.get(script)
+    if target is None or importer is None:
+        return False
+    parsing = {
+        qualname
+        for qualname, calls in target.body_calls()
+        if qualname and "." not in qualname and any(dotted(c.func) in _PARSERS for c in calls)
+    }
+    called = {dotted(c.func) for _, calls in importer.body_calls() for c in calls}
+    return any(
+        local in called and target.path == store.finder.find(dotted_name.rpartition(".")[0], script)
+        for local, dotted_name in importer.imports.items()
+        if dotted_name.rpartition(".")[2] in parsing
+    )
+
+
+_PARSERS = frozenset({"HfArgumentParser", "transformers.HfArgumentParser"})
 
 
 def _agreed(defaults: list[tuple[str, ast.Module, dict[str, str]]]) -> dict[str, tuple[str, Related]]:

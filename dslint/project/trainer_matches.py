@@ -169,11 +169,11 @@ def _shown(value: Any) -> str:
 def launched_trainer_configs(context: ScriptContext) -> list[tuple[LaunchedConfig, ResolvedConfig]]:
     """Each launch that gives this script's Trainer a config file by `--deepspeed ds.json` (the script parses its
     TrainingArguments from the command line), with that config read: the script's own launches, and those of the
-    launched scripts importing it (their command line is the one its parser reads, `train_mem.py` calling
-    `train()` of `train.py`)."""
+    launched scripts calling its parsing function (their command line is the one its parser reads, `train_mem.py`
+    calling `train()` of `train.py`: `parser_launches`)."""
     project = context.facts.project
     found: list[tuple[LaunchedConfig, ResolvedConfig]] = []
-    for launch in (*project.launches, *project.importer_launches) if project is not None else ():
+    for launch in (*project.launches, *project.parser_launches) if project is not None else ():
         if launch.option != "deepspeed" or launch.config_path is None or not launched_for_trainer(context, launch):
             continue
         resolved = launched_file(launch.config_path, Origin.TRAINER, (launch.launch, *launch_evidence(launch)))

@@ -161,6 +161,10 @@ class ProjectFacts:
     # The launches of the launched scripts that import this module (three imports deep at most), for a module no
     # launch starts itself: its code runs in their processes (`project/importer_launches.py`)
     importer_launches: tuple[LaunchedConfig, ...] = ()
+    # The launches of the launched scripts that import this module and call a function of it parsing the Trainer's
+    # arguments from the command line (`train_mem.py` calling `train()` of `train.py`): the command lines that
+    # parser reads, beside those of the module's own launches (`project/importer_launches.py`)
+    parser_launches: tuple[LaunchedConfig, ...] = ()
     # the option defaults of those importers' parsers (alike in all that declare one), for `args.<opt>` read here
     importer_defaults: Mapping[str, tuple[str, Related]] = field(default_factory=dict)  # (default, where declared)
     # The project dataclasses this module builds, by the name it calls: each field's literal string default
