@@ -77,8 +77,9 @@ def test_only_files_that_could_name_a_gpu_file_are_parsed() -> None:
     found = gpu_loads(store, list(store.sources))
     assert sorted(Path(p).name for p in found) == ["ds_file.py", "helper.py", "saved.py"]
     # other.py names only a file nothing saves from an engine (its `get_` is no DeepSpeed path helper),
-    # no_torch.py never imports torch: neither is parsed; relative.py may import torch from its package: parsed
-    assert sorted(parsed) == ["ds_file.py", "helper.py", "relative.py", "saved.py", "train.py"]
+    # no_torch.py never imports torch, relative.py calls the load of a sibling module (`torch_alias.load`, which
+    # the summary qualifies as that module's, never `torch.load`): none is parsed
+    assert sorted(parsed) == ["ds_file.py", "helper.py", "saved.py", "train.py"]
     assert len(parsed) == len(set(parsed))  # each file parsed once
 
 
@@ -86,3 +87,15 @@ def test_without_engine_saves_a_load_of_a_named_file_is_not_parsed() -> None:
     store, parsed = _store({"saved.py": LOADS_SAVED, "other.py": LOADS_OTHER})
     assert gpu_loads(store, list(store.sources)) == {}
     assert parsed == []
+
+
+def test_a_module_may_call_torch_load_only_as_the_summary_would_qualify_it() -> None:
+    from dslint.model.gpu_saves import may_call
+
+    assert may_call(b"import torch\nx = torch.load(p)\n", "torch", "load", "/p/a.py")
+    assert may_call(b"import torch as th\nx = th.load(p)\n", "torch", "load", "/p/a.py")
+    assert may_call(b"from torch import (\n    save,\n    load,\n)\n", "torch", "load", "/p/a.py")
+    assert not may_call(b"import torch\nx = engine.load_checkpoint(p)\n", "torch", "load", "/p/a.py")
+    assert not may_call(b"from . import torch_alias\ntorch_alias.load(p)\n", "torch", "load", "/p/a.py")
+    # inside torch's own package a relative import may bring the function: the text test of the name alone
+    assert may_call(b"from .serialization import load\n", "torch", "load", "/site/torch/hub.py")
