@@ -51,6 +51,8 @@ class Resolver:
         # per body: names holding a project class's instance (read from the code alone: kept when the fixpoint
         # starts again)
         self.instances: dict[Callee, dict[str, ClassRef]] = {}
+        # per body: names every assignment of which names project classes, with their constructors
+        self.class_aliases: dict[Callee, dict[str, list[Callee]]] = {}
 
     def module(self, path: str) -> ModuleSummary | None:
         return self.store.get(path)
@@ -153,22 +155,34 @@ class Resolver:
         (`trainer_cls = PPOTrainerUnsupervised if unsupervised else PPOTrainer`): each one's constructor."""
         if not isinstance(func, ast.Name):
             return []
+        key = (module.path, summary.qualname)
+        if key not in self.class_aliases:  # the body read once for every call in it
+            self.class_aliases[key] = self._class_aliases(module, summary)
+        return self.class_aliases[key].get(func.id, [])
+
+    def _class_aliases(self, module: ModuleSummary, summary: FunctionSummary) -> dict[str, list[Callee]]:
+        """The names of a body every assignment of which names project classes, with their constructors; None for
+        a name some assignment binds to anything else."""
         function = module.functions.get(summary.qualname) if summary.qualname else None
-        found: list[Callee] = []
+        found: dict[str, list[Callee] | None] = {}
         for node in statements(function.node.body if function is not None else module.tree.body):
-            if not (
-                isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == func.id for t in node.targets)
-            ):
+            if not isinstance(node, ast.Assign):
                 continue
             arms = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
+            constructors: list[Callee] | None = []
             for arm in arms:
                 written = dotted(arm)
                 cls = self.hierarchy.resolve_class(module, written) if written is not None else None
                 constructor = self.hierarchy.method(cls, "__init__") if cls is not None else None
-                if constructor is None:
-                    return []  # an arm that is no project class (with a constructor): the call is not known
-                found.append(constructor)
-        return list(dict.fromkeys(found))
+                if constructor is None or constructors is None:
+                    constructors = None  # an arm that is no project class (with a constructor): not known
+                else:
+                    constructors.append(constructor)
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    before = found.get(target.id, [])
+                    found[target.id] = None if before is None or constructors is None else [*before, *constructors]
+        return {name: list(dict.fromkeys(c)) for name, c in found.items() if c}
 
     def _made_by(self, factory: Callee | None) -> ClassRef | None:
         """The one project class every `return` of the project function `factory` builds (`return Cls(...)`,
