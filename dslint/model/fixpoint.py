@@ -140,9 +140,7 @@ class ProjectModel(Evaluator):
             names = {q.rpartition(".")[2] for (_, q), summary in summaries if q and self._worth(summary, holders)}
             names.update(self._handing_followed())
             # classes keeping an engine in an attribute: who builds them reads it (`pair = EnginePair(...)`)
-            names.update(
-                owner.rpartition(".")[2] for (_, owner, _), held in self.attributes.items() if is_engine_held(held)
-            )
+            names.update(owner.rpartition(".")[2] for _, owner in self._engine_keepers())
             names.discard("__init__")
             queue.extend(self._annotated_holders(searched))
             # the names a project function is imported under elsewhere (`from train.ds import main as run_ds`):
@@ -166,14 +164,17 @@ class ProjectModel(Evaluator):
                         if (path, qualname) not in self.summaries:
                             queue.append((path, qualname))
 
+    def _engine_keepers(self) -> set[tuple[str, str]]:
+        """The project classes (module path, qualname) keeping one of initialize's results in an attribute."""
+        return {(path, owner) for (path, owner, _), held in self.attributes.items() if is_engine_held(held)}
+
     def _annotated_holders(self, searched: set[str]) -> list[Callee]:
         """The functions not read yet with a parameter annotated with a project class keeping an engine in an
         attribute (`def __init__(self, engine: RLHFEngine): self.actor = engine.actor`), however the instance
         reaches them (a config-driven factory, `instantiate(cfg.trainer, engine)`): searched once per class, in
         the files holding its name."""
-        classes = {(path, owner) for (path, owner, _), held in self.attributes.items() if is_engine_held(held)}
         found: list[Callee] = []
-        for path, owner in sorted(classes):
+        for path, owner in sorted(self._engine_keepers()):
             key = f"annotated:{path}:{owner}"
             if key in searched:
                 continue
@@ -316,7 +317,7 @@ class ProjectModel(Evaluator):
         # an instance of a project class keeping an engine in an attribute, the same class at every call seen
         # (`trainer = PPOTrainer(rlhf_engine, args)` after `rlhf_engine = RLHFEngine(...)`): the parameter holds
         # one, as an annotation with the class would say (`Param.instance_of`)
-        keeping = {(path, owner) for (path, owner, _), value in self.attributes.items() if is_engine_held(value)}
+        keeping = self._engine_keepers()
         for key, values in passed.items():
             classes = {instance_class(value) if value is not None else None for value in values}
             if key not in learnt and len(classes) == 1 and (cls := classes.pop()) in keeping:

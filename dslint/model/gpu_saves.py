@@ -83,9 +83,7 @@ INITIALIZE_CALLED = re.compile(rb"initialize(?:(?:[\s\\)]|#[^\n]*\n)*\(|\s+as\b)
 # The same, as the value of an assignment (`engine, *_ = deepspeed.initialize(`: `_engine_names` reads nothing
 # else): `=`, then the callee's words, dots, white space, opening parentheses and comments, then the call; or the
 # import under another name. A mention in prose (`"...after deepspeed.initialize()."`) is no such text.
-ENGINE_ASSIGNED = re.compile(
-    rb"=(?:[\w.\s\\(]|#[^\n]*\n)*initialize(?:(?:[\s\\)]|#[^\n]*\n)*\(|\s+as\b)|initialize\s+as\b"
-)
+ENGINE_ASSIGNED = re.compile(rb"=(?:[\w.\s\\(]|#[^\n]*\n)*" + INITIALIZE_CALLED.pattern + rb"|initialize\s+as\b")
 
 # `from` as a word (the look-behind: no word character before it), then `.`: the literal leads so that `re` skips to
 # each `from` instead of trying `\bfrom` at every byte (the same matches)

@@ -161,8 +161,8 @@ class Resolver:
         return self.class_aliases[key].get(func.id, [])
 
     def _class_aliases(self, module: ModuleSummary, summary: FunctionSummary) -> dict[str, list[Callee]]:
-        """The names of a body every assignment of which names project classes, with their constructors; None for
-        a name some assignment binds to anything else."""
+        """The names of a body every assignment of which names project classes, with their constructors (a name
+        some assignment binds to anything else is left out)."""
         function = module.functions.get(summary.qualname) if summary.qualname else None
         found: dict[str, list[Callee] | None] = {}
         for node in statements(function.node.body if function is not None else module.tree.body):

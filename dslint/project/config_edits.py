@@ -484,8 +484,7 @@ def _fire_value(context: ScriptContext, node: cst.Name) -> tuple[Any, tuple[Rela
     """A parameter of the function `fire.Fire` runs: the number every launch gives `--<name>` (the signature's
     default where a launch does not give it), when the project has launches of the script and they agree."""
     facts = context.facts
-    binding = facts.binding_at(node.value, facts.scope_at(node), facts.start(node))
-    function = parameter_function(binding) if binding is not None and fire_parameter(context, binding) else None
+    function = _fire_function(context, node)
     if function is None:
         return UNKNOWN, ()
     params = function.params
@@ -499,13 +498,19 @@ def fire_given_text(context: ScriptContext, node: cst.Name) -> tuple[str | None,
     one value: that text, with the launch lines; None when a launch leaves it to its default (no choice made),
     there is no launch, or they disagree."""
     facts = context.facts
-    binding = facts.binding_at(node.value, facts.scope_at(node), facts.start(node))
-    if binding is None or not fire_parameter(context, binding):
+    if _fire_function(context, node) is None:
         return None, ()
     launches = facts.project.launches if facts.project is not None else ()
     values = {launch.options.get(node.value) for launch in launches}
     given = values.pop() if len(values) == 1 else None
     return (given, tuple(launch.launch for launch in launches)) if given else (None, ())
+
+
+def _fire_function(context: ScriptContext, node: cst.Name) -> cst.FunctionDef | None:
+    """The function `fire.Fire` runs, when `node` names one of its parameters (an option of the command line)."""
+    facts = context.facts
+    binding = facts.binding_at(node.value, facts.scope_at(node), facts.start(node))
+    return parameter_function(binding) if binding is not None and fire_parameter(context, binding) else None
 
 
 def _agreed_number(

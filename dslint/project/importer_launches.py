@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, MutableMapping
 from dataclasses import replace
 
 from dslint.diagnostics import Related
-from dslint.model.summary import SummaryStore, dotted, walk
+from dslint.model.summary import ModuleSummary, SummaryStore, dotted, walk
 from dslint.project.inputs import shown_path
 from dslint.project.script_parser import argparse_defaults
 from dslint.script.project_facts import LaunchedConfig, ProjectFacts
@@ -46,6 +46,7 @@ def record_importer_launches(
     unlaunched = {path for path in targets if not (path in files and files[path].launches)}
     parsers = {path for path in targets if b"HfArgumentParser" in store.sources.get(path, b"")}
     parsing: dict[str, list[LaunchedConfig]] = {}  # the launches whose command line a module's parser reads
+    parsing_functions: dict[str, set[str]] = {}  # each such module's functions holding the parser, read once
     if not unlaunched and not parsers:
         return
     inherited: dict[str, list[LaunchedConfig]] = {}
@@ -56,9 +57,16 @@ def record_importer_launches(
         if summary is None:
             continue
         parsed: dict[str, str] | None = None  # the script's parser defaults, read once
+        called: set[str | None] | None = None  # the names the script calls, read once
         for module in store.imported_modules(script, IMPORT_LEVELS):
-            if module in parsers and _calls_parser_of(store, script, module):
-                parsing.setdefault(module, []).extend(facts.launches)
+            if module in parsers and module not in parsing_functions:
+                parsing_functions[module] = _parsing_functions(store, module)
+            if parsing_functions.get(module):
+                called = (
+                    {dotted(c.func) for _, calls in summary.body_calls() for c in calls} if called is None else called
+                )
+                if _calls_one_of(store, summary, script, module, parsing_functions[module], called):
+                    parsing.setdefault(module, []).extend(facts.launches)
             if module in unlaunched:
                 inherited.setdefault(module, []).extend(facts.launches)
                 parsed = argparse_defaults(summary.tree) if parsed is None else parsed
@@ -76,24 +84,29 @@ def record_importer_launches(
             )
 
 
-def _calls_parser_of(store: SummaryStore, script: str, module: str) -> bool:
-    """Whether the launched `script` calls a function of `module` that parses the Trainer's arguments from the
-    command line (`from pkg.train import train` ... `train()`, `train` holding `HfArgumentParser(...)`): a module
-    launched itself too reads its importer's command line only through such a call (an importer with a parser of
-    its own, taking only the module's argument classes, reads its own)."""
-    target, importer = store.get(module), store.get(script)
-    if target is None or importer is None:
-        return False
-    parsing = {
+def _parsing_functions(store: SummaryStore, module: str) -> set[str]:
+    """The module-level functions of `module` that parse the Trainer's arguments from the command line (holding
+    `HfArgumentParser(...)`)."""
+    target = store.get(module)
+    if target is None:
+        return set()
+    return {
         qualname
         for qualname, calls in target.body_calls()
         if qualname and "." not in qualname and any(dotted(c.func) in _PARSERS for c in calls)
     }
-    called = {dotted(c.func) for _, calls in importer.body_calls() for c in calls}
+
+
+def _calls_one_of(
+    store: SummaryStore, importer: ModuleSummary, script: str, module: str, functions: set[str], called: set[str | None]
+) -> bool:
+    """Whether the launched `script` calls one of `functions` of `module`, imported by name (`from pkg.train import
+    train` ... `train()`): a module launched itself too reads its importer's command line only through such a call
+    (an importer with a parser of its own, taking only the module's argument classes, reads its own)."""
     return any(
-        local in called and target.path == store.finder.find(dotted_name.rpartition(".")[0], script)
+        local in called and module == store.finder.find(dotted_name.rpartition(".")[0], script)
         for local, dotted_name in importer.imports.items()
-        if dotted_name.rpartition(".")[2] in parsing
+        if dotted_name.rpartition(".")[2] in functions
     )
 
 

@@ -18,6 +18,7 @@ from dslint.model.classes import Hierarchy
 from dslint.model.summary import SummaryStore
 from dslint.project.dataclass_defaults import parsed_switches
 from dslint.project.script_parser import assigned_attributes, off_switches
+from dslint.project.trainer_matches import flag_value
 from dslint.script.project_facts import ProjectFacts
 
 
@@ -36,14 +37,14 @@ def record_switches_never_on(files: MutableMapping[str, ProjectFacts], store: Su
         on: set[str] = set()
         for name, default in parsed_switches(summary.tree, summary, hierarchy).items():
             values = {_parsed_value(launch.options, name, default) for launch in facts.launches}
-            if name not in assigned and len(values) == 1:
-                (off if values == {False} else on if values == {True} else set()).add(name)
+            if name in assigned:
+                continue
+            if values == {False}:
+                off.add(name)
+            elif values == {True}:
+                on.add(name)
         if off or on:
             files[script] = replace(facts, switches_never_on=frozenset(off), switches_always_on=frozenset(on))
-
-
-# `transformers.hf_argparser.string_to_bool`: the words a boolean field's option takes
-_TRUE, _FALSE = frozenset({"yes", "true", "t", "y", "1"}), frozenset({"no", "false", "f", "n", "0"})
 
 
 def _parsed_value(options: Mapping[str, str | None], name: str, default: bool) -> bool | None:
@@ -55,7 +56,4 @@ def _parsed_value(options: Mapping[str, str | None], name: str, default: bool) -
     if name not in options:
         return default
     value = options[name]
-    if value is None:
-        return True
-    word = value.strip("'\"").lower()
-    return True if word in _TRUE else False if word in _FALSE else None
+    return flag_value(value.strip("'\"") if value is not None else None)

@@ -144,12 +144,19 @@ _FLAGS = frozenset({"fp16", "fp16_full_eval", "bf16", "bf16_full_eval", TRAINER_
 _COUNTS = frozenset({"per_device_train_batch_size", "gradient_accumulation_steps", "max_steps"})
 
 
+def flag_value(text: str | None) -> bool | None:
+    """A boolean field's option as `HfArgumentParser` reads it (`string_to_bool`): `--name` alone true, `--name
+    false` false; None for any other word."""
+    if text is None:
+        return True
+    lowered = text.lower()
+    return True if lowered in _TRUE else False if lowered in _FALSE else None
+
+
 def _parsed(name: str, text: str | None) -> Any:
     if name in _FLAGS:
-        if text is None:
-            return True
-        lowered = text.lower()
-        return True if lowered in _TRUE else False if lowered in _FALSE else UNKNOWN
+        value = flag_value(text)
+        return UNKNOWN if value is None else value
     if text is None:
         return UNKNOWN
     if name in PRECISION_BACKENDS:

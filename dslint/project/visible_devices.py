@@ -42,14 +42,15 @@ def ignored_visible_devices(line: LaunchLine) -> LaunchIssue | None:
     if gpus is None or not gpus.value:
         return None
     picked = {int(part) for part in devices}
-    if not gpus.value.isdigit():
+    if gpus.value.isdigit():
+        if int(gpus.value) == 0 or set(range(int(gpus.value))) <= picked:
+            return None  # the runner takes GPUs the variable allows: no GPU left out is used
+        count = gpus.value
+    elif (UNKNOWN_VALUE in gpus.value or gpus.value.startswith("$")) and 0 not in picked:
         # a count built at run time (`--num_gpus=$NUM_DEVICES`, counted from the same list): every count the runner
         # takes starts at GPU 0, so a variable leaving GPU 0 out is ignored whatever the count
-        if (UNKNOWN_VALUE not in gpus.value and not gpus.value.startswith("$")) or 0 in picked:
-            return None
-        end = gpus.column + len(gpus.name) + 2
-        return LaunchIssue("ignored_visible_devices", gpus.line, gpus.column, end, visible, ("",))
-    if int(gpus.value) == 0 or set(range(int(gpus.value))) <= picked:
-        return None  # the runner takes GPUs the variable allows: no GPU left out is used
+        count = ""
+    else:
+        return None
     end = gpus.column + len(gpus.name) + 2
-    return LaunchIssue("ignored_visible_devices", gpus.line, gpus.column, end, visible, (gpus.value,))
+    return LaunchIssue("ignored_visible_devices", gpus.line, gpus.column, end, visible, (count,))
