@@ -382,7 +382,11 @@ SCRIPT_NEEDS: dict[str, Needs] = {
     # a Trainer's arguments naming a schedule, with a config: in the file, or parsed from a launch's command line
     "DSL458": Needs((b"DataParallel",)),
     "DSL454": Needs(
-        (b"lr_scheduler_type", b"deepspeed"), engine=False, alternatives=((b"HfArgumentParser",),), hf_configured=True
+        (b"lr_scheduler_type", b"deepspeed"),
+        engine=False,
+        # a parser of the Trainer's arguments: transformers' own, or a project's parser class handed them
+        alternatives=((b"HfArgumentParser",), (b"Parser", b"TrainingArguments")),
+        hf_configured=True,
     ),
     # a Trainer's arguments beside a config with no key for them: in the file, or parsed from a launch's command line
     "DSL460": Needs(

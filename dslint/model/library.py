@@ -11,6 +11,7 @@ until a second reader needs it.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # transformers' model classes, whose `from_pretrained` builds a model (not a tokenizer or a config): `AutoModel*`,
@@ -105,6 +106,15 @@ def is_training_arguments_name(name: str) -> bool:
     so), or one of TRL's trainer configs (`SFTConfig`, `DPOConfig`, ...), by the name's last part."""
     last = name.rsplit(".", 1)[-1]
     return last.endswith("TrainingArguments") or last in TRL_TRAINING_ARGUMENTS
+
+
+def is_arguments_parser(name: str, handed: Sequence[str]) -> bool:
+    """A parser that builds the Trainer's argument dataclasses it is handed from the command line, defaults where no
+    option is given: transformers' `HfArgumentParser` (by the name's last part), or a project's parser class handed a
+    `*TrainingArguments` class (`ProjectArgumentParser((ModelArguments, TrainingArguments))`, a subclass of it).
+    `handed`: the dotted names of the classes given (the first argument, or the elements of its tuple or list)."""
+    last = name.rsplit(".", 1)[-1]
+    return last == "HfArgumentParser" or (last.endswith("Parser") and any(map(is_training_arguments_name, handed)))
 
 
 TRAINING_ARGUMENTS = LibraryCall(

@@ -23,7 +23,8 @@ from collections.abc import Iterable, MutableMapping
 from dataclasses import replace
 
 from dslint.model.classes import Hierarchy
-from dslint.model.summary import ModuleSummary, SummaryStore, nodes_of
+from dslint.model.library import is_arguments_parser
+from dslint.model.summary import ModuleSummary, SummaryStore, dotted, nodes_of
 from dslint.script.project_facts import ProjectFacts
 
 
@@ -99,7 +100,8 @@ def _is_dataclass(decorator: ast.expr) -> bool:
 
 def parsed_switches(tree: ast.Module, summary: ModuleSummary, hierarchy: Hierarchy) -> dict[str, bool]:
     """The boolean fields (`use_peft: bool = True`, `field(default=False)`) of the dataclasses the module hands
-    `HfArgumentParser`, with their defaults; a field two classes declare is left out."""
+    a parser of the Trainer's arguments (`HfArgumentParser`), with their defaults; a field two classes declare is
+    left out."""
     found: dict[str, bool] = {}
     twice: set[str] = set()
     for name in _parsed_names(tree):
@@ -111,16 +113,25 @@ def parsed_switches(tree: ast.Module, summary: ModuleSummary, hierarchy: Hierarc
 
 
 def _parsed_names(tree: ast.Module) -> set[str]:
-    """The classes the module hands `HfArgumentParser` (`HfArgumentParser((ModelArgs, TrainArgs))`, whose
-    `parse_args_into_dataclasses()` builds them from the command line, defaults where no option is given)."""
+    """The classes the module hands a parser of the Trainer's arguments (`HfArgumentParser((ModelArgs, TrainArgs))`,
+    whose `parse_args_into_dataclasses()` builds them from the command line, defaults where no option is given)."""
     found: set[str] = set()
     for node in nodes_of(tree, ast.Call):
-        called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
-        if called == "HfArgumentParser" and node.args:
-            handed = node.args[0]
-            elements = handed.elts if isinstance(handed, (ast.Tuple, ast.List)) else [handed]
-            found.update(element.id for element in elements if isinstance(element, ast.Name))
+        handed = parser_classes(node)
+        found.update(name for name in handed or () if "." not in name)
     return found
+
+
+def parser_classes(call: ast.Call) -> list[str] | None:
+    """The dotted names of the classes `call` hands a parser of the Trainer's arguments (`library.
+    is_arguments_parser`); None where `call` is no such parser."""
+    name = dotted(call.func)
+    if name is None or not name.endswith("Parser"):
+        return None
+    first = call.args[0] if call.args else None
+    elements = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first] if first is not None else []
+    handed = [found for element in elements if (found := dotted(element)) is not None]
+    return handed if is_arguments_parser(name, handed) else None
 
 
 def _bool_defaults(hierarchy: Hierarchy, summary: ModuleSummary, name: str) -> dict[str, bool]:

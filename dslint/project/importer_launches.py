@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from dslint.diagnostics import Related
 from dslint.model.summary import ModuleSummary, SummaryStore, dotted, walk
+from dslint.project.dataclass_defaults import parser_classes
 from dslint.project.inputs import shown_path
 from dslint.project.script_parser import argparse_defaults
 from dslint.script.project_facts import LaunchedConfig, ProjectFacts
@@ -31,7 +32,7 @@ def trainer_modules(sources: Mapping[str, bytes]) -> list[str]:
     return [
         path
         for path, data in sources.items()
-        if b"TrainingArguments" in data and (b"deepspeed" in data or b"HfArgumentParser" in data)
+        if b"TrainingArguments" in data and (b"deepspeed" in data or b"Parser" in data)
     ]
 
 
@@ -44,7 +45,7 @@ def record_importer_launches(
     (`parser_launches`: the command lines its parser reads); none where one of those scripts is named by a
     launcher whose launch is not read (`launches_partial`): its launches may not be all."""
     unlaunched = {path for path in targets if not (path in files and files[path].launches)}
-    parsers = {path for path in targets if b"HfArgumentParser" in store.sources.get(path, b"")}
+    parsers = {path for path in targets if b"Parser" in store.sources.get(path, b"")}
     parsing: dict[str, list[LaunchedConfig]] = {}  # the launches whose command line a module's parser reads
     parsing_functions: dict[str, set[str]] = {}  # each such module's functions holding the parser, read once
     if not unlaunched and not parsers:
@@ -93,7 +94,7 @@ def _parsing_functions(store: SummaryStore, module: str) -> set[str]:
     return {
         qualname
         for qualname, calls in target.body_calls()
-        if qualname and "." not in qualname and any(dotted(c.func) in _PARSERS for c in calls)
+        if qualname and "." not in qualname and any(parser_classes(c) is not None for c in calls)
     }
 
 
@@ -108,9 +109,6 @@ def _calls_one_of(
         for local, dotted_name in importer.imports.items()
         if dotted_name.rpartition(".")[2] in functions
     )
-
-
-_PARSERS = frozenset({"HfArgumentParser", "transformers.HfArgumentParser"})
 
 
 def _agreed(defaults: list[tuple[str, ast.Module, dict[str, str]]]) -> dict[str, tuple[str, Related]]:

@@ -4,9 +4,11 @@ read by an argument parser of the Trainer's arguments (`HfArgumentParser`), or a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
 
-from dslint.model.library import is_training_arguments_name
+from dslint.model.library import is_arguments_parser, is_training_arguments_name
 from dslint.project.config_edits import module_index
 from dslint.script.context import ScriptContext
 from dslint.script.names import dotted_name
@@ -34,19 +36,28 @@ def splats_training_arguments(context: ScriptContext) -> bool:
 
 
 def parses_training_arguments(context: ScriptContext) -> bool:
-    """`HfArgumentParser(...)`, or a parser class of the project given the `*TrainingArguments` class
-    (`ProjectArgumentParser((ModelArguments, TrainingArguments))`, a subclass of HfArgumentParser)."""
-    return any(
-        (name := dotted_name(call.func)) is not None
-        and (name.split(".")[-1] == "HfArgumentParser" or (name.endswith("Parser") and _names_training_arguments(call)))
-        for call in module_index(context.module).calls
-    )
+    """A parser of the Trainer's arguments (`argument_parsers`) in the script."""
+    return next(argument_parsers(context.module), None) is not None
 
 
-def _names_training_arguments(call: cst.Call) -> bool:
-    values = [arg.value for arg in call.args]
-    values += [e.value for v in values if isinstance(v, (cst.Tuple, cst.List)) for e in v.elements]
-    return any((name := dotted_name(v)) is not None and is_training_arguments_name(name) for v in values)
+def argument_parsers(module: cst.Module) -> Iterator[cst.Call]:
+    """The script's parsers of the Trainer's arguments (`library.is_arguments_parser`: `HfArgumentParser(...)`, or a
+    project's parser class handed the `*TrainingArguments` class), in source order: where it parses a launch's
+    options into its TrainingArguments."""
+    for call in module_index(module).calls:
+        name = dotted_name(call.func)
+        if name is not None and name.endswith("Parser") and is_arguments_parser(name, _handed(call)):
+            yield call
+
+
+def _handed(call: cst.Call) -> list[str]:
+    """The dotted names of the classes a parser is handed: its first argument, or that tuple's or list's elements."""
+    first = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
+    if isinstance(first, (cst.Tuple, cst.List)):
+        elements = [element.value for element in first.elements]
+    else:
+        elements = [first] if first is not None else []
+    return [name for element in elements if (name := dotted_name(element)) is not None]
 
 
 def builds_training_arguments(context: ScriptContext) -> bool:

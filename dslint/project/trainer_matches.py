@@ -12,21 +12,17 @@ the defaults). Anything else (a variable, a splatted mapping, a string value in 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-import libcst as cst
 
 from dslint.config.facts import Origin
 from dslint.config.tree import UNKNOWN, Node, node_at
 from dslint.diagnostics import Related
 from dslint.model.library import TRAINER_BATCH_FILL_ONLY, TRAINER_MATCHES, TrainerMatch
-from dslint.project.config_edits import module_index
 from dslint.project.resolved_configs import ResolvedConfig, launch_evidence, launched_file
 from dslint.project.trainer_launches import launched_for_trainer
 from dslint.script.context import ScriptContext
-from dslint.script.names import dotted_name
 from dslint.script.project_facts import LaunchedConfig
 
 # Arguments that choose the fp16 backend: fp16.enabled is compared with `fp16 and the amp backend` (not modelled).
@@ -231,12 +227,3 @@ def accelerate_trainer_configs(context: ScriptContext) -> list[tuple[LaunchedCon
         if resolved is not None:
             found.append((launch, resolved))
     return found
-
-
-def argument_parsers(module: cst.Module) -> Iterator[cst.Call]:
-    """The script's `HfArgumentParser(...)` calls, in source order: where it parses a launch's options into its
-    TrainingArguments."""
-    for call in module_index(module).calls:
-        name = dotted_name(call.func)
-        if name is not None and name.rsplit(".", 1)[-1] == "HfArgumentParser":
-            yield call

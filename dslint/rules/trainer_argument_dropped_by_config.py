@@ -15,7 +15,8 @@ from dslint.project.config_edits import command_line_value, literal_value
 from dslint.project.config_link import resolve_config_expression
 from dslint.project.resolved_configs import ResolvedConfig
 from dslint.project.splatted_arguments import call_argument, known_arguments, trainer_config_expression
-from dslint.project.trainer_matches import accelerate_trainer_configs, argument_parsers, launched_trainer_configs
+from dslint.project.trainer_launches import argument_parsers
+from dslint.project.trainer_matches import accelerate_trainer_configs, launched_trainer_configs
 from dslint.script.context import ScriptContext
 from dslint.script.hf_models import is_training_arguments
 

@@ -15,11 +15,11 @@ from dslint.project.config_link import resolve_config_expression
 from dslint.project.inputs import shown_path
 from dslint.project.resolved_configs import ResolvedConfig
 from dslint.project.splatted_arguments import known_arguments, trainer_config_expression
+from dslint.project.trainer_launches import argument_parsers
 from dslint.project.trainer_matches import (
     MATCHED_FIELDS,
     Mismatch,
     accelerate_trainer_configs,
-    argument_parsers,
     launch_arguments,
     launched_trainer_configs,
     mismatches,

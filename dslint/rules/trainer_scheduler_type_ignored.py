@@ -15,7 +15,8 @@ from dslint.project.config_link import resolve_config_expression
 from dslint.project.inputs import shown_path
 from dslint.project.resolved_configs import ResolvedConfig
 from dslint.project.splatted_arguments import call_argument, trainer_config_expression
-from dslint.project.trainer_matches import argument_parsers, launched_trainer_configs
+from dslint.project.trainer_launches import argument_parsers
+from dslint.project.trainer_matches import launched_trainer_configs
 
 _WARMUP_DECAY = (
     '{"train_micro_batch_size_per_gpu": "auto",\n'
@@ -50,7 +51,7 @@ class TrainerSchedulerTypeIgnored(ScriptRule):
     severity = Severity.WARNING
     needs_engine = False
     required_tokens = (b"lr_scheduler_type", b"deepspeed")
-    alternative_tokens = ((b"HfArgumentParser",),)
+    alternative_tokens = ((b"HfArgumentParser",), (b"Parser", b"TrainingArguments"))
     needs_hf_config = True
     docs = RuleDocs(
         what="""
