@@ -206,11 +206,11 @@ def launched_precisions(context: ScriptContext, config: ResolvedConfig) -> tuple
 
 
 def _switched_on(options: Mapping[str, str | None], name: str) -> bool:
-    """`--bf16`, `--bf16 True`: a boolean field of the Trainer's arguments given as on."""
+    """`--bf16`, `--bf16 True`: a boolean field of the Trainer's arguments given as on (`flag_value`)."""
     if name not in options:
         return False
     value = options[name]
-    return value is None or value.strip("'\"").lower() in ("true", "1", "yes")
+    return flag_value(value.strip("'\"") if value is not None else None) is True
 
 
 def accelerate_trainer_configs(context: ScriptContext) -> list[tuple[LaunchedConfig, ResolvedConfig]]:
