@@ -48,6 +48,7 @@ from dslint.project.edited_dicts import written_dict_configs
 from dslint.project.resolved_configs import AccelerateRun, ResolvedConfig, launch_evidence, launched_file
 from dslint.project.settings_entries import settings_entry
 from dslint.project.shell_directories import UNKNOWN_VALUE
+from dslint.project.shipped_configs import ships_only_lower_stages
 from dslint.project.splatted_arguments import call_argument
 from dslint.project.trainer_launches import builds_training_arguments, launched_for_trainer
 from dslint.script.config_loads import loaded_path
@@ -266,13 +267,30 @@ def _given_on_every_launch(context: ScriptContext, option: str) -> bool:
 
 def stages_below_zero3(context: ScriptContext) -> bool:
     """Every config this script's run may take is known below ZeRO-3: its Trainer's (`TrainingArguments(
-    deepspeed=...)`, the launches' `--deepspeed`), else those of its accelerate launches."""
+    deepspeed=...)`, the launches' `--deepspeed`), else those of its accelerate launches, else those the launches
+    of the scripts importing it pass (a vendored trainer module: `project.importer_launches`); with no launch
+    giving a config at all, every DeepSpeed config the project ships near it (`ships_only_lower_stages`)."""
     configs = training_arguments_configs(context)
     if configs:
         return all(config.zero_stage is not None and config.zero_stage < 3 for config in configs)
     runs = accelerate_runs(context) or []
     stages = [run.zero_stage for run in runs]
-    return bool(stages) and all(stage is not None and stage < 3 for stage in stages)
+    if stages:
+        return all(stage is not None and stage < 3 for stage in stages)
+    project = context.facts.project
+    inherited = [launch for launch in project.importer_launches if launch.option] if project is not None else []
+    if inherited:
+        stages = [_launched_stage(launch) for launch in inherited]
+        return all(stage is not None and stage < 3 for stage in stages)
+    return ships_only_lower_stages(context)
+
+
+def _launched_stage(launch: LaunchedConfig) -> int | None:
+    """The ZeRO stage of the config a launch gives: its own `--zero_stage`, or its config file's (None: unknown)."""
+    if launch.config_path is None:
+        return launch.inline_stage
+    resolved = launched_file(launch.config_path, Origin.TRAINER, (launch.launch,))
+    return resolved.zero_stage if resolved is not None else None
 
 
 def accelerate_runs(context: ScriptContext) -> list[AccelerateRun] | None:

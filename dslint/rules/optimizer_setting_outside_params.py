@@ -37,7 +37,8 @@ class OptimizerSettingOutsideParams(ConfigRule):
             or `warmup_num_steps` written beside `params` instead of inside it. In JSON files and in config
             dicts a script hands to DeepSpeed. Beside an `Adam`/`AdamW` optimizer's `params`, a value equal to
             the optimizer's own default (`eps` 1e-8, `betas` [0.9, 0.999], `weight_decay` 0, `adam_w_mode` true,
-            `bias_correction` true, `amsgrad` false) is left alone: ignored, it loses nothing.
+            `bias_correction` true, `amsgrad` false) is left alone: ignored, it loses nothing. A key starting
+            with `_` is a comment (`"_comment": "AdamW"`), as at the top level (DSL401).
         """,
         why="""
             DeepSpeed builds the optimizer from `optimizer.type` and the keyword arguments in
@@ -71,6 +72,8 @@ class OptimizerSettingOutsideParams(ConfigRule):
         Valid('{"optimizer": {"type": "AdamW", "params": {"lr": 1e-4}, "eps": 1e-8, "adam_w_mode": true}}\n'),
         # a spelling of `adam_w_mode` asking for its default: nothing lost
         Valid('{"optimizer": {"type": "Adam", "params": {"lr": 1e-4}, "adamw_mode": true}}\n'),
+        # a note for the reader
+        Valid('{"optimizer": {"_comment": "AdamW, as the paper", "type": "AdamW", "params": {"lr": 1e-4}}}\n'),
     )
     invalid = (
         # a spelling of `adam_w_mode` asking for plain Adam: lost (and `params` takes it by its own name only)
@@ -104,7 +107,7 @@ class OptimizerSettingOutsideParams(ConfigRule):
                 default = _ADAM_SPELLINGS.get(entry.key.replace("_", "").lower())  # `adamw_mode` too
                 if adam and default is not None and _equals(entry.value, ADAM_DEFAULTS[default]):
                     continue  # the optimizer's own default: ignored, and nothing lost
-                if entry.key not in read:
+                if entry.key not in read and not entry.key.startswith("_"):  # `_comment`: a note, as at the top level
                     named = f" as `{default}`" if adam and default is not None and default != entry.key else ""
                     self.report_key(
                         entry,
