@@ -121,8 +121,9 @@ class Origin(str, enum.Enum):
 
     @classmethod
     def of_reader(cls, reader: str) -> Origin:
-        """The project index's name of a reader ("trainer", "lightning", "unlinked", "initialize") as an Origin."""
-        return {"trainer": cls.TRAINER, "lightning": cls.LIGHTNING, "unlinked": cls.UNLINKED}.get(
+        """The project index's name of a reader ("trainer", "lightning", "unlinked", "initialize", "file") as an
+        Origin."""
+        return {"trainer": cls.TRAINER, "lightning": cls.LIGHTNING, "unlinked": cls.UNLINKED, "file": cls.FILE}.get(
             reader, cls.INITIALIZE
         )
 

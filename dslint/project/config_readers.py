@@ -211,6 +211,26 @@ def replaced_keys(data: bytes, option: str) -> frozenset[str] | None:
     return frozenset(found) if found is not None else None
 
 
+# The batch keys DeepSpeed derives from one another (`_set_batch_related_parameters`): a script writing one into
+# the config it loads settles the batch for whatever file it is given.
+BATCH_KEYS = frozenset({"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"})
+
+
+def batch_filled(data: bytes) -> frozenset[str]:
+    """The batch keys a script writes, on every way, into a config it loads from a path it does not write itself
+    (`json.load(open(self.cfg.deepspeed_config))`, `open(args.deepspeed_config)`: any file it is given) before
+    handing the dict to `deepspeed.initialize`: the files it may be given need not set them."""
+    if b"initialize" not in data or not any(key.encode() in data for key in BATCH_KEYS):
+        return frozenset()
+    parsed = _parsed(data)
+    if parsed is None:
+        return frozenset()
+    found: set[str] = set()
+    for keys in _replaced_in(parsed, lambda node: not isinstance(node, ast.Constant)).values():
+        found |= keys & BATCH_KEYS
+    return frozenset(found)
+
+
 # `deepspeed.initialize`'s client objects that take the place of a config section: the engine builds the section's
 # optimizer or scheduler only when the call brings none (0.19.8 `_configure_optimizer`, `_configure_lr_scheduler`)
 _CLIENT_SECTIONS = {"optimizer": "optimizer", "lr_scheduler": "scheduler"}

@@ -32,7 +32,7 @@ from dslint.project.arguments_classes import arguments_classes, named_by
 from dslint.project.built_arguments import record_built_arguments
 from dslint.project.checkpointing_applied import applies_checkpointing, checkpointing_unapplied
 from dslint.project.config_builders import config_builders
-from dslint.project.config_readers import client_sections, framework_configs, replaced_keys
+from dslint.project.config_readers import batch_filled, client_sections, framework_configs, replaced_keys
 from dslint.project.config_reading import (
     PRESUMED_TRAINER_TOKENS,
     config_reader_of,
@@ -95,6 +95,7 @@ from dslint.project.project_index import (
 )
 from dslint.project.python_launchers import comment_launches, python_launch_text
 from dslint.project.shipped_accelerate import shipped_accelerate_runs
+from dslint.project.shipped_configs import config_folders_of
 from dslint.project.summary_facts import SummaryFacts, gpu_file, summary_facts
 from dslint.project.trainer_classes import imported_trainer_classes
 from dslint.project.world_size import WorldSize, data_parallel_ranks, world_size
@@ -242,6 +243,10 @@ def _build_project_index(
             index.folder_readers = command_line_readers(model.inits.values(), sources, index.config_readers)
         except (RecursionError, MemoryError):
             index.problems.append(_TOO_DEEP)
+    for path in producers:
+        filled = batch_filled(sources[path])
+        for folder in config_folders_of(path) if filled else ():
+            index.batch_fillers[folder] = index.batch_fillers.get(folder, frozenset()) | filled
     if all(launch.config.ranks == 1 for launch in index.launches):  # every script runs as `python x.py`, if at all
         for path in producers:
             index.files[path] = replace(facts_of(index.files, path), one_process_project=True)

@@ -117,7 +117,9 @@ class Launch:
 class ConfigReading:
     """What the index knows about who reads a config file, for that file's own lint."""
 
-    reader: str  # "initialize", "unlinked", "lightning" or "trainer" (see ProjectIndex.config_reader)
+    # "initialize", "unlinked", "lightning" or "trainer" (see ProjectIndex.config_reader); "file": no reader known,
+    # the file read as it stands but for the keys `replaced` (`ProjectIndex._filled`)
+    reader: str
     # A launcher or a script names the file: a DeepSpeed config whatever its name. False: the reader is presumed
     # (a project whose only DeepSpeed readers are the Hugging Face integrations), for files recognised as configs.
     named: bool = True
@@ -166,6 +168,10 @@ class ProjectIndex:
     # Per launched config, for each launch that gives it to a script calling initialize: the top-level keys
     # the script replaces in the loaded dict before initialize (`config_readers.replaced_keys`).
     config_replaced: dict[str, list[frozenset[str]]] = field(default_factory=dict)
+    # The batch keys some script writes into any config it is given before initialize (`config_readers.
+    # batch_filled`), by each folder where the script's own configs lie (`shipped_configs.config_folders_of`): a file
+    # there that no launch links to a reader may be one of those the script is given.
+    batch_fillers: dict[str, frozenset[str]] = field(default_factory=dict)
     # Per config file, for each script handing it to initialize: the sections (`optimizer`, `scheduler`) its
     # initialize calls replace with a client object (`config_readers.client_sections`).
     config_clients: dict[str, list[frozenset[str]]] = field(default_factory=dict)
@@ -232,6 +238,23 @@ class ProjectIndex:
         return bool(passing) and all(launch.line.launcher_option("mixed_precision") for launch in passing)
 
     def _config_reading(self, path: str | Path) -> ConfigReading | None:
+        reading = self._linked_reading(path)
+        filled = self._filled(path)
+        if not filled or (reading is not None and reading.reader not in ("initialize", "unlinked")):
+            return reading
+        if reading is None:
+            return ConfigReading("file", named=False, replaced=filled)  # read as it stands, less those keys
+        return replace(reading, replaced=reading.replaced | filled)
+
+    def _filled(self, path: str | Path) -> frozenset[str]:
+        """The batch keys a script of the file's project writes into any config it is given (`batch_fillers`),
+        for a file no launch links to a script that hands it to initialize: that script may be given it."""
+        wanted = absolute(path)
+        if wanted in self.config_replaced:
+            return frozenset()
+        return self.batch_fillers.get(os.path.dirname(wanted), frozenset())
+
+    def _linked_reading(self, path: str | Path) -> ConfigReading | None:
         reader = self.config_reader(path)
         worlds = tuple(self.config_world_sizes.get(absolute(path), ()))
         unapplied = bool({absolute(path), ""} & self.checkpointing_unapplied)

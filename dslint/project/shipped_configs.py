@@ -19,7 +19,7 @@ from dslint.config.recognition import is_candidate, is_config_name, is_deepspeed
 from dslint.config.tree import Object, node_at
 from dslint.diagnostics import Related
 from dslint.project.config_access import load_config_tree
-from dslint.project.inputs import exists, record, shown_path
+from dslint.project.inputs import absolute, exists, record, shown_path
 
 if TYPE_CHECKING:
     from dslint.script.context import ScriptContext
@@ -92,6 +92,18 @@ def project_folders(script: str) -> list[Path]:
             break
         folders.append(folders[-1].parent)
     return folders
+
+
+def config_folders_of(script: str) -> list[str]:
+    """The folders (absolute) where a script's own configs lie: its folder and the one above it (unless its own is
+    the project's root), each with its config folders (`configs/`, and one nested in it: `configs/deepspeed/`)."""
+    folders = project_folders(script)[:2]
+    found = []
+    for folder in folders:
+        found.append(folder)
+        found.extend(folder / name for name in CONFIG_FOLDERS)
+        found.extend(folder / name / inner for name in CONFIG_FOLDERS for inner in CONFIG_FOLDERS)
+    return [absolute(str(folder)) for folder in found]
 
 
 def _is_root(folder: Path) -> bool:

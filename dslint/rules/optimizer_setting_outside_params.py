@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dslint.config.facts import is_comment_key
 from dslint.config.tree import Array, Node, Scalar
 from dslint.diagnostics import Severity
 from dslint.framework.config_rule import ConfigRule
@@ -37,8 +38,8 @@ class OptimizerSettingOutsideParams(ConfigRule):
             or `warmup_num_steps` written beside `params` instead of inside it. In JSON files and in config
             dicts a script hands to DeepSpeed. Beside an `Adam`/`AdamW` optimizer's `params`, a value equal to
             the optimizer's own default (`eps` 1e-8, `betas` [0.9, 0.999], `weight_decay` 0, `adam_w_mode` true,
-            `bias_correction` true, `amsgrad` false) is left alone: ignored, it loses nothing. A key starting
-            with `_` is a comment (`"_comment": "AdamW"`), as at the top level (DSL401).
+            `bias_correction` true, `amsgrad` false) is left alone: ignored, it loses nothing. A key written
+            as a comment (`"_comment": "AdamW"`, `"//"`, `"note"`) is a note for the reader, as at the top level.
         """,
         why="""
             DeepSpeed builds the optimizer from `optimizer.type` and the keyword arguments in
@@ -107,7 +108,7 @@ class OptimizerSettingOutsideParams(ConfigRule):
                 default = _ADAM_SPELLINGS.get(entry.key.replace("_", "").lower())  # `adamw_mode` too
                 if adam and default is not None and _equals(entry.value, ADAM_DEFAULTS[default]):
                     continue  # the optimizer's own default: ignored, and nothing lost
-                if entry.key not in read and not entry.key.startswith("_"):  # `_comment`: a note, as at the top level
+                if entry.key not in read and not is_comment_key(entry.key):  # `_comment`: a note, as at the top level
                     named = f" as `{default}`" if adam and default is not None and default != entry.key else ""
                     self.report_key(
                         entry,
