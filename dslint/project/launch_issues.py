@@ -525,6 +525,9 @@ def _required_not_given(site: LaunchSite, store: SummaryStore, sources: dict[str
         return None
     data, summary = sources.get(script), store.get(script)
     written = [o.name for o in line.options]
+    # a short option (`-c cfg.yaml` for `--config`/`-c`), as argparse stores it; its first letter with a value
+    # attached (`-cconfig.yaml`)
+    written += [stored_name(word) for word in line.short_options] + [word[1] for word in line.short_options]
     if line.tool in {*DEEPSPEED_RUNNERS, "torch.distributed.launch"} and not _no_local_rank(line):
         written.append("local_rank")  # the launcher appends `--local_rank=N` to every rank's command line
     missing = missing_required(summary, data, written) if data and summary else None

@@ -105,6 +105,8 @@ class LaunchLine:
     cut_cause: str = ""
     # The launcher's own short options, as written (`-H`, `-i`): `launcher_options` holds only `--name` ones.
     launcher_short_options: tuple[str, ...] = ()
+    # The script's short options, as written (`-c`, `-lr`): `options` holds only `--name` ones.
+    short_options: tuple[str, ...] = ()
     spawned_by: str = ""  # the wrapper that starts the processes itself (`srun`, `mpirun`), if any
     # The module a `-m`/`--module` launch runs (`pkg.train`; `script` is then its file, `pkg/train.py`), else ""
     module: str = ""
@@ -483,9 +485,8 @@ def _launch_in(
         target=target,
         launcher_options=tuple(_options(launcher_words, original, number)),
         environment=tuple(sorted(environment.items())),
-        launcher_short_options=tuple(
-            word.split("=", 1)[0] for word in launcher_words if re.match(r"^-[A-Za-z]", word) is not None
-        ),
+        launcher_short_options=_short_options(launcher_words),
+        short_options=_short_options(rest[script_at + 1 :]),
         spawned_by=spawned_by,
         launcher_words=_positioned(launcher_words, original, words[index], number),
         module=module,
@@ -546,6 +547,11 @@ def _positioned(words: list[str], original: str, head: str, first_line: int) -> 
         at = offset + len(word) if offset >= 0 else at
         found.append((word, *_position(original, offset if offset >= 0 else at, first_line)))
     return tuple(found)
+
+
+def _short_options(words: list[str]) -> tuple[str, ...]:
+    """The short options among `words`, as written up to an `=` (`-c`, `-lr`; not `-1`, a negative number)."""
+    return tuple(word.split("=", 1)[0] for word in words if re.match(r"^-[A-Za-z]", word) is not None)
 
 
 def _after(original: str, script: str, head: str) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 
 import libcst as cst
@@ -9,6 +10,7 @@ import libcst as cst
 from dslint.diagnostics import Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
 from dslint.script.facts import Role, method_name
+from dslint.script.names import dotted_name
 from dslint.script.one_rank import one_process_launches, one_rank_conjunction
 from dslint.script.walk import own_nodes
 
@@ -48,7 +50,10 @@ class LoopLeftOnOneRank(ScriptRule):
             runs the DeepSpeed engine's `backward`, `step` or `train_batch` (in the loop or in a loop inside it):
             typically an early stop, or a target loss, decided and acted on by rank 0 alone. A `break` inside a
             loop of the `if`'s own body (an evaluation loop) leaves only that loop and is not reported; nor is an
-            `if` whose `else` leaves too, nor a script every launch of the project starts as one process.
+            `if` whose `else` leaves too, nor a script every launch of the project starts as one process. A
+            `break` from a pass nested in a `while` (`while step < total: for batch in loader:`) whose test
+            reads nothing the branch writes before the `break` sends rank 0 back into that `while`, to train on
+            under the same test as the other ranks: not reported.
         """,
         why="""
             Every rank must make the engine's collectives together: `engine.backward` reduces the gradients
@@ -96,6 +101,21 @@ class LoopLeftOnOneRank(ScriptRule):
                     break
             """
         ),
+        # rank 0 starts the pass over the loader again: the `while` runs it on until `step` reaches the total
+        Valid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            while step < total:
+                for batch in loader:
+                    engine.backward(engine(batch))
+                    engine.step()
+                    step += 1
+                    if args.local_rank == 0 and bad(batch):
+                        ckpt = latest()
+                        break
+            """
+        ),
         # one process in all
         Valid(
             _LOOP.format(leave="if args.local_rank == 0 and early_stop:\n        break"),
@@ -104,6 +124,21 @@ class LoopLeftOnOneRank(ScriptRule):
     )
     invalid = (
         Invalid(_LOOP.format(leave="if args.local_rank == 0 and early_stop:\n        break"), lines=(10,)),
+        # rank 0 alone ends the `while` it goes back to: the test reads what the branch wrote
+        Invalid(
+            """
+            import deepspeed
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            while not done:
+                for batch in loader:
+                    engine.backward(engine(batch))
+                    engine.step()
+                    if args.local_rank == 0 and converged(batch):
+                        done = True
+                        break
+            """,
+            lines=(10,),
+        ),
         Invalid(
             """
             import deepspeed
@@ -155,6 +190,8 @@ class LoopLeftOnOneRank(ScriptRule):
             return
         for statement in _leaving(node.body, cst.Break, cst.Return):
             left: Sequence[_Loop] = loops[-1:] if isinstance(statement, cst.Break) else loops
+            if isinstance(statement, cst.Break) and _runs_again(loops, node, statement):
+                continue  # rank 0 is back in the enclosing `while`, under the same test as the others
             if any(self._trains(loop) for loop in left):
                 self.report(statement, self.message if isinstance(statement, cst.Break) else self.return_message)
 
@@ -170,6 +207,49 @@ class LoopLeftOnOneRank(ScriptRule):
                 for node in own_nodes(loop)
             )
         return self.training[id(loop)]
+
+
+def _runs_again(loops: Sequence[_Loop], test: cst.If, leaving: cst.CSTNode) -> bool:
+    """The loop a `break` leaves is the body of a `while` (`while step < total: for batch in loader: ...`) whose test
+    reads nothing the one-rank branch writes on its way to the `break`: rank 0 starts that pass again and trains on
+    under the same test as the other ranks (a `for epoch in ...` would move it on to the next epoch instead)."""
+    if len(loops) < 2 or not isinstance(loops[-2], cst.While):
+        return False
+    read = {dotted_name(node) for node in own_nodes(loops[-2].test) if isinstance(node, (cst.Name, cst.Attribute))}
+    return not (_written_before(test, leaving) & read)
+
+
+def _written_before(top: cst.CSTNode, target: cst.CSTNode) -> set[str | None]:
+    """The names and attributes (`done`, `self.stop`) assigned on the way from `top` down to `target`: in the
+    statements before each block's one holding it, the arms not taken left out."""
+    path = _path(top, target) or []
+    written: set[str | None] = set()
+    for holder, held in itertools.pairwise(path):
+        body = getattr(holder, "body", None)
+        if not isinstance(body, (list, tuple)):
+            continue
+        for statement in body[: next((i for i, s in enumerate(body) if s is held), 0)]:
+            for node in own_nodes(statement):
+                targets = (
+                    [t.target for t in node.targets]
+                    if isinstance(node, cst.Assign)
+                    else [node.target]
+                    if isinstance(node, (cst.AugAssign, cst.AnnAssign))
+                    else []
+                )
+                written.update(dotted_name(t) for t in targets if isinstance(t, (cst.Name, cst.Attribute)))
+    return written
+
+
+def _path(node: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode] | None:
+    """The nodes from `node` down to `target`, both included; None when `target` is not under `node`."""
+    if node is target:
+        return [node]
+    for child in node.children:
+        found = _path(child, target)
+        if found is not None:
+            return [node, *found]
+    return None
 
 
 def _leaving(block: cst.CSTNode, *kinds: type[cst.CSTNode]) -> Iterator[cst.CSTNode]:

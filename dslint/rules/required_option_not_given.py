@@ -40,7 +40,8 @@ class RequiredOptionNotGiven(LaunchRule):
             mutually exclusive group made `required=True`, when the script parses strictly and its parser is
             known whole (as for DSL434 and DSL450), and every word of the command is known: a word built at run
             time that may hold options (`"$@"`, `$EXTRA_ARGS`), or a document's placeholder for more (`...`,
-            `[options]`), leaves it alone; the value of the option before it (`--output_dir $OUT`) does not. A required
+            `[options]`), leaves it alone; the value of the option before it (`--output_dir $OUT`) does not. An option
+            given by its short spelling (`-c cfg.yaml` for `add_argument("--config", "-c", ...)`) is given. A required
             `--local_rank` is given by the `deepspeed` runner (unless `--no_local_rank`) and by
             `torch.distributed.launch`, which append it to every rank's command line. The
             finding is at the command, with the `add_argument` (or the group) as related location. A command cut
@@ -74,6 +75,11 @@ class RequiredOptionNotGiven(LaunchRule):
         Valid("deepspeed train.py --cuda --deepspeed_config ds.json\n", files=_files(_KNOWN)),
         # no DeepSpeed in the command line: a tool of the project
         Valid("python train.py --cuda\n", files=_files(_STRICT)),
+        # the short spelling of the required option
+        Valid(
+            "deepspeed train.py -d d.jsonl --rocm --deepspeed_config ds.json\n",
+            files=_files(_STRICT.replace('add_argument("--data"', 'add_argument("--data", "-d"')),
+        ),
         # a required --local_rank: the runner appends it to every rank's command line
         Valid(
             "deepspeed train.py --data d.jsonl --rocm --deepspeed_config ds.json\n",
