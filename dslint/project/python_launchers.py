@@ -21,6 +21,7 @@ train.py, a command of the file's own name) are its documented launches, read as
 from __future__ import annotations
 
 import ast
+import itertools
 import os
 import re
 import shlex
@@ -73,7 +74,8 @@ def comment_launches(data: bytes, name: str) -> dict[int, str]:
     note on how to run it, as a README's command is; a command for another script is not this file's to tell),
     and the lines of its module docstring (a usage note: `Usage: deepspeed --num_gpus=2 train.py`, the label
     and a `$ ` prompt dropped), each at its line and columns, the lines a backslash continues it onto included."""
-    if os.fsencode(name) not in data or _LAUNCH_WORD.search(data) is None:
+    stem = os.fsencode(name.removesuffix(".py"))
+    if (os.fsencode(name) not in data and b"." + stem not in data) or _LAUNCH_WORD.search(data) is None:
         return {}
     lines = data.decode("utf-8", errors="replace").splitlines()
     docstring = _docstring_lines(lines)
@@ -143,9 +145,14 @@ def _comment_body(line: str) -> str | None:
 
 
 def _runs(command: str, name: str) -> bool:
-    """Whether the command's script (its first word naming a `.py` file) is the file `name`."""
-    script = next((word for word in command.split() if word.endswith(".py")), None)
-    return script is not None and script.rsplit("/", 1)[-1] == name
+    """Whether the command's script (its first word naming a `.py` file) is the file `name`, or the module it runs
+    (`-m pkg.train`, `--module pkg.train`) is that file's (`train.py`)."""
+    words = command.split()
+    script = next((word for word in words if word.endswith(".py")), None)
+    if script is not None:
+        return script.rsplit("/", 1)[-1] == name
+    module = next((after for word, after in itertools.pairwise(words) if word in ("-m", "--module")), None)
+    return module is not None and module.rsplit(".", 1)[-1] + ".py" == name
 
 
 def _run_commands(data: bytes) -> dict[int, str]:
