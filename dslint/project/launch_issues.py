@@ -72,7 +72,7 @@ from dslint.project.launch_cuts import strip_comment
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, ScriptOption
 from dslint.project.master_port import master_port_unused
-from dslint.project.missing_configs import beside, missing_accelerate_config, missing_config, missing_in_configs
+from dslint.project.missing_configs import beside, missing_config, missing_in_configs, missing_launch_configs
 from dslint.project.missing_scripts import missing_script_issue
 from dslint.project.project_index import LaunchIssue, LaunchSite
 from dslint.project.script_parser import (
@@ -182,9 +182,7 @@ def launch_issues(
         twice = config_given_twice(site, store, sources) if _runs_deepspeed(site) else None
         if twice is not None and twice not in issues:
             issues.append(twice)  # (the file the option names is never opened: no missing-config finding below)
-        unfound = missing_accelerate_config(site, sources, launcher_text(line.launcher), file_names)
-        if unfound is not None:
-            issues.append(unfound)
+        issues.extend(missing_launch_configs(site, sources, launcher_text(line.launcher), file_names))
         configless = _configless_trainer(site, store, sources)
         if configless is not None:
             issues.append(configless)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from dslint.project.accelerate_yaml import parse_accelerate_yaml
-from dslint.project.inputs import absolute, shown_path
+from dslint.project.inputs import absolute, find_written, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
 from dslint.project.launchers import LaunchLine, tested_files, written_files
 from dslint.project.project_index import LaunchIssue, LaunchSite, TrainerLiteral
@@ -228,6 +228,18 @@ _DEEPSPEED_NAME = re.compile(r"deepspeed|zero|(?:^|[^a-z])ds(?:[^a-z]|$)")
 _PLACEHOLDER = re.compile(r"[<>{}*\[\]\s]|\.\.\.|path/to|your|YOUR")
 
 
+def missing_launch_configs(
+    site: LaunchSite,
+    sources: dict[str, bytes],
+    launcher: str | None,
+    file_names: Callable[[], Mapping[str, tuple[str, ...]]],
+) -> list[LaunchIssue]:
+    """The files an `accelerate launch` names on its own command line that are not there: its `--config_file`
+    (`missing_accelerate_config`) and its `--deepspeed_config_file` (`missing_flag_config`)."""
+    found = (check(site, sources, launcher, file_names) for check in (missing_accelerate_config, missing_flag_config))
+    return [issue for issue in found if issue is not None]
+
+
 def missing_accelerate_config(
     site: LaunchSite,
     sources: dict[str, bytes],
@@ -258,6 +270,32 @@ def missing_accelerate_config(
     shown = tuple(shown_path(path) for path in missing)
     return LaunchIssue(
         "missing_config", option.line, option.column, end, option.value, ("--config_file",), elsewhere=shown
+    )
+
+
+def missing_flag_config(
+    site: LaunchSite,
+    sources: dict[str, bytes],
+    launcher: str | None,
+    file_names: Callable[[], Mapping[str, tuple[str, ...]]],
+) -> LaunchIssue | None:
+    """`accelerate launch --use_deepspeed --deepspeed_config_file PATH` where PATH names no file of the project
+    (`missing_config` judges it, as a path surely opened): accelerate hands it to every process's
+    `DeepSpeedPlugin`, whose `HfDeepSpeedConfig` raises ValueError for a path that is no file, before training
+    starts. Without `--use_deepspeed` the flag is never read (DSL462's)."""
+    line = site.line
+    option = line.launcher_option("deepspeed_config_file")
+    if line.tool != "accelerate" or option is None or not option.value or line.launcher_option("use_deepspeed") is None:
+        return None
+    if _PLACEHOLDER.search(option.value) is not None or find_written(option.value, line.launcher, (), line.directory):
+        return None  # found where the command runs (after its `cd`)
+    missing = missing_config(option.value, sources, line.launcher, launcher, file_names, opened=True)
+    if missing is None or beside(missing, line, site.script, sources):
+        return None
+    end = option.column + len("--deepspeed_config_file")
+    shown = tuple(shown_path(path) for path in missing)
+    return LaunchIssue(
+        "missing_config", option.line, option.column, end, option.value, ("--deepspeed_config_file",), elsewhere=shown
     )
 
 
