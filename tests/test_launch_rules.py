@@ -39,6 +39,7 @@ def test_launch_mistakes_are_reported_in_their_launchers_and_their_twins_are_sil
         ("docs/README.md", 7, "DSL422"),
         ("scripts/grpo.sh", 1, "DSL442"),  # and the Trainer it builds gets no config either
         ("scripts/grpo.sh", 2, "DSL424"),
+        ("scripts/sft_accelerate_missing.sh", 3, "DSL423"),  # accelerate's own --deepspeed_config_file
         ("scripts/sft_cut.sh", 4, "DSL422"),
         ("scripts/sft_missing.sh", 3, "DSL423"),
         ("scripts/sft_pick_gpus.sh", 3, "DSL427"),
