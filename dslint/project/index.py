@@ -469,6 +469,8 @@ def _read_launchers(
             yaml_path = None
             if line.accelerate_config is not None:
                 yaml_path = find_written(line.accelerate_config, launcher, roots, line.directory)
+                if yaml_path is None and (document or line.line in commented):  # its reader runs it from the root
+                    yaml_path = inputs.only_file_ending(line.accelerate_config, roots)
             presumed = presumed_default_config(line, launcher, script) if yaml_path is None else None
             if yaml_path is not None or presumed is not None:
                 read_path = yaml_path or presumed or ""

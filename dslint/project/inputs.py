@@ -158,6 +158,18 @@ def _files_named(root: str) -> dict[str, tuple[str, ...]]:
     return known
 
 
+def only_file_ending(written: str, roots: Sequence[str]) -> str | None:
+    """The one file under `roots` whose path ends as `written` does (`accelerate_ds.yaml` for the project's
+    `configs/accelerate_ds.yaml`); None for none or several, or a path going up (`..`)."""
+    tail = os.path.normpath(written).lstrip(os.sep)
+    if tail.startswith(".."):
+        return None
+    found = {
+        p for root in roots for p in _files_named(root).get(os.path.basename(tail), ()) if p.endswith(os.sep + tail)
+    }
+    return found.pop() if len(found) == 1 else None
+
+
 def file_names_under(roots: Sequence[str], skipped: frozenset[str]) -> dict[str, tuple[str, ...]]:
     """Every file under `roots` (absolute paths) by base name (hidden and tool folders skipped)."""
     names: dict[str, list[str]] = {}
