@@ -80,7 +80,7 @@ from dslint.project.launch_documents import (
 from dslint.project.launch_issues import launch_issues
 from dslint.project.launch_switches import record_switches_never_on
 from dslint.project.launched_configs import launched_config
-from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell, writes_passed_config
+from dslint.project.launchers import LaunchLine, parse_makefile, parse_shell
 from dslint.project.missing_configs import missing_trainer_configs
 from dslint.project.model_classes import loaded_model_classes
 from dslint.project.parameter_paths import record_parameter_paths
@@ -94,6 +94,7 @@ from dslint.project.project_index import (
     launcher_files,
 )
 from dslint.project.python_launchers import comment_launches, python_launch_text
+from dslint.project.shell_files import writes_passed_config
 from dslint.project.shipped_accelerate import shipped_accelerate_runs
 from dslint.project.shipped_configs import config_folders_of
 from dslint.project.summary_facts import SummaryFacts, gpu_file, summary_facts

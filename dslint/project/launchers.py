@@ -41,6 +41,7 @@ from dslint.project.shell_variables import (
     assign,
     assigned_value,
     assignment_in,
+    held_command,
     quoted_value_end,
     substitute,
 )
@@ -184,58 +185,6 @@ def _position(original: str, offset: int, first_line: int) -> tuple[int, int]:
 _LAUNCHER_STEMS = ("deepspeed", "torchrun", "accelerate", "python")  # `python3` holds `python`
 
 
-# A file a command writes: `> ds.json`, `>> log`, `tee ds.json`, `tee -a "$CONFIG"` (not `2>&1`, not `<`).
-_REDIRECT = re.compile(r"""(?:>>?|\btee(?:\s+-a)?)\s*(["']?)([^\s;|&<>'"]+)\1""")
-# A file a shell test asks about: `[ -f ds.json ]`, `[[ ! -e "$CONFIG" ]]`, `test -s $DS_CONFIG`.
-_FILE_TEST = re.compile(r"""(?:\[\[?|\btest)\s+(?:!\s+)?-[efrs]\s+(["']?)([^\s;|&<>'"\]]+)\1""")
-
-
-def _files_named(text: str, pattern: re.Pattern[str], every_value: bool = False) -> frozenset[str]:
-    """The paths `pattern` (group 2) finds in a shell script's commands, each with the literal variables assigned
-    before its line substituted (`CONFIG=config_${MODEL}.json` ... `> ${CONFIG}`); a path built at run time is
-    left out. `every_value`: a path that is one variable alone (`"$DS_CONFIG"`) stands for every value the script
-    assigns it anywhere (the arms of an `if` choosing the config, and the test after them)."""
-    variables: dict[str, str | None] = {}
-    values: dict[str, set[str]] = {}
-    named: list[str] = []
-    for _, logical in logical_lines(text):
-        line = strip_comment(logical)
-        assignment = assignment_in(line)
-        if assignment is not None:
-            assign(variables, assignment)
-            value = variables[assignment.name]
-            if value is not None:
-                values.setdefault(assignment.name, set()).add(value)
-            continue
-        for match in pattern.finditer(line):
-            alone = _ONE_VARIABLE.fullmatch(match.group(2)) if every_value else None
-            named.extend(values.get(alone.group(1), ()) if alone else (substitute(match.group(2), variables),))
-    return frozenset(os.path.normpath(path) for path in named if UNKNOWN_VALUE not in path)
-
-
-_ONE_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
-
-
-def written_files(text: str) -> frozenset[str]:
-    """The files a shell script writes by redirection or `tee`."""
-    return _files_named(text, _REDIRECT)
-
-
-def tested_files(text: str) -> frozenset[str]:
-    """The files whose existence a shell script tests (`[ -f "$DS_CONFIG" ] || exit 1`, `if [ -e ds.json ]`): a
-    test of a variable, every value the script gives it."""
-    return _files_named(text, _FILE_TEST, every_value=True)
-
-
-def writes_passed_config(line: LaunchLine, text: str) -> bool:
-    """Whether the shell script `text` writes the config file its launch `line` passes (a heredoc or a
-    redirection to the same path, `cat <<EOF > $DS_CONFIG`): the committed file is not what that launch runs."""
-    option = line.config_option()
-    if option is None or not option.value:
-        return False
-    return os.path.normpath(option.value) in written_files(text)
-
-
 def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None = None) -> list[LaunchLine]:
     """The launch commands of a shell script.
 
@@ -252,6 +201,7 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
     variables: dict[str, str | None] = {"PWD": "."}
     exported: dict[str, str] = {}
     found: list[LaunchLine] = []
+    held_launches: list[LaunchLine] = []  # the launch commands variables hold (`held_command`)
     here = os.path.dirname(os.path.abspath(path))
     captured: set[str] = set()  # variables holding the working directory (`ROOT=$(pwd)`): unknown after a `cd`
     directory = ""
@@ -272,6 +222,10 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
         written = assignment_in(line, alone=False)
         own = own_directory(written.value, here) if written is not None else None
         assignment = written if own is not None else assignment_in(line)
+        held = held_command(assignment, text) if assignment is not None else None
+        launch = _launch_in(path, number, logical, substitute(held, variables), None, exported) if held else None
+        if launch is not None:  # run elsewhere, with more words maybe: its options are not all known
+            held_launches.append(replace(launch, open_words=True))
         if assignment is not None and arguments.inside:
             continue  # set only when the launcher is given that argument
         if assignment is not None:
@@ -316,7 +270,18 @@ def parse_shell(path: str, text: str, read: Callable[[str], str | None] | None =
                 found.append(launch if not runs_in else replace(launch, directory=runs_in))
         if subshell:
             directory = before
-    return found
+    # a held command that a line here also runs (`srun $CMD`, `bash -c "$CMD"`) is read there
+    ran = {_said(launch) for launch in found}
+    return found + [launch for launch in held_launches if _said(launch) not in ran]
+
+
+def _said(line: LaunchLine) -> tuple[object, ...]:
+    """What a launch command says, wherever it is written: its launcher, script and options."""
+    return (
+        line.tool,
+        line.script,
+        tuple((option.name, option.value) for option in (*line.launcher_options, *line.options)),
+    )
 
 
 # How a line that `_SOURCE` or `assignment_in` matches starts (they match the line with its comment stripped, a prefix).

@@ -15,9 +15,10 @@ from dataclasses import replace
 from dslint.project.accelerate_yaml import parse_accelerate_yaml
 from dslint.project.inputs import absolute, find_written, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
-from dslint.project.launchers import LaunchLine, tested_files, written_files
+from dslint.project.launchers import LaunchLine
 from dslint.project.project_index import LaunchIssue, LaunchSite, TrainerLiteral
 from dslint.project.shell_directories import UNKNOWN_VALUE
+from dslint.project.shell_files import tested_files, written_files
 
 # Signs that a Python source writes a file (a config it generates): a dump, a write, a copy, an open for writing.
 # A source that only names the file (an option's default, a message) does not make it.

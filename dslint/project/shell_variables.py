@@ -319,3 +319,20 @@ class ArgumentCases:
     @property
     def inside(self) -> bool:
         return bool(self._cases) and self._cases[-1]
+
+
+# A launch command written whole in a variable: `CMD="deepspeed --num_gpus=4 -m pkg.train --config c.yaml"`
+_HELD_COMMAND = re.compile(r"^([\"'])((?:deepspeed|torchrun|accelerate\s+launch)\s[^\"'`]*)\1\s*$")
+
+
+def held_command(assignment: Assignment, text: str) -> str | None:
+    """The launch command a variable holds (quoted whole: `CMD="deepspeed ... train.py ..."`) that the file never
+    runs as a command itself (`$CMD` at a command's start is read where it runs): it runs elsewhere (handed to
+    `ssh`, written into a job script, substituted into a template). None for any other value."""
+    held = _HELD_COMMAND.match(assignment.value.strip()) if not assignment.append else None
+    if held is None:
+        return None
+    run = re.compile(
+        r"(?:^|[;&|(]|\bthen|\bdo|\beval)\s*[\"']?\$\{?" + re.escape(assignment.name) + r"\b", re.MULTILINE
+    )
+    return None if run.search(text) else held.group(2)
