@@ -485,6 +485,7 @@ def _read_launchers(
             launched = launched_config(line, launcher, roots, accelerate, run_from)
             world = world_size(line, functools.partial(read_near, near=launcher, roots=roots), accelerate)
             launched = replace(launched, ranks_per_node=world.per_node, ranks=world.ranks, world_source=world.source)
+            launched = replace(launched, options_open=line.open_words)
             launch = Launch(line, script, launched, accelerate)
             index.launches.append(launch)
             if pasted:

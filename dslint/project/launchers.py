@@ -477,13 +477,15 @@ ALL_ARGUMENTS = frozenset({"$@", "$*", "${@}", "${*}"})
 
 def _open_words(words: list[str]) -> bool:
     """A word built at run time that is not the value of the option before it (`--output_dir $OUT` is one), or a
-    document's placeholder for more options (`...`, `...(append your options)`, `[options]`, `<args>`)."""
+    document's placeholder for more options (`...`, `...(append your options)`, `[options]`, `<args>`, a path
+    elided inside: `/scratch/.../data`)."""
     for index, word in enumerate(words):
         before = words[index - 1] if index else ""
         # the value of the option before it (`"$@"`, zero or more words, is never one)
         valued = before.startswith("--") and "=" not in before and word not in ALL_ARGUMENTS
         runtime = (UNKNOWN_VALUE in word or "$" in word or "`" in word) and not word.startswith("--")
-        if word.startswith(("...", "\u2026", "[", "<")) or (runtime and not valued):
+        elided = "/.../" in word or "/\u2026/" in word  # `/projects/.../model`: a sketch of the command
+        if word.startswith(("...", "\u2026", "[", "<")) or elided or (runtime and not valued):
             return True
     return False
 

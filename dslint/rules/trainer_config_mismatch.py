@@ -170,6 +170,15 @@ class TrainerConfigMismatch(ScriptRule):
             _PARSING,
             files=(("run.sh", "deepspeed train.py --fp16 $FP16 --deepspeed ds.json\n"), ("ds.json", _FP16_FILE)),
         ),
+        # more options may come (`"$@"`), or the command is a sketch (an elided path): an absent --fp16 is unknown
+        Valid(_PARSING, files=(("run.sh", 'deepspeed train.py --deepspeed ds.json "$@"\n'), ("ds.json", _FP16_FILE))),
+        Valid(
+            _PARSING,
+            files=(
+                ("run.sh", "deepspeed train.py --output_dir /scratch/.../out --deepspeed ds.json\n"),
+                ("ds.json", _FP16_FILE),
+            ),
+        ),
         Valid(
             _PARSING_OWN,
             files=(("run.sh", "deepspeed train.py --deepspeed ds.json\n"), ("ds.json", _FP16_FILE)),
@@ -328,7 +337,8 @@ class TrainerConfigMismatch(ScriptRule):
             return
         call, defaults = parser
         for launch, config in launched_trainer_configs(self.context):
-            found = mismatches(config, launch_arguments(launch.options), defaults)
+            # an option the launch may give beyond those written (`"$@"`, `...`) has no default to compare
+            found = mismatches(config, launch_arguments(launch.options), defaults and not launch.options_open)
             if found:
                 where = f" from {os.path.basename(launch.launch.path)}:{launch.launch.line}"
                 self._report(call, found, config, where, (launch.launch,))

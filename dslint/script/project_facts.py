@@ -89,6 +89,8 @@ class LaunchedConfig:
     # accelerate's inline `gradient_clipping` (the YAML's, or `--gradient_clipping`), as written; None: not given
     inline_clipping: str | None = None
     inline_accumulation: str | None = None  # the same of its `gradient_accumulation_steps`
+    # more options may be given than `options` holds (`"$@"`, `$EXTRA`, a document's `...`): an absent one is unknown
+    options_open: bool = False
 
     def option_evidence(self, name: str) -> Related:
         """Where the launch writes `--name` (its value shown), or the launch line when not known."""
