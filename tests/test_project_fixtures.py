@@ -17,6 +17,7 @@ from dslint.lint.document_configs import document_results
 from dslint.lint.files import discover
 from dslint.lint.launcher import launcher_results
 from dslint.lint.result import FileResult as ScriptResult
+from dslint.project.config_access import set_checked_roots
 from dslint.selection import RuleSelection
 from dslint.settings import SettingsResolver
 
@@ -24,6 +25,7 @@ PROJECTS = sorted(p for p in (FIXTURES / "projects").iterdir() if p.is_dir())
 
 
 def _check(project: Path) -> list[tuple[str, int, int, str]]:
+    set_checked_roots([str(project)])  # as `dslint check PROJECT` does: the project is the folder checked
     files = discover([str(project)]).files
     index = index_project(files, [str(project)])
     resolver = SettingsResolver()  # each file judged against the DeepSpeed its project pins, as `dslint check`

@@ -209,6 +209,7 @@ SCRIPT_NEEDS: dict[str, Needs] = {
             (b"Accelerator", b"from_config"),
             (b"from_pretrained", b"TrainingArguments"),
             (b"from_config", b"TrainingArguments"),
+            *((b"from_pretrained", name.encode()) for name in sorted(TRL_TRAINING_ARGUMENTS)),  # TRL's configs
         ),
         pretrained_loads=True,
     ),

@@ -170,7 +170,8 @@ def _project(project: ProjectFacts | None) -> tuple[bool, bool]:
 
 
 def _names_zero_source(words: bytes) -> bool:
-    """`HfDeepSpeedConfig`, a `*TrainingArguments` with its `deepspeed=` keyword, or accelerate's `DeepSpeedPlugin`
+    """`HfDeepSpeedConfig`, a `*TrainingArguments` with its `deepspeed=` keyword or a dict splatted into it, or
+    accelerate's `DeepSpeedPlugin`
     may be among `words` (an `Accelerator` runs DeepSpeed only under an `accelerate launch` or the setup shipped
     near a script no launcher starts: `_zero_from_project`)."""
     return (
@@ -178,6 +179,8 @@ def _names_zero_source(words: bytes) -> bool:
         or has_tokens(words, (b"DeepSpeedPlugin",))
         or has_tokens(words, (b"TrainingArguments", b"deepspeed"))
         or any(has_tokens(words, (name.encode(), b"deepspeed")) for name in sorted(TRL_TRAINING_ARGUMENTS))
+        # a dict splatted into them (`SFTConfig(**settings)`) may bring the config (`settings_entries`)
+        or (b"**" in words and any(name.encode() in words for name in ("TrainingArguments", *TRL_TRAINING_ARGUMENTS)))
     )
 
 

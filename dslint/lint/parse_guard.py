@@ -202,6 +202,8 @@ def code_facts(tree: ast.Module, star_imports: Mapping[str, str] | None = None) 
             if node.arg:
                 word(node.arg)
                 keywords.add(node.arg)
+            else:
+                word("**")  # a dict splatted into the call (`SFTConfig(**settings)`), as the text shows it
         elif kind is ast.Dict:
             # a dict display's string keys may reach a call as keywords (`TrainingArguments(**settings)`)
             for key in node.keys:

@@ -132,16 +132,19 @@ def _configures_deepspeed(module: ModuleSummary | None, call: ast.Call, makers: 
         return True
     if isinstance(call.func, ast.Name) and call.func.id in makers:
         return True
+    method = call.func.attr if isinstance(call.func, ast.Attribute) and dotted(call.func.value) == "self" else None
+    if method is not None and "." + method in makers:  # `self._arguments()`: a method of the class returning them
+        return True
     return module is not None and module.qualified(call.func) in CONFIGURING
 
 
 def _arguments_makers(module: ModuleSummary) -> set[str]:
-    """The module-level functions of `module` that return the `*TrainingArguments(...)` they build."""
+    """The module-level functions of `module` that return the `*TrainingArguments(...)` they build, and its
+    classes' methods doing so (as `.name`)."""
     return {
-        name
+        name if not function.owner else "." + name.rsplit(".", 1)[-1]
         for name, function in module.functions.items()
-        if not function.owner
-        and "." not in name
+        if (function.owner or "." not in name)
         and any(
             isinstance(node, ast.Return)
             and isinstance(node.value, ast.Call)

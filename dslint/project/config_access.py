@@ -49,6 +49,16 @@ def set_checked_roots(paths: Sequence[str]) -> None:
     _CHECKED = tuple(sorted(folders, key=len))
 
 
+def checked_scope(directory: Path) -> Path:
+    """The project top of `directory` (`project_top`), or the folder the user asked to check holding it, when that
+    lies inside: the files a question about "the project's settings" may read (a fixture or an example of a
+    larger repository is checked on its own)."""
+    top = project_top(directory)
+    start = Path(os.path.realpath(directory))
+    inner = [Path(f) for f in _CHECKED if (Path(f) == start or Path(f) in start.parents) and top in Path(f).parents]
+    return max(inner, key=lambda folder: len(folder.parts)) if inner else top
+
+
 def project_top(directory: Path) -> Path:
     """The directory a file in `directory` may name configs under (see the module's docs)."""
     return _project_top(str(directory), os.getcwd(), _CHECKED)

@@ -46,7 +46,7 @@ from dslint.project.config_edits import (
 from dslint.project.config_writers import written_argument
 from dslint.project.edited_dicts import written_dict_configs
 from dslint.project.resolved_configs import AccelerateRun, ResolvedConfig, launch_evidence, launched_file
-from dslint.project.settings_entries import settings_entry
+from dslint.project.settings_entries import settings_entry, splatted_trainer_configs
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.shipped_configs import ships_only_lower_stages
 from dslint.project.splatted_arguments import call_argument
@@ -63,11 +63,9 @@ if TYPE_CHECKING:
 
 
 def resolve_config(context: ScriptContext, engine: Engine) -> ResolvedConfig | None:
-    """The config `engine` runs with, or None when it cannot be resolved statically.
-
-    Without `config=`, DeepSpeed reads `args.deepspeed_config` from the `args=` it is given; its argparse
-    default is followed (`deepspeed.add_config_arguments(parser)` adds the option with no default).
-    """
+    """The config `engine` runs with, or None when it cannot be resolved statically. Without `config=`, DeepSpeed
+    reads `args.deepspeed_config` from the `args=` it is given; its argparse default is followed
+    (`deepspeed.add_config_arguments(parser)` adds the option with no default)."""
     init = context.facts.initialize_of(engine) or _created_here(context, engine)
     if init is None:  # an engine created elsewhere: what the project index knows of its config
         return _remote_config(engine)
@@ -175,6 +173,8 @@ def trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
         resolved = _resolve_expression(context, expression, depth=0, origin=Origin.TRAINER)
         if resolved is not None:
             found.append(resolved)
+    found.extend(splatted := splatted_trainer_configs(context))  # `TrainingArguments(**settings)`
+    explicit = explicit or bool(splatted)
     project = context.facts.project
     if not explicit and project is not None and project.launches:
         for launch in project.launches:
@@ -201,6 +201,8 @@ def training_arguments_configs(context: ScriptContext) -> list[ResolvedConfig] |
         if resolved is None:
             return None
         found.append(resolved)
+    found.extend(splatted := splatted_trainer_configs(context))  # `TrainingArguments(**settings)`
+    explicit = explicit or bool(splatted)
     for path, named in argument_file_configs(context):  # `parser.parse_json_file("config.json")`
         explicit = True
         resolved = launched_file(path, Origin.TRAINER, (named,))

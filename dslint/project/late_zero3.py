@@ -226,10 +226,11 @@ def _is_self_attribute(node: cst.BaseExpression, self_name: str) -> bool:
 
 def returned_arguments(context: ScriptContext, sources: ZeroSources, calls: list[cst.Call]) -> list[ZeroSource]:
     """For each of `calls` (`setup_training_args(...)`) naming a module-level function of this file that returns
-    the `TrainingArguments` it builds: those arguments' source, placed at the call (kept when the call's result is
-    bound to a name or returned)."""
+    the `TrainingArguments` it builds, or a method of the caller's own class doing so (`self._arguments()`): those
+    arguments' source, placed at the call (kept when the call's result is bound to a name or returned)."""
     facts = context.facts
     makers: dict[cst.FunctionDef, list[ZeroSource]] = {}
+    methods: dict[tuple[cst.CSTNode, str], cst.FunctionDef] = {}  # (class, method name) -> a maker method
     for source in sources.of_kind("TrainingArguments"):
         small = facts.small_statement_of_call.get(source.call)
         scope = facts.scope_at(source.call)
@@ -238,25 +239,44 @@ def returned_arguments(context: ScriptContext, sources: ZeroSources, calls: list
             and small.value is source.call
             and scope.kind is ScopeKind.FUNCTION
             and scope.parent is not None
-            and scope.parent.kind is ScopeKind.MODULE
+            and scope.parent.kind in (ScopeKind.MODULE, ScopeKind.CLASS)
             and isinstance(scope.node, cst.FunctionDef)
         ):
             makers.setdefault(scope.node, []).append(source)
+            if scope.parent.kind is ScopeKind.CLASS and scope.parent.node is not None:
+                methods[(scope.parent.node, scope.node.name.value)] = scope.node
     if not makers:
         return []
     names = {node.name.value for node in makers}
     found: list[ZeroSource] = []
     for call in calls:
-        if not isinstance(call.func, cst.Name) or call.func.value not in names:
-            continue
-        binding = facts.binding_at(call.func.value, facts.scope_at(call), facts.start(call))
-        made = makers.get(binding.statement) if binding is not None else None
+        made = _method_made(facts, call, methods, makers)
+        if made is None and isinstance(call.func, cst.Name) and call.func.value in names:
+            binding = facts.binding_at(call.func.value, facts.scope_at(call), facts.start(call))
+            made = makers.get(binding.statement) if binding is not None else None
         if not made:
             continue
         small = facts.small_statement_of_call.get(call)
         bound = isinstance(small, (cst.Assign, cst.AnnAssign, cst.Return)) and small.value is call
         found.extend(replace(source, call=call, bound=bound) for source in made)
     return found
+
+
+def _method_made(
+    facts: ScriptFacts,
+    call: cst.Call,
+    methods: dict[tuple[cst.CSTNode, str], cst.FunctionDef],
+    makers: dict[cst.FunctionDef, list[ZeroSource]],
+) -> list[ZeroSource] | None:
+    """`self.<method>()` in a method of the class whose `<method>` returns the `TrainingArguments` it builds."""
+    scope = facts.scope_at(call)
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and scope.self_name is not None):
+        return None
+    if func.value.value != scope.self_name or scope.parent is None or scope.parent.node is None:
+        return None
+    method = methods.get((scope.parent.node, func.attr.value))
+    return makers.get(method) if method is not None else None
 
 
 @dataclass(frozen=True)

@@ -16,19 +16,26 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from dslint.config.tree import UNKNOWN, Node, Object, ParseError, Scalar, to_python
+from dslint.config.facts import Origin
+from dslint.config.tree import UNKNOWN, Node, Object, ParseError, Scalar, parse_text, to_python
 from dslint.config.yaml_subset import parse_yaml_subset
 from dslint.diagnostics import Location, Related
-from dslint.project.config_access import config_path
+from dslint.model.library import is_training_arguments_name
+from dslint.project.config_access import checked_scope, config_path, load_config_tree
 from dslint.project.config_edits import literal_value, module_index
 from dslint.project.inputs import is_file, read_input, shown_path
+from dslint.project.project_index import SKIPPED_DIRECTORIES
+from dslint.project.resolved_configs import ResolvedConfig
+from dslint.project.splatted_arguments import splatted_entries
 from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind
+from dslint.script.names import dotted_name
 from dslint.script.path_values import path_value
 
 if TYPE_CHECKING:
@@ -45,9 +52,11 @@ def settings_entry(context: ScriptContext, node: cst.BaseExpression) -> tuple[st
         return None
     read: list[tuple[Path, Object]] = []
     value = _entry(context, node, 0, read)
+    key = _keyed(node)[0]
+    if (not isinstance(value, str) or not value) and not read and isinstance(key, str):
+        return project_entry(context, key)  # a mapping not followed to its file: the project's settings agree
     if not isinstance(value, str) or not value:
         return None
-    key = _keyed(node)[0]
     for path, tree in read:
         written = _written(tree, key, value)
         if written is not None:
@@ -130,3 +139,99 @@ def _parsed(data: bytes, is_json: bool) -> object:
         return json.loads(text) if is_json else parse_yaml_subset(text)
     except (ValueError, ParseError):
         return _ABSENT
+
+
+def project_entry(context: ScriptContext, key: str) -> tuple[str, Related | None] | None:
+    """The one config path the project's settings files write for `key` (an entry at any depth of a YAML or JSON
+    file under the project's top, or the folder checked inside it: `training: {deepspeed: configs/ds.json}`),
+    where a script reads `key` from a mapping dslint does not follow to its file (a YAML a launch option names,
+    handed through a constructor; a dict splatted into `TrainingArguments(**settings)`), with where the first
+    file writes it. None when no file writes it, they write different paths, or the path names no file."""
+    found = _project_entries(str(checked_scope(Path(context.path).parent)), key)
+    if len({value for value, _ in found}) != 1:
+        return None
+    value, where = found[0]
+    return (value, where) if is_file(str(config_path(context.path, value))) else None
+
+
+def splatted_settings(context: ScriptContext, call: cst.Call, key: str) -> tuple[str, Related | None] | None:
+    """`project_entry` for a `key` that `call` may take from a dict splatted into it whose entries are not known
+    (`SFTConfig(**json.load(f))`, `TrainingArguments(**cfg)`), when no keyword of its own gives it."""
+    if any(arg.keyword is not None and arg.keyword.value == key for arg in call.args):
+        return None
+    unknown = any(arg.star == "**" and splatted_entries(context, arg.value, call) is None for arg in call.args)
+    return project_entry(context, key) if unknown else None
+
+
+def splatted_trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
+    """The config of each `*TrainingArguments(**settings)` whose dict dslint does not follow, where the project's
+    settings files agree on its `deepspeed` (`splatted_settings`)."""
+    found: list[ResolvedConfig] = []
+    for call in module_index(context.module).calls:
+        name = (dotted_name(call.func) or "").split(".")[-1]
+        entry = splatted_settings(context, call, "deepspeed") if name and is_training_arguments_name(name) else None
+        path = config_path(context.path, entry[0]) if entry is not None else None
+        loaded = load_config_tree(path, context.path) if path is not None else None
+        values = to_python(loaded) if isinstance(loaded, Object) else None
+        if entry is not None and isinstance(values, dict):
+            via = (entry[1],) if entry[1] is not None else ()
+            found.append(ResolvedConfig(values, str(path), path, loaded, Origin.TRAINER, via))  # type: ignore[arg-type]
+    return found
+
+
+_MAX_SETTINGS_FILES = 400
+_MAX_SETTINGS_SIZE = 256 * 1024
+
+
+@functools.lru_cache(maxsize=32)
+def _project_entries(top: str, key: str) -> list[tuple[str, Related | None]]:
+    """Each string a settings file under `top` writes for `key`, naming a `.json` file, with where (hidden, tool
+    and environment folders skipped; at most _MAX_SETTINGS_FILES files of at most _MAX_SETTINGS_SIZE bytes read)."""
+    found: list[tuple[str, Related | None]] = []
+    seen = 0
+    for directory, folders, files in os.walk(top):
+        folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in SKIPPED_DIRECTORIES)
+        for name in sorted(files):
+            if not name.endswith((".yaml", ".yml", ".json")) or seen >= _MAX_SETTINGS_FILES:
+                continue
+            path = os.path.join(directory, name)
+            seen += 1
+            try:
+                if os.path.getsize(path) > _MAX_SETTINGS_SIZE:
+                    continue
+            except OSError:
+                continue
+            data = read_input(path)
+            if data is None or key.encode() not in data:
+                continue
+            tree = _positioned(data, name.endswith(".json"))
+            if tree is None:
+                continue
+            for value in _strings_of(to_python(tree), key):
+                if value.endswith(".json"):
+                    at = _written(tree, key, value)
+                    shown = Related(shown_path(path), at.line, at.column, f"{key}: {value}") if at else None
+                    found.append((value, shown))
+    return found
+
+
+def _positioned(data: bytes, is_json: bool) -> Object | None:
+    """A settings file's tree with positions (JSON through the config reader, YAML through `_parsed`)."""
+    if not is_json:
+        parsed = _parsed(data, False)
+        return parsed if isinstance(parsed, Object) else None
+    try:
+        tree = parse_text(data.decode("utf-8", errors="replace"), hjson=False)
+    except ParseError:
+        return None
+    return tree if isinstance(tree, Object) else None
+
+
+def _strings_of(value: object, key: str) -> list[str]:
+    """The strings a parsed settings value holds for `key`, at any depth."""
+    if isinstance(value, dict):
+        own = [value[key]] if isinstance(value.get(key), str) else []
+        return own + [s for inner in value.values() for s in _strings_of(inner, key)]
+    if isinstance(value, list):
+        return [s for inner in value for s in _strings_of(inner, key)]
+    return []

@@ -6,7 +6,7 @@ import libcst as cst
 
 from dslint.diagnostics import Related, Severity
 from dslint.framework.rule import Invalid, RuleDocs, ScriptRule, Valid
-from dslint.model.library import HF_MODEL_BUILDS
+from dslint.model.library import HF_MODEL_BUILDS, TRL_TRAINING_ARGUMENTS
 from dslint.project.config_link import accelerate_runs
 from dslint.project.engine_config import ZeroSource, ZeroSources
 from dslint.project.evidence import built_evidence, config_evidence
@@ -129,6 +129,7 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
         (b"Accelerator", b"from_config"),
         (b"from_pretrained", b"TrainingArguments"),
         (b"from_config", b"TrainingArguments"),
+        *((b"from_pretrained", name.encode()) for name in sorted(TRL_TRAINING_ARGUMENTS)),
     )
     runs_on_pretrained_loads = True
     docs = RuleDocs(
@@ -573,7 +574,10 @@ class FromPretrainedWithoutHfDeepSpeedConfig(ScriptRule):
             message = template.format(where=where) + presumed.evidence()
             self.report(node, message, related=[load, *presumed.presumed])
             return True
-        self.report(node, template.format(where=where), related=[load])
+        configs = [c for source in after for c in source.configs if c.zero_stage == 3]
+        found = config_evidence(configs, files=True) if configs else None  # where ZeRO-3 comes from
+        suffix, related = (found.suffix, found.related) if found is not None and found.related else ("", ())
+        self.report(node, template.format(where=where) + suffix, related=[load, *related])
         return True
 
     def _engine_elsewhere(self, node: cst.Call, reach: ModelReach) -> None:
