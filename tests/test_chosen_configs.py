@@ -41,6 +41,7 @@ def test_the_world_size_of_a_launch_reaches_the_config_its_script_picks() -> Non
         for d in r.diagnostics
     )
     assert [(path, line, code) for path, line, code, _, _ in found] == [
+        ("ds/setup_lean.json", 3, "DSL457"),  # setups.py's table entry the launch picks, whose optimizer it replaces
         ("scripts/finetune_two.sh", 3, "DSL407"),
         ("scripts/stage2_one_gpu.sh", 4, "DSL407"),
     ]

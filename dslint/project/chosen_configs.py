@@ -6,16 +6,17 @@ says it (DSL407).
 train.py: that launch runs with `dsconfig/stage_1.json`, on one rank. The path is read as the launch gives it:
 an f-string over the script's own options (`args["stage"]`, `args.size`), each part the launch's literal value or,
 when the launch does not give the option, its argparse default; or, when the script builds no such path, the one
-literal config path it writes (`"ds_config.json"`). Several literal paths, a part of unknown value (a variable,
-an option set at run time, no default), or a path naming no DeepSpeed config file of the project: nothing is
-picked, nothing is guessed.
+literal config path it writes (`"ds_config.json"`); or the entry of a module-level table of named setups the
+launch's option picks (`ZERO_CONFIGS[args.config]`, `{"zero1": (..., "configs/zero1.json")}`). Several literal
+paths, a part of unknown value (a variable, an option set at run time, no default), or a path naming no DeepSpeed
+config file of the project: nothing is picked, nothing is guessed.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dslint.config.recognition import mentions_strong_key
 from dslint.model.summary import nodes_of
@@ -67,6 +68,9 @@ class ScriptPaths:
     defaults: dict[str, str]
     formatted: list[ast.JoinedStr]
     literals: dict[str, str]  # path -> how
+    # `ZERO_CONFIGS[args.config]` of a module-level table `{"zero1": (..., "configs/zero1.json"), ...}`: each
+    # lookup's option and, per key, the config paths its entry writes
+    lookups: list[tuple[str, dict[str, list[str]]]] = field(default_factory=list)
 
 
 def may_pick(source: bytes) -> bool:
@@ -96,7 +100,35 @@ def script_paths(
             owners = [name for name, default in defaults.items() if default == node.value]
             if all(reaches_reader(name) for name in owners):
                 literals.setdefault(node.value, f"{script_name} opens {node.value}")
-    return ScriptPaths(defaults, nodes_of(tree, ast.JoinedStr), literals)
+    return ScriptPaths(defaults, nodes_of(tree, ast.JoinedStr), literals, _table_lookups(tree))
+
+
+def _table_lookups(tree: ast.Module) -> list[tuple[str, dict[str, list[str]]]]:
+    """The lookups of a module-level dict display keyed by strings, whose entries write config paths, by an
+    option's value (`TABLE[args.config]`): the option, and each key's paths."""
+    tables: dict[str, dict[str, list[str]]] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.value, ast.Dict):
+            target, table = statement.targets[0], statement.value
+            entries = {
+                key.value: [
+                    str(n.value) for n in ast.walk(value) if isinstance(n, ast.Constant) and _config_path(n.value)
+                ]
+                for key, value in zip(table.keys, table.values, strict=True)
+                if isinstance(key, ast.Constant) and isinstance(key.value, str)
+            }
+            if isinstance(target, ast.Name) and any(entries.values()):
+                tables[target.id] = entries
+    lookups: list[tuple[str, dict[str, list[str]]]] = []
+    for node in nodes_of(tree, ast.Subscript) if tables else ():
+        option = _option_name(node.slice)
+        if isinstance(node.value, ast.Name) and node.value.id in tables and option is not None:
+            lookups.append((option, tables[node.value.id]))
+    return lookups
+
+
+def _config_path(value: object) -> bool:
+    return isinstance(value, str) and value.endswith(CONFIG_SUFFIXES)
 
 
 def chosen_configs(
@@ -131,6 +163,10 @@ def chosen_configs(
         if formatted is not None and formatted[1] and formatted[0].endswith(CONFIG_SUFFIXES):
             given = ", ".join(f"--{name} {value(name)}" for name in dict.fromkeys(formatted[1]))
             built.setdefault(formatted[0], f"{script_name} opens {formatted[0]} ({given})")
+    for option, table in written.lookups:
+        picked_key = value(option)
+        for entry_path in table.get(picked_key, []) if picked_key is not None else []:
+            built.setdefault(entry_path, f"{script_name} opens {entry_path} (--{option} {picked_key})")
     picked = built if built else written.literals
     found: list[ChosenConfig] = []
     for written_path, how in picked.items():

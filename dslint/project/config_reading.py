@@ -94,6 +94,7 @@ def record_chosen_configs(
             paths,
         ):
             index.config_chosen.add(picked.path)
+            index.config_clients.setdefault(picked.path, []).append(client_sections(sources[script]))
             if config.ranks is not None:
                 worlds = index.config_world_sizes.setdefault(picked.path, [])
                 worlds.append(LaunchWorldSize(config.ranks, f"{config.world_source}; {picked.how}", config.launch))

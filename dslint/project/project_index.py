@@ -259,8 +259,12 @@ class ProjectIndex:
         worlds = tuple(self.config_world_sizes.get(absolute(path), ()))
         unapplied = bool({absolute(path), ""} & self.checkpointing_unapplied)
         if reader is None and (worlds or absolute(path) in self.config_chosen):  # a launched script picks it
+            picking = self.config_clients.get(absolute(path), [])  # the sections its initialize calls replace
             return ConfigReading(
-                self.presumed_reader or "unlinked", world_sizes=worlds, checkpointing_configured=not unapplied
+                self.presumed_reader or "unlinked",
+                world_sizes=worlds,
+                checkpointing_configured=not unapplied,
+                client_sections=functools.reduce(frozenset.intersection, picking) if picking else frozenset(),
             )
         beside = self.folder_readers.get(os.path.dirname(absolute(path))) if reader is None else None
         if beside is not None:  # DeepSpeed opens the file itself: nothing replaces its values first

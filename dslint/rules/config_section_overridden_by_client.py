@@ -79,7 +79,8 @@ class ConfigSectionOverriddenByClient(ConfigRule):
 
     def check(self) -> None:
         context = self.context
-        if context.origin is not Origin.INITIALIZE or not context.client_sections:
+        # a config a launched script picks by its own path is handed to its initialize calls (`config_chosen`)
+        if context.origin not in (Origin.INITIALIZE, Origin.UNLINKED) or not context.client_sections:
             return
         for entry in self.entries(self.root):
             keyword = SECTIONS.get(entry.key)
