@@ -17,7 +17,7 @@ from dslint.project.evidence import evidence
 from dslint.project.inputs import shown_path
 from dslint.project.resolved_configs import ResolvedConfig
 from dslint.project.script_parser import argparse_defaults
-from dslint.script.facts import Role
+from dslint.script.facts import Role, ScopeKind
 from dslint.script.loop import unwrapped_loader
 from dslint.script.project_facts import LaunchedConfig
 from dslint.script.walk import own_nodes
@@ -43,6 +43,24 @@ def _script(batch: str, body: str = _STEP) -> str:
     return _SCRIPT.format(batch=batch, body=body)
 
 
+_MADE = """
+import deepspeed
+from torch.utils.data import DataLoader
+
+def make_loader(dataset, batch_size=8):
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=True)
+    return loader
+
+def train(model, dataset):
+    config = {{"train_batch_size": 64, "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1}}
+    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+    loader = make_loader({given})
+    for batch in loader:
+        engine.backward(engine(batch.to(engine.device)))
+        engine.step()
+"""
+
+
 class LoaderBatchNotMicroBatch(ScriptRule):
     code = "DSL472"
     slug = "loader-batch-not-micro-batch"
@@ -55,8 +73,11 @@ class LoaderBatchNotMicroBatch(ScriptRule):
             an engine of `deepspeed.initialize` (the loop calls the engine's `backward`), when the engine's config
             gives `train_micro_batch_size_per_gpu` as a number M other than B. B is read when it is a number, a
             name bound to one, or a key of a config dict (`batch_size=config["train_batch_size"]`, the global
-            batch). A loader with a `batch_sampler`, a loop that splits each batch in an inner loop, and a config
-            that cannot be read are left alone; so is DeepSpeed's own loader (`initialize(training_data=...)`).
+            batch). A loader a module-level function of the file builds from its parameter and returns (`def
+            make_loader(ds, batch_size=32)`) is read at each call whose result the loop iterates, with the size
+            the call gives or the parameter's default, and reported there. A loader with a `batch_sampler`, a loop
+            that splits each batch in an inner loop, and a config that cannot be read are left alone; so is
+            DeepSpeed's own loader (`initialize(training_data=...)`).
         """,
         why="""
             DeepSpeed never looks at the batch dimension of what it is given: `runtime/config.py` checks only the
@@ -93,6 +114,9 @@ class LoaderBatchNotMicroBatch(ScriptRule):
         ),
         Valid(_script("32").replace("batch_size=32,", "batch_sampler=sampler, batch_size=32,")),
         Valid(_script("args.batch_size")),  # an option of no known value
+        # a function of the module building the loader: the size its call gives, or its default, is the micro batch
+        Valid(_MADE.format(given="dataset")),
+        Valid(_MADE.format(given="dataset, batch_size=8")),
     )
     invalid = (
         Invalid(_script("32"), lines=(8,)),
@@ -109,15 +133,19 @@ class LoaderBatchNotMicroBatch(ScriptRule):
             ),
             lines=(13,),
         ),
+        Invalid(_MADE.format(given="dataset, batch_size=64"), lines=(12,)),
+        Invalid(_MADE.format(given="dataset, 32"), lines=(12,)),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
         self.loaders: list[cst.Call] = []
         self.loops: list[cst.For] = []
+        self.calls: list[cst.Call] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.facts.qualified(node.func) in DATA_LOADERS:
             self.loaders.append(node)
+        self.calls.append(node)
 
     def visit_For(self, node: cst.For) -> None:
         self.loops.append(node)
@@ -142,16 +170,23 @@ class LoaderBatchNotMicroBatch(ScriptRule):
         if not isinstance(target, cst.Name):
             return
         size = self._number(given, loader)
-        if size is None:
-            return
-        scope = facts.scope_at(loader)
+        if size is not None:
+            self._fed(loader, target, given, size)
+        elif isinstance(given, cst.Name):
+            self._returned(loader, target, given)
+
+    def _fed(self, made: cst.Call, target: cst.Name, given: cst.BaseExpression, size: int) -> None:
+        """The loops of `made`'s function over the name `target` it is bound to, after it: each that hands the
+        batches to an engine whose micro batch is another number is reported at `given`."""
+        facts = self.facts
+        scope = facts.scope_at(made)
         for loop in self.loops:
             source = unwrapped_loader(loop.iter)
             if not (isinstance(source, cst.Name) and source.value == target.value):
                 continue
-            if facts.scope_at(source) is not scope or facts.start(source) < facts.start(loader):
+            if facts.scope_at(source) is not scope or facts.start(source) < facts.start(made):
                 continue
-            if facts.assigned_value(source, source) is not loader:
+            if facts.assigned_value(source, source) is not made:
                 continue
             engine = self._engine_driven(loop)
             if engine is None:
@@ -162,6 +197,40 @@ class LoaderBatchNotMicroBatch(ScriptRule):
                 return
             self._report(given, size, micro, config, engine)
             return
+
+    def _returned(self, loader: cst.Call, target: cst.Name, given: cst.Name) -> None:
+        """A module-level function returning the loader it builds with its parameter's batch size (`def
+        make_loader(batch_size=32): loader = DataLoader(ds, batch_size=batch_size); return loader`): each call of
+        it bound to a name its caller's training loop iterates, with the size the call gives (or the default)."""
+        scope = self.facts.scope_at(loader)
+        function = scope.node
+        module_level = scope.parent is not None and scope.parent.kind is ScopeKind.MODULE
+        if not isinstance(function, cst.FunctionDef) or not module_level:
+            return
+        params = list(function.params.params)
+        names = [param.name.value for param in params]
+        returns = [node.value for node in own_nodes(function.body) if isinstance(node, cst.Return)]
+        returned = {value.value for value in returns if isinstance(value, cst.Name)}
+        if given.value not in names or target.value not in returned:
+            return
+        index = names.index(given.value)
+        for call in self.calls:
+            if isinstance(call.func, cst.Name) and call.func.value == function.name.value:
+                self._called(call, given.value, index, params[index].default)
+
+    def _called(self, call: cst.Call, name: str, index: int, default: cst.BaseExpression | None) -> None:
+        """A call of the loader-building function: the batch size it passes as `name` (at `index`), else `default`."""
+        keyword = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        passed = keyword or (positional[index] if index < len(positional) else None)
+        written = passed if passed is not None else default
+        size = self._number(written, call) if written is not None else None
+        small = self.facts.small_statement_of_call.get(call)
+        if size is None or not isinstance(small, cst.Assign) or len(small.targets) != 1 or small.value is not call:
+            return
+        bound = small.targets[0].target
+        if isinstance(bound, cst.Name):
+            self._fed(call, bound, passed if passed is not None else call, size)
 
     def _number(self, expression: cst.BaseExpression, at: cst.CSTNode) -> int | None:
         """A batch size written as a number, a name bound to one, or a key of a readable config dict."""
