@@ -46,7 +46,7 @@ from dslint.project.config_edits import (
 from dslint.project.config_writers import written_argument
 from dslint.project.edited_dicts import written_dict_configs
 from dslint.project.resolved_configs import AccelerateRun, ResolvedConfig, launch_evidence, launched_file
-from dslint.project.settings_entries import settings_entry, splatted_trainer_configs
+from dslint.project.settings_entries import settings_config, settings_entry, splatted_trainer_configs
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.shipped_configs import ships_only_lower_stages
 from dslint.project.splatted_arguments import call_argument
@@ -464,8 +464,9 @@ def _resolve_expression(
         return None
     binding = facts.binding_at(key, facts.scope_at(node), facts.start(node))
     if binding is None:
-        if isinstance(node, cst.Attribute):
-            return _resolve_option(context, node.attr.value, node.value, origin)
+        if isinstance(node, cst.Attribute):  # an option, else the settings files' one value for the attribute
+            found = _resolve_option(context, node.attr.value, node.value, origin)
+            return found if found is not None else settings_config(context, node.attr.value, origin)
         return None
     if binding.kind is BindingKind.PARAMETER:  # what this module's calls of the function pass for it
         passed = caller_arguments(context, binding)

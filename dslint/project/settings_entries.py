@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from dslint.config.facts import Origin
+from dslint.config.recognition import is_deepspeed_config
 from dslint.config.tree import UNKNOWN, Node, Object, ParseError, Scalar, parse_text, to_python
 from dslint.config.yaml_subset import parse_yaml_subset
 from dslint.diagnostics import Location, Related
@@ -170,13 +171,26 @@ def splatted_trainer_configs(context: ScriptContext) -> list[ResolvedConfig]:
     for call in module_index(context.module).calls:
         name = (dotted_name(call.func) or "").split(".")[-1]
         entry = splatted_settings(context, call, "deepspeed") if name and is_training_arguments_name(name) else None
-        path = config_path(context.path, entry[0]) if entry is not None else None
-        loaded = load_config_tree(path, context.path) if path is not None else None
-        values = to_python(loaded) if isinstance(loaded, Object) else None
-        if entry is not None and isinstance(values, dict):
-            via = (entry[1],) if entry[1] is not None else ()
-            found.append(ResolvedConfig(values, str(path), path, loaded, Origin.TRAINER, via))  # type: ignore[arg-type]
+        resolved = _entry_config(context, entry, Origin.TRAINER) if entry is not None else None
+        found.extend([resolved] if resolved is not None else [])
     return found
+
+
+def settings_config(context: ScriptContext, key: str, origin: Origin) -> ResolvedConfig | None:
+    """The DeepSpeed config the project's settings files agree on for `key` (`project_entry`), read: for an
+    attribute of a settings object dslint does not follow (`open(self.config.deepspeed_config)`)."""
+    entry = project_entry(context, key)
+    resolved = _entry_config(context, entry, origin) if entry is not None else None
+    return resolved if resolved is not None and is_deepspeed_config(resolved.tree, True) else None  # type: ignore[arg-type]
+
+
+def _entry_config(context: ScriptContext, entry: tuple[str, Related | None], origin: Origin) -> ResolvedConfig | None:
+    path = config_path(context.path, entry[0])
+    loaded = load_config_tree(path, context.path)
+    values = to_python(loaded) if isinstance(loaded, Object) else None
+    if not isinstance(values, dict) or not isinstance(loaded, Object):
+        return None
+    return ResolvedConfig(values, str(path), path, loaded, origin, (entry[1],) if entry[1] is not None else ())
 
 
 _MAX_SETTINGS_FILES = 400
