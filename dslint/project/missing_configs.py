@@ -15,7 +15,7 @@ from dataclasses import replace
 from dslint.project.accelerate_yaml import parse_accelerate_yaml
 from dslint.project.inputs import absolute, find_written, shown_path
 from dslint.project.launch_documents import DOCUMENT_LAUNCHER_SUFFIXES
-from dslint.project.launchers import LaunchLine
+from dslint.project.launchers import LaunchLine, ScriptOption
 from dslint.project.project_index import LaunchIssue, LaunchSite, TrainerLiteral
 from dslint.project.shell_directories import UNKNOWN_VALUE
 from dslint.project.shell_files import tested_files, written_files
@@ -267,11 +267,7 @@ def missing_accelerate_config(
     missing = missing_config(option.value, sources, line.launcher, launcher, file_names)
     if missing is None or beside(missing, line, site.script, sources):
         return None
-    end = option.column + len("--config_file")
-    shown = tuple(shown_path(path) for path in missing)
-    return LaunchIssue(
-        "missing_config", option.line, option.column, end, option.value, ("--config_file",), elsewhere=shown
-    )
+    return _missing_at(option, "--config_file", missing)
 
 
 def missing_flag_config(
@@ -293,11 +289,14 @@ def missing_flag_config(
     missing = missing_config(option.value, sources, line.launcher, launcher, file_names, opened=True)
     if missing is None or beside(missing, line, site.script, sources):
         return None
-    end = option.column + len("--deepspeed_config_file")
+    return _missing_at(option, "--deepspeed_config_file", missing)
+
+
+def _missing_at(option: ScriptOption, flag: str, missing: tuple[str, ...]) -> LaunchIssue:
+    """The missing-config issue at an accelerate flag (`--config_file`), naming the project's files meant."""
+    end = option.column + len(flag)
     shown = tuple(shown_path(path) for path in missing)
-    return LaunchIssue(
-        "missing_config", option.line, option.column, end, option.value, ("--deepspeed_config_file",), elsewhere=shown
-    )
+    return LaunchIssue("missing_config", option.line, option.column, end, option.value or "", (flag,), elsewhere=shown)
 
 
 def missing_in_configs(
