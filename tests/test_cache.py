@@ -341,3 +341,34 @@ def test_a_run_over_a_few_files_neither_reads_nor_writes_the_pack(tmp_path: Path
     assert many.get("ab" * 32) == FileResult("x.py", [])
     many.keep_states()
     assert (tmp_path / "cache" / f"v{cache_module.FORMAT}" / cache_module.PACK).is_file()
+
+
+def test_a_settings_file_that_changes_is_seen(tmp_path: Path) -> None:
+    """attr_trainer.py's config is the one the project's settings files give `ds_config_file` (`settings_entries.
+    project_entry`): a settings file is an input of its result, read or served from the cache."""
+    root = tmp_path / "settings_configs"
+    shutil.copytree(FIXTURES / "projects" / "settings_configs", root)
+    cache = str(tmp_path / "cache")
+    flagged = check(root, ".", "--cache-dir", cache)
+    assert "DSL204" in flagged
+    (root / "configs" / "ds_engine_z2.json").write_text(
+        '{"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 2}}\n'
+    )
+    settings = root / "configs" / "trainer.yaml"
+    settings.write_text(settings.read_text().replace("ds_engine_z3.json", "ds_engine_z2.json"))
+    quiet = check(root, ".", "--cache-dir", cache)
+    assert quiet == check(root, ".", "--no-cache") and "DSL204" not in quiet
+
+
+def test_every_script_answered_from_the_settings_files_depends_on_them(tmp_path: Path) -> None:
+    """pkg/trainer.py and sft.py both take their config from the settings files' one `deepspeed`: the files are
+    inputs of each result, the second asker's too, whose answer the first one's read is reused for."""
+    root = tmp_path / "settings_configs"
+    shutil.copytree(FIXTURES / "projects" / "settings_configs", root)
+    cache = str(tmp_path / "cache")
+    assert check(root, ".", "--cache-dir", cache, "-j", "1").count('"code": "DSL208"') == 2
+    for name in ("default.yaml", "sft_short.json", "sft_long.json"):
+        path = root / "configs" / name
+        path.write_text(path.read_text().replace("ds_zero3.json", "ds_zero2.json"))
+    quiet = check(root, ".", "--cache-dir", cache, "-j", "1")
+    assert quiet == check(root, ".", "--no-cache") and "DSL208" not in quiet

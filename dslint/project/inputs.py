@@ -144,7 +144,18 @@ _UNWALKED = frozenset({"node_modules", "__pycache__", "site-packages", "venv", "
 
 def forget_file_names() -> None:
     """Walk the roots again when next asked (a new project index: files may have come or gone)."""
+    global _GENERATION
     _NAMES.clear()
+    _GENERATION += 1
+
+
+def generation() -> int:
+    """How many project indexes this process has begun: an answer cached from the project's files is good within
+    one (`settings_entries`)."""
+    return _GENERATION
+
+
+_GENERATION = 0
 
 
 def _files_named(root: str) -> dict[str, tuple[str, ...]]:

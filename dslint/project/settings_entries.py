@@ -30,7 +30,7 @@ from dslint.diagnostics import Location, Related
 from dslint.model.library import is_training_arguments_name
 from dslint.project.config_access import checked_scope, config_path, load_config_tree
 from dslint.project.config_edits import literal_value, module_index
-from dslint.project.inputs import is_file, read_input, shown_path
+from dslint.project.inputs import generation, is_file, read_input, record, shown_path
 from dslint.project.project_index import SKIPPED_DIRECTORIES
 from dslint.project.resolved_configs import ResolvedConfig
 from dslint.project.splatted_arguments import splatted_entries
@@ -148,7 +148,9 @@ def project_entry(context: ScriptContext, key: str) -> tuple[str, Related | None
     where a script reads `key` from a mapping dslint does not follow to its file (a YAML a launch option names,
     handed through a constructor; a dict splatted into `TrainingArguments(**settings)`), with where the first
     file writes it. None when no file writes it, they write different paths, or the path names no file."""
-    found = _project_entries(str(checked_scope(Path(context.path).parent)), key)
+    found, read = _project_entries(str(checked_scope(Path(context.path).parent)), key, generation())
+    for path in read:  # inputs of this answer each time it is given (the result cache), not only when first read
+        record(path)
     if len({value for value, _ in found}) != 1:
         return None
     value, where = found[0]
@@ -198,10 +200,12 @@ _MAX_SETTINGS_SIZE = 256 * 1024
 
 
 @functools.lru_cache(maxsize=32)
-def _project_entries(top: str, key: str) -> list[tuple[str, Related | None]]:
+def _project_entries(top: str, key: str, _generation: int) -> tuple[list[tuple[str, Related | None]], list[str]]:
     """Each string a settings file under `top` writes for `key`, naming a `.json` file, with where (hidden, tool
-    and environment folders skipped; at most _MAX_SETTINGS_FILES files of at most _MAX_SETTINGS_SIZE bytes read)."""
+    and environment folders skipped; at most _MAX_SETTINGS_FILES files of at most _MAX_SETTINGS_SIZE bytes read),
+    and the folders and files read; walked again for each project index (`inputs.generation`)."""
     found: list[tuple[str, Related | None]] = []
+    read: list[str] = [top]
     seen = 0
     for directory, folders, files in os.walk(top):
         folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in SKIPPED_DIRECTORIES)
@@ -216,6 +220,7 @@ def _project_entries(top: str, key: str) -> list[tuple[str, Related | None]]:
             except OSError:
                 continue
             data = read_input(path)
+            read.append(path)
             if data is None or key.encode() not in data:
                 continue
             tree = _positioned(data, name.endswith(".json"))
@@ -226,7 +231,7 @@ def _project_entries(top: str, key: str) -> list[tuple[str, Related | None]]:
                     at = _written(tree, key, value)
                     shown = Related(shown_path(path), at.line, at.column, f"{key}: {value}") if at else None
                     found.append((value, shown))
-    return found
+    return found, read
 
 
 def _positioned(data: bytes, is_json: bool) -> Object | None:
