@@ -18,6 +18,7 @@ from dslint.script.hf_trainers import TrainerNames
 from dslint.script.model_moves import ModelSink
 from dslint.script.model_reach import ModelReach
 from dslint.script.stage_guard import StageGuards
+from dslint.script.walk import all_nodes
 
 _ACCELERATE_SCRIPT = """
 from accelerate import Accelerator
@@ -174,6 +175,16 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
             engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 3}})
             """
         ),
+        # no device map where DeepSpeed runs: the author tests its setting
+        Valid(
+            """
+            import deepspeed
+            from transformers import AutoModelForCausalLM
+            device_map = None if args.deepspeed else "auto"
+            model = AutoModelForCausalLM.from_pretrained(name, device_map=device_map)
+            engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 3}})
+            """
+        ),
         Valid(
             """
             import deepspeed
@@ -192,6 +203,16 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         ),
     )
     invalid = (
+        Invalid(  # the test reads no DeepSpeed setting: the map is given under ZeRO-3 too
+            """
+            import deepspeed
+            from transformers import AutoModelForCausalLM
+            device_map = None if args.cpu else "auto"
+            model = AutoModelForCausalLM.from_pretrained(name, device_map=device_map)
+            engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 3}})
+            """,
+            lines=(5,),
+        ),
         # ... but called again once they exist, the helper's load raises
         Invalid(
             """
@@ -269,8 +290,21 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
         if not is_model_from_pretrained(self.context, node):
             return
         device_map = keyword_value(node, "device_map")
-        if device_map is not None and not is_none(device_map) and not self.stage_guards.inside:
+        given = device_map is not None and not is_none(device_map) and not self.stage_guards.inside
+        if given and not self._none_under_deepspeed(device_map):  # type: ignore[arg-type]
             self.candidates.append(node)
+
+    def _none_under_deepspeed(self, value: cst.BaseExpression) -> bool:
+        """`None if cfg.deepspeed else "auto"` (written, or bound to the name given): the author gives no device
+        map where DeepSpeed runs (the test reads a DeepSpeed or ZeRO setting)."""
+        if isinstance(value, cst.Name):
+            binding = self.facts.local_binding(value)
+            value = binding.value if binding is not None and binding.value is not None else value
+        if not isinstance(value, cst.IfExp) or not (is_none(value.body) or is_none(value.orelse)):
+            return False
+        read = [n.value for n in all_nodes(value.test) if isinstance(n, cst.Name)]
+        read += [n.attr.value for n in all_nodes(value.test) if isinstance(n, cst.Attribute)]
+        return any("deepspeed" in word.lower() or "zero" in word.lower() for word in read)
 
     def leave_Module(self, original_node: cst.Module) -> None:
         reported = self._zero_sources(original_node)
