@@ -20,9 +20,11 @@ def test_model_built_by_a_helper_before_zero3_training_arguments() -> None:
             ("tune_local_loader.py", 14, "DSL208", f"restore() ({where}/tune_local_loader.py:9) "),
         ],
     )
-    assert all(
-        f[3].endswith("builds the model before the ZeRO-3 TrainingArguments exist: create them first") for f in found
-    )
+    assert all("builds the model before the ZeRO-3 TrainingArguments exist: create them first" in f[3] for f in found)
+    # a config file given to the arguments is named as where ZeRO-3 comes from (a dict of the script is not)
+    messages = {f[0]: f[3] for f in found}
+    assert messages["tune_args_late.py"].endswith("helper_loads/ds_stage3.json:4)")
+    assert messages["tune_local_loader.py"].endswith("create them first")
 
 
 def test_helper_load_names_the_load_as_related_location() -> None:
@@ -35,11 +37,16 @@ def test_helper_load_names_the_load_as_related_location() -> None:
     results = lint_files([(f, resolver.for_path(f).selection_for(f)) for f in files], jobs=1, project=index)
     assert isinstance(results[0], FileResult)
     (finding,) = [d for d in results[0].diagnostics if d.code == "DSL208"]
-    (related,) = finding.related
-    assert (related.path, related.line, related.message) == (
+    load, config = finding.related
+    assert (load.path, load.line, load.message) == (
         "fixtures/projects/helper_loads/lm_zoo/building.py",
         7,
         "causal_lm() loads the model with from_pretrained",
+    )
+    assert (config.path, config.line, config.message) == (
+        "fixtures/projects/helper_loads/ds_stage3.json",
+        4,
+        "zero_optimization.stage",
     )
 
 
