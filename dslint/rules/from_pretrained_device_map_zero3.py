@@ -175,6 +175,16 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
             engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 3}})
             """
         ),
+        # a name bound to None gives no map
+        Valid(
+            """
+            import deepspeed
+            from transformers import AutoModelForCausalLM
+            device_map = None
+            model = AutoModelForCausalLM.from_pretrained(name, device_map=device_map)
+            engine, *_ = deepspeed.initialize(model=model, config={"zero_optimization": {"stage": 3}})
+            """
+        ),
         # no device map where DeepSpeed runs: the author tests its setting
         Valid(
             """
@@ -296,10 +306,12 @@ class FromPretrainedDeviceMapZero3(ScriptRule):
 
     def _none_under_deepspeed(self, value: cst.BaseExpression) -> bool:
         """`None if cfg.deepspeed else "auto"` (written, or bound to the name given): the author gives no device
-        map where DeepSpeed runs (the test reads a DeepSpeed or ZeRO setting)."""
+        map where DeepSpeed runs (the test reads a DeepSpeed or ZeRO setting); a name bound to None gives none."""
         if isinstance(value, cst.Name):
             binding = self.facts.local_binding(value)
             value = binding.value if binding is not None and binding.value is not None else value
+            if is_none(value):
+                return True  # `device_map = None` before the call: no map at all
         if not isinstance(value, cst.IfExp) or not (is_none(value.body) or is_none(value.orelse)):
             return False
         read = [n.value for n in all_nodes(value.test) if isinstance(n, cst.Name)]
