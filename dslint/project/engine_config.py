@@ -13,6 +13,7 @@ from dslint.diagnostics import Related
 from dslint.model.engine import Engine, EngineConfig
 from dslint.project.config_edits import conditional, literal_value, module_index, top_level_writes
 from dslint.project.config_link import resolve_config, resolve_config_expression, training_arguments_configs
+from dslint.project.method_order import sequenced
 from dslint.project.resolved_configs import ResolvedConfig
 from dslint.project.shipped_configs import shipped_zero3
 from dslint.project.splatted_arguments import call_argument
@@ -237,13 +238,23 @@ class ZeroSources:
 
     def runs_after(self, source: ZeroSource, load: cst.Call, calls: Sequence[cst.Call]) -> bool:
         """Whether `source` surely runs after `load` (`calls`: every call of the file): later in the same scope,
-        or `load` is in a function of the module that is called only in `source`'s scope, before it
-        (`model = load_model(...)` then `TrainingArguments(deepspeed=...)`)."""
+        in a method of the class that a driver method runs after the load's (`method_order.sequenced`), or `load`
+        is in a function of the module that is called only in `source`'s scope, before it (`model =
+        load_model(...)` then `TrainingArguments(deepspeed=...)`)."""
         facts = self.context.facts
         load_scope = facts.scope_at(load)
         source_scope = facts.scope_at(source.call)
         if source_scope is load_scope:
             return facts.start(load) < facts.start(source.call)
+        owner = load_scope.parent.node if load_scope.parent is not None else None
+        if (  # methods of one class that a driver method runs in that order (`self.load(); self.train()`)
+            isinstance(owner, cst.ClassDef)
+            and source_scope.parent is load_scope.parent
+            and isinstance(load_scope.node, cst.FunctionDef)
+            and isinstance(source_scope.node, cst.FunctionDef)
+            and load_scope.node is not source_scope.node
+        ):
+            return sequenced(facts, owner, load_scope.node.name.value, source_scope.node.name.value)
         home = load_scope.node
         if load_scope.parent is not facts.module_scope or not isinstance(home, cst.FunctionDef):
             return False

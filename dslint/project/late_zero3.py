@@ -34,6 +34,7 @@ from dslint.project.accelerate_yaml import parse_accelerate_yaml, yaml_boolean
 from dslint.project.config_link import accelerate_runs
 from dslint.project.engine_config import ZeroSource, ZeroSources
 from dslint.project.inputs import record
+from dslint.project.method_order import self_calls, sequenced
 from dslint.project.shipped_accelerate import shipped_accelerate_runs
 from dslint.script.context import ScriptContext
 from dslint.script.facts import ScopeKind, ScriptFacts
@@ -121,56 +122,17 @@ def constructor_load_runs_first(context: ScriptContext, load: cst.Call, source: 
     if where.node is constructor:
         return False
     loading, runs = scope.node.name.value, where.node.name.value
-    called = _self_calls(constructor, scope.self_name) if constructor is not None else {}
+    called = self_calls(constructor, scope.self_name) if constructor is not None else {}
     if loading == "__init__" and any(facts.start(call) < facts.start(load) for call in called.get(runs, ())):
         return False  # the constructor runs the config's method before the load
     if (
         loading != "__init__"
         and (loading not in called or runs in called)
-        and (runs in called or not _sequenced(facts, owner.node, loading, runs))
+        and (runs in called or not sequenced(facts, owner.node, loading, runs))
     ):
         return False  # the loading method may not run first; or the constructor runs the config's method too
     attributes = _stored_attributes(context, load, scope.node, scope.self_name)
     return bool(attributes) and _hands_attribute(where.node, where.self_name, attributes)
-
-
-def _sequenced(facts: ScriptFacts, owner: cst.ClassDef, loading: str, runs: str) -> bool:
-    """Whether a method of `owner` runs `self.<loading>()` before `self.<runs>()` (`def run(self):
-    self.load_model(); ...; self.train()`), and no method of it calls `runs` otherwise: first in its body, or
-    without `loading` (then the instance may make the config before any load)."""
-    ordered = False
-    for method in owner.body.body:
-        if not isinstance(method, cst.FunctionDef) or method.name.value in (loading, runs):
-            continue
-        first = _first_parameter(method)
-        called = _self_calls(method, first) if first is not None else {}
-        if runs not in called:
-            continue
-        if loading not in called:
-            return False
-        if facts.start(called[runs][0]) < facts.start(called[loading][0]):
-            return False
-        ordered = True
-    return ordered
-
-
-def _first_parameter(function: cst.FunctionDef) -> str | None:
-    params = function.params.params
-    return params[0].name.value if params else None
-
-
-def _self_calls(function: cst.FunctionDef, self_name: str) -> dict[str, list[cst.Call]]:
-    """The methods `function` calls on its instance (`self.setup()`), with the calls."""
-    found: dict[str, list[cst.Call]] = {}
-    for node in all_nodes(function.body):
-        if (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and isinstance(node.func.value, cst.Name)
-            and node.func.value.value == self_name
-        ):
-            found.setdefault(node.func.attr.value, []).append(node)
-    return found
 
 
 def _stored_attributes(context: ScriptContext, load: cst.Call, method: cst.FunctionDef, self_name: str) -> set[str]:
