@@ -28,11 +28,11 @@ from dslint.config.tree import UNKNOWN, Node, Object, ParseError, Scalar, parse_
 from dslint.config.yaml_subset import parse_yaml_subset
 from dslint.diagnostics import Location, Related
 from dslint.model.library import is_training_arguments_name
-from dslint.project.config_access import checked_scope, config_path, load_config_tree
+from dslint.project.config_access import checked_scope, config_path
 from dslint.project.config_edits import literal_value, module_index
 from dslint.project.inputs import generation, is_file, read_input, record, shown_path
 from dslint.project.project_index import SKIPPED_DIRECTORIES
-from dslint.project.resolved_configs import ResolvedConfig
+from dslint.project.resolved_configs import ResolvedConfig, launched_file
 from dslint.project.splatted_arguments import splatted_entries
 from dslint.script.config_loads import loaded_path
 from dslint.script.facts import BindingKind
@@ -187,12 +187,8 @@ def settings_config(context: ScriptContext, key: str, origin: Origin) -> Resolve
 
 
 def _entry_config(context: ScriptContext, entry: tuple[str, Related | None], origin: Origin) -> ResolvedConfig | None:
-    path = config_path(context.path, entry[0])
-    loaded = load_config_tree(path, context.path)
-    values = to_python(loaded) if isinstance(loaded, Object) else None
-    if not isinstance(values, dict) or not isinstance(loaded, Object):
-        return None
-    return ResolvedConfig(values, str(path), path, loaded, origin, (entry[1],) if entry[1] is not None else ())
+    """The config file an agreed settings entry names, read as a launched file is (`launched_file`)."""
+    return launched_file(str(config_path(context.path, entry[0])), origin, (entry[1],) if entry[1] is not None else ())
 
 
 _MAX_SETTINGS_FILES = 400
@@ -201,10 +197,26 @@ _MAX_SETTINGS_SIZE = 256 * 1024
 
 @functools.lru_cache(maxsize=32)
 def _project_entries(top: str, key: str, _generation: int) -> tuple[list[tuple[str, Related | None]], list[str]]:
-    """Each string a settings file under `top` writes for `key`, naming a `.json` file, with where (hidden, tool
-    and environment folders skipped; at most _MAX_SETTINGS_FILES files of at most _MAX_SETTINGS_SIZE bytes read),
-    and the folders and files read; walked again for each project index (`inputs.generation`)."""
+    """Each string a settings file under `top` writes for `key`, naming a `.json` file, with where; and the folders
+    and files read (`_settings_files`)."""
+    texts, read = _settings_files(top, _generation)
     found: list[tuple[str, Related | None]] = []
+    for path, data in texts:
+        tree = _positioned(data, path.endswith(".json")) if key.encode() in data else None
+        for value in _strings_of(to_python(tree), key) if tree is not None else ():
+            if value.endswith(".json"):
+                at = _written(tree, key, value)  # type: ignore[arg-type]
+                shown = Related(shown_path(path), at.line, at.column, f"{key}: {value}") if at else None
+                found.append((value, shown))
+    return found, read
+
+
+@functools.lru_cache(maxsize=4)
+def _settings_files(top: str, _generation: int) -> tuple[list[tuple[str, bytes]], list[str]]:
+    """The settings files under `top` that may name a `.json` config (hidden, tool and environment folders skipped;
+    at most _MAX_SETTINGS_FILES files of at most _MAX_SETTINGS_SIZE bytes read), with their bytes; and the folders
+    and files read: walked and read once for every key asked, again for each project index (`inputs.generation`)."""
+    texts: list[tuple[str, bytes]] = []
     read: list[str] = [top]
     seen = 0
     for directory, folders, files in os.walk(top):
@@ -221,17 +233,9 @@ def _project_entries(top: str, key: str, _generation: int) -> tuple[list[tuple[s
                 continue
             data = read_input(path)
             read.append(path)
-            if data is None or key.encode() not in data:
-                continue
-            tree = _positioned(data, name.endswith(".json"))
-            if tree is None:
-                continue
-            for value in _strings_of(to_python(tree), key):
-                if value.endswith(".json"):
-                    at = _written(tree, key, value)
-                    shown = Related(shown_path(path), at.line, at.column, f"{key}: {value}") if at else None
-                    found.append((value, shown))
-    return found, read
+            if data is not None and b".json" in data:
+                texts.append((path, data))
+    return texts, read
 
 
 def _positioned(data: bytes, is_json: bool) -> Object | None:

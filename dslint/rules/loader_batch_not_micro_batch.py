@@ -19,6 +19,7 @@ from dslint.project.resolved_configs import ResolvedConfig
 from dslint.project.script_parser import argparse_defaults
 from dslint.script.facts import Role, ScopeKind
 from dslint.script.loop import unwrapped_loader
+from dslint.script.model_moves import argument_at
 from dslint.script.project_facts import LaunchedConfig
 from dslint.script.walk import own_nodes
 
@@ -220,9 +221,7 @@ class LoaderBatchNotMicroBatch(ScriptRule):
 
     def _called(self, call: cst.Call, name: str, index: int, default: cst.BaseExpression | None) -> None:
         """A call of the loader-building function: the batch size it passes as `name` (at `index`), else `default`."""
-        keyword = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
-        positional = [a.value for a in call.args if a.keyword is None and not a.star]
-        passed = keyword or (positional[index] if index < len(positional) else None)
+        passed = argument_at(call, None, name) or argument_at(call, index, None)
         written = passed if passed is not None else default
         size = self._number(written, call) if written is not None else None
         small = self.facts.small_statement_of_call.get(call)
